@@ -1,0 +1,55 @@
+"""The unit of work every pass consumes: a block of rows as float32 arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A block of consecutive rows of a dataset, ready for numba kernels.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32, C-contiguous
+        Feature values, validated finite.
+    y : ndarray of shape (n_rows,) or None
+        Target. For classification, int32 class codes indexing ``Dataset.classes``;
+        for regression, float32 values; None when the dataset has no target.
+    start : int
+        Global index of the first row of the block this chunk was cut from.
+    index : ndarray of shape (n_rows,), int64, or None
+        Global row index of each row when rows are not ``start, start+1, ...``
+        (rows shuffled within the chunk, or rows dropped by validation).
+    weight : ndarray of shape (n_rows,), float32, or None
+        Sample weights.
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None
+    start: int
+    index: np.ndarray | None = None
+    weight: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows in the chunk."""
+        return int(self.X.shape[0])
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Global row index of every row (int64), whether or not ``index`` is set."""
+        if self.index is not None:
+            return self.index
+        return np.arange(self.start, self.start + self.n_rows, dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the chunk's arrays."""
+        total = self.X.nbytes
+        for a in (self.y, self.index, self.weight):
+            if a is not None:
+                total += a.nbytes
+        return total

@@ -1,0 +1,215 @@
+"""``open_dataset``: one entry point for every kind of source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from streamlearn.data.dataset import Dataset
+from streamlearn.data.schema import Task
+from streamlearn.data.sources.base import Source
+from streamlearn.data.validation import NanPolicy, check_nan_policy
+from streamlearn.errors import SourceError
+
+ACCEPTED = (
+    "a parquet file or directory, a zarr v3 store (path or fsspec URL), a numpy array, "
+    "a pandas DataFrame, a pyarrow Table, a dask array or DataFrame, a zarr Group, "
+    "or a Dataset"
+)
+
+
+def open_dataset(
+    source: Any,
+    *,
+    target: str | Any | None = None,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    weight: str | Any | None = None,
+    task: Task | None = None,
+    classes: Sequence[Any] | None = None,
+    chunk_rows: int | None = None,
+    nan_policy: NanPolicy = "raise",
+    prefetch: int = 2,
+    format: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Dataset:
+    """Open rows for streaming.
+
+    Parameters
+    ----------
+    source
+        A path or fsspec URL (``file://``, ``memory://``, ``s3://`` ...) of a parquet file,
+        a directory of parquet files (hive partitions become columns) or a zarr v3 store;
+        a numpy array, pandas DataFrame, pyarrow Table, dask array or DataFrame, zarr Group;
+        an existing ``Dataset`` (returned as is).
+    target : str or array-like, optional
+        Target column name; for array sources, the target values themselves. A zarr store
+        with ``X`` and ``y`` arrays uses ``y`` by default.
+    features : list of str, optional
+        Feature columns in order; by default every column but the target and weight.
+    exclude : list of str
+        Columns to leave out when ``features`` is not given (identifiers, text).
+    weight : str or array-like, optional
+        Sample-weight column name, or the weights themselves for array sources.
+    task : {"classification", "regression"}, optional
+        Inferred from the target's type when omitted: floats mean regression; integers,
+        booleans, strings and categoricals mean classification.
+    classes : sequence, optional
+        The label set, when known, to skip the scan that discovers it.
+    chunk_rows : int, optional
+        Rows per chunk; by default about 16 MiB of float32 features.
+    nan_policy : "raise", "drop" or float
+        What to do with NaN or infinite feature values: raise an error naming the file,
+        column and row; drop the row; or replace the value by the given number.
+    prefetch : int
+        Chunks read ahead in a background thread while the current one is processed.
+    format : {"parquet", "zarr"}, optional
+        Storage format of a path, when it cannot be told from the path.
+    storage_options : dict, optional
+        Passed to fsspec for URLs (credentials, endpoints).
+
+    Returns
+    -------
+    Dataset
+
+    Examples
+    --------
+    >>> ds = open_dataset("data/train/", target="label")          # doctest: +SKIP
+    >>> ds = open_dataset("s3://bucket/train.zarr")               # doctest: +SKIP
+    >>> ds = open_dataset(X, target=y, chunk_rows=50_000)         # doctest: +SKIP
+    """
+    if isinstance(source, Dataset):
+        return source
+    nan_policy = check_nan_policy(nan_policy)
+    if isinstance(source, tuple):
+        if len(source) != 2 or target is not None:
+            raise SourceError("a tuple source must be (X, y), with no separate target=")
+        source, target = source
+    target_name, target_values = _split(target, "target", "y")
+    weight_name, weight_values = _split(weight, "weight", "weight")
+    src = _source(source, target_values, weight_values, format, storage_options)
+    if target is None and _is_zarr_matrix(src) and "y" in src.kinds:
+        target_name = "y"
+    return Dataset(
+        src,
+        features=features,
+        exclude=exclude,
+        target=target_name,
+        weight=weight_name,
+        task=task,
+        classes=classes,
+        chunk_rows=chunk_rows,
+        nan_policy=nan_policy,
+        prefetch=prefetch,
+    )
+
+
+def _split(value: Any, role: str, default_name: str) -> tuple[str | None, Any]:
+    """A column name stays a name; array-like values are bound to a column of that role."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        return value, None
+    return default_name, value
+
+
+def _is_zarr_matrix(src: Source) -> bool:
+    from streamlearn.data.sources.zarr_store import ZarrSource
+
+    return isinstance(src, ZarrSource) and src._matrix is not None
+
+
+def _source(
+    obj: Any,
+    y: Any,
+    weight: Any,
+    format: str | None,
+    storage_options: dict[str, Any] | None,
+) -> Source:
+    if isinstance(obj, str | os.PathLike):
+        if y is not None or weight is not None:
+            raise SourceError("for a path, target= and weight= must be column names")
+        return _path_source(os.fspath(obj), format, storage_options)
+
+    module = type(obj).__module__.split(".")[0]
+    if module == "pandas":
+        from streamlearn.data.sources.in_memory import PandasSource
+
+        _no_arrays(y, weight, "a DataFrame")
+        return PandasSource(obj)
+    if module == "pyarrow":
+        import pyarrow as pa
+
+        from streamlearn.data.sources.in_memory import ArrowSource
+
+        _no_arrays(y, weight, "a pyarrow Table")
+        if isinstance(obj, pa.RecordBatch):
+            obj = pa.Table.from_batches([obj])
+        if not isinstance(obj, pa.Table):
+            raise SourceError(f"cannot read a {type(obj).__name__}; {ACCEPTED}")
+        return ArrowSource(obj)
+    if module in ("dask", "dask_expr"):
+        import dask.array as da
+        import dask.dataframe as dd
+
+        if isinstance(obj, dd.DataFrame):
+            from streamlearn.data.sources.dask_collections import DaskDataFrameSource
+
+            _no_arrays(y, weight, "a dask DataFrame")
+            return DaskDataFrameSource(obj)
+        if isinstance(obj, da.Array):
+            from streamlearn.data.sources.dask_collections import DaskArraySource
+
+            return DaskArraySource(obj, y=y, weight=weight)
+    if module == "zarr":
+        import zarr
+
+        if isinstance(obj, zarr.Group):
+            from streamlearn.data.sources.zarr_store import ZarrSource
+
+            _no_arrays(y, weight, "a zarr Group")
+            return ZarrSource(obj)
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__array__"):
+        from streamlearn.data.sources.in_memory import NumpySource
+
+        return NumpySource(obj, y=y, weight=weight)
+    raise SourceError(f"cannot read a {type(obj).__name__}; open_dataset accepts {ACCEPTED}")
+
+
+def _no_arrays(y: Any, weight: Any, what: str) -> None:
+    if y is not None or weight is not None:
+        raise SourceError(f"for {what}, target= and weight= must be column names")
+
+
+def _path_source(url: str, format: str | None, storage_options: dict[str, Any] | None) -> Source:
+    fmt = format or _guess_format(url, storage_options)
+    if fmt == "zarr":
+        from streamlearn.data.sources.zarr_store import ZarrSource
+
+        return ZarrSource(url, storage_options)
+    if fmt == "parquet":
+        from streamlearn.data.sources.parquet import ParquetSource
+
+        return ParquetSource(url, storage_options)
+    raise SourceError(f"unknown format {fmt!r}; use 'parquet' or 'zarr'")
+
+
+def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    if not fs.exists(path):
+        raise SourceError(f"no such file or directory: {url}")
+    stripped = url.rstrip("/")
+    if stripped.endswith(".zarr"):
+        return "zarr"
+    if stripped.endswith((".parquet", ".pq")):
+        return "parquet"
+    if fs.isdir(path):
+        if fs.exists(f"{path.rstrip('/')}/zarr.json"):
+            return "zarr"
+        return "parquet"
+    return "parquet"

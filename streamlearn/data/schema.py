@@ -1,0 +1,76 @@
+"""What a dataset holds, known without reading its rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Task = Literal["classification", "regression"]
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Shape and meaning of a dataset's columns.
+
+    Attributes
+    ----------
+    n_rows : int
+        Number of rows (from file footers, store shapes or in-memory lengths).
+    feature_names : tuple of str
+        Columns delivered as ``Chunk.X``, in order.
+    target : str or None
+        Name of the target column.
+    task : {"classification", "regression"} or None
+        What the target is for; None without a target.
+    classes : ndarray or None
+        Sorted class labels (classification only); ``Chunk.y`` holds indices into it.
+    weight : str or None
+        Name of the sample-weight column.
+    dtype : numpy dtype
+        Dtype of ``Chunk.X`` (always float32).
+    source : str
+        Where the rows come from, for messages.
+    """
+
+    n_rows: int
+    feature_names: tuple[str, ...]
+    target: str | None
+    task: Task | None
+    classes: np.ndarray | None
+    weight: str | None
+    source: str
+    dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float32))
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns."""
+        return len(self.feature_names)
+
+    @property
+    def n_classes(self) -> int | None:
+        """Number of classes, or None for regression / no target."""
+        return None if self.classes is None else len(self.classes)
+
+    def __str__(self) -> str:
+        lines = [
+            f"source   : {self.source}",
+            f"rows     : {self.n_rows:,}",
+            f"features : {self.n_features} ({_abbreviate(self.feature_names)})",
+            f"dtype    : {self.dtype}",
+        ]
+        if self.target is not None:
+            lines.append(f"target   : {self.target} ({self.task})")
+        if self.classes is not None:
+            lines.append(f"classes  : {len(self.classes)} ({_abbreviate(self.classes.tolist())})")
+        if self.weight is not None:
+            lines.append(f"weight   : {self.weight}")
+        return "\n".join(lines)
+
+
+def _abbreviate(items: object, limit: int = 8) -> str:
+    values = [str(v) for v in items]  # type: ignore[attr-defined]
+    if len(values) <= limit:
+        return ", ".join(values)
+    return ", ".join(values[: limit - 2]) + f", ..., {values[-1]}"

@@ -1,0 +1,90 @@
+"""Converting Arrow columns (parquet row groups, in-memory tables) into a ``Block``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamlearn.data.sources.base import Block, ColumnKind, stack_columns
+from streamlearn.errors import DataError
+
+
+def arrow_kind(dtype: pa.DataType) -> ColumnKind:
+    """Classify an Arrow type."""
+    if pa.types.is_boolean(dtype):
+        return ColumnKind.BOOL
+    if pa.types.is_integer(dtype):
+        return ColumnKind.INTEGER
+    if pa.types.is_floating(dtype) or pa.types.is_decimal(dtype):
+        return ColumnKind.NUMERIC
+    if pa.types.is_dictionary(dtype):
+        return ColumnKind.CATEGORICAL
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return ColumnKind.STRING
+    if pa.types.is_string_view(dtype):
+        return ColumnKind.STRING
+    return ColumnKind.OTHER
+
+
+def feature_array(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """One numeric or boolean Arrow column as float32, nulls as NaN."""
+    if column.type != pa.float32():
+        column = pc.cast(column, pa.float32(), safe=False)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return column.to_numpy(zero_copy_only=False)
+
+
+def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) -> np.ndarray:
+    """The target column as numpy; categorical targets decoded to their values.
+
+    Nulls in a floating-point target become NaN (handled by the dataset's ``nan_policy``);
+    in any other target they are an error, since no label can stand in for them.
+    """
+    if pa.types.is_floating(column.type):
+        return feature_array(column) if column.type == pa.float32() else \
+            column.to_numpy() if column.null_count == 0 else \
+            pc.fill_null(column, float("nan")).to_numpy()
+    if column.null_count:
+        first = pc.index(pc.is_null(column), True).as_py()
+        raise DataError(
+            f"target column {name!r} is null at row {file_row + first} of {where}; "
+            "labels cannot be missing: remove those rows from the data"
+        )
+    if pa.types.is_dictionary(column.type):
+        column = pa.chunked_array(
+            [c.dictionary_decode() for c in column.chunks], type=column.type.value_type
+        )
+    return column.to_numpy()
+
+
+def arrow_block(
+    table: pa.Table,
+    features: list[str],
+    target: str | None,
+    weight: str | None,
+    *,
+    where: str,
+    file_row: int = 0,
+    constants: dict[str, Any] | None = None,
+) -> Block:
+    """Convert the rows of ``table`` to a ``Block``.
+
+    ``constants`` supplies columns absent from the table but constant over it (hive
+    partition keys taken from the file's path).
+    """
+    constants = constants or {}
+    n = table.num_rows
+
+    def column(name: str) -> pa.ChunkedArray:
+        if name in constants:
+            return pa.chunked_array([pa.array([constants[name]] * n)])
+        return table.column(name)
+
+    X = stack_columns([feature_array(column(f)) for f in features], n)
+    y = target_array(column(target), target, where, file_row) if target is not None else None
+    w = feature_array(column(weight)) if weight is not None else None
+    return Block(X=X, y=y, weight=w)

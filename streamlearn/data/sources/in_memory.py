@@ -1,0 +1,211 @@
+"""In-memory tables: numpy arrays, pandas DataFrames and pyarrow Tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from streamlearn.data.sources.arrow_columns import arrow_block, arrow_kind, target_array
+from streamlearn.data.sources.base import (
+    Block,
+    ColumnKind,
+    Piece,
+    default_feature_names,
+    numpy_kind,
+    stack_columns,
+)
+from streamlearn.errors import DataError, SourceError
+
+#: Rows per piece of an in-memory source: reads are views or cheap copies, so this only sets
+#: the granularity of conversion work.
+PIECE_ROWS = 1 << 16
+
+
+def _pieces(n_rows: int, description: str) -> list[Piece]:
+    return [
+        Piece(min(PIECE_ROWS, n_rows - a),
+              f"{description} rows {a}-{min(a + PIECE_ROWS, n_rows)}", a)
+        for a in range(0, n_rows, PIECE_ROWS)
+    ]
+
+
+class NumpySource:
+    """A 2-D feature matrix with optional target and weight arrays aligned with its rows."""
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any = None,
+        weight: Any = None,
+        feature_names: list[str] | None = None,
+        target_name: str = "y",
+        weight_name: str = "weight",
+    ) -> None:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise SourceError(f"X must be 2-D (rows x features), got shape {X.shape}")
+        self.description = f"array of shape {X.shape}"
+        self._X = X
+        self._feature_names = list(feature_names) if feature_names is not None \
+            else default_feature_names(X.shape[1])
+        if len(self._feature_names) != X.shape[1]:
+            raise SourceError(
+                f"{len(self._feature_names)} feature names for {X.shape[1]} columns of X"
+            )
+        self.kinds: dict[str, ColumnKind] = dict.fromkeys(self._feature_names, numpy_kind(X.dtype))
+        self._extra: dict[str, np.ndarray] = {}
+        for name, values in ((target_name, y), (weight_name, weight)):
+            if values is None:
+                continue
+            values = np.asarray(values)
+            if values.ndim != 1 or values.shape[0] != X.shape[0]:
+                raise DataError(
+                    f"{name} has shape {values.shape}; "
+                    f"expected ({X.shape[0]},), one value per row of X"
+                )
+            self._extra[name] = values
+            self.kinds[name] = numpy_kind(values.dtype)
+        self.columns = [*self._feature_names, *self._extra]
+        self.pieces = _pieces(X.shape[0], self.description)
+
+    def read_piece(
+        self, i: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Rows of piece ``i``; a view when X is already float32 and all features are used."""
+        p = self.pieces[i]
+        a, b = p.file_row, p.file_row + p.n_rows
+        X = self._X[a:b]
+        if features != self._feature_names:
+            X = X[:, [self._feature_names.index(f) for f in features]]
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        y = self._extra[target][a:b] if target is not None else None
+        w = self._extra[weight][a:b].astype(np.float32, copy=False) if weight is not None else None
+        return Block(X=X, y=y, weight=w)
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Target values of piece ``i``."""
+        p = self.pieces[i]
+        return self._extra[target][p.file_row : p.file_row + p.n_rows]
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """The labels present, read directly from the in-memory array."""
+        values = self._extra[target]
+        if values.dtype.kind == "f":
+            return None
+        return np.unique(values)
+
+
+def pandas_kind(dtype: Any) -> ColumnKind:
+    """Classify a pandas dtype (extension types included)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return ColumnKind.CATEGORICAL
+    if pd.api.types.is_bool_dtype(dtype):
+        return ColumnKind.BOOL
+    if pd.api.types.is_integer_dtype(dtype):
+        return ColumnKind.INTEGER
+    if pd.api.types.is_numeric_dtype(dtype):
+        return ColumnKind.NUMERIC
+    if pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype):
+        return ColumnKind.STRING
+    return ColumnKind.OTHER
+
+
+def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
+                 weight: str | None, where: str, file_row: int) -> Block:
+    """Convert rows of a DataFrame to a ``Block``."""
+    n = len(frame)
+    cols = [frame[f].to_numpy(dtype=np.float32, na_value=np.nan) for f in features]
+    X = stack_columns(cols, n)
+    y = None
+    if target is not None:
+        series = frame[target]
+        if series.dtype.kind != "f" and series.isna().any():
+            first = int(np.flatnonzero(series.isna().to_numpy())[0])
+            raise DataError(
+                f"target column {target!r} is missing at row {file_row + first} of {where}; "
+                "labels cannot be missing: remove those rows from the data"
+            )
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            series = series.astype(series.dtype.categories.dtype)
+        y = series.to_numpy()
+    w = frame[weight].to_numpy(dtype=np.float32, na_value=np.nan) if weight is not None else None
+    return Block(X=X, y=y, weight=w)
+
+
+class PandasSource:
+    """A pandas DataFrame; every column is addressable by name."""
+
+    def __init__(self, frame: pd.DataFrame, description: str | None = None) -> None:
+        if not all(isinstance(c, str) for c in frame.columns):
+            frame = frame.rename(columns=str)
+        if frame.columns.has_duplicates:
+            dup = frame.columns[frame.columns.duplicated()].tolist()
+            raise SourceError(f"DataFrame has duplicate column names {dup}")
+        self._frame = frame
+        self.description = description or f"DataFrame of shape {frame.shape}"
+        self.columns = list(frame.columns)
+        self.kinds = {c: pandas_kind(frame[c].dtype) for c in self.columns}
+        self.pieces = _pieces(len(frame), self.description)
+
+    def _rows(self, i: int) -> pd.DataFrame:
+        p = self.pieces[i]
+        return self._frame.iloc[p.file_row : p.file_row + p.n_rows]
+
+    def read_piece(
+        self, i: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Rows of piece ``i`` converted to float32."""
+        p = self.pieces[i]
+        return pandas_block(self._rows(i), features, target, weight, self.description, p.file_row)
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Target values of piece ``i``."""
+        p = self.pieces[i]
+        rows = self._rows(i)[[target]]
+        block = pandas_block(rows, [], target, None, self.description, p.file_row)
+        assert block.y is not None
+        return block.y
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """Categories of a categorical target, else None."""
+        dtype = self._frame[target].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            return np.asarray(dtype.categories)
+        return None
+
+
+class ArrowSource:
+    """A pyarrow Table held in memory."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+        self.description = f"Table of {table.num_rows} rows x {table.num_columns} columns"
+        self.columns = list(table.column_names)
+        self.kinds = {f.name: arrow_kind(f.type) for f in table.schema}
+        self.pieces = _pieces(table.num_rows, self.description)
+
+    def _rows(self, i: int, names: list[str]) -> pa.Table:
+        p = self.pieces[i]
+        return self._table.slice(p.file_row, p.n_rows).select(list(dict.fromkeys(names)))
+
+    def read_piece(
+        self, i: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Rows of piece ``i`` converted to float32."""
+        names = [*features, *(c for c in (target, weight) if c is not None)]
+        p = self.pieces[i]
+        return arrow_block(self._rows(i, names), features, target, weight,
+                           where=self.description, file_row=p.file_row)
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Target values of piece ``i``."""
+        p = self.pieces[i]
+        return target_array(self._rows(i, [target]).column(target), target,
+                            self.description, p.file_row)
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """The label set is discovered by a scan of the target column."""
+        return None

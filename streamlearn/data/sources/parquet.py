@@ -1,0 +1,164 @@
+"""Parquet files and directories (hive partitions included), local or through fsspec."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from streamlearn.data.sources.arrow_columns import arrow_block, arrow_kind, target_array
+from streamlearn.data.sources.base import Block, ColumnKind, Piece
+from streamlearn.errors import ReadError, SchemaError, SourceError
+
+
+def arrow_filesystem(
+    url: str, storage_options: dict[str, Any] | None
+) -> tuple[pafs.FileSystem, str]:
+    """Resolve a path or fsspec URL into a pyarrow filesystem and a path on it.
+
+    Local paths (and ``file://`` URLs) use Arrow's native local filesystem, which is faster
+    than going through fsspec; every other protocol is wrapped with ``FSSpecHandler``.
+    """
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
+        return pafs.LocalFileSystem(), path
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+
+
+class ParquetSource:
+    """A parquet file or a directory tree of parquet files, read one row group at a time.
+
+    Files are taken in sorted path order; within a file, row groups in order. Each file's
+    footer is read when the source is opened (row counts and schemas), no data pages.
+    """
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.description = url
+        self._fs, path = arrow_filesystem(url, storage_options)
+        try:
+            dataset = pads.dataset(path, filesystem=self._fs, format="parquet", partitioning="hive")
+            fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
+        except FileNotFoundError as exc:
+            raise SourceError(f"no parquet data at {url}: {exc}") from exc
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ReadError(f"could not open parquet data at {url}: {exc}") from exc
+        if not fragments:
+            raise SourceError(f"no parquet files found under {url}")
+
+        self.pieces: list[Piece] = []
+        self._locations: list[tuple[str, int, dict[str, Any]]] = []
+        self._file_columns: dict[str, dict[str, ColumnKind]] = {}
+        partition_kinds = {f.name: arrow_kind(f.type) for f in dataset.partitioning.schema} \
+            if dataset.partitioning is not None else {}
+        for fragment in fragments:
+            try:
+                metadata = fragment.metadata
+                physical = fragment.physical_schema
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise ReadError(
+                    f"{fragment.path} is not a readable parquet file ({exc}); "
+                    "remove or replace it"
+                ) from exc
+            keys = pads.get_partition_keys(fragment.partition_expression) or {}
+            kinds = {f.name: arrow_kind(f.type) for f in physical}
+            kinds.update({k: partition_kinds.get(k, ColumnKind.OTHER) for k in keys})
+            self._file_columns[fragment.path] = kinds
+            file_row = 0
+            for rg in range(metadata.num_row_groups):
+                n = metadata.row_group(rg).num_rows
+                if n == 0:
+                    continue
+                self.pieces.append(Piece(n, f"{fragment.path} (row group {rg})", file_row))
+                self._locations.append((fragment.path, rg, keys))
+                file_row += n
+
+        first = next(iter(self._file_columns.values()))
+        self.columns: list[str] = list(first)
+        self.kinds: dict[str, ColumnKind] = dict(first)
+        self._files: OrderedDict[str, pq.ParquetFile] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check_columns(self, needed: list[str], *, every_column: bool) -> None:
+        """Check every file holds the ``needed`` columns with compatible kinds.
+
+        With ``every_column`` (features were inferred as "all columns"), a file with columns
+        the first file lacks is an error too, since the feature set would be ambiguous.
+        """
+        paths = list(self._file_columns)
+        first_path = paths[0]
+        first = self._file_columns[first_path]
+        for path in paths[1:]:
+            kinds = self._file_columns[path]
+            missing = [c for c in needed if c not in kinds]
+            if missing:
+                raise SchemaError(
+                    f"{path} lacks column(s) {missing} that {first_path} has; "
+                    "all files of a dataset must share their schema"
+                )
+            for c in needed:
+                if kinds[c].is_numeric != first[c].is_numeric:
+                    raise SchemaError(
+                        f"column {c!r} is {first[c].value} in {first_path} but "
+                        f"{kinds[c].value} in {path}; all files must agree on column types"
+                    )
+            if every_column:
+                extra = [c for c in kinds if c not in first]
+                if extra:
+                    raise SchemaError(
+                        f"{path} has column(s) {extra} that {first_path} lacks; "
+                        "pass features=[...] to choose the columns explicitly"
+                    )
+
+    def _file(self, path: str) -> pq.ParquetFile:
+        with self._lock:
+            handle = self._files.get(path)
+            if handle is not None:
+                self._files.move_to_end(path)
+                return handle
+        # Page checksums, where the writer stored them, turn silent corruption into an error.
+        handle = pq.ParquetFile(self._fs.open_input_file(path), page_checksum_verification=True)
+        with self._lock:
+            self._files[path] = handle
+            while len(self._files) > 4:
+                self._files.popitem(last=False)
+        return handle
+
+    def _read(self, i: int, names: list[str]) -> tuple[pa.Table, dict[str, Any]]:
+        path, rg, keys = self._locations[i]
+        stored = [n for n in dict.fromkeys(names) if n not in keys]
+        try:
+            table = self._file(path).read_row_group(rg, columns=stored)
+        except (pa.ArrowException, OSError) as exc:
+            raise ReadError(f"could not read {self.pieces[i].label}: {exc}") from exc
+        return table, keys
+
+    def read_piece(
+        self, i: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Read one row group."""
+        names = [*features, *(c for c in (target, weight) if c is not None)]
+        table, keys = self._read(i, names)
+        piece = self.pieces[i]
+        return arrow_block(
+            table, features, target, weight,
+            where=piece.label, file_row=piece.file_row, constants=keys,
+        )
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Read only the target column of one row group."""
+        table, keys = self._read(i, [target])
+        piece = self.pieces[i]
+        if target in keys:
+            return np.full(piece.n_rows, keys[target])
+        return target_array(table.column(target), target, piece.label, piece.file_row)
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """Parquet metadata does not record the label set; it is discovered by a scan."""
+        return None

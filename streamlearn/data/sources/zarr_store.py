@@ -1,0 +1,155 @@
+"""Zarr v3 stores: a group with ``X`` (rows x features) and ``y``, or one 1-D array per column."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import zarr
+
+from streamlearn.data.sources.base import (
+    Block,
+    ColumnKind,
+    Piece,
+    default_feature_names,
+    numpy_kind,
+)
+from streamlearn.errors import DataError, ReadError, SourceError
+
+
+def _read(array: zarr.Array, start: int, stop: int, where: str) -> np.ndarray:
+    try:
+        return np.asarray(array[start:stop])
+    except Exception as exc:  # codec and store errors come in many types
+        raise ReadError(
+            f"could not read rows {start}-{stop} of array {array.path!r} in {where}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _row_block(array: zarr.Array) -> int:
+    shards = getattr(array, "shards", None)
+    return int((shards or array.chunks)[0])
+
+
+class ZarrSource:
+    """Rows of a zarr v3 group, read one storage chunk (or shard) of rows at a time.
+
+    Two layouts are understood:
+
+    - *matrix*: a 2-D array ``X`` (rows x features, feature names in its ``feature_names``
+      attribute or ``x0, x1, ...``) plus 1-D arrays for the target and optional weights;
+    - *columns*: one 1-D array per column, named after it (order from the group's ``columns``
+      attribute when present, else sorted by name).
+
+    A ``classes`` attribute on the target array (or group) records the label set, so it need
+    not be discovered by a scan.
+    """
+
+    def __init__(
+        self,
+        store: str | zarr.Group,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        matrix_name: str = "X",
+    ) -> None:
+        if isinstance(store, zarr.Group):
+            group = store
+            self.description = str(store.store)
+        else:
+            self.description = str(store)
+            try:
+                group = zarr.open_group(store, mode="r", storage_options=storage_options)
+            except FileNotFoundError as exc:
+                raise SourceError(f"no zarr group at {store}") from exc
+            except Exception as exc:
+                raise ReadError(f"could not open zarr store {store}: {exc}") from exc
+        self._group = group
+        arrays = {name: arr for name, arr in group.arrays()}
+        if not arrays:
+            raise SourceError(f"zarr group {self.description} holds no arrays")
+        self._arrays = arrays
+        self._matrix: zarr.Array | None = None
+        self.kinds: dict[str, ColumnKind] = {}
+
+        if matrix_name in arrays and arrays[matrix_name].ndim == 2:
+            X = arrays[matrix_name]
+            self._matrix = X
+            names = X.attrs.get("feature_names") or group.attrs.get("feature_names")
+            self._feature_names = list(names) if names else default_feature_names(X.shape[1])
+            if len(self._feature_names) != X.shape[1]:
+                raise SourceError(
+                    f"{self.description}: feature_names has {len(self._feature_names)} names "
+                    f"but {matrix_name!r} has {X.shape[1]} columns"
+                )
+            kind = numpy_kind(np.dtype(X.dtype))
+            self.kinds.update(dict.fromkeys(self._feature_names, kind))
+            others = {k: a for k, a in arrays.items() if k != matrix_name}
+            n_rows = X.shape[0]
+            block = _row_block(X)
+        else:
+            self._feature_names = []
+            others = arrays
+            n_rows = next(iter(arrays.values())).shape[0]
+            block = _row_block(next(iter(arrays.values())))
+        for name, arr in others.items():
+            if arr.ndim != 1:
+                raise SourceError(
+                    f"array {name!r} in {self.description} has shape {arr.shape}; expected a "
+                    f"2-D {matrix_name!r} matrix and 1-D column arrays"
+                )
+            self.kinds[name] = numpy_kind(np.dtype(arr.dtype))
+        lengths = {name: a.shape[0] for name, a in arrays.items()}
+        if len(set(lengths.values())) > 1:
+            raise DataError(
+                f"arrays in {self.description} have different numbers of rows: {lengths}"
+            )
+        self.default_features: list[str] | None = self._feature_names or None
+        order = group.attrs.get("columns")
+        column_names = sorted(others) if not order else [c for c in order if c in others]
+        self.columns: list[str] = [*self._feature_names, *column_names]
+        self.pieces = [
+            Piece(min(block, n_rows - a),
+                  f"{self.description} rows {a}-{min(a + block, n_rows)}", a)
+            for a in range(0, n_rows, block)
+        ]
+        self._offsets = [p.file_row for p in self.pieces]
+
+    def read_piece(
+        self, i: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Read one storage chunk of rows."""
+        a = self._offsets[i]
+        b = a + self.pieces[i].n_rows
+        where = self.description
+        in_matrix = [f for f in features if f in self.kinds and f in self._feature_names]
+        if self._matrix is not None and len(in_matrix) == len(features):
+            X = _read(self._matrix, a, b, where)
+            if features != self._feature_names:
+                X = X[:, [self._feature_names.index(f) for f in features]]
+            X = np.ascontiguousarray(X, dtype=np.float32)
+        else:
+            cols = [self._column(f, a, b) for f in features]
+            X = np.ascontiguousarray(np.stack(cols, axis=1), dtype=np.float32) if cols \
+                else np.empty((b - a, 0), np.float32)
+        y = _read(self._arrays[target], a, b, where) if target is not None else None
+        w = _read(self._arrays[weight], a, b, where).astype(np.float32, copy=False) \
+            if weight is not None else None
+        return Block(X=X, y=y, weight=w)
+
+    def _column(self, name: str, a: int, b: int) -> np.ndarray:
+        if name in self._arrays:
+            return _read(self._arrays[name], a, b, self.description).astype(np.float32, copy=False)
+        assert self._matrix is not None
+        j = self._feature_names.index(name)
+        return _read(self._matrix, a, b, self.description)[:, j].astype(np.float32, copy=False)
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Read only the target column of one storage chunk."""
+        a = self._offsets[i]
+        return _read(self._arrays[target], a, a + self.pieces[i].n_rows, self.description)
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """The ``classes`` attribute of the target array or of the group, if recorded."""
+        classes = self._arrays[target].attrs.get("classes") or self._group.attrs.get("classes")
+        return np.asarray(classes) if classes else None

@@ -1,0 +1,116 @@
+"""``LocalEngine``: runs passes in this process, reading ahead in a background thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from streamlearn.data.chunk import Chunk
+from streamlearn.data.dataset import Dataset
+from streamlearn.data.open import open_dataset
+from streamlearn.engine.passes import Pass, Reduction
+from streamlearn.engine.progress import Progress, progress_enabled
+
+S = TypeVar("S")
+R = TypeVar("R")
+
+
+class LocalEngine:
+    """Run passes over a dataset in the current process.
+
+    Reading and decoding the next chunks happens in a background thread (``prefetch`` deep)
+    while the current chunk is processed; numba kernels release the GIL, so the two overlap
+    on separate cores.
+
+    Parameters
+    ----------
+    prefetch : int, optional
+        Chunks read ahead; defaults to the dataset's own setting.
+    progress : bool, optional
+        Show a progress bar (rows/s, ETA) on stderr; by default only when stderr is a
+        terminal. ``STREAMLEARN_PROGRESS=0`` disables bars globally.
+    chunk_rows : int, optional
+        Rows per chunk; defaults to the dataset's own setting.
+    """
+
+    def __init__(
+        self,
+        *,
+        prefetch: int | None = None,
+        progress: bool | None = None,
+        chunk_rows: int | None = None,
+    ) -> None:
+        self.prefetch = prefetch
+        self.progress = progress
+        self.chunk_rows = chunk_rows
+
+    def __repr__(self) -> str:
+        return (f"LocalEngine(prefetch={self.prefetch}, progress={self.progress}, "
+                f"chunk_rows={self.chunk_rows})")
+
+    def run(
+        self,
+        pass_: Pass[Any, R],
+        data: Any,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        epoch: int = 0,
+        description: str | None = None,
+        rows: tuple[int, int] | None = None,
+    ) -> R:
+        """Walk every chunk of ``data`` once through ``pass_`` and return its result.
+
+        Parameters
+        ----------
+        pass_ : Pass
+            The pass to run (reduction or sequential: locally both walk chunks in order).
+        data : Dataset or anything ``open_dataset`` accepts
+        shuffle, seed, epoch
+            Chunk-order and within-chunk shuffling, see :meth:`Dataset.chunks`.
+        description : str, optional
+            Label of the progress bar.
+        rows : (start, stop), optional
+            Restrict the pass to a row range.
+        """
+        dataset = data if isinstance(data, Dataset) else open_dataset(data)
+        lo, hi = rows if rows is not None else (0, dataset.n_rows)
+        label = description or type(pass_).__name__
+        chunks = dataset.chunks(
+            self.chunk_rows, shuffle=shuffle, seed=seed, epoch=epoch,
+            prefetch=self.prefetch, rows=rows,
+        )
+        state = pass_.start()
+        with Progress(hi - lo, label, progress_enabled(self.progress)) as bar:
+            for chunk in chunks:
+                state = pass_.step(state, chunk)
+                bar.update(chunk.n_rows)
+        return pass_.finish(state)
+
+    def reduce(
+        self,
+        data: Any,
+        start: Callable[[], S],
+        step: Callable[[S, Chunk], S],
+        merge: Callable[[S, S], S],
+        finish: Callable[[S], R] | None = None,
+        **run_options: Any,
+    ) -> R | S:
+        """Run a reduction given as plain functions (see :class:`Reduction`)."""
+        reduction: Reduction[S, Any] = Reduction(start=start, step=step, merge=merge)
+        if finish is not None:
+            reduction.finish = finish
+        return self.run(reduction, data, **run_options)
+
+
+def resolve_engine(engine: Any) -> Any:
+    """Turn an ``engine=`` argument into an engine object (None means a ``LocalEngine``)."""
+    if engine is None:
+        return LocalEngine()
+    if isinstance(engine, str):
+        if engine == "local":
+            return LocalEngine()
+        raise ValueError(f"unknown engine {engine!r}; use 'local' or an engine object")
+    if not hasattr(engine, "run"):
+        raise TypeError(f"engine must be None, 'local' or an engine object, got {engine!r}")
+    return engine

@@ -1,0 +1,58 @@
+"""Feature maps computed on the fly inside solvers, and materialised for comparison.
+
+Additive embeddings of paper 000: uniform B-splines linearised by difference penalties
+(:class:`BSplineMap`), trigonometric (:class:`FourierMap`) and Hermite (:class:`HermiteMap`)
+embeddings, each with a zero-preserving variant for sparse non-negative inputs.
+"""
+
+from streamlearn.features.bspline import (
+    BSplineMap,
+    bspline_basis,
+    bspline_encode_row,
+    bspline_transform_csr,
+    bspline_transform_dense,
+)
+from streamlearn.features.difference_penalty import (
+    difference_matrix,
+    inverse_transpose,
+    score_d,
+    step_a,
+    step_b,
+    update_d,
+)
+from streamlearn.features.feature_map import FeatureMap
+from streamlearn.features.fourier import (
+    FourierMap,
+    fourier_encode_row,
+    fourier_transform_dense,
+    fourier_weights,
+)
+from streamlearn.features.hermite import (
+    HermiteMap,
+    hermite_encode_row,
+    hermite_transform_dense,
+    hermite_weights,
+)
+
+__all__ = [
+    "BSplineMap",
+    "FeatureMap",
+    "FourierMap",
+    "HermiteMap",
+    "bspline_basis",
+    "bspline_encode_row",
+    "bspline_transform_csr",
+    "bspline_transform_dense",
+    "difference_matrix",
+    "fourier_encode_row",
+    "fourier_transform_dense",
+    "fourier_weights",
+    "hermite_encode_row",
+    "hermite_transform_dense",
+    "hermite_weights",
+    "inverse_transpose",
+    "score_d",
+    "step_a",
+    "step_b",
+    "update_d",
+]

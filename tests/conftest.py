@@ -1,0 +1,88 @@
+"""Shared fixtures: one small reference table written to every kind of source."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zarr
+
+os.environ.setdefault("STREAMLEARN_PROGRESS", "0")
+
+FEATURES = ["a", "b", "c", "d", "e"]
+
+
+@dataclass
+class Reference:
+    """The rows every source must reproduce, in order."""
+
+    frame: pd.DataFrame
+    X: np.ndarray  # float32 (n, 5)
+    label: np.ndarray  # int64 labels 3, 5, 7
+    weight: np.ndarray  # float32
+
+
+def make_reference(n: int = 1000, seed: int = 0) -> Reference:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "a": rng.normal(size=n).astype(np.float32),
+        "b": rng.uniform(-5, 5, size=n),  # float64, exactly representable after rounding below
+        "c": rng.integers(-100, 100, size=n).astype(np.int32),
+        "d": rng.random(n) < 0.3,
+        "e": rng.exponential(size=n).astype(np.float32),
+    })
+    frame["b"] = frame["b"].astype(np.float32).astype(np.float64)
+    frame["label"] = rng.choice([3, 5, 7], size=n)
+    frame["w"] = rng.uniform(0.5, 2.0, size=n).astype(np.float32)
+    X = frame[FEATURES].to_numpy(dtype=np.float32)
+    return Reference(frame, X, frame["label"].to_numpy(), frame["w"].to_numpy())
+
+
+@pytest.fixture(scope="session")
+def ref() -> Reference:
+    return make_reference()
+
+
+def write_parquet_file(frame: pd.DataFrame, path: Path, row_group_size: int = 128) -> Path:
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                   row_group_size=row_group_size)
+    return path
+
+
+def write_parquet_dir(frame: pd.DataFrame, path: Path, sizes: tuple[int, ...] = (300, 450)) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    bounds = np.cumsum([0, *sizes, len(frame) - sum(sizes)])
+    for k in range(len(bounds) - 1):
+        part = frame.iloc[bounds[k] : bounds[k + 1]]
+        write_parquet_file(part, path / f"part-{k:03d}.parquet", row_group_size=100 + 37 * k)
+    return path
+
+
+def write_zarr_matrix(ref: Reference, store: str | Path, chunk: int = 100) -> str:
+    group = zarr.open_group(str(store), mode="w")
+    X = group.create_array("X", shape=ref.X.shape, chunks=(chunk, ref.X.shape[1]), dtype="float32")
+    X[:] = ref.X
+    X.attrs["feature_names"] = FEATURES
+    y = group.create_array("y", shape=ref.label.shape, chunks=(chunk,), dtype="int64")
+    y[:] = ref.label
+    w = group.create_array("w", shape=ref.weight.shape, chunks=(chunk,), dtype="float32")
+    w[:] = ref.weight
+    return str(store)
+
+
+def write_zarr_columns(ref: Reference, store: str | Path, chunk: int = 128) -> str:
+    group = zarr.open_group(str(store), mode="w")
+    for name in [*FEATURES, "label", "w"]:
+        values = ref.frame[name].to_numpy()
+        if values.dtype == np.bool_:
+            values = values.astype(np.int8)
+        arr = group.create_array(name, shape=values.shape, chunks=(chunk,), dtype=values.dtype)
+        arr[:] = values
+    group.attrs["columns"] = [*FEATURES, "label", "w"]
+    return str(store)

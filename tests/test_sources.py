@@ -1,0 +1,178 @@
+"""Every kind of source yields the same rows, in the same order, at any chunk size."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import dask.array as da
+import dask.dataframe as dd
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pytest
+import zarr
+
+from streamlearn import open_dataset
+from tests.conftest import (
+    FEATURES,
+    Reference,
+    write_parquet_dir,
+    write_parquet_file,
+    write_zarr_columns,
+    write_zarr_matrix,
+)
+
+
+def _memory_parquet(ref: Reference) -> str:
+    fs = fsspec.filesystem("memory")
+    root = f"/streamlearn-test-{uuid.uuid4().hex}"
+    fs.mkdir(root)
+    table = pa.Table.from_pandas(ref.frame, preserve_index=False)
+    import pyarrow.parquet as pq
+
+    with fs.open(f"{root}/part-0.parquet", "wb") as fh:
+        pq.write_table(table.slice(0, 600), fh, row_group_size=200)
+    with fs.open(f"{root}/part-1.parquet", "wb") as fh:
+        pq.write_table(table.slice(600), fh, row_group_size=150)
+    return f"memory://{root}"
+
+
+def _source(ref: Reference, tmp: Path, name: str) -> dict:
+    """open_dataset keyword arguments for the source called ``name``."""
+    named = {"target": "label", "weight": "w", "features": FEATURES}
+    makers = {
+        "parquet-file": lambda: {
+            "source": str(write_parquet_file(ref.frame, tmp / "f.parquet")), **named},
+        "parquet-dir": lambda: {"source": str(write_parquet_dir(ref.frame, tmp / "dir")), **named},
+        "parquet-file-url": lambda: {
+            "source": write_parquet_file(ref.frame, tmp / "f.parquet").as_uri(), **named},
+        "parquet-memory-url": lambda: {"source": _memory_parquet(ref), **named},
+        "zarr-matrix": lambda: {"source": write_zarr_matrix(ref, tmp / "m.zarr"), "weight": "w"},
+        "zarr-columns": lambda: {"source": write_zarr_columns(ref, tmp / "c.zarr"), **named},
+        "zarr-memory-url": lambda: {
+            "source": write_zarr_matrix(ref, f"memory://zarr-{uuid.uuid4().hex}.zarr"),
+            "weight": "w",
+        },
+        "numpy": lambda: {"source": ref.X, "target": ref.label, "weight": ref.weight},
+        "numpy-tuple": lambda: {"source": (ref.X, ref.label), "weight": ref.weight},
+        "pandas": lambda: {"source": ref.frame, **named},
+        "arrow": lambda: {"source": pa.Table.from_pandas(ref.frame, preserve_index=False), **named},
+        "dask-array": lambda: {
+            "source": da.from_array(ref.X, chunks=(230, 5)),
+            "target": da.from_array(ref.label, chunks=230),
+            "weight": da.from_array(ref.weight, chunks=230),
+        },
+        "dask-dataframe": lambda: {"source": dd.from_pandas(ref.frame, npartitions=4), **named},
+    }
+    return makers[name]()
+
+
+SOURCE_NAMES = [
+    "parquet-file", "parquet-dir", "parquet-file-url", "parquet-memory-url", "zarr-matrix",
+    "zarr-columns", "zarr-memory-url", "numpy", "numpy-tuple", "pandas", "arrow", "dask-array",
+    "dask-dataframe",
+]
+
+
+@pytest.mark.parametrize("name", SOURCE_NAMES)
+@pytest.mark.parametrize("chunk_rows", [1000, 77, 5000])
+def test_source_round_trips_rows_in_order(ref: Reference, tmp_path: Path, name: str,
+                                          chunk_rows: int) -> None:
+    kwargs = _source(ref, tmp_path, name)
+    ds = open_dataset(kwargs.pop("source"), chunk_rows=chunk_rows, **kwargs)
+    assert ds.n_rows == len(ref.X)
+    assert ds.n_features == 5
+    assert ds.task == "classification"
+    np.testing.assert_array_equal(ds.classes, [3, 5, 7])
+    chunks = list(ds.chunks())
+    assert [c.start for c in chunks] == list(range(0, len(ref.X), chunk_rows))
+    assert all(c.X.dtype == np.float32 and c.X.flags.c_contiguous for c in chunks)
+    X = np.concatenate([c.X for c in chunks])
+    np.testing.assert_array_equal(X, ref.X)
+    np.testing.assert_array_equal(ds.classes[np.concatenate([c.y for c in chunks])], ref.label)
+    np.testing.assert_array_equal(np.concatenate([c.weight for c in chunks]), ref.weight)
+
+
+def test_named_matrix_sources_report_feature_names(ref: Reference, tmp_path: Path) -> None:
+    ds = open_dataset(write_zarr_matrix(ref, tmp_path / "m.zarr"))
+    assert ds.feature_names == tuple(FEATURES)
+    assert ds.target == "y"
+    assert open_dataset(ref.X, target=ref.label).feature_names == ("x0", "x1", "x2", "x3", "x4")
+
+
+def test_schema_comes_from_metadata_without_reading_rows(ref: Reference, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = open_dataset(str(write_parquet_dir(ref.frame, tmp_path / "dir")), target="label",
+                      exclude=["w"])
+
+    def no_reads(*args: object, **kwargs: object) -> None:
+        raise AssertionError("rows were read")
+
+    monkeypatch.setattr(ds.source, "read_piece", no_reads)
+    monkeypatch.setattr(ds.source, "read_target", no_reads)
+    assert ds.n_rows == 1000
+    assert ds.feature_names == tuple(FEATURES)
+    assert ds.task == "classification"
+
+
+def test_zarr_classes_attribute_skips_the_scan(ref: Reference, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    store = write_zarr_matrix(ref, tmp_path / "m.zarr")
+    zarr.open_group(store, mode="r+")["y"].attrs["classes"] = [3, 5, 7]
+    ds = open_dataset(store)
+    monkeypatch.setattr(ds.source, "read_target", lambda *a: pytest.fail("scanned"))
+    np.testing.assert_array_equal(ds.schema.classes, [3, 5, 7])
+
+
+def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> None:
+    root = tmp_path / "hive"
+    for part in range(3):
+        rows = ref.frame.iloc[part * 300 : (part + 1) * 300 if part < 2 else None]
+        (root / f"part={part}").mkdir(parents=True)
+        write_parquet_file(rows, root / f"part={part}" / "data.parquet", row_group_size=64)
+    ds = open_dataset(str(root), target="label", features=[*FEATURES, "part"], chunk_rows=111)
+    X = np.concatenate([c.X for c in ds.chunks()])
+    np.testing.assert_array_equal(X[:, :5], ref.X)
+    expected_part = np.repeat([0, 1, 2], [300, 300, 400]).astype(np.float32)
+    np.testing.assert_array_equal(X[:, 5], expected_part)
+    # a partition key can be the target too
+    by_part = open_dataset(str(root), target="part", features=FEATURES)
+    np.testing.assert_array_equal(by_part.classes, [0, 1, 2])
+    codes = np.concatenate([c.y for c in by_part.chunks()])
+    np.testing.assert_array_equal(codes, expected_part.astype(int))
+
+
+@pytest.mark.parametrize("labels", [
+    np.array(["spam", "ham"]),
+    np.array([0, 1]),
+    np.array([-1, 1]),
+    np.array([False, True]),
+])
+def test_label_codings_map_to_class_indices(labels: np.ndarray) -> None:
+    rng = np.random.default_rng(1)
+    y = labels[rng.integers(0, 2, size=300)]
+    ds = open_dataset(rng.normal(size=(300, 2)), target=y, chunk_rows=64)
+    codes = np.concatenate([c.y for c in ds.chunks()])
+    assert codes.dtype == np.int32
+    np.testing.assert_array_equal(ds.classes[codes], y)
+
+
+def test_float_target_means_regression(ref: Reference) -> None:
+    ds = open_dataset(ref.frame, target="e", features=["a", "b"], chunk_rows=300)
+    assert ds.task == "regression" and ds.classes is None
+    y = np.concatenate([c.y for c in ds.chunks()])
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, ref.frame["e"].to_numpy())
+
+
+def test_string_target_from_parquet(ref: Reference, tmp_path: Path) -> None:
+    frame = ref.frame.assign(label=ref.frame["label"].map({3: "three", 5: "five", 7: "seven"}))
+    path = write_parquet_file(frame, tmp_path / "s.parquet")
+    ds = open_dataset(str(path), target="label", exclude=["w"], chunk_rows=333)
+    assert list(ds.classes) == ["five", "seven", "three"]
+    codes = np.concatenate([c.y for c in ds.chunks()])
+    np.testing.assert_array_equal(ds.classes[codes], frame["label"].to_numpy())
+    categorical = frame.assign(label=frame["label"].astype("category"))
+    ds = open_dataset(categorical, target="label", exclude=["w"])
+    assert list(ds.classes) == ["five", "seven", "three"]

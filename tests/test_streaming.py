@@ -1,0 +1,237 @@
+"""Chunking, shuffling, prefetching and the memory bound of a stream."""
+
+from __future__ import annotations
+
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamlearn import LocalEngine, Reduction, open_dataset
+from streamlearn.data.prefetch import prefetched
+from tests.conftest import FEATURES, Reference, write_parquet_dir, write_parquet_file
+
+
+def _sums() -> Reduction:
+    """Column sums (float64), squared sums, min, max, row count and label counts."""
+
+    def start() -> dict:
+        return {"n": 0, "s": 0.0, "s2": 0.0, "lo": np.inf, "hi": -np.inf, "k": np.zeros(3, int)}
+
+    def step(state: dict, chunk) -> dict:
+        X = chunk.X.astype(np.float64)
+        return {
+            "n": state["n"] + chunk.n_rows,
+            "s": state["s"] + X.sum(axis=0),
+            "s2": state["s2"] + (X**2).sum(axis=0),
+            "lo": np.minimum(state["lo"], chunk.X.min(axis=0)),
+            "hi": np.maximum(state["hi"], chunk.X.max(axis=0)),
+            "k": state["k"] + np.bincount(chunk.y, minlength=3),
+        }
+
+    def merge(a: dict, b: dict) -> dict:
+        return {"n": a["n"] + b["n"], "s": a["s"] + b["s"], "s2": a["s2"] + b["s2"],
+                "lo": np.minimum(a["lo"], b["lo"]), "hi": np.maximum(a["hi"], b["hi"]),
+                "k": a["k"] + b["k"]}
+
+    return Reduction(start=start, step=step, merge=merge)
+
+
+@settings(max_examples=25, deadline=None)
+@given(chunk_rows=st.integers(1, 1200), shuffle=st.booleans(), seed=st.integers(0, 2**31))
+def test_chunking_never_changes_a_reduction(chunk_rows: int, shuffle: bool, seed: int) -> None:
+    from tests.conftest import make_reference
+
+    ref = make_reference(n=1000)
+    ds = open_dataset(ref.frame, target="label", weight="w", prefetch=1)
+    got = LocalEngine(chunk_rows=chunk_rows).run(_sums(), ds, shuffle=shuffle, seed=seed)
+    X = ref.X.astype(np.float64)
+    assert got["n"] == 1000
+    np.testing.assert_allclose(got["s"], X.sum(axis=0), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(got["s2"], (X**2).sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(got["lo"], ref.X.min(axis=0))
+    np.testing.assert_array_equal(got["hi"], ref.X.max(axis=0))
+    np.testing.assert_array_equal(got["k"], [np.sum(ref.label == v) for v in (3, 5, 7)])
+
+
+def test_merge_of_partition_states_equals_one_pass(ref: Reference) -> None:
+    ds = open_dataset(ref.frame, target="label", weight="w", chunk_rows=64)
+    red = _sums()
+    whole = LocalEngine().run(red, ds)
+    parts = [LocalEngine().run(red, ds, rows=(a, min(a + 300, 1000))) for a in (600, 0, 900, 300)]
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = red.merge(merged, p)
+    np.testing.assert_allclose(merged["s"], whole["s"], rtol=1e-12)
+    np.testing.assert_array_equal(merged["k"], whole["k"])
+
+
+def test_shuffle_is_a_seeded_permutation(ref: Reference) -> None:
+    ds = open_dataset(ref.frame, target="label", weight="w", chunk_rows=100)
+
+    def order(**kw: int) -> tuple[np.ndarray, np.ndarray]:
+        chunks = list(ds.chunks(shuffle=True, **kw))
+        return np.concatenate([c.rows for c in chunks]), np.array([c.start for c in chunks])
+
+    rows, starts = order(seed=7, epoch=0)
+    assert sorted(rows.tolist()) == list(range(1000))
+    assert not np.array_equal(rows, np.arange(1000))
+    assert sorted(starts.tolist()) == list(range(0, 1000, 100))
+    assert not np.array_equal(starts, np.arange(0, 1000, 100)), "chunk order must be permuted"
+    for c in ds.chunks(shuffle=True, seed=7):
+        assert set(c.rows.tolist()) == set(range(c.start, c.start + c.n_rows))
+        np.testing.assert_array_equal(c.X, ref.X[c.rows])  # rows move with their values
+        np.testing.assert_array_equal(ds.classes[c.y], ref.label[c.rows])
+        np.testing.assert_array_equal(c.weight, ref.weight[c.rows])
+    again, _ = order(seed=7, epoch=0)
+    np.testing.assert_array_equal(rows, again)
+    other_epoch, _ = order(seed=7, epoch=1)
+    other_seed, _ = order(seed=8, epoch=0)
+    assert not np.array_equal(rows, other_epoch) and not np.array_equal(rows, other_seed)
+
+
+def test_prefetch_keeps_order_and_bounds_read_ahead() -> None:
+    produced: list[int] = []
+    consumed: list[int] = []
+    ahead: list[int] = []
+
+    def produce():
+        for i in range(50):
+            produced.append(i)
+            ahead.append(len(produced) - len(consumed))
+            yield i
+
+    for item in prefetched(produce, depth=3):
+        consumed.append(item)
+        time.sleep(0.001)
+    assert consumed == list(range(50))
+    # the item being produced, plus at most `depth` finished ones the consumer has not taken
+    assert max(ahead) <= 3 + 1
+
+
+def test_prefetch_reraises_and_stops_on_early_exit() -> None:
+    def failing():
+        yield 1
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        list(prefetched(failing, depth=2))
+
+    started = threading.active_count()
+
+    def endless():
+        i = 0
+        while True:
+            yield i
+            i += 1
+
+    gen = prefetched(endless, depth=2)
+    assert next(gen) == 0
+    gen.close()
+    time.sleep(0.3)
+    assert threading.active_count() <= started
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_stream_memory_is_bounded_by_chunks_not_rows(tmp_path: Path, prefetch: int) -> None:
+    """A zarr store 20x the chunk size streams in a few chunks' worth of traced memory."""
+    chunk_rows, d = 8192, 64
+    n = 20 * chunk_rows
+    group = zarr.open_group(str(tmp_path / "big.zarr"), mode="w")
+    X = group.create_array("X", shape=(n, d), chunks=(4096, d), dtype="float32")
+    y = group.create_array("y", shape=(n,), chunks=(4096,), dtype="int8")
+    rng = np.random.default_rng(0)
+    for a in range(0, n, 4096):
+        X[a : a + 4096] = rng.normal(size=(4096, d)).astype(np.float32)
+        y[a : a + 4096] = rng.integers(0, 2, 4096)
+    chunk_bytes = chunk_rows * d * 4
+    ds = open_dataset(str(tmp_path / "big.zarr"), chunk_rows=chunk_rows, prefetch=prefetch)
+    ds.classes
+    peaks = []
+    for _ in range(2):  # the first walk also scans labels and loads numba's own modules
+        tracemalloc.start()
+        try:
+            total = 0.0
+            for chunk in ds.chunks():
+                total += float(chunk.X[:, 0].sum())
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    peak = peaks[-1]
+    assert peak < (prefetch + 4) * chunk_bytes, (peak / chunk_bytes)
+    assert peak < 0.35 * n * d * 4
+
+
+def test_parquet_stream_memory_is_bounded(ref: Reference, tmp_path: Path) -> None:
+    """Arrow buffers of a parquet stream stay within a few row groups, whatever the file count."""
+    big = ref.frame.loc[ref.frame.index.repeat(20)].reset_index(drop=True)
+    root = write_parquet_dir(big, tmp_path / "d", sizes=(5000, 5000))
+    ds = open_dataset(str(root), target="label", features=FEATURES, chunk_rows=1000)
+    pool = pa.default_memory_pool()
+    base = pool.bytes_allocated()
+    tracemalloc.start()
+    peak_arrow = 0
+    try:
+        for _chunk in ds.chunks():
+            peak_arrow = max(peak_arrow, pool.bytes_allocated() - base)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    row_group_bytes = 150 * 7 * 8  # largest row group written above, all columns
+    assert peak_arrow < 8 * row_group_bytes + (1 << 20)
+    assert peak < 8 * 1000 * 5 * 4 + (1 << 20)
+
+
+def test_single_file_with_many_row_groups_is_cut_exactly(ref: Reference, tmp_path: Path) -> None:
+    path = write_parquet_file(ref.frame, tmp_path / "f.parquet", row_group_size=33)
+    ds = open_dataset(str(path), target="label", features=FEATURES)
+    assert len(ds.source.pieces) == -(-1000 // 33)
+    sizes = [c.n_rows for c in ds.chunks(chunk_rows=250)]
+    assert sizes == [250, 250, 250, 250]
+
+
+@settings(max_examples=20, deadline=None)
+@given(chunk_rows=st.integers(1, 1100), prefetch=st.integers(0, 3))
+def test_describe_is_the_same_at_any_chunk_size(chunk_rows: int, prefetch: int) -> None:
+    """The describe pass over a Dataset: exact where exact, round-off elsewhere."""
+    from streamlearn import describe
+    from tests.conftest import make_reference
+
+    ref = make_reference(n=1000)
+    ds = open_dataset(ref.frame, target="label", weight="w", chunk_rows=chunk_rows,
+                      prefetch=prefetch)
+    got = describe(ds, sample_size=256)
+    base = describe(open_dataset(ref.frame, target="label", weight="w", chunk_rows=1000),
+                    sample_size=256)
+    X = ref.X.astype(np.float64)
+    np.testing.assert_array_equal(got.count, 1000)
+    np.testing.assert_allclose(got.mean, X.mean(axis=0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got.std, X.std(axis=0), rtol=1e-9)
+    np.testing.assert_array_equal(got.min, ref.X.min(axis=0))
+    np.testing.assert_array_equal(got.max, ref.X.max(axis=0))
+    np.testing.assert_array_equal(got.sample_rows, base.sample_rows)  # same rows, any chunking
+    np.testing.assert_array_equal(got.quantiles, base.quantiles)
+    np.testing.assert_array_equal(got.class_counts, [np.sum(ref.label == v) for v in (3, 5, 7)])
+
+
+def test_evaluate_streams_the_same_scores_as_scikit_learn(ref: Reference) -> None:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, confusion_matrix, log_loss
+
+    from streamlearn import evaluate
+
+    model = LogisticRegression(max_iter=500).fit(ref.X[:600].astype(np.float64), ref.label[:600])
+    got = evaluate(model, open_dataset(ref.frame, target="label", exclude=["w"], chunk_rows=97))
+    X = ref.X.astype(np.float64)
+    assert got["accuracy"] == pytest.approx(accuracy_score(ref.label, model.predict(X)))
+    assert got["log_loss"] == pytest.approx(log_loss(ref.label, model.predict_proba(X)),
+                                            rel=1e-6)
+    np.testing.assert_array_equal(got["confusion_matrix"],
+                                  confusion_matrix(ref.label, model.predict(X)))

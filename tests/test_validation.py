@@ -1,0 +1,245 @@
+"""Every bad input raises a streamlearn error whose message names the problem and the place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zarr
+
+from streamlearn import (
+    DataError,
+    LabelError,
+    ReadError,
+    SchemaError,
+    SourceError,
+    StreamlearnError,
+    open_dataset,
+)
+from tests.conftest import (
+    FEATURES,
+    Reference,
+    write_parquet_dir,
+    write_parquet_file,
+    write_zarr_matrix,
+)
+
+
+def _drain(ds) -> list:
+    return list(ds.chunks())
+
+
+def test_missing_feature_column(ref: Reference) -> None:
+    with pytest.raises(SchemaError, match=r"feature column\(s\) \['zz'\] not found"):
+        open_dataset(ref.frame, target="label", features=["a", "zz"])
+
+
+def test_missing_target_column(ref: Reference) -> None:
+    with pytest.raises(SchemaError, match="target column 'class' not found.*'label'"):
+        open_dataset(ref.frame, target="class")
+
+
+def test_task_without_target(ref: Reference) -> None:
+    with pytest.raises(LabelError, match="needs a target column"):
+        open_dataset(ref.frame, task="classification")
+
+
+def test_non_numeric_feature_column_is_named(ref: Reference) -> None:
+    frame = ref.frame.assign(city=np.where(ref.label == 3, "Oslo", "Lima"))
+    with pytest.raises(SchemaError, match=r"'city' \(string\).*exclude="):
+        open_dataset(frame, target="label")
+    ds = open_dataset(frame, target="label", exclude=["city", "w"])
+    assert ds.feature_names == tuple(FEATURES)
+    with pytest.raises(SchemaError, match=r"'cat' \(categorical\)"):
+        open_dataset(frame.assign(cat=frame["city"].astype("category")), target="label",
+                     exclude=["city"])
+
+
+def test_extra_column_in_one_parquet_file(ref: Reference, tmp_path: Path) -> None:
+    root = write_parquet_dir(ref.frame, tmp_path / "d")
+    extra = ref.frame.iloc[:10].assign(surprise=1.0)
+    write_parquet_file(extra, root / "part-999.parquet")
+    with pytest.raises(SchemaError, match=r"part-999.parquet has column\(s\) \['surprise'\]"):
+        open_dataset(str(root), target="label")
+    ds = open_dataset(str(root), target="label", features=FEATURES)  # explicit: extra is fine
+    assert ds.n_rows == 1010
+
+
+def test_missing_column_in_one_parquet_file(ref: Reference, tmp_path: Path) -> None:
+    root = write_parquet_dir(ref.frame, tmp_path / "d")
+    write_parquet_file(ref.frame.iloc[:10].drop(columns=["c"]), root / "part-999.parquet")
+    with pytest.raises(SchemaError, match=r"part-999.parquet lacks column\(s\) \['c'\]"):
+        open_dataset(str(root), target="label", features=FEATURES)
+
+
+def test_column_type_differs_across_files(ref: Reference, tmp_path: Path) -> None:
+    root = write_parquet_dir(ref.frame, tmp_path / "d")
+    write_parquet_file(ref.frame.iloc[:10].assign(c="x"), root / "part-999.parquet")
+    with pytest.raises(SchemaError, match="column 'c' is integer in .* but string in .*part-999"):
+        open_dataset(str(root), target="label", features=FEATURES)
+
+
+def test_nan_names_file_column_and_row(ref: Reference, tmp_path: Path) -> None:
+    frame = ref.frame.copy()
+    frame.loc[617, "b"] = np.nan
+    root = write_parquet_dir(frame, tmp_path / "d", sizes=(300, 300))
+    ds = open_dataset(str(root), target="label", features=FEATURES, chunk_rows=200)
+    with pytest.raises(DataError) as err:
+        _drain(ds)
+    message = str(err.value)
+    assert "'b'" in message and "part-002.parquet" in message
+    assert "row 17 of" in message and "dataset row 617" in message
+    assert "nan_policy" in message
+
+
+def test_inf_is_rejected_like_nan(ref: Reference) -> None:
+    X = ref.X.copy()
+    X[5, 4] = np.inf
+    with pytest.raises(DataError, match="inf in feature column 'x4'"):
+        _drain(open_dataset(X, target=ref.label))
+
+
+def test_nan_policy_drop_and_fill(ref: Reference) -> None:
+    X = ref.X.copy()
+    bad = [3, 400, 401, 999]
+    X[bad, 1] = np.nan
+    ds = open_dataset(X, target=ref.label, nan_policy="drop", chunk_rows=128)
+    chunks = _drain(ds)
+    rows = np.concatenate([c.rows for c in chunks])
+    keep = np.setdiff1d(np.arange(1000), bad)
+    np.testing.assert_array_equal(rows, keep)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]), ref.X[keep])
+    filled = np.concatenate([c.X for c in open_dataset(X, target=ref.label, nan_policy=-1.5)])
+    expected = ref.X.copy()
+    expected[bad, 1] = -1.5
+    np.testing.assert_array_equal(filled, expected)
+    assert np.isnan(X[bad, 1]).all(), "the caller's array must not be modified"
+    with pytest.raises(ValueError, match="nan_policy must be"):
+        open_dataset(X, target=ref.label, nan_policy="ignore")
+
+
+def test_missing_target_value(ref: Reference) -> None:
+    frame = ref.frame.astype({"label": "float64"})
+    frame.loc[42, "label"] = np.nan
+    with pytest.raises(DataError, match=r"target 'label' is nan at row 42 .*nan_policy='drop'"):
+        _drain(open_dataset(frame, target="label", exclude=["w"], task="classification",
+                            classes=[3, 5, 7]))
+    strings = ref.frame.assign(label=ref.frame["label"].astype(str).astype(object))
+    strings.loc[42, "label"] = None
+    with pytest.raises(DataError, match="target column 'label' is missing at row 42.*cannot be"):
+        _drain(open_dataset(strings, target="label", exclude=["w"], classes=["3", "5", "7"]))
+
+
+def test_single_class(ref: Reference) -> None:
+    with pytest.raises(LabelError, match=r"single class \(\[1\]\).*at least two"):
+        open_dataset(ref.X, target=np.ones(1000, dtype=int)).classes
+
+
+def test_label_outside_declared_classes(ref: Reference) -> None:
+    ds = open_dataset(ref.X, target=ref.label, classes=[3, 5])
+    with pytest.raises(LabelError, match=r"label 7 of target 'y' at row \d+ .* not one of"):
+        _drain(ds)
+
+
+def test_regression_on_string_target(ref: Reference) -> None:
+    frame = ref.frame.assign(label=ref.frame["label"].astype(str))
+    with pytest.raises(LabelError, match="regression needs a numeric target"):
+        open_dataset(frame, target="label", task="regression")
+
+
+def test_continuous_target_as_classification(ref: Reference) -> None:
+    y = np.random.default_rng(0).normal(size=20_001)
+    ds = open_dataset(np.zeros((20_001, 1)), target=y, task="classification")
+    with pytest.raises(LabelError, match="task='regression'"):
+        ds.classes
+
+
+def test_negative_weight(ref: Reference) -> None:
+    w = ref.weight.copy()
+    w[77] = -1
+    with pytest.raises(DataError, match="weight column 'weight' is -1.0 at row 77"):
+        _drain(open_dataset(ref.X, target=ref.label, weight=w))
+
+
+def test_empty_dataset(ref: Reference, tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="has no rows"):
+        open_dataset(ref.frame.iloc[:0], target="label")
+    path = write_parquet_file(ref.frame.iloc[:0], tmp_path / "empty.parquet")
+    with pytest.raises(DataError, match="has no rows"):
+        open_dataset(str(path), target="label")
+
+
+def test_empty_files_among_full_ones_are_skipped(ref: Reference, tmp_path: Path) -> None:
+    root = write_parquet_dir(ref.frame, tmp_path / "d")
+    write_parquet_file(ref.frame.iloc[:0], root / "part-001a.parquet")
+    ds = open_dataset(str(root), target="label", features=FEATURES, chunk_rows=250)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in ds.chunks()]), ref.X)
+
+
+def test_corrupt_parquet_file_among_good_ones(ref: Reference, tmp_path: Path) -> None:
+    root = write_parquet_dir(ref.frame, tmp_path / "d")
+    (root / "part-001.parquet").write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(ReadError, match="part-001.parquet is not a readable parquet file"):
+        open_dataset(str(root), target="label")
+
+
+def test_corrupt_parquet_data_pages(ref: Reference, tmp_path: Path) -> None:
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.Table.from_pandas(ref.frame, preserve_index=False), path,
+                   row_group_size=500, write_page_checksum=True)
+    raw = bytearray(path.read_bytes())
+    for k in range(200, 2000):  # garble the first row group's pages, keep the footer intact
+        raw[k] ^= 0x5A
+    path.write_bytes(bytes(raw))
+    ds = open_dataset(str(path), target="label", features=FEATURES)
+    with pytest.raises(StreamlearnError, match=r"f.parquet \(row group 0\)"):
+        _drain(ds)
+
+
+def test_truncated_zarr_chunk(ref: Reference, tmp_path: Path) -> None:
+    store = Path(write_zarr_matrix(ref, tmp_path / "m.zarr"))
+    chunk_file = store / "X" / "c" / "3" / "0"  # rows 300-400
+    chunk_file.write_bytes(chunk_file.read_bytes()[:20])
+    ds = open_dataset(str(store), chunk_rows=250)
+    with pytest.raises(ReadError, match=r"rows 300-400 of array 'X'"):
+        _drain(ds)
+
+
+def test_ragged_zarr_arrays(tmp_path: Path) -> None:
+    group = zarr.open_group(str(tmp_path / "r.zarr"), mode="w")
+    group.create_array("a", shape=(10,), dtype="float32")
+    group.create_array("b", shape=(12,), dtype="float32")
+    with pytest.raises(DataError, match="different numbers of rows"):
+        open_dataset(str(tmp_path / "r.zarr"))
+
+
+def test_misaligned_target_array(ref: Reference) -> None:
+    with pytest.raises(DataError, match=r"y has shape \(999,\); expected \(1000,\)"):
+        open_dataset(ref.X, target=ref.label[:-1])
+
+
+def test_unknown_source_and_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="cannot read a dict"):
+        open_dataset({"a": [1, 2]})
+    with pytest.raises(SourceError, match="no such file or directory"):
+        open_dataset(str(tmp_path / "nothing-here"))
+
+
+def test_chunk_larger_than_dataset(ref: Reference) -> None:
+    chunks = _drain(open_dataset(ref.frame, target="label", chunk_rows=10**6, exclude=["w"]))
+    assert len(chunks) == 1 and chunks[0].n_rows == 1000
+
+
+def test_errors_are_catchable_as_builtin_kinds() -> None:
+    assert issubclass(SchemaError, ValueError) and issubclass(ReadError, OSError)
+    assert issubclass(SourceError, TypeError)
+
+
+def test_pandas_nullable_ints_and_bools(ref: Reference) -> None:
+    frame = pd.DataFrame({"i": pd.array([1, None, 3], dtype="Int64"), "t": [0, 1, 0]})
+    with pytest.raises(DataError, match="nan in feature column 'i' at row 1"):
+        _drain(open_dataset(frame, target="t"))
