@@ -1,0 +1,193 @@
+"""Model files: JSON metadata plus numpy arrays in one zip archive, never pickle.
+
+Layout of a ``.slm`` file (a zip archive, stored uncompressed for fast loading)::
+
+    metadata.json       format version, model class, hyper-parameters, library version,
+                        and the SHA-256 of every array
+    arrays/<name>.npy   one array per learned attribute (``allow_pickle=False``)
+
+Loading reads JSON and ``.npy`` payloads only: the model class is looked up by name among
+the estimators streamlearn exports, so a file can never make the loader run code. Writes go
+to a temporary file in the same directory, then ``os.replace``: a crash leaves the previous
+file intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from streamlearn.errors import ModelFileError
+
+FORMAT = "streamlearn-model"
+FORMAT_VERSION = 1
+
+
+class Persistable(Protocol):
+    """What a model implements to be saved: JSON-safe metadata and named arrays."""
+
+    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
+
+    @classmethod
+    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any: ...
+
+
+def _digest(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    if array.dtype.hasobject:
+        raise ModelFileError(f"array of dtype {array.dtype} cannot be saved without pickle; "
+                             "store strings as a fixed-width unicode array")
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], writer: Any) -> Path:
+    """Write a file through ``writer(fileobj)`` into a temporary file, then rename it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            writer(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
+    """Save ``model`` to ``path`` atomically.
+
+    Parameters
+    ----------
+    model
+        An estimator implementing ``_get_state``.
+    path : str or path-like
+        Destination file (conventionally ``*.slm``).
+
+    Returns
+    -------
+    Path
+        The path written.
+    """
+    from streamlearn import __version__
+
+    metadata, arrays = model._get_state()
+    payloads = {name: _npy_bytes(np.asarray(a)) for name, a in arrays.items()}
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "class": type(model).__name__,
+        "streamlearn_version": __version__,
+        "metadata": metadata,
+        "arrays": {name: _digest(b) for name, b in payloads.items()},
+    }
+    try:
+        text = json.dumps(header, indent=1, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"model metadata is not JSON-safe: {exc}") from exc
+
+    def write(fh: Any) -> None:
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+            zf.writestr("metadata.json", text)
+            for name, payload in payloads.items():
+                zf.writestr(f"arrays/{name}.npy", payload)
+
+    return atomic_write_bytes(path, write)
+
+
+def read_model_file(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read and verify a model file; return its header and arrays without building a model."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelFileError(f"no model file at {path}")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if "metadata.json" not in names:
+                raise ModelFileError(f"{path} is not a streamlearn model file (no metadata.json)")
+            header = json.loads(zf.read("metadata.json"))
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                raise ModelFileError(f"{path} is not a streamlearn model file")
+            version = header.get("format_version")
+            if version != FORMAT_VERSION:
+                raise ModelFileError(
+                    f"{path} has model format version {version}; this streamlearn "
+                    f"({_library_version()}) reads version {FORMAT_VERSION}. It was written by "
+                    f"streamlearn {header.get('streamlearn_version', '?')}"
+                )
+            arrays: dict[str, np.ndarray] = {}
+            for name, digest in header.get("arrays", {}).items():
+                member = f"arrays/{name}.npy"
+                if member not in names:
+                    raise ModelFileError(f"{path} is truncated: array {name!r} is missing")
+                payload = zf.read(member)
+                if _digest(payload) != digest:
+                    raise ModelFileError(
+                        f"{path} has been modified: array {name!r} does not match its checksum"
+                    )
+                arrays[name] = np.lib.format.read_array(io.BytesIO(payload), allow_pickle=False)
+    except zipfile.BadZipFile as exc:
+        raise ModelFileError(
+            f"{path} is truncated or not a streamlearn model file ({exc})"
+        ) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"{path} has unreadable metadata ({exc})") from exc
+    except (ValueError, EOFError, OSError) as exc:
+        if isinstance(exc, ModelFileError):
+            raise
+        raise ModelFileError(f"{path} is damaged: {exc}") from exc
+    return header, arrays
+
+
+def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
+               classes: dict[str, type] | None = None) -> Any:
+    """Load a model saved by :func:`save_model`.
+
+    Parameters
+    ----------
+    path : str or path-like
+    expected : type, optional
+        Raise unless the file holds a model of this class.
+    classes : dict, optional
+        Name -> class of the models that may be loaded; defaults to streamlearn's estimators.
+    """
+    header, arrays = read_model_file(path)
+    registry = classes if classes is not None else _estimators()
+    name = header.get("class")
+    cls = registry.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ModelFileError(f"{path} holds a {name!r}, which is not a streamlearn model")
+    if expected is not None and cls is not expected:
+        raise ModelFileError(f"{path} holds a {name}, not a {expected.__name__}")
+    return cls._from_state(header.get("metadata", {}), arrays)
+
+
+def _library_version() -> str:
+    from streamlearn import __version__
+
+    return __version__
+
+
+def _estimators() -> dict[str, type]:
+    import streamlearn.models as models
+
+    exported = getattr(models, "__all__", [])
+    return {name: getattr(models, name) for name in exported}

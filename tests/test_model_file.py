@@ -1,0 +1,112 @@
+"""Model files round-trip, and every kind of damage is reported as what it is."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from streamlearn.errors import ModelFileError
+from streamlearn.io import load_model, read_model_file, save_model
+
+
+class Toy:
+    def __init__(self, alpha: float = 1.0) -> None:
+        self.alpha = alpha
+
+    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return {"params": {"alpha": self.alpha}}, {"coef_": self.coef_,
+                                                   "classes_": self.classes_}
+
+    @classmethod
+    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Toy:
+        model = cls(**metadata["params"])
+        model.coef_ = arrays["coef_"]
+        model.classes_ = arrays["classes_"]
+        return model
+
+
+REGISTRY = {"Toy": Toy}
+
+
+def _toy() -> Toy:
+    model = Toy(alpha=0.25)
+    model.coef_ = np.arange(12, dtype=np.float32).reshape(3, 4)
+    model.classes_ = np.array(["ham", "spam", "eggs"])
+    return model
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    path = save_model(_toy(), tmp_path / "m.slm")
+    loaded = load_model(path, classes=REGISTRY)
+    assert loaded.alpha == 0.25
+    np.testing.assert_array_equal(loaded.coef_, _toy().coef_)
+    assert loaded.coef_.dtype == np.float32
+    np.testing.assert_array_equal(loaded.classes_, ["ham", "spam", "eggs"])
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_truncated_file(tmp_path: Path) -> None:
+    path = save_model(_toy(), tmp_path / "m.slm")
+    path.write_bytes(path.read_bytes()[:-60])
+    with pytest.raises(ModelFileError, match="truncated"):
+        load_model(path, classes=REGISTRY)
+
+
+def test_tampered_array(tmp_path: Path) -> None:
+    path = save_model(_toy(), tmp_path / "m.slm")
+    header, arrays = read_model_file(path)
+    arrays["coef_"][0, 0] = 99.0
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("metadata.json", json.dumps(header))
+        for name, a in arrays.items():
+            with zf.open(f"arrays/{name}.npy", "w") as fh:
+                np.lib.format.write_array(fh, a)
+    with pytest.raises(ModelFileError, match="'coef_' does not match its checksum"):
+        load_model(path, classes=REGISTRY)
+
+
+def test_wrong_version_and_wrong_class(tmp_path: Path) -> None:
+    path = save_model(_toy(), tmp_path / "m.slm")
+    header, _ = read_model_file(path)
+    newer = dict(header, format_version=99)
+    other = tmp_path / "new.slm"
+    with zipfile.ZipFile(other, "w") as zf:
+        zf.writestr("metadata.json", json.dumps(newer))
+    with pytest.raises(ModelFileError, match="format version 99; this streamlearn"):
+        load_model(other, classes=REGISTRY)
+    with pytest.raises(ModelFileError, match="holds a 'Toy', which is not a streamlearn model"):
+        load_model(path, classes={})
+    with pytest.raises(ModelFileError, match="holds a Toy, not a int"):
+        load_model(path, classes=REGISTRY, expected=int)
+
+
+def test_not_a_model_file(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.slm"
+    junk.write_text("hello")
+    with pytest.raises(ModelFileError, match="truncated or not a streamlearn model file"):
+        load_model(junk, classes=REGISTRY)
+    with pytest.raises(ModelFileError, match="no model file"):
+        load_model(tmp_path / "absent.slm", classes=REGISTRY)
+
+
+def test_object_arrays_are_refused(tmp_path: Path) -> None:
+    model = _toy()
+    model.classes_ = np.array(["a", 1], dtype=object)
+    with pytest.raises(ModelFileError, match="cannot be saved without pickle"):
+        save_model(model, tmp_path / "m.slm")
+    assert not (tmp_path / "m.slm").exists()
+
+
+def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
+    path = save_model(_toy(), tmp_path / "m.slm")
+    before = path.read_bytes()
+    model = _toy()
+    model.coef_ = np.array([{"x": 1}], dtype=object)
+    with pytest.raises(ModelFileError):
+        save_model(model, path)
+    assert path.read_bytes() == before
