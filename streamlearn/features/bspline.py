@@ -1,0 +1,391 @@
+"""Uniform B-spline embeddings with difference penalties (paper 000, Sec. 3 and 5).
+
+Each input feature with range ``[lo, hi]`` gets ``n_bases`` uniform B-splines of degree
+``p`` in {1, 2, 3} (the P-spline layout of Eilers and Marx): the range is cut into
+``n_bases - p`` equal segments of width ``h``, the knots are ``lo + (m - p) h`` for
+``m = 0 .. n_bases + p``, and basis ``j`` is supported on ``[lo + (j - p) h, lo + (j + 1) h]``.
+On ``[lo, hi]`` exactly ``p + 1`` consecutive bases are non-zero and they sum to one; values
+outside the range are clamped to it. On a segment with local coordinate ``u`` in ``[0, 1]``
+the non-zero bases are, in order,
+
+* ``p = 1``: ``1 - u``, ``u``;
+* ``p = 2``: ``(1 - u)^2 / 2``, ``1/2 + u - u^2``, ``u^2 / 2``;
+* ``p = 3``: ``(1 - u)^3 / 6``, ``(3u^3 - 6u^2 + 4) / 6``, ``(-3u^3 + 3u^2 + 3u + 1) / 6``,
+  ``u^3 / 6``.
+
+The linearised embedding is ``Psi_d = D_d^-T Phi`` (see
+:mod:`streamlearn.features.difference_penalty`).
+
+Zero-preserving variant (Sec. 5): the ``p`` bases that are non-zero at ``lo`` are removed,
+leaving ``n_bases - p`` columns per feature whose bases all vanish for ``x <= lo``. With
+``lo = 0`` (non-negative inputs) the embedding of ``0`` is the zero vector, and the fitted
+function satisfies ``f(0) = 0`` (for ``p > 1`` also its first ``p - 1`` derivatives vanish
+at 0). Encoders skip such features entirely, so zeros cost nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import numpy as np
+from numba import njit
+
+from streamlearn.features.difference_penalty import _check_order, _suffix_sums
+from streamlearn.features.feature_map import FeatureMap, as_stat
+
+DEGREES = (1, 2, 3)
+
+
+@njit(cache=True, nogil=True)
+def _segment_values(x, lo, hi, n_bases, degree):
+    # Segment index s (= index of the first non-zero basis) and the p + 1 basis values.
+    n_seg = n_bases - degree
+    t = (np.float64(x) - lo) * (n_seg / (hi - lo))
+    if not t > 0.0:
+        t = 0.0
+    if t > n_seg:
+        t = np.float64(n_seg)
+    s = int(t)
+    if s >= n_seg:
+        s = n_seg - 1
+    u = t - s
+    v = 1.0 - u
+    if degree == 1:
+        return s, v, u, 0.0, 0.0
+    if degree == 2:
+        return s, 0.5 * v * v, 0.5 + u - u * u, 0.5 * u * u, 0.0
+    u2 = u * u
+    u3 = u2 * u
+    return (
+        s,
+        v * v * v / 6.0,
+        (3.0 * u3 - 6.0 * u2 + 4.0) / 6.0,
+        (-3.0 * u3 + 3.0 * u2 + 3.0 * u + 1.0) / 6.0,
+        u3 / 6.0,
+    )
+
+
+@njit(cache=True, nogil=True)
+def bspline_basis(x, lo, hi, n_bases, degree, out):
+    """Non-zero uniform B-spline values at one input value.
+
+    Parameters
+    ----------
+    x : float32
+        Input value, clamped to ``[lo, hi]``.
+    lo, hi : float
+        Range of the feature (``hi > lo``).
+    n_bases : int
+        Number of bases (``>= degree + 1``).
+    degree : int
+        Spline degree in {1, 2, 3}.
+    out : ndarray of shape (>= degree + 1,), float32
+        Receives the values of bases ``first .. first + degree``.
+
+    Returns
+    -------
+    int
+        ``first``, the index of the first non-zero basis.
+    """
+    s, b0, b1, b2, b3 = _segment_values(x, lo, hi, n_bases, degree)
+    out[0] = b0
+    out[1] = b1
+    if degree >= 2:
+        out[2] = b2
+    if degree == 3:
+        out[3] = b3
+    return s
+
+
+@njit(cache=True, nogil=True)
+def bspline_encode_row(x, lo, hi, n_bases, degree, zero_preserving, idx, val):
+    """Sparse B-spline encoding ``Phi(x)`` of one row.
+
+    Feature ``f``'s basis ``j`` goes to column ``f * n_bases + j``; in the zero-preserving
+    variant to column ``f * (n_bases - degree) + j - degree`` for ``j >= degree`` only, and
+    features with ``x[f] <= lo[f]`` are skipped. Entries are written feature by feature.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_features,), float32
+    lo, hi : ndarray of shape (n_features,), float64
+        Per-feature ranges.
+    n_bases : int
+    degree : int
+        Spline degree in {1, 2, 3}.
+    zero_preserving : bool
+    idx : ndarray of shape (>= n_features * (degree + 1),), int32
+        Receives the column indices.
+    val : ndarray of shape (>= n_features * (degree + 1),), float32
+        Receives the basis values.
+
+    Returns
+    -------
+    int
+        Number of entries written (``n_features * (degree + 1)`` unless zero-preserving).
+    """
+    nnz = 0
+    if zero_preserving:
+        n_cols = n_bases - degree
+        for f in range(x.shape[0]):
+            if not x[f] > lo[f]:
+                continue
+            s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], hi[f], n_bases, degree)
+            base = f * n_cols - degree
+            for r in range(degree + 1):
+                j = s + r
+                if j < degree:
+                    continue
+                b = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
+                idx[nnz] = base + j
+                val[nnz] = b
+                nnz += 1
+        return nnz
+    for f in range(x.shape[0]):
+        s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], hi[f], n_bases, degree)
+        base = f * n_bases + s
+        idx[nnz] = base
+        val[nnz] = b0
+        idx[nnz + 1] = base + 1
+        val[nnz + 1] = b1
+        nnz += 2
+        if degree >= 2:
+            idx[nnz] = base + 2
+            val[nnz] = b2
+            nnz += 1
+        if degree == 3:
+            idx[nnz] = base + 3
+            val[nnz] = b3
+            nnz += 1
+    return nnz
+
+
+@njit(cache=True, nogil=True)
+def _psi_block(xf, lo, hi, n_bases, degree, order, zero_preserving, block):
+    # Psi_d of one feature value into block[:n_cols] (float64); returns 1 + the last index
+    # that may be non-zero (0 when the block is zero).
+    for i in range(block.shape[0]):
+        block[i] = 0.0
+    if zero_preserving and not xf > lo:
+        return 0
+    s, b0, b1, b2, b3 = _segment_values(xf, lo, hi, n_bases, degree)
+    shift = degree if zero_preserving else 0
+    top = 0
+    for r in range(degree + 1):
+        j = s + r - shift
+        if j < 0:
+            continue
+        block[j] = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
+        top = j + 1
+    _suffix_sums(block, top, order)
+    return top
+
+
+@njit(cache=True, nogil=True)
+def bspline_transform_dense(X, lo, hi, n_bases, degree, order, zero_preserving, out):
+    """Materialise ``Psi_d(X)`` row by row into a dense array.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    lo, hi : ndarray of shape (n_features,), float64
+    n_bases, degree : int
+    order : int
+        Penalty order ``d`` in {0, 1, 2}.
+    zero_preserving : bool
+    out : ndarray of shape (n_rows, n_features * n_cols), float32
+        Receives the embedding; ``n_cols = n_bases - degree`` if zero-preserving, else
+        ``n_bases``.
+    """
+    n_cols = n_bases - degree if zero_preserving else n_bases
+    block = np.empty(n_cols, dtype=np.float64)
+    for r in range(X.shape[0]):
+        for f in range(X.shape[1]):
+            _psi_block(X[r, f], lo[f], hi[f], n_bases, degree, order, zero_preserving, block)
+            base = f * n_cols
+            for i in range(n_cols):
+                out[r, base + i] = block[i]
+
+
+@njit(cache=True, nogil=True)
+def bspline_transform_csr(X, lo, hi, n_bases, degree, order, zero_preserving):
+    """Materialise ``Psi_d(X)`` as a CSR triple of its non-zero entries.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    lo, hi : ndarray of shape (n_features,), float64
+    n_bases, degree : int
+    order : int
+        Penalty order ``d`` in {0, 1, 2}.
+    zero_preserving : bool
+
+    Returns
+    -------
+    indptr : ndarray of shape (n_rows + 1,), int64
+    indices : ndarray of int32
+    data : ndarray of float32
+    """
+    n_cols = n_bases - degree if zero_preserving else n_bases
+    block = np.empty(n_cols, dtype=np.float64)
+    n_rows = X.shape[0]
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for r in range(n_rows):
+        count = 0
+        for f in range(X.shape[1]):
+            top = _psi_block(X[r, f], lo[f], hi[f], n_bases, degree, order,
+                             zero_preserving, block)
+            for i in range(top):
+                if np.float32(block[i]) != 0.0:
+                    count += 1
+        indptr[r + 1] = indptr[r] + count
+    indices = np.empty(indptr[n_rows], dtype=np.int32)
+    data = np.empty(indptr[n_rows], dtype=np.float32)
+    for r in range(n_rows):
+        k = indptr[r]
+        for f in range(X.shape[1]):
+            top = _psi_block(X[r, f], lo[f], hi[f], n_bases, degree, order,
+                             zero_preserving, block)
+            for i in range(top):
+                v = np.float32(block[i])
+                if v != 0.0:
+                    indices[k] = f * n_cols + i
+                    data[k] = v
+                    k += 1
+    return indptr, indices, data
+
+
+class BSplineMap(FeatureMap):
+    """Uniform B-spline embedding with a D0/D1/D2 difference penalty, ``Psi_d = D_d^-T Phi``.
+
+    Parameters
+    ----------
+    degree : {1, 2, 3}
+        Spline degree (linear, quadratic, cubic).
+    n_bases : int
+        Number of B-spline bases per feature, at least ``degree + 1``.
+    penalty_order : {0, 1, 2}
+        Order ``d`` of the difference penalty ``D_d`` (``D0 = I`` keeps ``Psi = Phi``).
+    zero_preserving : bool
+        Drop the ``degree`` bases that are non-zero at ``lo = 0`` so that ``Psi(0) = 0``;
+        requires non-negative inputs and leaves ``n_bases - degree`` columns per feature.
+
+    Attributes
+    ----------
+    lo_, hi_ : ndarray of shape (n_features,), float64
+        Per-feature ranges; inputs are clamped to them.
+
+    Notes
+    -----
+    For on-the-fly use inside a solver, encode a row with :func:`bspline_encode_row`
+    (``degree``, ``n_bases``, ``zero_preserving``, ``lo_``, ``hi_``), score it with
+    :func:`~streamlearn.features.difference_penalty.score_d` against ``w_d = D_d^-1 w`` and
+    update with :func:`~streamlearn.features.difference_penalty.update_d`
+    (``n_cols = n_columns_per_feature``, ``order = penalty_order``).
+    """
+
+    _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving")
+    _state_names = ("lo_", "hi_")
+
+    def __init__(
+        self,
+        degree: int = 3,
+        n_bases: int = 20,
+        penalty_order: int = 1,
+        zero_preserving: bool = False,
+    ) -> None:
+        if degree not in DEGREES:
+            raise ValueError(f"degree must be one of {DEGREES}, got {degree!r}")
+        if int(n_bases) < degree + 1:
+            raise ValueError(f"n_bases must be at least degree + 1 = {degree + 1}, got {n_bases}")
+        self.degree = int(degree)
+        self.n_bases = int(n_bases)
+        self.penalty_order = _check_order(penalty_order)
+        self.zero_preserving = bool(zero_preserving)
+
+    @property
+    def n_columns_per_feature(self) -> int:
+        """``n_bases``, or ``n_bases - degree`` when zero-preserving."""
+        return self.n_bases - self.degree if self.zero_preserving else self.n_bases
+
+    def max_row_nnz(self, n_features: int) -> int:
+        """Size of the ``idx``/``val`` buffers :func:`bspline_encode_row` needs."""
+        return int(n_features) * (self.degree + 1)
+
+    def fit(self, lo: Any, hi: Any) -> Self:
+        """Set the per-feature ranges.
+
+        Parameters
+        ----------
+        lo, hi : array-like of shape (n_features,)
+            Smallest and largest value of each feature. A feature with ``hi == lo`` gets the
+            range ``[lo, lo + 1]``. When zero-preserving, ``lo`` must be non-negative and the
+            range starts at 0.
+
+        Returns
+        -------
+        self
+        """
+        lo = as_stat(lo, "lo")
+        hi = as_stat(hi, "hi")
+        if lo.shape != hi.shape:
+            raise ValueError(f"lo and hi differ in shape: {lo.shape} vs {hi.shape}")
+        bad = np.flatnonzero(hi < lo)
+        if bad.size:
+            f = int(bad[0])
+            raise ValueError(f"hi < lo for feature {f}: [{lo[f]}, {hi[f]}]")
+        if self.zero_preserving:
+            neg = np.flatnonzero(lo < 0)
+            if neg.size:
+                f = int(neg[0])
+                raise ValueError(
+                    f"zero_preserving needs non-negative inputs; feature {f} has minimum {lo[f]}"
+                )
+            lo = np.zeros_like(lo)
+        self.lo_ = lo
+        self.hi_ = np.where(hi > lo, hi, lo + 1.0)
+        return self
+
+    def fit_from_stats(
+        self,
+        minimum: Any = None,
+        maximum: Any = None,
+        mean: Any = None,
+        std: Any = None,
+        quantiles: Any = None,
+    ) -> Self:
+        """Fit from streamed per-feature statistics; uses ``minimum`` and ``maximum`` only.
+
+        Parameters
+        ----------
+        minimum, maximum : array-like of shape (n_features,)
+        mean, std : array-like of shape (n_features,), optional
+            Not used.
+        quantiles : array-like of shape (n_quantiles, n_features), optional
+            Not used: the bases are uniform over ``[minimum, maximum]``.
+
+        Returns
+        -------
+        self
+        """
+        if minimum is None or maximum is None:
+            raise ValueError("BSplineMap.fit_from_stats needs minimum and maximum")
+        return self.fit(minimum, maximum)
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Dense ``Psi_d(X)``, float32 of shape (n_rows, n_output_features(n_features))."""
+        X = self._check_X(X)
+        out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
+        bspline_transform_dense(
+            X, self.lo_, self.hi_, self.n_bases, self.degree, self.penalty_order,
+            self.zero_preserving, out,
+        )
+        return out
+
+    def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``Psi_d(X)`` as a CSR triple ``(indptr int64, indices int32, data float32)``."""
+        X = self._check_X(X)
+        return bspline_transform_csr(
+            X, self.lo_, self.hi_, self.n_bases, self.degree, self.penalty_order,
+            self.zero_preserving,
+        )

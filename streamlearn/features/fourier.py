@@ -1,0 +1,236 @@
+"""Trigonometric embedding penalising the d-th derivative (paper 000, Sec. 4, eq. 5, Table 1).
+
+Each feature is scaled to ``t = 2 (x - lo) / (hi - lo) - 1`` and clamped to ``[-1, 1]``.
+For ``n_terms = K`` frequencies the feature contributes ``2K`` columns, in the order
+
+    ``cos(pi t) / 1^d, sin(pi t) / 1^d, cos(2 pi t) / 2^d, sin(2 pi t) / 2^d, ...``
+
+(Table 1: ``Psi^d_k(x) = {cos(k pi x) / k^d, sin(k pi x) / k^d}``). With these weights the
+d-th derivatives of the columns are orthogonal on ``[-1, 1]`` with equal squared norms
+``pi^(2d)``, so ``||w||^2`` is, up to that constant, the penalty ``int f^(d)(t)^2 dt`` on
+``f = w . Psi``. The constant function is not a column: its derivative vanishes, so it is
+left to the model's bias. The basis is periodic, so a fitted function takes the same value
+at ``lo`` and ``hi``.
+
+Zero-preserving variant (Sec. 5): the columns are ``Psi(t(x)) - Psi(t(0))``. These span the
+functions of the expansion (constant included) that vanish at ``x = 0``; their derivatives,
+hence the penalty, are unchanged. Encoders skip features with ``x == 0``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import numpy as np
+from numba import njit
+
+from streamlearn.features.feature_map import FeatureMap, as_stat
+
+ORDERS = (1, 2)
+
+
+def fourier_weights(n_terms: int, order: int) -> np.ndarray:
+    """Table 1 weights ``1 / k^d`` for frequencies ``k = 1 .. n_terms``.
+
+    Parameters
+    ----------
+    n_terms : int
+        Number of frequencies ``K``.
+    order : {1, 2}
+        Penalised derivative ``d``.
+
+    Returns
+    -------
+    ndarray of shape (n_terms,), float64
+    """
+    if order not in ORDERS:
+        raise ValueError(f"penalty order must be one of {ORDERS}, got {order!r}")
+    k = np.arange(1, int(n_terms) + 1, dtype=np.float64)
+    return 1.0 / k**order
+
+
+@njit(cache=True, nogil=True)
+def _scaled(x, lo, hi):
+    t = 2.0 * (np.float64(x) - lo) / (hi - lo) - 1.0
+    if not t > -1.0:
+        return -1.0
+    if t > 1.0:
+        return 1.0
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _write_block(t, t0, zero_preserving, weights, base, idx, val, nnz):
+    # cos(k pi t), sin(k pi t) by angle addition; minus the same at t0 when zero-preserving.
+    c1 = np.cos(np.pi * t)
+    s1 = np.sin(np.pi * t)
+    c = c1
+    s = s1
+    r1 = np.cos(np.pi * t0)
+    q1 = np.sin(np.pi * t0)
+    rc = r1
+    rs = q1
+    for k in range(weights.shape[0]):
+        w = weights[k]
+        cv = c * w
+        sv = s * w
+        if zero_preserving:
+            cv -= rc * w
+            sv -= rs * w
+            rc, rs = rc * r1 - rs * q1, rs * r1 + rc * q1
+        idx[nnz] = base + 2 * k
+        val[nnz] = cv
+        idx[nnz + 1] = base + 2 * k + 1
+        val[nnz + 1] = sv
+        nnz += 2
+        c, s = c * c1 - s * s1, s * c1 + c * s1
+    return nnz
+
+
+@njit(cache=True, nogil=True)
+def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
+    """Trigonometric encoding of one row.
+
+    Feature ``f`` writes columns ``f * 2K .. f * 2K + 2K - 1`` (``K = len(weights)``); in the
+    zero-preserving variant features with ``x[f] == 0`` are skipped.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_features,), float32
+    lo, hi : ndarray of shape (n_features,), float64
+        Per-feature ranges mapped to ``[-1, 1]``.
+    weights : ndarray of shape (K,), float64
+        Column weights, :func:`fourier_weights`.
+    zero_preserving : bool
+    idx : ndarray of shape (>= n_features * 2K,), int32
+    val : ndarray of shape (>= n_features * 2K,), float32
+
+    Returns
+    -------
+    int
+        Number of entries written.
+    """
+    n_cols = 2 * weights.shape[0]
+    nnz = 0
+    for f in range(x.shape[0]):
+        if zero_preserving and x[f] == 0.0:
+            continue
+        t = _scaled(x[f], lo[f], hi[f])
+        t0 = _scaled(np.float32(0.0), lo[f], hi[f])
+        nnz = _write_block(t, t0, zero_preserving, weights, f * n_cols, idx, val, nnz)
+    return nnz
+
+
+@njit(cache=True, nogil=True)
+def fourier_transform_dense(X, lo, hi, weights, zero_preserving, out):
+    """Materialise the trigonometric embedding of ``X`` into a dense array.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    lo, hi : ndarray of shape (n_features,), float64
+    weights : ndarray of shape (K,), float64
+    zero_preserving : bool
+    out : ndarray of shape (n_rows, n_features * 2K), float32
+        Receives the embedding.
+    """
+    m = X.shape[1] * 2 * weights.shape[0]
+    idx = np.empty(m, dtype=np.int32)
+    val = np.empty(m, dtype=np.float32)
+    for r in range(X.shape[0]):
+        for i in range(out.shape[1]):
+            out[r, i] = 0.0
+        nnz = fourier_encode_row(X[r], lo, hi, weights, zero_preserving, idx, val)
+        for k in range(nnz):
+            out[r, idx[k]] = val[k]
+
+
+class FourierMap(FeatureMap):
+    """Trigonometric embedding with weights ``1/k^d`` (paper 000, Table 1).
+
+    Parameters
+    ----------
+    n_terms : int
+        Number of frequencies ``K``; each feature contributes ``2K`` columns.
+    penalty_order : {1, 2}
+        Penalised derivative ``d``.
+    zero_preserving : bool
+        Use ``Psi(x) - Psi(0)`` so that zero inputs embed to zero.
+
+    Attributes
+    ----------
+    lo_, hi_ : ndarray of shape (n_features,), float64
+        Per-feature ranges mapped to ``[-1, 1]``; inputs are clamped to them.
+    """
+
+    _param_names = ("n_terms", "penalty_order", "zero_preserving")
+    _state_names = ("lo_", "hi_")
+
+    def __init__(
+        self, n_terms: int = 4, penalty_order: int = 1, zero_preserving: bool = False
+    ) -> None:
+        if int(n_terms) < 1:
+            raise ValueError(f"n_terms must be at least 1, got {n_terms}")
+        self.n_terms = int(n_terms)
+        self.weights = fourier_weights(n_terms, penalty_order)
+        self.penalty_order = int(penalty_order)
+        self.zero_preserving = bool(zero_preserving)
+
+    @property
+    def n_columns_per_feature(self) -> int:
+        """``2 * n_terms``."""
+        return 2 * self.n_terms
+
+    def fit(self, lo: Any, hi: Any) -> Self:
+        """Set the per-feature ranges (``hi == lo`` becomes ``[lo, lo + 1]``).
+
+        Parameters
+        ----------
+        lo, hi : array-like of shape (n_features,)
+
+        Returns
+        -------
+        self
+        """
+        lo = as_stat(lo, "lo")
+        hi = as_stat(hi, "hi")
+        if lo.shape != hi.shape:
+            raise ValueError(f"lo and hi differ in shape: {lo.shape} vs {hi.shape}")
+        bad = np.flatnonzero(hi < lo)
+        if bad.size:
+            f = int(bad[0])
+            raise ValueError(f"hi < lo for feature {f}: [{lo[f]}, {hi[f]}]")
+        self.lo_ = lo
+        self.hi_ = np.where(hi > lo, hi, lo + 1.0)
+        return self
+
+    def fit_from_stats(
+        self,
+        minimum: Any = None,
+        maximum: Any = None,
+        mean: Any = None,
+        std: Any = None,
+        quantiles: Any = None,
+    ) -> Self:
+        """Fit from streamed statistics; uses ``minimum`` and ``maximum`` only.
+
+        Parameters
+        ----------
+        minimum, maximum : array-like of shape (n_features,)
+        mean, std, quantiles : optional
+            Not used.
+
+        Returns
+        -------
+        self
+        """
+        if minimum is None or maximum is None:
+            raise ValueError("FourierMap.fit_from_stats needs minimum and maximum")
+        return self.fit(minimum, maximum)
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Dense embedding, float32 of shape (n_rows, n_features * 2 * n_terms)."""
+        X = self._check_X(X)
+        out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
+        fourier_transform_dense(X, self.lo_, self.hi_, self.weights, self.zero_preserving, out)
+        return out

@@ -1,0 +1,152 @@
+"""Uniform B-spline bases: values against Cox-de Boor and scipy, encoders, materialisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.interpolate import BSpline
+
+from streamlearn.features.bspline import (
+    BSplineMap,
+    bspline_basis,
+    bspline_encode_row,
+    bspline_transform_csr,
+    bspline_transform_dense,
+)
+
+DEGREES = (1, 2, 3)
+
+
+def knots(lo: float, hi: float, n_bases: int, degree: int) -> np.ndarray:
+    h = (hi - lo) / (n_bases - degree)
+    return lo + (np.arange(n_bases + degree + 1) - degree) * h
+
+
+def cox_de_boor(x: float, t: np.ndarray, j: int, p: int) -> float:
+    """B-spline ``j`` of degree ``p`` on knots ``t`` by the textbook recursion."""
+    if p == 0:
+        return 1.0 if t[j] <= x < t[j + 1] else 0.0
+    left = (x - t[j]) / (t[j + p] - t[j]) * cox_de_boor(x, t, j, p - 1)
+    right = (t[j + p + 1] - x) / (t[j + p + 1] - t[j + 1]) * cox_de_boor(x, t, j + 1, p - 1)
+    return left + right
+
+
+def phi_scipy(x: np.ndarray, lo: float, hi: float, n_bases: int, degree: int) -> np.ndarray:
+    """Dense B-spline design matrix (clamped inputs) from scipy."""
+    xc = np.clip(x.astype(np.float64), lo, hi)
+    return BSpline.design_matrix(xc, knots(lo, hi, n_bases, degree), degree).toarray()
+
+
+def basis_values(x: float, lo: float, hi: float, n_bases: int, degree: int) -> np.ndarray:
+    out = np.zeros(4, dtype=np.float32)
+    first = bspline_basis(np.float32(x), lo, hi, n_bases, degree, out)
+    full = np.zeros(n_bases)
+    full[first : first + degree + 1] = out[: degree + 1]
+    return full
+
+
+@pytest.mark.parametrize("degree", DEGREES)
+@pytest.mark.parametrize("n_bases", [None, 9])
+def test_basis_matches_cox_de_boor(degree, n_bases):
+    n_bases = degree + 1 if n_bases is None else n_bases
+    lo, hi = -1.5, 2.0
+    t = knots(lo, hi, n_bases, degree)
+    rng = np.random.default_rng(degree)
+    xs = np.concatenate([rng.uniform(lo, hi, 40), [lo, lo + 1e-3]]).astype(np.float32)
+    for x in xs:
+        ref = [cox_de_boor(float(x), t, j, degree) for j in range(n_bases)]
+        np.testing.assert_allclose(basis_values(x, lo, hi, n_bases, degree), ref, atol=2e-7)
+
+
+@pytest.mark.parametrize("degree", DEGREES)
+def test_basis_matches_scipy_including_range_ends(degree):
+    lo, hi, n_bases = 0.25, 3.0, 11
+    x = np.concatenate([np.linspace(lo, hi, 57), [lo, hi]]).astype(np.float32)
+    got = np.array([basis_values(v, lo, hi, n_bases, degree) for v in x])
+    np.testing.assert_allclose(got, phi_scipy(x, lo, hi, n_bases, degree), atol=2e-7)
+
+
+@pytest.mark.parametrize("degree", DEGREES)
+def test_partition_of_unity_and_clamping(degree):
+    lo, hi, n_bases = -2.0, 5.0, 13
+    x = np.random.default_rng(1).uniform(-10, 12, 300).astype(np.float32)
+    out = np.zeros(4, dtype=np.float32)
+    for v in x:
+        first = bspline_basis(v, lo, hi, n_bases, degree, out)
+        assert 0 <= first <= n_bases - degree - 1
+        assert np.all(out[: degree + 1] >= 0)
+        assert abs(float(out[: degree + 1].sum()) - 1.0) < 1e-6
+    np.testing.assert_array_equal(basis_values(-100.0, lo, hi, n_bases, degree),
+                                  basis_values(lo, lo, hi, n_bases, degree))
+    np.testing.assert_array_equal(basis_values(100.0, lo, hi, n_bases, degree),
+                                  basis_values(hi, lo, hi, n_bases, degree))
+
+
+@pytest.mark.parametrize("degree", DEGREES)
+def test_encode_row_matches_scipy_design_matrix(degree):
+    n_bases = 7
+    lo = np.array([0.0, -1.0, 10.0])
+    hi = np.array([1.0, 1.0, 20.0])
+    X = np.random.default_rng(2).uniform(-2, 22, (20, 3)).astype(np.float32)
+    idx = np.empty(3 * (degree + 1), dtype=np.int32)
+    val = np.empty(3 * (degree + 1), dtype=np.float32)
+    for row in X:
+        nnz = bspline_encode_row(row, lo, hi, n_bases, degree, False, idx, val)
+        assert nnz == 3 * (degree + 1)
+        dense = np.zeros(3 * n_bases)
+        np.add.at(dense, idx[:nnz], val[:nnz])
+        ref = np.concatenate(
+            [phi_scipy(row[f : f + 1], lo[f], hi[f], n_bases, degree)[0] for f in range(3)]
+        )
+        np.testing.assert_allclose(dense, ref, atol=2e-7)
+        # entries are written feature by feature, in ascending column order
+        assert np.all(np.diff(idx[:nnz]) > 0)
+
+
+def reference_psi(X, lo, hi, n_bases, degree, order):
+    """Block-diagonal D_d^-T applied to the scipy design matrix, with dense numpy."""
+    d1 = np.eye(n_bases) - np.eye(n_bases, k=-1)
+    d = np.linalg.matrix_power(d1, order)
+    dinv_t = np.linalg.inv(d).T
+    blocks = [phi_scipy(X[:, f], lo[f], hi[f], n_bases, degree) @ dinv_t.T
+              for f in range(X.shape[1])]
+    return np.hstack(blocks)
+
+
+@pytest.mark.parametrize("degree", DEGREES)
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_transform_dense_and_csr_match_dense_numpy(degree, order):
+    n_bases = 8
+    lo = np.array([0.0, -3.0])
+    hi = np.array([1.0, 3.0])
+    X = np.random.default_rng(3).uniform(-4, 4, (25, 2)).astype(np.float32)
+    ref = reference_psi(X, lo, hi, n_bases, degree, order)
+
+    out = np.empty((25, 2 * n_bases), dtype=np.float32)
+    bspline_transform_dense(X, lo, hi, n_bases, degree, order, False, out)
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)
+
+    indptr, indices, data = bspline_transform_csr(X, lo, hi, n_bases, degree, order, False)
+    assert indptr.dtype == np.int64 and indices.dtype == np.int32 and data.dtype == np.float32
+    assert np.all(data != 0)
+    csr = sp.csr_matrix((data, indices, indptr), shape=out.shape).toarray()
+    np.testing.assert_array_equal(csr, out)
+
+    m = BSplineMap(degree=degree, n_bases=n_bases, penalty_order=order).fit(lo, hi)
+    np.testing.assert_array_equal(m.transform(X), out)
+    for a, b in zip(m.transform_csr(X), (indptr, indices, data), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_d0_embedding_is_sparse():
+    m = BSplineMap(degree=2, n_bases=30, penalty_order=0).fit([0.0] * 4, [1.0] * 4)
+    X = np.random.default_rng(4).random((10, 4), dtype=np.float32)
+    indptr, _, _ = m.transform_csr(X)
+    assert np.all(np.diff(indptr) <= 4 * 3)
+
+
+def test_constant_feature_gets_a_unit_range():
+    m = BSplineMap(degree=1, n_bases=5).fit([2.0, 0.0], [2.0, 1.0])
+    np.testing.assert_array_equal(m.hi_, [3.0, 1.0])
+    assert np.all(np.isfinite(m.transform(np.array([[2.0, 0.5]]))))

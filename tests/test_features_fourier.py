@@ -1,0 +1,74 @@
+"""Trigonometric embedding of paper 000, Table 1, against closed forms and an FFT."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamlearn.features.fourier import (
+    FourierMap,
+    fourier_encode_row,
+    fourier_transform_dense,
+    fourier_weights,
+)
+
+
+def closed_form(X: np.ndarray, lo, hi, n_terms: int, order: int) -> np.ndarray:
+    """[cos(k pi t) / k^d, sin(k pi t) / k^d] for k = 1..K, t = clamp(2 (x-lo)/(hi-lo) - 1)."""
+    t = np.clip(2.0 * (X.astype(np.float64) - lo) / (np.asarray(hi) - lo) - 1.0, -1.0, 1.0)
+    cols = []
+    for f in range(X.shape[1]):
+        for k in range(1, n_terms + 1):
+            cols.append(np.cos(k * np.pi * t[:, f]) / k**order)
+            cols.append(np.sin(k * np.pi * t[:, f]) / k**order)
+    return np.stack(cols, axis=1)
+
+
+def test_weights_are_table_1():
+    np.testing.assert_allclose(fourier_weights(4, 1), [1, 1 / 2, 1 / 3, 1 / 4])
+    np.testing.assert_allclose(fourier_weights(4, 2), [1, 1 / 4, 1 / 9, 1 / 16])
+    with pytest.raises(ValueError):
+        fourier_weights(3, 0)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_encode_row_and_dense_transform_match_closed_form(order):
+    lo = np.array([0.0, -5.0, 2.0])
+    hi = np.array([1.0, 5.0, 3.0])
+    X = np.random.default_rng(0).uniform(-6, 6, (30, 3)).astype(np.float32)
+    K = 6
+    w = fourier_weights(K, order)
+    ref = closed_form(X, lo, hi, K, order)
+    idx = np.empty(3 * 2 * K, dtype=np.int32)
+    val = np.empty(3 * 2 * K, dtype=np.float32)
+    for r, row in enumerate(X):
+        nnz = fourier_encode_row(row, lo, hi, w, False, idx, val)
+        assert nnz == 3 * 2 * K
+        np.testing.assert_array_equal(idx, np.arange(3 * 2 * K))
+        np.testing.assert_allclose(val, ref[r], atol=1e-6)
+    out = np.empty_like(ref, dtype=np.float32)
+    fourier_transform_dense(X, lo, hi, w, False, out)
+    np.testing.assert_allclose(out, ref, atol=1e-6)
+    np.testing.assert_array_equal(FourierMap(K, order).fit(lo, hi).transform(X), out)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_penalty_is_pi_power_times_squared_weights(order):
+    """int_{-1}^{1} f^(d)(t)^2 dt = pi^(2d) ||w||^2 for f = w . Psi^d, measured by FFT."""
+    K, M = 5, 64
+    m = FourierMap(K, order).fit([-1.0], [1.0])
+    t = (-1.0 + 2.0 * np.arange(M) / M).astype(np.float32)
+    w = np.random.default_rng(1).normal(size=2 * K)
+    f = m.transform(t[:, None]).astype(np.float64) @ w
+    F = np.fft.rfft(f) / M
+    k = np.arange(F.size)
+    # f = sum a_k cos(k pi t) + b_k sin(k pi t) with F_k = (a_k - i b_k) / 2
+    penalty = np.sum((k * np.pi) ** (2 * order) * 4 * np.abs(F) ** 2)
+    np.testing.assert_allclose(penalty, np.pi ** (2 * order) * np.sum(w**2), rtol=1e-5)
+
+
+def test_inputs_outside_the_range_are_clamped():
+    m = FourierMap(3).fit([0.0], [2.0])
+    np.testing.assert_array_equal(m.transform([[-7.0]]), m.transform([[0.0]]))
+    np.testing.assert_array_equal(m.transform([[9.0]]), m.transform([[2.0]]))
+    assert m.n_output_features(5) == 30

@@ -1,0 +1,91 @@
+"""Feature map classes: fitting from streamed statistics, JSON round trips, input checks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from streamlearn.errors import SchemaError
+from streamlearn.features import BSplineMap, FeatureMap, FourierMap, HermiteMap
+
+STATS = {
+    "minimum": np.array([0.0, -2.0, 1.0]),
+    "maximum": np.array([1.0, 2.0, 1.0]),
+    "mean": np.array([0.5, 0.0, 1.0]),
+    "std": np.array([0.3, 1.0, 0.0]),
+    "quantiles": np.array([[0.1, -1.5, 1.0], [0.9, 1.5, 1.0]]),
+}
+
+
+def all_maps():
+    return [
+        BSplineMap(3, 12, 2),
+        BSplineMap(1, 5, 0, zero_preserving=True),
+        FourierMap(4, 2),
+        HermiteMap(3, 1, clip=4.0),
+        HermiteMap(2, 2, zero_preserving=True),
+    ]
+
+
+def fitted(m: FeatureMap) -> FeatureMap:
+    stats = dict(STATS, minimum=np.maximum(STATS["minimum"], 0.0)) if (
+        isinstance(m, BSplineMap) and m.zero_preserving
+    ) else STATS
+    return m.fit_from_stats(**stats)
+
+
+@pytest.mark.parametrize("m", all_maps(), ids=repr)
+def test_json_round_trip_reproduces_the_transform(m):
+    fitted(m)
+    X = np.random.default_rng(0).uniform(-2, 2, (10, 3)).astype(np.float32)
+    text = json.dumps(m.to_dict())
+    for cls in (FeatureMap, type(m)):
+        back = cls.from_dict(json.loads(text))
+        assert type(back) is type(m) and back.get_params() == m.get_params()
+        np.testing.assert_array_equal(back.transform(X), m.transform(X))
+
+
+@pytest.mark.parametrize("m", all_maps(), ids=repr)
+def test_shapes_and_csr(m):
+    fitted(m)
+    X = np.random.default_rng(1).uniform(-2, 2, (7, 3)).astype(np.float32)
+    dense = m.transform(X)
+    assert dense.dtype == np.float32
+    assert dense.shape == (7, m.n_output_features(3)) == (7, 3 * m.n_columns_per_feature)
+    indptr, indices, data = m.transform_csr(X)
+    rebuilt = np.zeros_like(dense)
+    rows = np.repeat(np.arange(7), np.diff(indptr))
+    rebuilt[rows, indices] = data
+    np.testing.assert_array_equal(rebuilt, dense)
+    assert m.n_features_in_ == 3
+
+
+def test_unfitted_map_serialises_and_refuses_to_transform():
+    m = FeatureMap.from_dict(json.loads(json.dumps(BSplineMap().to_dict())))
+    assert not m.is_fitted
+    with pytest.raises(RuntimeError, match="not fitted"):
+        m.transform(np.zeros((1, 1)))
+
+
+def test_input_checks():
+    m = BSplineMap(2, 6).fit([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(SchemaError, match="3 features"):
+        m.transform(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="hi < lo"):
+        BSplineMap().fit([1.0], [0.0])
+    with pytest.raises(ValueError, match="not finite"):
+        FourierMap().fit([np.nan], [1.0])
+    with pytest.raises(ValueError, match="degree"):
+        BSplineMap(degree=4)
+    with pytest.raises(ValueError, match="n_bases"):
+        BSplineMap(degree=3, n_bases=3)
+    with pytest.raises(ValueError, match="penalty order"):
+        BSplineMap(penalty_order=3)
+    with pytest.raises(ValueError, match="penalty order"):
+        HermiteMap(penalty_order=0)
+    with pytest.raises(ValueError, match="type"):
+        FourierMap.from_dict(BSplineMap().to_dict())
+    with pytest.raises(ValueError, match="mean and std"):
+        HermiteMap().fit_from_stats(minimum=[0.0], maximum=[1.0])
