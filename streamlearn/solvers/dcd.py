@@ -1,0 +1,280 @@
+"""Dual coordinate descent for linear SVMs over one chunk, embedding on the fly.
+
+The algorithm of Hsieh et al. (ICML 2008), the one in liblinear, for
+
+    ``min_w 1/2 ||w||^2 + sum_i C_i loss(y_i w . z_i)``,  ``z_i = [Psi_d(x_i), bias_scale]``
+
+with the hinge (L1-loss, dual box ``0 <= alpha_i <= C_i``) or the squared hinge (L2-loss,
+``D_ii = 1 / (2 C_i)`` added to ``Q_ii``, no upper bound). The dual is
+
+    ``max_alpha  sum_i alpha_i - 1/2 ||w(alpha)||^2 - 1/2 sum_i D_ii alpha_i^2``,
+    ``w(alpha) = sum_i y_i alpha_i z_i``.
+
+Run over a dataset larger than memory as block minimisation (Yu et al., KDD 2010): a chunk is
+a block, its ``alpha`` come from an ``ExampleState`` and go back to it, and ``w`` (kept as
+``w_d``, :mod:`streamlearn.solvers.embedding`) carries over from chunk to chunk; a warm start
+is the same call with the previous ``alpha`` and ``w_d``.
+
+Conventions: labels are float32 in {-1, +1}; ``C_i = C * weight_i`` (rows with ``C_i <= 0``
+are skipped and keep ``alpha_i = 0``); the bias is liblinear's, a regularised constant
+feature of value ``bias_scale`` whose weight is the last entry of ``w_d`` (the intercept is
+``w_d[-1] * bias_scale``, and ``bias_scale = 0`` fits none); no shrinking. Stopping uses
+liblinear's projected-gradient range ``max PG - min PG`` over all rows of an epoch (merge the
+chunks' ``pg_max`` by max and ``pg_min`` by min) and/or the duality gap
+``P(w) - D(alpha)``, with ``D = sum alpha_sum - sum dual_quad - 1/2 ||w||^2`` from the chunks
+and ``P = 1/2 ||w||^2 + sum`` :func:`primal_loss_chunk`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from streamlearn.features import score_d, update_d
+from streamlearn.solvers.embedding import (
+    IP_MAX_NNZ,
+    IP_N_COLS,
+    IP_N_DIMS,
+    IP_ORDER,
+    encode_row,
+    sq_norm_d,
+)
+
+HINGE = 1
+SQUARED_HINGE = 2
+LOSSES = {"hinge": HINGE, "squared_hinge": SQUARED_HINGE}
+#: Projected gradients at most this large in magnitude leave ``alpha_i`` unchanged.
+PG_EPS = 1e-12
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, nogil=True)
+def _splitmix64(state):
+    # next (state, 64 random bits) of the splitmix64 generator
+    state = state + _GOLDEN
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return state, z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _shuffle(order, state):
+    # Fisher-Yates shuffle of ``order`` in place; returns the generator state
+    for i in range(order.shape[0] - 1, 0, -1):
+        state, z = _splitmix64(state)
+        j = np.int64(z % np.uint64(i + 1))
+        order[i], order[j] = order[j], order[i]
+    return state
+
+
+@njit(cache=True, nogil=True)
+def row_orders(n_rows, n_inner, seed):
+    """The visiting orders of :func:`dcd_chunk`'s sweeps for a given seed.
+
+    Parameters
+    ----------
+    n_rows, n_inner : int
+    seed : int
+        Non-negative.
+
+    Returns
+    -------
+    ndarray of shape (n_inner, n_rows), int64
+        Row ``s`` is the permutation used by sweep ``s``.
+    """
+    out = np.empty((n_inner, n_rows), dtype=np.int64)
+    order = np.arange(n_rows)
+    state = np.uint64(seed)
+    for s in range(n_inner):
+        state = _shuffle(order, state)
+        for i in range(n_rows):
+            out[s, i] = order[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar):
+    """Dual coordinate descent sweeps over one chunk (a block of the dual).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    y : ndarray of shape (n_rows,), float32
+        Labels in {-1, +1}.
+    c : ndarray of shape (n_rows,), float64
+        Per-row penalties ``C_i = C * weight_i``.
+    alpha : ndarray of shape (n_rows,), float32
+        The chunk's dual variables, updated in place (``w_d`` is kept equal to
+        ``sum y_i alpha_i z_i`` for these float32 values).
+    w_d : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+        Model in ``w_d`` form, bias weight last; updated in place.
+    loss : int
+        :data:`HINGE` or :data:`SQUARED_HINGE`.
+    bias_scale : float
+        Value of the regularised constant bias feature (0: no bias).
+    n_inner : int
+        Sweeps over the chunk, each in a fresh random order (:func:`row_orders`).
+    seed : int
+        Non-negative seed of the orders.
+    kind : int
+    ipar, fpar : ndarray
+        Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
+
+    Returns
+    -------
+    pg_max, pg_min : float
+        Largest and smallest projected gradient over the first sweep, i.e. at the state
+        given (``-inf``, ``inf`` for an empty chunk or ``n_inner = 0``).
+    alpha_sum : float
+        ``sum_i alpha_i`` after the sweeps.
+    dual_quad : float
+        ``1/2 sum_i D_ii alpha_i^2`` after the sweeps (0 for the hinge).
+    """
+    n = X.shape[0]
+    dim = ipar[IP_N_DIMS]
+    n_cols = ipar[IP_N_COLS]
+    order = ipar[IP_ORDER]
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    scratch = np.empty(n_cols, dtype=np.float64)
+    bias_sq = bias_scale * bias_scale
+    qd = np.full(n, -1.0)  # Q_ii without D_ii, computed at the first visit
+    perm = np.arange(n)
+    state = np.uint64(seed)
+    pg_max = -np.inf
+    pg_min = np.inf
+    for sweep in range(n_inner):
+        state = _shuffle(perm, state)
+        for p in range(n):
+            r = perm[p]
+            ci = c[r]
+            if not ci > 0.0:
+                continue
+            if loss == HINGE:
+                upper = ci
+                diag = 0.0
+            else:
+                upper = np.inf
+                diag = 0.5 / ci
+            nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
+            if qd[r] < 0.0:
+                qd[r] = sq_norm_d(idx, val, nnz, n_cols, order, scratch) + bias_sq
+            yr = np.float64(y[r])
+            a = np.float64(alpha[r])
+            g = yr * (score_d(w_d, idx, val, nnz) + w_d[dim] * bias_scale) - 1.0 + diag * a
+            if a == 0.0:
+                pg = min(g, 0.0)
+            elif a >= upper:
+                pg = max(g, 0.0)
+            else:
+                pg = g
+            if sweep == 0:
+                pg_max = max(pg_max, pg)
+                pg_min = min(pg_min, pg)
+            if abs(pg) <= PG_EPS:
+                continue
+            q = qd[r] + diag
+            a_new = min(max(a - g / q, 0.0), upper) if q > 0.0 else upper
+            delta = np.float64(np.float32(a_new)) - a
+            if delta == 0.0:
+                continue
+            alpha[r] = np.float32(a_new)
+            update_d(w_d, idx, val, nnz, n_cols, order, delta * yr, scratch)
+            w_d[dim] += delta * yr * bias_scale
+    alpha_sum = 0.0
+    dual_quad = 0.0
+    for r in range(n):
+        a = np.float64(alpha[r])
+        alpha_sum += a
+        if loss == SQUARED_HINGE and c[r] > 0.0:
+            dual_quad += a * a / (4.0 * c[r])
+    return pg_max, pg_min, alpha_sum, dual_quad
+
+
+@njit(cache=True, nogil=True)
+def primal_loss_chunk(X, y, c, w_d, loss, bias_scale, kind, ipar, fpar):
+    """``sum_i C_i loss(y_i (w . Psi_d(x_i) + b))`` over a chunk, embedding on the fly.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    y : ndarray of shape (n_rows,), float32
+        Labels in {-1, +1}.
+    c : ndarray of shape (n_rows,), float64
+        Per-row penalties ``C_i``.
+    w_d : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+        Model in ``w_d`` form, bias weight last.
+    loss : int
+        :data:`HINGE` or :data:`SQUARED_HINGE`.
+    bias_scale : float
+    kind : int
+    ipar, fpar : ndarray
+        Packed map.
+
+    Returns
+    -------
+    float
+        The chunk's part of the primal objective; add ``1/2 ||w||^2``
+        (:func:`~streamlearn.solvers.embedding.model_sq_norm` plus the squared bias weight)
+        once.
+    """
+    dim = ipar[IP_N_DIMS]
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    b = w_d[dim] * bias_scale
+    total = 0.0
+    for r in range(X.shape[0]):
+        nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
+        m = 1.0 - np.float64(y[r]) * (score_d(w_d, idx, val, nnz) + b)
+        if m > 0.0:
+            total += c[r] * (m if loss == HINGE else m * m)
+    return total
+
+
+def primal_objective(
+    Z: np.ndarray,
+    y: np.ndarray,
+    coef: np.ndarray,
+    bias_weight: float,
+    C: float,
+    loss: str = "hinge",
+    bias_scale: float = 1.0,
+    sample_weight: np.ndarray | None = None,
+) -> float:
+    """Primal SVM objective for materialised features, in liblinear's bias convention.
+
+    ``1/2 (||coef||^2 + bias_weight^2) + C sum_i s_i loss(y_i (Z_i . coef + bias_scale
+    bias_weight))``, with ``s_i`` the sample weights.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_rows, n_columns)
+        Features (e.g. a map's ``transform``).
+    y : ndarray of shape (n_rows,)
+        Labels in {-1, +1}.
+    coef : ndarray of shape (n_columns,)
+    bias_weight : float
+        Weight of the constant feature (scikit-learn: ``intercept_ / intercept_scaling``).
+    C : float
+    loss : {"hinge", "squared_hinge"}
+    bias_scale : float
+        Value of the constant feature (scikit-learn's ``intercept_scaling``).
+    sample_weight : ndarray of shape (n_rows,), optional
+
+    Returns
+    -------
+    float
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+    coef = np.asarray(coef, dtype=np.float64)
+    scores = np.asarray(Z, dtype=np.float64) @ coef + bias_scale * bias_weight
+    m = np.maximum(0.0, 1.0 - np.asarray(y, dtype=np.float64) * scores)
+    losses = m if loss == "hinge" else m * m
+    if sample_weight is not None:
+        losses = losses * np.asarray(sample_weight, dtype=np.float64)
+    return float(0.5 * (coef @ coef + bias_weight**2) + C * losses.sum())

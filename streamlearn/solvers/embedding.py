@@ -1,0 +1,344 @@
+"""Embedding a row on the fly inside solver kernels, for any feature map (paper 000, Sec. 5).
+
+Numba kernels cannot take a feature map object or a Python function, so a map is described
+by an integer ``kind`` and two packed arrays:
+
+* ``kind``: :data:`LINEAR` (identity, the raw row), :data:`BSPLINE`, :data:`FOURIER` or
+  :data:`HERMITE`;
+* ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants;
+* ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
+  weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, hi)`` for B-splines and Fourier and
+  ``(mean, std)`` for Hermite.
+
+:func:`embedding_params` builds them from a fitted map (or ``None`` for the identity).
+
+Models are kept in the ``w_d`` form: ``w_d = D_d^-1 w`` feature block by feature block for
+B-splines with penalty order ``d`` (``w_d = w`` for every other kind and for ``d = 0``). The
+score ``w . Psi_d(x)`` is then the sparse product ``w_d . Phi(x)`` of the row's encoding
+(:func:`~streamlearn.features.difference_penalty.score_d`) and the update
+``w += eta Psi_d(x)`` is :func:`~streamlearn.features.difference_penalty.update_d` with
+``n_cols = ipar[IP_N_COLS]`` and ``order = ipar[IP_ORDER]``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from streamlearn.features import (
+    BSplineMap,
+    FeatureMap,
+    FourierMap,
+    HermiteMap,
+    bspline_encode_row,
+    fourier_encode_row,
+    hermite_encode_row,
+    score_d,
+    step_a,
+)
+
+LINEAR = 0
+BSPLINE = 1
+FOURIER = 2
+HERMITE = 3
+KIND_NAMES = ("linear", "bspline", "fourier", "hermite")
+
+IP_N_FEATURES = 0  # input features
+IP_N_COLS = 1  # output columns per input feature
+IP_N_DIMS = 2  # n_features * n_cols, the length of w_d
+IP_ORDER = 3  # difference penalty order d of w_d = D_d^-1 w (0 unless B-spline)
+IP_MAX_NNZ = 4  # largest number of entries encode_row writes
+IP_N_BASES = 5  # B-spline bases per feature
+IP_DEGREE = 6  # B-spline degree
+IP_ZERO_PRESERVING = 7  # 1 for the Psi(0) = 0 variants
+IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
+N_IPAR = 9
+
+
+class Embedding(NamedTuple):
+    """Packed description of a feature map for the solver kernels: ``kernel(..., *emb)``."""
+
+    kind: int
+    ipar: np.ndarray
+    fpar: np.ndarray
+
+    @property
+    def n_features(self) -> int:
+        """Number of input features."""
+        return int(self.ipar[IP_N_FEATURES])
+
+    @property
+    def n_cols(self) -> int:
+        """Output columns per input feature."""
+        return int(self.ipar[IP_N_COLS])
+
+    @property
+    def n_dims(self) -> int:
+        """Length of ``w_d`` (without a bias entry)."""
+        return int(self.ipar[IP_N_DIMS])
+
+    @property
+    def order(self) -> int:
+        """Difference penalty order of the ``w_d`` representation."""
+        return int(self.ipar[IP_ORDER])
+
+    @property
+    def max_nnz(self) -> int:
+        """Size of the ``idx``/``val`` buffers :func:`encode_row` needs."""
+        return int(self.ipar[IP_MAX_NNZ])
+
+
+def embedding_params(feature_map: FeatureMap | None, n_features: int | None = None) -> Embedding:
+    """Pack a fitted feature map (or the identity) for the solver kernels.
+
+    Parameters
+    ----------
+    feature_map : BSplineMap, FourierMap, HermiteMap or None
+        A fitted map; None embeds a row as itself (``kind = LINEAR``).
+    n_features : int, optional
+        Number of input features; required for ``None``, checked against a fitted map.
+
+    Returns
+    -------
+    Embedding
+        ``(kind, ipar, fpar)``.
+    """
+    ipar = np.zeros(N_IPAR, dtype=np.int64)
+    if feature_map is None:
+        if n_features is None:
+            raise ValueError("n_features is required for the linear (identity) embedding")
+        nf = int(n_features)
+        ipar[[IP_N_FEATURES, IP_N_COLS, IP_N_DIMS, IP_MAX_NNZ]] = nf, 1, nf, nf
+        return Embedding(LINEAR, ipar, np.zeros(1, dtype=np.float64))
+    if not feature_map.is_fitted:
+        raise RuntimeError(f"{type(feature_map).__name__} is not fitted; call fit(...) first")
+    nf = feature_map.n_features_in_
+    if n_features is not None and int(n_features) != nf:
+        raise ValueError(f"n_features={n_features} but the map was fitted on {nf} features")
+    n_cols = feature_map.n_columns_per_feature
+    ipar[IP_N_FEATURES] = nf
+    ipar[IP_N_COLS] = n_cols
+    ipar[IP_N_DIMS] = nf * n_cols
+    if isinstance(feature_map, BSplineMap):
+        ipar[IP_ORDER] = feature_map.penalty_order
+        ipar[IP_MAX_NNZ] = feature_map.max_row_nnz(nf)
+        ipar[IP_N_BASES] = feature_map.n_bases
+        ipar[IP_DEGREE] = feature_map.degree
+        ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
+        fpar = np.concatenate([feature_map.lo_, feature_map.hi_, [0.0]])
+        return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
+    if isinstance(feature_map, FourierMap | HermiteMap):
+        ipar[IP_MAX_NNZ] = nf * n_cols
+        ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
+        ipar[IP_N_TERMS] = feature_map.n_terms
+        if isinstance(feature_map, FourierMap):
+            kind, a, b, clip = FOURIER, feature_map.lo_, feature_map.hi_, 0.0
+        else:
+            kind, a, b = HERMITE, feature_map.mean_, feature_map.std_
+            clip = np.inf if feature_map.clip is None else feature_map.clip
+        fpar = np.concatenate([a, b, feature_map.weights, [clip]]).astype(np.float64)
+        return Embedding(kind, ipar, fpar)
+    raise TypeError(f"no on-the-fly embedding for {type(feature_map).__name__}")
+
+
+@njit(cache=True, nogil=True)
+def encode_row(kind, x, ipar, fpar, idx, val):
+    """Sparse encoding ``Phi(x)`` of one row for any map kind.
+
+    Parameters
+    ----------
+    kind : int
+        :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER` or :data:`HERMITE`.
+    x : ndarray of shape (n_features,), float32
+    ipar : ndarray of int64
+        Integer parameters (:func:`embedding_params`).
+    fpar : ndarray of float64
+        Packed per-feature statistics (:func:`embedding_params`).
+    idx : ndarray of shape (>= ipar[IP_MAX_NNZ],), int32
+        Receives the column indices (features contiguous, ascending).
+    val : ndarray of shape (>= ipar[IP_MAX_NNZ],), float32
+        Receives the values.
+
+    Returns
+    -------
+    int
+        Number of entries written. The identity writes the non-zero inputs only.
+    """
+    nf = x.shape[0]
+    if kind == LINEAR:
+        nnz = 0
+        for f in range(nf):
+            if x[f] != 0.0:
+                idx[nnz] = f
+                val[nnz] = x[f]
+                nnz += 1
+        return nnz
+    a = fpar[:nf]
+    b = fpar[nf : 2 * nf]
+    zero_preserving = ipar[IP_ZERO_PRESERVING] != 0
+    if kind == BSPLINE:
+        return bspline_encode_row(
+            x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
+        )
+    k = ipar[IP_N_TERMS]
+    weights = fpar[2 * nf : 2 * nf + k]
+    if kind == FOURIER:
+        return fourier_encode_row(x, a, b, weights, zero_preserving, idx, val)
+    return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
+
+
+@njit(cache=True, nogil=True)
+def sq_norm_d(idx, val, nnz, n_cols, order, scratch):
+    """``||Psi_d(x)||^2 = ||D_d^-T Phi(x)||^2`` of an encoded row.
+
+    Parameters
+    ----------
+    idx : ndarray of int32
+        Column indices of the encoding (features contiguous, ascending).
+    val : ndarray of float32
+        Values of the encoding.
+    nnz : int
+        Number of valid entries.
+    n_cols : int
+        Columns per input feature.
+    order : int
+        Penalty order ``d``; for 0 the entries are squared and summed.
+    scratch : ndarray of shape (n_cols,), float64
+        Work space, overwritten.
+
+    Returns
+    -------
+    float
+        The squared norm, accumulated in float64.
+    """
+    s = 0.0
+    if order == 0:
+        for k in range(nnz):
+            v = np.float64(val[k])
+            s += v * v
+        return s
+    k = 0
+    while k < nnz:
+        f = idx[k] // n_cols
+        base = f * n_cols
+        for i in range(n_cols):
+            scratch[i] = 0.0
+        top = 0
+        while k < nnz and idx[k] // n_cols == f:
+            j = idx[k] - base
+            scratch[j] += val[k]
+            if j + 1 > top:
+                top = j + 1
+            k += 1
+        # D^-T is upper triangular: the block of Psi_d is zero above ``top``
+        block = scratch[:top]
+        step_a(block, order)
+        for i in range(top):
+            s += block[i] * block[i]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def row_sq_norm(kind, x, ipar, fpar, idx, val, scratch):
+    """``||Psi_d(x)||^2`` of one row, the embedding part of the dual CD diagonal ``Q_ii``.
+
+    Parameters
+    ----------
+    kind : int
+    x : ndarray of shape (n_features,), float32
+    ipar, fpar : ndarray
+        Packed map (:func:`embedding_params`).
+    idx, val : ndarray of int32, float32
+        Encoding buffers of size ``>= ipar[IP_MAX_NNZ]``.
+    scratch : ndarray of shape (ipar[IP_N_COLS],), float64
+        Work space.
+
+    Returns
+    -------
+    float
+    """
+    nnz = encode_row(kind, x, ipar, fpar, idx, val)
+    return sq_norm_d(idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
+
+
+@njit(cache=True, nogil=True)
+def decision_chunk(X, w_d, bias, kind, ipar, fpar):
+    """Scores ``w . Psi_d(x) + bias`` of a chunk's rows, embedded on the fly.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
+        Model in ``w_d`` form; entries past ``ipar[IP_N_DIMS]`` are ignored.
+    bias : float
+        Added to every score (for a regularised bias feature: its weight times its value).
+    kind : int
+    ipar, fpar : ndarray
+        Packed map (:func:`embedding_params`).
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float32
+    """
+    n = X.shape[0]
+    out = np.empty(n, dtype=np.float32)
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    for r in range(n):
+        nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
+        out[r] = score_d(w_d, idx, val, nnz) + bias
+    return out
+
+
+@njit(cache=True, nogil=True)
+def weights_from_w_d(w_d, ipar):
+    """The model ``w = D_d w_d`` of the materialised embedding ``Psi_d``.
+
+    Parameters
+    ----------
+    w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
+        Entries past ``ipar[IP_N_DIMS]`` (a bias) are copied unchanged.
+    ipar : ndarray of int64
+
+    Returns
+    -------
+    ndarray of the shape of ``w_d``, float64
+    """
+    w = w_d.astype(np.float64)
+    n_cols = ipar[IP_N_COLS]
+    for _ in range(ipar[IP_ORDER]):
+        for f in range(ipar[IP_N_FEATURES]):
+            base = f * n_cols
+            for i in range(n_cols - 1, 0, -1):
+                w[base + i] -= w[base + i - 1]
+    return w
+
+
+@njit(cache=True, nogil=True)
+def model_sq_norm(w_d, ipar):
+    """``||w||^2 = ||D_d w_d||^2`` over the first ``ipar[IP_N_DIMS]`` entries of ``w_d``.
+
+    Parameters
+    ----------
+    w_d : ndarray of float64
+    ipar : ndarray of int64
+
+    Returns
+    -------
+    float
+    """
+    n_cols = ipar[IP_N_COLS]
+    order = ipar[IP_ORDER]
+    s = 0.0
+    for f in range(ipar[IP_N_FEATURES]):
+        base = f * n_cols
+        for i in range(n_cols):
+            v = w_d[base + i]
+            if order >= 1 and i >= 1:
+                v -= w_d[base + i - 1]
+            if order == 2 and i >= 1:
+                v -= w_d[base + i - 1] - (w_d[base + i - 2] if i >= 2 else 0.0)
+            s += v * v
+    return s

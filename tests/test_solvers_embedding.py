@@ -1,0 +1,142 @@
+"""On-the-fly embedding for solvers: encode_row, row_sq_norm, decision_chunk against transform."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.linalg import block_diag
+
+from streamlearn.features import BSplineMap, FourierMap, HermiteMap, difference_matrix
+from streamlearn.solvers.embedding import (
+    BSPLINE,
+    FOURIER,
+    HERMITE,
+    LINEAR,
+    decision_chunk,
+    embedding_params,
+    encode_row,
+    model_sq_norm,
+    row_sq_norm,
+    weights_from_w_d,
+)
+
+N_FEATURES = 3
+
+
+def make_X(n: int = 40, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.2, 2.2, (n, N_FEATURES)).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = 0.0
+    return X
+
+
+def fitted_maps():
+    lo, hi = np.zeros(N_FEATURES), np.full(N_FEATURES, 2.0)
+    mean, std = np.full(N_FEATURES, 1.0), np.full(N_FEATURES, 0.7)
+    return [
+        None,
+        BSplineMap(3, 10, 1).fit(lo, hi),
+        BSplineMap(1, 8, 0).fit(lo, hi),
+        BSplineMap(2, 9, 2, zero_preserving=True).fit(lo, hi),
+        BSplineMap(3, 7, 1, zero_preserving=True).fit(lo, hi),
+        FourierMap(3, 2).fit(lo, hi),
+        FourierMap(2, 1, zero_preserving=True).fit(lo, hi),
+        HermiteMap(3, 1, clip=3.0).fit(mean, std),
+        HermiteMap(2, 2, zero_preserving=True).fit(mean, std),
+    ]
+
+
+MAPS = fitted_maps()
+IDS = [repr(m) for m in MAPS]
+
+
+def dense(m, X: np.ndarray) -> np.ndarray:
+    return X.astype(np.float64) if m is None else m.transform(X).astype(np.float64)
+
+
+def d_matrix(m, n_features: int = N_FEATURES) -> np.ndarray:
+    """Block-diagonal D_d with w = D_d w_d (the identity for every kind but B-splines)."""
+    if isinstance(m, BSplineMap):
+        return block_diag(*[difference_matrix(m.n_columns_per_feature, m.penalty_order)]
+                          * n_features)
+    n = n_features if m is None else m.n_output_features(n_features)
+    return np.eye(n)
+
+
+def encoded_phi(emb, X: np.ndarray) -> np.ndarray:
+    """Rows of Phi scattered from encode_row."""
+    idx = np.empty(emb.max_nnz, dtype=np.int32)
+    val = np.empty(emb.max_nnz, dtype=np.float32)
+    phi = np.zeros((X.shape[0], emb.n_dims))
+    for r, row in enumerate(X):
+        nnz = encode_row(emb.kind, row, emb.ipar, emb.fpar, idx, val)
+        assert nnz <= emb.max_nnz
+        np.add.at(phi[r], idx[:nnz], val[:nnz])
+    return phi
+
+
+def test_kinds():
+    kinds = [embedding_params(m, N_FEATURES).kind for m in MAPS]
+    assert kinds == [LINEAR, BSPLINE, BSPLINE, BSPLINE, BSPLINE, FOURIER, FOURIER, HERMITE,
+                     HERMITE]
+
+
+@pytest.mark.parametrize("m", MAPS, ids=IDS)
+def test_encode_row_is_phi_of_the_transform(m):
+    """Psi_d = D^-T Phi, so Phi^T = Psi_d^T D (D = I for every kind but B-splines)."""
+    X = make_X()
+    emb = embedding_params(m, N_FEATURES)
+    phi = encoded_phi(emb, X)
+    expected = dense(m, X) @ d_matrix(m)
+    np.testing.assert_allclose(phi, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", MAPS, ids=IDS)
+def test_scores_match_transform_product(m):
+    X = make_X(seed=1)
+    emb = embedding_params(m, N_FEATURES)
+    rng = np.random.default_rng(2)
+    w = rng.normal(size=emb.n_dims)
+    w_d = np.linalg.solve(d_matrix(m), w)
+    expected = dense(m, X) @ w + 0.25
+    np.testing.assert_allclose(decision_chunk(X, w_d, 0.25, *emb), expected, rtol=2e-5, atol=2e-5)
+    # w_d back to w, and ||w||^2 from w_d
+    with_bias = np.append(w_d, 3.0)
+    np.testing.assert_allclose(weights_from_w_d(with_bias, emb.ipar), np.append(w, 3.0),
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(model_sq_norm(with_bias, emb.ipar), w @ w, rtol=1e-10)
+
+
+@pytest.mark.parametrize("m", MAPS, ids=IDS)
+def test_row_sq_norm_is_squared_norm_of_transform(m):
+    X = make_X(seed=3)
+    emb = embedding_params(m, N_FEATURES)
+    idx = np.empty(emb.max_nnz, dtype=np.int32)
+    val = np.empty(emb.max_nnz, dtype=np.float32)
+    scratch = np.empty(emb.n_cols)
+    expected = (dense(m, X) ** 2).sum(axis=1)
+    got = [row_sq_norm(emb.kind, row, emb.ipar, emb.fpar, idx, val, scratch) for row in X]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_zero_preserving_maps_skip_zero_rows():
+    zero = np.zeros(N_FEATURES, dtype=np.float32)
+    for m in MAPS:
+        if m is not None and not m.zero_preserving:
+            continue
+        emb = embedding_params(m, N_FEATURES)
+        idx = np.empty(emb.max_nnz, dtype=np.int32)
+        val = np.empty(emb.max_nnz, dtype=np.float32)
+        assert encode_row(emb.kind, zero, emb.ipar, emb.fpar, idx, val) == 0
+
+
+def test_empty_chunk_and_parameter_checks():
+    emb = embedding_params(None, 4)
+    assert emb.n_dims == 4 and emb.order == 0
+    assert decision_chunk(np.empty((0, 4), np.float32), np.zeros(4), 0.0, *emb).shape == (0,)
+    with pytest.raises(ValueError, match="n_features"):
+        embedding_params(None)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        embedding_params(BSplineMap(3, 10, 1))
+    with pytest.raises(ValueError, match="fitted on 3"):
+        embedding_params(MAPS[1], 5)
