@@ -235,3 +235,19 @@ def test_evaluate_streams_the_same_scores_as_scikit_learn(ref: Reference) -> Non
                                             rel=1e-6)
     np.testing.assert_array_equal(got["confusion_matrix"],
                                   confusion_matrix(ref.label, model.predict(X)))
+
+
+def test_reduce_helper_and_progress_bar(ref: Reference, capsys: pytest.CaptureFixture,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = open_dataset(ref.frame, target="label", weight="w", chunk_rows=100)
+    monkeypatch.delenv("STREAMLEARN_PROGRESS", raising=False)
+    total = LocalEngine(progress=True).reduce(
+        ds, start=lambda: 0.0, step=lambda s, c: s + float(c.weight.sum()),
+        merge=lambda a, b: a + b, finish=lambda s: round(s, 3), description="weights",
+    )
+    assert total == round(float(ref.weight.astype(np.float64).sum()), 3)
+    err = capsys.readouterr().err
+    assert "weights" in err and "rows/s" in err and "1.00k/1.00k" in err
+    monkeypatch.setenv("STREAMLEARN_PROGRESS", "0")
+    LocalEngine(progress=True).run(_sums(), ds)
+    assert capsys.readouterr().err == ""
