@@ -155,7 +155,7 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
             if not ci > 0.0:
                 continue
             if loss == HINGE:
-                upper = ci
+                upper = np.float64(np.float32(ci))  # the bound as alpha can hold it
                 diag = 0.0
             else:
                 upper = np.inf
