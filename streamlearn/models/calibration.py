@@ -1,0 +1,276 @@
+"""Platt scaling: turning SVM scores into probabilities with a fitted sigmoid.
+
+Platt (1999) models ``P(y = 1 | f) = 1 / (1 + exp(A f + B))`` for a classifier score ``f``
+and fits ``A, B`` by maximum likelihood on held-out scores, with the labels replaced by the
+smoothed targets ``t+ = (N+ + 1) / (N+ + 2)`` and ``t- = 1 / (N- + 2)`` (``N+, N-``: the
+number, or total weight, of positive and negative examples) so that a separable calibration
+set does not drive ``A`` to infinity. :func:`fit_sigmoid` is the Newton method with a
+backtracking line search of Lin, Lin and Weng (2007), which is numerically safe where
+Platt's original pseudo-code is not.
+
+For data that stream, the scores are not kept: :class:`ScoreHistogram` accumulates, per
+binary model and label, the weight and the weighted sum of the scores falling in each of a
+fixed set of bins (a mergeable statistic, so it can be a reduction pass). The sigmoid is then
+fitted to one point per non-empty (bin, label) cell, at the cell's mean score with the cell's
+weight. The bins are uniform in ``asinh(f)``: narrow (about 0.015) near ``f = 0``, where the
+sigmoid bends, and wider for large ``|f|``, where it is flat; scores beyond
+``+-SCORE_LIMIT`` share the end bins (with their exact mean).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Bins of a :class:`ScoreHistogram`.
+N_BINS = 1024
+#: Scores beyond ``+-SCORE_LIMIT`` fall into the end bins.
+SCORE_LIMIT = 1e3
+#: Newton iterations of :func:`fit_sigmoid`.
+MAX_ITER = 100
+#: Smallest line search step of :func:`fit_sigmoid`.
+MIN_STEP = 1e-10
+#: Ridge added to the Hessian diagonal (Lin, Lin and Weng's ``sigma``).
+HESSIAN_RIDGE = 1e-12
+
+
+def sigmoid_proba(scores: np.ndarray, a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """``1 / (1 + exp(a f + b))`` without overflow.
+
+    Parameters
+    ----------
+    scores : ndarray
+        Scores ``f``; ``a`` and ``b`` broadcast against them (e.g. one per column).
+    a, b : float or ndarray
+        Sigmoid parameters.
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    z = np.asarray(scores, dtype=np.float64) * a + b
+    ez = np.exp(-np.abs(z))
+    return np.where(z >= 0, ez / (1.0 + ez), 1.0 / (1.0 + ez))
+
+
+def smoothed_targets(positive: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Platt's targets ``(N+ + 1) / (N+ + 2)`` for positives and ``1 / (N- + 2)`` for negatives.
+
+    Parameters
+    ----------
+    positive : ndarray of bool
+        Label of each point.
+    weight : ndarray of float
+        Weight of each point; ``N+`` and ``N-`` are the total weights of each label.
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    n_pos = float(weight[positive].sum())
+    n_neg = float(weight[~positive].sum())
+    return np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+
+def sigmoid_objective(a: float, b: float, scores: np.ndarray, targets: np.ndarray,
+                      weight: np.ndarray) -> float:
+    """Weighted cross-entropy ``sum_i w_i [-t_i log p_i - (1 - t_i) log(1 - p_i)]``.
+
+    Parameters
+    ----------
+    a, b : float
+        Sigmoid parameters, ``p_i = 1 / (1 + exp(a f_i + b))``.
+    scores, targets, weight : ndarray of shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    z = scores * a + b
+    # -t log p - (1-t) log(1-p) with p = 1/(1+e^z) is t z + log(1 + e^-z) rearranged stably
+    return float(np.sum(weight * (np.where(z >= 0, targets * z, (targets - 1.0) * z)
+                                  + np.log1p(np.exp(-np.abs(z))))))
+
+
+def fit_sigmoid(scores: np.ndarray, positive: np.ndarray,
+                weight: np.ndarray | None = None) -> tuple[float, float]:
+    """Fit Platt's sigmoid ``P(y = 1 | f) = 1 / (1 + exp(A f + B))`` by Newton's method.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,)
+        Classifier scores ``f_i``.
+    positive : ndarray of shape (n,), bool
+        Whether each point is of the positive class.
+    weight : ndarray of shape (n,), optional
+        Point weights (counts of a binned calibration set, sample weights); 1 by default.
+
+    Returns
+    -------
+    A, B : float
+        With no point at all, the plain logistic ``A = -1, B = 0``.
+
+    Notes
+    -----
+    Algorithm 1 of Lin, Lin and Weng, "A note on Platt's probabilistic outputs for support
+    vector machines" (Machine Learning 68, 2007), with weights: start from
+    ``A = 0, B = log((N- + 1) / (N+ + 1))``, Newton steps on the smoothed cross-entropy with
+    a ridge of ``1e-12`` on the Hessian, backtracking until the sufficient-decrease condition
+    holds; stop when the gradient is below ``1e-10`` times the total weight (or after 100
+    iterations or a failed line search).
+    """
+    f = np.asarray(scores, dtype=np.float64).reshape(-1)
+    pos = np.asarray(positive, dtype=bool).reshape(-1)
+    w = np.ones_like(f) if weight is None else np.asarray(weight, dtype=np.float64).reshape(-1)
+    if not f.shape == pos.shape == w.shape:
+        raise ValueError(f"scores, positive and weight differ in length: "
+                         f"{f.shape}, {pos.shape}, {w.shape}")
+    keep = w > 0
+    f, pos, w = f[keep], pos[keep], w[keep]
+    total = float(w.sum())
+    if total <= 0:
+        return -1.0, 0.0
+    t = smoothed_targets(pos, w)
+    n_pos = float(w[pos].sum())
+    n_neg = total - n_pos
+    a, b = 0.0, float(np.log((n_neg + 1.0) / (n_pos + 1.0)))
+    fval = sigmoid_objective(a, b, f, t, w)
+    tol = 1e-10 * total
+    for _ in range(MAX_ITER):
+        p = sigmoid_proba(f, a, b)
+        pq = w * p * (1.0 - p)
+        h11 = HESSIAN_RIDGE + float(np.sum(f * f * pq))
+        h22 = HESSIAN_RIDGE + float(np.sum(pq))
+        h21 = float(np.sum(f * pq))
+        d = w * (t - p)
+        g1 = float(np.sum(f * d))
+        g2 = float(np.sum(d))
+        if abs(g1) < tol and abs(g2) < tol:
+            break
+        det = h11 * h22 - h21 * h21
+        da = -(h22 * g1 - h21 * g2) / det
+        db = -(-h21 * g1 + h11 * g2) / det
+        gd = g1 * da + g2 * db
+        step = 1.0
+        while step >= MIN_STEP:
+            new_a, new_b = a + step * da, b + step * db
+            new_f = sigmoid_objective(new_a, new_b, f, t, w)
+            if new_f < fval + 1e-4 * step * gd:
+                a, b, fval = new_a, new_b, new_f
+                break
+            step /= 2.0
+        else:
+            break
+    return float(a), float(b)
+
+
+class ScoreHistogram:
+    """Binned scores of ``m`` binary models, per label, for streamed Platt scaling.
+
+    Parameters
+    ----------
+    n_models : int
+        Number of binary models (1 for a binary classifier, ``k`` for one-vs-rest).
+    n_bins : int, default N_BINS
+        Bins, uniform in ``asinh(f)`` over ``[-asinh(limit), asinh(limit)]``.
+    limit : float, default SCORE_LIMIT
+        Scores beyond ``+-limit`` fall into the end bins.
+
+    Attributes
+    ----------
+    weight : ndarray of shape (n_models, 2, n_bins), float64
+        Total weight per model, label (0: negative, 1: positive) and bin.
+    score_sum : ndarray of shape (n_models, 2, n_bins), float64
+        Weighted sum of the scores in each cell.
+    """
+
+    def __init__(self, n_models: int, n_bins: int = N_BINS, limit: float = SCORE_LIMIT) -> None:
+        if n_models < 1 or n_bins < 1 or not limit > 0:
+            raise ValueError(f"need n_models >= 1, n_bins >= 1 and limit > 0; got {n_models}, "
+                             f"{n_bins}, {limit}")
+        self.n_models = int(n_models)
+        self.n_bins = int(n_bins)
+        self.limit = float(limit)
+        self.weight = np.zeros((self.n_models, 2, self.n_bins))
+        self.score_sum = np.zeros((self.n_models, 2, self.n_bins))
+
+    def __repr__(self) -> str:
+        return (f"ScoreHistogram(n_models={self.n_models}, n_bins={self.n_bins}, "
+                f"total_weight={self.weight.sum():g})")
+
+    def bin_of(self, scores: np.ndarray) -> np.ndarray:
+        """Bin index (int64) of each score."""
+        top = np.arcsinh(self.limit)
+        u = (np.arcsinh(np.asarray(scores, dtype=np.float64)) + top) * (self.n_bins / (2 * top))
+        return np.clip(np.floor(u), 0, self.n_bins - 1).astype(np.int64)
+
+    def add(self, scores: np.ndarray, positive: np.ndarray,
+            weight: np.ndarray | None = None) -> ScoreHistogram:
+        """Add the scores of a block of rows (in place).
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n, n_models)
+            Score of every row under every model (a 1-D array for one model).
+        positive : ndarray of shape (n, n_models), bool
+            Label of every row for every model.
+        weight : ndarray of shape (n,), optional
+            Row weights; 1 by default.
+
+        Returns
+        -------
+        ScoreHistogram
+            ``self``.
+        """
+        f = np.asarray(scores, dtype=np.float64).reshape(scores.shape[0], -1)
+        pos = np.asarray(positive, dtype=bool).reshape(f.shape)
+        if f.shape[1] != self.n_models:
+            raise ValueError(f"scores have {f.shape[1]} columns for {self.n_models} models")
+        n = f.shape[0]
+        if n == 0:
+            return self
+        w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+        w = np.broadcast_to(w[:, None], f.shape)
+        cell = (np.arange(self.n_models)[None, :] * 2 + pos) * self.n_bins + self.bin_of(f)
+        size = self.n_models * 2 * self.n_bins
+        self.weight += np.bincount(cell.ravel(), w.ravel(), size).reshape(self.weight.shape)
+        self.score_sum += np.bincount(cell.ravel(), (w * f).ravel(),
+                                      size).reshape(self.score_sum.shape)
+        return self
+
+    def merge(self, other: ScoreHistogram) -> ScoreHistogram:
+        """Histogram of the union of the rows added to ``self`` and ``other`` (a new object)."""
+        if (other.n_models, other.n_bins, other.limit) != (self.n_models, self.n_bins,
+                                                           self.limit):
+            raise ValueError("can only merge histograms with the same models, bins and limit")
+        out = ScoreHistogram(self.n_models, self.n_bins, self.limit)
+        out.weight = self.weight + other.weight
+        out.score_sum = self.score_sum + other.score_sum
+        return out
+
+    def points(self, model: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The binned calibration set of one model.
+
+        Returns
+        -------
+        scores : ndarray of float64
+            Mean score of each non-empty (label, bin) cell.
+        positive : ndarray of bool
+        weight : ndarray of float64
+        """
+        w = self.weight[model]
+        label, b = np.nonzero(w > 0)
+        weight = w[label, b]
+        return self.score_sum[model][label, b] / weight, label.astype(bool), weight
+
+    def fit(self) -> tuple[np.ndarray, np.ndarray]:
+        """Fit one Platt sigmoid per model (:func:`fit_sigmoid` on :meth:`points`).
+
+        Returns
+        -------
+        A, B : ndarray of shape (n_models,), float64
+        """
+        a = np.empty(self.n_models)
+        b = np.empty(self.n_models)
+        for j in range(self.n_models):
+            a[j], b[j] = fit_sigmoid(*self.points(j))
+        return a, b

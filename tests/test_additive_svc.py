@@ -1,0 +1,330 @@
+"""AdditiveSVC against scikit-learn, numpy and the single-model solver kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import SplineTransformer
+from sklearn.svm import LinearSVC
+
+from streamlearn import SchemaError, open_dataset
+from streamlearn.data.synthetic import additive_problem
+from streamlearn.errors import LabelError
+from streamlearn.features import BSplineMap, FourierMap
+from streamlearn.io import load_model
+from streamlearn.models import AdditiveSVC
+from streamlearn.models.additive import HOLDOUT_SALT
+from streamlearn.models.base import NotFittedError
+from streamlearn.models.calibration import fit_sigmoid
+from streamlearn.solvers.dcd import LOSSES, dcd_chunk, primal_objective
+from streamlearn.solvers.embedding import decision_chunk, embedding_params
+from streamlearn.solvers.ovr import dcd_ovr_chunk, decision_ovr_chunk, pegasos_ovr_chunk
+from streamlearn.solvers.pegasos import pegasos_chunk
+from streamlearn.solvers.row_sample import row_keys
+
+
+def binary_problem(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    f = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 - 1 + 0.3 * X[:, 2] * X[:, 3]
+    y = np.where(f + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return X, y
+
+
+def three_class_problem(n: int, seed: int = 0):
+    """Classes are the argmax of three additive, non-monotone functions."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 4)).astype(np.float32)
+    g = np.stack([
+        np.sin(3 * X[:, 0]) + 0.5 * X[:, 2],
+        2.0 * X[:, 1] ** 2 - 0.7 + 0.3 * np.abs(X[:, 3]),
+        -np.sin(3 * X[:, 0]) + 0.8 * np.cos(3 * X[:, 2]) - 0.2,
+    ], axis=1)
+    return X, np.argmax(g + 0.15 * rng.normal(size=g.shape), axis=1)
+
+
+def objective(model, X, y, C):
+    """Primal objective of a fitted binary model on the materialised embedding."""
+    Z = model.feature_map_.transform(X)
+    return primal_objective(Z, y, model.coef_[0], model.coef_d_[0, -1], C, model.loss)
+
+
+# -- one-vs-rest kernels against the single-model kernels ---------------------------------
+KERNEL_MAPS = [
+    None,
+    BSplineMap(2, 7, 2).fit(-np.ones(3), np.ones(3)),
+    FourierMap(2, 1).fit(-np.ones(3), np.ones(3)),
+]
+
+
+@pytest.mark.parametrize("m", KERNEL_MAPS, ids=repr)
+def test_pegasos_ovr_equals_one_pegasos_per_class(m):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 3)).astype(np.float32)
+    codes = rng.integers(0, 3, size=300).astype(np.int32)
+    weight = rng.integers(0, 3, size=300).astype(np.float32)
+    emb = embedding_params(m, 3)
+    positive = np.arange(3, dtype=np.int32)
+    lam, bias, t0, start = 0.05, 0.7, 40, 150
+    W = rng.normal(size=(3, emb.n_dims + 1)) * 0.1  # warm start
+    AVG = rng.normal(size=W.shape) * 0.1
+    refs = [(W[j].copy(), AVG[j].copy()) for j in range(3)]
+    t = t0
+    for part in np.array_split(np.arange(300), 3):
+        t = pegasos_ovr_chunk(X[part], codes[part], positive, weight[part], lam, bias, W, AVG,
+                              t, start, *emb)
+    assert t == t0 + 300
+    for j, (w, avg) in enumerate(refs):
+        y = np.where(codes == j, 1.0, -1.0).astype(np.float32)
+        tj = t0
+        for part in np.array_split(np.arange(300), 3):
+            tj = pegasos_chunk(X[part], y[part], weight[part], lam, bias, w, avg, tj, start,
+                               *emb)
+        np.testing.assert_allclose(W[j], w, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(AVG[j], avg, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("m", KERNEL_MAPS, ids=repr)
+def test_dcd_ovr_equals_one_dcd_per_class(m, loss):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(200, 3)).astype(np.float32)
+    codes = rng.integers(0, 3, size=200).astype(np.int32)
+    c = 0.25 * rng.integers(0, 3, size=200)  # float32-exact penalties, some rows weigh 0
+    emb = embedding_params(m, 3)
+    positive = np.arange(3, dtype=np.int32)
+    alpha = np.zeros((200, 3), dtype=np.float32)
+    W = np.zeros((3, emb.n_dims + 1))
+    out = dcd_ovr_chunk(X, codes, positive, c, alpha, W, LOSSES[loss], 0.5, 3, 7, *emb)
+    for j in range(3):
+        y = np.where(codes == j, 1.0, -1.0).astype(np.float32)
+        a = np.zeros(200, dtype=np.float32)
+        w = np.zeros(emb.n_dims + 1)
+        ref = dcd_chunk(X, y, c, a, w, LOSSES[loss], 0.5, 3, 7, *emb)
+        np.testing.assert_allclose(W[j], w, rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(alpha[:, j], a)
+        np.testing.assert_allclose([o[j] for o in out], ref, rtol=1e-12)
+
+
+def test_decision_ovr_equals_decision_chunk():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(100, 3)).astype(np.float32)
+    for m in KERNEL_MAPS:
+        emb = embedding_params(m, 3)
+        W = rng.normal(size=(4, emb.n_dims + 1))
+        got = decision_ovr_chunk(X, W, 0.5, *emb)
+        for j in range(4):
+            ref = decision_chunk(X, W[j], W[j, -1] * 0.5, *emb)
+            np.testing.assert_allclose(got[:, j], ref, rtol=1e-5, atol=1e-5)
+
+
+# -- training against references ----------------------------------------------------------
+def test_dcd_reaches_liblinear_objective():
+    X, y = binary_problem(2000)
+    C = 0.02
+    model = AdditiveSVC(embedding="bspline", degree=1, n_bases=10, penalty_order=0,
+                        solver="dcd", C=C, epochs=500, tol=1e-2, calibrate=False,
+                        chunk_rows=500).fit(X, y)
+    assert model.n_iter_ < 500
+    assert model.C_ == pytest.approx(C)
+    Z = model.feature_map_.transform(X)
+    svc = LinearSVC(loss="hinge", dual=True, C=C, intercept_scaling=1, tol=1e-6,
+                    max_iter=1_000_000).fit(Z, y)
+    p_ref = primal_objective(Z, y, svc.coef_[0], svc.intercept_[0], C, "hinge")
+    assert objective(model, X, y, C) == pytest.approx(p_ref, rel=1e-3)
+    # the model's scores are those of the materialised features
+    np.testing.assert_allclose(model.decision_function(X),
+                               Z @ model.coef_[0] + model.intercept_[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("solver, options", [
+    ("pegasos", dict(degree=3, n_bases=12, penalty_order=1)),
+    ("dcd", dict(degree=1, n_bases=10, penalty_order=0)),
+    ("dcd", dict(degree=2, n_bases=8, penalty_order=2, loss="squared_hinge")),
+])
+def test_online_and_precomputed_embedding_give_the_same_model(solver, options):
+    X, y = three_class_problem(1500)
+    kw = dict(embedding="bspline", solver=solver, epochs=3, chunk_rows=400, random_state=5,
+              **options)
+    online = AdditiveSVC(online=True, **kw).fit(X, y)
+    batch = AdditiveSVC(online=False, **kw).fit(X, y)
+    scale = np.abs(online.coef_).max()
+    np.testing.assert_allclose(batch.coef_, online.coef_, rtol=1e-4, atol=1e-5 * scale)
+    np.testing.assert_allclose(batch.intercept_, online.intercept_, rtol=1e-4,
+                               atol=1e-5 * scale)
+    np.testing.assert_allclose(batch.platt_a_, online.platt_a_, rtol=1e-3)
+    assert np.mean(batch.predict(X) == online.predict(X)) > 0.995
+
+
+@pytest.mark.parametrize("solver", ["pegasos", "dcd"])
+def test_multiclass_beats_linear_and_matches_sklearn_splines(solver):
+    X, y = three_class_problem(6000, seed=1)
+    Xt, yt = three_class_problem(4000, seed=2)
+    kw = dict(solver=solver, epochs=8, C=1.0, chunk_rows=1000)
+    additive = AdditiveSVC(embedding="bspline", degree=1, n_bases=10, **kw).fit(X, y)
+    linear = AdditiveSVC(embedding="linear", **kw).fit(X, y)
+    reference = make_pipeline(SplineTransformer(n_knots=9, degree=1),
+                              LinearSVC(C=1.0, dual=True, loss="hinge", max_iter=100_000))
+    reference.fit(X, y)
+    acc = additive.score(Xt, yt)
+    assert acc > linear.score(Xt, yt) + 0.15
+    assert acc > reference.score(Xt, yt) - 0.03
+    assert additive.decision_function(Xt).shape == (4000, 3)
+    proba = additive.predict_proba(Xt)
+    assert proba.shape == (4000, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all(proba >= 0)
+
+
+def test_calibration_rows_are_held_out_and_calibrated():
+    X, y = binary_problem(3000, seed=3)
+    C = 0.05
+    model = AdditiveSVC(embedding="bspline", degree=1, n_bases=10, solver="dcd", C=C,
+                        lam=None, epochs=300, tol=1e-2, calibration_fraction=0.2,
+                        chunk_rows=700, random_state=11).fit(X, y)
+    keys = row_keys(np.arange(3000, dtype=np.int64), 11 ^ HOLDOUT_SALT)
+    held = keys < np.uint64(int(0.2 * 2**64))
+    assert model.n_calibration_ == held.sum() and model.n_train_ == 3000 - held.sum()
+    # training used the other rows only: liblinear on them reaches the same objective
+    train = ~held
+    Z = model.feature_map_.transform(X[train])
+    svc = LinearSVC(loss="hinge", dual=True, C=model.C_, tol=1e-6,
+                    max_iter=1_000_000).fit(Z, y[train])
+    p_ref = primal_objective(Z, y[train], svc.coef_[0], svc.intercept_[0], model.C_, "hinge")
+    assert objective(model, X[train], y[train], model.C_) == pytest.approx(p_ref, rel=1e-3)
+    # the binned, streamed Platt fit is the exact fit on the held-out scores
+    a, b = fit_sigmoid(model.decision_function(X[held]), y[held] == 1)
+    assert model.calibrated_
+    np.testing.assert_allclose([model.platt_a_[0], model.platt_b_[0]], [a, b], atol=5e-3)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    p = 1 / (1 + np.exp(a * model.decision_function(X) + b))
+    np.testing.assert_allclose(proba[:, 1], p, atol=5e-3)
+
+
+def test_chunk_size_does_not_change_the_dcd_objective():
+    X, y = binary_problem(2000, seed=4)
+    C = 0.05
+    values = []
+    for chunk_rows in (97, 2000):
+        model = AdditiveSVC(embedding="bspline", degree=2, n_bases=8, penalty_order=0,
+                            solver="dcd", loss="squared_hinge", C=C, epochs=150, tol=1e-2,
+                            calibrate=False, chunk_rows=chunk_rows).fit(X, y)
+        assert model.n_iter_ < 150
+        values.append(objective(model, X, y, C))
+    assert values[0] == pytest.approx(values[1], rel=1e-3)
+
+
+def test_partial_fit_over_chunks():
+    X, y = additive_problem(40_000, seed=3)
+    Xt, yt = additive_problem(10_000, seed=4)
+    model = AdditiveSVC(embedding="bspline", degree=1, n_bases=20)
+    for part in np.array_split(np.arange(40_000), 20):
+        model.partial_fit(X[part], y[part])
+    assert model.t_ == 40_000
+    assert model.score(Xt, yt) > 0.88
+    linear = AdditiveSVC(embedding="linear").fit(X, y)
+    assert model.score(Xt, yt) > linear.score(Xt, yt) + 0.1
+    # multiclass: all labels on the first call
+    X3, y3 = three_class_problem(6000, seed=5)
+    labels = np.array(["a", "b", "c"])[y3]
+    with pytest.raises(LabelError, match="classes"):
+        AdditiveSVC().partial_fit(X3[:100], labels[:100])
+    multi = AdditiveSVC(n_bases=10)
+    for part in np.array_split(np.arange(6000), 6):
+        multi.partial_fit(X3[part], labels[part], classes=["a", "b", "c"])
+    assert multi.score(X3, labels) > 0.8
+    with pytest.raises(LabelError, match="'d'"):
+        multi.partial_fit(X3[:5], np.array(["a", "b", "c", "d", "a"]))
+
+
+# -- labels, inputs, files ----------------------------------------------------------------
+@pytest.mark.parametrize("labels", [
+    np.array(["dog", "cat"]),
+    np.array([False, True]),
+    np.array([-1, 1]),
+    np.array([0.0, 1.0]),
+    np.array(["x", "y", "z"], dtype=object),
+], ids=lambda a: f"{a.dtype}-{len(a)}")
+def test_labels_of_any_kind_map_back(labels):
+    X, codes = three_class_problem(1500, seed=6)
+    codes = codes % len(labels)
+    y = labels[codes]
+    model = AdditiveSVC(epochs=2).fit(X, y)
+    expected = np.unique(labels.astype(str) if labels.dtype == object else labels)
+    np.testing.assert_array_equal(model.classes_, expected)
+    predicted = model.predict(X)
+    assert set(np.unique(predicted).tolist()) <= set(expected.tolist())
+    assert model.score(X, y) > 0.6
+    if len(labels) == 2:
+        assert model.decision_function(X).shape == (1500,)
+        positive = model.decision_function(X) > 0
+        np.testing.assert_array_equal(predicted, np.where(positive, expected[1], expected[0]))
+
+
+def test_feature_mismatch_raises_schema_error():
+    X, y = binary_problem(500)
+    model = AdditiveSVC(epochs=1).fit(X, y)
+    with pytest.raises(SchemaError, match="3 features, expected 4"):
+        model.predict(X[:, :3])
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    named = AdditiveSVC(epochs=1).fit(frame, y)
+    with pytest.raises(SchemaError, match=r"expected \['a', 'b', 'c', 'd'\].*'e'"):
+        named.predict(frame.rename(columns={"d": "e"}))
+    # the same columns in another order are put back in fit order
+    np.testing.assert_array_equal(named.predict(frame[["d", "c", "b", "a"]]),
+                                  named.predict(X))
+    # a model fitted on an unnamed array takes any table's columns by position
+    np.testing.assert_array_equal(model.predict(frame), model.predict(X))
+    with pytest.raises(ValueError, match="finite"):
+        model.predict(np.where(np.eye(4, dtype=bool), np.nan, 1.0).astype(np.float32))
+
+
+@pytest.mark.parametrize("embedding", ["linear", "bspline", "fourier", "hermite"])
+def test_save_load_round_trip(tmp_path, embedding):
+    X, y = three_class_problem(1200, seed=7)
+    labels = np.array(["low", "mid", "high"])[y]
+    model = AdditiveSVC(embedding=embedding, degree=2, penalty_order=None, epochs=2).fit(
+        X, labels)
+    path = model.save(tmp_path / "model.slm")
+    loaded = AdditiveSVC.load(path)
+    assert isinstance(load_model(path), AdditiveSVC)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    np.testing.assert_array_equal(loaded.classes_, model.classes_)
+    assert loaded.get_params() == model.get_params()
+    # training continues from the loaded state as from the original
+    more = X[:200], labels[:200]
+    np.testing.assert_array_equal(loaded.partial_fit(*more).coef_d_,
+                                  model.partial_fit(*more).coef_d_)
+
+
+def test_streamed_dataset_score_and_params():
+    X, y = binary_problem(2000, seed=8)
+    ds = open_dataset(X, target=np.where(y > 0, "pos", "neg"), chunk_rows=300)
+    model = AdditiveSVC(n_bases=8, epochs=2).fit(ds)
+    assert model.score(ds) == pytest.approx(model.score(X, np.where(y > 0, "pos", "neg")))
+    copy = clone(model)
+    assert copy.get_params() == model.get_params() and not copy.is_fitted
+    copy.set_params(embedding="fourier", n_terms=3)
+    assert copy.embedding == "fourier" and "n_terms=3" in repr(copy)
+    with pytest.raises(ValueError, match="no parameter"):
+        copy.set_params(bogus=1)
+    with pytest.raises(NotFittedError):
+        copy.predict(X)
+    with pytest.raises(ValueError, match="embedding"):
+        AdditiveSVC(embedding="rbf").fit(X, y)
+    with pytest.raises(ValueError, match="Dataset"):
+        AdditiveSVC().fit(ds, y)
+
+
+def test_uncalibrated_probabilities_are_the_logistic_of_the_scores():
+    X, y = binary_problem(800, seed=9)
+    model = AdditiveSVC(calibrate=False, epochs=2).fit(X, y)
+    assert not model.calibrated_ and model.n_calibration_ == 0 and model.n_train_ == 800
+    f = model.decision_function(X)
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-f)))

@@ -1,0 +1,128 @@
+"""Platt scaling against an unbinned scipy fit of the same likelihood."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from streamlearn.models.calibration import (
+    ScoreHistogram,
+    fit_sigmoid,
+    sigmoid_proba,
+)
+
+
+def scipy_platt(scores, positive, weight=None):
+    """Platt's smoothed cross-entropy minimised by BFGS, written independently."""
+    f = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    w = np.ones_like(f) if weight is None else np.asarray(weight, dtype=np.float64)
+    n_pos, n_neg = w[pos].sum(), w[~pos].sum()
+    t = np.where(pos, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+
+    def objective(ab):
+        z = ab[0] * f + ab[1]
+        # p = 1 / (1 + e^z): -log p = log(1 + e^z), -log(1 - p) = log(1 + e^-z)
+        return np.sum(w * (t * np.logaddexp(0, z) + (1 - t) * np.logaddexp(0, -z))) / w.sum()
+
+    def gradient(ab):
+        z = ab[0] * f + ab[1]
+        p = 0.5 * (1 - np.tanh(z / 2))
+        d = w * (t - p)
+        return np.array([np.sum(f * d), np.sum(d)]) / w.sum()
+
+    res = minimize(objective, np.zeros(2), jac=gradient, method="BFGS",
+                   options={"gtol": 1e-12, "maxiter": 10_000})
+    return res.x
+
+
+def synthetic_scores(n, a, b, seed=0):
+    rng = np.random.default_rng(seed)
+    f = rng.normal(0.0, 2.0, size=n)
+    p = 1.0 / (1.0 + np.exp(a * f + b))
+    return f, rng.random(n) < p
+
+
+def test_newton_matches_scipy_on_raw_scores():
+    f, pos = synthetic_scores(3000, -1.3, 0.4, seed=1)
+    a, b = fit_sigmoid(f, pos)
+    ref = scipy_platt(f, pos)
+    np.testing.assert_allclose([a, b], ref, atol=1e-6)
+
+
+def test_weights_equal_repeated_points():
+    f, pos = synthetic_scores(500, -0.8, -0.2, seed=2)
+    w = np.random.default_rng(3).integers(1, 4, size=500)
+    weighted = fit_sigmoid(f, pos, w.astype(float))
+    repeated = fit_sigmoid(np.repeat(f, w), np.repeat(pos, w))
+    np.testing.assert_allclose(weighted, repeated, atol=1e-9)
+    np.testing.assert_allclose(weighted, scipy_platt(f, pos, w), atol=1e-6)
+
+
+@pytest.mark.parametrize("a, b", [(-1.5, 0.3), (-0.4, -1.0), (-4.0, 2.0)])
+def test_binned_fit_recovers_known_sigmoid(a, b):
+    f, pos = synthetic_scores(200_000, a, b, seed=4)
+    hist = ScoreHistogram(1)
+    for part in np.array_split(np.arange(f.size), 7):  # streamed in blocks
+        hist.add(f[part], pos[part])
+    got_a, got_b = hist.fit()
+    unbinned = scipy_platt(f, pos)
+    # binning changes the answer far less than sampling noise does
+    np.testing.assert_allclose([got_a[0], got_b[0]], unbinned, atol=2e-3 * max(1, abs(a)))
+    np.testing.assert_allclose([got_a[0], got_b[0]], [a, b], atol=0.05 * max(1, abs(a)))
+
+
+def test_histogram_merge_and_cells():
+    rng = np.random.default_rng(5)
+    f = rng.normal(0, 50, size=(4000, 3))
+    f[0, 0] = 1e6  # beyond the limit: end bin, exact mean kept
+    pos = rng.random((4000, 3)) < 0.4
+    w = rng.uniform(0.5, 2.0, size=4000)
+    whole = ScoreHistogram(3).add(f, pos, w)
+    a = ScoreHistogram(3).add(f[:1500], pos[:1500], w[:1500])
+    b = ScoreHistogram(3).add(f[1500:], pos[1500:], w[1500:])
+    merged = b.merge(a)
+    np.testing.assert_allclose(merged.weight, whole.weight)
+    np.testing.assert_allclose(merged.score_sum, whole.score_sum, rtol=1e-9)
+    for j in range(3):
+        for label in (False, True):
+            sel = pos[:, j] == label
+            assert whole.weight[j, int(label)].sum() == pytest.approx(w[sel].sum())
+            assert whole.score_sum[j, int(label)].sum() == pytest.approx((w * f[:, j])[sel].sum())
+    scores, positive, weight = whole.points(0)
+    assert weight.sum() == pytest.approx(w.sum())
+    assert weight[positive].sum() == pytest.approx(w[pos[:, 0]].sum())
+    assert scores.max() > 1e3  # the outlier's cell mean is exact, not clipped
+
+
+def test_bins_are_fine_near_zero_and_monotone():
+    hist = ScoreHistogram(1)
+    edges = np.linspace(-20, 20, 4001)
+    bins = hist.bin_of(edges)
+    assert np.all(np.diff(bins) >= 0)
+    assert bins[0] >= 0 and bins[-1] < hist.n_bins
+    near = hist.bin_of(np.array([-0.02, 0.0, 0.02]))
+    assert near[0] < near[1] < near[2]
+
+
+def test_degenerate_calibration_sets():
+    assert fit_sigmoid(np.array([]), np.array([], dtype=bool)) == (-1.0, 0.0)
+    # separable scores: target smoothing keeps A finite and the right sign
+    f = np.concatenate([np.linspace(-3, -1, 50), np.linspace(1, 3, 50)])
+    pos = f > 0
+    a, b = fit_sigmoid(f, pos)
+    assert np.isfinite(a) and a < 0
+    np.testing.assert_allclose([a, b], scipy_platt(f, pos), atol=1e-4)
+    # one label only
+    a, b = fit_sigmoid(np.linspace(-1, 1, 20), np.ones(20, dtype=bool))
+    assert np.isfinite(a) and np.isfinite(b)
+    assert sigmoid_proba(np.zeros(1), a, b)[0] > 0.5
+
+
+def test_sigmoid_proba_is_stable():
+    z = np.array([-1e4, -30.0, 0.0, 30.0, 1e4])
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        p = sigmoid_proba(z, 1.0, 0.0)
+    np.testing.assert_allclose(p[1:4], 1 / (1 + np.exp(z[1:4])))
+    assert p[0] == 1.0 and p[-1] == 0.0
