@@ -14,6 +14,8 @@ import pytest
 import zarr
 
 from streamlearn import open_dataset
+from streamlearn.data.labels import consecutive_codes, offset_codes
+from streamlearn.data.sources.base import stack_columns, transpose_into
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -176,3 +178,59 @@ def test_string_target_from_parquet(ref: Reference, tmp_path: Path) -> None:
     categorical = frame.assign(label=frame["label"].astype("category"))
     ds = open_dataset(categorical, target="label", exclude=["w"])
     assert list(ds.classes) == ["five", "seven", "three"]
+
+
+@pytest.mark.parametrize("shape", [(5, 1000), (32, 64), (3, 1), (7, 130), (0, 10)])
+def test_transpose_into_matches_numpy(shape: tuple[int, int]) -> None:
+    columns = np.random.default_rng(2).normal(size=shape).astype(np.float32)
+    out = np.full(shape[::-1], np.nan, dtype=np.float32)
+    transpose_into(columns, out)
+    np.testing.assert_array_equal(out, columns.T)
+    stacked = stack_columns(list(columns), shape[1])
+    assert stacked.flags.c_contiguous
+    np.testing.assert_array_equal(stacked, columns.T)
+
+
+@pytest.mark.parametrize("storage_rows", [64, 100, 1000])
+def test_zarr_row_ranges_across_storage_chunks(ref: Reference, tmp_path: Path,
+                                               storage_rows: int) -> None:
+    """Chunks cut across storage chunks, read one range at a time, equal the numpy rows."""
+    ds = open_dataset(write_zarr_matrix(ref, tmp_path / "m.zarr", chunk=storage_rows),
+                      weight="w", chunk_rows=150)
+    block = ds.source.read_rows(37, 411, FEATURES, "y", "w")
+    np.testing.assert_array_equal(block.X, ref.X[37:411])
+    np.testing.assert_array_equal(block.y, ref.label[37:411])
+    np.testing.assert_array_equal(block.weight, ref.weight[37:411])
+    for prefetch in (0, 1, 3):
+        chunks = list(ds.chunks(prefetch=prefetch, rows=(10, 990)))
+        assert [c.start for c in chunks] == list(range(10, 990, 150))
+        np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]), ref.X[10:990])
+        np.testing.assert_array_equal(ds.classes[np.concatenate([c.y for c in chunks])],
+                                      ref.label[10:990])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint32])
+@pytest.mark.parametrize("classes", [[0, 1], [3, 4, 5, 6], [-1, 0, 1]])
+def test_consecutive_integer_labels_code_like_searchsorted(dtype: type,
+                                                           classes: list[int]) -> None:
+    if np.dtype(dtype).kind == "u" and classes[0] < 0:
+        classes = [c - classes[0] for c in classes]
+    classes_arr = np.array(classes)
+    y = classes_arr[np.random.default_rng(3).integers(0, len(classes), size=500)].astype(dtype)
+    codes = consecutive_codes(y, classes_arr)
+    assert codes is not None and codes.dtype == np.int32
+    np.testing.assert_array_equal(codes, np.searchsorted(classes_arr, y))
+    outside = y.copy()
+    outside[123] = classes[-1] + 1
+    assert consecutive_codes(outside, classes_arr) is None
+    assert consecutive_codes(y, np.array([classes[0], classes[-1] + 5])) is None  # gap
+    assert consecutive_codes(y.astype(np.float64), classes_arr) is None
+
+
+def test_offset_codes_reports_the_first_label_outside() -> None:
+    y = np.array([5, 6, 7, 9, 4, 6], dtype=np.int16)
+    codes = np.full(6, -9, dtype=np.int32)
+    assert offset_codes(y, 5, 3, codes) == 3
+    np.testing.assert_array_equal(codes[:3], [0, 1, 2])
+    assert offset_codes(y[:3], 5, 3, codes) == -1
+    assert offset_codes(np.array([], dtype=np.int8), 0, 2, codes) == -1

@@ -20,6 +20,12 @@ from streamlearn import (
     StreamlearnError,
     open_dataset,
 )
+from streamlearn.data.validation import (
+    FINITE_CHECK_BLOCK,
+    fill_nonfinite,
+    finite_rows,
+    first_nonfinite,
+)
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -143,6 +149,12 @@ def test_label_outside_declared_classes(ref: Reference) -> None:
     ds = open_dataset(ref.X, target=ref.label, classes=[3, 5])
     with pytest.raises(LabelError, match=r"label 7 of target 'y' at row \d+ .* not one of"):
         _drain(ds)
+    # consecutive integer classes take a shortcut; an unknown label still names its row
+    first = int(np.flatnonzero(ref.label == 7)[0])
+    ds = open_dataset(ref.X, target=ref.label, classes=[3, 4, 5, 6], chunk_rows=100)
+    with pytest.raises(LabelError, match=rf"label 7 of target 'y' at row {first} .*"
+                                         r"not one of the classes \[3, 4, 5, 6\]"):
+        _drain(ds)
 
 
 def test_regression_on_string_target(ref: Reference) -> None:
@@ -243,3 +255,29 @@ def test_pandas_nullable_ints_and_bools(ref: Reference) -> None:
     frame = pd.DataFrame({"i": pd.array([1, None, 3], dtype="Int64"), "t": [0, 1, 0]})
     with pytest.raises(DataError, match="nan in feature column 'i' at row 1"):
         _drain(open_dataset(frame, target="t"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nonfinite_kernels_match_numpy(dtype: type) -> None:
+    rng = np.random.default_rng(5)
+    block = FINITE_CHECK_BLOCK
+    cases = [rng.normal(size=(n, d)).astype(dtype)
+             for n, d in [(1, 1), (7, 3), (block // 8, 8), (3 * block // 16 + 5, 16)]]
+    cases.append(np.empty((0, 4), dtype=dtype))
+    for X in cases:
+        assert first_nonfinite(X) == -1
+        for flat in {0, X.size // 2, X.size - 1, min(block - 1, X.size - 1),
+                     min(block, X.size - 1)} if X.size else set():
+            for bad in (np.nan, np.inf, -np.inf):
+                Y = X.copy()
+                Y.flat[flat] = bad
+                Y.flat[min(flat + 3, Y.size - 1)] = np.nan  # a later one must not win
+                assert first_nonfinite(Y) == int(np.flatnonzero(~np.isfinite(Y.ravel()))[0])
+        if X.size:
+            Y = X.copy()
+            Y.flat[rng.choice(Y.size, size=max(1, Y.size // 10), replace=False)] = np.inf
+            np.testing.assert_array_equal(finite_rows(Y), np.isfinite(Y).all(axis=1))
+            expected = np.where(np.isfinite(Y), Y, dtype(-2.5))
+            n_bad = int((~np.isfinite(Y)).sum())
+            assert fill_nonfinite(Y, -2.5) == n_bad
+            np.testing.assert_array_equal(Y, expected)

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from streamlearn.data.chunk import Chunk
-from streamlearn.data.prefetch import prefetched
+from streamlearn.data.labels import consecutive_codes
+from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.schema import Schema, Task
 from streamlearn.data.sources.base import Block, ColumnKind, Source
 from streamlearn.data.validation import (
@@ -39,8 +40,10 @@ class Dataset:
     global row ranges ``[k * chunk_rows, (k + 1) * chunk_rows)``, independent of how the store
     is split into files, row groups or zarr chunks.
 
-    Memory while iterating is at most ``(prefetch + 1)`` chunks plus one storage piece (a
-    parquet row group or zarr chunk of rows) being cut.
+    Memory while iterating is at most ``(prefetch + 1)`` chunks, plus one storage piece (a
+    parquet row group) being cut where the source is read piece by piece. A zarr store is
+    read by row range: each chunk is one read, and with ``prefetch`` the next chunks are read
+    concurrently.
     """
 
     def __init__(
@@ -207,7 +210,8 @@ class Dataset:
         seed, epoch : int
             Seed of the shuffle and the epoch number mixed into it.
         prefetch : int, optional
-            Chunks read ahead in a background thread (0 reads in the calling thread).
+            Chunks read ahead in a background thread, or concurrently by up to that many
+            threads for a source read by row range (zarr); 0 reads in the calling thread.
         rows : (start, stop), optional
             Restrict the walk to global rows ``start:stop`` (used to split a dataset into
             partitions); chunk boundaries are counted from ``start``.
@@ -223,27 +227,37 @@ class Dataset:
         if not 0 <= lo <= hi <= self.n_rows:
             raise ValueError(f"rows {rows} outside the dataset's 0..{self.n_rows}")
         starts = np.arange(lo, hi, size, dtype=np.int64)
-        rng = None
+        # One seed per chunk, drawn up front, so a chunk's row permutation does not depend on
+        # which thread cuts it or in what order.
+        row_seeds: np.ndarray | None = None
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
             starts = rng.permutation(starts)
+            row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)
         classes = self.classes  # resolve before the reader thread starts
         depth = self.prefetch if prefetch is None else int(prefetch)
 
+        def chunk(k: int, reader: _PieceReader | _RangeReader) -> Chunk:
+            a = int(starts[k])
+            rng = None if row_seeds is None else np.random.default_rng(int(row_seeds[k]))
+            return self._chunk(reader, a, min(a + size, hi), classes, rng)
+
+        if hasattr(self.source, "read_rows"):
+            ranges = _RangeReader(self)
+            return prefetched_map(lambda k: chunk(k, ranges), range(len(starts)), depth)
+
         def produce() -> Iterator[Chunk]:
             reader = _PieceReader(self)
-            for a in starts:
-                a = int(a)
-                b = min(a + size, hi)
-                yield self._chunk(reader, a, b, classes, rng)
+            for k in range(len(starts)):
+                yield chunk(k, reader)
 
         return prefetched(produce, depth)
 
     def __iter__(self) -> Iterator[Chunk]:
         return self.chunks()
 
-    def _chunk(self, reader: _PieceReader, a: int, b: int, classes: np.ndarray | None,
-               rng: np.random.Generator | None) -> Chunk:
+    def _chunk(self, reader: _PieceReader | _RangeReader, a: int, b: int,
+               classes: np.ndarray | None, rng: np.random.Generator | None) -> Chunk:
         X, y_raw, w = reader.rows(a, b)
         keep = None
         if isinstance(self.nan_policy, float):
@@ -308,6 +322,9 @@ class Dataset:
         if self.task == "regression":
             return y.astype(np.float32, copy=False)
         assert classes is not None
+        codes = consecutive_codes(y, classes)
+        if codes is not None:
+            return codes
         codes = np.searchsorted(classes, y)
         codes = np.minimum(codes, len(classes) - 1)
         wrong = np.flatnonzero(classes[codes] != y)
@@ -318,6 +335,20 @@ class Dataset:
                 f"is not one of the classes {_listing(classes.tolist())}"
             )
         return codes.astype(np.int32)
+
+
+class _RangeReader:
+    """Reads global row ranges directly from a source that supports it (``read_rows``)."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self._ds = dataset
+
+    def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        ds = self._ds
+        block = ds.source.read_rows(  # type: ignore[attr-defined]
+            a, b, list(ds.feature_names), ds.target, ds.weight
+        )
+        return block.X, block.y, block.weight
 
 
 class _PieceReader:

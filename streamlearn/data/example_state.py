@@ -5,11 +5,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import zarr
 
 from streamlearn.data.chunk import Chunk
+
+if TYPE_CHECKING:
+    import zarr
 
 #: Above this many bytes a state without an explicit path goes to a scratch zarr store.
 MEMORY_LIMIT_BYTES = 256 << 20
@@ -59,6 +62,8 @@ class ExampleState:
         if path is None:
             self._tempdir = tempfile.mkdtemp(prefix="streamlearn-state-")
             path = Path(self._tempdir) / "state.zarr"
+        import zarr
+
         self.path = Path(path)
         chunks = (min(chunk_rows, max(self.n_rows, 1)), *shape[1:])
         self._values = zarr.create_array(
@@ -69,6 +74,8 @@ class ExampleState:
     @classmethod
     def open(cls, path: str | Path) -> ExampleState:
         """Reopen a state saved on disk (a checkpoint, or a worker's partition state)."""
+        import zarr
+
         array = zarr.open_array(str(path), mode="r+")
         state = cls.__new__(cls)
         state.n_rows = int(array.shape[0])

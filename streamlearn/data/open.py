@@ -65,7 +65,8 @@ def open_dataset(
         What to do with NaN or infinite feature values: raise an error naming the file,
         column and row; drop the row; or replace the value by the given number.
     prefetch : int
-        Chunks read ahead in a background thread while the current one is processed.
+        Chunks read ahead while the current one is processed: by one background thread, or
+        for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU).
     format : {"parquet", "zarr"}, optional
         Storage format of a path, when it cannot be told from the path.
     storage_options : dict, optional

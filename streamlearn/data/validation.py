@@ -10,14 +10,29 @@ from numba import njit
 NanPolicy = Literal["raise", "drop"] | float
 
 
+#: Entries checked at a time by :func:`first_nonfinite` before it looks for an exact index.
+FINITE_CHECK_BLOCK = 4096
+
+
 @njit(cache=True, nogil=True)
 def first_nonfinite(X: np.ndarray) -> int:
-    """Flat index of the first NaN or infinite entry of a C-contiguous matrix, or -1."""
+    """Flat index of the first NaN or infinite entry of a C-contiguous matrix, or -1.
+
+    Each block of entries is checked by counting those with ``x * 0 != 0`` (``x * 0`` is 0
+    for a finite ``x`` and NaN otherwise): an integer sum without early exit, which runs as
+    a vector loop. Only a block with a non-finite entry is searched entry by entry.
+    """
     flat = X.ravel()
-    for i in range(flat.shape[0]):
-        v = flat[i]
-        if not np.isfinite(v):
-            return i
+    n = flat.shape[0]
+    for lo in range(0, n, FINITE_CHECK_BLOCK):
+        hi = min(lo + FINITE_CHECK_BLOCK, n)
+        count = 0
+        for i in range(lo, hi):
+            count += flat[i] * 0 != 0
+        if count:
+            for i in range(lo, hi):
+                if not np.isfinite(flat[i]):
+                    return i
     return -1
 
 

@@ -10,16 +10,18 @@ describes the rows as stored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.open import open_dataset
 from streamlearn.engine.local import resolve_engine
 from streamlearn.solvers.moments import Moments, chunk_moments, empty_moments, merge_moments
 from streamlearn.solvers.row_sample import BottomKSample
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_PROBABILITIES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
 #: Features shown by ``str(Description)``.
@@ -111,8 +113,8 @@ class Description:
     target_std: float | None = None
     class_labels: list[Any] | None = None
 
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per feature; columns count, mean, std, min, the quantiles ("q01", ...), max."""
+    def _statistics(self) -> dict[str, np.ndarray]:
+        """Per-feature statistics by name: count, mean, std, min, the quantiles, max."""
         columns: dict[str, np.ndarray] = {
             "count": self.count,
             "mean": self.mean,
@@ -122,7 +124,14 @@ class Description:
         for i, p in enumerate(self.probabilities):
             columns[quantile_label(p)] = self.quantiles[i]
         columns["max"] = self.max
-        return pd.DataFrame(columns, index=pd.Index(self.feature_names, name="feature"))
+        return columns
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per feature; columns count, mean, std, min, the quantiles ("q01", ...), max."""
+        import pandas as pd
+
+        return pd.DataFrame(self._statistics(),
+                            index=pd.Index(self.feature_names, name="feature"))
 
     def target_summary(self) -> str:
         """One line describing the target."""
@@ -141,14 +150,13 @@ class Description:
         return "target: none"
 
     def __str__(self) -> str:
-        frame = self.to_pandas()
+        columns = self._statistics()
         d = len(self.feature_names)
-        shown = frame.iloc[:MAX_SHOWN_FEATURES]
-        header = ["feature", *shown.columns]
+        header = ["feature", *columns]
         body = [
-            [str(name), *(f"{int(v)}" if col == "count" else f"{v:.4g}"
-                          for col, v in zip(shown.columns, row, strict=True))]
-            for name, row in zip(shown.index, shown.to_numpy(dtype=np.float64), strict=True)
+            [str(name), *(f"{int(v[j])}" if col == "count" else f"{float(v[j]):.4g}"
+                          for col, v in columns.items())]
+            for j, name in enumerate(self.feature_names[:MAX_SHOWN_FEATURES])
         ]
         widths = [max(len(r[j]) for r in [header, *body]) for j in range(len(header))]
         lines = [f"{self.n_rows} rows, {d} features"]

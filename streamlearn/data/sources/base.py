@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Protocol
 
 import numpy as np
+from numba import njit
 
 
 class ColumnKind(StrEnum):
@@ -51,7 +52,10 @@ class Source(Protocol):
     """What a storage adapter provides to ``Dataset``.
 
     A source knows its columns, their kinds and its pieces from metadata alone; rows are only
-    touched by ``read_piece`` and ``read_target``.
+    touched by ``read_piece`` and ``read_target``. A source that can read any global row
+    range in one request (zarr) also offers ``read_rows(a, b, features, target, weight)``,
+    returning a ``Block``; a dataset then reads each chunk's rows directly, and reads chunks
+    concurrently.
     """
 
     description: str
@@ -74,18 +78,41 @@ class Source(Protocol):
         ...
 
 
+#: Rows transposed at a time by :func:`transpose_into` (a tile of rows x columns in cache).
+TRANSPOSE_TILE_ROWS = 64
+
+
+@njit(cache=True, nogil=True)
+def transpose_into(columns: np.ndarray, out: np.ndarray) -> None:
+    """Write ``out[i, j] = columns[j, i]`` for a (d, n) ``columns`` and an (n, d) ``out``.
+
+    Works through tiles of ``TRANSPOSE_TILE_ROWS`` rows, reading each column's stretch
+    contiguously while the tile's rows of ``out`` stay in cache: about twice as fast as
+    ``np.ascontiguousarray(columns.T)``.
+    """
+    d, n = columns.shape
+    for i0 in range(0, n, TRANSPOSE_TILE_ROWS):
+        i1 = min(i0 + TRANSPOSE_TILE_ROWS, n)
+        for j in range(d):
+            for i in range(i0, i1):
+                out[i, j] = columns[j, i]
+
+
 def stack_columns(columns: list[np.ndarray], n_rows: int) -> np.ndarray:
     """Stack 1-D columns into a float32 C-contiguous (n_rows, n_columns) matrix.
 
     Copies each column into a row of a (d, n) buffer (contiguous writes), then transposes in
-    one pass; on this layout that is about 3x faster than assigning strided columns.
+    one tiled pass; on this layout that is several times faster than assigning strided
+    columns.
     """
     if not columns:
         return np.empty((n_rows, 0), dtype=np.float32)
     buf = np.empty((len(columns), n_rows), dtype=np.float32)
     for j, col in enumerate(columns):
         buf[j] = col
-    return np.ascontiguousarray(buf.T)
+    out = np.empty((n_rows, len(columns)), dtype=np.float32)
+    transpose_into(buf, out)
+    return out
 
 
 def default_feature_names(n: int) -> list[str]:

@@ -21,10 +21,24 @@ def _read(array: zarr.Array, start: int, stop: int, where: str) -> np.ndarray:
     try:
         return np.asarray(array[start:stop])
     except Exception as exc:  # codec and store errors come in many types
+        start, stop, exc = _first_failure(array, start, stop, exc)
         raise ReadError(
             f"could not read rows {start}-{stop} of array {array.path!r} in {where}: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _first_failure(array: zarr.Array, start: int, stop: int,
+                   exc: Exception) -> tuple[int, int, Exception]:
+    """The rows and error of the first storage chunk in ``start:stop`` that fails to read."""
+    step = _row_block(array)
+    for lo in range(start - start % step, stop, step):
+        hi = min(lo + step, array.shape[0])
+        try:
+            array[lo:hi]
+        except Exception as failure:
+            return lo, hi, failure
+    return start, stop, exc
 
 
 def _row_block(array: zarr.Array) -> int:
@@ -33,7 +47,7 @@ def _row_block(array: zarr.Array) -> int:
 
 
 class ZarrSource:
-    """Rows of a zarr v3 group, read one storage chunk (or shard) of rows at a time.
+    """Rows of a zarr v3 group, read by any row range (pieces are storage chunks or shards).
 
     Two layouts are understood:
 
@@ -120,7 +134,16 @@ class ZarrSource:
     ) -> Block:
         """Read one storage chunk of rows."""
         a = self._offsets[i]
-        b = a + self.pieces[i].n_rows
+        return self.read_rows(a, a + self.pieces[i].n_rows, features, target, weight)
+
+    def read_rows(
+        self, a: int, b: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Read rows ``a:b`` in one request, whatever storage chunks they span.
+
+        Zarr decodes the storage chunks of one request concurrently, and rows are read
+        straight into the block, so a stream need not cut and join storage pieces.
+        """
         where = self.description
         in_matrix = [f for f in features if f in self.kinds and f in self._feature_names]
         if self._matrix is not None and len(in_matrix) == len(features):

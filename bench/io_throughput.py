@@ -1,0 +1,590 @@
+"""I/O ceiling of the ``Dataset`` stream against plain read loops over the same stores.
+
+For each size, one zarr v3 store and one parquet directory holding the same rows are
+generated once under ``bench/data/io_throughput/`` (reused when present). Every timed pass
+runs in a fresh subprocess, after one untimed warm-up pass in that process (which also puts
+the files in the page cache, so timed passes measure decoding and conversion, not the disk);
+the methods of a format are run in ``--repeats`` interleaved rounds and the median time is
+reported. Peak RSS of the subprocesses is recorded next to their speed.
+
+Methods, all with the same chunk size C:
+
+- zarr ``plain``: ``X[a:a+C]; y[a:a+C]`` over the zarr arrays (numpy out);
+- parquet ``read only``: ``ParquetFile.iter_batches(batch_size=C)``, Arrow batches out;
+- parquet ``plain``: the same batches converted to a float32 C-contiguous (rows, d) matrix,
+  the deliverable the stream gives;
+- ``stream p=0`` / ``stream p=2``: ``open_dataset(...).chunks()`` with prefetch 0 and 2
+  (validated float32 X, int32 class codes y). The stream reads a zarr store by row range,
+  one request per chunk, and with prefetch up to P chunks concurrently (one reader thread
+  per CPU at most); a parquet store row group by row group in one background thread.
+
+A cProfile of one stream pass per format (smallest size) shows where the stream's time goes.
+
+Run ``python bench/io_throughput.py`` (sizes 0.5, 1, 2 GB of float32 features) or
+``--quick`` (0.1, 0.25 GB). Results go to ``bench/results/io_throughput.{json,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from machine_info import library_versions, machine_info
+
+BENCH_DIR = Path(__file__).resolve().parent
+DATA_DIR = BENCH_DIR / "data" / "io_throughput"
+RESULTS_DIR = BENCH_DIR / "results"
+
+N_FEATURES = 32
+ZARR_CHUNK_ROWS = 1 << 16
+ROW_GROUP_ROWS = 1 << 17
+N_FILES = 4
+#: Rows generated and written at a time (a multiple of the zarr chunk and the row group).
+BLOCK_ROWS = 1 << 19
+SEED = 20240611
+#: Bump when the generated data changes, so stale stores are rebuilt.
+DATA_VERSION = 1
+
+DEFAULT_SIZES = (0.5, 1.0, 2.0)
+QUICK_SIZES = (0.1, 0.25)
+TARGET_RATIO = 0.9
+
+DATA_DESCRIPTION = {
+    "summary": "32 float32 features in four families of 8 columns, plus a binary int8 label",
+    "measured": "x0-x7: N(0, s_j) with s_j in [0.5, 4], rounded to 2 decimals",
+    "smooth": "x8-x15: sin(2 pi row / period_j + phase_j) + N(0, 0.02), rounded to 3 decimals",
+    "counts": "x16-x23: Poisson(lambda_j), lambda_j in [0.5, 20], stored as float32",
+    "raw": "x24-x31: LogNormal(0, 1) at full float32 precision (incompressible mantissas)",
+    "label": "1 if x0 - 0.5 x9 + 0.1 (x16 - lambda_0) + 0.3 log x24 + N(0, 0.5) > 0 else 0",
+}
+
+FORMATS = ("zarr", "parquet")
+METHODS: dict[str, tuple[str, ...]] = {
+    "zarr": ("zarr_plain", "stream_p0", "stream_p2"),
+    "parquet": ("arrow_read_only", "arrow_plain", "stream_p0", "stream_p2"),
+}
+LABELS = {
+    "zarr_plain": "plain zarr X[a:a+C]",
+    "arrow_read_only": "pyarrow iter_batches, read only",
+    "arrow_plain": "pyarrow iter_batches + float32 matrix",
+    "stream_p0": "streamlearn stream, prefetch=0",
+    "stream_p2": "streamlearn stream, prefetch=2",
+}
+PLAIN = {"zarr": "zarr_plain", "parquet": "arrow_plain"}
+
+
+# --------------------------------------------------------------------------- data generation
+def feature_names(d: int) -> list[str]:
+    """Column names, the same as the zarr source gives an unnamed ``X``: ``x0, x1, ...``."""
+    return [f"x{j}" for j in range(d)]
+
+
+def make_block(start: int, stop: int, d: int = N_FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``start:stop`` as a (d, rows) float32 column buffer and int8 labels.
+
+    Values depend only on the global row range, so both formats hold identical rows.
+    """
+    n = stop - start
+    rng = np.random.default_rng([SEED, start])
+    groups = np.array_split(np.arange(d), 4)
+    cols = np.empty((d, n), dtype=np.float32)
+    measured, smooth, counts, raw = groups
+    scales = np.linspace(0.5, 4.0, len(measured), dtype=np.float32)[:, None]
+    cols[measured] = np.round(rng.standard_normal((len(measured), n), np.float32) * scales, 2)
+    t = np.arange(start, stop, dtype=np.float64)[None, :]
+    periods = (1000.0 * 1.7 ** np.arange(len(smooth)))[:, None]
+    phases = np.linspace(0.0, np.pi, len(smooth))[:, None]
+    wave = np.sin(2 * np.pi * t / periods + phases) + rng.normal(0, 0.02, (len(smooth), n))
+    cols[smooth] = np.round(wave, 3)
+    lambdas = np.geomspace(0.5, 20.0, len(counts))[:, None]
+    cols[counts] = rng.poisson(lambdas, (len(counts), n))
+    cols[raw] = rng.lognormal(0.0, 1.0, (len(raw), n))
+    score = (cols[measured[0]] - 0.5 * cols[smooth[1]] + 0.1 * (cols[counts[0]] - lambdas[0, 0])
+             + 0.3 * np.log(cols[raw[0]]) + rng.normal(0, 0.5, n))
+    return cols, (score > 0).astype(np.int8)
+
+
+def file_bounds(n_rows: int) -> list[int]:
+    """Row boundaries of the parquet files, aligned to row groups (and so to zarr chunks)."""
+    cuts = [round(k * n_rows / N_FILES / ROW_GROUP_ROWS) * ROW_GROUP_ROWS for k in range(N_FILES)]
+    return sorted({*(c for c in cuts if c < n_rows), n_rows})
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of all files under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def generate(size_gb: float, d: int = N_FEATURES) -> dict[str, Any]:
+    """Write (or reuse) the zarr store and parquet directory for one size; describe them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zarr
+
+    n_rows = int(size_gb * 1e9 // (4 * d))
+    root = DATA_DIR / f"d{d}_n{n_rows}"
+    zarr_path, parquet_path, meta_path = root / "data.zarr", root / "parquet", root / "meta.json"
+    settings = {"version": DATA_VERSION, "seed": SEED, "n_rows": n_rows, "n_features": d,
+                "zarr_chunk_rows": ZARR_CHUNK_ROWS, "row_group_rows": ROW_GROUP_ROWS,
+                "n_files": N_FILES}
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("settings") == settings:
+            return {**meta, "generated_s": None, "reused": True}
+    shutil.rmtree(root, ignore_errors=True)
+    parquet_path.mkdir(parents=True)
+    t0 = time.perf_counter()
+    group = zarr.open_group(zarr_path, mode="w", zarr_format=3)
+    X = group.create_array("X", shape=(n_rows, d), chunks=(ZARR_CHUNK_ROWS, d), dtype="float32")
+    y = group.create_array("y", shape=(n_rows,), chunks=(ZARR_CHUNK_ROWS,), dtype="int8")
+    names = feature_names(d)
+    schema = pa.schema([*(pa.field(c, pa.float32()) for c in names), pa.field("label", pa.int8())])
+    bounds = file_bounds(n_rows)
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        with pq.ParquetWriter(parquet_path / f"part-{k}.parquet", schema) as writer:
+            for a in range(lo, hi, BLOCK_ROWS):
+                b = min(a + BLOCK_ROWS, hi)
+                cols, labels = make_block(a, b, d)
+                X[a:b] = cols.T
+                y[a:b] = labels
+                table = pa.Table.from_arrays([*map(pa.array, cols), pa.array(labels)],
+                                             schema=schema)
+                writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+    generated_s = time.perf_counter() - t0
+    meta = {
+        "settings": settings,
+        "zarr": {"path": str(zarr_path), "disk_bytes": dir_bytes(zarr_path),
+                 "X_codecs": [c.to_dict() for c in X.metadata.codecs]},
+        "parquet": {"path": str(parquet_path), "disk_bytes": dir_bytes(parquet_path),
+                    "files": len(bounds) - 1,
+                    "compression": pq.ParquetFile(parquet_path / "part-0.parquet")
+                    .metadata.row_group(0).column(0).compression},
+    }
+    meta_path.write_text(json.dumps(meta, indent=2))
+    return {**meta, "generated_s": generated_s, "reused": False}
+
+
+# ------------------------------------------------------------------------ one measured method
+def _rss_bytes() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def peak_rss_bytes() -> int:
+    """Peak RSS of this process since it started.
+
+    ``VmHWM`` from ``/proc/self/status`` is reset by ``exec``; ``ru_maxrss`` is not on Linux
+    (a freshly started child inherits its parent's peak), so it is only the fallback.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def arrow_matrix(batch: Any, names: list[str]) -> np.ndarray:
+    """Columns of an Arrow batch as a float32 C-contiguous (rows, d) matrix.
+
+    Each column is copied into a row of a (d, rows) buffer, then transposed in one copy: the
+    fastest of the plain numpy/pyarrow ways tried (``RecordBatch.to_tensor``,
+    ``np.column_stack``, strided column assignment) at this shape.
+    """
+    buf = np.empty((len(names), batch.num_rows), dtype=np.float32)
+    for j, name in enumerate(names):
+        buf[j] = batch.column(name).to_numpy(zero_copy_only=False)
+    return np.ascontiguousarray(buf.T)
+
+
+def pass_function(method: str, fmt: str, path: str, chunk_rows: int) -> Callable[[], tuple]:
+    """Open the store for ``method`` and return a function doing one full pass.
+
+    The pass returns ``(rows, label_sum, first_row_sum)`` so every method can be checked to
+    deliver the same rows.
+    """
+    names = feature_names(N_FEATURES)
+    C = chunk_rows
+    if method == "zarr_plain":
+        import zarr
+
+        group = zarr.open_group(path, mode="r")
+        X, y = group["X"], group["y"]
+        n = X.shape[0]
+
+        def zarr_pass() -> tuple:
+            rows, label_sum, first = 0, 0, None
+            for a in range(0, n, C):
+                xb, yb = X[a:a + C], y[a:a + C]
+                rows += xb.shape[0]
+                label_sum += int(yb.sum(dtype=np.int64))
+                first = float(xb[0].sum()) if first is None else first
+            return rows, label_sum, first
+
+        return zarr_pass
+    if method.startswith("arrow_"):
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        files = sorted(Path(path).glob("*.parquet"))
+        convert = method == "arrow_plain"
+
+        def arrow_pass() -> tuple:
+            rows, label_sum, first = 0, 0, None
+            for f in files:
+                pf = pq.ParquetFile(f)
+                for batch in pf.iter_batches(batch_size=C, columns=[*names, "label"]):
+                    if convert:
+                        xb = arrow_matrix(batch, names)
+                        yb = batch.column("label").to_numpy()
+                        label_sum += int(yb.sum(dtype=np.int64))
+                        first = float(xb[0].sum()) if first is None else first
+                    else:
+                        label_sum += pc.sum(batch.column("label")).as_py()
+                    rows += batch.num_rows
+            return rows, label_sum, first
+
+        return arrow_pass
+    if method.startswith("stream_p"):
+        from streamlearn import open_dataset
+
+        ds = open_dataset(path, target="label" if fmt == "parquet" else None,
+                          chunk_rows=C, prefetch=int(method.removeprefix("stream_p")),
+                          classes=[0, 1])
+
+        def stream_pass() -> tuple:
+            rows, label_sum, first = 0, 0, None
+            for chunk in ds.chunks():
+                rows += chunk.n_rows
+                label_sum += int(chunk.y.sum(dtype=np.int64))
+                first = float(chunk.X[0].sum()) if first is None else first
+            return rows, label_sum, first
+
+        return stream_pass
+    raise ValueError(f"unknown method {method!r}")
+
+
+def measure(method: str, fmt: str, path: str, chunk_rows: int, passes: int) -> dict[str, Any]:
+    """One untimed warm-up pass, then ``passes`` timed passes of one method, in this process."""
+    rss_imports = _rss_bytes()
+    t0 = time.perf_counter()
+    one_pass = pass_function(method, fmt, path, chunk_rows)
+    open_s = time.perf_counter() - t0
+    rss_open = _rss_bytes()
+    t0 = time.perf_counter()
+    check = one_pass()
+    warmup_s = time.perf_counter() - t0
+    times = []
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        again = one_pass()
+        times.append(time.perf_counter() - t0)
+        if again != check:
+            raise RuntimeError(f"{method}: passes disagree: {again} vs {check}")
+    return {
+        "open_s": open_s,
+        "warmup_s": warmup_s,
+        "times_s": times,
+        "rows": check[0],
+        "label_sum": check[1],
+        "first_row_sum": check[2],
+        "rss_after_imports_bytes": rss_imports,
+        "rss_before_read_bytes": rss_open,
+        "peak_rss_bytes": peak_rss_bytes(),
+    }
+
+
+def measure_in_subprocess(method: str, fmt: str, path: str, chunk_rows: int,
+                          passes: int = 1) -> dict[str, Any]:
+    """Run :func:`measure` in a fresh Python process and return its result."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", method,
+           "--format", fmt, "--path", path, "--chunk-rows", str(chunk_rows),
+           "--repeats", str(passes)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{method} on {path} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def profile_stream(fmt: str, path: str, chunk_rows: int,
+                   top: int = 16) -> dict[str, list[dict[str, Any]]]:
+    """cProfile of one stream pass (prefetch=0, so all work is in this thread) after a warm-up.
+
+    Returns the ``top`` functions by own time and by cumulative time. Time spent waiting
+    for a reader's worker threads (zarr decodes in its own threads) shows as lock waits.
+    """
+    import cProfile
+    import pstats
+
+    from streamlearn import open_dataset
+
+    ds = open_dataset(path, target="label" if fmt == "parquet" else None,
+                      chunk_rows=chunk_rows, prefetch=0, classes=[0, 1])
+    for _ in ds.chunks():
+        pass
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in ds.chunks():
+        pass
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = [{"function": f"{Path(file).name}:{line}({name})", "calls": nc,
+             "cumulative_s": ct, "own_s": tt}
+            for (file, line, name), (_, nc, tt, ct, _) in stats.items()]
+    return {"by_own_time": sorted(rows, key=lambda r: -r["own_s"])[:top],
+            "by_cumulative_time": sorted(rows, key=lambda r: -r["cumulative_s"])[:top]}
+
+
+# ----------------------------------------------------------------------------------- report
+def summarise(subruns: list[dict[str, Any]], n_rows: int, d: int) -> dict[str, Any]:
+    """Median (and best) time, rows/s, GB/s of float32 features delivered, peak RSS."""
+    times = [t for m in subruns for t in m["times_s"]]
+    median, best = statistics.median(times), min(times)
+    gb = n_rows * d * 4 / 1e9
+    return {
+        "median_s": median,
+        "best_s": best,
+        "rows_per_s": n_rows / median,
+        "gb_per_s": gb / median,
+        "best_rows_per_s": n_rows / best,
+        "peak_rss_mib": max(m["peak_rss_bytes"] for m in subruns) / 2**20,
+        "rss_before_read_mib": max(m["rss_before_read_bytes"] for m in subruns) / 2**20,
+    }
+
+
+def ratios(runs: dict[str, dict[str, Any]], fmt: str) -> dict[str, Any]:
+    """Stream rate over the plain loop's rate for one format and size (medians; best too)."""
+    plain = runs[PLAIN[fmt]]
+    out: dict[str, Any] = {"baseline": PLAIN[fmt]}
+    for p in ("stream_p0", "stream_p2"):
+        out[f"{p}_over_plain"] = runs[p]["rows_per_s"] / plain["rows_per_s"]
+    best = max(("stream_p0", "stream_p2"), key=lambda p: runs[p]["rows_per_s"])
+    out["best_stream"] = best
+    out["best_over_plain"] = runs[best]["rows_per_s"] / plain["rows_per_s"]
+    out["best_over_plain_from_fastest_passes"] = max(
+        runs[p]["best_rows_per_s"] for p in ("stream_p0", "stream_p2")
+    ) / plain["best_rows_per_s"]
+    if fmt == "parquet":
+        out["best_over_read_only"] = (runs[best]["rows_per_s"]
+                                      / runs["arrow_read_only"]["rows_per_s"])
+    out["meets_target"] = out["best_over_plain"] >= TARGET_RATIO
+    return out
+
+
+def print_table(results: list[dict[str, Any]], repeats: int) -> None:
+    """A readable table of every measurement and the stream/plain ratios."""
+    head = (f"{'format':8} {'GB':>5} {'rows':>9}  {'method':38} {'median s':>8} "
+            f"{'Mrows/s':>7} {'GB/s':>5} {'best':>6} {'RSS0':>5} {'peak':>5} {'/plain':>6}")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        plain = r["runs"][PLAIN[r["format"]]]["rows_per_s"]
+        for method in METHODS[r["format"]]:
+            s = r["runs"][method]
+            print(f"{r['format']:8} {r['size_gb']:5.2f} {r['n_rows']:9d}  {LABELS[method]:38} "
+                  f"{s['median_s']:8.3f} {s['rows_per_s'] / 1e6:7.2f} {s['gb_per_s']:5.2f} "
+                  f"{s['best_rows_per_s'] / 1e6:6.2f} {s['rss_before_read_mib']:5.0f} "
+                  f"{s['peak_rss_mib']:5.0f} {s['rows_per_s'] / plain:6.2f}")
+        q = r["ratios"]
+        print(f"{'':25}best stream / plain = {q['best_over_plain']:.2f} ({q['best_stream']}; "
+              f"{q['best_over_plain_from_fastest_passes']:.2f} from the fastest passes) -> "
+              f"{'meets' if q['meets_target'] else 'BELOW'} the {TARGET_RATIO:.0%} target; "
+              f"{r['disk_bytes'] / 1e6:.0f} MB on disk "
+              f"({r['disk_bytes'] / r['feature_bytes']:.0%} of the float32 bytes)")
+    print(f"Mrows/s, GB/s: median of {repeats} timed passes, each in a fresh process after one "
+          "untimed warm-up pass (files in the page cache); best: fastest pass (Mrows/s);\n"
+          "RSS0: RSS in MiB after imports and opening the store; peak: peak RSS in MiB; "
+          "GB = 1e9 bytes of float32 features delivered.")
+
+
+def print_profile(profile: dict[str, Any], lines: int = 10) -> None:
+    """The functions with the most own time in each stream profile."""
+    for fmt, tables in profile["functions"].items():
+        print(f"\nprofile of one {fmt} stream pass ({profile['size_gb']} GB, prefetch=0), "
+              "by own time:")
+        print(f"{'cumulative s':>12} {'own s':>7} {'calls':>6}  function")
+        for row in tables["by_own_time"][:lines]:
+            print(f"{row['cumulative_s']:12.3f} {row['own_s']:7.3f} {row['calls']:6d}  "
+                  f"{row['function']}")
+
+
+def plot(results: list[dict[str, Any]], path: Path, chunk_rows: int) -> None:
+    """Rows/s (top) and peak RSS (bottom) against size, one panel per format."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
+    for col, fmt in enumerate(FORMATS):
+        rows = sorted((r for r in results if r["format"] == fmt), key=lambda r: r["size_gb"])
+        sizes = [r["size_gb"] for r in rows]
+        for method in METHODS[fmt]:
+            style = "--" if method == "arrow_read_only" else "-"
+            axes[0, col].plot(sizes, [r["runs"][method]["rows_per_s"] / 1e6 for r in rows],
+                              style, marker="o", label=LABELS[method])
+            axes[1, col].plot(sizes, [r["runs"][method]["peak_rss_mib"] for r in rows],
+                              style, marker="o", label=LABELS[method])
+        axes[0, col].set_title(f"{fmt}: rows/s (median, page cache warm)")
+        axes[0, col].set_ylabel("million rows / s")
+        axes[0, col].set_ylim(bottom=0)
+        axes[0, col].legend(fontsize=8)
+        axes[1, col].set_title(f"{fmt}: peak RSS of the reading process")
+        axes[1, col].set_ylabel("MiB")
+        axes[1, col].set_ylim(bottom=0)
+        axes[1, col].set_xlabel(f"GB of float32 features ({N_FEATURES} columns)")
+    fig.suptitle(f"Read throughput, chunks of {chunk_rows} rows")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------- main
+def measure_format(fmt: str, path: str, n_rows: int, chunk_rows: int,
+                   repeats: int) -> dict[str, list[dict[str, Any]]]:
+    """Every method of one format, ``repeats`` rounds, method order rotated each round.
+
+    Interleaving the rounds spreads slow phases of a shared machine over all methods
+    instead of penalising whichever happened to run during one.
+    """
+    methods = METHODS[fmt]
+    raw: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+    for r in range(repeats):
+        k = r % len(methods)
+        for method in (*methods[k:], *methods[:k]):
+            m = measure_in_subprocess(method, fmt, path, chunk_rows)
+            if m["rows"] != n_rows:
+                raise RuntimeError(f"{method} read {m['rows']} rows, expected {n_rows}")
+            raw[method].append(m)
+    labels = {m["label_sum"] for runs in raw.values() for m in runs}
+    firsts = {m["first_row_sum"] for runs in raw.values() for m in runs
+              if m["first_row_sum"] is not None}
+    if len(labels) != 1 or len(firsts) != 1:
+        raise RuntimeError(f"methods delivered different data for {fmt}: "
+                           f"label sums {labels}, first-row sums {firsts}")
+    return raw
+
+
+def run(sizes: list[float], chunk_rows: int, repeats: int, out_dir: Path) -> dict[str, Any]:
+    """Generate data, measure every method on every size, write JSON and PNG results."""
+    t_start = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    stores: list[dict[str, Any]] = []
+    profile: dict[str, Any] = {}
+    for size in sizes:
+        log(f"data for {size} GB ...")
+        meta = generate(size)
+        stores.append({"size_gb": size, **meta})
+        n_rows = meta["settings"]["n_rows"]
+        log(f"  {n_rows} rows; " + ("reused" if meta["reused"]
+                                    else f"generated in {meta['generated_s']:.0f} s"))
+        if not profile:
+            profile = {"size_gb": size, "functions": {
+                fmt: profile_stream(fmt, meta[fmt]["path"], chunk_rows) for fmt in FORMATS}}
+        for fmt in FORMATS:
+            raw = measure_format(fmt, meta[fmt]["path"], n_rows, chunk_rows, repeats)
+            runs = {method: summarise(subruns, n_rows, N_FEATURES)
+                    for method, subruns in raw.items()}
+            for method, s in runs.items():
+                log(f"  {fmt:8} {LABELS[method]:38} {s['rows_per_s'] / 1e6:6.2f} Mrows/s  "
+                    f"peak {s['peak_rss_mib']:5.0f} MiB")
+            results.append({"format": fmt, "size_gb": size, "n_rows": n_rows,
+                            "feature_bytes": n_rows * N_FEATURES * 4,
+                            "disk_bytes": meta[fmt]["disk_bytes"],
+                            "runs": runs, "raw": raw, "ratios": ratios(runs, fmt)})
+    total_s = time.perf_counter() - t_start
+    report = {
+        "benchmark": "io_throughput",
+        "machine": machine_info(),
+        "versions": library_versions(),
+        "settings": {
+            "sizes_gb": sizes,
+            "chunk_rows": chunk_rows,
+            "repeats": repeats,
+            "n_features": N_FEATURES,
+            "timing": (f"{repeats} rounds; in each, every method runs in a fresh subprocess: "
+                       "one untimed warm-up pass (files in the page cache afterwards), then one "
+                       "timed pass; method order rotated per round; the median time is reported"),
+            "gb": "1e9 bytes of float32 feature values delivered (rows x features x 4)",
+            "peak_rss": "VmHWM of the measuring subprocess (max over rounds), warm-up included",
+            "zarr_layout": f"X float32 (n, {N_FEATURES}) chunks ({ZARR_CHUNK_ROWS}, "
+                           f"{N_FEATURES}), default zstd codec; y int8 chunks ({ZARR_CHUNK_ROWS},)",
+            "parquet_layout": f"{N_FILES} files, row groups of {ROW_GROUP_ROWS} rows, "
+                              f"{N_FEATURES} float32 columns + label int8, default snappy",
+            "stream": "open_dataset(path, chunk_rows=C, prefetch=P, classes=[0, 1]), "
+                      "nan_policy='raise' (every chunk is checked for NaN/inf); zarr: one "
+                      "read per chunk, up to P chunks read concurrently (at most one thread "
+                      "per CPU); parquet: row groups read and cut in one background thread",
+            "plain_conversion": "per column into a (d, rows) buffer, then one transposing copy",
+            "data": DATA_DESCRIPTION,
+            "target": f"best stream >= {TARGET_RATIO:.0%} of the plain loop's rows/s",
+        },
+        "stores": stores,
+        "results": results,
+        "ratios": [{"format": r["format"], "size_gb": r["size_gb"], **r["ratios"]}
+                   for r in results],
+        "stream_profile": profile,
+        "total_runtime_s": total_s,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "io_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
+    plot(results, out_dir / "io_throughput.png", chunk_rows)
+    print_table(results, repeats)
+    print_profile(profile)
+    print(f"\ntotal runtime {total_s:.0f} s; results in {out_dir}/io_throughput.{{json,png}}")
+    return report
+
+
+def log(message: str) -> None:
+    """Progress on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def iter_sizes(text: str) -> Iterator[float]:
+    """Parse ``--sizes 0.5,1,2``."""
+    for part in text.split(","):
+        if part.strip():
+            yield float(part)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help=f"sizes {', '.join(map(str, QUICK_SIZES))} GB")
+    parser.add_argument("--sizes", help="comma-separated GB of float32 features, e.g. 0.5,1,2")
+    parser.add_argument("--chunk-rows", type=int, default=1 << 16, help="rows per chunk C")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed passes per method (one per fresh process)")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument("--format", choices=FORMATS, help=argparse.SUPPRESS)
+    parser.add_argument("--path", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        result = measure(args.measure, args.format, args.path, args.chunk_rows, args.repeats)
+        print(json.dumps(result))
+        return
+    if args.sizes:
+        sizes = list(iter_sizes(args.sizes))
+    else:
+        sizes = list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    run(sizes, args.chunk_rows, args.repeats, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""Class codes of integer labels whose classes are consecutive integers, in one pass."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def offset_codes(y: np.ndarray, first: int, n_classes: int, codes: np.ndarray) -> int:
+    """Write ``codes[i] = y[i] - first``; return the first ``i`` outside the classes, or -1.
+
+    Stops at the first label outside ``first .. first + n_classes - 1``, leaving the rest of
+    ``codes`` unwritten.
+    """
+    for i in range(y.shape[0]):
+        c = np.int64(y[i]) - first
+        if c < 0 or c >= n_classes:
+            return i
+        codes[i] = c
+    return -1
+
+
+def consecutive_codes(y: np.ndarray, classes: np.ndarray) -> np.ndarray | None:
+    """Int32 codes of ``y`` into sorted ``classes`` when they are consecutive integers.
+
+    Returns None when the shortcut does not apply (labels or classes that are not integers,
+    classes with gaps) or when a label is not a class, so the caller's general path decides,
+    and reports, what to do.
+    """
+    if y.dtype.kind not in "iu" or not y.dtype.isnative or classes.dtype.kind not in "iu":
+        return None
+    if y.dtype.kind == "u" and y.dtype.itemsize == 8:
+        return None  # uint64 does not fit the int64 arithmetic of the kernel
+    first, last = int(classes[0]), int(classes[-1])
+    if last - first != len(classes) - 1 or not -(2**62) < first < 2**62:
+        return None
+    codes = np.empty(y.shape[0], dtype=np.int32)
+    if offset_codes(y, first, len(classes), codes) >= 0:
+        return None
+    return codes
