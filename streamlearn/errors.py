@@ -35,3 +35,7 @@ class ReadError(StreamlearnError, OSError):
 
 class ModelFileError(StreamlearnError, ValueError):
     """A model file is truncated, tampered with, of another format version, or not a model."""
+
+
+class EngineError(StreamlearnError, RuntimeError):
+    """An engine cannot run a pass: no dask client, or a pass it cannot split or ship."""

@@ -104,13 +104,23 @@ class LocalEngine:
 
 
 def resolve_engine(engine: Any) -> Any:
-    """Turn an ``engine=`` argument into an engine object (None means a ``LocalEngine``)."""
+    """Turn an ``engine=`` argument into an engine object.
+
+    None and ``"local"`` mean a ``LocalEngine``; ``"dask"`` a ``DaskEngine`` on the current
+    ``dask.distributed`` client (an ``EngineError`` when there is none); an object with a
+    ``run`` method is used as it is.
+    """
     if engine is None:
         return LocalEngine()
     if isinstance(engine, str):
         if engine == "local":
             return LocalEngine()
-        raise ValueError(f"unknown engine {engine!r}; use 'local' or an engine object")
+        if engine == "dask":
+            from streamlearn.engine.dask_engine import DaskEngine
+
+            return DaskEngine()
+        raise ValueError(f"unknown engine {engine!r}; use 'local', 'dask' or an engine object")
     if not hasattr(engine, "run"):
-        raise TypeError(f"engine must be None, 'local' or an engine object, got {engine!r}")
+        raise TypeError(f"engine must be None, 'local', 'dask' or an engine object, "
+                        f"got {engine!r}")
     return engine

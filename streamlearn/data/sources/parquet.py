@@ -85,6 +85,18 @@ class ParquetSource:
         self._files: OrderedDict[str, pq.ParquetFile] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (e.g. shipped to dask workers) without open file handles: the receiving
+        # process opens the files itself by path.
+        state = self.__dict__.copy()
+        state["_files"] = OrderedDict()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def check_columns(self, needed: list[str], *, every_column: bool) -> None:
         """Check every file holds the ``needed`` columns with compatible kinds.
 

@@ -1,0 +1,335 @@
+"""DaskEngine on a two-process LocalCluster (loopback only): equality with the local engine,
+parameter mixing, per-example state, a killed worker, a corrupt file, client memory."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import sys
+import tracemalloc
+from pathlib import Path
+
+import cloudpickle
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, confusion_matrix, log_loss
+
+import streamlearn as sl
+from streamlearn.data.example_state import ExampleState
+from streamlearn.data.synthetic import additive_problem
+from streamlearn.engine import LocalEngine, Reduction, resolve_engine
+from streamlearn.engine.dask_engine import DaskEngine
+from streamlearn.engine.partitions import piece_offsets
+from streamlearn.errors import EngineError, ReadError
+from streamlearn.models.additive import AdditiveSVC, DcdEpochPass
+from tests.conftest import FEATURES, write_parquet_dir, write_zarr_matrix
+
+# Classes below are sent to the workers by value: they need not import this module.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           host="127.0.0.1", dashboard_address=None)
+    client = Client(cluster, set_as_default=False)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, ref):
+    root = tmp_path_factory.mktemp("dask_stores")
+    return {
+        "zarr": write_zarr_matrix(ref, root / "ref.zarr", chunk=100),
+        "parquet": str(write_parquet_dir(ref.frame, root / "parquet")),
+    }
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory):
+    """A mid-size additive problem as a zarr store, and held-out rows."""
+    X, y = additive_problem(30_000, seed=1)
+    store = tmp_path_factory.mktemp("dask_problem") / "train.zarr"
+    group = zarr.open_group(str(store), mode="w")
+    group.create_array("X", data=X, chunks=(2500, X.shape[1]))
+    group.create_array("y", data=y.astype(np.int64), chunks=(2500,))
+    return str(store), additive_problem(20_000, seed=2)
+
+
+def _engine(client, **kwargs) -> DaskEngine:
+    return DaskEngine(client, **kwargs)
+
+
+# -- partitions ---------------------------------------------------------------------------
+def test_partitions_follow_row_groups(client, stores, ref):
+    ds = sl.open_dataset(stores["parquet"], target="label", chunk_rows=50)
+    ranges = _engine(client, partitions_per_worker=3).partitions(ds)
+    # row-group boundaries read from the files' footers directly
+    bounds = [0]
+    for path in sorted(Path(stores["parquet"]).glob("*.parquet")):
+        meta = pq.ParquetFile(path).metadata
+        for rg in range(meta.num_row_groups):
+            bounds.append(bounds[-1] + meta.row_group(rg).num_rows)
+    assert len(ranges) == 6
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(ref.frame)
+    assert all(a < b for a, b in ranges)
+    assert all(ranges[i][1] == ranges[i + 1][0] for i in range(len(ranges) - 1))
+    assert {b for _, b in ranges} <= set(bounds)
+    np.testing.assert_array_equal(piece_offsets(ds), bounds)
+
+
+def test_partitions_of_one_large_piece_fall_on_chunks(client, ref):
+    ds = sl.open_dataset(ref.X, target=ref.label, chunk_rows=64)  # a single in-memory piece
+    ranges = _engine(client, partition_rows=300).partitions(ds)
+    assert len(ranges) == 4
+    assert [a % 64 for a, _ in ranges] == [0, 0, 0, 0]
+    assert ranges[-1][1] == len(ref.X)
+
+
+# -- reductions equal the local engine's --------------------------------------------------
+@pytest.mark.parametrize("kind", ["zarr", "parquet"])
+def test_describe_equals_local_engine(client, stores, ref, kind):
+    ds = sl.open_dataset(stores[kind], target="w" if kind == "zarr" else "label",
+                         chunk_rows=64)
+    local = sl.describe(ds, engine=LocalEngine())
+    remote = sl.describe(ds, engine=_engine(client, partitions_per_worker=3))
+    X64 = ds_matrix(ds)
+    np.testing.assert_allclose(remote.mean, X64.mean(axis=0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(remote.mean, local.mean, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(remote.std, local.std, rtol=1e-6)
+    np.testing.assert_array_equal(remote.min, X64.min(axis=0))
+    np.testing.assert_array_equal(remote.max, local.max)
+    np.testing.assert_array_equal(remote.quantiles, local.quantiles)
+    np.testing.assert_array_equal(remote.sample_rows, local.sample_rows)
+    assert remote.n_rows == local.n_rows == len(ref.X)
+    if kind == "parquet":
+        np.testing.assert_array_equal(remote.class_counts,
+                                      [np.sum(ref.label == c) for c in (3, 5, 7)])
+    else:
+        assert remote.target_mean == pytest.approx(float(ref.weight.astype(np.float64).mean()),
+                                                   rel=1e-6)
+
+
+def ds_matrix(ds) -> np.ndarray:
+    return np.vstack([c.X for c in ds.chunks(prefetch=0)]).astype(np.float64)
+
+
+def test_evaluate_equals_local_engine_and_sklearn(client, stores, ref):
+    ds = sl.open_dataset(stores["parquet"], target="label", features=FEATURES, chunk_rows=50)
+    model = LogisticRegression(max_iter=200).fit(ref.X, ref.label)
+    remote = sl.evaluate(model, ds, engine=_engine(client, partitions_per_worker=2))
+    local = sl.evaluate(model, ds, engine=LocalEngine())
+    assert remote["accuracy"] == pytest.approx(accuracy_score(ref.label, model.predict(ref.X)),
+                                               abs=1e-12)
+    assert remote["log_loss"] == pytest.approx(log_loss(ref.label, model.predict_proba(ref.X)),
+                                               rel=1e-6)
+    assert remote["confusion_matrix"] == confusion_matrix(ref.label,
+                                                          model.predict(ref.X)).tolist()
+    assert remote["accuracy"] == local["accuracy"]
+    assert remote["confusion_matrix"] == local["confusion_matrix"]
+    assert remote["log_loss"] == pytest.approx(local["log_loss"], rel=1e-12)
+
+
+def test_reduce_with_plain_functions(client, stores, ref):
+    engine = _engine(client, partition_rows=250)
+    total = engine.reduce(sl.open_dataset(stores["zarr"], chunk_rows=64),
+                          start=lambda: np.zeros(len(FEATURES)),
+                          step=lambda s, c: s + c.X.sum(axis=0, dtype=np.float64),
+                          merge=lambda a, b: a + b)
+    np.testing.assert_allclose(total, ref.X.astype(np.float64).sum(axis=0), rtol=1e-9)
+
+
+# -- sequential passes: per-example state stays with its partition --------------------------
+class VisitCount:
+    """Sequential pass adding 1 to every row's state; the state is the rows seen so far."""
+
+    kind = "sequential"
+
+    def __init__(self, counts: ExampleState) -> None:
+        self.counts = counts
+
+    def start(self) -> list[float]:
+        return [0.0, 0.0]
+
+    def step(self, state: list[float], chunk) -> list[float]:
+        values = self.counts.get(chunk)
+        self.counts.put(chunk, values + 1.0)
+        return [state[0] + chunk.n_rows, state[1] + float(values.sum())]
+
+    def merge(self, a: list[float], b: list[float]) -> list[float]:
+        return [a[0] + b[0], a[1] + b[1]]
+
+    def finish(self, state: list[float]) -> list[float]:
+        return state
+
+
+def test_example_state_is_carried_between_epochs(client, stores, ref):
+    ds = sl.open_dataset(stores["zarr"], chunk_rows=64)
+    n = len(ref.X)
+    engine = _engine(client, partitions_per_worker=2)
+    counts = ExampleState(n)
+    for epoch in range(3):
+        rows, before = engine.run(VisitCount(counts), ds, shuffle=True, seed=3, epoch=epoch)
+        assert rows == n
+        assert before == epoch * n  # each pass reads the values the last one wrote
+    np.testing.assert_array_equal(counts.to_numpy(), np.full(n, 3.0))
+    # a change made on the client between passes reaches the workers
+    counts.put(sl.Chunk(X=np.empty((10, 0), np.float32), y=None, start=100),
+               np.full(10, 10.0, np.float32))
+    _, before = engine.run(VisitCount(counts), ds, shuffle=True, seed=3, epoch=3)
+    assert before == 3 * (n - 10) + 100
+    expected = np.full(n, 4.0)
+    expected[100:110] = 11.0
+    np.testing.assert_array_equal(counts.to_numpy(), expected)
+    engine.close()
+
+
+# -- models -------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver,params", [("pegasos", {"epochs": 5}),
+                                           ("dcd", {"epochs": 5, "C": 0.1})])
+def test_additive_svc_mixing_matches_local_accuracy(client, problem, solver, params):
+    store, (X_test, y_test) = problem
+    ds = sl.open_dataset(store, chunk_rows=2500)
+    local = AdditiveSVC(solver=solver, **params).fit(ds)
+    mixed = AdditiveSVC(solver=solver, **params).fit(ds, engine=_engine(client))
+    local_acc = accuracy_score(y_test, local.predict(X_test))
+    mixed_acc = accuracy_score(y_test, mixed.predict(X_test))
+    assert local_acc > 0.88
+    assert abs(mixed_acc - local_acc) <= 0.005
+    assert mixed.n_train_ == local.n_train_
+    assert mixed.score(ds, engine=_engine(client)) == pytest.approx(
+        accuracy_score(ds_labels(ds), mixed.predict(ds_matrix(ds).astype(np.float32))),
+        abs=1e-12)
+
+
+def ds_labels(ds) -> np.ndarray:
+    return np.concatenate([ds.classes[c.y] for c in ds.chunks(prefetch=0)])
+
+
+def test_engine_string_uses_the_default_client(client, problem):
+    store, _ = problem
+    with pytest.raises(EngineError, match="no"):
+        resolve_engine("dask")
+    with Client(client.scheduler.address) as current:
+        engine = resolve_engine("dask")
+        assert isinstance(engine, DaskEngine) and engine.client is current
+        ds = sl.open_dataset(store, chunk_rows=5000)
+        desc = sl.describe(ds, engine="dask")
+        np.testing.assert_array_equal(desc.class_counts, sl.describe(ds).class_counts)
+
+
+# -- faults -------------------------------------------------------------------------------
+class DcdKilledOnce(DcdEpochPass):
+    """DCD epoch whose worker process is killed once, after writing part of a partition."""
+
+    marker: str
+    kill_at: int
+
+    def step(self, state, chunk):
+        state = super().step(state, chunk)
+        if chunk.start == self.kill_at and not os.path.exists(self.marker):
+            Path(self.marker).touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return state
+
+
+class KillingEngine(DaskEngine):
+    """Runs the second DCD epoch with :class:`DcdKilledOnce`."""
+
+    def __init__(self, client, marker: str, kill_at: int, **kwargs) -> None:
+        super().__init__(client, **kwargs)
+        self.marker, self.kill_at = marker, kill_at
+
+    def run(self, pass_, data, **options):
+        if isinstance(pass_, DcdEpochPass) and options.get("epoch") == 1:
+            pass_ = copy.copy(pass_)
+            pass_.__class__ = DcdKilledOnce
+            pass_.marker, pass_.kill_at = self.marker, self.kill_at
+        return super().run(pass_, data, **options)
+
+
+def test_killed_worker_costs_a_retry_not_the_result(client, problem, tmp_path):
+    store, (X_test, y_test) = problem
+    ds = sl.open_dataset(store, chunk_rows=2500)
+    params = {"solver": "dcd", "epochs": 3, "C": 0.1}
+    clean = AdditiveSVC(**params).fit(ds, engine=_engine(client, partition_rows=7500))
+    marker = tmp_path / "killed"
+    pids = set(client.run(os.getpid).values())
+    faulty = AdditiveSVC(**params).fit(
+        ds, engine=KillingEngine(client, str(marker), kill_at=7500 + 2500,
+                                 partition_rows=7500))
+    assert marker.exists()  # a worker did die in the middle of the second epoch
+    client.wait_for_workers(2, timeout=30)
+    assert set(client.run(os.getpid).values()) != pids
+    np.testing.assert_allclose(faulty.coef_d_, clean.coef_d_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(faulty.platt_a_, clean.platt_a_, rtol=1e-12)
+    assert faulty.score(X_test, y_test) == clean.score(X_test, y_test)
+
+
+def test_corrupt_file_fails_with_its_name(client, tmp_path, ref):
+    root = tmp_path / "corrupt"
+    root.mkdir()
+    half = len(ref.frame) // 2
+    for k, part in enumerate((ref.frame.iloc[:half], ref.frame.iloc[half:])):
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False),
+                       root / f"part-{k}.parquet", row_group_size=100,
+                       write_page_checksum=True, compression="none")
+    bad = root / "part-1.parquet"
+    raw = bytearray(bad.read_bytes())
+    for i in range(200, 600):  # data pages of the first row group; the footer stays intact
+        raw[i] ^= 0x5A
+    bad.write_bytes(bytes(raw))
+    ds = sl.open_dataset(str(root), target="label", chunk_rows=50)
+    with pytest.raises(ReadError, match="part-1.parquet"):
+        sl.describe(ds, engine=_engine(client, partitions_per_worker=2))
+
+
+# -- memory -------------------------------------------------------------------------------
+def _column_sums() -> Reduction:
+    return Reduction(start=lambda: np.zeros(2),
+                     step=lambda s, c: s + np.array([c.n_rows, c.X.sum(dtype=np.float64)]),
+                     merge=lambda a, b: a + b)
+
+
+def test_client_memory_stays_flat(client, tmp_path):
+    # tracemalloc counts this process, where LocalCluster also runs the scheduler (about
+    # 1 MB of its own traffic): the client side must stay below one chunk, whatever the rows
+    chunk_rows, d = 32_768, 32
+    store = tmp_path / "big.zarr"
+    group = zarr.open_group(str(store), mode="w")
+    X = group.create_array("X", shape=(20 * chunk_rows, d), chunks=(chunk_rows, d),
+                           dtype="float32", compressors=None)
+    rng = np.random.default_rng(0)
+    total = 0.0
+    for k in range(20):
+        block = rng.random((chunk_rows, d), dtype=np.float32)
+        total += block.sum(dtype=np.float64)
+        X[k * chunk_rows:(k + 1) * chunk_rows] = block
+    chunk_bytes = chunk_rows * d * 4
+    ds = sl.open_dataset(str(store), chunk_rows=chunk_rows)
+    engine = _engine(client, partitions_per_worker=4)
+
+    def peak(engine, rows) -> tuple[int, np.ndarray]:
+        tracemalloc.start()
+        try:
+            result = engine.run(_column_sums(), ds, rows=rows)
+            return tracemalloc.get_traced_memory()[1], result
+        finally:
+            tracemalloc.stop()
+
+    # the measurement sees a chunk when one is read in this process
+    assert peak(LocalEngine(prefetch=0), (0, 2 * chunk_rows))[0] >= chunk_bytes
+    peak(engine, (0, 4 * chunk_rows))  # first run: imports, connections
+    small, _ = peak(engine, (0, 4 * chunk_rows))
+    large, sums = peak(engine, (0, 20 * chunk_rows))
+    assert sums[0] == 20 * chunk_rows and sums[1] == pytest.approx(total, rel=1e-9)
+    assert large < chunk_bytes / 2
+    assert large < 1.5 * small + 100_000
