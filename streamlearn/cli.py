@@ -1,19 +1,152 @@
-"""The ``streamlearn`` command."""
+"""The ``streamlearn`` command: train, predict, evaluate, info and the demo.
+
+Every command streams its data chunk by chunk, shows progress bars (rows/s, ETA) on stderr
+when stderr is a terminal (``--quiet`` turns them off), and exits with 0 on success, 1 on a
+data or model problem (one line on stderr naming it) and 2 on a usage error.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
+import json
+import math
+import os
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from streamlearn import __version__
-from streamlearn.errors import StreamlearnError
+from streamlearn.errors import DataError, SchemaError, StreamlearnError
 
 
+# -- the models the command line can train ------------------------------------------------
+@dataclass(frozen=True)
+class ModelEntry:
+    """A model the ``train`` command knows, by the import path of its class(es).
+
+    Attributes
+    ----------
+    classifier, regressor : str or None
+        ``"module:Class"`` of the estimator for classification / regression targets.
+    about : str
+        One line for ``--help``.
+    """
+
+    classifier: str | None
+    regressor: str | None
+    about: str
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Targets the model handles."""
+        return tuple(t for t, p in (("classification", self.classifier),
+                                    ("regression", self.regressor)) if p)
+
+
+#: Model name on the command line -> estimator classes. Adding a model is one line here.
+MODELS: dict[str, ModelEntry] = {
+    "additive": ModelEntry("streamlearn.models:AdditiveSVC", None, "additive-kernel SVM"),
+    "mixture": ModelEntry("streamlearn.models:MixtureSVC", None, "mixture of linear SVMs"),
+    "shareboost": ModelEntry("streamlearn.models:ShareBoostClassifier", None,
+                             "shared-feature multiclass boosting"),
+    "sppr": ModelEntry(None, "streamlearn.models:SparsePPRRegressor",
+                       "sparse projection pursuit regression"),
+    "spjsboost": ModelEntry("streamlearn.models:SparseJSBoostClassifier", None,
+                            "sparse joint-selection boosting"),
+    "supersparse": ModelEntry("streamlearn.models:SuperSparseClassifier",
+                              "streamlearn.models:SuperSparseRegressor",
+                              "super-sparse prototype machine"),
+}
+
+#: Shared flags of ``train`` -> constructor parameter names they may set, first match wins.
+COMMON_FLAGS: dict[str, tuple[str, ...]] = {
+    "epochs": ("epochs",),
+    "C": ("C",),
+    "lam": ("lam",),
+    "seed": ("random_state", "seed"),
+}
+#: Constructor parameters the command line sets itself.
+MANAGED_PARAMS = ("engine",)
+
+
+def model_class(name: str, task: str) -> type:
+    """The estimator class of command-line model ``name`` for a ``task`` target."""
+    entry = MODELS[name]
+    path = entry.classifier if task == "classification" else entry.regressor
+    if path is None:
+        kind = "classification labels" if task == "classification" else "numeric values"
+        raise click.ClickException(
+            f"model {name!r} handles {' and '.join(entry.tasks)} targets; the target holds "
+            f"{kind}")
+    module_name, _, class_name = path.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        raise click.ClickException(
+            f"model {name!r} ({module_name}.{class_name}) is not available in this version of "
+            f"streamlearn ({__version__})") from None
+    return cls
+
+
+def constructor_params(cls: type) -> list[str]:
+    """Names of the constructor parameters of an estimator class."""
+    names = getattr(cls, "_param_names", None)
+    if callable(names):
+        return list(names())
+    signature = inspect.signature(cls.__init__)  # type: ignore[misc]
+    return [p.name for p in signature.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` with VALUE read as JSON (numbers, true/false, null, lists), else a string."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint="'--param'")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return name, value
+
+
+def model_params(cls: type, common: dict[str, Any],
+                 params: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """Constructor arguments from the shared flags and ``--param`` options.
+
+    Raises a usage error naming the valid parameters when a name does not exist.
+    """
+    valid = [p for p in constructor_params(cls) if p not in MANAGED_PARAMS]
+    out: dict[str, Any] = {}
+    for flag, value in common.items():
+        if value is None:
+            continue
+        name = next((n for n in COMMON_FLAGS[flag] if n in valid), None)
+        if name is None:
+            raise click.UsageError(
+                f"--{flag} does not apply to {cls.__name__}; its parameters are "
+                f"{', '.join(valid)}")
+        out[name] = value
+    for name, value in params:
+        if name not in valid:
+            raise click.BadParameter(
+                f"{cls.__name__} has no parameter {name!r}; valid names: {', '.join(valid)}",
+                param_hint="'--param'")
+        out[name] = value
+    return out
+
+
+# -- shared plumbing ----------------------------------------------------------------------
 def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Report streamlearn errors as one line on stderr with exit code 1, no traceback."""
 
@@ -42,44 +175,168 @@ def _nan_policy(value: str) -> str | float:
         raise click.BadParameter("use 'raise', 'drop' or a number to fill with") from None
 
 
-def data_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by every command that opens a dataset."""
-    options = [
-        click.option("--target", "-t", help="Target column (zarr X/y stores default to y)."),
-        click.option("--features", help="Comma-separated feature columns (default: all others)."),
-        click.option("--exclude", help="Comma-separated columns to leave out."),
-        click.option("--format", "fmt", type=click.Choice(["parquet", "zarr"]),
-                     help="Storage format when the path does not tell."),
-        click.option("--chunk-rows", type=click.IntRange(min=1),
-                     help="Rows per chunk (default: about 16 MiB of features)."),
-        click.option("--nan-policy", default="raise", show_default=True,
-                     help="NaN/inf in features: raise, drop, or a number to fill with."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+def _options(*options: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+_target_option = click.option("--target", "-t",
+                              help="Target column (zarr X/y stores default to y).")
+_storage_options = _options(
+    click.option("--format", "fmt", type=click.Choice(["parquet", "zarr"]),
+                 help="Storage format when the path does not tell."),
+    click.option("--chunk-rows", type=click.IntRange(min=1),
+                 help="Rows per chunk (default: about 16 MiB of features)."),
+    click.option("--nan-policy", default="raise", show_default=True,
+                 help="NaN/inf in features: raise, drop, or a number to fill with."),
+)
+#: Options of every command that opens a dataset and chooses its columns.
+data_options = _options(
+    _target_option,
+    click.option("--features", help="Comma-separated feature columns (default: all others)."),
+    click.option("--exclude", help="Comma-separated columns to leave out."),
+    _storage_options,
+)
+_quiet_option = click.option("--quiet", "-q", is_flag=True,
+                             help="No progress bars or timing lines on stderr.")
 
 
 def _open(data: str, target: str | None, features: str | None, exclude: str | None,
-          fmt: str | None, chunk_rows: int | None, nan_policy: str) -> Any:
+          fmt: str | None, chunk_rows: int | None, nan_policy: str, **more: Any) -> Any:
     from streamlearn.data.open import open_dataset
 
     return open_dataset(
         data, target=target, features=_names(features), exclude=_names(exclude) or (),
-        format=fmt, chunk_rows=chunk_rows, nan_policy=_nan_policy(nan_policy),
+        format=fmt, chunk_rows=chunk_rows, nan_policy=_nan_policy(nan_policy), **more,
     )
 
 
+def _progress(quiet: bool) -> bool | None:
+    """Progress argument of engines: off with ``--quiet``, else when stderr is a terminal."""
+    return False if quiet else None
+
+
+def _engine(quiet: bool, chunk_rows: int | None = None) -> Any:
+    from streamlearn.engine.local import LocalEngine
+
+    return LocalEngine(progress=_progress(quiet), chunk_rows=chunk_rows)
+
+
+def _rate(rows: int, seconds: float) -> str:
+    return f"{rows / max(seconds, 1e-9):,.0f} rows/s"
+
+
+def _load_model(path: str) -> Any:
+    from streamlearn.io import load_model
+
+    return load_model(path)
+
+
+def _is_classifier(model: Any) -> bool:
+    return getattr(model, "classes_", None) is not None
+
+
+def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | None,
+                    chunk_rows: int | None, nan_policy: str) -> Any:
+    """Open ``data`` with the features ``model`` was trained on, checking they are there.
+
+    Columns are matched by name; a model trained on unnamed columns (``x0, x1, ...``) takes
+    the data's feature columns by position, and only their number must agree.
+    """
+    from streamlearn.data.sources.base import default_feature_names
+
+    expected = list(getattr(model, "feature_names_in_", ()))
+    if not expected:
+        raise SchemaError(f"the {type(model).__name__} does not record its feature names")
+    task = None
+    if target is not None:
+        task = "classification" if _is_classifier(model) else "regression"
+    shown = _shown(expected)
+    if expected == default_feature_names(len(expected)):
+        dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task)
+        if dataset.n_features != len(expected):
+            raise SchemaError(
+                f"the data has {dataset.n_features} feature columns "
+                f"({_shown(list(dataset.feature_names))}); the model was trained on "
+                f"{len(expected)}")
+        return dataset
+    try:
+        return _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
+                     task=task)
+    except SchemaError as exc:
+        if "not found" not in str(exc):
+            raise
+        raise SchemaError(f"the data lacks features the model was trained on "
+                          f"({len(expected)} features: {shown}): {exc}") from exc
+
+
+def _shown(names: Sequence[Any], limit: int = 10) -> str:
+    items = ", ".join(str(n) for n in list(names)[:limit])
+    return f"{items}{', ...' if len(names) > limit else ''}"
+
+
+def _format_metric(value: Any) -> str:
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+def metrics_table(metrics: dict[str, Any], classes: Sequence[Any] | None = None) -> str:
+    """Metrics as aligned text: one line per scalar, then the confusion matrix if any."""
+    scalars = [(k, v) for k, v in metrics.items() if not isinstance(v, list | dict)]
+    width = max((len(k) for k, _ in scalars), default=0)
+    lines = [f"{k.ljust(width)}  {_format_metric(v)}" for k, v in scalars]
+    confusion = metrics.get("confusion_matrix")
+    if confusion:
+        labels = [str(c) for c in (classes if classes is not None else range(len(confusion)))]
+        cells = [[_format_metric(v) for v in row] for row in confusion]
+        w = max(len(s) for s in [*labels, *(c for row in cells for c in row)])
+        lines += ["", "confusion matrix (rows: true class, columns: predicted)",
+                  " " * (w + 2) + " ".join(s.rjust(w) for s in labels)]
+        lines += [f"{label.rjust(w)}  " + " ".join(c.rjust(w) for c in row)
+                  for label, row in zip(labels, cells, strict=True)]
+    return "\n".join(lines)
+
+
+def _json_ready(value: Any) -> Any:
+    """Metrics as strict JSON: NaN becomes null, numpy scalars plain numbers."""
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# -- the command group --------------------------------------------------------------------
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="streamlearn")
 def cli() -> None:
-    """Train nonlinear models on data larger than memory, streaming it chunk by chunk."""
+    """Train nonlinear models on data larger than memory, streaming it chunk by chunk.
+
+    \b
+    Examples:
+      streamlearn demo
+      streamlearn info train.parquet --target label
+      streamlearn train train.parquet --target label --model additive --out model.slm
+      streamlearn predict model.slm test.parquet --out predictions.parquet --proba
+      streamlearn evaluate model.slm test.parquet --target label
+    """
 
 
 @cli.command()
 @click.argument("data")
 @data_options
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_quiet_option
 @_user_errors
 def info(data: str, target: str | None, features: str | None, exclude: str | None,
          fmt: str | None, chunk_rows: int | None, nan_policy: str, quiet: bool) -> None:
@@ -94,31 +351,420 @@ def info(data: str, target: str | None, features: str | None, exclude: str | Non
       streamlearn info data/ --exclude id --nan-policy drop
     """
     from streamlearn.engine.describe import describe
-    from streamlearn.engine.local import LocalEngine
 
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy)
     click.echo(dataset.schema)
     click.echo("")
     started = time.perf_counter()
-    summary = describe(dataset, engine=LocalEngine(progress=False if quiet else None))
+    summary = describe(dataset, engine=_engine(quiet))
     elapsed = time.perf_counter() - started
     click.echo(summary)
     if not quiet:
         click.echo(f"\n{dataset.n_rows:,} rows streamed in {elapsed:.2f} s "
-                   f"({dataset.n_rows / max(elapsed, 1e-9):,.0f} rows/s)", err=True)
+                   f"({_rate(dataset.n_rows, elapsed)})", err=True)
+
+
+_MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
+                        for name, entry in MODELS.items())
+
+
+@cli.command(epilog="\b\nModels:\n" + _MODEL_HELP)
+@click.argument("data")
+@data_options
+@click.option("--weight", "-w", help="Sample-weight column.")
+@click.option("--model", "-m", "model_name", type=click.Choice(list(MODELS)), required=True,
+              help="Which model to train (see below).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="Model file to write (conventionally *.slm).")
+@click.option("--epochs", type=click.IntRange(min=1), help="Passes of the sequential solver.")
+@click.option("--C", "C", type=click.FloatRange(min=0, min_open=True),
+              help="Penalty of the losses (larger: less regularisation).")
+@click.option("--lam", type=click.FloatRange(min=0, min_open=True),
+              help="Regularisation strength (overrides --C where a model has both).")
+@click.option("--seed", type=int, help="Random seed (shuffling, initialisation).")
+@click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
+              callback=lambda ctx, param, values: [parse_param(v) for v in values],
+              help="Any constructor parameter of the model (repeatable); VALUE is read as "
+                   "JSON (20, 0.5, true, null, [1,2]) or else taken as a string.")
+@click.option("--train-score/--no-train-score", default=True, show_default=True,
+              help="Score the model on the training data (one more pass).")
+@_quiet_option
+@_user_errors
+def train(data: str, target: str | None, features: str | None, exclude: str | None,
+          fmt: str | None, chunk_rows: int | None, nan_policy: str, weight: str | None,
+          model_name: str, out: str, epochs: int | None, C: float | None, lam: float | None,
+          seed: int | None, params: list[tuple[str, Any]], train_score: bool, quiet: bool) -> None:
+    """Train a model on DATA, streaming it, and save it to --out.
+
+    DATA is a parquet file or directory, a zarr store, or an fsspec URL of either. Shared
+    options (--epochs, --C, --lam, --chunk-rows, --seed) set the model's parameter of that
+    name; --param NAME=VALUE sets any other (a wrong name lists the valid ones).
+
+    \b
+    Examples:
+      streamlearn train train.parquet -t label -m additive -o model.slm
+      streamlearn train train.parquet -t label -m additive --epochs 2 \\
+          -p embedding=fourier -p n_terms=6 -o fourier.slm
+      streamlearn train data.zarr -m additive -p solver=dcd --C 10 -o dcd.slm
+      streamlearn train houses.parquet -t price -m sppr --exclude id -o price.slm
+    """
+    entry = MODELS[model_name]
+    common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
+    task = entry.tasks[0] if len(entry.tasks) == 1 else None
+    if task is not None:  # an unknown model or parameter fails before the data is read
+        model_params(model_class(model_name, task), common, params)
+    dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
+                    weight=weight, task=task if target is not None else None)
+    if dataset.task is None:
+        raise click.UsageError("train needs the target column: --target COL")
+    cls = model_class(model_name, dataset.task)
+    kwargs = model_params(cls, common, params)
+    valid = constructor_params(cls)
+    if chunk_rows is not None and "chunk_rows" in valid:
+        kwargs["chunk_rows"] = chunk_rows
+    if "progress" in valid and "progress" not in kwargs:
+        kwargs["progress"] = _progress(quiet)
+    elif "engine" in valid:
+        kwargs["engine"] = _engine(quiet, chunk_rows)
+    model = _build(cls, kwargs)
+
+    started = time.perf_counter()
+    try:
+        model.fit(dataset)
+    except StreamlearnError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+    elapsed = time.perf_counter() - started
+    path = model.save(out)
+
+    shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k not in ("progress", "engine"))
+    click.echo(f"trained {cls.__name__}({shown})")
+    click.echo(f"  data     : {dataset.n_rows:,} rows x {dataset.n_features} features of "
+               f"{dataset.source.description}")
+    n_train = getattr(model, "n_train_", None)
+    if n_train is not None and n_train != dataset.n_rows:
+        click.echo(f"  trained on {n_train:,} rows (the rest held out for calibration)")
+    if dataset.task == "classification":
+        classes = list(getattr(model, "classes_", []))
+        click.echo(f"  classes  : {len(classes)} ({_shown(classes)})")
+    click.echo(f"  fit time : {elapsed:.2f} s")
+    own = getattr(model, "summary", None)
+    if callable(own):
+        click.echo(str(own()))
+    if train_score:
+        from streamlearn.engine.evaluate import evaluate
+
+        metrics = evaluate(model, dataset, engine=_engine(quiet))
+        click.echo("\non the training data:")
+        click.echo(_indent(metrics_table(metrics, getattr(model, "classes_", None))))
+    click.echo(f"\nsaved to {path}")
+
+
+def _build(cls: type, kwargs: dict[str, Any]) -> Any:
+    """Construct the estimator and check its parameters where it can say (usage errors)."""
+    try:
+        model = cls(**kwargs)
+        check = getattr(model, "_validate", None)
+        if callable(check):
+            check()
+    except StreamlearnError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(f"invalid model parameters for {cls.__name__}: {exc}") from exc
+    return model
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+# -- predict ------------------------------------------------------------------------------
+class PassthroughColumns:
+    """Columns of the data copied next to the predictions, read piece by piece.
+
+    Holds at most one storage piece of these columns at a time; reads through its own
+    source so it never shares file handles with the chunk stream's reader thread.
+
+    Parameters
+    ----------
+    source : Source
+        A fresh source of the same data.
+    names : list of str
+    """
+
+    def __init__(self, source: Any, names: list[str]) -> None:
+        missing = [n for n in names if n not in source.kinds]
+        if missing:
+            raise SchemaError(f"--keep names column(s) {missing} not in {source.description}; "
+                              f"columns are {_shown(list(source.columns), 20)}")
+        self.source = source
+        self.names = names
+        self._offsets = np.cumsum([0, *(p.n_rows for p in source.pieces)])
+        self._cached: tuple[int, dict[str, np.ndarray]] | None = None
+
+    def _piece(self, i: int) -> dict[str, np.ndarray]:
+        if self._cached is None or self._cached[0] != i:
+            try:
+                values = {n: np.asarray(self.source.read_target(i, n)) for n in self.names}
+            except KeyError as exc:
+                raise SchemaError(f"column {exc} of {self.source.description} cannot be copied "
+                                  "to the predictions (it is not a column of its own)") from None
+            self._cached = (i, values)
+        return self._cached[1]
+
+    def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Values of the columns at global rows ``rows`` (ascending)."""
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        i = int(np.searchsorted(self._offsets, lo, side="right")) - 1
+        parts: dict[str, list[np.ndarray]] = {n: [] for n in self.names}
+        while i < len(self._offsets) - 1 and self._offsets[i] < hi:
+            a, b = int(self._offsets[i]), int(self._offsets[i + 1])
+            values = self._piece(i)
+            for n in self.names:
+                parts[n].append(values[n][max(lo, a) - a : min(hi, b) - a])
+            i += 1
+        return {n: np.concatenate(p)[rows - lo] for n, p in parts.items()}
+
+
+def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.ndarray]:
+    columns = {"prediction": np.asarray(model.predict(X))}
+    if proba:
+        p = np.asarray(model.predict_proba(X), dtype=np.float64)
+        for j, label in enumerate(model.classes_):
+            columns[f"proba_{label}"] = p[:, j]
+    return columns
+
+
+def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
+                      proba: bool = False, keep: PassthroughColumns | None = None,
+                      row_index: bool = False, quiet: bool = True) -> tuple[int, list[str]]:
+    """Stream ``dataset`` through ``model`` into a parquet file, one row group per chunk.
+
+    The file is written under a temporary name in the destination directory and renamed
+    when complete, so ``out`` is never a partial file.
+
+    Returns
+    -------
+    (rows written, column names)
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamlearn.engine.progress import Progress, progress_enabled
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    writer: pq.ParquetWriter | None = None
+    n_written = 0
+    names: list[str] = []
+    try:
+        with Progress(dataset.n_rows, "predict", progress_enabled(_progress(quiet))) as bar:
+            for chunk in dataset.chunks():
+                bar.update(chunk.n_rows)
+                if chunk.n_rows == 0:
+                    continue
+                columns: dict[str, np.ndarray] = {}
+                if keep is not None:
+                    columns.update(keep.take(chunk.rows))
+                if row_index:
+                    columns["row"] = chunk.rows
+                columns.update(_prediction_columns(model, chunk.X, proba))
+                table = pa.table(columns)
+                if writer is None:
+                    names = table.column_names
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+                n_written += chunk.n_rows
+        if writer is None:
+            raise DataError("no rows left to predict (every row was dropped by --nan-policy)")
+        writer.close()
+        writer = None
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o666 & ~umask)  # mkstemp creates owner-only files
+        os.replace(tmp, out)
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+    return n_written, names
+
+
+@cli.command()
+@click.argument("model_path", metavar="MODEL")
+@click.argument("data")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="Parquet file to write the predictions to.")
+@click.option("--proba", is_flag=True,
+              help="Add one probability column per class (proba_<label>).")
+@click.option("--keep", "-k", multiple=True, metavar="COL",
+              help="Copy this column of DATA next to the predictions (repeatable), e.g. an id.")
+@click.option("--row-index", is_flag=True,
+              help="Add each row's position in DATA as column 'row'.")
+@_storage_options
+@_quiet_option
+@_user_errors
+def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, ...],
+            row_index: bool, fmt: str | None, chunk_rows: int | None, nan_policy: str,
+            quiet: bool) -> None:
+    """Predict DATA with the model in MODEL, streaming rows into a parquet file.
+
+    DATA must hold the feature columns the model was trained on (other columns are
+    ignored). Predictions are written chunk by chunk, in the order of DATA, as a column
+    'prediction'; the file appears under its name only once complete.
+
+    \b
+    Examples:
+      streamlearn predict model.slm test.parquet --out predictions.parquet
+      streamlearn predict model.slm test.parquet -o p.parquet --proba --keep id
+      streamlearn predict model.slm s3://bucket/new.zarr -o p.parquet --row-index
+    """
+    from streamlearn.data.open import open_dataset
+
+    model = _load_model(model_path)
+    if proba and not (hasattr(model, "predict_proba") and _is_classifier(model)):
+        raise click.UsageError(f"--proba: a {type(model).__name__} has no class probabilities")
+    clash = [c for c in (*keep, *(["row"] if row_index else [])) if c == "prediction"
+             or c.startswith("proba_")]
+    if clash or (row_index and "row" in keep):
+        raise click.UsageError(f"--keep column(s) {clash or ['row']} would clash with the "
+                               "output's own columns")
+    dataset = _open_for_model(model, data, target=None, fmt=fmt, chunk_rows=chunk_rows,
+                              nan_policy=nan_policy)
+    passthrough = None
+    if keep:
+        second = open_dataset(data, features=list(dataset.feature_names), format=fmt)
+        passthrough = PassthroughColumns(second.source, list(dict.fromkeys(keep)))
+    started = time.perf_counter()
+    n_rows, names = write_predictions(model, dataset, out, proba=proba, keep=passthrough,
+                                      row_index=row_index, quiet=quiet)
+    elapsed = time.perf_counter() - started
+    click.echo(f"wrote {n_rows:,} predictions to {out} (columns: {', '.join(names)})")
+    if not quiet:
+        click.echo(f"{n_rows:,} rows in {elapsed:.2f} s ({_rate(n_rows, elapsed)})", err=True)
+
+
+# -- evaluate -----------------------------------------------------------------------------
+@cli.command("evaluate")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("data")
+@_target_option
+@_storage_options
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as one JSON object.")
+@_quiet_option
+@_user_errors
+def evaluate_command(model_path: str, data: str, target: str | None, fmt: str | None,
+                     chunk_rows: int | None, nan_policy: str, as_json: bool,
+                     quiet: bool) -> None:
+    """Score the model in MODEL on DATA in one streamed pass.
+
+    Classifiers: accuracy, log-loss (with probabilities) and the confusion matrix;
+    regressors: MSE, MAE and R^2. DATA needs the model's feature columns and the target.
+
+    \b
+    Examples:
+      streamlearn evaluate model.slm test.parquet --target label
+      streamlearn evaluate model.slm test.zarr --json > metrics.json
+    """
+    from streamlearn.engine.evaluate import evaluate
+
+    model = _load_model(model_path)
+    dataset = _open_for_model(model, data, target=target, fmt=fmt, chunk_rows=chunk_rows,
+                              nan_policy=nan_policy)
+    if dataset.task is None:
+        raise click.UsageError("evaluate needs the target column: --target COL")
+    started = time.perf_counter()
+    metrics = evaluate(model, dataset, engine=_engine(quiet))
+    elapsed = time.perf_counter() - started
+    classes = dataset.classes
+    if as_json:
+        report = {"model": type(model).__name__, "data": data, "target": dataset.target,
+                  "task": dataset.task, **metrics}
+        if classes is not None:
+            report["classes"] = classes.tolist()
+        click.echo(json.dumps(_json_ready(report), indent=1))
+    else:
+        click.echo(f"{type(model).__name__} on {dataset.source.description}, target "
+                   f"{dataset.target!r}\n")
+        click.echo(metrics_table(metrics, classes))
+    if not quiet:
+        click.echo(f"{dataset.n_rows:,} rows in {elapsed:.2f} s ({_rate(dataset.n_rows, elapsed)})",
+                   err=True)
+
+
+# -- demo ---------------------------------------------------------------------------------
+#: Hyper-parameters of the demo's additive model: cubic B-splines, two PEGASOS epochs.
+DEMO_MODEL = {"embedding": "bspline", "degree": 3, "n_bases": 20, "epochs": 2}
+#: Points at which each learned curve is drawn.
+CURVE_POINTS = 24
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: np.ndarray, lo: float, hi: float) -> str:
+    """One character per value, eight levels between ``lo`` and ``hi``."""
+    span = hi - lo if hi > lo else 1.0
+    levels = np.clip(np.rint((values - lo) / span * (len(SPARK) - 1)), 0, len(SPARK) - 1)
+    return "".join(SPARK[int(k)] for k in levels)
+
+
+def additive_curves(model: Any, lo: np.ndarray, hi: np.ndarray,
+                    center: np.ndarray, points: int = CURVE_POINTS) -> np.ndarray:
+    """Learned curve ``g_f`` of each feature of an additive model, centred to mean zero.
+
+    ``g_f`` is read off the decision function by moving feature ``f`` over
+    ``[lo_f, hi_f]`` with the other features held at ``center``: the model is a sum of
+    one-dimensional curves, so what changes is ``g_f`` alone.
+
+    Returns
+    -------
+    ndarray of shape (n_features, points)
+    """
+    d = len(center)
+    curves = np.empty((d, points))
+    for f in range(d):
+        X = np.tile(np.asarray(center, dtype=np.float32), (points, 1))
+        X[:, f] = np.linspace(lo[f], hi[f], points, dtype=np.float32)
+        scores = np.asarray(model.decision_function(X), dtype=np.float64).reshape(points, -1)
+        curves[f] = scores[:, 0] - scores[:, 0].mean()
+    return curves
+
+
+def _true_accuracy(dataset: Any, signal: Callable[[np.ndarray], np.ndarray]) -> float:
+    """Accuracy of the sign of the noise-free signal on a dataset (the best achievable)."""
+    from streamlearn.engine.local import LocalEngine
+
+    classes = dataset.classes
+
+    def step(state: list[int], chunk: Any) -> list[int]:
+        guess = (signal(chunk.X) > 0).astype(classes.dtype)
+        return [state[0] + int((guess == classes[chunk.y]).sum()), state[1] + chunk.n_rows]
+
+    correct, total = LocalEngine(progress=False).reduce(
+        dataset, start=lambda: [0, 0], step=step,
+        merge=lambda a, b: [a[0] + b[0], a[1] + b[1]])
+    return correct / max(total, 1)
 
 
 @cli.command()
 @click.option("--rows", type=click.IntRange(min=10_000), default=None,
-              help="Rows of the generated dataset (default 2,000,000).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+              help="Training rows of the generated dataset (default 2,000,000).")
+@click.option("--epochs", type=click.IntRange(min=1), default=DEMO_MODEL["epochs"],
+              show_default=True, help="PEGASOS epochs of the additive model.")
+@_quiet_option
 @_user_errors
-def demo(rows: int | None, quiet: bool) -> None:
-    """Generate the built-in demo dataset (once, in the cache) and stream it.
+def demo(rows: int | None, epochs: int, quiet: bool) -> None:
+    """Train an additive SVM on the built-in demo dataset and show what it learned.
 
-    The data is a binary problem whose label depends on each feature through its own
-    non-linear curve, written as parquet under $STREAMLEARN_CACHE (default
-    ~/.cache/streamlearn); nothing is downloaded.
+    The data is a binary problem whose label is the sign of a sum of one non-linear curve
+    per feature (a wave, a bowl, a kink, a step, a bump, a line; two features are noise),
+    written as parquet under $STREAMLEARN_CACHE (default ~/.cache/streamlearn); nothing is
+    downloaded. The demo streams it to train an AdditiveSVC (cubic B-splines, PEGASOS) and
+    a linear SVM, scores both on held-out rows, draws the curve learned for each feature
+    next to the true one, and saves the model.
 
     \b
     Examples:
@@ -126,27 +772,78 @@ def demo(rows: int | None, quiet: bool) -> None:
       streamlearn demo --rows 200000 --quiet
     """
     from streamlearn.data.open import open_dataset
-    from streamlearn.data.synthetic import DEMO_ROWS, demo_dataset_path
+    from streamlearn.data.synthetic import (
+        DEMO_ROWS,
+        additive_signal,
+        cache_dir,
+        demo_dataset_path,
+    )
     from streamlearn.engine.describe import describe
-    from streamlearn.engine.local import LocalEngine
+    from streamlearn.engine.evaluate import evaluate
+    from streamlearn.models import AdditiveSVC
 
     n_rows = rows or DEMO_ROWS
-    click.echo(f"demo dataset: {n_rows:,} rows, label = sign of a sum of non-linear curves "
-               "of 8 features (2 pure noise)")
+    n_test = max(n_rows // 10, 10_000)
+    click.echo(f"demo: {n_rows:,} training rows and {n_test:,} held-out test rows; label = "
+               "sign of a sum of\none non-linear curve per feature (x6, x7 are noise) plus "
+               "noise")
     started = time.perf_counter()
-    path = demo_dataset_path(n_rows)
-    click.echo(f"  stored at {path} ({time.perf_counter() - started:.1f} s)")
-    dataset = open_dataset(path, target="label")
+    train_path = demo_dataset_path(n_rows, seed=0)
+    test_path = demo_dataset_path(n_test, seed=1)
+    click.echo(f"  data in {train_path}\n      and {test_path} "
+               f"({time.perf_counter() - started:.1f} s)")
+    train_set = open_dataset(train_path, target="label")
+    test_set = open_dataset(test_path, target="label")
     click.echo("")
-    click.echo(dataset.schema)
-    click.echo("")
+    click.echo(train_set.schema)
+
+    params = {**DEMO_MODEL, "epochs": epochs, "random_state": 0, "progress": _progress(quiet)}
+    click.echo(f"\ntraining AdditiveSVC(degree=3, n_bases=20, epochs={epochs}): one cubic "
+               "B-spline curve per feature, PEGASOS")
     started = time.perf_counter()
-    summary = describe(dataset, engine=LocalEngine(progress=False if quiet else None))
-    elapsed = time.perf_counter() - started
-    click.echo(summary)
-    click.echo(f"\nstreamed {dataset.n_rows:,} rows in {elapsed:.2f} s "
-               f"({dataset.n_rows / max(elapsed, 1e-9):,.0f} rows/s) in chunks of "
-               f"{dataset.chunk_rows:,} rows")
+    model = AdditiveSVC(**params).fit(train_set)
+    fit_s = time.perf_counter() - started
+    streamed = n_rows * (epochs + 2)  # summary pass, epochs, calibration pass
+    click.echo(f"  {epochs + 2} passes over {n_rows:,} rows in {fit_s:.1f} s "
+               f"({_rate(streamed, fit_s)})")
+    click.echo("training a linear SVM on the same stream, for comparison")
+    started = time.perf_counter()
+    linear = AdditiveSVC(**{**params, "embedding": "linear"}).fit(train_set)
+    click.echo(f"  {time.perf_counter() - started:.1f} s")
+
+    engine = _engine(quiet)
+    scores = {"additive (B-splines)": evaluate(model, test_set, engine=engine),
+              "linear": evaluate(linear, test_set, engine=engine)}
+    click.echo(f"\non the {n_test:,} held-out rows:")
+    click.echo(f"  {'model':<22} {'accuracy':>8} {'log-loss':>8}")
+    for name, m in scores.items():
+        click.echo(f"  {name:<22} {m['accuracy']:>8.4f} {m['log_loss']:>8.4f}")
+    click.echo(f"  {'true curves (best)':<22} {_true_accuracy(test_set, additive_signal):>8.4f}")
+
+    stats = describe(test_set, engine=engine, probabilities=(0.02, 0.5, 0.98))
+    lo, center, hi = stats.quantiles
+    learned = additive_curves(model, lo, hi, center)
+    grid = np.linspace(lo, hi, CURVE_POINTS).T  # (features, points)
+    truth = np.empty_like(learned)
+    for f in range(len(center)):
+        X = np.tile(center.astype(np.float32), (CURVE_POINTS, 1))
+        X[:, f] = grid[f]
+        truth[f] = additive_signal(X) - additive_signal(X).mean()
+    click.echo("\nlearned curve of each feature (x from its 2% to its 98% quantile), next to "
+               "the true one;\nshare = the curve's range as a share of all curves' ranges")
+    click.echo(f"  {'feature':<8} {'share':>6}  {'learned':<{CURVE_POINTS}}  {'share':>6}  true")
+    spans = {k: np.ptp(c, axis=1) for k, c in (("learned", learned), ("true", truth))}
+    for f, name in enumerate(model.feature_names_in_):
+        parts = []
+        for key, curves in (("learned", learned), ("true", truth)):
+            share = spans[key][f] / spans[key].sum()
+            parts.append((f"{share:>6.0%}", sparkline(curves[f], curves.min(), curves.max())))
+        click.echo(f"  {name:<8} {parts[0][0]}  {parts[0][1]}  {parts[1][0]}  {parts[1][1]}")
+
+    path = model.save(cache_dir() / f"demo-additive-{n_rows}.slm")
+    click.echo(f"\nmodel saved to {path}")
+    click.echo(f"  streamlearn evaluate {path} {test_path} --target label")
+    click.echo(f"  streamlearn predict {path} {test_path} --out predictions.parquet --proba")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,20 +2,322 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from click.testing import CliRunner
+import click
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+from sklearn.metrics import confusion_matrix, log_loss
 
-from streamlearn.cli import cli
+from streamlearn.cli import (
+    MODELS,
+    ModelEntry,
+    additive_curves,
+    cli,
+    metrics_table,
+    model_class,
+    parse_param,
+    sparkline,
+)
+from streamlearn.data.synthetic import additive_problem
+from streamlearn.models import AdditiveSVC
 from tests.conftest import Reference, write_parquet_dir
 
+FEATURE_NAMES = [f"f{j}" for j in range(8)]
 
+
+def run(*args: str, **env: str) -> Result:
+    return CliRunner(env=env or None).invoke(cli, list(args))
+
+
+@dataclass
+class Trained:
+    """A small labelled parquet file and a model trained on it by ``streamlearn train``."""
+
+    frame: pd.DataFrame
+    data: Path
+    model: Path
+    output: str
+
+
+def labelled_frame(n: int, seed: int) -> pd.DataFrame:
+    X, y = additive_problem(n, seed=seed)
+    frame = pd.DataFrame(X, columns=FEATURE_NAMES)
+    frame["label"] = np.where(y == 1, "yes", "no")
+    frame["id"] = [f"r{seed}-{i}" for i in range(n)]
+    return frame
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
+    root = tmp_path_factory.mktemp("cli")
+    frame = labelled_frame(3000, seed=3)
+    data = root / "train.parquet"
+    frame.to_parquet(data, row_group_size=700)
+    model = root / "model.slm"
+    result = run("train", str(data), "--target", "label", "--model", "additive",
+                 "--exclude", "id", "--out", str(model), "--epochs", "2", "--seed", "5",
+                 "-p", "n_bases=12", "-p", "embedding=bspline", "-p", "tol=null", "--quiet")
+    assert result.exit_code == 0, result.output
+    return Trained(frame, data, model, result.output)
+
+
+# -- train --------------------------------------------------------------------------------
+def test_train_sets_parameters_and_reports_training_metrics(trained: Trained) -> None:
+    model = AdditiveSVC.load(trained.model)
+    assert (model.epochs, model.random_state, model.n_bases) == (2, 5, 12)
+    assert isinstance(model.n_bases, int) and model.embedding == "bspline" and model.tol is None
+    assert model.feature_names_in_ == tuple(FEATURE_NAMES)
+    assert model.classes_.tolist() == ["no", "yes"]
+    predicted = model.predict(trained.frame[FEATURE_NAMES])
+    accuracy = float(np.mean(predicted == trained.frame["label"].to_numpy()))
+    assert f"accuracy  {accuracy:.4f}" in trained.output
+    assert "3,000 rows x 8 features" in trained.output
+    assert "classes  : 2 (no, yes)" in trained.output
+    assert f"saved to {trained.model}" in trained.output
+
+
+def test_common_flags_map_to_constructor_parameters(trained: Trained, tmp_path: Path) -> None:
+    out = tmp_path / "m.slm"
+    result = run("train", str(trained.data), "-t", "label", "-m", "additive", "--exclude", "id",
+                 "--C", "3.5", "--lam", "0.01", "--epochs", "1", "--chunk-rows", "500",
+                 "-o", str(out), "--no-train-score", "-q")
+    assert result.exit_code == 0, result.output
+    model = AdditiveSVC.load(out)
+    assert (model.C, model.lam, model.epochs, model.chunk_rows) == (3.5, 0.01, 1, 500)
+    assert model.lam_ == 0.01
+    assert "on the training data" not in result.output
+
+
+def test_param_names_are_validated_against_the_constructor(trained: Trained,
+                                                           tmp_path: Path) -> None:
+    result = run("train", str(trained.data), "-t", "label", "-m", "additive", "--exclude", "id",
+                 "-o", str(tmp_path / "m.slm"), "-p", "nbases=3")
+    assert result.exit_code == 2
+    assert "AdditiveSVC has no parameter 'nbases'" in result.output
+    assert "n_bases" in result.output and "calibration_fraction" in result.output
+    assert not (tmp_path / "m.slm").exists()
+    bad_value = run("train", str(trained.data), "-t", "label", "-m", "additive", "--exclude",
+                    "id", "-o", str(tmp_path / "m.slm"), "-p", "solver=sgd")
+    assert bad_value.exit_code == 2 and "solver must be one of" in bad_value.output
+    no_equals = run("train", str(trained.data), "-t", "label", "-m", "additive", "-o",
+                    str(tmp_path / "m.slm"), "-p", "n_bases")
+    assert no_equals.exit_code == 2 and "is not NAME=VALUE" in no_equals.output
+
+
+def test_parse_param_reads_json_else_string() -> None:
+    assert parse_param("n=20") == ("n", 20)
+    assert parse_param("x=0.5") == ("x", 0.5)
+    assert parse_param("flag=false") == ("flag", False)
+    assert parse_param("tol=null") == ("tol", None)
+    assert parse_param("sizes=[1, 2]") == ("sizes", [1, 2])
+    assert parse_param("embedding=fourier") == ("embedding", "fourier")
+    assert parse_param("expr=a=b") == ("expr", "a=b")
+
+
+def test_model_registry_names_an_unavailable_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(MODELS, "ghost",
+                        ModelEntry("streamlearn.models:GhostClassifier", None, "not written"))
+    with pytest.raises(click.ClickException, match=r"'ghost' \(streamlearn.models.Ghost"):
+        model_class("ghost", "classification")
+    with pytest.raises(click.ClickException, match="handles classification targets"):
+        model_class("ghost", "regression")
+    assert model_class("additive", "classification") is AdditiveSVC
+    for entry in MODELS.values():
+        for path in (entry.classifier, entry.regressor):
+            assert path is None or path.count(":") == 1
+
+
+def test_train_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> None:
+    data, out = str(trained.data), str(tmp_path / "m.slm")
+    assert run("train", data, "-t", "label", "-o", out).exit_code == 2  # no --model
+    assert run("train", data, "-t", "label", "-m", "additive").exit_code == 2  # no --out
+    assert run("train", data, "-t", "label", "-m", "forest", "-o", out).exit_code == 2
+    assert run("train", data, "-t", "label", "-m", "additive", "--epochs", "0",
+               "-o", out).exit_code == 2
+    no_target = run("train", data, "-m", "additive", "--exclude", "label,id", "-o", out)
+    assert no_target.exit_code == 2 and "--target" in no_target.output
+
+
+def test_train_data_problems_exit_1(trained: Trained, tmp_path: Path) -> None:
+    out = str(tmp_path / "m.slm")
+    missing = run("train", str(tmp_path / "none.parquet"), "-t", "y", "-m", "additive", "-o", out)
+    assert missing.exit_code == 1 and "SourceError" in missing.output
+    strings = run("train", str(trained.data), "-t", "label", "-m", "additive", "-o", out)
+    assert strings.exit_code == 1
+    assert "non-numeric feature column" in strings.output and "'id'" in strings.output
+    assert "Traceback" not in strings.output
+
+
+# -- predict ------------------------------------------------------------------------------
+def test_predict_round_trip_matches_the_python_api(trained: Trained, tmp_path: Path) -> None:
+    test = labelled_frame(1500, seed=4)
+    test = test[["id", *FEATURE_NAMES[::-1], "label"]]  # other column order, extra columns
+    data = tmp_path / "test.parquet"
+    test.to_parquet(data, row_group_size=400)
+    out = tmp_path / "pred.parquet"
+    result = run("predict", str(trained.model), str(data), "--out", str(out), "--proba",
+                 "--keep", "id", "--row-index", "--chunk-rows", "256", "-q")
+    assert result.exit_code == 0, result.output
+    assert "wrote 1,500 predictions" in result.output
+    written = pq.ParquetFile(out)
+    assert written.metadata.num_row_groups == -(-1500 // 256)  # one row group per chunk
+    got = pd.read_parquet(out)
+    assert list(got.columns) == ["id", "row", "prediction", "proba_no", "proba_yes"]
+    model = AdditiveSVC.load(trained.model)
+    X = test[FEATURE_NAMES].to_numpy(dtype=np.float32)
+    np.testing.assert_array_equal(got["id"], test["id"])
+    np.testing.assert_array_equal(got["row"], np.arange(1500))
+    np.testing.assert_array_equal(got["prediction"], model.predict(X))
+    np.testing.assert_allclose(got[["proba_no", "proba_yes"]], model.predict_proba(X),
+                               rtol=1e-12)
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_predict_feature_mismatch_is_a_clear_error(trained: Trained, tmp_path: Path) -> None:
+    data = tmp_path / "fewer.parquet"
+    trained.frame.drop(columns=["f7"]).to_parquet(data)
+    result = run("predict", str(trained.model), str(data), "-o", str(tmp_path / "p.parquet"))
+    assert result.exit_code == 1
+    assert "SchemaError: the data lacks features the model was trained on" in result.output
+    assert "['f7'] not found" in result.output
+    assert not (tmp_path / "p.parquet").exists()
+
+
+def test_predict_checks_the_count_of_unnamed_features(tmp_path: Path) -> None:
+    X, y = additive_problem(2000, seed=1)
+    model_path = AdditiveSVC(n_bases=6, epochs=1, progress=False).fit(X, y).save(
+        tmp_path / "unnamed.slm")  # trained on numpy: features x0..x7 taken by position
+    data = tmp_path / "seven.parquet"
+    pd.DataFrame(X[:, :7], columns=[f"c{j}" for j in range(7)]).to_parquet(data)
+    result = run("predict", str(model_path), str(data), "-o", str(tmp_path / "p.parquet"))
+    assert result.exit_code == 1
+    assert "the data has 7 feature columns" in result.output and "trained on 8" in result.output
+    same = tmp_path / "eight.parquet"
+    pd.DataFrame(X, columns=[f"c{j}" for j in range(8)]).to_parquet(same)
+    ok = run("predict", str(model_path), str(same), "-o", str(tmp_path / "p.parquet"))
+    assert ok.exit_code == 0, ok.output
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "p.parquet")["prediction"],
+                                  AdditiveSVC.load(model_path).predict(X))
+
+
+def test_failed_predict_leaves_the_previous_file(trained: Trained, tmp_path: Path) -> None:
+    test = labelled_frame(1000, seed=6)
+    test.loc[900, "f2"] = np.nan  # met in the last chunks, after some were written
+    data = tmp_path / "nan.parquet"
+    test.to_parquet(data)
+    out = tmp_path / "pred.parquet"
+    out.write_bytes(b"previous")
+    result = run("predict", str(trained.model), str(data), "-o", str(out),
+                 "--chunk-rows", "200")
+    assert result.exit_code == 1 and "DataError" in result.output and "'f2'" in result.output
+    assert out.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nan.parquet", "pred.parquet"]
+    dropped = run("predict", str(trained.model), str(data), "-o", str(out), "--row-index",
+                  "--nan-policy", "drop", "-q")
+    assert dropped.exit_code == 0, dropped.output
+    rows = pd.read_parquet(out)["row"].to_numpy()
+    np.testing.assert_array_equal(rows, np.delete(np.arange(1000), 900))
+
+
+def test_predict_usage_and_model_file_errors(trained: Trained, tmp_path: Path) -> None:
+    out = str(tmp_path / "p.parquet")
+    assert run("predict", str(trained.model), str(trained.data)).exit_code == 2  # no --out
+    clash = run("predict", str(trained.model), str(trained.data), "-o", out, "--keep",
+                "prediction")
+    assert clash.exit_code == 2 and "clash" in clash.output
+    unknown = run("predict", str(trained.model), str(trained.data), "-o", out, "--keep", "nope")
+    assert unknown.exit_code == 1 and "--keep names column(s) ['nope']" in unknown.output
+    broken = tmp_path / "broken.slm"
+    broken.write_bytes(trained.model.read_bytes()[:200])
+    damaged = run("predict", str(broken), str(trained.data), "-o", out)
+    assert damaged.exit_code == 1 and "ModelFileError" in damaged.output
+    assert "truncated" in damaged.output
+
+
+# -- evaluate -----------------------------------------------------------------------------
+def test_evaluate_json_matches_scikit_learn(trained: Trained, tmp_path: Path) -> None:
+    test = labelled_frame(1200, seed=7)
+    data = tmp_path / "test.parquet"
+    test.to_parquet(data, row_group_size=500)
+    result = run("evaluate", str(trained.model), str(data), "--target", "label", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    model = AdditiveSVC.load(trained.model)
+    X, y = test[FEATURE_NAMES].to_numpy(dtype=np.float32), test["label"].to_numpy()
+    predicted = model.predict(X)
+    assert metrics["n_rows"] == 1200 and metrics["classes"] == ["no", "yes"]
+    assert metrics["accuracy"] == pytest.approx(np.mean(predicted == y), abs=1e-12)
+    assert metrics["log_loss"] == pytest.approx(
+        log_loss(y, model.predict_proba(X), labels=["no", "yes"]), rel=1e-9)
+    assert metrics["confusion_matrix"] == confusion_matrix(y, predicted,
+                                                           labels=["no", "yes"]).tolist()
+    table = run("evaluate", str(trained.model), str(data), "-t", "label", "-q")
+    assert table.exit_code == 0
+    assert f"accuracy  {metrics['accuracy']:.4f}" in table.output
+    assert "confusion matrix (rows: true class" in table.output
+
+
+def test_evaluate_without_target_is_a_usage_error(trained: Trained) -> None:
+    result = run("evaluate", str(trained.model), str(trained.data))
+    assert result.exit_code == 2 and "--target" in result.output
+
+
+def test_metrics_table_layout() -> None:
+    text = metrics_table({"n_rows": 1234, "accuracy": 0.5, "log_loss": float("nan"),
+                          "confusion_matrix": [[1, 20], [300, 4]]}, ["a", "bb"])
+    lines = text.splitlines()
+    assert lines[:3] == ["n_rows    1,234", "accuracy  0.5000", "log_loss  nan"]
+    assert lines[-3:] == ["       a  bb", "  a    1  20", " bb  300   4"]
+
+
+# -- demo and helpers ---------------------------------------------------------------------
+def test_demo_trains_and_reports_held_out_accuracy(tmp_path: Path) -> None:
+    result = run("demo", "--rows", "20000", "--epochs", "1", "--quiet",
+                 STREAMLEARN_CACHE=str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "rows     : 20,000" in result.output
+    model = AdditiveSVC.load(tmp_path / "demo-additive-20000.slm")
+    test = pd.read_parquet(tmp_path / "demo-additive-10000-1.parquet")
+    X = test[[f"x{j}" for j in range(8)]].to_numpy(dtype=np.float32)
+    accuracy = np.mean(model.predict(X) == test["label"].to_numpy())
+    assert f"additive (B-splines)     {accuracy:.4f}" in result.output
+    assert accuracy > 0.85
+    assert f"model saved to {tmp_path / 'demo-additive-20000.slm'}" in result.output
+    noise = [line for line in result.output.splitlines() if line.startswith(("  x6", "  x7"))]
+    assert len(noise) == 2
+
+
+def test_additive_curves_recover_each_term() -> None:
+    class Additive:
+        def decision_function(self, X: np.ndarray) -> np.ndarray:
+            return np.sin(X[:, 0]) + X[:, 1] ** 2 - 3.0 + 0.0 * X[:, 2]
+
+    lo, hi = np.array([-2.0, -1.0, 0.0]), np.array([2.0, 1.0, 5.0])
+    curves = additive_curves(Additive(), lo, hi, center=np.array([0.3, 0.7, 1.0]), points=9)
+    g0 = np.sin(np.linspace(-2, 2, 9))
+    g1 = np.linspace(-1, 1, 9) ** 2
+    np.testing.assert_allclose(curves[0], g0 - g0.mean(), atol=1e-6)
+    np.testing.assert_allclose(curves[1], g1 - g1.mean(), atol=1e-6)
+    np.testing.assert_allclose(curves[2], 0.0, atol=1e-6)
+
+
+def test_sparkline_levels() -> None:
+    assert sparkline(np.array([0.0, 1.0, 0.5, 7.0]), 0.0, 7.0) == "▁▂▁█"
+    assert sparkline(np.array([3.0, 3.0]), 3.0, 3.0) == "▁▁"
+
+
+# -- info and general ---------------------------------------------------------------------
 def test_info_prints_schema_and_statistics(ref: Reference, tmp_path: Path) -> None:
     root = write_parquet_dir(ref.frame, tmp_path / "d")
-    result = CliRunner().invoke(cli, ["info", str(root), "--target", "label", "--exclude", "w",
-                                      "--quiet"])
+    result = run("info", str(root), "--target", "label", "--exclude", "w", "--quiet")
     assert result.exit_code == 0, result.output
     assert "rows     : 1,000" in result.output
     assert "classes  : 3 (3, 5, 7)" in result.output
@@ -25,7 +327,7 @@ def test_info_prints_schema_and_statistics(ref: Reference, tmp_path: Path) -> No
 
 
 def test_data_problems_exit_1_with_one_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["info", str(tmp_path / "missing.parquet")])
+    result = run("info", str(tmp_path / "missing.parquet"))
     assert result.exit_code == 1
     assert "SourceError: no such file or directory" in result.output
     assert "Traceback" not in result.output
@@ -33,23 +335,19 @@ def test_data_problems_exit_1_with_one_line(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_2(ref: Reference, tmp_path: Path) -> None:
     root = write_parquet_dir(ref.frame, tmp_path / "d")
-    assert CliRunner().invoke(cli, ["info"]).exit_code == 2
-    assert CliRunner().invoke(cli, ["info", str(root), "--nan-policy", "maybe"]).exit_code == 2
-    assert CliRunner().invoke(cli, ["frobnicate"]).exit_code == 2
+    assert run("info").exit_code == 2
+    assert run("info", str(root), "--nan-policy", "maybe").exit_code == 2
+    assert run("frobnicate").exit_code == 2
 
 
 def test_help_has_examples() -> None:
-    for command in (["info", "--help"], ["demo", "--help"]):
-        result = CliRunner().invoke(cli, command)
-        assert result.exit_code == 0 and "Examples:" in result.output
-
-
-def test_demo_runs_end_to_end(tmp_path: Path) -> None:
-    result = CliRunner(env={"STREAMLEARN_CACHE": str(tmp_path)}).invoke(
-        cli, ["demo", "--rows", "20000", "--quiet"])
-    assert result.exit_code == 0, result.output
-    assert "rows     : 20,000" in result.output
-    assert "streamed 20,000 rows" in result.output
+    for command in ("info", "demo", "train", "predict", "evaluate"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Examples:" in result.output, command
+    train_help = run("train", "--help").output
+    for name in MODELS:
+        assert name in train_help
+    assert "Examples:" in run("--help").output
 
 
 def test_console_script_exit_code(tmp_path: Path) -> None:
