@@ -86,3 +86,19 @@ def write_zarr_columns(ref: Reference, store: str | Path, chunk: int = 128) -> s
         arr[:] = values
     group.attrs["columns"] = [*FEATURES, "label", "w"]
     return str(store)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A two-process ``LocalCluster`` on loopback shared by the model tests (started once).
+
+    Tests that kill workers start their own cluster instead.
+    """
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           host="127.0.0.1", dashboard_address=None)
+    client = Client(cluster, set_as_default=False)
+    yield client
+    client.close()
+    cluster.close()
