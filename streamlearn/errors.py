@@ -39,3 +39,7 @@ class ModelFileError(StreamlearnError, ValueError):
 
 class EngineError(StreamlearnError, RuntimeError):
     """An engine cannot run a pass: no dask client, or a pass it cannot split or ship."""
+
+
+class CheckpointError(StreamlearnError, ValueError):
+    """A checkpoint is damaged, or was written by another fit than the one resuming from it."""

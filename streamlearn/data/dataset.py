@@ -196,6 +196,7 @@ class Dataset:
         epoch: int = 0,
         prefetch: int | None = None,
         rows: tuple[int, int] | None = None,
+        skip: int = 0,
     ) -> Iterator[Chunk]:
         """Iterate over the dataset in chunks.
 
@@ -215,6 +216,8 @@ class Dataset:
         rows : (start, stop), optional
             Restrict the walk to global rows ``start:stop`` (used to split a dataset into
             partitions); chunk boundaries are counted from ``start``.
+        skip : int
+            Leave out the first ``skip`` chunks of this order, unread (resuming a pass).
 
         Yields
         ------
@@ -233,7 +236,8 @@ class Dataset:
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
             starts = rng.permutation(starts)
-            row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)
+            row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)[skip:]
+        starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts
         depth = self.prefetch if prefetch is None else int(prefetch)
 

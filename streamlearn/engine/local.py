@@ -33,6 +33,9 @@ class LocalEngine:
         Rows per chunk; defaults to the dataset's own setting.
     """
 
+    #: ``run`` can continue a pass from a checkpoint (``resume``, ``on_chunk``).
+    resumes_mid_pass = True
+
     def __init__(
         self,
         *,
@@ -58,6 +61,8 @@ class LocalEngine:
         epoch: int = 0,
         description: str | None = None,
         rows: tuple[int, int] | None = None,
+        resume: tuple[int, Any] | None = None,
+        on_chunk: Callable[[int, Any], None] | None = None,
     ) -> R:
         """Walk every chunk of ``data`` once through ``pass_`` and return its result.
 
@@ -72,19 +77,27 @@ class LocalEngine:
             Label of the progress bar.
         rows : (start, stop), optional
             Restrict the pass to a row range.
+        resume : (k, state), optional
+            Continue a pass interrupted after its first ``k`` chunks (in this walk's order)
+            from the pass state it had then (see :mod:`streamlearn.engine.checkpoint`).
+        on_chunk : callable, optional
+            Called as ``on_chunk(chunks_done, state)`` after every chunk.
         """
         dataset = data if isinstance(data, Dataset) else open_dataset(data)
         lo, hi = rows if rows is not None else (0, dataset.n_rows)
         label = description or type(pass_).__name__
         chunks = dataset.chunks(
             self.chunk_rows, shuffle=shuffle, seed=seed, epoch=epoch,
-            prefetch=self.prefetch, rows=rows,
+            prefetch=self.prefetch, rows=rows, skip=0 if resume is None else resume[0],
         )
-        state = pass_.start()
+        done, state = (0, pass_.start()) if resume is None else resume
         with Progress(hi - lo, label, progress_enabled(self.progress)) as bar:
             for chunk in chunks:
                 state = pass_.step(state, chunk)
                 bar.update(chunk.n_rows)
+                done += 1
+                if on_chunk is not None:
+                    on_chunk(done, state)
         return pass_.finish(state)
 
     def reduce(

@@ -27,6 +27,7 @@ feature of value ``bias_scale``, regularised like the other weights (liblinear's
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.engine import DescribePass, Description, LocalEngine, evaluate, resolve_engine
+from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FeatureMap, FourierMap, HermiteMap
 from streamlearn.models.base import (
@@ -676,7 +678,8 @@ class AdditiveSVC(StreamEstimator):
 
     # -- training -------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-            engine: Any = None) -> AdditiveSVC:
+            engine: Any = None, checkpoint: str | os.PathLike[str] | None = None,
+            checkpoint_every: int = DEFAULT_EVERY) -> AdditiveSVC:
         """Train on a dataset by streaming over it.
 
         Parameters
@@ -689,6 +692,12 @@ class AdditiveSVC(StreamEstimator):
             Non-negative weights of the rows' losses (values or a column name).
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
+        checkpoint : str or path-like, optional
+            Directory where progress is saved; a fit killed at any point and run again
+            with the same arguments resumes from it and ends with the same model (see
+            :mod:`streamlearn.engine.checkpoint`).
+        checkpoint_every : int
+            Chunks between two checkpoint writes (and at the end of every pass).
 
         Returns
         -------
@@ -697,7 +706,7 @@ class AdditiveSVC(StreamEstimator):
         self._validate()
         self.__dict__.pop("classes_", None)  # not fitted until this fit succeeds
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
-        runner = self._engine(engine)
+        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         seed = self._seed()
         classes = dataset.classes
         assert classes is not None

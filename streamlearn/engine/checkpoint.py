@@ -1,0 +1,555 @@
+"""Checkpoints: a fit killed at any point and started again resumes where it stopped.
+
+A learner's ``fit`` is a deterministic driver that asks its engine for a sequence of passes
+(``run``/``reduce`` calls). :func:`checkpointed` wraps the engine so that the calls are
+numbered and their progress is written to a checkpoint directory:
+
+- the result of every completed call is written once, to ``calls/NNNNNN.zip``;
+- ``progress.zip`` records how many calls completed and, for the call in progress, the pass
+  state after its first ``k`` chunks (written every ``every`` chunks, with a
+  :class:`~streamlearn.engine.local.LocalEngine`) together with the values of every
+  :class:`~streamlearn.data.example_state.ExampleState` the passes hold (dual variables),
+  so per-row values and the pass state are always saved as one consistent snapshot.
+
+When the same fit runs again with the same checkpoint, a completed call returns its stored
+result without reading data, the call in progress continues from its saved state at chunk
+``k + 1`` of the epoch's (seeded, deterministic) chunk order, and later calls run normally:
+the fit ends with the same model as an uninterrupted run. Engines that cannot resume inside
+a pass (:class:`~streamlearn.engine.dask_engine.DaskEngine`) are checkpointed at the end of
+every pass. Every file is written to a temporary file, flushed to disk and renamed over the
+old one, so a crash, even in the middle of a write, leaves the previous checkpoint intact.
+
+A checkpoint records a fingerprint of the model's hyper-parameters, the dataset's schema and
+row count, the engine and the chunk size; using it for another fit is an error that names
+what differs. States and results (nested dataclasses, dicts, lists, tuples, numpy arrays
+and scalars, streamlearn objects) are stored as JSON plus ``.npy`` arrays, never pickle;
+objects are rebuilt only from classes defined in streamlearn.
+
+Recipe for a model: give ``fit`` the arguments ``checkpoint=None,
+checkpoint_every=DEFAULT_EVERY`` and wrap the engine, once the dataset is open::
+
+    runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
+
+then run every pass through ``runner`` (``runner.run`` / ``runner.reduce``). The driver
+must be deterministic given its hyper-parameters (a fixed ``random_state``), keep all state
+that changes inside a pass in the pass state or in an ``ExampleState`` attribute of the pass,
+and not read an ``ExampleState`` between passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import io
+import json
+import os
+import shutil
+import weakref
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamlearn.data.chunk import Chunk
+from streamlearn.data.dataset import Dataset
+from streamlearn.data.example_state import ExampleState
+from streamlearn.errors import CheckpointError
+from streamlearn.io.model_file import atomic_write_bytes
+
+FORMAT = "streamlearn-checkpoint"
+FORMAT_VERSION = 1
+#: Chunks processed between two checkpoint writes when ``checkpoint_every`` is not given.
+DEFAULT_EVERY = 20
+#: Rows of an ``ExampleState`` copied at a time to and from a checkpoint.
+COPY_ROWS = 1 << 16
+#: Hyper-parameters that do not change what a fit computes.
+UNFINGERPRINTED = ("engine", "progress")
+PROGRESS_FILE = "progress.zip"
+
+
+# -- codec: nested values as JSON plus numpy arrays ------------------------------------------
+def _class_name(obj: Any) -> str:
+    cls = type(obj)
+    module = cls.__module__
+    if module != "streamlearn" and not module.startswith("streamlearn."):
+        raise CheckpointError(f"cannot checkpoint a {module}.{cls.__qualname__}: pass states "
+                              "and results must be built from numpy arrays, scalars, lists, "
+                              "tuples, dicts and streamlearn classes")
+    return f"{module}:{cls.__qualname__}"
+
+
+def _find_class(name: str) -> type:
+    module, _, qualname = str(name).partition(":")
+    if module != "streamlearn" and not module.startswith("streamlearn."):
+        raise CheckpointError(f"checkpoint names the class {name!r}, outside streamlearn")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise CheckpointError(f"checkpoint names the class {name!r}, which this version of "
+                              "streamlearn does not have") from exc
+    if not isinstance(found, type):
+        raise CheckpointError(f"checkpoint names {name!r}, which is not a class")
+    return found
+
+
+def _attributes(obj: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    attrs = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if slot not in attrs and hasattr(obj, slot):
+                attrs[slot] = getattr(obj, slot)
+    if not attrs and not hasattr(obj, "__dict__"):
+        raise CheckpointError(f"cannot checkpoint a {type(obj).__name__}: it has no attributes")
+    return attrs
+
+
+def encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """JSON-safe tree of ``value``; its arrays are added to ``arrays`` (under fresh names).
+
+    Parameters
+    ----------
+    value
+        None, bool, int, float, str, numpy arrays and scalars, and lists, tuples, dicts,
+        named tuples, dataclasses and objects (of streamlearn classes) of those.
+    arrays : dict
+        Receives the arrays (copied), to be written as ``.npy`` files.
+
+    Returns
+    -------
+    A tree of JSON values: plain lists, and objects tagged ``"$..."``.
+    """
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int) and type(value) is int:
+        return value
+    if isinstance(value, float) and type(value) is float:
+        return value if np.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, np.ndarray | np.generic):
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            raise CheckpointError("cannot checkpoint an array of Python objects")
+        name = f"a{len(arrays)}"
+        arrays[name] = array.copy()
+        return {"$array" if isinstance(value, np.ndarray) else "$scalar": name}
+    if isinstance(value, list):
+        return [encode(v, arrays) for v in value]
+    if isinstance(value, dict):
+        return {"$dict": [[encode(k, arrays), encode(v, arrays)] for k, v in value.items()]}
+    if isinstance(value, tuple):
+        items = [encode(v, arrays) for v in value]
+        if type(value) is tuple:
+            return {"$tuple": items}
+        return {"$object": _class_name(value), "tuple": items}
+    name = _class_name(value)
+    return {"$object": name,
+            "attrs": {k: encode(v, arrays) for k, v in _attributes(value).items()}}
+
+
+def decode(tree: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Rebuild the value :func:`encode` turned into ``tree``."""
+    if isinstance(tree, list):
+        return [decode(v, arrays) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    try:
+        if "$float" in tree:
+            return float(tree["$float"])
+        if "$array" in tree:
+            return arrays[tree["$array"]]
+        if "$scalar" in tree:
+            return arrays[tree["$scalar"]][()]
+        if "$tuple" in tree:
+            return tuple(decode(v, arrays) for v in tree["$tuple"])
+        if "$dict" in tree:
+            return {_hashable(decode(k, arrays)): decode(v, arrays) for k, v in tree["$dict"]}
+        if "$object" in tree:
+            cls = _find_class(tree["$object"])
+            if "tuple" in tree:
+                return tuple.__new__(cls, [decode(v, arrays) for v in tree["tuple"]])
+            obj = cls.__new__(cls)
+            for key, value in tree["attrs"].items():
+                object.__setattr__(obj, key, decode(value, arrays))
+            return obj
+    except KeyError as exc:
+        raise CheckpointError(f"checkpoint is damaged: missing entry {exc}") from exc
+    raise CheckpointError(f"checkpoint holds an unknown entry {sorted(tree)}")
+
+
+def _hashable(key: Any) -> Any:
+    return key.item() if isinstance(key, np.generic) else key
+
+
+# -- files: a JSON header and .npy arrays in one zip ----------------------------------------
+def _write_bundle(fh: Any, header: dict[str, Any], arrays: dict[str, np.ndarray],
+                  extra: Callable[[zipfile.ZipFile], None] | None = None) -> None:
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        zf.writestr("header.json", json.dumps(header, allow_nan=False))
+        for name, array in arrays.items():
+            buffer = io.BytesIO()
+            # np.ascontiguousarray would turn a 0-d array (a scalar) into shape (1,)
+            contiguous = array if array.flags.c_contiguous else array.copy(order="C")
+            np.lib.format.write_array(buffer, contiguous, allow_pickle=False)
+            zf.writestr(f"arrays/{name}.npy", buffer.getvalue())
+        if extra is not None:
+            extra(zf)
+
+
+def _read_bundle(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            header = json.loads(zf.read("header.json"))
+            arrays = {}
+            for member in zf.namelist():
+                if member.startswith("arrays/") and member.endswith(".npy"):
+                    payload = io.BytesIO(zf.read(member))
+                    arrays[member[7:-4]] = np.lib.format.read_array(payload, allow_pickle=False)
+    except (zipfile.BadZipFile, KeyError, ValueError, EOFError, OSError) as exc:
+        raise CheckpointError(f"checkpoint file {path} is damaged ({exc}); delete the "
+                              "checkpoint directory to start the fit afresh") from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a streamlearn checkpoint file")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path} has checkpoint format version "
+                              f"{header.get('format_version')}; this streamlearn reads "
+                              f"version {FORMAT_VERSION}")
+    return header, arrays
+
+
+def _rows(start: int, n_rows: int) -> Chunk:
+    """A chunk without columns that addresses rows ``start:start + n_rows`` of a state."""
+    return Chunk(X=np.empty((n_rows, 0), dtype=np.float32), y=None, start=start)
+
+
+def _state_shape(state: ExampleState) -> list[int]:
+    return [state.n_rows] if state.n_columns is None else [state.n_rows, int(state.n_columns)]
+
+
+def _write_state(zf: zipfile.ZipFile, member: str, state: ExampleState) -> None:
+    """Stream the values of ``state`` into a ``.npy`` member, ``COPY_ROWS`` rows at a time."""
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+              "shape": tuple(_state_shape(state))}
+    with zf.open(member, "w", force_zip64=True) as out:
+        np.lib.format.write_array_header_2_0(out, header)
+        for a in range(0, state.n_rows, COPY_ROWS):
+            values = state.get(_rows(a, min(COPY_ROWS, state.n_rows - a)))
+            out.write(np.ascontiguousarray(values, dtype="<f4").tobytes())
+
+
+def _read_state(zf: zipfile.ZipFile, member: str, state: ExampleState) -> None:
+    """Stream a ``.npy`` member written by :func:`_write_state` into ``state``."""
+    with zf.open(member) as src:
+        version = np.lib.format.read_magic(src)
+        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)
+        shape, _, dtype = read_header(src)
+        if list(shape) != _state_shape(state):
+            raise CheckpointError(f"checkpoint holds per-row values of shape {list(shape)}, "
+                                  f"the fit has {_state_shape(state)}")
+        width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        for a in range(0, state.n_rows, COPY_ROWS):
+            n = min(COPY_ROWS, state.n_rows - a)
+            raw = src.read(n * width * dtype.itemsize)
+            values = np.frombuffer(raw, dtype=dtype).reshape((n, *shape[1:]))
+            state.put(_rows(a, n), values)
+
+
+# -- the checkpoint directory ----------------------------------------------------------------
+def fit_fingerprint(model: Any, dataset: Dataset, engine: Any) -> dict[str, Any]:
+    """What a checkpoint must agree on to be resumed: model, data schema, engine, chunking."""
+    params = model._json_params() if hasattr(model, "_json_params") else {}
+    classes = dataset.classes
+    return {
+        "model": type(model).__name__,
+        "params": {k: v for k, v in sorted(params.items()) if k not in UNFINGERPRINTED},
+        "data": {
+            "source": dataset.source.description,
+            "n_rows": int(dataset.n_rows),
+            "features": list(dataset.feature_names),
+            "target": dataset.target,
+            "weight": dataset.weight,
+            "task": dataset.task,
+            "classes": None if classes is None else [str(c) for c in classes.tolist()],
+        },
+        "engine": type(engine).__name__,
+        "chunk_rows": int(getattr(engine, "chunk_rows", None) or dataset.chunk_rows),
+    }
+
+
+def _differences(stored: Any, now: Any, where: str = "") -> list[str]:
+    if isinstance(stored, dict) and isinstance(now, dict):
+        out = []
+        for key in sorted(set(stored) | set(now)):
+            out += _differences(stored.get(key), now.get(key), f"{where}.{key}" if where else key)
+        return out
+    return [] if stored == now else [f"{where}: {stored!r} in the checkpoint, {now!r} now"]
+
+
+class Checkpoint:
+    """The files of one checkpoint directory.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Directory (created if needed).
+    fingerprint : dict
+        JSON-safe description of the fit (see :func:`fit_fingerprint`); an existing
+        checkpoint with another fingerprint raises :class:`~streamlearn.errors.CheckpointError`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], fingerprint: dict[str, Any]) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise CheckpointError(f"checkpoint path {self.path} is a file; give a directory")
+        (self.path / "calls").mkdir(parents=True, exist_ok=True)
+        for stale in [*self.path.glob(".*.tmp"), *(self.path / "calls").glob(".*.tmp")]:
+            stale.unlink(missing_ok=True)  # left by a write that was interrupted
+        self.fingerprint = json.loads(json.dumps(fingerprint))
+        self.header: dict[str, Any] | None = None
+        self.arrays: dict[str, np.ndarray] = {}
+        if self.progress_file.exists():
+            self.header, self.arrays = _read_bundle(self.progress_file)
+            diff = _differences(self.header.get("fingerprint"), self.fingerprint)
+            if diff:
+                raise CheckpointError(
+                    f"checkpoint {self.path} was written by another fit ("
+                    + "; ".join(diff[:5]) + "); delete it or give another checkpoint path")
+
+    @property
+    def progress_file(self) -> Path:
+        """The file recording completed calls and the call in progress."""
+        return self.path / PROGRESS_FILE
+
+    def _call_file(self, index: int) -> Path:
+        return self.path / "calls" / f"{index:06d}.zip"
+
+    def write_result(self, index: int, key: dict[str, Any], result: Any) -> None:
+        """Store the result of call ``index`` (atomically)."""
+        arrays: dict[str, np.ndarray] = {}
+        header = {"format": FORMAT, "format_version": FORMAT_VERSION, "call": index,
+                  "key": key, "result": encode(result, arrays)}
+        atomic_write_bytes(self._call_file(index), lambda fh: _write_bundle(fh, header, arrays))
+
+    def read_result(self, index: int, key: dict[str, Any]) -> Any:
+        """The stored result of call ``index``, which must have been the call ``key``."""
+        path = self._call_file(index)
+        if not path.exists():
+            raise CheckpointError(f"checkpoint {self.path} lacks the result of call {index} "
+                                  f"({path.name}); delete it to start the fit afresh")
+        header, arrays = _read_bundle(path)
+        _check_key(header.get("key"), key, index, self.path)
+        return decode(header["result"], arrays)
+
+    def write_progress(self, completed: int, keys: list[dict[str, Any]],
+                       current: dict[str, Any] | None, current_arrays: dict[str, np.ndarray],
+                       states: list[ExampleState | None]) -> None:
+        """Write ``progress.zip`` atomically.
+
+        ``states[i]`` is the live ``ExampleState`` number ``i`` to snapshot, or None to
+        keep its values from the previous progress file.
+        """
+        previous = self.header
+        entries: list[dict[str, Any] | None] = []
+        for i, state in enumerate(states):
+            if state is not None:
+                entries.append({"member": f"example_states/{i}.npy",
+                                "shape": _state_shape(state)})
+            else:
+                old = previous["example_states"] if previous is not None else []
+                entries.append(old[i] if i < len(old) else None)
+        header = {"format": FORMAT, "format_version": FORMAT_VERSION,
+                  "fingerprint": self.fingerprint, "completed": completed, "keys": keys,
+                  "current": current, "example_states": entries}
+
+        def copy_states(zf: zipfile.ZipFile) -> None:
+            old_zip = None
+            try:
+                for i, state in enumerate(states):
+                    entry = entries[i]
+                    if entry is None:
+                        continue
+                    if state is not None:
+                        _write_state(zf, entry["member"], state)
+                        continue
+                    if old_zip is None:
+                        old_zip = zipfile.ZipFile(self.progress_file)
+                    with old_zip.open(entry["member"]) as src, \
+                            zf.open(entry["member"], "w", force_zip64=True) as dst:
+                        shutil.copyfileobj(src, dst, COPY_ROWS)
+            finally:
+                if old_zip is not None:
+                    old_zip.close()
+
+        atomic_write_bytes(self.progress_file,
+                           lambda fh: _write_bundle(fh, header, current_arrays, copy_states))
+        self.header = header
+
+    def restore_state(self, index: int, state: ExampleState) -> bool:
+        """Fill ``state`` with snapshot ``index`` of the progress file, if it has one."""
+        entries = self.header["example_states"] if self.header is not None else []
+        if index >= len(entries) or entries[index] is None:
+            return False
+        try:
+            with zipfile.ZipFile(self.progress_file) as zf:
+                _read_state(zf, entries[index]["member"], state)
+        except (zipfile.BadZipFile, KeyError, ValueError, EOFError, OSError) as exc:
+            raise CheckpointError(f"checkpoint file {self.progress_file} is damaged ({exc}); "
+                                  "delete the checkpoint directory to start afresh") from exc
+        return True
+
+
+def checkpoint_progress(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """``(completed passes, chunks done in the pass in progress)`` of a checkpoint directory."""
+    progress = Path(path) / PROGRESS_FILE
+    if not progress.exists():
+        return 0, 0
+    header, _ = _read_bundle(progress)
+    current = header.get("current")
+    return int(header["completed"]), 0 if current is None else int(current["chunks"])
+
+
+def _check_key(stored: Any, key: dict[str, Any], index: int, path: Path) -> None:
+    if stored != key:
+        raise CheckpointError(
+            f"checkpoint {path} does not match this fit: its call {index} ran "
+            f"{stored}, this fit asks for {key}; delete it or give another checkpoint path")
+
+
+# -- the engine wrapper ----------------------------------------------------------------------
+class CheckpointedRunner:
+    """An engine whose ``run``/``reduce`` calls are numbered, saved and replayed.
+
+    Parameters
+    ----------
+    engine : engine
+        Runs the passes. When it offers mid-pass resumption (``resumes_mid_pass``, as
+        :class:`~streamlearn.engine.local.LocalEngine` does) a checkpoint is written every
+        ``every`` chunks inside passes; with any engine, at the end of every pass.
+    checkpoint : Checkpoint
+    every : int
+        Chunks between two writes.
+
+    Other attributes are those of ``engine``.
+    """
+
+    def __init__(self, engine: Any, checkpoint: Checkpoint, every: int) -> None:
+        self.engine = engine
+        self.checkpoint = checkpoint
+        self.every = int(every)
+        self.mid_pass = bool(getattr(engine, "resumes_mid_pass", False))
+        header = checkpoint.header
+        self._replay = 0 if header is None else int(header["completed"])
+        self._current = None if header is None else header.get("current")
+        self._keys: list[dict[str, Any]] = [] if header is None else list(header["keys"])
+        self._calls = 0
+        self._states: list[weakref.ref[ExampleState]] = []
+        self._state_ids: dict[int, int] = {}
+        self._since_write = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+    def __repr__(self) -> str:
+        return f"CheckpointedRunner({self.engine!r}, {str(self.checkpoint.path)!r})"
+
+    def _held_states(self, pass_: Any) -> list[int]:
+        """Numbers of the ``ExampleState`` attributes of ``pass_``; restores new ones."""
+        held = []
+        for value in vars(pass_).values():
+            if not isinstance(value, ExampleState):
+                continue
+            number = self._state_ids.get(id(value))
+            if number is None or self._states[number]() is not value:
+                number = len(self._states)
+                self._states.append(weakref.ref(value))
+                self._state_ids[id(value)] = number
+                self.checkpoint.restore_state(number, value)
+            held.append(number)
+        return held
+
+    def _write(self, held: list[int], current: dict[str, Any] | None,
+               arrays: dict[str, np.ndarray]) -> None:
+        live = [self._states[i]() if i in held else None for i in range(len(self._states))]
+        self.checkpoint.write_progress(len(self._keys), self._keys, current, arrays, live)
+        self._since_write = 0
+
+    def run(self, pass_: Any, data: Any, **options: Any) -> Any:
+        """Run ``pass_`` like the engine does, replaying or resuming it from the checkpoint."""
+        index = self._calls
+        self._calls += 1
+        key = {"pass": type(pass_).__name__, "options": encode(options, {})}
+        held = self._held_states(pass_)
+        if index < self._replay:
+            _check_key(self._keys[index], key, index, self.checkpoint.path)
+            return self.checkpoint.read_result(index, key)
+        resume = None
+        if self._current is not None and int(self._current["call"]) == index:
+            _check_key(self._current["key"], key, index, self.checkpoint.path)
+            state = decode(self._current["state"], self.checkpoint.arrays)
+            resume = (int(self._current["chunks"]), state)
+            self._current = None
+        if self.mid_pass:
+            def on_chunk(done: int, state: Any) -> None:
+                self._since_write += 1
+                if self._since_write >= self.every:
+                    arrays: dict[str, np.ndarray] = {}
+                    current = {"call": index, "key": key, "chunks": done,
+                               "state": encode(state, arrays)}
+                    self._write(held, current, arrays)
+
+            result = self.engine.run(pass_, data, resume=resume, on_chunk=on_chunk, **options)
+        else:
+            result = self.engine.run(pass_, data, **options)
+        self.checkpoint.write_result(index, key, result)
+        self._keys.append(key)
+        self._write(held, None, {})
+        return result
+
+    def reduce(self, data: Any, start: Callable[[], Any], step: Callable[[Any, Chunk], Any],
+               merge: Callable[[Any, Any], Any], finish: Callable[[Any], Any] | None = None,
+               **run_options: Any) -> Any:
+        """Run a reduction given as plain functions (see :class:`~streamlearn.engine.Reduction`)."""
+        from streamlearn.engine.passes import Reduction
+
+        reduction: Reduction[Any, Any] = Reduction(start=start, step=step, merge=merge)
+        if finish is not None:
+            reduction.finish = finish
+        return self.run(reduction, data, **run_options)
+
+
+def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: int,
+                 model: Any, dataset: Dataset) -> Any:
+    """Wrap ``engine`` so that a fit writes and resumes from ``checkpoint``.
+
+    Parameters
+    ----------
+    engine : engine
+        The fit's engine.
+    checkpoint : str, path-like or None
+        Checkpoint directory; None returns ``engine`` unchanged.
+    every : int
+        Chunks between two writes inside a pass (with engines that can resume mid-pass).
+    model : estimator
+        Its hyper-parameters enter the fingerprint; ``random_state`` must not be None.
+    dataset : Dataset
+        Its schema and row count enter the fingerprint.
+
+    Returns
+    -------
+    engine or CheckpointedRunner
+    """
+    if checkpoint is None:
+        return engine
+    if int(every) < 1:
+        raise ValueError(f"checkpoint_every must be a positive number of chunks, got {every}")
+    params = model.get_params() if hasattr(model, "get_params") else {}
+    if "random_state" in params and params["random_state"] is None:
+        raise ValueError("a checkpointed fit must repeat its random choices when resumed: "
+                         "set random_state to an integer")
+    return CheckpointedRunner(engine, Checkpoint(checkpoint, fit_fingerprint(model, dataset,
+                                                                             engine)), every)

@@ -1,0 +1,264 @@
+"""A fit killed at any point and run again resumes from its checkpoint to the same model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamlearn import LocalEngine, open_dataset
+from streamlearn.engine.checkpoint import checkpoint_progress, decode, encode
+from streamlearn.engine.describe import DescribePass
+from streamlearn.errors import CheckpointError
+from streamlearn.models import AdditiveSVC
+from streamlearn.models.additive import PegasosState
+from streamlearn.models.calibration import ScoreHistogram
+
+N_ROWS, CHUNK_ROWS = 3000, 250  # 12 chunks per pass
+
+
+def _problem(n: int = N_ROWS, classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    score = X[:, 0] ** 2 + X[:, 1] - 1
+    y = (score > 0).astype(int) if classes == 2 else np.digitize(score, [-0.5, 0.5])
+    return X, y
+
+
+def _params(solver: str) -> dict:
+    return {"solver": solver, "epochs": 3, "chunk_rows": CHUNK_ROWS, "n_bases": 6}
+
+
+def _assert_same_model(a: AdditiveSVC, b: AdditiveSVC) -> None:
+    for name in ("coef_d_", "state_w_d_", "platt_a_", "platt_b_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert (a.t_, a.n_iter_, a.n_train_) == (b.t_, b.n_iter_, b.n_train_)
+
+
+# -- the codec -------------------------------------------------------------------------------
+@dataclass
+class Outside:
+    value: int
+
+
+def test_codec_round_trips_pass_states() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3)).astype(np.float32)
+    describe = DescribePass(["a", "b", "c"], n_classes=2, seed=3)
+    chunk = open_dataset(X, target=np.arange(40) % 2).chunks(40).__next__()
+    state = describe.step(describe.start(), chunk)  # dataclass of a NamedTuple and a slots class
+    histogram = ScoreHistogram(2)
+    histogram.add(rng.normal(size=(40, 2)), rng.random((40, 2)) < 0.5, None)
+    value = {"describe": state, 7: (np.float32(1.5), np.uint64(2**63 + 5), None, True),
+             "pegasos": PegasosState(rng.normal(size=(2, 5)), np.zeros((2, 5)), 12, 40),
+             "histogram": histogram, "floats": [np.inf, -np.inf, 0.1], "labels": np.array(["x"])}
+    arrays: dict = {}
+    tree = encode(value, arrays)
+    import json
+
+    back = decode(json.loads(json.dumps(tree, allow_nan=False)), arrays)
+    assert set(back) == set(value)
+    assert back[7][0] == np.float32(1.5) and back[7][0].dtype == np.float32
+    assert back[7][1] == np.uint64(2**63 + 5) and back[7][2:] == (None, True)
+    assert back["floats"][:2] == [np.inf, -np.inf] and back["floats"][2] == 0.1
+    np.testing.assert_array_equal(back["labels"], ["x"])
+    got, want = back["describe"], state
+    assert type(got.moments) is type(want.moments) and got.moments.count == want.moments.count
+    np.testing.assert_array_equal(got.moments.m2, want.moments.m2)
+    np.testing.assert_array_equal(got.sample.values, want.sample.values)
+    assert got.sample.seed == want.sample.seed and got.sample.k == want.sample.k
+    np.testing.assert_array_equal(got.class_counts, np.bincount(np.arange(40) % 2))
+    # the decoded state keeps working: finishing it gives what the original gives
+    np.testing.assert_array_equal(describe.finish(got).quantiles, describe.finish(want).quantiles)
+    np.testing.assert_array_equal(back["histogram"].fit()[0], histogram.fit()[0])
+    np.testing.assert_array_equal(back["pegasos"].W, value["pegasos"].W)
+    assert back["pegasos"].t == 12
+
+
+def test_codec_refuses_foreign_classes_and_objects() -> None:
+    with pytest.raises(CheckpointError, match="Outside"):
+        encode({"x": Outside(1)}, {})
+    with pytest.raises(CheckpointError, match="Python objects"):
+        encode(np.array([{}], dtype=object), {})
+    with pytest.raises(CheckpointError, match="outside streamlearn"):
+        decode({"$object": "os:system", "attrs": {}}, {})
+
+
+# -- the engine hooks --------------------------------------------------------------------------
+def test_skip_leaves_out_the_first_chunks_of_the_order() -> None:
+    X, y = _problem(1000)
+    ds = open_dataset(X, target=y, chunk_rows=90)
+    full = list(ds.chunks(shuffle=True, seed=4, epoch=2, prefetch=0))
+    rest = list(ds.chunks(shuffle=True, seed=4, epoch=2, skip=5))
+    assert [c.start for c in rest] == [c.start for c in full[5:]]
+    for a, b in zip(rest, full[5:], strict=True):
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.index, b.index)
+
+
+# -- crashes inside the process -----------------------------------------------------------------
+class Crash(Exception):
+    pass
+
+
+def _crashing_engine(after: int) -> LocalEngine:
+    """A LocalEngine that raises once ``after`` chunks have been stepped (over all passes)."""
+    engine = LocalEngine(chunk_rows=CHUNK_ROWS)
+    plain = engine.run
+    seen = [0]
+
+    def run(pass_, data, *, on_chunk=None, **options):
+        def hook(done, state):
+            seen[0] += 1
+            if seen[0] == after:
+                raise Crash
+            if on_chunk is not None:
+                on_chunk(done, state)
+
+        return plain(pass_, data, on_chunk=hook, **options)
+
+    engine.run = run  # an instance attribute: the engine is still a LocalEngine
+    return engine
+
+
+@pytest.mark.parametrize(("solver", "classes"), [("pegasos", 2), ("dcd", 3)])
+def test_fit_crashed_anywhere_resumes_to_the_same_model(tmp_path: Path, solver: str,
+                                                        classes: int) -> None:
+    X, y = _problem(classes=classes)
+    reference = AdditiveSVC(**_params(solver)).fit(X, y)
+    # 12 chunks per pass: describe 1-12, epochs 13-48, calibration 49-60
+    for after in (3, 12, 13, 26, 35, 48, 55):
+        path = tmp_path / f"{solver}-{after}"
+        with pytest.raises(Crash):
+            AdditiveSVC(**_params(solver)).fit(X, y, engine=_crashing_engine(after),
+                                               checkpoint=path, checkpoint_every=5)
+        completed, chunks = checkpoint_progress(path)
+        assert completed * 12 + chunks == (after - 1) // 12 * 12 + (after - 1) % 12 // 5 * 5
+        resumed = AdditiveSVC(**_params(solver)).fit(X, y, checkpoint=path, checkpoint_every=5)
+        _assert_same_model(resumed, reference)
+    # a finished checkpoint replays every pass without reading the data again
+    replayed = AdditiveSVC(**_params(solver)).fit(X, y, engine=_crashing_engine(1),
+                                                  checkpoint=path)
+    _assert_same_model(replayed, reference)
+
+
+def test_checkpoint_of_another_fit_is_an_error(tmp_path: Path) -> None:
+    X, y = _problem()
+    AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "c")
+    with pytest.raises(CheckpointError, match=r"params.C: 1.0 in the checkpoint, 2.0 now"):
+        AdditiveSVC(**_params("pegasos"), C=2.0).fit(X, y, checkpoint=tmp_path / "c")
+    with pytest.raises(CheckpointError, match=r"data.n_rows: 3000 in the checkpoint, 2999 now"):
+        AdditiveSVC(**_params("pegasos")).fit(X[:-1], y[:-1], checkpoint=tmp_path / "c")
+    with pytest.raises(ValueError, match="set random_state to an integer"):
+        AdditiveSVC(random_state=None).fit(X, y, checkpoint=tmp_path / "d")
+    with pytest.raises(ValueError, match="checkpoint_every must be a positive"):
+        AdditiveSVC().fit(X, y, checkpoint=tmp_path / "d", checkpoint_every=0)
+
+
+def test_damaged_checkpoint_is_an_error(tmp_path: Path) -> None:
+    X, y = _problem()
+    AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "c")
+    progress = tmp_path / "c" / "progress.zip"
+    progress.write_bytes(progress.read_bytes()[:-40])
+    with pytest.raises(CheckpointError, match="progress.zip is damaged"):
+        AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "c")
+    (tmp_path / "f").write_text("not a directory")
+    with pytest.raises(CheckpointError, match="is a file; give a directory"):
+        AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "f")
+
+
+def test_dask_engine_resumes_at_pass_granularity(tmp_path: Path, dask_client) -> None:
+    from streamlearn.engine import DaskEngine
+
+    X, y = _problem()
+    params = {**_params("dcd"), "epochs": 2}
+    reference = AdditiveSVC(**params).fit(X, y, engine=DaskEngine(dask_client))
+    engine = DaskEngine(dask_client)
+    plain, calls = engine.run, [0]
+
+    def run(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 3:  # during the second epoch, after the first one was saved
+            raise Crash
+        return plain(*args, **kwargs)
+
+    engine.run = run
+    with pytest.raises(Crash):
+        AdditiveSVC(**params).fit(X, y, engine=engine, checkpoint=tmp_path / "c")
+    assert checkpoint_progress(tmp_path / "c") == (2, 0)
+    resumed = AdditiveSVC(**params).fit(X, y, engine=DaskEngine(dask_client),
+                                        checkpoint=tmp_path / "c")
+    _assert_same_model(resumed, reference)
+
+
+# -- SIGKILL --------------------------------------------------------------------------------------
+CHILD = """
+import os, signal, sys
+import numpy as np
+import streamlearn.engine.checkpoint as ck
+from streamlearn.models import AdditiveSVC
+
+kill_after = int(os.environ.get("KILL_AFTER_WRITES", "0"))
+kill_during = int(os.environ.get("KILL_DURING_WRITE", "0"))
+writes = [0]
+write_bundle = ck._write_bundle
+
+def bundle(fh, *args, **kwargs):
+    writes[0] += 1
+    if writes[0] == kill_during:  # half the file reaches the disk, then the process dies
+        import io
+        buffer = io.BytesIO()
+        write_bundle(buffer, *args, **kwargs)
+        fh.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+        fh.flush()
+        os.fsync(fh.fileno())
+        os.kill(os.getpid(), signal.SIGKILL)
+    write_bundle(fh, *args, **kwargs)
+    if writes[0] == kill_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+ck._write_bundle = bundle
+data = np.load(sys.argv[1])
+model = AdditiveSVC(solver="dcd", epochs=3, chunk_rows=250, n_bases=6)
+model.fit(data["X"], data["y"], checkpoint=sys.argv[2], checkpoint_every=5)
+model.save(sys.argv[3])
+"""
+
+
+def test_sigkilled_fit_resumes_to_the_same_model(tmp_path: Path) -> None:
+    X, y = _problem(classes=3)
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    checkpoint, out = tmp_path / "ckpt", tmp_path / "model.slm"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root, "STREAMLEARN_PROGRESS": "0"}
+
+    def child(**kill: int) -> int:
+        extra = {k.upper(): str(v) for k, v in kill.items()}
+        return subprocess.run([sys.executable, str(script), str(tmp_path / "data.npz"),
+                               str(checkpoint), str(out)], env={**env, **extra},
+                              capture_output=True, timeout=120).returncode
+
+    # each process writes 4 files per pass of 12 chunks (two mid-pass writes, a result, the
+    # progress): kill in the describe pass, in the middle of a result write of the first
+    # epoch, after the progress of an epoch, and in the calibration pass
+    progress = [(0, 0)]
+    for kill in ({"kill_after_writes": 2}, {"kill_during_write": 5}, {"kill_after_writes": 8},
+                 {"kill_during_write": 6}):
+        assert child(**kill) == -9
+        progress.append(checkpoint_progress(checkpoint))
+        assert progress[-1] > progress[-2], progress
+    assert child() == 0
+    resumed = AdditiveSVC.load(out)
+    reference = AdditiveSVC(**_params("dcd")).fit(X, y)
+    _assert_same_model(resumed, reference)
+    assert not list(checkpoint.rglob("*.tmp"))
+    with zipfile.ZipFile(checkpoint / "progress.zip") as zf:
+        assert zf.testzip() is None
