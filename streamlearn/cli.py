@@ -7,6 +7,7 @@ data or model problem (one line on stderr naming it) and 2 on a usage error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -16,7 +17,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,8 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
 }
 #: Constructor parameters the command line sets itself.
 MANAGED_PARAMS = ("engine",)
+#: Seconds to wait for the scheduler given by ``--scheduler``.
+CONNECT_TIMEOUT = 10
 
 
 def model_class(name: str, task: str) -> type:
@@ -224,6 +227,69 @@ def _engine(quiet: bool, chunk_rows: int | None = None) -> Any:
     from streamlearn.engine.local import LocalEngine
 
     return LocalEngine(progress=_progress(quiet), chunk_rows=chunk_rows)
+
+
+@dataclass
+class ClusterEngine:
+    """The engine a command runs its passes on, and a line saying where that is.
+
+    Attributes
+    ----------
+    engine : DaskEngine or None
+        None: the model's own engine (a :class:`LocalEngine` in this process).
+    description : str
+        Empty for the local engine.
+    """
+
+    engine: Any = None
+    description: str = ""
+
+
+@contextlib.contextmanager
+def cluster_engine(workers: int | None, scheduler: str | None, *, quiet: bool,
+                   chunk_rows: int | None = None) -> Iterator[ClusterEngine]:
+    """A :class:`DaskEngine` on a new ``LocalCluster`` or an existing cluster, for one command.
+
+    ``workers``: start a ``LocalCluster`` of that many single-thread worker processes on
+    loopback, closed on exit. ``scheduler``: connect to the cluster at that address (the
+    cluster stays up). Neither: the local engine. The client is the current one inside the
+    block, so ``engine="dask"`` finds it too.
+    """
+    if workers is None and scheduler is None:
+        yield ClusterEngine()
+        return
+    from distributed import Client, LocalCluster
+
+    from streamlearn.engine.dask_engine import DaskEngine
+
+    cluster = None
+    try:
+        if workers is not None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None)
+            client = Client(cluster, set_as_default=False)
+        else:
+            client = Client(scheduler, set_as_default=False, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        if cluster is not None:
+            cluster.close()
+        where = f"a LocalCluster of {workers} workers" if workers else f"scheduler {scheduler}"
+        raise click.ClickException(f"cannot start or reach {where}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+    engine = DaskEngine(client, chunk_rows=chunk_rows, progress=_progress(quiet))
+    try:
+        n = len(client.scheduler_info().get("workers", {}))
+        if cluster is not None:
+            where = f"dask LocalCluster of {n} worker process{'es' * (n != 1)}"
+        else:
+            where = f"dask cluster at {scheduler}, {n} worker{'s' * (n != 1)}"
+        with client.as_current():
+            yield ClusterEngine(engine, f"{where} ({engine.n_threads} threads)")
+    finally:
+        engine.close()
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _rate(rows: int, seconds: float) -> str:
@@ -388,17 +454,27 @@ _MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
                    "JSON (20, 0.5, true, null, [1,2]) or else taken as a string.")
 @click.option("--train-score/--no-train-score", default=True, show_default=True,
               help="Score the model on the training data (one more pass).")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Train on a dask LocalCluster of this many worker processes (loopback).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Train on the dask cluster of this scheduler (e.g. tcp://host:8786); its "
+                   "workers must reach DATA.")
 @_quiet_option
 @_user_errors
 def train(data: str, target: str | None, features: str | None, exclude: str | None,
           fmt: str | None, chunk_rows: int | None, nan_policy: str, weight: str | None,
           model_name: str, out: str, epochs: int | None, C: float | None, lam: float | None,
-          seed: int | None, params: list[tuple[str, Any]], train_score: bool, quiet: bool) -> None:
+          seed: int | None, params: list[tuple[str, Any]], train_score: bool,
+          workers: int | None, scheduler: str | None, quiet: bool) -> None:
     """Train a model on DATA, streaming it, and save it to --out.
 
     DATA is a parquet file or directory, a zarr store, or an fsspec URL of either. Shared
     options (--epochs, --C, --lam, --chunk-rows, --seed) set the model's parameter of that
     name; --param NAME=VALUE sets any other (a wrong name lists the valid ones).
+
+    With --workers N the passes run on a dask LocalCluster of N single-thread worker
+    processes started for this command; with --scheduler ADDRESS on an existing dask
+    cluster, whose workers open DATA themselves (a path they all reach or an fsspec URL).
 
     \b
     Examples:
@@ -407,7 +483,13 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
           -p embedding=fourier -p n_terms=6 -o fourier.slm
       streamlearn train data.zarr -m additive -p solver=dcd --C 10 -o dcd.slm
       streamlearn train houses.parquet -t price -m sppr --exclude id -o price.slm
+      streamlearn train data/ -t label -m additive --workers 4 -o model.slm
+      streamlearn train s3://bucket/train.zarr -m additive \\
+          --scheduler tcp://scheduler:8786 -o model.slm
     """
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("--workers starts a local cluster and --scheduler connects to "
+                               "one: give only one of them")
     entry = MODELS[model_name]
     common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
     task = entry.tasks[0] if len(entry.tasks) == 1 else None
@@ -424,24 +506,35 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
         kwargs["chunk_rows"] = chunk_rows
     if "progress" in valid and "progress" not in kwargs:
         kwargs["progress"] = _progress(quiet)
-    elif "engine" in valid:
+    elif "engine" in valid and workers is None and scheduler is None:
         kwargs["engine"] = _engine(quiet, chunk_rows)
     model = _build(cls, kwargs)
 
-    started = time.perf_counter()
-    try:
-        model.fit(dataset)
-    except StreamlearnError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
-    elapsed = time.perf_counter() - started
-    path = model.save(out)
+    with cluster_engine(workers, scheduler, quiet=quiet, chunk_rows=chunk_rows) as cluster:
+        started = time.perf_counter()
+        try:
+            model.fit(dataset, engine=cluster.engine)
+        except StreamlearnError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+        elapsed = time.perf_counter() - started
+        path = model.save(out)
 
-    shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k not in ("progress", "engine"))
-    click.echo(f"trained {cls.__name__}({shown})")
-    click.echo(f"  data     : {dataset.n_rows:,} rows x {dataset.n_features} features of "
-               f"{dataset.source.description}")
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()
+                          if k not in ("progress", "engine"))
+        click.echo(f"trained {cls.__name__}({shown})")
+        click.echo(f"  data     : {dataset.n_rows:,} rows x {dataset.n_features} features of "
+                   f"{dataset.source.description}")
+        if cluster.description:
+            click.echo(f"  engine   : {cluster.description}")
+        _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine)
+    click.echo(f"\nsaved to {path}")
+
+
+def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, quiet: bool,
+                  engine: Any) -> None:
+    """Lines of ``train`` after the fit: rows used, classes, time, training metrics."""
     n_train = getattr(model, "n_train_", None)
     if n_train is not None and n_train != dataset.n_rows:
         click.echo(f"  trained on {n_train:,} rows (the rest held out for calibration)")
@@ -455,10 +548,9 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     if train_score:
         from streamlearn.engine.evaluate import evaluate
 
-        metrics = evaluate(model, dataset, engine=_engine(quiet))
+        metrics = evaluate(model, dataset, engine=engine or _engine(quiet))
         click.echo("\non the training data:")
         click.echo(_indent(metrics_table(metrics, getattr(model, "classes_", None))))
-    click.echo(f"\nsaved to {path}")
 
 
 def _build(cls: type, kwargs: dict[str, Any]) -> Any:

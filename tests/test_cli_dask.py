@@ -1,0 +1,87 @@
+"""``streamlearn train --workers N`` and ``--scheduler ADDRESS``: the fit runs on dask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from sklearn.linear_model import LogisticRegression
+
+from streamlearn import cli as cli_module
+from streamlearn.cli import cli
+from streamlearn.data.synthetic import additive_problem, write_additive_parquet
+from streamlearn.models import AdditiveSVC
+
+N_TRAIN = 12_000
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray,
+                                                              float]:
+    """Training parquet (4 files), held-out rows, and a linear model's held-out accuracy."""
+    root = tmp_path_factory.mktemp("cli-dask")
+    data = write_additive_parquet(root / "train.parquet", N_TRAIN, n_files=4,
+                                  row_group_rows=1500, seed=11)
+    X_test, y_test = additive_problem(4000, seed=12)
+    X_train, y_train = additive_problem(N_TRAIN, seed=11)
+    linear = LogisticRegression(max_iter=500).fit(X_train, y_train).score(X_test, y_test)
+    return data, X_test, y_test, float(linear)
+
+
+def held_out_accuracy(model_path: Path, X: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(AdditiveSVC.load(model_path).predict(X) == y))
+
+
+def test_workers_trains_on_a_local_cluster(problem, tmp_path: Path) -> None:
+    data, X_test, y_test, linear = problem
+    out = tmp_path / "m.slm"
+    result = run("train", str(data), "-t", "label", "-m", "additive", "--workers", "1",
+                 "--epochs", "3", "--seed", "0", "-o", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    assert "engine   : dask LocalCluster of 1 worker process (1 threads)" in result.output
+    # an additive model beats the best linear one on this problem
+    assert held_out_accuracy(out, X_test, y_test) > linear + 0.05
+
+
+def test_scheduler_trains_on_an_existing_cluster(problem, dask_client, tmp_path: Path) -> None:
+    from distributed import get_task_stream
+
+    data, X_test, y_test, linear = problem
+    out = tmp_path / "m.slm"
+    address = dask_client.scheduler.address
+    with get_task_stream(client=dask_client) as tasks:
+        result = run("train", str(data), "-t", "label", "-m", "additive", "--scheduler",
+                     address, "--epochs", "3", "--seed", "0", "-o", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    n_workers = len(dask_client.scheduler_info()["workers"])
+    assert f"engine   : dask cluster at {address}, {n_workers} workers" in result.output
+    keys = [str(t["key"]) for t in tasks.data]
+    parts = [k for k in keys if k.startswith("streamlearn-") and "-part-" in k]
+    # the describe pass, 3 epochs, calibration and the training score ran as cluster tasks
+    assert len({k.rsplit("-part-", 1)[0] for k in parts}) >= 5, keys
+    assert held_out_accuracy(out, X_test, y_test) > linear + 0.05
+    # the command leaves the existing cluster running
+    assert len(dask_client.scheduler_info()["workers"]) == n_workers
+
+
+def test_cluster_options_usage_and_connection_errors(problem, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    data = str(problem[0])
+    out = tmp_path / "m.slm"
+    both = run("train", data, "-t", "label", "-m", "additive", "--workers", "1",
+               "--scheduler", "tcp://127.0.0.1:9", "-o", str(out))
+    assert both.exit_code == 2 and "give only one of them" in both.output
+    zero = run("train", data, "-t", "label", "-m", "additive", "--workers", "0", "-o", str(out))
+    assert zero.exit_code == 2 and "--workers" in zero.output
+    monkeypatch.setattr(cli_module, "CONNECT_TIMEOUT", 1)
+    unreachable = run("train", data, "-t", "label", "-m", "additive", "--scheduler",
+                      "tcp://127.0.0.1:9", "-o", str(out))
+    assert unreachable.exit_code == 1
+    assert "cannot start or reach scheduler tcp://127.0.0.1:9" in unreachable.output
+    assert not out.exists()
