@@ -157,12 +157,57 @@ def score_d(w_d, idx, val, nnz):
 
 
 @njit(cache=True, nogil=True)
+def next_block(idx, k, nnz, base, n_cols):
+    """First column and end (exclusive, in ``idx``) of the feature block starting at entry ``k``.
+
+    Parameters
+    ----------
+    idx : ndarray of int32
+        Column indices of an encoding (features contiguous, ascending).
+    k : int
+        First entry of the block.
+    nnz : int
+        Number of valid entries.
+    base : int
+        First column of the previous block (``-n_cols`` before the first block).
+    n_cols : int
+        Columns per input feature.
+
+    Returns
+    -------
+    base : int
+        First column of the feature that entry ``k`` belongs to.
+    end : int
+        One past the last entry of that feature.
+
+    Notes
+    -----
+    The block's feature is found by stepping from the previous one (the common case of
+    consecutive features) and by one integer division only after a gap, so a row costs no
+    division per entry.
+    """
+    j = idx[k]
+    base += n_cols
+    if j >= base + n_cols or j < base:
+        base = (j // n_cols) * n_cols
+    stop = base + n_cols
+    end = k + 1
+    while end < nnz and idx[end] < stop:
+        end += 1
+    return base, end
+
+
+@njit(cache=True, nogil=True)
 def update_d(w_d, idx, val, nnz, n_cols, order, eta, scratch):
     """Apply ``w <- w + eta Psi_d(x)`` to the spline coefficients ``w_d = D_d^-1 w``.
 
     Computes ``w_d <- w_d + eta L_d Phi(x)``, ``L_d = D_d^-1 D_d^-T`` (paper 000, eq. 7), one
-    feature block at a time: scatter ``Phi`` into ``scratch``, ``order`` Step A sweeps,
-    ``order`` Step B sweeps, add. Features absent from the encoding are untouched.
+    feature block at a time: ``order`` Step A sweeps over the block's non-zero span, then the
+    ``order`` Step B sweeps fused with the addition into ``w_d``. Below the span the Step A
+    result has a closed form (constant for ``d = 1``, linear for ``d = 2``) and above it is
+    zero, so only the span's ``degree + 1`` entries are summed one after the other; the rest
+    of the block is a closed-form update without a dependency chain. Features absent from
+    the encoding are untouched.
 
     Parameters
     ----------
@@ -188,20 +233,55 @@ def update_d(w_d, idx, val, nnz, n_cols, order, eta, scratch):
             w_d[idx[k]] += eta * val[k]
         return
     k = 0
+    base = -n_cols
     while k < nnz:
-        f = idx[k] // n_cols
-        base = f * n_cols
-        for i in range(n_cols):
-            scratch[i] = 0.0
+        base, end = next_block(idx, k, nnz, base, n_cols)
+        first = n_cols
         top = 0
-        while k < nnz and idx[k] // n_cols == f:
-            j = idx[k] - base
-            scratch[j] += val[k]
-            if j + 1 > top:
-                top = j + 1
-            k += 1
-        # entries above ``top`` are zero and stay zero under the suffix sums
-        _suffix_sums(scratch, top, order)
-        _prefix_sums(scratch, order)
-        for i in range(n_cols):
-            w_d[base + i] += eta * scratch[i]
+        for e in range(k, end):
+            j = idx[e] - base
+            first = min(first, j)
+            top = max(top, j + 1)
+        for i in range(first, top):
+            scratch[i] = 0.0
+        for e in range(k, end):
+            scratch[idx[e] - base] += val[e]
+        k = end
+        # Step A on the span [first, top): t1 (and t2) there; below it t1 = t1[first] and
+        # t2 = t2[first] + (first - i) t1[first]; above it both are zero.
+        for i in range(top - 2, first - 1, -1):
+            scratch[i] += scratch[i + 1]
+        t1 = scratch[first]
+        w = w_d[base : base + n_cols]
+        if order == 1:
+            # Step B: prefix sums of t1, i.e. (i + 1) t1 below the span
+            c = eta * t1
+            for i in range(first):
+                w[i] += c * (i + 1)
+            p = first * t1
+            for i in range(first, top):
+                p += scratch[i]
+                w[i] += eta * p
+            c = eta * p
+            for i in range(top, n_cols):
+                w[i] += c
+            continue
+        for i in range(top - 2, first - 1, -1):
+            scratch[i] += scratch[i + 1]
+        t2 = scratch[first]
+        # two prefix sums: p1 = sum of t2, p2 = sum of p1 (closed forms below the span)
+        p1 = 0.0
+        p2 = 0.0
+        for i in range(first):
+            n1 = i + 1.0
+            p1 = n1 * (t2 + first * t1) - t1 * (i * n1 * 0.5)
+            p2 = (t2 + first * t1) * (n1 * (i + 2.0) * 0.5) - t1 * (i * n1 * (i + 2.0) / 6.0)
+            w[i] += eta * p2
+        for i in range(first, top):
+            p1 += scratch[i]
+            p2 += p1
+            w[i] += eta * p2
+        c = eta * p2
+        d = eta * p1
+        for i in range(top, n_cols):
+            w[i] += c + d * (i - top + 1)

@@ -61,29 +61,32 @@ def _scaled(x, lo, hi):
 
 @njit(cache=True, nogil=True)
 def _write_block(t, t0, zero_preserving, weights, base, idx, val, nnz):
-    # cos(k pi t), sin(k pi t) by angle addition; minus the same at t0 when zero-preserving.
+    # cos(k pi t), sin(k pi t) for k = 1 .. K from one cos and one sin by angle addition;
+    # minus the same at t0 when zero-preserving (two more trig calls, only then).
     c1 = np.cos(np.pi * t)
     s1 = np.sin(np.pi * t)
     c = c1
     s = s1
-    r1 = np.cos(np.pi * t0)
-    q1 = np.sin(np.pi * t0)
-    rc = r1
-    rs = q1
+    if zero_preserving:
+        r1 = np.cos(np.pi * t0)
+        q1 = np.sin(np.pi * t0)
+        rc = r1
+        rs = q1
+    else:
+        r1 = 1.0
+        q1 = 0.0
+        rc = 0.0
+        rs = 0.0
     for k in range(weights.shape[0]):
         w = weights[k]
-        cv = c * w
-        sv = s * w
-        if zero_preserving:
-            cv -= rc * w
-            sv -= rs * w
-            rc, rs = rc * r1 - rs * q1, rs * r1 + rc * q1
         idx[nnz] = base + 2 * k
-        val[nnz] = cv
+        val[nnz] = (c - rc) * w
         idx[nnz + 1] = base + 2 * k + 1
-        val[nnz + 1] = sv
+        val[nnz + 1] = (s - rs) * w
         nnz += 2
         c, s = c * c1 - s * s1, s * c1 + c * s1
+        if zero_preserving:
+            rc, rs = rc * r1 - rs * q1, rs * r1 + rc * q1
     return nnz
 
 
@@ -116,7 +119,7 @@ def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
         if zero_preserving and x[f] == 0.0:
             continue
         t = _scaled(x[f], lo[f], hi[f])
-        t0 = _scaled(np.float32(0.0), lo[f], hi[f])
+        t0 = _scaled(np.float32(0.0), lo[f], hi[f]) if zero_preserving else 0.0
         nnz = _write_block(t, t0, zero_preserving, weights, f * n_cols, idx, val, nnz)
     return nnz
 
