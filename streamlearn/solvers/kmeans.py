@@ -1,0 +1,350 @@
+"""Mini-batch k-means over a stream of chunks (Sculley, WWW 2010), seeded by k-means++.
+
+Each chunk is one mini-batch: its rows are assigned to the nearest centre, then every centre
+moves to the running mean of all rows ever assigned to it,
+
+    ``c_j <- (n_j c_j + sum_{i in chunk, a_i = j} s_i x_i) / (n_j + sum_{i, a_i = j} s_i)``,
+
+``n_j`` the (weighted) rows assigned to ``c_j`` so far, ``s_i`` the sample weights; the step
+of each centre shrinks as ``1 / n_j``. Initial centres come from k-means++ (Arthur and
+Vassilvitskii, 2007) on a uniform sample of rows drawn in one pass
+(:class:`~streamlearn.solvers.row_sample.BottomKSample`), refined by a few Lloyd iterations
+on that sample.
+
+Split across workers, :class:`MiniBatchKMeansPass` merges its partial states centre by
+centre, weighting each by the rows that partial state assigned to it in this pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numba import njit
+
+from streamlearn.data import Chunk, Dataset
+from streamlearn.errors import DataError
+from streamlearn.solvers.row_sample import BottomKSample
+
+#: Lloyd iterations on the sample after k-means++ seeding.
+SAMPLE_LLOYD_ITERATIONS = 10
+#: Mixed into ``seed`` for the sample of rows the seeding draws from.
+SAMPLE_SALT = 0x6B6D_6561_6E73
+
+
+@njit(cache=True, nogil=True)
+def assign_chunk(X, centers):
+    """Nearest centre of every row.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    centers : ndarray of shape (k, n_features), float32 or float64
+
+    Returns
+    -------
+    labels : ndarray of shape (n_rows,), int32
+        Index of the nearest centre (the first one on ties).
+    sq_dist : ndarray of shape (n_rows,), float32
+        Squared Euclidean distance to it.
+    """
+    n, d = X.shape
+    k = centers.shape[0]
+    c_sq = np.empty(k)
+    for j in range(k):
+        s = 0.0
+        for f in range(d):
+            s += np.float64(centers[j, f]) * np.float64(centers[j, f])
+        c_sq[j] = s
+    labels = np.empty(n, dtype=np.int32)
+    sq_dist = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        x_sq = 0.0
+        for f in range(d):
+            x_sq += np.float64(X[i, f]) * np.float64(X[i, f])
+        best = np.inf
+        arg = 0
+        for j in range(k):
+            dot = 0.0
+            for f in range(d):
+                dot += np.float64(X[i, f]) * np.float64(centers[j, f])
+            dist = c_sq[j] - 2.0 * dot
+            if dist < best:
+                best = dist
+                arg = j
+        labels[i] = arg
+        sq_dist[i] = np.float32(max(best + x_sq, 0.0))
+    return labels, sq_dist
+
+
+@njit(cache=True, nogil=True)
+def minibatch_step(X, weight, centers, counts):
+    """One mini-batch k-means step on a chunk (in place).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    weight : ndarray of shape (n_rows,), float32
+        Sample weights (``np.ones`` for none).
+    centers : ndarray of shape (k, n_features), float64
+        Moved to the running means of their rows; updated in place.
+    counts : ndarray of shape (k,), float64
+        Weighted rows assigned to each centre so far; updated in place.
+
+    Returns
+    -------
+    float
+        Weighted sum of squared distances of the chunk's rows to the centres before the step.
+    """
+    labels, sq_dist = assign_chunk(X, centers)
+    k, d = centers.shape
+    sums = np.zeros((k, d))
+    mass = np.zeros(k)
+    inertia = 0.0
+    for i in range(X.shape[0]):
+        j = labels[i]
+        w = np.float64(weight[i])
+        inertia += w * np.float64(sq_dist[i])
+        mass[j] += w
+        for f in range(d):
+            sums[j, f] += w * np.float64(X[i, f])
+    for j in range(k):
+        if mass[j] > 0.0:
+            total = counts[j] + mass[j]
+            for f in range(d):
+                centers[j, f] = (counts[j] * centers[j, f] + sums[j, f]) / total
+            counts[j] = total
+    return inertia
+
+
+@dataclass
+class KMeansState:
+    """Centres and counts carried through a mini-batch k-means pass.
+
+    Attributes
+    ----------
+    centers : ndarray of shape (k, n_features), float64
+    counts : ndarray of shape (k,), float64
+        Weighted rows assigned to each centre since the start of the first pass.
+    gained : ndarray of shape (k,), float64
+        The part of ``counts`` assigned in this pass (the merge weights).
+    inertia : float
+        Weighted sum of squared distances met in this pass.
+    rows : int
+        Rows processed in this pass.
+    """
+
+    centers: np.ndarray
+    counts: np.ndarray
+    gained: np.ndarray
+    inertia: float = 0.0
+    rows: int = 0
+
+
+class MiniBatchKMeansPass:
+    """Sequential pass: one epoch of mini-batch k-means, one chunk per mini-batch.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (k, n_features)
+        Centres at the start of the pass (not modified).
+    counts : ndarray of shape (k,), optional
+        Rows assigned to each centre by earlier passes (zeros by default).
+
+    Notes
+    -----
+    Partial states are merged centre by centre, each weighted by the rows it gained in this
+    pass; counts add up.
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, centers: np.ndarray, counts: np.ndarray | None = None) -> None:
+        self.centers = np.ascontiguousarray(centers, dtype=np.float64)
+        k = self.centers.shape[0]
+        self.counts = (np.zeros(k) if counts is None
+                       else np.ascontiguousarray(counts, dtype=np.float64))
+
+    def start(self) -> KMeansState:
+        """Copies of the initial centres and counts."""
+        return KMeansState(self.centers.copy(), self.counts.copy(), np.zeros_like(self.counts))
+
+    def step(self, state: KMeansState, chunk: Chunk) -> KMeansState:
+        """A mini-batch step on the chunk (in place)."""
+        weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
+                  else np.ascontiguousarray(chunk.weight, dtype=np.float32))
+        before = state.counts.copy()
+        state.inertia += minibatch_step(chunk.X, weight, state.centers, state.counts)
+        state.gained += state.counts - before
+        state.rows += chunk.n_rows
+        return state
+
+    def merge(self, a: KMeansState, b: KMeansState) -> KMeansState:
+        """Centre-wise weighted average of two partial states (a new state)."""
+        total = a.gained + b.gained
+        safe = np.where(total > 0, total, 1.0)[:, None]
+        centers = np.where(total[:, None] > 0,
+                           (a.gained[:, None] * a.centers + b.gained[:, None] * b.centers) / safe,
+                           a.centers)
+        start = a.counts - a.gained
+        return KMeansState(centers, start + total, total, a.inertia + b.inertia, a.rows + b.rows)
+
+    def finish(self, state: KMeansState) -> KMeansState:
+        """The state after the pass."""
+        return state
+
+
+class RowSamplePass:
+    """Reduction pass: a uniform sample of ``k`` rows (see :class:`BottomKSample`).
+
+    Parameters
+    ----------
+    k : int
+    n_features : int
+    seed : int
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, k: int, n_features: int, seed: int) -> None:
+        self.k = int(k)
+        self.n_features = int(n_features)
+        self.seed = int(seed)
+
+    def start(self) -> BottomKSample:
+        """An empty sample."""
+        return BottomKSample(self.k, self.n_features, self.seed)
+
+    def step(self, state: BottomKSample, chunk: Chunk) -> BottomKSample:
+        """Offer the chunk's rows (in place)."""
+        return state.update(chunk.X, chunk.rows)
+
+    def merge(self, a: BottomKSample, b: BottomKSample) -> BottomKSample:
+        """Sample of the union (a new sample)."""
+        return a.merge(b)
+
+    def finish(self, state: BottomKSample) -> BottomKSample:
+        """The sample."""
+        return state
+
+
+def kmeans_plus_plus(X: np.ndarray, n_clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding: each new centre drawn with probability proportional to ``D(x)^2``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, n_features)
+    n_clusters : int
+        At most ``n``.
+    rng : numpy Generator
+
+    Returns
+    -------
+    ndarray of shape (n_clusters, n_features), float64
+    """
+    X64 = np.asarray(X, dtype=np.float64)
+    n = X64.shape[0]
+    centers = np.empty((n_clusters, X64.shape[1]))
+    centers[0] = X64[rng.integers(n)]
+    closest = ((X64 - centers[0]) ** 2).sum(axis=1)
+    for j in range(1, n_clusters):
+        total = closest.sum()
+        pick = rng.integers(n) if total <= 0 else rng.choice(n, p=closest / total)
+        centers[j] = X64[pick]
+        np.minimum(closest, ((X64 - centers[j]) ** 2).sum(axis=1), out=closest)
+    return centers
+
+
+def lloyd(X: np.ndarray, centers: np.ndarray, iterations: int) -> np.ndarray:
+    """Lloyd iterations on in-memory rows; a centre left without rows stays where it is.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, n_features), float32
+    centers : ndarray of shape (k, n_features)
+    iterations : int
+
+    Returns
+    -------
+    ndarray of shape (k, n_features), float64
+    """
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    centers = np.array(centers, dtype=np.float64)
+    k = centers.shape[0]
+    for _ in range(iterations):
+        labels, _ = assign_chunk(X, centers)
+        counts = np.bincount(labels, minlength=k).astype(np.float64)
+        sums = np.zeros_like(centers)
+        np.add.at(sums, labels, X.astype(np.float64))
+        moved = counts > 0
+        new = centers.copy()
+        new[moved] = sums[moved] / counts[moved, None]
+        if np.array_equal(new, centers):
+            break
+        centers = new
+    return centers
+
+
+def streamed_kmeans(data: Any, n_clusters: int, *, engine: Any = None, epochs: int = 3,
+                    seed: int = 0, init_rows: int | None = None) -> np.ndarray:
+    """k-means centres of a dataset, streaming over its chunks.
+
+    One reduction pass draws a uniform sample of ``init_rows`` rows; k-means++ and a few
+    Lloyd iterations on the sample give the initial centres; ``epochs`` shuffled passes of
+    mini-batch k-means (one chunk per mini-batch) refine them over all rows.
+
+    Parameters
+    ----------
+    data : Dataset or anything :func:`~streamlearn.data.open_dataset` accepts
+    n_clusters : int
+        Number of centres ``k``.
+    engine : engine, optional
+        Runs the passes (``None``, ``"local"``, ``"dask"`` or an engine object).
+    epochs : int
+        Mini-batch passes over the data (0: the centres of the sample).
+    seed : int
+        Seeds the sample, the seeding and the shuffling.
+    init_rows : int, optional
+        Size of the sample the centres are seeded from; default ``max(4096, 20 k)``.
+
+    Returns
+    -------
+    ndarray of shape (n_clusters, n_features), float32
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.vstack([np.zeros((50, 2)), np.ones((50, 2))]).astype(np.float32)
+    >>> np.round(np.sort(streamed_kmeans(X, 2)[:, 0]), 3)
+    array([0., 1.], dtype=float32)
+    """
+    from streamlearn.data import open_dataset
+    from streamlearn.engine.local import resolve_engine
+
+    k = int(n_clusters)
+    if k < 1:
+        raise ValueError(f"n_clusters must be at least 1, got {n_clusters}")
+    if int(epochs) < 0:
+        raise ValueError(f"epochs must be non-negative, got {epochs}")
+    dataset = data if isinstance(data, Dataset) else open_dataset(data)
+    if dataset.n_rows < k:
+        raise DataError(f"k-means with {k} centres needs at least {k} rows, "
+                        f"the data has {dataset.n_rows}")
+    runner = resolve_engine(engine)
+    size = max(4096, 20 * k) if init_rows is None else int(init_rows)
+    if size < k:
+        raise ValueError(f"init_rows ({size}) must be at least n_clusters ({k})")
+    sample: BottomKSample = runner.run(
+        RowSamplePass(size, dataset.n_features, seed ^ SAMPLE_SALT), dataset,
+        description="k-means sample")
+    rng = np.random.default_rng(seed)
+    centers = lloyd(sample.values, kmeans_plus_plus(sample.values, k, rng),
+                    SAMPLE_LLOYD_ITERATIONS)
+    counts = np.zeros(k)
+    for epoch in range(int(epochs)):
+        state: KMeansState = runner.run(MiniBatchKMeansPass(centers, counts), dataset,
+                                        shuffle=True, seed=seed, epoch=epoch,
+                                        description=f"k-means epoch {epoch + 1}/{epochs}")
+        centers, counts = state.centers, state.counts
+    return centers.astype(np.float32)
