@@ -1,0 +1,65 @@
+"""L-BFGS driver against scipy's L-BFGS-B on smooth problems with a known optimum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize, rosen, rosen_der
+
+from streamlearn.solvers.lbfgs import lbfgs_minimize
+
+
+def _logistic(X: np.ndarray, y: np.ndarray, lam: float):
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = X @ w
+        value = np.mean(np.logaddexp(0.0, -y * z)) + lam * w @ w
+        p = 1.0 / (1.0 + np.exp(y * z))
+        grad = -(X.T @ (y * p)) / len(y) + 2.0 * lam * w
+        return float(value), grad
+    return fun
+
+
+def test_reaches_scipy_optimum_of_regularised_logistic_regression() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 8))
+    y = np.sign(X @ rng.normal(size=8) + 0.5 * rng.normal(size=300))
+    fun = _logistic(X, y, 1e-3)
+    ref = minimize(fun, np.zeros(8), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 1000})
+    res = lbfgs_minimize(fun, np.zeros(8), max_iter=200, gtol=1e-9)
+    assert res.value == pytest.approx(ref.fun, abs=1e-10)
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-5)
+    np.testing.assert_allclose(res.grad, fun(res.x)[1], atol=1e-12)
+
+
+def test_rosenbrock_matrix_shaped_variable() -> None:
+    fun = lambda x: (rosen(x.ravel()), rosen_der(x.ravel()).reshape(x.shape))  # noqa: E731
+    x0 = np.full((2, 2), -1.2)
+    ref = minimize(lambda v: rosen(v), x0.ravel(), jac=rosen_der, method="L-BFGS-B",
+                   options={"gtol": 1e-10, "maxiter": 2000})
+    res = lbfgs_minimize(fun, x0, max_iter=500, gtol=1e-8)
+    assert res.x.shape == (2, 2)
+    np.testing.assert_allclose(res.x.ravel(), ref.x, atol=1e-4)
+    np.testing.assert_allclose(res.x, 1.0, atol=1e-4)
+
+
+def test_every_step_lowers_the_objective_and_start_saves_an_evaluation() -> None:
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(6, 6))
+    H = A @ A.T + np.eye(6)
+    b = rng.normal(size=6)
+    seen: list[float] = []
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        seen.append(0.5 * x @ H @ x - b @ x)
+        return seen[-1], H @ x - b
+
+    x0 = np.zeros(6)
+    res = lbfgs_minimize(fun, x0, max_iter=4, start=(0.0, -b))
+    assert res.n_eval == len(seen)  # the start was not evaluated again
+    assert res.n_iter == 4
+    closed_form = -0.5 * b @ np.linalg.solve(H, b)
+    assert closed_form <= res.value < 0.0
+    values = [lbfgs_minimize(fun, x0, max_iter=n).value for n in range(1, 8)]
+    assert np.all(np.diff(values) <= 0.0)
+    assert lbfgs_minimize(fun, x0, max_iter=100).value == pytest.approx(closed_form, abs=1e-12)
