@@ -1,0 +1,263 @@
+"""Kernels of super-sparse machines: similarities to prototypes and their sufficient statistics.
+
+Paper 004 fits ``f(x) = sum_j beta_j s(x, c_j) + b`` over ``p`` virtual prototypes ``c_j`` by
+minimising ``(1 / V) sum_i v_i (f(x_i) - y_i)^2 + lam R(beta)`` with ``V = sum_i v_i`` and
+``R`` the squared (ridge) or absolute (LASSO) norm. Everything a fit needs from the rows is a
+sum over them, so each kernel here takes one chunk and adds its share to an accumulator:
+
+- :func:`rbf_similarities`: ``S_ij = exp(-gamma ||x_i - c_j||^2)``, the chunk's ``(n, p)``
+  similarity matrix;
+- :func:`gram_update`: the ``(p + 1) x (p + 1)`` Gram matrix ``sum_i v_i z_i z_i^T`` and the
+  right-hand side ``sum_i v_i y_i z_i`` of ``z_i = (S_i, 1)``, from which the beta-step is a
+  ridge solve (eq. 4) or LASSO coordinate descent (:func:`lasso_cd`);
+- :func:`weighted_residuals`, then one of :func:`rbf_gradient_update` (analytic RBF
+  derivative, ``d s / d c = 2 gamma (x - c) s``), :func:`approx_gradient_update` (eq. 7,
+  ``d s / d c ~ x - c`` for a black-box similarity) or :func:`derivative_gradient_update`
+  (derivatives supplied by the caller): ``sum_i v_i e_i d s(x_i, c_k) / d c_k`` per prototype,
+  ``e_i = f(x_i) - y_i``. The gradient of eq. 5 is ``(2 / V) beta_k`` times that row. With
+  ``beta`` at its optimum for the current prototypes the terms of eq. 6 through
+  ``d beta / d c`` vanish (the derivative of the objective in ``beta`` is zero there), so
+  this partial gradient is the total one.
+
+Data arrays are float32, prototypes and accumulators float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def rbf_similarities(X, C, gamma):
+    """RBF similarities of every row to every prototype.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    C : ndarray of shape (p, d), float64
+        Prototypes.
+    gamma : float
+
+    Returns
+    -------
+    ndarray of shape (n, p), float64
+        ``exp(-gamma ||x_i - c_j||^2)``.
+    """
+    n, d = X.shape
+    p = C.shape[0]
+    S = np.empty((n, p), dtype=np.float64)
+    for i in range(n):
+        for j in range(p):
+            acc = 0.0
+            for f in range(d):
+                diff = X[i, f] - C[j, f]
+                acc += diff * diff
+            S[i, j] = np.exp(-gamma * acc)
+    return S
+
+
+@njit(cache=True, nogil=True)
+def gram_update(S, y, v, G, r):
+    """Add a chunk's weighted Gram matrix and right-hand side of ``z_i = (S_i, 1)``.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, p), float64
+        Similarities of the chunk's rows to the prototypes.
+    y : ndarray of shape (n,), float64
+        Targets.
+    v : ndarray of shape (n,), float32
+        Sample weights.
+    G : ndarray of shape (p + 1, p + 1), float64
+        ``sum_i v_i z_i z_i^T``, updated in place (constant column last).
+    r : ndarray of shape (p + 1,), float64
+        ``sum_i v_i y_i z_i``, updated in place.
+
+    Returns
+    -------
+    yy : float
+        ``sum_i v_i y_i^2`` over the chunk.
+    weight : float
+        ``sum_i v_i`` over the chunk.
+    """
+    n, p = S.shape
+    yy = 0.0
+    weight = 0.0
+    for i in range(n):
+        vi = np.float64(v[i])
+        if vi == 0.0:
+            continue
+        yi = y[i]
+        for j in range(p):
+            sj = vi * S[i, j]
+            for k in range(j, p):
+                G[j, k] += sj * S[i, k]
+            G[j, p] += sj
+            r[j] += sj * yi
+        G[p, p] += vi
+        r[p] += vi * yi
+        yy += vi * yi * yi
+        weight += vi
+    for j in range(p + 1):
+        for k in range(j):
+            G[j, k] = G[k, j]
+    return yy, weight
+
+
+@njit(cache=True, nogil=True)
+def weighted_residuals(S, beta, b, y, v):
+    """``v_i (f(x_i) - y_i)`` with ``f(x_i) = S_i . beta + b``.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, p), float64
+    beta : ndarray of shape (p,), float64
+    b : float
+    y : ndarray of shape (n,), float64
+    v : ndarray of shape (n,), float32
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+    """
+    n, p = S.shape
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        f = b
+        for j in range(p):
+            f += S[i, j] * beta[j]
+        out[i] = np.float64(v[i]) * (f - y[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def rbf_gradient_update(X, C, S, gamma, residual, out):
+    """Add ``sum_i residual_i d s(x_i, c_k) / d c_k`` for the RBF similarity.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    C : ndarray of shape (p, d), float64
+    S : ndarray of shape (n, p), float64
+        ``rbf_similarities(X, C, gamma)``.
+    gamma : float
+    residual : ndarray of shape (n,), float64
+        Weighted residuals (:func:`weighted_residuals`).
+    out : ndarray of shape (p, d), float64
+        Updated in place; ``d s / d c = 2 gamma (x - c) s``.
+    """
+    n, d = X.shape
+    p = C.shape[0]
+    for i in range(n):
+        ri = residual[i]
+        if ri == 0.0:
+            continue
+        for k in range(p):
+            w = 2.0 * gamma * ri * S[i, k]
+            for f in range(d):
+                out[k, f] += w * (X[i, f] - C[k, f])
+
+
+@njit(cache=True, nogil=True)
+def approx_gradient_update(X, C, residual, out):
+    """Add ``sum_i residual_i (x_i - c_k)``: eq. 7's ``d s(x, c) / d c ~ x - c``.
+
+    For a similarity known only through its values: it grows as ``c`` moves towards ``x``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    C : ndarray of shape (p, d), float64
+    residual : ndarray of shape (n,), float64
+    out : ndarray of shape (p, d), float64
+        Updated in place.
+    """
+    n, d = X.shape
+    p = C.shape[0]
+    for i in range(n):
+        ri = residual[i]
+        if ri == 0.0:
+            continue
+        for k in range(p):
+            for f in range(d):
+                out[k, f] += ri * (X[i, f] - C[k, f])
+
+
+@njit(cache=True, nogil=True)
+def derivative_gradient_update(dS, residual, out):
+    """Add ``sum_i residual_i dS[i, k]`` for derivatives given by the caller.
+
+    Parameters
+    ----------
+    dS : ndarray of shape (n, p, d), float64
+        ``d s(x_i, c_k) / d c_k``.
+    residual : ndarray of shape (n,), float64
+    out : ndarray of shape (p, d), float64
+        Updated in place.
+    """
+    n, p, d = dS.shape
+    for i in range(n):
+        ri = residual[i]
+        if ri == 0.0:
+            continue
+        for k in range(p):
+            for f in range(d):
+                out[k, f] += ri * dS[i, k, f]
+
+
+@njit(cache=True, nogil=True)
+def lasso_cd(G, r, lam, w, max_sweeps, tol):
+    """LASSO on sufficient statistics by cyclic coordinate descent.
+
+    Minimises ``w^T G w - 2 r^T w + lam sum_{j < m} |w_j|`` where the last coordinate
+    (the intercept) is not penalised; with ``G`` and ``r`` the weighted Gram matrix and
+    right-hand side divided by ``V`` this is ``(1 / V) sum_i v_i (z_i . w - y_i)^2 +
+    lam ||beta||_1`` up to a constant.
+
+    Parameters
+    ----------
+    G : ndarray of shape (m + 1, m + 1), float64
+        Symmetric positive semi-definite.
+    r : ndarray of shape (m + 1,), float64
+    lam : float
+    w : ndarray of shape (m + 1,), float64
+        Warm start, updated in place.
+    max_sweeps : int
+    tol : float
+        Stop when no coordinate moved by more than ``tol`` in a sweep.
+
+    Returns
+    -------
+    int
+        Sweeps done.
+    """
+    m = G.shape[0]
+    half = 0.5 * lam
+    sweeps = 0
+    for _ in range(max_sweeps):
+        sweeps += 1
+        largest = 0.0
+        for j in range(m):
+            if G[j, j] <= 0.0:
+                new = 0.0
+            else:
+                rho = r[j]
+                for k in range(m):
+                    if k != j:
+                        rho -= G[j, k] * w[k]
+                if j == m - 1:
+                    new = rho / G[j, j]
+                elif rho > half:
+                    new = (rho - half) / G[j, j]
+                elif rho < -half:
+                    new = (rho + half) / G[j, j]
+                else:
+                    new = 0.0
+            change = abs(new - w[j])
+            if change > largest:
+                largest = change
+            w[j] = new
+        if largest <= tol:
+            break
+    return sweeps
