@@ -1,0 +1,355 @@
+"""Kernels of the mixture of linear SVMs with RBF gating (paper 002), one chunk at a time.
+
+One binary mixture has ``k`` components; component ``j`` has a mixing weight ``xi_j``
+(``xi_j = 0``: pruned), a gating centre ``v_j`` and a linear expert ``w_j`` whose last entry is
+the weight of a constant feature of value ``bias_scale`` (liblinear's regularised bias, as in
+:mod:`streamlearn.solvers.dcd`). With ``s_ij = w_j . [x_i, bias_scale]``:
+
+* gating (eq. 7): ``g_ij = exp(-tau ||x_i - v_j||^2) / sum_l exp(-tau ||x_i - v_l||^2)``
+  over the active components;
+* expert (eq. 10): ``P(y_i | x_i, w_j) = exp(-max(0, 1 - y_i s_ij))``;
+* posteriors (eq. 11): ``q_ij ~ xi_j g_ij P(y_i | x_i, w_j)``, normalised over ``j``;
+* the row's log-likelihood (eq. 8): ``log sum_j xi_j g_ij P(y_i | x_i, w_j)``.
+
+Labels are float32 in {-1, +1}; sample weights ``s_i`` multiply every row's contribution.
+The dense products (``x_i . v_j``, ``s_ij``, ``R^T X``) are float32 matrix products
+(:func:`chunk_products`); the numba kernels do the per-row work on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from streamlearn.solvers.dcd import _shuffle
+
+#: Projected gradients at most this large leave a dual variable unchanged.
+PG_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class ChunkProducts:
+    """The dense products a chunk's kernels share, computed once by BLAS.
+
+    Attributes
+    ----------
+    x_sq : ndarray of shape (n_rows,), float64
+        ``||x_i||^2``.
+    XV : ndarray of shape (n_rows, k), float64
+        ``x_i . v_j``.
+    scores : ndarray of shape (n_rows, k), float64
+        Expert scores ``s_ij = w_j . [x_i, bias_scale]``.
+    """
+
+    x_sq: np.ndarray
+    XV: np.ndarray
+    scores: np.ndarray
+
+
+def chunk_products(X: np.ndarray, V: np.ndarray, W: np.ndarray,
+                   bias_scale: float) -> ChunkProducts:
+    """``||x_i||^2``, ``x_i . v_j`` and the expert scores of a chunk (float32 matrix products).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, d), float32
+    V : ndarray of shape (k, d)
+    W : ndarray of shape (k, d + 1)
+    bias_scale : float
+
+    Returns
+    -------
+    ChunkProducts
+    """
+    d = X.shape[1]
+    x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    XV = (X @ np.asarray(V, dtype=np.float32).T).astype(np.float64)
+    scores = (X @ np.asarray(W[:, :d], dtype=np.float32).T).astype(np.float64)
+    scores += np.asarray(W[:, d], dtype=np.float64)[None, :] * float(bias_scale)
+    return ChunkProducts(x_sq, np.ascontiguousarray(XV), np.ascontiguousarray(scores))
+
+
+def center_sq_norms(V: np.ndarray) -> np.ndarray:
+    """``||v_j||^2`` of the centres as the float32 products see them (float64)."""
+    V32 = np.asarray(V, dtype=np.float32).astype(np.float64)
+    return (V32 * V32).sum(axis=1)
+
+
+@njit(cache=True, nogil=True)
+def gate_log_chunk(x_sq, XV, v_sq, active, tau):
+    """Log gating probabilities ``log g_ij`` (eq. 7) of every row.
+
+    Parameters
+    ----------
+    x_sq : ndarray of shape (n_rows,), float64
+        ``||x_i||^2``.
+    XV : ndarray of shape (n_rows, k), float64
+        ``x_i . v_j``.
+    v_sq : ndarray of shape (k,), float64
+        ``||v_j||^2``.
+    active : ndarray of shape (k,), bool
+        Components taking part; the others get ``-inf``.
+    tau : float
+        Gating scale.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, k), float64
+    """
+    n, k = XV.shape
+    out = np.empty((n, k))
+    for i in range(n):
+        top = -np.inf
+        for j in range(k):
+            if not active[j]:
+                out[i, j] = -np.inf
+                continue
+            logit = -tau * max(x_sq[i] - 2.0 * XV[i, j] + v_sq[j], 0.0)
+            out[i, j] = logit
+            top = max(top, logit)
+        total = 0.0
+        for j in range(k):
+            if active[j]:
+                total += np.exp(out[i, j] - top)
+        log_z = top + np.log(total)
+        for j in range(k):
+            if active[j]:
+                out[i, j] -= log_z
+    return out
+
+
+@njit(cache=True, nogil=True)
+def posteriors_chunk(log_g, scores, y, xi):
+    """E-step (eq. 11): posteriors ``q_ij`` and the rows' log-likelihoods (eq. 8).
+
+    Parameters
+    ----------
+    log_g : ndarray of shape (n_rows, k), float64
+        Log gating probabilities (:func:`gate_log_chunk`).
+    scores : ndarray of shape (n_rows, k), float64
+        Expert scores ``s_ij``.
+    y : ndarray of shape (n_rows,), float32
+        Labels in {-1, +1}.
+    xi : ndarray of shape (k,), float64
+        Mixing weights; components with ``xi_j = 0`` are left out.
+
+    Returns
+    -------
+    Q : ndarray of shape (n_rows, k), float64
+        Posteriors, each row summing to 1 over the active components.
+    loglik : ndarray of shape (n_rows,), float64
+        ``log sum_j xi_j g_ij exp(-max(0, 1 - y_i s_ij))``.
+    """
+    n, k = log_g.shape
+    Q = np.zeros((n, k))
+    loglik = np.empty(n)
+    for i in range(n):
+        yi = np.float64(y[i])
+        top = -np.inf
+        for j in range(k):
+            if xi[j] > 0.0:
+                a = np.log(xi[j]) + log_g[i, j] - max(0.0, 1.0 - yi * scores[i, j])
+                Q[i, j] = a
+                top = max(top, a)
+        total = 0.0
+        for j in range(k):
+            if xi[j] > 0.0:
+                Q[i, j] = np.exp(Q[i, j] - top)
+                total += Q[i, j]
+        for j in range(k):
+            Q[i, j] /= total
+        loglik[i] = top + np.log(total)
+    return Q, loglik
+
+
+@njit(cache=True, nogil=True)
+def gating_terms_chunk(log_g, Q, weight, active):
+    """Per-row terms of the gating objective (eq. 13) and of its gradient (eq. 14).
+
+    ``f(V) = -sum_i s_i sum_j q_ij log g_ij(V)`` and
+    ``grad_j f = 2 tau sum_i r_ij (v_j - x_i)`` with ``r_ij = s_i (q_ij - g_ij(V))``,
+    i.e. ``2 tau (v_j sum_i r_ij - (R^T X)_j)``. The gradient takes each row of ``Q`` to
+    sum to 1 over the active components: compute ``Q`` with the mixing weights whose zeros
+    mark the same components as ``active``.
+
+    Parameters
+    ----------
+    log_g : ndarray of shape (n_rows, k), float64
+        Log gating probabilities at the centres being evaluated.
+    Q : ndarray of shape (n_rows, k), float64
+        Posteriors from the E-step.
+    weight : ndarray of shape (n_rows,), float32
+        Sample weights ``s_i``.
+    active : ndarray of shape (k,), bool
+
+    Returns
+    -------
+    value : float
+        The chunk's part of ``f``.
+    R : ndarray of shape (n_rows, k), float64
+        ``r_ij`` (0 for inactive components).
+    """
+    n, k = log_g.shape
+    R = np.zeros((n, k))
+    value = 0.0
+    for i in range(n):
+        s = np.float64(weight[i])
+        for j in range(k):
+            if active[j]:
+                q = Q[i, j]
+                if q > 0.0:
+                    value -= s * q * log_g[i, j]
+                R[i, j] = s * (q - np.exp(log_g[i, j]))
+    return value, R
+
+
+def gating_objective_chunk(X: np.ndarray, weight: np.ndarray, Q: np.ndarray, V: np.ndarray,
+                           active: np.ndarray, tau: float) -> tuple[float, np.ndarray]:
+    """The chunk's part of the gating objective (eq. 13) and its gradient (eq. 14) at ``V``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, d), float32
+    weight : ndarray of shape (n_rows,), float32
+    Q : ndarray of shape (n_rows, k), float64
+    V : ndarray of shape (k, d), float64
+    active : ndarray of shape (k,), bool
+    tau : float
+
+    Returns
+    -------
+    value : float
+    grad : ndarray of shape (k, d), float64
+        Zero rows for inactive components.
+    """
+    x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    XV = np.ascontiguousarray((X @ np.asarray(V, dtype=np.float32).T).astype(np.float64))
+    log_g = gate_log_chunk(x_sq, XV, center_sq_norms(V), active, float(tau))
+    value, R = gating_terms_chunk(log_g, Q, weight, active)
+    moment = (R.astype(np.float32).T @ X).astype(np.float64)
+    grad = 2.0 * float(tau) * (R.sum(axis=0)[:, None] * V - moment)
+    grad[~active] = 0.0
+    return float(value), grad
+
+
+@njit(cache=True, nogil=True)
+def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed):
+    """Weighted dual coordinate descent of every active expert over one chunk (eq. 15).
+
+    Expert ``j`` minimises ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge(y_i s_ij)``: row ``i`` has
+    the dual box ``0 <= alpha_ij <= C s_i q_ij``. A warm-started ``alpha_ij`` above its new
+    bound is first clipped to it (``w_j`` follows), then the usual coordinate step is taken
+    (Hsieh et al., ICML 2008; block-wise over chunks as in :func:`~streamlearn.solvers.dcd.
+    dcd_chunk`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, d), float32
+    y : ndarray of shape (n_rows,), float32
+        Labels in {-1, +1}.
+    weight : ndarray of shape (n_rows,), float32
+    Q : ndarray of shape (n_rows, k), float64
+        Posteriors from the E-step.
+    C : float
+    alpha : ndarray of shape (n_rows, k), float32
+        Dual variables, updated in place (``W`` is kept equal to ``sum_i y_i alpha_ij z_i``).
+    W : ndarray of shape (k, d + 1), float64
+        Experts, updated in place.
+    active : ndarray of shape (k,), bool
+        Experts to update; the others and their dual variables are left alone.
+    bias_scale : float
+    n_inner : int
+        Sweeps over the chunk, each in a fresh random order.
+    seed : int
+        Non-negative seed of the orders.
+
+    Returns
+    -------
+    float
+        Largest projected-gradient magnitude met in the first sweep.
+    """
+    n, d = X.shape
+    k = W.shape[0]
+    qd = np.empty(n)
+    for i in range(n):
+        s = bias_scale * bias_scale
+        for f in range(d):
+            s += np.float64(X[i, f]) * np.float64(X[i, f])
+        qd[i] = s
+    perm = np.arange(n)
+    state = np.uint64(seed)
+    pg_top = 0.0
+    for sweep in range(n_inner):
+        state = _shuffle(perm, state)
+        for p in range(n):
+            r = perm[p]
+            yr = np.float64(y[r])
+            for j in range(k):
+                if not active[j]:
+                    continue
+                upper = np.float64(np.float32(C * np.float64(weight[r]) * Q[r, j]))
+                a = np.float64(alpha[r, j])
+                if a > upper:  # the bound shrank since the last visit: clip first
+                    delta = upper - a
+                    alpha[r, j] = np.float32(upper)
+                    for f in range(d):
+                        W[j, f] += delta * yr * np.float64(X[r, f])
+                    W[j, d] += delta * yr * bias_scale
+                    a = upper
+                if upper <= 0.0:
+                    continue
+                score = W[j, d] * bias_scale
+                for f in range(d):
+                    score += np.float64(X[r, f]) * W[j, f]
+                g = yr * score - 1.0
+                if a == 0.0:
+                    pg = min(g, 0.0)
+                elif a >= upper:
+                    pg = max(g, 0.0)
+                else:
+                    pg = g
+                if sweep == 0:
+                    pg_top = max(pg_top, abs(pg))
+                if abs(pg) <= PG_EPS:
+                    continue
+                a_new = min(max(a - g / qd[r], 0.0), upper) if qd[r] > 0.0 else upper
+                delta = np.float64(np.float32(a_new)) - a
+                if delta == 0.0:
+                    continue
+                alpha[r, j] = np.float32(a_new)
+                for f in range(d):
+                    W[j, f] += delta * yr * np.float64(X[r, f])
+                W[j, d] += delta * yr * bias_scale
+    return pg_top
+
+
+@njit(cache=True, nogil=True)
+def mixture_likelihoods_chunk(log_g, scores, xi):
+    """Mixture likelihoods of both labels, the two halves of the corrected eq. 21.
+
+    ``pos_i = sum_j xi_j g_ij exp(-max(0, 1 - s_ij))``,
+    ``neg_i = sum_j xi_j g_ij exp(-max(0, 1 + s_ij))``; the discriminant is
+    ``pos_i - neg_i`` and ``P(y = +1 | x_i) = pos_i / (pos_i + neg_i)``.
+
+    Parameters
+    ----------
+    log_g : ndarray of shape (n_rows, k), float64
+    scores : ndarray of shape (n_rows, k), float64
+    xi : ndarray of shape (k,), float64
+
+    Returns
+    -------
+    pos, neg : ndarray of shape (n_rows,), float64
+    """
+    n, k = log_g.shape
+    pos = np.zeros(n)
+    neg = np.zeros(n)
+    for i in range(n):
+        for j in range(k):
+            if xi[j] > 0.0:
+                m = xi[j] * np.exp(log_g[i, j])
+                pos[i] += m * np.exp(-max(0.0, 1.0 - scores[i, j]))
+                neg[i] += m * np.exp(-max(0.0, 1.0 + scores[i, j]))
+    return pos, neg

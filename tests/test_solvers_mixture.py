@@ -1,0 +1,149 @@
+"""Kernels of the mixture of linear SVMs against plain numpy, scipy and scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from scipy.special import logsumexp
+from sklearn.svm import LinearSVC
+
+from streamlearn.solvers.mixture import (
+    center_sq_norms,
+    chunk_products,
+    expert_dcd_chunk,
+    gate_log_chunk,
+    gating_objective_chunk,
+    mixture_likelihoods_chunk,
+    posteriors_chunk,
+)
+
+TAU = 0.7
+BIAS = 1.0
+
+
+def _problem(n: int = 120, d: int = 3, k: int = 4, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0).astype(np.float32)
+    V = rng.normal(size=(k, d))
+    W = rng.normal(scale=0.7, size=(k, d + 1))
+    xi = rng.dirichlet(np.ones(k))
+    return X, y, V, W, xi
+
+
+def _np_log_gates(X, V, tau, active):
+    d2 = ((X.astype(np.float64)[:, None, :] - V[None]) ** 2).sum(axis=2)
+    logits = np.where(active[None, :], -tau * d2, -np.inf)
+    return logits - logsumexp(logits, axis=1, keepdims=True)
+
+
+def _np_scores(X, W, bias):
+    return X.astype(np.float64) @ W[:, :-1].T + bias * W[:, -1][None, :]
+
+
+def _kernel_log_gates(X, V, W, tau, active):
+    p = chunk_products(X, V, W, BIAS)
+    return gate_log_chunk(p.x_sq, p.XV, center_sq_norms(V), active, tau), p.scores
+
+
+def test_gates_match_numpy_softmax() -> None:
+    X, _, V, W, _ = _problem()
+    active = np.array([True, False, True, True])
+    log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
+    ref = _np_log_gates(X, V, TAU, active)
+    assert np.all(np.isneginf(log_g[:, 1]))
+    np.testing.assert_allclose(log_g[:, active], ref[:, active], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.exp(log_g).sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(scores, _np_scores(X, W, BIAS), rtol=1e-5, atol=1e-5)
+
+
+def test_posteriors_and_loglik_match_numpy() -> None:
+    X, y, V, W, xi = _problem(seed=1)
+    xi[2] = 0.0  # a pruned component takes no posterior mass
+    active = xi > 0
+    log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
+    Q, loglik = posteriors_chunk(log_g, scores, y, xi)
+    g = np.exp(_np_log_gates(X, V, TAU, active))
+    p = np.exp(-np.maximum(0.0, 1.0 - y[:, None] * _np_scores(X, W, BIAS)))
+    joint = xi[None, :] * g * p
+    np.testing.assert_allclose(Q, joint / joint.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(loglik, np.log(joint.sum(axis=1)), rtol=1e-5, atol=1e-6)
+    assert np.all(Q[:, 2] == 0.0)
+
+
+def test_gating_objective_and_gradient_match_numpy() -> None:
+    X, y, V, W, xi = _problem(n=80, seed=2)
+    active = np.array([True, True, False, True])
+    xi[~active] = 0.0
+    weight = np.random.default_rng(3).uniform(0.5, 2.0, size=80).astype(np.float32)
+    log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
+    Q, _ = posteriors_chunk(log_g, scores, y, xi)
+    V_new = V + 0.3
+
+    def f(flat: np.ndarray) -> float:
+        lg = _np_log_gates(X, flat.reshape(V.shape), TAU, active)
+        terms = np.where(Q > 0, Q * np.where(np.isfinite(lg), lg, 0.0), 0.0)
+        return float(-(weight[:, None].astype(np.float64) * terms).sum())
+
+    value, grad = gating_objective_chunk(X, weight, Q, V_new, active, TAU)
+    assert value == pytest.approx(f(V_new.ravel()), rel=1e-5)
+    numeric = approx_fprime(V_new.ravel(), f, 1e-6).reshape(V.shape)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-3)
+    assert np.all(grad[~active] == 0.0)
+
+
+def test_expert_dcd_reaches_weighted_liblinear_solution() -> None:
+    rng = np.random.default_rng(4)
+    n, d, k = 150, 2, 2
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    y = y.astype(np.float32)
+    weight = rng.uniform(0.5, 1.5, size=n).astype(np.float32)
+    Q = rng.dirichlet(np.ones(k), size=n)
+    C = 0.8
+    alpha = np.zeros((n, k), dtype=np.float32)
+    W = np.zeros((k, d + 1))
+    active = np.ones(k, dtype=bool)
+    for sweep in range(300):
+        expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, BIAS, 1, sweep)
+    for j in range(k):
+        ref = LinearSVC(C=C, loss="hinge", dual=True, intercept_scaling=BIAS, tol=1e-10,
+                        max_iter=200_000).fit(X, y, sample_weight=weight * Q[:, j])
+        np.testing.assert_allclose(W[j, :d], ref.coef_[0], atol=2e-3)
+        assert W[j, d] * BIAS == pytest.approx(ref.intercept_[0], abs=2e-3)
+        # the primal stays the dual's image: w_j = sum_i y_i alpha_ij [x_i, bias]
+        Z = np.hstack([X, np.full((n, 1), BIAS, dtype=np.float32)]).astype(np.float64)
+        np.testing.assert_allclose(W[j], (y * alpha[:, j]) @ Z, atol=1e-4)
+        upper = C * weight * Q[:, j]
+        assert np.all(alpha[:, j] >= 0) and np.all(alpha[:, j] <= upper * (1 + 1e-6))
+
+
+def test_expert_dcd_clips_duals_to_shrunken_bounds() -> None:
+    X, y, _, _, _ = _problem(n=60, d=2, k=2, seed=5)
+    weight = np.ones(60, dtype=np.float32)
+    Q = np.full((60, 2), 0.5)
+    alpha = np.full((60, 2), 0.4, dtype=np.float32)  # above the bound C q = 0.25
+    Z = np.hstack([X, np.ones((60, 1), dtype=np.float32)]).astype(np.float64)
+    W = ((y[:, None] * alpha).T @ Z).astype(np.float64)
+    active = np.array([True, False])
+    W_inactive = W[1].copy()
+    expert_dcd_chunk(X, y, weight, Q, 0.5, alpha, W, active, BIAS, 1, 0)
+    assert np.all(alpha[:, 0] <= 0.25 + 1e-7)
+    np.testing.assert_allclose(W[0], (y * alpha[:, 0]) @ Z, atol=1e-5)
+    assert np.all(alpha[:, 1] == np.float32(0.4)) and np.array_equal(W[1], W_inactive)
+
+
+def test_mixture_likelihoods_are_corrected_eq21() -> None:
+    X, _, V, W, xi = _problem(seed=6)
+    xi[0] = 0.0
+    active = xi > 0
+    log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
+    pos, neg = mixture_likelihoods_chunk(log_g, scores, xi)
+    g = np.exp(_np_log_gates(X, V, TAU, active))
+    s = _np_scores(X, W, BIAS)
+    m = xi[None, :] * np.where(active[None, :], g, 0.0)
+    np.testing.assert_allclose(pos, (m * np.exp(-np.maximum(0, 1 - s))).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(neg, (m * np.exp(-np.maximum(0, 1 + s))).sum(axis=1), rtol=1e-5)
+    # a confident expert (score >> 1) votes positive through the corrected signs
+    assert np.all((pos - neg)[(s[:, active] > 1).all(axis=1)] > 0)
