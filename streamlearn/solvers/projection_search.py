@@ -1,0 +1,563 @@
+"""Projection search of paper 001: candidate scans and the "informative feature first" loop.
+
+A projection term ``f(u . x)`` uses the unit direction ``u = alpha / ||alpha||_2``. The search
+(paper 001, Tables 1-2) moves one coordinate of ``alpha`` at a time: a *scan* evaluates the
+candidates ``alpha + delta e_m`` for a set of features ``m`` and offsets ``delta``, and its
+cost (eq. 8) is ``E = g(u) + lambda ||u||_1`` with ``g`` the data-fit cost of the best ridge
+function of ``u . x``. Every candidate of a scan is costed from ONE walk over the rows:
+
+* :func:`spline_gram_scan_chunk` (sparse projection pursuit regression) accumulates, for every
+  candidate, the weighted B-spline Gram matrix ``sum_i w_i B(z_i) B(z_i)^T``, the right-hand
+  side ``sum_i w_i r_i B(z_i)`` and ``sum_i w_i r_i^2`` of the projected values
+  ``z_i = u_c . x_i``, where ``r_i`` is the residual of the model so far, recomputed from the
+  model's terms for each row; :func:`spline_fit_costs` then fits every candidate's penalised
+  spline and returns its residual sum of squares;
+* :func:`class_histogram_scan_chunk` (sparse Jensen-Shannon boosting) accumulates, for every
+  candidate, the histograms of the projected values of the positive and the negative rows
+  weighted by the boosting weights ``w_i = s_i c_{y_i} exp(-y_i F(x_i))`` of the model so far;
+  :func:`js_divergence` gives the symmetric divergence of eq. 13.
+
+The bins and the spline knots of a candidate span the range of its projected values
+(:func:`projection_ranges`). :func:`informative_feature_first` is the search loop itself,
+given any function that costs a scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from streamlearn.features.bspline import bspline_basis
+
+#: Highest exponent of a boosting weight, so that ``exp`` stays finite.
+MAX_EXPONENT = 700.0
+
+
+# -- the model so far, evaluated row by row ---------------------------------------------------
+@njit(cache=True, nogil=True)
+def _dot(u, x):
+    s = 0.0
+    for j in range(x.shape[0]):
+        s += u[j] * x[j]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _bin(z, lo, hi, n_bins):
+    # clamp in floating point first: converting a huge float to int is undefined
+    t = (z - lo) * (n_bins / (hi - lo))
+    if not t > 0.0:
+        return 0
+    if t >= n_bins:
+        return n_bins - 1
+    return int(t)
+
+
+@njit(cache=True, nogil=True)
+def _ridge_sum(x, proj, lo, hi, coef, degree, basis):
+    # sum_k f_k(u_k . x), f_k a B-spline with coefficients coef[k] on [lo[k], hi[k]]
+    s = 0.0
+    n_bases = coef.shape[1]
+    for k in range(proj.shape[0]):
+        z = _dot(proj[k], x)
+        first = bspline_basis(z, lo[k], hi[k], n_bases, degree, basis)
+        for a in range(degree + 1):
+            s += coef[k, first + a] * basis[a]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _table_sum(x, proj, lo, hi, table):
+    # sum_k table[k, bin_k(u_k . x)]
+    s = 0.0
+    n_bins = table.shape[1]
+    for k in range(proj.shape[0]):
+        s += table[k, _bin(_dot(proj[k], x), lo[k], hi[k], n_bins)]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def ridge_predict_chunk(X, intercept, proj, lo, hi, coef, degree):
+    """Predictions ``intercept + sum_k f_k(u_k . x)`` of a projection pursuit regression.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    intercept : float
+    proj : ndarray of shape (n_terms, n_features), float64
+        Unit directions ``u_k``.
+    lo, hi : ndarray of shape (n_terms,), float64
+        Range of each term's spline (values outside are clamped).
+    coef : ndarray of shape (n_terms, n_bases), float64
+        B-spline coefficients of each ridge function.
+    degree : int
+        Spline degree in {1, 2, 3}.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64
+    """
+    out = np.empty(X.shape[0], dtype=np.float64)
+    basis = np.empty(4, dtype=np.float64)
+    for i in range(X.shape[0]):
+        out[i] = intercept + _ridge_sum(X[i], proj, lo, hi, coef, degree, basis)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def table_predict_chunk(X, proj, lo, hi, table):
+    """Scores ``F(x) = sum_k table_k[bin(u_k . x)]`` of a boosted projection model.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    proj : ndarray of shape (n_terms, n_features), float64
+    lo, hi : ndarray of shape (n_terms,), float64
+        Range of each term's ``n_bins`` uniform bins (values outside go to the end bins).
+    table : ndarray of shape (n_terms, n_bins), float64
+        Output of each weak learner per bin.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64
+    """
+    out = np.empty(X.shape[0], dtype=np.float64)
+    for i in range(X.shape[0]):
+        out[i] = _table_sum(X[i], proj, lo, hi, table)
+    return out
+
+
+# -- one-pass candidate scans ----------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, alpha,
+                           cand_feature, cand_delta, cand_scale, cand_lo, cand_hi,
+                           gram, rhs, totals):
+    """Add one chunk's B-spline Gram statistics of every candidate projection.
+
+    For row ``i`` with residual ``r_i = y_i - intercept - sum_k f_k(u_k . x_i)`` (the model's
+    terms ``proj, lo, hi, coef``) and candidate ``c`` with projected value
+    ``z = (alpha . x_i + cand_delta[c] x_i[cand_feature[c]]) cand_scale[c]``:
+    ``gram[c] += w_i B(z) B(z)^T`` (upper triangle only), ``rhs[c] += w_i r_i B(z)``, with
+    ``B`` the ``n_bases`` B-splines of degree ``degree`` on ``[cand_lo[c], cand_hi[c]]``.
+    Also ``totals += [w_i r_i^2, w_i]``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    y, weight : ndarray of shape (n_rows,), float32
+    intercept : float
+    proj, lo, hi, coef : the model's terms, see :func:`ridge_predict_chunk`
+        (``proj`` of shape (0, n_features) for none).
+    degree : int
+    alpha : ndarray of shape (n_features,), float64
+        Current (unnormalised) projection.
+    cand_feature : ndarray of shape (n_candidates,), int64
+    cand_delta, cand_scale, cand_lo, cand_hi : ndarray of shape (n_candidates,), float64
+        Offset, ``1 / ||alpha + delta e_m||_2`` and spline range of each candidate.
+    gram : ndarray of shape (n_candidates, n_bases, n_bases), float64
+        Updated in place (entries ``[c, a, b]`` with ``a <= b``).
+    rhs : ndarray of shape (n_candidates, n_bases), float64
+        Updated in place.
+    totals : ndarray of shape (2,), float64
+        Updated in place.
+    """
+    n_bases = gram.shape[1]
+    basis = np.empty(4, dtype=np.float64)
+    for i in range(X.shape[0]):
+        x = X[i]
+        w = np.float64(weight[i])
+        r = y[i] - intercept - _ridge_sum(x, proj, lo, hi, coef, degree, basis)
+        totals[0] += w * r * r
+        totals[1] += w
+        base = _dot(alpha, x)
+        for c in range(cand_feature.shape[0]):
+            z = (base + cand_delta[c] * x[cand_feature[c]]) * cand_scale[c]
+            first = bspline_basis(z, cand_lo[c], cand_hi[c], n_bases, degree, basis)
+            for a in range(degree + 1):
+                wa = w * basis[a]
+                rhs[c, first + a] += wa * r
+                for b in range(a, degree + 1):
+                    gram[c, first + a, first + b] += wa * basis[b]
+
+
+@njit(cache=True, nogil=True)
+def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, table, alpha,
+                               cand_feature, cand_delta, cand_scale, cand_lo, cand_hi, hist):
+    """Add one chunk's weighted class histograms of every candidate projection.
+
+    Row ``i`` with class code ``k_i`` in {0, 1} (``y_i = 2 k_i - 1``) has the boosting weight
+    ``w_i = weight_i class_weight[k_i] exp(-y_i F(x_i))``, ``F`` the model's scores
+    (:func:`table_predict_chunk`); it adds ``w_i`` to ``hist[c, bin_c(z), k_i]`` for every
+    candidate ``c`` with ``z`` as in :func:`spline_gram_scan_chunk` and ``n_bins`` uniform bins
+    on ``[cand_lo[c], cand_hi[c]]`` (outside values go to the end bins).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    codes : ndarray of shape (n_rows,), int32
+    weight : ndarray of shape (n_rows,), float32
+    class_weight : ndarray of shape (2,), float64
+        Initial weight of a row of each class (``1 / N_-``, ``1 / N_+``).
+    proj, lo, hi, table : the model's terms, see :func:`table_predict_chunk`
+    alpha, cand_feature, cand_delta, cand_scale, cand_lo, cand_hi
+        See :func:`spline_gram_scan_chunk`.
+    hist : ndarray of shape (n_candidates, n_bins, 2), float64
+        Updated in place.
+    """
+    n_bins = hist.shape[1]
+    for i in range(X.shape[0]):
+        x = X[i]
+        k = codes[i]
+        margin = _table_sum(x, proj, lo, hi, table)
+        exponent = -margin if k == 1 else margin
+        if exponent > MAX_EXPONENT:
+            exponent = MAX_EXPONENT
+        w = weight[i] * class_weight[k] * np.exp(exponent)
+        base = _dot(alpha, x)
+        for c in range(cand_feature.shape[0]):
+            z = (base + cand_delta[c] * x[cand_feature[c]]) * cand_scale[c]
+            hist[c, _bin(z, cand_lo[c], cand_hi[c], n_bins), k] += w
+
+
+# -- small dense work between passes ---------------------------------------------------------
+@dataclass(frozen=True)
+class Candidates:
+    """The projections ``alpha + delta e_m`` one scan evaluates.
+
+    Attributes
+    ----------
+    feature : ndarray of shape (n,), int64
+        Coordinate ``m`` each candidate moves.
+    delta : ndarray of shape (n,), float64
+        Offset added to ``alpha[m]``.
+    scale : ndarray of shape (n,), float64
+        ``1 / ||alpha + delta e_m||_2`` (0 for a zero vector, which is never chosen).
+    lo, hi : ndarray of shape (n,), float64
+        Range of the projected values ``u . x`` (bins and spline knots span it).
+    l1 : ndarray of shape (n,), float64
+        ``||u||_1`` of the unit direction (``inf`` for a zero vector).
+    """
+
+    feature: np.ndarray
+    delta: np.ndarray
+    scale: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    l1: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.feature.shape[0])
+
+    def direction(self, alpha: np.ndarray, c: int) -> np.ndarray:
+        """Unit direction ``u`` of candidate ``c``."""
+        a = np.array(alpha, dtype=np.float64)
+        a[self.feature[c]] += self.delta[c]
+        return a * self.scale[c]
+
+    def kernel_args(self) -> tuple[np.ndarray, ...]:
+        """``(feature, delta, scale, lo, hi)`` as the scan kernels take them."""
+        return self.feature, self.delta, self.scale, self.lo, self.hi
+
+
+@dataclass(frozen=True)
+class FeatureSpread:
+    """What bounds the projected values ``u . x``: per-feature extremes, mean and covariance.
+
+    A projection's range is the interval its values can reach given the feature extremes,
+    cut to ``mean +- n_std`` standard deviations of ``u . x`` so that a few far rows do not
+    waste the bins.
+
+    Attributes
+    ----------
+    minimum, maximum, mean : ndarray of shape (n_features,), float64
+    cov : ndarray of shape (n_features, n_features), float64
+        Population covariance.
+    n_std : float
+    """
+
+    minimum: np.ndarray
+    maximum: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    n_std: float = 4.0
+
+
+def projection_ranges(U: np.ndarray, spread: FeatureSpread) -> tuple[np.ndarray, np.ndarray]:
+    """Range ``[lo, hi]`` of the projected values for each row of ``U``.
+
+    Parameters
+    ----------
+    U : ndarray of shape (n, n_features)
+        Directions.
+    spread : FeatureSpread
+
+    Returns
+    -------
+    lo, hi : ndarray of shape (n,), float64
+        ``hi > lo`` always (a constant projection gets ``[v - 0.5, v + 0.5]``).
+    """
+    U = np.atleast_2d(np.asarray(U, dtype=np.float64))
+    reach_lo = np.minimum(U * spread.minimum, U * spread.maximum).sum(axis=1)
+    reach_hi = np.maximum(U * spread.minimum, U * spread.maximum).sum(axis=1)
+    centre = U @ spread.mean
+    sd = np.sqrt(np.maximum(np.einsum("ci,ij,cj->c", U, spread.cov, U), 0.0))
+    lo = np.maximum(reach_lo, centre - spread.n_std * sd)
+    hi = np.minimum(reach_hi, centre + spread.n_std * sd)
+    flat = ~(hi - lo > 1e-12 * np.maximum(1.0, np.abs(centre)))
+    lo = np.where(flat, centre - 0.5, lo)
+    hi = np.where(flat, centre + 0.5, hi)
+    return lo, hi
+
+
+def make_candidates(alpha: np.ndarray, features: np.ndarray, deltas: np.ndarray,
+                    spread: FeatureSpread) -> Candidates:
+    """Every ``alpha + delta e_m`` for ``m`` in ``features`` and ``delta`` in ``deltas``.
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (n_features,)
+    features : ndarray of int
+    deltas : ndarray of float
+    spread : FeatureSpread
+
+    Returns
+    -------
+    Candidates
+        Feature-major order: all deltas of ``features[0]``, then of ``features[1]``, ...
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    feature = np.repeat(np.asarray(features, dtype=np.int64), len(deltas))
+    delta = np.tile(np.asarray(deltas, dtype=np.float64), len(features))
+    A = np.tile(alpha, (len(feature), 1))
+    A[np.arange(len(feature)), feature] += delta
+    norm = np.linalg.norm(A, axis=1)
+    zero = ~(norm > 1e-12)
+    scale = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, norm))
+    U = A * scale[:, None]
+    lo, hi = projection_ranges(U, spread)
+    l1 = np.where(zero, np.inf, np.abs(U).sum(axis=1))
+    return Candidates(feature, delta, scale, lo, hi, l1)
+
+
+def penalty_matrix(n_bases: int, order: int = 2) -> np.ndarray:
+    """``D^T D`` with ``D`` the ``(n_bases - order) x n_bases`` difference matrix (P-splines).
+
+    Parameters
+    ----------
+    n_bases : int
+    order : int
+
+    Returns
+    -------
+    ndarray of shape (n_bases, n_bases), float64
+    """
+    D = np.diff(np.eye(n_bases), n=order, axis=0)
+    return D.T @ D
+
+
+def symmetric_gram(gram: np.ndarray) -> np.ndarray:
+    """Full Gram matrices from the upper triangles the scan kernel fills."""
+    upper = np.triu(gram)
+    return upper + np.swapaxes(np.triu(gram, 1), -1, -2)
+
+
+def spline_fit_costs(gram: np.ndarray, rhs: np.ndarray, sum_rr: float,
+                     penalty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fit a penalised spline for every candidate; its residual sum of squares.
+
+    ``coef_c = (G_c + P)^-1 b_c`` minimises ``sum_i w_i (r_i - B(z_i) . coef)^2 + coef' P coef``
+    and its residual sum of squares is ``sum_rr - 2 coef_c . b_c + coef_c' G_c coef_c``.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (n, n_bases, n_bases)
+        Full (symmetric) Gram matrices.
+    rhs : ndarray of shape (n, n_bases)
+    sum_rr : float
+        ``sum_i w_i r_i^2``.
+    penalty : ndarray of shape (n_bases, n_bases)
+        Roughness penalty ``P``.
+
+    Returns
+    -------
+    sse : ndarray of shape (n,)
+    coef : ndarray of shape (n, n_bases)
+    """
+    n_bases = gram.shape[-1]
+    jitter = 1e-10 * (np.trace(gram, axis1=1, axis2=2) / n_bases + 1e-300)
+    A = gram + penalty[None] + jitter[:, None, None] * np.eye(n_bases)[None]
+    coef = np.linalg.solve(A, rhs[..., None])[..., 0]
+    sse = sum_rr - 2.0 * np.einsum("ci,ci->c", coef, rhs) + np.einsum(
+        "ci,cij,cj->c", coef, gram, coef)
+    return np.maximum(sse, 0.0), coef
+
+
+def js_divergence(hist: np.ndarray) -> np.ndarray:
+    """Jensen-Shannon divergence of eq. 13 between the class histograms of each candidate.
+
+    ``SJS = sum_b p_b log(2 p_b / (p_b + q_b)) + q_b log(2 q_b / (p_b + q_b))`` with ``p``
+    and ``q`` the positive and negative histograms, each normalised to sum to one.
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n, n_bins, 2)
+        Weighted counts, negative class at ``[..., 0]``.
+
+    Returns
+    -------
+    ndarray of shape (n,), in ``[0, 2 log 2]``
+    """
+    q = hist[..., 0] / np.maximum(hist[..., 0].sum(axis=-1, keepdims=True), 1e-300)
+    p = hist[..., 1] / np.maximum(hist[..., 1].sum(axis=-1, keepdims=True), 1e-300)
+    m = p + q
+    safe = np.where(m > 0, m, 1.0)
+    tp = np.where(p > 0, p * np.log(np.where(p > 0, 2.0 * p, 1.0) / safe), 0.0)
+    tq = np.where(q > 0, q * np.log(np.where(q > 0, 2.0 * q, 1.0) / safe), 0.0)
+    return (tp + tq).sum(axis=-1)
+
+
+def weak_learner_table(hist: np.ndarray, smoothing: float) -> np.ndarray:
+    """``f_b = 1/2 log((h+_b + eps) / (h-_b + eps))`` of one candidate's histogram.
+
+    ``h+_b, h-_b`` are the bin masses of the positive and negative rows over the total mass
+    of all rows (real AdaBoost's confidence-rated prediction) and ``eps = smoothing / n_bins``.
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_bins, 2)
+    smoothing : float
+
+    Returns
+    -------
+    ndarray of shape (n_bins,)
+    """
+    total = max(float(hist.sum()), 1e-300)
+    eps = smoothing / hist.shape[0]
+    return 0.5 * np.log((hist[:, 1] / total + eps) / (hist[:, 0] / total + eps))
+
+
+# -- the search loop (paper 001, Tables 1-2) -------------------------------------------------
+#: A scan: costs g of the candidates and the statistic of each (e.g. its fitted spline).
+ScanFunction = Callable[[np.ndarray, Candidates], tuple[np.ndarray, Any]]
+
+
+@dataclass
+class SearchResult:
+    """Outcome of :func:`informative_feature_first`.
+
+    Attributes
+    ----------
+    alpha : ndarray of shape (n_features,)
+        Unit direction ``alpha / ||alpha||_2``.
+    lo, hi : float
+        Range of its projected values (its bins or spline knots).
+    fit_cost : float
+        ``g`` of the chosen direction.
+    cost : float
+        ``E = g + lam ||alpha||_1``.
+    lam : float
+        Weight of the L1 term.
+    stat : Any
+        The scan's statistic of the chosen direction (its histogram, its spline).
+    n_scans : int
+        Passes over the data the search took.
+    """
+
+    alpha: np.ndarray
+    lo: float
+    hi: float
+    fit_cost: float
+    cost: float
+    lam: float
+    stat: Any
+    n_scans: int
+
+
+def offsets(lo: float, hi: float, step: float) -> np.ndarray:
+    """``lo, lo + step, ..., hi`` (both ends included), rounded to clear float drift."""
+    n = round((hi - lo) / step)
+    return np.round(lo + step * np.arange(n + 1), 12)
+
+
+def informative_feature_first(scan: ScanFunction, n_features: int, spread: FeatureSpread,
+                              penalty_weight: Callable[[float], float], *,
+                              search_range: float = 1.0, coarse_step: float = 0.1,
+                              fine_step: float = 0.01, max_iter: int = 20) -> SearchResult:
+    """Find a sparse projection by the "informative feature first" search (Tables 1-2).
+
+    1. Start from the best single coordinate ``e_i`` (one scan of all ``e_m``); the L1
+       weight is ``lam = penalty_weight(g(e_i))`` (eq. 6).
+    2. Repeat: a coarse scan of every coordinate, ``alpha + delta e_m`` with ``delta`` in
+       ``[-H, H]`` by ``coarse_step``, picks the coordinate and offset of the lowest cost
+       ``E = g(u) + lam ||u||_1``, ``u = alpha / ||alpha||`` (eq. 8); a fine scan of that
+       coordinate around the offset (``+- coarse_step`` by ``fine_step``) sets it. Stop when no
+       coarse candidate lowers ``E`` (the lower cost wins: the "E > E*" of the printed
+       pseudo-code is written for a maximised score) or after ``max_iter`` rounds.
+
+    Parameters
+    ----------
+    scan : callable
+        ``scan(alpha, candidates) -> (g, stats)``: data-fit cost of every candidate (one pass
+        over the data) and an indexable of per-candidate statistics.
+    n_features : int
+    spread : FeatureSpread
+        Bounds of the projected values.
+    penalty_weight : callable
+        ``lam`` from the fit cost of the initial coordinate.
+    search_range, coarse_step, fine_step : float
+        ``H``, ``dH``, ``dh`` of the paper.
+    max_iter : int
+
+    Returns
+    -------
+    SearchResult
+    """
+    alpha = np.zeros(n_features)
+    singles = make_candidates(alpha, np.arange(n_features), np.ones(1), spread)
+    g, stats = scan(alpha, singles)
+    i = int(np.argmin(g))
+    lam = float(penalty_weight(float(g[i])))
+    best = _pick(alpha, singles, i, g, float(g[i]) + lam * singles.l1[i], stats)
+    alpha[i] = 1.0
+    n_scans = 1
+    coarse = offsets(-search_range, search_range, coarse_step)
+    for _ in range(int(max_iter)):
+        cands = make_candidates(alpha, np.arange(n_features), coarse, spread)
+        g, stats = scan(alpha, cands)
+        n_scans += 1
+        cost = _costs(g, lam, cands)
+        c = int(np.argmin(cost))
+        if not cost[c] < best.cost - 1e-12 * max(1.0, abs(best.cost)):
+            break
+        m, d = int(cands.feature[c]), float(cands.delta[c])
+        winner = _pick(alpha, cands, c, g, float(cost[c]), stats)
+        fine = make_candidates(alpha, np.array([m]),
+                               offsets(d - coarse_step, d + coarse_step, fine_step), spread)
+        g, stats = scan(alpha, fine)
+        n_scans += 1
+        cost = _costs(g, lam, fine)
+        f = int(np.argmin(cost))
+        if cost[f] < winner.cost:
+            winner, d = _pick(alpha, fine, f, g, float(cost[f]), stats), float(fine.delta[f])
+        best = winner
+        alpha = alpha.copy()
+        alpha[m] += d
+    best.lam = lam
+    best.n_scans = n_scans
+    return best
+
+
+def _costs(g: np.ndarray, lam: float, cands: Candidates) -> np.ndarray:
+    # E = g + lam ||u||_1; a zero vector (l1 = inf) is never a candidate, even when lam = 0
+    valid = np.isfinite(cands.l1) & np.isfinite(g)
+    return np.where(valid, g + lam * np.where(valid, cands.l1, 0.0), np.inf)
+
+
+def _pick(alpha: np.ndarray, cands: Candidates, c: int, g: np.ndarray, cost: float,
+          stats: Any) -> SearchResult:
+    return SearchResult(cands.direction(alpha, c), float(cands.lo[c]), float(cands.hi[c]),
+                        float(g[c]), cost, 0.0, stats[c], 0)

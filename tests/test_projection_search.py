@@ -1,0 +1,315 @@
+"""Candidate scans of the projection search (paper 001) against plain numpy / scipy references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.interpolate import BSpline
+from scipy.spatial.distance import jensenshannon
+
+from streamlearn.solvers.projection_search import (
+    Candidates,
+    FeatureSpread,
+    class_histogram_scan_chunk,
+    informative_feature_first,
+    js_divergence,
+    make_candidates,
+    offsets,
+    penalty_matrix,
+    projection_ranges,
+    ridge_predict_chunk,
+    spline_fit_costs,
+    spline_gram_scan_chunk,
+    symmetric_gram,
+    table_predict_chunk,
+    weak_learner_table,
+)
+
+N_BASES = 8
+N_BINS = 12
+
+
+# -- numpy references ------------------------------------------------------------------------
+def design(z: np.ndarray, lo: float, hi: float, n_bases: int, degree: int) -> np.ndarray:
+    """Uniform B-spline design matrix from scipy, inputs clamped to ``[lo, hi]``."""
+    h = (hi - lo) / (n_bases - degree)
+    knots = lo + h * np.arange(-degree, n_bases + 1)
+    x = np.clip(z, lo, hi)
+    return BSpline.design_matrix(x, knots, degree, extrapolate=True).toarray()
+
+
+def bins(z: np.ndarray, lo: float, hi: float, n_bins: int) -> np.ndarray:
+    return np.clip(np.floor((z - lo) / (hi - lo) * n_bins), 0, n_bins - 1).astype(int)
+
+
+def spread_of(X: np.ndarray) -> FeatureSpread:
+    x = X.astype(np.float64)
+    return FeatureSpread(x.min(0), x.max(0), x.mean(0), np.cov(x.T, ddof=0))
+
+
+def ridge_reference(X, intercept, proj, lo, hi, coef, degree):
+    out = np.full(X.shape[0], intercept, dtype=np.float64)
+    for k in range(proj.shape[0]):
+        z = X.astype(np.float64) @ proj[k]
+        out += design(z, lo[k], hi[k], coef.shape[1], degree) @ coef[k]
+    return out
+
+
+def table_reference(X, proj, lo, hi, table):
+    out = np.zeros(X.shape[0])
+    for k in range(proj.shape[0]):
+        out += table[k, bins(X.astype(np.float64) @ proj[k], lo[k], hi[k], table.shape[1])]
+    return out
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 2, size=(400, 4)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=400)).astype(np.float32)
+    codes = (X[:, 0] ** 2 + X[:, 2] ** 2 < 1.5).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, size=400).astype(np.float32)
+    proj = rng.normal(size=(2, 4))
+    proj /= np.linalg.norm(proj, axis=1, keepdims=True)
+    lo, hi = projection_ranges(proj, spread_of(X))
+    return X, y, codes, weight, proj, lo, hi
+
+
+# -- kernels ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("degree", [1, 2, 3])
+def test_ridge_predict_matches_scipy_bsplines(data, degree):
+    X, _, _, _, proj, lo, hi = data
+    coef = np.random.default_rng(degree).normal(size=(2, N_BASES))
+    got = ridge_predict_chunk(X, 0.25, proj, lo, hi, coef, degree)
+    np.testing.assert_allclose(got, ridge_reference(X, 0.25, proj, lo, hi, coef, degree),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_table_predict_matches_numpy(data):
+    X, _, _, _, proj, lo, hi = data
+    table = np.random.default_rng(0).normal(size=(2, N_BINS))
+    np.testing.assert_allclose(table_predict_chunk(X, proj, lo, hi, table),
+                               table_reference(X, proj, lo, hi, table), rtol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [1, 3])
+def test_spline_gram_scan_matches_numpy(data, degree):
+    X, y, _, weight, proj, lo, hi = data
+    spread = spread_of(X)
+    coef = np.random.default_rng(1).normal(size=(2, N_BASES)) * 0.1
+    alpha = np.array([0.3, -0.2, 0.0, 0.9])
+    cands = make_candidates(alpha, np.arange(4), np.array([-0.5, 0.0, 0.7]), spread)
+    gram = np.zeros((len(cands), N_BASES, N_BASES))
+    rhs = np.zeros((len(cands), N_BASES))
+    totals = np.zeros(2)
+    for a, b in ((0, 150), (150, 400)):  # two chunks accumulate into the same statistics
+        spline_gram_scan_chunk(X[a:b], y[a:b], weight[a:b], 0.25, proj, lo, hi, coef, degree,
+                               alpha, *cands.kernel_args(), gram, rhs, totals)
+    w = weight.astype(np.float64)
+    r = y - ridge_reference(X, 0.25, proj, lo, hi, coef, degree)
+    np.testing.assert_allclose(totals, [np.sum(w * r * r), w.sum()], rtol=1e-9)
+    full = symmetric_gram(gram)
+    for c in range(len(cands)):
+        u = cands.direction(alpha, c)
+        np.testing.assert_allclose(np.linalg.norm(u), 1.0)
+        B = design(X.astype(np.float64) @ u, cands.lo[c], cands.hi[c], N_BASES, degree)
+        np.testing.assert_allclose(full[c], B.T @ (w[:, None] * B), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(rhs[c], B.T @ (w * r), rtol=1e-9, atol=1e-9)
+
+
+def test_class_histogram_scan_matches_numpy(data):
+    X, _, codes, weight, proj, lo, hi = data
+    spread = spread_of(X)
+    table = np.random.default_rng(2).normal(size=(2, N_BINS)) * 0.5
+    class_weight = np.array([1.0 / np.sum(codes == 0), 1.0 / np.sum(codes == 1)])
+    alpha = np.array([1.0, 0.0, 0.4, 0.0])
+    cands = make_candidates(alpha, np.arange(4), offsets(-1.0, 1.0, 0.5), spread)
+    hist = np.zeros((len(cands), N_BINS, 2))
+    for a, b in ((0, 99), (99, 400)):
+        class_histogram_scan_chunk(X[a:b], codes[a:b], weight[a:b], class_weight, proj, lo, hi,
+                                   table, alpha, *cands.kernel_args(), hist)
+    ysign = 2.0 * codes - 1.0
+    w = weight * class_weight[codes] * np.exp(-ysign * table_reference(X, proj, lo, hi, table))
+    for c in range(len(cands)):
+        if not np.isfinite(cands.l1[c]):
+            continue
+        ref = np.zeros((N_BINS, 2))
+        b = bins(X.astype(np.float64) @ cands.direction(alpha, c), cands.lo[c], cands.hi[c],
+                 N_BINS)
+        np.add.at(ref, (b, codes), w)
+        np.testing.assert_allclose(hist[c], ref, rtol=1e-9, atol=1e-15)
+
+
+def test_spline_fit_costs_match_least_squares():
+    rng = np.random.default_rng(5)
+    z = rng.uniform(0, 1, 300)
+    r = np.sin(5 * z) + 0.1 * rng.normal(size=300)
+    w = rng.uniform(0.5, 1.5, 300)
+    B = design(z, 0.0, 1.0, N_BASES, 3)
+    P = 2.0 * penalty_matrix(N_BASES)
+    sse, coef = spline_fit_costs((B.T @ (w[:, None] * B))[None], (B.T @ (w * r))[None],
+                                 float(np.sum(w * r * r)), P)
+    # the same penalised fit as an augmented least-squares problem
+    root = np.linalg.cholesky(P + 1e-9 * np.eye(N_BASES)).T
+    A = np.vstack([np.sqrt(w)[:, None] * B, root])
+    ref = np.linalg.lstsq(A, np.concatenate([np.sqrt(w) * r, np.zeros(N_BASES)]), rcond=None)[0]
+    np.testing.assert_allclose(coef[0], ref, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(sse[0], np.sum(w * (r - B @ ref) ** 2), rtol=1e-6)
+
+
+def test_js_divergence_matches_scipy():
+    hist = np.random.default_rng(6).uniform(0, 1, size=(5, N_BINS, 2))
+    hist[0, :3, 1] = 0.0  # empty bins in one class
+    hist[1, :, 0] = hist[1, :, 1]  # identical class histograms
+    ref = np.array([2.0 * jensenshannon(h[:, 1], h[:, 0]) ** 2 for h in hist])
+    np.testing.assert_allclose(js_divergence(hist), ref, rtol=1e-10, atol=1e-14)
+    assert js_divergence(hist)[1] == pytest.approx(0.0, abs=1e-14)
+    separated = np.zeros((1, 4, 2))
+    separated[0, :2, 0] = 1.0
+    separated[0, 2:, 1] = 1.0
+    assert js_divergence(separated)[0] == pytest.approx(2.0 * np.log(2.0))
+
+
+def test_weak_learner_table_is_half_log_ratio():
+    hist = np.array([[3.0, 1.0], [1.0, 1.0], [0.0, 2.0]])
+    eps = 0.3 / 3
+    ref = 0.5 * np.log((hist[:, 1] / 8.0 + eps) / (hist[:, 0] / 8.0 + eps))
+    np.testing.assert_allclose(weak_learner_table(hist, 0.3), ref)
+
+
+def test_projection_ranges_hold_every_projected_value(data):
+    X = data[0]
+    U = np.random.default_rng(7).normal(size=(20, 4))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    lo, hi = projection_ranges(U, spread_of(X))
+    z = X.astype(np.float64) @ U.T
+    # uniform features are well inside mean +- 4 sd: the range is the exact reach
+    assert np.all(z.min(0) >= lo - 1e-9) and np.all(z.max(0) <= hi + 1e-9)
+    reach = np.abs(U) @ (X.max(0).astype(np.float64) - X.min(0).astype(np.float64))
+    np.testing.assert_allclose(hi - lo, reach, rtol=1e-9)
+
+
+def test_make_candidates_marks_the_zero_vector():
+    spread = FeatureSpread(np.zeros(3), np.ones(3), np.full(3, 0.5), np.eye(3) / 12)
+    cands = make_candidates(np.array([1.0, 0.0, 0.0]), np.arange(3), np.array([-1.0, 1.0]),
+                            spread)
+    assert np.isinf(cands.l1[0]) and cands.scale[0] == 0.0
+    np.testing.assert_allclose(cands.direction(np.array([1.0, 0, 0]), 1), [1.0, 0, 0])
+    np.testing.assert_allclose(cands.l1[3], np.sqrt(2.0))
+
+
+# -- one pass for all candidates vs one evaluation per candidate ------------------------------
+def one_pass_ppr_scan(X, r, w, smoothing, degree):
+    P = smoothing * penalty_matrix(N_BASES)
+    empty = np.zeros((0, X.shape[1]))
+
+    def scan(alpha: np.ndarray, cands: Candidates):
+        gram = np.zeros((len(cands), N_BASES, N_BASES))
+        rhs = np.zeros((len(cands), N_BASES))
+        totals = np.zeros(2)
+        spline_gram_scan_chunk(X, r, w, 0.0, empty, np.zeros(0), np.zeros(0),
+                               np.zeros((0, N_BASES)), degree, alpha, *cands.kernel_args(),
+                               gram, rhs, totals)
+        sse, coef = spline_fit_costs(symmetric_gram(gram), rhs, totals[0], P)
+        return sse, coef
+
+    return scan
+
+
+def separate_ppr_scan(X, r, w, smoothing, degree):
+    P = smoothing * penalty_matrix(N_BASES)
+    root = np.linalg.cholesky(P + 1e-9 * np.eye(N_BASES)).T
+    sw = np.sqrt(w.astype(np.float64))
+    r64 = r.astype(np.float64)
+
+    def scan(alpha: np.ndarray, cands: Candidates):
+        g = np.full(len(cands), np.inf)
+        coefs = []
+        for c in range(len(cands)):
+            u = cands.direction(alpha, c)
+            B = design(X.astype(np.float64) @ u, cands.lo[c], cands.hi[c], N_BASES, degree)
+            A = np.vstack([sw[:, None] * B, root])
+            coef = np.linalg.lstsq(A, np.concatenate([sw * r64, np.zeros(N_BASES)]),
+                                   rcond=None)[0]
+            coefs.append(coef)
+            g[c] = np.sum(w * (r64 - B @ coef) ** 2)
+        return g, coefs
+
+    return scan
+
+
+def one_pass_js_scan(X, codes, w):
+    empty = np.zeros((0, X.shape[1]))
+    cw = np.ones(2)
+
+    def scan(alpha: np.ndarray, cands: Candidates):
+        hist = np.zeros((len(cands), N_BINS, 2))
+        class_histogram_scan_chunk(X, codes, w, cw, empty, np.zeros(0), np.zeros(0),
+                                   np.zeros((0, N_BINS)), alpha, *cands.kernel_args(), hist)
+        return -js_divergence(hist), hist
+
+    return scan
+
+
+def separate_js_scan(X, codes, w):
+    w = w.astype(np.float64)
+
+    def scan(alpha: np.ndarray, cands: Candidates):
+        g = np.full(len(cands), np.inf)
+        for c in range(len(cands)):
+            z = X.astype(np.float64) @ cands.direction(alpha, c)
+            edges = np.linspace(cands.lo[c], cands.hi[c], N_BINS + 1)
+            zc = np.clip(z, cands.lo[c], cands.hi[c])
+            hp = np.histogram(zc[codes == 1], edges, weights=w[codes == 1])[0]
+            hm = np.histogram(zc[codes == 0], edges, weights=w[codes == 0])[0]
+            g[c] = -2.0 * jensenshannon(hp, hm) ** 2
+        return g, [None] * len(cands)
+
+    return scan
+
+
+@pytest.mark.parametrize("tau", [15.0, np.inf])
+def test_ppr_search_one_pass_equals_separate_evaluation(tau):
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0, 1, size=(300, 4)).astype(np.float32)
+    r = (X[:, 0] * X[:, 1] - 0.25 + 0.05 * rng.normal(size=300)).astype(np.float32)
+    w = np.ones(300, dtype=np.float32)
+    spread = spread_of(X)
+    kwargs = dict(coarse_step=0.25, fine_step=0.05, max_iter=4)
+    one = informative_feature_first(one_pass_ppr_scan(X, r, w, 0.1, 3), 4, spread,
+                                    lambda g: g / tau, **kwargs)
+    sep = informative_feature_first(separate_ppr_scan(X, r, w, 0.1, 3), 4, spread,
+                                    lambda g: g / tau, **kwargs)
+    np.testing.assert_allclose(one.alpha, sep.alpha, atol=1e-12)
+    np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-6)
+    np.testing.assert_allclose(one.stat, sep.stat, rtol=1e-4, atol=1e-6)
+    assert one.n_scans == sep.n_scans >= 3
+    assert np.count_nonzero(one.alpha[:2]) == 2  # x1 x2 needs both coordinates
+
+
+def test_js_search_one_pass_equals_separate_evaluation():
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-1, 1, size=(500, 3)).astype(np.float32)
+    codes = (X[:, 0] + 0.6 * X[:, 1] > 0.1).astype(np.int32)
+    w = rng.uniform(0.5, 1.5, 500).astype(np.float32)
+    spread = spread_of(X)
+    kwargs = dict(coarse_step=0.2, fine_step=0.05, max_iter=4)
+    one = informative_feature_first(one_pass_js_scan(X, codes, w), 3, spread,
+                                    lambda g: abs(g) / 30.0, **kwargs)
+    sep = informative_feature_first(separate_js_scan(X, codes, w), 3, spread,
+                                    lambda g: abs(g) / 30.0, **kwargs)
+    np.testing.assert_allclose(one.alpha, sep.alpha, atol=1e-12)
+    np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-9)
+    # the direction found separates the classes along x1 + 0.6 x2
+    assert one.alpha[1] / one.alpha[0] == pytest.approx(0.6, abs=0.15)
+
+
+def test_search_never_picks_the_zero_vector_without_penalty():
+    rng = np.random.default_rng(13)
+    X = rng.uniform(0, 1, size=(200, 2)).astype(np.float32)
+    r = (X[:, 0] + 0.01 * rng.normal(size=200)).astype(np.float32)
+    result = informative_feature_first(
+        one_pass_ppr_scan(X, r, np.ones(200, dtype=np.float32), 0.1, 3), 2, spread_of(X),
+        lambda g: 0.0, coarse_step=0.5, fine_step=0.1, max_iter=3)
+    assert np.all(np.isfinite(result.alpha))
+    assert np.linalg.norm(result.alpha) == pytest.approx(1.0)
