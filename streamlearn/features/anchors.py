@@ -1,0 +1,121 @@
+"""Piecewise-linear anchor features (paper 003, Sec. 3.2 and App. A.2).
+
+A piece is a ball (centre ``v``, radius ``r``) with a linear function inside it: its features
+are ``1[||x - v|| < r] [x, 1]``, ``d + 1`` columns that ShareBoost selects as one group.
+Candidate centres come from streamed k-means; the radii of a centre are quantiles of the
+distances from it to a uniform row sample, so each ball holds a chosen fraction of the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from streamlearn.solvers.shareboost import anchor_gates_chunk
+
+#: Fractions of the rows inside the candidate balls of a centre (before ``n_radii`` is set).
+DEFAULT_COVERAGE = (0.01, 0.6)
+
+
+@dataclass
+class AnchorPieces:
+    """Candidate pieces: every (centre, radius) pair.
+
+    Candidate ``c * n_radii + j`` is the ball of centre ``c`` and its ``j``-th radius.
+
+    Attributes
+    ----------
+    centres : ndarray of shape (n_centres, d), float32
+    radii : ndarray of shape (n_centres, n_radii), float64
+        Ascending per centre.
+    scale : ndarray of shape (d,), float64
+        The linear part of a piece sees ``x * scale`` (features brought to ``[-1, 1]``).
+    """
+
+    centres: np.ndarray
+    radii: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def from_sample(cls, centres: np.ndarray, sample: np.ndarray, n_radii: int,
+                    scale: np.ndarray,
+                    coverage: tuple[float, float] = DEFAULT_COVERAGE) -> AnchorPieces:
+        """Radii of each centre from distance quantiles over a row sample.
+
+        Parameters
+        ----------
+        centres : ndarray of shape (n_centres, d)
+        sample : ndarray of shape (m, d)
+            Uniform sample of the rows.
+        n_radii : int
+            Radii per centre; the ``j``-th holds about ``p_j`` of the sample, ``p``
+            geometrically spaced over ``coverage``.
+        scale : ndarray of shape (d,)
+        coverage : (float, float)
+            Smallest and largest fraction of rows in a ball.
+
+        Returns
+        -------
+        AnchorPieces
+        """
+        centres = np.ascontiguousarray(centres, dtype=np.float32)
+        sample64 = np.asarray(sample, dtype=np.float64)
+        c64 = centres.astype(np.float64)
+        dist2 = ((c64 ** 2).sum(1)[:, None] - 2.0 * c64 @ sample64.T
+                 + (sample64 ** 2).sum(1)[None, :])
+        dist = np.sqrt(np.maximum(dist2, 0.0))
+        probabilities = np.geomspace(coverage[0], coverage[1], int(n_radii))
+        radii = np.quantile(dist, probabilities, axis=1).T
+        radii = np.maximum.accumulate(np.maximum(radii, 1e-12), axis=1)
+        return cls(centres, np.ascontiguousarray(radii), np.asarray(scale, dtype=np.float64))
+
+    @property
+    def n_centres(self) -> int:
+        """Candidate centres."""
+        return int(self.centres.shape[0])
+
+    @property
+    def n_radii(self) -> int:
+        """Radii per centre."""
+        return int(self.radii.shape[1])
+
+    @property
+    def n_base(self) -> int:
+        """Columns of one piece, ``d + 1``."""
+        return int(self.centres.shape[1]) + 1
+
+    def base(self, X: np.ndarray) -> np.ndarray:
+        """The linear part ``[x * scale, 1]`` shared by every piece, (n, d + 1) float32."""
+        out = np.empty((X.shape[0], X.shape[1] + 1), dtype=np.float32)
+        np.multiply(X, self.scale, out=out[:, :-1], casting="unsafe")
+        out[:, -1] = 1.0
+        return out
+
+    def piece(self, candidate: int) -> tuple[np.ndarray, float]:
+        """Centre and radius of candidate ``candidate``."""
+        c, j = divmod(int(candidate), self.n_radii)
+        return self.centres[c], float(self.radii[c, j])
+
+    def gates(self, X: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+        """Ball indicators of the pieces ``(centres, radii)``, (n, T) float32."""
+        return anchor_gates_chunk(X, np.ascontiguousarray(centres, dtype=np.float32),
+                                  np.asarray(radii, dtype=np.float64) ** 2)
+
+    def transform(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Materialised features of the given pieces, (n, T (d + 1)) float32 (small data).
+
+        Column ``t (d + 1) + f`` is ``1[||x - v_t|| < r_t] [x * scale, 1]_f``.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        pieces = [self.piece(c) for c in candidates]
+        centres = np.array([p[0] for p in pieces], dtype=np.float32).reshape(len(pieces), -1)
+        radii = np.array([p[1] for p in pieces])
+        gates = self.gates(X, centres, radii)
+        base = self.base(X)
+        return (gates[:, :, None] * base[:, None, :]).reshape(X.shape[0], -1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Shape of the candidate set (the arrays are saved separately)."""
+        return {"n_centres": self.n_centres, "n_radii": self.n_radii}

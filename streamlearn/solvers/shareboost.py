@@ -1,0 +1,384 @@
+"""ShareBoost kernels (paper 003): one chunk's share of the loss, its gradients and column scores.
+
+The model scores a row ``x`` as ``s = b + sum_j g_j(x) W_j a(x)``: each selected group ``j``
+has a *gate* ``g_j(x)`` (a scalar: a feature value, a stump ``1[x_f <= theta]``, an anchor's
+ball indicator ``1[||x - v|| < r]``) multiplying a *base* vector ``a(x)`` of length ``q``
+(``[1]`` for single columns, ``[x, 1]`` for the piecewise-linear anchors), ``W_j`` is
+``k x q`` and ``b`` the intercept. The loss of a row with class ``y`` is the soft-max
+multiclass loss of eq. 3, ``log sum_c exp(1[c != y] - s_y + s_c)``; its gradient with respect
+to ``s`` is ``rho - e_y`` with ``rho`` of eq. 6.
+
+Kernels take one chunk's arrays (float32 data, float64 accumulators) and either return small
+arrays or add into the accumulators they are given:
+
+- :func:`restricted_objective_chunk`: loss, gradient and errors of the restricted problem
+  (Algorithm 1, line 6) over the selected gates;
+- :func:`margin_residuals_chunk`: the weighted residuals ``w_i (rho_i - e_{y_i})``;
+- :func:`linear_gradient_chunk`, :func:`stump_histogram_chunk`,
+  :func:`anchor_histogram_chunk`: the gradient matrix of eq. 7 for every candidate column
+  of a family, from the residuals;
+- :func:`linear_gates_chunk`, :func:`stump_gates_chunk`, :func:`anchor_gates_chunk`: the
+  gates of selected columns, for the cache and for prediction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+# -- scores and the soft-max loss ----------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _row_scores(i: int, gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
+                intercept: np.ndarray, active: np.ndarray, s: np.ndarray) -> int:
+    # s <- b + sum_j g_ij W_j a_i ; active[:n_active] <- groups with a non-zero gate
+    k = intercept.shape[0]
+    q = base.shape[1]
+    for c in range(k):
+        s[c] = intercept[c]
+    n_active = 0
+    for j in range(gates.shape[1]):
+        g = gates[i, j]
+        if g == 0.0:
+            continue
+        active[n_active] = j
+        n_active += 1
+        for c in range(k):
+            acc = 0.0
+            for f in range(q):
+                acc += coef[j, c, f] * base[i, f]
+            s[c] += g * acc
+    return n_active
+
+
+@njit(cache=True, nogil=True)
+def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray) -> float:
+    # r <- rho - e_y (eq. 6); returns the loss of eq. 3
+    k = s.shape[0]
+    top = -np.inf
+    for c in range(k):
+        z = s[c] - s[y] + (0.0 if c == y else 1.0)
+        r[c] = z
+        if z > top:
+            top = z
+    total = 0.0
+    for c in range(k):
+        r[c] = np.exp(r[c] - top)
+        total += r[c]
+    for c in range(k):
+        r[c] /= total
+    r[y] -= 1.0
+    return top + np.log(total)
+
+
+@njit(cache=True, nogil=True)
+def _argmax(s: np.ndarray) -> int:
+    best = 0
+    for c in range(1, s.shape[0]):
+        if s[c] > s[best]:
+            best = c
+    return best
+
+
+@njit(cache=True, nogil=True)
+def decision_chunk(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
+                   intercept: np.ndarray) -> np.ndarray:
+    """Class scores ``s = b + sum_j g_j W_j a`` of every row.
+
+    Parameters
+    ----------
+    gates : ndarray of shape (n, T), float32
+    base : ndarray of shape (n, q), float32
+    coef : ndarray of shape (T, k, q), float64
+    intercept : ndarray of shape (k,), float64
+
+    Returns
+    -------
+    ndarray of shape (n, k), float64
+    """
+    n = gates.shape[0]
+    k = intercept.shape[0]
+    out = np.empty((n, k))
+    s = np.empty(k)
+    active = np.empty(gates.shape[1], dtype=np.int64)
+    for i in range(n):
+        _row_scores(i, gates, base, coef, intercept, active, s)
+        for c in range(k):
+            out[i, c] = s[c]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
+                               weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
+                               grad_coef: np.ndarray, grad_intercept: np.ndarray
+                               ) -> tuple[float, float, float]:
+    """One chunk's share of the restricted problem: weighted loss sum and its gradient.
+
+    Parameters
+    ----------
+    gates : ndarray of shape (n, T), float32
+        Gates of the selected groups.
+    base : ndarray of shape (n, q), float32
+    codes : ndarray of shape (n,), int32
+    weight : ndarray of shape (n,), float32
+    coef : ndarray of shape (T, k, q), float64
+    intercept : ndarray of shape (k,), float64
+    grad_coef : ndarray of shape (T, k, q), float64
+        Accumulates ``sum_i w_i g_ij (rho_i - e_{y_i}) a_i^T`` (added to).
+    grad_intercept : ndarray of shape (k,), float64
+        Accumulates ``sum_i w_i (rho_i - e_{y_i})`` (added to).
+
+    Returns
+    -------
+    loss : float
+        ``sum_i w_i loss_i``.
+    weight_sum : float
+    errors : float
+        Weight of the rows whose argmax score is not their class.
+    """
+    n = gates.shape[0]
+    k = intercept.shape[0]
+    q = base.shape[1]
+    s = np.empty(k)
+    r = np.empty(k)
+    active = np.empty(gates.shape[1], dtype=np.int64)
+    loss = 0.0
+    weight_sum = 0.0
+    errors = 0.0
+    for i in range(n):
+        w = np.float64(weight[i])
+        y = codes[i]
+        n_active = _row_scores(i, gates, base, coef, intercept, active, s)
+        if _argmax(s) != y:
+            errors += w
+        loss += w * _softmax_residual(s, y, r)
+        weight_sum += w
+        for c in range(k):
+            grad_intercept[c] += w * r[c]
+        for t in range(n_active):
+            j = active[t]
+            wg = w * gates[i, j]
+            for c in range(k):
+                rc = wg * r[c]
+                for f in range(q):
+                    grad_coef[j, c, f] += rc * base[i, f]
+    return loss, weight_sum, errors
+
+
+@njit(cache=True, nogil=True)
+def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
+                           weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray
+                           ) -> tuple[np.ndarray, float, float, float]:
+    """Weighted residuals ``w_i (rho_i - e_{y_i})`` of every row (eqs. 6-7).
+
+    Parameters
+    ----------
+    gates, base, codes, weight, coef, intercept
+        As in :func:`restricted_objective_chunk`.
+
+    Returns
+    -------
+    residuals : ndarray of shape (n, k), float64
+    loss, weight_sum, errors : float
+        As in :func:`restricted_objective_chunk`.
+    """
+    n = gates.shape[0]
+    k = intercept.shape[0]
+    out = np.empty((n, k))
+    s = np.empty(k)
+    r = np.empty(k)
+    active = np.empty(gates.shape[1], dtype=np.int64)
+    loss = 0.0
+    weight_sum = 0.0
+    errors = 0.0
+    for i in range(n):
+        w = np.float64(weight[i])
+        y = codes[i]
+        _row_scores(i, gates, base, coef, intercept, active, s)
+        if _argmax(s) != y:
+            errors += w
+        loss += w * _softmax_residual(s, y, r)
+        weight_sum += w
+        for c in range(k):
+            out[i, c] = w * r[c]
+    return out, loss, weight_sum, errors
+
+
+# -- gradient matrix of eq. 7 for every candidate column ----------------------------------
+@njit(cache=True, nogil=True)
+def linear_gradient_chunk(X: np.ndarray, residuals: np.ndarray, scale: np.ndarray,
+                          out: np.ndarray) -> None:
+    """Add ``sum_i R_i x_if scale_f`` to ``out[f]``: the gradient column of every feature.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    residuals : ndarray of shape (n, k), float64
+    scale : ndarray of shape (d,), float64
+        Feature ``f`` enters the model as ``x_f * scale_f``.
+    out : ndarray of shape (d, k), float64
+    """
+    n, d = X.shape
+    k = residuals.shape[1]
+    for i in range(n):
+        for f in range(d):
+            v = X[i, f] * scale[f]
+            if v == 0.0:
+                continue
+            for c in range(k):
+                out[f, c] += v * residuals[i, c]
+
+
+@njit(cache=True, nogil=True)
+def _count_below(thresholds: np.ndarray, f: int, v: float) -> int:
+    # number of thresholds[f, :] strictly below v (thresholds ascending)
+    lo = 0
+    hi = thresholds.shape[1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if thresholds[f, mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def stump_histogram_chunk(X: np.ndarray, residuals: np.ndarray, thresholds: np.ndarray,
+                          out: np.ndarray) -> None:
+    """Add each row's residual to the bin of each feature its value falls in.
+
+    Bin ``b`` of feature ``f`` holds the rows with ``theta_{f,b-1} < x_f <= theta_{f,b}``,
+    so the gradient column of the stump ``1[x_f <= theta_{f,b}]`` is the cumulative sum of
+    bins ``0..b`` (:func:`stump_gradients`): every threshold of a feature from one pass.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    residuals : ndarray of shape (n, k), float64
+    thresholds : ndarray of shape (d, n_thresholds), float32, ascending per row
+    out : ndarray of shape (d, n_thresholds + 1, k), float64
+    """
+    n, d = X.shape
+    k = residuals.shape[1]
+    for i in range(n):
+        for f in range(d):
+            b = _count_below(thresholds, f, X[i, f])
+            for c in range(k):
+                out[f, b, c] += residuals[i, c]
+
+
+def stump_gradients(histogram: np.ndarray) -> np.ndarray:
+    """Gradient columns of every stump from :func:`stump_histogram_chunk`'s bins.
+
+    Parameters
+    ----------
+    histogram : ndarray of shape (d, n_thresholds + 1, k)
+
+    Returns
+    -------
+    ndarray of shape (d, n_thresholds, k)
+    """
+    return np.cumsum(histogram, axis=1)[:, :-1, :]
+
+
+@njit(cache=True, nogil=True)
+def anchor_histogram_chunk(X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                           centres: np.ndarray, radii2: np.ndarray, out: np.ndarray) -> None:
+    """Add ``a_i R_i^T`` to the bin of the smallest ball of each centre that holds row ``i``.
+
+    Radii are ascending per centre, so the gradient of the group of piece ``(c, r)``,
+    the columns ``1[||x - v_c|| < r] a(x)``, is the cumulative sum of bins ``0..r``
+    (:func:`anchor_gradients`): every radius of a centre from one pass.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p), float32
+        Rows in the space of the centres.
+    base : ndarray of shape (n, q), float32
+    residuals : ndarray of shape (n, k), float64
+    centres : ndarray of shape (n_centres, p), float32
+    radii2 : ndarray of shape (n_centres, n_radii), float64
+        Squared radii, ascending per centre.
+    out : ndarray of shape (n_centres, n_radii, q, k), float64
+    """
+    n, p = X.shape
+    q = base.shape[1]
+    k = residuals.shape[1]
+    n_radii = radii2.shape[1]
+    for i in range(n):
+        for v in range(centres.shape[0]):
+            dist2 = 0.0
+            for f in range(p):
+                diff = np.float64(X[i, f]) - centres[v, f]
+                dist2 += diff * diff
+            if dist2 >= radii2[v, n_radii - 1]:
+                continue
+            lo = 0
+            hi = n_radii - 1
+            while lo < hi:  # first radius with dist2 < radii2
+                mid = (lo + hi) // 2
+                if dist2 < radii2[v, mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            for f in range(q):
+                a = base[i, f]
+                if a == 0.0:
+                    continue
+                for c in range(k):
+                    out[v, lo, f, c] += a * residuals[i, c]
+
+
+def anchor_gradients(histogram: np.ndarray) -> np.ndarray:
+    """Gradient columns of every piece from :func:`anchor_histogram_chunk`'s bins.
+
+    Parameters
+    ----------
+    histogram : ndarray of shape (n_centres, n_radii, q, k)
+
+    Returns
+    -------
+    ndarray of the same shape, cumulative over radii
+    """
+    return np.cumsum(histogram, axis=1)
+
+
+# -- gates of selected columns ------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def linear_gates_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Scaled feature columns ``x_f * scale_f`` of the selected ``features``, (n, T) float32."""
+    n = X.shape[0]
+    out = np.empty((n, features.shape[0]), dtype=np.float32)
+    for i in range(n):
+        for j in range(features.shape[0]):
+            f = features[j]
+            out[i, j] = X[i, f] * scale[f]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def stump_gates_chunk(X: np.ndarray, features: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Stumps ``1[x_f <= theta]`` of the selected ``(features, thresholds)``, (n, T) float32."""
+    n = X.shape[0]
+    out = np.empty((n, features.shape[0]), dtype=np.float32)
+    for i in range(n):
+        for j in range(features.shape[0]):
+            out[i, j] = 1.0 if X[i, features[j]] <= thresholds[j] else 0.0
+    return out
+
+
+@njit(cache=True, nogil=True)
+def anchor_gates_chunk(X: np.ndarray, centres: np.ndarray, radii2: np.ndarray) -> np.ndarray:
+    """Ball indicators ``1[||x - v_j||^2 < r_j^2]`` of the selected pieces, (n, T) float32."""
+    n, p = X.shape
+    out = np.empty((n, centres.shape[0]), dtype=np.float32)
+    for i in range(n):
+        for j in range(centres.shape[0]):
+            dist2 = 0.0
+            for f in range(p):
+                diff = np.float64(X[i, f]) - centres[j, f]
+                dist2 += diff * diff
+            out[i, j] = 1.0 if dist2 < radii2[j] else 0.0
+    return out

@@ -1,0 +1,179 @@
+"""ShareBoost kernels (paper 003) against direct numpy computations on small arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamlearn.features.anchors import AnchorPieces
+from streamlearn.solvers.shareboost import (
+    anchor_gates_chunk,
+    anchor_gradients,
+    anchor_histogram_chunk,
+    decision_chunk,
+    linear_gates_chunk,
+    linear_gradient_chunk,
+    margin_residuals_chunk,
+    restricted_objective_chunk,
+    stump_gates_chunk,
+    stump_gradients,
+    stump_histogram_chunk,
+)
+
+N, T, K, Q = 60, 4, 3, 2
+
+
+@pytest.fixture(scope="module")
+def problem() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    gates = rng.normal(size=(N, T)).astype(np.float32)
+    gates[rng.random((N, T)) < 0.3] = 0.0  # inactive groups are skipped by the kernels
+    return {
+        "gates": gates,
+        "base": rng.normal(size=(N, Q)).astype(np.float32),
+        "codes": rng.integers(0, K, size=N).astype(np.int32),
+        "weight": rng.uniform(0.5, 2.0, size=N).astype(np.float32),
+        "coef": rng.normal(size=(T, K, Q)),
+        "intercept": rng.normal(size=K),
+    }
+
+
+def _scores(p: dict[str, np.ndarray], coef: np.ndarray | None = None) -> np.ndarray:
+    coef = p["coef"] if coef is None else coef
+    g, a = p["gates"].astype(np.float64), p["base"].astype(np.float64)
+    return p["intercept"] + np.einsum("ij,jcf,if->ic", g, coef, a)
+
+
+def _loss_and_residuals(s: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 3 per row, and ``rho - e_y`` with ``rho`` of eq. 6."""
+    n, k = s.shape
+    onehot = np.eye(k)[codes]
+    z = (1.0 - onehot) - s[np.arange(n), codes][:, None] + s
+    loss = np.log(np.exp(z).sum(axis=1))
+    rho = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return loss, rho - onehot
+
+
+def test_decision_chunk(problem) -> None:
+    p = problem
+    out = decision_chunk(p["gates"], p["base"], p["coef"], p["intercept"])
+    np.testing.assert_allclose(out, _scores(p), rtol=1e-10, atol=1e-10)
+
+
+def test_restricted_objective_matches_numpy_and_finite_differences(problem) -> None:
+    p = problem
+    s = _scores(p)
+    loss, R = _loss_and_residuals(s, p["codes"])
+    w = p["weight"].astype(np.float64)
+    grad_coef = np.zeros_like(p["coef"])
+    grad_b = np.zeros(K)
+    value, wsum, errors = restricted_objective_chunk(
+        p["gates"], p["base"], p["codes"], p["weight"], p["coef"], p["intercept"],
+        grad_coef, grad_b)
+    assert value == pytest.approx(float(w @ loss), rel=1e-12)
+    assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
+    assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != p["codes"])), rel=1e-12)
+    wR = w[:, None] * R
+    expected = np.einsum("ij,ic,if->jcf", p["gates"].astype(np.float64), wR,
+                         p["base"].astype(np.float64))
+    np.testing.assert_allclose(grad_coef, expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
+    # the gradient is the derivative of the loss (central differences on two entries)
+    for index in [(0, 1, 0), (3, 2, 1)]:
+        h = 1e-6
+        plus, minus = p["coef"].copy(), p["coef"].copy()
+        plus[index] += h
+        minus[index] -= h
+        fd = (w @ _loss_and_residuals(_scores(p, plus), p["codes"])[0]
+              - w @ _loss_and_residuals(_scores(p, minus), p["codes"])[0]) / (2 * h)
+        assert grad_coef[index] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+def test_margin_residuals(problem) -> None:
+    p = problem
+    s = _scores(p)
+    loss, R = _loss_and_residuals(s, p["codes"])
+    w = p["weight"].astype(np.float64)
+    out, value, wsum, errors = margin_residuals_chunk(
+        p["gates"], p["base"], p["codes"], p["weight"], p["coef"], p["intercept"])
+    np.testing.assert_allclose(out, w[:, None] * R, rtol=1e-10, atol=1e-12)
+    assert value == pytest.approx(float(w @ loss), rel=1e-12)
+    assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
+    assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != p["codes"])), rel=1e-12)
+
+
+def test_linear_gradient_is_eq7_column_matrix() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 7)).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = 0.0
+    R = rng.normal(size=(50, 4))
+    scale = rng.uniform(0.1, 2.0, size=7)
+    out = np.zeros((7, 4))
+    linear_gradient_chunk(X[:20], R[:20], scale, out)  # two chunks add up
+    linear_gradient_chunk(X[20:], R[20:], scale, out)
+    np.testing.assert_allclose(out, (X.astype(np.float64) * scale).T @ R, rtol=1e-6)
+    gates = linear_gates_chunk(X, np.array([6, 0, 3]), scale)
+    np.testing.assert_allclose(gates, (X * scale)[:, [6, 0, 3]], rtol=1e-6)
+
+
+def test_stump_histogram_equals_exhaustive_search() -> None:
+    rng = np.random.default_rng(2)
+    X = rng.integers(-3, 4, size=(80, 5)).astype(np.float32)  # ties on thresholds
+    R = rng.normal(size=(80, 3))
+    thresholds = np.sort(rng.integers(-3, 4, size=(5, 6)), axis=1).astype(np.float32)
+    hist = np.zeros((5, 7, 3))
+    stump_histogram_chunk(X[:33], R[:33], thresholds, hist)
+    stump_histogram_chunk(X[33:], R[33:], thresholds, hist)
+    grads = stump_gradients(hist)
+    exhaustive = np.empty((5, 6, 3))
+    for f in range(5):
+        for b in range(6):
+            exhaustive[f, b] = R[X[:, f] <= thresholds[f, b]].sum(axis=0)
+    np.testing.assert_allclose(grads, exhaustive, atol=1e-12)
+    feats, bins = np.array([4, 0]), np.array([2, 5])
+    gates = stump_gates_chunk(X, feats, np.ascontiguousarray(thresholds[feats, bins]))
+    np.testing.assert_array_equal(gates, (X[:, feats] <= thresholds[feats, bins]).astype(
+        np.float32))
+
+
+def test_anchor_histogram_equals_direct_ball_sums() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 3)).astype(np.float32)
+    centres = rng.normal(size=(4, 3)).astype(np.float32)
+    pieces = AnchorPieces.from_sample(centres, X, 5, np.full(3, 0.5))
+    base = pieces.base(X)
+    np.testing.assert_allclose(base, np.c_[0.5 * X, np.ones(90)], rtol=1e-7)
+    R = rng.normal(size=(90, 2))
+    hist = np.zeros((4, 5, 4, 2))
+    anchor_histogram_chunk(X[:50], base[:50], R[:50], pieces.centres, pieces.radii ** 2, hist)
+    anchor_histogram_chunk(X[50:], base[50:], R[50:], pieces.centres, pieces.radii ** 2, hist)
+    dist = np.linalg.norm(X[:, None, :].astype(np.float64) - centres[None], axis=2)
+    expected = np.empty((4, 5, 4, 2))
+    for c in range(4):
+        for j in range(5):
+            inside = dist[:, c] < pieces.radii[c, j]
+            expected[c, j] = base[inside].astype(np.float64).T @ R[inside]
+    np.testing.assert_allclose(anchor_gradients(hist), expected, atol=1e-10)
+    gates = anchor_gates_chunk(X, centres[[2, 0]], pieces.radii[[2, 0], [1, 4]] ** 2)
+    np.testing.assert_array_equal(
+        gates, (dist[:, [2, 0]] < pieces.radii[[2, 0], [1, 4]]).astype(np.float32))
+
+
+def test_anchor_radii_are_distance_quantiles() -> None:
+    rng = np.random.default_rng(4)
+    sample = rng.normal(size=(400, 2))
+    centres = np.array([[0.0, 0.0], [1.0, -1.0]], dtype=np.float32)
+    pieces = AnchorPieces.from_sample(centres, sample, 3, np.ones(2), coverage=(0.1, 0.4))
+    dist = np.linalg.norm(sample[None] - centres[:, None].astype(np.float64), axis=2)
+    expected = np.quantile(dist, np.geomspace(0.1, 0.4, 3), axis=1).T
+    np.testing.assert_allclose(pieces.radii, expected, rtol=1e-6)
+    # the ball of radius j holds about that fraction of the sample
+    held = (dist[:, :, None] < pieces.radii[:, None, :]).mean(axis=1)
+    np.testing.assert_allclose(held, np.broadcast_to(np.geomspace(0.1, 0.4, 3), (2, 3)),
+                               atol=0.01)
+    features = pieces.transform(sample[:5].astype(np.float32), [0, 5])
+    inside = dist[:, :5].T < pieces.radii[[0, 1], [0, 2]]
+    np.testing.assert_allclose(features[:, :3], inside[:, [0]] * np.c_[sample[:5], np.ones(5)],
+                               rtol=1e-6)
+    np.testing.assert_allclose(features[:, 3:], inside[:, [1]] * np.c_[sample[:5], np.ones(5)],
+                               rtol=1e-6)
