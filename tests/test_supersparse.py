@@ -1,0 +1,214 @@
+"""SuperSparseRegressor / SuperSparseClassifier against numpy and scikit-learn references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamlearn.data import open_dataset
+from streamlearn.engine import LocalEngine, run_chunks
+from streamlearn.errors import DataError, LabelError, ModelFileError
+from streamlearn.models.supersparse import (
+    GradientPass,
+    Similarity,
+    SuperSparseClassifier,
+    SuperSparseRegressor,
+    TargetRows,
+)
+
+
+def _regression(n: int = 300, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, 2)).astype(np.float32)
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.05 * rng.normal(size=n)
+    v = rng.uniform(0.5, 2.0, size=n)
+    return X, y, v
+
+
+def _rbf(X, C, gamma):
+    return np.exp(-gamma * ((np.asarray(X, np.float64)[:, None, :] - C[None]) ** 2).sum(-1))
+
+
+def _ridge(X, y, v, C, gamma, lam):
+    """Weighted ridge on materialised similarities: (beta, b) and the objective of eq. 2."""
+    Z = np.hstack([_rbf(X, C, gamma), np.ones((len(y), 1))])
+    V = v.sum()
+    A = Z.T @ (v[:, None] * Z) / V
+    A[:-1, :-1] += lam * np.eye(C.shape[0])
+    w = np.linalg.solve(A, Z.T @ (v * y) / V)
+    e = Z @ w - y
+    return w, (v * e * e).sum() / V + lam * (w[:-1] ** 2).sum()
+
+
+def test_ridge_step_equals_numpy_solve_on_materialised_similarities():
+    X, y, v = _regression()
+    C = np.array([[-1.0, -1.0], [0.0, 0.5], [1.0, 1.0], [1.5, -1.0]])
+    model = SuperSparseRegressor(n_prototypes=4, gamma=0.8, lam=0.01, max_iter=0, init=C,
+                                 chunk_rows=70).fit(X, y, sample_weight=v)
+    w, J = _ridge(X, y, v, C, 0.8, 0.01)
+    np.testing.assert_allclose(model.coef_, w[:-1], rtol=1e-6, atol=1e-8)
+    assert np.isclose(model.intercept_, w[-1], rtol=1e-6, atol=1e-8)
+    assert np.isclose(model.objective_, J, rtol=1e-6)
+    np.testing.assert_allclose(model.predict(X), _rbf(X, C, 0.8) @ w[:-1] + w[-1], rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_prototype_gradient_is_the_total_derivative_at_the_optimal_beta():
+    # eqs. 5-6: with beta re-solved for every C, dJ/dC equals the partial gradient at fixed
+    # beta; compare with central finite differences of J(C) where beta is solved by numpy
+    X, y, v = _regression(n=120, seed=1)
+    gamma, lam = 0.7, 0.01
+    C = np.array([[-1.0, 0.2], [0.3, -0.4], [1.1, 0.9]])
+    w, _ = _ridge(X, y, v, C, gamma, lam)
+    dataset = open_dataset(X, target=y, weight=v.astype(np.float32), chunk_rows=50)
+    state = run_chunks(GradientPass(TargetRows("regression"), C, w,
+                                    Similarity(gamma)),
+                       dataset.chunks())
+    grad = 2.0 / state.weight * w[:-1, None] * state.grad
+    h = 1e-5
+    numeric = np.zeros_like(C)
+    for k in range(C.shape[0]):
+        for f in range(C.shape[1]):
+            up, down = C.copy(), C.copy()
+            up[k, f] += h
+            down[k, f] -= h
+            numeric[k, f] = (_ridge(X, y, v, up, gamma, lam)[1]
+                             - _ridge(X, y, v, down, gamma, lam)[1]) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("coef", ["ridge", "lasso"])
+def test_objective_does_not_increase_across_alternations(coef):
+    X, y, v = _regression(seed=2)
+    model = SuperSparseRegressor(n_prototypes=5, gamma=1.0, lam=1e-3, coef=coef, max_iter=25,
+                                 tol=0.0, chunk_rows=100).fit(X, y, sample_weight=v)
+    path = model.objective_path_
+    assert len(path) > 5
+    assert np.all(np.diff(path) <= 1e-12 * path[0])
+    assert path[-1] < 0.7 * path[0]  # the prototype steps pay off
+    # the reported objective is eq. 2 of the final model, recomputed by numpy
+    e = model.predict(X) - y
+    beta = model.coef_
+    reg = (beta ** 2).sum() if coef == "ridge" else np.abs(beta).sum()
+    assert np.isclose(model.objective_, (v * e * e).sum() / v.sum() + 1e-3 * reg, rtol=1e-5)
+
+
+def test_black_box_similarity_without_gradient_still_trains():
+    X, y, _ = _regression(seed=3)
+
+    def laplacian(A, C):
+        return np.exp(-np.abs(np.asarray(A, np.float64)[:, None, :] - C[None]).sum(-1))
+
+    fixed = SuperSparseRegressor(n_prototypes=6, similarity=laplacian, max_iter=0).fit(X, y)
+    model = SuperSparseRegressor(n_prototypes=6, similarity=laplacian, max_iter=20,
+                                 step=0.5).fit(X, y)
+    np.testing.assert_array_equal(fixed.prototypes_.shape, model.prototypes_.shape)
+    assert model.objective_ < 0.95 * fixed.objective_  # eq. 7 is only a heuristic direction
+    mse = np.mean((model.predict(X) - y) ** 2)
+    assert np.isclose(mse + 1e-3 * (model.coef_ ** 2).sum(), model.objective_, rtol=1e-5)
+
+
+def test_supplied_gradient_matches_builtin_rbf():
+    X, y, _ = _regression(n=200, seed=4)
+
+    def sim(A, C):
+        return _rbf(A, C, 1.0)
+
+    def grad(A, C):
+        return 2.0 * (np.asarray(A, np.float64)[:, None, :] - C[None]) * sim(A, C)[:, :, None]
+
+    params = dict(n_prototypes=4, gamma=1.0, max_iter=8, repulsion=0.05)
+    builtin = SuperSparseRegressor(**params).fit(X, y)
+    custom = SuperSparseRegressor(similarity=sim, similarity_gradient=grad, **params).fit(X, y)
+    np.testing.assert_allclose(custom.prototypes_, builtin.prototypes_, rtol=1e-5, atol=1e-7)
+
+
+def test_chunking_and_engine_do_not_change_the_model():
+    X, y, _ = _regression(seed=5)
+    a = SuperSparseRegressor(n_prototypes=4, max_iter=6, chunk_rows=37).fit(X, y)
+    b = SuperSparseRegressor(n_prototypes=4, max_iter=6).fit(
+        X, y, engine=LocalEngine(chunk_rows=1000))
+    np.testing.assert_allclose(a.prototypes_, b.prototypes_, rtol=1e-7, atol=1e-9)
+
+
+def test_minibatch_solver_lowers_the_objective():
+    X, y, _ = _regression(n=600, seed=6)
+    model = SuperSparseRegressor(n_prototypes=6, solver="minibatch", max_iter=4, step=0.5,
+                                 chunk_rows=100).fit(X, y)
+    baseline = SuperSparseRegressor(n_prototypes=6, max_iter=0).fit(X, y)
+    assert np.isclose(model.objective_path_[0], baseline.objective_)
+    assert model.objective_ < 0.8 * baseline.objective_
+
+
+def test_choosing_p_by_eq8_keeps_the_minimiser_of_the_criterion():
+    X, y, _ = _regression(n=400, seed=7)
+    model = SuperSparseRegressor(n_prototypes=[2, 4, 8], coef="lasso", lam=1e-3, max_iter=10,
+                                 tradeoff=0.01).fit(X, y)
+    path = model.selection_path_
+    np.testing.assert_array_equal(path[:, 0], [8, 4, 2])
+    np.testing.assert_allclose(path[:, 2], path[:, 1] + 0.01 * path[:, 0])
+    assert model.n_prototypes_ == int(path[np.argmin(path[:, 2]), 0])
+    assert model.prototypes_.shape == (model.n_prototypes_, 2)
+
+
+def test_classifier_and_reduction_of_a_scikit_learn_svc(tmp_path):
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-2, 2, size=(400, 2)).astype(np.float32)
+    y = np.where((X ** 2).sum(1) < 1.5, "in", "out")
+    svc = SVC(gamma=1.0, C=10.0).fit(X, y)
+    reduced = SuperSparseClassifier.reduce(svc, 5, X, gamma=1.0, max_iter=40)
+    assert list(reduced.classes_) == ["in", "out"]
+    assert len(svc.support_) >= 5 * reduced.n_prototypes_
+    agree = np.mean(reduced.predict(X) == svc.predict(X))
+    assert agree > 0.95
+    # trained on labels directly
+    clf = SuperSparseClassifier(n_prototypes=5, gamma=1.0, max_iter=30).fit(X, y)
+    accuracy = np.mean(clf.predict(X) == y)
+    assert accuracy > 0.9 and np.isclose(clf.score(X, y), accuracy)
+    # save and load give the same predictions
+    path = clf.save(tmp_path / "ssvm.slm")
+    loaded = SuperSparseClassifier.load(path)
+    np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
+    np.testing.assert_array_equal(loaded.classes_, clf.classes_)
+
+
+def test_regressor_save_load_round_trip(tmp_path):
+    X, y, _ = _regression(n=150, seed=9)
+    model = SuperSparseRegressor(n_prototypes=3, max_iter=3).fit(X, y)
+    loaded = SuperSparseRegressor.load(model.save(tmp_path / "sridge.slm"))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert loaded.get_params() == model.get_params()
+
+
+def test_bad_inputs_raise_clear_errors(tmp_path):
+    X, y, _ = _regression(n=50, seed=10)
+    bad = X.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(DataError, match="row 7"):
+        SuperSparseRegressor(n_prototypes=2).fit(bad, y)
+    with pytest.raises(DataError, match="at least 60 rows"):
+        SuperSparseRegressor(n_prototypes=60).fit(X, y)
+    with pytest.raises(LabelError, match="two classes"):
+        SuperSparseClassifier(n_prototypes=2).fit(X, np.arange(50) % 3)
+    with pytest.raises(DataError, match="shape"):
+        SuperSparseRegressor(n_prototypes=2, similarity=lambda A, C: np.ones((3, 3))).fit(X, y)
+    with pytest.raises(ValueError, match="coef"):
+        SuperSparseRegressor(coef="elastic").fit(X, y)
+    model = SuperSparseRegressor(n_prototypes=2, similarity=lambda A, C: _rbf(A, C, 1.0),
+                                 max_iter=1).fit(X, y)
+    with pytest.raises(ModelFileError, match="callable similarity"):
+        model.save(tmp_path / "m.slm")
+
+
+def test_checkpointed_fit_gives_the_same_model_and_replays_from_the_checkpoint(tmp_path):
+    X, y, _ = _regression(n=200, seed=11)
+    plain = SuperSparseRegressor(n_prototypes=3, max_iter=4, chunk_rows=50).fit(X, y)
+    first = SuperSparseRegressor(n_prototypes=3, max_iter=4, chunk_rows=50).fit(
+        X, y, checkpoint=tmp_path / "ckpt")
+    again = SuperSparseRegressor(n_prototypes=3, max_iter=4, chunk_rows=50).fit(
+        X, y, checkpoint=tmp_path / "ckpt")
+    np.testing.assert_array_equal(first.prototypes_, plain.prototypes_)
+    np.testing.assert_array_equal(again.prototypes_, plain.prototypes_)
+    assert any((tmp_path / "ckpt").rglob("*.zip"))
