@@ -266,7 +266,7 @@ def cluster_engine(workers: int | None, scheduler: str | None, *, quiet: bool,
     try:
         if workers is not None:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
+                                   host="127.0.0.1", dashboard_address="127.0.0.1:0")
             client = Client(cluster, set_as_default=False)
         else:
             client = Client(scheduler, set_as_default=False, timeout=CONNECT_TIMEOUT)

@@ -97,7 +97,7 @@ def dask_client():
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None)
+                           host="127.0.0.1", dashboard_address="127.0.0.1:0")
     client = Client(cluster, set_as_default=False)
     yield client
     client.close()
