@@ -1,0 +1,916 @@
+"""Sparse projection pursuit (paper 001): ``SparsePPRRegressor`` and ``SparseJSBoostClassifier``.
+
+Both models are sums of ridge functions of sparse unit directions,
+``F(x) = sum_k f_k(u_k . x)``, learned one term at a time (forward stagewise). Each direction
+comes from the "informative feature first" search of paper 001 (Tables 1-2,
+:func:`~streamlearn.solvers.projection_search.informative_feature_first`), which minimises
+``E = g(u) + lam ||u||_1`` with ``lam = g(u^(0)) / tau`` (eq. 6), ``u^(0)`` the best single
+coordinate; ``tau = inf`` switches the L1 term off (plain PPR and JSBoost).
+
+``fit`` is a sequence of passes over the data:
+
+1. a reduction pass of feature moments (minimum, maximum, mean, covariance: they bound the
+   projected values), the weighted target mean (regression) and class masses (classification);
+2. for every term, each scan of the search is ONE reduction pass that costs every candidate
+   direction ``alpha + delta e_m`` together: the B-spline Gram matrix and right-hand side of
+   the projected values (regression) or the weighted class histograms (classification). The
+   residuals ``r_i = y_i - F(x_i)`` and the boosting weights ``w_i = s_i c_{y_i} exp(-y_i F(x_i))``
+   are recomputed from the model's terms for each row inside the scan kernels, never stored.
+
+:class:`SparsePPRRegressor` (Table 3) fits each ridge function as a penalised B-spline (a
+second-order difference penalty of weight ``smoothing``) of the projection, on the residuals.
+:class:`SparseJSBoostClassifier` (Table 6) picks the direction of greatest Jensen-Shannon
+divergence between the weighted class histograms (eq. 13) and adds the weak learner
+``f(z) = 1/2 log(h+(z) / h-(z))`` (real AdaBoost's confidence-rated output, smoothed).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from streamlearn.data import Chunk, Dataset, open_dataset
+from streamlearn.engine import LocalEngine, evaluate, resolve_engine
+from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
+from streamlearn.errors import LabelError
+from streamlearn.models.base import (
+    StreamEstimator,
+    _attach_columns,
+    check_features,
+    classification_dataset,
+    storable_classes,
+)
+from streamlearn.solvers.projection_search import (
+    Candidates,
+    FeatureSpread,
+    SearchResult,
+    class_histogram_scan_chunk,
+    informative_feature_first,
+    js_divergence,
+    penalty_matrix,
+    ridge_predict_chunk,
+    spline_fit_costs,
+    spline_gram_scan_chunk,
+    symmetric_gram,
+    table_predict_chunk,
+    weak_learner_table,
+)
+
+#: Order of the difference penalty of the ridge splines.
+PENALTY_ORDER = 2
+
+
+# -- the first pass: what bounds the projections ------------------------------------------------
+@dataclass
+class DataMoments:
+    """Result of :class:`MomentsPass`.
+
+    Attributes
+    ----------
+    n_rows : int
+    mean : ndarray of shape (n_features,), float64
+    scatter : ndarray of shape (n_features, n_features), float64
+        Sum of outer products of the deviations from ``mean`` (covariance times ``n_rows``).
+    minimum, maximum : ndarray of shape (n_features,), float64
+    weight, weighted_y, weighted_yy : float
+        Sums of the sample weights ``s_i``, of ``s_i y_i`` and ``s_i y_i^2`` (regression).
+    class_mass : ndarray of shape (n_classes,), float64
+        Sum of the sample weights of each class (classification; empty otherwise).
+    """
+
+    n_rows: int
+    mean: np.ndarray
+    scatter: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
+    weight: float
+    weighted_y: float
+    weighted_yy: float
+    class_mass: np.ndarray
+
+    def spread(self) -> FeatureSpread:
+        """Bounds of the projected values (:class:`FeatureSpread`)."""
+        cov = self.scatter / max(self.n_rows, 1)
+        return FeatureSpread(self.minimum, self.maximum, self.mean, cov)
+
+
+def _chunk_weight(chunk: Chunk) -> np.ndarray:
+    if chunk.weight is None:
+        return np.ones(chunk.n_rows, dtype=np.float32)
+    return np.ascontiguousarray(chunk.weight, dtype=np.float32)
+
+
+class MomentsPass:
+    """Reduction pass: feature moments and covariance, target and class sums.
+
+    Parameters
+    ----------
+    n_features : int
+    n_classes : int
+        0 for regression.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int, n_classes: int) -> None:
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+
+    def start(self) -> DataMoments:
+        """Moments of no rows."""
+        d = self.n_features
+        return DataMoments(0, np.zeros(d), np.zeros((d, d)), np.full(d, np.inf),
+                           np.full(d, -np.inf), 0.0, 0.0, 0.0, np.zeros(self.n_classes))
+
+    def step(self, state: DataMoments, chunk: Chunk) -> DataMoments:
+        """Merge the chunk's moments into ``state``."""
+        if chunk.n_rows == 0:
+            return state
+        X = chunk.X.astype(np.float64)
+        mean = X.mean(axis=0)
+        dev = X - mean
+        w = _chunk_weight(chunk).astype(np.float64)
+        y = np.asarray(chunk.y)
+        if self.n_classes:
+            mass = np.bincount(y, weights=w, minlength=self.n_classes).astype(np.float64)
+            wy = wyy = 0.0
+        else:
+            mass = np.zeros(0)
+            y64 = y.astype(np.float64)
+            wy, wyy = float(w @ y64), float(w @ (y64 * y64))
+        part = DataMoments(chunk.n_rows, mean, dev.T @ dev, X.min(axis=0), X.max(axis=0),
+                           float(w.sum()), wy, wyy, mass)
+        return self.merge(state, part)
+
+    def merge(self, a: DataMoments, b: DataMoments) -> DataMoments:
+        """Combine two states (pairwise update of the mean and scatter; a new state)."""
+        n = a.n_rows + b.n_rows
+        if a.n_rows == 0 or b.n_rows == 0:
+            src = b if a.n_rows == 0 else a
+            mean, scatter = src.mean.copy(), src.scatter.copy()
+        else:
+            delta = b.mean - a.mean
+            mean = a.mean + delta * (b.n_rows / n)
+            scatter = a.scatter + b.scatter + np.outer(delta, delta) * (a.n_rows * b.n_rows / n)
+        return DataMoments(n, mean, scatter, np.minimum(a.minimum, b.minimum),
+                           np.maximum(a.maximum, b.maximum), a.weight + b.weight,
+                           a.weighted_y + b.weighted_y, a.weighted_yy + b.weighted_yy,
+                           a.class_mass + b.class_mass)
+
+    def finish(self, state: DataMoments) -> DataMoments:
+        """The moments."""
+        return state
+
+
+# -- the scans ----------------------------------------------------------------------------------
+@dataclass
+class RidgeTerms:
+    """Terms ``f_k(u_k . x)`` of a projection pursuit regression, as the kernels take them.
+
+    Attributes
+    ----------
+    intercept : float
+    proj : ndarray of shape (n_terms, n_features), float64
+    lo, hi : ndarray of shape (n_terms,), float64
+    coef : ndarray of shape (n_terms, n_bases), float64
+    degree : int
+    """
+
+    intercept: float
+    proj: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    coef: np.ndarray
+    degree: int
+
+
+@dataclass
+class GramStatistics:
+    """State of :class:`SplineScanPass`: per-candidate Gram matrices (upper triangles),
+    right-hand sides and ``[sum w r^2, sum w]``."""
+
+    gram: np.ndarray
+    rhs: np.ndarray
+    totals: np.ndarray
+
+
+class SplineScanPass:
+    """Reduction pass: B-spline Gram statistics of every candidate direction.
+
+    Parameters
+    ----------
+    terms : RidgeTerms
+        The model so far (residuals are recomputed from it row by row).
+    n_bases : int
+    alpha : ndarray of shape (n_features,)
+    candidates : Candidates
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, terms: RidgeTerms, n_bases: int, alpha: np.ndarray,
+                 candidates: Candidates) -> None:
+        self.terms = terms
+        self.n_bases = int(n_bases)
+        self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        self.candidates = candidates
+
+    def start(self) -> GramStatistics:
+        """Zero statistics."""
+        n, b = len(self.candidates), self.n_bases
+        return GramStatistics(np.zeros((n, b, b)), np.zeros((n, b)), np.zeros(2))
+
+    def step(self, state: GramStatistics, chunk: Chunk) -> GramStatistics:
+        """Add the chunk's rows (in place)."""
+        t = self.terms
+        y = np.ascontiguousarray(chunk.y, dtype=np.float32)
+        spline_gram_scan_chunk(chunk.X, y, _chunk_weight(chunk), t.intercept, t.proj, t.lo,
+                               t.hi, t.coef, t.degree, self.alpha,
+                               *self.candidates.kernel_args(), state.gram, state.rhs,
+                               state.totals)
+        return state
+
+    def merge(self, a: GramStatistics, b: GramStatistics) -> GramStatistics:
+        """Sum of two states (a new state)."""
+        return GramStatistics(a.gram + b.gram, a.rhs + b.rhs, a.totals + b.totals)
+
+    def finish(self, state: GramStatistics) -> GramStatistics:
+        """The statistics."""
+        return state
+
+
+@dataclass
+class BoostedTerms:
+    """Weak learners ``table_k[bin(u_k . x)]`` of a boosted projection model.
+
+    Attributes
+    ----------
+    proj : ndarray of shape (n_terms, n_features), float64
+    lo, hi : ndarray of shape (n_terms,), float64
+    table : ndarray of shape (n_terms, n_bins), float64
+    class_weight : ndarray of shape (2,), float64
+        Initial weight of a row of each class, ``1 / (class mass)``.
+    """
+
+    proj: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    table: np.ndarray
+    class_weight: np.ndarray
+
+
+@dataclass
+class ClassHistograms:
+    """State of :class:`HistogramScanPass`: ``(n_candidates, n_bins, 2)`` weighted counts."""
+
+    hist: np.ndarray
+
+
+class HistogramScanPass:
+    """Reduction pass: weighted class histograms of every candidate direction.
+
+    Parameters
+    ----------
+    terms : BoostedTerms
+        The model so far (boosting weights are recomputed from it row by row).
+    n_bins : int
+    alpha : ndarray of shape (n_features,)
+    candidates : Candidates
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, terms: BoostedTerms, n_bins: int, alpha: np.ndarray,
+                 candidates: Candidates) -> None:
+        self.terms = terms
+        self.n_bins = int(n_bins)
+        self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        self.candidates = candidates
+
+    def start(self) -> ClassHistograms:
+        """Empty histograms."""
+        return ClassHistograms(np.zeros((len(self.candidates), self.n_bins, 2)))
+
+    def step(self, state: ClassHistograms, chunk: Chunk) -> ClassHistograms:
+        """Add the chunk's rows (in place)."""
+        t = self.terms
+        codes = np.ascontiguousarray(chunk.y, dtype=np.int32)
+        class_histogram_scan_chunk(chunk.X, codes, _chunk_weight(chunk), t.class_weight, t.proj,
+                                   t.lo, t.hi, t.table, self.alpha,
+                                   *self.candidates.kernel_args(), state.hist)
+        return state
+
+    def merge(self, a: ClassHistograms, b: ClassHistograms) -> ClassHistograms:
+        """Sum of two states (a new state)."""
+        return ClassHistograms(a.hist + b.hist)
+
+    def finish(self, state: ClassHistograms) -> ClassHistograms:
+        """The histograms."""
+        return state
+
+
+# -- shared estimator plumbing -------------------------------------------------------------
+def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
+                       chunk_rows: int | None = None) -> Dataset:
+    """Open the training data of a regressor (see :func:`classification_dataset`)."""
+    if isinstance(data, Dataset):
+        if y is not None or sample_weight is not None:
+            raise ValueError("with a Dataset, give the target and weights to open_dataset "
+                             "(target=..., weight=...), not to fit")
+        dataset = data
+    else:
+        data, y, sample_weight = _attach_columns(data, y, sample_weight)
+        dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
+                               task="regression" if y is not None else None)
+    if dataset.task != "regression":
+        what = "no target" if dataset.task is None else f"a {dataset.task} target"
+        raise LabelError(f"a regressor needs a numeric target but the data has {what}; open "
+                         "it with open_dataset(..., target=..., task='regression')")
+    return dataset
+
+
+def _positive_int(name: str, value: Any, least: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+
+
+class _ProjectionPursuit(StreamEstimator):
+    """Search settings, validation, engines and model files shared by both estimators."""
+
+    tau: float
+    search_range: float
+    coarse_step: float
+    fine_step: float
+    max_iter: int
+    chunk_rows: int | None
+    engine: Any
+    progress: bool | None
+
+    _ARRAYS: tuple[str, ...] = ()
+    _SCALARS: tuple[str, ...] = ()
+
+    def _validate_search(self) -> None:
+        tau = self.tau
+        if tau is None or isinstance(tau, bool) or not float(tau) > 0:
+            raise ValueError(f"tau must be positive (inf: no L1 penalty), got {tau!r}")
+        if not (math.isfinite(self.search_range) and self.search_range > 0):
+            raise ValueError(f"search_range must be positive, got {self.search_range!r}")
+        if not (math.isfinite(self.coarse_step) and 0 < self.coarse_step <= self.search_range):
+            raise ValueError("coarse_step must lie in (0, search_range], got "
+                             f"{self.coarse_step!r}")
+        if not (math.isfinite(self.fine_step) and 0 < self.fine_step <= self.coarse_step):
+            raise ValueError(f"fine_step must lie in (0, coarse_step], got {self.fine_step!r}")
+        _positive_int("max_iter", self.max_iter, 0)
+        if self.chunk_rows is not None:
+            _positive_int("chunk_rows", self.chunk_rows)
+
+    def _engine(self, engine: Any) -> Any:
+        if engine is not None:
+            return resolve_engine(engine)
+        if self.engine is not None:
+            return resolve_engine(self.engine)
+        return LocalEngine(chunk_rows=self.chunk_rows, progress=self.progress)
+
+    def _search(self, scan: Any, n_features: int, spread: FeatureSpread,
+                penalty: Any) -> SearchResult:
+        return informative_feature_first(
+            scan, n_features, spread, penalty, search_range=float(self.search_range),
+            coarse_step=float(self.coarse_step), fine_step=float(self.fine_step),
+            max_iter=int(self.max_iter))
+
+    def _lam(self, g0: float) -> float:
+        return abs(g0) / float(self.tau)  # 0 for tau = inf
+
+    @property
+    def n_nonzero_(self) -> np.ndarray:
+        """Non-zero entries of each term's direction, shape (n_terms,)."""
+        self._check_fitted()
+        return np.count_nonzero(self.projections_, axis=1)
+
+    @property
+    def selected_features_(self) -> np.ndarray:
+        """Indices of the features any term uses."""
+        self._check_fitted()
+        return np.flatnonzero(np.any(self.projections_ != 0, axis=0))
+
+    def _features(self, X: Any) -> np.ndarray:
+        self._check_fitted()
+        return check_features(X, self.feature_names_in_)
+
+    def _json_params(self) -> dict[str, Any]:
+        params = super()._json_params()
+        if self.tau is not None and math.isinf(float(self.tau)):
+            params["tau"] = "inf"
+        return params
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Load a model saved by :meth:`save`; the file must hold this class.
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Returns
+        -------
+        The estimator, ready to predict.
+        """
+        from streamlearn.io import load_model
+
+        return load_model(path, expected=cls, classes={cls.__name__: cls})
+
+    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        metadata = {"params": self._json_params(),
+                    "feature_names_in": list(self.feature_names_in_),
+                    **{name: _plain(getattr(self, name)) for name in self._SCALARS}}
+        arrays = {name: getattr(self, name + "_") for name in self._ARRAYS}
+        return metadata, arrays
+
+    @classmethod
+    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
+        valid = cls._param_names()
+        params = {k: v for k, v in metadata.get("params", {}).items() if k in valid}
+        if isinstance(params.get("tau"), str):
+            params["tau"] = float(params["tau"])
+        model = cls(**params)
+        model.feature_names_in_ = tuple(metadata["feature_names_in"])
+        model.n_features_in_ = len(model.feature_names_in_)
+        for name in cls._SCALARS:
+            setattr(model, name, metadata[name])
+        for name in cls._ARRAYS:
+            value = np.asarray(arrays[name])
+            setattr(model, name + "_", value if value.dtype.kind in "USb" else
+                    np.ascontiguousarray(value, dtype=np.float64))
+        return model
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+# -- regression --------------------------------------------------------------------------------
+class SparsePPRRegressor(_ProjectionPursuit):
+    """Sparse projection pursuit regression (SpPPR, paper 001 Table 3), trained by streaming.
+
+    ``y ~ b + sum_k f_k(u_k . x)`` with each ``f_k`` a penalised cubic B-spline of the
+    projection ``u_k . x``; term ``k`` is fitted to the residuals of the terms before it.
+
+    Parameters
+    ----------
+    n_terms : int
+        Ridge functions.
+    tau : float
+        Strength of the L1 penalty on the directions, ``lam = g0 / tau`` (eq. 6, ``g0`` the
+        residual sum of squares of the best single-coordinate term); ``inf`` gives plain PPR.
+    n_bases : int
+        B-spline bases of each ridge function.
+    smoothing : float
+        Weight of the second-order difference penalty of the spline coefficients, in the
+        units of the weighted residual sum of squares.
+    degree : {1, 2, 3}
+        Spline degree.
+    search_range, coarse_step, fine_step : float
+        ``H``, ``dH``, ``dh`` of the search (Table 2).
+    max_iter : int
+        Coarse/fine rounds of the search per term at most.
+    chunk_rows : int, optional
+        Rows per chunk when this estimator opens the data or makes the engine.
+    engine : engine, optional
+        Runs the passes; a ``LocalEngine`` by default.
+    progress : bool, optional
+        Progress bars of the default engine.
+
+    Attributes
+    ----------
+    intercept_ : float
+        Weighted mean of the target.
+    projections_ : ndarray of shape (n_terms, n_features)
+        Unit direction ``u_k`` of each term (exact zeros for unused features).
+    ranges_ : ndarray of shape (n_terms, 2)
+        Interval of the projected values each spline spans (values outside are clamped).
+    spline_coef_ : ndarray of shape (n_terms, n_bases)
+    lambdas_ : ndarray of shape (n_terms,)
+        L1 weight used by each term's search.
+    train_sse_ : ndarray of shape (n_terms,)
+        Weighted residual sum of squares on the training rows after each term.
+    n_nonzero_ : ndarray of shape (n_terms,)
+    n_scans_ : int
+        Scans (passes) the searches took.
+    n_train_ : int
+    n_features_in_ : int
+    feature_names_in_ : tuple of str
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(2000, 4)).astype(np.float32)
+    >>> y = X[:, 0] * X[:, 1]
+    >>> model = SparsePPRRegressor(n_terms=2, tau=15).fit(X, y)
+    >>> model.score(X, y) > 0.95
+    True
+    """
+
+    _ARRAYS = ("projections", "ranges", "spline_coef", "lambdas", "train_sse")
+    _SCALARS = ("intercept_", "n_scans_", "n_train_")
+
+    def __init__(self, n_terms: int = 2, tau: float = 15.0, n_bases: int = 8,
+                 smoothing: float = 10.0, degree: int = 3, search_range: float = 1.0,
+                 coarse_step: float = 0.1, fine_step: float = 0.01, max_iter: int = 20,
+                 chunk_rows: int | None = None, engine: Any = None,
+                 progress: bool | None = None) -> None:
+        self.n_terms = n_terms
+        self.tau = tau
+        self.n_bases = n_bases
+        self.smoothing = smoothing
+        self.degree = degree
+        self.search_range = search_range
+        self.coarse_step = coarse_step
+        self.fine_step = fine_step
+        self.max_iter = max_iter
+        self.chunk_rows = chunk_rows
+        self.engine = engine
+        self.progress = progress
+
+    @property
+    def is_fitted(self) -> bool:
+        """Whether the estimator has learned its attributes."""
+        return hasattr(self, "projections_")
+
+    def _validate(self) -> None:
+        _positive_int("n_terms", self.n_terms)
+        if self.degree not in (1, 2, 3):
+            raise ValueError(f"degree must be 1, 2 or 3, got {self.degree!r}")
+        _positive_int("n_bases", self.n_bases, max(self.degree + 1, PENALTY_ORDER + 1))
+        if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
+            raise ValueError(f"smoothing must be non-negative, got {self.smoothing!r}")
+        self._validate_search()
+
+    def _terms(self) -> RidgeTerms:
+        return RidgeTerms(float(self.intercept_), self.projections_,
+                          np.ascontiguousarray(self.ranges_[:, 0]),
+                          np.ascontiguousarray(self.ranges_[:, 1]), self.spline_coef_,
+                          int(self.degree))
+
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+            checkpoint: str | os.PathLike[str] | None = None,
+            checkpoint_every: int = DEFAULT_EVERY) -> SparsePPRRegressor:
+        """Fit ``n_terms`` ridge functions by streaming over the data.
+
+        Parameters
+        ----------
+        data : Dataset, anything :func:`~streamlearn.data.open_dataset` accepts, or array X
+        y : array-like or str, optional
+            Target of in-memory ``data`` or the target column name.
+        sample_weight : array-like or str, optional
+            Non-negative row weights (values or a column name).
+        engine : engine, optional
+            Overrides the ``engine`` parameter for this call.
+        checkpoint : str or path-like, optional
+            Directory where progress is saved; a killed fit run again resumes from it.
+        checkpoint_every : int
+            Chunks between two checkpoint writes.
+
+        Returns
+        -------
+        self
+        """
+        self._validate()
+        for name in ("projections_",):
+            self.__dict__.pop(name, None)
+        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
+        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
+        d = len(dataset.feature_names)
+        moments: DataMoments = runner.run(MomentsPass(d, 0), dataset, description="moments")
+        if not moments.weight > 0:
+            raise LabelError("the training rows have no weight (no rows, or all sample "
+                             "weights are zero)")
+        spread = moments.spread()
+        penalty = float(self.smoothing) * penalty_matrix(int(self.n_bases), PENALTY_ORDER)
+        n_bases = int(self.n_bases)
+        self.intercept_ = moments.weighted_y / moments.weight
+        self.projections_ = np.zeros((0, d))
+        self.ranges_ = np.zeros((0, 2))
+        self.spline_coef_ = np.zeros((0, n_bases))
+        lambdas, sse = [], []
+        self.n_scans_ = 0
+        for k in range(int(self.n_terms)):
+            terms = self._terms()
+            label = f"term {k + 1}/{self.n_terms}"
+
+            def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
+                     label: str = label) -> tuple[np.ndarray, np.ndarray]:
+                stats: GramStatistics = runner.run(
+                    SplineScanPass(terms, n_bases, alpha, cands), dataset,
+                    description=f"{label}: {len(cands)} candidates")
+                return spline_fit_costs(symmetric_gram(stats.gram), stats.rhs,
+                                        float(stats.totals[0]), penalty)
+
+            found = self._search(scan, d, spread, self._lam)
+            self.projections_ = np.vstack([self.projections_, _clean(found.alpha)])
+            self.ranges_ = np.vstack([self.ranges_, [found.lo, found.hi]])
+            self.spline_coef_ = np.vstack([self.spline_coef_, found.stat])
+            lambdas.append(found.lam)
+            sse.append(found.fit_cost)
+            self.n_scans_ += found.n_scans
+        self.lambdas_ = np.asarray(lambdas)
+        self.train_sse_ = np.asarray(sse)
+        self.n_train_ = int(moments.n_rows)
+        self.feature_names_in_ = tuple(dataset.feature_names)
+        self.n_features_in_ = d
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions ``b + sum_k f_k(u_k . x)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features), or a table with the fit-time columns
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+        """
+        values = self._features(X)
+        t = self._terms()
+        return ridge_predict_chunk(values, t.intercept, t.proj, t.lo, t.hi, t.coef, t.degree)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Same as :meth:`predict` (the model's value)."""
+        return self.predict(X)
+
+    def staged_predict(self, X: Any) -> np.ndarray:
+        """Predictions of the first ``1, 2, ..., n_terms`` terms, shape (n_terms, n)."""
+        values = self._features(X)
+        t = self._terms()
+        out = np.empty((t.proj.shape[0], values.shape[0]))
+        for k in range(t.proj.shape[0]):
+            out[k] = ridge_predict_chunk(values, 0.0 if k else t.intercept, t.proj[k:k + 1],
+                                         t.lo[k:k + 1], t.hi[k:k + 1], t.coef[k:k + 1],
+                                         t.degree)
+        return np.cumsum(out, axis=0)
+
+    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+              engine: Any = None) -> float:
+        """Coefficient of determination R^2, in memory or streamed over a dataset.
+
+        Parameters
+        ----------
+        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
+        y : array-like, optional
+        sample_weight : array-like, optional
+        engine : engine, optional
+
+        Returns
+        -------
+        float
+        """
+        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
+            truth = np.asarray(y, dtype=np.float64).reshape(-1)
+            w = (np.ones_like(truth) if sample_weight is None
+                 else np.asarray(sample_weight, dtype=np.float64).reshape(-1))
+            resid = truth - self.predict(data)
+            mean = (w @ truth) / w.sum()
+            total = w @ (truth - mean) ** 2
+            return float(1.0 - (w @ resid**2) / total) if total > 0 else 0.0
+        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
+        return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
+
+
+# -- classification ----------------------------------------------------------------------------
+class SparseJSBoostClassifier(_ProjectionPursuit):
+    """Sparse Jensen-Shannon boosting (SpJSBoost, paper 001 Table 6), trained by streaming.
+
+    Binary classifier ``sign F(x)``, ``F(x) = sum_k 1/2 log(h+_k(u_k . x) / h-_k(u_k . x))``:
+    each round picks the direction whose weighted class histograms differ most (Jensen-Shannon
+    divergence, eq. 13) under an L1 penalty, and adds the half log-ratio of its histograms.
+    The weight of row ``i`` in round ``k`` is ``s_i exp(-y_i F_{k-1}(x_i)) / (class mass)``.
+
+    Parameters
+    ----------
+    n_rounds : int
+        Weak learners.
+    tau : float
+        Strength of the L1 penalty, ``lam = SJS(u^(0)) / tau`` (eq. 6); ``inf`` gives JSBoost.
+    n_bins : int
+        Uniform bins of each projection's histogram.
+    smoothing : float
+        ``eps = smoothing / n_bins`` is added to the normalised bin masses ``h+, h-`` of a weak
+        learner, which bounds its output where a bin holds one class only.
+    search_range, coarse_step, fine_step, max_iter
+        The search, see :class:`SparsePPRRegressor`.
+    chunk_rows : int, optional
+    engine : engine, optional
+    progress : bool, optional
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Sorted labels; the positive class is ``classes_[1]``.
+    projections_ : ndarray of shape (n_rounds, n_features)
+    ranges_ : ndarray of shape (n_rounds, 2)
+        Interval of each learner's bins (values outside go to the end bins).
+    tables_ : ndarray of shape (n_rounds, n_bins)
+        Output of each weak learner per bin.
+    learner_weights_ : ndarray of shape (n_rounds,)
+        Mean absolute output of each learner under its round's weights,
+        ``sum_b (h+_b + h-_b) |f_b|`` (the ``w_j`` of eq. 14).
+    divergences_ : ndarray of shape (n_rounds,)
+        Jensen-Shannon divergence of each chosen direction.
+    lambdas_ : ndarray of shape (n_rounds,)
+    class_weight_ : ndarray of shape (2,)
+        Initial row weight of each class.
+    n_nonzero_ : ndarray of shape (n_rounds,)
+    n_scans_, n_train_, n_features_in_, feature_names_in_
+    """
+
+    _ARRAYS = ("classes", "projections", "ranges", "tables", "learner_weights", "divergences",
+               "lambdas", "class_weight")
+    _SCALARS = ("n_scans_", "n_train_")
+
+    def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
+                 smoothing: float = 1.0, search_range: float = 1.0, coarse_step: float = 0.1,
+                 fine_step: float = 0.01, max_iter: int = 20, chunk_rows: int | None = None,
+                 engine: Any = None, progress: bool | None = None) -> None:
+        self.n_rounds = n_rounds
+        self.tau = tau
+        self.n_bins = n_bins
+        self.smoothing = smoothing
+        self.search_range = search_range
+        self.coarse_step = coarse_step
+        self.fine_step = fine_step
+        self.max_iter = max_iter
+        self.chunk_rows = chunk_rows
+        self.engine = engine
+        self.progress = progress
+
+    def _validate(self) -> None:
+        _positive_int("n_rounds", self.n_rounds)
+        _positive_int("n_bins", self.n_bins, 2)
+        if not (math.isfinite(self.smoothing) and self.smoothing > 0):
+            raise ValueError(f"smoothing must be positive, got {self.smoothing!r}")
+        self._validate_search()
+
+    def _terms(self) -> BoostedTerms:
+        return BoostedTerms(self.projections_, np.ascontiguousarray(self.ranges_[:, 0]),
+                            np.ascontiguousarray(self.ranges_[:, 1]), self.tables_,
+                            self.class_weight_)
+
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+            checkpoint: str | os.PathLike[str] | None = None,
+            checkpoint_every: int = DEFAULT_EVERY) -> SparseJSBoostClassifier:
+        """Boost ``n_rounds`` projection learners by streaming over the data.
+
+        Parameters
+        ----------
+        data : Dataset, anything :func:`~streamlearn.data.open_dataset` accepts, or array X
+        y : array-like or str, optional
+            Two-class labels of in-memory ``data``, or the target column name.
+        sample_weight : array-like or str, optional
+        engine : engine, optional
+        checkpoint : str or path-like, optional
+            Directory where progress is saved; a killed fit run again resumes from it.
+        checkpoint_every : int
+
+        Returns
+        -------
+        self
+        """
+        self._validate()
+        self.__dict__.pop("classes_", None)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        classes = dataset.classes
+        assert classes is not None
+        if len(classes) != 2:
+            raise LabelError(f"SparseJSBoostClassifier is a two-class classifier; the target "
+                             f"has {len(classes)} classes: {classes.tolist()[:10]}")
+        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
+        d = len(dataset.feature_names)
+        moments: DataMoments = runner.run(MomentsPass(d, 2), dataset, description="moments")
+        if not np.all(moments.class_mass > 0):
+            raise LabelError(f"both classes need rows of positive weight; class masses are "
+                             f"{moments.class_mass.tolist()} for {classes.tolist()}")
+        spread = moments.spread()
+        n_bins = int(self.n_bins)
+        self.class_weight_ = 1.0 / moments.class_mass
+        self.projections_ = np.zeros((0, d))
+        self.ranges_ = np.zeros((0, 2))
+        self.tables_ = np.zeros((0, n_bins))
+        weights, divergences, lambdas = [], [], []
+        self.n_scans_ = 0
+        for k in range(int(self.n_rounds)):
+            terms = self._terms()
+            label = f"round {k + 1}/{self.n_rounds}"
+
+            def scan(alpha: np.ndarray, cands: Candidates, terms: BoostedTerms = terms,
+                     label: str = label) -> tuple[np.ndarray, np.ndarray]:
+                stats: ClassHistograms = runner.run(
+                    HistogramScanPass(terms, n_bins, alpha, cands), dataset,
+                    description=f"{label}: {len(cands)} candidates")
+                return -js_divergence(stats.hist), stats.hist
+
+            found = self._search(scan, d, spread, self._lam)
+            hist = found.stat
+            table = weak_learner_table(hist, float(self.smoothing))
+            mass = hist.sum(axis=1) / max(float(hist.sum()), 1e-300)
+            self.projections_ = np.vstack([self.projections_, _clean(found.alpha)])
+            self.ranges_ = np.vstack([self.ranges_, [found.lo, found.hi]])
+            self.tables_ = np.vstack([self.tables_, table])
+            weights.append(float(mass @ np.abs(table)))
+            divergences.append(-found.fit_cost)
+            lambdas.append(found.lam)
+            self.n_scans_ += found.n_scans
+        self.learner_weights_ = np.asarray(weights)
+        self.divergences_ = np.asarray(divergences)
+        self.lambdas_ = np.asarray(lambdas)
+        self.n_train_ = int(moments.n_rows)
+        self.feature_names_in_ = tuple(dataset.feature_names)
+        self.n_features_in_ = d
+        self.classes_ = storable_classes(classes)
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores ``F(x)``; positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features), or a table with the fit-time columns
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+        """
+        values = self._features(X)
+        t = self._terms()
+        return table_predict_chunk(values, t.proj, t.lo, t.hi, t.table)
+
+    def staged_decision_function(self, X: Any) -> np.ndarray:
+        """Scores of the first ``1, 2, ..., n_rounds`` learners, shape (n_rounds, n)."""
+        values = self._features(X)
+        t = self._terms()
+        out = np.empty((t.proj.shape[0], values.shape[0]))
+        for k in range(t.proj.shape[0]):
+            out[k] = table_predict_chunk(values, t.proj[k:k + 1], t.lo[k:k + 1],
+                                         t.hi[k:k + 1], t.table[k:k + 1])
+        return np.cumsum(out, axis=0)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted labels (``classes_[1]`` where ``F(x) > 0``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n,), labels from ``classes_``
+        """
+        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """``P(classes_[1] | x) = 1 / (1 + exp(-2 F(x)))`` (boosting's logistic link).
+
+        Returns
+        -------
+        ndarray of shape (n, 2)
+        """
+        p = 1.0 / (1.0 + np.exp(-2.0 * np.clip(self.decision_function(X), -350, 350)))
+        return np.column_stack([1.0 - p, p])
+
+    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+              engine: Any = None) -> float:
+        """Accuracy on in-memory rows, or streamed over a dataset.
+
+        Parameters
+        ----------
+        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
+        y : array-like, optional
+        sample_weight : array-like, optional
+        engine : engine, optional
+
+        Returns
+        -------
+        float
+        """
+        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
+            truth = np.asarray(y)
+            if truth.dtype.kind == "O":
+                truth = truth.astype(str)
+            correct = (self.predict(data) == truth.reshape(-1)).astype(np.float64)
+            if sample_weight is None:
+                return float(correct.mean())
+            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+            return float((w * correct).sum() / w.sum())
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
+
+
+def _clean(alpha: np.ndarray) -> np.ndarray:
+    """A direction with round-off entries (from the search's float steps) set to exact zero."""
+    out = np.array(alpha, dtype=np.float64)
+    out[np.abs(out) < 1e-9] = 0.0
+    return out / np.linalg.norm(out)
+

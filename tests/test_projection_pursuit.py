@@ -1,0 +1,214 @@
+"""SparsePPRRegressor and SparseJSBoostClassifier: invariance, references, files, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from streamlearn.data import open_dataset
+from streamlearn.engine import LocalEngine
+from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.models.base import NotFittedError
+from streamlearn.models.projection_pursuit import SparseJSBoostClassifier, SparsePPRRegressor
+
+FAST = dict(coarse_step=0.25, fine_step=0.05, max_iter=6)
+
+
+def product_problem(n: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 5)).astype(np.float32)
+    return X, (X[:, 0] * X[:, 1] + noise * rng.normal(size=n)).astype(np.float32)
+
+
+def circle_problem(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 4)).astype(np.float32)
+    y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 < 2 / np.pi, "in", "out")
+    flip = rng.random(n) < 0.05
+    y[flip] = np.where(y[flip] == "in", "out", "in")
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def ppr_data():
+    return product_problem(500, 0.05, 0)
+
+
+@pytest.fixture(scope="module")
+def js_data():
+    return circle_problem(500, 1)
+
+
+# -- what the models learn, against references computed another way ---------------------------
+def test_sparse_ppr_finds_the_two_product_directions(ppr_data):
+    X, y = ppr_data
+    model = SparsePPRRegressor(n_terms=2, tau=15, smoothing=1.0, **FAST).fit(X, y)
+    # x1 x2 = (x1 + x2)^2 / 4 - (x1 - x2)^2 / 4 (paper 001, eq. 11)
+    assert model.selected_features_.tolist() == [0, 1]
+    first = model.projections_[0] * np.sign(model.projections_[0, 0])
+    np.testing.assert_allclose(first[:2], [2**-0.5, 2**-0.5], atol=0.08)
+    Xt, yt = product_problem(2000, 0.0, 9)
+    assert np.mean((model.predict(Xt) - yt) ** 2) < 0.003  # Var(x1 x2) is 0.049
+    # training residual sum of squares from the Gram algebra = from the predictions
+    np.testing.assert_allclose(model.train_sse_[-1], np.sum((y - model.predict(X)) ** 2),
+                               rtol=1e-6)
+    staged = model.staged_predict(X)
+    np.testing.assert_allclose(staged[-1], model.predict(X), rtol=1e-12)
+    np.testing.assert_allclose(model.train_sse_[0], np.sum((y - staged[0]) ** 2), rtol=1e-6)
+    assert model.score(X, y) > 0.9
+
+
+def test_plain_ppr_uses_at_least_as_many_features(ppr_data):
+    X, y = ppr_data
+    sparse = SparsePPRRegressor(n_terms=2, tau=5, smoothing=1.0, **FAST).fit(X, y)
+    plain = SparsePPRRegressor(n_terms=2, tau=np.inf, smoothing=1.0, **FAST).fit(X, y)
+    assert np.all(plain.lambdas_ == 0) and np.all(sparse.lambdas_ > 0)
+    assert plain.n_nonzero_.sum() >= sparse.n_nonzero_.sum()
+    assert plain.train_sse_[-1] <= sparse.train_sse_[-1] * (1 + 1e-9)
+
+
+def test_jsboost_weights_are_recomputed_from_the_model(js_data):
+    X, y = js_data
+    model = SparseJSBoostClassifier(n_rounds=4, tau=15, n_bins=8, **FAST).fit(X, y)
+    assert model.classes_.tolist() == ["in", "out"]
+    codes = (y == "out").astype(int)
+    np.testing.assert_allclose(model.class_weight_, 1.0 / np.bincount(codes))
+    staged = model.staged_decision_function(X)
+    np.testing.assert_allclose(staged[-1], model.decision_function(X), rtol=1e-12)
+    F = np.vstack([np.zeros(len(y)), staged[:-1]])
+    sign = 2.0 * codes - 1.0
+    for k in range(4):
+        # numpy histograms of round k's projection under the weights of the first k learners
+        w = model.class_weight_[codes] * np.exp(-sign * F[k])
+        lo, hi = model.ranges_[k]
+        z = np.clip(X.astype(np.float64) @ model.projections_[k], lo, hi)
+        edges = np.linspace(lo, hi, 9)
+        hp = np.histogram(z[codes == 1], edges, weights=w[codes == 1])[0]
+        hm = np.histogram(z[codes == 0], edges, weights=w[codes == 0])[0]
+        assert model.divergences_[k] == pytest.approx(2 * jensenshannon(hp, hm) ** 2, rel=1e-6)
+        total = hp.sum() + hm.sum()
+        eps = model.smoothing / 8
+        table = 0.5 * np.log((hp / total + eps) / (hm / total + eps))
+        np.testing.assert_allclose(model.tables_[k], table, rtol=1e-6, atol=1e-9)
+    assert model.score(X, y) > 0.8
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(model.predict(X), model.classes_[(proba[:, 1] > 0.5).astype(int)])
+
+
+def test_sparse_jsboost_ignores_irrelevant_features(js_data):
+    X, y = js_data
+    model = SparseJSBoostClassifier(n_rounds=6, tau=5, **FAST).fit(X, y)
+    assert set(model.selected_features_.tolist()) <= {0, 1}
+    Xt, yt = circle_problem(2000, 2)
+    assert model.score(Xt, yt) > 0.85
+
+
+# -- chunking, engines, checkpoints -------------------------------------------------------------
+@pytest.mark.parametrize("chunk_rows", [37, 128])
+def test_chunk_size_never_changes_the_regressor(ppr_data, chunk_rows):
+    X, y = ppr_data
+    w = np.random.default_rng(4).uniform(0.5, 2.0, len(y)).astype(np.float32)
+    params = dict(n_terms=2, tau=15, smoothing=1.0, **FAST)
+    whole = SparsePPRRegressor(**params, chunk_rows=len(y)).fit(X, y, sample_weight=w)
+    parts = SparsePPRRegressor(**params).fit(
+        open_dataset(X, target=y, weight=w, chunk_rows=chunk_rows))
+    np.testing.assert_allclose(parts.projections_, whole.projections_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(parts.spline_coef_, whole.spline_coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(parts.predict(X), whole.predict(X), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("chunk_rows", [41, 200])
+def test_chunk_size_never_changes_the_classifier(js_data, chunk_rows):
+    X, y = js_data
+    params = dict(n_rounds=3, tau=15, n_bins=8, **FAST)
+    whole = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=len(y)))
+    parts = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=chunk_rows))
+    np.testing.assert_allclose(parts.projections_, whole.projections_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(parts.tables_, whole.tables_, rtol=1e-7, atol=1e-9)
+
+
+class Crash(Exception):
+    pass
+
+
+def crashing_engine(after: int) -> LocalEngine:
+    engine = LocalEngine(chunk_rows=100)
+    plain = engine.run
+    seen = [0]
+
+    def run(pass_, data, *, on_chunk=None, **options):
+        def hook(done, state):
+            seen[0] += 1
+            if seen[0] == after:
+                raise Crash
+            if on_chunk is not None:
+                on_chunk(done, state)
+
+        return plain(pass_, data, on_chunk=hook, **options)
+
+    engine.run = run
+    return engine
+
+
+def test_crashed_fit_resumes_from_its_checkpoint(js_data, tmp_path: Path):
+    X, y = js_data
+    params = dict(n_rounds=2, tau=15, n_bins=8, **FAST)
+    reference = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=100))
+    with pytest.raises(Crash):
+        SparseJSBoostClassifier(**params).fit(X, y, engine=crashing_engine(23),
+                                              checkpoint=tmp_path / "c", checkpoint_every=2)
+    resumed = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=100),
+                                                    checkpoint=tmp_path / "c",
+                                                    checkpoint_every=2)
+    np.testing.assert_array_equal(resumed.projections_, reference.projections_)
+    np.testing.assert_array_equal(resumed.tables_, reference.tables_)
+
+
+# -- model files ----------------------------------------------------------------------------
+def test_save_and_load_give_the_same_predictions(ppr_data, js_data, tmp_path: Path):
+    X, y = ppr_data
+    ppr = SparsePPRRegressor(n_terms=1, tau=np.inf, **FAST).fit(X, y)
+    loaded = SparsePPRRegressor.load(ppr.save(tmp_path / "ppr.slm"))
+    assert loaded.tau == np.inf and loaded.get_params() == ppr.get_params()
+    np.testing.assert_array_equal(loaded.predict(X), ppr.predict(X))
+    np.testing.assert_array_equal(loaded.n_nonzero_, ppr.n_nonzero_)
+    Xc, yc = js_data
+    js = SparseJSBoostClassifier(n_rounds=2, n_bins=8, **FAST).fit(Xc, yc)
+    loaded_js = SparseJSBoostClassifier.load(js.save(tmp_path / "js.slm"))
+    np.testing.assert_array_equal(loaded_js.decision_function(Xc), js.decision_function(Xc))
+    np.testing.assert_array_equal(loaded_js.predict(Xc), js.predict(Xc))
+    np.testing.assert_array_equal(loaded_js.learner_weights_, js.learner_weights_)
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_bad_input_gets_a_clear_error(ppr_data, js_data):
+    X, y = ppr_data
+    with pytest.raises(NotFittedError):
+        SparsePPRRegressor().predict(X)
+    with pytest.raises(NotFittedError):
+        SparseJSBoostClassifier().decision_function(X)
+    with pytest.raises(ValueError, match="tau must be positive"):
+        SparsePPRRegressor(tau=0).fit(X, y)
+    with pytest.raises(ValueError, match="n_bases must be an integer >= 4"):
+        SparsePPRRegressor(n_bases=3).fit(X, y)
+    with pytest.raises(ValueError, match="fine_step must lie"):
+        SparsePPRRegressor(fine_step=0.5, coarse_step=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):
+        SparseJSBoostClassifier(n_bins=1).fit(X, y > 0.2)
+    with pytest.raises(LabelError, match="numeric target"):
+        SparsePPRRegressor().fit(X, np.where(y > 0.2, "a", "b"))
+    with pytest.raises(LabelError, match="two-class classifier; the target has 3 classes"):
+        SparseJSBoostClassifier().fit(X, np.arange(len(y)) % 3)
+    model = SparsePPRRegressor(n_terms=1, **FAST).fit(X, y)
+    with pytest.raises(SchemaError, match="X has 4 features, expected 5"):
+        model.predict(X[:, :4])
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(DataError, match="row 3"):
+        model.predict(bad)
+    with pytest.raises(DataError):
+        SparsePPRRegressor(n_terms=1, **FAST).fit(bad, y)
