@@ -18,6 +18,7 @@ from streamlearn.solvers.projection_search import (
     penalty_matrix,
     projection_ranges,
     ridge_predict_chunk,
+    sequential_coordinate_search,
     spline_fit_costs,
     spline_gram_scan_chunk,
     symmetric_gram,
@@ -313,3 +314,20 @@ def test_search_never_picks_the_zero_vector_without_penalty():
         lambda g: 0.0, coarse_step=0.5, fine_step=0.1, max_iter=3)
     assert np.all(np.isfinite(result.alpha))
     assert np.linalg.norm(result.alpha) == pytest.approx(1.0)
+
+
+def test_sequential_search_one_pass_equals_separate_evaluation():
+    rng = np.random.default_rng(14)
+    X = rng.uniform(0, 1, size=(200, 3)).astype(np.float32)
+    r = (X[:, 0] * X[:, 1] - 0.25 + 0.05 * rng.normal(size=200)).astype(np.float32)
+    w = np.ones(200, dtype=np.float32)
+    spread = spread_of(X)
+    kwargs = dict(coarse_step=0.5, fine_step=0.1, max_iter=2)
+    one = sequential_coordinate_search(one_pass_ppr_scan(X, r, w, 0.1, 3), 3, spread,
+                                       lambda g: 0.0, **kwargs)
+    sep = sequential_coordinate_search(separate_ppr_scan(X, r, w, 0.1, 3), 3, spread,
+                                       lambda g: 0.0, **kwargs)
+    np.testing.assert_allclose(one.alpha, sep.alpha, atol=1e-12)
+    np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-6)
+    # two sweeps over three coordinates, a coarse and a fine scan each
+    assert np.count_nonzero(one.alpha[:2]) == 2 and one.n_scans == 1 + 2 * 3 * 2

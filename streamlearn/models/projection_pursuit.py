@@ -53,6 +53,7 @@ from streamlearn.solvers.projection_search import (
     js_divergence,
     penalty_matrix,
     ridge_predict_chunk,
+    sequential_coordinate_search,
     spline_fit_costs,
     spline_gram_scan_chunk,
     symmetric_gram,
@@ -62,6 +63,9 @@ from streamlearn.solvers.projection_search import (
 
 #: Order of the difference penalty of the ridge splines.
 PENALTY_ORDER = 2
+#: Direction searches: paper 001's (Table 2) and the cyclic one of KLBoosting it improves on.
+SEARCHES = {"informative_first": informative_feature_first,
+            "sequential": sequential_coordinate_search}
 
 
 # -- the first pass: what bounds the projections ------------------------------------------------
@@ -342,6 +346,7 @@ class _ProjectionPursuit(StreamEstimator):
     """Search settings, validation, engines and model files shared by both estimators."""
 
     tau: float
+    search: str
     search_range: float
     coarse_step: float
     fine_step: float
@@ -365,6 +370,8 @@ class _ProjectionPursuit(StreamEstimator):
         if not (math.isfinite(self.fine_step) and 0 < self.fine_step <= self.coarse_step):
             raise ValueError(f"fine_step must lie in (0, coarse_step], got {self.fine_step!r}")
         _positive_int("max_iter", self.max_iter, 0)
+        if self.search not in SEARCHES:
+            raise ValueError(f"search must be one of {sorted(SEARCHES)}, got {self.search!r}")
         if self.chunk_rows is not None:
             _positive_int("chunk_rows", self.chunk_rows)
 
@@ -377,7 +384,7 @@ class _ProjectionPursuit(StreamEstimator):
 
     def _search(self, scan: Any, n_features: int, spread: FeatureSpread,
                 penalty: Any) -> SearchResult:
-        return informative_feature_first(
+        return SEARCHES[self.search](
             scan, n_features, spread, penalty, search_range=float(self.search_range),
             coarse_step=float(self.coarse_step), fine_step=float(self.fine_step),
             max_iter=int(self.max_iter))
@@ -473,10 +480,14 @@ class SparsePPRRegressor(_ProjectionPursuit):
         units of the weighted residual sum of squares.
     degree : {1, 2, 3}
         Spline degree.
+    search : {"informative_first", "sequential"}
+        Direction search: paper 001's "informative feature first" (Table 2: each round moves
+        the one coordinate that lowers the cost most), or the cyclic 1-D search over every
+        coordinate of KLBoosting that the paper compares against.
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of the search (Table 2).
     max_iter : int
-        Coarse/fine rounds of the search per term at most.
+        Rounds (``"informative_first"``) or sweeps (``"sequential"``) of a search at most.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     engine : engine, optional
@@ -518,7 +529,8 @@ class SparsePPRRegressor(_ProjectionPursuit):
     _SCALARS = ("intercept_", "n_scans_", "n_train_")
 
     def __init__(self, n_terms: int = 2, tau: float = 15.0, n_bases: int = 8,
-                 smoothing: float = 10.0, degree: int = 3, search_range: float = 1.0,
+                 smoothing: float = 10.0, degree: int = 3,
+                 search: str = "informative_first", search_range: float = 1.0,
                  coarse_step: float = 0.1, fine_step: float = 0.01, max_iter: int = 20,
                  chunk_rows: int | None = None, engine: Any = None,
                  progress: bool | None = None) -> None:
@@ -527,6 +539,7 @@ class SparsePPRRegressor(_ProjectionPursuit):
         self.n_bases = n_bases
         self.smoothing = smoothing
         self.degree = degree
+        self.search = search
         self.search_range = search_range
         self.coarse_step = coarse_step
         self.fine_step = fine_step
@@ -700,8 +713,8 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
     smoothing : float
         ``eps = smoothing / n_bins`` is added to the normalised bin masses ``h+, h-`` of a weak
         learner, which bounds its output where a bin holds one class only.
-    search_range, coarse_step, fine_step, max_iter
-        The search, see :class:`SparsePPRRegressor`.
+    search, search_range, coarse_step, fine_step, max_iter
+        The direction search, see :class:`SparsePPRRegressor`.
     chunk_rows : int, optional
     engine : engine, optional
     progress : bool, optional
@@ -732,13 +745,15 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
     _SCALARS = ("n_scans_", "n_train_")
 
     def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
-                 smoothing: float = 1.0, search_range: float = 1.0, coarse_step: float = 0.1,
+                 smoothing: float = 1.0, search: str = "informative_first",
+                 search_range: float = 1.0, coarse_step: float = 0.1,
                  fine_step: float = 0.01, max_iter: int = 20, chunk_rows: int | None = None,
                  engine: Any = None, progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
         self.tau = tau
         self.n_bins = n_bins
         self.smoothing = smoothing
+        self.search = search
         self.search_range = search_range
         self.coarse_step = coarse_step
         self.fine_step = fine_step
