@@ -1,0 +1,175 @@
+"""MixtureSVC: E-step against numpy, EM ascent, pruning, stochastic EM, model files, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.svm import LinearSVC
+
+from streamlearn.data import open_dataset
+from streamlearn.engine import LocalEngine
+from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.models.mixture import EStepPass, MixtureParams, MixtureSVC, mixing_weights
+
+
+def _xor(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
+    return X, (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+
+
+def _regions(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Four well separated blobs, each cut in two classes by its own line."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[-4, -4], [-4, 4], [4, -4], [4, 4]], dtype=np.float64)
+    angles = np.array([0.3, 1.2, 2.1, 2.9])
+    r = rng.integers(0, 4, size=n)
+    X = centres[r] + rng.normal(size=(n, 2))
+    normal = np.c_[np.cos(angles), np.sin(angles)][r]
+    y = ((X - centres[r]) * normal).sum(axis=1) > 0
+    return X.astype(np.float32), y.astype(np.int64)
+
+
+def _np_mixture(X, y_pm, p: MixtureParams, tau: float, bias: float):
+    """Posteriors (eq. 11), log-likelihoods (eq. 8) and eq. 21's halves in plain numpy."""
+    active = p.xi > 0
+    d2 = ((X.astype(np.float64)[:, None, :] - p.V[None]) ** 2).sum(axis=2)
+    logits = np.where(active[None, :], -tau * d2, -np.inf)
+    g = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    s = X.astype(np.float64) @ p.W[:, :-1].T + bias * p.W[:, -1][None, :]
+    joint = p.xi[None, :] * g * np.exp(-np.maximum(0.0, 1.0 - y_pm[:, None] * s))
+    pos = (p.xi[None, :] * g * np.exp(-np.maximum(0.0, 1.0 - s))).sum(axis=1)
+    neg = (p.xi[None, :] * g * np.exp(-np.maximum(0.0, 1.0 + s))).sum(axis=1)
+    return joint / joint.sum(axis=1, keepdims=True), np.log(joint.sum(axis=1)), pos, neg
+
+
+def test_estep_pass_matches_numpy() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(700, 3)).astype(np.float32)
+    y = rng.integers(0, 2, size=700)
+    w = rng.uniform(0.5, 2.0, size=700).astype(np.float32)
+    k = 5
+    xi = rng.dirichlet(np.ones(k))
+    xi[3] = 0.0
+    p = MixtureParams(xi / xi.sum(), rng.normal(size=(k, 3)), rng.normal(size=(k, 4)))
+    ds = open_dataset(X, target=y, weight=w, chunk_rows=128, task="classification")
+    stats = LocalEngine(progress=False).run(EStepPass(p, 1, 0.8, 1.0), ds, shuffle=True, seed=3)
+    Q, loglik, _, _ = _np_mixture(X, np.where(y == 1, 1.0, -1.0), p, 0.8, 1.0)
+    np.testing.assert_allclose(stats.mass, w.astype(np.float64) @ Q, rtol=1e-5)
+    assert stats.loglik == pytest.approx(float(w.astype(np.float64) @ loglik), rel=1e-6)
+    assert stats.mass[3] == 0.0
+
+
+def test_mixing_weights_follow_eq20() -> None:
+    mass = np.array([50.0, 3.0, 20.0, 8.0])
+    active = np.array([True, True, True, False])
+    xi = mixing_weights(mass, 5.0, active)
+    np.testing.assert_allclose(xi, np.array([45.0, 0.0, 15.0, 0.0]) / 60.0)
+    # every component below nu: the heaviest one is kept alone
+    np.testing.assert_array_equal(mixing_weights(mass, 100.0, active), [1.0, 0.0, 0.0, 0.0])
+
+
+def test_predictions_are_corrected_eq21() -> None:
+    X, y = _xor(1500)
+    clf = MixtureSVC(n_components=6, C=10.0, epochs=4, chunk_rows=300).fit(X, y)
+    Xt, _ = _xor(400, seed=1)
+    p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.coef_[0])
+    _, _, pos, neg = _np_mixture(Xt, np.ones(400), p, clf.tau_, clf.bias_scale)
+    np.testing.assert_allclose(clf.decision_function(Xt), pos - neg, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(clf.predict_proba(Xt)[:, 1], pos / (pos + neg), rtol=1e-5)
+    np.testing.assert_array_equal(clf.predict(Xt), (pos > neg).astype(np.int64))
+
+
+def test_batch_em_never_decreases_penalised_loglik() -> None:
+    X, y = _xor(800, seed=2)
+    clf = MixtureSVC(n_components=6, nu=2.0, C=10.0, em="batch", epochs=8,
+                     chunk_rows=200).fit(X, y)
+    history = clf.history_[0]
+    assert len(history) == 9
+    values = np.array([h["penalised"] for h in history])
+    n_active = np.array([h["n_active"] for h in history])
+    # eq. 19 sums its prior over the active components only: a pruning step may lower it
+    same = n_active[1:] == n_active[:-1]
+    assert same.sum() >= 6
+    steps = np.diff(values)[same]
+    assert np.all(steps >= -1e-9 * np.abs(values[1:][same])), steps
+    assert values[-1] > values[0] + 1.0
+    # the recorded value is eq. 19 at the final parameters, recomputed in numpy
+    p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.coef_[0])
+    _, loglik, _, _ = _np_mixture(X, np.where(y == 1, 1.0, -1.0), p, clf.tau_, 1.0)
+    active = p.xi > 0
+    expected = (loglik.sum() - (p.W[active] ** 2).sum() / 20.0
+                - 2.0 * np.log(p.xi[active]).sum())
+    assert values[-1] == pytest.approx(expected, rel=1e-5)
+
+
+def test_four_regions_prune_to_four_to_six_components() -> None:
+    X, y = _regions(2000)
+    linear = LinearSVC().fit(X, y).score(X, y)
+    clf = MixtureSVC(n_components=20, nu=50.0, C=10.0, em="batch", epochs=12,
+                     chunk_rows=500).fit(X, y)
+    assert 4 <= clf.n_active_components_ <= 6
+    assert np.count_nonzero(clf.xi_[0]) == clf.n_active_components_
+    assert clf.score(X, y) > 0.95 > linear + 0.3
+
+
+def test_stochastic_and_batch_em_agree_within_one_point() -> None:
+    X, y = _xor(16_000, seed=4)
+    Xt, yt = _xor(4000, seed=5)
+    scores = {}
+    for em in ("batch", "stochastic"):
+        clf = MixtureSVC(n_components=8, C=10.0, em=em, epochs=6, chunk_rows=1000).fit(X, y)
+        scores[em] = clf.score(Xt, yt)
+    assert scores["batch"] > 0.97
+    assert abs(scores["batch"] - scores["stochastic"]) <= 0.01, scores
+
+
+def test_one_vs_rest_and_model_file(tmp_path) -> None:
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-1, 1, size=(3000, 2)).astype(np.float32)
+    labels = np.array(["a", "b", "c"])
+    y = labels[(np.hypot(X[:, 0], X[:, 1]) > 0.45).astype(int) + (X[:, 0] > 0.5)]
+    clf = MixtureSVC(n_components=6, C=10.0, epochs=5, chunk_rows=500).fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (3000, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.predict(X), labels[np.argmax(proba, axis=1)])
+    assert clf.score(X, y) > LinearSVC().fit(X, y).score(X, y) + 0.1
+    assert clf.n_active_components_.shape == (3,)
+    path = clf.save(tmp_path / "mix.slm")
+    loaded = MixtureSVC.load(path)
+    np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict(X), clf.predict(X))
+    assert loaded.history_ == clf.history_ and loaded.tau_ == clf.tau_
+
+
+def test_checkpointed_fit_gives_the_same_model(tmp_path) -> None:
+    X, y = _xor(1200, seed=7)
+    plain = MixtureSVC(n_components=4, C=10.0, epochs=2, chunk_rows=300).fit(X, y)
+    again = MixtureSVC(n_components=4, C=10.0, epochs=2, chunk_rows=300)
+    again.fit(X, y, checkpoint=tmp_path / "ckpt", checkpoint_every=1)
+    resumed = MixtureSVC(n_components=4, C=10.0, epochs=2, chunk_rows=300)
+    resumed.fit(X, y, checkpoint=tmp_path / "ckpt", checkpoint_every=1)
+    for model in (again, resumed):
+        np.testing.assert_array_equal(model.coef_, plain.coef_)
+        np.testing.assert_array_equal(model.centers_, plain.centers_)
+
+
+def test_bad_input_raises_clear_errors() -> None:
+    X, y = _xor(200)
+    with pytest.raises(ValueError, match="em must be one of"):
+        MixtureSVC(em="online").fit(X, y)
+    with pytest.raises(ValueError, match="tau"):
+        MixtureSVC(tau=-1.0).fit(X, y)
+    with pytest.raises(DataError, match="n_components=500"):
+        MixtureSVC(n_components=500).fit(X, y)
+    with pytest.raises(LabelError):
+        MixtureSVC(n_components=2).fit(X, np.zeros(200, dtype=int))
+    bad = X.copy()
+    bad[17, 1] = np.nan
+    with pytest.raises(DataError, match="NaN|nan"):
+        MixtureSVC(n_components=2).fit(bad, y)
+    clf = MixtureSVC(n_components=2, epochs=1).fit(X, y)
+    with pytest.raises(SchemaError, match="3 features, expected 2"):
+        clf.predict(np.zeros((4, 3), dtype=np.float32))
