@@ -1,0 +1,127 @@
+"""Every script in ``examples/`` runs at a tiny size and prints its result, so none rots.
+
+Scripts are discovered (``examples/*.py`` and ``examples/*.sh``), so a new example is
+covered without touching this file. Each must accept ``--rows N``, have a docstring (or a
+leading comment block) saying what it shows, exit with 0 and print at least one metric
+line: accuracy, R2 / MSE, or peak RSS followed by its value.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(p for p in EXAMPLES_DIR.glob("*")
+                 if p.suffix in (".py", ".sh") and not p.name.startswith("_"))
+TINY_ROWS = 3_000
+#: Examples run at the same time (they are mostly process start-up and imports).
+CONCURRENT = 3
+#: Seconds one example may take before it counts as hung (tiny sizes take a few seconds).
+TIMEOUT_S = 300
+METRIC = re.compile(r"\b(accuracy|R\^?2|MSE|peak RSS)\b[^0-9\n]*?(-?\d+(?:\.\d+)?)")
+#: The generated problem's majority class is about 57% of the rows; every example's best
+#: model gets well above it even at the tiny size.
+MIN_ACCURACY = 0.75
+
+
+@dataclass
+class Result:
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+
+def command(script: Path) -> list[str]:
+    runner = [sys.executable] if script.suffix == ".py" else ["bash"]
+    return [*runner, str(script), "--rows", str(TINY_ROWS)]
+
+
+def run_example(script: Path, workdir: Path) -> Result:
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ,
+           # the virtualenv's `python` and `streamlearn` first, as for a user who activated it
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+           "STREAMLEARN_PROGRESS": "0",
+           "STREAMLEARN_CACHE": str(workdir / "cache")}
+    try:
+        out = subprocess.run(command(script), cwd=workdir, env=env, capture_output=True,
+                             text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        return Result(None, str(exc.stdout or ""), f"timed out after {TIMEOUT_S} s")
+    return Result(out.returncode, out.stdout, out.stderr)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, Result]:
+    """Run every example once, a few at a time; results by file name."""
+    root = tmp_path_factory.mktemp("examples")
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        futures = {s.name: pool.submit(run_example, s, root / s.stem) for s in SCRIPTS}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def test_the_uses_have_examples():
+    names = {p.name for p in SCRIPTS}
+    for use in ("parquet_on_disk.py", "zarr_store.py", "fsspec_url.py", "dask_cluster.py",
+                "memory_usage.py", "command_line.sh"):
+        assert use in names
+
+
+def estimator_classes() -> list[str]:
+    """Public estimators defined in the modules of ``streamlearn.models``."""
+    import streamlearn.models
+    from streamlearn.models.base import StreamEstimator
+
+    names = []
+    for info in pkgutil.iter_modules(streamlearn.models.__path__):
+        module = importlib.import_module(f"streamlearn.models.{info.name}")
+        names += [name for name, obj in vars(module).items()
+                  if isinstance(obj, type) and issubclass(obj, StreamEstimator)
+                  and obj is not StreamEstimator and obj.__module__ == module.__name__
+                  and not name.startswith("_")]
+    return sorted(names)
+
+
+def test_every_model_has_an_example():
+    models = estimator_classes()
+    assert "AdditiveSVC" in models
+    text = "\n".join(p.read_text(encoding="utf-8") for p in SCRIPTS)
+    missing = [name for name in models if not re.search(rf"\b{name}\b", text)]
+    assert not missing, f"no script in examples/ uses {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_example_says_what_it_shows_and_takes_a_size(script):
+    source = script.read_text(encoding="utf-8")
+    if script.suffix == ".py":
+        doc = ast.get_docstring(ast.parse(source))
+    else:
+        lines = source.splitlines()
+        doc = "\n".join(line.lstrip("# ") for line in lines[1:] if line.startswith("#"))
+    assert doc and len(doc.split()) >= 10, f"{script.name} needs a docstring saying what it shows"
+    assert "--rows" in source and "--rows" in doc
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_example_runs(script, results):
+    result = results[script.name]
+    assert result.returncode == 0, (f"{script.name} exited with {result.returncode}\n"
+                                    f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    metrics = METRIC.findall(result.stdout)
+    assert metrics, f"{script.name} printed no metric line:\n{result.stdout[-2000:]}"
+    accuracies = [float(value) for name, value in metrics if name == "accuracy"]
+    if accuracies:
+        assert all(0.0 <= a <= 1.0 for a in accuracies)
+        assert max(accuracies) >= MIN_ACCURACY, result.stdout[-2000:]
