@@ -78,7 +78,9 @@ def test_jsboost_weights_are_recomputed_from_the_model(js_data):
     np.testing.assert_allclose(model.class_weight_, 1.0 / np.bincount(codes))
     staged = model.staged_decision_function(X)
     np.testing.assert_allclose(staged[-1], model.decision_function(X), rtol=1e-12)
-    F = np.vstack([np.zeros(len(y)), staged[:-1]])
+    prior = 0.5 * np.log(np.sum(codes == 1) / np.sum(codes == 0))
+    assert model.intercept_ == pytest.approx(prior)
+    F = np.vstack([np.zeros(len(y)), staged[:-1] - prior])
     sign = 2.0 * codes - 1.0
     for k in range(4):
         # numpy histograms of round k's projection under the weights of the first k learners

@@ -11,6 +11,7 @@ from streamlearn.solvers.projection_search import (
     Candidates,
     FeatureSpread,
     class_histogram_scan_chunk,
+    gram_from_band,
     informative_feature_first,
     js_divergence,
     make_candidates,
@@ -21,7 +22,6 @@ from streamlearn.solvers.projection_search import (
     sequential_coordinate_search,
     spline_fit_costs,
     spline_gram_scan_chunk,
-    symmetric_gram,
     table_predict_chunk,
     weak_learner_table,
 )
@@ -100,7 +100,7 @@ def test_spline_gram_scan_matches_numpy(data, degree):
     coef = np.random.default_rng(1).normal(size=(2, N_BASES)) * 0.1
     alpha = np.array([0.3, -0.2, 0.0, 0.9])
     cands = make_candidates(alpha, np.arange(4), np.array([-0.5, 0.0, 0.7]), spread)
-    gram = np.zeros((len(cands), N_BASES, N_BASES))
+    gram = np.zeros((len(cands), N_BASES, degree + 1))
     rhs = np.zeros((len(cands), N_BASES))
     totals = np.zeros(2)
     for a, b in ((0, 150), (150, 400)):  # two chunks accumulate into the same statistics
@@ -109,7 +109,7 @@ def test_spline_gram_scan_matches_numpy(data, degree):
     w = weight.astype(np.float64)
     r = y - ridge_reference(X, 0.25, proj, lo, hi, coef, degree)
     np.testing.assert_allclose(totals, [np.sum(w * r * r), w.sum()], rtol=1e-9)
-    full = symmetric_gram(gram)
+    full = gram_from_band(gram)
     for c in range(len(cands)):
         u = cands.direction(alpha, c)
         np.testing.assert_allclose(np.linalg.norm(u), 1.0)
@@ -205,13 +205,13 @@ def one_pass_ppr_scan(X, r, w, smoothing, degree):
     empty = np.zeros((0, X.shape[1]))
 
     def scan(alpha: np.ndarray, cands: Candidates):
-        gram = np.zeros((len(cands), N_BASES, N_BASES))
+        gram = np.zeros((len(cands), N_BASES, degree + 1))
         rhs = np.zeros((len(cands), N_BASES))
         totals = np.zeros(2)
         spline_gram_scan_chunk(X, r, w, 0.0, empty, np.zeros(0), np.zeros(0),
                                np.zeros((0, N_BASES)), degree, alpha, *cands.kernel_args(),
                                gram, rhs, totals)
-        sse, coef = spline_fit_costs(symmetric_gram(gram), rhs, totals[0], P)
+        sse, coef = spline_fit_costs(gram_from_band(gram), rhs, totals[0], P)
         return sse, coef
 
     return scan

@@ -49,6 +49,7 @@ from streamlearn.solvers.projection_search import (
     FeatureSpread,
     SearchResult,
     class_histogram_scan_chunk,
+    gram_from_band,
     informative_feature_first,
     js_divergence,
     penalty_matrix,
@@ -56,7 +57,6 @@ from streamlearn.solvers.projection_search import (
     sequential_coordinate_search,
     spline_fit_costs,
     spline_gram_scan_chunk,
-    symmetric_gram,
     table_predict_chunk,
     weak_learner_table,
 )
@@ -194,10 +194,11 @@ class RidgeTerms:
 
 @dataclass
 class GramStatistics:
-    """State of :class:`SplineScanPass`: per-candidate Gram matrices (upper triangles),
-    right-hand sides and ``[sum w r^2, sum w]``."""
+    """State of :class:`SplineScanPass`: per-candidate banded Gram matrices
+    (``(n, n_bases, degree + 1)``, see :func:`gram_from_band`), right-hand sides and
+    ``[sum w r^2, sum w]``."""
 
-    gram: np.ndarray
+    band: np.ndarray
     rhs: np.ndarray
     totals: np.ndarray
 
@@ -226,7 +227,8 @@ class SplineScanPass:
     def start(self) -> GramStatistics:
         """Zero statistics."""
         n, b = len(self.candidates), self.n_bases
-        return GramStatistics(np.zeros((n, b, b)), np.zeros((n, b)), np.zeros(2))
+        width = self.terms.degree + 1
+        return GramStatistics(np.zeros((n, b, width)), np.zeros((n, b)), np.zeros(2))
 
     def step(self, state: GramStatistics, chunk: Chunk) -> GramStatistics:
         """Add the chunk's rows (in place)."""
@@ -234,13 +236,13 @@ class SplineScanPass:
         y = np.ascontiguousarray(chunk.y, dtype=np.float32)
         spline_gram_scan_chunk(chunk.X, y, _chunk_weight(chunk), t.intercept, t.proj, t.lo,
                                t.hi, t.coef, t.degree, self.alpha,
-                               *self.candidates.kernel_args(), state.gram, state.rhs,
+                               *self.candidates.kernel_args(), state.band, state.rhs,
                                state.totals)
         return state
 
     def merge(self, a: GramStatistics, b: GramStatistics) -> GramStatistics:
         """Sum of two states (a new state)."""
-        return GramStatistics(a.gram + b.gram, a.rhs + b.rhs, a.totals + b.totals)
+        return GramStatistics(a.band + b.band, a.rhs + b.rhs, a.totals + b.totals)
 
     def finish(self, state: GramStatistics) -> GramStatistics:
         """The statistics."""
@@ -619,7 +621,7 @@ class SparsePPRRegressor(_ProjectionPursuit):
                 stats: GramStatistics = runner.run(
                     SplineScanPass(terms, n_bases, alpha, cands), dataset,
                     description=f"{label}: {len(cands)} candidates")
-                return spline_fit_costs(symmetric_gram(stats.gram), stats.rhs,
+                return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
                                         float(stats.totals[0]), penalty)
 
             found = self._search(scan, d, spread, self._lam)
@@ -736,13 +738,17 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
     lambdas_ : ndarray of shape (n_rounds,)
     class_weight_ : ndarray of shape (2,)
         Initial row weight of each class.
+    intercept_ : float
+        ``1/2 log(W+ / W-)`` of the class masses ``W``: the learners are fitted to
+        class-balanced weights (Table 6), so their sum is a balanced half log-odds; the
+        intercept adds the classes' prior (0 for balanced classes).
     n_nonzero_ : ndarray of shape (n_rounds,)
     n_scans_, n_train_, n_features_in_, feature_names_in_
     """
 
     _ARRAYS = ("classes", "projections", "ranges", "tables", "learner_weights", "divergences",
                "lambdas", "class_weight")
-    _SCALARS = ("n_scans_", "n_train_")
+    _SCALARS = ("intercept_", "n_scans_", "n_train_")
 
     def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
                  smoothing: float = 1.0, search: str = "informative_first",
@@ -811,6 +817,7 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
         spread = moments.spread()
         n_bins = int(self.n_bins)
         self.class_weight_ = 1.0 / moments.class_mass
+        self.intercept_ = 0.5 * float(np.log(moments.class_mass[1] / moments.class_mass[0]))
         self.projections_ = np.zeros((0, d))
         self.ranges_ = np.zeros((0, 2))
         self.tables_ = np.zeros((0, n_bins))
@@ -848,7 +855,7 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
         return self
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """Scores ``F(x)``; positive means ``classes_[1]``.
+        """Scores ``intercept_ + F(x)``; positive means ``classes_[1]``.
 
         Parameters
         ----------
@@ -860,20 +867,20 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
         """
         values = self._features(X)
         t = self._terms()
-        return table_predict_chunk(values, t.proj, t.lo, t.hi, t.table)
+        return self.intercept_ + table_predict_chunk(values, t.proj, t.lo, t.hi, t.table)
 
     def staged_decision_function(self, X: Any) -> np.ndarray:
-        """Scores of the first ``1, 2, ..., n_rounds`` learners, shape (n_rounds, n)."""
+        """Scores with the first ``1, 2, ..., n_rounds`` learners, shape (n_rounds, n)."""
         values = self._features(X)
         t = self._terms()
         out = np.empty((t.proj.shape[0], values.shape[0]))
         for k in range(t.proj.shape[0]):
             out[k] = table_predict_chunk(values, t.proj[k:k + 1], t.lo[k:k + 1],
                                          t.hi[k:k + 1], t.table[k:k + 1])
-        return np.cumsum(out, axis=0)
+        return self.intercept_ + np.cumsum(out, axis=0)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted labels (``classes_[1]`` where ``F(x) > 0``).
+        """Predicted labels (``classes_[1]`` where the score is positive).
 
         Parameters
         ----------
@@ -886,7 +893,7 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
         return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """``P(classes_[1] | x) = 1 / (1 + exp(-2 F(x)))`` (boosting's logistic link).
+        """``P(classes_[1] | x) = 1 / (1 + exp(-2 s(x)))``, ``s`` the score (logistic link).
 
         Returns
         -------

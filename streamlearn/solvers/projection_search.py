@@ -7,7 +7,8 @@ cost (eq. 8) is ``E = g(u) + lambda ||u||_1`` with ``g`` the data-fit cost of th
 function of ``u . x``. Every candidate of a scan is costed from ONE walk over the rows:
 
 * :func:`spline_gram_scan_chunk` (sparse projection pursuit regression) accumulates, for every
-  candidate, the weighted B-spline Gram matrix ``sum_i w_i B(z_i) B(z_i)^T``, the right-hand
+  candidate, the weighted B-spline Gram matrix ``sum_i w_i B(z_i) B(z_i)^T`` (banded: only
+  ``degree + 1`` diagonals are non-zero, and only those are stored), the right-hand
   side ``sum_i w_i r_i B(z_i)`` and ``sum_i w_i r_i^2`` of the projected values
   ``z_i = u_c . x_i``, where ``r_i`` is the residual of the model so far, recomputed from the
   model's terms for each row; :func:`spline_fit_costs` then fits every candidate's penalised
@@ -135,13 +136,14 @@ def table_predict_chunk(X, proj, lo, hi, table):
 @njit(cache=True, nogil=True)
 def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, alpha,
                            cand_feature, cand_delta, cand_scale, cand_lo, cand_hi,
-                           gram, rhs, totals):
+                           band, rhs, totals):
     """Add one chunk's B-spline Gram statistics of every candidate projection.
 
     For row ``i`` with residual ``r_i = y_i - intercept - sum_k f_k(u_k . x_i)`` (the model's
     terms ``proj, lo, hi, coef``) and candidate ``c`` with projected value
     ``z = (alpha . x_i + cand_delta[c] x_i[cand_feature[c]]) cand_scale[c]``:
-    ``gram[c] += w_i B(z) B(z)^T`` (upper triangle only), ``rhs[c] += w_i r_i B(z)``, with
+    ``band[c, j, o] += w_i B_j(z) B_{j+o}(z)`` (the ``degree + 1`` upper diagonals of the
+    Gram matrix ``sum_i w_i B B^T``, see :func:`gram_from_band`), ``rhs[c] += w_i r_i B(z)``, with
     ``B`` the ``n_bases`` B-splines of degree ``degree`` on ``[cand_lo[c], cand_hi[c]]``.
     Also ``totals += [w_i r_i^2, w_i]``.
 
@@ -158,14 +160,14 @@ def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, 
     cand_feature : ndarray of shape (n_candidates,), int64
     cand_delta, cand_scale, cand_lo, cand_hi : ndarray of shape (n_candidates,), float64
         Offset, ``1 / ||alpha + delta e_m||_2`` and spline range of each candidate.
-    gram : ndarray of shape (n_candidates, n_bases, n_bases), float64
-        Updated in place (entries ``[c, a, b]`` with ``a <= b``).
+    band : ndarray of shape (n_candidates, n_bases, degree + 1), float64
+        Updated in place.
     rhs : ndarray of shape (n_candidates, n_bases), float64
         Updated in place.
     totals : ndarray of shape (2,), float64
         Updated in place.
     """
-    n_bases = gram.shape[1]
+    n_bases = band.shape[1]
     basis = np.empty(4, dtype=np.float64)
     for i in range(X.shape[0]):
         x = X[i]
@@ -180,8 +182,8 @@ def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, 
             for a in range(degree + 1):
                 wa = w * basis[a]
                 rhs[c, first + a] += wa * r
-                for b in range(a, degree + 1):
-                    gram[c, first + a, first + b] += wa * basis[b]
+                for o in range(degree + 1 - a):
+                    band[c, first + a, o] += wa * basis[a + o]
 
 
 @njit(cache=True, nogil=True)
@@ -359,10 +361,25 @@ def penalty_matrix(n_bases: int, order: int = 2) -> np.ndarray:
     return D.T @ D
 
 
-def symmetric_gram(gram: np.ndarray) -> np.ndarray:
-    """Full Gram matrices from the upper triangles the scan kernel fills."""
-    upper = np.triu(gram)
-    return upper + np.swapaxes(np.triu(gram, 1), -1, -2)
+def gram_from_band(band: np.ndarray) -> np.ndarray:
+    """Full symmetric Gram matrices from the diagonals the scan kernel fills.
+
+    Parameters
+    ----------
+    band : ndarray of shape (n, n_bases, degree + 1)
+        ``band[c, j, o]`` is entry ``(j, j + o)`` (zero where ``j + o >= n_bases``).
+
+    Returns
+    -------
+    ndarray of shape (n, n_bases, n_bases)
+    """
+    n, n_bases, width = band.shape
+    full = np.zeros((n, n_bases, n_bases))
+    for o in range(min(width, n_bases)):
+        j = np.arange(n_bases - o)
+        full[:, j, j + o] = band[:, j, o]
+        full[:, j + o, j] = band[:, j, o]
+    return full
 
 
 def spline_fit_costs(gram: np.ndarray, rhs: np.ndarray, sum_rr: float,
