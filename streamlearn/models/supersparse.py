@@ -44,6 +44,7 @@ from typing import Any, Literal, Self
 import numpy as np
 
 from streamlearn.data import Chunk, Dataset, open_dataset
+from streamlearn.data.example_state import ExampleState
 from streamlearn.engine import LocalEngine, evaluate, resolve_engine
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import DataError, LabelError, ModelFileError
@@ -163,10 +164,10 @@ class TargetRows:
     Attributes
     ----------
     mode : {"regression", "classification", "teacher"}
-        Targets are the chunk's values, ``+-1`` from its class codes, or ``teacher``'s
-        ``decision_function`` of its rows.
-    teacher : object, optional
-        The model reduced (``mode="teacher"``).
+        Targets are the chunk's values, ``+-1`` from its class codes, or the reduced model's
+        scores stored per row in ``scores`` (:class:`TeacherScorePass`).
+    scores : ExampleState, optional
+        The reduced model's ``decision_function`` of every row (``mode="teacher"``).
     holdout : Holdout, optional
         Rows set aside to choose ``p``.
     validation : bool
@@ -174,42 +175,75 @@ class TargetRows:
     """
 
     mode: str
-    teacher: Any = None
+    scores: ExampleState | None = None
     holdout: Holdout | None = None
     validation: bool = False
 
     def select(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk's rows of this selection."""
-        X = chunk.X
-        y = chunk.y
-        weight = chunk.weight
+        X, weight = chunk.X, chunk.weight
+        if self.mode == "teacher":
+            assert self.scores is not None
+            t = np.asarray(self.scores.get(chunk), dtype=np.float64)
+        elif self.mode == "classification":
+            t = 2.0 * np.asarray(chunk.y, dtype=np.float64) - 1.0
+        else:
+            t = np.asarray(chunk.y, dtype=np.float64)
+        keep: np.ndarray | None = None
         if self.holdout is not None:
             held = self.holdout.mask(chunk.rows)
             keep = np.flatnonzero(held if self.validation else ~held)
-            if keep.size != X.shape[0]:
-                X = np.ascontiguousarray(X[keep])
-                y = y[keep] if y is not None else None
-                weight = weight[keep] if weight is not None else None
         elif self.validation:
-            X = X[:0]
-            y = y[:0] if y is not None else None
-            weight = weight[:0] if weight is not None else None
+            keep = np.zeros(0, dtype=np.int64)
+        if keep is not None and keep.size != X.shape[0]:
+            X, t = np.ascontiguousarray(X[keep]), t[keep]
+            weight = weight[keep] if weight is not None else None
         v = (np.ones(X.shape[0], dtype=np.float32) if weight is None
              else np.ascontiguousarray(weight, dtype=np.float32))
-        if self.mode == "teacher":
-            if X.shape[0] == 0:
-                t = np.zeros(0)
-            else:
-                t = np.asarray(self.teacher.decision_function(X), dtype=np.float64)
-                if t.ndim != 1:
-                    raise LabelError("the model to reduce must have one decision value per "
-                                     f"row (two classes); its decision_function has shape "
-                                     f"{t.shape}")
-        elif self.mode == "classification":
-            t = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
-        else:
-            t = np.asarray(y, dtype=np.float64)
         return X, np.ascontiguousarray(t), v
+
+
+class TeacherScorePass:
+    """Reduction pass: stores the reduced model's decision value of every row.
+
+    The model is evaluated once per row; every later pass reads the stored values.
+
+    Parameters
+    ----------
+    teacher : object
+        With ``decision_function(X) -> (n,)``.
+    scores : ExampleState
+        One value per row, written chunk by chunk.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, teacher: Any, scores: ExampleState) -> None:
+        self.teacher = teacher
+        self.scores = scores
+
+    def start(self) -> int:
+        """Rows scored: none."""
+        return 0
+
+    def step(self, state: int, chunk: Chunk) -> int:
+        """Score the chunk's rows and store them."""
+        t = np.asarray(self.teacher.decision_function(chunk.X), dtype=np.float64)
+        if t.shape != (chunk.n_rows,):
+            raise LabelError("the model to reduce must give one decision value per row (two "
+                             f"classes); its decision_function returned shape {t.shape}")
+        if not np.isfinite(t).all():
+            raise DataError("the model to reduce returned NaN or infinite decision values")
+        self.scores.put(chunk, t.astype(np.float32))
+        return state + chunk.n_rows
+
+    def merge(self, a: int, b: int) -> int:
+        """Rows scored by both."""
+        return a + b
+
+    def finish(self, state: int) -> int:
+        """Rows scored."""
+        return state
 
 
 # -- passes ----------------------------------------------------------------------------------
@@ -663,10 +697,22 @@ class _SuperSparse(StreamEstimator):
         similarity = self._similarity()
         holdout = (Holdout.fraction(self.validation_fraction, seed ^ VALIDATION_SALT)
                    if len(grid) > 1 else None)
-        train = TargetRows(mode, teacher, holdout, False)
-        valid = TargetRows(mode, teacher, holdout, True)
         self.feature_names_in_ = tuple(dataset.feature_names)
         self.n_features_in_ = len(self.feature_names_in_)
+        if teacher is None:
+            return self._fit_rows(runner, dataset, TargetRows(mode, None, holdout, False),
+                                  TargetRows(mode, None, holdout, True), grid, seed,
+                                  similarity)
+        with ExampleState(dataset.n_rows) as scores:
+            runner.run(TeacherScorePass(teacher, scores), dataset,
+                       description="scores of the reduced model")
+            return self._fit_rows(runner, dataset, TargetRows(mode, scores, holdout, False),
+                                  TargetRows(mode, scores, holdout, True), grid, seed,
+                                  similarity)
+
+    def _fit_rows(self, runner: Any, dataset: Dataset, train: TargetRows, valid: TargetRows,
+                  grid: list[int], seed: int, similarity: Similarity) -> Self:
+        holdout = train.holdout
 
         C = self._initial_prototypes(runner, dataset, grid[0], seed)
         w = None
