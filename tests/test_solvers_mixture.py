@@ -14,6 +14,7 @@ from streamlearn.solvers.mixture import (
     expert_dcd_chunk,
     gate_log_chunk,
     gating_objective_chunk,
+    mixture_decision_chunk,
     mixture_likelihoods_chunk,
     posteriors_chunk,
 )
@@ -147,3 +148,17 @@ def test_mixture_likelihoods_are_corrected_eq21() -> None:
     np.testing.assert_allclose(neg, (m * np.exp(-np.maximum(0, 1 + s))).sum(axis=1), rtol=1e-5)
     # a confident expert (score >> 1) votes positive through the corrected signs
     assert np.all((pos - neg)[(s[:, active] > 1).all(axis=1)] > 0)
+
+
+def test_mixture_decision_equals_gates_then_likelihoods() -> None:
+    X, _, V, W, xi = _problem(n=400, seed=7)
+    W *= 3.0  # scores on every side of +/-1
+    xi[1] = 0.0
+    p = chunk_products(X, V, W, BIAS)
+    for tau in (0.05, TAU, 40.0):  # soft to hard gating (hard: the cutoff skips components)
+        log_g = gate_log_chunk(p.x_sq, p.XV, center_sq_norms(V), xi > 0, tau)
+        pos, neg = mixture_likelihoods_chunk(log_g, p.scores, xi)
+        fast_pos, fast_neg = mixture_decision_chunk(p.x_sq, p.XV, center_sq_norms(V), p.scores,
+                                                    xi, tau)
+        np.testing.assert_allclose(fast_pos, pos, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(fast_neg, neg, rtol=1e-12, atol=1e-15)

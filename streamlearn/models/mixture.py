@@ -60,7 +60,7 @@ from streamlearn.solvers.mixture import (
     expert_dcd_chunk,
     gate_log_chunk,
     gating_objective_chunk,
-    mixture_likelihoods_chunk,
+    mixture_decision_chunk,
     posteriors_chunk,
 )
 
@@ -946,13 +946,15 @@ class MixtureSVC(StreamEstimator):
         n, m = values.shape[0], self.xi_.shape[0]
         pos = np.empty((n, m))
         neg = np.empty((n, m))
+        v_sq = [center_sq_norms(V) for V in self.centers_]
         for a in range(0, n, PREDICT_BLOCK_ROWS):
             block = values[a:a + PREDICT_BLOCK_ROWS]
             for j in range(m):
-                p = MixtureParams(self.xi_[j], self.centers_[j], self.coef_[j])
-                log_g, scores = _log_gates(block, p, self.tau_, float(self.bias_scale))
+                prod = chunk_products(block, self.centers_[j], self.coef_[j],
+                                      float(self.bias_scale))
                 pos[a:a + block.shape[0], j], neg[a:a + block.shape[0], j] = \
-                    mixture_likelihoods_chunk(log_g, scores, p.xi)
+                    mixture_decision_chunk(prod.x_sq, prod.XV, v_sq[j], prod.scores,
+                                           self.xi_[j], self.tau_)
         return pos, neg
 
     def decision_function(self, X: Any) -> np.ndarray:

@@ -64,11 +64,17 @@ def chunk_products(X: np.ndarray, V: np.ndarray, W: np.ndarray,
     ChunkProducts
     """
     d = X.shape[1]
-    x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    XV = (X @ np.asarray(V, dtype=np.float32).T).astype(np.float64)
-    scores = (X @ np.asarray(W[:, :d], dtype=np.float32).T).astype(np.float64)
+    k = V.shape[0]
+    x_sq = np.einsum("ij,ij->i", X, X).astype(np.float64)
+    # one product for centres and experts, the right operand C-contiguous (d, 2k)
+    right = np.empty((d, 2 * k), dtype=np.float32)
+    right[:, :k] = np.asarray(V, dtype=np.float32).T
+    right[:, k:] = np.asarray(W[:, :d], dtype=np.float32).T
+    both = (X @ right).astype(np.float64)
+    XV = np.ascontiguousarray(both[:, :k])
+    scores = np.ascontiguousarray(both[:, k:])
     scores += np.asarray(W[:, d], dtype=np.float64)[None, :] * float(bias_scale)
-    return ChunkProducts(x_sq, np.ascontiguousarray(XV), np.ascontiguousarray(scores))
+    return ChunkProducts(x_sq, XV, scores)
 
 
 def center_sq_norms(V: np.ndarray) -> np.ndarray:
@@ -352,4 +358,72 @@ def mixture_likelihoods_chunk(log_g, scores, xi):
                 m = xi[j] * np.exp(log_g[i, j])
                 pos[i] += m * np.exp(-max(0.0, 1.0 - scores[i, j]))
                 neg[i] += m * np.exp(-max(0.0, 1.0 + scores[i, j]))
+    return pos, neg
+
+
+#: Gating logits this far below a row's largest are left out of the discriminant (their
+#: weight is below ``exp(-GATE_CUTOFF)`` times the largest one's).
+GATE_CUTOFF = 36.0
+
+
+@njit(cache=True, nogil=True)
+def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
+    """Both halves of the corrected eq. 21 in one sweep (prediction's fast path).
+
+    Same result as :func:`gate_log_chunk` followed by :func:`mixture_likelihoods_chunk`,
+    with two exponentials per component instead of four: ``exp(-max(0, 1 - s))`` and
+    ``exp(-max(0, 1 + s))`` share ``exp(s - 1)`` when ``|s| < 1``, and components whose
+    gate is below ``exp(-GATE_CUTOFF)`` times the row's largest one are skipped.
+
+    Parameters
+    ----------
+    x_sq : ndarray of shape (n_rows,), float64
+    XV : ndarray of shape (n_rows, k), float64
+    v_sq : ndarray of shape (k,), float64
+    scores : ndarray of shape (n_rows, k), float64
+    xi : ndarray of shape (k,), float64
+        Mixing weights; zeros are pruned components.
+    tau : float
+
+    Returns
+    -------
+    pos, neg : ndarray of shape (n_rows,), float64
+    """
+    n, k = XV.shape
+    pos = np.zeros(n)
+    neg = np.zeros(n)
+    logits = np.empty(k)
+    e_minus_2 = np.exp(-2.0)
+    for i in range(n):
+        top = -np.inf
+        for j in range(k):
+            if xi[j] > 0.0:
+                logit = -tau * max(x_sq[i] - 2.0 * XV[i, j] + v_sq[j], 0.0)
+                logits[j] = logit
+                top = max(top, logit)
+        total = 0.0
+        p = 0.0
+        m = 0.0
+        for j in range(k):
+            if xi[j] <= 0.0:
+                continue
+            gap = logits[j] - top
+            if gap < -GATE_CUTOFF:
+                continue
+            g = np.exp(gap)
+            total += g
+            weight = xi[j] * g
+            s = scores[i, j]
+            if s >= 1.0:
+                p += weight
+                m += weight * np.exp(-1.0 - s)
+            elif s <= -1.0:
+                p += weight * np.exp(s - 1.0)
+                m += weight
+            else:
+                a = np.exp(s - 1.0)
+                p += weight * a
+                m += weight * e_minus_2 / a
+        pos[i] = p / total
+        neg[i] = m / total
     return pos, neg
