@@ -311,7 +311,8 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     """Open ``data`` with the features ``model`` was trained on, checking they are there.
 
     Columns are matched by name; a model trained on unnamed columns (``x0, x1, ...``) takes
-    the data's feature columns by position, and only their number must agree.
+    columns of those names when the data has them all, else the data's feature columns by
+    position, and then only their number must agree.
     """
     from streamlearn.data.sources.base import default_feature_names
 
@@ -324,6 +325,11 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
         dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task)
+        if list(dataset.feature_names) != expected and set(expected) <= set(
+                dataset.feature_names):
+            # columns really named x0, x1, ... (next to others, such as the target): by name
+            dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows,
+                            nan_policy, task=task)
         if dataset.n_features != len(expected):
             raise SchemaError(
                 f"the data has {dataset.n_features} feature columns "

@@ -1,0 +1,90 @@
+"""Every model of `streamlearn train --model` trains, predicts and evaluates on the command line.
+
+The files the command writes are checked against the same model loaded in Python: the
+streamed predictions equal ``model.predict`` on the test rows, and ``evaluate`` reports the
+accuracy (or MSE) computed here with numpy.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner, Result
+
+from streamlearn.cli import MODELS, cli, model_class
+from streamlearn.data.synthetic import write_additive_parquet
+
+N_TRAIN, N_TEST = 2000, 500
+FEATURES = [f"x{j}" for j in range(8)]
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Labelled train/test parquet files (features x0..x7 next to a label) and a regression copy."""
+    root = tmp_path_factory.mktemp("cli-models")
+    train = write_additive_parquet(root / "train.parquet", N_TRAIN, seed=3)
+    test = write_additive_parquet(root / "test.parquet", N_TEST, seed=4)
+    paths = {"train": Path(train), "test": Path(test)}
+    for name in ("train", "test"):
+        frame = pd.read_parquet(paths[name])
+        frame["price"] = (frame["x0"] * frame["x1"] + np.sin(2 * frame["x2"])).astype("float64")
+        paths[f"{name}_reg"] = root / f"{name}_reg.parquet"
+        frame.drop(columns="label").to_parquet(paths[f"{name}_reg"])
+    return paths
+
+
+CASES = [(name, task) for name, entry in MODELS.items() for task in entry.tasks]
+
+
+@pytest.mark.parametrize(("name", "task"), CASES, ids=[f"{n}-{t}" for n, t in CASES])
+def test_train_predict_evaluate(files: dict[str, Path], tmp_path: Path, name: str,
+                                task: str) -> None:
+    regression = task == "regression"
+    target = "price" if regression else "label"
+    train = files["train_reg" if regression else "train"]
+    test = files["test_reg" if regression else "test"]
+    model_path = tmp_path / f"{name}.slm"
+    result = run("train", str(train), "--target", target, "--model", name, "--out",
+                 str(model_path), "--no-train-score", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert model_path.exists()
+
+    cls = model_class(name, task)
+    model = cls.load(model_path)
+    assert type(model) is cls
+    frame = pd.read_parquet(test)
+    X = frame[FEATURES].to_numpy(np.float32)
+    expected = np.asarray(model.predict(X))
+
+    out = tmp_path / "predictions.parquet"
+    # the test file still holds the target column: predict must ignore it
+    result = run("predict", str(model_path), str(test), "--out", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    got = pd.read_parquet(out)["prediction"].to_numpy()
+    assert len(got) == N_TEST
+    if regression:
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+    result = run("evaluate", str(model_path), str(test), "--target", target, "--quiet")
+    assert result.exit_code == 0, result.output
+    if regression:
+        y = frame[target].to_numpy()
+        mse = float(np.mean((expected - y) ** 2))
+        shown = re.search(r"^mse\s+([0-9.,]+)$", result.output, re.MULTILINE)
+        assert shown is not None, result.output
+        assert float(shown.group(1).replace(",", "")) == pytest.approx(mse, rel=1e-3, abs=1e-4)
+        assert mse < float(np.var(y)), f"{name} does worse than the mean: mse {mse}"
+    else:
+        accuracy = float(np.mean(expected == frame[target].to_numpy()))
+        assert f"{accuracy:.4f}" in result.output, result.output
+        assert accuracy > 0.55, f"{name} learned nothing: accuracy {accuracy}"
