@@ -214,3 +214,15 @@ def test_bad_input_gets_a_clear_error(ppr_data, js_data):
         model.predict(bad)
     with pytest.raises(DataError):
         SparsePPRRegressor(n_terms=1, **FAST).fit(bad, y)
+
+
+def test_dask_engine_gives_the_local_model(js_data, dask_client):
+    from streamlearn.engine.dask_engine import DaskEngine
+
+    X, y = js_data
+    params = dict(n_rounds=1, tau=15, n_bins=8, coarse_step=0.5, fine_step=0.1, max_iter=2)
+    local = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=100))
+    dask = SparseJSBoostClassifier(**params, chunk_rows=100).fit(X, y,
+                                                                 engine=DaskEngine(dask_client))
+    np.testing.assert_allclose(dask.projections_, local.projections_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dask.tables_, local.tables_, rtol=1e-7, atol=1e-9)
