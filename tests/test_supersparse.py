@@ -212,3 +212,19 @@ def test_checkpointed_fit_gives_the_same_model_and_replays_from_the_checkpoint(t
     np.testing.assert_array_equal(first.prototypes_, plain.prototypes_)
     np.testing.assert_array_equal(again.prototypes_, plain.prototypes_)
     assert any((tmp_path / "ckpt").rglob("*.zip"))
+
+
+def test_reduction_of_our_own_additive_svc_with_a_dataset_and_held_out_p_choice():
+    from streamlearn.models.additive import AdditiveSVC
+
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-2, 2, size=(600, 2)).astype(np.float32)
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(np.int64)
+    svc = AdditiveSVC(n_bases=8, epochs=5, calibrate=False).fit(X, y)
+    dataset = open_dataset(X, target=y, chunk_rows=128)  # labels present but unused
+    reduced = SuperSparseClassifier.reduce(svc, [3, 6], dataset, gamma=1.0, max_iter=40)
+    assert reduced.n_prototypes_ in (3, 6)
+    assert np.mean(reduced.predict(X) == svc.predict(X)) > 0.9
+    # the fit imitates the teacher's scores: its objective is eq. 2 against them
+    scores = svc.decision_function(X)
+    assert np.corrcoef(reduced.decision_function(X), scores)[0, 1] > 0.9
