@@ -16,7 +16,7 @@ from numba import njit
 
 from streamlearn.errors import DataError
 
-#: Rows of ``A`` per task handed to a thread.
+#: Rows of ``A`` per block handed to a thread.
 BLOCK_ROWS = 256
 
 
