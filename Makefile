@@ -23,6 +23,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+bench: export STREAMLEARN_DATA ?= $(abspath ../shared/data)
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
