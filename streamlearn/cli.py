@@ -465,13 +465,19 @@ _MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
 @click.option("--scheduler", metavar="ADDRESS",
               help="Train on the dask cluster of this scheduler (e.g. tcp://host:8786); its "
                    "workers must reach DATA.")
+@click.option("--checkpoint", type=click.Path(file_okay=False), metavar="DIR",
+              help="Save progress in DIR; the same command run again after a crash or a "
+                   "kill resumes there and ends with the same model.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Chunks between two checkpoint writes (and at the end of every pass).")
 @_quiet_option
 @_user_errors
 def train(data: str, target: str | None, features: str | None, exclude: str | None,
           fmt: str | None, chunk_rows: int | None, nan_policy: str, weight: str | None,
           model_name: str, out: str, epochs: int | None, C: float | None, lam: float | None,
           seed: int | None, params: list[tuple[str, Any]], train_score: bool,
-          workers: int | None, scheduler: str | None, quiet: bool) -> None:
+          workers: int | None, scheduler: str | None, checkpoint: str | None,
+          checkpoint_every: int, quiet: bool) -> None:
     """Train a model on DATA, streaming it, and save it to --out.
 
     DATA is a parquet file or directory, a zarr store, or an fsspec URL of either. Shared
@@ -492,6 +498,7 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
       streamlearn train data/ -t label -m additive --workers 4 -o model.slm
       streamlearn train s3://bucket/train.zarr -m additive \\
           --scheduler tcp://scheduler:8786 -o model.slm
+      streamlearn train big/ -t label -m mixture --checkpoint big.ckpt -o mix.slm
     """
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers starts a local cluster and --scheduler connects to "
@@ -515,11 +522,16 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     elif "engine" in valid and workers is None and scheduler is None:
         kwargs["engine"] = _engine(quiet, chunk_rows)
     model = _build(cls, kwargs)
+    fit_options: dict[str, Any] = {}
+    if checkpoint is not None:
+        if "checkpoint" not in inspect.signature(model.fit).parameters:
+            raise click.UsageError(f"--checkpoint: a {cls.__name__} cannot resume a fit")
+        fit_options = {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every}
 
     with cluster_engine(workers, scheduler, quiet=quiet, chunk_rows=chunk_rows) as cluster:
         started = time.perf_counter()
         try:
-            model.fit(dataset, engine=cluster.engine)
+            model.fit(dataset, engine=cluster.engine, **fit_options)
         except StreamlearnError:
             raise
         except (ValueError, TypeError) as exc:

@@ -88,3 +88,22 @@ def test_train_predict_evaluate(files: dict[str, Path], tmp_path: Path, name: st
         accuracy = float(np.mean(expected == frame[target].to_numpy()))
         assert f"{accuracy:.4f}" in result.output, result.output
         assert accuracy > 0.55, f"{name} learned nothing: accuracy {accuracy}"
+
+
+def test_train_checkpoint_replays_and_refuses_another_fit(files: dict[str, Path],
+                                                          tmp_path: Path) -> None:
+    ckpt = tmp_path / "run.ckpt"
+    args = ["train", str(files["train"]), "--target", "label", "--model", "mixture",
+            "--no-train-score", "--quiet", "--checkpoint", str(ckpt), "--checkpoint-every", "1"]
+    first = run(*args, "--out", str(tmp_path / "a.slm"))
+    assert first.exit_code == 0, first.output
+    assert (ckpt / "progress.zip").exists()
+    again = run(*args, "--out", str(tmp_path / "b.slm"))  # every pass replayed from disk
+    assert again.exit_code == 0, again.output
+    cls = model_class("mixture", "classification")
+    X = pd.read_parquet(files["test"])[FEATURES].to_numpy(np.float32)
+    np.testing.assert_array_equal(cls.load(tmp_path / "a.slm").decision_function(X),
+                                  cls.load(tmp_path / "b.slm").decision_function(X))
+    other = run(*args, "--param", "n_components=3", "--out", str(tmp_path / "c.slm"))
+    assert other.exit_code == 1
+    assert "checkpoint" in other.output.lower() and "n_components" in other.output
