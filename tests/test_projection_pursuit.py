@@ -183,6 +183,7 @@ def test_save_and_load_give_the_same_predictions(ppr_data, js_data, tmp_path: Pa
     loaded_js = SparseJSBoostClassifier.load(js.save(tmp_path / "js.slm"))
     np.testing.assert_array_equal(loaded_js.decision_function(Xc), js.decision_function(Xc))
     np.testing.assert_array_equal(loaded_js.predict(Xc), js.predict(Xc))
+    assert loaded_js.predict(Xc).dtype == np.asarray(yc).dtype  # labels keep their type
     np.testing.assert_array_equal(loaded_js.learner_weights_, js.learner_weights_)
 
 

@@ -452,7 +452,7 @@ class _ProjectionPursuit(StreamEstimator):
             setattr(model, name, metadata[name])
         for name in cls._ARRAYS:
             value = np.asarray(arrays[name])
-            setattr(model, name + "_", value if value.dtype.kind in "USb" else
+            setattr(model, name + "_", value if value.dtype.kind in "USbiu" else
                     np.ascontiguousarray(value, dtype=np.float64))
         return model
 
