@@ -369,7 +369,7 @@ def plot_spirals(models: dict[str, Any], rows: list[dict[str, Any]], path: Path)
     grid = np.linspace(-1.1, 1.1, 300)
     gx, gy = np.meshgrid(grid, grid)
     G = np.c_[gx.ravel(), gy.ravel()].astype(np.float32)
-    acc = {r["method"]: r for r in rows}
+    acc = {r["method"]: r for r in rows if r["problem"] == "spirals"}
     fig, axes = plt.subplots(1, 4, figsize=(20, 5))
     for ax, method in zip(axes[:3], ("MixtureSVC", "SVC (RBF)", "LinearSVC"), strict=True):
         model = models[method]
