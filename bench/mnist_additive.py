@@ -73,7 +73,7 @@ SEED = 20240611
 N_CLASSES = 10
 KERNEL_THREADS = 2
 
-#: Targets of the task (points of test error, speed-up factor).
+#: Accuracy and speed targets (points of test error, speed-up factor).
 TARGET_GAP_POINTS = 0.3
 TARGET_SPEEDUP = 10.0
 TARGET_HOG_ERROR = 1.0
