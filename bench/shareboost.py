@@ -15,8 +15,9 @@ Four measurements, each with its peers in the same run:
   L1-regularised multinomial ``LogisticRegression`` along its regularisation path, and
   ShareBoost's stumps against scikit-learn's ``GradientBoostingClassifier`` of stumps at the
   same number of distinct features;
-- ``streaming``: one round (column-score pass, column cache pass, corrective step) on a zarr
-  store of 1x to 20x the chunk size, each in a fresh process: time and peak RSS.
+- ``streaming``: one round (column-score pass, column cache pass, corrective step; median of
+  rounds 2-4) on a zarr store of 1x to 20x the chunk size, each in a fresh process: time
+  and peak RSS.
 
 Run ``python bench/shareboost.py`` (full) or ``--quick``; data from ``$STREAMLEARN_DATA``.
 Results go to ``bench/results/shareboost.{json,png}``.
@@ -337,23 +338,25 @@ def write_store(path: Path, n_rows: int, d: int, chunk_rows: int) -> None:
 
 
 def measure_round(path: str, chunk_rows: int) -> dict[str, Any]:
-    """(In a subprocess) fit two rounds on the store; time of round 2 and peak RSS."""
+    """(In a subprocess) fit four rounds on the store; median time of rounds 2-4, peak RSS."""
     from streamlearn.models.shareboost import ShareBoostClassifier
 
     stamps: list[float] = []
     passes: list[int] = []
-    model = ShareBoostClassifier(n_rounds=2, refit_iter=4, chunk_rows=chunk_rows)
+    model = ShareBoostClassifier(n_rounds=4, refit_iter=4, chunk_rows=chunk_rows)
     start = time.perf_counter()
     model.fit(path, callback=lambda t, m: (stamps.append(time.perf_counter()),
                                            passes.append(m.path_["passes"][-1])))
     total = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"round_s": stamps[2] - stamps[1], "round_passes": passes[2] - passes[1],
-            "fit_s": total, "peak_rss_mib": rss / 2**20}
+    rounds = np.diff(stamps)[1:]
+    return {"round_s": float(np.median(rounds)), "round_s_all": rounds.tolist(),
+            "round_passes": float(np.median(np.diff(passes)[1:])), "fit_s": total,
+            "peak_rss_mib": rss / 2**20}
 
 
 def streaming(cfg: dict[str, Any]) -> dict[str, Any]:
-    """A round on stores of 1x..20x the chunk size, each in a fresh process."""
+    """A round on stores of 1x..20x the chunk size, each in a fresh process (median of 3)."""
     chunk, d = cfg["chunk_rows"], cfg["n_features"]
     SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
     points = []
