@@ -36,11 +36,12 @@ import numpy as np
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sources.base import default_feature_names
-from streamlearn.engine import DescribePass, Description, LocalEngine, evaluate, resolve_engine
+from streamlearn.engine import DescribePass, Description
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FeatureMap, FourierMap, HermiteMap
 from streamlearn.models.base import (
+    ClassifierScore,
     StreamEstimator,
     check_features,
     classification_dataset,
@@ -466,7 +467,7 @@ def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:
 
 
 # -- the estimator ------------------------------------------------------------------------
-class AdditiveSVC(StreamEstimator):
+class AdditiveSVC(ClassifierScore, StreamEstimator):
     """Additive-kernel support vector classifier trained by streaming over chunked data.
 
     Parameters
@@ -650,13 +651,6 @@ class AdditiveSVC(StreamEstimator):
         if self.random_state is None:
             return int(np.random.SeedSequence().entropy % 2**31)
         return int(self.random_state)
-
-    def _engine(self, engine: Any) -> Any:
-        if engine is not None:
-            return resolve_engine(engine)
-        if self.engine is not None:
-            return resolve_engine(self.engine)
-        return LocalEngine(chunk_rows=self.chunk_rows, progress=self.progress)
 
     @property
     def n_models_(self) -> int:
@@ -956,37 +950,6 @@ class AdditiveSVC(StreamEstimator):
         if scores.shape[1] == 1:
             return self.classes_[(scores[:, 0] > 0).astype(np.int64)]
         return self.classes_[np.argmax(self._model_proba(scores), axis=1)]
-
-    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-              engine: Any = None) -> float:
-        """Accuracy on in-memory rows, or streamed over a dataset.
-
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like, optional
-            Labels of in-memory ``data``.
-        sample_weight : array-like, optional
-            Weights of in-memory rows.
-        engine : engine, optional
-            Runs the evaluation pass over a dataset.
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            predicted = self.predict(data)
-            truth = np.asarray(y)
-            if truth.dtype.kind == "O":
-                truth = truth.astype(str)
-            correct = (predicted == truth.reshape(-1)).astype(np.float64)
-            if sample_weight is None:
-                return float(correct.mean())
-            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-            return float((w * correct).sum() / w.sum())
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
     # -- learned weights ------------------------------------------------------------------
     @property

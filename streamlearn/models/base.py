@@ -19,7 +19,7 @@ import numpy as np
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.validation import first_nonfinite
-from streamlearn.engine.evaluate import label_codes
+from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
 
 #: Names shown in an error message before it is abbreviated.
@@ -117,6 +117,17 @@ class StreamEstimator:
                                  "call fit(...) or partial_fit(...) first")
 
     # -- model files --------------------------------------------------------------------
+    def _engine(self, engine: Any) -> Any:
+        """The engine of one call: ``engine``, else the ``engine`` parameter, else local."""
+        from streamlearn.engine import LocalEngine, resolve_engine
+
+        if engine is not None:
+            return resolve_engine(engine)
+        if getattr(self, "engine", None) is not None:
+            return resolve_engine(self.engine)
+        return LocalEngine(chunk_rows=getattr(self, "chunk_rows", None),
+                           progress=getattr(self, "progress", None))
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted model to a file (no pickle; see :func:`streamlearn.io.save_model`).
 
@@ -185,6 +196,97 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         raise LabelError(f"a classifier needs class labels but the data has {what}; open it "
                          "with open_dataset(..., target=..., task='classification')")
     return dataset
+
+
+def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
+                       chunk_rows: int | None = None) -> Dataset:
+    """Open the training data of a regressor (see :func:`classification_dataset`)."""
+    if isinstance(data, Dataset):
+        if y is not None or sample_weight is not None:
+            raise ValueError("with a Dataset, give the target and weights to open_dataset "
+                             "(target=..., weight=...), not to fit")
+        dataset = data
+    else:
+        data, y, sample_weight = _attach_columns(data, y, sample_weight)
+        dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
+                               task="regression" if y is not None else None)
+    if dataset.task != "regression":
+        what = "no target" if dataset.task is None else f"a {dataset.task} target"
+        raise LabelError(f"a regressor needs a numeric target but the data has {what}; open "
+                         "it with open_dataset(..., target=..., task='regression')")
+    return dataset
+
+
+def _in_memory(data: Any, y: Any) -> bool:
+    return y is not None and not isinstance(y, str) and not isinstance(data, Dataset)
+
+
+class ClassifierScore:
+    """``score`` of a classifier: accuracy, on in-memory rows or streamed over a dataset."""
+
+    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+              engine: Any = None) -> float:
+        """Accuracy on in-memory rows, or streamed over a dataset.
+
+        Parameters
+        ----------
+        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
+        y : array-like or str, optional
+            Labels of in-memory ``data``, or the target column's name.
+        sample_weight : array-like or str, optional
+            Weights of the rows.
+        engine : engine, optional
+            Runs the evaluation pass over a dataset.
+
+        Returns
+        -------
+        float
+        """
+        if _in_memory(data, y):
+            truth = np.asarray(y)
+            if truth.dtype.kind == "O":
+                truth = truth.astype(str)
+            correct = (self.predict(data) == truth.reshape(-1)).astype(np.float64)
+            if sample_weight is None:
+                return float(correct.mean())
+            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+            return float((w * correct).sum() / w.sum())
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
+
+
+class RegressorScore:
+    """``score`` of a regressor: R^2, on in-memory rows or streamed over a dataset."""
+
+    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+              engine: Any = None) -> float:
+        """Coefficient of determination R^2, on in-memory rows or streamed over a dataset.
+
+        Parameters
+        ----------
+        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
+        y : array-like or str, optional
+            Targets of in-memory ``data``, or the target column's name.
+        sample_weight : array-like or str, optional
+            Weights of the rows.
+        engine : engine, optional
+            Runs the evaluation pass over a dataset.
+
+        Returns
+        -------
+        float
+            0 when the target is constant.
+        """
+        if _in_memory(data, y):
+            truth = np.asarray(y, dtype=np.float64).reshape(-1)
+            w = (np.ones_like(truth) if sample_weight is None
+                 else np.asarray(sample_weight, dtype=np.float64).reshape(-1))
+            resid = truth - np.asarray(self.predict(data), dtype=np.float64)
+            mean = (w @ truth) / w.sum()
+            total = w @ (truth - mean) ** 2
+            return float(1.0 - (w @ resid**2) / total) if total > 0 else 0.0
+        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
+        return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
 
 
 def _fresh_name(base: str, taken: list[str]) -> str:

@@ -43,10 +43,10 @@ import numpy as np
 
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
-from streamlearn.engine import LocalEngine, evaluate, resolve_engine
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import DataError
 from streamlearn.models.base import (
+    ClassifierScore,
     StreamEstimator,
     check_features,
     classification_dataset,
@@ -639,7 +639,7 @@ class StochasticEpochPass:
 
 
 # -- the estimator --------------------------------------------------------------------------
-class MixtureSVC(StreamEstimator):
+class MixtureSVC(ClassifierScore, StreamEstimator):
     """Mixture of linear SVMs with RBF gating, trained by EM over chunked data (paper 002).
 
     Parameters
@@ -758,13 +758,6 @@ class MixtureSVC(StreamEstimator):
         if self.random_state is None:
             return int(np.random.SeedSequence().entropy % 2**31)
         return int(self.random_state)
-
-    def _engine(self, engine: Any) -> Any:
-        if engine is not None:
-            return resolve_engine(engine)
-        if self.engine is not None:
-            return resolve_engine(self.engine)
-        return LocalEngine(chunk_rows=self.chunk_rows, progress=self.progress)
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -1009,34 +1002,6 @@ class MixtureSVC(StreamEstimator):
         if pos.shape[1] == 1:
             return self.classes_[(pos[:, 0] > neg[:, 0]).astype(np.int64)]
         return self.classes_[np.argmax(pos / (pos + neg), axis=1)]
-
-    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-              engine: Any = None) -> float:
-        """Accuracy on in-memory rows, or streamed over a dataset.
-
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like, optional
-        sample_weight : array-like, optional
-        engine : engine, optional
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            predicted = self.predict(data)
-            truth = np.asarray(y)
-            if truth.dtype.kind == "O":
-                truth = truth.astype(str)
-            correct = (predicted == truth.reshape(-1)).astype(np.float64)
-            if sample_weight is None:
-                return float(correct.mean())
-            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-            return float((w * correct).sum() / w.sum())
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
     @property
     def n_active_components_(self) -> int | np.ndarray:

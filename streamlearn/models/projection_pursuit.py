@@ -33,15 +33,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from streamlearn.data import Chunk, Dataset, open_dataset
-from streamlearn.engine import LocalEngine, evaluate, resolve_engine
+from streamlearn.data import Chunk
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
+    ClassifierScore,
+    RegressorScore,
     StreamEstimator,
-    _attach_columns,
     check_features,
     classification_dataset,
+    regression_dataset,
     storable_classes,
 )
 from streamlearn.solvers.projection_search import (
@@ -320,25 +321,6 @@ class HistogramScanPass:
 
 
 # -- shared estimator plumbing -------------------------------------------------------------
-def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
-                       chunk_rows: int | None = None) -> Dataset:
-    """Open the training data of a regressor (see :func:`classification_dataset`)."""
-    if isinstance(data, Dataset):
-        if y is not None or sample_weight is not None:
-            raise ValueError("with a Dataset, give the target and weights to open_dataset "
-                             "(target=..., weight=...), not to fit")
-        dataset = data
-    else:
-        data, y, sample_weight = _attach_columns(data, y, sample_weight)
-        dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
-                               task="regression" if y is not None else None)
-    if dataset.task != "regression":
-        what = "no target" if dataset.task is None else f"a {dataset.task} target"
-        raise LabelError(f"a regressor needs a numeric target but the data has {what}; open "
-                         "it with open_dataset(..., target=..., task='regression')")
-    return dataset
-
-
 def _positive_int(name: str, value: Any, least: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
@@ -376,14 +358,6 @@ class _ProjectionPursuit(StreamEstimator):
             raise ValueError(f"search must be one of {sorted(SEARCHES)}, got {self.search!r}")
         if self.chunk_rows is not None:
             _positive_int("chunk_rows", self.chunk_rows)
-
-    def _engine(self, engine: Any) -> Any:
-        if engine is not None:
-            return resolve_engine(engine)
-        if self.engine is not None:
-            return resolve_engine(self.engine)
-        return LocalEngine(chunk_rows=self.chunk_rows, progress=self.progress)
-
     def _search(self, scan: Any, n_features: int, spread: FeatureSpread,
                 penalty: Any) -> SearchResult:
         return SEARCHES[self.search](
@@ -462,7 +436,7 @@ def _plain(value: Any) -> Any:
 
 
 # -- regression --------------------------------------------------------------------------------
-class SparsePPRRegressor(_ProjectionPursuit):
+class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     """Sparse projection pursuit regression (SpPPR, paper 001 Table 3), trained by streaming.
 
     ``y ~ b + sum_k f_k(u_k . x)`` with each ``f_k`` a penalised cubic B-spline of the
@@ -668,35 +642,9 @@ class SparsePPRRegressor(_ProjectionPursuit):
                                          t.degree)
         return np.cumsum(out, axis=0)
 
-    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-              engine: Any = None) -> float:
-        """Coefficient of determination R^2, in memory or streamed over a dataset.
-
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like, optional
-        sample_weight : array-like, optional
-        engine : engine, optional
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            truth = np.asarray(y, dtype=np.float64).reshape(-1)
-            w = (np.ones_like(truth) if sample_weight is None
-                 else np.asarray(sample_weight, dtype=np.float64).reshape(-1))
-            resid = truth - self.predict(data)
-            mean = (w @ truth) / w.sum()
-            total = w @ (truth - mean) ** 2
-            return float(1.0 - (w @ resid**2) / total) if total > 0 else 0.0
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
-
 
 # -- classification ----------------------------------------------------------------------------
-class SparseJSBoostClassifier(_ProjectionPursuit):
+class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     """Sparse Jensen-Shannon boosting (SpJSBoost, paper 001 Table 6), trained by streaming.
 
     Binary classifier ``sign F(x)``, ``F(x) = sum_k 1/2 log(h+_k(u_k . x) / h-_k(u_k . x))``:
@@ -901,33 +849,6 @@ class SparseJSBoostClassifier(_ProjectionPursuit):
         """
         p = 1.0 / (1.0 + np.exp(-2.0 * np.clip(self.decision_function(X), -350, 350)))
         return np.column_stack([1.0 - p, p])
-
-    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-              engine: Any = None) -> float:
-        """Accuracy on in-memory rows, or streamed over a dataset.
-
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like, optional
-        sample_weight : array-like, optional
-        engine : engine, optional
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            truth = np.asarray(y)
-            if truth.dtype.kind == "O":
-                truth = truth.astype(str)
-            correct = (self.predict(data) == truth.reshape(-1)).astype(np.float64)
-            if sample_weight is None:
-                return float(correct.mean())
-            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-            return float((w * correct).sum() / w.sum())
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
 
 def _clean(alpha: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
 from streamlearn.features.anchors import AnchorPieces
 from streamlearn.models.base import (
+    ClassifierScore,
     StreamEstimator,
     check_features,
     classification_dataset,
@@ -435,7 +436,7 @@ class CacheColumnPass:
 
 
 # -- the estimator ------------------------------------------------------------------------
-class ShareBoostClassifier(StreamEstimator):
+class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     """Multiclass classifier whose classes share a few greedily selected features.
 
     Parameters
@@ -744,27 +745,6 @@ class ShareBoostClassifier(StreamEstimator):
         ndarray of shape (n,), labels from ``classes_``
         """
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
-
-    def score(self, data: Any, y: Any = None, *, engine: Any = None) -> float:
-        """Accuracy on in-memory rows ``(X, y)``, or streamed over a dataset.
-
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like or str, optional
-        engine : engine, optional
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            truth = np.asarray(y)
-            if truth.dtype.kind == "O":
-                truth = truth.astype(str)
-            return float(np.mean(self.predict(data) == truth.reshape(-1)))
-        dataset = classification_dataset(data, y, None, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
     # -- model files ----------------------------------------------------------------------
     def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -45,15 +45,16 @@ import numpy as np
 
 from streamlearn.data import Chunk, Dataset, open_dataset
 from streamlearn.data.example_state import ExampleState
-from streamlearn.engine import LocalEngine, evaluate, resolve_engine
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import DataError, LabelError, ModelFileError
 from streamlearn.models.additive import Holdout
 from streamlearn.models.base import (
+    ClassifierScore,
+    RegressorScore,
     StreamEstimator,
-    _attach_columns,
     check_features,
     classification_dataset,
+    regression_dataset,
     storable_classes,
 )
 from streamlearn.solvers.kmeans import RowSamplePass, streamed_kmeans
@@ -556,25 +557,6 @@ def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
     return float(max(fit, 0.0) + lam * reg)
 
 
-def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
-                       chunk_rows: int | None = None) -> Dataset:
-    """Open the training data of a regressor (see ``classification_dataset``)."""
-    if isinstance(data, Dataset):
-        if y is not None or sample_weight is not None:
-            raise ValueError("with a Dataset, give the target and weights to open_dataset "
-                             "(target=..., weight=...), not to fit")
-        dataset = data
-    else:
-        data, y, sample_weight = _attach_columns(data, y, sample_weight)
-        dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
-                               task="regression" if y is not None else None)
-    if dataset.task != "regression":
-        what = "no target" if dataset.task is None else f"a {dataset.task} target"
-        raise LabelError(f"a regressor needs a numeric target but the data has {what}; open "
-                         "it with open_dataset(..., target=..., task='regression')")
-    return dataset
-
-
 # -- the estimators --------------------------------------------------------------------------
 class _SuperSparse(StreamEstimator):
     """Shared driver of :class:`SuperSparseRegressor` and :class:`SuperSparseClassifier`."""
@@ -677,13 +659,6 @@ class _SuperSparse(StreamEstimator):
         if self.random_state is None:
             return int(np.random.SeedSequence().entropy % 2**31)
         return int(self.random_state)
-
-    def _engine(self, engine: Any) -> Any:
-        if engine is not None:
-            return resolve_engine(engine)
-        if self.engine is not None:
-            return resolve_engine(self.engine)
-        return LocalEngine(chunk_rows=self.chunk_rows, progress=self.progress)
 
     # -- training ---------------------------------------------------------------------------
     def _fit_dataset(self, dataset: Dataset, mode: str, teacher: Any, engine: Any,
@@ -981,7 +956,7 @@ _PARAMS_DOC = """
 """
 
 
-class SuperSparseRegressor(_SuperSparse):
+class SuperSparseRegressor(RegressorScore, _SuperSparse):
     __doc__ = ("Super-sparse regression: ridge or LASSO over similarities to ``p`` learned "
                "virtual prototypes (paper 004's SRidge and SLASSO).\n" + _PARAMS_DOC + """
     Validation loss for eq. 8: mean absolute error.
@@ -1033,33 +1008,8 @@ class SuperSparseRegressor(_SuperSparse):
         """
         return self.decision_function(X)
 
-    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-              engine: Any = None) -> float:
-        """Coefficient of determination R^2, on in-memory rows or streamed over a dataset.
 
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like, optional
-        sample_weight : array-like, optional
-        engine : engine, optional
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            truth = np.asarray(y, dtype=np.float64).reshape(-1)
-            w = (np.ones_like(truth) if sample_weight is None
-                 else np.asarray(sample_weight, dtype=np.float64).reshape(-1))
-            e = self.predict(data) - truth
-            mean = np.average(truth, weights=w)
-            return float(1.0 - (w * e * e).sum() / (w * (truth - mean) ** 2).sum())
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
-
-
-class SuperSparseClassifier(_SuperSparse):
+class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     __doc__ = ("Super-sparse two-class classifier: the sign of a ridge or LASSO fit of "
                "``+-1`` labels, or of another model's scores (:meth:`reduce`, the SSVM), "
                "over similarities to ``p`` learned virtual prototypes.\n" + _PARAMS_DOC + """
@@ -1162,33 +1112,6 @@ class SuperSparseClassifier(_SuperSparse):
         ndarray of shape (n,)
         """
         return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
-
-    def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-              engine: Any = None) -> float:
-        """Accuracy on in-memory rows, or streamed over a dataset.
-
-        Parameters
-        ----------
-        data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
-        y : array-like, optional
-        sample_weight : array-like, optional
-        engine : engine, optional
-
-        Returns
-        -------
-        float
-        """
-        if y is not None and not isinstance(y, str) and not isinstance(data, Dataset):
-            truth = np.asarray(y)
-            if truth.dtype.kind == "O":
-                truth = truth.astype(str)
-            correct = (self.predict(data) == truth.reshape(-1)).astype(np.float64)
-            if sample_weight is None:
-                return float(correct.mean())
-            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-            return float((w * correct).sum() / w.sum())
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
-        return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
 
 def _two_classes(classes: np.ndarray | None) -> np.ndarray:

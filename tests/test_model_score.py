@@ -1,0 +1,60 @@
+"""``score`` of every model equals scikit-learn's metric, in memory and streamed over a dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, r2_score
+
+from streamlearn import open_dataset
+from streamlearn.models import (
+    AdditiveSVC,
+    MixtureSVC,
+    ShareBoostClassifier,
+    SparseJSBoostClassifier,
+    SparsePPRRegressor,
+    SuperSparseClassifier,
+    SuperSparseRegressor,
+)
+
+CLASSIFIERS = [
+    AdditiveSVC(epochs=2, n_bases=6),
+    MixtureSVC(n_components=4, epochs=2),
+    ShareBoostClassifier(n_rounds=3),
+    SparseJSBoostClassifier(n_rounds=3),
+    SuperSparseClassifier(n_prototypes=4, max_iter=3),
+]
+REGRESSORS = [SparsePPRRegressor(n_terms=1), SuperSparseRegressor(n_prototypes=4, max_iter=3)]
+
+
+def _data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(800, 3)).astype(np.float32)
+    target = X[:, 0] ** 2 + X[:, 1] - 1 + 0.5 * rng.normal(size=800)
+    return X, target, rng.uniform(0.5, 2.0, size=800)
+
+
+@pytest.mark.parametrize("model", CLASSIFIERS, ids=lambda m: type(m).__name__)
+def test_classifier_score_is_weighted_accuracy(model) -> None:
+    X, target, w = _data(0)
+    y = np.where(target > 0, "yes", "no")
+    model.fit(X, y)
+    predicted = model.predict(X)
+    assert model.score(X, y) == pytest.approx(accuracy_score(y, predicted))
+    assert model.score(X, y, sample_weight=w) == pytest.approx(
+        accuracy_score(y, predicted, sample_weight=w))
+    streamed = model.score(open_dataset(X, target=y, weight=w, chunk_rows=300))
+    assert streamed == pytest.approx(accuracy_score(y, predicted, sample_weight=w), abs=1e-6)
+
+
+@pytest.mark.parametrize("model", REGRESSORS, ids=lambda m: type(m).__name__)
+def test_regressor_score_is_weighted_r2(model) -> None:
+    X, y, w = _data(1)
+    model.fit(X, y)
+    predicted = model.predict(X)
+    assert model.score(X, y) == pytest.approx(r2_score(y, predicted), rel=1e-9)
+    assert model.score(X, y, sample_weight=w) == pytest.approx(
+        r2_score(y, predicted, sample_weight=w), rel=1e-9)
+    streamed = model.score(open_dataset(X, target=y.astype(np.float32), weight=w,
+                                        chunk_rows=300, task="regression"))
+    assert streamed == pytest.approx(r2_score(y, predicted, sample_weight=w), abs=1e-4)
