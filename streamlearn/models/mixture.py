@@ -1011,22 +1011,6 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return int(active[0]) if active.shape[0] == 1 else active
 
     # -- model files ------------------------------------------------------------------------
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> MixtureSVC:
-        """Load a model saved by :meth:`save`; the file must hold a ``MixtureSVC``.
-
-        Parameters
-        ----------
-        path : str or path-like
-
-        Returns
-        -------
-        MixtureSVC
-        """
-        from streamlearn.io import load_model
-
-        return load_model(path, expected=cls, classes={cls.__name__: cls})
-
     def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         metadata = {
             "params": self._json_params(),

@@ -390,22 +390,6 @@ class _ProjectionPursuit(StreamEstimator):
             params["tau"] = "inf"
         return params
 
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Any:
-        """Load a model saved by :meth:`save`; the file must hold this class.
-
-        Parameters
-        ----------
-        path : str or path-like
-
-        Returns
-        -------
-        The estimator, ready to predict.
-        """
-        from streamlearn.io import load_model
-
-        return load_model(path, expected=cls, classes={cls.__name__: cls})
-
     def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         metadata = {"params": self._json_params(),
                     "feature_names_in": list(self.feature_names_in_),

@@ -38,7 +38,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -869,22 +868,6 @@ class _SuperSparse(StreamEstimator):
         model.objective_path_ = np.asarray(arrays["objective_path"], dtype=np.float64)
         model.selection_path_ = np.asarray(arrays["selection_path"], dtype=np.float64)
         return model
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Self:
-        """Load a model saved by :meth:`save`; the file must hold this class.
-
-        Parameters
-        ----------
-        path : str or path-like
-
-        Returns
-        -------
-        The estimator, ready to predict.
-        """
-        from streamlearn.io import load_model
-
-        return load_model(Path(path), expected=cls, classes={cls.__name__: cls})
 
 
 _PARAMS_DOC = """
