@@ -296,9 +296,10 @@ class Dataset:
         if rng is not None and X.shape[0] > 1:
             perm = rng.permutation(X.shape[0])
             index = perm + a if index is None else index[perm]
-            X = X[perm]
-            y = y[perm] if y is not None else None
-            w = w[perm] if w is not None else None
+            # np.take gathers rows about twice as fast as fancy indexing
+            X = np.take(X, perm, axis=0)
+            y = np.take(y, perm) if y is not None else None
+            w = np.take(w, perm) if w is not None else None
         return Chunk(X=X, y=y, start=a, index=index, weight=w)
 
     def _row(self, a: int, index: np.ndarray | None, r: int) -> int:
