@@ -182,25 +182,20 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     Dataset
         With a classification target.
     """
-    if isinstance(data, Dataset):
-        if y is not None or sample_weight is not None:
-            raise ValueError("with a Dataset, give the target and weights to open_dataset "
-                             "(target=..., weight=...), not to fit")
-        dataset = data
-    else:
-        data, y, sample_weight = _attach_columns(data, y, sample_weight)
-        dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
-                               task="classification" if y is not None else None)
-    if dataset.task != "classification":
-        what = "no target" if dataset.task is None else f"a {dataset.task} target"
-        raise LabelError(f"a classifier needs class labels but the data has {what}; open it "
-                         "with open_dataset(..., target=..., task='classification')")
-    return dataset
+    return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
+                         "a classifier needs class labels")
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                        chunk_rows: int | None = None) -> Dataset:
     """Open the training data of a regressor (see :func:`classification_dataset`)."""
+    return _task_dataset(data, y, sample_weight, chunk_rows, "regression",
+                         "a regressor needs a numeric target")
+
+
+def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
+                  need: str) -> Dataset:
+    """Open training data (or take a Dataset) and check that its target suits ``task``."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("with a Dataset, give the target and weights to open_dataset "
@@ -209,11 +204,11 @@ def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     else:
         data, y, sample_weight = _attach_columns(data, y, sample_weight)
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
-                               task="regression" if y is not None else None)
-    if dataset.task != "regression":
+                               task=task if y is not None else None)
+    if dataset.task != task:
         what = "no target" if dataset.task is None else f"a {dataset.task} target"
-        raise LabelError(f"a regressor needs a numeric target but the data has {what}; open "
-                         "it with open_dataset(..., target=..., task='regression')")
+        raise LabelError(f"{need} but the data has {what}; open it with "
+                         f"open_dataset(..., target=..., task={task!r})")
     return dataset
 
 
