@@ -131,9 +131,9 @@ def make_pass(dataset: Any, workload: str) -> Callable[[], Any]:
     from streamlearn.engine.describe import DescribePass
     from streamlearn.models.additive import (
         AdditiveSVC,
+        ModelPairs,
         PegasosEpochPass,
         PegasosState,
-        positive_codes,
     )
 
     if workload == "reduction":
@@ -147,7 +147,7 @@ def make_pass(dataset: Any, workload: str) -> Callable[[], Any]:
     shape = (1, rows.emb.n_dims + 1)
 
     def make() -> Any:
-        return PegasosEpochPass(rows, positive_codes(2), 1.0 / dataset.n_rows, 1.0,
+        return PegasosEpochPass(rows, ModelPairs.of(2), 1.0 / dataset.n_rows, 1.0,
                                 dataset.n_rows // 2,
                                 PegasosState(np.zeros(shape), np.zeros(shape), 0))
     return make

@@ -250,7 +250,12 @@ def make_pass(method: str, stats: dict[str, list[float]], n_rows: int) -> tuple[
 
         model = SGDClassifier(loss="hinge", alpha=1.0 / n_rows, random_state=0)
         return SGDPass(model), lambda X, y: float(model.score(X, y))
-    from streamlearn.models.additive import PegasosEpochPass, PegasosState, TrainingRows
+    from streamlearn.models.additive import (
+        ModelPairs,
+        PegasosEpochPass,
+        PegasosState,
+        TrainingRows,
+    )
     from streamlearn.solvers.embedding import embedding_params
     from streamlearn.solvers.ovr import decision_ovr_chunk
 
@@ -259,8 +264,8 @@ def make_pass(method: str, stats: dict[str, list[float]], n_rows: int) -> tuple[
     initial = PegasosState(np.zeros(shape), np.zeros(shape), 0)
     # What AdditiveSVC(C=1, epochs=1, average=True).fit uses: lam = 1 / n, averaging the
     # second half of the steps.
-    epoch = PegasosEpochPass(TrainingRows(emb, None, None), np.array([1], dtype=np.int32),
-                             1.0 / n_rows, 1.0, n_rows // 2 + 1, initial)
+    epoch = PegasosEpochPass(TrainingRows(emb, None, None), ModelPairs.of(2), 1.0 / n_rows, 1.0,
+                             n_rows // 2 + 1, initial)
 
     def accuracy(X: np.ndarray, y: np.ndarray, state: PegasosState) -> float:
         scores = decision_ovr_chunk(X, state.AVG if state.t > n_rows // 2 else state.W,

@@ -16,7 +16,7 @@ from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FourierMap
 from streamlearn.io import load_model
 from streamlearn.models import AdditiveSVC
-from streamlearn.models.additive import HOLDOUT_SALT
+from streamlearn.models.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.models.base import NotFittedError
 from streamlearn.models.calibration import fit_sigmoid
 from streamlearn.solvers.dcd import LOSSES, dcd_chunk, primal_objective
@@ -60,50 +60,59 @@ KERNEL_MAPS = [
 ]
 
 
+def _binary_problem(codes: np.ndarray, pairs: ModelPairs, j: int,
+                    weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # labels and weights of model j as a single binary problem: rows outside it weigh 0
+    positive, member = pairs.labels(codes)
+    y = np.where(positive[:, j], 1.0, -1.0).astype(np.float32)
+    return y, (weight * member[:, j]).astype(weight.dtype)
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "ovo"])
 @pytest.mark.parametrize("m", KERNEL_MAPS, ids=repr)
-def test_pegasos_ovr_equals_one_pegasos_per_class(m):
+def test_pegasos_ovr_equals_one_pegasos_per_model(m, multiclass):
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(300, 3)).astype(np.float32)
     codes = rng.integers(0, 3, size=300).astype(np.int32)
     weight = rng.integers(0, 3, size=300).astype(np.float32)
     emb = embedding_params(m, 3)
-    positive = np.arange(3, dtype=np.int32)
+    pairs = ModelPairs.of(3, multiclass)  # 3 models either way
     lam, bias, t0, start = 0.05, 0.7, 40, 150
     W = rng.normal(size=(3, emb.n_dims + 1)) * 0.1  # warm start
     AVG = rng.normal(size=W.shape) * 0.1
     refs = [(W[j].copy(), AVG[j].copy()) for j in range(3)]
     t = t0
     for part in np.array_split(np.arange(300), 3):
-        t = pegasos_ovr_chunk(X[part], codes[part], positive, weight[part], lam, bias, W, AVG,
+        t = pegasos_ovr_chunk(X[part], codes[part], *pairs, weight[part], lam, bias, W, AVG,
                               t, start, *emb)
     assert t == t0 + 300
     for j, (w, avg) in enumerate(refs):
-        y = np.where(codes == j, 1.0, -1.0).astype(np.float32)
+        y, wj = _binary_problem(codes, pairs, j, weight)
         tj = t0
         for part in np.array_split(np.arange(300), 3):
-            tj = pegasos_chunk(X[part], y[part], weight[part], lam, bias, w, avg, tj, start,
-                               *emb)
+            tj = pegasos_chunk(X[part], y[part], wj[part], lam, bias, w, avg, tj, start, *emb)
         np.testing.assert_allclose(W[j], w, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(AVG[j], avg, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("multiclass", ["ovr", "ovo"])
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
 @pytest.mark.parametrize("m", KERNEL_MAPS, ids=repr)
-def test_dcd_ovr_equals_one_dcd_per_class(m, loss):
+def test_dcd_ovr_equals_one_dcd_per_model(m, loss, multiclass):
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, size=(200, 3)).astype(np.float32)
     codes = rng.integers(0, 3, size=200).astype(np.int32)
     c = 0.25 * rng.integers(0, 3, size=200)  # float32-exact penalties, some rows weigh 0
     emb = embedding_params(m, 3)
-    positive = np.arange(3, dtype=np.int32)
+    pairs = ModelPairs.of(3, multiclass)
     alpha = np.zeros((200, 3), dtype=np.float32)
     W = np.zeros((3, emb.n_dims + 1))
-    out = dcd_ovr_chunk(X, codes, positive, c, alpha, W, LOSSES[loss], 0.5, 3, 7, *emb)
+    out = dcd_ovr_chunk(X, codes, *pairs, c, alpha, W, LOSSES[loss], 0.5, 3, 7, *emb)
     for j in range(3):
-        y = np.where(codes == j, 1.0, -1.0).astype(np.float32)
+        y, cj = _binary_problem(codes, pairs, j, c)
         a = np.zeros(200, dtype=np.float32)
         w = np.zeros(emb.n_dims + 1)
-        ref = dcd_chunk(X, y, c, a, w, LOSSES[loss], 0.5, 3, 7, *emb)
+        ref = dcd_chunk(X, y, cj, a, w, LOSSES[loss], 0.5, 3, 7, *emb)
         np.testing.assert_allclose(W[j], w, rtol=1e-12, atol=1e-14)
         np.testing.assert_array_equal(alpha[:, j], a)
         np.testing.assert_allclose([o[j] for o in out], ref, rtol=1e-12)
@@ -328,3 +337,58 @@ def test_uncalibrated_probabilities_are_the_logistic_of_the_scores():
     assert not model.calibrated_ and model.n_calibration_ == 0 and model.n_train_ == 800
     f = model.decision_function(X)
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-f)))
+
+
+# -- one-vs-one ---------------------------------------------------------------------------
+def test_one_vs_one_models_reach_liblinear_objective_of_each_pair():
+    X, y = three_class_problem(1500)
+    labels = np.array(["dog", "cat", "emu"])[y]  # string labels, classes_ sorted
+    C = 0.05
+    model = AdditiveSVC(embedding="bspline", degree=1, n_bases=8, solver="dcd",
+                        multiclass="ovo", C=C, epochs=500, tol=1e-2, calibrate=False,
+                        chunk_rows=400).fit(X, labels)
+    assert model.n_models_ == 3 and model.n_iter_ < 500
+    Z = model.feature_map_.transform(X)
+    pairs = ModelPairs.of(3, "ovo")
+    for j in range(3):
+        a, b = model.classes_[pairs.positive[j]], model.classes_[pairs.negative[j]]
+        rows = (labels == a) | (labels == b)
+        yj = np.where(labels[rows] == a, 1, -1)
+        svc = LinearSVC(loss="hinge", dual=True, C=C, tol=1e-6, max_iter=1_000_000)
+        svc.fit(Z[rows], yj)
+        ref = primal_objective(Z[rows], yj, svc.coef_[0], svc.intercept_[0], C, "hinge")
+        ours = primal_objective(Z[rows], yj, model.coef_[j], model.coef_d_[j, -1], C, "hinge")
+        assert ours == pytest.approx(ref, rel=1e-3)
+
+
+@pytest.mark.parametrize("solver", ["pegasos", "dcd"])
+def test_one_vs_one_votes_like_sklearn_and_couples_probabilities(solver, tmp_path):
+    from sklearn.multiclass import OneVsOneClassifier
+
+    X, y = three_class_problem(4000, seed=3)
+    Xt, yt = three_class_problem(3000, seed=4)
+    kw = dict(embedding="bspline", degree=1, n_bases=10, solver=solver, C=1.0,
+              epochs=40 if solver == "dcd" else 10, chunk_rows=1000, random_state=2)
+    ovo = AdditiveSVC(multiclass="ovo", **kw).fit(X, y)
+    ovr = AdditiveSVC(multiclass="ovr", **kw).fit(X, y)
+    assert ovo.decision_function(Xt).shape == (3000, 3)
+    proba = ovo.predict_proba(Xt)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert proba.min() >= 0.0
+    pred = ovo.predict(Xt)
+    assert np.mean(pred == yt) > np.mean(ovr.predict(Xt) == yt) - 0.02
+    # the probabilities rank the classes like the votes almost everywhere
+    assert np.mean(ovo.classes_[np.argmax(proba, axis=1)] == pred) > 0.97
+    # scikit-learn's one-vs-one LinearSVC on the materialised features (on the rows used
+    # for training) votes the same way on nearly every test row
+    train = ~Holdout.fraction(0.1, 2 ^ HOLDOUT_SALT).mask(np.arange(len(y)))
+    assert train.sum() == ovo.n_train_
+    Z, Zt = ovo.feature_map_.transform(X[train]), ovo.feature_map_.transform(Xt)
+    ref = OneVsOneClassifier(LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000))
+    ref.fit(Z, y[train])
+    assert np.mean(ref.predict(Zt) == pred) > 0.97
+    path = ovo.save(tmp_path / "ovo.slm")
+    loaded = load_model(path)
+    assert loaded.multiclass == "ovo"
+    np.testing.assert_array_equal(loaded.predict(Xt), pred)
+    np.testing.assert_array_equal(loaded.predict_proba(Xt), proba)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -50,14 +50,16 @@ from streamlearn.models.base import (
     storable_classes,
 )
 from streamlearn.models.calibration import ScoreHistogram, sigmoid_proba
+from streamlearn.models.pairwise_coupling import couple_pairwise
 from streamlearn.solvers.dcd import LOSSES
 from streamlearn.solvers.embedding import Embedding, embedding_params, weights_from_w_d
-from streamlearn.solvers.ovr import dcd_ovr_chunk, decision_ovr_chunk, pegasos_ovr_chunk
+from streamlearn.solvers.ovr import REST, dcd_ovr_chunk, decision_ovr_chunk, pegasos_ovr_chunk
 from streamlearn.solvers.pegasos import NO_AVERAGING
 from streamlearn.solvers.row_sample import row_keys
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
 SOLVERS = ("pegasos", "dcd")
+MULTICLASS = ("ovr", "ovo")
 #: Mixed into ``random_state`` to choose the calibration rows.
 HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
 #: Dual coordinate descent sweeps over a chunk per visit.
@@ -239,8 +241,8 @@ class PegasosEpochPass:
     Parameters
     ----------
     rows : TrainingRows
-    positive : ndarray of int32
-        Positive class code of each binary model.
+    pairs : ModelPairs
+        Positive and negative class codes of each binary model.
     lam : float
     bias_scale : float
     average_start : int
@@ -256,10 +258,10 @@ class PegasosEpochPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, rows: TrainingRows, positive: np.ndarray, lam: float, bias_scale: float,
+    def __init__(self, rows: TrainingRows, pairs: ModelPairs, lam: float, bias_scale: float,
                  average_start: int, initial: PegasosState) -> None:
         self.rows = rows
-        self.positive = positive
+        self.pairs = pairs
         self.lam = float(lam)
         self.bias_scale = float(bias_scale)
         self.average_start = int(average_start)
@@ -274,7 +276,7 @@ class PegasosEpochPass:
     def step(self, state: PegasosState, chunk: Chunk) -> PegasosState:
         """PEGASOS steps over the chunk's training rows (in place)."""
         _, X, codes, weight = self.rows.select(chunk)
-        state.t = pegasos_ovr_chunk(X, codes, self.positive, weight, self.lam, self.bias_scale,
+        state.t = pegasos_ovr_chunk(X, codes, *self.pairs, weight, self.lam, self.bias_scale,
                                     state.W, state.AVG, state.t, self.average_start,
                                     *self.rows.emb)
         state.rows += X.shape[0]
@@ -319,7 +321,7 @@ class DcdEpochPass:
     Parameters
     ----------
     rows : TrainingRows
-    positive : ndarray of int32
+    pairs : ModelPairs
     C : float
         Penalty; row ``i`` gets ``C * weight_i``.
     loss : int
@@ -340,10 +342,10 @@ class DcdEpochPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, rows: TrainingRows, positive: np.ndarray, C: float, loss: int,
+    def __init__(self, rows: TrainingRows, pairs: ModelPairs, C: float, loss: int,
                  bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
         self.rows = rows
-        self.positive = positive
+        self.pairs = pairs
         self.C = float(C)
         self.loss = int(loss)
         self.bias_scale = float(bias_scale)
@@ -365,7 +367,7 @@ class DcdEpochPass:
         c = self.C * weight.astype(np.float64)
         seed = (self.seed * 0x9E3779B1 + int(chunk.start)) % 2**63
         pg_max, pg_min, alpha_sum, dual_quad = dcd_ovr_chunk(
-            X, codes, self.positive, c, alpha, state.W, self.loss, self.bias_scale,
+            X, codes, *self.pairs, c, alpha, state.W, self.loss, self.bias_scale,
             DCD_INNER_SWEEPS, seed, *self.rows.emb)
         if keep is not None:
             alpha_all[keep] = alpha
@@ -397,18 +399,18 @@ class CalibrationPass:
         Models in ``w_d`` form.
     emb : Embedding
         On-the-fly embedding of the models.
-    positive : ndarray of int32
+    pairs : ModelPairs
     bias_scale : float
     holdout : Holdout
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, W: np.ndarray, emb: Embedding, positive: np.ndarray, bias_scale: float,
+    def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
                  holdout: Holdout) -> None:
         self.W = W
         self.emb = emb
-        self.positive = positive
+        self.pairs = pairs
         self.bias_scale = float(bias_scale)
         self.holdout = holdout
 
@@ -424,8 +426,9 @@ class CalibrationPass:
         X = np.ascontiguousarray(chunk.X[held])
         scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
         codes = np.asarray(chunk.y)[held]
-        weight = chunk.weight[held] if chunk.weight is not None else None
-        return state.add(scores, codes[:, None] == self.positive[None, :], weight)
+        positive, member = self.pairs.labels(codes)
+        weight = member if chunk.weight is None else member * chunk.weight[held][:, None]
+        return state.add(scores, positive, weight)
 
     def merge(self, a: ScoreHistogram, b: ScoreHistogram) -> ScoreHistogram:
         """Combine two histograms (a new one)."""
@@ -436,11 +439,46 @@ class CalibrationPass:
         return state
 
 
-def positive_codes(n_classes: int) -> np.ndarray:
-    """Positive class code of each binary model: ``[1]`` for two classes, else ``0 .. k-1``."""
-    if n_classes == 2:
-        return np.array([1], dtype=np.int32)
-    return np.arange(n_classes, dtype=np.int32)
+class ModelPairs(NamedTuple):
+    """Class codes of the binary models: model ``j`` is ``positive[j]`` against ``negative[j]``.
+
+    ``negative[j]`` is :data:`~streamlearn.solvers.ovr.REST` for "every other class".
+    """
+
+    positive: np.ndarray
+    negative: np.ndarray
+
+    @classmethod
+    def of(cls, n_classes: int, multiclass: str = "ovr") -> ModelPairs:
+        """The models of a problem: one for two classes (``1`` against ``0``); else one per
+        class against the rest (``"ovr"``), or one per pair ``a < b``, ``a`` against ``b``
+        (``"ovo"``, in the order ``(0, 1), (0, 2), .., (k-2, k-1)``)."""
+        if n_classes == 2:
+            return cls(np.array([1], dtype=np.int32), np.array([REST], dtype=np.int32))
+        if multiclass == "ovr":
+            return cls(np.arange(n_classes, dtype=np.int32),
+                       np.full(n_classes, REST, dtype=np.int32))
+        a, b = np.triu_indices(n_classes, k=1)
+        return cls(a.astype(np.int32), b.astype(np.int32))
+
+    @property
+    def one_vs_one(self) -> bool:
+        """Whether the models are class pairs (no model against the rest)."""
+        return bool(np.all(self.negative != REST))
+
+    def labels(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Label of each row under each model.
+
+        Returns
+        -------
+        positive : ndarray of shape (n, m), bool
+        member : ndarray of shape (n, m), float64
+            1 where the row belongs to the model's problem, else 0.
+        """
+        codes = np.asarray(codes)[:, None]
+        positive = codes == self.positive[None, :]
+        negative = (self.negative[None, :] == REST) | (codes == self.negative[None, :])
+        return positive, (positive | negative).astype(np.float64)
 
 
 def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:
@@ -489,6 +527,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
+    multiclass : {"ovr", "ovo"}
+        With more than two classes: one model per class against the rest, its Platt
+        probabilities normalised (the paper's choice), or one model per pair of classes,
+        combined by votes and by pairwise coupling of their Platt probabilities (Wu, Lin and
+        Weng, 2004), as libsvm does. One-vs-one has ``k (k - 1) / 2`` models but each row
+        updates only the ``k - 1`` that contain its class, and each model solves a smaller,
+        often easier problem.
     C : float
         Penalty of the hinge losses, ``1/2 ||w||^2 + C sum_i s_i loss_i``; used when ``lam``
         is None.
@@ -536,7 +581,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         The fitted embedding (None for ``"linear"``).
     coef_d_ : ndarray of shape (n_models, n_dims + 1), float64
         Models in the ``w_d = D_d^-1 w`` form the kernels use, bias weight last;
-        ``n_models`` is 1 for two classes (positive class ``classes_[1]``), else n_classes.
+        ``n_models`` is 1 for two classes (positive class ``classes_[1]``), else n_classes
+        (one-vs-rest) or ``n_classes (n_classes - 1) / 2`` (one-vs-one: pairs ``a < b`` in
+        the order of :func:`numpy.triu_indices`, positive class ``classes_[a]``).
     lam_, C_ : float
         Regularisation used (``C_ = 1 / (lam_ n)``).
     n_train_, n_calibration_ : int
@@ -575,6 +622,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         n_terms: int = 4,
         zero_preserving: bool = False,
         solver: str = "pegasos",
+        multiclass: str = "ovr",
         C: float = 1.0,
         lam: float | None = None,
         loss: str = "hinge",
@@ -597,6 +645,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_terms = n_terms
         self.zero_preserving = zero_preserving
         self.solver = solver
+        self.multiclass = multiclass
         self.C = C
         self.lam = lam
         self.loss = loss
@@ -618,6 +667,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {self.embedding!r}")
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.multiclass not in MULTICLASS:
+            raise ValueError(f"multiclass must be one of {MULTICLASS}, got {self.multiclass!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {self.loss!r}")
         if self.solver == "pegasos" and self.loss != "hinge":
@@ -658,8 +709,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self._check_fitted()
         return int(self.coef_d_.shape[0])
 
-    def _positive(self) -> np.ndarray:
-        return positive_codes(len(self.classes_))
+    def _pairs(self) -> ModelPairs:
+        return ModelPairs.of(len(self.classes_), self.multiclass)
 
     def _embedding(self) -> Embedding:
         return embedding_params(self.feature_map_, self.n_features_in_)
@@ -727,23 +778,23 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.C_ = 1.0 / (self.lam_ * self.n_train_)
 
         rows = self._training_rows(holdout)
-        positive = positive_codes(len(classes))
-        shape = (len(positive), rows.emb.n_dims + 1)
+        pairs = ModelPairs.of(len(classes), self.multiclass)
+        shape = (len(pairs.positive), rows.emb.n_dims + 1)
         if self.solver == "pegasos":
-            W = self._fit_pegasos(runner, dataset, rows, positive, shape, seed)
+            W = self._fit_pegasos(runner, dataset, rows, pairs, shape, seed)
         else:
-            W = self._fit_dcd(runner, dataset, rows, positive, shape, seed)
+            W = self._fit_dcd(runner, dataset, rows, pairs, shape, seed)
         if rows.feature_map is not None:
             W = w_to_w_d(W, self._embedding())
             self.state_w_d_ = w_to_w_d(self.state_w_d_, self._embedding())
         self.coef_d_ = np.ascontiguousarray(W)
 
-        self.platt_a_ = np.full(len(positive), -1.0)
-        self.platt_b_ = np.zeros(len(positive))
+        self.platt_a_ = np.full(shape[0], -1.0)
+        self.platt_b_ = np.zeros(shape[0])
         self.calibrated_ = False
         if holdout is not None and self.n_calibration_ > 0:
             histogram: ScoreHistogram = runner.run(
-                CalibrationPass(self.coef_d_, self._embedding(), positive,
+                CalibrationPass(self.coef_d_, self._embedding(), pairs,
                                 self.bias_scale, holdout),
                 dataset, description="calibrate")
             self.platt_a_, self.platt_b_ = histogram.fit()
@@ -752,13 +803,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return self
 
     def _fit_pegasos(self, runner: Any, dataset: Dataset, rows: TrainingRows,
-                     positive: np.ndarray, shape: tuple[int, int], seed: int) -> np.ndarray:
+                     pairs: ModelPairs, shape: tuple[int, int], seed: int) -> np.ndarray:
         epochs = int(self.epochs)
         total = epochs * self.n_train_
         self.average_start_ = total // 2 + 1 if self.average else int(NO_AVERAGING)
         state = PegasosState(np.zeros(shape), np.zeros(shape), 0)
         for epoch in range(epochs):
-            epoch_pass = PegasosEpochPass(rows, positive, self.lam_, self.bias_scale,
+            epoch_pass = PegasosEpochPass(rows, pairs, self.lam_, self.bias_scale,
                                           self.average_start_, state)
             state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
                                description=f"pegasos epoch {epoch + 1}/{epochs}")
@@ -769,14 +820,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return state.AVG if averaged else state.W.copy()
 
     def _fit_dcd(self, runner: Any, dataset: Dataset, rows: TrainingRows,
-                 positive: np.ndarray, shape: tuple[int, int], seed: int) -> np.ndarray:
+                 pairs: ModelPairs, shape: tuple[int, int], seed: int) -> np.ndarray:
         epochs = int(self.epochs)
         W = np.zeros(shape)
         self.pg_range_ = np.inf
         with ExampleState(dataset.n_rows, shape[0]) as alpha:
             epoch = 0
             for epoch in range(epochs):
-                epoch_pass = DcdEpochPass(rows, positive, self.C_, LOSSES[self.loss],
+                epoch_pass = DcdEpochPass(rows, pairs, self.C_, LOSSES[self.loss],
                                           self.bias_scale, alpha, seed * 1000003 + epoch, W)
                 state: DcdState = runner.run(epoch_pass, dataset, shuffle=True, seed=seed,
                                              epoch=epoch,
@@ -832,7 +883,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         W = np.ascontiguousarray(self.state_w_d_, dtype=np.float64).copy()
         averaging = self.t_ >= self.average_start_
         AVG = self.coef_d_.copy() if averaging else np.zeros_like(W)
-        self.t_ = int(pegasos_ovr_chunk(X, codes, self._positive(), weight, self.lam_,
+        self.t_ = int(pegasos_ovr_chunk(X, codes, *self._pairs(), weight, self.lam_,
                                         float(self.bias_scale), W, AVG, self.t_,
                                         self.average_start_, *self._embedding()))
         self.n_train_ += X.shape[0]
@@ -876,7 +927,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.t_ = 0
         self.average_start_ = n + 1 if self.average else int(NO_AVERAGING)
         self.classes_ = storable_classes(known)
-        m = len(self._positive())
+        m = len(self._pairs().positive)
         dims = self._embedding().n_dims + 1
         self.state_w_d_ = np.zeros((m, dims))
         self.coef_d_ = np.zeros((m, dims))
@@ -913,8 +964,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """Class probabilities from the Platt-calibrated scores.
 
         Two classes: ``[1 - p, p]`` with ``p`` the sigmoid of the score. More classes: the
-        calibrated sigmoid of each one-vs-rest model, normalised to sum to 1 per row.
-        Without calibration the sigmoids are the plain logistic ``1 / (1 + exp(-f))``.
+        calibrated sigmoid of each one-vs-rest model, normalised to sum to 1 per row; for
+        one-vs-one, the pairwise sigmoids coupled into class probabilities
+        (:func:`~streamlearn.models.pairwise_coupling.couple_pairwise`). Without
+        calibration the sigmoids are the plain logistic ``1 / (1 + exp(-f))``.
 
         Parameters
         ----------
@@ -924,9 +977,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         -------
         ndarray of shape (n, n_classes), columns in the order of ``classes_``
         """
-        p = self._model_proba(self._scores(X))
+        return self._class_proba(self._model_proba(self._scores(X)))
+
+    def _class_proba(self, p: np.ndarray) -> np.ndarray:
+        # class probabilities from the probabilities of the binary models
         if p.shape[1] == 1:
             return np.hstack([1.0 - p, p])
+        pairs = self._pairs()
+        if pairs.one_vs_one:
+            return couple_pairwise(p, pairs.positive, pairs.negative, len(self.classes_))
         total = p.sum(axis=1, keepdims=True)
         k = p.shape[1]
         return np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / k)
@@ -934,9 +993,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels.
 
-        Two classes: the sign of the score. More classes: the class whose calibrated
-        one-vs-rest probability is highest (paper 000, Sec. 6); without calibration, the
-        highest score.
+        Two classes: the sign of the score. More classes, one-vs-rest: the class whose
+        calibrated probability is highest (paper 000, Sec. 6); without calibration, the
+        highest score. One-vs-one: the class that wins most pairwise votes, ties going to
+        the highest coupled probability.
 
         Parameters
         ----------
@@ -949,6 +1009,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         scores = self._scores(X)
         if scores.shape[1] == 1:
             return self.classes_[(scores[:, 0] > 0).astype(np.int64)]
+        pairs = self._pairs()
+        if pairs.one_vs_one:
+            winner = np.where(scores > 0, pairs.positive[None, :], pairs.negative[None, :])
+            k = len(self.classes_)
+            votes = (winner[:, :, None] == np.arange(k)[None, None, :]).sum(axis=1)
+            # probabilities lie in [0, 1]: half of one breaks ties only
+            proba = self._class_proba(self._model_proba(scores))
+            return self.classes_[np.argmax(votes + 0.5 * proba, axis=1)]
         return self.classes_[np.argmax(self._model_proba(scores), axis=1)]
 
     # -- learned weights ------------------------------------------------------------------

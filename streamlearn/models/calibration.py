@@ -213,8 +213,9 @@ class ScoreHistogram:
             Score of every row under every model (a 1-D array for one model).
         positive : ndarray of shape (n, n_models), bool
             Label of every row for every model.
-        weight : ndarray of shape (n,), optional
-            Row weights; 1 by default.
+        weight : ndarray of shape (n,) or (n, n_models), optional
+            Row weights, or a weight per row and model (0 leaves a row out of a model's
+            calibration set); 1 by default.
 
         Returns
         -------
@@ -229,7 +230,7 @@ class ScoreHistogram:
         if n == 0:
             return self
         w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
-        w = np.broadcast_to(w[:, None], f.shape)
+        w = np.broadcast_to(w if w.ndim == 2 else w[:, None], f.shape)
         cell = (np.arange(self.n_models)[None, :] * 2 + pos) * self.n_bins + self.bin_of(f)
         size = self.n_models * 2 * self.n_bins
         self.weight += np.bincount(cell.ravel(), w.ravel(), size).reshape(self.weight.shape)

@@ -1,12 +1,20 @@
-"""Several binary models (one-vs-rest) trained from one read of each row.
+"""Several binary models (one-vs-rest or one-vs-one) trained from one read of each row.
 
 A multiclass problem with ``k`` classes is ``k`` binary problems "class ``j`` against the
-rest" over the same rows. The kernels here embed each row once (:func:`encode_row`, the
-expensive part for Fourier and Hermite maps) and then score and update all ``m`` binary
-models with it. Model ``j`` is row ``j`` of a weight matrix ``W_d`` of shape
-``(m, n_dims + 1)`` in the ``w_d`` form of :mod:`streamlearn.solvers.embedding`, bias weight
-last, and sees the label ``+1`` for rows whose class code is ``positive[j]`` and ``-1`` for
-all others. A binary problem is ``m = 1`` with ``positive = [1]``.
+rest", or ``k (k - 1) / 2`` problems "class ``a`` against class ``b``", over the same rows.
+The kernels here embed each row once (:func:`encode_row`, the expensive part for Fourier and
+Hermite maps) and then score and update all ``m`` binary models with it. Model ``j`` is row
+``j`` of a weight matrix ``W_d`` of shape ``(m, n_dims + 1)`` in the ``w_d`` form of
+:mod:`streamlearn.solvers.embedding`, bias weight last. It sees the label ``+1`` for rows
+whose class code is ``positive[j]`` and ``-1`` for rows whose code is ``negative[j]``, or for
+every other row when ``negative[j]`` is :data:`REST`; rows of any other class are not in its
+problem (for PEGASOS a step of weight 0, which only shrinks; for dual coordinate descent a row
+whose dual variable stays 0). A binary problem is ``m = 1`` with ``positive = [1]`` and
+``negative = [REST]``.
+
+With the step counter shared by all models, a one-vs-one model of PEGASOS minimises
+``lam / 2 ||w||^2 + (1 / n) sum_{i in its classes} loss_i`` with ``n`` all rows: the SVM of
+its two classes with the same ``C = 1 / (lam n)`` as the dual coordinate descent models.
 
 Each model follows exactly the arithmetic of its single-model kernel:
 :func:`pegasos_ovr_chunk` is :func:`~streamlearn.solvers.pegasos.pegasos_chunk` run ``m``
@@ -40,6 +48,19 @@ from streamlearn.solvers.embedding import (
 )
 from streamlearn.solvers.pegasos import MIN_SCALE
 
+#: ``negative`` entry of a model whose negative rows are all classes but its positive one.
+REST = -1
+
+
+@njit(cache=True, nogil=True)
+def _label(code, positive, negative):
+    # +1, -1, or 0 for a row that is not in the model's problem
+    if code == positive:
+        return 1.0
+    if negative == REST or code == negative:
+        return -1.0
+    return 0.0
+
 
 @njit(cache=True, nogil=True)
 def _fold_all(W, AVG, b_coef, scale):
@@ -55,8 +76,8 @@ def _fold_all(W, AVG, b_coef, scale):
 
 
 @njit(cache=True, nogil=True)
-def pegasos_ovr_chunk(X, codes, positive, weight, lam, bias_scale, W, AVG, t, average_start,
-                      kind, ipar, fpar):
+def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
+                      average_start, kind, ipar, fpar):
     """PEGASOS steps of ``m`` binary models over the rows of one chunk, in their order.
 
     Parameters
@@ -64,8 +85,9 @@ def pegasos_ovr_chunk(X, codes, positive, weight, lam, bias_scale, W, AVG, t, av
     X : ndarray of shape (n_rows, n_features), float32
     codes : ndarray of shape (n_rows,), int32
         Class code of each row.
-    positive : ndarray of shape (m,), int32
-        Model ``j`` takes rows of class code ``positive[j]`` as ``+1``, all others as ``-1``.
+    positive, negative : ndarray of shape (m,), int32
+        Model ``j`` takes rows of class code ``positive[j]`` as ``+1`` and rows of code
+        ``negative[j]`` (every other code for :data:`REST`) as ``-1``; it skips the rest.
     weight : ndarray of shape (n_rows,), float32
         Sample weights (``np.ones`` for none); a row of weight 0 only shrinks.
     lam : float
@@ -115,7 +137,10 @@ def pegasos_ovr_chunk(X, codes, positive, weight, lam, bias_scale, W, AVG, t, av
         nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
         code = codes[r]
         for j in range(m):
-            yj = 1.0 if code == positive[j] else -1.0
+            yj = _label(code, positive[j], negative[j])
+            if yj == 0.0:
+                margins[j] = np.inf
+                continue
             wj = W[j]
             margins[j] = yj * scale * (score_d(wj, idx, val, nnz) + wj[dim] * bias_scale)
         scale *= 1.0 - 1.0 / k
@@ -127,7 +152,7 @@ def pegasos_ovr_chunk(X, codes, positive, weight, lam, bias_scale, W, AVG, t, av
         if c != 0.0:
             for j in range(m):
                 if margins[j] < 1.0:
-                    yj = 1.0 if code == positive[j] else -1.0
+                    yj = _label(code, positive[j], negative[j])
                     step = eta * c * yj / scale
                     if b_coef != 0.0:
                         aj = AVG[j]
@@ -148,7 +173,7 @@ def pegasos_ovr_chunk(X, codes, positive, weight, lam, bias_scale, W, AVG, t, av
 
 
 @njit(cache=True, nogil=True)
-def dcd_ovr_chunk(X, codes, positive, c, alpha, W, loss, bias_scale, n_inner, seed,
+def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
                   kind, ipar, fpar):
     """Dual coordinate descent sweeps of ``m`` binary models over one chunk.
 
@@ -157,8 +182,9 @@ def dcd_ovr_chunk(X, codes, positive, c, alpha, W, loss, bias_scale, n_inner, se
     X : ndarray of shape (n_rows, n_features), float32
     codes : ndarray of shape (n_rows,), int32
         Class code of each row.
-    positive : ndarray of shape (m,), int32
-        Model ``j`` takes rows of class code ``positive[j]`` as ``+1``, all others as ``-1``.
+    positive, negative : ndarray of shape (m,), int32
+        Model ``j`` takes rows of class code ``positive[j]`` as ``+1`` and rows of code
+        ``negative[j]`` (every other code for :data:`REST`) as ``-1``; it skips the rest.
     c : ndarray of shape (n_rows,), float64
         Per-row penalties ``C_i = C * weight_i`` (rows with ``C_i <= 0`` are skipped).
     alpha : ndarray of shape (n_rows, m), float32
@@ -218,7 +244,9 @@ def dcd_ovr_chunk(X, codes, positive, c, alpha, W, loss, bias_scale, n_inner, se
             q = qd[r] + diag
             code = codes[r]
             for j in range(m):
-                yj = 1.0 if code == positive[j] else -1.0
+                yj = _label(code, positive[j], negative[j])
+                if yj == 0.0:
+                    continue
                 wj = W[j]
                 a = np.float64(alpha[r, j])
                 g = yj * (score_d(wj, idx, val, nnz) + wj[dim] * bias_scale) - 1.0 + diag * a
