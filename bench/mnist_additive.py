@@ -1,4 +1,4 @@
-"""MNIST one-vs-rest with ``AdditiveSVC`` against a linear SVM and the exact min-kernel SVM.
+"""MNIST with ``AdditiveSVC`` against a linear SVM and the exact min-kernel SVM.
 
 Paper 000's image experiment (Sec. 6, Table 5), in three parts, all on the official MNIST test
 set (10 000 images) and training subsets drawn by one seeded permutation of the 60 000
@@ -18,8 +18,10 @@ training images (each size's subset contains the smaller ones):
      min kernel ``sum_f min(x_f, z_f)`` (:mod:`intersection_kernel`, float32, two threads).
      libsvm combines its binary models one-vs-one; to separate what the kernel buys from
      what the multiclass scheme buys, the same kernel is also trained one-vs-rest
-     (``OneVsRestClassifier``), and the D1 ``AdditiveSVC`` binary models are also combined
-     one-vs-one (45 pairwise fits, majority vote) at the chosen ``C``.
+     (``OneVsRestClassifier``) at its chosen ``C``, and D1 ``AdditiveSVC`` is also tuned
+     one-vs-one (``multiclass="ovo"``: 45 pairwise models, votes, pairwise-coupled Platt
+     probabilities). Which of the two D1 schemes stands for "AdditiveSVC D1" in the targets
+     is chosen by validation error, like ``C``.
 
    A method's fit time is everything its training needs: for the kernel SVM the training
    kernel matrix plus ``SVC.fit``; for ``AdditiveSVC`` its passes (describe, epochs,
@@ -46,7 +48,6 @@ Data: ``$STREAMLEARN_DATA/mnist.npz``. Results: ``bench/results/mnist_additive.{
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -96,6 +97,7 @@ GRIDS = {
     "linear": (0.003, 0.01, 0.03, 0.1),
     "bspline_d0": (0.01, 0.1),
     "bspline_d1": (0.003, 0.01, 0.03),
+    "bspline_d1_ovo": (0.01, 0.03, 0.1),
     "kernel": (0.03, 0.1, 0.3, 1.0),
     "hog_linear": (1.0, 10.0, 100.0),
     "hog_bspline_d0": (0.1, 1.0),
@@ -116,6 +118,8 @@ ADDITIVE: dict[str, dict[str, Any]] = {
     "linear": dict(embedding="linear"),
     "bspline_d0": dict(embedding="bspline", degree=1, n_bases=10, penalty_order=0),
     "bspline_d1": dict(embedding="bspline", degree=1, n_bases=10, penalty_order=1),
+    "bspline_d1_ovo": dict(embedding="bspline", degree=1, n_bases=10, penalty_order=1,
+                           multiclass="ovo"),
     "hog_linear": dict(embedding="linear"),
     "hog_bspline_d0": dict(embedding="bspline", degree=1, n_bases=20, penalty_order=0),
     "hog_bspline_d1": dict(embedding="bspline", degree=1, n_bases=10, penalty_order=1),
@@ -232,7 +236,7 @@ class Fitted:
 
 
 def fit_additive(X: np.ndarray, y: np.ndarray, params: dict[str, Any], C: float) -> Fitted:
-    """``AdditiveSVC`` one-vs-rest."""
+    """``AdditiveSVC`` (one-vs-rest unless ``params`` say otherwise)."""
     model = AdditiveSVC(**params, **COMMON, C=C)
     t = time.perf_counter()
     model.fit(X, y)
@@ -240,34 +244,6 @@ def fit_additive(X: np.ndarray, y: np.ndarray, params: dict[str, Any], C: float)
     return Fitted(fit_s, model.predict, {"pg_range": float(model.pg_range_),
                                          "rows_trained": model.n_train_,
                                          "rows_calibration": model.n_calibration_})
-
-
-def fit_additive_ovo(X: np.ndarray, y: np.ndarray, params: dict[str, Any], C: float) -> Fitted:
-    """Binary ``AdditiveSVC`` models of every pair of classes, combined by majority vote.
-
-    Ties go to the class with the larger sum of pairwise decision values.
-    """
-    models = []
-    t = time.perf_counter()
-    for a, b in itertools.combinations(range(N_CLASSES), 2):
-        rows = (y == a) | (y == b)
-        model = AdditiveSVC(**params, **COMMON, C=C, calibrate=False)
-        models.append((a, b, model.fit(X[rows], y[rows])))
-    fit_s = time.perf_counter() - t
-
-    def predict(Z: np.ndarray) -> np.ndarray:
-        votes = np.zeros((Z.shape[0], N_CLASSES))
-        margin = np.zeros((Z.shape[0], N_CLASSES))
-        for a, b, model in models:
-            f = model.decision_function(Z)  # positive: classes_[1] = b
-            votes[:, b] += f > 0
-            votes[:, a] += f <= 0
-            margin[:, b] += f
-            margin[:, a] -= f
-        scaled = margin / (np.abs(margin).max() + 1.0)  # in (-1, 1): breaks ties only
-        return np.argmax(votes + 0.5 * scaled, axis=1)
-
-    return Fitted(fit_s, predict, {"binary_models": len(models)})
 
 
 def fit_liblinear(X: np.ndarray, y: np.ndarray, C: float) -> Fitted:
@@ -375,7 +351,10 @@ def tune(split: Split, mode: Mode, prefix: str = "") -> tuple[list[dict[str, Any
     n = mode.tune_rows
     X, y = split.train(n)
     rows: list[dict[str, Any]] = []
-    for name in (f"{prefix}linear", f"{prefix}bspline_d0", f"{prefix}bspline_d1"):
+    names = [f"{prefix}linear", f"{prefix}bspline_d0", f"{prefix}bspline_d1"]
+    if not prefix:
+        names.append("bspline_d1_ovo")
+    for name in names:
         for C in mode.grids[name]:
             rows.append(record(name, n, C, fit_additive(X, y, ADDITIVE[name], C), split, True))
     kernel = KernelSVM(X, y)
@@ -393,16 +372,13 @@ def tune(split: Split, mode: Mode, prefix: str = "") -> tuple[list[dict[str, Any
 
 def multiclass_checks(split: Split, mode: Mode, chosen: dict[str, float],
                       kernel: KernelSVM) -> list[dict[str, Any]]:
-    """At the chosen C: LinearSVC, the kernel SVM one-vs-rest, D1 splines one-vs-one."""
+    """At the chosen C: LinearSVC and the kernel SVM one-vs-rest."""
     n = mode.tune_rows
     X, y = split.train(n)
     return [
         record("liblinear", n, chosen["linear"], fit_liblinear(X, y, chosen["linear"]),
                split, True),
         record("kernel_ovr", n, chosen["kernel"], kernel.fit(chosen["kernel"], True),
-               split, True),
-        record("bspline_d1_ovo", n, chosen["bspline_d1"],
-               fit_additive_ovo(X, y, ADDITIVE["bspline_d1"], chosen["bspline_d1"]),
                split, True),
     ]
 
@@ -413,7 +389,7 @@ def growth(split: Split, mode: Mode, chosen: dict[str, float],
     rows = []
     for n in mode.sizes:
         X, y = split.train(n)
-        for name in ("linear", "bspline_d0", "bspline_d1", "kernel"):
+        for name in ("linear", "bspline_d0", "bspline_d1", "bspline_d1_ovo", "kernel"):
             if name == "kernel" and n > mode.kernel_max_rows:
                 continue
             if n == mode.tune_rows:
@@ -458,35 +434,34 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     s = report["settings"]
     chosen, raw_c, hog_c = report["chosen_C"], report["raw"], report["hog"]
     n_tune, n_kernel, n_hog = s["tune_rows"], s["kernel_max_rows"], s["hog_rows"]
-    d1 = pick(raw_c["tuning"], "bspline_d1", n_tune, chosen["raw"]["bspline_d1"])
+    d1_ovr = pick(raw_c["tuning"], "bspline_d1", n_tune, chosen["raw"]["bspline_d1"])
+    d1_ovo = pick(raw_c["tuning"], "bspline_d1_ovo", n_tune, chosen["raw"]["bspline_d1_ovo"])
+    # the multiclass scheme is a hyper-parameter: chosen on validation error, like C
+    d1 = min((d1_ovr, d1_ovo), key=lambda r: r["validation_error_pct"])
     kern = pick(raw_c["tuning"], "kernel", n_tune, chosen["raw"]["kernel"])
     kern_ovr = pick(raw_c["multiclass"], "kernel_ovr", n_tune)
-    d1_ovo = pick(raw_c["multiclass"], "bspline_d1_ovo", n_tune)
     gap = d1["test_error_pct"] - kern["test_error_pct"]
     out = [{
-        "target": f"D1 AdditiveSVC (tuned C) within {TARGET_GAP_POINTS} points of the exact "
-                  f"min-kernel SVM's test error at {n_tune} rows",
-        "measured": f"D1 {d1['test_error_pct']:.2f} % vs kernel SVM {kern['test_error_pct']:.2f}"
-                    f" % (gap {gap:+.2f} points); one-vs-rest kernel SVM "
-                    f"{kern_ovr['test_error_pct']:.2f} %, one-vs-one D1 "
-                    f"{d1_ovo['test_error_pct']:.2f} %",
+        "target": f"D1 AdditiveSVC (tuned C and multiclass scheme) within {TARGET_GAP_POINTS} "
+                  f"points of the exact min-kernel SVM's test error at {n_tune} rows",
+        "measured": f"{d1['label']} (chosen on validation) {d1['test_error_pct']:.2f} % vs "
+                    f"kernel SVM {kern['test_error_pct']:.2f} % (gap {gap:+.2f} points); "
+                    f"one-vs-rest D1 {d1_ovr['test_error_pct']:.2f} %, one-vs-one D1 "
+                    f"{d1_ovo['test_error_pct']:.2f} %, one-vs-rest kernel SVM "
+                    f"{kern_ovr['test_error_pct']:.2f} %",
         "met": bool(gap <= TARGET_GAP_POINTS),
-    }, {
-        "target": "the same, with the D1 binary models combined one-vs-one as libsvm does",
-        "measured": f"D1 one-vs-one {d1_ovo['test_error_pct']:.2f} % vs kernel SVM "
-                    f"{kern['test_error_pct']:.2f} % (gap "
-                    f"{d1_ovo['test_error_pct'] - kern['test_error_pct']:+.2f} points)",
-        "met": bool(d1_ovo["test_error_pct"] - kern["test_error_pct"] <= TARGET_GAP_POINTS),
     }]
     kern_big = pick(raw_c["growth"], "kernel", n_kernel)
+    additive = ("bspline_d0", "bspline_d1", "bspline_d1_ovo")
     best = None
-    for name in ("bspline_d0", "bspline_d1"):
+    for name in additive:
         r = pick(raw_c["growth"], name, n_kernel)
         if r and r["test_error_pct"] <= kern_big["test_error_pct"]:
             best = r if best is None or r["fit_s"] < best["fit_s"] else best
-    fastest = min((pick(raw_c["growth"], name, n_kernel) for name in ("bspline_d0", "bspline_d1")),
-                  key=lambda r: r["fit_s"])
-    ref = best or fastest
+    # none as accurate: the most accurate one stands for AdditiveSVC
+    closest = min((pick(raw_c["growth"], name, n_kernel) for name in additive),
+                  key=lambda r: r["test_error_pct"])
+    ref = best or closest
     speedup = kern_big["fit_s"] / ref["fit_s"]
     out.append({
         "target": f"at {n_kernel} rows (largest kernel SVM here) AdditiveSVC fits "
@@ -536,7 +511,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                   f"{s['validation_rows']} validation images",
          "columns": ["method", "n", "C", "valid err %", "test err %", "fit s"],
          "rows": table_rows(selected + raw["multiclass"], True),
-         "notes": "AdditiveSVC: dual coordinate descent, 10 epochs, one-vs-rest, Platt "
+         "notes": "AdditiveSVC: dual coordinate descent, 10 epochs, one-vs-rest unless "
+                  "marked one-vs-one, Platt "
                   "sigmoids on 10 % held-out rows. Kernel SVM fit time includes its "
                   "training kernel matrix. Every C tried is in the JSON (`raw.tuning`)."},
         {"title": "Raw pixels: growth with the training size (chosen C)",
@@ -557,7 +533,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     met = sum(t["met"] for t in report["targets"])
     return {
         "title": "MNIST: AdditiveSVC against linear and exact min-kernel SVMs",
-        "summary": (f"One-vs-rest AdditiveSVC on raw pixels and on pyramid-HOG features, "
+        "summary": (f"AdditiveSVC (one-vs-rest; D1 also one-vs-one) on raw pixels and on "
+                    f"pyramid-HOG features, "
                     f"against a linear SVM and scikit-learn's SVC on the exact min kernel, "
                     f"C chosen on a validation split, errors on the "
                     f"{s['test_rows']}-image test set. Targets met: {met} of "
@@ -576,17 +553,16 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     growth_rows = report["raw"]["growth"]
-    for name in ("linear", "bspline_d0", "bspline_d1", "kernel"):
+    for name in ("linear", "bspline_d0", "bspline_d1", "bspline_d1_ovo", "kernel"):
         rows = sorted((r for r in growth_rows if r["method"] == name),
                       key=lambda r: r["n_train"])
         n = [r["n_train"] for r in rows]
         axes[0].plot(n, [r["test_error_pct"] for r in rows], "o-", label=LABELS[name])
         axes[1].plot(n, [r["fit_s"] for r in rows], "o-", label=LABELS[name])
     for r in report["raw"]["multiclass"]:
-        if r["method"] in ("bspline_d1_ovo", "kernel_ovr"):
-            marker = "*" if r["method"] == "bspline_d1_ovo" else "s"
-            axes[0].plot([r["n_train"]], [r["test_error_pct"]], marker, ms=9, label=r["label"])
-            axes[1].plot([r["n_train"]], [r["fit_s"]], marker, ms=9, label=r["label"])
+        if r["method"] == "kernel_ovr":
+            axes[0].plot([r["n_train"]], [r["test_error_pct"]], "s", ms=9, label=r["label"])
+            axes[1].plot([r["n_train"]], [r["fit_s"]], "s", ms=9, label=r["label"])
     sizes = sorted({r["n_train"] for r in growth_rows})
     for ax, ylabel in ((axes[0], "test error (%)"), (axes[1], "fit time (s)")):
         ax.set_xscale("log")
@@ -607,7 +583,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     axes[2].set_xlabel("test error (%), pyramid-HOG features")
     axes[2].legend(fontsize=8)
     axes[2].tick_params(axis="y", labelsize=8)
-    fig.suptitle("MNIST one-vs-rest: AdditiveSVC, linear SVM, exact min-kernel SVM")
+    fig.suptitle("MNIST: AdditiveSVC, linear SVM, exact min-kernel SVM")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
