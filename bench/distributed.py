@@ -9,7 +9,10 @@ untimed warm-up run that compiles the kernels on every worker and warms the page
 
 - ``reduction``: the describe pass (moments, row sample, class counts);
 - ``linear epoch``: one PEGASOS epoch of a linear SVM (``AdditiveSVC(embedding="linear")``);
-- ``additive epoch``: one PEGASOS epoch of the additive SVM (B-splines, 10 bases, on the fly).
+- ``additive epoch``: one PEGASOS epoch of the additive SVM (B-splines, 10 bases, on the fly);
+- ``shareboost round``: the scoring pass of a ShareBoost round (eq. 7 gradients of every
+  candidate column, here 32 decision stumps per feature, 1024 candidates, accumulated from
+  the residuals of the model so far: 8 stumps already selected).
 
 Engines: ``LocalEngine`` (prefetch thread, this process), ``DaskEngine`` on a ``LocalCluster``
 of 1 worker process and of 2 worker processes (1 thread each), at the dataset's default chunk
@@ -25,7 +28,7 @@ of a small store: seconds per extra task, from a least-squares line) and the red
 rows/s as the partition size shrinks (chunk = partition), which shows the size where the
 overhead stops mattering (the smallest reaching 90% of the best rows/s).
 
-Run ``python bench/distributed.py`` (0.5, 1, 2 million rows) or ``--quick`` (0.25, 0.5 million).
+Run ``python bench/distributed.py`` (1, 2, 4 million rows) or ``--quick`` (0.25, 0.5 million).
 Results go to ``bench/results/distributed.{json,png}``.
 """
 
@@ -58,11 +61,14 @@ PIECE_ROWS = 1 << 16
 N_FILES = 4
 SEED = 20240612
 DATA_VERSION = 1
-DEFAULT_SIZES = (500_000, 1_000_000, 2_000_000)
+DEFAULT_SIZES = (1_000_000, 2_000_000, 4_000_000)
 QUICK_SIZES = (250_000, 500_000)
 TEST_ROWS = 100_000
 FORMATS = ("zarr", "parquet")
-WORKLOADS = ("reduction", "linear epoch", "additive epoch")
+WORKLOADS = ("reduction", "linear epoch", "additive epoch", "shareboost round")
+#: Stump thresholds per feature and stumps already selected in the ShareBoost round.
+STUMPS_PER_FEATURE = 32
+STUMPS_SELECTED = 8
 #: Workloads of models that may be missing from the library (measured when present).
 EXTRA_WORKLOADS: tuple[str, ...] = ()
 ENGINES = ("local", "dask 1 worker", "dask 2 workers")
@@ -138,6 +144,8 @@ def make_pass(dataset: Any, workload: str) -> Callable[[], Any]:
 
     if workload == "reduction":
         return lambda: DescribePass(list(dataset.feature_names), n_classes=2)
+    if workload == "shareboost round":
+        return shareboost_round(dataset)
     # a model fitted on the first rows gives the feature map and sizes of the epoch pass
     X = next(iter(dataset.chunks(4096, prefetch=0))).X
     model = AdditiveSVC(embedding="linear" if workload == "linear epoch" else "bspline",
@@ -151,6 +159,22 @@ def make_pass(dataset: Any, workload: str) -> Callable[[], Any]:
                                 dataset.n_rows // 2,
                                 PegasosState(np.zeros(shape), np.zeros(shape), 0))
     return make
+
+
+def shareboost_round(dataset: Any) -> Callable[[], Any]:
+    """Factory of the scoring pass of a ShareBoost round with stump candidates."""
+    from streamlearn.models.shareboost import ColumnScorePass, StumpColumns
+
+    X = next(iter(dataset.chunks(65536, prefetch=0))).X
+    q = (np.arange(1, STUMPS_PER_FEATURE + 1) / (STUMPS_PER_FEATURE + 1))
+    thresholds = np.ascontiguousarray(np.quantile(X, q, axis=0).T, dtype=np.float32)
+    family = StumpColumns(thresholds)
+    rng = np.random.default_rng(SEED)
+    selected = rng.choice(family.n_candidates, STUMPS_SELECTED, replace=False)
+    n_classes = 2
+    coef = rng.normal(scale=0.1, size=(STUMPS_SELECTED, n_classes, family.n_base))
+    intercept = np.zeros(n_classes)
+    return lambda: ColumnScorePass(family, selected, coef, intercept)
 
 
 def timed(run: Callable[[], Any], repeats: int) -> dict[str, Any]:
