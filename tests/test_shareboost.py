@@ -10,13 +10,14 @@ import pytest
 from scipy.optimize import minimize
 
 from streamlearn import LocalEngine, open_dataset
-from streamlearn.data.example_state import ExampleState
 from streamlearn.engine import DaskEngine
 from streamlearn.errors import LabelError, SchemaError
+from streamlearn.features.anchors import AnchorPieces
 from streamlearn.models.shareboost import (
-    CacheColumnPass,
+    AnchorColumns,
     ColumnScorePass,
     LinearColumns,
+    RestrictedObjectivePass,
     ShareBoostClassifier,
 )
 
@@ -60,10 +61,7 @@ def test_column_score_pass_is_eq7_gradient_matrix() -> None:
     coef = rng.normal(size=(2, k, 1))
     intercept = rng.normal(size=k)
     engine = LocalEngine(chunk_rows=128)
-    with ExampleState(n, 3) as cache:
-        for t, c in enumerate(selected):
-            engine.run(CacheColumnPass(family, cache, t, c), data)
-        state = engine.run(ColumnScorePass(family, cache, coef, intercept), data)
+    state = engine.run(ColumnScorePass(family, np.array(selected), coef, intercept), data)
     Z = X.astype(np.float64) * scale
     scores = intercept + Z[:, selected] @ coef[:, :, 0]
     R = w[:, None] * _rho_minus_onehot(scores, y)
@@ -73,6 +71,34 @@ def test_column_score_pass_is_eq7_gradient_matrix() -> None:
     assert state.weight == pytest.approx(float(w.sum()), rel=1e-9)
     np.testing.assert_allclose(family.column_scores(state.gradient) / state.weight,
                                np.abs(gradient).sum(axis=1) / w.sum(), rtol=1e-6)
+
+
+def test_anchor_passes_match_materialised_features() -> None:
+    """Anchor scores and the restricted gradient, split between threads, against numpy."""
+    rng = np.random.default_rng(5)
+    n, d, k, n_centres, n_radii = 5000, 3, 3, 70, 4
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = rng.integers(0, k, size=n)
+    data = open_dataset(X, target=y, chunk_rows=4500)  # one chunk split in two threads
+    pieces = AnchorPieces.from_sample(rng.normal(size=(n_centres, d)), X[:800], n_radii,
+                                      np.full(d, 0.5))
+    family = AnchorColumns(pieces)
+    selected = np.array([5, 42, 101])
+    coef = 0.3 * rng.normal(size=(3, k, d + 1))
+    intercept = rng.normal(size=k)
+    engine = LocalEngine(chunk_rows=4500)
+    features = pieces.transform(X, selected).astype(np.float64)  # (n, 3 (d + 1))
+    s = intercept + features @ coef.transpose(1, 0, 2).reshape(k, -1).T
+    R = _rho_minus_onehot(s, y)
+    state = engine.run(RestrictedObjectivePass(family, selected, coef, intercept), data)
+    np.testing.assert_allclose(state.gradient.transpose(1, 0, 2).reshape(k, -1),
+                               R.T @ features, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(state.intercept, R.sum(axis=0), rtol=1e-9, atol=1e-9)
+    assert state.loss == pytest.approx(float(_softmax_loss(s, y).sum()), rel=1e-9)
+    scores = engine.run(ColumnScorePass(family, selected, coef, intercept), data)
+    every = pieces.transform(X, np.arange(n_centres * n_radii)).astype(np.float64)
+    expected = np.abs(R.T @ every).reshape(k, n_centres * n_radii, d + 1).sum(axis=(0, 2))
+    np.testing.assert_allclose(family.column_scores(scores.gradient), expected, rtol=1e-4)
 
 
 # -- the fully corrective step reaches the optimum of the restricted problem ------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamlearn.features.anchors import AnchorPieces
+from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost import (
-    anchor_gates_chunk,
+    ANCHOR_TILE_ROWS,
     anchor_gradients,
     anchor_histogram_chunk,
     decision_chunk,
@@ -136,27 +136,43 @@ def test_stump_histogram_equals_exhaustive_search() -> None:
         np.float32))
 
 
+def test_squared_distances_match_direct_differences() -> None:
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(40, 5)).astype(np.float32)
+    centres = rng.normal(size=(7, 5)).astype(np.float32)
+    expected = ((X[:, None, :].astype(np.float64) - centres[None]) ** 2).sum(axis=2)
+    np.testing.assert_allclose(squared_distances(X, centres), expected, rtol=1e-5, atol=1e-5)
+    assert squared_distances(X, X[:3])[np.arange(3), np.arange(3)].max() < 1e-5
+
+
 def test_anchor_histogram_equals_direct_ball_sums() -> None:
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(90, 3)).astype(np.float32)
+    n = ANCHOR_TILE_ROWS + 90  # more than one tile of rows
+    X = rng.normal(size=(n, 3)).astype(np.float32)
     centres = rng.normal(size=(4, 3)).astype(np.float32)
     pieces = AnchorPieces.from_sample(centres, X, 5, np.full(3, 0.5))
     base = pieces.base(X)
-    np.testing.assert_allclose(base, np.c_[0.5 * X, np.ones(90)], rtol=1e-7)
-    R = rng.normal(size=(90, 2))
-    hist = np.zeros((4, 5, 4, 2))
-    anchor_histogram_chunk(X[:50], base[:50], R[:50], pieces.centres, pieces.radii ** 2, hist)
-    anchor_histogram_chunk(X[50:], base[50:], R[50:], pieces.centres, pieces.radii ** 2, hist)
-    dist = np.linalg.norm(X[:, None, :].astype(np.float64) - centres[None], axis=2)
+    np.testing.assert_allclose(base, np.c_[0.5 * X, np.ones(n)], rtol=1e-7)
+    R = rng.normal(size=(n, 2))
+    hist = np.zeros((4, 5, 4, 2), dtype=np.float32)
+    dist2 = squared_distances(X, centres)
+    for part in (slice(0, 50), slice(50, n)):  # two chunks add up
+        anchor_histogram_chunk(np.ascontiguousarray(dist2[part]), base[part], R[part],
+                               pieces.radii ** 2, hist)
     expected = np.empty((4, 5, 4, 2))
     for c in range(4):
         for j in range(5):
-            inside = dist[:, c] < pieces.radii[c, j]
+            inside = dist2[:, c] < pieces.radii[c, j] ** 2
             expected[c, j] = base[inside].astype(np.float64).T @ R[inside]
-    np.testing.assert_allclose(anchor_gradients(hist), expected, atol=1e-10)
-    gates = anchor_gates_chunk(X, centres[[2, 0]], pieces.radii[[2, 0], [1, 4]] ** 2)
+    np.testing.assert_allclose(anchor_gradients(hist), expected, rtol=1e-5, atol=1e-4)
+    # a row is inside a ball by the same arithmetic for the gates as for the scores
+    gates = pieces.gates(X, centres[[2, 0]], pieces.radii[[2, 0], [1, 4]])
     np.testing.assert_array_equal(
-        gates, (dist[:, [2, 0]] < pieces.radii[[2, 0], [1, 4]]).astype(np.float32))
+        gates, (dist2[:, [2, 0]] < pieces.radii[[2, 0], [1, 4]] ** 2).astype(np.float32))
+    dist = np.linalg.norm(X[:, None, :].astype(np.float64) - centres[None], axis=2)
+    margin = np.abs(dist[:, [2, 0]] - pieces.radii[[2, 0], [1, 4]]) > 1e-4
+    np.testing.assert_array_equal(gates[margin],
+                                  (dist[:, [2, 0]] < pieces.radii[[2, 0], [1, 4]])[margin])
 
 
 def test_anchor_radii_are_distance_quantiles() -> None:

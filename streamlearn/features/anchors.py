@@ -4,6 +4,11 @@ A piece is a ball (centre ``v``, radius ``r``) with a linear function inside it:
 are ``1[||x - v|| < r] [x, 1]``, ``d + 1`` columns that ShareBoost selects as one group.
 Candidate centres come from streamed k-means; the radii of a centre are quantiles of the
 distances from it to a uniform row sample, so each ball holds a chosen fraction of the rows.
+
+Distances from rows to centres are one matrix product per chunk,
+``||x||^2 - 2 C x + ||c||^2`` (:func:`squared_distances`), for scoring every candidate and for
+the gates of the selected pieces alike, so a row is inside a ball by the same arithmetic in
+training and in prediction.
 """
 
 from __future__ import annotations
@@ -13,10 +18,32 @@ from typing import Any
 
 import numpy as np
 
-from streamlearn.solvers.shareboost import anchor_gates_chunk
-
 #: Fractions of the rows inside the candidate balls of a centre (before ``n_radii`` is set).
 DEFAULT_COVERAGE = (0.01, 0.6)
+
+
+def squared_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances from every centre to every row, by one matrix product.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    centres : ndarray of shape (n_centres, d), float32
+
+    Returns
+    -------
+    ndarray of shape (n, n_centres), float32
+        ``||x||^2 - 2 x.c + ||c||^2``, clipped at 0 (float32 rounding of the expansion is
+        about ``1e-7 (||x||^2 + ||c||^2)``).
+    """
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    centres = np.ascontiguousarray(centres, dtype=np.float32)
+    out = X @ centres.T
+    out *= np.float32(-2.0)
+    out += np.einsum("ij,ij->i", X, X)[:, None]
+    out += np.einsum("ij,ij->i", centres, centres)[None, :]
+    np.maximum(out, np.float32(0.0), out=out)
+    return out
 
 
 @dataclass
@@ -98,10 +125,20 @@ class AnchorPieces:
         c, j = divmod(int(candidate), self.n_radii)
         return self.centres[c], float(self.radii[c, j])
 
+    def distances(self, X: np.ndarray) -> np.ndarray:
+        """Squared distances from every row to every candidate centre, (n, n_centres)."""
+        return squared_distances(X, self.centres)
+
     def gates(self, X: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
-        """Ball indicators of the pieces ``(centres, radii)``, (n, T) float32."""
-        return anchor_gates_chunk(X, np.ascontiguousarray(centres, dtype=np.float32),
-                                  np.asarray(radii, dtype=np.float64) ** 2)
+        """Ball indicators ``1[||x - v_t||^2 < r_t^2]`` of the pieces ``(centres, radii)``.
+
+        Returns
+        -------
+        ndarray of shape (n, T), float32
+        """
+        radii2 = np.asarray(radii, dtype=np.float64).reshape(-1, 1) ** 2
+        inside = squared_distances(X, centres.reshape(radii2.shape[0], X.shape[1])) < radii2.T
+        return inside.astype(np.float32)
 
     def transform(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """Materialised features of the given pieces, (n, T (d + 1)) float32 (small data).

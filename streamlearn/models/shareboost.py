@@ -7,12 +7,14 @@ selection (Algorithm 1), one round per selected column:
 1. a reduction pass accumulates the gradient matrix of eq. 7 at the current ``W`` for every
    candidate column (``rho`` of eq. 6 per row, then ``sum_i x_ir (rho_i - e_{y_i})``), and
    the column (or group of columns, Sec. 2.1) with the largest L1 norm joins the model;
-2. a pass writes the new column's values into a per-row cache (an ``ExampleState``:
-   ``m x T`` floats in memory, or in a zarr scratch store when large), so later rounds read
-   the selected columns instead of recomputing them;
-3. the fully corrective step (Algorithm 1, line 6) minimises the loss over all selected
+2. the fully corrective step (Algorithm 1, line 6) minimises the loss over all selected
    columns by L-BFGS, every objective and gradient evaluation one reduction pass, warm
    started from the previous round's ``W``.
+
+The selected columns are recomputed from each chunk's features in every pass (a column
+lookup, a comparison with a threshold, or the distances to the selected anchors: one small
+matrix product) rather than cached per row, so memory stays at a chunk and the model
+whatever the number of rows, and every pass is a pure reduction.
 
 The loss is eq. 3, ``log sum_c exp(1[c != y] - s_y + s_c)``, averaged over the (weighted)
 rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families:
@@ -32,17 +34,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from streamlearn.data import Chunk, Dataset
-from streamlearn.data.example_state import ExampleState
 from streamlearn.engine import DescribePass, Description, evaluate, resolve_engine
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
-from streamlearn.features.anchors import AnchorPieces
+from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
@@ -72,6 +74,26 @@ SAMPLE_ROWS = 8192
 KMEANS_EPOCHS = 2
 #: Correction pairs of the corrective step's L-BFGS.
 LBFGS_MEMORY = 10
+#: Threads that share one chunk's kernels (which release the GIL), at most.
+MAX_THREADS = 4
+#: Rows (corrective step) or centres (anchor scores) a thread gets at least.
+MIN_ROWS_PER_THREAD = 2048
+MIN_CENTRES_PER_THREAD = 32
+
+
+def _split(n: int, smallest: int) -> np.ndarray:
+    """Bounds of contiguous parts of ``range(n)``, one per thread, each ``smallest`` or more."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parts = max(1, min(MAX_THREADS, cores or 1, n // max(smallest, 1)))
+    return np.linspace(0, n, parts + 1).astype(np.int64)
+
+
+def _in_threads(work: Callable[[int, int], Any], bounds: np.ndarray) -> list[Any]:
+    """``work(lo, hi)`` for consecutive bounds, in threads when there are several parts."""
+    if len(bounds) == 2:
+        return [work(int(bounds[0]), int(bounds[1]))]
+    with ThreadPoolExecutor(len(bounds) - 1) as pool:
+        return list(pool.map(work, bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
 # -- candidate column families ------------------------------------------------------------
@@ -204,19 +226,33 @@ class AnchorColumns:
         return self.pieces.base(X)
 
     def gradient_state(self, k: int) -> np.ndarray:
-        """Empty accumulator: per centre, bins between radii."""
+        """Empty accumulator: per centre, bins between radii (float32, see the kernel)."""
         p = self.pieces
-        return np.zeros((p.n_centres, p.n_radii, p.n_base, k))
+        return np.zeros((p.n_centres, p.n_radii, p.n_base, k), dtype=np.float32)
 
     def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
                    acc: np.ndarray) -> None:
-        """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball."""
-        anchor_histogram_chunk(X, base, residuals, self.pieces.centres,
-                               self.pieces.radii ** 2, acc)
+        """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball.
+
+        The centres are split between threads, each with its own block of distances (one
+        matrix product) and its own rows of ``acc``.
+        """
+        centres, radii2 = self.pieces.centres, self.radii2
+
+        def work(lo: int, hi: int) -> None:
+            anchor_histogram_chunk(squared_distances(X, centres[lo:hi]), base, residuals,
+                                   radii2[lo:hi], acc[lo:hi])
+
+        _in_threads(work, _split(centres.shape[0], MIN_CENTRES_PER_THREAD))
+
+    @property
+    def radii2(self) -> np.ndarray:
+        """Squared radii, (n_centres, n_radii) float64."""
+        return self.pieces.radii ** 2
 
     def column_scores(self, acc: np.ndarray) -> np.ndarray:
         """Sum of the L1 norms of each group's columns (Sec. 2.1); repeated radii ``-inf``."""
-        scores = np.abs(anchor_gradients(acc)).sum(axis=(2, 3))
+        scores = np.abs(anchor_gradients(acc)).sum(axis=(2, 3), dtype=np.float64)
         radii = self.pieces.radii
         repeated = np.zeros_like(scores, dtype=bool)
         repeated[:, 1:] = radii[:, 1:] <= radii[:, :-1]
@@ -265,8 +301,8 @@ def _chunk_arrays(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
     return codes, weight
 
 
-def _cached_gates(cache: ExampleState, chunk: Chunk, n_selected: int) -> np.ndarray:
-    return np.ascontiguousarray(cache.get(chunk)[:, :n_selected], dtype=np.float32)
+def _gates(family: Family, chunk: Chunk, selected: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(family.gates(chunk.X, selected), dtype=np.float32)
 
 
 # -- passes -------------------------------------------------------------------------------
@@ -303,19 +339,18 @@ class ColumnScorePass:
     Parameters
     ----------
     family : LinearColumns, StumpColumns or AnchorColumns
-    cache : ExampleState
-        Gates of the selected columns, ``(n_rows, n_rounds)``; the first ``coef.shape[0]``
-        columns are read.
+    selected : ndarray of shape (T,), int64
+        Selected candidates, in the order of ``coef``.
     coef : ndarray of shape (T, k, q)
     intercept : ndarray of shape (k,)
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, family: Family, cache: ExampleState, coef: np.ndarray,
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
                  intercept: np.ndarray) -> None:
         self.family = family
-        self.cache = cache
+        self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
 
@@ -328,7 +363,7 @@ class ColumnScorePass:
         """Residuals of the chunk's rows, folded into every candidate's column (in place)."""
         codes, weight = _chunk_arrays(chunk)
         base = self.family.base(chunk.X)
-        gates = _cached_gates(self.cache, chunk, self.coef.shape[0])
+        gates = _gates(self.family, chunk, self.selected)
         residuals, loss, wsum, errors = margin_residuals_chunk(
             gates, base, codes, weight, self.coef, self.intercept)
         self.family.accumulate(chunk.X, base, residuals, state.gradient)
@@ -351,16 +386,16 @@ class RestrictedObjectivePass:
 
     Parameters
     ----------
-    family, cache, coef, intercept
+    family, selected, coef, intercept
         As in :class:`ColumnScorePass`.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, family: Family, cache: ExampleState, coef: np.ndarray,
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
                  intercept: np.ndarray) -> None:
         self.family = family
-        self.cache = cache
+        self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
 
@@ -372,13 +407,26 @@ class RestrictedObjectivePass:
     def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
         """Add the chunk's loss and gradient (in place)."""
         codes, weight = _chunk_arrays(chunk)
-        gates = _cached_gates(self.cache, chunk, self.coef.shape[0])
-        loss, wsum, errors = restricted_objective_chunk(
-            gates, self.family.base(chunk.X), codes, weight, self.coef, self.intercept,
-            state.gradient, state.intercept)
-        state.loss += loss
-        state.weight += wsum
-        state.errors += errors
+        gates = _gates(self.family, chunk, self.selected)
+        base = self.family.base(chunk.X)
+
+        def work(lo: int, hi: int) -> tuple[float, float, float, np.ndarray, np.ndarray]:
+            first = lo == 0  # the first part adds straight into the state
+            grad = state.gradient if first else np.zeros_like(state.gradient)
+            grad_b = state.intercept if first else np.zeros_like(state.intercept)
+            sums = restricted_objective_chunk(gates[lo:hi], base[lo:hi], codes[lo:hi],
+                                              weight[lo:hi], self.coef, self.intercept,
+                                              grad, grad_b)
+            return (*sums, grad, grad_b)
+
+        for i, (loss, wsum, errors, grad, grad_b) in enumerate(
+                _in_threads(work, _split(chunk.n_rows, MIN_ROWS_PER_THREAD))):
+            if i > 0:
+                state.gradient += grad
+                state.intercept += grad_b
+            state.loss += loss
+            state.weight += wsum
+            state.errors += errors
         return state
 
     def merge(self, a: ObjectiveState, b: ObjectiveState) -> ObjectiveState:
@@ -387,51 +435,6 @@ class RestrictedObjectivePass:
 
     def finish(self, state: ObjectiveState) -> ObjectiveState:
         """The sums."""
-        return state
-
-
-class CacheColumnPass:
-    """Sequential pass: write a newly selected column's gates into the per-row cache.
-
-    Parameters
-    ----------
-    family : LinearColumns, StumpColumns or AnchorColumns
-    cache : ExampleState
-    column : int
-        Cache column to write.
-    candidate : int
-        The selected candidate.
-
-    Notes
-    -----
-    The state is the number of rows written; partial states merge by adding them.
-    """
-
-    kind: Literal["reduction", "sequential"] = "sequential"
-
-    def __init__(self, family: Family, cache: ExampleState, column: int, candidate: int) -> None:
-        self.family = family
-        self.cache = cache
-        self.column = int(column)
-        self.candidate = np.array([candidate], dtype=np.int64)
-
-    def start(self) -> int:
-        """No rows written."""
-        return 0
-
-    def step(self, state: int, chunk: Chunk) -> int:
-        """Compute the column for the chunk's rows and store it."""
-        values = self.cache.get(chunk)
-        values[:, self.column] = self.family.gates(chunk.X, self.candidate)[:, 0]
-        self.cache.put(chunk, values)
-        return state + chunk.n_rows
-
-    def merge(self, a: int, b: int) -> int:
-        """Rows written by both."""
-        return a + b
-
-    def finish(self, state: int) -> int:
-        """Rows written."""
         return state
 
 
@@ -584,32 +587,28 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         selected: list[int] = []
         coef = np.zeros((0, k, q))
         intercept = np.zeros(k)
-        with ExampleState(dataset.n_rows, max(int(self.n_rounds), 1)) as cache:
-            coef, intercept, value, error, used = self._refit(runner, dataset, family, cache,
-                                                              coef, intercept)
+        coef, intercept, value, error, used = self._refit(runner, dataset, family, selected,
+                                                          coef, intercept)
+        passes += used
+        self._record(selected, coef, intercept, value, error, passes, held_out, base_engine,
+                     callback)
+        for t in range(int(self.n_rounds)):
+            scores_state: ObjectiveState = runner.run(
+                ColumnScorePass(family, np.array(selected, dtype=np.int64), coef, intercept),
+                dataset, description=f"score columns {t + 1}/{self.n_rounds}")
+            passes += 1
+            scores = family.column_scores(scores_state.gradient) / scores_state.weight
+            scores[selected] = -np.inf
+            best = int(np.argmax(scores))
+            if not np.isfinite(scores[best]) or scores[best] <= 0.0:
+                break  # every useful column is in the model
+            selected.append(best)
+            coef = np.concatenate([coef, np.zeros((1, k, q))])
+            coef, intercept, value, error, used = self._refit(runner, dataset, family,
+                                                              selected, coef, intercept)
             passes += used
-            self._record(selected, coef, intercept, value, error, passes, held_out, base_engine,
-                         callback)
-            for t in range(int(self.n_rounds)):
-                scores_state: ObjectiveState = runner.run(
-                    ColumnScorePass(family, cache, coef, intercept), dataset,
-                    description=f"score columns {t + 1}/{self.n_rounds}")
-                passes += 1
-                scores = family.column_scores(scores_state.gradient) / scores_state.weight
-                scores[selected] = -np.inf
-                best = int(np.argmax(scores))
-                if not np.isfinite(scores[best]) or scores[best] <= 0.0:
-                    break  # every useful column is in the model
-                runner.run(CacheColumnPass(family, cache, t, best), dataset,
-                           description=f"cache column {t + 1}")
-                passes += 1
-                selected.append(best)
-                coef = np.concatenate([coef, np.zeros((1, k, q))])
-                coef, intercept, value, error, used = self._refit(runner, dataset, family,
-                                                                  cache, coef, intercept)
-                passes += used
-                self._record(selected, coef, intercept, value, error, passes, held_out,
-                             base_engine, callback)
+            self._record(selected, coef, intercept, value, error, passes, held_out,
+                         base_engine, callback)
         return self
 
     def _make_family(self, summary: Description, dataset: Dataset, runner: Any,
@@ -628,7 +627,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         pieces = AnchorPieces.from_sample(centres, summary.sample, int(self.n_radii), scale)
         return AnchorColumns(pieces), KMEANS_EPOCHS + 1
 
-    def _refit(self, runner: Any, dataset: Dataset, family: Family, cache: ExampleState,
+    def _refit(self, runner: Any, dataset: Dataset, family: Family, selected: list[int],
                coef: np.ndarray, intercept: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, float, float, int]:
         """Fully corrective step: L-BFGS over the selected columns, from ``(coef, intercept)``.
@@ -640,11 +639,12 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         k = intercept.shape[0]
         l2 = float(self.l2)
         errors_at: list[tuple[np.ndarray, float]] = []
+        chosen = np.array(selected, dtype=np.int64)
 
         def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
             W = theta[:-k].reshape(shape)
             state: ObjectiveState = runner.run(
-                RestrictedObjectivePass(family, cache, W, theta[-k:]), dataset,
+                RestrictedObjectivePass(family, chosen, W, theta[-k:]), dataset,
                 description=f"refit {shape[0]} columns")
             total = max(state.weight, np.finfo(np.float64).tiny)
             value = state.loss / total + l2 * float(np.sum(W * W))

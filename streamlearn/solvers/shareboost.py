@@ -17,8 +17,8 @@ arrays or add into the accumulators they are given:
 - :func:`linear_gradient_chunk`, :func:`stump_histogram_chunk`,
   :func:`anchor_histogram_chunk`: the gradient matrix of eq. 7 for every candidate column
   of a family, from the residuals;
-- :func:`linear_gates_chunk`, :func:`stump_gates_chunk`, :func:`anchor_gates_chunk`: the
-  gates of selected columns, for the cache and for prediction.
+- :func:`linear_gates_chunk`, :func:`stump_gates_chunk`: the gates of selected columns (anchor
+  gates are a comparison of distances, :mod:`streamlearn.features.anchors`).
 """
 
 from __future__ import annotations
@@ -28,12 +28,15 @@ from numba import njit
 
 
 # -- scores and the soft-max loss ----------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _row_scores(i: int, gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
-                intercept: np.ndarray, active: np.ndarray, s: np.ndarray) -> int:
-    # s <- b + sum_j g_ij W_j a_i ; active[:n_active] <- groups with a non-zero gate
+                intercept: np.ndarray, active: np.ndarray, s: np.ndarray, a: np.ndarray) -> int:
+    # s <- b + sum_j g_ij W_j a_i ; active[:n_active] <- groups with a non-zero gate;
+    # a <- a_i in double precision (contiguous, for the inner products)
     k = intercept.shape[0]
     q = base.shape[1]
+    for f in range(q):
+        a[f] = base[i, f]
     for c in range(k):
         s[c] = intercept[c]
     n_active = 0
@@ -46,7 +49,7 @@ def _row_scores(i: int, gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
         for c in range(k):
             acc = 0.0
             for f in range(q):
-                acc += coef[j, c, f] * base[i, f]
+                acc += coef[j, c, f] * a[f]
             s[c] += g * acc
     return n_active
 
@@ -101,8 +104,9 @@ def decision_chunk(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
     out = np.empty((n, k))
     s = np.empty(k)
     active = np.empty(gates.shape[1], dtype=np.int64)
+    a = np.empty(base.shape[1])
     for i in range(n):
-        _row_scores(i, gates, base, coef, intercept, active, s)
+        _row_scores(i, gates, base, coef, intercept, active, s, a)
         for c in range(k):
             out[i, c] = s[c]
     return out
@@ -143,13 +147,14 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
     s = np.empty(k)
     r = np.empty(k)
     active = np.empty(gates.shape[1], dtype=np.int64)
+    a = np.empty(q)
     loss = 0.0
     weight_sum = 0.0
     errors = 0.0
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
-        n_active = _row_scores(i, gates, base, coef, intercept, active, s)
+        n_active = _row_scores(i, gates, base, coef, intercept, active, s, a)
         if _argmax(s) != y:
             errors += w
         loss += w * _softmax_residual(s, y, r)
@@ -162,7 +167,7 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
             for c in range(k):
                 rc = wg * r[c]
                 for f in range(q):
-                    grad_coef[j, c, f] += rc * base[i, f]
+                    grad_coef[j, c, f] += rc * a[f]
     return loss, weight_sum, errors
 
 
@@ -189,13 +194,14 @@ def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarra
     s = np.empty(k)
     r = np.empty(k)
     active = np.empty(gates.shape[1], dtype=np.int64)
+    a = np.empty(base.shape[1])
     loss = 0.0
     weight_sum = 0.0
     errors = 0.0
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
-        _row_scores(i, gates, base, coef, intercept, active, s)
+        _row_scores(i, gates, base, coef, intercept, active, s, a)
         if _argmax(s) != y:
             errors += w
         loss += w * _softmax_residual(s, y, r)
@@ -283,52 +289,70 @@ def stump_gradients(histogram: np.ndarray) -> np.ndarray:
     return np.cumsum(histogram, axis=1)[:, :-1, :]
 
 
+#: Rows whose outer products ``a_i R_i^T`` :func:`anchor_histogram_chunk` holds at once.
+ANCHOR_TILE_ROWS = 256
+
+
 @njit(cache=True, nogil=True)
-def anchor_histogram_chunk(X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
-                           centres: np.ndarray, radii2: np.ndarray, out: np.ndarray) -> None:
+def anchor_histogram_chunk(dist2: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                           radii2: np.ndarray, out: np.ndarray) -> None:
     """Add ``a_i R_i^T`` to the bin of the smallest ball of each centre that holds row ``i``.
 
     Radii are ascending per centre, so the gradient of the group of piece ``(c, r)``,
     the columns ``1[||x - v_c|| < r] a(x)``, is the cumulative sum of bins ``0..r``
     (:func:`anchor_gradients`): every radius of a centre from one pass.
 
+    The squared distances come in from outside (a matrix product, see
+    :func:`streamlearn.features.anchors.squared_distances`); the kernel does what a matrix
+    product cannot: the radius bin of every (centre, row) pair and the scatter-add of the
+    row's ``q x k`` outer product into it. Rows are taken ``ANCHOR_TILE_ROWS`` at a time:
+    their outer products are formed once and stay in cache while every centre's bins
+    (``n_radii x q x k``) are updated from them.
+
     Parameters
     ----------
-    X : ndarray of shape (n, p), float32
-        Rows in the space of the centres.
+    dist2 : ndarray of shape (n, n_centres), float32
+        Squared distance from every row to every centre.
     base : ndarray of shape (n, q), float32
     residuals : ndarray of shape (n, k), float64
-    centres : ndarray of shape (n_centres, p), float32
     radii2 : ndarray of shape (n_centres, n_radii), float64
         Squared radii, ascending per centre.
-    out : ndarray of shape (n_centres, n_radii, q, k), float64
+    out : ndarray of shape (n_centres, n_radii, q, k), float32, C-contiguous
+        Single precision halves the memory traffic of the scatter-add, the cost of a
+        round; the sums only rank candidates.
     """
-    n, p = X.shape
+    n, n_centres = dist2.shape
     q = base.shape[1]
     k = residuals.shape[1]
     n_radii = radii2.shape[1]
-    for i in range(n):
-        for v in range(centres.shape[0]):
-            dist2 = 0.0
-            for f in range(p):
-                diff = np.float64(X[i, f]) - centres[v, f]
-                dist2 += diff * diff
-            if dist2 >= radii2[v, n_radii - 1]:
-                continue
-            lo = 0
-            hi = n_radii - 1
-            while lo < hi:  # first radius with dist2 < radii2
-                mid = (lo + hi) // 2
-                if dist2 < radii2[v, mid]:
-                    hi = mid
-                else:
-                    lo = mid + 1
+    qk = q * k
+    acc = out.reshape((n_centres, n_radii, qk))
+    tile = np.empty((ANCHOR_TILE_ROWS, qk), dtype=np.float32)
+    for i0 in range(0, n, ANCHOR_TILE_ROWS):
+        i1 = min(n, i0 + ANCHOR_TILE_ROWS)
+        for i in range(i0, i1):
             for f in range(q):
-                a = base[i, f]
-                if a == 0.0:
-                    continue
+                a = np.float64(base[i, f])
                 for c in range(k):
-                    out[v, lo, f, c] += a * residuals[i, c]
+                    tile[i - i0, f * k + c] = np.float32(a * residuals[i, c])
+        for v in range(n_centres):
+            top = radii2[v, n_radii - 1]
+            for i in range(i0, i1):
+                d = dist2[i, v]
+                if d >= top:
+                    continue
+                lo = 0
+                hi = n_radii - 1
+                while lo < hi:  # first radius with d < radii2
+                    mid = (lo + hi) // 2
+                    if d < radii2[v, mid]:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                row = acc[v, lo]
+                z = tile[i - i0]
+                for m in range(qk):
+                    row[m] += z[m]
 
 
 def anchor_gradients(histogram: np.ndarray) -> np.ndarray:
@@ -366,19 +390,4 @@ def stump_gates_chunk(X: np.ndarray, features: np.ndarray, thresholds: np.ndarra
     for i in range(n):
         for j in range(features.shape[0]):
             out[i, j] = 1.0 if X[i, features[j]] <= thresholds[j] else 0.0
-    return out
-
-
-@njit(cache=True, nogil=True)
-def anchor_gates_chunk(X: np.ndarray, centres: np.ndarray, radii2: np.ndarray) -> np.ndarray:
-    """Ball indicators ``1[||x - v_j||^2 < r_j^2]`` of the selected pieces, (n, T) float32."""
-    n, p = X.shape
-    out = np.empty((n, centres.shape[0]), dtype=np.float32)
-    for i in range(n):
-        for j in range(centres.shape[0]):
-            dist2 = 0.0
-            for f in range(p):
-                diff = np.float64(X[i, f]) - centres[j, f]
-                dist2 += diff * diff
-            out[i, j] = 1.0 if dist2 < radii2[j] else 0.0
     return out
