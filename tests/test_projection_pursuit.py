@@ -49,7 +49,9 @@ def test_sparse_ppr_finds_the_two_product_directions(ppr_data):
     # x1 x2 = (x1 + x2)^2 / 4 - (x1 - x2)^2 / 4 (paper 001, eq. 11)
     assert model.selected_features_.tolist() == [0, 1]
     first = model.projections_[0] * np.sign(model.projections_[0, 0])
-    np.testing.assert_allclose(first[:2], [2**-0.5, 2**-0.5], atol=0.08)
+    np.testing.assert_allclose(first, [2**-0.5, 2**-0.5, 0, 0, 0], atol=0.08)
+    second = model.projections_[1] * np.sign(model.projections_[1, 0])
+    np.testing.assert_allclose(second, [2**-0.5, -(2**-0.5), 0, 0, 0], atol=0.08)
     Xt, yt = product_problem(2000, 0.0, 9)
     assert np.mean((model.predict(Xt) - yt) ** 2) < 0.003  # Var(x1 x2) is 0.049
     # training residual sum of squares from the Gram algebra = from the predictions
@@ -67,6 +69,9 @@ def test_plain_ppr_uses_at_least_as_many_features(ppr_data):
     plain = SparsePPRRegressor(n_terms=2, tau=np.inf, smoothing=1.0, **FAST).fit(X, y)
     assert np.all(plain.lambdas_ == 0) and np.all(sparse.lambdas_ > 0)
     assert plain.n_nonzero_.sum() >= sparse.n_nonzero_.sum()
+    # Table 3: lam_j = (residual sum of squares before term j) / tau
+    rss_before = np.concatenate([[np.sum((y - y.mean()) ** 2)], sparse.train_sse_[:-1]])
+    np.testing.assert_allclose(sparse.lambdas_, rss_before / 5, rtol=1e-5)
     assert plain.train_sse_[-1] <= sparse.train_sse_[-1] * (1 + 1e-9)
 
 

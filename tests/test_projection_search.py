@@ -22,6 +22,7 @@ from streamlearn.solvers.projection_search import (
     sequential_coordinate_search,
     spline_fit_costs,
     spline_gram_scan_chunk,
+    start_candidates,
     table_predict_chunk,
     weak_learner_table,
 )
@@ -199,6 +200,67 @@ def test_make_candidates_marks_the_zero_vector():
     np.testing.assert_allclose(cands.l1[3], np.sqrt(2.0))
 
 
+def test_start_candidates_are_coordinates_and_signed_pairs():
+    spread = FeatureSpread(np.zeros(3), np.ones(3), np.full(3, 0.5), np.eye(3) / 12)
+    starts = start_candidates(3, spread, pairs=True)
+    U = np.array([starts.direction(np.zeros(3), c) for c in range(len(starts))])
+    h = 2**-0.5
+    ref = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [h, h, 0], [h, -h, 0], [h, 0, h],
+                    [h, 0, -h], [0, h, h], [0, h, -h]])
+    np.testing.assert_allclose(U, ref, atol=1e-15)
+    np.testing.assert_allclose(starts.l1, np.abs(ref).sum(axis=1))
+    np.testing.assert_allclose(starts.raw(np.zeros(3), 4), [1.0, -1.0, 0.0])
+    assert len(start_candidates(3, spread, pairs=False)) == 3
+
+
+def test_scan_kernels_cost_two_coordinate_candidates(data):
+    """Pair starts move two coordinates at once: both kernels against numpy references."""
+    X, y, codes, weight, proj, lo, hi = data
+    starts = start_candidates(4, spread_of(X), pairs=True)
+    alpha = np.zeros(4)
+    coef = np.random.default_rng(1).normal(size=(2, N_BASES)) * 0.1
+    gram = np.zeros((len(starts), N_BASES, 4))
+    rhs = np.zeros((len(starts), N_BASES))
+    totals = np.zeros(2)
+    spline_gram_scan_chunk(X, y, weight, 0.25, proj, lo, hi, coef, 3, alpha,
+                           *starts.kernel_args(), gram, rhs, totals)
+    table = np.random.default_rng(2).normal(size=(2, N_BINS)) * 0.5
+    hist = np.zeros((len(starts), N_BINS, 2))
+    class_histogram_scan_chunk(X, codes, weight, np.ones(2), proj, lo, hi, table, alpha,
+                               *starts.kernel_args(), hist)
+    w = weight.astype(np.float64)
+    r = y - ridge_reference(X, 0.25, proj, lo, hi, coef, 3)
+    wb = w * np.exp(-(2.0 * codes - 1.0) * table_reference(X, proj, lo, hi, table))
+    full = gram_from_band(gram)
+    for c in range(len(starts)):
+        z = X.astype(np.float64) @ starts.direction(alpha, c)
+        B = design(z, starts.lo[c], starts.hi[c], N_BASES, 3)
+        np.testing.assert_allclose(full[c], B.T @ (w[:, None] * B), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(rhs[c], B.T @ (w * r), rtol=1e-9, atol=1e-9)
+        ref = np.zeros((N_BINS, 2))
+        np.add.at(ref, (bins(z, starts.lo[c], starts.hi[c], N_BINS), codes), wb)
+        np.testing.assert_allclose(hist[c], ref, rtol=1e-9, atol=1e-15)
+
+
+def test_pair_start_reaches_a_difference_no_single_coordinate_explains():
+    """r = (x1 - x2)^2 + 0.3 x3: x3 is the best single coordinate, and no one-coordinate move
+    from e3 reaches x1 - x2; the pair start begins at (e1 - e2) / sqrt 2."""
+    rng = np.random.default_rng(21)
+    X = rng.uniform(0, 1, size=(400, 5)).astype(np.float32)
+    x = X.astype(np.float64)
+    target = (x[:, 0] - x[:, 1]) ** 2 + 0.3 * x[:, 2]
+    r = (target - target.mean() + 0.01 * rng.normal(size=400)).astype(np.float32)
+    scan = one_pass_ppr_scan(X, r, np.ones(400, dtype=np.float32), 0.1, 3)
+    kwargs = dict(coarse_step=0.25, fine_step=0.05, max_iter=4)
+    pairs = informative_feature_first(scan, 5, spread_of(X), lambda g: g / 15.0, start="pairs",
+                                      **kwargs)
+    single = informative_feature_first(scan, 5, spread_of(X), lambda g: g / 15.0,
+                                       start="coordinate", **kwargs)
+    u = pairs.alpha * np.sign(pairs.alpha[0])
+    np.testing.assert_allclose(u, [2**-0.5, -(2**-0.5), 0, 0, 0], atol=0.05)
+    assert single.alpha[2] != 0 and pairs.cost < 0.5 * single.cost
+
+
 # -- one pass for all candidates vs one evaluation per candidate ------------------------------
 def one_pass_ppr_scan(X, r, w, smoothing, degree):
     P = smoothing * penalty_matrix(N_BASES)
@@ -269,14 +331,15 @@ def separate_js_scan(X, codes, w):
     return scan
 
 
+@pytest.mark.parametrize("start", ["coordinate", "pairs"])
 @pytest.mark.parametrize("tau", [15.0, np.inf])
-def test_ppr_search_one_pass_equals_separate_evaluation(tau):
+def test_ppr_search_one_pass_equals_separate_evaluation(tau, start):
     rng = np.random.default_rng(11)
     X = rng.uniform(0, 1, size=(300, 4)).astype(np.float32)
     r = (X[:, 0] * X[:, 1] - 0.25 + 0.05 * rng.normal(size=300)).astype(np.float32)
     w = np.ones(300, dtype=np.float32)
     spread = spread_of(X)
-    kwargs = dict(coarse_step=0.25, fine_step=0.05, max_iter=4)
+    kwargs = dict(coarse_step=0.25, fine_step=0.05, max_iter=4, start=start)
     one = informative_feature_first(one_pass_ppr_scan(X, r, w, 0.1, 3), 4, spread,
                                     lambda g: g / tau, **kwargs)
     sep = informative_feature_first(separate_ppr_scan(X, r, w, 0.1, 3), 4, spread,
@@ -284,7 +347,8 @@ def test_ppr_search_one_pass_equals_separate_evaluation(tau):
     np.testing.assert_allclose(one.alpha, sep.alpha, atol=1e-12)
     np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-6)
     np.testing.assert_allclose(one.stat, sep.stat, rtol=1e-4, atol=1e-6)
-    assert one.n_scans == sep.n_scans >= 3
+    # the start scan and at least one coordinate scan (from e_i, at least one move too)
+    assert one.n_scans == sep.n_scans >= (2 if start == "pairs" else 3)
     assert np.count_nonzero(one.alpha[:2]) == 2  # x1 x2 needs both coordinates
 
 

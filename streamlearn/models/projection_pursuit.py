@@ -4,8 +4,11 @@ Both models are sums of ridge functions of sparse unit directions,
 ``F(x) = sum_k f_k(u_k . x)``, learned one term at a time (forward stagewise). Each direction
 comes from the "informative feature first" search of paper 001 (Tables 1-2,
 :func:`~streamlearn.solvers.projection_search.informative_feature_first`), which minimises
-``E = g(u) + lam ||u||_1`` with ``lam = g(u^(0)) / tau`` (eq. 6), ``u^(0)`` the best single
-coordinate; ``tau = inf`` switches the L1 term off (plain PPR and JSBoost).
+``E = g(u) + lam ||u||_1`` with ``lam = g(u^(0)) / tau`` (eq. 6): for the regression the
+residual sum of squares before the term (Table 3), for the classifier the cost of the best
+single coordinate; ``tau = inf`` switches the L1 term off (plain PPR and JSBoost). The search
+starts from the lowest-cost single coordinate or signed coordinate pair (``start="pairs"``,
+the default) or, as in the paper, from the best single coordinate (``start="coordinate"``).
 
 ``fit`` is a sequence of passes over the data:
 
@@ -46,6 +49,7 @@ from streamlearn.models.base import (
     storable_classes,
 )
 from streamlearn.solvers.projection_search import (
+    STARTS,
     Candidates,
     FeatureSpread,
     SearchResult,
@@ -331,6 +335,7 @@ class _ProjectionPursuit(StreamEstimator):
 
     tau: float
     search: str
+    start: str
     search_range: float
     coarse_step: float
     fine_step: float
@@ -356,14 +361,19 @@ class _ProjectionPursuit(StreamEstimator):
         _positive_int("max_iter", self.max_iter, 0)
         if self.search not in SEARCHES:
             raise ValueError(f"search must be one of {sorted(SEARCHES)}, got {self.search!r}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {list(STARTS)}, got {self.start!r}")
         if self.chunk_rows is not None:
             _positive_int("chunk_rows", self.chunk_rows)
+
     def _search(self, scan: Any, n_features: int, spread: FeatureSpread,
                 penalty: Any) -> SearchResult:
+        options: dict[str, Any] = {"start": self.start} if self.search == "informative_first" \
+            else {}
         return SEARCHES[self.search](
             scan, n_features, spread, penalty, search_range=float(self.search_range),
             coarse_step=float(self.coarse_step), fine_step=float(self.fine_step),
-            max_iter=int(self.max_iter))
+            max_iter=int(self.max_iter), **options)
 
     def _lam(self, g0: float) -> float:
         return abs(g0) / float(self.tau)  # 0 for tau = inf
@@ -431,8 +441,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     n_terms : int
         Ridge functions.
     tau : float
-        Strength of the L1 penalty on the directions, ``lam = g0 / tau`` (eq. 6, ``g0`` the
-        residual sum of squares of the best single-coordinate term); ``inf`` gives plain PPR.
+        Strength of the L1 penalty on the directions, ``lam = sum_i w_i r_i^2 / tau`` with
+        ``r`` the residuals before the term (Table 3, eq. 6); ``inf`` gives plain PPR.
     n_bases : int
         B-spline bases of each ridge function.
     smoothing : float
@@ -444,6 +454,11 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         Direction search: paper 001's "informative feature first" (Table 2: each round moves
         the one coordinate that lowers the cost most), or the cyclic 1-D search over every
         coordinate of KLBoosting that the paper compares against.
+    start : {"pairs", "coordinate"}
+        Start of the ``"informative_first"`` search: the lowest-cost of the single coordinates
+        and the signed coordinate pairs ``(e_i +- e_j) / sqrt 2`` (all costed by one scan), or
+        the paper's best single coordinate. From a single coordinate a direction such as
+        ``x1 - x2``, which neither feature explains alone, is rarely reached.
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of the search (Table 2).
     max_iter : int
@@ -490,9 +505,9 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
 
     def __init__(self, n_terms: int = 2, tau: float = 15.0, n_bases: int = 8,
                  smoothing: float = 10.0, degree: int = 3,
-                 search: str = "informative_first", search_range: float = 1.0,
-                 coarse_step: float = 0.1, fine_step: float = 0.01, max_iter: int = 20,
-                 chunk_rows: int | None = None, engine: Any = None,
+                 search: str = "informative_first", start: str = "pairs",
+                 search_range: float = 1.0, coarse_step: float = 0.1, fine_step: float = 0.01,
+                 max_iter: int = 20, chunk_rows: int | None = None, engine: Any = None,
                  progress: bool | None = None) -> None:
         self.n_terms = n_terms
         self.tau = tau
@@ -500,6 +515,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.smoothing = smoothing
         self.degree = degree
         self.search = search
+        self.start = start
         self.search_range = search_range
         self.coarse_step = coarse_step
         self.fine_step = fine_step
@@ -574,15 +590,22 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
             terms = self._terms()
             label = f"term {k + 1}/{self.n_terms}"
 
+            residual_ss: list[float] = []
+
             def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
-                     label: str = label) -> tuple[np.ndarray, np.ndarray]:
+                     label: str = label, residual_ss: list[float] = residual_ss
+                     ) -> tuple[np.ndarray, np.ndarray]:
                 stats: GramStatistics = runner.run(
                     SplineScanPass(terms, n_bases, alpha, cands), dataset,
                     description=f"{label}: {len(cands)} candidates")
+                residual_ss.append(float(stats.totals[0]))
                 return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
                                         float(stats.totals[0]), penalty)
 
-            found = self._search(scan, d, spread, self._lam)
+            # Table 3: lam_j = sum_i r_i^2 / tau, the residuals before term j (the first scan
+            # has just summed them)
+            found = self._search(scan, d, spread,
+                                 lambda g0, rss=residual_ss: self._lam(rss[0]))
             self.projections_ = np.vstack([self.projections_, _clean(found.alpha)])
             self.ranges_ = np.vstack([self.ranges_, [found.lo, found.hi]])
             self.spline_coef_ = np.vstack([self.spline_coef_, found.stat])
@@ -647,7 +670,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     smoothing : float
         ``eps = smoothing / n_bins`` is added to the normalised bin masses ``h+, h-`` of a weak
         learner, which bounds its output where a bin holds one class only.
-    search, search_range, coarse_step, fine_step, max_iter
+    search, start, search_range, coarse_step, fine_step, max_iter
         The direction search, see :class:`SparsePPRRegressor`.
     chunk_rows : int, optional
     engine : engine, optional
@@ -684,7 +707,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
 
     def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
                  smoothing: float = 1.0, search: str = "informative_first",
-                 search_range: float = 1.0, coarse_step: float = 0.1,
+                 start: str = "pairs", search_range: float = 1.0, coarse_step: float = 0.1,
                  fine_step: float = 0.01, max_iter: int = 20, chunk_rows: int | None = None,
                  engine: Any = None, progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
@@ -692,6 +715,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.n_bins = n_bins
         self.smoothing = smoothing
         self.search = search
+        self.start = start
         self.search_range = search_range
         self.coarse_step = coarse_step
         self.fine_step = fine_step

@@ -20,7 +20,8 @@ function of ``u . x``. Every candidate of a scan is costed from ONE walk over th
 
 The bins and the spline knots of a candidate span the range of its projected values
 (:func:`projection_ranges`). :func:`informative_feature_first` is the search loop itself,
-given any function that costs a scan.
+given any function that costs a scan; its first scan costs the starting directions
+(:func:`start_candidates`: single coordinates, optionally signed coordinate pairs).
 """
 
 from __future__ import annotations
@@ -135,13 +136,14 @@ def table_predict_chunk(X, proj, lo, hi, table):
 # -- one-pass candidate scans ----------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, alpha,
-                           cand_feature, cand_delta, cand_scale, cand_lo, cand_hi,
-                           band, rhs, totals):
+                           cand_feature, cand_delta, cand_feature2, cand_delta2, cand_scale,
+                           cand_lo, cand_hi, band, rhs, totals):
     """Add one chunk's B-spline Gram statistics of every candidate projection.
 
     For row ``i`` with residual ``r_i = y_i - intercept - sum_k f_k(u_k . x_i)`` (the model's
     terms ``proj, lo, hi, coef``) and candidate ``c`` with projected value
-    ``z = (alpha . x_i + cand_delta[c] x_i[cand_feature[c]]) cand_scale[c]``:
+    ``z = (alpha . x_i + cand_delta[c] x_i[cand_feature[c]]
+    + cand_delta2[c] x_i[cand_feature2[c]]) cand_scale[c]``:
     ``band[c, j, o] += w_i B_j(z) B_{j+o}(z)`` (the ``degree + 1`` upper diagonals of the
     Gram matrix ``sum_i w_i B B^T``, see :func:`gram_from_band`), ``rhs[c] += w_i r_i B(z)``, with
     ``B`` the ``n_bases`` B-splines of degree ``degree`` on ``[cand_lo[c], cand_hi[c]]``.
@@ -157,9 +159,10 @@ def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, 
     degree : int
     alpha : ndarray of shape (n_features,), float64
         Current (unnormalised) projection.
-    cand_feature : ndarray of shape (n_candidates,), int64
-    cand_delta, cand_scale, cand_lo, cand_hi : ndarray of shape (n_candidates,), float64
-        Offset, ``1 / ||alpha + delta e_m||_2`` and spline range of each candidate.
+    cand_feature, cand_feature2 : ndarray of shape (n_candidates,), int64
+    cand_delta, cand_delta2, cand_scale, cand_lo, cand_hi : ndarray of shape (n_candidates,)
+        float64: the two offsets, ``1 / ||alpha + delta e_m + delta2 e_m2||_2`` and the
+        spline range of each candidate (see :class:`Candidates`).
     band : ndarray of shape (n_candidates, n_bases, degree + 1), float64
         Updated in place.
     rhs : ndarray of shape (n_candidates, n_bases), float64
@@ -177,7 +180,8 @@ def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, 
         totals[1] += w
         base = _dot(alpha, x)
         for c in range(cand_feature.shape[0]):
-            z = (base + cand_delta[c] * x[cand_feature[c]]) * cand_scale[c]
+            z = (base + cand_delta[c] * x[cand_feature[c]]
+                 + cand_delta2[c] * x[cand_feature2[c]]) * cand_scale[c]
             first = bspline_basis(z, cand_lo[c], cand_hi[c], n_bases, degree, basis)
             for a in range(degree + 1):
                 wa = w * basis[a]
@@ -188,7 +192,8 @@ def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, 
 
 @njit(cache=True, nogil=True)
 def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, table, alpha,
-                               cand_feature, cand_delta, cand_scale, cand_lo, cand_hi, hist):
+                               cand_feature, cand_delta, cand_feature2, cand_delta2, cand_scale,
+                               cand_lo, cand_hi, hist):
     """Add one chunk's weighted class histograms of every candidate projection.
 
     Row ``i`` with class code ``k_i`` in {0, 1} (``y_i = 2 k_i - 1``) has the boosting weight
@@ -205,7 +210,7 @@ def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, tab
     class_weight : ndarray of shape (2,), float64
         Initial weight of a row of each class (``1 / N_-``, ``1 / N_+``).
     proj, lo, hi, table : the model's terms, see :func:`table_predict_chunk`
-    alpha, cand_feature, cand_delta, cand_scale, cand_lo, cand_hi
+    alpha, cand_feature, cand_delta, cand_feature2, cand_delta2, cand_scale, cand_lo, cand_hi
         See :func:`spline_gram_scan_chunk`.
     hist : ndarray of shape (n_candidates, n_bins, 2), float64
         Updated in place.
@@ -221,14 +226,18 @@ def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, tab
         w = weight[i] * class_weight[k] * np.exp(exponent)
         base = _dot(alpha, x)
         for c in range(cand_feature.shape[0]):
-            z = (base + cand_delta[c] * x[cand_feature[c]]) * cand_scale[c]
+            z = (base + cand_delta[c] * x[cand_feature[c]]
+                 + cand_delta2[c] * x[cand_feature2[c]]) * cand_scale[c]
             hist[c, _bin(z, cand_lo[c], cand_hi[c], n_bins), k] += w
 
 
 # -- small dense work between passes ---------------------------------------------------------
 @dataclass(frozen=True)
 class Candidates:
-    """The projections ``alpha + delta e_m`` one scan evaluates.
+    """The projections ``alpha + delta e_m + delta2 e_m2`` one scan evaluates.
+
+    A coordinate scan moves one coordinate (``delta2 = 0``); the starts of a search
+    (:func:`start_candidates`) may set two coordinates at once.
 
     Attributes
     ----------
@@ -237,11 +246,15 @@ class Candidates:
     delta : ndarray of shape (n,), float64
         Offset added to ``alpha[m]``.
     scale : ndarray of shape (n,), float64
-        ``1 / ||alpha + delta e_m||_2`` (0 for a zero vector, which is never chosen).
+        ``1 / ||alpha + delta e_m + delta2 e_m2||_2`` (0 for a zero vector, never chosen).
     lo, hi : ndarray of shape (n,), float64
         Range of the projected values ``u . x`` (bins and spline knots span it).
     l1 : ndarray of shape (n,), float64
         ``||u||_1`` of the unit direction (``inf`` for a zero vector).
+    feature2 : ndarray of shape (n,), int64
+        Second coordinate ``m2`` a candidate moves (``m`` itself when none).
+    delta2 : ndarray of shape (n,), float64
+        Offset added to ``alpha[m2]`` (0 when none).
     """
 
     feature: np.ndarray
@@ -250,19 +263,27 @@ class Candidates:
     lo: np.ndarray
     hi: np.ndarray
     l1: np.ndarray
+    feature2: np.ndarray
+    delta2: np.ndarray
 
     def __len__(self) -> int:
         return int(self.feature.shape[0])
 
-    def direction(self, alpha: np.ndarray, c: int) -> np.ndarray:
-        """Unit direction ``u`` of candidate ``c``."""
+    def raw(self, alpha: np.ndarray, c: int) -> np.ndarray:
+        """Unnormalised vector ``alpha + delta e_m + delta2 e_m2`` of candidate ``c``."""
         a = np.array(alpha, dtype=np.float64)
         a[self.feature[c]] += self.delta[c]
-        return a * self.scale[c]
+        a[self.feature2[c]] += self.delta2[c]
+        return a
+
+    def direction(self, alpha: np.ndarray, c: int) -> np.ndarray:
+        """Unit direction ``u`` of candidate ``c``."""
+        return self.raw(alpha, c) * self.scale[c]
 
     def kernel_args(self) -> tuple[np.ndarray, ...]:
-        """``(feature, delta, scale, lo, hi)`` as the scan kernels take them."""
-        return self.feature, self.delta, self.scale, self.lo, self.hi
+        """``(feature, delta, feature2, delta2, scale, lo, hi)`` as the scan kernels take them."""
+        return (self.feature, self.delta, self.feature2, self.delta2, self.scale, self.lo,
+                self.hi)
 
 
 @dataclass(frozen=True)
@@ -331,18 +352,56 @@ def make_candidates(alpha: np.ndarray, features: np.ndarray, deltas: np.ndarray,
     Candidates
         Feature-major order: all deltas of ``features[0]``, then of ``features[1]``, ...
     """
-    alpha = np.asarray(alpha, dtype=np.float64)
     feature = np.repeat(np.asarray(features, dtype=np.int64), len(deltas))
     delta = np.tile(np.asarray(deltas, dtype=np.float64), len(features))
+    return _candidates(alpha, feature, delta, feature.copy(), np.zeros_like(delta), spread)
+
+
+def start_candidates(n_features: int, spread: FeatureSpread, pairs: bool) -> Candidates:
+    """Starting directions of a search, all costed by one scan from ``alpha = 0``.
+
+    The single coordinates ``e_m`` (paper 001, Table 2) come first, in feature order; with
+    ``pairs`` they are followed by ``e_i + e_j`` and ``e_i - e_j`` for every ``i < j``, so
+    that a direction that needs two features at once (``x1 - x2`` when neither feature alone
+    explains anything) is reachable from the start.
+
+    Parameters
+    ----------
+    n_features : int
+    spread : FeatureSpread
+    pairs : bool
+
+    Returns
+    -------
+    Candidates
+        ``n_features`` candidates, plus ``n_features (n_features - 1)`` with ``pairs``.
+    """
+    feature = np.arange(n_features, dtype=np.int64)
+    feature2 = feature.copy()
+    delta2 = np.zeros(n_features)
+    if pairs:
+        i, j = np.triu_indices(n_features, k=1)
+        feature = np.concatenate([feature, np.repeat(i, 2)])
+        feature2 = np.concatenate([feature2, np.repeat(j, 2)])
+        delta2 = np.concatenate([delta2, np.tile([1.0, -1.0], len(i))])
+    return _candidates(np.zeros(n_features), feature, np.ones(len(feature)), feature2, delta2,
+                       spread)
+
+
+def _candidates(alpha: np.ndarray, feature: np.ndarray, delta: np.ndarray, feature2: np.ndarray,
+                delta2: np.ndarray, spread: FeatureSpread) -> Candidates:
+    alpha = np.asarray(alpha, dtype=np.float64)
+    rows = np.arange(len(feature))
     A = np.tile(alpha, (len(feature), 1))
-    A[np.arange(len(feature)), feature] += delta
+    A[rows, feature] += delta
+    A[rows, feature2] += delta2
     norm = np.linalg.norm(A, axis=1)
     zero = ~(norm > 1e-12)
     scale = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, norm))
     U = A * scale[:, None]
     lo, hi = projection_ranges(U, spread)
     l1 = np.where(zero, np.inf, np.abs(U).sum(axis=1))
-    return Candidates(feature, delta, scale, lo, hi, l1)
+    return Candidates(feature, delta, scale, lo, hi, l1, feature2, delta2)
 
 
 def penalty_matrix(n_bases: int, order: int = 2) -> np.ndarray:
@@ -500,20 +559,29 @@ def offsets(lo: float, hi: float, step: float) -> np.ndarray:
     return np.round(lo + step * np.arange(n + 1), 12)
 
 
+#: Starts of :func:`informative_feature_first`: the paper's best single coordinate, or the
+#: best of the single coordinates and the signed coordinate pairs.
+STARTS = ("coordinate", "pairs")
+
+
 def informative_feature_first(scan: ScanFunction, n_features: int, spread: FeatureSpread,
                               penalty_weight: Callable[[float], float], *,
                               search_range: float = 1.0, coarse_step: float = 0.1,
-                              fine_step: float = 0.01, max_iter: int = 20) -> SearchResult:
+                              fine_step: float = 0.01, max_iter: int = 20,
+                              start: str = "coordinate") -> SearchResult:
     """Find a sparse projection by the "informative feature first" search (Tables 1-2).
 
-    1. Start from the best single coordinate ``e_i`` (one scan of all ``e_m``); the L1
-       weight is ``lam = penalty_weight(g(e_i))`` (eq. 6).
+    1. One scan costs the starting directions (:func:`start_candidates`): the single
+       coordinates ``e_m`` and, with ``start="pairs"``, the signed pairs ``e_i +- e_j``. The L1
+       weight is ``lam = penalty_weight(g(e_i))`` with ``e_i`` the best single coordinate
+       (eq. 6, ``alpha^(0)``); the search starts from the start of lowest cost
+       ``E = g(u) + lam ||u||_1`` (``e_i`` itself with ``start="coordinate"``, Table 2).
     2. Repeat: a coarse scan of every coordinate, ``alpha + delta e_m`` with ``delta`` in
        ``[-H, H]`` by ``coarse_step``, picks the coordinate and offset of the lowest cost
-       ``E = g(u) + lam ||u||_1``, ``u = alpha / ||alpha||`` (eq. 8); a fine scan of that
-       coordinate around the offset (``+- coarse_step`` by ``fine_step``) sets it. Stop when no
-       coarse candidate lowers ``E`` (the lower cost wins: the "E > E*" of the printed
-       pseudo-code is written for a maximised score) or after ``max_iter`` rounds.
+       ``E``, ``u = alpha / ||alpha||`` (eq. 8); a fine scan of that coordinate around the
+       offset (``+- coarse_step`` by ``fine_step``) sets it. Stop when no coarse candidate
+       lowers ``E`` (the lower cost wins: the "E > E*" of the printed pseudo-code is written
+       for a maximised score) or after ``max_iter`` rounds.
 
     Parameters
     ----------
@@ -524,22 +592,29 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
     spread : FeatureSpread
         Bounds of the projected values.
     penalty_weight : callable
-        ``lam`` from the fit cost of the initial coordinate.
+        ``lam`` from the fit cost of the best single coordinate.
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of the paper.
     max_iter : int
+    start : {"coordinate", "pairs"}
 
     Returns
     -------
     SearchResult
     """
-    alpha = np.zeros(n_features)
-    singles = make_candidates(alpha, np.arange(n_features), np.ones(1), spread)
-    g, stats = scan(alpha, singles)
-    i = int(np.argmin(g))
+    if start not in STARTS:
+        raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+    origin = np.zeros(n_features)
+    starts = start_candidates(n_features, spread, start == "pairs")
+    g, stats = scan(origin, starts)
+    i = int(np.argmin(g[:n_features]))
     lam = float(penalty_weight(float(g[i])))
-    best = _pick(alpha, singles, i, g, float(g[i]) + lam * singles.l1[i], stats)
-    alpha[i] = 1.0
+    cost = _costs(g, lam, starts)
+    if start == "coordinate":
+        cost[n_features:] = np.inf
+    s = int(np.argmin(cost))
+    best = _pick(origin, starts, s, g, float(cost[s]), stats)
+    alpha = starts.raw(origin, s)
     n_scans = 1
     coarse = offsets(-search_range, search_range, coarse_step)
     for _ in range(int(max_iter)):
@@ -582,7 +657,7 @@ def sequential_coordinate_search(scan: ScanFunction, n_features: int, spread: Fe
     result as :func:`informative_feature_first`; each 1-D search takes two scans.
     """
     alpha = np.zeros(n_features)
-    singles = make_candidates(alpha, np.arange(n_features), np.ones(1), spread)
+    singles = start_candidates(n_features, spread, pairs=False)
     g, stats = scan(alpha, singles)
     i = int(np.argmin(g))
     lam = float(penalty_weight(float(g[i])))
