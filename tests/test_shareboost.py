@@ -212,6 +212,8 @@ def test_bad_input_is_named() -> None:
         ShareBoostClassifier(features="trees").fit(X, y)
     with pytest.raises(ValueError, match="n_rounds"):
         ShareBoostClassifier(n_rounds=-1).fit(X, y)
+    with pytest.raises(ValueError, match="max_coverage"):
+        ShareBoostClassifier(features="anchors", max_coverage=1.5).fit(X, y)
     model = ShareBoostClassifier(n_rounds=2).fit(X, y)
     with pytest.raises(SchemaError):
         model.predict(X[:, :4])

@@ -72,6 +72,8 @@ FEATURES = ("linear", "stumps", "anchors")
 SAMPLE_ROWS = 8192
 #: Mini-batch k-means passes over the data for the anchors' candidate centres.
 KMEANS_EPOCHS = 2
+#: Ratio of the largest to the smallest fraction of rows in a centre's candidate balls.
+COVERAGE_RANGE = 60.0
 #: Correction pairs of the corrective step's L-BFGS.
 LBFGS_MEMORY = 10
 #: Threads that share one chunk's kernels (which release the GIL), at most.
@@ -458,6 +460,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``"anchors"``: candidate centres (streamed k-means).
     n_radii : int
         ``"anchors"``: candidate radii per centre (distance quantiles).
+    max_coverage : float
+        ``"anchors"``: fraction of the rows inside a centre's largest ball; the radii hold
+        geometrically spaced fractions from ``max_coverage / 60`` up to it. A round's cost
+        grows with it (every row inside a centre's largest ball is one scatter-add).
     tol : float
         A corrective step stops when its largest gradient entry is below ``tol``.
     chunk_rows : int, optional
@@ -488,7 +494,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     def __init__(self, n_rounds: int = 50, features: str = "linear", l2: float = 0.0,
                  refit_iter: int = 30, n_bins: int = 32, n_centres: int = 256,
-                 n_radii: int = 8, tol: float = 1e-6, chunk_rows: int | None = None,
+                 n_radii: int = 8, max_coverage: float = 0.6, tol: float = 1e-6,
+                 chunk_rows: int | None = None,
                  engine: Any = None, random_state: int = 0) -> None:
         self.n_rounds = n_rounds
         self.features = features
@@ -497,6 +504,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.n_bins = n_bins
         self.n_centres = n_centres
         self.n_radii = n_radii
+        self.max_coverage = max_coverage
         self.tol = tol
         self.chunk_rows = chunk_rows
         self.engine = engine
@@ -512,6 +520,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if not np.isfinite(self.l2) or self.l2 < 0:
             raise ValueError(f"l2 must be a finite number >= 0, got {self.l2!r}")
+        if not 0.0 < self.max_coverage <= 1.0:
+            raise ValueError(f"max_coverage must be in (0, 1], got {self.max_coverage!r}")
         if not np.isfinite(self.tol) or self.tol < 0:
             raise ValueError(f"tol must be a finite number >= 0, got {self.tol!r}")
 
@@ -624,7 +634,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         n_centres = min(int(self.n_centres), summary.n_rows)
         centres = streamed_kmeans(dataset, n_centres, engine=runner, epochs=KMEANS_EPOCHS,
                                   seed=seed)
-        pieces = AnchorPieces.from_sample(centres, summary.sample, int(self.n_radii), scale)
+        top = float(self.max_coverage)
+        pieces = AnchorPieces.from_sample(centres, summary.sample, int(self.n_radii), scale,
+                                          coverage=(top / COVERAGE_RANGE, top))
         return AnchorColumns(pieces), KMEANS_EPOCHS + 1
 
     def _refit(self, runner: Any, dataset: Dataset, family: Family, selected: list[int],
