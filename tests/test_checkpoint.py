@@ -1,11 +1,10 @@
-"""A fit killed at any point and run again resumes from its checkpoint to the same model."""
+"""A fit killed at any point and run again resumes from its checkpoint to the same model.
+
+Kills with SIGKILL, for every model, are in ``tests/test_kill_resume.py``.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,69 +195,3 @@ def test_dask_engine_resumes_at_pass_granularity(tmp_path: Path, dask_client) ->
                                         checkpoint=tmp_path / "c")
     _assert_same_model(resumed, reference)
 
-
-# -- SIGKILL --------------------------------------------------------------------------------------
-CHILD = """
-import os, signal, sys
-import numpy as np
-import streamlearn.engine.checkpoint as ck
-from streamlearn.models import AdditiveSVC
-
-kill_after = int(os.environ.get("KILL_AFTER_WRITES", "0"))
-kill_during = int(os.environ.get("KILL_DURING_WRITE", "0"))
-writes = [0]
-write_bundle = ck._write_bundle
-
-def bundle(fh, *args, **kwargs):
-    writes[0] += 1
-    if writes[0] == kill_during:  # half the file reaches the disk, then the process dies
-        import io
-        buffer = io.BytesIO()
-        write_bundle(buffer, *args, **kwargs)
-        fh.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
-        fh.flush()
-        os.fsync(fh.fileno())
-        os.kill(os.getpid(), signal.SIGKILL)
-    write_bundle(fh, *args, **kwargs)
-    if writes[0] == kill_after:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-ck._write_bundle = bundle
-data = np.load(sys.argv[1])
-model = AdditiveSVC(solver="dcd", epochs=3, chunk_rows=250, n_bases=6)
-model.fit(data["X"], data["y"], checkpoint=sys.argv[2], checkpoint_every=5)
-model.save(sys.argv[3])
-"""
-
-
-def test_sigkilled_fit_resumes_to_the_same_model(tmp_path: Path) -> None:
-    X, y = _problem(classes=3)
-    np.savez(tmp_path / "data.npz", X=X, y=y)
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    checkpoint, out = tmp_path / "ckpt", tmp_path / "model.slm"
-    root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": root, "STREAMLEARN_PROGRESS": "0"}
-
-    def child(**kill: int) -> int:
-        extra = {k.upper(): str(v) for k, v in kill.items()}
-        return subprocess.run([sys.executable, str(script), str(tmp_path / "data.npz"),
-                               str(checkpoint), str(out)], env={**env, **extra},
-                              capture_output=True, timeout=120).returncode
-
-    # each process writes 4 files per pass of 12 chunks (two mid-pass writes, a result, the
-    # progress): kill in the describe pass, in the middle of a result write of the first
-    # epoch, after the progress of an epoch, and in the calibration pass
-    progress = [(0, 0)]
-    for kill in ({"kill_after_writes": 2}, {"kill_during_write": 5}, {"kill_after_writes": 8},
-                 {"kill_during_write": 6}):
-        assert child(**kill) == -9
-        progress.append(checkpoint_progress(checkpoint))
-        assert progress[-1] > progress[-2], progress
-    assert child() == 0
-    resumed = AdditiveSVC.load(out)
-    reference = AdditiveSVC(**_params("dcd")).fit(X, y)
-    _assert_same_model(resumed, reference)
-    assert not list(checkpoint.rglob("*.tmp"))
-    with zipfile.ZipFile(checkpoint / "progress.zip") as zf:
-        assert zf.testzip() is None
