@@ -27,6 +27,7 @@ import numpy as np
 
 from streamlearn import __version__
 from streamlearn.errors import DataError, SchemaError, StreamlearnError
+from streamlearn.io.model_file import give_new_file_mode
 
 
 # -- the models the command line can train ------------------------------------------------
@@ -693,9 +694,7 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
             raise DataError("no rows left to predict (every row was dropped by --nan-policy)")
         writer.close()
         writer = None
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)  # mkstemp creates owner-only files
+        give_new_file_mode(tmp)
         os.replace(tmp, out)
     finally:
         if writer is not None:

@@ -48,6 +48,9 @@ def test_round_trip(tmp_path: Path) -> None:
     assert loaded.coef_.dtype == np.float32
     np.testing.assert_array_equal(loaded.classes_, ["ham", "spam", "eggs"])
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # the renamed file has the permissions of any new file, not mkstemp's owner-only ones
+    (tmp_path / "plain").write_bytes(b"")
+    assert path.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
 
 
 def test_truncated_file(tmp_path: Path) -> None:

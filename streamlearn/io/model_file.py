@@ -53,6 +53,17 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def give_new_file_mode(path: str | os.PathLike[str]) -> None:
+    """Set the permissions a newly created file gets (``0o666`` less the umask).
+
+    ``tempfile.mkstemp`` creates owner-only files; a file renamed from one into place should
+    look like any other file the user writes.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], writer: Any) -> Path:
     """Write a file through ``writer(fileobj)`` into a temporary file, then rename it."""
     path = Path(path)
@@ -63,6 +74,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], writer: Any) -> Path:
             writer(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        give_new_file_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
