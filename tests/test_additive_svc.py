@@ -12,6 +12,7 @@ from sklearn.svm import LinearSVC
 
 from streamlearn import SchemaError, open_dataset
 from streamlearn.data.synthetic import additive_problem
+from streamlearn.engine import LocalEngine
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FourierMap
 from streamlearn.io import load_model
@@ -392,3 +393,24 @@ def test_one_vs_one_votes_like_sklearn_and_couples_probabilities(solver, tmp_pat
     assert loaded.multiclass == "ovo"
     np.testing.assert_array_equal(loaded.predict(Xt), pred)
     np.testing.assert_array_equal(loaded.predict_proba(Xt), proba)
+
+
+def test_linear_fit_without_calibration_skips_the_describe_pass():
+    X, y = binary_problem(3000, seed=5)
+    ds = open_dataset(X, target=y, chunk_rows=500)
+    seen = []
+
+    class Recording(LocalEngine):
+        def run(self, pass_, data, **options):
+            seen.append(type(pass_).__name__)
+            return super().run(pass_, data, **options)
+
+    kw = dict(embedding="linear", epochs=2, random_state=3)
+    fast = AdditiveSVC(calibrate=False, **kw).fit(ds, engine=Recording(progress=False))
+    assert seen == ["PegasosEpochPass"] * 2 and fast.n_train_ == 3000
+    # the same model as with the summary pass: a B-spline-free fit needs nothing from it
+    seen.clear()
+    dropped = open_dataset(X, target=y, chunk_rows=500, nan_policy="drop")
+    slow = AdditiveSVC(calibrate=False, **kw).fit(dropped, engine=Recording(progress=False))
+    assert seen[0] == "SummaryPass"
+    np.testing.assert_array_equal(fast.coef_d_, slow.coef_d_)

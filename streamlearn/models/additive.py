@@ -11,10 +11,11 @@ the on-the-fly embedding saves.
 ``fit`` is a short sequence of passes over the data:
 
 1. a reduction pass summarises the features (min, max, mean, std, quantiles) and counts the
-   training rows; the feature map is fitted from the summary;
+   training rows; the feature map is fitted from the summary (a linear model without
+   calibration skips this pass: the store's metadata counts its rows);
 2. ``epochs`` sequential passes, each visiting the chunks in a new seeded random order, run
    PEGASOS or dual coordinate descent (the dual variables live in an ``ExampleState``); with
-   ``k > 2`` classes ``k`` one-vs-rest models are updated from each row read;
+   ``k > 2`` classes the one-vs-rest or one-vs-one models are updated from each row read;
 3. a reduction pass over the held-out calibration rows bins the scores, and a Platt sigmoid
    is fitted per binary model (:mod:`streamlearn.models.calibration`).
 
@@ -758,22 +759,28 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         holdout = (Holdout.fraction(self.calibration_fraction, seed ^ HOLDOUT_SALT)
                    if self.calibrate else None)
 
-        summary: Summary = runner.run(
-            SummaryPass(list(dataset.feature_names), len(classes), holdout, seed), dataset,
-            description="describe")
-        if summary.n_train == 0:
-            raise LabelError(f"no rows left to train on ({summary.n_holdout} held out for "
-                             "calibration); use more data or calibrate=False")
-        desc = summary.description
         feature_map = self._make_map()
-        if feature_map is not None:
-            feature_map.fit_from_stats(minimum=desc.min, maximum=desc.max, mean=desc.mean,
-                                       std=desc.std, quantiles=desc.quantiles)
+        if feature_map is None and holdout is None and dataset.nan_policy != "drop":
+            # nothing needs the describe pass: no map to fit, no rows held out, and the
+            # store's metadata counts the training rows
+            n_train, n_holdout = dataset.n_rows, 0
+        else:
+            summary: Summary = runner.run(
+                SummaryPass(list(dataset.feature_names), len(classes), holdout, seed), dataset,
+                description="describe")
+            n_train, n_holdout = summary.n_train, summary.n_holdout
+            if feature_map is not None:
+                desc = summary.description
+                feature_map.fit_from_stats(minimum=desc.min, maximum=desc.max, mean=desc.mean,
+                                           std=desc.std, quantiles=desc.quantiles)
+        if n_train == 0:
+            raise LabelError(f"no rows left to train on ({n_holdout} held out for "
+                             "calibration); use more data or calibrate=False")
         self.feature_names_in_ = tuple(dataset.feature_names)
         self.n_features_in_ = len(self.feature_names_in_)
         self.feature_map_ = feature_map
-        self.n_train_ = int(summary.n_train)
-        self.n_calibration_ = int(summary.n_holdout)
+        self.n_train_ = int(n_train)
+        self.n_calibration_ = int(n_holdout)
         self.lam_ = float(self.lam) if self.lam is not None else 1.0 / (self.C * self.n_train_)
         self.C_ = 1.0 / (self.lam_ * self.n_train_)
 
