@@ -1,4 +1,4 @@
-"""MixtureSVC and the super-sparse models fit on a dask cluster as they do locally.
+"""MixtureSVC and the super-sparse models fit (and reduce) on a dask cluster as they do locally.
 
 The super-sparse fit is made of reductions only (Gram matrices, prototype gradients), merged
 in a tree on the cluster, so it must give the local model to float round-off. MixtureSVC's
@@ -52,3 +52,20 @@ def test_supersparse_on_dask_matches_local(dask_client) -> None:
     clf_remote = SuperSparseClassifier(**params).fit(X, labels, engine=DaskEngine(dask_client))
     assert accuracy_score(labels, clf_remote.predict(X)) >= \
         accuracy_score(labels, clf_local.predict(X)) - 0.005
+
+
+def test_supersparse_reduce_on_dask_matches_local(dask_client) -> None:
+    # the teacher travels to the workers with the pass; the reduction is reductions only
+    from sklearn.svm import SVC
+
+    X, y = _xor(2000, 3)
+    teacher = SVC(kernel="rbf", gamma=2.0, C=10.0).fit(X, y)
+    params = {"gamma": 2.0, "max_iter": 5, "chunk_rows": 300, "random_state": 0}
+    local = SuperSparseClassifier.reduce(teacher, 8, X, **params)
+    remote = SuperSparseClassifier.reduce(teacher, 8, X, engine=DaskEngine(dask_client),
+                                          **params)
+    Xt, _ = _xor(1000, 4)
+    np.testing.assert_allclose(remote.decision_function(Xt), local.decision_function(Xt),
+                               rtol=1e-4, atol=1e-5)
+    # the reduced machine still imitates its teacher
+    assert accuracy_score(teacher.predict(Xt), remote.predict(Xt)) > 0.9

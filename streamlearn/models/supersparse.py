@@ -204,9 +204,11 @@ class TargetRows:
 
 
 class TeacherScorePass:
-    """Reduction pass: stores the reduced model's decision value of every row.
+    """Sequential pass: stores the reduced model's decision value of every row.
 
-    The model is evaluated once per row; every later pass reads the stored values.
+    The model is evaluated once per row; every later pass reads the stored values. It is a
+    sequential pass because it writes per-example state (engines give reductions read-only
+    access to it); its only state is a row count, so splitting it changes nothing.
 
     Parameters
     ----------
@@ -216,7 +218,7 @@ class TeacherScorePass:
         One value per row, written chunk by chunk.
     """
 
-    kind: Literal["reduction", "sequential"] = "reduction"
+    kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, teacher: Any, scores: ExampleState) -> None:
         self.teacher = teacher
