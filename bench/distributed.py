@@ -191,10 +191,11 @@ def timed(run: Callable[[], Any], repeats: int) -> dict[str, Any]:
 
 def start_cluster(n_workers: int) -> tuple[Any, Any]:
     """A loopback ``LocalCluster`` of ``n_workers`` single-thread processes and its client."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None)
+    from streamlearn.engine import local_cluster
+
+    cluster = local_cluster(n_workers)
     return cluster, Client(cluster)
 
 
@@ -472,7 +473,8 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
             "stores": f"zarr v3 X float32 chunks of {PIECE_ROWS} rows (default zstd); "
                       f"{N_FILES} parquet files, row groups of {PIECE_ROWS} rows (snappy)",
             "chunk_rows": "dataset default (16 MiB of features: 131072 rows at 32 features)",
-            "clusters": "LocalCluster(processes=True, threads_per_worker=1) on 127.0.0.1, "
+            "clusters": "streamlearn.engine.local_cluster: LocalCluster(processes=True, "
+                        "threads_per_worker=1) on 127.0.0.1, MALLOC_TRIM_THRESHOLD_ unset, "
                         "default 2 partitions per worker",
             "timing": "median of the timed runs after one untimed warm-up run; the client "
                       "process also runs the scheduler",

@@ -20,10 +20,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from distributed import Client, LocalCluster
+from distributed import Client
 
 import streamlearn as sl
 from streamlearn.data.synthetic import write_additive_parquet
+from streamlearn.engine import local_cluster
 from streamlearn.engine.dask_engine import DaskEngine
 from streamlearn.models.additive import AdditiveSVC
 
@@ -35,11 +36,8 @@ def connect(scheduler: str | None, workers: int) -> Iterator[Client]:
         with Client(scheduler, timeout=30) as client:
             yield client
         return
-    # No dashboard; the scheduler's small HTTP endpoint takes any free port.
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None,
-                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
-            Client(cluster) as client:
+    # single-thread worker processes on loopback, set up for streaming (see local_cluster)
+    with local_cluster(workers) as cluster, Client(cluster) as client:
         yield client
 
 

@@ -259,15 +259,15 @@ def cluster_engine(workers: int | None, scheduler: str | None, *, quiet: bool,
     if workers is None and scheduler is None:
         yield ClusterEngine()
         return
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from streamlearn.engine.dask_engine import DaskEngine
+    from streamlearn.engine.local_cluster import local_cluster
 
     cluster = None
     try:
         if workers is not None:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            cluster = local_cluster(workers)
             client = Client(cluster, set_as_default=False)
         else:
             client = Client(scheduler, set_as_default=False, timeout=CONNECT_TIMEOUT)

@@ -94,10 +94,11 @@ def dask_client():
 
     Tests that kill workers start their own cluster instead.
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address="127.0.0.1:0")
+    from streamlearn.engine import local_cluster
+
+    cluster = local_cluster(2)
     client = Client(cluster, set_as_default=False)
     yield client
     client.close()

@@ -16,14 +16,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, confusion_matrix, log_loss
 
 import streamlearn as sl
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.synthetic import additive_problem
-from streamlearn.engine import LocalEngine, Reduction, resolve_engine
+from streamlearn.engine import LocalEngine, Reduction, local_cluster, resolve_engine
 from streamlearn.engine.dask_engine import DaskEngine
 from streamlearn.engine.partitions import piece_offsets
 from streamlearn.errors import EngineError, ReadError
@@ -36,8 +36,7 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address="127.0.0.1:0")
+    cluster = local_cluster(2)
     client = Client(cluster, set_as_default=False)
     yield client
     client.close()
@@ -333,3 +332,15 @@ def test_client_memory_stays_flat(client, tmp_path):
     assert sums[0] == 20 * chunk_rows and sums[1] == pytest.approx(total, rel=1e-9)
     assert large < chunk_bytes / 2
     assert large < 1.5 * small + 100_000
+
+
+def test_local_cluster_workers_keep_glibc_adaptive_malloc(dask_client):
+    # dask's nanny would start them with MALLOC_TRIM_THRESHOLD_=65536 (a fresh mmap per
+    # chunk-sized buffer); local_cluster leaves it unset, and keeps dask's other settings
+    import os
+
+    env = dask_client.run(lambda: {k: os.environ.get(k) for k in
+                                   ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")})
+    assert len(env) == 2
+    for worker_env in env.values():
+        assert worker_env == {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": "1"}

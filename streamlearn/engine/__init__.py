@@ -4,6 +4,7 @@ from streamlearn.engine.dask_engine import DaskEngine
 from streamlearn.engine.describe import DescribePass, Description, describe
 from streamlearn.engine.evaluate import EvaluatePass, evaluate
 from streamlearn.engine.local import LocalEngine, resolve_engine
+from streamlearn.engine.local_cluster import local_cluster
 from streamlearn.engine.passes import Pass, Reduction, run_chunks
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "Reduction",
     "describe",
     "evaluate",
+    "local_cluster",
     "resolve_engine",
     "run_chunks",
 ]
