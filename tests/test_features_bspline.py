@@ -13,6 +13,7 @@ from streamlearn.features.bspline import (
     bspline_encode_row,
     bspline_transform_csr,
     bspline_transform_dense,
+    segment_scale,
 )
 
 DEGREES = (1, 2, 3)
@@ -91,8 +92,10 @@ def test_encode_row_matches_scipy_design_matrix(degree):
     X = np.random.default_rng(2).uniform(-2, 22, (20, 3)).astype(np.float32)
     idx = np.empty(3 * (degree + 1), dtype=np.int32)
     val = np.empty(3 * (degree + 1), dtype=np.float32)
+    scale = segment_scale(lo, hi, n_bases, degree)
+    np.testing.assert_array_equal(scale, (n_bases - degree) / (hi - lo))
     for row in X:
-        nnz = bspline_encode_row(row, lo, hi, n_bases, degree, False, idx, val)
+        nnz = bspline_encode_row(row, lo, scale, n_bases, degree, False, idx, val)
         assert nnz == 3 * (degree + 1)
         dense = np.zeros(3 * n_bases)
         np.add.at(dense, idx[:nnz], val[:nnz])

@@ -78,7 +78,8 @@ def design(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_bases: int, degree: 
 def encode(m: BSplineMap, row: np.ndarray):
     idx = np.empty(m.max_row_nnz(row.shape[0]), dtype=np.int32)
     val = np.empty_like(idx, dtype=np.float32)
-    nnz = bspline_encode_row(row, m.lo_, m.hi_, m.n_bases, m.degree, m.zero_preserving, idx, val)
+    nnz = bspline_encode_row(row, m.lo_, m.scale_, m.n_bases, m.degree, m.zero_preserving, idx,
+                             val)
     return idx, val, nnz
 
 

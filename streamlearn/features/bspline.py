@@ -40,13 +40,25 @@ _SIXTH = 1.0 / 6.0
 _TWO_THIRDS = 2.0 / 3.0
 
 
+def segment_scale(lo: np.ndarray, hi: np.ndarray, n_bases: int, degree: int) -> np.ndarray:
+    """Segments per unit of each feature, ``(n_bases - degree) / (hi - lo)`` (float64).
+
+    The encoders take it precomputed: a division per feature per row is the largest single
+    cost of embedding a row.
+    """
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    return (n_bases - degree) / (hi - lo)
+
+
 @njit(cache=True, nogil=True)
-def _segment_values(x, lo, hi, n_bases, degree):
-    # Segment index s (= index of the first non-zero basis) and the p + 1 basis values.
-    # Constant factors are multiplications (x / 6 is a division without fastmath): this
-    # runs once per feature per row inside every solver kernel.
+def _segment_values(x, lo, scale, n_bases, degree):
+    # Segment index s (= index of the first non-zero basis) and the p + 1 basis values, for
+    # ``scale = (n_bases - degree) / (hi - lo)``. Constant factors are multiplications
+    # (x / 6 is a division without fastmath): this runs once per feature per row inside
+    # every solver kernel.
     n_seg = n_bases - degree
-    t = (np.float64(x) - lo) * (n_seg / (hi - lo))
+    t = (np.float64(x) - lo) * scale
     if not t > 0.0:
         t = 0.0
     if t > n_seg:
@@ -93,7 +105,8 @@ def bspline_basis(x, lo, hi, n_bases, degree, out):
     int
         ``first``, the index of the first non-zero basis.
     """
-    s, b0, b1, b2, b3 = _segment_values(x, lo, hi, n_bases, degree)
+    scale = (n_bases - degree) / (hi - lo)
+    s, b0, b1, b2, b3 = _segment_values(x, lo, scale, n_bases, degree)
     out[0] = b0
     out[1] = b1
     if degree >= 2:
@@ -104,7 +117,7 @@ def bspline_basis(x, lo, hi, n_bases, degree, out):
 
 
 @njit(cache=True, nogil=True)
-def bspline_encode_row(x, lo, hi, n_bases, degree, zero_preserving, idx, val):
+def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val):
     """Sparse B-spline encoding ``Phi(x)`` of one row.
 
     Feature ``f``'s basis ``j`` goes to column ``f * n_bases + j``; in the zero-preserving
@@ -114,8 +127,10 @@ def bspline_encode_row(x, lo, hi, n_bases, degree, zero_preserving, idx, val):
     Parameters
     ----------
     x : ndarray of shape (n_features,), float32
-    lo, hi : ndarray of shape (n_features,), float64
-        Per-feature ranges.
+    lo : ndarray of shape (n_features,), float64
+        Lower ends of the per-feature ranges.
+    scale : ndarray of shape (n_features,), float64
+        :func:`segment_scale` of the ranges, ``(n_bases - degree) / (hi - lo)``.
     n_bases : int
     degree : int
         Spline degree in {1, 2, 3}.
@@ -136,7 +151,7 @@ def bspline_encode_row(x, lo, hi, n_bases, degree, zero_preserving, idx, val):
         for f in range(x.shape[0]):
             if not x[f] > lo[f]:
                 continue
-            s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], hi[f], n_bases, degree)
+            s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], scale[f], n_bases, degree)
             base = f * n_cols - degree
             for r in range(degree + 1):
                 j = s + r
@@ -148,7 +163,7 @@ def bspline_encode_row(x, lo, hi, n_bases, degree, zero_preserving, idx, val):
                 nnz += 1
         return nnz
     for f in range(x.shape[0]):
-        s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], hi[f], n_bases, degree)
+        s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], scale[f], n_bases, degree)
         base = f * n_bases + s
         idx[nnz] = base
         val[nnz] = b0
@@ -174,7 +189,8 @@ def _psi_block(xf, lo, hi, n_bases, degree, order, zero_preserving, block):
         block[i] = 0.0
     if zero_preserving and not xf > lo:
         return 0
-    s, b0, b1, b2, b3 = _segment_values(xf, lo, hi, n_bases, degree)
+    scale = (n_bases - degree) / (hi - lo)
+    s, b0, b1, b2, b3 = _segment_values(xf, lo, scale, n_bases, degree)
     shift = degree if zero_preserving else 0
     top = 0
     for r in range(degree + 1):
@@ -284,7 +300,7 @@ class BSplineMap(FeatureMap):
     Notes
     -----
     For on-the-fly use inside a solver, encode a row with :func:`bspline_encode_row`
-    (``degree``, ``n_bases``, ``zero_preserving``, ``lo_``, ``hi_``), score it with
+    (``degree``, ``n_bases``, ``zero_preserving``, ``lo_``, ``scale_``), score it with
     :func:`~streamlearn.features.difference_penalty.score_d` against ``w_d = D_d^-1 w`` and
     update with :func:`~streamlearn.features.difference_penalty.update_d`
     (``n_cols = n_columns_per_feature``, ``order = penalty_order``).
@@ -313,6 +329,11 @@ class BSplineMap(FeatureMap):
     def n_columns_per_feature(self) -> int:
         """``n_bases``, or ``n_bases - degree`` when zero-preserving."""
         return self.n_bases - self.degree if self.zero_preserving else self.n_bases
+
+    @property
+    def scale_(self) -> np.ndarray:
+        """Segments per unit of each feature, the ``scale`` of :func:`bspline_encode_row`."""
+        return segment_scale(self.lo_, self.hi_, self.n_bases, self.degree)
 
     def max_row_nnz(self, n_features: int) -> int:
         """Size of the ``idx``/``val`` buffers :func:`bspline_encode_row` needs."""

@@ -7,7 +7,8 @@ by an integer ``kind`` and two packed arrays:
   :data:`HERMITE`;
 * ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants;
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
-  weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, hi)`` for B-splines and Fourier and
+  weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
+  :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
   ``(mean, std)`` for Hermite.
 
 :func:`embedding_params` builds them from a fitted map (or ``None`` for the identity).
@@ -127,7 +128,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar[IP_N_BASES] = feature_map.n_bases
         ipar[IP_DEGREE] = feature_map.degree
         ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
-        fpar = np.concatenate([feature_map.lo_, feature_map.hi_, [0.0]])
+        fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0]])
         return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
     if isinstance(feature_map, FourierMap | HermiteMap):
         ipar[IP_MAX_NNZ] = nf * n_cols
