@@ -256,8 +256,7 @@ def make_pass(method: str, stats: dict[str, list[float]], n_rows: int) -> tuple[
         PegasosState,
         TrainingRows,
     )
-    from streamlearn.solvers.embedding import embedding_params
-    from streamlearn.solvers.ovr import decision_ovr_chunk
+    from streamlearn.solvers.embedding import decision_ovr_chunk, embedding_params
 
     emb = embedding_params(feature_map(method, stats), N_FEATURES)
     shape = (1, emb.n_dims + 1)
@@ -358,7 +357,6 @@ def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
     def stages(X, stage, kind, ipar, fpar, w):  # pragma: no cover - numba
         idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
         val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-        scratch = np.empty(ipar[IP_N_COLS])
         s = 0.0
         for r in range(X.shape[0]):
             nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
@@ -366,7 +364,7 @@ def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
             if stage >= 1:
                 s += score_d(w, idx, val, nnz)
             if stage >= 2:
-                update_d(w, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], 1e-9, scratch)
+                update_d(w, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], 1e-9)
         return s
 
     stats = json.loads(Path(stats_path).read_text())["stats"]

@@ -20,10 +20,9 @@ from streamlearn.models import AdditiveSVC
 from streamlearn.models.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.models.base import NotFittedError
 from streamlearn.models.calibration import fit_sigmoid
-from streamlearn.solvers.dcd import LOSSES, dcd_chunk, primal_objective
-from streamlearn.solvers.embedding import decision_chunk, embedding_params
-from streamlearn.solvers.ovr import dcd_ovr_chunk, decision_ovr_chunk, pegasos_ovr_chunk
-from streamlearn.solvers.pegasos import pegasos_chunk
+from streamlearn.solvers.dcd import LOSSES, dcd_chunk, dcd_ovr_chunk, primal_objective
+from streamlearn.solvers.embedding import decision_chunk, decision_ovr_chunk, embedding_params
+from streamlearn.solvers.pegasos import pegasos_chunk, pegasos_ovr_chunk
 from streamlearn.solvers.row_sample import row_keys
 
 

@@ -10,11 +10,13 @@ from scipy.linalg import block_diag
 from streamlearn.features.bspline import BSplineMap, bspline_encode_row
 from streamlearn.features.difference_penalty import (
     difference_matrix,
+    gram_d,
     inverse_transpose,
     score_d,
     step_a,
     step_b,
     update_d,
+    update_d_pair,
 )
 
 ORDERS = (0, 1, 2)
@@ -113,15 +115,46 @@ def test_update_d_equals_dense_l_d_product(degree, order, zero_preserving):
     rng = np.random.default_rng(6)
     X = rng.uniform(0, 2.2, (12, n_features)).astype(np.float32)
     X[rng.random(X.shape) < 0.3] = 0.0
-    scratch = np.empty(n_cols)
     for row in X:
         w_d = rng.normal(size=n_features * n_cols)
         idx, val, nnz = encode(m, row)
         phi = np.zeros(n_features * n_cols)
         np.add.at(phi, idx[:nnz], val[:nnz])
         expected = w_d + 0.3 * l_d @ phi
-        update_d(w_d, idx, val, nnz, n_cols, order, 0.3, scratch)
+        update_d(w_d, idx, val, nnz, n_cols, order, 0.3)
         np.testing.assert_allclose(w_d, expected, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_gram_d_is_the_product_of_the_inverses(order):
+    n = 11
+    d = paper_d(n, order)
+    l_d = np.linalg.inv(d) @ np.linalg.inv(d).T
+    got = np.array([[gram_d(order, float(i), float(j)) for j in range(n)] for i in range(n)])
+    np.testing.assert_allclose(got, l_d, rtol=1e-12)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_update_d_pair_and_blocks_of_many_entries(order):
+    """Two models moved at once equal two single updates; a block with more entries than one
+    sweep combines (here 6 and 9 of a feature's 9 columns, in arbitrary order of features)
+    still gets the dense L_d product."""
+    n_cols, n_features = 9, 3
+    rng = np.random.default_rng(8)
+    idx = np.array([9, 10, 11, 12, 13, 14, 18, 19, 20, 21, 22, 23, 24, 25, 26], np.int32)
+    val = rng.uniform(0.1, 1.0, idx.size).astype(np.float32)
+    phi = np.zeros(n_features * n_cols)
+    np.add.at(phi, idx, val)
+    d = paper_d(n_cols, order)
+    l_d = block_diag(*[np.linalg.inv(d) @ np.linalg.inv(d).T] * n_features)
+    w_d, avg = rng.normal(size=(2, n_features * n_cols))
+    expected_w, expected_avg = w_d + 0.3 * l_d @ phi, avg - 0.7 * l_d @ phi
+    update_d_pair(w_d, avg, idx, val, idx.size, n_cols, order, 0.3, -0.7)
+    np.testing.assert_allclose(w_d, expected_w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(avg, expected_avg, rtol=1e-12, atol=1e-12)
+    single = expected_w - 0.3 * l_d @ phi
+    update_d(single, idx, val, idx.size, n_cols, order, 0.3)
+    np.testing.assert_allclose(single, expected_w, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("order", [1, 2])
@@ -134,13 +167,12 @@ def test_online_path_matches_materialised_embedding(order):
     psi = m.transform(X).astype(np.float64)
     w = np.zeros(psi.shape[1])
     w_d = np.zeros(psi.shape[1])
-    scratch = np.empty(n_bases)
     for r, row in enumerate(X):
         idx, val, nnz = encode(m, row)
         eta = 0.1 if r % 3 else -0.05
         np.testing.assert_allclose(score_d(w_d, idx, val, nnz), psi[r] @ w, rtol=1e-5, atol=1e-6)
         w += eta * psi[r]
-        update_d(w_d, idx, val, nnz, n_bases, order, eta, scratch)
+        update_d(w_d, idx, val, nnz, n_bases, order, eta)
     d = block_diag(*[paper_d(n_bases, order)] * n_features)
     np.testing.assert_allclose(d @ w_d, w, rtol=1e-5, atol=1e-6)
 

@@ -19,6 +19,7 @@ from streamlearn.features.difference_penalty import (
     step_a,
     step_b,
     update_d,
+    update_d_pair,
 )
 from streamlearn.features.feature_map import FeatureMap
 from streamlearn.features.fourier import (
@@ -55,4 +56,5 @@ __all__ = [
     "step_a",
     "step_b",
     "update_d",
+    "update_d_pair",
 ]

@@ -51,22 +51,25 @@ def segment_scale(lo: np.ndarray, hi: np.ndarray, n_bases: int, degree: int) -> 
     return (n_bases - degree) / (hi - lo)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _segment(x, lo, scale, n_seg):
+    # Segment index s (= index of the first non-zero basis) and local coordinate u in [0, 1]
+    # of x, for ``scale = n_seg / (hi - lo)``. Clamping is written as selections, not as
+    # branches that reassign a variable: numba compiles those to far slower code, and this
+    # runs once per feature per row inside every solver kernel.
+    t0 = (np.float64(x) - lo) * scale
+    t1 = t0 if t0 > 0.0 else 0.0  # also maps NaN to 0
+    t = t1 if t1 < n_seg else np.float64(n_seg)
+    s0 = int(t)
+    s = s0 if s0 < n_seg else n_seg - 1
+    return s, t - s
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _segment_values(x, lo, scale, n_bases, degree):
-    # Segment index s (= index of the first non-zero basis) and the p + 1 basis values, for
-    # ``scale = (n_bases - degree) / (hi - lo)``. Constant factors are multiplications
-    # (x / 6 is a division without fastmath): this runs once per feature per row inside
-    # every solver kernel.
-    n_seg = n_bases - degree
-    t = (np.float64(x) - lo) * scale
-    if not t > 0.0:
-        t = 0.0
-    if t > n_seg:
-        t = np.float64(n_seg)
-    s = int(t)
-    if s >= n_seg:
-        s = n_seg - 1
-    u = t - s
+    # Segment index s and the p + 1 basis values. Constant factors are multiplications
+    # (x / 6 is a division without fastmath).
+    s, u = _segment(x, lo, scale, n_bases - degree)
     v = 1.0 - u
     if degree == 1:
         return s, v, u, 0.0, 0.0
@@ -116,7 +119,7 @@ def bspline_basis(x, lo, hi, n_bases, degree, out):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val):
     """Sparse B-spline encoding ``Phi(x)`` of one row.
 
@@ -145,40 +148,92 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val)
     int
         Number of entries written (``n_features * (degree + 1)`` unless zero-preserving).
     """
-    nnz = 0
     if zero_preserving:
-        n_cols = n_bases - degree
-        for f in range(x.shape[0]):
-            if not x[f] > lo[f]:
-                continue
-            s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], scale[f], n_bases, degree)
-            base = f * n_cols - degree
-            for r in range(degree + 1):
-                j = s + r
-                if j < degree:
-                    continue
-                b = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
-                idx[nnz] = base + j
-                val[nnz] = b
-                nnz += 1
-        return nnz
+        return _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val)
+    # Every feature writes degree + 1 entries: one small function per degree, without
+    # branches, so that the segment arithmetic of several features runs as SIMD (in one
+    # larger function, numba's code for the loops does not vectorise).
+    if degree == 1:
+        return _encode_degree_1(x, lo, scale, n_bases, idx, val)
+    if degree == 2:
+        return _encode_degree_2(x, lo, scale, n_bases, idx, val)
+    return _encode_degree_3(x, lo, scale, n_bases, idx, val)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val):
+    # bspline_encode_row of the zero-preserving variant: features at or below lo are skipped
+    # and bases j < degree dropped
+    nnz = 0
+    n_cols = n_bases - degree
     for f in range(x.shape[0]):
+        if not x[f] > lo[f]:
+            continue
         s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], scale[f], n_bases, degree)
-        base = f * n_bases + s
-        idx[nnz] = base
-        val[nnz] = b0
-        idx[nnz + 1] = base + 1
-        val[nnz + 1] = b1
-        nnz += 2
-        if degree >= 2:
-            idx[nnz] = base + 2
-            val[nnz] = b2
-            nnz += 1
-        if degree == 3:
-            idx[nnz] = base + 3
-            val[nnz] = b3
+        base = f * n_cols - degree
+        for r in range(degree + 1):
+            j = s + r
+            if j < degree:
+                continue
+            b = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
+            idx[nnz] = base + j
+            val[nnz] = b
             nnz += 1
     return nnz
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode_degree_1(x, lo, scale, n_bases, idx, val):
+    n_seg = n_bases - 1
+    nf = x.shape[0]
+    for f in range(nf):
+        s, u = _segment(x[f], lo[f], scale[f], n_seg)
+        base = f * n_bases + s
+        idx[2 * f] = base
+        idx[2 * f + 1] = base + 1
+        val[2 * f] = 1.0 - u
+        val[2 * f + 1] = u
+    return 2 * nf
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode_degree_2(x, lo, scale, n_bases, idx, val):
+    n_seg = n_bases - 2
+    nf = x.shape[0]
+    for f in range(nf):
+        s, u = _segment(x[f], lo[f], scale[f], n_seg)
+        v = 1.0 - u
+        base = f * n_bases + s
+        o = 3 * f
+        idx[o] = base
+        idx[o + 1] = base + 1
+        idx[o + 2] = base + 2
+        val[o] = 0.5 * v * v
+        val[o + 1] = 0.5 + u - u * u
+        val[o + 2] = 0.5 * u * u
+    return 3 * nf
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode_degree_3(x, lo, scale, n_bases, idx, val):
+    n_seg = n_bases - 3
+    nf = x.shape[0]
+    for f in range(nf):
+        s, u = _segment(x[f], lo[f], scale[f], n_seg)
+        v = 1.0 - u
+        u2 = u * u
+        u3 = u2 * u
+        base = f * n_bases + s
+        o = 4 * f
+        idx[o] = base
+        idx[o + 1] = base + 1
+        idx[o + 2] = base + 2
+        idx[o + 3] = base + 3
+        val[o] = v * v * v * _SIXTH
+        val[o + 1] = 0.5 * u3 - u2 + _TWO_THIRDS
+        val[o + 2] = 0.5 * (u2 + u - u3) + _SIXTH
+        val[o + 3] = u3 * _SIXTH
+    return 4 * nf
 
 
 @njit(cache=True, nogil=True)

@@ -52,10 +52,15 @@ from streamlearn.models.base import (
 )
 from streamlearn.models.calibration import ScoreHistogram, sigmoid_proba
 from streamlearn.models.pairwise_coupling import couple_pairwise
-from streamlearn.solvers.dcd import LOSSES
-from streamlearn.solvers.embedding import Embedding, embedding_params, weights_from_w_d
-from streamlearn.solvers.ovr import REST, dcd_ovr_chunk, decision_ovr_chunk, pegasos_ovr_chunk
-from streamlearn.solvers.pegasos import NO_AVERAGING
+from streamlearn.solvers.dcd import LOSSES, dcd_ovr_chunk
+from streamlearn.solvers.embedding import (
+    Embedding,
+    decision_ovr_chunk,
+    embedding_params,
+    weights_from_w_d,
+)
+from streamlearn.solvers.ovr import REST
+from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
 from streamlearn.solvers.row_sample import row_keys
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")

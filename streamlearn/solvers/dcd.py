@@ -23,22 +23,35 @@ liblinear's projected-gradient range ``max PG - min PG`` over all rows of an epo
 chunks' ``pg_max`` by max and ``pg_min`` by min) and/or the duality gap
 ``P(w) - D(alpha)``, with ``D = sum alpha_sum - sum dual_quad - 1/2 ||w||^2`` from the chunks
 and ``P = 1/2 ||w||^2 + sum`` :func:`primal_loss_chunk`.
+
+:func:`dcd_ovr_chunk` trains ``m`` binary models from one read of each row (one-vs-rest or
+one-vs-one, :mod:`streamlearn.solvers.ovr`): one visiting order, one ``Q_ii`` per row, one
+dual variable per row and model, each model exactly the arithmetic of a single one.
+:func:`dcd_chunk` is the same kernel with one model. For the hinge loss the box bound is
+``C_i`` rounded to float32, the precision the dual variables are stored in: a variable
+clamped at the bound then equals it exactly and is recognised as bounded, so its projected
+gradient is 0 and the projected-gradient range (the stopping rule) goes to 0 at the optimum.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
-from streamlearn.features import score_d, update_d
 from streamlearn.solvers.embedding import (
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
     IP_ORDER,
-    encode_row,
-    sq_norm_d,
+    embed_row,
+    kernel_kinds,
+    row_score,
+    row_sq_norm_d,
+    row_update,
 )
+from streamlearn.solvers.ovr import binary_label, one_model
 
 HINGE = 1
 SQUARED_HINGE = 2
@@ -96,9 +109,141 @@ def row_orders(n_rows, n_inner, seed):
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
+                  kind, ipar, fpar):
+    # the body of dcd_ovr_chunk, inlined into one kernel per kind of embedding
+    n = X.shape[0]
+    m = W.shape[0]
+    dim = ipar[IP_N_DIMS]
+    n_cols = ipar[IP_N_COLS]
+    order = ipar[IP_ORDER]
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    scratch = np.empty(n_cols, dtype=np.float64)
+    bias_sq = bias_scale * bias_scale
+    qd = np.full(n, -1.0)
+    pg_max = np.full(m, -np.inf)
+    pg_min = np.full(m, np.inf)
+    orders = row_orders(n, n_inner, seed)
+    for sweep in range(n_inner):
+        for p in range(n):
+            r = orders[sweep, p]
+            ci = c[r]
+            if not ci > 0.0:
+                continue
+            if loss == HINGE:
+                upper = np.float64(np.float32(ci))  # the bound as alpha can hold it
+                diag = 0.0
+            else:
+                upper = np.inf
+                diag = 0.5 / ci
+            x = X[r]
+            nnz = embed_row(kind, x, ipar, fpar, idx, val)
+            if qd[r] < 0.0:
+                qd[r] = row_sq_norm_d(x, idx, val, nnz, n_cols, order, scratch) + bias_sq
+            q = qd[r] + diag
+            code = codes[r]
+            for j in range(m):
+                yj = binary_label(code, positive[j], negative[j])
+                if yj == 0.0:
+                    continue
+                wj = W[j]
+                a = np.float64(alpha[r, j])
+                g = yj * (row_score(wj, x, idx, val, nnz) + wj[dim] * bias_scale) - 1.0 + diag * a
+                if a == 0.0:
+                    pg = min(g, 0.0)
+                elif a >= upper:
+                    pg = max(g, 0.0)
+                else:
+                    pg = g
+                if sweep == 0:
+                    pg_max[j] = max(pg_max[j], pg)
+                    pg_min[j] = min(pg_min[j], pg)
+                if abs(pg) <= PG_EPS:
+                    continue
+                a_new = min(max(a - g / q, 0.0), upper) if q > 0.0 else upper
+                delta = np.float64(np.float32(a_new)) - a
+                if delta == 0.0:
+                    continue
+                alpha[r, j] = np.float32(a_new)
+                row_update(wj, x, idx, val, nnz, n_cols, order, delta * yj)
+                wj[dim] += delta * yj * bias_scale
+    alpha_sum = np.zeros(m)
+    dual_quad = np.zeros(m)
+    for r in range(n):
+        for j in range(m):
+            a = np.float64(alpha[r, j])
+            alpha_sum[j] += a
+            if loss == SQUARED_HINGE and c[r] > 0.0:
+                dual_quad[j] += a * a / (4.0 * c[r])
+    return pg_max, pg_min, alpha_sum, dual_quad
+
+
+
+
+def _dcd_ovr_kernel(fixed_kind: int) -> Callable[..., tuple]:
+    # _dcd_ovr_rows compiled for one kind of embedding (see kernel_kinds)
+    @njit(cache=True, nogil=True)
+    def kernel(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed, kind,
+               ipar, fpar):
+        return _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner,
+                             seed, kind if fixed_kind < 0 else fixed_kind, ipar, fpar)
+
+    return kernel
+
+
+_DCD_OVR = kernel_kinds(_dcd_ovr_kernel)
+
+
+def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
+                  kind, ipar, fpar):
+    """Dual coordinate descent sweeps of ``m`` binary models over one chunk.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    codes : ndarray of shape (n_rows,), int32
+        Class code of each row.
+    positive, negative : ndarray of shape (m,), int32
+        Model ``j`` takes rows of class code ``positive[j]`` as ``+1`` and rows of code
+        ``negative[j]`` (every other code for :data:`REST`) as ``-1``; it skips the rest.
+    c : ndarray of shape (n_rows,), float64
+        Per-row penalties ``C_i = C * weight_i`` (rows with ``C_i <= 0`` are skipped).
+    alpha : ndarray of shape (n_rows, m), float32
+        Dual variables of the chunk's rows for every model, updated in place.
+    W : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64, C-contiguous
+        Models in ``w_d`` form, bias weight last; updated in place.
+    loss : int
+        :data:`~streamlearn.solvers.dcd.HINGE` or
+        :data:`~streamlearn.solvers.dcd.SQUARED_HINGE`.
+    bias_scale : float
+        Value of the regularised constant bias feature (0: no bias).
+    n_inner : int
+        Sweeps over the chunk, in the orders of :func:`~streamlearn.solvers.dcd.row_orders`.
+    seed : int
+        Non-negative seed of the orders.
+    kind : int
+    ipar, fpar : ndarray
+        Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
+
+    Returns
+    -------
+    pg_max, pg_min : ndarray of shape (m,), float64
+        Largest and smallest projected gradient of each model over the first sweep.
+    alpha_sum : ndarray of shape (m,), float64
+        ``sum_i alpha_ij`` after the sweeps.
+    dual_quad : ndarray of shape (m,), float64
+        ``1/2 sum_i D_ii alpha_ij^2`` after the sweeps (0 for the hinge).
+    """
+    return _DCD_OVR[kind](X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner,
+                          seed, kind, ipar, fpar)
+
+
 def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar):
-    """Dual coordinate descent sweeps over one chunk (a block of the dual).
+    """Dual coordinate descent sweeps of one model over one chunk (a block of the dual).
+
+    :func:`dcd_ovr_chunk` with a single model.
 
     Parameters
     ----------
@@ -107,10 +252,10 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
         Labels in {-1, +1}.
     c : ndarray of shape (n_rows,), float64
         Per-row penalties ``C_i = C * weight_i``.
-    alpha : ndarray of shape (n_rows,), float32
+    alpha : ndarray of shape (n_rows,), float32, contiguous
         The chunk's dual variables, updated in place (``w_d`` is kept equal to
         ``sum y_i alpha_i z_i`` for these float32 values).
-    w_d : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+    w_d : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64, contiguous
         Model in ``w_d`` form, bias weight last; updated in place.
     loss : int
         :data:`HINGE` or :data:`SQUARED_HINGE`.
@@ -134,65 +279,10 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
     dual_quad : float
         ``1/2 sum_i D_ii alpha_i^2`` after the sweeps (0 for the hinge).
     """
-    n = X.shape[0]
-    dim = ipar[IP_N_DIMS]
-    n_cols = ipar[IP_N_COLS]
-    order = ipar[IP_ORDER]
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    scratch = np.empty(n_cols, dtype=np.float64)
-    bias_sq = bias_scale * bias_scale
-    qd = np.full(n, -1.0)  # Q_ii without D_ii, computed at the first visit
-    perm = np.arange(n)
-    state = np.uint64(seed)
-    pg_max = -np.inf
-    pg_min = np.inf
-    for sweep in range(n_inner):
-        state = _shuffle(perm, state)
-        for p in range(n):
-            r = perm[p]
-            ci = c[r]
-            if not ci > 0.0:
-                continue
-            if loss == HINGE:
-                upper = np.float64(np.float32(ci))  # the bound as alpha can hold it
-                diag = 0.0
-            else:
-                upper = np.inf
-                diag = 0.5 / ci
-            nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
-            if qd[r] < 0.0:
-                qd[r] = sq_norm_d(idx, val, nnz, n_cols, order, scratch) + bias_sq
-            yr = np.float64(y[r])
-            a = np.float64(alpha[r])
-            g = yr * (score_d(w_d, idx, val, nnz) + w_d[dim] * bias_scale) - 1.0 + diag * a
-            if a == 0.0:
-                pg = min(g, 0.0)
-            elif a >= upper:
-                pg = max(g, 0.0)
-            else:
-                pg = g
-            if sweep == 0:
-                pg_max = max(pg_max, pg)
-                pg_min = min(pg_min, pg)
-            if abs(pg) <= PG_EPS:
-                continue
-            q = qd[r] + diag
-            a_new = min(max(a - g / q, 0.0), upper) if q > 0.0 else upper
-            delta = np.float64(np.float32(a_new)) - a
-            if delta == 0.0:
-                continue
-            alpha[r] = np.float32(a_new)
-            update_d(w_d, idx, val, nnz, n_cols, order, delta * yr, scratch)
-            w_d[dim] += delta * yr * bias_scale
-    alpha_sum = 0.0
-    dual_quad = 0.0
-    for r in range(n):
-        a = np.float64(alpha[r])
-        alpha_sum += a
-        if loss == SQUARED_HINGE and c[r] > 0.0:
-            dual_quad += a * a / (4.0 * c[r])
-    return pg_max, pg_min, alpha_sum, dual_quad
+    codes, positive, negative = one_model(y)
+    out = dcd_ovr_chunk(X, codes, positive, negative, c, alpha[:, np.newaxis], w_d[np.newaxis, :],
+                        loss, bias_scale, n_inner, seed, kind, ipar, fpar)
+    return tuple(float(o[0]) for o in out)
 
 
 @njit(cache=True, nogil=True)
@@ -228,8 +318,9 @@ def primal_loss_chunk(X, y, c, w_d, loss, bias_scale, kind, ipar, fpar):
     b = w_d[dim] * bias_scale
     total = 0.0
     for r in range(X.shape[0]):
-        nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
-        m = 1.0 - np.float64(y[r]) * (score_d(w_d, idx, val, nnz) + b)
+        x = X[r]
+        nnz = embed_row(kind, x, ipar, fpar, idx, val)
+        m = 1.0 - np.float64(y[r]) * (row_score(w_d, x, idx, val, nnz) + b)
         if m > 0.0:
             total += c[r] * (m if loss == HINGE else m * m)
     return total

@@ -23,6 +23,7 @@ score ``w . Psi_d(x)`` is then the sparse product ``w_d . Phi(x)`` of the row's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -38,6 +39,8 @@ from streamlearn.features import (
     hermite_encode_row,
     score_d,
     step_a,
+    update_d,
+    update_d_pair,
 )
 
 LINEAR = 0
@@ -45,6 +48,7 @@ BSPLINE = 1
 FOURIER = 2
 HERMITE = 3
 KIND_NAMES = ("linear", "bspline", "fourier", "hermite")
+KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE)
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
@@ -56,6 +60,9 @@ IP_DEGREE = 6  # B-spline degree
 IP_ZERO_PRESERVING = 7  # 1 for the Psi(0) = 0 variants
 IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
 N_IPAR = 9
+
+#: What :func:`embed_row` returns for the identity: the row itself is its (dense) encoding.
+DENSE = -1
 
 
 class Embedding(NamedTuple):
@@ -144,7 +151,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
     raise TypeError(f"no on-the-fly embedding for {type(feature_map).__name__}")
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def encode_row(kind, x, ipar, fpar, idx, val):
     """Sparse encoding ``Phi(x)`` of one row for any map kind.
 
@@ -188,6 +195,159 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     if kind == FOURIER:
         return fourier_encode_row(x, a, b, weights, zero_preserving, idx, val)
     return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
+
+
+def kernel_kinds(compile_for: Callable[[int], Callable]) -> dict[int, Callable]:
+    """One compiled solver kernel per kind of embedding, by ``kind``.
+
+    A kernel whose per-row helpers (:func:`embed_row`, :func:`row_score`, :func:`row_update`,
+    ...) are inlined keeps the branches of every kind in its row loop; compiled for a constant
+    ``kind`` the other kinds' code vanishes and the row loop of the identity and of the
+    B-splines runs 1.5-6x faster. Fourier and Hermite maps share one kernel (their encoders
+    are costly calls anyway), so each solver compiles at most three times, each on first use.
+
+    Parameters
+    ----------
+    compile_for : callable
+        ``compile_for(fixed_kind)`` returns the kernel for ``fixed_kind``, or for any kind
+        given at run time when ``fixed_kind`` is ``-1``.
+
+    Returns
+    -------
+    dict
+        ``kind -> kernel`` for every kind.
+    """
+    spectral = compile_for(-1)
+    return {LINEAR: compile_for(LINEAR), BSPLINE: compile_for(BSPLINE), FOURIER: spectral,
+            HERMITE: spectral}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def embed_row(kind, x, ipar, fpar, idx, val):
+    """:func:`encode_row` for a solver loop: the identity is not copied.
+
+    The per-row helpers :func:`row_score`, :func:`row_update`, :func:`row_update_pair` and
+    :func:`row_sq_norm_d` take what this returns. For the identity they work on the row
+    itself with dense loops, which vectorise, instead of gathering and scattering its
+    non-zero entries. These helpers, like the encoders they call, are inlined into the
+    kernel that calls them (``inline="always"``): compiled as separate functions their loops
+    do not vectorise, because the compiler must assume that the arrays they write
+    (``idx``, ``val``, ``w_d``) may overlap the arrays they read.
+
+    Parameters
+    ----------
+    kind : int
+    x : ndarray of shape (n_features,), float32
+    ipar, fpar : ndarray
+        Packed map (:func:`embedding_params`).
+    idx, val : ndarray of int32, float32
+        Encoding buffers of size ``>= ipar[IP_MAX_NNZ]``.
+
+    Returns
+    -------
+    int
+        The number of entries written, or :data:`DENSE` for the identity.
+    """
+    if kind == LINEAR:
+        return DENSE
+    return encode_row(kind, x, ipar, fpar, idx, val)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_score(w_d, x, idx, val, nnz):
+    """``w . Psi_d(x)`` of a row embedded by :func:`embed_row` (without the bias).
+
+    Parameters
+    ----------
+    w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
+        Model in ``w_d`` form.
+    x : ndarray of shape (n_features,), float32
+        The row.
+    idx, val : ndarray
+        Its encoding.
+    nnz : int
+        What :func:`embed_row` returned.
+
+    Returns
+    -------
+    float
+    """
+    if nnz == DENSE:
+        s = 0.0
+        for f in range(x.shape[0]):
+            s += w_d[f] * x[f]
+        return s
+    return score_d(w_d, idx, val, nnz)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_update(w_d, x, idx, val, nnz, n_cols, order, eta):
+    """``w <- w + eta Psi_d(x)`` of a row embedded by :func:`embed_row` (without the bias).
+
+    Parameters
+    ----------
+    w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
+        Model in ``w_d`` form, updated in place.
+    x, idx, val, nnz
+        As for :func:`row_score`.
+    n_cols, order : int
+        ``ipar[IP_N_COLS]``, ``ipar[IP_ORDER]``.
+    eta : float
+        Step size (any sign).
+    """
+    if nnz == DENSE:
+        for f in range(x.shape[0]):
+            w_d[f] += eta * x[f]
+        return
+    update_d(w_d, idx, val, nnz, n_cols, order, eta)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_update_pair(w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
+    """:func:`row_update` of two models at once: ``w_d`` by ``eta``, ``avg`` by ``eta_avg``.
+
+    Parameters
+    ----------
+    w_d, avg : ndarray of shape (>= ipar[IP_N_DIMS],), float64
+        Models in ``w_d`` form, updated in place.
+    x, idx, val, nnz, n_cols, order
+        As for :func:`row_update`.
+    eta, eta_avg : float
+        Step sizes of ``w_d`` and ``avg``.
+    """
+    if nnz == DENSE:
+        for f in range(x.shape[0]):
+            v = np.float64(x[f])
+            w_d[f] += eta * v
+            avg[f] += eta_avg * v
+        return
+    update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_sq_norm_d(x, idx, val, nnz, n_cols, order, scratch):
+    """``||Psi_d(x)||^2`` of a row embedded by :func:`embed_row`.
+
+    Parameters
+    ----------
+    x, idx, val, nnz
+        As for :func:`row_score`.
+    n_cols, order : int
+        ``ipar[IP_N_COLS]``, ``ipar[IP_ORDER]``.
+    scratch : ndarray of shape (n_cols,), float64
+        Work space.
+
+    Returns
+    -------
+    float
+    """
+    if nnz == DENSE:
+        s = 0.0
+        for f in range(x.shape[0]):
+            v = np.float64(x[f])
+            s += v * v
+        return s
+    return sq_norm_d(idx, val, nnz, n_cols, order, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -264,9 +424,61 @@ def row_sq_norm(kind, x, ipar, fpar, idx, val, scratch):
     return sq_norm_d(idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _decision_ovr_rows(X, W, bias_scale, kind, ipar, fpar):
+    # the body of decision_ovr_chunk, inlined into one kernel per kind of embedding
+    n = X.shape[0]
+    m = W.shape[0]
+    dim = ipar[IP_N_DIMS]
+    out = np.empty((n, m), dtype=np.float64)
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    for r in range(n):
+        x = X[r]
+        nnz = embed_row(kind, x, ipar, fpar, idx, val)
+        for j in range(m):
+            wj = W[j]
+            out[r, j] = row_score(wj, x, idx, val, nnz) + wj[dim] * bias_scale
+    return out
+
+
+def _decision_ovr_kernel(fixed_kind: int) -> Callable[..., np.ndarray]:
+    # _decision_ovr_rows compiled for one kind of embedding (see kernel_kinds)
+    @njit(cache=True, nogil=True)
+    def kernel(X, W, bias_scale, kind, ipar, fpar):
+        return _decision_ovr_rows(X, W, bias_scale, kind if fixed_kind < 0 else fixed_kind, ipar,
+                                  fpar)
+
+    return kernel
+
+
+_DECISION_OVR = kernel_kinds(_decision_ovr_kernel)
+
+
+def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
+    """Scores ``w_j . Psi_d(x) + b_j`` of every model on a chunk's rows, each row embedded once.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    W : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64
+        Models in ``w_d`` form, bias weight last (``b_j = W[j, -1] * bias_scale``).
+    bias_scale : float
+    kind : int
+    ipar, fpar : ndarray
+        Packed map.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, m), float64
+    """
+    return _DECISION_OVR[kind](X, W, bias_scale, kind, ipar, fpar)
+
+
 def decision_chunk(X, w_d, bias, kind, ipar, fpar):
     """Scores ``w . Psi_d(x) + bias`` of a chunk's rows, embedded on the fly.
+
+    :func:`decision_ovr_chunk` with a single model.
 
     Parameters
     ----------
@@ -283,14 +495,11 @@ def decision_chunk(X, w_d, bias, kind, ipar, fpar):
     -------
     ndarray of shape (n_rows,), float32
     """
-    n = X.shape[0]
-    out = np.empty(n, dtype=np.float32)
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    for r in range(n):
-        nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
-        out[r] = score_d(w_d, idx, val, nnz) + bias
-    return out
+    dim = int(ipar[IP_N_DIMS])
+    W = np.empty((1, dim + 1))
+    W[0, :dim] = w_d[:dim]
+    W[0, dim] = bias
+    return decision_ovr_chunk(X, W, 1.0, kind, ipar, fpar)[:, 0].astype(np.float32)
 
 
 @njit(cache=True, nogil=True)

@@ -14,28 +14,43 @@ chunks. Conventions:
   convention as :mod:`streamlearn.solvers.dcd` and liblinear;
 * the model is kept as ``w_d = D_d^-1 w`` (:mod:`streamlearn.solvers.embedding`): the shrink
   ``w <- (1 - eta lam) w`` is a scalar on ``w_d`` and the step ``w <- w + eta c y Psi_d(x)``
-  is ``update_d``. Inside a chunk ``w_d = scale * v`` so that the shrink is O(1); ``v`` is
-  renormalised when ``scale`` falls below ``1e-6`` (in particular at ``t = 1``, where
-  ``1 - eta lam = 0``) and at the end of the chunk, so between chunks ``w_d`` holds the
-  model itself;
+  is :func:`~streamlearn.solvers.embedding.row_update`. Inside a chunk ``w_d = scale * v``
+  so that the shrink is O(1); ``v`` is renormalised when ``scale`` falls below ``1e-6`` (in
+  particular at ``t = 1``, where ``1 - eta lam = 0``) and at the end of the chunk, so between
+  chunks ``w_d`` holds the model itself;
 * the optional projection onto the ball of radius ``1 / sqrt(lam)`` is not applied;
 * averaging: ``avg`` holds the mean of the iterates ``w_d`` after steps
-  ``average_start .. t``, updated in O(nnz) per step by keeping it as ``A + B v``.
+  ``average_start .. t``, updated by the same step as ``v`` by keeping it as ``A + B v``
+  (:func:`~streamlearn.solvers.embedding.row_update_pair` moves both at once).
+
+:func:`pegasos_ovr_chunk` trains ``m`` binary models from one read of each row (one-vs-rest
+or one-vs-one, :mod:`streamlearn.solvers.ovr`); each follows exactly the arithmetic of a
+single model, and since the shrink ``1 - 1/t`` depends only on the step, the lazy scale is
+shared by all of them. :func:`pegasos_chunk` is the same kernel with one model. With the
+step counter shared by all models, a one-vs-one model minimises
+``lam / 2 ||w||^2 + (1 / n) sum_{i in its classes} loss_i`` with ``n`` all rows: the SVM of
+its two classes with the same ``C = 1 / (lam n)`` as the dual coordinate descent models.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
-from streamlearn.features import score_d, update_d
 from streamlearn.solvers.embedding import (
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
     IP_ORDER,
-    encode_row,
+    embed_row,
+    kernel_kinds,
+    row_score,
+    row_update,
+    row_update_pair,
 )
+from streamlearn.solvers.ovr import binary_label, one_model
 
 #: ``average_start`` that never averages.
 NO_AVERAGING = np.iinfo(np.int64).max
@@ -44,20 +59,143 @@ MIN_SCALE = 1e-6
 
 
 @njit(cache=True, nogil=True)
-def _fold(w_d, avg, b_coef, scale):
-    # avg <- avg + b_coef * v, v <- scale * v
-    n = w_d.shape[0]
-    if b_coef != 0.0:
-        for i in range(n):
-            avg[i] += b_coef * w_d[i]
-    if scale != 1.0:
-        for i in range(n):
-            w_d[i] *= scale
+def _fold_all(W, AVG, b_coef, scale):
+    # AVG <- AVG + b_coef * V, V <- scale * V for every model
+    m, n = W.shape
+    for j in range(m):
+        if b_coef != 0.0:
+            for i in range(n):
+                AVG[j, i] += b_coef * W[j, i]
+        if scale != 1.0:
+            for i in range(n):
+                W[j, i] *= scale
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
+                      average_start, kind, ipar, fpar):
+    # the body of pegasos_ovr_chunk, inlined into one kernel per kind of embedding
+    n = X.shape[0]
+    m = W.shape[0]
+    dim = ipar[IP_N_DIMS]
+    n_cols = ipar[IP_N_COLS]
+    order = ipar[IP_ORDER]
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    margins = np.empty(m, dtype=np.float64)
+    averaging = n > 0 and t + n >= average_start
+    if averaging:
+        # AVG becomes the running sum A of S = A + b_coef * V
+        n_avg = t - average_start + 1
+        for j in range(m):
+            for i in range(AVG.shape[1]):
+                AVG[j, i] = AVG[j, i] * n_avg if n_avg > 0 else 0.0
+    scale = 1.0
+    b_coef = 0.0
+    for r in range(n):
+        k = t + 1 + r
+        eta = 1.0 / (lam * k)
+        x = X[r]
+        nnz = embed_row(kind, x, ipar, fpar, idx, val)
+        code = codes[r]
+        for j in range(m):
+            yj = binary_label(code, positive[j], negative[j])
+            if yj == 0.0:
+                margins[j] = np.inf
+                continue
+            wj = W[j]
+            margins[j] = yj * scale * (row_score(wj, x, idx, val, nnz) + wj[dim] * bias_scale)
+        scale *= 1.0 - 1.0 / k
+        if scale < MIN_SCALE:
+            _fold_all(W, AVG, b_coef, scale)
+            b_coef = 0.0
+            scale = 1.0
+        c = np.float64(weight[r])
+        if c != 0.0:
+            for j in range(m):
+                if margins[j] < 1.0:
+                    yj = binary_label(code, positive[j], negative[j])
+                    step = eta * c * yj / scale
+                    wj = W[j]
+                    if b_coef != 0.0:
+                        aj = AVG[j]
+                        row_update_pair(wj, aj, x, idx, val, nnz, n_cols, order, step,
+                                        -b_coef * step)
+                        aj[dim] -= b_coef * step * bias_scale
+                    else:
+                        row_update(wj, x, idx, val, nnz, n_cols, order, step)
+                    wj[dim] += step * bias_scale
+        if averaging and k >= average_start:
+            b_coef += scale
+    _fold_all(W, AVG, b_coef, scale)
+    if averaging:
+        n_avg = t + n - average_start + 1
+        for j in range(m):
+            for i in range(AVG.shape[1]):
+                AVG[j, i] /= n_avg
+    return t + n
+
+
+def _pegasos_ovr_kernel(fixed_kind: int) -> Callable[..., int]:
+    # _pegasos_ovr_rows compiled for one kind of embedding (see kernel_kinds)
+    @njit(cache=True, nogil=True)
+    def kernel(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t, average_start,
+               kind, ipar, fpar):
+        return _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, AVG,
+                                 t, average_start, kind if fixed_kind < 0 else fixed_kind, ipar,
+                                 fpar)
+
+    return kernel
+
+
+_PEGASOS_OVR = kernel_kinds(_pegasos_ovr_kernel)
+
+
+def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
+                      average_start, kind, ipar, fpar):
+    """PEGASOS steps of ``m`` binary models over the rows of one chunk, in their order.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    codes : ndarray of shape (n_rows,), int32
+        Class code of each row.
+    positive, negative : ndarray of shape (m,), int32
+        Model ``j`` takes rows of class code ``positive[j]`` as ``+1`` and rows of code
+        ``negative[j]`` (every other code for :data:`REST`) as ``-1``; it skips the rest.
+    weight : ndarray of shape (n_rows,), float32
+        Sample weights (``np.ones`` for none); a row of weight 0 only shrinks.
+    lam : float
+        Regularisation ``lam > 0``.
+    bias_scale : float
+        Value of the constant bias feature (0: no bias).
+    W : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64, C-contiguous
+        Models in ``w_d`` form, bias weight last; updated in place.
+    AVG : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64, C-contiguous
+        Mean of the iterates after steps ``average_start .. t``; updated in place once the
+        steps reach ``average_start`` (untouched before).
+    t : int
+        Steps done before this chunk (0 at the start).
+    average_start : int
+        First step (``>= 1``) whose iterate enters ``AVG``;
+        :data:`~streamlearn.solvers.pegasos.NO_AVERAGING` for none.
+    kind : int
+    ipar, fpar : ndarray
+        Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
+
+    Returns
+    -------
+    int
+        Steps done after this chunk, ``t + n_rows``.
+    """
+    return _PEGASOS_OVR[kind](X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
+                              average_start, kind, ipar, fpar)
+
+
 def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kind, ipar, fpar):
-    """Run PEGASOS steps over the rows of one chunk, in their order.
+    """Run PEGASOS steps of one model over the rows of one chunk, in their order.
+
+    :func:`pegasos_ovr_chunk` with a single model.
 
     Parameters
     ----------
@@ -70,9 +208,9 @@ def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kin
         Regularisation ``lam > 0``.
     bias_scale : float
         Value of the constant bias feature (0: no bias).
-    w_d : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+    w_d : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64, contiguous
         Model in ``w_d`` form, bias weight last; updated in place.
-    avg : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+    avg : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64, contiguous
         Mean of the iterates after steps ``average_start .. t``; updated in place once the
         steps reach ``average_start`` (untouched before).
     t : int
@@ -88,45 +226,7 @@ def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kin
     int
         Steps done after this chunk, ``t + n_rows``.
     """
-    n = X.shape[0]
-    dim = ipar[IP_N_DIMS]
-    n_cols = ipar[IP_N_COLS]
-    order = ipar[IP_ORDER]
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    scratch = np.empty(n_cols, dtype=np.float64)
-    averaging = n > 0 and t + n >= average_start
-    if averaging:
-        # avg becomes the running sum A of S = A + b_coef * v
-        n_avg = t - average_start + 1
-        for i in range(avg.shape[0]):
-            avg[i] = avg[i] * n_avg if n_avg > 0 else 0.0
-    scale = 1.0
-    b_coef = 0.0
-    for r in range(n):
-        k = t + 1 + r
-        eta = 1.0 / (lam * k)
-        nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
-        yr = np.float64(y[r])
-        margin = yr * scale * (score_d(w_d, idx, val, nnz) + w_d[dim] * bias_scale)
-        scale *= 1.0 - 1.0 / k
-        if scale < MIN_SCALE:
-            _fold(w_d, avg, b_coef, scale)
-            b_coef = 0.0
-            scale = 1.0
-        c = np.float64(weight[r])
-        if margin < 1.0 and c != 0.0:
-            step = eta * c * yr / scale
-            if b_coef != 0.0:
-                update_d(avg, idx, val, nnz, n_cols, order, -b_coef * step, scratch)
-                avg[dim] -= b_coef * step * bias_scale
-            update_d(w_d, idx, val, nnz, n_cols, order, step, scratch)
-            w_d[dim] += step * bias_scale
-        if averaging and k >= average_start:
-            b_coef += scale
-    _fold(w_d, avg, b_coef, scale)
-    if averaging:
-        n_avg = t + n - average_start + 1
-        for i in range(avg.shape[0]):
-            avg[i] /= n_avg
-    return t + n
+    codes, positive, negative = one_model(y)
+    W, AVG = w_d[np.newaxis, :], avg[np.newaxis, :]
+    return pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
+                             average_start, kind, ipar, fpar)
