@@ -150,10 +150,23 @@ def score_d(w_d, idx, val, nnz):
     float
         The score, accumulated in float64.
     """
-    s = 0.0
-    for k in range(nnz):
-        s += w_d[idx[k]] * val[k]
-    return s
+    # Four partial sums: one running sum waits on each addition's latency. Column indices
+    # are taken as unsigned, which spares numba's test for negative (wrap-around) indices.
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = 0
+    while k + 4 <= nnz:
+        s0 += w_d[np.uint32(idx[k])] * val[k]
+        s1 += w_d[np.uint32(idx[k + 1])] * val[k + 1]
+        s2 += w_d[np.uint32(idx[k + 2])] * val[k + 2]
+        s3 += w_d[np.uint32(idx[k + 3])] * val[k + 3]
+        k += 4
+    while k < nnz:
+        s0 += w_d[np.uint32(idx[k])] * val[k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -299,7 +312,7 @@ def update_d(w_d, idx, val, nnz, n_cols, order, eta):
     """
     if order == 0:
         for k in range(nnz):
-            w_d[idx[k]] += eta * val[k]
+            w_d[np.uint32(idx[k])] += eta * val[k]
         return
     k = 0
     base = -n_cols
@@ -339,7 +352,7 @@ def update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg):
     """
     if order == 0:
         for k in range(nnz):
-            j = idx[k]
+            j = np.uint32(idx[k])
             v = np.float64(val[k])
             w_d[j] += eta * v
             avg[j] += eta_avg * v

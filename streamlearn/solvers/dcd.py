@@ -141,7 +141,7 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
             x = X[r]
             nnz = embed_row(kind, x, ipar, fpar, idx, val)
             if qd[r] < 0.0:
-                qd[r] = row_sq_norm_d(x, idx, val, nnz, n_cols, order, scratch) + bias_sq
+                qd[r] = row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
             q = qd[r] + diag
             code = codes[r]
             for j in range(m):
@@ -150,7 +150,8 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
                     continue
                 wj = W[j]
                 a = np.float64(alpha[r, j])
-                g = yj * (row_score(wj, x, idx, val, nnz) + wj[dim] * bias_scale) - 1.0 + diag * a
+                score = row_score(kind, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+                g = yj * score - 1.0 + diag * a
                 if a == 0.0:
                     pg = min(g, 0.0)
                 elif a >= upper:
@@ -167,7 +168,7 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
                 if delta == 0.0:
                     continue
                 alpha[r, j] = np.float32(a_new)
-                row_update(wj, x, idx, val, nnz, n_cols, order, delta * yj)
+                row_update(kind, wj, x, idx, val, nnz, n_cols, order, delta * yj)
                 wj[dim] += delta * yj * bias_scale
     alpha_sum = np.zeros(m)
     dual_quad = np.zeros(m)
@@ -320,7 +321,7 @@ def primal_loss_chunk(X, y, c, w_d, loss, bias_scale, kind, ipar, fpar):
     for r in range(X.shape[0]):
         x = X[r]
         nnz = embed_row(kind, x, ipar, fpar, idx, val)
-        m = 1.0 - np.float64(y[r]) * (row_score(w_d, x, idx, val, nnz) + b)
+        m = 1.0 - np.float64(y[r]) * (row_score(kind, w_d, x, idx, val, nnz) + b)
         if m > 0.0:
             total += c[r] * (m if loss == HINGE else m * m)
     return total

@@ -61,9 +61,6 @@ IP_ZERO_PRESERVING = 7  # 1 for the Psi(0) = 0 variants
 IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
 N_IPAR = 9
 
-#: What :func:`embed_row` returns for the identity: the row itself is its (dense) encoding.
-DENSE = -1
-
 
 class Embedding(NamedTuple):
     """Packed description of a feature map for the solver kernels: ``kernel(..., *emb)``."""
@@ -227,12 +224,14 @@ def embed_row(kind, x, ipar, fpar, idx, val):
     """:func:`encode_row` for a solver loop: the identity is not copied.
 
     The per-row helpers :func:`row_score`, :func:`row_update`, :func:`row_update_pair` and
-    :func:`row_sq_norm_d` take what this returns. For the identity they work on the row
+    :func:`row_sq_norm_d` take what this writes. For the identity they work on the row
     itself with dense loops, which vectorise, instead of gathering and scattering its
     non-zero entries. These helpers, like the encoders they call, are inlined into the
     kernel that calls them (``inline="always"``): compiled as separate functions their loops
     do not vectorise, because the compiler must assume that the arrays they write
-    (``idx``, ``val``, ``w_d``) may overlap the arrays they read.
+    (``idx``, ``val``, ``w_d``) may overlap the arrays they read. They branch on ``kind``,
+    which a kernel compiled for one kind (:func:`kernel_kinds`) holds as a constant, so the
+    other kinds' code is gone from its loop.
 
     Parameters
     ----------
@@ -241,24 +240,25 @@ def embed_row(kind, x, ipar, fpar, idx, val):
     ipar, fpar : ndarray
         Packed map (:func:`embedding_params`).
     idx, val : ndarray of int32, float32
-        Encoding buffers of size ``>= ipar[IP_MAX_NNZ]``.
+        Encoding buffers of size ``>= ipar[IP_MAX_NNZ]``; untouched for the identity.
 
     Returns
     -------
     int
-        The number of entries written, or :data:`DENSE` for the identity.
+        The number of entries written (the row's length for the identity).
     """
     if kind == LINEAR:
-        return DENSE
+        return x.shape[0]
     return encode_row(kind, x, ipar, fpar, idx, val)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def row_score(w_d, x, idx, val, nnz):
+def row_score(kind, w_d, x, idx, val, nnz):
     """``w . Psi_d(x)`` of a row embedded by :func:`embed_row` (without the bias).
 
     Parameters
     ----------
+    kind : int
     w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
         Model in ``w_d`` form.
     x : ndarray of shape (n_features,), float32
@@ -272,7 +272,7 @@ def row_score(w_d, x, idx, val, nnz):
     -------
     float
     """
-    if nnz == DENSE:
+    if kind == LINEAR:
         s = 0.0
         for f in range(x.shape[0]):
             s += w_d[f] * x[f]
@@ -281,11 +281,12 @@ def row_score(w_d, x, idx, val, nnz):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def row_update(w_d, x, idx, val, nnz, n_cols, order, eta):
+def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
     """``w <- w + eta Psi_d(x)`` of a row embedded by :func:`embed_row` (without the bias).
 
     Parameters
     ----------
+    kind : int
     w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
         Model in ``w_d`` form, updated in place.
     x, idx, val, nnz
@@ -295,7 +296,7 @@ def row_update(w_d, x, idx, val, nnz, n_cols, order, eta):
     eta : float
         Step size (any sign).
     """
-    if nnz == DENSE:
+    if kind == LINEAR:
         for f in range(x.shape[0]):
             w_d[f] += eta * x[f]
         return
@@ -303,11 +304,12 @@ def row_update(w_d, x, idx, val, nnz, n_cols, order, eta):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def row_update_pair(w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
+def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
     """:func:`row_update` of two models at once: ``w_d`` by ``eta``, ``avg`` by ``eta_avg``.
 
     Parameters
     ----------
+    kind : int
     w_d, avg : ndarray of shape (>= ipar[IP_N_DIMS],), float64
         Models in ``w_d`` form, updated in place.
     x, idx, val, nnz, n_cols, order
@@ -315,7 +317,7 @@ def row_update_pair(w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
     eta, eta_avg : float
         Step sizes of ``w_d`` and ``avg``.
     """
-    if nnz == DENSE:
+    if kind == LINEAR:
         for f in range(x.shape[0]):
             v = np.float64(x[f])
             w_d[f] += eta * v
@@ -325,11 +327,12 @@ def row_update_pair(w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def row_sq_norm_d(x, idx, val, nnz, n_cols, order, scratch):
+def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
     """``||Psi_d(x)||^2`` of a row embedded by :func:`embed_row`.
 
     Parameters
     ----------
+    kind : int
     x, idx, val, nnz
         As for :func:`row_score`.
     n_cols, order : int
@@ -341,7 +344,7 @@ def row_sq_norm_d(x, idx, val, nnz, n_cols, order, scratch):
     -------
     float
     """
-    if nnz == DENSE:
+    if kind == LINEAR:
         s = 0.0
         for f in range(x.shape[0]):
             v = np.float64(x[f])
@@ -438,7 +441,7 @@ def _decision_ovr_rows(X, W, bias_scale, kind, ipar, fpar):
         nnz = embed_row(kind, x, ipar, fpar, idx, val)
         for j in range(m):
             wj = W[j]
-            out[r, j] = row_score(wj, x, idx, val, nnz) + wj[dim] * bias_scale
+            out[r, j] = row_score(kind, wj, x, idx, val, nnz) + wj[dim] * bias_scale
     return out
 
 

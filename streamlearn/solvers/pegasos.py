@@ -104,7 +104,7 @@ def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, 
                 margins[j] = np.inf
                 continue
             wj = W[j]
-            margins[j] = yj * scale * (row_score(wj, x, idx, val, nnz) + wj[dim] * bias_scale)
+            margins[j] = yj * scale * (row_score(kind, wj, x, idx, val, nnz) + wj[dim] * bias_scale)
         scale *= 1.0 - 1.0 / k
         if scale < MIN_SCALE:
             _fold_all(W, AVG, b_coef, scale)
@@ -119,11 +119,11 @@ def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, 
                     wj = W[j]
                     if b_coef != 0.0:
                         aj = AVG[j]
-                        row_update_pair(wj, aj, x, idx, val, nnz, n_cols, order, step,
+                        row_update_pair(kind, wj, aj, x, idx, val, nnz, n_cols, order, step,
                                         -b_coef * step)
                         aj[dim] -= b_coef * step * bias_scale
                     else:
-                        row_update(wj, x, idx, val, nnz, n_cols, order, step)
+                        row_update(kind, wj, x, idx, val, nnz, n_cols, order, step)
                     wj[dim] += step * bias_scale
         if averaging and k >= average_start:
             b_coef += scale
