@@ -114,6 +114,28 @@ def test_sparse_jsboost_ignores_irrelevant_features(js_data):
     assert model.score(Xt, yt) > 0.85
 
 
+def test_weighted_start_is_klboosting_divergence_weighted_direction(js_data):
+    """search="sequential", start="weighted": the first learner starts from the coordinates
+    weighted by their Jensen-Shannon divergences (scipy on numpy histograms)."""
+    X, y = js_data
+    n_bins = 8
+    model = SparseJSBoostClassifier(n_rounds=1, tau=np.inf, n_bins=n_bins, search="sequential",
+                                    start="weighted", max_iter=0).fit(X, y)
+    x = X.astype(np.float64)
+    positive = y == "out"
+    divergence = []
+    for m in range(X.shape[1]):
+        edges = np.linspace(x[:, m].min(), x[:, m].max(), n_bins + 1)
+        hp = np.histogram(x[positive, m], edges)[0]
+        hm = np.histogram(x[~positive, m], edges)[0]
+        divergence.append(2 * jensenshannon(hp, hm) ** 2)
+    divergence = np.asarray(divergence)
+    np.testing.assert_allclose(model.projections_[0], divergence / np.linalg.norm(divergence),
+                               rtol=1e-6)
+    assert np.count_nonzero(model.projections_[0]) == X.shape[1]  # irrelevant ones included
+    assert model.n_scans_ == 2
+
+
 # -- chunking, engines, checkpoints -------------------------------------------------------------
 @pytest.mark.parametrize("chunk_rows", [37, 128])
 def test_chunk_size_never_changes_the_regressor(ppr_data, chunk_rows):
@@ -203,6 +225,8 @@ def test_bad_input_gets_a_clear_error(ppr_data, js_data):
         SparsePPRRegressor(tau=0).fit(X, y)
     with pytest.raises(ValueError, match="n_bases must be an integer >= 4"):
         SparsePPRRegressor(n_bases=3).fit(X, y)
+    with pytest.raises(ValueError, match="start must be one of"):
+        SparseJSBoostClassifier(start="best").fit(X, y > 0.2)
     with pytest.raises(ValueError, match="fine_step must lie"):
         SparsePPRRegressor(fine_step=0.5, coarse_step=0.1).fit(X, y)
     with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):

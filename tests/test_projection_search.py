@@ -395,3 +395,67 @@ def test_sequential_search_one_pass_equals_separate_evaluation():
     np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-6)
     # two sweeps over three coordinates, a coarse and a fine scan each
     assert np.count_nonzero(one.alpha[:2]) == 2 and one.n_scans == 1 + 2 * 3 * 2
+
+
+def test_weighted_start_is_the_gain_weighted_sum_of_the_coordinates():
+    """KLBoosting's start: each coordinate weighted by its divergence (classification) or by
+    the drop of the residual sum of squares it gives alone (regression)."""
+    rng = np.random.default_rng(15)
+    X = rng.uniform(-1, 1, size=(400, 4)).astype(np.float32)
+    codes = (X[:, 0] + 0.5 * X[:, 1] > 0.2).astype(np.int32)
+    w = rng.uniform(0.5, 1.5, 400).astype(np.float32)
+    spread = spread_of(X)
+    kwargs = dict(coarse_step=0.5, fine_step=0.1, max_iter=0, start="weighted")
+    found = sequential_coordinate_search(one_pass_js_scan(X, codes, w), 4, spread,
+                                         lambda g: 0.0, **kwargs)
+    singles = start_candidates(4, spread, pairs=False)
+    divergence = -separate_js_scan(X, codes, w)(np.zeros(4), singles)[0]
+    assert np.all(divergence > 0)
+    np.testing.assert_allclose(found.alpha, divergence / np.linalg.norm(divergence), rtol=1e-9)
+    assert found.n_scans == 2 and found.fit_cost == pytest.approx(
+        separate_js_scan(X, codes, w)(found.alpha, make_candidates(
+            found.alpha, np.zeros(1, dtype=np.int64), np.zeros(1), spread))[0][0], rel=1e-9)
+
+    r = (X[:, 0] * X[:, 1] + 0.3 * X[:, 2] + 0.1 * rng.normal(size=400)).astype(np.float32)
+    r -= r.mean()
+    ones = np.ones(400, dtype=np.float32)
+    rss = float(np.sum(r.astype(np.float64) ** 2))
+    found = informative_feature_first(one_pass_ppr_scan(X, r, ones, 0.1, 3), 4, spread,
+                                      lambda g: 0.0, null_cost=lambda: rss, **kwargs)
+    gain = rss - separate_ppr_scan(X, r, ones, 0.1, 3)(np.zeros(4), singles)[0]
+    np.testing.assert_allclose(found.alpha, gain / np.linalg.norm(gain), rtol=1e-6)
+
+
+def test_weighted_start_falls_back_to_the_best_coordinate():
+    """With one informative coordinate the weighted start is that coordinate (no extra scan)."""
+    rng = np.random.default_rng(16)
+    X = rng.uniform(0, 1, size=(200, 3)).astype(np.float32)
+    r = (X[:, 1] - 0.5).astype(np.float32)
+    scan = one_pass_ppr_scan(X, r, np.ones(200, dtype=np.float32), 0.1, 3)
+    rss = float(np.sum(r.astype(np.float64) ** 2))
+    singles = start_candidates(3, spread_of(X), pairs=False)
+    g = scan(np.zeros(3), singles)[0]
+    # a reference cost between the best coordinate and the others: one positive gain
+    found = sequential_coordinate_search(scan, 3, spread_of(X), lambda g: 0.0, max_iter=0,
+                                         start="weighted",
+                                         null_cost=lambda: 0.5 * (g[1] + min(g[0], g[2])))
+    np.testing.assert_array_equal(found.alpha, [0.0, 1.0, 0.0])
+    assert found.n_scans == 1 and rss > g[1]
+    with pytest.raises(ValueError, match="start must be one of"):
+        sequential_coordinate_search(scan, 3, spread_of(X), lambda g: 0.0, start="best")
+
+
+def test_weighted_sequential_search_one_pass_equals_separate_evaluation():
+    rng = np.random.default_rng(17)
+    X = rng.uniform(-1, 1, size=(300, 3)).astype(np.float32)
+    codes = (X[:, 0] - 0.4 * X[:, 2] > 0.0).astype(np.int32)
+    w = np.ones(300, dtype=np.float32)
+    kwargs = dict(coarse_step=0.5, fine_step=0.1, max_iter=2, start="weighted")
+    one = sequential_coordinate_search(one_pass_js_scan(X, codes, w), 3, spread_of(X),
+                                       lambda g: abs(g) / 30.0, **kwargs)
+    sep = sequential_coordinate_search(separate_js_scan(X, codes, w), 3, spread_of(X),
+                                       lambda g: abs(g) / 30.0, **kwargs)
+    np.testing.assert_allclose(one.alpha, sep.alpha, atol=1e-12)
+    np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-9)
+    assert one.n_scans == sep.n_scans == 2 + 2 * 3 * 2
+    assert one.alpha[2] / one.alpha[0] == pytest.approx(-0.4, abs=0.15)

@@ -8,7 +8,8 @@ comes from the "informative feature first" search of paper 001 (Tables 1-2,
 residual sum of squares before the term (Table 3), for the classifier the cost of the best
 single coordinate; ``tau = inf`` switches the L1 term off (plain PPR and JSBoost). The search
 starts from the lowest-cost single coordinate or signed coordinate pair (``start="pairs"``,
-the default) or, as in the paper, from the best single coordinate (``start="coordinate"``).
+the default), as in the paper from the best single coordinate (``start="coordinate"``), or
+as in KLBoosting from the gain-weighted sum of all coordinates (``start="weighted"``).
 
 ``fit`` is a sequence of passes over the data:
 
@@ -366,14 +367,12 @@ class _ProjectionPursuit(StreamEstimator):
         if self.chunk_rows is not None:
             _positive_int("chunk_rows", self.chunk_rows)
 
-    def _search(self, scan: Any, n_features: int, spread: FeatureSpread,
-                penalty: Any) -> SearchResult:
-        options: dict[str, Any] = {"start": self.start} if self.search == "informative_first" \
-            else {}
+    def _search(self, scan: Any, n_features: int, spread: FeatureSpread, penalty: Any,
+                null_cost: Any = None) -> SearchResult:
         return SEARCHES[self.search](
             scan, n_features, spread, penalty, search_range=float(self.search_range),
             coarse_step=float(self.coarse_step), fine_step=float(self.fine_step),
-            max_iter=int(self.max_iter), **options)
+            max_iter=int(self.max_iter), start=self.start, null_cost=null_cost)
 
     def _lam(self, g0: float) -> float:
         return abs(g0) / float(self.tau)  # 0 for tau = inf
@@ -454,11 +453,13 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         Direction search: paper 001's "informative feature first" (Table 2: each round moves
         the one coordinate that lowers the cost most), or the cyclic 1-D search over every
         coordinate of KLBoosting that the paper compares against.
-    start : {"pairs", "coordinate"}
-        Start of the ``"informative_first"`` search: the lowest-cost of the single coordinates
-        and the signed coordinate pairs ``(e_i +- e_j) / sqrt 2`` (all costed by one scan), or
-        the paper's best single coordinate. From a single coordinate a direction such as
-        ``x1 - x2``, which neither feature explains alone, is rarely reached.
+    start : {"pairs", "coordinate", "weighted"}
+        Start of the search: the lowest-cost of the single coordinates and the signed
+        coordinate pairs ``(e_i +- e_j) / sqrt 2`` (all costed by one scan), the paper's best
+        single coordinate, or KLBoosting's sum of the coordinates weighted by how much each
+        lowers the cost alone (here: the residual sum of squares; one more scan). From a single
+        coordinate a direction such as ``x1 - x2``, which neither feature explains alone, is
+        rarely reached; from the weighted start every coordinate begins non-zero.
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of the search (Table 2).
     max_iter : int
@@ -605,7 +606,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
             # Table 3: lam_j = sum_i r_i^2 / tau, the residuals before term j (the first scan
             # has just summed them)
             found = self._search(scan, d, spread,
-                                 lambda g0, rss=residual_ss: self._lam(rss[0]))
+                                 lambda g0, rss=residual_ss: self._lam(rss[0]),
+                                 lambda rss=residual_ss: rss[0])
             self.projections_ = np.vstack([self.projections_, _clean(found.alpha)])
             self.ranges_ = np.vstack([self.ranges_, [found.lo, found.hi]])
             self.spline_coef_ = np.vstack([self.spline_coef_, found.stat])
@@ -671,7 +673,10 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         ``eps = smoothing / n_bins`` is added to the normalised bin masses ``h+, h-`` of a weak
         learner, which bounds its output where a bin holds one class only.
     search, start, search_range, coarse_step, fine_step, max_iter
-        The direction search, see :class:`SparsePPRRegressor`.
+        The direction search, see :class:`SparsePPRRegressor`. The weights of
+        ``start="weighted"`` are the divergences of the single coordinates, so
+        ``search="sequential", start="weighted", tau=inf`` is KLBoosting's feature search
+        (paper 001 ref. [17]), the one the paper contrasts its own with.
     chunk_rows : int, optional
     engine : engine, optional
     progress : bool, optional

@@ -21,7 +21,8 @@ function of ``u . x``. Every candidate of a scan is costed from ONE walk over th
 The bins and the spline knots of a candidate span the range of its projected values
 (:func:`projection_ranges`). :func:`informative_feature_first` is the search loop itself,
 given any function that costs a scan; its first scan costs the starting directions
-(:func:`start_candidates`: single coordinates, optionally signed coordinate pairs).
+(:func:`search_start`: single coordinates, optionally signed coordinate pairs, or KLBoosting's
+gain-weighted sum of the coordinates).
 """
 
 from __future__ import annotations
@@ -559,23 +560,91 @@ def offsets(lo: float, hi: float, step: float) -> np.ndarray:
     return np.round(lo + step * np.arange(n + 1), 12)
 
 
-#: Starts of :func:`informative_feature_first`: the paper's best single coordinate, or the
-#: best of the single coordinates and the signed coordinate pairs.
-STARTS = ("coordinate", "pairs")
+#: Starts of a search: the paper's best single coordinate, the best of the single coordinates
+#: and the signed coordinate pairs, or KLBoosting's gain-weighted sum of the coordinates.
+STARTS = ("coordinate", "pairs", "weighted")
+
+
+def search_start(scan: ScanFunction, n_features: int, spread: FeatureSpread,
+                 penalty_weight: Callable[[float], float], start: str = "coordinate",
+                 null_cost: Callable[[], float] | None = None
+                 ) -> tuple[np.ndarray, SearchResult, float, int]:
+    """Starting direction of a search and the L1 weight, from one scan of the coordinates.
+
+    The first scan costs the single coordinates ``e_m`` (and, with ``start="pairs"``, the
+    signed pairs ``e_i +- e_j``, :func:`start_candidates`). The L1 weight is
+    ``lam = penalty_weight(g(e_i))`` with ``e_i`` the best single coordinate (eq. 6,
+    ``alpha^(0)``) whatever the start. The start is
+
+    * ``"coordinate"``: ``e_i`` (paper 001, Table 2);
+    * ``"pairs"``: the single coordinate or signed pair of lowest ``E = g + lam ||u||_1``;
+    * ``"weighted"``: ``sum_m G_m e_m`` with the gains ``G_m = max(g_null - g(e_m), 0)`` over
+      the cost ``g_null`` of an uninformative projection: the divergence of each coordinate
+      for a Jensen-Shannon cost ``g = -SJS`` (``g_null = 0``), the drop of the residual sum
+      of squares for a regression. This is KLBoosting's start (paper 001 ref. [17]: the
+      divergence-weighted sum of its top-L coordinate features; here all M of them), and it
+      gives every coordinate that lowers the cost at all, irrelevant ones included, a
+      non-zero entry. It takes one more scan (to cost the start itself); with fewer than two
+      positive gains it is ``e_i``.
+
+    Parameters
+    ----------
+    scan, n_features, spread, penalty_weight
+        See :func:`informative_feature_first`.
+    start : {"coordinate", "pairs", "weighted"}
+    null_cost : callable, optional
+        ``g_null``, evaluated after the first scan (which may be what computes it);
+        0 when None.
+
+    Returns
+    -------
+    alpha : ndarray of shape (n_features,)
+        The (unnormalised) starting vector.
+    best : SearchResult
+        Its direction, cost and statistic.
+    lam : float
+    n_scans : int
+        1, or 2 for a weighted start.
+    """
+    if start not in STARTS:
+        raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+    origin = np.zeros(n_features)
+    starts = start_candidates(n_features, spread, start == "pairs")
+    g, stats = scan(origin, starts)
+    i = int(np.argmin(g[:n_features]))
+    lam = float(penalty_weight(float(g[i])))
+    if start == "weighted":
+        reference = 0.0 if null_cost is None else float(null_cost())
+        single = np.asarray(g[:n_features], dtype=np.float64)
+        gain = np.where(np.isfinite(single), np.maximum(reference - single, 0.0), 0.0)
+        if np.count_nonzero(gain) >= 2:
+            alpha = gain / np.linalg.norm(gain)
+            itself = make_candidates(alpha, np.zeros(1, dtype=np.int64), np.zeros(1), spread)
+            g1, stats1 = scan(alpha, itself)
+            cost1 = _costs(g1, lam, itself)
+            return alpha, _pick(alpha, itself, 0, g1, float(cost1[0]), stats1), lam, 2
+    cost = _costs(g, lam, starts)
+    if start != "pairs":
+        cost[n_features:] = np.inf
+    s = int(np.argmin(cost))
+    best = _pick(origin, starts, s, g, float(cost[s]), stats)
+    return starts.raw(origin, s), best, lam, 1
 
 
 def informative_feature_first(scan: ScanFunction, n_features: int, spread: FeatureSpread,
                               penalty_weight: Callable[[float], float], *,
                               search_range: float = 1.0, coarse_step: float = 0.1,
                               fine_step: float = 0.01, max_iter: int = 20,
-                              start: str = "coordinate") -> SearchResult:
+                              start: str = "coordinate",
+                              null_cost: Callable[[], float] | None = None) -> SearchResult:
     """Find a sparse projection by the "informative feature first" search (Tables 1-2).
 
-    1. One scan costs the starting directions (:func:`start_candidates`): the single
+    1. One scan costs the starting directions (:func:`search_start`): the single
        coordinates ``e_m`` and, with ``start="pairs"``, the signed pairs ``e_i +- e_j``. The L1
        weight is ``lam = penalty_weight(g(e_i))`` with ``e_i`` the best single coordinate
        (eq. 6, ``alpha^(0)``); the search starts from the start of lowest cost
-       ``E = g(u) + lam ||u||_1`` (``e_i`` itself with ``start="coordinate"``, Table 2).
+       ``E = g(u) + lam ||u||_1`` (``e_i`` itself with ``start="coordinate"``, Table 2; the
+       gain-weighted sum of the coordinates with ``start="weighted"``).
     2. Repeat: a coarse scan of every coordinate, ``alpha + delta e_m`` with ``delta`` in
        ``[-H, H]`` by ``coarse_step``, picks the coordinate and offset of the lowest cost
        ``E``, ``u = alpha / ||alpha||`` (eq. 8); a fine scan of that coordinate around the
@@ -596,26 +665,16 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of the paper.
     max_iter : int
-    start : {"coordinate", "pairs"}
+    start : {"coordinate", "pairs", "weighted"}
+    null_cost : callable, optional
+        Cost of an uninformative projection, for ``start="weighted"`` (:func:`search_start`).
 
     Returns
     -------
     SearchResult
     """
-    if start not in STARTS:
-        raise ValueError(f"start must be one of {STARTS}, got {start!r}")
-    origin = np.zeros(n_features)
-    starts = start_candidates(n_features, spread, start == "pairs")
-    g, stats = scan(origin, starts)
-    i = int(np.argmin(g[:n_features]))
-    lam = float(penalty_weight(float(g[i])))
-    cost = _costs(g, lam, starts)
-    if start == "coordinate":
-        cost[n_features:] = np.inf
-    s = int(np.argmin(cost))
-    best = _pick(origin, starts, s, g, float(cost[s]), stats)
-    alpha = starts.raw(origin, s)
-    n_scans = 1
+    alpha, best, lam, n_scans = search_start(scan, n_features, spread, penalty_weight, start,
+                                             null_cost)
     coarse = offsets(-search_range, search_range, coarse_step)
     for _ in range(int(max_iter)):
         cands = make_candidates(alpha, np.arange(n_features), coarse, spread)
@@ -646,24 +705,22 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
 def sequential_coordinate_search(scan: ScanFunction, n_features: int, spread: FeatureSpread,
                                  penalty_weight: Callable[[float], float], *,
                                  search_range: float = 1.0, coarse_step: float = 0.1,
-                                 fine_step: float = 0.01, max_iter: int = 20) -> SearchResult:
+                                 fine_step: float = 0.01, max_iter: int = 20,
+                                 start: str = "coordinate",
+                                 null_cost: Callable[[], float] | None = None) -> SearchResult:
     """Find a projection by cyclic 1-D searches over every coordinate (KLBoosting's search).
 
-    The search paper 001 improves on (Sec. 3.2): from the best single coordinate, sweep the
-    coordinates ``m = 1 .. M`` in turn; each gets a coarse scan of ``alpha + delta e_m`` and
-    a fine scan around the best offset, and keeps the offset when it lowers
+    The search paper 001 improves on (Sec. 3.2): from the start (:func:`search_start`; the
+    best single coordinate by default, KLBoosting's own with ``start="weighted"``), sweep
+    the coordinates ``m = 1 .. M`` in turn; each gets a coarse scan of ``alpha + delta e_m``
+    and a fine scan around the best offset, and keeps the offset when it lowers
     ``E = g + lam ||u||_1``. Every coordinate may be modified, irrelevant ones included.
     Stops after a sweep that changes nothing or after ``max_iter`` sweeps. Parameters and
     result as :func:`informative_feature_first`; each 1-D search takes two scans.
     """
-    alpha = np.zeros(n_features)
-    singles = start_candidates(n_features, spread, pairs=False)
-    g, stats = scan(alpha, singles)
-    i = int(np.argmin(g))
-    lam = float(penalty_weight(float(g[i])))
-    best = _pick(alpha, singles, i, g, float(g[i]) + lam * singles.l1[i], stats)
-    alpha[i] = 1.0
-    n_scans = 1
+    alpha, best, lam, n_scans = search_start(scan, n_features, spread, penalty_weight, start,
+                                             null_cost)
+    alpha = np.array(alpha, dtype=np.float64)
     coarse = offsets(-search_range, search_range, coarse_step)
     for _ in range(int(max_iter)):
         changed = False
