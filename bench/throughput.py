@@ -331,41 +331,56 @@ def measure(method: str, path: str, stats_path: str, memory_chunks: int) -> dict
 PROFILE_STAGES = ("encode", "encode + score", "encode + score + update")
 
 
-def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
-                    repeats: int = 200) -> dict[str, Any]:
-    """Nanoseconds per row of the per-row stages of each embedding, over rows in memory.
+def stage_loop(kind: int, stage: int) -> Any:
+    """A numba loop over rows running the first ``stage + 1`` per-row stages of ``kind``.
 
-    A numba loop over ``n_rows`` rows of the store runs ``encode_row`` only, then also the
-    score ``score_d``, then also one ``update_d`` per row (what a PEGASOS step does when
-    the margin is violated; averaging adds a second update). The fastest of ``repeats``
-    short loops is kept: a loop of a millisecond or less usually runs without being
-    preempted, so the figure is the kernels' own speed even on a shared machine.
+    The loop is compiled for constant ``kind`` and ``stage``, like the solver kernels
+    (:func:`~streamlearn.solvers.embedding.kernel_kinds`), from the same inlined per-row
+    helpers: ``embed_row``, then ``row_score``, then one ``row_update`` per row (what a
+    PEGASOS step does when the margin is violated; averaging moves two models in one sweep).
     """
-    import zarr
     from numba import njit
 
-    from streamlearn.features import score_d, update_d
     from streamlearn.solvers.embedding import (
         IP_MAX_NNZ,
         IP_N_COLS,
         IP_ORDER,
-        embedding_params,
-        encode_row,
+        embed_row,
+        row_score,
+        row_update,
     )
 
     @njit(nogil=True)
-    def stages(X, stage, kind, ipar, fpar, w):  # pragma: no cover - numba
+    def loop(X, ipar, fpar, w):  # pragma: no cover - numba
         idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+        val = np.zeros(ipar[IP_MAX_NNZ], dtype=np.float32)
+        n_cols, order = ipar[IP_N_COLS], ipar[IP_ORDER]
         s = 0.0
         for r in range(X.shape[0]):
-            nnz = encode_row(kind, X[r], ipar, fpar, idx, val)
-            s += val[nnz - 1]
+            x = X[r]
+            nnz = embed_row(kind, x, ipar, fpar, idx, val)
+            s += val[r % nnz]  # reads the encoding, so that it is computed
             if stage >= 1:
-                s += score_d(w, idx, val, nnz)
+                s += row_score(kind, w, x, idx, val, nnz)
             if stage >= 2:
-                update_d(w, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], 1e-9)
+                row_update(kind, w, x, idx, val, nnz, n_cols, order, 1e-9)
         return s
+
+    return loop
+
+
+def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
+                    repeats: int = 200) -> dict[str, Any]:
+    """Nanoseconds per row of the per-row stages of each embedding, over rows in memory.
+
+    For each embedding, :func:`stage_loop` runs over ``n_rows`` rows of the store: the
+    encoding only, then also the score, then also one update per row. The fastest of
+    ``repeats`` short loops is kept: a loop of a millisecond or less usually runs without
+    being preempted, so the figure is the kernels' own speed even on a shared machine.
+    """
+    import zarr
+
+    from streamlearn.solvers.embedding import embedding_params
 
     stats = json.loads(Path(stats_path).read_text())["stats"]
     X = np.ascontiguousarray(zarr.open_group(path, mode="r")["X"][:n_rows])
@@ -375,11 +390,12 @@ def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
         w = np.zeros(emb.n_dims + 1)
         times = {}
         for stage, name in enumerate(PROFILE_STAGES):
-            stages(X[:16], stage, *emb, w)
+            loop = stage_loop(emb.kind, stage)
+            loop(X[:16], emb.ipar, emb.fpar, w)
             best = np.inf
             for _ in range(repeats):
                 t0 = time.perf_counter()
-                stages(X, stage, *emb, w)
+                loop(X, emb.ipar, emb.fpar, w)
                 best = min(best, time.perf_counter() - t0)
             times[name] = best / X.shape[0] * 1e9
         out["ns_per_row"][method] = times
@@ -434,8 +450,11 @@ def ratios(summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
         {"target": f"{LABELS[m]} >= {t:.0%} of the bare stream",
          "measured": out["over_stream"][m], "met": out["over_stream"][m] >= t}
         for m, t in STREAM_TARGETS.items()
-    ] + [{"target": f"linear PEGASOS >= {SGD_TARGET:g}x SGDClassifier.partial_fit rows/s",
-          "measured": out["linear_over_sgd"], "met": out["linear_over_sgd"] >= SGD_TARGET}]
+    ] + [{"target": f"linear PEGASOS >= {SGD_TARGET:g}x SGDClassifier.partial_fit rows/s "
+                    "on the same chunks (held in memory: streamed, an epoch faster than the "
+                    "stream only reaches the stream)",
+          "measured": out["linear_over_sgd_in_memory"],
+          "met": out["linear_over_sgd_in_memory"] >= SGD_TARGET}]
     return out
 
 
@@ -452,7 +471,7 @@ def print_table(summary: dict[str, dict[str, Any]], q: dict[str, Any]) -> None:
               f"{'' if acc is None else f'{acc:.3f}':>9}")
     for t in q["targets"]:
         print(f"  {t['target']}: {t['measured']:.2f} -> {'met' if t['met'] else 'NOT met'}")
-    print(f"  linear PEGASOS / SGD on chunks in memory: {q['linear_over_sgd_in_memory']:.2f}")
+    print(f"  linear PEGASOS / SGD streamed from the store: {q['linear_over_sgd']:.2f}")
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
@@ -524,8 +543,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                       f"over the first {report['kernel_profile']['rows']} rows of the store; "
                       f"load average {report['kernel_profile']['load_1m']:.1f} while measured"},
             {"title": "Targets", "columns": ["target", "measured", "status"], "rows": targets,
-             "notes": f"linear PEGASOS / SGD over chunks in memory: "
-                      f"{q['linear_over_sgd_in_memory']:.2f}"},
+             "notes": f"linear PEGASOS / SGD streamed from the store: "
+                      f"{q['linear_over_sgd']:.2f}"},
         ],
         "plots": ["throughput.png"],
     }

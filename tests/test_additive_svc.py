@@ -394,6 +394,32 @@ def test_one_vs_one_votes_like_sklearn_and_couples_probabilities(solver, tmp_pat
     np.testing.assert_array_equal(loaded.predict_proba(Xt), proba)
 
 
+@pytest.mark.parametrize("solver", ["dcd", "pegasos"])
+def test_zero_preserving_degree_1_d1_is_the_same_model_with_a_wider_bias(solver):
+    """Degree-1 D1 splines: Psi(0) = 0 with bias_scale sqrt(d + 1) equals bias_scale 1 without.
+
+    The reference is the other embedding's fit: their decision functions agree although one
+    skips every input at zero and the other does not.
+    """
+    rng = np.random.default_rng(11)
+    n, d = 500, 5
+    X = rng.uniform(0, 1, (n, d)).astype(np.float32)
+    X[rng.random((n, d)) < 0.6] = 0.0
+    y = (np.sin(4 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2] + 0.2 * rng.normal(size=n) > 0.2)
+    X_test = np.where(rng.random((200, d)) < 0.6, 0.0, rng.uniform(0, 1.2, (200, d)))
+    common = dict(embedding="bspline", degree=1, n_bases=7, penalty_order=1, solver=solver,
+                  epochs=5, C=1.0, calibrate=False, random_state=0, progress=False)
+    full = AdditiveSVC(**common, bias_scale=1.0).fit(X, y.astype(int))
+    sparse = AdditiveSVC(**common, zero_preserving=True, bias_scale=np.sqrt(d + 1.0))
+    sparse.fit(X, y.astype(int))
+    expected = full.decision_function(X_test.astype(np.float32))
+    got = sparse.decision_function(X_test.astype(np.float32))
+    assert np.abs(expected).max() > 0.5  # a model, not zeros
+    np.testing.assert_allclose(got, expected, atol=1e-5 * np.abs(expected).max())
+    # the constant column of each feature carries the weight that the wider bias carries
+    assert full.coef_.shape[1] == d * 7 and sparse.coef_.shape[1] == d * 6
+
+
 def test_linear_fit_without_calibration_skips_the_describe_pass():
     X, y = binary_problem(3000, seed=5)
     ds = open_dataset(X, target=y, chunk_rows=500)

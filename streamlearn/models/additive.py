@@ -529,7 +529,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     n_terms : int
         Frequencies (Fourier) or polynomials (Hermite) per feature.
     zero_preserving : bool
-        Use the ``Psi(0) = 0`` variant of the embedding (sparse non-negative inputs).
+        Use the ``Psi(0) = 0`` variant of the embedding (sparse non-negative inputs): a
+        feature at the lower end of its range costs nothing, so training and prediction take
+        time in the number of non-zero inputs. For degree-1 splines with ``penalty_order=1``
+        this is the same model as ``zero_preserving=False`` when ``bias_scale`` is
+        ``sqrt(n_features + b^2)`` instead of ``b``: the first column of every feature's
+        ``Psi_1 = D_1^-T Phi`` is the constant ``sum_j Phi_j = 1``, and the other columns are
+        the zero-preserving embedding, so both define the same kernel and the same dual
+        problem (the solvers take the same steps).
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
