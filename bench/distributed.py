@@ -15,8 +15,13 @@ untimed warm-up run that compiles the kernels on every worker and warms the page
   the residuals of the model so far: 8 stumps already selected).
 
 Engines: ``LocalEngine`` (prefetch thread, this process), ``DaskEngine`` on a ``LocalCluster``
-of 1 worker process and of 2 worker processes (1 thread each), at the dataset's default chunk
-size (about 16 MiB of features per chunk) and 2 partitions per worker.
+of 1 worker process and of 2 worker processes (1 thread each, decoding pools sized to the
+worker's share of the cores), at the dataset's default chunk size (about 16 MiB of features
+per chunk) and 2 partitions per worker. One worker already keeps every core of a small machine
+busy (solver thread, reader thread, decoding), so a second worker there has no core of its
+own; to show how the engine scales with workers, the reductions at the largest size are also
+timed on the same clusters with each worker process pinned to a core of its own and one
+decoding thread (1 worker on 1 core against 2 workers on 2 cores).
 
 Peer: dask-ml's ``Incremental(SGDClassifier(loss="hinge"))`` fitted for one pass over the
 same zarr store as a dask array (blocks of 65536 rows) on the same clusters, against
@@ -38,6 +43,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -73,6 +79,10 @@ STUMPS_SELECTED = 8
 #: Workloads of models that may be missing from the library (measured when present).
 EXTRA_WORKLOADS: tuple[str, ...] = ()
 ENGINES = ("local", "dask 1 worker", "dask 2 workers")
+#: The same clusters with every worker held to a core of its own (scaling per core).
+PINNED_ENGINES = ("dask 1 worker, 1 core", "dask 2 workers, 1 core each")
+#: Workloads measured on the pinned clusters (at the largest size): the reductions.
+PINNED_WORKLOADS = ("reduction", "shareboost round")
 OVERHEAD_PARTITIONS = (2, 8, 32, 128)
 PARTITION_SWEEP = (4096, 16384, 65536, 262144)
 #: Share of the best rows/s at which a partition size "stops mattering".
@@ -189,14 +199,35 @@ def timed(run: Callable[[], Any], repeats: int) -> dict[str, Any]:
     return {"seconds": statistics.median(times), "all_seconds": times}
 
 
-def start_cluster(n_workers: int) -> tuple[Any, Any]:
-    """A loopback ``LocalCluster`` of ``n_workers`` single-thread processes and its client."""
+def start_cluster(n_workers: int, pinned: bool = False) -> tuple[Any, Any]:
+    """A loopback ``LocalCluster`` of ``n_workers`` single-thread processes and its client.
+
+    ``pinned``: every worker process (all its threads, and those it starts later) runs on a
+    core of its own, with one decoding thread; a worker then cannot borrow the core of
+    another, so 1 and 2 workers compare like 1 and 2 machines of one core.
+    """
     from distributed import Client
 
     from streamlearn.engine import local_cluster
 
-    cluster = local_cluster(n_workers)
-    return cluster, Client(cluster)
+    cluster = local_cluster(n_workers, decode_threads=1 if pinned else None)
+    client = Client(cluster)
+    if pinned:
+        workers = sorted(client.scheduler_info()["workers"])
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) < n_workers:
+            raise RuntimeError(f"{n_workers} pinned workers need {n_workers} cores")
+        for address, core in zip(workers, cores, strict=False):
+            client.run(pin_process, core, workers=[address])
+    return cluster, client
+
+
+def pin_process(core: int) -> list[int]:
+    """Run every thread of this process on ``core`` (threads started later inherit it)."""
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    for tid in tids:
+        os.sched_setaffinity(tid, {core})
+    return tids
 
 
 # ------------------------------------------------------------------------------ peers
@@ -299,7 +330,7 @@ def partition_sweep(path: str, client: Any, n_rows: int, repeats: int,
 def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     """Title, summary and tables of a result for ``bench/REPORT.md`` (see bench/README.md)."""
     results = report["results"]
-    engines = [e for e in ENGINES if any(r["engine"] == e for r in results)]
+    engines = [e for e in (*ENGINES, *PINNED_ENGINES) if any(r["engine"] == e for r in results)]
     workloads = [w for w in (*WORKLOADS, *EXTRA_WORKLOADS)
                  if any(r["workload"] == w for r in results)]
     speed_rows = []
@@ -309,9 +340,11 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
         if not rate:
             continue
         one, two, local = (rate.get(e) for e in (ENGINES[1], ENGINES[2], "local"))
+        one_pinned, two_pinned = (rate.get(e) for e in PINNED_ENGINES)
         speed_rows.append([fmt, workload, n, *(rate.get(e, 0) / 1e6 or None for e in engines),
                            one / local if one and local else None,
-                           two / one if one and two else None])
+                           two / one if one and two else None,
+                           two_pinned / one_pinned if one_pinned and two_pinned else None])
     peer_rows = [[cluster, name, r.get("rows_per_s", 0) / 1e6 or None, r.get("accuracy"),
                   r.get("error", "")]
                  for cluster, peers in report.get("peers", {}).items()
@@ -326,10 +359,14 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     if targets:
         worst = min(targets, key=lambda t: t["dask1_vs_local"])
         reductions = [t["dask2_vs_dask1"] for t in targets if t["workload"] == "reduction"]
+        pinned = [t["dask2_vs_dask1_one_core_each"] for t in targets
+                  if "dask2_vs_dask1_one_core_each" in t]
         summary.append(f"Targets: 1 worker >= 85% of local rows/s (lowest measured: "
                        f"{worst['dask1_vs_local']:.0%}, {worst['format']} {worst['workload']}); "
                        f"2 workers >= 1.6x of 1 worker for reductions (measured: "
-                       f"{', '.join(f'{x:.2f}x' for x in reductions)}).")
+                       f"{', '.join(f'{x:.2f}x' for x in reductions)} with the workers "
+                       f"sharing both cores; {', '.join(f'{x:.2f}x' for x in pinned)} with "
+                       f"one core per worker).")
     if overhead:
         summary.append(f"Per-task overhead: {overhead['seconds_per_task'] * 1e3:.1f} ms per task; "
                        f"the reduction reaches {GOOD_ENOUGH:.0%} of its best rows/s from "
@@ -340,8 +377,11 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
         "tables": [
             {"title": "Rows/s (millions) by engine",
              "columns": ["format", "workload", "rows", *engines, "1 worker / local",
-                         "2 workers / 1 worker"],
-             "rows": speed_rows},
+                         "2 workers / 1 worker", "same, 1 core each"],
+             "rows": speed_rows,
+             "notes": "Workers use their share of the cores for decoding (pyarrow, zarr); "
+                      "the pinned clusters hold each worker process to a core of its own, "
+                      "with one decoding thread (reductions at the largest size only)."},
             {"title": "Peer on the same cluster and zarr store (one pass, 100000 held-out rows)",
              "columns": ["cluster", "method", "Mrows/s", "accuracy", "error"],
              "rows": peer_rows},
@@ -413,9 +453,10 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"peers": {}, "overhead": None, "partition_sweep": None}
 
-    def measure(engine_name: str, engine: Any) -> None:
-        for n, (fmt, workload) in itertools.product(sizes, itertools.product(FORMATS,
-                                                                            WORKLOADS)):
+    def measure(engine_name: str, engine: Any, at_sizes: list[int] = sizes,
+                workloads: tuple[str, ...] = WORKLOADS) -> None:
+        for n, (fmt, workload) in itertools.product(at_sizes, itertools.product(FORMATS,
+                                                                               workloads)):
             ds = open_store(fmt, stores[n][fmt])
             make = make_pass(ds, workload)
             shuffle = workload != "reduction"
@@ -451,6 +492,15 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
             client.close()
             cluster.close()
 
+    for n_workers, name in zip((1, 2), PINNED_ENGINES, strict=True):
+        log(name)
+        cluster, client = start_cluster(n_workers, pinned=True)
+        try:
+            measure(name, DaskEngine(client, progress=False), [max(sizes)], PINNED_WORKLOADS)
+        finally:
+            client.close()
+            cluster.close()
+
     def speed(engine: str, fmt: str, workload: str, n: int) -> float:
         return next(r["rows_per_s"] for r in results if r["engine"] == engine
                     and r["format"] == fmt and r["workload"] == workload and r["n_rows"] == n)
@@ -459,9 +509,14 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
     for fmt, workload in itertools.product(FORMATS, WORKLOADS):
         n = max(sizes)
         one, two = speed(ENGINES[1], fmt, workload, n), speed(ENGINES[2], fmt, workload, n)
-        targets.append({"format": fmt, "workload": workload, "n_rows": n,
-                        "dask1_vs_local": one / speed("local", fmt, workload, n),
-                        "dask2_vs_dask1": two / one})
+        target = {"format": fmt, "workload": workload, "n_rows": n,
+                  "dask1_vs_local": one / speed("local", fmt, workload, n),
+                  "dask2_vs_dask1": two / one}
+        if workload in PINNED_WORKLOADS:
+            target["dask2_vs_dask1_one_core_each"] = (
+                speed(PINNED_ENGINES[1], fmt, workload, n)
+                / speed(PINNED_ENGINES[0], fmt, workload, n))
+        targets.append(target)
     report = {
         "benchmark": "distributed",
         "machine": machine_info(),
@@ -475,7 +530,9 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
             "chunk_rows": "dataset default (16 MiB of features: 131072 rows at 32 features)",
             "clusters": "streamlearn.engine.local_cluster: LocalCluster(processes=True, "
                         "threads_per_worker=1) on 127.0.0.1, MALLOC_TRIM_THRESHOLD_ unset, "
-                        "default 2 partitions per worker",
+                        "decoding pools of cores // workers threads, default 2 partitions "
+                        "per worker; pinned: each worker process on its own core "
+                        "(sched_setaffinity of all its threads), one decoding thread",
             "timing": "median of the timed runs after one untimed warm-up run; the client "
                       "process also runs the scheduler",
             "targets": "DaskEngine 1 worker >= 85% of LocalEngine rows/s; 2 workers >= 1.6x "
@@ -491,10 +548,12 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "distributed.json").write_text(json.dumps(report, indent=2) + "\n")
     plot(results, extra["partition_sweep"], out_dir / "distributed.png")
-    print(f"\n{'format':8} {'workload':15} {'dask1/local':>11} {'dask2/dask1':>11}")
+    print(f"\n{'format':8} {'workload':16} {'dask1/local':>11} {'dask2/dask1':>11} "
+          f"{'1 core each':>11}")
     for t in targets:
-        print(f"{t['format']:8} {t['workload']:15} {t['dask1_vs_local']:11.2f} "
-              f"{t['dask2_vs_dask1']:11.2f}")
+        pinned = t.get("dask2_vs_dask1_one_core_each")
+        print(f"{t['format']:8} {t['workload']:16} {t['dask1_vs_local']:11.2f} "
+              f"{t['dask2_vs_dask1']:11.2f} {'' if pinned is None else f'{pinned:11.2f}'}")
     for name, peers in extra["peers"].items():
         for peer, r in peers.items():
             if "error" in r:

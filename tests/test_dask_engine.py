@@ -334,13 +334,38 @@ def test_client_memory_stays_flat(client, tmp_path):
     assert large < 1.5 * small + 100_000
 
 
-def test_local_cluster_workers_keep_glibc_adaptive_malloc(dask_client):
-    # dask's nanny would start them with MALLOC_TRIM_THRESHOLD_=65536 (a fresh mmap per
-    # chunk-sized buffer); local_cluster leaves it unset, and keeps dask's other settings
+def test_worker_environ_splits_the_cores_between_workers():
     import os
 
-    env = dask_client.run(lambda: {k: os.environ.get(k) for k in
-                                   ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")})
+    from streamlearn.engine.local_cluster import worker_environ
+
+    cores = len(os.sched_getaffinity(0))
+    one = worker_environ(1)
+    assert one["MALLOC_TRIM_THRESHOLD_"] is None
+    assert one["OMP_NUM_THREADS"] == one["ZARR_THREADING__MAX_WORKERS"] == str(cores)
+    assert worker_environ(2 * cores)["OMP_NUM_THREADS"] == "1"  # never below one thread
+    assert worker_environ(1, decode_threads=3)["ZARR_THREADING__MAX_WORKERS"] == "3"
+    with pytest.raises(ValueError, match="decode_threads"):
+        worker_environ(1, decode_threads=0)
+
+
+def test_local_cluster_workers_keep_glibc_adaptive_malloc_and_their_share_of_cores(dask_client):
+    # dask's nanny would start them with MALLOC_TRIM_THRESHOLD_=65536 (a fresh mmap per
+    # chunk-sized buffer) and one decoding thread; local_cluster leaves the first unset and
+    # sizes pyarrow's and zarr's pools to the worker's share of the cores
+    import os
+
+    import pyarrow
+
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    env = dask_client.run(lambda: ({k: os.environ.get(k) for k in
+                                    ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS",
+                                     "MKL_NUM_THREADS")},
+                                   pyarrow.cpu_count(),
+                                   __import__("zarr").config.get("threading.max_workers")))
     assert len(env) == 2
-    for worker_env in env.values():
-        assert worker_env == {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": "1"}
+    for worker_env, arrow_threads, zarr_threads in env.values():
+        assert worker_env == {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": str(share),
+                              "MKL_NUM_THREADS": "1"}
+        assert arrow_threads == share
+        assert int(zarr_threads) == share
