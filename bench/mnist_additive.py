@@ -142,7 +142,7 @@ LABELS = {
     "bspline_d0": "B-spline deg 1 D0 n=10",
     "bspline_d1": "B-spline deg 1 D1 n=10",
     "bspline_d1_ovo": "B-spline deg 1 D1 n=10, one-vs-one",
-    "bspline_d1_ovo_sparse": "the same, trained on Psi(0)=0 (zero pixels skipped)",
+    "bspline_d1_ovo_sparse": "B-spline deg 1 D1 n=10, one-vs-one, on Psi(0)=0",
     "kernel": "min-kernel SVM (SVC, one-vs-one)",
     "kernel_ovr": "min-kernel SVM (one-vs-rest)",
     "hog_linear": "linear SVM",
@@ -570,7 +570,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2))
     growth_rows = report["raw"]["growth"]
     for name in ("linear", "bspline_d0", "bspline_d1", "bspline_d1_ovo",
                  "bspline_d1_ovo_sparse", "kernel"):
@@ -592,7 +592,6 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[1].set_yscale("log")
-    axes[0].legend(fontsize=7)
     bars = chosen_hog_rows(report)
     names = [f"{r['label']} (n={r['n_train']})" for r in bars]
     errors = [r["test_error_pct"] for r in bars]
@@ -603,8 +602,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
     axes[2].set_xlabel("test error (%), pyramid-HOG features")
     axes[2].legend(fontsize=8)
     axes[2].tick_params(axis="y", labelsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle("MNIST: AdditiveSVC, linear SVM, exact min-kernel SVM")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
