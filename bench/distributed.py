@@ -5,7 +5,8 @@ written once per size under ``bench/data/distributed/`` as a zarr v3 store (chun
 rows) and a directory of 4 parquet files (row groups of 65536 rows), reused when present.
 
 Workloads, each timed as one pass over the whole store (median of ``--repeats`` after an
-untimed warm-up run that compiles the kernels on every worker and warms the page cache):
+untimed warm-up run that compiles the kernels on every worker and warms the page cache; the
+engines take turns within every repeat, so that a busy phase of the machine reaches all):
 
 - ``reduction``: the describe pass (moments, row sample, class counts);
 - ``linear epoch``: one PEGASOS epoch of a linear SVM (``AdditiveSVC(embedding="linear")``);
@@ -413,6 +414,16 @@ def plot(results: list[dict[str, Any]], sweep: dict[str, Any], path: Path) -> No
                 xs, ys = zip(*sorted(pts), strict=True)
                 ax.plot(xs, np.array(ys) / 1e6, marker="o", color=colors[engine],
                         linestyle="-" if fmt == "zarr" else "--", label=f"{engine} ({fmt})")
+        for engine, color in zip(PINNED_ENGINES, ("tab:blue", "tab:orange"), strict=True):
+            for fmt in FORMATS:
+                pts = [(r["n_rows"], r["rows_per_s"]) for r in results
+                       if r["format"] == fmt and r["engine"] == engine
+                       and r["workload"] == workload]
+                if pts:
+                    xs, ys = zip(*pts, strict=True)
+                    ax.plot(xs, np.array(ys) / 1e6, marker="*" if fmt == "zarr" else "P",
+                            ms=10, linestyle="none", color=color, markeredgecolor="k",
+                            label=f"{engine} ({fmt})")
         ax.set_title(workload)
         ax.set_xlabel("rows")
         ax.set_ylabel("Mrows/s")
@@ -453,51 +464,69 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"peers": {}, "overhead": None, "partition_sweep": None}
 
-    def measure(engine_name: str, engine: Any, at_sizes: list[int] = sizes,
-                workloads: tuple[str, ...] = WORKLOADS) -> None:
+    def measure(engines: dict[str, Any], at_sizes: list[int],
+                workloads: tuple[str, ...]) -> None:
+        # Engines take turns within every repeat (order rotated from one repeat to the
+        # next), so that a busy or quiet phase of the machine reaches them all alike.
         for n, (fmt, workload) in itertools.product(at_sizes, itertools.product(FORMATS,
                                                                                workloads)):
             ds = open_store(fmt, stores[n][fmt])
             make = make_pass(ds, workload)
             shuffle = workload != "reduction"
-            r = timed(lambda m=make, d=ds, s=shuffle: engine.run(m(), d, shuffle=s, seed=0),
-                      repeats)
-            results.append({"engine": engine_name, "format": fmt, "workload": workload,
-                            "n_rows": n, "chunk_rows": ds.chunk_rows, **r,
-                            "rows_per_s": n / r["seconds"]})
-            log(f"  {engine_name:15} {fmt:8} {workload:15} {n:8d} rows "
-                f"{n / r['seconds'] / 1e6:6.2f} Mrows/s")
+            runs = {name: (lambda e=engine, m=make, d=ds, s=shuffle:
+                           e.run(m(), d, shuffle=s, seed=0))
+                    for name, engine in engines.items()}
+            for run_once in runs.values():  # warm-up: kernels compiled, page cache warm
+                run_once()
+            times: dict[str, list[float]] = {name: [] for name in runs}
+            names = list(runs)
+            for rep in range(repeats):
+                for name in names[rep % len(names):] + names[:rep % len(names)]:
+                    t0 = time.perf_counter()
+                    runs[name]()
+                    times[name].append(time.perf_counter() - t0)
+            for name, secs in times.items():
+                seconds = statistics.median(secs)
+                results.append({"engine": name, "format": fmt, "workload": workload,
+                                "n_rows": n, "chunk_rows": ds.chunk_rows, "seconds": seconds,
+                                "all_seconds": secs, "rows_per_s": n / seconds})
+                log(f"  {name:28} {fmt:8} {workload:16} {n:8d} rows "
+                    f"{n / seconds / 1e6:6.2f} Mrows/s")
 
-    log("local engine")
-    measure("local", sl.LocalEngine(progress=False))
-    for n_workers in (1, 2):
-        name = ENGINES[n_workers]
-        log(name)
-        cluster, client = start_cluster(n_workers)
-        try:
-            measure(name, DaskEngine(client, progress=False))
+    clusters = {n_workers: start_cluster(n_workers) for n_workers in (1, 2)}
+    try:
+        engines = {"local": sl.LocalEngine(progress=False)}
+        engines.update({ENGINES[n_workers]: DaskEngine(client, progress=False)
+                        for n_workers, (_, client) in clusters.items()})
+        log(", ".join(engines))
+        measure(engines, sizes, WORKLOADS)
+        for n_workers, (_, client) in clusters.items():
+            name = ENGINES[n_workers]
             extra["peers"][name] = peer_comparison(stores[max(sizes)]["zarr"], client,
                                                    X_test, y_test)
             for peer, r in extra["peers"][name].items():
-                log(f"  peer {peer}: {r}")
-            if n_workers == 2:
-                extra["overhead"] = task_overhead(stores[min(sizes)]["zarr"], client, repeats)
-                log(f"  per-task overhead {extra['overhead']['seconds_per_task'] * 1e3:.1f} ms")
-                local = next(r["rows_per_s"] for r in results
-                             if r["engine"] == "local" and r["format"] == "zarr"
-                             and r["workload"] == "reduction" and r["n_rows"] == max(sizes))
-                extra["partition_sweep"] = partition_sweep(stores[max(sizes)]["zarr"], client,
-                                                           max(sizes), repeats, local)
-        finally:
+                log(f"  {name} peer {peer}: {r}")
+        client = clusters[2][1]
+        extra["overhead"] = task_overhead(stores[min(sizes)]["zarr"], client, repeats)
+        log(f"  per-task overhead {extra['overhead']['seconds_per_task'] * 1e3:.1f} ms")
+        local = next(r["rows_per_s"] for r in results
+                     if r["engine"] == "local" and r["format"] == "zarr"
+                     and r["workload"] == "reduction" and r["n_rows"] == max(sizes))
+        extra["partition_sweep"] = partition_sweep(stores[max(sizes)]["zarr"], client,
+                                                   max(sizes), repeats, local)
+    finally:
+        for cluster, client in clusters.values():
             client.close()
             cluster.close()
 
-    for n_workers, name in zip((1, 2), PINNED_ENGINES, strict=True):
-        log(name)
-        cluster, client = start_cluster(n_workers, pinned=True)
-        try:
-            measure(name, DaskEngine(client, progress=False), [max(sizes)], PINNED_WORKLOADS)
-        finally:
+    pinned = {n_workers: start_cluster(n_workers, pinned=True) for n_workers in (1, 2)}
+    try:
+        log(", ".join(PINNED_ENGINES))
+        measure({name: DaskEngine(client, progress=False)
+                 for name, (_, client) in zip(PINNED_ENGINES, pinned.values(), strict=True)},
+                [max(sizes)], PINNED_WORKLOADS)
+    finally:
+        for cluster, client in pinned.values():
             client.close()
             cluster.close()
 
@@ -533,8 +562,10 @@ def run(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
                         "decoding pools of cores // workers threads, default 2 partitions "
                         "per worker; pinned: each worker process on its own core "
                         "(sched_setaffinity of all its threads), one decoding thread",
-            "timing": "median of the timed runs after one untimed warm-up run; the client "
-                      "process also runs the scheduler",
+            "timing": "median of the timed runs after one untimed warm-up run per engine; "
+                      "the engines take turns within every repeat (order rotated), and the "
+                      "clusters of 1 and 2 workers stay up side by side (the idle one waits); "
+                      "the client process also runs the schedulers",
             "targets": "DaskEngine 1 worker >= 85% of LocalEngine rows/s; 2 workers >= 1.6x "
                        "of 1 worker for reductions; faster than dask-ml Incremental at equal "
                        "or better accuracy",
@@ -577,7 +608,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", help="comma-separated numbers of rows")
     parser.add_argument("--repeats", type=int, help="timed runs per measurement (default 3)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild the tables and plot from the JSON in --out")
     args = parser.parse_args(argv)
+    if args.report_only:
+        path = args.out / "distributed.json"
+        report = json.loads(path.read_text())
+        report.update(report_tables(report))
+        path.write_text(json.dumps(report, indent=2) + "\n")
+        plot(report["results"], report["partition_sweep"], args.out / "distributed.png")
+        return
     if args.sizes:
         sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     else:
