@@ -245,7 +245,6 @@ def gram_d(order, i, j):
     return (m + 1.0) * a * b - (a + b) * (mm * 0.5) + mm * (2.0 * m + 1.0) * _SIXTH
 
 
-
 @njit(cache=True, nogil=True, inline="always")
 def _l1_row(i, j0, j1, j2, j3, v0, v1, v2, v3):
     # row i of L_1 applied to the entries (j_k, v_k): sum_k v_k (min(i, j_k) + 1)
