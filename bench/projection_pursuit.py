@@ -16,7 +16,9 @@ Four parts, all in one run:
    many seeds ``(1,1)/sqrt2`` costs less for the first term, ``(1,-1)/sqrt2`` for the second
    given the true first term), the test MSE of the model on the true directions, and in how
    many seeds ``{x1, x2}`` is the pair of variables that fits the training rows best (least
-   squares on the full quadratic in each of the 10 pairs, which contains the truth).
+   squares on the full quadratic in each of the 10 pairs, which contains the truth; on the
+   linear terms; and on the true form ``x_i x_j``), with each selection's rate over 1000 draws
+   of the training rows and so its chance of ``{x1, x2}`` in 8 of 10 seeds.
 2. **SpJSBoost toy** (Sec. 4.2.1): positives inside the circle ``x1^2 + x2^2 < 2/pi`` on
    ``[-1,1]^2``, three irrelevant features, 5% of the training labels flipped, 600 training
    and 6000 noise-free test rows. Fig. 2's training and test error against the number of
@@ -26,9 +28,10 @@ Four parts, all in one run:
    absolute output is reported next to it. JSBoost (``tau = inf``) runs with SpJSBoost's
    search, with the cyclic search from the best coordinate, and with KLBoosting's search
    (cyclic from the divergence-weighted sum of the coordinates, ``start="weighted"``), the
-   one paper 001 contrasts its own with. For SpJSBoost at ``tau = 15`` and JSBoost with
-   KLBoosting's search the number of learners is also chosen by 5-fold cross-validation on
-   the training rows, with ``r`` and the test error at that number.
+   one paper 001 contrasts its own with. The paper does not give its weak learners'
+   smoothing: all run at smoothing 1, and SpJSBoost at ``tau = 15`` and JSBoost with
+   KLBoosting's search also at each smoothing of a grid, and with the smoothing and the
+   number of learners chosen per seed by 5-fold cross-validation on the training rows.
 3. **Real data**: ijcnn1 from ``$STREAMLEARN_DATA`` (official split), SpJSBoost and JSBoost
    against scikit-learn's AdaBoost with decision stumps and HistGradientBoosting.
 4. **Streaming**: one candidate scan (a coarse scan of every coordinate, on a model that
@@ -77,6 +80,13 @@ SMOOTHING_GRID = (1.0, 10.0, 100.0, 1000.0, 10000.0)
 CV_FOLDS = 5
 CV_SEED = 2024
 JS_PARAMS = {"n_bins": 16, "smoothing": 1.0}
+#: Weak-learner smoothing of the SpJSBoost toy's second comparison: both headline classifiers
+#: at each value (equal smoothing), and each with its own (smoothing, number of learners)
+#: chosen by cross-validation on the training rows.
+JS_SMOOTHING_GRID = (1.0, 2.0, 4.0, 8.0, 16.0)
+#: Seeds of the best-pair rates (how often, over many draws of the 300 rows, each fit-based
+#: pair selection finds {x1, x2}); the chance of 8 of 10 seeds follows from the rate.
+BEST_PAIR_DRAWS = 1000
 #: The real data set's search: coarser steps than the paper's to keep the run to minutes.
 REAL_SEARCH = {"coarse_step": 0.2, "fine_step": 0.02, "max_iter": 10}
 STREAM_FEATURES = 10
@@ -261,38 +271,61 @@ def ppr_true_directions(seeds: int, noises: tuple[float, ...], tau: float,
     return out
 
 
-def best_pair_check(seeds: int, noises: tuple[float, ...]) -> list[dict[str, Any]]:
+PAIR_MODELS = ("quadratic", "linear", "product")
+
+
+def best_pair(X: np.ndarray, y: np.ndarray, kind: str) -> str:
+    """The pair of variables whose least-squares fit of ``kind`` leaves the lowest RSS."""
+    x = X.astype(np.float64)
+    rss = {}
+    for i, j in combinations(range(x.shape[1]), 2):
+        a, b = x[:, i], x[:, j]
+        cols = {"quadratic": [a, b, a * a, b * b, a * b], "linear": [a, b],
+                "product": [a * b]}[kind]
+        Z = np.column_stack([np.ones(len(y)), *cols])
+        coef = np.linalg.lstsq(Z, y, rcond=None)[0]
+        rss[f"{{x{i + 1}, x{j + 1}}}"] = float(np.sum((y - Z @ coef) ** 2))
+    return min(rss, key=rss.__getitem__)
+
+
+def at_least(k: int, n: int, p: float) -> float:
+    """Binomial chance of ``k`` or more successes in ``n`` trials of chance ``p``."""
+    from math import comb
+
+    return float(sum(comb(n, m) * p ** m * (1 - p) ** (n - m) for m in range(k, n + 1)))
+
+
+def best_pair_check(seeds: int, noises: tuple[float, ...], draws: int) -> list[dict[str, Any]]:
     """Which pair of variables the training rows themselves point to, whatever the search.
 
     For each of the 10 pairs ``{x_i, x_j}``, least squares on the full quadratic in the two
     (``1, x_i, x_j, x_i^2, x_j^2, x_i x_j``: exactly the span of two quadratic ridge functions
-    of ``x_i +- x_j``, so the truth is in the model) and on the linear terms alone. A method
-    that selects two variables by how well they fit the training rows, with the same freedom
-    for every pair, picks the pair of lowest residual sum of squares.
+    of ``x_i +- x_j``, so the truth is in the model), on the linear terms alone, and on the
+    true form ``1, x_i x_j`` (a selection told the answer's form). A method that selects two
+    variables by how well they fit the training rows, with the same freedom for every pair,
+    picks the pair of lowest residual sum of squares. Besides the benchmark's seeds, the rate
+    over ``draws`` seeds gives each selection's chance of ``{x1, x2}`` in 8 of 10 seeds.
     """
     out = []
     for noise in noises:
-        best: dict[str, list[str]] = {"quadratic": [], "linear": []}
-        for seed in range(seeds):
-            X, y, _, _ = product_data(seed, noise)
-            x = X.astype(np.float64)
-            for kind in best:
-                rss = {}
-                for i, j in combinations(range(5), 2):
-                    a, b = x[:, i], x[:, j]
-                    cols = [a, b] + ([a * a, b * b, a * b] if kind == "quadratic" else [])
-                    Z = np.column_stack([np.ones(len(y)), *cols])
-                    coef = np.linalg.lstsq(Z, y, rcond=None)[0]
-                    rss[f"{{x{i + 1}, x{j + 1}}}"] = float(np.sum((y - Z @ coef) ** 2))
-                best[kind].append(min(rss, key=rss.__getitem__))
-        row = {"noise": noise, "seeds": seeds,
-               "quadratic_best_is_x1_x2": best["quadratic"].count("{x1, x2}"),
-               "linear_best_is_x1_x2": best["linear"].count("{x1, x2}"),
-               "quadratic_best_pairs": best["quadratic"], "linear_best_pairs": best["linear"]}
+        best = {kind: [best_pair(*product_data(seed, noise)[:2], kind) for seed in range(seeds)]
+                for kind in PAIR_MODELS}
+        rates = {kind: 0 for kind in PAIR_MODELS}
+        for seed in range(draws):
+            X, y = product_data(seed, noise)[:2]
+            for kind in PAIR_MODELS:
+                rates[kind] += best_pair(X, y, kind) == "{x1, x2}"
+        row: dict[str, Any] = {"noise": noise, "seeds": seeds, "draws": draws}
+        for kind in PAIR_MODELS:
+            rate = rates[kind] / draws
+            row.update({f"{kind}_best_is_x1_x2": best[kind].count("{x1, x2}"),
+                        f"{kind}_best_pairs": best[kind], f"{kind}_rate": rate,
+                        f"{kind}_chance_8_of_10": at_least(8, 10, rate)})
         out.append(row)
         log(f"best pair noise={noise}: {{x1,x2}} fits the training rows best in "
-            f"{row['quadratic_best_is_x1_x2']}/{seeds} seeds (quadratic), "
-            f"{row['linear_best_is_x1_x2']}/{seeds} (linear); quadratic: {best['quadratic']}")
+            + ", ".join(f"{row[f'{k}_best_is_x1_x2']}/{seeds} seeds ({k}; rate "
+                        f"{row[f'{k}_rate']:.3f}, chance of 8/10 {row[f'{k}_chance_8_of_10']:.2f})"
+                        for k in PAIR_MODELS))
     return out
 
 
@@ -321,41 +354,42 @@ def staged_errors(model: Any, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.mean((model.staged_decision_function(X) > 0) != y[None, :].astype(bool), axis=1)
 
 
-def cv_rounds(X: np.ndarray, y: np.ndarray, seed: int, params: dict[str, Any]) -> int:
-    """Number of weak learners (up to ``params["n_rounds"]``) of lowest cross-validated error
-    on the training rows: one fit per fold, its staged errors on the held-out rows."""
-    from streamlearn.models.projection_pursuit import SparseJSBoostClassifier
+#: The toy's classifiers: (label, tau, search, start).
+JS_MODELS = (("SpJSBoost tau=5", 5.0, "informative_first", "pairs"),
+             ("SpJSBoost tau=15", 15.0, "informative_first", "pairs"),
+             ("JSBoost (tau=inf, same search)", np.inf, "informative_first", "pairs"),
+             ("JSBoost (tau=inf, cyclic search from the best coordinate)", np.inf, "sequential",
+              "coordinate"),
+             ("JSBoost (tau=inf, KLBoosting's search)", np.inf, "sequential", "weighted"))
+#: The two compared across weak-learner smoothing: the paper's model and JSBoost as published.
+JS_HEADLINE = ("SpJSBoost tau=15", "JSBoost (tau=inf, KLBoosting's search)")
 
-    folds = cv_labels(len(y), seed)
-    wrong = np.zeros(params["n_rounds"])
-    for f in range(CV_FOLDS):
-        fit, held = folds != f, folds == f
-        model = SparseJSBoostClassifier(progress=False, **params).fit(X[fit], y[fit])
-        wrong += staged_errors(model, X[held], y[held]) * held.sum()
-    return int(np.argmin(wrong)) + 1
+
+def js_params(label: str, n_rounds: int, smoothing: float) -> dict[str, Any]:
+    _, tau, search, start = next(m for m in JS_MODELS if m[0] == label)
+    return {"n_rounds": n_rounds, "tau": tau, "search": search, "start": start,
+            **JS_PARAMS, "smoothing": smoothing}
+
+
+def js_data(seed: int) -> tuple[np.ndarray, ...]:
+    """The seed's 600 training rows (5% flipped) and 6000 noise-free test rows."""
+    rng = np.random.default_rng(seed)
+    X, y = circle_data(600, rng, 0.05)
+    Xt, yt = circle_data(6000, rng, 0.0)
+    return X, y, Xt, yt
 
 
 def js_toy(seeds: int, n_rounds: int) -> list[dict[str, Any]]:
+    """Fig. 2 and eq. 14 for every classifier of ``JS_MODELS`` at the smoothing of
+    ``JS_PARAMS``."""
     from streamlearn.models.projection_pursuit import SparseJSBoostClassifier
 
-    # (label, tau, search, start, number of learners also chosen by cross-validation)
-    configs = [("SpJSBoost tau=5", 5.0, "informative_first", "pairs", False),
-               ("SpJSBoost tau=15", 15.0, "informative_first", "pairs", True),
-               ("JSBoost (tau=inf, same search)", np.inf, "informative_first", "pairs", False),
-               ("JSBoost (tau=inf, cyclic search from the best coordinate)", np.inf,
-                "sequential", "coordinate", False),
-               ("JSBoost (tau=inf, KLBoosting's search)", np.inf, "sequential", "weighted",
-                True)]
     out = []
-    for label, tau, search, start, cv in configs:
+    for label, tau, search, start in JS_MODELS:
         train, test, ratios, ratios_out, nonzero, fit_s = [], [], [], [], [], []
-        chosen, ratios_cv, test_cv, train_cv = [], [], [], []
-        params = {"n_rounds": n_rounds, "tau": tau, "search": search, "start": start,
-                  **JS_PARAMS}
+        params = js_params(label, n_rounds, JS_PARAMS["smoothing"])
         for seed in range(seeds):
-            rng = np.random.default_rng(seed)
-            X, y = circle_data(600, rng, 0.05)
-            Xt, yt = circle_data(6000, rng, 0.0)
+            X, y, Xt, yt = js_data(seed)
             t0 = time.perf_counter()
             model = SparseJSBoostClassifier(progress=False, **params).fit(X, y)
             fit_s.append(time.perf_counter() - t0)
@@ -364,15 +398,10 @@ def js_toy(seeds: int, n_rounds: int) -> list[dict[str, Any]]:
             ratios.append(irrelevant_ratio(model, slice(2, 5)))
             ratios_out.append(irrelevant_ratio(model, slice(2, 5), model.learner_weights_))
             nonzero.append(float(model.n_nonzero_.mean()))
-            if cv:  # boosting is stagewise: the first k learners ARE the k-learner model
-                k = cv_rounds(X, y, seed, params)
-                chosen.append(k)
-                ratios_cv.append(irrelevant_ratio(model, slice(2, 5), n_learners=k))
-                test_cv.append(float(test[-1][k - 1]))
-                train_cv.append(float(train[-1][k - 1]))
         train_curve, test_curve = np.mean(train, axis=0), np.mean(test, axis=0)
         row = {
             "model": label, "tau": tau_name(tau), "search": search, "start": start,
+            "smoothing": JS_PARAMS["smoothing"],
             "train_error_curve": train_curve.round(5).tolist(),
             "test_error_curve": test_curve.round(5).tolist(),
             "final_train_error": float(train_curve[-1]), "final_test_error": float(test_curve[-1]),
@@ -382,16 +411,90 @@ def js_toy(seeds: int, n_rounds: int) -> list[dict[str, Any]]:
             "r_output_weighted_mean": float(np.mean(ratios_out)),
             "nonzero_per_learner": float(np.mean(nonzero)), "fit_s_mean": float(np.mean(fit_s)),
         }
-        if cv:
-            row.update({"cv_rounds": chosen, "cv_rounds_median": float(np.median(chosen)),
-                        "cv_r_mean": float(np.mean(ratios_cv)), "cv_r": ratios_cv,
-                        "cv_test_error_mean": float(np.mean(test_cv)),
-                        "cv_train_error_mean": float(np.mean(train_cv))})
         out.append(row)
         log(f"js {label:>58}: test {row['final_test_error']:.4f}, train "
-            f"{row['final_train_error']:.4f}, r {row['r_mean']:.3f} +- {row['r_sd']:.3f}"
-            + (f"; at the cross-validated number of learners (median {row['cv_rounds_median']:g}):"
-               f" test {row['cv_test_error_mean']:.4f}, r {row['cv_r_mean']:.3f}" if cv else ""))
+            f"{row['final_train_error']:.4f}, r {row['r_mean']:.3f} +- {row['r_sd']:.3f}")
+    return out
+
+
+def js_smoothing_seed(label: str, seed: int, n_rounds: int) -> dict[str, Any]:
+    """One seed of :func:`js_smoothing`: at every smoothing of ``JS_SMOOTHING_GRID``, the model
+    on all training rows (r, errors) and the summed held-out errors of its ``CV_FOLDS`` fold
+    models after each number of learners (boosting is stagewise: the first ``k`` learners
+    are the ``k``-learner model)."""
+    from streamlearn.models.projection_pursuit import SparseJSBoostClassifier
+
+    X, y, Xt, yt = js_data(seed)
+    folds = cv_labels(len(y), seed)
+    out: dict[str, Any] = {"r": [], "train": [], "test": [], "cv_wrong": [], "r_staged": []}
+    for smoothing in JS_SMOOTHING_GRID:
+        params = js_params(label, n_rounds, smoothing)
+        model = SparseJSBoostClassifier(progress=False, **params).fit(X, y)
+        out["r"].append(irrelevant_ratio(model, slice(2, 5)))
+        out["r_staged"].append([irrelevant_ratio(model, slice(2, 5), n_learners=k)
+                                for k in range(1, n_rounds + 1)])
+        out["train"].append(staged_errors(model, X, y).tolist())
+        out["test"].append(staged_errors(model, Xt, yt).tolist())
+        wrong = np.zeros(n_rounds)
+        for f in range(CV_FOLDS):
+            fit, held = folds != f, folds == f
+            fold_model = SparseJSBoostClassifier(progress=False, **params).fit(X[fit], y[fit])
+            wrong += staged_errors(fold_model, X[held], y[held]) * held.sum()
+        out["cv_wrong"].append(wrong.tolist())
+    return out
+
+
+def js_smoothing(seeds: int, n_rounds: int) -> list[dict[str, Any]]:
+    """The headline classifiers across weak-learner smoothing.
+
+    ``eps = smoothing / n_bins`` is added to a weak learner's normalised bin masses; the larger
+    it is, the weaker each learner and the slower the fit of the flipped labels. Per model:
+    at each smoothing of ``JS_SMOOTHING_GRID`` (all seeds at that value) ``r`` and the errors
+    after ``n_rounds`` learners; and, per seed, the (smoothing, number of learners) of lowest
+    ``CV_FOLDS``-fold cross-validated error on the training rows, with ``r`` and the test
+    error there and after ``n_rounds`` learners at that smoothing. Seeds run in parallel
+    processes, one per core.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    workers = max(1, min(seeds, len(os.sched_getaffinity(0))))
+    out = []
+    for label in JS_HEADLINE:
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            per_seed = list(pool.map(js_smoothing_seed, [label] * seeds, range(seeds),
+                                     [n_rounds] * seeds))
+        grid = []
+        for g, smoothing in enumerate(JS_SMOOTHING_GRID):
+            grid.append({"smoothing": smoothing,
+                         "r_mean": float(np.mean([s["r"][g] for s in per_seed])),
+                         "test_error": float(np.mean([s["test"][g][-1] for s in per_seed])),
+                         "train_error": float(np.mean([s["train"][g][-1] for s in per_seed]))})
+        chosen = []
+        for s in per_seed:
+            wrong = np.asarray(s["cv_wrong"])
+            g, k = np.unravel_index(int(np.argmin(wrong)), wrong.shape)
+            chosen.append({"smoothing": JS_SMOOTHING_GRID[g], "learners": int(k) + 1,
+                           "r": s["r_staged"][g][k], "test_error": s["test"][g][k],
+                           "train_error": s["train"][g][k], "r_all_learners": s["r"][g],
+                           "test_error_all_learners": s["test"][g][-1]})
+        row = {"model": label, "n_rounds": n_rounds, "grid": grid, "cv": chosen,
+               "cv_smoothing": [c["smoothing"] for c in chosen],
+               "cv_learners": [c["learners"] for c in chosen],
+               "cv_r_mean": float(np.mean([c["r"] for c in chosen])),
+               "cv_test_error_mean": float(np.mean([c["test_error"] for c in chosen])),
+               "cv_train_error_mean": float(np.mean([c["train_error"] for c in chosen])),
+               "cv_r_all_learners_mean": float(np.mean([c["r_all_learners"] for c in chosen])),
+               "cv_test_error_all_learners_mean": float(np.mean(
+                   [c["test_error_all_learners"] for c in chosen])),
+               "seconds": time.perf_counter() - t0}
+        out.append(row)
+        log(f"js smoothing {label}: " + ", ".join(
+            f"{g['smoothing']:g}: r {g['r_mean']:.3f} test {g['test_error']:.4f}" for g in grid)
+            + f"; cross-validated (smoothing {row['cv_smoothing']}, learners "
+              f"{row['cv_learners']}): r {row['cv_r_mean']:.3f}, test "
+              f"{row['cv_test_error_mean']:.4f}")
     return out
 
 
@@ -561,7 +664,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 9))
+    fig, axes = plt.subplots(2, 3, figsize=(17, 9))
     ax = axes[0, 0]
     for noise in sorted({r["noise"] for r in report["ppr_toy"]}, reverse=True):
         rows = [r for r in report["ppr_toy"]
@@ -591,6 +694,20 @@ def plot(report: dict[str, Any], path: Path) -> None:
     ax.set_ylim(0, 0.2)
     ax.legend(fontsize=7)
 
+    ax = axes[0, 2]
+    for i, row in enumerate(report.get("js_smoothing", [])):
+        xs = [g["smoothing"] for g in row["grid"]]
+        ax.plot(xs, [g["r_mean"] for g in row["grid"]], marker="o", color=f"C{i}",
+                label=f"{row['model']}: r")
+        ax.plot(xs, [g["test_error"] for g in row["grid"]], marker="s", ls="--", color=f"C{i}",
+                label=f"{row['model']}: test error")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("weak-learner smoothing (eps = smoothing / n_bins)")
+    ax.set_ylabel(f"after {report['settings']['js_rounds']} learners, mean over seeds")
+    ax.set_title("SpJSBoost toy: r (eq. 14) and test error against smoothing")
+    ax.legend(fontsize=7)
+
+    axes[1, 2].axis("off")
     ax = axes[1, 0]
     real = report.get("real")
     if real:
@@ -639,15 +756,27 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     table5 = [[r["noise"], r["tau"], r["search"], r["start"], str(r["projections_mean"][0]),
                str(r["projections_mean"][1])] for r in ppr if r["tau"] in ("15", "inf")]
     pairs = {r["noise"]: r for r in report["ppr_best_pair"]}
-    check = [[r["noise"], r["tau"], f"{r['first_prefers_1_1']}/{r['seeds']}",
-              f"{r['second_prefers_1_minus_1']}/{r['seeds']}", r["true_directions_mse_mean"],
-              f"{pairs[r['noise']]['quadratic_best_is_x1_x2']}/{r['seeds']}",
-              f"{pairs[r['noise']]['linear_best_is_x1_x2']}/{r['seeds']}"]
-             for r in report["ppr_true_directions"]]
+    check = []
+    for r in report["ppr_true_directions"]:
+        pair = pairs[r["noise"]]
+        check.append([r["noise"], r["tau"], f"{r['first_prefers_1_1']}/{r['seeds']}",
+                      f"{r['second_prefers_1_minus_1']}/{r['seeds']}",
+                      r["true_directions_mse_mean"]]
+                     + [f"{pair[f'{k}_best_is_x1_x2']}/{r['seeds']} (rate {pair[f'{k}_rate']:.2f}; "
+                        f"8 of 10: {pair[f'{k}_chance_8_of_10']:.2f})" for k in PAIR_MODELS])
     js = [[r["model"], r["final_train_error"], r["final_test_error"], r["best_test_error"],
-           r["r_mean"], r["r_output_weighted_mean"], r["nonzero_per_learner"],
-           r.get("cv_rounds_median"), r.get("cv_test_error_mean"), r.get("cv_r_mean"),
-           r["fit_s_mean"]] for r in report["js_toy"]]
+           r["r_mean"], r["r_output_weighted_mean"], r["nonzero_per_learner"], r["fit_s_mean"]]
+          for r in report["js_toy"]]
+    smooth = []
+    for r in report["js_smoothing"]:
+        for g in r["grid"]:
+            smooth.append([r["model"], g["smoothing"], r["n_rounds"], g["r_mean"],
+                           g["test_error"], g["train_error"]])
+        smooth.append([r["model"], "CV: " + "/".join(f"{v:g}" for v in r["cv_smoothing"]),
+                       "CV: median " + f"{np.median(r['cv_learners']):g}", r["cv_r_mean"],
+                       r["cv_test_error_mean"], r["cv_train_error_mean"]])
+        smooth.append([r["model"], "CV (as above)", r["n_rounds"], r["cv_r_all_learners_mean"],
+                       r["cv_test_error_all_learners_mean"], None])
     tables = [
         {"title": "SpPPR toy, Table 4 (test MSE on noise-free rows; 10 coefficients in all)",
          "columns": ["noise sd", "tau", "search", "start", "MSE mean", "MSE sd",
@@ -667,22 +796,33 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
          "columns": ["noise sd", "tau", "eq. 8: (1,1) cheaper than every coordinate, term 1",
                      "eq. 8: (1,-1) cheaper than every coordinate, term 2",
                      "test MSE of the model on the true directions",
-                     "{x1,x2} best of the 10 pairs, quadratic", "same, linear"],
+                     "{x1,x2} best of the 10 pairs, quadratic", "same, linear",
+                     "same, true form x_i x_j"],
          "rows": check,
          "notes": "eq. 8 with lam = (residual sum of squares before the term) / tau (Table 3), "
                   "the splines and smoothing of SpPPR at that tau. Best pair: least squares on "
-                  "the full quadratic (or the linear terms) in each pair of variables; the "
-                  "quadratic in (x1, x2) spans both true ridge functions"},
+                  "the full quadratic, the linear terms, or the product alone in each pair of "
+                  "variables; the quadratic in (x1, x2) spans both true ridge functions. Rate: "
+                  f"share of {report['settings']['best_pair_draws']} draws of the training rows "
+                  "where the pair is {x1,x2}; '8 of 10': the binomial chance of 8 or more such "
+                  "seeds out of 10"},
         {"title": f"SpJSBoost toy, Fig. 2 and eq. 14 ({report['settings']['js_rounds']} "
-                  "learners, and the number chosen by cross-validation)",
+                  f"learners, weak-learner smoothing {JS_PARAMS['smoothing']:g})",
          "columns": ["model", "train error", "test error", "best test error",
                      "r (eq. 14, w_j = 1)", "r (w_j = mean |output|)", "non-zeros per learner",
-                     "CV learners (median)", "test error at CV learners", "r at CV learners",
                      "fit s"], "rows": js,
          "notes": "paper: r = 10.4% (SpJSBoost) vs 35.1% (JSBoost). KLBoosting's search: "
                   "start from the divergence-weighted sum of the coordinates, then cyclic 1-D "
-                  f"searches over every coordinate. CV: {CV_FOLDS}-fold on the 600 training "
-                  "rows, the number of learners of lowest held-out error"},
+                  "searches over every coordinate"},
+        {"title": "SpJSBoost toy across weak-learner smoothing",
+         "columns": ["model", "smoothing", "learners", "r (eq. 14, w_j = 1)", "test error",
+                     "train error"], "rows": smooth,
+         "notes": "eps = smoothing / n_bins is added to the normalised bin masses of each weak "
+                  "learner. Rows 1-5 of a model: every seed at that smoothing. 'CV': per seed, "
+                  "the (smoothing, number of learners) of lowest "
+                  f"{CV_FOLDS}-fold cross-validated error on the 600 training rows (the "
+                  "smoothing chosen in each seed listed); the row after it: the same smoothing "
+                  f"with all {report['settings']['js_rounds']} learners"},
     ]
     if report.get("real"):
         real = report["real"]
@@ -707,6 +847,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     pair1 = pairs[1.0]
     sp = next(r for r in report["js_toy"] if r["model"] == "SpJSBoost tau=15")
     kl = next(r for r in report["js_toy"] if "KLBoosting" in r["model"])
+    sp_cv, kl_cv = (next(r for r in report["js_smoothing"] if r["model"] == m)
+                    for m in JS_HEADLINE)
     return {
         "title": "Sparse projection pursuit (SpPPR, SpJSBoost)",
         "summary": (f"Paper 001's toy problems over {seeds} seeds, ijcnn1 against AdaBoost and "
@@ -715,7 +857,9 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                     f"{plain['mse_mean']:.4f}), exactly {{x1,x2}} in "
                     f"{best['exactly_x1_x2']}/{seeds} seeds; the training rows themselves "
                     f"single out {{x1,x2}} among the 10 pairs in "
-                    f"{pair1['quadratic_best_is_x1_x2']}/{seeds} seeds, and eq. 8 prefers a "
+                    f"{pair1['quadratic_best_is_x1_x2']}/{seeds} seeds (a selection told the "
+                    f"product form: {pair1['product_best_is_x1_x2']}/{seeds}), and eq. 8 "
+                    f"prefers a "
                     f"single coordinate to (1,-1)/sqrt2 in "
                     f"{check1['seeds'] - check1['second_prefers_1_minus_1']}/{check1['seeds']}. "
                     f"Noise sd 0.1: test MSE {low['mse_mean']:.4f}, exactly {{x1,x2}} in "
@@ -723,7 +867,11 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                     f"{low['both_directions_found']}/{seeds}. SpJSBoost toy, "
                     f"{report['settings']['js_rounds']} learners: r {sp['r_mean']:.1%} and test "
                     f"error {sp['final_test_error']:.2%}, against {kl['r_mean']:.1%} and "
-                    f"{kl['final_test_error']:.2%} for JSBoost with KLBoosting's search."),
+                    f"{kl['final_test_error']:.2%} for JSBoost with KLBoosting's search, at "
+                    f"weak-learner smoothing {JS_PARAMS['smoothing']:g}; with smoothing and "
+                    f"learners cross-validated per seed: r {sp_cv['cv_r_mean']:.1%} and "
+                    f"{sp_cv['cv_test_error_mean']:.2%}, against {kl_cv['cv_r_mean']:.1%} and "
+                    f"{kl_cv['cv_test_error_mean']:.2%}."),
         "tables": tables,
         "plots": [f"{NAME}.png"],
     }
@@ -731,6 +879,7 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
 
 def run(quick: bool, out_dir: Path, stream_sizes: list[int] | None) -> dict[str, Any]:
     seeds = 3 if quick else 10
+    draws = 100 if quick else BEST_PAIR_DRAWS
     js_rounds = 30 if quick else 100
     real_rounds = 10 if quick else 25
     sizes = stream_sizes or ([250_000, 500_000, 1_000_000] if quick
@@ -741,6 +890,7 @@ def run(quick: bool, out_dir: Path, stream_sizes: list[int] | None) -> dict[str,
         "settings": {"seeds": seeds, "js_rounds": js_rounds, "real_rounds": real_rounds,
                      "ppr_params": PPR_PARAMS, "smoothing_grid": list(SMOOTHING_GRID),
                      "cv_folds": CV_FOLDS, "js_params": JS_PARAMS,
+                     "js_smoothing_grid": list(JS_SMOOTHING_GRID), "best_pair_draws": draws,
                      "search": {"search_range": 1.0, "coarse_step": 0.1, "fine_step": 0.01,
                                 "max_iter": 20, "start": "pairs"},
                      "ppr_noises": list(NOISES),
@@ -754,8 +904,9 @@ def run(quick: bool, out_dir: Path, stream_sizes: list[int] | None) -> dict[str,
               if r["tau"] == "15" and r["start"] == "pairs"
               for seed, s in enumerate(r["smoothing_chosen"])}
     report["ppr_true_directions"] = ppr_true_directions(seeds, NOISES, 15.0, chosen)
-    report["ppr_best_pair"] = best_pair_check(seeds, NOISES)
+    report["ppr_best_pair"] = best_pair_check(seeds, NOISES, draws)
     report["js_toy"] = js_toy(seeds, js_rounds)
+    report["js_smoothing"] = js_smoothing(seeds, js_rounds)
     report["real"] = real_data(quick, real_rounds)
     report["streaming"] = streaming(sizes, max(sizes) if quick else GRAM_MAX_ROWS)
     report["total_s"] = time.perf_counter() - t0
