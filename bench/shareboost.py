@@ -11,7 +11,9 @@ Four measurements, each with its peers in the same run:
   the raw and pairwise-product features, the number of features needed to reach a fixed test
   error as the number of classes grows (Fig. 2): ShareBoost against one-vs-rest, each binary
   problem solved by the same greedy machinery (a two-class ShareBoost) and all of them given
-  the same number of rounds;
+  the same number of rounds; the classes join in several orders (which letters make up the
+  first k changes how hard k classes are), with the median, the range and the exponent of
+  the growth;
 - ``expanded``: satimage and pendigits with all products of pairs of features (App. A.3):
   test error against the fraction of features used, linear ShareBoost against scikit-learn's
   L1-regularised multinomial ``LogisticRegression`` along its regularisation path, and
@@ -52,7 +54,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
                   "validation": {"n_fit": 3000, "n_val": 2000, "n_rounds": 20,
                                  "l2": [1e-4, 1e-3]}},
         "sharing": {"class_counts": [2, 6, 13, 26], "n_rounds": 25, "ovr_rounds": 8,
-                    "refit_iter": 8, "targets": [0.30, 0.20]},
+                    "refit_iter": 8, "targets": [0.30, 0.20], "orderings": 2},
         "expanded": {"datasets": ["satimage"], "n_rounds": 15, "stump_rounds": 15,
                      "n_bins": 16, "refit_iter": 8, "lr_Cs": 3, "lr_max_iter": 40,
                      "gb_stages": 10},
@@ -65,7 +67,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
                   "validation": {"n_fit": 20000, "n_val": 10000, "n_rounds": 60,
                                  "l2": [3e-5, 1e-4]}},
         "sharing": {"class_counts": [2, 5, 10, 15, 20, 26], "n_rounds": 60,
-                    "ovr_rounds": 15, "refit_iter": 10, "targets": [0.30, 0.20]},
+                    "ovr_rounds": 15, "refit_iter": 10, "targets": [0.30, 0.20],
+                    "orderings": 5},
         "expanded": {"datasets": ["satimage", "pendigits"], "n_rounds": 80,
                      "stump_rounds": 60, "n_bins": 16, "refit_iter": 10, "lr_Cs": 8,
                      "gb_stages": 100},
@@ -222,11 +225,21 @@ def first_reaching(errors: list[float], counts: list[int], target: float) -> int
     return None
 
 
-def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
-    """ShareBoost against greedy one-vs-rest: features to reach each target error."""
+def class_order(ordering: int) -> np.ndarray:
+    """Letters in the order classes are added: ordering 0 is A, B, C, ...; others are seeded
+    permutations of the 26."""
+    return np.arange(26) if ordering == 0 else np.random.default_rng(ordering).permutation(26)
+
+
+def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
+    """ShareBoost against greedy one-vs-rest on the first k classes of one class order."""
     from streamlearn.models.shareboost import ShareBoostClassifier
 
     X, y, X_test, y_test = letter_problem()
+    order = class_order(ordering)
+    rank = np.empty(26, dtype=np.int64)
+    rank[order] = np.arange(26)
+    y, y_test = rank[y], rank[y_test]
     points = []
     for k in cfg["class_counts"]:
         rows, test_rows = y < k, y_test < k
@@ -263,7 +276,7 @@ def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
                       for t in range(cfg["ovr_rounds"] + 1)]
         ovr_counts = [len(set().union(*(u[t] for u in used)))
                       for t in range(cfg["ovr_rounds"] + 1)]
-        point = {
+        points.append({
             "n_classes": int(k),
             "shareboost": {"test_error": sb_errors, "n_features": sb_counts,
                            "fit_s": shared_s},
@@ -273,11 +286,61 @@ def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
                 "shareboost": first_reaching(sb_errors, sb_counts, target),
                 "one_vs_rest": first_reaching(ovr_errors, ovr_counts, target),
             } for target in cfg["targets"]},
-        }
-        log(f"sharing: k={k} needed {point['needed']}")
-        points.append(point)
-    return {"settings": {**cfg, "dataset": "letter", "n_features": int(X.shape[1])},
-            "points": points}
+        })
+        log(f"sharing: order {ordering}, k={k} needed {points[-1]['needed']}")
+    return {"ordering": ordering, "class_order": order.tolist(), "points": points}
+
+
+def growth_exponent(class_counts: list[int], needed: list[int | None]) -> float | None:
+    """Least-squares slope of log(features needed) on log(classes), over the class counts
+    where the target was reached (at least three); 1 is linear growth."""
+    pairs = [(k, n) for k, n in zip(class_counts, needed, strict=True) if n is not None]
+    if len(pairs) < 3:
+        return None
+    k, n = np.log(np.array(pairs, dtype=np.float64)).T
+    return float(np.polyfit(k, n, 1)[0])
+
+
+def median_needed(values: list[int | None]) -> float | None:
+    """Median over class orders, an order that never reached the target counting as
+    infinitely many features (None when that is the median)."""
+    med = float(np.median([np.inf if v is None else v for v in values]))
+    return None if not np.isfinite(med) else med
+
+
+def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Features to reach each target error as classes are added, ShareBoost against greedy
+    one-vs-rest, over several class orders run in parallel processes (one per core); per
+    target and method the median over orders, its range, and the growth exponent."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    n_orders = cfg["orderings"]
+    workers = max(1, min(n_orders, len(os.sched_getaffinity(0))))
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        orders = list(pool.map(sharing_ordering, [cfg] * n_orders, range(n_orders)))
+    ks = list(cfg["class_counts"])
+    summary: dict[str, Any] = {}
+    for target in cfg["targets"]:
+        key = f"{target:.2f}"
+        summary[key] = {}
+        for method in ("shareboost", "one_vs_rest"):
+            per_order = [[p["needed"][key][method] for p in o["points"]] for o in orders]
+            medians = [median_needed([need[i] for need in per_order]) for i in range(len(ks))]
+            exponents = [growth_exponent(ks, need) for need in per_order]
+            summary[key][method] = {
+                "median": medians,
+                "min": [min((need[i] for need in per_order if need[i] is not None),
+                            default=None) for i in range(len(ks))],
+                "max": [None if any(need[i] is None for need in per_order)
+                        else max(need[i] for need in per_order) for i in range(len(ks))],
+                "reached": [sum(need[i] is not None for need in per_order)
+                            for i in range(len(ks))],
+                "exponent_of_median": growth_exponent(ks, medians),
+                "exponent_per_order": exponents,
+            }
+    return {"settings": {**cfg, "dataset": "letter", "n_features": letter_problem()[0].shape[1]},
+            "orders": orders, "needed": summary}
 
 
 # -- expanded problems of App. A.3 -------------------------------------------------------------
@@ -509,17 +572,27 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
     s = report["sharing"]
     ax = axes[0, 1]
-    ks = [p["n_classes"] for p in s["points"]]
+    ks = s["settings"]["class_counts"]
     for i, target in enumerate(s["settings"]["targets"]):
         key = f"{target:.2f}"
-        color = f"C{i}"
         for method, style in (("shareboost", "--"), ("one_vs_rest", "-o")):
-            need = [p["needed"][key][method] for p in s["points"]]
-            ax.plot(ks, [np.nan if v is None else v for v in need], style, color=color,
-                    label=f"{method.replace('_', '-')} ({target:.0%} error)")
-    ax.set(xlabel="classes", ylabel="features needed",
-           title="letter: features for a fixed test error")
-    ax.legend(fontsize=8)
+            need = s["needed"][key][method]
+            exponent = need["exponent_of_median"]
+            label = (f"{method.replace('_', '-')} ({target:.0%} error"
+                     + (f", exponent {exponent:.2f})" if exponent is not None else ")"))
+            ax.plot(ks, [np.nan if v is None else v for v in need["median"]], style,
+                    color=f"C{i}", label=label)
+            ax.fill_between(ks, [np.nan if v is None else v for v in need["min"]],
+                            [np.nan if v is None else v for v in need["max"]],
+                            color=f"C{i}", alpha=0.12)
+    ax.plot(ks, ks, ":", color="C7", label="features = classes")
+    ax.set_xscale("log")
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.minorticks_off()
+    ax.set(yscale="log", xlabel="classes", ylabel="features needed",
+           title=f"letter: features for a fixed test error "
+                 f"(median, range over {s['settings']['orderings']} class orders)")
+    ax.legend(fontsize=7)
 
     ax = axes[1, 0]
     for i, (name, r) in enumerate(report["expanded"]["datasets"].items()):
@@ -559,13 +632,47 @@ def plot(report: dict[str, Any], path: Path) -> None:
 def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     """Title, summary and tables of a result for ``bench/REPORT.md``."""
     m, s, st = report["mnist"], report["sharing"], report["streaming"]
-    sharing_rows = []
-    for p in s["points"]:
-        row: list[Any] = [p["n_classes"]]
+    low, high = (f"{t:.2f}" for t in s["settings"]["targets"])
+    n_classes = s["settings"]["class_counts"][-1]
+    ovr_last = max(k for k, v in zip(s["settings"]["class_counts"],
+                                     s["needed"][high]["one_vs_rest"]["median"], strict=True)
+                   if v is not None)
+    sharing = (f"Feature sharing on letter: ShareBoost needs "
+               f"{s['needed'][low]['shareboost']['median'][-1]:g} features for "
+               f"{float(low):.0%} test error with all {n_classes} classes against "
+               f"{s['needed'][low]['one_vs_rest']['median'][-1]:g} for greedy one-vs-rest; "
+               f"the count grows as classes^"
+               f"{s['needed'][low]['shareboost']['exponent_of_median']:.2f} against "
+               f"classes^{s['needed'][low]['one_vs_rest']['exponent_of_median']:.2f} "
+               f"(^{s['needed'][high]['shareboost']['exponent_of_median']:.2f} against "
+               f"^{s['needed'][high]['one_vs_rest']['exponent_of_median']:.2f} for "
+               f"{float(high):.0%}, which one-vs-rest, in the median class order, does not "
+               f"reach beyond {ovr_last} classes). ")
+    sharing_rows: list[list[Any]] = []
+    ks = s["settings"]["class_counts"]
+
+    def cell(need: dict[str, Any], i: int) -> str:
+        med, low, high = need["median"][i], need["min"][i], need["max"][i]
+        if med is None:
+            return "-"
+        spread = f"{low}-{high if high is not None else 'never'}"
+        return f"{med:g} ({spread})" if low != high else f"{med:g}"
+
+    for i, k in enumerate(ks):
+        row: list[Any] = [k]
         for target in s["settings"]["targets"]:
-            need = p["needed"][f"{target:.2f}"]
-            row += [need["shareboost"], need["one_vs_rest"]]
+            need = s["needed"][f"{target:.2f}"]
+            row += [cell(need["shareboost"], i), cell(need["one_vs_rest"], i)]
         sharing_rows.append(row)
+    row = ["growth exponent"]
+    for target in s["settings"]["targets"]:
+        for method in ("shareboost", "one_vs_rest"):
+            need = s["needed"][f"{target:.2f}"][method]
+            per = [e for e in need["exponent_per_order"] if e is not None]
+            med = need["exponent_of_median"]
+            row.append("-" if med is None else
+                       f"{med:.2f} ({min(per):.2f}-{max(per):.2f})" if per else f"{med:.2f}")
+    sharing_rows.append(row)
     sharing_cols = ["classes"]
     for target in s["settings"]["targets"]:
         sharing_cols += [f"ShareBoost @{target:.0%}", f"one-vs-rest @{target:.0%}"]
@@ -597,7 +704,7 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                     f"{m['rounds'][-1]} anchors, fit in {m['shareboost_fit_s']:.0f} s "
                     f"(best {m['best_error']:.2%} at {m['best_round']}) against RBF-SVM "
                     f"{m['svm_error']:.2%} with {m['svm_support_vectors']} support vectors. "
-                    f"Streaming: a round at 20x the chunk size grows peak RSS by "
+                    f"{sharing}Streaming: a round at 20x the chunk size grows peak RSS by "
                     f"{st['rss_growth_mib']:.0f} MiB over 1x ("
                     f"{st['rss_growth_read_ahead_mib']:.0f} MiB with read-ahead, a queue of "
                     f"{st['settings']['prefetch']} chunks of {st['chunk_mib']:.0f} MiB) while "
@@ -606,10 +713,14 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
         "tables": [
             {"title": "letter: features needed to reach a test error",
              "columns": sharing_cols, "rows": sharing_rows,
-             "notes": "first k classes of letter, raw and pairwise-product features; "
-                      "one-vs-rest: binary ShareBoost per class, same rounds for all, "
-                      "argmax of margins; features = distinct columns over all classes; "
-                      "empty: not reached."},
+             "notes": f"first k classes of letter in {s['settings']['orderings']} class "
+                      "orders (A-Z and seeded permutations), raw and pairwise-product "
+                      "features; median over orders (range); one-vs-rest: binary ShareBoost "
+                      "per class, same rounds for all, argmax of margins; features = "
+                      "distinct columns over all classes; never / -: not reached; growth "
+                      "exponent: least-squares slope of log features on log classes over "
+                      "the class counts reached (1 = linear), for the medians and "
+                      "(range) per order."},
             {"title": "expanded problems: best test error within a feature budget",
              "columns": ["dataset", "features used", "ShareBoost linear", "L1 logistic",
                          "ShareBoost stumps", "gradient-boosted stumps"],
