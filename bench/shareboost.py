@@ -773,16 +773,25 @@ def main(argv: list[str] | None = None) -> None:
     report: dict[str, Any] = {}
     if args.only is not None and out_file.exists():
         report = json.loads(out_file.read_text())
+    runners = {"mnist": mnist_anchors, "sharing": feature_sharing, "expanded": expanded,
+               "streaming": streaming}
+    # parts kept from the last results keep the load their run started at
+    previous_load = report.get("machine", {}).get("load_average_1m")
+    for part in runners:
+        if isinstance(report.get(part), dict):
+            report[part].setdefault("load_average_1m", previous_load)
     report.update({"benchmark": "shareboost", "mode": mode, "machine": machine_info(),
                    "versions": library_versions(("numpy", "numba", "zarr", "pyarrow",
                                                  "scikit-learn", "streamlearn"))})
-    runners = {"mnist": mnist_anchors, "sharing": feature_sharing, "expanded": expanded,
-               "streaming": streaming}
     for part in parts:
-        start = time.perf_counter()
+        load, start = round(os.getloadavg()[0], 2), time.perf_counter()
         report[part] = runners[part](cfg[part])
         report[part]["runtime_s"] = time.perf_counter() - start
+        report[part]["load_average_1m"] = load
         log(f"{part}: {report[part]['runtime_s']:.0f} s")
+    loads = [report[part].get("load_average_1m") for part in runners if part in report]
+    if loads and None not in loads:  # the report lists one load: the highest of the parts'
+        report["machine"]["load_average_1m"] = max(loads)
     args.out.mkdir(parents=True, exist_ok=True)
     if not all(part in report for part in runners):  # a partial run: the parts so far
         out_file.write_text(json.dumps(report, indent=2) + "\n")
