@@ -288,7 +288,8 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
             } for target in cfg["targets"]},
         })
         log(f"sharing: order {ordering}, k={k} needed {points[-1]['needed']}")
-    return {"ordering": ordering, "class_order": order.tolist(), "points": points}
+    return {"ordering": ordering, "class_order": order.tolist(), "n_features": X.shape[1],
+            "points": points}
 
 
 def growth_exponent(class_counts: list[int], needed: list[int | None]) -> float | None:
@@ -339,7 +340,10 @@ def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
                 "exponent_of_median": growth_exponent(ks, medians),
                 "exponent_per_order": exponents,
             }
-    return {"settings": {**cfg, "dataset": "letter", "n_features": letter_problem()[0].shape[1]},
+    n_features = orders[0].pop("n_features")
+    for order in orders[1:]:
+        del order["n_features"]
+    return {"settings": {**cfg, "dataset": "letter", "n_features": n_features},
             "orders": orders, "needed": summary}
 
 
