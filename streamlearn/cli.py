@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import inspect
 import json
 import math
@@ -28,47 +27,9 @@ import numpy as np
 from streamlearn import __version__
 from streamlearn.errors import DataError, SchemaError, StreamlearnError
 from streamlearn.io.model_file import give_new_file_mode
-
+from streamlearn.models.registry import MODELS, import_estimator
 
 # -- the models the command line can train ------------------------------------------------
-@dataclass(frozen=True)
-class ModelEntry:
-    """A model the ``train`` command knows, by the import path of its class(es).
-
-    Attributes
-    ----------
-    classifier, regressor : str or None
-        ``"module:Class"`` of the estimator for classification / regression targets.
-    about : str
-        One line for ``--help``.
-    """
-
-    classifier: str | None
-    regressor: str | None
-    about: str
-
-    @property
-    def tasks(self) -> tuple[str, ...]:
-        """Targets the model handles."""
-        return tuple(t for t, p in (("classification", self.classifier),
-                                    ("regression", self.regressor)) if p)
-
-
-#: Model name on the command line -> estimator classes. Adding a model is one line here.
-MODELS: dict[str, ModelEntry] = {
-    "additive": ModelEntry("streamlearn.models:AdditiveSVC", None, "additive-kernel SVM"),
-    "mixture": ModelEntry("streamlearn.models:MixtureSVC", None, "mixture of linear SVMs"),
-    "shareboost": ModelEntry("streamlearn.models:ShareBoostClassifier", None,
-                             "shared-feature multiclass boosting"),
-    "sppr": ModelEntry(None, "streamlearn.models:SparsePPRRegressor",
-                       "sparse projection pursuit regression"),
-    "spjsboost": ModelEntry("streamlearn.models:SparseJSBoostClassifier", None,
-                            "sparse joint-selection boosting"),
-    "supersparse": ModelEntry("streamlearn.models:SuperSparseClassifier",
-                              "streamlearn.models:SuperSparseRegressor",
-                              "super-sparse prototype machine"),
-}
-
 #: Shared flags of ``train`` -> constructor parameter names they may set, first match wins.
 COMMON_FLAGS: dict[str, tuple[str, ...]] = {
     "epochs": ("epochs",),
@@ -91,10 +52,10 @@ def model_class(name: str, task: str) -> type:
         raise click.ClickException(
             f"model {name!r} handles {' and '.join(entry.tasks)} targets; the target holds "
             f"{kind}")
-    module_name, _, class_name = path.partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError):
+        cls = import_estimator(path)
+    except ImportError:
+        module_name, _, class_name = path.partition(":")
         raise click.ClickException(
             f"model {name!r} ({module_name}.{class_name}) is not available in this version of "
             f"streamlearn ({__version__})") from None

@@ -277,7 +277,7 @@ def test_labels_of_any_kind_map_back(labels):
 def test_feature_mismatch_raises_schema_error():
     X, y = binary_problem(500)
     model = AdditiveSVC(epochs=1).fit(X, y)
-    with pytest.raises(SchemaError, match="3 features, expected 4"):
+    with pytest.raises(SchemaError, match=r"3 features, but \w+ is expecting 4 features"):
         model.predict(X[:, :3])
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     named = AdditiveSVC(epochs=1).fit(frame, y)
@@ -321,7 +321,7 @@ def test_streamed_dataset_score_and_params():
     assert copy.get_params() == model.get_params() and not copy.is_fitted
     copy.set_params(embedding="fourier", n_terms=3)
     assert copy.embedding == "fourier" and "n_terms=3" in repr(copy)
-    with pytest.raises(ValueError, match="no parameter"):
+    with pytest.raises(ValueError, match="Invalid parameter"):
         copy.set_params(bogus=1)
     with pytest.raises(NotFittedError):
         copy.predict(X)

@@ -17,8 +17,6 @@ from click.testing import CliRunner, Result
 from sklearn.metrics import confusion_matrix, log_loss
 
 from streamlearn.cli import (
-    MODELS,
-    ModelEntry,
     additive_curves,
     cli,
     metrics_table,
@@ -28,6 +26,7 @@ from streamlearn.cli import (
 )
 from streamlearn.data.synthetic import additive_problem
 from streamlearn.models import AdditiveSVC
+from streamlearn.models.registry import MODELS, ModelEntry
 from tests.conftest import Reference, write_parquet_dir
 
 FEATURE_NAMES = [f"f{j}" for j in range(8)]

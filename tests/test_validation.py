@@ -141,7 +141,7 @@ def test_missing_target_value(ref: Reference) -> None:
 
 
 def test_single_class(ref: Reference) -> None:
-    with pytest.raises(LabelError, match=r"single class \(\[1\]\).*at least two"):
+    with pytest.raises(LabelError, match=r"1 class \(\[1\]\).*at least two"):
         open_dataset(ref.X, target=np.ones(1000, dtype=int)).classes
 
 

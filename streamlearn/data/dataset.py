@@ -423,7 +423,7 @@ def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:
         raise LabelError(f"target {target!r} has NaN or infinite labels; drop those rows first")
     if len(classes) < 2:
         raise LabelError(
-            f"target {target!r} has a single class ({_listing(classes.tolist())}); "
+            f"target {target!r} has 1 class ({_listing(classes.tolist())}); "
             "a classifier needs at least two"
         )
     if len(classes) > MAX_CLASSES:

@@ -199,7 +199,6 @@ def _library_version() -> str:
 
 
 def _estimators() -> dict[str, type]:
-    import streamlearn.models as models
+    from streamlearn.models.registry import estimator_classes
 
-    exported = getattr(models, "__all__", [])
-    return {name: getattr(models, name) for name in exported}
+    return {cls.__name__: cls for cls in estimator_classes()}

@@ -1,10 +1,14 @@
-"""The estimators users import: scikit-learn style, trained by streaming over chunked data."""
+"""The estimators users import: scikit-learn estimators trained by streaming over chunks.
 
-from streamlearn.models.additive import AdditiveSVC
-from streamlearn.models.mixture import MixtureSVC
-from streamlearn.models.projection_pursuit import SparseJSBoostClassifier, SparsePPRRegressor
-from streamlearn.models.shareboost import ShareBoostClassifier
-from streamlearn.models.supersparse import SuperSparseClassifier, SuperSparseRegressor
+Classes are imported on first use, so reading :mod:`streamlearn.models.registry` (the
+command line does) loads no model code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamlearn.models.registry import MODELS, import_estimator
 
 __all__ = [
     "AdditiveSVC",
@@ -15,3 +19,17 @@ __all__ = [
     "SuperSparseClassifier",
     "SuperSparseRegressor",
 ]
+
+_PATHS = {p.rpartition(":")[2]: p for entry in MODELS.values() for p in entry.paths}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PATHS:
+        cls = import_estimator(_PATHS[name])
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -891,7 +891,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
             raise LabelError(f"classes {list(classes)} differ from those of the first call "
                              f"{self.classes_.tolist()}")
-        X = check_features(X, self.feature_names_in_)
+        X = check_features(X, self.feature_names_in_, type(self).__name__)
         codes = encode_labels(y, self.classes_)
         if codes.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}")
@@ -957,7 +957,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     # -- prediction -----------------------------------------------------------------------
     def _scores(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        values = check_features(X, self.feature_names_in_)
+        values = check_features(X, self.feature_names_in_, type(self).__name__)
         return decision_ovr_chunk(values, self.coef_d_, float(self.bias_scale),
                                   *self._embedding())
 

@@ -8,13 +8,18 @@ Estimators follow scikit-learn's conventions: the constructor stores hyper-param
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import Tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.sources.base import default_feature_names
@@ -24,10 +29,6 @@ from streamlearn.errors import DataError, LabelError, SchemaError
 
 #: Names shown in an error message before it is abbreviated.
 MAX_SHOWN_NAMES = 10
-
-
-class NotFittedError(RuntimeError):
-    """An estimator was used before ``fit``."""
 
 
 def _shown(names: list[Any]) -> str:
@@ -43,63 +44,28 @@ def _json_safe(value: Any) -> bool:
     return True
 
 
-class StreamEstimator:
-    """Base class: hyper-parameter access, ``repr``, fitted checks and model files."""
+class StreamEstimator(BaseEstimator):
+    """Base class: a scikit-learn estimator with fitted checks and model files.
+
+    Hyper-parameter access (``get_params``/``set_params``), ``repr`` and cloning come from
+    :class:`sklearn.base.BaseEstimator`. Subclasses name the attribute that exists once
+    fitted in ``_fitted_attribute``, and list the scikit-learn checks their algorithm cannot
+    pass in ``_expected_failed_checks`` (check name -> one-line reason); the test suite and
+    the README read that table.
+    """
+
+    #: Learned attribute whose presence means "fitted".
+    _fitted_attribute: ClassVar[str] = "classes_"
+    #: scikit-learn checks this algorithm is expected to fail, with the reason.
+    _expected_failed_checks: ClassVar[dict[str, str]] = {}
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
 
     @classmethod
     def _param_names(cls) -> list[str]:
-        signature = inspect.signature(cls.__init__)
-        return [p.name for p in signature.parameters.values()
-                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Hyper-parameters as a dict of constructor arguments.
-
-        Parameters
-        ----------
-        deep : bool
-            Accepted for scikit-learn compatibility; there are no nested estimators.
-
-        Returns
-        -------
-        dict
-        """
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params: Any) -> Self:
-        """Set hyper-parameters by name.
-
-        Parameters
-        ----------
-        **params
-            Constructor arguments.
-
-        Returns
-        -------
-        self
-        """
-        valid = self._param_names()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"{type(self).__name__} has no parameter {name!r}; "
-                                 f"parameters are {valid}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        signature = inspect.signature(type(self).__init__)
-        changed = []
-        for name, value in self.get_params().items():
-            default = signature.parameters[name].default
-            same = default is value
-            if not same:
-                try:
-                    same = bool(default == value)
-                except (TypeError, ValueError):
-                    same = False
-            if not same:
-                changed.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
+        return list(cls._get_param_names())
 
     def _json_params(self) -> dict[str, Any]:
         """Hyper-parameters that can be written as JSON (engine objects become None)."""
@@ -109,12 +75,21 @@ class StreamEstimator:
     @property
     def is_fitted(self) -> bool:
         """Whether the estimator has learned its attributes."""
-        return hasattr(self, "classes_")
+        return hasattr(self, self._fitted_attribute)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self.is_fitted
 
     def _check_fitted(self) -> None:
         if not self.is_fitted:
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; "
-                                 "call fit(...) or partial_fit(...) first")
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+
+    def _check_X(self, X: Any) -> np.ndarray:
+        """Prediction inputs checked against the features seen in ``fit``."""
+        self._check_fitted()
+        return check_features(X, self.feature_names_in_, type(self).__name__)
 
     # -- model files --------------------------------------------------------------------
     def _engine(self, engine: Any) -> Any:
@@ -164,7 +139,7 @@ class StreamEstimator:
 
 # -- training data ------------------------------------------------------------------------
 def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
-                           chunk_rows: int | None = None) -> Dataset:
+                           chunk_rows: int | None = None, nan_policy: Any = "raise") -> Dataset:
     """Open the training data of a classifier.
 
     Parameters
@@ -176,6 +151,9 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         Weights (with in-memory ``data``) or the weight column name; not with a Dataset.
     chunk_rows : int, optional
         Rows per chunk for data opened here.
+    nan_policy : "raise", "drop" or float
+        NaN and missing values (``pd.NA``) in features opened here: refuse, drop the row,
+        or replace by the number.
 
     Returns
     -------
@@ -183,18 +161,18 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         With a classification target.
     """
     return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
-                         "a classifier needs class labels")
+                         "a classifier needs class labels", nan_policy)
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
-                       chunk_rows: int | None = None) -> Dataset:
+                       chunk_rows: int | None = None, nan_policy: Any = "raise") -> Dataset:
     """Open the training data of a regressor (see :func:`classification_dataset`)."""
     return _task_dataset(data, y, sample_weight, chunk_rows, "regression",
-                         "a regressor needs a numeric target")
+                         "a regressor needs a numeric target", nan_policy)
 
 
 def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
-                  need: str) -> Dataset:
+                  need: str, nan_policy: Any = "raise") -> Dataset:
     """Open training data (or take a Dataset) and check that its target suits ``task``."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
@@ -202,9 +180,16 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
                              "(target=..., weight=...), not to fit")
         dataset = data
     else:
+        if is_array_input(data):
+            data, y, sample_weight = check_array_input(data, y, sample_weight, task,
+                                                       nan_policy)
+        elif y is not None and not isinstance(y, str):
+            y = check_target(y, task)
+            if sample_weight is not None and not isinstance(sample_weight, str):
+                sample_weight = check_sample_weight(sample_weight, len(y))
         data, y, sample_weight = _attach_columns(data, y, sample_weight)
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
-                               task=task if y is not None else None)
+                               task=task if y is not None else None, nan_policy=nan_policy)
     if dataset.task != task:
         what = "no target" if dataset.task is None else f"a {dataset.task} target"
         raise LabelError(f"{need} but the data has {what}; open it with "
@@ -212,12 +197,118 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
     return dataset
 
 
+# -- in-memory inputs, checked as scikit-learn checks them ----------------------------------
+def is_array_input(data: Any) -> bool:
+    """Whether ``data`` is a plain array-like (array, list, sparse matrix), not a table or store.
+
+    Such inputs are checked with scikit-learn's own validation, so its estimators' errors
+    and warnings (1-D X, complex values, sparse input, a column-vector ``y``) are the same.
+    """
+    if isinstance(data, (np.ndarray, list, tuple)) or sp.issparse(data):
+        return True
+    module = type(data).__module__.split(".")[0]
+    return module not in ("pandas", "pyarrow", "dask", "zarr", "polars") and (
+        hasattr(data, "__array__") and not isinstance(data, (str, os.PathLike)))
+
+
+def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
+                      nan_policy: Any = "raise") -> tuple[np.ndarray, Any, Any]:
+    """Validate in-memory training rows: a 2-D numeric float32 array, a 1-D target, weights.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, n_features)
+    y : array-like of shape (n,) or (n, 1), or str
+    sample_weight : array-like of shape (n,), str or None
+    task : {"classification", "regression"}
+    nan_policy : "raise", "drop" or float
+        With "raise" NaN and infinite values are refused here.
+
+    Returns
+    -------
+    X : ndarray, float32
+    y : ndarray or str
+    sample_weight : ndarray, str or None
+    """
+    if y is None:
+        raise ValueError("this estimator requires y to be passed, but the target y is None")
+    X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
+                    ensure_all_finite=False, ensure_min_samples=1, ensure_min_features=1)
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    if nan_policy == "raise":
+        flat = first_nonfinite(X)
+        if flat >= 0:
+            r, c = divmod(flat, X.shape[1])
+            what = "NaN" if np.isnan(X[r, c]) else "infinity"
+            raise DataError(f"Input X contains {what} in feature 'x{c}' at row {r}; drop or "
+                            "replace such values, or fit with nan_policy='drop' or a number")
+    if isinstance(y, str):
+        return X, y, sample_weight
+    y = check_target(y, task)
+    check_consistent_length(X, y)
+    if sample_weight is not None and not isinstance(sample_weight, str):
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+    return X, y, sample_weight
+
+
+def check_target(y: Any, task: str) -> np.ndarray:
+    """A 1-D target of the right kind; a column vector warns as in scikit-learn.
+
+    A classifier refuses a continuous target (``Unknown label type: continuous``) and a
+    regressor a non-numeric or non-finite one.
+    """
+    if task == "regression":
+        kind = np.asarray(y).dtype.kind
+        if kind not in "biuf" and not (kind == "O" and _all_numbers(y)):
+            raise LabelError(f"a regressor needs a numeric target; y holds {np.asarray(y).dtype} "
+                             "values")
+        y = check_array(y, ensure_2d=False, dtype="numeric", ensure_all_finite=True,
+                        input_name="y")
+        return column_or_1d(y, warn=True).astype(np.float64, copy=False)
+    y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
+    check_classification_targets(y)
+    return y
+
+
+def _all_numbers(y: Any) -> bool:
+    return all(isinstance(v, (int, float, np.number)) for v in np.asarray(y).reshape(-1))
+
+
+def _is_mixed(y: Any) -> bool:
+    return isinstance(y, (list, tuple)) and len({type(v) for v in y}) > 1
+
+
+def check_sample_weight(sample_weight: Any, n_rows: int) -> np.ndarray:
+    """Weights of ``n_rows`` rows: 1-D, finite, non-negative, not all zero."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n_rows, float(w))
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_rows},)")
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinite values")
+    if (w < 0).any():
+        raise ValueError("Negative values in data passed to sample_weight")
+    if not (w > 0).any():
+        raise ValueError("sample_weight is zero for every row; at least one row needs a "
+                         "non-zero weight")
+    return w
+
+
 def _in_memory(data: Any, y: Any) -> bool:
     return y is not None and not isinstance(y, str) and not isinstance(data, Dataset)
 
 
-class ClassifierScore:
+class ClassifierScore(ClassifierMixin):
     """``score`` of a classifier: accuracy, on in-memory rows or streamed over a dataset."""
+
+    _two_classes_only: ClassVar[bool] = False
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        assert tags.classifier_tags is not None
+        tags.classifier_tags.multi_class = not self._two_classes_only
+        return tags
 
     def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
               engine: Any = None) -> float:
@@ -250,7 +341,7 @@ class ClassifierScore:
         return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
 
-class RegressorScore:
+class RegressorScore(RegressorMixin):
     """``score`` of a regressor: R^2, on in-memory rows or streamed over a dataset."""
 
     def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -375,7 +466,7 @@ def storable_classes(classes: np.ndarray) -> np.ndarray:
 
 
 # -- prediction inputs --------------------------------------------------------------------
-def check_features(X: Any, feature_names: tuple[str, ...]) -> np.ndarray:
+def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model") -> np.ndarray:
     """Validate prediction inputs against the features seen in ``fit``.
 
     When ``fit`` saw named columns, a table with column names (pandas, pyarrow) must hold
@@ -387,6 +478,8 @@ def check_features(X: Any, feature_names: tuple[str, ...]) -> np.ndarray:
     X : array-like of shape (n, n_features) or a table with named columns
     feature_names : tuple of str
         Feature names seen in ``fit``.
+    owner : str
+        Name of the estimator, for messages.
 
     Returns
     -------
@@ -407,17 +500,22 @@ def check_features(X: Any, feature_names: tuple[str, ...]) -> np.ndarray:
                               f"{_shown(missing)}, unexpected {_shown(extra)})")
         if got != expected:
             X = X.select(expected) if hasattr(X, "select") else X[expected]
+    if is_array_input(X):
+        X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
+                        ensure_all_finite=False, ensure_min_features=0)
     values = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
-    if values.ndim == 1 and len(expected) == 1:
-        values = values.reshape(-1, 1)
     if values.ndim != 2:
-        raise SchemaError(f"X must be 2-D (rows x features), got shape {values.shape}")
+        raise SchemaError(f"X must be 2-D (rows x features), got shape {values.shape}; "
+                          "Reshape your data with X.reshape(-1, 1) for a single feature or "
+                          "X.reshape(1, -1) for a single row")
     if values.shape[1] != len(expected):
-        raise SchemaError(f"X has {values.shape[1]} features, expected {len(expected)} "
-                          f"as in fit: {_shown(expected)}")
+        raise SchemaError(f"X has {values.shape[1]} features, but {owner} is expecting "
+                          f"{len(expected)} features as input (as in fit: "
+                          f"{_shown(expected)})")
     flat = first_nonfinite(values)
     if flat >= 0:
         r, c = divmod(flat, values.shape[1])
-        raise DataError(f"{values[r, c]} in feature {expected[c]!r} at row {r}; "
+        what = "NaN" if np.isnan(values[r, c]) else "inf"
+        raise DataError(f"Input X contains {what} in feature {expected[c]!r} at row {r}; "
                         "predictions need finite values")
     return values

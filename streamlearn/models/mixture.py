@@ -935,7 +935,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     def _likelihoods(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """Both halves of eq. 21 per binary model, ``(n, n_models)`` each."""
         self._check_fitted()
-        values = check_features(X, self.feature_names_in_)
+        values = check_features(X, self.feature_names_in_, type(self).__name__)
         n, m = values.shape[0], self.xi_.shape[0]
         pos = np.empty((n, m))
         neg = np.empty((n, m))

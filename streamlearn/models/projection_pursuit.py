@@ -334,6 +334,8 @@ def _positive_int(name: str, value: Any, least: int = 1) -> None:
 class _ProjectionPursuit(StreamEstimator):
     """Search settings, validation, engines and model files shared by both estimators."""
 
+    _fitted_attribute = "projections_"
+
     tau: float
     search: str
     start: str
@@ -391,7 +393,7 @@ class _ProjectionPursuit(StreamEstimator):
 
     def _features(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        return check_features(X, self.feature_names_in_)
+        return check_features(X, self.feature_names_in_, type(self).__name__)
 
     def _json_params(self) -> dict[str, Any]:
         params = super()._json_params()
@@ -524,11 +526,6 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.progress = progress
-
-    @property
-    def is_fitted(self) -> bool:
-        """Whether the estimator has learned its attributes."""
-        return hasattr(self, "projections_")
 
     def _validate(self) -> None:
         _positive_int("n_terms", self.n_terms)
@@ -705,6 +702,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     n_nonzero_ : ndarray of shape (n_rounds,)
     n_scans_, n_train_, n_features_in_, feature_names_in_
     """
+
+    _two_classes_only = True
 
     _ARRAYS = ("classes", "projections", "ranges", "tables", "learner_weights", "divergences",
                "lambdas", "class_weight")

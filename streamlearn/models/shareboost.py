@@ -723,7 +723,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ndarray of shape (n, k), float64, columns in the order of ``classes_``
         """
         self._check_fitted()
-        values = check_features(X, self.feature_names_in_)
+        values = check_features(X, self.feature_names_in_, type(self).__name__)
         gates = self.family_.gates(values, self.selected_features_)
         return decision_chunk(gates, self.family_.base(values), self.coef_groups_,
                               self.intercept_)

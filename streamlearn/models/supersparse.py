@@ -562,6 +562,8 @@ def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
 class _SuperSparse(StreamEstimator):
     """Shared driver of :class:`SuperSparseRegressor` and :class:`SuperSparseClassifier`."""
 
+    _fitted_attribute = "prototypes_"
+
     _sign_error = False
 
     def __init__(
@@ -820,7 +822,7 @@ class _SuperSparse(StreamEstimator):
         ndarray of shape (n,), float64
         """
         self._check_fitted()
-        values = check_features(X, self.feature_names_in_)
+        values = check_features(X, self.feature_names_in_, type(self).__name__)
         similarity = self._similarity()
         out = np.empty(values.shape[0])
         for a in range(0, values.shape[0], PREDICT_BLOCK):
@@ -975,11 +977,6 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         return self._fit_dataset(dataset, "regression", None, engine, checkpoint,
                                  checkpoint_every)
 
-    @property
-    def is_fitted(self) -> bool:
-        """Whether the estimator has learned its attributes."""
-        return hasattr(self, "prototypes_")
-
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, ``f(x)``.
 
@@ -995,6 +992,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
 
 
 class SuperSparseClassifier(ClassifierScore, _SuperSparse):
+    _two_classes_only = True
     __doc__ = ("Super-sparse two-class classifier: the sign of a ridge or LASSO fit of "
                "``+-1`` labels, or of another model's scores (:meth:`reduce`, the SSVM), "
                "over similarities to ``p`` learned virtual prototypes.\n" + _PARAMS_DOC + """
