@@ -169,3 +169,20 @@ def test_empty_dataset():
     back = Description.from_dict(json.loads(json.dumps(desc.to_dict(), allow_nan=False)))
     assert np.isnan(back.std).all() and back.quantiles.shape == (7, 3)
     assert "0 rows" in str(desc)
+
+
+def test_describe_lists_categories_and_summarises_codes():
+    from streamlearn.engine.describe import describe
+
+    city = np.array(["Rome", "Lima", "Oslo", "Lima"] * 25)
+    frame = pd.DataFrame({"a": np.arange(100.0), "city": pd.Categorical(city),
+                          "y": np.arange(100) % 2})
+    summary = describe(frame)
+    assert summary.categories == {"city": ["Lima", "Oslo", "Rome"]}
+    codes = np.searchsorted(["Lima", "Oslo", "Rome"], city).astype(np.float64)
+    j = summary.feature_names.index("city")
+    assert summary.mean[j] == pytest.approx(codes.mean())
+    assert (summary.min[j], summary.max[j]) == (0.0, 2.0)
+    assert "city: 3 categories, coded 0..2 ['Lima', 'Oslo', 'Rome']" in str(summary)
+    again = Description.from_dict(json.loads(json.dumps(summary.to_dict())))
+    assert again.categories == summary.categories

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from streamlearn.data.categories import category_index, plain_categories, sorted_categories
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.prefetch import prefetched, prefetched_map
@@ -44,6 +45,11 @@ class Dataset:
     parquet row group) being cut where the source is read piece by piece. A zarr store is
     read by row range: each chunk is one read, and with ``prefetch`` the next chunks are read
     concurrently.
+
+    String and categorical feature columns are delivered as float32 category codes
+    ``0 .. k-1`` (see :attr:`categories` and :mod:`streamlearn.data.categories`): missing
+    values become NaN (handled by ``nan_policy``), and a value outside a category list given
+    in advance (``categories=``) gets the reserved code ``k``.
     """
 
     def __init__(
@@ -59,8 +65,10 @@ class Dataset:
         chunk_rows: int | None = None,
         nan_policy: NanPolicy = "raise",
         prefetch: int = 2,
+        categories: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
         self.source = source
+        self._task_given = task
         columns = list(source.columns)
         for role, name in (("target", target), ("weight", weight)):
             if name is not None and name not in source.kinds:
@@ -91,13 +99,23 @@ class Dataset:
         for role, name in (("target", target), ("weight", weight)):
             if name is not None and name in features:
                 raise SchemaError(f"{role} column {name!r} is also listed as a feature")
-        bad = {f: source.kinds[f].value for f in features if not source.kinds[f].is_numeric}
+        fixed = {f: plain_categories(c) for f, c in (categories or {}).items() if f in features}
+        encodes = hasattr(source, "read_categories")
+        coded = [f for f in features if f in fixed or (encodes and source.kinds[f] in (
+            ColumnKind.STRING, ColumnKind.CATEGORICAL))]
+        if fixed and not encodes:
+            raise SchemaError(f"{source.description} holds numbers only; it has no "
+                              f"categorical columns {sorted(fixed)}")
+        bad = {f: source.kinds[f].value for f in features
+               if not source.kinds[f].is_numeric and f not in coded}
         if bad:
             raise SchemaError(
                 f"non-numeric feature column(s) in {source.description}: "
                 + ", ".join(f"{k!r} ({v})" for k, v in bad.items())
                 + "; encode them as numbers first, or leave them out with "
                 "exclude=[...] or features=[...]"
+                + ("" if encodes else " (string columns are coded as categories only in "
+                   "tables: pandas, polars, pyarrow, parquet, dask DataFrames)")
             )
         if weight is not None and not source.kinds[weight].is_numeric:
             raise SchemaError(f"weight column {weight!r} is {source.kinds[weight].value}, "
@@ -118,6 +136,10 @@ class Dataset:
         self.task = _task(task, target, source.kinds.get(target) if target else None)
         self.nan_policy = nan_policy
         self.prefetch = int(prefetch)
+        self._coded_features = tuple(coded)
+        self._fixed_categories = fixed
+        self._categories: dict[str, tuple[Any, ...]] | None = None
+        self._category_indexes: dict[str, Any] | None = None
         if chunk_rows is not None and int(chunk_rows) < 1:
             raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
         self.chunk_rows = int(chunk_rows) if chunk_rows else default_chunk_rows(len(features))
@@ -147,6 +169,106 @@ class Dataset:
         return self._classes
 
     @property
+    def categories(self) -> dict[str, tuple[Any, ...]]:
+        """Category list of each string or categorical feature column (name -> values).
+
+        ``Chunk.X`` holds the position of a value in its column's list, as float32.
+        Lists come from ``categories=`` when given, else from the schema (a pandas or dask
+        ``category`` column), else from one scan of those columns, sorted. Numeric feature
+        columns are not listed.
+        """
+        if self._categories is None:
+            self._categories = self._resolve_categories()
+        return self._categories
+
+    def _resolve_categories(self) -> dict[str, tuple[Any, ...]]:
+        found: dict[str, tuple[Any, ...]] = {}
+        to_scan: list[str] = []
+        for name in self._coded_features:
+            if name in self._fixed_categories:
+                found[name] = self._fixed_categories[name]
+                continue
+            known = self.source.known_categories(name)  # type: ignore[attr-defined]
+            if known is not None:
+                found[name] = plain_categories(known)
+            else:
+                to_scan.append(name)
+        if to_scan:
+            seen: dict[str, set[Any]] = {name: set() for name in to_scan}
+            for i in range(len(self.source.pieces)):
+                values = self.source.read_categories(i, to_scan)  # type: ignore[attr-defined]
+                for name in to_scan:
+                    seen[name].update(values[name])
+            for name in to_scan:
+                found[name] = sorted_categories(seen[name], name, self.source.description,
+                                                self.n_rows)
+        return {name: found[name] for name in self._coded_features}
+
+    def _indexes(self) -> dict[str, Any] | None:
+        """Category lookups handed to the source's reads (None without coded columns)."""
+        if not self._coded_features:
+            return None
+        if self._category_indexes is None:
+            self._category_indexes = {name: category_index(values)
+                                      for name, values in self.categories.items()}
+        return self._category_indexes
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Shipped (e.g. to dask workers) with its category lists resolved, so that no
+        # receiving process scans the columns again.
+        if self._coded_features:
+            self._indexes()
+        return self.__dict__.copy()
+
+    def with_task(self, task: Task) -> Dataset:
+        """The same rows and columns, with the target read for ``task``.
+
+        Parameters
+        ----------
+        task : {"classification", "regression"}
+
+        Returns
+        -------
+        Dataset
+        """
+        return self._reopened(task=task, categories=self.categories)
+
+    def with_categories(self, categories: Mapping[str, Sequence[Any]]) -> Dataset:
+        """The same rows, with categorical features coded by the given category lists.
+
+        Used to code new data as a model's training data was coded (its ``categories_``):
+        a value outside a list gets the reserved code ``len(list)``.
+
+        Parameters
+        ----------
+        categories : mapping of str to sequence
+            Feature name -> categories.
+
+        Returns
+        -------
+        Dataset
+            ``self`` when the lists are already those.
+        """
+        wanted = {name: plain_categories(values) for name, values in categories.items()}
+        if all(self.categories.get(name) == values for name, values in wanted.items()
+               if name in self.feature_names):
+            return self
+        return self._reopened(task=self._task_given, categories={**self.categories, **wanted})
+
+    def _reopened(self, *, task: Task | None,
+                  categories: Mapping[str, Sequence[Any]]) -> Dataset:
+        classes = self._classes if task == self.task else None
+        return Dataset(self.source, features=list(self.feature_names), target=self.target,
+                       weight=self.weight, task=task, classes=classes,
+                       chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
+                       prefetch=self.prefetch, categories=categories)
+
+    @property
+    def task_inferred(self) -> bool:
+        """Whether the task was read from the target's type rather than given."""
+        return self._task_given is None
+
+    @property
     def schema(self) -> Schema:
         """The dataset's :class:`Schema` (resolves ``classes`` if needed)."""
         return Schema(
@@ -157,6 +279,7 @@ class Dataset:
             classes=self.classes,
             weight=self.weight,
             source=self.source.description,
+            categories=self.categories,
         )
 
     @property
@@ -239,6 +362,7 @@ class Dataset:
             row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)[skip:]
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts
+        self._indexes()
         depth = self.prefetch if prefetch is None else int(prefetch)
 
         def chunk(k: int, reader: _PieceReader | _RangeReader) -> Chunk:
@@ -350,8 +474,10 @@ class _RangeReader:
 
     def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         ds = self._ds
+        indexes = ds._indexes()
+        extra = {"categories": indexes} if indexes else {}
         block = ds.source.read_rows(  # type: ignore[attr-defined]
-            a, b, list(ds.feature_names), ds.target, ds.weight
+            a, b, list(ds.feature_names), ds.target, ds.weight, **extra
         )
         return block.X, block.y, block.weight
 
@@ -367,7 +493,9 @@ class _PieceReader:
         if self._cached is not None and self._cached[0] == i:
             return self._cached[1]
         ds = self._ds
-        block = ds.source.read_piece(i, list(ds.feature_names), ds.target, ds.weight)
+        indexes = ds._indexes()
+        extra = {"categories": indexes} if indexes else {}
+        block = ds.source.read_piece(i, list(ds.feature_names), ds.target, ds.weight, **extra)
         self._cached = (i, block)
         return block
 
@@ -421,6 +549,13 @@ def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:
                          f"{exc}") from exc
     if classes.dtype.kind == "f" and not np.isfinite(classes).all():
         raise LabelError(f"target {target!r} has NaN or infinite labels; drop those rows first")
+    if classes.dtype.kind == "f" and (classes != np.round(classes)).any():
+        fractional = classes[classes != np.round(classes)]
+        raise LabelError(
+            f"Unknown label type: continuous. Target {target!r} holds non-integer values "
+            f"such as {_plain(fractional[0])!r}: a classifier needs class labels; for a "
+            "continuous target use a regressor (task='regression')"
+        )
     if len(classes) < 2:
         raise LabelError(
             f"target {target!r} has 1 class ({_listing(classes.tolist())}); "

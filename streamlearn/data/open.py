@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ from streamlearn.errors import SourceError
 
 ACCEPTED = (
     "a parquet file or directory, a zarr v3 store (path or fsspec URL), a numpy array, "
-    "a pandas DataFrame, a pyarrow Table, a dask array or DataFrame, a zarr Group, "
+    "a pandas or polars DataFrame, a pyarrow Table, a dask array or DataFrame, a zarr Group, "
     "or a Dataset"
 )
 
@@ -35,6 +35,7 @@ def open_dataset(
     prefetch: int = 2,
     format: str | None = None,
     storage_options: dict[str, Any] | None = None,
+    categories: Mapping[str, Sequence[Any]] | None = None,
 ) -> Dataset:
     """Open rows for streaming.
 
@@ -43,11 +44,12 @@ def open_dataset(
     source
         A path or fsspec URL (``file://``, ``memory://``, ``s3://`` ...) of a parquet file,
         a directory of parquet files (hive partitions become columns) or a zarr v3 store;
-        a numpy array, pandas DataFrame, pyarrow Table, dask array or DataFrame, zarr Group;
-        an existing ``Dataset`` (returned as is).
+        a numpy array, pandas or polars DataFrame, pyarrow Table, dask array or DataFrame,
+        zarr Group; an existing ``Dataset`` (returned as is).
     target : str or array-like, optional
-        Target column name; for array sources, the target values themselves. A zarr store
-        with ``X`` and ``y`` arrays uses ``y`` by default.
+        Target column name; for array sources and dask DataFrames, the target values
+        themselves (for a dask DataFrame: a dask Series or array, or an in-memory array, one
+        value per row). A zarr store with ``X`` and ``y`` arrays uses ``y`` by default.
     features : list of str, optional
         Feature columns in order; by default every column but the target and weight.
     exclude : list of str
@@ -62,8 +64,9 @@ def open_dataset(
     chunk_rows : int, optional
         Rows per chunk; by default about 16 MiB of float32 features.
     nan_policy : "raise", "drop" or float
-        What to do with NaN or infinite feature values: raise an error naming the file,
-        column and row; drop the row; or replace the value by the given number.
+        What to do with NaN, infinite or missing (``None``, ``pd.NA``, null) feature values:
+        raise an error naming the file, column and row; drop the row; or replace the value
+        by the given number.
     prefetch : int
         Chunks read ahead while the current one is processed: by one background thread, or
         for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU).
@@ -71,6 +74,10 @@ def open_dataset(
         Storage format of a path, when it cannot be told from the path.
     storage_options : dict, optional
         Passed to fsspec for URLs (credentials, endpoints).
+    categories : dict of str to sequence, optional
+        Category lists of categorical feature columns, when known (e.g. those a model saw
+        in ``fit``); other string and categorical feature columns get theirs from the
+        schema or a scan. See :attr:`Dataset.categories`.
 
     Returns
     -------
@@ -89,9 +96,13 @@ def open_dataset(
         if len(source) != 2 or target is not None:
             raise SourceError("a tuple source must be (X, y), with no separate target=")
         source, target = source
-    target_name, target_values = _split(target, "target", "y")
-    weight_name, weight_values = _split(weight, "weight", "weight")
-    src = _source(source, target_values, weight_values, format, storage_options)
+    if type(source).__module__.split(".")[0] == "polars":
+        source = _polars_table(source)
+    taken = _column_names(source)
+    target_name, target_values = _split(target, "target", _fresh("y", taken))
+    weight_name, weight_values = _split(weight, "weight", _fresh("weight", taken))
+    src = _source(source, target_values, weight_values, format, storage_options,
+                  target_name or "y", weight_name or "weight")
     if target is None and _is_zarr_matrix(src) and "y" in src.kinds:
         target_name = "y"
     return Dataset(
@@ -105,7 +116,36 @@ def open_dataset(
         chunk_rows=chunk_rows,
         nan_policy=nan_policy,
         prefetch=prefetch,
+        categories=categories,
     )
+
+
+def _polars_table(frame: Any) -> Any:
+    """A polars DataFrame as the Arrow table it wraps (no copy); names and types kept."""
+    if not hasattr(frame, "to_arrow"):
+        raise SourceError(f"cannot read a polars {type(frame).__name__}; collect a LazyFrame "
+                          "into a DataFrame first")
+    return frame.to_arrow()
+
+
+def _column_names(source: Any) -> list[str]:
+    """Column names of a table or dask DataFrame (empty for other sources)."""
+    if isinstance(source, str | os.PathLike | np.ndarray):
+        return []
+    names = getattr(source, "column_names", None)
+    if names is None:
+        names = getattr(source, "columns", None)
+    try:
+        return [str(c) for c in names] if names is not None else []
+    except TypeError:
+        return []
+
+
+def _fresh(base: str, taken: list[str]) -> str:
+    name = base
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _split(value: Any, role: str, default_name: str) -> tuple[str | None, Any]:
@@ -129,6 +169,8 @@ def _source(
     weight: Any,
     format: str | None,
     storage_options: dict[str, Any] | None,
+    target_name: str = "y",
+    weight_name: str = "weight",
 ) -> Source:
     if isinstance(obj, str | os.PathLike):
         if y is not None or weight is not None:
@@ -159,8 +201,8 @@ def _source(
         if isinstance(obj, dd.DataFrame):
             from streamlearn.data.sources.dask_collections import DaskDataFrameSource
 
-            _no_arrays(y, weight, "a dask DataFrame")
-            return DaskDataFrameSource(obj)
+            return DaskDataFrameSource(obj, y=y, weight=weight, target_name=target_name,
+                                       weight_name=weight_name)
         if isinstance(obj, da.Array):
             from streamlearn.data.sources.dask_collections import DaskArraySource
 

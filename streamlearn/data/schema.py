@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,6 +32,8 @@ class Schema:
         Dtype of ``Chunk.X`` (always float32).
     source : str
         Where the rows come from, for messages.
+    categories : dict of str to tuple
+        Category list of each string or categorical feature (``Chunk.X`` holds codes).
     """
 
     n_rows: int
@@ -42,6 +44,7 @@ class Schema:
     weight: str | None
     source: str
     dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float32))
+    categories: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def n_features(self) -> int:
@@ -66,6 +69,8 @@ class Schema:
             lines.append(f"classes  : {len(self.classes)} ({_abbreviate(self.classes.tolist())})")
         if self.weight is not None:
             lines.append(f"weight   : {self.weight}")
+        for name, values in self.categories.items():
+            lines.append(f"category : {name} ({len(values)}: {_abbreviate(values)})")
         return "\n".join(lines)
 
 

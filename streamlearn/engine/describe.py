@@ -95,6 +95,9 @@ class Description:
         Mean and population standard deviation of a numeric target.
     class_labels : list or None
         Label of each class code, for display (set by :func:`describe` from the dataset).
+    categories : dict of str to list, or None
+        Category list of each string or categorical feature, whose statistics are those of
+        its codes ``0 .. k-1`` (set by :func:`describe` from the dataset).
     """
 
     n_rows: int
@@ -112,6 +115,7 @@ class Description:
     target_mean: float | None = None
     target_std: float | None = None
     class_labels: list[Any] | None = None
+    categories: dict[str, list[Any]] | None = None
 
     def _statistics(self) -> dict[str, np.ndarray]:
         """Per-feature statistics by name: count, mean, std, min, the quantiles, max."""
@@ -166,6 +170,12 @@ class Description:
             lines.append("  ".join(cells))
         if d > MAX_SHOWN_FEATURES:
             lines.append(f"... {d - MAX_SHOWN_FEATURES} more features not shown")
+        for name, values in (self.categories or {}).items():
+            shown = ", ".join(repr(v) for v in values[:MAX_SHOWN_CLASSES])
+            more = f", ... ({len(values) - MAX_SHOWN_CLASSES} more)" \
+                if len(values) > MAX_SHOWN_CLASSES else ""
+            lines.append(f"{name}: {len(values)} categories, coded 0..{len(values) - 1} "
+                         f"[{shown}{more}]")
         lines.append(self.target_summary())
         return "\n".join(lines)
 
@@ -190,6 +200,10 @@ class Description:
             "class_labels": (None if self.class_labels is None
                              else [v.item() if isinstance(v, np.generic) else v
                                    for v in self.class_labels]),
+            "categories": (None if self.categories is None
+                           else {str(k): [v.item() if isinstance(v, np.generic) else v
+                                          for v in values]
+                                 for k, values in self.categories.items()}),
         }
 
     @classmethod
@@ -217,6 +231,7 @@ class Description:
             target_mean=data.get("target_mean"),
             target_std=data.get("target_std"),
             class_labels=data.get("class_labels"),
+            categories=data.get("categories"),
         )
 
 
@@ -386,4 +401,6 @@ def describe(
                                                       description="describe")
     if dataset.classes is not None:
         summary.class_labels = dataset.classes.tolist()
+    if dataset.categories:
+        summary.categories = {name: list(values) for name, values in dataset.categories.items()}
     return summary

@@ -3,7 +3,8 @@
 Layout of a ``.slm`` file (a zip archive, stored uncompressed for fast loading)::
 
     metadata.json       format version, model class, hyper-parameters, library version,
-                        and the SHA-256 of every array
+                        the SHA-256 of every array, and the category lists of
+                        categorical features (``categories``: name -> list of values)
     arrays/<name>.npy   one array per learned attribute (``allow_pickle=False``)
 
 Loading reads JSON and ``.npy`` payloads only: the model class is looked up by name among
@@ -109,6 +110,9 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
         "metadata": metadata,
         "arrays": {name: _digest(b) for name, b in payloads.items()},
     }
+    categories = getattr(model, "categories_", None)
+    if categories:
+        header["categories"] = {str(k): _json_values(v, k) for k, v in categories.items()}
     try:
         text = json.dumps(header, indent=1, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -189,7 +193,29 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
         raise ModelFileError(f"{path} holds a {name!r}, which is not a streamlearn model")
     if expected is not None and cls is not expected:
         raise ModelFileError(f"{path} holds a {name}, not a {expected.__name__}")
-    return cls._from_state(header.get("metadata", {}), arrays)
+    model = cls._from_state(header.get("metadata", {}), arrays)
+    categories = header.get("categories")
+    if categories:
+        if not isinstance(categories, dict) or not all(
+                isinstance(v, list) for v in categories.values()):
+            raise ModelFileError(f"{path} has unreadable category lists")
+        from streamlearn.models.base import record_categories
+
+        record_categories(model, categories)
+    return model
+
+
+def _json_values(values: Any, name: Any) -> list[Any]:
+    """Category values as JSON scalars (str, int, float, bool)."""
+    out = []
+    for v in values:
+        v = v.item() if isinstance(v, np.generic) else v
+        if not isinstance(v, str | int | float | bool):
+            raise ModelFileError(f"category {v!r} of feature {name!r} is a "
+                                 f"{type(v).__name__}; model files hold categories that are "
+                                 "strings, numbers or booleans")
+        out.append(v)
+    return out
 
 
 def _library_version() -> str:

@@ -8,8 +8,12 @@ Estimators follow scikit-learn's conventions: the constructor stores hyper-param
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -22,6 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
 from streamlearn.data import Dataset, open_dataset
+from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.validation import first_nonfinite
 from streamlearn.engine.evaluate import evaluate, label_codes
@@ -44,6 +49,76 @@ def _json_safe(value: Any) -> bool:
     return True
 
 
+#: The training datasets opened during the ``fit`` now running (the first is its data).
+_OPENED_FOR_FIT: ContextVar[list[Dataset] | None] = ContextVar("_OPENED_FOR_FIT", default=None)
+
+
+class FeatureNames(tuple):
+    """Feature names seen in ``fit`` (a tuple), carrying the category list of each
+    categorical feature, so that :func:`check_features` codes prediction inputs the same way.
+
+    Parameters
+    ----------
+    names : sequence of str
+    categories : mapping of str to sequence
+        Feature name -> categories, for the string and categorical features.
+    """
+
+    categories: dict[str, tuple[Any, ...]]
+
+    def __new__(cls, names: Sequence[str],
+                categories: Mapping[str, Sequence[Any]]) -> FeatureNames:
+        obj = super().__new__(cls, (str(n) for n in names))
+        obj.categories = {str(k): plain_categories(v) for k, v in categories.items()}
+        return obj
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # type: ignore[override]
+        return tuple(self), self.categories
+
+
+def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -> None:
+    """Keep the category lists of the training data's categorical features on a fitted model.
+
+    Sets ``categories_`` (feature name -> tuple of categories; code ``i`` in the stream
+    stands for ``categories_[name][i]``) and makes ``feature_names_in_`` a
+    :class:`FeatureNames` carrying them. Without categorical features, removes
+    ``categories_`` (a refit on numeric data forgets earlier categories).
+
+    Parameters
+    ----------
+    estimator : fitted estimator with ``feature_names_in_``
+    categories : mapping of str to sequence
+    """
+    names = getattr(estimator, "feature_names_in_", None)
+    if not categories:
+        estimator.__dict__.pop("categories_", None)
+        if isinstance(names, FeatureNames):
+            estimator.feature_names_in_ = tuple(names)
+        return
+    estimator.categories_ = {str(k): plain_categories(v) for k, v in categories.items()}
+    if names is not None:
+        estimator.feature_names_in_ = FeatureNames(names, estimator.categories_)
+
+
+def _recording_categories(fit: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a ``fit`` so the fitted model keeps the categories of the data it opened."""
+
+    @functools.wraps(fit)
+    def fit_keeping_categories(self: Any, *args: Any, **kwargs: Any) -> Any:
+        opened: list[Dataset] = []
+        token = _OPENED_FOR_FIT.set(opened)
+        try:
+            result = fit(self, *args, **kwargs)
+        finally:
+            _OPENED_FOR_FIT.reset(token)
+        if opened:
+            record_categories(self, opened[0].categories)
+        return result
+
+    fit_keeping_categories._keeps_categories = True  # type: ignore[attr-defined]
+    return fit_keeping_categories
+
+
 class StreamEstimator(BaseEstimator):
     """Base class: a scikit-learn estimator with fitted checks and model files.
 
@@ -52,12 +127,26 @@ class StreamEstimator(BaseEstimator):
     fitted in ``_fitted_attribute``, and list the scikit-learn checks their algorithm cannot
     pass in ``_expected_failed_checks`` (check name -> one-line reason); the test suite and
     the README read that table.
+
+    Every subclass's ``fit`` is wrapped so that, when its training data has string or
+    categorical feature columns, the fitted model keeps their category lists in
+    ``categories_`` (see :func:`record_categories`); prediction inputs are then coded by
+    them (:func:`check_features`).
     """
 
     #: Learned attribute whose presence means "fitted".
     _fitted_attribute: ClassVar[str] = "classes_"
     #: scikit-learn checks this algorithm is expected to fail, with the reason.
     _expected_failed_checks: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every ``fit`` keeps the categories of its training data (``categories_``), so
+        # that prediction codes string and categorical columns as training did.
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if callable(fit) and not getattr(fit, "_keeps_categories", False):
+            cls.fit = _recording_categories(fit)  # type: ignore[attr-defined]
+
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
@@ -87,9 +176,11 @@ class StreamEstimator(BaseEstimator):
                                  "estimator.")
 
     def _check_X(self, X: Any) -> np.ndarray:
-        """Prediction inputs checked against the features seen in ``fit``."""
+        """Prediction inputs checked against the features seen in ``fit`` (categorical
+        columns coded by the categories seen in ``fit``)."""
         self._check_fitted()
-        return check_features(X, self.feature_names_in_, type(self).__name__)
+        return check_features(X, self.feature_names_in_, type(self).__name__,
+                              categories=getattr(self, "categories_", None))
 
     # -- model files --------------------------------------------------------------------
     def _engine(self, engine: Any) -> Any:
@@ -139,7 +230,8 @@ class StreamEstimator(BaseEstimator):
 
 # -- training data ------------------------------------------------------------------------
 def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
-                           chunk_rows: int | None = None, nan_policy: Any = "raise") -> Dataset:
+                           chunk_rows: int | None = None, nan_policy: Any = "raise",
+                           categories: Mapping[str, Sequence[Any]] | None = None) -> Dataset:
     """Open the training data of a classifier.
 
     Parameters
@@ -152,44 +244,65 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     chunk_rows : int, optional
         Rows per chunk for data opened here.
     nan_policy : "raise", "drop" or float
-        NaN and missing values (``pd.NA``) in features opened here: refuse, drop the row,
-        or replace by the number.
+        NaN and missing values (``None``, ``pd.NA``, nulls) in features opened here: refuse,
+        drop the row, or replace by the number.
+    categories : mapping of str to sequence, optional
+        Category lists of categorical features (a fitted model's ``categories_``); by
+        default found in the data. A Dataset is re-coded with them when its own differ.
 
     Returns
     -------
     Dataset
-        With a classification target.
+        With a classification target. A Dataset whose task was inferred as regression
+        (float labels) is re-read for classification: integral values are class labels,
+        others raise ``Unknown label type: continuous``.
     """
     return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
-                         "a classifier needs class labels", nan_policy)
+                         "a classifier needs class labels", nan_policy, categories)
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
-                       chunk_rows: int | None = None, nan_policy: Any = "raise") -> Dataset:
+                       chunk_rows: int | None = None, nan_policy: Any = "raise",
+                       categories: Mapping[str, Sequence[Any]] | None = None) -> Dataset:
     """Open the training data of a regressor (see :func:`classification_dataset`)."""
     return _task_dataset(data, y, sample_weight, chunk_rows, "regression",
-                         "a regressor needs a numeric target", nan_policy)
+                         "a regressor needs a numeric target", nan_policy, categories)
 
 
 def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
-                  need: str, nan_policy: Any = "raise") -> Dataset:
+                  need: str, nan_policy: Any = "raise",
+                  categories: Mapping[str, Sequence[Any]] | None = None) -> Dataset:
     """Open training data (or take a Dataset) and check that its target suits ``task``."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("with a Dataset, give the target and weights to open_dataset "
                              "(target=..., weight=...), not to fit")
         dataset = data
+        if dataset.task_inferred and dataset.task is not None and dataset.task != task and (
+                task == "classification" or _numeric_target(dataset)):
+            # float labels for a classifier, integer targets for a regressor: read the
+            # target for this task (non-integral labels raise "Unknown label type")
+            dataset = dataset.with_task(task)  # type: ignore[arg-type]
+        if categories:
+            dataset = dataset.with_categories(categories)
     else:
+        if _module(data) == "polars":
+            data = data.to_arrow() if hasattr(data, "to_arrow") else data
         if is_array_input(data):
             data, y, sample_weight = check_array_input(data, y, sample_weight, task,
                                                        nan_policy)
-        elif y is not None and not isinstance(y, str):
+        elif y is not None and not isinstance(y, str) and not _is_dask(y):
             y = check_target(y, task)
-            if sample_weight is not None and not isinstance(sample_weight, str):
+            if sample_weight is not None and not isinstance(sample_weight, str) and \
+                    not _is_dask(sample_weight):
                 sample_weight = check_sample_weight(sample_weight, len(y))
         data, y, sample_weight = _attach_columns(data, y, sample_weight)
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
-                               task=task if y is not None else None, nan_policy=nan_policy)
+                               task=task if y is not None else None, nan_policy=nan_policy,
+                               categories=categories)
+    opened = _OPENED_FOR_FIT.get()
+    if opened is not None:
+        opened.append(dataset)
     if dataset.task != task:
         what = "no target" if dataset.task is None else f"a {dataset.task} target"
         raise LabelError(f"{need} but the data has {what}; open it with "
@@ -295,6 +408,19 @@ def check_sample_weight(sample_weight: Any, n_rows: int) -> np.ndarray:
     return w
 
 
+def _numeric_target(dataset: Dataset) -> bool:
+    kind = dataset.source.kinds.get(dataset.target) if dataset.target else None
+    return kind is not None and kind.is_numeric
+
+
+def _module(obj: Any) -> str:
+    return type(obj).__module__.split(".")[0]
+
+
+def _is_dask(obj: Any) -> bool:
+    return _module(obj) in ("dask", "dask_expr")
+
+
 def _in_memory(data: Any, y: Any) -> bool:
     return y is not None and not isinstance(y, str) and not isinstance(data, Dataset)
 
@@ -337,7 +463,8 @@ class ClassifierScore(ClassifierMixin):
                 return float(correct.mean())
             w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
             return float((w * correct).sum() / w.sum())
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         categories=getattr(self, "categories_", None))
         return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
 
@@ -371,7 +498,8 @@ class RegressorScore(RegressorMixin):
             mean = (w @ truth) / w.sum()
             total = w @ (truth - mean) ** 2
             return float(1.0 - (w @ resid**2) / total) if total > 0 else 0.0
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
+                                     categories=getattr(self, "categories_", None))
         return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
 
 
@@ -466,12 +594,20 @@ def storable_classes(classes: np.ndarray) -> np.ndarray:
 
 
 # -- prediction inputs --------------------------------------------------------------------
-def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model") -> np.ndarray:
+def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
+                   categories: Mapping[str, Sequence[Any]] | None = None) -> np.ndarray:
     """Validate prediction inputs against the features seen in ``fit``.
 
-    When ``fit`` saw named columns, a table with column names (pandas, pyarrow) must hold
-    exactly those columns (they are put in fit order). Otherwise, and for plain arrays,
-    columns are taken by position and only their number is checked.
+    When ``fit`` saw named columns, a table with column names (pandas, polars, pyarrow)
+    must hold exactly those columns (they are put in fit order, by name). Otherwise, and for
+    plain arrays, columns are taken by position and only their number is checked.
+
+    Categorical features (those with a category list, from ``categories`` or carried by a
+    :class:`FeatureNames` ``feature_names``) are coded by the categories seen in ``fit``:
+    a value's position in its list (a numeric array is taken to hold those codes already).
+    A value not seen in ``fit`` gets the reserved code
+    ``len(categories)``, one past the last, with a ``UserWarning`` naming the column and row;
+    a missing value is refused like NaN.
 
     Parameters
     ----------
@@ -480,12 +616,20 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model")
         Feature names seen in ``fit``.
     owner : str
         Name of the estimator, for messages.
+    categories : mapping of str to sequence, optional
+        Category lists of the categorical features; by default those ``feature_names``
+        carries.
 
     Returns
     -------
     ndarray of shape (n, n_features), float32, C-contiguous, finite
     """
     expected = list(feature_names)
+    if categories is None:
+        categories = getattr(feature_names, "categories", None)
+    categories = dict(categories or {})
+    if _module(X) == "polars" and hasattr(X, "to_arrow"):
+        X = X.to_arrow()
     columns = getattr(X, "column_names", None)
     if columns is None:
         columns = getattr(X, "columns", None)
@@ -499,11 +643,19 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model")
                               f"{_shown(expected)}, got {_shown(got)} (missing "
                               f"{_shown(missing)}, unexpected {_shown(extra)})")
         if got != expected:
-            X = X.select(expected) if hasattr(X, "select") else X[expected]
-    if is_array_input(X):
-        X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
-                        ensure_all_finite=False, ensure_min_features=0)
-    values = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
+            X = X.select(expected) if hasattr(X, "select") else \
+                X[[columns[got.index(c)] for c in expected]]
+    if categories and is_array_input(X) and not sp.issparse(X) and \
+            np.asarray(X).dtype.kind in "OUST":
+        # rows holding category values; numeric rows already hold codes (as chunks do)
+        X = _object_table(X, expected)
+    if _is_table(X):
+        values = _table_values(X, expected, categories, owner)
+    else:
+        if is_array_input(X):
+            X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
+                            ensure_all_finite=False, ensure_min_features=0)
+        values = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
     if values.ndim != 2:
         raise SchemaError(f"X must be 2-D (rows x features), got shape {values.shape}; "
                           "Reshape your data with X.reshape(-1, 1) for a single feature or "
@@ -518,4 +670,52 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model")
         what = "NaN" if np.isnan(values[r, c]) else "inf"
         raise DataError(f"Input X contains {what} in feature {expected[c]!r} at row {r}; "
                         "predictions need finite values")
+    return values
+
+
+def _is_table(X: Any) -> bool:
+    """A pandas DataFrame or a pyarrow Table (converted column by column)."""
+    module = _module(X)
+    return (module == "pandas" and hasattr(X, "columns") and getattr(X, "ndim", 0) == 2) or \
+        (module == "pyarrow" and hasattr(X, "column_names"))
+
+
+def _object_table(X: Any, expected: list[str]) -> Any:
+    """Array-like rows holding category values (strings) as a DataFrame of fit's columns."""
+    import pandas as pd
+
+    values = np.asarray(X, dtype=object)
+    if values.ndim != 2 or values.shape[1] != len(expected):
+        return X
+    return pd.DataFrame(values, columns=expected)
+
+
+def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
+                  owner: str) -> np.ndarray:
+    """A table's columns as float32, categorical ones coded; columns taken by position."""
+    from streamlearn.data.sources.arrow_columns import arrow_block
+    from streamlearn.data.sources.in_memory import pandas_block
+
+    arrow = _module(X) == "pyarrow"
+    names = list(X.column_names) if arrow else list(X.columns)
+    if len(names) != len(expected):
+        raise SchemaError(f"X has {len(names)} features, but {owner} is expecting "
+                          f"{len(expected)} features as input (as in fit: "
+                          f"{_shown(expected)})")
+    lookups = {names[j]: category_index(categories[f])
+               for j, f in enumerate(expected) if f in categories}
+    if arrow:
+        block = arrow_block(X, names, None, None, where="X", categories=lookups)
+    else:
+        block = pandas_block(X, names, None, None, "X", 0, lookups)
+    values = block.X
+    for j, f in enumerate(expected):
+        if f not in categories:
+            continue
+        unseen = np.flatnonzero(values[:, j] == len(categories[f]))
+        if unseen.size:
+            warnings.warn(f"feature {f!r} holds {unseen.size} value(s) not seen in fit "
+                          f"(first at row {int(unseen[0])}); they get the code "
+                          f"{len(categories[f])}, one past the {len(categories[f])} "
+                          "categories seen in fit", UserWarning, stacklevel=4)
     return values

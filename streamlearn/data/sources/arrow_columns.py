@@ -8,8 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamlearn.data.categories import distinct_values, encode_categories
 from streamlearn.data.sources.base import Block, ColumnKind, stack_columns
-from streamlearn.errors import DataError
+from streamlearn.errors import DataError, SchemaError
 
 
 def arrow_kind(dtype: pa.DataType) -> ColumnKind:
@@ -29,13 +30,42 @@ def arrow_kind(dtype: pa.DataType) -> ColumnKind:
     return ColumnKind.OTHER
 
 
-def feature_array(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def feature_array(column: pa.ChunkedArray | pa.Array, name: str = "",
+                  where: str = "") -> np.ndarray:
     """One numeric or boolean Arrow column as float32, nulls as NaN."""
     if column.type != pa.float32():
-        column = pc.cast(column, pa.float32(), safe=False)
+        try:
+            column = pc.cast(column, pa.float32(), safe=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaError(f"feature column {name!r} of {where} is {column.type}, which "
+                              f"does not convert to numbers ({exc})") from exc
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     return column.to_numpy(zero_copy_only=False)
+
+
+def column_categories(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """Distinct non-null values of a string or dictionary column, as Python scalars."""
+    if pa.types.is_dictionary(column.type):
+        column = _decoded(column)
+    return distinct_values(pc.unique(column).drop_null().to_pylist())
+
+
+def category_codes(column: pa.ChunkedArray | pa.Array, index: Any) -> np.ndarray:
+    """A string or dictionary column coded by the category list ``index`` (float32)."""
+    if pa.types.is_dictionary(column.type):
+        column = _decoded(column)
+    values = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.Array) else \
+        np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks]) \
+        if column.num_chunks else np.empty(0, dtype=object)
+    return encode_categories(values, index)
+
+
+def _decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    if isinstance(column, pa.Array):
+        return column.dictionary_decode()
+    return pa.chunked_array([c.dictionary_decode() for c in column.chunks],
+                            type=column.type.value_type)
 
 
 def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) -> np.ndarray:
@@ -70,13 +100,16 @@ def arrow_block(
     where: str,
     file_row: int = 0,
     constants: dict[str, Any] | None = None,
+    categories: dict[str, Any] | None = None,
 ) -> Block:
     """Convert the rows of ``table`` to a ``Block``.
 
     ``constants`` supplies columns absent from the table but constant over it (hive
-    partition keys taken from the file's path).
+    partition keys taken from the file's path). Columns named in ``categories`` (name ->
+    category index) are coded (:mod:`streamlearn.data.categories`).
     """
     constants = constants or {}
+    categories = categories or {}
     n = table.num_rows
 
     def column(name: str) -> pa.ChunkedArray:
@@ -84,7 +117,8 @@ def arrow_block(
             return pa.chunked_array([pa.array([constants[name]] * n)])
         return table.column(name)
 
-    X = stack_columns([feature_array(column(f)) for f in features], n)
+    X = stack_columns([category_codes(column(f), categories[f]) if f in categories
+                       else feature_array(column(f), f, where) for f in features], n)
     y = target_array(column(target), target, where, file_row) if target is not None else None
-    w = feature_array(column(weight)) if weight is not None else None
+    w = feature_array(column(weight), weight, where) if weight is not None else None
     return Block(X=X, y=y, weight=w)

@@ -7,6 +7,7 @@ from typing import Any
 
 import dask
 import numpy as np
+import pandas as pd
 
 from streamlearn.data.sources.base import (
     Block,
@@ -15,7 +16,12 @@ from streamlearn.data.sources.base import (
     default_feature_names,
     numpy_kind,
 )
-from streamlearn.data.sources.in_memory import pandas_block, pandas_kind
+from streamlearn.data.sources.in_memory import (
+    known_pandas_categories,
+    pandas_block,
+    pandas_categories,
+    pandas_kind,
+)
 from streamlearn.errors import DataError, SourceError
 
 
@@ -82,14 +88,19 @@ class DaskArraySource:
 
 
 class DaskDataFrameSource:
-    """A dask DataFrame, one partition per piece.
+    """A dask DataFrame, one partition per piece, with optional separate target and weights.
 
     Partition lengths are not part of a dask DataFrame's metadata; they are computed once
     when the source is opened (a ``len`` of every partition, which parquet-backed frames
     answer from file footers).
+
+    A target or weight given apart from the frame (a dask Series or array, or an in-memory
+    array, one value per row of the frame) becomes a column named ``target_name`` /
+    ``weight_name``; it is read alongside each partition.
     """
 
-    def __init__(self, frame: Any) -> None:
+    def __init__(self, frame: Any, y: Any = None, weight: Any = None,
+                 target_name: str = "y", weight_name: str = "weight") -> None:
         self._frame = frame
         self.description = f"dask DataFrame with {frame.npartitions} partitions"
         self.columns = [str(c) for c in frame.columns]
@@ -100,23 +111,102 @@ class DaskDataFrameSource:
         for i, n in enumerate(lengths):
             self.pieces.append(Piece(int(n), f"{self.description}, partition {i}", a))
             a += int(n)
+        self._extra: dict[str, Any] = {}
+        for name, values in ((target_name, y), (weight_name, weight)):
+            if values is None:
+                continue
+            if name in self.kinds:
+                raise SourceError(f"the dask DataFrame already has a column {name!r}")
+            self._extra[name] = self._aligned(values, name, [p.n_rows for p in self.pieces])
+            self.kinds[name] = _values_kind(values)
+            self.columns.append(name)
+
+    @staticmethod
+    def _aligned(values: Any, name: str, lengths: list[int]) -> Any:
+        """``values`` split like the frame's partitions: a dask Series with the same
+        partition lengths, else a dask array with known chunks, else a numpy array."""
+        n_rows = sum(lengths)
+        module = type(values).__module__.split(".")[0]
+        if module in ("dask", "dask_expr") and hasattr(values, "get_partition"):
+            if getattr(values, "ndim", 1) != 1:
+                raise DataError(f"{name} must be one column, got {type(values).__name__}")
+            if values.npartitions == len(lengths):
+                got = [int(n) for n in values.map_partitions(len).compute()]
+                if got == lengths:
+                    return values
+            values = values.to_dask_array(lengths=True)
+        if module == "dask" and hasattr(values, "chunks"):
+            if any(math.isnan(c) for c in values.chunks[0]):
+                values = values.compute_chunk_sizes()
+            if values.ndim == 2 and values.shape[1] == 1:
+                values = values[:, 0]
+        else:
+            values = np.asarray(values)
+            if values.ndim == 2 and values.shape[1] == 1:
+                values = values[:, 0]
+        if values.ndim != 1 or values.shape[0] != n_rows:
+            raise DataError(f"{name} has shape {values.shape}; expected ({n_rows},), one "
+                            "value per row of the dask DataFrame")
+        return values
+
+    def _extra_part(self, name: str, i: int) -> Any:
+        values = self._extra[name]
+        if hasattr(values, "get_partition"):
+            return values.get_partition(i)
+        p = self.pieces[i]
+        return values[p.file_row : p.file_row + p.n_rows]
+
+    def _compute(self, i: int, names: list[str]) -> Any:
+        """Partition ``i`` with the named columns, extra columns joined by position."""
+        own = [n for n in names if n not in self._extra]
+        extra = [n for n in names if n in self._extra]
+        part = self._frame.get_partition(i)[own].compute()
+        if extra:
+            # computed one by one: a dask array and a dataframe expression in one
+            # ``dask.compute`` make dask materialise the expression with a warning
+            values = [self._extra_part(n, i) for n in extra]
+            values = [v.compute() if hasattr(v, "compute") else v for v in values]
+            part = part.reset_index(drop=True).assign(**{
+                n: np.asarray(v) for n, v in zip(extra, values, strict=True)})
+        return part
 
     def read_piece(
-        self, i: int, features: list[str], target: str | None, weight: str | None
+        self, i: int, features: list[str], target: str | None, weight: str | None,
+        categories: dict[str, Any] | None = None,
     ) -> Block:
-        """Compute one partition and convert it."""
+        """Compute one partition and convert it (categorical columns coded)."""
         names = list(dict.fromkeys([*features, *(c for c in (target, weight) if c)]))
-        part = self._frame.get_partition(i)[names].compute()
         p = self.pieces[i]
-        return pandas_block(part, features, target, weight, p.label, 0)
+        return pandas_block(self._compute(i, names), features, target, weight, p.label, 0,
+                            categories)
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Compute the target column of one partition."""
-        part = self._frame.get_partition(i)[[target]].compute()
+        part = self._compute(i, [target])
         block = pandas_block(part, [], target, None, self.pieces[i].label, 0)
         assert block.y is not None
         return block.y
 
+    def read_categories(self, i: int, names: list[str]) -> dict[str, list[Any]]:
+        """Distinct values of the named columns in one partition."""
+        return pandas_categories(self._compute(i, names), names)
+
+    def known_categories(self, name: str) -> tuple[Any, ...] | None:
+        """Categories of a ``category`` column whose categories dask knows, else None."""
+        if name in self._extra:
+            return None
+        column = self._frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype) and column.cat.known:
+            return known_pandas_categories(column.dtype)
+        return None
+
     def known_classes(self, target: str) -> np.ndarray | None:
         """Discovered by a scan of the target column."""
         return None
+
+
+def _values_kind(values: Any) -> ColumnKind:
+    dtype = values.dtype
+    if isinstance(dtype, np.dtype):
+        return numpy_kind(dtype)
+    return pandas_kind(dtype)

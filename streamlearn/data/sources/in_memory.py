@@ -8,7 +8,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from streamlearn.data.sources.arrow_columns import arrow_block, arrow_kind, target_array
+from streamlearn.data.categories import distinct_values, encode_categories
+from streamlearn.data.sources.arrow_columns import (
+    arrow_block,
+    arrow_kind,
+    column_categories,
+    target_array,
+)
 from streamlearn.data.sources.base import (
     Block,
     ColumnKind,
@@ -17,7 +23,7 @@ from streamlearn.data.sources.base import (
     numpy_kind,
     stack_columns,
 )
-from streamlearn.errors import DataError, SourceError
+from streamlearn.errors import DataError, SchemaError, SourceError
 
 #: Rows per piece of an in-memory source: reads are views or cheap copies, so this only sets
 #: the granularity of conversion work.
@@ -113,26 +119,68 @@ def pandas_kind(dtype: Any) -> ColumnKind:
     return ColumnKind.OTHER
 
 
+def pandas_feature(series: pd.Series, name: str, where: str) -> np.ndarray:
+    """One numeric, boolean or nullable (``Int64``, ``Float64``, ``boolean``) column as
+    float32, missing values (``None``, ``NaN``, ``pd.NA``) as NaN."""
+    try:
+        return series.to_numpy(dtype=np.float32, na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"feature column {name!r} of {where} holds values that are not "
+                          f"numbers ({exc}); encode it, or leave it out") from exc
+
+
+def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np.ndarray:
+    """The target column as numpy: nullable numbers as plain numpy numbers, categorical
+    labels decoded to their values; a missing label is an error, a missing float NaN."""
+    dtype = series.dtype
+    if pd.api.types.is_float_dtype(dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if series.isna().any():
+        first = int(np.flatnonzero(series.isna().to_numpy())[0])
+        raise DataError(
+            f"target column {name!r} is missing at row {file_row + first} of {where}; "
+            "labels cannot be missing: remove those rows from the data"
+        )
+    if isinstance(dtype, pd.CategoricalDtype):
+        series = series.astype(dtype.categories.dtype)
+        dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return series.to_numpy(dtype=bool)
+    if pd.api.types.is_integer_dtype(dtype):
+        return series.to_numpy(dtype=np.dtype(getattr(dtype, "numpy_dtype", dtype)))
+    if pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+        return series.to_numpy(dtype=object).astype(str)
+    return series.to_numpy()
+
+
 def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
-                 weight: str | None, where: str, file_row: int) -> Block:
-    """Convert rows of a DataFrame to a ``Block``."""
+                 weight: str | None, where: str, file_row: int,
+                 categories: dict[str, pd.Index] | None = None) -> Block:
+    """Convert rows of a DataFrame to a ``Block``.
+
+    Columns named in ``categories`` are coded by their category lists
+    (:func:`~streamlearn.data.categories.encode_categories`).
+    """
     n = len(frame)
-    cols = [frame[f].to_numpy(dtype=np.float32, na_value=np.nan) for f in features]
+    categories = categories or {}
+    cols = [encode_categories(frame[f], categories[f]) if f in categories
+            else pandas_feature(frame[f], f, where) for f in features]
     X = stack_columns(cols, n)
-    y = None
-    if target is not None:
-        series = frame[target]
-        if series.dtype.kind != "f" and series.isna().any():
-            first = int(np.flatnonzero(series.isna().to_numpy())[0])
-            raise DataError(
-                f"target column {target!r} is missing at row {file_row + first} of {where}; "
-                "labels cannot be missing: remove those rows from the data"
-            )
-        if isinstance(series.dtype, pd.CategoricalDtype):
-            series = series.astype(series.dtype.categories.dtype)
-        y = series.to_numpy()
-    w = frame[weight].to_numpy(dtype=np.float32, na_value=np.nan) if weight is not None else None
+    y = pandas_target(frame[target], target, where, file_row) if target is not None else None
+    w = pandas_feature(frame[weight], weight, where) if weight is not None else None
     return Block(X=X, y=y, weight=w)
+
+
+def pandas_categories(frame: pd.DataFrame, names: list[str]) -> dict[str, list[Any]]:
+    """Distinct non-missing values of the named columns of a DataFrame."""
+    return {name: distinct_values(frame[name]) for name in names}
+
+
+def known_pandas_categories(dtype: Any) -> tuple[Any, ...] | None:
+    """The category list a pandas dtype records (a known ``category`` dtype), else None."""
+    if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
+        return tuple(dtype.categories.tolist())
+    return None
 
 
 class PandasSource:
@@ -155,11 +203,21 @@ class PandasSource:
         return self._frame.iloc[p.file_row : p.file_row + p.n_rows]
 
     def read_piece(
-        self, i: int, features: list[str], target: str | None, weight: str | None
+        self, i: int, features: list[str], target: str | None, weight: str | None,
+        categories: dict[str, pd.Index] | None = None,
     ) -> Block:
-        """Rows of piece ``i`` converted to float32."""
+        """Rows of piece ``i`` converted to float32 (categorical columns coded)."""
         p = self.pieces[i]
-        return pandas_block(self._rows(i), features, target, weight, self.description, p.file_row)
+        return pandas_block(self._rows(i), features, target, weight, self.description,
+                            p.file_row, categories)
+
+    def read_categories(self, i: int, names: list[str]) -> dict[str, list[Any]]:
+        """Distinct values of the named columns in piece ``i``."""
+        return pandas_categories(self._rows(i), names)
+
+    def known_categories(self, name: str) -> tuple[Any, ...] | None:
+        """Categories of a ``category`` column, else None (found by a scan)."""
+        return known_pandas_categories(self._frame[name].dtype)
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Target values of piece ``i``."""
@@ -192,13 +250,23 @@ class ArrowSource:
         return self._table.slice(p.file_row, p.n_rows).select(list(dict.fromkeys(names)))
 
     def read_piece(
-        self, i: int, features: list[str], target: str | None, weight: str | None
+        self, i: int, features: list[str], target: str | None, weight: str | None,
+        categories: dict[str, pd.Index] | None = None,
     ) -> Block:
-        """Rows of piece ``i`` converted to float32."""
+        """Rows of piece ``i`` converted to float32 (categorical columns coded)."""
         names = [*features, *(c for c in (target, weight) if c is not None)]
         p = self.pieces[i]
         return arrow_block(self._rows(i, names), features, target, weight,
-                           where=self.description, file_row=p.file_row)
+                           where=self.description, file_row=p.file_row, categories=categories)
+
+    def read_categories(self, i: int, names: list[str]) -> dict[str, list[Any]]:
+        """Distinct values of the named columns in piece ``i``."""
+        table = self._rows(i, names)
+        return {name: column_categories(table.column(name)) for name in names}
+
+    def known_categories(self, name: str) -> tuple[Any, ...] | None:
+        """Not recorded: string and dictionary columns are scanned."""
+        return None
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Target values of piece ``i``."""

@@ -13,7 +13,12 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from streamlearn.data.sources.arrow_columns import arrow_block, arrow_kind, target_array
+from streamlearn.data.sources.arrow_columns import (
+    arrow_block,
+    arrow_kind,
+    column_categories,
+    target_array,
+)
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
 from streamlearn.errors import ReadError, SchemaError, SourceError
 
@@ -152,16 +157,27 @@ class ParquetSource:
         return table, keys
 
     def read_piece(
-        self, i: int, features: list[str], target: str | None, weight: str | None
+        self, i: int, features: list[str], target: str | None, weight: str | None,
+        categories: dict[str, Any] | None = None,
     ) -> Block:
-        """Read one row group."""
+        """Read one row group (categorical columns coded by ``categories``)."""
         names = [*features, *(c for c in (target, weight) if c is not None)]
         table, keys = self._read(i, names)
         piece = self.pieces[i]
         return arrow_block(
             table, features, target, weight,
-            where=piece.label, file_row=piece.file_row, constants=keys,
+            where=piece.label, file_row=piece.file_row, constants=keys, categories=categories,
         )
+
+    def read_categories(self, i: int, names: list[str]) -> dict[str, list[Any]]:
+        """Distinct values of the named columns in one row group (only those are read)."""
+        table, keys = self._read(i, names)
+        return {name: [keys[name]] if name in keys else column_categories(table.column(name))
+                for name in names}
+
+    def known_categories(self, name: str) -> tuple[Any, ...] | None:
+        """Parquet keeps dictionaries per row group, not per file: found by a scan."""
+        return None
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Read only the target column of one row group."""

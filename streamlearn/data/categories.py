@@ -1,0 +1,121 @@
+"""Categorical and string feature columns, coded as float32 numbers in the stream.
+
+A column of categories (a pandas ``category`` column, a pandas or Arrow string column, an
+Arrow dictionary column) is delivered in ``Chunk.X`` as the position of each value in the
+column's category list: ``0.0 .. k-1`` for ``k`` categories.
+
+- The category list comes from the schema where it records one (the categories of a pandas
+  ``category`` column, the known categories of a dask one); otherwise from one scan of the
+  column, and is then sorted, so it does not depend on row order.
+- A missing value (``None``, ``NaN``, ``pd.NA``, an Arrow null) becomes NaN, so the
+  dataset's ``nan_policy`` handles it like any missing number.
+- A value that is not in the list (possible only when the list is fixed in advance, as at
+  prediction time with the categories seen in ``fit``) gets the reserved code ``k``, one past
+  the last category: "a category not seen in training".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamlearn.errors import SchemaError
+
+#: A column with more distinct values than this is refused as a categorical feature.
+MAX_CATEGORIES = 65_536
+#: A scanned column whose distinct values exceed this fraction of the rows (and
+#: ``MIN_IDENTIFIER_VALUES``) is taken for an identifier or free text, not a category.
+MAX_DISTINCT_FRACTION = 0.5
+#: Fewer distinct values than this never count as an identifier.
+MIN_IDENTIFIER_VALUES = 50
+
+
+def category_index(categories: Sequence[Any]) -> pd.Index:
+    """A lookup index over a category list (positions are the codes)."""
+    return pd.Index(list(categories), dtype=object)
+
+
+def encode_categories(values: Any, index: pd.Index) -> np.ndarray:
+    """Code the values of one column by their position in ``index``.
+
+    Parameters
+    ----------
+    values : pandas Series, pandas Categorical, numpy array or Arrow array
+        The column's values.
+    index : pandas Index
+        The category list, from :func:`category_index`.
+
+    Returns
+    -------
+    ndarray of float32
+        ``0 .. k-1`` for known categories, ``k = len(index)`` for a value not in the list,
+        NaN for a missing value.
+    """
+    unseen = np.float32(len(index))
+    if hasattr(values, "to_pandas") and not isinstance(values, pd.Series | pd.Index):
+        values = values.to_pandas()
+    if isinstance(values, pd.Series | pd.Index):
+        values = values.array if isinstance(values.dtype, pd.CategoricalDtype) else \
+            values.to_numpy(dtype=object, na_value=None)
+    if isinstance(values, pd.Categorical):
+        lookup = index.get_indexer(values.categories.astype(object)).astype(np.float32)
+        lookup[lookup < 0] = unseen
+        codes = np.asarray(values.codes)
+        out = np.full(codes.shape[0], np.nan, dtype=np.float32)
+        present = codes >= 0
+        out[present] = lookup[codes[present]]
+        return out
+    array = np.asarray(values, dtype=object)
+    missing = pd.isna(array)
+    out = index.get_indexer(array).astype(np.float32)
+    out[out < 0] = unseen
+    out[missing] = np.nan
+    return out
+
+
+def distinct_values(values: Any) -> list[Any]:
+    """The distinct non-missing values of one column, as Python scalars (any order)."""
+    if hasattr(values, "to_pandas") and not isinstance(values, pd.Series | pd.Index):
+        values = values.to_pandas()
+    if isinstance(values, pd.Series | pd.Index) and isinstance(values.dtype,
+                                                               pd.CategoricalDtype):
+        present = np.unique(np.asarray(values.array.codes))
+        present = present[present >= 0]
+        return values.array.categories.take(present).tolist()
+    unique = pd.unique(pd.Series(np.asarray(values, dtype=object)).dropna())
+    return [v.item() if isinstance(v, np.generic) else v for v in unique]
+
+
+def sorted_categories(values: Iterable[Any], column: str, where: str,
+                      n_rows: int | None = None) -> tuple[Any, ...]:
+    """Distinct values found by a scan, in a deterministic order.
+
+    Values of one type sort naturally; a mix of types sorts by type name, then text.
+    A column with more than ``MAX_CATEGORIES`` values, or (given ``n_rows``) with more than
+    ``MAX_DISTINCT_FRACTION`` of its rows distinct and at least ``MIN_IDENTIFIER_VALUES``
+    values, is refused: it holds identifiers or free text, not categories.
+    """
+    found = set(values)
+    identifier = n_rows is not None and len(found) >= MIN_IDENTIFIER_VALUES and \
+        len(found) > MAX_DISTINCT_FRACTION * n_rows
+    if len(found) > MAX_CATEGORIES or identifier:
+        counted = f"more than {MAX_CATEGORIES} distinct values" \
+            if len(found) > MAX_CATEGORIES else \
+            f"{len(found)} distinct values in {n_rows} rows"
+        raise SchemaError(
+            f"non-numeric feature column {column!r} of {where} has {counted}; it looks "
+            "like an identifier or free text, not a category: leave it out with "
+            "exclude=[...] or features=[...]"
+        )
+    try:
+        return tuple(sorted(found))
+    except TypeError:
+        return tuple(sorted(found, key=lambda v: (type(v).__name__, str(v))))
+
+
+def plain_categories(categories: Sequence[Any]) -> tuple[Any, ...]:
+    """Categories as Python scalars (numpy scalars unwrapped), e.g. to write as JSON."""
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in categories)

@@ -1,0 +1,389 @@
+"""The inputs users bring: categorical and string columns, nullable dtypes and ``pd.NA``,
+lists and object arrays, polars frames, dask frames with a separate target, and a
+continuous target given to a classifier."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sklearn.exceptions import DataConversionWarning
+
+from streamlearn import DataError, LabelError, SchemaError, open_dataset
+from streamlearn.data import categories as categories_module
+from streamlearn.io.model_file import read_model_file
+from streamlearn.models.additive import AdditiveSVC
+from streamlearn.models.base import classification_dataset
+from streamlearn.models.registry import estimator_classes
+
+N_ROWS = 300
+CITIES = ("Lima", "Oslo", "Rome")
+
+
+def _model() -> AdditiveSVC:
+    return AdditiveSVC(progress=False, random_state=0)
+
+
+@pytest.fixture
+def cities() -> tuple[pd.DataFrame, np.ndarray]:
+    """A numeric column and a city column; the label is mostly "is it Oslo"."""
+    rng = np.random.default_rng(3)
+    city = rng.choice(CITIES, N_ROWS)
+    a = rng.normal(size=N_ROWS)
+    label = (city == "Oslo").astype(np.int64)
+    frame = pd.DataFrame({"a": a, "city": pd.Categorical(city, categories=list(CITIES))})
+    return frame, label
+
+
+def _codes_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The reference: the city column replaced by its position in the sorted city list."""
+    codes = np.searchsorted(np.array(CITIES), frame["city"].astype(str).to_numpy())
+    return frame.assign(city=codes.astype(np.float64))
+
+
+def _stream(ds) -> np.ndarray:
+    return np.concatenate([c.X for c in ds.chunks()])
+
+
+# -- 1. categorical and string feature columns ---------------------------------------------
+@pytest.mark.parametrize("kind", ["category", "object", "string", "string[pyarrow]",
+                                  "arrow-dictionary", "arrow-string", "polars"])
+def test_category_columns_are_coded_in_the_stream(cities, kind: str) -> None:
+    frame, _ = cities
+    values = frame["city"].astype(str).to_numpy()
+    if kind == "category":
+        table = frame
+    elif kind in ("object", "string", "string[pyarrow]"):
+        table = frame.assign(city=pd.Series(values, dtype=kind))
+    elif kind == "polars":
+        pl = pytest.importorskip("polars")
+        table = pl.DataFrame({"a": frame["a"].to_numpy(), "city": values})
+    else:
+        column = pa.array(values)
+        if kind == "arrow-dictionary":
+            column = column.dictionary_encode()
+        table = pa.table({"a": frame["a"].to_numpy(), "city": column})
+    ds = open_dataset(table, chunk_rows=64)
+    assert ds.categories == {"city": CITIES}
+    np.testing.assert_array_equal(_stream(ds), _codes_frame(frame).to_numpy(np.float32))
+
+
+def test_parquet_dictionary_column_is_scanned_across_row_groups(cities, tmp_path: Path) -> None:
+    frame, label = cities
+    path = tmp_path / "cities.parquet"
+    # each row group holds part of the cities; the scan must find the union, sorted
+    ordered = frame.assign(label=label).sort_values("city", key=lambda s: s.astype(str))
+    pq.write_table(pa.Table.from_pandas(ordered, preserve_index=False), path,
+                   row_group_size=70)
+    ds = open_dataset(str(path), target="label", chunk_rows=50)
+    assert ds.categories == {"city": CITIES}
+    assert "category : city (3: Lima, Oslo, Rome)" in str(ds.schema)
+    expected = _codes_frame(ordered.drop(columns="label")).to_numpy(np.float32)
+    np.testing.assert_array_equal(_stream(ds), expected)
+
+
+def test_dataset_recoded_with_given_categories(cities) -> None:
+    frame, _ = cities
+    test = frame.head(6).assign(city=["Rome", "Oslo", "Paris", "Lima", "Rome", "Oslo"])
+    ds = open_dataset(test)
+    assert ds.categories == {"city": ("Lima", "Oslo", "Paris", "Rome")}
+    fitted = ds.with_categories({"city": CITIES})
+    assert fitted.categories == {"city": CITIES}
+    np.testing.assert_array_equal(_stream(fitted)[:, 1], [2, 1, 3, 0, 2, 1])
+    assert fitted.with_categories({"city": CITIES}) is fitted
+
+
+def test_missing_category_follows_nan_policy(cities) -> None:
+    frame, _ = cities
+    values = frame["city"].astype(object).to_numpy().copy()
+    values[[4, 9]] = None
+    table = frame.assign(city=values)
+    with pytest.raises(DataError, match=r"feature column 'city' at row 4 "):
+        _stream(open_dataset(table))
+    kept = _stream(open_dataset(table, nan_policy="drop"))
+    reference = _codes_frame(frame).to_numpy(np.float32)
+    np.testing.assert_array_equal(kept, np.delete(reference, [4, 9], axis=0))
+
+
+def test_identifier_column_with_too_many_values_is_refused(monkeypatch) -> None:
+    monkeypatch.setattr(categories_module, "MAX_CATEGORIES", 10)
+    frame = pd.DataFrame({"a": np.arange(20.0), "id": [f"u{i}" for i in range(20)]})
+    with pytest.raises(SchemaError, match=r"'id' .*more than 10 distinct.*exclude="):
+        open_dataset(frame).categories
+
+
+def test_identifier_column_is_refused_not_coded() -> None:
+    rows = 200
+    frame = pd.DataFrame({"a": np.arange(float(rows)), "id": [f"u{i}" for i in range(rows)],
+                          "label": np.arange(rows) % 2})
+    with pytest.raises(SchemaError, match=r"non-numeric feature column 'id' .* has 200 "
+                                          r"distinct values in 200 rows.*identifier"):
+        _model().fit(frame, "label")
+    model = _model().fit(open_dataset(frame, target="label", exclude=["id"]))
+    assert model.feature_names_in_ == ("a",)
+
+
+def test_classifier_keeps_categories_and_codes_prediction_tables(cities) -> None:
+    frame, label = cities
+    model = _model().fit(frame, label)
+    assert model.categories_ == {"city": CITIES}
+    # reference: the same model trained on the codes computed by hand
+    reference = _model().fit(_codes_frame(frame), label)
+    np.testing.assert_allclose(model.decision_function(frame),
+                               reference.decision_function(_codes_frame(frame)), rtol=1e-6)
+    # a table with the columns reordered, the city as plain strings: coded by name and value
+    strings = frame[["city", "a"]].assign(city=frame["city"].astype(str))
+    np.testing.assert_array_equal(model.predict(strings), reference.predict(
+        _codes_frame(frame)))
+    # a categorical with another category order is coded by the fit-time categories
+    reordered = frame.assign(city=frame["city"].cat.reorder_categories(["Rome", "Lima",
+                                                                        "Oslo"]))
+    np.testing.assert_array_equal(model.predict(reordered), model.predict(frame))
+    assert model.score(reordered.assign(label=label), "label") == model.score(frame, label)
+    # a Dataset of new data, whose scan finds other categories, is re-coded for the model
+    fewer = frame.assign(label=label)[frame["city"] != "Lima"]
+    fewer = fewer.assign(city=fewer["city"].astype(str))
+    dataset = open_dataset(fewer, target="label")
+    assert dataset.categories == {"city": ("Oslo", "Rome")}
+    accuracy = float(np.mean(model.predict(fewer.drop(columns="label")) == fewer["label"]))
+    assert model.score(dataset) == pytest.approx(accuracy)
+    assert model.score(frame, label) > 0.95
+
+
+def test_unseen_category_gets_the_reserved_code_with_a_warning(cities) -> None:
+    frame, label = cities
+    model = _model().fit(frame, label)
+    reference = _model().fit(_codes_frame(frame), label)
+    test = frame.head(5).assign(city=["Oslo", "Paris", "Lima", "Rome", "Paris"])
+    with pytest.warns(UserWarning, match=r"'city' holds 2 value\(s\) not seen in fit "
+                                         r"\(first at row 1\).*code 3"):
+        scores = model.decision_function(test)
+    codes = test.assign(city=[1.0, 3.0, 0.0, 2.0, 3.0])
+    np.testing.assert_allclose(scores, reference.decision_function(codes), rtol=1e-6)
+    missing = test.assign(city=["Oslo", None, "Lima", "Rome", "Oslo"])
+    with pytest.raises(DataError, match="NaN in feature 'city' at row 1"):
+        model.predict(missing)
+
+
+def test_model_file_keeps_categories(cities, tmp_path: Path) -> None:
+    frame, label = cities
+    model = _model().fit(frame, label)
+    path = model.save(tmp_path / "m.slm")
+    header, _ = read_model_file(path)
+    assert header["categories"] == {"city": list(CITIES)}  # JSON in the metadata
+    loaded = AdditiveSVC.load(path)
+    assert loaded.categories_ == {"city": CITIES}
+    strings = frame.assign(city=frame["city"].astype(str))
+    np.testing.assert_array_equal(loaded.predict(strings), model.predict(frame))
+
+
+@pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
+def test_every_estimator_keeps_categories(cls, cities, tmp_path: Path) -> None:
+    frame, label = cities
+    model = cls()
+    if "progress" in model.get_params():
+        model.set_params(progress=False)
+    is_regressor = "Regressor" in cls.__name__
+    target = label + 0.1 * frame["a"].to_numpy() if is_regressor else label
+    model.fit(frame, target)
+    assert model.categories_ == {"city": CITIES}
+    expected = model.predict(frame)
+    strings = frame[["city", "a"]].assign(city=frame["city"].astype(str))
+    np.testing.assert_array_equal(model.predict(strings), expected)
+    loaded = cls.load(model.save(tmp_path / "m.slm"))
+    np.testing.assert_array_equal(loaded.predict(strings), expected)
+
+
+def test_refit_on_numbers_forgets_categories(cities) -> None:
+    frame, label = cities
+    model = _model().fit(frame, label)
+    model.fit(_codes_frame(frame), label)
+    assert not hasattr(model, "categories_")
+    assert type(model.feature_names_in_) is tuple
+
+
+# -- 2. nullable pandas dtypes and pd.NA ---------------------------------------------------
+@pytest.fixture
+def nullable() -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({
+        "i": pd.array(rng.integers(0, 5, N_ROWS), dtype="Int64"),
+        "f": pd.array(rng.normal(size=N_ROWS), dtype="Float64"),
+        "b": pd.array(rng.random(N_ROWS) > 0.5, dtype="boolean"),
+    })
+    frame.loc[3, "i"] = pd.NA
+    frame.loc[5, "f"] = pd.NA
+    frame.loc[7, "b"] = pd.NA
+    return frame
+
+
+def _as_float(frame: pd.DataFrame) -> np.ndarray:
+    """Reference conversion: every column to float64 by numpy, pd.NA to NaN."""
+    return np.column_stack([np.array([np.nan if v is pd.NA else float(v) for v in frame[c]])
+                            for c in frame.columns])
+
+
+def test_pd_na_is_a_missing_value(nullable: pd.DataFrame) -> None:
+    with pytest.raises(DataError, match=r"feature column 'i' at row 3 "):
+        _stream(open_dataset(nullable))
+    reference = _as_float(nullable)
+    finite = np.isfinite(reference).all(axis=1)
+    np.testing.assert_array_equal(_stream(open_dataset(nullable, nan_policy="drop")),
+                                  reference[finite].astype(np.float32))
+    filled = np.where(np.isfinite(reference), reference, -1.0).astype(np.float32)
+    np.testing.assert_array_equal(_stream(open_dataset(nullable, nan_policy=-1.0)), filled)
+
+
+def test_nullable_targets(nullable: pd.DataFrame) -> None:
+    labels = pd.array(np.arange(N_ROWS) % 3, dtype="Int64")
+    ds = open_dataset(nullable.assign(t=labels), target="t", nan_policy="drop")
+    assert ds.task == "classification"
+    np.testing.assert_array_equal(ds.classes, [0, 1, 2])
+    values = pd.array(np.linspace(0, 1, N_ROWS), dtype="Float64")
+    values[10] = pd.NA
+    ds = open_dataset(nullable.assign(t=values), target="t", nan_policy="drop")
+    assert ds.task == "regression"
+    ys = np.concatenate([c.y for c in ds.chunks()])
+    keep = np.isfinite(_as_float(nullable)).all(axis=1)
+    keep[10] = False
+    np.testing.assert_allclose(ys, np.linspace(0, 1, N_ROWS)[keep].astype(np.float32))
+    broken = pd.array(np.arange(N_ROWS) % 2, dtype="Int64")
+    broken[12] = pd.NA
+    with pytest.raises(DataError, match="target column 't' is missing at row 12"):
+        open_dataset(nullable.assign(t=broken), target="t").classes
+
+
+def test_fit_with_nan_policy_on_nullable_frame(nullable: pd.DataFrame) -> None:
+    label = (np.arange(N_ROWS) % 2).astype(int)
+    with pytest.raises(DataError, match="feature column 'i' at row 3"):
+        _model().fit(nullable, label)
+    dataset = classification_dataset(nullable, label, nan_policy="drop")
+    model = _model().fit(dataset)
+    reference = _as_float(nullable)  # pd.NA as NaN, converted by hand
+    keep = np.isfinite(reference).all(axis=1)
+    expected = _model().fit(open_dataset(reference, target=label, nan_policy="drop"))
+    np.testing.assert_allclose(model.decision_function(reference[keep]),
+                               expected.decision_function(reference[keep]), rtol=1e-6)
+
+
+# -- 3. lists, object arrays, a column-vector y ---------------------------------------------
+@pytest.fixture
+def blobs() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(N_ROWS, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    return X, y
+
+
+def test_lists_and_object_arrays_fit_like_arrays(blobs) -> None:
+    X, y = blobs
+    reference = _model().fit(X, y)
+    expected = reference.decision_function(X)
+    from_lists = _model().fit(X.tolist(), y.tolist())
+    np.testing.assert_allclose(from_lists.decision_function(X.tolist()), expected, rtol=1e-6)
+    assert from_lists.score(X.tolist(), y.tolist()) == reference.score(X, y)
+    from_objects = _model().fit(X.astype(object), y)
+    np.testing.assert_allclose(from_objects.decision_function(X.astype(object)), expected,
+                               rtol=1e-6)
+
+
+def test_column_vector_y_warns_and_scores(blobs) -> None:
+    X, y = blobs
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        model = _model().fit(X, y.reshape(-1, 1))
+    reference = _model().fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+    accuracy = float(np.mean(reference.predict(X) == y))
+    assert model.score(X, y.reshape(-1, 1)) == pytest.approx(accuracy)
+    assert model.score(X, y) == pytest.approx(accuracy)
+
+
+# -- 4. polars frames keep their column names ------------------------------------------------
+def test_polars_frames_keep_names_at_fit_and_predict(blobs) -> None:
+    pl = pytest.importorskip("polars")
+    X, y = blobs
+    frame = pl.DataFrame({"u": X[:, 0], "v": X[:, 1], "w": X[:, 2]})
+    model = _model().fit(frame, y)
+    assert model.feature_names_in_ == ("u", "v", "w")
+    reference = _model().fit(X, y)
+    np.testing.assert_allclose(model.decision_function(frame), reference.decision_function(X),
+                               rtol=1e-6)
+    shuffled = frame.select(["w", "u", "v"])
+    np.testing.assert_array_equal(model.predict(shuffled), reference.predict(X))
+    with pytest.raises(SchemaError, match=r"missing \['w'\]"):
+        model.predict(frame.select(["u", "v"]).with_columns(z=frame["w"]))
+    with_target = frame.with_columns(label=pl.Series(y))
+    assert model.score(with_target.drop("label"), y) == reference.score(X, y)
+    named = _model().fit(with_target, "label")
+    assert named.feature_names_in_ == ("u", "v", "w")
+
+
+# -- 5. a dask DataFrame with a separate target ---------------------------------------------
+@pytest.mark.parametrize("target_kind", ["dask-series", "dask-array", "numpy"])
+def test_dask_frame_with_separate_target(blobs, target_kind: str) -> None:
+    X, y = blobs
+    pdf = pd.DataFrame(X, columns=["u", "v", "w"])
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    target = {"dask-series": dd.from_pandas(pd.Series(y), npartitions=2),
+              "dask-array": da.from_array(y, chunks=70),
+              "numpy": y}[target_kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = _model().fit(ddf, target)
+    reference = _model().fit(pdf, y)
+    assert model.feature_names_in_ == ("u", "v", "w")
+    np.testing.assert_allclose(model.decision_function(pdf), reference.decision_function(pdf),
+                               rtol=1e-6)
+
+
+def test_dask_target_of_wrong_length_is_named(blobs) -> None:
+    X, y = blobs
+    ddf = dd.from_pandas(pd.DataFrame(X, columns=["u", "v", "w"]), npartitions=3)
+    with pytest.raises(DataError, match=rf"y has shape \({N_ROWS - 1},\); expected "
+                                        rf"\({N_ROWS},\)"):
+        _model().fit(ddf, da.from_array(y[:-1], chunks=100))
+
+
+# -- 6. a continuous target given to a classifier --------------------------------------------
+def test_continuous_target_is_refused_for_tables_and_datasets(blobs) -> None:
+    X, _ = blobs
+    continuous = np.random.default_rng(1).normal(size=N_ROWS)
+    frame = pd.DataFrame(X, columns=["u", "v", "w"])
+    message = "Unknown label type: continuous"
+    with pytest.raises(ValueError, match=message):
+        _model().fit(frame, continuous)
+    with pytest.raises(LabelError, match=message + r".*'t'"):
+        _model().fit(frame.assign(t=continuous), "t")
+    with pytest.raises(LabelError, match=message):
+        _model().fit(open_dataset(X, target=continuous))
+    with pytest.raises(LabelError, match=message):
+        _model().fit(pa.Table.from_pandas(frame.assign(t=continuous)), "t")
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(LabelError, match=message):
+        _model().fit(ddf, dd.from_pandas(pd.Series(continuous), npartitions=2))
+
+
+def test_integral_float_labels_are_classes(blobs) -> None:
+    X, y = blobs
+    model = _model().fit(open_dataset(X, target=y.astype(np.float64)))
+    np.testing.assert_array_equal(model.classes_, [0.0, 1.0])
+    np.testing.assert_array_equal(model.predict(X), _model().fit(X, y).predict(X))
+
+
+def test_integer_target_dataset_fits_a_regressor(blobs) -> None:
+    from streamlearn.models.supersparse import SuperSparseRegressor
+
+    X, _ = blobs
+    counts = (3 * X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)
+    dataset = open_dataset(X, target=counts)
+    assert dataset.task == "classification"
+    model = SuperSparseRegressor().fit(dataset)
+    reference = SuperSparseRegressor().fit(X, counts.astype(np.float64))
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=1e-6)
