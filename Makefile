@@ -9,7 +9,7 @@ KERNEL_CACHE := .numba-cache
 SOURCE_HASH := $(shell cat $$(find streamlearn -name '*.py' | LC_ALL=C sort) | sha256sum | cut -c1-16)
 export NUMBA_CACHE_DIR := $(CURDIR)/$(KERNEL_CACHE)/$(SOURCE_HASH)
 
-.PHONY: demo test lint bench clean prune-kernel-cache
+.PHONY: demo test test-oldest-sklearn lint bench clean prune-kernel-cache
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -26,6 +26,14 @@ demo: $(STAMP) prune-kernel-cache
 test: $(STAMP) prune-kernel-cache
 	$(PY) -m pytest -q
 
+# scikit-learn's estimator checks on the oldest scikit-learn that pyproject.toml allows
+OLDEST_SKLEARN := $(shell sed -n 's/.*"scikit-learn>=\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)
+OLDEST_VENV := .venv-sklearn-$(OLDEST_SKLEARN)
+test-oldest-sklearn: prune-kernel-cache
+	@test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install --quiet -e ".[test]" "scikit-learn==$(OLDEST_SKLEARN)"
+	$(OLDEST_VENV)/bin/python -m pytest -q tests/test_common.py
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -38,4 +46,4 @@ prune-kernel-cache:
 	@mkdir -p $(KERNEL_CACHE) && find $(KERNEL_CACHE) -mindepth 1 -maxdepth 1 ! -name $(SOURCE_HASH) -exec rm -rf {} +
 
 clean:
-	rm -rf $(VENV) $(KERNEL_CACHE) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-sklearn-* $(KERNEL_CACHE) build *.egg-info .pytest_cache .ruff_cache .hypothesis

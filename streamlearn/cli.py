@@ -281,17 +281,19 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     expected = list(getattr(model, "feature_names_in_", ()))
     if not expected:
         raise SchemaError(f"the {type(model).__name__} does not record its feature names")
+    categories = getattr(model, "categories_", None)
     task = None
     if target is not None:
         task = "classification" if _is_classifier(model) else "regression"
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
-        dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task)
+        dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task,
+                        categories=categories)
         if list(dataset.feature_names) != expected and set(expected) <= set(
                 dataset.feature_names):
             # columns really named x0, x1, ... (next to others, such as the target): by name
             dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows,
-                            nan_policy, task=task)
+                            nan_policy, task=task, categories=categories)
         if dataset.n_features != len(expected):
             raise SchemaError(
                 f"the data has {dataset.n_features} feature columns "
@@ -300,7 +302,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         return dataset
     try:
         return _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
-                     task=task)
+                     task=task, categories=categories)
     except SchemaError as exc:
         if "not found" not in str(exc):
             raise
