@@ -18,8 +18,12 @@ from streamlearn.errors import (
     SourceError,
     StreamlearnError,
 )
+from streamlearn.io.model_file import set_default_model_classes
+from streamlearn.models.registry import estimator_classes
+from streamlearn.version import __version__
 
-__version__ = "0.1.0"
+# Model files load the registered estimators (io sits above models and does not import them).
+set_default_model_classes(estimator_classes)
 
 __all__ = [
     "Chunk",

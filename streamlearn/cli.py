@@ -25,8 +25,8 @@ import click
 import numpy as np
 
 from streamlearn import __version__
+from streamlearn.engine.atomic_file import give_new_file_mode
 from streamlearn.errors import DataError, SchemaError, StreamlearnError
-from streamlearn.io.model_file import give_new_file_mode
 from streamlearn.models.registry import MODELS, import_estimator
 
 # -- the models the command line can train ------------------------------------------------

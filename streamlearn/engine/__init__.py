@@ -1,16 +1,18 @@
-"""Running passes over datasets: the ``Pass`` protocol, engines, and the built-in passes."""
+"""Running passes: the ``Pass`` and ``Engine`` protocols, the engines, the built-in passes."""
 
 from streamlearn.engine.dask_engine import DaskEngine
 from streamlearn.engine.describe import DescribePass, Description, describe
 from streamlearn.engine.evaluate import EvaluatePass, evaluate
 from streamlearn.engine.local import LocalEngine, resolve_engine
 from streamlearn.engine.local_cluster import local_cluster
-from streamlearn.engine.passes import Pass, Reduction, run_chunks
+from streamlearn.engine.passes import Engine, EngineBase, Pass, Reduction, run_chunks
 
 __all__ = [
     "DaskEngine",
     "DescribePass",
     "Description",
+    "Engine",
+    "EngineBase",
     "EvaluatePass",
     "LocalEngine",
     "Pass",

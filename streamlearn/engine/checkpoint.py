@@ -55,8 +55,9 @@ import numpy as np
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.engine.atomic_file import atomic_write_bytes
+from streamlearn.engine.passes import EngineBase
 from streamlearn.errors import CheckpointError
-from streamlearn.io.model_file import atomic_write_bytes
 
 FORMAT = "streamlearn-checkpoint"
 FORMAT_VERSION = 1
@@ -421,7 +422,7 @@ def _check_key(stored: Any, key: dict[str, Any], index: int, path: Path) -> None
 
 
 # -- the engine wrapper ----------------------------------------------------------------------
-class CheckpointedRunner:
+class CheckpointedRunner(EngineBase):
     """An engine whose ``run``/``reduce`` calls are numbered, saved and replayed.
 
     Parameters
@@ -509,17 +510,6 @@ class CheckpointedRunner:
         self._keys.append(key)
         self._write(held, None, {})
         return result
-
-    def reduce(self, data: Any, start: Callable[[], Any], step: Callable[[Any, Chunk], Any],
-               merge: Callable[[Any, Any], Any], finish: Callable[[Any], Any] | None = None,
-               **run_options: Any) -> Any:
-        """Run a reduction given as plain functions (see :class:`~streamlearn.engine.Reduction`)."""
-        from streamlearn.engine.passes import Reduction
-
-        reduction: Reduction[Any, Any] = Reduction(start=start, step=step, merge=merge)
-        if finish is not None:
-            reduction.finish = finish
-        return self.run(reduction, data, **run_options)
 
 
 def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: int,

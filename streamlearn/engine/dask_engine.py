@@ -34,24 +34,21 @@ import shutil
 import tempfile
 import uuid
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.open import open_dataset
 from streamlearn.engine.partitions import partition_ranges
-from streamlearn.engine.passes import Pass, Reduction
+from streamlearn.engine.passes import EngineBase, Pass
 from streamlearn.engine.progress import Progress, progress_enabled
 from streamlearn.engine.shared_state import SharedExampleState, state_fingerprint
 from streamlearn.errors import EngineError
 
-S = TypeVar("S")
 R = TypeVar("R")
 
 #: Objects (a pass, a dataset) whose pickle is larger are scattered once to every worker
@@ -143,7 +140,7 @@ class Layout:
         return [list(range(bounds[j], bounds[j + 1])) for j in range(self.lanes)]
 
 
-class DaskEngine:
+class DaskEngine(EngineBase):
     """Run passes over a dataset's partitions on a ``dask.distributed`` cluster.
 
     Parameters
@@ -347,21 +344,6 @@ class DaskEngine:
                 swapped.pull(orig)
                 self._mirrors[id(orig)] = (weakref.ref(orig), swapped)
         return pass_.finish(state)
-
-    def reduce(
-        self,
-        data: Any,
-        start: Callable[[], S],
-        step: Callable[[S, Chunk], S],
-        merge: Callable[[S, S], S],
-        finish: Callable[[S], R] | None = None,
-        **run_options: Any,
-    ) -> R | S:
-        """Run a reduction given as plain functions (see :class:`Reduction`)."""
-        reduction: Reduction[S, Any] = Reduction(start=start, step=step, merge=merge)
-        if finish is not None:
-            reduction.finish = finish
-        return self.run(reduction, data, **run_options)
 
     def close(self) -> None:
         """Remove the scratch store of per-example state this engine made."""

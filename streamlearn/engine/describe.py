@@ -2,7 +2,7 @@
 
 Per feature: count, mean, population standard deviation, minimum, maximum (exact, mergeable
 moments) and quantiles read from a deterministic uniform row sample (rank error about
-``1 / sqrt(sample_size)``, see :mod:`streamlearn.solvers.row_sample`). The sampled rows are
+``1 / sqrt(sample_size)``, see :mod:`streamlearn.engine.row_sample`). The sampled rows are
 kept in the result, e.g. to initialise k-means. Sample weights are ignored: the summary
 describes the rows as stored.
 """
@@ -17,8 +17,8 @@ import numpy as np
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.open import open_dataset
 from streamlearn.engine.local import resolve_engine
-from streamlearn.solvers.moments import Moments, chunk_moments, empty_moments, merge_moments
-from streamlearn.solvers.row_sample import BottomKSample
+from streamlearn.engine.moments import Moments, chunk_moments, empty_moments, merge_moments
+from streamlearn.engine.row_sample import BottomKSample
 
 if TYPE_CHECKING:
     import pandas as pd

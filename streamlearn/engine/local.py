@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.open import open_dataset
-from streamlearn.engine.passes import Pass, Reduction
+from streamlearn.engine.passes import EngineBase, Pass
 from streamlearn.engine.progress import Progress, progress_enabled
 
-S = TypeVar("S")
 R = TypeVar("R")
 
 
-class LocalEngine:
+class LocalEngine(EngineBase):
     """Run passes over a dataset in the current process.
 
     Reading and decoding the next chunks happens in a background thread (``prefetch`` deep)
@@ -99,21 +97,6 @@ class LocalEngine:
                 if on_chunk is not None:
                     on_chunk(done, state)
         return pass_.finish(state)
-
-    def reduce(
-        self,
-        data: Any,
-        start: Callable[[], S],
-        step: Callable[[S, Chunk], S],
-        merge: Callable[[S, S], S],
-        finish: Callable[[S], R] | None = None,
-        **run_options: Any,
-    ) -> R | S:
-        """Run a reduction given as plain functions (see :class:`Reduction`)."""
-        reduction: Reduction[S, Any] = Reduction(start=start, step=step, merge=merge)
-        if finish is not None:
-            reduction.finish = finish
-        return self.run(reduction, data, **run_options)
 
 
 def resolve_engine(engine: Any) -> Any:

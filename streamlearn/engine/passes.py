@@ -1,4 +1,10 @@
-"""The ``Pass`` protocol: everything a learner asks of the data is one walk over its chunks."""
+"""The ``Pass`` and ``Engine`` protocols: everything a learner asks of the data is a pass.
+
+A pass walks every chunk of a dataset once; an engine runs passes. The engines are
+:class:`~streamlearn.engine.local.LocalEngine`, :class:`~streamlearn.engine.dask_engine.DaskEngine`
+and the checkpointing wrapper :class:`~streamlearn.engine.checkpoint.CheckpointedRunner`; each
+implements ``run`` and inherits the one ``reduce`` from :class:`EngineBase`.
+"""
 
 from __future__ import annotations
 
@@ -60,6 +66,95 @@ class Reduction(Generic[S, R]):
     merge: Callable[[S, S], S]
     finish: Callable[[S], R] = lambda state: state  # type: ignore[assignment, return-value]
     kind: Literal["reduction", "sequential"] = "reduction"
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Runs passes over a dataset: what a learner's driver asks of its engine.
+
+    ``run`` walks every chunk of ``data`` once through a pass and returns the pass's
+    result; ``reduce`` does the same for a reduction given as plain functions. Every engine
+    accepts the ``run`` options below; an engine may accept more (``LocalEngine`` resumes a
+    pass from a checkpoint with ``resume`` and ``on_chunk``).
+    """
+
+    def run(
+        self,
+        pass_: Pass[Any, R],
+        data: Any,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        epoch: int = 0,
+        description: str | None = None,
+        rows: tuple[int, int] | None = None,
+    ) -> R:
+        """Walk every chunk of ``data`` once through ``pass_`` and return its result.
+
+        Parameters
+        ----------
+        pass_ : Pass
+        data : Dataset or anything ``open_dataset`` accepts
+        shuffle, seed, epoch
+            Chunk-order and within-chunk shuffling, see :meth:`Dataset.chunks`.
+        description : str, optional
+            Label of the progress bar.
+        rows : (start, stop), optional
+            Restrict the pass to a row range.
+        """
+        ...
+
+    def reduce(
+        self,
+        data: Any,
+        start: Callable[[], S],
+        step: Callable[[S, Chunk], S],
+        merge: Callable[[S, S], S],
+        finish: Callable[[S], R] | None = None,
+        **run_options: Any,
+    ) -> R | S:
+        """Run the reduction ``Reduction(start, step, merge, finish)`` over ``data``."""
+        ...
+
+
+class EngineBase:
+    """What every engine shares: ``reduce`` is ``run`` of a :class:`Reduction`.
+
+    A subclass implements ``run`` (see :class:`Engine`).
+    """
+
+    def run(self, pass_: Pass[Any, R], data: Any, **run_options: Any) -> R:
+        """Walk every chunk of ``data`` once through ``pass_``; implemented by each engine."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement run")
+
+    def reduce(
+        self,
+        data: Any,
+        start: Callable[[], S],
+        step: Callable[[S, Chunk], S],
+        merge: Callable[[S, S], S],
+        finish: Callable[[S], R] | None = None,
+        **run_options: Any,
+    ) -> R | S:
+        """Run a reduction given as plain functions through :meth:`run`.
+
+        Parameters
+        ----------
+        data : Dataset or anything ``open_dataset`` accepts
+        start, step, merge, finish
+            The functions of a :class:`Reduction`; without ``finish`` the result is the
+            final state.
+        **run_options
+            Passed on to :meth:`run` (``shuffle``, ``seed``, ``rows``, ...).
+
+        Returns
+        -------
+        The reduction's result.
+        """
+        reduction: Reduction[S, Any] = Reduction(start=start, step=step, merge=merge)
+        if finish is not None:
+            reduction.finish = finish
+        return self.run(reduction, data, **run_options)
 
 
 def run_chunks(pass_: Pass[Any, R], chunks: Any) -> R:

@@ -19,17 +19,22 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import zipfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from streamlearn.engine.atomic_file import atomic_write_bytes
 from streamlearn.errors import ModelFileError
+from streamlearn.version import __version__
 
 FORMAT = "streamlearn-model"
 FORMAT_VERSION = 1
+#: Where :func:`load_model` finds model classes when given none (see
+#: :func:`set_default_model_classes`); none until the package root sets it.
+_default_classes: Callable[[], Iterable[type]] = tuple
 
 
 class Persistable(Protocol):
@@ -39,6 +44,9 @@ class Persistable(Protocol):
 
     @classmethod
     def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any: ...
+
+    def _set_categories(self, categories: Mapping[str, list[Any]]) -> None:
+        """Keep the category lists of categorical features read from the file."""
 
 
 def _digest(payload: bytes) -> str:
@@ -52,35 +60,6 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
     return buffer.getvalue()
-
-
-def give_new_file_mode(path: str | os.PathLike[str]) -> None:
-    """Set the permissions a newly created file gets (``0o666`` less the umask).
-
-    ``tempfile.mkstemp`` creates owner-only files; a file renamed from one into place should
-    look like any other file the user writes.
-    """
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], writer: Any) -> Path:
-    """Write a file through ``writer(fileobj)`` into a temporary file, then rename it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        give_new_file_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
@@ -98,8 +77,6 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
     Path
         The path written.
     """
-    from streamlearn import __version__
-
     metadata, arrays = model._get_state()
     payloads = {name: _npy_bytes(np.asarray(a)) for name, a in arrays.items()}
     header = {
@@ -146,7 +123,7 @@ def read_model_file(
             if version != FORMAT_VERSION:
                 raise ModelFileError(
                     f"{path} has model format version {version}; this streamlearn "
-                    f"({_library_version()}) reads version {FORMAT_VERSION}. It was written by "
+                    f"({__version__}) reads version {FORMAT_VERSION}. It was written by "
                     f"streamlearn {header.get('streamlearn_version', '?')}"
                 )
             arrays: dict[str, np.ndarray] = {}
@@ -199,9 +176,7 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
         if not isinstance(categories, dict) or not all(
                 isinstance(v, list) for v in categories.values()):
             raise ModelFileError(f"{path} has unreadable category lists")
-        from streamlearn.models.base import record_categories
-
-        record_categories(model, categories)
+        model._set_categories(categories)
     return model
 
 
@@ -218,13 +193,20 @@ def _json_values(values: Any, name: Any) -> list[Any]:
     return out
 
 
-def _library_version() -> str:
-    from streamlearn import __version__
+def set_default_model_classes(classes: Callable[[], Iterable[type]]) -> None:
+    """Say where :func:`load_model` finds model classes when its caller names none.
 
-    return __version__
+    The package root passes the models registry's ``estimator_classes``: model files sit
+    in a layer above the models and do not import them.
+
+    Parameters
+    ----------
+    classes : callable
+        Returns the model classes, called at each load (so that it may import lazily).
+    """
+    global _default_classes
+    _default_classes = classes
 
 
 def _estimators() -> dict[str, type]:
-    from streamlearn.models.registry import estimator_classes
-
-    return {cls.__name__: cls for cls in estimator_classes()}
+    return {cls.__name__: cls for cls in _default_classes()}

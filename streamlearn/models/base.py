@@ -211,6 +211,10 @@ class StreamEstimator(BaseEstimator):
         self._check_fitted()
         return save_model(self, path)
 
+    def _set_categories(self, categories: Mapping[str, Sequence[Any]]) -> None:
+        """Keep the category lists read from a model file (see :func:`record_categories`)."""
+        record_categories(self, categories)
+
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Self:
         """Load a model saved by :meth:`save`; the file must hold this class.

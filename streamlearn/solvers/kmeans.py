@@ -8,7 +8,7 @@ moves to the running mean of all rows ever assigned to it,
 ``n_j`` the (weighted) rows assigned to ``c_j`` so far, ``s_i`` the sample weights; the step
 of each centre shrinks as ``1 / n_j``. Initial centres come from k-means++ (Arthur and
 Vassilvitskii, 2007) on a uniform sample of rows drawn in one pass
-(:class:`~streamlearn.solvers.row_sample.BottomKSample`), refined by a few Lloyd iterations
+(:class:`~streamlearn.engine.row_sample.BottomKSample`), refined by a few Lloyd iterations
 on that sample.
 
 Split across workers, :class:`MiniBatchKMeansPass` merges its partial states centre by
@@ -24,8 +24,8 @@ import numpy as np
 from numba import njit
 
 from streamlearn.data import Chunk, Dataset
+from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.errors import DataError
-from streamlearn.solvers.row_sample import BottomKSample
 
 #: Lloyd iterations on the sample after k-means++ seeding.
 SAMPLE_LLOYD_ITERATIONS = 10

@@ -1,0 +1,120 @@
+"""Per-feature count, mean, sum of squared deviations, minimum and maximum, mergeable.
+
+A chunk's moments come from :func:`chunk_moments` (two passes over the chunk: the mean first,
+then the squared deviations from it, both accumulated in float64). Moments of disjoint sets
+of rows combine with :func:`merge_moments`, the pairwise update of Chan, Golub and LeVeque
+(1979): with ``n = n_a + n_b`` and ``delta = mean_b - mean_a``,
+
+    ``mean = mean_a + delta n_b / n``,  ``m2 = m2_a + m2_b + delta^2 n_a n_b / n``.
+
+The combination is associative up to float round-off, so a reduction may group chunks in any
+order. The population variance is ``m2 / count``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+
+class Moments(NamedTuple):
+    """Moments of a set of rows, one entry per feature.
+
+    Attributes
+    ----------
+    count : int
+        Number of rows.
+    mean : ndarray of shape (n_features,), float64
+    m2 : ndarray of shape (n_features,), float64
+        Sum of squared deviations from ``mean``.
+    minimum, maximum : ndarray of shape (n_features,), float32
+        ``+inf`` and ``-inf`` when ``count`` is 0.
+    """
+
+    count: int
+    mean: np.ndarray
+    m2: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def chunk_moments(X):
+    """Count, mean, sum of squared deviations, minimum and maximum of each column of ``X``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+
+    Returns
+    -------
+    count : int
+    mean, m2 : ndarray of shape (n_features,), float64
+        Zero when ``n_rows`` is 0.
+    minimum, maximum : ndarray of shape (n_features,), float32
+        ``+inf`` and ``-inf`` when ``n_rows`` is 0.
+    """
+    n, d = X.shape
+    mean = np.zeros(d, dtype=np.float64)
+    m2 = np.zeros(d, dtype=np.float64)
+    minimum = np.full(d, np.inf, dtype=np.float32)
+    maximum = np.full(d, -np.inf, dtype=np.float32)
+    if n == 0:
+        return 0, mean, m2, minimum, maximum
+    for i in range(n):
+        for j in range(d):
+            v = X[i, j]
+            mean[j] += v
+            if v < minimum[j]:
+                minimum[j] = v
+            if v > maximum[j]:
+                maximum[j] = v
+    for j in range(d):
+        mean[j] /= n
+    for i in range(n):
+        for j in range(d):
+            dev = X[i, j] - mean[j]
+            m2[j] += dev * dev
+    return n, mean, m2, minimum, maximum
+
+
+def empty_moments(n_features: int) -> Moments:
+    """Moments of no rows: the identity of :func:`merge_moments`."""
+    return Moments(
+        0,
+        np.zeros(n_features, dtype=np.float64),
+        np.zeros(n_features, dtype=np.float64),
+        np.full(n_features, np.inf, dtype=np.float32),
+        np.full(n_features, -np.inf, dtype=np.float32),
+    )
+
+
+def merge_moments(a: tuple, b: tuple) -> Moments:
+    """Combine the moments of two disjoint sets of rows (Chan et al.'s parallel update).
+
+    Parameters
+    ----------
+    a, b : Moments or tuple
+        ``(count, mean, m2, minimum, maximum)``, e.g. as returned by :func:`chunk_moments`.
+
+    Returns
+    -------
+    Moments
+        New arrays; the inputs are not modified.
+    """
+    na, mean_a, m2_a, min_a, max_a = a
+    nb, mean_b, m2_b, min_b, max_b = b
+    na, nb = int(na), int(nb)  # Python ints: na * nb must not overflow
+    if len(mean_a) != len(mean_b):
+        raise ValueError(f"cannot merge moments of {len(mean_a)} and {len(mean_b)} features")
+    if nb == 0:
+        return Moments(na, mean_a.copy(), m2_a.copy(), min_a.copy(), max_a.copy())
+    if na == 0:
+        return Moments(nb, mean_b.copy(), m2_b.copy(), min_b.copy(), max_b.copy())
+    n = na + nb
+    delta = mean_b - mean_a
+    mean = mean_a + delta * (nb / n)
+    m2 = m2_a + m2_b + delta * delta * (na * nb / n)
+    return Moments(n, mean, m2, np.minimum(min_a, min_b), np.maximum(max_a, max_b))

@@ -1,0 +1,204 @@
+"""A deterministic, mergeable uniform sample of rows ("bottom-k" sample).
+
+Every row gets a 64-bit key, ``splitmix64(row_id XOR c)`` with ``c = splitmix64(seed)``, that
+depends only on its global row id and the seed; the sample is the ``k`` rows with the smallest
+keys. ``splitmix64`` is a bijection of the 64-bit integers, so distinct rows never share a key,
+and the sample is *exactly* the same whatever the chunking and whatever order partial samples
+are merged in. Ties (only possible for a repeated row id) are broken by row id.
+
+For a dataset of ``n`` rows the sample is a uniform sample without replacement of size
+``min(k, n)``. Quantiles read from it have a rank error of order ``1 / sqrt(k)``: by the
+Dvoretzky-Kiefer-Wolfowitz inequality (Massart's constant), the sample's empirical
+distribution ``F_k`` satisfies ``P(sup_x |F_k(x) - F(x)| > eps) <= 2 exp(-2 k eps^2)`` for
+every feature, e.g. ``eps ~ 0.034`` with probability 0.99 for ``k = 4096`` (sampling without
+replacement only concentrates more).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+
+#: Threshold of a sample that is not yet full: every row is a candidate.
+NOT_FULL = np.uint64(np.iinfo(np.uint64).max)
+
+
+@njit(cache=True, nogil=True)
+def _splitmix64(x):
+    z = x + _GOLDEN
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, nogil=True)
+def row_keys(rows, seed):
+    """Sampling key of each global row id.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n,), int64
+        Global row ids.
+    seed : int
+        Any integer that fits in 64 bits (taken modulo ``2**64``).
+
+    Returns
+    -------
+    ndarray of shape (n,), uint64
+        ``splitmix64(rows[i] XOR splitmix64(seed))``.
+    """
+    c = _splitmix64(np.uint64(seed))
+    keys = np.empty(rows.shape[0], dtype=np.uint64)
+    for i in range(rows.shape[0]):
+        keys[i] = _splitmix64(np.uint64(rows[i]) ^ c)
+    return keys
+
+
+@njit(cache=True, nogil=True)
+def keys_below(keys, threshold):
+    """Positions (int64, increasing) of the entries of ``keys`` strictly below ``threshold``."""
+    count = 0
+    for i in range(keys.shape[0]):
+        if keys[i] < threshold:
+            count += 1
+    out = np.empty(count, dtype=np.int64)
+    j = 0
+    for i in range(keys.shape[0]):
+        if keys[i] < threshold:
+            out[j] = i
+            j += 1
+    return out
+
+
+def _smallest(keys: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` smallest ``(key, row)`` pairs, in increasing order."""
+    candidates = np.arange(keys.shape[0])
+    if keys.shape[0] > k:
+        kth = np.partition(keys, k - 1)[k - 1]
+        candidates = np.flatnonzero(keys <= kth)
+    order = np.lexsort((rows[candidates], keys[candidates]))
+    return candidates[order[:k]]
+
+
+class BottomKSample:
+    """The ``k`` rows of smallest key seen so far, sorted by key.
+
+    Parameters
+    ----------
+    k : int
+        Sample size.
+    n_features : int
+        Columns of the rows.
+    seed : int, default 0
+        Selects which uniform sample is drawn; taken modulo ``2**64``.
+
+    Attributes
+    ----------
+    keys : ndarray of shape (m,), uint64
+        Increasing; ``m <= k``.
+    rows : ndarray of shape (m,), int64
+        Global row ids of the sampled rows.
+    values : ndarray of shape (m, n_features), float32
+        The sampled rows.
+    """
+
+    __slots__ = ("k", "keys", "n_features", "rows", "seed", "values")
+
+    def __init__(self, k: int, n_features: int, seed: int = 0) -> None:
+        if k < 1:
+            raise ValueError(f"sample size k must be at least 1, got {k}")
+        self.k = int(k)
+        self.n_features = int(n_features)
+        self.seed = np.uint64(int(seed) % 2**64)
+        self.keys = np.empty(0, dtype=np.uint64)
+        self.rows = np.empty(0, dtype=np.int64)
+        self.values = np.empty((0, self.n_features), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def __repr__(self) -> str:
+        return f"BottomKSample(k={self.k}, n_features={self.n_features}, size={len(self)})"
+
+    @property
+    def threshold(self) -> np.uint64:
+        """Largest key in a full sample; :data:`NOT_FULL` while fewer than ``k`` rows are held."""
+        return self.keys[-1] if len(self) == self.k else NOT_FULL
+
+    def _replace(self, keys, rows, take_old, old_src, new_src, new_values) -> None:
+        values = np.empty((keys.shape[0], self.n_features), dtype=np.float32)
+        values[take_old] = self.values[old_src]
+        values[~take_old] = new_values[new_src]
+        self.keys, self.rows, self.values = keys, rows, values
+
+    def update(self, X: np.ndarray, rows: np.ndarray) -> BottomKSample:
+        """Offer the rows of one chunk to the sample (in place).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_features), float32
+        rows : ndarray of shape (n,), int64
+            Global row ids of the rows of ``X``.
+
+        Returns
+        -------
+        BottomKSample
+            ``self``.
+        """
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"sample holds {self.n_features} features, chunk has {X.shape[1]}")
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        keys = row_keys(rows, self.seed)
+        pos = keys_below(keys, self.threshold)
+        if pos.shape[0] == 0:
+            return self
+        m = len(self)
+        all_keys = np.concatenate([self.keys, keys[pos]])
+        all_rows = np.concatenate([self.rows, rows[pos]])
+        chosen = _smallest(all_keys, all_rows, self.k)
+        take_old = chosen < m
+        self._replace(all_keys[chosen], all_rows[chosen], take_old, chosen[take_old],
+                      pos[chosen[~take_old] - m], X)
+        return self
+
+    def merge(self, other: BottomKSample) -> BottomKSample:
+        """Sample of the union of the rows offered to ``self`` and to ``other`` (a new object)."""
+        if (other.k, other.n_features, other.seed) != (self.k, self.n_features, self.seed):
+            raise ValueError("can only merge samples with the same k, n_features and seed")
+        out = BottomKSample(self.k, self.n_features, int(self.seed))
+        out.keys, out.rows, out.values = self.keys, self.rows, self.values
+        m = len(self)
+        all_keys = np.concatenate([self.keys, other.keys])
+        all_rows = np.concatenate([self.rows, other.rows])
+        chosen = _smallest(all_keys, all_rows, self.k)
+        take_old = chosen < m
+        out._replace(all_keys[chosen], all_rows[chosen], take_old, chosen[take_old],
+                     chosen[~take_old] - m, other.values)
+        return out
+
+    def quantiles(self, probs) -> np.ndarray:
+        """Per-feature quantiles of the sample, linearly interpolated as :func:`numpy.quantile`.
+
+        Parameters
+        ----------
+        probs : array-like of shape (p,)
+            Probabilities in [0, 1].
+
+        Returns
+        -------
+        ndarray of shape (p, n_features), float64
+            NaN while the sample is empty.
+        """
+        probs = np.atleast_1d(np.asarray(probs, dtype=np.float64))
+        if np.any((probs < 0) | (probs > 1)):
+            raise ValueError("probabilities must lie in [0, 1]")
+        if len(self) == 0:
+            return np.full((probs.shape[0], self.n_features), np.nan)
+        return np.quantile(self.values.astype(np.float64), probs, axis=0)
