@@ -76,7 +76,9 @@ def test_predictions_are_corrected_eq21() -> None:
     Xt, _ = _xor(400, seed=1)
     p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.coef_[0])
     _, _, pos, neg = _np_mixture(Xt, np.ones(400), p, clf.tau_, clf.bias_scale)
-    np.testing.assert_allclose(clf.decision_function(Xt), pos - neg, rtol=1e-5, atol=1e-7)
+    # the decision function is the log-odds of eq. 21's halves: same sign as pos - neg
+    np.testing.assert_allclose(clf.decision_function(Xt), np.log(pos) - np.log(neg),
+                               rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(clf.predict_proba(Xt)[:, 1], pos / (pos + neg), rtol=1e-5)
     np.testing.assert_array_equal(clf.predict(Xt), (pos > neg).astype(np.int64))
 

@@ -16,6 +16,7 @@ from streamlearn.solvers.mixture import (
     gating_objective_chunk,
     mixture_decision_chunk,
     mixture_likelihoods_chunk,
+    mixture_log_odds_chunk,
     posteriors_chunk,
 )
 
@@ -162,3 +163,25 @@ def test_mixture_decision_equals_gates_then_likelihoods() -> None:
                                                     xi, tau)
         np.testing.assert_allclose(fast_pos, pos, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(fast_neg, neg, rtol=1e-12, atol=1e-15)
+
+
+def test_log_odds_are_the_log_ratio_of_eq21_halves_row_by_row() -> None:
+    X, _, V, W, xi = _problem(n=300, seed=8)
+    W *= 3.0
+    xi[2] = 0.0
+    active = xi > 0
+    f = mixture_log_odds_chunk(X, V, W, xi, TAU, BIAS)
+    g = np.exp(_np_log_gates(X, V, TAU, active))
+    s = _np_scores(X, W, BIAS)
+    m = xi[None, :] * np.where(active[None, :], g, 0.0)
+    pos = (m * np.exp(-np.maximum(0, 1 - s))).sum(axis=1)
+    neg = (m * np.exp(-np.maximum(0, 1 + s))).sum(axis=1)
+    np.testing.assert_allclose(f, np.log(pos) - np.log(neg), rtol=1e-10, atol=1e-10)
+    # a row's value does not depend on the rows scored with it
+    rows = np.array([5, 17, 250, 3])
+    np.testing.assert_array_equal(mixture_log_odds_chunk(X[rows], V, W, xi, TAU, BIAS), f[rows])
+    # scores far beyond exp's range stay finite (one expert with s >= 1: log-odds 1 + s)
+    W_far = np.zeros((1, X.shape[1] + 1))
+    W_far[0, -1] = 1e4
+    far = mixture_log_odds_chunk(X[:3], V[:1], W_far, np.ones(1), TAU, BIAS)
+    np.testing.assert_allclose(far, 1.0 + 1e4)

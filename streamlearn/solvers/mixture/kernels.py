@@ -427,3 +427,64 @@ def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
         pos[i] = p / total
         neg[i] = m / total
     return pos, neg
+
+
+@njit(cache=True, nogil=True)
+def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
+    """Log-odds ``log pos_i - log neg_i`` of the two halves of the corrected eq. 21.
+
+    ``pos_i = sum_j xi_j g_ij exp(-max(0, 1 - s_ij))`` and
+    ``neg_i = sum_j xi_j g_ij exp(-max(0, 1 + s_ij))`` share the gates' normaliser, so the
+    log-odds is ``logsumexp_j(a_ij - max(0, 1 - s_ij)) - logsumexp_j(a_ij - max(0, 1 + s_ij))``
+    with ``a_ij = log xi_j - tau ||x_i - v_j||^2``: finite for any scores, and
+    ``P(y = +1 | x_i)`` is its logistic function. Every row is computed on its own in float64
+    (no matrix product whose blocking depends on the number of rows), so a row's value does
+    not depend on the other rows scored with it.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, d), float32
+    V : ndarray of shape (k, d), float64
+        Gating centres.
+    W : ndarray of shape (k, d + 1), float64
+        Experts, the weight of the constant feature last.
+    xi : ndarray of shape (k,), float64
+        Mixing weights; zeros are pruned components.
+    tau : float
+    bias_scale : float
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64
+    """
+    n, d = X.shape
+    k = V.shape[0]
+    out = np.empty(n)
+    a_pos = np.empty(k)
+    a_neg = np.empty(k)
+    for i in range(n):
+        top_pos = -np.inf
+        top_neg = -np.inf
+        for j in range(k):
+            if xi[j] <= 0.0:
+                continue
+            sq = 0.0
+            s = W[j, d] * bias_scale
+            for f in range(d):
+                x = np.float64(X[i, f])
+                diff = x - V[j, f]
+                sq += diff * diff
+                s += x * W[j, f]
+            a = np.log(xi[j]) - tau * sq
+            a_pos[j] = a - max(0.0, 1.0 - s)
+            a_neg[j] = a - max(0.0, 1.0 + s)
+            top_pos = max(top_pos, a_pos[j])
+            top_neg = max(top_neg, a_neg[j])
+        total_pos = 0.0
+        total_neg = 0.0
+        for j in range(k):
+            if xi[j] > 0.0:
+                total_pos += np.exp(a_pos[j] - top_pos)
+                total_neg += np.exp(a_neg[j] - top_neg)
+        out[i] = (top_pos + np.log(total_pos)) - (top_neg + np.log(total_neg))
+    return out

@@ -1,0 +1,430 @@
+"""Training of the mixture of linear SVMs with RBF gating (paper 002) as a sequence of passes.
+
+:func:`fit`:
+
+1. streamed mini-batch k-means gives ``k`` centres (:func:`~streamlearn.solvers.kmeans.
+   streamed_kmeans`); a reduction pass counts each cluster's classes; sequential passes of
+   dual coordinate descent train a linear SVM per mixed cluster; a single-class cluster gets
+   ``+/- e_{d+1}`` (a constant expert) as Sec. III-D says;
+2. ``em="batch"`` (Fig. 2): per iteration, a reduction pass computes the E-step statistics
+   (eq. 11) and the objective, ``xi`` follows eq. 20 (pruning), the centres take a few
+   L-BFGS steps on eq. 13 whose value and gradient (eq. 14) are each one reduction pass, and
+   every expert is re-trained by weighted dual coordinate descent warm-started from its dual
+   variables (an ``ExampleState`` with one column per component);
+3. ``em="stochastic"``: one sequential pass per epoch; on each chunk, the E-step with the
+   current parameters, then a running estimate of the responsibilities (step ``rho_t``)
+   gives ``xi`` by eq. 20, the centres take one preconditioned gradient step on the chunk's
+   part of eq. 13, and the experts a few dual coordinate descent sweeps over the chunk.
+
+EM stops after an epoch that changes the penalised log-likelihood (eq. 19) by at most
+``tol`` times the total sample weight, or at ``epochs`` (``MixtureFit.converged`` false).
+:func:`partial_pass` continues stochastic EM over new rows. More than two classes are
+handled one class against the rest, one mixture per class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from streamlearn.data import Dataset
+from streamlearn.data.example_state import ExampleState
+from streamlearn.errors import DataError
+from streamlearn.solvers.kmeans import streamed_kmeans
+from streamlearn.solvers.lbfgs import lbfgs_minimize
+from streamlearn.solvers.mixture.passes import (
+    ClusterCountPass,
+    ClusterCounts,
+    EStepPass,
+    EStepStats,
+    ExpertObjectivePass,
+    ExpertPass,
+    ExpertState,
+    GatingPass,
+    GatingValue,
+    InitialExpertPass,
+    MixtureParams,
+    StochasticEpochPass,
+    StochasticState,
+    mixing_weights,
+    penalised_loglik,
+)
+
+EM_MODES = ("stochastic", "batch")
+#: Mini-batch k-means passes of the initialisation.
+KMEANS_EPOCHS = 2
+#: Dual coordinate descent passes that train the initial expert of every cluster.
+INIT_EXPERT_PASSES = 2
+#: Coordinate descent passes at most per batch M-step: passes go on while an expert's
+#: weighted primal objective (eq. 15) is still above its value at the iteration's start.
+MAX_EXPERT_PASSES = 4
+#: L-BFGS steps on the centres per batch EM iteration.
+LBFGS_STEPS = 3
+
+History = list[dict[str, float]]
+
+
+@dataclass(frozen=True)
+class MixtureConfig:
+    """Hyper-parameters of the mixture (see ``MixtureSVC``).
+
+    Attributes
+    ----------
+    n_components : int
+    nu : float
+    tau : float or "auto"
+    C : float
+    em : {"stochastic", "batch"}
+    epochs : int
+    tol : float
+    bias_scale : float
+    """
+
+    n_components: int
+    nu: float
+    tau: float | str
+    C: float
+    em: str
+    epochs: int
+    tol: float
+    bias_scale: float
+
+
+@dataclass(frozen=True)
+class OnlineState:
+    """What stochastic EM carries from one :func:`partial_pass` to the next.
+
+    Attributes
+    ----------
+    resp : ndarray of shape (n_models, k)
+        Running mean posteriors of each binary mixture (eq. 20 turns them into ``xi``).
+    steps : int
+        Chunks seen by stochastic EM so far (step ``rho_t``).
+    seen_weight : float
+        Total sample weight of the rows seen so far (eq. 20's counts are
+        ``seen_weight * resp``).
+    calls : int
+        Passes made by :func:`partial_pass` (seeds each pass's row order).
+    """
+
+    resp: np.ndarray
+    steps: int
+    seen_weight: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class BinaryFit:
+    """One binary mixture after EM.
+
+    Attributes
+    ----------
+    params : MixtureParams
+    history : list of dict
+        One entry per epoch (see ``MixtureFit.history``).
+    n_iter : int
+        EM iterations (batch) or passes (stochastic) run.
+    converged : bool
+        Whether the last epoch changed eq. 19 by at most ``tol`` times the sample weight.
+    resp : ndarray of shape (k,)
+        Running mean posteriors that stochastic EM continues from.
+    steps : int
+        Chunks stochastic EM has seen (sets its next step size ``rho_t``).
+    total_weight : float
+        Sample weight of the training rows.
+    tau : float
+        Gating scale used.
+    """
+
+    params: MixtureParams
+    history: History
+    n_iter: int
+    converged: bool
+    resp: np.ndarray
+    steps: int
+    total_weight: float
+    tau: float
+
+
+@dataclass(frozen=True)
+class MixtureFit:
+    """A fitted mixture: one binary mixture, or one per class against the rest.
+
+    Attributes
+    ----------
+    classes : ndarray of shape (n_classes,)
+    feature_names : tuple of str
+    xi : ndarray of shape (n_models, k)
+        Mixing weights (0: pruned).
+    centers : ndarray of shape (n_models, k, d)
+    coef : ndarray of shape (n_models, k, d + 1)
+        Experts, bias weight last.
+    tau : float
+        Gating scale.
+    history : list of list of dict
+        Per binary model, one entry per epoch: ``loglik`` (eq. 8's data term),
+        ``penalised`` (eq. 19), ``n_active``.
+    n_iter : int
+        EM iterations or passes run, the most over the binary models.
+    converged : bool
+        Whether every binary model met the tolerance.
+    online : OnlineState
+    """
+
+    classes: np.ndarray
+    feature_names: tuple[str, ...]
+    xi: np.ndarray
+    centers: np.ndarray
+    coef: np.ndarray
+    tau: float
+    history: list[History]
+    n_iter: int
+    converged: bool
+    online: OnlineState
+
+
+def _positives(n_classes: int) -> list[int]:
+    """Class codes of the positive side of each binary model."""
+    return [1] if n_classes <= 2 else list(range(n_classes))
+
+
+def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> MixtureFit:
+    """Initialise and run EM on every binary mixture of a classification dataset.
+
+    Parameters
+    ----------
+    runner : engine
+        Runs the passes.
+    dataset : Dataset
+        With a classification target.
+    config : MixtureConfig
+    seed : int
+
+    Returns
+    -------
+    MixtureFit
+    """
+    k = int(config.n_components)
+    if dataset.n_rows < k:
+        raise DataError(f"n_components={k} needs at least {k} training rows, the data "
+                        f"has {dataset.n_rows}")
+    classes = dataset.classes
+    assert classes is not None
+    centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed)
+    fits = [_fit_binary(runner, dataset, config, centers, positive, seed + 7919 * m)
+            for m, positive in enumerate(_positives(len(classes)))]
+    online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
+                         fits[0].total_weight, 0)
+    return MixtureFit(classes, tuple(dataset.feature_names),
+                      np.stack([f.params.xi for f in fits]),
+                      np.stack([f.params.V for f in fits]),
+                      np.stack([f.params.W for f in fits]), fits[-1].tau,
+                      [f.history for f in fits], max(f.n_iter for f in fits),
+                      all(f.converged for f in fits), online)
+
+
+def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: MixtureFit,
+                 seed: int, weight: float) -> MixtureFit:
+    """One stochastic EM pass over a dataset's rows, continuing from ``model``.
+
+    The chunks are visited in a seeded random order; eq. 20's counts are the running mean
+    posteriors times the weight of all rows seen so far; the experts' dual variables of the
+    new rows start at zero.
+
+    Parameters
+    ----------
+    runner : engine
+    dataset : Dataset
+        Coded with ``model.classes``.
+    config : MixtureConfig
+    model : MixtureFit
+    seed : int
+    weight : float
+        Total sample weight of the dataset's rows.
+
+    Returns
+    -------
+    MixtureFit
+        With one more history entry per binary model and ``n_iter`` one larger.
+    """
+    online = model.online
+    seen = online.seen_weight + float(weight)
+    k = model.xi.shape[1]
+    states = []
+    history = []
+    for m, positive in enumerate(_positives(len(model.classes))):
+        start = StochasticState(
+            MixtureParams(model.xi[m], model.centers[m], model.coef[m]).copy(),
+            online.resp[m].copy(), online.steps)
+        with ExampleState(dataset.n_rows, k) as alpha:
+            state: StochasticState = runner.run(
+                StochasticEpochPass(positive, float(config.C), float(model.tau),
+                                    float(config.nu), float(config.bias_scale), seen, alpha,
+                                    (seed + 7919 * m) * 1000003 + 37 + online.calls, start),
+                dataset, shuffle=True, seed=seed + 7919 * m, epoch=online.calls,
+                description="stochastic EM (partial_fit)")
+        history.append([*model.history[m], _record(config, state.loglik, state.params)])
+        states.append(state)
+    return MixtureFit(model.classes, model.feature_names,
+                      np.stack([s.params.xi for s in states]),
+                      np.stack([s.params.V for s in states]),
+                      np.stack([s.params.W for s in states]), model.tau, history,
+                      model.n_iter + 1, model.converged,
+                      OnlineState(np.stack([s.resp for s in states]),
+                                  max(s.t for s in states), seen, online.calls + 1))
+
+
+def _initial_mixture(runner: Any, dataset: Dataset, config: MixtureConfig,
+                     centers: np.ndarray, positive: int, seed: int,
+                     alpha: ExampleState) -> tuple[MixtureParams, np.ndarray, float, float]:
+    """Sec. III-D: one expert per k-means cluster.
+
+    Returns the parameters, the mask of constant (single-class) experts, the total sample
+    weight and the gating scale.
+    """
+    k, d = centers.shape
+    C, bs = float(config.C), float(config.bias_scale)
+    counts: ClusterCounts = runner.run(ClusterCountPass(centers, positive), dataset,
+                                       description="cluster classes")
+    total = float(counts.counts.sum())
+    if config.tau == "auto":
+        tau = total / max(counts.sq_dist, 1e-12)
+    else:
+        tau = float(config.tau)
+    mixed = (counts.counts > 0).all(axis=1)
+    W = np.zeros((k, d + 1))
+    # Sec. III-D: a single-class cluster starts as the constant expert +/- e_{d+1}
+    sign = np.where(counts.counts[:, 1] > 0, 1.0, -1.0)
+    constant = ~mixed
+    W[constant, d] = sign[constant] / (bs if bs > 0 else 1.0)
+    mass = counts.counts.sum(axis=1)
+    xi = mixing_weights(mass, 0.0, mass > 0)
+    for epoch in range(INIT_EXPERT_PASSES):
+        state: ExpertState = runner.run(
+            InitialExpertPass(centers, mixed, positive, C, bs, alpha,
+                              seed * 1000003 + epoch, W),
+            dataset, shuffle=True, seed=seed, epoch=epoch,
+            description=f"initial experts {epoch + 1}/{INIT_EXPERT_PASSES}")
+        W = state.W
+    return MixtureParams(xi, np.asarray(centers, dtype=np.float64), W), constant, total, tau
+
+
+def _fit_binary(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
+                positive: int, seed: int) -> BinaryFit:
+    k = centers.shape[0]
+    history: History = []
+    with ExampleState(dataset.n_rows, k) as alpha:
+        params, constant, total, tau = _initial_mixture(runner, dataset, config, centers,
+                                                        positive, seed, alpha)
+        if config.em == "batch":
+            params, n_iter, converged = _batch_em(runner, dataset, config, params, constant,
+                                                  positive, tau, alpha, seed, history)
+            return BinaryFit(params, history, n_iter, converged, params.xi.copy(),
+                             n_iter * dataset.n_chunks, total, tau)
+        state, n_iter, converged = _stochastic_em(runner, dataset, config, params, constant,
+                                                  positive, tau, total, alpha, seed,
+                                                  history)
+    return BinaryFit(state.params, history, n_iter, converged, state.resp, state.t, total,
+                     tau)
+
+
+def _record(config: MixtureConfig, loglik: float, p: MixtureParams) -> dict[str, float]:
+    """A history entry: the log-likelihood, eq. 19 and the active components."""
+    return {
+        "loglik": float(loglik),
+        "penalised": penalised_loglik(loglik, p, float(config.C), float(config.nu)),
+        "n_active": int((p.xi > 0).sum()),
+    }
+
+
+def _converged(config: MixtureConfig, history: History, weight: float) -> bool:
+    """Whether the last epoch changed eq. 19 by at most ``tol`` times the weight."""
+    change = abs(history[-1]["penalised"] - history[-2]["penalised"])
+    return bool(change <= float(config.tol) * weight)
+
+
+def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: MixtureParams,
+              constant: np.ndarray, positive: int, tau: float, alpha: ExampleState,
+              seed: int, history: History) -> tuple[MixtureParams, int, bool]:
+    bs = float(config.bias_scale)
+    epochs = int(config.epochs)
+    for epoch in range(epochs + 1):
+        stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs), dataset,
+                                       description=f"E-step {epoch + 1}/{epochs + 1}")
+        history.append(_record(config, stats.loglik, params))
+        if epoch > 0 and _converged(config, history, stats.weight):
+            return params, epoch, True
+        if epoch == epochs:
+            break
+        # M-step, Fig. 2: xi by eq. 20 (pruning), then centres and experts
+        xi = mixing_weights(stats.mass, float(config.nu), params.xi > 0)
+        posterior = MixtureParams(xi, params.V, params.W)
+
+        def gating(V: np.ndarray, posterior: MixtureParams = posterior) -> tuple[float,
+                                                                                  np.ndarray]:
+            out: GatingValue = runner.run(GatingPass(posterior, V, positive, tau, bs),
+                                          dataset, description="gating")
+            return out.value, out.grad
+
+        h0 = 1.0 / (2.0 * tau * np.maximum(stats.mass, 1.0))[:, None]
+        V = lbfgs_minimize(gating, params.V, max_iter=LBFGS_STEPS,
+                           h0=np.broadcast_to(h0, params.V.shape)).x
+        W = params.W.copy()
+        if epoch == 0:  # constant experts carry no dual variables: re-train from zero
+            W[constant] = 0.0
+        W = _expert_step(runner, dataset, config, posterior, params.W, W, positive, tau,
+                         alpha, seed, epoch)
+        params = MixtureParams(xi, V, W)
+    return params, epochs, False
+
+
+def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
+                 posterior: MixtureParams, W_old: np.ndarray, W: np.ndarray, positive: int,
+                 tau: float, alpha: ExampleState, seed: int, epoch: int) -> np.ndarray:
+    """Warm-started coordinate descent passes until every expert improves eq. 15."""
+    C, bs = float(config.C), float(config.bias_scale)
+    active = posterior.xi > 0
+    reg_old = (W_old ** 2).sum(axis=1) / 2.0
+    for rep in range(MAX_EXPERT_PASSES):
+        state: ExpertState = runner.run(
+            ExpertPass(posterior, positive, C, tau, bs, alpha,
+                       seed * 1000003 + 17 + 101 * epoch + rep, W),
+            dataset, shuffle=True, seed=seed,
+            epoch=INIT_EXPERT_PASSES + MAX_EXPERT_PASSES * epoch + rep,
+            description=f"experts {epoch + 1}/{int(config.epochs)}")
+        W = state.W
+        losses: np.ndarray = runner.run(
+            ExpertObjectivePass(posterior, W_old, W, positive, tau, bs), dataset,
+            description="expert objectives")
+        primal_old = reg_old + C * losses[0]
+        primal_new = (W ** 2).sum(axis=1) / 2.0 + C * losses[1]
+        if np.all(primal_new[active] <= primal_old[active]):
+            break
+    return W
+
+
+def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
+                   params: MixtureParams, constant: np.ndarray, positive: int, tau: float,
+                   total: float, alpha: ExampleState, seed: int,
+                   history: History) -> tuple[StochasticState, int, bool]:
+    bs = float(config.bias_scale)
+    epochs = int(config.epochs)
+    stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs), dataset,
+                                   description="E-step")
+    history.append(_record(config, stats.loglik, params))
+    W = params.W.copy()
+    W[constant] = 0.0  # constant experts carry no dual variables: re-train from zero
+    state = StochasticState(MixtureParams(params.xi.copy(), params.V.copy(), W),
+                            stats.mass / max(stats.weight, 1e-300), 0)
+    for epoch in range(epochs):
+        state = runner.run(
+            StochasticEpochPass(positive, float(config.C), tau, float(config.nu), bs, total,
+                                alpha, seed * 1000003 + 31 + epoch, state),
+            dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
+            description=f"stochastic EM {epoch + 1}/{epochs}")
+        history.append(_record(config, state.loglik, state.params))
+        if _converged(config, history, stats.weight):
+            return state, epoch + 1, True
+    return state, epochs, False

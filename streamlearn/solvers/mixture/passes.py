@@ -1,0 +1,588 @@
+"""Passes of the mixture of linear SVMs with RBF gating (paper 002) and their states.
+
+Each pass walks a dataset's chunks once (see :mod:`streamlearn.engine`): reductions of
+cluster class counts, E-step statistics (eq. 11), the gating objective (eq. 13, 14) and the
+experts' hinge losses (eq. 15); sequential passes of the experts' dual coordinate descent
+and of stochastic EM. The per-row work is in :mod:`streamlearn.solvers.mixture.kernels`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from streamlearn.data import Chunk
+from streamlearn.data.example_state import ExampleState
+from streamlearn.solvers.kmeans import assign_chunk
+from streamlearn.solvers.mixture.kernels import (
+    center_sq_norms,
+    chunk_products,
+    expert_dcd_chunk,
+    gate_log_chunk,
+    gating_objective_chunk,
+    posteriors_chunk,
+)
+
+#: Coordinate descent sweeps over a chunk per visit (initial and batch M-step experts).
+EXPERT_SWEEPS = 3
+#: Stochastic EM step ``rho_t = (t + STEP_OFFSET) ** -STEP_DECAY`` at its ``t``-th chunk.
+STEP_OFFSET = 2.0
+STEP_DECAY = 0.6
+
+
+# -- parameters of one binary mixture -------------------------------------------------------
+@dataclass
+class MixtureParams:
+    """Parameters of one binary mixture.
+
+    Attributes
+    ----------
+    xi : ndarray of shape (k,), float64
+        Mixing weights; 0 marks a pruned component.
+    V : ndarray of shape (k, d), float64
+        Gating centres.
+    W : ndarray of shape (k, d + 1), float64
+        Experts, the weight of the constant feature ``bias_scale`` last.
+    """
+
+    xi: np.ndarray
+    V: np.ndarray
+    W: np.ndarray
+
+    def copy(self) -> MixtureParams:
+        """An independent copy."""
+        return MixtureParams(self.xi.copy(), self.V.copy(), self.W.copy())
+
+
+def _signs(chunk: Chunk, positive: int) -> np.ndarray:
+    """Labels of a chunk as float32 +1 (class ``positive``) / -1."""
+    return np.where(np.asarray(chunk.y) == positive, 1.0, -1.0).astype(np.float32)
+
+
+def _weights(chunk: Chunk) -> np.ndarray:
+    if chunk.weight is None:
+        return np.ones(chunk.n_rows, dtype=np.float32)
+    return np.ascontiguousarray(chunk.weight, dtype=np.float32)
+
+
+def _log_gates(X: np.ndarray, p: MixtureParams, tau: float,
+               bias_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Log gates (eq. 7) over the active components and the expert scores of a chunk."""
+    prod = chunk_products(X, p.V, p.W, bias_scale)
+    log_g = gate_log_chunk(prod.x_sq, prod.XV, center_sq_norms(p.V), p.xi > 0, float(tau))
+    return log_g, prod.scores
+
+
+def _posteriors(X: np.ndarray, y: np.ndarray, p: MixtureParams, tau: float,
+                bias_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """E-step (eq. 11) of a chunk: posteriors and the rows' log-likelihoods."""
+    log_g, scores = _log_gates(X, p, tau, bias_scale)
+    return posteriors_chunk(log_g, scores, y, p.xi)
+
+
+def mixing_weights(mass: np.ndarray, nu: float, active: np.ndarray) -> np.ndarray:
+    """Eq. 20: ``xi_j = max(0, n_j - nu) / sum_l max(0, n_l - nu)`` over active components.
+
+    When every component would vanish, the one with the most mass is kept alone.
+
+    Parameters
+    ----------
+    mass : ndarray of shape (k,)
+        ``n_j = sum_i s_i q_ij``.
+    nu : float
+    active : ndarray of shape (k,), bool
+        Components still in the model (pruned ones stay pruned).
+
+    Returns
+    -------
+    ndarray of shape (k,), float64
+    """
+    kept = np.where(active, np.maximum(np.asarray(mass, dtype=np.float64) - float(nu), 0.0), 0.0)
+    total = kept.sum()
+    if total <= 0.0:
+        xi = np.zeros(len(kept))
+        xi[int(np.argmax(np.where(active, mass, -np.inf)))] = 1.0
+        return xi
+    return kept / total
+
+
+def penalised_loglik(loglik: float, p: MixtureParams, C: float, nu: float) -> float:
+    """Eq. 19 of a mixture whose data log-likelihood (eq. 8's first sum) is ``loglik``."""
+    active = p.xi > 0
+    reg = float((p.W[active] ** 2).sum()) / (2.0 * float(C))
+    return float(loglik - reg - float(nu) * np.log(p.xi[active]).sum())
+
+
+# -- passes ---------------------------------------------------------------------------------
+@dataclass
+class ClusterCounts:
+    """Weighted class counts per k-means cluster and the spread of the rows around them.
+
+    Attributes
+    ----------
+    counts : ndarray of shape (k, 2)
+        Weight of the negative and positive rows nearest to each centre.
+    sq_dist : float
+        Weighted sum of squared distances of the rows to their nearest centre.
+    """
+
+    counts: np.ndarray
+    sq_dist: float = 0.0
+
+
+class ClusterCountPass:
+    """Reduction pass: :class:`ClusterCounts` of the k-means clusters.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (k, d)
+    positive : int
+        Class code of the positive label.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, centers: np.ndarray, positive: int) -> None:
+        self.centers = np.ascontiguousarray(centers, dtype=np.float64)
+        self.positive = int(positive)
+
+    def start(self) -> ClusterCounts:
+        """Zero counts."""
+        return ClusterCounts(np.zeros((self.centers.shape[0], 2)))
+
+    def step(self, state: ClusterCounts, chunk: Chunk) -> ClusterCounts:
+        """Add the chunk's rows (in place)."""
+        labels, sq = assign_chunk(chunk.X, self.centers)
+        w = _weights(chunk).astype(np.float64)
+        side = (np.asarray(chunk.y) == self.positive).astype(np.int64)
+        np.add.at(state.counts, (labels, side), w)
+        state.sq_dist += float(w @ sq.astype(np.float64))
+        return state
+
+    def merge(self, a: ClusterCounts, b: ClusterCounts) -> ClusterCounts:
+        """Sum of two states (a new one)."""
+        return ClusterCounts(a.counts + b.counts, a.sq_dist + b.sq_dist)
+
+    def finish(self, state: ClusterCounts) -> ClusterCounts:
+        """The counts."""
+        return state
+
+
+@dataclass
+class ExpertState:
+    """Experts carried through a coordinate descent pass.
+
+    Attributes
+    ----------
+    W : ndarray of shape (k, d + 1)
+    rows : int
+        Rows processed (the weight of this state when partial states are merged).
+    """
+
+    W: np.ndarray
+    rows: int = 0
+
+
+def _mix(a: np.ndarray, b: np.ndarray, na: float, nb: float) -> np.ndarray:
+    total = na + nb
+    return a.copy() if total == 0 else (na * a + nb * b) / total
+
+
+def _chunk_seed(seed: int, chunk: Chunk) -> int:
+    return (int(seed) * 0x9E3779B1 + int(chunk.start)) % 2**63
+
+
+class InitialExpertPass:
+    """Sequential pass: dual coordinate descent of one linear SVM per k-means cluster.
+
+    Each row belongs to its nearest centre only (a one-hot posterior), so expert ``j`` is the
+    linear SVM of cluster ``j``'s rows.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (k, d)
+    trained : ndarray of shape (k,), bool
+        Clusters with both classes (the others keep their constant expert).
+    positive : int
+    C, bias_scale : float
+    alpha : ExampleState
+        Dual variables ``(n_rows, k)``.
+    seed : int
+    initial : ndarray of shape (k, d + 1)
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, centers: np.ndarray, trained: np.ndarray, positive: int, C: float,
+                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
+        self.centers = np.ascontiguousarray(centers, dtype=np.float64)
+        self.trained = np.asarray(trained, dtype=bool)
+        self.positive = int(positive)
+        self.C = float(C)
+        self.bias_scale = float(bias_scale)
+        self.alpha = alpha
+        self.seed = int(seed)
+        self.initial = initial
+
+    def start(self) -> ExpertState:
+        """A copy of the initial experts."""
+        return ExpertState(self.initial.copy())
+
+    def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
+        """Coordinate descent sweeps over the chunk (in place)."""
+        labels, _ = assign_chunk(chunk.X, self.centers)
+        Q = np.zeros((chunk.n_rows, self.centers.shape[0]))
+        Q[np.arange(chunk.n_rows), labels] = 1.0
+        alpha = self.alpha.get(chunk)
+        expert_dcd_chunk(chunk.X, _signs(chunk, self.positive), _weights(chunk), Q, self.C,
+                         alpha, state.W, self.trained, self.bias_scale, EXPERT_SWEEPS,
+                         _chunk_seed(self.seed, chunk))
+        self.alpha.put(chunk, alpha)
+        state.rows += chunk.n_rows
+        return state
+
+    def merge(self, a: ExpertState, b: ExpertState) -> ExpertState:
+        """Parameter mixing of two partial states (a new state)."""
+        return ExpertState(_mix(a.W, b.W, a.rows, b.rows), a.rows + b.rows)
+
+    def finish(self, state: ExpertState) -> ExpertState:
+        """The experts after the pass."""
+        return state
+
+
+@dataclass
+class EStepStats:
+    """Sufficient statistics of the E-step.
+
+    Attributes
+    ----------
+    mass : ndarray of shape (k,)
+        ``n_j = sum_i s_i q_ij``.
+    loglik : float
+        ``sum_i s_i log P(y_i | x_i)`` (eq. 8's data term).
+    weight : float
+        ``sum_i s_i``.
+    """
+
+    mass: np.ndarray
+    loglik: float = 0.0
+    weight: float = 0.0
+
+
+class EStepPass:
+    """Reduction pass: E-step statistics (eq. 11) and the log-likelihood at ``params``.
+
+    Parameters
+    ----------
+    params : MixtureParams
+    positive : int
+    tau, bias_scale : float
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, params: MixtureParams, positive: int, tau: float,
+                 bias_scale: float) -> None:
+        self.params = params
+        self.positive = int(positive)
+        self.tau = float(tau)
+        self.bias_scale = float(bias_scale)
+
+    def start(self) -> EStepStats:
+        """Zero statistics."""
+        return EStepStats(np.zeros(len(self.params.xi)))
+
+    def step(self, state: EStepStats, chunk: Chunk) -> EStepStats:
+        """Add the chunk's posteriors (in place)."""
+        w = _weights(chunk).astype(np.float64)
+        Q, loglik = _posteriors(chunk.X, _signs(chunk, self.positive), self.params, self.tau,
+                                self.bias_scale)
+        state.mass += w @ Q
+        state.loglik += float(w @ loglik)
+        state.weight += float(w.sum())
+        return state
+
+    def merge(self, a: EStepStats, b: EStepStats) -> EStepStats:
+        """Sum of two states (a new one)."""
+        return EStepStats(a.mass + b.mass, a.loglik + b.loglik, a.weight + b.weight)
+
+    def finish(self, state: EStepStats) -> EStepStats:
+        """The statistics."""
+        return state
+
+
+@dataclass
+class GatingValue:
+    """Value and gradient of the gating objective (eq. 13, 14) summed over chunks."""
+
+    value: float
+    grad: np.ndarray
+
+
+class GatingPass:
+    """Reduction pass: the gating objective (eq. 13) and its gradient (eq. 14) at ``V``.
+
+    The posteriors come from ``posterior_params`` (the E-step's parameters), recomputed
+    chunk by chunk, so nothing per row is stored between passes.
+
+    Parameters
+    ----------
+    posterior_params : MixtureParams
+    V : ndarray of shape (k, d)
+        Centres where the objective is evaluated.
+    positive : int
+    tau, bias_scale : float
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, posterior_params: MixtureParams, V: np.ndarray, positive: int,
+                 tau: float, bias_scale: float) -> None:
+        self.posterior_params = posterior_params
+        self.V = np.asarray(V, dtype=np.float64)
+        self.positive = int(positive)
+        self.tau = float(tau)
+        self.bias_scale = float(bias_scale)
+
+    def start(self) -> GatingValue:
+        """Zero value and gradient."""
+        return GatingValue(0.0, np.zeros_like(self.V))
+
+    def step(self, state: GatingValue, chunk: Chunk) -> GatingValue:
+        """Add the chunk's part (in place)."""
+        Q, _ = _posteriors(chunk.X, _signs(chunk, self.positive), self.posterior_params,
+                           self.tau, self.bias_scale)
+        value, grad = gating_objective_chunk(chunk.X, _weights(chunk), Q, self.V,
+                                             self.posterior_params.xi > 0, self.tau)
+        state.value += value
+        state.grad += grad
+        return state
+
+    def merge(self, a: GatingValue, b: GatingValue) -> GatingValue:
+        """Sum of two states (a new one)."""
+        return GatingValue(a.value + b.value, a.grad + b.grad)
+
+    def finish(self, state: GatingValue) -> GatingValue:
+        """The value and gradient."""
+        return state
+
+
+class ExpertPass:
+    """Sequential pass: weighted dual coordinate descent of every active expert (eq. 15).
+
+    Row ``i`` weighs ``s_i q_ij`` in expert ``j``'s hinge losses, ``q`` from
+    ``posterior_params``; the dual variables are warm-started from earlier passes.
+
+    Parameters
+    ----------
+    posterior_params : MixtureParams
+    positive : int
+    C, tau, bias_scale : float
+    alpha : ExampleState
+        Dual variables ``(n_rows, k)``.
+    seed : int
+    initial : ndarray of shape (k, d + 1)
+        Experts at the start of the pass, equal to the dual variables' image.
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, posterior_params: MixtureParams, positive: int, C: float, tau: float,
+                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
+        self.posterior_params = posterior_params
+        self.positive = int(positive)
+        self.C = float(C)
+        self.tau = float(tau)
+        self.bias_scale = float(bias_scale)
+        self.alpha = alpha
+        self.seed = int(seed)
+        self.initial = initial
+
+    def start(self) -> ExpertState:
+        """A copy of the initial experts."""
+        return ExpertState(self.initial.copy())
+
+    def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
+        """Coordinate descent sweeps over the chunk (in place)."""
+        y = _signs(chunk, self.positive)
+        Q, _ = _posteriors(chunk.X, y, self.posterior_params, self.tau, self.bias_scale)
+        alpha = self.alpha.get(chunk)
+        expert_dcd_chunk(chunk.X, y, _weights(chunk), Q, self.C, alpha, state.W,
+                         self.posterior_params.xi > 0, self.bias_scale, EXPERT_SWEEPS,
+                         _chunk_seed(self.seed, chunk))
+        self.alpha.put(chunk, alpha)
+        state.rows += chunk.n_rows
+        return state
+
+    def merge(self, a: ExpertState, b: ExpertState) -> ExpertState:
+        """Parameter mixing of two partial states (a new state)."""
+        return ExpertState(_mix(a.W, b.W, a.rows, b.rows), a.rows + b.rows)
+
+    def finish(self, state: ExpertState) -> ExpertState:
+        """The experts after the pass."""
+        return state
+
+
+class ExpertObjectivePass:
+    """Reduction pass: each expert's weighted hinge losses (eq. 15) for two sets of experts.
+
+    Parameters
+    ----------
+    posterior_params : MixtureParams
+        Parameters whose posteriors weigh the rows.
+    W_a, W_b : ndarray of shape (k, d + 1)
+    positive : int
+    tau, bias_scale : float
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, posterior_params: MixtureParams, W_a: np.ndarray, W_b: np.ndarray,
+                 positive: int, tau: float, bias_scale: float) -> None:
+        self.posterior_params = posterior_params
+        self.W_a = W_a
+        self.W_b = W_b
+        self.positive = int(positive)
+        self.tau = float(tau)
+        self.bias_scale = float(bias_scale)
+
+    def start(self) -> np.ndarray:
+        """Zero losses, shape ``(2, k)``."""
+        return np.zeros((2, self.W_a.shape[0]))
+
+    def step(self, state: np.ndarray, chunk: Chunk) -> np.ndarray:
+        """Add the chunk's weighted hinge losses (in place)."""
+        y = _signs(chunk, self.positive)
+        Q, _ = _posteriors(chunk.X, y, self.posterior_params, self.tau, self.bias_scale)
+        wq = _weights(chunk).astype(np.float64)[:, None] * Q
+        for row, W in enumerate((self.W_a, self.W_b)):
+            scores = chunk_products(chunk.X, self.posterior_params.V, W, self.bias_scale).scores
+            state[row] += (wq * np.maximum(0.0, 1.0 - y[:, None] * scores)).sum(axis=0)
+        return state
+
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Sum of two states (a new one)."""
+        return a + b
+
+    def finish(self, state: np.ndarray) -> np.ndarray:
+        """Losses of ``W_a`` (row 0) and ``W_b`` (row 1) per expert."""
+        return state
+
+
+@dataclass
+class StochasticState:
+    """State of stochastic EM carried from chunk to chunk.
+
+    Attributes
+    ----------
+    params : MixtureParams
+    resp : ndarray of shape (k,)
+        Running mean of the rows' posteriors (``xi`` follows from it by eq. 20).
+    t : int
+        Chunks seen since the start of training (sets the step ``rho_t``).
+    loglik, weight : float
+        Weighted log-likelihood of this pass's rows under the parameters met when each
+        chunk was read, and their total weight.
+    rows : int
+        Rows processed in this pass.
+    """
+
+    params: MixtureParams
+    resp: np.ndarray
+    t: int
+    loglik: float = 0.0
+    weight: float = 0.0
+    rows: int = 0
+
+
+class StochasticEpochPass:
+    """Sequential pass: one epoch of stochastic EM, one chunk at a time.
+
+    Parameters
+    ----------
+    positive : int
+    C, tau, nu, bias_scale : float
+    total_weight : float
+        ``sum_i s_i`` over the whole dataset (turns mean posteriors into eq. 20's counts).
+    alpha : ExampleState
+        Dual variables of the experts ``(n_rows, k)``.
+    seed : int
+    initial : StochasticState
+        State at the start of the pass (not modified).
+
+    Notes
+    -----
+    Engines that split the pass average the partial parameters weighted by rows processed
+    (a component pruned in either part stays pruned).
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, positive: int, C: float, tau: float, nu: float, bias_scale: float,
+                 total_weight: float, alpha: ExampleState, seed: int,
+                 initial: StochasticState) -> None:
+        self.positive = int(positive)
+        self.C = float(C)
+        self.tau = float(tau)
+        self.nu = float(nu)
+        self.bias_scale = float(bias_scale)
+        self.total_weight = float(total_weight)
+        self.alpha = alpha
+        self.seed = int(seed)
+        self.initial = initial
+
+    def start(self) -> StochasticState:
+        """A copy of the initial state with empty pass statistics."""
+        s = self.initial
+        return StochasticState(s.params.copy(), s.resp.copy(), s.t)
+
+    def step(self, state: StochasticState, chunk: Chunk) -> StochasticState:
+        """E-step on the chunk, then stochastic updates of xi, centres and experts."""
+        X, y, w = chunk.X, _signs(chunk, self.positive), _weights(chunk)
+        w64 = w.astype(np.float64)
+        p = state.params
+        Q, loglik = _posteriors(X, y, p, self.tau, self.bias_scale)
+        state.loglik += float(w64 @ loglik)
+        state.weight += float(w64.sum())
+        rho = (state.t + STEP_OFFSET) ** -STEP_DECAY
+        state.t += 1
+        chunk_weight = float(w64.sum())
+        if chunk_weight > 0.0:
+            state.resp = (1.0 - rho) * state.resp + rho * (w64 @ Q) / chunk_weight
+        active = p.xi > 0
+        p.xi = mixing_weights(self.total_weight * state.resp, self.nu, active)
+        if not np.array_equal(p.xi > 0, active):  # a component vanished: posteriors without it
+            Q, _ = _posteriors(X, y, p, self.tau, self.bias_scale)
+            active = p.xi > 0
+        # centres: one step on the chunk's part of eq. 13, scaled by each centre's mass
+        _, grad = gating_objective_chunk(X, w, Q, p.V, active, self.tau)
+        log_g, _ = _log_gates(X, p, self.tau, self.bias_scale)
+        mass = np.maximum(w64 @ Q, w64 @ np.exp(log_g))
+        scale = rho / (2.0 * self.tau * np.maximum(mass, 1e-12))
+        p.V -= scale[:, None] * grad
+        # experts: weighted coordinate descent sweeps over the chunk
+        alpha = self.alpha.get(chunk)
+        expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
+                         EXPERT_SWEEPS, _chunk_seed(self.seed, chunk))
+        self.alpha.put(chunk, alpha)
+        state.rows += chunk.n_rows
+        return state
+
+    def merge(self, a: StochasticState, b: StochasticState) -> StochasticState:
+        """Parameter mixing of two partial states (a new state)."""
+        na, nb = a.rows, b.rows
+        xi = _mix(a.params.xi, b.params.xi, na, nb)
+        xi[(a.params.xi == 0) | (b.params.xi == 0)] = 0.0
+        xi = xi / xi.sum() if xi.sum() > 0 else a.params.xi.copy()
+        params = MixtureParams(xi, _mix(a.params.V, b.params.V, na, nb),
+                               _mix(a.params.W, b.params.W, na, nb))
+        return StochasticState(params, _mix(a.resp, b.resp, na, nb),
+                               max(a.t, b.t) + min(a.t, b.t) - self.initial.t,
+                               a.loglik + b.loglik, a.weight + b.weight, na + nb)
+
+    def finish(self, state: StochasticState) -> StochasticState:
+        """The state after the epoch."""
+        return state
+

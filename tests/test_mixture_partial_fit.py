@@ -1,0 +1,110 @@
+"""MixtureSVC: partial_fit by stochastic EM, the convergence rule, log-odds predictions."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
+
+from streamlearn.errors import SchemaError
+from streamlearn.models.mixture import MixtureSVC
+
+
+def _xor(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
+    return X, (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+
+
+def _quiet_fit(model: MixtureSVC, X: np.ndarray, y: np.ndarray) -> MixtureSVC:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def test_partial_fit_over_chunks_matches_fit_and_beats_a_linear_model() -> None:
+    X, y = _xor(6000, seed=1)
+    Xt, yt = _xor(2000, seed=2)
+    params = dict(n_components=8, C=10.0, chunk_rows=500, random_state=0)
+    batch = _quiet_fit(MixtureSVC(epochs=5, **params), X, y).score(Xt, yt)
+    online = MixtureSVC(**params)
+    for part in np.array_split(np.arange(len(y)), 6):
+        online.partial_fit(X[part], y[part], classes=[0, 1])
+    linear = LinearSVC().fit(X, y).score(Xt, yt)
+    assert online.n_iter_ == 6 and len(online.history_[0]) == 7
+    assert online.score(Xt, yt) > batch - 0.03
+    assert online.score(Xt, yt) > linear + 0.3
+
+
+def test_partial_fit_continues_fit_and_a_loaded_model_alike(tmp_path) -> None:
+    X, y = _xor(3000, seed=3)
+    X2, y2 = _xor(1000, seed=4)
+    fitted = _quiet_fit(MixtureSVC(n_components=6, C=10.0, epochs=2, chunk_rows=500), X, y)
+    loaded = MixtureSVC.load(fitted.save(tmp_path / "mix.slm"))
+    before = fitted.coef_.copy()
+    fitted.partial_fit(X2, y2)
+    loaded.partial_fit(X2, y2)
+    assert not np.array_equal(fitted.coef_, before)  # the pass moved the experts
+    assert fitted.n_iter_ == loaded.n_iter_ == 3
+    np.testing.assert_array_equal(loaded.coef_, fitted.coef_)
+    np.testing.assert_array_equal(loaded.centers_, fitted.centers_)
+    np.testing.assert_array_equal(loaded.xi_, fitted.xi_)
+
+
+def test_first_partial_fit_is_one_stochastic_epoch_of_fit() -> None:
+    X, y = _xor(1500, seed=5)
+    params = dict(n_components=5, C=10.0, chunk_rows=300, random_state=3, tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="epochs=1"):
+        one_epoch = MixtureSVC(em="stochastic", epochs=1, **params).fit(X, y)
+    online = MixtureSVC(em="batch", epochs=7, **params).partial_fit(X, y)
+    np.testing.assert_array_equal(online.coef_, one_epoch.coef_)
+    np.testing.assert_array_equal(online.centers_, one_epoch.centers_)
+    assert online.tau_ == one_epoch.tau_
+
+
+def test_partial_fit_checks_classes_and_features() -> None:
+    X, y = _xor(400, seed=6)
+    y3 = y + (X[:, 0] > 0.8)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        MixtureSVC(n_components=3).partial_fit(X, y3)
+    model = MixtureSVC(n_components=3).partial_fit(X, y3, classes=[0, 1, 2])
+    assert model.predict_proba(X).shape == (400, 3)
+    with pytest.raises(ValueError, match="is not the same as"):
+        model.partial_fit(X, y3, classes=[0, 1])
+    with pytest.raises(SchemaError, match=r"3 features, but \w+ is expecting 2 features"):
+        model.partial_fit(np.zeros((5, 3), dtype=np.float32), y3[:5])
+    with pytest.raises(ValueError, match="classes"):
+        model.partial_fit(X[:5], np.array([0, 1, 2, 7, 0]))
+    # a first chunk with one class is fine when the classes are given
+    single = MixtureSVC(n_components=2).partial_fit(X[y == 1], y[y == 1], classes=[0, 1])
+    single.partial_fit(X, y)
+    np.testing.assert_array_equal(single.classes_, [0, 1])
+
+
+def test_em_warns_at_its_cap_and_stops_by_tolerance() -> None:
+    X, y = _xor(800, seed=7)
+    for em in ("batch", "stochastic"):
+        with pytest.warns(ConvergenceWarning, match="tol=0.0"):
+            capped = MixtureSVC(n_components=4, em=em, epochs=3, tol=0.0,
+                                chunk_rows=200).fit(X, y)
+        assert capped.n_iter_ == 3 and len(capped.history_[0]) == 4
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            loose = MixtureSVC(n_components=4, em=em, epochs=3, tol=1e6,
+                               chunk_rows=200).fit(X, y)
+        assert loose.n_iter_ == 1 and len(loose.history_[0]) == 2
+
+
+def test_probabilities_are_the_logistic_of_the_decision_function() -> None:
+    X, y = _xor(1000, seed=8)
+    model = _quiet_fit(MixtureSVC(n_components=6, C=10.0, epochs=3), X, y)
+    f = model.decision_function(X)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], 1.0 / (1.0 + np.exp(-f)), rtol=1e-12)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(model.predict(X), (f > 0).astype(np.int64))
+    assert np.isclose(expit(f[0]), proba[0, 1])
