@@ -261,8 +261,7 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
 
             def record(t: int, m: Any, c: int = c, per_round: list[set[int]] = per_round,
                        test: np.ndarray = Xk_test, margins: np.ndarray = margins) -> None:
-                scores = m.decision_function(test)
-                margins[t:, c] = scores[:, 1] - scores[:, 0]
+                margins[t:, c] = m.decision_function(test)  # two classes: s_1 - s_0
                 per_round.append(set(m.selected_features_.tolist()))
 
             ShareBoostClassifier(n_rounds=cfg["ovr_rounds"], refit_iter=cfg["refit_iter"],

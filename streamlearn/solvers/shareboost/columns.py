@@ -1,0 +1,230 @@
+"""ShareBoost's candidate columns (paper 003): raw features, decision stumps, anchor pieces.
+
+Every family scores all of its candidates from one pass (:meth:`accumulate` folds a chunk's
+residuals into a small accumulator, :meth:`column_scores` turns it into the L1 norm of every
+candidate's gradient column, eq. 7) and recomputes the selected ones from a chunk's features
+(:meth:`gates`), so no column is ever stored per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from streamlearn.features.anchors import AnchorPieces, squared_distances
+from streamlearn.solvers.shareboost.kernels import (
+    anchor_gradients,
+    anchor_histogram_chunk,
+    linear_gates_chunk,
+    linear_gradient_chunk,
+    stump_gates_chunk,
+    stump_gradients,
+    stump_histogram_chunk,
+)
+from streamlearn.solvers.shareboost.threads import (
+    MIN_CENTRES_PER_THREAD,
+    in_threads,
+    thread_bounds,
+)
+
+#: Candidate families, by name.
+FEATURES = ("linear", "stumps", "anchors")
+
+
+def _ones(n: int) -> np.ndarray:
+    return np.ones((n, 1), dtype=np.float32)
+
+
+@dataclass
+class LinearColumns:
+    """Candidates are the features ``x_f * scale_f``; candidate ``f`` is feature ``f``."""
+
+    scale: np.ndarray
+    n_base = 1
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of candidate columns."""
+        return int(self.scale.shape[0])
+
+    def base(self, X: np.ndarray) -> np.ndarray:
+        """Base vector of every row: ``[1]``."""
+        return _ones(X.shape[0])
+
+    def gradient_state(self, k: int) -> np.ndarray:
+        """Empty accumulator of the gradient matrix."""
+        return np.zeros((self.n_candidates, k))
+
+    def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                   acc: np.ndarray) -> None:
+        """Add one chunk's gradient columns to ``acc``."""
+        linear_gradient_chunk(X, residuals, self.scale, acc)
+
+    def column_scores(self, acc: np.ndarray) -> np.ndarray:
+        """L1 norm of every candidate's gradient column (eq. 7, before ``1 / m``)."""
+        return np.abs(acc).sum(axis=1)
+
+    def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Values of the given candidates, (n, T) float32."""
+        return linear_gates_chunk(X, np.asarray(candidates, dtype=np.int64), self.scale)
+
+    def used_features(self, candidates: np.ndarray) -> np.ndarray:
+        """Raw features the given candidates read."""
+        return np.unique(np.asarray(candidates, dtype=np.int64))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Arrays that define the family (saved with the model)."""
+        return {"scale": self.scale}
+
+
+@dataclass
+class StumpColumns:
+    """Candidates ``1[x_f <= theta_{f,b}]``; candidate ``f * n_thresholds + b``.
+
+    Attributes
+    ----------
+    thresholds : ndarray of shape (d, n_thresholds), float32, ascending per feature
+    """
+
+    thresholds: np.ndarray
+    n_base = 1
+
+    @property
+    def n_thresholds(self) -> int:
+        """Thresholds per feature."""
+        return int(self.thresholds.shape[1])
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of candidate columns."""
+        return int(self.thresholds.size)
+
+    def base(self, X: np.ndarray) -> np.ndarray:
+        """Base vector of every row: ``[1]``."""
+        return _ones(X.shape[0])
+
+    def gradient_state(self, k: int) -> np.ndarray:
+        """Empty accumulator: per feature, bins between thresholds."""
+        return np.zeros((self.thresholds.shape[0], self.n_thresholds + 1, k))
+
+    def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                   acc: np.ndarray) -> None:
+        """Add one chunk's residuals to the bins."""
+        stump_histogram_chunk(X, residuals, self.thresholds, acc)
+
+    def column_scores(self, acc: np.ndarray) -> np.ndarray:
+        """L1 norm of every stump's gradient column; repeated thresholds score ``-inf``."""
+        scores = np.abs(stump_gradients(acc)).sum(axis=2)
+        repeated = np.zeros_like(scores, dtype=bool)
+        repeated[:, 1:] = self.thresholds[:, 1:] <= self.thresholds[:, :-1]
+        scores[repeated] = -np.inf
+        return scores.ravel()
+
+    def split(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Feature and threshold of each candidate."""
+        features, bins = np.divmod(np.asarray(candidates, dtype=np.int64), self.n_thresholds)
+        return features, np.ascontiguousarray(self.thresholds[features, bins])
+
+    def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Stump values of the given candidates, (n, T) float32."""
+        features, thresholds = self.split(candidates)
+        return stump_gates_chunk(X, features, thresholds)
+
+    def used_features(self, candidates: np.ndarray) -> np.ndarray:
+        """Raw features the given stumps read."""
+        return np.unique(self.split(candidates)[0])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Arrays that define the family (saved with the model)."""
+        return {"thresholds": self.thresholds}
+
+
+@dataclass
+class AnchorColumns:
+    """Candidate groups ``1[||x - v_c|| < r_{c,j}] [x, 1]``; candidate ``c * n_radii + j``."""
+
+    pieces: AnchorPieces
+
+    @property
+    def n_base(self) -> int:
+        """Columns per group, ``d + 1``."""
+        return self.pieces.n_base
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of candidate groups."""
+        return self.pieces.n_centres * self.pieces.n_radii
+
+    def base(self, X: np.ndarray) -> np.ndarray:
+        """Base vector of every row: ``[x * scale, 1]``."""
+        return self.pieces.base(X)
+
+    def gradient_state(self, k: int) -> np.ndarray:
+        """Empty accumulator: per centre, bins between radii (float32, see the kernel)."""
+        p = self.pieces
+        return np.zeros((p.n_centres, p.n_radii, p.n_base, k), dtype=np.float32)
+
+    def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                   acc: np.ndarray) -> None:
+        """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball.
+
+        The centres are split between threads, each with its own block of distances (one
+        matrix product) and its own rows of ``acc``.
+        """
+        centres, radii2 = self.pieces.centres, self.radii2
+
+        def work(lo: int, hi: int) -> None:
+            anchor_histogram_chunk(squared_distances(X, centres[lo:hi]), base, residuals,
+                                   radii2[lo:hi], acc[lo:hi])
+
+        in_threads(work, thread_bounds(centres.shape[0], MIN_CENTRES_PER_THREAD))
+
+    @property
+    def radii2(self) -> np.ndarray:
+        """Squared radii, (n_centres, n_radii) float64."""
+        return self.pieces.radii ** 2
+
+    def column_scores(self, acc: np.ndarray) -> np.ndarray:
+        """Sum of the L1 norms of each group's columns (Sec. 2.1); repeated radii ``-inf``."""
+        scores = np.abs(anchor_gradients(acc)).sum(axis=(2, 3), dtype=np.float64)
+        radii = self.pieces.radii
+        repeated = np.zeros_like(scores, dtype=bool)
+        repeated[:, 1:] = radii[:, 1:] <= radii[:, :-1]
+        scores[repeated] = -np.inf
+        return scores.ravel()
+
+    def selected_pieces(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Centres (T, d) and radii (T,) of the given candidates."""
+        c, j = np.divmod(np.asarray(candidates, dtype=np.int64), self.pieces.n_radii)
+        return (np.ascontiguousarray(self.pieces.centres[c]),
+                np.ascontiguousarray(self.pieces.radii[c, j]))
+
+    def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Ball indicators of the given candidates, (n, T) float32."""
+        return self.pieces.gates(X, *self.selected_pieces(candidates))
+
+    def used_features(self, candidates: np.ndarray) -> np.ndarray:
+        """Raw features the pieces read: all of them, once a piece is selected."""
+        if len(candidates) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.arange(self.pieces.centres.shape[1], dtype=np.int64)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Arrays that define the family (saved with the model)."""
+        return {"scale": self.pieces.scale, "centres": self.pieces.centres,
+                "radii": self.pieces.radii}
+
+
+Family = LinearColumns | StumpColumns | AnchorColumns
+
+
+def family_from_arrays(kind: str, arrays: dict[str, np.ndarray]) -> Family:
+    """The family saved as ``arrays`` (see the families' ``arrays``), of kind ``kind``."""
+    if kind == "linear":
+        return LinearColumns(np.asarray(arrays["scale"], dtype=np.float64))
+    if kind == "stumps":
+        return StumpColumns(np.ascontiguousarray(arrays["thresholds"], dtype=np.float32))
+    return AnchorColumns(AnchorPieces(np.ascontiguousarray(arrays["centres"], dtype=np.float32),
+                                      np.asarray(arrays["radii"], dtype=np.float64),
+                                      np.asarray(arrays["scale"], dtype=np.float64)))

@@ -1,0 +1,306 @@
+"""ShareBoost's passes over the data (paper 003), each a reduction with a dataclass state.
+
+- :class:`WeightedSummaryPass`: feature ranges and a weighted row sample of the rows of
+  positive weight, from which the candidate columns are built;
+- :class:`ColumnScorePass`: the gradient matrix of eq. 7 for every candidate column at the
+  current ``W`` (one greedy round's choice);
+- :class:`RestrictedObjectivePass`: loss and gradient of the problem restricted to the
+  selected columns (one evaluation of the fully corrective step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from streamlearn.data import Chunk
+from streamlearn.errors import LabelError
+from streamlearn.solvers.row_sample import BottomKSample
+from streamlearn.solvers.shareboost.columns import Family
+from streamlearn.solvers.shareboost.kernels import (
+    margin_residuals_chunk,
+    restricted_objective_chunk,
+)
+from streamlearn.solvers.shareboost.threads import (
+    MIN_ROWS_PER_THREAD,
+    in_threads,
+    thread_bounds,
+)
+
+
+def chunk_arrays(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
+    """Class codes (int32) and weights (float32, ones without weights) of a chunk."""
+    codes = np.ascontiguousarray(chunk.y, dtype=np.int32)
+    weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
+              else np.ascontiguousarray(chunk.weight, dtype=np.float32))
+    return codes, weight
+
+
+def selected_gates(family: Family, chunk: Chunk, selected: np.ndarray) -> np.ndarray:
+    """Gates of the selected candidates on a chunk, (n, T) float32 C-contiguous."""
+    return np.ascontiguousarray(family.gates(chunk.X, selected), dtype=np.float32)
+
+
+# -- passes -------------------------------------------------------------------------------
+@dataclass
+class WeightedSummaryState:
+    """What the candidate columns are built from: the rows of positive weight only.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows with a positive weight.
+    weight : float
+        Sum of the weights.
+    largest : ndarray of shape (d,), float64
+        Largest absolute value of every feature over the rows of positive weight.
+    sample : BottomKSample
+        Uniform sample of the rows of positive weight; its last column is the row's weight.
+    """
+
+    n_rows: int
+    weight: float
+    largest: np.ndarray
+    sample: BottomKSample
+
+
+@dataclass(frozen=True)
+class WeightedSummary:
+    """Result of :class:`WeightedSummaryPass`.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows with a positive weight.
+    weight : float
+        Sum of the weights.
+    largest : ndarray of shape (d,), float64
+        Largest absolute value of every feature over the rows of positive weight.
+    sample : ndarray of shape (m, d), float32
+        Uniform sample of ``m = min(sample_size, n_rows)`` rows of positive weight.
+    sample_weight : ndarray of shape (m,), float64
+        Weights of the sampled rows.
+    """
+
+    n_rows: int
+    weight: float
+    largest: np.ndarray
+    sample: np.ndarray
+    sample_weight: np.ndarray
+
+    def quantiles(self, probabilities: np.ndarray) -> np.ndarray:
+        """Weighted quantiles of every feature over the sample, (d, p), ascending per feature.
+
+        The ``p`` quantile is the smallest sampled value whose cumulative weight reaches
+        ``p`` times the total (the inverted distribution function), so a row of weight
+        ``w`` gives the same quantiles as ``w`` copies of it.
+        """
+        probabilities = np.asarray(probabilities, dtype=np.float64)
+        d = self.sample.shape[1]
+        out = np.empty((d, probabilities.shape[0]))
+        for f in range(d):
+            order = np.argsort(self.sample[:, f], kind="stable")
+            cumulative = np.cumsum(self.sample_weight[order])
+            at = np.searchsorted(cumulative, probabilities * cumulative[-1], side="left")
+            out[f] = self.sample[order[np.minimum(at, order.shape[0] - 1)], f]
+        return out
+
+
+class WeightedSummaryPass:
+    """Reduction pass: feature ranges and a weighted row sample, ignoring zero-weight rows.
+
+    Rows enter the candidate columns in proportion to their weight: a row of weight 0 is
+    left out and a row of weight ``w`` counts as ``w`` copies (the stumps' thresholds are
+    weighted quantiles), so fitting with integer weights is fitting on repeated rows.
+
+    Parameters
+    ----------
+    n_features : int
+    sample_size : int
+        Rows in the sample the stump thresholds and anchor radii come from.
+    seed : int
+        Selects the sample; the result does not depend on chunking or merge order.
+    n_classes : int
+        Class codes must lie in ``[0, n_classes)``.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int, sample_size: int, seed: int, n_classes: int) -> None:
+        self.n_features = int(n_features)
+        self.sample_size = int(sample_size)
+        self.seed = int(seed)
+        self.n_classes = int(n_classes)
+
+    def start(self) -> WeightedSummaryState:
+        """Empty state."""
+        return WeightedSummaryState(0, 0.0, np.zeros(self.n_features),
+                                    BottomKSample(self.sample_size, self.n_features + 1,
+                                                  self.seed))
+
+    def step(self, state: WeightedSummaryState, chunk: Chunk) -> WeightedSummaryState:
+        """Fold the chunk's rows of positive weight into ``state`` (in place)."""
+        codes, weight = chunk_arrays(chunk)
+        if codes.size and (codes.min() < 0 or codes.max() >= self.n_classes):
+            raise LabelError(f"class codes must lie in [0, {self.n_classes}), got values in "
+                             f"[{codes.min()}, {codes.max()}] in the chunk starting at row "
+                             f"{chunk.start}")
+        keep = weight > 0
+        if not keep.any():
+            return state
+        X = chunk.X[keep]
+        state.n_rows += int(keep.sum())
+        state.weight += float(weight[keep].sum(dtype=np.float64))
+        np.maximum(state.largest, np.abs(X).max(axis=0), out=state.largest)
+        state.sample.update(np.column_stack([X, weight[keep]]).astype(np.float32),
+                            np.asarray(chunk.rows)[keep])
+        return state
+
+    def merge(self, a: WeightedSummaryState, b: WeightedSummaryState) -> WeightedSummaryState:
+        """Combine the states of two disjoint sets of chunks (a new state)."""
+        return WeightedSummaryState(a.n_rows + b.n_rows, a.weight + b.weight,
+                                    np.maximum(a.largest, b.largest), a.sample.merge(b.sample))
+
+    def finish(self, state: WeightedSummaryState) -> WeightedSummary:
+        """The summary."""
+        values = state.sample.values
+        return WeightedSummary(state.n_rows, state.weight, state.largest.copy(),
+                               np.ascontiguousarray(values[:, :-1]),
+                               values[:, -1].astype(np.float64))
+
+
+@dataclass
+class ObjectiveState:
+    """Weighted sums of one pass: loss, gradient (or column statistics), errors.
+
+    Attributes
+    ----------
+    loss, weight, errors : float
+        Sums of ``w_i loss_i``, ``w_i`` and the weights of misclassified rows.
+    gradient : ndarray
+        The pass's accumulator (restricted gradient, or candidate statistics).
+    intercept : ndarray of shape (k,)
+        Gradient with respect to the intercept (restricted pass only).
+    """
+
+    loss: float
+    weight: float
+    errors: float
+    gradient: np.ndarray
+    intercept: np.ndarray
+
+    def combined(self, other: ObjectiveState) -> ObjectiveState:
+        """Sum of two states (a new state)."""
+        return ObjectiveState(self.loss + other.loss, self.weight + other.weight,
+                              self.errors + other.errors, self.gradient + other.gradient,
+                              self.intercept + other.intercept)
+
+
+class ColumnScorePass:
+    """Reduction pass: gradient matrix of eq. 7 for every candidate column at the current W.
+
+    Parameters
+    ----------
+    family : LinearColumns, StumpColumns or AnchorColumns
+    selected : ndarray of shape (T,), int64
+        Selected candidates, in the order of ``coef``.
+    coef : ndarray of shape (T, k, q)
+    intercept : ndarray of shape (k,)
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
+                 intercept: np.ndarray) -> None:
+        self.family = family
+        self.selected = np.asarray(selected, dtype=np.int64)
+        self.coef = coef
+        self.intercept = intercept
+
+    def start(self) -> ObjectiveState:
+        """Empty sums."""
+        k = self.intercept.shape[0]
+        return ObjectiveState(0.0, 0.0, 0.0, self.family.gradient_state(k), np.zeros(k))
+
+    def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
+        """Residuals of the chunk's rows, folded into every candidate's column (in place)."""
+        codes, weight = chunk_arrays(chunk)
+        base = self.family.base(chunk.X)
+        gates = selected_gates(self.family, chunk, self.selected)
+        residuals, loss, wsum, errors = margin_residuals_chunk(
+            gates, base, codes, weight, self.coef, self.intercept)
+        self.family.accumulate(chunk.X, base, residuals, state.gradient)
+        state.loss += loss
+        state.weight += wsum
+        state.errors += errors
+        return state
+
+    def merge(self, a: ObjectiveState, b: ObjectiveState) -> ObjectiveState:
+        """Sum of two states (a new state)."""
+        return a.combined(b)
+
+    def finish(self, state: ObjectiveState) -> ObjectiveState:
+        """The sums."""
+        return state
+
+
+class RestrictedObjectivePass:
+    """Reduction pass: loss and gradient of the problem restricted to the selected columns.
+
+    Parameters
+    ----------
+    family, selected, coef, intercept
+        As in :class:`ColumnScorePass`.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
+                 intercept: np.ndarray) -> None:
+        self.family = family
+        self.selected = np.asarray(selected, dtype=np.int64)
+        self.coef = coef
+        self.intercept = intercept
+
+    def start(self) -> ObjectiveState:
+        """Empty sums."""
+        k = self.intercept.shape[0]
+        return ObjectiveState(0.0, 0.0, 0.0, np.zeros_like(self.coef), np.zeros(k))
+
+    def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
+        """Add the chunk's loss and gradient (in place)."""
+        codes, weight = chunk_arrays(chunk)
+        gates = selected_gates(self.family, chunk, self.selected)
+        base = self.family.base(chunk.X)
+
+        def work(lo: int, hi: int) -> ObjectiveState:
+            first = lo == 0  # the first part adds straight into the state's arrays
+            part = ObjectiveState(
+                0.0, 0.0, 0.0,
+                state.gradient if first else np.zeros_like(state.gradient),
+                state.intercept if first else np.zeros_like(state.intercept))
+            part.loss, part.weight, part.errors = restricted_objective_chunk(
+                gates[lo:hi], base[lo:hi], codes[lo:hi], weight[lo:hi], self.coef,
+                self.intercept, part.gradient, part.intercept)
+            return part
+
+        parts = in_threads(work, thread_bounds(chunk.n_rows, MIN_ROWS_PER_THREAD))
+        for i, part in enumerate(parts):
+            if i > 0:
+                state.gradient += part.gradient
+                state.intercept += part.intercept
+            state.loss += part.loss
+            state.weight += part.weight
+            state.errors += part.errors
+        return state
+
+    def merge(self, a: ObjectiveState, b: ObjectiveState) -> ObjectiveState:
+        """Sum of two states (a new state)."""
+        return a.combined(b)
+
+    def finish(self, state: ObjectiveState) -> ObjectiveState:
+        """The sums."""
+        return state
+

@@ -1,0 +1,56 @@
+"""Sharing one chunk's kernels (which release the GIL) between a few threads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+#: Threads that share one chunk's kernels, at most.
+MAX_THREADS = 4
+#: Rows (corrective step) or centres (anchor scores) a thread gets at least.
+MIN_ROWS_PER_THREAD = 2048
+MIN_CENTRES_PER_THREAD = 32
+
+
+def thread_bounds(n: int, smallest: int) -> np.ndarray:
+    """Bounds of contiguous parts of ``range(n)``, one per thread, each ``smallest`` or more.
+
+    Parameters
+    ----------
+    n : int
+        Items to split.
+    smallest : int
+        Items a part holds at least.
+
+    Returns
+    -------
+    ndarray of shape (parts + 1,), int64
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parts = max(1, min(MAX_THREADS, cores or 1, n // max(smallest, 1)))
+    return np.linspace(0, n, parts + 1).astype(np.int64)
+
+
+def in_threads(work: Callable[[int, int], Any], bounds: np.ndarray) -> list[Any]:
+    """``work(lo, hi)`` for consecutive bounds, in threads when there are several parts.
+
+    Parameters
+    ----------
+    work : callable
+        ``work(lo, hi)`` for one part.
+    bounds : ndarray
+        From :func:`thread_bounds`.
+
+    Returns
+    -------
+    list
+        The parts' results, in order.
+    """
+    if len(bounds) == 2:
+        return [work(int(bounds[0]), int(bounds[1]))]
+    with ThreadPoolExecutor(len(bounds) - 1) as pool:
+        return list(pool.map(work, bounds[:-1].tolist(), bounds[1:].tolist()))

@@ -1,0 +1,64 @@
+"""ShareBoost's solver package: the summary pass and the driver, against numpy."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from streamlearn import LocalEngine, open_dataset
+from streamlearn.errors import LabelError
+from streamlearn.solvers.shareboost import ShareBoostConfig, ShareBoostFit, fit
+from streamlearn.solvers.shareboost.passes import WeightedSummaryPass
+
+CONFIG = ShareBoostConfig(n_rounds=3, features="linear", l2=1e-2, refit_iter=50, n_bins=8,
+                          n_centres=8, n_radii=4, max_coverage=0.6, tol=1e-8)
+
+
+def test_summary_pass_reads_only_rows_of_positive_weight() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4)).astype(np.float32)
+    weight = rng.integers(0, 3, size=500).astype(np.float32)
+    X[weight == 0] *= 100.0
+    y = rng.integers(0, 3, size=500)
+    data = open_dataset(X, target=y, weight=weight, chunk_rows=70)
+    summary = LocalEngine(chunk_rows=70).run(WeightedSummaryPass(4, 1000, 0, 3), data)
+    kept = weight > 0
+    assert summary.n_rows == int(kept.sum())
+    assert summary.weight == pytest.approx(float(weight.sum()))
+    np.testing.assert_array_equal(summary.largest, np.abs(X[kept]).max(axis=0))
+    # the sample holds every kept row once (it is larger than the data), with its weight
+    order = np.lexsort(summary.sample.T[::-1])
+    expected = np.lexsort(X[kept].T[::-1])
+    np.testing.assert_array_equal(summary.sample[order], X[kept][expected])
+    np.testing.assert_array_equal(summary.sample_weight[order], weight[kept][expected])
+
+
+def test_driver_returns_a_frozen_fit_and_reports_every_round() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 6)).astype(np.float32)
+    y = np.argmax(X[:, :3] + rng.normal(size=(400, 3)), axis=1)
+    data = open_dataset(X, target=y, chunk_rows=100)
+    rounds = []
+    result = fit(LocalEngine(chunk_rows=100), data, CONFIG, 0, rounds.append)
+    assert isinstance(result, ShareBoostFit) and result.n_iter == 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.n_iter = 0  # type: ignore[misc]
+    assert [len(r.selected) for r in rounds] == [0, 1, 2, 3]
+    np.testing.assert_array_equal(rounds[-1].selected, result.selected)
+    np.testing.assert_array_equal(rounds[-1].step.coef, result.coef)
+    assert list(result.loss) == [r.step.value for r in rounds]
+    assert all(np.diff(result.loss) <= 1e-12) and list(result.passes) == sorted(result.passes)
+    # the model's scores from its arrays, recomputed with numpy
+    Z = X[:, result.selected].astype(np.float64) * result.family.scale[result.selected]
+    scores = Z @ result.coef[:, :, 0] + result.intercept
+    error = np.mean(scores.argmax(axis=1) != y)
+    assert result.train_error[-1] == pytest.approx(error)
+
+
+def test_driver_refuses_data_without_positive_weight() -> None:
+    X = np.ones((10, 2), dtype=np.float32)
+    data = open_dataset(X, target=np.arange(10) % 2, weight=np.zeros(10, dtype=np.float32))
+    with pytest.raises(LabelError, match="positive weight"):
+        fit(LocalEngine(), data, CONFIG, 0)

@@ -1,0 +1,135 @@
+"""ShareBoostClassifier as a scikit-learn estimator: weights, binary scores, fitted state."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.metrics import get_scorer, roc_auc_score
+
+from streamlearn import open_dataset
+from streamlearn.models.shareboost import (
+    ShareBoostClassifier,
+    WeightedSummary,
+)
+
+
+def noisy_problem(n: int, d: int = 6, k: int = 3, seed: int = 0):
+    """Overlapping classes (no separating rule), so the loss has a finite minimum."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    W = rng.normal(size=(k, d))
+    y = np.argmax(X @ W.T + 1.5 * rng.normal(size=(n, k)), axis=1)
+    return X, y
+
+
+CONVERGING = {"n_rounds": 4, "l2": 1e-2, "refit_iter": 300, "tol": 1e-10}
+
+
+@pytest.mark.parametrize("features", ["linear", "stumps"])
+def test_integer_weights_equal_repeated_rows(features: str) -> None:
+    X, y = noisy_problem(120)
+    weight = np.random.default_rng(1).integers(0, 4, size=120)
+    X[weight == 0] *= 50.0  # ignored rows: they must not set the scales or thresholds
+    order = np.random.default_rng(2).permutation(120)
+    params = {**CONVERGING, "features": features, "n_bins": 6}
+    repeated = ShareBoostClassifier(**params).fit(np.repeat(X, weight, axis=0),
+                                                  np.repeat(y, weight))
+    weighted = ShareBoostClassifier(**params).fit(X[order], y[order],
+                                                  sample_weight=weight[order])
+    for name, value in repeated.family_.arrays().items():
+        np.testing.assert_array_equal(weighted.family_.arrays()[name], value)
+    np.testing.assert_array_equal(weighted.selected_features_, repeated.selected_features_)
+    np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X),
+                               rtol=1e-6)
+    np.testing.assert_allclose(weighted.path_["loss"], repeated.path_["loss"], rtol=1e-9)
+
+
+def test_weighted_quantiles_are_numpy_inverted_cdf() -> None:
+    rng = np.random.default_rng(3)
+    sample = rng.normal(size=(200, 3)).astype(np.float32)
+    sample[:50, 1] = np.round(sample[:50, 1])  # ties
+    weight = rng.integers(1, 5, size=200).astype(np.float64)
+    summary = WeightedSummary(200, float(weight.sum()), np.abs(sample).max(axis=0), sample,
+                              weight)
+    probabilities = np.arange(1, 8) / 8
+    expected = np.stack([np.quantile(sample[:, f].astype(np.float64), probabilities,
+                                     method="inverted_cdf", weights=weight)
+                         for f in range(3)])
+    np.testing.assert_array_equal(summary.quantiles(probabilities), expected)
+
+
+def test_binary_decision_function_is_the_log_odds_of_the_second_class() -> None:
+    X, y3 = noisy_problem(300)
+    y = np.where(y3 == 0, "no", "yes")
+    model = ShareBoostClassifier(n_rounds=3).fit(X, y)
+    decision = model.decision_function(X)
+    proba = model.predict_proba(X)
+    assert decision.shape == (300,) and proba.shape == (300, 2)
+    np.testing.assert_allclose(decision, np.log(proba[:, 1] / proba[:, 0]), rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_array_equal(model.predict(X), np.where(decision > 0, "yes", "no"))
+    auc = get_scorer("roc_auc")(model, X, y)
+    assert auc == pytest.approx(roc_auc_score(y == "yes", proba[:, 1]))
+    multiclass = ShareBoostClassifier(n_rounds=3).fit(X, y3)
+    scores = multiclass.decision_function(X)
+    assert scores.shape == (300, 3)
+    np.testing.assert_array_equal(multiclass.predict(X),
+                                  multiclass.classes_[scores.argmax(axis=1)])
+
+
+def test_unfitted_and_failed_fits_raise_not_fitted() -> None:
+    X, y = noisy_problem(100)
+    model = ShareBoostClassifier(n_rounds=3)
+    for method in (model.predict, model.predict_proba, model.decision_function):
+        with pytest.raises(NotFittedError):
+            method(X)
+    model.fit(X, y)
+    assert model.n_iter_ == 3 and model.is_fitted
+
+    def crash(t: int, _: ShareBoostClassifier) -> None:
+        if t == 2:
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        model.fit(X, y, callback=crash)
+    assert not model.is_fitted and not hasattr(model, "coef_groups_")
+    with pytest.raises(NotFittedError):
+        model.predict(X)
+
+
+def test_n_iter_counts_rounds_and_stops_when_no_column_helps() -> None:
+    X, y = noisy_problem(200, d=3)
+    model = ShareBoostClassifier(n_rounds=10).fit(X, y)
+    assert model.n_iter_ == len(model.selected_features_) == 3  # three features only
+    assert model.path_["n_selected"] == list(range(4))
+
+
+def test_capped_corrective_step_warns_and_converged_one_does_not() -> None:
+    X, y = noisy_problem(200)
+    with pytest.warns(ConvergenceWarning, match="refit_iter=1"):
+        ShareBoostClassifier(n_rounds=2, refit_iter=1).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ShareBoostClassifier(**CONVERGING).fit(X, y)
+
+
+def test_continuous_targets_are_refused_on_every_input_path() -> None:
+    X, _ = noisy_problem(60, d=3)
+    target = np.random.default_rng(0).normal(size=60)
+    table = pd.DataFrame(X, columns=["a", "b", "c"])
+    inputs = [(X, target), (table, target), (table.assign(t=target), "t"),
+              (open_dataset(X, target=target), None)]
+    for data, y in inputs:
+        with pytest.raises(ValueError, match="Unknown label type: continuous"):
+            ShareBoostClassifier(n_rounds=1).fit(data, y)
+
+
+def test_no_partial_fit_and_progress_is_a_parameter() -> None:
+    model = ShareBoostClassifier(progress=False)
+    assert not hasattr(model, "partial_fit")
+    assert clone(model).get_params()["progress"] is False
