@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import LocalEngine
 from streamlearn.errors import DataError, LabelError, SchemaError
 from streamlearn.models.base import NotFittedError
-from streamlearn.models.projection_pursuit import SparseJSBoostClassifier, SparsePPRRegressor
+from streamlearn.models.projection_pursuit import (
+    MomentsPass,
+    SparseJSBoostClassifier,
+    SparsePPRRegressor,
+)
 
 FAST = dict(coarse_step=0.25, fine_step=0.05, max_iter=6)
 
@@ -136,6 +143,72 @@ def test_weighted_start_is_klboosting_divergence_weighted_direction(js_data):
     assert model.n_scans_ == 2
 
 
+# -- sample weights, iterations ------------------------------------------------------------
+def test_moments_are_weighted_like_numpy(ppr_data):
+    X, y = ppr_data
+    w = np.random.default_rng(5).integers(0, 4, len(y)).astype(np.float32)
+    moments = LocalEngine(chunk_rows=37).run(MomentsPass(X.shape[1], 0),
+                                             open_dataset(X, target=y, weight=w))
+    x = X.astype(np.float64)
+    kept = x[w > 0]  # rows of weight 0 are no rows: they do not widen the ranges
+    np.testing.assert_allclose(moments.minimum, kept.min(axis=0))
+    np.testing.assert_allclose(moments.maximum, kept.max(axis=0))
+    np.testing.assert_allclose(moments.mean, np.average(x, axis=0, weights=w), rtol=1e-12)
+    spread = moments.spread()
+    np.testing.assert_allclose(spread.cov, np.cov(x.T, aweights=w, bias=True), rtol=1e-10,
+                               atol=1e-14)
+    assert moments.weight == pytest.approx(w.sum())
+    assert moments.weighted_y == pytest.approx(float(w @ y.astype(np.float64)))
+    assert moments.n_rows == len(y)
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_integer_weights_act_as_repeated_rows(ppr_data, js_data, task):
+    """A row of weight k (0 included) fits the model that k copies of it fit."""
+    rng = np.random.default_rng(6)
+    if task == "regression":
+        X, y = ppr_data[0][:120], ppr_data[1][:120]
+        model = SparsePPRRegressor(n_terms=2, tau=15, smoothing=1.0, **FAST)
+    else:
+        X, y = js_data[0][:120], js_data[1][:120]
+        model = SparseJSBoostClassifier(n_rounds=3, n_bins=8, **FAST)
+    w = rng.integers(0, 4, len(y))
+    order = rng.permutation(len(y))
+    repeated = clone(model).fit(X.repeat(w, axis=0), y.repeat(w))
+    weighted = clone(model).fit(X[order], y[order], sample_weight=w[order])
+    np.testing.assert_allclose(weighted.projections_, repeated.projections_, atol=1e-12)
+    np.testing.assert_allclose(weighted.ranges_, repeated.ranges_, rtol=1e-12)
+    if task == "regression":
+        np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-9)
+    else:
+        np.testing.assert_allclose(weighted.decision_function(X),
+                                   repeated.decision_function(X), rtol=1e-9)
+
+
+def test_n_iter_counts_terms_and_an_unfinished_search_warns(ppr_data, js_data,
+                                                           tmp_path: Path):
+    X, y = ppr_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # every search converges
+        model = SparsePPRRegressor(n_terms=2, tau=15, smoothing=1.0, **FAST).fit(X, y)
+    assert model.n_iter_ == 2 == len(model.projections_)
+    # one round cannot reach x1 +- x2 from a coordinate (two coordinates move)
+    params = dict(FAST, max_iter=1, start="coordinate")
+    with pytest.warns(ConvergenceWarning, match=r"term 1.* max_iter=1 rounds"):
+        SparsePPRRegressor(n_terms=1, tau=np.inf, smoothing=1.0, **params).fit(X, y)
+    Xc, yc = js_data
+    clf = SparseJSBoostClassifier(n_rounds=3, n_bins=8, **FAST).fit(Xc, yc)
+    assert clf.n_iter_ == 3
+    assert SparseJSBoostClassifier.load(clf.save(tmp_path / "js.slm")).n_iter_ == 3
+
+
+def test_models_are_batch_only_and_the_regressor_has_no_decision_function():
+    for cls in (SparsePPRRegressor, SparseJSBoostClassifier):
+        assert not hasattr(cls, "partial_fit")
+        assert "no ``partial_fit``" in cls.__doc__
+    assert not hasattr(SparsePPRRegressor, "decision_function")
+
+
 # -- chunking, engines, checkpoints -------------------------------------------------------------
 @pytest.mark.parametrize("chunk_rows", [37, 128])
 def test_chunk_size_never_changes_the_regressor(ppr_data, chunk_rows):
@@ -233,7 +306,8 @@ def test_bad_input_gets_a_clear_error(ppr_data, js_data):
         SparseJSBoostClassifier(n_bins=1).fit(X, y > 0.2)
     with pytest.raises(LabelError, match="numeric target"):
         SparsePPRRegressor().fit(X, np.where(y > 0.2, "a", "b"))
-    with pytest.raises(LabelError, match="two-class classifier; the target has 3 classes"):
+    with pytest.raises(LabelError, match="Only binary classification is supported.*"
+                       "two-class classifier; the target has 3 classes"):
         SparseJSBoostClassifier().fit(X, np.arange(len(y)) % 3)
     model = SparsePPRRegressor(n_terms=1, **FAST).fit(X, y)
     with pytest.raises(SchemaError, match=r"X has 4 features, but \w+ is expecting 5 features"):

@@ -11,6 +11,7 @@ from streamlearn.solvers.projection_search import (
     Candidates,
     FeatureSpread,
     class_histogram_scan_chunk,
+    first_minimum,
     gram_from_band,
     informative_feature_first,
     js_divergence,
@@ -459,3 +460,45 @@ def test_weighted_sequential_search_one_pass_equals_separate_evaluation():
     np.testing.assert_allclose(one.cost, sep.cost, rtol=1e-9)
     assert one.n_scans == sep.n_scans == 2 + 2 * 3 * 2
     assert one.alpha[2] / one.alpha[0] == pytest.approx(-0.4, abs=0.15)
+
+
+# -- ties and convergence ------------------------------------------------------------------
+def test_first_minimum_gives_near_ties_to_the_first_candidate():
+    # 1 + 1e-13 and 1 differ by round-off only: the earlier candidate wins, as np.argmin
+    # would give on exactly equal costs
+    cost = np.array([3.0, 1.0 + 1e-13, 1.0, 2.0])
+    assert np.argmin(cost) == 2 and first_minimum(cost) == 1
+    assert first_minimum(np.array([3.0, 1.001, 1.0])) == 2  # a real difference still counts
+    assert first_minimum(np.array([np.inf, np.inf])) == 0
+    # the width is relative to the scan's costs: tiny costs keep their differences
+    assert first_minimum(np.array([2e-12, 1e-12])) == 1
+
+
+def alignment_scan(target: np.ndarray):
+    """A scan whose cost is ``-u . target``: the best direction is ``target / ||target||``."""
+
+    def scan(alpha, cands):
+        U = np.array([cands.direction(alpha, c) for c in range(len(cands))])
+        g = -(U @ target)
+        return g, U
+
+    return scan
+
+
+@pytest.mark.parametrize("search", [informative_feature_first, sequential_coordinate_search])
+def test_search_says_whether_it_converged(search):
+    """Reaching (1, ..., 1) / sqrt(6) from a coordinate takes a move of each of the five
+    other coordinates: two rounds are too few, twenty are enough."""
+    X = np.random.default_rng(15).uniform(size=(50, 6)).astype(np.float32)
+    target = np.ones(6)
+    kwargs = dict(coarse_step=0.5, fine_step=0.1, start="coordinate")
+    short = search(alignment_scan(target), 6, spread_of(X), lambda g: 0.0, max_iter=1,
+                   **kwargs)
+    assert not short.converged
+    full = search(alignment_scan(target), 6, spread_of(X), lambda g: 0.0, max_iter=20,
+                  **kwargs)
+    assert full.converged
+    np.testing.assert_allclose(full.alpha, target / np.sqrt(6), atol=1e-9)
+    # max_iter = 0 asks for the start alone: nothing left unfinished
+    assert search(alignment_scan(target), 6, spread_of(X), lambda g: 0.0, max_iter=0,
+                  **kwargs).converged

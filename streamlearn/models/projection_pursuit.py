@@ -11,10 +11,14 @@ starts from the lowest-cost single coordinate or signed coordinate pair (``start
 the default), as in the paper from the best single coordinate (``start="coordinate"``), or
 as in KLBoosting from the gain-weighted sum of all coordinates (``start="weighted"``).
 
-``fit`` is a sequence of passes over the data:
+``fit`` is a sequence of passes over the data (the passes and the drivers
+:func:`~streamlearn.solvers.projection_pursuit.fit_sparse_ppr` and
+:func:`~streamlearn.solvers.projection_pursuit.fit_sparse_jsboost` are in
+:mod:`streamlearn.solvers.projection_pursuit`):
 
-1. a reduction pass of feature moments (minimum, maximum, mean, covariance: they bound the
-   projected values), the weighted target mean (regression) and class masses (classification);
+1. a reduction pass of weighted feature moments (minimum, maximum, mean, covariance: they
+   bound the projected values), the weighted target mean (regression) and class masses
+   (classification);
 2. for every term, each scan of the search is ONE reduction pass that costs every candidate
    direction ``alpha + delta e_m`` together: the B-spline Gram matrix and right-hand side of
    the projected values (regression) or the weighted class histograms (classification). The
@@ -32,297 +36,47 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any, Literal
+import warnings
+from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
-from streamlearn.data import Chunk
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
     ClassifierScore,
     RegressorScore,
     StreamEstimator,
-    check_features,
     classification_dataset,
     regression_dataset,
     storable_classes,
 )
+
+# the passes, their states and the drivers live in the solver package; their names stay
+# importable from here
+from streamlearn.solvers.projection_pursuit import (  # noqa: F401
+    PENALTY_ORDER,
+    SEARCHES,
+    BoostConfig,
+    BoostedTerms,
+    ClassHistograms,
+    DataMoments,
+    GramStatistics,
+    HistogramScanPass,
+    MomentsPass,
+    RidgeConfig,
+    RidgeTerms,
+    SearchConfig,
+    SplineScanPass,
+    fit_sparse_jsboost,
+    fit_sparse_ppr,
+)
 from streamlearn.solvers.projection_search import (
     STARTS,
-    Candidates,
-    FeatureSpread,
-    SearchResult,
-    class_histogram_scan_chunk,
-    gram_from_band,
-    informative_feature_first,
-    js_divergence,
-    penalty_matrix,
     ridge_predict_chunk,
-    sequential_coordinate_search,
-    spline_fit_costs,
-    spline_gram_scan_chunk,
     table_predict_chunk,
-    weak_learner_table,
 )
-
-#: Order of the difference penalty of the ridge splines.
-PENALTY_ORDER = 2
-#: Direction searches: paper 001's (Table 2) and the cyclic one of KLBoosting it improves on.
-SEARCHES = {"informative_first": informative_feature_first,
-            "sequential": sequential_coordinate_search}
-
-
-# -- the first pass: what bounds the projections ------------------------------------------------
-@dataclass
-class DataMoments:
-    """Result of :class:`MomentsPass`.
-
-    Attributes
-    ----------
-    n_rows : int
-    mean : ndarray of shape (n_features,), float64
-    scatter : ndarray of shape (n_features, n_features), float64
-        Sum of outer products of the deviations from ``mean`` (covariance times ``n_rows``).
-    minimum, maximum : ndarray of shape (n_features,), float64
-    weight, weighted_y, weighted_yy : float
-        Sums of the sample weights ``s_i``, of ``s_i y_i`` and ``s_i y_i^2`` (regression).
-    class_mass : ndarray of shape (n_classes,), float64
-        Sum of the sample weights of each class (classification; empty otherwise).
-    """
-
-    n_rows: int
-    mean: np.ndarray
-    scatter: np.ndarray
-    minimum: np.ndarray
-    maximum: np.ndarray
-    weight: float
-    weighted_y: float
-    weighted_yy: float
-    class_mass: np.ndarray
-
-    def spread(self) -> FeatureSpread:
-        """Bounds of the projected values (:class:`FeatureSpread`)."""
-        cov = self.scatter / max(self.n_rows, 1)
-        return FeatureSpread(self.minimum, self.maximum, self.mean, cov)
-
-
-def _chunk_weight(chunk: Chunk) -> np.ndarray:
-    if chunk.weight is None:
-        return np.ones(chunk.n_rows, dtype=np.float32)
-    return np.ascontiguousarray(chunk.weight, dtype=np.float32)
-
-
-class MomentsPass:
-    """Reduction pass: feature moments and covariance, target and class sums.
-
-    Parameters
-    ----------
-    n_features : int
-    n_classes : int
-        0 for regression.
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, n_features: int, n_classes: int) -> None:
-        self.n_features = int(n_features)
-        self.n_classes = int(n_classes)
-
-    def start(self) -> DataMoments:
-        """Moments of no rows."""
-        d = self.n_features
-        return DataMoments(0, np.zeros(d), np.zeros((d, d)), np.full(d, np.inf),
-                           np.full(d, -np.inf), 0.0, 0.0, 0.0, np.zeros(self.n_classes))
-
-    def step(self, state: DataMoments, chunk: Chunk) -> DataMoments:
-        """Merge the chunk's moments into ``state``."""
-        if chunk.n_rows == 0:
-            return state
-        X = chunk.X.astype(np.float64)
-        mean = X.mean(axis=0)
-        dev = X - mean
-        w = _chunk_weight(chunk).astype(np.float64)
-        y = np.asarray(chunk.y)
-        if self.n_classes:
-            mass = np.bincount(y, weights=w, minlength=self.n_classes).astype(np.float64)
-            wy = wyy = 0.0
-        else:
-            mass = np.zeros(0)
-            y64 = y.astype(np.float64)
-            wy, wyy = float(w @ y64), float(w @ (y64 * y64))
-        part = DataMoments(chunk.n_rows, mean, dev.T @ dev, X.min(axis=0), X.max(axis=0),
-                           float(w.sum()), wy, wyy, mass)
-        return self.merge(state, part)
-
-    def merge(self, a: DataMoments, b: DataMoments) -> DataMoments:
-        """Combine two states (pairwise update of the mean and scatter; a new state)."""
-        n = a.n_rows + b.n_rows
-        if a.n_rows == 0 or b.n_rows == 0:
-            src = b if a.n_rows == 0 else a
-            mean, scatter = src.mean.copy(), src.scatter.copy()
-        else:
-            delta = b.mean - a.mean
-            mean = a.mean + delta * (b.n_rows / n)
-            scatter = a.scatter + b.scatter + np.outer(delta, delta) * (a.n_rows * b.n_rows / n)
-        return DataMoments(n, mean, scatter, np.minimum(a.minimum, b.minimum),
-                           np.maximum(a.maximum, b.maximum), a.weight + b.weight,
-                           a.weighted_y + b.weighted_y, a.weighted_yy + b.weighted_yy,
-                           a.class_mass + b.class_mass)
-
-    def finish(self, state: DataMoments) -> DataMoments:
-        """The moments."""
-        return state
-
-
-# -- the scans ----------------------------------------------------------------------------------
-@dataclass
-class RidgeTerms:
-    """Terms ``f_k(u_k . x)`` of a projection pursuit regression, as the kernels take them.
-
-    Attributes
-    ----------
-    intercept : float
-    proj : ndarray of shape (n_terms, n_features), float64
-    lo, hi : ndarray of shape (n_terms,), float64
-    coef : ndarray of shape (n_terms, n_bases), float64
-    degree : int
-    """
-
-    intercept: float
-    proj: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    coef: np.ndarray
-    degree: int
-
-
-@dataclass
-class GramStatistics:
-    """State of :class:`SplineScanPass`: per-candidate banded Gram matrices
-    (``(n, n_bases, degree + 1)``, see :func:`gram_from_band`), right-hand sides and
-    ``[sum w r^2, sum w]``."""
-
-    band: np.ndarray
-    rhs: np.ndarray
-    totals: np.ndarray
-
-
-class SplineScanPass:
-    """Reduction pass: B-spline Gram statistics of every candidate direction.
-
-    Parameters
-    ----------
-    terms : RidgeTerms
-        The model so far (residuals are recomputed from it row by row).
-    n_bases : int
-    alpha : ndarray of shape (n_features,)
-    candidates : Candidates
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, terms: RidgeTerms, n_bases: int, alpha: np.ndarray,
-                 candidates: Candidates) -> None:
-        self.terms = terms
-        self.n_bases = int(n_bases)
-        self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
-        self.candidates = candidates
-
-    def start(self) -> GramStatistics:
-        """Zero statistics."""
-        n, b = len(self.candidates), self.n_bases
-        width = self.terms.degree + 1
-        return GramStatistics(np.zeros((n, b, width)), np.zeros((n, b)), np.zeros(2))
-
-    def step(self, state: GramStatistics, chunk: Chunk) -> GramStatistics:
-        """Add the chunk's rows (in place)."""
-        t = self.terms
-        y = np.ascontiguousarray(chunk.y, dtype=np.float32)
-        spline_gram_scan_chunk(chunk.X, y, _chunk_weight(chunk), t.intercept, t.proj, t.lo,
-                               t.hi, t.coef, t.degree, self.alpha,
-                               *self.candidates.kernel_args(), state.band, state.rhs,
-                               state.totals)
-        return state
-
-    def merge(self, a: GramStatistics, b: GramStatistics) -> GramStatistics:
-        """Sum of two states (a new state)."""
-        return GramStatistics(a.band + b.band, a.rhs + b.rhs, a.totals + b.totals)
-
-    def finish(self, state: GramStatistics) -> GramStatistics:
-        """The statistics."""
-        return state
-
-
-@dataclass
-class BoostedTerms:
-    """Weak learners ``table_k[bin(u_k . x)]`` of a boosted projection model.
-
-    Attributes
-    ----------
-    proj : ndarray of shape (n_terms, n_features), float64
-    lo, hi : ndarray of shape (n_terms,), float64
-    table : ndarray of shape (n_terms, n_bins), float64
-    class_weight : ndarray of shape (2,), float64
-        Initial weight of a row of each class, ``1 / (class mass)``.
-    """
-
-    proj: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    table: np.ndarray
-    class_weight: np.ndarray
-
-
-@dataclass
-class ClassHistograms:
-    """State of :class:`HistogramScanPass`: ``(n_candidates, n_bins, 2)`` weighted counts."""
-
-    hist: np.ndarray
-
-
-class HistogramScanPass:
-    """Reduction pass: weighted class histograms of every candidate direction.
-
-    Parameters
-    ----------
-    terms : BoostedTerms
-        The model so far (boosting weights are recomputed from it row by row).
-    n_bins : int
-    alpha : ndarray of shape (n_features,)
-    candidates : Candidates
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, terms: BoostedTerms, n_bins: int, alpha: np.ndarray,
-                 candidates: Candidates) -> None:
-        self.terms = terms
-        self.n_bins = int(n_bins)
-        self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
-        self.candidates = candidates
-
-    def start(self) -> ClassHistograms:
-        """Empty histograms."""
-        return ClassHistograms(np.zeros((len(self.candidates), self.n_bins, 2)))
-
-    def step(self, state: ClassHistograms, chunk: Chunk) -> ClassHistograms:
-        """Add the chunk's rows (in place)."""
-        t = self.terms
-        codes = np.ascontiguousarray(chunk.y, dtype=np.int32)
-        class_histogram_scan_chunk(chunk.X, codes, _chunk_weight(chunk), t.class_weight, t.proj,
-                                   t.lo, t.hi, t.table, self.alpha,
-                                   *self.candidates.kernel_args(), state.hist)
-        return state
-
-    def merge(self, a: ClassHistograms, b: ClassHistograms) -> ClassHistograms:
-        """Sum of two states (a new state)."""
-        return ClassHistograms(a.hist + b.hist)
-
-    def finish(self, state: ClassHistograms) -> ClassHistograms:
-        """The histograms."""
-        return state
 
 
 # -- shared estimator plumbing -------------------------------------------------------------
@@ -369,15 +123,21 @@ class _ProjectionPursuit(StreamEstimator):
         if self.chunk_rows is not None:
             _positive_int("chunk_rows", self.chunk_rows)
 
-    def _search(self, scan: Any, n_features: int, spread: FeatureSpread, penalty: Any,
-                null_cost: Any = None) -> SearchResult:
-        return SEARCHES[self.search](
-            scan, n_features, spread, penalty, search_range=float(self.search_range),
-            coarse_step=float(self.coarse_step), fine_step=float(self.fine_step),
-            max_iter=int(self.max_iter), start=self.start, null_cost=null_cost)
+    def _search_config(self) -> SearchConfig:
+        return SearchConfig(float(self.tau), self.search, self.start, float(self.search_range),
+                            float(self.coarse_step), float(self.fine_step), int(self.max_iter))
 
-    def _lam(self, g0: float) -> float:
-        return abs(g0) / float(self.tau)  # 0 for tau = inf
+    def _warn_unconverged(self, unconverged: tuple[int, ...], what: str) -> None:
+        """One ``ConvergenceWarning`` naming the terms whose search hit ``max_iter``."""
+        if not unconverged:
+            return
+        shown = ", ".join(str(k + 1) for k in unconverged[:10])
+        more = f" and {len(unconverged) - 10} more" if len(unconverged) > 10 else ""
+        rounds = "sweeps" if self.search == "sequential" else "rounds"
+        warnings.warn(f"{type(self).__name__}: the direction search of {what} {shown}{more} "
+                      f"stopped at max_iter={self.max_iter} {rounds} while still lowering "
+                      "its cost; increase max_iter (or coarse_step) for converged directions",
+                      ConvergenceWarning, stacklevel=4)
 
     @property
     def n_nonzero_(self) -> np.ndarray:
@@ -392,8 +152,7 @@ class _ProjectionPursuit(StreamEstimator):
         return np.flatnonzero(np.any(self.projections_ != 0, axis=0))
 
     def _features(self, X: Any) -> np.ndarray:
-        self._check_fitted()
-        return check_features(X, self.feature_names_in_, type(self).__name__)
+        return self._check_X(X)
 
     def _json_params(self) -> dict[str, Any]:
         params = super()._json_params()
@@ -423,6 +182,7 @@ class _ProjectionPursuit(StreamEstimator):
             value = np.asarray(arrays[name])
             setattr(model, name + "_", value if value.dtype.kind in "USbiu" else
                     np.ascontiguousarray(value, dtype=np.float64))
+        model.n_iter_ = int(model.projections_.shape[0])
         return model
 
 
@@ -487,11 +247,26 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     train_sse_ : ndarray of shape (n_terms,)
         Weighted residual sum of squares on the training rows after each term.
     n_nonzero_ : ndarray of shape (n_terms,)
+    n_iter_ : int
+        Forward stagewise iterations run: the number of terms fitted.
     n_scans_ : int
         Scans (passes) the searches took.
     n_train_ : int
     n_features_in_ : int
     feature_names_in_ : tuple of str
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the direction search of a term stops at ``max_iter`` rounds while still
+        lowering its cost.
+
+    Notes
+    -----
+    There is no ``partial_fit``: every term's direction search needs several passes over all
+    the rows. To train on data larger than memory, pass ``fit`` a streamed
+    :class:`~streamlearn.data.Dataset` (:func:`~streamlearn.data.open_dataset`); it reads one
+    chunk at a time. Sample weights act exactly as repeated rows.
 
     Examples
     --------
@@ -566,56 +341,24 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self
         """
         self._validate()
-        for name in ("projections_",):
-            self.__dict__.pop(name, None)
+        self.__dict__.pop("projections_", None)
         dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        d = len(dataset.feature_names)
-        moments: DataMoments = runner.run(MomentsPass(d, 0), dataset, description="moments")
-        if not moments.weight > 0:
-            raise LabelError("the training rows have no weight (no rows, or all sample "
-                             "weights are zero)")
-        spread = moments.spread()
-        penalty = float(self.smoothing) * penalty_matrix(int(self.n_bases), PENALTY_ORDER)
-        n_bases = int(self.n_bases)
-        self.intercept_ = moments.weighted_y / moments.weight
-        self.projections_ = np.zeros((0, d))
-        self.ranges_ = np.zeros((0, 2))
-        self.spline_coef_ = np.zeros((0, n_bases))
-        lambdas, sse = [], []
-        self.n_scans_ = 0
-        for k in range(int(self.n_terms)):
-            terms = self._terms()
-            label = f"term {k + 1}/{self.n_terms}"
-
-            residual_ss: list[float] = []
-
-            def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
-                     label: str = label, residual_ss: list[float] = residual_ss
-                     ) -> tuple[np.ndarray, np.ndarray]:
-                stats: GramStatistics = runner.run(
-                    SplineScanPass(terms, n_bases, alpha, cands), dataset,
-                    description=f"{label}: {len(cands)} candidates")
-                residual_ss.append(float(stats.totals[0]))
-                return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
-                                        float(stats.totals[0]), penalty)
-
-            # Table 3: lam_j = sum_i r_i^2 / tau, the residuals before term j (the first scan
-            # has just summed them)
-            found = self._search(scan, d, spread,
-                                 lambda g0, rss=residual_ss: self._lam(rss[0]),
-                                 lambda rss=residual_ss: rss[0])
-            self.projections_ = np.vstack([self.projections_, _clean(found.alpha)])
-            self.ranges_ = np.vstack([self.ranges_, [found.lo, found.hi]])
-            self.spline_coef_ = np.vstack([self.spline_coef_, found.stat])
-            lambdas.append(found.lam)
-            sse.append(found.fit_cost)
-            self.n_scans_ += found.n_scans
-        self.lambdas_ = np.asarray(lambdas)
-        self.train_sse_ = np.asarray(sse)
-        self.n_train_ = int(moments.n_rows)
+        config = RidgeConfig(self._search_config(), int(self.n_terms), int(self.n_bases),
+                             float(self.smoothing), int(self.degree))
+        fitted = fit_sparse_ppr(runner, dataset, config)
+        self.intercept_ = fitted.intercept
+        self.ranges_ = fitted.ranges
+        self.spline_coef_ = fitted.spline_coef
+        self.lambdas_ = fitted.lambdas
+        self.train_sse_ = fitted.train_sse
+        self.n_scans_ = fitted.n_scans
+        self.n_iter_ = int(fitted.projections.shape[0])
+        self.n_train_ = fitted.n_train
         self.feature_names_in_ = tuple(dataset.feature_names)
-        self.n_features_in_ = d
+        self.n_features_in_ = len(self.feature_names_in_)
+        self.projections_ = fitted.projections
+        self._warn_unconverged(fitted.unconverged, "term")
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -632,10 +375,6 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         values = self._features(X)
         t = self._terms()
         return ridge_predict_chunk(values, t.intercept, t.proj, t.lo, t.hi, t.coef, t.degree)
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Same as :meth:`predict` (the model's value)."""
-        return self.predict(X)
 
     def staged_predict(self, X: Any) -> np.ndarray:
         """Predictions of the first ``1, 2, ..., n_terms`` terms, shape (n_terms, n)."""
@@ -700,7 +439,22 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         class-balanced weights (Table 6), so their sum is a balanced half log-odds; the
         intercept adds the classes' prior (0 for balanced classes).
     n_nonzero_ : ndarray of shape (n_rounds,)
+    n_iter_ : int
+        Boosting rounds run: the number of weak learners.
     n_scans_, n_train_, n_features_in_, feature_names_in_
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the direction search of a round stops at ``max_iter`` rounds while still
+        lowering its cost.
+
+    Notes
+    -----
+    There is no ``partial_fit``: every round's direction search needs several passes over all
+    the rows. To train on data larger than memory, pass ``fit`` a streamed
+    :class:`~streamlearn.data.Dataset` (:func:`~streamlearn.data.open_dataset`); it reads one
+    chunk at a time. Sample weights act exactly as repeated rows.
     """
 
     _two_classes_only = True
@@ -761,57 +515,34 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self
         """
         self._validate()
-        self.__dict__.pop("classes_", None)
+        for name in ("projections_", "classes_"):
+            self.__dict__.pop(name, None)
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
         classes = dataset.classes
         assert classes is not None
         if len(classes) != 2:
-            raise LabelError(f"SparseJSBoostClassifier is a two-class classifier; the target "
+            raise LabelError(f"Only binary classification is supported. "
+                             f"SparseJSBoostClassifier is a two-class classifier; the target "
                              f"has {len(classes)} classes: {classes.tolist()[:10]}")
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        d = len(dataset.feature_names)
-        moments: DataMoments = runner.run(MomentsPass(d, 2), dataset, description="moments")
-        if not np.all(moments.class_mass > 0):
-            raise LabelError(f"both classes need rows of positive weight; class masses are "
-                             f"{moments.class_mass.tolist()} for {classes.tolist()}")
-        spread = moments.spread()
-        n_bins = int(self.n_bins)
-        self.class_weight_ = 1.0 / moments.class_mass
-        self.intercept_ = 0.5 * float(np.log(moments.class_mass[1] / moments.class_mass[0]))
-        self.projections_ = np.zeros((0, d))
-        self.ranges_ = np.zeros((0, 2))
-        self.tables_ = np.zeros((0, n_bins))
-        weights, divergences, lambdas = [], [], []
-        self.n_scans_ = 0
-        for k in range(int(self.n_rounds)):
-            terms = self._terms()
-            label = f"round {k + 1}/{self.n_rounds}"
-
-            def scan(alpha: np.ndarray, cands: Candidates, terms: BoostedTerms = terms,
-                     label: str = label) -> tuple[np.ndarray, np.ndarray]:
-                stats: ClassHistograms = runner.run(
-                    HistogramScanPass(terms, n_bins, alpha, cands), dataset,
-                    description=f"{label}: {len(cands)} candidates")
-                return -js_divergence(stats.hist), stats.hist
-
-            found = self._search(scan, d, spread, self._lam)
-            hist = found.stat
-            table = weak_learner_table(hist, float(self.smoothing))
-            mass = hist.sum(axis=1) / max(float(hist.sum()), 1e-300)
-            self.projections_ = np.vstack([self.projections_, _clean(found.alpha)])
-            self.ranges_ = np.vstack([self.ranges_, [found.lo, found.hi]])
-            self.tables_ = np.vstack([self.tables_, table])
-            weights.append(float(mass @ np.abs(table)))
-            divergences.append(-found.fit_cost)
-            lambdas.append(found.lam)
-            self.n_scans_ += found.n_scans
-        self.learner_weights_ = np.asarray(weights)
-        self.divergences_ = np.asarray(divergences)
-        self.lambdas_ = np.asarray(lambdas)
-        self.n_train_ = int(moments.n_rows)
+        config = BoostConfig(self._search_config(), int(self.n_rounds), int(self.n_bins),
+                             float(self.smoothing))
+        fitted = fit_sparse_jsboost(runner, dataset, config)
+        self.class_weight_ = fitted.class_weight
+        self.intercept_ = fitted.intercept
+        self.ranges_ = fitted.ranges
+        self.tables_ = fitted.tables
+        self.learner_weights_ = fitted.learner_weights
+        self.divergences_ = fitted.divergences
+        self.lambdas_ = fitted.lambdas
+        self.n_scans_ = fitted.n_scans
+        self.n_iter_ = int(fitted.projections.shape[0])
+        self.n_train_ = fitted.n_train
         self.feature_names_in_ = tuple(dataset.feature_names)
-        self.n_features_in_ = d
+        self.n_features_in_ = len(self.feature_names_in_)
         self.classes_ = storable_classes(classes)
+        self.projections_ = fitted.projections
+        self._warn_unconverged(fitted.unconverged, "round")
         return self
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -850,7 +581,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         -------
         ndarray of shape (n,), labels from ``classes_``
         """
-        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(np.int64)]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``P(classes_[1] | x) = 1 / (1 + exp(-2 s(x)))``, ``s`` the score (logistic link).
@@ -861,11 +593,3 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         """
         p = 1.0 / (1.0 + np.exp(-2.0 * np.clip(self.decision_function(X), -350, 350)))
         return np.column_stack([1.0 - p, p])
-
-
-def _clean(alpha: np.ndarray) -> np.ndarray:
-    """A direction with round-off entries (from the search's float steps) set to exact zero."""
-    out = np.array(alpha, dtype=np.float64)
-    out[np.abs(out) < 1e-9] = 0.0
-    return out / np.linalg.norm(out)
-

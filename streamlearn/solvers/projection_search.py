@@ -38,6 +38,9 @@ from streamlearn.features.bspline import bspline_basis
 
 #: Highest exponent of a boosting weight, so that ``exp`` stays finite.
 MAX_EXPONENT = 700.0
+#: Costs closer than this (relative) are ties, won by the first candidate in scan order: a
+#: choice never hangs on round-off (summing a row three times or once with weight 3).
+TIE_TOLERANCE = 1e-9
 
 
 # -- the model so far, evaluated row by row ---------------------------------------------------
@@ -542,6 +545,9 @@ class SearchResult:
         The scan's statistic of the chosen direction (its histogram, its spline).
     n_scans : int
         Passes over the data the search took.
+    converged : bool
+        False when the search stopped at its ``max_iter`` rounds (or sweeps) while still
+        lowering the cost; True when a round found nothing better (or ``max_iter`` is 0).
     """
 
     alpha: np.ndarray
@@ -552,6 +558,7 @@ class SearchResult:
     lam: float
     stat: Any
     n_scans: int
+    converged: bool = True
 
 
 def offsets(lo: float, hi: float, step: float) -> np.ndarray:
@@ -611,7 +618,7 @@ def search_start(scan: ScanFunction, n_features: int, spread: FeatureSpread,
     origin = np.zeros(n_features)
     starts = start_candidates(n_features, spread, start == "pairs")
     g, stats = scan(origin, starts)
-    i = int(np.argmin(g[:n_features]))
+    i = first_minimum(g[:n_features])
     lam = float(penalty_weight(float(g[i])))
     if start == "weighted":
         reference = 0.0 if null_cost is None else float(null_cost())
@@ -626,7 +633,7 @@ def search_start(scan: ScanFunction, n_features: int, spread: FeatureSpread,
     cost = _costs(g, lam, starts)
     if start != "pairs":
         cost[n_features:] = np.inf
-    s = int(np.argmin(cost))
+    s = first_minimum(cost)
     best = _pick(origin, starts, s, g, float(cost[s]), stats)
     return starts.raw(origin, s), best, lam, 1
 
@@ -676,13 +683,15 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
     alpha, best, lam, n_scans = search_start(scan, n_features, spread, penalty_weight, start,
                                              null_cost)
     coarse = offsets(-search_range, search_range, coarse_step)
+    converged = int(max_iter) == 0
     for _ in range(int(max_iter)):
         cands = make_candidates(alpha, np.arange(n_features), coarse, spread)
         g, stats = scan(alpha, cands)
         n_scans += 1
         cost = _costs(g, lam, cands)
-        c = int(np.argmin(cost))
-        if not cost[c] < best.cost - 1e-12 * max(1.0, abs(best.cost)):
+        c = first_minimum(cost)
+        if not _lowers(cost[c], best.cost, cost):
+            converged = True
             break
         m, d = int(cands.feature[c]), float(cands.delta[c])
         winner = _pick(alpha, cands, c, g, float(cost[c]), stats)
@@ -691,14 +700,15 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
         g, stats = scan(alpha, fine)
         n_scans += 1
         cost = _costs(g, lam, fine)
-        f = int(np.argmin(cost))
-        if cost[f] < winner.cost:
+        f = first_minimum(cost)
+        if _lowers(cost[f], winner.cost, cost):
             winner, d = _pick(alpha, fine, f, g, float(cost[f]), stats), float(fine.delta[f])
         best = winner
         alpha = alpha.copy()
         alpha[m] += d
     best.lam = lam
     best.n_scans = n_scans
+    best.converged = converged
     return best
 
 
@@ -722,30 +732,76 @@ def sequential_coordinate_search(scan: ScanFunction, n_features: int, spread: Fe
                                              null_cost)
     alpha = np.array(alpha, dtype=np.float64)
     coarse = offsets(-search_range, search_range, coarse_step)
+    converged = int(max_iter) == 0
     for _ in range(int(max_iter)):
         changed = False
         for m in range(n_features):
             cands = make_candidates(alpha, np.array([m]), coarse, spread)
             g, stats = scan(alpha, cands)
             cost = _costs(g, lam, cands)
-            c = int(np.argmin(cost))
+            c = first_minimum(cost)
             d = float(cands.delta[c])
             fine = make_candidates(alpha, np.array([m]),
                                    offsets(d - coarse_step, d + coarse_step, fine_step), spread)
             g, stats = scan(alpha, fine)
             n_scans += 2
             cost = _costs(g, lam, fine)
-            f = int(np.argmin(cost))
-            if cost[f] < best.cost - 1e-12 * max(1.0, abs(best.cost)):
+            f = first_minimum(cost)
+            if _lowers(cost[f], best.cost, cost):
                 best = _pick(alpha, fine, f, g, float(cost[f]), stats)
                 alpha = alpha.copy()
                 alpha[m] += float(fine.delta[f])
                 changed = True
         if not changed:
+            converged = True
             break
     best.lam = lam
     best.n_scans = n_scans
+    best.converged = converged
     return best
+
+
+def tie_width(cost: np.ndarray) -> float:
+    """Costs of one scan closer than this are ties: :data:`TIE_TOLERANCE` times the largest
+    finite cost magnitude of the scan (0 when none is finite).
+
+    Parameters
+    ----------
+    cost : ndarray of shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    cost = np.asarray(cost, dtype=np.float64)
+    finite = np.abs(cost[np.isfinite(cost)])
+    return TIE_TOLERANCE * float(finite.max()) if finite.size else 0.0
+
+
+def first_minimum(cost: np.ndarray) -> int:
+    """Index of the first cost within :func:`tie_width` of the lowest: scan order wins
+    ties, so the choice does not depend on round-off.
+
+    Parameters
+    ----------
+    cost : ndarray of shape (n,)
+
+    Returns
+    -------
+    int
+        ``argmin(cost)`` when no cost is finite.
+    """
+    cost = np.asarray(cost, dtype=np.float64)
+    lowest = float(np.min(cost))
+    if not np.isfinite(lowest):
+        return int(np.argmin(cost))
+    return int(np.flatnonzero(cost <= lowest + tie_width(cost))[0])
+
+
+def _lowers(cost: float, incumbent: float, scan_cost: np.ndarray) -> bool:
+    # better than the incumbent by more than a tie of the scan (costs of scan_cost)
+    width = max(tie_width(scan_cost), TIE_TOLERANCE * abs(incumbent))
+    return bool(cost < incumbent - width)
 
 
 def _costs(g: np.ndarray, lam: float, cands: Candidates) -> np.ndarray:

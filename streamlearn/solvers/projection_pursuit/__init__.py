@@ -1,0 +1,35 @@
+"""Sparse projection pursuit (paper 001): passes (:mod:`.passes`) and drivers (:mod:`.driver`).
+
+The candidate-scan kernels and the direction searches are in
+:mod:`streamlearn.solvers.projection_search`.
+"""
+
+from streamlearn.solvers.projection_pursuit.driver import (
+    PENALTY_ORDER,
+    SEARCHES,
+    BoostConfig,
+    BoostFit,
+    RidgeConfig,
+    RidgeFit,
+    SearchConfig,
+    clean_direction,
+    fit_sparse_jsboost,
+    fit_sparse_ppr,
+)
+from streamlearn.solvers.projection_pursuit.passes import (
+    BoostedTerms,
+    ClassHistograms,
+    DataMoments,
+    GramStatistics,
+    HistogramScanPass,
+    MomentsPass,
+    RidgeTerms,
+    SplineScanPass,
+    chunk_weight,
+)
+
+__all__ = ["PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "BoostedTerms",
+           "ClassHistograms", "DataMoments", "GramStatistics", "HistogramScanPass",
+           "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms", "SearchConfig",
+           "SplineScanPass", "chunk_weight", "clean_direction", "fit_sparse_jsboost",
+           "fit_sparse_ppr"]

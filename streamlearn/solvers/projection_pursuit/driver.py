@@ -1,0 +1,353 @@
+"""Drivers of sparse projection pursuit (paper 001): the whole fit as a sequence of passes.
+
+:func:`fit_sparse_ppr` (Table 3) and :func:`fit_sparse_jsboost` (Table 6) run, on any engine,
+
+1. one :class:`~.passes.MomentsPass` (weighted feature moments: they bound the projected
+   values; the weighted target mean or the class masses);
+2. for every term, the direction search
+   (:func:`~streamlearn.solvers.projection_search.informative_feature_first` or
+   :func:`~streamlearn.solvers.projection_search.sequential_coordinate_search`), each of whose
+   scans is ONE reduction pass costing every candidate direction together
+   (:class:`~.passes.SplineScanPass` or :class:`~.passes.HistogramScanPass`), then the small
+   dense work that turns the chosen direction's statistics into the term.
+
+Each returns a frozen dataclass of arrays and numbers (:class:`RidgeFit`, :class:`BoostFit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from streamlearn.data import Dataset
+from streamlearn.errors import LabelError
+from streamlearn.solvers.projection_pursuit.passes import (
+    BoostedTerms,
+    ClassHistograms,
+    DataMoments,
+    GramStatistics,
+    HistogramScanPass,
+    MomentsPass,
+    RidgeTerms,
+    SplineScanPass,
+)
+from streamlearn.solvers.projection_search import (
+    Candidates,
+    FeatureSpread,
+    SearchResult,
+    gram_from_band,
+    informative_feature_first,
+    js_divergence,
+    penalty_matrix,
+    sequential_coordinate_search,
+    spline_fit_costs,
+    weak_learner_table,
+)
+
+__all__ = ["PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "RidgeConfig", "RidgeFit",
+           "SearchConfig", "clean_direction", "fit_sparse_jsboost", "fit_sparse_ppr"]
+
+#: Order of the difference penalty of the ridge splines.
+PENALTY_ORDER = 2
+#: Direction searches: paper 001's (Table 2) and the cyclic one of KLBoosting it improves on.
+SEARCHES = {"informative_first": informative_feature_first,
+            "sequential": sequential_coordinate_search}
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of the direction search of every term (validated by the estimator).
+
+    Attributes
+    ----------
+    tau : float
+        Strength of the L1 penalty, ``lam = g0 / tau`` (eq. 6); ``inf`` switches it off.
+    search : {"informative_first", "sequential"}
+    start : {"pairs", "coordinate", "weighted"}
+    search_range, coarse_step, fine_step : float
+        ``H``, ``dH``, ``dh`` of Table 2.
+    max_iter : int
+        Rounds (or sweeps) of one search at most.
+    """
+
+    tau: float
+    search: str
+    start: str
+    search_range: float
+    coarse_step: float
+    fine_step: float
+    max_iter: int
+
+    def lam(self, g0: float) -> float:
+        """L1 weight ``|g0| / tau`` (0 for ``tau = inf``)."""
+        return abs(g0) / float(self.tau)
+
+    def run(self, scan: Callable[[np.ndarray, Candidates], tuple[np.ndarray, Any]],
+            n_features: int, spread: FeatureSpread, penalty_weight: Callable[[float], float],
+            null_cost: Callable[[], float] | None = None) -> SearchResult:
+        """One direction search with these settings."""
+        return SEARCHES[self.search](
+            scan, n_features, spread, penalty_weight, search_range=float(self.search_range),
+            coarse_step=float(self.coarse_step), fine_step=float(self.fine_step),
+            max_iter=int(self.max_iter), start=self.start, null_cost=null_cost)
+
+
+@dataclass(frozen=True)
+class RidgeConfig:
+    """Settings of a sparse projection pursuit regression.
+
+    Attributes
+    ----------
+    search : SearchConfig
+    n_terms : int
+    n_bases : int
+        B-spline bases of each ridge function.
+    smoothing : float
+        Weight of the difference penalty of the spline coefficients.
+    degree : int
+        Spline degree.
+    """
+
+    search: SearchConfig
+    n_terms: int
+    n_bases: int
+    smoothing: float
+    degree: int
+
+
+@dataclass(frozen=True)
+class RidgeFit:
+    """A fitted sparse projection pursuit regression.
+
+    Attributes
+    ----------
+    intercept : float
+        Weighted mean of the target.
+    projections : ndarray of shape (n_terms, n_features)
+    ranges : ndarray of shape (n_terms, 2)
+    spline_coef : ndarray of shape (n_terms, n_bases)
+    lambdas, train_sse : ndarray of shape (n_terms,)
+    n_scans : int
+        Scans (passes) the searches took.
+    n_train : int
+        Rows read.
+    unconverged : tuple of int
+        Terms whose search stopped at ``max_iter`` while still lowering its cost.
+    """
+
+    intercept: float
+    projections: np.ndarray
+    ranges: np.ndarray
+    spline_coef: np.ndarray
+    lambdas: np.ndarray
+    train_sse: np.ndarray
+    n_scans: int
+    n_train: int
+    unconverged: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BoostConfig:
+    """Settings of sparse Jensen-Shannon boosting.
+
+    Attributes
+    ----------
+    search : SearchConfig
+    n_rounds : int
+    n_bins : int
+    smoothing : float
+        ``eps = smoothing / n_bins`` added to a weak learner's bin masses.
+    """
+
+    search: SearchConfig
+    n_rounds: int
+    n_bins: int
+    smoothing: float
+
+
+@dataclass(frozen=True)
+class BoostFit:
+    """A fitted sparse Jensen-Shannon boosting model.
+
+    Attributes
+    ----------
+    intercept : float
+        ``1/2 log(W+ / W-)`` of the class masses.
+    class_weight : ndarray of shape (2,)
+        Initial row weight of each class, ``1 / (class mass)``.
+    projections : ndarray of shape (n_rounds, n_features)
+    ranges : ndarray of shape (n_rounds, 2)
+    tables : ndarray of shape (n_rounds, n_bins)
+    learner_weights, divergences, lambdas : ndarray of shape (n_rounds,)
+    n_scans, n_train : int
+    unconverged : tuple of int
+        Rounds whose search stopped at ``max_iter`` while still lowering its cost.
+    """
+
+    intercept: float
+    class_weight: np.ndarray
+    projections: np.ndarray
+    ranges: np.ndarray
+    tables: np.ndarray
+    learner_weights: np.ndarray
+    divergences: np.ndarray
+    lambdas: np.ndarray
+    n_scans: int
+    n_train: int
+    unconverged: tuple[int, ...]
+
+
+def clean_direction(alpha: np.ndarray) -> np.ndarray:
+    """A direction with round-off entries (from the search's float steps) set to exact zero.
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (n_features,)
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64, unit norm
+    """
+    out = np.array(alpha, dtype=np.float64)
+    out[np.abs(out) < 1e-9] = 0.0
+    return out / np.linalg.norm(out)
+
+
+def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
+                   seed: int = 0) -> RidgeFit:
+    """Fit ``config.n_terms`` penalised-spline ridge functions, forward stagewise (Table 3).
+
+    Parameters
+    ----------
+    runner : engine
+        Runs the passes (``run(pass_, dataset, description=...)``).
+    dataset : Dataset
+        Numeric target, optional sample weights.
+    config : RidgeConfig
+    seed : int
+        Unused: the algorithm is deterministic given the data (kept for the drivers' common
+        signature).
+
+    Returns
+    -------
+    RidgeFit
+
+    Raises
+    ------
+    LabelError
+        When the rows have no weight in total.
+    """
+    d = len(dataset.feature_names)
+    moments: DataMoments = runner.run(MomentsPass(d, 0), dataset, description="moments")
+    if not moments.weight > 0:
+        raise LabelError("the training rows have no weight (no rows, or all sample "
+                         "weights are zero)")
+    spread = moments.spread()
+    n_bases, degree = int(config.n_bases), int(config.degree)
+    penalty = float(config.smoothing) * penalty_matrix(n_bases, PENALTY_ORDER)
+    intercept = moments.weighted_y / moments.weight
+    projections, ranges = np.zeros((0, d)), np.zeros((0, 2))
+    spline_coef = np.zeros((0, n_bases))
+    lambdas, sse, unconverged = [], [], []
+    n_scans = 0
+    for k in range(int(config.n_terms)):
+        terms = RidgeTerms(float(intercept), projections, np.ascontiguousarray(ranges[:, 0]),
+                           np.ascontiguousarray(ranges[:, 1]), spline_coef, degree)
+        label = f"term {k + 1}/{config.n_terms}"
+        residual_ss: list[float] = []
+
+        def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
+                 label: str = label, residual_ss: list[float] = residual_ss
+                 ) -> tuple[np.ndarray, np.ndarray]:
+            stats: GramStatistics = runner.run(
+                SplineScanPass(terms, n_bases, alpha, cands), dataset,
+                description=f"{label}: {len(cands)} candidates")
+            residual_ss.append(float(stats.totals[0]))
+            return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
+                                    float(stats.totals[0]), penalty)
+
+        # Table 3: lam_j = sum_i r_i^2 / tau, the residuals before term j (the first scan
+        # has just summed them)
+        found = config.search.run(scan, d, spread,
+                                  lambda g0, rss=residual_ss: config.search.lam(rss[0]),
+                                  lambda rss=residual_ss: rss[0])
+        projections = np.vstack([projections, clean_direction(found.alpha)])
+        ranges = np.vstack([ranges, [found.lo, found.hi]])
+        spline_coef = np.vstack([spline_coef, found.stat])
+        lambdas.append(found.lam)
+        sse.append(found.fit_cost)
+        n_scans += found.n_scans
+        if not found.converged:
+            unconverged.append(k)
+    return RidgeFit(float(intercept), projections, ranges, spline_coef, np.asarray(lambdas),
+                    np.asarray(sse), n_scans, int(moments.n_rows), tuple(unconverged))
+
+
+def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
+                       seed: int = 0) -> BoostFit:
+    """Boost ``config.n_rounds`` projection learners by Jensen-Shannon divergence (Table 6).
+
+    Parameters
+    ----------
+    runner : engine
+    dataset : Dataset
+        Two-class target coded 0 / 1, optional sample weights.
+    config : BoostConfig
+    seed : int
+        Unused: the algorithm is deterministic given the data (kept for the drivers' common
+        signature).
+
+    Returns
+    -------
+    BoostFit
+
+    Raises
+    ------
+    LabelError
+        When a class has no weight.
+    """
+    d = len(dataset.feature_names)
+    moments: DataMoments = runner.run(MomentsPass(d, 2), dataset, description="moments")
+    if not np.all(moments.class_mass > 0):
+        classes = dataset.classes
+        shown = [] if classes is None else np.asarray(classes).tolist()
+        raise LabelError(f"both classes need rows of positive weight; class masses are "
+                         f"{moments.class_mass.tolist()} for {shown}")
+    spread = moments.spread()
+    n_bins = int(config.n_bins)
+    class_weight = 1.0 / moments.class_mass
+    intercept = 0.5 * float(np.log(moments.class_mass[1] / moments.class_mass[0]))
+    projections, ranges, tables = np.zeros((0, d)), np.zeros((0, 2)), np.zeros((0, n_bins))
+    weights, divergences, lambdas, unconverged = [], [], [], []
+    n_scans = 0
+    for k in range(int(config.n_rounds)):
+        terms = BoostedTerms(projections, np.ascontiguousarray(ranges[:, 0]),
+                             np.ascontiguousarray(ranges[:, 1]), tables, class_weight)
+        label = f"round {k + 1}/{config.n_rounds}"
+
+        def scan(alpha: np.ndarray, cands: Candidates, terms: BoostedTerms = terms,
+                 label: str = label) -> tuple[np.ndarray, np.ndarray]:
+            stats: ClassHistograms = runner.run(
+                HistogramScanPass(terms, n_bins, alpha, cands), dataset,
+                description=f"{label}: {len(cands)} candidates")
+            return -js_divergence(stats.hist), stats.hist
+
+        found = config.search.run(scan, d, spread, config.search.lam)
+        hist = found.stat
+        table = weak_learner_table(hist, float(config.smoothing))
+        mass = hist.sum(axis=1) / max(float(hist.sum()), 1e-300)
+        projections = np.vstack([projections, clean_direction(found.alpha)])
+        ranges = np.vstack([ranges, [found.lo, found.hi]])
+        tables = np.vstack([tables, table])
+        weights.append(float(mass @ np.abs(table)))
+        divergences.append(-found.fit_cost)
+        lambdas.append(found.lam)
+        n_scans += found.n_scans
+        if not found.converged:
+            unconverged.append(k)
+    return BoostFit(intercept, class_weight, projections, ranges, tables, np.asarray(weights),
+                    np.asarray(divergences), np.asarray(lambdas), n_scans, int(moments.n_rows),
+                    tuple(unconverged))
