@@ -800,7 +800,8 @@ def additive_curves(model: Any, lo: np.ndarray, hi: np.ndarray,
     for f in range(d):
         X = np.tile(np.asarray(center, dtype=np.float32), (points, 1))
         X[:, f] = np.linspace(lo[f], hi[f], points, dtype=np.float32)
-        scores = np.asarray(model.decision_function(X), dtype=np.float64).reshape(points, -1)
+        raw = model.svm_scores(X) if hasattr(model, "svm_scores") else model.decision_function(X)
+        scores = np.asarray(raw, dtype=np.float64).reshape(points, -1)
         curves[f] = scores[:, 0] - scores[:, 0].mean()
     return curves
 

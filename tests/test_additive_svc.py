@@ -19,7 +19,7 @@ from streamlearn.io import load_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.models.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.models.base import NotFittedError
-from streamlearn.models.calibration import fit_sigmoid
+from streamlearn.solvers.calibration import fit_sigmoid
 from streamlearn.solvers.dcd import LOSSES, dcd_chunk, dcd_ovr_chunk, primal_objective
 from streamlearn.solvers.embedding import decision_chunk, decision_ovr_chunk, embedding_params
 from streamlearn.solvers.pegasos import pegasos_chunk, pegasos_ovr_chunk
@@ -205,13 +205,19 @@ def test_calibration_rows_are_held_out_and_calibrated():
     p_ref = primal_objective(Z, y[train], svc.coef_[0], svc.intercept_[0], model.C_, "hinge")
     assert objective(model, X[train], y[train], model.C_) == pytest.approx(p_ref, rel=1e-3)
     # the binned, streamed Platt fit is the exact fit on the held-out scores
-    a, b = fit_sigmoid(model.decision_function(X[held]), y[held] == 1)
+    f = model.svm_scores(X)[:, 0]
+    a, b = fit_sigmoid(f[held], y[held] == 1)
     assert model.calibrated_
     np.testing.assert_allclose([model.platt_a_[0], model.platt_b_[0]], [a, b], atol=5e-3)
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    p = 1 / (1 + np.exp(a * model.decision_function(X) + b))
+    p = 1 / (1 + np.exp(a * f + b))
     np.testing.assert_allclose(proba[:, 1], p, atol=5e-3)
+    # the decision function is the calibrated log-odds; its sign is the prediction
+    np.testing.assert_allclose(model.decision_function(X), -(a * f + b),
+                               atol=5e-3 * (1 + np.abs(f).max()))
+    np.testing.assert_array_equal(model.predict(X) == 1, model.decision_function(X) > 0)
+    np.testing.assert_array_equal(np.argmax(proba, axis=1) == 1, model.decision_function(X) > 0)
 
 
 def test_chunk_size_does_not_change_the_dcd_objective():
@@ -439,3 +445,57 @@ def test_linear_fit_without_calibration_skips_the_describe_pass():
     slow = AdditiveSVC(calibrate=False, **kw).fit(dropped, engine=Recording(progress=False))
     assert seen[0] == "SummaryPass"
     np.testing.assert_array_equal(fast.coef_d_, slow.coef_d_)
+
+
+# -- decision function, sample weights, convergence ---------------------------------------
+@pytest.mark.parametrize("multiclass", ["ovr", "ovo"])
+def test_multiclass_decision_function_argmax_is_the_prediction(multiclass):
+    X, y = three_class_problem(2000, seed=6)
+    model = AdditiveSVC(n_bases=8, multiclass=multiclass, epochs=3, random_state=1).fit(X, y)
+    decision = model.decision_function(X)
+    proba = model.predict_proba(X)
+    f = model.svm_scores(X)
+    assert decision.shape == proba.shape == (2000, 3) and f.shape == (2000, 3)
+    np.testing.assert_array_equal(model.classes_[np.argmax(decision, axis=1)],
+                                  model.predict(X))
+    if multiclass == "ovr":
+        # the calibrated log-odds of each class: the logit of its calibrated sigmoid
+        p = 1 / (1 + np.exp(model.platt_a_ * f + model.platt_b_))
+        np.testing.assert_allclose(decision, np.log(p / (1 - p)), rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(np.argmax(proba, axis=1), np.argmax(decision, axis=1))
+    else:
+        # votes of the pairwise models (0 against 1, 0 against 2, 1 against 2) + a tie-break
+        win = (f > 0).astype(int)
+        votes = np.stack([win[:, 0] + win[:, 1], 1 - win[:, 0] + win[:, 2],
+                          2 - win[:, 1] - win[:, 2]], axis=1)
+        np.testing.assert_array_equal(np.floor(decision), votes)
+        np.testing.assert_allclose(decision - votes, 0.5 * proba)
+
+
+def test_integer_weights_reach_the_objective_of_repeated_rows():
+    X, y = binary_problem(600, seed=12)
+    weight = np.random.default_rng(3).integers(0, 4, size=600)
+    kw = dict(embedding="linear", solver="dcd", C=0.1, epochs=3000, tol=1e-4, calibrate=False)
+    weighted = AdditiveSVC(lam=0.01, **kw).fit(X, y, sample_weight=weight.astype(np.float32))
+    repeated = AdditiveSVC(lam=0.01, **kw).fit(np.repeat(X, weight, axis=0),
+                                               np.repeat(y, weight))
+    assert weighted.sample_weight_sum_ == weight.sum() == repeated.n_train_
+    assert weighted.C_ == pytest.approx(repeated.C_)
+    np.testing.assert_allclose(weighted.coef_d_, repeated.coef_d_, atol=2e-3)
+    # and liblinear with the same weights reaches the same objective
+    svc = LinearSVC(loss="hinge", dual=True, C=weighted.C_, tol=1e-8, max_iter=1_000_000)
+    svc.fit(np.repeat(X, weight, axis=0), np.repeat(y, weight))
+    ref = primal_objective(np.repeat(X, weight, axis=0), np.repeat(y, weight), svc.coef_[0],
+                           svc.intercept_[0], weighted.C_, "hinge")
+    ours = primal_objective(np.repeat(X, weight, axis=0), np.repeat(y, weight),
+                            weighted.coef_[0], weighted.coef_d_[0, -1], weighted.C_, "hinge")
+    assert ours == pytest.approx(ref, rel=1e-3)
+
+
+def test_dcd_that_does_not_reach_tol_warns():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = binary_problem(500, seed=13)
+    with pytest.warns(ConvergenceWarning, match="epochs=2"):
+        model = AdditiveSVC(solver="dcd", epochs=2, tol=1e-9, calibrate=False).fit(X, y)
+    assert model.n_iter_ == 2 and model.pg_range_ > 1e-9

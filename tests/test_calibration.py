@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from streamlearn.models.calibration import (
+from streamlearn.solvers.calibration import (
     ScoreHistogram,
     fit_sigmoid,
     sigmoid_proba,

@@ -17,7 +17,7 @@ from streamlearn.engine.describe import DescribePass
 from streamlearn.errors import CheckpointError
 from streamlearn.models import AdditiveSVC
 from streamlearn.models.additive import PegasosState
-from streamlearn.models.calibration import ScoreHistogram
+from streamlearn.solvers.calibration import ScoreHistogram
 
 N_ROWS, CHUNK_ROWS = 3000, 250  # 12 chunks per pass
 

@@ -8,36 +8,27 @@ solvers embed each row inside their inner loop (the paper's "online" method). Wi
 the same solver runs on the materialised columns, which gives the same model and shows what
 the on-the-fly embedding saves.
 
-``fit`` is a short sequence of passes over the data:
-
-1. a reduction pass summarises the features (min, max, mean, std, quantiles) and counts the
-   training rows; the feature map is fitted from the summary (a linear model without
-   calibration skips this pass: the store's metadata counts its rows);
-2. ``epochs`` sequential passes, each visiting the chunks in a new seeded random order, run
-   PEGASOS or dual coordinate descent (the dual variables live in an ``ExampleState``); with
-   ``k > 2`` classes the one-vs-rest or one-vs-one models are updated from each row read;
-3. a reduction pass over the held-out calibration rows bins the scores, and a Platt sigmoid
-   is fitted per binary model (:mod:`streamlearn.models.calibration`).
+``fit`` is a short sequence of passes over the data (summary, epochs, calibration), run by
+:func:`streamlearn.solvers.additive.fit`; this module is the scikit-learn estimator over it.
 
 Both solvers minimise the same objective
 ``lam / 2 ||w||^2 + (1 / n) sum_i s_i loss(y_i (w . Psi(x_i) + b))``, equivalently
-``1/2 ||w||^2 + C sum_i s_i loss(...)`` with ``C = 1 / (lam n)``, ``n`` the number of
-training rows and ``s_i`` the sample weights; the bias ``b`` is the weight of a constant
-feature of value ``bias_scale``, regularised like the other weights (liblinear's convention).
+``1/2 ||w||^2 + C sum_i s_i loss(...)`` with ``C = 1 / (lam n)``, ``s_i`` the sample
+weights and ``n = sum_i s_i`` their total over the training rows (the number of rows
+without weights), so an integer weight counts like repeated rows; the bias ``b`` is the
+weight of a constant feature of value ``bias_scale``, regularised like the other weights
+(liblinear's convention).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+import warnings
+from typing import Any, ClassVar
 
 import numpy as np
 
-from streamlearn.data import Chunk, Dataset
-from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sources.base import default_feature_names
-from streamlearn.engine import DescribePass, Description
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FeatureMap, FourierMap, HermiteMap
@@ -50,464 +41,48 @@ from streamlearn.models.base import (
     sorted_classes,
     storable_classes,
 )
-from streamlearn.models.calibration import ScoreHistogram, sigmoid_proba
 from streamlearn.models.pairwise_coupling import couple_pairwise
-from streamlearn.solvers.dcd import LOSSES, dcd_ovr_chunk
+from streamlearn.solvers import additive as additive_solver
+from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
+    DCD_INNER_SWEEPS,
+    HOLDOUT_SALT,
+    CalibrationPass,
+    DcdEpochPass,
+    DcdState,
+    Holdout,
+    ModelPairs,
+    PegasosEpochPass,
+    PegasosState,
+    Regularisation,
+    Summary,
+    SummaryPass,
+    SummaryState,
+    TrainingRows,
+    fit_feature_map,
+    w_to_w_d,
+)
+from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
+from streamlearn.solvers.calibration import sigmoid_proba
+from streamlearn.solvers.dcd import LOSSES
 from streamlearn.solvers.embedding import (
     Embedding,
     decision_ovr_chunk,
     embedding_params,
     weights_from_w_d,
 )
-from streamlearn.solvers.ovr import REST
 from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
-from streamlearn.solvers.row_sample import row_keys
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
 SOLVERS = ("pegasos", "dcd")
 MULTICLASS = ("ovr", "ovo")
-#: Mixed into ``random_state`` to choose the calibration rows.
-HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
-#: Dual coordinate descent sweeps over a chunk per visit.
-DCD_INNER_SWEEPS = 1
-
-
-# -- rows used for training and calibration -------------------------------------------------
-@dataclass(frozen=True)
-class Holdout:
-    """A deterministic subset of rows chosen by a hash of their global row id.
-
-    Row ``i`` is held out when ``row_keys([i], seed) < threshold``; keys are uniform 64-bit
-    integers, so about ``threshold / 2**64`` of the rows are held out, the same rows whatever
-    the chunking, shuffling or engine.
-
-    Attributes
-    ----------
-    seed : int
-    threshold : int
-        In ``[0, 2**64)``.
-    """
-
-    seed: int
-    threshold: int
-
-    @classmethod
-    def fraction(cls, fraction: float, seed: int) -> Holdout:
-        """Hold out about ``fraction`` of the rows."""
-        threshold = min(int(float(fraction) * 2.0**64), 2**64 - 1)
-        return cls(int(seed) % 2**64, threshold)
-
-    def mask(self, rows: np.ndarray) -> np.ndarray:
-        """Boolean mask of the held-out rows among global row ids ``rows``."""
-        keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
-        return keys < np.uint64(self.threshold)
-
-
-@dataclass(frozen=True)
-class TrainingRows:
-    """How a chunk becomes the arrays a training kernel takes.
-
-    Attributes
-    ----------
-    emb : Embedding
-        What the kernel embeds on the fly (the identity over materialised columns when
-        ``feature_map`` is set).
-    feature_map : FeatureMap or None
-        Set to materialise each chunk's embedding with ``transform`` first (``online=False``).
-    holdout : Holdout or None
-        Rows left out of training (kept for calibration).
-    """
-
-    emb: Embedding
-    feature_map: FeatureMap | None
-    holdout: Holdout | None
-
-    def select(self, chunk: Chunk) -> tuple[np.ndarray | None, np.ndarray, np.ndarray,
-                                            np.ndarray]:
-        """Training rows of a chunk.
-
-        Returns
-        -------
-        keep : ndarray of int64 or None
-            Positions of the training rows in the chunk (None: all rows).
-        X : ndarray, float32
-            Their features, embedded when ``feature_map`` is set.
-        codes : ndarray of int32
-        weight : ndarray of float32
-        """
-        X, codes = chunk.X, chunk.y
-        weight = chunk.weight
-        keep = None
-        if self.holdout is not None:
-            held = self.holdout.mask(chunk.rows)
-            if held.any():
-                keep = np.flatnonzero(~held)
-                X, codes = X[keep], codes[keep]
-                weight = weight[keep] if weight is not None else None
-        weight = (np.ones(X.shape[0], dtype=np.float32) if weight is None
-                  else np.ascontiguousarray(weight, dtype=np.float32))
-        if self.feature_map is not None:
-            X = self.feature_map.transform(X)
-        return keep, X, np.ascontiguousarray(codes, dtype=np.int32), weight
-
-
-# -- passes -------------------------------------------------------------------------------
-@dataclass
-class Summary:
-    """Result of :class:`SummaryPass`.
-
-    Attributes
-    ----------
-    description : Description
-        Feature statistics and class counts over all rows.
-    n_train, n_holdout : int
-        Rows used for training and held out for calibration.
-    """
-
-    description: Description
-    n_train: int
-    n_holdout: int
-
-
-class SummaryPass:
-    """Reduction pass: :class:`~streamlearn.engine.DescribePass` plus held-out row counts.
-
-    Parameters
-    ----------
-    feature_names : list of str
-    n_classes : int
-    holdout : Holdout or None
-    seed : int
-        Seed of the describe pass's row sample.
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, feature_names: list[str], n_classes: int, holdout: Holdout | None,
-                 seed: int = 0) -> None:
-        self.describe = DescribePass(feature_names, n_classes=n_classes, seed=seed)
-        self.holdout = holdout
-
-    def start(self) -> list[Any]:
-        """Empty state ``[describe state, rows, held-out rows]``."""
-        return [self.describe.start(), 0, 0]
-
-    def step(self, state: list[Any], chunk: Chunk) -> list[Any]:
-        """Fold one chunk into ``state``."""
-        state[0] = self.describe.step(state[0], chunk)
-        state[1] += chunk.n_rows
-        if self.holdout is not None:
-            state[2] += int(self.holdout.mask(chunk.rows).sum())
-        return state
-
-    def merge(self, a: list[Any], b: list[Any]) -> list[Any]:
-        """Combine two states (a new state)."""
-        return [self.describe.merge(a[0], b[0]), a[1] + b[1], a[2] + b[2]]
-
-    def finish(self, state: list[Any]) -> Summary:
-        """The :class:`Summary`."""
-        return Summary(self.describe.finish(state[0]), state[1] - state[2], state[2])
-
-
-@dataclass
-class PegasosState:
-    """Models, averaged models and step counter carried through a PEGASOS epoch.
-
-    Attributes
-    ----------
-    W, AVG : ndarray of shape (m, n_dims + 1), float64
-        Last iterates and their running means, in the kernel's space.
-    t : int
-        Steps done.
-    rows : int
-        Rows processed in this pass (the weight of this state when states are merged).
-    """
-
-    W: np.ndarray
-    AVG: np.ndarray
-    t: int
-    rows: int = 0
-
-    def copy(self) -> PegasosState:
-        """An independent copy."""
-        return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows)
-
-
-def _mix(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
-    # weighted average of two parameter arrays (parameter mixing)
-    total = na + nb
-    if total == 0:
-        return a.copy()
-    return (na * a + nb * b) / total
-
-
-class PegasosEpochPass:
-    """Sequential pass: one PEGASOS epoch of every one-vs-rest model.
-
-    Parameters
-    ----------
-    rows : TrainingRows
-    pairs : ModelPairs
-        Positive and negative class codes of each binary model.
-    lam : float
-    bias_scale : float
-    average_start : int
-        First step whose iterate enters the averaged model.
-    initial : PegasosState
-        State at the start of the epoch (not modified).
-
-    Notes
-    -----
-    Engines that split the pass merge partial states by averaging the models weighted by the
-    rows each processed (parameter mixing); the step counter advances by the rows of both.
-    """
-
-    kind: Literal["reduction", "sequential"] = "sequential"
-
-    def __init__(self, rows: TrainingRows, pairs: ModelPairs, lam: float, bias_scale: float,
-                 average_start: int, initial: PegasosState) -> None:
-        self.rows = rows
-        self.pairs = pairs
-        self.lam = float(lam)
-        self.bias_scale = float(bias_scale)
-        self.average_start = int(average_start)
-        self.initial = initial
-
-    def start(self) -> PegasosState:
-        """A copy of the initial state."""
-        state = self.initial.copy()
-        state.rows = 0
-        return state
-
-    def step(self, state: PegasosState, chunk: Chunk) -> PegasosState:
-        """PEGASOS steps over the chunk's training rows (in place)."""
-        _, X, codes, weight = self.rows.select(chunk)
-        state.t = pegasos_ovr_chunk(X, codes, *self.pairs, weight, self.lam, self.bias_scale,
-                                    state.W, state.AVG, state.t, self.average_start,
-                                    *self.rows.emb)
-        state.rows += X.shape[0]
-        return state
-
-    def merge(self, a: PegasosState, b: PegasosState) -> PegasosState:
-        """Parameter mixing of two partial states (a new state)."""
-        return PegasosState(_mix(a.W, b.W, a.rows, b.rows), _mix(a.AVG, b.AVG, a.rows, b.rows),
-                            max(a.t, b.t) + min(a.rows, b.rows), a.rows + b.rows)
-
-    def finish(self, state: PegasosState) -> PegasosState:
-        """The state after the epoch."""
-        return state
-
-
-@dataclass
-class DcdState:
-    """Models and projected-gradient statistics of a dual coordinate descent epoch.
-
-    Attributes
-    ----------
-    W : ndarray of shape (m, n_dims + 1), float64
-    pg_max, pg_min : ndarray of shape (m,)
-        Range of the projected gradients met in the epoch, per model.
-    alpha_sum, dual_quad : ndarray of shape (m,)
-        Sums over the rows of the dual terms (see :func:`~streamlearn.solvers.dcd.dcd_chunk`).
-    rows : int
-        Rows processed in this pass.
-    """
-
-    W: np.ndarray
-    pg_max: np.ndarray
-    pg_min: np.ndarray
-    alpha_sum: np.ndarray
-    dual_quad: np.ndarray
-    rows: int = 0
-
-
-class DcdEpochPass:
-    """Sequential pass: one sweep of dual coordinate descent for every one-vs-rest model.
-
-    Parameters
-    ----------
-    rows : TrainingRows
-    pairs : ModelPairs
-    C : float
-        Penalty; row ``i`` gets ``C * weight_i``.
-    loss : int
-        :data:`~streamlearn.solvers.dcd.HINGE` or :data:`~streamlearn.solvers.dcd.SQUARED_HINGE`.
-    bias_scale : float
-    alpha : ExampleState
-        Dual variables, ``(n_rows, m)``; read and written chunk by chunk.
-    seed : int
-        Seeds the visiting order inside each chunk together with the chunk's first row.
-    initial : ndarray of shape (m, n_dims + 1)
-        Models at the start of the epoch (not modified).
-
-    Notes
-    -----
-    Engines that split the pass average the partial models weighted by rows processed; the
-    dual variables of each partition are its own rows'.
-    """
-
-    kind: Literal["reduction", "sequential"] = "sequential"
-
-    def __init__(self, rows: TrainingRows, pairs: ModelPairs, C: float, loss: int,
-                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
-        self.rows = rows
-        self.pairs = pairs
-        self.C = float(C)
-        self.loss = int(loss)
-        self.bias_scale = float(bias_scale)
-        self.alpha = alpha
-        self.seed = int(seed)
-        self.initial = initial
-
-    def start(self) -> DcdState:
-        """A copy of the initial models, empty statistics."""
-        m = self.initial.shape[0]
-        return DcdState(self.initial.copy(), np.full(m, -np.inf), np.full(m, np.inf),
-                        np.zeros(m), np.zeros(m))
-
-    def step(self, state: DcdState, chunk: Chunk) -> DcdState:
-        """Coordinate descent over the chunk's training rows (in place)."""
-        keep, X, codes, weight = self.rows.select(chunk)
-        alpha_all = self.alpha.get(chunk)
-        alpha = alpha_all if keep is None else np.ascontiguousarray(alpha_all[keep])
-        c = self.C * weight.astype(np.float64)
-        seed = (self.seed * 0x9E3779B1 + int(chunk.start)) % 2**63
-        pg_max, pg_min, alpha_sum, dual_quad = dcd_ovr_chunk(
-            X, codes, *self.pairs, c, alpha, state.W, self.loss, self.bias_scale,
-            DCD_INNER_SWEEPS, seed, *self.rows.emb)
-        if keep is not None:
-            alpha_all[keep] = alpha
-        self.alpha.put(chunk, alpha_all)
-        np.maximum(state.pg_max, pg_max, out=state.pg_max)
-        np.minimum(state.pg_min, pg_min, out=state.pg_min)
-        state.alpha_sum += alpha_sum
-        state.dual_quad += dual_quad
-        state.rows += X.shape[0]
-        return state
-
-    def merge(self, a: DcdState, b: DcdState) -> DcdState:
-        """Parameter mixing of the models, statistics combined (a new state)."""
-        return DcdState(_mix(a.W, b.W, a.rows, b.rows), np.maximum(a.pg_max, b.pg_max),
-                        np.minimum(a.pg_min, b.pg_min), a.alpha_sum + b.alpha_sum,
-                        a.dual_quad + b.dual_quad, a.rows + b.rows)
-
-    def finish(self, state: DcdState) -> DcdState:
-        """The state after the epoch."""
-        return state
-
-
-class CalibrationPass:
-    """Reduction pass: binned scores of the held-out rows under every binary model.
-
-    Parameters
-    ----------
-    W : ndarray of shape (m, n_dims + 1)
-        Models in ``w_d`` form.
-    emb : Embedding
-        On-the-fly embedding of the models.
-    pairs : ModelPairs
-    bias_scale : float
-    holdout : Holdout
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
-                 holdout: Holdout) -> None:
-        self.W = W
-        self.emb = emb
-        self.pairs = pairs
-        self.bias_scale = float(bias_scale)
-        self.holdout = holdout
-
-    def start(self) -> ScoreHistogram:
-        """Empty histogram."""
-        return ScoreHistogram(self.W.shape[0])
-
-    def step(self, state: ScoreHistogram, chunk: Chunk) -> ScoreHistogram:
-        """Add the chunk's held-out rows (in place)."""
-        held = np.flatnonzero(self.holdout.mask(chunk.rows))
-        if held.size == 0:
-            return state
-        X = np.ascontiguousarray(chunk.X[held])
-        scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
-        codes = np.asarray(chunk.y)[held]
-        positive, member = self.pairs.labels(codes)
-        weight = member if chunk.weight is None else member * chunk.weight[held][:, None]
-        return state.add(scores, positive, weight)
-
-    def merge(self, a: ScoreHistogram, b: ScoreHistogram) -> ScoreHistogram:
-        """Combine two histograms (a new one)."""
-        return a.merge(b)
-
-    def finish(self, state: ScoreHistogram) -> ScoreHistogram:
-        """The histogram."""
-        return state
-
-
-class ModelPairs(NamedTuple):
-    """Class codes of the binary models: model ``j`` is ``positive[j]`` against ``negative[j]``.
-
-    ``negative[j]`` is :data:`~streamlearn.solvers.ovr.REST` for "every other class".
-    """
-
-    positive: np.ndarray
-    negative: np.ndarray
-
-    @classmethod
-    def of(cls, n_classes: int, multiclass: str = "ovr") -> ModelPairs:
-        """The models of a problem: one for two classes (``1`` against ``0``); else one per
-        class against the rest (``"ovr"``), or one per pair ``a < b``, ``a`` against ``b``
-        (``"ovo"``, in the order ``(0, 1), (0, 2), .., (k-2, k-1)``)."""
-        if n_classes == 2:
-            return cls(np.array([1], dtype=np.int32), np.array([REST], dtype=np.int32))
-        if multiclass == "ovr":
-            return cls(np.arange(n_classes, dtype=np.int32),
-                       np.full(n_classes, REST, dtype=np.int32))
-        a, b = np.triu_indices(n_classes, k=1)
-        return cls(a.astype(np.int32), b.astype(np.int32))
-
-    @property
-    def one_vs_one(self) -> bool:
-        """Whether the models are class pairs (no model against the rest)."""
-        return bool(np.all(self.negative != REST))
-
-    def labels(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Label of each row under each model.
-
-        Returns
-        -------
-        positive : ndarray of shape (n, m), bool
-        member : ndarray of shape (n, m), float64
-            1 where the row belongs to the model's problem, else 0.
-        """
-        codes = np.asarray(codes)[:, None]
-        positive = codes == self.positive[None, :]
-        negative = (self.negative[None, :] == REST) | (codes == self.negative[None, :])
-        return positive, (positive | negative).astype(np.float64)
-
-
-def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:
-    """Models ``w`` of the materialised embedding in ``w_d = D_d^-1 w`` form.
-
-    Parameters
-    ----------
-    W : ndarray of shape (m, n_dims + 1)
-        Bias weight last (copied unchanged).
-    emb : Embedding
-        The on-the-fly embedding the models are for.
-
-    Returns
-    -------
-    ndarray of shape (m, n_dims + 1), float64
-        The inverse of :func:`~streamlearn.solvers.embedding.weights_from_w_d`: ``order``
-        prefix sums within each feature's block of columns.
-    """
-    out = np.array(W, dtype=np.float64)
-    blocks = out[:, : emb.n_dims].reshape(out.shape[0], emb.n_features, emb.n_cols)
-    for _ in range(emb.order):
-        np.cumsum(blocks, axis=2, out=blocks)
-    return out
+#: ``partial_fit`` grows a B-spline map up to this many times ``n_bases`` bases.
+MAX_BASES_GROWTH = 4
+#: ``partial_fit`` grows a B-spline map for the features with more than this share of a
+#: chunk's values outside its range (fewer: the tail of a shuffled stream, left clamped).
+GROWTH_SHARE = 0.05
+#: ``partial_fit`` warns when more than this share of a chunk's values of a feature lies
+#: outside the feature map's range (the tail beyond a first chunk's extremes is smaller).
+CLAMPED_SHARE_WARNING = 0.01
 
 
 # -- the estimator ------------------------------------------------------------------------
@@ -522,7 +97,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     degree : {1, 2, 3}
         B-spline degree.
     n_bases : int
-        B-spline bases per feature.
+        B-spline bases per feature (:meth:`partial_fit` may grow the fitted map's, up to
+        ``4 * n_bases``).
     penalty_order : int, optional
         Difference penalty order ``d`` for B-splines (0, 1, 2; default 0, the sparse ``D0``)
         or penalised derivative for Fourier and Hermite (1, 2; default 1).
@@ -552,11 +128,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         is None.
     lam : float, optional
         Regularisation of ``lam / 2 ||w||^2 + (1 / n) sum_i s_i loss_i``; overrides ``C``
-        (``C = 1 / (lam n)``). Default ``1 / (C n)``, ``n`` the number of training rows.
+        (``C = 1 / (lam n)``). Default ``1 / (C n)``, ``n = sum_i s_i`` the total sample
+        weight of the training rows (their number without weights).
     loss : {"hinge", "squared_hinge"}
         Loss of the ``dcd`` solver (PEGASOS uses the hinge).
     epochs : int
-        Passes over the data (maximum for ``dcd`` with ``tol``).
+        Passes over the data. PEGASOS runs exactly ``epochs`` (its step sizes
+        ``1 / (lam t)`` follow a fixed schedule; it has no stopping rule). ``dcd`` with
+        ``tol`` stops earlier when it converges, and warns ``ConvergenceWarning`` when it
+        reaches ``epochs`` without converging.
     tol : float, optional
         ``dcd`` stops after the first epoch whose projected gradients span less than ``tol``
         for every model (liblinear's ``eps``); None runs all epochs.
@@ -574,6 +154,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         row id (the same rows whatever the chunking or order).
     bias_scale : float
         Value of the constant feature whose regularised weight is the bias (0: no bias).
+    feature_range : (float, float) or array-like of shape (n_features, 2), optional
+        Range ``(min, max)`` of every feature, or one row per feature, that the feature map
+        covers instead of the range seen in the data; values outside are clamped to it.
+        Its bounds replace the data's minimum and maximum, and the mean and standard
+        deviation of the uniform distribution over it replace the data's (the Hermite
+        embedding standardises by them). Needed by :meth:`partial_fit` on streams whose
+        first chunk does not span the data (e.g. sorted by a feature).
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     random_state : int, optional
@@ -598,15 +185,22 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         (one-vs-rest) or ``n_classes (n_classes - 1) / 2`` (one-vs-one: pairs ``a < b`` in
         the order of :func:`numpy.triu_indices`, positive class ``classes_[a]``).
     lam_, C_ : float
-        Regularisation used (``C_ = 1 / (lam_ n)``).
+        Regularisation used (``C_ = 1 / (lam_ n)``, ``n = sample_weight_sum_``).
+    sample_weight_sum_ : float
+        Total sample weight of the training rows (``n_train_`` without weights).
+    pegasos_lam_ : float
+        ``lam`` of the PEGASOS steps, which average ``s_i loss_i`` over rows:
+        ``lam_ * sample_weight_sum_ / n_train_`` (``lam_`` without weights).
     n_train_, n_calibration_ : int
         Rows used for training and for calibration by the last ``fit``.
     n_iter_ : int
-        Epochs run by the last ``fit``.
+        Epochs run by the last ``fit`` (``epochs`` for PEGASOS; 0 after ``partial_fit``
+        alone).
     t_ : int
         PEGASOS steps done (rows visited by ``fit``).
     platt_a_, platt_b_ : ndarray of shape (n_models,)
-        Sigmoid ``P = 1 / (1 + exp(A f + B))`` of each binary model.
+        Sigmoid ``P = 1 / (1 + exp(A f + B))`` of each binary model; its log-odds
+        ``-(A f + B)`` are :meth:`decision_function` (two classes, one-vs-rest).
     calibrated_ : bool
         Whether ``platt_a_, platt_b_`` were fitted (else the plain logistic ``A = -1, B = 0``).
     state_w_d_ : ndarray of shape (n_models, n_dims + 1)
@@ -625,6 +219,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     >>> clf.score(X, y) > 0.9
     True
     """
+
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "stochastic solver with a hashed calibration split: PEGASOS visits rows in a "
+            "seeded random order and calibration rows are chosen by a hash of their row id, "
+            "so a repeated row is not the same as a doubled weight",
+    }
 
     def __init__(
         self,
@@ -646,6 +247,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         calibrate: bool = True,
         calibration_fraction: float = 0.1,
         bias_scale: float = 1.0,
+        feature_range: Any = None,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -669,6 +271,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.calibrate = calibrate
         self.calibration_fraction = calibration_fraction
         self.bias_scale = bias_scale
+        self.feature_range = feature_range
         self.chunk_rows = chunk_rows
         self.random_state = random_state
         self.engine = engine
@@ -711,6 +314,28 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         cls = FourierMap if self.embedding == "fourier" else HermiteMap
         return cls(self.n_terms, order, self.zero_preserving)
 
+    def _given_range(self, n_features: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``feature_range`` as ``(lo, hi)`` arrays of shape (n_features,), or None."""
+        if self.feature_range is None:
+            return None
+        try:
+            bounds = np.asarray(self.feature_range, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError("feature_range must be a (min, max) pair or an array of shape "
+                             f"(n_features, 2), got {self.feature_range!r}") from error
+        if bounds.shape == (2,):
+            bounds = np.tile(bounds, (n_features, 1))
+        if bounds.shape != (n_features, 2):
+            raise ValueError("feature_range must be a (min, max) pair or an array of shape "
+                             f"(n_features, 2) = ({n_features}, 2), got shape {bounds.shape}")
+        lo, hi = bounds[:, 0], bounds[:, 1]
+        bad = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi) & (hi > lo)))
+        if bad.size:
+            f = int(bad[0])
+            raise ValueError(f"feature_range of feature {f} is [{lo[f]}, {hi[f]}]; it needs "
+                             "finite bounds with min < max")
+        return lo, hi
+
     def _seed(self) -> int:
         if self.random_state is None:
             return int(np.random.SeedSequence().entropy % 2**31)
@@ -728,11 +353,23 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def _embedding(self) -> Embedding:
         return embedding_params(self.feature_map_, self.n_features_in_)
 
+    def _set_regularisation(self, regularisation: Regularisation) -> None:
+        """``lam_``, ``C_``, ``sample_weight_sum_`` and ``pegasos_lam_``."""
+        self.lam_ = regularisation.lam
+        self.C_ = regularisation.C
+        self.sample_weight_sum_ = regularisation.weight_sum
+        self.pegasos_lam_ = regularisation.pegasos_lam
+
     def _training_rows(self, holdout: Holdout | None) -> TrainingRows:
-        if self.online or self.feature_map_ is None:
-            return TrainingRows(self._embedding(), None, holdout)
-        n_columns = self.feature_map_.n_output_features(self.n_features_in_)
-        return TrainingRows(embedding_params(None, n_columns), self.feature_map_, holdout)
+        """How chunks become kernel arrays for this fitted model (its feature map)."""
+        config = additive_solver.AdditiveConfig(
+            feature_map=self.feature_map_, feature_range=None, solver=self.solver,
+            multiclass=self.multiclass, C=float(self.C), lam=self.lam, loss=self.loss,
+            epochs=int(self.epochs), tol=self.tol, average=bool(self.average),
+            online=bool(self.online), calibration_fraction=None,
+            bias_scale=float(self.bias_scale))
+        return additive_solver.training_rows(config, self._embedding(), self.n_features_in_,
+                                             holdout)
 
     # -- training -------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -765,113 +402,65 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.__dict__.pop("classes_", None)  # not fitted until this fit succeeds
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        seed = self._seed()
-        classes = dataset.classes
-        assert classes is not None
-        holdout = (Holdout.fraction(self.calibration_fraction, seed ^ HOLDOUT_SALT)
-                   if self.calibrate else None)
-
-        feature_map = self._make_map()
-        if feature_map is None and holdout is None and dataset.nan_policy != "drop":
-            # nothing needs the describe pass: no map to fit, no rows held out, and the
-            # store's metadata counts the training rows
-            n_train, n_holdout = dataset.n_rows, 0
+        config = additive_solver.AdditiveConfig(
+            feature_map=self._make_map(),
+            feature_range=self._given_range(len(dataset.feature_names)),
+            solver=self.solver, multiclass=self.multiclass, C=float(self.C),
+            lam=None if self.lam is None else float(self.lam), loss=self.loss,
+            epochs=int(self.epochs), tol=self.tol, average=bool(self.average),
+            online=bool(self.online),
+            calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
+            bias_scale=float(self.bias_scale))
+        result = additive_solver.fit(runner, dataset, config, self._seed())
+        self.feature_names_in_ = result.feature_names
+        self.n_features_in_ = len(result.feature_names)
+        self.feature_map_ = result.feature_map
+        self.n_train_ = result.n_train
+        self.n_calibration_ = result.n_calibration
+        self._set_regularisation(result.regularisation)
+        self.coef_d_ = result.coef_d
+        self.state_w_d_ = result.state_w_d
+        self.platt_a_, self.platt_b_ = result.platt_a, result.platt_b
+        self.calibrated_ = result.calibrated
+        self.n_iter_, self.t_ = result.n_iter, result.t
+        self.average_start_ = result.average_start
+        if result.pg_range is None:
+            self.__dict__.pop("pg_range_", None)
         else:
-            summary: Summary = runner.run(
-                SummaryPass(list(dataset.feature_names), len(classes), holdout, seed), dataset,
-                description="describe")
-            n_train, n_holdout = summary.n_train, summary.n_holdout
-            if feature_map is not None:
-                desc = summary.description
-                feature_map.fit_from_stats(minimum=desc.min, maximum=desc.max, mean=desc.mean,
-                                           std=desc.std, quantiles=desc.quantiles)
-        if n_train == 0:
-            raise LabelError(f"no rows left to train on ({n_holdout} held out for "
-                             "calibration); use more data or calibrate=False")
-        self.feature_names_in_ = tuple(dataset.feature_names)
-        self.n_features_in_ = len(self.feature_names_in_)
-        self.feature_map_ = feature_map
-        self.n_train_ = int(n_train)
-        self.n_calibration_ = int(n_holdout)
-        self.lam_ = float(self.lam) if self.lam is not None else 1.0 / (self.C * self.n_train_)
-        self.C_ = 1.0 / (self.lam_ * self.n_train_)
-
-        rows = self._training_rows(holdout)
-        pairs = ModelPairs.of(len(classes), self.multiclass)
-        shape = (len(pairs.positive), rows.emb.n_dims + 1)
-        if self.solver == "pegasos":
-            W = self._fit_pegasos(runner, dataset, rows, pairs, shape, seed)
-        else:
-            W = self._fit_dcd(runner, dataset, rows, pairs, shape, seed)
-        if rows.feature_map is not None:
-            W = w_to_w_d(W, self._embedding())
-            self.state_w_d_ = w_to_w_d(self.state_w_d_, self._embedding())
-        self.coef_d_ = np.ascontiguousarray(W)
-
-        self.platt_a_ = np.full(shape[0], -1.0)
-        self.platt_b_ = np.zeros(shape[0])
-        self.calibrated_ = False
-        if holdout is not None and self.n_calibration_ > 0:
-            histogram: ScoreHistogram = runner.run(
-                CalibrationPass(self.coef_d_, self._embedding(), pairs,
-                                self.bias_scale, holdout),
-                dataset, description="calibrate")
-            self.platt_a_, self.platt_b_ = histogram.fit()
-            self.calibrated_ = True
-        self.classes_ = storable_classes(classes)
+            self.pg_range_ = result.pg_range
+        assert dataset.classes is not None
+        self.classes_ = storable_classes(dataset.classes)
         return self
-
-    def _fit_pegasos(self, runner: Any, dataset: Dataset, rows: TrainingRows,
-                     pairs: ModelPairs, shape: tuple[int, int], seed: int) -> np.ndarray:
-        epochs = int(self.epochs)
-        total = epochs * self.n_train_
-        self.average_start_ = total // 2 + 1 if self.average else int(NO_AVERAGING)
-        state = PegasosState(np.zeros(shape), np.zeros(shape), 0)
-        for epoch in range(epochs):
-            epoch_pass = PegasosEpochPass(rows, pairs, self.lam_, self.bias_scale,
-                                          self.average_start_, state)
-            state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
-                               description=f"pegasos epoch {epoch + 1}/{epochs}")
-        self.n_iter_ = epochs
-        self.t_ = int(state.t)
-        self.state_w_d_ = state.W
-        averaged = self.average and state.t >= self.average_start_
-        return state.AVG if averaged else state.W.copy()
-
-    def _fit_dcd(self, runner: Any, dataset: Dataset, rows: TrainingRows,
-                 pairs: ModelPairs, shape: tuple[int, int], seed: int) -> np.ndarray:
-        epochs = int(self.epochs)
-        W = np.zeros(shape)
-        self.pg_range_ = np.inf
-        with ExampleState(dataset.n_rows, shape[0]) as alpha:
-            epoch = 0
-            for epoch in range(epochs):
-                epoch_pass = DcdEpochPass(rows, pairs, self.C_, LOSSES[self.loss],
-                                          self.bias_scale, alpha, seed * 1000003 + epoch, W)
-                state: DcdState = runner.run(epoch_pass, dataset, shuffle=True, seed=seed,
-                                             epoch=epoch,
-                                             description=f"dcd epoch {epoch + 1}/{epochs}")
-                W = state.W
-                self.pg_range_ = float(np.max(state.pg_max - state.pg_min))
-                if self.tol is not None and self.pg_range_ < self.tol:
-                    break
-        self.n_iter_ = epoch + 1
-        self.t_ = self.n_iter_ * self.n_train_
-        self.average_start_ = int(NO_AVERAGING)
-        self.state_w_d_ = W.copy()
-        return W
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None,
                     sample_weight: Any = None) -> AdditiveSVC:
         """One PEGASOS pass over one chunk of in-memory rows.
 
         The first call fixes the classes (``classes``, required when there are more than
-        two; else the labels of ``y``), the features and the feature map, fitted from this
-        chunk's statistics (later values outside its range are clamped to it). Unless
-        ``lam`` is set, ``lam = 1 / (C n)`` with ``n`` the rows of the first chunk.
-        With ``average``, predictions use the mean of the iterates after the first chunk.
-        No calibration: :meth:`predict_proba` uses the plain logistic of the scores (or the
-        sigmoids of an earlier ``fit``).
+        two; else the labels of ``y``), the features and the feature map. The map is fitted
+        from ``feature_range`` when it is set, else from this first chunk's statistics
+        (minimum and maximum; mean and standard deviation for Hermite).
+
+        Later chunks with more than 5% of a feature's values outside the map's range:
+        without ``feature_range``, a B-spline map grows to cover them (fewer outliers, the
+        tail of a shuffled stream, are clamped). Its knot grid is extended by whole segments of
+        the same spacing (every feature gets the same number of new segments: those it
+        needs below its range, the rest above), so the old bases are among the new ones,
+        and the learned curves (last iterates and averaged models) are re-fitted to the new
+        bases by least squares over the old range, where they stay the same; weights that
+        range does not determine get the smallest norm. Past ``4 * n_bases`` bases the map
+        is refitted over the union of the ranges with that many bases (coarser knots, the
+        curves kept approximately). Fourier maps, and any map with ``feature_range``, clamp
+        such values and warn (``UserWarning``); the Hermite map standardises and does not
+        clamp. A stream whose first chunk does not span the data, e.g. one sorted by a
+        feature, is best given ``feature_range``: growth keeps the first chunk's knot
+        spacing, which may be too fine for the whole range.
+
+        Unless ``lam`` is set, ``lam = 1 / (C n)`` with ``n`` the total sample weight of
+        the first chunk (its rows without weights). With ``average``, predictions use the
+        mean of the iterates after the first chunk. No calibration:
+        :meth:`predict_proba` uses the plain logistic of the scores (or the sigmoids of an
+        earlier ``fit``).
 
         Parameters
         ----------
@@ -887,7 +476,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """
         self._validate()
         if not self.is_fitted:
-            self._start_partial_fit(X, y, classes)
+            self._start_partial_fit(X, y, classes, sample_weight)
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
             raise LabelError(f"classes {list(classes)} differ from those of the first call "
                              f"{self.classes_.tolist()}")
@@ -899,10 +488,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                   else np.ascontiguousarray(sample_weight, dtype=np.float32).reshape(-1))
         if weight.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but sample_weight has {weight.shape[0]}")
+        if self.feature_range is None and isinstance(self.feature_map_, BSplineMap):
+            self._grow_map(X)
+        else:
+            self._warn_outside_range(X)
         W = np.ascontiguousarray(self.state_w_d_, dtype=np.float64).copy()
         averaging = self.t_ >= self.average_start_
         AVG = self.coef_d_.copy() if averaging else np.zeros_like(W)
-        self.t_ = int(pegasos_ovr_chunk(X, codes, *self._pairs(), weight, self.lam_,
+        self.t_ = int(pegasos_ovr_chunk(X, codes, *self._pairs(), weight, self.pegasos_lam_,
                                         float(self.bias_scale), W, AVG, self.t_,
                                         self.average_start_, *self._embedding()))
         self.n_train_ += X.shape[0]
@@ -910,7 +503,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
         return self
 
-    def _start_partial_fit(self, X: Any, y: Any, classes: Any) -> None:
+    def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
         """First ``partial_fit`` call: classes, features, feature map and empty models."""
         names = getattr(X, "columns", None)
         if names is None:
@@ -932,14 +525,19 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         feature_map = self._make_map()
         if feature_map is not None:
             x64 = values.astype(np.float64)
-            feature_map.fit_from_stats(minimum=x64.min(axis=0), maximum=x64.max(axis=0),
-                                       mean=x64.mean(axis=0), std=x64.std(axis=0))
+            fit_feature_map(feature_map, self._given_range(values.shape[1]),
+                            minimum=x64.min(axis=0), maximum=x64.max(axis=0),
+                            mean=x64.mean(axis=0), std=x64.std(axis=0))
         n = values.shape[0]
+        weight_sum = (float(n) if sample_weight is None
+                      else float(np.sum(np.asarray(sample_weight, dtype=np.float64))))
+        if not weight_sum > 0:
+            raise ValueError(f"the sample weights of the first partial_fit chunk sum to "
+                             f"{weight_sum}; it needs a row with a positive weight")
         self.feature_names_in_ = feature_names
         self.n_features_in_ = values.shape[1]
         self.feature_map_ = feature_map
-        self.lam_ = float(self.lam) if self.lam is not None else 1.0 / (self.C * n)
-        self.C_ = 1.0 / (self.lam_ * n)
+        self._set_regularisation(Regularisation.of(self.C, self.lam, n, weight_sum))
         self.n_train_ = 0
         self.n_calibration_ = 0
         self.n_iter_ = 0
@@ -954,6 +552,36 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.platt_b_ = np.zeros(m)
         self.calibrated_ = False
 
+    def _grow_map(self, X: np.ndarray) -> None:
+        """Extend the B-spline map to cover ``X``, keeping the learned curves on its range."""
+        max_bases = MAX_BASES_GROWTH * int(self.n_bases)
+        grown = grown_bspline_map(self.feature_map_, X, max_bases, GROWTH_SHARE)
+        if grown is None:
+            return
+        old, n_features = self.feature_map_, self.n_features_in_
+        self.state_w_d_ = reproject(self.state_w_d_, old, grown, n_features)
+        self.coef_d_ = reproject(self.coef_d_, old, grown, n_features)
+        self.feature_map_ = grown
+
+    def _warn_outside_range(self, X: np.ndarray) -> None:
+        """Warn when many of a ``partial_fit`` chunk's values are clamped by the feature map."""
+        lo = getattr(self.feature_map_, "lo_", None)
+        hi = getattr(self.feature_map_, "hi_", None)
+        if lo is None or hi is None or X.shape[0] == 0:
+            return
+        share = np.mean((X < lo[None, :]) | (X > hi[None, :]), axis=0)
+        outside = np.flatnonzero(share > CLAMPED_SHARE_WARNING)
+        if outside.size:
+            f = int(outside[0])
+            source = ("The range is feature_range's." if self.feature_range is not None else
+                      "The range comes from the first partial_fit chunk (or fit): pass "
+                      "feature_range=(min, max) when the chunks do not each span the data")
+            warnings.warn(
+                f"{outside.size} feature(s) have values outside the feature map's range, "
+                f"first {self.feature_names_in_[f]!r}: {share[f]:.0%} of the rows outside "
+                f"[{lo[f]:.6g}, {hi[f]:.6g}]; "
+                f"they are clamped to it. {source}", UserWarning, stacklevel=3)
+
     # -- prediction -----------------------------------------------------------------------
     def _scores(self, X: Any) -> np.ndarray:
         self._check_fitted()
@@ -961,8 +589,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return decision_ovr_chunk(values, self.coef_d_, float(self.bias_scale),
                                   *self._embedding())
 
-    def decision_function(self, X: Any) -> np.ndarray:
-        """SVM scores ``w . Psi(x) + b``.
+    def svm_scores(self, X: Any) -> np.ndarray:
+        """Raw SVM scores ``w_j . Psi(x) + b_j`` of every binary model.
 
         Parameters
         ----------
@@ -970,11 +598,51 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
         Returns
         -------
-        ndarray of shape (n,) for two classes (positive: ``classes_[1]``), else
-        (n, n_classes), one column per one-vs-rest model; float64.
+        ndarray of shape (n, n_models), float64
+            Columns in the order of ``coef_d_``.
         """
-        scores = self._scores(X)
-        return scores[:, 0] if scores.shape[1] == 1 else scores
+        return self._scores(X)
+
+    def _log_odds(self, scores: np.ndarray) -> np.ndarray:
+        # calibrated log-odds -(A f + B) of each binary model (f itself when uncalibrated)
+        return -(scores * self.platt_a_[None, :] + self.platt_b_[None, :])
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Confidence scores whose sign (two classes) or argmax (more) is :meth:`predict`.
+
+        Two classes: the calibrated log-odds ``-(A f + B)`` of ``classes_[1]``, ``f`` the
+        SVM score ``w . Psi(x) + b`` and ``A, B`` its Platt sigmoid (``platt_a_``,
+        ``platt_b_``); without calibration (``A = -1, B = 0``) this is ``f`` itself.
+        More classes, one-vs-rest: the calibrated log-odds of each class's model, a
+        monotone transform of its calibrated probability. One-vs-one: the votes each class
+        gets from the pairwise models (the sign of their raw scores) plus half its coupled
+        probability (in ``[0, 0.5]``, a tie-break), like scikit-learn's ``SVC`` with
+        ``decision_function_shape="ovr"``. The raw scores of every model are
+        :meth:`svm_scores`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features), or a table with the fit-time columns
+
+        Returns
+        -------
+        ndarray of shape (n,) for two classes, else (n, n_classes) with columns in the
+        order of ``classes_``; float64.
+        """
+        return self._decision(self._scores(X))
+
+    def _decision(self, scores: np.ndarray) -> np.ndarray:
+        if scores.shape[1] == 1:
+            return self._log_odds(scores)[:, 0]
+        pairs = self._pairs()
+        if not pairs.one_vs_one:
+            return self._log_odds(scores)
+        winner = np.where(scores > 0, pairs.positive[None, :], pairs.negative[None, :])
+        k = len(self.classes_)
+        votes = (winner[:, :, None] == np.arange(k)[None, None, :]).sum(axis=1)
+        # coupled probabilities lie in [0, 1]: half of one breaks ties only
+        proba = self._class_proba(self._model_proba(scores))
+        return votes + 0.5 * proba
 
     def _model_proba(self, scores: np.ndarray) -> np.ndarray:
         return sigmoid_proba(scores, self.platt_a_[None, :], self.platt_b_[None, :])
@@ -1010,12 +678,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / k)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted labels.
+        """Predicted labels: the sign (two classes) or argmax of :meth:`decision_function`.
 
-        Two classes: the sign of the score. More classes, one-vs-rest: the class whose
-        calibrated probability is highest (paper 000, Sec. 6); without calibration, the
-        highest score. One-vs-one: the class that wins most pairwise votes, ties going to
-        the highest coupled probability.
+        Two classes and one-vs-rest: the class whose calibrated probability is highest
+        (paper 000, Sec. 6); without calibration, the sign or the highest SVM score. With
+        calibration the two-class threshold is the Platt sigmoid's ``f = -B / A`` rather
+        than ``f = 0``. One-vs-one: the class that wins most pairwise votes, ties going to
+        the highest coupled probability. So ``predict`` agrees with the argmax of
+        :meth:`predict_proba` (except one-vs-one, where votes decide).
 
         Parameters
         ----------
@@ -1025,18 +695,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         -------
         ndarray of shape (n,), labels from ``classes_``
         """
-        scores = self._scores(X)
-        if scores.shape[1] == 1:
-            return self.classes_[(scores[:, 0] > 0).astype(np.int64)]
-        pairs = self._pairs()
-        if pairs.one_vs_one:
-            winner = np.where(scores > 0, pairs.positive[None, :], pairs.negative[None, :])
-            k = len(self.classes_)
-            votes = (winner[:, :, None] == np.arange(k)[None, None, :]).sum(axis=1)
-            # probabilities lie in [0, 1]: half of one breaks ties only
-            proba = self._class_proba(self._model_proba(scores))
-            return self.classes_[np.argmax(votes + 0.5 * proba, axis=1)]
-        return self.classes_[np.argmax(self._model_proba(scores), axis=1)]
+        decision = self._decision(self._scores(X))
+        if decision.ndim == 1:
+            return self.classes_[(decision > 0).astype(np.int64)]
+        return self.classes_[np.argmax(decision, axis=1)]
 
     # -- learned weights ------------------------------------------------------------------
     @property
@@ -1054,7 +716,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     # -- model files ----------------------------------------------------------------------
     _SCALARS = ("lam_", "C_", "n_train_", "n_calibration_", "n_iter_", "t_", "average_start_",
-                "calibrated_", "n_features_in_")
+                "calibrated_", "n_features_in_", "sample_weight_sum_", "pegasos_lam_")
 
     def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         metadata = {
@@ -1079,8 +741,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         spec = metadata.get("feature_map")
         model.feature_map_ = None if spec is None else FeatureMap.from_dict(spec)
         model.feature_names_in_ = tuple(metadata["feature_names_in"])
+        # files written before the sample weight sum was kept: unweighted training
+        defaults = {"sample_weight_sum_": metadata.get("n_train_"),
+                    "pegasos_lam_": metadata.get("lam_")}
         for name in cls._SCALARS:
-            setattr(model, name, metadata[name])
+            setattr(model, name, metadata[name] if name in metadata else defaults[name])
         model.classes_ = arrays["classes"]
         model.coef_d_ = np.ascontiguousarray(arrays["coef_d"], dtype=np.float64)
         model.state_w_d_ = np.ascontiguousarray(arrays["state_w_d"], dtype=np.float64)

@@ -1,0 +1,303 @@
+"""The additive-kernel SVM as a short sequence of passes (what ``AdditiveSVC.fit`` runs).
+
+1. a reduction pass summarises the features (min, max, mean, std, quantiles), counts the
+   training rows and adds up their sample weights; the feature map is fitted from the
+   summary or from a given range (a linear model without calibration and without weights
+   skips this pass: the store's metadata counts its rows);
+2. ``epochs`` sequential passes, each visiting the chunks in a new seeded random order, run
+   PEGASOS or dual coordinate descent (the dual variables live in an ``ExampleState``); with
+   ``k > 2`` classes the one-vs-rest or one-vs-one models are updated from each row read;
+3. a reduction pass over the held-out calibration rows bins the scores, and a Platt sigmoid
+   is fitted per binary model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn.data import Dataset
+from streamlearn.data.example_state import ExampleState
+from streamlearn.errors import LabelError
+from streamlearn.features import FeatureMap
+from streamlearn.solvers.additive.passes import (
+    CalibrationPass,
+    DcdEpochPass,
+    DcdState,
+    Holdout,
+    ModelPairs,
+    PegasosEpochPass,
+    PegasosState,
+    Summary,
+    SummaryPass,
+    TrainingRows,
+    w_to_w_d,
+)
+from streamlearn.solvers.calibration import ScoreHistogram
+from streamlearn.solvers.dcd import LOSSES
+from streamlearn.solvers.embedding import Embedding, embedding_params
+from streamlearn.solvers.pegasos import NO_AVERAGING
+
+#: Mixed into the seed to choose the calibration rows.
+HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
+
+
+@dataclass(frozen=True)
+class AdditiveConfig:
+    """Hyper-parameters of one fit (validated by the estimator).
+
+    Attributes
+    ----------
+    feature_map : FeatureMap or None
+        Unfitted embedding (None: the raw features); fitted in place by :func:`fit`.
+    feature_range : tuple of two ndarrays of shape (n_features,), or None
+        Range the feature map covers instead of the data's (see :func:`fit_feature_map`).
+    solver : {"pegasos", "dcd"}
+    multiclass : {"ovr", "ovo"}
+    C : float
+    lam : float or None
+    loss : {"hinge", "squared_hinge"}
+    epochs : int
+    tol : float or None
+    average : bool
+    online : bool
+    calibration_fraction : float or None
+        None: no calibration.
+    bias_scale : float
+    """
+
+    feature_map: FeatureMap | None
+    feature_range: tuple[np.ndarray, np.ndarray] | None
+    solver: str
+    multiclass: str
+    C: float
+    lam: float | None
+    loss: str
+    epochs: int
+    tol: float | None
+    average: bool
+    online: bool
+    calibration_fraction: float | None
+    bias_scale: float
+
+
+@dataclass(frozen=True)
+class Regularisation:
+    """``lam``, ``C`` and the PEGASOS step ``lam`` of a training set.
+
+    Attributes
+    ----------
+    lam, C : float
+        ``C = 1 / (lam n)``, ``n = weight_sum``.
+    weight_sum : float
+        Total sample weight of the training rows.
+    pegasos_lam : float
+        ``lam * weight_sum / n_rows``: PEGASOS averages ``s_i loss_i`` over rows, the same
+        objective scaled by ``n_rows / weight_sum``.
+    """
+
+    lam: float
+    C: float
+    weight_sum: float
+    pegasos_lam: float
+
+    @classmethod
+    def of(cls, C: float, lam: float | None, n_rows: int, weight_sum: float) -> Regularisation:
+        """``lam`` when given, else ``1 / (C weight_sum)``."""
+        lam_ = float(lam) if lam is not None else 1.0 / (C * weight_sum)
+        return cls(lam_, 1.0 / (lam_ * weight_sum), float(weight_sum),
+                   lam_ * weight_sum / n_rows)
+
+
+@dataclass(frozen=True)
+class AdditiveFit:
+    """What :func:`fit` learns.
+
+    Attributes
+    ----------
+    feature_names : tuple of str
+    feature_map : FeatureMap or None
+    n_train, n_calibration : int
+    regularisation : Regularisation
+    coef_d, state_w_d : ndarray of shape (n_models, n_dims + 1), float64
+        Models in ``w_d`` form (averaged for PEGASOS with averaging) and last iterates.
+    platt_a, platt_b : ndarray of shape (n_models,)
+    calibrated : bool
+    n_iter, t, average_start : int
+    pg_range : float or None
+        ``dcd`` only.
+    """
+
+    feature_names: tuple[str, ...]
+    feature_map: FeatureMap | None
+    n_train: int
+    n_calibration: int
+    regularisation: Regularisation
+    coef_d: np.ndarray
+    state_w_d: np.ndarray
+    platt_a: np.ndarray
+    platt_b: np.ndarray
+    calibrated: bool
+    n_iter: int
+    t: int
+    average_start: int
+    pg_range: float | None
+
+
+def fit_feature_map(feature_map: FeatureMap,
+                    feature_range: tuple[np.ndarray, np.ndarray] | None,
+                    **stats: Any) -> None:
+    """Fit ``feature_map`` from data statistics, or from ``feature_range`` when given.
+
+    A given range replaces the statistics: minimum and maximum are its bounds, mean and
+    standard deviation those of the uniform distribution over it (the Hermite map
+    standardises by them).
+    """
+    if feature_range is not None:
+        lo, hi = feature_range
+        stats = dict(minimum=lo, maximum=hi, mean=(lo + hi) / 2,
+                     std=(hi - lo) / np.sqrt(12.0), quantiles=None)
+    feature_map.fit_from_stats(**stats)
+
+
+def training_rows(config: AdditiveConfig, emb: Embedding, n_features: int,
+                  holdout: Holdout | None) -> TrainingRows:
+    """How chunks become kernel arrays: embedded on the fly, or materialised first."""
+    if config.online or config.feature_map is None:
+        return TrainingRows(emb, None, holdout)
+    n_columns = config.feature_map.n_output_features(n_features)
+    return TrainingRows(embedding_params(None, n_columns), config.feature_map, holdout)
+
+
+def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> AdditiveFit:
+    """Train the binary models of an additive-kernel SVM by streaming over ``dataset``.
+
+    Parameters
+    ----------
+    runner : engine
+        Runs the passes (``run(pass_, dataset, ...)``).
+    dataset : Dataset
+        With a classification target (``dataset.classes``).
+    config : AdditiveConfig
+    seed : int
+        Seeds the shuffling, the DCD visiting orders and the calibration rows.
+
+    Returns
+    -------
+    AdditiveFit
+    """
+    classes = dataset.classes
+    assert classes is not None
+    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
+               if config.calibration_fraction is not None else None)
+    feature_map = config.feature_map
+    if (feature_map is None and holdout is None and dataset.nan_policy != "drop"
+            and dataset.weight is None):
+        # nothing needs the describe pass: no map to fit, no rows held out, no weights
+        # to add up, and the store's metadata counts the training rows
+        n_train, n_holdout, train_weight = dataset.n_rows, 0, float(dataset.n_rows)
+    else:
+        summary: Summary = runner.run(
+            SummaryPass(list(dataset.feature_names), len(classes), holdout, seed), dataset,
+            description="describe")
+        n_train, n_holdout = summary.n_train, summary.n_holdout
+        train_weight = summary.train_weight
+        if feature_map is not None:
+            desc = summary.description
+            fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
+                            maximum=desc.max, mean=desc.mean, std=desc.std,
+                            quantiles=desc.quantiles)
+    if n_train == 0:
+        raise LabelError(f"no rows left to train on ({n_holdout} held out for "
+                         "calibration); use more data or calibrate=False")
+    if not train_weight > 0:
+        raise ValueError(f"the sample weights of the {n_train} training rows sum to "
+                         f"{train_weight}; at least one row needs a positive weight")
+    regularisation = Regularisation.of(config.C, config.lam, n_train, train_weight)
+    n_features = len(dataset.feature_names)
+    emb = embedding_params(feature_map, n_features)
+    rows = training_rows(config, emb, n_features, holdout)
+    pairs = ModelPairs.of(len(classes), config.multiclass)
+    shape = (len(pairs.positive), rows.emb.n_dims + 1)
+    if config.solver == "pegasos":
+        models = _pegasos(runner, dataset, config, rows, pairs, shape, seed, n_train,
+                          regularisation.pegasos_lam)
+    else:
+        models = _dcd(runner, dataset, config, rows, pairs, shape, seed, n_train,
+                      regularisation.C)
+    coef_d, state_w_d = models.coef_d, models.state_w_d
+    if rows.feature_map is not None:
+        coef_d, state_w_d = w_to_w_d(coef_d, emb), w_to_w_d(state_w_d, emb)
+
+    platt_a, platt_b = np.full(shape[0], -1.0), np.zeros(shape[0])
+    calibrated = False
+    if holdout is not None and n_holdout > 0:
+        histogram: ScoreHistogram = runner.run(
+            CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs, config.bias_scale,
+                            holdout),
+            dataset, description="calibrate")
+        platt_a, platt_b = histogram.fit()
+        calibrated = True
+    return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
+                       int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
+                       state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
+                       models.average_start, models.pg_range)
+
+
+@dataclass(frozen=True)
+class _Models:
+    # what a solver's epochs leave (in the kernel's space)
+    coef_d: np.ndarray
+    state_w_d: np.ndarray
+    n_iter: int
+    t: int
+    average_start: int
+    pg_range: float | None
+
+
+def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
+             pairs: ModelPairs, shape: tuple[int, int], seed: int, n_train: int,
+             pegasos_lam: float) -> _Models:
+    epochs = int(config.epochs)
+    average_start = epochs * n_train // 2 + 1 if config.average else int(NO_AVERAGING)
+    state = PegasosState(np.zeros(shape), np.zeros(shape), 0)
+    for epoch in range(epochs):
+        epoch_pass = PegasosEpochPass(rows, pairs, pegasos_lam, config.bias_scale,
+                                      average_start, state)
+        state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
+                           description=f"pegasos epoch {epoch + 1}/{epochs}")
+    averaged = config.average and state.t >= average_start
+    coef_d = state.AVG if averaged else state.W.copy()
+    return _Models(coef_d, state.W, epochs, int(state.t), average_start, None)
+
+
+def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
+         pairs: ModelPairs, shape: tuple[int, int], seed: int, n_train: int,
+         C: float) -> _Models:
+    epochs = int(config.epochs)
+    W = np.zeros(shape)
+    pg_range = np.inf
+    with ExampleState(dataset.n_rows, shape[0]) as alpha:
+        epoch = 0
+        for epoch in range(epochs):
+            epoch_pass = DcdEpochPass(rows, pairs, C, LOSSES[config.loss], config.bias_scale,
+                                      alpha, seed * 1000003 + epoch, W)
+            state: DcdState = runner.run(epoch_pass, dataset, shuffle=True, seed=seed,
+                                         epoch=epoch,
+                                         description=f"dcd epoch {epoch + 1}/{epochs}")
+            W = state.W
+            pg_range = float(np.max(state.pg_max - state.pg_min))
+            if config.tol is not None and pg_range < config.tol:
+                break
+        else:
+            if config.tol is not None:
+                warnings.warn(
+                    f"dual coordinate descent stopped after epochs={epochs} with projected "
+                    f"gradients spanning {pg_range:.3g} > tol={config.tol}; raise epochs "
+                    "or tol", ConvergenceWarning, stacklevel=4)
+    n_iter = epoch + 1
+    return _Models(W, W.copy(), n_iter, n_iter * n_train, int(NO_AVERAGING), pg_range)

@@ -1,0 +1,494 @@
+"""Passes of the additive-kernel SVM (``AdditiveSVC``): summary, PEGASOS and dual coordinate
+descent epochs, calibration, and the rows and binary models they work on.
+
+Every pass follows the engine's ``Pass`` protocol (``start``, ``step``, ``merge``,
+``finish``); states are small dataclasses. The one-vs-rest kernels they call embed each row
+on the fly (:mod:`streamlearn.solvers.pegasos`, :mod:`streamlearn.solvers.dcd`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+
+from streamlearn.data import Chunk
+from streamlearn.data.example_state import ExampleState
+from streamlearn.engine import DescribePass, Description
+from streamlearn.features import FeatureMap
+from streamlearn.solvers.calibration import ScoreHistogram
+from streamlearn.solvers.dcd import dcd_ovr_chunk
+from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
+from streamlearn.solvers.ovr import REST
+from streamlearn.solvers.pegasos import pegasos_ovr_chunk
+from streamlearn.solvers.row_sample import row_keys
+
+#: Dual coordinate descent sweeps over a chunk per visit.
+DCD_INNER_SWEEPS = 1
+
+
+# -- rows used for training and calibration -------------------------------------------------
+@dataclass(frozen=True)
+class Holdout:
+    """A deterministic subset of rows chosen by a hash of their global row id.
+
+    Row ``i`` is held out when ``row_keys([i], seed) < threshold``; keys are uniform 64-bit
+    integers, so about ``threshold / 2**64`` of the rows are held out, the same rows whatever
+    the chunking, shuffling or engine.
+
+    Attributes
+    ----------
+    seed : int
+    threshold : int
+        In ``[0, 2**64)``.
+    """
+
+    seed: int
+    threshold: int
+
+    @classmethod
+    def fraction(cls, fraction: float, seed: int) -> Holdout:
+        """Hold out about ``fraction`` of the rows."""
+        threshold = min(int(float(fraction) * 2.0**64), 2**64 - 1)
+        return cls(int(seed) % 2**64, threshold)
+
+    def mask(self, rows: np.ndarray) -> np.ndarray:
+        """Boolean mask of the held-out rows among global row ids ``rows``."""
+        keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
+        return keys < np.uint64(self.threshold)
+
+
+@dataclass(frozen=True)
+class TrainingRows:
+    """How a chunk becomes the arrays a training kernel takes.
+
+    Attributes
+    ----------
+    emb : Embedding
+        What the kernel embeds on the fly (the identity over materialised columns when
+        ``feature_map`` is set).
+    feature_map : FeatureMap or None
+        Set to materialise each chunk's embedding with ``transform`` first (``online=False``).
+    holdout : Holdout or None
+        Rows left out of training (kept for calibration).
+    """
+
+    emb: Embedding
+    feature_map: FeatureMap | None
+    holdout: Holdout | None
+
+    def select(self, chunk: Chunk) -> tuple[np.ndarray | None, np.ndarray, np.ndarray,
+                                            np.ndarray]:
+        """Training rows of a chunk.
+
+        Returns
+        -------
+        keep : ndarray of int64 or None
+            Positions of the training rows in the chunk (None: all rows).
+        X : ndarray, float32
+            Their features, embedded when ``feature_map`` is set.
+        codes : ndarray of int32
+        weight : ndarray of float32
+        """
+        X, codes = chunk.X, chunk.y
+        weight = chunk.weight
+        keep = None
+        if self.holdout is not None:
+            held = self.holdout.mask(chunk.rows)
+            if held.any():
+                keep = np.flatnonzero(~held)
+                X, codes = X[keep], codes[keep]
+                weight = weight[keep] if weight is not None else None
+        weight = (np.ones(X.shape[0], dtype=np.float32) if weight is None
+                  else np.ascontiguousarray(weight, dtype=np.float32))
+        if self.feature_map is not None:
+            X = self.feature_map.transform(X)
+        return keep, X, np.ascontiguousarray(codes, dtype=np.int32), weight
+
+
+# -- passes -------------------------------------------------------------------------------
+@dataclass
+class Summary:
+    """Result of :class:`SummaryPass`.
+
+    Attributes
+    ----------
+    description : Description
+        Feature statistics and class counts over all rows.
+    n_train, n_holdout : int
+        Rows used for training and held out for calibration.
+    train_weight : float
+        Total sample weight of the training rows (``n_train`` without weights).
+    """
+
+    description: Description
+    n_train: int
+    n_holdout: int
+    train_weight: float
+
+
+@dataclass
+class SummaryState:
+    """State of :class:`SummaryPass`.
+
+    Attributes
+    ----------
+    describe : Any
+        State of the :class:`~streamlearn.engine.DescribePass`.
+    rows, held : int
+        Rows seen, and among them rows held out for calibration.
+    train_weight : float
+        Total sample weight of the rows not held out.
+    """
+
+    describe: Any
+    rows: int = 0
+    held: int = 0
+    train_weight: float = 0.0
+
+
+class SummaryPass:
+    """Reduction pass: :class:`~streamlearn.engine.DescribePass` plus held-out row counts.
+
+    Parameters
+    ----------
+    feature_names : list of str
+    n_classes : int
+    holdout : Holdout or None
+    seed : int
+        Seed of the describe pass's row sample.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, feature_names: list[str], n_classes: int, holdout: Holdout | None,
+                 seed: int = 0) -> None:
+        self.describe = DescribePass(feature_names, n_classes=n_classes, seed=seed)
+        self.holdout = holdout
+
+    def start(self) -> SummaryState:
+        """Empty state."""
+        return SummaryState(self.describe.start())
+
+    def step(self, state: SummaryState, chunk: Chunk) -> SummaryState:
+        """Fold one chunk into ``state``."""
+        state.describe = self.describe.step(state.describe, chunk)
+        state.rows += chunk.n_rows
+        train = (np.ones(chunk.n_rows, dtype=bool) if self.holdout is None
+                 else ~self.holdout.mask(chunk.rows))
+        state.held += int(chunk.n_rows - train.sum())
+        state.train_weight += (float(train.sum()) if chunk.weight is None
+                               else float(np.sum(chunk.weight[train], dtype=np.float64)))
+        return state
+
+    def merge(self, a: SummaryState, b: SummaryState) -> SummaryState:
+        """Combine two states (a new state)."""
+        return SummaryState(self.describe.merge(a.describe, b.describe), a.rows + b.rows,
+                            a.held + b.held, a.train_weight + b.train_weight)
+
+    def finish(self, state: SummaryState) -> Summary:
+        """The :class:`Summary`."""
+        return Summary(self.describe.finish(state.describe), state.rows - state.held,
+                       state.held, state.train_weight)
+
+
+@dataclass
+class PegasosState:
+    """Models, averaged models and step counter carried through a PEGASOS epoch.
+
+    Attributes
+    ----------
+    W, AVG : ndarray of shape (m, n_dims + 1), float64
+        Last iterates and their running means, in the kernel's space.
+    t : int
+        Steps done.
+    rows : int
+        Rows processed in this pass (the weight of this state when states are merged).
+    """
+
+    W: np.ndarray
+    AVG: np.ndarray
+    t: int
+    rows: int = 0
+
+    def copy(self) -> PegasosState:
+        """An independent copy."""
+        return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows)
+
+
+def _mix(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
+    # weighted average of two parameter arrays (parameter mixing)
+    total = na + nb
+    if total == 0:
+        return a.copy()
+    return (na * a + nb * b) / total
+
+
+class PegasosEpochPass:
+    """Sequential pass: one PEGASOS epoch of every one-vs-rest model.
+
+    Parameters
+    ----------
+    rows : TrainingRows
+    pairs : ModelPairs
+        Positive and negative class codes of each binary model.
+    lam : float
+    bias_scale : float
+    average_start : int
+        First step whose iterate enters the averaged model.
+    initial : PegasosState
+        State at the start of the epoch (not modified).
+
+    Notes
+    -----
+    Engines that split the pass merge partial states by averaging the models weighted by the
+    rows each processed (parameter mixing); the step counter advances by the rows of both.
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, rows: TrainingRows, pairs: ModelPairs, lam: float, bias_scale: float,
+                 average_start: int, initial: PegasosState) -> None:
+        self.rows = rows
+        self.pairs = pairs
+        self.lam = float(lam)
+        self.bias_scale = float(bias_scale)
+        self.average_start = int(average_start)
+        self.initial = initial
+
+    def start(self) -> PegasosState:
+        """A copy of the initial state."""
+        state = self.initial.copy()
+        state.rows = 0
+        return state
+
+    def step(self, state: PegasosState, chunk: Chunk) -> PegasosState:
+        """PEGASOS steps over the chunk's training rows (in place)."""
+        _, X, codes, weight = self.rows.select(chunk)
+        state.t = pegasos_ovr_chunk(X, codes, *self.pairs, weight, self.lam, self.bias_scale,
+                                    state.W, state.AVG, state.t, self.average_start,
+                                    *self.rows.emb)
+        state.rows += X.shape[0]
+        return state
+
+    def merge(self, a: PegasosState, b: PegasosState) -> PegasosState:
+        """Parameter mixing of two partial states (a new state)."""
+        return PegasosState(_mix(a.W, b.W, a.rows, b.rows), _mix(a.AVG, b.AVG, a.rows, b.rows),
+                            max(a.t, b.t) + min(a.rows, b.rows), a.rows + b.rows)
+
+    def finish(self, state: PegasosState) -> PegasosState:
+        """The state after the epoch."""
+        return state
+
+
+@dataclass
+class DcdState:
+    """Models and projected-gradient statistics of a dual coordinate descent epoch.
+
+    Attributes
+    ----------
+    W : ndarray of shape (m, n_dims + 1), float64
+    pg_max, pg_min : ndarray of shape (m,)
+        Range of the projected gradients met in the epoch, per model.
+    alpha_sum, dual_quad : ndarray of shape (m,)
+        Sums over the rows of the dual terms (see :func:`~streamlearn.solvers.dcd.dcd_chunk`).
+    rows : int
+        Rows processed in this pass.
+    """
+
+    W: np.ndarray
+    pg_max: np.ndarray
+    pg_min: np.ndarray
+    alpha_sum: np.ndarray
+    dual_quad: np.ndarray
+    rows: int = 0
+
+
+class DcdEpochPass:
+    """Sequential pass: one sweep of dual coordinate descent for every one-vs-rest model.
+
+    Parameters
+    ----------
+    rows : TrainingRows
+    pairs : ModelPairs
+    C : float
+        Penalty; row ``i`` gets ``C * weight_i``.
+    loss : int
+        :data:`~streamlearn.solvers.dcd.HINGE` or :data:`~streamlearn.solvers.dcd.SQUARED_HINGE`.
+    bias_scale : float
+    alpha : ExampleState
+        Dual variables, ``(n_rows, m)``; read and written chunk by chunk.
+    seed : int
+        Seeds the visiting order inside each chunk together with the chunk's first row.
+    initial : ndarray of shape (m, n_dims + 1)
+        Models at the start of the epoch (not modified).
+
+    Notes
+    -----
+    Engines that split the pass average the partial models weighted by rows processed; the
+    dual variables of each partition are its own rows'.
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, rows: TrainingRows, pairs: ModelPairs, C: float, loss: int,
+                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
+        self.rows = rows
+        self.pairs = pairs
+        self.C = float(C)
+        self.loss = int(loss)
+        self.bias_scale = float(bias_scale)
+        self.alpha = alpha
+        self.seed = int(seed)
+        self.initial = initial
+
+    def start(self) -> DcdState:
+        """A copy of the initial models, empty statistics."""
+        m = self.initial.shape[0]
+        return DcdState(self.initial.copy(), np.full(m, -np.inf), np.full(m, np.inf),
+                        np.zeros(m), np.zeros(m))
+
+    def step(self, state: DcdState, chunk: Chunk) -> DcdState:
+        """Coordinate descent over the chunk's training rows (in place)."""
+        keep, X, codes, weight = self.rows.select(chunk)
+        alpha_all = self.alpha.get(chunk)
+        alpha = alpha_all if keep is None else np.ascontiguousarray(alpha_all[keep])
+        c = self.C * weight.astype(np.float64)
+        seed = (self.seed * 0x9E3779B1 + int(chunk.start)) % 2**63
+        pg_max, pg_min, alpha_sum, dual_quad = dcd_ovr_chunk(
+            X, codes, *self.pairs, c, alpha, state.W, self.loss, self.bias_scale,
+            DCD_INNER_SWEEPS, seed, *self.rows.emb)
+        if keep is not None:
+            alpha_all[keep] = alpha
+        self.alpha.put(chunk, alpha_all)
+        np.maximum(state.pg_max, pg_max, out=state.pg_max)
+        np.minimum(state.pg_min, pg_min, out=state.pg_min)
+        state.alpha_sum += alpha_sum
+        state.dual_quad += dual_quad
+        state.rows += X.shape[0]
+        return state
+
+    def merge(self, a: DcdState, b: DcdState) -> DcdState:
+        """Parameter mixing of the models, statistics combined (a new state)."""
+        return DcdState(_mix(a.W, b.W, a.rows, b.rows), np.maximum(a.pg_max, b.pg_max),
+                        np.minimum(a.pg_min, b.pg_min), a.alpha_sum + b.alpha_sum,
+                        a.dual_quad + b.dual_quad, a.rows + b.rows)
+
+    def finish(self, state: DcdState) -> DcdState:
+        """The state after the epoch."""
+        return state
+
+
+class CalibrationPass:
+    """Reduction pass: binned scores of the held-out rows under every binary model.
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, n_dims + 1)
+        Models in ``w_d`` form.
+    emb : Embedding
+        On-the-fly embedding of the models.
+    pairs : ModelPairs
+    bias_scale : float
+    holdout : Holdout
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
+                 holdout: Holdout) -> None:
+        self.W = W
+        self.emb = emb
+        self.pairs = pairs
+        self.bias_scale = float(bias_scale)
+        self.holdout = holdout
+
+    def start(self) -> ScoreHistogram:
+        """Empty histogram."""
+        return ScoreHistogram(self.W.shape[0])
+
+    def step(self, state: ScoreHistogram, chunk: Chunk) -> ScoreHistogram:
+        """Add the chunk's held-out rows (in place)."""
+        held = np.flatnonzero(self.holdout.mask(chunk.rows))
+        if held.size == 0:
+            return state
+        X = np.ascontiguousarray(chunk.X[held])
+        scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
+        codes = np.asarray(chunk.y)[held]
+        positive, member = self.pairs.labels(codes)
+        weight = member if chunk.weight is None else member * chunk.weight[held][:, None]
+        return state.add(scores, positive, weight)
+
+    def merge(self, a: ScoreHistogram, b: ScoreHistogram) -> ScoreHistogram:
+        """Combine two histograms (a new one)."""
+        return a.merge(b)
+
+    def finish(self, state: ScoreHistogram) -> ScoreHistogram:
+        """The histogram."""
+        return state
+
+
+class ModelPairs(NamedTuple):
+    """Class codes of the binary models: model ``j`` is ``positive[j]`` against ``negative[j]``.
+
+    ``negative[j]`` is :data:`~streamlearn.solvers.ovr.REST` for "every other class".
+    """
+
+    positive: np.ndarray
+    negative: np.ndarray
+
+    @classmethod
+    def of(cls, n_classes: int, multiclass: str = "ovr") -> ModelPairs:
+        """The models of a problem: one for two classes (``1`` against ``0``); else one per
+        class against the rest (``"ovr"``), or one per pair ``a < b``, ``a`` against ``b``
+        (``"ovo"``, in the order ``(0, 1), (0, 2), .., (k-2, k-1)``)."""
+        if n_classes == 2:
+            return cls(np.array([1], dtype=np.int32), np.array([REST], dtype=np.int32))
+        if multiclass == "ovr":
+            return cls(np.arange(n_classes, dtype=np.int32),
+                       np.full(n_classes, REST, dtype=np.int32))
+        a, b = np.triu_indices(n_classes, k=1)
+        return cls(a.astype(np.int32), b.astype(np.int32))
+
+    @property
+    def one_vs_one(self) -> bool:
+        """Whether the models are class pairs (no model against the rest)."""
+        return bool(np.all(self.negative != REST))
+
+    def labels(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Label of each row under each model.
+
+        Returns
+        -------
+        positive : ndarray of shape (n, m), bool
+        member : ndarray of shape (n, m), float64
+            1 where the row belongs to the model's problem, else 0.
+        """
+        codes = np.asarray(codes)[:, None]
+        positive = codes == self.positive[None, :]
+        negative = (self.negative[None, :] == REST) | (codes == self.negative[None, :])
+        return positive, (positive | negative).astype(np.float64)
+
+
+def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:
+    """Models ``w`` of the materialised embedding in ``w_d = D_d^-1 w`` form.
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, n_dims + 1)
+        Bias weight last (copied unchanged).
+    emb : Embedding
+        The on-the-fly embedding the models are for.
+
+    Returns
+    -------
+    ndarray of shape (m, n_dims + 1), float64
+        The inverse of :func:`~streamlearn.solvers.embedding.weights_from_w_d`: ``order``
+        prefix sums within each feature's block of columns.
+    """
+    out = np.array(W, dtype=np.float64)
+    blocks = out[:, : emb.n_dims].reshape(out.shape[0], emb.n_features, emb.n_cols)
+    for _ in range(emb.order):
+        np.cumsum(blocks, axis=2, out=blocks)
+    return out

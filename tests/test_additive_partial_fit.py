@@ -1,0 +1,161 @@
+"""AdditiveSVC.partial_fit: the feature map's range, sorted streams, every embedding."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from streamlearn.data.synthetic import additive_problem
+from streamlearn.features import BSplineMap, FourierMap, HermiteMap
+from streamlearn.io import load_model
+from streamlearn.models import AdditiveSVC
+from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
+from streamlearn.solvers.embedding import decision_ovr_chunk, embedding_params
+
+
+def stream(model: AdditiveSVC, X: np.ndarray, y: np.ndarray, order: np.ndarray,
+           n_chunks: int, epochs: int) -> AdditiveSVC:
+    """``partial_fit`` over ``order`` cut into chunks: the first epoch visits the chunks in
+    that order, later epochs in a seeded random order of the same chunks."""
+    chunks = np.array_split(order, n_chunks)
+    rng = np.random.default_rng(7)
+    for epoch in range(epochs):
+        visit = range(n_chunks) if epoch == 0 else rng.permutation(n_chunks)
+        for i in visit:
+            model.partial_fit(X[chunks[i]], y[chunks[i]], classes=[0, 1])
+    return model
+
+
+def test_a_stream_sorted_by_a_feature_scores_like_a_shuffled_stream():
+    X, y = additive_problem(10_000, seed=1)
+    Xt, yt = additive_problem(10_000, seed=2)
+    data_range = np.stack([X.min(axis=0), X.max(axis=0)], axis=1)
+    kw = dict(embedding="bspline", degree=1, n_bases=10, feature_range=data_range)
+    by_feature = np.argsort(X[:, 0], kind="stable")
+    shuffled = np.random.default_rng(0).permutation(len(y))
+    on_sorted = stream(AdditiveSVC(**kw), X, y, by_feature, n_chunks=50, epochs=10)
+    on_shuffled = stream(AdditiveSVC(**kw), X, y, shuffled, n_chunks=50, epochs=10)
+    accuracy = on_shuffled.score(Xt, yt)
+    assert accuracy > 0.88
+    assert on_sorted.score(Xt, yt) > accuracy - 0.01
+    # the map is the one of the given range, not of the first (sorted) chunk
+    reference = BSplineMap(1, 10, 0).fit(data_range[:, 0], data_range[:, 1])
+    np.testing.assert_array_equal(on_sorted.feature_map_.lo_, reference.lo_)
+    np.testing.assert_array_equal(on_sorted.feature_map_.hi_, reference.hi_)
+    np.testing.assert_array_equal(on_sorted.feature_map_.transform(Xt[:50]),
+                                  reference.transform(Xt[:50]))
+
+
+@pytest.mark.parametrize("degree, penalty_order, zero_preserving", [
+    (1, 0, False), (2, 1, False), (3, 2, False), (1, 1, True)])
+def test_grown_bspline_map_extends_the_knots_and_keeps_the_curves(degree, penalty_order,
+                                                                  zero_preserving):
+    rng = np.random.default_rng(degree)
+    lo = np.zeros(3) if zero_preserving else np.array([-1.0, 0.0, 2.0])
+    hi = np.array([1.0, 3.0, 2.5])
+    old = BSplineMap(degree, 8, penalty_order, zero_preserving).fit(lo, hi)
+    X = rng.uniform(-2.0, 4.0, size=(200, 3)).astype(np.float32)
+    if zero_preserving:
+        X = np.abs(X)
+    new = grown_bspline_map(old, X, max_bases=1000)
+    assert grown_bspline_map(new, X, max_bases=1000) is None  # it covers the rows
+    assert np.all(new.lo_ <= X.min(axis=0)) and np.all(new.hi_ >= X.max(axis=0))
+    # the same knot spacing, and the old knots are among the new ones
+    step_old = (old.hi_ - old.lo_) / (old.n_bases - degree)
+    step_new = (new.hi_ - new.lo_) / (new.n_bases - degree)
+    np.testing.assert_allclose(step_new, step_old, rtol=1e-12)
+    shift = (old.lo_ - new.lo_) / step_old
+    np.testing.assert_allclose(shift, np.round(shift), atol=1e-9)
+    # the re-projected models score like the old ones on the old range
+    W = rng.normal(size=(2, embedding_params(old, 3).n_dims + 1))
+    W_new = reproject(W, old, new, 3)
+    inside = (lo + rng.uniform(0, 1, size=(500, 3)) * (hi - lo)).astype(np.float32)
+    before = decision_ovr_chunk(inside, W, 1.0, *embedding_params(old, 3))
+    after = decision_ovr_chunk(inside, W_new, 1.0, *embedding_params(new, 3))
+    np.testing.assert_allclose(after, before, atol=1e-5 * np.abs(before).max())
+
+
+def test_a_sorted_stream_grows_the_map_instead_of_clamping(tmp_path):
+    X, y = additive_problem(10_000, seed=1)
+    Xt, yt = additive_problem(10_000, seed=2)
+    by_feature = np.argsort(X[:, 0], kind="stable")
+    grown = stream(AdditiveSVC(n_bases=10), X, y, by_feature, n_chunks=50, epochs=10)
+    assert grown.feature_map_.n_bases > 10
+    assert grown.feature_map_.lo_[0] <= X[:, 0].min()
+    assert grown.feature_map_.hi_[0] >= X[:, 0].max()
+    # reference: the same stream clamped to the first chunk's range
+    first = np.array_split(by_feature, 50)[0]
+    first_range = np.stack([X[first].min(axis=0), X[first].max(axis=0)], axis=1)
+    with pytest.warns(UserWarning, match="clamped"):
+        clamped = stream(AdditiveSVC(n_bases=10, feature_range=first_range), X, y,
+                         by_feature, n_chunks=50, epochs=10)
+    assert clamped.feature_map_.n_bases == 10
+    assert grown.score(Xt, yt) > clamped.score(Xt, yt) + 0.05
+    # the grown map is what the model file keeps
+    loaded = load_model(grown.save(tmp_path / "grown.slm"))
+    assert loaded.feature_map_.n_bases == grown.feature_map_.n_bases
+    np.testing.assert_array_equal(loaded.decision_function(Xt), grown.decision_function(Xt))
+    # a shuffled stream's tails are clamped: the map keeps its bases
+    shuffled = np.random.default_rng(0).permutation(len(y))
+    assert stream(AdditiveSVC(n_bases=10), X, y, shuffled, 50, 1).feature_map_.n_bases == 10
+
+
+def test_clamping_maps_warn_when_a_chunk_leaves_their_range():
+    X, y = additive_problem(2_000, seed=3)
+    order = np.argsort(X[:, 2], kind="stable")
+    model = AdditiveSVC(embedding="fourier")
+    model.partial_fit(X[order[:1000]], y[order[:1000]], classes=[0, 1])
+    assert model.feature_map_.hi_[2] == pytest.approx(X[order[:1000], 2].max())
+    with pytest.warns(UserWarning, match=r"'x2': 100% of the rows outside .*feature_range"):
+        model.partial_fit(X[order[1000:]], y[order[1000:]])
+    # a given range covering the data: no warning
+    ranged = AdditiveSVC(embedding="fourier", feature_range=(-6.0, 6.0))
+    ranged.partial_fit(X[order[:1000]], y[order[:1000]], classes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ranged.partial_fit(X[order[1000:]], y[order[1000:]])
+
+
+@pytest.mark.parametrize("embedding, reference", [
+    ("fourier", FourierMap(4, 1).fit(np.full(8, -6.0), np.full(8, 6.0))),
+    ("hermite", HermiteMap(4, 1).fit(np.zeros(8), np.full(8, 12.0 / np.sqrt(12.0)))),
+    ("linear", None),
+])
+def test_partial_fit_of_the_other_embeddings(embedding, reference):
+    X, y = additive_problem(6_000, seed=4)
+    Xt, yt = additive_problem(4_000, seed=5)
+    model = AdditiveSVC(embedding=embedding, feature_range=(-6.0, 6.0))
+    for part in np.array_split(np.random.default_rng(0).permutation(6_000), 6):
+        model.partial_fit(X[part], y[part], classes=[0, 1])
+    assert model.t_ == 6_000
+    if reference is None:
+        assert model.feature_map_ is None
+    else:
+        # the range gives the map: bounds for Fourier, the uniform's mean and std for Hermite
+        np.testing.assert_allclose(model.feature_map_.transform(Xt[:50]),
+                                   reference.transform(Xt[:50]), rtol=1e-6, atol=1e-6)
+    linear_floor = 0.6 if embedding == "linear" else 0.75
+    assert model.score(Xt, yt) > linear_floor
+
+
+def test_sample_weights_set_lam_from_their_sum():
+    X, y = additive_problem(1_000, seed=6)
+    weight = np.random.default_rng(1).integers(1, 4, size=1_000).astype(np.float64)
+    model = AdditiveSVC(C=0.5).partial_fit(X, y, sample_weight=weight)
+    assert model.lam_ == pytest.approx(1.0 / (0.5 * weight.sum()))
+    assert model.C_ == pytest.approx(0.5)
+    # PEGASOS averages the weighted losses over rows: the same objective scaled by W / n
+    assert model.pegasos_lam_ == pytest.approx(model.lam_ * weight.sum() / 1_000)
+
+
+@pytest.mark.parametrize("feature_range, match", [
+    ((1.0, 1.0), "min < max"),
+    ([(0.0, 1.0)] * 3, r"shape \(n_features, 2\) = \(8, 2\)"),
+    ("wide", "pair"),
+])
+def test_bad_feature_range_is_refused(feature_range, match):
+    X, y = additive_problem(200, seed=7)
+    with pytest.raises(ValueError, match=match):
+        AdditiveSVC(feature_range=feature_range).partial_fit(X, y)
