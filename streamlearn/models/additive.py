@@ -373,6 +373,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     # -- training -------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise",
             engine: Any = None, checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> AdditiveSVC:
         """Train on a dataset by streaming over it.
@@ -385,6 +386,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             target column name. Not with a Dataset (it carries its target).
         sample_weight : array-like or str, optional
             Non-negative weights of the rows' losses (values or a column name).
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
@@ -400,7 +404,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """
         self._validate()
         self.__dict__.pop("classes_", None)  # not fitted until this fit succeeds
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         nan_policy=nan_policy)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         config = additive_solver.AdditiveConfig(
             feature_map=self._make_map(),

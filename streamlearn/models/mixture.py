@@ -248,6 +248,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise",
             engine: Any = None, checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> MixtureSVC:
         """Train by streaming over a dataset.
@@ -263,6 +264,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             Labels of in-memory ``data`` or the target column name; not with a Dataset.
         sample_weight : array-like or str, optional
             Non-negative row weights (values or a column name).
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
@@ -277,7 +281,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         """
         self._validate()
         self.__dict__.pop("classes_", None)
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         nan_policy=nan_policy)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         fitted = driver.fit(runner, dataset, self._config(), self._seed())
         self._set_fitted(fitted)

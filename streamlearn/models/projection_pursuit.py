@@ -317,7 +317,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
                           np.ascontiguousarray(self.ranges_[:, 1]), self.spline_coef_,
                           int(self.degree))
 
-    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SparsePPRRegressor:
         """Fit ``n_terms`` ridge functions by streaming over the data.
@@ -329,6 +330,9 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
             Target of in-memory ``data`` or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights (values or a column name).
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
@@ -342,7 +346,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         """
         self._validate()
         self.__dict__.pop("projections_", None)
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
+                                     nan_policy=nan_policy)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         config = RidgeConfig(self._search_config(), int(self.n_terms), int(self.n_bases),
                              float(self.smoothing), int(self.degree))
@@ -494,7 +499,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
                             np.ascontiguousarray(self.ranges_[:, 1]), self.tables_,
                             self.class_weight_)
 
-    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SparseJSBoostClassifier:
         """Boost ``n_rounds`` projection learners by streaming over the data.
@@ -505,6 +511,9 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         y : array-like or str, optional
             Two-class labels of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
         checkpoint : str or path-like, optional
             Directory where progress is saved; a killed fit run again resumes from it.
@@ -517,7 +526,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self._validate()
         for name in ("projections_", "classes_"):
             self.__dict__.pop(name, None)
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         nan_policy=nan_policy)
         classes = dataset.classes
         assert classes is not None
         if len(classes) != 2:

@@ -220,7 +220,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             raise ValueError(f"tol must be a finite number >= 0, got {self.tol!r}")
 
     # -- training -------------------------------------------------------------------------
-    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY, validation: Any = None,
             callback: Callable[[int, ShareBoostClassifier], None] | None = None
@@ -233,6 +234,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         y : array-like or str, optional
             Labels of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
             Runs the passes; defaults to the ``engine`` parameter, else a ``LocalEngine``.
         checkpoint : str or path-like, optional
@@ -255,8 +259,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         for name in FITTED_ATTRIBUTES:  # not fitted until this fit succeeds
             self.__dict__.pop(name, None)
         try:
-            return self._fit(data, y, sample_weight, engine, checkpoint, checkpoint_every,
-                             validation, callback)
+            return self._fit(data, y, sample_weight, nan_policy, engine, checkpoint,
+                             checkpoint_every, validation, callback)
         except BaseException:
             for name in FITTED_ATTRIBUTES:  # a failed fit leaves no half-fitted model
                 self.__dict__.pop(name, None)
@@ -269,11 +273,12 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             n_centres=int(self.n_centres), n_radii=int(self.n_radii),
             max_coverage=float(self.max_coverage), tol=float(self.tol))
 
-    def _fit(self, data: Any, y: Any, sample_weight: Any, engine: Any,
+    def _fit(self, data: Any, y: Any, sample_weight: Any, nan_policy: Any, engine: Any,
              checkpoint: str | os.PathLike[str] | None, checkpoint_every: int,
              validation: Any, callback: Callable[[int, ShareBoostClassifier], None] | None
              ) -> ShareBoostClassifier:
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         nan_policy=nan_policy)
         base_engine = self._engine(engine)
         runner = checkpointed(base_engine, checkpoint, checkpoint_every, self, dataset)
         classes = dataset.classes
