@@ -228,3 +228,55 @@ def test_reduction_of_our_own_additive_svc_with_a_dataset_and_held_out_p_choice(
     # the fit imitates the teacher's scores: its objective is eq. 2 against them
     scores = svc.decision_function(X)
     assert np.corrcoef(reduced.decision_function(X), scores)[0, 1] > 0.9
+
+
+def test_gamma_scale_is_one_over_the_summed_weighted_feature_variances():
+    X, y, v = _regression(n=200, seed=11)
+    X = X * np.array([1.0, 3.0], dtype=np.float32)
+    model = SuperSparseRegressor(n_prototypes=3, max_iter=0).fit(X, y, sample_weight=v)
+    variances = np.cov(X.astype(np.float64).T, aweights=v, bias=True).diagonal()
+    assert np.isclose(model.gamma_, 1.0 / variances.sum(), rtol=1e-6)
+    fixed = SuperSparseRegressor(n_prototypes=3, gamma=0.7, max_iter=0).fit(X, y)
+    assert fixed.gamma_ == 0.7
+    # predictions use the fitted width: the closed-form ridge of _ridge at gamma_
+    w, _ = _ridge(X, y, v, model.prototypes_, model.gamma_, model.lam)
+    Z = np.hstack([_rbf(X, model.prototypes_, model.gamma_), np.ones((200, 1))])
+    np.testing.assert_allclose(model.predict(X), Z @ w, rtol=1e-5, atol=1e-6)
+
+
+def test_only_the_classifier_has_a_decision_function():
+    X, y, _ = _regression(n=60, seed=12)
+    model = SuperSparseRegressor(n_prototypes=3, max_iter=0).fit(X, y)
+    assert not hasattr(model, "decision_function")
+    clf = SuperSparseClassifier(n_prototypes=3, max_iter=0).fit(X, y > 0)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(clf.decision_function(X) > 0)
+                                                               .astype(int)])
+
+
+def test_iteration_cap_warns_and_a_converged_fit_does_not():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, _ = _regression(n=200, seed=13)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        capped = SuperSparseRegressor(n_prototypes=4, max_iter=2, tol=0.0).fit(X, y)
+    assert capped.n_iter_ == 2
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        SuperSparseRegressor(n_prototypes=4, max_iter=2, tol=0.0, solver="minibatch",
+                             step=0.1).fit(X, y)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        # tol=1: the first accepted step (a tiny one always lowers J) ends the fit
+        done = SuperSparseRegressor(n_prototypes=4, max_iter=50, tol=1.0, step=1e-6).fit(X, y)
+    assert done.n_iter_ < 50
+
+
+def test_one_row_and_three_classes_are_refused_with_scikit_learn_messages():
+    X, y, _ = _regression(n=30, seed=14)
+    with pytest.raises(ValueError, match="n_samples=1"):
+        SuperSparseRegressor().fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        SuperSparseClassifier(n_prototypes=2).fit(X, np.arange(30) % 3)
+    with pytest.raises(ValueError, match="one-vs-rest"):
+        SuperSparseClassifier(n_prototypes=2).fit(X, np.arange(30) % 3)

@@ -1,0 +1,432 @@
+"""Driver of super-sparse machines (paper 004): the whole fit as a sequence of passes.
+
+:func:`fit` runs, on any engine,
+
+1. a :class:`~.passes.FeatureSpreadPass` when the RBF width is derived from the data
+   (``gamma="scale"``), and a :class:`~.passes.TeacherScorePass` when the targets are another
+   model's decision values;
+2. the initial prototypes: a uniform row sample, streamed k-means, or given;
+3. for every candidate ``p`` (largest first, each warm-started from the previous one without
+   its smallest ``|beta|``), the alternation of beta-steps (:class:`~.passes.GramPass`) and
+   prototype steps (:class:`~.passes.GradientPass` with an adaptive step, or one
+   :class:`~.passes.MiniBatchPass` per epoch), then eq. 8's held-out loss
+   (:class:`~.passes.ValidationPass`) when there are several candidates.
+
+:func:`start_online` and :func:`online_pass` are the same mini-batch steps on in-memory rows
+(``partial_fit``). Each returns a :class:`SuperSparseFit`, a frozen dataclass of arrays and
+numbers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn.data import Chunk, Dataset
+from streamlearn.data.example_state import ExampleState
+from streamlearn.errors import DataError
+from streamlearn.solvers.additive.passes import Holdout
+from streamlearn.solvers.kmeans import RowSamplePass, kmeans_plus_plus, lloyd, streamed_kmeans
+from streamlearn.solvers.supersparse.passes import (
+    FeatureSpreadPass,
+    FeatureSpreadState,
+    GradientPass,
+    GradientState,
+    GramPass,
+    GramState,
+    LossState,
+    MiniBatchPass,
+    MiniBatchState,
+    Similarity,
+    TargetRows,
+    TeacherScorePass,
+    ValidationPass,
+    objective,
+    scale_gamma,
+    solve_beta,
+    weighted_variance,
+)
+
+__all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION", "STEP_GROWTH", "STEP_SHRINK",
+           "VALIDATION_SALT", "SuperSparseConfig", "SuperSparseFit", "fit", "online_pass",
+           "online_step_size", "start_online"]
+
+#: Factor applied to the prototype step after an accepted (objective-decreasing) step.
+STEP_GROWTH = 1.2
+#: Factor applied to the prototype step after a rejected step.
+STEP_SHRINK = 0.5
+#: The alternation stops when the step falls below this fraction of ``step``.
+MIN_STEP_FRACTION = 1e-6
+#: Mixed into the seed for the validation rows of the choice of ``p`` and the init.
+VALIDATION_SALT = 0x5AB5_5E1E_C7ED_0004
+INIT_SALT = 0x1D17_0004
+#: Lloyd iterations of ``init="kmeans"`` on the first ``partial_fit`` call.
+KMEANS_ITERATIONS = 10
+
+
+@dataclass(frozen=True)
+class SuperSparseConfig:
+    """Hyper-parameters of one fit, already validated.
+
+    Attributes
+    ----------
+    grid : tuple of int
+        Candidate numbers of prototypes, largest first.
+    gamma : float or None
+        RBF width; None derives it from the data (:func:`~.passes.scale_gamma`).
+    similarity, similarity_gradient : callable or None
+        A caller's similarity and its derivative (None: the RBF).
+    lam, coef, step, max_iter, tol, solver, repulsion, repulsion_decay, tradeoff,
+    validation_fraction
+        As the estimators' parameters of the same names.
+    init : {"random", "kmeans"} or ndarray
+    target : {"regression", "classification", "teacher"}
+        Targets are the rows' values, ``+-1`` from two-class codes, or ``teacher``'s scores.
+    sign_error : bool
+        Eq. 8's validation loss: sign disagreement (True) or absolute error.
+    teacher : object, optional
+        With ``decision_function``, for ``target="teacher"``.
+    owner : str
+        Name used in messages.
+    """
+
+    grid: tuple[int, ...]
+    gamma: float | None
+    lam: float
+    coef: str
+    step: float
+    max_iter: int
+    tol: float
+    solver: str
+    repulsion: float
+    repulsion_decay: float
+    init: Any
+    tradeoff: float
+    validation_fraction: float
+    target: str
+    sign_error: bool
+    similarity: Callable[[np.ndarray, np.ndarray], Any] | None = None
+    similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None
+    teacher: Any = None
+    owner: str = "SuperSparse"
+
+    def similarity_of(self, gamma: float) -> Similarity:
+        """The similarity with RBF width ``gamma``."""
+        return Similarity(float(gamma), self.similarity, self.similarity_gradient)
+
+
+@dataclass(frozen=True)
+class SuperSparseFit:
+    """A fitted super-sparse machine.
+
+    Attributes
+    ----------
+    prototypes : ndarray of shape (p, n_features), float64
+    coef : ndarray of shape (p,)
+    intercept : float
+    objective : float
+    objective_path : ndarray
+        Objective after the first beta-step and after every alternation (``partial_fit``:
+        after every call).
+    n_iter : int
+    selection_path : ndarray of shape (n_candidates, 4)
+        ``p``, validation loss, eq. 8's criterion and training objective per candidate.
+    gamma : float
+        The RBF width used.
+    """
+
+    prototypes: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    objective: float
+    objective_path: np.ndarray
+    n_iter: int
+    selection_path: np.ndarray
+    gamma: float
+
+    @property
+    def n_prototypes(self) -> int:
+        """``p``."""
+        return int(self.prototypes.shape[0])
+
+
+def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> SuperSparseFit:
+    """Fit prototypes and coefficients by streaming over ``dataset``.
+
+    Parameters
+    ----------
+    runner : engine
+        Runs the passes.
+    dataset : Dataset
+    config : SuperSparseConfig
+    seed : int
+        Seeds the initial prototypes, the validation rows and the chunk order.
+
+    Returns
+    -------
+    SuperSparseFit
+    """
+    if dataset.n_rows < 2:
+        raise DataError(f"{config.owner} needs at least 2 rows to fit, got "
+                        f"n_samples={dataset.n_rows}")
+    holdout = (Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
+               if len(config.grid) > 1 else None)
+    gamma = config.gamma
+    if gamma is None:
+        spread: FeatureSpreadState = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
+                                                description="feature variances")
+        gamma = scale_gamma(spread)
+    if config.teacher is None:
+        return _fit_rows(runner, dataset, config, TargetRows(config.target, None, holdout, False),
+                         TargetRows(config.target, None, holdout, True), seed, gamma)
+    with ExampleState(dataset.n_rows) as scores:
+        runner.run(TeacherScorePass(config.teacher, scores), dataset,
+                   description="scores of the reduced model")
+        return _fit_rows(runner, dataset, config,
+                         TargetRows(config.target, scores, holdout, False),
+                         TargetRows(config.target, scores, holdout, True), seed, gamma)
+
+
+def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
+              valid: TargetRows, seed: int, gamma: float) -> SuperSparseFit:
+    """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit)."""
+    similarity = config.similarity_of(gamma)
+    holdout = train.holdout
+    C = _initial_prototypes(runner, dataset, config, config.grid[0], seed)
+    w = None
+    path: list[tuple[int, float, float, float]] = []
+    best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
+    for p in config.grid:
+        if w is not None and p < C.shape[0]:
+            keep = np.sort(np.argsort(-np.abs(w[:-1]), kind="stable")[:p])
+            C = C[keep]
+            w = np.append(w[keep], w[-1])
+        C, w, history = _alternate(runner, dataset, config, train, C, similarity, p, seed)
+        loss = np.nan
+        criterion = 0.0
+        if holdout is not None:
+            tally: LossState = runner.run(
+                ValidationPass(valid, C, w, similarity, config.sign_error), dataset,
+                description=f"validate p={p}")
+            if tally.weight <= 0:
+                raise DataError("no rows were held out to choose n_prototypes; use more "
+                                "data or a larger validation_fraction")
+            loss = tally.loss / tally.weight
+            criterion = loss + config.tradeoff * p
+        path.append((p, loss, criterion, history[-1]))
+        if best is None or criterion < best[0]:
+            best = (criterion, C.copy(), w.copy(), history)
+    assert best is not None
+    _, C, w, history = best
+    return SuperSparseFit(
+        prototypes=np.ascontiguousarray(C),
+        coef=np.ascontiguousarray(w[:-1]),
+        intercept=float(w[-1]),
+        objective=float(history[-1]),
+        objective_path=np.asarray(history, dtype=np.float64),
+        n_iter=len(history) - 1,
+        selection_path=np.asarray(path, dtype=np.float64).reshape(-1, 4),
+        gamma=float(gamma),
+    )
+
+
+def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig, p: int,
+                        seed: int) -> np.ndarray:
+    if not isinstance(config.init, str):
+        C = np.array(config.init, dtype=np.float64)
+        if C.shape != (p, dataset.n_features):
+            raise DataError(f"init has shape {C.shape}; expected ({p}, "
+                            f"{dataset.n_features}), one row per prototype of the "
+                            "largest n_prototypes")
+        if not np.isfinite(C).all():
+            raise DataError("init holds NaN or infinite values")
+        return C
+    if dataset.n_rows < p:
+        raise DataError(f"{p} prototypes need at least {p} rows, the data has "
+                        f"{dataset.n_rows}")
+    if config.init == "kmeans":
+        return streamed_kmeans(dataset, p, engine=runner, seed=seed).astype(np.float64)
+    sample = runner.run(RowSamplePass(p, dataset.n_features, seed ^ INIT_SALT), dataset,
+                        description="prototype sample")
+    return np.array(sample.values, dtype=np.float64)
+
+
+def _gram(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
+          similarity: Similarity, label: str) -> GramState:
+    stats: GramState = runner.run(GramPass(rows, C, similarity), dataset, description=label)
+    if stats.weight <= 0:
+        raise DataError("no rows with positive weight to train on")
+    return stats
+
+
+def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: TargetRows,
+               C: np.ndarray, similarity: Similarity, p: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Beta-steps and prototype steps for ``p`` prototypes, until the convergence rule."""
+    lam, coef = config.lam, config.coef
+    stats = _gram(runner, dataset, rows, C, similarity, f"beta-step p={p}")
+    w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, coef)
+    J = objective(stats, w, lam, coef)
+    history = [J]
+    if config.solver == "minibatch":
+        for t in range(config.max_iter):
+            rho = config.repulsion * config.repulsion_decay ** t
+            state: MiniBatchState = runner.run(
+                MiniBatchPass(rows, MiniBatchState(C, w), similarity, config.step, coef, lam,
+                              rho),
+                dataset, shuffle=True, seed=seed, epoch=t,
+                description=f"mini-batch epoch {t + 1} p={p}")
+            C = state.C
+            stats = _gram(runner, dataset, rows, C, similarity, f"beta-step p={p}")
+            w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, coef, w)
+            J_previous, J = J, objective(stats, w, lam, coef)
+            history.append(J)
+            if rho == 0 and abs(J_previous - J) <= config.tol * max(abs(J), 1e-12):
+                break
+        else:
+            _warn_cap(config, p, "epochs of the mini-batch solver")
+        return C, w, history
+
+    step = config.step
+    grad: np.ndarray | None = None
+    for t in range(config.max_iter):
+        rho = config.repulsion * config.repulsion_decay ** t
+        if grad is None:
+            g: GradientState = runner.run(GradientPass(rows, C, w, similarity), dataset,
+                                          description=f"gradient p={p}")
+            grad = (2.0 / g.weight) * w[:-1, None] * g.grad
+        total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
+        trial = C - step * total
+        trial_stats = _gram(runner, dataset, rows, trial, similarity, f"beta-step p={p}")
+        trial_w = solve_beta(trial_stats.G / trial_stats.weight,
+                             trial_stats.r / trial_stats.weight, lam, coef, w)
+        trial_J = objective(trial_stats, trial_w, lam, coef)
+        before = J + (rho * similarity.penalty(C) if rho > 0 else 0.0)
+        after = trial_J + (rho * similarity.penalty(trial) if rho > 0 else 0.0)
+        if after <= before:
+            decrease = J - trial_J
+            C, w, J = trial, trial_w, trial_J
+            grad = None
+            step *= STEP_GROWTH
+            history.append(J)
+            if rho == 0 and decrease <= config.tol * max(abs(J), 1e-12):
+                break
+        else:
+            step *= STEP_SHRINK
+            history.append(J)
+            if step < MIN_STEP_FRACTION * config.step:
+                break
+    else:
+        _warn_cap(config, p, "prototype steps")
+    return C, w, history
+
+
+def _warn_cap(config: SuperSparseConfig, p: int, what: str) -> None:
+    """Warn that ``max_iter`` stopped the alternation before its convergence rule."""
+    if config.max_iter > 0:
+        warnings.warn(f"{config.owner} stopped after max_iter={config.max_iter} {what} "
+                      f"with p={p} prototypes before the objective changed by less than "
+                      f"tol={config.tol} of its value; raise max_iter or tol",
+                      ConvergenceWarning, stacklevel=6)
+
+
+# -- online (partial_fit) ---------------------------------------------------------------------
+def online_step_size(config: SuperSparseConfig, gamma: float, t: np.ndarray,
+                     weight: np.ndarray) -> float:
+    """``step / (gamma var(t))``: the per-block prototype step of :func:`online_pass`.
+
+    The prototype gradient scales with the squared scale of the targets and with ``gamma``
+    times a distance, so this step moves prototypes by the same fraction of the data's
+    spread whatever the units of the features and of the targets.
+    """
+    return config.step / (gamma * weighted_variance(t, weight))
+
+
+def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: SuperSparseConfig,
+                 seed: int) -> SuperSparseFit:
+    """The model before the first ``partial_fit`` pass, from that call's rows.
+
+    Prototypes: ``config.init`` itself, ``p`` distinct rows with positive weight drawn by a
+    generator seeded with ``seed`` (``"random"``), or k-means++ and
+    :data:`KMEANS_ITERATIONS` Lloyd iterations on those rows (``"kmeans"``). ``gamma``:
+    given, or :func:`~.passes.scale_gamma` of these rows. Coefficients: the exact beta-step
+    on these rows.
+    """
+    if len(config.grid) > 1:
+        raise ValueError("partial_fit needs one n_prototypes; choosing among "
+                         f"{sorted(config.grid)} needs held-out rows, which only fit has")
+    gamma = config.gamma
+    if gamma is None:
+        spread = FeatureSpreadPass(X.shape[1])
+        gamma = scale_gamma(spread.step(spread.start(), Chunk(X, None, 0, weight=weight)))
+    C = _first_rows_prototypes(X, weight, config, config.grid[0], seed)
+    w, J = _rows_beta(X, t, weight, C, config, config.similarity_of(gamma), None)
+    return SuperSparseFit(C, w[:-1], float(w[-1]), J, np.zeros(0), 0,
+                          np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma))
+
+
+def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.ndarray,
+                config: SuperSparseConfig, step: float, block_rows: int | None) -> SuperSparseFit:
+    """One mini-batch pass over in-memory rows from ``model``, then their exact beta-step.
+
+    The rows are cut into blocks of ``block_rows`` (all at once when None), visited in
+    order; the repulsion weight is ``repulsion * repulsion_decay^n_iter``.
+    """
+    similarity = config.similarity_of(model.gamma)
+    rho = config.repulsion * config.repulsion_decay ** model.n_iter
+    minibatch = MiniBatchPass(TargetRows("regression"),
+                              MiniBatchState(np.array(model.prototypes, dtype=np.float64),
+                                             np.append(model.coef, model.intercept)),
+                              similarity, step, config.coef, config.lam, rho)
+    state = minibatch.start()
+    size = X.shape[0] if block_rows is None else max(1, int(block_rows))
+    for a in range(0, X.shape[0], size):
+        state = minibatch.step(state, Chunk(np.ascontiguousarray(X[a:a + size]), t[a:a + size],
+                                            a, weight=weight[a:a + size]))
+    w, J = _rows_beta(X, t, weight, state.C, config, similarity, state.w)
+    return SuperSparseFit(
+        prototypes=np.ascontiguousarray(state.C),
+        coef=np.ascontiguousarray(w[:-1]),
+        intercept=float(w[-1]),
+        objective=J,
+        objective_path=np.append(model.objective_path, J),
+        n_iter=model.n_iter + 1,
+        selection_path=np.array([[state.C.shape[0], np.nan, np.nan, J]]),
+        gamma=model.gamma,
+    )
+
+
+def _rows_beta(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
+               config: SuperSparseConfig, similarity: Similarity,
+               warm: np.ndarray | None) -> tuple[np.ndarray, float]:
+    """The exact beta-step and objective on in-memory rows at prototypes ``C``."""
+    gram = GramPass(TargetRows("regression"), C, similarity)
+    stats = gram.step(gram.start(), Chunk(X, t, 0, weight=weight))
+    if stats.weight <= 0:
+        raise DataError("no rows with positive weight to train on")
+    w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, config.lam, config.coef,
+                   warm)
+    return w, objective(stats, w, config.lam, config.coef)
+
+
+def _first_rows_prototypes(X: np.ndarray, weight: np.ndarray, config: SuperSparseConfig,
+                           p: int, seed: int) -> np.ndarray:
+    if not isinstance(config.init, str):
+        C = np.array(config.init, dtype=np.float64)
+        if C.shape != (p, X.shape[1]):
+            raise DataError(f"init has shape {C.shape}; expected ({p}, {X.shape[1]})")
+        return C
+    candidates = np.flatnonzero(weight > 0)
+    if candidates.size < p:
+        raise DataError(f"{p} prototypes need at least {p} rows with positive weight in "
+                        f"the first partial_fit call, it has {candidates.size}")
+    rng = np.random.default_rng(seed ^ INIT_SALT)
+    if config.init == "kmeans":
+        rows = np.ascontiguousarray(X[candidates])
+        return lloyd(rows, kmeans_plus_plus(rows, p, rng), KMEANS_ITERATIONS)
+    return np.array(X[np.sort(rng.choice(candidates, p, replace=False))], dtype=np.float64)

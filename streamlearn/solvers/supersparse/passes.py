@@ -1,0 +1,614 @@
+"""Passes and dense steps of super-sparse machines (paper 004).
+
+- :class:`Similarity`: ``s(x, c)``, its prototype derivative and the repulsion penalty;
+- :class:`TargetRows`: which rows of a chunk, with which targets (values, ``+-1`` labels or
+  a reduced model's stored scores) and weights;
+- reductions: :class:`GramPass` (the beta-step's statistics), :class:`GradientPass` (the
+  prototype gradient of eqs. 5-6), :class:`ValidationPass` (eq. 8's held-out loss),
+  :class:`FeatureSpreadPass` (the feature variances of ``gamma="scale"``);
+- sequential passes: :class:`MiniBatchPass` (prototypes moved per chunk) and
+  :class:`TeacherScorePass` (a reduced model's decision value of every row);
+- dense work: :func:`solve_beta` (ridge closed form or LASSO coordinate descent),
+  :func:`objective` (eq. 2 from the Gram statistics) and :func:`scale_gamma`.
+
+The per-row work runs in the numba kernels of :mod:`streamlearn.solvers.prototypes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from streamlearn.data import Chunk
+from streamlearn.data.example_state import ExampleState
+from streamlearn.errors import DataError, LabelError
+from streamlearn.solvers.additive.passes import Holdout
+from streamlearn.solvers.prototypes import (
+    approx_gradient_update,
+    derivative_gradient_update,
+    gram_update,
+    lasso_cd,
+    rbf_gradient_update,
+    rbf_similarities,
+    weighted_residuals,
+)
+
+__all__ = [
+    "LASSO_SWEEPS",
+    "LASSO_TOL",
+    "FeatureSpreadPass",
+    "FeatureSpreadState",
+    "GradientPass",
+    "GradientState",
+    "GramPass",
+    "GramState",
+    "LossState",
+    "MiniBatchPass",
+    "MiniBatchState",
+    "Similarity",
+    "TargetRows",
+    "TeacherScorePass",
+    "ValidationPass",
+    "objective",
+    "scale_gamma",
+    "solve_beta",
+    "weighted_variance",
+]
+
+#: LASSO coordinate-descent sweeps per beta-step, and their tolerance.
+LASSO_SWEEPS = 1000
+LASSO_TOL = 1e-10
+
+
+# -- similarity -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Similarity:
+    """The similarity ``s(x, c)`` and the derivative ``d s / d c`` a fit uses.
+
+    Parameters
+    ----------
+    gamma : float
+        RBF width, when ``function`` is None: ``s = exp(-gamma ||x - c||^2)``.
+    function : callable, optional
+        ``function(X, C) -> (n, p)`` similarities of rows to prototypes.
+    gradient : callable, optional
+        ``gradient(X, C) -> (n, p, d)``, ``d s(x_i, c_k) / d c_k``. Without it a black-box
+        ``function`` uses eq. 7's ``x - c``.
+    """
+
+    gamma: float
+    function: Callable[[np.ndarray, np.ndarray], Any] | None = None
+    gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None
+
+    def values(self, X: np.ndarray, C: np.ndarray) -> np.ndarray:
+        """``(n, p)`` float64 similarities of the rows ``X`` (float32) to ``C``."""
+        if self.function is None:
+            return rbf_similarities(X, C, self.gamma)
+        S = np.ascontiguousarray(np.asarray(self.function(X, C), dtype=np.float64))
+        if S.shape != (X.shape[0], C.shape[0]):
+            raise DataError(f"the similarity returned shape {S.shape} for {X.shape[0]} rows and "
+                            f"{C.shape[0]} prototypes; expected ({X.shape[0]}, {C.shape[0]})")
+        if not np.isfinite(S).all():
+            raise DataError("the similarity returned NaN or infinite values")
+        return S
+
+    def gradient_update(self, X: np.ndarray, C: np.ndarray, S: np.ndarray,
+                        residual: np.ndarray, out: np.ndarray) -> None:
+        """Add ``sum_i residual_i d s(x_i, c_k) / d c_k`` to ``out`` (p, d)."""
+        if self.function is None:
+            rbf_gradient_update(X, C, S, self.gamma, residual, out)
+        elif self.gradient is None:
+            approx_gradient_update(X, C, residual, out)
+        else:
+            dS = np.ascontiguousarray(np.asarray(self.gradient(X, C), dtype=np.float64))
+            if dS.shape != (X.shape[0], C.shape[0], C.shape[1]):
+                raise DataError(f"the similarity gradient returned shape {dS.shape}; expected "
+                                f"{(X.shape[0], C.shape[0], C.shape[1])}")
+            derivative_gradient_update(dS, residual, out)
+
+    def penalty(self, C: np.ndarray) -> float:
+        """Repulsion penalty ``sum_{j<k} s(c_j, c_k)``."""
+        S = self.values(np.ascontiguousarray(C, dtype=np.float32), C)
+        return float(np.triu(S, 1).sum())
+
+    def penalty_gradient(self, C: np.ndarray) -> np.ndarray:
+        """``d/d c_k sum_{j<l} s(c_j, c_l) = sum_{j != k} d s(c_j, c_k) / d c_k``, shape (p, d).
+
+        Analytic for the RBF, the caller's derivative when given, else eq. 7's ``c_j - c_k``
+        scaled by ``s(c_j, c_k)`` (a black-box similarity: the closer pair pushes harder).
+        """
+        C32 = np.ascontiguousarray(C, dtype=np.float32)
+        S = self.values(C32, C)
+        np.fill_diagonal(S, 0.0)
+        diff = C[:, None, :] - C[None, :, :]  # [j, k] = c_j - c_k
+        if self.function is None:
+            return 2.0 * self.gamma * np.einsum("jk,jkf->kf", S, diff)
+        if self.gradient is None:
+            return np.einsum("jk,jkf->kf", S, diff)
+        dS = np.asarray(self.gradient(C32, C), dtype=np.float64).copy()
+        dS[np.arange(C.shape[0]), np.arange(C.shape[0])] = 0.0
+        return dS.sum(axis=0)
+
+
+# -- which rows, which targets ----------------------------------------------------------------
+@dataclass(frozen=True)
+class TargetRows:
+    """How a chunk becomes ``(X, t, v)``: features, regression targets and weights.
+
+    Attributes
+    ----------
+    mode : {"regression", "classification", "teacher"}
+        Targets are the chunk's values, ``+-1`` from its class codes, or the reduced model's
+        scores stored per row in ``scores`` (:class:`TeacherScorePass`).
+    scores : ExampleState, optional
+        The reduced model's ``decision_function`` of every row (``mode="teacher"``).
+    holdout : Holdout, optional
+        Rows set aside to choose ``p``.
+    validation : bool
+        Select the held-out rows (True) or the others (False).
+    """
+
+    mode: str
+    scores: ExampleState | None = None
+    holdout: Holdout | None = None
+    validation: bool = False
+
+    def select(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunk's rows of this selection."""
+        X, weight = chunk.X, chunk.weight
+        if self.mode == "teacher":
+            assert self.scores is not None
+            t = np.asarray(self.scores.get(chunk), dtype=np.float64)
+        elif self.mode == "classification":
+            t = 2.0 * np.asarray(chunk.y, dtype=np.float64) - 1.0
+        else:
+            t = np.asarray(chunk.y, dtype=np.float64)
+        keep: np.ndarray | None = None
+        if self.holdout is not None:
+            held = self.holdout.mask(chunk.rows)
+            keep = np.flatnonzero(held if self.validation else ~held)
+        elif self.validation:
+            keep = np.zeros(0, dtype=np.int64)
+        if keep is not None and keep.size != X.shape[0]:
+            X, t = np.ascontiguousarray(X[keep]), t[keep]
+            weight = weight[keep] if weight is not None else None
+        v = (np.ones(X.shape[0], dtype=np.float32) if weight is None
+             else np.ascontiguousarray(weight, dtype=np.float32))
+        return X, np.ascontiguousarray(t), v
+
+
+class TeacherScorePass:
+    """Sequential pass: stores the reduced model's decision value of every row.
+
+    The model is evaluated once per row; every later pass reads the stored values. It is a
+    sequential pass because it writes per-example state (engines give reductions read-only
+    access to it); its only state is a row count, so splitting it changes nothing.
+
+    Parameters
+    ----------
+    teacher : object
+        With ``decision_function(X) -> (n,)``.
+    scores : ExampleState
+        One value per row, written chunk by chunk.
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, teacher: Any, scores: ExampleState) -> None:
+        self.teacher = teacher
+        self.scores = scores
+
+    def start(self) -> int:
+        """Rows scored: none."""
+        return 0
+
+    def step(self, state: int, chunk: Chunk) -> int:
+        """Score the chunk's rows and store them."""
+        t = np.asarray(self.teacher.decision_function(chunk.X), dtype=np.float64)
+        if t.shape != (chunk.n_rows,):
+            raise LabelError("the model to reduce must give one decision value per row (two "
+                             f"classes); its decision_function returned shape {t.shape}")
+        if not np.isfinite(t).all():
+            raise DataError("the model to reduce returned NaN or infinite decision values")
+        self.scores.put(chunk, t.astype(np.float32))
+        return state + chunk.n_rows
+
+    def merge(self, a: int, b: int) -> int:
+        """Rows scored by both."""
+        return a + b
+
+    def finish(self, state: int) -> int:
+        """Rows scored."""
+        return state
+
+
+# -- passes ----------------------------------------------------------------------------------
+@dataclass
+class GramState:
+    """Sufficient statistics of the beta-step.
+
+    Attributes
+    ----------
+    G : ndarray of shape (p + 1, p + 1)
+        ``sum_i v_i z_i z_i^T``, ``z_i = (s(x_i, c_1..p), 1)``.
+    r : ndarray of shape (p + 1,)
+        ``sum_i v_i y_i z_i``.
+    yy : float
+        ``sum_i v_i y_i^2``.
+    weight : float
+        ``V = sum_i v_i``.
+    rows : int
+    """
+
+    G: np.ndarray
+    r: np.ndarray
+    yy: float = 0.0
+    weight: float = 0.0
+    rows: int = 0
+
+
+class GramPass:
+    """Reduction pass: the Gram matrix and right-hand side of the beta-step.
+
+    Parameters
+    ----------
+    rows : TargetRows
+    prototypes : ndarray of shape (p, d), float64
+    similarity : Similarity
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, rows: TargetRows, prototypes: np.ndarray, similarity: Similarity) -> None:
+        self.rows = rows
+        self.C = prototypes
+        self.similarity = similarity
+
+    def start(self) -> GramState:
+        """Zero statistics."""
+        p = self.C.shape[0]
+        return GramState(np.zeros((p + 1, p + 1)), np.zeros(p + 1))
+
+    def step(self, state: GramState, chunk: Chunk) -> GramState:
+        """Add the chunk's rows (in place)."""
+        X, t, v = self.rows.select(chunk)
+        if X.shape[0]:
+            S = self.similarity.values(X, self.C)
+            yy, weight = gram_update(S, t, v, state.G, state.r)
+            state.yy += yy
+            state.weight += weight
+            state.rows += X.shape[0]
+        return state
+
+    def merge(self, a: GramState, b: GramState) -> GramState:
+        """Sum of two states (a new state)."""
+        return GramState(a.G + b.G, a.r + b.r, a.yy + b.yy, a.weight + b.weight, a.rows + b.rows)
+
+    def finish(self, state: GramState) -> GramState:
+        """The statistics."""
+        return state
+
+
+@dataclass
+class GradientState:
+    """``sum_i v_i e_i d s(x_i, c_k) / d c_k`` per prototype, and the weight it covers."""
+
+    grad: np.ndarray
+    weight: float = 0.0
+
+
+class GradientPass:
+    """Reduction pass: the prototype gradient at fixed ``(beta, b)`` (eqs. 5-6).
+
+    Parameters
+    ----------
+    rows : TargetRows
+    prototypes : ndarray of shape (p, d)
+    w : ndarray of shape (p + 1,)
+        ``(beta, b)``.
+    similarity : Similarity
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, rows: TargetRows, prototypes: np.ndarray, w: np.ndarray,
+                 similarity: Similarity) -> None:
+        self.rows = rows
+        self.C = prototypes
+        self.w = w
+        self.similarity = similarity
+
+    def start(self) -> GradientState:
+        """Zero gradient."""
+        return GradientState(np.zeros_like(self.C))
+
+    def step(self, state: GradientState, chunk: Chunk) -> GradientState:
+        """Add the chunk's rows (in place)."""
+        X, t, v = self.rows.select(chunk)
+        if X.shape[0]:
+            S = self.similarity.values(X, self.C)
+            residual = weighted_residuals(S, self.w[:-1], float(self.w[-1]), t, v)
+            self.similarity.gradient_update(X, self.C, S, residual, state.grad)
+            state.weight += float(v.sum(dtype=np.float64))
+        return state
+
+    def merge(self, a: GradientState, b: GradientState) -> GradientState:
+        """Sum of two states (a new state)."""
+        return GradientState(a.grad + b.grad, a.weight + b.weight)
+
+    def finish(self, state: GradientState) -> GradientState:
+        """The accumulated gradient."""
+        return state
+
+
+@dataclass
+class LossState:
+    """Weighted validation loss sums: ``loss`` over ``weight``."""
+
+    loss: float = 0.0
+    weight: float = 0.0
+
+
+class ValidationPass:
+    """Reduction pass: validation loss of ``f`` on the held-out rows.
+
+    Mean absolute error for a regressor; for a classifier the weighted share of rows where
+    the sign of ``f`` differs from the sign of the target (labels or the reduced model's
+    scores).
+
+    Parameters
+    ----------
+    rows : TargetRows
+    prototypes : ndarray of shape (p, d)
+    w : ndarray of shape (p + 1,)
+    similarity : Similarity
+    sign_error : bool
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, rows: TargetRows, prototypes: np.ndarray, w: np.ndarray,
+                 similarity: Similarity, sign_error: bool) -> None:
+        self.rows = rows
+        self.C = prototypes
+        self.w = w
+        self.similarity = similarity
+        self.sign_error = bool(sign_error)
+
+    def start(self) -> LossState:
+        """Zero sums."""
+        return LossState()
+
+    def step(self, state: LossState, chunk: Chunk) -> LossState:
+        """Add the chunk's held-out rows (in place)."""
+        X, t, v = self.rows.select(chunk)
+        if X.shape[0]:
+            f = self.similarity.values(X, self.C) @ self.w[:-1] + self.w[-1]
+            err = ((f > 0) != (t > 0)).astype(np.float64) if self.sign_error else np.abs(f - t)
+            state.loss += float(np.dot(v, err))
+            state.weight += float(v.sum(dtype=np.float64))
+        return state
+
+    def merge(self, a: LossState, b: LossState) -> LossState:
+        """Sum of two states (a new state)."""
+        return LossState(a.loss + b.loss, a.weight + b.weight)
+
+    def finish(self, state: LossState) -> LossState:
+        """The sums."""
+        return state
+
+
+@dataclass
+class MiniBatchState:
+    """Prototypes and coefficients moved chunk by chunk.
+
+    Attributes
+    ----------
+    C : ndarray of shape (p, d)
+    w : ndarray of shape (p + 1,)
+    rows : int
+        Rows processed in this pass (the weight of this state when states are merged).
+    """
+
+    C: np.ndarray
+    w: np.ndarray
+    rows: int = 0
+
+
+class MiniBatchPass:
+    """Sequential pass: per chunk, a ridge/LASSO beta-step on the chunk, then a prototype step.
+
+    Parameters
+    ----------
+    rows : TargetRows
+    initial : MiniBatchState
+    similarity : Similarity
+    step : float
+        Prototype step on the chunk's gradient (normalised by the chunk's weight).
+    coef : {"ridge", "lasso"}
+    lam : float
+    repulsion : float
+        Repulsion weight for this pass.
+
+    Notes
+    -----
+    Engines that split the pass average the partial states weighted by rows processed.
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, rows: TargetRows, initial: MiniBatchState, similarity: Similarity,
+                 step: float, coef: str, lam: float, repulsion: float) -> None:
+        self.rows = rows
+        self.initial = initial
+        self.similarity = similarity
+        self.step_size = float(step)
+        self.coef = coef
+        self.lam = float(lam)
+        self.repulsion = float(repulsion)
+
+    def start(self) -> MiniBatchState:
+        """A copy of the initial state."""
+        return MiniBatchState(self.initial.C.copy(), self.initial.w.copy())
+
+    def step(self, state: MiniBatchState, chunk: Chunk) -> MiniBatchState:
+        """Beta-step on the chunk's statistics, then one prototype step (in place)."""
+        X, t, v = self.rows.select(chunk)
+        if X.shape[0] == 0:
+            return state
+        C = state.C
+        p = C.shape[0]
+        S = self.similarity.values(X, C)
+        G = np.zeros((p + 1, p + 1))
+        r = np.zeros(p + 1)
+        _, weight = gram_update(S, t, v, G, r)
+        if weight <= 0:
+            return state
+        state.w = solve_beta(G / weight, r / weight, self.lam, self.coef, state.w)
+        residual = weighted_residuals(S, state.w[:-1], float(state.w[-1]), t, v)
+        acc = np.zeros_like(C)
+        self.similarity.gradient_update(X, C, S, residual, acc)
+        grad = (2.0 / weight) * state.w[:-1, None] * acc
+        if self.repulsion > 0:
+            grad += self.repulsion * self.similarity.penalty_gradient(C)
+        state.C = C - self.step_size * grad
+        state.rows += X.shape[0]
+        return state
+
+    def merge(self, a: MiniBatchState, b: MiniBatchState) -> MiniBatchState:
+        """Parameter mixing (a new state)."""
+        total = a.rows + b.rows
+        if total == 0:
+            return MiniBatchState(a.C.copy(), a.w.copy())
+        return MiniBatchState((a.rows * a.C + b.rows * b.C) / total,
+                              (a.rows * a.w + b.rows * b.w) / total, total)
+
+    def finish(self, state: MiniBatchState) -> MiniBatchState:
+        """The state after the pass."""
+        return state
+
+
+@dataclass
+class FeatureSpreadState:
+    """Weighted per-feature sums of a set of rows.
+
+    Attributes
+    ----------
+    total : ndarray of shape (n_features,)
+        ``sum_i v_i x_i``.
+    squares : ndarray of shape (n_features,)
+        ``sum_i v_i x_i^2``.
+    weight : float
+        ``V = sum_i v_i``.
+    """
+
+    total: np.ndarray
+    squares: np.ndarray
+    weight: float = 0.0
+
+
+class FeatureSpreadPass:
+    """Reduction pass: weighted per-feature sums and sums of squares (for ``gamma="scale"``).
+
+    Parameters
+    ----------
+    n_features : int
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = int(n_features)
+
+    def start(self) -> FeatureSpreadState:
+        """Zero sums."""
+        return FeatureSpreadState(np.zeros(self.n_features), np.zeros(self.n_features))
+
+    def step(self, state: FeatureSpreadState, chunk: Chunk) -> FeatureSpreadState:
+        """Add the chunk's rows (in place)."""
+        X = np.asarray(chunk.X, dtype=np.float64)
+        v = (np.ones(X.shape[0]) if chunk.weight is None
+             else np.asarray(chunk.weight, dtype=np.float64))
+        state.total += v @ X
+        state.squares += v @ (X * X)
+        state.weight += float(v.sum())
+        return state
+
+    def merge(self, a: FeatureSpreadState, b: FeatureSpreadState) -> FeatureSpreadState:
+        """Sum of two states (a new state)."""
+        return FeatureSpreadState(a.total + b.total, a.squares + b.squares, a.weight + b.weight)
+
+    def finish(self, state: FeatureSpreadState) -> FeatureSpreadState:
+        """The sums."""
+        return state
+
+
+def scale_gamma(spread: FeatureSpreadState) -> float:
+    """``gamma = 1 / sum_j var_j``: the RBF width of ``gamma="scale"``.
+
+    ``var_j`` is the weighted variance of feature ``j``; ``sum_j var_j`` is half the mean
+    squared distance between two rows, so ``s(x, x')`` of two typical rows is about
+    ``exp(-2)`` whatever the number and the scale of the features. Constant features give
+    ``gamma = 1``.
+    """
+    if spread.weight <= 0:
+        return 1.0
+    mean = spread.total / spread.weight
+    variance = np.maximum(spread.squares / spread.weight - mean * mean, 0.0)
+    total = float(variance.sum())
+    return 1.0 / total if total > 0 and np.isfinite(total) else 1.0
+
+
+# -- dense work between passes ---------------------------------------------------------------
+def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
+               warm: np.ndarray | None = None) -> np.ndarray:
+    """The beta-step on normalised statistics ``A = G / V``, ``b = r / V``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (p + 1, p + 1)
+    b : ndarray of shape (p + 1,)
+    lam : float
+    coef : {"ridge", "lasso"}
+    warm : ndarray of shape (p + 1,), optional
+        LASSO warm start.
+
+    Returns
+    -------
+    ndarray of shape (p + 1,)
+        ``(beta, intercept)``.
+    """
+    p = A.shape[0] - 1
+    if coef == "lasso":
+        w = np.zeros(p + 1) if warm is None else np.array(warm, dtype=np.float64)
+        lasso_cd(A, b, float(lam), w, LASSO_SWEEPS, LASSO_TOL)
+        return w
+    M = A.copy()
+    M[np.arange(p), np.arange(p)] += lam
+    try:
+        w = np.linalg.solve(M, b)
+        if np.isfinite(w).all():
+            return w
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.lstsq(M, b, rcond=None)[0]
+
+
+def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
+    """``J = (1 / V) sum_i v_i (z_i . w - y_i)^2 + lam R(beta)`` from the Gram statistics."""
+    V = stats.weight
+    fit = (w @ stats.G @ w - 2.0 * stats.r @ w + stats.yy) / V
+    beta = w[:-1]
+    reg = float(beta @ beta) if coef == "ridge" else float(np.abs(beta).sum())
+    return float(max(fit, 0.0) + lam * reg)
+
+
+def weighted_variance(t: np.ndarray, weight: np.ndarray) -> float:
+    """Weighted variance of the targets ``t``; 1 when it is zero."""
+    v = np.asarray(weight, dtype=np.float64)
+    mean = float(v @ t) / float(v.sum())
+    variance = float(v @ (t - mean) ** 2) / float(v.sum())
+    return variance if variance > 0 and np.isfinite(variance) else 1.0

@@ -1,0 +1,121 @@
+"""``partial_fit`` of the super-sparse estimators against ``fit`` and scikit-learn references."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn.errors import DataError
+from streamlearn.models.supersparse import SuperSparseClassifier, SuperSparseRegressor
+
+
+def _regression(n: int = 1200, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = 50.0 * np.sin(2.0 * X[:, 0]) + 30.0 * X[:, 1] ** 2 + 5.0 * rng.normal(size=n)
+    return X, y
+
+
+def _stream(model, X, y, epochs: int, rows: int, **kwargs):
+    for _ in range(epochs):
+        for a in range(0, X.shape[0], rows):
+            model.partial_fit(X[a:a + rows], y[a:a + rows], **kwargs)
+    return model
+
+
+def test_regressor_partial_fit_over_chunks_reaches_fit_and_kernel_ridge_scale():
+    from sklearn.kernel_ridge import KernelRidge
+
+    X, y = _regression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted = SuperSparseRegressor(n_prototypes=10).fit(X, y)
+    start = SuperSparseRegressor(n_prototypes=10).partial_fit(X[:100], y[:100])
+    initial = SuperSparseRegressor(n_prototypes=10, init=start.prototypes_, gamma=start.gamma_,
+                                   max_iter=0).fit(X, y)
+    online = _stream(SuperSparseRegressor(n_prototypes=10), X, y, epochs=6, rows=100)
+    # the scale of what a kernel machine on every row reaches
+    reachable = KernelRidge(kernel="rbf", gamma=fitted.gamma_, alpha=1e-3).fit(X, y).score(X, y)
+    assert online.score(X, y) >= fitted.score(X, y) - 0.05
+    assert online.score(X, y) >= initial.score(X, y) + 0.1  # the prototypes moved usefully
+    assert online.score(X, y) >= 0.75 * reachable
+    assert online.n_iter_ == 6 * 12 and online.objective_path_.shape == (72,)
+
+
+def test_first_call_initialises_from_its_rows():
+    X, y = _regression(n=300, seed=1)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=300)
+    w[:10] = 0.0
+    model = SuperSparseRegressor(n_prototypes=5, step=1e-12).partial_fit(
+        X[:150], y[:150], sample_weight=w[:150])
+    # prototypes are distinct rows of the first call with positive weight (a tiny step
+    # leaves them in place)
+    first = X[10:150].astype(np.float64)
+    for c in model.prototypes_:
+        assert np.min(np.abs(first - c).max(axis=1)) < 1e-6
+    variances = np.cov(X[:150].astype(np.float64).T, aweights=w[:150], bias=True).diagonal()
+    assert np.isclose(model.gamma_, 1.0 / variances.sum(), rtol=1e-6)
+    # the coefficients are the weighted ridge solution on the call's rows (numpy reference)
+    C = model.prototypes_
+    Z = np.hstack([np.exp(-model.gamma_ * ((X[:150, None, :] - C[None]) ** 2).sum(-1)),
+                   np.ones((150, 1))])
+    v = w[:150] / w[:150].sum()
+    A = Z.T @ (v[:, None] * Z)
+    A[np.arange(5), np.arange(5)] += model.lam
+    expected = np.linalg.solve(A, Z.T @ (v * y[:150]))
+    np.testing.assert_allclose(np.append(model.coef_, model.intercept_), expected, rtol=1e-4,
+                               atol=1e-6 * np.abs(expected).max())
+    # a second call keeps gamma_ and moves on from the current prototypes
+    again = SuperSparseRegressor(n_prototypes=5, step=1e-12).partial_fit(
+        X[:150], y[:150], sample_weight=w[:150]).partial_fit(X[150:], y[150:])
+    assert again.gamma_ == model.gamma_
+    np.testing.assert_allclose(again.prototypes_, model.prototypes_, atol=1e-6)
+
+
+def test_partial_fit_after_fit_continues_from_the_fitted_model():
+    X, y = _regression(n=300, seed=3)
+    model = SuperSparseRegressor(n_prototypes=4, max_iter=0, step=1e-12).fit(X, y)
+    before = model.prototypes_.copy()
+    model.partial_fit(X, y)
+    np.testing.assert_allclose(model.prototypes_, before, atol=1e-6)
+
+
+def test_classifier_partial_fit_approaches_an_rbf_svc():
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2, 2, size=(1000, 2)).astype(np.float32)
+    y = np.where((X ** 2).sum(1) < 1.5, "in", "out")
+    model = SuperSparseClassifier(n_prototypes=8)
+    # the first chunk holds one class only: classes names both
+    order = np.argsort(y == "out", kind="stable")[:50]
+    model.partial_fit(X[order], y[order], classes=["in", "out"])
+    _stream(model, X, y, epochs=5, rows=100)
+    reference = SVC(gamma=model.gamma_, C=10.0).fit(X, y).score(X, y)
+    assert list(model.classes_) == ["in", "out"]
+    assert model.score(X, y) >= reference - 0.05
+
+
+def test_partial_fit_refusals_name_the_problem():
+    X, y = _regression(n=60, seed=5)
+    labels = np.where(y > np.median(y), 1, 0)
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        SuperSparseClassifier(n_prototypes=2).partial_fit(X, np.arange(60) % 3)
+    with pytest.raises(ValueError, match="classes"):
+        SuperSparseClassifier(n_prototypes=2).partial_fit(X, labels).partial_fit(
+            X, labels, classes=[0, 2])
+    with pytest.raises(DataError, match="n_samples=1"):
+        SuperSparseRegressor(n_prototypes=1).partial_fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="one n_prototypes"):
+        SuperSparseRegressor(n_prototypes=[2, 4]).partial_fit(X, y)
+    with pytest.raises(DataError, match="at least 8 rows"):
+        SuperSparseRegressor(n_prototypes=8).partial_fit(X[:5], y[:5])
+    with pytest.raises(ValueError, match="features"):
+        SuperSparseRegressor(n_prototypes=2).partial_fit(X, y).partial_fit(X[:, :2], y)
+    teacher = SuperSparseClassifier(n_prototypes=3, max_iter=0).fit(X, labels)
+    reduced = SuperSparseClassifier.reduce(teacher, 2, X, max_iter=0)
+    with pytest.raises(ValueError, match="reduce"):
+        reduced.partial_fit(X, labels)
