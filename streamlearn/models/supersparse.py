@@ -461,7 +461,8 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
     Validation loss for eq. 8: mean absolute error.
     """)
 
-    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SuperSparseRegressor:
         """Learn prototypes and coefficients by streaming over the data.
@@ -473,6 +474,9 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
             Targets of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
@@ -485,7 +489,8 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         self
         """
         self._validate()
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
+                                     nan_policy=nan_policy)
         return self._fit_dataset(dataset, "regression", None, engine, checkpoint,
                                  checkpoint_every)
 
@@ -537,8 +542,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     _two_classes_only = True
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_sample_weight_equivalence_on_dense_data":
-            "two classes only (the check's target has three), and the initial prototypes are "
-            "a seeded random sample of rows, so repeating a row is not weighting it",
+            "the initial prototypes are a seeded random sample of rows, so a row repeated k "
+            "times is not drawn as the same row with weight k is",
     }
     __doc__ = ("Super-sparse two-class classifier: the sign of a ridge or LASSO fit of "
                "``+-1`` labels, or of another model's scores (:meth:`reduce`, the SSVM), "
@@ -552,7 +557,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
 
     _sign_error = True
 
-    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None, engine: Any = None,
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            nan_policy: Any = "raise", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SuperSparseClassifier:
         """Fit ``f`` to ``+1`` (``classes_[1]``) and ``-1`` (``classes_[0]``) targets.
@@ -564,6 +570,9 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             Labels of in-memory ``data`` (two classes), or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
+        nan_policy : "raise", "drop" or float
+            NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
+            data opened here: refuse them, drop the row, or replace them by the number.
         engine : engine, optional
         checkpoint : str or path-like, optional
         checkpoint_every : int
@@ -573,7 +582,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         self
         """
         self._validate()
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows)
+        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         nan_policy=nan_policy)
         classes = _two_classes(dataset.classes)
         self._fit_dataset(dataset, "classification", None, engine, checkpoint,
                           checkpoint_every)
