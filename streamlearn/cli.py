@@ -539,9 +539,10 @@ def _build(cls: type, kwargs: dict[str, Any]) -> Any:
     """Construct the estimator and check its parameters where it can say (usage errors)."""
     try:
         model = cls(**kwargs)
-        check = getattr(model, "_validate", None)
-        if callable(check):
-            check()
+        for name in ("_validate_params", "_check_params", "_validate"):
+            check = getattr(model, name, None)
+            if callable(check):
+                check()
     except StreamlearnError:
         raise
     except (ValueError, TypeError) as exc:

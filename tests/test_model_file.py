@@ -5,29 +5,18 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator
 
 from streamlearn.errors import ModelFileError
 from streamlearn.io import load_model, read_model_file, save_model
 
 
-class Toy:
+class Toy(BaseEstimator):
     def __init__(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
-
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return {"params": {"alpha": self.alpha}}, {"coef_": self.coef_,
-                                                   "classes_": self.classes_}
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Toy:
-        model = cls(**metadata["params"])
-        model.coef_ = arrays["coef_"]
-        model.classes_ = arrays["classes_"]
-        return model
 
 
 REGISTRY = {"Toy": Toy}

@@ -38,8 +38,7 @@ and not read an ``ExampleState`` between passes.
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
+import functools
 import io
 import json
 import os
@@ -55,6 +54,7 @@ import numpy as np
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.engine import state_codec
 from streamlearn.engine.atomic_file import atomic_write_bytes
 from streamlearn.engine.passes import EngineBase
 from streamlearn.errors import CheckpointError
@@ -70,120 +70,9 @@ UNFINGERPRINTED = ("engine", "progress")
 PROGRESS_FILE = "progress.zip"
 
 
-# -- codec: nested values as JSON plus numpy arrays ------------------------------------------
-def _class_name(obj: Any) -> str:
-    cls = type(obj)
-    module = cls.__module__
-    if module != "streamlearn" and not module.startswith("streamlearn."):
-        raise CheckpointError(f"cannot checkpoint a {module}.{cls.__qualname__}: pass states "
-                              "and results must be built from numpy arrays, scalars, lists, "
-                              "tuples, dicts and streamlearn classes")
-    return f"{module}:{cls.__qualname__}"
-
-
-def _find_class(name: str) -> type:
-    module, _, qualname = str(name).partition(":")
-    if module != "streamlearn" and not module.startswith("streamlearn."):
-        raise CheckpointError(f"checkpoint names the class {name!r}, outside streamlearn")
-    try:
-        found: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError) as exc:
-        raise CheckpointError(f"checkpoint names the class {name!r}, which this version of "
-                              "streamlearn does not have") from exc
-    if not isinstance(found, type):
-        raise CheckpointError(f"checkpoint names {name!r}, which is not a class")
-    return found
-
-
-def _attributes(obj: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(obj):
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    attrs = dict(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        for slot in getattr(cls, "__slots__", ()):
-            if slot not in attrs and hasattr(obj, slot):
-                attrs[slot] = getattr(obj, slot)
-    if not attrs and not hasattr(obj, "__dict__"):
-        raise CheckpointError(f"cannot checkpoint a {type(obj).__name__}: it has no attributes")
-    return attrs
-
-
-def encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
-    """JSON-safe tree of ``value``; its arrays are added to ``arrays`` (under fresh names).
-
-    Parameters
-    ----------
-    value
-        None, bool, int, float, str, numpy arrays and scalars, and lists, tuples, dicts,
-        named tuples, dataclasses and objects (of streamlearn classes) of those.
-    arrays : dict
-        Receives the arrays (copied), to be written as ``.npy`` files.
-
-    Returns
-    -------
-    A tree of JSON values: plain lists, and objects tagged ``"$..."``.
-    """
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int) and type(value) is int:
-        return value
-    if isinstance(value, float) and type(value) is float:
-        return value if np.isfinite(value) else {"$float": repr(value)}
-    if isinstance(value, np.ndarray | np.generic):
-        array = np.asarray(value)
-        if array.dtype.hasobject:
-            raise CheckpointError("cannot checkpoint an array of Python objects")
-        name = f"a{len(arrays)}"
-        arrays[name] = array.copy()
-        return {"$array" if isinstance(value, np.ndarray) else "$scalar": name}
-    if isinstance(value, list):
-        return [encode(v, arrays) for v in value]
-    if isinstance(value, dict):
-        return {"$dict": [[encode(k, arrays), encode(v, arrays)] for k, v in value.items()]}
-    if isinstance(value, tuple):
-        items = [encode(v, arrays) for v in value]
-        if type(value) is tuple:
-            return {"$tuple": items}
-        return {"$object": _class_name(value), "tuple": items}
-    name = _class_name(value)
-    return {"$object": name,
-            "attrs": {k: encode(v, arrays) for k, v in _attributes(value).items()}}
-
-
-def decode(tree: Any, arrays: dict[str, np.ndarray]) -> Any:
-    """Rebuild the value :func:`encode` turned into ``tree``."""
-    if isinstance(tree, list):
-        return [decode(v, arrays) for v in tree]
-    if not isinstance(tree, dict):
-        return tree
-    try:
-        if "$float" in tree:
-            return float(tree["$float"])
-        if "$array" in tree:
-            return arrays[tree["$array"]]
-        if "$scalar" in tree:
-            return arrays[tree["$scalar"]][()]
-        if "$tuple" in tree:
-            return tuple(decode(v, arrays) for v in tree["$tuple"])
-        if "$dict" in tree:
-            return {_hashable(decode(k, arrays)): decode(v, arrays) for k, v in tree["$dict"]}
-        if "$object" in tree:
-            cls = _find_class(tree["$object"])
-            if "tuple" in tree:
-                return tuple.__new__(cls, [decode(v, arrays) for v in tree["tuple"]])
-            obj = cls.__new__(cls)
-            for key, value in tree["attrs"].items():
-                object.__setattr__(obj, key, decode(value, arrays))
-            return obj
-    except KeyError as exc:
-        raise CheckpointError(f"checkpoint is damaged: missing entry {exc}") from exc
-    raise CheckpointError(f"checkpoint holds an unknown entry {sorted(tree)}")
-
-
-def _hashable(key: Any) -> Any:
-    return key.item() if isinstance(key, np.generic) else key
+#: Values of pass states and results to and from JSON trees plus arrays, as checkpoints store them.
+encode = functools.partial(state_codec.encode, error=CheckpointError)
+decode = functools.partial(state_codec.decode, error=CheckpointError)
 
 
 # -- files: a JSON header and .npy arrays in one zip ----------------------------------------

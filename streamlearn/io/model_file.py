@@ -3,14 +3,19 @@
 Layout of a ``.slm`` file (a zip archive, stored uncompressed for fast loading)::
 
     metadata.json       format version, model class, hyper-parameters, library version,
-                        the SHA-256 of every array, and the category lists of
-                        categorical features (``categories``: name -> list of values)
-    arrays/<name>.npy   one array per learned attribute (``allow_pickle=False``)
+                        the SHA-256 of every array, the learned attributes as a JSON tree
+                        (:mod:`streamlearn.engine.state_codec`, the codec checkpoints use),
+                        and the category lists of categorical features (``categories``)
+    arrays/<name>.npy   the arrays of the learned attributes (``allow_pickle=False``); an
+                        attribute that is an array is stored under its own name
 
-Loading reads JSON and ``.npy`` payloads only: the model class is looked up by name among
-the estimators streamlearn exports, so a file can never make the loader run code. Writes go
-to a temporary file in the same directory, then ``os.replace``: a crash leaves the previous
-file intact.
+One codec serves every model: the learned state of a model is its attributes that are not
+constructor parameters (names ending in ``_``, and private state such as an online solver's),
+so a model needs no code of its own to be saved. Loading reads JSON and ``.npy`` payloads
+only: the model class is looked up by name among the registered estimators, and objects
+inside the state are rebuilt only from streamlearn classes, by setting attributes, so a file
+can never make the loader run code. Writes go to a temporary file in the same directory,
+then ``os.replace``: a crash leaves the previous file intact.
 """
 
 from __future__ import annotations
@@ -20,33 +25,29 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from streamlearn.engine.atomic_file import atomic_write_bytes
+from streamlearn.engine.state_codec import decode, encode
 from streamlearn.errors import ModelFileError
 from streamlearn.version import __version__
 
 FORMAT = "streamlearn-model"
-FORMAT_VERSION = 1
+#: 2: learned attributes through the state codec (1: each model's own layout).
+FORMAT_VERSION = 2
 #: Where :func:`load_model` finds model classes when given none (see
 #: :func:`set_default_model_classes`); none until the package root sets it.
 _default_classes: Callable[[], Iterable[type]] = tuple
 
 
 class Persistable(Protocol):
-    """What a model implements to be saved: JSON-safe metadata and named arrays."""
+    """What can be saved: a scikit-learn estimator (``get_params``) with learned attributes."""
 
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any: ...
-
-    def _set_categories(self, categories: Mapping[str, list[Any]]) -> None:
-        """Keep the category lists of categorical features read from the file."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]: ...
 
 
 def _digest(payload: bytes) -> str:
@@ -68,7 +69,8 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
     Parameters
     ----------
     model
-        An estimator implementing ``_get_state``.
+        A fitted estimator: its hyper-parameters (``get_params``) and learned attributes
+        (see :func:`learned_state`) are written.
     path : str or path-like
         Destination file (conventionally ``*.slm``).
 
@@ -77,7 +79,21 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
     Path
         The path written.
     """
-    metadata, arrays = model._get_state()
+    params = model.get_params(deep=False)
+    learned = learned_state(model, params)
+    arrays: dict[str, np.ndarray] = {}
+    tree: dict[str, Any] = {}
+    for name, value in learned.items():  # top-level arrays keep their attribute's name
+        if isinstance(value, np.ndarray):
+            arrays[name] = value
+            tree[name] = {"$array": name}
+    for name, value in learned.items():
+        if not isinstance(value, np.ndarray):
+            tree[name] = encode(value, arrays, error=ModelFileError)
+    runtime = getattr(model, "_runtime_params", ("engine",))
+    metadata = {"params": {k: None if k in runtime else _stored_param(model, k, v, arrays)
+                           for k, v in params.items()},
+                "learned": tree}
     payloads = {name: _npy_bytes(np.asarray(a)) for name, a in arrays.items()}
     header = {
         "format": FORMAT,
@@ -170,14 +186,64 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
         raise ModelFileError(f"{path} holds a {name!r}, which is not a streamlearn model")
     if expected is not None and cls is not expected:
         raise ModelFileError(f"{path} holds a {name}, not a {expected.__name__}")
-    model = cls._from_state(header.get("metadata", {}), arrays)
+    metadata = header.get("metadata", {})
+    try:
+        model = cls(**{k: decode(v, arrays, error=ModelFileError)
+                       for k, v in metadata.get("params", {}).items()})
+        learned = {name: decode(value, arrays, error=ModelFileError)
+                   for name, value in metadata["learned"].items()}
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ModelFileError(f"{path} has unreadable model metadata ({exc})") from exc
+    for name, value in learned.items():
+        setattr(model, name, value)
     categories = header.get("categories")
     if categories:
         if not isinstance(categories, dict) or not all(
                 isinstance(v, list) for v in categories.values()):
             raise ModelFileError(f"{path} has unreadable category lists")
-        model._set_categories(categories)
+        set_categories = getattr(model, "_set_categories", None)
+        if set_categories is not None:
+            set_categories(categories)
     return model
+
+
+def learned_state(model: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a fitted model learned: its attributes other than the constructor parameters.
+
+    Tuple subclasses that carry extra attributes (feature names with their categories)
+    are stored as plain tuples; the categories travel in the file's ``categories``.
+
+    Parameters
+    ----------
+    model : estimator
+    params : dict, optional
+        Its ``get_params(deep=False)``.
+
+    Returns
+    -------
+    dict
+        Attribute name -> value.
+    """
+    params = model.get_params(deep=False) if params is None else params
+    state = {}
+    for name, value in vars(model).items():
+        if name in params or name.startswith("__"):
+            continue
+        if isinstance(value, tuple) and type(value) is not tuple and \
+                not hasattr(value, "_fields"):
+            value = tuple(value)
+        state[name] = value
+    return state
+
+
+def _stored_param(model: Any, name: str, value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """A hyper-parameter as the codec stores it; one it cannot store (a Python callable)
+    makes the model unsavable, since loading it without that value would change it."""
+    if callable(value):
+        raise ModelFileError(f"{type(model).__name__} has {name}={value!r}, a Python "
+                             "callable: a model file holds no code, so this model cannot "
+                             "be saved; use one of the named options instead")
+    return encode(value, arrays, error=ModelFileError)
 
 
 def _json_values(values: Any, name: Any) -> list[Any]:
