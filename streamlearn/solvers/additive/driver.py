@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import LabelError
-from streamlearn.features import FeatureMap
+from streamlearn.features import BSplineMap, FeatureMap
 from streamlearn.solvers.additive.passes import (
     CalibrationPass,
     DcdEpochPass,
@@ -164,6 +164,37 @@ def fit_feature_map(feature_map: FeatureMap,
     feature_map.fit_from_stats(**stats)
 
 
+def knot_per_category(feature_map: FeatureMap, dataset: Dataset) -> list[int]:
+    """Give each category of a categorical feature a knot of its own, where the bases allow.
+
+    A categorical feature arrives as codes ``0 .. k - 1`` (and ``k`` for a category unseen
+    in fit). When ``k + 1`` codes fit on the B-spline grid (``k <= n_bases - degree``), the
+    feature's range becomes ``[0, n_bases - degree]``: code ``c`` sits on knot ``c``, so
+    with degree 1 it switches on basis ``c`` alone and the model learns one value per
+    category (its shape); an unseen category gets the weight of a basis no training row
+    touched, zero. With more categories the codes are spread over the range like numbers
+    (neighbouring codes share bases); raise ``n_bases`` to separate them.
+
+    Returns
+    -------
+    list of int
+        The features given a knot per category.
+    """
+    categories = getattr(dataset, "categories", None) or {}
+    if not isinstance(feature_map, BSplineMap) or not categories:
+        return []
+    names = list(dataset.feature_names)
+    room = feature_map.n_bases - feature_map.degree
+    done = []
+    for name, values in categories.items():
+        if name in names and len(values) <= room:
+            j = names.index(name)
+            feature_map.lo_[j] = 0.0
+            feature_map.hi_[j] = float(room)
+            done.append(j)
+    return done
+
+
 def training_rows(config: AdditiveConfig, emb: Embedding, n_features: int,
                   holdout: Holdout | None) -> TrainingRows:
     """How chunks become kernel arrays: embedded on the fly, or materialised first."""
@@ -211,6 +242,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
             fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
                             maximum=desc.max, mean=desc.mean, std=desc.std,
                             quantiles=desc.quantiles)
+            knot_per_category(feature_map, dataset)
     if n_train == 0:
         raise LabelError(f"no rows left to train on ({n_holdout} held out for "
                          "calibration); use more data or calibrate=False")
