@@ -153,7 +153,7 @@ def test_sample_weights_set_lam_from_their_sum():
 @pytest.mark.parametrize("feature_range, match", [
     ((1.0, 1.0), "min < max"),
     ([(0.0, 1.0)] * 3, r"shape \(n_features, 2\) = \(8, 2\)"),
-    ("wide", "pair"),
+    ("wide", "feature_range.*must be an array-like"),
 ])
 def test_bad_feature_range_is_refused(feature_range, match):
     X, y = additive_problem(200, seed=7)

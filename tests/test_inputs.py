@@ -42,6 +42,15 @@ def cities() -> tuple[pd.DataFrame, np.ndarray]:
     return frame, label
 
 
+def _codes_model(frame: pd.DataFrame) -> AdditiveSVC:
+    """The reference model for codes: the city's range is [0, n_bases - degree], one knot
+    per code, as the additive model lays out a categorical feature's codes."""
+    a = frame["a"].to_numpy(np.float32).astype(np.float64)
+    model = _model()
+    room = model.n_bases - model.degree
+    return model.set_params(feature_range=np.array([[a.min(), a.max()], [0.0, room]]))
+
+
 def _codes_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The reference: the city column replaced by its position in the sorted city list."""
     codes = np.searchsorted(np.array(CITIES), frame["city"].astype(str).to_numpy())
@@ -135,7 +144,7 @@ def test_classifier_keeps_categories_and_codes_prediction_tables(cities) -> None
     model = _model().fit(frame, label)
     assert model.categories_ == {"city": CITIES}
     # reference: the same model trained on the codes computed by hand
-    reference = _model().fit(_codes_frame(frame), label)
+    reference = _codes_model(frame).fit(_codes_frame(frame), label)
     np.testing.assert_allclose(model.decision_function(frame),
                                reference.decision_function(_codes_frame(frame)), rtol=1e-6)
     # a table with the columns reordered, the city as plain strings: coded by name and value
@@ -160,7 +169,7 @@ def test_classifier_keeps_categories_and_codes_prediction_tables(cities) -> None
 def test_unseen_category_gets_the_reserved_code_with_a_warning(cities) -> None:
     frame, label = cities
     model = _model().fit(frame, label)
-    reference = _model().fit(_codes_frame(frame), label)
+    reference = _codes_model(frame).fit(_codes_frame(frame), label)
     test = frame.head(5).assign(city=["Oslo", "Paris", "Lima", "Rome", "Paris"])
     with pytest.warns(UserWarning, match=r"'city' holds 2 value\(s\) not seen in fit "
                                          r"\(first at row 1\).*code 3"):

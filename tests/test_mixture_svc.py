@@ -160,7 +160,7 @@ def test_checkpointed_fit_gives_the_same_model(tmp_path) -> None:
 
 def test_bad_input_raises_clear_errors() -> None:
     X, y = _xor(200)
-    with pytest.raises(ValueError, match="em must be one of"):
+    with pytest.raises(ValueError, match="'em' parameter of MixtureSVC must be a str among"):
         MixtureSVC(em="online").fit(X, y)
     with pytest.raises(ValueError, match="tau"):
         MixtureSVC(tau=-1.0).fit(X, y)

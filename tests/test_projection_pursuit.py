@@ -294,15 +294,16 @@ def test_bad_input_gets_a_clear_error(ppr_data, js_data):
         SparsePPRRegressor().predict(X)
     with pytest.raises(NotFittedError):
         SparseJSBoostClassifier().decision_function(X)
-    with pytest.raises(ValueError, match="tau must be positive"):
+    with pytest.raises(ValueError, match="'tau' parameter .* must be a float in the range"):
         SparsePPRRegressor(tau=0).fit(X, y)
     with pytest.raises(ValueError, match="n_bases must be an integer >= 4"):
         SparsePPRRegressor(n_bases=3).fit(X, y)
-    with pytest.raises(ValueError, match="start must be one of"):
+    with pytest.raises(ValueError, match="'start' parameter .* must be a str among"):
         SparseJSBoostClassifier(start="best").fit(X, y > 0.2)
     with pytest.raises(ValueError, match="fine_step must lie"):
         SparsePPRRegressor(fine_step=0.5, coarse_step=0.1).fit(X, y)
-    with pytest.raises(ValueError, match="n_bins must be an integer >= 2"):
+    with pytest.raises(ValueError,
+                       match=r"'n_bins' parameter .* must be an int in the range \[2, inf\)"):
         SparseJSBoostClassifier(n_bins=1).fit(X, y > 0.2)
     with pytest.raises(LabelError, match="numeric target"):
         SparsePPRRegressor().fit(X, np.where(y > 0.2, "a", "b"))

@@ -208,7 +208,8 @@ def test_bad_input_is_named() -> None:
     X, y = shared_problem(200, d=6, k=3, shared=(0, 1))
     with pytest.raises(LabelError, match="1 class"):
         ShareBoostClassifier(n_rounds=2).fit(X, np.zeros(200, dtype=int))
-    with pytest.raises(ValueError, match="features must be one of"):
+    with pytest.raises(ValueError,
+                       match="'features' parameter of ShareBoostClassifier must be a str among"):
         ShareBoostClassifier(features="trees").fit(X, y)
     with pytest.raises(ValueError, match="n_rounds"):
         ShareBoostClassifier(n_rounds=-1).fit(X, y)

@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import os
 import warnings
+from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from streamlearn.data.sources.base import default_feature_names
-from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
+from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FeatureMap, FourierMap, HermiteMap
 from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
     check_features,
-    classification_dataset,
     encode_labels,
     sorted_classes,
     storable_classes,
@@ -227,6 +228,32 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             "so a repeated row is not the same as a doubled weight",
     }
 
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        "embedding": [StrOptions(set(EMBEDDINGS))],
+        "degree": [Interval(Integral, 1, 3, closed="both")],
+        "n_bases": [Interval(Integral, 2, None, closed="left")],
+        "penalty_order": [Interval(Integral, 0, 2, closed="both"), None],
+        "n_terms": [Interval(Integral, 1, None, closed="left")],
+        "zero_preserving": ["boolean"],
+        "solver": [StrOptions(set(SOLVERS))],
+        "multiclass": [StrOptions(set(MULTICLASS))],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="neither"), None],
+        "loss": [StrOptions(set(LOSSES))],
+        "epochs": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "average": ["boolean"],
+        "online": ["boolean"],
+        "calibrate": ["boolean"],
+        "calibration_fraction": [Interval(Real, 0, 1, closed="both")],
+        "bias_scale": [Interval(Real, 0, None, closed="left")],
+        "feature_range": ["array-like", None],
+        "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "engine": "no_validation",
+        "progress": ["boolean", None],
+    }
+
     def __init__(
         self,
         embedding: str = "bspline",
@@ -278,31 +305,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.progress = progress
 
     # -- hyper-parameters -----------------------------------------------------------------
-    def _validate(self) -> None:
-        if self.embedding not in EMBEDDINGS:
-            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {self.embedding!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.multiclass not in MULTICLASS:
-            raise ValueError(f"multiclass must be one of {MULTICLASS}, got {self.multiclass!r}")
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {self.loss!r}")
+    def _check_params(self) -> None:
         if self.solver == "pegasos" and self.loss != "hinge":
             raise ValueError("the pegasos solver minimises the hinge loss; use solver='dcd' "
                              f"for loss={self.loss!r}")
-        if int(self.epochs) < 1:
-            raise ValueError(f"epochs must be at least 1, got {self.epochs}")
-        if not self.C > 0:
-            raise ValueError(f"C must be positive, got {self.C}")
-        if self.lam is not None and not self.lam > 0:
-            raise ValueError(f"lam must be positive or None, got {self.lam}")
-        if self.tol is not None and not self.tol > 0:
-            raise ValueError(f"tol must be positive or None, got {self.tol}")
         if self.calibrate and not 0.0 < self.calibration_fraction < 1.0:
             raise ValueError("calibration_fraction must lie strictly between 0 and 1, got "
                              f"{self.calibration_fraction}")
-        if not self.bias_scale >= 0:
-            raise ValueError(f"bias_scale must be non-negative, got {self.bias_scale}")
 
     def _make_map(self) -> FeatureMap | None:
         if self.embedding == "linear":
@@ -335,11 +344,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"feature_range of feature {f} is [{lo[f]}, {hi[f]}]; it needs "
                              "finite bounds with min < max")
         return lo, hi
-
-    def _seed(self) -> int:
-        if self.random_state is None:
-            return int(np.random.SeedSequence().entropy % 2**31)
-        return int(self.random_state)
 
     @property
     def n_models_(self) -> int:
@@ -402,11 +406,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         -------
         self
         """
-        self._validate()
-        self.__dict__.pop("classes_", None)  # not fitted until this fit succeeds
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
-                                         nan_policy=nan_policy)
-        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every)
+
+    def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
         config = additive_solver.AdditiveConfig(
             feature_map=self._make_map(),
             feature_range=self._given_range(len(dataset.feature_names)),
@@ -416,26 +419,23 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             online=bool(self.online),
             calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
             bias_scale=float(self.bias_scale))
-        result = additive_solver.fit(runner, dataset, config, self._seed())
-        self.feature_names_in_ = result.feature_names
-        self.n_features_in_ = len(result.feature_names)
-        self.feature_map_ = result.feature_map
-        self.n_train_ = result.n_train
-        self.n_calibration_ = result.n_calibration
-        self._set_regularisation(result.regularisation)
-        self.coef_d_ = result.coef_d
-        self.state_w_d_ = result.state_w_d
-        self.platt_a_, self.platt_b_ = result.platt_a, result.platt_b
-        self.calibrated_ = result.calibrated
-        self.n_iter_, self.t_ = result.n_iter, result.t
-        self.average_start_ = result.average_start
-        if result.pg_range is None:
-            self.__dict__.pop("pg_range_", None)
-        else:
-            self.pg_range_ = result.pg_range
-        assert dataset.classes is not None
-        self.classes_ = storable_classes(dataset.classes)
-        return self
+        return additive_solver.fit(runner, dataset, config, seed)
+
+    def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
+        self.feature_names_in_ = fitted.feature_names
+        self.n_features_in_ = len(fitted.feature_names)
+        self.feature_map_ = fitted.feature_map
+        self.n_train_ = fitted.n_train
+        self.n_calibration_ = fitted.n_calibration
+        self._set_regularisation(fitted.regularisation)
+        self.coef_d_ = fitted.coef_d
+        self.state_w_d_ = fitted.state_w_d
+        self.platt_a_, self.platt_b_ = fitted.platt_a, fitted.platt_b
+        self.calibrated_ = fitted.calibrated
+        self.n_iter_, self.t_ = fitted.n_iter, fitted.t
+        self.average_start_ = fitted.average_start
+        if fitted.pg_range is not None:
+            self.pg_range_ = fitted.pg_range
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None,
                     sample_weight: Any = None) -> AdditiveSVC:
@@ -479,7 +479,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         -------
         self
         """
-        self._validate()
+        self._validate_hyperparameters()
         if not self.is_fitted:
             self._start_partial_fit(X, y, classes, sample_weight)
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
@@ -718,48 +718,4 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """Bias of each binary model, ``coef_d_[:, -1] * bias_scale``."""
         self._check_fitted()
         return self.coef_d_[:, -1] * self.bias_scale
-
-    # -- model files ----------------------------------------------------------------------
-    _SCALARS = ("lam_", "C_", "n_train_", "n_calibration_", "n_iter_", "t_", "average_start_",
-                "calibrated_", "n_features_in_", "sample_weight_sum_", "pegasos_lam_")
-
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        metadata = {
-            "params": self._json_params(),
-            "feature_map": None if self.feature_map_ is None else self.feature_map_.to_dict(),
-            "feature_names_in": list(self.feature_names_in_),
-            **{name: _plain(getattr(self, name)) for name in self._SCALARS},
-        }
-        arrays = {
-            "classes": storable_classes(self.classes_),
-            "coef_d": self.coef_d_,
-            "state_w_d": self.state_w_d_,
-            "platt_a": self.platt_a_,
-            "platt_b": self.platt_b_,
-        }
-        return metadata, arrays
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> AdditiveSVC:
-        valid = cls._param_names()
-        model = cls(**{k: v for k, v in metadata.get("params", {}).items() if k in valid})
-        spec = metadata.get("feature_map")
-        model.feature_map_ = None if spec is None else FeatureMap.from_dict(spec)
-        model.feature_names_in_ = tuple(metadata["feature_names_in"])
-        # files written before the sample weight sum was kept: unweighted training
-        defaults = {"sample_weight_sum_": metadata.get("n_train_"),
-                    "pegasos_lam_": metadata.get("lam_")}
-        for name in cls._SCALARS:
-            setattr(model, name, metadata[name] if name in metadata else defaults[name])
-        model.classes_ = arrays["classes"]
-        model.coef_d_ = np.ascontiguousarray(arrays["coef_d"], dtype=np.float64)
-        model.state_w_d_ = np.ascontiguousarray(arrays["state_w_d"], dtype=np.float64)
-        model.platt_a_ = np.asarray(arrays["platt_a"], dtype=np.float64)
-        model.platt_b_ = np.asarray(arrays["platt_b"], dtype=np.float64)
-        return model
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds (for JSON)."""
-    return value.item() if isinstance(value, np.generic) else value
 

@@ -8,12 +8,10 @@ Estimators follow scikit-learn's conventions: the constructor stores hyper-param
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -29,6 +27,7 @@ from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.validation import first_nonfinite
+from streamlearn.engine.checkpoint import checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
 
@@ -47,10 +46,6 @@ def _json_safe(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-#: The training datasets opened during the ``fit`` now running (the first is its data).
-_OPENED_FOR_FIT: ContextVar[list[Dataset] | None] = ContextVar("_OPENED_FOR_FIT", default=None)
 
 
 class FeatureNames(tuple):
@@ -100,25 +95,6 @@ def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -
         estimator.feature_names_in_ = FeatureNames(names, estimator.categories_)
 
 
-def _recording_categories(fit: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a ``fit`` so the fitted model keeps the categories of the data it opened."""
-
-    @functools.wraps(fit)
-    def fit_keeping_categories(self: Any, *args: Any, **kwargs: Any) -> Any:
-        opened: list[Dataset] = []
-        token = _OPENED_FOR_FIT.set(opened)
-        try:
-            result = fit(self, *args, **kwargs)
-        finally:
-            _OPENED_FOR_FIT.reset(token)
-        if opened:
-            record_categories(self, opened[0].categories)
-        return result
-
-    fit_keeping_categories._keeps_categories = True  # type: ignore[attr-defined]
-    return fit_keeping_categories
-
-
 class StreamEstimator(BaseEstimator):
     """Base class: a scikit-learn estimator with fitted checks and model files.
 
@@ -128,29 +104,132 @@ class StreamEstimator(BaseEstimator):
     pass in ``_expected_failed_checks`` (check name -> one-line reason); the test suite and
     the README read that table.
 
-    Every subclass's ``fit`` is wrapped so that, when its training data has string or
-    categorical feature columns, the fitted model keeps their category lists in
-    ``categories_`` (see :func:`record_categories`); prediction inputs are then coded by
-    them (:func:`check_features`).
+    A subclass's ``fit`` is one call of the template :meth:`_fit_stream`: the subclass
+    declares its hyper-parameters' ``_parameter_constraints``, its ``_task``, and the hooks
+    :meth:`_check_params` (rules spanning parameters), :meth:`_run_driver` (its
+    algorithm) and :meth:`_set_fitted` (attributes from the driver's result). When the
+    training data has string or categorical feature columns, the fitted model keeps their
+    category lists in ``categories_`` (see :func:`record_categories`); prediction inputs
+    are then coded by them (:func:`check_features`).
     """
 
     #: Learned attribute whose presence means "fitted".
     _fitted_attribute: ClassVar[str] = "classes_"
     #: scikit-learn checks this algorithm is expected to fail, with the reason.
     _expected_failed_checks: ClassVar[dict[str, str]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Every ``fit`` keeps the categories of its training data (``categories_``), so
-        # that prediction codes string and categorical columns as training did.
-        super().__init_subclass__(**kwargs)
-        fit = cls.__dict__.get("fit")
-        if callable(fit) and not getattr(fit, "_keeps_categories", False):
-            cls.fit = _recording_categories(fit)  # type: ignore[attr-defined]
+    #: Hyper-parameter name -> the values it accepts (scikit-learn's constraint table:
+    #: ``Interval``, ``StrOptions``, ``"boolean"``, ``None``, ...); every constructor
+    #: parameter has an entry (``"no_validation"`` for any value).
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {}
+    #: Target ``fit`` reads its training data for: "classification" or "regression".
+    _task: ClassVar[str] = "classification"
+    #: Private learned state (names without the trailing ``_``) that a new ``fit`` forgets
+    #: along with the learned attributes.
+    _private_state: ClassVar[tuple[str, ...]] = ()
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         return tags
+
+    # -- the fit template ------------------------------------------------------------------
+    def _fit_stream(self, data: Any, y: Any, sample_weight: Any, nan_policy: Any,
+                    engine: Any, checkpoint: str | os.PathLike[str] | None,
+                    checkpoint_every: int, **options: Any) -> Self:
+        """What every ``fit`` does around its algorithm's driver.
+
+        Forgets what an earlier fit learned, validates the hyper-parameters before reading
+        any data (:meth:`_validate_hyperparameters`), opens the training data for the
+        estimator's ``_task``, wraps the engine with checkpoints, runs :meth:`_run_driver`
+        and sets the learned attributes: ``feature_names_in_``, ``n_features_in_``,
+        ``classes_`` (classifiers), then those of the driver's result (:meth:`_set_fitted`)
+        and ``categories_`` (:func:`record_categories`). A fit that fails, whatever the
+        reason, leaves the estimator unfitted.
+
+        Parameters
+        ----------
+        data, y, sample_weight, nan_policy
+            As ``fit`` takes them (see :func:`classification_dataset`).
+        engine : engine, optional
+            Overrides the ``engine`` parameter for this call.
+        checkpoint : str or path-like, optional
+            Directory of the checkpoints a killed fit resumes from.
+        checkpoint_every : int
+            Chunks between two checkpoint writes.
+        **options
+            Further options of the estimator's ``fit``, passed to :meth:`_run_driver`.
+
+        Returns
+        -------
+        self
+        """
+        self._forget_fitted()
+        try:
+            self._validate_hyperparameters()
+            dataset = self._training_dataset(data, y, sample_weight, nan_policy)
+            self._fit_dataset(dataset, engine, checkpoint, checkpoint_every, **options)
+        except BaseException:
+            self._forget_fitted()  # no half-fitted model
+            raise
+        return self
+
+    def _fit_dataset(self, dataset: Dataset, engine: Any,
+                     checkpoint: str | os.PathLike[str] | None, checkpoint_every: int,
+                     **options: Any) -> None:
+        """Run the driver on opened training data and set the learned attributes."""
+        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
+        fitted = self._run_driver(runner, dataset, self._seed(), **options)
+        self.feature_names_in_ = tuple(dataset.feature_names)
+        self.n_features_in_ = len(self.feature_names_in_)
+        if self._task == "classification" and dataset.classes is not None:
+            self.classes_ = storable_classes(dataset.classes)
+        self._set_fitted(fitted)
+        record_categories(self, dataset.categories)
+
+    def _training_dataset(self, data: Any, y: Any, sample_weight: Any,
+                          nan_policy: Any) -> Dataset:
+        """The training data opened for the estimator's ``_task``."""
+        opener = (classification_dataset if self._task == "classification"
+                  else regression_dataset)
+        return opener(data, y, sample_weight, getattr(self, "chunk_rows", None),
+                      nan_policy=nan_policy)
+
+    def _validate_hyperparameters(self) -> None:
+        """Check every hyper-parameter against ``_parameter_constraints`` (scikit-learn's
+        ``InvalidParameterError`` names the first that fails), then the rules that span
+        several of them (:meth:`_check_params`)."""
+        self._validate_params()
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Rules that span several hyper-parameters; raise ``ValueError``. None here."""
+
+    def _forget_fitted(self) -> None:
+        """Remove every learned attribute (names ending in ``_``) and ``_private_state``."""
+        for name in list(vars(self)):
+            if (name.endswith("_") and not name.startswith("__")) or \
+                    name in self._private_state:
+                del self.__dict__[name]
+
+    def _seed(self) -> int:
+        """The seed of one fit: ``random_state``, or a fresh one when it is None (0 for an
+        estimator without ``random_state``: its algorithm is deterministic)."""
+        if "random_state" not in self._param_names():
+            return 0
+        random_state = self.random_state  # type: ignore[attr-defined]
+        if random_state is None:
+            return int(np.random.SeedSequence().entropy % 2**31)
+        if isinstance(random_state, np.random.RandomState):
+            return int(random_state.randint(2**31))
+        return int(random_state)
+
+    def _run_driver(self, runner: Any, dataset: Dataset, seed: int, **options: Any) -> Any:
+        """Run the algorithm's driver over ``dataset``; returns its fitted state."""
+        raise NotImplementedError(f"{type(self).__name__} does not train with _fit_stream")
+
+    def _set_fitted(self, fitted: Any) -> None:
+        """Set the learned attributes from the driver's fitted state."""
+        raise NotImplementedError(f"{type(self).__name__} does not train with _fit_stream")
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -304,9 +383,6 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
                                task=task if y is not None else None, nan_policy=nan_policy,
                                categories=categories)
-    opened = _OPENED_FOR_FIT.get()
-    if opened is not None:
-        opened.append(dataset)
     if dataset.task != task:
         what = "no target" if dataset.task is None else f"a {dataset.task} target"
         raise LabelError(f"{need} but the data has {what}; open it with "

@@ -26,14 +26,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
+from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from streamlearn.data import Dataset, open_dataset
-from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
+from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
     ClassifierScore,
@@ -185,6 +187,22 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             "k-means is seeded from a random sample of rows and EM visits rows in a seeded "
             "random order, so a repeated row is not the same as a doubled weight",
     }
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "nu": [Interval(Real, 0, None, closed="left")],
+        "tau": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "em": [StrOptions(set(EM_MODES))],
+        "epochs": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "bias_scale": [Interval(Real, 0, None, closed="left")],
+        "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "engine": "no_validation",
+        "progress": ["boolean", None],
+    }
+    #: Stochastic EM state that ``partial_fit`` continues from.
+    _private_state = ("_online",)
 
     def __init__(
         self,
@@ -215,32 +233,6 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.progress = progress
 
     # -- hyper-parameters -------------------------------------------------------------------
-    def _validate(self) -> None:
-        if int(self.n_components) < 1:
-            raise ValueError(f"n_components must be at least 1, got {self.n_components}")
-        if not float(self.nu) >= 0:
-            raise ValueError(f"nu must be non-negative, got {self.nu}")
-        if isinstance(self.tau, str):
-            if self.tau != "auto":
-                raise ValueError(f"tau must be a positive number or 'auto', got {self.tau!r}")
-        elif not float(self.tau) > 0:
-            raise ValueError(f"tau must be a positive number or 'auto', got {self.tau}")
-        if not float(self.C) > 0:
-            raise ValueError(f"C must be positive, got {self.C}")
-        if self.em not in EM_MODES:
-            raise ValueError(f"em must be one of {EM_MODES}, got {self.em!r}")
-        if int(self.epochs) < 1:
-            raise ValueError(f"epochs must be at least 1, got {self.epochs}")
-        if not float(self.tol) >= 0:
-            raise ValueError(f"tol must be non-negative, got {self.tol}")
-        if not float(self.bias_scale) >= 0:
-            raise ValueError(f"bias_scale must be non-negative, got {self.bias_scale}")
-
-    def _seed(self) -> int:
-        if self.random_state is None:
-            return int(np.random.SeedSequence().entropy % 2**31)
-        return int(self.random_state)
-
     def _config(self) -> MixtureConfig:
         return MixtureConfig(int(self.n_components), float(self.nu), self.tau, float(self.C),
                              str(self.em), int(self.epochs), float(self.tol),
@@ -279,19 +271,17 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         -------
         self
         """
-        self._validate()
-        self.__dict__.pop("classes_", None)
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
-                                         nan_policy=nan_policy)
-        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        fitted = driver.fit(runner, dataset, self._config(), self._seed())
-        self._set_fitted(fitted)
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every)
+
+    def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> MixtureFit:
+        fitted = driver.fit(runner, dataset, self._config(), seed)
         if not fitted.converged:
             warnings.warn(f"{type(self).__name__}: EM stopped at its cap of epochs="
                           f"{self.epochs} before an epoch changed the penalised "
                           f"log-likelihood by less than tol={self.tol} times the sample "
-                          "weight; raise epochs or tol", ConvergenceWarning, stacklevel=3)
-        return self
+                          "weight; raise epochs or tol", ConvergenceWarning, stacklevel=5)
+        return fitted
 
     def _set_fitted(self, fitted: MixtureFit) -> None:
         self.feature_names_in_ = fitted.feature_names
@@ -343,7 +333,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         -------
         self
         """
-        self._validate()
+        self._validate_hyperparameters()
         if not self.is_fitted:
             return self._first_partial_fit(X, y, classes, sample_weight)
         if classes is not None and not _same_classes(classes, self.classes_):
@@ -458,51 +448,6 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._check_fitted()
         active = (self.xi_ > 0).sum(axis=1)
         return int(active[0]) if active.shape[0] == 1 else active
-
-    # -- model files ------------------------------------------------------------------------
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        metadata = {
-            "params": self._json_params(),
-            "feature_names_in": list(self.feature_names_in_),
-            "n_features_in": int(self.n_features_in_),
-            "tau": float(self.tau_),
-            "history": self.history_,
-            "n_iter": int(getattr(self, "n_iter_", 0)),
-        }
-        arrays = {
-            "classes": storable_classes(self.classes_),
-            "xi": self.xi_,
-            "centers": self.centers_,
-            "coef": self.coef_,
-        }
-        online = getattr(self, "_online", None)
-        if online is not None:
-            metadata["online"] = {"steps": int(online.steps),
-                                  "seen_weight": float(online.seen_weight),
-                                  "calls": int(online.calls)}
-            arrays["online_resp"] = online.resp
-        return metadata, arrays
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> MixtureSVC:
-        valid = cls._param_names()
-        model = cls(**{k: v for k, v in metadata.get("params", {}).items() if k in valid})
-        model.feature_names_in_ = tuple(metadata["feature_names_in"])
-        model.n_features_in_ = int(metadata["n_features_in"])
-        model.tau_ = float(metadata["tau"])
-        model.history_ = metadata["history"]
-        model.n_iter_ = int(metadata.get("n_iter", len(model.history_[0]) - 1))
-        model.classes_ = arrays["classes"]
-        model.xi_ = np.ascontiguousarray(arrays["xi"], dtype=np.float64)
-        model.centers_ = np.ascontiguousarray(arrays["centers"], dtype=np.float64)
-        model.coef_ = np.ascontiguousarray(arrays["coef"], dtype=np.float64)
-        online = metadata.get("online")
-        if online is not None and "online_resp" in arrays:
-            model._online = OnlineState(np.array(arrays["online_resp"], dtype=np.float64),
-                                        int(online["steps"]), float(online["seen_weight"]),
-                                        int(online["calls"]))
-        return model
-
 
 def _same_classes(classes: Any, known: np.ndarray) -> bool:
     wanted = np.unique(np.asarray(classes))

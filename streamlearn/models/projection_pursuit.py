@@ -37,20 +37,20 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
+from streamlearn.data import Dataset
+from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
     ClassifierScore,
     RegressorScore,
     StreamEstimator,
-    classification_dataset,
-    regression_dataset,
-    storable_classes,
 )
 
 # the passes, their states and the drivers live in the solver package; their names stay
@@ -60,12 +60,14 @@ from streamlearn.solvers.projection_pursuit import (  # noqa: F401
     SEARCHES,
     BoostConfig,
     BoostedTerms,
+    BoostFit,
     ClassHistograms,
     DataMoments,
     GramStatistics,
     HistogramScanPass,
     MomentsPass,
     RidgeConfig,
+    RidgeFit,
     RidgeTerms,
     SearchConfig,
     SplineScanPass,
@@ -78,11 +80,20 @@ from streamlearn.solvers.projection_search import (
     table_predict_chunk,
 )
 
-
 # -- shared estimator plumbing -------------------------------------------------------------
-def _positive_int(name: str, value: Any, least: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+#: Constraints of the direction-search hyper-parameters both estimators share.
+_SEARCH_CONSTRAINTS: dict[str, list[Any] | str] = {
+    "tau": [Interval(Real, 0, np.inf, closed="right")],  # inf: no L1 penalty
+    "search": [StrOptions(set(SEARCHES))],
+    "start": [StrOptions(set(STARTS))],
+    "search_range": [Interval(Real, 0, np.inf, closed="neither")],
+    "coarse_step": [Interval(Real, 0, np.inf, closed="neither")],
+    "fine_step": [Interval(Real, 0, np.inf, closed="neither")],
+    "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+    "engine": "no_validation",
+    "progress": ["boolean", None],
+}
 
 
 class _ProjectionPursuit(StreamEstimator):
@@ -102,26 +113,13 @@ class _ProjectionPursuit(StreamEstimator):
     progress: bool | None
 
     _ARRAYS: tuple[str, ...] = ()
-    _SCALARS: tuple[str, ...] = ()
 
-    def _validate_search(self) -> None:
-        tau = self.tau
-        if tau is None or isinstance(tau, bool) or not float(tau) > 0:
-            raise ValueError(f"tau must be positive (inf: no L1 penalty), got {tau!r}")
-        if not (math.isfinite(self.search_range) and self.search_range > 0):
-            raise ValueError(f"search_range must be positive, got {self.search_range!r}")
-        if not (math.isfinite(self.coarse_step) and 0 < self.coarse_step <= self.search_range):
+    def _check_params(self) -> None:
+        if not self.coarse_step <= self.search_range:
             raise ValueError("coarse_step must lie in (0, search_range], got "
                              f"{self.coarse_step!r}")
-        if not (math.isfinite(self.fine_step) and 0 < self.fine_step <= self.coarse_step):
+        if not self.fine_step <= self.coarse_step:
             raise ValueError(f"fine_step must lie in (0, coarse_step], got {self.fine_step!r}")
-        _positive_int("max_iter", self.max_iter, 0)
-        if self.search not in SEARCHES:
-            raise ValueError(f"search must be one of {sorted(SEARCHES)}, got {self.search!r}")
-        if self.start not in STARTS:
-            raise ValueError(f"start must be one of {list(STARTS)}, got {self.start!r}")
-        if self.chunk_rows is not None:
-            _positive_int("chunk_rows", self.chunk_rows)
 
     def _search_config(self) -> SearchConfig:
         return SearchConfig(float(self.tau), self.search, self.start, float(self.search_range),
@@ -137,7 +135,7 @@ class _ProjectionPursuit(StreamEstimator):
         warnings.warn(f"{type(self).__name__}: the direction search of {what} {shown}{more} "
                       f"stopped at max_iter={self.max_iter} {rounds} while still lowering "
                       "its cost; increase max_iter (or coarse_step) for converged directions",
-                      ConvergenceWarning, stacklevel=4)
+                      ConvergenceWarning, stacklevel=6)
 
     @property
     def n_nonzero_(self) -> np.ndarray:
@@ -159,35 +157,6 @@ class _ProjectionPursuit(StreamEstimator):
         if self.tau is not None and math.isinf(float(self.tau)):
             params["tau"] = "inf"
         return params
-
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        metadata = {"params": self._json_params(),
-                    "feature_names_in": list(self.feature_names_in_),
-                    **{name: _plain(getattr(self, name)) for name in self._SCALARS}}
-        arrays = {name: getattr(self, name + "_") for name in self._ARRAYS}
-        return metadata, arrays
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
-        valid = cls._param_names()
-        params = {k: v for k, v in metadata.get("params", {}).items() if k in valid}
-        if isinstance(params.get("tau"), str):
-            params["tau"] = float(params["tau"])
-        model = cls(**params)
-        model.feature_names_in_ = tuple(metadata["feature_names_in"])
-        model.n_features_in_ = len(model.feature_names_in_)
-        for name in cls._SCALARS:
-            setattr(model, name, metadata[name])
-        for name in cls._ARRAYS:
-            value = np.asarray(arrays[name])
-            setattr(model, name + "_", value if value.dtype.kind in "USbiu" else
-                    np.ascontiguousarray(value, dtype=np.float64))
-        model.n_iter_ = int(model.projections_.shape[0])
-        return model
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
 
 
 # -- regression --------------------------------------------------------------------------------
@@ -279,7 +248,15 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     """
 
     _ARRAYS = ("projections", "ranges", "spline_coef", "lambdas", "train_sse")
-    _SCALARS = ("intercept_", "n_scans_", "n_train_")
+
+    _task = "regression"
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        **_SEARCH_CONSTRAINTS,
+        "n_terms": [Interval(Integral, 1, None, closed="left")],
+        "n_bases": [Interval(Integral, 1, None, closed="left")],
+        "smoothing": [Interval(Real, 0, np.inf, closed="left")],
+        "degree": [Interval(Integral, 1, 3, closed="both")],
+    }
 
     def __init__(self, n_terms: int = 2, tau: float = 15.0, n_bases: int = 8,
                  smoothing: float = 10.0, degree: int = 3,
@@ -302,14 +279,11 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.engine = engine
         self.progress = progress
 
-    def _validate(self) -> None:
-        _positive_int("n_terms", self.n_terms)
-        if self.degree not in (1, 2, 3):
-            raise ValueError(f"degree must be 1, 2 or 3, got {self.degree!r}")
-        _positive_int("n_bases", self.n_bases, max(self.degree + 1, PENALTY_ORDER + 1))
-        if not (math.isfinite(self.smoothing) and self.smoothing >= 0):
-            raise ValueError(f"smoothing must be non-negative, got {self.smoothing!r}")
-        self._validate_search()
+    def _check_params(self) -> None:
+        least = max(self.degree + 1, PENALTY_ORDER + 1)
+        if self.n_bases < least:
+            raise ValueError(f"n_bases must be an integer >= {least}, got {self.n_bases!r}")
+        super()._check_params()
 
     def _terms(self) -> RidgeTerms:
         return RidgeTerms(float(self.intercept_), self.projections_,
@@ -344,14 +318,15 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         -------
         self
         """
-        self._validate()
-        self.__dict__.pop("projections_", None)
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
-                                     nan_policy=nan_policy)
-        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every)
+
+    def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> RidgeFit:
         config = RidgeConfig(self._search_config(), int(self.n_terms), int(self.n_bases),
                              float(self.smoothing), int(self.degree))
-        fitted = fit_sparse_ppr(runner, dataset, config)
+        return fit_sparse_ppr(runner, dataset, config, seed)
+
+    def _set_fitted(self, fitted: RidgeFit) -> None:
         self.intercept_ = fitted.intercept
         self.ranges_ = fitted.ranges
         self.spline_coef_ = fitted.spline_coef
@@ -360,11 +335,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.n_scans_ = fitted.n_scans
         self.n_iter_ = int(fitted.projections.shape[0])
         self.n_train_ = fitted.n_train
-        self.feature_names_in_ = tuple(dataset.feature_names)
-        self.n_features_in_ = len(self.feature_names_in_)
         self.projections_ = fitted.projections
         self._warn_unconverged(fitted.unconverged, "term")
-        return self
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions ``b + sum_k f_k(u_k . x)``.
@@ -466,7 +438,13 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
 
     _ARRAYS = ("classes", "projections", "ranges", "tables", "learner_weights", "divergences",
                "lambdas", "class_weight")
-    _SCALARS = ("intercept_", "n_scans_", "n_train_")
+
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        **_SEARCH_CONSTRAINTS,
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "smoothing": [Interval(Real, 0, np.inf, closed="neither")],
+    }
 
     def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
                  smoothing: float = 1.0, search: str = "informative_first",
@@ -486,13 +464,6 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.progress = progress
-
-    def _validate(self) -> None:
-        _positive_int("n_rounds", self.n_rounds)
-        _positive_int("n_bins", self.n_bins, 2)
-        if not (math.isfinite(self.smoothing) and self.smoothing > 0):
-            raise ValueError(f"smoothing must be positive, got {self.smoothing!r}")
-        self._validate_search()
 
     def _terms(self) -> BoostedTerms:
         return BoostedTerms(self.projections_, np.ascontiguousarray(self.ranges_[:, 0]),
@@ -523,21 +494,21 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         -------
         self
         """
-        self._validate()
-        for name in ("projections_", "classes_"):
-            self.__dict__.pop(name, None)
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
-                                         nan_policy=nan_policy)
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every)
+
+    def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> BoostFit:
         classes = dataset.classes
         assert classes is not None
         if len(classes) != 2:
             raise LabelError(f"Only binary classification is supported. "
                              f"SparseJSBoostClassifier is a two-class classifier; the target "
                              f"has {len(classes)} classes: {classes.tolist()[:10]}")
-        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         config = BoostConfig(self._search_config(), int(self.n_rounds), int(self.n_bins),
                              float(self.smoothing))
-        fitted = fit_sparse_jsboost(runner, dataset, config)
+        return fit_sparse_jsboost(runner, dataset, config, seed)
+
+    def _set_fitted(self, fitted: BoostFit) -> None:
         self.class_weight_ = fitted.class_weight
         self.intercept_ = fitted.intercept
         self.ranges_ = fitted.ranges
@@ -548,12 +519,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.n_scans_ = fitted.n_scans
         self.n_iter_ = int(fitted.projections.shape[0])
         self.n_train_ = fitted.n_train
-        self.feature_names_in_ = tuple(dataset.feature_names)
-        self.n_features_in_ = len(self.feature_names_in_)
-        self.classes_ = storable_classes(classes)
         self.projections_ = fitted.projections
         self._warn_unconverged(fitted.unconverged, "round")
-        return self
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores ``intercept_ + F(x)``; positive means ``classes_[1]``.

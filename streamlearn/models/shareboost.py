@@ -36,13 +36,16 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from streamlearn.data import Dataset
 from streamlearn.engine import evaluate
-from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
+from streamlearn.engine.checkpoint import DEFAULT_EVERY, CheckpointedRunner
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
     ClassifierScore,
@@ -57,7 +60,6 @@ from streamlearn.solvers.shareboost.columns import (
     Family,
     LinearColumns,
     StumpColumns,
-    family_from_arrays,
 )
 from streamlearn.solvers.shareboost.driver import (
     COVERAGE_RANGE,
@@ -67,6 +69,7 @@ from streamlearn.solvers.shareboost.driver import (
     SCORE_TIE_RTOL,
     CorrectiveStep,
     ShareBoostConfig,
+    ShareBoostFit,
     ShareBoostRound,
 )
 from streamlearn.solvers.shareboost.kernels import decision_chunk
@@ -99,10 +102,6 @@ __all__ = [
     "WeightedSummaryPass",
     "WeightedSummaryState",
 ]
-
-#: Attributes a fit sets; all are removed when a fit starts, and again if it fails.
-FITTED_ATTRIBUTES = ("classes_", "feature_names_in_", "n_features_in_", "family_", "path_",
-                     "selected_features_", "coef_groups_", "intercept_", "n_iter_")
 
 
 class ShareBoostClassifier(ClassifierScore, StreamEstimator):
@@ -184,6 +183,21 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             "weights grow, and the rounding of row sums taken in another order grows to "
             "~1e-6 in predict_proba, above the check's rtol of 1e-7",
     }
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        "n_rounds": [Interval(Integral, 0, None, closed="left")],
+        "features": [StrOptions(set(FEATURES))],
+        "l2": [Interval(Real, 0, np.inf, closed="left")],
+        "refit_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "n_centres": [Interval(Integral, 1, None, closed="left")],
+        "n_radii": [Interval(Integral, 1, None, closed="left")],
+        "max_coverage": [Interval(Real, 0, 1, closed="right")],
+        "tol": [Interval(Real, 0, np.inf, closed="left")],
+        "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "engine": "no_validation",
+        "random_state": ["random_state"],
+        "progress": ["boolean", None],
+    }
 
     def __init__(self, n_rounds: int = 50, features: str = "linear", l2: float = 0.0,
                  refit_iter: int = 30, n_bins: int = 32, n_centres: int = 256,
@@ -203,21 +217,6 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.engine = engine
         self.random_state = random_state
         self.progress = progress
-
-    def _validate(self) -> None:
-        if self.features not in FEATURES:
-            raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
-        for name, low in (("n_rounds", 0), ("refit_iter", 1), ("n_bins", 2), ("n_centres", 1),
-                          ("n_radii", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int | np.integer) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not np.isfinite(self.l2) or self.l2 < 0:
-            raise ValueError(f"l2 must be a finite number >= 0, got {self.l2!r}")
-        if not 0.0 < self.max_coverage <= 1.0:
-            raise ValueError(f"max_coverage must be in (0, 1], got {self.max_coverage!r}")
-        if not np.isfinite(self.tol) or self.tol < 0:
-            raise ValueError(f"tol must be a finite number >= 0, got {self.tol!r}")
 
     # -- training -------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -255,16 +254,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         -------
         self
         """
-        self._validate()
-        for name in FITTED_ATTRIBUTES:  # not fitted until this fit succeeds
-            self.__dict__.pop(name, None)
-        try:
-            return self._fit(data, y, sample_weight, nan_policy, engine, checkpoint,
-                             checkpoint_every, validation, callback)
-        except BaseException:
-            for name in FITTED_ATTRIBUTES:  # a failed fit leaves no half-fitted model
-                self.__dict__.pop(name, None)
-            raise
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every, validation=validation, callback=callback)
 
     def _config(self) -> ShareBoostConfig:
         return ShareBoostConfig(
@@ -273,14 +264,12 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             n_centres=int(self.n_centres), n_radii=int(self.n_radii),
             max_coverage=float(self.max_coverage), tol=float(self.tol))
 
-    def _fit(self, data: Any, y: Any, sample_weight: Any, nan_policy: Any, engine: Any,
-             checkpoint: str | os.PathLike[str] | None, checkpoint_every: int,
-             validation: Any, callback: Callable[[int, ShareBoostClassifier], None] | None
-             ) -> ShareBoostClassifier:
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
-                                         nan_policy=nan_policy)
-        base_engine = self._engine(engine)
-        runner = checkpointed(base_engine, checkpoint, checkpoint_every, self, dataset)
+    def _run_driver(self, runner: Any, dataset: Dataset, seed: int, validation: Any = None,
+                    callback: Callable[[int, ShareBoostClassifier], None] | None = None
+                    ) -> ShareBoostFit:
+        """Run the driver, making the estimator each round's model (``path_``, ``callback``)."""
+        # held-out data is evaluated outside the checkpoints
+        base_engine = runner.engine if isinstance(runner, CheckpointedRunner) else runner
         classes = dataset.classes
         if classes is None or len(classes) < 2:
             raise LabelError(f"ShareBoostClassifier needs at least two classes, got "
@@ -315,16 +304,19 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             if callback is not None:
                 callback(int(result.selected.shape[0]), self)
 
-        fitted = driver.fit(runner, dataset, self._config(), int(self.random_state), on_round)
-        self._set_model(fitted.selected, fitted.coef, fitted.intercept)
+        fitted = driver.fit(runner, dataset, self._config(), seed, on_round)
         if not fitted.converged:
             warnings.warn(
                 f"the corrective step of the last round stopped at refit_iter="
                 f"{self.refit_iter} L-BFGS iterations with its largest gradient entry "
                 f"{fitted.gradient_norm:.3g} above tol={self.tol:g}; increase refit_iter "
                 "or tol (with l2=0, classes that a rule separates have no finite optimum: "
-                "add l2)", ConvergenceWarning, stacklevel=4)
-        return self
+                "add l2)", ConvergenceWarning, stacklevel=5)
+        return fitted
+
+    def _set_fitted(self, fitted: ShareBoostFit) -> None:
+        self.family_ = fitted.family
+        self._set_model(fitted.selected, fitted.coef, fitted.intercept)
 
     def _set_model(self, selected: np.ndarray, coef: np.ndarray, intercept: np.ndarray) -> None:
         self.selected_features_ = selected
@@ -407,36 +399,3 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             return self.classes_[(scores > 0).astype(np.int64)]
         return self.classes_[np.argmax(scores, axis=1)]
 
-    # -- model files ----------------------------------------------------------------------
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        metadata = {
-            "params": self._json_params(),
-            "family": self.features,
-            "feature_names_in": list(self.feature_names_in_),
-            "path": self.path_,
-        }
-        arrays = {
-            "classes": storable_classes(self.classes_),
-            "coef_groups": self.coef_groups_,
-            "intercept": self.intercept_,
-            "selected": self.selected_features_,
-            **{f"family_{name}": value for name, value in self.family_.arrays().items()},
-        }
-        return metadata, arrays
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any],
-                    arrays: dict[str, np.ndarray]) -> ShareBoostClassifier:
-        valid = cls._param_names()
-        model = cls(**{k: v for k, v in metadata.get("params", {}).items() if k in valid})
-        family = {name[len("family_"):]: value for name, value in arrays.items()
-                  if name.startswith("family_")}
-        model.family_ = family_from_arrays(str(metadata["family"]), family)
-        model.feature_names_in_ = tuple(metadata["feature_names_in"])
-        model.n_features_in_ = len(model.feature_names_in_)
-        model.path_ = metadata["path"]
-        model.classes_ = arrays["classes"]
-        model._set_model(np.asarray(arrays["selected"], dtype=np.int64),
-                         np.asarray(arrays["coef_groups"], dtype=np.float64),
-                         np.asarray(arrays["intercept"], dtype=np.float64))
-        return model

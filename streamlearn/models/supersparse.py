@@ -43,22 +43,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Self
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.sources.base import default_feature_names
-from streamlearn.engine.checkpoint import DEFAULT_EVERY, checkpointed
-from streamlearn.errors import DataError, LabelError, ModelFileError
+from streamlearn.engine.checkpoint import DEFAULT_EVERY
+from streamlearn.errors import DataError, LabelError
 from streamlearn.models.base import (
     ClassifierScore,
     RegressorScore,
     StreamEstimator,
     check_array_input,
-    classification_dataset,
     encode_labels,
-    regression_dataset,
     sorted_classes,
     storable_classes,
 )
@@ -117,6 +117,27 @@ class _SuperSparse(StreamEstimator):
             "drawn)",
     }
 
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        "n_prototypes": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "similarity": [StrOptions({"rbf"}), callable],
+        "similarity_gradient": [callable, None],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "coef": [StrOptions(set(COEFS))],
+        "step": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions(set(SOLVERS))],
+        "repulsion": [Interval(Real, 0, None, closed="left")],
+        "repulsion_decay": [Interval(Real, 0, 1, closed="both")],
+        "init": [StrOptions(set(INITS)), "array-like"],
+        "tradeoff": [Interval(Real, 0, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="both")],
+        "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "engine": "no_validation",
+        "progress": ["boolean", None],
+    }
     _sign_error = False
 
     def __init__(
@@ -174,38 +195,7 @@ class _SuperSparse(StreamEstimator):
             grid.append(int(value))
         return sorted(set(grid), reverse=True)
 
-    def _validate(self) -> None:
-        self._grid()
-        if not (self.similarity == "rbf" or callable(self.similarity)):
-            raise ValueError(f"similarity must be 'rbf' or a callable s(X, C), got "
-                             f"{self.similarity!r}")
-        if self.similarity_gradient is not None and not callable(self.similarity_gradient):
-            raise ValueError("similarity_gradient must be None or a callable")
-        if isinstance(self.gamma, str):
-            if self.gamma != "scale":
-                raise ValueError(f"gamma must be a positive number or 'scale', got "
-                                 f"{self.gamma!r}")
-        elif self.similarity == "rbf" and not self.gamma > 0:
-            raise ValueError(f"gamma must be positive, got {self.gamma}")
-        if self.coef not in COEFS:
-            raise ValueError(f"coef must be one of {COEFS}, got {self.coef!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if not self.lam >= 0:
-            raise ValueError(f"lam must be non-negative, got {self.lam}")
-        if not self.step > 0:
-            raise ValueError(f"step must be positive, got {self.step}")
-        if int(self.max_iter) < 0:
-            raise ValueError(f"max_iter must be non-negative, got {self.max_iter}")
-        if not self.repulsion >= 0:
-            raise ValueError(f"repulsion must be non-negative, got {self.repulsion}")
-        if not 0 <= self.repulsion_decay <= 1:
-            raise ValueError(f"repulsion_decay must lie in [0, 1], got {self.repulsion_decay}")
-        if isinstance(self.init, str) and self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS} or an array of prototypes, got "
-                             f"{self.init!r}")
-        if not self.tradeoff >= 0:
-            raise ValueError(f"tradeoff must be non-negative, got {self.tradeoff}")
+    def _check_params(self) -> None:
         if len(self._grid()) > 1 and not 0 < self.validation_fraction < 1:
             raise ValueError("validation_fraction must lie strictly between 0 and 1, got "
                              f"{self.validation_fraction}")
@@ -216,13 +206,9 @@ class _SuperSparse(StreamEstimator):
             return Similarity(float(self.gamma_))
         return Similarity(float(self.gamma_), self.similarity, self.similarity_gradient)
 
-    def _seed(self) -> int:
-        if self.random_state is None:
-            return int(np.random.SeedSequence().entropy % 2**31)
-        return int(self.random_state)
-
     def _config(self, target: str, teacher: Any = None) -> SuperSparseConfig:
-        """The driver's view of the hyper-parameters (validated by :meth:`_validate`)."""
+        """The driver's view of the hyper-parameters (validated by
+        :meth:`_validate_hyperparameters`)."""
         rbf = self.similarity == "rbf"
         return SuperSparseConfig(
             grid=tuple(self._grid()),
@@ -247,19 +233,16 @@ class _SuperSparse(StreamEstimator):
         )
 
     # -- training ---------------------------------------------------------------------------
-    def _fit_dataset(self, dataset: Dataset, mode: str, teacher: Any, engine: Any,
-                     checkpoint: Any, checkpoint_every: int) -> Self:
-        self._validate()
-        for name in ("classes_", "prototypes_", "gamma_", "reduced_", "partial_fit_step_"):
-            self.__dict__.pop(name, None)
-        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        self.feature_names_in_ = tuple(dataset.feature_names)
-        self.n_features_in_ = len(self.feature_names_in_)
-        self._set_fit(fit_supersparse(runner, dataset, self._config(mode, teacher),
-                                      self._seed()))
-        return self
+    def _run_driver(self, runner: Any, dataset: Dataset, seed: int, mode: str | None = None,
+                    teacher: Any = None) -> SuperSparseFit:
+        """Fit to the labels or targets (``mode`` None: the estimator's task) or to the
+        decision values of a ``teacher`` model (``mode="teacher"``)."""
+        mode = self._task if mode is None else mode
+        if mode == "classification":
+            _two_classes(dataset.classes)
+        return fit_supersparse(runner, dataset, self._config(mode, teacher), seed)
 
-    def _set_fit(self, fitted: SuperSparseFit) -> None:
+    def _set_fitted(self, fitted: SuperSparseFit) -> None:
         self.prototypes_ = fitted.prototypes
         self.coef_ = fitted.coef
         self.intercept_ = fitted.intercept
@@ -290,13 +273,12 @@ class _SuperSparse(StreamEstimator):
             start = self._fitted()
             if not hasattr(self, "partial_fit_step_"):  # continuing a fit
                 self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
-        self._set_fit(online_pass(start, X, t, weight, config, self.partial_fit_step_,
-                                  self.chunk_rows))
+        self._set_fitted(online_pass(start, X, t, weight, config, self.partial_fit_step_,
+                                     self.chunk_rows))
 
     def _partial_fit_inputs(self, X: Any, y: Any, sample_weight: Any,
                             task: str) -> tuple[np.ndarray, np.ndarray]:
         """Checked float32 rows and float32 weights of a ``partial_fit`` call."""
-        self._validate()
         names = getattr(X, "columns", None)
         values, _, weights = check_array_input(X, y, sample_weight, task)
         if hasattr(self, "prototypes_"):
@@ -323,55 +305,6 @@ class _SuperSparse(StreamEstimator):
             out[a:a + block.shape[0]] = (similarity.values(block, self.prototypes_) @ self.coef_
                                          + self.intercept_)
         return out
-
-    # -- model files ------------------------------------------------------------------------
-    _SCALARS = ("intercept_", "n_prototypes_", "objective_", "n_iter_", "n_features_in_")
-
-    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        if self.similarity != "rbf":
-            raise ModelFileError("a model with a Python-callable similarity cannot be saved "
-                                 "(model files hold no code); only similarity='rbf' can")
-        params = self._json_params()
-        if not isinstance(self.init, str):
-            params["init"] = "random"
-        if not np.isscalar(self.n_prototypes):
-            params["n_prototypes"] = [int(v) for v in self.n_prototypes]
-        metadata = {
-            "params": params,
-            "feature_names_in": list(self.feature_names_in_),
-            **{name: _plain(getattr(self, name)) for name in self._SCALARS},
-            "gamma_": float(self.gamma_),
-            "reduced_": bool(getattr(self, "reduced_", False)),
-        }
-        arrays = {
-            "prototypes": self.prototypes_,
-            "coef": self.coef_,
-            "objective_path": self.objective_path_,
-            "selection_path": self.selection_path_,
-        }
-        if hasattr(self, "classes_"):
-            arrays["classes"] = storable_classes(self.classes_)
-        return metadata, arrays
-
-    @classmethod
-    def _from_state(cls, metadata: dict[str, Any], arrays: dict[str, np.ndarray]) -> Self:
-        valid = cls._param_names()
-        model = cls(**{k: v for k, v in metadata.get("params", {}).items() if k in valid})
-        model.feature_names_in_ = tuple(metadata["feature_names_in"])
-        for name in cls._SCALARS:
-            setattr(model, name, metadata[name])
-        # files written before gamma="scale" existed hold a numeric gamma parameter only
-        model.gamma_ = float(metadata.get("gamma_", model.gamma))
-        if metadata.get("reduced_", False):
-            model.reduced_ = True
-        if "classes" in arrays:
-            model.classes_ = arrays["classes"]
-        model.prototypes_ = np.ascontiguousarray(arrays["prototypes"], dtype=np.float64)
-        model.coef_ = np.ascontiguousarray(arrays["coef"], dtype=np.float64)
-        model.objective_path_ = np.asarray(arrays["objective_path"], dtype=np.float64)
-        model.selection_path_ = np.asarray(arrays["selection_path"], dtype=np.float64)
-        return model
-
 
 _PARAMS_DOC = """
     Parameters
@@ -460,6 +393,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
                "virtual prototypes (paper 004's SRidge and SLASSO).\n" + _PARAMS_DOC + """
     Validation loss for eq. 8: mean absolute error.
     """)
+    _task = "regression"
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
             nan_policy: Any = "raise", engine: Any = None,
@@ -488,11 +422,8 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         -------
         self
         """
-        self._validate()
-        dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
-                                     nan_policy=nan_policy)
-        return self._fit_dataset(dataset, "regression", None, engine, checkpoint,
-                                 checkpoint_every)
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every)
 
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> SuperSparseRegressor:
         """One mini-batch pass over in-memory rows, continuing from the current model.
@@ -520,6 +451,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         -------
         self
         """
+        self._validate_hyperparameters()
         values, weight = self._partial_fit_inputs(X, y, sample_weight, "regression")
         self._partial_fit_rows(values, np.asarray(y, dtype=np.float64).reshape(-1), weight)
         return self
@@ -581,14 +513,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         -------
         self
         """
-        self._validate()
-        dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
-                                         nan_policy=nan_policy)
-        classes = _two_classes(dataset.classes)
-        self._fit_dataset(dataset, "classification", None, engine, checkpoint,
-                          checkpoint_every)
-        self.classes_ = storable_classes(classes)
-        return self
+        return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
+                                checkpoint_every)
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None,
                     sample_weight: Any = None) -> SuperSparseClassifier:
@@ -612,6 +538,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         -------
         self
         """
+        self._validate_hyperparameters()
         if getattr(self, "reduced_", False):
             raise ValueError("partial_fit cannot continue a model made by reduce(): reduce "
                              "fits another model's decision values, not labels; reduce again "
@@ -669,14 +596,15 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                              f"{type(model).__name__})")
         classes = _two_classes(np.asarray(classes))
         reduced = cls(n_prototypes=p, **params)
-        reduced._validate()
+        reduced._validate_hyperparameters()
         if isinstance(data, Dataset):
             if sample_weight is not None:
                 raise ValueError("with a Dataset, give the weights to open_dataset")
             dataset = data
         else:
             dataset = open_dataset(data, weight=sample_weight, chunk_rows=reduced.chunk_rows)
-        reduced._fit_dataset(dataset, "teacher", model, engine, checkpoint, checkpoint_every)
+        reduced._fit_dataset(dataset, engine, checkpoint, checkpoint_every, mode="teacher",
+                             teacher=model)
         reduced.classes_ = storable_classes(classes)
         reduced.reduced_ = True
         return reduced
@@ -719,6 +647,3 @@ def _two_classes(classes: np.ndarray | None) -> np.ndarray:
     return np.asarray(classes)
 
 
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds (for JSON)."""
-    return value.item() if isinstance(value, np.generic) else value
