@@ -130,3 +130,14 @@ def test_failed_fit_of_a_fitted_model_leaves_it_unfitted(cls) -> None:
     assert model.fit(X, y).get_params() == params
     reference = clone(model).fit(X, y)
     np.testing.assert_allclose(model.predict(X), reference.predict(X))
+
+
+@pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
+def test_partial_fit_is_there_or_says_why_not(cls: type) -> None:
+    model = cls()
+    if hasattr(model, "partial_fit"):
+        assert callable(model.partial_fit)
+        return
+    # absent for scikit-learn and dask-ml (hasattr is False), explained to a user
+    with pytest.raises(AttributeError, match=rf"{cls.__name__} has no partial_fit: .+Dataset"):
+        model.partial_fit

@@ -95,6 +95,32 @@ def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -
         estimator.feature_names_in_ = FeatureNames(names, estimator.categories_)
 
 
+class NotOnline:
+    """Stands where ``partial_fit`` would be, on an estimator whose algorithm is not online.
+
+    Reading ``estimator.partial_fit`` raises ``AttributeError`` with ``reason`` and what to
+    do instead, so ``hasattr(estimator, "partial_fit")`` is False (scikit-learn and dask-ml
+    take the model for a batch one) while a user who calls it learns why.
+
+    Parameters
+    ----------
+    reason : str
+        Why the algorithm cannot learn from one batch at a time.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        cls = owner.__name__ if owner is not None else type(instance).__name__
+        raise AttributeError(f"{cls} has no {self.name}: {self.reason}. To train on data "
+                             "larger than memory, give fit a Dataset or a path: it streams "
+                             "the rows chunk by chunk")
+
+
 class StreamEstimator(BaseEstimator):
     """Base class: a scikit-learn estimator with fitted checks and model files.
 

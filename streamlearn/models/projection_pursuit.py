@@ -49,6 +49,7 @@ from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
     ClassifierScore,
+    NotOnline,
     RegressorScore,
     StreamEstimator,
 )
@@ -100,6 +101,7 @@ class _ProjectionPursuit(StreamEstimator):
     """Search settings, validation, engines and model files shared by both estimators."""
 
     _fitted_attribute = "projections_"
+    partial_fit = NotOnline("each term's direction search takes several passes over all rows")
 
     tau: float
     search: str

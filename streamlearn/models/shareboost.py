@@ -49,6 +49,7 @@ from streamlearn.engine.checkpoint import DEFAULT_EVERY, CheckpointedRunner
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
     ClassifierScore,
+    NotOnline,
     StreamEstimator,
     classification_dataset,
     storable_classes,
@@ -176,6 +177,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         The candidate columns.
     """
 
+    partial_fit = NotOnline("every round scores all candidate columns and re-fits the chosen "
+                            "ones over the whole training set")
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_sample_weight_equivalence_on_dense_data":
             "weights act as row counts, but with l2=0 the check's separable data (15 rows, "
