@@ -33,7 +33,6 @@ TUNED_PARAMS: dict[str, list[Any]] = {"C": [0.1, 10.0], "l2": [0.0, 1.0],
                                       "smoothing": [1.0, 10.0], "gamma": [0.1, 1.0]}
 
 #: The cheap settings stop the solvers at their iteration caps, which they report.
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 BLOCK_ROWS = 100
 

@@ -73,7 +73,6 @@ def test_invalid_parameter_is_refused_before_the_data_is_read(cls, name, value) 
 
 
 @pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_scikit_learn_parameter_validation_check(cls) -> None:
     # scikit-learn's own check (not among those parametrize_with_checks runs): every
     # parameter has constraints, and fit and partial_fit refuse invalid values
@@ -101,7 +100,6 @@ def _learned(model: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_failed_fit_of_a_fitted_model_leaves_it_unfitted(cls) -> None:
     X, y = _training_data(cls._task)
     model = cls(progress=False).fit(X, y)

@@ -20,17 +20,11 @@ def _xor(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, (X[:, 0] * X[:, 1] > 0).astype(np.int64)
 
 
-def _quiet_fit(model: MixtureSVC, X: np.ndarray, y: np.ndarray) -> MixtureSVC:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(X, y)
-
-
 def test_partial_fit_over_chunks_matches_fit_and_beats_a_linear_model() -> None:
     X, y = _xor(6000, seed=1)
     Xt, yt = _xor(2000, seed=2)
     params = dict(n_components=8, C=10.0, chunk_rows=500, random_state=0)
-    batch = _quiet_fit(MixtureSVC(epochs=5, **params), X, y).score(Xt, yt)
+    batch = MixtureSVC(epochs=5, **params).fit(X, y).score(Xt, yt)
     online = MixtureSVC(**params)
     for part in np.array_split(np.arange(len(y)), 6):
         online.partial_fit(X[part], y[part], classes=[0, 1])
@@ -43,7 +37,7 @@ def test_partial_fit_over_chunks_matches_fit_and_beats_a_linear_model() -> None:
 def test_partial_fit_continues_fit_and_a_loaded_model_alike(tmp_path) -> None:
     X, y = _xor(3000, seed=3)
     X2, y2 = _xor(1000, seed=4)
-    fitted = _quiet_fit(MixtureSVC(n_components=6, C=10.0, epochs=2, chunk_rows=500), X, y)
+    fitted = MixtureSVC(n_components=6, C=10.0, epochs=2, chunk_rows=500).fit(X, y)
     loaded = MixtureSVC.load(fitted.save(tmp_path / "mix.slm"))
     before = fitted.coef_.copy()
     fitted.partial_fit(X2, y2)
@@ -101,7 +95,7 @@ def test_em_warns_at_its_cap_and_stops_by_tolerance() -> None:
 
 def test_probabilities_are_the_logistic_of_the_decision_function() -> None:
     X, y = _xor(1000, seed=8)
-    model = _quiet_fit(MixtureSVC(n_components=6, C=10.0, epochs=3), X, y)
+    model = MixtureSVC(n_components=6, C=10.0, epochs=3).fit(X, y)
     f = model.decision_function(X)
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba[:, 1], 1.0 / (1.0 + np.exp(-f)), rtol=1e-12)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.errors import DataError
 from streamlearn.models.supersparse import SuperSparseClassifier, SuperSparseRegressor
@@ -30,9 +27,7 @@ def test_regressor_partial_fit_over_chunks_reaches_fit_and_kernel_ridge_scale():
     from sklearn.kernel_ridge import KernelRidge
 
     X, y = _regression()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        fitted = SuperSparseRegressor(n_prototypes=10).fit(X, y)
+    fitted = SuperSparseRegressor(n_prototypes=10).fit(X, y)
     start = SuperSparseRegressor(n_prototypes=10).partial_fit(X[:100], y[:100])
     initial = SuperSparseRegressor(n_prototypes=10, init=start.prototypes_, gamma=start.gamma_,
                                    max_iter=0).fit(X, y)
