@@ -357,3 +357,34 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "Error: SourceError" in proc.stderr
+
+
+def test_categorical_columns_round_trip_through_train_and_predict(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    cities = np.array(["Lima", "Oslo", "Rome"])
+
+    def frame(n: int, city: np.ndarray) -> pd.DataFrame:
+        x = rng.normal(size=n)
+        return pd.DataFrame({"x": x, "city": city,
+                             "label": np.where((city == "Oslo") ^ (x > 1), "yes", "no")})
+
+    train = frame(2000, rng.choice(cities, 2000))
+    train.to_parquet(tmp_path / "train.parquet")
+    model_path = tmp_path / "m.slm"
+    result = run("train", str(tmp_path / "train.parquet"), "-t", "label", "-m", "additive",
+                 "-o", str(model_path), "--epochs", "3", "-q")
+    assert result.exit_code == 0, result.output
+    # new data without one of the cities: coded by the model's categories, not its own
+    test = frame(500, rng.choice(cities[1:], 500))
+    test.to_parquet(tmp_path / "test.parquet")
+    out = tmp_path / "pred.parquet"
+    result = run("predict", str(model_path), str(tmp_path / "test.parquet"), "--out", str(out),
+                 "-q")
+    assert result.exit_code == 0, result.output
+    model = AdditiveSVC.load(model_path)
+    assert model.categories_ == {"city": ("Lima", "Oslo", "Rome")}
+    np.testing.assert_array_equal(pd.read_parquet(out)["prediction"],
+                                  model.predict(test[["x", "city"]]))
+    # the city carries most of the label: far above the best rule that ignores it
+    without_city = max(np.mean(test["label"] == "yes"), np.mean(test["label"] == "no"))
+    assert np.mean(model.predict(test[["x", "city"]]) == test["label"]) > without_city + 0.25
