@@ -47,3 +47,28 @@ def test_each_category_gets_its_own_value() -> None:
 
     reference = LogisticRegression().fit(one_hot(train), y).score(one_hot(test), y_test)
     assert model.score(test, y_test) >= reference - 0.01
+
+
+def test_partial_fit_codes_a_categorical_table_as_fit_does() -> None:
+    # the first call takes the categories of the table (all of a pandas category dtype),
+    # later calls and predictions code by them; the reference is partial_fit on the codes
+    # with the same layout given as feature_range
+    train, y = _problem(3000, 2)
+    test, y_test = _problem(1000, 3)
+    model = AdditiveSVC(degree=1, n_bases=8, progress=False, random_state=0)
+    codes = train.assign(colour=train["colour"].cat.codes.astype(np.float64))
+    x = train["x"].to_numpy(np.float32).astype(np.float64)
+    first = slice(0, 1000)
+    room = model.n_bases - model.degree
+    reference = AdditiveSVC(degree=1, n_bases=8, progress=False, random_state=0,
+                            feature_range=np.array([[0.0, room], [x[first].min(),
+                                                                  x[first].max()]]))
+    for start in range(0, 3000, 1000):
+        rows = slice(start, start + 1000)
+        model.partial_fit(train[rows], y[rows], classes=[0, 1])
+        reference.partial_fit(codes[rows], y[rows], classes=[0, 1])
+    assert model.categories_ == {"colour": tuple(CATEGORIES)}
+    test_codes = test.assign(colour=test["colour"].cat.codes.astype(np.float64))
+    np.testing.assert_allclose(model.svm_scores(test), reference.svm_scores(test_codes),
+                               rtol=1e-6, atol=1e-9)
+    assert model.score(test, y_test) > 0.9

@@ -38,7 +38,9 @@ from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
     check_features,
+    coded_table,
     encode_labels,
+    record_categories,
     sorted_classes,
     storable_classes,
 )
@@ -60,6 +62,7 @@ from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     SummaryState,
     TrainingRows,
     fit_feature_map,
+    knot_per_category,
     w_to_w_d,
 )
 from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
@@ -510,9 +513,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
         """First ``partial_fit`` call: classes, features, feature map and empty models."""
-        names = getattr(X, "columns", None)
-        if names is None:
-            names = getattr(X, "column_names", None)
+        coded = coded_table(X)
+        categories: dict[str, tuple[Any, ...]] = {}
+        if coded is not None:
+            X, names, categories = coded
+        else:
+            names = getattr(X, "columns", None)
+            if names is None:
+                names = getattr(X, "column_names", None)
         values = np.asarray(X, dtype=np.float32)
         if values.ndim != 2:
             raise ValueError(f"X must be 2-D (rows x features), got shape {values.shape}")
@@ -533,6 +541,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             fit_feature_map(feature_map, self._given_range(values.shape[1]),
                             minimum=x64.min(axis=0), maximum=x64.max(axis=0),
                             mean=x64.mean(axis=0), std=x64.std(axis=0))
+            knot_per_category(feature_map, feature_names, categories)
         n = values.shape[0]
         weight_sum = (float(n) if sample_weight is None
                       else float(np.sum(np.asarray(sample_weight, dtype=np.float64))))
@@ -540,6 +549,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"the sample weights of the first partial_fit chunk sum to "
                              f"{weight_sum}; it needs a row with a positive weight")
         self.feature_names_in_ = feature_names
+        record_categories(self, categories)
         self.n_features_in_ = values.shape[1]
         self.feature_map_ = feature_map
         self._set_regularisation(Regularisation.of(self.C, self.lam, n, weight_sum))

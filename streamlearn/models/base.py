@@ -779,6 +779,33 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     return values
 
 
+def coded_table(X: Any) -> tuple[np.ndarray, tuple[str, ...], dict[str, tuple[Any, ...]]] | None:
+    """A table with string or categorical columns as float32 codes, its names and categories.
+
+    For the first call of an online fit: the categories are those of ``X`` (the full list
+    for a pandas ``category`` column, else the values present). None for plain arrays and
+    all-numeric tables.
+
+    Parameters
+    ----------
+    X : pandas DataFrame, pyarrow Table or polars DataFrame
+
+    Returns
+    -------
+    (values, feature_names, categories) or None
+    """
+    if _module(X) == "polars" and hasattr(X, "to_arrow"):
+        X = X.to_arrow()
+    if not _is_table(X):
+        return None
+    dataset = open_dataset(X)
+    if not dataset.categories:
+        return None
+    values = np.concatenate([chunk.X for chunk in dataset.chunks(prefetch=0)])
+    return (np.ascontiguousarray(values, dtype=np.float32), tuple(dataset.feature_names),
+            dict(dataset.categories))
+
+
 def _is_table(X: Any) -> bool:
     """A pandas DataFrame or a pyarrow Table (converted column by column)."""
     module = _module(X)

@@ -7,6 +7,7 @@ from streamlearn.solvers.additive.driver import (
     Regularisation,
     fit,
     fit_feature_map,
+    knot_per_category,
     training_rows,
 )
 from streamlearn.solvers.additive.passes import (
@@ -44,6 +45,7 @@ __all__ = [
     "TrainingRows",
     "fit",
     "fit_feature_map",
+    "knot_per_category",
     "training_rows",
     "w_to_w_d",
 ]

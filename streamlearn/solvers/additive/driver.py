@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,7 +165,8 @@ def fit_feature_map(feature_map: FeatureMap,
     feature_map.fit_from_stats(**stats)
 
 
-def knot_per_category(feature_map: FeatureMap, dataset: Dataset) -> list[int]:
+def knot_per_category(feature_map: FeatureMap, feature_names: Sequence[str],
+                      categories: Mapping[str, Sequence[Any]]) -> list[int]:
     """Give each category of a categorical feature a knot of its own, where the bases allow.
 
     A categorical feature arrives as codes ``0 .. k - 1`` (and ``k`` for a category unseen
@@ -180,10 +182,9 @@ def knot_per_category(feature_map: FeatureMap, dataset: Dataset) -> list[int]:
     list of int
         The features given a knot per category.
     """
-    categories = getattr(dataset, "categories", None) or {}
     if not isinstance(feature_map, BSplineMap) or not categories:
         return []
-    names = list(dataset.feature_names)
+    names = list(feature_names)
     room = feature_map.n_bases - feature_map.degree
     done = []
     for name, values in categories.items():
@@ -242,7 +243,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
             fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
                             maximum=desc.max, mean=desc.mean, std=desc.std,
                             quantiles=desc.quantiles)
-            knot_per_category(feature_map, dataset)
+            knot_per_category(feature_map, dataset.feature_names, dataset.categories or {})
     if n_train == 0:
         raise LabelError(f"no rows left to train on ({n_holdout} held out for "
                          "calibration); use more data or calibrate=False")
