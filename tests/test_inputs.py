@@ -419,3 +419,28 @@ def test_fit_nan_policy_drops_rows_with_missing_values(cls: type) -> None:
     same = np.mean(dropped.predict(X) == clean.predict(X)) if is_classifier(dropped) else \
         np.corrcoef(dropped.predict(X), clean.predict(X))[0, 1]
     assert same > 0.9
+
+
+# -- online models take categorical tables too ----------------------------------------------
+@pytest.mark.parametrize("cls", [c for c in estimator_classes() if hasattr(c(), "partial_fit")],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("give_classes", [False, True])
+def test_partial_fit_codes_categorical_tables(cls: type, give_classes: bool) -> None:
+    from sklearn.base import is_classifier
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"x": rng.normal(size=400),
+                          "c": pd.Categorical(rng.choice(["a", "b", "c"], 400))})
+    on = (frame["c"] == "a").to_numpy()
+    y = (on ^ (frame["x"].to_numpy() > 0)).astype(int) if is_classifier(cls()) else \
+        np.where(on, 2.0, -1.0) + frame["x"].to_numpy()
+    kwargs = {"classes": [0, 1]} if give_classes and is_classifier(cls()) else {}
+    model = cls().partial_fit(frame[:200], y[:200], **kwargs)
+    model.partial_fit(frame[200:], y[200:])
+    assert model.categories_ == {"c": ("a", "b", "c")}
+    # predictions code the table by the categories: the same as on hand-made codes (a
+    # numeric array is taken as codes), and columns are matched by name
+    codes = frame.assign(c=frame["c"].cat.codes.astype(np.float64)).to_numpy(np.float32)
+    by_name = model.predict(frame)
+    np.testing.assert_array_equal(by_name, model.predict(codes))
+    np.testing.assert_array_equal(by_name, model.predict(frame[["c", "x"]]))

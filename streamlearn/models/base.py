@@ -340,7 +340,8 @@ class StreamEstimator(BaseEstimator):
 # -- training data ------------------------------------------------------------------------
 def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                            chunk_rows: int | None = None, nan_policy: Any = "raise",
-                           categories: Mapping[str, Sequence[Any]] | None = None) -> Dataset:
+                           categories: Mapping[str, Sequence[Any]] | None = None,
+                           classes: Sequence[Any] | None = None) -> Dataset:
     """Open the training data of a classifier.
 
     Parameters
@@ -358,6 +359,9 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     categories : mapping of str to sequence, optional
         Category lists of categorical features (a fitted model's ``categories_``); by
         default found in the data. A Dataset is re-coded with them when its own differ.
+    classes : sequence, optional
+        Every label, for data opened here (the first call of an online fit, whose rows may
+        not hold them all); by default the labels found in ``y``.
 
     Returns
     -------
@@ -367,7 +371,7 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         others raise ``Unknown label type: continuous``.
     """
     return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
-                         "a classifier needs class labels", nan_policy, categories)
+                         "a classifier needs class labels", nan_policy, categories, classes)
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
@@ -380,7 +384,8 @@ def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
 
 def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
                   need: str, nan_policy: Any = "raise",
-                  categories: Mapping[str, Sequence[Any]] | None = None) -> Dataset:
+                  categories: Mapping[str, Sequence[Any]] | None = None,
+                  classes: Sequence[Any] | None = None) -> Dataset:
     """Open training data (or take a Dataset) and check that its target suits ``task``."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
@@ -408,7 +413,7 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
         data, y, sample_weight = _attach_columns(data, y, sample_weight)
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
                                task=task if y is not None else None, nan_policy=nan_policy,
-                               categories=categories)
+                               categories=categories, classes=classes)
     if dataset.task != task:
         what = "no target" if dataset.task is None else f"a {dataset.task} target"
         raise LabelError(f"{need} but the data has {what}; open it with "

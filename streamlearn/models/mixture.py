@@ -367,10 +367,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             if len(wanted) < 2:
                 raise LabelError(f"{type(self).__name__} needs at least two classes, got "
                                  f"classes={wanted.tolist()}")
-            values, labels, weights = check_array_input(X, y, sample_weight, "classification")
-            dataset = open_dataset(values, target=labels, weight=weights,
-                                   task="classification", classes=wanted,
-                                   chunk_rows=self.chunk_rows)
+            dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
+                                             classes=wanted)
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1)
         fitted = driver.fit(self._engine(None), dataset, config, self._seed())
         self._set_fitted(dataclasses.replace(

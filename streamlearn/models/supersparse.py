@@ -58,7 +58,9 @@ from streamlearn.models.base import (
     RegressorScore,
     StreamEstimator,
     check_array_input,
+    coded_table,
     encode_labels,
+    record_categories,
     sorted_classes,
     storable_classes,
 )
@@ -279,17 +281,23 @@ class _SuperSparse(StreamEstimator):
     def _partial_fit_inputs(self, X: Any, y: Any, sample_weight: Any,
                             task: str) -> tuple[np.ndarray, np.ndarray]:
         """Checked float32 rows and float32 weights of a ``partial_fit`` call."""
-        names = getattr(X, "columns", None)
-        values, _, weights = check_array_input(X, y, sample_weight, task)
-        if hasattr(self, "prototypes_"):
-            values = self._check_X(values if names is None else X)
+        if hasattr(self, "prototypes_"):  # tables are coded by the fitted categories
+            values, _, weights = check_array_input(self._check_X(X), y, sample_weight, task)
         else:
+            coded = coded_table(X)  # string and categorical columns as codes
+            categories: dict[str, Any] = {}
+            if coded is not None:
+                X, names, categories = coded
+            else:
+                names = getattr(X, "columns", None)
+            values, _, weights = check_array_input(X, y, sample_weight, task)
             if values.shape[0] < 2:
                 raise DataError(f"the first partial_fit call needs at least 2 rows, got "
                                 f"n_samples={values.shape[0]}")
             self.feature_names_in_ = (tuple(str(c) for c in names) if names is not None
                                       else tuple(default_feature_names(values.shape[1])))
             self.n_features_in_ = values.shape[1]
+            record_categories(self, categories)
         weight = (np.ones(values.shape[0], dtype=np.float32) if weights is None
                   else np.ascontiguousarray(weights, dtype=np.float32))
         return np.ascontiguousarray(values, dtype=np.float32), weight
