@@ -16,6 +16,7 @@ __all__ = [
     "ShareBoostClassifier",
     "SparseJSBoostClassifier",
     "SparsePPRRegressor",
+    "StreamSearchCV",
     "SuperSparseClassifier",
     "SuperSparseRegressor",
 ]
@@ -24,6 +25,11 @@ _PATHS = {p.rpartition(":")[2]: p for entry in MODELS.values() for p in entry.pa
 
 
 def __getattr__(name: str) -> Any:
+    if name == "StreamSearchCV":
+        from streamlearn.models.search import StreamSearchCV
+
+        globals()[name] = StreamSearchCV
+        return StreamSearchCV
     if name in _PATHS:
         cls = import_estimator(_PATHS[name])
         globals()[name] = cls

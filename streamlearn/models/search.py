@@ -1,0 +1,543 @@
+"""``StreamSearchCV``: hyper-parameters tuned inside the stream, by successive halving.
+
+A grid search the scikit-learn way (:class:`~sklearn.model_selection.GridSearchCV`) fits
+every candidate on every fold: it reads the data ``n_candidates x cv x epochs`` times. Here
+the candidates are *lanes* of the same passes: every chunk is read once and handed to each
+candidate still in the race (its ``partial_fit``), rows of a fixed held-out set of blocks are
+kept aside for scoring, and at the end of each *rung* the worse candidates are dropped
+(successive halving, Jamieson and Talwalkar, 2016; Li et al., 2018). The winner is then
+trained on all rows by its own ``fit``.
+
+The schedule, in rows seen by each surviving candidate (its *resource*):
+
+- ``R = ceil(log_factor(n_candidates))`` halvings, rung ``r = 0 .. R`` ends when the
+  survivors have seen ``b_r = b_0 * factor**r`` training rows;
+- ``b_R = max(epochs * n_train, b_0 * factor**R)`` and
+  ``b_0 = max(b_R / factor**R, min(n_train, min_resource))``: on large data the whole race
+  fits in ``epochs`` passes (candidates are dropped inside the pass); on small data the first
+  rung still sees ``min_resource`` rows (or every training row) and the race takes more
+  passes over the (cheap) data;
+- after rung ``r``, ``ceil(n_alive / factor)`` candidates with the best held-out score go on.
+
+Held-out rows are whole blocks of consecutive rows (chunk-sized), drawn at random once: about
+``validation_fraction`` of the rows, at most ``max_validation_rows``. They are read once,
+kept in memory for scoring, and skipped by the training passes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import ParameterGrid
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metaestimators import available_if
+
+from streamlearn.data import Chunk, Dataset
+from streamlearn.engine.local import resolve_engine
+from streamlearn.models.base import classification_dataset, regression_dataset
+
+#: Rows the first rung gives each candidate at least (or every training row, when fewer).
+MIN_RESOURCE = 10_000
+#: Largest slice of a chunk handed to ``partial_fit`` at once (rungs end between slices).
+SLICE_ROWS = 4_096
+
+
+def _best_has(name: str) -> Any:
+    def check(self: StreamSearchCV) -> bool:
+        estimator = getattr(self, "best_estimator_", self.estimator)
+        return hasattr(estimator, name)
+    return check
+
+
+@dataclass
+class Race:
+    """The state of a search: candidates in training, the rung reached, the scores so far.
+
+    Attributes
+    ----------
+    candidates : list of estimators
+        One per parameter setting (dropped ones keep the model they had).
+    alive : list of int
+        Indices of the candidates still trained.
+    seen : int
+        Training rows each alive candidate has seen.
+    rung : int
+        Current rung.
+    scores : list of dict
+        Per rung: candidate index -> held-out score at the rung's end.
+    resources : list of int
+        Rows seen by the survivors at the end of each rung so far.
+    started : bool
+        Whether the candidates have had their first ``partial_fit`` (which names the classes).
+    """
+
+    candidates: list[Any]
+    alive: list[int]
+    seen: int = 0
+    rung: int = 0
+    scores: list[dict[int, float]] = field(default_factory=list)
+    resources: list[int] = field(default_factory=list)
+    started: bool = False
+
+
+class Validation:
+    """Held-out rows in memory: features, decoded labels, weights."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, weight: np.ndarray | None) -> None:
+        self.X, self.y, self.weight = X, y, weight
+
+    @property
+    def n_rows(self) -> int:
+        """Number of held-out rows."""
+        return int(self.X.shape[0])
+
+
+class RacePass:
+    """One pass over the training rows: every slice goes to each alive candidate's
+    ``partial_fit``; at a rung's end (``halve_in_pass``) the candidates are scored on the
+    held-out rows and the worse dropped.
+
+    A sequential pass. On an engine that splits it into lanes (``DaskEngine``), each lane
+    trains its own copies and ``merge`` mixes their parameters (weighted mean of the learned
+    float arrays, as the engine's parameter mixing does for the built-in solvers); rungs
+    then end only between passes.
+    """
+
+    kind = "sequential"
+
+    def __init__(self, search: StreamSearchCV, race: Race, dataset: Dataset,
+                 held_out: np.ndarray, validation: Validation, budgets: list[int],
+                 halve_in_pass: bool) -> None:
+        self.search = search
+        self.race = race
+        self.classes = dataset.classes
+        self.held_out = held_out
+        self.validation = validation
+        self.budgets = budgets
+        self.halve_in_pass = halve_in_pass
+        self.seen_before = race.seen
+
+    def start(self) -> Race:
+        return self.race
+
+    def step(self, race: Race, chunk: Chunk) -> Race:
+        if race.seen >= self.budgets[-1]:
+            return race
+        keep = _block_mask(chunk.rows, self.held_out, self.search.block_rows_)
+        X = chunk.X[keep]
+        y = chunk.y[keep] if chunk.y is not None else None
+        w = chunk.weight[keep] if chunk.weight is not None else None
+        for a in range(0, X.shape[0], SLICE_ROWS):
+            left = self.budgets[-1] - race.seen
+            if left <= 0:
+                break
+            if self.halve_in_pass:
+                left = min(left, self.budgets[race.rung] - race.seen)
+            b = min(a + SLICE_ROWS, X.shape[0], a + left)
+            self._train(race, X[a:b], y[a:b] if y is not None else None,
+                        w[a:b] if w is not None else None)
+            race.seen += b - a
+            if self.halve_in_pass and race.seen >= self.budgets[race.rung]:
+                self.search._end_rung(race, self.validation)
+        return race
+
+    def _train(self, race: Race, X: np.ndarray, codes: np.ndarray | None,
+               weight: np.ndarray | None) -> None:
+        labels = codes if self.classes is None else self.classes[codes]
+        kwargs: dict[str, Any] = {}
+        if weight is not None:
+            kwargs["sample_weight"] = weight
+        first = not race.started
+        if first and self.classes is not None:
+            kwargs["classes"] = self.classes
+        for i in race.alive:
+            race.candidates[i].partial_fit(X, labels, **kwargs)
+        race.started = True
+
+    def merge(self, a: Race, b: Race) -> Race:
+        da, db = a.seen - self.seen_before, b.seen - self.seen_before
+        merged = Race([clone_fitted(c) for c in a.candidates], list(a.alive),
+                      self.seen_before + da + db, a.rung, list(a.scores), list(a.resources),
+                      a.started or b.started)
+        if da + db == 0 or not (a.started and b.started):
+            return merged if a.started or not b.started else b
+        for i in a.alive:
+            merged.candidates[i] = mix_parameters(a.candidates[i], b.candidates[i],
+                                                  da / (da + db))
+        return merged
+
+    def finish(self, race: Race) -> Race:
+        return race
+
+
+def clone_fitted(estimator: Any) -> Any:
+    """A copy of a fitted estimator that shares nothing mutable with it."""
+    import copy
+
+    return copy.deepcopy(estimator)
+
+
+def mix_parameters(a: Any, b: Any, share_a: float) -> Any:
+    """Parameter mixing of two copies of one estimator trained on disjoint rows.
+
+    Every learned float array (attribute ending in ``_``) of the same shape in both becomes
+    ``share_a * a + (1 - share_a) * b``; everything else is ``a``'s.
+    """
+    out = clone_fitted(a)
+    for name, value in vars(a).items():
+        other = getattr(b, name, None)
+        if (name.endswith("_") and isinstance(value, np.ndarray) and value.dtype.kind == "f"
+                and isinstance(other, np.ndarray) and other.shape == value.shape):
+            setattr(out, name, (share_a * value + (1.0 - share_a) * other).astype(value.dtype))
+    return out
+
+
+def _block_mask(rows: np.ndarray, held_out: np.ndarray, block_rows: int) -> np.ndarray:
+    """True for the rows outside the held-out blocks."""
+    if held_out.size == 0:
+        return np.ones(rows.shape[0], dtype=bool)
+    return ~np.isin(rows // block_rows, held_out)
+
+
+class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Grid search by successive halving over candidates trained side by side in one stream.
+
+    Each chunk is read once for all candidates (each alive candidate's ``partial_fit`` gets
+    it), candidates are scored on a fixed set of held-out blocks, and the worse are dropped
+    at the end of every rung; the best setting is then trained on all rows by ``fit``
+    (``refit``). See the module docstring for the schedule.
+
+    Parameters
+    ----------
+    estimator : estimator with ``partial_fit``
+        The model to tune (cloned for every candidate).
+    param_grid : dict or list of dicts
+        Settings to try, as :class:`~sklearn.model_selection.ParameterGrid` takes them.
+    epochs : int
+        Passes over the training rows the survivor gets at least (the race may take more
+        on data smaller than ``min_resource * factor**R`` rows).
+    factor : int
+        Candidates kept after a rung: ``ceil(n_alive / factor)``; each rung has ``factor``
+        times the rows of the one before.
+    min_resource : int
+        Training rows every candidate sees before the first cut (or all, when fewer).
+    validation_fraction : float
+        Share of the rows held out for scoring, in whole blocks chosen at random.
+    max_validation_rows : int
+        Cap on the held-out rows (they are kept in memory).
+    scoring : str, callable or None
+        Held-out score, as :func:`sklearn.metrics.check_scoring` takes it; None: the
+        estimator's ``score`` (accuracy, R^2).
+    refit : bool
+        Train the best setting on all rows with ``fit`` (else ``best_estimator_`` is the
+        race's survivor, trained by ``partial_fit`` on the training rows).
+    random_state : int, optional
+        Seeds the held-out blocks and the chunk order.
+    engine : engine, optional
+        Runs the passes (``LocalEngine`` by default; ``DaskEngine`` splits each pass into
+        lanes whose candidates are merged by parameter mixing, and rungs then end between
+        passes).
+    chunk_rows : int, optional
+        Rows per chunk for data opened here (and size of the held-out blocks).
+
+    Attributes
+    ----------
+    best_params_ : dict
+    best_score_ : float
+        Held-out score of the best candidate at the last rung it reached.
+    best_index_ : int
+    best_estimator_ : estimator
+    cv_results_ : dict of lists
+        ``params``, ``param_<name>``, ``mean_test_score`` (score at the last rung the
+        candidate reached), ``rank_test_score``, ``iter`` (that rung), ``n_resources``
+        (training rows it had seen), and ``scores_by_rung``.
+    n_candidates_ : list of int
+        Candidates trained in each rung.
+    n_resources_ : list of int
+        Training rows of each survivor at the end of each rung.
+    n_rounds_ : int
+        Rungs run.
+    n_validation_ : int
+        Held-out rows.
+    search_passes_ : float
+        Passes over the data made by the race (rows read / rows of the data, the held-out
+        rows' single read included).
+    n_passes_ : float
+        ``search_passes_`` plus the refit's passes (its ``n_passes_`` when it records them,
+        else its ``n_iter_`` plus 2: a describe and a calibration pass).
+    refit_time_, search_time_ : float
+        Seconds.
+
+    Examples
+    --------
+    >>> from streamlearn.data.synthetic import additive_problem
+    >>> from streamlearn.models import AdditiveSVC
+    >>> X, y = additive_problem(20_000)
+    >>> search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.01, 1.0, 100.0]})
+    >>> search.fit(X, y).best_params_ in [{"C": 0.01}, {"C": 1.0}, {"C": 100.0}]
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        "estimator": [HasMethods(["partial_fit"])],
+        "param_grid": [dict, list],
+        "epochs": [Interval(Integral, 1, None, closed="left")],
+        "factor": [Interval(Integral, 2, None, closed="left")],
+        "min_resource": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "max_validation_rows": [Interval(Integral, 1, None, closed="left")],
+        "scoring": [str, callable, None],
+        "refit": ["boolean"],
+        "random_state": ["random_state"],
+        "engine": "no_validation",
+        "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(self, estimator: Any, param_grid: Mapping[str, Sequence[Any]] |
+                 Sequence[Mapping[str, Sequence[Any]]], *, epochs: int = 1, factor: int = 2,
+                 min_resource: int = MIN_RESOURCE, validation_fraction: float = 0.1,
+                 max_validation_rows: int = 20_000, scoring: Any = None, refit: bool = True,
+                 random_state: int | None = 0, engine: Any = None,
+                 chunk_rows: int | None = None) -> None:
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epochs = epochs
+        self.factor = factor
+        self.min_resource = min_resource
+        self.validation_fraction = validation_fraction
+        self.max_validation_rows = max_validation_rows
+        self.scoring = scoring
+        self.refit = refit
+        self.random_state = random_state
+        self.engine = engine
+        self.chunk_rows = chunk_rows
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
+            **fit_params: Any) -> StreamSearchCV:
+        """Race the candidates over ``data`` and train the best on all of it.
+
+        Parameters
+        ----------
+        data : Dataset, anything :func:`~streamlearn.data.open_dataset` accepts, or array X
+        y : array-like or str, optional
+            Target of in-memory ``data`` or the target column's name.
+        sample_weight : array-like or str, optional
+        **fit_params
+            Passed to the refit's ``fit`` (``nan_policy``, ``checkpoint``, ...).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        settings = list(ParameterGrid(self.param_grid))
+        if not settings:
+            raise ValueError("param_grid holds no setting to try")
+        for setting in settings:  # unknown names fail here, before any data is read
+            clone(self.estimator).set_params(**setting)
+        started = time.perf_counter()
+        opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
+        dataset = opener(data, y, sample_weight, self.chunk_rows,
+                         nan_policy=fit_params.get("nan_policy", "raise"))
+        engine = resolve_engine(self.engine)
+        seed = self._seed()
+        held_out = self._held_out_blocks(dataset, seed)
+        validation = self._read_validation(engine, dataset, held_out)
+        n_train = dataset.n_rows - int(np.sum(self._block_sizes(dataset, held_out)))
+        if n_train <= 0 or validation.n_rows == 0:
+            raise ValueError(f"{dataset.n_rows} rows are too few to hold out a validation "
+                             "set and train on the rest")
+        budgets = self.budgets_ = self._budgets(len(settings), n_train)
+        self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
+        race = Race([clone(self.estimator).set_params(**s) for s in settings],
+                    list(range(len(settings))))
+        for candidate in race.candidates:
+            for name, value in self._lane_params(candidate, n_train, dataset).items():
+                candidate.set_params(**{name: value})
+        halve_in_pass = bool(getattr(engine, "resumes_mid_pass", False))
+        rows_read = validation.n_rows
+        epoch = 0
+        while race.seen < budgets[-1]:
+            race = engine.run(RacePass(self, race, dataset, held_out, validation, budgets,
+                                       halve_in_pass),
+                              dataset, shuffle=True, seed=seed, epoch=epoch,
+                              description=f"search pass {epoch + 1}")
+            rows_read += dataset.n_rows
+            epoch += 1
+            if not halve_in_pass:
+                while race.rung < len(budgets) and race.seen >= budgets[race.rung]:
+                    self._end_rung(race, validation)
+        while race.rung < len(budgets):  # a rung the stream ended inside of
+            self._end_rung(race, validation)
+        self.search_time_ = time.perf_counter() - started
+        self.search_passes_ = rows_read / dataset.n_rows
+        self._record(settings, race, validation)
+        if self.refit:
+            started = time.perf_counter()
+            best = clone(self.estimator).set_params(**self.best_params_)
+            if self.engine is not None:
+                fit_params = {"engine": engine, **fit_params}
+            best.fit(dataset, **fit_params)  # the data as opened for the race
+            self.refit_time_ = time.perf_counter() - started
+            self.best_estimator_ = best
+            refit_passes = getattr(best, "n_passes_", None)
+            if refit_passes is None:
+                refit_passes = float(getattr(best, "n_iter_", 1)) + 2.0
+            self.n_passes_ = self.search_passes_ + float(refit_passes)
+        else:
+            self.refit_time_ = 0.0
+            self.best_estimator_ = race.candidates[self.best_index_]
+            self.n_passes_ = self.search_passes_
+        if is_classifier(self.estimator):
+            self.classes_ = self.best_estimator_.classes_
+        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        return self
+
+    def _seed(self) -> int:
+        rs = self.random_state
+        if rs is None:
+            return int(np.random.SeedSequence().entropy % 2**31)
+        if isinstance(rs, np.random.RandomState):
+            return int(rs.randint(2**31))
+        return int(rs)
+
+    def _held_out_blocks(self, dataset: Dataset, seed: int) -> np.ndarray:
+        """Indices of the held-out blocks (sorted)."""
+        n = dataset.n_rows
+        block = int(self.chunk_rows or dataset.chunk_rows)
+        block = max(1, min(block, -(-n // 20)))  # at least 20 blocks to choose from
+        self.block_rows_ = block
+        n_blocks = -(-n // block)
+        wanted = min(self.validation_fraction * n, self.max_validation_rows)
+        count = int(min(max(1, round(wanted / block)), n_blocks - 1))
+        rng = np.random.default_rng([seed, 0x5EA2C4])
+        return np.sort(rng.choice(n_blocks, size=count, replace=False)).astype(np.int64)
+
+    def _block_sizes(self, dataset: Dataset, held_out: np.ndarray) -> np.ndarray:
+        starts = held_out * self.block_rows_
+        return np.minimum(starts + self.block_rows_, dataset.n_rows) - starts
+
+    def _read_validation(self, engine: Any, dataset: Dataset,
+                         held_out: np.ndarray) -> Validation:
+        """Read the held-out blocks once."""
+        parts: list[Chunk] = []
+        for b in held_out:
+            lo = int(b) * self.block_rows_
+            hi = min(lo + self.block_rows_, dataset.n_rows)
+            parts.extend(engine.reduce(dataset, start=list, step=_collect, merge=_joined,
+                                       rows=(lo, hi), description="search validation rows"))
+        X = np.concatenate([c.X for c in parts]) if parts else np.empty((0, 0), np.float32)
+        codes = np.concatenate([c.y for c in parts]) if parts else np.empty(0)
+        labels = codes if dataset.classes is None else dataset.classes[codes]
+        weight = (np.concatenate([c.weight for c in parts])
+                  if parts and parts[0].weight is not None else None)
+        return Validation(X, labels, weight)
+
+    def _budgets(self, n_candidates: int, n_train: int) -> list[int]:
+        """Cumulative training rows of the survivors at the end of each rung."""
+        halvings = math.ceil(math.log(n_candidates, self.factor) - 1e-9) if n_candidates > 1 \
+            else 0
+        growth = self.factor ** halvings
+        first = max(self.epochs * n_train / growth, min(n_train, self.min_resource))
+        return [math.ceil(first * self.factor ** r) for r in range(halvings + 1)]
+
+    @staticmethod
+    def _lane_params(candidate: Any, n_train: int, dataset: Dataset) -> dict[str, Any]:
+        """Settings that make a candidate's ``partial_fit`` train like ``fit`` on
+        ``n_train`` rows (its ``_lane_params`` hook, when it has one)."""
+        hook = getattr(candidate, "_lane_params", None)
+        return hook(n_train) if hook is not None else {}
+
+    def _end_rung(self, race: Race, validation: Validation) -> None:
+        """Score the alive candidates on the held-out rows and keep the best."""
+        scores = {i: self._score(race.candidates[i], validation) if race.started else -np.inf
+                  for i in race.alive}
+        race.scores.append(scores)
+        race.resources.append(race.seen)
+        keep = math.ceil(len(race.alive) / self.factor)
+        if race.rung < len(self.budgets_) - 1:
+            order = sorted(race.alive, key=lambda i: (-scores[i], i))
+            race.alive = sorted(order[:keep])
+        race.rung += 1
+
+    def _score(self, candidate: Any, validation: Validation) -> float:
+        if validation.weight is not None:
+            return float(self.scorer_(candidate, validation.X, validation.y,
+                                      sample_weight=validation.weight))
+        return float(self.scorer_(candidate, validation.X, validation.y))
+
+    def _record(self, settings: list[dict[str, Any]], race: Race,
+                validation: Validation) -> None:
+        last_rung = {}
+        for r, scores in enumerate(race.scores):
+            for i, s in scores.items():
+                last_rung[i] = (r, s)
+        mean = np.array([last_rung[i][1] for i in range(len(settings))])
+        reached = np.array([last_rung[i][0] for i in range(len(settings))])
+        # rank by the rung reached first, then by the score there
+        order = sorted(range(len(settings)), key=lambda i: (-reached[i], -mean[i], i))
+        rank = np.empty(len(settings), dtype=np.int64)
+        rank[order] = np.arange(1, len(settings) + 1)
+        results: dict[str, Any] = {"params": settings}
+        for name in sorted({k for s in settings for k in s}):
+            results[f"param_{name}"] = [s.get(name) for s in settings]
+        results["mean_test_score"] = mean.tolist()
+        results["rank_test_score"] = rank.tolist()
+        results["iter"] = reached.tolist()
+        results["n_resources"] = [race.resources[r] for r in reached]
+        results["scores_by_rung"] = [dict(s) for s in race.scores]
+        self.cv_results_ = results
+        self.best_index_ = int(order[0])
+        self.best_params_ = dict(settings[self.best_index_])
+        self.best_score_ = float(mean[self.best_index_])
+        self.n_candidates_ = [len(s) for s in race.scores]
+        self.n_resources_ = list(race.resources)
+        self.n_rounds_ = len(race.scores)
+        self.n_validation_ = validation.n_rows
+
+    # -- prediction ---------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "best_estimator_")
+
+    @available_if(_best_has("predict"))
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions of ``best_estimator_``."""
+        self._check_fitted()
+        return self.best_estimator_.predict(X)
+
+    @available_if(_best_has("predict_proba"))
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities of ``best_estimator_``."""
+        self._check_fitted()
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_best_has("decision_function"))
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Decision function of ``best_estimator_``."""
+        self._check_fitted()
+        return self.best_estimator_.decision_function(X)
+
+    def score(self, X: Any, y: Any = None, **kwargs: Any) -> float:
+        """``best_estimator_``'s score."""
+        self._check_fitted()
+        return float(self.best_estimator_.score(X, y, **kwargs))
+
+
+def _collect(parts: list[Chunk], chunk: Chunk) -> list[Chunk]:
+    parts.append(chunk)
+    return parts
+
+
+def _joined(a: list[Chunk], b: list[Chunk]) -> list[Chunk]:
+    return [*a, *b]

@@ -1,0 +1,164 @@
+"""StreamSearchCV: successive halving over candidates trained side by side in one stream."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
+from sklearn.utils._param_validation import InvalidParameterError
+
+from streamlearn.data.synthetic import additive_problem
+from streamlearn.engine import DaskEngine
+from streamlearn.models import AdditiveSVC
+from streamlearn.models.search import StreamSearchCV, mix_parameters
+
+
+class RowRecorder(ClassifierMixin, BaseEstimator):
+    """Remembers the rows ``partial_fit`` saw (their first feature holds the row id); its
+    held-out score is its parameter ``quality``, so the race's order is known."""
+
+    trained_ids: ClassVar[set[int]] = set()
+
+    def __init__(self, quality: float = 0.0) -> None:
+        self.quality = quality
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None,
+                    sample_weight: Any = None) -> RowRecorder:
+        if classes is not None:
+            self.classes_ = np.asarray(classes)
+        self.rows_ = getattr(self, "rows_", 0) + len(X)
+        RowRecorder.trained_ids.update(int(v) for v in np.asarray(X)[:, 0])
+        self.coef_ = np.full(2, float(self.quality))
+        return self
+
+    def fit(self, X: Any, y: Any = None) -> RowRecorder:
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.zeros(len(X), dtype=np.int64)
+
+    def score(self, X: Any, y: Any = None, sample_weight: Any = None) -> float:
+        return float(self.quality)
+
+
+def _ids(n: int) -> tuple[np.ndarray, np.ndarray]:
+    X = np.column_stack([np.arange(n), np.random.default_rng(0).normal(size=n)])
+    return X.astype(np.float32), (np.arange(n) % 2)
+
+
+@pytest.mark.parametrize(("n_candidates", "expected"),
+                         [(8, [8, 4, 2, 1]), (5, [5, 3, 2, 1]), (3, [3, 2, 1]), (1, [1])])
+def test_halving_keeps_the_ceiling_of_half_and_the_best(n_candidates, expected):
+    X, y = _ids(6000)
+    grid = {"quality": [float(q) for q in np.random.default_rng(1).permutation(n_candidates)]}
+    search = StreamSearchCV(RowRecorder(), grid, min_resource=500, chunk_rows=400,
+                            refit=False).fit(X, y)
+    assert search.n_candidates_ == expected
+    assert search.best_params_ == {"quality": float(n_candidates - 1)}
+    # the survivors' resources grow by the factor from rung to rung
+    assert all(b == 2 * a for a, b in zip(search.n_resources_, search.n_resources_[1:],
+                                          strict=False))
+    ranks = np.asarray(search.cv_results_["rank_test_score"])
+    assert ranks[search.best_index_] == 1
+    assert sorted(ranks.tolist()) == list(range(1, n_candidates + 1))
+
+
+def test_held_out_blocks_are_never_trained_on_and_read_once():
+    X, y = _ids(10_000)
+    RowRecorder.trained_ids = set()
+    search = StreamSearchCV(RowRecorder(), {"quality": [0.0, 1.0]}, min_resource=100,
+                            validation_fraction=0.1, chunk_rows=250, refit=False).fit(X, y)
+    trained = RowRecorder.trained_ids
+    held = set(range(10_000)) - trained
+    # whole blocks of 250 rows, about 10% of the rows
+    assert len(held) == search.n_validation_ == 1000
+    blocks = {i // 250 for i in held}
+    assert len(blocks) == 4 and all(i // 250 in blocks for i in held)
+    # one epoch: the race read the data once, plus the held-out blocks once
+    assert search.search_passes_ == pytest.approx(1.1)
+
+
+def test_budget_rule_in_passes():
+    # small data: the first rung still sees min_resource rows, so the race takes more passes
+    X, y = _ids(2200)
+    search = StreamSearchCV(RowRecorder(), {"quality": [0.0, 1.0, 2.0, 3.0]},
+                            min_resource=1000, chunk_rows=110, refit=False).fit(X, y)
+    n_train = 2200 - search.n_validation_
+    assert search.budgets_ == [1000, 2000, 4000]
+    assert search.search_passes_ == pytest.approx(
+        math.ceil(4000 / n_train) + search.n_validation_ / 2200)
+
+
+def _additive_split(n: int = 6000):
+    X, y = additive_problem(n, seed=3)
+    return X, y
+
+
+def test_choice_equals_the_exhaustive_grid_on_the_same_held_out_rows():
+    X, y = _additive_split()
+    grid = {"embedding": ["linear", "bspline"], "C": [1e-4, 1.0]}
+    search = StreamSearchCV(AdditiveSVC(progress=False), grid, chunk_rows=300,
+                            min_resource=2000, random_state=0).fit(X, y)
+    held = np.ones(len(y), dtype=int)
+    trained = np.ones(len(y), dtype=bool)
+    block = search.block_rows_
+    # reference: scikit-learn's exhaustive grid, fit on the training rows, scored on the
+    # same held-out blocks
+    n_blocks = -(-len(y) // block)
+    rng = np.random.default_rng([0, 0x5EA2C4])
+    count = search.n_validation_ // block
+    blocks = rng.choice(n_blocks, size=count, replace=False)
+    for b in blocks:
+        trained[b * block:(b + 1) * block] = False
+    held[trained] = -1
+    held[~trained] = 0
+    assert (~trained).sum() == search.n_validation_
+    reference = GridSearchCV(AdditiveSVC(progress=False), grid, cv=PredefinedSplit(held),
+                             refit=False).fit(X, y)
+    assert search.best_params_ == reference.best_params_
+    assert search.score(X, y) > 0.85
+
+
+def test_refit_trains_the_best_setting_on_all_rows_with_fit():
+    X, y = _additive_split()
+    search = StreamSearchCV(AdditiveSVC(progress=False, epochs=2), {"C": [0.01, 1.0]},
+                            min_resource=1000).fit(X, y)
+    expected = AdditiveSVC(progress=False, epochs=2, **search.best_params_).fit(X, y)
+    np.testing.assert_allclose(search.decision_function(X[:200]),
+                               expected.decision_function(X[:200]), rtol=1e-6, atol=1e-9)
+    assert search.n_passes_ > search.search_passes_
+    np.testing.assert_array_equal(search.classes_, expected.classes_)
+
+
+def test_bad_inputs_name_the_problem():
+    X, y = _ids(2000)
+    with pytest.raises(InvalidParameterError, match="partial_fit"):
+        StreamSearchCV(GridSearchCV(RowRecorder(), {}), {"quality": [1.0]}).fit(X, y)
+    with pytest.raises(ValueError, match="no setting"):
+        StreamSearchCV(RowRecorder(), []).fit(X, y)
+    with pytest.raises(ValueError, match="nonsense"):
+        StreamSearchCV(RowRecorder(), {"nonsense": [1]}).fit(X, y)
+
+
+def test_parameter_mixing_is_the_weighted_mean_of_learned_arrays():
+    a, b = RowRecorder(1.0), RowRecorder(3.0)
+    a.coef_, b.coef_ = np.array([1.0, 2.0]), np.array([3.0, 6.0])
+    a.rows_, b.rows_ = 10, 30
+    mixed = mix_parameters(a, b, 0.25)
+    np.testing.assert_allclose(mixed.coef_, 0.25 * a.coef_ + 0.75 * b.coef_)
+    assert mixed.rows_ == 10 and a.coef_[0] == 1.0
+
+
+def test_runs_on_dask_engine(dask_client):
+    X, y = _additive_split(4000)
+    grid = {"embedding": ["linear", "bspline"]}
+    search = StreamSearchCV(AdditiveSVC(progress=False, epochs=1), grid, min_resource=1000,
+                            engine=DaskEngine(dask_client), chunk_rows=500).fit(X, y)
+    assert search.best_params_ == {"embedding": "bspline"}
+    assert search.n_candidates_ == [2, 1]
+    assert search.score(X, y) > 0.85
