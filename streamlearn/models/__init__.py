@@ -21,6 +21,9 @@ __all__ = [
     "SuperSparseRegressor",
 ]
 
+#: Estimators that wrap another (not models of their own, so not in the registry).
+META_ESTIMATORS = ("StreamSearchCV",)
+
 _PATHS = {p.rpartition(":")[2]: p for entry in MODELS.values() for p in entry.paths}
 
 
