@@ -25,6 +25,7 @@ import click
 import numpy as np
 
 from streamlearn import __version__
+from streamlearn.engine.accounting import PassLog, human_bytes, recording
 from streamlearn.engine.atomic_file import give_new_file_mode
 from streamlearn.errors import DataError, SchemaError, StreamlearnError
 from streamlearn.models.registry import MODELS, import_estimator
@@ -495,7 +496,8 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     with cluster_engine(workers, scheduler, quiet=quiet, chunk_rows=chunk_rows) as cluster:
         started = time.perf_counter()
         try:
-            model.fit(dataset, engine=cluster.engine, **fit_options)
+            with recording() as passes:
+                model.fit(dataset, engine=cluster.engine, **fit_options)
         except StreamlearnError:
             raise
         except (ValueError, TypeError) as exc:
@@ -510,13 +512,18 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
                    f"{dataset.source.description}")
         if cluster.description:
             click.echo(f"  engine   : {cluster.description}")
-        _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine)
+        _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine, passes)
     click.echo(f"\nsaved to {path}")
 
 
 def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, quiet: bool,
-                  engine: Any) -> None:
-    """Lines of ``train`` after the fit: rows used, classes, time, training metrics."""
+                  engine: Any, passes: PassLog | None = None) -> None:
+    """Lines of ``train`` after the fit: rows used, classes, time, data read, training
+    metrics.
+
+    The passes and bytes read are the model's ``n_passes_`` and ``bytes_read_``, or for a
+    model without them those counted in ``passes`` while it was fitted.
+    """
     n_train = getattr(model, "n_train_", None)
     if n_train is not None and n_train != dataset.n_rows:
         click.echo(f"  trained on {n_train:,} rows (the rest held out for calibration)")
@@ -524,6 +531,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
         classes = list(getattr(model, "classes_", []))
         click.echo(f"  classes  : {len(classes)} ({_shown(classes)})")
     click.echo(f"  fit time : {elapsed:.2f} s")
+    line = passes_line(model, dataset.n_rows, passes)
+    if line is not None:
+        click.echo(f"  passes   : {line}")
     own = getattr(model, "summary", None)
     if callable(own):
         click.echo(str(own()))
@@ -533,6 +543,33 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
         metrics = evaluate(model, dataset, engine=engine or _engine(quiet))
         click.echo("\non the training data:")
         click.echo(_indent(metrics_table(metrics, getattr(model, "classes_", None))))
+
+
+def passes_line(model: Any, n_rows: int, passes: PassLog | None = None) -> str | None:
+    """``"read the data 7.0 times, 1.2 GiB"``: what fitting ``model`` read.
+
+    Parameters
+    ----------
+    model : estimator
+        Fitted; its ``n_passes_`` and ``bytes_read_`` are used when it has them.
+    n_rows : int
+        Rows of the training data.
+    passes : PassLog, optional
+        Passes counted during the fit, for a model that does not record them.
+
+    Returns
+    -------
+    str or None
+        None when neither the model nor ``passes`` says.
+    """
+    n_passes = getattr(model, "n_passes_", None)
+    n_bytes = getattr(model, "bytes_read_", None)
+    if (n_passes is None or n_bytes is None) and passes is not None:
+        n_passes, n_bytes = passes.passes_over(n_rows), passes.bytes_read
+    if n_passes is None or n_bytes is None:
+        return None
+    times = "time" if f"{float(n_passes):.1f}" == "1.0" else "times"
+    return f"read the data {float(n_passes):.1f} {times}, {human_bytes(n_bytes)}"
 
 
 def _build(cls: type, kwargs: dict[str, Any]) -> Any:
@@ -877,8 +914,8 @@ def demo(rows: int | None, epochs: int, quiet: bool) -> None:
     started = time.perf_counter()
     model = AdditiveSVC(**params).fit(train_set)
     fit_s = time.perf_counter() - started
-    streamed = n_rows * (epochs + 2)  # summary pass, epochs, calibration pass
-    click.echo(f"  {epochs + 2} passes over {n_rows:,} rows in {fit_s:.1f} s "
+    streamed = round(model.n_passes_ * n_rows)  # rows the fit read (describe, epochs, calibration)
+    click.echo(f"  {model.n_passes_:g} passes over {n_rows:,} rows in {fit_s:.1f} s "
                f"({_rate(streamed, fit_s)})")
     click.echo("training a linear SVM on the same stream, for comparison")
     started = time.perf_counter()

@@ -22,6 +22,7 @@ from streamlearn.cli import (
     metrics_table,
     model_class,
     parse_param,
+    passes_line,
     sparkline,
 )
 from streamlearn.data.synthetic import additive_problem
@@ -81,6 +82,24 @@ def test_train_sets_parameters_and_reports_training_metrics(trained: Trained) ->
     assert "3,000 rows x 8 features" in trained.output
     assert "classes  : 2 (no, yes)" in trained.output
     assert f"saved to {trained.model}" in trained.output
+
+
+def test_train_reports_the_passes_and_bytes_of_the_fit(trained: Trained) -> None:
+    model = AdditiveSVC.load(trained.model)
+    # describe, two epochs (tol=null), calibration; 8 float32 features and an int32 code
+    assert (model.n_passes_, model.bytes_read_) == (4.0, 4 * 3000 * (8 * 4 + 4))
+    assert "  passes   : read the data 4.0 times, 421.9 KiB\n" in trained.output
+    assert passes_line(model, 3000) == "read the data 4.0 times, 421.9 KiB"
+
+
+def test_passes_line_of_a_model_without_counts_uses_the_recorded_log() -> None:
+    from streamlearn.engine.accounting import PassLog, open_pass
+
+    log = PassLog()
+    open_pass(log, "a", 100, 100).add(100, 2048)
+    open_pass(log, "b", 100, 50).add(50, 1024)
+    assert passes_line(object(), 100, log) == "read the data 1.5 times, 3.0 KiB"
+    assert passes_line(object(), 100) is None
 
 
 def test_common_flags_map_to_constructor_parameters(trained: Trained, tmp_path: Path) -> None:

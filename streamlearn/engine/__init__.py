@@ -1,5 +1,6 @@
 """Running passes: the ``Pass`` and ``Engine`` protocols, the engines, the built-in passes."""
 
+from streamlearn.engine.accounting import PassLog, PassRecord, recording
 from streamlearn.engine.dask_engine import DaskEngine
 from streamlearn.engine.describe import DescribePass, Description, describe
 from streamlearn.engine.evaluate import EvaluatePass, evaluate
@@ -16,10 +17,13 @@ __all__ = [
     "EvaluatePass",
     "LocalEngine",
     "Pass",
+    "PassLog",
+    "PassRecord",
     "Reduction",
     "describe",
     "evaluate",
     "local_cluster",
+    "recording",
     "resolve_engine",
     "run_chunks",
 ]

@@ -14,7 +14,9 @@ numbered and their progress is written to a checkpoint directory:
 When the same fit runs again with the same checkpoint, a completed call returns its stored
 result without reading data, the call in progress continues from its saved state at chunk
 ``k + 1`` of the epoch's (seeded, deterministic) chunk order, and later calls run normally:
-the fit ends with the same model as an uninterrupted run. Engines that cannot resume inside
+the fit ends with the same model as an uninterrupted run. Each call file and the progress
+file also record the rows and bytes the call read (see :mod:`streamlearn.engine.accounting`),
+so a resumed fit counts its passes as the uninterrupted fit does. Engines that cannot resume inside
 a pass (:class:`~streamlearn.engine.dask_engine.DaskEngine`) are checkpointed at the end of
 every pass. Every file is written to a temporary file, flushed to disk and renamed over the
 old one, so a crash, even in the middle of a write, leaves the previous checkpoint intact.
@@ -55,6 +57,7 @@ from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine import state_codec
+from streamlearn.engine.accounting import PassLog, PassRecord, capturing, open_pass
 from streamlearn.engine.atomic_file import atomic_write_bytes
 from streamlearn.engine.passes import EngineBase
 from streamlearn.errors import CheckpointError
@@ -218,22 +221,31 @@ class Checkpoint:
     def _call_file(self, index: int) -> Path:
         return self.path / "calls" / f"{index:06d}.zip"
 
-    def write_result(self, index: int, key: dict[str, Any], result: Any) -> None:
-        """Store the result of call ``index`` (atomically)."""
+    def write_result(self, index: int, key: dict[str, Any], result: Any,
+                     read: dict[str, Any] | None = None) -> None:
+        """Store the result of call ``index`` (atomically), with what it read
+        (:meth:`PassRecord.counts <streamlearn.engine.accounting.PassRecord.counts>`)."""
         arrays: dict[str, np.ndarray] = {}
         header = {"format": FORMAT, "format_version": FORMAT_VERSION, "call": index,
                   "key": key, "result": encode(result, arrays)}
+        if read is not None:
+            header["read"] = read
         atomic_write_bytes(self._call_file(index), lambda fh: _write_bundle(fh, header, arrays))
 
     def read_result(self, index: int, key: dict[str, Any]) -> Any:
         """The stored result of call ``index``, which must have been the call ``key``."""
+        return self.read_call(index, key)[0]
+
+    def read_call(self, index: int, key: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+        """The stored result of call ``index`` and what it read (None when not recorded)."""
         path = self._call_file(index)
         if not path.exists():
             raise CheckpointError(f"checkpoint {self.path} lacks the result of call {index} "
                                   f"({path.name}); delete it to start the fit afresh")
         header, arrays = _read_bundle(path)
         _check_key(header.get("key"), key, index, self.path)
-        return decode(header["result"], arrays)
+        read = header.get("read")
+        return decode(header["result"], arrays), read if isinstance(read, dict) else None
 
     def write_progress(self, completed: int, keys: list[dict[str, Any]],
                        current: dict[str, Any] | None, current_arrays: dict[str, np.ndarray],
@@ -324,6 +336,13 @@ class CheckpointedRunner(EngineBase):
     every : int
         Chunks between two writes.
 
+    Attributes
+    ----------
+    passes : PassLog
+        One record per call: a replayed call with the rows and bytes it read when it first
+        ran, a resumed call with those read before the interruption plus those read now.
+        The wrapped engine's own log holds only what it read itself.
+
     Other attributes are those of ``engine``.
     """
 
@@ -374,31 +393,65 @@ class CheckpointedRunner(EngineBase):
         self._calls += 1
         key = {"pass": type(pass_).__name__, "options": encode(options, {})}
         held = self._held_states(pass_)
+        label = str(options.get("description") or type(pass_).__name__)
         if index < self._replay:
             _check_key(self._keys[index], key, index, self.checkpoint.path)
-            return self.checkpoint.read_result(index, key)
+            result, read = self.checkpoint.read_call(index, key)
+            _replayed(self.passes, label, read)
+            return result
         resume = None
+        before = (0, 0)  # rows and bytes read by the interrupted run of this call
         if self._current is not None and int(self._current["call"]) == index:
             _check_key(self._current["key"], key, index, self.checkpoint.path)
             state = decode(self._current["state"], self.checkpoint.arrays)
             resume = (int(self._current["chunks"]), state)
+            read = self._current.get("read") or {}
+            before = (int(read.get("rows", 0)), int(read.get("nbytes", 0)))
             self._current = None
-        if self.mid_pass:
-            def on_chunk(done: int, state: Any) -> None:
-                self._since_write += 1
-                if self._since_write >= self.every:
-                    arrays: dict[str, np.ndarray] = {}
-                    current = {"call": index, "key": key, "chunks": done,
-                               "state": encode(state, arrays)}
-                    self._write(held, current, arrays)
+        inner = PassLog()  # what the engine reads now, counted here instead of by the fit
+        try:
+            with capturing(inner):
+                if self.mid_pass:
+                    def on_chunk(done: int, state: Any) -> None:
+                        self._since_write += 1
+                        if self._since_write >= self.every:
+                            arrays: dict[str, np.ndarray] = {}
+                            current = {"call": index, "key": key, "chunks": done,
+                                       "state": encode(state, arrays),
+                                       "read": {"rows": before[0] + inner.rows_read,
+                                                "nbytes": before[1] + inner.bytes_read}}
+                            self._write(held, current, arrays)
 
-            result = self.engine.run(pass_, data, resume=resume, on_chunk=on_chunk, **options)
-        else:
-            result = self.engine.run(pass_, data, **options)
-        self.checkpoint.write_result(index, key, result)
+                    result = self.engine.run(pass_, data, resume=resume, on_chunk=on_chunk,
+                                             **options)
+                else:
+                    result = self.engine.run(pass_, data, **options)
+        finally:
+            record = _account(self.passes, label, inner.records, before)
+        self.checkpoint.write_result(index, key, result, record.counts())
         self._keys.append(key)
         self._write(held, None, {})
         return result
+
+
+def _account(own: Any, label: str, inner: list[PassRecord],
+             before: tuple[int, int]) -> PassRecord:
+    """Record one call of the wrapper: what its engine read now plus ``before``."""
+    total = max((r.total_rows for r in inner), default=0)
+    span = max((r.range_rows for r in inner), default=0)
+    record = open_pass(own, inner[0].description if inner else label, total, span)
+    record.add(before[0] + sum(r.rows for r in inner), before[1] + sum(r.nbytes for r in inner))
+    return record
+
+
+def _replayed(own: Any, label: str, read: dict[str, Any] | None) -> PassRecord:
+    """Record a call replayed from the checkpoint with the counts stored for it."""
+    read = read or {}
+    record = open_pass(own, str(read.get("description", label)),
+                       int(read.get("total_rows", 0)), int(read.get("range_rows", 0)),
+                       replayed=True)
+    record.add(int(read.get("rows", 0)), int(read.get("nbytes", 0)))
+    return record
 
 
 def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: int,

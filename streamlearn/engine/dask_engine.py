@@ -12,6 +12,10 @@ Every pass runs as one task per partition plus a binary tree of ``merge`` tasks:
 - a *sequential* pass (PEGASOS, dual coordinate descent) runs on every partition from the
   same broadcast state, and the tree of ``merge`` calls averages the partial models
   weighted by rows (iterative parameter mixing, one pass per epoch);
+- every partition task returns, with its partial state, the rows and bytes of the chunks
+  it walked (:class:`Walked`); the ``merge`` tasks add them up, so the pass's count in the
+  engine's :attr:`~DaskEngine.passes` log is what the workers read, computed where they
+  read it;
 - per-example state held by a pass (an ``ExampleState``) is mirrored to a scratch zarr
   store on a path all workers reach, one array per partition, double-buffered so that a
   retried task reads and writes exactly what the first attempt did
@@ -43,6 +47,7 @@ import numpy as np
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.open import open_dataset
+from streamlearn.engine.accounting import chunk_bytes, chunk_span, open_pass
 from streamlearn.engine.partitions import partition_ranges
 from streamlearn.engine.passes import EngineBase, Pass
 from streamlearn.engine.progress import Progress, progress_enabled
@@ -75,15 +80,36 @@ def default_client() -> Any:
         ) from exc
 
 
+@dataclass(frozen=True)
+class Walked:
+    """A partial state with what was read to compute it.
+
+    Attributes
+    ----------
+    state : object
+        The pass state.
+    rows : int
+        Rows of the chunks walked (see :func:`~streamlearn.engine.accounting.chunk_span`).
+    nbytes : int
+        Bytes of those chunks (see :func:`~streamlearn.engine.accounting.chunk_bytes`).
+    """
+
+    state: Any
+    rows: int = 0
+    nbytes: int = 0
+
+
 def walk_partition(pass_: Pass[Any, Any], dataset: Dataset, index: int, rows: tuple[int, int],
-                   options: dict[str, Any], shared: tuple[str, ...], state: Any = None) -> Any:
+                   options: dict[str, Any], shared: tuple[str, ...],
+                   state: Walked | None = None) -> Walked:
     """Task body: run ``pass_`` over the chunks of rows ``rows``.
 
     The walk starts from ``pass_.start()``, or from a copy of ``state`` (the result of the
     previous partition of a sequential lane; copied because ``step`` may update a state in
     place and the input must stay as it was, should this task run again). ``shared`` names
     the attributes of ``pass_`` holding a :class:`SharedExampleState`; the task sees
-    partition ``index`` of each instead. Returns the partial state.
+    partition ``index`` of each instead. Returns the partial state with the rows and bytes
+    read so far by the lane (those of ``state`` plus this partition's).
     """
     if shared:
         pass_ = copy.copy(pass_)
@@ -92,18 +118,22 @@ def walk_partition(pass_: Pass[Any, Any], dataset: Dataset, index: int, rows: tu
                  for name in shared]
         for name, view in zip(shared, views, strict=True):
             setattr(pass_, name, view)
-    state = pass_.start() if state is None else copy.deepcopy(state)
+    read_rows, read_bytes = (0, 0) if state is None else (state.rows, state.nbytes)
+    current = pass_.start() if state is None else copy.deepcopy(state.state)
+    size = int(options.get("chunk_rows") or dataset.chunk_rows)
     for chunk in dataset.chunks(rows=rows, **options):
-        state = pass_.step(state, chunk)
+        current = pass_.step(current, chunk)
+        read_rows += chunk_span(chunk, size, rows[1])
+        read_bytes += chunk_bytes(chunk)
     if shared:
         for view in views:
             view.complete()
-    return state
+    return Walked(current, read_rows, read_bytes)
 
 
-def merge_states(pass_: Pass[Any, Any], a: Any, b: Any) -> Any:
-    """Task body: ``pass_.merge(a, b)``."""
-    return pass_.merge(a, b)
+def merge_states(pass_: Pass[Any, Any], a: Walked, b: Walked) -> Walked:
+    """Task body: ``pass_.merge`` of the states, the sum of the rows and bytes read."""
+    return Walked(pass_.merge(a.state, b.state), a.rows + b.rows, a.nbytes + b.nbytes)
 
 
 def _pickled_size(obj: Any, what: str) -> int:
@@ -279,12 +309,20 @@ class DaskEngine(EngineBase):
             Label of the progress bar.
         rows : (start, stop), optional
             Restrict the pass to a row range.
+
+        Notes
+        -----
+        The run is recorded as one pass in :attr:`passes` (and in the logs of
+        :func:`~streamlearn.engine.accounting.recording`); its rows and bytes are those the
+        partition tasks report with their states, summed by the merge tasks.
         """
         dataset = data if isinstance(data, Dataset) else open_dataset(data)
         dataset.classes  # noqa: B018 - resolved once here, not by every task
         size = int(self.chunk_rows or dataset.chunk_rows)
         layout = self._layout(dataset, rows, size)
         ranges = layout.ranges
+        label = description or type(pass_).__name__
+        record = open_pass(self.passes, label, dataset.n_rows, ranges[-1][1] - ranges[0][0])
         shipped, shared, mirrors = self._share_states(pass_, ranges, size)
         options = {"chunk_rows": size, "shuffle": shuffle, "epoch": int(epoch),
                    "prefetch": self.prefetch}
@@ -332,9 +370,8 @@ class DaskEngine(EngineBase):
                 ]
                 futures.extend(merged)
                 level = merged + ([level[-1]] if len(level) % 2 else [])
-            self._follow(maps, [ranges[i][1] - ranges[i][0] for i in order],
-                         description or type(pass_).__name__)
-            state = level[0].result()
+            self._follow(maps, [ranges[i][1] - ranges[i][0] for i in order], label)
+            walked: Walked = level[0].result()
         except BaseException:
             client.cancel(futures)
             raise
@@ -343,7 +380,8 @@ class DaskEngine(EngineBase):
                 swapped = mirror.swapped()
                 swapped.pull(orig)
                 self._mirrors[id(orig)] = (weakref.ref(orig), swapped)
-        return pass_.finish(state)
+        record.add(walked.rows, walked.nbytes)
+        return pass_.finish(walked.state)
 
     def close(self) -> None:
         """Remove the scratch store of per-example state this engine made."""

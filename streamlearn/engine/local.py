@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.open import open_dataset
+from streamlearn.engine.accounting import chunk_bytes, chunk_span, open_pass
 from streamlearn.engine.passes import EngineBase, Pass
 from streamlearn.engine.progress import Progress, progress_enabled
 
@@ -29,6 +30,12 @@ class LocalEngine(EngineBase):
         terminal. ``STREAMLEARN_PROGRESS=0`` disables bars globally.
     chunk_rows : int, optional
         Rows per chunk; defaults to the dataset's own setting.
+
+    Attributes
+    ----------
+    passes : PassLog
+        Every pass this engine ran, with the rows and bytes it read
+        (see :mod:`streamlearn.engine.accounting`).
     """
 
     #: ``run`` can continue a pass from a checkpoint (``resume``, ``on_chunk``).
@@ -80,10 +87,18 @@ class LocalEngine(EngineBase):
             from the pass state it had then (see :mod:`streamlearn.engine.checkpoint`).
         on_chunk : callable, optional
             Called as ``on_chunk(chunks_done, state)`` after every chunk.
+
+        Notes
+        -----
+        The run is recorded as one pass in :attr:`passes` (and in the logs of
+        :func:`~streamlearn.engine.accounting.recording`), with the rows and bytes of the
+        chunks it walked: a resumed pass counts only the chunks it read itself.
         """
         dataset = data if isinstance(data, Dataset) else open_dataset(data)
         lo, hi = rows if rows is not None else (0, dataset.n_rows)
         label = description or type(pass_).__name__
+        size = int(self.chunk_rows) if self.chunk_rows else dataset.chunk_rows
+        record = open_pass(self.passes, label, dataset.n_rows, hi - lo)
         chunks = dataset.chunks(
             self.chunk_rows, shuffle=shuffle, seed=seed, epoch=epoch,
             prefetch=self.prefetch, rows=rows, skip=0 if resume is None else resume[0],
@@ -92,6 +107,7 @@ class LocalEngine(EngineBase):
         with Progress(hi - lo, label, progress_enabled(self.progress)) as bar:
             for chunk in chunks:
                 state = pass_.step(state, chunk)
+                record.add(chunk_span(chunk, size, hi), chunk_bytes(chunk))
                 bar.update(chunk.n_rows)
                 done += 1
                 if on_chunk is not None:

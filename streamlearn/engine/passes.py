@@ -3,7 +3,9 @@
 A pass walks every chunk of a dataset once; an engine runs passes. The engines are
 :class:`~streamlearn.engine.local.LocalEngine`, :class:`~streamlearn.engine.dask_engine.DaskEngine`
 and the checkpointing wrapper :class:`~streamlearn.engine.checkpoint.CheckpointedRunner`; each
-implements ``run`` and inherits the one ``reduce`` from :class:`EngineBase`.
+implements ``run`` and inherits the one ``reduce`` from :class:`EngineBase`. Every ``run``
+counts one pass, with the rows and bytes it read, in the engine's ``passes`` log (see
+:mod:`streamlearn.engine.accounting`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from streamlearn.data.chunk import Chunk
+from streamlearn.engine.accounting import PassLog
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -120,8 +123,17 @@ class Engine(Protocol):
 class EngineBase:
     """What every engine shares: ``reduce`` is ``run`` of a :class:`Reduction`.
 
-    A subclass implements ``run`` (see :class:`Engine`).
+    A subclass implements ``run`` (see :class:`Engine`) and records every run in its
+    :attr:`passes` log (see :mod:`streamlearn.engine.accounting`).
     """
+
+    @property
+    def passes(self) -> PassLog:
+        """Every pass this engine ran, with the rows and bytes it read."""
+        log = self.__dict__.get("_passes")
+        if log is None:
+            log = self.__dict__["_passes"] = PassLog()
+        return log
 
     def run(self, pass_: Pass[Any, R], data: Any, **run_options: Any) -> R:
         """Walk every chunk of ``data`` once through ``pass_``; implemented by each engine."""

@@ -27,6 +27,7 @@ from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.validation import first_nonfinite
+from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
@@ -136,7 +137,9 @@ class StreamEstimator(BaseEstimator):
     algorithm) and :meth:`_set_fitted` (attributes from the driver's result). When the
     training data has string or categorical feature columns, the fitted model keeps their
     category lists in ``categories_`` (see :func:`record_categories`); prediction inputs
-    are then coded by them (:func:`check_features`).
+    are then coded by them (:func:`check_features`). Every fit through the template
+    records what it read: ``n_passes_`` (passes over the data, partial passes counted as
+    the share of rows they read) and ``bytes_read_`` (see :meth:`_fit_stream`).
     """
 
     #: Learned attribute whose presence means "fitted".
@@ -167,10 +170,19 @@ class StreamEstimator(BaseEstimator):
         Forgets what an earlier fit learned, validates the hyper-parameters before reading
         any data (:meth:`_validate_hyperparameters`), opens the training data for the
         estimator's ``_task``, wraps the engine with checkpoints, runs :meth:`_run_driver`
-        and sets the learned attributes: ``feature_names_in_``, ``n_features_in_``,
-        ``classes_`` (classifiers), then those of the driver's result (:meth:`_set_fitted`)
-        and ``categories_`` (:func:`record_categories`). A fit that fails, whatever the
-        reason, leaves the estimator unfitted.
+        and sets the learned attributes: ``n_passes_`` and ``bytes_read_`` (what the fit
+        read, below), ``feature_names_in_``, ``n_features_in_``, ``classes_``
+        (classifiers), then those of the driver's result (:meth:`_set_fitted`) and
+        ``categories_`` (:func:`record_categories`). A fit that fails, whatever the reason,
+        leaves the estimator unfitted.
+
+        ``n_passes_`` (float) is the number of passes the fit made over the training data,
+        a pass over part of the rows counting as the share of the rows it read: the rows
+        read by every engine run during the fit divided by the data's rows.
+        ``bytes_read_`` (int) is the bytes of the chunks those runs walked (features,
+        target and weights as float32/int32 values, see
+        :mod:`streamlearn.engine.accounting`). A fit resumed from a checkpoint reports the
+        passes of the whole fit, those replayed from the checkpoint included.
 
         Parameters
         ----------
@@ -204,7 +216,10 @@ class StreamEstimator(BaseEstimator):
                      **options: Any) -> None:
         """Run the driver on opened training data and set the learned attributes."""
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        fitted = self._run_driver(runner, dataset, self._seed(), **options)
+        with recording() as passes:
+            fitted = self._run_driver(runner, dataset, self._seed(), **options)
+        self.n_passes_ = float(passes.passes_over(dataset.n_rows))
+        self.bytes_read_ = int(passes.bytes_read)
         self.feature_names_in_ = tuple(dataset.feature_names)
         self.n_features_in_ = len(self.feature_names_in_)
         if self._task == "classification" and dataset.classes is not None:
