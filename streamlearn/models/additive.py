@@ -79,6 +79,10 @@ from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
 SOLVERS = ("pegasos", "dcd")
 MULTICLASS = ("ovr", "ovo")
+#: ``tol="auto"`` of ``dcd``: liblinear's ``eps`` for the projected-gradient range.
+DCD_TOL = 0.1
+#: ``tol="auto"`` of PEGASOS: relative improvement of the held-out hinge loss per epoch.
+PEGASOS_TOL = 0.01
 #: ``partial_fit`` grows a B-spline map up to this many times ``n_bases`` bases.
 MAX_BASES_GROWTH = 4
 #: ``partial_fit`` grows a B-spline map for the features with more than this share of a
@@ -137,16 +141,35 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     loss : {"hinge", "squared_hinge"}
         Loss of the ``dcd`` solver (PEGASOS uses the hinge).
     epochs : int
-        Passes over the data. PEGASOS runs exactly ``epochs`` (its step sizes
-        ``1 / (lam t)`` follow a fixed schedule; it has no stopping rule). ``dcd`` with
-        ``tol`` stops earlier when it converges, and warns ``ConvergenceWarning`` when it
-        reaches ``epochs`` without converging.
-    tol : float, optional
-        ``dcd`` stops after the first epoch whose projected gradients span less than ``tol``
-        for every model (liblinear's ``eps``); None runs all epochs.
+        Most passes over the data (training epochs). With ``tol`` the solvers stop earlier,
+        when their stopping rule is met, and warn ``ConvergenceWarning`` when they reach
+        ``epochs`` without meeting it; ``n_iter_`` is the number of epochs run. The default
+        50 bounds the cost (each epoch is one read of the data): PEGASOS's rule usually
+        stops it well before; dual coordinate descent with the hinge loss may need more
+        where ``C ||Psi(x)||^2`` is large (many bases, ``penalty_order >= 1``), and says so.
+    tol : float, "auto" or None
+        Threshold of the stopping rule (:func:`streamlearn.solvers.additive.fit`):
+
+        * ``dcd``: stop after the first epoch in which the projected gradients of all dual
+          variables (and 0) span at most ``tol`` for every model (liblinear's rule and
+          ``eps``; the projected gradients are margins minus 1, in units of the scores);
+        * PEGASOS: each epoch also scores the model of the previous epoch on the rows held
+          out for calibration (on the training rows with ``calibrate=False``, where the
+          regularised objective is followed instead) as it reads the data; stop when
+          ``n_iter_no_change`` epochs in a row improve that hinge loss by less than ``tol``
+          times its best value so far.
+
+        ``"auto"``: 0.1 for ``dcd`` (liblinear's default) and 0.01 for PEGASOS (an epoch
+        costs a full read of the data: it is worth one when it gains 1%). None runs
+        exactly ``epochs`` epochs, without rule or warning.
+    n_iter_no_change : int
+        PEGASOS: epochs in a row without a relative improvement larger than ``tol`` that
+        stop it (2: every epoch is a full read of the data, and two in a row tell a
+        plateau from the noise of one estimate).
     average : bool
-        PEGASOS returns the mean of the iterates of the second half of its steps (suffix
-        averaging) instead of the last iterate.
+        PEGASOS returns the mean of the iterates of its last epoch (of the second half of
+        its steps when it runs one epoch) instead of the last iterate; the average restarts
+        with every epoch since the number of epochs is not known in advance.
     online : bool
         Embed rows inside the solver loop (True) or materialise each chunk's embedding and
         train on its columns (False, for comparison; same model, more memory and time).
@@ -198,8 +221,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     n_train_, n_calibration_ : int
         Rows used for training and for calibration by the last ``fit``.
     n_iter_ : int
-        Epochs run by the last ``fit`` (``epochs`` for PEGASOS; 0 after ``partial_fit``
-        alone).
+        Epochs run by the last ``fit`` (``epochs`` when the stopping rule was not met or
+        ``tol`` is None; 0 after ``partial_fit`` alone).
+    monitor_loss_ : list of float
+        PEGASOS with ``tol``: the value its stopping rule followed after each epoch but the
+        last, the held-out hinge loss (see ``tol``); empty for ``dcd`` or without ``tol``.
     t_ : int
         PEGASOS steps done (rows visited by ``fit``).
     platt_a_, platt_b_ : ndarray of shape (n_models,)
@@ -213,7 +239,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     average_start_ : int
         First PEGASOS step whose iterate enters the averaged model.
     pg_range_ : float
-        ``dcd`` only: largest projected-gradient range of the models in the last epoch.
+        ``dcd`` only: largest range of the models' projected gradients (and 0) in the last
+        epoch, what the stopping rule compares with ``tol``.
 
     Examples
     --------
@@ -244,7 +271,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "lam": [Interval(Real, 0, None, closed="neither"), None],
         "loss": [StrOptions(set(LOSSES))],
         "epochs": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "tol": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "average": ["boolean"],
         "online": ["boolean"],
         "calibrate": ["boolean"],
@@ -270,8 +298,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         C: float = 1.0,
         lam: float | None = None,
         loss: str = "hinge",
-        epochs: int = 5,
-        tol: float | None = None,
+        epochs: int = 50,
+        tol: float | str | None = "auto",
+        n_iter_no_change: int = 2,
         average: bool = True,
         online: bool = True,
         calibrate: bool = True,
@@ -296,6 +325,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.loss = loss
         self.epochs = epochs
         self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.average = average
         self.online = online
         self.calibrate = calibrate
@@ -315,6 +345,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if self.calibrate and not 0.0 < self.calibration_fraction < 1.0:
             raise ValueError("calibration_fraction must lie strictly between 0 and 1, got "
                              f"{self.calibration_fraction}")
+
+    def _tol(self) -> float | None:
+        """``tol`` with ``"auto"`` resolved for the solver."""
+        if isinstance(self.tol, str):
+            return DCD_TOL if self.solver == "dcd" else PEGASOS_TOL
+        return None if self.tol is None else float(self.tol)
 
     def _make_map(self) -> FeatureMap | None:
         if self.embedding == "linear":
@@ -372,9 +408,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         config = additive_solver.AdditiveConfig(
             feature_map=self.feature_map_, feature_range=None, solver=self.solver,
             multiclass=self.multiclass, C=float(self.C), lam=self.lam, loss=self.loss,
-            epochs=int(self.epochs), tol=self.tol, average=bool(self.average),
+            epochs=int(self.epochs), tol=self._tol(), average=bool(self.average),
             online=bool(self.online), calibration_fraction=None,
-            bias_scale=float(self.bias_scale))
+            bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change))
         return additive_solver.training_rows(config, self._embedding(), self.n_features_in_,
                                              holdout)
 
@@ -418,10 +454,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             feature_range=self._given_range(len(dataset.feature_names)),
             solver=self.solver, multiclass=self.multiclass, C=float(self.C),
             lam=None if self.lam is None else float(self.lam), loss=self.loss,
-            epochs=int(self.epochs), tol=self.tol, average=bool(self.average),
+            epochs=int(self.epochs), tol=self._tol(), average=bool(self.average),
             online=bool(self.online),
             calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
-            bias_scale=float(self.bias_scale))
+            bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change))
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
@@ -437,6 +473,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.calibrated_ = fitted.calibrated
         self.n_iter_, self.t_ = fitted.n_iter, fitted.t
         self.average_start_ = fitted.average_start
+        self.monitor_loss_ = list(fitted.monitor_history)
         if fitted.pg_range is not None:
             self.pg_range_ = fitted.pg_range
 
@@ -556,6 +593,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_train_ = 0
         self.n_calibration_ = 0
         self.n_iter_ = 0
+        self.monitor_loss_: list[float] = []
         self.t_ = 0
         self.average_start_ = n + 1 if self.average else int(NO_AVERAGING)
         self.classes_ = storable_classes(known)

@@ -4,9 +4,11 @@
    training rows and adds up their sample weights; the feature map is fitted from the
    summary or from a given range (a linear model without calibration and without weights
    skips this pass: the store's metadata counts its rows);
-2. ``epochs`` sequential passes, each visiting the chunks in a new seeded random order, run
-   PEGASOS or dual coordinate descent (the dual variables live in an ``ExampleState``); with
-   ``k > 2`` classes the one-vs-rest or one-vs-one models are updated from each row read;
+2. at most ``epochs`` sequential passes, each visiting the chunks in a new seeded random
+   order, run PEGASOS or dual coordinate descent (the dual variables live in an
+   ``ExampleState``); with ``k > 2`` classes the one-vs-rest or one-vs-one models are
+   updated from each row read. With ``tol`` set, a stopping rule ends them earlier (see
+   :func:`fit`) and reaching ``epochs`` without meeting it warns ``ConvergenceWarning``;
 3. a reduction pass over the held-out calibration rows bins the scores, and a Platt sigmoid
    is fitted per binary model.
 """
@@ -40,7 +42,7 @@ from streamlearn.solvers.additive.passes import (
 )
 from streamlearn.solvers.calibration import ScoreHistogram
 from streamlearn.solvers.dcd import LOSSES
-from streamlearn.solvers.embedding import Embedding, embedding_params
+from streamlearn.solvers.embedding import Embedding, embedding_params, model_sq_norm
 from streamlearn.solvers.pegasos import NO_AVERAGING
 
 #: Mixed into the seed to choose the calibration rows.
@@ -63,7 +65,11 @@ class AdditiveConfig:
     lam : float or None
     loss : {"hinge", "squared_hinge"}
     epochs : int
+        Cap on the training passes.
     tol : float or None
+        Stopping rule threshold (None: run ``epochs`` passes, no rule, no warning).
+    n_iter_no_change : int
+        PEGASOS: passes without a relative improvement larger than ``tol`` before it stops.
     average : bool
     online : bool
     calibration_fraction : float or None
@@ -84,6 +90,7 @@ class AdditiveConfig:
     online: bool
     calibration_fraction: float | None
     bias_scale: float
+    n_iter_no_change: int = 2
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,9 @@ class AdditiveFit:
     n_iter, t, average_start : int
     pg_range : float or None
         ``dcd`` only.
+    monitor_history : tuple of float
+        PEGASOS with a stopping rule: the monitored loss of the model after each epoch but
+        the last (see :func:`fit`); empty otherwise.
     """
 
     feature_names: tuple[str, ...]
@@ -147,6 +157,7 @@ class AdditiveFit:
     t: int
     average_start: int
     pg_range: float | None
+    monitor_history: tuple[float, ...] = ()
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -221,6 +232,32 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     Returns
     -------
     AdditiveFit
+
+    Notes
+    -----
+    Stopping rules (``config.tol`` not None; both solvers run at most ``config.epochs``
+    passes and warn ``ConvergenceWarning`` when they reach it without meeting the rule):
+
+    * ``dcd``: liblinear's rule. Each epoch records the projected gradients of all dual
+      variables as it visits them; it stops after the first epoch in which they, and 0,
+      span at most ``tol`` for every model (``max(PG_max, 0) - min(PG_min, 0) <= tol``).
+      The projected gradient is ``y_i f(x_i) - 1`` (plus ``alpha_i / (2 C_i)`` for the
+      squared hinge) clipped at active bounds, a margin in the units of the scores, so an
+      absolute ``tol`` (liblinear's 0.1) means the same on every data set.
+    * PEGASOS: the hinge loss on the calibration rows. The pass of epoch ``e`` also scores
+      the rows held out for calibration with a frozen copy of the model as it was after
+      epoch ``e - 1`` (the averaged model with ``average``), so no extra pass is needed:
+      ``L_e``, the sum over binary models of their mean hinge loss on their held-out rows.
+      Without held-out rows (``calibrate=False``) it scores the training rows and ``L_e``
+      is the regularised objective ``lam / 2 ||w||^2 + mean hinge loss`` instead. It stops
+      after ``n_iter_no_change`` consecutive evaluations that improve on the best ``L`` so
+      far by less than ``tol`` times it. Every epoch costs a full read of the data and the
+      held-out estimate is noisy, so the default asks a worthwhile (1%) improvement in two
+      (not sklearn's five) consecutive epochs.
+
+    With ``average``, PEGASOS returns the mean of the iterates of its last epoch (of the
+    second half of the first epoch when it stops there): the number of epochs is not known
+    in advance, so the average restarts at the start of every epoch.
     """
     classes = dataset.classes
     assert classes is not None
@@ -253,12 +290,13 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     regularisation = Regularisation.of(config.C, config.lam, n_train, train_weight)
     n_features = len(dataset.feature_names)
     emb = embedding_params(feature_map, n_features)
-    rows = training_rows(config, emb, n_features, holdout)
+    # no row fell in the held-out share (tiny data): train, and monitor, on every row
+    rows = training_rows(config, emb, n_features, holdout if n_holdout > 0 else None)
     pairs = ModelPairs.of(len(classes), config.multiclass)
     shape = (len(pairs.positive), rows.emb.n_dims + 1)
     if config.solver == "pegasos":
         models = _pegasos(runner, dataset, config, rows, pairs, shape, seed, n_train,
-                          regularisation.pegasos_lam)
+                          regularisation)
     else:
         models = _dcd(runner, dataset, config, rows, pairs, shape, seed, n_train,
                       regularisation.C)
@@ -278,7 +316,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
-                       models.average_start, models.pg_range)
+                       models.average_start, models.pg_range, models.monitor_history)
 
 
 @dataclass(frozen=True)
@@ -290,22 +328,108 @@ class _Models:
     t: int
     average_start: int
     pg_range: float | None
+    monitor_history: tuple[float, ...] = ()
+
+
+def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: float,
+                   held_out: bool) -> float:
+    """The value PEGASOS's stopping rule follows, from a pass's monitored losses.
+
+    Parameters
+    ----------
+    state : PegasosState
+        After a :class:`PegasosEpochPass` with ``monitor=model``.
+    model : ndarray of shape (m, n_dims + 1)
+        The monitored models, in the kernel's space.
+    emb : Embedding
+        The kernel's embedding (for ``||w||^2``).
+    lam : float
+        Regularisation of the mean loss.
+    held_out : bool
+        Whether the losses are on held-out rows (else on the training rows).
+
+    Returns
+    -------
+    float
+        ``sum_j L_j / S_j`` over the binary models, with ``L_j, S_j`` their weighted hinge
+        loss and weight (models without rows count 0); on the training rows plus
+        ``lam / 2 ||w_j||^2`` each.
+    """
+    assert state.monitor_loss is not None and state.monitor_weight is not None
+    total = state.monitor_weight
+    value = float(np.sum(np.where(total > 0, state.monitor_loss / np.where(total > 0, total, 1.0),
+                                  0.0)))
+    if not held_out:
+        dim = emb.n_dims
+        value += 0.5 * lam * sum(float(model_sq_norm(w, emb.ipar)) + float(w[dim]) ** 2
+                                 for w in model)
+    return value
+
+
+class Patience:
+    """PEGASOS's stopping rule: stop after ``n`` values in a row that improve on the best
+    value so far by less than ``tol`` times it.
+
+    Parameters
+    ----------
+    tol : float
+    n : int
+    """
+
+    def __init__(self, tol: float, n: int) -> None:
+        self.tol = float(tol)
+        self.n = int(n)
+        self.best = np.inf
+        self.stale = 0
+
+    def update(self, value: float) -> bool:
+        """Record a value; whether the rule is met."""
+        if value < self.best - self.tol * abs(self.best) or not np.isfinite(self.best):
+            self.stale = 0
+        else:
+            self.stale += 1
+        self.best = min(self.best, value)
+        return self.stale >= self.n
 
 
 def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
              pairs: ModelPairs, shape: tuple[int, int], seed: int, n_train: int,
-             pegasos_lam: float) -> _Models:
+             regularisation: Regularisation) -> _Models:
     epochs = int(config.epochs)
-    average_start = epochs * n_train // 2 + 1 if config.average else int(NO_AVERAGING)
     state = PegasosState(np.zeros(shape), np.zeros(shape), 0)
+    average_start = int(NO_AVERAGING)
+    patience = (Patience(config.tol, config.n_iter_no_change) if config.tol is not None
+                else None)
+    history: list[float] = []
+    model = state.W
+    epoch = 0
     for epoch in range(epochs):
-        epoch_pass = PegasosEpochPass(rows, pairs, pegasos_lam, config.bias_scale,
-                                      average_start, state)
+        if config.average:
+            # the average restarts every epoch (the first: its second half)
+            average_start = n_train // 2 + 1 if epoch == 0 else state.t + 1
+        monitor = model if patience is not None and epoch > 0 else None
+        epoch_pass = PegasosEpochPass(rows, pairs, regularisation.pegasos_lam,
+                                      config.bias_scale, average_start, state, monitor)
         state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
                            description=f"pegasos epoch {epoch + 1}/{epochs}")
-    averaged = config.average and state.t >= average_start
-    coef_d = state.AVG if averaged else state.W.copy()
-    return _Models(coef_d, state.W, epochs, int(state.t), average_start, None)
+        averaged = config.average and state.t >= average_start
+        if monitor is not None:
+            assert patience is not None
+            history.append(monitored_loss(state, monitor, rows.emb, regularisation.lam,
+                                          rows.holdout is not None))
+            if patience.update(history[-1]):
+                model = state.AVG if averaged else state.W.copy()
+                break
+        model = state.AVG if averaged else state.W.copy()
+    else:
+        if patience is not None:
+            warnings.warn(
+                f"PEGASOS stopped after epochs={epochs} with its monitored hinge loss still "
+                f"improving by more than tol={config.tol} (relative) within the last "
+                f"{config.n_iter_no_change} epochs; raise epochs or tol",
+                ConvergenceWarning, stacklevel=4)
+    return _Models(model, state.W, epoch + 1, int(state.t), average_start, None,
+                   tuple(history))
 
 
 def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
@@ -323,14 +447,17 @@ def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRo
                                          epoch=epoch,
                                          description=f"dcd epoch {epoch + 1}/{epochs}")
             W = state.W
-            pg_range = float(np.max(state.pg_max - state.pg_min))
-            if config.tol is not None and pg_range < config.tol:
+            pg_range = float(np.max(np.maximum(state.pg_max, 0.0)
+                                    - np.minimum(state.pg_min, 0.0)))
+            if config.tol is not None and pg_range <= config.tol:
                 break
         else:
             if config.tol is not None:
                 warnings.warn(
                     f"dual coordinate descent stopped after epochs={epochs} with projected "
-                    f"gradients spanning {pg_range:.3g} > tol={config.tol}; raise epochs "
-                    "or tol", ConvergenceWarning, stacklevel=4)
+                    f"gradients spanning {pg_range:.3g} > tol={config.tol}: the model may be "
+                    "far from the optimum; raise epochs or tol (a smaller C, or fewer bases "
+                    "with penalty_order >= 1, converges in fewer epochs)",
+                    ConvergenceWarning, stacklevel=4)
     n_iter = epoch + 1
     return _Models(W, W.copy(), n_iter, n_iter * n_train, int(NO_AVERAGING), pg_range)

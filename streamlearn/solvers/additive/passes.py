@@ -205,16 +205,34 @@ class PegasosState:
         Steps done.
     rows : int
         Rows processed in this pass (the weight of this state when states are merged).
+    monitor_loss, monitor_weight : ndarray of shape (m,), float64, or None
+        With a monitored model (:class:`PegasosEpochPass`'s ``monitor``): per binary model,
+        the weighted sum of its hinge losses over the monitored rows of this pass and the
+        sum of their weights. None when nothing is monitored.
     """
 
     W: np.ndarray
     AVG: np.ndarray
     t: int
     rows: int = 0
+    monitor_loss: np.ndarray | None = None
+    monitor_weight: np.ndarray | None = None
 
     def copy(self) -> PegasosState:
         """An independent copy."""
-        return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows)
+        return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows,
+                            _copy(self.monitor_loss), _copy(self.monitor_weight))
+
+
+def _copy(a: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None else a.copy()
+
+
+def _add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    # sum of two optional statistics (None: not collected)
+    if a is None or b is None:
+        return _copy(a if b is None else b)
+    return a + b
 
 
 def _mix(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
@@ -239,33 +257,74 @@ class PegasosEpochPass:
         First step whose iterate enters the averaged model.
     initial : PegasosState
         State at the start of the epoch (not modified).
+    monitor : ndarray of shape (m, n_dims + 1), optional
+        A frozen model (in the kernel's space, like ``initial.W``) whose hinge losses the
+        pass adds up while it reads the chunks, into ``monitor_loss`` and
+        ``monitor_weight``: on the held-out rows of ``rows.holdout`` when there is one (rows
+        the steps never see), else on the training rows. The fit driver passes the model as
+        it was at the end of the previous epoch, so the epoch's pass also scores it without
+        another read of the data.
 
     Notes
     -----
     Engines that split the pass merge partial states by averaging the models weighted by the
-    rows each processed (parameter mixing); the step counter advances by the rows of both.
+    rows each processed (parameter mixing); the step counter advances by the rows of both,
+    and the monitored losses and weights add up.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, rows: TrainingRows, pairs: ModelPairs, lam: float, bias_scale: float,
-                 average_start: int, initial: PegasosState) -> None:
+                 average_start: int, initial: PegasosState,
+                 monitor: np.ndarray | None = None) -> None:
         self.rows = rows
         self.pairs = pairs
         self.lam = float(lam)
         self.bias_scale = float(bias_scale)
         self.average_start = int(average_start)
         self.initial = initial
+        self.monitor = None if monitor is None else np.ascontiguousarray(monitor,
+                                                                         dtype=np.float64)
 
     def start(self) -> PegasosState:
-        """A copy of the initial state."""
+        """A copy of the initial state (empty monitored losses)."""
         state = self.initial.copy()
         state.rows = 0
+        if self.monitor is None:
+            state.monitor_loss = state.monitor_weight = None
+        else:
+            m = self.monitor.shape[0]
+            state.monitor_loss, state.monitor_weight = np.zeros(m), np.zeros(m)
         return state
+
+    def _monitor(self, state: PegasosState, chunk: Chunk, X: np.ndarray, codes: np.ndarray,
+                 weight: np.ndarray) -> None:
+        # hinge losses of the frozen model on the chunk's monitored rows (held out, else X)
+        assert self.monitor is not None
+        assert state.monitor_loss is not None and state.monitor_weight is not None
+        if self.rows.holdout is not None:
+            held = np.flatnonzero(self.rows.holdout.mask(chunk.rows))
+            if held.size == 0:
+                return
+            X = np.ascontiguousarray(chunk.X[held])
+            if self.rows.feature_map is not None:
+                X = self.rows.feature_map.transform(X)
+            codes = np.asarray(chunk.y)[held]
+            weight = (np.ones(held.size) if chunk.weight is None
+                      else np.asarray(chunk.weight, dtype=np.float64)[held])
+        if X.shape[0] == 0:
+            return
+        loss, total = hinge_sums(decision_ovr_chunk(X, self.monitor, self.bias_scale,
+                                                    *self.rows.emb),
+                                 codes, self.pairs, weight)
+        state.monitor_loss += loss
+        state.monitor_weight += total
 
     def step(self, state: PegasosState, chunk: Chunk) -> PegasosState:
         """PEGASOS steps over the chunk's training rows (in place)."""
         _, X, codes, weight = self.rows.select(chunk)
+        if self.monitor is not None:
+            self._monitor(state, chunk, X, codes, weight)
         state.t = pegasos_ovr_chunk(X, codes, *self.pairs, weight, self.lam, self.bias_scale,
                                     state.W, state.AVG, state.t, self.average_start,
                                     *self.rows.emb)
@@ -275,7 +334,9 @@ class PegasosEpochPass:
     def merge(self, a: PegasosState, b: PegasosState) -> PegasosState:
         """Parameter mixing of two partial states (a new state)."""
         return PegasosState(_mix(a.W, b.W, a.rows, b.rows), _mix(a.AVG, b.AVG, a.rows, b.rows),
-                            max(a.t, b.t) + min(a.rows, b.rows), a.rows + b.rows)
+                            max(a.t, b.t) + min(a.rows, b.rows), a.rows + b.rows,
+                            _add(a.monitor_loss, b.monitor_loss),
+                            _add(a.monitor_weight, b.monitor_weight))
 
     def finish(self, state: PegasosState) -> PegasosState:
         """The state after the epoch."""
@@ -469,6 +530,34 @@ class ModelPairs(NamedTuple):
         positive = codes == self.positive[None, :]
         negative = (self.negative[None, :] == REST) | (codes == self.negative[None, :])
         return positive, (positive | negative).astype(np.float64)
+
+
+def hinge_sums(scores: np.ndarray, codes: np.ndarray, pairs: ModelPairs,
+               weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted hinge losses of every binary model over some rows, and their weights.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n, m)
+        Scores ``w_j . Psi(x) + b_j`` of the rows under each model.
+    codes : ndarray of shape (n,)
+        Class codes.
+    pairs : ModelPairs
+    weight : ndarray of shape (n,)
+        Sample weights.
+
+    Returns
+    -------
+    loss : ndarray of shape (m,), float64
+        ``sum_i s_i max(0, 1 - y_ij f_j(x_i))`` over the rows in model ``j``'s problem.
+    total : ndarray of shape (m,), float64
+        ``sum_i s_i`` over the same rows.
+    """
+    positive, member = pairs.labels(codes)
+    sign = np.where(positive, 1.0, -1.0)
+    w = member * np.asarray(weight, dtype=np.float64)[:, None]
+    loss = np.maximum(0.0, 1.0 - sign * scores) * w
+    return loss.sum(axis=0), w.sum(axis=0)
 
 
 def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:

@@ -1,0 +1,165 @@
+"""Stopping rules of AdditiveSVC's solvers: caps, ConvergenceWarning, n_iter_, monitored loss."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn import open_dataset
+from streamlearn.engine import LocalEngine
+from streamlearn.models.additive import AdditiveSVC
+from streamlearn.solvers.additive import Holdout, ModelPairs, PegasosEpochPass, PegasosState
+from streamlearn.solvers.additive.driver import Patience, monitored_loss
+from streamlearn.solvers.additive.passes import TrainingRows
+from streamlearn.solvers.embedding import embedding_params
+
+
+def problem(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, (n, 3)).astype(np.float32)
+    f = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 - 0.4 + 0.3 * rng.normal(size=n)
+    return X, np.where(f > 0, 1, 0)
+
+
+def fit_quietly(model: AdditiveSVC, X: np.ndarray, y: np.ndarray) -> list[warnings.WarningMessage]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    return [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
+@pytest.mark.parametrize("solver", ["dcd", "pegasos"])
+def test_a_solver_stopped_at_its_cap_warns_and_counts_its_epochs(solver):
+    X, y = problem(1500)
+    model = AdditiveSVC(solver=solver, epochs=2, tol=1e-9, chunk_rows=500, progress=False)
+    with pytest.warns(ConvergenceWarning, match="epochs=2"):
+        model.fit(X, y)
+    assert model.n_iter_ == 2
+
+
+@pytest.mark.parametrize("solver", ["dcd", "pegasos"])
+@pytest.mark.parametrize("calibrate", [True, False])
+def test_a_converged_fit_stops_before_its_cap_without_warning(solver, calibrate):
+    X, y = problem(1500)
+    model = AdditiveSVC(solver=solver, epochs=300, calibrate=calibrate, chunk_rows=500,
+                        progress=False)
+    assert fit_quietly(model, X, y) == []
+    assert 1 <= model.n_iter_ < 300
+    if solver == "dcd":
+        assert model.pg_range_ <= 0.1
+    else:
+        history = model.monitor_loss_
+        assert len(history) == model.n_iter_ - 1
+        # the rule: the last two values improve on the best before them by less than 1%
+        best = min(history[:-2])
+        assert min(history[-2:]) >= best * (1 - 0.01)
+
+
+@pytest.mark.parametrize("solver", ["dcd", "pegasos"])
+def test_tol_none_runs_every_epoch_silently(solver):
+    X, y = problem(600)
+    model = AdditiveSVC(solver=solver, epochs=3, tol=None, progress=False)
+    assert fit_quietly(model, X, y) == []
+    assert model.n_iter_ == 3 and model.monitor_loss_ == []
+
+
+def test_patience_rule():
+    rule = Patience(0.1, 2)
+    # 10 -> 8 improves by 20%, 7.5 and 7.3 by less than 10% of the best
+    assert [rule.update(v) for v in [10.0, 8.0, 7.5, 7.3]] == [False, False, False, True]
+    rule = Patience(0.1, 2)
+    assert [rule.update(v) for v in [10.0, 9.5, 8.0, 7.9, 9.0]] == [False] * 4 + [True]
+
+
+def _pass_data(n: int = 900):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = rng.integers(0, 3, size=n)
+    weight = rng.uniform(0.5, 2.0, size=n)
+    return X, y, weight
+
+
+@pytest.mark.parametrize("held_out", [True, False])
+def test_monitored_loss_against_numpy(held_out):
+    X, y, weight = _pass_data()
+    ds = open_dataset(X, target=y, weight=weight, chunk_rows=200)
+    emb = embedding_params(None, 4)
+    pairs = ModelPairs.of(3, "ovr")
+    holdout = Holdout.fraction(0.3, 11) if held_out else None
+    rng = np.random.default_rng(4)
+    model = rng.normal(size=(3, 5))
+    initial = PegasosState(np.zeros((3, 5)), np.zeros((3, 5)), 0)
+    lam = 0.05
+    epoch = PegasosEpochPass(TrainingRows(emb, None, holdout), pairs, lam, 0.7, 10**9,
+                             initial, model)
+    state = LocalEngine(progress=False).run(epoch, ds, shuffle=True, seed=1)
+    # numpy: hinge losses of the frozen model on the held-out rows (or all training rows)
+    codes = np.searchsorted(ds.classes, y)
+    rows = (holdout.mask(np.arange(len(y))) if held_out else np.ones(len(y), dtype=bool))
+    assert 0 < rows.sum() < len(y) or not held_out
+    scores = X[rows].astype(np.float64) @ model[:, :4].T + 0.7 * model[:, 4]
+    sign = np.where(codes[rows, None] == np.arange(3)[None, :], 1.0, -1.0)
+    loss = (np.maximum(0.0, 1.0 - sign * scores) * weight[rows, None]).sum(axis=0)
+    np.testing.assert_allclose(state.monitor_loss, loss, rtol=1e-5)
+    np.testing.assert_allclose(state.monitor_weight, np.full(3, weight[rows].sum()), rtol=1e-6)
+    expected = np.sum(loss / weight[rows].sum())
+    if not held_out:
+        expected += 0.5 * lam * np.sum(model**2)
+    assert monitored_loss(state, model, emb, lam, held_out) == pytest.approx(expected, rel=1e-5)
+    # the models the pass trains are the same as without monitoring
+    plain = PegasosEpochPass(TrainingRows(emb, None, holdout), pairs, lam, 0.7, 10**9, initial)
+    reference = LocalEngine(progress=False).run(plain, ds, shuffle=True, seed=1)
+    np.testing.assert_array_equal(state.W, reference.W)
+    assert reference.monitor_loss is None
+
+
+def test_monitored_losses_merge_by_adding():
+    X, y, weight = _pass_data(400)
+    ds = open_dataset(X, target=y, weight=weight, chunk_rows=100)
+    emb = embedding_params(None, 4)
+    model = np.random.default_rng(5).normal(size=(3, 5))
+    epoch = PegasosEpochPass(TrainingRows(emb, None, Holdout.fraction(0.5, 2)),
+                             ModelPairs.of(3, "ovr"), 0.1, 1.0, 10**9,
+                             PegasosState(np.zeros((3, 5)), np.zeros((3, 5)), 0), model)
+    chunks = list(ds.chunks())
+    a, b = epoch.start(), epoch.start()
+    for chunk in chunks[:2]:
+        a = epoch.step(a, chunk)
+    for chunk in chunks[2:]:
+        b = epoch.step(b, chunk)
+    whole = epoch.start()
+    for chunk in chunks:
+        whole = epoch.step(whole, chunk)
+    merged = epoch.merge(a, b)
+    np.testing.assert_allclose(merged.monitor_loss, whole.monitor_loss, rtol=1e-12)
+    np.testing.assert_allclose(merged.monitor_weight, whole.monitor_weight, rtol=1e-12)
+
+
+def test_monitored_state_round_trips_through_the_checkpoint_codec():
+    import json
+
+    from streamlearn.engine.state_codec import decode, encode
+
+    state = PegasosState(np.ones((2, 3)), np.zeros((2, 3)), 7, 5, np.array([1.5, 2.0]),
+                         np.array([3.0, 4.0]))
+    arrays: dict = {}
+    back = decode(json.loads(json.dumps(encode(state, arrays))), arrays)
+    np.testing.assert_array_equal(back.monitor_loss, state.monitor_loss)
+    np.testing.assert_array_equal(back.monitor_weight, state.monitor_weight)
+    assert back.t == 7 and back.rows == 5
+
+
+def test_a_checkpointed_fit_replays_to_the_same_stop(tmp_path):
+    X, y = problem(1200)
+    kw = dict(epochs=40, chunk_rows=300, random_state=3, progress=False)
+    plain = AdditiveSVC(**kw).fit(X, y)
+    first = AdditiveSVC(**kw).fit(X, y, checkpoint=tmp_path / "ck")
+    again = AdditiveSVC(**kw).fit(X, y, checkpoint=tmp_path / "ck")
+    assert plain.n_iter_ < 40
+    for model in (first, again):
+        assert model.n_iter_ == plain.n_iter_
+        assert model.monitor_loss_ == plain.monitor_loss_
+        np.testing.assert_array_equal(model.coef_d_, plain.coef_d_)
