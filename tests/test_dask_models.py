@@ -4,7 +4,8 @@ The super-sparse fit is made of reductions only (Gram matrices, prototype gradie
 in a tree on the cluster, so it must give the local model to float round-off. MixtureSVC's
 experts are trained by dual coordinate descent, a sequential pass that the cluster runs by
 parameter mixing, in batch and in stochastic EM alike: it must reach the local held-out
-accuracy within half a point.
+accuracy within one point (the standard error of a difference of two accuracies near 0.97
+on 2000 test rows is about 0.4 points).
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ def _xor(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_mixture_on_dask_matches_local(dask_client, em: str) -> None:
     X, y = _xor(4000, 0)
     Xt, yt = _xor(2000, 1)
-    params = {"n_components": 6, "em": em, "epochs": 3, "tau": 4.0, "C": 1.0,
+    # tau in standardised units: 4 on the raw features, whose variance is 1/3
+    params = {"n_components": 6, "em": em, "epochs": 3, "tau": 4.0 / 3.0, "C": 1.0,
               "chunk_rows": 500, "random_state": 0}
     local = MixtureSVC(**params).fit(X, y)
     remote = MixtureSVC(**params).fit(X, y, engine=DaskEngine(dask_client))
     acc_local = accuracy_score(yt, local.predict(Xt))
     acc_remote = accuracy_score(yt, remote.predict(Xt))
     assert acc_local > 0.9
-    assert acc_remote >= acc_local - 0.005, (acc_remote, acc_local)
+    assert acc_remote >= acc_local - 0.01, (acc_remote, acc_local)
 
 
 def test_supersparse_on_dask_matches_local(dask_client) -> None:

@@ -45,6 +45,7 @@ from streamlearn.models.base import (
     record_categories,
     storable_classes,
 )
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture import driver
 from streamlearn.solvers.mixture.driver import (
     EM_MODES,
@@ -109,21 +110,34 @@ __all__ = [
 class MixtureSVC(ClassifierScore, StreamEstimator):
     """Mixture of linear SVMs with RBF gating, trained by EM over chunked data (paper 002).
 
+    Every feature is standardised first, ``z = (x - shift_) / scale_`` with the mean and
+    the standard deviation of the training rows (unweighted; a constant feature keeps the
+    scale 1 and becomes 0), and the mixture is trained and applied to ``z``: a fit on
+    features put through any per-feature affine map gives the same predictions (up to
+    float round-off), and ``tau``, ``C`` and the centres are in standardised units.
+
     Parameters
     ----------
-    n_components : int
+    n_components : int or "auto"
         Components at the start (``k_max``); components whose mixing weight vanishes
-        (eq. 20) are pruned during training.
-    nu : float
+        (eq. 20) are pruned during training. ``"auto"``: ``round(sqrt(n_rows))`` clipped
+        to ``[10, 30]`` (and to ``n_rows``), more local experts for more rows.
+    nu : float or "auto"
         Dirichlet-type prior on the mixing weights (eq. 18-20): a component explaining
         fewer than ``nu`` (weighted) rows is pruned. 0 prunes only empty components.
+        ``"auto"``: ``n_features + 1``, the number of weights of one expert, so that a
+        component left with fewer rows than its expert has weights is pruned.
     tau : float or "auto"
-        Gating scale of eq. 7. ``"auto"``: the inverse of the mean squared distance of a
-        row to its nearest initial centre (scale-free; the paper's ``tau = 1`` suits data
-        whose within-cluster squared distances are about 1).
+        Gating scale of eq. 7 (in standardised units). ``"auto"``:
+        ``tau = 16 / D^2``, ``D^2`` the median over the k-means centres of the squared
+        distance to the nearest other centre (duplicates left out). The log-ratio of two
+        neighbouring gates grows as ``2 tau D delta`` with the distance ``delta`` from
+        their mid-plane, so this makes it 8 half-way from the mid-plane to a centre,
+        whatever the dimension and the number of centres: each region is left to its own
+        expert. A number is taken in standardised units.
     C : float
         Penalty of each expert's hinge losses, ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge``
-        (``C = 1 / (2 zeta)`` of eq. 9).
+        (``C = 1 / (2 zeta)`` of eq. 9), on the standardised features.
     em : {"stochastic", "batch"}
         Batch EM (Fig. 2: an E-step pass, L-BFGS passes for the centres and a coordinate
         descent pass for the experts per iteration) or stochastic EM (one pass per epoch,
@@ -133,7 +147,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     tol : float
         EM stops after an epoch that changes the penalised log-likelihood (eq. 19; for
         stochastic EM accumulated over the pass's chunks) by at most ``tol`` times the total
-        sample weight; reaching ``epochs`` first warns ``ConvergenceWarning``.
+        sample weight, i.e. by at most ``tol`` nats per row on average; reaching ``epochs``
+        first warns ``ConvergenceWarning``. The default 0.01 lies above the epoch-to-epoch
+        noise of stochastic EM's accumulated log-likelihood (a few thousandths of a nat
+        per row), which a smaller ``tol`` would wait on until ``epochs``.
     bias_scale : float
         Value of the constant feature whose (regularised) weight is each expert's bias.
     chunk_rows : int, optional
@@ -155,11 +172,16 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Mixing weights (0: pruned); ``n_models`` is 1 for two classes (positive class
         ``classes_[1]``), else one mixture per class.
     centers_ : ndarray of shape (n_models, k, d)
-        Gating centres.
+        Gating centres (standardised units).
     coef_ : ndarray of shape (n_models, k, d + 1)
-        Experts, bias weight last (the bias is ``coef_[..., -1] * bias_scale``).
+        Experts on the standardised features, bias weight last (the bias is
+        ``coef_[..., -1] * bias_scale``).
     tau_ : float
         Gating scale used.
+    nu_ : float
+        Prior of eq. 20 used (``nu="auto"`` resolved).
+    shift_, scale_ : ndarray of shape (d,)
+        The standardisation ``z = (x - shift_) / scale_`` the centres and experts apply to.
     n_iter_ : int
         EM iterations (batch) or passes (stochastic) run, the most over the one-vs-rest
         mixtures; each ``partial_fit`` call adds one.
@@ -188,8 +210,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             "random order, so a repeated row is not the same as a doubled weight",
     }
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "nu": [Interval(Real, 0, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "nu": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "tau": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "C": [Interval(Real, 0, None, closed="neither")],
         "em": [StrOptions(set(EM_MODES))],
@@ -206,13 +228,13 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
 
     def __init__(
         self,
-        n_components: int = 10,
-        nu: float = 1.0,
+        n_components: int | str = "auto",
+        nu: float | str = "auto",
         tau: float | str = "auto",
         C: float = 1.0,
         em: str = "stochastic",
-        epochs: int = 10,
-        tol: float = 1e-3,
+        epochs: int = 20,
+        tol: float = 1e-2,
         bias_scale: float = 1.0,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
@@ -234,7 +256,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
 
     # -- hyper-parameters -------------------------------------------------------------------
     def _config(self) -> MixtureConfig:
-        return MixtureConfig(int(self.n_components), float(self.nu), self.tau, float(self.C),
+        n_components = self.n_components
+        nu = self.nu
+        return MixtureConfig(n_components if n_components == "auto" else int(n_components),
+                             nu if nu == "auto" else float(nu), self.tau, float(self.C),
                              str(self.em), int(self.epochs), float(self.tol),
                              float(self.bias_scale))
 
@@ -293,6 +318,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.history_ = fitted.history
         self.n_iter_ = fitted.n_iter
         self._online = fitted.online
+        self.nu_ = float(fitted.nu)
+        self.shift_ = np.asarray(fitted.shift, dtype=np.float64)
+        self.scale_ = np.asarray(fitted.scale, dtype=np.float64)
         self.classes_ = storable_classes(fitted.classes)
 
     def _fitted(self) -> MixtureFit:
@@ -301,24 +329,42 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         online = getattr(self, "_online", None)
         if online is None:
             online = OnlineState(np.array(self.xi_, dtype=np.float64), 0, 0.0, 0)
+        shift, scale = self._standardisation()
         return MixtureFit(self.classes_, self.feature_names_in_, self.xi_,
                           self.centers_, self.coef_, float(self.tau_), self.history_,
-                          int(getattr(self, "n_iter_", 0)), True, online)
+                          int(getattr(self, "n_iter_", 0)), True, online, shift, scale,
+                          self._fitted_nu())
+
+    def _fitted_nu(self) -> float:
+        """``nu_``, or on a model stored without it the value ``nu`` resolves to."""
+        if hasattr(self, "nu_"):
+            return float(self.nu_)
+        if self.nu == "auto":
+            return driver.default_nu(int(self.centers_.shape[-1]))
+        return float(self.nu)
+
+    def _standardisation(self) -> tuple[np.ndarray, np.ndarray]:
+        """``shift_`` and ``scale_`` (none, on a model stored without them: the identity)."""
+        d = int(self.centers_.shape[-1])
+        shift = getattr(self, "shift_", None)
+        scale = getattr(self, "scale_", None)
+        return (np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64),
+                np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64))
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None,
                     sample_weight: Any = None) -> MixtureSVC:
         """One pass of stochastic EM over in-memory rows, continuing from the current model.
 
         The first call (on an unfitted model) initialises the model from its rows exactly
-        as ``fit`` with ``em="stochastic"`` and ``epochs=1`` does: k-means centres, the
-        gating scale (``tau="auto"``: from the first call's rows only, then fixed), one
-        expert per cluster, then one stochastic EM pass; it needs at least
-        ``n_components`` rows. Later calls (also after ``fit`` or ``load``) make one
-        stochastic EM pass over their rows, chunk by chunk (``chunk_rows``), in a seeded
-        random order, from the current parameters and step size; the counts of eq. 20 are
-        the running mean posteriors times the total weight of all rows seen so far. The
-        experts' dual variables of the new rows start at zero. ``em``, ``epochs`` and
-        ``tol`` do not apply.
+        as ``fit`` with ``em="stochastic"`` and ``epochs=1`` does: the standardisation,
+        ``n_components="auto"``, ``nu="auto"``, the k-means centres and ``tau="auto"``
+        come from the first call's rows only and stay fixed, one expert per cluster, then
+        one stochastic EM pass; it needs at least ``n_components`` rows. Later calls (also
+        after ``fit`` or ``load``) make one stochastic EM pass over their rows, chunk by chunk
+        (``chunk_rows``), in a seeded random order, from the current parameters and step
+        size; the counts of eq. 20 are the running mean posteriors times the total weight
+        of all rows seen so far. The experts' dual variables of the new rows start at zero.
+        ``em``, ``epochs`` and ``tol`` do not apply.
 
         Parameters
         ----------
@@ -395,6 +441,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         (n, n_classes), one column per one-vs-rest mixture; float64.
         """
         values = self._check_X(X)
+        shift, scale = self._standardisation()
+        values = Standardiser(shift, scale).apply(values)
         n, m = values.shape[0], self.xi_.shape[0]
         f = np.empty((n, m))
         for j in range(m):

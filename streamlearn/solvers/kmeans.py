@@ -13,6 +13,9 @@ on that sample.
 
 Split across workers, :class:`MiniBatchKMeansPass` merges its partial states centre by
 centre, weighting each by the rows that partial state assigned to it in this pass.
+
+A :class:`Standardiser` (a per-feature affine map) may be applied to every chunk first, so
+that the centres are found in the standardised space.
 """
 
 from __future__ import annotations
@@ -26,6 +29,71 @@ from numba import njit
 from streamlearn.data import Chunk, Dataset
 from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.errors import DataError
+
+
+@dataclass(frozen=True)
+class Standardiser:
+    """Per-feature affine map ``z = (x - shift) / scale`` applied to chunks of features.
+
+    Attributes
+    ----------
+    shift : ndarray of shape (n_features,), float64
+    scale : ndarray of shape (n_features,), float64
+        Positive.
+
+    Examples
+    --------
+    >>> s = Standardiser(np.array([1.0, 0.0]), np.array([2.0, 1.0]))
+    >>> s.apply(np.array([[3.0, 5.0]], dtype=np.float32))
+    array([[1., 5.]], dtype=float32)
+    """
+
+    shift: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def from_moments(cls, count: int, mean: np.ndarray, m2: np.ndarray,
+                     minimum: np.ndarray, maximum: np.ndarray) -> Standardiser:
+        """Centre on the mean, divide by the (population) standard deviation.
+
+        A feature whose minimum equals its maximum (a constant) keeps the scale 1, so it
+        becomes 0 and does not divide by zero.
+
+        Parameters
+        ----------
+        count : int
+            Rows the moments were taken over.
+        mean, m2 : ndarray of shape (n_features,)
+            Means and sums of squared deviations from them.
+        minimum, maximum : ndarray of shape (n_features,)
+
+        Returns
+        -------
+        Standardiser
+        """
+        mean = np.asarray(mean, dtype=np.float64)
+        std = np.sqrt(np.maximum(np.asarray(m2, dtype=np.float64), 0.0) / max(int(count), 1))
+        varies = (np.asarray(maximum) > np.asarray(minimum)) & (std > 0) & np.isfinite(std)
+        return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(varies, std, 1.0))
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """The standardised features.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_rows, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_features), float32, C-contiguous
+        """
+        Z = (np.asarray(X, dtype=np.float64) - self.shift) / self.scale
+        return np.ascontiguousarray(Z, dtype=np.float32)
+
+
+def _features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
+    return chunk.X if standardiser is None else standardiser.apply(chunk.X)
+
 
 #: Lloyd iterations on the sample after k-means++ seeding.
 SAMPLE_LLOYD_ITERATIONS = 10
@@ -151,6 +219,8 @@ class MiniBatchKMeansPass:
         Centres at the start of the pass (not modified).
     counts : ndarray of shape (k,), optional
         Rows assigned to each centre by earlier passes (zeros by default).
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first.
 
     Notes
     -----
@@ -160,7 +230,9 @@ class MiniBatchKMeansPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, centers: np.ndarray, counts: np.ndarray | None = None) -> None:
+    def __init__(self, centers: np.ndarray, counts: np.ndarray | None = None,
+                 standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         k = self.centers.shape[0]
         self.counts = (np.zeros(k) if counts is None
@@ -175,7 +247,8 @@ class MiniBatchKMeansPass:
         weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
                   else np.ascontiguousarray(chunk.weight, dtype=np.float32))
         before = state.counts.copy()
-        state.inertia += minibatch_step(chunk.X, weight, state.centers, state.counts)
+        state.inertia += minibatch_step(_features(chunk, self.standardiser), weight,
+                                        state.centers, state.counts)
         state.gained += state.counts - before
         state.rows += chunk.n_rows
         return state
@@ -287,7 +360,8 @@ def lloyd(X: np.ndarray, centers: np.ndarray, iterations: int) -> np.ndarray:
 
 
 def streamed_kmeans(data: Any, n_clusters: int, *, engine: Any = None, epochs: int = 3,
-                    seed: int = 0, init_rows: int | None = None) -> np.ndarray:
+                    seed: int = 0, init_rows: int | None = None,
+                    standardiser: Standardiser | None = None) -> np.ndarray:
     """k-means centres of a dataset, streaming over its chunks.
 
     One reduction pass draws a uniform sample of ``init_rows`` rows; k-means++ and a few
@@ -307,6 +381,9 @@ def streamed_kmeans(data: Any, n_clusters: int, *, engine: Any = None, epochs: i
         Seeds the sample, the seeding and the shuffling.
     init_rows : int, optional
         Size of the sample the centres are seeded from; default ``max(4096, 20 k)``.
+    standardiser : Standardiser, optional
+        Cluster the standardised rows ``standardiser.apply(X)`` (the centres are in that
+        space); None clusters the rows as they are.
 
     Returns
     -------
@@ -339,12 +416,12 @@ def streamed_kmeans(data: Any, n_clusters: int, *, engine: Any = None, epochs: i
         RowSamplePass(size, dataset.n_features, seed ^ SAMPLE_SALT), dataset,
         description="k-means sample")
     rng = np.random.default_rng(seed)
-    centers = lloyd(sample.values, kmeans_plus_plus(sample.values, k, rng),
-                    SAMPLE_LLOYD_ITERATIONS)
+    values = sample.values if standardiser is None else standardiser.apply(sample.values)
+    centers = lloyd(values, kmeans_plus_plus(values, k, rng), SAMPLE_LLOYD_ITERATIONS)
     counts = np.zeros(k)
     for epoch in range(int(epochs)):
-        state: KMeansState = runner.run(MiniBatchKMeansPass(centers, counts), dataset,
-                                        shuffle=True, seed=seed, epoch=epoch,
+        state: KMeansState = runner.run(MiniBatchKMeansPass(centers, counts, standardiser),
+                                        dataset, shuffle=True, seed=seed, epoch=epoch,
                                         description=f"k-means epoch {epoch + 1}/{epochs}")
         centers, counts = state.centers, state.counts
     return centers.astype(np.float32)

@@ -2,10 +2,15 @@
 
 :func:`fit`:
 
+0. a reduction pass takes every feature's mean and standard deviation; every later pass
+   works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
+   the scale 1), so the fit does not depend on the features' units;
+   ``n_components="auto"`` and ``nu="auto"`` are resolved (:func:`resolve`);
 1. streamed mini-batch k-means gives ``k`` centres (:func:`~streamlearn.solvers.kmeans.
    streamed_kmeans`); a reduction pass counts each cluster's classes; sequential passes of
    dual coordinate descent train a linear SVM per mixed cluster; a single-class cluster gets
-   ``+/- e_{d+1}`` (a constant expert) as Sec. III-D says;
+   ``+/- e_{d+1}`` (a constant expert) as Sec. III-D says; ``tau="auto"`` comes from the
+   spacing of the k-means centres (:func:`gating_scale`);
 2. ``em="batch"`` (Fig. 2): per iteration, a reduction pass computes the E-step statistics
    (eq. 11) and the objective, ``xi`` follows eq. 20 (pruning), the centres take a few
    L-BFGS steps on eq. 13 whose value and gradient (eq. 14) are each one reduction pass, and
@@ -24,6 +29,7 @@ handled one class against the rest, one mixture per class.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +38,7 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError
-from streamlearn.solvers.kmeans import streamed_kmeans
+from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
 from streamlearn.solvers.mixture.passes import (
     ClusterCountPass,
@@ -42,6 +48,7 @@ from streamlearn.solvers.mixture.passes import (
     ExpertObjectivePass,
     ExpertPass,
     ExpertState,
+    FeatureMomentsPass,
     GatingPass,
     GatingValue,
     InitialExpertPass,
@@ -62,6 +69,12 @@ INIT_EXPERT_PASSES = 2
 MAX_EXPERT_PASSES = 4
 #: L-BFGS steps on the centres per batch EM iteration.
 LBFGS_STEPS = 3
+#: ``tau = TAU_FACTOR / D^2`` with ``D^2`` the median squared distance of a k-means centre
+#: to its nearest other centre (see :func:`gating_scale`).
+TAU_FACTOR = 16.0
+#: Bounds of ``n_components="auto"`` (see :func:`default_components`).
+MIN_COMPONENTS = 10
+MAX_COMPONENTS = 30
 
 History = list[dict[str, float]]
 
@@ -72,8 +85,8 @@ class MixtureConfig:
 
     Attributes
     ----------
-    n_components : int
-    nu : float
+    n_components : int or "auto"
+    nu : float or "auto"
     tau : float or "auto"
     C : float
     em : {"stochastic", "batch"}
@@ -82,8 +95,8 @@ class MixtureConfig:
     bias_scale : float
     """
 
-    n_components: int
-    nu: float
+    n_components: int | str
+    nu: float | str
     tau: float | str
     C: float
     em: str
@@ -171,6 +184,10 @@ class MixtureFit:
     converged : bool
         Whether every binary model met the tolerance.
     online : OnlineState
+    shift, scale : ndarray of shape (d,)
+        The standardisation ``z = (x - shift) / scale`` the centres and experts live in.
+    nu : float
+        The prior of eq. 18-20 used (``"auto"`` resolved).
     """
 
     classes: np.ndarray
@@ -183,11 +200,71 @@ class MixtureFit:
     n_iter: int
     converged: bool
     online: OnlineState
+    shift: np.ndarray
+    scale: np.ndarray
+    nu: float
+
+    @property
+    def standardiser(self) -> Standardiser:
+        """The standardisation as a :class:`~streamlearn.solvers.kmeans.Standardiser`."""
+        return Standardiser(np.asarray(self.shift, dtype=np.float64),
+                            np.asarray(self.scale, dtype=np.float64))
 
 
 def _positives(n_classes: int) -> list[int]:
     """Class codes of the positive side of each binary model."""
     return [1] if n_classes <= 2 else list(range(n_classes))
+
+
+def gating_scale(centers: np.ndarray) -> float:
+    """``tau = TAU_FACTOR / median_j min_{l != j} ||v_j - v_l||^2`` over the k-means centres.
+
+    The gates of two neighbouring centres ``v_j``, ``v_l`` at distance ``D`` have the
+    log-ratio ``2 tau D delta`` at ``delta`` from their mid-plane; with ``tau = c / D^2``
+    it is ``c / 2`` half-way between the mid-plane and a centre (``delta = D / 4``),
+    whatever the dimension or the number of centres. Duplicate centres (distance 0) are
+    left out; with no two distinct centres, ``tau = 1``.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (k, d)
+
+    Returns
+    -------
+    float
+    """
+    V = np.asarray(centers, dtype=np.float64)
+    if V.shape[0] < 2:
+        return 1.0
+    sq = ((V[:, None, :] - V[None, :, :]) ** 2).sum(axis=2)
+    np.fill_diagonal(sq, np.inf)
+    nearest = sq.min(axis=1)
+    nearest = nearest[np.isfinite(nearest) & (nearest > 0)]
+    if nearest.size == 0:
+        return 1.0
+    return float(TAU_FACTOR / np.median(nearest))
+
+
+def default_components(n_rows: int) -> int:
+    """``n_components="auto"``: ``round(sqrt(n_rows))`` clipped to ``[MIN_COMPONENTS,
+    MAX_COMPONENTS]`` (and to ``n_rows``)."""
+    k = int(np.rint(np.sqrt(max(int(n_rows), 0))))
+    return max(1, min(int(n_rows), min(MAX_COMPONENTS, max(MIN_COMPONENTS, k))))
+
+
+def default_nu(n_features: int) -> float:
+    """``nu="auto"``: ``n_features + 1``, the weights of one expert (bias included), so
+    that a component explaining fewer rows than its expert has weights is pruned."""
+    return float(int(n_features) + 1)
+
+
+def resolve(config: MixtureConfig, n_rows: int, n_features: int) -> MixtureConfig:
+    """``config`` with ``n_components`` and ``nu`` given as ``"auto"`` replaced by their
+    values for a dataset of ``n_rows`` rows and ``n_features`` features."""
+    k = (default_components(n_rows) if config.n_components == "auto"
+         else int(config.n_components))
+    nu = default_nu(n_features) if config.nu == "auto" else float(config.nu)
+    return dataclasses.replace(config, n_components=k, nu=nu)
 
 
 def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> MixtureFit:
@@ -206,23 +283,30 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     -------
     MixtureFit
     """
+    config = resolve(config, dataset.n_rows, dataset.n_features)
     k = int(config.n_components)
     if dataset.n_rows < k:
         raise DataError(f"n_components={k} needs at least {k} training rows, the data "
                         f"has {dataset.n_rows}")
     classes = dataset.classes
     assert classes is not None
-    centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed)
-    fits = [_fit_binary(runner, dataset, config, centers, positive, seed + 7919 * m)
+    moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
+                         description="feature moments")
+    std = Standardiser.from_moments(*moments)
+    centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
+                              standardiser=std)
+    tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
+    fits = [_fit_binary(runner, dataset, config, centers, positive, seed + 7919 * m, tau, std)
             for m, positive in enumerate(_positives(len(classes)))]
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
                          fits[0].total_weight, 0)
     return MixtureFit(classes, tuple(dataset.feature_names),
                       np.stack([f.params.xi for f in fits]),
                       np.stack([f.params.V for f in fits]),
-                      np.stack([f.params.W for f in fits]), fits[-1].tau,
+                      np.stack([f.params.W for f in fits]), tau,
                       [f.history for f in fits], max(f.n_iter for f in fits),
-                      all(f.converged for f in fits), online)
+                      all(f.converged for f in fits), online, std.shift, std.scale,
+                      float(config.nu))
 
 
 def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: MixtureFit,
@@ -250,6 +334,8 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
         With one more history entry per binary model and ``n_iter`` one larger.
     """
     online = model.online
+    std = model.standardiser
+    config = dataclasses.replace(config, n_components=model.xi.shape[1], nu=model.nu)
     seen = online.seen_weight + float(weight)
     k = model.xi.shape[1]
     states = []
@@ -262,7 +348,8 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
             state: StochasticState = runner.run(
                 StochasticEpochPass(positive, float(config.C), float(model.tau),
                                     float(config.nu), float(config.bias_scale), seen, alpha,
-                                    (seed + 7919 * m) * 1000003 + 37 + online.calls, start),
+                                    (seed + 7919 * m) * 1000003 + 37 + online.calls, start,
+                                    std),
                 dataset, shuffle=True, seed=seed + 7919 * m, epoch=online.calls,
                 description="stochastic EM (partial_fit)")
         history.append([*model.history[m], _record(config, state.loglik, state.params)])
@@ -273,26 +360,23 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       np.stack([s.params.W for s in states]), model.tau, history,
                       model.n_iter + 1, model.converged,
                       OnlineState(np.stack([s.resp for s in states]),
-                                  max(s.t for s in states), seen, online.calls + 1))
+                                  max(s.t for s in states), seen, online.calls + 1),
+                      model.shift, model.scale, model.nu)
 
 
 def _initial_mixture(runner: Any, dataset: Dataset, config: MixtureConfig,
-                     centers: np.ndarray, positive: int, seed: int,
-                     alpha: ExampleState) -> tuple[MixtureParams, np.ndarray, float, float]:
+                     centers: np.ndarray, positive: int, seed: int, alpha: ExampleState,
+                     std: Standardiser) -> tuple[MixtureParams, np.ndarray, float]:
     """Sec. III-D: one expert per k-means cluster.
 
-    Returns the parameters, the mask of constant (single-class) experts, the total sample
-    weight and the gating scale.
+    Returns the parameters, the mask of constant (single-class) experts and the total
+    sample weight.
     """
     k, d = centers.shape
     C, bs = float(config.C), float(config.bias_scale)
-    counts: ClusterCounts = runner.run(ClusterCountPass(centers, positive), dataset,
+    counts: ClusterCounts = runner.run(ClusterCountPass(centers, positive, std), dataset,
                                        description="cluster classes")
     total = float(counts.counts.sum())
-    if config.tau == "auto":
-        tau = total / max(counts.sq_dist, 1e-12)
-    else:
-        tau = float(config.tau)
     mixed = (counts.counts > 0).all(axis=1)
     W = np.zeros((k, d + 1))
     # Sec. III-D: a single-class cluster starts as the constant expert +/- e_{d+1}
@@ -304,28 +388,28 @@ def _initial_mixture(runner: Any, dataset: Dataset, config: MixtureConfig,
     for epoch in range(INIT_EXPERT_PASSES):
         state: ExpertState = runner.run(
             InitialExpertPass(centers, mixed, positive, C, bs, alpha,
-                              seed * 1000003 + epoch, W),
+                              seed * 1000003 + epoch, W, std),
             dataset, shuffle=True, seed=seed, epoch=epoch,
             description=f"initial experts {epoch + 1}/{INIT_EXPERT_PASSES}")
         W = state.W
-    return MixtureParams(xi, np.asarray(centers, dtype=np.float64), W), constant, total, tau
+    return MixtureParams(xi, np.asarray(centers, dtype=np.float64), W), constant, total
 
 
 def _fit_binary(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
-                positive: int, seed: int) -> BinaryFit:
+                positive: int, seed: int, tau: float, std: Standardiser) -> BinaryFit:
     k = centers.shape[0]
     history: History = []
     with ExampleState(dataset.n_rows, k) as alpha:
-        params, constant, total, tau = _initial_mixture(runner, dataset, config, centers,
-                                                        positive, seed, alpha)
+        params, constant, total = _initial_mixture(runner, dataset, config, centers,
+                                                   positive, seed, alpha, std)
         if config.em == "batch":
             params, n_iter, converged = _batch_em(runner, dataset, config, params, constant,
-                                                  positive, tau, alpha, seed, history)
+                                                  positive, tau, alpha, seed, history, std)
             return BinaryFit(params, history, n_iter, converged, params.xi.copy(),
                              n_iter * dataset.n_chunks, total, tau)
         state, n_iter, converged = _stochastic_em(runner, dataset, config, params, constant,
                                                   positive, tau, total, alpha, seed,
-                                                  history)
+                                                  history, std)
     return BinaryFit(state.params, history, n_iter, converged, state.resp, state.t, total,
                      tau)
 
@@ -347,11 +431,12 @@ def _converged(config: MixtureConfig, history: History, weight: float) -> bool:
 
 def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: MixtureParams,
               constant: np.ndarray, positive: int, tau: float, alpha: ExampleState,
-              seed: int, history: History) -> tuple[MixtureParams, int, bool]:
+              seed: int, history: History,
+              std: Standardiser) -> tuple[MixtureParams, int, bool]:
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
     for epoch in range(epochs + 1):
-        stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs), dataset,
+        stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs, std), dataset,
                                        description=f"E-step {epoch + 1}/{epochs + 1}")
         history.append(_record(config, stats.loglik, params))
         if epoch > 0 and _converged(config, history, stats.weight):
@@ -364,7 +449,7 @@ def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: Mixt
 
         def gating(V: np.ndarray, posterior: MixtureParams = posterior) -> tuple[float,
                                                                                   np.ndarray]:
-            out: GatingValue = runner.run(GatingPass(posterior, V, positive, tau, bs),
+            out: GatingValue = runner.run(GatingPass(posterior, V, positive, tau, bs, std),
                                           dataset, description="gating")
             return out.value, out.grad
 
@@ -375,14 +460,15 @@ def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: Mixt
         if epoch == 0:  # constant experts carry no dual variables: re-train from zero
             W[constant] = 0.0
         W = _expert_step(runner, dataset, config, posterior, params.W, W, positive, tau,
-                         alpha, seed, epoch)
+                         alpha, seed, epoch, std)
         params = MixtureParams(xi, V, W)
     return params, epochs, False
 
 
 def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
                  posterior: MixtureParams, W_old: np.ndarray, W: np.ndarray, positive: int,
-                 tau: float, alpha: ExampleState, seed: int, epoch: int) -> np.ndarray:
+                 tau: float, alpha: ExampleState, seed: int, epoch: int,
+                 std: Standardiser) -> np.ndarray:
     """Warm-started coordinate descent passes until every expert improves eq. 15."""
     C, bs = float(config.C), float(config.bias_scale)
     active = posterior.xi > 0
@@ -390,13 +476,13 @@ def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
     for rep in range(MAX_EXPERT_PASSES):
         state: ExpertState = runner.run(
             ExpertPass(posterior, positive, C, tau, bs, alpha,
-                       seed * 1000003 + 17 + 101 * epoch + rep, W),
+                       seed * 1000003 + 17 + 101 * epoch + rep, W, std),
             dataset, shuffle=True, seed=seed,
             epoch=INIT_EXPERT_PASSES + MAX_EXPERT_PASSES * epoch + rep,
             description=f"experts {epoch + 1}/{int(config.epochs)}")
         W = state.W
         losses: np.ndarray = runner.run(
-            ExpertObjectivePass(posterior, W_old, W, positive, tau, bs), dataset,
+            ExpertObjectivePass(posterior, W_old, W, positive, tau, bs, std), dataset,
             description="expert objectives")
         primal_old = reg_old + C * losses[0]
         primal_new = (W ** 2).sum(axis=1) / 2.0 + C * losses[1]
@@ -407,11 +493,11 @@ def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
 
 def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                    params: MixtureParams, constant: np.ndarray, positive: int, tau: float,
-                   total: float, alpha: ExampleState, seed: int,
-                   history: History) -> tuple[StochasticState, int, bool]:
+                   total: float, alpha: ExampleState, seed: int, history: History,
+                   std: Standardiser) -> tuple[StochasticState, int, bool]:
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
-    stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs), dataset,
+    stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs, std), dataset,
                                    description="E-step")
     history.append(_record(config, stats.loglik, params))
     W = params.W.copy()
@@ -421,7 +507,7 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     for epoch in range(epochs):
         state = runner.run(
             StochasticEpochPass(positive, float(config.C), tau, float(config.nu), bs, total,
-                                alpha, seed * 1000003 + 31 + epoch, state),
+                                alpha, seed * 1000003 + 31 + epoch, state, std),
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
         history.append(_record(config, state.loglik, state.params))

@@ -15,7 +15,8 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
-from streamlearn.solvers.kmeans import assign_chunk
+from streamlearn.engine.moments import Moments, chunk_moments, empty_moments, merge_moments
+from streamlearn.solvers.kmeans import Standardiser, assign_chunk
 from streamlearn.solvers.mixture.kernels import (
     center_sq_norms,
     chunk_products,
@@ -54,6 +55,11 @@ class MixtureParams:
     def copy(self) -> MixtureParams:
         """An independent copy."""
         return MixtureParams(self.xi.copy(), self.V.copy(), self.W.copy())
+
+
+def _features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
+    """The chunk's features in the space the mixture lives in (standardised if asked)."""
+    return chunk.X if standardiser is None else standardiser.apply(chunk.X)
 
 
 def _signs(chunk: Chunk, positive: int) -> np.ndarray:
@@ -116,6 +122,39 @@ def penalised_loglik(loglik: float, p: MixtureParams, C: float, nu: float) -> fl
 
 
 # -- passes ---------------------------------------------------------------------------------
+class FeatureMomentsPass:
+    """Reduction pass: per-feature count, mean, squared deviations, minimum and maximum.
+
+    The (unweighted) moments of the raw features; :meth:`Standardiser.from_moments` turns
+    them into the standardisation the mixture is trained in.
+
+    Parameters
+    ----------
+    n_features : int
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = int(n_features)
+
+    def start(self) -> Moments:
+        """Moments of no rows."""
+        return empty_moments(self.n_features)
+
+    def step(self, state: Moments, chunk: Chunk) -> Moments:
+        """Moments with the chunk's rows added (a new state)."""
+        return merge_moments(state, chunk_moments(chunk.X))
+
+    def merge(self, a: Moments, b: Moments) -> Moments:
+        """Moments of the union (a new state)."""
+        return merge_moments(a, b)
+
+    def finish(self, state: Moments) -> Moments:
+        """The moments."""
+        return state
+
+
 @dataclass
 class ClusterCounts:
     """Weighted class counts per k-means cluster and the spread of the rows around them.
@@ -140,13 +179,17 @@ class ClusterCountPass:
     centers : ndarray of shape (k, d)
     positive : int
         Class code of the positive label.
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, centers: np.ndarray, positive: int) -> None:
+    def __init__(self, centers: np.ndarray, positive: int,
+                 standardiser: Standardiser | None = None) -> None:
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         self.positive = int(positive)
+        self.standardiser = standardiser
 
     def start(self) -> ClusterCounts:
         """Zero counts."""
@@ -154,7 +197,7 @@ class ClusterCountPass:
 
     def step(self, state: ClusterCounts, chunk: Chunk) -> ClusterCounts:
         """Add the chunk's rows (in place)."""
-        labels, sq = assign_chunk(chunk.X, self.centers)
+        labels, sq = assign_chunk(_features(chunk, self.standardiser), self.centers)
         w = _weights(chunk).astype(np.float64)
         side = (np.asarray(chunk.y) == self.positive).astype(np.int64)
         np.add.at(state.counts, (labels, side), w)
@@ -211,12 +254,16 @@ class InitialExpertPass:
         Dual variables ``(n_rows, k)``.
     seed : int
     initial : ndarray of shape (k, d + 1)
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, centers: np.ndarray, trained: np.ndarray, positive: int, C: float,
-                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
+                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
+                 standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         self.trained = np.asarray(trained, dtype=bool)
         self.positive = int(positive)
@@ -232,11 +279,12 @@ class InitialExpertPass:
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk (in place)."""
-        labels, _ = assign_chunk(chunk.X, self.centers)
+        X = _features(chunk, self.standardiser)
+        labels, _ = assign_chunk(X, self.centers)
         Q = np.zeros((chunk.n_rows, self.centers.shape[0]))
         Q[np.arange(chunk.n_rows), labels] = 1.0
         alpha = self.alpha.get(chunk)
-        expert_dcd_chunk(chunk.X, _signs(chunk, self.positive), _weights(chunk), Q, self.C,
+        expert_dcd_chunk(X, _signs(chunk, self.positive), _weights(chunk), Q, self.C,
                          alpha, state.W, self.trained, self.bias_scale, EXPERT_SWEEPS,
                          _chunk_seed(self.seed, chunk))
         self.alpha.put(chunk, alpha)
@@ -279,12 +327,15 @@ class EStepPass:
     params : MixtureParams
     positive : int
     tau, bias_scale : float
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, params: MixtureParams, positive: int, tau: float,
-                 bias_scale: float) -> None:
+                 bias_scale: float, standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.params = params
         self.positive = int(positive)
         self.tau = float(tau)
@@ -297,7 +348,8 @@ class EStepPass:
     def step(self, state: EStepStats, chunk: Chunk) -> EStepStats:
         """Add the chunk's posteriors (in place)."""
         w = _weights(chunk).astype(np.float64)
-        Q, loglik = _posteriors(chunk.X, _signs(chunk, self.positive), self.params, self.tau,
+        Q, loglik = _posteriors(_features(chunk, self.standardiser),
+                                _signs(chunk, self.positive), self.params, self.tau,
                                 self.bias_scale)
         state.mass += w @ Q
         state.loglik += float(w @ loglik)
@@ -334,12 +386,16 @@ class GatingPass:
         Centres where the objective is evaluated.
     positive : int
     tau, bias_scale : float
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, posterior_params: MixtureParams, V: np.ndarray, positive: int,
-                 tau: float, bias_scale: float) -> None:
+                 tau: float, bias_scale: float,
+                 standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.posterior_params = posterior_params
         self.V = np.asarray(V, dtype=np.float64)
         self.positive = int(positive)
@@ -352,9 +408,10 @@ class GatingPass:
 
     def step(self, state: GatingValue, chunk: Chunk) -> GatingValue:
         """Add the chunk's part (in place)."""
-        Q, _ = _posteriors(chunk.X, _signs(chunk, self.positive), self.posterior_params,
+        X = _features(chunk, self.standardiser)
+        Q, _ = _posteriors(X, _signs(chunk, self.positive), self.posterior_params,
                            self.tau, self.bias_scale)
-        value, grad = gating_objective_chunk(chunk.X, _weights(chunk), Q, self.V,
+        value, grad = gating_objective_chunk(X, _weights(chunk), Q, self.V,
                                              self.posterior_params.xi > 0, self.tau)
         state.value += value
         state.grad += grad
@@ -385,12 +442,16 @@ class ExpertPass:
     seed : int
     initial : ndarray of shape (k, d + 1)
         Experts at the start of the pass, equal to the dual variables' image.
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, posterior_params: MixtureParams, positive: int, C: float, tau: float,
-                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
+                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
+                 standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.posterior_params = posterior_params
         self.positive = int(positive)
         self.C = float(C)
@@ -406,10 +467,11 @@ class ExpertPass:
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk (in place)."""
+        X = _features(chunk, self.standardiser)
         y = _signs(chunk, self.positive)
-        Q, _ = _posteriors(chunk.X, y, self.posterior_params, self.tau, self.bias_scale)
+        Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
         alpha = self.alpha.get(chunk)
-        expert_dcd_chunk(chunk.X, y, _weights(chunk), Q, self.C, alpha, state.W,
+        expert_dcd_chunk(X, y, _weights(chunk), Q, self.C, alpha, state.W,
                          self.posterior_params.xi > 0, self.bias_scale, EXPERT_SWEEPS,
                          _chunk_seed(self.seed, chunk))
         self.alpha.put(chunk, alpha)
@@ -435,12 +497,16 @@ class ExpertObjectivePass:
     W_a, W_b : ndarray of shape (k, d + 1)
     positive : int
     tau, bias_scale : float
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, posterior_params: MixtureParams, W_a: np.ndarray, W_b: np.ndarray,
-                 positive: int, tau: float, bias_scale: float) -> None:
+                 positive: int, tau: float, bias_scale: float,
+                 standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.posterior_params = posterior_params
         self.W_a = W_a
         self.W_b = W_b
@@ -454,11 +520,12 @@ class ExpertObjectivePass:
 
     def step(self, state: np.ndarray, chunk: Chunk) -> np.ndarray:
         """Add the chunk's weighted hinge losses (in place)."""
+        X = _features(chunk, self.standardiser)
         y = _signs(chunk, self.positive)
-        Q, _ = _posteriors(chunk.X, y, self.posterior_params, self.tau, self.bias_scale)
+        Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
         wq = _weights(chunk).astype(np.float64)[:, None] * Q
         for row, W in enumerate((self.W_a, self.W_b)):
-            scores = chunk_products(chunk.X, self.posterior_params.V, W, self.bias_scale).scores
+            scores = chunk_products(X, self.posterior_params.V, W, self.bias_scale).scores
             state[row] += (wq * np.maximum(0.0, 1.0 - y[:, None] * scores)).sum(axis=0)
         return state
 
@@ -511,6 +578,8 @@ class StochasticEpochPass:
     seed : int
     initial : StochasticState
         State at the start of the pass (not modified).
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
 
     Notes
     -----
@@ -522,7 +591,8 @@ class StochasticEpochPass:
 
     def __init__(self, positive: int, C: float, tau: float, nu: float, bias_scale: float,
                  total_weight: float, alpha: ExampleState, seed: int,
-                 initial: StochasticState) -> None:
+                 initial: StochasticState, standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
         self.positive = int(positive)
         self.C = float(C)
         self.tau = float(tau)
@@ -540,7 +610,8 @@ class StochasticEpochPass:
 
     def step(self, state: StochasticState, chunk: Chunk) -> StochasticState:
         """E-step on the chunk, then stochastic updates of xi, centres and experts."""
-        X, y, w = chunk.X, _signs(chunk, self.positive), _weights(chunk)
+        X, y, w = (_features(chunk, self.standardiser), _signs(chunk, self.positive),
+                   _weights(chunk))
         w64 = w.astype(np.float64)
         p = state.params
         Q, loglik = _posteriors(X, y, p, self.tau, self.bias_scale)

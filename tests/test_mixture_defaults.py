@@ -1,0 +1,151 @@
+"""MixtureSVC defaults: units do not matter, the tau / n_components / nu rules, capped EM."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn.data import open_dataset
+from streamlearn.engine import LocalEngine
+from streamlearn.models.mixture import MixtureSVC
+from streamlearn.solvers.kmeans import Standardiser
+from streamlearn.solvers.mixture.driver import (
+    TAU_FACTOR,
+    default_components,
+    default_nu,
+    gating_scale,
+)
+from streamlearn.solvers.mixture.passes import FeatureMomentsPass
+
+
+def _rings(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Three features on very different scales; the class is a ring in the first two."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 3))
+    y = (np.hypot(X[:, 0], X[:, 1]) > 0.6).astype(np.int64)
+    return X.astype(np.float32), y
+
+
+def _affine(X: np.ndarray) -> np.ndarray:
+    """A per-feature affine map that spans six orders of magnitude (offsets small enough
+    for float32 to keep the values' precision)."""
+    a = np.array([1e3, 1e-3, 7.0])
+    b = np.array([-5e3, 4e-3, 0.25])
+    return (X.astype(np.float64) * a + b).astype(np.float32)
+
+
+def _fit(X: np.ndarray, y: np.ndarray, **params) -> MixtureSVC:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return MixtureSVC(chunk_rows=500, epochs=4, progress=False, **params).fit(X, y)
+
+
+def test_features_in_other_units_give_the_same_model() -> None:
+    X, y = _rings(3000, 0)
+    Xt, _ = _rings(2000, 1)
+    raw = _fit(X, y)
+    moved = _fit(_affine(X), y)
+    agree = np.mean(raw.predict(Xt) == moved.predict(_affine(Xt)))
+    assert agree >= 0.995, agree
+    assert moved.tau_ == pytest.approx(raw.tau_, rel=1e-3)
+    np.testing.assert_allclose(moved.centers_, raw.centers_, atol=1e-2)
+    np.testing.assert_allclose(moved.scale_, raw.scale_ * np.array([1e3, 1e-3, 7.0]),
+                               rtol=1e-4)
+    assert raw.score(Xt, _rings(2000, 1)[1]) > 0.9
+
+
+def test_partial_fit_does_not_depend_on_units() -> None:
+    X, y = _rings(3000, 2)
+    Xt, _ = _rings(1000, 3)
+    models = []
+    for data in (X, _affine(X)):
+        model = MixtureSVC(n_components=8, chunk_rows=500, progress=False)
+        for part in np.array_split(np.arange(len(y)), 3):
+            model.partial_fit(data[part], y[part], classes=[0, 1])
+        models.append(model)
+    agree = np.mean(models[0].predict(Xt) == models[1].predict(_affine(Xt)))
+    assert agree >= 0.995, agree
+    # the standardisation comes from the first call's rows
+    np.testing.assert_allclose(models[0].shift_, X[:1000].mean(axis=0), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_constant_feature_is_ignored_not_divided_by_zero() -> None:
+    X, y = _rings(2000, 4)
+    with_constant = np.c_[X, np.full(len(X), 3.5, dtype=np.float32)]
+    plain = _fit(X, y, n_components=6)
+    padded = _fit(with_constant, y, n_components=6)
+    assert padded.scale_[-1] == 1.0 and padded.shift_[-1] == pytest.approx(3.5)
+    np.testing.assert_array_equal(padded.coef_[..., 3], 0.0)
+    Xt, _ = _rings(500, 5)
+    # the same model up to the order of float32 sums in the kernels
+    np.testing.assert_allclose(
+        padded.decision_function(np.c_[Xt, np.full(len(Xt), 3.5, dtype=np.float32)]),
+        plain.decision_function(Xt), rtol=0, atol=1e-2)
+
+
+def test_standardiser_matches_numpy_moments() -> None:
+    rng = np.random.default_rng(6)
+    X = (rng.normal(size=(900, 4)) * [1.0, 50.0, 1e-3, 0.0] + [0, -3, 2, 7]).astype(np.float32)
+    ds = open_dataset(X, chunk_rows=128)
+    moments = LocalEngine(progress=False).run(FeatureMomentsPass(4), ds, shuffle=True, seed=1)
+    std = Standardiser.from_moments(*moments)
+    X64 = X.astype(np.float64)
+    np.testing.assert_allclose(std.shift, X64.mean(axis=0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(std.scale[:3], X64.std(axis=0)[:3], rtol=1e-9)
+    assert std.scale[3] == 1.0
+    Z = std.apply(X)
+    assert Z.dtype == np.float32 and Z.flags.c_contiguous
+    np.testing.assert_allclose(Z[:, :3].std(axis=0), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(Z[:, 3], 0.0)
+
+
+def test_gating_scale_rule_matches_numpy() -> None:
+    rng = np.random.default_rng(7)
+    V = rng.normal(size=(9, 5)) * rng.uniform(0.1, 3.0, size=5)
+    D = cdist(V, V, "sqeuclidean") + np.diag(np.full(9, np.inf))
+    assert gating_scale(V) == pytest.approx(TAU_FACTOR / np.median(D.min(axis=1)), rel=1e-12)
+    # duplicate centres have no spacing: they are left out of the median
+    twice = np.vstack([V, V[:1]])
+    D = cdist(V, V, "sqeuclidean") + np.diag(np.full(9, np.inf))
+    spacing = D.min(axis=1)[1:]
+    assert gating_scale(twice) == pytest.approx(TAU_FACTOR / np.median(spacing), rel=1e-12)
+    assert gating_scale(V[:1]) == 1.0 and gating_scale(np.zeros((3, 2))) == 1.0
+
+
+def test_fitted_tau_follows_the_rule_on_the_initial_centres() -> None:
+    X, y = _rings(2000, 8)
+    # epochs=1 with tau fixed is the same k-means: its initial centres are the model's
+    # centres before EM moved them; the rule on them gives the "auto" value
+    auto = _fit(X, y, n_components=7, random_state=3)
+    fixed = _fit(X, y, n_components=7, random_state=3, tau=auto.tau_)
+    np.testing.assert_array_equal(fixed.centers_, auto.centers_)
+    assert auto.tau_ > 0
+
+
+def test_auto_components_and_nu() -> None:
+    assert [default_components(n) for n in (5, 50, 400, 1000, 10**6)] == [5, 10, 20, 30, 30]
+    assert default_nu(16) == 17.0
+    X, y = _rings(400, 9)
+    clf = _fit(X, y)
+    assert clf.xi_.shape == (1, 20)
+    assert clf.nu_ == 4.0
+    assert clf.n_active_components_ <= 20
+
+
+def test_capped_em_warns_and_sets_n_iter() -> None:
+    X, y = _rings(1500, 10)
+    for em in ("stochastic", "batch"):
+        with pytest.warns(ConvergenceWarning, match="epochs=2"):
+            clf = MixtureSVC(n_components=6, em=em, epochs=2, tol=0.0, chunk_rows=300,
+                             progress=False).fit(X, y)
+        assert clf.n_iter_ == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = MixtureSVC(n_components=6, epochs=50, tol=1e-3, chunk_rows=300,
+                         progress=False).fit(X, y)
+    assert 1 <= clf.n_iter_ < 50
