@@ -48,8 +48,9 @@ def test_a_converged_fit_stops_before_its_cap_without_warning(solver, calibrate)
                         progress=False)
     assert fit_quietly(model, X, y) == []
     assert 1 <= model.n_iter_ < 300
-    if solver == "dcd":
-        assert model.pg_range_ <= 0.1
+    if solver == "dcd":  # the relative duality gap, or liblinear's projected-gradient rule
+        assert model.monitor_loss_[-1] <= 0.01 or model.pg_range_ <= 0.1
+        assert len(model.monitor_loss_) == model.n_iter_ - 1
     else:
         history = model.monitor_loss_
         assert len(history) == model.n_iter_ - 1
@@ -63,7 +64,9 @@ def test_tol_none_runs_every_epoch_silently(solver):
     X, y = problem(600)
     model = AdditiveSVC(solver=solver, epochs=3, tol=None, progress=False)
     assert fit_quietly(model, X, y) == []
-    assert model.n_iter_ == 3 and model.monitor_loss_ == []
+    assert model.n_iter_ == 3
+    # dcd records the duality gap of every epoch but the last; PEGASOS monitors nothing
+    assert len(model.monitor_loss_) == (2 if solver == "dcd" else 0)
 
 
 def test_patience_rule():
@@ -163,3 +166,39 @@ def test_a_checkpointed_fit_replays_to_the_same_stop(tmp_path):
         assert model.n_iter_ == plain.n_iter_
         assert model.monitor_loss_ == plain.monitor_loss_
         np.testing.assert_array_equal(model.coef_d_, plain.coef_d_)
+
+
+def test_epoch_window_averages_at_least_the_last_half_of_the_epochs():
+    from streamlearn.solvers.additive.driver import EpochWindow
+
+    rng = np.random.default_rng(7)
+    window = EpochWindow((2, 3))
+    means, counts = [], []
+    for e in range(1, 20):
+        mean, count = rng.normal(size=(2, 3)), int(rng.integers(1, 50))
+        means.append(mean)
+        counts.append(count)
+        got = window.add(mean, count)
+        p = 1 << (e.bit_length() - 1)  # the largest power of two <= e
+        first = max(1, p // 2)
+        assert e - first + 1 >= e / 2  # at least the last half
+        span = slice(first - 1, e)
+        expected = (np.tensordot(counts[span], np.array(means[span]), axes=1)
+                    / sum(counts[span]))
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_step_offset_is_the_mean_squared_embedded_norm_over_lam():
+    from streamlearn.features import BSplineMap
+    from streamlearn.solvers.additive.driver import step_offset
+
+    rng = np.random.default_rng(8)
+    sample = rng.uniform(-1, 1, size=(700, 3)).astype(np.float32)
+    fmap = BSplineMap(3, 12, 1).fit(-np.ones(3), np.ones(3))
+    Z = fmap.transform(sample).astype(np.float64)
+    r2 = np.mean(np.sum(Z * Z, axis=1)) + 0.5**2
+    assert step_offset(fmap, sample, 0.5, 1e-3) == pytest.approx(r2 / 1e-3, abs=1)
+    raw = np.mean(np.sum(sample.astype(np.float64) ** 2, axis=1)) + 1.0
+    assert step_offset(None, sample, 1.0, 0.01) == pytest.approx(raw / 0.01, abs=1)
+    assert step_offset(fmap, None, 1.0, 0.01) == 0
+

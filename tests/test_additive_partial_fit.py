@@ -127,9 +127,12 @@ def test_partial_fit_of_the_other_embeddings(embedding, reference):
     X, y = additive_problem(6_000, seed=4)
     Xt, yt = additive_problem(4_000, seed=5)
     model = AdditiveSVC(embedding=embedding, feature_range=(-6.0, 6.0))
+    steps = []
     for part in np.array_split(np.random.default_rng(0).permutation(6_000), 6):
         model.partial_fit(X[part], y[part], classes=[0, 1])
-    assert model.t_ == 6_000
+        steps.append(model.t_)
+    # one step a row after the offset the first chunk set (its rows' embedded norms)
+    assert np.diff(steps).tolist() == [1_000] * 5 and steps[0] > 1_000
     if reference is None:
         assert model.feature_map_ is None
     else:

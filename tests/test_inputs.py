@@ -48,7 +48,9 @@ def _codes_model(frame: pd.DataFrame) -> AdditiveSVC:
     a = frame["a"].to_numpy(np.float32).astype(np.float64)
     model = _model()
     room = model.n_bases - model.degree
-    return model.set_params(feature_range=np.array([[a.min(), a.max()], [0.0, room]]))
+    # a table with a categorical column gets the D0 penalty by default; codes are numbers
+    return model.set_params(feature_range=np.array([[a.min(), a.max()], [0.0, room]]),
+                            penalty_order=0)
 
 
 def _codes_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -94,6 +94,40 @@ def test_dcd_chunk_equals_reference_sweeps(loss, online):
     np.testing.assert_allclose(dual_quad, expected_quad, rtol=1e-5)
 
 
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_dcd_monitor_sums_the_primal_loss_of_a_frozen_model(loss):
+    from streamlearn.solvers.dcd import dcd_ovr_chunk
+    from streamlearn.solvers.ovr import one_model
+
+    X, y = make_problem(120, seed=4)
+    m = spline_map(X, order=2)
+    emb = embedding_params(m, 4)
+    Z = np.hstack([m.transform(X).astype(np.float64), np.full((120, 1), 0.7)])
+    rng = np.random.default_rng(5)
+    c = 0.4 * rng.integers(0, 3, size=120).astype(np.float64)
+    frozen_w = rng.normal(scale=0.3, size=Z.shape[1])  # in w form
+    frozen_d = np.linalg.solve(d_matrix(emb), frozen_w)[np.newaxis, :]
+    # numpy: sum_i C_i loss(y_i w . z_i) on the materialised embedding
+    v = np.maximum(0.0, 1.0 - y * (Z @ frozen_w))
+    expected = np.sum(c * (v if loss == "hinge" else v * v))
+    codes, positive, negative = one_model(y)
+    W = np.zeros((1, Z.shape[1]))
+    alpha = np.zeros((120, 1), np.float32)
+    summed = np.zeros(1)
+    dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, LOSSES[loss], 0.7, 2, 3, *emb,
+                  frozen_d, summed)
+    np.testing.assert_allclose(summed[0], expected, rtol=1e-5)
+    # the other kernel that scores a chunk agrees
+    loss_code = LOSSES[loss]
+    np.testing.assert_allclose(
+        summed[0], primal_loss_chunk(X, y, c, frozen_d[0], loss_code, 0.7, *emb), rtol=1e-9)
+    # the monitor leaves the training arithmetic alone
+    W2, alpha2 = np.zeros_like(W), np.zeros_like(alpha)
+    dcd_ovr_chunk(X, codes, positive, negative, c, alpha2, W2, LOSSES[loss], 0.7, 2, 3, *emb)
+    np.testing.assert_array_equal(W, W2)
+    np.testing.assert_array_equal(alpha, alpha2)
+
+
 def test_empty_chunk_and_zero_sweeps_change_nothing():
     emb = embedding_params(None, 3)
     w_d = np.ones(4)

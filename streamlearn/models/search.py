@@ -453,9 +453,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     @staticmethod
     def _lane_params(candidate: Any, n_train: int, dataset: Dataset) -> dict[str, Any]:
         """Settings that make a candidate's ``partial_fit`` train like ``fit`` on
-        ``n_train`` rows (its ``_lane_params`` hook, when it has one)."""
+        ``n_train`` rows of ``dataset`` (its ``_lane_params`` hook, when it has one)."""
         hook = getattr(candidate, "_lane_params", None)
-        return hook(n_train) if hook is not None else {}
+        return hook(n_train, dataset) if hook is not None else {}
 
     def _end_rung(self, race: Race, validation: Validation) -> None:
         """Score the alive candidates on the held-out rows and keep the best."""

@@ -111,7 +111,7 @@ def row_orders(n_rows, n_inner, seed):
 
 @njit(cache=True, nogil=True, inline="always")
 def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
-                  kind, ipar, fpar):
+                  kind, ipar, fpar, monitor, monitor_loss):
     # the body of dcd_ovr_chunk, inlined into one kernel per kind of embedding
     n = X.shape[0]
     m = W.shape[0]
@@ -126,6 +126,7 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     pg_max = np.full(m, -np.inf)
     pg_min = np.full(m, np.inf)
     orders = row_orders(n, n_inner, seed)
+    monitored = monitor.shape[0] == m and n_inner > 0
     for sweep in range(n_inner):
         for p in range(n):
             r = orders[sweep, p]
@@ -161,6 +162,12 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
                 if sweep == 0:
                     pg_max[j] = max(pg_max[j], pg)
                     pg_min[j] = min(pg_min[j], pg)
+                    if monitored:
+                        mj = monitor[j]
+                        v = 1.0 - yj * (row_score(kind, mj, x, idx, val, nnz)
+                                        + mj[dim] * bias_scale)
+                        if v > 0.0:
+                            monitor_loss[j] += ci * (v if loss == HINGE else v * v)
                 if abs(pg) <= PG_EPS:
                     continue
                 a_new = min(max(a - g / q, 0.0), upper) if q > 0.0 else upper
@@ -181,15 +188,14 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     return pg_max, pg_min, alpha_sum, dual_quad
 
 
-
-
 def _dcd_ovr_kernel(fixed_kind: int) -> Callable[..., tuple]:
     # _dcd_ovr_rows compiled for one kind of embedding (see kernel_kinds)
     @njit(cache=True, nogil=True)
     def kernel(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed, kind,
-               ipar, fpar):
+               ipar, fpar, monitor, monitor_loss):
         return _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner,
-                             seed, kind if fixed_kind < 0 else fixed_kind, ipar, fpar)
+                             seed, kind if fixed_kind < 0 else fixed_kind, ipar, fpar, monitor,
+                             monitor_loss)
 
     return kernel
 
@@ -198,7 +204,7 @@ _DCD_OVR = kernel_kinds(_dcd_ovr_kernel)
 
 
 def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
-                  kind, ipar, fpar):
+                  kind, ipar, fpar, monitor=None, monitor_loss=None):
     """Dual coordinate descent sweeps of ``m`` binary models over one chunk.
 
     Parameters
@@ -227,6 +233,12 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     kind : int
     ipar, fpar : ndarray
         Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
+    monitor : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64, optional
+        Frozen models (``w_d`` form) whose primal loss is summed over the rows as the first
+        sweep reads them (:func:`primal_loss_chunk` of each, at no extra embedding).
+    monitor_loss : ndarray of shape (m,), float64, optional
+        With ``monitor``: ``sum_i C_i loss(y_ij monitor_j . z_i)`` over the rows model ``j``
+        trains on is added to entry ``j`` (in place).
 
     Returns
     -------
@@ -237,8 +249,14 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     dual_quad : ndarray of shape (m,), float64
         ``1/2 sum_i D_ii alpha_ij^2`` after the sweeps (0 for the hinge).
     """
+    if monitor is None:
+        monitor = np.zeros((0, W.shape[1]))
+        monitor_loss = np.zeros(0)
+    elif monitor_loss is None or monitor.shape != W.shape or monitor_loss.shape != W.shape[:1]:
+        raise ValueError("monitor must have the shape of W, and monitor_loss one entry per "
+                         "model")
     return _DCD_OVR[kind](X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner,
-                          seed, kind, ipar, fpar)
+                          seed, kind, ipar, fpar, monitor, monitor_loss)
 
 
 def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar):

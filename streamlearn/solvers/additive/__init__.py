@@ -8,6 +8,7 @@ from streamlearn.solvers.additive.driver import (
     fit,
     fit_feature_map,
     knot_per_category,
+    step_offset,
     training_rows,
 )
 from streamlearn.solvers.additive.passes import (
@@ -46,6 +47,7 @@ __all__ = [
     "fit",
     "fit_feature_map",
     "knot_per_category",
+    "step_offset",
     "training_rows",
     "w_to_w_d",
 ]

@@ -92,6 +92,12 @@ class AdditiveConfig:
     bias_scale: float
     n_iter_no_change: int = 2
 
+    @property
+    def pg_tol(self) -> float:
+        """``dcd``'s second rule: projected gradients spanning at most ``10 tol`` (0.1,
+        liblinear's ``eps``, for the default ``tol`` 0.01)."""
+        return 10.0 * float(self.tol) if self.tol is not None else 0.0
+
 
 @dataclass(frozen=True)
 class Regularisation:
@@ -140,7 +146,8 @@ class AdditiveFit:
         ``dcd`` only.
     monitor_history : tuple of float
         PEGASOS with a stopping rule: the monitored loss of the model after each epoch but
-        the last (see :func:`fit`); empty otherwise.
+        the last; ``dcd``: the relative duality gap of the model after each epoch but the
+        last (see :func:`fit`).
     """
 
     feature_names: tuple[str, ...]
@@ -238,12 +245,20 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     Stopping rules (``config.tol`` not None; both solvers run at most ``config.epochs``
     passes and warn ``ConvergenceWarning`` when they reach it without meeting the rule):
 
-    * ``dcd``: liblinear's rule. Each epoch records the projected gradients of all dual
-      variables as it visits them; it stops after the first epoch in which they, and 0,
-      span at most ``tol`` for every model (``max(PG_max, 0) - min(PG_min, 0) <= tol``).
-      The projected gradient is ``y_i f(x_i) - 1`` (plus ``alpha_i / (2 C_i)`` for the
-      squared hinge) clipped at active bounds, a margin in the units of the scores, so an
-      absolute ``tol`` (liblinear's 0.1) means the same on every data set.
+    * ``dcd``: the duality gap. The pass of epoch ``e`` also sums, over the rows it reads,
+      the losses ``C_i loss(y_i w_{e-1} . z_i)`` of the model as it was after epoch
+      ``e - 1`` (one more sparse dot product per row and model, no extra read), giving
+      its primal objective ``P``; the dual objective ``D`` of the same iterate comes from
+      the sums of its dual variables. It stops after the first epoch at which
+      ``(P - D) / P <= tol`` for every binary model and returns that previous iterate:
+      its objective is within ``tol`` of the optimum (weak duality).
+      It also stops by liblinear's rule, when the projected gradients of all dual
+      variables (and 0) span at most ``10 tol`` in an epoch (0.1, liblinear's ``eps``,
+      for the default ``tol``); the projected gradient is ``y_i f(x_i) - 1`` (plus
+      ``alpha_i / (2 C_i)`` for the squared hinge) clipped at active bounds. The relative
+      gap is what lets ill-conditioned embeddings stop (``penalty_order >= 1``, where
+      the projected gradients of a few rows stay large long after the objective has
+      settled).
     * PEGASOS: the hinge loss on the calibration rows. The pass of epoch ``e`` also scores
       the rows held out for calibration with a frozen copy of the model as it was after
       epoch ``e - 1`` (the averaged model with ``average``), so no extra pass is needed:
@@ -255,9 +270,10 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
       held-out estimate is noisy, so the default asks a worthwhile (1%) improvement in two
       (not sklearn's five) consecutive epochs.
 
-    With ``average``, PEGASOS returns the mean of the iterates of its last epoch (of the
-    second half of the first epoch when it stops there): the number of epochs is not known
-    in advance, so the average restarts at the start of every epoch.
+    With ``average``, PEGASOS returns the mean of its iterates over at least the last half
+    of its epochs (:class:`EpochWindow`; over the second half of the first epoch when it
+    stops there): the number of epochs is not known in advance, so each epoch averages its
+    own iterates and the window combines them.
     """
     classes = dataset.classes
     assert classes is not None
@@ -269,12 +285,14 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
         # nothing needs the describe pass: no map to fit, no rows held out, no weights
         # to add up, and the store's metadata counts the training rows
         n_train, n_holdout, train_weight = dataset.n_rows, 0, float(dataset.n_rows)
+        sample = None
     else:
         summary: Summary = runner.run(
             SummaryPass(list(dataset.feature_names), len(classes), holdout, seed), dataset,
             description="describe")
         n_train, n_holdout = summary.n_train, summary.n_holdout
         train_weight = summary.train_weight
+        sample = summary.description.sample
         if feature_map is not None:
             desc = summary.description
             fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
@@ -295,8 +313,10 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     pairs = ModelPairs.of(len(classes), config.multiclass)
     shape = (len(pairs.positive), rows.emb.n_dims + 1)
     if config.solver == "pegasos":
+        offset = step_offset(feature_map, sample, config.bias_scale,
+                             regularisation.pegasos_lam)
         models = _pegasos(runner, dataset, config, rows, pairs, shape, seed, n_train,
-                          regularisation)
+                          regularisation, offset)
     else:
         models = _dcd(runner, dataset, config, rows, pairs, shape, seed, n_train,
                       regularisation.C)
@@ -392,35 +412,109 @@ class Patience:
         return self.stale >= self.n
 
 
+class EpochWindow:
+    """Mean of PEGASOS's per-epoch averaged iterates over at least the last half of the
+    epochs, in two running sums.
+
+    Epoch ``e`` (from 1) adds the mean of its iterates and their count. The window is
+    ``[p / 2, e]`` with ``p`` the largest power of two ``<= e`` (``[1, e]`` for ``e < 2``):
+    at ``e = p`` the sum of epochs ``[p / 2, p)`` becomes the older sum and a new one
+    starts, so the window always holds between half and three quarters of the epochs run
+    (suffix averaging, Rakhlin et al., ICML 2012, without knowing the number of epochs in
+    advance), and the early iterates of the large first steps drop out.
+    """
+
+    def __init__(self, shape: tuple[int, int]) -> None:
+        self.older = np.zeros(shape)
+        self.newer = np.zeros(shape)
+        self.n_older = 0
+        self.n_newer = 0
+        self.epochs = 0
+
+    def add(self, mean: np.ndarray, count: int) -> np.ndarray:
+        """Add an epoch's mean iterate over ``count`` steps; the window's mean."""
+        self.epochs += 1
+        e = self.epochs
+        if e >= 2 and e & (e - 1) == 0:  # a power of two: the newer sum becomes the older
+            self.older, self.n_older = self.newer, self.n_newer
+            self.newer, self.n_newer = np.zeros_like(self.older), 0
+        self.newer = self.newer + mean * count
+        self.n_newer += int(count)
+        return (self.older + self.newer) / max(1, self.n_older + self.n_newer)
+
+
+def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_scale: float,
+                lam: float) -> int:
+    """PEGASOS's step offset ``t0``: steps ``eta_t = 1 / (lam (t0 + k))``, ``k = 1, 2, ...``.
+
+    ``t0 = R^2 / lam``, with ``R^2`` the mean squared norm of the embedded rows (and the
+    bias feature) over the describe pass's row sample, so that the first step,
+    ``1 / R^2``, moves a typical row's score by about 1, the size of the margin; PEGASOS
+    without an offset starts at ``1 / lam``, which for ``lam = 1 / (C n)`` is ``C n`` and
+    throws the first iterates far out, so that many epochs go into forgetting them. The
+    later steps are PEGASOS's own (``t0`` is small beside ``k`` once the offset is spent).
+    0 without a sample (no describe pass) or when the sample has no finite norm.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap or None
+        Fitted map (None: the raw features).
+    sample : ndarray of shape (k, d) or None
+        Rows of the describe pass's sample.
+    bias_scale : float
+    lam : float
+        PEGASOS's ``lam``.
+
+    Returns
+    -------
+    int
+    """
+    if sample is None or len(sample) == 0 or not lam > 0:
+        return 0
+    total = 0.0
+    for lo in range(0, len(sample), 256):  # blocks: an embedded sample can be large
+        block = np.nan_to_num(np.asarray(sample[lo:lo + 256], dtype=np.float32))
+        Z = feature_map.transform(block) if feature_map is not None else block
+        total += float(np.einsum("ij,ij->", Z, Z, dtype=np.float64))
+    r2 = total / len(sample) + float(bias_scale) ** 2
+    t0 = r2 / lam
+    return int(min(t0, 2.0**62)) if np.isfinite(t0) else 0
+
+
 def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
              pairs: ModelPairs, shape: tuple[int, int], seed: int, n_train: int,
-             regularisation: Regularisation) -> _Models:
+             regularisation: Regularisation, offset: int = 0) -> _Models:
     epochs = int(config.epochs)
-    state = PegasosState(np.zeros(shape), np.zeros(shape), 0)
+    state = PegasosState(np.zeros(shape), np.zeros(shape), int(offset))
     average_start = int(NO_AVERAGING)
     patience = (Patience(config.tol, config.n_iter_no_change) if config.tol is not None
                 else None)
+    window = EpochWindow(shape)
     history: list[float] = []
     model = state.W
     epoch = 0
     for epoch in range(epochs):
         if config.average:
-            # the average restarts every epoch (the first: its second half)
-            average_start = n_train // 2 + 1 if epoch == 0 else state.t + 1
+            # each epoch averages its own iterates (the first: its second half) and the
+            # window averages those of the last half of the epochs
+            average_start = state.t + (n_train // 2 if epoch == 0 else 0) + 1
         monitor = model if patience is not None and epoch > 0 else None
+        steps_before = state.t
         epoch_pass = PegasosEpochPass(rows, pairs, regularisation.pegasos_lam,
                                       config.bias_scale, average_start, state, monitor)
         state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
                            description=f"pegasos epoch {epoch + 1}/{epochs}")
         averaged = config.average and state.t >= average_start
+        if averaged:
+            model = window.add(state.AVG, state.t - max(average_start - 1, steps_before))
+        else:
+            model = state.W.copy()
         if monitor is not None:
             assert patience is not None
             history.append(monitored_loss(state, monitor, rows.emb, regularisation.lam,
                                           rows.holdout is not None))
             if patience.update(history[-1]):
-                model = state.AVG if averaged else state.W.copy()
                 break
-        model = state.AVG if averaged else state.W.copy()
     else:
         if patience is not None:
             warnings.warn(
@@ -432,32 +526,76 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
                    tuple(history))
 
 
+def duality_gap(state: DcdState, previous: DcdState, model: np.ndarray,
+                emb: Embedding) -> float:
+    """Relative duality gap of the dual coordinate descent iterate ``previous`` ended with.
+
+    Parameters
+    ----------
+    state : DcdState
+        After a :class:`DcdEpochPass` with ``monitor=model``: the primal losses of ``model``.
+    previous : DcdState
+        The epoch that ended with ``model``: its dual sums ``alpha_sum`` and ``dual_quad``.
+    model : ndarray of shape (m, n_dims + 1)
+        ``w(alpha)`` at the end of ``previous``, in ``w_d`` form.
+    emb : Embedding
+
+    Returns
+    -------
+    float
+        ``max_j (P_j - D_j) / P_j`` over the binary models, with
+        ``P_j = 1/2 ||w_j||^2 + sum_i C_i loss_ij`` and
+        ``D_j = sum_i alpha_ij - 1/2 sum_i D_ii alpha_ij^2 - 1/2 ||w_j||^2``; by weak duality
+        ``P_j - D_j >= P_j - P_j* >= 0``, so the primal objective of ``model`` is within this
+        share of its optimum.
+    """
+    assert state.monitor_loss is not None
+    dim = emb.n_dims
+    worst = 0.0
+    for j, w in enumerate(model):
+        sq = float(model_sq_norm(w, emb.ipar)) + float(w[dim]) ** 2
+        primal = 0.5 * sq + float(state.monitor_loss[j])
+        dual = float(previous.alpha_sum[j]) - float(previous.dual_quad[j]) - 0.5 * sq
+        if primal > 0.0:
+            worst = max(worst, (primal - dual) / primal)
+    return worst
+
+
 def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
          pairs: ModelPairs, shape: tuple[int, int], seed: int, n_train: int,
          C: float) -> _Models:
     epochs = int(config.epochs)
     W = np.zeros(shape)
     pg_range = np.inf
+    gaps: list[float] = []
+    previous: DcdState | None = None
     with ExampleState(dataset.n_rows, shape[0]) as alpha:
         epoch = 0
         for epoch in range(epochs):
+            monitor = W if previous is not None else None
             epoch_pass = DcdEpochPass(rows, pairs, C, LOSSES[config.loss], config.bias_scale,
-                                      alpha, seed * 1000003 + epoch, W)
+                                      alpha, seed * 1000003 + epoch, W, monitor)
             state: DcdState = runner.run(epoch_pass, dataset, shuffle=True, seed=seed,
                                          epoch=epoch,
                                          description=f"dcd epoch {epoch + 1}/{epochs}")
-            W = state.W
+            if previous is not None and monitor is not None:
+                gaps.append(duality_gap(state, previous, monitor, rows.emb))
             pg_range = float(np.max(np.maximum(state.pg_max, 0.0)
                                     - np.minimum(state.pg_min, 0.0)))
-            if config.tol is not None and pg_range <= config.tol:
+            if config.tol is not None and gaps and gaps[-1] <= config.tol:
+                break  # W, the certified model, is returned
+            W, previous = state.W, state
+            if config.tol is not None and pg_range <= config.pg_tol:
                 break
         else:
             if config.tol is not None:
+                gap = f"{gaps[-1]:.3g}" if gaps else "unknown"
                 warnings.warn(
-                    f"dual coordinate descent stopped after epochs={epochs} with projected "
-                    f"gradients spanning {pg_range:.3g} > tol={config.tol}: the model may be "
-                    "far from the optimum; raise epochs or tol (a smaller C, or fewer bases "
-                    "with penalty_order >= 1, converges in fewer epochs)",
+                    f"dual coordinate descent stopped after epochs={epochs} with a relative "
+                    f"duality gap of {gap} > tol={config.tol} (projected gradients spanning "
+                    f"{pg_range:.3g} > {config.pg_tol}): the model may be far from the "
+                    "optimum; raise epochs or tol (a smaller C converges in fewer epochs)",
                     ConvergenceWarning, stacklevel=4)
     n_iter = epoch + 1
-    return _Models(W, W.copy(), n_iter, n_iter * n_train, int(NO_AVERAGING), pg_range)
+    return _Models(W, W.copy(), n_iter, n_iter * n_train, int(NO_AVERAGING), pg_range,
+                   tuple(gaps))

@@ -356,6 +356,9 @@ class DcdState:
         Sums over the rows of the dual terms (see :func:`~streamlearn.solvers.dcd.dcd_chunk`).
     rows : int
         Rows processed in this pass.
+    monitor_loss : ndarray of shape (m,) or None
+        With a monitored model: ``sum_i C_i loss`` of that model over the training rows of
+        each binary model (its primal loss, see :func:`~streamlearn.solvers.dcd.dcd_ovr_chunk`).
     """
 
     W: np.ndarray
@@ -364,6 +367,7 @@ class DcdState:
     alpha_sum: np.ndarray
     dual_quad: np.ndarray
     rows: int = 0
+    monitor_loss: np.ndarray | None = None
 
 
 class DcdEpochPass:
@@ -384,6 +388,9 @@ class DcdEpochPass:
         Seeds the visiting order inside each chunk together with the chunk's first row.
     initial : ndarray of shape (m, n_dims + 1)
         Models at the start of the epoch (not modified).
+    monitor : ndarray of shape (m, n_dims + 1), optional
+        A frozen model whose primal loss over the training rows the pass sums as it reads
+        them (``DcdState.monitor_loss``), for the duality-gap stopping rule.
 
     Notes
     -----
@@ -394,7 +401,8 @@ class DcdEpochPass:
     kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, rows: TrainingRows, pairs: ModelPairs, C: float, loss: int,
-                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray) -> None:
+                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
+                 monitor: np.ndarray | None = None) -> None:
         self.rows = rows
         self.pairs = pairs
         self.C = float(C)
@@ -403,12 +411,14 @@ class DcdEpochPass:
         self.alpha = alpha
         self.seed = int(seed)
         self.initial = initial
+        self.monitor = monitor
 
     def start(self) -> DcdState:
         """A copy of the initial models, empty statistics."""
         m = self.initial.shape[0]
         return DcdState(self.initial.copy(), np.full(m, -np.inf), np.full(m, np.inf),
-                        np.zeros(m), np.zeros(m))
+                        np.zeros(m), np.zeros(m), 0,
+                        None if self.monitor is None else np.zeros(m))
 
     def step(self, state: DcdState, chunk: Chunk) -> DcdState:
         """Coordinate descent over the chunk's training rows (in place)."""
@@ -419,7 +429,7 @@ class DcdEpochPass:
         seed = (self.seed * 0x9E3779B1 + int(chunk.start)) % 2**63
         pg_max, pg_min, alpha_sum, dual_quad = dcd_ovr_chunk(
             X, codes, *self.pairs, c, alpha, state.W, self.loss, self.bias_scale,
-            DCD_INNER_SWEEPS, seed, *self.rows.emb)
+            DCD_INNER_SWEEPS, seed, *self.rows.emb, self.monitor, state.monitor_loss)
         if keep is not None:
             alpha_all[keep] = alpha
         self.alpha.put(chunk, alpha_all)
@@ -432,9 +442,11 @@ class DcdEpochPass:
 
     def merge(self, a: DcdState, b: DcdState) -> DcdState:
         """Parameter mixing of the models, statistics combined (a new state)."""
+        monitor_loss = (None if a.monitor_loss is None or b.monitor_loss is None
+                        else a.monitor_loss + b.monitor_loss)
         return DcdState(_mix(a.W, b.W, a.rows, b.rows), np.maximum(a.pg_max, b.pg_max),
                         np.minimum(a.pg_min, b.pg_min), a.alpha_sum + b.alpha_sum,
-                        a.dual_quad + b.dual_quad, a.rows + b.rows)
+                        a.dual_quad + b.dual_quad, a.rows + b.rows, monitor_loss)
 
     def finish(self, state: DcdState) -> DcdState:
         """The state after the epoch."""
