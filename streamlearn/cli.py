@@ -808,7 +808,7 @@ def evaluate_command(model_path: str, data: str, target: str | None, fmt: str | 
 
 # -- demo ---------------------------------------------------------------------------------
 #: Hyper-parameters of the demo's additive model: cubic B-splines, two PEGASOS epochs.
-DEMO_MODEL = {"embedding": "bspline", "degree": 3, "n_bases": 20, "epochs": 2}
+DEMO_MODEL = {"embedding": "bspline", "degree": 3}
 #: Points at which each learned curve is drawn.
 CURVE_POINTS = 24
 SPARK = "▁▂▃▄▅▆▇█"
@@ -863,11 +863,12 @@ def _true_accuracy(dataset: Any, signal: Callable[[np.ndarray], np.ndarray]) -> 
 @cli.command()
 @click.option("--rows", type=click.IntRange(min=10_000), default=None,
               help="Training rows of the generated dataset (default 2,000,000).")
-@click.option("--epochs", type=click.IntRange(min=1), default=DEMO_MODEL["epochs"],
-              show_default=True, help="PEGASOS epochs of the additive model.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="PEGASOS epochs of the additive model, exactly (default: until its "
+                   "stopping rule is met).")
 @_quiet_option
 @_user_errors
-def demo(rows: int | None, epochs: int, quiet: bool) -> None:
+def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     """Train an additive SVM on the built-in demo dataset and show what it learned.
 
     The data is a binary problem whose label is the sign of a sum of one non-linear curve
@@ -908,15 +909,18 @@ def demo(rows: int | None, epochs: int, quiet: bool) -> None:
     click.echo("")
     click.echo(train_set.schema)
 
-    params = {**DEMO_MODEL, "epochs": epochs, "random_state": 0, "progress": _progress(quiet)}
-    click.echo(f"\ntraining AdditiveSVC(degree=3, n_bases=20, epochs={epochs}): one cubic "
-               "B-spline curve per feature, PEGASOS")
+    fixed = {} if epochs is None else {"epochs": epochs, "tol": None}
+    params = {**DEMO_MODEL, **fixed, "random_state": 0, "progress": _progress(quiet)}
+    shown = "" if epochs is None else f", epochs={epochs}"
+    click.echo(f"\ntraining AdditiveSVC(degree=3{shown}): one cubic B-spline curve per "
+               "feature, PEGASOS")
     started = time.perf_counter()
     model = AdditiveSVC(**params).fit(train_set)
     fit_s = time.perf_counter() - started
     streamed = round(model.n_passes_ * n_rows)  # rows the fit read (describe, epochs, calibration)
-    click.echo(f"  {model.n_passes_:g} passes over {n_rows:,} rows in {fit_s:.1f} s "
-               f"({_rate(streamed, fit_s)})")
+    rule = " (its stopping rule met)" if epochs is None else ""
+    click.echo(f"  {model.n_iter_} epochs{rule}; {model.n_passes_:g} passes over {n_rows:,} "
+               f"rows in {fit_s:.1f} s ({_rate(streamed, fit_s)})")
     click.echo("training a linear SVM on the same stream, for comparison")
     started = time.perf_counter()
     linear = AdditiveSVC(**{**params, "embedding": "linear"}).fit(train_set)

@@ -314,6 +314,20 @@ def test_demo_trains_and_reports_held_out_accuracy(tmp_path: Path) -> None:
     assert len(noise) == 2
 
 
+def test_demo_defaults_stop_by_the_rule_without_a_warning(tmp_path: Path) -> None:
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        result = run("demo", "--rows", "20000", "--quiet", STREAMLEARN_CACHE=str(tmp_path))
+    assert result.exit_code == 0, result.output
+    model = AdditiveSVC.load(tmp_path / "demo-additive-20000.slm")
+    assert 1 < model.n_iter_ < model.epochs
+    assert f"  {model.n_iter_} epochs (its stopping rule met)" in result.output
+
+
 def test_additive_curves_recover_each_term() -> None:
     class Additive:
         def decision_function(self, X: np.ndarray) -> np.ndarray:
