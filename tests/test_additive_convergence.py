@@ -202,3 +202,36 @@ def test_step_offset_is_the_mean_squared_embedded_norm_over_lam():
     assert step_offset(None, sample, 1.0, 0.01) == pytest.approx(raw / 0.01, abs=1)
     assert step_offset(fmap, None, 1.0, 0.01) == 0
 
+
+
+def test_a_fit_stopped_by_the_rule_is_calibrated_without_a_pass_of_its_own():
+    # the last epoch binned the returned model's held-out scores: its sigmoids are those a
+    # calibration pass over that model computes
+    from streamlearn.solvers.additive import CalibrationPass
+    from streamlearn.solvers.additive.driver import HOLDOUT_SALT
+
+    X, y = problem(3000, seed=2)
+    seen: list[str] = []
+
+    class Recording(LocalEngine):
+        def run(self, pass_, data, **options):
+            seen.append(type(pass_).__name__)
+            return super().run(pass_, data, **options)
+
+    model = AdditiveSVC(epochs=200, chunk_rows=500, random_state=4)
+    model.fit(X, y, engine=Recording(progress=False))
+    assert model.n_iter_ < 200 and model.calibrated_
+    assert "CalibrationPass" not in seen
+    assert model.n_passes_ == pytest.approx(1 + model.n_iter_)  # describe and the epochs
+    ds = open_dataset(X, target=y, chunk_rows=500)
+    histogram = LocalEngine(progress=False).run(
+        CalibrationPass(model.coef_d_, model._embedding(), model._pairs(), model.bias_scale,
+                        Holdout.fraction(model.calibration_fraction, 4 ^ HOLDOUT_SALT)), ds)
+    np.testing.assert_allclose(np.c_[model.platt_a_, model.platt_b_],
+                               np.c_[histogram.fit()], rtol=1e-6, atol=1e-9)
+    # at the cap, the returned model is the last epoch's: a calibration pass of its own
+    seen.clear()
+    capped = AdditiveSVC(epochs=2, tol=1e-9, chunk_rows=500, random_state=4)
+    with pytest.warns(ConvergenceWarning):
+        capped.fit(X, y, engine=Recording(progress=False))
+    assert seen[-1] == "CalibrationPass" and capped.n_passes_ == pytest.approx(4)

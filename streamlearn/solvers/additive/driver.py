@@ -9,8 +9,9 @@
    ``ExampleState``); with ``k > 2`` classes the one-vs-rest or one-vs-one models are
    updated from each row read. With ``tol`` set, a stopping rule ends them earlier (see
    :func:`fit`) and reaching ``epochs`` without meeting it warns ``ConvergenceWarning``;
-3. a reduction pass over the held-out calibration rows bins the scores, and a Platt sigmoid
-   is fitted per binary model.
+3. the held-out calibration rows' scores are binned and a Platt sigmoid is fitted per
+   binary model: by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
+   scored the returned model on those rows), else by a reduction pass of its own.
 """
 
 from __future__ import annotations
@@ -266,9 +267,11 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
       Without held-out rows (``calibrate=False``) it scores the training rows and ``L_e``
       is the regularised objective ``lam / 2 ||w||^2 + mean hinge loss`` instead. It stops
       after ``n_iter_no_change`` consecutive evaluations that improve on the best ``L`` so
-      far by less than ``tol`` times it. Every epoch costs a full read of the data and the
-      held-out estimate is noisy, so the default asks a worthwhile (1%) improvement in two
-      (not sklearn's five) consecutive epochs.
+      far by less than ``tol`` times it, and returns the model it judged last (after epoch
+      ``e - 1``), whose held-out scores that pass also binned: they are its calibration
+      set, so a fit stopped by the rule makes no calibration pass. Every epoch costs a
+      full read of the data and the held-out estimate is noisy, so the default asks a
+      worthwhile improvement in two (not sklearn's five) consecutive epochs.
 
     With ``average``, PEGASOS returns the mean of its iterates over at least the last half
     of its epochs (:class:`EpochWindow`; over the second half of the first epoch when it
@@ -327,10 +330,12 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     platt_a, platt_b = np.full(shape[0], -1.0), np.zeros(shape[0])
     calibrated = False
     if holdout is not None and n_holdout > 0:
-        histogram: ScoreHistogram = runner.run(
-            CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs, config.bias_scale,
-                            holdout),
-            dataset, description="calibrate")
+        histogram = models.calibration
+        if histogram is None:  # no epoch scored the returned model: a pass of its own
+            histogram = runner.run(
+                CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs, config.bias_scale,
+                                holdout),
+                dataset, description="calibrate")
         platt_a, platt_b = histogram.fit()
         calibrated = True
     return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
@@ -349,6 +354,7 @@ class _Models:
     average_start: int
     pg_range: float | None
     monitor_history: tuple[float, ...] = ()
+    calibration: ScoreHistogram | None = None  # binned held-out scores of coef_d, if known
 
 
 def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: float,
@@ -492,6 +498,7 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
     window = EpochWindow(shape)
     history: list[float] = []
     model = state.W
+    calibration: ScoreHistogram | None = None
     epoch = 0
     for epoch in range(epochs):
         if config.average:
@@ -505,16 +512,17 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
         state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
                            description=f"pegasos epoch {epoch + 1}/{epochs}")
         averaged = config.average and state.t >= average_start
-        if averaged:
-            model = window.add(state.AVG, state.t - max(average_start - 1, steps_before))
-        else:
-            model = state.W.copy()
+        latest = (window.add(state.AVG, state.t - max(average_start - 1, steps_before))
+                  if averaged else state.W.copy())
         if monitor is not None:
             assert patience is not None
             history.append(monitored_loss(state, monitor, rows.emb, regularisation.lam,
                                           rows.holdout is not None))
             if patience.update(history[-1]):
+                # the model the rule judged, calibrated by the scores this pass binned
+                calibration = state.monitor_scores
                 break
+        model = latest
     else:
         if patience is not None:
             warnings.warn(
@@ -523,7 +531,7 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
                 f"{config.n_iter_no_change} epochs; raise epochs or tol",
                 ConvergenceWarning, stacklevel=4)
     return _Models(model, state.W, epoch + 1, int(state.t), average_start, None,
-                   tuple(history))
+                   tuple(history), calibration)
 
 
 def duality_gap(state: DcdState, previous: DcdState, model: np.ndarray,

@@ -209,6 +209,10 @@ class PegasosState:
         With a monitored model (:class:`PegasosEpochPass`'s ``monitor``): per binary model,
         the weighted sum of its hinge losses over the monitored rows of this pass and the
         sum of their weights. None when nothing is monitored.
+    monitor_scores : ScoreHistogram or None
+        With a monitored model and held-out rows: the binned scores of the held-out rows
+        under it, the calibration set of that model (what :class:`CalibrationPass` would
+        collect for it).
     """
 
     W: np.ndarray
@@ -217,11 +221,15 @@ class PegasosState:
     rows: int = 0
     monitor_loss: np.ndarray | None = None
     monitor_weight: np.ndarray | None = None
+    monitor_scores: ScoreHistogram | None = None
 
     def copy(self) -> PegasosState:
         """An independent copy."""
+        scores = None if self.monitor_scores is None else self.monitor_scores.merge(
+            ScoreHistogram(self.monitor_scores.n_models, self.monitor_scores.n_bins,
+                           self.monitor_scores.limit))
         return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows,
-                            _copy(self.monitor_loss), _copy(self.monitor_weight))
+                            _copy(self.monitor_loss), _copy(self.monitor_weight), scores)
 
 
 def _copy(a: np.ndarray | None) -> np.ndarray | None:
@@ -290,11 +298,14 @@ class PegasosEpochPass:
         """A copy of the initial state (empty monitored losses)."""
         state = self.initial.copy()
         state.rows = 0
+        state.monitor_scores = None
         if self.monitor is None:
             state.monitor_loss = state.monitor_weight = None
         else:
             m = self.monitor.shape[0]
             state.monitor_loss, state.monitor_weight = np.zeros(m), np.zeros(m)
+            if self.rows.holdout is not None:
+                state.monitor_scores = ScoreHistogram(m)
         return state
 
     def _monitor(self, state: PegasosState, chunk: Chunk, X: np.ndarray, codes: np.ndarray,
@@ -314,11 +325,14 @@ class PegasosEpochPass:
                       else np.asarray(chunk.weight, dtype=np.float64)[held])
         if X.shape[0] == 0:
             return
-        loss, total = hinge_sums(decision_ovr_chunk(X, self.monitor, self.bias_scale,
-                                                    *self.rows.emb),
-                                 codes, self.pairs, weight)
+        scores = decision_ovr_chunk(X, self.monitor, self.bias_scale, *self.rows.emb)
+        loss, total = hinge_sums(scores, codes, self.pairs, weight)
         state.monitor_loss += loss
         state.monitor_weight += total
+        if state.monitor_scores is not None:  # the held-out rows: the calibration set
+            positive, member = self.pairs.labels(codes)
+            state.monitor_scores.add(scores, positive,
+                                     member * np.asarray(weight, dtype=np.float64)[:, None])
 
     def step(self, state: PegasosState, chunk: Chunk) -> PegasosState:
         """PEGASOS steps over the chunk's training rows (in place)."""
@@ -336,7 +350,9 @@ class PegasosEpochPass:
         return PegasosState(_mix(a.W, b.W, a.rows, b.rows), _mix(a.AVG, b.AVG, a.rows, b.rows),
                             max(a.t, b.t) + min(a.rows, b.rows), a.rows + b.rows,
                             _add(a.monitor_loss, b.monitor_loss),
-                            _add(a.monitor_weight, b.monitor_weight))
+                            _add(a.monitor_weight, b.monitor_weight),
+                            None if a.monitor_scores is None or b.monitor_scores is None
+                            else a.monitor_scores.merge(b.monitor_scores))
 
     def finish(self, state: PegasosState) -> PegasosState:
         """The state after the epoch."""
