@@ -75,6 +75,11 @@ def test_patience_rule():
     assert [rule.update(v) for v in [10.0, 8.0, 7.5, 7.3]] == [False, False, False, True]
     rule = Patience(0.1, 2)
     assert [rule.update(v) for v in [10.0, 9.5, 8.0, 7.9, 9.0]] == [False] * 4 + [True]
+    # below the floor, improvements are measured against the floor
+    rule = Patience(0.1, 2, floor=1.0)
+    assert [rule.update(v) for v in [0.5, 0.45, 0.41]] == [False, False, True]
+    rule = Patience(0.1, 2)
+    assert [rule.update(v) for v in [0.5, 0.44, 0.39]] == [False, False, False]
 
 
 def _pass_data(n: int = 900):

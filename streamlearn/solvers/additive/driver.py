@@ -46,6 +46,9 @@ from streamlearn.solvers.dcd import LOSSES
 from streamlearn.solvers.embedding import Embedding, embedding_params, model_sq_norm
 from streamlearn.solvers.pegasos import NO_AVERAGING
 
+#: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
+#: shares of this (a held-out set that the model nearly separates).
+LOSS_FLOOR = 0.01
 #: Mixed into the seed to choose the calibration rows.
 HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
 
@@ -267,7 +270,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
       Without held-out rows (``calibrate=False``) it scores the training rows and ``L_e``
       is the regularised objective ``lam / 2 ||w||^2 + mean hinge loss`` instead. It stops
       after ``n_iter_no_change`` consecutive evaluations that improve on the best ``L`` so
-      far by less than ``tol`` times it, and returns the model it judged last (after epoch
+      far by less than ``tol`` times it (times 0.01 per binary model when it is below
+      that: a nearly separated held-out set), and returns the model it judged last (after epoch
       ``e - 1``), whose held-out scores that pass also binned: they are its calibration
       set, so a fit stopped by the rule makes no calibration pass. Every epoch costs a
       full read of the data and the held-out estimate is noisy, so the default asks a
@@ -394,23 +398,29 @@ def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: 
 
 class Patience:
     """PEGASOS's stopping rule: stop after ``n`` values in a row that improve on the best
-    value so far by less than ``tol`` times it.
+    value so far by less than ``tol`` times it (times ``floor`` when the best is below it).
 
     Parameters
     ----------
     tol : float
     n : int
+    floor : float
+        Values below it count as ``floor`` in the threshold: on a held-out set that is
+        nearly separated, a loss that keeps shrinking by a share of almost nothing is not
+        worth another read of the data.
     """
 
-    def __init__(self, tol: float, n: int) -> None:
+    def __init__(self, tol: float, n: int, floor: float = 0.0) -> None:
         self.tol = float(tol)
         self.n = int(n)
+        self.floor = float(floor)
         self.best = np.inf
         self.stale = 0
 
     def update(self, value: float) -> bool:
         """Record a value; whether the rule is met."""
-        if value < self.best - self.tol * abs(self.best) or not np.isfinite(self.best):
+        threshold = self.tol * max(abs(self.best), self.floor)
+        if value < self.best - threshold or not np.isfinite(self.best):
             self.stale = 0
         else:
             self.stale += 1
@@ -493,8 +503,9 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
     epochs = int(config.epochs)
     state = PegasosState(np.zeros(shape), np.zeros(shape), int(offset))
     average_start = int(NO_AVERAGING)
-    patience = (Patience(config.tol, config.n_iter_no_change) if config.tol is not None
-                else None)
+    # a held-out hinge loss below LOSS_FLOOR per binary model counts as LOSS_FLOOR
+    patience = (Patience(config.tol, config.n_iter_no_change, LOSS_FLOOR * shape[0])
+                if config.tol is not None else None)
     window = EpochWindow(shape)
     history: list[float] = []
     model = state.W
