@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import resource
 import shutil
 import statistics
 import subprocess
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine_info import library_versions, machine_info
+from machine_info import library_versions, machine_info, peak_rss_bytes
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data" / "io_throughput"
@@ -181,21 +180,6 @@ def _rss_bytes() -> int:
 
     return int(psutil.Process().memory_info().rss)
 
-
-def peak_rss_bytes() -> int:
-    """Peak RSS of this process since it started.
-
-    ``VmHWM`` from ``/proc/self/status`` is reset by ``exec``; ``ru_maxrss`` is not on Linux
-    (a freshly started child inherits its parent's peak), so it is only the fallback.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def arrow_matrix(batch: Any, names: list[str]) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import sys
 from importlib import metadata
 from typing import Any
@@ -51,3 +52,19 @@ def library_versions(names: tuple[str, ...] = DEFAULT_LIBRARIES) -> dict[str, st
         except metadata.PackageNotFoundError:
             versions[name] = None
     return versions
+
+
+def peak_rss_bytes() -> int:
+    """Peak RSS of this process since it started.
+
+    ``VmHWM`` from ``/proc/self/status`` is reset by ``exec``; ``ru_maxrss`` is not on Linux
+    (a freshly started child inherits its parent's peak), so it is only the fallback.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

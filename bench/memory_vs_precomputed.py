@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from io_throughput import dir_bytes, peak_rss_bytes
-from machine_info import library_versions, machine_info
+from io_throughput import dir_bytes
+from machine_info import library_versions, machine_info, peak_rss_bytes
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data" / "memory_vs_precomputed"

@@ -94,7 +94,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine_info import library_versions, machine_info
+from machine_info import library_versions, machine_info, peak_rss_bytes
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -710,22 +710,9 @@ def write_big_store(path: Path, size_gb: float) -> dict[str, Any]:
             "zarr_chunk_rows": BIG_CHUNK_ROWS}
 
 
-def vm_hwm_bytes() -> int | None:
-    """Peak RSS of this process (``VmHWM``; a fresh process starts its own)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def big_child(what: str, path: str) -> None:
     """One bare pass or one ``AdditiveSVC(epochs=1)`` fit over the store; prints JSON."""
     import operator
-    import resource
 
     from streamlearn.data import open_dataset
     from streamlearn.engine.local import LocalEngine
@@ -749,7 +736,7 @@ def big_child(what: str, path: str) -> None:
         LocalEngine(progress=False).reduce(
             ds, start=lambda: 0, step=lambda s, c: s + c.n_rows, merge=operator.add)
         extra["second_pass_s"] = time.perf_counter() - t1
-    peak = vm_hwm_bytes() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_bytes()
     print(json.dumps({"what": what, "wall_s": seconds, "rows": ds.n_rows,
                       "passes": read["rows"] / ds.n_rows, "peak_rss_bytes": peak,
                       "rows_per_s": read["rows"] / seconds, **extra}))
@@ -932,9 +919,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     parser.add_argument("--big-child", nargs=2, metavar=("WHAT", "PATH"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--report-from", type=Path, default=None, metavar="JSON",
+                        help="only rebuild the tables and the plot from a results file "
+                             "(e.g. the .partial.json a run cut short left)")
     args = parser.parse_args(argv)
     if args.big_child:
         big_child(*args.big_child)
+        return
+    if args.report_from:
+        report = json.loads(args.report_from.read_text())
+        report.update(report_tables(report))
+        args.out.mkdir(parents=True, exist_ok=True)
+        plot(report["results"], args.out / "out_of_the_box.png")
+        (args.out / "out_of_the_box.json").write_text(json.dumps(report, indent=2, default=str)
+                                                      + "\n")
+        for table in report["tables"]:
+            print(f"\n### {table['title']}\n\n{markdown(table)}")
         return
     os.environ.setdefault("STREAMLEARN_PROGRESS", "0")
     chosen = args.datasets or ",".join(QUICK_DATASETS if args.quick else DATASETS)

@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -60,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine_info import library_versions, machine_info
+from machine_info import library_versions, machine_info, peak_rss_bytes
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data" / "projection_pursuit"
@@ -586,16 +585,6 @@ def generate_store(n_rows: int) -> Path:
     meta.write_text(json.dumps(settings))
     return root / "data.zarr"
 
-
-def peak_rss_bytes() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def measure_scan(kind: str, path: str) -> dict[str, Any]:

@@ -26,7 +26,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine_info import library_versions, machine_info
+from machine_info import library_versions, machine_info, peak_rss_bytes
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data" / "supersparse"
@@ -76,17 +75,6 @@ def data_dir() -> Path:
                          "adult.data.gz / adult.test.gz")
     return Path(root)
 
-
-def peak_rss_bytes() -> int:
-    """Peak RSS of this process (``VmHWM``)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def rows_per_s(function: Any, X: np.ndarray, repeats: int) -> float:
