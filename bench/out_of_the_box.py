@@ -919,15 +919,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     parser.add_argument("--big-child", nargs=2, metavar=("WHAT", "PATH"),
                         help=argparse.SUPPRESS)
-    parser.add_argument("--report-from", type=Path, default=None, metavar="JSON",
-                        help="only rebuild the tables and the plot from a results file "
-                             "(e.g. the .partial.json a run cut short left)")
+    parser.add_argument("--report-from", type=Path, nargs="+", default=None, metavar="JSON",
+                        help="only rebuild the tables and the plot from results files (the "
+                             ".partial.json a run cut short left, or runs with different "
+                             "row caps, whose cells are put side by side)")
     args = parser.parse_args(argv)
     if args.big_child:
         big_child(*args.big_child)
         return
     if args.report_from:
-        report = json.loads(args.report_from.read_text())
+        runs = [json.loads(path.read_text()) for path in args.report_from]
+        report = runs[0]
+        if len(runs) > 1:  # one report: the cells of every run, each run's settings kept
+            report["results"] = [row for run in runs for row in run["results"]]
+            report["runs"] = [{"file": str(path), "settings": run["settings"],
+                               "total_runtime_s": run.get("total_runtime_s")}
+                              for path, run in zip(args.report_from, runs, strict=True)]
         report.update(report_tables(report))
         args.out.mkdir(parents=True, exist_ok=True)
         plot(report["results"], args.out / "out_of_the_box.png")

@@ -527,3 +527,18 @@ def test_dcd_that_does_not_reach_tol_warns():
     with pytest.warns(ConvergenceWarning, match="epochs=2"):
         model = AdditiveSVC(solver="dcd", epochs=2, tol=1e-9, calibrate=False).fit(X, y)
     assert model.n_iter_ == 2 and model.pg_range_ > 1e-9
+
+
+def test_default_model_does_not_depend_on_the_features_units():
+    # knots from each feature's range and the step offset from embedded norms: an affine
+    # map of every feature leaves the embedding, hence the fit, as it was (offsets small
+    # beside the scaled range, so that float32 keeps the values' precision)
+    X, y = three_class_problem(3000, seed=21)
+    Xt, _ = three_class_problem(1000, seed=22)
+    scale = np.array([1e3, 1e-3, 7.0, 0.5], dtype=np.float32)
+    shift = np.array([-50.0, 3e-3, 0.0, 2.0], dtype=np.float32)
+    plain = AdditiveSVC(random_state=0, progress=False).fit(X, y)
+    moved = AdditiveSVC(random_state=0, progress=False).fit(X * scale + shift, y)
+    assert moved.n_iter_ == plain.n_iter_
+    np.testing.assert_allclose(moved.decision_function(Xt * scale + shift),
+                               plain.decision_function(Xt), rtol=1e-3, atol=1e-3)
