@@ -149,3 +149,39 @@ def test_capped_em_warns_and_sets_n_iter() -> None:
         clf = MixtureSVC(n_components=6, epochs=50, tol=1e-3, chunk_rows=300,
                          progress=False).fit(X, y)
     assert 1 <= clf.n_iter_ < 50
+
+
+def test_auto_C_is_the_rule_over_varying_features() -> None:
+    X, y = _rings(600, seed=11)
+    X = np.column_stack([X, np.full(600, 3.0, dtype=np.float32)])  # a constant feature
+    model = MixtureSVC(n_components=3, epochs=2, tol=1e6, bias_scale=2.0).fit(X, y)
+    assert model.C_ == pytest.approx(10.0 / (3 + 2.0**2))
+    fixed = MixtureSVC(n_components=3, C=0.5, epochs=2, tol=1e6).fit(X, y)
+    assert fixed.C_ == 0.5
+
+
+def test_one_component_is_the_linear_svm_of_the_standardised_features() -> None:
+    # with one component the gate is 1 everywhere and eq. 19 is a linear SVM's objective on
+    # the standardised features: stochastic EM must reach liblinear's optimum (correlated
+    # and rare binary features make coordinate descent need many epochs, so a rule that
+    # stops too early fails here)
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    B = rng.normal(size=(n, 5))
+    X = np.column_stack([B, B @ rng.normal(size=(5, 15)) + 0.1 * rng.normal(size=(n, 15)),
+                         rng.random((n, 10)) < 0.02]).astype(np.float32)
+    y = (B[:, 0] + 2 * X[:, 20] + rng.normal(0, 1, n) > 0).astype(int)
+    model = MixtureSVC(n_components=1, C=1.0, epochs=200, tol=1e-5).fit(X, y)
+    Z = (X - X.mean(0)) / X.std(0)
+    s = np.where(y == 1, 1.0, -1.0)
+
+    def objective(w: np.ndarray) -> float:
+        return 0.5 * w @ w + np.maximum(0.0, 1.0 - s * (Z @ w[:-1] + w[-1])).sum()
+
+    ref = LinearSVC(C=1.0, loss="hinge", intercept_scaling=1.0, tol=1e-8,
+                    max_iter=1_000_000).fit(Z, y)
+    optimum = objective(np.r_[ref.coef_[0], ref.intercept_])
+    assert objective(model.coef_[0, 0]) <= optimum * 1.01
+    assert np.mean(model.predict(X) == ref.predict(Z)) >= 0.98

@@ -135,9 +135,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         their mid-plane, so this makes it 8 half-way from the mid-plane to a centre,
         whatever the dimension and the number of centres: each region is left to its own
         expert. A number is taken in standardised units.
-    C : float
+    C : float or "auto"
         Penalty of each expert's hinge losses, ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge``
-        (``C = 1 / (2 zeta)`` of eq. 9), on the standardised features.
+        (``C = 1 / (2 zeta)`` of eq. 9), on the standardised features. ``"auto"``:
+        ``C = 10 / (n_varying + bias_scale^2)``, ``n_varying`` the features whose
+        training values are not all equal: the denominator is the mean squared norm of a
+        standardised row, so a row's largest pull on an expert, ``C ||[z, b]||^2``, is
+        10 whatever the number of features (a fixed ``C`` lets the experts of wide data
+        fit noise).
     em : {"stochastic", "batch"}
         Batch EM (Fig. 2: an E-step pass, L-BFGS passes for the centres and a coordinate
         descent pass for the experts per iteration) or stochastic EM (one pass per epoch,
@@ -180,6 +185,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Gating scale used.
     nu_ : float
         Prior of eq. 20 used (``nu="auto"`` resolved).
+    C_ : float
+        Experts' penalty used (``C="auto"`` resolved).
     shift_, scale_ : ndarray of shape (d,)
         The standardisation ``z = (x - shift_) / scale_`` the centres and experts apply to.
     n_iter_ : int
@@ -213,7 +220,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "nu": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "tau": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "em": [StrOptions(set(EM_MODES))],
         "epochs": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -231,7 +238,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         n_components: int | str = "auto",
         nu: float | str = "auto",
         tau: float | str = "auto",
-        C: float = 1.0,
+        C: float | str = "auto",
         em: str = "stochastic",
         epochs: int = 20,
         tol: float = 1e-2,
@@ -259,7 +266,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         n_components = self.n_components
         nu = self.nu
         return MixtureConfig(n_components if n_components == "auto" else int(n_components),
-                             nu if nu == "auto" else float(nu), self.tau, float(self.C),
+                             nu if nu == "auto" else float(nu), self.tau,
+                             self.C if self.C == "auto" else float(self.C),
                              str(self.em), int(self.epochs), float(self.tol),
                              float(self.bias_scale))
 
@@ -319,6 +327,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.n_iter_ = fitted.n_iter
         self._online = fitted.online
         self.nu_ = float(fitted.nu)
+        self.C_ = float(fitted.C)
         self.shift_ = np.asarray(fitted.shift, dtype=np.float64)
         self.scale_ = np.asarray(fitted.scale, dtype=np.float64)
         self.classes_ = storable_classes(fitted.classes)
@@ -333,7 +342,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return MixtureFit(self.classes_, self.feature_names_in_, self.xi_,
                           self.centers_, self.coef_, float(self.tau_), self.history_,
                           int(getattr(self, "n_iter_", 0)), True, online, shift, scale,
-                          self._fitted_nu())
+                          self._fitted_nu(), self._fitted_C())
 
     def _fitted_nu(self) -> float:
         """``nu_``, or on a model stored without it the value ``nu`` resolves to."""
@@ -342,6 +351,18 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         if self.nu == "auto":
             return driver.default_nu(int(self.centers_.shape[-1]))
         return float(self.nu)
+
+    def _fitted_C(self) -> float:
+        """``C_``, or on a model stored without it the number ``C`` was (``"auto"``
+        then resolves from the stored standardisation: the features of scale 1 and shift
+        0 counted as constant)."""
+        if hasattr(self, "C_"):
+            return float(self.C_)
+        if self.C == "auto":
+            shift, scale = self._standardisation()
+            varying = int(np.count_nonzero((scale != 1.0) | (shift != 0.0)))
+            return driver.default_C(varying, float(self.bias_scale))
+        return float(self.C)
 
     def _standardisation(self) -> tuple[np.ndarray, np.ndarray]:
         """``shift_`` and ``scale_`` (none, on a model stored without them: the identity)."""

@@ -5,7 +5,8 @@
 0. a reduction pass takes every feature's mean and standard deviation; every later pass
    works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
    the scale 1), so the fit does not depend on the features' units;
-   ``n_components="auto"`` and ``nu="auto"`` are resolved (:func:`resolve`);
+   ``n_components="auto"``, ``nu="auto"`` and ``C="auto"`` are resolved (:func:`resolve`,
+   :func:`default_C`);
 1. streamed mini-batch k-means gives ``k`` centres (:func:`~streamlearn.solvers.kmeans.
    streamed_kmeans`); a reduction pass counts each cluster's classes; sequential passes of
    dual coordinate descent train a linear SVM per mixed cluster; a single-class cluster gets
@@ -73,6 +74,9 @@ LBFGS_STEPS = 3
 #: to its nearest other centre (see :func:`gating_scale`).
 TAU_FACTOR = 16.0
 #: Bounds of ``n_components="auto"`` (see :func:`default_components`).
+#: ``C="auto"`` is ``C_FACTOR`` over the mean squared norm of a standardised row (see
+#: :func:`default_C`).
+C_FACTOR = 10.0
 MIN_COMPONENTS = 10
 MAX_COMPONENTS = 30
 
@@ -88,7 +92,7 @@ class MixtureConfig:
     n_components : int or "auto"
     nu : float or "auto"
     tau : float or "auto"
-    C : float
+    C : float or "auto"
     em : {"stochastic", "batch"}
     epochs : int
     tol : float
@@ -98,7 +102,7 @@ class MixtureConfig:
     n_components: int | str
     nu: float | str
     tau: float | str
-    C: float
+    C: float | str
     em: str
     epochs: int
     tol: float
@@ -188,6 +192,8 @@ class MixtureFit:
         The standardisation ``z = (x - shift) / scale`` the centres and experts live in.
     nu : float
         The prior of eq. 18-20 used (``"auto"`` resolved).
+    C : float
+        The experts' penalty used (``"auto"`` resolved).
     """
 
     classes: np.ndarray
@@ -203,6 +209,7 @@ class MixtureFit:
     shift: np.ndarray
     scale: np.ndarray
     nu: float
+    C: float
 
     @property
     def standardiser(self) -> Standardiser:
@@ -258,6 +265,29 @@ def default_nu(n_features: int) -> float:
     return float(int(n_features) + 1)
 
 
+def default_C(n_varying: int, bias_scale: float) -> float:
+    """``C="auto"``: ``C_FACTOR / (n_varying + bias_scale^2)``.
+
+    ``n_varying + bias_scale^2`` is the mean squared norm ``mean ||[z, b]||^2`` of a
+    standardised row with its bias feature (each varying feature contributes its unit
+    variance, a constant one nothing). An SVM row's dual variable is bounded by ``C``, so
+    its largest pull on the weights has the size ``C ||[z, b]||^2``: this rule keeps that
+    pull at ``C_FACTOR`` whatever the number of features, where a fixed ``C`` lets the
+    experts of wide data (images, one-hot tables) fit their rows' noise.
+
+    Parameters
+    ----------
+    n_varying : int
+        Features whose training values are not all equal.
+    bias_scale : float
+
+    Returns
+    -------
+    float
+    """
+    return float(C_FACTOR / (max(int(n_varying), 0) + float(bias_scale) ** 2 or 1.0))
+
+
 def resolve(config: MixtureConfig, n_rows: int, n_features: int) -> MixtureConfig:
     """``config`` with ``n_components`` and ``nu`` given as ``"auto"`` replaced by their
     values for a dataset of ``n_rows`` rows and ``n_features`` features."""
@@ -293,6 +323,9 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
                          description="feature moments")
     std = Standardiser.from_moments(*moments)
+    if config.C == "auto":
+        n_varying = int(np.count_nonzero(np.asarray(moments[4]) > np.asarray(moments[3])))
+        config = dataclasses.replace(config, C=default_C(n_varying, config.bias_scale))
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
     tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
@@ -306,7 +339,7 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                       np.stack([f.params.W for f in fits]), tau,
                       [f.history for f in fits], max(f.n_iter for f in fits),
                       all(f.converged for f in fits), online, std.shift, std.scale,
-                      float(config.nu))
+                      float(config.nu), float(config.C))
 
 
 def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: MixtureFit,
@@ -335,7 +368,8 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     """
     online = model.online
     std = model.standardiser
-    config = dataclasses.replace(config, n_components=model.xi.shape[1], nu=model.nu)
+    config = dataclasses.replace(config, n_components=model.xi.shape[1], nu=model.nu,
+                                 C=model.C)
     seen = online.seen_weight + float(weight)
     k = model.xi.shape[1]
     states = []
@@ -361,7 +395,7 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       model.n_iter + 1, model.converged,
                       OnlineState(np.stack([s.resp for s in states]),
                                   max(s.t for s in states), seen, online.calls + 1),
-                      model.shift, model.scale, model.nu)
+                      model.shift, model.scale, model.nu, model.C)
 
 
 def _initial_mixture(runner: Any, dataset: Dataset, config: MixtureConfig,
@@ -511,6 +545,9 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
         history.append(_record(config, state.loglik, state.params))
-        if _converged(config, history, stats.weight):
+        # an epoch's log-likelihood is accumulated under the parameters met by each chunk,
+        # so the first epoch's is (for one chunk: equals) the initial parameters': compare
+        # two epochs, never an epoch with the initialisation
+        if epoch >= 1 and _converged(config, history, stats.weight):
             return state, epoch + 1, True
     return state, epochs, False
