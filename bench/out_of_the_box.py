@@ -922,7 +922,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--report-from", type=Path, nargs="+", default=None, metavar="JSON",
                         help="only rebuild the tables and the plot from results files (the "
                              ".partial.json a run cut short left, or runs with different "
-                             "row caps, whose cells are put side by side)")
+                             "row caps, whose cells are put side by side; a cell measured "
+                             "again by a later file replaces the earlier one)")
     args = parser.parse_args(argv)
     if args.big_child:
         big_child(*args.big_child)
@@ -930,8 +931,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.report_from:
         runs = [json.loads(path.read_text()) for path in args.report_from]
         report = runs[0]
-        if len(runs) > 1:  # one report: the cells of every run, each run's settings kept
-            report["results"] = [row for run in runs for row in run["results"]]
+        if len(runs) > 1:  # one report: the cells of every run, each run's settings kept;
+            # a (dataset, method) cell measured again by a later run replaces the earlier
+            cells: dict[tuple[str, str], dict[str, Any]] = {}
+            for path, run in zip(args.report_from, runs, strict=True):
+                for row in run["results"]:
+                    cells[(row["dataset"], row["model"])] = {**row, "run": path.stem}
+            report["results"] = list(cells.values())
             report["runs"] = [{"file": str(path), "settings": run["settings"],
                                "total_runtime_s": run.get("total_runtime_s")}
                               for path, run in zip(args.report_from, runs, strict=True)]

@@ -43,11 +43,11 @@ KILLS = {
     # describe, 2 dual coordinate descent epochs (sequential), calibration
     "AdditiveSVC": ["after:SummaryPass:1:4", "after:DcdEpochPass:2:2",
                     "during:CalibrationPass:1:result"],
-    # k-means, then per class: cluster counts, 2 initial expert passes, an E-step and 2
-    # stochastic EM epochs (the experts' passes sequential, each class with its own dual
-    # variables)
-    "MixtureSVC": ["during:MiniBatchKMeansPass:2:4", "after:InitialExpertPass:3:2",
-                   "after:StochasticEpochPass:5:4"],
+    # k-means, cluster counts, 2 initial expert passes, an E-step and 2 stochastic EM
+    # epochs, every pass for the 3 one-vs-rest mixtures at once (the experts' passes
+    # sequential, each class with its own dual variables)
+    "MixtureSVC": ["during:MiniBatchKMeansPass:2:4", "after:InitialExpertPass:2:2",
+                   "after:StochasticEpochPass:2:4"],
     # describe, anchor k-means (sequential), then restricted objectives and column scores
     "ShareBoostClassifier": ["after:MiniBatchKMeansPass:1:2",
                              "during:RestrictedObjectivePass:3:end"],

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import LocalEngine
 from streamlearn.errors import DataError, LabelError, SchemaError
-from streamlearn.models.mixture import EStepPass, MixtureParams, MixtureSVC, mixing_weights
+from streamlearn.models.mixture import (
+    INIT_EXPERT_PASSES,
+    KMEANS_EPOCHS,
+    EStepPass,
+    MixtureParams,
+    MixtureSVC,
+    mixing_weights,
+)
 
 
 def _xor(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +64,8 @@ def test_estep_pass_matches_numpy() -> None:
     xi[3] = 0.0
     p = MixtureParams(xi / xi.sum(), rng.normal(size=(k, 3)), rng.normal(size=(k, 4)))
     ds = open_dataset(X, target=y, weight=w, chunk_rows=128, task="classification")
-    stats = LocalEngine(progress=False).run(EStepPass(p, 1, 0.8, 1.0), ds, shuffle=True, seed=3)
+    stats = LocalEngine(progress=False).run(EStepPass([p], [1], 0.8, 1.0), ds, shuffle=True,
+                                            seed=3)[0]
     Q, loglik, _, _ = _np_mixture(X, np.where(y == 1, 1.0, -1.0), p, 0.8, 1.0)
     np.testing.assert_allclose(stats.mass, w.astype(np.float64) @ Q, rtol=1e-5)
     assert stats.loglik == pytest.approx(float(w.astype(np.float64) @ loglik), rel=1e-6)
@@ -185,3 +196,22 @@ def test_bad_input_raises_clear_errors() -> None:
     clf = MixtureSVC(n_components=2, epochs=1).fit(X, y)
     with pytest.raises(SchemaError, match=r"3 features, but \w+ is expecting 2 features"):
         clf.predict(np.zeros((4, 3), dtype=np.float32))
+
+
+def test_one_vs_rest_mixtures_share_every_read_of_the_data() -> None:
+    # moments, k-means' seeding sample and its 2 epochs, cluster counts, 2 initial expert
+    # passes, an E-step and one pass per stochastic EM epoch: the same for five classes
+    # as for two
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1500, 4)).astype(np.float32)
+    y5 = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-1.0, -0.3, 0.3, 1.0])
+    expected = 1 + 1 + KMEANS_EPOCHS + 1 + INIT_EXPERT_PASSES + 1 + 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        five = MixtureSVC(n_components=4, epochs=3, tol=0.0, chunk_rows=300).fit(X, y5)
+        two = MixtureSVC(n_components=4, epochs=3, tol=0.0, chunk_rows=300).fit(X, y5 == 0)
+    assert five.n_passes_ == two.n_passes_ == expected
+    # the lanes do not mix: class 0's lane is the binary mixture of class 0 against the rest
+    np.testing.assert_allclose(five.coef_[0], two.coef_[0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(five.centers_[0], two.centers_[0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(five.xi_[0], two.xi_[0])

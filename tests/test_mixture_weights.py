@@ -29,9 +29,9 @@ def test_weighted_rows_equal_repeated_rows_in_every_reduction() -> None:
     repeated = open_dataset(np.repeat(X, w, axis=0), target=np.repeat(y, w), chunk_rows=64,
                             task="classification")
     results = [
-        (engine.run(EStepPass(params, 1, 0.8, 1.0), ds),
+        (engine.run(EStepPass([params], [1], 0.8, 1.0), ds)[0],
          engine.run(GatingPass(params, V, 1, 0.8, 1.0), ds),
-         engine.run(ClusterCountPass(params.V, 1), ds))
+         engine.run(ClusterCountPass(params.V, 2), ds))
         for ds in (weighted, repeated)
     ]
     (e_w, g_w, c_w), (e_r, g_r, c_r) = results

@@ -25,11 +25,14 @@
 EM stops after an epoch that changes the penalised log-likelihood (eq. 19) by at most
 ``tol`` times the total sample weight, or at ``epochs`` (``MixtureFit.converged`` false).
 :func:`partial_pass` continues stochastic EM over new rows. More than two classes are
-handled one class against the rest, one mixture per class.
+handled one class against the rest, one mixture per class; the initialisation and
+stochastic EM train them as lanes of the same passes, so a fit reads the data about as many
+times for ten classes as for two (batch EM runs the mixtures one after the other).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -329,8 +332,7 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
     tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
-    fits = [_fit_binary(runner, dataset, config, centers, positive, seed + 7919 * m, tau, std)
-            for m, positive in enumerate(_positives(len(classes)))]
+    fits = _fit_binaries(runner, dataset, config, centers, len(classes), seed, tau, std)
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
                          fits[0].total_weight, 0)
     return MixtureFit(classes, tuple(dataset.feature_names),
@@ -372,22 +374,21 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                                  C=model.C)
     seen = online.seen_weight + float(weight)
     k = model.xi.shape[1]
-    states = []
-    history = []
-    for m, positive in enumerate(_positives(len(model.classes))):
-        start = StochasticState(
-            MixtureParams(model.xi[m], model.centers[m], model.coef[m]).copy(),
-            online.resp[m].copy(), online.steps)
-        with ExampleState(dataset.n_rows, k) as alpha:
-            state: StochasticState = runner.run(
-                StochasticEpochPass(positive, float(config.C), float(model.tau),
-                                    float(config.nu), float(config.bias_scale), seen, alpha,
-                                    (seed + 7919 * m) * 1000003 + 37 + online.calls, start,
-                                    std),
-                dataset, shuffle=True, seed=seed + 7919 * m, epoch=online.calls,
-                description="stochastic EM (partial_fit)")
-        history.append([*model.history[m], _record(config, state.loglik, state.params)])
-        states.append(state)
+    positives = _positives(len(model.classes))
+    starts = [StochasticState(
+        MixtureParams(model.xi[m], model.centers[m], model.coef[m]).copy(),
+        online.resp[m].copy(), online.steps) for m in range(len(positives))]
+    with contextlib.ExitStack() as stack:
+        alphas = [stack.enter_context(ExampleState(dataset.n_rows, k)) for _ in positives]
+        states: list[StochasticState] = runner.run(
+            StochasticEpochPass(positives, float(config.C), float(model.tau),
+                                float(config.nu), float(config.bias_scale), seen, alphas,
+                                [(_lane_seed(seed, m)) * 1000003 + 37 + online.calls
+                                 for m in range(len(positives))], starts, std),
+            dataset, shuffle=True, seed=seed, epoch=online.calls,
+            description="stochastic EM (partial_fit)")
+    history = [[*model.history[m], _record(config, state.loglik, state.params)]
+               for m, state in enumerate(states)]
     return MixtureFit(model.classes, model.feature_names,
                       np.stack([s.params.xi for s in states]),
                       np.stack([s.params.V for s in states]),
@@ -398,54 +399,72 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       model.shift, model.scale, model.nu, model.C)
 
 
-def _initial_mixture(runner: Any, dataset: Dataset, config: MixtureConfig,
-                     centers: np.ndarray, positive: int, seed: int, alpha: ExampleState,
-                     std: Standardiser) -> tuple[MixtureParams, np.ndarray, float]:
-    """Sec. III-D: one expert per k-means cluster.
+def _lane_seed(seed: int, m: int) -> int:
+    """Seed of the ``m``-th binary mixture's k-means-free randomness (coordinate orders)."""
+    return int(seed) + 7919 * int(m)
 
-    Returns the parameters, the mask of constant (single-class) experts and the total
-    sample weight.
+
+def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
+                      centers: np.ndarray, positives: list[int], seed: int,
+                      alphas: list[ExampleState],
+                      std: Standardiser) -> tuple[list[MixtureParams], np.ndarray, float]:
+    """Sec. III-D: one expert per k-means cluster, for every binary mixture in the same
+    passes.
+
+    Returns each mixture's parameters, the masks of constant (single-class) experts
+    ``(n_lanes, k)`` and the total sample weight.
     """
     k, d = centers.shape
     C, bs = float(config.C), float(config.bias_scale)
-    counts: ClusterCounts = runner.run(ClusterCountPass(centers, positive, std), dataset,
+    n_classes = max(2, len(dataset.classes) if dataset.classes is not None else 2)
+    counts: ClusterCounts = runner.run(ClusterCountPass(centers, n_classes, std), dataset,
                                        description="cluster classes")
     total = float(counts.counts.sum())
-    mixed = (counts.counts > 0).all(axis=1)
-    W = np.zeros((k, d + 1))
-    # Sec. III-D: a single-class cluster starts as the constant expert +/- e_{d+1}
-    sign = np.where(counts.counts[:, 1] > 0, 1.0, -1.0)
-    constant = ~mixed
-    W[constant, d] = sign[constant] / (bs if bs > 0 else 1.0)
+    binary = [counts.binary(positive) for positive in positives]
+    mixed = np.stack([(c > 0).all(axis=1) for c in binary])
+    W = np.zeros((len(positives), k, d + 1))
+    for m, c in enumerate(binary):
+        # Sec. III-D: a single-class cluster starts as the constant expert +/- e_{d+1}
+        sign = np.where(c[:, 1] > 0, 1.0, -1.0)
+        W[m, ~mixed[m], d] = sign[~mixed[m]] / (bs if bs > 0 else 1.0)
     mass = counts.counts.sum(axis=1)
     xi = mixing_weights(mass, 0.0, mass > 0)
+    seeds = [_lane_seed(seed, m) for m in range(len(positives))]
     for epoch in range(INIT_EXPERT_PASSES):
         state: ExpertState = runner.run(
-            InitialExpertPass(centers, mixed, positive, C, bs, alpha,
-                              seed * 1000003 + epoch, W, std),
+            InitialExpertPass(centers, mixed, positives, C, bs, alphas,
+                              [s * 1000003 + epoch for s in seeds], W, std),
             dataset, shuffle=True, seed=seed, epoch=epoch,
             description=f"initial experts {epoch + 1}/{INIT_EXPERT_PASSES}")
         W = state.W
-    return MixtureParams(xi, np.asarray(centers, dtype=np.float64), W), constant, total
+    params = [MixtureParams(xi.copy(), np.array(centers, dtype=np.float64), W[m])
+              for m in range(len(positives))]
+    return params, ~mixed, total
 
 
-def _fit_binary(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
-                positive: int, seed: int, tau: float, std: Standardiser) -> BinaryFit:
+def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
+                  n_classes: int, seed: int, tau: float,
+                  std: Standardiser) -> list[BinaryFit]:
+    """Every binary mixture (one, or one per class against the rest): the initialisation
+    and stochastic EM read each chunk once for all of them; batch EM runs them in turn."""
     k = centers.shape[0]
-    history: History = []
-    with ExampleState(dataset.n_rows, k) as alpha:
-        params, constant, total = _initial_mixture(runner, dataset, config, centers,
-                                                   positive, seed, alpha, std)
-        if config.em == "batch":
-            params, n_iter, converged = _batch_em(runner, dataset, config, params, constant,
-                                                  positive, tau, alpha, seed, history, std)
-            return BinaryFit(params, history, n_iter, converged, params.xi.copy(),
-                             n_iter * dataset.n_chunks, total, tau)
-        state, n_iter, converged = _stochastic_em(runner, dataset, config, params, constant,
-                                                  positive, tau, total, alpha, seed,
-                                                  history, std)
-    return BinaryFit(state.params, history, n_iter, converged, state.resp, state.t, total,
-                     tau)
+    positives = _positives(n_classes)
+    with contextlib.ExitStack() as stack:
+        alphas = [stack.enter_context(ExampleState(dataset.n_rows, k)) for _ in positives]
+        params, constant, total = _initial_mixtures(runner, dataset, config, centers,
+                                                    positives, seed, alphas, std)
+        if config.em == "stochastic":
+            return _stochastic_em(runner, dataset, config, params, constant, positives, tau,
+                                  total, alphas, seed, std)
+        fits = []
+        for m, positive in enumerate(positives):
+            history: History = []
+            fitted, n_iter, converged = _batch_em(
+                runner, dataset, config, params[m], constant[m], positive, tau, alphas[m],
+                _lane_seed(seed, m), history, std)
+            fits.append(BinaryFit(fitted, history, n_iter, converged, fitted.xi.copy(),
+                                  n_iter * dataset.n_chunks, total, tau))
+        return fits
 
 
 def _record(config: MixtureConfig, loglik: float, p: MixtureParams) -> dict[str, float]:
@@ -470,8 +489,8 @@ def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: Mixt
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
     for epoch in range(epochs + 1):
-        stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs, std), dataset,
-                                       description=f"E-step {epoch + 1}/{epochs + 1}")
+        stats: EStepStats = runner.run(EStepPass([params], [positive], tau, bs, std),
+                                       dataset, description=f"E-step {epoch + 1}/{epochs + 1}")[0]
         history.append(_record(config, stats.loglik, params))
         if epoch > 0 and _converged(config, history, stats.weight):
             return params, epoch, True
@@ -526,28 +545,47 @@ def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
 
 
 def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
-                   params: MixtureParams, constant: np.ndarray, positive: int, tau: float,
-                   total: float, alpha: ExampleState, seed: int, history: History,
-                   std: Standardiser) -> tuple[StochasticState, int, bool]:
+                   params: list[MixtureParams], constant: np.ndarray, positives: list[int],
+                   tau: float, total: float, alphas: list[ExampleState], seed: int,
+                   std: Standardiser) -> list[BinaryFit]:
+    """Stochastic EM of every binary mixture, each epoch one pass for all of them; a
+    mixture that meets the tolerance leaves the later passes."""
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
-    stats: EStepStats = runner.run(EStepPass(params, positive, tau, bs, std), dataset,
-                                   description="E-step")
-    history.append(_record(config, stats.loglik, params))
-    W = params.W.copy()
-    W[constant] = 0.0  # constant experts carry no dual variables: re-train from zero
-    state = StochasticState(MixtureParams(params.xi.copy(), params.V.copy(), W),
-                            stats.mass / max(stats.weight, 1e-300), 0)
+    stats: list[EStepStats] = runner.run(EStepPass(params, positives, tau, bs, std), dataset,
+                                         description="E-step")
+    histories: list[History] = [[_record(config, st.loglik, p)]
+                                for st, p in zip(stats, params, strict=True)]
+    states = []
+    for m, p in enumerate(params):
+        W = p.W.copy()
+        W[constant[m]] = 0.0  # constant experts carry no dual variables: re-train from zero
+        states.append(StochasticState(MixtureParams(p.xi.copy(), p.V.copy(), W),
+                                      stats[m].mass / max(stats[m].weight, 1e-300), 0))
+    n_iter = [epochs] * len(positives)
+    running = list(range(len(positives)))
     for epoch in range(epochs):
-        state = runner.run(
-            StochasticEpochPass(positive, float(config.C), tau, float(config.nu), bs, total,
-                                alpha, seed * 1000003 + 31 + epoch, state, std),
+        out: list[StochasticState] = runner.run(
+            StochasticEpochPass([positives[m] for m in running], float(config.C), tau,
+                                float(config.nu), bs, total, [alphas[m] for m in running],
+                                [_lane_seed(seed, m) * 1000003 + 31 + epoch for m in running],
+                                [states[m] for m in running], std),
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
-        history.append(_record(config, state.loglik, state.params))
-        # an epoch's log-likelihood is accumulated under the parameters met by each chunk,
-        # so the first epoch's is (for one chunk: equals) the initial parameters': compare
-        # two epochs, never an epoch with the initialisation
-        if epoch >= 1 and _converged(config, history, stats.weight):
-            return state, epoch + 1, True
-    return state, epochs, False
+        still = []
+        for m, state in zip(running, out, strict=True):
+            states[m] = state
+            histories[m].append(_record(config, state.loglik, state.params))
+            # an epoch's log-likelihood is accumulated under the parameters met by each
+            # chunk, so the first epoch's is (for one chunk: equals) the initial
+            # parameters': compare two epochs, never an epoch with the initialisation
+            if epoch >= 1 and _converged(config, histories[m], stats[m].weight):
+                n_iter[m] = epoch + 1
+            else:
+                still.append(m)
+        running = still
+        if not running:
+            break
+    return [BinaryFit(states[m].params, histories[m], n_iter[m], m not in running,
+                      states[m].resp, states[m].t, total, tau)
+            for m in range(len(positives))]

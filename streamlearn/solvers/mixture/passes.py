@@ -4,10 +4,17 @@ Each pass walks a dataset's chunks once (see :mod:`streamlearn.engine`): reducti
 cluster class counts, E-step statistics (eq. 11), the gating objective (eq. 13, 14) and the
 experts' hinge losses (eq. 15); sequential passes of the experts' dual coordinate descent
 and of stochastic EM. The per-row work is in :mod:`streamlearn.solvers.mixture.kernels`.
+
+The one-vs-rest mixtures of a multiclass fit share a read of the data: the class counts,
+the E-step statistics, the initial experts and stochastic EM take one *lane* per binary
+mixture, each chunk is read and standardised once and handed to every lane. A lane's dual
+variables are an ``ExampleState`` attribute of its own (``alpha_0``, ``alpha_1``, ...), so
+the engines find, checkpoint and mirror each like any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -161,14 +168,19 @@ class ClusterCounts:
 
     Attributes
     ----------
-    counts : ndarray of shape (k, 2)
-        Weight of the negative and positive rows nearest to each centre.
+    counts : ndarray of shape (k, n_classes)
+        Weight of the rows of each class code nearest to each centre.
     sq_dist : float
         Weighted sum of squared distances of the rows to their nearest centre.
     """
 
     counts: np.ndarray
     sq_dist: float = 0.0
+
+    def binary(self, positive: int) -> np.ndarray:
+        """Counts of one class against the rest, shape ``(k, 2)``: negative, positive."""
+        pos = self.counts[:, int(positive)]
+        return np.column_stack([self.counts.sum(axis=1) - pos, pos])
 
 
 class ClusterCountPass:
@@ -177,30 +189,29 @@ class ClusterCountPass:
     Parameters
     ----------
     centers : ndarray of shape (k, d)
-    positive : int
-        Class code of the positive label.
+    n_classes : int
+        Class codes are ``0 .. n_classes - 1``.
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, centers: np.ndarray, positive: int,
+    def __init__(self, centers: np.ndarray, n_classes: int,
                  standardiser: Standardiser | None = None) -> None:
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
-        self.positive = int(positive)
+        self.n_classes = int(n_classes)
         self.standardiser = standardiser
 
     def start(self) -> ClusterCounts:
         """Zero counts."""
-        return ClusterCounts(np.zeros((self.centers.shape[0], 2)))
+        return ClusterCounts(np.zeros((self.centers.shape[0], self.n_classes)))
 
     def step(self, state: ClusterCounts, chunk: Chunk) -> ClusterCounts:
         """Add the chunk's rows (in place)."""
         labels, sq = assign_chunk(_features(chunk, self.standardiser), self.centers)
         w = _weights(chunk).astype(np.float64)
-        side = (np.asarray(chunk.y) == self.positive).astype(np.int64)
-        np.add.at(state.counts, (labels, side), w)
+        np.add.at(state.counts, (labels, np.asarray(chunk.y, dtype=np.int64)), w)
         state.sq_dist += float(w @ sq.astype(np.float64))
         return state
 
@@ -219,7 +230,7 @@ class ExpertState:
 
     Attributes
     ----------
-    W : ndarray of shape (k, d + 1)
+    W : ndarray of shape (k, d + 1), or (n_lanes, k, d + 1) for the initial experts
     rows : int
         Rows processed (the weight of this state when partial states are merged).
     """
@@ -237,40 +248,55 @@ def _chunk_seed(seed: int, chunk: Chunk) -> int:
     return (int(seed) * 0x9E3779B1 + int(chunk.start)) % 2**63
 
 
+def _hold_lanes(pass_: object, alphas: Sequence[ExampleState]) -> int:
+    """Set one ``ExampleState`` attribute per lane (``alpha_0``, ...); the lane count."""
+    for m, alpha in enumerate(alphas):
+        setattr(pass_, f"alpha_{m}", alpha)
+    return len(alphas)
+
+
+def _lane_alpha(pass_: object, m: int) -> ExampleState:
+    state: ExampleState = getattr(pass_, f"alpha_{m}")
+    return state
+
+
 class InitialExpertPass:
     """Sequential pass: dual coordinate descent of one linear SVM per k-means cluster.
 
     Each row belongs to its nearest centre only (a one-hot posterior), so expert ``j`` is the
-    linear SVM of cluster ``j``'s rows.
+    linear SVM of cluster ``j``'s rows. One lane per binary mixture.
 
     Parameters
     ----------
     centers : ndarray of shape (k, d)
-    trained : ndarray of shape (k,), bool
+    trained : ndarray of shape (n_lanes, k), bool
         Clusters with both classes (the others keep their constant expert).
-    positive : int
+    positives : sequence of int
+        Class code of each lane's positive label.
     C, bias_scale : float
-    alpha : ExampleState
-        Dual variables ``(n_rows, k)``.
-    seed : int
-    initial : ndarray of shape (k, d + 1)
+    alphas : sequence of ExampleState
+        Each lane's dual variables ``(n_rows, k)``.
+    seeds : sequence of int
+        Each lane's seed of the coordinate orders.
+    initial : ndarray of shape (n_lanes, k, d + 1)
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, centers: np.ndarray, trained: np.ndarray, positive: int, C: float,
-                 bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
+    def __init__(self, centers: np.ndarray, trained: np.ndarray, positives: Sequence[int],
+                 C: float, bias_scale: float, alphas: Sequence[ExampleState],
+                 seeds: Sequence[int], initial: np.ndarray,
                  standardiser: Standardiser | None = None) -> None:
         self.standardiser = standardiser
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         self.trained = np.asarray(trained, dtype=bool)
-        self.positive = int(positive)
+        self.positives = [int(p) for p in positives]
         self.C = float(C)
         self.bias_scale = float(bias_scale)
-        self.alpha = alpha
-        self.seed = int(seed)
+        self.n_lanes = _hold_lanes(self, alphas)
+        self.seeds = [int(s) for s in seeds]
         self.initial = initial
 
     def start(self) -> ExpertState:
@@ -278,16 +304,19 @@ class InitialExpertPass:
         return ExpertState(self.initial.copy())
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
-        """Coordinate descent sweeps over the chunk (in place)."""
+        """Coordinate descent sweeps over the chunk, lane after lane (in place)."""
         X = _features(chunk, self.standardiser)
         labels, _ = assign_chunk(X, self.centers)
         Q = np.zeros((chunk.n_rows, self.centers.shape[0]))
         Q[np.arange(chunk.n_rows), labels] = 1.0
-        alpha = self.alpha.get(chunk)
-        expert_dcd_chunk(X, _signs(chunk, self.positive), _weights(chunk), Q, self.C,
-                         alpha, state.W, self.trained, self.bias_scale, EXPERT_SWEEPS,
-                         _chunk_seed(self.seed, chunk))
-        self.alpha.put(chunk, alpha)
+        w = _weights(chunk)
+        for m in range(self.n_lanes):
+            lane_alpha = _lane_alpha(self, m)
+            alpha = lane_alpha.get(chunk)
+            expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w, Q, self.C, alpha,
+                             state.W[m], self.trained[m], self.bias_scale, EXPERT_SWEEPS,
+                             _chunk_seed(self.seeds[m], chunk))
+            lane_alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
         return state
 
@@ -320,12 +349,15 @@ class EStepStats:
 
 
 class EStepPass:
-    """Reduction pass: E-step statistics (eq. 11) and the log-likelihood at ``params``.
+    """Reduction pass: E-step statistics (eq. 11) and the log-likelihood, one lane per
+    binary mixture.
 
     Parameters
     ----------
-    params : MixtureParams
-    positive : int
+    params : sequence of MixtureParams
+        Each lane's parameters.
+    positives : sequence of int
+        Each lane's positive class code.
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
@@ -333,35 +365,40 @@ class EStepPass:
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, params: MixtureParams, positive: int, tau: float,
+    def __init__(self, params: Sequence[MixtureParams], positives: Sequence[int], tau: float,
                  bias_scale: float, standardiser: Standardiser | None = None) -> None:
         self.standardiser = standardiser
-        self.params = params
-        self.positive = int(positive)
+        self.params = list(params)
+        self.positives = [int(p) for p in positives]
+        if len(self.params) != len(self.positives):
+            raise ValueError(f"{len(self.params)} parameter sets for "
+                             f"{len(self.positives)} positive classes")
         self.tau = float(tau)
         self.bias_scale = float(bias_scale)
 
-    def start(self) -> EStepStats:
-        """Zero statistics."""
-        return EStepStats(np.zeros(len(self.params.xi)))
+    def start(self) -> list[EStepStats]:
+        """Zero statistics per lane."""
+        return [EStepStats(np.zeros(len(p.xi))) for p in self.params]
 
-    def step(self, state: EStepStats, chunk: Chunk) -> EStepStats:
+    def step(self, state: list[EStepStats], chunk: Chunk) -> list[EStepStats]:
         """Add the chunk's posteriors (in place)."""
         w = _weights(chunk).astype(np.float64)
-        Q, loglik = _posteriors(_features(chunk, self.standardiser),
-                                _signs(chunk, self.positive), self.params, self.tau,
-                                self.bias_scale)
-        state.mass += w @ Q
-        state.loglik += float(w @ loglik)
-        state.weight += float(w.sum())
+        X = _features(chunk, self.standardiser)
+        for lane, params, positive in zip(state, self.params, self.positives, strict=True):
+            Q, loglik = _posteriors(X, _signs(chunk, positive), params, self.tau,
+                                    self.bias_scale)
+            lane.mass += w @ Q
+            lane.loglik += float(w @ loglik)
+            lane.weight += float(w.sum())
         return state
 
-    def merge(self, a: EStepStats, b: EStepStats) -> EStepStats:
+    def merge(self, a: list[EStepStats], b: list[EStepStats]) -> list[EStepStats]:
         """Sum of two states (a new one)."""
-        return EStepStats(a.mass + b.mass, a.loglik + b.loglik, a.weight + b.weight)
+        return [EStepStats(p.mass + q.mass, p.loglik + q.loglik, p.weight + q.weight)
+                for p, q in zip(a, b, strict=True)]
 
-    def finish(self, state: EStepStats) -> EStepStats:
-        """The statistics."""
+    def finish(self, state: list[EStepStats]) -> list[EStepStats]:
+        """The statistics of every lane."""
         return state
 
 
@@ -565,19 +602,22 @@ class StochasticState:
 
 
 class StochasticEpochPass:
-    """Sequential pass: one epoch of stochastic EM, one chunk at a time.
+    """Sequential pass: one epoch of stochastic EM, one chunk at a time, one lane per
+    binary mixture.
 
     Parameters
     ----------
-    positive : int
+    positives : sequence of int
+        Each lane's positive class code.
     C, tau, nu, bias_scale : float
     total_weight : float
         ``sum_i s_i`` over the whole dataset (turns mean posteriors into eq. 20's counts).
-    alpha : ExampleState
-        Dual variables of the experts ``(n_rows, k)``.
-    seed : int
-    initial : StochasticState
-        State at the start of the pass (not modified).
+    alphas : sequence of ExampleState
+        Each lane's dual variables of the experts ``(n_rows, k)``.
+    seeds : sequence of int
+        Each lane's seed of the coordinate orders.
+    initial : sequence of StochasticState
+        Each lane's state at the start of the pass (not modified).
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
 
@@ -589,29 +629,39 @@ class StochasticEpochPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, positive: int, C: float, tau: float, nu: float, bias_scale: float,
-                 total_weight: float, alpha: ExampleState, seed: int,
-                 initial: StochasticState, standardiser: Standardiser | None = None) -> None:
+    def __init__(self, positives: Sequence[int], C: float, tau: float, nu: float,
+                 bias_scale: float, total_weight: float, alphas: Sequence[ExampleState],
+                 seeds: Sequence[int], initial: Sequence[StochasticState],
+                 standardiser: Standardiser | None = None) -> None:
         self.standardiser = standardiser
-        self.positive = int(positive)
+        self.positives = [int(p) for p in positives]
         self.C = float(C)
         self.tau = float(tau)
         self.nu = float(nu)
         self.bias_scale = float(bias_scale)
         self.total_weight = float(total_weight)
-        self.alpha = alpha
-        self.seed = int(seed)
-        self.initial = initial
+        self.n_lanes = _hold_lanes(self, alphas)
+        self.seeds = [int(s) for s in seeds]
+        self.initial = list(initial)
+        if not len(self.positives) == self.n_lanes == len(self.seeds) == len(self.initial):
+            raise ValueError("one positive class, ExampleState, seed and initial state "
+                             "per lane")
 
-    def start(self) -> StochasticState:
-        """A copy of the initial state with empty pass statistics."""
-        s = self.initial
-        return StochasticState(s.params.copy(), s.resp.copy(), s.t)
+    def start(self) -> list[StochasticState]:
+        """A copy of the initial states with empty pass statistics."""
+        return [StochasticState(s.params.copy(), s.resp.copy(), s.t) for s in self.initial]
 
-    def step(self, state: StochasticState, chunk: Chunk) -> StochasticState:
-        """E-step on the chunk, then stochastic updates of xi, centres and experts."""
-        X, y, w = (_features(chunk, self.standardiser), _signs(chunk, self.positive),
-                   _weights(chunk))
+    def step(self, state: list[StochasticState], chunk: Chunk) -> list[StochasticState]:
+        """Per lane: E-step on the chunk, then stochastic updates of xi, centres and
+        experts."""
+        X, w = _features(chunk, self.standardiser), _weights(chunk)
+        for m, lane in enumerate(state):
+            self._step_lane(m, lane, X, w, chunk)
+        return state
+
+    def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
+                   chunk: Chunk) -> None:
+        y = _signs(chunk, self.positives[m])
         w64 = w.astype(np.float64)
         p = state.params
         Q, loglik = _posteriors(X, y, p, self.tau, self.bias_scale)
@@ -634,15 +684,22 @@ class StochasticEpochPass:
         scale = rho / (2.0 * self.tau * np.maximum(mass, 1e-12))
         p.V -= scale[:, None] * grad
         # experts: weighted coordinate descent sweeps over the chunk
-        alpha = self.alpha.get(chunk)
+        lane_alpha = _lane_alpha(self, m)
+        alpha = lane_alpha.get(chunk)
         expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
-                         EXPERT_SWEEPS, _chunk_seed(self.seed, chunk))
-        self.alpha.put(chunk, alpha)
+                         EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk))
+        lane_alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
-        return state
 
-    def merge(self, a: StochasticState, b: StochasticState) -> StochasticState:
-        """Parameter mixing of two partial states (a new state)."""
+    def merge(self, a: list[StochasticState],
+              b: list[StochasticState]) -> list[StochasticState]:
+        """Parameter mixing of two partial states, lane by lane (a new state)."""
+        return [self._merge_lane(p, q, initial)
+                for p, q, initial in zip(a, b, self.initial, strict=True)]
+
+    @staticmethod
+    def _merge_lane(a: StochasticState, b: StochasticState,
+                    initial: StochasticState) -> StochasticState:
         na, nb = a.rows, b.rows
         xi = _mix(a.params.xi, b.params.xi, na, nb)
         xi[(a.params.xi == 0) | (b.params.xi == 0)] = 0.0
@@ -650,10 +707,9 @@ class StochasticEpochPass:
         params = MixtureParams(xi, _mix(a.params.V, b.params.V, na, nb),
                                _mix(a.params.W, b.params.W, na, nb))
         return StochasticState(params, _mix(a.resp, b.resp, na, nb),
-                               max(a.t, b.t) + min(a.t, b.t) - self.initial.t,
+                               max(a.t, b.t) + min(a.t, b.t) - initial.t,
                                a.loglik + b.loglik, a.weight + b.weight, na + nb)
 
-    def finish(self, state: StochasticState) -> StochasticState:
-        """The state after the epoch."""
+    def finish(self, state: list[StochasticState]) -> list[StochasticState]:
+        """Every lane's state after the epoch."""
         return state
-
