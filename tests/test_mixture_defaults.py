@@ -130,6 +130,9 @@ def test_fitted_tau_follows_the_rule_on_the_initial_centres() -> None:
 def test_auto_components_and_nu() -> None:
     assert [default_components(n) for n in (5, 50, 400, 1000, 10**6)] == [5, 10, 20, 30, 30]
     assert default_nu(16) == 17.0
+    # wide data: half an even share of the rows, not the expert's weights
+    assert default_nu(784, 8000, 30) == 8000 / 60
+    assert default_nu(16, 8000, 30) == 17.0
     X, y = _rings(400, 9)
     clf = _fit(X, y)
     assert clf.xi_.shape == (1, 20)
@@ -146,7 +149,7 @@ def test_capped_em_warns_and_sets_n_iter() -> None:
         assert clf.n_iter_ == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        clf = MixtureSVC(n_components=6, epochs=50, tol=1e-3, chunk_rows=300,
+        clf = MixtureSVC(n_components=6, epochs=50, chunk_rows=300,
                          progress=False).fit(X, y)
     assert 1 <= clf.n_iter_ < 50
 
@@ -185,3 +188,50 @@ def test_one_component_is_the_linear_svm_of_the_standardised_features() -> None:
     optimum = objective(np.r_[ref.coef_[0], ref.intercept_])
     assert objective(model.coef_[0, 0]) <= optimum * 1.01
     assert np.mean(model.predict(X) == ref.predict(Z)) >= 0.98
+
+
+def test_guard_keeps_the_linear_svm_where_regions_do_not_help() -> None:
+    # one-hot-like rows whose class is a noisy linear rule: thirty local experts of ~120
+    # rows each overfit, and the guard's linear lane (the same C, the same passes) wins
+    from sklearn.svm import LinearSVC
+
+    from streamlearn.solvers.holdout import Holdout
+    from streamlearn.solvers.mixture.driver import VALIDATION_SALT
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    beta = rng.normal(size=40)
+
+    def draw() -> tuple[np.ndarray, np.ndarray]:
+        X = (rng.random((n, 40)) < 0.3).astype(np.float32)
+        return X, (X @ beta - 0.3 * beta.sum() + rng.normal(0, 1.0, n) > 0).astype(int)
+
+    X, y = draw()
+    Xt, yt = draw()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        guarded = MixtureSVC().fit(X, y)
+        unguarded = MixtureSVC(validation_fraction=None).fit(X, y)
+    held = Holdout.fraction(0.1, 0 ^ VALIDATION_SALT).mask(np.arange(n))
+    v = guarded.validation_
+    assert v["held_out_weight"] == held.sum()
+    assert v["kept"] == "linear" and v["linear_error"] < v["mixture_error"]
+    assert guarded.xi_.shape == (1, 1) and guarded.n_active_components_ == 1
+    assert unguarded.validation_ is None
+    linear = LinearSVC(C=guarded.C_).fit((X - X.mean(0)) / X.std(0), y)
+    linear_acc = linear.score((Xt - X.mean(0)) / X.std(0), yt)
+    assert guarded.score(Xt, yt) >= linear_acc - 0.01
+    assert guarded.score(Xt, yt) >= unguarded.score(Xt, yt) + 0.03
+
+
+def test_guard_keeps_the_mixture_where_no_line_separates() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(4000, 2)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = MixtureSVC().fit(X, y)
+    v = model.validation_
+    assert v["kept"] == "mixture"
+    assert v["mixture_error"] < 0.05 and v["linear_error"] > 0.3
+    assert model.n_active_components_ > 1
+    # too few rows for 200 held-out ones: no guard, every row trains
+    assert MixtureSVC().fit(X[:1500], y[:1500]).validation_ is None

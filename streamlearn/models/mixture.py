@@ -125,8 +125,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     nu : float or "auto"
         Dirichlet-type prior on the mixing weights (eq. 18-20): a component explaining
         fewer than ``nu`` (weighted) rows is pruned. 0 prunes only empty components.
-        ``"auto"``: ``n_features + 1``, the number of weights of one expert, so that a
-        component left with fewer rows than its expert has weights is pruned.
+        ``"auto"``: ``min(n_features + 1, n_rows / (2 n_components))``: a component left
+        with fewer rows than its expert has weights is pruned, unless that is more than
+        half an even share of the rows (on wide data such as images ``n_features + 1``
+        exceeds every component's share, and would prune an evenly split mixture down to
+        one component).
     tau : float or "auto"
         Gating scale of eq. 7 (in standardised units). ``"auto"``:
         ``tau = 16 / D^2``, ``D^2`` the median over the k-means centres of the squared
@@ -150,14 +153,28 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     epochs : int
         Most EM iterations (batch) or passes over the data (stochastic).
     tol : float
-        EM stops after an epoch that changes the penalised log-likelihood (eq. 19; for
-        stochastic EM accumulated over the pass's chunks) by at most ``tol`` times the total
-        sample weight, i.e. by at most ``tol`` nats per row on average; reaching ``epochs``
-        first warns ``ConvergenceWarning``. The default 0.01 lies above the epoch-to-epoch
-        noise of stochastic EM's accumulated log-likelihood (a few thousandths of a nat
-        per row), which a smaller ``tol`` would wait on until ``epochs``.
+        Batch EM stops after an iteration that changes the penalised log-likelihood
+        (eq. 19) by at most ``tol`` times the total sample weight, i.e. by at most ``tol``
+        nats per row on average; stochastic EM, whose log-likelihood is accumulated over
+        the pass's chunks, after two consecutive epochs that each do (its first epoch is
+        compared with the second, never with the initialisation: its chunks are scored
+        before they train). Reaching ``epochs`` first warns ``ConvergenceWarning``. The
+        default 0.01 lies above the epoch-to-epoch noise of stochastic EM's accumulated
+        log-likelihood (a few thousandths of a nat per row), which a smaller ``tol`` would
+        wait on until ``epochs``.
     bias_scale : float
         Value of the constant feature whose (regularised) weight is each expert's bias.
+    validation_fraction : float or None
+        Share of the rows (picked by a hash of the row number, the same in every pass)
+        held out of training for the guard: with stochastic EM and more than one
+        component, a single linear SVM (one component, the same features and ``C``) trains
+        in the same passes beside the mixture, both are scored on the held-out rows during
+        every epoch, and after the last epoch the one with the smaller held-out error is
+        kept (``validation_`` says which). The mixture of paper 002 contains the linear SVM
+        as its one-component case, and on data where its regions do not help (one-hot
+        tables) it can lose to it; the guard keeps the default from doing so. It runs when
+        at least 200 rows are expected in the held-out share; None trains on every row
+        with no guard.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine (stochastic
         EM updates the parameters once per chunk).
@@ -187,6 +204,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Prior of eq. 20 used (``nu="auto"`` resolved).
     C_ : float
         Experts' penalty used (``C="auto"`` resolved).
+    validation_ : dict or None
+        The guard's outcome: ``held_out_weight``, ``mixture_error``, ``linear_error``
+        (weighted held-out error rates) and ``kept`` (``"mixture"`` or ``"linear"``; after
+        ``"linear"`` the model has one component); None when the guard did not run.
     shift_, scale_ : ndarray of shape (d,)
         The standardisation ``z = (x - shift_) / scale_`` the centres and experts apply to.
     n_iter_ : int
@@ -225,6 +246,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "epochs": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "bias_scale": [Interval(Real, 0, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "engine": "no_validation",
@@ -243,6 +265,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         epochs: int = 20,
         tol: float = 1e-2,
         bias_scale: float = 1.0,
+        validation_fraction: float | None = 0.1,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -256,6 +279,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.epochs = epochs
         self.tol = tol
         self.bias_scale = bias_scale
+        self.validation_fraction = validation_fraction
         self.chunk_rows = chunk_rows
         self.random_state = random_state
         self.engine = engine
@@ -269,7 +293,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                              nu if nu == "auto" else float(nu), self.tau,
                              self.C if self.C == "auto" else float(self.C),
                              str(self.em), int(self.epochs), float(self.tol),
-                             float(self.bias_scale))
+                             float(self.bias_scale),
+                             None if self.validation_fraction is None
+                             else float(self.validation_fraction))
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -310,8 +336,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> MixtureFit:
         fitted = driver.fit(runner, dataset, self._config(), seed)
         if not fitted.converged:
+            which = ("two consecutive epochs" if self.em == "stochastic"
+                     else "an iteration")
             warnings.warn(f"{type(self).__name__}: EM stopped at its cap of epochs="
-                          f"{self.epochs} before an epoch changed the penalised "
+                          f"{self.epochs} before {which} changed the penalised "
                           f"log-likelihood by less than tol={self.tol} times the sample "
                           "weight; raise epochs or tol", ConvergenceWarning, stacklevel=5)
         return fitted
@@ -328,6 +356,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._online = fitted.online
         self.nu_ = float(fitted.nu)
         self.C_ = float(fitted.C)
+        self.validation_ = fitted.validation
         self.shift_ = np.asarray(fitted.shift, dtype=np.float64)
         self.scale_ = np.asarray(fitted.scale, dtype=np.float64)
         self.classes_ = storable_classes(fitted.classes)
@@ -342,7 +371,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return MixtureFit(self.classes_, self.feature_names_in_, self.xi_,
                           self.centers_, self.coef_, float(self.tau_), self.history_,
                           int(getattr(self, "n_iter_", 0)), True, online, shift, scale,
-                          self._fitted_nu(), self._fitted_C())
+                          self._fitted_nu(), self._fitted_C(),
+                          getattr(self, "validation_", None))
 
     def _fitted_nu(self) -> float:
         """``nu_``, or on a model stored without it the value ``nu`` resolves to."""
@@ -377,7 +407,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         """One pass of stochastic EM over in-memory rows, continuing from the current model.
 
         The first call (on an unfitted model) initialises the model from its rows exactly
-        as ``fit`` with ``em="stochastic"`` and ``epochs=1`` does: the standardisation,
+        as ``fit`` with ``em="stochastic"``, ``epochs=1`` and ``validation_fraction=None``
+        does: the standardisation,
         ``n_components="auto"``, ``nu="auto"``, the k-means centres and ``tau="auto"``
         come from the first call's rows only and stay fixed, one expert per cluster, then
         one stochastic EM pass; it needs at least ``n_components`` rows. Later calls (also
@@ -436,7 +467,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                                  f"classes={wanted.tolist()}")
             dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
                                              classes=wanted)
-        config = dataclasses.replace(self._config(), em="stochastic", epochs=1)
+        config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
+                                     validation_fraction=None)
         fitted = driver.fit(self._engine(None), dataset, config, self._seed())
         self._set_fitted(dataclasses.replace(
             fitted, online=dataclasses.replace(fitted.online, calls=1)))

@@ -64,7 +64,7 @@ from streamlearn.models.base import (
     sorted_classes,
     storable_classes,
 )
-from streamlearn.solvers.additive.passes import Holdout  # noqa: F401  (importable from here)
+from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
 from streamlearn.solvers.supersparse.driver import (  # noqa: F401  (importable from here)
     INIT_SALT,
     KMEANS_ITERATIONS,

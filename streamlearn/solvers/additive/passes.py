@@ -20,45 +20,15 @@ from streamlearn.features import FeatureMap
 from streamlearn.solvers.calibration import ScoreHistogram
 from streamlearn.solvers.dcd import dcd_ovr_chunk
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.ovr import REST
 from streamlearn.solvers.pegasos import pegasos_ovr_chunk
-from streamlearn.solvers.row_sample import row_keys
 
 #: Dual coordinate descent sweeps over a chunk per visit.
 DCD_INNER_SWEEPS = 1
 
 
 # -- rows used for training and calibration -------------------------------------------------
-@dataclass(frozen=True)
-class Holdout:
-    """A deterministic subset of rows chosen by a hash of their global row id.
-
-    Row ``i`` is held out when ``row_keys([i], seed) < threshold``; keys are uniform 64-bit
-    integers, so about ``threshold / 2**64`` of the rows are held out, the same rows whatever
-    the chunking, shuffling or engine.
-
-    Attributes
-    ----------
-    seed : int
-    threshold : int
-        In ``[0, 2**64)``.
-    """
-
-    seed: int
-    threshold: int
-
-    @classmethod
-    def fraction(cls, fraction: float, seed: int) -> Holdout:
-        """Hold out about ``fraction`` of the rows."""
-        threshold = min(int(float(fraction) * 2.0**64), 2**64 - 1)
-        return cls(int(seed) % 2**64, threshold)
-
-    def mask(self, rows: np.ndarray) -> np.ndarray:
-        """Boolean mask of the held-out rows among global row ids ``rows``."""
-        keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
-        return keys < np.uint64(self.threshold)
-
-
 @dataclass(frozen=True)
 class TrainingRows:
     """How a chunk becomes the arrays a training kernel takes.

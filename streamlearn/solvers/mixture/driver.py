@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +43,13 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
 from streamlearn.solvers.mixture.passes import (
     ClusterCountPass,
     ClusterCounts,
+    EpochState,
     EStepPass,
     EStepStats,
     ExpertObjectivePass,
@@ -80,6 +83,14 @@ TAU_FACTOR = 16.0
 #: ``C="auto"`` is ``C_FACTOR`` over the mean squared norm of a standardised row (see
 #: :func:`default_C`).
 C_FACTOR = 10.0
+#: Stochastic EM stops after this many consecutive epochs within ``tol``: its accumulated
+#: log-likelihood is noisy (components pruned mid-epoch make it jump), and one small change
+#: stopped fits that were still far from their optimum.
+STOCHASTIC_PATIENCE = 2
+#: Validation rows at least (``n_rows * validation_fraction``) for the guard to run.
+MIN_VALIDATION_ROWS = 200
+#: Mixes the seed into the hash that picks the validation rows.
+VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
 MIN_COMPONENTS = 10
 MAX_COMPONENTS = 30
 
@@ -100,6 +111,9 @@ class MixtureConfig:
     epochs : int
     tol : float
     bias_scale : float
+    validation_fraction : float or None
+        Share of the rows held out for the guard against a single linear expert (stochastic
+        EM only); None: no guard.
     """
 
     n_components: int | str
@@ -110,6 +124,7 @@ class MixtureConfig:
     epochs: int
     tol: float
     bias_scale: float
+    validation_fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +212,8 @@ class MixtureFit:
         The prior of eq. 18-20 used (``"auto"`` resolved).
     C : float
         The experts' penalty used (``"auto"`` resolved).
+    validation : dict or None
+        The guard's outcome (see :func:`fit`), None when it did not run.
     """
 
     classes: np.ndarray
@@ -213,6 +230,7 @@ class MixtureFit:
     scale: np.ndarray
     nu: float
     C: float
+    validation: dict[str, Any] | None = None
 
     @property
     def standardiser(self) -> Standardiser:
@@ -262,10 +280,20 @@ def default_components(n_rows: int) -> int:
     return max(1, min(int(n_rows), min(MAX_COMPONENTS, max(MIN_COMPONENTS, k))))
 
 
-def default_nu(n_features: int) -> float:
-    """``nu="auto"``: ``n_features + 1``, the weights of one expert (bias included), so
-    that a component explaining fewer rows than its expert has weights is pruned."""
-    return float(int(n_features) + 1)
+def default_nu(n_features: int, n_rows: int | None = None,
+               n_components: int | None = None) -> float:
+    """``nu="auto"``: ``min(n_features + 1, n_rows / (2 n_components))``.
+
+    A component that explains fewer rows than its expert has weights (bias included) is
+    pruned, unless that is more than half of an even share of the rows: on wide data
+    (images) ``n_features + 1`` can exceed every component's share, and the rule would
+    prune an evenly split mixture down to one component. Without ``n_rows`` and
+    ``n_components``: ``n_features + 1``.
+    """
+    nu = float(int(n_features) + 1)
+    if n_rows is not None and n_components:
+        nu = min(nu, float(n_rows) / (2.0 * int(n_components)))
+    return nu
 
 
 def default_C(n_varying: int, bias_scale: float) -> float:
@@ -296,7 +324,7 @@ def resolve(config: MixtureConfig, n_rows: int, n_features: int) -> MixtureConfi
     values for a dataset of ``n_rows`` rows and ``n_features`` features."""
     k = (default_components(n_rows) if config.n_components == "auto"
          else int(config.n_components))
-    nu = default_nu(n_features) if config.nu == "auto" else float(config.nu)
+    nu = default_nu(n_features, n_rows, k) if config.nu == "auto" else float(config.nu)
     return dataclasses.replace(config, n_components=k, nu=nu)
 
 
@@ -315,6 +343,16 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     Returns
     -------
     MixtureFit
+
+    Notes
+    -----
+    The guard (stochastic EM with ``validation_fraction`` set, more than one component and
+    at least ``MIN_VALIDATION_ROWS`` rows expected in the held-out share): the rows a
+    :class:`~streamlearn.solvers.holdout.Holdout` picks are left out of training, and a
+    one-component lane per binary mixture, i.e. a linear SVM on the same standardised
+    features and with the same ``C``, trains in the same passes. Every epoch scores the
+    held-out rows with both classifiers before each chunk trains them; after the last epoch
+    the one with the smaller weighted held-out error is kept (the mixture on a tie).
     """
     config = resolve(config, dataset.n_rows, dataset.n_features)
     k = int(config.n_components)
@@ -332,7 +370,9 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
     tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
-    fits = _fit_binaries(runner, dataset, config, centers, len(classes), seed, tau, std)
+    holdout = _validation_rows(config, dataset.n_rows, k, seed)
+    fits, validation = _fit_binaries(runner, dataset, config, centers, len(classes), seed,
+                                     tau, std, holdout)
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
                          fits[0].total_weight, 0)
     return MixtureFit(classes, tuple(dataset.feature_names),
@@ -341,7 +381,7 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                       np.stack([f.params.W for f in fits]), tau,
                       [f.history for f in fits], max(f.n_iter for f in fits),
                       all(f.converged for f in fits), online, std.shift, std.scale,
-                      float(config.nu), float(config.C))
+                      float(config.nu), float(config.C), validation)
 
 
 def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: MixtureFit,
@@ -380,13 +420,13 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
         online.resp[m].copy(), online.steps) for m in range(len(positives))]
     with contextlib.ExitStack() as stack:
         alphas = [stack.enter_context(ExampleState(dataset.n_rows, k)) for _ in positives]
-        states: list[StochasticState] = runner.run(
+        states = runner.run(
             StochasticEpochPass(positives, float(config.C), float(model.tau),
                                 float(config.nu), float(config.bias_scale), seen, alphas,
                                 [(_lane_seed(seed, m)) * 1000003 + 37 + online.calls
                                  for m in range(len(positives))], starts, std),
             dataset, shuffle=True, seed=seed, epoch=online.calls,
-            description="stochastic EM (partial_fit)")
+            description="stochastic EM (partial_fit)").lanes
     history = [[*model.history[m], _record(config, state.loglik, state.params)]
                for m, state in enumerate(states)]
     return MixtureFit(model.classes, model.feature_names,
@@ -396,7 +436,7 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       model.n_iter + 1, model.converged,
                       OnlineState(np.stack([s.resp for s in states]),
                                   max(s.t for s in states), seen, online.calls + 1),
-                      model.shift, model.scale, model.nu, model.C)
+                      model.shift, model.scale, model.nu, model.C, model.validation)
 
 
 def _lane_seed(seed: int, m: int) -> int:
@@ -404,58 +444,105 @@ def _lane_seed(seed: int, m: int) -> int:
     return int(seed) + 7919 * int(m)
 
 
-def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
-                      centers: np.ndarray, positives: list[int], seed: int,
-                      alphas: list[ExampleState],
-                      std: Standardiser) -> tuple[list[MixtureParams], np.ndarray, float]:
-    """Sec. III-D: one expert per k-means cluster, for every binary mixture in the same
-    passes.
+def _validation_rows(config: MixtureConfig, n_rows: int, k: int,
+                     seed: int) -> Holdout | None:
+    """The guard's held-out rows, or None when the guard does not run (see :func:`fit`)."""
+    fraction = config.validation_fraction
+    if (fraction is None or config.em != "stochastic" or k < 2
+            or float(fraction) * int(n_rows) < MIN_VALIDATION_ROWS):
+        return None
+    return Holdout.fraction(float(fraction), seed ^ VALIDATION_SALT)
 
-    Returns each mixture's parameters, the masks of constant (single-class) experts
-    ``(n_lanes, k)`` and the total sample weight.
+
+@dataclass(frozen=True)
+class _Lane:
+    # one binary mixture trained by the shared passes: its positive class, whether it is
+    # the guard's one-component linear expert, its seed
+    positive: int
+    linear: bool
+    seed: int
+
+
+def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
+                      centers: np.ndarray, lanes: list[_Lane], seed: int,
+                      alphas: list[ExampleState], std: Standardiser,
+                      holdout: Holdout | None) -> tuple[list[MixtureParams], list[np.ndarray],
+                                                        float]:
+    """Sec. III-D: one expert per k-means cluster, for every lane in the same passes (a
+    linear lane: one cluster, at the standardised mean).
+
+    Returns each lane's parameters, its mask of constant (single-class) experts and the
+    total sample weight of the training rows.
     """
-    k, d = centers.shape
+    d = centers.shape[1]
     C, bs = float(config.C), float(config.bias_scale)
-    n_classes = max(2, len(dataset.classes) if dataset.classes is not None else 2)
-    counts: ClusterCounts = runner.run(ClusterCountPass(centers, n_classes, std), dataset,
-                                       description="cluster classes")
+    classes = dataset.classes
+    n_classes = max(2, len(classes) if classes is not None else 2)
+    counts: ClusterCounts = runner.run(ClusterCountPass(centers, n_classes, std, holdout),
+                                       dataset, description="cluster classes")
+    overall = ClusterCounts(counts.counts.sum(axis=0, keepdims=True))
     total = float(counts.counts.sum())
-    binary = [counts.binary(positive) for positive in positives]
-    mixed = np.stack([(c > 0).all(axis=1) for c in binary])
-    W = np.zeros((len(positives), k, d + 1))
-    for m, c in enumerate(binary):
+    one = np.zeros((1, d))
+    params, constant = [], []
+    for lane in lanes:
+        lane_counts = overall if lane.linear else counts
+        binary = lane_counts.binary(lane.positive)
+        mixed = (binary > 0).all(axis=1)
+        W = np.zeros((len(mixed), d + 1))
         # Sec. III-D: a single-class cluster starts as the constant expert +/- e_{d+1}
-        sign = np.where(c[:, 1] > 0, 1.0, -1.0)
-        W[m, ~mixed[m], d] = sign[~mixed[m]] / (bs if bs > 0 else 1.0)
-    mass = counts.counts.sum(axis=1)
-    xi = mixing_weights(mass, 0.0, mass > 0)
-    seeds = [_lane_seed(seed, m) for m in range(len(positives))]
+        sign = np.where(binary[:, 1] > 0, 1.0, -1.0)
+        W[~mixed, d] = sign[~mixed] / (bs if bs > 0 else 1.0)
+        mass = lane_counts.counts.sum(axis=1)
+        params.append(MixtureParams(mixing_weights(mass, 0.0, mass > 0),
+                                    np.array(one if lane.linear else centers,
+                                             dtype=np.float64), W))
+        constant.append(~mixed)
+    lane_centers = [one if lane.linear else centers for lane in lanes]
     for epoch in range(INIT_EXPERT_PASSES):
         state: ExpertState = runner.run(
-            InitialExpertPass(centers, mixed, positives, C, bs, alphas,
-                              [s * 1000003 + epoch for s in seeds], W, std),
+            InitialExpertPass(lane_centers, [~c for c in constant],
+                              [lane.positive for lane in lanes], C, bs, alphas,
+                              [lane.seed * 1000003 + epoch for lane in lanes],
+                              [p.W for p in params], std, holdout),
             dataset, shuffle=True, seed=seed, epoch=epoch,
             description=f"initial experts {epoch + 1}/{INIT_EXPERT_PASSES}")
-        W = state.W
-    params = [MixtureParams(xi.copy(), np.array(centers, dtype=np.float64), W[m])
-              for m in range(len(positives))]
-    return params, ~mixed, total
+        for p, W in zip(params, state.W, strict=True):
+            p.W = W
+    return params, constant, total
 
 
 def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
-                  n_classes: int, seed: int, tau: float,
-                  std: Standardiser) -> list[BinaryFit]:
+                  n_classes: int, seed: int, tau: float, std: Standardiser,
+                  holdout: Holdout | None) -> tuple[list[BinaryFit], dict[str, Any] | None]:
     """Every binary mixture (one, or one per class against the rest): the initialisation
-    and stochastic EM read each chunk once for all of them; batch EM runs them in turn."""
+    and stochastic EM read each chunk once for all of them (and for the guard's linear
+    lanes); batch EM runs them in turn. Returns the kept fits and the guard's outcome."""
     k = centers.shape[0]
     positives = _positives(n_classes)
+    lanes = [_Lane(p, False, _lane_seed(seed, m)) for m, p in enumerate(positives)]
+    if holdout is not None:
+        lanes += [_Lane(p, True, _lane_seed(seed, len(positives) + m))
+                  for m, p in enumerate(positives)]
     with contextlib.ExitStack() as stack:
-        alphas = [stack.enter_context(ExampleState(dataset.n_rows, k)) for _ in positives]
-        params, constant, total = _initial_mixtures(runner, dataset, config, centers,
-                                                    positives, seed, alphas, std)
+        alphas = [stack.enter_context(ExampleState(dataset.n_rows, 1 if lane.linear else k))
+                  for lane in lanes]
+        params, constant, total = _initial_mixtures(runner, dataset, config, centers, lanes,
+                                                    seed, alphas, std, holdout)
         if config.em == "stochastic":
-            return _stochastic_em(runner, dataset, config, params, constant, positives, tau,
-                                  total, alphas, seed, std)
+            n = len(positives)
+            groups = [list(range(n)), list(range(n, 2 * n))] if holdout is not None else []
+            fits, tally = _stochastic_em(runner, dataset, config, params, constant,
+                                         [lane.positive for lane in lanes], tau, total, alphas,
+                                         seed, [lane.seed for lane in lanes], std, holdout,
+                                         groups, n)
+            if holdout is None:
+                return fits, None
+            mixture_error, linear_error = tally.errors / max(tally.held_weight, 1e-300)
+            kept = "linear" if linear_error < mixture_error else "mixture"
+            validation = {"held_out_weight": float(tally.held_weight),
+                          "mixture_error": float(mixture_error),
+                          "linear_error": float(linear_error), "kept": kept}
+            return (fits[n:] if kept == "linear" else fits[:n]), validation
         fits = []
         for m, positive in enumerate(positives):
             history: History = []
@@ -464,7 +551,7 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
                 _lane_seed(seed, m), history, std)
             fits.append(BinaryFit(fitted, history, n_iter, converged, fitted.xi.copy(),
                                   n_iter * dataset.n_chunks, total, tau))
-        return fits
+        return fits, None
 
 
 def _record(config: MixtureConfig, loglik: float, p: MixtureParams) -> dict[str, float]:
@@ -476,10 +563,15 @@ def _record(config: MixtureConfig, loglik: float, p: MixtureParams) -> dict[str,
     }
 
 
-def _converged(config: MixtureConfig, history: History, weight: float) -> bool:
-    """Whether the last epoch changed eq. 19 by at most ``tol`` times the weight."""
-    change = abs(history[-1]["penalised"] - history[-2]["penalised"])
-    return bool(change <= float(config.tol) * weight)
+def _converged(config: MixtureConfig, history: History, weight: float,
+               patience: int = 1) -> bool:
+    """Whether each of the last ``patience`` epochs changed eq. 19 by at most ``tol``
+    times the weight."""
+    if len(history) < patience + 1:
+        return False
+    values = [h["penalised"] for h in history[-(patience + 1):]]
+    return all(abs(b - a) <= float(config.tol) * weight
+               for a, b in itertools.pairwise(values))
 
 
 def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: MixtureParams,
@@ -545,15 +637,23 @@ def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
 
 
 def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
-                   params: list[MixtureParams], constant: np.ndarray, positives: list[int],
-                   tau: float, total: float, alphas: list[ExampleState], seed: int,
-                   std: Standardiser) -> list[BinaryFit]:
-    """Stochastic EM of every binary mixture, each epoch one pass for all of them; a
-    mixture that meets the tolerance leaves the later passes."""
+                   params: list[MixtureParams], constant: list[np.ndarray],
+                   positives: list[int], tau: float, total: float,
+                   alphas: list[ExampleState], seed: int, seeds: list[int],
+                   std: Standardiser, holdout: Holdout | None, groups: list[list[int]],
+                   n_judged: int) -> tuple[list[BinaryFit], EpochState]:
+    """Stochastic EM of every lane, each epoch one pass for all of them.
+
+    The first ``n_judged`` lanes decide when to stop: the fit ends after the epoch at which
+    every one of them has met the tolerance. Without validation ``groups`` a lane that met
+    it leaves the later passes; with them every lane runs to the end, so that the last
+    epoch scores complete classifiers. Returns every lane's fit and the last epoch's state
+    (its validation tallies).
+    """
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
-    stats: list[EStepStats] = runner.run(EStepPass(params, positives, tau, bs, std), dataset,
-                                         description="E-step")
+    stats: list[EStepStats] = runner.run(EStepPass(params, positives, tau, bs, std, holdout),
+                                         dataset, description="E-step")
     histories: list[History] = [[_record(config, st.loglik, p)]
                                 for st, p in zip(stats, params, strict=True)]
     states = []
@@ -562,30 +662,35 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
         W[constant[m]] = 0.0  # constant experts carry no dual variables: re-train from zero
         states.append(StochasticState(MixtureParams(p.xi.copy(), p.V.copy(), W),
                                       stats[m].mass / max(stats[m].weight, 1e-300), 0))
-    n_iter = [epochs] * len(positives)
-    running = list(range(len(positives)))
+    n_lanes = len(positives)
+    n_iter = [epochs] * n_lanes
+    converged = [False] * n_lanes
+    running = list(range(n_lanes))
+    out = EpochState(states, np.zeros(len(groups)))
     for epoch in range(epochs):
-        out: list[StochasticState] = runner.run(
+        out = runner.run(
             StochasticEpochPass([positives[m] for m in running], float(config.C), tau,
                                 float(config.nu), bs, total, [alphas[m] for m in running],
-                                [_lane_seed(seed, m) * 1000003 + 31 + epoch for m in running],
-                                [states[m] for m in running], std),
+                                [seeds[m] * 1000003 + 31 + epoch for m in running],
+                                [states[m] for m in running], std, holdout, groups),
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
-        still = []
-        for m, state in zip(running, out, strict=True):
+        for m, state in zip(running, out.lanes, strict=True):
             states[m] = state
             histories[m].append(_record(config, state.loglik, state.params))
             # an epoch's log-likelihood is accumulated under the parameters met by each
             # chunk, so the first epoch's is (for one chunk: equals) the initial
             # parameters': compare two epochs, never an epoch with the initialisation
-            if epoch >= 1 and _converged(config, histories[m], stats[m].weight):
+            if not converged[m] and _converged(config, histories[m][1:], stats[m].weight,
+                                               STOCHASTIC_PATIENCE):
+                converged[m] = True
                 n_iter[m] = epoch + 1
-            else:
-                still.append(m)
-        running = still
-        if not running:
+        if all(converged[:n_judged]):
+            for m in range(n_lanes):
+                n_iter[m] = min(n_iter[m], epoch + 1)
             break
-    return [BinaryFit(states[m].params, histories[m], n_iter[m], m not in running,
-                      states[m].resp, states[m].t, total, tau)
-            for m in range(len(positives))]
+        if not groups:
+            running = [m for m in running if not converged[m]]
+    fits = [BinaryFit(states[m].params, histories[m], n_iter[m], converged[m],
+                      states[m].resp, states[m].t, total, tau) for m in range(n_lanes)]
+    return fits, out

@@ -9,7 +9,12 @@ The one-vs-rest mixtures of a multiclass fit share a read of the data: the class
 the E-step statistics, the initial experts and stochastic EM take one *lane* per binary
 mixture, each chunk is read and standardised once and handed to every lane. A lane's dual
 variables are an ``ExampleState`` attribute of its own (``alpha_0``, ``alpha_1``, ...), so
-the engines find, checkpoint and mirror each like any other.
+the engines find, checkpoint and mirror each like any other. Lanes may differ in their
+number of components: the validation guard trains a one-component lane (a linear SVM) per
+binary mixture beside it.
+
+Rows of a :class:`~streamlearn.solvers.holdout.Holdout` get weight 0 in every training pass
+given it; stochastic EM scores them, lane group against lane group (:class:`Validation`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.moments import Moments, chunk_moments, empty_moments, merge_moments
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser, assign_chunk
 from streamlearn.solvers.mixture.kernels import (
     center_sq_norms,
@@ -30,6 +36,7 @@ from streamlearn.solvers.mixture.kernels import (
     expert_dcd_chunk,
     gate_log_chunk,
     gating_objective_chunk,
+    mixture_log_odds_chunk,
     posteriors_chunk,
 )
 
@@ -74,10 +81,15 @@ def _signs(chunk: Chunk, positive: int) -> np.ndarray:
     return np.where(np.asarray(chunk.y) == positive, 1.0, -1.0).astype(np.float32)
 
 
-def _weights(chunk: Chunk) -> np.ndarray:
+def _weights(chunk: Chunk, holdout: Holdout | None = None) -> np.ndarray:
+    """The chunk's sample weights as float32, 0 for the rows ``holdout`` sets aside."""
     if chunk.weight is None:
-        return np.ones(chunk.n_rows, dtype=np.float32)
-    return np.ascontiguousarray(chunk.weight, dtype=np.float32)
+        w = np.ones(chunk.n_rows, dtype=np.float32)
+    else:
+        w = np.array(chunk.weight, dtype=np.float32)
+    if holdout is not None:
+        w[holdout.mask(chunk.rows)] = 0.0
+    return w
 
 
 def _log_gates(X: np.ndarray, p: MixtureParams, tau: float,
@@ -193,15 +205,19 @@ class ClusterCountPass:
         Class codes are ``0 .. n_classes - 1``.
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    holdout : Holdout, optional
+        Rows left out of the counts.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, centers: np.ndarray, n_classes: int,
-                 standardiser: Standardiser | None = None) -> None:
+                 standardiser: Standardiser | None = None,
+                 holdout: Holdout | None = None) -> None:
         self.centers = np.ascontiguousarray(centers, dtype=np.float64)
         self.n_classes = int(n_classes)
         self.standardiser = standardiser
+        self.holdout = holdout
 
     def start(self) -> ClusterCounts:
         """Zero counts."""
@@ -210,7 +226,7 @@ class ClusterCountPass:
     def step(self, state: ClusterCounts, chunk: Chunk) -> ClusterCounts:
         """Add the chunk's rows (in place)."""
         labels, sq = assign_chunk(_features(chunk, self.standardiser), self.centers)
-        w = _weights(chunk).astype(np.float64)
+        w = _weights(chunk, self.holdout).astype(np.float64)
         np.add.at(state.counts, (labels, np.asarray(chunk.y, dtype=np.int64)), w)
         state.sq_dist += float(w @ sq.astype(np.float64))
         return state
@@ -230,7 +246,8 @@ class ExpertState:
 
     Attributes
     ----------
-    W : ndarray of shape (k, d + 1), or (n_lanes, k, d + 1) for the initial experts
+    W : ndarray of shape (k, d + 1), or a list of them (one per lane) for the initial
+        experts
     rows : int
         Rows processed (the weight of this state when partial states are merged).
     """
@@ -268,49 +285,59 @@ class InitialExpertPass:
 
     Parameters
     ----------
-    centers : ndarray of shape (k, d)
-    trained : ndarray of shape (n_lanes, k), bool
-        Clusters with both classes (the others keep their constant expert).
+    centers : sequence of ndarray of shape (k_m, d)
+        Each lane's centres (lanes may share one array: its rows are assigned once).
+    trained : sequence of ndarray of shape (k_m,), bool
+        Each lane's clusters with both classes (the others keep their constant expert).
     positives : sequence of int
         Class code of each lane's positive label.
     C, bias_scale : float
     alphas : sequence of ExampleState
-        Each lane's dual variables ``(n_rows, k)``.
+        Each lane's dual variables ``(n_rows, k_m)``.
     seeds : sequence of int
         Each lane's seed of the coordinate orders.
-    initial : ndarray of shape (n_lanes, k, d + 1)
+    initial : sequence of ndarray of shape (k_m, d + 1)
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    holdout : Holdout, optional
+        Rows left out of training.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, centers: np.ndarray, trained: np.ndarray, positives: Sequence[int],
-                 C: float, bias_scale: float, alphas: Sequence[ExampleState],
-                 seeds: Sequence[int], initial: np.ndarray,
-                 standardiser: Standardiser | None = None) -> None:
+    def __init__(self, centers: Sequence[np.ndarray], trained: Sequence[np.ndarray],
+                 positives: Sequence[int], C: float, bias_scale: float,
+                 alphas: Sequence[ExampleState], seeds: Sequence[int],
+                 initial: Sequence[np.ndarray], standardiser: Standardiser | None = None,
+                 holdout: Holdout | None = None) -> None:
         self.standardiser = standardiser
-        self.centers = np.ascontiguousarray(centers, dtype=np.float64)
-        self.trained = np.asarray(trained, dtype=bool)
+        self.centers = [np.ascontiguousarray(c, dtype=np.float64) for c in centers]
+        self.trained = [np.asarray(t, dtype=bool) for t in trained]
         self.positives = [int(p) for p in positives]
         self.C = float(C)
         self.bias_scale = float(bias_scale)
         self.n_lanes = _hold_lanes(self, alphas)
         self.seeds = [int(s) for s in seeds]
-        self.initial = initial
+        self.initial = [np.asarray(W, dtype=np.float64) for W in initial]
+        self.holdout = holdout
 
     def start(self) -> ExpertState:
         """A copy of the initial experts."""
-        return ExpertState(self.initial.copy())
+        return ExpertState([W.copy() for W in self.initial])
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk, lane after lane (in place)."""
         X = _features(chunk, self.standardiser)
-        labels, _ = assign_chunk(X, self.centers)
-        Q = np.zeros((chunk.n_rows, self.centers.shape[0]))
-        Q[np.arange(chunk.n_rows), labels] = 1.0
-        w = _weights(chunk)
+        w = _weights(chunk, self.holdout)
+        assigned: dict[int, np.ndarray] = {}
         for m in range(self.n_lanes):
+            centers = self.centers[m]
+            Q = assigned.get(id(centers))
+            if Q is None:
+                labels, _ = assign_chunk(X, centers)
+                Q = np.zeros((chunk.n_rows, centers.shape[0]))
+                Q[np.arange(chunk.n_rows), labels] = 1.0
+                assigned[id(centers)] = Q
             lane_alpha = _lane_alpha(self, m)
             alpha = lane_alpha.get(chunk)
             expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w, Q, self.C, alpha,
@@ -322,7 +349,8 @@ class InitialExpertPass:
 
     def merge(self, a: ExpertState, b: ExpertState) -> ExpertState:
         """Parameter mixing of two partial states (a new state)."""
-        return ExpertState(_mix(a.W, b.W, a.rows, b.rows), a.rows + b.rows)
+        return ExpertState([_mix(p, q, a.rows, b.rows) for p, q in zip(a.W, b.W, strict=True)],
+                           a.rows + b.rows)
 
     def finish(self, state: ExpertState) -> ExpertState:
         """The experts after the pass."""
@@ -361,13 +389,17 @@ class EStepPass:
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    holdout : Holdout, optional
+        Rows left out of the statistics.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, params: Sequence[MixtureParams], positives: Sequence[int], tau: float,
-                 bias_scale: float, standardiser: Standardiser | None = None) -> None:
+                 bias_scale: float, standardiser: Standardiser | None = None,
+                 holdout: Holdout | None = None) -> None:
         self.standardiser = standardiser
+        self.holdout = holdout
         self.params = list(params)
         self.positives = [int(p) for p in positives]
         if len(self.params) != len(self.positives):
@@ -382,7 +414,7 @@ class EStepPass:
 
     def step(self, state: list[EStepStats], chunk: Chunk) -> list[EStepStats]:
         """Add the chunk's posteriors (in place)."""
-        w = _weights(chunk).astype(np.float64)
+        w = _weights(chunk, self.holdout).astype(np.float64)
         X = _features(chunk, self.standardiser)
         for lane, params, positive in zip(state, self.params, self.positives, strict=True):
             Q, loglik = _posteriors(X, _signs(chunk, positive), params, self.tau,
@@ -601,6 +633,25 @@ class StochasticState:
     rows: int = 0
 
 
+@dataclass
+class EpochState:
+    """State of a stochastic EM pass: every lane's, and the validation tallies.
+
+    Attributes
+    ----------
+    lanes : list of StochasticState
+    errors : ndarray of shape (n_groups,)
+        Weight of the held-out rows each group of lanes (one classifier) misclassified,
+        each row scored with the parameters met when its chunk was read.
+    held_weight : float
+        Weight of the held-out rows scored.
+    """
+
+    lanes: list[StochasticState]
+    errors: np.ndarray
+    held_weight: float = 0.0
+
+
 class StochasticEpochPass:
     """Sequential pass: one epoch of stochastic EM, one chunk at a time, one lane per
     binary mixture.
@@ -611,20 +662,26 @@ class StochasticEpochPass:
         Each lane's positive class code.
     C, tau, nu, bias_scale : float
     total_weight : float
-        ``sum_i s_i`` over the whole dataset (turns mean posteriors into eq. 20's counts).
+        ``sum_i s_i`` over the training rows (turns mean posteriors into eq. 20's counts).
     alphas : sequence of ExampleState
-        Each lane's dual variables of the experts ``(n_rows, k)``.
+        Each lane's dual variables of the experts ``(n_rows, k_m)``.
     seeds : sequence of int
         Each lane's seed of the coordinate orders.
     initial : sequence of StochasticState
         Each lane's state at the start of the pass (not modified).
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    holdout : Holdout, optional
+        Rows left out of training.
+    groups : sequence of sequence of int, optional
+        Lanes that make one classifier (one lane: the sign of its log-odds; several: the
+        positive class of the lane with the largest log-odds, one against the rest), each
+        scored on the held-out rows of every chunk before the chunk trains the lanes.
 
     Notes
     -----
     Engines that split the pass average the partial parameters weighted by rows processed
-    (a component pruned in either part stays pruned).
+    (a component pruned in either part stays pruned) and add up the validation tallies.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
@@ -632,7 +689,8 @@ class StochasticEpochPass:
     def __init__(self, positives: Sequence[int], C: float, tau: float, nu: float,
                  bias_scale: float, total_weight: float, alphas: Sequence[ExampleState],
                  seeds: Sequence[int], initial: Sequence[StochasticState],
-                 standardiser: Standardiser | None = None) -> None:
+                 standardiser: Standardiser | None = None, holdout: Holdout | None = None,
+                 groups: Sequence[Sequence[int]] | None = None) -> None:
         self.standardiser = standardiser
         self.positives = [int(p) for p in positives]
         self.C = float(C)
@@ -646,18 +704,45 @@ class StochasticEpochPass:
         if not len(self.positives) == self.n_lanes == len(self.seeds) == len(self.initial):
             raise ValueError("one positive class, ExampleState, seed and initial state "
                              "per lane")
+        self.holdout = holdout
+        self.groups = [[int(m) for m in g] for g in (groups or [])]
 
-    def start(self) -> list[StochasticState]:
+    def start(self) -> EpochState:
         """A copy of the initial states with empty pass statistics."""
-        return [StochasticState(s.params.copy(), s.resp.copy(), s.t) for s in self.initial]
+        return EpochState([StochasticState(s.params.copy(), s.resp.copy(), s.t)
+                           for s in self.initial], np.zeros(len(self.groups)))
 
-    def step(self, state: list[StochasticState], chunk: Chunk) -> list[StochasticState]:
-        """Per lane: E-step on the chunk, then stochastic updates of xi, centres and
-        experts."""
-        X, w = _features(chunk, self.standardiser), _weights(chunk)
-        for m, lane in enumerate(state):
+    def step(self, state: EpochState, chunk: Chunk) -> EpochState:
+        """Score the held-out rows, then per lane: E-step on the chunk and stochastic
+        updates of xi, centres and experts."""
+        X, w = _features(chunk, self.standardiser), _weights(chunk, self.holdout)
+        if self.holdout is not None and self.groups:
+            self._validate(state, X, chunk)
+        for m, lane in enumerate(state.lanes):
             self._step_lane(m, lane, X, w, chunk)
         return state
+
+    def _validate(self, state: EpochState, X: np.ndarray, chunk: Chunk) -> None:
+        assert self.holdout is not None
+        held = np.flatnonzero(self.holdout.mask(chunk.rows))
+        if held.size == 0:
+            return
+        Xh = np.ascontiguousarray(X[held])
+        y = np.asarray(chunk.y)[held]
+        w = (np.ones(held.size) if chunk.weight is None
+             else np.asarray(chunk.weight, dtype=np.float64)[held])
+        for g, lanes in enumerate(self.groups):
+            F = np.column_stack([
+                mixture_log_odds_chunk(Xh, state.lanes[m].params.V, state.lanes[m].params.W,
+                                       state.lanes[m].params.xi, self.tau, self.bias_scale)
+                for m in lanes])
+            if len(lanes) == 1:
+                wrong = (F[:, 0] > 0) != (y == self.positives[lanes[0]])
+            else:
+                codes = np.asarray([self.positives[m] for m in lanes])
+                wrong = codes[np.argmax(F, axis=1)] != y
+            state.errors[g] += float(w @ wrong)
+        state.held_weight += float(w.sum())
 
     def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
                    chunk: Chunk) -> None:
@@ -677,12 +762,14 @@ class StochasticEpochPass:
         if not np.array_equal(p.xi > 0, active):  # a component vanished: posteriors without it
             Q, _ = _posteriors(X, y, p, self.tau, self.bias_scale)
             active = p.xi > 0
-        # centres: one step on the chunk's part of eq. 13, scaled by each centre's mass
-        _, grad = gating_objective_chunk(X, w, Q, p.V, active, self.tau)
-        log_g, _ = _log_gates(X, p, self.tau, self.bias_scale)
-        mass = np.maximum(w64 @ Q, w64 @ np.exp(log_g))
-        scale = rho / (2.0 * self.tau * np.maximum(mass, 1e-12))
-        p.V -= scale[:, None] * grad
+        if p.V.shape[0] > 1:
+            # centres: one step on the chunk's part of eq. 13, scaled by each centre's mass
+            # (one component's gate is 1 everywhere: its centre has no gradient)
+            _, grad = gating_objective_chunk(X, w, Q, p.V, active, self.tau)
+            log_g, _ = _log_gates(X, p, self.tau, self.bias_scale)
+            mass = np.maximum(w64 @ Q, w64 @ np.exp(log_g))
+            scale = rho / (2.0 * self.tau * np.maximum(mass, 1e-12))
+            p.V -= scale[:, None] * grad
         # experts: weighted coordinate descent sweeps over the chunk
         lane_alpha = _lane_alpha(self, m)
         alpha = lane_alpha.get(chunk)
@@ -691,11 +778,13 @@ class StochasticEpochPass:
         lane_alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
 
-    def merge(self, a: list[StochasticState],
-              b: list[StochasticState]) -> list[StochasticState]:
-        """Parameter mixing of two partial states, lane by lane (a new state)."""
-        return [self._merge_lane(p, q, initial)
-                for p, q, initial in zip(a, b, self.initial, strict=True)]
+    def merge(self, a: EpochState, b: EpochState) -> EpochState:
+        """Parameter mixing of two partial states, lane by lane, and the sum of their
+        validation tallies (a new state)."""
+        return EpochState([self._merge_lane(p, q, initial)
+                           for p, q, initial in zip(a.lanes, b.lanes, self.initial,
+                                                    strict=True)],
+                          a.errors + b.errors, a.held_weight + b.held_weight)
 
     @staticmethod
     def _merge_lane(a: StochasticState, b: StochasticState,
@@ -710,6 +799,6 @@ class StochasticEpochPass:
                                max(a.t, b.t) + min(a.t, b.t) - initial.t,
                                a.loglik + b.loglik, a.weight + b.weight, na + nb)
 
-    def finish(self, state: list[StochasticState]) -> list[StochasticState]:
-        """Every lane's state after the epoch."""
+    def finish(self, state: EpochState) -> EpochState:
+        """Every lane's state after the epoch and the validation tallies."""
         return state

@@ -30,7 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError
-from streamlearn.solvers.additive.passes import Holdout
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import RowSamplePass, kmeans_plus_plus, lloyd, streamed_kmeans
 from streamlearn.solvers.supersparse.passes import (
     FeatureSpreadPass,

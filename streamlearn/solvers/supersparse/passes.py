@@ -25,7 +25,7 @@ import numpy as np
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError, LabelError
-from streamlearn.solvers.additive.passes import Holdout
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.prototypes import (
     approx_gradient_update,
     derivative_gradient_update,

@@ -1,0 +1,46 @@
+"""``Holdout``: rows set aside by a hash of their global row id, whatever the chunking.
+
+Used for the calibration rows of ``AdditiveSVC``, the validation rows of ``MixtureSVC`` and
+the super-sparse models: the same rows are held out in every pass, on every engine, after
+any shuffle, without storing a mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from streamlearn.solvers.row_sample import row_keys
+
+__all__ = ["Holdout"]
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """A deterministic subset of rows chosen by a hash of their global row id.
+
+    Row ``i`` is held out when ``row_keys([i], seed) < threshold``; keys are uniform 64-bit
+    integers, so about ``threshold / 2**64`` of the rows are held out, the same rows whatever
+    the chunking, shuffling or engine.
+
+    Attributes
+    ----------
+    seed : int
+    threshold : int
+        In ``[0, 2**64)``.
+    """
+
+    seed: int
+    threshold: int
+
+    @classmethod
+    def fraction(cls, fraction: float, seed: int) -> Holdout:
+        """Hold out about ``fraction`` of the rows."""
+        threshold = min(int(float(fraction) * 2.0**64), 2**64 - 1)
+        return cls(int(seed) % 2**64, threshold)
+
+    def mask(self, rows: np.ndarray) -> np.ndarray:
+        """Boolean mask of the held-out rows among global row ids ``rows``."""
+        keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
+        return keys < np.uint64(self.threshold)
