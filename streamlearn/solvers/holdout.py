@@ -44,3 +44,10 @@ class Holdout:
         """Boolean mask of the held-out rows among global row ids ``rows``."""
         keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
         return keys < np.uint64(self.threshold)
+
+    def count(self, n_rows: int, block: int = 1 << 20) -> int:
+        """Held-out rows among row ids ``0 .. n_rows - 1`` (hashed, not read)."""
+        held = 0
+        for start in range(0, int(n_rows), block):
+            held += int(self.mask(np.arange(start, min(start + block, int(n_rows)))).sum())
+        return held

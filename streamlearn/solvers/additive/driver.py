@@ -3,7 +3,9 @@
 1. a reduction pass summarises the features (min, max, mean, std, quantiles), counts the
    training rows and adds up their sample weights; the feature map is fitted from the
    summary or from a given range (a linear model without calibration and without weights
-   skips this pass: the store's metadata counts its rows);
+   skips this pass: the store's metadata counts its rows). Data of 64 chunks or more,
+   without weights and without rows dropped for missing values, is summarised from 16
+   chunks spread over it, a sixteenth of a pass or less (``_summary``);
 2. at most ``epochs`` sequential passes, each visiting the chunks in a new seeded random
    order, run PEGASOS or dual coordinate descent (the dual variables live in an
    ``ExampleState``); with ``k > 2`` classes the one-vs-rest or one-vs-one models are
@@ -26,6 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, FeatureMap
 from streamlearn.solvers.additive.passes import (
@@ -51,6 +54,10 @@ from streamlearn.solvers.pegasos import NO_AVERAGING
 LOSS_FLOOR = 0.01
 #: Mixed into the seed to choose the calibration rows.
 HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
+#: Data of at least this many chunks is described from a sample of its chunks ...
+DESCRIBE_MIN_CHUNKS = 64
+#: ... this many, spread evenly over the rows (see ``_summary``).
+DESCRIBE_SAMPLE_CHUNKS = 16
 
 
 @dataclass(frozen=True)
@@ -294,9 +301,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
         n_train, n_holdout, train_weight = dataset.n_rows, 0, float(dataset.n_rows)
         sample = None
     else:
-        summary: Summary = runner.run(
-            SummaryPass(list(dataset.feature_names), len(classes), holdout, seed), dataset,
-            description="describe")
+        summary = _summary(runner, dataset, len(classes), holdout, seed)
         n_train, n_holdout = summary.n_train, summary.n_holdout
         train_weight = summary.train_weight
         sample = summary.description.sample
@@ -346,6 +351,31 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history)
+
+
+def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | None,
+             seed: int) -> Summary:
+    """The describe statistics and the training rows' count and weight.
+
+    Data of at least ``DESCRIBE_MIN_CHUNKS`` chunks, without sample weights and without
+    rows dropped for missing values, is described from ``DESCRIBE_SAMPLE_CHUNKS`` chunks
+    spread evenly over it (:func:`~streamlearn.engine.row_ranges.spread_ranges`): the
+    feature map's ranges and quantiles come from those rows (a value outside the sampled
+    range is clamped to it, like any value outside the training range), and the row counts
+    are exact, the held-out rows being a hash of the row number. Otherwise one pass reads
+    every row.
+    """
+    pass_ = SummaryPass(list(dataset.feature_names), n_classes, holdout, seed)
+    if (dataset.n_chunks < DESCRIBE_MIN_CHUNKS or dataset.weight is not None
+            or dataset.nan_policy == "drop"):
+        summary: Summary = runner.run(pass_, dataset, description="describe")
+        return summary
+    ranges = spread_ranges(dataset.n_rows, dataset.chunk_rows, DESCRIBE_SAMPLE_CHUNKS)
+    sampled: Summary = run_on_ranges(runner, pass_, dataset, ranges,
+                                     description="describe (sample)")
+    n_holdout = holdout.count(dataset.n_rows) if holdout is not None else 0
+    n_train = dataset.n_rows - n_holdout
+    return Summary(sampled.description, n_train, n_holdout, float(n_train))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,76 @@
+"""Passes over a few row ranges: the ranges, the merged result, and AdditiveSVC's describe
+from a sample of chunks on data of many chunks."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn.data import open_dataset
+from streamlearn.engine import DaskEngine, DescribePass, LocalEngine, Reduction, recording
+from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
+from streamlearn.models.additive import AdditiveSVC
+from streamlearn.solvers.additive.driver import (
+    DESCRIBE_MIN_CHUNKS,
+    DESCRIBE_SAMPLE_CHUNKS,
+    HOLDOUT_SALT,
+)
+from streamlearn.solvers.holdout import Holdout
+
+
+def test_spread_ranges_cover_the_rows_end_to_end() -> None:
+    ranges = spread_ranges(1000, 30, 5)  # 34 chunks, the last of 10 rows
+    starts = [a for a, _ in ranges]
+    assert starts == [k * 30 for k in np.rint(np.linspace(0, 33, 5)).astype(int)]
+    assert ranges[0][0] == 0 and ranges[-1] == (990, 1000)
+    assert all(b - a == 30 for a, b in ranges[:-1])
+    # no more ranges than chunks
+    assert spread_ranges(100, 30, 16) == [(0, 30), (30, 60), (60, 90), (90, 100)]
+
+
+def test_run_on_ranges_is_the_pass_over_the_rows_of_the_ranges(dask_client) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    X[:, 1] *= np.arange(2000) / 100  # rows stored in an order that matters
+    ds = open_dataset(X, chunk_rows=100)
+    ranges = spread_ranges(ds.n_rows, 100, 4)
+    pass_ = DescribePass(list(ds.feature_names), sample_size=10_000)
+    for engine in (LocalEngine(progress=False), DaskEngine(dask_client)):
+        with recording() as log:
+            got = run_on_ranges(engine, pass_, ds, ranges, description="sample")
+        rows = np.concatenate([X[a:b] for a, b in ranges])
+        np.testing.assert_allclose(got.mean, rows.mean(axis=0), rtol=1e-5)
+        np.testing.assert_array_equal(got.max, rows.max(axis=0))
+        assert got.n_rows == 400
+        assert log.passes_over(ds.n_rows) == pytest.approx(0.2)
+    walk = Reduction(start=lambda: 0, step=lambda s, c: s + c.n_rows,
+                     merge=lambda a, b: a + b, kind="sequential")
+    with pytest.raises(ValueError, match="reduction"):
+        run_on_ranges(LocalEngine(progress=False), walk, ds, ranges, description="x")
+
+
+def test_additive_describes_many_chunks_from_a_sample() -> None:
+    rng = np.random.default_rng(1)
+    n_chunks, size = 2 * DESCRIBE_MIN_CHUNKS, 50
+    n = n_chunks * size
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sampled = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, progress=False).fit(X, y)
+        small = AdditiveSVC(epochs=2, tol=None, chunk_rows=n // 8, progress=False).fit(X, y)
+    # a sample of chunks, 2 epochs and a calibration pass
+    assert sampled.n_passes_ == pytest.approx(DESCRIBE_SAMPLE_CHUNKS / n_chunks + 3)
+    assert small.n_passes_ == pytest.approx(4)  # few chunks: a full describe pass
+    # the row counts are exact: the held-out rows are a hash of the row number
+    held = Holdout.fraction(0.1, 0 ^ HOLDOUT_SALT).mask(np.arange(n)).sum()
+    assert sampled.n_calibration_ == small.n_calibration_ == held > 0
+    assert sampled.n_train_ == small.n_train_ == n - held
+    # knots from the sample's quantiles are where the whole data's are, to sampling error
+    lo, hi = sampled.feature_map_.lo_, sampled.feature_map_.hi_
+    assert np.all(lo <= np.quantile(X, 0.05, axis=0))
+    assert np.all(hi >= np.quantile(X, 0.95, axis=0))
+    assert abs(sampled.score(X, y) - small.score(X, y)) < 0.01
