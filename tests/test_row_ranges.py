@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import log_loss
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import DaskEngine, DescribePass, LocalEngine, Reduction, recording
@@ -16,6 +17,7 @@ from streamlearn.models.additive import AdditiveSVC
 from streamlearn.solvers.additive.driver import (
     DESCRIBE_MIN_CHUNKS,
     DESCRIBE_SAMPLE_CHUNKS,
+    DESCRIBE_SAMPLE_ROWS,
     HOLDOUT_SALT,
 )
 from streamlearn.solvers.holdout import Holdout
@@ -52,25 +54,35 @@ def test_run_on_ranges_is_the_pass_over_the_rows_of_the_ranges(dask_client) -> N
         run_on_ranges(LocalEngine(progress=False), walk, ds, ranges, description="x")
 
 
-def test_additive_describes_many_chunks_from_a_sample() -> None:
+def test_additive_describes_and_calibrates_many_chunks_from_a_sample() -> None:
     rng = np.random.default_rng(1)
-    n_chunks, size = 2 * DESCRIBE_MIN_CHUNKS, 50
+    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
     n = n_chunks * size
-    X = rng.normal(size=(n, 4)).astype(np.float32)
-    y = (X[:, 0] + np.sin(2 * X[:, 1]) > 0).astype(int)
+
+    def draw(rows: int) -> tuple[np.ndarray, np.ndarray]:
+        X = rng.normal(size=(rows, 4)).astype(np.float32)
+        return X, (X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(0, 0.3, rows) > 0).astype(int)
+
+    X, y = draw(n)
+    Xt, yt = draw(20_000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         sampled = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, progress=False).fit(X, y)
-        small = AdditiveSVC(epochs=2, tol=None, chunk_rows=n // 8, progress=False).fit(X, y)
-    # a sample of chunks, 2 epochs and a calibration pass
-    assert sampled.n_passes_ == pytest.approx(DESCRIBE_SAMPLE_CHUNKS / n_chunks + 3)
-    assert small.n_passes_ == pytest.approx(4)  # few chunks: a full describe pass
+        # one chunk fewer than the rule asks: every row is read
+        whole = AdditiveSVC(epochs=2, tol=None, chunk_rows=n // (n_chunks - 1) + 1,
+                            progress=False).fit(X, y)
+    # a sample of chunks, 2 epochs and the calibration rows of a sample of chunks
+    assert sampled.n_passes_ == pytest.approx(2 * DESCRIBE_SAMPLE_CHUNKS / n_chunks + 2)
+    assert whole.n_passes_ == pytest.approx(4)
     # the row counts are exact: the held-out rows are a hash of the row number
     held = Holdout.fraction(0.1, 0 ^ HOLDOUT_SALT).mask(np.arange(n)).sum()
-    assert sampled.n_calibration_ == small.n_calibration_ == held > 0
-    assert sampled.n_train_ == small.n_train_ == n - held
-    # knots from the sample's quantiles are where the whole data's are, to sampling error
+    assert sampled.n_calibration_ == whole.n_calibration_ == held > 0
+    assert sampled.n_train_ == whole.n_train_ == n - held
+    # the sample's ranges reach the whole data's central 90%
     lo, hi = sampled.feature_map_.lo_, sampled.feature_map_.hi_
     assert np.all(lo <= np.quantile(X, 0.05, axis=0))
     assert np.all(hi >= np.quantile(X, 0.95, axis=0))
-    assert abs(sampled.score(X, y) - small.score(X, y)) < 0.01
+    assert abs(sampled.score(Xt, yt) - whole.score(Xt, yt)) < 0.01
+    assert sampled.calibrated_
+    assert log_loss(yt, sampled.predict_proba(Xt)) < 1.05 * log_loss(yt,
+                                                                    whole.predict_proba(Xt))

@@ -3,9 +3,10 @@
 1. a reduction pass summarises the features (min, max, mean, std, quantiles), counts the
    training rows and adds up their sample weights; the feature map is fitted from the
    summary or from a given range (a linear model without calibration and without weights
-   skips this pass: the store's metadata counts its rows). Data of 64 chunks or more,
-   without weights and without rows dropped for missing values, is summarised from 16
-   chunks spread over it, a sixteenth of a pass or less (``_summary``);
+   skips this pass: the store's metadata counts its rows). Data of 64 chunks or more
+   whose 16 chunks hold 100,000 rows or more, without weights and without rows dropped
+   for missing values, is summarised from 16 chunks spread over it, a quarter of a pass
+   or less (``_summary``);
 2. at most ``epochs`` sequential passes, each visiting the chunks in a new seeded random
    order, run PEGASOS or dual coordinate descent (the dual variables live in an
    ``ExampleState``); with ``k > 2`` classes the one-vs-rest or one-vs-one models are
@@ -13,7 +14,8 @@
    :func:`fit`) and reaching ``epochs`` without meeting it warns ``ConvergenceWarning``;
 3. the held-out calibration rows' scores are binned and a Platt sigmoid is fitted per
    binary model: by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
-   scored the returned model on those rows), else by a reduction pass of its own.
+   scored the returned model on those rows), else by a reduction pass of its own (over
+   the same 16 chunks on such data, ``_calibration``).
 """
 
 from __future__ import annotations
@@ -54,10 +56,13 @@ from streamlearn.solvers.pegasos import NO_AVERAGING
 LOSS_FLOOR = 0.01
 #: Mixed into the seed to choose the calibration rows.
 HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
-#: Data of at least this many chunks is described from a sample of its chunks ...
+#: Data of at least this many chunks is described and calibrated from a sample of its
+#: chunks ...
 DESCRIBE_MIN_CHUNKS = 64
-#: ... this many, spread evenly over the rows (see ``_summary``).
+#: ... this many, spread evenly over the rows (see ``_sample_ranges``) ...
 DESCRIBE_SAMPLE_CHUNKS = 16
+#: ... when they hold at least this many rows (10,000 of them held out for calibration).
+DESCRIBE_SAMPLE_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -341,10 +346,9 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     if holdout is not None and n_holdout > 0:
         histogram = models.calibration
         if histogram is None:  # no epoch scored the returned model: a pass of its own
-            histogram = runner.run(
-                CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs, config.bias_scale,
-                                holdout),
-                dataset, description="calibrate")
+            histogram = _calibration(runner, dataset,
+                                     CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs,
+                                                     config.bias_scale, holdout))
         platt_a, platt_b = histogram.fit()
         calibrated = True
     return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
@@ -357,25 +361,47 @@ def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | N
              seed: int) -> Summary:
     """The describe statistics and the training rows' count and weight.
 
-    Data of at least ``DESCRIBE_MIN_CHUNKS`` chunks, without sample weights and without
-    rows dropped for missing values, is described from ``DESCRIBE_SAMPLE_CHUNKS`` chunks
-    spread evenly over it (:func:`~streamlearn.engine.row_ranges.spread_ranges`): the
+    Data that :func:`_sample_ranges` samples, without sample weights and without rows
+    dropped for missing values, is described from those chunks: the
     feature map's ranges and quantiles come from those rows (a value outside the sampled
     range is clamped to it, like any value outside the training range), and the row counts
     are exact, the held-out rows being a hash of the row number. Otherwise one pass reads
     every row.
     """
     pass_ = SummaryPass(list(dataset.feature_names), n_classes, holdout, seed)
-    if (dataset.n_chunks < DESCRIBE_MIN_CHUNKS or dataset.weight is not None
-            or dataset.nan_policy == "drop"):
+    ranges = _sample_ranges(dataset)
+    if ranges is None or dataset.weight is not None or dataset.nan_policy == "drop":
         summary: Summary = runner.run(pass_, dataset, description="describe")
         return summary
-    ranges = spread_ranges(dataset.n_rows, dataset.chunk_rows, DESCRIBE_SAMPLE_CHUNKS)
     sampled: Summary = run_on_ranges(runner, pass_, dataset, ranges,
                                      description="describe (sample)")
     n_holdout = holdout.count(dataset.n_rows) if holdout is not None else 0
     n_train = dataset.n_rows - n_holdout
     return Summary(sampled.description, n_train, n_holdout, float(n_train))
+
+
+def _sample_ranges(dataset: Dataset) -> list[tuple[int, int]] | None:
+    """``DESCRIBE_SAMPLE_CHUNKS`` chunks spread evenly over data of at least
+    ``DESCRIBE_MIN_CHUNKS`` chunks whose sample holds ``DESCRIBE_SAMPLE_ROWS`` rows or more
+    (:func:`~streamlearn.engine.row_ranges.spread_ranges`); None for other data, which is
+    read whole."""
+    if (dataset.n_chunks < DESCRIBE_MIN_CHUNKS
+            or DESCRIBE_SAMPLE_CHUNKS * dataset.chunk_rows < DESCRIBE_SAMPLE_ROWS):
+        return None
+    return spread_ranges(dataset.n_rows, dataset.chunk_rows, DESCRIBE_SAMPLE_CHUNKS)
+
+
+def _calibration(runner: Any, dataset: Dataset, pass_: CalibrationPass) -> ScoreHistogram:
+    """The held-out rows' score histogram: from the chunks :func:`_sample_ranges` picks
+    (their held-out rows, 10,000 or more, are plenty for two Platt parameters per model),
+    else from every chunk."""
+    ranges = _sample_ranges(dataset)
+    if ranges is None:
+        histogram: ScoreHistogram = runner.run(pass_, dataset, description="calibrate")
+        return histogram
+    sampled: ScoreHistogram = run_on_ranges(runner, pass_, dataset, ranges,
+                                            description="calibrate (sample)")
+    return sampled
 
 
 @dataclass(frozen=True)
