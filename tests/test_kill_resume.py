@@ -44,8 +44,8 @@ KILLS = {
     "AdditiveSVC": ["after:SummaryPass:1:4", "after:DcdEpochPass:2:2",
                     "during:CalibrationPass:1:result"],
     # k-means, cluster counts, 2 initial expert passes, an E-step and 2 stochastic EM
-    # epochs, every pass for the 3 one-vs-rest mixtures at once (the experts' passes
-    # sequential, each class with its own dual variables)
+    # epochs, every pass for the 3 one-vs-rest mixtures and the guard's 3 linear lanes at
+    # once (the experts' passes sequential, each lane with its own dual variables)
     "MixtureSVC": ["during:MiniBatchKMeansPass:2:4", "after:InitialExpertPass:2:2",
                    "after:StochasticEpochPass:2:4"],
     # describe, anchor k-means (sequential), then restricted objectives and column scores
