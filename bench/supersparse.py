@@ -136,8 +136,9 @@ def image_problem(root: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     n_sv = len(svm.support_)
     svm_rps = rows_per_s(svm.decision_function, Zt, cfg["predict_repeats"])
     log(f"  RBF-SVM: accuracy {svm_acc:.4f}, {n_sv} support vectors, fit {svm_fit_s:.1f} s")
-    common = dict(gamma=gamma, lam=1e-4, max_iter=cfg["max_iter"], init="kmeans",
-                  random_state=SEED)
+    # the RBF-SVM's own geometry: raw PCA features, its gamma
+    common = dict(gamma=gamma, standardize=False, lam=1e-4, max_iter=cfg["max_iter"],
+                  init="kmeans", random_state=SEED)
     rows = []
     learned: dict[int, Any] = {}
     for p in P_GRID:
@@ -269,7 +270,8 @@ def age_problem(root: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     for coef, lam in (("ridge", lam_ridge), ("lasso", lam_lasso)):
         name = "SRidge" if coef == "ridge" else "SLASSO"
         t0 = time.perf_counter()
-        model = SuperSparseRegressor(n_prototypes=list(ADULT_P_GRID), gamma=gamma, lam=lam,
+        model = SuperSparseRegressor(n_prototypes=list(ADULT_P_GRID), gamma=gamma,
+                                     standardize=False, lam=lam,
                                      coef=coef, max_iter=cfg["adult_max_iter"], tradeoff=0.01,
                                      repulsion=0.1, init="kmeans",
                                      random_state=SEED).fit(X, y)
@@ -281,7 +283,8 @@ def age_problem(root: Path, cfg: dict[str, Any]) -> dict[str, Any]:
         selection[name] = model.selection_path_.tolist()
         centres = KMeans(p, n_init=4, random_state=SEED).fit(X).cluster_centers_
         for label, init in (("PSR", "random"), ("PSKM", nearest_rows(X, centres))):
-            base = SuperSparseRegressor(n_prototypes=p, gamma=gamma, lam=lam, coef=coef,
+            base = SuperSparseRegressor(n_prototypes=p, gamma=gamma, standardize=False,
+                                        lam=lam, coef=coef,
                                         max_iter=0, init=init, random_state=SEED).fit(X, y)
             table.append({"method": f"{label} {name[1:]}", "mae": mae(base.predict(Xt)),
                           "prototypes": int(np.count_nonzero(base.coef_)), "p": p,

@@ -25,6 +25,17 @@ def _regression(n: int = 300, seed: int = 0):
     return X, y, v
 
 
+def _standardise(X, v=None):
+    """The RBF's units: features standardised by their (weighted) mean and standard
+    deviation, rounded to float32 as the estimator does; returns Z and the map."""
+    X64 = np.asarray(X, np.float64)
+    v = np.ones(len(X64)) if v is None else np.asarray(v, np.float64)
+    mean = v @ X64 / v.sum()
+    std = np.sqrt(np.maximum(v @ (X64 * X64) / v.sum() - mean**2, 0.0))
+    std = np.where(std > 0, std, 1.0)
+    return ((X64 - mean) / std).astype(np.float32), mean, std
+
+
 def _rbf(X, C, gamma):
     return np.exp(-gamma * ((np.asarray(X, np.float64)[:, None, :] - C[None]) ** 2).sum(-1))
 
@@ -45,12 +56,31 @@ def test_ridge_step_equals_numpy_solve_on_materialised_similarities():
     C = np.array([[-1.0, -1.0], [0.0, 0.5], [1.0, 1.0], [1.5, -1.0]])
     model = SuperSparseRegressor(n_prototypes=4, gamma=0.8, lam=0.01, max_iter=0, init=C,
                                  chunk_rows=70).fit(X, y, sample_weight=v)
-    w, J = _ridge(X, y, v, C, 0.8, 0.01)
-    np.testing.assert_allclose(model.coef_, w[:-1], rtol=1e-6, atol=1e-8)
-    assert np.isclose(model.intercept_, w[-1], rtol=1e-6, atol=1e-8)
-    assert np.isclose(model.objective_, J, rtol=1e-6)
-    np.testing.assert_allclose(model.predict(X), _rbf(X, C, 0.8) @ w[:-1] + w[-1], rtol=1e-5,
+    # the RBF works on the weighted-standardised features; init is in the raw units
+    Z, mean, std = _standardise(X, v)
+    Cz = (C - mean) / std
+    w, J = _ridge(Z, y, v, Cz, 0.8, 0.01)
+    np.testing.assert_allclose(model.coef_, w[:-1], rtol=1e-5, atol=1e-7)
+    assert np.isclose(model.intercept_, w[-1], rtol=1e-5, atol=1e-7)
+    assert np.isclose(model.objective_, J, rtol=1e-5)
+    np.testing.assert_allclose(model.prototypes_, C, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(model.predict(X), _rbf(Z, Cz, 0.8) @ w[:-1] + w[-1], rtol=1e-5,
                                atol=1e-6)
+
+
+def test_unstandardised_rbf_works_on_the_raw_features():
+    X, y, v = _regression()
+    X = X * np.array([1.0, 5.0], dtype=np.float32)
+    C = np.array([[-1.0, -5.0], [0.0, 2.5], [1.0, 5.0], [1.5, -5.0]])
+    model = SuperSparseRegressor(n_prototypes=4, gamma=0.3, lam=0.01, max_iter=0, init=C,
+                                 standardize=False).fit(X, y, sample_weight=v)
+    w, _ = _ridge(X, y, v, C, 0.3, 0.01)
+    np.testing.assert_allclose(model.coef_, w[:-1], rtol=1e-6, atol=1e-8)
+    assert model.shift_ is None and model.scale_ is None
+    np.testing.assert_allclose(model.predict(X), _rbf(X, C, 0.3) @ w[:-1] + w[-1], rtol=1e-5,
+                               atol=1e-6)
+    scaled = SuperSparseRegressor(n_prototypes=3, max_iter=0, standardize=False).fit(X, y)
+    assert np.isclose(scaled.gamma_, 1.0 / X.astype(np.float64).var(axis=0).sum(), rtol=1e-6)
 
 
 def test_prototype_gradient_is_the_total_derivative_at_the_optimal_beta():
@@ -110,6 +140,8 @@ def test_black_box_similarity_without_gradient_still_trains():
 
 def test_supplied_gradient_matches_builtin_rbf():
     X, y, _ = _regression(n=200, seed=4)
+    # a caller's similarity sees the raw features: give both the standardised rows
+    X, _, _ = _standardise(X)
 
     def sim(A, C):
         return _rbf(A, C, 1.0)
@@ -230,17 +262,21 @@ def test_reduction_of_our_own_additive_svc_with_a_dataset_and_held_out_p_choice(
     assert np.corrcoef(reduced.decision_function(X), scores)[0, 1] > 0.9
 
 
-def test_gamma_scale_is_one_over_the_summed_weighted_feature_variances():
+def test_gamma_scale_is_one_over_the_number_of_standardised_features():
     X, y, v = _regression(n=200, seed=11)
     X = X * np.array([1.0, 3.0], dtype=np.float32)
     model = SuperSparseRegressor(n_prototypes=3, max_iter=0).fit(X, y, sample_weight=v)
-    variances = np.cov(X.astype(np.float64).T, aweights=v, bias=True).diagonal()
-    assert np.isclose(model.gamma_, 1.0 / variances.sum(), rtol=1e-6)
+    # standardised features: each varying one has (weighted) variance 1
+    assert np.isclose(model.gamma_, 1.0 / 2, rtol=1e-6)
+    np.testing.assert_allclose(model.scale_, np.sqrt(
+        np.cov(X.astype(np.float64).T, aweights=v, bias=True).diagonal()), rtol=1e-6)
     fixed = SuperSparseRegressor(n_prototypes=3, gamma=0.7, max_iter=0).fit(X, y)
     assert fixed.gamma_ == 0.7
     # predictions use the fitted width: the closed-form ridge of _ridge at gamma_
-    w, _ = _ridge(X, y, v, model.prototypes_, model.gamma_, model.lam)
-    Z = np.hstack([_rbf(X, model.prototypes_, model.gamma_), np.ones((200, 1))])
+    Zx, mean, std = _standardise(X, v)
+    Cz = (model.prototypes_ - mean) / std
+    w, _ = _ridge(Zx, y, v, Cz, model.gamma_, model.lam)
+    Z = np.hstack([_rbf(Zx, Cz, model.gamma_), np.ones((200, 1))])
     np.testing.assert_allclose(model.predict(X), Z @ w, rtol=1e-5, atol=1e-6)
 
 
@@ -280,3 +316,16 @@ def test_one_row_and_three_classes_are_refused_with_scikit_learn_messages():
         SuperSparseClassifier(n_prototypes=2).fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="one-vs-rest"):
         SuperSparseClassifier(n_prototypes=2).fit(X, np.arange(30) % 3)
+
+
+def test_features_in_other_units_give_the_same_model():
+    X, y, _ = _regression(n=300, seed=21)
+    labels = np.where(y > np.median(y), 1, 0)
+    a, b = np.array([1e3, 1e-2], np.float32), np.array([-40.0, 3.0], np.float32)
+    for cls, target in ((SuperSparseRegressor, y), (SuperSparseClassifier, labels)):
+        raw = cls(n_prototypes=5, max_iter=4).fit(X, target)
+        moved = cls(n_prototypes=5, max_iter=4).fit(X * a + b, target)
+        np.testing.assert_allclose(moved.predict(X * a + b), raw.predict(X), rtol=1e-3,
+                                   atol=1e-3)
+        np.testing.assert_allclose(moved.prototypes_, raw.prototypes_ * a + b, rtol=1e-3,
+                                   atol=1e-3 * np.abs(b).max())

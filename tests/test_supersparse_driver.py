@@ -14,7 +14,8 @@ from streamlearn.solvers.supersparse.passes import FeatureSpreadPass, scale_gamm
 
 
 def _config(**overrides) -> SuperSparseConfig:
-    values = dict(grid=(4,), gamma=None, lam=1e-2, coef="ridge", step=1.0, max_iter=0,
+    values = dict(grid=(4,), gamma=None, standardize=True, lam=1e-2, coef="ridge", step=1.0,
+                  max_iter=0,
                   tol=1e-5, solver="batch", repulsion=0.0, repulsion_decay=0.5,
                   init="random", tradeoff=0.0, validation_fraction=0.2,
                   target="regression", sign_error=False)
@@ -31,9 +32,17 @@ def test_driver_with_fixed_prototypes_is_the_weighted_ridge_closed_form():
     dataset = open_dataset(X, target=y, weight=v.astype(np.float32), chunk_rows=64)
     fitted = fit(LocalEngine(progress=False), dataset, _config(init=C), seed=0)
     assert isinstance(fitted, SuperSparseFit) and fitted.n_prototypes == 4
+    # the RBF works on the weighted-standardised features, gamma="scale" is 1 / 3 there, and
+    # the fit's prototypes are the given ones in those units
     variances = np.cov(X.astype(np.float64).T, aweights=v, bias=True).diagonal()
-    assert np.isclose(fitted.gamma, 1.0 / variances.sum(), rtol=1e-5)
-    Z = np.hstack([np.exp(-fitted.gamma * ((X[:, None, :] - C[None]) ** 2).sum(-1)),
+    mean = v @ X.astype(np.float64) / v.sum()
+    np.testing.assert_allclose(fitted.shift, mean, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(fitted.scale, np.sqrt(variances), rtol=1e-6)
+    assert np.isclose(fitted.gamma, 1.0 / 3, rtol=1e-6)
+    Xz = ((X - mean) / np.sqrt(variances)).astype(np.float32).astype(np.float64)
+    Cz = (C - mean) / np.sqrt(variances)
+    np.testing.assert_allclose(fitted.prototypes, Cz, rtol=1e-6, atol=1e-9)
+    Z = np.hstack([np.exp(-fitted.gamma * ((Xz[:, None, :] - Cz[None]) ** 2).sum(-1)),
                    np.ones((240, 1))])
     p = v / v.sum()
     A = Z.T @ (p[:, None] * Z)
@@ -55,7 +64,9 @@ def test_estimator_attributes_are_the_driver_result():
     with pytest.warns(ConvergenceWarning):
         fitted = fit(LocalEngine(progress=False), open_dataset(X, target=y),
                      _config(max_iter=5, tol=0.0, lam=model.lam), seed=3)
-    np.testing.assert_array_equal(model.prototypes_, fitted.prototypes)
+    # the estimator shows the prototypes in the features' units
+    np.testing.assert_allclose(model.prototypes_, fitted.prototypes * fitted.scale
+                               + fitted.shift, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(model.coef_, fitted.coef)
     assert model.n_iter_ == fitted.n_iter == 5
 

@@ -51,11 +51,17 @@ def test_first_call_initialises_from_its_rows():
     first = X[10:150].astype(np.float64)
     for c in model.prototypes_:
         assert np.min(np.abs(first - c).max(axis=1)) < 1e-6
-    variances = np.cov(X[:150].astype(np.float64).T, aweights=w[:150], bias=True).diagonal()
-    assert np.isclose(model.gamma_, 1.0 / variances.sum(), rtol=1e-6)
+    # the RBF works on the rows standardised by the call's weighted moments
+    X64 = X[:150].astype(np.float64)
+    variances = np.cov(X64.T, aweights=w[:150], bias=True).diagonal()
+    mean = w[:150] @ X64 / w[:150].sum()
+    np.testing.assert_allclose(model.shift_, mean, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(model.scale_, np.sqrt(variances), rtol=1e-6)
+    assert np.isclose(model.gamma_, 1.0 / X.shape[1], rtol=1e-6)
     # the coefficients are the weighted ridge solution on the call's rows (numpy reference)
-    C = model.prototypes_
-    Z = np.hstack([np.exp(-model.gamma_ * ((X[:150, None, :] - C[None]) ** 2).sum(-1)),
+    Xz = ((X64 - mean) / np.sqrt(variances)).astype(np.float32).astype(np.float64)
+    C = (model.prototypes_ - mean) / np.sqrt(variances)
+    Z = np.hstack([np.exp(-model.gamma_ * ((Xz[:, None, :] - C[None]) ** 2).sum(-1)),
                    np.ones((150, 1))])
     v = w[:150] / w[:150].sum()
     A = Z.T @ (v[:, None] * Z)

@@ -65,6 +65,7 @@ from streamlearn.models.base import (
     storable_classes,
 )
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.supersparse.driver import (  # noqa: F401  (importable from here)
     INIT_SALT,
     KMEANS_ITERATIONS,
@@ -124,6 +125,7 @@ class _SuperSparse(StreamEstimator):
         "similarity": [StrOptions({"rbf"}), callable],
         "similarity_gradient": [callable, None],
         "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
+        "standardize": ["boolean"],
         "lam": [Interval(Real, 0, None, closed="left")],
         "coef": [StrOptions(set(COEFS))],
         "step": [Interval(Real, 0, None, closed="neither")],
@@ -148,6 +150,7 @@ class _SuperSparse(StreamEstimator):
         similarity: str | Callable[[np.ndarray, np.ndarray], Any] = "rbf",
         similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
         gamma: float | str = "scale",
+        standardize: bool = True,
         lam: float = 1e-3,
         coef: str = "ridge",
         step: float = 1.0,
@@ -168,6 +171,7 @@ class _SuperSparse(StreamEstimator):
         self.similarity = similarity
         self.similarity_gradient = similarity_gradient
         self.gamma = gamma
+        self.standardize = standardize
         self.lam = lam
         self.coef = coef
         self.step = step
@@ -215,6 +219,7 @@ class _SuperSparse(StreamEstimator):
         return SuperSparseConfig(
             grid=tuple(self._grid()),
             gamma=None if isinstance(self.gamma, str) else float(self.gamma),
+            standardize=bool(self.standardize),
             lam=float(self.lam),
             coef=self.coef,
             step=float(self.step),
@@ -245,7 +250,12 @@ class _SuperSparse(StreamEstimator):
         return fit_supersparse(runner, dataset, self._config(mode, teacher), seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
-        self.prototypes_ = fitted.prototypes
+        # prototypes in the features' own units; the fit's are standardised (RBF)
+        std = fitted.standardiser
+        self.shift_ = None if std is None else std.shift
+        self.scale_ = None if std is None else std.scale
+        self.prototypes_ = (fitted.prototypes if std is None
+                            else fitted.prototypes * std.scale + std.shift)
         self.coef_ = fitted.coef
         self.intercept_ = fitted.intercept
         self.n_prototypes_ = fitted.n_prototypes
@@ -255,10 +265,28 @@ class _SuperSparse(StreamEstimator):
         self.selection_path_ = fitted.selection_path
         self.gamma_ = fitted.gamma
 
+    def _standardiser(self) -> Standardiser | None:
+        """The fitted standardisation (None: raw features, e.g. a caller's similarity or a
+        model stored without one)."""
+        shift, scale = getattr(self, "shift_", None), getattr(self, "scale_", None)
+        if shift is None or scale is None:
+            return None
+        return Standardiser(np.asarray(shift, dtype=np.float64),
+                            np.asarray(scale, dtype=np.float64))
+
+    def _fit_prototypes(self) -> np.ndarray:
+        """The prototypes in the units the similarity is computed in."""
+        C = np.array(self.prototypes_, dtype=np.float64)
+        std = self._standardiser()
+        return C if std is None else (C - std.shift) / std.scale
+
     def _fitted(self) -> SuperSparseFit:
-        return SuperSparseFit(np.array(self.prototypes_, dtype=np.float64), self.coef_,
+        std = self._standardiser()
+        return SuperSparseFit(self._fit_prototypes(), self.coef_,
                               self.intercept_, self.objective_, self.objective_path_,
-                              int(self.n_iter_), self.selection_path_, self.gamma_)
+                              int(self.n_iter_), self.selection_path_, self.gamma_,
+                              None if std is None else std.shift,
+                              None if std is None else std.scale)
 
     # -- online training ----------------------------------------------------------------------
     def _partial_fit_rows(self, X: np.ndarray, t: np.ndarray, weight: np.ndarray) -> None:
@@ -307,11 +335,14 @@ class _SuperSparse(StreamEstimator):
         """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row."""
         values = self._check_X(X)
         similarity = self._similarity()
+        std = self._standardiser()
+        C = self._fit_prototypes()
         out = np.empty(values.shape[0])
         for a in range(0, values.shape[0], PREDICT_BLOCK):
             block = values[a:a + PREDICT_BLOCK]
-            out[a:a + block.shape[0]] = (similarity.values(block, self.prototypes_) @ self.coef_
-                                         + self.intercept_)
+            if std is not None:
+                block = std.apply(block)
+            out[a:a + block.shape[0]] = similarity.values(block, C) @ self.coef_ + self.intercept_
         return out
 
 _PARAMS_DOC = """
@@ -327,9 +358,17 @@ _PARAMS_DOC = """
         ``g(X, C) -> (n, p, d)``, ``d s(x_i, c_k) / d c_k`` of a callable similarity; without
         it the prototype step uses eq. 7's approximation ``x - c``.
     gamma : float or "scale"
-        RBF width. ``"scale"`` derives it from the training rows: ``gamma = 1 / sum_j var_j``
-        with ``var_j`` the (weighted) variance of feature ``j`` (1 when every feature is
-        constant), so two typical rows have similarity about ``exp(-2)``.
+        RBF width, in the units of ``standardize``. ``"scale"`` derives it from the
+        training rows: ``gamma = 1 / sum_j var_j`` with ``var_j`` the (weighted) variance of
+        feature ``j`` (one over the number of varying features once standardised; 1 when
+        every feature is constant), so two typical rows have similarity about ``exp(-2)``.
+    standardize : bool
+        With the RBF similarity, standardise every feature first by the training rows'
+        (weighted) mean and standard deviation, ``z = (x - shift_) / scale_`` (a constant
+        feature keeps the scale 1 and becomes 0), and compute ``exp(-gamma ||z - z_c||^2)``:
+        the model does not depend on the features' units. False computes the RBF on the
+        raw features (to reproduce a kernel machine's geometry, e.g. an RBF-SVM's that
+        :meth:`reduce` shrinks). A caller's similarity always gets the raw features.
     lam : float
         Regularisation ``lam R(beta)`` of eq. 2.
     coef : {"ridge", "lasso"}
@@ -373,6 +412,11 @@ _PARAMS_DOC = """
     Attributes
     ----------
     prototypes_ : ndarray of shape (n_prototypes_, n_features), float64
+        In the features' own units (for the RBF, mapped back from the standardised space
+        the fit works in).
+    shift_, scale_ : ndarray of shape (n_features,) or None
+        The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
+        similarity.
     coef_ : ndarray of shape (n_prototypes_,)
         ``beta``.
     intercept_ : float

@@ -2,9 +2,11 @@
 
 :func:`fit` runs, on any engine,
 
-1. a :class:`~.passes.FeatureSpreadPass` when the RBF width is derived from the data
-   (``gamma="scale"``), and a :class:`~.passes.TeacherScorePass` when the targets are another
-   model's decision values;
+1. a :class:`~.passes.FeatureSpreadPass` for the RBF similarity with ``standardize`` (every
+   later pass works on the features standardised by its weighted means and standard
+   deviations, so the fit does not depend on the features' units; ``gamma`` is in
+   standardised units) or when ``gamma="scale"`` asks for the spread, and a
+   :class:`~.passes.TeacherScorePass` when the targets are another model's decision values;
 2. the initial prototypes: a uniform row sample, streamed k-means, or given;
 3. for every candidate ``p`` (largest first, each warm-started from the previous one without
    its smallest ``|beta|``), the alternation of beta-steps (:class:`~.passes.GramPass`) and
@@ -31,7 +33,13 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError
 from streamlearn.solvers.holdout import Holdout
-from streamlearn.solvers.kmeans import RowSamplePass, kmeans_plus_plus, lloyd, streamed_kmeans
+from streamlearn.solvers.kmeans import (
+    RowSamplePass,
+    Standardiser,
+    kmeans_plus_plus,
+    lloyd,
+    streamed_kmeans,
+)
 from streamlearn.solvers.supersparse.passes import (
     FeatureSpreadPass,
     FeatureSpreadState,
@@ -49,6 +57,8 @@ from streamlearn.solvers.supersparse.passes import (
     objective,
     scale_gamma,
     solve_beta,
+    spread_standardiser,
+    standardised_spread,
     weighted_variance,
 )
 
@@ -79,6 +89,8 @@ class SuperSparseConfig:
         Candidate numbers of prototypes, largest first.
     gamma : float or None
         RBF width; None derives it from the data (:func:`~.passes.scale_gamma`).
+    standardize : bool
+        The RBF works on standardised features (ignored for a caller's similarity).
     similarity, similarity_gradient : callable or None
         A caller's similarity and its derivative (None: the RBF).
     lam, coef, step, max_iter, tol, solver, repulsion, repulsion_decay, tradeoff,
@@ -97,6 +109,7 @@ class SuperSparseConfig:
 
     grid: tuple[int, ...]
     gamma: float | None
+    standardize: bool
     lam: float
     coef: str
     step: float
@@ -138,6 +151,9 @@ class SuperSparseFit:
         ``p``, validation loss, eq. 8's criterion and training objective per candidate.
     gamma : float
         The RBF width used.
+    shift, scale : ndarray of shape (n_features,) or None
+        The standardisation ``z = (x - shift) / scale`` the prototypes and ``gamma`` live
+        in (None: the raw features, for a caller's similarity).
     """
 
     prototypes: np.ndarray
@@ -148,6 +164,16 @@ class SuperSparseFit:
     n_iter: int
     selection_path: np.ndarray
     gamma: float
+    shift: np.ndarray | None = None
+    scale: np.ndarray | None = None
+
+    @property
+    def standardiser(self) -> Standardiser | None:
+        """The standardisation, or None."""
+        if self.shift is None or self.scale is None:
+            return None
+        return Standardiser(np.asarray(self.shift, dtype=np.float64),
+                            np.asarray(self.scale, dtype=np.float64))
 
     @property
     def n_prototypes(self) -> int:
@@ -177,19 +203,26 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     holdout = (Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
                if len(config.grid) > 1 else None)
     gamma = config.gamma
-    if gamma is None:
+    std = None
+    standardize = config.similarity is None and config.standardize
+    if standardize or gamma is None:
         spread: FeatureSpreadState = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
                                                 description="feature variances")
-        gamma = scale_gamma(spread)
+        if standardize:  # the RBF works on standardised features
+            std = spread_standardiser(spread)
+            spread = standardised_spread(spread, std)
+        if gamma is None:
+            gamma = scale_gamma(spread)
     if config.teacher is None:
-        return _fit_rows(runner, dataset, config, TargetRows(config.target, None, holdout, False),
-                         TargetRows(config.target, None, holdout, True), seed, gamma)
+        return _fit_rows(runner, dataset, config,
+                         TargetRows(config.target, None, holdout, False, std),
+                         TargetRows(config.target, None, holdout, True, std), seed, gamma)
     with ExampleState(dataset.n_rows) as scores:
         runner.run(TeacherScorePass(config.teacher, scores), dataset,
                    description="scores of the reduced model")
         return _fit_rows(runner, dataset, config,
-                         TargetRows(config.target, scores, holdout, False),
-                         TargetRows(config.target, scores, holdout, True), seed, gamma)
+                         TargetRows(config.target, scores, holdout, False, std),
+                         TargetRows(config.target, scores, holdout, True, std), seed, gamma)
 
 
 def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
@@ -197,7 +230,7 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit)."""
     similarity = config.similarity_of(gamma)
     holdout = train.holdout
-    C = _initial_prototypes(runner, dataset, config, config.grid[0], seed)
+    C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
     w = None
     path: list[tuple[int, float, float, float]] = []
     best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
@@ -232,11 +265,14 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         n_iter=len(history) - 1,
         selection_path=np.asarray(path, dtype=np.float64).reshape(-1, 4),
         gamma=float(gamma),
+        shift=None if train.standardiser is None else train.standardiser.shift,
+        scale=None if train.standardiser is None else train.standardiser.scale,
     )
 
 
 def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig, p: int,
-                        seed: int) -> np.ndarray:
+                        seed: int, std: Standardiser | None) -> np.ndarray:
+    """The initial prototypes, in the units the fit works in (standardised with ``std``)."""
     if not isinstance(config.init, str):
         C = np.array(config.init, dtype=np.float64)
         if C.shape != (p, dataset.n_features):
@@ -245,15 +281,17 @@ def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig
                             "largest n_prototypes")
         if not np.isfinite(C).all():
             raise DataError("init holds NaN or infinite values")
-        return C
+        return C if std is None else (C - std.shift) / std.scale
     if dataset.n_rows < p:
         raise DataError(f"{p} prototypes need at least {p} rows, the data has "
                         f"{dataset.n_rows}")
     if config.init == "kmeans":
-        return streamed_kmeans(dataset, p, engine=runner, seed=seed).astype(np.float64)
+        return streamed_kmeans(dataset, p, engine=runner, seed=seed,
+                               standardiser=std).astype(np.float64)
     sample = runner.run(RowSamplePass(p, dataset.n_features, seed ^ INIT_SALT), dataset,
                         description="prototype sample")
-    return np.array(sample.values, dtype=np.float64)
+    C = np.array(sample.values, dtype=np.float64)
+    return C if std is None else (C - std.shift) / std.scale
 
 
 def _gram(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
@@ -361,13 +399,21 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
         raise ValueError("partial_fit needs one n_prototypes; choosing among "
                          f"{sorted(config.grid)} needs held-out rows, which only fit has")
     gamma = config.gamma
+    counter = FeatureSpreadPass(X.shape[1])
+    spread = counter.step(counter.start(), Chunk(X, None, 0, weight=weight))
+    std = None
+    if config.similarity is None and config.standardize:  # standardised features
+        std = spread_standardiser(spread)
+        spread = standardised_spread(spread, std)
+        X = std.apply(X)
     if gamma is None:
-        spread = FeatureSpreadPass(X.shape[1])
-        gamma = scale_gamma(spread.step(spread.start(), Chunk(X, None, 0, weight=weight)))
-    C = _first_rows_prototypes(X, weight, config, config.grid[0], seed)
+        gamma = scale_gamma(spread)
+    C = _first_rows_prototypes(X, weight, config, config.grid[0], seed, std)
     w, J = _rows_beta(X, t, weight, C, config, config.similarity_of(gamma), None)
     return SuperSparseFit(C, w[:-1], float(w[-1]), J, np.zeros(0), 0,
-                          np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma))
+                          np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma),
+                          None if std is None else std.shift,
+                          None if std is None else std.scale)
 
 
 def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.ndarray,
@@ -378,6 +424,8 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
     order; the repulsion weight is ``repulsion * repulsion_decay^n_iter``.
     """
     similarity = config.similarity_of(model.gamma)
+    if model.standardiser is not None:
+        X = model.standardiser.apply(X)
     rho = config.repulsion * config.repulsion_decay ** model.n_iter
     minibatch = MiniBatchPass(TargetRows("regression"),
                               MiniBatchState(np.array(model.prototypes, dtype=np.float64),
@@ -398,6 +446,8 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
         n_iter=model.n_iter + 1,
         selection_path=np.array([[state.C.shape[0], np.nan, np.nan, J]]),
         gamma=model.gamma,
+        shift=model.shift,
+        scale=model.scale,
     )
 
 
@@ -415,12 +465,12 @@ def _rows_beta(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
 
 
 def _first_rows_prototypes(X: np.ndarray, weight: np.ndarray, config: SuperSparseConfig,
-                           p: int, seed: int) -> np.ndarray:
+                           p: int, seed: int, std: Standardiser | None) -> np.ndarray:
     if not isinstance(config.init, str):
         C = np.array(config.init, dtype=np.float64)
         if C.shape != (p, X.shape[1]):
             raise DataError(f"init has shape {C.shape}; expected ({p}, {X.shape[1]})")
-        return C
+        return C if std is None else (C - std.shift) / std.scale
     candidates = np.flatnonzero(weight > 0)
     if candidates.size < p:
         raise DataError(f"{p} prototypes need at least {p} rows with positive weight in "

@@ -26,6 +26,7 @@ from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError, LabelError
 from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.prototypes import (
     approx_gradient_update,
     derivative_gradient_update,
@@ -55,6 +56,8 @@ __all__ = [
     "objective",
     "scale_gamma",
     "solve_beta",
+    "spread_standardiser",
+    "standardised_spread",
     "weighted_variance",
 ]
 
@@ -149,16 +152,21 @@ class TargetRows:
         Rows set aside to choose ``p``.
     validation : bool
         Select the held-out rows (True) or the others (False).
+    standardiser : Standardiser, optional
+        Applied to the features first (the RBF's units, see the driver).
     """
 
     mode: str
     scores: ExampleState | None = None
     holdout: Holdout | None = None
     validation: bool = False
+    standardiser: Standardiser | None = None
 
     def select(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The chunk's rows of this selection."""
+        """The chunk's rows of this selection (standardised when a standardiser is set)."""
         X, weight = chunk.X, chunk.weight
+        if self.standardiser is not None:
+            X = self.standardiser.apply(X)
         if self.mode == "teacher":
             assert self.scores is not None
             t = np.asarray(self.scores.get(chunk), dtype=np.float64)
@@ -544,6 +552,24 @@ class FeatureSpreadPass:
     def finish(self, state: FeatureSpreadState) -> FeatureSpreadState:
         """The sums."""
         return state
+
+
+def spread_standardiser(spread: FeatureSpreadState) -> Standardiser:
+    """``z = (x - mean) / std`` with the weighted mean and standard deviation of the spread
+    (a constant feature keeps the scale 1 and becomes 0)."""
+    weight = max(spread.weight, 1e-300)
+    mean = spread.total / weight
+    std = np.sqrt(np.maximum(spread.squares / weight - mean * mean, 0.0))
+    varies = (std > 1e-12 * np.maximum(np.abs(mean), 1.0)) & np.isfinite(std)
+    return Standardiser(np.where(np.isfinite(mean), mean, 0.0), np.where(varies, std, 1.0))
+
+
+def standardised_spread(spread: FeatureSpreadState, std: Standardiser) -> FeatureSpreadState:
+    """The sums of :class:`FeatureSpreadPass` as the standardised features would give."""
+    total = (spread.total - spread.weight * std.shift) / std.scale
+    squares = ((spread.squares - 2.0 * std.shift * spread.total
+                + spread.weight * std.shift ** 2) / std.scale ** 2)
+    return FeatureSpreadState(total, squares, spread.weight)
 
 
 def scale_gamma(spread: FeatureSpreadState) -> float:
