@@ -1,0 +1,131 @@
+"""Units: each model's test error on raw features against [0, 1]-scaled ones, no scaler.
+
+Every model is fitted with its defaults twice on the same rows: on the features as stored,
+and on the features mapped to [0, 1] by the training rows' minimum and maximum (the test rows
+through the same map). A model whose fit does not depend on the features' units gives the
+same error both ways. Classifiers run on the provided splits of satimage, pendigits, shuttle,
+adult and ijcnn1 (at most ``MAX_TRAIN`` training rows, a seeded subset; the two-class models
+on the two-class sets only); ``SparsePPRRegressor`` on a generated problem,
+``y = (x1 + x2)^2 / 2 + sin(x1 - x2) + noise`` over five standard normal features, with its
+features multiplied by ``RAW_SCALES`` as the "raw" units.
+
+Run ``python bench/units.py`` (``STREAMLEARN_DATA`` as for the other scripts; a few minutes
+on 2 cores, most of it SpJSBoost on adult) or ``--quick`` (satimage and adult, 2,000 training
+rows); results go to ``bench/results/units.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine_info import library_versions, machine_info
+from out_of_the_box import load
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+MAX_TRAIN = 8000
+QUICK_TRAIN = 2000
+QUICK_DATASETS = ("satimage", "adult")
+SEED = 0
+DATASETS = ("satimage", "pendigits", "shuttle", "adult", "ijcnn1")
+BINARY = ("adult", "ijcnn1")
+RAW_SCALES = np.array([1000.0, 0.01, 1.0, 50.0, 0.2], dtype=np.float32)
+
+
+def classifiers(binary: bool) -> dict[str, Any]:
+    from streamlearn.models import (
+        AdditiveSVC,
+        MixtureSVC,
+        ShareBoostClassifier,
+        SparseJSBoostClassifier,
+        SuperSparseClassifier,
+    )
+
+    models: dict[str, Any] = {"AdditiveSVC": AdditiveSVC, "MixtureSVC": MixtureSVC,
+                              "ShareBoostClassifier": ShareBoostClassifier}
+    if binary:
+        models.update({"SuperSparseClassifier": SuperSparseClassifier,
+                       "SparseJSBoostClassifier": SparseJSBoostClassifier})
+    return models
+
+
+def unit_interval(X: np.ndarray, Xt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both arrays through the training rows' min-max map to [0, 1]."""
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return ((X - lo) / span).astype(np.float32), ((Xt - lo) / span).astype(np.float32)
+
+
+def error_pct(model: Any, X: np.ndarray, y: np.ndarray, Xt: np.ndarray,
+              yt: np.ndarray) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    return 100.0 * (1.0 - float(model.score(Xt, yt))), time.perf_counter() - t0
+
+
+def regression_problem(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    X = rng.normal(size=(n, 5))
+    y = (X[:, 0] + X[:, 1]) ** 2 / 2 + np.sin(X[:, 0] - X[:, 1]) + 0.3 * rng.normal(size=n)
+    return X.astype(np.float32), y
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{', '.join(QUICK_DATASETS)} at {QUICK_TRAIN} training rows")
+    parser.add_argument("--datasets", default=None, help="comma-separated dataset names")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    args = parser.parse_args(argv)
+    names = (args.datasets.split(",") if args.datasets
+             else list(QUICK_DATASETS if args.quick else DATASETS))
+    max_train = QUICK_TRAIN if args.quick else MAX_TRAIN
+    warnings.simplefilter("ignore")
+    rows = []
+    for name in names:
+        X, y, Xt, yt = load(name)
+        if len(y) > max_train:
+            pick = np.sort(np.random.default_rng(SEED).permutation(len(y))[:max_train])
+            X, y = X[pick], y[pick]
+        S, St = unit_interval(X, Xt)
+        for label, cls in classifiers(name in BINARY).items():
+            raw, raw_s = error_pct(cls(progress=False), X, y, Xt, yt)
+            scaled, scaled_s = error_pct(cls(progress=False), S, y, St, yt)
+            rows.append({"dataset": name, "model": label, "metric": "test error %",
+                         "raw": raw, "unit_interval": scaled, "difference": raw - scaled,
+                         "fit_s": [raw_s, scaled_s], "n_train": len(y)})
+            print(f"{name:10s} {label:26s} raw {raw:6.2f}  [0,1] {scaled:6.2f}", flush=True)
+    from streamlearn.models import SparsePPRRegressor
+
+    rng = np.random.default_rng(SEED)
+    X, y = regression_problem(3000, rng)
+    Xt, yt = regression_problem(3000, rng)
+    mse = {}
+    for units, scales in (("raw", RAW_SCALES), ("unit_interval", None)):
+        A, At = (X * scales, Xt * scales) if scales is not None else unit_interval(X, Xt)
+        model = SparsePPRRegressor(progress=False).fit(A, y)
+        mse[units] = float(np.mean((model.predict(At) - yt) ** 2))
+    rows.append({"dataset": "generated regression", "model": "SparsePPRRegressor",
+                 "metric": "test MSE", **mse, "difference": mse["raw"] - mse["unit_interval"],
+                 "raw_scales": RAW_SCALES.tolist(), "n_train": 3000})
+    print(f"generated  SparsePPRRegressor         raw MSE {mse['raw']:.4f}  [0,1] MSE "
+          f"{mse['unit_interval']:.4f}")
+    report = {"benchmark": "units", "machine": machine_info(),
+              "versions": library_versions(("numpy", "numba", "streamlearn")),
+              "quick": bool(args.quick), "max_train": max_train, "seed": SEED,
+              "results": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "units.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"results in {path}")
+
+
+if __name__ == "__main__":
+    main()
