@@ -137,8 +137,11 @@ def test_weighted_start_is_klboosting_divergence_weighted_direction(js_data):
         hm = np.histogram(x[~positive, m], edges)[0]
         divergence.append(2 * jensenshannon(hp, hm) ** 2)
     divergence = np.asarray(divergence)
-    np.testing.assert_allclose(model.projections_[0], divergence / np.linalg.norm(divergence),
-                               rtol=1e-6)
+    # the search weighs the standardised coordinates (histograms over each feature's range
+    # do not depend on its units); the direction over the raw features divides by the
+    # standard deviations
+    raw = divergence / x.std(axis=0)
+    np.testing.assert_allclose(model.projections_[0], raw / np.linalg.norm(raw), rtol=1e-5)
     assert np.count_nonzero(model.projections_[0]) == X.shape[1]  # irrelevant ones included
     assert model.n_scans_ == 2
 
@@ -331,3 +334,39 @@ def test_dask_engine_gives_the_local_model(js_data, dask_client):
                                                                  engine=DaskEngine(dask_client))
     np.testing.assert_allclose(dask.projections_, local.projections_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(dask.tables_, local.tables_, rtol=1e-7, atol=1e-9)
+
+
+def test_features_in_other_units_give_the_same_model(ppr_data, js_data):
+    """Every feature standardised before the search: a per-feature affine map of the
+    features changes neither the predictions nor the selected features."""
+    scale = np.array([1e3, 1e-2, 1.0, 50.0, 0.2], dtype=np.float32)
+    X, y = ppr_data
+    a = scale[:X.shape[1]]
+    raw = SparsePPRRegressor(n_terms=2, **FAST).fit(X, y)
+    moved = SparsePPRRegressor(n_terms=2, **FAST).fit(X * a + 1.0, y)
+    np.testing.assert_allclose(moved.predict(X * a + 1.0), raw.predict(X), rtol=1e-3,
+                               atol=1e-3 * np.abs(y).max())
+    np.testing.assert_array_equal(moved.selected_features_, raw.selected_features_)
+    X, y = js_data
+    a = scale[:X.shape[1]]
+    raw_js = SparseJSBoostClassifier(n_rounds=5, **FAST).fit(X, y)
+    moved_js = SparseJSBoostClassifier(n_rounds=5, **FAST).fit(X * a - 2.0, y)
+    assert np.mean(moved_js.predict(X * a - 2.0) == raw_js.predict(X)) > 0.99
+
+
+def test_standardisation_is_the_raw_search_of_standardised_features(ppr_data):
+    """standardize=True on any features gives the model that the raw search (paper 001's,
+    standardize=False) finds on the same features standardised beforehand, mapped back."""
+    X, y = ppr_data
+    a = np.array([30.0, 0.5, 2.0, 7.0, 0.1][:X.shape[1]], dtype=np.float32)
+    Xa = X * a + 3.0
+    mean, std = Xa.astype(np.float64).mean(0), Xa.astype(np.float64).std(0)
+    Z = ((Xa - mean) / std).astype(np.float32)
+    scaled = SparsePPRRegressor(n_terms=2, **FAST).fit(Xa, y)
+    raw = SparsePPRRegressor(n_terms=2, standardize=False, **FAST).fit(Z, y)
+    np.testing.assert_allclose(scaled.predict(Xa), raw.predict(Z), rtol=1e-4,
+                               atol=1e-4 * np.abs(y).max())
+    expected = raw.projections_ / std
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(scaled.projections_, expected, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(raw.projections_, axis=1), 1.0)

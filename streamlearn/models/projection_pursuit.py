@@ -91,6 +91,7 @@ _SEARCH_CONSTRAINTS: dict[str, list[Any] | str] = {
     "coarse_step": [Interval(Real, 0, np.inf, closed="neither")],
     "fine_step": [Interval(Real, 0, np.inf, closed="neither")],
     "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "standardize": ["boolean"],
     "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
     "engine": "no_validation",
     "progress": ["boolean", None],
@@ -197,6 +198,12 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         ``H``, ``dH``, ``dh`` of the search (Table 2).
     max_iter : int
         Rounds (``"informative_first"``) or sweeps (``"sequential"``) of a search at most.
+    standardize : bool
+        Search over the features standardised by the training rows' weighted mean and
+        standard deviation (a constant feature keeps the scale 1), so that the L1 term, the
+        unit directions and the search's steps do not depend on the features' units; the
+        directions are then reported over the raw features, scaled to unit length (the
+        sparsity pattern is the same). False searches the raw features, as paper 001 does.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     engine : engine, optional
@@ -264,8 +271,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
                  smoothing: float = 10.0, degree: int = 3,
                  search: str = "informative_first", start: str = "pairs",
                  search_range: float = 1.0, coarse_step: float = 0.1, fine_step: float = 0.01,
-                 max_iter: int = 20, chunk_rows: int | None = None, engine: Any = None,
-                 progress: bool | None = None) -> None:
+                 max_iter: int = 20, standardize: bool = True, chunk_rows: int | None = None,
+                 engine: Any = None, progress: bool | None = None) -> None:
         self.n_terms = n_terms
         self.tau = tau
         self.n_bases = n_bases
@@ -277,6 +284,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.coarse_step = coarse_step
         self.fine_step = fine_step
         self.max_iter = max_iter
+        self.standardize = standardize
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.progress = progress
@@ -325,7 +333,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> RidgeFit:
         config = RidgeConfig(self._search_config(), int(self.n_terms), int(self.n_bases),
-                             float(self.smoothing), int(self.degree))
+                             float(self.smoothing), int(self.degree), bool(self.standardize))
         return fit_sparse_ppr(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: RidgeFit) -> None:
@@ -387,7 +395,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     smoothing : float
         ``eps = smoothing / n_bins`` is added to the normalised bin masses ``h+, h-`` of a weak
         learner, which bounds its output where a bin holds one class only.
-    search, start, search_range, coarse_step, fine_step, max_iter
+    search, start, search_range, coarse_step, fine_step, max_iter, standardize
         The direction search, see :class:`SparsePPRRegressor`. The weights of
         ``start="weighted"`` are the divergences of the single coordinates, so
         ``search="sequential", start="weighted", tau=inf`` is KLBoosting's feature search
@@ -451,8 +459,9 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
                  smoothing: float = 1.0, search: str = "informative_first",
                  start: str = "pairs", search_range: float = 1.0, coarse_step: float = 0.1,
-                 fine_step: float = 0.01, max_iter: int = 20, chunk_rows: int | None = None,
-                 engine: Any = None, progress: bool | None = None) -> None:
+                 fine_step: float = 0.01, max_iter: int = 20, standardize: bool = True,
+                 chunk_rows: int | None = None, engine: Any = None,
+                 progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
         self.tau = tau
         self.n_bins = n_bins
@@ -463,6 +472,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.coarse_step = coarse_step
         self.fine_step = fine_step
         self.max_iter = max_iter
+        self.standardize = standardize
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.progress = progress
@@ -507,7 +517,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
                              f"SparseJSBoostClassifier is a two-class classifier; the target "
                              f"has {len(classes)} classes: {classes.tolist()[:10]}")
         config = BoostConfig(self._search_config(), int(self.n_rounds), int(self.n_bins),
-                             float(self.smoothing))
+                             float(self.smoothing), bool(self.standardize))
         return fit_sparse_jsboost(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: BoostFit) -> None:

@@ -3,7 +3,10 @@
 :func:`fit_sparse_ppr` (Table 3) and :func:`fit_sparse_jsboost` (Table 6) run, on any engine,
 
 1. one :class:`~.passes.MomentsPass` (weighted feature moments: they bound the projected
-   values; the weighted target mean or the class masses);
+   values; the weighted target mean or the class masses); every later pass standardises
+   the features by its weighted means and standard deviations, so the search (its L1 term,
+   its unit directions, its steps) does not depend on the features' units, and the
+   returned directions are mapped back to the raw features (:func:`raw_directions`);
 2. for every term, the direction search
    (:func:`~streamlearn.solvers.projection_search.informative_feature_first` or
    :func:`~streamlearn.solvers.projection_search.sequential_coordinate_search`), each of whose
@@ -24,6 +27,7 @@ import numpy as np
 
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.projection_pursuit.passes import (
     BoostedTerms,
     ClassHistograms,
@@ -109,6 +113,8 @@ class RidgeConfig:
         Weight of the difference penalty of the spline coefficients.
     degree : int
         Spline degree.
+    standardize : bool
+        Search over standardised features (see :func:`raw_directions`).
     """
 
     search: SearchConfig
@@ -116,6 +122,7 @@ class RidgeConfig:
     n_bases: int
     smoothing: float
     degree: int
+    standardize: bool = True
 
 
 @dataclass(frozen=True)
@@ -160,12 +167,15 @@ class BoostConfig:
     n_bins : int
     smoothing : float
         ``eps = smoothing / n_bins`` added to a weak learner's bin masses.
+    standardize : bool
+        Search over standardised features (see :func:`raw_directions`).
     """
 
     search: SearchConfig
     n_rounds: int
     n_bins: int
     smoothing: float
+    standardize: bool = True
 
 
 @dataclass(frozen=True)
@@ -216,6 +226,38 @@ def clean_direction(alpha: np.ndarray) -> np.ndarray:
     return out / np.linalg.norm(out)
 
 
+def raw_directions(projections: np.ndarray, ranges: np.ndarray,
+                   std: Standardiser | None) -> tuple[np.ndarray, np.ndarray]:
+    """Directions over standardised features as the same projections of the raw ones.
+
+    ``u . z = (u / scale) . x - (u / scale) . shift``: the raw direction is ``u / scale``
+    scaled to unit length, ``v = (u / scale) / n`` with ``n = ||u / scale||`` (zero where
+    ``u`` is zero, so the sparsity pattern stays), and each range ``[lo, hi]`` of ``u . z``
+    becomes ``[(lo + (u / scale) . shift) / n, (hi + (u / scale) . shift) / n]`` for
+    ``v . x``: a ridge function, which reads its input's place in its range, sees the same
+    values.
+
+    Parameters
+    ----------
+    projections : ndarray of shape (n_terms, n_features)
+    ranges : ndarray of shape (n_terms, 2)
+        ``lo``, ``hi`` of each term's projected values.
+    std : Standardiser or None
+        None: the directions are over the raw features already (returned as they are).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+    """
+    if std is None:
+        return projections, ranges
+    raw = projections / std.scale
+    norm = np.linalg.norm(raw, axis=1)
+    norm = np.where(norm > 0, norm, 1.0)
+    offset = raw @ std.shift
+    return raw / norm[:, None], (ranges + offset[:, None]) / norm[:, None]
+
+
 def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
                    seed: int = 0) -> RidgeFit:
     """Fit ``config.n_terms`` penalised-spline ridge functions, forward stagewise (Table 3).
@@ -245,7 +287,8 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     if not moments.weight > 0:
         raise LabelError("the training rows have no weight (no rows, or all sample "
                          "weights are zero)")
-    spread = moments.spread()
+    std = moments.standardiser() if config.standardize else None
+    spread = moments.spread(std)
     n_bases, degree = int(config.n_bases), int(config.degree)
     penalty = float(config.smoothing) * penalty_matrix(n_bases, PENALTY_ORDER)
     intercept = moments.weighted_y / moments.weight
@@ -263,7 +306,7 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
                  label: str = label, residual_ss: list[float] = residual_ss
                  ) -> tuple[np.ndarray, np.ndarray]:
             stats: GramStatistics = runner.run(
-                SplineScanPass(terms, n_bases, alpha, cands), dataset,
+                SplineScanPass(terms, n_bases, alpha, cands, std), dataset,
                 description=f"{label}: {len(cands)} candidates")
             residual_ss.append(float(stats.totals[0]))
             return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
@@ -282,6 +325,7 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
         n_scans += found.n_scans
         if not found.converged:
             unconverged.append(k)
+    projections, ranges = raw_directions(projections, ranges, std)
     return RidgeFit(float(intercept), projections, ranges, spline_coef, np.asarray(lambdas),
                     np.asarray(sse), n_scans, int(moments.n_rows), tuple(unconverged))
 
@@ -316,7 +360,8 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         shown = [] if classes is None else np.asarray(classes).tolist()
         raise LabelError(f"both classes need rows of positive weight; class masses are "
                          f"{moments.class_mass.tolist()} for {shown}")
-    spread = moments.spread()
+    std = moments.standardiser() if config.standardize else None
+    spread = moments.spread(std)
     n_bins = int(config.n_bins)
     class_weight = 1.0 / moments.class_mass
     intercept = 0.5 * float(np.log(moments.class_mass[1] / moments.class_mass[0]))
@@ -331,7 +376,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         def scan(alpha: np.ndarray, cands: Candidates, terms: BoostedTerms = terms,
                  label: str = label) -> tuple[np.ndarray, np.ndarray]:
             stats: ClassHistograms = runner.run(
-                HistogramScanPass(terms, n_bins, alpha, cands), dataset,
+                HistogramScanPass(terms, n_bins, alpha, cands, std), dataset,
                 description=f"{label}: {len(cands)} candidates")
             return -js_divergence(stats.hist), stats.hist
 
@@ -348,6 +393,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         n_scans += found.n_scans
         if not found.converged:
             unconverged.append(k)
+    projections, ranges = raw_directions(projections, ranges, std)
     return BoostFit(intercept, class_weight, projections, ranges, tables, np.asarray(weights),
                     np.asarray(divergences), np.asarray(lambdas), n_scans, int(moments.n_rows),
                     tuple(unconverged))

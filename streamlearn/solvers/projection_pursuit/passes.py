@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.projection_search import (
     Candidates,
     FeatureSpread,
@@ -64,10 +65,28 @@ class DataMoments:
     weighted_yy: float
     class_mass: np.ndarray
 
-    def spread(self) -> FeatureSpread:
-        """Bounds of the projected values (:class:`FeatureSpread`)."""
+    def spread(self, standardiser: Standardiser | None = None) -> FeatureSpread:
+        """Bounds of the projected values (:class:`FeatureSpread`), of the standardised
+        features when a standardiser is given."""
         cov = self.scatter / self.weight if self.weight > 0 else np.zeros_like(self.scatter)
-        return FeatureSpread(self.minimum, self.maximum, self.mean, cov)
+        if standardiser is None:
+            return FeatureSpread(self.minimum, self.maximum, self.mean, cov)
+        shift, scale = standardiser.shift, standardiser.scale
+        return FeatureSpread((self.minimum - shift) / scale, (self.maximum - shift) / scale,
+                             (self.mean - shift) / scale, cov / np.outer(scale, scale))
+
+    def standardiser(self) -> Standardiser:
+        """``z = (x - mean) / std`` with the weighted moments (a constant feature keeps the
+        scale 1)."""
+        var = np.diag(self.scatter) / self.weight if self.weight > 0 else np.zeros(len(self.mean))
+        std = np.sqrt(np.maximum(var, 0.0))
+        varies = (self.maximum > self.minimum) & (std > 0) & np.isfinite(std)
+        return Standardiser(np.where(np.isfinite(self.mean), self.mean, 0.0),
+                            np.where(varies, std, 1.0))
+
+
+def _features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
+    return chunk.X if standardiser is None else standardiser.apply(chunk.X)
 
 
 def chunk_weight(chunk: Chunk) -> np.ndarray:
@@ -188,16 +207,20 @@ class SplineScanPass:
     n_bases : int
     alpha : ndarray of shape (n_features,)
     candidates : Candidates
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (the terms and candidates are directions
+        over the standardised features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, terms: RidgeTerms, n_bases: int, alpha: np.ndarray,
-                 candidates: Candidates) -> None:
+                 candidates: Candidates, standardiser: Standardiser | None = None) -> None:
         self.terms = terms
         self.n_bases = int(n_bases)
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
         self.candidates = candidates
+        self.standardiser = standardiser
 
     def start(self) -> GramStatistics:
         """Zero statistics."""
@@ -209,7 +232,8 @@ class SplineScanPass:
         """Add the chunk's rows (in place)."""
         t = self.terms
         y = np.ascontiguousarray(chunk.y, dtype=np.float32)
-        spline_gram_scan_chunk(chunk.X, y, chunk_weight(chunk), t.intercept, t.proj, t.lo,
+        spline_gram_scan_chunk(_features(chunk, self.standardiser), y, chunk_weight(chunk),
+                               t.intercept, t.proj, t.lo,
                                t.hi, t.coef, t.degree, self.alpha,
                                *self.candidates.kernel_args(), state.band, state.rhs,
                                state.totals)
@@ -261,16 +285,20 @@ class HistogramScanPass:
     n_bins : int
     alpha : ndarray of shape (n_features,)
     candidates : Candidates
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (the terms and candidates are directions
+        over the standardised features).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, terms: BoostedTerms, n_bins: int, alpha: np.ndarray,
-                 candidates: Candidates) -> None:
+                 candidates: Candidates, standardiser: Standardiser | None = None) -> None:
         self.terms = terms
         self.n_bins = int(n_bins)
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
         self.candidates = candidates
+        self.standardiser = standardiser
 
     def start(self) -> ClassHistograms:
         """Empty histograms."""
@@ -280,7 +308,8 @@ class HistogramScanPass:
         """Add the chunk's rows (in place)."""
         t = self.terms
         codes = np.ascontiguousarray(chunk.y, dtype=np.int32)
-        class_histogram_scan_chunk(chunk.X, codes, chunk_weight(chunk), t.class_weight, t.proj,
+        class_histogram_scan_chunk(_features(chunk, self.standardiser), codes,
+                                   chunk_weight(chunk), t.class_weight, t.proj,
                                    t.lo, t.hi, t.table, self.alpha,
                                    *self.candidates.kernel_args(), state.hist)
         return state
