@@ -64,11 +64,23 @@ def unit_interval(X: np.ndarray, Xt: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return ((X - lo) / span).astype(np.float32), ((Xt - lo) / span).astype(np.float32)
 
 
+def counted_fit(model: Any, X: np.ndarray, y: np.ndarray) -> tuple[Any, float, int]:
+    """The fitted model, its fit seconds and the ConvergenceWarnings it raised (counted and
+    recorded, not hidden)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        t0 = time.perf_counter()
+        model.fit(X, y)
+        seconds = time.perf_counter() - t0
+    return model, seconds, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
 def error_pct(model: Any, X: np.ndarray, y: np.ndarray, Xt: np.ndarray,
-              yt: np.ndarray) -> tuple[float, float]:
-    t0 = time.perf_counter()
-    model.fit(X, y)
-    return 100.0 * (1.0 - float(model.score(Xt, yt))), time.perf_counter() - t0
+              yt: np.ndarray) -> tuple[float, float, int]:
+    model, seconds, warned = counted_fit(model, X, y)
+    return 100.0 * (1.0 - float(model.score(Xt, yt))), seconds, warned
 
 
 def regression_problem(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +99,6 @@ def main(argv: list[str] | None = None) -> None:
     names = (args.datasets.split(",") if args.datasets
              else list(QUICK_DATASETS if args.quick else DATASETS))
     max_train = QUICK_TRAIN if args.quick else MAX_TRAIN
-    warnings.simplefilter("ignore")
     rows = []
     for name in names:
         X, y, Xt, yt = load(name)
@@ -96,24 +107,28 @@ def main(argv: list[str] | None = None) -> None:
             X, y = X[pick], y[pick]
         S, St = unit_interval(X, Xt)
         for label, cls in classifiers(name in BINARY).items():
-            raw, raw_s = error_pct(cls(progress=False), X, y, Xt, yt)
-            scaled, scaled_s = error_pct(cls(progress=False), S, y, St, yt)
+            raw, raw_s, raw_w = error_pct(cls(progress=False), X, y, Xt, yt)
+            scaled, scaled_s, scaled_w = error_pct(cls(progress=False), S, y, St, yt)
             rows.append({"dataset": name, "model": label, "metric": "test error %",
                          "raw": raw, "unit_interval": scaled, "difference": raw - scaled,
-                         "fit_s": [raw_s, scaled_s], "n_train": len(y)})
-            print(f"{name:10s} {label:26s} raw {raw:6.2f}  [0,1] {scaled:6.2f}", flush=True)
+                         "fit_s": [raw_s, scaled_s],
+                         "convergence_warnings": [raw_w, scaled_w], "n_train": len(y)})
+            print(f"{name:10s} {label:26s} raw {raw:6.2f}  [0,1] {scaled:6.2f}  "
+                  f"ConvergenceWarnings {raw_w}/{scaled_w}", flush=True)
     from streamlearn.models import SparsePPRRegressor
 
     rng = np.random.default_rng(SEED)
     X, y = regression_problem(3000, rng)
     Xt, yt = regression_problem(3000, rng)
-    mse = {}
+    mse, warned = {}, []
     for units, scales in (("raw", RAW_SCALES), ("unit_interval", None)):
         A, At = (X * scales, Xt * scales) if scales is not None else unit_interval(X, Xt)
-        model = SparsePPRRegressor(progress=False).fit(A, y)
+        model, _, count = counted_fit(SparsePPRRegressor(progress=False), A, y)
         mse[units] = float(np.mean((model.predict(At) - yt) ** 2))
+        warned.append(count)
     rows.append({"dataset": "generated regression", "model": "SparsePPRRegressor",
                  "metric": "test MSE", **mse, "difference": mse["raw"] - mse["unit_interval"],
+                 "convergence_warnings": warned,
                  "raw_scales": RAW_SCALES.tolist(), "n_train": 3000})
     print(f"generated  SparsePPRRegressor         raw MSE {mse['raw']:.4f}  [0,1] MSE "
           f"{mse['unit_interval']:.4f}")

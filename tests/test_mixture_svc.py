@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from scipy.special import logsumexp
@@ -206,9 +204,10 @@ def test_one_vs_rest_mixtures_share_every_read_of_the_data() -> None:
     X = rng.normal(size=(1500, 4)).astype(np.float32)
     y5 = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-1.0, -0.3, 0.3, 1.0])
     expected = 1 + 1 + KMEANS_EPOCHS + 1 + INIT_EXPERT_PASSES + 1 + 3
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    # tol=0 runs every epoch: the cap is reached, and said
+    with pytest.warns(ConvergenceWarning, match="epochs=3"):
         five = MixtureSVC(n_components=4, epochs=3, tol=0.0, chunk_rows=300).fit(X, y5)
+    with pytest.warns(ConvergenceWarning, match="epochs=3"):
         two = MixtureSVC(n_components=4, epochs=3, tol=0.0, chunk_rows=300).fit(X, y5 == 0)
     assert five.n_passes_ == two.n_passes_ == expected
     # the lanes do not mix: class 0's lane is the binary mixture of class 0 against the rest
