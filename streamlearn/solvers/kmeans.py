@@ -71,10 +71,28 @@ class Standardiser:
         -------
         Standardiser
         """
-        mean = np.asarray(mean, dtype=np.float64)
         std = np.sqrt(np.maximum(np.asarray(m2, dtype=np.float64), 0.0) / max(int(count), 1))
-        varies = (np.asarray(maximum) > np.asarray(minimum)) & (std > 0) & np.isfinite(std)
-        return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(varies, std, 1.0))
+        return cls.from_mean_std(mean, std, np.asarray(maximum) > np.asarray(minimum))
+
+    @classmethod
+    def from_mean_std(cls, mean: np.ndarray, std: np.ndarray,
+                      varies: np.ndarray) -> Standardiser:
+        """Centre on ``mean``, divide by ``std`` where the feature ``varies`` (and its
+        deviation is positive and finite); other features keep the scale 1.
+
+        Parameters
+        ----------
+        mean, std : ndarray of shape (n_features,)
+        varies : ndarray of shape (n_features,), bool
+
+        Returns
+        -------
+        Standardiser
+        """
+        mean = np.asarray(mean, dtype=np.float64)
+        std = np.asarray(std, dtype=np.float64)
+        keep = np.asarray(varies, dtype=bool) & (std > 0) & np.isfinite(std)
+        return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(keep, std, 1.0))
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """The standardised features.
@@ -91,7 +109,8 @@ class Standardiser:
         return np.ascontiguousarray(Z, dtype=np.float32)
 
 
-def _features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
+def chunk_features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
+    """A chunk's features, standardised when a standardiser is given."""
     return chunk.X if standardiser is None else standardiser.apply(chunk.X)
 
 
@@ -247,7 +266,7 @@ class MiniBatchKMeansPass:
         weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
                   else np.ascontiguousarray(chunk.weight, dtype=np.float32))
         before = state.counts.copy()
-        state.inertia += minibatch_step(_features(chunk, self.standardiser), weight,
+        state.inertia += minibatch_step(chunk_features(chunk, self.standardiser), weight,
                                         state.centers, state.counts)
         state.gained += state.counts - before
         state.rows += chunk.n_rows

@@ -440,7 +440,7 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
 
 
 def _lane_seed(seed: int, m: int) -> int:
-    """Seed of the ``m``-th binary mixture's k-means-free randomness (coordinate orders)."""
+    """Seed of the ``m``-th lane's coordinate-descent orders (lane 0: the fit's own seed)."""
     return int(seed) + 7919 * int(m)
 
 

@@ -29,7 +29,7 @@ from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.moments import Moments, chunk_moments, empty_moments, merge_moments
 from streamlearn.solvers.holdout import Holdout
-from streamlearn.solvers.kmeans import Standardiser, assign_chunk
+from streamlearn.solvers.kmeans import Standardiser, assign_chunk, chunk_features
 from streamlearn.solvers.mixture.kernels import (
     center_sq_norms,
     chunk_products,
@@ -70,10 +70,6 @@ class MixtureParams:
         """An independent copy."""
         return MixtureParams(self.xi.copy(), self.V.copy(), self.W.copy())
 
-
-def _features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
-    """The chunk's features in the space the mixture lives in (standardised if asked)."""
-    return chunk.X if standardiser is None else standardiser.apply(chunk.X)
 
 
 def _signs(chunk: Chunk, positive: int) -> np.ndarray:
@@ -225,7 +221,7 @@ class ClusterCountPass:
 
     def step(self, state: ClusterCounts, chunk: Chunk) -> ClusterCounts:
         """Add the chunk's rows (in place)."""
-        labels, sq = assign_chunk(_features(chunk, self.standardiser), self.centers)
+        labels, sq = assign_chunk(chunk_features(chunk, self.standardiser), self.centers)
         w = _weights(chunk, self.holdout).astype(np.float64)
         np.add.at(state.counts, (labels, np.asarray(chunk.y, dtype=np.int64)), w)
         state.sq_dist += float(w @ sq.astype(np.float64))
@@ -327,7 +323,7 @@ class InitialExpertPass:
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk, lane after lane (in place)."""
-        X = _features(chunk, self.standardiser)
+        X = chunk_features(chunk, self.standardiser)
         w = _weights(chunk, self.holdout)
         assigned: dict[int, np.ndarray] = {}
         for m in range(self.n_lanes):
@@ -415,7 +411,7 @@ class EStepPass:
     def step(self, state: list[EStepStats], chunk: Chunk) -> list[EStepStats]:
         """Add the chunk's posteriors (in place)."""
         w = _weights(chunk, self.holdout).astype(np.float64)
-        X = _features(chunk, self.standardiser)
+        X = chunk_features(chunk, self.standardiser)
         for lane, params, positive in zip(state, self.params, self.positives, strict=True):
             Q, loglik = _posteriors(X, _signs(chunk, positive), params, self.tau,
                                     self.bias_scale)
@@ -477,7 +473,7 @@ class GatingPass:
 
     def step(self, state: GatingValue, chunk: Chunk) -> GatingValue:
         """Add the chunk's part (in place)."""
-        X = _features(chunk, self.standardiser)
+        X = chunk_features(chunk, self.standardiser)
         Q, _ = _posteriors(X, _signs(chunk, self.positive), self.posterior_params,
                            self.tau, self.bias_scale)
         value, grad = gating_objective_chunk(X, _weights(chunk), Q, self.V,
@@ -536,7 +532,7 @@ class ExpertPass:
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk (in place)."""
-        X = _features(chunk, self.standardiser)
+        X = chunk_features(chunk, self.standardiser)
         y = _signs(chunk, self.positive)
         Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
         alpha = self.alpha.get(chunk)
@@ -589,7 +585,7 @@ class ExpertObjectivePass:
 
     def step(self, state: np.ndarray, chunk: Chunk) -> np.ndarray:
         """Add the chunk's weighted hinge losses (in place)."""
-        X = _features(chunk, self.standardiser)
+        X = chunk_features(chunk, self.standardiser)
         y = _signs(chunk, self.positive)
         Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
         wq = _weights(chunk).astype(np.float64)[:, None] * Q
@@ -715,7 +711,7 @@ class StochasticEpochPass:
     def step(self, state: EpochState, chunk: Chunk) -> EpochState:
         """Score the held-out rows, then per lane: E-step on the chunk and stochastic
         updates of xi, centres and experts."""
-        X, w = _features(chunk, self.standardiser), _weights(chunk, self.holdout)
+        X, w = chunk_features(chunk, self.standardiser), _weights(chunk, self.holdout)
         if self.holdout is not None and self.groups:
             self._validate(state, X, chunk)
         for m, lane in enumerate(state.lanes):

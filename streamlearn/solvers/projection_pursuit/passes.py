@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
-from streamlearn.solvers.kmeans import Standardiser
+from streamlearn.solvers.kmeans import Standardiser, chunk_features
 from streamlearn.solvers.projection_search import (
     Candidates,
     FeatureSpread,
@@ -79,14 +79,9 @@ class DataMoments:
         """``z = (x - mean) / std`` with the weighted moments (a constant feature keeps the
         scale 1)."""
         var = np.diag(self.scatter) / self.weight if self.weight > 0 else np.zeros(len(self.mean))
-        std = np.sqrt(np.maximum(var, 0.0))
-        varies = (self.maximum > self.minimum) & (std > 0) & np.isfinite(std)
-        return Standardiser(np.where(np.isfinite(self.mean), self.mean, 0.0),
-                            np.where(varies, std, 1.0))
+        return Standardiser.from_mean_std(self.mean, np.sqrt(np.maximum(var, 0.0)),
+                                          self.maximum > self.minimum)
 
-
-def _features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
-    return chunk.X if standardiser is None else standardiser.apply(chunk.X)
 
 
 def chunk_weight(chunk: Chunk) -> np.ndarray:
@@ -232,7 +227,7 @@ class SplineScanPass:
         """Add the chunk's rows (in place)."""
         t = self.terms
         y = np.ascontiguousarray(chunk.y, dtype=np.float32)
-        spline_gram_scan_chunk(_features(chunk, self.standardiser), y, chunk_weight(chunk),
+        spline_gram_scan_chunk(chunk_features(chunk, self.standardiser), y, chunk_weight(chunk),
                                t.intercept, t.proj, t.lo,
                                t.hi, t.coef, t.degree, self.alpha,
                                *self.candidates.kernel_args(), state.band, state.rhs,
@@ -308,7 +303,7 @@ class HistogramScanPass:
         """Add the chunk's rows (in place)."""
         t = self.terms
         codes = np.ascontiguousarray(chunk.y, dtype=np.int32)
-        class_histogram_scan_chunk(_features(chunk, self.standardiser), codes,
+        class_histogram_scan_chunk(chunk_features(chunk, self.standardiser), codes,
                                    chunk_weight(chunk), t.class_weight, t.proj,
                                    t.lo, t.hi, t.table, self.alpha,
                                    *self.candidates.kernel_args(), state.hist)

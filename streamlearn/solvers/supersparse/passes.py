@@ -560,8 +560,8 @@ def spread_standardiser(spread: FeatureSpreadState) -> Standardiser:
     weight = max(spread.weight, 1e-300)
     mean = spread.total / weight
     std = np.sqrt(np.maximum(spread.squares / weight - mean * mean, 0.0))
-    varies = (std > 1e-12 * np.maximum(np.abs(mean), 1.0)) & np.isfinite(std)
-    return Standardiser(np.where(np.isfinite(mean), mean, 0.0), np.where(varies, std, 1.0))
+    # sums of squares leave round-off where a feature is constant: no extremes to compare
+    return Standardiser.from_mean_std(mean, std, std > 1e-12 * np.maximum(np.abs(mean), 1.0))
 
 
 def standardised_spread(spread: FeatureSpreadState, std: Standardiser) -> FeatureSpreadState:
