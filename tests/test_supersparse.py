@@ -79,7 +79,8 @@ def test_unstandardised_rbf_works_on_the_raw_features():
     assert model.shift_ is None and model.scale_ is None
     np.testing.assert_allclose(model.predict(X), _rbf(X, C, 0.3) @ w[:-1] + w[-1], rtol=1e-5,
                                atol=1e-6)
-    scaled = SuperSparseRegressor(n_prototypes=3, max_iter=0, standardize=False).fit(X, y)
+    scaled = SuperSparseRegressor(n_prototypes=3, gamma="scale", max_iter=0,
+                                  standardize=False).fit(X, y)
     assert np.isclose(scaled.gamma_, 1.0 / X.astype(np.float64).var(axis=0).sum(), rtol=1e-6)
 
 
@@ -265,7 +266,8 @@ def test_reduction_of_our_own_additive_svc_with_a_dataset_and_held_out_p_choice(
 def test_gamma_scale_is_one_over_the_number_of_standardised_features():
     X, y, v = _regression(n=200, seed=11)
     X = X * np.array([1.0, 3.0], dtype=np.float32)
-    model = SuperSparseRegressor(n_prototypes=3, max_iter=0).fit(X, y, sample_weight=v)
+    model = SuperSparseRegressor(n_prototypes=3, gamma="scale", max_iter=0).fit(
+        X, y, sample_weight=v)
     # standardised features: each varying one has (weighted) variance 1
     assert np.isclose(model.gamma_, 1.0 / 2, rtol=1e-6)
     np.testing.assert_allclose(model.scale_, np.sqrt(

@@ -14,7 +14,7 @@ from streamlearn.solvers.supersparse.passes import FeatureSpreadPass, scale_gamm
 
 
 def _config(**overrides) -> SuperSparseConfig:
-    values = dict(grid=(4,), gamma=None, standardize=True, lam=1e-2, coef="ridge", step=1.0,
+    values = dict(grid=(4,), gamma="scale", standardize=True, lam=1e-2, coef="ridge", step=1.0,
                   max_iter=0,
                   tol=1e-5, solver="batch", repulsion=0.0, repulsion_decay=0.5,
                   init="random", tradeoff=0.0, validation_fraction=0.2,
@@ -58,7 +58,8 @@ def test_estimator_attributes_are_the_driver_result():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 2)).astype(np.float32)
     y = X[:, 0] ** 2 - X[:, 1]
-    model = SuperSparseRegressor(n_prototypes=4, max_iter=5, tol=0.0, random_state=3)
+    model = SuperSparseRegressor(n_prototypes=4, gamma="scale", max_iter=5, tol=0.0,
+                                 random_state=3)
     with pytest.warns(ConvergenceWarning):
         model.fit(X, y)
     with pytest.warns(ConvergenceWarning):

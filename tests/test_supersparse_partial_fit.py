@@ -57,7 +57,10 @@ def test_first_call_initialises_from_its_rows():
     mean = w[:150] @ X64 / w[:150].sum()
     np.testing.assert_allclose(model.shift_, mean, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(model.scale_, np.sqrt(variances), rtol=1e-6)
-    assert np.isclose(model.gamma_, 1.0 / X.shape[1], rtol=1e-6)
+    # gamma="auto": half over the median squared distance to the nearest other prototype
+    Z = (model.prototypes_ - model.shift_) / model.scale_
+    nearest = np.sort(((Z[:, None] - Z[None]) ** 2).sum(-1), axis=1)[:, 1]
+    assert np.isclose(model.gamma_, 0.5 / np.median(nearest), rtol=1e-6)
     # the coefficients are the weighted ridge solution on the call's rows (numpy reference)
     Xz = ((X64 - mean) / np.sqrt(variances)).astype(np.float32).astype(np.float64)
     C = (model.prototypes_ - mean) / np.sqrt(variances)

@@ -104,8 +104,22 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
 COEFS = ("ridge", "lasso")
 SOLVERS = ("batch", "minibatch")
 INITS = ("random", "kmeans")
+#: ``n_prototypes="auto"``: at most this many prototypes ...
+AUTO_PROTOTYPES = 50
+#: ... and at least this many training rows per prototype.
+ROWS_PER_PROTOTYPE = 10
 #: Rows per block when predicting on in-memory data.
 PREDICT_BLOCK = 65_536
+
+
+def auto_prototypes(n_rows: int) -> int:
+    """``n_prototypes="auto"``: ``min(AUTO_PROTOTYPES, ceil(n_rows / ROWS_PER_PROTOTYPE))``.
+
+    Enough prototypes for a curved boundary (two interleaved spirals need about 50 at the
+    width of ``gamma="auto"``) while a prediction still costs 50 similarities, and never
+    fewer than :data:`ROWS_PER_PROTOTYPE` rows to place each one on small data.
+    """
+    return max(1, min(AUTO_PROTOTYPES, -(-int(n_rows) // ROWS_PER_PROTOTYPE)))
 
 
 # -- the estimators --------------------------------------------------------------------------
@@ -121,10 +135,11 @@ class _SuperSparse(StreamEstimator):
     }
 
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
-        "n_prototypes": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "n_prototypes": [Interval(Integral, 1, None, closed="left"), "array-like",
+                         StrOptions({"auto"})],
         "similarity": [StrOptions({"rbf"}), callable],
         "similarity_gradient": [callable, None],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
         "standardize": ["boolean"],
         "lam": [Interval(Real, 0, None, closed="left")],
         "coef": [StrOptions(set(COEFS))],
@@ -146,16 +161,16 @@ class _SuperSparse(StreamEstimator):
 
     def __init__(
         self,
-        n_prototypes: int | Sequence[int] = 10,
+        n_prototypes: int | Sequence[int] | str = "auto",
         similarity: str | Callable[[np.ndarray, np.ndarray], Any] = "rbf",
         similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
-        gamma: float | str = "scale",
+        gamma: float | str = "auto",
         standardize: bool = True,
         lam: float = 1e-3,
         coef: str = "ridge",
         step: float = 1.0,
-        max_iter: int = 30,
-        tol: float = 1e-5,
+        max_iter: int = 300,
+        tol: float = 1e-4,
         solver: str = "batch",
         repulsion: float = 0.0,
         repulsion_decay: float = 0.5,
@@ -189,7 +204,11 @@ class _SuperSparse(StreamEstimator):
         self.progress = progress
 
     # -- hyper-parameters -------------------------------------------------------------------
-    def _grid(self) -> list[int]:
+    def _grid(self, n_rows: int | None = None) -> list[int]:
+        """Candidate numbers of prototypes, largest first (``"auto"`` resolved for
+        ``n_rows`` training rows; unresolved, it counts as one candidate)."""
+        if isinstance(self.n_prototypes, str):
+            return [auto_prototypes(0 if n_rows is None else n_rows)]
         values = ([self.n_prototypes] if np.isscalar(self.n_prototypes)
                   else list(self.n_prototypes))
         if not values:
@@ -212,13 +231,13 @@ class _SuperSparse(StreamEstimator):
             return Similarity(float(self.gamma_))
         return Similarity(float(self.gamma_), self.similarity, self.similarity_gradient)
 
-    def _config(self, target: str, teacher: Any = None) -> SuperSparseConfig:
+    def _config(self, target: str, n_rows: int, teacher: Any = None) -> SuperSparseConfig:
         """The driver's view of the hyper-parameters (validated by
-        :meth:`_validate_hyperparameters`)."""
+        :meth:`_validate_hyperparameters`) for ``n_rows`` training rows."""
         rbf = self.similarity == "rbf"
         return SuperSparseConfig(
-            grid=tuple(self._grid()),
-            gamma=None if isinstance(self.gamma, str) else float(self.gamma),
+            grid=tuple(self._grid(n_rows)),
+            gamma=self.gamma if isinstance(self.gamma, str) else float(self.gamma),
             standardize=bool(self.standardize),
             lam=float(self.lam),
             coef=self.coef,
@@ -247,7 +266,8 @@ class _SuperSparse(StreamEstimator):
         mode = self._task if mode is None else mode
         if mode == "classification":
             _two_classes(dataset.classes)
-        return fit_supersparse(runner, dataset, self._config(mode, teacher), seed)
+        return fit_supersparse(runner, dataset, self._config(mode, dataset.n_rows, teacher),
+                               seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
         # prototypes in the features' own units; the fit's are standardised (RBF)
@@ -295,7 +315,7 @@ class _SuperSparse(StreamEstimator):
         The first call (nothing fitted yet) initialises the prototypes, the RBF width and the
         coefficients from these rows; the caller has set the feature names.
         """
-        config = self._config("regression")
+        config = self._config("regression", X.shape[0])
         if not hasattr(self, "prototypes_"):
             start = start_online(X, t, weight, config, self._seed())
             self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
@@ -348,20 +368,28 @@ class _SuperSparse(StreamEstimator):
 _PARAMS_DOC = """
     Parameters
     ----------
-    n_prototypes : int or list of int
+    n_prototypes : int, list of int or "auto"
         Number of virtual prototypes ``p``; a list chooses among its values by eq. 8 (the
-        incremental procedure of Sec. III) on held-out rows.
+        incremental procedure of Sec. III) on held-out rows. ``"auto"``:
+        ``min(50, ceil(n_rows / 10))`` (:func:`auto_prototypes`; the rows of the first
+        call for :meth:`partial_fit`).
     similarity : "rbf" or callable
         ``exp(-gamma ||x - c||^2)``, or any ``s(X, C) -> (n, p)`` array (``X`` float32 rows,
         ``C`` float64 prototypes). Models with a callable similarity cannot be saved.
     similarity_gradient : callable, optional
         ``g(X, C) -> (n, p, d)``, ``d s(x_i, c_k) / d c_k`` of a callable similarity; without
         it the prototype step uses eq. 7's approximation ``x - c``.
-    gamma : float or "scale"
-        RBF width, in the units of ``standardize``. ``"scale"`` derives it from the
-        training rows: ``gamma = 1 / sum_j var_j`` with ``var_j`` the (weighted) variance of
-        feature ``j`` (one over the number of varying features once standardised; 1 when
-        every feature is constant), so two typical rows have similarity about ``exp(-2)``.
+    gamma : float, "auto" or "scale"
+        RBF width, in the units of ``standardize``. ``"auto"`` derives it from the initial
+        prototypes: ``gamma = 1 / (2 D^2)``, ``D^2`` the median over the prototypes of the
+        squared distance to the nearest other one, so neighbouring prototypes have
+        similarity ``exp(-1/2)`` and each covers its own region whatever the dimension and
+        the number of prototypes (``"scale"`` when there are not two distinct prototypes).
+        ``"scale"`` derives it from the training rows: ``gamma = 1 / sum_j var_j`` with
+        ``var_j`` the (weighted) variance of feature ``j`` (one over the number of varying
+        features once standardised; 1 when every feature is constant), so two typical rows
+        have similarity about ``exp(-2)``: too wide for a curved boundary in few dimensions
+        (two interleaved spirals stay at chance level).
     standardize : bool
         With the RBF similarity, standardise every feature first by the training rows'
         (weighted) mean and standard deviation, ``z = (x - shift_) / scale_`` (a constant
@@ -383,9 +411,10 @@ _PARAMS_DOC = """
         Alternations (batch: prototype-step trials; mini-batch: epochs); 0 keeps the
         initial prototypes and only solves for ``beta`` (prototype-selection baselines).
     tol : float
-        The batch solver stops when an accepted step lowers the objective by less than
-        ``tol`` times its value, the mini-batch solver when an epoch changes it by less
-        than that (once repulsion has decayed to zero). The batch solver also stops when
+        The batch solver stops when its last 5 trials together lowered the objective by less
+        than ``5 tol`` times its value (one small step after a halving does not stop it),
+        the mini-batch solver when an epoch changes it by less than ``tol`` times its value
+        (once repulsion has decayed to zero). The batch solver also stops when
         its step has shrunk below ``1e-6 * step`` without finding a decrease.
     solver : {"batch", "minibatch"}
         Full-gradient alternation, or prototypes moved per chunk (one sequential pass per
@@ -429,7 +458,7 @@ _PARAMS_DOC = """
         Alternations run for the model kept. Stopping at ``max_iter`` before the
         convergence rule of ``tol`` warns :class:`~sklearn.exceptions.ConvergenceWarning`.
     gamma_ : float
-        The RBF width used (``gamma``, or its ``"scale"`` value).
+        The RBF width used (``gamma``, or its ``"auto"`` or ``"scale"`` value).
     partial_fit_step_ : float
         The prototype step of :meth:`partial_fit` (after its first call).
     selection_path_ : ndarray of shape (n_candidates, 4)

@@ -55,6 +55,7 @@ from streamlearn.solvers.supersparse.passes import (
     TeacherScorePass,
     ValidationPass,
     objective,
+    prototype_gamma,
     scale_gamma,
     solve_beta,
     spread_standardiser,
@@ -72,6 +73,9 @@ STEP_GROWTH = 1.2
 STEP_SHRINK = 0.5
 #: The alternation stops when the step falls below this fraction of ``step``.
 MIN_STEP_FRACTION = 1e-6
+#: The batch alternation stops when its last this many trials lowered the objective by
+#: less than ``tol`` times its value each, on average.
+STOP_WINDOW = 5
 #: Mixed into the seed for the validation rows of the choice of ``p`` and the init.
 VALIDATION_SALT = 0x5AB5_5E1E_C7ED_0004
 INIT_SALT = 0x1D17_0004
@@ -87,8 +91,9 @@ class SuperSparseConfig:
     ----------
     grid : tuple of int
         Candidate numbers of prototypes, largest first.
-    gamma : float or None
-        RBF width; None derives it from the data (:func:`~.passes.scale_gamma`).
+    gamma : float, "scale" or "auto"
+        RBF width, or the rule that derives it from the data
+        (:func:`~.passes.scale_gamma`, :func:`~.passes.prototype_gamma`).
     standardize : bool
         The RBF works on standardised features (ignored for a caller's similarity).
     similarity, similarity_gradient : callable or None
@@ -108,7 +113,7 @@ class SuperSparseConfig:
     """
 
     grid: tuple[int, ...]
-    gamma: float | None
+    gamma: float | str
     standardize: bool
     lam: float
     coef: str
@@ -205,14 +210,16 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     gamma = config.gamma
     std = None
     standardize = config.similarity is None and config.standardize
-    if standardize or gamma is None:
+    if standardize or isinstance(gamma, str):
         spread: FeatureSpreadState = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
                                                 description="feature variances")
         if standardize:  # the RBF works on standardised features
             std = spread_standardiser(spread)
             spread = standardised_spread(spread, std)
-        if gamma is None:
+        if gamma == "scale":
             gamma = scale_gamma(spread)
+        elif gamma == "auto":  # resolved from the initial prototypes; this is the fallback
+            gamma = ("auto", scale_gamma(spread))
     if config.teacher is None:
         return _fit_rows(runner, dataset, config,
                          TargetRows(config.target, None, holdout, False, std),
@@ -226,11 +233,16 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
 
 
 def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
-              valid: TargetRows, seed: int, gamma: float) -> SuperSparseFit:
-    """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit)."""
-    similarity = config.similarity_of(gamma)
+              valid: TargetRows, seed: int, gamma: Any) -> SuperSparseFit:
+    """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit).
+
+    ``gamma`` is a number, or ``("auto", fallback)``: :func:`~.passes.prototype_gamma` of
+    the initial prototypes, ``fallback`` when they are not two distinct points.
+    """
     holdout = train.holdout
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
+    gamma = _resolve_gamma(gamma, C)
+    similarity = config.similarity_of(gamma)
     w = None
     path: list[tuple[int, float, float, float]] = []
     best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
@@ -268,6 +280,14 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         shift=None if train.standardiser is None else train.standardiser.shift,
         scale=None if train.standardiser is None else train.standardiser.scale,
     )
+
+
+def _resolve_gamma(gamma: Any, C: np.ndarray) -> float:
+    """A number as it is; ``("auto", fallback)`` from the prototypes ``C``."""
+    if isinstance(gamma, tuple):
+        auto = prototype_gamma(C)
+        return float(gamma[1] if auto is None else auto)
+    return float(gamma)
 
 
 def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig, p: int,
@@ -347,12 +367,12 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
         before = J + (rho * similarity.penalty(C) if rho > 0 else 0.0)
         after = trial_J + (rho * similarity.penalty(trial) if rho > 0 else 0.0)
         if after <= before:
-            decrease = J - trial_J
             C, w, J = trial, trial_w, trial_J
             grad = None
             step *= STEP_GROWTH
             history.append(J)
-            if rho == 0 and decrease <= config.tol * max(abs(J), 1e-12):
+            if rho == 0 and len(history) > STOP_WINDOW and history[-1 - STOP_WINDOW] - J <= (
+                    STOP_WINDOW * config.tol * max(abs(J), 1e-12)):
                 break
         else:
             step *= STEP_SHRINK
@@ -392,7 +412,8 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     Prototypes: ``config.init`` itself, ``p`` distinct rows with positive weight drawn by a
     generator seeded with ``seed`` (``"random"``), or k-means++ and
     :data:`KMEANS_ITERATIONS` Lloyd iterations on those rows (``"kmeans"``). ``gamma``:
-    given, or :func:`~.passes.scale_gamma` of these rows. Coefficients: the exact beta-step
+    given, :func:`~.passes.scale_gamma` of these rows, or
+    :func:`~.passes.prototype_gamma` of these prototypes. Coefficients: the exact beta-step
     on these rows.
     """
     if len(config.grid) > 1:
@@ -406,9 +427,11 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
         std = spread_standardiser(spread)
         spread = standardised_spread(spread, std)
         X = std.apply(X)
-    if gamma is None:
-        gamma = scale_gamma(spread)
     C = _first_rows_prototypes(X, weight, config, config.grid[0], seed, std)
+    if gamma == "scale":
+        gamma = scale_gamma(spread)
+    elif gamma == "auto":
+        gamma = _resolve_gamma(("auto", scale_gamma(spread)), C)
     w, J = _rows_beta(X, t, weight, C, config, config.similarity_of(gamma), None)
     return SuperSparseFit(C, w[:-1], float(w[-1]), J, np.zeros(0), 0,
                           np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma),

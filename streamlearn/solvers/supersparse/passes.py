@@ -54,6 +54,7 @@ __all__ = [
     "TeacherScorePass",
     "ValidationPass",
     "objective",
+    "prototype_gamma",
     "scale_gamma",
     "solve_beta",
     "spread_standardiser",
@@ -586,6 +587,33 @@ def scale_gamma(spread: FeatureSpreadState) -> float:
     variance = np.maximum(spread.squares / spread.weight - mean * mean, 0.0)
     total = float(variance.sum())
     return 1.0 / total if total > 0 and np.isfinite(total) else 1.0
+
+
+#: ``gamma="auto"``: the similarity of two neighbouring prototypes, ``exp(-AUTO_GAMMA_FACTOR)``.
+AUTO_GAMMA_FACTOR = 0.5
+
+
+def prototype_gamma(C: np.ndarray) -> float | None:
+    """``gamma = AUTO_GAMMA_FACTOR / D^2``: the RBF width of ``gamma="auto"``.
+
+    ``D^2`` is the median over the prototypes ``C`` of the squared distance to the nearest
+    other prototype (prototypes equal to another left out), so two neighbouring prototypes
+    have similarity about ``exp(-AUTO_GAMMA_FACTOR)`` and each covers its own region,
+    whatever the dimension, the number of prototypes and how the rows spread. None when
+    fewer than two distinct prototypes exist.
+    """
+    C = np.asarray(C, dtype=np.float64)
+    if C.shape[0] < 2:
+        return None
+    sq = np.einsum("ij,ij->i", C, C)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (C @ C.T), 0.0)
+    d2[d2 <= 1e-12 * max(float(sq.max(initial=0.0)), 1.0)] = np.inf  # duplicates
+    np.fill_diagonal(d2, np.inf)
+    nearest = d2.min(axis=1)
+    nearest = nearest[np.isfinite(nearest)]
+    if nearest.size == 0:
+        return None
+    return AUTO_GAMMA_FACTOR / float(np.median(nearest))
 
 
 # -- dense work between passes ---------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""The super-sparse machines' defaults: ``gamma="auto"`` and ``n_prototypes="auto"``."""
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC, LinearSVC
+
+from streamlearn.models.supersparse import SuperSparseClassifier, auto_prototypes
+from streamlearn.solvers.supersparse.passes import AUTO_GAMMA_FACTOR, prototype_gamma
+
+
+def _spirals(n_per_class: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two interleaved noisy spirals of 2.5 turns each, in the unit disc."""
+    rng = np.random.default_rng(seed)
+    lo, hi = 0.5 * np.pi, 5.5 * np.pi
+    arms = []
+    for sign in (1.0, -1.0):
+        theta = np.sqrt(rng.uniform(lo**2, hi**2, size=n_per_class))
+        arm = sign * np.c_[theta * np.cos(theta), theta * np.sin(theta)] / hi
+        arms.append(arm + 0.02 * rng.standard_normal(arm.shape))
+    X = np.vstack(arms).astype(np.float32)
+    return X, np.repeat([1, 0], n_per_class)
+
+
+def test_prototype_gamma_is_half_over_the_median_nearest_squared_distance():
+    rng = np.random.default_rng(0)
+    C = rng.normal(size=(9, 3))
+    C = np.vstack([C, C[:2]])  # two duplicates: left out of the nearest distances
+    d2 = ((C[:, None] - C[None]) ** 2).sum(-1)
+    nearest = [np.min(row[row > 1e-9]) for row in d2]  # brute force, duplicates skipped
+    assert np.isclose(prototype_gamma(C), AUTO_GAMMA_FACTOR / np.median(nearest), rtol=1e-9)
+    assert prototype_gamma(C[:1]) is None
+    assert prototype_gamma(np.ones((4, 3))) is None  # no two distinct prototypes
+
+
+def test_auto_prototypes_keeps_ten_rows_per_prototype_up_to_fifty():
+    assert [auto_prototypes(n) for n in (1, 9, 10, 11, 300, 499, 500, 10**9)] == \
+        [1, 1, 1, 2, 30, 50, 50, 50]
+
+
+@pytest.mark.parametrize("n_rows", [5, 37])
+def test_default_fits_small_data(n_rows):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(n_rows, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    y[:2] = [0, 1]
+    model = SuperSparseClassifier().fit(X, y)
+    assert model.n_prototypes_ == auto_prototypes(n_rows)
+
+
+def test_defaults_follow_a_curved_boundary_that_the_scale_width_misses():
+    X, y = _spirals(1000, seed=0)
+    Xt, yt = _spirals(1000, seed=1)
+    model = SuperSparseClassifier().fit(X, y)
+    error = 1.0 - model.score(Xt, yt)
+    # references computed another way: a linear SVM, and scikit-learn's RBF-SVM with
+    # its own gamma="scale" width (which needs three times as many support vectors)
+    linear = 1.0 - LinearSVC().fit(X, y).score(Xt, yt)
+    svc = SVC(C=100.0, gamma=50.0).fit(X, y)
+    assert 1.0 - svc.score(Xt, yt) < 0.02
+    assert model.n_prototypes_ == 50 and len(svc.support_) > 2 * model.n_prototypes_
+    assert error < 0.05 < 0.30 < linear
+    # the former default width, 1 / sum of the standardised variances, stays near chance
+    wide = SuperSparseClassifier(gamma="scale").fit(X, y)
+    assert 1.0 - wide.score(Xt, yt) > 0.30
