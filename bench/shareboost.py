@@ -246,7 +246,7 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
         Xk, yk, Xk_test, yk_test = X[rows], y[rows], X_test[test_rows], y_test[test_rows]
         start = time.perf_counter()
         shared = ShareBoostClassifier(n_rounds=cfg["n_rounds"], refit_iter=cfg["refit_iter"],
-                                      chunk_rows=len(yk), random_state=SEED)
+                                      l2=0.0, chunk_rows=len(yk), random_state=SEED)
         shared.fit(Xk, yk, validation=(Xk_test, yk_test))
         shared_s = time.perf_counter() - start
         sb_errors = [float(e) for e in shared.path_["validation_error"]]
@@ -265,7 +265,7 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
                 per_round.append(set(m.selected_features_.tolist()))
 
             ShareBoostClassifier(n_rounds=cfg["ovr_rounds"], refit_iter=cfg["refit_iter"],
-                                 chunk_rows=len(yk), random_state=SEED).fit(
+                                 l2=0.0, chunk_rows=len(yk), random_state=SEED).fit(
                 Xk, (yk == c).astype(np.int64), callback=record)
             while len(per_round) < cfg["ovr_rounds"] + 1:  # stopped early: keeps its model
                 per_round.append(per_round[-1])
@@ -385,7 +385,7 @@ def expanded(cfg: dict[str, Any]) -> dict[str, Any]:
         log(f"expanded {name}: {X.shape[0]} rows, {d} features")
         start = time.perf_counter()
         linear = ShareBoostClassifier(n_rounds=cfg["n_rounds"], refit_iter=cfg["refit_iter"],
-                                      chunk_rows=len(y), random_state=SEED)
+                                      l2=0.0, chunk_rows=len(y), random_state=SEED)
         linear.fit(X, y, validation=(X_test, y_test))
         linear_s = time.perf_counter() - start
 
@@ -408,7 +408,7 @@ def expanded(cfg: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         stumps = ShareBoostClassifier(n_rounds=cfg["stump_rounds"], features="stumps",
                                       n_bins=cfg["n_bins"], refit_iter=cfg["refit_iter"],
-                                      chunk_rows=len(y), random_state=SEED)
+                                      l2=0.0, chunk_rows=len(y), random_state=SEED)
         stumps.fit(X, y, validation=(X_test, y_test),
                    callback=lambda t, m, counts=stump_counts: counts.append(
                        len(m.used_features_)))
@@ -497,7 +497,7 @@ def measure_round(path: str, chunk_rows: int, prefetch: int) -> dict[str, Any]:
             fit_peak[0] = peak_rss_bytes()
             reset[0] = reset_peak_rss()
 
-    model = ShareBoostClassifier(n_rounds=4, refit_iter=4, chunk_rows=chunk_rows)
+    model = ShareBoostClassifier(n_rounds=4, refit_iter=4, l2=0.0, chunk_rows=chunk_rows)
     start = time.perf_counter()
     model.fit(path, engine=LocalEngine(prefetch=prefetch), callback=record)
     total = time.perf_counter() - start

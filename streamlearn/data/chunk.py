@@ -45,6 +45,14 @@ class Chunk:
             return self.index
         return np.arange(self.start, self.start + self.n_rows, dtype=np.int64)
 
+    def select(self, keep: np.ndarray) -> Chunk:
+        """The rows where the boolean mask ``keep`` is True, keeping their global ids."""
+        keep = np.asarray(keep, dtype=bool)
+        return Chunk(np.ascontiguousarray(self.X[keep]),
+                     None if self.y is None else self.y[keep], self.start,
+                     self.rows[keep],
+                     None if self.weight is None else self.weight[keep])
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the chunk's arrays."""

@@ -27,7 +27,13 @@ rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families
   columns) selected per round by the sum of its columns' norms.
 
 Every round's training (and optional validation) error is recorded in ``path_``: the whole
-sparsity path comes from one run. The algorithm lives in :mod:`streamlearn.solvers.shareboost`
+sparsity path comes from one run.
+
+The defaults choose the model's size and penalty from the data: ``n_rounds="auto"`` holds
+out a share of the rows and keeps the round of lowest held-out loss, ``l2="auto"`` scales
+the penalty with the rows' squared norm over their number and lets the held-out rows pick
+it or a hundredth of it (see the parameters). ``n_rounds=T`` with ``l2=0`` is the paper's
+algorithm as written. The algorithm lives in :mod:`streamlearn.solvers.shareboost`
 (its candidate families, passes and driver stay importable from here).
 """
 
@@ -66,6 +72,7 @@ from streamlearn.solvers.shareboost.driver import (
     COVERAGE_RANGE,
     KMEANS_EPOCHS,
     LBFGS_MEMORY,
+    POLISH_ITER_RATIO,
     SAMPLE_ROWS,
     SCORE_TIE_RTOL,
     CorrectiveStep,
@@ -110,14 +117,30 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     Parameters
     ----------
-    n_rounds : int
-        Rounds ``T``: selected columns (or anchor pieces) at most.
+    n_rounds : int or "auto"
+        Rounds ``T``: selected columns (or anchor pieces) at most. ``"auto"``: hold out
+        ``validation_fraction`` of the rows (by a hash of the row id) and add columns until
+        10 rounds in a row have not lowered the held-out loss by 0.1 % of it, or no
+        candidate is left; the model is the round of lowest held-out loss (``validation_``
+        has the curve). With fewer than 200 rows expected in that share, 50 rounds on
+        every row.
     features : {"linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
-    l2 : float
+    l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
+        ``"auto"``: from ``l2_0 = 0.05 E||z||^2 / n``, ``z`` a training row with each
+        feature divided by its largest absolute value (the mean over a row sample) and
+        ``n`` the training rows (their total weight): the penalty of an SVM with
+        ``C = 10 / E||z||^2`` on summed losses, so a row's largest pull on ``W`` does not
+        grow with the width of the data, and the penalty fades as rows accumulate. With
+        held-out rows (``n_rounds="auto"``), one greedy path at ``l2_0`` and one at
+        ``l2_0 / 100``, and the held-out loss chooses: wide data with few rows per column
+        needs the penalty, narrow data with many rows loses accuracy to it. Otherwise
+        ``l2_0``.
     refit_iter : int
-        L-BFGS iterations of each fully corrective step (each costs about one pass).
+        L-BFGS iterations of each round's fully corrective step at most (each costs about
+        one pass). With ``n_rounds="auto"`` the kept round's columns are then fitted again,
+        for at most ``30 * refit_iter`` iterations.
     n_bins : int
         ``"stumps"``: thresholds per feature are the ``n_bins - 1`` inner quantiles.
     n_centres : int
@@ -129,10 +152,16 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         geometrically spaced fractions from ``max_coverage / 60`` up to it. A round's cost
         grows with it (every row inside a centre's largest ball is one scatter-add).
     tol : float
-        A corrective step stops when its largest gradient entry is below ``tol``; when the
-        last round's step reaches ``refit_iter`` iterations first, ``fit`` warns with a
-        ``ConvergenceWarning``. ``n_rounds`` is the model's size, not a stopping cap:
-        selection also stops early when no column lowers the loss.
+        A corrective step stops when its largest gradient entry is below ``tol`` times
+        the largest column score of the first round (the steepest column of the
+        intercept-only model; before it, ``tol`` times the step's first gradient), so the
+        rule does not depend on the units of the loss. When the kept round's step (with
+        ``n_rounds="auto"``: its final fit) reaches its iteration cap first, ``fit`` warns
+        with a ``ConvergenceWarning``. A number ``n_rounds`` is the model's size, not a
+        stopping cap: selection also stops early when no column lowers the loss.
+    validation_fraction : float or None
+        Share of the rows held out to choose ``n_rounds="auto"`` (ignored for a number);
+        None trains on every row, with 50 rounds.
     chunk_rows : int, optional
         Rows per chunk for data opened by ``fit``.
     engine : engine, optional
@@ -170,41 +199,44 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``feature * n_thresholds + bin`` (``"stumps"``), ``centre * n_radii + radius``
         (``"anchors"``).
     path_ : dict of lists
-        After round ``t = 0, 1, ..., T`` (round 0: intercept only): ``n_selected``,
-        ``loss`` (training objective), ``train_error``, ``validation_error`` (None
-        without validation data), ``passes`` (data passes so far).
+        After round ``t = 0, 1, ...`` (round 0: intercept only; with ``n_rounds="auto"``
+        also the rounds run past the kept one): ``n_selected``, ``loss`` (training
+        objective), ``train_error``, ``validation_error`` (None without validation data),
+        ``held_out_loss`` and ``held_out_error`` (None without held-out rows), ``passes``
+        (data passes so far).
+    l2_ : float
+        The penalty used (``l2="auto"`` resolved).
+    validation_ : dict or None
+        ``n_rounds="auto"`` with held-out rows: ``held_out_weight``, the held-out
+        ``held_out_loss`` and ``held_out_error`` after every round run, and ``best_round``
+        (the model's ``n_iter_``); None otherwise.
     family_ : LinearColumns, StumpColumns or AnchorColumns
         The candidate columns.
     """
 
     partial_fit = NotOnline("every round scores all candidate columns and re-fits the chosen "
                             "ones over the whole training set")
-    _expected_failed_checks: ClassVar[dict[str, str]] = {
-        "check_sample_weight_equivalence_on_dense_data":
-            "weights act as row counts, but with l2=0 the check's separable data (15 rows, "
-            "30 features) has no finite optimum: 30 rounds of corrective steps let the "
-            "weights grow, and the rounding of row sums taken in another order grows to "
-            "~1e-6 in predict_proba, above the check's rtol of 1e-7",
-    }
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
-        "n_rounds": [Interval(Integral, 0, None, closed="left")],
+        "n_rounds": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "features": [StrOptions(set(FEATURES))],
-        "l2": [Interval(Real, 0, np.inf, closed="left")],
+        "l2": [Interval(Real, 0, np.inf, closed="left"), StrOptions({"auto"})],
         "refit_iter": [Interval(Integral, 1, None, closed="left")],
         "n_bins": [Interval(Integral, 2, None, closed="left")],
         "n_centres": [Interval(Integral, 1, None, closed="left")],
         "n_radii": [Interval(Integral, 1, None, closed="left")],
         "max_coverage": [Interval(Real, 0, 1, closed="right")],
         "tol": [Interval(Real, 0, np.inf, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "engine": "no_validation",
         "random_state": ["random_state"],
         "progress": ["boolean", None],
     }
 
-    def __init__(self, n_rounds: int = 50, features: str = "linear", l2: float = 0.0,
-                 refit_iter: int = 30, n_bins: int = 32, n_centres: int = 256,
-                 n_radii: int = 8, max_coverage: float = 0.6, tol: float = 1e-6,
+    def __init__(self, n_rounds: int | str = "auto", features: str = "linear",
+                 l2: float | str = "auto", refit_iter: int = 10, n_bins: int = 32,
+                 n_centres: int = 256, n_radii: int = 8, max_coverage: float = 0.6,
+                 tol: float = 1e-3, validation_fraction: float | None = 0.1,
                  chunk_rows: int | None = None, engine: Any = None, random_state: int = 0,
                  progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
@@ -216,6 +248,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.n_radii = n_radii
         self.max_coverage = max_coverage
         self.tol = tol
+        self.validation_fraction = validation_fraction
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.random_state = random_state
@@ -228,7 +261,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             checkpoint_every: int = DEFAULT_EVERY, validation: Any = None,
             callback: Callable[[int, ShareBoostClassifier], None] | None = None
             ) -> ShareBoostClassifier:
-        """Select ``n_rounds`` shared columns greedily, re-fitting all of them each round.
+        """Select shared columns greedily, re-fitting all of them each round.
 
         Parameters
         ----------
@@ -262,10 +295,14 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     def _config(self) -> ShareBoostConfig:
         return ShareBoostConfig(
-            n_rounds=int(self.n_rounds), features=str(self.features), l2=float(self.l2),
+            n_rounds=self.n_rounds if self.n_rounds == "auto" else int(self.n_rounds),
+            features=str(self.features),
+            l2=self.l2 if self.l2 == "auto" else float(self.l2),
             refit_iter=int(self.refit_iter), n_bins=int(self.n_bins),
             n_centres=int(self.n_centres), n_radii=int(self.n_radii),
-            max_coverage=float(self.max_coverage), tol=float(self.tol))
+            max_coverage=float(self.max_coverage), tol=float(self.tol),
+            validation_fraction=(None if self.validation_fraction is None
+                                 else float(self.validation_fraction)))
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int, validation: Any = None,
                     callback: Callable[[int, ShareBoostClassifier], None] | None = None
@@ -284,7 +321,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             else:
                 held_out = classification_dataset(validation)
         self.path_: dict[str, list[Any]] = {"n_selected": [], "loss": [], "train_error": [],
-                                            "validation_error": [], "passes": []}
+                                            "validation_error": [], "held_out_loss": [],
+                                            "held_out_error": [], "passes": []}
 
         def on_round(result: ShareBoostRound) -> None:
             """Make the estimator the round's model, extend ``path_``, call ``callback``."""
@@ -303,22 +341,28 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             path["loss"].append(result.step.value)
             path["train_error"].append(result.step.train_error)
             path["validation_error"].append(validation_error)
+            path["held_out_loss"].append(result.step.held_out_loss)
+            path["held_out_error"].append(result.step.held_out_error)
             path["passes"].append(int(result.passes))
             if callback is not None:
                 callback(int(result.selected.shape[0]), self)
 
         fitted = driver.fit(runner, dataset, self._config(), seed, on_round)
         if not fitted.converged:
+            cap = int(self.refit_iter) * (POLISH_ITER_RATIO if self.n_rounds == "auto" else 1)
             warnings.warn(
-                f"the corrective step of the last round stopped at refit_iter="
-                f"{self.refit_iter} L-BFGS iterations with its largest gradient entry "
-                f"{fitted.gradient_norm:.3g} above tol={self.tol:g}; increase refit_iter "
-                "or tol (with l2=0, classes that a rule separates have no finite optimum: "
-                "add l2)", ConvergenceWarning, stacklevel=5)
+                f"the corrective step of the kept round stopped at {cap} L-BFGS iterations "
+                f"(refit_iter={self.refit_iter}) with its largest gradient entry "
+                f"{fitted.gradient_norm:.3g} above the tolerance (tol={self.tol:g} of the "
+                "first round's largest column score); increase refit_iter or tol (with "
+                "l2=0, classes that a rule separates have no finite optimum: add l2)",
+                ConvergenceWarning, stacklevel=5)
         return fitted
 
     def _set_fitted(self, fitted: ShareBoostFit) -> None:
         self.family_ = fitted.family
+        self.l2_ = float(fitted.l2)
+        self.validation_ = fitted.validation
         self._set_model(fitted.selected, fitted.coef, fitted.intercept)
 
     def _set_model(self, selected: np.ndarray, coef: np.ndarray, intercept: np.ndarray) -> None:

@@ -1,8 +1,8 @@
 """``Holdout``: rows set aside by a hash of their global row id, whatever the chunking.
 
-Used for the calibration rows of ``AdditiveSVC``, the validation rows of ``MixtureSVC`` and
-the super-sparse models: the same rows are held out in every pass, on every engine, after
-any shuffle, without storing a mask.
+Used for the calibration rows of ``AdditiveSVC``, the validation rows of ``MixtureSVC``,
+``ShareBoostClassifier`` and the super-sparse models: the same rows are held out in every
+pass, on every engine, after any shuffle, without storing a mask.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ import numpy as np
 
 from streamlearn.solvers.row_sample import row_keys
 
-__all__ = ["Holdout"]
+__all__ = ["MIN_VALIDATION_ROWS", "Holdout"]
+
+#: Held-out rows at least (``n_rows * fraction`` expected) for a model to choose by them.
+MIN_VALIDATION_ROWS = 200
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.errors import DataError
-from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
 from streamlearn.solvers.mixture.passes import (
@@ -87,8 +87,6 @@ C_FACTOR = 10.0
 #: log-likelihood is noisy (components pruned mid-epoch make it jump), and one small change
 #: stopped fits that were still far from their optimum.
 STOCHASTIC_PATIENCE = 2
-#: Validation rows at least (``n_rows * validation_fraction``) for the guard to run.
-MIN_VALIDATION_ROWS = 200
 #: Mixes the seed into the hash that picks the validation rows.
 VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
 MIN_COMPONENTS = 10

@@ -7,12 +7,16 @@ gradient column has the largest L1 norm, and the fully corrective step minimises
 over all selected columns by L-BFGS, each evaluation one
 :class:`~streamlearn.solvers.shareboost.passes.RestrictedObjectivePass`, warm started from
 the previous round.
+
+With ``n_rounds="auto"`` a share of the rows is held out (a hash of the row id): rounds go on
+until the held-out loss has not improved for :data:`ROUND_PATIENCE` rounds (or no candidate
+is left), and the round with the lowest held-out loss is the model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +24,7 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
 from streamlearn.features.anchors import AnchorPieces
+from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import streamed_kmeans
 from streamlearn.solvers.lbfgs import MAX_HALVINGS, lbfgs_minimize
 from streamlearn.solvers.shareboost.columns import (
@@ -46,21 +51,39 @@ COVERAGE_RANGE = 60.0
 SCORE_TIE_RTOL = 1e-6
 #: Correction pairs of the corrective step's L-BFGS.
 LBFGS_MEMORY = 10
+#: ``n_rounds="auto"`` stops after this many rounds without a lower held-out loss.
+ROUND_PATIENCE = 10
+#: ... where a lower loss means lower by this fraction of it at least.
+ROUND_RTOL = 1e-3
+#: ``n_rounds="auto"`` with too few rows to hold out: the paper's budget, this many rounds.
+FALLBACK_ROUNDS = 50
+#: ``l2="auto"``: ``L2_FACTOR`` times the mean squared norm of a scaled row over the rows.
+L2_FACTOR = 0.05
+#: ``l2="auto"`` with held-out rows: one greedy path per multiple of that penalty.
+AUTO_L2_RANGE = (1.0, 0.01)
+#: ``n_rounds="auto"``: the kept round's columns are fitted again, in at most this many
+#: times ``refit_iter`` iterations.
+POLISH_ITER_RATIO = 30
+#: ``max_rounds`` of a path that runs until the held-out loss stops improving.
+UNTIL_HELD_OUT = np.iinfo(np.int64).max
+#: Mixes the seed into the hash that picks the held-out rows.
+VALIDATION_SALT = 0x5EA2_B0057_0FF
 
 
 @dataclass(frozen=True)
 class ShareBoostConfig:
     """Hyper-parameters of :func:`fit` (see ``ShareBoostClassifier`` for their meaning)."""
 
-    n_rounds: int
+    n_rounds: int | str
     features: str
-    l2: float
+    l2: float | str
     refit_iter: int
     n_bins: int
     n_centres: int
     n_radii: int
     max_coverage: float
     tol: float
+    validation_fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,10 @@ class CorrectiveStep:
     converged : bool
         Whether L-BFGS stopped by its own rule (gradient below ``tol``, or no descent step
         left) rather than at ``refit_iter`` iterations.
+    held_out_loss, held_out_error : float or None
+        Mean loss (eq. 3) and weighted error on the held-out rows there (None without).
+    held_out_weight : float
+        Weight of the held-out rows (0 without).
     """
 
     coef: np.ndarray
@@ -91,6 +118,9 @@ class CorrectiveStep:
     n_eval: int
     gradient_norm: float
     converged: bool
+    held_out_loss: float | None = None
+    held_out_error: float | None = None
+    held_out_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -127,13 +157,22 @@ class ShareBoostFit:
     coef : ndarray of shape (T, k, q), float64
     intercept : ndarray of shape (k,), float64
     loss, train_error : tuple of float
-        Objective and weighted training error after rounds ``0 .. T``.
+        Objective and weighted training error after rounds ``0 .. T_run`` (with held-out
+        rows, rounds past the kept ``T`` included).
     passes : tuple of int
-        Data passes after rounds ``0 .. T``.
+        Data passes after rounds ``0 .. T_run``.
     converged : bool
-        Whether the last corrective step stopped by its own rule, not at ``refit_iter``.
+        Whether the kept round's corrective step stopped by its own rule, not at
+        ``refit_iter``.
     gradient_norm : float
-        Largest gradient entry at the end of the last corrective step.
+        Largest gradient entry at the end of the kept round's corrective step.
+    l2 : float
+        The penalty used (``l2="auto"`` resolved).
+    validation : dict or None
+        ``n_rounds="auto"`` with held-out rows: ``held_out_weight``, ``held_out_loss`` and
+        ``held_out_error`` after rounds ``0 .. T_run`` of the chosen path, ``best_round``,
+        and ``l2_candidates`` with the kept round's ``l2_held_out_loss`` on each path;
+        None otherwise.
     """
 
     family: Family
@@ -145,6 +184,8 @@ class ShareBoostFit:
     passes: tuple[int, ...]
     converged: bool
     gradient_norm: float
+    l2: float = 0.0
+    validation: dict[str, Any] | None = None
 
     @property
     def n_iter(self) -> int:
@@ -187,8 +228,9 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
 
 
 def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: list[int],
-                    coef: np.ndarray, intercept: np.ndarray,
-                    config: ShareBoostConfig) -> CorrectiveStep:
+                    coef: np.ndarray, intercept: np.ndarray, config: ShareBoostConfig,
+                    l2: float, holdout: Holdout | None = None,
+                    gtol: float | None = None) -> CorrectiveStep:
     """Fully corrective step: L-BFGS over the selected columns, from ``(coef, intercept)``.
 
     Parameters
@@ -200,6 +242,13 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     coef : ndarray of shape (T, k, q)
     intercept : ndarray of shape (k,)
     config : ShareBoostConfig
+    l2 : float
+        The Frobenius penalty.
+    holdout : Holdout, optional
+        Rows left out of the loss, whose loss and error are reported.
+    gtol : float, optional
+        Stop when the largest gradient entry is below this; None: ``config.tol`` times
+        its value at the start.
 
     Returns
     -------
@@ -207,39 +256,88 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     """
     shape = coef.shape
     k = intercept.shape[0]
-    l2 = float(config.l2)
-    errors_at: list[tuple[np.ndarray, float]] = []
+    tally_at: list[tuple[np.ndarray, ObjectiveState]] = []
     chosen = np.array(selected, dtype=np.int64)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         W = theta[:-k].reshape(shape)
         state: ObjectiveState = runner.run(
-            RestrictedObjectivePass(family, chosen, W, theta[-k:]), dataset,
+            RestrictedObjectivePass(family, chosen, W, theta[-k:], holdout), dataset,
             description=f"refit {shape[0]} columns")
         total = max(state.weight, np.finfo(np.float64).tiny)
         value = state.loss / total + l2 * float(np.sum(W * W))
         grad = np.concatenate([(state.gradient / total + 2.0 * l2 * W).ravel(),
                                state.intercept / total])
-        errors_at.append((theta, state.errors / total))
-        del errors_at[1:-(MAX_HALVINGS + 2)]  # the start, and the last iteration's trials
+        tally_at.append((theta, state))
+        del tally_at[1:-(MAX_HALVINGS + 2)]  # the start, and the last iteration's trials
         return value, grad
 
     theta0 = np.concatenate([coef.ravel(), intercept])
+    start = objective(theta0)
+    if gtol is None:
+        gtol = float(config.tol) * float(np.max(np.abs(start[1]), initial=0.0))
     result = lbfgs_minimize(objective, theta0, max_iter=int(config.refit_iter),
-                            memory=LBFGS_MEMORY, gtol=float(config.tol))
+                            memory=LBFGS_MEMORY, gtol=gtol, start=start)
     theta = result.x
-    error = next(e for t, e in reversed(errors_at) if np.array_equal(t, theta))
+    tally = next(t for x, t in reversed(tally_at) if np.array_equal(x, theta))
     gradient_norm = float(np.max(np.abs(result.grad), initial=0.0))
+    held_loss = held_error = None
+    if holdout is not None and tally.held_weight > 0:
+        held_loss = tally.held_loss / tally.held_weight
+        held_error = tally.held_errors / tally.held_weight
     return CorrectiveStep(
         coef=theta[:-k].reshape(shape).copy(), intercept=theta[-k:].copy(),
-        value=float(result.value), train_error=float(error), n_eval=int(result.n_eval),
-        gradient_norm=gradient_norm,
-        converged=gradient_norm <= float(config.tol) or result.n_iter < int(config.refit_iter))
+        value=float(result.value),
+        train_error=float(tally.errors / max(tally.weight, np.finfo(np.float64).tiny)),
+        n_eval=int(result.n_eval) + 1, gradient_norm=gradient_norm,
+        converged=gradient_norm <= gtol or result.n_iter < int(config.refit_iter),
+        held_out_loss=held_loss, held_out_error=held_error,
+        held_out_weight=float(tally.held_weight))
+
+
+def auto_l2(summary: WeightedSummary) -> float:
+    """``l2="auto"``: ``L2_FACTOR * E||z||^2 / n``.
+
+    ``z`` is a row with every feature divided by its largest absolute value (the linear
+    candidate columns), ``E`` the weighted mean over the summary's row sample and ``n`` the
+    training rows (their total weight: weights act as row counts). The loss is a mean over
+    the rows, so this is the penalty of an SVM with ``C = 10 / E||z||^2`` on the summed
+    losses: a row's largest pull on ``W`` stays the same however wide the data is, and the
+    penalty fades as rows accumulate.
+    """
+    largest = summary.largest
+    scale = np.where(largest > 0, 1.0 / np.where(largest > 0, largest, 1.0), 1.0)
+    z = summary.sample.astype(np.float64) * scale
+    weight = summary.sample_weight
+    if weight.sum() <= 0 or summary.weight <= 0:
+        return 0.0
+    mean_square = float(weight @ np.einsum("ij,ij->i", z, z) / weight.sum())
+    return L2_FACTOR * mean_square / float(summary.weight)
+
+
+def _holdout(config: ShareBoostConfig, n_rows: int, seed: int) -> Holdout | None:
+    """The rows held out to choose the number of rounds, or None (see :func:`fit`)."""
+    fraction = config.validation_fraction
+    if (config.n_rounds != "auto" or fraction is None
+            or float(fraction) * int(n_rows) < MIN_VALIDATION_ROWS):
+        return None
+    return Holdout.fraction(float(fraction), seed ^ VALIDATION_SALT)
 
 
 def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         on_round: Callable[[ShareBoostRound], None] | None = None) -> ShareBoostFit:
-    """Select up to ``n_rounds`` shared columns greedily, re-fitting all of them each round.
+    """Select shared columns greedily, re-fitting all of them each round.
+
+    ``n_rounds`` a number: that many rounds (fewer when no column lowers the loss).
+    ``"auto"``: with at least :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows
+    expected in the ``validation_fraction`` share, those rows are held out; rounds go on
+    until :data:`ROUND_PATIENCE` rounds in a row have not lowered the held-out loss by
+    :data:`ROUND_RTOL` of it, or no candidate is left, and the model is the round with the
+    lowest held-out loss. With fewer rows, :data:`FALLBACK_ROUNDS` rounds on every row.
+
+    ``l2="auto"``: :func:`auto_l2`; with held-out rows, one greedy path for each multiple
+    :data:`AUTO_L2_RANGE` of it, and the path whose kept round has the lowest held-out
+    loss is the model (``on_round`` then sees its rounds once it is chosen).
 
     Parameters
     ----------
@@ -249,7 +347,7 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         Classification data with at least two classes.
     config : ShareBoostConfig
     seed : int
-        Seeds the row sample and k-means.
+        Seeds the row sample, k-means and the held-out rows.
     on_round : callable, optional
         ``on_round(round)`` after every round, round 0 (intercept only) included.
 
@@ -259,50 +357,127 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     """
     classes = dataset.classes
     k = 0 if classes is None else len(classes)
+    holdout = _holdout(config, dataset.n_rows, seed)
     summary: WeightedSummary = runner.run(
-        WeightedSummaryPass(dataset.n_features, SAMPLE_ROWS, seed, k), dataset,
+        WeightedSummaryPass(dataset.n_features, SAMPLE_ROWS, seed, k, holdout), dataset,
         description="describe")
     if summary.n_rows == 0:
         raise LabelError("the training data has no rows of positive weight")
     passes = 1
     family, extra = make_family(summary, dataset, runner, config, seed)
     passes += extra
+    if config.n_rounds != "auto":
+        max_rounds = int(config.n_rounds)
+    elif holdout is None:
+        max_rounds = FALLBACK_ROUNDS
+    else:
+        max_rounds = UNTIL_HELD_OUT  # until the held-out loss stops improving
+    if config.l2 != "auto":
+        l2_values = [float(config.l2)]
+    elif holdout is None:
+        l2_values = [auto_l2(summary)]
+    else:  # one path per candidate penalty, the held-out loss chooses
+        l2_values = [auto_l2(summary) * factor for factor in AUTO_L2_RANGE]
+    live = on_round if len(l2_values) == 1 else None
+    paths = []
+    for l2 in l2_values:
+        path = _greedy_path(runner, dataset, family, config, k, l2, holdout, max_rounds,
+                            passes, live)
+        passes = path.rounds[-1].passes
+        paths.append(path)
+    chosen = paths[0]
+    if holdout is not None:
+        chosen = min(paths, key=lambda p: p.rounds[p.best].step.held_out_loss)
+    if live is None and on_round is not None:
+        for result in chosen.rounds:
+            on_round(result)
+    kept = chosen.rounds[chosen.best]
+    step = kept.step
+    if config.n_rounds == "auto":  # the kept columns, fitted until the tolerance
+        polish = replace(config, refit_iter=int(config.refit_iter) * POLISH_ITER_RATIO)
+        step = corrective_step(runner, dataset, family, list(kept.selected), step.coef,
+                               step.intercept, polish, chosen.l2, holdout, chosen.gtol)
+    validation = None
+    if holdout is not None:
+        validation = {"held_out_weight": step.held_out_weight,
+                      "held_out_loss": [r.step.held_out_loss for r in chosen.rounds],
+                      "held_out_error": [r.step.held_out_error for r in chosen.rounds],
+                      "best_round": chosen.best,
+                      "l2_candidates": list(l2_values),
+                      "l2_held_out_loss": [p.rounds[p.best].step.held_out_loss
+                                           for p in paths]}
+    return ShareBoostFit(family=family, selected=kept.selected, coef=step.coef,
+                         intercept=step.intercept,
+                         loss=tuple(r.step.value for r in chosen.rounds),
+                         train_error=tuple(r.step.train_error for r in chosen.rounds),
+                         passes=tuple(r.passes for r in chosen.rounds),
+                         converged=step.converged, gradient_norm=step.gradient_norm,
+                         l2=chosen.l2, validation=validation)
+
+
+@dataclass(frozen=True)
+class _GreedyPath:
+    # the rounds of one greedy selection at penalty l2 (round 0: intercept only), the index
+    # of the round kept (the lowest held-out loss; the last round without held-out rows),
+    # and the corrective steps' gradient tolerance (None: no column was scored)
+    l2: float
+    rounds: list[ShareBoostRound]
+    best: int
+    gtol: float | None
+
+
+def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoostConfig,
+                 k: int, l2: float, holdout: Holdout | None, max_rounds: int, passes: int,
+                 on_round: Callable[[ShareBoostRound], None] | None) -> _GreedyPath:
+    """Algorithm 1 at penalty ``l2`` for ``k`` classes: up to ``max_rounds`` rounds, from
+    ``passes`` data passes so far (see :func:`fit`)."""
     q = family.n_base
     selected: list[int] = []
-    losses: list[float] = []
-    errors: list[float] = []
-    pass_counts: list[int] = []
+    rounds: list[ShareBoostRound] = []
 
     def record(step: CorrectiveStep) -> None:
-        losses.append(step.value)
-        errors.append(step.train_error)
-        pass_counts.append(passes)
+        rounds.append(ShareBoostRound(family, np.array(selected, dtype=np.int64), step,
+                                      passes))
         if on_round is not None:
-            on_round(ShareBoostRound(family, np.array(selected, dtype=np.int64), step, passes))
+            on_round(rounds[-1])
 
     step = corrective_step(runner, dataset, family, selected, np.zeros((0, k, q)), np.zeros(k),
-                           config)
+                           config, l2, holdout)
     passes += step.n_eval
     record(step)
-    for t in range(int(config.n_rounds)):
+    best = 0
+    gtol: float | None = None
+    t = 0
+    while t < max_rounds:
         scores_state: ObjectiveState = runner.run(
             ColumnScorePass(family, np.array(selected, dtype=np.int64), step.coef,
-                            step.intercept),
-            dataset, description=f"score columns {t + 1}/{config.n_rounds}")
+                            step.intercept, holdout),
+            dataset, description=f"score columns {t + 1}"
+            + ("" if max_rounds == UNTIL_HELD_OUT else f"/{max_rounds}"))
         passes += 1
         scores = family.column_scores(scores_state.gradient) / scores_state.weight
         scores[selected] = -np.inf
         top = float(np.max(scores))
         if not np.isfinite(top) or top <= 0.0:
             break  # every useful column is in the model
+        if gtol is None:  # the steepest column of the intercept-only model sets the scale
+            gtol = float(config.tol) * top
         # ties (columns equal on the training rows, whose sums differ only by the rounding
         # of the row order) go to the lowest candidate index
         selected.append(int(np.flatnonzero(scores >= top * (1.0 - SCORE_TIE_RTOL))[0]))
         coef = np.concatenate([step.coef, np.zeros((1, k, q))])
-        step = corrective_step(runner, dataset, family, selected, coef, step.intercept, config)
+        step = corrective_step(runner, dataset, family, selected, coef, step.intercept, config,
+                               l2, holdout, gtol)
         passes += step.n_eval
         record(step)
-    return ShareBoostFit(family=family, selected=np.array(selected, dtype=np.int64),
-                         coef=step.coef, intercept=step.intercept, loss=tuple(losses),
-                         train_error=tuple(errors), passes=tuple(pass_counts),
-                         converged=step.converged, gradient_norm=step.gradient_norm)
+        t += 1
+        if step.held_out_loss is None:
+            best = t
+            continue
+        best_loss = rounds[best].step.held_out_loss
+        assert best_loss is not None
+        if step.held_out_loss < best_loss - ROUND_RTOL * abs(best_loss):
+            best = t
+        elif t - best >= ROUND_PATIENCE:
+            break
+    return _GreedyPath(l2, rounds, best, gtol)

@@ -5,7 +5,11 @@
 - :class:`ColumnScorePass`: the gradient matrix of eq. 7 for every candidate column at the
   current ``W`` (one greedy round's choice);
 - :class:`RestrictedObjectivePass`: loss and gradient of the problem restricted to the
-  selected columns (one evaluation of the fully corrective step).
+  selected columns (one evaluation of the fully corrective step), and the loss and errors
+  of the rows held out to choose the number of rounds.
+
+Rows held out (a :class:`~streamlearn.solvers.holdout.Holdout`) take no part in the summary,
+the column scores or the gradients.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.errors import LabelError
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family
 from streamlearn.solvers.shareboost.kernels import (
@@ -36,6 +41,14 @@ def chunk_arrays(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
     weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
               else np.ascontiguousarray(chunk.weight, dtype=np.float32))
     return codes, weight
+
+
+def split_rows(chunk: Chunk, holdout: Holdout | None) -> tuple[Chunk, Chunk | None]:
+    """The chunk's training rows and its held-out rows (None without a holdout)."""
+    if holdout is None:
+        return chunk, None
+    held = holdout.mask(chunk.rows)
+    return chunk.select(~held), chunk.select(held)
 
 
 def selected_gates(family: Family, chunk: Chunk, selected: np.ndarray) -> np.ndarray:
@@ -124,15 +137,19 @@ class WeightedSummaryPass:
         Selects the sample; the result does not depend on chunking or merge order.
     n_classes : int
         Class codes must lie in ``[0, n_classes)``.
+    holdout : Holdout, optional
+        Rows left out (they are checked, not summarised).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, n_features: int, sample_size: int, seed: int, n_classes: int) -> None:
+    def __init__(self, n_features: int, sample_size: int, seed: int, n_classes: int,
+                 holdout: Holdout | None = None) -> None:
         self.n_features = int(n_features)
         self.sample_size = int(sample_size)
         self.seed = int(seed)
         self.n_classes = int(n_classes)
+        self.holdout = holdout
 
     def start(self) -> WeightedSummaryState:
         """Empty state."""
@@ -148,6 +165,8 @@ class WeightedSummaryPass:
                              f"[{codes.min()}, {codes.max()}] in the chunk starting at row "
                              f"{chunk.start}")
         keep = weight > 0
+        if self.holdout is not None:
+            keep &= ~self.holdout.mask(chunk.rows)
         if not keep.any():
             return state
         X = chunk.X[keep]
@@ -183,6 +202,8 @@ class ObjectiveState:
         The pass's accumulator (restricted gradient, or candidate statistics).
     intercept : ndarray of shape (k,)
         Gradient with respect to the intercept (restricted pass only).
+    held_loss, held_weight, held_errors : float
+        The same sums over the held-out rows (restricted pass only).
     """
 
     loss: float
@@ -190,12 +211,18 @@ class ObjectiveState:
     errors: float
     gradient: np.ndarray
     intercept: np.ndarray
+    held_loss: float = 0.0
+    held_weight: float = 0.0
+    held_errors: float = 0.0
 
     def combined(self, other: ObjectiveState) -> ObjectiveState:
         """Sum of two states (a new state)."""
         return ObjectiveState(self.loss + other.loss, self.weight + other.weight,
                               self.errors + other.errors, self.gradient + other.gradient,
-                              self.intercept + other.intercept)
+                              self.intercept + other.intercept,
+                              self.held_loss + other.held_loss,
+                              self.held_weight + other.held_weight,
+                              self.held_errors + other.held_errors)
 
 
 class ColumnScorePass:
@@ -208,16 +235,19 @@ class ColumnScorePass:
         Selected candidates, in the order of ``coef``.
     coef : ndarray of shape (T, k, q)
     intercept : ndarray of shape (k,)
+    holdout : Holdout, optional
+        Rows left out.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
-                 intercept: np.ndarray) -> None:
+                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
         self.family = family
         self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
+        self.holdout = holdout
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
@@ -226,6 +256,7 @@ class ColumnScorePass:
 
     def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
         """Residuals of the chunk's rows, folded into every candidate's column (in place)."""
+        chunk, _ = split_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
         base = self.family.base(chunk.X)
         gates = selected_gates(self.family, chunk, self.selected)
@@ -251,18 +282,20 @@ class RestrictedObjectivePass:
 
     Parameters
     ----------
-    family, selected, coef, intercept
-        As in :class:`ColumnScorePass`.
+    family, selected, coef, intercept, holdout
+        As in :class:`ColumnScorePass`; the held-out rows' loss and errors are tallied
+        apart (``held_*``).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
-                 intercept: np.ndarray) -> None:
+                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
         self.family = family
         self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
+        self.holdout = holdout
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
@@ -270,7 +303,8 @@ class RestrictedObjectivePass:
         return ObjectiveState(0.0, 0.0, 0.0, np.zeros_like(self.coef), np.zeros(k))
 
     def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
-        """Add the chunk's loss and gradient (in place)."""
+        """Add the chunk's loss and gradient (in place), and its held-out rows' tallies."""
+        chunk, held = split_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
         gates = selected_gates(self.family, chunk, self.selected)
         base = self.family.base(chunk.X)
@@ -294,6 +328,15 @@ class RestrictedObjectivePass:
             state.loss += part.loss
             state.weight += part.weight
             state.errors += part.errors
+        if held is not None and held.n_rows:
+            held_codes, held_weight = chunk_arrays(held)
+            loss, wsum, errors = restricted_objective_chunk(
+                selected_gates(self.family, held, self.selected), self.family.base(held.X),
+                held_codes, held_weight, self.coef, self.intercept,
+                np.zeros_like(self.coef), np.zeros_like(self.intercept))
+            state.held_loss += loss
+            state.held_weight += wsum
+            state.held_errors += errors
         return state
 
     def merge(self, a: ObjectiveState, b: ObjectiveState) -> ObjectiveState:
@@ -303,4 +346,3 @@ class RestrictedObjectivePass:
     def finish(self, state: ObjectiveState) -> ObjectiveState:
         """The sums."""
         return state
-

@@ -1,0 +1,119 @@
+"""ShareBoost's defaults: held-out rows, ``n_rounds="auto"`` and ``l2="auto"``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from streamlearn import LocalEngine, open_dataset
+from streamlearn.data.chunk import Chunk
+from streamlearn.models.shareboost import LinearColumns, ShareBoostClassifier
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.shareboost.driver import (
+    AUTO_L2_RANGE,
+    FALLBACK_ROUNDS,
+    L2_FACTOR,
+    ROUND_PATIENCE,
+    ROUND_RTOL,
+)
+from streamlearn.solvers.shareboost.passes import ColumnScorePass, RestrictedObjectivePass
+
+
+def _wide_problem(n: int, seed: int, d: int = 120, informative: int = 8, k: int = 4):
+    """``k`` classes that depend on ``informative`` of ``d`` features, the rest noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    W = np.random.default_rng(99).normal(size=(informative, k)) * 1.5
+    scores = X[:, :informative] @ W + rng.gumbel(size=(n, k))
+    return X, np.argmax(scores, axis=1)
+
+
+def test_chunk_select_keeps_the_rows_their_ids_and_weights() -> None:
+    X = np.arange(12, dtype=np.float32).reshape(6, 2)
+    chunk = Chunk(X, np.arange(6, dtype=np.int32), 40, weight=np.linspace(1, 2, 6,
+                                                                          dtype=np.float32))
+    keep = np.array([True, False, False, True, True, False])
+    part = chunk.select(keep)
+    np.testing.assert_array_equal(part.X, X[keep])
+    assert part.X.flags.c_contiguous
+    np.testing.assert_array_equal(part.y, [0, 3, 4])
+    np.testing.assert_array_equal(part.rows, [40, 43, 44])
+    np.testing.assert_array_equal(part.weight, chunk.weight[keep])
+    assert chunk.select(np.zeros(6, dtype=bool)).n_rows == 0
+
+
+def test_held_out_rows_leave_the_training_sums_and_are_tallied_apart() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(700, 5)).astype(np.float32)
+    y = rng.integers(0, 3, size=700)
+    weight = rng.uniform(0.5, 2.0, size=700).astype(np.float32)
+    holdout = Holdout.fraction(0.3, seed=5)
+    held = holdout.mask(np.arange(700))
+    family = LinearColumns(np.full(5, 0.5))
+    selected = np.array([3, 1])
+    coef = rng.normal(size=(2, 3, 1))
+    intercept = rng.normal(size=3)
+    engine = LocalEngine(chunk_rows=90, progress=False)
+
+    def run(pass_factory, rows, with_holdout):
+        data = open_dataset(X[rows], target=y[rows], weight=weight[rows], chunk_rows=90)
+        return engine.run(pass_factory(holdout if with_holdout else None), data)
+
+    # on all rows with the holdout == on the training rows alone (row ids differ there, so
+    # the reference runs without a holdout on the subset)
+    every = np.ones(700, dtype=bool)
+    for factory in (lambda h: RestrictedObjectivePass(family, selected, coef, intercept, h),
+                    lambda h: ColumnScorePass(family, selected, coef, intercept, h)):
+        split = run(factory, every, True)
+        train = run(factory, ~held, False)
+        assert split.loss == pytest.approx(train.loss, rel=1e-9)
+        assert split.weight == pytest.approx(float(weight[~held].sum()), rel=1e-6)
+        np.testing.assert_allclose(split.gradient, train.gradient, rtol=1e-9, atol=1e-12)
+    tallied = run(lambda h: RestrictedObjectivePass(family, selected, coef, intercept, h),
+                  every, True)
+    alone = run(lambda h: RestrictedObjectivePass(family, selected, coef, intercept, h),
+                held, False)
+    assert tallied.held_weight == pytest.approx(float(weight[held].sum()), rel=1e-6)
+    assert tallied.held_loss == pytest.approx(alone.loss, rel=1e-9)
+    assert tallied.held_errors == pytest.approx(alone.errors, rel=1e-9)
+
+
+def test_auto_l2_is_its_stated_rule_on_small_data() -> None:
+    X, y = _wide_problem(300, seed=1, d=10)
+    X[:, 0] *= 40.0  # units do not matter: every feature is divided by its largest value
+    model = ShareBoostClassifier().fit(X, y)
+    z = X.astype(np.float64) / np.abs(X).max(axis=0)
+    expected = L2_FACTOR * np.mean(np.sum(z * z, axis=1)) / 300
+    # 300 rows hold out fewer than 200: no held-out rows, FALLBACK_ROUNDS, one penalty
+    assert model.validation_ is None
+    assert model.l2_ == pytest.approx(expected, rel=1e-6)
+    assert model.n_iter_ == min(FALLBACK_ROUNDS, 10)
+
+
+def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> None:
+    X, y = _wide_problem(3000, seed=2)
+    Xt, yt = _wide_problem(4000, seed=3)
+    model = ShareBoostClassifier().fit(X, y)
+    v = model.validation_
+    assert v is not None and v["held_out_weight"] > 200
+    assert len(v["l2_candidates"]) == len(AUTO_L2_RANGE)
+    assert model.l2_ == pytest.approx(v["l2_candidates"][int(np.argmin(v["l2_held_out_loss"]))])
+    losses = np.array(v["held_out_loss"])
+    best = v["best_round"]
+    assert model.n_iter_ == best == len(model.selected_features_)
+    # the kept round: no earlier round is better by the rule's margin, and the path ran
+    # ROUND_PATIENCE rounds past it without such an improvement (or ran out of columns)
+    assert np.all(losses[:best] >= losses[best] - 1e-12)
+    assert len(losses) - 1 == best + ROUND_PATIENCE or len(losses) - 1 == X.shape[1]
+    assert np.all(losses[best + 1:] >= losses[best] * (1.0 - ROUND_RTOL))
+    # the informative features are kept, most noise is left out
+    assert set(range(8)) <= set(model.selected_features_.tolist())
+    assert model.n_iter_ < 60
+    error = 1.0 - model.score(Xt, yt)
+    # the paper's algorithm run through every column without a penalty overfits the noise
+    every = ShareBoostClassifier(n_rounds=X.shape[1], l2=0.0, refit_iter=30).fit(X, y)
+    assert error < 1.0 - every.score(Xt, yt)
+    # a reference computed another way: scikit-learn's multinomial logistic regression
+    reference = LogisticRegression(max_iter=2000).fit(X, y)
+    assert error <= 1.0 - reference.score(Xt, yt) + 0.01
