@@ -120,10 +120,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     n_rounds : int or "auto"
         Rounds ``T``: selected columns (or anchor pieces) at most. ``"auto"``: hold out
         ``validation_fraction`` of the rows (by a hash of the row id) and add columns until
-        10 rounds in a row have not lowered the held-out loss by 0.1 % of it, or no
-        candidate is left; the model is the round of lowest held-out loss (``validation_``
-        has the curve). With fewer than 200 rows expected in that share, 50 rounds on
-        every row.
+        ``max(10, T_best / 4)`` rounds in a row have not lowered the held-out loss
+        (``T_best`` the best round so far), or no candidate is left; the model is the
+        round of lowest held-out loss (``validation_`` has the curve). With fewer than 200
+        rows expected in that share, 50 rounds on every row.
     features : {"linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
     l2 : float or "auto"

@@ -9,8 +9,8 @@ over all selected columns by L-BFGS, each evaluation one
 the previous round.
 
 With ``n_rounds="auto"`` a share of the rows is held out (a hash of the row id): rounds go on
-until the held-out loss has not improved for :data:`ROUND_PATIENCE` rounds (or no candidate
-is left), and the round with the lowest held-out loss is the model.
+until the held-out loss has not improved for a while (:data:`ROUND_PATIENCE`), or no
+candidate is left, and the round with the lowest held-out loss is the model.
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ COVERAGE_RANGE = 60.0
 SCORE_TIE_RTOL = 1e-6
 #: Correction pairs of the corrective step's L-BFGS.
 LBFGS_MEMORY = 10
-#: ``n_rounds="auto"`` stops after this many rounds without a lower held-out loss.
+#: ``n_rounds="auto"`` stops after this many rounds without a lower held-out loss ...
 ROUND_PATIENCE = 10
-#: ... where a lower loss means lower by this fraction of it at least.
-ROUND_RTOL = 1e-3
+#: ... or this share of the kept round's number, when more (held-out losses plateau for
+#: longer as the model grows, and fall again).
+ROUND_PATIENCE_SHARE = 0.25
 #: ``n_rounds="auto"`` with too few rows to hold out: the paper's budget, this many rounds.
 FALLBACK_ROUNDS = 50
 #: ``l2="auto"``: ``L2_FACTOR`` times the mean squared norm of a scaled row over the rows.
@@ -331,9 +332,10 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     ``n_rounds`` a number: that many rounds (fewer when no column lowers the loss).
     ``"auto"``: with at least :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows
     expected in the ``validation_fraction`` share, those rows are held out; rounds go on
-    until :data:`ROUND_PATIENCE` rounds in a row have not lowered the held-out loss by
-    :data:`ROUND_RTOL` of it, or no candidate is left, and the model is the round with the
-    lowest held-out loss. With fewer rows, :data:`FALLBACK_ROUNDS` rounds on every row.
+    until :data:`ROUND_PATIENCE` rounds in a row (or :data:`ROUND_PATIENCE_SHARE` of the
+    best round's number, when more) have not lowered the held-out loss, or no candidate is
+    left, and the model is the round with the lowest held-out loss. With fewer rows,
+    :data:`FALLBACK_ROUNDS` rounds on every row.
 
     ``l2="auto"``: :func:`auto_l2`; with held-out rows, one greedy path for each multiple
     :data:`AUTO_L2_RANGE` of it, and the path whose kept round has the lowest held-out
@@ -476,8 +478,8 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
             continue
         best_loss = rounds[best].step.held_out_loss
         assert best_loss is not None
-        if step.held_out_loss < best_loss - ROUND_RTOL * abs(best_loss):
+        if step.held_out_loss < best_loss:
             best = t
-        elif t - best >= ROUND_PATIENCE:
+        elif t - best >= max(ROUND_PATIENCE, int(ROUND_PATIENCE_SHARE * best)):
             break
     return _GreedyPath(l2, rounds, best, gtol)
