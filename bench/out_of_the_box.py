@@ -6,7 +6,7 @@ defaults (no setting is tuned per dataset here):
 - streamlearn defaults: ``AdditiveSVC()``, ``MixtureSVC()``, ``ShareBoostClassifier()``;
 - streamlearn with in-stream search: ``StreamSearchCV`` (its defaults) over
   ``AdditiveSVC`` with ``C`` in {0.1, 1, 10, 100} x ``n_bases`` in {10, 20}, and over
-  ``MixtureSVC`` with ``C`` in {"auto", 0.1, 1} x ``n_components`` in {5, 10, 20};
+  ``MixtureSVC`` with ``C`` in {"auto", 0.1, 1} x ``n_components`` in {"auto", 10, 20}
 - peers: ``LinearSVC`` after ``StandardScaler`` with ``C`` in {0.001, 0.01, 0.1, 1, 10}
   chosen by ``GridSearchCV(cv=3)``; ``SGDClassifier`` after ``StandardScaler``;
   ``HistGradientBoostingClassifier``; XGBoost (``tree_method="hist"``); LightGBM; an RBF
@@ -117,7 +117,9 @@ QUICK_TEST_ROWS = 1_000
 RBF_MAX_ROWS = 10_000
 
 ADDITIVE_GRID: dict[str, list[Any]] = {"C": [0.1, 1, 10, 100], "n_bases": [10, 20]}
-MIXTURE_GRID: dict[str, list[Any]] = {"C": ["auto", 0.1, 1], "n_components": [5, 10, 20]}
+#: Holds the defaults (``C="auto"``, ``n_components="auto"``): a search around them.
+MIXTURE_GRID: dict[str, list[Any]] = {"C": ["auto", 0.1, 1],
+                                      "n_components": ["auto", 10, 20]}
 LINEAR_C_GRID = [0.001, 0.01, 0.1, 1.0, 10.0]
 CV_FOLDS = 3
 #: HyperbandSearchCV: training rows cut into this many blocks, one ``partial_fit`` call each.
