@@ -822,26 +822,19 @@ def sparkline(values: np.ndarray, lo: float, hi: float) -> str:
 
 
 def additive_curves(model: Any, lo: np.ndarray, hi: np.ndarray,
-                    center: np.ndarray, points: int = CURVE_POINTS) -> np.ndarray:
+                    points: int = CURVE_POINTS) -> np.ndarray:
     """Learned curve ``g_f`` of each feature of an additive model, centred to mean zero.
 
-    ``g_f`` is read off the decision function by moving feature ``f`` over
-    ``[lo_f, hi_f]`` with the other features held at ``center``: the model is a sum of
-    one-dimensional curves, so what changes is ``g_f`` alone.
+    Each feature's term of the (first) binary model (:meth:`AdditiveSVC.term_contributions`)
+    at ``points`` values evenly spaced over ``[lo_f, hi_f]``.
 
     Returns
     -------
     ndarray of shape (n_features, points)
     """
-    d = len(center)
-    curves = np.empty((d, points))
-    for f in range(d):
-        X = np.tile(np.asarray(center, dtype=np.float32), (points, 1))
-        X[:, f] = np.linspace(lo[f], hi[f], points, dtype=np.float32)
-        raw = model.svm_scores(X) if hasattr(model, "svm_scores") else model.decision_function(X)
-        scores = np.asarray(raw, dtype=np.float64).reshape(points, -1)
-        curves[f] = scores[:, 0] - scores[:, 0].mean()
-    return curves
+    grid = np.linspace(lo, hi, points, dtype=np.float32)  # (points, features)
+    terms = model.term_contributions(grid)[:, :, 0].T  # (features, points)
+    return terms - terms.mean(axis=1, keepdims=True)
 
 
 def _true_accuracy(dataset: Any, signal: Callable[[np.ndarray], np.ndarray]) -> float:
@@ -937,7 +930,7 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
 
     stats = describe(test_set, engine=engine, probabilities=(0.02, 0.5, 0.98))
     lo, center, hi = stats.quantiles
-    learned = additive_curves(model, lo, hi, center)
+    learned = additive_curves(model, lo, hi)
     grid = np.linspace(lo, hi, CURVE_POINTS).T  # (features, points)
     truth = np.empty_like(learned)
     for f in range(len(center)):

@@ -330,11 +330,13 @@ def test_demo_defaults_stop_by_the_rule_without_a_warning(tmp_path: Path) -> Non
 
 def test_additive_curves_recover_each_term() -> None:
     class Additive:
-        def decision_function(self, X: np.ndarray) -> np.ndarray:
-            return np.sin(X[:, 0]) + X[:, 1] ** 2 - 3.0 + 0.0 * X[:, 2]
+        def term_contributions(self, X: np.ndarray) -> np.ndarray:
+            X = X.astype(np.float64)
+            return np.stack([np.sin(X[:, 0]) - 3.0, X[:, 1] ** 2, 0.0 * X[:, 2]],
+                            axis=1)[:, :, None]
 
     lo, hi = np.array([-2.0, -1.0, 0.0]), np.array([2.0, 1.0, 5.0])
-    curves = additive_curves(Additive(), lo, hi, center=np.array([0.3, 0.7, 1.0]), points=9)
+    curves = additive_curves(Additive(), lo, hi, points=9)
     g0 = np.sin(np.linspace(-2, 2, 9))
     g1 = np.linspace(-1, 1, 9) ** 2
     np.testing.assert_allclose(curves[0], g0 - g0.mean(), atol=1e-6)

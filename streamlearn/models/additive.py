@@ -73,11 +73,15 @@ from streamlearn.solvers.embedding import (
     Embedding,
     decision_ovr_chunk,
     embedding_params,
+    feature_terms,
     weights_from_w_d,
 )
 from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
+#: A Hermite map's shape functions span its features' mean plus or minus this many
+#: standard deviations (the map keeps no minimum and maximum).
+HERMITE_SPAN = 3.0
 SOLVERS = ("pegasos", "dcd")
 MULTICLASS = ("ovr", "ovo")
 #: ``tol="auto"`` of ``dcd``: the relative duality gap (liblinear's projected-gradient
@@ -791,6 +795,103 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if decision.ndim == 1:
             return self.classes_[(decision > 0).astype(np.int64)]
         return self.classes_[np.argmax(decision, axis=1)]
+
+    # -- what the model learned -----------------------------------------------------------
+    def term_contributions(self, X: Any) -> np.ndarray:
+        """Each feature's term of each binary model's SVM score, at the rows of ``X``.
+
+        The score is additive, ``f_j(x) = sum_f g_jf(x_f) + b_j``: entry ``[i, f, j]`` is
+        ``g_jf`` at row ``i``'s value of feature ``f``, so summing over ``f`` and adding
+        :attr:`intercept_` gives :meth:`svm_scores`. Each ``g_jf`` is defined up to a
+        constant that the intercept can absorb (the B-spline bases of a feature sum to 1).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features), or a table with the fit-time columns
+
+        Returns
+        -------
+        ndarray of shape (n, n_features, n_models), float64
+            Models in the order of ``coef_d_`` (:meth:`svm_scores`'s columns).
+        """
+        self._check_fitted()
+        values = check_features(X, self.feature_names_in_, type(self).__name__)
+        return feature_terms(values, self.coef_d_, *self._embedding())
+
+    def shape_functions(self, n_points: int = 100,
+                        ranges: Any = None) -> Any:
+        """Each feature's learned curve ``g_jf`` on a grid, as a long table.
+
+        Parameters
+        ----------
+        n_points : int
+            Grid points per numeric feature, evenly spaced over its range.
+        ranges : array-like of shape (n_features, 2), optional
+            ``(low, high)`` of every feature. Default: the range the feature map covers
+            (the training rows' minimum and maximum, or ``feature_range``; for Hermite maps
+            the mean plus or minus 3 standard deviations). Needed for ``embedding="linear"``,
+            which keeps no range. A categorical feature takes every category instead.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per feature, grid value and binary model: ``feature`` (name), ``value``
+            (grid value, or the category), ``model`` (the model's positive class; for
+            one-vs-one ``"a vs b"``) and ``contribution`` (``g_jf(value)`` in SVM score
+            units; see :meth:`term_contributions` for the constant it is defined up to).
+        """
+        import pandas as pd
+
+        self._check_fitted()
+        if int(n_points) < 2:
+            raise ValueError(f"n_points must be at least 2, got {n_points}")
+        lo, hi = self._shape_ranges(ranges)
+        names = list(self.feature_names_in_)
+        categories = getattr(self, "categories_", {}) or {}
+        pairs = self._pairs()
+        if len(self.classes_) == 2:
+            models = [self.classes_[1]]
+        elif pairs.one_vs_one:
+            models = [f"{self.classes_[a]} vs {self.classes_[b]}"
+                      for a, b in zip(pairs.positive, pairs.negative, strict=True)]
+        else:
+            models = list(self.classes_)
+        W = self.coef_d_
+        emb = self._embedding()
+        frames = []
+        for f, name in enumerate(names):
+            if name in categories:
+                grid = np.arange(len(categories[name]), dtype=np.float32)
+                shown: Any = list(categories[name])
+            else:
+                grid = np.linspace(lo[f], hi[f], int(n_points)).astype(np.float32)
+                shown = grid.astype(np.float64)
+            X = np.zeros((grid.shape[0], len(names)), dtype=np.float32)
+            X[:, f] = grid
+            terms = feature_terms(X, W, *emb)[:, f, :]  # (points, models)
+            for j, model in enumerate(models):
+                frames.append(pd.DataFrame({"feature": name, "value": shown, "model": model,
+                                            "contribution": terms[:, j]}))
+        return pd.concat(frames, ignore_index=True)
+
+    def _shape_ranges(self, ranges: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` per feature for :meth:`shape_functions`."""
+        d = self.n_features_in_
+        if ranges is not None:
+            bounds = np.asarray(ranges, dtype=np.float64)
+            if bounds.shape != (d, 2) or not np.isfinite(bounds).all() or \
+                    np.any(bounds[:, 0] >= bounds[:, 1]):
+                raise ValueError(f"ranges must be {d} finite (low, high) pairs with "
+                                 f"low < high, got an array of shape {bounds.shape}")
+            return bounds[:, 0], bounds[:, 1]
+        fmap = self.feature_map_
+        if fmap is None:
+            raise ValueError("a linear model keeps no feature ranges: give shape_functions "
+                             "ranges=[(low, high), ...], one pair per feature")
+        if isinstance(fmap, HermiteMap):
+            mean, std = np.asarray(fmap.mean_), np.asarray(fmap.std_)
+            return mean - HERMITE_SPAN * std, mean + HERMITE_SPAN * std
+        return np.asarray(fmap.lo_, dtype=np.float64), np.asarray(fmap.hi_, dtype=np.float64)
 
     # -- learned weights ------------------------------------------------------------------
     @property

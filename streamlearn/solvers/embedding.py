@@ -505,6 +505,39 @@ def decision_chunk(X, w_d, bias, kind, ipar, fpar):
     return decision_ovr_chunk(X, W, 1.0, kind, ipar, fpar)[:, 0].astype(np.float32)
 
 
+def feature_terms(X, W, kind, ipar, fpar):
+    """Each feature's term ``g_jf(x_f) = w_j . Psi_d(x)`` restricted to feature ``f``'s block.
+
+    Every map embeds a feature into its own block of ``ipar[IP_N_COLS]`` columns (and ``w_d``
+    is transformed block by block), so the score of model ``j`` is
+    ``sum_f g_jf(x_f) + b_j``: this evaluates each block alone, with the other blocks and
+    the bias set to zero.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    W : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64
+        Models in ``w_d`` form, bias weight last (ignored).
+    kind : int
+    ipar, fpar : ndarray
+        Packed map (:func:`embedding_params`).
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features, m), float64
+    """
+    n_features, n_cols = int(ipar[IP_N_FEATURES]), int(ipar[IP_N_COLS])
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    out = np.empty((X.shape[0], n_features, W.shape[0]))
+    block = np.zeros_like(W)
+    for f in range(n_features):
+        cols = slice(f * n_cols, (f + 1) * n_cols)
+        block[:, cols] = W[:, cols]
+        out[:, f, :] = decision_ovr_chunk(X, block, 0.0, kind, ipar, fpar)
+        block[:, cols] = 0.0
+    return out
+
+
 @njit(cache=True, nogil=True)
 def weights_from_w_d(w_d, ipar):
     """The model ``w = D_d w_d`` of the materialised embedding ``Psi_d``.
