@@ -109,3 +109,26 @@ def test_shape_functions_of_categories_and_classes_survive_a_model_file(tmp_path
         model.shape_functions(n_points=1)
     with pytest.raises(ValueError, match="ranges"):
         model.shape_functions(ranges=[(0, 1)])
+
+
+@pytest.mark.parametrize("params", [{"degree": 3}, {"embedding": "fourier"},
+                                    {"embedding": "linear"}, {"multiclass": "ovo"}])
+def test_feature_importances_are_the_centred_mean_absolute_terms(params) -> None:
+    # at most 4,096 rows: the describe pass's sample holds every row, so the importances
+    # equal the same statistic computed from term_contributions over all the rows
+    k = 3 if params.get("multiclass") == "ovo" else 2
+    X, y = _problem(3000, 5, k)
+    model = AdditiveSVC(progress=False, random_state=0, **params).fit(X, y)
+    terms = model.term_contributions(X)
+    expected = np.abs(terms - terms.mean(axis=0)).mean(axis=(0, 2))
+    np.testing.assert_allclose(model.feature_importances_, expected, rtol=1e-5)
+    if params.get("embedding") != "linear":  # a line cannot follow x1^2: both curves count
+        assert model.feature_importances_[2] < 0.3 * model.feature_importances_[:2].min()
+
+
+def test_no_importances_without_a_describe_pass_or_after_partial_fit() -> None:
+    X, y = _problem(500, 6)
+    linear = AdditiveSVC(embedding="linear", calibrate=False, progress=False).fit(X, y)
+    assert not hasattr(linear, "feature_importances_")
+    model = AdditiveSVC(progress=False).partial_fit(X, y, classes=[0, 1])
+    assert not hasattr(model, "feature_importances_")

@@ -259,6 +259,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``-(A f + B)`` are :meth:`decision_function` (two classes, one-vs-rest).
     calibrated_ : bool
         Whether ``platt_a_, platt_b_`` were fitted (else the plain logistic ``A = -1, B = 0``).
+    feature_importances_ : ndarray of shape (n_features,)
+        Each feature's mean absolute contribution to the SVM scores, centred
+        (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
+        row sample of the describe pass (no extra read), averaged over the binary models.
+        Absent when ``fit`` made no describe pass (a linear model without calibration or
+        weights) and after :meth:`partial_fit` alone.
     state_w_d_ : ndarray of shape (n_models, n_dims + 1)
         Last PEGASOS iterates (the models themselves for ``dcd``), where :meth:`partial_fit`
         continues from.
@@ -515,6 +521,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_iter_, self.t_ = fitted.n_iter, fitted.t
         self.average_start_ = fitted.average_start
         self.monitor_loss_ = list(fitted.monitor_history)
+        if fitted.importances is not None:
+            self.feature_importances_ = fitted.importances
+        else:
+            self.__dict__.pop("feature_importances_", None)
         if fitted.pg_range is not None:
             self.pg_range_ = fitted.pg_range
 

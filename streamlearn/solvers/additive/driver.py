@@ -48,9 +48,16 @@ from streamlearn.solvers.additive.passes import (
 )
 from streamlearn.solvers.calibration import ScoreHistogram
 from streamlearn.solvers.dcd import LOSSES
-from streamlearn.solvers.embedding import Embedding, embedding_params, model_sq_norm
+from streamlearn.solvers.embedding import (
+    Embedding,
+    embedding_params,
+    model_sq_norm,
+    weights_from_w_d,
+)
 from streamlearn.solvers.pegasos import NO_AVERAGING
 
+#: Rows of the describe sample embedded at once for the feature importances.
+IMPORTANCE_BLOCK_ROWS = 256
 #: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
 #: shares of this (a held-out set that the model nearly separates).
 LOSS_FLOOR = 0.01
@@ -164,6 +171,8 @@ class AdditiveFit:
         PEGASOS with a stopping rule: the monitored loss of the model after each epoch but
         the last; ``dcd``: the relative duality gap of the model after each epoch but the
         last (see :func:`fit`).
+    importances : ndarray of shape (n_features,) or None
+        :func:`term_importances` over the describe pass's row sample (None without one).
     """
 
     feature_names: tuple[str, ...]
@@ -181,6 +190,7 @@ class AdditiveFit:
     average_start: int
     pg_range: float | None
     monitor_history: tuple[float, ...] = ()
+    importances: np.ndarray | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -351,10 +361,52 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
                                                      config.bias_scale, holdout))
         platt_a, platt_b = histogram.fit()
         calibrated = True
+    importances = (None if sample is None or sample.shape[0] == 0
+                   else term_importances(sample, coef_d, feature_map, emb))
     return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
-                       models.average_start, models.pg_range, models.monitor_history)
+                       models.average_start, models.pg_range, models.monitor_history,
+                       importances)
+
+
+def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureMap | None,
+                     emb: Embedding) -> np.ndarray:
+    """Each feature's importance: the mean absolute deviation of its term from the term's
+    mean over ``rows``, averaged over the binary models.
+
+    A feature whose curve is flat, or whose values all fall where it is flat, scores 0;
+    the unit is that of the SVM scores, so importances of one model compare across
+    features whatever their units. The terms are the blocks of the materialised embedding
+    times the model's weights, :data:`IMPORTANCE_BLOCK_ROWS` rows at a time.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (k, n_features), float32
+    coef_d : ndarray of shape (n_models, n_dims + 1)
+    feature_map : FeatureMap or None
+        None for the identity.
+    emb : Embedding
+        The map packed (its ``w_d`` form is ``coef_d``'s).
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64
+    """
+    d, n_cols = emb.n_features, emb.n_cols
+    W = np.vstack([weights_from_w_d(np.ascontiguousarray(w), emb.ipar)[:-1] for w in coef_d])
+    W = np.ascontiguousarray(W.reshape(W.shape[0], d, n_cols).transpose(1, 2, 0))  # (d, c, m)
+
+    def blocks() -> Any:  # terms of a block of rows, (n, d, m)
+        for a in range(0, rows.shape[0], IMPORTANCE_BLOCK_ROWS):
+            X = rows[a:a + IMPORTANCE_BLOCK_ROWS]
+            Psi = X if feature_map is None else feature_map.transform(X)
+            Psi = np.asarray(Psi, dtype=np.float64).reshape(X.shape[0], d, n_cols)
+            yield np.matmul(Psi.transpose(1, 0, 2), W).transpose(1, 0, 2)
+
+    mean = sum(block.sum(axis=0) for block in blocks()) / rows.shape[0]
+    spread = sum(np.abs(block - mean).sum(axis=0) for block in blocks()) / rows.shape[0]
+    return spread.mean(axis=1)
 
 
 def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | None,
@@ -414,6 +466,7 @@ class _Models:
     average_start: int
     pg_range: float | None
     monitor_history: tuple[float, ...] = ()
+    importances: np.ndarray | None = None
     calibration: ScoreHistogram | None = None  # binned held-out scores of coef_d, if known
 
 
