@@ -132,3 +132,6 @@ def test_no_importances_without_a_describe_pass_or_after_partial_fit() -> None:
     assert not hasattr(linear, "feature_importances_")
     model = AdditiveSVC(progress=False).partial_fit(X, y, classes=[0, 1])
     assert not hasattr(model, "feature_importances_")
+    fitted = AdditiveSVC(progress=False).fit(X, y)
+    assert fitted.feature_importances_.shape == (3,)
+    assert not hasattr(fitted.partial_fit(X[:50], y[:50]), "feature_importances_")

@@ -264,7 +264,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
         row sample of the describe pass (no extra read), averaged over the binary models.
         Absent when ``fit`` made no describe pass (a linear model without calibration or
-        weights) and after :meth:`partial_fit` alone.
+        weights) and after :meth:`partial_fit`, which changes the model without reading
+        such a sample.
     state_w_d_ : ndarray of shape (n_models, n_dims + 1)
         Last PEGASOS iterates (the models themselves for ``dcd``), where :meth:`partial_fit`
         continues from.
@@ -597,6 +598,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_train_ += X.shape[0]
         self.state_w_d_ = W
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
+        self.__dict__.pop("feature_importances_", None)  # they described the model before
         return self
 
     def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
