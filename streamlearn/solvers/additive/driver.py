@@ -466,7 +466,6 @@ class _Models:
     average_start: int
     pg_range: float | None
     monitor_history: tuple[float, ...] = ()
-    importances: np.ndarray | None = None
     calibration: ScoreHistogram | None = None  # binned held-out scores of coef_d, if known
 
 
