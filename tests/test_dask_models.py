@@ -1,4 +1,4 @@
-"""MixtureSVC and the super-sparse models fit (and reduce) on a dask cluster as they do locally.
+"""MixtureSVC, ShareBoost and the super-sparse models fit on a dask cluster as they do locally.
 
 The super-sparse fit is made of reductions only (Gram matrices, prototype gradients), merged
 in a tree on the cluster, so it must give the local model to float round-off. MixtureSVC's
@@ -15,7 +15,12 @@ import pytest
 from sklearn.metrics import accuracy_score
 
 from streamlearn.engine import DaskEngine
-from streamlearn.models import MixtureSVC, SuperSparseClassifier, SuperSparseRegressor
+from streamlearn.models import (
+    MixtureSVC,
+    ShareBoostClassifier,
+    SuperSparseClassifier,
+    SuperSparseRegressor,
+)
 
 
 def _xor(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,3 +80,18 @@ def test_supersparse_reduce_on_dask_matches_local(dask_client) -> None:
                                rtol=1e-4, atol=1e-5)
     # the reduced machine still imitates its teacher
     assert accuracy_score(teacher.predict(Xt), remote.predict(Xt)) > 0.9
+
+
+def test_shareboost_defaults_on_dask_match_local(dask_client) -> None:
+    # the held-out rows are picked by a hash of the global row id, and every pass is a
+    # reduction: the cluster chooses the same rounds, penalty and columns as the local fit
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 12)).astype(np.float32)
+    y = np.argmax(X[:, :3] @ rng.normal(size=(3, 3)) + rng.gumbel(size=(3000, 3)), axis=1)
+    local = ShareBoostClassifier(chunk_rows=400).fit(X, y)
+    remote = ShareBoostClassifier(chunk_rows=400).fit(X, y, engine=DaskEngine(dask_client))
+    assert local.validation_ is not None and remote.validation_ is not None
+    assert remote.l2_ == pytest.approx(local.l2_, rel=1e-9)
+    np.testing.assert_array_equal(remote.selected_features_, local.selected_features_)
+    np.testing.assert_allclose(remote.predict_proba(X[:300]), local.predict_proba(X[:300]),
+                               rtol=1e-4, atol=1e-6)

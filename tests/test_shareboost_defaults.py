@@ -117,3 +117,29 @@ def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> 
     # a reference computed another way: scikit-learn's multinomial logistic regression
     reference = LogisticRegression(max_iter=2000).fit(X, y)
     assert error <= 1.0 - reference.score(Xt, yt) + 0.01
+
+
+def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path) -> None:
+    X, y = _wide_problem(2500, seed=7, d=30)
+    whole = ShareBoostClassifier(chunk_rows=500).fit(X, y)
+
+    class Killed(LocalEngine):  # the same engine resumes (the checkpoint records its kind)
+        runs = 0
+        kill_at: int | None = 150  # a pass inside the first or the second greedy path
+
+        def run(self, pass_, data, **options):
+            Killed.runs += 1
+            if Killed.runs == Killed.kill_at:
+                raise RuntimeError("killed")
+            return super().run(pass_, data, **options)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=tmp_path / "ckpt",
+                                                 engine=Killed(progress=False))
+    Killed.kill_at = None
+    resumed = ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=tmp_path / "ckpt",
+                                                       engine=Killed(progress=False))
+    np.testing.assert_array_equal(resumed.selected_features_, whole.selected_features_)
+    assert resumed.l2_ == whole.l2_
+    np.testing.assert_allclose(resumed.predict_proba(X[:200]), whole.predict_proba(X[:200]),
+                               rtol=1e-9, atol=1e-12)
