@@ -2,7 +2,8 @@
 
 Additive embeddings of paper 000: uniform B-splines linearised by difference penalties
 (:class:`BSplineMap`), trigonometric (:class:`FourierMap`) and Hermite (:class:`HermiteMap`)
-embeddings, each with a zero-preserving variant for sparse non-negative inputs.
+embeddings, each with a zero-preserving variant for sparse non-negative inputs; and
+B-splines with tensor-product terms of selected feature pairs (:class:`BSplinePairMap`).
 """
 
 from streamlearn.features.bspline import (
@@ -34,9 +35,15 @@ from streamlearn.features.hermite import (
     hermite_transform_dense,
     hermite_weights,
 )
+from streamlearn.features.pair_terms import (
+    BSplinePairMap,
+    pair_encode_row,
+    pair_transform_dense,
+)
 
 __all__ = [
     "BSplineMap",
+    "BSplinePairMap",
     "FeatureMap",
     "FourierMap",
     "HermiteMap",
@@ -52,6 +59,8 @@ __all__ = [
     "hermite_transform_dense",
     "hermite_weights",
     "inverse_transpose",
+    "pair_encode_row",
+    "pair_transform_dense",
     "score_d",
     "step_a",
     "step_b",

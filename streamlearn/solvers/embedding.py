@@ -3,13 +3,20 @@
 Numba kernels cannot take a feature map object or a Python function, so a map is described
 by an integer ``kind`` and two packed arrays:
 
-* ``kind``: :data:`LINEAR` (identity, the raw row), :data:`BSPLINE`, :data:`FOURIER` or
-  :data:`HERMITE`;
-* ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants;
+* ``kind``: :data:`LINEAR` (identity, the raw row), :data:`BSPLINE`, :data:`FOURIER`,
+  :data:`HERMITE` or :data:`BSPLINE_PAIRS` (B-splines plus pair terms,
+  :class:`~streamlearn.features.pair_terms.BSplinePairMap`);
+* ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants, followed for
+  :data:`BSPLINE_PAIRS` by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``;
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite.
+  ``(mean, std)`` for Hermite; :data:`BSPLINE_PAIRS` appends the pair grid's scale
+  (n_features).
+
+Pair columns come after the ``n_features * n_cols`` per-feature columns
+(``ipar[IP_MAIN_DIMS]``); their penalty is a ridge, so ``w_d`` equals ``w`` there, and the
+per-row helpers update them as plain sparse entries.
 
 :func:`embedding_params` builds them from a fitted map (or ``None`` for the identity).
 
@@ -31,12 +38,14 @@ from numba import njit
 
 from streamlearn.features import (
     BSplineMap,
+    BSplinePairMap,
     FeatureMap,
     FourierMap,
     HermiteMap,
     bspline_encode_row,
     fourier_encode_row,
     hermite_encode_row,
+    pair_encode_row,
     score_d,
     step_a,
     update_d,
@@ -47,19 +56,23 @@ LINEAR = 0
 BSPLINE = 1
 FOURIER = 2
 HERMITE = 3
-KIND_NAMES = ("linear", "bspline", "fourier", "hermite")
-KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE)
+BSPLINE_PAIRS = 4
+KIND_NAMES = ("linear", "bspline", "fourier", "hermite", "bspline+pairs")
+KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE, BSPLINE_PAIRS)
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
-IP_N_DIMS = 2  # n_features * n_cols, the length of w_d
+IP_N_DIMS = 2  # the length of w_d: n_features * n_cols, plus the pair columns
 IP_ORDER = 3  # difference penalty order d of w_d = D_d^-1 w (0 unless B-spline)
 IP_MAX_NNZ = 4  # largest number of entries encode_row writes
 IP_N_BASES = 5  # B-spline bases per feature
 IP_DEGREE = 6  # B-spline degree
 IP_ZERO_PRESERVING = 7  # 1 for the Psi(0) = 0 variants
 IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
-N_IPAR = 9
+IP_MAIN_DIMS = 9  # n_features * n_cols, the per-feature columns
+IP_N_PAIRS = 10  # pair terms (BSPLINE_PAIRS)
+IP_PAIR_BASES = 11  # bases per axis of a pair's grid
+N_IPAR = 12
 
 
 class Embedding(NamedTuple):
@@ -85,6 +98,21 @@ class Embedding(NamedTuple):
         return int(self.ipar[IP_N_DIMS])
 
     @property
+    def main_dims(self) -> int:
+        """Per-feature columns, ``n_features * n_cols`` (pair columns follow them)."""
+        return int(self.ipar[IP_MAIN_DIMS])
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pair terms."""
+        return int(self.ipar[IP_N_PAIRS])
+
+    @property
+    def pair_bases(self) -> int:
+        """Bases per axis of a pair's grid (0 without pairs)."""
+        return int(self.ipar[IP_PAIR_BASES])
+
+    @property
     def order(self) -> int:
         """Difference penalty order of the ``w_d`` representation."""
         return int(self.ipar[IP_ORDER])
@@ -100,7 +128,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
 
     Parameters
     ----------
-    feature_map : BSplineMap, FourierMap, HermiteMap or None
+    feature_map : BSplineMap, BSplinePairMap, FourierMap, HermiteMap or None
         A fitted map; None embeds a row as itself (``kind = LINEAR``).
     n_features : int, optional
         Number of input features; required for ``None``, checked against a fitted map.
@@ -115,7 +143,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         if n_features is None:
             raise ValueError("n_features is required for the linear (identity) embedding")
         nf = int(n_features)
-        ipar[[IP_N_FEATURES, IP_N_COLS, IP_N_DIMS, IP_MAX_NNZ]] = nf, 1, nf, nf
+        ipar[[IP_N_FEATURES, IP_N_COLS, IP_N_DIMS, IP_MAX_NNZ, IP_MAIN_DIMS]] = nf, 1, nf, nf, nf
         return Embedding(LINEAR, ipar, np.zeros(1, dtype=np.float64))
     if not feature_map.is_fitted:
         raise RuntimeError(f"{type(feature_map).__name__} is not fitted; call fit(...) first")
@@ -126,6 +154,19 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
     ipar[IP_N_FEATURES] = nf
     ipar[IP_N_COLS] = n_cols
     ipar[IP_N_DIMS] = nf * n_cols
+    ipar[IP_MAIN_DIMS] = nf * n_cols
+    if isinstance(feature_map, BSplinePairMap):
+        ipar[IP_ORDER] = feature_map.penalty_order
+        ipar[IP_MAX_NNZ] = feature_map.max_row_nnz(nf)
+        ipar[IP_N_BASES] = feature_map.n_bases
+        ipar[IP_DEGREE] = feature_map.degree
+        ipar[IP_N_DIMS] = feature_map.n_output_features(nf)
+        ipar[IP_N_PAIRS] = feature_map.n_pairs
+        ipar[IP_PAIR_BASES] = feature_map.pair_bases
+        ipar = np.concatenate([ipar, feature_map.pair_features])
+        fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
+                               feature_map.pair_scale_])
+        return Embedding(BSPLINE_PAIRS, ipar, fpar.astype(np.float64))
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
         ipar[IP_MAX_NNZ] = feature_map.max_row_nnz(nf)
@@ -155,7 +196,8 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     Parameters
     ----------
     kind : int
-        :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER` or :data:`HERMITE`.
+        :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER`, :data:`HERMITE` or
+        :data:`BSPLINE_PAIRS`.
     x : ndarray of shape (n_features,), float32
     ipar : ndarray of int64
         Integer parameters (:func:`embedding_params`).
@@ -187,6 +229,10 @@ def encode_row(kind, x, ipar, fpar, idx, val):
         return bspline_encode_row(
             x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
         )
+    if kind == BSPLINE_PAIRS:
+        nnz = bspline_encode_row(x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], False, idx, val)
+        return pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
+                               ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
@@ -216,7 +262,7 @@ def kernel_kinds(compile_for: Callable[[int], Callable]) -> dict[int, Callable]:
     """
     spectral = compile_for(-1)
     return {LINEAR: compile_for(LINEAR), BSPLINE: compile_for(BSPLINE), FOURIER: spectral,
-            HERMITE: spectral}
+            HERMITE: spectral, BSPLINE_PAIRS: compile_for(BSPLINE_PAIRS)}
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -300,7 +346,13 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
         for f in range(x.shape[0]):
             w_d[f] += eta * x[f]
         return
-    update_d(w_d, idx, val, nnz, n_cols, order, eta)
+    k = nnz
+    if kind == BSPLINE_PAIRS:  # pair entries come last, in w form
+        main = x.shape[0] * n_cols
+        while k > 0 and idx[k - 1] >= main:
+            k -= 1
+            w_d[idx[k]] += eta * val[k]
+    update_d(w_d, idx, val, k, n_cols, order, eta)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -323,7 +375,15 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             w_d[f] += eta * v
             avg[f] += eta_avg * v
         return
-    update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg)
+    k = nnz
+    if kind == BSPLINE_PAIRS:  # pair entries come last, in w form
+        main = x.shape[0] * n_cols
+        while k > 0 and idx[k - 1] >= main:
+            k -= 1
+            v = np.float64(val[k])
+            w_d[idx[k]] += eta * v
+            avg[idx[k]] += eta_avg * v
+    update_d_pair(w_d, avg, idx, val, k, n_cols, order, eta, eta_avg)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -350,7 +410,15 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
             v = np.float64(x[f])
             s += v * v
         return s
-    return sq_norm_d(idx, val, nnz, n_cols, order, scratch)
+    k = nnz
+    s = 0.0
+    if kind == BSPLINE_PAIRS:  # pair entries come last, in w form
+        main = x.shape[0] * n_cols
+        while k > 0 and idx[k - 1] >= main:
+            k -= 1
+            v = np.float64(val[k])
+            s += v * v
+    return s + sq_norm_d(idx, val, k, n_cols, order, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -424,7 +492,7 @@ def row_sq_norm(kind, x, ipar, fpar, idx, val, scratch):
     float
     """
     nnz = encode_row(kind, x, ipar, fpar, idx, val)
-    return sq_norm_d(idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
+    return row_sq_norm_d(kind, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -505,13 +573,23 @@ def decision_chunk(X, w_d, bias, kind, ipar, fpar):
     return decision_ovr_chunk(X, W, 1.0, kind, ipar, fpar)[:, 0].astype(np.float32)
 
 
+def term_blocks(ipar: np.ndarray) -> list[slice]:
+    """The columns of each additive term: every feature's block, then every pair's."""
+    n_features, n_cols = int(ipar[IP_N_FEATURES]), int(ipar[IP_N_COLS])
+    blocks = [slice(f * n_cols, (f + 1) * n_cols) for f in range(n_features)]
+    start, size = int(ipar[IP_MAIN_DIMS]), int(ipar[IP_PAIR_BASES]) ** 2
+    blocks += [slice(start + p * size, start + (p + 1) * size)
+               for p in range(int(ipar[IP_N_PAIRS]))]
+    return blocks
+
+
 def feature_terms(X, W, kind, ipar, fpar):
-    """Each feature's term ``g_jf(x_f) = w_j . Psi_d(x)`` restricted to feature ``f``'s block.
+    """Each term's share ``w_j . Psi_d(x)`` restricted to the term's block of columns.
 
     Every map embeds a feature into its own block of ``ipar[IP_N_COLS]`` columns (and ``w_d``
-    is transformed block by block), so the score of model ``j`` is
-    ``sum_f g_jf(x_f) + b_j``: this evaluates each block alone, with the other blocks and
-    the bias set to zero.
+    is transformed block by block), and each pair term into a block of its own after them
+    (:func:`term_blocks`), so the score of model ``j`` is ``sum_t g_jt(x) + b_j``: this
+    evaluates each block alone, with the other blocks and the bias set to zero.
 
     Parameters
     ----------
@@ -524,16 +602,16 @@ def feature_terms(X, W, kind, ipar, fpar):
 
     Returns
     -------
-    ndarray of shape (n_rows, n_features, m), float64
+    ndarray of shape (n_rows, n_features + n_pairs, m), float64
+        The features' terms, then the pairs'.
     """
-    n_features, n_cols = int(ipar[IP_N_FEATURES]), int(ipar[IP_N_COLS])
     X = np.ascontiguousarray(X, dtype=np.float32)
-    out = np.empty((X.shape[0], n_features, W.shape[0]))
+    blocks = term_blocks(ipar)
+    out = np.empty((X.shape[0], len(blocks), W.shape[0]))
     block = np.zeros_like(W)
-    for f in range(n_features):
-        cols = slice(f * n_cols, (f + 1) * n_cols)
+    for t, cols in enumerate(blocks):
         block[:, cols] = W[:, cols]
-        out[:, f, :] = decision_ovr_chunk(X, block, 0.0, kind, ipar, fpar)
+        out[:, t, :] = decision_ovr_chunk(X, block, 0.0, kind, ipar, fpar)
         block[:, cols] = 0.0
     return out
 
@@ -545,7 +623,7 @@ def weights_from_w_d(w_d, ipar):
     Parameters
     ----------
     w_d : ndarray of shape (>= ipar[IP_N_DIMS],), float64
-        Entries past ``ipar[IP_N_DIMS]`` (a bias) are copied unchanged.
+        Entries past the per-feature blocks (pair columns, a bias) are copied unchanged.
     ipar : ndarray of int64
 
     Returns
@@ -564,7 +642,8 @@ def weights_from_w_d(w_d, ipar):
 
 @njit(cache=True, nogil=True)
 def model_sq_norm(w_d, ipar):
-    """``||w||^2 = ||D_d w_d||^2`` over the first ``ipar[IP_N_DIMS]`` entries of ``w_d``.
+    """``||w||^2 = ||D_d w_d||^2`` over the first ``ipar[IP_N_DIMS]`` entries of ``w_d``
+    (pair columns, where ``w_d = w``, included).
 
     Parameters
     ----------
@@ -587,4 +666,6 @@ def model_sq_norm(w_d, ipar):
             if order == 2 and i >= 1:
                 v -= w_d[base + i - 1] - (w_d[base + i - 2] if i >= 2 else 0.0)
             s += v * v
+    for i in range(ipar[IP_MAIN_DIMS], ipar[IP_N_DIMS]):  # pair columns: w_d = w
+        s += w_d[i] * w_d[i]
     return s

@@ -1,0 +1,197 @@
+"""Pairwise interaction terms beside per-feature B-splines: a GA2M embedding (paper 000's
+additive model plus selected pairs, as in Lou et al., KDD 2013).
+
+A pair ``(f, g)`` gets the tensor product of two degree-1 B-spline bases, ``P = pair_bases``
+uniform bases over each feature's range ``[lo, hi]`` (``P - 1`` segments): ``P^2`` columns,
+of which the 4 of the cell holding ``(x_f, x_g)`` are non-zero, with the bilinear weights
+``(1 - u)(1 - v), (1 - u) v, u (1 - v), u v`` (they sum to one). Column ``a P + b`` of the
+pair's block is basis ``a`` of ``x_f`` times basis ``b`` of ``x_g``, so the term is a
+piecewise-bilinear surface with value ``w[a P + b]`` at grid node ``(a, b)``.
+
+The pair blocks follow the per-feature blocks, pair after pair. Their penalty is a ridge
+(``D0``) on the node values: smoothness comes from the coarse grid (8 x 8 nodes by
+default, where a feature's curve has 20 bases), as for the binned pair terms of Explainable
+Boosting Machines. A difference penalty along both axes has no per-block triangular factor
+of the kind that keeps the per-feature updates sparse (``w_d = D_d^-1 w``), so each update
+would touch the whole ``P^2`` block; the ridge keeps a pair at 4 entries per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+from numba import njit
+
+from streamlearn.errors import SchemaError
+from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform_dense
+from streamlearn.features.feature_map import dense_to_csr
+
+#: Default bases per axis of a pair's tensor grid.
+PAIR_BASES = 8
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
+    """Append the tensor-product entries of a row's pairs to an encoding.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_features,), float32
+    lo : ndarray of shape (n_features,), float64
+        Lower ends of the ranges.
+    pair_scale : ndarray of shape (n_features,), float64
+        ``(pair_bases - 1) / (hi - lo)``, segments of the pair grid per unit.
+    pair_bases : int
+        ``P``, bases per axis.
+    features : ndarray of shape (2 n_pairs,), int64
+        ``f_0, g_0, f_1, g_1, ...``: the features of each pair.
+    offset : int
+        Column of the first pair block (the per-feature columns come before it).
+    idx : ndarray of int32
+        Receives the column indices from position ``nnz`` on (ascending).
+    val : ndarray of float32
+        Receives the values.
+    nnz : int
+        Entries already written.
+
+    Returns
+    -------
+    int
+        ``nnz + 4 n_pairs``.
+    """
+    n_seg = pair_bases - 1
+    block = pair_bases * pair_bases
+    for p in range(features.shape[0] // 2):
+        f = features[2 * p]
+        g = features[2 * p + 1]
+        a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
+        b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
+        base = offset + p * block + a * pair_bases + b
+        idx[nnz] = base
+        idx[nnz + 1] = base + 1
+        idx[nnz + 2] = base + pair_bases
+        idx[nnz + 3] = base + pair_bases + 1
+        val[nnz] = (1.0 - u) * (1.0 - v)
+        val[nnz + 1] = (1.0 - u) * v
+        val[nnz + 2] = u * (1.0 - v)
+        val[nnz + 3] = u * v
+        nnz += 4
+    return nnz
+
+
+@njit(cache=True, nogil=True)
+def pair_transform_dense(X, lo, pair_scale, pair_bases, features, out):
+    """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2)."""
+    m = 2 * features.shape[0]
+    idx = np.empty(m, dtype=np.int32)
+    val = np.empty(m, dtype=np.float32)
+    for r in range(X.shape[0]):
+        for i in range(out.shape[1]):
+            out[r, i] = 0.0
+        nnz = pair_encode_row(X[r], lo, pair_scale, pair_bases, features, 0, idx, val, 0)
+        for k in range(nnz):
+            out[r, idx[k]] = val[k]
+
+
+def check_interactions(interactions: Any, n_features: int | None = None) -> tuple[
+        tuple[int, int], ...]:
+    """Pairs of feature indices ``(f, g)``, ``f < g``, distinct; a clear error otherwise."""
+    pairs = []
+    for item in interactions:
+        try:
+            f, g = (int(v) for v in item)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"an interaction is a pair of feature indices, got {item!r}"
+                             ) from error
+        if f == g:
+            raise ValueError(f"an interaction pairs two different features, got ({f}, {g})")
+        f, g = min(f, g), max(f, g)
+        if f < 0 or (n_features is not None and g >= n_features):
+            raise SchemaError(f"interaction ({f}, {g}) names a feature outside "
+                              f"0 .. {n_features - 1 if n_features else '?'}")
+        if (f, g) in pairs:
+            raise ValueError(f"interaction ({f}, {g}) is listed twice")
+        pairs.append((f, g))
+    return tuple(pairs)
+
+
+class BSplinePairMap(BSplineMap):
+    """:class:`BSplineMap` per feature plus tensor-product terms of selected feature pairs.
+
+    Parameters
+    ----------
+    degree, n_bases, penalty_order
+        Of the per-feature B-splines (:class:`BSplineMap`).
+    zero_preserving : bool
+        Must be False: a pair term is not zero when one of its features is.
+    interactions : sequence of (int, int)
+        Feature index pairs; each gets ``pair_bases^2`` columns after the per-feature ones.
+    pair_bases : int
+        Degree-1 bases per axis of a pair's grid (at least 2).
+
+    Attributes
+    ----------
+    lo_, hi_ : ndarray of shape (n_features,), float64
+        Per-feature ranges, shared by the per-feature and the pair bases.
+    """
+
+    _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving", "interactions",
+                    "pair_bases")
+
+    def __init__(self, degree: int = 3, n_bases: int = 20, penalty_order: int = 1,
+                 zero_preserving: bool = False, interactions: Sequence[Any] = (),
+                 pair_bases: int = PAIR_BASES) -> None:
+        super().__init__(degree, n_bases, penalty_order, zero_preserving)
+        if self.zero_preserving:
+            raise ValueError("pair terms need zero_preserving=False: a pair's surface is not "
+                             "zero where one of its features is")
+        if int(pair_bases) < 2:
+            raise ValueError(f"pair_bases must be at least 2, got {pair_bases}")
+        self.interactions = check_interactions(interactions)
+        self.pair_bases = int(pair_bases)
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pair terms."""
+        return len(self.interactions)
+
+    @property
+    def pair_features(self) -> np.ndarray:
+        """``f_0, g_0, f_1, g_1, ...`` as int64, what :func:`pair_encode_row` takes."""
+        return np.asarray(self.interactions, dtype=np.int64).reshape(-1)
+
+    @property
+    def pair_scale_(self) -> np.ndarray:
+        """Segments of the pair grid per unit of each feature, ``(P - 1) / (hi - lo)``."""
+        return (self.pair_bases - 1) / (self.hi_ - self.lo_)
+
+    def n_output_features(self, n_features: int) -> int:
+        """Per-feature columns plus ``pair_bases^2`` per pair."""
+        return int(n_features) * self.n_columns_per_feature + self.n_pairs * self.pair_bases**2
+
+    def max_row_nnz(self, n_features: int) -> int:
+        """Size of the encoding buffers: ``degree + 1`` per feature, 4 per pair."""
+        return super().max_row_nnz(n_features) + 4 * self.n_pairs
+
+    def fit(self, lo: Any, hi: Any) -> Self:
+        """Set the per-feature ranges (:meth:`BSplineMap.fit`); checks the pairs' indices."""
+        super().fit(lo, hi)
+        check_interactions(self.interactions, self.lo_.shape[0])
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Dense ``[Psi_d(X), pair columns]``, float32."""
+        X = self._check_X(X)
+        out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
+        main = X.shape[1] * self.n_columns_per_feature
+        bspline_transform_dense(X, self.lo_, self.hi_, self.n_bases, self.degree,
+                                self.penalty_order, False, out[:, :main])
+        pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
+                             self.pair_features, out[:, main:])
+        return out
+
+    def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`transform` as a CSR triple."""
+        return dense_to_csr(self.transform(X))
