@@ -32,8 +32,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
-from streamlearn.errors import LabelError
-from streamlearn.features import BSplineMap, FeatureMap, FourierMap, HermiteMap
+from streamlearn.errors import LabelError, SchemaError
+from streamlearn.features import (
+    BSplineMap,
+    BSplinePairMap,
+    FeatureMap,
+    FourierMap,
+    HermiteMap,
+)
+from streamlearn.features.pair_terms import check_interactions
 from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
@@ -211,6 +218,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         deviation of the uniform distribution over it replace the data's (the Hermite
         embedding standardises by them). Needed by :meth:`partial_fit` on streams whose
         first chunk does not span the data (e.g. sorted by a feature).
+    interactions : int or list of pairs
+        Pairwise terms beside the per-feature curves (a GA2M; B-spline embedding only).
+        An integer ``k > 0``: ``fit`` trains the per-feature model, screens every pair of
+        its most important features in one streamed pass by how much a four-quadrant
+        step of the pair lowers the model's log-loss residuals (FAST, Lou et al., KDD
+        2013; :mod:`streamlearn.solvers.additive.interactions`), then trains again with
+        the ``k`` best pairs, so the fit makes one screening pass and the epochs twice. A
+        list of pairs of feature names or indices: those pairs, no screening. Each pair
+        is a piecewise-bilinear surface on a ``pair_bases x pair_bases`` grid over the two
+        features' ranges, with a ridge penalty (:class:`~streamlearn.features.BSplinePairMap`).
+    pair_bases : int
+        Bases per axis of each pair's grid.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     random_state : int, optional
@@ -259,6 +278,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``-(A f + B)`` are :meth:`decision_function` (two classes, one-vs-rest).
     calibrated_ : bool
         Whether ``platt_a_, platt_b_`` were fitted (else the plain logistic ``A = -1, B = 0``).
+    interactions_ : tuple of (str, str)
+        The pairs of feature names that have a term, best screened first (empty without).
+    interaction_scores_ : ndarray of shape (n_interactions,)
+        Their screening scores (FAST's reduction of the residual sum of squares, added over
+        the binary models); absent when the pairs were given.
+    interaction_importances_ : ndarray of shape (n_interactions,)
+        As ``feature_importances_``, for the pair terms.
     feature_importances_ : ndarray of shape (n_features,)
         Each feature's mean absolute contribution to the SVM scores, centred
         (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
@@ -312,6 +338,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "calibration_fraction": [Interval(Real, 0, 1, closed="both")],
         "bias_scale": [Interval(Real, 0, None, closed="left")],
         "feature_range": ["array-like", None],
+        "interactions": [Interval(Integral, 0, None, closed="left"), list, tuple],
+        "pair_bases": [Interval(Integral, 2, None, closed="left")],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "engine": "no_validation",
@@ -340,6 +368,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         calibration_fraction: float = 0.1,
         bias_scale: float = 1.0,
         feature_range: Any = None,
+        interactions: int | list[Any] = 0,
+        pair_bases: int = 8,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -365,6 +395,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.calibration_fraction = calibration_fraction
         self.bias_scale = bias_scale
         self.feature_range = feature_range
+        self.interactions = interactions
+        self.pair_bases = pair_bases
         self.chunk_rows = chunk_rows
         self.random_state = random_state
         self.engine = engine
@@ -378,6 +410,38 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if self.calibrate and not 0.0 < self.calibration_fraction < 1.0:
             raise ValueError("calibration_fraction must lie strictly between 0 and 1, got "
                              f"{self.calibration_fraction}")
+        if self._has_interactions():
+            if self.embedding != "bspline":
+                raise ValueError("interactions need embedding='bspline' (pair terms are "
+                                 f"B-spline surfaces), got embedding={self.embedding!r}")
+            if self.zero_preserving:
+                raise ValueError("interactions need zero_preserving=False: a pair's "
+                                 "surface is not zero where one of its features is")
+
+    def _has_interactions(self) -> bool:
+        if isinstance(self.interactions, list | tuple):
+            return len(self.interactions) > 0
+        return int(self.interactions) > 0
+
+    def _given_interactions(self, names: Any) -> tuple[tuple[int, int], ...]:
+        """``interactions`` given as pairs, as feature indices (names looked up)."""
+        names = list(names)
+        out = []
+        for item in self.interactions:
+            if isinstance(item, str) or not hasattr(item, "__len__") or len(item) != 2:
+                raise ValueError(f"interactions must be an int or a list of feature pairs, "
+                                 f"got the item {item!r}")
+            pair = []
+            for v in item:
+                if isinstance(v, str):
+                    if v not in names:
+                        raise SchemaError(f"interaction {tuple(item)!r} names {v!r}, which "
+                                          f"is not a feature (features: {names[:10]}...)")
+                    pair.append(names.index(v))
+                else:
+                    pair.append(int(v))
+            out.append(tuple(pair))
+        return check_interactions(out, len(names))
 
     def _tol(self) -> float | None:
         """``tol`` with ``"auto"`` resolved for the solver."""
@@ -497,15 +561,27 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                                 checkpoint_every)
 
     def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
+        feature_map = self._make_map(bool(dataset.categories))
+        screen = 0
+        if isinstance(self.interactions, list | tuple):
+            if self.interactions:
+                assert isinstance(feature_map, BSplineMap)
+                feature_map = BSplinePairMap(
+                    feature_map.degree, feature_map.n_bases, feature_map.penalty_order,
+                    False, self._given_interactions(dataset.feature_names),
+                    int(self.pair_bases))
+        else:
+            screen = int(self.interactions)
         config = additive_solver.AdditiveConfig(
-            feature_map=self._make_map(bool(dataset.categories)),
+            feature_map=feature_map,
             feature_range=self._given_range(len(dataset.feature_names)),
             solver=self.solver, multiclass=self.multiclass, C=float(self.C),
             lam=None if self.lam is None else float(self.lam), loss=self.loss,
             epochs=int(self.epochs), tol=self._tol(), average=bool(self.average),
             online=bool(self.online),
             calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
-            bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change))
+            bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
+            interactions=screen, pair_bases=int(self.pair_bases))
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
@@ -522,10 +598,21 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_iter_, self.t_ = fitted.n_iter, fitted.t
         self.average_start_ = fitted.average_start
         self.monitor_loss_ = list(fitted.monitor_history)
+        fmap = fitted.feature_map
+        pairs = fmap.interactions if isinstance(fmap, BSplinePairMap) else ()
+        names = self.feature_names_in_
+        self.interactions_ = tuple((names[f], names[g]) for f, g in pairs)
+        d = self.n_features_in_
         if fitted.importances is not None:
-            self.feature_importances_ = fitted.importances
+            self.feature_importances_ = fitted.importances[:d]
+            self.interaction_importances_ = fitted.importances[d:]
         else:
             self.__dict__.pop("feature_importances_", None)
+            self.__dict__.pop("interaction_importances_", None)
+        if fitted.pair_scores is not None:
+            self.interaction_scores_ = fitted.pair_scores
+        else:
+            self.__dict__.pop("interaction_scores_", None)
         if fitted.pg_range is not None:
             self.pg_range_ = fitted.pg_range
 
@@ -572,6 +659,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self
         """
         self._validate_hyperparameters()
+        if not self.is_fitted and self._has_interactions():
+            raise ValueError("partial_fit trains per-feature terms only; pair terms "
+                             "(interactions) come from fit's screening pass: set "
+                             "interactions=0, or use fit")
         if not self.is_fitted:
             self._start_partial_fit(X, y, classes, sample_weight)
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
@@ -585,7 +676,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                   else np.ascontiguousarray(sample_weight, dtype=np.float32).reshape(-1))
         if weight.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but sample_weight has {weight.shape[0]}")
-        if self.feature_range is None and isinstance(self.feature_map_, BSplineMap):
+        if (self.feature_range is None and isinstance(self.feature_map_, BSplineMap)
+                and not isinstance(self.feature_map_, BSplinePairMap)):
             self._grow_map(X)
         else:
             self._warn_outside_range(X)
@@ -598,7 +690,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_train_ += X.shape[0]
         self.state_w_d_ = W
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
-        self.__dict__.pop("feature_importances_", None)  # they described the model before
+        for name in ("feature_importances_", "interaction_importances_"):
+            self.__dict__.pop(name, None)  # they described the model before
         return self
 
     def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
@@ -810,12 +903,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     # -- what the model learned -----------------------------------------------------------
     def term_contributions(self, X: Any) -> np.ndarray:
-        """Each feature's term of each binary model's SVM score, at the rows of ``X``.
+        """Each term of each binary model's SVM score, at the rows of ``X``.
 
-        The score is additive, ``f_j(x) = sum_f g_jf(x_f) + b_j``: entry ``[i, f, j]`` is
-        ``g_jf`` at row ``i``'s value of feature ``f``, so summing over ``f`` and adding
-        :attr:`intercept_` gives :meth:`svm_scores`. Each ``g_jf`` is defined up to a
-        constant that the intercept can absorb (the B-spline bases of a feature sum to 1).
+        The score is additive, ``f_j(x) = sum_f g_jf(x_f) + sum_p h_jp(x_a, x_b) + b_j``
+        over the features and the pairs of :attr:`interactions_`: entry ``[i, t, j]`` is
+        term ``t`` (the features in order, then the pairs) of model ``j`` at row ``i``, so
+        summing over ``t`` and adding :attr:`intercept_` gives :meth:`svm_scores`. Each
+        term is defined up to a constant that the intercept can absorb (the B-spline bases
+        of a feature sum to 1), and a pair's surface may share a slope with its features'
+        curves.
 
         Parameters
         ----------
@@ -823,7 +919,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
         Returns
         -------
-        ndarray of shape (n, n_features, n_models), float64
+        ndarray of shape (n, n_features + n_interactions, n_models), float64
             Models in the order of ``coef_d_`` (:meth:`svm_scores`'s columns).
         """
         self._check_fitted()
@@ -860,14 +956,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         lo, hi = self._shape_ranges(ranges)
         names = list(self.feature_names_in_)
         categories = getattr(self, "categories_", {}) or {}
-        pairs = self._pairs()
-        if len(self.classes_) == 2:
-            models = [self.classes_[1]]
-        elif pairs.one_vs_one:
-            models = [f"{self.classes_[a]} vs {self.classes_[b]}"
-                      for a, b in zip(pairs.positive, pairs.negative, strict=True)]
-        else:
-            models = list(self.classes_)
+        models = self._model_names()
         W = self.coef_d_
         emb = self._embedding()
         frames = []
@@ -885,6 +974,72 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 frames.append(pd.DataFrame({"feature": name, "value": shown, "model": model,
                                             "contribution": terms[:, j]}))
         return pd.concat(frames, ignore_index=True)
+
+    def interaction_surfaces(self, n_points: int = 20) -> Any:
+        """Each pair term's learned surface ``h_jp(a, b)`` on a grid, as a long table.
+
+        Parameters
+        ----------
+        n_points : int
+            Grid points per axis, evenly spaced over each feature's range (a categorical
+            feature takes every category instead).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per pair, grid point and binary model: ``pair`` (``"a x b"``),
+            ``feature_a``, ``value_a``, ``feature_b``, ``value_b``, ``model`` (as in
+            :meth:`shape_functions`) and ``contribution`` (SVM score units). Empty (with
+            these columns) for a model without pair terms.
+        """
+        import pandas as pd
+
+        self._check_fitted()
+        if int(n_points) < 2:
+            raise ValueError(f"n_points must be at least 2, got {n_points}")
+        columns = ["pair", "feature_a", "value_a", "feature_b", "value_b", "model",
+                   "contribution"]
+        fmap = self.feature_map_
+        if not isinstance(fmap, BSplinePairMap):
+            return pd.DataFrame(columns=columns)
+        lo, hi = self._shape_ranges(None)
+        names = list(self.feature_names_in_)
+        categories = getattr(self, "categories_", {}) or {}
+        models = self._model_names()
+        emb = self._embedding()
+        d = self.n_features_in_
+
+        def grid(f: int) -> tuple[np.ndarray, Any]:
+            if names[f] in categories:
+                values = np.arange(len(categories[names[f]]), dtype=np.float32)
+                return values, np.asarray(list(categories[names[f]]), dtype=object)
+            values = np.linspace(lo[f], hi[f], int(n_points)).astype(np.float32)
+            return values, values.astype(np.float64)
+
+        frames = []
+        for p, (f, g) in enumerate(fmap.interactions):
+            (ga, sa), (gb, sb) = grid(f), grid(g)
+            ia, ib = np.meshgrid(np.arange(ga.shape[0]), np.arange(gb.shape[0]), indexing="ij")
+            ia, ib = ia.ravel(), ib.ravel()
+            X = np.zeros((ia.shape[0], d), dtype=np.float32)
+            X[:, f], X[:, g] = ga[ia], gb[ib]
+            terms = feature_terms(X, self.coef_d_, *emb)[:, d + p, :]
+            for j, model in enumerate(models):
+                frames.append(pd.DataFrame({
+                    "pair": f"{names[f]} x {names[g]}", "feature_a": names[f],
+                    "value_a": sa[ia], "feature_b": names[g], "value_b": sb[ib],
+                    "model": model, "contribution": terms[:, j]}))
+        return pd.concat(frames, ignore_index=True)
+
+    def _model_names(self) -> list[Any]:
+        """The binary models' names: the positive class, or ``"a vs b"`` for one-vs-one."""
+        pairs = self._pairs()
+        if len(self.classes_) == 2:
+            return [self.classes_[1]]
+        if pairs.one_vs_one:
+            return [f"{self.classes_[a]} vs {self.classes_[b]}"
+                    for a, b in zip(pairs.positive, pairs.negative, strict=True)]
+        return list(self.classes_)
 
     def _shape_ranges(self, ranges: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(low, high)`` per feature for :meth:`shape_functions`."""

@@ -16,13 +16,19 @@
    binary model: by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
    scored the returned model on those rows), else by a reduction pass of its own (over
    the same 16 chunks on such data, ``_calibration``).
+
+With ``interactions = k > 0`` (B-spline maps), these passes train the per-feature model
+first; then one reduction pass screens the pairs of features by its residuals
+(:mod:`~streamlearn.solvers.additive.interactions`), and steps 2-3 run again, from the
+same summary, on the per-feature bases plus the ``k`` chosen pairs' tensor-product bases
+(:class:`~streamlearn.features.pair_terms.BSplinePairMap`).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +38,15 @@ from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
-from streamlearn.features import BSplineMap, FeatureMap
+from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
+from streamlearn.solvers.additive.interactions import (
+    SCREEN_BINS,
+    ScreeningPass,
+    bin_edges,
+    candidate_features,
+    choose_interactions,
+    fast_gains,
+)
 from streamlearn.solvers.additive.passes import (
     CalibrationPass,
     DcdEpochPass,
@@ -98,6 +112,11 @@ class AdditiveConfig:
     calibration_fraction : float or None
         None: no calibration.
     bias_scale : float
+    interactions : int
+        Pair terms to screen for and add to a B-spline map (0: none; given pairs come in
+        the feature map, a :class:`~streamlearn.features.pair_terms.BSplinePairMap`).
+    pair_bases : int
+        Bases per axis of a screened pair's grid.
     """
 
     feature_map: FeatureMap | None
@@ -114,6 +133,8 @@ class AdditiveConfig:
     calibration_fraction: float | None
     bias_scale: float
     n_iter_no_change: int = 2
+    interactions: int = 0
+    pair_bases: int = 8
 
     @property
     def pg_tol(self) -> float:
@@ -171,8 +192,11 @@ class AdditiveFit:
         PEGASOS with a stopping rule: the monitored loss of the model after each epoch but
         the last; ``dcd``: the relative duality gap of the model after each epoch but the
         last (see :func:`fit`).
-    importances : ndarray of shape (n_features,) or None
-        :func:`term_importances` over the describe pass's row sample (None without one).
+    importances : ndarray of shape (n_features + n_pairs,) or None
+        :func:`term_importances` over the describe pass's row sample (None without one):
+        the features', then the pair terms'.
+    pair_scores : ndarray of shape (n_pairs,) or None
+        The FAST scores of the screened pairs that were chosen (None without screening).
     """
 
     feature_names: tuple[str, ...]
@@ -191,6 +215,7 @@ class AdditiveFit:
     pg_range: float | None
     monitor_history: tuple[float, ...] = ()
     importances: np.ndarray | None = None
+    pair_scores: np.ndarray | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -226,7 +251,7 @@ def knot_per_category(feature_map: FeatureMap, feature_names: Sequence[str],
     list of int
         The features given a knot per category.
     """
-    if not isinstance(feature_map, BSplineMap) or not categories:
+    if not isinstance(feature_map, BSplineMap) or not categories:  # pair maps included
         return []
     names = list(feature_names)
     room = feature_map.n_bases - feature_map.degree
@@ -303,20 +328,83 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     of its epochs (:class:`EpochWindow`; over the second half of the first epoch when it
     stops there): the number of epochs is not known in advance, so each epoch averages its
     own iterates and the window combines them.
+
+    With ``config.interactions = k > 0`` the per-feature model is trained first, a
+    screening pass ranks the feature pairs by its residuals (:func:`screen_interactions`),
+    and the model with the ``k`` best pairs is trained from the same summary; both
+    trainings follow the rules above.
     """
+    fitted, summary = _fit_terms(runner, dataset, config, seed, None)
+    feature_map = config.feature_map
+    if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
+            or summary is None or fitted.importances is None):
+        return fitted
+    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
+               if config.calibration_fraction is not None and fitted.n_calibration > 0
+               else None)
+    chosen, scores = screen_interactions(runner, dataset, fitted, config, summary, holdout)
+    if not chosen:
+        return fitted
+    pair_map = BSplinePairMap(feature_map.degree, feature_map.n_bases,
+                              feature_map.penalty_order, False, chosen, config.pair_bases)
+    with_pairs, _ = _fit_terms(runner, dataset, replace(config, feature_map=pair_map,
+                                                        interactions=0), seed, summary)
+    return replace(with_pairs, pair_scores=scores)
+
+
+def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
+                        config: AdditiveConfig, summary: Summary, holdout: Holdout | None
+                        ) -> tuple[tuple[tuple[int, int], ...], np.ndarray]:
+    """The ``config.interactions`` best feature pairs for the per-feature model ``fitted``.
+
+    One reduction pass over the training rows (:class:`ScreeningPass`), over the pairs of
+    :func:`~streamlearn.solvers.additive.interactions.candidate_features`, binned at the
+    quantiles of the describe sample.
+
+    Returns
+    -------
+    chosen : tuple of (int, int)
+        Best first; fewer than asked when fewer pairs lower the residuals at all.
+    scores : ndarray of shape (len(chosen),)
+        Their FAST scores.
+    """
+    assert fitted.importances is not None
+    n_features = len(dataset.feature_names)
+    candidates = candidate_features(fitted.importances[:n_features], fitted.coef_d.shape[0])
+    if candidates.shape[0] < 2:
+        return (), np.zeros(0)
+    edges = bin_edges(summary.description.sample[:, candidates], SCREEN_BINS)
+    assert dataset.classes is not None
+    pairs = ModelPairs.of(len(dataset.classes), config.multiclass)
+    pass_ = ScreeningPass(fitted.coef_d, embedding_params(fitted.feature_map, n_features),
+                          pairs, config.bias_scale, fitted.platt_a, fitted.platt_b,
+                          candidates, edges, holdout)
+    state = runner.run(pass_, dataset, description="screen pairs")
+    gains = fast_gains(state.sums, state.weights, pass_.n_bins)
+    chosen = choose_interactions(gains, pass_.screened, int(config.interactions))
+    index = {tuple(int(v) for v in pair): p for p, pair in enumerate(pass_.screened)}
+    return chosen, np.array([gains[index[pair]] for pair in chosen])
+
+
+def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+               given: Summary | None) -> tuple[AdditiveFit, Summary | None]:
+    """:func:`fit` without pair screening; ``given``: a summary to use instead of a
+    describe pass. Returns the fit and the summary it used."""
     classes = dataset.classes
     assert classes is not None
     holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
                if config.calibration_fraction is not None else None)
     feature_map = config.feature_map
-    if (feature_map is None and holdout is None and dataset.nan_policy != "drop"
-            and dataset.weight is None):
+    summary = given
+    if (given is None and feature_map is None and holdout is None
+            and dataset.nan_policy != "drop" and dataset.weight is None):
         # nothing needs the describe pass: no map to fit, no rows held out, no weights
         # to add up, and the store's metadata counts the training rows
         n_train, n_holdout, train_weight = dataset.n_rows, 0, float(dataset.n_rows)
         sample = None
     else:
-        summary = _summary(runner, dataset, len(classes), holdout, seed)
+        if summary is None:
+            summary = _summary(runner, dataset, len(classes), holdout, seed)
         n_train, n_holdout = summary.n_train, summary.n_holdout
         train_weight = summary.train_weight
         sample = summary.description.sample
@@ -367,13 +455,13 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
-                       importances)
+                       importances), summary
 
 
 def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureMap | None,
                      emb: Embedding) -> np.ndarray:
-    """Each feature's importance: the mean absolute deviation of its term from the term's
-    mean over ``rows``, averaged over the binary models.
+    """Each term's importance (the features', then the pairs'): the mean absolute
+    deviation of the term from its mean over ``rows``, averaged over the binary models.
 
     A feature whose curve is flat, or whose values all fall where it is flat, scores 0;
     the unit is that of the SVM scores, so importances of one model compare across
@@ -391,18 +479,26 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
 
     Returns
     -------
-    ndarray of shape (n_features,), float64
+    ndarray of shape (n_features + n_pairs,), float64
     """
-    d, n_cols = emb.n_features, emb.n_cols
+    d, n_cols, main = emb.n_features, emb.n_cols, emb.main_dims
+    n_pairs, size = emb.n_pairs, emb.pair_bases**2
     W = np.vstack([weights_from_w_d(np.ascontiguousarray(w), emb.ipar)[:-1] for w in coef_d])
-    W = np.ascontiguousarray(W.reshape(W.shape[0], d, n_cols).transpose(1, 2, 0))  # (d, c, m)
+    W_main = np.ascontiguousarray(W[:, :main].reshape(-1, d, n_cols).transpose(1, 2, 0))
+    W_pairs = np.ascontiguousarray(
+        W[:, main:].reshape(W.shape[0], n_pairs, size).transpose(1, 2, 0))
 
-    def blocks() -> Any:  # terms of a block of rows, (n, d, m)
+    def blocks() -> Any:  # terms of a block of rows, (n, d + n_pairs, m)
         for a in range(0, rows.shape[0], IMPORTANCE_BLOCK_ROWS):
             X = rows[a:a + IMPORTANCE_BLOCK_ROWS]
-            Psi = X if feature_map is None else feature_map.transform(X)
-            Psi = np.asarray(Psi, dtype=np.float64).reshape(X.shape[0], d, n_cols)
-            yield np.matmul(Psi.transpose(1, 0, 2), W).transpose(1, 0, 2)
+            Psi = np.asarray(X if feature_map is None else feature_map.transform(X),
+                             dtype=np.float64)
+            mains = Psi[:, :main].reshape(X.shape[0], d, n_cols).transpose(1, 0, 2)
+            terms = [np.matmul(mains, W_main).transpose(1, 0, 2)]
+            if n_pairs:
+                pairs = Psi[:, main:].reshape(X.shape[0], n_pairs, size).transpose(1, 0, 2)
+                terms.append(np.matmul(pairs, W_pairs).transpose(1, 0, 2))
+            yield np.concatenate(terms, axis=1)
 
     mean = sum(block.sum(axis=0) for block in blocks()) / rows.shape[0]
     spread = sum(np.abs(block - mean).sum(axis=0) for block in blocks()) / rows.shape[0]

@@ -572,10 +572,10 @@ def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:
     -------
     ndarray of shape (m, n_dims + 1), float64
         The inverse of :func:`~streamlearn.solvers.embedding.weights_from_w_d`: ``order``
-        prefix sums within each feature's block of columns.
+        prefix sums within each feature's block of columns (pair columns are unchanged).
     """
     out = np.array(W, dtype=np.float64)
-    blocks = out[:, : emb.n_dims].reshape(out.shape[0], emb.n_features, emb.n_cols)
+    blocks = out[:, : emb.main_dims].reshape(out.shape[0], emb.n_features, emb.n_cols)
     for _ in range(emb.order):
         np.cumsum(blocks, axis=2, out=blocks)
     return out

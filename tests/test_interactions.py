@@ -1,0 +1,263 @@
+"""Pair terms of AdditiveSVC: the tensor-product embedding, FAST screening, the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.svm import LinearSVC
+
+from streamlearn.engine import LocalEngine
+from streamlearn.errors import SchemaError
+from streamlearn.features import BSplineMap, BSplinePairMap
+from streamlearn.io.model_file import load_model, save_model
+from streamlearn.models import AdditiveSVC
+from streamlearn.solvers.additive.interactions import (
+    bin_edges,
+    candidate_features,
+    fast_gains,
+    pair_cell_sums,
+)
+from streamlearn.solvers.embedding import (
+    BSPLINE_PAIRS,
+    decision_ovr_chunk,
+    embedding_params,
+    encode_row,
+    row_sq_norm,
+)
+
+
+def _hats(x: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
+    """Degree-1 B-spline bases on ``n`` uniform knots, by interpolation of unit vectors."""
+    knots = np.linspace(lo, hi, n)
+    return np.stack([np.interp(x, knots, np.eye(n)[j]) for j in range(n)], axis=1)
+
+
+def _planted(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Six features; a label driven by two main effects and the pairs (2, 3) and (4, 5)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 6)).astype(np.float32)
+    f = (np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 2 * X[:, 2] * X[:, 3]
+         - 1.5 * np.sign(X[:, 4] * X[:, 5]))
+    return X, (f + 0.3 * rng.normal(size=n) > 0.3).astype(np.int64)
+
+
+# -- the embedding -----------------------------------------------------------------------
+def test_pair_columns_are_the_tensor_product_of_two_hat_bases() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 3, (50, 3)).astype(np.float32)
+    X[0] = [-5, 9, 0.5]  # clamped to the ranges
+    fmap = BSplinePairMap(degree=3, n_bases=7, penalty_order=1, interactions=[(2, 0), (1, 2)],
+                          pair_bases=4).fit([-2, -2, -2], [3, 3, 3])
+    Z = fmap.transform(X)
+    main = BSplineMap(degree=3, n_bases=7, penalty_order=1).fit([-2] * 3, [3] * 3)
+    np.testing.assert_allclose(Z[:, :21], main.transform(X), atol=1e-6)
+    clipped = np.clip(X.astype(np.float64), -2, 3)
+    for p, (f, g) in enumerate([(0, 2), (1, 2)]):  # stored with f < g
+        ref = (_hats(clipped[:, f], -2, 3, 4)[:, :, None]
+               * _hats(clipped[:, g], -2, 3, 4)[:, None, :]).reshape(50, 16)
+        np.testing.assert_allclose(Z[:, 21 + 16 * p: 21 + 16 * (p + 1)], ref, atol=1e-6)
+    assert fmap.interactions == ((0, 2), (1, 2))
+
+
+def test_on_the_fly_encoding_scores_and_norms_match_the_materialised_embedding() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 4)).astype(np.float32)
+    fmap = BSplinePairMap(degree=2, n_bases=6, penalty_order=2, interactions=[(0, 3), (1, 2)],
+                          pair_bases=5).fit(X.min(0), X.max(0))
+    emb = embedding_params(fmap)
+    assert emb.kind == BSPLINE_PAIRS and emb.n_dims == 4 * 6 + 2 * 25
+    Z = fmap.transform(X).astype(np.float64)
+    W = rng.normal(size=(3, emb.n_dims + 1))
+    # the kernels hold w_d = D_d^-1 w on the feature blocks, w on the pair blocks
+    W_d = W.copy()
+    blocks = W_d[:, :24].reshape(3, 4, 6)
+    for _ in range(2):
+        np.cumsum(blocks, axis=2, out=blocks)
+    scores = decision_ovr_chunk(X, W_d, 0.5, *emb)
+    np.testing.assert_allclose(scores, Z @ W[:, :-1].T + 0.5 * W[:, -1], rtol=1e-5, atol=1e-6)
+    idx = np.empty(emb.max_nnz, dtype=np.int32)
+    val = np.empty(emb.max_nnz, dtype=np.float32)
+    nnz = encode_row(emb.kind, X[0], emb.ipar, emb.fpar, idx, val)
+    assert nnz == 4 * 3 + 2 * 4 and np.all(np.diff(idx[:nnz]) > 0)
+    scratch = np.empty(6)
+    for r in range(5):
+        norm = row_sq_norm(emb.kind, X[r], emb.ipar, emb.fpar, idx, val, scratch)
+        assert norm == pytest.approx(float(Z[r] @ Z[r]), rel=1e-5)
+
+
+def test_pair_terms_train_as_a_linear_svm_on_the_materialised_embedding() -> None:
+    """Dual CD on the on-the-fly pair embedding against liblinear on the precomputed one."""
+    X, y = _planted(3000, seed=2)
+    pairs = [(2, 3), (4, 5)]
+    model = AdditiveSVC(solver="dcd", interactions=pairs, n_bases=8, pair_bases=6, C=0.5,
+                        tol=1e-5, epochs=2000, calibrate=False).fit(X, y)
+    Z = model.feature_map_.transform(X)
+    reference = LinearSVC(C=0.5, loss="hinge", dual=True, tol=1e-7, max_iter=200_000,
+                          intercept_scaling=1.0).fit(Z, y)
+    ours = model.svm_scores(X)[:, 0]
+    theirs = reference.decision_function(Z)
+    np.testing.assert_allclose(ours, theirs, atol=2e-3 * np.abs(theirs).max())
+    assert model.n_iter_ < 2000  # the duality gap rule stopped it
+    np.testing.assert_allclose(model.coef_[0], reference.coef_[0],
+                               atol=1e-2 * np.abs(reference.coef_[0]).max())
+
+
+# -- screening ---------------------------------------------------------------------------
+def test_pair_cell_sums_match_numpy() -> None:
+    rng = np.random.default_rng(3)
+    bins = rng.integers(0, 4, (200, 3)).astype(np.int32)
+    first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
+    residual, weight = rng.normal(size=(200, 2)), rng.uniform(size=(200, 2))
+    sums, weights = np.zeros((3, 16, 2)), np.zeros((3, 16, 2))
+    pair_cell_sums(bins, first, second, residual, weight, 4, sums, weights)
+    for p in range(3):
+        cell = bins[:, first[p]] * 4 + bins[:, second[p]]
+        ref_s, ref_w = np.zeros((16, 2)), np.zeros((16, 2))
+        np.add.at(ref_s, cell, residual)
+        np.add.at(ref_w, cell, weight)
+        np.testing.assert_allclose(sums[p], ref_s)
+        np.testing.assert_allclose(weights[p], ref_w)
+
+
+def test_fast_gains_are_the_best_quadrant_split_by_brute_force() -> None:
+    rng = np.random.default_rng(4)
+    B, m = 5, 2
+    a, b = rng.integers(0, B, 300), rng.integers(0, B, 300)
+    r = rng.normal(size=(300, m)) + np.where((a >= 2) & (b >= 3), 1.0, 0.0)[:, None]
+    sums, weights = np.zeros((1, B * B, m)), np.zeros((1, B * B, m))
+    np.add.at(sums[0], a * B + b, r)
+    np.add.at(weights[0], a * B + b, 1.0)
+    total = 0.0
+    for j in range(m):
+        sse0 = ((r[:, j] - r[:, j].mean()) ** 2).sum()
+        best = 0.0
+        for ca in range(B - 1):
+            for cb in range(B - 1):
+                q = (a <= ca) * 2 + (b <= cb)
+                fitted = np.zeros(300)
+                for k in range(4):
+                    if np.any(q == k):
+                        fitted[q == k] = r[q == k, j].mean()
+                best = max(best, sse0 - ((r[:, j] - fitted) ** 2).sum())
+        total += best
+    assert fast_gains(sums, weights, B)[0] == pytest.approx(total, rel=1e-9)
+
+
+def test_bin_edges_and_candidates() -> None:
+    rng = np.random.default_rng(5)
+    sample = np.column_stack([rng.normal(size=1000), np.repeat([0.0, 1.0], 500),
+                              np.full(1000, 2.0)])
+    edges = bin_edges(sample, 4)
+    np.testing.assert_allclose(edges[0], np.quantile(sample[:, 0], [0.25, 0.5, 0.75]))
+    # a constant column keeps its one distinct edge; the rest is padding
+    assert edges[2, 0] == 2.0 and np.isinf(edges[2, 1:]).all()
+    assert np.searchsorted(edges[1], 1.0, side="right") != np.searchsorted(edges[1], 0.0,
+                                                                            side="right")
+    importances = np.array([0.1, 5.0, 0.0, 3.0, 2.0])
+    np.testing.assert_array_equal(candidate_features(importances, 1), np.arange(5))
+    # with room for 3 features only, the 3 most important are kept
+    from streamlearn.solvers.additive import interactions
+
+    budget = interactions.SCREEN_CELLS
+    try:
+        interactions.SCREEN_CELLS = 3 * 256
+        np.testing.assert_array_equal(candidate_features(importances, 1), [1, 3, 4])
+    finally:
+        interactions.SCREEN_CELLS = budget
+
+
+def test_screening_finds_the_planted_pairs_and_they_lower_the_error() -> None:
+    X, y = _planted(20_000, seed=6)
+    Xt, yt = _planted(20_000, seed=7)
+    plain = AdditiveSVC().fit(X, y)
+    model = AdditiveSVC(interactions=2).fit(X, y)
+    assert set(model.interactions_) == {("x2", "x3"), ("x4", "x5")}
+    assert model.interaction_scores_.shape == (2,)
+    assert np.all(np.diff(model.interaction_scores_) <= 0)
+    assert model.interaction_importances_.shape == (2,)
+    assert model.feature_importances_.shape == (6,)
+    # the planted pairs carry most of the signal an additive model cannot fit
+    assert 1 - model.score(Xt, yt) < 0.5 * (1 - plain.score(Xt, yt))
+
+
+# -- the model ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def paired() -> tuple[AdditiveSVC, np.ndarray, np.ndarray]:
+    X, y = _planted(4000, seed=8)
+    y3 = np.where(X[:, 0] > 0.5, 2, y)
+    model = AdditiveSVC(interactions=[("x2", "x3"), (4, 5)], chunk_rows=1000).fit(X, y3)
+    return model, X, y3
+
+
+def test_terms_add_up_to_the_scores_and_surfaces_are_the_pair_terms(paired) -> None:
+    model, X, _ = paired
+    assert model.interactions_ == (("x2", "x3"), ("x4", "x5"))
+    terms = model.term_contributions(X[:100])
+    assert terms.shape == (100, 8, 3)
+    np.testing.assert_allclose(terms.sum(axis=1) + model.intercept_, model.svm_scores(X[:100]),
+                               atol=1e-9)
+    surfaces = model.interaction_surfaces(n_points=4)
+    assert len(surfaces) == 2 * 16 * 3
+    one = surfaces[(surfaces.pair == "x4 x x5") & (surfaces.model == model.classes_[2])]
+    grid = np.zeros((len(one), 6), dtype=np.float32)
+    grid[:, 4], grid[:, 5] = one.value_a, one.value_b
+    expected = model.term_contributions(grid)[:, 7, 2]
+    np.testing.assert_allclose(one.contribution, expected, atol=1e-9)
+    assert AdditiveSVC().fit(X, (X[:, 0] > 0).astype(int)).interaction_surfaces().empty
+
+
+def test_model_file_keeps_the_pairs(paired, tmp_path) -> None:
+    model, X, _ = paired
+    path = save_model(model, tmp_path / "pairs.slm")
+    loaded = load_model(path)
+    assert loaded.interactions_ == model.interactions_
+    np.testing.assert_array_equal(loaded.predict_proba(X[:300]), model.predict_proba(X[:300]))
+
+
+def test_a_killed_fit_with_screening_resumes_to_the_same_model(tmp_path) -> None:
+    X, y = _planted(4000, seed=9)
+    whole = AdditiveSVC(interactions=2, chunk_rows=500).fit(X, y)
+
+    class Killed(LocalEngine):
+        runs = 0
+        kill_at: int | None = 0
+
+        def run(self, pass_, data, **options):
+            Killed.runs += 1
+            if Killed.runs == Killed.kill_at:
+                raise RuntimeError("killed")
+            return super().run(pass_, data, **options)
+
+    probe = Killed(progress=False)
+    AdditiveSVC(interactions=2, chunk_rows=500).fit(X, y, engine=probe)
+    n_runs, Killed.runs = Killed.runs, 0
+    Killed.kill_at = n_runs - 2  # inside the training with the chosen pairs
+    with pytest.raises(RuntimeError, match="killed"):
+        AdditiveSVC(interactions=2, chunk_rows=500).fit(X, y, checkpoint=tmp_path / "c",
+                                                        engine=Killed(progress=False))
+    Killed.kill_at = None
+    resumed = AdditiveSVC(interactions=2, chunk_rows=500).fit(
+        X, y, checkpoint=tmp_path / "c", engine=Killed(progress=False))
+    assert resumed.interactions_ == whole.interactions_
+    np.testing.assert_allclose(resumed.coef_d_, whole.coef_d_, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(("params", "error", "match"), [
+    ({"embedding": "fourier", "interactions": 2}, ValueError, "embedding='bspline'"),
+    ({"zero_preserving": True, "interactions": 1}, ValueError, "zero_preserving=False"),
+    ({"interactions": [("x0", "nope")]}, SchemaError, "'nope'"),
+    ({"interactions": [(0, 0)]}, ValueError, "two different features"),
+    ({"interactions": [(0, 9)]}, SchemaError, "outside"),
+    ({"interactions": [(0, 1), (1, 0)]}, ValueError, "twice"),
+    ({"interactions": -1}, ValueError, "interactions"),
+])
+def test_bad_interactions_are_refused_clearly(params, error, match) -> None:
+    X, y = _planted(300, seed=10)
+    with pytest.raises(error, match=match):
+        AdditiveSVC(**params).fit(X, y)
+
+
+def test_partial_fit_refuses_interactions() -> None:
+    X, y = _planted(300, seed=11)
+    with pytest.raises(ValueError, match="partial_fit trains per-feature terms only"):
+        AdditiveSVC(interactions=2).partial_fit(X, y)
