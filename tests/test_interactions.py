@@ -109,7 +109,8 @@ def test_pair_cell_sums_match_numpy() -> None:
     first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
     residual, weight = rng.normal(size=(200, 2)), rng.uniform(size=(200, 2))
     sums, weights = np.zeros((3, 16, 2)), np.zeros((3, 16, 2))
-    pair_cell_sums(bins, first, second, residual, weight, 4, sums, weights)
+    pair_cell_sums(np.ascontiguousarray(bins.T), first, second, residual, weight, 4, sums,
+                   weights)
     for p in range(3):
         cell = bins[:, first[p]] * 4 + bins[:, second[p]]
         ref_s, ref_w = np.zeros((16, 2)), np.zeros((16, 2))
