@@ -367,6 +367,7 @@ def cli() -> None:
       streamlearn train train.parquet --target label --model additive --out model.slm
       streamlearn predict model.slm test.parquet --out predictions.parquet --proba
       streamlearn evaluate model.slm test.parquet --target label
+      streamlearn explain model.slm train.parquet --out model_report
     """
 
 
@@ -804,6 +805,57 @@ def evaluate_command(model_path: str, data: str, target: str | None, fmt: str | 
     if not quiet:
         click.echo(f"{dataset.n_rows:,} rows in {elapsed:.2f} s ({_rate(dataset.n_rows, elapsed)})",
                    err=True)
+
+
+# -- explain ------------------------------------------------------------------------------
+#: Rows of DATA that ``explain`` draws (evenly spaced over the data).
+EXPLAIN_ROWS = 5000
+
+
+def row_sample(dataset: Any, n: int = EXPLAIN_ROWS) -> np.ndarray:
+    """About ``n`` rows of ``dataset`` evenly spaced over it, read in one streamed pass."""
+    step = max(1, dataset.n_rows // n)
+    parts = []
+    for chunk in dataset.chunks(prefetch=0):
+        first = (-int(chunk.start)) % step
+        parts.append(np.asarray(chunk.X[first::step]))
+    return np.concatenate(parts) if parts else np.zeros((0, dataset.n_features))
+
+
+@cli.command("explain")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("data", required=False)
+@click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
+              help="Directory for the PNGs and index.html (created if missing).")
+@_storage_options
+@_quiet_option
+@_user_errors
+def explain_command(model_path: str, data: str | None, out: str, fmt: str | None,
+                    chunk_rows: int | None, nan_policy: str, quiet: bool) -> None:
+    """Draw what the model in MODEL learned: PNGs and an index.html in --out.
+
+    Additive models: each feature's curve (with the density of DATA under it), the pair
+    surfaces, the importances; mixtures: component sizes and, for two features, the
+    regions; ShareBoost: the error path and the chosen features; super-sparse machines:
+    the prototypes. DATA, optional, is sampled (about 5,000 rows) for the densities.
+    Needs matplotlib (pip install 'streamlearn[plot]').
+
+    \b
+    Examples:
+      streamlearn explain model.slm --out model_report
+      streamlearn explain model.slm train.parquet -o model_report
+    """
+    from streamlearn import plot
+
+    model = _load_model(model_path)
+    sample = None
+    if data is not None:
+        dataset = _open_for_model(model, data, target=None, fmt=fmt, chunk_rows=chunk_rows,
+                                  nan_policy=nan_policy)
+        sample = row_sample(dataset)
+    index = plot.explain(model, out, sample)
+    pictures = sorted(p.name for p in index.parent.glob("*.png"))
+    click.echo(f"wrote {index} ({', '.join(pictures) or 'no pictures'})")
 
 
 # -- demo ---------------------------------------------------------------------------------

@@ -381,9 +381,9 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
                           candidates, edges, holdout)
     state = runner.run(pass_, dataset, description="screen pairs")
     gains = fast_gains(state.sums, state.weights, pass_.n_bins)
-    chosen = choose_interactions(gains, pass_.screened, int(config.interactions))
-    index = {tuple(int(v) for v in pair): p for p, pair in enumerate(pass_.screened)}
-    return chosen, np.array([gains[index[pair]] for pair in chosen])
+    best = choose_interactions(gains, int(config.interactions))
+    chosen = tuple((int(f), int(g)) for f, g in pass_.screened[best])
+    return chosen, gains[best]
 
 
 def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,

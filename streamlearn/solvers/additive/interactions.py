@@ -223,9 +223,7 @@ class ScreeningPass:
         return state
 
 
-def choose_interactions(gains: np.ndarray, screened: np.ndarray, k: int
-                        ) -> tuple[tuple[int, int], ...]:
-    """The ``k`` pairs with the largest positive gains, best first."""
-    order = np.argsort(-gains, kind="stable")
-    chosen = [tuple(int(v) for v in screened[p]) for p in order[:k] if gains[p] > 0]
-    return tuple((f, g) for f, g in chosen)
+def choose_interactions(gains: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest positive gains, best first."""
+    order = np.argsort(-gains, kind="stable")[:k]
+    return order[gains[order] > 0]

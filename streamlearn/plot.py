@@ -1,0 +1,473 @@
+"""Pictures of what a fitted model learned (matplotlib, the ``plot`` extra).
+
+Every function takes a fitted estimator and returns a :class:`matplotlib.figure.Figure`;
+:func:`explain` writes the pictures that suit a model, with an ``index.html`` that shows them
+beside the model's summary (what ``streamlearn explain`` runs). The numbers behind each
+picture come from the model's own tables (:meth:`AdditiveSVC.shape_functions`,
+:meth:`AdditiveSVC.interaction_surfaces`, ``feature_importances_``, ``path_``, ...), so a
+picture shows nothing a user cannot read as data.
+
+Install with ``pip install streamlearn[plot]``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Features drawn by :func:`shape_functions` unless told (the most important first).
+MAX_SHAPES = 12
+#: Bars drawn by :func:`importances`.
+MAX_BARS = 20
+#: Lines (binary models) drawn per feature in :func:`shape_functions`.
+MAX_LINES = 10
+#: Learned values shown above the pictures of :func:`explain` (when the model has them).
+HEADLINE = ("n_features_in_", "n_train_", "n_iter_", "n_passes_", "interactions_",
+            "n_active_components_", "n_prototypes_", "l2_", "C_", "tau_", "gamma_")
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise ImportError("streamlearn.plot needs matplotlib: pip install "
+                          "'streamlearn[plot]'") from error
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _grid(n: int, width: float = 3.2, height: float = 2.6) -> tuple[Any, np.ndarray]:
+    plt = _pyplot()
+    cols = min(4, max(1, n))
+    rows = max(1, math.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()
+
+
+def _check_fitted(model: Any, *names: str) -> None:
+    missing = [n for n in names if not hasattr(model, n)]
+    if missing:
+        raise ValueError(f"{type(model).__name__} has no {', '.join(missing)}: fit it first "
+                         "(or it is not a model this picture is for)")
+
+
+def _values(X: Any, model: Any) -> np.ndarray | None:
+    """Rows as a float array in the model's feature order (a table by its column names)."""
+    if X is None:
+        return None
+    columns = getattr(X, "columns", None)
+    if columns is not None:
+        names = list(model.feature_names_in_)
+        X = X[names] if set(names) <= {str(c) for c in columns} else X
+    return np.asarray(X, dtype=np.float64)
+
+
+def _feature_order(model: Any, features: Any, limit: int) -> list[int]:
+    names = list(model.feature_names_in_)
+    if features is not None:
+        return [names.index(f) if isinstance(f, str) else int(f) for f in features]
+    importance = getattr(model, "feature_importances_", None)
+    order = (np.argsort(-np.asarray(importance), kind="stable") if importance is not None
+             else np.arange(len(names)))
+    return [int(f) for f in order[:limit]]
+
+
+def shape_functions(model: Any, X: Any = None, features: Any = None,
+                    max_features: int = MAX_SHAPES, n_points: int = 100) -> Any:
+    """Each feature's learned curve, with the density of the data under it.
+
+    Parameters
+    ----------
+    model : AdditiveSVC
+        Fitted.
+    X : array-like of shape (n, n_features), optional
+        Rows whose values are drawn as a histogram under each curve (e.g. a sample of
+        the training data).
+    features : list of str or int, optional
+        Features to draw; default the ``max_features`` most important.
+    max_features : int
+    n_points : int
+        Grid points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_fitted(model, "coef_d_")
+    table = model.shape_functions(n_points=n_points)
+    chosen = _feature_order(model, features, max_features)
+    values = _values(X, model)
+    names = list(model.feature_names_in_)
+    fig, axes = _grid(len(chosen))
+    for ax, f in zip(axes, chosen, strict=False):
+        part = table[table.feature == names[f]]
+        models = list(dict.fromkeys(part.model))[:MAX_LINES]
+        categorical = part.value.dtype == object
+        for m in models:
+            line = part[part.model == m]
+            x = np.arange(len(line)) if categorical else line.value.to_numpy(float)
+            y = line.contribution.to_numpy(float)
+            y = y - y.mean()
+            if categorical:
+                ax.plot(x, y, "o-", label=str(m), ms=3)
+                ax.set_xticks(x, [str(v) for v in line.value], rotation=60, fontsize=6)
+            else:
+                ax.plot(x, y, label=str(m))
+        if values is not None and not categorical:
+            density = ax.twinx()
+            density.hist(values[:, f], bins=40, color="0.8", zorder=0)
+            density.set_yticks([])
+            ax.set_zorder(density.get_zorder() + 1)
+            ax.patch.set_visible(False)
+        ax.set_title(names[f], fontsize=9)
+        ax.axhline(0.0, color="0.6", lw=0.5)
+    if len(models) > 1 and len(chosen):
+        axes[0].legend(fontsize=6, title="model", title_fontsize=6)
+    fig.supylabel("contribution to the score (centred)")
+    fig.tight_layout()
+    return fig
+
+
+def interaction_surfaces(model: Any, n_points: int = 30) -> Any:
+    """Each pair term's surface as a heat map (the binary model where it varies most).
+
+    Parameters
+    ----------
+    model : AdditiveSVC
+        Fitted with ``interactions``.
+    n_points : int
+        Grid points per axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_fitted(model, "coef_d_")
+    table = model.interaction_surfaces(n_points=n_points)
+    if table.empty:
+        raise ValueError("the model has no pair terms: fit it with interactions=k")
+    pairs = list(dict.fromkeys(table.pair))
+    fig, axes = _grid(len(pairs), 3.6, 3.0)
+    for ax, pair in zip(axes, pairs, strict=False):
+        part = table[table.pair == pair]
+        spread = part.groupby("model", sort=False).contribution.agg(np.ptp)
+        best = spread.idxmax()
+        part = part[part.model == best]
+        a = list(dict.fromkeys(part.value_a))
+        b = list(dict.fromkeys(part.value_b))
+        Z = part.contribution.to_numpy(float).reshape(len(a), len(b))
+        limit = float(np.abs(Z - Z.mean()).max()) or 1.0
+        image = ax.imshow((Z - Z.mean()).T, origin="lower", aspect="auto", cmap="RdBu_r",
+                          vmin=-limit, vmax=limit,
+                          extent=_extent(a, b))
+        ax.set_xlabel(str(part.feature_a.iloc[0]), fontsize=8)
+        ax.set_ylabel(str(part.feature_b.iloc[0]), fontsize=8)
+        title = pair if len(set(table.model)) == 1 else f"{pair} (model {best})"
+        ax.set_title(title, fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    return fig
+
+
+def _extent(a: list[Any], b: list[Any]) -> list[float]:
+    def ends(v: list[Any]) -> tuple[float, float]:
+        try:
+            return float(v[0]), float(v[-1])
+        except (TypeError, ValueError):
+            return -0.5, len(v) - 0.5
+    return [*ends(a), *ends(b)]
+
+
+def importances(model: Any, top: int = MAX_BARS) -> Any:
+    """The largest ``feature_importances_`` (and pair terms' importances) as bars.
+
+    Parameters
+    ----------
+    model : fitted estimator with ``feature_importances_``
+    top : int
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_fitted(model, "feature_importances_")
+    names = [str(n) for n in model.feature_names_in_]
+    values = list(np.asarray(model.feature_importances_, dtype=float))
+    pairs = getattr(model, "interactions_", ())
+    if len(pairs):
+        names += [f"{a} x {b}" for a, b in pairs]
+        values += list(np.asarray(model.interaction_importances_, dtype=float))
+    order = np.argsort(-np.asarray(values), kind="stable")[:top]
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 0.3 * len(order) + 1.2))
+    colours = ["C1" if i >= len(model.feature_names_in_) else "C0" for i in order]
+    ax.barh(range(len(order)), [values[i] for i in order], color=colours)
+    ax.set_yticks(range(len(order)), [names[i] for i in order], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("importance")
+    ax.set_title(f"{type(model).__name__}: feature importances", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def mixture(model: Any, X: Any = None, n_points: int = 200) -> Any:
+    """A mixture's component sizes (mixing weights per binary model) and, for data with
+    two features, its decision regions with the component centres.
+
+    Parameters
+    ----------
+    model : MixtureSVC
+        Fitted.
+    X : array-like of shape (n, 2), optional
+        Rows drawn over the regions (two features only); they also set the plotted range.
+    n_points : int
+        Grid points per axis of the regions.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_fitted(model, "xi_", "centers_")
+    plt = _pyplot()
+    two_d = model.n_features_in_ == 2
+    fig, axes = plt.subplots(1, 2 if two_d else 1, figsize=(11 if two_d else 6, 4),
+                             squeeze=False)
+    ax = axes[0, 0]
+    xi = np.asarray(model.xi_)
+    order = np.argsort(-xi, axis=1)
+    for j in range(xi.shape[0]):
+        label = model.classes_[1] if xi.shape[0] == 1 else model.classes_[j]
+        ax.plot(np.arange(1, xi.shape[1] + 1), xi[j, order[j]], "o-", ms=3, label=str(label))
+    ax.set_xlabel("component (by weight)")
+    ax.set_ylabel("mixing weight")
+    ax.set_title(f"component sizes; active: {np.count_nonzero(xi)} of {xi.size}", fontsize=10)
+    if xi.shape[0] <= MAX_LINES:
+        ax.legend(fontsize=7, title="model", title_fontsize=7)
+    if two_d:
+        values = _values(X, model)
+        centres = np.asarray(model.centers_).reshape(-1, 2)
+        pts = values if values is not None else centres
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        pad = 0.05 * np.where(hi > lo, hi - lo, 1.0)
+        g0 = np.linspace(lo[0] - pad[0], hi[0] + pad[0], n_points)
+        g1 = np.linspace(lo[1] - pad[1], hi[1] + pad[1], n_points)
+        G = np.stack(np.meshgrid(g0, g1), axis=-1).reshape(-1, 2).astype(np.float32)
+        codes = np.searchsorted(model.classes_, model.predict(G))
+        ax = axes[0, 1]
+        ax.contourf(g0, g1, codes.reshape(n_points, n_points), alpha=0.3, cmap="tab10",
+                    levels=np.arange(len(model.classes_) + 1) - 0.5)
+        if values is not None:
+            ax.scatter(values[:, 0], values[:, 1], s=2, c="0.3", alpha=0.4)
+        active = np.asarray(model.xi_).reshape(-1) > 0
+        ax.scatter(centres[active, 0], centres[active, 1], marker="x", c="k", s=25)
+        names = model.feature_names_in_
+        ax.set_xlabel(str(names[0]))
+        ax.set_ylabel(str(names[1]))
+        ax.set_title("regions and active centres", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _image_shape(n_features: int, image_shape: Any) -> tuple[int, int] | None:
+    if image_shape is not None:
+        shape = tuple(int(v) for v in image_shape)
+        if len(shape) != 2 or shape[0] * shape[1] != n_features:
+            raise ValueError(f"image_shape {image_shape} does not hold {n_features} features")
+        return shape[0], shape[1]
+    side = math.isqrt(n_features)
+    return (side, side) if side * side == n_features and side >= 4 else None
+
+
+def shareboost(model: Any, image_shape: Any = None) -> Any:
+    """ShareBoost's error path against rounds and the features it chose (as an image of the
+    chosen pixels when the features form a square image, or ``image_shape``).
+
+    Parameters
+    ----------
+    model : ShareBoostClassifier
+        Fitted.
+    image_shape : (int, int), optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_fitted(model, "path_", "selected_features_")
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    path = model.path_
+    rounds = np.arange(len(path["train_error"]))
+    for key, label in (("train_error", "training"), ("held_out_error", "held out"),
+                       ("validation_error", "validation")):
+        values = path.get(key)
+        if values is not None and any(v is not None for v in values):
+            ax.plot(rounds, [np.nan if v is None else v for v in values], label=label)
+    ax.axvline(model.n_iter_, color="0.5", ls="--", lw=0.8, label="kept")
+    ax.set_xlabel("round (shared columns)")
+    ax.set_ylabel("error")
+    ax.set_title("error path", fontsize=10)
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    chosen = np.asarray(model.selected_features_, dtype=np.int64)
+    d = model.n_features_in_
+    shape = _image_shape(d, image_shape)
+    if shape is not None:
+        counts = np.bincount(chosen % d, minlength=d)[:d].reshape(shape)
+        ax.imshow(counts, cmap="viridis")
+        ax.set_title(f"chosen features ({len(chosen)} columns) as an image", fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    else:
+        names = [str(n) for n in model.feature_names_in_]
+        shown = chosen[:MAX_BARS]
+        ax.barh(range(len(shown)), np.arange(len(shown), 0, -1))
+        ax.set_yticks(range(len(shown)), [names[f % d] for f in shown], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xticks([])
+        ax.set_title("chosen features, first chosen on top", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def prototypes(model: Any, image_shape: Any = None, max_prototypes: int = 24) -> Any:
+    """A super-sparse machine's prototypes with their coefficients: as images when the
+    features form a square image (or ``image_shape``), else as a heat map.
+
+    Parameters
+    ----------
+    model : SuperSparseClassifier or SuperSparseRegressor
+        Fitted.
+    image_shape : (int, int), optional
+    max_prototypes : int
+        The prototypes with the largest absolute coefficients are drawn.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_fitted(model, "prototypes_", "coef_")
+    P = np.asarray(model.prototypes_, dtype=float)
+    coef = np.asarray(model.coef_, dtype=float).reshape(P.shape[0], -1)
+    strength = np.abs(coef).max(axis=1)
+    order = np.argsort(-strength, kind="stable")[:max_prototypes]
+    shape = _image_shape(P.shape[1], image_shape)
+    if shape is not None:
+        fig, axes = _grid(len(order), 1.8, 2.0)
+        for ax, i in zip(axes, order, strict=False):
+            ax.imshow(P[i].reshape(shape), cmap="gray_r")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{coef[i, 0]:+.3g}" if coef.shape[1] == 1 else f"#{i}", fontsize=8)
+        fig.suptitle("prototypes (coefficient above each)", fontsize=10)
+        fig.tight_layout()
+        return fig
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.25 * len(order) + 1.5))
+    image = ax.imshow(P[order], aspect="auto", cmap="viridis")
+    ax.set_yticks(range(len(order)), [f"{coef[i, 0]:+.3g}" for i in order], fontsize=7)
+    names = [str(n) for n in model.feature_names_in_]
+    if len(names) <= 40:
+        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_ylabel("prototype (coefficient)")
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def pictures(model: Any, X: Any = None) -> dict[str, Any]:
+    """Every picture that suits ``model``, by file stem."""
+    out: dict[str, Any] = {}
+    name = type(model).__name__
+    if hasattr(model, "feature_importances_"):
+        out["importances"] = importances(model)
+    if name == "AdditiveSVC" and getattr(model, "feature_map_", None) is not None:
+        out["shape_functions"] = shape_functions(model, X)
+        if len(getattr(model, "interactions_", ())):
+            out["interaction_surfaces"] = interaction_surfaces(model)
+    if name == "MixtureSVC":
+        out["mixture"] = mixture(model, X)
+    if name == "ShareBoostClassifier":
+        out["shareboost"] = shareboost(model)
+    if name.startswith("SuperSparse"):
+        out["prototypes"] = prototypes(model)
+    return out
+
+
+def model_summary(model: Any) -> dict[str, Any]:
+    """Parameters and the learned scalars of a fitted model, JSON-ready."""
+    params = {k: v for k, v in model.get_params().items()
+              if k not in ("engine",) and isinstance(v, str | int | float | bool | type(None))}
+    learned = {}
+    for key, value in vars(model).items():
+        if not key.endswith("_") or key.startswith("_"):
+            continue
+        if isinstance(value, bool | int | float | str):
+            learned[key] = value
+        elif isinstance(value, tuple) and len(value) <= 40 and all(
+                isinstance(v, str | int | float | tuple) for v in value):
+            learned[key] = [list(v) if isinstance(v, tuple) else v for v in value]
+        elif isinstance(value, np.ndarray):
+            learned[key] = f"array {value.shape} {value.dtype}"
+    return {"model": type(model).__name__, "parameters": params, "learned": learned}
+
+
+def explain(model: Any, out_dir: str | Path, X: Any = None) -> Path:
+    """Write the model's pictures as PNGs and an ``index.html`` that shows them with its
+    summary.
+
+    Parameters
+    ----------
+    model : fitted streamlearn estimator
+    out_dir : str or path
+        Created if missing; existing files of the same names are replaced.
+    X : array-like, optional
+        A sample of rows for the densities and 2-D regions.
+
+    Returns
+    -------
+    Path
+        The ``index.html``.
+    """
+    plt = _pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = pictures(model, X)
+    for stem, fig in figures.items():
+        fig.savefig(out / f"{stem}.png", dpi=100)
+        plt.close(fig)
+    summary = model_summary(model)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    def table(values: dict[str, Any]) -> str:
+        return "<table>" + "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
+            for k, v in values.items()) + "</table>"
+
+    headline = {k: summary["learned"][k] for k in HEADLINE if k in summary["learned"]}
+    images = "".join(f'<figure><img src="{stem}.png" alt="{html.escape(stem)}">'
+                     f'<figcaption>{html.escape(stem.replace("_", " "))}</figcaption></figure>'
+                     for stem in figures)
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(summary['model'])}</title><style>"
+        "body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+        "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
+        "td{border:1px solid #ccc;padding:2px 8px}img{max-width:100%}"
+        "figure{margin:1em 0}figcaption{color:#555;font-size:13px}</style></head><body>"
+        f"<h1>{html.escape(summary['model'])}</h1>{table(headline)}{images}"
+        "<details><summary>parameters</summary>"
+        f"{table(summary['parameters'])}</details>"
+        "<details><summary>learned attributes</summary>"
+        f"{table(summary['learned'])}</details></body></html>\n")
+    index = out / "index.html"
+    index.write_text(page)
+    return index

@@ -1,0 +1,140 @@
+"""Pictures of fitted models: each drawn from the model's own tables, and `explain`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.image as mpimg
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from streamlearn import plot
+from streamlearn.cli import cli
+from streamlearn.io.model_file import load_model, save_model
+from streamlearn.models import (
+    AdditiveSVC,
+    MixtureSVC,
+    ShareBoostClassifier,
+    SuperSparseClassifier,
+)
+
+
+def _problem(n: int = 3000, d: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d)).astype(np.float32)
+    return X, (np.sin(3 * X[:, 0]) + 2 * X[:, 1] * X[:, 2] > 0).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def additive() -> tuple[AdditiveSVC, np.ndarray]:
+    X, y = _problem()
+    return AdditiveSVC(interactions=[(1, 2)]).fit(X, y), X
+
+
+def test_shape_functions_draw_the_models_curves_centred(additive) -> None:
+    model, X = additive
+    fig = plot.shape_functions(model, X, features=["x0", "x3"], n_points=50)
+    table = model.shape_functions(n_points=50)
+    # the curves' axes first, then the density axes twinned with them
+    for ax, name in zip(fig.axes[:2], ["x0", "x3"], strict=True):
+        line = ax.lines[0]
+        expected = table[table.feature == name].contribution.to_numpy()
+        np.testing.assert_allclose(line.get_ydata(), expected - expected.mean(), atol=1e-12)
+        assert ax.get_title() == name
+    # the density axis under the first curve holds a histogram of that feature
+    heights = sum(p.get_height() for p in fig.axes[2].patches)
+    assert heights == X.shape[0]
+    plt.close(fig)
+
+
+def test_importances_bars_are_the_largest_importances(additive) -> None:
+    model, _ = additive
+    fig = plot.importances(model, top=3)
+    widths = [p.get_width() for p in fig.axes[0].patches]
+    every = np.concatenate([model.feature_importances_, model.interaction_importances_])
+    np.testing.assert_allclose(widths, np.sort(every)[::-1][:3])
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[0] in ("x0", "x1 x x2")
+    plt.close(fig)
+
+
+def test_interaction_surface_heat_map_is_the_pair_table(additive) -> None:
+    model, _ = additive
+    fig = plot.interaction_surfaces(model, n_points=7)
+    table = model.interaction_surfaces(n_points=7)
+    Z = table.contribution.to_numpy().reshape(7, 7)
+    image = fig.axes[0].images[0].get_array()
+    np.testing.assert_allclose(np.asarray(image), (Z - Z.mean()).T, atol=1e-12)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no pair terms"):
+        plot.interaction_surfaces(AdditiveSVC().fit(*_problem(500)))
+
+
+def test_mixture_regions_are_its_predictions_on_two_features() -> None:
+    X = np.random.default_rng(3).uniform(-1, 1, (2000, 2)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = MixtureSVC(random_state=0).fit(X, y)
+    fig = plot.mixture(model, X, n_points=20)
+    assert len(fig.axes) == 2
+    sizes = fig.axes[0].lines[0].get_ydata()
+    np.testing.assert_allclose(sizes, np.sort(model.xi_[0])[::-1])
+    plt.close(fig)
+
+
+def test_shareboost_path_and_chosen_pixels() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 16)).astype(np.float32)
+    y = np.argmax(X[:, [3, 7, 12]], axis=1)
+    model = ShareBoostClassifier().fit(X, y)
+    fig = plot.shareboost(model)
+    path = fig.axes[0].lines[0].get_ydata()
+    np.testing.assert_allclose(path, model.path_["train_error"])
+    counts = np.asarray(fig.axes[1].images[0].get_array()).ravel()
+    assert set(np.flatnonzero(counts)) == set(model.selected_features_.tolist())
+    plt.close(fig)
+
+
+def test_prototypes_as_images_when_features_are_a_square() -> None:
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(800, 16)).astype(np.float32)
+    y = (X[:, 0] + X[:, 5] > 0).astype(int)
+    model = SuperSparseClassifier(n_prototypes=6).fit(X, y)
+    fig = plot.prototypes(model)
+    shown = [np.asarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
+    assert len(shown) == model.n_prototypes_
+    strongest = int(np.argmax(np.abs(model.coef_)))
+    np.testing.assert_allclose(shown[0], model.prototypes_[strongest].reshape(4, 4))
+    plt.close(fig)
+
+
+def test_explain_writes_pictures_and_a_page_from_a_saved_model(additive, tmp_path) -> None:
+    model, X = additive
+    path = save_model(model, tmp_path / "m.slm")
+    index = plot.explain(load_model(path), tmp_path / "report", X[:500])
+    names = sorted(p.name for p in index.parent.glob("*.png"))
+    assert names == ["importances.png", "interaction_surfaces.png", "shape_functions.png"]
+    for name in names:
+        image = mpimg.imread(index.parent / name)
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    page = index.read_text()
+    assert all(f'src="{n}"' in page for n in names)
+    assert "AdditiveSVC" in page and "interactions_" in page
+
+
+def test_explain_command_reads_a_sample_of_the_data(additive, tmp_path: Path) -> None:
+    model, X = additive
+    save_model(model, tmp_path / "m.slm")
+    pd.DataFrame(X, columns=list(model.feature_names_in_)).to_parquet(tmp_path / "d.parquet")
+    result = CliRunner().invoke(cli, ["explain", str(tmp_path / "m.slm"),
+                                      str(tmp_path / "d.parquet"), "--out",
+                                      str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "index.html" in result.output
+    assert (tmp_path / "out" / "shape_functions.png").exists()
