@@ -866,6 +866,21 @@ CURVE_POINTS = 24
 SPARK = "▁▂▃▄▅▆▇█"
 
 
+def pairs_line(model: Any) -> str | None:
+    """What ``interactions="auto"`` did: the pairs tried and whether they were kept."""
+    check = getattr(model, "interaction_check_", None)
+    if not check:
+        return None
+    if "screened" not in check:
+        return f"feature pairs: none tried ({check['reason']})"
+    verdict = "kept" if check["kept"] else "not kept"
+    shown = ", ".join(" x ".join(p) for p in model.interactions_[:3])
+    return (f"feature pairs: {len(check['screened'])} screened and trained, {verdict} "
+            f"(held-out log-loss {check['held_out_log_loss_without']:.4f} without, "
+            f"{check['held_out_log_loss_with']:.4f} with)" + (f"; best: {shown}" if shown
+                                                              else ""))
+
+
 def sparkline(values: np.ndarray, lo: float, hi: float) -> str:
     """One character per value, eight levels between ``lo`` and ``hi``."""
     span = hi - lo if hi > lo else 1.0
@@ -958,7 +973,7 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     params = {**DEMO_MODEL, **fixed, "random_state": 0, "progress": _progress(quiet)}
     shown = "" if epochs is None else f", epochs={epochs}"
     click.echo(f"\ntraining AdditiveSVC(degree=3{shown}): one cubic B-spline curve per "
-               "feature, PEGASOS")
+               "feature, PEGASOS; then the best feature pairs, kept if they help")
     started = time.perf_counter()
     model = AdditiveSVC(**params).fit(train_set)
     fit_s = time.perf_counter() - started
@@ -966,6 +981,9 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     rule = " (its stopping rule met)" if epochs is None else ""
     click.echo(f"  {model.n_iter_} epochs{rule}; {model.n_passes_:g} passes over {n_rows:,} "
                f"rows in {fit_s:.1f} s ({_rate(streamed, fit_s)})")
+    line = pairs_line(model)
+    if line:
+        click.echo(f"  {line}")
     click.echo("training a linear SVM on the same stream, for comparison")
     started = time.perf_counter()
     linear = AdditiveSVC(**{**params, "embedding": "linear"}).fit(train_set)

@@ -119,9 +119,11 @@ def test_feature_importances_are_the_centred_mean_absolute_terms(params) -> None
     k = 3 if params.get("multiclass") == "ovo" else 2
     X, y = _problem(3000, 5, k)
     model = AdditiveSVC(progress=False, random_state=0, **params).fit(X, y)
-    terms = model.term_contributions(X)
+    terms = model.term_contributions(X)  # the features' terms, then any pairs'
     expected = np.abs(terms - terms.mean(axis=0)).mean(axis=(0, 2))
-    np.testing.assert_allclose(model.feature_importances_, expected, rtol=1e-5)
+    found = np.concatenate([model.feature_importances_,
+                            getattr(model, "interaction_importances_", [])])
+    np.testing.assert_allclose(found, expected, rtol=1e-5)
     if params.get("embedding") != "linear":  # a line cannot follow x1^2: both curves count
         assert model.feature_importances_[2] < 0.3 * model.feature_importances_[:2].min()
 

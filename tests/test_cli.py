@@ -64,7 +64,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     model = root / "model.slm"
     result = run("train", str(data), "--target", "label", "--model", "additive",
                  "--exclude", "id", "--out", str(model), "--epochs", "2", "--seed", "5",
-                 "-p", "n_bases=12", "-p", "embedding=bspline", "-p", "tol=null", "--quiet")
+                 "-p", "n_bases=12", "-p", "embedding=bspline", "-p", "tol=null",
+                 "-p", "interactions=0", "--quiet")
     assert result.exit_code == 0, result.output
     return Trained(frame, data, model, result.output)
 

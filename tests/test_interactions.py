@@ -170,7 +170,7 @@ def test_bin_edges_and_candidates() -> None:
 def test_screening_finds_the_planted_pairs_and_they_lower_the_error() -> None:
     X, y = _planted(20_000, seed=6)
     Xt, yt = _planted(20_000, seed=7)
-    plain = AdditiveSVC().fit(X, y)
+    plain = AdditiveSVC(interactions=0).fit(X, y)
     model = AdditiveSVC(interactions=2).fit(X, y)
     assert set(model.interactions_) == {("x2", "x3"), ("x4", "x5")}
     assert model.interaction_scores_.shape == (2,)
@@ -179,6 +179,44 @@ def test_screening_finds_the_planted_pairs_and_they_lower_the_error() -> None:
     assert model.feature_importances_.shape == (6,)
     # the planted pairs carry most of the signal an additive model cannot fit
     assert 1 - model.score(Xt, yt) < 0.5 * (1 - plain.score(Xt, yt))
+
+
+def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
+    X, y = _planted(6000, seed=12)
+    seen: list[str] = []
+
+    class Recording(LocalEngine):
+        def run(self, pass_, data, **options):
+            seen.append(type(pass_).__name__)
+            return super().run(pass_, data, **options)
+
+    model = AdditiveSVC(chunk_rows=1000, engine=Recording(progress=False)).fit(X, y)
+    check = model.interaction_check_
+    assert check["kept"] and len(model.interactions_) == min(2 * 6, 15)
+    assert check["held_out_log_loss_with"] < check["held_out_log_loss_without"]
+    assert {("x2", "x3"), ("x4", "x5")} <= set(model.interactions_)
+    # one describe pass and one screening pass; the second training reuses the summary
+    assert seen.count("SummaryPass") == 1 and seen.count("ScreeningPass") == 1
+    # the reported loss is the log-loss of the calibrated probabilities on those rows
+    from streamlearn.solvers.additive.driver import HOLDOUT_SALT
+    from streamlearn.solvers.holdout import Holdout
+
+    held = Holdout.fraction(0.1, model.random_state ^ HOLDOUT_SALT).mask(np.arange(6000))
+    p = model.predict_proba(X[held])[:, 1]
+    direct = -np.mean(np.where(y[held] == 1, np.log(p), np.log1p(-p)))
+    assert check["held_out_log_loss_with"] == pytest.approx(direct, rel=0.02)
+    # a label with no pair structure: pairs that do not help are dropped
+    rng = np.random.default_rng(13)
+    noise_y = (X[:, 0] + rng.normal(size=6000) > 0).astype(int)
+    plain = AdditiveSVC(chunk_rows=1000).fit(X, noise_y)
+    c = plain.interaction_check_
+    assert c["kept"] == (c["held_out_log_loss_with"] < c["held_out_log_loss_without"])
+    if not c["kept"]:
+        assert plain.interactions_ == () and plain.coef_d_.shape[1] == 6 * 20 + 1
+    # too few held-out rows to check pairs on: none are tried
+    small = AdditiveSVC().fit(X[:1000], y[:1000])
+    assert small.interactions_ == () and not small.interaction_check_["kept"]
+    assert "fewer than 200" in small.interaction_check_["reason"]
 
 
 # -- the model ---------------------------------------------------------------------------
@@ -204,7 +242,8 @@ def test_terms_add_up_to_the_scores_and_surfaces_are_the_pair_terms(paired) -> N
     grid[:, 4], grid[:, 5] = one.value_a, one.value_b
     expected = model.term_contributions(grid)[:, 7, 2]
     np.testing.assert_allclose(one.contribution, expected, atol=1e-9)
-    assert AdditiveSVC().fit(X, (X[:, 0] > 0).astype(int)).interaction_surfaces().empty
+    plain = AdditiveSVC(interactions=0).fit(X, (X[:, 0] > 0).astype(int))
+    assert plain.interaction_surfaces().empty
 
 
 def test_model_file_keeps_the_pairs(paired, tmp_path) -> None:

@@ -62,10 +62,11 @@ def test_additive_describes_and_calibrates_many_chunks_from_a_sample() -> None:
 
     X, y = draw(n)
     Xt, yt = draw(20_000)
-    sampled = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, progress=False).fit(X, y)
+    sampled = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, interactions=0,
+                          progress=False).fit(X, y)
     # one chunk fewer than the rule asks: every row is read
     whole = AdditiveSVC(epochs=2, tol=None, chunk_rows=n // (n_chunks - 1) + 1,
-                        progress=False).fit(X, y)
+                        interactions=0, progress=False).fit(X, y)
     # a sample of chunks, 2 epochs and the calibration rows of a sample of chunks
     assert sampled.n_passes_ == pytest.approx(2 * DESCRIBE_SAMPLE_CHUNKS / n_chunks + 2)
     assert whole.n_passes_ == pytest.approx(4)

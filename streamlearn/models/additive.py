@@ -103,6 +103,10 @@ MAX_BASES_GROWTH = 4
 #: ``partial_fit`` grows a B-spline map for the features with more than this share of a
 #: chunk's values outside its range (fewer: the tail of a shuffled stream, left clamped).
 GROWTH_SHARE = 0.05
+#: ``interactions="auto"`` screens for this many pairs per feature ...
+AUTO_PAIRS_PER_FEATURE = 2
+#: ... and at most this many.
+MAX_AUTO_PAIRS = 64
 #: ``partial_fit`` warns when more than this share of a chunk's values of a feature lies
 #: outside the feature map's range (the tail beyond a first chunk's extremes is smaller).
 CLAMPED_SHARE_WARNING = 0.01
@@ -218,16 +222,22 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         deviation of the uniform distribution over it replace the data's (the Hermite
         embedding standardises by them). Needed by :meth:`partial_fit` on streams whose
         first chunk does not span the data (e.g. sorted by a feature).
-    interactions : int or list of pairs
+    interactions : "auto", int or list of pairs
         Pairwise terms beside the per-feature curves (a GA2M; B-spline embedding only).
         An integer ``k > 0``: ``fit`` trains the per-feature model, screens every pair of
         its most important features in one streamed pass by how much a four-quadrant
         step of the pair lowers the model's log-loss residuals (FAST, Lou et al., KDD
         2013; :mod:`streamlearn.solvers.additive.interactions`), then trains again with
         the ``k`` best pairs, so the fit makes one screening pass and the epochs twice. A
-        list of pairs of feature names or indices: those pairs, no screening. Each pair
-        is a piecewise-bilinear surface on a ``pair_bases x pair_bases`` grid over the two
-        features' ranges, with a ridge penalty (:class:`~streamlearn.features.BSplinePairMap`).
+        list of pairs of feature names or indices: those pairs, no screening; 0: none.
+        ``"auto"`` (B-spline maps with calibration): ``k = min(2 d, d (d - 1) / 2, 64)``
+        for ``d`` features, and the model with pairs is kept only when its calibrated
+        log-loss on the held-out calibration rows is lower than the per-feature model's
+        (``interaction_check_``); with fewer than 200 held-out rows (about 2,000 rows in
+        all) no pairs are tried. Other embeddings and :meth:`partial_fit` fit none. Each
+        pair is a piecewise-bilinear surface on a ``pair_bases x pair_bases`` grid over
+        the two features' ranges, with a ridge penalty
+        (:class:`~streamlearn.features.BSplinePairMap`).
     pair_bases : int
         Bases per axis of each pair's grid.
     chunk_rows : int, optional
@@ -285,6 +295,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         the binary models); absent when the pairs were given.
     interaction_importances_ : ndarray of shape (n_interactions,)
         As ``feature_importances_``, for the pair terms.
+    interaction_check_ : dict
+        ``interactions="auto"`` only: ``kept``, and when pairs were tried the ``screened``
+        pairs (feature indices), their ``scores`` and the held-out log-loss without and
+        with them (``held_out_log_loss_without``, ``held_out_log_loss_with``); else the
+        ``reason`` none were.
     feature_importances_ : ndarray of shape (n_features,)
         Each feature's mean absolute contribution to the SVM scores, centred
         (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
@@ -338,7 +353,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "calibration_fraction": [Interval(Real, 0, 1, closed="both")],
         "bias_scale": [Interval(Real, 0, None, closed="left")],
         "feature_range": ["array-like", None],
-        "interactions": [Interval(Integral, 0, None, closed="left"), list, tuple],
+        "interactions": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"}),
+                         list, tuple],
         "pair_bases": [Interval(Integral, 2, None, closed="left")],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -368,7 +384,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         calibration_fraction: float = 0.1,
         bias_scale: float = 1.0,
         feature_range: Any = None,
-        interactions: int | list[Any] = 0,
+        interactions: int | str | list[Any] = "auto",
         pair_bases: int = 8,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
@@ -419,9 +435,19 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                                  "surface is not zero where one of its features is")
 
     def _has_interactions(self) -> bool:
+        """Whether pairs were asked for explicitly (an int > 0 or a list of pairs)."""
+        if isinstance(self.interactions, str):
+            return False
         if isinstance(self.interactions, list | tuple):
             return len(self.interactions) > 0
         return int(self.interactions) > 0
+
+    def _auto_interactions(self, n_features: int) -> int:
+        """``interactions="auto"``'s number of pairs to screen for (see its docstring)."""
+        if self.embedding != "bspline" or self.zero_preserving or not self.calibrate:
+            return 0
+        return min(AUTO_PAIRS_PER_FEATURE * n_features, n_features * (n_features - 1) // 2,
+                   MAX_AUTO_PAIRS)
 
     def _given_interactions(self, names: Any) -> tuple[tuple[int, int], ...]:
         """``interactions`` given as pairs, as feature indices (names looked up)."""
@@ -563,7 +589,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
         feature_map = self._make_map(bool(dataset.categories))
         screen = 0
-        if isinstance(self.interactions, list | tuple):
+        if isinstance(self.interactions, str):
+            screen = self._auto_interactions(len(dataset.feature_names))
+        elif isinstance(self.interactions, list | tuple):
             if self.interactions:
                 assert isinstance(feature_map, BSplineMap)
                 feature_map = BSplinePairMap(
@@ -581,7 +609,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             online=bool(self.online),
             calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
-            interactions=screen, pair_bases=int(self.pair_bases))
+            interactions=screen, pair_bases=int(self.pair_bases),
+            check_interactions=isinstance(self.interactions, str))
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
@@ -613,6 +642,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.interaction_scores_ = fitted.pair_scores
         else:
             self.__dict__.pop("interaction_scores_", None)
+        if fitted.pair_check is not None:
+            self.interaction_check_ = fitted.pair_check
+        else:
+            self.__dict__.pop("interaction_check_", None)
         if fitted.pg_range is not None:
             self.pg_range_ = fitted.pg_range
 

@@ -275,3 +275,26 @@ class ScoreHistogram:
         for j in range(self.n_models):
             a[j], b[j] = fit_sigmoid(*self.points(j))
         return a, b
+
+    def log_loss(self, a: np.ndarray, b: np.ndarray) -> float:
+        """Mean over models of the weighted log-loss of the sigmoids ``(a, b)`` on the
+        binned rows (each cell at its mean score).
+
+        Parameters
+        ----------
+        a, b : ndarray of shape (n_models,)
+
+        Returns
+        -------
+        float
+        """
+        total = 0.0
+        for j in range(self.n_models):
+            scores, positive, weight = self.points(j)
+            if weight.size == 0:
+                continue
+            p = np.clip(sigmoid_proba(scores, a[j], b[j]), 1e-15, 1.0 - 1e-15)
+            loss = -np.where(positive, np.log(p), np.log1p(-p))
+            total += float(np.sum(weight * loss) / np.sum(weight))
+        return total / self.n_models
+

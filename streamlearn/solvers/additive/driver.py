@@ -70,6 +70,9 @@ from streamlearn.solvers.embedding import (
 )
 from streamlearn.solvers.pegasos import NO_AVERAGING
 
+#: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
+#: check them on.
+MIN_CHECK_ROWS = 200
 #: Rows of the describe sample embedded at once for the feature importances.
 IMPORTANCE_BLOCK_ROWS = 256
 #: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
@@ -115,6 +118,9 @@ class AdditiveConfig:
     interactions : int
         Pair terms to screen for and add to a B-spline map (0: none; given pairs come in
         the feature map, a :class:`~streamlearn.features.pair_terms.BSplinePairMap`).
+    check_interactions : bool
+        Keep the pairs only when they lower the held-out log-loss (``interactions="auto"``);
+        without at least :data:`MIN_CHECK_ROWS` held-out rows, add none.
     pair_bases : int
         Bases per axis of a screened pair's grid.
     """
@@ -135,6 +141,7 @@ class AdditiveConfig:
     n_iter_no_change: int = 2
     interactions: int = 0
     pair_bases: int = 8
+    check_interactions: bool = False
 
     @property
     def pg_tol(self) -> float:
@@ -197,6 +204,12 @@ class AdditiveFit:
         the features', then the pair terms'.
     pair_scores : ndarray of shape (n_pairs,) or None
         The FAST scores of the screened pairs that were chosen (None without screening).
+    held_out_log_loss : float or None
+        Mean over the binary models of the calibrated log-loss of the held-out rows (None
+        without calibration).
+    pair_check : dict or None
+        With ``check_interactions``: the screened pairs, both models' held-out log-loss and
+        whether the pairs were kept.
     """
 
     feature_names: tuple[str, ...]
@@ -216,6 +229,8 @@ class AdditiveFit:
     monitor_history: tuple[float, ...] = ()
     importances: np.ndarray | None = None
     pair_scores: np.ndarray | None = None
+    held_out_log_loss: float | None = None
+    pair_check: dict[str, Any] | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -332,13 +347,21 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     With ``config.interactions = k > 0`` the per-feature model is trained first, a
     screening pass ranks the feature pairs by its residuals (:func:`screen_interactions`),
     and the model with the ``k`` best pairs is trained from the same summary; both
-    trainings follow the rules above.
+    trainings follow the rules above. With ``config.check_interactions`` the model with
+    pairs is returned only when its calibrated log-loss on the held-out rows is lower
+    than the per-feature model's; with fewer than :data:`MIN_CHECK_ROWS` held-out rows no
+    pairs are screened.
     """
     fitted, summary = _fit_terms(runner, dataset, config, seed, None)
     feature_map = config.feature_map
     if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
             or summary is None or fitted.importances is None):
         return fitted
+    if config.check_interactions and (fitted.held_out_log_loss is None
+                                      or fitted.n_calibration < MIN_CHECK_ROWS):
+        return replace(fitted, pair_check={"kept": False, "reason": (
+            f"{fitted.n_calibration} held-out rows, fewer than {MIN_CHECK_ROWS} to check "
+            "pairs on")})
     holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
                if config.calibration_fraction is not None and fitted.n_calibration > 0
                else None)
@@ -349,7 +372,17 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
                               feature_map.penalty_order, False, chosen, config.pair_bases)
     with_pairs, _ = _fit_terms(runner, dataset, replace(config, feature_map=pair_map,
                                                         interactions=0), seed, summary)
-    return replace(with_pairs, pair_scores=scores)
+    if not config.check_interactions:
+        return replace(with_pairs, pair_scores=scores)
+    assert fitted.held_out_log_loss is not None and with_pairs.held_out_log_loss is not None
+    kept = with_pairs.held_out_log_loss < fitted.held_out_log_loss
+    check = {"kept": bool(kept), "screened": [list(p) for p in chosen],
+             "scores": scores.tolist(),
+             "held_out_log_loss_without": fitted.held_out_log_loss,
+             "held_out_log_loss_with": with_pairs.held_out_log_loss}
+    if kept:
+        return replace(with_pairs, pair_scores=scores, pair_check=check)
+    return replace(fitted, pair_check=check)
 
 
 def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
@@ -449,13 +482,16 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                                                      config.bias_scale, holdout))
         platt_a, platt_b = histogram.fit()
         calibrated = True
+        held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
+    else:
+        held_out_loss = None
     importances = (None if sample is None or sample.shape[0] == 0
                    else term_importances(sample, coef_d, feature_map, emb))
     return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
-                       importances), summary
+                       importances, held_out_log_loss=held_out_loss), summary
 
 
 def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureMap | None,

@@ -73,7 +73,8 @@ def pair_cell_sums(bins, first, second, residual, weight, n_bins, sums, weights)
                 w[cell, j] += weight[r, j]
 
 
-def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int) -> np.ndarray:
+def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
+               noise: np.ndarray | None = None) -> np.ndarray:
     """FAST scores: the best four-quadrant reduction of the residual sum of squares.
 
     For a cut ``(c_f, c_g)`` the quadrants ``a <= c_f`` or not, ``b <= c_g`` or not have
@@ -83,6 +84,9 @@ def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int) -> np.ndarray
     Parameters
     ----------
     sums, weights : ndarray of shape (n_pairs, n_bins * n_bins, m)
+    noise : ndarray of shape (m,), optional
+        Each model's residual variance: its reductions are divided by it before they are
+        added (a pair's score then counts in units of the noise of one row).
 
     Returns
     -------
@@ -105,8 +109,10 @@ def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int) -> np.ndarray
         gain += np.where(n > 0, s * s / np.where(n > 0, n, 1.0), 0.0)
     total_s, total_n = S[:, -1, -1], N[:, -1, -1]
     base = np.where(total_n > 0, total_s**2 / np.where(total_n > 0, total_n, 1.0), 0.0)
-    best = gain.reshape(n_pairs, -1, m).max(axis=1) - base
-    return np.maximum(best, 0.0).sum(axis=1)
+    best = np.maximum(gain.reshape(n_pairs, -1, m).max(axis=1) - base, 0.0)
+    if noise is not None:
+        best = best / np.where(noise > 0, noise, 1.0)[None, :]
+    return best.sum(axis=1)
 
 
 def bin_edges(sample: np.ndarray, n_bins: int = SCREEN_BINS) -> np.ndarray:
@@ -140,10 +146,13 @@ def candidate_features(importances: np.ndarray, n_models: int,
 
 @dataclass
 class ScreeningState:
-    """Cell sums of the screening pass (see :func:`pair_cell_sums`)."""
+    """Cell sums of the screening pass (see :func:`pair_cell_sums`), and per model the
+    weighted sum of squared residuals ``sum_i w_i (y_i - P(x_i))^2`` and of weights."""
 
     sums: np.ndarray
     weights: np.ndarray
+    residual_sq: np.ndarray
+    weight_total: np.ndarray
 
 
 class ScreeningPass:
@@ -193,7 +202,8 @@ class ScreeningPass:
     def start(self) -> ScreeningState:
         """Zero sums."""
         shape = (self.first.shape[0], self.n_bins * self.n_bins, self.W.shape[0])
-        return ScreeningState(np.zeros(shape), np.zeros(shape))
+        m = self.W.shape[0]
+        return ScreeningState(np.zeros(shape), np.zeros(shape), np.zeros(m), np.zeros(m))
 
     def step(self, state: ScreeningState, chunk: Chunk) -> ScreeningState:
         """Add the chunk's training rows (in place)."""
@@ -207,6 +217,8 @@ class ScreeningPass:
         positive, member = self.pairs.labels(np.asarray(chunk.y)[keep])
         weight = member if chunk.weight is None else member * chunk.weight[keep][:, None]
         residual = (positive - proba) * weight
+        state.residual_sq += ((positive - proba) ** 2 * weight).sum(axis=0)
+        state.weight_total += weight.sum(axis=0)
         bins = np.empty((self.candidates.shape[0], X.shape[0]), dtype=np.int32)
         for c, f in enumerate(self.candidates):
             bins[c] = np.searchsorted(self.edges[c], X[:, f], side="right")
@@ -216,7 +228,8 @@ class ScreeningPass:
 
     def merge(self, a: ScreeningState, b: ScreeningState) -> ScreeningState:
         """Add two states (a new one)."""
-        return ScreeningState(a.sums + b.sums, a.weights + b.weights)
+        return ScreeningState(a.sums + b.sums, a.weights + b.weights,
+                              a.residual_sq + b.residual_sq, a.weight_total + b.weight_total)
 
     def finish(self, state: ScreeningState) -> ScreeningState:
         """The sums."""
