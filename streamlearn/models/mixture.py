@@ -542,6 +542,24 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return self.classes_[np.argmax(f, axis=1)]
 
     @property
+    def feature_importances_(self) -> np.ndarray:
+        """Each feature's mixing-weighted absolute expert weight, shape (n_features,),
+        summing to 1.
+
+        ``sum_j sum_k xi_jk |w_jkf|`` over the binary models ``j`` and their components
+        ``k``: the experts act on standardised features, so ``|w_jkf|`` is the score change
+        per standard deviation of feature ``f`` inside component ``k``, weighted by the
+        component's share of the rows (pruned components weigh 0). The gating, which reads
+        every feature, is not counted.
+        """
+        self._check_fitted()
+        d = self.n_features_in_
+        weights = np.einsum("jk,jkf->f", np.asarray(self.xi_),
+                            np.abs(np.asarray(self.coef_)[:, :, :d]))
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+    @property
     def n_active_components_(self) -> int | np.ndarray:
         """Components left after pruning (per one-vs-rest mixture for more classes)."""
         self._check_fitted()

@@ -380,6 +380,21 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         return self.coef_groups_.transpose(1, 0, 2).reshape(k, T * q)
 
     @property
+    def feature_importances_(self) -> np.ndarray:
+        """Each raw feature's share of the model's absolute weights, shape (n_features,),
+        summing to 1 (0 for a feature no selected column reads).
+
+        Per selected column, the mean over classes of its absolute weight, added up per
+        raw feature: linear columns are features scaled into ``[-1, 1]``; a stump's weight is
+        its step; an anchor piece counts the weights of its linear part (its ball reads
+        every feature and is not counted).
+        """
+        self._check_fitted()
+        weights = self.family_.feature_weights(self.selected_features_, self.coef_groups_)
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+    @property
     def used_features_(self) -> np.ndarray:
         """Distinct raw features the model reads (sorted)."""
         self._check_fitted()

@@ -73,6 +73,13 @@ class LinearColumns:
         """Raw features the given candidates read."""
         return np.unique(np.asarray(candidates, dtype=np.int64))
 
+    def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """Per raw feature, the mean over classes of its column's absolute weight (the
+        column is the feature scaled into ``[-1, 1]``), shape (d,)."""
+        out = np.zeros(self.n_candidates)
+        np.add.at(out, np.asarray(candidates, dtype=np.int64), np.abs(coef[:, :, 0]).mean(1))
+        return out
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Arrays that define the family (saved with the model)."""
         return {"scale": self.scale}
@@ -134,6 +141,13 @@ class StumpColumns:
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
         """Raw features the given stumps read."""
         return np.unique(self.split(candidates)[0])
+
+    def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """Per raw feature, the mean over classes of the absolute steps of its stumps
+        (added over its stumps), shape (d,)."""
+        out = np.zeros(self.thresholds.shape[0])
+        np.add.at(out, self.split(candidates)[0], np.abs(coef[:, :, 0]).mean(axis=1))
+        return out
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Arrays that define the family (saved with the model)."""
@@ -209,6 +223,15 @@ class AnchorColumns:
         if len(candidates) == 0:
             return np.zeros(0, dtype=np.int64)
         return np.arange(self.pieces.centres.shape[1], dtype=np.int64)
+
+    def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """Per raw feature, the mean over classes of its absolute weight in the pieces'
+        linear parts (added over the pieces), shape (d,); the balls' gates read every
+        feature and are not counted."""
+        d = self.pieces.centres.shape[1]
+        if len(candidates) == 0:
+            return np.zeros(d)
+        return np.abs(coef[:, :, :d]).mean(axis=1).sum(axis=0)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Arrays that define the family (saved with the model)."""

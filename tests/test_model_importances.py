@@ -1,0 +1,50 @@
+"""feature_importances_ of the non-additive models: their stated rules, and that they find
+the features a generated label depends on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamlearn.models import MixtureSVC, ShareBoostClassifier
+
+
+def _three_class(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 16)).astype(np.float32)
+    return X, np.argmax(X[:, [3, 7, 12]] + 0.2 * rng.normal(size=(n, 3)), axis=1)
+
+
+@pytest.mark.parametrize("features", ["linear", "stumps", "anchors"])
+def test_shareboost_importances_are_the_weights_of_the_features_columns(features) -> None:
+    X, y = _three_class(3000, seed=0)
+    model = ShareBoostClassifier(features=features, random_state=0).fit(X, y)
+    importances = model.feature_importances_
+    assert importances.shape == (16,) and importances.sum() == pytest.approx(1.0)
+    assert np.all(importances >= 0)
+    coef = np.abs(model.coef_groups_)  # (T, k, q)
+    if features == "linear":
+        expected = np.bincount(model.selected_features_, coef[:, :, 0].mean(axis=1), 16)
+    elif features == "stumps":
+        feature = model.selected_features_ // model.family_.n_thresholds
+        expected = np.bincount(feature, coef[:, :, 0].mean(axis=1), 16)
+    else:
+        expected = coef[:, :, :16].mean(axis=1).sum(axis=0)
+    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-12)
+    if features != "anchors":
+        unused = np.setdiff1d(np.arange(16), model.used_features_)
+        assert np.all(importances[unused] == 0)
+    assert set(np.argsort(-importances)[:3]) == {3, 7, 12}
+
+
+def test_mixture_importances_weigh_the_experts_by_their_components() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (3000, 5)).astype(np.float32)
+    X[:, 4] *= 1000.0  # units do not matter: the experts see standardised features
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = MixtureSVC(random_state=0).fit(X, y)
+    importances = model.feature_importances_
+    expected = (model.xi_[:, :, None] * np.abs(model.coef_[:, :, :5])).sum(axis=(0, 1))
+    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-12)
+    assert set(np.argsort(-importances)[:2]) == {0, 1}
+    assert importances[2:].max() < 0.5 * importances[:2].min()
