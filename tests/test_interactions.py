@@ -18,7 +18,7 @@ from streamlearn.solvers.additive.interactions import (
     pair_cell_sums,
 )
 from streamlearn.solvers.embedding import (
-    BSPLINE_PAIRS,
+    BSPLINE,
     decision_ovr_chunk,
     embedding_params,
     encode_row,
@@ -65,7 +65,7 @@ def test_on_the_fly_encoding_scores_and_norms_match_the_materialised_embedding()
     fmap = BSplinePairMap(degree=2, n_bases=6, penalty_order=2, interactions=[(0, 3), (1, 2)],
                           pair_bases=5).fit(X.min(0), X.max(0))
     emb = embedding_params(fmap)
-    assert emb.kind == BSPLINE_PAIRS and emb.n_dims == 4 * 6 + 2 * 25
+    assert emb.kind == BSPLINE and emb.n_dims == 4 * 6 + 2 * 25
     Z = fmap.transform(X).astype(np.float64)
     W = rng.normal(size=(3, emb.n_dims + 1))
     # the kernels hold w_d = D_d^-1 w on the feature blocks, w on the pair blocks

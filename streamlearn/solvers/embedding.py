@@ -3,20 +3,21 @@
 Numba kernels cannot take a feature map object or a Python function, so a map is described
 by an integer ``kind`` and two packed arrays:
 
-* ``kind``: :data:`LINEAR` (identity, the raw row), :data:`BSPLINE`, :data:`FOURIER`,
-  :data:`HERMITE` or :data:`BSPLINE_PAIRS` (B-splines plus pair terms,
-  :class:`~streamlearn.features.pair_terms.BSplinePairMap`);
+* ``kind``: :data:`LINEAR` (identity, the raw row), :data:`BSPLINE` (with or without pair
+  terms, :class:`~streamlearn.features.pair_terms.BSplinePairMap`), :data:`FOURIER` or
+  :data:`HERMITE`;
 * ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants, followed for
-  :data:`BSPLINE_PAIRS` by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``;
+  pair terms by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``;
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite; :data:`BSPLINE_PAIRS` appends the pair grid's scale
-  (n_features).
+  ``(mean, std)`` for Hermite; pair terms append the pair grid's scale (n_features).
 
 Pair columns come after the ``n_features * n_cols`` per-feature columns
 (``ipar[IP_MAIN_DIMS]``); their penalty is a ridge, so ``w_d`` equals ``w`` there, and the
-per-row helpers update them as plain sparse entries.
+per-row helpers update them as plain sparse entries. B-splines with and without pairs share
+one compiled kernel: with ``ipar[IP_N_PAIRS] = 0`` the pair loops do not run, and a kind of
+their own would double the first fit's compile time for a few comparisons per row.
 
 :func:`embedding_params` builds them from a fitted map (or ``None`` for the identity).
 
@@ -56,9 +57,8 @@ LINEAR = 0
 BSPLINE = 1
 FOURIER = 2
 HERMITE = 3
-BSPLINE_PAIRS = 4
-KIND_NAMES = ("linear", "bspline", "fourier", "hermite", "bspline+pairs")
-KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE, BSPLINE_PAIRS)
+KIND_NAMES = ("linear", "bspline", "fourier", "hermite")
+KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE)
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
@@ -70,7 +70,7 @@ IP_DEGREE = 6  # B-spline degree
 IP_ZERO_PRESERVING = 7  # 1 for the Psi(0) = 0 variants
 IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
 IP_MAIN_DIMS = 9  # n_features * n_cols, the per-feature columns
-IP_N_PAIRS = 10  # pair terms (BSPLINE_PAIRS)
+IP_N_PAIRS = 10  # pair terms (B-splines only)
 IP_PAIR_BASES = 11  # bases per axis of a pair's grid
 N_IPAR = 12
 
@@ -166,7 +166,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar = np.concatenate([ipar, feature_map.pair_features])
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
                                feature_map.pair_scale_])
-        return Embedding(BSPLINE_PAIRS, ipar, fpar.astype(np.float64))
+        return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
         ipar[IP_MAX_NNZ] = feature_map.max_row_nnz(nf)
@@ -196,8 +196,7 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     Parameters
     ----------
     kind : int
-        :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER`, :data:`HERMITE` or
-        :data:`BSPLINE_PAIRS`.
+        :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER` or :data:`HERMITE`.
     x : ndarray of shape (n_features,), float32
     ipar : ndarray of int64
         Integer parameters (:func:`embedding_params`).
@@ -226,11 +225,10 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     b = fpar[nf : 2 * nf]
     zero_preserving = ipar[IP_ZERO_PRESERVING] != 0
     if kind == BSPLINE:
-        return bspline_encode_row(
+        nnz = bspline_encode_row(
             x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
         )
-    if kind == BSPLINE_PAIRS:
-        nnz = bspline_encode_row(x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], False, idx, val)
+        # no pairs: ipar[N_IPAR:] is empty and the loop does not run
         return pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
                                ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
     k = ipar[IP_N_TERMS]
@@ -262,7 +260,7 @@ def kernel_kinds(compile_for: Callable[[int], Callable]) -> dict[int, Callable]:
     """
     spectral = compile_for(-1)
     return {LINEAR: compile_for(LINEAR), BSPLINE: compile_for(BSPLINE), FOURIER: spectral,
-            HERMITE: spectral, BSPLINE_PAIRS: compile_for(BSPLINE_PAIRS)}
+            HERMITE: spectral}
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -347,7 +345,7 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
             w_d[f] += eta * x[f]
         return
     k = nnz
-    if kind == BSPLINE_PAIRS:  # pair entries come last, in w form
+    if kind == BSPLINE:  # pair entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
@@ -376,7 +374,7 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             avg[f] += eta_avg * v
         return
     k = nnz
-    if kind == BSPLINE_PAIRS:  # pair entries come last, in w form
+    if kind == BSPLINE:  # pair entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
@@ -412,7 +410,7 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
         return s
     k = nnz
     s = 0.0
-    if kind == BSPLINE_PAIRS:  # pair entries come last, in w form
+    if kind == BSPLINE:  # pair entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
