@@ -48,3 +48,32 @@ def test_mixture_importances_weigh_the_experts_by_their_components() -> None:
     np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-12)
     assert set(np.argsort(-importances)[:2]) == {0, 1}
     assert importances[2:].max() < 0.5 * importances[:2].min()
+
+
+@pytest.mark.parametrize("kind", ["ppr", "jsboost"])
+def test_projection_pursuit_importances_follow_the_terms_and_ignore_units(kind) -> None:
+    from streamlearn.models import SparseJSBoostClassifier, SparsePPRRegressor
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    signal = (X[:, 0] + X[:, 1]) ** 2 / 2 + np.sin(X[:, 0] - X[:, 1])
+    y = signal + 0.1 * rng.normal(size=3000) if kind == "ppr" else (signal > 1).astype(int)
+    cls = SparsePPRRegressor if kind == "ppr" else SparseJSBoostClassifier
+    model = cls().fit(X, y)
+    importances = model.feature_importances_
+    assert set(np.argsort(-importances)[:2]) == {0, 1}
+    assert importances.sum() == pytest.approx(1.0)
+    unused = np.flatnonzero(~np.any(model.projections_ != 0, axis=0))
+    assert np.all(importances[unused] == 0)
+    # the rule restated: spread of each term x |a_tf| sd_f / the term's range
+    sd = X.astype(np.float64).std(axis=0)
+    spread = (np.ptp(model.spline_coef_, axis=1) if kind == "ppr"
+              else np.abs(model.learner_weights_) * np.ptp(model.tables_, axis=1))
+    width = model.ranges_[:, 1] - model.ranges_[:, 0]
+    expected = (spread / width) @ (np.abs(model.projections_) * sd)
+    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-3)
+    # a feature in other units: the same importances
+    scaled = X.copy()
+    scaled[:, 1] *= 1000.0
+    again = cls().fit(scaled, y).feature_importances_
+    np.testing.assert_allclose(again, importances, atol=0.02)

@@ -147,6 +147,30 @@ class _ProjectionPursuit(StreamEstimator):
         return np.count_nonzero(self.projections_, axis=1)
 
     @property
+    def feature_importances_(self) -> np.ndarray:
+        """Each feature's share of what the terms respond to, shape (n_features,), summing
+        to 1 (0 for a feature no term uses).
+
+        ``sum_t s_t |a_tf| sigma_f / (hi_t - lo_t)``: moving feature ``f`` by one standard
+        deviation ``sigma_f`` (of the training rows) moves term ``t``'s projection by
+        ``|a_tf| sigma_f``, a share of the projection's range ``ranges_[t]``; ``s_t`` is the
+        spread of the term's ridge function over that range (the range of its spline
+        coefficients, or the learner weight times the range of its table), so a term that
+        barely varies counts little. Units do not matter.
+        """
+        self._check_fitted()
+        sigma = getattr(self, "feature_std_", None)
+        sigma = np.ones(self.n_features_in_) if sigma is None else np.asarray(sigma)
+        width = self.ranges_[:, 1] - self.ranges_[:, 0]
+        share = np.where(width > 0, self._term_spreads() / np.where(width > 0, width, 1.0), 0.0)
+        weights = share @ (np.abs(self.projections_) * sigma[None, :])
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+    def _term_spreads(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
     def selected_features_(self) -> np.ndarray:
         """Indices of the features any term uses."""
         self._check_fitted()
@@ -217,6 +241,9 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         Weighted mean of the target.
     projections_ : ndarray of shape (n_terms, n_features)
         Unit direction ``u_k`` of each term (exact zeros for unused features).
+    feature_std_ : ndarray of shape (n_features,)
+        Weighted standard deviation of each training feature (1 if constant), for
+        ``feature_importances_``.
     ranges_ : ndarray of shape (n_terms, 2)
         Interval of the projected values each spline spans (values outside are clamped).
     spline_coef_ : ndarray of shape (n_terms, n_bases)
@@ -346,7 +373,12 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.n_iter_ = int(fitted.projections.shape[0])
         self.n_train_ = fitted.n_train
         self.projections_ = fitted.projections
+        self.feature_std_ = fitted.feature_std
         self._warn_unconverged(fitted.unconverged, "term")
+
+    def _term_spreads(self) -> np.ndarray:
+        """Range of each term's spline coefficients (it bounds the ridge function's)."""
+        return np.ptp(self.spline_coef_, axis=1)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions ``b + sum_k f_k(u_k . x)``.
@@ -409,6 +441,9 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     classes_ : ndarray of shape (2,)
         Sorted labels; the positive class is ``classes_[1]``.
     projections_ : ndarray of shape (n_rounds, n_features)
+    feature_std_ : ndarray of shape (n_features,)
+        Weighted standard deviation of each training feature (1 if constant), for
+        ``feature_importances_``.
     ranges_ : ndarray of shape (n_rounds, 2)
         Interval of each learner's bins (values outside go to the end bins).
     tables_ : ndarray of shape (n_rounds, n_bins)
@@ -532,7 +567,12 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.n_iter_ = int(fitted.projections.shape[0])
         self.n_train_ = fitted.n_train
         self.projections_ = fitted.projections
+        self.feature_std_ = fitted.feature_std
         self._warn_unconverged(fitted.unconverged, "round")
+
+    def _term_spreads(self) -> np.ndarray:
+        """Each round's learner weight times the range of its table."""
+        return np.abs(self.learner_weights_) * np.ptp(self.tables_, axis=1)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores ``intercept_ + F(x)``; positive means ``classes_[1]``.

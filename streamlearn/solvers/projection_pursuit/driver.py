@@ -143,6 +143,8 @@ class RidgeFit:
         Rows read.
     unconverged : tuple of int
         Terms whose search stopped at ``max_iter`` while still lowering its cost.
+    feature_std : ndarray of shape (n_features,) or None
+        The training rows' weighted standard deviation of each feature (1 if constant).
     """
 
     intercept: float
@@ -154,6 +156,7 @@ class RidgeFit:
     n_scans: int
     n_train: int
     unconverged: tuple[int, ...]
+    feature_std: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,8 @@ class BoostFit:
     n_scans, n_train : int
     unconverged : tuple of int
         Rounds whose search stopped at ``max_iter`` while still lowering its cost.
+    feature_std : ndarray of shape (n_features,) or None
+        The training rows' weighted standard deviation of each feature (1 if constant).
     """
 
     intercept: float
@@ -208,6 +213,7 @@ class BoostFit:
     n_scans: int
     n_train: int
     unconverged: tuple[int, ...]
+    feature_std: np.ndarray | None = None
 
 
 def clean_direction(alpha: np.ndarray) -> np.ndarray:
@@ -327,7 +333,8 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
             unconverged.append(k)
     projections, ranges = raw_directions(projections, ranges, std)
     return RidgeFit(float(intercept), projections, ranges, spline_coef, np.asarray(lambdas),
-                    np.asarray(sse), n_scans, int(moments.n_rows), tuple(unconverged))
+                    np.asarray(sse), n_scans, int(moments.n_rows), tuple(unconverged),
+                    moments.standardiser().scale)
 
 
 def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
@@ -396,4 +403,4 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     projections, ranges = raw_directions(projections, ranges, std)
     return BoostFit(intercept, class_weight, projections, ranges, tables, np.asarray(weights),
                     np.asarray(divergences), np.asarray(lambdas), n_scans, int(moments.n_rows),
-                    tuple(unconverged))
+                    tuple(unconverged), moments.standardiser().scale)
