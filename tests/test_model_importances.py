@@ -77,3 +77,27 @@ def test_projection_pursuit_importances_follow_the_terms_and_ignore_units(kind) 
     scaled[:, 1] *= 1000.0
     again = cls().fit(scaled, y).feature_importances_
     np.testing.assert_allclose(again, importances, atol=0.02)
+
+
+def test_supersparse_importances_are_the_mean_slope_at_the_prototypes() -> None:
+    from streamlearn.models import SuperSparseClassifier
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    X[:, 5] *= 500.0
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 < 1.4).astype(int)
+    model = SuperSparseClassifier(random_state=0).fit(X, y)
+    importances = model.feature_importances_
+    assert set(np.argsort(-importances)[:2]) == {0, 1}
+    assert importances.sum() == pytest.approx(1.0)
+    # the slope restated by finite differences of decision_function in standard units
+    C = np.asarray(model.prototypes_)
+    sd = model.scale_
+    slope = np.empty_like(C)
+    for f in range(6):
+        step = np.zeros(6)
+        step[f] = 1e-3 * sd[f]
+        slope[:, f] = (model.decision_function(C + step) - model.decision_function(C - step)) \
+            / 2e-3
+    expected = np.abs(slope).mean(axis=0)
+    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-2, atol=1e-4)

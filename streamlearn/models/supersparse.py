@@ -350,6 +350,28 @@ class _SuperSparse(StreamEstimator):
                   else np.ascontiguousarray(weights, dtype=np.float32))
         return np.ascontiguousarray(values, dtype=np.float32), weight
 
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Each feature's share of the decision function's slope, shape (n_features,),
+        summing to 1 (RBF similarity only).
+
+        The mean over the prototypes ``c_q`` (points where the data lies) of
+        ``|d f / d z_f|`` at ``c_q``, with ``z`` the standardised features, i.e. per
+        standard deviation of feature ``f``: ``sum_p beta_p s(c_q, c_p) 2 gamma
+        (c_pf - c_qf)``. Units do not matter; no pass over the data is made.
+        """
+        self._check_fitted()
+        if self.similarity != "rbf" or self._standardiser() is None:
+            raise AttributeError("feature_importances_ is defined for the RBF similarity, "
+                                 "whose features are standardised")
+        C = self._fit_prototypes()
+        S = self._similarity().values(C.astype(np.float32), C)  # (q, p)
+        diff = C[None, :, :] - C[:, None, :]  # c_p - c_q, (q, p, d)
+        slope = 2.0 * float(self.gamma_) * np.einsum("qp,p,qpd->qd", S, self.coef_, diff)
+        weights = np.abs(slope).mean(axis=0)
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
     # -- prediction -------------------------------------------------------------------------
     def _decision(self, X: Any) -> np.ndarray:
         """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row."""
