@@ -102,6 +102,41 @@ def test_pair_terms_train_as_a_linear_svm_on_the_materialised_embedding() -> Non
                                atol=1e-2 * np.abs(reference.coef_[0]).max())
 
 
+def test_purified_pairs_have_no_weighted_marginals_and_the_terms_keep_their_sum() -> None:
+    from streamlearn.features.pair_terms import hat_values, pair_marginals
+    from streamlearn.solvers.embedding import feature_terms
+
+    X, y = _planted(6000, seed=14)
+    model = AdditiveSVC(interactions=[(0, 1), (2, 3)], chunk_rows=1000).fit(X, y)
+    fmap = model.feature_map_
+    rng = np.random.default_rng(15)
+    np.testing.assert_allclose(hat_values(X[:50, 2], -1.0, 1.0, 8), _hats(X[:50, 2], -1, 1, 8),
+                               atol=1e-12)
+    # the node weights are the mean hat values of the describe sample (4,096 of the rows)
+    np.testing.assert_allclose(fmap.node_weights_[1, 0],
+                               _hats(np.clip(X[:, 2], fmap.lo_[2], fmap.hi_[2]), fmap.lo_[2],
+                                     fmap.hi_[2], 8).mean(axis=0), atol=0.01)
+    np.testing.assert_allclose(fmap.node_weights_.sum(axis=2), 1.0, atol=1e-12)
+    H = rng.normal(size=(3, 8, 8))
+    rows, cols, _ = pair_marginals(H, fmap.node_weights_[0])
+    pure = H - rows[:, :, None] - cols[:, None, :]  # what move_marginals leaves
+    wa, wb = fmap.node_weights_[0]
+    np.testing.assert_allclose(pure @ wb, 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.einsum("i,kij->kj", wa, pure), 0.0, atol=1e-12)
+    raw = feature_terms(X[:500], model.coef_d_, *model._embedding())
+    moved = model.term_contributions(X[:500])
+    np.testing.assert_allclose(moved.sum(axis=1), raw.sum(axis=1), atol=1e-9)
+    # a pair's term at rows on its grid nodes is its purified node values
+    P, main = 8, 6 * 20
+    H = model.coef_d_[0, main:main + 2 * P * P].reshape(2, P, P)
+    rows, cols, _ = pair_marginals(H[1], fmap.node_weights_[1])
+    nodes = np.linspace(fmap.lo_[2], fmap.hi_[2], P), np.linspace(fmap.lo_[3], fmap.hi_[3], P)
+    grid = np.zeros((P * P, 6), dtype=np.float32)
+    grid[:, 2], grid[:, 3] = np.repeat(nodes[0], P), np.tile(nodes[1], P)
+    surface = model.term_contributions(grid)[:, 6 + 1, 0].reshape(P, P)
+    np.testing.assert_allclose(surface, H[1] - rows[:, None] - cols[None, :], atol=1e-5)
+
+
 # -- screening ---------------------------------------------------------------------------
 def test_pair_cell_sums_match_numpy() -> None:
     rng = np.random.default_rng(3)

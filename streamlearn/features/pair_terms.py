@@ -8,6 +8,14 @@ of which the 4 of the cell holding ``(x_f, x_g)`` are non-zero, with the bilinea
 pair's block is basis ``a`` of ``x_f`` times basis ``b`` of ``x_g``, so the term is a
 piecewise-bilinear surface with value ``w[a P + b]`` at grid node ``(a, b)``.
 
+A pair's surface can also carry a slope along one of its features, which that feature's
+curve could carry as well. :func:`move_marginals` moves it there (purification, as
+Explainable Boosting Machines do): with ``node_weights_``, the data's weight on each grid
+node of each pair feature (the mean of its hat basis over a sample of rows), a pair's node
+values ``H`` lose their weighted row and column means, which go to the two features' terms;
+the terms still add up to the same score, and a pair then shows only what no sum of curves
+can.
+
 The pair blocks follow the per-feature blocks, pair after pair. Their penalty is a ridge
 (``D0``) on the node values: smoothness comes from the coarse grid (8 x 8 nodes by
 default, where a feature's curve has 20 bases), as for the binned pair terms of Explainable
@@ -95,6 +103,75 @@ def pair_transform_dense(X, lo, pair_scale, pair_bases, features, out):
             out[r, idx[k]] = val[k]
 
 
+def hat_values(x: np.ndarray, lo: float, hi: float, n_bases: int) -> np.ndarray:
+    """Degree-1 B-spline bases on ``n_bases`` uniform knots over ``[lo, hi]`` at ``x``
+    (clamped), shape (n, n_bases); each row sums to one."""
+    t = np.clip((np.asarray(x, dtype=np.float64) - lo) / (hi - lo), 0.0, 1.0) * (n_bases - 1)
+    left = np.minimum(np.floor(t).astype(np.int64), n_bases - 2)
+    u = t - left
+    out = np.zeros((t.shape[0], n_bases))
+    rows = np.arange(t.shape[0])
+    out[rows, left] = 1.0 - u
+    out[rows, left + 1] = u
+    return out
+
+
+def pair_marginals(H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+    """Weighted row and column means of pair node values.
+
+    Parameters
+    ----------
+    H : ndarray of shape (..., P, P)
+        Node values (first axis: the pair's first feature).
+    weights : ndarray of shape (2, P)
+        Each feature's node weights, each row summing to one.
+
+    Returns
+    -------
+    rows : ndarray of shape (..., P)
+        ``sum_b w_b[j] H[i, j]``, a function of the first feature.
+    cols : ndarray of shape (..., P)
+        ``sum_a w_a[i] H[i, j] - g``, a function of the second feature.
+    grand : ndarray of shape (...)
+        ``g = sum_ij w_a[i] w_b[j] H[i, j]``.
+    """
+    rows = H @ weights[1]
+    grand = rows @ weights[0]
+    cols = np.einsum("i,...ij->...j", weights[0], H) - grand[..., None]
+    return rows, cols, grand
+
+
+def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
+                   W_pairs: np.ndarray) -> np.ndarray:
+    """Move each pair's weighted marginals into its features' terms (in place).
+
+    Parameters
+    ----------
+    terms : ndarray of shape (n, n_features + n_pairs, m)
+        Every term of every model at the rows ``X`` (features, then pairs).
+    X : ndarray of shape (n, n_features)
+    fmap : BSplinePairMap
+        Fitted, with ``node_weights_``.
+    W_pairs : ndarray of shape (m, n_pairs, P, P)
+        The models' pair node values.
+
+    Returns
+    -------
+    ndarray
+        ``terms``, whose sum over terms is unchanged.
+    """
+    d, P = X.shape[1], fmap.pair_bases
+    for p, (f, g) in enumerate(fmap.interactions):
+        rows, cols, _ = pair_marginals(W_pairs[:, p], fmap.node_weights_[p])
+        along_f = hat_values(X[:, f], fmap.lo_[f], fmap.hi_[f], P) @ rows.T  # (n, m)
+        along_g = hat_values(X[:, g], fmap.lo_[g], fmap.hi_[g], P) @ cols.T
+        terms[:, f, :] += along_f
+        terms[:, g, :] += along_g
+        terms[:, d + p, :] -= along_f + along_g
+    return terms
+
+
 def check_interactions(interactions: Any, n_features: int | None = None) -> tuple[
         tuple[int, int], ...]:
     """Pairs of feature indices ``(f, g)``, ``f < g``, distinct; a clear error otherwise."""
@@ -135,6 +212,9 @@ class BSplinePairMap(BSplineMap):
     ----------
     lo_, hi_ : ndarray of shape (n_features,), float64
         Per-feature ranges, shared by the per-feature and the pair bases.
+    node_weights_ : ndarray of shape (n_pairs, 2, pair_bases)
+        The data's weight on each grid node of each pair's two features, each row summing
+        to one (:meth:`fit_node_weights`; uniform until then), for :func:`move_marginals`.
     """
 
     _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving", "interactions",
@@ -176,9 +256,32 @@ class BSplinePairMap(BSplineMap):
         return super().max_row_nnz(n_features) + 4 * self.n_pairs
 
     def fit(self, lo: Any, hi: Any) -> Self:
-        """Set the per-feature ranges (:meth:`BSplineMap.fit`); checks the pairs' indices."""
+        """Set the per-feature ranges (:meth:`BSplineMap.fit`); checks the pairs' indices.
+        The node weights start uniform."""
         super().fit(lo, hi)
         check_interactions(self.interactions, self.lo_.shape[0])
+        self.node_weights_ = np.full((self.n_pairs, 2, self.pair_bases), 1.0 / self.pair_bases)
+        return self
+
+    def fit_node_weights(self, sample: np.ndarray) -> Self:
+        """Set ``node_weights_`` from a sample of rows: the mean of each node's hat basis.
+
+        Parameters
+        ----------
+        sample : ndarray of shape (k, n_features)
+            Rows spread over the data (the describe pass's sample); none: uniform.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        if sample.shape[0] == 0:
+            return self
+        for p, pair in enumerate(self.interactions):
+            for side, f in enumerate(pair):
+                hats = hat_values(sample[:, f], self.lo_[f], self.hi_[f], self.pair_bases)
+                self.node_weights_[p, side] = hats.mean(axis=0)
         return self
 
     def transform(self, X: Any) -> np.ndarray:

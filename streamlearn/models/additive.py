@@ -40,7 +40,7 @@ from streamlearn.features import (
     FourierMap,
     HermiteMap,
 )
-from streamlearn.features.pair_terms import check_interactions
+from streamlearn.features.pair_terms import check_interactions, move_marginals
 from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
@@ -943,8 +943,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         term ``t`` (the features in order, then the pairs) of model ``j`` at row ``i``, so
         summing over ``t`` and adding :attr:`intercept_` gives :meth:`svm_scores`. Each
         term is defined up to a constant that the intercept can absorb (the B-spline bases
-        of a feature sum to 1), and a pair's surface may share a slope with its features'
-        curves.
+        of a feature sum to 1). A pair's term is shown purified: its means along each of
+        its features, weighted by where the training rows lie, are moved to those
+        features' terms (:func:`~streamlearn.features.pair_terms.move_marginals`), so it
+        holds only what no sum of curves can.
 
         Parameters
         ----------
@@ -957,7 +959,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """
         self._check_fitted()
         values = check_features(X, self.feature_names_in_, type(self).__name__)
-        return feature_terms(values, self.coef_d_, *self._embedding())
+        return self._terms(values)
+
+    def _terms(self, X: np.ndarray) -> np.ndarray:
+        """Every term at rows ``X``, pairs' marginals moved to their features."""
+        terms = feature_terms(X, self.coef_d_, *self._embedding())
+        fmap = self.feature_map_
+        if isinstance(fmap, BSplinePairMap) and fmap.n_pairs:
+            P, main = fmap.pair_bases, self.n_features_in_ * fmap.n_columns_per_feature
+            W_pairs = self.coef_d_[:, main:main + fmap.n_pairs * P * P]
+            move_marginals(terms, X, fmap, W_pairs.reshape(-1, fmap.n_pairs, P, P))
+        return terms
 
     def shape_functions(self, n_points: int = 100,
                         ranges: Any = None) -> Any:
@@ -990,8 +1002,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         names = list(self.feature_names_in_)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
-        W = self.coef_d_
-        emb = self._embedding()
         frames = []
         for f, name in enumerate(names):
             if name in categories:
@@ -1002,7 +1012,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 shown = grid.astype(np.float64)
             X = np.zeros((grid.shape[0], len(names)), dtype=np.float32)
             X[:, f] = grid
-            terms = feature_terms(X, W, *emb)[:, f, :]  # (points, models)
+            terms = self._terms(X)[:, f, :]  # (points, models), pairs' marginals moved in
             for j, model in enumerate(models):
                 frames.append(pd.DataFrame({"feature": name, "value": shown, "model": model,
                                             "contribution": terms[:, j]}))
@@ -1039,7 +1049,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         names = list(self.feature_names_in_)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
-        emb = self._embedding()
         d = self.n_features_in_
 
         def grid(f: int) -> tuple[np.ndarray, Any]:
@@ -1056,7 +1065,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             ia, ib = ia.ravel(), ib.ravel()
             X = np.zeros((ia.shape[0], d), dtype=np.float32)
             X[:, f], X[:, g] = ga[ia], gb[ib]
-            terms = feature_terms(X, self.coef_d_, *emb)[:, d + p, :]
+            terms = self._terms(X)[:, d + p, :]
             for j, model in enumerate(models):
                 frames.append(pd.DataFrame({
                     "pair": f"{names[f]} x {names[g]}", "feature_a": names[f],

@@ -39,6 +39,7 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
+from streamlearn.features.pair_terms import move_marginals
 from streamlearn.solvers.additive.interactions import (
     SCREEN_BINS,
     ScreeningPass,
@@ -447,6 +448,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                             maximum=desc.max, mean=desc.mean, std=desc.std,
                             quantiles=desc.quantiles)
             knot_per_category(feature_map, dataset.feature_names, dataset.categories or {})
+            if isinstance(feature_map, BSplinePairMap):
+                feature_map.fit_node_weights(sample)
     if n_train == 0:
         raise LabelError(f"no rows left to train on ({n_holdout} held out for "
                          "calibration); use more data or calibrate=False")
@@ -498,6 +501,8 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
                      emb: Embedding) -> np.ndarray:
     """Each term's importance (the features', then the pairs'): the mean absolute
     deviation of the term from its mean over ``rows``, averaged over the binary models.
+    A pair's term is counted without its weighted marginals, which count for its features
+    (:func:`~streamlearn.features.pair_terms.move_marginals`).
 
     A feature whose curve is flat, or whose values all fall where it is flat, scores 0;
     the unit is that of the SVM scores, so importances of one model compare across
@@ -534,7 +539,12 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
             if n_pairs:
                 pairs = Psi[:, main:].reshape(X.shape[0], n_pairs, size).transpose(1, 0, 2)
                 terms.append(np.matmul(pairs, W_pairs).transpose(1, 0, 2))
-            yield np.concatenate(terms, axis=1)
+            block = np.concatenate(terms, axis=1)
+            if isinstance(feature_map, BSplinePairMap):  # each pair's marginals to its features
+                P = feature_map.pair_bases
+                move_marginals(block, X, feature_map,
+                               W[:, main:].reshape(W.shape[0], n_pairs, P, P))
+            yield block
 
     mean = sum(block.sum(axis=0) for block in blocks()) / rows.shape[0]
     spread = sum(np.abs(block - mean).sum(axis=0) for block in blocks()) / rows.shape[0]
