@@ -535,6 +535,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
     line = passes_line(model, dataset.n_rows, passes)
     if line is not None:
         click.echo(f"  passes   : {line}")
+    line = pairs_line(model)
+    if line is not None:
+        click.echo(f"  pairs    : {line.removeprefix('feature pairs: ')}")
     own = getattr(model, "summary", None)
     if callable(own):
         click.echo(str(own()))

@@ -93,6 +93,20 @@ def test_train_reports_the_passes_and_bytes_of_the_fit(trained: Trained) -> None
     assert passes_line(model, 3000) == "read the data 4.0 times, 421.9 KiB"
 
 
+def test_train_says_what_the_default_pairs_did(tmp_path: Path) -> None:
+    frame = labelled_frame(3000, seed=4)
+    frame.to_parquet(tmp_path / "t.parquet")
+    result = run("train", str(tmp_path / "t.parquet"), "--target", "label", "--model",
+                 "additive", "--exclude", "id", "--out", str(tmp_path / "m.slm"), "--quiet")
+    assert result.exit_code == 0, result.output
+    model = AdditiveSVC.load(tmp_path / "m.slm")
+    check = model.interaction_check_
+    line = next(x for x in result.output.splitlines() if x.startswith("  pairs    : "))
+    assert f"{len(check['screened'])} screened" in line
+    assert ("not kept" in line) == (not check["kept"])
+    assert f"{check['held_out_log_loss_without']:.4f} without" in line
+
+
 def test_passes_line_of_a_model_without_counts_uses_the_recorded_log() -> None:
     from streamlearn.engine.accounting import PassLog, open_pass
 
