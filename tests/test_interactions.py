@@ -248,6 +248,10 @@ def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
     assert c["kept"] == (c["held_out_log_loss_with"] < c["held_out_log_loss_without"])
     if not c["kept"]:
         assert plain.interactions_ == () and plain.coef_d_.shape[1] == 6 * 20 + 1
+    # one feature, or an embedding without pairs: none are tried, and the check says why
+    assert "fewer than two" in AdditiveSVC().fit(X[:, :1], y).interaction_check_["reason"]
+    fourier = AdditiveSVC(embedding="fourier").fit(X, y)
+    assert fourier.interactions_ == () and "B-spline" in fourier.interaction_check_["reason"]
     # too few held-out rows to check pairs on: none are tried
     small = AdditiveSVC().fit(X[:1000], y[:1000])
     assert small.interactions_ == () and not small.interaction_check_["kept"]

@@ -644,6 +644,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.__dict__.pop("interaction_scores_", None)
         if fitted.pair_check is not None:
             self.interaction_check_ = fitted.pair_check
+        elif isinstance(self.interactions, str):  # "auto" tried none: say why
+            reason = ("pair terms need the B-spline embedding with calibration and "
+                      "zero_preserving=False" if self._auto_interactions(2) == 0
+                      else "fewer than two features")
+            self.interaction_check_ = {"kept": False, "reason": reason}
         else:
             self.__dict__.pop("interaction_check_", None)
         if fitted.pg_range is not None:
