@@ -340,3 +340,16 @@ def test_partial_fit_refuses_interactions() -> None:
     X, y = _planted(300, seed=11)
     with pytest.raises(ValueError, match="partial_fit trains per-feature terms only"):
         AdditiveSVC(interactions=2).partial_fit(X, y)
+
+
+def test_partial_fit_continues_a_model_with_pairs_without_growing_its_map(paired) -> None:
+    from sklearn.base import clone
+
+    model, X, y3 = paired
+    model = clone(model).fit(X, y3)
+    before = model.score(X, y3)
+    with pytest.warns(UserWarning, match="outside the feature map's range"):
+        model.partial_fit(3 * X[:500], y3[:500])
+    assert isinstance(model.feature_map_, BSplinePairMap)
+    assert model.coef_d_.shape[1] == 6 * 20 + 2 * 64 + 1
+    assert abs(model.score(X, y3) - before) < 0.1

@@ -672,11 +672,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         bases by least squares over the old range, where they stay the same; weights that
         range does not determine get the smallest norm. Past ``4 * n_bases`` bases the map
         is refitted over the union of the ranges with that many bases (coarser knots, the
-        curves kept approximately). Fourier maps, and any map with ``feature_range``, clamp
-        such values and warn (``UserWarning``); the Hermite map standardises and does not
-        clamp. A stream whose first chunk does not span the data, e.g. one sorted by a
-        feature, is best given ``feature_range``: growth keeps the first chunk's knot
-        spacing, which may be too fine for the whole range.
+        curves kept approximately). Fourier maps, maps with pair terms (from ``fit``), and
+        any map with ``feature_range``, clamp such values and warn (``UserWarning``); the
+        Hermite map standardises and does not clamp. A stream whose first chunk does not
+        span the data, e.g. one sorted by a feature, is best given ``feature_range``:
+        growth keeps the first chunk's knot spacing, which may be too fine for the whole
+        range.
 
         Unless ``lam`` is set, ``lam = 1 / (C n)`` with ``n`` the total sample weight of
         the first chunk (its rows without weights). With ``average``, predictions use the
