@@ -903,7 +903,8 @@ def additive_curves(model: Any, lo: np.ndarray, hi: np.ndarray,
     ndarray of shape (n_features, points)
     """
     grid = np.linspace(lo, hi, points, dtype=np.float32)  # (points, features)
-    terms = model.term_contributions(grid)[:, :, 0].T  # (features, points)
+    # the features' terms only (pair terms follow them), each with its pairs' marginals
+    terms = model.term_contributions(grid)[:, : grid.shape[1], 0].T  # (features, points)
     return terms - terms.mean(axis=1, keepdims=True)
 
 

@@ -347,11 +347,13 @@ def test_additive_curves_recover_each_term() -> None:
     class Additive:
         def term_contributions(self, X: np.ndarray) -> np.ndarray:
             X = X.astype(np.float64)
-            return np.stack([np.sin(X[:, 0]) - 3.0, X[:, 1] ** 2, 0.0 * X[:, 2]],
+            pair = X[:, 0] * X[:, 1]  # a pair term follows the features' terms
+            return np.stack([np.sin(X[:, 0]) - 3.0, X[:, 1] ** 2, 0.0 * X[:, 2], pair],
                             axis=1)[:, :, None]
 
     lo, hi = np.array([-2.0, -1.0, 0.0]), np.array([2.0, 1.0, 5.0])
     curves = additive_curves(Additive(), lo, hi, points=9)
+    assert curves.shape == (3, 9)  # the features' curves only
     g0 = np.sin(np.linspace(-2, 2, 9))
     g1 = np.linspace(-1, 1, 9) ** 2
     np.testing.assert_allclose(curves[0], g0 - g0.mean(), atol=1e-6)
