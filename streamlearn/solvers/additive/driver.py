@@ -368,7 +368,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
                else None)
     chosen, scores = screen_interactions(runner, dataset, fitted, config, summary, holdout)
     if not chosen:
-        return fitted
+        return replace(fitted, pair_check={"kept": False, "reason": (
+            "no screened pair lowered the residuals")} if config.check_interactions else None)
     pair_map = BSplinePairMap(feature_map.degree, feature_map.n_bases,
                               feature_map.penalty_order, False, chosen, config.pair_bases)
     with_pairs, _ = _fit_terms(runner, dataset, replace(config, feature_map=pair_map,
