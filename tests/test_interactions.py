@@ -179,7 +179,7 @@ def test_fast_gains_are_the_best_quadrant_split_by_brute_force() -> None:
     assert fast_gains(sums, weights, B)[0] == pytest.approx(total, rel=1e-9)
 
 
-def test_bin_edges_and_candidates() -> None:
+def test_bin_edges_and_candidates(monkeypatch) -> None:
     rng = np.random.default_rng(5)
     sample = np.column_stack([rng.normal(size=1000), np.repeat([0.0, 1.0], 500),
                               np.full(1000, 2.0)])
@@ -194,12 +194,8 @@ def test_bin_edges_and_candidates() -> None:
     # with room for 3 features only, the 3 most important are kept
     from streamlearn.solvers.additive import interactions
 
-    budget = interactions.SCREEN_CELLS
-    try:
-        interactions.SCREEN_CELLS = 3 * 256
-        np.testing.assert_array_equal(candidate_features(importances, 1), [1, 3, 4])
-    finally:
-        interactions.SCREEN_CELLS = budget
+    monkeypatch.setattr(interactions, "SCREEN_CELLS", 3 * 256)
+    np.testing.assert_array_equal(candidate_features(importances, 1), [1, 3, 4])
 
 
 def test_screening_finds_the_planted_pairs_and_they_lower_the_error() -> None:

@@ -143,7 +143,7 @@ def pair_marginals(H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
-                   W_pairs: np.ndarray) -> np.ndarray:
+                   W: np.ndarray) -> np.ndarray:
     """Move each pair's weighted marginals into its features' terms (in place).
 
     Parameters
@@ -153,8 +153,10 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     X : ndarray of shape (n, n_features)
     fmap : BSplinePairMap
         Fitted, with ``node_weights_``.
-    W_pairs : ndarray of shape (m, n_pairs, P, P)
-        The models' pair node values.
+    W : ndarray of shape (m, >= n_features * n_cols + n_pairs * P^2)
+        The models' weights, per-feature columns first (in ``w`` or ``w_d`` form: the two
+        agree on the pair columns, the node values); columns past the pairs (a bias) are
+        ignored.
 
     Returns
     -------
@@ -162,6 +164,8 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
         ``terms``, whose sum over terms is unchanged.
     """
     d, P = X.shape[1], fmap.pair_bases
+    main = d * fmap.n_columns_per_feature
+    W_pairs = W[:, main:main + fmap.n_pairs * P * P].reshape(W.shape[0], fmap.n_pairs, P, P)
     for p, (f, g) in enumerate(fmap.interactions):
         rows, cols, _ = pair_marginals(W_pairs[:, p], fmap.node_weights_[p])
         along_f = hat_values(X[:, f], fmap.lo_[f], fmap.hi_[f], P) @ rows.T  # (n, m)

@@ -40,7 +40,7 @@ from streamlearn.features import (
     FourierMap,
     HermiteMap,
 )
-from streamlearn.features.pair_terms import check_interactions, move_marginals
+from streamlearn.features.pair_terms import PAIR_BASES, check_interactions, move_marginals
 from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
@@ -385,7 +385,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         bias_scale: float = 1.0,
         feature_range: Any = None,
         interactions: int | str | list[Any] = "auto",
-        pair_bases: int = 8,
+        pair_bases: int = PAIR_BASES,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -972,9 +972,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         terms = feature_terms(X, self.coef_d_, *self._embedding())
         fmap = self.feature_map_
         if isinstance(fmap, BSplinePairMap) and fmap.n_pairs:
-            P, main = fmap.pair_bases, self.n_features_in_ * fmap.n_columns_per_feature
-            W_pairs = self.coef_d_[:, main:main + fmap.n_pairs * P * P]
-            move_marginals(terms, X, fmap, W_pairs.reshape(-1, fmap.n_pairs, P, P))
+            move_marginals(terms, X, fmap, self.coef_d_)
         return terms
 
     def shape_functions(self, n_points: int = 100,

@@ -39,7 +39,7 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
-from streamlearn.features.pair_terms import move_marginals
+from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
 from streamlearn.solvers.additive.interactions import (
     SCREEN_BINS,
     ScreeningPass,
@@ -141,7 +141,7 @@ class AdditiveConfig:
     bias_scale: float
     n_iter_no_change: int = 2
     interactions: int = 0
-    pair_bases: int = 8
+    pair_bases: int = PAIR_BASES
     check_interactions: bool = False
 
     @property
@@ -542,9 +542,7 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
                 terms.append(np.matmul(pairs, W_pairs).transpose(1, 0, 2))
             block = np.concatenate(terms, axis=1)
             if isinstance(feature_map, BSplinePairMap):  # each pair's marginals to its features
-                P = feature_map.pair_bases
-                move_marginals(block, X, feature_map,
-                               W[:, main:].reshape(W.shape[0], n_pairs, P, P))
+                move_marginals(block, X, feature_map, W)
             yield block
 
     mean = sum(block.sum(axis=0) for block in blocks()) / rows.shape[0]
