@@ -1,4 +1,4 @@
-"""The ``streamlearn`` command: train, predict, evaluate, info and the demo.
+"""The ``streamlearn`` command: train, predict, evaluate, info, convert and the demo.
 
 Every command streams its data chunk by chunk, shows progress bars (rows/s, ETA) on stderr
 when stderr is a terminal (``--quiet`` turns them off), and exits with 0 on success, 1 on a
@@ -153,7 +153,7 @@ def _options(*options: Callable[..., Any]) -> Callable[..., Any]:
 _target_option = click.option("--target", "-t",
                               help="Target column (zarr X/y stores default to y).")
 _storage_options = _options(
-    click.option("--format", "fmt", type=click.Choice(["parquet", "zarr"]),
+    click.option("--format", "fmt", type=click.Choice(["parquet", "zarr", "svmlight"]),
                  help="Storage format when the path does not tell."),
     click.option("--chunk-rows", type=click.IntRange(min=1),
                  help="Rows per chunk (default: about 16 MiB of features)."),
@@ -275,7 +275,9 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
 
     Columns are matched by name; a model trained on unnamed columns (``x0, x1, ...``) takes
     columns of those names when the data has them all, else the data's feature columns by
-    position, and then only their number must agree.
+    position, and then only their number must agree (sparse rows may have fewer columns:
+    an svmlight file's largest index may be below the training data's; the others are
+    zeros).
     """
     from streamlearn.data.sources.base import default_feature_names
 
@@ -295,7 +297,8 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
             # columns really named x0, x1, ... (next to others, such as the target): by name
             dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows,
                             nan_policy, task=task, categories=categories)
-        if dataset.n_features != len(expected):
+        narrower_sparse = dataset.is_sparse and dataset.n_features < len(expected)
+        if dataset.n_features != len(expected) and not narrower_sparse:
             raise SchemaError(
                 f"the data has {dataset.n_features} feature columns "
                 f"({_shown(list(dataset.feature_names))}); the model was trained on "
@@ -368,6 +371,7 @@ def cli() -> None:
       streamlearn predict model.slm test.parquet --out predictions.parquet --proba
       streamlearn evaluate model.slm test.parquet --target label
       streamlearn explain model.slm train.parquet --out model_report
+      streamlearn convert train.parquet --target label --out train.zarr
     """
 
 
@@ -817,6 +821,9 @@ EXPLAIN_ROWS = 5000
 
 def row_sample(dataset: Any, n: int = EXPLAIN_ROWS) -> np.ndarray:
     """About ``n`` rows of ``dataset`` evenly spaced over it, read in one streamed pass."""
+    if dataset.is_sparse:
+        raise click.ClickException("explain draws its pictures over dense rows; the data "
+                                   f"{dataset.source.description} holds sparse rows")
     step = max(1, dataset.n_rows // n)
     parts = []
     for chunk in dataset.chunks(prefetch=0):
@@ -859,6 +866,57 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
     index = plot.explain(model, out, sample)
     pictures = sorted(p.name for p in index.parent.glob("*.png"))
     click.echo(f"wrote {index} ({', '.join(pictures) or 'no pictures'})")
+
+
+# -- convert ------------------------------------------------------------------------------
+@cli.command("convert")
+@click.argument("data")
+@data_options
+@click.option("--weight", "-w", help="Sample-weight column (written as the array 'weight').")
+@click.option("--out", "-o", required=True,
+              help="Zarr store to write: a path or an fsspec URL.")
+@click.option("--layout", type=click.Choice(["auto", "dense", "sparse"]), default="auto",
+              show_default=True,
+              help="dense: an X matrix; sparse: CSR arrays; auto: sparse for sparse data "
+                   "(svmlight, CSR stores), else dense.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@_quiet_option
+@_user_errors
+def convert_command(data: str, target: str | None, features: str | None, exclude: str | None,
+                    fmt: str | None, chunk_rows: int | None, nan_policy: str,
+                    weight: str | None, out: str, layout: str, overwrite: bool,
+                    quiet: bool) -> None:
+    """Write DATA to a zarr store, streaming it chunk by chunk.
+
+    The store holds the features (an X matrix, or CSR arrays with --layout sparse), the
+    target as its original labels or values (array y, the default target when the store
+    is opened) and the sample weights (array weight: open it with --weight weight).
+    --chunk-rows sets the rows per storage chunk. A local store appears under its name
+    only once complete.
+
+    \b
+    Examples:
+      streamlearn convert train.parquet -t label -o train.zarr
+      streamlearn convert train.svm -o train.zarr --layout sparse
+      streamlearn convert data/ -t price --exclude id -o s3://bucket/houses.zarr
+    """
+    from streamlearn.data.convert import convert
+    from streamlearn.engine.progress import Progress, progress_enabled
+
+    dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
+                    weight=weight)
+    with Progress(dataset.n_rows, "convert", progress_enabled(_progress(quiet))) as bar:
+        try:
+            report = convert(dataset, out, layout=layout,  # type: ignore[arg-type]
+                             chunk_rows=chunk_rows, overwrite=overwrite, progress=bar.update)
+        except (FileExistsError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
+    columns = f"{report.features:,} features"
+    if dataset.target is not None:
+        columns += f" + target {dataset.target!r}"
+    click.echo(f"wrote {out}: {report.rows:,} rows x {columns}, {report.layout} layout, "
+               f"{report.nnz:,} non-zeros, {human_bytes(report.bytes_written)}, "
+               f"{report.seconds:.2f} s ({_rate(report.rows, report.seconds)})")
 
 
 # -- demo ---------------------------------------------------------------------------------

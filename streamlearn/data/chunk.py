@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streamlearn.data.sparse_rows import SparseRows
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -13,8 +15,9 @@ class Chunk:
 
     Attributes
     ----------
-    X : ndarray of shape (n_rows, n_features), float32, C-contiguous
-        Feature values, validated finite.
+    X : ndarray of shape (n_rows, n_features), float32, C-contiguous, or SparseRows
+        Feature values, validated finite: dense, or CSR rows of a sparse source
+        (:class:`~streamlearn.data.sparse_rows.SparseRows`, see :attr:`is_sparse`).
     y : ndarray of shape (n_rows,) or None
         Target. For classification, int32 class codes indexing ``Dataset.classes``;
         for regression, float32 values; None when the dataset has no target.
@@ -27,7 +30,7 @@ class Chunk:
         Sample weights.
     """
 
-    X: np.ndarray
+    X: np.ndarray | SparseRows
     y: np.ndarray | None
     start: int
     index: np.ndarray | None = None
@@ -39,6 +42,11 @@ class Chunk:
         return int(self.X.shape[0])
 
     @property
+    def is_sparse(self) -> bool:
+        """Whether ``X`` holds CSR rows."""
+        return isinstance(self.X, SparseRows)
+
+    @property
     def rows(self) -> np.ndarray:
         """Global row index of every row (int64), whether or not ``index`` is set."""
         if self.index is not None:
@@ -48,7 +56,9 @@ class Chunk:
     def select(self, keep: np.ndarray) -> Chunk:
         """The rows where the boolean mask ``keep`` is True, keeping their global ids."""
         keep = np.asarray(keep, dtype=bool)
-        return Chunk(np.ascontiguousarray(self.X[keep]),
+        X = (self.X.take(np.flatnonzero(keep)) if isinstance(self.X, SparseRows)
+             else np.ascontiguousarray(self.X[keep]))
+        return Chunk(X,
                      None if self.y is None else self.y[keep], self.start,
                      self.rows[keep],
                      None if self.weight is None else self.weight[keep])

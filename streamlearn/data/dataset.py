@@ -12,7 +12,8 @@ from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.schema import Schema, Task
-from streamlearn.data.sources.base import Block, ColumnKind, Source
+from streamlearn.data.sources.base import Block, ColumnKind, NumberedNames, Source
+from streamlearn.data.sparse_rows import SparseRows, first_bad_entry
 from streamlearn.data.validation import (
     NanPolicy,
     fill_nonfinite,
@@ -76,6 +77,9 @@ class Dataset:
                     f"{role} column {name!r} not found in {source.description}; "
                     f"columns are {_listing(columns)}"
                 )
+        self.is_sparse = bool(getattr(source, "sparse", False))
+        if self.is_sparse:
+            features = _sparse_features(source, features, exclude)
         unknown_excluded = [c for c in exclude if c not in source.kinds]
         if unknown_excluded:
             raise SchemaError(
@@ -87,27 +91,28 @@ class Dataset:
             # A matrix layout (zarr ``X``) names its features; other arrays are not features.
             candidates = getattr(source, "default_features", None) or columns
             features = [c for c in candidates if c not in (target, weight) and c not in exclude]
-        features = list(features)
-        missing = [f for f in features if f not in source.kinds]
+        features = features if self.is_sparse else list(features)
+        missing = [] if self.is_sparse else [f for f in features if f not in source.kinds]
         if missing:
             raise SchemaError(
                 f"feature column(s) {missing} not found in {source.description}; "
                 f"columns are {_listing(columns)}"
             )
-        if len(set(features)) != len(features):
+        if not self.is_sparse and len(set(features)) != len(features):
             raise SchemaError(f"features lists a column more than once: {features}")
         for role, name in (("target", target), ("weight", weight)):
             if name is not None and name in features:
                 raise SchemaError(f"{role} column {name!r} is also listed as a feature")
         fixed = {f: plain_categories(c) for f, c in (categories or {}).items() if f in features}
         encodes = hasattr(source, "read_categories")
-        coded = [f for f in features if f in fixed or (encodes and source.kinds[f] in (
-            ColumnKind.STRING, ColumnKind.CATEGORICAL))]
+        coded = [] if self.is_sparse else [
+            f for f in features if f in fixed or (encodes and source.kinds[f] in (
+                ColumnKind.STRING, ColumnKind.CATEGORICAL))]
         if fixed and not encodes:
             raise SchemaError(f"{source.description} holds numbers only; it has no "
                               f"categorical columns {sorted(fixed)}")
-        bad = {f: source.kinds[f].value for f in features
-               if not source.kinds[f].is_numeric and f not in coded}
+        bad = {} if self.is_sparse else {f: source.kinds[f].value for f in features
+                                         if not source.kinds[f].is_numeric and f not in coded}
         if bad:
             raise SchemaError(
                 f"non-numeric feature column(s) in {source.description}: "
@@ -130,19 +135,23 @@ class Dataset:
         self.n_rows = int(sum(p.n_rows for p in source.pieces))
         if self.n_rows == 0:
             raise DataError(f"{source.description} has no rows")
-        self.feature_names: tuple[str, ...] = tuple(features)
+        # a sparse source's columns stay numbered, not listed (there may be millions)
+        self.feature_names: Sequence[str] = features if self.is_sparse else tuple(features)
         self.target = target
         self.weight = weight
         self.task = _task(task, target, source.kinds.get(target) if target else None)
         self.nan_policy = nan_policy
         self.prefetch = int(prefetch)
         self._coded_features = tuple(coded)
+        # what reads are given: a sparse source reads all its columns (and ignores this)
+        self._read_features: list[str] | None = None if self.is_sparse else list(features)
         self._fixed_categories = fixed
         self._categories: dict[str, tuple[Any, ...]] | None = None
         self._category_indexes: dict[str, Any] | None = None
         if chunk_rows is not None and int(chunk_rows) < 1:
             raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
-        self.chunk_rows = int(chunk_rows) if chunk_rows else default_chunk_rows(len(features))
+        self.chunk_rows = int(chunk_rows) if chunk_rows else default_chunk_rows(
+            _stored_per_row(source, len(features), self.n_rows))
         self._offsets = np.cumsum([0] + [p.n_rows for p in source.pieces])
         self._classes: np.ndarray | None = None
         if self.task == "classification":
@@ -258,7 +267,8 @@ class Dataset:
     def _reopened(self, *, task: Task | None,
                   categories: Mapping[str, Sequence[Any]]) -> Dataset:
         classes = self._classes if task == self.task else None
-        return Dataset(self.source, features=list(self.feature_names), target=self.target,
+        return Dataset(self.source, features=None if self.is_sparse else list(self.feature_names),
+                       target=self.target,
                        weight=self.weight, task=task, classes=classes,
                        chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
                        prefetch=self.prefetch, categories=categories)
@@ -387,6 +397,8 @@ class Dataset:
     def _chunk(self, reader: _PieceReader | _RangeReader, a: int, b: int,
                classes: np.ndarray | None, rng: np.random.Generator | None) -> Chunk:
         X, y_raw, w = reader.rows(a, b)
+        if isinstance(X, SparseRows):
+            return self._sparse_chunk(X, y_raw, w, a, classes, rng)
         keep = None
         if isinstance(self.nan_policy, float):
             if first_nonfinite(X) >= 0:
@@ -422,6 +434,56 @@ class Dataset:
             index = perm + a if index is None else index[perm]
             # np.take gathers rows about twice as fast as fancy indexing
             X = np.take(X, perm, axis=0)
+            y = np.take(y, perm) if y is not None else None
+            w = np.take(w, perm) if w is not None else None
+        return Chunk(X=X, y=y, start=a, index=index, weight=w)
+
+    def _sparse_chunk(self, X: SparseRows, y_raw: np.ndarray | None, w: np.ndarray | None,
+                      a: int, classes: np.ndarray | None,
+                      rng: np.random.Generator | None) -> Chunk:
+        """:meth:`_chunk` of CSR rows: the checks and the shuffle, on the stored entries."""
+        bad = first_bad_entry(X.indptr, X.indices, X.n_cols)
+        if bad >= 0:
+            r = int(np.searchsorted(X.indptr, bad, side="right")) - 1
+            row = X.indices[X.indptr[r]:X.indptr[r + 1]]
+            what = ("outside the columns 0.." + str(X.n_cols - 1)
+                    if not 0 <= X.indices[bad] < X.n_cols else "stored twice in its row")
+            raise DataError(f"column index {int(X.indices[bad])} at {self.locate(a + r)} "
+                            f"(dataset row {a + r}) is {what} (row's indices: {row[:12]})")
+        keep = None
+        flat = first_nonfinite(X.values)
+        if flat >= 0:
+            if isinstance(self.nan_policy, float):
+                values = X.values.copy()
+                fill_nonfinite(values, self.nan_policy)
+                X = SparseRows(X.indptr, X.indices, values, X.n_cols)
+            elif self.nan_policy == "drop":
+                entry_row = np.repeat(np.arange(X.n_rows), np.diff(X.indptr))
+                mask = np.ones(X.n_rows, dtype=bool)
+                mask[entry_row[~np.isfinite(X.values)]] = False
+                keep = np.flatnonzero(mask)
+            else:
+                r = int(np.searchsorted(X.indptr, flat, side="right")) - 1
+                raise DataError(
+                    f"{X.values[flat]} in column x{int(X.indices[flat])} at "
+                    f"{self.locate(a + r)} (dataset row {a + r}); open the data with "
+                    "nan_policy='drop' to skip such rows or nan_policy=<value> to fill them")
+        if self.nan_policy == "drop" and y_raw is not None and y_raw.dtype.kind == "f":
+            finite_y = np.isfinite(y_raw)
+            if not finite_y.all():
+                keep = np.flatnonzero(finite_y) if keep is None else keep[finite_y[keep]]
+        if keep is not None:
+            X = X.take(keep)
+            y_raw = y_raw[keep] if y_raw is not None else None
+            w = w[keep] if w is not None else None
+        index = (keep + a).astype(np.int64) if keep is not None else None
+        if w is not None:
+            self._check_weights(w, a, index)
+        y = self._encode(y_raw, a, index, classes) if y_raw is not None else None
+        if rng is not None and X.n_rows > 1:
+            perm = rng.permutation(X.n_rows)
+            index = perm + a if index is None else index[perm]
+            X = X.take(perm)
             y = np.take(y, perm) if y is not None else None
             w = np.take(w, perm) if w is not None else None
         return Chunk(X=X, y=y, start=a, index=index, weight=w)
@@ -477,7 +539,7 @@ class _RangeReader:
         indexes = ds._indexes()
         extra = {"categories": indexes} if indexes else {}
         block = ds.source.read_rows(  # type: ignore[attr-defined]
-            a, b, list(ds.feature_names), ds.target, ds.weight, **extra
+            a, b, ds._read_features, ds.target, ds.weight, **extra
         )
         return block.X, block.y, block.weight
 
@@ -495,7 +557,7 @@ class _PieceReader:
         ds = self._ds
         indexes = ds._indexes()
         extra = {"categories": indexes} if indexes else {}
-        block = ds.source.read_piece(i, list(ds.feature_names), ds.target, ds.weight, **extra)
+        block = ds.source.read_piece(i, ds._read_features, ds.target, ds.weight, **extra)
         self._cached = (i, block)
         return block
 
@@ -509,17 +571,38 @@ class _PieceReader:
             lo = max(a, int(offsets[i])) - int(offsets[i])
             hi = min(b, int(offsets[i + 1])) - int(offsets[i])
             parts.append((
-                block.X[lo:hi],
+                block.X.slice(lo, hi) if isinstance(block.X, SparseRows) else block.X[lo:hi],
                 block.y[lo:hi] if block.y is not None else None,
                 block.weight[lo:hi] if block.weight is not None else None,
             ))
             i += 1
         if len(parts) == 1:
             return parts[0]
-        X = np.concatenate([p[0] for p in parts])
+        X = (SparseRows.concatenate([p[0] for p in parts]) if isinstance(parts[0][0], SparseRows)
+             else np.concatenate([p[0] for p in parts]))
         y = np.concatenate([p[1] for p in parts]) if parts[0][1] is not None else None
         w = np.concatenate([p[2] for p in parts]) if parts[0][2] is not None else None
         return X, y, w
+
+
+def _sparse_features(source: Source, features: Sequence[str] | None,
+                     exclude: Sequence[str]) -> NumberedNames:
+    """The columns of a sparse source: all of them, numbered."""
+    names = NumberedNames(source.n_features)  # type: ignore[attr-defined]
+    if exclude or (features is not None and list(features) != names):
+        raise SchemaError(
+            f"{source.description} has sparse rows of {len(names)} numbered columns; it is "
+            "read whole, without features= or exclude= (select columns before writing it)")
+    return names
+
+
+def _stored_per_row(source: Source, n_features: int, n_rows: int) -> int:
+    """Values stored per row: the features, or a sparse source's mean non-zeros per row."""
+    nnz = getattr(source, "nnz", None) if getattr(source, "sparse", False) else None
+    if nnz is None:
+        return n_features
+    # a CSR entry takes 8 bytes (value and index) where a dense value takes 4
+    return max(1, 2 * int(nnz) // max(n_rows, 1))
 
 
 def _task(task: Task | None, target: str | None, kind: ColumnKind | None) -> Task | None:

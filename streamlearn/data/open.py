@@ -14,8 +14,13 @@ from streamlearn.data.sources.base import Source
 from streamlearn.data.validation import NanPolicy, check_nan_policy
 from streamlearn.errors import SourceError
 
+#: File name endings read as svmlight / libsvm text (optionally followed by a compression's).
+SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm")
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
 ACCEPTED = (
-    "a parquet file or directory, a zarr v3 store (path or fsspec URL), a numpy array, "
+    "a parquet file or directory, a zarr v3 store (path or fsspec URL), svmlight text files, "
+    "a numpy array, a scipy.sparse matrix or array, "
     "a pandas or polars DataFrame, a pyarrow Table, a dask array or DataFrame, a zarr Group, "
     "or a Dataset"
 )
@@ -36,6 +41,8 @@ def open_dataset(
     format: str | None = None,
     storage_options: dict[str, Any] | None = None,
     categories: Mapping[str, Sequence[Any]] | None = None,
+    n_features: int | None = None,
+    zero_based: bool | str = "auto",
 ) -> Dataset:
     """Open rows for streaming.
 
@@ -43,9 +50,12 @@ def open_dataset(
     ----------
     source
         A path or fsspec URL (``file://``, ``memory://``, ``s3://`` ...) of a parquet file,
-        a directory of parquet files (hive partitions become columns) or a zarr v3 store;
-        a numpy array, pandas or polars DataFrame, pyarrow Table, dask array or DataFrame,
-        zarr Group; an existing ``Dataset`` (returned as is).
+        a directory of parquet files (hive partitions become columns), a zarr v3 store
+        (dense, or the CSR layout of :mod:`~streamlearn.data.sources.sparse_zarr`), an
+        svmlight / libsvm text file or a directory of them; a numpy array, a
+        ``scipy.sparse`` matrix or array (streamed as CSR rows, never densified), a pandas
+        or polars DataFrame, pyarrow Table, dask array or DataFrame, zarr Group; an
+        existing ``Dataset`` (returned as is).
     target : str or array-like, optional
         Target column name; for array sources and dask DataFrames, the target values
         themselves (for a dask DataFrame: a dask Series or array, or an in-memory array, one
@@ -70,14 +80,22 @@ def open_dataset(
     prefetch : int
         Chunks read ahead while the current one is processed: by one background thread, or
         for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU).
-    format : {"parquet", "zarr"}, optional
-        Storage format of a path, when it cannot be told from the path.
+    format : {"parquet", "zarr", "svmlight"}, optional
+        Storage format of a path, when it cannot be told from the path (``.svm``,
+        ``.svmlight`` and ``.libsvm`` files, plain or ``.gz``, ``.bz2``, ``.xz``, are
+        svmlight text).
     storage_options : dict, optional
         Passed to fsspec for URLs (credentials, endpoints).
     categories : dict of str to sequence, optional
         Category lists of categorical feature columns, when known (e.g. those a model saw
         in ``fit``); other string and categorical feature columns get theirs from the
         schema or a scan. See :attr:`Dataset.categories`.
+    n_features : int, optional
+        svmlight text: the number of feature columns (an index beyond it is an error); by
+        default the largest index found by the scan that counts the rows, plus one.
+    zero_based : bool or "auto"
+        svmlight text: whether feature indices start at 0; ``"auto"`` takes them as
+        zero-based when some index is 0, else as one-based (scikit-learn's rule).
 
     Returns
     -------
@@ -101,9 +119,11 @@ def open_dataset(
     taken = _column_names(source)
     target_name, target_values = _split(target, "target", _fresh("y", taken))
     weight_name, weight_values = _split(weight, "weight", _fresh("weight", taken))
+    svmlight = {"n_features": n_features, "zero_based": zero_based}
     src = _source(source, target_values, weight_values, format, storage_options,
-                  target_name or "y", weight_name or "weight")
-    if target is None and _is_zarr_matrix(src) and "y" in src.kinds:
+                  target_name or "y", weight_name or "weight", svmlight)
+    if target is None and (_is_zarr_matrix(src) or getattr(src, "sparse", False)) \
+            and "y" in src.kinds:
         target_name = "y"
     return Dataset(
         src,
@@ -171,11 +191,12 @@ def _source(
     storage_options: dict[str, Any] | None,
     target_name: str = "y",
     weight_name: str = "weight",
+    svmlight: dict[str, Any] | None = None,
 ) -> Source:
     if isinstance(obj, str | os.PathLike):
         if y is not None or weight is not None:
             raise SourceError("for a path, target= and weight= must be column names")
-        return _path_source(os.fspath(obj), format, storage_options)
+        return _path_source(os.fspath(obj), format, storage_options, svmlight)
 
     module = type(obj).__module__.split(".")[0]
     if module == "pandas":
@@ -207,14 +228,20 @@ def _source(
             from streamlearn.data.sources.dask_collections import DaskArraySource
 
             return DaskArraySource(obj, y=y, weight=weight)
+    if module == "scipy":
+        from scipy import sparse
+
+        if sparse.issparse(obj):
+            from streamlearn.data.sources.in_memory import ScipySparseSource
+
+            return ScipySparseSource(obj, y=y, weight=weight, target_name=target_name,
+                                     weight_name=weight_name)
     if module == "zarr":
         import zarr
 
         if isinstance(obj, zarr.Group):
-            from streamlearn.data.sources.zarr_store import ZarrSource
-
             _no_arrays(y, weight, "a zarr Group")
-            return ZarrSource(obj)
+            return _zarr_source(obj, None)
     if isinstance(obj, np.ndarray) or hasattr(obj, "__array__"):
         from streamlearn.data.sources.in_memory import NumpySource
 
@@ -227,17 +254,30 @@ def _no_arrays(y: Any, weight: Any, what: str) -> None:
         raise SourceError(f"for {what}, target= and weight= must be column names")
 
 
-def _path_source(url: str, format: str | None, storage_options: dict[str, Any] | None) -> Source:
+def _path_source(url: str, format: str | None, storage_options: dict[str, Any] | None,
+                 svmlight: dict[str, Any] | None = None) -> Source:
     fmt = format or _guess_format(url, storage_options)
     if fmt == "zarr":
-        from streamlearn.data.sources.zarr_store import ZarrSource
-
-        return ZarrSource(url, storage_options)
+        return _zarr_source(url, storage_options)
     if fmt == "parquet":
         from streamlearn.data.sources.parquet import ParquetSource
 
         return ParquetSource(url, storage_options)
-    raise SourceError(f"unknown format {fmt!r}; use 'parquet' or 'zarr'")
+    if fmt == "svmlight":
+        from streamlearn.data.sources.svmlight import SvmlightSource
+
+        return SvmlightSource(url, storage_options, **(svmlight or {}))
+    raise SourceError(f"unknown format {fmt!r}; use 'parquet', 'zarr' or 'svmlight'")
+
+
+def _zarr_source(store: Any, storage_options: dict[str, Any] | None) -> Source:
+    """A zarr group's source: CSR rows for the sparse layout, else dense rows or columns."""
+    from streamlearn.data.sources.sparse_zarr import SparseZarrSource, is_sparse_zarr
+    from streamlearn.data.sources.zarr_store import ZarrSource
+
+    if is_sparse_zarr(store, storage_options):
+        return SparseZarrSource(store, storage_options)
+    return ZarrSource(store, storage_options)
 
 
 def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
@@ -249,6 +289,9 @@ def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
     stripped = url.rstrip("/")
     if stripped.endswith(".zarr"):
         return "zarr"
+    if stripped.endswith(SVMLIGHT_SUFFIXES) or any(
+            stripped.endswith(s + c) for s in SVMLIGHT_SUFFIXES for c in COMPRESSED_SUFFIXES):
+        return "svmlight"
     if stripped.endswith((".parquet", ".pq")):
         return "parquet"
     if fs.isdir(path):

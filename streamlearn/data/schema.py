@@ -75,7 +75,8 @@ class Schema:
 
 
 def _abbreviate(items: object, limit: int = 8) -> str:
-    values = [str(v) for v in items]  # type: ignore[attr-defined]
-    if len(values) <= limit:
-        return ", ".join(values)
-    return ", ".join(values[: limit - 2]) + f", ..., {values[-1]}"
+    seq = list(items) if not hasattr(items, "__getitem__") else items  # type: ignore[attr-defined]
+    if len(seq) <= limit:  # type: ignore[arg-type]
+        return ", ".join(str(v) for v in seq)  # type: ignore[attr-defined]
+    head = [str(v) for v in seq[: limit - 2]]  # type: ignore[index]
+    return ", ".join(head) + f", ..., {seq[-1]}"  # type: ignore[index]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
 import numpy as np
 from numba import njit
+
+from streamlearn.data.sparse_rows import SparseRows
 
 
 class ColumnKind(StrEnum):
@@ -41,9 +44,10 @@ class Piece:
 
 @dataclass(slots=True)
 class Block:
-    """The rows of one piece, converted: features float32 C-contiguous, target and weight raw."""
+    """The rows of one piece, converted: features float32 C-contiguous (or CSR rows), target
+    and weight raw."""
 
-    X: np.ndarray
+    X: np.ndarray | SparseRows
     y: np.ndarray | None
     weight: np.ndarray | None
 
@@ -56,6 +60,13 @@ class Source(Protocol):
     range in one request (zarr) also offers ``read_rows(a, b, features, target, weight)``,
     returning a ``Block``; a dataset then reads each chunk's rows directly, and reads chunks
     concurrently.
+
+    A *sparse* source (scipy matrices, svmlight files, a zarr CSR group) sets ``sparse =
+    True`` and ``n_features``: its ``columns`` and ``kinds`` list only the target and weight
+    columns, its features are the numbered columns ``x0 .. x{n_features - 1}`` (never
+    listed one by one), and its blocks hold
+    :class:`~streamlearn.data.sparse_rows.SparseRows` with ``n_cols = n_features``, whose
+    column indices are distinct within a row and in range. Its reads ignore ``features``.
     """
 
     description: str
@@ -118,6 +129,52 @@ def stack_columns(columns: list[np.ndarray], n_rows: int) -> np.ndarray:
 def default_feature_names(n: int) -> list[str]:
     """Names given to the columns of an unnamed matrix: ``x0, x1, ...``."""
     return [f"x{j}" for j in range(n)]
+
+
+class NumberedNames(Sequence[str]):
+    """The names ``x0 .. x{n-1}`` of a sparse source's columns, made only when asked for.
+
+    A sparse source may have millions of columns; this sequence holds only their number.
+    It compares equal to any sequence of the same names.
+    """
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        if isinstance(i, slice):
+            return [f"x{j}" for j in range(*i.indices(self.n))]
+        j = range(self.n)[i]
+        return f"x{j}"
+
+    def __contains__(self, name: object) -> bool:
+        return (isinstance(name, str) and name[:1] == "x" and name[1:].isascii()
+                and name[1:].isdigit()
+                and str(int(name[1:])) == name[1:] and int(name[1:]) < self.n)
+
+    def index(self, name: object, *args: int) -> int:  # type: ignore[override]
+        """Position of ``name``."""
+        if name not in self:
+            raise ValueError(f"{name!r} is not a column")
+        return int(str(name)[1:])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NumberedNames):
+            return other.n == self.n
+        if not isinstance(other, Sequence) or isinstance(other, str) or len(other) != self.n:
+            return False
+        return all(a == f"x{j}" for j, a in enumerate(other))
+
+    def __hash__(self) -> int:
+        return hash(("NumberedNames", self.n))
+
+    def __repr__(self) -> str:
+        return f"NumberedNames({self.n})"
 
 
 def numpy_kind(dtype: np.dtype) -> ColumnKind:

@@ -23,6 +23,7 @@ from streamlearn.data.sources.base import (
     numpy_kind,
     stack_columns,
 )
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, SchemaError, SourceError
 
 #: Rows per piece of an in-memory source: reads are views or cheap copies, so this only sets
@@ -102,6 +103,77 @@ class NumpySource:
         if values.dtype.kind == "f":
             return None
         return np.unique(values)
+
+
+class ScipySparseSource:
+    """A ``scipy.sparse`` matrix or array (any format), read as CSR rows without densifying.
+
+    The matrix is converted to CSR once (a copy unless it already is one); rows with
+    repeated column indices have them summed, as scipy does. Chunks are slices of its
+    arrays: values are cast to float32 and indices to int32 a chunk at a time.
+    """
+
+    sparse = True
+
+    def __init__(self, matrix: Any, y: Any = None, weight: Any = None,
+                 target_name: str = "y", weight_name: str = "weight") -> None:
+        from scipy import sparse
+
+        if matrix.ndim != 2:
+            raise SourceError(f"a sparse X must be 2-D (rows x features), got {matrix.shape}")
+        csr = sparse.csr_array(matrix)
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        if csr.dtype.kind not in "biuf":
+            raise SchemaError(f"sparse X holds {csr.dtype}, not numbers")
+        self._csr = csr
+        self.n_features = int(csr.shape[1])
+        self.nnz = int(csr.nnz)
+        self.description = (f"sparse {type(matrix).__name__} of shape {csr.shape} "
+                            f"({self.nnz:,} non-zeros)")
+        self.kinds: dict[str, ColumnKind] = {}
+        self._extra: dict[str, np.ndarray] = {}
+        for name, values in ((target_name, y), (weight_name, weight)):
+            if values is None:
+                continue
+            values = np.asarray(values)
+            if values.ndim != 1 or values.shape[0] != csr.shape[0]:
+                raise DataError(f"{name} has shape {values.shape}; "
+                                f"expected ({csr.shape[0]},), one value per row of X")
+            self._extra[name] = values
+            self.kinds[name] = numpy_kind(values.dtype)
+        self.columns = list(self._extra)
+        self.pieces = _pieces(csr.shape[0], self.description)
+
+    def read_rows(self, a: int, b: int, features: Any, target: str | None,
+                  weight: str | None) -> Block:
+        """Rows ``a:b`` as :class:`SparseRows` (slices of the CSR arrays)."""
+        csr = self._csr
+        lo, hi = int(csr.indptr[a]), int(csr.indptr[b])
+        X = SparseRows(np.asarray(csr.indptr[a : b + 1], dtype=np.int64) - lo,
+                       np.ascontiguousarray(csr.indices[lo:hi], dtype=np.int32),
+                       np.ascontiguousarray(csr.data[lo:hi], dtype=np.float32),
+                       self.n_features)
+        y = self._extra[target][a:b] if target is not None else None
+        w = self._extra[weight][a:b].astype(np.float32, copy=False) if weight is not None else None
+        return Block(X=X, y=y, weight=w)
+
+    def read_piece(self, i: int, features: Any, target: str | None,
+                   weight: str | None) -> Block:
+        """Rows of piece ``i``."""
+        p = self.pieces[i]
+        return self.read_rows(p.file_row, p.file_row + p.n_rows, features, target, weight)
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Target values of piece ``i``."""
+        p = self.pieces[i]
+        return self._extra[target][p.file_row : p.file_row + p.n_rows]
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """The labels present, read directly from the in-memory array."""
+        values = self._extra[target]
+        return None if values.dtype.kind == "f" else np.unique(values)
 
 
 def pandas_kind(dtype: Any) -> ColumnKind:

@@ -28,6 +28,15 @@ def _read(array: zarr.Array, start: int, stop: int, where: str) -> np.ndarray:
         ) from exc
 
 
+def plain_strings(values: np.ndarray) -> np.ndarray:
+    """``values`` with zarr's variable-length strings (numpy ``StringDType``, kind ``'T'``)
+    as fixed-width unicode, which labels, ``np.searchsorted`` and model files expect."""
+    if values.dtype.kind == "T":
+        width = int(np.strings.str_len(values).max(initial=1))
+        return values.astype(f"U{width}")
+    return values
+
+
 def _first_failure(array: zarr.Array, start: int, stop: int,
                    exc: Exception) -> tuple[int, int, Exception]:
     """The rows and error of the first storage chunk in ``start:stop`` that fails to read."""
@@ -155,7 +164,8 @@ class ZarrSource:
             cols = [self._column(f, a, b) for f in features]
             X = np.ascontiguousarray(np.stack(cols, axis=1), dtype=np.float32) if cols \
                 else np.empty((b - a, 0), np.float32)
-        y = _read(self._arrays[target], a, b, where) if target is not None else None
+        y = plain_strings(_read(self._arrays[target], a, b, where)) \
+            if target is not None else None
         w = _read(self._arrays[weight], a, b, where).astype(np.float32, copy=False) \
             if weight is not None else None
         return Block(X=X, y=y, weight=w)
@@ -170,9 +180,10 @@ class ZarrSource:
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Read only the target column of one storage chunk."""
         a = self._offsets[i]
-        return _read(self._arrays[target], a, a + self.pieces[i].n_rows, self.description)
+        return plain_strings(
+            _read(self._arrays[target], a, a + self.pieces[i].n_rows, self.description))
 
     def known_classes(self, target: str) -> np.ndarray | None:
         """The ``classes`` attribute of the target array or of the group, if recorded."""
         classes = self._arrays[target].attrs.get("classes") or self._group.attrs.get("classes")
-        return np.asarray(classes) if classes else None
+        return plain_strings(np.asarray(classes)) if classes else None

@@ -1,0 +1,299 @@
+"""Zarr v3 groups holding rows in compressed sparse row (CSR) form.
+
+The layout: a group with the attributes ``{"layout": "csr", "n_features": d}`` and 1-D
+arrays
+
+- ``indptr`` (int64, ``n_rows + 1`` values, starting at 0): row ``r`` holds the entries
+  ``indptr[r]:indptr[r + 1]`` of
+- ``indices`` (int32, column of each entry, in ``[0, d)``, distinct within a row) and
+- ``data`` (float32, value of each entry);
+- ``y`` (``n_rows`` labels or values, any numeric or string dtype; a ``classes`` attribute
+  records the label set; may be left out for unlabelled rows) and, optionally, ``weight``
+  (float32 sample weights).
+
+Rows are read by global row range: ``indptr[a:b + 1]`` first, then the slices of
+``indices`` and ``data`` it points to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import zarr
+
+from streamlearn.data.sources.base import Block, ColumnKind, Piece, numpy_kind
+from streamlearn.data.sources.zarr_store import _read, _row_block
+from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.errors import DataError, ReadError, SourceError
+
+#: Value of the group's ``layout`` attribute that marks a CSR group.
+CSR_LAYOUT = "csr"
+#: Arrays every CSR group holds.
+REQUIRED_ARRAYS = ("indptr", "indices", "data")
+#: Row-aligned arrays a CSR group may hold: the target and the sample weights.
+ROW_ARRAYS = ("y", "weight")
+
+
+def is_sparse_zarr(group: Any, storage_options: dict[str, Any] | None = None) -> bool:
+    """Whether a zarr group declares the CSR layout (its ``layout`` attribute is ``"csr"``).
+
+    Parameters
+    ----------
+    group : zarr.Group, str or path
+        The group, or its path or fsspec URL (only its metadata is read).
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Returns
+    -------
+    bool
+        False also when no zarr group can be opened there (opening it as a source says why).
+    """
+    try:
+        if not isinstance(group, zarr.Group):
+            group = zarr.open_group(group, mode="r", storage_options=storage_options)
+        return group.attrs.get("layout") == CSR_LAYOUT
+    except Exception:
+        return False
+
+
+class SparseZarrSource:
+    """Rows of a zarr v3 CSR group (see the module docstring), read by any row range.
+
+    A sparse source: its features are the numbered columns ``x0 .. x{n_features - 1}`` and
+    its blocks hold :class:`~streamlearn.data.sparse_rows.SparseRows`. Its columns are
+    ``y`` and ``weight`` when present. Pieces follow the storage chunks of ``y`` (of
+    ``indptr`` without ``y``).
+
+    The layout is checked when the source is opened, from metadata and the first and last
+    values of ``indptr`` only; each read checks that its rows' ``indptr`` values do not
+    decrease. Column indices are read as stored: a :class:`~streamlearn.data.dataset.Dataset`
+    checks them (in range, distinct within a row) with the rest of its validation.
+
+    Parameters
+    ----------
+    store_or_url : str, path or zarr.Group
+        A path or fsspec URL of the group, or the opened group.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Attributes
+    ----------
+    sparse : bool
+        Always True.
+    n_features : int
+        Number of feature columns (the group's ``n_features`` attribute).
+    nnz : int
+        Number of stored entries.
+    n_rows : int
+        Number of rows.
+    """
+
+    sparse = True
+
+    def __init__(self, store_or_url: Any, storage_options: dict[str, Any] | None = None) -> None:
+        if isinstance(store_or_url, zarr.Group):
+            group = store_or_url
+            self.description = str(store_or_url.store)
+        else:
+            self.description = str(store_or_url)
+            try:
+                group = zarr.open_group(store_or_url, mode="r", storage_options=storage_options)
+            except FileNotFoundError as exc:
+                raise SourceError(f"no zarr group at {store_or_url}") from exc
+            except Exception as exc:
+                raise ReadError(f"could not open zarr store {store_or_url}: {exc}") from exc
+        self._group = group
+        where = self.description
+        layout = group.attrs.get("layout")
+        if layout != CSR_LAYOUT:
+            raise SourceError(
+                f"zarr group {where} is not a CSR group: its 'layout' attribute is "
+                f"{layout!r}, expected {CSR_LAYOUT!r}"
+            )
+        n_features = group.attrs.get("n_features")
+        if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 0:
+            raise SourceError(
+                f"zarr CSR group {where} needs a non-negative integer 'n_features' "
+                f"attribute, has {n_features!r}"
+            )
+        self.n_features = int(n_features)
+
+        arrays = dict(group.arrays())
+        missing = [name for name in REQUIRED_ARRAYS if name not in arrays]
+        if missing:
+            raise SourceError(
+                f"zarr CSR group {where} lacks the array(s) {missing}; it holds "
+                f"{sorted(arrays)}; a CSR group holds indptr, indices, data, and y"
+            )
+        for name in (*REQUIRED_ARRAYS, *ROW_ARRAYS):
+            if name in arrays and arrays[name].ndim != 1:
+                raise SourceError(
+                    f"array {name!r} of zarr CSR group {where} has shape "
+                    f"{arrays[name].shape}; expected a 1-D array"
+                )
+        for name, kinds in (("indptr", "iu"), ("indices", "iu"), ("data", "iufb"),
+                            ("weight", "iufb")):
+            if name in arrays and np.dtype(arrays[name].dtype).kind not in kinds:
+                what = "integer" if kinds == "iu" else "numeric"
+                raise SourceError(
+                    f"array {name!r} of zarr CSR group {where} has dtype "
+                    f"{arrays[name].dtype}; expected an {what} dtype"
+                )
+        self._indptr = arrays["indptr"]
+        self._indices = arrays["indices"]
+        self._data = arrays["data"]
+        self._arrays = {name: arrays[name] for name in ROW_ARRAYS if name in arrays}
+
+        n_ptr = int(self._indptr.shape[0])
+        if n_ptr < 1:
+            raise DataError(f"array 'indptr' of zarr CSR group {where} is empty; it needs "
+                            "n_rows + 1 values, starting at 0")
+        self.n_rows = n_ptr - 1
+        for name, arr in self._arrays.items():
+            if arr.shape[0] != self.n_rows:
+                raise DataError(
+                    f"zarr CSR group {where}: array {name!r} has {arr.shape[0]} rows but "
+                    f"'indptr' has {n_ptr} values (rows + 1 = {self.n_rows} rows)"
+                )
+        n_entries = int(self._indices.shape[0])
+        if self._data.shape[0] != n_entries:
+            raise DataError(
+                f"zarr CSR group {where}: 'indices' has {n_entries} entries but 'data' has "
+                f"{self._data.shape[0]}"
+            )
+        first = int(_read(self._indptr, 0, 1, where)[0])
+        last = int(_read(self._indptr, n_ptr - 1, n_ptr, where)[0]) if n_ptr > 1 else first
+        if first != 0:
+            raise DataError(f"zarr CSR group {where}: 'indptr' starts at {first}, not 0")
+        if last != n_entries:
+            raise DataError(
+                f"zarr CSR group {where}: 'indptr' ends at {last} but 'indices' and 'data' "
+                f"have {n_entries} entries"
+            )
+        self.nnz = n_entries
+
+        self.columns: list[str] = list(self._arrays)
+        self.kinds: dict[str, ColumnKind] = {
+            name: numpy_kind(np.dtype(arr.dtype)) for name, arr in self._arrays.items()
+        }
+        block = _row_block(self._arrays.get("y", self._indptr))
+        self.pieces = [
+            Piece(min(block, self.n_rows - a),
+                  f"{where} rows {a}-{min(a + block, self.n_rows)}", a)
+            for a in range(0, self.n_rows, block)
+        ]
+
+    def read_piece(
+        self, i: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Read one piece of rows (``features`` is ignored: a sparse source reads them all).
+
+        Parameters
+        ----------
+        i : int
+            Piece number.
+        features : list of str
+            Ignored.
+        target, weight : str or None
+            Columns to read as the target and the sample weights.
+
+        Returns
+        -------
+        Block
+        """
+        piece = self.pieces[i]
+        return self.read_rows(piece.file_row, piece.file_row + piece.n_rows, features, target,
+                              weight)
+
+    def read_rows(
+        self, a: int, b: int, features: list[str], target: str | None, weight: str | None
+    ) -> Block:
+        """Read global rows ``a:b`` in one request, whatever storage chunks they span.
+
+        Parameters
+        ----------
+        a, b : int
+            First row and one past the last.
+        features : list of str
+            Ignored: a sparse source reads every feature.
+        target, weight : str or None
+            Columns to read as the target and the sample weights.
+
+        Returns
+        -------
+        Block
+            ``X`` is :class:`SparseRows` with ``indptr`` starting at 0 and
+            ``n_cols = n_features``; ``weight`` is float32.
+
+        Raises
+        ------
+        ReadError
+            A storage chunk cannot be read or decoded (names the array and rows).
+        DataError
+            The rows' ``indptr`` decreases or points outside ``indices``.
+        """
+        where = self.description
+        ptr = np.asarray(_read(self._indptr, a, b + 1, where), dtype=np.int64)
+        lo, hi = int(ptr[0]), int(ptr[-1])
+        if lo < 0 or hi > self.nnz or (np.diff(ptr) < 0).any():
+            raise DataError(
+                f"zarr CSR group {where}: 'indptr' of rows {a}-{b} is not a non-decreasing "
+                f"sequence within 0..{self.nnz}"
+            )
+        indices = self._entries(self._indices, lo, hi, a, b).astype(np.int32, copy=False)
+        values = self._entries(self._data, lo, hi, a, b).astype(np.float32, copy=False)
+        X = SparseRows(ptr - lo, np.ascontiguousarray(indices), np.ascontiguousarray(values),
+                       self.n_features)
+        y = self._column(target, a, b) if target is not None else None
+        w = self._column(weight, a, b).astype(np.float32, copy=False) \
+            if weight is not None else None
+        return Block(X=X, y=y, weight=w)
+
+    def _entries(self, array: zarr.Array, lo: int, hi: int, a: int, b: int) -> np.ndarray:
+        try:
+            return _read(array, lo, hi, self.description)
+        except ReadError as exc:
+            raise ReadError(f"{exc} (the entries of rows {a}-{b})") from exc.__cause__
+
+    def _column(self, name: str, a: int, b: int) -> np.ndarray:
+        if name not in self._arrays:
+            raise KeyError(name)
+        values = _read(self._arrays[name], a, b, self.description)
+        # zarr's variable-length strings come as numpy StringDType; labels are plain str
+        if values.dtype.kind == "T":
+            width = int(np.strings.str_len(values).max(initial=1))
+            values = values.astype(f"U{width}")
+        return values
+
+    def read_target(self, i: int, target: str) -> np.ndarray:
+        """Read only the column ``target`` of piece ``i``.
+
+        Parameters
+        ----------
+        i : int
+            Piece number.
+        target : str
+            ``"y"`` or ``"weight"``.
+
+        Returns
+        -------
+        ndarray
+        """
+        piece = self.pieces[i]
+        return self._column(target, piece.file_row, piece.file_row + piece.n_rows)
+
+    def known_classes(self, target: str) -> np.ndarray | None:
+        """The ``classes`` attribute of the target array or of the group, if recorded.
+
+        Parameters
+        ----------
+        target : str
+
+        Returns
+        -------
+        ndarray or None
+        """
+        classes = self._arrays[target].attrs.get("classes") or self._group.attrs.get("classes")
+        return np.asarray(classes) if classes else None

@@ -1,0 +1,408 @@
+"""Writing datasets to zarr (dense and CSR layouts), reading CSR groups, `streamlearn convert`."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+from click.testing import CliRunner
+from scipy import sparse
+
+from streamlearn import open_dataset
+from streamlearn.cli import cli
+from streamlearn.data import convert as convert_module
+from streamlearn.data.convert import ConvertReport, convert
+from streamlearn.data.dataset import Dataset
+from streamlearn.data.sources.sparse_zarr import SparseZarrSource, is_sparse_zarr
+from streamlearn.errors import DataError, ReadError, SourceError
+from tests.conftest import FEATURES, Reference, write_parquet_file
+
+
+# ------------------------------------------------------------------ helpers
+def sparse_matrix(n: int = 300, d: int = 40, density: float = 0.1, seed: int = 0) -> np.ndarray:
+    """A dense float32 matrix with about ``density`` of its entries non-zero (some rows
+    empty)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[rng.random((n, d)) >= density] = 0
+    X[::17] = 0
+    return X
+
+
+def write_csr(path: Path | str, matrix: sparse.csr_array, y: np.ndarray | None,
+              weight: np.ndarray | None = None, *, rows: int = 32, entries: int = 50,
+              attrs: dict | None = None, classes: list | None = None) -> zarr.Group:
+    """A CSR group written array by array, with small storage chunks."""
+    group = zarr.open_group(str(path), mode="w")
+    group.attrs.update(attrs if attrs is not None
+                       else {"layout": "csr", "n_features": int(matrix.shape[1])})
+    group.create_array("indptr", data=np.asarray(matrix.indptr, dtype=np.int64),
+                       chunks=(rows,))
+    group.create_array("indices", data=np.asarray(matrix.indices, dtype=np.int32),
+                       chunks=(entries,))
+    group.create_array("data", data=np.asarray(matrix.data, dtype=np.float32),
+                       chunks=(entries,))
+    if y is not None:
+        kind = str if y.dtype.kind in "UO" else y.dtype
+        arr = group.create_array("y", shape=y.shape, dtype=kind, chunks=(rows,))
+        arr[:] = y
+        if classes is not None:
+            arr.attrs["classes"] = classes
+    if weight is not None:
+        group.create_array("weight", data=weight.astype(np.float32), chunks=(rows,))
+    return group
+
+
+def streamed(dataset: Dataset, chunk_rows: int = 64) -> tuple[np.ndarray, np.ndarray | None,
+                                                               np.ndarray | None]:
+    """Dense features, original labels (or values) and weights of every row, in order."""
+    X, y, w = [], [], []
+    for chunk in dataset.chunks(chunk_rows, prefetch=0):
+        X.append(chunk.X.toarray() if chunk.is_sparse else chunk.X)
+        if chunk.y is not None:
+            y.append(dataset.classes[chunk.y] if dataset.classes is not None else chunk.y)
+        if chunk.weight is not None:
+            w.append(chunk.weight)
+    return (np.concatenate(X), np.concatenate(y) if y else None,
+            np.concatenate(w) if w else None)
+
+
+@pytest.fixture
+def labelled(ref: Reference) -> pd.DataFrame:
+    frame = ref.frame.copy()
+    frame["animal"] = np.where(frame["label"].to_numpy() == 3, "cat",
+                               np.where(frame["label"].to_numpy() == 5, "dog", "emu"))
+    return frame
+
+
+# ------------------------------------------------------------------ dense layout
+def test_numpy_to_dense_zarr_reads_back_rows_labels_weights(ref: Reference,
+                                                            tmp_path: Path) -> None:
+    ds = open_dataset(ref.X, target=ref.label, weight=ref.weight, chunk_rows=96)
+    out = tmp_path / "out.zarr"
+    report = convert(ds, out, chunk_rows=100)
+    assert isinstance(report, ConvertReport)
+    assert (report.rows, report.features, report.layout) == (1000, 5, "dense")
+    assert report.nnz == np.count_nonzero(ref.X)
+    assert report.bytes_written > 0 and report.seconds > 0
+    group = zarr.open_group(str(out), mode="r")
+    assert group["X"].chunks == (100, 5)
+    assert group["y"].attrs["classes"] == [3, 5, 7]
+
+    back = open_dataset(str(out), weight="weight")
+    assert back.target == "y" and back.task == "classification"
+    X, y, w = streamed(back)
+    np.testing.assert_array_equal(X, ref.X)
+    np.testing.assert_array_equal(y, ref.label)
+    np.testing.assert_array_equal(w, ref.weight)
+    assert sorted(os.listdir(tmp_path)) == ["out.zarr"]  # no temporary directory left
+
+
+def test_parquet_to_dense_zarr_keeps_feature_names(ref: Reference, tmp_path: Path) -> None:
+    path = write_parquet_file(ref.frame, tmp_path / "t.parquet")
+    ds = open_dataset(str(path), target="label", features=FEATURES)
+    convert(ds, tmp_path / "t.zarr")
+    back = open_dataset(str(tmp_path / "t.zarr"))
+    assert back.feature_names == tuple(FEATURES)
+    X, y, _ = streamed(back)
+    np.testing.assert_array_equal(X, ref.X)
+    np.testing.assert_array_equal(y, ref.label)
+
+
+def test_string_labels_written_as_labels(labelled: pd.DataFrame, ref: Reference,
+                                         tmp_path: Path) -> None:
+    path = write_parquet_file(labelled, tmp_path / "t.parquet")
+    ds = open_dataset(str(path), target="animal", features=FEATURES)
+    convert(ds, tmp_path / "t.zarr", layout="sparse")
+    group = zarr.open_group(str(tmp_path / "t.zarr"), mode="r")
+    assert group["y"].attrs["classes"] == ["cat", "dog", "emu"]
+    back = open_dataset(str(tmp_path / "t.zarr"))
+    assert back.classes.tolist() == ["cat", "dog", "emu"]
+    _, y, _ = streamed(back)
+    np.testing.assert_array_equal(y, labelled["animal"].to_numpy())
+
+
+def test_string_labels_dense_layout(labelled: pd.DataFrame, tmp_path: Path) -> None:
+    path = write_parquet_file(labelled, tmp_path / "t.parquet")
+    ds = open_dataset(str(path), target="animal", features=FEATURES)
+    convert(ds, tmp_path / "t.zarr")
+    back = open_dataset(str(tmp_path / "t.zarr"))
+    assert back.classes.tolist() == ["cat", "dog", "emu"]
+    _, y, _ = streamed(back)
+    np.testing.assert_array_equal(y, labelled["animal"].to_numpy())
+
+
+def test_regression_target_written_as_values(ref: Reference, tmp_path: Path) -> None:
+    values = ref.X[:, 0] * 3 + 1
+    ds = open_dataset(ref.X, target=values)
+    convert(ds, tmp_path / "r.zarr")
+    back = open_dataset(str(tmp_path / "r.zarr"))
+    assert back.task == "regression"
+    _, y, _ = streamed(back)
+    np.testing.assert_array_equal(y, values)
+
+
+def test_categorical_features_written_as_codes_with_their_lists(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"colour": ["red", "blue", "red", "green"] * 25,
+                          "size": np.arange(100, dtype=np.float32),
+                          "label": [0, 1] * 50})
+    ds = open_dataset(frame, target="label")
+    convert(ds, tmp_path / "c.zarr")
+    X = zarr.open_group(str(tmp_path / "c.zarr"), mode="r")["X"]
+    assert X.attrs["categories"] == {"colour": ["blue", "green", "red"]}
+    codes = np.asarray(X[:, 0])
+    np.testing.assert_array_equal(codes[:4], [2, 0, 2, 1])
+
+
+def test_rows_dropped_by_the_nan_policy_are_left_out(tmp_path: Path) -> None:
+    X = np.arange(600, dtype=np.float32).reshape(200, 3)
+    X[[5, 50, 150], 1] = np.nan
+    y = np.arange(200) % 2
+    ds = open_dataset(X, target=y, nan_policy="drop")
+    report = convert(ds, tmp_path / "d.zarr", chunk_rows=32)
+    assert report.rows == 197
+    keep = np.isfinite(X).all(axis=1)
+    back = open_dataset(str(tmp_path / "d.zarr"))
+    got, labels, _ = streamed(back)
+    np.testing.assert_array_equal(got, X[keep])
+    np.testing.assert_array_equal(labels, y[keep])
+    report = convert(ds, tmp_path / "s.zarr", layout="sparse", chunk_rows=32)
+    assert report.rows == 197
+    source = SparseZarrSource(str(tmp_path / "s.zarr"))
+    np.testing.assert_array_equal(source.read_rows(0, 197, [], None, None).X.toarray(),
+                                  X[keep])
+
+
+# ------------------------------------------------------------------ sparse layout
+def test_dense_to_sparse_zarr_holds_the_non_zeros(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(convert_module, "SPARSE_CHUNK_ENTRIES", 64)
+    X = sparse_matrix()
+    y = np.arange(X.shape[0]) % 3
+    ds = open_dataset(X, target=y, weight=np.linspace(1, 2, X.shape[0]))
+    report = convert(ds, tmp_path / "s.zarr", layout="sparse", chunk_rows=50)
+    expected = sparse.csr_array(X)
+    assert report.layout == "sparse" and report.nnz == expected.nnz
+    group = zarr.open_group(str(tmp_path / "s.zarr"), mode="r")
+    assert is_sparse_zarr(group) and is_sparse_zarr(str(tmp_path / "s.zarr"))
+    assert group["indices"].chunks == (64,) and group["indptr"].chunks == (50,)
+
+    source = SparseZarrSource(str(tmp_path / "s.zarr"))
+    assert source.sparse and source.n_features == 40 and source.nnz == expected.nnz
+    assert source.columns == ["y", "weight"]
+    block = source.read_rows(0, X.shape[0], [], "y", "weight")
+    got = block.X.to_scipy()
+    assert (got != expected).nnz == 0
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(block.y, y)
+    np.testing.assert_allclose(block.weight, np.linspace(1, 2, X.shape[0]), rtol=1e-6)
+    assert list(source.known_classes("y")) == [0, 1, 2]
+
+
+def test_csr_group_written_by_hand_read_across_storage_chunks(tmp_path: Path) -> None:
+    X = sparse_matrix(n=250, d=30, density=0.2, seed=1)
+    matrix = sparse.csr_array(X)
+    labels = np.where(np.arange(250) % 3 == 0, "spam", "ham")
+    weight = np.linspace(0.5, 1.5, 250)
+    write_csr(tmp_path / "h.zarr", matrix, labels, weight, rows=32, entries=50)
+    source = SparseZarrSource(str(tmp_path / "h.zarr"))
+    assert [p.n_rows for p in source.pieces] == [32] * 7 + [26]
+    assert [p.file_row for p in source.pieces] == list(range(0, 250, 32))
+    for a, b in [(0, 250), (0, 1), (31, 33), (30, 97), (64, 64), (100, 250), (17, 18)]:
+        block = source.read_rows(a, b, [], "y", "weight")
+        assert block.X.indptr[0] == 0 and block.X.n_cols == 30
+        np.testing.assert_array_equal(block.X.toarray(), X[a:b])
+        np.testing.assert_array_equal(block.y, labels[a:b])
+        np.testing.assert_allclose(block.weight, weight[a:b].astype(np.float32))
+        assert block.weight.dtype == np.float32
+        assert block.X.indices.dtype == np.int32 and block.X.values.dtype == np.float32
+    piece = source.read_piece(3, [], "y", None)
+    np.testing.assert_array_equal(piece.X.toarray(), X[96:128])
+    assert piece.weight is None
+    np.testing.assert_array_equal(source.read_target(7, "y"), labels[224:])
+    assert source.known_classes("y") is None
+
+
+def test_sparse_dataset_of_a_csr_group_converts_both_ways(tmp_path: Path) -> None:
+    X = sparse_matrix(n=200, d=25, seed=2)
+    y = np.arange(200) % 2
+    write_csr(tmp_path / "h.zarr", sparse.csr_array(X), y, rows=40, entries=64,
+              classes=[0, 1])
+    ds = Dataset(SparseZarrSource(str(tmp_path / "h.zarr")), target="y", chunk_rows=30)
+
+    report = convert(ds, tmp_path / "s.zarr")  # auto: the source is sparse
+    assert report.layout == "sparse" and report.nnz == np.count_nonzero(X)
+    back = SparseZarrSource(str(tmp_path / "s.zarr"))
+    np.testing.assert_array_equal(back.read_rows(0, 200, [], None, None).X.toarray(), X)
+    assert "feature_names" not in zarr.open_group(str(tmp_path / "s.zarr")).attrs
+
+    report = convert(ds, tmp_path / "d.zarr", layout="dense", chunk_rows=64)
+    assert report.layout == "dense" and report.nnz == np.count_nonzero(X)
+    dense = open_dataset(str(tmp_path / "d.zarr"))
+    got, labels, _ = streamed(dense)
+    np.testing.assert_array_equal(got, X)
+    np.testing.assert_array_equal(labels, y)
+
+
+def test_wide_sparse_rows_go_dense_in_bounded_chunks(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(convert_module, "MAX_DENSE_CHUNK_BYTES", 4 * 25 * 7)
+    X = sparse_matrix(n=100, d=25, seed=3)
+    write_csr(tmp_path / "h.zarr", sparse.csr_array(X), np.arange(100) % 2)
+    ds = Dataset(SparseZarrSource(str(tmp_path / "h.zarr")), target="y", chunk_rows=30)
+    convert(ds, tmp_path / "d.zarr", layout="dense")
+    assert zarr.open_group(str(tmp_path / "d.zarr"))["X"].chunks == (7, 25)
+    np.testing.assert_array_equal(streamed(open_dataset(str(tmp_path / "d.zarr")))[0], X)
+
+
+# ------------------------------------------------------------------ layout errors
+@pytest.fixture
+def csr_store(tmp_path: Path) -> tuple[Path, sparse.csr_array]:
+    matrix = sparse.csr_array(sparse_matrix(n=60, d=10, density=0.3, seed=4))
+    path = tmp_path / "bad.zarr"
+    write_csr(path, matrix, np.arange(60) % 2, rows=16, entries=20)
+    return path, matrix
+
+
+@pytest.mark.parametrize(("change", "error", "words"), [
+    (lambda g: g.attrs.__delitem__("layout"), SourceError, "not a CSR group"),
+    (lambda g: g.attrs.update({"layout": "csc"}), SourceError, "'csc'"),
+    (lambda g: g.attrs.__delitem__("n_features"), SourceError, "n_features"),
+    (lambda g: g.attrs.update({"n_features": "ten"}), SourceError, "n_features"),
+    (lambda g: g.__delitem__("indices"), SourceError, "lacks the array(s) ['indices']"),
+    (lambda g: g["y"].resize((59,)), DataError, "'y' has 59 rows"),
+    (lambda g: g["data"].resize((5,)), DataError, "'data' has 5"),
+    (lambda g: g["indptr"].__setitem__(0, 1), DataError, "starts at 1"),
+    (lambda g: g["indptr"].__setitem__(60, 3), DataError, "ends at 3"),
+    (lambda g: g.create_array("weight", shape=(60, 2), dtype="float32"), SourceError,
+     "expected a 1-D array"),
+    (lambda g: g.create_array("weight", shape=(60,), dtype=str), SourceError,
+     "numeric dtype"),
+])
+def test_layout_errors_name_the_store(csr_store, change, error, words) -> None:
+    path, _ = csr_store
+    change(zarr.open_group(str(path), mode="r+"))
+    with pytest.raises(error, match="bad.zarr") as info:
+        SparseZarrSource(str(path))
+    assert words in str(info.value)
+
+
+def test_no_store_at_the_path(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="no zarr group"):
+        SparseZarrSource(str(tmp_path / "missing.zarr"))
+    assert not is_sparse_zarr(str(tmp_path / "missing.zarr"))
+
+
+@pytest.mark.parametrize(("column", "words"), [(10, "outside the columns 0..9"),
+                                               (None, "stored twice")])
+def test_bad_column_indices_are_refused_when_streamed(csr_store, column, words) -> None:
+    path, matrix = csr_store
+    group = zarr.open_group(str(path), mode="r+")
+    row = 20
+    first, second = int(matrix.indptr[row]), int(matrix.indptr[row]) + 1
+    assert matrix.indptr[row + 1] - matrix.indptr[row] >= 2
+    group["indices"][second] = column if column is not None else matrix.indices[first]
+    ds = Dataset(SparseZarrSource(str(path)), target="y")
+    next(ds.chunks(20, prefetch=0))  # rows before it are fine
+    with pytest.raises(DataError, match=f"{words}") as info:
+        list(ds.chunks(16, prefetch=0))
+    assert "bad.zarr" in str(info.value) and "dataset row 20" in str(info.value)
+
+
+def test_decreasing_indptr_is_refused_on_read(csr_store) -> None:
+    path, _ = csr_store
+    zarr.open_group(str(path), mode="r+")["indptr"][30] = 0
+    source = SparseZarrSource(str(path))
+    source.read_rows(0, 29, [], None, None)
+    with pytest.raises(DataError, match="bad.zarr: 'indptr' of rows 16-32 is not"):
+        source.read_rows(16, 32, [], None, None)
+
+
+def test_unreadable_storage_chunk_names_array_and_rows(csr_store) -> None:
+    path, _ = csr_store
+    (path / "indices" / "c" / "1").write_bytes(b"not zstd")
+    source = SparseZarrSource(str(path))
+    with pytest.raises(ReadError, match=r"rows 20-40 of array 'indices'.*rows 0-60"):
+        source.read_rows(0, 60, [], None, None)
+
+
+# ------------------------------------------------------------------ the destination
+def test_existing_destination_refused_unless_overwrite(ref: Reference, tmp_path: Path) -> None:
+    ds = open_dataset(ref.X, target=ref.label)
+    out = tmp_path / "o.zarr"
+    convert(ds, out, layout="sparse")
+    with pytest.raises(FileExistsError, match="o.zarr exists"):
+        convert(ds, out)
+    assert is_sparse_zarr(str(out))
+    report = convert(ds, out, overwrite=True)
+    assert report.layout == "dense" and not is_sparse_zarr(str(out))
+    assert sorted(os.listdir(tmp_path)) == ["o.zarr"]
+
+
+def test_interrupted_conversion_leaves_nothing(ref: Reference, tmp_path: Path) -> None:
+    ds = open_dataset(ref.X, target=ref.label, chunk_rows=100)
+    seen: list[int] = []
+
+    def stop_midway(rows: int) -> None:
+        seen.append(rows)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        convert(ds, tmp_path / "o.zarr", progress=stop_midway)
+    assert os.listdir(tmp_path) == []
+
+
+def test_layout_and_chunk_rows_are_checked(ref: Reference, tmp_path: Path) -> None:
+    ds = open_dataset(ref.X, target=ref.label)
+    with pytest.raises(ValueError, match="layout"):
+        convert(ds, tmp_path / "o.zarr", layout="csc")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="chunk_rows"):
+        convert(ds, tmp_path / "o.zarr", chunk_rows=0)
+
+
+def test_fsspec_url_destination(ref: Reference) -> None:
+    url = f"memory://convert-{uuid.uuid4().hex}.zarr"
+    report = convert(open_dataset(ref.X, target=ref.label), url, layout="sparse")
+    assert report.rows == 1000
+    source = SparseZarrSource(url)
+    np.testing.assert_array_equal(source.read_rows(0, 1000, [], None, None).X.toarray(), ref.X)
+
+
+# ------------------------------------------------------------------ the command
+def test_cli_convert(labelled: pd.DataFrame, tmp_path: Path) -> None:
+    data = write_parquet_file(labelled, tmp_path / "t.parquet")
+    out = tmp_path / "t.zarr"
+    args = ["convert", str(data), "-t", "label", "--exclude", "animal,w", "-o", str(out),
+            "--chunk-rows", "300", "--quiet"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("\n") == 1
+    assert "1,000 rows x 5 features + target 'label', dense layout" in result.output
+    assert "rows/s" in result.output and "non-zeros" in result.output
+    back = open_dataset(str(out))
+    assert back.feature_names == tuple(FEATURES)
+    np.testing.assert_array_equal(streamed(back)[1], labelled["label"].to_numpy())
+
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 1
+    assert "exists" in again.output and "--overwrite" in again.output
+
+    sparse_run = CliRunner().invoke(cli, [*args, "--overwrite", "--layout", "sparse"])
+    assert sparse_run.exit_code == 0, sparse_run.output
+    assert "sparse layout" in sparse_run.output
+    assert is_sparse_zarr(str(out))
+
+
+def test_cli_convert_reports_a_bad_column(tmp_path: Path, ref: Reference) -> None:
+    data = write_parquet_file(ref.frame, tmp_path / "t.parquet")
+    result = CliRunner().invoke(cli, ["convert", str(data), "-t", "nope", "-o",
+                                      str(tmp_path / "o.zarr")])
+    assert result.exit_code == 1
+    assert "SchemaError" in result.output and "'nope'" in result.output
+    assert not (tmp_path / "o.zarr").exists()
