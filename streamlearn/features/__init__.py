@@ -10,6 +10,7 @@ from streamlearn.features.bspline import (
     BSplineMap,
     bspline_basis,
     bspline_encode_row,
+    bspline_encode_sparse_row,
     bspline_transform_csr,
     bspline_transform_dense,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "HermiteMap",
     "bspline_basis",
     "bspline_encode_row",
+    "bspline_encode_sparse_row",
     "bspline_transform_csr",
     "bspline_transform_dense",
     "difference_matrix",

@@ -165,20 +165,58 @@ def _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val):
     # bspline_encode_row of the zero-preserving variant: features at or below lo are skipped
     # and bases j < degree dropped
     nnz = 0
-    n_cols = n_bases - degree
     for f in range(x.shape[0]):
-        if not x[f] > lo[f]:
+        nnz = _zero_preserving_feature(f, x[f], lo[f], scale[f], n_bases, degree, idx, val,
+                                       nnz)
+    return nnz
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _zero_preserving_feature(f, v, lo_f, scale_f, n_bases, degree, idx, val, nnz):
+    # one feature's zero-preserving entries, written from position nnz; returns the new end
+    if not v > lo_f:
+        return nnz
+    s, b0, b1, b2, b3 = _segment_values(v, lo_f, scale_f, n_bases, degree)
+    base = f * (n_bases - degree) - degree
+    for r in range(degree + 1):
+        j = s + r
+        if j < degree:
             continue
-        s, b0, b1, b2, b3 = _segment_values(x[f], lo[f], scale[f], n_bases, degree)
-        base = f * n_cols - degree
-        for r in range(degree + 1):
-            j = s + r
-            if j < degree:
-                continue
-            b = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
-            idx[nnz] = base + j
-            val[nnz] = b
-            nnz += 1
+        b = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
+        idx[nnz] = base + j
+        val[nnz] = b
+        nnz += 1
+    return nnz
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
+    """Zero-preserving B-spline encoding of one sparse row, from its stored entries only.
+
+    The same entries as :func:`bspline_encode_row` with ``zero_preserving=True`` writes for
+    the dense row, feature blocks in the order of ``cols``: a feature not stored is zero,
+    which the zero-preserving variant skips when ``lo <= 0`` (the ranges of data with
+    implicit zeros include 0).
+
+    Parameters
+    ----------
+    cols : ndarray of int32
+        The row's stored columns (distinct).
+    vals : ndarray of float32
+        Their values.
+    lo, scale, n_bases, degree, idx, val
+        As for :func:`bspline_encode_row`.
+
+    Returns
+    -------
+    int
+        Number of entries written.
+    """
+    nnz = 0
+    for e in range(cols.shape[0]):
+        f = cols[e]
+        nnz = _zero_preserving_feature(f, vals[e], lo[f], scale[f], n_bases, degree, idx, val,
+                                       nnz)
     return nnz
 
 

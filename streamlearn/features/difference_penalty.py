@@ -176,7 +176,8 @@ def next_block(idx, k, nnz, base, n_cols):
     Parameters
     ----------
     idx : ndarray of int32
-        Column indices of an encoding (features contiguous, ascending).
+        Column indices of an encoding (each feature's entries contiguous and ascending; the
+        features in any order, as a sparse row stores them).
     k : int
         First entry of the block.
     nnz : int
@@ -205,7 +206,7 @@ def next_block(idx, k, nnz, base, n_cols):
         base = (j // n_cols) * n_cols
     stop = base + n_cols
     end = k + 1
-    while end < nnz and idx[end] < stop:
+    while end < nnz and base <= idx[end] < stop:
         end += 1
     return base, end
 

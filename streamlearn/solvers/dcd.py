@@ -44,12 +44,17 @@ from streamlearn.solvers.embedding import (
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
+    IP_N_FEATURES,
     IP_ORDER,
     embed_row,
+    fetch_row,
     kernel_kinds,
+    kernel_rows,
+    row_kind,
     row_score,
     row_sq_norm_d,
     row_update,
+    rows_in,
 )
 from streamlearn.solvers.ovr import binary_label, one_model
 
@@ -110,16 +115,18 @@ def row_orders(n_rows, n_inner, seed):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
-                  kind, ipar, fpar, monitor, monitor_loss):
-    # the body of dcd_ovr_chunk, inlined into one kernel per kind of embedding
-    n = X.shape[0]
+def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, bias_scale,
+                  n_inner, seed, kind, ipar, fpar, monitor, monitor_loss):
+    # the body of dcd_ovr_chunk, inlined into one kernel per kind and form of rows
+    n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
     n_cols = ipar[IP_N_COLS]
     order = ipar[IP_ORDER]
     idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
     val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+    hk = row_kind(kind, sparse)
     scratch = np.empty(n_cols, dtype=np.float64)
     bias_sq = bias_scale * bias_scale
     qd = np.full(n, -1.0)
@@ -139,10 +146,9 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
             else:
                 upper = np.inf
                 diag = 0.5 / ci
-            x = X[r]
-            nnz = embed_row(kind, x, ipar, fpar, idx, val)
+            x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
             if qd[r] < 0.0:
-                qd[r] = row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
+                qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
             q = qd[r] + diag
             code = codes[r]
             for j in range(m):
@@ -151,7 +157,7 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
                     continue
                 wj = W[j]
                 a = np.float64(alpha[r, j])
-                score = row_score(kind, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+                score = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
                 g = yj * score - 1.0 + diag * a
                 if a == 0.0:
                     pg = min(g, 0.0)
@@ -164,7 +170,7 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
                     pg_min[j] = min(pg_min[j], pg)
                     if monitored:
                         mj = monitor[j]
-                        v = 1.0 - yj * (row_score(kind, mj, x, idx, val, nnz)
+                        v = 1.0 - yj * (row_score(hk, mj, x, idx, val, nnz)
                                         + mj[dim] * bias_scale)
                         if v > 0.0:
                             monitor_loss[j] += ci * (v if loss == HINGE else v * v)
@@ -175,7 +181,7 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
                 if delta == 0.0:
                     continue
                 alpha[r, j] = np.float32(a_new)
-                row_update(kind, wj, x, idx, val, nnz, n_cols, order, delta * yj)
+                row_update(hk, wj, x, idx, val, nnz, n_cols, order, delta * yj)
                 wj[dim] += delta * yj * bias_scale
     alpha_sum = np.zeros(m)
     dual_quad = np.zeros(m)
@@ -188,13 +194,14 @@ def _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     return pg_max, pg_min, alpha_sum, dual_quad
 
 
-def _dcd_ovr_kernel(fixed_kind: int) -> Callable[..., tuple]:
-    # _dcd_ovr_rows compiled for one kind of embedding (see kernel_kinds)
+def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
+    # _dcd_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
     @njit(cache=True, nogil=True)
-    def kernel(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed, kind,
-               ipar, fpar, monitor, monitor_loss):
-        return _dcd_ovr_rows(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner,
-                             seed, kind if fixed_kind < 0 else fixed_kind, ipar, fpar, monitor,
+    def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
+               kind, ipar, fpar, monitor, monitor_loss):
+        return _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss,
+                             bias_scale, n_inner, seed,
+                             kind if fixed_kind < 0 else fixed_kind, ipar, fpar, monitor,
                              monitor_loss)
 
     return kernel
@@ -209,7 +216,7 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
     codes : ndarray of shape (n_rows,), int32
         Class code of each row.
     positive, negative : ndarray of shape (m,), int32
@@ -255,8 +262,10 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     elif monitor_loss is None or monitor.shape != W.shape or monitor_loss.shape != W.shape[:1]:
         raise ValueError("monitor must have the shape of W, and monitor_loss one entry per "
                          "model")
-    return _DCD_OVR[kind](X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner,
-                          seed, kind, ipar, fpar, monitor, monitor_loss)
+    dense, csr, sparse = kernel_rows(X)
+    return _DCD_OVR[kind, sparse](dense, csr, codes, positive, negative, c, alpha, W, loss,
+                                  bias_scale, n_inner, seed, kind, ipar, fpar, monitor,
+                                  monitor_loss)
 
 
 def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar):
@@ -266,7 +275,7 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
     y : ndarray of shape (n_rows,), float32
         Labels in {-1, +1}.
     c : ndarray of shape (n_rows,), float64
@@ -310,7 +319,7 @@ def primal_loss_chunk(X, y, c, w_d, loss, bias_scale, kind, ipar, fpar):
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
     y : ndarray of shape (n_rows,), float32
         Labels in {-1, +1}.
     c : ndarray of shape (n_rows,), float64

@@ -32,11 +32,12 @@ score ``w . Psi_d(x)`` is then the sparse product ``w_d . Phi(x)`` of the row's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.features import (
     BSplineMap,
     BSplinePairMap,
@@ -44,6 +45,7 @@ from streamlearn.features import (
     FourierMap,
     HermiteMap,
     bspline_encode_row,
+    bspline_encode_sparse_row,
     fourier_encode_row,
     hermite_encode_row,
     pair_encode_row,
@@ -59,6 +61,9 @@ FOURIER = 2
 HERMITE = 3
 KIND_NAMES = ("linear", "bspline", "fourier", "hermite")
 KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE)
+#: Inside kernels only: the identity's encoding of a sparse row (its stored entries), which
+#: the per-row helpers treat as any map's encoding.
+ENCODED = 4
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
@@ -116,6 +121,13 @@ class Embedding(NamedTuple):
     def order(self) -> int:
         """Difference penalty order of the ``w_d`` representation."""
         return int(self.ipar[IP_ORDER])
+
+    @property
+    def takes_sparse_rows(self) -> bool:
+        """Whether the kernels embed CSR rows in time of their stored entries: the identity,
+        and zero-preserving B-splines without pairs (:func:`encode_sparse_row`)."""
+        return self.kind == LINEAR or (self.kind == BSPLINE and self.n_pairs == 0
+                                       and bool(self.ipar[IP_ZERO_PRESERVING]))
 
     @property
     def max_nnz(self) -> int:
@@ -238,29 +250,132 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
 
 
-def kernel_kinds(compile_for: Callable[[int], Callable]) -> dict[int, Callable]:
-    """One compiled solver kernel per kind of embedding, by ``kind``.
+def kernel_kinds(compile_for: Callable[[int, bool], Callable]) -> dict[tuple[int, bool], Callable]:
+    """One compiled solver kernel per kind of embedding and form of rows, by ``(kind, sparse)``.
 
     A kernel whose per-row helpers (:func:`embed_row`, :func:`row_score`, :func:`row_update`,
     ...) are inlined keeps the branches of every kind in its row loop; compiled for a constant
     ``kind`` the other kinds' code vanishes and the row loop of the identity and of the
     B-splines runs 1.5-6x faster. Fourier and Hermite maps share one kernel (their encoders
-    are costly calls anyway), so each solver compiles at most three times, each on first use.
+    are costly calls anyway). Each kind has a kernel for dense rows and one for CSR rows
+    (:func:`kernel_rows`), the form also a constant, so that each holds the code of its form
+    only. A kernel compiles on its first use: a fit compiles those its data and map need.
 
     Parameters
     ----------
     compile_for : callable
-        ``compile_for(fixed_kind)`` returns the kernel for ``fixed_kind``, or for any kind
-        given at run time when ``fixed_kind`` is ``-1``.
+        ``compile_for(fixed_kind, sparse)`` returns the kernel for ``fixed_kind`` (or for any
+        kind given at run time when ``fixed_kind`` is ``-1``) over dense rows, or over CSR
+        rows when ``sparse``.
 
     Returns
     -------
     dict
-        ``kind -> kernel`` for every kind.
+        ``(kind, sparse) -> kernel`` for every kind and form.
     """
-    spectral = compile_for(-1)
-    return {LINEAR: compile_for(LINEAR), BSPLINE: compile_for(BSPLINE), FOURIER: spectral,
-            HERMITE: spectral}
+    kernels = {}
+    for sparse in (False, True):
+        spectral = compile_for(-1, sparse)
+        kernels.update({(LINEAR, sparse): compile_for(LINEAR, sparse),
+                        (BSPLINE, sparse): compile_for(BSPLINE, sparse),
+                        (FOURIER, sparse): spectral, (HERMITE, sparse): spectral})
+    return kernels
+
+
+#: The CSR arrays a kernel over dense rows is given, and the matrix one over CSR rows is.
+NO_CSR = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+NO_DENSE = np.zeros((0, 0), dtype=np.float32)
+
+
+def kernel_rows(X: Any) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], bool]:
+    """A chunk's rows as the solver kernels take them: ``(dense, csr, sparse)``.
+
+    Kernels take both forms in every call (:data:`NO_DENSE` or :data:`NO_CSR` for the
+    form not given) and are compiled per form (:func:`kernel_kinds`), so that one body
+    serves both.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
+
+    Returns
+    -------
+    dense : ndarray, float32
+    csr : (indptr, indices, values)
+    sparse : bool
+    """
+    if isinstance(X, SparseRows):
+        return NO_DENSE, X.kernel_args, True
+    return X, NO_CSR, False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rows_in(X, csr, sparse):
+    """Number of rows of a kernel's chunk, dense ``X`` or ``csr`` (:func:`kernel_rows`)."""
+    return csr[0].shape[0] - 1 if sparse else X.shape[0]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_kind(kind, sparse):
+    """The ``kind`` the per-row helpers get: :data:`ENCODED` for sparse rows of the identity."""
+    return ENCODED if sparse and kind == LINEAR else kind
+
+
+@njit(cache=True, nogil=True, inline="always")
+def fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero):
+    """Row ``r`` of a kernel's chunk and its encoding, for the per-row helpers.
+
+    A dense row is embedded by :func:`embed_row`; a sparse row by :func:`encode_sparse_row`,
+    and stands in the helpers as ``zero``, a zero row of ``n_features`` values (its
+    length is all they read of it, with :func:`row_kind`'s kind).
+
+    Returns
+    -------
+    x : ndarray of shape (n_features,), float32
+    nnz : int
+    """
+    if sparse:
+        lo, hi = csr[0][r], csr[0][r + 1]
+        return zero, encode_sparse_row(kind, csr[1][lo:hi], csr[2][lo:hi], ipar, fpar, idx, val)
+    x = X[r]
+    return x, embed_row(kind, x, ipar, fpar, idx, val)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def encode_sparse_row(kind, cols, vals, ipar, fpar, idx, val):
+    """Sparse encoding ``Phi(x)`` of a row given by its stored entries.
+
+    The identity writes the entries themselves; B-splines their zero-preserving encoding
+    (:func:`~streamlearn.features.bspline.bspline_encode_sparse_row`). Other maps, and maps
+    that do not preserve zeros, spend time on every feature and take dense rows only (the
+    estimators refuse them on sparse data before reading it).
+
+    Parameters
+    ----------
+    kind : int
+    cols : ndarray of int32
+        The row's stored columns.
+    vals : ndarray of float32
+        Their values.
+    ipar, fpar, idx, val
+        As for :func:`encode_row`.
+
+    Returns
+    -------
+    int
+        Number of entries written.
+    """
+    if kind == LINEAR:
+        for e in range(cols.shape[0]):
+            idx[e] = cols[e]
+            val[e] = vals[e]
+        return cols.shape[0]
+    if kind != BSPLINE or ipar[IP_ZERO_PRESERVING] == 0 or ipar[IP_N_PAIRS] != 0:
+        raise ValueError("sparse rows take the identity or zero-preserving B-splines "
+                         "without pairs")
+    nf = ipar[IP_N_FEATURES]
+    return bspline_encode_sparse_row(cols, vals, fpar[:nf], fpar[nf : 2 * nf],
+                                     ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -493,30 +608,59 @@ def row_sq_norm(kind, x, ipar, fpar, idx, val, scratch):
     return row_sq_norm_d(kind, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
 
 
+@njit(cache=True, nogil=True)
+def encoded_sq_norm(indptr, indices, values, kind, ipar, fpar):
+    """``sum_i ||Psi_d(x_i)||^2`` over CSR rows, the squared norms of their embeddings
+    (:func:`sq_norm_d` of their encodings).
+
+    Parameters
+    ----------
+    indptr, indices, values : ndarray
+        The rows (:attr:`~streamlearn.data.sparse_rows.SparseRows.kernel_args`).
+    kind : int
+    ipar, fpar : ndarray
+        Packed map, one that takes sparse rows (:attr:`Embedding.takes_sparse_rows`).
+
+    Returns
+    -------
+    float
+    """
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
+    total = 0.0
+    for r in range(indptr.shape[0] - 1):
+        lo, hi = indptr[r], indptr[r + 1]
+        nnz = encode_sparse_row(kind, indices[lo:hi], values[lo:hi], ipar, fpar, idx, val)
+        total += sq_norm_d(idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
+    return total
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _decision_ovr_rows(X, W, bias_scale, kind, ipar, fpar):
-    # the body of decision_ovr_chunk, inlined into one kernel per kind of embedding
-    n = X.shape[0]
+def _decision_ovr_rows(X, csr, sparse, W, bias_scale, kind, ipar, fpar):
+    # the body of decision_ovr_chunk, inlined into one kernel per kind and form of rows
+    n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
     out = np.empty((n, m), dtype=np.float64)
     idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
     val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+    hk = row_kind(kind, sparse)
     for r in range(n):
-        x = X[r]
-        nnz = embed_row(kind, x, ipar, fpar, idx, val)
+        x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
         for j in range(m):
             wj = W[j]
-            out[r, j] = row_score(kind, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+            out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
     return out
 
 
-def _decision_ovr_kernel(fixed_kind: int) -> Callable[..., np.ndarray]:
-    # _decision_ovr_rows compiled for one kind of embedding (see kernel_kinds)
+def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndarray]:
+    # _decision_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
     @njit(cache=True, nogil=True)
-    def kernel(X, W, bias_scale, kind, ipar, fpar):
-        return _decision_ovr_rows(X, W, bias_scale, kind if fixed_kind < 0 else fixed_kind, ipar,
-                                  fpar)
+    def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
+        return _decision_ovr_rows(X, csr, sparse, W, bias_scale,
+                                  kind if fixed_kind < 0 else fixed_kind, ipar, fpar)
 
     return kernel
 
@@ -529,7 +673,7 @@ def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
     W : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64
         Models in ``w_d`` form, bias weight last (``b_j = W[j, -1] * bias_scale``).
     bias_scale : float
@@ -541,7 +685,8 @@ def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
     -------
     ndarray of shape (n_rows, m), float64
     """
-    return _DECISION_OVR[kind](X, W, bias_scale, kind, ipar, fpar)
+    dense, csr, sparse = kernel_rows(X)
+    return _DECISION_OVR[kind, sparse](dense, csr, W, bias_scale, kind, ipar, fpar)
 
 
 def decision_chunk(X, w_d, bias, kind, ipar, fpar):

@@ -43,12 +43,16 @@ from streamlearn.solvers.embedding import (
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
+    IP_N_FEATURES,
     IP_ORDER,
-    embed_row,
+    fetch_row,
     kernel_kinds,
+    kernel_rows,
+    row_kind,
     row_score,
     row_update,
     row_update_pair,
+    rows_in,
 )
 from streamlearn.solvers.ovr import binary_label, one_model
 
@@ -72,16 +76,18 @@ def _fold_all(W, AVG, b_coef, scale):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
-                      average_start, kind, ipar, fpar):
-    # the body of pegasos_ovr_chunk, inlined into one kernel per kind of embedding
-    n = X.shape[0]
+def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bias_scale, W,
+                      AVG, t, average_start, kind, ipar, fpar):
+    # the body of pegasos_ovr_chunk, inlined into one kernel per kind and form of rows
+    n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
     n_cols = ipar[IP_N_COLS]
     order = ipar[IP_ORDER]
     idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
     val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+    hk = row_kind(kind, sparse)
     margins = np.empty(m, dtype=np.float64)
     averaging = n > 0 and t + n >= average_start
     if averaging:
@@ -95,8 +101,7 @@ def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, 
     for r in range(n):
         k = t + 1 + r
         eta = 1.0 / (lam * k)
-        x = X[r]
-        nnz = embed_row(kind, x, ipar, fpar, idx, val)
+        x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
         code = codes[r]
         for j in range(m):
             yj = binary_label(code, positive[j], negative[j])
@@ -104,7 +109,7 @@ def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, 
                 margins[j] = np.inf
                 continue
             wj = W[j]
-            margins[j] = yj * scale * (row_score(kind, wj, x, idx, val, nnz) + wj[dim] * bias_scale)
+            margins[j] = yj * scale * (row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale)
         scale *= 1.0 - 1.0 / k
         if scale < MIN_SCALE:
             _fold_all(W, AVG, b_coef, scale)
@@ -119,11 +124,11 @@ def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, 
                     wj = W[j]
                     if b_coef != 0.0:
                         aj = AVG[j]
-                        row_update_pair(kind, wj, aj, x, idx, val, nnz, n_cols, order, step,
+                        row_update_pair(hk, wj, aj, x, idx, val, nnz, n_cols, order, step,
                                         -b_coef * step)
                         aj[dim] -= b_coef * step * bias_scale
                     else:
-                        row_update(kind, wj, x, idx, val, nnz, n_cols, order, step)
+                        row_update(hk, wj, x, idx, val, nnz, n_cols, order, step)
                     wj[dim] += step * bias_scale
         if averaging and k >= average_start:
             b_coef += scale
@@ -136,14 +141,14 @@ def _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, 
     return t + n
 
 
-def _pegasos_ovr_kernel(fixed_kind: int) -> Callable[..., int]:
-    # _pegasos_ovr_rows compiled for one kind of embedding (see kernel_kinds)
+def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
+    # _pegasos_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
     @njit(cache=True, nogil=True)
-    def kernel(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t, average_start,
+    def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W, AVG, t, average_start,
                kind, ipar, fpar):
-        return _pegasos_ovr_rows(X, codes, positive, negative, weight, lam, bias_scale, W, AVG,
-                                 t, average_start, kind if fixed_kind < 0 else fixed_kind, ipar,
-                                 fpar)
+        return _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam,
+                                 bias_scale, W, AVG, t, average_start,
+                                 kind if fixed_kind < 0 else fixed_kind, ipar, fpar)
 
     return kernel
 
@@ -157,7 +162,7 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
     codes : ndarray of shape (n_rows,), int32
         Class code of each row.
     positive, negative : ndarray of shape (m,), int32
@@ -188,8 +193,9 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
     int
         Steps done after this chunk, ``t + n_rows``.
     """
-    return _PEGASOS_OVR[kind](X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
-                              average_start, kind, ipar, fpar)
+    dense, csr, sparse = kernel_rows(X)
+    return _PEGASOS_OVR[kind, sparse](dense, csr, codes, positive, negative, weight, lam,
+                                      bias_scale, W, AVG, t, average_start, kind, ipar, fpar)
 
 
 def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kind, ipar, fpar):
@@ -199,7 +205,7 @@ def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kin
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
     y : ndarray of shape (n_rows,), float32
         Labels in {-1, +1}.
     weight : ndarray of shape (n_rows,), float32
