@@ -17,7 +17,13 @@ import numpy as np
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.open import open_dataset
 from streamlearn.engine.local import resolve_engine
-from streamlearn.engine.moments import Moments, chunk_moments, empty_moments, merge_moments
+from streamlearn.engine.moments import (
+    Moments,
+    chunk_moments,
+    empty_moments,
+    merge_moments,
+    sparse_chunk_moments,
+)
 from streamlearn.engine.row_sample import BottomKSample
 
 if TYPE_CHECKING:
@@ -251,6 +257,10 @@ class DescribePass:
         For classification targets (int32 class codes): count rows per class.
         Without it an integer target is an error and a float target is summarised by its
         mean and standard deviation.
+    sparse : bool
+        The chunks hold CSR rows: moments and quantiles count the entries not stored as
+        zeros, and the row sample is kept as CSR rows
+        (:class:`~streamlearn.data.sparse_rows.SparseRows`).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
@@ -263,8 +273,11 @@ class DescribePass:
         sample_size: int = 4096,
         seed: int = 0,
         n_classes: int | None = None,
+        sparse: bool = False,
     ) -> None:
-        self.feature_names = list(feature_names)
+        # a sparse source's numbered names stay unlisted
+        self.feature_names = feature_names if sparse else list(feature_names)
+        self.sparse = bool(sparse)
         self.probabilities = np.asarray(probabilities, dtype=np.float64).reshape(-1)
         if np.any((self.probabilities < 0) | (self.probabilities > 1)):
             raise ValueError(f"probabilities must lie in [0, 1], got {list(probabilities)}")
@@ -284,15 +297,21 @@ class DescribePass:
         """Empty state."""
         d = len(self.feature_names)
         counts = None if self.n_classes is None else np.zeros(self.n_classes, dtype=np.int64)
-        return DescribeState(empty_moments(d), BottomKSample(self.sample_size, d, self.seed),
+        return DescribeState(empty_moments(d),
+                             BottomKSample(self.sample_size, d, self.seed, self.sparse),
                              counts, None)
 
     def step(self, state: DescribeState, chunk: Chunk) -> DescribeState:
         """Fold one chunk into ``state`` (in place)."""
         X = chunk.X
-        if X.ndim != 2 or X.shape[1] != len(self.feature_names):
-            raise ValueError(f"chunk has shape {X.shape}, expected (n, {len(self.feature_names)})")
-        state.moments = merge_moments(state.moments, chunk_moments(X))
+        if len(X.shape) != 2 or X.shape[1] != len(self.feature_names) \
+                or chunk.is_sparse != self.sparse:
+            form = ("dense", "sparse")
+            raise ValueError(f"chunk has shape {X.shape} ({form[chunk.is_sparse]}), expected "
+                             f"(n, {len(self.feature_names)}) ({form[self.sparse]})")
+        moments = (sparse_chunk_moments(*X.kernel_args, X.n_cols) if chunk.is_sparse
+                   else chunk_moments(X))
+        state.moments = merge_moments(state.moments, moments)
         state.sample.update(X, chunk.rows)
         y = chunk.y
         if y is None:
@@ -348,7 +367,7 @@ class DescribePass:
             target_std = float(np.sqrt(max(state.target.m2[0], 0.0) / state.target.count))
         return Description(
             n_rows=n,
-            feature_names=list(self.feature_names),
+            feature_names=self.feature_names if self.sparse else list(self.feature_names),
             count=np.full(d, n, dtype=np.int64),
             mean=mean,
             std=std,
@@ -356,7 +375,7 @@ class DescribePass:
             max=hi,
             probabilities=self.probabilities.copy(),
             quantiles=state.sample.quantiles(self.probabilities),
-            sample=state.sample.values.copy(),
+            sample=(state.sample.values if self.sparse else state.sample.values.copy()),
             sample_rows=state.sample.rows.copy(),
             class_counts=None if state.class_counts is None else state.class_counts.copy(),
             target_mean=target_mean,
@@ -394,8 +413,8 @@ def describe(
     """
     dataset = open_dataset(data)
     summary_pass = DescribePass(
-        list(dataset.feature_names), probabilities=probabilities, sample_size=sample_size,
-        seed=seed, n_classes=dataset.schema.n_classes,
+        dataset.feature_names, probabilities=probabilities, sample_size=sample_size,
+        seed=seed, n_classes=dataset.schema.n_classes, sparse=dataset.is_sparse,
     )
     summary: Description = resolve_engine(engine).run(summary_pass, dataset,
                                                       description="describe")

@@ -80,6 +80,57 @@ def chunk_moments(X):
     return n, mean, m2, minimum, maximum
 
 
+@njit(cache=True, nogil=True)
+def sparse_chunk_moments(indptr, indices, values, n_cols):
+    """:func:`chunk_moments` of CSR rows, the entries not stored counting as zeros.
+
+    Takes time in the stored entries (and ``n_cols``), not in ``n_rows x n_cols``: a
+    column's squared deviations are those of its stored values plus ``mean^2`` for each
+    zero.
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_rows + 1,), int64
+    indices : ndarray of int32
+    values : ndarray of float32
+    n_cols : int
+
+    Returns
+    -------
+    count, mean, m2, minimum, maximum
+        As :func:`chunk_moments` returns them.
+    """
+    n = indptr.shape[0] - 1
+    mean = np.zeros(n_cols, dtype=np.float64)
+    m2 = np.zeros(n_cols, dtype=np.float64)
+    minimum = np.full(n_cols, np.inf, dtype=np.float32)
+    maximum = np.full(n_cols, -np.inf, dtype=np.float32)
+    if n == 0:
+        return 0, mean, m2, minimum, maximum
+    stored = np.zeros(n_cols, dtype=np.int64)
+    nnz = indptr[n]
+    for e in range(nnz):
+        j = indices[e]
+        v = values[e]
+        mean[j] += v
+        stored[j] += 1
+        if v < minimum[j]:
+            minimum[j] = v
+        if v > maximum[j]:
+            maximum[j] = v
+    for j in range(n_cols):
+        mean[j] /= n
+        if stored[j] < n:  # some zeros
+            minimum[j] = min(minimum[j], np.float32(0.0))
+            maximum[j] = max(maximum[j], np.float32(0.0))
+            m2[j] = (n - stored[j]) * mean[j] * mean[j]
+    for e in range(nnz):
+        j = indices[e]
+        dev = values[e] - mean[j]
+        m2[j] += dev * dev
+    return n, mean, m2, minimum, maximum
+
+
 def empty_moments(n_features: int) -> Moments:
     """Moments of no rows: the identity of :func:`merge_moments`."""
     return Moments(

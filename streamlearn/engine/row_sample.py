@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from streamlearn.data.sparse_rows import SparseRows
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -111,7 +113,7 @@ class BottomKSample:
 
     __slots__ = ("k", "keys", "n_features", "rows", "seed", "values")
 
-    def __init__(self, k: int, n_features: int, seed: int = 0) -> None:
+    def __init__(self, k: int, n_features: int, seed: int = 0, sparse: bool = False) -> None:
         if k < 1:
             raise ValueError(f"sample size k must be at least 1, got {k}")
         self.k = int(k)
@@ -119,7 +121,10 @@ class BottomKSample:
         self.seed = np.uint64(int(seed) % 2**64)
         self.keys = np.empty(0, dtype=np.uint64)
         self.rows = np.empty(0, dtype=np.int64)
-        self.values = np.empty((0, self.n_features), dtype=np.float32)
+        self.values: np.ndarray | SparseRows = (
+            SparseRows(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                       np.zeros(0, dtype=np.float32), self.n_features) if sparse
+            else np.empty((0, self.n_features), dtype=np.float32))
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
@@ -133,6 +138,14 @@ class BottomKSample:
         return self.keys[-1] if len(self) == self.k else NOT_FULL
 
     def _replace(self, keys, rows, take_old, old_src, new_src, new_values) -> None:
+        if isinstance(self.values, SparseRows):
+            # the kept old rows, then the new ones, put in key order
+            both = SparseRows.concatenate([self.values.take(old_src), new_values.take(new_src)])
+            order = np.empty(keys.shape[0], dtype=np.int64)
+            order[take_old] = np.arange(old_src.shape[0])
+            order[~take_old] = old_src.shape[0] + np.arange(new_src.shape[0])
+            self.keys, self.rows, self.values = keys, rows, both.take(order)
+            return
         values = np.empty((keys.shape[0], self.n_features), dtype=np.float32)
         values[take_old] = self.values[old_src]
         values[~take_old] = new_values[new_src]
@@ -172,7 +185,8 @@ class BottomKSample:
         """Sample of the union of the rows offered to ``self`` and to ``other`` (a new object)."""
         if (other.k, other.n_features, other.seed) != (self.k, self.n_features, self.seed):
             raise ValueError("can only merge samples with the same k, n_features and seed")
-        out = BottomKSample(self.k, self.n_features, int(self.seed))
+        out = BottomKSample(self.k, self.n_features, int(self.seed),
+                            isinstance(self.values, SparseRows))
         out.keys, out.rows, out.values = self.keys, self.rows, self.values
         m = len(self)
         all_keys = np.concatenate([self.keys, other.keys])
@@ -201,4 +215,36 @@ class BottomKSample:
             raise ValueError("probabilities must lie in [0, 1]")
         if len(self) == 0:
             return np.full((probs.shape[0], self.n_features), np.nan)
+        if isinstance(self.values, SparseRows):
+            return sparse_quantiles(self.values, probs)
         return np.quantile(self.values.astype(np.float64), probs, axis=0)
+
+
+def sparse_quantiles(rows: SparseRows, probs: np.ndarray) -> np.ndarray:
+    """:func:`numpy.quantile` of every column of CSR rows, their zeros included.
+
+    Sorts the stored entries by column and value once (time in the stored entries, not in
+    ``n_rows x n_cols``); a column sorted whole is its negative values, its zeros, then
+    its positive values, so each order statistic is read off that layout.
+    """
+    n, d = rows.shape
+    vals = rows.values.astype(np.float64)
+    order = np.lexsort((vals, rows.indices))
+    cols, vals = rows.indices[order], vals[order]
+    start = np.searchsorted(cols, np.arange(d))
+    stored = np.bincount(cols, minlength=d)
+    negative = np.bincount(cols[vals < 0], minlength=d)
+    zeros = n - stored
+
+    def order_statistic(i: int) -> np.ndarray:  # the i-th smallest value of every column
+        at = np.where(i < negative, start + i, start + i - zeros)
+        value = vals[np.clip(at, 0, max(vals.shape[0] - 1, 0))] if vals.shape[0] else 0.0
+        return np.where((i >= negative) & (i < negative + zeros), 0.0, value)
+
+    out = np.empty((probs.shape[0], d))
+    for q, p in enumerate(probs):
+        position = p * (n - 1)
+        below = int(np.floor(position))
+        frac = position - below
+        out[q] = order_statistic(below) * (1 - frac) + order_statistic(min(below + 1, n - 1)) * frac
+    return out

@@ -49,6 +49,7 @@ from streamlearn.models.base import (
     encode_labels,
     record_categories,
     sorted_classes,
+    sparse_rows_of,
     storable_classes,
 )
 from streamlearn.models.pairwise_coupling import couple_pairwise
@@ -113,6 +114,10 @@ CLAMPED_SHARE_WARNING = 0.01
 
 
 # -- the estimator ------------------------------------------------------------------------
+#: Sparse rows scored by a model whose map takes dense rows are densified this many at a time.
+DENSE_BLOCK_ROWS = 4096
+
+
 class AdditiveSVC(ClassifierScore, StreamEstimator):
     """Additive-kernel support vector classifier trained by streaming over chunked data.
 
@@ -142,12 +147,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         the less accurate on most of the benchmark's data sets.
     n_terms : int
         Frequencies (Fourier) or polynomials (Hermite) per feature.
-    zero_preserving : bool
+    zero_preserving : bool or "auto"
         Use the ``Psi(0) = 0`` variant of the embedding (sparse non-negative inputs): a
         feature at the lower end of its range costs nothing, so training and prediction take
-        time in the number of non-zero inputs. For degree-1 splines with ``penalty_order=1``
-        this is the same model as ``zero_preserving=False`` when ``bias_scale`` is
-        ``sqrt(n_features + b^2)`` instead of ``b``: the first column of every feature's
+        time in the number of non-zero inputs. ``"auto"``: on for sparse training data
+        (``scipy.sparse`` matrices, svmlight files, zarr CSR stores; B-splines then train
+        on the stored values alone, which must be non-negative), off for dense data. For
+        degree-1 splines with ``penalty_order=1`` this is the same model as
+        ``zero_preserving=False`` when ``bias_scale`` is ``sqrt(n_features + b^2)`` instead
+        of ``b``: the first column of every feature's
         ``Psi_1 = D_1^-T Phi`` is the constant ``sum_j Phi_j = 1``, and the other columns are
         the zero-preserving embedding, so both define the same kernel and the same dual
         problem (the solvers take the same steps).
@@ -325,20 +333,21 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     True
     """
 
-    _expected_failed_checks: ClassVar[dict[str, str]] = {
-        "check_sample_weight_equivalence_on_dense_data":
-            "stochastic solver with a hashed calibration split: PEGASOS visits rows in a "
-            "seeded random order and calibration rows are chosen by a hash of their row id, "
-            "so a repeated row is not the same as a doubled weight",
-    }
+    _expected_failed_checks: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("check_sample_weight_equivalence_on_dense_data",
+         "check_sample_weight_equivalence_on_sparse_data"),
+        "stochastic solver with a hashed calibration split: PEGASOS visits rows in a "
+        "seeded random order and calibration rows are chosen by a hash of their row id, "
+        "so a repeated row is not the same as a doubled weight")
 
+    _accepts_sparse: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         "embedding": [StrOptions(set(EMBEDDINGS))],
         "degree": [Interval(Integral, 1, 3, closed="both")],
         "n_bases": [Interval(Integral, 2, None, closed="left")],
         "penalty_order": [Interval(Integral, 0, 2, closed="both"), None],
         "n_terms": [Interval(Integral, 1, None, closed="left")],
-        "zero_preserving": ["boolean"],
+        "zero_preserving": ["boolean", StrOptions({"auto"})],
         "solver": [StrOptions(set(SOLVERS))],
         "multiclass": [StrOptions(set(MULTICLASS))],
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -369,7 +378,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         n_bases: int = 20,
         penalty_order: int | None = None,
         n_terms: int = 4,
-        zero_preserving: bool = False,
+        zero_preserving: bool | str = "auto",
         solver: str = "pegasos",
         multiclass: str = "ovr",
         C: float = 1.0,
@@ -430,7 +439,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             if self.embedding != "bspline":
                 raise ValueError("interactions need embedding='bspline' (pair terms are "
                                  f"B-spline surfaces), got embedding={self.embedding!r}")
-            if self.zero_preserving:
+            if self.zero_preserving is True:
                 raise ValueError("interactions need zero_preserving=False: a pair's "
                                  "surface is not zero where one of its features is")
 
@@ -442,9 +451,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return len(self.interactions) > 0
         return int(self.interactions) > 0
 
-    def _auto_interactions(self, n_features: int) -> int:
+    def _zero_preserving(self, sparse: bool) -> bool:
+        """``zero_preserving`` with ``"auto"`` resolved for dense or ``sparse`` data."""
+        return sparse if isinstance(self.zero_preserving, str) else bool(self.zero_preserving)
+
+    def _auto_interactions(self, n_features: int, sparse: bool = False) -> int:
         """``interactions="auto"``'s number of pairs to screen for (see its docstring)."""
-        if self.embedding != "bspline" or self.zero_preserving or not self.calibrate:
+        if (self.embedding != "bspline" or self._zero_preserving(sparse)
+                or not self.calibrate):
             return 0
         return min(AUTO_PAIRS_PER_FEATURE * n_features, n_features * (n_features - 1) // 2,
                    MAX_AUTO_PAIRS)
@@ -488,17 +502,34 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return {}
         return {"penalty_order": self._bspline_order(bool(dataset.categories), False)}
 
-    def _make_map(self, categorical: bool = False, online: bool = False) -> FeatureMap | None:
+    def _make_map(self, categorical: bool = False, online: bool = False,
+                  sparse: bool = False) -> FeatureMap | None:
         """The feature map; ``categorical``: the data has categorical columns; ``online``:
-        for :meth:`partial_fit`."""
+        for :meth:`partial_fit`; ``sparse``: for sparse rows."""
         if self.embedding == "linear":
             return None
+        zero_preserving = self._zero_preserving(sparse)
         if self.embedding == "bspline":
             order = self._bspline_order(categorical, online)
-            return BSplineMap(self.degree, self.n_bases, order, self.zero_preserving)
+            return BSplineMap(self.degree, self.n_bases, order, zero_preserving)
         order = 1 if self.penalty_order is None else self.penalty_order
         cls = FourierMap if self.embedding == "fourier" else HermiteMap
-        return cls(self.n_terms, order, self.zero_preserving)
+        return cls(self.n_terms, order, zero_preserving)
+
+    def _check_sparse(self) -> None:
+        """Refuse, before reading, what cannot train on sparse rows in their time."""
+        if self.embedding in ("fourier", "hermite"):
+            raise ValueError(f"embedding={self.embedding!r} costs every feature of every row; "
+                             "sparse rows train with embedding='bspline' or 'linear'")
+        if self.embedding == "bspline" and not self._zero_preserving(True):
+            raise ValueError("zero_preserving=False costs every feature of every row; sparse "
+                             "rows train with zero_preserving=True or 'auto'")
+        if self._has_interactions():
+            raise ValueError("pair terms are not zero where a feature is: sparse rows train "
+                             "without interactions (interactions=0 or 'auto')")
+        if not self.online:
+            raise ValueError("online=False materialises the embedding densely; sparse rows "
+                             "train with online=True")
 
     def _given_range(self, n_features: int) -> tuple[np.ndarray, np.ndarray] | None:
         """``feature_range`` as ``(lo, hi)`` arrays of shape (n_features,), or None."""
@@ -587,10 +618,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                                 checkpoint_every)
 
     def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
-        feature_map = self._make_map(bool(dataset.categories))
+        if dataset.is_sparse:
+            self._check_sparse()
+        feature_map = self._make_map(bool(dataset.categories), sparse=dataset.is_sparse)
         screen = 0
         if isinstance(self.interactions, str):
-            screen = self._auto_interactions(len(dataset.feature_names))
+            screen = self._auto_interactions(len(dataset.feature_names), dataset.is_sparse)
         elif isinstance(self.interactions, list | tuple):
             if self.interactions:
                 assert isinstance(feature_map, BSplineMap)
@@ -645,8 +678,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if fitted.pair_check is not None:
             self.interaction_check_ = fitted.pair_check
         elif isinstance(self.interactions, str):  # "auto" tried none: say why
+            sparse = bool(getattr(self.feature_map_, "zero_preserving", False))
             reason = ("pair terms need the B-spline embedding with calibration and "
-                      "zero_preserving=False" if self._auto_interactions(2) == 0
+                      "zero_preserving=False (dense rows)"
+                      if self._auto_interactions(2, sparse) == 0
                       else "fewer than two features")
             self.interaction_check_ = {"kept": False, "reason": reason}
         else:
@@ -698,6 +733,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self
         """
         self._validate_hyperparameters()
+        if sparse_rows_of(X, None, type(self).__name__) is not None:
+            raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
+                            "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
         if not self.is_fitted and self._has_interactions():
             raise ValueError("partial_fit trains per-feature terms only; pair terms "
                              "(interactions) come from fit's screening pass: set "
@@ -825,9 +863,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     # -- prediction -----------------------------------------------------------------------
     def _scores(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        values = check_features(X, self.feature_names_in_, type(self).__name__)
-        return decision_ovr_chunk(values, self.coef_d_, float(self.bias_scale),
-                                  *self._embedding())
+        emb = self._embedding()
+        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        if rows is None:
+            values = check_features(X, self.feature_names_in_, type(self).__name__)
+            return decision_ovr_chunk(values, self.coef_d_, float(self.bias_scale), *emb)
+        if emb.takes_sparse_rows:
+            return decision_ovr_chunk(rows, self.coef_d_, float(self.bias_scale), *emb)
+        # a map trained on dense rows: densify a block of rows at a time
+        return np.concatenate([
+            decision_ovr_chunk(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray(),
+                               self.coef_d_, float(self.bias_scale), *emb)
+            for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
 
     def svm_scores(self, X: Any) -> np.ndarray:
         """Raw SVM scores ``w_j . Psi(x) + b_j`` of every binary model.

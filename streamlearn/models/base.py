@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.sources.base import default_feature_names
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite
 from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import checkpointed
@@ -155,10 +156,12 @@ class StreamEstimator(BaseEstimator):
     #: Private learned state (names without the trailing ``_``) that a new ``fit`` forgets
     #: along with the learned attributes.
     _private_state: ClassVar[tuple[str, ...]] = ()
+    #: Whether ``fit`` streams sparse rows (scipy matrices, svmlight, zarr CSR) as they are.
+    _accepts_sparse: ClassVar[bool] = False
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self._accepts_sparse
         return tags
 
     # -- the fit template ------------------------------------------------------------------
@@ -215,12 +218,16 @@ class StreamEstimator(BaseEstimator):
                      checkpoint: str | os.PathLike[str] | None, checkpoint_every: int,
                      **options: Any) -> None:
         """Run the driver on opened training data and set the learned attributes."""
+        if dataset.is_sparse and not self._accepts_sparse:
+            raise TypeError(f"{type(self).__name__} takes dense rows; {dataset.source.description} "
+                            "holds sparse rows (AdditiveSVC trains on sparse data as it is)")
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         with recording() as passes:
             fitted = self._run_driver(runner, dataset, self._seed(), **options)
         self.n_passes_ = float(passes.passes_over(dataset.n_rows))
         self.bytes_read_ = int(passes.bytes_read)
-        self.feature_names_in_ = tuple(dataset.feature_names)
+        self.feature_names_in_ = (dataset.feature_names if dataset.is_sparse
+                                  else tuple(dataset.feature_names))
         self.n_features_in_ = len(self.feature_names_in_)
         if self._task == "classification" and dataset.classes is not None:
             self.classes_ = storable_classes(dataset.classes)
@@ -233,7 +240,7 @@ class StreamEstimator(BaseEstimator):
         opener = (classification_dataset if self._task == "classification"
                   else regression_dataset)
         return opener(data, y, sample_weight, getattr(self, "chunk_rows", None),
-                      nan_policy=nan_policy)
+                      nan_policy=nan_policy, accept_sparse=self._accepts_sparse)
 
     def _validate_hyperparameters(self) -> None:
         """Check every hyper-parameter against ``_parameter_constraints`` (scikit-learn's
@@ -356,7 +363,8 @@ class StreamEstimator(BaseEstimator):
 def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                            chunk_rows: int | None = None, nan_policy: Any = "raise",
                            categories: Mapping[str, Sequence[Any]] | None = None,
-                           classes: Sequence[Any] | None = None) -> Dataset:
+                           classes: Sequence[Any] | None = None,
+                           accept_sparse: bool = False) -> Dataset:
     """Open the training data of a classifier.
 
     Parameters
@@ -377,6 +385,8 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     classes : sequence, optional
         Every label, for data opened here (the first call of an online fit, whose rows may
         not hold them all); by default the labels found in ``y``.
+    accept_sparse : bool
+        Take a ``scipy.sparse`` X as sparse rows; else refuse it as scikit-learn does.
 
     Returns
     -------
@@ -386,21 +396,25 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         others raise ``Unknown label type: continuous``.
     """
     return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
-                         "a classifier needs class labels", nan_policy, categories, classes)
+                         "a classifier needs class labels", nan_policy, categories, classes,
+                         accept_sparse)
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                        chunk_rows: int | None = None, nan_policy: Any = "raise",
-                       categories: Mapping[str, Sequence[Any]] | None = None) -> Dataset:
+                       categories: Mapping[str, Sequence[Any]] | None = None,
+                       accept_sparse: bool = False) -> Dataset:
     """Open the training data of a regressor (see :func:`classification_dataset`)."""
     return _task_dataset(data, y, sample_weight, chunk_rows, "regression",
-                         "a regressor needs a numeric target", nan_policy, categories)
+                         "a regressor needs a numeric target", nan_policy, categories,
+                         accept_sparse=accept_sparse)
 
 
 def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
                   need: str, nan_policy: Any = "raise",
                   categories: Mapping[str, Sequence[Any]] | None = None,
-                  classes: Sequence[Any] | None = None) -> Dataset:
+                  classes: Sequence[Any] | None = None,
+                  accept_sparse: bool = False) -> Dataset:
     """Open training data (or take a Dataset) and check that its target suits ``task``."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
@@ -419,7 +433,7 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
             data = data.to_arrow() if hasattr(data, "to_arrow") else data
         if is_array_input(data):
             data, y, sample_weight = check_array_input(data, y, sample_weight, task,
-                                                       nan_policy)
+                                                       nan_policy, accept_sparse)
         elif y is not None and not isinstance(y, str) and not _is_dask(y):
             y = check_target(y, task)
             if sample_weight is not None and not isinstance(sample_weight, str) and \
@@ -451,7 +465,8 @@ def is_array_input(data: Any) -> bool:
 
 
 def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
-                      nan_policy: Any = "raise") -> tuple[np.ndarray, Any, Any]:
+                      nan_policy: Any = "raise",
+                      accept_sparse: bool = False) -> tuple[Any, Any, Any]:
     """Validate in-memory training rows: a 2-D numeric float32 array, a 1-D target, weights.
 
     Parameters
@@ -462,19 +477,27 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
     task : {"classification", "regression"}
     nan_policy : "raise", "drop" or float
         With "raise" NaN and infinite values are refused here.
+    accept_sparse : bool
+        Keep a ``scipy.sparse`` X sparse (its stored values checked); else refuse it.
 
     Returns
     -------
-    X : ndarray, float32
+    X : ndarray, float32, or scipy.sparse matrix
     y : ndarray or str
     sample_weight : ndarray, str or None
     """
     if y is None:
         raise ValueError("this estimator requires y to be passed, but the target y is None")
-    X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
-                    ensure_all_finite=False, ensure_min_samples=1, ensure_min_features=1)
-    X = np.ascontiguousarray(X, dtype=np.float32)
-    if nan_policy == "raise":
+    X = check_array(X, accept_sparse=["csr", "csc", "coo"] if accept_sparse else False,
+                    dtype=[np.float32, np.float64], ensure_all_finite=False,
+                    ensure_min_samples=1, ensure_min_features=1)
+    if sp.issparse(X):
+        if nan_policy == "raise" and not np.isfinite(X.data).all():
+            raise DataError("Input X contains NaN or infinity among its stored values; drop "
+                            "or replace them, or fit with nan_policy='drop' or a number")
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float32)
+    if nan_policy == "raise" and not sp.issparse(X):
         flat = first_nonfinite(X)
         if flat >= 0:
             r, c = divmod(flat, X.shape[1])
@@ -797,6 +820,47 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         raise DataError(f"Input X contains {what} in feature {expected[c]!r} at row {r}; "
                         "predictions need finite values")
     return values
+
+
+def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | None:
+    """Sparse rows to score as :class:`~streamlearn.data.sparse_rows.SparseRows`, or None.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array, SparseRows, or anything else (None is returned)
+    n_features : int or None
+        Columns seen in ``fit``, checked when given; fewer columns are taken as the first
+        ones, the others zero.
+    owner : str
+        Name of the estimator, for messages.
+
+    Returns
+    -------
+    SparseRows or None
+        With finite stored values; None when ``X`` is not sparse.
+    """
+    if isinstance(X, SparseRows):
+        rows = X
+    elif sp.issparse(X):
+        if X.ndim != 2:
+            raise SchemaError(f"X must be 2-D (rows x features), got shape {X.shape}")
+        rows = SparseRows.from_scipy(X)
+    else:
+        return None
+    if n_features is not None and rows.n_cols < n_features:
+        # the columns past its last are zeros, as in an svmlight file whose largest index
+        # is smaller than the training data's
+        rows = SparseRows(rows.indptr, rows.indices, rows.values, n_features)
+    if n_features is not None and rows.n_cols != n_features:
+        raise SchemaError(f"X has {rows.n_cols} features, but {owner} is expecting "
+                          f"{n_features} features as input")
+    flat = first_nonfinite(rows.values)
+    if flat >= 0:
+        r = int(np.searchsorted(rows.indptr, flat, side="right")) - 1
+        raise DataError(f"Input X contains {rows.values[flat]} in feature "
+                        f"'x{int(rows.indices[flat])}' at row {r}; predictions need finite "
+                        "values")
+    return rows
 
 
 def coded_table(X: Any) -> tuple[np.ndarray, tuple[str, ...], dict[str, tuple[Any, ...]]] | None:

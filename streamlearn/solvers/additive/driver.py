@@ -36,8 +36,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
-from streamlearn.errors import LabelError
+from streamlearn.errors import DataError, LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
 from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
 from streamlearn.solvers.additive.interactions import (
@@ -65,7 +66,9 @@ from streamlearn.solvers.calibration import ScoreHistogram
 from streamlearn.solvers.dcd import LOSSES
 from streamlearn.solvers.embedding import (
     Embedding,
+    decision_ovr_chunk,
     embedding_params,
+    encoded_sq_norm,
     model_sq_norm,
     weights_from_w_d,
 )
@@ -445,6 +448,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
         sample = summary.description.sample
         if feature_map is not None:
             desc = summary.description
+            if dataset.is_sparse:
+                check_sparse_ranges(desc.min, config.feature_range, dataset)
             fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
                             maximum=desc.max, mean=desc.mean, std=desc.std,
                             quantiles=desc.quantiles)
@@ -490,6 +495,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
     else:
         held_out_loss = None
     importances = (None if sample is None or sample.shape[0] == 0
+                   else sparse_term_importances(sample, coef_d, emb)
+                   if isinstance(sample, SparseRows)
                    else term_importances(sample, coef_d, feature_map, emb))
     return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
@@ -550,19 +557,72 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     return spread.mean(axis=1)
 
 
+def sparse_term_importances(rows: SparseRows, coef_d: np.ndarray,
+                            emb: Embedding) -> np.ndarray:
+    """:func:`term_importances` of CSR rows, in time of their stored entries.
+
+    A zero costs nothing in the maps that take sparse rows (:meth:`Embedding.takes_sparse_rows`),
+    so a feature's term is zero in every row that does not store it; each stored entry's
+    term is the score of a row holding that entry alone.
+
+    Parameters
+    ----------
+    rows : SparseRows
+    coef_d : ndarray of shape (n_models, n_dims + 1)
+    emb : Embedding
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64
+    """
+    k, d = rows.shape
+    W = np.array(coef_d, dtype=np.float64)
+    W[:, -1] = 0.0
+    entries = SparseRows(np.arange(rows.nnz + 1, dtype=np.int64), rows.indices, rows.values,
+                         d)
+    terms = decision_ovr_chunk(entries, W, 0.0, *emb)  # (nnz, m)
+    spread = np.zeros((d, W.shape[0]))
+    stored = np.bincount(rows.indices, minlength=d)
+    mean = np.zeros((d, W.shape[0]))
+    np.add.at(mean, rows.indices, terms)
+    mean /= k
+    np.add.at(spread, rows.indices, np.abs(terms - mean[rows.indices]))
+    spread += (k - stored)[:, None] * np.abs(mean)
+    return spread.mean(axis=1) / k
+
+
+def check_sparse_ranges(minimum: np.ndarray, feature_range: Any, dataset: Dataset) -> None:
+    """Refuse a B-spline map over sparse rows whose features take negative values.
+
+    The zero-preserving map skips values at or below the lower end of a feature's range;
+    with the range starting at 0 (sparse data holds zeros) that is every zero, and nothing
+    else. A negative value would be skipped as if it were zero.
+    """
+    lower = minimum if feature_range is None else np.asarray(feature_range[0])
+    negative = np.flatnonzero(np.asarray(lower) < 0)
+    if negative.size:
+        f = int(negative[0])
+        raise DataError(
+            f"feature {dataset.feature_names[f]!r} of {dataset.source.description} takes the "
+            f"value {float(lower[f]):.6g}: B-splines over sparse rows cost only the stored "
+            f"values and need them non-negative ({negative.size} feature(s) are not); use "
+            "embedding='linear', or shift those features to be non-negative")
+
+
 def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | None,
              seed: int) -> Summary:
     """The describe statistics and the training rows' count and weight.
 
-    Data that :func:`_sample_ranges` samples, without sample weights and without rows
-    dropped for missing values, is described from those chunks: the
+    Dense data that :func:`_sample_ranges` samples, without sample weights and without
+    rows dropped for missing values, is described from those chunks: the
     feature map's ranges and quantiles come from those rows (a value outside the sampled
     range is clamped to it, like any value outside the training range), and the row counts
     are exact, the held-out rows being a hash of the row number. Otherwise one pass reads
     every row.
     """
-    pass_ = SummaryPass(list(dataset.feature_names), n_classes, holdout, seed)
-    ranges = _sample_ranges(dataset)
+    pass_ = SummaryPass(dataset.feature_names, n_classes, holdout, seed, dataset.is_sparse)
+    # sparse data is read whole: a rare column may have no value in a sample of chunks
+    ranges = None if dataset.is_sparse else _sample_ranges(dataset)
     if ranges is None or dataset.weight is not None or dataset.nan_policy == "drop":
         summary: Summary = runner.run(pass_, dataset, description="describe")
         return summary
@@ -724,7 +784,7 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
     ----------
     feature_map : FeatureMap or None
         Fitted map (None: the raw features).
-    sample : ndarray of shape (k, d) or None
+    sample : ndarray of shape (k, d), SparseRows or None
         Rows of the describe pass's sample.
     bias_scale : float
     lam : float
@@ -734,8 +794,13 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
     -------
     int
     """
-    if sample is None or len(sample) == 0 or not lam > 0:
+    if sample is None or sample.shape[0] == 0 or not lam > 0:
         return 0
+    if isinstance(sample, SparseRows):
+        emb = embedding_params(feature_map, sample.n_cols)
+        r2 = encoded_sq_norm(*sample.kernel_args, *emb) / sample.n_rows + float(bias_scale) ** 2
+        t0 = r2 / lam
+        return int(min(t0, 2.0**62)) if np.isfinite(t0) else 0
     total = 0.0
     for lo in range(0, len(sample), 256):  # blocks: an embedded sample can be large
         block = np.nan_to_num(np.asarray(sample[lo:lo + 256], dtype=np.float32))

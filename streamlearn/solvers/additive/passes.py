@@ -8,6 +8,7 @@ on the fly (:mod:`streamlearn.solvers.pegasos`, :mod:`streamlearn.solvers.dcd`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
+from streamlearn.data.sparse_rows import take_rows
 from streamlearn.engine import DescribePass, Description
 from streamlearn.features import FeatureMap
 from streamlearn.solvers.calibration import ScoreHistogram
@@ -68,7 +70,7 @@ class TrainingRows:
             held = self.holdout.mask(chunk.rows)
             if held.any():
                 keep = np.flatnonzero(~held)
-                X, codes = X[keep], codes[keep]
+                X, codes = take_rows(X, keep), codes[keep]
                 weight = weight[keep] if weight is not None else None
         weight = (np.ones(X.shape[0], dtype=np.float32) if weight is None
                   else np.ascontiguousarray(weight, dtype=np.float32))
@@ -123,18 +125,21 @@ class SummaryPass:
 
     Parameters
     ----------
-    feature_names : list of str
+    feature_names : sequence of str
     n_classes : int
     holdout : Holdout or None
     seed : int
         Seed of the describe pass's row sample.
+    sparse : bool
+        The chunks hold CSR rows.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, feature_names: list[str], n_classes: int, holdout: Holdout | None,
-                 seed: int = 0) -> None:
-        self.describe = DescribePass(feature_names, n_classes=n_classes, seed=seed)
+    def __init__(self, feature_names: Sequence[str], n_classes: int, holdout: Holdout | None,
+                 seed: int = 0, sparse: bool = False) -> None:
+        self.describe = DescribePass(feature_names, n_classes=n_classes, seed=seed,
+                                     sparse=sparse)
         self.holdout = holdout
 
     def start(self) -> SummaryState:
@@ -287,7 +292,7 @@ class PegasosEpochPass:
             held = np.flatnonzero(self.rows.holdout.mask(chunk.rows))
             if held.size == 0:
                 return
-            X = np.ascontiguousarray(chunk.X[held])
+            X = take_rows(chunk.X, held)
             if self.rows.feature_map is not None:
                 X = self.rows.feature_map.transform(X)
             codes = np.asarray(chunk.y)[held]
@@ -472,7 +477,7 @@ class CalibrationPass:
         held = np.flatnonzero(self.holdout.mask(chunk.rows))
         if held.size == 0:
             return state
-        X = np.ascontiguousarray(chunk.X[held])
+        X = take_rows(chunk.X, held)
         scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
         codes = np.asarray(chunk.y)[held]
         positive, member = self.pairs.labels(codes)
