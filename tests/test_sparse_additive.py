@@ -128,3 +128,58 @@ def test_nan_in_stored_values():
         AdditiveSVC(epochs=1).fit(M, y)
     model = AdditiveSVC(epochs=1).fit(M, y, nan_policy="drop")
     assert model.n_train_ + model.n_calibration_ == 299
+
+
+class Crash(Exception):
+    pass
+
+
+def _crashing_engine(after: int):
+    """A LocalEngine that raises once ``after`` chunks have been stepped (over all passes)."""
+    from streamlearn.engine import LocalEngine
+
+    engine = LocalEngine(chunk_rows=250)
+    plain, seen = engine.run, [0]
+
+    def run(pass_, data, *, on_chunk=None, **options):
+        def hook(done, state):
+            seen[0] += 1
+            if seen[0] == after:
+                raise Crash
+            if on_chunk is not None:
+                on_chunk(done, state)
+
+        return plain(pass_, data, on_chunk=hook, **options)
+
+    engine.run = run
+    return engine
+
+
+@pytest.mark.parametrize("solver", ["pegasos", "dcd"])
+def test_sparse_fit_killed_resumes_to_the_same_model(tmp_path, solver):
+    M, _, y = _data(seed=5)
+    params = {"solver": solver, "epochs": 2, "tol": None, "chunk_rows": 250,
+              "random_state": 0}
+    reference = AdditiveSVC(**params).fit(M, y)
+    for after in (4, 9, 15):  # 6 chunks a pass: describe, epochs, calibration
+        path = tmp_path / f"{solver}-{after}"
+        with pytest.raises(Crash):
+            AdditiveSVC(**params).fit(M, y, engine=_crashing_engine(after), checkpoint=path,
+                                      checkpoint_every=2)
+        resumed = AdditiveSVC(**params).fit(M, y, checkpoint=path, checkpoint_every=2)
+        np.testing.assert_array_equal(resumed.coef_d_, reference.coef_d_)
+        np.testing.assert_array_equal(resumed.platt_b_, reference.platt_b_)
+
+
+def test_sparse_fit_on_dask_is_the_dense_fit_on_dask(dask_client):
+    # parameter mixing over the workers' partitions: the dense zero-preserving fit with the
+    # same partitions is the reference
+    from streamlearn.engine import DaskEngine
+
+    M, X, y = _data(seed=6)
+    params = {"epochs": 2, "tol": None, "chunk_rows": 250, "random_state": 0}
+    sparse = AdditiveSVC(**params).fit(M, y, engine=DaskEngine(dask_client))
+    dense = AdditiveSVC(zero_preserving=True, **params).fit(X, y,
+                                                            engine=DaskEngine(dask_client))
+    np.testing.assert_allclose(sparse.coef_d_, dense.coef_d_, rtol=1e-9, atol=1e-12)
+    assert sparse.score(M, y) > 0.7
