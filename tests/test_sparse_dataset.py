@@ -382,3 +382,18 @@ def test_svmlight_labels_stay_classes_through_zarr(svm_file: Path, tmp_path: Pat
     convert(open_dataset(str(svm_file)), tmp_path / "s.zarr", layout="sparse")
     ds = open_dataset(str(tmp_path / "s.zarr"))
     assert ds.task == "classification" and ds.classes.tolist() == CLASSES
+
+
+def test_compressed_text_is_shuffled_within_chunks_only(svm_file: Path,
+                                                        tmp_path: Path) -> None:
+    import gzip
+
+    packed = tmp_path / "train.svm.gz"
+    packed.write_bytes(gzip.compress(svm_file.read_bytes()))
+    ds = open_dataset(str(packed), chunk_rows=5)
+    assert ds.source.reads_in_order
+    chunks = list(ds.chunks(shuffle=True, seed=3))
+    starts = [c.start for c in chunks]
+    assert starts == sorted(starts)
+    assert any((c.rows != np.arange(c.start, c.start + c.n_rows)).any() for c in chunks)
+    assert not open_dataset(str(svm_file)).source.reads_in_order

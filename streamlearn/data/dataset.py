@@ -340,7 +340,10 @@ class Dataset:
         shuffle : bool
             Visit chunks in a random order and permute rows within each chunk. The order is
             a function of ``(seed, epoch)`` alone, so runs are reproducible and each epoch
-            differs. Only one chunk's rows are ever permuted in memory.
+            differs. Only one chunk's rows are ever permuted in memory. A source that reads
+            in order only (``reads_in_order``: compressed text, which cannot seek) keeps its
+            chunk order and has the rows within each chunk permuted; convert it to zarr
+            (``streamlearn convert``) to shuffle it fully.
         seed, epoch : int
             Seed of the shuffle and the epoch number mixed into it.
         prefetch : int, optional
@@ -368,7 +371,8 @@ class Dataset:
         row_seeds: np.ndarray | None = None
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
-            starts = rng.permutation(starts)
+            if not getattr(self.source, "reads_in_order", False):
+                starts = rng.permutation(starts)
             row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)[skip:]
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts

@@ -852,6 +852,17 @@ class SvmlightSource:
             raise SchemaError(f"svmlight text has no weight column ({weight!r} requested "
                               f"from {self.description})")
 
+    @property
+    def nnz(self) -> int:
+        """Stored entries of every row, as the scan counted them."""
+        return int(sum(loc.nnz for loc in self._locations))
+
+    @property
+    def reads_in_order(self) -> bool:
+        """Whether some file is compressed: it is read from its start again for every piece
+        read before one already read, so a dataset visits its chunks in order."""
+        return any(_compression(f) is not None for f in self.files)
+
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None
     ) -> Block:
