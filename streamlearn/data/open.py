@@ -43,6 +43,8 @@ def open_dataset(
     categories: Mapping[str, Sequence[Any]] | None = None,
     n_features: int | None = None,
     zero_based: bool | str = "auto",
+    hash_features: int | None = None,
+    sparse_columns: tuple[str, str | None] | None = None,
 ) -> Dataset:
     """Open rows for streaming.
 
@@ -63,7 +65,8 @@ def open_dataset(
     features : list of str, optional
         Feature columns in order; by default every column but the target and weight.
     exclude : list of str
-        Columns to leave out when ``features`` is not given (identifiers, text).
+        Columns to leave out when ``features`` is not given (identifiers, text); with
+        ``hash_features``, columns not to hash.
     weight : str or array-like, optional
         Sample-weight column name, or the weights themselves for array sources.
     task : {"classification", "regression"}, optional
@@ -96,6 +99,15 @@ def open_dataset(
     zero_based : bool or "auto"
         svmlight text: whether feature indices start at 0; ``"auto"`` takes them as
         zero-based when some index is 0, else as one-based (scikit-learn's rule).
+    hash_features : int, optional
+        Hash feature names into this many columns (a power of two, like Vowpal Wabbit's
+        ``-b``), signed: svmlight entries by their names (words or ids), and parquet's
+        feature columns (numbers by column name, strings and list<string> tokens by
+        ``column=value``). The rows are sparse.
+    sparse_columns : (str, str or None), optional
+        Parquet with one row's entries in list columns: the name of the list<int> column of
+        indices and of the list<float> column of values (None: every value is 1). The rows
+        are sparse; ``n_features`` gives the column count (else a scan finds it).
 
     Returns
     -------
@@ -119,7 +131,19 @@ def open_dataset(
     taken = _column_names(source)
     target_name, target_values = _split(target, "target", _fresh("y", taken))
     weight_name, weight_values = _split(weight, "weight", _fresh("weight", taken))
-    svmlight = {"n_features": n_features, "zero_based": zero_based}
+    svmlight: dict[str, Any] = {"n_features": n_features, "zero_based": zero_based}
+    if hash_features is not None:
+        svmlight["hash_features"] = hash_features
+    if hash_features is not None or sparse_columns is not None:
+        if not isinstance(source, str | os.PathLike):
+            raise SourceError("hash_features= and sparse_columns= apply to parquet and "
+                              "svmlight paths")
+        if _path_format(os.fspath(source), format, storage_options) == "parquet":
+            return Dataset(
+                _parquet_sparse(os.fspath(source), storage_options, target_name, weight_name,
+                                sparse_columns, n_features, hash_features, exclude),
+                target=target_name, weight=weight_name, task=task, classes=classes,
+                chunk_rows=chunk_rows, nan_policy=nan_policy, prefetch=prefetch)
     src = _source(source, target_values, weight_values, format, storage_options,
                   target_name or "y", weight_name or "weight", svmlight)
     if target is None and (_is_zarr_matrix(src) or getattr(src, "sparse", False)) \
@@ -254,9 +278,26 @@ def _no_arrays(y: Any, weight: Any, what: str) -> None:
         raise SourceError(f"for {what}, target= and weight= must be column names")
 
 
+def _path_format(url: str, format: str | None, storage_options: dict[str, Any] | None) -> str:
+    return format or _guess_format(url, storage_options)
+
+
+def _parquet_sparse(url: str, storage_options: dict[str, Any] | None, target: str | None,
+                    weight: str | None, sparse_columns: tuple[str, str | None] | None,
+                    n_features: int | None, hash_features: int | None,
+                    exclude: Sequence[str]) -> Source:
+    """Sparse rows of parquet: list columns of indices and values, or hashed columns."""
+    from streamlearn.data.sources.parquet_sparse import ParquetSparseSource
+
+    indices, values = sparse_columns if sparse_columns is not None else (None, None)
+    return ParquetSparseSource(url, storage_options, target=target, weight=weight,
+                               indices=indices, values=values, n_features=n_features,
+                               hash_features=hash_features, exclude=tuple(exclude))
+
+
 def _path_source(url: str, format: str | None, storage_options: dict[str, Any] | None,
                  svmlight: dict[str, Any] | None = None) -> Source:
-    fmt = format or _guess_format(url, storage_options)
+    fmt = _path_format(url, format, storage_options)
     if fmt == "zarr":
         return _zarr_source(url, storage_options)
     if fmt == "parquet":

@@ -5,6 +5,10 @@ source scans every file once, streaming, to count rows, find the largest feature
 the label set; afterwards a piece (``piece_rows`` consecutive rows of one file) is read by
 one ranged read of its bytes and parsed by a numba kernel. Memory stays bounded by one piece
 plus one read block, whatever the size of the files.
+
+With ``hash_features=2**k`` the token before ``:`` may be any name (``word:1``,
+``colour=red:1``, ``17:0.5``): it is hashed into one of ``2**k`` columns with a sign
+(:mod:`streamlearn.data.hashing`), as Vowpal Wabbit's ``-b k`` does.
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 from numba import njit
 
+from streamlearn.data.hashing import (
+    check_hash_features,
+    hashed_column,
+    murmur3_32,
+    sum_duplicates,
+)
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import ReadError, SchemaError, SourceError
@@ -52,6 +62,8 @@ ERR_VALUE = 8
 ERR_VALUE_NOT_FINITE = 9
 ERR_DUPLICATE = 10
 ERR_CAPACITY = 11
+ERR_NAME = 12
+ERR_SUM_NOT_FINITE = 13
 
 _PROBLEMS = {
     ERR_NO_LABEL: "the row has no label (it starts with index:value)",
@@ -63,6 +75,9 @@ _PROBLEMS = {
     ERR_VALUE: "the feature value is not a number",
     ERR_VALUE_NOT_FINITE: "the feature value is not a finite float32 number",
     ERR_CAPACITY: "the file changed since it was opened (more entries than its scan found)",
+    ERR_NAME: "the feature name before ':' is empty",
+    ERR_SUM_NOT_FINITE: "the values of features hashed to one column sum beyond the float32 "
+                        "range",
 }
 
 #: 10**k, correctly rounded, for k = 0..308.
@@ -275,13 +290,21 @@ def count_lines_and_colons(buf: np.ndarray) -> tuple[int, int]:
 def parse_svmlight_lines(
     buf: np.ndarray, pos: int, end: int, max_rows: int, lo: int, hi: int, shift: int,
     row0: int, line0: int, labels: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
-    values: np.ndarray, row_line: np.ndarray,
+    values: np.ndarray, row_line: np.ndarray, hash_features: int | None = None,
 ) -> tuple[int, int, int, int, int, int, int, int]:
     """Parse whole svmlight lines of ``buf[pos:end]`` into CSR arrays.
 
     Rows are appended from row ``row0`` (``indptr[row0]`` already set); blank and
     comment-only lines are skipped. Parsing stops at ``end``, after ``max_rows`` rows, or at
     the first malformed line.
+
+    With ``hash_features`` (a power of two), the token before ``:`` is a name, any bytes
+    but whitespace, ``:`` and ``#``: it is hashed (:func:`~streamlearn.data.hashing.murmur3_32`,
+    seed 0) to a column and a sign (:func:`~streamlearn.data.hashing.hashed_column`), the
+    value is multiplied by the sign, and the entries of a row sharing a column are summed
+    (in float64, then rounded to float32), the row's columns ascending. ``lo``, ``hi`` and
+    ``shift`` are then unused. Without it (None: compiled separately, the hashing code
+    left out), the token is a decimal index.
 
     Parameters
     ----------
@@ -304,6 +327,8 @@ def parse_svmlight_lines(
         Outputs; a row needing more entries than ``indices`` holds is an error.
     row_line : ndarray of int64
         Receives each row's line number within ``buf`` (0-based); may have length 0.
+    hash_features : int, optional
+        Number of hashed columns; None for numeric indices.
 
     Returns
     -------
@@ -320,6 +345,11 @@ def parse_svmlight_lines(
     first_start = -1
     cap = indices.shape[0]
     keep_lines = row_line.shape[0] > 0
+    # one row's hashed entries, before their duplicates are summed (grown on demand)
+    row_cols = np.empty(64, dtype=np.int64)
+    row_vals = np.empty(64, dtype=np.float64)
+    row_order = np.empty(64, dtype=np.int64)
+    row_scratch = np.empty(64, dtype=np.float64)
     while pos < end and n - row0 < max_rows:
         line_start = pos
         while pos < end and _is_space(buf[pos]):
@@ -372,24 +402,33 @@ def parse_svmlight_lines(
                 continue
             first = False
             idx = 0
-            d0 = pos
-            while pos < end:
-                d = np.int64(buf[pos]) - 48
-                if d < 0 or d > 9:
-                    break
-                if idx <= MAX_INDEX:
-                    idx = idx * 10 + d
-                pos += 1
-            if pos >= end or buf[pos] != 58 or pos == d0:
-                code = ERR_NO_COLON
-                q = tok
-                while q < end and not _ends_token(buf[q]):
-                    if buf[q] == 58:
-                        code = ERR_INDEX
-                    q += 1
-                return code, tok, line, line_start, n, e, first_start, 0
-            if idx < lo or idx > hi:
-                return ERR_INDEX_RANGE, tok, line, line_start, n, e, first_start, idx
+            if hash_features is None:
+                d0 = pos
+                while pos < end:
+                    d = np.int64(buf[pos]) - 48
+                    if d < 0 or d > 9:
+                        break
+                    if idx <= MAX_INDEX:
+                        idx = idx * 10 + d
+                    pos += 1
+                if pos >= end or buf[pos] != 58 or pos == d0:
+                    code = ERR_NO_COLON
+                    q = tok
+                    while q < end and not _ends_token(buf[q]):
+                        if buf[q] == 58:
+                            code = ERR_INDEX
+                        q += 1
+                    return code, tok, line, line_start, n, e, first_start, 0
+                if idx < lo or idx > hi:
+                    return ERR_INDEX_RANGE, tok, line, line_start, n, e, first_start, idx
+            else:
+                while pos < end and buf[pos] != 58 and not _ends_token(buf[pos]):
+                    pos += 1
+                if pos >= end or buf[pos] != 58:
+                    return ERR_NO_COLON, tok, line, line_start, n, e, first_start, 0
+                if pos == tok:
+                    return ERR_NAME, tok, line, line_start, n, e, first_start, 0
+                idx = np.int64(murmur3_32(buf, tok, pos, 0))
             pos += 1
             vtok = pos
             status, v, pos = parse_number(buf, pos, end)
@@ -402,20 +441,46 @@ def parse_svmlight_lines(
                 # beyond float32 range: only a value that rounds down to its maximum passes
                 if not np.isfinite(np.float32(v)):
                     return ERR_VALUE_NOT_FINITE, vtok, line, line_start, n, e, first_start, 0
-            if e >= cap:
-                return ERR_CAPACITY, tok, line, line_start, n, e, first_start, 0
-            j = idx - shift
-            if j <= prev:
-                sorted_row = False
-            prev = j
-            indices[e] = j
-            values[e] = np.float32(v)
-            e += 1
-        if not sorted_row:
-            twice = repeated_index(indices[e0:e])
-            if twice >= 0:
-                return ERR_DUPLICATE, line_start, line, line_start, n, e0, first_start, \
-                    twice + shift
+            if hash_features is None:
+                if e >= cap:
+                    return ERR_CAPACITY, tok, line, line_start, n, e, first_start, 0
+                j = idx - shift
+                if j <= prev:
+                    sorted_row = False
+                prev = j
+                indices[e] = j
+                values[e] = np.float32(v)
+                e += 1
+            else:
+                k = e - e0
+                if k == row_cols.shape[0]:
+                    row_cols = _grown(row_cols, 2 * k)
+                    row_vals = _grown(row_vals, 2 * k)
+                    row_order = np.empty(2 * k, dtype=np.int64)
+                    row_scratch = np.empty(2 * k, dtype=np.float64)
+                column, sign = hashed_column(np.uint32(idx), hash_features)
+                row_cols[k] = column
+                row_vals[k] = sign * v
+                e += 1
+        if hash_features is None:
+            if not sorted_row:
+                twice = repeated_index(indices[e0:e])
+                if twice >= 0:
+                    return ERR_DUPLICATE, line_start, line, line_start, n, e0, first_start, \
+                        twice + shift
+        elif e > e0:
+            k = e - e0
+            m = sum_duplicates(row_cols, row_vals, 0, k, row_order, row_scratch)
+            if e0 + m > cap:
+                return ERR_CAPACITY, line_start, line, line_start, n, e0, first_start, 0
+            for q in range(m):
+                v32 = np.float32(row_vals[q])
+                if m < k and not np.isfinite(v32):
+                    return ERR_SUM_NOT_FINITE, line_start, line, line_start, n, e0, \
+                        first_start, 0
+                indices[e0 + q] = row_cols[q]
+                values[e0 + q] = v32
+            e = e0 + m
         # end of the line: skip a comment, consume the newline
         while pos < end and buf[pos] != 10:
             pos += 1
@@ -429,6 +494,14 @@ def parse_svmlight_lines(
         n += 1
         indptr[n] = e
     return OK, min(pos, end), line, 0, n, e, first_start, 0
+
+
+@njit(cache=True, nogil=True)
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """A copy of ``a`` with room for ``size`` values."""
+    out = np.empty(size, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
 
 
 # --------------------------------------------------------------------------- files
@@ -485,6 +558,17 @@ def _line_blocks(stream: IO[bytes], block_bytes: int) -> Iterator[memoryview]:
         yield memoryview(b"".join(pending))
 
 
+def _is_name(token: bytes) -> bool:
+    """Whether the part of a token before ``:`` is a name rather than a (bad) number."""
+    if not token:
+        return False
+    try:
+        float(token)
+    except ValueError:
+        return True
+    return False
+
+
 def _excerpt(text: bytes, limit: int = 60) -> str:
     shown = text[:limit].decode("utf-8", errors="replace")
     return shown + ("..." if len(text) > limit else "")
@@ -514,9 +598,23 @@ class SvmlightSource:
         more than the largest index found.
     zero_based : bool or "auto"
         Whether indices start at 0. ``"auto"`` (as scikit-learn's ``load_svmlight_file``):
-        zero-based if any index is 0, else one-based.
+        zero-based if any index is 0, else one-based. Unused with ``hash_features``.
     piece_rows : int
         Rows per piece.
+    hash_features : int, optional
+        Hash feature names into this many columns, a power of two from 2 to 2**30 (for
+        example ``2**20``, Vowpal Wabbit's default ``-b 18`` being ``2**18``). The token
+        before ``:`` of every entry is then a name: any bytes but whitespace, ``:`` and
+        ``#`` (which starts a comment), numeric or not. Its UTF-8 bytes as written are
+        hashed with :func:`~streamlearn.data.hashing.murmur3_32` (seed 0) to a column in
+        ``[0, hash_features)`` and a sign the value is multiplied by
+        (:func:`~streamlearn.data.hashing.hashed_column`); entries of a row that land on one
+        column are summed (a collision, or a name written twice), not an error. Numeric
+        names are hashed like any other (``3:1`` is the name ``"3"``), so ``zero_based`` is
+        irrelevant. ``n_features`` becomes ``hash_features`` (giving another
+        ``n_features`` is an error). ``qid:`` as a row's first entry is still a query id.
+        A token without ``:value`` stays an error, as in the svmlight format. Without
+        ``hash_features``, a non-numeric name is a ``ReadError``.
 
     Attributes
     ----------
@@ -525,7 +623,8 @@ class SvmlightSource:
         Always True: blocks hold :class:`~streamlearn.data.sparse_rows.SparseRows`.
     n_features : int
     zero_based : bool
-        As resolved by the scan.
+        As resolved by the scan (True with ``hash_features``: columns are hash values).
+    hash_features : int or None
     columns : list of str
         ``["y"]``, the label column.
     kinds : dict
@@ -547,7 +646,18 @@ class SvmlightSource:
         n_features: int | None = None,
         zero_based: bool | Literal["auto"] = "auto",
         piece_rows: int = 65536,
+        hash_features: int | None = None,
     ) -> None:
+        if hash_features is not None:
+            hash_features = check_hash_features(hash_features)
+            if n_features is not None and n_features != hash_features:
+                raise ValueError(f"n_features={n_features} contradicts hash_features="
+                                 f"{hash_features}: hashed features have hash_features "
+                                 "columns (leave n_features out)")
+            n_features = hash_features
+        self.hash_features = hash_features
+        # the kernel's extra argument: none at all for numeric indices (one compiled variant)
+        self._hash_args: tuple[int, ...] = () if hash_features is None else (hash_features,)
         if zero_based not in (True, False, "auto"):
             raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
         if int(piece_rows) < 1:
@@ -617,6 +727,8 @@ class SvmlightSource:
                          f"corrupt ({type(exc).__name__}: {exc})")
 
     def _scan(self, n_features: int | None, zero_based: bool | str) -> None:
+        if self.hash_features is not None:
+            zero_based = True  # indices are hash values, from 0
         auto = zero_based == "auto"
         shift = 0 if zero_based in ("auto", True) else 1
         lo = shift
@@ -701,7 +813,7 @@ class SvmlightSource:
                 (status, pos, line, line_start, n, nnz, first_start,
                  aux) = parse_svmlight_lines(buf, pos, len(text), self.piece_rows - piece_rows,
                                              lo, hi, shift, n, line, labels, indptr, indices,
-                                             values, row_line)
+                                             values, row_line, *self._hash_args)
                 if status != OK:
                     raise self._parse_error(k, line_base + line + 1, status, buf, line_start,
                                             pos, aux)
@@ -761,6 +873,8 @@ class SvmlightSource:
                            f"n_features={self._requested_features}")
         elif status == ERR_DUPLICATE:
             problem = f"feature index {aux} appears twice in the row"
+        elif status == ERR_NO_COLON and self.hash_features is not None:
+            problem = "expected name:value, found a token without ':'"
         else:
             problem = _PROBLEMS[status]
         line_end = line_start
@@ -773,8 +887,12 @@ class SvmlightSource:
             stop += 1
         token = bytes(buf[pos:stop])
         shown = f" at {_excerpt(token, 40)!r}" if token and status != ERR_DUPLICATE else ""
+        hint = ""
+        if status == ERR_INDEX and _is_name(token.split(b":", 1)[0]):
+            hint = ("; feature names that are not numbers are read by hashing them into "
+                    "columns: pass hash_features=2**20")
         return ReadError(f"{self._names[k]}, line {line_no}: {problem}{shown}; "
-                         f"line: {_excerpt(text, 80)!r}")
+                         f"line: {_excerpt(text, 80)!r}{hint}")
 
     # ------------------------------------------------------------------ reading
     def _piece_text(self, i: int) -> np.ndarray:
@@ -834,7 +952,7 @@ class SvmlightSource:
         lo, hi, shift = self._bounds
         status, pos, line, line_start, n, nnz, _, aux = parse_svmlight_lines(
             buf, 0, len(buf), piece.n_rows, lo, hi, shift, 0, 0, labels, indptr, indices,
-            values, np.empty(0, dtype=np.int64))
+            values, np.empty(0, dtype=np.int64), *self._hash_args)
         if status != OK:
             raise self._parse_error(loc.file, loc.first_line + line, status, buf, line_start,
                                     pos, aux)
