@@ -141,7 +141,8 @@ def hashed_column(h: np.uint32, n_columns: int) -> tuple[int, float]:
 
 @njit(cache=True, nogil=True)
 def sort_int64(a: np.ndarray, n: int) -> None:
-    """Sort ``a[:n]`` in place, ascending (insertion sort when short, else heap sort)."""
+    """Sort ``a[:n]`` of any integer type in place, ascending (insertion sort when short,
+    else heap sort)."""
     if n <= INSERTION_SORT_LIMIT:
         for i in range(1, n):
             x = a[i]

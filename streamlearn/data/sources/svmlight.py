@@ -32,6 +32,7 @@ from streamlearn.data.hashing import (
     check_hash_features,
     hashed_column,
     murmur3_32,
+    sort_int64,
     sum_duplicates,
 )
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
@@ -246,33 +247,15 @@ def parse_number(buf: np.ndarray, pos: int, end: int) -> tuple[int, float, int]:
 def repeated_index(row: np.ndarray) -> int:
     """An index that occurs more than once in ``row`` (non-negative ints), or -1.
 
-    Heap-sorts a copy, then compares neighbours: O(k log k) for a row of k entries.
+    Sorts a copy, then compares neighbours: O(k log k) for a row of k entries.
     """
     a = row.copy()
     n = a.shape[0]
-    for k in range(n // 2 - 1, -1, -1):
-        _sift_down(a, k, n)
-    for end in range(n - 1, 0, -1):
-        a[0], a[end] = a[end], a[0]
-        _sift_down(a, 0, end)
+    sort_int64(a, n)
     for k in range(1, n):
         if a[k] == a[k - 1]:
             return a[k]
     return -1
-
-
-@njit(cache=True, nogil=True)
-def _sift_down(a: np.ndarray, root: int, n: int) -> None:
-    while True:
-        child = 2 * root + 1
-        if child >= n:
-            return
-        if child + 1 < n and a[child] < a[child + 1]:
-            child += 1
-        if a[root] >= a[child]:
-            return
-        a[root], a[child] = a[child], a[root]
-        root = child
 
 
 @njit(cache=True, nogil=True)
