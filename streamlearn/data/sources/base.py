@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -145,6 +145,9 @@ class NumberedNames(Sequence[str]):
 
     def __len__(self) -> int:
         return self.n
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"x{j}" for j in range(self.n))
 
     def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
         if isinstance(i, slice):
