@@ -42,9 +42,11 @@ Numba kernels are compiled by a warm-up child before anything is timed (the stre
 source is copied into the scratch directory first and the children import that copy, so
 edits made to the checkout during a run cannot change what is measured).
 
-Run ``python bench/sparse.py`` (full sizes: 500k, 1M and 2M training rows, ~2.7 GB of
-svmlight text at full size; about 45 minutes on 2 cores) or ``--quick`` (100k rows at full
-size; a few minutes). Results go to ``bench/results/sparse.{json,png}``.
+Run ``python bench/sparse.py`` (full sizes: 500k, 1M and 2M training rows, 2.6 GB of
+svmlight text at full size; about 35 minutes on 2 cores, 15 GB of scratch disk) or
+``--quick`` (25k, 50k and 100k rows; about 6 minutes, most of it the warm-up compiling the
+kernels). Results go to ``bench/results/sparse.{json,png}``; ``--replot JSON`` rebuilds the
+tables and the plot of a results file.
 """
 
 from __future__ import annotations
@@ -94,10 +96,13 @@ CHILD_TIMEOUT_S = 900.0
 #: A child whose extrapolated seconds pass this is skipped at that size (LIBLINEAR, sklearn).
 SKIP_SECONDS = 300.0
 LIBLINEAR_OPTIONS = "-s 3 -c 1 -B 1"
-#: ``chunk_rows`` given to ``open_dataset`` for svmlight text: the source's piece size. Its
-#: default is 1024 rows for 1M features (the svmlight source tells no non-zero count, so
-#: chunks are sized for dense rows), and a shuffled epoch then parses a whole piece for
-#: almost every chunk (see the report). ``--text-chunk-rows 0`` measures the default.
+#: ``chunk_rows`` given to ``open_dataset`` for svmlight text: the source's piece size
+#: (65536 rows). Chunks smaller than a piece, or not aligned with them, make a shuffled epoch
+#: parse a piece once for each chunk it overlaps (the reader keeps only the last piece,
+#: and shuffled chunks rarely follow one from the same piece): the default was
+#: 1024 rows for 1M features when the results were measured (about 64 parses of each piece),
+#: and is 25600 now that the source reports its entries (about 3.4 parses of
+#: each piece). ``--text-chunk-rows 0`` measures the default.
 TEXT_CHUNK_ROWS = 65536
 A9A_FEATURES = 123
 
