@@ -55,7 +55,7 @@ def check_hash_features(value: object, name: str = "hash_features") -> int:
     return n
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _rotl32(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & _MASK32
 

@@ -51,7 +51,7 @@ def segment_scale(lo: np.ndarray, hi: np.ndarray, n_bases: int, degree: int) -> 
     return (n_bases - degree) / (hi - lo)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _segment(x, lo, scale, n_seg):
     # Segment index s (= index of the first non-zero basis) and local coordinate u in [0, 1]
     # of x, for ``scale = n_seg / (hi - lo)``. Clamping is written as selections, not as
@@ -65,7 +65,7 @@ def _segment(x, lo, scale, n_seg):
     return s, t - s
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _segment_values(x, lo, scale, n_bases, degree):
     # Segment index s and the p + 1 basis values. Constant factors are multiplications
     # (x / 6 is a division without fastmath).
@@ -119,7 +119,7 @@ def bspline_basis(x, lo, hi, n_bases, degree, out):
     return s
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val):
     """Sparse B-spline encoding ``Phi(x)`` of one row.
 
@@ -160,7 +160,7 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val)
     return _encode_degree_3(x, lo, scale, n_bases, idx, val)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val):
     # bspline_encode_row of the zero-preserving variant: features at or below lo are skipped
     # and bases j < degree dropped
@@ -171,7 +171,7 @@ def _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val):
     return nnz
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _zero_preserving_feature(f, v, lo_f, scale_f, n_bases, degree, idx, val, nnz):
     # one feature's zero-preserving entries, written from position nnz; returns the new end
     if not v > lo_f:
@@ -189,7 +189,7 @@ def _zero_preserving_feature(f, v, lo_f, scale_f, n_bases, degree, idx, val, nnz
     return nnz
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
     """Zero-preserving B-spline encoding of one sparse row, from its stored entries only.
 
@@ -220,7 +220,7 @@ def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
     return nnz
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _encode_degree_1(x, lo, scale, n_bases, idx, val):
     n_seg = n_bases - 1
     nf = x.shape[0]
@@ -234,7 +234,7 @@ def _encode_degree_1(x, lo, scale, n_bases, idx, val):
     return 2 * nf
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _encode_degree_2(x, lo, scale, n_bases, idx, val):
     n_seg = n_bases - 2
     nf = x.shape[0]
@@ -252,7 +252,7 @@ def _encode_degree_2(x, lo, scale, n_bases, idx, val):
     return 3 * nf
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _encode_degree_3(x, lo, scale, n_bases, idx, val):
     n_seg = n_bases - 3
     nf = x.shape[0]

@@ -40,7 +40,7 @@ from streamlearn.features.feature_map import dense_to_csr
 PAIR_BASES = 8
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
     """Append the tensor-product entries of a row's pairs to an encoding.
 

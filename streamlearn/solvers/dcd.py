@@ -116,8 +116,8 @@ def row_orders(n_rows, n_inner, seed):
 
 @njit(cache=True, nogil=True, inline="always")
 def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, bias_scale,
-                  n_inner, seed, kind, ipar, fpar, monitor, monitor_loss):
-    # the body of dcd_ovr_chunk, inlined into one kernel per kind and form of rows
+                  n_inner, seed, kind, hk, ipar, fpar, monitor, monitor_loss):
+    # the body of dcd_ovr_chunk, inlined by LLVM into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
@@ -126,7 +126,6 @@ def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, 
     idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
     val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
     zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
-    hk = row_kind(kind, sparse)
     scratch = np.empty(n_cols, dtype=np.float64)
     bias_sq = bias_scale * bias_scale
     qd = np.full(n, -1.0)
@@ -196,12 +195,13 @@ def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, 
 
 def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
     # _dcd_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
+    hk = row_kind(fixed_kind, sparse)
+
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
                kind, ipar, fpar, monitor, monitor_loss):
         return _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss,
-                             bias_scale, n_inner, seed,
-                             kind if fixed_kind < 0 else fixed_kind, ipar, fpar, monitor,
+                             bias_scale, n_inner, seed, fixed_kind, hk, ipar, fpar, monitor,
                              monitor_loss)
 
     return kernel

@@ -253,33 +253,26 @@ def encode_row(kind, x, ipar, fpar, idx, val):
 def kernel_kinds(compile_for: Callable[[int, bool], Callable]) -> dict[tuple[int, bool], Callable]:
     """One compiled solver kernel per kind of embedding and form of rows, by ``(kind, sparse)``.
 
-    A kernel whose per-row helpers (:func:`embed_row`, :func:`row_score`, :func:`row_update`,
-    ...) are inlined keeps the branches of every kind in its row loop; compiled for a constant
-    ``kind`` the other kinds' code vanishes and the row loop of the identity and of the
-    B-splines runs 1.5-6x faster. Fourier and Hermite maps share one kernel (their encoders
-    are costly calls anyway). Each kind has a kernel for dense rows and one for CSR rows
-    (:func:`kernel_rows`), the form also a constant, so that each holds the code of its form
-    only. A kernel compiles on its first use: a fit compiles those its data and map need.
+    The per-row helpers (:func:`fetch_row`, :func:`row_score`, :func:`row_update`, ...)
+    branch on ``kind`` and on the form of the rows. Inlined into a kernel for which both are
+    constants (closure variables), numba prunes the other branches before typing them: the
+    kernel compiles only its own kind's code, and its row loop runs 1.5-6x faster than one
+    that keeps every kind's branches. Each kind has a kernel for dense rows and one for CSR
+    rows (:func:`kernel_rows`). A kernel compiles on its first use: a fit compiles those its
+    data and map need.
 
     Parameters
     ----------
     compile_for : callable
-        ``compile_for(fixed_kind, sparse)`` returns the kernel for ``fixed_kind`` (or for any
-        kind given at run time when ``fixed_kind`` is ``-1``) over dense rows, or over CSR
-        rows when ``sparse``.
+        ``compile_for(kind, sparse)`` returns the kernel for ``kind`` over dense rows, or
+        over CSR rows when ``sparse``.
 
     Returns
     -------
     dict
         ``(kind, sparse) -> kernel`` for every kind and form.
     """
-    kernels = {}
-    for sparse in (False, True):
-        spectral = compile_for(-1, sparse)
-        kernels.update({(LINEAR, sparse): compile_for(LINEAR, sparse),
-                        (BSPLINE, sparse): compile_for(BSPLINE, sparse),
-                        (FOURIER, sparse): spectral, (HERMITE, sparse): spectral})
-    return kernels
+    return {(kind, sparse): compile_for(kind, sparse) for sparse in (False, True) for kind in KINDS}
 
 
 #: The CSR arrays a kernel over dense rows is given, and the matrix one over CSR rows is.
@@ -315,8 +308,7 @@ def rows_in(X, csr, sparse):
     return csr[0].shape[0] - 1 if sparse else X.shape[0]
 
 
-@njit(cache=True, nogil=True, inline="always")
-def row_kind(kind, sparse):
+def row_kind(kind: int, sparse: bool) -> int:
     """The ``kind`` the per-row helpers get: :data:`ENCODED` for sparse rows of the identity."""
     return ENCODED if sparse and kind == LINEAR else kind
 
@@ -327,7 +319,7 @@ def fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero):
 
     A dense row is embedded by :func:`embed_row`; a sparse row by :func:`encode_sparse_row`,
     and stands in the helpers as ``zero``, a zero row of ``n_features`` values (its
-    length is all they read of it, with :func:`row_kind`'s kind).
+    length is all they read of it, with :func:`row_kind`'s kind ``hk``).
 
     Returns
     -------
@@ -385,12 +377,17 @@ def embed_row(kind, x, ipar, fpar, idx, val):
     The per-row helpers :func:`row_score`, :func:`row_update`, :func:`row_update_pair` and
     :func:`row_sq_norm_d` take what this writes. For the identity they work on the row
     itself with dense loops, which vectorise, instead of gathering and scattering its
-    non-zero entries. These helpers, like the encoders they call, are inlined into the
-    kernel that calls them (``inline="always"``): compiled as separate functions their loops
-    do not vectorise, because the compiler must assume that the arrays they write
-    (``idx``, ``val``, ``w_d``) may overlap the arrays they read. They branch on ``kind``,
-    which a kernel compiled for one kind (:func:`kernel_kinds`) holds as a constant, so the
-    other kinds' code is gone from its loop.
+    non-zero entries.
+
+    Two kinds of inlining keep a kernel both fast and quick to compile. These thin helpers
+    are inlined by numba (``inline="always"``), which copies their IR into the kernel before
+    typing: their branches on ``kind`` and on the form of the rows, constants in a kernel
+    (:func:`kernel_kinds`), are pruned there, so a kernel types and compiles only its own
+    kind's code. The encoders and updates they call (B-splines, pair terms, ``update_d``,
+    ...) are compiled once each and inlined by LLVM (``forceinline=True``): called as
+    separate functions their loops would not vectorise, because the compiler must assume
+    that the arrays they write (``idx``, ``val``, ``w_d``) may overlap the arrays they read,
+    and copied as IR into every kernel they made each kernel cost 20-60 s to compile.
 
     Parameters
     ----------
@@ -637,8 +634,8 @@ def encoded_sq_norm(indptr, indices, values, kind, ipar, fpar):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _decision_ovr_rows(X, csr, sparse, W, bias_scale, kind, ipar, fpar):
-    # the body of decision_ovr_chunk, inlined into one kernel per kind and form of rows
+def _decision_ovr_rows(X, csr, sparse, W, bias_scale, kind, hk, ipar, fpar):
+    # the body of decision_ovr_chunk, inlined by LLVM into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
@@ -646,7 +643,6 @@ def _decision_ovr_rows(X, csr, sparse, W, bias_scale, kind, ipar, fpar):
     idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
     val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
     zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
-    hk = row_kind(kind, sparse)
     for r in range(n):
         x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
         for j in range(m):
@@ -657,10 +653,11 @@ def _decision_ovr_rows(X, csr, sparse, W, bias_scale, kind, ipar, fpar):
 
 def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndarray]:
     # _decision_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
+    hk = row_kind(fixed_kind, sparse)
+
     @njit(cache=True, nogil=True)
     def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
-        return _decision_ovr_rows(X, csr, sparse, W, bias_scale,
-                                  kind if fixed_kind < 0 else fixed_kind, ipar, fpar)
+        return _decision_ovr_rows(X, csr, sparse, W, bias_scale, fixed_kind, hk, ipar, fpar)
 
     return kernel
 

@@ -77,8 +77,8 @@ def _fold_all(W, AVG, b_coef, scale):
 
 @njit(cache=True, nogil=True, inline="always")
 def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bias_scale, W,
-                      AVG, t, average_start, kind, ipar, fpar):
-    # the body of pegasos_ovr_chunk, inlined into one kernel per kind and form of rows
+                      AVG, t, average_start, kind, hk, ipar, fpar):
+    # the body of pegasos_ovr_chunk, inlined by LLVM into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
@@ -87,7 +87,6 @@ def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bi
     idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
     val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
     zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
-    hk = row_kind(kind, sparse)
     margins = np.empty(m, dtype=np.float64)
     averaging = n > 0 and t + n >= average_start
     if averaging:
@@ -143,12 +142,13 @@ def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bi
 
 def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
     # _pegasos_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
+    hk = row_kind(fixed_kind, sparse)
+
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W, AVG, t, average_start,
                kind, ipar, fpar):
         return _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam,
-                                 bias_scale, W, AVG, t, average_start,
-                                 kind if fixed_kind < 0 else fixed_kind, ipar, fpar)
+                                 bias_scale, W, AVG, t, average_start, fixed_kind, hk, ipar, fpar)
 
     return kernel
 
