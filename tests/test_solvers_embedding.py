@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.linalg import block_diag
 
 from streamlearn.features import BSplineMap, FourierMap, HermiteMap, difference_matrix
@@ -140,3 +141,32 @@ def test_empty_chunk_and_parameter_checks():
         embedding_params(BSplineMap(3, 10, 1))
     with pytest.raises(ValueError, match="fitted on 3"):
         embedding_params(MAPS[1], 5)
+
+
+def test_read_only_inputs_reuse_the_compiled_kernel():
+    """Read-only rows and models (joblib's memmaps, unpickled models) give the same scores
+    with the kernel already compiled for writeable ones, not a second compile."""
+    from streamlearn.data.sparse_rows import SparseRows
+    from streamlearn.engine.compile_clock import CompileClock
+    from streamlearn.solvers.embedding import decision_ovr_chunk
+
+    m = BSplineMap(1, 8, 0, zero_preserving=True).fit(np.zeros(N_FEATURES),
+                                                      np.full(N_FEATURES, 2.0))
+    emb = embedding_params(m)
+    X = make_X(30)
+    W = np.random.default_rng(1).normal(size=(2, emb.n_dims + 1))
+    reference = dense(m, X) @ W[:, :-1].T + W[:, -1]
+    rows = SparseRows.from_scipy(sp.csr_array(X))
+    for chunk in (X, rows):
+        np.testing.assert_allclose(decision_ovr_chunk(chunk, W, 1.0, *emb), reference,
+                                   rtol=1e-5, atol=1e-6)
+    X_ro, W_ro = X.copy(), W.copy()
+    rows_ro = SparseRows.from_scipy(sp.csr_array(X))
+    for a in (X_ro, W_ro, rows_ro.indptr, rows_ro.indices, rows_ro.values, emb.ipar,
+              emb.fpar):
+        a.flags.writeable = False
+    with CompileClock() as clock:
+        for chunk in (X_ro, rows_ro):
+            np.testing.assert_allclose(decision_ovr_chunk(chunk, W_ro, 1.0, *emb), reference,
+                                       rtol=1e-5, atol=1e-6)
+    assert clock.seconds == 0.0

@@ -298,8 +298,19 @@ def kernel_rows(X: Any) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.nd
     sparse : bool
     """
     if isinstance(X, SparseRows):
-        return NO_DENSE, X.kernel_args, True
-    return X, NO_CSR, False
+        indptr, indices, values = X.kernel_args
+        return NO_DENSE, (writeable(indptr), writeable(indices), writeable(values)), True
+    return writeable(X), NO_CSR, False
+
+
+def writeable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a copy of it when it is read-only.
+
+    numba types a read-only array apart from a writeable one, and would compile every kernel
+    again for read-only inputs (memory-mapped arrays from joblib, unpickled models); copying
+    a chunk or a model costs far less than a compile.
+    """
+    return a if a.flags.writeable else a.copy()
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -683,7 +694,8 @@ def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
     ndarray of shape (n_rows, m), float64
     """
     dense, csr, sparse = kernel_rows(X)
-    return _DECISION_OVR[kind, sparse](dense, csr, W, bias_scale, kind, ipar, fpar)
+    return _DECISION_OVR[kind, sparse](dense, csr, writeable(W), bias_scale, kind,
+                                       writeable(ipar), writeable(fpar))
 
 
 def decision_chunk(X, w_d, bias, kind, ipar, fpar):
