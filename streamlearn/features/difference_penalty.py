@@ -130,7 +130,7 @@ def step_b(a, order):
     _prefix_sums(a, order)
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, inline="always")
 def score_d(w_d, idx, val, nnz):
     """Score ``w . Psi_d(x)`` of one row computed as the sparse product ``w_d . Phi(x)``.
 
@@ -169,7 +169,7 @@ def score_d(w_d, idx, val, nnz):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, inline="always")
 def next_block(idx, k, nnz, base, n_cols):
     """First column and end (exclusive, in ``idx``) of the feature block starting at entry ``k``.
 
@@ -260,7 +260,7 @@ def _l2_row(i, j0, j1, j2, j3, v0, v1, v2, v3):
             + v3 * gram_d(2, i, j3))
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, inline="always")
 def _group(idx, val, e, end, base, eta):
     # Entries e .. e + 3 (those before ``end``) of a block starting at column ``base``: their
     # columns as floats and their values times ``eta``, zero-padded. Written without
@@ -281,7 +281,7 @@ def _group(idx, val, e, end, base, eta):
     )
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, inline="always")
 def update_d(w_d, idx, val, nnz, n_cols, order, eta):
     """Apply ``w <- w + eta Psi_d(x)`` to the spline coefficients ``w_d = D_d^-1 w``.
 
@@ -333,7 +333,7 @@ def update_d(w_d, idx, val, nnz, n_cols, order, eta):
         k = end
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, inline="always")
 def update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg):
     """:func:`update_d` of two models by the same row at once: ``w_d`` by ``eta``, ``avg`` by
     ``eta_avg``.

@@ -394,11 +394,13 @@ def embed_row(kind, x, ipar, fpar, idx, val):
     are inlined by numba (``inline="always"``), which copies their IR into the kernel before
     typing: their branches on ``kind`` and on the form of the rows, constants in a kernel
     (:func:`kernel_kinds`), are pruned there, so a kernel types and compiles only its own
-    kind's code. The encoders and updates they call (B-splines, pair terms, ``update_d``,
-    ...) are compiled once each and inlined by LLVM (``forceinline=True``): called as
-    separate functions their loops would not vectorise, because the compiler must assume
-    that the arrays they write (``idx``, ``val``, ``w_d``) may overlap the arrays they read,
-    and copied as IR into every kernel they made each kernel cost 20-60 s to compile.
+    kind's code. The encoders they call (B-splines, pair terms) are compiled once each and
+    inlined by LLVM (``forceinline=True``): called as separate functions their loops would
+    not vectorise, because the compiler must assume that the arrays they write (``idx``,
+    ``val``) may overlap the arrays they read, and copied as IR into every kernel they made
+    each kernel cost 20-60 s to compile. The updates of ``w_d`` (``update_d``,
+    ``update_d_pair``) stay numba-inlined: inlined by LLVM they ran 40 % slower on B-spline
+    rows.
 
     Parameters
     ----------
