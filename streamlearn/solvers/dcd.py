@@ -117,7 +117,7 @@ def row_orders(n_rows, n_inner, seed):
 @njit(cache=True, nogil=True, inline="always")
 def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, bias_scale,
                   n_inner, seed, kind, hk, ipar, fpar, monitor, monitor_loss):
-    # the body of dcd_ovr_chunk, inlined by LLVM into one kernel per kind and form of rows
+    # the body of dcd_ovr_chunk, inlined by numba into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]

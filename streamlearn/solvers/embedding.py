@@ -648,7 +648,7 @@ def encoded_sq_norm(indptr, indices, values, kind, ipar, fpar):
 
 @njit(cache=True, nogil=True, inline="always")
 def _decision_ovr_rows(X, csr, sparse, W, bias_scale, kind, hk, ipar, fpar):
-    # the body of decision_ovr_chunk, inlined by LLVM into one kernel per kind and form of rows
+    # the body of decision_ovr_chunk, inlined by numba into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]

@@ -78,7 +78,7 @@ def _fold_all(W, AVG, b_coef, scale):
 @njit(cache=True, nogil=True, inline="always")
 def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bias_scale, W,
                       AVG, t, average_start, kind, hk, ipar, fpar):
-    # the body of pegasos_ovr_chunk, inlined by LLVM into one kernel per kind and form of rows
+    # the body of pegasos_ovr_chunk, inlined by numba into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
     dim = ipar[IP_N_DIMS]
