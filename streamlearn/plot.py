@@ -357,8 +357,17 @@ def prototypes(model: Any, image_shape: Any = None, max_prototypes: int = 24) ->
     """
     _check_fitted(model, "prototypes_", "coef_")
     P = np.asarray(model.prototypes_, dtype=float)
-    coef = np.asarray(model.coef_, dtype=float).reshape(P.shape[0], -1)
+    coef = np.asarray(model.coef_, dtype=float)
+    coef = coef[:, None] if coef.ndim == 1 else coef.T  # (p, outputs)
     strength = np.abs(coef).max(axis=1)
+    classes = getattr(model, "classes_", None)
+
+    def label(i: int) -> str:
+        if coef.shape[1] == 1:
+            return f"{coef[i, 0]:+.3g}"
+        c = int(np.argmax(coef[i]))  # the class this prototype votes for most
+        return f"{classes[c] if classes is not None else c}: {coef[i, c]:+.3g}"
+
     order = np.argsort(-strength, kind="stable")[:max_prototypes]
     shape = _image_shape(P.shape[1], image_shape)
     if shape is not None:
@@ -367,14 +376,15 @@ def prototypes(model: Any, image_shape: Any = None, max_prototypes: int = 24) ->
             ax.imshow(P[i].reshape(shape), cmap="gray_r")
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_title(f"{coef[i, 0]:+.3g}" if coef.shape[1] == 1 else f"#{i}", fontsize=8)
-        fig.suptitle("prototypes (coefficient above each)", fontsize=10)
+            ax.set_title(label(i), fontsize=8)
+        fig.suptitle("prototypes (coefficient above each; with several classes, its "
+                     "largest and its class)", fontsize=10)
         fig.tight_layout()
         return fig
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.25 * len(order) + 1.5))
     image = ax.imshow(P[order], aspect="auto", cmap="viridis")
-    ax.set_yticks(range(len(order)), [f"{coef[i, 0]:+.3g}" for i in order], fontsize=7)
+    ax.set_yticks(range(len(order)), [label(i) for i in order], fontsize=7)
     names = [str(n) for n in model.feature_names_in_]
     if len(names) <= 40:
         ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)

@@ -53,7 +53,10 @@ def _invalid_cases() -> list[Any]:
             if constraints == "no_validation":
                 continue
             for value in _invalid_values(constraints):
-                shown = type(value).__name__ if isinstance(value, NotAValue) else repr(value)
+                # an unknown string lists the options in set order: not in the id, which
+                # must be the same in every process (pytest-xdist compares them)
+                shown = (type(value).__name__ if isinstance(value, NotAValue | str)
+                         else repr(value))
                 cases.append(pytest.param(cls, name, value,
                                           id=f"{cls.__name__}-{name}={shown}"))
     return cases

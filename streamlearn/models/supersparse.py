@@ -28,9 +28,14 @@ iteration, then one exact beta-step), for data too large for many full passes.
 ``|beta|`` and warm-start the next smaller ``p``; the model kept minimises
 ``validation loss + tradeoff * p`` on rows held out by a hash of their row id.
 
+A classifier of more than two classes has one output per class over one shared pool of
+prototypes: ``f_c(x) = sum_j beta_jc s(x, c_j) + b_c`` fitted to ``+1`` for the row's class
+and ``-1`` for the others, the sum of the classes' losses minimised by the same passes (the
+Gram matrix is shared, each class has its right-hand side), the largest ``f_c`` predicting.
+
 :meth:`SuperSparseClassifier.reduce` fits the prototypes to another model's
-``decision_function`` (the SSVM of Sec. III): the reduced model needs ``p`` similarity
-evaluations per prediction instead of one per support vector.
+``decision_function`` (the SSVM of Sec. III), one output per column of it: the reduced
+model needs ``p`` similarity evaluations per prediction instead of one per support vector.
 
 ``partial_fit`` takes the mini-batch solver's steps on in-memory rows, one call at a time
 (online); its first call initialises the model from its rows.
@@ -96,6 +101,7 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
     TargetRows,
     TeacherScorePass,
     ValidationPass,
+    class_targets,
     objective,
     scale_gamma,
     solve_beta,
@@ -231,9 +237,11 @@ class _SuperSparse(StreamEstimator):
             return Similarity(float(self.gamma_))
         return Similarity(float(self.gamma_), self.similarity, self.similarity_gradient)
 
-    def _config(self, target: str, n_rows: int, teacher: Any = None) -> SuperSparseConfig:
+    def _config(self, target: str, n_rows: int, teacher: Any = None,
+                n_classes: int = 2) -> SuperSparseConfig:
         """The driver's view of the hyper-parameters (validated by
-        :meth:`_validate_hyperparameters`) for ``n_rows`` training rows."""
+        :meth:`_validate_hyperparameters`) for ``n_rows`` training rows of ``n_classes``
+        classes (of the labels or of the teacher)."""
         rbf = self.similarity == "rbf"
         return SuperSparseConfig(
             grid=tuple(self._grid(n_rows)),
@@ -255,6 +263,7 @@ class _SuperSparse(StreamEstimator):
             similarity=None if rbf else self.similarity,
             similarity_gradient=None if rbf else self.similarity_gradient,
             teacher=teacher,
+            n_classes=int(n_classes),
             owner=type(self).__name__,
         )
 
@@ -264,10 +273,13 @@ class _SuperSparse(StreamEstimator):
         """Fit to the labels or targets (``mode`` None: the estimator's task) or to the
         decision values of a ``teacher`` model (``mode="teacher"``)."""
         mode = self._task if mode is None else mode
+        n_classes = 2
         if mode == "classification":
-            _two_classes(dataset.classes)
-        return fit_supersparse(runner, dataset, self._config(mode, dataset.n_rows, teacher),
-                               seed)
+            n_classes = len(_several_classes(dataset.classes))
+        elif mode == "teacher":
+            n_classes = len(_several_classes(getattr(teacher, "classes_", None)))
+        return fit_supersparse(runner, dataset,
+                               self._config(mode, dataset.n_rows, teacher, n_classes), seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
         # prototypes in the features' own units; the fit's are standardised (RBF)
@@ -276,8 +288,12 @@ class _SuperSparse(StreamEstimator):
         self.scale_ = None if std is None else std.scale
         self.prototypes_ = (fitted.prototypes if std is None
                             else fitted.prototypes * std.scale + std.shift)
-        self.coef_ = fitted.coef
-        self.intercept_ = fitted.intercept
+        if fitted.coef.shape[1] == 1:  # one output: beta of shape (p,), a float intercept
+            self.coef_ = np.ascontiguousarray(fitted.coef[:, 0])
+            self.intercept_ = float(fitted.intercept[0])
+        else:  # one row per class, as scikit-learn's linear models
+            self.coef_ = np.ascontiguousarray(fitted.coef.T)
+            self.intercept_ = np.array(fitted.intercept, dtype=np.float64)
         self.n_prototypes_ = fitted.n_prototypes
         self.objective_ = fitted.objective
         self.objective_path_ = fitted.objective_path
@@ -300,10 +316,18 @@ class _SuperSparse(StreamEstimator):
         std = self._standardiser()
         return C if std is None else (C - std.shift) / std.scale
 
+    def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``beta`` as (p, K) and the intercepts as (K,), ``K`` the outputs."""
+        coef = np.asarray(self.coef_, dtype=np.float64)
+        if coef.ndim == 1:
+            return coef[:, None], np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
+        return coef.T, np.asarray(self.intercept_, dtype=np.float64)
+
     def _fitted(self) -> SuperSparseFit:
         std = self._standardiser()
-        return SuperSparseFit(self._fit_prototypes(), self.coef_,
-                              self.intercept_, self.objective_, self.objective_path_,
+        coef, intercept = self._outputs()
+        return SuperSparseFit(self._fit_prototypes(), coef,
+                              intercept, self.objective_, self.objective_path_,
                               int(self.n_iter_), self.selection_path_, self.gamma_,
                               None if std is None else std.shift,
                               None if std is None else std.scale)
@@ -355,10 +379,11 @@ class _SuperSparse(StreamEstimator):
         """Each feature's share of the decision function's slope, shape (n_features,),
         summing to 1 (RBF similarity only).
 
-        The mean over the prototypes ``c_q`` (points where the data lies) of
-        ``|d f / d z_f|`` at ``c_q``, with ``z`` the standardised features, i.e. per
-        standard deviation of feature ``f``: ``sum_p beta_p s(c_q, c_p) 2 gamma
-        (c_pf - c_qf)``. Units do not matter; no pass over the data is made.
+        The mean over the prototypes ``c_q`` (points where the data lies) and the outputs
+        (one per class for more than two) of ``|d f / d z_f|`` at ``c_q``, with ``z`` the
+        standardised features, i.e. per standard deviation of feature ``f``:
+        ``sum_p beta_p s(c_q, c_p) 2 gamma (c_pf - c_qf)``. Units do not matter; no pass
+        over the data is made.
         """
         self._check_fitted()
         if self.similarity != "rbf" or self._standardiser() is None:
@@ -367,25 +392,28 @@ class _SuperSparse(StreamEstimator):
         C = self._fit_prototypes()
         S = self._similarity().values(C.astype(np.float32), C)  # (q, p)
         diff = C[None, :, :] - C[:, None, :]  # c_p - c_q, (q, p, d)
-        slope = 2.0 * float(self.gamma_) * np.einsum("qp,p,qpd->qd", S, self.coef_, diff)
-        weights = np.abs(slope).mean(axis=0)
+        beta, _ = self._outputs()
+        slope = 2.0 * float(self.gamma_) * np.einsum("qp,pk,qpd->qkd", S, beta, diff)
+        weights = np.abs(slope).mean(axis=(0, 1))
         total = weights.sum()
         return weights / total if total > 0 else weights
 
     # -- prediction -------------------------------------------------------------------------
     def _decision(self, X: Any) -> np.ndarray:
-        """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row."""
+        """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row;
+        shape (n,) with one output, (n, K) with one per class."""
         values = self._check_X(X)
         similarity = self._similarity()
         std = self._standardiser()
         C = self._fit_prototypes()
-        out = np.empty(values.shape[0])
+        beta, intercept = self._outputs()
+        out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
             block = values[a:a + PREDICT_BLOCK]
             if std is not None:
                 block = std.apply(block)
-            out[a:a + block.shape[0]] = similarity.values(block, C) @ self.coef_ + self.intercept_
-        return out
+            out[a:a + block.shape[0]] = similarity.values(block, C) @ beta + intercept
+        return out[:, 0] if out.shape[1] == 1 else out
 
 _PARAMS_DOC = """
     Parameters
@@ -468,9 +496,9 @@ _PARAMS_DOC = """
     shift_, scale_ : ndarray of shape (n_features,) or None
         The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
         similarity.
-    coef_ : ndarray of shape (n_prototypes_,)
-        ``beta``.
-    intercept_ : float
+    coef_ : ndarray of shape (n_prototypes_,) or (n_classes, n_prototypes_)
+        ``beta``; a row per class for a classifier of more than two classes.
+    intercept_ : float or ndarray of shape (n_classes,)
     n_prototypes_ : int
     objective_ : float
         Eq. 2's objective on the training rows at the end.
@@ -574,20 +602,27 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
 
 
 class SuperSparseClassifier(ClassifierScore, _SuperSparse):
-    _two_classes_only = True
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         "check_sample_weight_equivalence_on_dense_data":
             "the initial prototypes are a seeded random sample of rows, so a row repeated k "
             "times is not drawn as the same row with weight k is",
     }
-    __doc__ = ("Super-sparse two-class classifier: the sign of a ridge or LASSO fit of "
-               "``+-1`` labels, or of another model's scores (:meth:`reduce`, the SSVM), "
-               "over similarities to ``p`` learned virtual prototypes.\n" + _PARAMS_DOC + """
-    classes_ : ndarray of shape (2,)
-        Labels; ``f > 0`` predicts ``classes_[1]``.
+    __doc__ = ("Super-sparse classifier: a ridge or LASSO fit of ``+-1`` labels, or of "
+               "another model's scores (:meth:`reduce`, the SSVM), over similarities to ``p`` "
+               "learned virtual prototypes.\n\n"
+               "    Two classes: one output ``f``, whose sign is the decision. More classes: "
+               "one pool of\n    prototypes shared by all classes and a coefficient vector "
+               "per class (the feature sharing\n    of paper 003 applied to paper 004's "
+               "prototypes), fitted to ``+1`` for the row's class and\n    ``-1`` for the "
+               "others; the largest output is the decision. The classes share the Gram\n"
+               "    matrix of the beta-step, and the prototype step follows the sum of their "
+               "losses.\n" + _PARAMS_DOC + """
+    classes_ : ndarray of shape (n_classes,)
+        Labels; with two, ``f > 0`` predicts ``classes_[1]``.
 
-    Validation loss for eq. 8: the share of held-out rows whose sign of ``f`` differs from
-    the target's (the label, or the reduced model's decision).
+    Validation loss for eq. 8: the share of held-out rows whose decision differs from the
+    target's (the label, or the reduced model's decision). Choosing ``p`` drops the
+    prototypes of smallest ``||beta_j||`` over the classes.
     """)
 
     _sign_error = True
@@ -596,13 +631,14 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             nan_policy: Any = "raise", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SuperSparseClassifier:
-        """Fit ``f`` to ``+1`` (``classes_[1]``) and ``-1`` (``classes_[0]``) targets.
+        """Fit ``f`` to ``+1`` (``classes_[1]``) and ``-1`` (``classes_[0]``) targets, or
+        with more classes one output per class to ``+1`` (its class) and ``-1`` (others).
 
         Parameters
         ----------
         data : Dataset, anything :func:`~streamlearn.data.open_dataset` accepts, or array X
         y : array-like or str, optional
-            Labels of in-memory ``data`` (two classes), or the target column name.
+            Labels of in-memory ``data`` (at least two classes), or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
         nan_policy : "raise", "drop" or float
@@ -624,8 +660,9 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         """One mini-batch pass over in-memory rows, continuing from the current model.
 
         As :meth:`SuperSparseRegressor.partial_fit`, on targets ``+1`` (``classes_[1]``) and
-        ``-1`` (``classes_[0]``). The first call fixes the two classes: ``classes`` when
-        given, else the labels of its ``y`` (which must then hold both). A model made by
+        ``-1`` (``classes_[0]``), or with more classes one column per class (``+1`` for the
+        row's class, ``-1`` for the others). The first call fixes the classes: ``classes``
+        when given, else the labels of its ``y`` (which must then hold them all). A model made by
         :meth:`reduce` cannot be continued: its targets are another model's decision
         values on rows it has already seen, not labels.
 
@@ -633,8 +670,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         ----------
         X : array-like of shape (n, n_features)
         y : array-like of shape (n,)
-        classes : array-like of shape (2,), optional
-            Both labels; needed on the first call when its ``y`` holds only one.
+        classes : array-like of shape (n_classes,), optional
+            Every label; needed on the first call when its ``y`` lacks some.
         sample_weight : array-like of shape (n,), optional
 
         Returns
@@ -648,7 +685,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                              "on all rows instead")
         if not hasattr(self, "prototypes_"):
             known = sorted_classes(classes if classes is not None else y)
-            _two_classes(known)
+            _several_classes(known)
         else:
             known = self.classes_
             if classes is not None and not np.array_equal(sorted_classes(classes), known):
@@ -656,7 +693,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                                  f"call {known.tolist()}")
         values, weight = self._partial_fit_inputs(X, y, sample_weight, "classification")
         codes = encode_labels(y, known)
-        self._partial_fit_rows(values, 2.0 * codes.astype(np.float64) - 1.0, weight)
+        self._partial_fit_rows(values, class_targets(codes, len(known)), weight)
         self.classes_ = storable_classes(known)
         return self
 
@@ -665,16 +702,19 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                sample_weight: Any = None, engine: Any = None,
                checkpoint: str | os.PathLike[str] | None = None,
                checkpoint_every: int = DEFAULT_EVERY, **params: Any) -> SuperSparseClassifier:
-        """Reduce a trained two-class model to ``p`` virtual prototypes (SSVM, Sec. III).
+        """Reduce a trained classifier to ``p`` virtual prototypes (SSVM, Sec. III).
 
         The prototypes and coefficients are fitted to ``model.decision_function`` on the rows
-        of ``data``, so the reduced classifier mimics the model's decision values.
+        of ``data``, so the reduced classifier mimics the model's decision values. A
+        multiclass model's ``K`` decision columns are fitted by ``K`` outputs over one
+        shared pool of prototypes.
 
         Parameters
         ----------
         model : object
-            Any fitted two-class model with ``decision_function(X) -> (n,)`` and
-            ``classes_`` (an estimator of streamlearn, a scikit-learn ``SVC``, ...).
+            Any fitted classifier with ``classes_`` and ``decision_function(X)`` of shape
+            ``(n,)`` for two classes or ``(n, n_classes)`` for more (an estimator of
+            streamlearn, a scikit-learn ``SVC``, ...).
         p : int or list of int
             ``n_prototypes`` of the reduced model.
         data : Dataset, anything :func:`~streamlearn.data.open_dataset` accepts, or array X
@@ -697,7 +737,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         if classes is None:
             raise LabelError(f"the model to reduce must be fitted (no classes_ on "
                              f"{type(model).__name__})")
-        classes = _two_classes(np.asarray(classes))
+        classes = _several_classes(np.asarray(classes))
         reduced = cls(n_prototypes=p, **params)
         reduced._validate_hyperparameters()
         if isinstance(data, Dataset):
@@ -721,13 +761,15 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
 
         Returns
         -------
-        ndarray of shape (n,), float64
-            Positive values predict ``classes_[1]``.
+        ndarray of shape (n,) or (n, n_classes), float64
+            Two classes: positive values predict ``classes_[1]``. More: one column per
+            class, the largest predicts.
         """
         return self._decision(X)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted labels: ``classes_[1]`` where ``f(x) > 0``.
+        """Predicted labels: ``classes_[1]`` where ``f(x) > 0``; with more classes the class
+        of the largest output.
 
         Parameters
         ----------
@@ -738,15 +780,16 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         ndarray of shape (n,)
         """
         self._check_fitted()
-        return self.classes_[(self._decision(X) > 0).astype(np.int64)]
+        f = self._decision(X)
+        return self.classes_[(f > 0).astype(np.int64) if f.ndim == 1 else f.argmax(axis=1)]
 
 
-def _two_classes(classes: np.ndarray | None) -> np.ndarray:
-    if classes is None or len(classes) != 2:
+def _several_classes(classes: np.ndarray | None) -> np.ndarray:
+    """``classes`` when there are at least two; else scikit-learn's error."""
+    if classes is None or len(classes) < 2:
         got = None if classes is None else list(np.asarray(classes).tolist())
-        raise LabelError(f"Only binary classification is supported. Super-sparse classifiers "
-                         f"handle two classes, got {got}; train one classifier per class "
-                         "(one-vs-rest) for more")
+        raise LabelError(f"Classifier can't train when only one class is present: a "
+                         f"super-sparse classifier needs at least two classes, got {got}")
     return np.asarray(classes)
 
 

@@ -2,22 +2,25 @@
 
 Paper 004 fits ``f(x) = sum_j beta_j s(x, c_j) + b`` over ``p`` virtual prototypes ``c_j`` by
 minimising ``(1 / V) sum_i v_i (f(x_i) - y_i)^2 + lam R(beta)`` with ``V = sum_i v_i`` and
-``R`` the squared (ridge) or absolute (LASSO) norm. Everything a fit needs from the rows is a
-sum over them, so each kernel here takes one chunk and adds its share to an accumulator:
+``R`` the squared (ridge) or absolute (LASSO) norm. A model of ``K`` outputs (one per class
+of a multiclass problem) shares the prototypes and has a column ``(beta_c, b_c)`` per output;
+its loss is the sum of the outputs' losses. Everything a fit needs from the rows is a sum over
+them, so each kernel here takes one chunk and adds its share to an accumulator:
 
 - :func:`rbf_similarities`: ``S_ij = exp(-gamma ||x_i - c_j||^2)``, the chunk's ``(n, p)``
   similarity matrix;
-- :func:`gram_update`: the ``(p + 1) x (p + 1)`` Gram matrix ``sum_i v_i z_i z_i^T`` and the
-  right-hand side ``sum_i v_i y_i z_i`` of ``z_i = (S_i, 1)``, from which the beta-step is a
-  ridge solve (eq. 4) or LASSO coordinate descent (:func:`lasso_cd`);
-- :func:`weighted_residuals`, then one of :func:`rbf_gradient_update` (analytic RBF
-  derivative, ``d s / d c = 2 gamma (x - c) s``), :func:`approx_gradient_update` (eq. 7,
+- :func:`gram_update`: the ``(p + 1) x (p + 1)`` Gram matrix ``sum_i v_i z_i z_i^T`` (shared
+  by the outputs) and the right-hand sides ``sum_i v_i z_i Y_i^T`` of ``z_i = (S_i, 1)``,
+  from which the beta-step is a ridge solve (eq. 4) or LASSO coordinate descent
+  (:func:`lasso_cd`) per output;
+- :func:`weighted_residuals` and :func:`prototype_weights` (``M_ik = sum_c v_i e_ic
+  beta_kc``, ``e_i = f(x_i) - Y_i``), then one of :func:`rbf_gradient_update` (analytic
+  RBF derivative, ``d s / d c = 2 gamma (x - c) s``), :func:`approx_gradient_update` (eq. 7,
   ``d s / d c ~ x - c`` for a black-box similarity) or :func:`derivative_gradient_update`
-  (derivatives supplied by the caller): ``sum_i v_i e_i d s(x_i, c_k) / d c_k`` per prototype,
-  ``e_i = f(x_i) - y_i``. The gradient of eq. 5 is ``(2 / V) beta_k`` times that row. With
-  ``beta`` at its optimum for the current prototypes the terms of eq. 6 through
-  ``d beta / d c`` vanish (the derivative of the objective in ``beta`` is zero there), so
-  this partial gradient is the total one.
+  (derivatives supplied by the caller): ``sum_i M_ik d s(x_i, c_k) / d c_k`` per prototype.
+  The gradient of eq. 5 is ``2 / V`` times that row. With ``beta`` at its optimum for the
+  current prototypes the terms of eq. 6 through ``d beta / d c`` vanish (the derivative of
+  the objective in ``beta`` is zero there), so this partial gradient is the total one.
 
 Data arrays are float32, prototypes and accumulators float64.
 """
@@ -58,46 +61,48 @@ def rbf_similarities(X, C, gamma):
 
 
 @njit(cache=True, nogil=True)
-def gram_update(S, y, v, G, r):
-    """Add a chunk's weighted Gram matrix and right-hand side of ``z_i = (S_i, 1)``.
+def gram_update(S, Y, v, G, R):
+    """Add a chunk's weighted Gram matrix and right-hand sides of ``z_i = (S_i, 1)``.
 
     Parameters
     ----------
     S : ndarray of shape (n, p), float64
         Similarities of the chunk's rows to the prototypes.
-    y : ndarray of shape (n,), float64
-        Targets.
+    Y : ndarray of shape (n, K), float64
+        Targets, one column per output (``K = 1``: one regression target or two classes).
     v : ndarray of shape (n,), float32
         Sample weights.
     G : ndarray of shape (p + 1, p + 1), float64
         ``sum_i v_i z_i z_i^T``, updated in place (constant column last).
-    r : ndarray of shape (p + 1,), float64
-        ``sum_i v_i y_i z_i``, updated in place.
+    R : ndarray of shape (p + 1, K), float64
+        ``sum_i v_i z_i Y_i^T``, updated in place.
 
     Returns
     -------
     yy : float
-        ``sum_i v_i y_i^2`` over the chunk.
+        ``sum_i v_i ||Y_i||^2`` over the chunk.
     weight : float
         ``sum_i v_i`` over the chunk.
     """
     n, p = S.shape
+    K = Y.shape[1]
     yy = 0.0
     weight = 0.0
     for i in range(n):
         vi = np.float64(v[i])
         if vi == 0.0:
             continue
-        yi = y[i]
         for j in range(p):
             sj = vi * S[i, j]
             for k in range(j, p):
                 G[j, k] += sj * S[i, k]
             G[j, p] += sj
-            r[j] += sj * yi
+            for c in range(K):
+                R[j, c] += sj * Y[i, c]
         G[p, p] += vi
-        r[p] += vi * yi
-        yy += vi * yi * yi
+        for c in range(K):
+            R[p, c] += vi * Y[i, c]
+            yy += vi * Y[i, c] * Y[i, c]
         weight += vi
     for j in range(p + 1):
         for k in range(j):
@@ -106,34 +111,68 @@ def gram_update(S, y, v, G, r):
 
 
 @njit(cache=True, nogil=True)
-def weighted_residuals(S, beta, b, y, v):
-    """``v_i (f(x_i) - y_i)`` with ``f(x_i) = S_i . beta + b``.
+def weighted_residuals(S, W, Y, v):
+    """``v_i (f(x_i) - Y_i)`` with ``f_c(x_i) = S_i . W[:p, c] + W[p, c]``.
 
     Parameters
     ----------
     S : ndarray of shape (n, p), float64
-    beta : ndarray of shape (p,), float64
-    b : float
-    y : ndarray of shape (n,), float64
+    W : ndarray of shape (p + 1, K), float64
+        Coefficients, the intercepts last.
+    Y : ndarray of shape (n, K), float64
     v : ndarray of shape (n,), float32
 
     Returns
     -------
-    ndarray of shape (n,), float64
+    ndarray of shape (n, K), float64
     """
     n, p = S.shape
-    out = np.empty(n, dtype=np.float64)
+    K = W.shape[1]
+    out = np.empty((n, K), dtype=np.float64)
     for i in range(n):
-        f = b
-        for j in range(p):
-            f += S[i, j] * beta[j]
-        out[i] = np.float64(v[i]) * (f - y[i])
+        vi = np.float64(v[i])
+        for c in range(K):
+            f = W[p, c]
+            for j in range(p):
+                f += S[i, j] * W[j, c]
+            out[i, c] = vi * (f - Y[i, c])
     return out
 
 
 @njit(cache=True, nogil=True)
-def rbf_gradient_update(X, C, S, gamma, residual, out):
-    """Add ``sum_i residual_i d s(x_i, c_k) / d c_k`` for the RBF similarity.
+def prototype_weights(residual, W):
+    """``M_ik = sum_c residual_ic W_kc``: how much row ``i`` pulls on prototype ``k``.
+
+    The prototype gradient of eq. 5 is ``(2 / V) sum_i M_ik d s(x_i, c_k) / d c_k``; with
+    one output ``M_ik = v_i e_i beta_k``.
+
+    Parameters
+    ----------
+    residual : ndarray of shape (n, K), float64
+        Weighted residuals (:func:`weighted_residuals`).
+    W : ndarray of shape (p + 1, K), float64
+        Coefficients (the intercept row is not used).
+
+    Returns
+    -------
+    ndarray of shape (n, p), float64
+    """
+    n, K = residual.shape
+    p = W.shape[0] - 1
+    out = np.zeros((n, p), dtype=np.float64)
+    for i in range(n):
+        for c in range(K):
+            rc = residual[i, c]
+            if rc == 0.0:
+                continue
+            for k in range(p):
+                out[i, k] += rc * W[k, c]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def rbf_gradient_update(X, C, S, gamma, M, out):
+    """Add ``sum_i M_ik d s(x_i, c_k) / d c_k`` for the RBF similarity.
 
     Parameters
     ----------
@@ -142,26 +181,25 @@ def rbf_gradient_update(X, C, S, gamma, residual, out):
     S : ndarray of shape (n, p), float64
         ``rbf_similarities(X, C, gamma)``.
     gamma : float
-    residual : ndarray of shape (n,), float64
-        Weighted residuals (:func:`weighted_residuals`).
+    M : ndarray of shape (n, p), float64
+        Per row and prototype weights (:func:`prototype_weights`).
     out : ndarray of shape (p, d), float64
         Updated in place; ``d s / d c = 2 gamma (x - c) s``.
     """
     n, d = X.shape
     p = C.shape[0]
     for i in range(n):
-        ri = residual[i]
-        if ri == 0.0:
-            continue
         for k in range(p):
-            w = 2.0 * gamma * ri * S[i, k]
+            w = 2.0 * gamma * M[i, k] * S[i, k]
+            if w == 0.0:
+                continue
             for f in range(d):
                 out[k, f] += w * (X[i, f] - C[k, f])
 
 
 @njit(cache=True, nogil=True)
-def approx_gradient_update(X, C, residual, out):
-    """Add ``sum_i residual_i (x_i - c_k)``: eq. 7's ``d s(x, c) / d c ~ x - c``.
+def approx_gradient_update(X, C, M, out):
+    """Add ``sum_i M_ik (x_i - c_k)``: eq. 7's ``d s(x, c) / d c ~ x - c``.
 
     For a similarity known only through its values: it grows as ``c`` moves towards ``x``.
 
@@ -169,41 +207,41 @@ def approx_gradient_update(X, C, residual, out):
     ----------
     X : ndarray of shape (n, d), float32
     C : ndarray of shape (p, d), float64
-    residual : ndarray of shape (n,), float64
+    M : ndarray of shape (n, p), float64
     out : ndarray of shape (p, d), float64
         Updated in place.
     """
     n, d = X.shape
     p = C.shape[0]
     for i in range(n):
-        ri = residual[i]
-        if ri == 0.0:
-            continue
         for k in range(p):
+            w = M[i, k]
+            if w == 0.0:
+                continue
             for f in range(d):
-                out[k, f] += ri * (X[i, f] - C[k, f])
+                out[k, f] += w * (X[i, f] - C[k, f])
 
 
 @njit(cache=True, nogil=True)
-def derivative_gradient_update(dS, residual, out):
-    """Add ``sum_i residual_i dS[i, k]`` for derivatives given by the caller.
+def derivative_gradient_update(dS, M, out):
+    """Add ``sum_i M_ik dS[i, k]`` for derivatives given by the caller.
 
     Parameters
     ----------
     dS : ndarray of shape (n, p, d), float64
         ``d s(x_i, c_k) / d c_k``.
-    residual : ndarray of shape (n,), float64
+    M : ndarray of shape (n, p), float64
     out : ndarray of shape (p, d), float64
         Updated in place.
     """
     n, p, d = dS.shape
     for i in range(n):
-        ri = residual[i]
-        if ri == 0.0:
-            continue
         for k in range(p):
+            w = M[i, k]
+            if w == 0.0:
+                continue
             for f in range(d):
-                out[k, f] += ri * dS[i, k, f]
+                out[k, f] += w * dS[i, k, f]
 
 
 @njit(cache=True, nogil=True)

@@ -103,11 +103,16 @@ class SuperSparseConfig:
         As the estimators' parameters of the same names.
     init : {"random", "kmeans"} or ndarray
     target : {"regression", "classification", "teacher"}
-        Targets are the rows' values, ``+-1`` from two-class codes, or ``teacher``'s scores.
+        Targets are the rows' values, ``+-1`` from class codes (one column per class for
+        more than two, see :class:`~.passes.TargetRows`), or ``teacher``'s scores.
     sign_error : bool
-        Eq. 8's validation loss: sign disagreement (True) or absolute error.
+        Eq. 8's validation loss: disagreement of the decisions (True; the sign, or the
+        largest output with several) or absolute error.
     teacher : object, optional
         With ``decision_function``, for ``target="teacher"``.
+    n_classes : int
+        Classes of the labels (``target="classification"``) or of the teacher; more than
+        two make a model of one output per class sharing the prototypes.
     owner : str
         Name used in messages.
     """
@@ -131,7 +136,15 @@ class SuperSparseConfig:
     similarity: Callable[[np.ndarray, np.ndarray], Any] | None = None
     similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None
     teacher: Any = None
+    n_classes: int = 2
     owner: str = "SuperSparse"
+
+    @property
+    def n_outputs(self) -> int:
+        """Outputs of the model: one per class for more than two classes, else one."""
+        if self.target == "regression" or self.n_classes <= 2:
+            return 1
+        return int(self.n_classes)
 
     def similarity_of(self, gamma: float) -> Similarity:
         """The similarity with RBF width ``gamma``."""
@@ -145,8 +158,9 @@ class SuperSparseFit:
     Attributes
     ----------
     prototypes : ndarray of shape (p, n_features), float64
-    coef : ndarray of shape (p,)
-    intercept : float
+    coef : ndarray of shape (p, K)
+        ``beta``, a column per output.
+    intercept : ndarray of shape (K,)
     objective : float
     objective_path : ndarray
         Objective after the first beta-step and after every alternation (``partial_fit``:
@@ -163,7 +177,7 @@ class SuperSparseFit:
 
     prototypes: np.ndarray
     coef: np.ndarray
-    intercept: float
+    intercept: np.ndarray
     objective: float
     objective_path: np.ndarray
     n_iter: int
@@ -220,16 +234,18 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
             gamma = scale_gamma(spread)
         elif gamma == "auto":  # resolved from the initial prototypes; this is the fallback
             gamma = ("auto", scale_gamma(spread))
+    k = config.n_classes
     if config.teacher is None:
         return _fit_rows(runner, dataset, config,
-                         TargetRows(config.target, None, holdout, False, std),
-                         TargetRows(config.target, None, holdout, True, std), seed, gamma)
-    with ExampleState(dataset.n_rows) as scores:
+                         TargetRows(config.target, None, holdout, False, std, k),
+                         TargetRows(config.target, None, holdout, True, std, k), seed, gamma)
+    width = None if config.n_outputs == 1 else config.n_outputs
+    with ExampleState(dataset.n_rows, width) as scores:
         runner.run(TeacherScorePass(config.teacher, scores), dataset,
                    description="scores of the reduced model")
         return _fit_rows(runner, dataset, config,
-                         TargetRows(config.target, scores, holdout, False, std),
-                         TargetRows(config.target, scores, holdout, True, std), seed, gamma)
+                         TargetRows(config.target, scores, holdout, False, std, k),
+                         TargetRows(config.target, scores, holdout, True, std, k), seed, gamma)
 
 
 def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
@@ -247,10 +263,10 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     path: list[tuple[int, float, float, float]] = []
     best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
     for p in config.grid:
-        if w is not None and p < C.shape[0]:
-            keep = np.sort(np.argsort(-np.abs(w[:-1]), kind="stable")[:p])
+        if w is not None and p < C.shape[0]:  # drop the smallest ||beta_j|| (over outputs)
+            keep = np.sort(np.argsort(-np.linalg.norm(w[:-1], axis=1), kind="stable")[:p])
             C = C[keep]
-            w = np.append(w[keep], w[-1])
+            w = np.vstack([w[keep], w[-1:]])
         C, w, history = _alternate(runner, dataset, config, train, C, similarity, p, seed)
         loss = np.nan
         criterion = 0.0
@@ -271,7 +287,7 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(C),
         coef=np.ascontiguousarray(w[:-1]),
-        intercept=float(w[-1]),
+        intercept=np.array(w[-1]),
         objective=float(history[-1]),
         objective_path=np.asarray(history, dtype=np.float64),
         n_iter=len(history) - 1,
@@ -357,7 +373,7 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
         if grad is None:
             g: GradientState = runner.run(GradientPass(rows, C, w, similarity), dataset,
                                           description=f"gradient p={p}")
-            grad = (2.0 / g.weight) * w[:-1, None] * g.grad
+            grad = (2.0 / g.weight) * g.grad
         total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
         trial = C - step * total
         trial_stats = _gram(runner, dataset, rows, trial, similarity, f"beta-step p={p}")
@@ -419,6 +435,7 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     if len(config.grid) > 1:
         raise ValueError("partial_fit needs one n_prototypes; choosing among "
                          f"{sorted(config.grid)} needs held-out rows, which only fit has")
+    t = np.asarray(t, dtype=np.float64).reshape(X.shape[0], -1)
     gamma = config.gamma
     counter = FeatureSpreadPass(X.shape[1])
     spread = counter.step(counter.start(), Chunk(X, None, 0, weight=weight))
@@ -433,7 +450,7 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     elif gamma == "auto":
         gamma = _resolve_gamma(("auto", scale_gamma(spread)), C)
     w, J = _rows_beta(X, t, weight, C, config, config.similarity_of(gamma), None)
-    return SuperSparseFit(C, w[:-1], float(w[-1]), J, np.zeros(0), 0,
+    return SuperSparseFit(C, w[:-1], np.array(w[-1]), J, np.zeros(0), 0,
                           np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma),
                           None if std is None else std.shift,
                           None if std is None else std.scale)
@@ -447,12 +464,13 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
     order; the repulsion weight is ``repulsion * repulsion_decay^n_iter``.
     """
     similarity = config.similarity_of(model.gamma)
+    t = np.asarray(t, dtype=np.float64).reshape(X.shape[0], -1)
     if model.standardiser is not None:
         X = model.standardiser.apply(X)
     rho = config.repulsion * config.repulsion_decay ** model.n_iter
     minibatch = MiniBatchPass(TargetRows("regression"),
                               MiniBatchState(np.array(model.prototypes, dtype=np.float64),
-                                             np.append(model.coef, model.intercept)),
+                                             np.vstack([model.coef, model.intercept])),
                               similarity, step, config.coef, config.lam, rho)
     state = minibatch.start()
     size = X.shape[0] if block_rows is None else max(1, int(block_rows))
@@ -463,7 +481,7 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(state.C),
         coef=np.ascontiguousarray(w[:-1]),
-        intercept=float(w[-1]),
+        intercept=np.array(w[-1]),
         objective=J,
         objective_path=np.append(model.objective_path, J),
         n_iter=model.n_iter + 1,
@@ -477,9 +495,12 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
 def _rows_beta(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
                config: SuperSparseConfig, similarity: Similarity,
                warm: np.ndarray | None) -> tuple[np.ndarray, float]:
-    """The exact beta-step and objective on in-memory rows at prototypes ``C``."""
+    """The exact beta-step and objective on in-memory rows at prototypes ``C`` (targets
+    ``t`` of shape (n, K))."""
+    p = C.shape[0]
     gram = GramPass(TargetRows("regression"), C, similarity)
-    stats = gram.step(gram.start(), Chunk(X, t, 0, weight=weight))
+    stats = gram.step(GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, t.shape[1]))),
+                      Chunk(X, t, 0, weight=weight))
     if stats.weight <= 0:
         raise DataError("no rows with positive weight to train on")
     w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, config.lam, config.coef,

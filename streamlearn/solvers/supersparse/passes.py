@@ -32,6 +32,7 @@ from streamlearn.solvers.prototypes import (
     derivative_gradient_update,
     gram_update,
     lasso_cd,
+    prototype_weights,
     rbf_gradient_update,
     rbf_similarities,
     weighted_residuals,
@@ -53,6 +54,7 @@ __all__ = [
     "TargetRows",
     "TeacherScorePass",
     "ValidationPass",
+    "class_targets",
     "objective",
     "prototype_gamma",
     "scale_gamma",
@@ -100,18 +102,18 @@ class Similarity:
         return S
 
     def gradient_update(self, X: np.ndarray, C: np.ndarray, S: np.ndarray,
-                        residual: np.ndarray, out: np.ndarray) -> None:
-        """Add ``sum_i residual_i d s(x_i, c_k) / d c_k`` to ``out`` (p, d)."""
+                        M: np.ndarray, out: np.ndarray) -> None:
+        """Add ``sum_i M_ik d s(x_i, c_k) / d c_k`` to ``out`` (p, d); ``M`` is (n, p)."""
         if self.function is None:
-            rbf_gradient_update(X, C, S, self.gamma, residual, out)
+            rbf_gradient_update(X, C, S, self.gamma, M, out)
         elif self.gradient is None:
-            approx_gradient_update(X, C, residual, out)
+            approx_gradient_update(X, C, M, out)
         else:
             dS = np.ascontiguousarray(np.asarray(self.gradient(X, C), dtype=np.float64))
             if dS.shape != (X.shape[0], C.shape[0], C.shape[1]):
                 raise DataError(f"the similarity gradient returned shape {dS.shape}; expected "
                                 f"{(X.shape[0], C.shape[0], C.shape[1])}")
-            derivative_gradient_update(dS, residual, out)
+            derivative_gradient_update(dS, M, out)
 
     def penalty(self, C: np.ndarray) -> float:
         """Repulsion penalty ``sum_{j<k} s(c_j, c_k)``."""
@@ -140,21 +142,28 @@ class Similarity:
 # -- which rows, which targets ----------------------------------------------------------------
 @dataclass(frozen=True)
 class TargetRows:
-    """How a chunk becomes ``(X, t, v)``: features, regression targets and weights.
+    """How a chunk becomes ``(X, Y, v)``: features, regression targets and weights.
+
+    ``Y`` has one column per output of the model: one for a regression target, two classes
+    or a two-class model's scores; one per class for more classes.
 
     Attributes
     ----------
     mode : {"regression", "classification", "teacher"}
-        Targets are the chunk's values, ``+-1`` from its class codes, or the reduced model's
-        scores stored per row in ``scores`` (:class:`TeacherScorePass`).
+        Targets are the chunk's values, ``+-1`` from its class codes (two classes: ``+1``
+        for code 1; more: ``+1`` in the column of the row's class, ``-1`` elsewhere), or
+        the reduced model's scores stored per row in ``scores`` (:class:`TeacherScorePass`).
     scores : ExampleState, optional
-        The reduced model's ``decision_function`` of every row (``mode="teacher"``).
+        The reduced model's ``decision_function`` of every row (``mode="teacher"``; one
+        column per class for a multiclass model).
     holdout : Holdout, optional
         Rows set aside to choose ``p``.
     validation : bool
         Select the held-out rows (True) or the others (False).
     standardiser : Standardiser, optional
         Applied to the features first (the RBF's units, see the driver).
+    n_classes : int
+        Classes of ``mode="classification"``.
     """
 
     mode: str
@@ -162,6 +171,16 @@ class TargetRows:
     holdout: Holdout | None = None
     validation: bool = False
     standardiser: Standardiser | None = None
+    n_classes: int = 2
+
+    @property
+    def n_outputs(self) -> int:
+        """Columns of the targets ``Y``, the model's outputs ``K``."""
+        if self.mode == "classification":
+            return 1 if self.n_classes <= 2 else int(self.n_classes)
+        if self.mode == "teacher" and self.scores is not None and self.scores.n_columns:
+            return int(self.scores.n_columns)
+        return 1
 
     def select(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk's rows of this selection (standardised when a standardiser is set)."""
@@ -172,9 +191,10 @@ class TargetRows:
             assert self.scores is not None
             t = np.asarray(self.scores.get(chunk), dtype=np.float64)
         elif self.mode == "classification":
-            t = 2.0 * np.asarray(chunk.y, dtype=np.float64) - 1.0
+            t = class_targets(np.asarray(chunk.y), self.n_classes)
         else:
             t = np.asarray(chunk.y, dtype=np.float64)
+        t = t.reshape(t.shape[0], -1)
         keep: np.ndarray | None = None
         if self.holdout is not None:
             held = self.holdout.mask(chunk.rows)
@@ -189,6 +209,17 @@ class TargetRows:
         return X, np.ascontiguousarray(t), v
 
 
+def class_targets(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Regression targets of class codes: ``2 code - 1`` for two classes, shape (n,);
+    for more, ``+1`` in the column of the row's class and ``-1`` elsewhere, (n, n_classes)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if n_classes <= 2:
+        return 2.0 * codes.astype(np.float64) - 1.0
+    Y = np.full((codes.shape[0], int(n_classes)), -1.0)
+    Y[np.arange(codes.shape[0]), codes] = 1.0
+    return Y
+
+
 class TeacherScorePass:
     """Sequential pass: stores the reduced model's decision value of every row.
 
@@ -199,9 +230,9 @@ class TeacherScorePass:
     Parameters
     ----------
     teacher : object
-        With ``decision_function(X) -> (n,)``.
+        With ``decision_function(X) -> (n,)``, or ``(n, K)`` for a ``K``-class model.
     scores : ExampleState
-        One value per row, written chunk by chunk.
+        One value per row (``K`` columns for a multiclass teacher), written chunk by chunk.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
@@ -217,9 +248,12 @@ class TeacherScorePass:
     def step(self, state: int, chunk: Chunk) -> int:
         """Score the chunk's rows and store them."""
         t = np.asarray(self.teacher.decision_function(chunk.X), dtype=np.float64)
-        if t.shape != (chunk.n_rows,):
-            raise LabelError("the model to reduce must give one decision value per row (two "
-                             f"classes); its decision_function returned shape {t.shape}")
+        width = self.scores.n_columns
+        expected = (chunk.n_rows,) if width is None else (chunk.n_rows, int(width))
+        if t.shape != expected:
+            raise LabelError(f"the model to reduce must give decision values of shape "
+                             f"{expected} for {chunk.n_rows} rows (one column per class of a "
+                             f"multiclass model); its decision_function returned {t.shape}")
         if not np.isfinite(t).all():
             raise DataError("the model to reduce returned NaN or infinite decision values")
         self.scores.put(chunk, t.astype(np.float32))
@@ -243,10 +277,10 @@ class GramState:
     ----------
     G : ndarray of shape (p + 1, p + 1)
         ``sum_i v_i z_i z_i^T``, ``z_i = (s(x_i, c_1..p), 1)``.
-    r : ndarray of shape (p + 1,)
-        ``sum_i v_i y_i z_i``.
+    r : ndarray of shape (p + 1, K)
+        ``sum_i v_i z_i Y_i^T``, a column per output.
     yy : float
-        ``sum_i v_i y_i^2``.
+        ``sum_i v_i ||Y_i||^2``.
     weight : float
         ``V = sum_i v_i``.
     rows : int
@@ -279,7 +313,7 @@ class GramPass:
     def start(self) -> GramState:
         """Zero statistics."""
         p = self.C.shape[0]
-        return GramState(np.zeros((p + 1, p + 1)), np.zeros(p + 1))
+        return GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, self.rows.n_outputs)))
 
     def step(self, state: GramState, chunk: Chunk) -> GramState:
         """Add the chunk's rows (in place)."""
@@ -303,7 +337,8 @@ class GramPass:
 
 @dataclass
 class GradientState:
-    """``sum_i v_i e_i d s(x_i, c_k) / d c_k`` per prototype, and the weight it covers."""
+    """``sum_i M_ik d s(x_i, c_k) / d c_k`` per prototype (:func:`prototype_weights`), and
+    the weight it covers; the prototype gradient of eq. 5 is ``2 / weight`` times ``grad``."""
 
     grad: np.ndarray
     weight: float = 0.0
@@ -316,8 +351,8 @@ class GradientPass:
     ----------
     rows : TargetRows
     prototypes : ndarray of shape (p, d)
-    w : ndarray of shape (p + 1,)
-        ``(beta, b)``.
+    w : ndarray of shape (p + 1, K)
+        ``(beta, b)``, a column per output.
     similarity : Similarity
     """
 
@@ -339,8 +374,8 @@ class GradientPass:
         X, t, v = self.rows.select(chunk)
         if X.shape[0]:
             S = self.similarity.values(X, self.C)
-            residual = weighted_residuals(S, self.w[:-1], float(self.w[-1]), t, v)
-            self.similarity.gradient_update(X, self.C, S, residual, state.grad)
+            M = prototype_weights(weighted_residuals(S, self.w, t, v), self.w)
+            self.similarity.gradient_update(X, self.C, S, M, state.grad)
             state.weight += float(v.sum(dtype=np.float64))
         return state
 
@@ -365,14 +400,14 @@ class ValidationPass:
     """Reduction pass: validation loss of ``f`` on the held-out rows.
 
     Mean absolute error for a regressor; for a classifier the weighted share of rows where
-    the sign of ``f`` differs from the sign of the target (labels or the reduced model's
-    scores).
+    the decision of ``f`` differs from the target's (labels or the reduced model's scores):
+    the sign with one output, the largest output with more.
 
     Parameters
     ----------
     rows : TargetRows
     prototypes : ndarray of shape (p, d)
-    w : ndarray of shape (p + 1,)
+    w : ndarray of shape (p + 1, K)
     similarity : Similarity
     sign_error : bool
     """
@@ -396,7 +431,12 @@ class ValidationPass:
         X, t, v = self.rows.select(chunk)
         if X.shape[0]:
             f = self.similarity.values(X, self.C) @ self.w[:-1] + self.w[-1]
-            err = ((f > 0) != (t > 0)).astype(np.float64) if self.sign_error else np.abs(f - t)
+            if not self.sign_error:
+                err = np.abs(f - t).sum(axis=1)
+            elif f.shape[1] == 1:
+                err = ((f[:, 0] > 0) != (t[:, 0] > 0)).astype(np.float64)
+            else:
+                err = (f.argmax(axis=1) != t.argmax(axis=1)).astype(np.float64)
             state.loss += float(np.dot(v, err))
             state.weight += float(v.sum(dtype=np.float64))
         return state
@@ -417,7 +457,7 @@ class MiniBatchState:
     Attributes
     ----------
     C : ndarray of shape (p, d)
-    w : ndarray of shape (p + 1,)
+    w : ndarray of shape (p + 1, K)
     rows : int
         Rows processed in this pass (the weight of this state when states are merged).
     """
@@ -472,15 +512,15 @@ class MiniBatchPass:
         p = C.shape[0]
         S = self.similarity.values(X, C)
         G = np.zeros((p + 1, p + 1))
-        r = np.zeros(p + 1)
+        r = np.zeros((p + 1, t.shape[1]))
         _, weight = gram_update(S, t, v, G, r)
         if weight <= 0:
             return state
         state.w = solve_beta(G / weight, r / weight, self.lam, self.coef, state.w)
-        residual = weighted_residuals(S, state.w[:-1], float(state.w[-1]), t, v)
+        M = prototype_weights(weighted_residuals(S, state.w, t, v), state.w)
         acc = np.zeros_like(C)
-        self.similarity.gradient_update(X, C, S, residual, acc)
-        grad = (2.0 / weight) * state.w[:-1, None] * acc
+        self.similarity.gradient_update(X, C, S, M, acc)
+        grad = (2.0 / weight) * acc
         if self.repulsion > 0:
             grad += self.repulsion * self.similarity.penalty_gradient(C)
         state.C = C - self.step_size * grad
@@ -624,21 +664,27 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
     Parameters
     ----------
     A : ndarray of shape (p + 1, p + 1)
-    b : ndarray of shape (p + 1,)
+    b : ndarray of shape (p + 1, K)
+        A column per output; each output is solved on its own (they share ``A``).
     lam : float
     coef : {"ridge", "lasso"}
-    warm : ndarray of shape (p + 1,), optional
+    warm : ndarray of shape (p + 1, K), optional
         LASSO warm start.
 
     Returns
     -------
-    ndarray of shape (p + 1,)
-        ``(beta, intercept)``.
+    ndarray of shape (p + 1, K)
+        ``(beta, intercept)`` per output.
     """
     p = A.shape[0] - 1
     if coef == "lasso":
-        w = np.zeros(p + 1) if warm is None else np.array(warm, dtype=np.float64)
-        lasso_cd(A, b, float(lam), w, LASSO_SWEEPS, LASSO_TOL)
+        w = (np.zeros(b.shape) if warm is None or warm.shape != b.shape
+             else np.array(warm, dtype=np.float64))
+        for c in range(b.shape[1]):
+            column = np.ascontiguousarray(w[:, c])
+            lasso_cd(A, np.ascontiguousarray(b[:, c]), float(lam), column, LASSO_SWEEPS,
+                     LASSO_TOL)
+            w[:, c] = column
         return w
     M = A.copy()
     M[np.arange(p), np.arange(p)] += lam
@@ -652,17 +698,20 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
 
 
 def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
-    """``J = (1 / V) sum_i v_i (z_i . w - y_i)^2 + lam R(beta)`` from the Gram statistics."""
+    """``J = (1 / V) sum_i v_i ||z_i^T w - Y_i||^2 + lam R(beta)`` from the Gram statistics
+    (``w`` of shape (p + 1, K); ``R`` summed over the outputs)."""
     V = stats.weight
-    fit = (w @ stats.G @ w - 2.0 * stats.r @ w + stats.yy) / V
+    fit = (float(np.sum(w * (stats.G @ w))) - 2.0 * float(np.sum(stats.r * w)) + stats.yy) / V
     beta = w[:-1]
-    reg = float(beta @ beta) if coef == "ridge" else float(np.abs(beta).sum())
+    reg = float(np.sum(beta * beta)) if coef == "ridge" else float(np.abs(beta).sum())
     return float(max(fit, 0.0) + lam * reg)
 
 
 def weighted_variance(t: np.ndarray, weight: np.ndarray) -> float:
-    """Weighted variance of the targets ``t``; 1 when it is zero."""
+    """Weighted variance of the targets ``t`` (n,) or (n, K), averaged over the columns;
+    1 when it is zero."""
     v = np.asarray(weight, dtype=np.float64)
-    mean = float(v @ t) / float(v.sum())
-    variance = float(v @ (t - mean) ** 2) / float(v.sum())
+    t = np.asarray(t, dtype=np.float64).reshape(v.shape[0], -1)
+    mean = (v @ t) / float(v.sum())
+    variance = float(np.mean(v @ (t - mean) ** 2)) / float(v.sum())
     return variance if variance > 0 and np.isfinite(variance) else 1.0
