@@ -169,3 +169,23 @@ def test_multiclass_on_dask_matches_local(dask_client):
     remote = SuperSparseClassifier(**params).fit(X, labels, engine=DaskEngine(dask_client))
     np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+
+
+def test_one_output_may_be_given_as_vectors():
+    from streamlearn.models.supersparse import GramPass, objective, solve_beta
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = rng.normal(size=200)
+    C = rng.normal(size=(4, 3))
+    dataset = open_dataset(X, target=y, task="regression", chunk_rows=50)
+    stats = run_chunks(GramPass(TargetRows("regression"), C, Similarity(0.5)), dataset.chunks())
+    A, b = stats.G / stats.weight, stats.r / stats.weight
+    for coef in ("ridge", "lasso"):
+        vector, column = solve_beta(A, b[:, 0], 1e-3, coef), solve_beta(A, b, 1e-3, coef)
+        assert vector.shape == (5,) and column.shape == (5, 1)
+        np.testing.assert_array_equal(vector, column[:, 0])
+        assert objective(stats, vector, 1e-3, coef) == objective(stats, column, 1e-3, coef)
+    grads = [run_chunks(GradientPass(TargetRows("regression"), C, w, Similarity(0.5)),
+                        dataset.chunks()).grad for w in (vector, column)]
+    np.testing.assert_array_equal(grads[0], grads[1])

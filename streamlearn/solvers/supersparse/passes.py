@@ -351,7 +351,7 @@ class GradientPass:
     ----------
     rows : TargetRows
     prototypes : ndarray of shape (p, d)
-    w : ndarray of shape (p + 1, K)
+    w : ndarray of shape (p + 1, K), or (p + 1,) for one output
         ``(beta, b)``, a column per output.
     similarity : Similarity
     """
@@ -362,7 +362,7 @@ class GradientPass:
                  similarity: Similarity) -> None:
         self.rows = rows
         self.C = prototypes
-        self.w = w
+        self.w = np.asarray(w, dtype=np.float64).reshape(len(w), -1)
         self.similarity = similarity
 
     def start(self) -> GradientState:
@@ -407,7 +407,7 @@ class ValidationPass:
     ----------
     rows : TargetRows
     prototypes : ndarray of shape (p, d)
-    w : ndarray of shape (p + 1, K)
+    w : ndarray of shape (p + 1, K), or (p + 1,) for one output
     similarity : Similarity
     sign_error : bool
     """
@@ -418,7 +418,7 @@ class ValidationPass:
                  similarity: Similarity, sign_error: bool) -> None:
         self.rows = rows
         self.C = prototypes
-        self.w = w
+        self.w = np.asarray(w, dtype=np.float64).reshape(len(w), -1)
         self.similarity = similarity
         self.sign_error = bool(sign_error)
 
@@ -664,18 +664,21 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
     Parameters
     ----------
     A : ndarray of shape (p + 1, p + 1)
-    b : ndarray of shape (p + 1, K)
+    b : ndarray of shape (p + 1, K), or (p + 1,) for one output
         A column per output; each output is solved on its own (they share ``A``).
     lam : float
     coef : {"ridge", "lasso"}
-    warm : ndarray of shape (p + 1, K), optional
+    warm : ndarray of the shape of ``b``, optional
         LASSO warm start.
 
     Returns
     -------
-    ndarray of shape (p + 1, K)
+    ndarray of the shape of ``b``
         ``(beta, intercept)`` per output.
     """
+    if b.ndim == 1:
+        return solve_beta(A, b[:, None], lam, coef,
+                          None if warm is None else np.reshape(warm, (-1, 1)))[:, 0]
     p = A.shape[0] - 1
     if coef == "lasso":
         w = (np.zeros(b.shape) if warm is None or warm.shape != b.shape
@@ -699,7 +702,8 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
 
 def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
     """``J = (1 / V) sum_i v_i ||z_i^T w - Y_i||^2 + lam R(beta)`` from the Gram statistics
-    (``w`` of shape (p + 1, K); ``R`` summed over the outputs)."""
+    (``w`` of shape (p + 1, K), or (p + 1,) for one output; ``R`` summed over the outputs)."""
+    w = np.asarray(w, dtype=np.float64).reshape(stats.r.shape)
     V = stats.weight
     fit = (float(np.sum(w * (stats.G @ w))) - 2.0 * float(np.sum(stats.r * w)) + stats.yy) / V
     beta = w[:-1]
