@@ -14,10 +14,17 @@ Three parts, each measured side by side in one run:
    rows, SRidge/SLASSO with p chosen by eq. 8, and random / k-means prototypes at that p.
 3. **Streaming**: one beta-step (Gram) pass and one prototype-gradient pass over generated
    zarr stores of growing size, each in a fresh process: seconds, rows/s and peak RSS.
+4. **Many classes**: pendigits, satimage, usps and letter (10, 6, 10 and 26 classes) with
+   ``SuperSparseClassifier``'s defaults, one pool of 50 prototypes shared by all classes,
+   against one-vs-rest binary super-sparse machines (scikit-learn's ``OneVsRestClassifier``)
+   with the same 50 prototypes in total and with 50 each, an RBF-SVM (``SVC``) and its
+   reduction to 50 shared prototypes: test accuracy, prototypes evaluated per prediction, fit
+   seconds and prediction rows/s.
 
 Run ``STREAMLEARN_DATA=/work/shared/data python bench/supersparse.py`` (full) or with
-``--quick``. Results: ``bench/results/supersparse.{json,png}`` and
-``supersparse_prototypes.png``.
+``--quick``; ``--parts streaming,classes`` re-measures some parts and keeps the others from
+the results file (each part records when it was measured). Results:
+``bench/results/supersparse.{json,png}`` and ``supersparse_prototypes.png``.
 """
 
 from __future__ import annotations
@@ -51,14 +58,20 @@ STREAM_FEATURES = 8
 STREAM_PROTOTYPES = 10
 STREAM_ZARR_CHUNK = 1 << 16
 STREAM_CHUNK_ROWS = 1 << 17
+CLASS_DATASETS = ("pendigits", "satimage", "usps", "letter")
+#: Prototypes of the shared pool (``SuperSparseClassifier()``'s ``n_prototypes="auto"`` at
+#: these sizes) and of each one-vs-rest model in the "50 each" row.
+CLASS_PROTOTYPES = 50
 
 SETTINGS = {
     "quick": {"pca": 30, "mnist_train": 4000, "svm_C": 10.0, "kernel_basis": 600,
               "adult_train": 8000, "max_iter": 300, "adult_max_iter": 20,
-              "stream_rows": (250_000, 1_000_000), "predict_repeats": 3},
+              "stream_rows": (250_000, 1_000_000), "predict_repeats": 3,
+              "classes_train": 2000, "classes_datasets": ("pendigits", "satimage")},
     "full": {"pca": 30, "mnist_train": None, "svm_C": 10.0, "kernel_basis": 2000,
              "adult_train": None, "max_iter": 500, "adult_max_iter": 40,
-             "stream_rows": (1_000_000, 3_000_000, 10_000_000), "predict_repeats": 5},
+             "stream_rows": (1_000_000, 3_000_000, 10_000_000), "predict_repeats": 5,
+             "classes_train": None, "classes_datasets": CLASS_DATASETS},
 }
 
 
@@ -378,8 +391,93 @@ def streaming(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------- reporting
-def plot(report: dict[str, Any], image: dict[str, Any], out_dir: Path) -> None:
-    """``supersparse.png`` (accuracy vs p, streaming growth) and the prototypes' picture."""
+# ----------------------------------------------------------------------------- 4. many classes
+def many_classes(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Shared prototypes against one-vs-rest super-sparse machines and an RBF-SVM.
+
+    Imports here, not at the top: the streaming part's children measure their memory, and
+    these imports are not theirs.
+    """
+    import warnings
+
+    from out_of_the_box import load, subsample
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
+
+    from streamlearn.models.supersparse import SuperSparseClassifier
+
+    out = []
+    for name in cfg["classes_datasets"]:
+        X, y, Xt, yt = load(name)
+        X, y = subsample(X, y, cfg["classes_train"], SEED)
+        k = len(np.unique(y))
+        each = -(-CLASS_PROTOTYPES // k)  # one-vs-rest with the same prototypes in total
+        log(f"classes: {name}, {len(y)} train / {len(yt)} test rows, {X.shape[1]} features, "
+            f"{k} classes")
+        svm = SVC(C=cfg["svm_C"], gamma="scale")
+        gamma = 1.0 / (X.shape[1] * X.var())  # the SVM's, for its reduction
+        methods = {
+            "shared": lambda: SuperSparseClassifier(random_state=SEED),
+            "ovr_same_total": lambda e=each: OneVsRestClassifier(
+                SuperSparseClassifier(n_prototypes=e, random_state=SEED)),
+            "ovr_50_each": lambda: OneVsRestClassifier(
+                SuperSparseClassifier(n_prototypes=CLASS_PROTOTYPES, random_state=SEED)),
+        }
+        row: dict[str, Any] = {"dataset": name, "n_train": len(y), "n_test": len(yt),
+                               "n_features": int(X.shape[1]), "n_classes": k}
+        t0 = time.perf_counter()
+        svm.fit(X, y)
+        row["svm"] = {"accuracy": float(svm.score(Xt, yt)), "fit_s": time.perf_counter() - t0,
+                      "prototypes": len(svm.support_),
+                      "rows_per_s": rows_per_s(svm.decision_function, Xt,
+                                               cfg["predict_repeats"])}
+        log(f"  RBF-SVM {row['svm']['accuracy']:.4f}, {len(svm.support_)} SVs")
+        for key, make in methods.items():
+            model = make()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                t0 = time.perf_counter()
+                model.fit(X, y)
+                fit_s = time.perf_counter() - t0
+            members = getattr(model, "estimators_", [model])
+            row[key] = {"accuracy": float(model.score(Xt, yt)), "fit_s": fit_s,
+                        "prototypes": int(sum(m.n_prototypes_ for m in members)),
+                        "rows_per_s": rows_per_s(model.decision_function, Xt,
+                                                 cfg["predict_repeats"]),
+                        "convergence_warnings": sum(issubclass(w.category, ConvergenceWarning)
+                                                    for w in caught)}
+            log(f"  {key}: {row[key]['accuracy']:.4f} with {row[key]['prototypes']} "
+                f"prototypes, fit {fit_s:.1f} s")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            t0 = time.perf_counter()
+            reduced = SuperSparseClassifier.reduce(svm, CLASS_PROTOTYPES, X, gamma=gamma,
+                                                   standardize=False, random_state=SEED)
+            fit_s = time.perf_counter() - t0
+        row["svm_reduced"] = {
+            "accuracy": float(reduced.score(Xt, yt)), "fit_s": fit_s,
+            "prototypes": reduced.n_prototypes_,
+            "agreement_with_svm": float(np.mean(reduced.predict(Xt) == svm.predict(Xt))),
+            "rows_per_s": rows_per_s(reduced.decision_function, Xt, cfg["predict_repeats"]),
+            "convergence_warnings": sum(issubclass(w.category, ConvergenceWarning)
+                                        for w in caught)}
+        log(f"  SVM reduced: {row['svm_reduced']['accuracy']:.4f}")
+        out.append(row)
+    return out
+
+
+CLASS_METHODS = (("shared", "shared pool (defaults)"),
+                 ("ovr_same_total", "one-vs-rest, same total"),
+                 ("ovr_50_each", f"one-vs-rest, {CLASS_PROTOTYPES} each"),
+                 ("svm_reduced", f"RBF-SVM reduced to {CLASS_PROTOTYPES}"),
+                 ("svm", "RBF-SVM"))
+
+
+def plot(report: dict[str, Any], models: dict[int, Any] | None, pca: Any,
+         out_dir: Path) -> None:
+    """``supersparse.png`` (accuracy vs p, streaming growth) and, when the image part's
+    ``models`` were fitted in this run, the prototypes' picture."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -424,8 +522,9 @@ def plot(report: dict[str, Any], image: dict[str, Any], out_dir: Path) -> None:
     fig.savefig(out_dir / "supersparse.png", dpi=110)
     plt.close(fig)
 
-    model = image["_models"][10]
-    pca = image["_pca"]
+    if models is None:
+        return
+    model = models[10]
     pictures = pca.inverse_transform(model.prototypes_).reshape(-1, 28, 28)
     order = np.argsort(model.coef_)
     fig, axes = plt.subplots(1, len(order), figsize=(1.6 * len(order), 2.1))
@@ -443,6 +542,7 @@ def plot(report: dict[str, Any], image: dict[str, Any], out_dir: Path) -> None:
 def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     """Title, summary and tables for ``bench/REPORT.md``."""
     img, age, st = report["image"], report["age"], report["streaming"]
+    classes = report.get("classes", [])
     image_rows = [[r["p"], r["ssvm_accuracy"], r["random_accuracy"], r["kmeans_accuracy"],
                    r["labels_accuracy"], r["ssvm_agreement_with_svm"], r["sv_ratio"],
                    r["ssvm_rows_per_s"], r["speedup_vs_svm"]] for r in img["rows"]]
@@ -461,7 +561,12 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                         for r in age["table"])
             + f". Streaming: Gram + gradient passes over {largest['n_rows']:,} rows in "
             f"{largest['gram_s'] + largest['gradient_s']:.0f} s with peak RSS "
-            f"{largest['peak_rss_mib']:.0f} MiB (data {largest['data_bytes'] / 2**20:.0f} MiB)."),
+            f"{largest['peak_rss_mib']:.0f} MiB (data {largest['data_bytes'] / 2**20:.0f} MiB)."
+            + ("" if not classes else " Many classes, test accuracy of 50 shared prototypes / "
+               "one-vs-rest with the same total / RBF-SVM: " + ", ".join(
+                   f"{r['dataset']} {r['shared']['accuracy']:.4f} / "
+                   f"{r['ovr_same_total']['accuracy']:.4f} / {r['svm']['accuracy']:.4f}"
+                   for r in classes) + ".")),
         "tables": [
             {"title": f"MNIST {DIGITS[0]} vs {DIGITS[1]}: test accuracy at p prototypes",
              "columns": ["p", "SSVM", "random", "k-means", "on labels", "agree w/ SVM",
@@ -492,34 +597,65 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
              "notes": (f"p = {STREAM_PROTOTYPES}, d = {STREAM_FEATURES}, chunks of "
                        f"{STREAM_CHUNK_ROWS} rows, LocalEngine; each size in a fresh process "
                        "(peak RSS = VmHWM, interpreter and numba included).")},
+            *([{"title": "Many classes: test accuracy (prototypes per prediction, fit s)",
+                "columns": ["method", *[f"{r['dataset']} ({r['n_classes']} classes)"
+                                        for r in classes]],
+                "rows": [[label, *[f"{r[key]['accuracy']:.4f} ({r[key]['prototypes']}, "
+                                   f"{r[key]['fit_s']:.1f} s)" for r in classes]]
+                         for key, label in CLASS_METHODS],
+                "notes": ("SuperSparseClassifier() shares one pool of prototypes among the "
+                          "classes (a coefficient vector per class); one-vs-rest trains a "
+                          "binary super-sparse machine per class (scikit-learn's "
+                          "OneVsRestClassifier). RBF-SVM: SVC(C=10, gamma='scale'), "
+                          "prototypes = support vectors; its reduction: "
+                          "SuperSparseClassifier.reduce at the SVM's gamma on the raw "
+                          "features. Training rows: "
+                          + ", ".join(f"{r['dataset']} {r['n_train']}" for r in classes)
+                          + ".")}] if classes else []),
         ],
         "plots": ["supersparse.png", "supersparse_prototypes.png"],
     }
 
 
-def run(mode: str, out_dir: Path) -> dict[str, Any]:
-    """Every part, JSON and PNGs."""
+PARTS = ("image", "age", "streaming", "classes")
+
+
+def run(mode: str, out_dir: Path, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
+    """The ``parts`` (every part by default; the others are kept from the results file),
+    JSON and PNGs."""
     cfg = SETTINGS[mode]
     root = data_dir()
+    path = out_dir / "supersparse.json"
+    report: dict[str, Any] = {}
+    if set(parts) != set(PARTS):
+        if not path.exists():
+            raise SystemExit(f"{path} not found: run every part first")
+        report = json.loads(path.read_text())
     t0 = time.perf_counter()
-    image = image_problem(root, cfg)
-    age = age_problem(root, cfg)
-    stream = streaming(cfg)
-    report = {
+    measure = {"image": lambda: image_problem(root, cfg), "age": lambda: age_problem(root, cfg),
+               "streaming": lambda: streaming(cfg), "classes": lambda: many_classes(cfg)}
+    image: dict[str, Any] = {}
+    measured_at = dict(report.get("measured_at", {}))
+    for part in parts:
+        result = measure[part]()
+        if part == "image":
+            image = result
+            result = {k: v for k, v in result.items() if not k.startswith("_")}
+        report[part] = result
+        measured_at[part] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    report.update({
         "benchmark": "supersparse",
         "machine": machine_info(),
         "versions": library_versions(("numpy", "numba", "zarr", "scikit-learn", "streamlearn")),
         "settings": {"mode": mode, **{k: v for k, v in cfg.items()}, "seed": SEED,
                      "p_grid": list(P_GRID), "adult_p_grid": list(ADULT_P_GRID)},
-        "image": {k: v for k, v in image.items() if not k.startswith("_")},
-        "age": age,
-        "streaming": stream,
-    }
+        "measured_at": measured_at,
+    })
     report["total_runtime_s"] = time.perf_counter() - t0
     report.update(report_tables(report))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "supersparse.json").write_text(json.dumps(report, indent=2) + "\n")
-    plot(report, image, out_dir)
+    plot(report, image.get("_models"), image.get("_pca"), out_dir)
     print(report["summary"])
     print(f"total runtime {report['total_runtime_s']:.0f} s; results in "
           f"{out_dir}/supersparse.json")
@@ -531,12 +667,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller subsets and stores")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"comma-separated parts to measure, of {','.join(PARTS)}; the "
+                             "others are kept from the results file")
     parser.add_argument("--measure-stream", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure_stream:
         print(json.dumps(measure_stream(args.measure_stream)))
         return
-    run("quick" if args.quick else "full", args.out)
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown parts {unknown}; choose among {list(PARTS)}")
+    run("quick" if args.quick else "full", args.out, parts)
 
 
 if __name__ == "__main__":
