@@ -10,6 +10,7 @@ from streamlearn.solvers.prototypes import (
     derivative_gradient_update,
     gram_update,
     lasso_cd,
+    prototype_sq_distances,
     prototype_weights,
     rbf_gradient_update,
     rbf_similarities,
@@ -36,6 +37,19 @@ def _objective(X, C, y, v, gamma, lam):
     w = np.linalg.solve(A, Z.T @ (v * y) / V)
     e = Z @ w - y
     return (v * e * e).sum() / V + lam * (w[:-1] ** 2).sum(), w
+
+
+def test_prototype_sq_distances_match_numpy():
+    X, C, _, _ = _problem(n=37, d=5, p=6)
+    w = np.linspace(0.5, 2.0, 5)
+    ref = (w * (X.astype(np.float64)[:, None, :] - C[None]) ** 2).sum(-1)
+    np.testing.assert_allclose(prototype_sq_distances(X, np.ascontiguousarray(C.T), w), ref,
+                               rtol=1e-12)
+    # scaled similarities are those of the scaled rows and prototypes
+    scale = np.array([2.0, 0.5, 1.0, 3.0, 0.25])
+    np.testing.assert_allclose(rbf_similarities(X, C, 0.3, scale),
+                               rbf_similarities((X / scale).astype(np.float32), C / scale, 0.3),
+                               rtol=1e-6)
 
 
 def test_rbf_similarities_match_numpy():

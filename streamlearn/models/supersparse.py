@@ -71,6 +71,7 @@ from streamlearn.models.base import (
 )
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
 from streamlearn.solvers.kmeans import Standardiser
+from streamlearn.solvers.prototypes import rbf_similarities
 from streamlearn.solvers.supersparse.driver import (  # noqa: F401  (importable from here)
     INIT_SALT,
     KMEANS_ITERATIONS,
@@ -405,14 +406,16 @@ class _SuperSparse(StreamEstimator):
         values = self._check_X(X)
         similarity = self._similarity()
         std = self._standardiser()
-        C = self._fit_prototypes()
         beta, intercept = self._outputs()
         out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
             block = values[a:a + PREDICT_BLOCK]
-            if std is not None:
-                block = std.apply(block)
-            out[a:a + block.shape[0]] = similarity.values(block, C) @ beta + intercept
+            if std is None:
+                S = similarity.values(block, self._fit_prototypes())
+            else:  # the standardised distance from the raw rows and prototypes
+                C = np.asarray(self.prototypes_, dtype=np.float64)
+                S = rbf_similarities(block, C, float(self.gamma_), std.scale)
+            out[a:a + block.shape[0]] = S @ beta + intercept
         return out[:, 0] if out.shape[1] == 1 else out
 
 _PARAMS_DOC = """

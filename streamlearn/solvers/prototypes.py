@@ -8,7 +8,7 @@ its loss is the sum of the outputs' losses. Everything a fit needs from the rows
 them, so each kernel here takes one chunk and adds its share to an accumulator:
 
 - :func:`rbf_similarities`: ``S_ij = exp(-gamma ||x_i - c_j||^2)``, the chunk's ``(n, p)``
-  similarity matrix;
+  similarity matrix (:func:`prototype_sq_distances`, then numpy's ``exp``);
 - :func:`gram_update`: the ``(p + 1) x (p + 1)`` Gram matrix ``sum_i v_i z_i z_i^T`` (shared
   by the outputs) and the right-hand sides ``sum_i v_i z_i Y_i^T`` of ``z_i = (S_i, 1)``,
   from which the beta-step is a ridge solve (eq. 4) or LASSO coordinate descent
@@ -32,8 +32,46 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def rbf_similarities(X, C, gamma):
+def prototype_sq_distances(X, Ct, weights):
+    """Weighted squared Euclidean distances of every row to every prototype.
+
+    The prototypes come transposed so that the innermost loop runs along contiguous
+    prototypes, independent sums that compile to SIMD instructions (a loop along the
+    features would be one reduction, which stays scalar without fast-math).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    Ct : ndarray of shape (d, p), float64, C-contiguous
+        Prototypes, one per column.
+    weights : ndarray of shape (d,), float64
+        Per-feature weights ``w_f`` (ones: the plain distance; ``1 / scale_f^2``: the
+        distance between the standardised row and prototype, from the raw ones).
+
+    Returns
+    -------
+    ndarray of shape (n, p), float64
+        ``sum_f w_f (x_if - c_jf)^2``, summed over the features in their order.
+    """
+    n, d = X.shape
+    p = Ct.shape[1]
+    D = np.zeros((n, p), dtype=np.float64)
+    for i in range(n):
+        for f in range(d):
+            xf = np.float64(X[i, f])
+            wf = weights[f]
+            for j in range(p):
+                diff = xf - Ct[f, j]
+                D[i, j] += wf * (diff * diff)
+    return D
+
+
+def rbf_similarities(X: np.ndarray, C: np.ndarray, gamma: float,
+                     scale: np.ndarray | None = None) -> np.ndarray:
     """RBF similarities of every row to every prototype.
+
+    :func:`prototype_sq_distances`, then numpy's vectorised ``exp`` in place (numba's ``exp``
+    is scalar, and was most of the time of a prediction).
 
     Parameters
     ----------
@@ -41,23 +79,22 @@ def rbf_similarities(X, C, gamma):
     C : ndarray of shape (p, d), float64
         Prototypes.
     gamma : float
+    scale : ndarray of shape (d,), optional
+        Per-feature scales: the distance is that of ``x / scale`` and ``c / scale``, so that
+        a standardised model predicts from raw rows and raw prototypes without
+        standardising the rows first.
 
     Returns
     -------
     ndarray of shape (n, p), float64
-        ``exp(-gamma ||x_i - c_j||^2)``.
+        ``exp(-gamma ||(x_i - c_j) / scale||^2)``.
     """
-    n, d = X.shape
-    p = C.shape[0]
-    S = np.empty((n, p), dtype=np.float64)
-    for i in range(n):
-        for j in range(p):
-            acc = 0.0
-            for f in range(d):
-                diff = X[i, f] - C[j, f]
-                acc += diff * diff
-            S[i, j] = np.exp(-gamma * acc)
-    return S
+    weights = (np.ones(X.shape[1]) if scale is None
+               else 1.0 / np.square(np.asarray(scale, dtype=np.float64)))
+    S = prototype_sq_distances(X, np.ascontiguousarray(np.asarray(C, dtype=np.float64).T),
+                               weights)
+    np.multiply(S, -float(gamma), out=S)
+    return np.exp(S, out=S)
 
 
 @njit(cache=True, nogil=True)
