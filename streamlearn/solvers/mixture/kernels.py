@@ -462,22 +462,33 @@ def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
     out = np.empty(n)
     a_pos = np.empty(k)
     a_neg = np.empty(k)
+    # components along the contiguous axis: the per-feature updates of all components are
+    # independent sums (SIMD); each sum still runs over the features in order
+    Vt = np.ascontiguousarray(V.T)
+    Wt = np.ascontiguousarray(W[:, :d].T)
+    log_xi = np.empty(k)
+    for j in range(k):
+        log_xi[j] = np.log(xi[j]) if xi[j] > 0.0 else -np.inf
+    sq = np.empty(k)
+    s = np.empty(k)
     for i in range(n):
+        for j in range(k):
+            sq[j] = 0.0
+            s[j] = W[j, d] * bias_scale
+        for f in range(d):
+            x = np.float64(X[i, f])
+            for j in range(k):
+                diff = x - Vt[f, j]
+                sq[j] += diff * diff
+                s[j] += x * Wt[f, j]
         top_pos = -np.inf
         top_neg = -np.inf
         for j in range(k):
             if xi[j] <= 0.0:
                 continue
-            sq = 0.0
-            s = W[j, d] * bias_scale
-            for f in range(d):
-                x = np.float64(X[i, f])
-                diff = x - V[j, f]
-                sq += diff * diff
-                s += x * W[j, f]
-            a = np.log(xi[j]) - tau * sq
-            a_pos[j] = a - max(0.0, 1.0 - s)
-            a_neg[j] = a - max(0.0, 1.0 + s)
+            a = log_xi[j] - tau * sq[j]
+            a_pos[j] = a - max(0.0, 1.0 - s[j])
+            a_neg[j] = a - max(0.0, 1.0 + s[j])
             top_pos = max(top_pos, a_pos[j])
             top_neg = max(top_neg, a_neg[j])
         total_pos = 0.0
