@@ -93,6 +93,12 @@ def test_table_predict_matches_numpy(data):
     table = np.random.default_rng(0).normal(size=(2, N_BINS))
     np.testing.assert_allclose(table_predict_chunk(X, proj, lo, hi, table),
                                table_reference(X, proj, lo, hi, table), rtol=1e-12)
+    # sparse directions (the kernel visits their non-zeros only), one of them all zeros
+    sparse = np.array([[0.0, 0.6, 0.0, -0.8], [0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    lo3, hi3 = np.append(lo, -1.0), np.append(hi, 1.0)
+    table3 = np.random.default_rng(1).normal(size=(3, N_BINS))
+    np.testing.assert_allclose(table_predict_chunk(X, sparse, lo3, hi3, table3),
+                               table_reference(X, sparse, lo3, hi3, table3), rtol=1e-12)
 
 
 @pytest.mark.parametrize("degree", [1, 3])

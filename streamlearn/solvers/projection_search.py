@@ -130,10 +130,39 @@ def table_predict_chunk(X, proj, lo, hi, table):
     Returns
     -------
     ndarray of shape (n_rows,), float64
+
+    Notes
+    -----
+    The directions are sparse (a few features each), so each dot product runs over the
+    non-zeros of ``u_k`` only, in the order of the features: the skipped terms are exact
+    zeros, and the sums are those of :func:`_table_sum` over all features.
     """
+    n_terms, d = proj.shape
+    start = np.zeros(n_terms + 1, dtype=np.int64)
+    for k in range(n_terms):
+        start[k + 1] = start[k]
+        for j in range(d):
+            if proj[k, j] != 0.0:
+                start[k + 1] += 1
+    index = np.empty(start[n_terms], dtype=np.int64)
+    value = np.empty(start[n_terms], dtype=np.float64)
+    for k in range(n_terms):
+        q = start[k]
+        for j in range(d):
+            if proj[k, j] != 0.0:
+                index[q] = j
+                value[q] = proj[k, j]
+                q += 1
+    n_bins = table.shape[1]
     out = np.empty(X.shape[0], dtype=np.float64)
     for i in range(X.shape[0]):
-        out[i] = _table_sum(X[i], proj, lo, hi, table)
+        s = 0.0
+        for k in range(n_terms):
+            z = 0.0
+            for q in range(start[k], start[k + 1]):
+                z += value[q] * X[i, index[q]]
+            s += table[k, _bin(z, lo[k], hi[k], n_bins)]
+        out[i] = s
     return out
 
 
