@@ -4,10 +4,10 @@ Every model is fitted with its defaults twice on the same rows: on the features 
 and on the features mapped to [0, 1] by the training rows' minimum and maximum (the test rows
 through the same map). A model whose fit does not depend on the features' units gives the
 same error both ways. Classifiers run on the provided splits of satimage, pendigits, shuttle,
-adult and ijcnn1 (at most ``MAX_TRAIN`` training rows, a seeded subset; the two-class models
-on the two-class sets only); ``SparsePPRRegressor`` on a generated problem,
-``y = (x1 + x2)^2 / 2 + sin(x1 - x2) + noise`` over five standard normal features, with its
-features multiplied by ``RAW_SCALES`` as the "raw" units.
+adult and ijcnn1 (at most ``MAX_TRAIN`` training rows, a seeded subset; the two-class
+``SparseJSBoostClassifier`` on the two-class sets only); ``SparsePPRRegressor`` on a
+generated problem, ``y = (x1 + x2)^2 / 2 + sin(x1 - x2) + noise`` over five standard normal
+features, with its features multiplied by ``RAW_SCALES`` as the "raw" units.
 
 Run ``python bench/units.py`` (``STREAMLEARN_DATA`` as for the other scripts; a few minutes
 on 2 cores, most of it SpJSBoost on adult) or ``--quick`` (satimage and adult, 2,000 training
@@ -50,10 +50,10 @@ def classifiers(binary: bool) -> dict[str, Any]:
     )
 
     models: dict[str, Any] = {"AdditiveSVC": AdditiveSVC, "MixtureSVC": MixtureSVC,
-                              "ShareBoostClassifier": ShareBoostClassifier}
+                              "ShareBoostClassifier": ShareBoostClassifier,
+                              "SuperSparseClassifier": SuperSparseClassifier}
     if binary:
-        models.update({"SuperSparseClassifier": SuperSparseClassifier,
-                       "SparseJSBoostClassifier": SparseJSBoostClassifier})
+        models["SparseJSBoostClassifier"] = SparseJSBoostClassifier
     return models
 
 
