@@ -16,6 +16,7 @@ from streamlearn.solvers.prototypes import (
     rbf_similarities,
     weighted_residuals,
 )
+from tests.finite_differences import central_differences
 
 
 def _problem(n: int = 60, d: int = 3, p: int = 4, seed: int = 0):
@@ -123,13 +124,7 @@ def test_rbf_prototype_gradient_matches_finite_differences(outputs):
     rbf_gradient_update(X, C, S, gamma, M, acc)
     grad = 2.0 / V * acc
     h = 1e-6
-    numeric = np.zeros_like(C)
-    for k in range(C.shape[0]):
-        for f in range(C.shape[1]):
-            up, down = C.copy(), C.copy()
-            up[k, f] += h
-            down[k, f] -= h
-            numeric[k, f] = (loss(up) - loss(down)) / (2 * h)
+    numeric = central_differences(loss, C, h)
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-7)
 
 

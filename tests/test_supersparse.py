@@ -15,6 +15,7 @@ from streamlearn.models.supersparse import (
     SuperSparseRegressor,
     TargetRows,
 )
+from tests.finite_differences import central_differences
 
 
 def _regression(n: int = 300, seed: int = 0):
@@ -97,14 +98,7 @@ def test_prototype_gradient_is_the_total_derivative_at_the_optimal_beta():
                        dataset.chunks())
     grad = 2.0 / state.weight * state.grad
     h = 1e-5
-    numeric = np.zeros_like(C)
-    for k in range(C.shape[0]):
-        for f in range(C.shape[1]):
-            up, down = C.copy(), C.copy()
-            up[k, f] += h
-            down[k, f] -= h
-            numeric[k, f] = (_ridge(X, y, v, up, gamma, lam)[1]
-                             - _ridge(X, y, v, down, gamma, lam)[1]) / (2 * h)
+    numeric = central_differences(lambda C_: _ridge(X, y, v, C_, gamma, lam)[1], C, h)
     np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-6)
 
 

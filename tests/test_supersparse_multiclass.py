@@ -16,6 +16,8 @@ from streamlearn.models.supersparse import (
     SuperSparseClassifier,
     TargetRows,
 )
+from tests.finite_differences import central_differences
+from tests.test_supersparse import _rbf
 
 
 def _three_arms(n: int = 600, seed: int = 0):
@@ -28,10 +30,6 @@ def _three_arms(n: int = 600, seed: int = 0):
     X += 0.06 * rng.normal(size=X.shape)
     labels = np.array(["a", "b", "c"])[codes]
     return X.astype(np.float32), labels, codes
-
-
-def _rbf(X, C, gamma):
-    return np.exp(-gamma * ((np.asarray(X, np.float64)[:, None, :] - C[None]) ** 2).sum(-1))
 
 
 def test_fixed_prototypes_give_each_class_its_own_ridge_on_one_gram():
@@ -84,13 +82,7 @@ def test_prototype_gradient_of_several_classes_is_the_total_derivative():
                                     Similarity(gamma)), dataset.chunks())
     grad = 2.0 / state.weight * state.grad
     h = 1e-5
-    numeric = np.zeros_like(C)
-    for k in range(C.shape[0]):
-        for f in range(C.shape[1]):
-            up, down = C.copy(), C.copy()
-            up[k, f] += h
-            down[k, f] -= h
-            numeric[k, f] = (solve(up)[1] - solve(down)[1]) / (2 * h)
+    numeric = central_differences(lambda C_: solve(C_)[1], C, h)
     np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-6)
 
 
