@@ -35,7 +35,6 @@ import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -108,16 +107,18 @@ def best_rate(function: Any, X: np.ndarray, repeats: int) -> float:
     return n / best
 
 
-def fit_ours(name: str, X: np.ndarray, y: np.ndarray) -> Any:
-    """The model's defaults (``progress`` off), fitted on ``X, y``."""
+def fit_ours(name: str, X: np.ndarray, y: np.ndarray) -> tuple[Any, int]:
+    """The model's defaults (``progress`` off), fitted on ``X, y``, and the
+    ``ConvergenceWarning``s the fit raised (counted and recorded, not hidden)."""
+    from units import counted_fit
+
     import streamlearn.models as models
 
     model = getattr(models, name)()
     if "progress" in model.get_params():
         model.set_params(progress=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return model.fit(X, y)
+    model, _, warned = counted_fit(model, X, y)
+    return model, warned
 
 
 def fit_peer(name: str, X: np.ndarray, y: np.ndarray) -> Any:
@@ -177,15 +178,16 @@ def run(mode: str, out_dir: Path) -> dict[str, Any]:
                 regression = name in REGRESSORS
                 log(f"{name}: fitting")
                 t0 = time.perf_counter()
-                model = (fit_ours(name, X, target if regression else y) if ours
-                         else fit_peer(name, X, y))
+                model, warned = (fit_ours(name, X, target if regression else y) if ours
+                                 else (fit_peer(name, X, y), None))
                 fit_s = time.perf_counter() - t0
                 quality = model.score(Xt, tt if regression else yt)
                 rate = best_rate(model.predict, P, cfg["repeats"])
                 row = {"model": name, "ours": ours, "task": "regression" if regression
                        else "classification", "fit_s": fit_s,
                        "test_score": float(quality), "predict_rows_per_s": rate,
-                       "meets_1M": bool(rate >= 1e6) if ours else None}
+                       "meets_1M": bool(rate >= 1e6) if ours else None,
+                       "convergence_warnings": warned}
                 if hasattr(model, "decision_function") and ours:
                     row["decision_rows_per_s"] = best_rate(model.decision_function, P,
                                                            cfg["repeats"])
@@ -236,7 +238,10 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                     + ", ".join(f"{r['model']} {r['predict_rows_per_s'] / 1e6:.3g}M rows/s"
                                 for r in rows)
                     + (f". Below 1M rows/s: {', '.join(slow)}." if slow
-                       else ". Every streamlearn model predicts >= 1M rows/s.")),
+                       else ". Every streamlearn model predicts >= 1M rows/s.")
+                    + " ConvergenceWarnings of the fits: "
+                    + (", ".join(f"{r['model']} {r['convergence_warnings']}" for r in ours
+                                 if r["convergence_warnings"]) or "none") + "."),
         "tables": [{
             "title": "Rows per second (millions), one core",
             "columns": ["model", "test accuracy / R2", "fit s", "predict", "decision_function",
