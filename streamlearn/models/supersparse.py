@@ -407,14 +407,15 @@ class _SuperSparse(StreamEstimator):
         similarity = self._similarity()
         std = self._standardiser()
         beta, intercept = self._outputs()
+        # with a standardiser (RBF), the standardised distance from the raw rows and
+        # prototypes: no standardised copy of the rows
+        C = (self._fit_prototypes() if std is None
+             else np.asarray(self.prototypes_, dtype=np.float64))
         out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
             block = values[a:a + PREDICT_BLOCK]
-            if std is None:
-                S = similarity.values(block, self._fit_prototypes())
-            else:  # the standardised distance from the raw rows and prototypes
-                C = np.asarray(self.prototypes_, dtype=np.float64)
-                S = rbf_similarities(block, C, float(self.gamma_), std.scale)
+            S = (similarity.values(block, C) if std is None
+                 else rbf_similarities(block, C, float(self.gamma_), std.scale))
             out[a:a + block.shape[0]] = S @ beta + intercept
         return out[:, 0] if out.shape[1] == 1 else out
 
