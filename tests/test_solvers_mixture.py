@@ -9,6 +9,7 @@ from scipy.special import logsumexp
 from sklearn.svm import LinearSVC
 
 from streamlearn.solvers.mixture import (
+    Q_FLOOR,
     center_sq_norms,
     chunk_products,
     expert_dcd_chunk,
@@ -119,6 +120,29 @@ def test_expert_dcd_reaches_weighted_liblinear_solution() -> None:
         np.testing.assert_allclose(W[j], (y * alpha[:, j]) @ Z, atol=1e-4)
         upper = C * weight * Q[:, j]
         assert np.all(alpha[:, j] >= 0) and np.all(alpha[:, j] <= upper * (1 + 1e-6))
+
+
+def test_expert_dcd_leaves_rows_below_the_posterior_floor_out() -> None:
+    # rows whose posterior for an expert is below Q_FLOOR (and whose dual is zero) do not
+    # enter its problem: the solution is liblinear's on the other rows
+    rng = np.random.default_rng(8)
+    n, d = 200, 2
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = np.where(X[:, 0] - X[:, 1] + 0.4 * rng.normal(size=n) > 0, 1.0, -1.0).astype(np.float32)
+    weight = np.ones(n, dtype=np.float32)
+    q = rng.uniform(0.2, 1.0, size=n)
+    q[X[:, 0] > 0.3] = 0.5 * Q_FLOOR  # a third of the rows, far from this expert's gate
+    Q = q[:, None]
+    alpha = np.zeros((n, 1), dtype=np.float32)
+    W = np.zeros((1, d + 1))
+    for sweep in range(300):
+        expert_dcd_chunk(X, y, weight, Q, 1.0, alpha, W, np.ones(1, dtype=bool), BIAS, 1, sweep)
+    kept = q >= Q_FLOOR
+    assert np.all(alpha[~kept, 0] == 0.0)
+    ref = LinearSVC(C=1.0, loss="hinge", dual=True, intercept_scaling=BIAS, tol=1e-10,
+                    max_iter=200_000).fit(X[kept], y[kept], sample_weight=q[kept])
+    np.testing.assert_allclose(W[0, :d], ref.coef_[0], atol=2e-3)
+    assert W[0, d] * BIAS == pytest.approx(ref.intercept_[0], abs=2e-3)
 
 
 def test_expert_dcd_clips_duals_to_shrunken_bounds() -> None:

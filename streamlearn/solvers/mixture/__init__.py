@@ -22,6 +22,7 @@ from streamlearn.solvers.mixture.driver import (
 from streamlearn.solvers.mixture.kernels import (
     GATE_CUTOFF,
     PG_EPS,
+    Q_FLOOR,
     ChunkProducts,
     center_sq_norms,
     chunk_products,
@@ -57,6 +58,7 @@ __all__ = [
     "EM_MODES",
     "GATE_CUTOFF",
     "PG_EPS",
+    "Q_FLOOR",
     "BinaryFit",
     "ChunkProducts",
     "ClusterCountPass",

@@ -27,6 +27,11 @@ from streamlearn.solvers.dcd import _shuffle
 
 #: Projected gradients at most this large leave a dual variable unchanged.
 PG_EPS = 1e-12
+#: A row whose posterior for an expert is below this, and whose dual variable for it is
+#: zero, is skipped by that expert's coordinate step: its box ``[0, C s q]`` lets it move
+#: ``w_j`` by at most ``C s q ||x||``, while the step costs two passes over the row. With
+#: RBF gates most rows are this far from most centres (on 256-feature digits, 4 in 5).
+Q_FLOOR = 1e-6
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,15 @@ def gating_objective_chunk(X: np.ndarray, weight: np.ndarray, Q: np.ndarray, V: 
     return float(value), grad
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _expert_dot(W, j, x, d):
+    # w_j[:d] . x, summed in SIMD lanes (fastmath lets the reduction reassociate)
+    s = 0.0
+    for f in range(d):
+        s += x[f] * W[j, f]
+    return s
+
+
 @njit(cache=True, nogil=True)
 def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed):
     """Weighted dual coordinate descent of every active expert over one chunk (eq. 15).
@@ -285,6 +299,7 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
             s += np.float64(X[i, f]) * np.float64(X[i, f])
         qd[i] = s
     perm = np.arange(n)
+    x = np.empty(d)  # the row in double precision, converted once for every expert
     state = np.uint64(seed)
     pg_top = 0.0
     for sweep in range(n_inner):
@@ -292,6 +307,8 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
         for p in range(n):
             r = perm[p]
             yr = np.float64(y[r])
+            for f in range(d):
+                x[f] = X[r, f]
             for j in range(k):
                 if not active[j]:
                     continue
@@ -301,14 +318,12 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
                     delta = upper - a
                     alpha[r, j] = np.float32(upper)
                     for f in range(d):
-                        W[j, f] += delta * yr * np.float64(X[r, f])
+                        W[j, f] += delta * yr * x[f]
                     W[j, d] += delta * yr * bias_scale
                     a = upper
-                if upper <= 0.0:
+                if upper <= 0.0 or (a == 0.0 and Q[r, j] < Q_FLOOR):
                     continue
-                score = W[j, d] * bias_scale
-                for f in range(d):
-                    score += np.float64(X[r, f]) * W[j, f]
+                score = W[j, d] * bias_scale + _expert_dot(W, j, x, d)
                 g = yr * score - 1.0
                 if a == 0.0:
                     pg = min(g, 0.0)
@@ -326,7 +341,7 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
                     continue
                 alpha[r, j] = np.float32(a_new)
                 for f in range(d):
-                    W[j, f] += delta * yr * np.float64(X[r, f])
+                    W[j, f] += delta * yr * x[f]
                 W[j, d] += delta * yr * bias_scale
     return pg_top
 
