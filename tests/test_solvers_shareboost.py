@@ -15,9 +15,12 @@ from streamlearn.solvers.shareboost import (
     linear_gradient_chunk,
     margin_residuals_chunk,
     restricted_objective_chunk,
+    single_column_objective_chunk,
     stump_gates_chunk,
     stump_gradients,
     stump_histogram_chunk,
+    stump_objective_chunk,
+    stump_tables,
 )
 
 N, T, K, Q = 60, 4, 3, 2
@@ -100,6 +103,66 @@ def test_margin_residuals(problem) -> None:
     assert value == pytest.approx(float(w @ loss), rel=1e-12)
     assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
     assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != p["codes"])), rel=1e-12)
+
+
+def test_single_column_objective_matches_numpy(problem) -> None:
+    # groups of one column: the same loss and gradient as numpy on q = 1
+    p = dict(problem, base=problem["base"][:, :1].copy(), coef=problem["coef"][:, :, :1].copy())
+    s = _scores(p)
+    loss, R = _loss_and_residuals(s, p["codes"])
+    w = p["weight"].astype(np.float64)
+    grad_W, grad_b = np.zeros((T, K)), np.zeros(K)
+    value, wsum, errors = single_column_objective_chunk(
+        p["gates"], p["base"], p["codes"], p["weight"], np.ascontiguousarray(p["coef"][:, :, 0]),
+        p["intercept"], grad_W, grad_b)
+    assert value == pytest.approx(float(w @ loss), rel=1e-12)
+    assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
+    assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != p["codes"])), rel=1e-12)
+    wR = w[:, None] * R
+    g = p["gates"].astype(np.float64) * p["base"].astype(np.float64)
+    np.testing.assert_allclose(grad_W, g.T @ wR, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
+
+
+def test_stump_objective_equals_the_objective_of_its_gates() -> None:
+    # scoring stumps from per-feature tables and taking their gradient from binned
+    # residuals gives numpy's loss and gradient on the materialised gates
+    rng = np.random.default_rng(3)
+    n, d, n_thr, k = 300, 5, 6, 4
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:10, 0] = 0.25  # values equal to a threshold fall on the stump's side
+    thresholds = rng.normal(size=(d, n_thr)).astype(np.float32)
+    thresholds[0, 2] = 0.25
+    thresholds = np.sort(thresholds, axis=1)
+    selected = np.array([2, 3, 2 * n_thr + 5, 4 * n_thr, 1], dtype=np.int64)  # two on f = 0
+    features, bins = np.divmod(selected, n_thr)
+    coef = rng.normal(size=(selected.size, k, 1))
+    intercept = rng.normal(size=k)
+    codes = rng.integers(0, k, size=n).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, size=n).astype(np.float32)
+    gates = (X[:, features] <= thresholds[features, bins]).astype(np.float64)
+    s = intercept + gates @ coef[:, :, 0]
+    loss, R = _loss_and_residuals(s, codes)
+    w = weight.astype(np.float64)
+    hist = np.zeros((d, n_thr + 1, k))
+    grad_b = np.zeros(k)
+    table = stump_tables(features, bins, coef, thresholds)
+    value, wsum, errors = stump_objective_chunk(
+        X, thresholds, np.unique(features), table, codes, weight, intercept,
+        np.arange(d, dtype=np.int64), hist, grad_b)
+    assert value == pytest.approx(float(w @ loss), rel=1e-12)
+    assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
+    assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != codes)), rel=1e-12)
+    wR = w[:, None] * R
+    np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-12)
+    # every stump's gradient column, selected or not, from the bins
+    all_gates = (X[:, :, None] <= thresholds[None]).astype(np.float64)  # (n, d, n_thr)
+    np.testing.assert_allclose(stump_gradients(hist),
+                               np.einsum("ifb,ic->fbc", all_gates, wR), atol=1e-10)
+    # the same bins as the histogram kernel given the residuals
+    ref = np.zeros_like(hist)
+    stump_histogram_chunk(X, wR, thresholds, ref)
+    np.testing.assert_allclose(hist, ref, atol=1e-12)
 
 
 def test_linear_gradient_is_eq7_column_matrix() -> None:

@@ -24,9 +24,12 @@ from streamlearn.solvers.shareboost.kernels import (
     linear_gradient_chunk,
     margin_residuals_chunk,
     restricted_objective_chunk,
+    single_column_objective_chunk,
     stump_gates_chunk,
     stump_gradients,
     stump_histogram_chunk,
+    stump_objective_chunk,
+    stump_tables,
 )
 
 __all__ = [
@@ -42,7 +45,10 @@ __all__ = [
     "linear_gradient_chunk",
     "margin_residuals_chunk",
     "restricted_objective_chunk",
+    "single_column_objective_chunk",
     "stump_gates_chunk",
     "stump_gradients",
     "stump_histogram_chunk",
+    "stump_objective_chunk",
+    "stump_tables",
 ]

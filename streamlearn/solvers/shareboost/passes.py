@@ -23,10 +23,13 @@ from streamlearn.data import Chunk
 from streamlearn.errors import LabelError
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
-from streamlearn.solvers.shareboost.columns import Family
+from streamlearn.solvers.shareboost.columns import Family, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
     margin_residuals_chunk,
     restricted_objective_chunk,
+    single_column_objective_chunk,
+    stump_objective_chunk,
+    stump_tables,
 )
 from streamlearn.solvers.shareboost.threads import (
     MIN_ROWS_PER_THREAD,
@@ -57,6 +60,81 @@ def selected_gates(family: Family, chunk: Chunk, selected: np.ndarray) -> np.nda
 
 
 # -- passes -------------------------------------------------------------------------------
+def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
+                         codes: np.ndarray, weight: np.ndarray, coef: np.ndarray,
+                         intercept: np.ndarray, grad_coef: np.ndarray,
+                         grad_intercept: np.ndarray) -> tuple[float, float, float]:
+    """Loss sums of the restricted problem on rows ``X``, its gradient added to
+    ``grad_coef`` and ``grad_intercept``, the rows split between threads.
+
+    Stumps are scored from per-feature tables and their gradient taken from histograms of
+    the residuals (:func:`~streamlearn.solvers.shareboost.kernels.stump_objective_chunk`);
+    other groups of one column by
+    :func:`~streamlearn.solvers.shareboost.kernels.single_column_objective_chunk`, anchors
+    by :func:`~streamlearn.solvers.shareboost.kernels.restricted_objective_chunk`.
+
+    Returns
+    -------
+    loss, weight_sum, errors : float
+    """
+    if isinstance(family, StumpColumns):
+        features, bins = np.divmod(selected, family.n_thresholds)
+        hist = np.zeros(family.gradient_state(intercept.shape[0]).shape)
+        out = stump_statistics(family, X, selected, coef, intercept, codes, weight,
+                               np.unique(features), hist, grad_intercept)
+        grad_coef[:, :, 0] += np.cumsum(hist, axis=1)[features, bins]
+        return out
+    gates = np.ascontiguousarray(family.gates(X, selected), dtype=np.float32)
+    base = family.base(X)
+    single = coef.shape[2] == 1
+    W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
+
+    def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
+        grad = np.zeros(W.shape)
+        grad_b = np.zeros_like(grad_intercept)
+        kernel = single_column_objective_chunk if single else restricted_objective_chunk
+        sums = kernel(gates[lo:hi], base[lo:hi], codes[lo:hi], weight[lo:hi], W, intercept,
+                      grad, grad_b)
+        return grad, grad_b, sums
+
+    return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
+                  grad_coef[:, :, 0] if single else grad_coef, grad_intercept)
+
+
+def stump_statistics(family: StumpColumns, X: np.ndarray, selected: np.ndarray,
+                     coef: np.ndarray, intercept: np.ndarray, codes: np.ndarray,
+                     weight: np.ndarray, hist_features: np.ndarray, hist: np.ndarray,
+                     grad_intercept: np.ndarray) -> tuple[float, float, float]:
+    """Loss sums of a stump model on rows ``X``, the rows' residuals added to the bins of
+    ``hist_features`` in ``hist`` (:func:`~streamlearn.solvers.shareboost.kernels.
+    stump_objective_chunk`), the rows split between threads."""
+    features, bins = np.divmod(selected, family.n_thresholds)
+    table = stump_tables(features, bins, coef, family.thresholds)
+    score_features = np.unique(features)
+    hist_features = np.asarray(hist_features, dtype=np.int64)
+
+    def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
+        part = np.zeros_like(hist)
+        grad_b = np.zeros_like(grad_intercept)
+        sums = stump_objective_chunk(X[lo:hi], family.thresholds, score_features, table,
+                                     codes[lo:hi], weight[lo:hi], intercept, hist_features,
+                                     part, grad_b)
+        return part, grad_b, sums
+
+    return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)), hist,
+                  grad_intercept)
+
+
+def _added(parts: list[tuple[np.ndarray, np.ndarray, tuple[float, float, float]]],
+           acc: np.ndarray, acc_intercept: np.ndarray) -> tuple[float, float, float]:
+    # the threads' accumulators added to the caller's, their sums added up
+    for part, part_b, _ in parts:
+        acc += part
+        acc_intercept += part_b
+    return (sum(p[2][0] for p in parts), sum(p[2][1] for p in parts),
+            sum(p[2][2] for p in parts))
+
+
 @dataclass
 class WeightedSummaryState:
     """What the candidate columns are built from: the rows of positive weight only.
@@ -258,11 +336,16 @@ class ColumnScorePass:
         """Residuals of the chunk's rows, folded into every candidate's column (in place)."""
         chunk, _ = split_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
-        base = self.family.base(chunk.X)
-        gates = selected_gates(self.family, chunk, self.selected)
-        residuals, loss, wsum, errors = margin_residuals_chunk(
-            gates, base, codes, weight, self.coef, self.intercept)
-        self.family.accumulate(chunk.X, base, residuals, state.gradient)
+        if isinstance(self.family, StumpColumns):  # the bins are the stumps' statistics
+            loss, wsum, errors = stump_statistics(
+                self.family, chunk.X, self.selected, self.coef, self.intercept, codes, weight,
+                np.arange(chunk.X.shape[1]), state.gradient, np.zeros_like(self.intercept))
+        else:
+            base = self.family.base(chunk.X)
+            gates = selected_gates(self.family, chunk, self.selected)
+            residuals, loss, wsum, errors = margin_residuals_chunk(
+                gates, base, codes, weight, self.coef, self.intercept)
+            self.family.accumulate(chunk.X, base, residuals, state.gradient)
         state.loss += loss
         state.weight += wsum
         state.errors += errors
@@ -306,34 +389,17 @@ class RestrictedObjectivePass:
         """Add the chunk's loss and gradient (in place), and its held-out rows' tallies."""
         chunk, held = split_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
-        gates = selected_gates(self.family, chunk, self.selected)
-        base = self.family.base(chunk.X)
-
-        def work(lo: int, hi: int) -> ObjectiveState:
-            first = lo == 0  # the first part adds straight into the state's arrays
-            part = ObjectiveState(
-                0.0, 0.0, 0.0,
-                state.gradient if first else np.zeros_like(state.gradient),
-                state.intercept if first else np.zeros_like(state.intercept))
-            part.loss, part.weight, part.errors = restricted_objective_chunk(
-                gates[lo:hi], base[lo:hi], codes[lo:hi], weight[lo:hi], self.coef,
-                self.intercept, part.gradient, part.intercept)
-            return part
-
-        parts = in_threads(work, thread_bounds(chunk.n_rows, MIN_ROWS_PER_THREAD))
-        for i, part in enumerate(parts):
-            if i > 0:
-                state.gradient += part.gradient
-                state.intercept += part.intercept
-            state.loss += part.loss
-            state.weight += part.weight
-            state.errors += part.errors
+        loss, wsum, errors = restricted_objective(
+            self.family, chunk.X, self.selected, codes, weight, self.coef, self.intercept,
+            state.gradient, state.intercept)
+        state.loss += loss
+        state.weight += wsum
+        state.errors += errors
         if held is not None and held.n_rows:
             held_codes, held_weight = chunk_arrays(held)
-            loss, wsum, errors = restricted_objective_chunk(
-                selected_gates(self.family, held, self.selected), self.family.base(held.X),
-                held_codes, held_weight, self.coef, self.intercept,
-                np.zeros_like(self.coef), np.zeros_like(self.intercept))
+            loss, wsum, errors = restricted_objective(
+                self.family, held.X, self.selected, held_codes, held_weight, self.coef,
+                self.intercept, np.zeros_like(self.coef), np.zeros_like(self.intercept))
             state.held_loss += loss
             state.held_weight += wsum
             state.held_errors += errors
