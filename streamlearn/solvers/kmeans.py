@@ -120,6 +120,15 @@ SAMPLE_LLOYD_ITERATIONS = 10
 SAMPLE_SALT = 0x6B6D_6561_6E73
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _dot(a, b):
+    # a . b in double precision, summed in SIMD lanes (fastmath lets the sum reassociate)
+    s = 0.0
+    for f in range(a.shape[0]):
+        s += a[f] * b[f]
+    return s
+
+
 @njit(cache=True, nogil=True)
 def assign_chunk(X, centers):
     """Nearest centre of every row.
@@ -138,25 +147,23 @@ def assign_chunk(X, centers):
     """
     n, d = X.shape
     k = centers.shape[0]
+    C = np.empty((k, d))  # double precision, converted once
     c_sq = np.empty(k)
     for j in range(k):
-        s = 0.0
         for f in range(d):
-            s += np.float64(centers[j, f]) * np.float64(centers[j, f])
-        c_sq[j] = s
+            C[j, f] = centers[j, f]
+        c_sq[j] = _dot(C[j], C[j])
     labels = np.empty(n, dtype=np.int32)
     sq_dist = np.empty(n, dtype=np.float32)
+    x = np.empty(d)
     for i in range(n):
-        x_sq = 0.0
         for f in range(d):
-            x_sq += np.float64(X[i, f]) * np.float64(X[i, f])
+            x[f] = X[i, f]
+        x_sq = _dot(x, x)
         best = np.inf
         arg = 0
         for j in range(k):
-            dot = 0.0
-            for f in range(d):
-                dot += np.float64(X[i, f]) * np.float64(centers[j, f])
-            dist = c_sq[j] - 2.0 * dot
+            dist = c_sq[j] - 2.0 * _dot(x, C[j])
             if dist < best:
                 best = dist
                 arg = j
