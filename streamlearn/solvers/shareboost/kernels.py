@@ -87,6 +87,16 @@ def _argmax(s: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _tally_row(s: np.ndarray, y: int, w: float, r: np.ndarray, sums: np.ndarray) -> None:
+    # r <- rho - e_y of a row with scores s; adds w * loss, w and (if misclassified) w to
+    # sums = [loss, weight, errors]
+    if _argmax(s) != y:
+        sums[2] += w
+    sums[0] += w * _softmax_residual(s, y, r)
+    sums[1] += w
+
+
+@njit(cache=True, nogil=True)
 def decision_chunk(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
                    intercept: np.ndarray) -> np.ndarray:
     """Class scores ``s = b + sum_j g_j W_j a`` of every row.
@@ -151,17 +161,12 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
     r = np.empty(k)
     active = np.empty(gates.shape[1], dtype=np.int64)
     a = np.empty(q)
-    loss = 0.0
-    weight_sum = 0.0
-    errors = 0.0
+    sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
         n_active = _row_scores(i, gates, base, coef, intercept, active, s, a)
-        if _argmax(s) != y:
-            errors += w
-        loss += w * _softmax_residual(s, y, r)
-        weight_sum += w
+        _tally_row(s, y, w, r, sums)
         for c in range(k):
             grad_intercept[c] += w * r[c]
         for t in range(n_active):
@@ -171,7 +176,7 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
                 rc = wg * r[c]
                 for f in range(q):
                     grad_coef[j, c, f] += rc * a[f]
-    return loss, weight_sum, errors
+    return sums[0], sums[1], sums[2]
 
 
 @njit(cache=True, nogil=True)
@@ -198,20 +203,15 @@ def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarra
     r = np.empty(k)
     active = np.empty(gates.shape[1], dtype=np.int64)
     a = np.empty(base.shape[1])
-    loss = 0.0
-    weight_sum = 0.0
-    errors = 0.0
+    sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
         _row_scores(i, gates, base, coef, intercept, active, s, a)
-        if _argmax(s) != y:
-            errors += w
-        loss += w * _softmax_residual(s, y, r)
-        weight_sum += w
+        _tally_row(s, y, w, r, sums)
         for c in range(k):
             out[i, c] = w * r[c]
-    return out, loss, weight_sum, errors
+    return out, sums[0], sums[1], sums[2]
 
 
 @njit(cache=True, nogil=True)
@@ -264,17 +264,12 @@ def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np
     s = np.empty(k)
     r = np.empty(k)
     active = np.empty(gates.shape[1], dtype=np.int64)
-    loss = 0.0
-    weight_sum = 0.0
-    errors = 0.0
+    sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
         n_active = _single_column_scores(i, gates, base, W, intercept, active, s)
-        if _argmax(s) != y:
-            errors += w
-        loss += w * _softmax_residual(s, y, r)
-        weight_sum += w
+        _tally_row(s, y, w, r, sums)
         for c in range(k):
             grad_intercept[c] += w * r[c]
         a = np.float64(base[i, 0])
@@ -283,7 +278,7 @@ def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np
             wg = w * np.float64(gates[i, j])
             for c in range(k):
                 grad_W[j, c] += wg * r[c] * a
-    return loss, weight_sum, errors
+    return sums[0], sums[1], sums[2]
 
 
 # -- gradient matrix of eq. 7 for every candidate column ----------------------------------
@@ -416,9 +411,7 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
     k = intercept.shape[0]
     s = np.empty(k)
     r = np.empty(k)
-    loss = 0.0
-    weight_sum = 0.0
-    errors = 0.0
+    sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
@@ -429,10 +422,7 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
             p = _count_below(thresholds, f, X[i, f])
             for c in range(k):
                 s[c] += table[f, p, c]
-        if _argmax(s) != y:
-            errors += w
-        loss += w * _softmax_residual(s, y, r)
-        weight_sum += w
+        _tally_row(s, y, w, r, sums)
         for c in range(k):
             r[c] *= w
             grad_intercept[c] += r[c]
@@ -441,7 +431,7 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
             p = _count_below(thresholds, f, X[i, f])
             for c in range(k):
                 hist[f, p, c] += r[c]
-    return loss, weight_sum, errors
+    return sums[0], sums[1], sums[2]
 
 
 def stump_gradients(histogram: np.ndarray) -> np.ndarray:

@@ -54,9 +54,9 @@ def split_rows(chunk: Chunk, holdout: Holdout | None) -> tuple[Chunk, Chunk | No
     return chunk.select(~held), chunk.select(held)
 
 
-def selected_gates(family: Family, chunk: Chunk, selected: np.ndarray) -> np.ndarray:
-    """Gates of the selected candidates on a chunk, (n, T) float32 C-contiguous."""
-    return np.ascontiguousarray(family.gates(chunk.X, selected), dtype=np.float32)
+def selected_gates(family: Family, X: np.ndarray, selected: np.ndarray) -> np.ndarray:
+    """Gates of the selected candidates on rows ``X``, (n, T) float32 C-contiguous."""
+    return np.ascontiguousarray(family.gates(X, selected), dtype=np.float32)
 
 
 # -- passes -------------------------------------------------------------------------------
@@ -79,12 +79,12 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
     """
     if isinstance(family, StumpColumns):
         features, bins = np.divmod(selected, family.n_thresholds)
-        hist = np.zeros(family.gradient_state(intercept.shape[0]).shape)
+        hist = family.gradient_state(intercept.shape[0])
         out = stump_statistics(family, X, selected, coef, intercept, codes, weight,
                                np.unique(features), hist, grad_intercept)
         grad_coef[:, :, 0] += np.cumsum(hist, axis=1)[features, bins]
         return out
-    gates = np.ascontiguousarray(family.gates(X, selected), dtype=np.float32)
+    gates = selected_gates(family, X, selected)
     base = family.base(X)
     single = coef.shape[2] == 1
     W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
@@ -342,7 +342,7 @@ class ColumnScorePass:
                 np.arange(chunk.X.shape[1]), state.gradient, np.zeros_like(self.intercept))
         else:
             base = self.family.base(chunk.X)
-            gates = selected_gates(self.family, chunk, self.selected)
+            gates = selected_gates(self.family, chunk.X, self.selected)
             residuals, loss, wsum, errors = margin_residuals_chunk(
                 gates, base, codes, weight, self.coef, self.intercept)
             self.family.accumulate(chunk.X, base, residuals, state.gradient)
