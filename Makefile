@@ -2,6 +2,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 # Numba's on-disk cache is invalidated only when a kernel's own file changes, not when a
 # kernel it calls (in another module) does. Keying the cache directory by the whole
 # package's source makes every edit recompile, so tests and benchmarks never run stale code.
@@ -17,14 +18,21 @@ $(PY):
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,dev]"
+	$(PY) -m pip install --quiet -e ".[test,dev]"
 	@touch $(STAMP)
+
+# the peers the benchmarks measure against (LightGBM, XGBoost, Vowpal Wabbit, EBM, ...)
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test,bench,dev]"
+	@touch $(BENCH_STAMP)
 
 demo: $(STAMP) prune-kernel-cache
 	$(VENV)/bin/streamlearn demo
 
+# one pytest worker per core (at most 4), each test file on one worker: the suite is almost
+# all numba compiling, and a file's tests mostly share their kernels
 test: $(STAMP) prune-kernel-cache
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
 # scikit-learn's estimator checks on the oldest scikit-learn that pyproject.toml allows
 OLDEST_SKLEARN := $(shell sed -n 's/.*"scikit-learn>=\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)
@@ -38,7 +46,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 bench: export STREAMLEARN_DATA ?= $(abspath ../shared/data)
-bench: $(STAMP) prune-kernel-cache
+bench: $(BENCH_STAMP) prune-kernel-cache
 	$(PY) bench/run_all.py
 
 # keep only the cache of the current source
