@@ -42,6 +42,7 @@ from streamlearn.features import (
 )
 from streamlearn.features.pair_terms import PAIR_BASES, check_interactions, move_marginals
 from streamlearn.models.base import (
+    DENSE_BLOCK_ROWS,
     ClassifierScore,
     StreamEstimator,
     check_features,
@@ -114,8 +115,6 @@ CLAMPED_SHARE_WARNING = 0.01
 
 
 # -- the estimator ------------------------------------------------------------------------
-#: Sparse rows scored by a model whose map takes dense rows are densified this many at a time.
-DENSE_BLOCK_ROWS = 4096
 
 
 class AdditiveSVC(ClassifierScore, StreamEstimator):

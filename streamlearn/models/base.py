@@ -123,6 +123,10 @@ class NotOnline:
                              "the rows chunk by chunk")
 
 
+#: The estimators that train on sparse rows without densifying them.
+SPARSE_MODELS = "AdditiveSVC and ShareBoostClassifier(features='linear')"
+
+
 class StreamEstimator(BaseEstimator):
     """Base class: a scikit-learn estimator with fitted checks and model files.
 
@@ -219,8 +223,7 @@ class StreamEstimator(BaseEstimator):
                      **options: Any) -> None:
         """Run the driver on opened training data and set the learned attributes."""
         if dataset.is_sparse and not self._accepts_sparse:
-            raise TypeError(f"{type(self).__name__} takes dense rows; {dataset.source.description} "
-                            "holds sparse rows (AdditiveSVC trains on sparse data as it is)")
+            self._refuse_sparse(dataset.source.description)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         with recording() as passes:
             fitted = self._run_driver(runner, dataset, self._seed(), **options)
@@ -234,9 +237,16 @@ class StreamEstimator(BaseEstimator):
         self._set_fitted(fitted)
         record_categories(self, dataset.categories)
 
+    def _refuse_sparse(self, description: str) -> None:
+        """Raise the ``TypeError`` of an estimator given sparse rows it cannot train on."""
+        raise TypeError(f"{self!r} takes dense rows; {description} holds sparse rows "
+                        f"({SPARSE_MODELS} train on sparse data as it is)")
+
     def _training_dataset(self, data: Any, y: Any, sample_weight: Any,
                           nan_policy: Any) -> Dataset:
         """The training data opened for the estimator's ``_task``."""
+        if sp.issparse(data) and not self._accepts_sparse:
+            self._refuse_sparse(f"the {type(data).__name__} of shape {data.shape}")
         opener = (classification_dataset if self._task == "classification"
                   else regression_dataset)
         return opener(data, y, sample_weight, getattr(self, "chunk_rows", None),
@@ -820,6 +830,10 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         raise DataError(f"Input X contains {what} in feature {expected[c]!r} at row {r}; "
                         "predictions need finite values")
     return values
+
+
+#: Sparse rows scored by a model that reads dense rows are densified this many at a time.
+DENSE_BLOCK_ROWS = 4096
 
 
 def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | None:

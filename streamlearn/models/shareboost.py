@@ -54,10 +54,12 @@ from streamlearn.engine import evaluate
 from streamlearn.engine.checkpoint import DEFAULT_EVERY, CheckpointedRunner
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
+    DENSE_BLOCK_ROWS,
     ClassifierScore,
     NotOnline,
     StreamEstimator,
     classification_dataset,
+    sparse_rows_of,
     storable_classes,
 )
 from streamlearn.solvers.shareboost import driver
@@ -317,9 +319,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         held_out = None
         if validation is not None:
             if isinstance(validation, tuple):
-                held_out = classification_dataset(*validation)
+                held_out = classification_dataset(*validation,
+                                                  accept_sparse=self._accepts_sparse)
             else:
-                held_out = classification_dataset(validation)
+                held_out = classification_dataset(validation, accept_sparse=self._accepts_sparse)
         self.path_: dict[str, list[Any]] = {"n_selected": [], "loss": [], "train_error": [],
                                             "validation_error": [], "held_out_loss": [],
                                             "held_out_error": [], "passes": []}
@@ -328,7 +331,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             """Make the estimator the round's model, extend ``path_``, call ``callback``."""
             if not hasattr(self, "family_"):
                 self.classes_ = storable_classes(classes)
-                self.feature_names_in_ = tuple(dataset.feature_names)
+                self.feature_names_in_ = (dataset.feature_names if dataset.is_sparse
+                                          else tuple(dataset.feature_names))
                 self.n_features_in_ = len(self.feature_names_in_)
                 self.family_ = result.family
             self._set_model(result.selected, result.step.coef, result.step.intercept)
@@ -400,9 +404,31 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self._check_fitted()
         return self.family_.used_features(self.selected_features_)
 
+    @property
+    def _accepts_sparse(self) -> bool:  # type: ignore[override]
+        """Linear columns train on sparse rows as they are; stumps and anchors read every
+        feature of every row."""
+        return self.features == "linear"
+
     def _class_scores(self, X: Any) -> np.ndarray:
-        """Class scores ``W x + b`` on the selected columns, (n, k) float64."""
-        values = self._check_X(X)
+        """Class scores ``W x + b`` on the selected columns, (n, k) float64.
+
+        Sparse rows (a ``scipy.sparse`` matrix) are scored as they are by linear columns,
+        and densified a block of rows at a time for stumps and anchors.
+        """
+        self._check_fitted()
+        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        if rows is None:
+            return self._dense_scores(self._check_X(X))
+        if isinstance(self.family_, LinearColumns):
+            gates = self.family_.gates(rows, self.selected_features_)
+            return decision_chunk(gates, self.family_.base(rows), self.coef_groups_,
+                                  self.intercept_)
+        return np.concatenate([
+            self._dense_scores(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray())
+            for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
+
+    def _dense_scores(self, values: np.ndarray) -> np.ndarray:
         gates = self.family_.gates(values, self.selected_features_)
         return decision_chunk(gates, self.family_.base(values), self.coef_groups_,
                               self.intercept_)

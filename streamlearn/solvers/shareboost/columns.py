@@ -12,12 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost.kernels import (
     anchor_gradients,
     anchor_histogram_chunk,
     linear_gates_chunk,
+    linear_gates_csr,
     linear_gradient_chunk,
+    linear_gradient_csr,
     stump_gates_chunk,
     stump_gradients,
     stump_histogram_chunk,
@@ -38,7 +41,11 @@ def _ones(n: int) -> np.ndarray:
 
 @dataclass
 class LinearColumns:
-    """Candidates are the features ``x_f * scale_f``; candidate ``f`` is feature ``f``."""
+    """Candidates are the features ``x_f * scale_f``; candidate ``f`` is feature ``f``.
+
+    The one family that takes CSR rows (:class:`~streamlearn.data.sparse_rows.SparseRows`)
+    as they are: a zero entry adds nothing to a gradient column and is a zero gate.
+    """
 
     scale: np.ndarray
     n_base = 1
@@ -56,18 +63,24 @@ class LinearColumns:
         """Empty accumulator of the gradient matrix."""
         return np.zeros((self.n_candidates, k))
 
-    def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
-                   acc: np.ndarray) -> None:
+    def accumulate(self, X: np.ndarray | SparseRows, base: np.ndarray,
+                   residuals: np.ndarray, acc: np.ndarray) -> None:
         """Add one chunk's gradient columns to ``acc``."""
-        linear_gradient_chunk(X, residuals, self.scale, acc)
+        if isinstance(X, SparseRows):
+            linear_gradient_csr(*X.kernel_args, residuals, self.scale, acc)
+        else:
+            linear_gradient_chunk(X, residuals, self.scale, acc)
 
     def column_scores(self, acc: np.ndarray) -> np.ndarray:
         """L1 norm of every candidate's gradient column (eq. 7, before ``1 / m``)."""
         return np.abs(acc).sum(axis=1)
 
-    def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    def gates(self, X: np.ndarray | SparseRows, candidates: np.ndarray) -> np.ndarray:
         """Values of the given candidates, (n, T) float32."""
-        return linear_gates_chunk(X, np.asarray(candidates, dtype=np.int64), self.scale)
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        if isinstance(X, SparseRows):
+            return linear_gates_csr(*X.kernel_args, candidates, self.scale)
+        return linear_gates_chunk(X, candidates, self.scale)
 
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
         """Raw features the given candidates read."""

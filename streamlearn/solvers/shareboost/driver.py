@@ -300,19 +300,18 @@ def auto_l2(summary: WeightedSummary) -> float:
     """``l2="auto"``: ``L2_FACTOR * E||z||^2 / n``.
 
     ``z`` is a row with every feature divided by its largest absolute value (the linear
-    candidate columns), ``E`` the weighted mean over the summary's row sample and ``n`` the
-    training rows (their total weight: weights act as row counts). The loss is a mean over
+    candidate columns), ``E`` the weighted mean over all training rows (from the summary's
+    per-feature sums of squares, ``E||z||^2 = sum_f squares_f / largest_f^2 / n``) and
+    ``n`` the training rows (their total weight: weights act as row counts). The loss is a mean over
     the rows, so this is the penalty of an SVM with ``C = 10 / E||z||^2`` on the summed
     losses: a row's largest pull on ``W`` stays the same however wide the data is, and the
     penalty fades as rows accumulate.
     """
     largest = summary.largest
     scale = np.where(largest > 0, 1.0 / np.where(largest > 0, largest, 1.0), 1.0)
-    z = summary.sample.astype(np.float64) * scale
-    weight = summary.sample_weight
-    if weight.sum() <= 0 or summary.weight <= 0:
+    if summary.weight <= 0:
         return 0.0
-    mean_square = float(weight @ np.einsum("ij,ij->i", z, z) / weight.sum())
+    mean_square = float(summary.squares @ (scale * scale)) / float(summary.weight)
     return L2_FACTOR * mean_square / float(summary.weight)
 
 
@@ -357,11 +356,17 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     -------
     ShareBoostFit
     """
+    if dataset.is_sparse and config.features != "linear":
+        raise TypeError(f"features={config.features!r} takes dense rows; "
+                        f"{dataset.source.description} holds sparse rows, which train with "
+                        "features='linear'")
     classes = dataset.classes
     k = 0 if classes is None else len(classes)
     holdout = _holdout(config, dataset.n_rows, seed)
+    # stumps and anchors are built from a row sample; linear columns need none
+    sample_rows = 0 if config.features == "linear" else SAMPLE_ROWS
     summary: WeightedSummary = runner.run(
-        WeightedSummaryPass(dataset.n_features, SAMPLE_ROWS, seed, k, holdout), dataset,
+        WeightedSummaryPass(dataset.n_features, sample_rows, seed, k, holdout), dataset,
         description="describe")
     if summary.n_rows == 0:
         raise LabelError("the training data has no rows of positive weight")

@@ -21,7 +21,9 @@ arrays or add into the accumulators they are given:
   :func:`anchor_histogram_chunk`: the gradient matrix of eq. 7 for every candidate column
   of a family, from the residuals;
 - :func:`linear_gates_chunk`, :func:`stump_gates_chunk`: the gates of selected columns (anchor
-  gates are a comparison of distances, :mod:`streamlearn.features.anchors`).
+  gates are a comparison of distances, :mod:`streamlearn.features.anchors`);
+- :func:`linear_gradient_csr`, :func:`linear_gates_csr`: the linear family's two kernels
+  over CSR rows, each stored entry costing its work and each zero nothing.
 """
 
 from __future__ import annotations
@@ -307,6 +309,30 @@ def linear_gradient_chunk(X: np.ndarray, residuals: np.ndarray, scale: np.ndarra
 
 
 @njit(cache=True, nogil=True)
+def linear_gradient_csr(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                        residuals: np.ndarray, scale: np.ndarray, out: np.ndarray) -> None:
+    """:func:`linear_gradient_chunk` over CSR rows: only the stored entries add.
+
+    Parameters
+    ----------
+    indptr, indices, values : ndarray
+        The rows in CSR form (int64, int32, float32; a row's columns distinct).
+    residuals : ndarray of shape (n, k), float64
+    scale : ndarray of shape (d,), float64
+    out : ndarray of shape (d, k), float64
+    """
+    k = residuals.shape[1]
+    for i in range(indptr.shape[0] - 1):
+        for e in range(indptr[i], indptr[i + 1]):
+            f = indices[e]
+            v = values[e] * scale[f]
+            if v == 0.0:
+                continue
+            for c in range(k):
+                out[f, c] += v * residuals[i, c]
+
+
+@njit(cache=True, nogil=True)
 def _count_below(thresholds: np.ndarray, f: int, v: float) -> int:
     # number of thresholds[f, :] strictly below v: a count over the row of thresholds,
     # which vectorises, where a binary search mispredicts a branch at every step
@@ -538,6 +564,39 @@ def linear_gates_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarray) -
         for j in range(features.shape[0]):
             f = features[j]
             out[i, j] = X[i, f] * scale[f]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def linear_gates_csr(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                     features: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """:func:`linear_gates_chunk` of CSR rows: every stored entry of a selected feature is
+    found by a binary search among the selected features, the other entries cost nothing.
+
+    Parameters
+    ----------
+    indptr, indices, values : ndarray
+        The rows in CSR form (int64, int32, float32).
+    features : ndarray of shape (T,), int64
+        Selected features, in any order, repeats allowed.
+    scale : ndarray of shape (d,), float64
+
+    Returns
+    -------
+    ndarray of shape (n, T), float32
+    """
+    n = indptr.shape[0] - 1
+    t = features.shape[0]
+    order = np.argsort(features, kind="mergesort")
+    ranked = features[order]
+    out = np.zeros((n, t), dtype=np.float32)
+    for i in range(n):
+        for e in range(indptr[i], indptr[i + 1]):
+            f = indices[e]
+            p = np.searchsorted(ranked, f)
+            while p < t and ranked[p] == f:
+                out[i, order[p]] = values[e] * scale[f]
+                p += 1
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import LabelError
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
@@ -147,14 +148,18 @@ class WeightedSummaryState:
         Sum of the weights.
     largest : ndarray of shape (d,), float64
         Largest absolute value of every feature over the rows of positive weight.
-    sample : BottomKSample
+    squares : ndarray of shape (d,), float64
+        Weighted sum of every feature's squares over the rows of positive weight.
+    sample : BottomKSample or None
         Uniform sample of the rows of positive weight; its last column is the row's weight.
+        None when no sample is kept.
     """
 
     n_rows: int
     weight: float
     largest: np.ndarray
-    sample: BottomKSample
+    squares: np.ndarray
+    sample: BottomKSample | None
 
 
 @dataclass(frozen=True)
@@ -169,8 +174,11 @@ class WeightedSummary:
         Sum of the weights.
     largest : ndarray of shape (d,), float64
         Largest absolute value of every feature over the rows of positive weight.
+    squares : ndarray of shape (d,), float64
+        Weighted sum of every feature's squares over the rows of positive weight.
     sample : ndarray of shape (m, d), float32
-        Uniform sample of ``m = min(sample_size, n_rows)`` rows of positive weight.
+        Uniform sample of ``m = min(sample_size, n_rows)`` rows of positive weight (no rows
+        for a sample size of 0).
     sample_weight : ndarray of shape (m,), float64
         Weights of the sampled rows.
     """
@@ -178,6 +186,7 @@ class WeightedSummary:
     n_rows: int
     weight: float
     largest: np.ndarray
+    squares: np.ndarray
     sample: np.ndarray
     sample_weight: np.ndarray
 
@@ -200,17 +209,20 @@ class WeightedSummary:
 
 
 class WeightedSummaryPass:
-    """Reduction pass: feature ranges and a weighted row sample, ignoring zero-weight rows.
+    """Reduction pass: feature ranges, sums of squares and a weighted row sample, ignoring
+    zero-weight rows.
 
     Rows enter the candidate columns in proportion to their weight: a row of weight 0 is
     left out and a row of weight ``w`` counts as ``w`` copies (the stumps' thresholds are
     weighted quantiles), so fitting with integer weights is fitting on repeated rows.
+    Chunks of CSR rows are summarised from their stored entries; they keep no sample
+    (only the linear columns, which need none, train on sparse rows).
 
     Parameters
     ----------
     n_features : int
     sample_size : int
-        Rows in the sample the stump thresholds and anchor radii come from.
+        Rows in the sample the stump thresholds and anchor radii come from; 0 keeps none.
     seed : int
         Selects the sample; the result does not depend on chunking or merge order.
     n_classes : int
@@ -231,9 +243,10 @@ class WeightedSummaryPass:
 
     def start(self) -> WeightedSummaryState:
         """Empty state."""
+        sample = (BottomKSample(self.sample_size, self.n_features + 1, self.seed)
+                  if self.sample_size > 0 else None)
         return WeightedSummaryState(0, 0.0, np.zeros(self.n_features),
-                                    BottomKSample(self.sample_size, self.n_features + 1,
-                                                  self.seed))
+                                    np.zeros(self.n_features), sample)
 
     def step(self, state: WeightedSummaryState, chunk: Chunk) -> WeightedSummaryState:
         """Fold the chunk's rows of positive weight into ``state`` (in place)."""
@@ -247,24 +260,41 @@ class WeightedSummaryPass:
             keep &= ~self.holdout.mask(chunk.rows)
         if not keep.any():
             return state
-        X = chunk.X[keep]
+        kept = chunk.select(keep)
+        w = weight[keep].astype(np.float64)
         state.n_rows += int(keep.sum())
-        state.weight += float(weight[keep].sum(dtype=np.float64))
-        np.maximum(state.largest, np.abs(X).max(axis=0), out=state.largest)
-        state.sample.update(np.column_stack([X, weight[keep]]).astype(np.float32),
-                            np.asarray(chunk.rows)[keep])
+        state.weight += float(w.sum())
+        if isinstance(kept.X, SparseRows):
+            rows = kept.X
+            column = rows.indices
+            value = rows.values.astype(np.float64)
+            row_weight = np.repeat(w, np.diff(rows.indptr))
+            np.maximum.at(state.largest, column, np.abs(value))
+            state.squares += np.bincount(column, weights=row_weight * value * value,
+                                         minlength=self.n_features)
+        else:
+            X = kept.X
+            np.maximum(state.largest, np.abs(X).max(axis=0), out=state.largest)
+            X64 = X.astype(np.float64)
+            state.squares += w @ (X64 * X64)
+            if state.sample is not None:
+                state.sample.update(np.column_stack([X, weight[keep]]).astype(np.float32),
+                                    kept.rows)
         return state
 
     def merge(self, a: WeightedSummaryState, b: WeightedSummaryState) -> WeightedSummaryState:
         """Combine the states of two disjoint sets of chunks (a new state)."""
+        sample = None if a.sample is None or b.sample is None else a.sample.merge(b.sample)
         return WeightedSummaryState(a.n_rows + b.n_rows, a.weight + b.weight,
-                                    np.maximum(a.largest, b.largest), a.sample.merge(b.sample))
+                                    np.maximum(a.largest, b.largest), a.squares + b.squares,
+                                    sample)
 
     def finish(self, state: WeightedSummaryState) -> WeightedSummary:
         """The summary."""
-        values = state.sample.values
+        values = (np.zeros((0, self.n_features + 1), dtype=np.float32)
+                  if state.sample is None else state.sample.values)
         return WeightedSummary(state.n_rows, state.weight, state.largest.copy(),
-                               np.ascontiguousarray(values[:, :-1]),
+                               state.squares.copy(), np.ascontiguousarray(values[:, :-1]),
                                values[:, -1].astype(np.float64))
 
 
