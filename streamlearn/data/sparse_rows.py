@@ -57,6 +57,12 @@ class SparseRows:
         """``(indptr, indices, values)``, the form numba kernels take sparse rows in."""
         return (self.indptr, self.indices, self.values)
 
+    def sq_norms(self) -> np.ndarray:
+        """``||x_r||^2`` of every row, float64."""
+        values = self.values.astype(np.float64)
+        rows = np.repeat(np.arange(self.n_rows), np.diff(self.indptr))
+        return np.bincount(rows, weights=values * values, minlength=self.n_rows)
+
     def slice(self, a: int, b: int) -> SparseRows:
         """Rows ``a:b``; ``indices`` and ``values`` are views."""
         lo, hi = int(self.indptr[a]), int(self.indptr[b])

@@ -124,7 +124,7 @@ class NotOnline:
 
 
 #: The estimators that train on sparse rows without densifying them.
-SPARSE_MODELS = "AdditiveSVC and ShareBoostClassifier(features='linear')"
+SPARSE_MODELS = "AdditiveSVC, MixtureSVC and ShareBoostClassifier(features='linear')"
 
 
 class StreamEstimator(BaseEstimator):

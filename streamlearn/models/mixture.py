@@ -38,11 +38,13 @@ from streamlearn.data import Dataset, open_dataset
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
+    DENSE_BLOCK_ROWS,
     ClassifierScore,
     StreamEstimator,
     check_array_input,
     classification_dataset,
     record_categories,
+    sparse_rows_of,
     storable_classes,
 )
 from streamlearn.solvers.kmeans import Standardiser
@@ -57,7 +59,7 @@ from streamlearn.solvers.mixture.driver import (
     MixtureFit,
     OnlineState,
 )
-from streamlearn.solvers.mixture.kernels import mixture_log_odds_chunk
+from streamlearn.solvers.mixture.kernels import mixture_log_odds
 from streamlearn.solvers.mixture.passes import (
     EXPERT_SWEEPS,
     STEP_DECAY,
@@ -114,7 +116,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     the standard deviation of the training rows (unweighted; a constant feature keeps the
     scale 1 and becomes 0), and the mixture is trained and applied to ``z``: a fit on
     features put through any per-feature affine map gives the same predictions (up to
-    float round-off), and ``tau``, ``C`` and the centres are in standardised units.
+    float round-off), and ``tau``, ``C`` and the centres are in standardised units. Sparse
+    rows (a ``scipy.sparse`` matrix, svmlight files, a zarr CSR store) are trained on as
+    they are: they are divided by the standard deviation without centring (``shift_`` is
+    0, zeros stay zero), and every product runs over their stored entries.
 
     Parameters
     ----------
@@ -236,6 +241,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "check_sample_weight_equivalence_on_dense_data":
             "k-means is seeded from a random sample of rows and EM visits rows in a seeded "
             "random order, so a repeated row is not the same as a doubled weight",
+        "check_sample_weight_equivalence_on_sparse_data":
+            "k-means is seeded from a random sample of rows and EM visits rows in a seeded "
+            "random order, so a repeated row is not the same as a doubled weight",
     }
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -254,6 +262,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     }
     #: Stochastic EM state that ``partial_fit`` continues from.
     _private_state = ("_online",)
+    _accepts_sparse: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -432,6 +441,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self
         """
         self._validate_hyperparameters()
+        if sparse_rows_of(X, None, type(self).__name__) is not None:
+            raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
+                            "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
         if not self.is_fitted:
             return self._first_partial_fit(X, y, classes, sample_weight)
         if classes is not None and not _same_classes(classes, self.classes_):
@@ -493,16 +505,29 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ndarray of shape (n,) for two classes (positive: ``classes_[1]``), else
         (n, n_classes), one column per one-vs-rest mixture; float64.
         """
-        values = self._check_X(X)
+        self._check_fitted()
         shift, scale = self._standardisation()
-        values = Standardiser(shift, scale).apply(values)
-        n, m = values.shape[0], self.xi_.shape[0]
-        f = np.empty((n, m))
+        std = Standardiser(shift, scale)
+        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        if rows is None:
+            f = self._log_odds(std.apply(self._check_X(X)))
+        elif not np.any(shift):  # trained on sparse rows: scaled, not centred
+            f = self._log_odds(std.apply(rows))
+        else:  # a centring model: 4,096 rows densified at a time
+            f = np.concatenate([
+                self._log_odds(std.apply(rows.slice(a, min(a + DENSE_BLOCK_ROWS,
+                                                           rows.n_rows)).toarray()))
+                for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
+        return f[:, 0] if f.shape[1] == 1 else f
+
+    def _log_odds(self, values: Any) -> np.ndarray:
+        # every one-vs-rest mixture's log-odds on standardised rows, (n, m)
+        m = self.xi_.shape[0]
+        f = np.empty((values.shape[0], m))
         for j in range(m):
-            f[:, j] = mixture_log_odds_chunk(values, self.centers_[j], self.coef_[j],
-                                             self.xi_[j], float(self.tau_),
-                                             float(self.bias_scale))
-        return f[:, 0] if m == 1 else f
+            f[:, j] = mixture_log_odds(values, self.centers_[j], self.coef_[j], self.xi_[j],
+                                       float(self.tau_), float(self.bias_scale))
+        return f
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities from the normalised mixture likelihoods.

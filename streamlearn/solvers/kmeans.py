@@ -16,6 +16,12 @@ centre, weighting each by the rows that partial state assigned to it in this pas
 
 A :class:`Standardiser` (a per-feature affine map) may be applied to every chunk first, so
 that the centres are found in the standardised space.
+
+Chunks of CSR rows (:class:`~streamlearn.data.sparse_rows.SparseRows`) are clustered as they
+are: a row's squared distance to a centre is ``||x||^2 - 2 x . c + ||c||^2`` with the inner
+products over its stored entries (:func:`assign_rows`), and a centre's new mean adds up its
+rows' entries. Their standardiser divides without centring (:meth:`Standardiser.
+without_centring`), which keeps zeros zero.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from streamlearn.data import Chunk, Dataset
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.errors import DataError
 
@@ -94,24 +101,89 @@ class Standardiser:
         keep = np.asarray(varies, dtype=bool) & (std > 0) & np.isfinite(std)
         return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(keep, std, 1.0))
 
-    def apply(self, X: np.ndarray) -> np.ndarray:
+    def without_centring(self) -> Standardiser:
+        """The same scales with no shift: ``z = x / scale`` keeps a zero zero, the form
+        sparse rows are standardised in (as scikit-learn's ``StandardScaler(with_mean=
+        False)``)."""
+        return Standardiser(np.zeros_like(self.shift), self.scale)
+
+    def apply(self, X: np.ndarray | SparseRows) -> np.ndarray | SparseRows:
         """The standardised features.
 
         Parameters
         ----------
-        X : ndarray of shape (n_rows, n_features)
+        X : ndarray of shape (n_rows, n_features), or SparseRows
+            Sparse rows only with a zero shift (:meth:`without_centring`).
 
         Returns
         -------
-        ndarray of shape (n_rows, n_features), float32, C-contiguous
+        ndarray of shape (n_rows, n_features), float32, C-contiguous, or SparseRows
         """
+        if isinstance(X, SparseRows):
+            if np.any(self.shift != 0.0):
+                raise ValueError("a standardiser that centres would fill sparse rows in; "
+                                 "use Standardiser.without_centring()")
+            values = X.values.astype(np.float64) / self.scale[X.indices]
+            return SparseRows(X.indptr, X.indices, values.astype(np.float32), X.n_cols)
         Z = (np.asarray(X, dtype=np.float64) - self.shift) / self.scale
         return np.ascontiguousarray(Z, dtype=np.float32)
 
 
-def chunk_features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray:
-    """A chunk's features, standardised when a standardiser is given."""
+def chunk_features(chunk: Chunk, standardiser: Standardiser | None) -> np.ndarray | SparseRows:
+    """A chunk's features (dense or CSR), standardised when a standardiser is given."""
     return chunk.X if standardiser is None else standardiser.apply(chunk.X)
+
+
+def assign_rows(X: np.ndarray | SparseRows,
+                centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`assign_chunk` of dense or CSR rows.
+
+    CSR rows take ``||x||^2 - 2 x . c + ||c||^2`` with the inner products over their stored
+    entries, in double precision.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
+    centers : ndarray of shape (k, n_features)
+
+    Returns
+    -------
+    labels : ndarray of shape (n_rows,), int32
+    sq_dist : ndarray of shape (n_rows,), float32
+    """
+    if not isinstance(X, SparseRows):
+        return assign_chunk(X, centers)
+    C = np.asarray(centers, dtype=np.float64)
+    dist = (C * C).sum(axis=1)[None, :] - 2.0 * np.asarray(X.to_scipy() @ C.T)
+    labels = np.argmin(dist, axis=1).astype(np.int32)
+    best = dist[np.arange(X.n_rows), labels] + X.sq_norms()
+    return labels, np.maximum(best, 0.0).astype(np.float32)
+
+
+def _label_sums(X: SparseRows, labels: np.ndarray, weight: np.ndarray, k: int) -> np.ndarray:
+    # sum_{i: labels_i = j} weight_i x_i of CSR rows, (k, d) float64
+    from scipy import sparse
+
+    onehot = sparse.csr_array((np.asarray(weight, dtype=np.float64),
+                               (labels, np.arange(X.n_rows))), shape=(k, X.n_rows))
+    return np.asarray((onehot @ X.to_scipy().astype(np.float64)).toarray())
+
+
+def minibatch_rows(X: np.ndarray | SparseRows, weight: np.ndarray, centers: np.ndarray,
+                   counts: np.ndarray) -> float:
+    """:func:`minibatch_step` of dense or CSR rows (the same step, in place)."""
+    if not isinstance(X, SparseRows):
+        return minibatch_step(X, weight, centers, counts)
+    labels, sq_dist = assign_rows(X, centers)
+    k = centers.shape[0]
+    w = np.asarray(weight, dtype=np.float64)
+    mass = np.bincount(labels, weights=w, minlength=k)
+    sums = _label_sums(X, labels, w, k)
+    moved = mass > 0.0
+    total = counts[moved] + mass[moved]
+    centers[moved] = (counts[moved, None] * centers[moved] + sums[moved]) / total[:, None]
+    counts[moved] = total
+    return float(w @ sq_dist.astype(np.float64))
 
 
 #: Lloyd iterations on the sample after k-means++ seeding.
@@ -273,7 +345,7 @@ class MiniBatchKMeansPass:
         weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
                   else np.ascontiguousarray(chunk.weight, dtype=np.float32))
         before = state.counts.copy()
-        state.inertia += minibatch_step(chunk_features(chunk, self.standardiser), weight,
+        state.inertia += minibatch_rows(chunk_features(chunk, self.standardiser), weight,
                                         state.centers, state.counts)
         state.gained += state.counts - before
         state.rows += chunk.n_rows
@@ -302,18 +374,21 @@ class RowSamplePass:
     k : int
     n_features : int
     seed : int
+    sparse : bool
+        Sample CSR rows (into :class:`~streamlearn.data.sparse_rows.SparseRows`).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, k: int, n_features: int, seed: int) -> None:
+    def __init__(self, k: int, n_features: int, seed: int, sparse: bool = False) -> None:
         self.k = int(k)
         self.n_features = int(n_features)
         self.seed = int(seed)
+        self.sparse = bool(sparse)
 
     def start(self) -> BottomKSample:
         """An empty sample."""
-        return BottomKSample(self.k, self.n_features, self.seed)
+        return BottomKSample(self.k, self.n_features, self.seed, self.sparse)
 
     def step(self, state: BottomKSample, chunk: Chunk) -> BottomKSample:
         """Offer the chunk's rows (in place)."""
@@ -333,7 +408,7 @@ def kmeans_plus_plus(X: np.ndarray, n_clusters: int, rng: np.random.Generator) -
 
     Parameters
     ----------
-    X : ndarray of shape (n, n_features)
+    X : ndarray of shape (n, n_features), or SparseRows
     n_clusters : int
         At most ``n``.
     rng : numpy Generator
@@ -342,6 +417,8 @@ def kmeans_plus_plus(X: np.ndarray, n_clusters: int, rng: np.random.Generator) -
     -------
     ndarray of shape (n_clusters, n_features), float64
     """
+    if isinstance(X, SparseRows):
+        return _sparse_kmeans_plus_plus(X, n_clusters, rng)
     X64 = np.asarray(X, dtype=np.float64)
     n = X64.shape[0]
     centers = np.empty((n_clusters, X64.shape[1]))
@@ -355,12 +432,33 @@ def kmeans_plus_plus(X: np.ndarray, n_clusters: int, rng: np.random.Generator) -
     return centers
 
 
-def lloyd(X: np.ndarray, centers: np.ndarray, iterations: int) -> np.ndarray:
+def _sparse_kmeans_plus_plus(X: SparseRows, n_clusters: int,
+                             rng: np.random.Generator) -> np.ndarray:
+    # kmeans_plus_plus with the distances from the rows' inner products with each centre
+    S = X.to_scipy().astype(np.float64)
+    x_sq = X.sq_norms()
+    n = X.n_rows
+    centers = np.empty((n_clusters, X.n_cols))
+
+    def to(c: np.ndarray) -> np.ndarray:
+        return np.maximum(x_sq - 2.0 * (S @ c) + c @ c, 0.0)
+
+    centers[0] = S[[int(rng.integers(n))]].toarray()[0]
+    closest = to(centers[0])
+    for j in range(1, n_clusters):
+        total = closest.sum()
+        pick = rng.integers(n) if total <= 0 else rng.choice(n, p=closest / total)
+        centers[j] = S[[int(pick)]].toarray()[0]
+        np.minimum(closest, to(centers[j]), out=closest)
+    return centers
+
+
+def lloyd(X: np.ndarray | SparseRows, centers: np.ndarray, iterations: int) -> np.ndarray:
     """Lloyd iterations on in-memory rows; a centre left without rows stays where it is.
 
     Parameters
     ----------
-    X : ndarray of shape (n, n_features), float32
+    X : ndarray of shape (n, n_features), float32, or SparseRows
     centers : ndarray of shape (k, n_features)
     iterations : int
 
@@ -368,14 +466,19 @@ def lloyd(X: np.ndarray, centers: np.ndarray, iterations: int) -> np.ndarray:
     -------
     ndarray of shape (k, n_features), float64
     """
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    sparse = isinstance(X, SparseRows)
+    if not sparse:
+        X = np.ascontiguousarray(X, dtype=np.float32)
     centers = np.array(centers, dtype=np.float64)
     k = centers.shape[0]
     for _ in range(iterations):
-        labels, _ = assign_chunk(X, centers)
+        labels, _ = assign_rows(X, centers)
         counts = np.bincount(labels, minlength=k).astype(np.float64)
-        sums = np.zeros_like(centers)
-        np.add.at(sums, labels, X.astype(np.float64))
+        if sparse:
+            sums = _label_sums(X, labels, np.ones(X.n_rows), k)
+        else:
+            sums = np.zeros_like(centers)
+            np.add.at(sums, labels, X.astype(np.float64))
         moved = counts > 0
         new = centers.copy()
         new[moved] = sums[moved] / counts[moved, None]
@@ -439,7 +542,7 @@ def streamed_kmeans(data: Any, n_clusters: int, *, engine: Any = None, epochs: i
     if size < k:
         raise ValueError(f"init_rows ({size}) must be at least n_clusters ({k})")
     sample: BottomKSample = runner.run(
-        RowSamplePass(size, dataset.n_features, seed ^ SAMPLE_SALT), dataset,
+        RowSamplePass(size, dataset.n_features, seed ^ SAMPLE_SALT, dataset.is_sparse), dataset,
         description="k-means sample")
     rng = np.random.default_rng(seed)
     values = sample.values if standardiser is None else standardiser.apply(sample.values)

@@ -4,7 +4,9 @@
 
 0. a reduction pass takes every feature's mean and standard deviation; every later pass
    works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
-   the scale 1), so the fit does not depend on the features' units;
+   the scale 1), so the fit does not depend on the features' units; sparse rows are
+   divided by ``std`` without centring (``z = x / std``), which keeps their zeros zero, and
+   every later step takes its products over their stored entries;
    ``n_components="auto"``, ``nu="auto"`` and ``C="auto"`` are resolved (:func:`resolve`,
    :func:`default_C`);
 1. streamed mini-batch k-means gives ``k`` centres (:func:`~streamlearn.solvers.kmeans.
@@ -35,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +45,7 @@ import numpy as np
 
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.engine.moments import Moments
 from streamlearn.errors import DataError
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
@@ -188,7 +192,7 @@ class MixtureFit:
     Attributes
     ----------
     classes : ndarray of shape (n_classes,)
-    feature_names : tuple of str
+    feature_names : tuple of str, or a sequence of numbered names (sparse data)
     xi : ndarray of shape (n_models, k)
         Mixing weights (0: pruned).
     centers : ndarray of shape (n_models, k, d)
@@ -215,7 +219,7 @@ class MixtureFit:
     """
 
     classes: np.ndarray
-    feature_names: tuple[str, ...]
+    feature_names: Sequence[str]
     xi: np.ndarray
     centers: np.ndarray
     coef: np.ndarray
@@ -294,27 +298,48 @@ def default_nu(n_features: int, n_rows: int | None = None,
     return nu
 
 
-def default_C(n_varying: int, bias_scale: float) -> float:
-    """``C="auto"``: ``C_FACTOR / (n_varying + bias_scale^2)``.
+def default_C(sq_norm: float, bias_scale: float) -> float:
+    """``C="auto"``: ``C_FACTOR / (sq_norm + bias_scale^2)``.
 
-    ``n_varying + bias_scale^2`` is the mean squared norm ``mean ||[z, b]||^2`` of a
-    standardised row with its bias feature (each varying feature contributes its unit
-    variance, a constant one nothing). An SVM row's dual variable is bounded by ``C``, so
-    its largest pull on the weights has the size ``C ||[z, b]||^2``: this rule keeps that
-    pull at ``C_FACTOR`` whatever the number of features, where a fixed ``C`` lets the
-    experts of wide data (images, one-hot tables) fit their rows' noise.
+    ``sq_norm + bias_scale^2`` is the mean squared norm ``mean ||[z, b]||^2`` of a
+    standardised row with its bias feature. Centred, each varying feature contributes its
+    unit variance and a constant one nothing, so ``sq_norm`` is the number of varying
+    features; for sparse rows, divided without centring, it is :func:`uncentred_sq_norm`.
+    An SVM row's dual variable is bounded by ``C``, so its largest pull on the weights has
+    the size ``C ||[z, b]||^2``: this rule keeps that pull at ``C_FACTOR`` whatever the
+    number of features, where a fixed ``C`` lets the experts of wide data (images, one-hot
+    tables) fit their rows' noise.
 
     Parameters
     ----------
-    n_varying : int
-        Features whose training values are not all equal.
+    sq_norm : float
+        Mean squared norm of a standardised row without its bias feature.
     bias_scale : float
 
     Returns
     -------
     float
     """
-    return float(C_FACTOR / (max(int(n_varying), 0) + float(bias_scale) ** 2 or 1.0))
+    return float(C_FACTOR / (max(float(sq_norm), 0.0) + float(bias_scale) ** 2 or 1.0))
+
+
+def uncentred_sq_norm(moments: Moments, std: Standardiser) -> float:
+    """Mean squared norm of ``z = x / scale``: ``sum_f (var_f + mean_f^2) / scale_f^2``.
+
+    Parameters
+    ----------
+    moments : Moments
+        The raw features' count, mean, squared deviations, minimum and maximum.
+    std : Standardiser
+        The scales (its shift is not used).
+
+    Returns
+    -------
+    float
+    """
+    count, mean, m2 = int(moments[0]), np.asarray(moments[1]), np.asarray(moments[2])
+    second = m2 / max(count, 1) + mean * mean
+    return float(np.sum(second / np.square(std.scale)))
 
 
 def resolve(config: MixtureConfig, n_rows: int, n_features: int) -> MixtureConfig:
@@ -362,9 +387,14 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
                          description="feature moments")
     std = Standardiser.from_moments(*moments)
+    if dataset.is_sparse:
+        std = std.without_centring()
     if config.C == "auto":
-        n_varying = int(np.count_nonzero(np.asarray(moments[4]) > np.asarray(moments[3])))
-        config = dataclasses.replace(config, C=default_C(n_varying, config.bias_scale))
+        if dataset.is_sparse:
+            sq_norm = uncentred_sq_norm(moments, std)
+        else:  # every varying feature's unit variance
+            sq_norm = int(np.count_nonzero(np.asarray(moments[4]) > np.asarray(moments[3])))
+        config = dataclasses.replace(config, C=default_C(sq_norm, config.bias_scale))
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
     tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
@@ -373,7 +403,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                                      tau, std, holdout)
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
                          fits[0].total_weight, 0)
-    return MixtureFit(classes, tuple(dataset.feature_names),
+    names = dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
+    return MixtureFit(classes, names,
                       np.stack([f.params.xi for f in fits]),
                       np.stack([f.params.V for f in fits]),
                       np.stack([f.params.W for f in fits]), tau,

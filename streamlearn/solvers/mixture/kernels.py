@@ -23,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.solvers.dcd import _shuffle
+from streamlearn.solvers.embedding import kernel_rows
 
 #: Projected gradients at most this large leave a dual variable unchanged.
 PG_EPS = 1e-12
@@ -53,13 +55,14 @@ class ChunkProducts:
     scores: np.ndarray
 
 
-def chunk_products(X: np.ndarray, V: np.ndarray, W: np.ndarray,
+def chunk_products(X: np.ndarray | SparseRows, V: np.ndarray, W: np.ndarray,
                    bias_scale: float) -> ChunkProducts:
     """``||x_i||^2``, ``x_i . v_j`` and the expert scores of a chunk (float32 matrix products).
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, d), float32
+    X : ndarray of shape (n_rows, d), float32, or SparseRows
+        CSR rows take the products over their stored entries (scipy's sparse product).
     V : ndarray of shape (k, d)
     W : ndarray of shape (k, d + 1)
     bias_scale : float
@@ -70,12 +73,16 @@ def chunk_products(X: np.ndarray, V: np.ndarray, W: np.ndarray,
     """
     d = X.shape[1]
     k = V.shape[0]
-    x_sq = np.einsum("ij,ij->i", X, X).astype(np.float64)
     # one product for centres and experts, the right operand C-contiguous (d, 2k)
     right = np.empty((d, 2 * k), dtype=np.float32)
     right[:, :k] = np.asarray(V, dtype=np.float32).T
     right[:, k:] = np.asarray(W[:, :d], dtype=np.float32).T
-    both = (X @ right).astype(np.float64)
+    if isinstance(X, SparseRows):
+        x_sq = X.sq_norms()
+        both = np.asarray(X.to_scipy() @ right).astype(np.float64)
+    else:
+        x_sq = np.einsum("ij,ij->i", X, X).astype(np.float64)
+        both = (X @ right).astype(np.float64)
     XV = np.ascontiguousarray(both[:, :k])
     scores = np.ascontiguousarray(both[:, k:])
     scores += np.asarray(W[:, d], dtype=np.float64)[None, :] * float(bias_scale)
@@ -222,7 +229,7 @@ def gating_objective_chunk(X: np.ndarray, weight: np.ndarray, Q: np.ndarray, V: 
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, d), float32
+    X : ndarray of shape (n_rows, d), float32, or SparseRows
     weight : ndarray of shape (n_rows,), float32
     Q : ndarray of shape (n_rows, k), float64
     V : ndarray of shape (k, d), float64
@@ -235,11 +242,20 @@ def gating_objective_chunk(X: np.ndarray, weight: np.ndarray, Q: np.ndarray, V: 
     grad : ndarray of shape (k, d), float64
         Zero rows for inactive components.
     """
-    x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    XV = np.ascontiguousarray((X @ np.asarray(V, dtype=np.float32).T).astype(np.float64))
+    V32 = np.asarray(V, dtype=np.float32)
+    if isinstance(X, SparseRows):
+        S = X.to_scipy()
+        x_sq = X.sq_norms()
+        XV = np.ascontiguousarray(np.asarray(S @ V32.T).astype(np.float64))
+    else:
+        x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        XV = np.ascontiguousarray((X @ V32.T).astype(np.float64))
     log_g = gate_log_chunk(x_sq, XV, center_sq_norms(V), active, float(tau))
     value, R = gating_terms_chunk(log_g, Q, weight, active)
-    moment = (R.astype(np.float32).T @ X).astype(np.float64)
+    if isinstance(X, SparseRows):
+        moment = np.asarray(S.T @ R.astype(np.float32)).T.astype(np.float64)
+    else:
+        moment = (R.astype(np.float32).T @ X).astype(np.float64)
     grad = 2.0 * float(tau) * (R.sum(axis=0)[:, None] * V - moment)
     grad[~active] = 0.0
     return float(value), grad
@@ -254,7 +270,6 @@ def _expert_dot(W, j, x, d):
     return s
 
 
-@njit(cache=True, nogil=True)
 def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed):
     """Weighted dual coordinate descent of every active expert over one chunk (eq. 15).
 
@@ -266,7 +281,8 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, d), float32
+    X : ndarray of shape (n_rows, d), float32, or SparseRows
+        Dense rows, or CSR rows (each stored entry costing its work, each zero nothing).
     y : ndarray of shape (n_rows,), float32
         Labels in {-1, +1}.
     weight : ndarray of shape (n_rows,), float32
@@ -290,16 +306,40 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
     float
         Largest projected-gradient magnitude met in the first sweep.
     """
-    n, d = X.shape
+    dense, csr, sparse = kernel_rows(X)
+    return _expert_dcd_rows(dense, csr, sparse, y, weight, Q, C, alpha, W, active, bias_scale,
+                            n_inner, seed)
+
+
+@njit(cache=True, nogil=True)
+def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_scale, n_inner,
+                     seed):
+    # expert_dcd_chunk over the dense rows X or the CSR rows csr = (indptr, indices, values)
+    # (kernel_rows); the branches on the form sit outside the loops over a row
+    d = W.shape[1] - 1
     k = W.shape[0]
+    if not sparse:
+        n = X.shape[0]
+        width = d
+    else:
+        n = csr[0].shape[0] - 1
+        width = 0
+        for i in range(n):
+            width = max(width, csr[0][i + 1] - csr[0][i])
     qd = np.empty(n)
     for i in range(n):
         s = bias_scale * bias_scale
-        for f in range(d):
-            s += np.float64(X[i, f]) * np.float64(X[i, f])
+        if not sparse:
+            for f in range(d):
+                s += np.float64(X[i, f]) * np.float64(X[i, f])
+        else:
+            for e in range(csr[0][i], csr[0][i + 1]):
+                s += np.float64(csr[2][e]) * np.float64(csr[2][e])
         qd[i] = s
     perm = np.arange(n)
-    x = np.empty(d)  # the row in double precision, converted once for every expert
+    x = np.empty(width)  # the row in double precision, converted once for every expert
+    cols = np.empty(width, dtype=np.int64)  # its columns (CSR rows)
+    nx = width
     state = np.uint64(seed)
     pg_top = 0.0
     for sweep in range(n_inner):
@@ -307,8 +347,15 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
         for p in range(n):
             r = perm[p]
             yr = np.float64(y[r])
-            for f in range(d):
-                x[f] = X[r, f]
+            if not sparse:
+                for f in range(d):
+                    x[f] = X[r, f]
+            else:
+                lo = csr[0][r]
+                nx = csr[0][r + 1] - lo
+                for e in range(nx):
+                    x[e] = csr[2][lo + e]
+                    cols[e] = csr[1][lo + e]
             for j in range(k):
                 if not active[j]:
                     continue
@@ -317,13 +364,22 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
                 if a > upper:  # the bound shrank since the last visit: clip first
                     delta = upper - a
                     alpha[r, j] = np.float32(upper)
-                    for f in range(d):
-                        W[j, f] += delta * yr * x[f]
+                    if not sparse:
+                        for f in range(d):
+                            W[j, f] += delta * yr * x[f]
+                    else:
+                        for e in range(nx):
+                            W[j, cols[e]] += delta * yr * x[e]
                     W[j, d] += delta * yr * bias_scale
                     a = upper
                 if upper <= 0.0 or (a == 0.0 and Q[r, j] < Q_FLOOR):
                     continue
-                score = W[j, d] * bias_scale + _expert_dot(W, j, x, d)
+                if not sparse:
+                    score = W[j, d] * bias_scale + _expert_dot(W, j, x, d)
+                else:
+                    score = W[j, d] * bias_scale
+                    for e in range(nx):
+                        score += x[e] * W[j, cols[e]]
                 g = yr * score - 1.0
                 if a == 0.0:
                     pg = min(g, 0.0)
@@ -340,8 +396,12 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
                 if delta == 0.0:
                     continue
                 alpha[r, j] = np.float32(a_new)
-                for f in range(d):
-                    W[j, f] += delta * yr * x[f]
+                if not sparse:
+                    for f in range(d):
+                        W[j, f] += delta * yr * x[f]
+                else:
+                    for e in range(nx):
+                        W[j, cols[e]] += delta * yr * x[e]
                 W[j, d] += delta * yr * bias_scale
     return pg_top
 
@@ -442,6 +502,79 @@ def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
         pos[i] = p / total
         neg[i] = m / total
     return pos, neg
+
+
+def mixture_log_odds(X: np.ndarray | SparseRows, V: np.ndarray, W: np.ndarray,
+                     xi: np.ndarray, tau: float, bias_scale: float) -> np.ndarray:
+    """:func:`mixture_log_odds_chunk` of dense rows, or of CSR rows by
+    :func:`mixture_log_odds_csr`."""
+    if isinstance(X, SparseRows):
+        return mixture_log_odds_csr(*X.kernel_args, V, W, xi, tau, bias_scale)
+    return mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale)
+
+
+@njit(cache=True, nogil=True)
+def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale):
+    """:func:`mixture_log_odds_chunk` of CSR rows: ``||x - v_j||^2 = ||v_j||^2 +
+    sum_e (x_e^2 - 2 x_e v_j,e)`` and ``s_j`` over each row's stored entries.
+
+    Parameters
+    ----------
+    indptr, indices, values : ndarray
+        The rows in CSR form (int64, int32, float32).
+    V, W, xi, tau, bias_scale
+        As for :func:`mixture_log_odds_chunk`.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64
+    """
+    n = indptr.shape[0] - 1
+    k, d = V.shape
+    out = np.empty(n)
+    v_sq = np.zeros(k)
+    for j in range(k):
+        for f in range(d):
+            v_sq[j] += V[j, f] * V[j, f]
+    log_xi = np.empty(k)
+    for j in range(k):
+        log_xi[j] = np.log(xi[j]) if xi[j] > 0.0 else -np.inf
+    sq = np.empty(k)
+    s = np.empty(k)
+    for i in range(n):
+        for j in range(k):
+            sq[j] = v_sq[j]
+            s[j] = W[j, d] * bias_scale
+        for e in range(indptr[i], indptr[i + 1]):
+            f = indices[e]
+            x = np.float64(values[e])
+            for j in range(k):
+                sq[j] += x * (x - 2.0 * V[j, f])
+                s[j] += x * W[j, f]
+        out[i] = _log_odds_row(sq, s, log_xi, xi, tau)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_odds_row(sq, s, log_xi, xi, tau):
+    # log pos - log neg of one row from its squared distances and expert scores
+    k = sq.shape[0]
+    top_pos = -np.inf
+    top_neg = -np.inf
+    for j in range(k):
+        if xi[j] <= 0.0:
+            continue
+        a = log_xi[j] - tau * max(sq[j], 0.0)
+        top_pos = max(top_pos, a - max(0.0, 1.0 - s[j]))
+        top_neg = max(top_neg, a - max(0.0, 1.0 + s[j]))
+    total_pos = 0.0
+    total_neg = 0.0
+    for j in range(k):
+        if xi[j] > 0.0:
+            a = log_xi[j] - tau * max(sq[j], 0.0)
+            total_pos += np.exp(a - max(0.0, 1.0 - s[j]) - top_pos)
+            total_neg += np.exp(a - max(0.0, 1.0 + s[j]) - top_neg)
+    return (top_pos + np.log(total_pos)) - (top_neg + np.log(total_neg))
 
 
 @njit(cache=True, nogil=True)

@@ -27,16 +27,23 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
-from streamlearn.engine.moments import Moments, chunk_moments, empty_moments, merge_moments
+from streamlearn.data.sparse_rows import take_rows
+from streamlearn.engine.moments import (
+    Moments,
+    chunk_moments,
+    empty_moments,
+    merge_moments,
+    sparse_chunk_moments,
+)
 from streamlearn.solvers.holdout import Holdout
-from streamlearn.solvers.kmeans import Standardiser, assign_chunk, chunk_features
+from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
 from streamlearn.solvers.mixture.kernels import (
     center_sq_norms,
     chunk_products,
     expert_dcd_chunk,
     gate_log_chunk,
     gating_objective_chunk,
-    mixture_log_odds_chunk,
+    mixture_log_odds,
     posteriors_chunk,
 )
 
@@ -159,6 +166,9 @@ class FeatureMomentsPass:
 
     def step(self, state: Moments, chunk: Chunk) -> Moments:
         """Moments with the chunk's rows added (a new state)."""
+        if chunk.is_sparse:
+            return merge_moments(state, sparse_chunk_moments(*chunk.X.kernel_args,
+                                                             chunk.X.n_cols))
         return merge_moments(state, chunk_moments(chunk.X))
 
     def merge(self, a: Moments, b: Moments) -> Moments:
@@ -221,7 +231,7 @@ class ClusterCountPass:
 
     def step(self, state: ClusterCounts, chunk: Chunk) -> ClusterCounts:
         """Add the chunk's rows (in place)."""
-        labels, sq = assign_chunk(chunk_features(chunk, self.standardiser), self.centers)
+        labels, sq = assign_rows(chunk_features(chunk, self.standardiser), self.centers)
         w = _weights(chunk, self.holdout).astype(np.float64)
         np.add.at(state.counts, (labels, np.asarray(chunk.y, dtype=np.int64)), w)
         state.sq_dist += float(w @ sq.astype(np.float64))
@@ -330,7 +340,7 @@ class InitialExpertPass:
             centers = self.centers[m]
             Q = assigned.get(id(centers))
             if Q is None:
-                labels, _ = assign_chunk(X, centers)
+                labels, _ = assign_rows(X, centers)
                 Q = np.zeros((chunk.n_rows, centers.shape[0]))
                 Q[np.arange(chunk.n_rows), labels] = 1.0
                 assigned[id(centers)] = Q
@@ -723,13 +733,13 @@ class StochasticEpochPass:
         held = np.flatnonzero(self.holdout.mask(chunk.rows))
         if held.size == 0:
             return
-        Xh = np.ascontiguousarray(X[held])
+        Xh = take_rows(X, held)
         y = np.asarray(chunk.y)[held]
         w = (np.ones(held.size) if chunk.weight is None
              else np.asarray(chunk.weight, dtype=np.float64)[held])
         for g, lanes in enumerate(self.groups):
             F = np.column_stack([
-                mixture_log_odds_chunk(Xh, state.lanes[m].params.V, state.lanes[m].params.W,
+                mixture_log_odds(Xh, state.lanes[m].params.V, state.lanes[m].params.W,
                                        state.lanes[m].params.xi, self.tau, self.bias_scale)
                 for m in lanes])
             if len(lanes) == 1:
