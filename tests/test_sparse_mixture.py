@@ -75,7 +75,7 @@ def test_expert_steps_on_csr_rows_are_the_dense_steps():
 
 
 def test_log_odds_of_csr_rows_are_the_dense_kernels():
-    rows, X, V, W, rng = _kernel_problem(seed=1)
+    rows, X, V, W, _ = _kernel_problem(seed=1)
     xi = np.array([0.4, 0.0, 0.35, 0.25])
     dense = mixture_log_odds_chunk(X, V, W, xi, 0.6, 1.0)
     np.testing.assert_allclose(mixture_log_odds(rows, V, W, xi, 0.6, 1.0), dense, rtol=1e-10,
