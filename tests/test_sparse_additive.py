@@ -10,7 +10,7 @@ from sklearn.datasets import dump_svmlight_file
 from streamlearn import open_dataset
 from streamlearn.errors import DataError
 from streamlearn.io.model_file import load_model, save_model
-from streamlearn.models import AdditiveSVC, SuperSparseClassifier
+from streamlearn.models import AdditiveSVC, SparseJSBoostClassifier
 
 
 def _data(n: int = 1500, d: int = 40, classes: int = 2, seed: int = 0):
@@ -113,9 +113,9 @@ def test_negative_values_need_the_linear_map():
 def test_other_models_refuse_sparse_rows():
     M, _, y = _data(n=200)
     with pytest.raises(TypeError, match="[Ss]parse"):
-        SuperSparseClassifier().fit(M, y)
+        SparseJSBoostClassifier().fit(M, y)
     with pytest.raises(TypeError, match="sparse"):
-        SuperSparseClassifier().fit(open_dataset(M, target=y))
+        SparseJSBoostClassifier().fit(open_dataset(M, target=y))
     with pytest.raises(TypeError, match="partial_fit takes dense rows"):
         AdditiveSVC().partial_fit(M, y)
 

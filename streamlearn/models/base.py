@@ -124,7 +124,8 @@ class NotOnline:
 
 
 #: The estimators that train on sparse rows without densifying them.
-SPARSE_MODELS = "AdditiveSVC, MixtureSVC and ShareBoostClassifier(features='linear')"
+SPARSE_MODELS = ("AdditiveSVC, MixtureSVC, ShareBoostClassifier(features='linear') and the "
+                 "super-sparse machines with the RBF similarity")
 
 
 class StreamEstimator(BaseEstimator):

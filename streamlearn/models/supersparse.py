@@ -56,6 +56,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.sources.base import default_feature_names
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import DataError, LabelError
 from streamlearn.models.base import (
@@ -67,6 +68,7 @@ from streamlearn.models.base import (
     encode_labels,
     record_categories,
     sorted_classes,
+    sparse_rows_of,
     storable_classes,
 )
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
@@ -135,11 +137,23 @@ class _SuperSparse(StreamEstimator):
 
     _fitted_attribute = "prototypes_"
     _expected_failed_checks: ClassVar[dict[str, str]] = {
-        "check_sample_weight_equivalence_on_dense_data":
-            "the initial prototypes are a seeded random sample of rows, so a row repeated k "
-            "times is not drawn as the same row with weight k is (and zero-weight rows can be "
-            "drawn)",
+        check: "the initial prototypes are a seeded random sample of rows, so a row repeated "
+               "k times is not drawn as the same row with weight k is (and zero-weight rows "
+               "can be drawn)"
+        for check in ("check_sample_weight_equivalence_on_dense_data",
+                      "check_sample_weight_equivalence_on_sparse_data")
     }
+
+    @property
+    def _accepts_sparse(self) -> bool:  # type: ignore[override]
+        """The RBF similarity trains on sparse rows as they are (scaled, not centred); a
+        similarity function takes dense rows."""
+        return isinstance(self.similarity, str)
+
+    def _refuse_sparse_partial_fit(self, X: Any) -> None:
+        if sparse_rows_of(X, None, type(self).__name__) is not None:
+            raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
+                            "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
 
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         "n_prototypes": [Interval(Integral, 1, None, closed="left"), "array-like",
@@ -403,7 +417,10 @@ class _SuperSparse(StreamEstimator):
     def _decision(self, X: Any) -> np.ndarray:
         """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row;
         shape (n,) with one output, (n, K) with one per class."""
-        values = self._check_X(X)
+        self._check_fitted()
+        values = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        if values is None:
+            values = self._check_X(X)
         similarity = self._similarity()
         std = self._standardiser()
         beta, intercept = self._outputs()
@@ -411,9 +428,14 @@ class _SuperSparse(StreamEstimator):
         # prototypes: no standardised copy of the rows
         C = (self._fit_prototypes() if std is None
              else np.asarray(self.prototypes_, dtype=np.float64))
+        dense_only = std is None and similarity.function is not None
         out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
-            block = values[a:a + PREDICT_BLOCK]
+            b = min(a + PREDICT_BLOCK, values.shape[0])
+            if isinstance(values, SparseRows):  # a similarity function gets dense rows
+                block = values.slice(a, b).toarray() if dense_only else values.slice(a, b)
+            else:
+                block = values[a:b]
             S = (similarity.values(block, C) if std is None
                  else rbf_similarities(block, C, float(self.gamma_), std.scale))
             out[a:a + block.shape[0]] = S @ beta + intercept
@@ -451,6 +473,8 @@ _PARAMS_DOC = """
         the model does not depend on the features' units. False computes the RBF on the
         raw features (to reproduce a kernel machine's geometry, e.g. an RBF-SVM's that
         :meth:`reduce` shrinks). A caller's similarity always gets the raw features.
+        Sparse rows are divided by ``scale_`` without centring (``shift_`` is 0): the RBF's
+        distances are the same, and zeros stay zero.
     lam : float
         Regularisation ``lam R(beta)`` of eq. 2.
     coef : {"ridge", "lasso"}
@@ -587,6 +611,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         self
         """
         self._validate_hyperparameters()
+        self._refuse_sparse_partial_fit(X)
         values, weight = self._partial_fit_inputs(X, y, sample_weight, "regression")
         self._partial_fit_rows(values, np.asarray(y, dtype=np.float64).reshape(-1), weight)
         return self
@@ -607,9 +632,10 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
 
 class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     _expected_failed_checks: ClassVar[dict[str, str]] = {
-        "check_sample_weight_equivalence_on_dense_data":
-            "the initial prototypes are a seeded random sample of rows, so a row repeated k "
-            "times is not drawn as the same row with weight k is",
+        check: "the initial prototypes are a seeded random sample of rows, so a row repeated "
+               "k times is not drawn as the same row with weight k is"
+        for check in ("check_sample_weight_equivalence_on_dense_data",
+                      "check_sample_weight_equivalence_on_sparse_data")
     }
     __doc__ = ("Super-sparse classifier: a ridge or LASSO fit of ``+-1`` labels, or of "
                "another model's scores (:meth:`reduce`, the SSVM), over similarities to ``p`` "
@@ -683,6 +709,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         self
         """
         self._validate_hyperparameters()
+        self._refuse_sparse_partial_fit(X)
         if getattr(self, "reduced_", False):
             raise ValueError("partial_fit cannot continue a model made by reduce(): reduce "
                              "fits another model's decision values, not labels; reduce again "

@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from streamlearn.data.sparse_rows import SparseRows
+
 
 @njit(cache=True, nogil=True)
 def prototype_sq_distances(X, Ct, weights):
@@ -66,7 +68,48 @@ def prototype_sq_distances(X, Ct, weights):
     return D
 
 
-def rbf_similarities(X: np.ndarray, C: np.ndarray, gamma: float,
+@njit(cache=True, nogil=True)
+def prototype_sq_distances_csr(indptr, indices, values, C, weights):
+    """:func:`prototype_sq_distances` of CSR rows, over their stored entries.
+
+    ``sum_f w_f (x_f - c_jf)^2 = sum_f w_f c_jf^2 + sum_{stored f} w_f x_f (x_f - 2 c_jf)``:
+    the prototypes' weighted norms once, then each stored entry's correction.
+
+    Parameters
+    ----------
+    indptr, indices, values : ndarray
+        The rows in CSR form (int64, int32, float32).
+    C : ndarray of shape (p, d), float64, C-contiguous
+        Prototypes, one per row.
+    weights : ndarray of shape (d,), float64
+
+    Returns
+    -------
+    ndarray of shape (n, p), float64
+        Clipped at 0 (the correction can round below it).
+    """
+    n = indptr.shape[0] - 1
+    p, d = C.shape
+    c_sq = np.zeros(p)
+    for j in range(p):
+        for f in range(d):
+            c_sq[j] += weights[f] * C[j, f] * C[j, f]
+    D = np.empty((n, p), dtype=np.float64)
+    for i in range(n):
+        for j in range(p):
+            D[i, j] = c_sq[j]
+        for e in range(indptr[i], indptr[i + 1]):
+            f = indices[e]
+            x = np.float64(values[e])
+            wx = weights[f] * x
+            for j in range(p):
+                D[i, j] += wx * (x - 2.0 * C[j, f])
+        for j in range(p):
+            D[i, j] = max(D[i, j], 0.0)
+    return D
+
+
+def rbf_similarities(X: np.ndarray | SparseRows, C: np.ndarray, gamma: float,
                      scale: np.ndarray | None = None) -> np.ndarray:
     """RBF similarities of every row to every prototype.
 
@@ -75,7 +118,8 @@ def rbf_similarities(X: np.ndarray, C: np.ndarray, gamma: float,
 
     Parameters
     ----------
-    X : ndarray of shape (n, d), float32
+    X : ndarray of shape (n, d), float32, or SparseRows
+        CSR rows take :func:`prototype_sq_distances_csr`.
     C : ndarray of shape (p, d), float64
         Prototypes.
     gamma : float
@@ -91,8 +135,12 @@ def rbf_similarities(X: np.ndarray, C: np.ndarray, gamma: float,
     """
     weights = (np.ones(X.shape[1]) if scale is None
                else 1.0 / np.square(np.asarray(scale, dtype=np.float64)))
-    S = prototype_sq_distances(X, np.ascontiguousarray(np.asarray(C, dtype=np.float64).T),
-                               weights)
+    if isinstance(X, SparseRows):
+        S = prototype_sq_distances_csr(*X.kernel_args,
+                                       np.ascontiguousarray(C, dtype=np.float64), weights)
+    else:
+        S = prototype_sq_distances(X, np.ascontiguousarray(np.asarray(C, dtype=np.float64).T),
+                                   weights)
     np.multiply(S, -float(gamma), out=S)
     return np.exp(S, out=S)
 
@@ -232,6 +280,35 @@ def rbf_gradient_update(X, C, S, gamma, M, out):
                 continue
             for f in range(d):
                 out[k, f] += w * (X[i, f] - C[k, f])
+
+
+@njit(cache=True, nogil=True)
+def rbf_gradient_update_csr(indptr, indices, values, C, S, gamma, M, out):
+    """:func:`rbf_gradient_update` of CSR rows: ``sum_i a_ik (x_i - c_k)`` with
+    ``a_ik = 2 gamma M_ik S_ik`` is ``sum_i a_ik x_i`` over the stored entries minus
+    ``(sum_i a_ik) c_k``.
+
+    Parameters
+    ----------
+    indptr, indices, values : ndarray
+        The rows in CSR form (int64, int32, float32).
+    C, S, gamma, M, out
+        As for :func:`rbf_gradient_update`.
+    """
+    n = indptr.shape[0] - 1
+    p, d = C.shape
+    mass = np.zeros(p)
+    for i in range(n):
+        for k in range(p):
+            w = 2.0 * gamma * M[i, k] * S[i, k]
+            if w == 0.0:
+                continue
+            mass[k] += w
+            for e in range(indptr[i], indptr[i + 1]):
+                out[k, indices[e]] += w * np.float64(values[e])
+    for k in range(p):
+        for f in range(d):
+            out[k, f] -= mass[k] * C[k, f]
 
 
 @njit(cache=True, nogil=True)

@@ -31,6 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import (
@@ -219,6 +220,9 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     if dataset.n_rows < 2:
         raise DataError(f"{config.owner} needs at least 2 rows to fit, got "
                         f"n_samples={dataset.n_rows}")
+    if dataset.is_sparse and config.similarity is not None:
+        raise TypeError(f"a similarity function takes dense rows; {dataset.source.description} "
+                        "holds sparse rows, which train with the RBF similarity")
     holdout = (Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
                if len(config.grid) > 1 else None)
     gamma = config.gamma
@@ -229,6 +233,8 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
                                                 description="feature variances")
         if standardize:  # the RBF works on standardised features
             std = spread_standardiser(spread)
+            if dataset.is_sparse:  # scaled, not centred: zeros stay zero and the
+                std = std.without_centring()  # RBF's distances are the same
             spread = standardised_spread(spread, std)
         if gamma == "scale":
             gamma = scale_gamma(spread)
@@ -324,9 +330,11 @@ def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig
     if config.init == "kmeans":
         return streamed_kmeans(dataset, p, engine=runner, seed=seed,
                                standardiser=std).astype(np.float64)
-    sample = runner.run(RowSamplePass(p, dataset.n_features, seed ^ INIT_SALT), dataset,
+    sample = runner.run(RowSamplePass(p, dataset.n_features, seed ^ INIT_SALT,
+                                      dataset.is_sparse), dataset,
                         description="prototype sample")
-    C = np.array(sample.values, dtype=np.float64)
+    values = sample.values
+    C = (values.toarray() if isinstance(values, SparseRows) else values).astype(np.float64)
     return C if std is None else (C - std.shift) / std.scale
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
+from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.errors import DataError, LabelError
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser
@@ -34,6 +35,7 @@ from streamlearn.solvers.prototypes import (
     lasso_cd,
     prototype_weights,
     rbf_gradient_update,
+    rbf_gradient_update_csr,
     rbf_similarities,
     weighted_residuals,
 )
@@ -89,10 +91,14 @@ class Similarity:
     function: Callable[[np.ndarray, np.ndarray], Any] | None = None
     gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None
 
-    def values(self, X: np.ndarray, C: np.ndarray) -> np.ndarray:
-        """``(n, p)`` float64 similarities of the rows ``X`` (float32) to ``C``."""
+    def values(self, X: np.ndarray | SparseRows, C: np.ndarray) -> np.ndarray:
+        """``(n, p)`` float64 similarities of the rows ``X`` (float32, dense or CSR) to
+        ``C``; a similarity function takes dense rows only."""
         if self.function is None:
             return rbf_similarities(X, C, self.gamma)
+        if isinstance(X, SparseRows):
+            raise TypeError("a similarity function takes dense rows; sparse rows train "
+                            "with the RBF similarity")
         S = np.ascontiguousarray(np.asarray(self.function(X, C), dtype=np.float64))
         if S.shape != (X.shape[0], C.shape[0]):
             raise DataError(f"the similarity returned shape {S.shape} for {X.shape[0]} rows and "
@@ -104,7 +110,10 @@ class Similarity:
     def gradient_update(self, X: np.ndarray, C: np.ndarray, S: np.ndarray,
                         M: np.ndarray, out: np.ndarray) -> None:
         """Add ``sum_i M_ik d s(x_i, c_k) / d c_k`` to ``out`` (p, d); ``M`` is (n, p)."""
-        if self.function is None:
+        if self.function is None and isinstance(X, SparseRows):
+            rbf_gradient_update_csr(*X.kernel_args, np.ascontiguousarray(C), S, self.gamma,
+                                    M, out)
+        elif self.function is None:
             rbf_gradient_update(X, C, S, self.gamma, M, out)
         elif self.gradient is None:
             approx_gradient_update(X, C, M, out)
@@ -202,7 +211,7 @@ class TargetRows:
         elif self.validation:
             keep = np.zeros(0, dtype=np.int64)
         if keep is not None and keep.size != X.shape[0]:
-            X, t = np.ascontiguousarray(X[keep]), t[keep]
+            X, t = take_rows(X, keep), t[keep]
             weight = weight[keep] if weight is not None else None
         v = (np.ones(X.shape[0], dtype=np.float32) if weight is None
              else np.ascontiguousarray(weight, dtype=np.float32))
@@ -247,7 +256,8 @@ class TeacherScorePass:
 
     def step(self, state: int, chunk: Chunk) -> int:
         """Score the chunk's rows and store them."""
-        t = np.asarray(self.teacher.decision_function(chunk.X), dtype=np.float64)
+        X = chunk.X.to_scipy() if chunk.is_sparse else chunk.X  # scipy's sparse type
+        t = np.asarray(self.teacher.decision_function(X), dtype=np.float64)
         width = self.scores.n_columns
         expected = (chunk.n_rows,) if width is None else (chunk.n_rows, int(width))
         if t.shape != expected:
@@ -578,11 +588,19 @@ class FeatureSpreadPass:
 
     def step(self, state: FeatureSpreadState, chunk: Chunk) -> FeatureSpreadState:
         """Add the chunk's rows (in place)."""
-        X = np.asarray(chunk.X, dtype=np.float64)
-        v = (np.ones(X.shape[0]) if chunk.weight is None
+        v = (np.ones(chunk.n_rows) if chunk.weight is None
              else np.asarray(chunk.weight, dtype=np.float64))
-        state.total += v @ X
-        state.squares += v @ (X * X)
+        if chunk.is_sparse:  # the stored entries' sums; zeros add nothing
+            rows = chunk.X
+            x = rows.values.astype(np.float64)
+            vx = np.repeat(v, np.diff(rows.indptr)) * x
+            state.total += np.bincount(rows.indices, weights=vx, minlength=self.n_features)
+            state.squares += np.bincount(rows.indices, weights=vx * x,
+                                         minlength=self.n_features)
+        else:
+            X = np.asarray(chunk.X, dtype=np.float64)
+            state.total += v @ X
+            state.squares += v @ (X * X)
         state.weight += float(v.sum())
         return state
 
