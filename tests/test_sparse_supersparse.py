@@ -85,7 +85,7 @@ def test_sparse_fit_is_the_dense_fit(task):
 
 
 def test_reduce_a_model_on_sparse_rows():
-    M, X, score = _data(seed=4)
+    M, _, score = _data(seed=4)
     y = (score > 0.5).astype(int)
     teacher = LinearSVC(C=1.0).fit(M, y)
     reduced = SuperSparseClassifier.reduce(teacher, 10, M, random_state=0)
