@@ -119,39 +119,37 @@ def test_kmeans_on_csr_rows_is_the_dense_kmeans():
         rtol=1e-5, atol=1e-6)
 
 
-def test_standardised_sparse_rows_are_scaled_not_centred():
+def test_sparse_rows_are_scaled_never_centred():
     M, X, _ = _data(50, 6)
     std = Standardiser(X.mean(axis=0).astype(np.float64), X.std(axis=0).astype(np.float64))
-    with pytest.raises(ValueError, match="without_centring"):
+    with pytest.raises(ValueError, match="centres"):
         std.apply(SparseRows.from_scipy(M))
-    scaled = std.without_centring().apply(SparseRows.from_scipy(M))
+    scaled = Standardiser(np.zeros(6), std.scale).apply(SparseRows.from_scipy(M))
     np.testing.assert_allclose(scaled.toarray(), X / std.scale, rtol=1e-6)
 
 
 @pytest.mark.parametrize("em, atol", [("stochastic", 1e-9), ("batch", 1e-3)])
 def test_sparse_fit_is_the_dense_fit_in_the_same_units(monkeypatch, em, atol):
-    # sparse rows are divided by their standard deviation without centring; the dense fit
-    # with that standardiser is the reference (the same steps, only the zeros skipped)
+    # sparse rows keep their units; the dense fit without its standardisation is the
+    # reference (the same steps, only the zeros skipped)
     M, X, y = _data()
     sparse = MixtureSVC(em=em, C=0.2, random_state=0).fit(M, y)
-    plain = Standardiser.from_moments.__func__
     monkeypatch.setattr(Standardiser, "from_moments", classmethod(
-        lambda cls, *moments: plain(cls, *moments).without_centring()))
+        lambda cls, count, mean, *rest: cls.identity(len(mean))))
     dense = MixtureSVC(em=em, C=0.2, random_state=0).fit(X, y)
     np.testing.assert_array_equal(sparse.shift_, 0.0)
-    np.testing.assert_allclose(sparse.scale_, dense.scale_, rtol=1e-12)
+    np.testing.assert_array_equal(sparse.scale_, 1.0)
     np.testing.assert_allclose(sparse.decision_function(M), dense.decision_function(X),
                                rtol=atol, atol=atol)
     np.testing.assert_array_equal(sparse.predict(M), dense.predict(X))
     assert sparse.score(M, y) > 0.9
 
 
-def test_auto_C_is_the_rule_on_the_uncentred_rows():
+def test_auto_C_is_the_rule_on_the_rows_in_their_units():
     M, X, y = _data(seed=6)
     model = MixtureSVC(random_state=0, epochs=2).fit(M, y)
     X64 = X.astype(np.float64)
-    z = X64 / X64.std(axis=0)
-    expected = C_FACTOR / (np.mean(np.sum(z * z, axis=1)) + float(model.bias_scale) ** 2)
+    expected = C_FACTOR / (np.mean(np.sum(X64 * X64, axis=1)) + float(model.bias_scale) ** 2)
     assert model.C_ == pytest.approx(expected, rel=1e-6)
 
 

@@ -59,8 +59,7 @@ def test_rbf_gradient_of_csr_rows_is_the_dense_kernel():
 
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
 def test_sparse_fit_is_the_dense_fit(task):
-    # sparse rows are scaled without centring; the RBF's distances do not see the shift, so
-    # the fit learns the dense fit's model (its prototypes stored in the raw units)
+    # sparse rows keep their units: the dense fit without standardisation is the reference
     M, X, score = _data()
     if task == "regression":
         y: np.ndarray = score
@@ -69,8 +68,9 @@ def test_sparse_fit_is_the_dense_fit(task):
         y = np.digitize(score, [0.5] if task == "binary" else [0.0, 1.0])
         make = SuperSparseClassifier
     sparse = make(random_state=0).fit(M, y)
-    dense = make(random_state=0).fit(X, y)
+    dense = make(random_state=0, standardize=False).fit(X, y)
     np.testing.assert_array_equal(sparse.shift_, 0.0)
+    np.testing.assert_array_equal(sparse.scale_, 1.0)
     np.testing.assert_allclose(sparse.prototypes_, dense.prototypes_, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(sparse.decision_function(M) if task != "regression"
                                else sparse.predict(M),
@@ -140,8 +140,7 @@ def test_wide_sparse_rows_are_never_densified():
     M = sp.csr_array((values.astype(np.float32), indices.astype(np.int32),
                       np.arange(0, n * per_row + 1, per_row)), shape=(n, d))
     tracemalloc.start()
-    # raw units: standardised, the rare columns' tiny deviations would blow their values up
-    model = SuperSparseClassifier(n_prototypes=10, standardize=False, random_state=0).fit(M, y)
+    model = SuperSparseClassifier(n_prototypes=10, random_state=0).fit(M, y)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert model.score(M, y) > 0.9

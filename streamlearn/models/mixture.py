@@ -118,8 +118,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     features put through any per-feature affine map gives the same predictions (up to
     float round-off), and ``tau``, ``C`` and the centres are in standardised units. Sparse
     rows (a ``scipy.sparse`` matrix, svmlight files, a zarr CSR store) are trained on as
-    they are: they are divided by the standard deviation without centring (``shift_`` is
-    0, zeros stay zero), and every product runs over their stored entries.
+    they are, in their own units (``shift_`` 0, ``scale_`` 1; see
+    :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`), every product running over their
+    stored entries.
 
     Parameters
     ----------

@@ -473,8 +473,8 @@ _PARAMS_DOC = """
         the model does not depend on the features' units. False computes the RBF on the
         raw features (to reproduce a kernel machine's geometry, e.g. an RBF-SVM's that
         :meth:`reduce` shrinks). A caller's similarity always gets the raw features.
-        Sparse rows are divided by ``scale_`` without centring (``shift_`` is 0): the RBF's
-        distances are the same, and zeros stay zero.
+        Sparse rows keep their units (``shift_`` 0, ``scale_`` 1; see
+        :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`).
     lam : float
         Regularisation ``lam R(beta)`` of eq. 2.
     coef : {"ridge", "lasso"}

@@ -20,8 +20,8 @@ that the centres are found in the standardised space.
 Chunks of CSR rows (:class:`~streamlearn.data.sparse_rows.SparseRows`) are clustered as they
 are: a row's squared distance to a centre is ``||x||^2 - 2 x . c + ||c||^2`` with the inner
 products over its stored entries (:func:`assign_rows`), and a centre's new mean adds up its
-rows' entries. Their standardiser divides without centring (:meth:`Standardiser.
-without_centring`), which keeps zeros zero.
+rows' entries. A standardiser applied to them must not centre them (a zero ``shift``),
+which would fill them in.
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.errors import DataError
+
+#: Why sparse rows are neither centred nor scaled per feature.
+SPARSE_UNITS = (
+    "Centring would fill sparse rows in, and a feature stored in few rows has a standard "
+    "deviation far below its values (stored once in n rows: about its value over sqrt(n)), "
+    "so dividing by it would make the rarest features the largest. Sparse data (counts, "
+    "tf-idf, one-hot codes, hashed tokens) come in units shared by their features; "
+    "C='auto' and tau='auto' adapt to their overall scale.")
 
 
 @dataclass(frozen=True)
@@ -101,11 +109,10 @@ class Standardiser:
         keep = np.asarray(varies, dtype=bool) & (std > 0) & np.isfinite(std)
         return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(keep, std, 1.0))
 
-    def without_centring(self) -> Standardiser:
-        """The same scales with no shift: ``z = x / scale`` keeps a zero zero, the form
-        sparse rows are standardised in (as scikit-learn's ``StandardScaler(with_mean=
-        False)``)."""
-        return Standardiser(np.zeros_like(self.shift), self.scale)
+    @classmethod
+    def identity(cls, n_features: int) -> Standardiser:
+        """``z = x``: no shift, every scale 1 (how the models take sparse rows)."""
+        return cls(np.zeros(int(n_features)), np.ones(int(n_features)))
 
     def apply(self, X: np.ndarray | SparseRows) -> np.ndarray | SparseRows:
         """The standardised features.
@@ -113,7 +120,7 @@ class Standardiser:
         Parameters
         ----------
         X : ndarray of shape (n_rows, n_features), or SparseRows
-            Sparse rows only with a zero shift (:meth:`without_centring`).
+            Sparse rows only with a zero shift (centring would fill them in).
 
         Returns
         -------
@@ -121,8 +128,8 @@ class Standardiser:
         """
         if isinstance(X, SparseRows):
             if np.any(self.shift != 0.0):
-                raise ValueError("a standardiser that centres would fill sparse rows in; "
-                                 "use Standardiser.without_centring()")
+                raise ValueError("a standardiser that centres (a non-zero shift) would fill "
+                                 "sparse rows in")
             values = X.values.astype(np.float64) / self.scale[X.indices]
             return SparseRows(X.indptr, X.indices, values.astype(np.float32), X.n_cols)
         Z = (np.asarray(X, dtype=np.float64) - self.shift) / self.scale

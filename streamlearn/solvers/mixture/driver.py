@@ -4,9 +4,9 @@
 
 0. a reduction pass takes every feature's mean and standard deviation; every later pass
    works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
-   the scale 1), so the fit does not depend on the features' units; sparse rows are
-   divided by ``std`` without centring (``z = x / std``), which keeps their zeros zero, and
-   every later step takes its products over their stored entries;
+   the scale 1), so the fit does not depend on the features' units. Sparse rows keep
+   their units (:data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`), and every later step
+   takes its products over their stored entries;
    ``n_components="auto"``, ``nu="auto"`` and ``C="auto"`` are resolved (:func:`resolve`,
    :func:`default_C`);
 1. streamed mini-batch k-means gives ``k`` centres (:func:`~streamlearn.solvers.kmeans.
@@ -304,7 +304,7 @@ def default_C(sq_norm: float, bias_scale: float) -> float:
     ``sq_norm + bias_scale^2`` is the mean squared norm ``mean ||[z, b]||^2`` of a
     standardised row with its bias feature. Centred, each varying feature contributes its
     unit variance and a constant one nothing, so ``sq_norm`` is the number of varying
-    features; for sparse rows, divided without centring, it is :func:`uncentred_sq_norm`.
+    features; for sparse rows, neither centred nor scaled, it is :func:`uncentred_sq_norm`.
     An SVM row's dual variable is bounded by ``C``, so its largest pull on the weights has
     the size ``C ||[z, b]||^2``: this rule keeps that pull at ``C_FACTOR`` whatever the
     number of features, where a fixed ``C`` lets the experts of wide data (images, one-hot
@@ -386,9 +386,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     assert classes is not None
     moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
                          description="feature moments")
-    std = Standardiser.from_moments(*moments)
-    if dataset.is_sparse:
-        std = std.without_centring()
+    std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
+           else Standardiser.from_moments(*moments))
     if config.C == "auto":
         if dataset.is_sparse:
             sq_norm = uncentred_sq_norm(moments, std)

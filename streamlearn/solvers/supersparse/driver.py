@@ -231,10 +231,9 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     if standardize or isinstance(gamma, str):
         spread: FeatureSpreadState = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
                                                 description="feature variances")
-        if standardize:  # the RBF works on standardised features
-            std = spread_standardiser(spread)
-            if dataset.is_sparse:  # scaled, not centred: zeros stay zero and the
-                std = std.without_centring()  # RBF's distances are the same
+        if standardize:  # the RBF works on standardised features; sparse rows keep their
+            std = (Standardiser.identity(dataset.n_features)  # units (kmeans.SPARSE_UNITS)
+                   if dataset.is_sparse else spread_standardiser(spread))
             spread = standardised_spread(spread, std)
         if gamma == "scale":
             gamma = scale_gamma(spread)
