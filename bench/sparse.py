@@ -24,6 +24,10 @@ is the child's ``VmHWM``, data loading included; the parent kills a child whose 
   timed apart), then ``streamlearn.data.convert.convert(..., layout="sparse")`` to a zarr
   CSR store (timed apart) and ``epochs=5`` from the store. Each pass is timed
   (``TimedEngine``); test accuracy by ``score`` on the test text;
+- ours, the other models that train on sparse rows (``--models``), from the zarr store with
+  a fixed amount of work: ``ShareBoostClassifier`` (``SHAREBOOST_ROUNDS`` rounds of
+  ``SHAREBOOST_REFIT`` L-BFGS steps), ``MixtureSVC`` (``MIXTURE_COMPONENTS`` components, 5
+  epochs) and ``SuperSparseClassifier`` (``PROTOTYPES`` prototypes, 5 mini-batch epochs);
 - Vowpal Wabbit through ``vowpalwabbit.Workspace`` with its own parser reading its own file
   (``--data FILE``, ``run_parser()``, what the ``vw`` command does), ``-b VW_BITS``,
   ``--holdout_off`` (every pass sees every row, as ours): ``--loss_function hinge`` and
@@ -105,6 +109,13 @@ LIBLINEAR_OPTIONS = "-s 3 -c 1 -B 1"
 #: each piece). ``--text-chunk-rows 0`` measures the default.
 TEXT_CHUNK_ROWS = 65536
 A9A_FEATURES = 123
+#: The other models that train on sparse rows, fitted from the zarr store with fixed work:
+#: ShareBoost's rounds and L-BFGS iterations per round, the super-sparse prototypes.
+OTHER_MODELS = ("shareboost", "mixture", "supersparse")
+SHAREBOOST_ROUNDS = 10
+SHAREBOOST_REFIT = 5
+MIXTURE_COMPONENTS = 10
+PROTOTYPES = 20
 
 TARGETS = {
     "first_epoch": "our first epoch over the svmlight text >= VW's first pass over the same "
@@ -151,11 +162,26 @@ class TimedEngineFactory:
 
 
 def ours_model(model: str, epochs: int, engine: Any) -> Any:
-    from streamlearn.models import AdditiveSVC
+    """The model a contender ``ours_<model>_*`` fits, making a fixed number of passes."""
+    from streamlearn.models import (
+        AdditiveSVC,
+        MixtureSVC,
+        ShareBoostClassifier,
+        SuperSparseClassifier,
+    )
 
+    common = {"random_state": 0, "progress": False, "engine": engine}
+    if model == "shareboost":  # each round: a column-score pass and refit_iter refit passes
+        return ShareBoostClassifier(n_rounds=SHAREBOOST_ROUNDS, refit_iter=SHAREBOOST_REFIT,
+                                    **common)
+    if model == "mixture":  # a fixed model size: "auto" grows it with the rows
+        return MixtureSVC(n_components=MIXTURE_COMPONENTS, epochs=epochs,
+                          validation_fraction=None, **common)
+    if model == "supersparse":
+        return SuperSparseClassifier(n_prototypes=PROTOTYPES, solver="minibatch",
+                                     max_iter=epochs, **common)
     kwargs: dict[str, Any] = {"embedding": "linear"} if model == "linear" else {}
-    return AdditiveSVC(epochs=epochs, tol=None, calibrate=False, random_state=0,
-                       progress=False, engine=engine, **kwargs)
+    return AdditiveSVC(epochs=epochs, tol=None, calibrate=False, **common, **kwargs)
 
 
 def child_ours(spec: dict[str, Any]) -> dict[str, Any]:
@@ -344,6 +370,8 @@ def child_warmup(spec: dict[str, Any]) -> dict[str, Any]:
             for ds in (sl.open_dataset(spec["train"], n_features=d, chunk_rows=chunk_rows),
                        sl.open_dataset(store)):
                 ours_model(model, 2, TimedEngineFactory.make()).fit(ds).score(test)
+    for model in OTHER_MODELS:  # fitted from the store only
+        ours_model(model, 1, TimedEngineFactory.make()).fit(sl.open_dataset(store)).score(test)
     shutil.rmtree(store, ignore_errors=True)
     return {"fit_s": time.perf_counter() - t0, "streamlearn_file": sl.__file__}
 
@@ -684,6 +712,9 @@ def run_dataset(runner: ChildRunner, name: str, size: str, train: dict[str, Any]
     if "bspline" in models:
         ours("bspline", "text", 1)
         ours("bspline", "zarr", EPOCHS_LATER)
+    for model in OTHER_MODELS:
+        if model in models:
+            ours(model, "zarr", EPOCHS_LATER)
     in_memory("sklearn")
     if importlib.util.find_spec("liblinear") is not None:
         in_memory("liblinear")
@@ -709,15 +740,18 @@ def pass_times(r: dict[str, Any]) -> dict[str, Any]:
     if r.get("error") or r.get("skipped"):
         return out
     if c.startswith("ours_"):
-        epochs = [p["seconds"] for p in r["passes"] if "epoch" in p["description"]]
+        # AdditiveSVC: its epochs; the other models: every pass (each reads the store once)
+        every = c.split("_")[1] in OTHER_MODELS
+        epochs = [p["seconds"] for p in r["passes"] if every or "epoch" in p["description"]]
         out["passes"] = r["n_passes"]
         out["open_s"] = r["open_s"]
         if c.endswith("_text"):
             out["text_pass_s"] = epochs[0] if epochs else None
         else:
             out["later_pass_s"] = statistics.median(epochs) if epochs else None
-        out["other_passes"] = [[p["description"], round(p["seconds"], 3)]
-                               for p in r["passes"] if "epoch" not in p["description"]]
+        out["other_passes"] = [] if every else [
+            [p["description"], round(p["seconds"], 3)]
+            for p in r["passes"] if "epoch" not in p["description"]]
     elif c.startswith("vw_"):
         out["passes"] = r["passes_asked"]
         if c.endswith("_text") or c.endswith("_text_cache"):
@@ -748,6 +782,11 @@ LABELS = {
     "vw_logistic_cache": f"VW logistic, --passes {EPOCHS_LATER} from its cache",
     "sklearn": f"sklearn load_svmlight_file + SGDClassifier(hinge), {EPOCHS_LATER} epochs",
     "liblinear": f"LIBLINEAR svm_read_problem + train {LIBLINEAR_OPTIONS}",
+    "ours_shareboost_zarr": f"ours ShareBoost, {SHAREBOOST_ROUNDS} rounds from zarr",
+    "ours_mixture_zarr": f"ours MixtureSVC, {MIXTURE_COMPONENTS} components, {EPOCHS_LATER} "
+                         "epochs from zarr",
+    "ours_supersparse_zarr": f"ours super-sparse, {PROTOTYPES} prototypes, {EPOCHS_LATER} "
+                             "epochs from zarr",
 }
 
 
@@ -948,6 +987,9 @@ STYLES = {
     "vw_logistic_cache": ("tab:orange", "--", "s"),
     "sklearn": ("tab:purple", ":", "^"),
     "liblinear": ("tab:brown", ":", "v"),
+    "ours_shareboost_zarr": ("tab:olive", "-", "P"),
+    "ours_mixture_zarr": ("tab:cyan", "-", "X"),
+    "ours_supersparse_zarr": ("tab:pink", "-", "*"),
 }
 
 
@@ -1083,6 +1125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"{warm.get('streamlearn_file')})")
     history: dict[str, list] = {}
     budget = args.memory_budget_gib * 2**30
+    models = tuple(m.strip() for m in args.models.split(",") if m.strip())
     if not args.skip_a9a:
         a9a_train = {"rows": a9a["train"]["rows"], "nnz": a9a["train"]["nnz"],
                      "svm": a9a["train"]["svm"], "vw": a9a["train"]["vw"],
@@ -1090,8 +1133,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         a9a_test = {"svm": a9a["test"]["svm"], "vw": a9a["test"]["vw"],
                     "labels": a9a["test"]["labels"]}
         results += run_dataset(runner, "a9a", "provided", a9a_train, a9a_test, A9A_FEATURES,
-                               work, {}, budget, args.skip_seconds, ("linear", "bspline"),
-                               text_chunk_rows)
+                               work, {}, budget, args.skip_seconds, models, text_chunk_rows)
     for k, s in enumerate(sizes):
         if s not in gen["sizes"]:
             results.append({"dataset": "generated", "size": s, "rows": None, "nnz": None,
@@ -1100,8 +1142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         train = {**gen["sizes"][s]}
         results += run_dataset(runner, "generated", s, train,
                                {**gen["test"]}, gen["n_features"], work, history, budget,
-                               args.skip_seconds, ("linear", "bspline"), text_chunk_rows,
-                               profile=k == 0)
+                               args.skip_seconds, models, text_chunk_rows, profile=k == 0)
     total_s = time.perf_counter() - t_start
     report = {
         "benchmark": "sparse",
@@ -1118,6 +1159,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "ours": "AdditiveSVC(embedding='linear' | default B-splines, epochs=E, tol=None, "
                     "calibrate=False, random_state=0): E=1 from the svmlight text, E=5 from "
                     "the zarr CSR store written by convert(layout='sparse')",
+            "models": list(models),
+            "other_models": (
+                f"from the zarr store: ShareBoostClassifier(n_rounds={SHAREBOOST_ROUNDS}, "
+                f"refit_iter={SHAREBOOST_REFIT}), MixtureSVC(n_components="
+                f"{MIXTURE_COMPONENTS}, epochs=5, validation_fraction=None), "
+                f"SuperSparseClassifier(n_prototypes={PROTOTYPES}, solver='minibatch', "
+                "max_iter=5), random_state=0"),
             "vw": "vowpalwabbit.Workspace(--data FILE --loss_function L -b 22 --holdout_off "
                   "[--cache_file C --passes 5 [-k]]).run_parser(); test: -t -i model -p",
             "sklearn": "load_svmlight_file(dtype=float32) + SGDClassifier(loss='hinge', "
@@ -1179,6 +1227,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-snapshot", dest="snapshot", action="store_false",
                         help="children import the checkout's streamlearn, not a copy")
     parser.add_argument("--skip-a9a", action="store_true")
+    parser.add_argument("--models", default=",".join(("linear", "bspline", *OTHER_MODELS)),
+                        help="our models to fit besides the linear one (comma-separated: "
+                             "bspline, shareboost, mixture, supersparse)")
     parser.add_argument("--text-chunk-rows", type=int, default=TEXT_CHUNK_ROWS,
                         help="chunk_rows of open_dataset on svmlight text (0: its default)")
     parser.add_argument("--replot", type=Path, metavar="JSON",
