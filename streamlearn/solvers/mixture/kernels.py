@@ -536,11 +536,11 @@ def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale):
     for j in range(k):
         for f in range(d):
             v_sq[j] += V[j, f] * V[j, f]
-    log_xi = np.empty(k)
-    for j in range(k):
-        log_xi[j] = np.log(xi[j]) if xi[j] > 0.0 else -np.inf
+    log_xi = _log_weights(xi)
     sq = np.empty(k)
     s = np.empty(k)
+    a_pos = np.empty(k)
+    a_neg = np.empty(k)
     for i in range(n):
         for j in range(k):
             sq[j] = v_sq[j]
@@ -551,29 +551,42 @@ def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale):
             for j in range(k):
                 sq[j] += x * (x - 2.0 * V[j, f])
                 s[j] += x * W[j, f]
-        out[i] = _log_odds_row(sq, s, log_xi, xi, tau)
+        for j in range(k):  # the entries' correction can round below 0
+            sq[j] = max(sq[j], 0.0)
+        out[i] = _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _log_odds_row(sq, s, log_xi, xi, tau):
+def _log_weights(xi):
+    # log xi_j, -inf for pruned components
+    out = np.empty(xi.shape[0])
+    for j in range(xi.shape[0]):
+        out[j] = np.log(xi[j]) if xi[j] > 0.0 else -np.inf
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg):
     # log pos - log neg of one row from its squared distances and expert scores
+    # (a_pos, a_neg: scratch of length k)
     k = sq.shape[0]
     top_pos = -np.inf
     top_neg = -np.inf
     for j in range(k):
         if xi[j] <= 0.0:
             continue
-        a = log_xi[j] - tau * max(sq[j], 0.0)
-        top_pos = max(top_pos, a - max(0.0, 1.0 - s[j]))
-        top_neg = max(top_neg, a - max(0.0, 1.0 + s[j]))
+        a = log_xi[j] - tau * sq[j]
+        a_pos[j] = a - max(0.0, 1.0 - s[j])
+        a_neg[j] = a - max(0.0, 1.0 + s[j])
+        top_pos = max(top_pos, a_pos[j])
+        top_neg = max(top_neg, a_neg[j])
     total_pos = 0.0
     total_neg = 0.0
     for j in range(k):
         if xi[j] > 0.0:
-            a = log_xi[j] - tau * max(sq[j], 0.0)
-            total_pos += np.exp(a - max(0.0, 1.0 - s[j]) - top_pos)
-            total_neg += np.exp(a - max(0.0, 1.0 + s[j]) - top_neg)
+            total_pos += np.exp(a_pos[j] - top_pos)
+            total_neg += np.exp(a_neg[j] - top_neg)
     return (top_pos + np.log(total_pos)) - (top_neg + np.log(total_neg))
 
 
@@ -614,9 +627,7 @@ def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
     # independent sums (SIMD); each sum still runs over the features in order
     Vt = np.ascontiguousarray(V.T)
     Wt = np.ascontiguousarray(W[:, :d].T)
-    log_xi = np.empty(k)
-    for j in range(k):
-        log_xi[j] = np.log(xi[j]) if xi[j] > 0.0 else -np.inf
+    log_xi = _log_weights(xi)
     sq = np.empty(k)
     s = np.empty(k)
     for i in range(n):
@@ -629,21 +640,5 @@ def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
                 diff = x - Vt[f, j]
                 sq[j] += diff * diff
                 s[j] += x * Wt[f, j]
-        top_pos = -np.inf
-        top_neg = -np.inf
-        for j in range(k):
-            if xi[j] <= 0.0:
-                continue
-            a = log_xi[j] - tau * sq[j]
-            a_pos[j] = a - max(0.0, 1.0 - s[j])
-            a_neg[j] = a - max(0.0, 1.0 + s[j])
-            top_pos = max(top_pos, a_pos[j])
-            top_neg = max(top_neg, a_neg[j])
-        total_pos = 0.0
-        total_neg = 0.0
-        for j in range(k):
-            if xi[j] > 0.0:
-                total_pos += np.exp(a_pos[j] - top_pos)
-                total_neg += np.exp(a_neg[j] - top_neg)
-        out[i] = (top_pos + np.log(total_pos)) - (top_neg + np.log(total_neg))
+        out[i] = _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg)
     return out
