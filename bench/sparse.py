@@ -24,10 +24,12 @@ is the child's ``VmHWM``, data loading included; the parent kills a child whose 
   timed apart), then ``streamlearn.data.convert.convert(..., layout="sparse")`` to a zarr
   CSR store (timed apart) and ``epochs=5`` from the store. Each pass is timed
   (``TimedEngine``); test accuracy by ``score`` on the test text;
-- ours, the other models that train on sparse rows (``--models``), from the zarr store with
-  a fixed amount of work: ``ShareBoostClassifier`` (``SHAREBOOST_ROUNDS`` rounds of
-  ``SHAREBOOST_REFIT`` L-BFGS steps), ``MixtureSVC`` (``MIXTURE_COMPONENTS`` components, 5
-  epochs) and ``SuperSparseClassifier`` (``PROTOTYPES`` prototypes, 5 mini-batch epochs);
+- ours, the other models that train on sparse rows (``--models linear,bspline,shareboost,
+  mixture,supersparse``; the README's run adds ``--rows 500000 --out
+  bench/results/sparse_models``, 26 minutes), from the zarr store with a fixed amount of
+  work: ``ShareBoostClassifier`` (``SHAREBOOST_ROUNDS`` rounds of ``SHAREBOOST_REFIT``
+  L-BFGS steps), ``MixtureSVC`` (``MIXTURE_COMPONENTS`` components, 5 epochs) and
+  ``SuperSparseClassifier`` (``PROTOTYPES`` prototypes, 5 mini-batch epochs);
 - Vowpal Wabbit through ``vowpalwabbit.Workspace`` with its own parser reading its own file
   (``--data FILE``, ``run_parser()``, what the ``vw`` command does), ``-b VW_BITS``,
   ``--holdout_off`` (every pass sees every row, as ours): ``--loss_function hinge`` and
@@ -1227,9 +1229,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-snapshot", dest="snapshot", action="store_false",
                         help="children import the checkout's streamlearn, not a copy")
     parser.add_argument("--skip-a9a", action="store_true")
-    parser.add_argument("--models", default=",".join(("linear", "bspline", *OTHER_MODELS)),
+    parser.add_argument("--models", default="linear,bspline",
                         help="our models to fit besides the linear one (comma-separated: "
-                             "bspline, shareboost, mixture, supersparse)")
+                             "bspline, shareboost, mixture, supersparse; the last three "
+                             "add about 45 minutes at the full sizes)")
     parser.add_argument("--text-chunk-rows", type=int, default=TEXT_CHUNK_ROWS,
                         help="chunk_rows of open_dataset on svmlight text (0: its default)")
     parser.add_argument("--replot", type=Path, metavar="JSON",
