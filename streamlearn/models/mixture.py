@@ -35,6 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from streamlearn.data import Dataset, open_dataset
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError
 from streamlearn.models.base import (
@@ -47,7 +48,6 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
-from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture import driver
 from streamlearn.solvers.mixture.driver import (
     EM_MODES,
@@ -59,7 +59,7 @@ from streamlearn.solvers.mixture.driver import (
     MixtureFit,
     OnlineState,
 )
-from streamlearn.solvers.mixture.kernels import mixture_log_odds
+from streamlearn.solvers.mixture.kernels import mixture_log_odds, mixture_log_odds_chunk
 from streamlearn.solvers.mixture.passes import (
     EXPERT_SWEEPS,
     STEP_DECAY,
@@ -508,26 +508,28 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         """
         self._check_fitted()
         shift, scale = self._standardisation()
-        std = Standardiser(shift, scale)
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
-        if rows is None:
-            f = self._log_odds(std.apply(self._check_X(X)))
-        elif not np.any(shift):  # trained on sparse rows: scaled, not centred
-            f = self._log_odds(std.apply(rows))
-        else:  # a centring model: 4,096 rows densified at a time
+        if rows is None:  # standardised on the fly by the kernel
+            f = self._log_odds(self._check_X(X), shift, scale)
+        elif not np.any(shift) and np.all(scale == 1.0):  # trained on sparse rows
+            f = self._log_odds(rows, None, None)
+        else:  # a model that standardises: 4,096 rows densified at a time
             f = np.concatenate([
-                self._log_odds(std.apply(rows.slice(a, min(a + DENSE_BLOCK_ROWS,
-                                                           rows.n_rows)).toarray()))
+                self._log_odds(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray(),
+                               shift, scale)
                 for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
         return f[:, 0] if f.shape[1] == 1 else f
 
-    def _log_odds(self, values: Any) -> np.ndarray:
-        # every one-vs-rest mixture's log-odds on standardised rows, (n, m)
+    def _log_odds(self, values: Any, shift: np.ndarray | None,
+                  scale: np.ndarray | None) -> np.ndarray:
+        # every one-vs-rest mixture's log-odds, (n, m); dense rows standardised on the fly
         m = self.xi_.shape[0]
         f = np.empty((values.shape[0], m))
         for j in range(m):
-            f[:, j] = mixture_log_odds(values, self.centers_[j], self.coef_[j], self.xi_[j],
-                                       float(self.tau_), float(self.bias_scale))
+            args = (self.centers_[j], self.coef_[j], self.xi_[j], float(self.tau_),
+                    float(self.bias_scale))
+            f[:, j] = (mixture_log_odds(values, *args) if isinstance(values, SparseRows)
+                       else mixture_log_odds_chunk(values, *args, shift, scale))
         return f
 
     def predict_proba(self, X: Any) -> np.ndarray:

@@ -590,8 +590,9 @@ def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg):
     return (top_pos + np.log(total_pos)) - (top_neg + np.log(total_neg))
 
 
-@njit(cache=True, nogil=True)
-def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
+def mixture_log_odds_chunk(X: np.ndarray, V: np.ndarray, W: np.ndarray, xi: np.ndarray,
+                           tau: float, bias_scale: float, shift: np.ndarray | None = None,
+                           scale: np.ndarray | None = None) -> np.ndarray:
     """Log-odds ``log pos_i - log neg_i`` of the two halves of the corrected eq. 21.
 
     ``pos_i = sum_j xi_j g_ij exp(-max(0, 1 - s_ij))`` and
@@ -613,11 +614,24 @@ def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
         Mixing weights; zeros are pruned components.
     tau : float
     bias_scale : float
+    shift, scale : ndarray of shape (d,), optional
+        The rows are standardised on the fly, ``z = (x - shift) / scale``, one multiply-add
+        per feature in double precision, so no standardised copy of them is made (none:
+        ``X`` is taken as it is).
 
     Returns
     -------
     ndarray of shape (n_rows,), float64
     """
+    d = X.shape[1]
+    inv = np.ones(d) if scale is None else 1.0 / np.asarray(scale, dtype=np.float64)
+    offset = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64) * inv
+    return _log_odds_dense(X, inv, offset, V, W, xi, float(tau), float(bias_scale))
+
+
+@njit(cache=True, nogil=True)
+def _log_odds_dense(X, inv, offset, V, W, xi, tau, bias_scale):
+    # mixture_log_odds_chunk of the rows z = X * inv - offset
     n, d = X.shape
     k = V.shape[0]
     out = np.empty(n)
@@ -635,7 +649,7 @@ def mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale):
             sq[j] = 0.0
             s[j] = W[j, d] * bias_scale
         for f in range(d):
-            x = np.float64(X[i, f])
+            x = np.float64(X[i, f]) * inv[f] - offset[f]
             for j in range(k):
                 diff = x - Vt[f, j]
                 sq[j] += diff * diff
