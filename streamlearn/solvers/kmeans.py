@@ -27,6 +27,7 @@ which would fill them in.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -114,6 +115,15 @@ class Standardiser:
         """``z = x``: no shift, every scale 1 (how the models take sparse rows)."""
         return cls(np.zeros(int(n_features)), np.ones(int(n_features)))
 
+    @cached_property
+    def _centres(self) -> bool:
+        # some shift is not zero (computed once: a standardiser is applied to every chunk)
+        return bool(np.any(self.shift != 0.0))
+
+    @cached_property
+    def _is_identity(self) -> bool:
+        return not self._centres and bool(np.all(self.scale == 1.0))
+
     def apply(self, X: np.ndarray | SparseRows) -> np.ndarray | SparseRows:
         """The standardised features.
 
@@ -127,9 +137,11 @@ class Standardiser:
         ndarray of shape (n_rows, n_features), float32, C-contiguous, or SparseRows
         """
         if isinstance(X, SparseRows):
-            if np.any(self.shift != 0.0):
+            if self._centres:
                 raise ValueError("a standardiser that centres (a non-zero shift) would fill "
                                  "sparse rows in")
+            if self._is_identity:  # how the models take sparse rows: nothing to copy
+                return X
             values = X.values.astype(np.float64) / self.scale[X.indices]
             return SparseRows(X.indptr, X.indices, values.astype(np.float32), X.n_cols)
         Z = (np.asarray(X, dtype=np.float64) - self.shift) / self.scale
