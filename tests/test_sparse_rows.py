@@ -175,6 +175,9 @@ def first_bad_reference(indptr: np.ndarray, indices: np.ndarray, n_cols: int) ->
     ([0, 2, 4], [1, 1, 0, 0]),  # duplicates in two rows: the first one
     ([0, 2, 4], [3, 4, 3, 4]),  # same columns in different rows: valid
     ([0, 1, 3], [2, -7, 9]),  # negative before out of range
+    ([0, 3, 6], [0, 2, 4, 4, 2, 0]),  # sorted row, then an unsorted one on its columns: valid
+    ([0, 3, 6], [0, 2, 4, 3, 1, 3]),  # sorted row, then a repeat in an unsorted one
+    ([0, 3, 5], [0, 2, 2, 1, 4]),  # a rising row that repeats its last column
 ])
 def test_first_bad_entry(indptr: list[int], indices: list[int]) -> None:
     ip = np.array(indptr, dtype=np.int64)
@@ -189,6 +192,8 @@ def test_first_bad_entry_random() -> None:
         lengths = rng.integers(0, 4, size=6)
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         indices = rng.integers(-1, n_cols + 1, size=int(indptr[-1])).astype(np.int32)
+        for r in np.flatnonzero(rng.random(6) < 0.5):  # some rows sorted: the quick path
+            indices[indptr[r]:indptr[r + 1]].sort()
         assert first_bad_entry(indptr, indices, n_cols) == \
             first_bad_reference(indptr, indices, n_cols)
 

@@ -150,14 +150,31 @@ def scatter_rows(indptr, indices, values, out):
 def first_bad_entry(indptr, indices, n_cols):
     """Position of the first entry whose column is out of range or repeats one of its row's.
 
+    A row whose columns rise strictly and stay in range is valid at once (one read of its
+    entries, the usual case: svmlight files and ``convert``'s stores keep rows sorted);
+    any other row is checked against a table of the columns seen, made on first need.
+
     Returns
     -------
     int
         The entry's position in ``indices``, or -1 when every row is valid.
     """
-    seen = np.full(n_cols, -1, dtype=np.int64)
+    seen = np.empty(0, dtype=np.int64)
     for r in range(indptr.shape[0] - 1):
-        for e in range(indptr[r], indptr[r + 1]):
+        a, b = indptr[r], indptr[r + 1]
+        ordered = True
+        prev = -1
+        for e in range(a, b):
+            j = indices[e]
+            if j <= prev or j >= n_cols:
+                ordered = False
+                break
+            prev = j
+        if ordered:
+            continue
+        if seen.shape[0] == 0:
+            seen = np.full(n_cols, -1, dtype=np.int64)
+        for e in range(a, b):
             j = indices[e]
             if j < 0 or j >= n_cols or seen[j] == r:
                 return e

@@ -188,7 +188,7 @@ class AdditiveFit:
 
     Attributes
     ----------
-    feature_names : tuple of str
+    feature_names : tuple of str, or the NumberedNames of a sparse source
     feature_map : FeatureMap or None
     n_train, n_calibration : int
     regularisation : Regularisation
@@ -498,7 +498,9 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                    else sparse_term_importances(sample, coef_d, emb)
                    if isinstance(sample, SparseRows)
                    else term_importances(sample, coef_d, feature_map, emb))
-    return AdditiveFit(tuple(dataset.feature_names), feature_map, int(n_train),
+    # a sparse source's numbered columns stay a NumberedNames, not a tuple of n strings
+    names = dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
+    return AdditiveFit(names, feature_map, int(n_train),
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
