@@ -14,8 +14,8 @@ Data: ``normal``, 1M rows x 32 normal float32 features (noisy measurements: ever
 mantissa bit random); ``images``, MNIST's 60,000 training images as float32 pixel values
 (from ``$STREAMLEARN_DATA/mnist.npz``; skipped without it); ``sparse``, 300,000 rows x
 1,000,000 columns, about 80 entries a row at Zipf-distributed columns, values uniform in
-(0, 1) (the CSR layout). Run ``python bench/codecs.py``; results go to
-``bench/results/codecs.json``.
+(0, 1) (the CSR layout). Run ``python bench/codecs.py`` (``--quick``: a fifth of the
+rows); results go to ``bench/results/codecs.json``.
 """
 
 from __future__ import annotations
@@ -111,12 +111,17 @@ def measure(name: str, X: Any, y: np.ndarray, compression: str, root: Path,
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="a fifth of the rows, two repeats (a smoke run)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--scratch", type=Path, default=None,
                         help="where the stores are written (default: a temporary directory)")
     args = parser.parse_args(argv)
-    makers = {"normal": normal_rows, "images": image_rows, "sparse": sparse_rows}
+    share = 5 if args.quick else 1
+    repeats = 2 if args.quick else args.repeats
+    makers = {"normal": lambda: normal_rows(1_000_000 // share), "images": image_rows,
+              "sparse": lambda: sparse_rows(300_000 // share)}
     results = []
     with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
         for name, make in makers.items():
@@ -126,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             X, y = made
             for compression in COMPRESSIONS:
-                r = measure(name, X, y, compression, Path(tmp), args.repeats)
+                r = measure(name, X, y, compression, Path(tmp), repeats)
                 results.append(r)
                 print(f"{name:7s} {compression:5s} size {r['size_ratio']:.3f} of raw  "
                       f"decode {r['decode_mb_s']:7.0f} MB/s  "
@@ -134,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     report = {"machine": machine_info(),
               "versions": library_versions(("numpy", "numba", "zarr", "numcodecs",
                                             "streamlearn")),
-              "repeats": args.repeats, "results": results}
+              "benchmark": "codecs", "quick": args.quick, "repeats": repeats,
+              "results": results}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "codecs.json"
     path.write_text(json.dumps(report, indent=2) + "\n")

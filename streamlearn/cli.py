@@ -879,13 +879,17 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
               show_default=True,
               help="dense: an X matrix; sparse: CSR arrays; auto: sparse for sparse data "
                    "(svmlight, CSR stores), else dense.")
+@click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
+              show_default=True,
+              help="lz4: decoded fastest (later epochs are not held back by it); zstd: the "
+                   "smallest store.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @_quiet_option
 @_user_errors
 def convert_command(data: str, target: str | None, features: str | None, exclude: str | None,
                     fmt: str | None, chunk_rows: int | None, nan_policy: str,
-                    weight: str | None, out: str, layout: str, overwrite: bool,
-                    quiet: bool) -> None:
+                    weight: str | None, out: str, layout: str, compression: str,
+                    overwrite: bool, quiet: bool) -> None:
     """Write DATA to a zarr store, streaming it chunk by chunk.
 
     The store holds the features (an X matrix, or CSR arrays with --layout sparse), the
@@ -908,7 +912,9 @@ def convert_command(data: str, target: str | None, features: str | None, exclude
     with Progress(dataset.n_rows, "convert", progress_enabled(_progress(quiet))) as bar:
         try:
             report = convert(dataset, out, layout=layout,  # type: ignore[arg-type]
-                             chunk_rows=chunk_rows, overwrite=overwrite, progress=bar.update)
+                             chunk_rows=chunk_rows, overwrite=overwrite,
+                             compression=compression,  # type: ignore[arg-type]
+                             progress=bar.update)
         except (FileExistsError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
     columns = f"{report.features:,} features"

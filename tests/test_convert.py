@@ -358,10 +358,52 @@ def test_interrupted_conversion_leaves_nothing(ref: Reference, tmp_path: Path) -
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize(("compression", "codec"), [
+    ("lz4", "BloscCodec"), ("zstd", "ZstdCodec"), ("none", None)])
+def test_each_compression_reads_back_the_same_rows(ref: Reference, tmp_path: Path, layout: str,
+                                                   compression: str, codec: str | None) -> None:
+    X = ref.X.copy()
+    X[np.abs(X) < 0.8] = 0  # sparse enough for a CSR store to hold fewer entries
+    ds = open_dataset(X, target=ref.label, weight=ref.weight, chunk_rows=96)
+    out = tmp_path / "out.zarr"
+    convert(ds, out, layout=layout, compression=compression)  # type: ignore[arg-type]
+    group = zarr.open_group(str(out), mode="r")
+    for name in ("X",) if layout == "dense" else ("indptr", "indices", "data"):
+        found = [type(c).__name__ for c in group[name].compressors]
+        assert found == ([codec] if codec else [])
+    X_back, y, w = streamed(open_dataset(str(out), weight="weight"))
+    np.testing.assert_array_equal(X_back, X)
+    np.testing.assert_array_equal(y, ref.label)
+    np.testing.assert_array_equal(w, ref.weight)
+
+
+def test_text_labels_keep_zstd_whatever_the_compression(labelled: pd.DataFrame,
+                                                        tmp_path: Path) -> None:
+    path = write_parquet_file(labelled, tmp_path / "d.parquet")
+    out = tmp_path / "o.zarr"
+    convert(open_dataset(str(path), target="animal"), out, compression="lz4")
+    group = zarr.open_group(str(out), mode="r")
+    assert [type(c).__name__ for c in group["y"].compressors] == ["ZstdCodec"]
+    assert [type(c).__name__ for c in group["X"].compressors] == ["BloscCodec"]
+
+
+def test_unreadable_chunk_of_a_dense_store_names_its_array(ref: Reference,
+                                                           tmp_path: Path) -> None:
+    out = tmp_path / "o.zarr"
+    convert(open_dataset(ref.X, target=ref.label), out, chunk_rows=100)
+    (out / "X" / "c" / "3" / "0").write_bytes(b"not lz4")
+    ds = open_dataset(str(out))
+    with pytest.raises(ReadError, match=r"rows 300-400 of array 'X'"):
+        streamed(ds)
+
+
 def test_layout_and_chunk_rows_are_checked(ref: Reference, tmp_path: Path) -> None:
     ds = open_dataset(ref.X, target=ref.label)
     with pytest.raises(ValueError, match="layout"):
         convert(ds, tmp_path / "o.zarr", layout="csc")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="compression must be one of"):
+        convert(ds, tmp_path / "o.zarr", compression="gzip")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="chunk_rows"):
         convert(ds, tmp_path / "o.zarr", chunk_rows=0)
 
@@ -393,10 +435,13 @@ def test_cli_convert(labelled: pd.DataFrame, tmp_path: Path) -> None:
     assert again.exit_code == 1
     assert "exists" in again.output and "--overwrite" in again.output
 
-    sparse_run = CliRunner().invoke(cli, [*args, "--overwrite", "--layout", "sparse"])
+    sparse_run = CliRunner().invoke(cli, [*args, "--overwrite", "--layout", "sparse",
+                                          "--compression", "zstd"])
     assert sparse_run.exit_code == 0, sparse_run.output
     assert "sparse layout" in sparse_run.output
     assert is_sparse_zarr(str(out))
+    group = zarr.open_group(str(out), mode="r")
+    assert [type(c).__name__ for c in group["indices"].compressors] == ["ZstdCodec"]
 
 
 def test_cli_convert_reports_a_bad_column(tmp_path: Path, ref: Reference) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import zarr
 
 from streamlearn.data.sources.base import Block, ColumnKind, Piece, numpy_kind
-from streamlearn.data.sources.zarr_store import _read, _row_block
+from streamlearn.data.sources.zarr_store import _read, _row_block, plain_strings, read_together
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, ReadError, SourceError
 
@@ -242,13 +242,24 @@ class SparseZarrSource:
                 f"zarr CSR group {where}: 'indptr' of rows {a}-{b} is not a non-decreasing "
                 f"sequence within 0..{self.nnz}"
             )
-        indices = self._entries(self._indices, lo, hi, a, b).astype(np.int32, copy=False)
-        values = self._entries(self._data, lo, hi, a, b).astype(np.float32, copy=False)
+        names = [n for n in (target, weight) if n is not None]
+        for name in names:
+            if name not in self._arrays:
+                raise KeyError(name)
+        try:  # the entries, the target and the weights in one request
+            read = read_together([(self._indices, lo, hi), (self._data, lo, hi),
+                                  *((self._arrays[n], a, b) for n in names)], where)
+        except ReadError:  # read again one by one, to say which rows' entries failed
+            read = [self._entries(self._indices, lo, hi, a, b),
+                    self._entries(self._data, lo, hi, a, b),
+                    *(self._column(n, a, b) for n in names)]
+        indices = read[0].astype(np.int32, copy=False)
+        values = read[1].astype(np.float32, copy=False)
         X = SparseRows(ptr - lo, np.ascontiguousarray(indices), np.ascontiguousarray(values),
                        self.n_features)
-        y = self._column(target, a, b) if target is not None else None
-        w = self._column(weight, a, b).astype(np.float32, copy=False) \
-            if weight is not None else None
+        columns = [plain_strings(v) for v in read[2:]]
+        y = columns.pop(0) if target is not None else None
+        w = columns.pop(0).astype(np.float32, copy=False) if weight is not None else None
         return Block(X=X, y=y, weight=w)
 
     def _entries(self, array: zarr.Array, lo: int, hi: int, a: int, b: int) -> np.ndarray:
@@ -260,12 +271,8 @@ class SparseZarrSource:
     def _column(self, name: str, a: int, b: int) -> np.ndarray:
         if name not in self._arrays:
             raise KeyError(name)
-        values = _read(self._arrays[name], a, b, self.description)
         # zarr's variable-length strings come as numpy StringDType; labels are plain str
-        if values.dtype.kind == "T":
-            width = int(np.strings.str_len(values).max(initial=1))
-            values = values.astype(f"U{width}")
-        return values
+        return plain_strings(_read(self._arrays[name], a, b, self.description))
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Read only the column ``target`` of piece ``i``.
