@@ -20,8 +20,11 @@ chunks. Conventions:
   chunks ``w_d`` holds the model itself;
 * the optional projection onto the ball of radius ``1 / sqrt(lam)`` is not applied;
 * averaging: ``avg`` holds the mean of the iterates ``w_d`` after steps
-  ``average_start .. t``, updated by the same step as ``v`` by keeping it as ``A + B v``
-  (:func:`~streamlearn.solvers.embedding.row_update_pair` moves both at once).
+  ``average_start .. t``, updated by the same step as ``v`` by keeping the sum of the
+  iterates as ``n_old (A + B v)``, ``n_old`` the iterates before the chunk and ``A`` their
+  mean at its start (:func:`~streamlearn.solvers.embedding.row_update_pair` moves both at
+  once); the end of a chunk folds ``B v`` in and divides by the new count in one sweep of
+  the models, the only work per chunk that grows with the model's size.
 
 :func:`pegasos_ovr_chunk` trains ``m`` binary models from one read of each row (one-vs-rest
 or one-vs-one, :mod:`streamlearn.solvers.ovr`); each follows exactly the arithmetic of a
@@ -63,14 +66,16 @@ MIN_SCALE = 1e-6
 
 
 @njit(cache=True, nogil=True)
-def _fold_all(W, AVG, b_coef, scale):
-    # AVG <- AVG + b_coef * V, V <- scale * V for every model
+def _fold_all(W, AVG, a_coef, b_coef, scale):
+    # AVG <- a_coef * AVG + b_coef * V, V <- scale * V for every model, in one sweep
     m, n = W.shape
     for j in range(m):
-        if b_coef != 0.0:
+        if a_coef != 1.0 or b_coef != 0.0:
             for i in range(n):
-                AVG[j, i] += b_coef * W[j, i]
-        if scale != 1.0:
+                v = W[j, i]
+                AVG[j, i] = a_coef * AVG[j, i] + b_coef * v
+                W[j, i] = scale * v
+        elif scale != 1.0:
             for i in range(n):
                 W[j, i] *= scale
 
@@ -89,12 +94,14 @@ def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bi
     zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
     margins = np.empty(m, dtype=np.float64)
     averaging = n > 0 and t + n >= average_start
+    # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
+    # mean in its own units through the chunk, so that it is swept once, at the end
+    n_old = 1
     if averaging:
-        # AVG becomes the running sum A of S = A + b_coef * V
-        n_avg = t - average_start + 1
-        for j in range(m):
-            for i in range(AVG.shape[1]):
-                AVG[j, i] = AVG[j, i] * n_avg if n_avg > 0 else 0.0
+        n_old = t - average_start + 1
+        if n_old <= 0:
+            n_old = 1
+            AVG[:, :] = 0.0
     scale = 1.0
     b_coef = 0.0
     for r in range(n):
@@ -111,7 +118,7 @@ def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bi
             margins[j] = yj * scale * (row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale)
         scale *= 1.0 - 1.0 / k
         if scale < MIN_SCALE:
-            _fold_all(W, AVG, b_coef, scale)
+            _fold_all(W, AVG, 1.0, b_coef / n_old, scale)
             b_coef = 0.0
             scale = 1.0
         c = np.float64(weight[r])
@@ -123,20 +130,20 @@ def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bi
                     wj = W[j]
                     if b_coef != 0.0:
                         aj = AVG[j]
+                        a_step = -b_coef * step / n_old
                         row_update_pair(hk, wj, aj, x, idx, val, nnz, n_cols, order, step,
-                                        -b_coef * step)
-                        aj[dim] -= b_coef * step * bias_scale
+                                        a_step)
+                        aj[dim] += a_step * bias_scale
                     else:
                         row_update(hk, wj, x, idx, val, nnz, n_cols, order, step)
                     wj[dim] += step * bias_scale
         if averaging and k >= average_start:
             b_coef += scale
-    _fold_all(W, AVG, b_coef, scale)
     if averaging:
-        n_avg = t + n - average_start + 1
-        for j in range(m):
-            for i in range(AVG.shape[1]):
-                AVG[j, i] /= n_avg
+        n_new = t + n - average_start + 1
+        _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
+    else:
+        _fold_all(W, AVG, 1.0, 0.0, scale)
     return t + n
 
 
