@@ -21,7 +21,12 @@ from streamlearn.models.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.models.base import NotFittedError
 from streamlearn.solvers.calibration import fit_sigmoid
 from streamlearn.solvers.dcd import LOSSES, dcd_chunk, dcd_ovr_chunk, primal_objective
-from streamlearn.solvers.embedding import decision_chunk, decision_ovr_chunk, embedding_params
+from streamlearn.solvers.embedding import (
+    decision_chunk,
+    decision_ovr_chunk,
+    embedding_params,
+    weights_from_w_d,
+)
 from streamlearn.solvers.pegasos import pegasos_chunk, pegasos_ovr_chunk
 from streamlearn.solvers.row_sample import row_keys
 
@@ -46,10 +51,24 @@ def three_class_problem(n: int, seed: int = 0):
     return X, np.argmax(g + 0.15 * rng.normal(size=g.shape), axis=1)
 
 
-def objective(model, X, y, C):
-    """Primal objective of a fitted binary model on the materialised embedding."""
-    Z = model.feature_map_.transform(X)
-    return primal_objective(Z, y, model.coef_[0], model.coef_d_[0, -1], C, model.loss)
+def materialised(model, X):
+    """The rows as the model's solver saw them, and the centre it put them on (0 if none)."""
+    Z = X if model.feature_map_ is None else model.feature_map_.transform(X)
+    Z = np.asarray(Z, dtype=np.float64)
+    if not hasattr(model, "dcd_centre_"):
+        return Z, np.zeros(Z.shape[1])
+    emb = embedding_params(model.feature_map_, X.shape[1])
+    return Z, weights_from_w_d(model.dcd_centre_, emb.ipar)[:-1]
+
+
+def objective(model, X, y, C, sample_weight=None):
+    """Primal objective of a fitted binary model on the materialised embedding: for dual
+    coordinate descent that of the rows centred on ``dcd_centre_``, whose intercept's
+    weight (the penalised one) is ``b + w . mu / bias_scale``."""
+    Z, mu = materialised(model, X)
+    bias = model.coef_d_[0, -1] + model.coef_[0] @ mu / model.bias_scale
+    return primal_objective(Z - mu, y, model.coef_[0], bias, C, model.loss,
+                            bias_scale=model.bias_scale, sample_weight=sample_weight)
 
 
 # -- one-vs-rest kernels against the single-model kernels ---------------------------------
@@ -139,10 +158,12 @@ def test_dcd_reaches_liblinear_objective():
                         chunk_rows=500).fit(X, y)
     assert model.n_iter_ < 500
     assert model.C_ == pytest.approx(C)
-    Z = model.feature_map_.transform(X)
+    # liblinear's problem on the rows centred on their mean, as the solver centres them
+    Z, mu = materialised(model, X)
+    np.testing.assert_allclose(mu, Z.mean(axis=0), atol=1e-6)
     svc = LinearSVC(loss="hinge", dual=True, C=C, intercept_scaling=1, tol=1e-6,
-                    max_iter=1_000_000).fit(Z, y)
-    p_ref = primal_objective(Z, y, svc.coef_[0], svc.intercept_[0], C, "hinge")
+                    max_iter=1_000_000).fit(Z - mu, y)
+    p_ref = primal_objective(Z - mu, y, svc.coef_[0], svc.intercept_[0], C, "hinge")
     assert objective(model, X, y, C) == pytest.approx(p_ref, rel=1e-3)
     # the model's scores are those of the materialised features
     np.testing.assert_allclose(model.decision_function(X),
@@ -197,12 +218,15 @@ def test_calibration_rows_are_held_out_and_calibrated():
     keys = row_keys(np.arange(3000, dtype=np.int64), 11 ^ HOLDOUT_SALT)
     held = keys < np.uint64(int(0.2 * 2**64))
     assert model.n_calibration_ == held.sum() and model.n_train_ == 3000 - held.sum()
-    # training used the other rows only: liblinear on them reaches the same objective
+    # training used the other rows only: liblinear on them, centred on their mean as the
+    # solver centres them, reaches the same objective
     train = ~held
-    Z = model.feature_map_.transform(X[train])
+    Z, mu = materialised(model, X[train])
+    np.testing.assert_allclose(mu, Z.mean(axis=0), atol=1e-6)
     svc = LinearSVC(loss="hinge", dual=True, C=model.C_, tol=1e-6,
-                    max_iter=1_000_000).fit(Z, y[train])
-    p_ref = primal_objective(Z, y[train], svc.coef_[0], svc.intercept_[0], model.C_, "hinge")
+                    max_iter=1_000_000).fit(Z - mu, y[train])
+    p_ref = primal_objective(Z - mu, y[train], svc.coef_[0], svc.intercept_[0], model.C_,
+                             "hinge")
     assert objective(model, X[train], y[train], model.C_) == pytest.approx(p_ref, rel=1e-3)
     # the binned, streamed Platt fit is the exact fit on the held-out scores
     f = model.svm_scores(X)[:, 0]
@@ -404,8 +428,11 @@ def test_one_vs_one_votes_like_sklearn_and_couples_probabilities(solver, tmp_pat
 def test_zero_preserving_degree_1_d1_is_the_same_model_with_a_wider_bias(solver):
     """Degree-1 D1 splines: Psi(0) = 0 with bias_scale sqrt(d + 1) equals bias_scale 1 without.
 
-    The reference is the other embedding's fit: their decision functions agree although one
-    skips every input at zero and the other does not.
+    Without a zero at 0, each feature's embedding has a constant column (value 1) that acts
+    as more bias. The reference is the other embedding's fit: their decision functions
+    agree although one skips every input at zero and the other does not. Dual coordinate
+    descent centres the rows, and a constant column vanishes: there the two are the same
+    model with the same bias_scale.
     """
     rng = np.random.default_rng(11)
     n, d = 500, 5
@@ -416,7 +443,8 @@ def test_zero_preserving_degree_1_d1_is_the_same_model_with_a_wider_bias(solver)
     common = dict(embedding="bspline", degree=1, n_bases=7, penalty_order=1, solver=solver,
                   epochs=5, C=1.0, calibrate=False, random_state=0, progress=False)
     full = AdditiveSVC(**common, bias_scale=1.0).fit(X, y.astype(int))
-    sparse = AdditiveSVC(**common, zero_preserving=True, bias_scale=np.sqrt(d + 1.0))
+    sparse = AdditiveSVC(**common, zero_preserving=True,
+                         bias_scale=1.0 if solver == "dcd" else np.sqrt(d + 1.0))
     sparse.fit(X, y.astype(int))
     expected = full.decision_function(X_test.astype(np.float32))
     got = sparse.decision_function(X_test.astype(np.float32))
@@ -485,14 +513,15 @@ def test_integer_weights_reach_the_objective_of_repeated_rows():
     assert weighted.sample_weight_sum_ == weight.sum() == repeated.n_train_
     assert weighted.C_ == pytest.approx(repeated.C_)
     np.testing.assert_allclose(weighted.coef_d_, repeated.coef_d_, atol=2e-3)
-    # and liblinear with the same weights reaches the same objective
+    # both centred the rows on the same (weighted) mean
+    np.testing.assert_allclose(weighted.dcd_centre_, repeated.dcd_centre_, atol=1e-6)
+    # and liblinear on the repeated rows, centred likewise, reaches the same objective
+    Xr, yr = np.repeat(X, weight, axis=0).astype(np.float64), np.repeat(y, weight)
+    mu = Xr.mean(axis=0)
     svc = LinearSVC(loss="hinge", dual=True, C=weighted.C_, tol=1e-8, max_iter=1_000_000)
-    svc.fit(np.repeat(X, weight, axis=0), np.repeat(y, weight))
-    ref = primal_objective(np.repeat(X, weight, axis=0), np.repeat(y, weight), svc.coef_[0],
-                           svc.intercept_[0], weighted.C_, "hinge")
-    ours = primal_objective(np.repeat(X, weight, axis=0), np.repeat(y, weight),
-                            weighted.coef_[0], weighted.coef_d_[0, -1], weighted.C_, "hinge")
-    assert ours == pytest.approx(ref, rel=1e-3)
+    svc.fit(Xr - mu, yr)
+    ref = primal_objective(Xr - mu, yr, svc.coef_[0], svc.intercept_[0], weighted.C_, "hinge")
+    assert objective(weighted, Xr, yr, weighted.C_) == pytest.approx(ref, rel=1e-3)
 
 
 @pytest.mark.parametrize("penalty_order, loss", [(0, "hinge"), (1, "hinge"),
@@ -508,12 +537,12 @@ def test_dcd_stopped_by_the_duality_gap_is_within_tol_of_liblinear_optimum(penal
                         chunk_rows=500).fit(X, y)
     assert model.n_iter_ < 3000
     assert model.monitor_loss_[-1] <= tol or model.pg_range_ <= 10 * tol
-    Z = model.feature_map_.transform(X)
+    Z, mu = materialised(model, X)
     np.testing.assert_allclose(model.decision_function(X),
                                Z @ model.coef_[0] + model.intercept_[0], rtol=1e-4, atol=1e-4)
     svc = LinearSVC(loss=loss, dual=True, C=C, intercept_scaling=1, tol=1e-9,
-                    max_iter=10**7).fit(Z, y)
-    p_ref = primal_objective(Z, y, svc.coef_[0], svc.intercept_[0], C, loss)
+                    max_iter=10**7).fit(Z - mu, y)
+    p_ref = primal_objective(Z - mu, y, svc.coef_[0], svc.intercept_[0], C, loss)
     ours = objective(model, X, y, C)
     assert p_ref <= ours * (1 + 1e-6)
     if model.monitor_loss_[-1] <= tol:

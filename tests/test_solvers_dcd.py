@@ -262,3 +262,85 @@ def test_primal_loss_chunk_matches_numpy():
         assert full == pytest.approx(0.5 * (w @ w) + expected, rel=1e-5)
     with pytest.raises(ValueError, match="loss"):
         primal_objective(Z, y, w[:-1], w[-1], 1.0, "log")
+
+
+# ------------------------------------------------------------------ centred rows
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_centred_sweeps_equal_sweeps_over_centred_rows(loss):
+    # dcd on rows x with centre mu is dcd on the rows x - mu, then its intercept takes
+    # - w . mu: same dual variables, same weights, same scores of every row
+    X, y = make_problem(400, seed=8)
+    X = X + np.float32(3.0)  # rows far from the origin: a near-constant block in the kernel
+    emb = embedding_params(None, X.shape[1])
+    mu = np.zeros(X.shape[1] + 1)
+    mu[:-1] = X.astype(np.float64).mean(axis=0)
+    c, bias = np.full(400, 0.3), 0.7
+    alpha, w_d = np.zeros(400, np.float32), np.zeros(X.shape[1] + 1)
+    alpha_ref, w_ref = alpha.copy(), w_d.copy()
+    Xc = (X.astype(np.float64) - mu[:-1]).astype(np.float32)
+    for sweep in range(3):
+        out = dcd_chunk(X, y, c, alpha, w_d, LOSSES[loss], bias, 2, sweep, *emb, centre=mu)
+        ref = dcd_chunk(Xc, y, c, alpha_ref, w_ref, LOSSES[loss], bias, 2, sweep, *emb)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(alpha, alpha_ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(w_d[:-1], w_ref[:-1], rtol=1e-5, atol=1e-6)
+        # the same scores: w . x + b_own = w . (x - mu) + b_centred
+        np.testing.assert_allclose(X @ w_d[:-1] + bias * w_d[-1],
+                                   Xc @ w_ref[:-1] + bias * w_ref[-1], rtol=1e-5, atol=1e-5)
+
+
+def test_mean_embedding_is_the_mean_of_the_materialised_rows():
+    from streamlearn.data.sparse_rows import SparseRows
+    from streamlearn.solvers.dcd import mean_embedding
+
+    X, _ = make_problem(300, seed=9)
+    X = np.abs(X)
+    for order in (0, 1, 2):
+        for zero_preserving in (False, True):
+            m = BSplineMap(2, 7, order, zero_preserving).fit(np.zeros(4), X.max(axis=0))
+            emb = embedding_params(m)
+            mu_d = mean_embedding(X, *emb)
+            # w = D_d w_d: in w the mean of the materialised rows Psi_d(x)
+            np.testing.assert_allclose(d_matrix(emb) @ mu_d,
+                                       np.append(m.transform(X).mean(axis=0), 0.0),
+                                       rtol=1e-6, atol=1e-9)
+            if zero_preserving:
+                X0 = X.copy()
+                X0[X0 < 0.5] = 0.0
+                sparse_emb = embedding_params(m, 4)
+                np.testing.assert_allclose(
+                    mean_embedding(SparseRows.from_scipy(__import__("scipy").sparse.csr_array(X0)),
+                                   *sparse_emb),
+                    mean_embedding(X0, *emb), rtol=1e-9, atol=1e-12)
+
+
+def test_centred_bspline_sweeps_reach_liblinear_on_the_centred_embedding():
+    # centring changes only the intercept's penalty: the optimum of
+    # 1/2 (||w||^2 + b_c^2) + C sum loss(y (w . (z - mu) + b_c)), which liblinear finds on
+    # the materialised centred rows
+    X, y = make_problem(1500, seed=10)
+    m = spline_map(X, order=1)
+    emb = embedding_params(m)
+    from streamlearn.solvers.dcd import mean_embedding
+
+    mu_d = mean_embedding(X, *emb)
+    C = 0.05
+    w_d = np.zeros(emb.n_dims + 1)
+    alpha = np.zeros(1500, np.float32)
+    for epoch in range(300):
+        pg_max, pg_min, _, _ = dcd_chunk(X, y, np.full(1500, C), alpha, w_d, HINGE, 1.0, 1,
+                                         epoch, *emb, centre=mu_d)
+        if pg_max - pg_min < 1e-5:
+            break
+    assert epoch < 299
+    Z = m.transform(X).astype(np.float64)
+    mu = Z.mean(axis=0)
+    svc = LinearSVC(loss="hinge", dual=True, C=C, intercept_scaling=1, tol=1e-9,
+                    max_iter=10**7).fit(Z - mu, y)
+    w = weights_from_w_d(w_d, emb.ipar)
+    b_centred = w[-1] + w[:-1] @ mu  # back to the centred rows' intercept
+    ours = primal_objective(Z - mu, y, w[:-1], b_centred, C, "hinge")
+    ref = primal_objective(Z - mu, y, svc.coef_[0], svc.intercept_[0], C, "hinge")
+    assert ours == pytest.approx(ref, rel=1e-4)
+    np.testing.assert_allclose(Z @ w[:-1] + w[-1], (Z - mu) @ svc.coef_[0] + svc.intercept_[0],
+                               atol=2e-3 * np.abs(Z @ w[:-1]).max())

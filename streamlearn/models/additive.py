@@ -322,6 +322,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     pg_range_ : float
         ``dcd`` only: largest range of the models' projected gradients (and 0) in the last
         epoch, what liblinear's rule compares with ``10 tol``.
+    dcd_centre_ : ndarray of shape (n_dims + 1,)
+        ``dcd`` only: the embedded row ``mu`` (``w_d`` form, like ``coef_d_``) the solver
+        centred the rows on, the weighted mean of the embedded training rows (added up in
+        the first epoch, which is centred on the describe pass's row sample instead; with
+        ``epochs=1`` that sample's mean). It solves
+        ``1/2 (||w||^2 + b_c^2) + C sum_i c_i loss(y_i (w . (z_i - mu) + b_c bias_scale))``
+        with the intercept ``b_c bias_scale - w . mu``: liblinear's problem but for the
+        intercept's penalty, which falls on the centred rows' intercept. Centring removes
+        the common part of the embedded rows, a near-constant block of the dual's kernel
+        matrix that slowed coordinate descent to a crawl. Absent when ``bias_scale = 0``,
+        or with one epoch and no sample: then liblinear's problem itself.
 
     Examples
     --------
@@ -687,6 +698,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.__dict__.pop("interaction_check_", None)
         if fitted.pg_range is not None:
             self.pg_range_ = fitted.pg_range
+        if fitted.centre_d is not None:
+            self.dcd_centre_ = fitted.centre_d
+        else:
+            self.__dict__.pop("dcd_centre_", None)
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None,
                     sample_weight: Any = None) -> AdditiveSVC:

@@ -18,7 +18,18 @@ is the same call with the previous ``alpha`` and ``w_d``.
 Conventions: labels are float32 in {-1, +1}; ``C_i = C * weight_i`` (rows with ``C_i <= 0``
 are skipped and keep ``alpha_i = 0``); the bias is liblinear's, a regularised constant
 feature of value ``bias_scale`` whose weight is the last entry of ``w_d`` (the intercept is
-``w_d[-1] * bias_scale``, and ``bias_scale = 0`` fits none); no shrinking. Stopping uses
+``w_d[-1] * bias_scale``, and ``bias_scale = 0`` fits none); no shrinking.
+
+Centred rows: given a ``centre`` ``mu`` (an embedded row in ``w_d`` form, e.g. the rows'
+mean from :func:`embedding_sum`), the sweeps solve the problem of the rows ``z_i - mu``
+with the same bias feature, so that the intercept of the rows themselves is
+``b_c bias_scale - w . mu`` and only the intercept's penalty differs from liblinear's.
+Embedded rows share a large common part (a B-spline map puts weight 1 on each feature's
+bases in every row), which makes the dual's kernel matrix a near-constant block plus the
+information; coordinate descent moves along that block one row at a time and crawls.
+Inside a call ``w = v - s mu`` is kept lazily (``v`` updated sparsely, ``s`` and ``v . mu``
+as scalars), so a step still costs the row's non-zeros; ``W`` holds the models of the rows
+themselves before and after it. :func:`move_centre` changes the centre between epochs. Stopping uses
 liblinear's projected-gradient range ``max PG - min PG`` over all rows of an epoch (merge the
 chunks' ``pg_max`` by max and ``pg_min`` by min) and/or the duality gap
 ``P(w) - D(alpha)``, with ``D = sum alpha_sum - sum dual_quad - 1/2 ||w||^2`` from the chunks
@@ -50,6 +61,7 @@ from streamlearn.solvers.embedding import (
     fetch_row,
     kernel_kinds,
     kernel_rows,
+    model_dot,
     row_kind,
     row_score,
     row_sq_norm_d,
@@ -63,6 +75,9 @@ SQUARED_HINGE = 2
 LOSSES = {"hinge": HINGE, "squared_hinge": SQUARED_HINGE}
 #: Projected gradients at most this large in magnitude leave ``alpha_i`` unchanged.
 PG_EPS = 1e-12
+
+#: ``centre`` of the kernels when the rows are not centred.
+NO_CENTRE = np.zeros(0)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -116,7 +131,7 @@ def row_orders(n_rows, n_inner, seed):
 
 @njit(cache=True, nogil=True, inline="always")
 def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, bias_scale,
-                  n_inner, seed, kind, hk, ipar, fpar, monitor, monitor_loss):
+                  n_inner, seed, kind, hk, ipar, fpar, monitor, monitor_loss, centre):
     # the body of dcd_ovr_chunk, inlined by numba into one kernel per kind and form of rows
     n = rows_in(X, csr, sparse)
     m = W.shape[0]
@@ -133,6 +148,17 @@ def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, 
     pg_min = np.full(m, np.inf)
     orders = row_orders(n, n_inner, seed)
     monitored = monitor.shape[0] == m and n_inner > 0
+    # centred rows z - mu: model j is kept as w_j = v_j - s_j mu, with v_j in W[j] and the
+    # bias weight of the centred problem in W[j, dim]; vmu_j = v_j . mu, zmu_r = z_r . mu
+    centred = centre.shape[0] > 0 and n > 0 and n_inner > 0
+    mumu = model_dot(centre, centre, ipar) if centred else 0.0
+    zmu = np.zeros(n if centred else 0)
+    s = np.zeros(m)
+    vmu = np.zeros(m)
+    if centred:
+        for j in range(m):
+            vmu[j] = model_dot(W[j], centre, ipar)
+            W[j, dim] += vmu[j] / bias_scale
     for sweep in range(n_inner):
         for p in range(n):
             r = orders[sweep, p]
@@ -148,6 +174,9 @@ def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, 
             x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
             if qd[r] < 0.0:
                 qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
+                if centred:
+                    zmu[r] = row_score(hk, centre, x, idx, val, nnz)
+                    qd[r] += mumu - 2.0 * zmu[r]
             q = qd[r] + diag
             code = codes[r]
             for j in range(m):
@@ -157,6 +186,8 @@ def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, 
                 wj = W[j]
                 a = np.float64(alpha[r, j])
                 score = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+                if centred:
+                    score -= s[j] * (zmu[r] - mumu) + vmu[j]
                 g = yj * score - 1.0 + diag * a
                 if a == 0.0:
                     pg = min(g, 0.0)
@@ -182,6 +213,15 @@ def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, 
                 alpha[r, j] = np.float32(a_new)
                 row_update(hk, wj, x, idx, val, nnz, n_cols, order, delta * yj)
                 wj[dim] += delta * yj * bias_scale
+                if centred:
+                    s[j] += delta * yj
+                    vmu[j] += delta * yj * zmu[r]
+    if centred:  # back to the model of the rows themselves: w = v - s mu, its own bias
+        for j in range(m):
+            wj = W[j]
+            for i in range(dim):
+                wj[i] -= s[j] * centre[i]
+            wj[dim] -= (vmu[j] - s[j] * mumu) / bias_scale
     alpha_sum = np.zeros(m)
     dual_quad = np.zeros(m)
     for r in range(n):
@@ -199,10 +239,10 @@ def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
-               kind, ipar, fpar, monitor, monitor_loss):
+               kind, ipar, fpar, monitor, monitor_loss, centre):
         return _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss,
                              bias_scale, n_inner, seed, fixed_kind, hk, ipar, fpar, monitor,
-                             monitor_loss)
+                             monitor_loss, centre)
 
     return kernel
 
@@ -211,7 +251,7 @@ _DCD_OVR = kernel_kinds(_dcd_ovr_kernel)
 
 
 def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
-                  kind, ipar, fpar, monitor=None, monitor_loss=None):
+                  kind, ipar, fpar, monitor=None, monitor_loss=None, centre=None):
     """Dual coordinate descent sweeps of ``m`` binary models over one chunk.
 
     Parameters
@@ -246,6 +286,12 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     monitor_loss : ndarray of shape (m,), float64, optional
         With ``monitor``: ``sum_i C_i loss(y_ij monitor_j . z_i)`` over the rows model ``j``
         trains on is added to entry ``j`` (in place).
+    centre : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64, optional
+        A mean embedded row ``mu`` in ``w_d`` form (:func:`mean_embedding`): the sweeps
+        solve the problem of the centred rows ``z_i - mu``, whose intercept absorbs
+        ``- w . mu`` (see the module's notes). ``W`` and ``monitor`` stay models of the rows
+        themselves (scores ``w . z + W[j, -1] bias_scale``) before and after the call. Needs
+        ``bias_scale > 0``.
 
     Returns
     -------
@@ -262,13 +308,18 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     elif monitor_loss is None or monitor.shape != W.shape or monitor_loss.shape != W.shape[:1]:
         raise ValueError("monitor must have the shape of W, and monitor_loss one entry per "
                          "model")
+    if centre is None:
+        centre = NO_CENTRE
+    elif not bias_scale > 0.0 or centre.shape != W.shape[1:]:
+        raise ValueError("centre needs a bias (bias_scale > 0) and the length of a model")
     dense, csr, sparse = kernel_rows(X)
     return _DCD_OVR[kind, sparse](dense, csr, codes, positive, negative, c, alpha, W, loss,
                                   bias_scale, n_inner, seed, kind, ipar, fpar, monitor,
-                                  monitor_loss)
+                                  monitor_loss, centre)
 
 
-def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar):
+def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar,
+              centre=None):
     """Dual coordinate descent sweeps of one model over one chunk (a block of the dual).
 
     :func:`dcd_ovr_chunk` with a single model.
@@ -296,6 +347,8 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
     kind : int
     ipar, fpar : ndarray
         Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
+    centre : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64, optional
+        Solve for the centred rows (:func:`dcd_ovr_chunk`).
 
     Returns
     -------
@@ -309,8 +362,111 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
     """
     codes, positive, negative = one_model(y)
     out = dcd_ovr_chunk(X, codes, positive, negative, c, alpha[:, np.newaxis], w_d[np.newaxis, :],
-                        loss, bias_scale, n_inner, seed, kind, ipar, fpar)
+                        loss, bias_scale, n_inner, seed, kind, ipar, fpar, centre=centre)
     return tuple(float(o[0]) for o in out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _embedding_sum_rows(X, csr, sparse, kind, hk, ipar, fpar, weight, out):
+    # the body of embedding_sum, inlined by numba into one kernel per kind and form of rows
+    n = rows_in(X, csr, sparse)
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+    for r in range(n):
+        if weight[r] == 0.0:
+            continue
+        x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
+        row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER],
+                   np.float64(weight[r]))
+
+
+def _embedding_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., None]:
+    # _embedding_sum_rows compiled for one kind of embedding and form of rows
+    hk = row_kind(fixed_kind, sparse)
+
+    @njit(cache=True, nogil=True)
+    def kernel(X, csr, kind, ipar, fpar, weight, out):
+        _embedding_sum_rows(X, csr, sparse, fixed_kind, hk, ipar, fpar, weight, out)
+
+    return kernel
+
+
+_EMBEDDING_SUM = kernel_kinds(_embedding_sum_kernel)
+
+
+def embedding_sum(X, weight, kind, ipar, fpar, out):
+    """``out <- out + sum_i weight_i z_i``: the weighted sum of some embedded rows, ``w_d`` form.
+
+    The rows' updates ``w <- w + weight_i z_i`` added up, so that a mean ``mu`` made from
+    it scores a row as ``mu . z`` (:func:`~streamlearn.solvers.embedding.row_score`) and
+    has the squared norm :func:`~streamlearn.solvers.embedding.model_sq_norm`: what
+    :func:`dcd_ovr_chunk` takes as ``centre``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
+    weight : ndarray of shape (n_rows,)
+        Each row's weight (rows of weight 0 are skipped).
+    kind : int
+    ipar, fpar : ndarray
+        Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
+    out : ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+        Added to in place; its last (bias) entry is left alone.
+    """
+    dense, csr, sparse = kernel_rows(X)
+    _EMBEDDING_SUM[kind, sparse](dense, csr, kind, ipar, fpar,
+                                 np.ascontiguousarray(weight, dtype=np.float64), out)
+
+
+def mean_embedding(X, kind, ipar, fpar):
+    """The mean embedded row ``mu = mean_i z_i`` of some rows, ``w_d`` form (:func:`embedding_sum`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
+        At least one row.
+    kind : int
+    ipar, fpar : ndarray
+
+    Returns
+    -------
+    ndarray of shape (ipar[IP_N_DIMS] + 1,), float64
+        The bias entry (last) is 0.
+    """
+    n = X.shape[0]
+    if n == 0:
+        raise ValueError("the mean embedded row needs at least one row")
+    out = np.zeros(int(ipar[IP_N_DIMS]) + 1)
+    embedding_sum(X, np.full(n, 1.0 / n), kind, ipar, fpar, out)
+    return out
+
+
+def move_centre(W, old, new, bias_scale, ipar):
+    """Models of the dual for rows centred on ``old`` turned into those for ``new``.
+
+    Dual coordinate descent keeps ``w = sum_i y_i alpha_i (z_i - mu)`` and the bias weight
+    ``b_c = bias_scale sum_i y_i alpha_i``; with the same ``alpha`` and another centre the
+    weights are ``w - (b_c / bias_scale) (new - old)``. ``W`` holds models of the rows
+    themselves (the bias weight the intercept's, ``b_c - w . mu / bias_scale``), so both
+    ends are converted.
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, ipar[IP_N_DIMS] + 1), float64
+        Updated in place.
+    old, new : ndarray of shape (ipar[IP_N_DIMS] + 1,) or None
+        The centres (None: the origin).
+    bias_scale : float
+        Positive.
+    ipar : ndarray
+    """
+    dim = int(ipar[IP_N_DIMS])
+    old = np.zeros(dim + 1) if old is None else old
+    for w in W:
+        b_c = w[dim] + model_dot(w, old, ipar) / bias_scale
+        w[:dim] -= (b_c / bias_scale) * (new[:dim] - old[:dim])
+        w[dim] = b_c - model_dot(w, new, ipar) / bias_scale
 
 
 @njit(cache=True, nogil=True)

@@ -808,18 +808,38 @@ def model_sq_norm(w_d, ipar):
     -------
     float
     """
+    return model_dot(w_d, w_d, ipar)
+
+
+@njit(cache=True, nogil=True)
+def model_dot(a_d, b_d, ipar):
+    """``a . b = (D_d a_d) . (D_d b_d)``: the inner product of two models in ``w_d`` form,
+    over the first ``ipar[IP_N_DIMS]`` entries (:func:`model_sq_norm` is ``a = b``).
+
+    Parameters
+    ----------
+    a_d, b_d : ndarray of float64
+    ipar : ndarray of int64
+
+    Returns
+    -------
+    float
+    """
     n_cols = ipar[IP_N_COLS]
     order = ipar[IP_ORDER]
     s = 0.0
     for f in range(ipar[IP_N_FEATURES]):
         base = f * n_cols
         for i in range(n_cols):
-            v = w_d[base + i]
+            u = a_d[base + i]
+            v = b_d[base + i]
             if order >= 1 and i >= 1:
-                v -= w_d[base + i - 1]
+                u -= a_d[base + i - 1]
+                v -= b_d[base + i - 1]
             if order == 2 and i >= 1:
-                v -= w_d[base + i - 1] - (w_d[base + i - 2] if i >= 2 else 0.0)
-            s += v * v
+                u -= a_d[base + i - 1] - (a_d[base + i - 2] if i >= 2 else 0.0)
+                v -= b_d[base + i - 1] - (b_d[base + i - 2] if i >= 2 else 0.0)
+            s += u * v
     for i in range(ipar[IP_MAIN_DIMS], ipar[IP_N_DIMS]):  # pair columns: w_d = w
-        s += w_d[i] * w_d[i]
+        s += a_d[i] * b_d[i]
     return s

@@ -20,7 +20,7 @@ from streamlearn.data.sparse_rows import take_rows
 from streamlearn.engine import DescribePass, Description
 from streamlearn.features import FeatureMap
 from streamlearn.solvers.calibration import ScoreHistogram
-from streamlearn.solvers.dcd import dcd_ovr_chunk
+from streamlearn.solvers.dcd import dcd_ovr_chunk, embedding_sum
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.ovr import REST
@@ -350,6 +350,11 @@ class DcdState:
     monitor_loss : ndarray of shape (m,) or None
         With a monitored model: ``sum_i C_i loss`` of that model over the training rows of
         each binary model (its primal loss, see :func:`~streamlearn.solvers.dcd.dcd_ovr_chunk`).
+    row_sum : ndarray of shape (n_dims + 1,) or None
+        With ``sum_rows``: ``sum_i weight_i z_i`` over the training rows, ``w_d`` form
+        (:func:`~streamlearn.solvers.dcd.embedding_sum`).
+    weight_sum : float
+        With ``sum_rows``: ``sum_i weight_i``.
     """
 
     W: np.ndarray
@@ -359,6 +364,8 @@ class DcdState:
     dual_quad: np.ndarray
     rows: int = 0
     monitor_loss: np.ndarray | None = None
+    row_sum: np.ndarray | None = None
+    weight_sum: float = 0.0
 
 
 class DcdEpochPass:
@@ -382,6 +389,12 @@ class DcdEpochPass:
     monitor : ndarray of shape (m, n_dims + 1), optional
         A frozen model whose primal loss over the training rows the pass sums as it reads
         them (``DcdState.monitor_loss``), for the duality-gap stopping rule.
+    centre : ndarray of shape (n_dims + 1,), optional
+        Solve for the rows centred on it (``dcd_centre`` of the driver; the models stay
+        models of the rows themselves).
+    sum_rows : bool
+        Also add up the weighted embedded training rows (``DcdState.row_sum``), the
+        centre of the epochs after this one.
 
     Notes
     -----
@@ -393,7 +406,8 @@ class DcdEpochPass:
 
     def __init__(self, rows: TrainingRows, pairs: ModelPairs, C: float, loss: int,
                  bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
-                 monitor: np.ndarray | None = None) -> None:
+                 monitor: np.ndarray | None = None, centre: np.ndarray | None = None,
+                 sum_rows: bool = False) -> None:
         self.rows = rows
         self.pairs = pairs
         self.C = float(C)
@@ -403,13 +417,16 @@ class DcdEpochPass:
         self.seed = int(seed)
         self.initial = initial
         self.monitor = monitor
+        self.centre = centre
+        self.sum_rows = bool(sum_rows)
 
     def start(self) -> DcdState:
         """A copy of the initial models, empty statistics."""
         m = self.initial.shape[0]
         return DcdState(self.initial.copy(), np.full(m, -np.inf), np.full(m, np.inf),
                         np.zeros(m), np.zeros(m), 0,
-                        None if self.monitor is None else np.zeros(m))
+                        None if self.monitor is None else np.zeros(m),
+                        np.zeros(self.initial.shape[1]) if self.sum_rows else None)
 
     def step(self, state: DcdState, chunk: Chunk) -> DcdState:
         """Coordinate descent over the chunk's training rows (in place)."""
@@ -420,10 +437,14 @@ class DcdEpochPass:
         seed = (self.seed * 0x9E3779B1 + int(chunk.start)) % 2**63
         pg_max, pg_min, alpha_sum, dual_quad = dcd_ovr_chunk(
             X, codes, *self.pairs, c, alpha, state.W, self.loss, self.bias_scale,
-            DCD_INNER_SWEEPS, seed, *self.rows.emb, self.monitor, state.monitor_loss)
+            DCD_INNER_SWEEPS, seed, *self.rows.emb, self.monitor, state.monitor_loss,
+            self.centre)
         if keep is not None:
             alpha_all[keep] = alpha
         self.alpha.put(chunk, alpha_all)
+        if state.row_sum is not None:
+            embedding_sum(X, weight, *self.rows.emb, state.row_sum)
+            state.weight_sum += float(weight.sum(dtype=np.float64))
         np.maximum(state.pg_max, pg_max, out=state.pg_max)
         np.minimum(state.pg_min, pg_min, out=state.pg_min)
         state.alpha_sum += alpha_sum
@@ -435,9 +456,12 @@ class DcdEpochPass:
         """Parameter mixing of the models, statistics combined (a new state)."""
         monitor_loss = (None if a.monitor_loss is None or b.monitor_loss is None
                         else a.monitor_loss + b.monitor_loss)
+        row_sum = (None if a.row_sum is None or b.row_sum is None
+                   else a.row_sum + b.row_sum)
         return DcdState(_mix(a.W, b.W, a.rows, b.rows), np.maximum(a.pg_max, b.pg_max),
                         np.minimum(a.pg_min, b.pg_min), a.alpha_sum + b.alpha_sum,
-                        a.dual_quad + b.dual_quad, a.rows + b.rows, monitor_loss)
+                        a.dual_quad + b.dual_quad, a.rows + b.rows, monitor_loss,
+                        row_sum, a.weight_sum + b.weight_sum)
 
     def finish(self, state: DcdState) -> DcdState:
         """The state after the epoch."""
