@@ -170,3 +170,17 @@ def test_read_only_inputs_reuse_the_compiled_kernel():
             np.testing.assert_allclose(decision_ovr_chunk(chunk, W_ro, 1.0, *emb), reference,
                                        rtol=1e-5, atol=1e-6)
     assert clock.seconds == 0.0
+
+
+def test_every_kernel_variant_has_a_cache_index_of_its_own():
+    # numba numbers the compiled versions of one function name in one index file; variants
+    # sharing it could swap code when two processes compile two of them at once
+    from streamlearn.solvers.dcd import _DCD_OVR, _EMBEDDING_SUM
+    from streamlearn.solvers.embedding import _DECISION_OVR
+    from streamlearn.solvers.pegasos import _PEGASOS_OVR
+
+    for kernels in (_DCD_OVR, _EMBEDDING_SUM, _DECISION_OVR, _PEGASOS_OVR):
+        names = {k._cache._cache_file._index_name for k in kernels.values()}
+        assert len(names) == len(kernels)
+        assert all(n.startswith(next(iter(kernels.values())).py_func.__module__.split(".")[-1])
+                   for n in names)

@@ -271,8 +271,25 @@ def kernel_kinds(compile_for: Callable[[int, bool], Callable]) -> dict[tuple[int
     -------
     dict
         ``(kind, sparse) -> kernel`` for every kind and form.
+
+    Notes
+    -----
+    Each kernel gets a cache file of its own (its name ends in its kind and form). numba
+    keeps one index of compiled versions per function name and numbers their files in it;
+    the kernels of one factory share a name, and two processes compiling two of them at
+    once (test workers, dask workers on one machine) could each take the same number and
+    leave one kernel's code under the other's entry.
     """
-    return {(kind, sparse): compile_for(kind, sparse) for sparse in (False, True) for kind in KINDS}
+    kernels = {}
+    for sparse in (False, True):
+        for kind in KINDS:
+            kernel = compile_for(kind, sparse)
+            func = kernel.py_func
+            func.__qualname__ = f"{func.__qualname__}_{KIND_NAMES[kind]}_" \
+                                f"{'csr' if sparse else 'dense'}"
+            kernel.enable_caching()  # under the new name
+            kernels[kind, sparse] = kernel
+    return kernels
 
 
 #: The CSR arrays a kernel over dense rows is given, and the matrix one over CSR rows is.
