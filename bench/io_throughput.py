@@ -20,6 +20,17 @@ Methods, all with the same chunk size C:
 
 A cProfile of one stream pass per format (smallest size) shows where the stream's time goes.
 
+**Larger than memory** (full runs; ``--disk-only`` runs this part alone and keeps the
+other results): for each format, a store of ``1.25 x`` this machine's memory of the same
+rows (zarr as ``streamlearn convert`` writes it: LZ4 after a byte shuffle; parquet:
+snappy) is written, then ``cat`` of its files, one bare stream pass (shuffled chunk order,
+as a fit reads) and one epoch of ``AdditiveSVC`` (linear, and degree-1 B-splines with
+``D0``; ``epochs=1``, no calibration, no pairs, kernels compiled beforehand) take turns,
+``--disk-rounds`` times, each in a fresh process; then the store is deleted. No page cache
+holds such a store, so every pass reads the disk. Skipped with a message when the disk has
+no room for it. Targets: bare pass >= 0.8x ``cat``'s rate, each epoch >= 0.8x the bare
+pass's.
+
 Run ``python bench/io_throughput.py`` (sizes 0.5, 1, 2 GB of float32 features) or
 ``--quick`` (0.1, 0.25 GB). Results go to ``bench/results/io_throughput.{json,png}``.
 """
@@ -172,6 +183,166 @@ def generate(size_gb: float, d: int = N_FEATURES) -> dict[str, Any]:
     }
     meta_path.write_text(json.dumps(meta, indent=2))
     return {**meta, "generated_s": generated_s, "reused": False}
+
+
+# ------------------------------------------------------------ a store larger than memory
+#: The store of the larger-than-memory part, as a share of this machine's memory.
+DISK_SHARE = 1.25
+#: Rows of a fit's epoch over it: the fits that run (each after a warm-up on a few rows).
+DISK_FITS = {
+    "linear": {"embedding": "linear"},
+    "bspline_d0": {"embedding": "bspline", "degree": 1, "penalty_order": 0},
+}
+DISK_TARGET = 0.8
+
+
+def write_disk_store(fmt: str, path: Path, n_rows: int, compression: str) -> dict[str, Any]:
+    """``n_rows`` rows of :func:`make_block` written as a zarr store (by ``convert``'s codec
+    ``compression``) or a parquet directory (snappy, ``N_FILES`` files)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zarr
+
+    from streamlearn.data.convert import compressors
+
+    shutil.rmtree(path, ignore_errors=True)
+    t0 = time.perf_counter()
+    if fmt == "zarr":
+        group = zarr.open_group(path, mode="w", zarr_format=3)
+        X = group.create_array("X", shape=(n_rows, N_FEATURES), chunks=(ZARR_CHUNK_ROWS,
+                                                                       N_FEATURES),
+                               dtype="float32", compressors=compressors(compression,
+                                                                        np.float32))
+        y = group.create_array("y", shape=(n_rows,), chunks=(ZARR_CHUNK_ROWS,), dtype="int8",
+                               compressors=compressors(compression, np.int8))
+        for a in range(0, n_rows, BLOCK_ROWS):
+            b = min(a + BLOCK_ROWS, n_rows)
+            cols, labels = make_block(a, b)
+            X[a:b] = cols.T
+            y[a:b] = labels
+    else:
+        path.mkdir(parents=True)
+        names = feature_names(N_FEATURES)
+        schema = pa.schema([*(pa.field(c, pa.float32()) for c in names),
+                            pa.field("label", pa.int8())])
+        for k, (lo, hi) in enumerate(itertools.pairwise(file_bounds(n_rows))):
+            with pq.ParquetWriter(path / f"part-{k}.parquet", schema) as writer:
+                for a in range(lo, hi, BLOCK_ROWS):
+                    b = min(a + BLOCK_ROWS, hi)
+                    cols, labels = make_block(a, b)
+                    writer.write_table(pa.Table.from_arrays(
+                        [*map(pa.array, cols), pa.array(labels)], schema=schema),
+                        row_group_size=ROW_GROUP_ROWS)
+    return {"format": fmt, "path": str(path), "rows": n_rows, "disk_bytes": dir_bytes(path),
+            "feature_bytes": n_rows * N_FEATURES * 4, "write_s": time.perf_counter() - t0,
+            "compression": compression if fmt == "zarr" else "snappy"}
+
+
+def disk_child(what: str, fmt: str, path: str, chunk_rows: int) -> dict[str, Any]:
+    """In a fresh process: one bare stream pass or one epoch of a fit over the store."""
+    from streamlearn import open_dataset
+    from streamlearn.models import AdditiveSVC
+
+    ds = open_dataset(path, target="label" if fmt == "parquet" else None,
+                      chunk_rows=chunk_rows, classes=[0, 1])
+    out: dict[str, Any] = {"what": what}
+    cols, labels = make_block(0, 2000)  # load the stream's compiled checks before timing
+    for _ in open_dataset(np.ascontiguousarray(cols.T), target=labels).chunks():
+        pass
+    if what == "bare":
+        t0 = time.perf_counter()
+        rows = sum(chunk.n_rows for chunk in ds.chunks(shuffle=True, seed=0))
+        out["wall_s"] = time.perf_counter() - t0
+        out["rows"] = rows
+    else:
+        options = dict(DISK_FITS[what], epochs=1, tol=None, calibrate=False, interactions=0,
+                       random_state=0, progress=False)
+        AdditiveSVC(**options).fit(np.ascontiguousarray(cols.T), labels)  # and the kernels
+        model = AdditiveSVC(**options)
+        t0 = time.perf_counter()
+        model.fit(ds)
+        out["wall_s"] = time.perf_counter() - t0
+        out["rows"] = ds.n_rows
+        out["n_passes"] = float(model.n_passes_)
+    out["rows_per_s"] = out["rows"] / out["wall_s"]
+    out["peak_rss_bytes"] = peak_rss_bytes()
+    return out
+
+
+def read_files(path: Path) -> dict[str, Any]:
+    """``cat`` of every file of the store, in order, to /dev/null: the disk's sequential rate."""
+    files = sorted(str(f) for f in path.rglob("*") if f.is_file())
+    t0 = time.perf_counter()
+    for start in range(0, len(files), 500):
+        subprocess.run(["cat", *files[start:start + 500]], stdout=subprocess.DEVNULL,
+                       check=True)
+    seconds = time.perf_counter() - t0
+    return {"what": "cat", "wall_s": seconds, "bytes": dir_bytes(path),
+            "mb_per_s": dir_bytes(path) / seconds / 1e6}
+
+
+def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
+              compression: str) -> dict[str, Any]:
+    """Write a store larger than memory, time ``cat``, a bare pass and the fits' epochs
+    in turn (``rounds`` times, each in a fresh process), delete it."""
+    import psutil
+
+    memory = psutil.virtual_memory().total
+    feature_bytes = size_gb * 1e9 if size_gb else DISK_SHARE * memory
+    n_rows = int(feature_bytes // (4 * N_FEATURES)) // ZARR_CHUNK_ROWS * ZARR_CHUNK_ROWS
+    path = DATA_DIR / f"larger_than_memory.{fmt}"
+    free = shutil.disk_usage(DATA_DIR.parent if not DATA_DIR.exists() else DATA_DIR).free
+    out: dict[str, Any] = {"format": fmt, "memory_bytes": memory,
+                           "planned_feature_bytes": n_rows * N_FEATURES * 4}
+    if free < 1.15 * n_rows * (N_FEATURES * 4 + 1):
+        out["skipped"] = (f"{free / 1e9:.0f} GB free on the disk; the store needs about "
+                          f"{n_rows * (N_FEATURES * 4 + 1) / 1e9:.0f} GB")
+        log(f"larger than memory, {fmt}: skipped: {out['skipped']}")
+        return out
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        out["store"] = write_disk_store(fmt, path, n_rows, compression)
+        log(f"larger than memory, {fmt}: {n_rows:,d} rows, "
+            f"{out['store']['disk_bytes'] / 1e9:.1f} GB on disk "
+            f"(memory {memory / 2**30:.1f} GiB), written in {out['store']['write_s']:.0f} s")
+        out["runs"] = []
+        for r in range(rounds):
+            for what in ("cat", "bare", *DISK_FITS):
+                if what == "cat":
+                    m = read_files(path)
+                else:
+                    cmd = [sys.executable, str(Path(__file__).resolve()), "--disk-child", what,
+                           "--format", fmt, "--path", str(path),
+                           "--chunk-rows", str(chunk_rows)]
+                    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"{what} over {path} failed:\n{done.stderr}")
+                    m = json.loads(done.stdout.strip().splitlines()[-1])
+                m["round"] = r
+                out["runs"].append(m)
+                log(f"  round {r + 1}: {what:11s} {m['wall_s']:6.1f} s")
+        out["summary"] = disk_summary(out["runs"])
+        s = out["summary"]
+        log(f"  bare pass / cat {s['bare_over_cat']:.2f}; "
+            + "; ".join(f"{w} epoch / bare pass {s[w + '_over_bare']:.2f}" for w in DISK_FITS))
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        out["deleted"] = not path.exists()
+    return out
+
+
+def disk_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median seconds of each run kind and the rate ratios the targets compare."""
+    median = {w: statistics.median(m["wall_s"] for m in runs if m["what"] == w)
+              for w in dict.fromkeys(m["what"] for m in runs)}
+    out: dict[str, Any] = {f"{w}_s": s for w, s in median.items()}
+    out["bare_over_cat"] = median["cat"] / median["bare"]  # rate ratio: time of cat / bare
+    for w in DISK_FITS:
+        out[f"{w}_over_bare"] = median["bare"] / median[w]
+    out["target"] = DISK_TARGET
+    out["met"] = bool(out["bare_over_cat"] >= DISK_TARGET
+                      and all(out[f"{w}_over_bare"] >= DISK_TARGET for w in DISK_FITS))
+    return out
 
 
 # ------------------------------------------------------------------------ one measured method
@@ -437,6 +608,27 @@ def plot(results: list[dict[str, Any]], path: Path, chunk_rows: int) -> None:
     plt.close(fig)
 
 
+def disk_table(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The larger-than-memory part as a report table."""
+    rows = []
+    for part in parts:
+        if "skipped" in part:
+            rows.append([part["format"], None, None, None, None, None, None, part["skipped"]])
+            continue
+        s, store = part["summary"], part["store"]
+        rows.append([part["format"], round(store["disk_bytes"] / 1e9, 1),
+                     round(s["cat_s"], 1), round(s["bare_s"], 1), round(s["linear_s"], 1),
+                     round(s["bspline_d0_s"], 1), round(s["bare_over_cat"], 2),
+                     f"linear {s['linear_over_bare']:.2f}, D0 {s['bspline_d0_over_bare']:.2f}"])
+    return {"title": "A store larger than memory: cat, a bare pass and one epoch (median s)",
+            "columns": ["format", "GB on disk", "cat s", "bare pass s", "linear epoch s",
+                        "degree-1 D0 epoch s", "bare / cat (rate)", "epoch / bare (rate)"],
+            "rows": rows,
+            "notes": f"store of {DISK_SHARE}x the machine's memory; each run in a fresh "
+                     "process, the runs taking turns; target >= "
+                     f"{DISK_TARGET} for both ratios."}
+
+
 def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     """Title, summary and tables of a result for ``bench/REPORT.md`` (see bench/README.md)."""
     rows = []
@@ -463,7 +655,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
             "rows": rows,
             "notes": "plain: zarr `X[a:a+C]` or pyarrow `iter_batches` into a float32 matrix; "
                      "p: chunks read ahead.",
-        }],
+        }, *([disk_table(report["larger_than_memory"])]
+             if report.get("larger_than_memory") else [])],
         "plots": ["io_throughput.png"],
     }
 
@@ -494,7 +687,26 @@ def measure_format(fmt: str, path: str, n_rows: int, chunk_rows: int,
     return raw
 
 
-def run(sizes: list[float], chunk_rows: int, repeats: int, out_dir: Path) -> dict[str, Any]:
+def run_disk_only(disk: tuple[float | None, int, str], chunk_rows: int,
+                  out_dir: Path) -> dict[str, Any]:
+    """The larger-than-memory part alone, added to the results already in ``out_dir``."""
+    path = out_dir / "io_throughput.json"
+    report = json.loads(path.read_text()) if path.exists() else None
+    if report is None:
+        raise SystemExit(f"{path} does not exist: run the whole benchmark first")
+    gb, rounds, compression = disk
+    report["larger_than_memory"] = [disk_part(fmt, gb, chunk_rows, rounds, compression)
+                                    for fmt in FORMATS]
+    report["larger_than_memory_machine"] = machine_info()
+    report["larger_than_memory_versions"] = library_versions()
+    report.update(report_tables(report))
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["larger_than_memory"], indent=1))
+    return report
+
+
+def run(sizes: list[float], chunk_rows: int, repeats: int, out_dir: Path,
+        disk: tuple[float | None, int, str] | None = None) -> dict[str, Any]:
     """Generate data, measure every method on every size, write JSON and PNG results."""
     t_start = time.perf_counter()
     results: list[dict[str, Any]] = []
@@ -555,6 +767,10 @@ def run(sizes: list[float], chunk_rows: int, repeats: int, out_dir: Path) -> dic
         "stream_profile": profile,
         "total_runtime_s": total_s,
     }
+    if disk is not None:
+        gb, rounds, compression = disk
+        report["larger_than_memory"] = [disk_part(fmt, gb, chunk_rows, rounds, compression)
+                                        for fmt in FORMATS]
     report.update(report_tables(report))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "io_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -587,10 +803,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5,
                         help="timed passes per method (one per fresh process)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    parser.add_argument("--no-disk", action="store_true",
+                        help="skip the part over a store larger than memory")
+    parser.add_argument("--disk-only", action="store_true",
+                        help="run only that part (the other results are kept)")
+    parser.add_argument("--disk-gb", type=float, default=None,
+                        help="GB of features of that store (default: 1.25x the memory)")
+    parser.add_argument("--disk-rounds", type=int, default=2)
+    parser.add_argument("--disk-compression", default="lz4", choices=("lz4", "zstd", "none"))
+    parser.add_argument("--disk-child", help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--format", choices=FORMATS, help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.disk_child:
+        print(json.dumps(disk_child(args.disk_child, args.format, args.path, args.chunk_rows)))
+        return
     if args.measure:
         result = measure(args.measure, args.format, args.path, args.chunk_rows, args.repeats)
         print(json.dumps(result))
@@ -599,7 +827,13 @@ def main(argv: list[str] | None = None) -> None:
         sizes = list(iter_sizes(args.sizes))
     else:
         sizes = list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
-    run(sizes, args.chunk_rows, args.repeats, args.out)
+    disk = None if args.quick or args.no_disk else (args.disk_gb, args.disk_rounds,
+                                                    args.disk_compression)
+    if args.disk_only:
+        run_disk_only(disk or (args.disk_gb, args.disk_rounds, args.disk_compression),
+                      args.chunk_rows, args.out)
+        return
+    run(sizes, args.chunk_rows, args.repeats, args.out, disk)
 
 
 if __name__ == "__main__":
