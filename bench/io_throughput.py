@@ -21,15 +21,15 @@ Methods, all with the same chunk size C:
 A cProfile of one stream pass per format (smallest size) shows where the stream's time goes.
 
 **Larger than memory** (full runs; ``--disk-only`` runs this part alone and keeps the
-other results): for each format, a store of ``1.25 x`` this machine's memory of the same
-rows (zarr as ``streamlearn convert`` writes it: LZ4 after a byte shuffle; parquet:
-snappy) is written, then ``cat`` of its files, one bare stream pass (shuffled chunk order,
-as a fit reads) and one epoch of ``AdditiveSVC`` (linear, and degree-1 B-splines with
-``D0``; ``epochs=1``, no calibration, no pairs, kernels compiled beforehand) take turns,
-``--disk-rounds`` times, each in a fresh process; then the store is deleted. No page cache
-holds such a store, so every pass reads the disk. Skipped with a message when the disk has
-no room for it. Targets: bare pass >= 0.8x ``cat``'s rate, each epoch >= 0.8x the bare
-pass's.
+other results): for each format, a store whose files take ``1.25 x`` this machine's
+memory on disk, of the same rows (zarr as ``streamlearn convert`` writes it: LZ4 after a
+byte shuffle; parquet: snappy), is written; then ``cat`` of its files, one bare stream
+pass (shuffled chunk order, as a fit reads) and one epoch of ``AdditiveSVC`` (linear, and
+degree-1 B-splines with ``D0``; ``epochs=1``, no calibration, no pairs, kernels compiled
+beforehand) take turns, ``--disk-rounds`` times, each in a fresh process; then the store
+is deleted. A page cache cannot hold such a store whole. Skipped with a message when the
+disk has no room for it. Targets: bare pass >= 0.8x ``cat``'s rate, each epoch >= 0.8x the
+bare pass's.
 
 Run ``python bench/io_throughput.py`` (sizes 0.5, 1, 2 GB of float32 features) or
 ``--quick`` (0.1, 0.25 GB). Results go to ``bench/results/io_throughput.{json,png}``.
@@ -186,9 +186,11 @@ def generate(size_gb: float, d: int = N_FEATURES) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------ a store larger than memory
-#: The store of the larger-than-memory part, as a share of this machine's memory.
+#: The store of the larger-than-memory part: its bytes on disk, as a share of the memory.
 DISK_SHARE = 1.25
-#: Rows of a fit's epoch over it: the fits that run (each after a warm-up on a few rows).
+#: Rows per parquet file of that store (a multiple of ``BLOCK_ROWS``).
+FILE_ROWS = 1 << 24
+#: The fits whose one epoch over that store is timed (each after a warm-up on a few rows).
 DISK_FITS = {
     "linear": {"embedding": "linear"},
     "bspline_d0": {"embedding": "bspline", "degree": 1, "penalty_order": 0},
@@ -196,9 +198,11 @@ DISK_FITS = {
 DISK_TARGET = 0.8
 
 
-def write_disk_store(fmt: str, path: Path, n_rows: int, compression: str) -> dict[str, Any]:
-    """``n_rows`` rows of :func:`make_block` written as a zarr store (by ``convert``'s codec
-    ``compression``) or a parquet directory (snappy, ``N_FILES`` files)."""
+def write_disk_store(fmt: str, path: Path, disk_bytes: float, compression: str
+                     ) -> dict[str, Any]:
+    """Rows of :func:`make_block` until the store holds ``disk_bytes`` on disk: a zarr
+    store (by ``convert``'s codec ``compression``) or a parquet directory (snappy, one file
+    per ``FILE_ROWS`` rows). The size on disk, not the rows, is what a page cache holds."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     import zarr
@@ -207,32 +211,38 @@ def write_disk_store(fmt: str, path: Path, n_rows: int, compression: str) -> dic
 
     shutil.rmtree(path, ignore_errors=True)
     t0 = time.perf_counter()
+    n_rows = 0
     if fmt == "zarr":
         group = zarr.open_group(path, mode="w", zarr_format=3)
-        X = group.create_array("X", shape=(n_rows, N_FEATURES), chunks=(ZARR_CHUNK_ROWS,
-                                                                       N_FEATURES),
-                               dtype="float32", compressors=compressors(compression,
-                                                                        np.float32))
-        y = group.create_array("y", shape=(n_rows,), chunks=(ZARR_CHUNK_ROWS,), dtype="int8",
+        capacity = BLOCK_ROWS * 1024
+        X = group.create_array("X", shape=(capacity, N_FEATURES),
+                               chunks=(ZARR_CHUNK_ROWS, N_FEATURES), dtype="float32",
+                               compressors=compressors(compression, np.float32))
+        y = group.create_array("y", shape=(capacity,), chunks=(ZARR_CHUNK_ROWS,), dtype="int8",
                                compressors=compressors(compression, np.int8))
-        for a in range(0, n_rows, BLOCK_ROWS):
-            b = min(a + BLOCK_ROWS, n_rows)
-            cols, labels = make_block(a, b)
-            X[a:b] = cols.T
-            y[a:b] = labels
+        while dir_bytes(path) < disk_bytes and n_rows < capacity:
+            for _ in range(16):  # measure the directory now and then, not every block
+                cols, labels = make_block(n_rows, n_rows + BLOCK_ROWS)
+                X[n_rows:n_rows + BLOCK_ROWS] = cols.T
+                y[n_rows:n_rows + BLOCK_ROWS] = labels
+                n_rows += BLOCK_ROWS
+        X.resize((n_rows, N_FEATURES))
+        y.resize((n_rows,))
     else:
         path.mkdir(parents=True)
         names = feature_names(N_FEATURES)
         schema = pa.schema([*(pa.field(c, pa.float32()) for c in names),
                             pa.field("label", pa.int8())])
-        for k, (lo, hi) in enumerate(itertools.pairwise(file_bounds(n_rows))):
-            with pq.ParquetWriter(path / f"part-{k}.parquet", schema) as writer:
-                for a in range(lo, hi, BLOCK_ROWS):
-                    b = min(a + BLOCK_ROWS, hi)
-                    cols, labels = make_block(a, b)
+        k = 0
+        while dir_bytes(path) < disk_bytes:
+            with pq.ParquetWriter(path / f"part-{k:04d}.parquet", schema) as writer:
+                for _ in range(FILE_ROWS // BLOCK_ROWS):
+                    cols, labels = make_block(n_rows, n_rows + BLOCK_ROWS)
                     writer.write_table(pa.Table.from_arrays(
                         [*map(pa.array, cols), pa.array(labels)], schema=schema),
                         row_group_size=ROW_GROUP_ROWS)
+                    n_rows += BLOCK_ROWS
+            k += 1
     return {"format": fmt, "path": str(path), "rows": n_rows, "disk_bytes": dir_bytes(path),
             "feature_bytes": n_rows * N_FEATURES * 4, "write_s": time.perf_counter() - t0,
             "compression": compression if fmt == "zarr" else "snappy"}
@@ -288,21 +298,20 @@ def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
     import psutil
 
     memory = psutil.virtual_memory().total
-    feature_bytes = size_gb * 1e9 if size_gb else DISK_SHARE * memory
-    n_rows = int(feature_bytes // (4 * N_FEATURES)) // ZARR_CHUNK_ROWS * ZARR_CHUNK_ROWS
+    disk_bytes = size_gb * 1e9 if size_gb else DISK_SHARE * memory
     path = DATA_DIR / f"larger_than_memory.{fmt}"
     free = shutil.disk_usage(DATA_DIR.parent if not DATA_DIR.exists() else DATA_DIR).free
     out: dict[str, Any] = {"format": fmt, "memory_bytes": memory,
-                           "planned_feature_bytes": n_rows * N_FEATURES * 4}
-    if free < 1.15 * n_rows * (N_FEATURES * 4 + 1):
-        out["skipped"] = (f"{free / 1e9:.0f} GB free on the disk; the store needs about "
-                          f"{n_rows * (N_FEATURES * 4 + 1) / 1e9:.0f} GB")
+                           "planned_disk_bytes": disk_bytes}
+    if free < disk_bytes + 5e9:
+        out["skipped"] = (f"{free / 1e9:.0f} GB free on the disk; the store needs "
+                          f"{disk_bytes / 1e9:.0f} GB and 5 GB to spare")
         log(f"larger than memory, {fmt}: skipped: {out['skipped']}")
         return out
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     try:
-        out["store"] = write_disk_store(fmt, path, n_rows, compression)
-        log(f"larger than memory, {fmt}: {n_rows:,d} rows, "
+        out["store"] = write_disk_store(fmt, path, disk_bytes, compression)
+        log(f"larger than memory, {fmt}: {out['store']['rows']:,d} rows, "
             f"{out['store']['disk_bytes'] / 1e9:.1f} GB on disk "
             f"(memory {memory / 2**30:.1f} GiB), written in {out['store']['write_s']:.0f} s")
         out["runs"] = []
@@ -311,13 +320,9 @@ def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
                 if what == "cat":
                     m = read_files(path)
                 else:
-                    cmd = [sys.executable, str(Path(__file__).resolve()), "--disk-child", what,
-                           "--format", fmt, "--path", str(path),
-                           "--chunk-rows", str(chunk_rows)]
-                    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                    if done.returncode != 0:
-                        raise RuntimeError(f"{what} over {path} failed:\n{done.stderr}")
-                    m = json.loads(done.stdout.strip().splitlines()[-1])
+                    m = child_json(["--disk-child", what, "--format", fmt, "--path",
+                                    str(path), "--chunk-rows", str(chunk_rows)],
+                                   f"{what} over {path}")
                 m["round"] = r
                 out["runs"].append(m)
                 log(f"  round {r + 1}: {what:11s} {m['wall_s']:6.1f} s")
@@ -466,12 +471,17 @@ def measure(method: str, fmt: str, path: str, chunk_rows: int, passes: int) -> d
 def measure_in_subprocess(method: str, fmt: str, path: str, chunk_rows: int,
                           passes: int = 1) -> dict[str, Any]:
     """Run :func:`measure` in a fresh Python process and return its result."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", method,
-           "--format", fmt, "--path", path, "--chunk-rows", str(chunk_rows),
-           "--repeats", str(passes)]
+    return child_json(["--measure", method, "--format", fmt, "--path", path,
+                       "--chunk-rows", str(chunk_rows), "--repeats", str(passes)],
+                      f"{method} on {path}")
+
+
+def child_json(arguments: list[str], what: str) -> dict[str, Any]:
+    """Run this script with ``arguments`` in a fresh process; the JSON of its last line."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), *arguments]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"{method} on {path} failed:\n{done.stderr}")
+        raise RuntimeError(f"{what} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -687,16 +697,16 @@ def measure_format(fmt: str, path: str, n_rows: int, chunk_rows: int,
     return raw
 
 
-def run_disk_only(disk: tuple[float | None, int, str], chunk_rows: int,
+def run_disk_only(disk: tuple[float | None, int, str, tuple[str, ...]], chunk_rows: int,
                   out_dir: Path) -> dict[str, Any]:
     """The larger-than-memory part alone, added to the results already in ``out_dir``."""
     path = out_dir / "io_throughput.json"
     report = json.loads(path.read_text()) if path.exists() else None
     if report is None:
         raise SystemExit(f"{path} does not exist: run the whole benchmark first")
-    gb, rounds, compression = disk
+    gb, rounds, compression, formats = disk
     report["larger_than_memory"] = [disk_part(fmt, gb, chunk_rows, rounds, compression)
-                                    for fmt in FORMATS]
+                                    for fmt in formats]
     report["larger_than_memory_machine"] = machine_info()
     report["larger_than_memory_versions"] = library_versions()
     report.update(report_tables(report))
@@ -706,7 +716,7 @@ def run_disk_only(disk: tuple[float | None, int, str], chunk_rows: int,
 
 
 def run(sizes: list[float], chunk_rows: int, repeats: int, out_dir: Path,
-        disk: tuple[float | None, int, str] | None = None) -> dict[str, Any]:
+        disk: tuple[float | None, int, str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """Generate data, measure every method on every size, write JSON and PNG results."""
     t_start = time.perf_counter()
     results: list[dict[str, Any]] = []
@@ -768,9 +778,9 @@ def run(sizes: list[float], chunk_rows: int, repeats: int, out_dir: Path,
         "total_runtime_s": total_s,
     }
     if disk is not None:
-        gb, rounds, compression = disk
+        gb, rounds, compression, formats = disk
         report["larger_than_memory"] = [disk_part(fmt, gb, chunk_rows, rounds, compression)
-                                        for fmt in FORMATS]
+                                        for fmt in formats]
     report.update(report_tables(report))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "io_throughput.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -808,8 +818,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--disk-only", action="store_true",
                         help="run only that part (the other results are kept)")
     parser.add_argument("--disk-gb", type=float, default=None,
-                        help="GB of features of that store (default: 1.25x the memory)")
+                        help="GB on disk of that store (default: 1.25x the memory)")
     parser.add_argument("--disk-rounds", type=int, default=2)
+    parser.add_argument("--disk-formats", default=",".join(FORMATS),
+                        help="formats of that part, e.g. zarr")
     parser.add_argument("--disk-compression", default="lz4", choices=("lz4", "zstd", "none"))
     parser.add_argument("--disk-child", help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
@@ -827,10 +839,11 @@ def main(argv: list[str] | None = None) -> None:
         sizes = list(iter_sizes(args.sizes))
     else:
         sizes = list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    formats = tuple(f for f in args.disk_formats.split(",") if f)
     disk = None if args.quick or args.no_disk else (args.disk_gb, args.disk_rounds,
-                                                    args.disk_compression)
+                                                    args.disk_compression, formats)
     if args.disk_only:
-        run_disk_only(disk or (args.disk_gb, args.disk_rounds, args.disk_compression),
+        run_disk_only(disk or (args.disk_gb, args.disk_rounds, args.disk_compression, formats),
                       args.chunk_rows, args.out)
         return
     run(sizes, args.chunk_rows, args.repeats, args.out, disk)
