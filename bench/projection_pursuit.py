@@ -331,6 +331,61 @@ def best_pair_check(seeds: int, noises: tuple[float, ...], draws: int) -> list[d
     return out
 
 
+#: Draws of the toy's training rows for the selection rates, and the taus they are run at.
+SELECTION_DRAWS = 200
+SELECTION_TAUS = (5.0, 15.0)
+
+
+def ppr_selection_rates(draws: int, noises: tuple[float, ...]) -> list[dict[str, Any]]:
+    """SpPPR's selection measured against what the rows allow, over ``draws`` draws.
+
+    For every draw (seeds ``0 .. draws - 1`` of :func:`product_data`) and noise level:
+    SpPPR at each tau of ``SELECTION_TAUS`` (the paper's 15, and 5) with its smoothing
+    chosen by cross-validation as in part 1; whether it selected exactly ``{x1, x2}``; its
+    test MSE; the full-quadratic least-squares pair (:func:`best_pair`, the best a search
+    not told the product form can expect); and the test MSE of the two-term model on the
+    true directions at the smoothing chosen for tau = 15 (:func:`ppr_true_directions`).
+    """
+    from streamlearn.models.projection_pursuit import SparsePPRRegressor
+
+    out = []
+    for noise in noises:
+        quadratic = 0
+        picks: dict[float, list[bool]] = {tau: [] for tau in SELECTION_TAUS}
+        mse: dict[float, list[float]] = {tau: [] for tau in SELECTION_TAUS}
+        chosen: dict[tuple[float, int], float] = {}
+        for seed in range(draws):
+            X, y, Xt, yt = product_data(seed, noise)
+            quadratic += best_pair(X, y, "quadratic") == "{x1, x2}"
+            for tau in SELECTION_TAUS:
+                params = {**PPR_PARAMS, "tau": tau, "search": "informative_first",
+                          "start": "pairs"}
+                smoothing, _ = cv_smoothing(X, y, seed, params)
+                if tau == 15.0:
+                    chosen[noise, seed] = smoothing
+                model = SparsePPRRegressor(smoothing=smoothing, progress=False, **RAW,
+                                           **params).fit(X, y)
+                picks[tau].append(tuple(int(j) for j in model.selected_features_) == (0, 1))
+                mse[tau].append(float(np.mean((model.predict(Xt) - yt) ** 2)))
+        true = ppr_true_directions(draws, (noise,), 15.0, chosen)[0]
+        row: dict[str, Any] = {"noise": noise, "draws": draws,
+                               "quadratic_rate": quadratic / draws,
+                               "true_directions_mse_mean": true["true_directions_mse_mean"]}
+        for tau in SELECTION_TAUS:
+            name = tau_name(tau)
+            rate = float(np.mean(picks[tau]))
+            row[f"tau_{name}"] = {
+                "rate": rate, "mse_mean": float(np.mean(mse[tau])),
+                "mse_over_true": float(np.mean(mse[tau]) / true["true_directions_mse_mean"]),
+                "rate_over_quadratic": rate / max(quadratic / draws, 1e-12)}
+        out.append(row)
+        log(f"selection noise={noise}, {draws} draws: quadratic LS {row['quadratic_rate']:.3f}; "
+            + "; ".join(f"tau {tau_name(t)}: {row[f'tau_{tau_name(t)}']['rate']:.3f}, mse "
+                        f"{row[f'tau_{tau_name(t)}']['mse_mean']:.4f}" for t in SELECTION_TAUS)
+            + f"; true directions mse {row['true_directions_mse_mean']:.4f}")
+    return out
+
+
 # --------------------------------------------------------------------------- 2. SpJSBoost toy
 def circle_data(n: int, rng: np.random.Generator, flip: float) -> tuple[np.ndarray, np.ndarray]:
     X = rng.uniform(-1, 1, size=(n, 5)).astype(np.float32)
@@ -737,6 +792,28 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def selection_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """SpPPR's selection rates over many draws beside what the rows allow."""
+    table = []
+    for r in rows:
+        for tau in SELECTION_TAUS:
+            t = r[f"tau_{tau_name(tau)}"]
+            table.append([r["noise"], tau_name(tau), r["draws"], round(t["rate"], 3),
+                          round(r["quadratic_rate"], 3), round(t["rate_over_quadratic"], 2),
+                          round(t["mse_mean"], 5), round(r["true_directions_mse_mean"], 5),
+                          round(t["mse_over_true"], 2)])
+    return {"title": "SpPPR toy: selection over many draws of the training rows",
+            "columns": ["noise sd", "tau", "draws", "exactly {x1,x2}", "quadratic LS picks "
+                        "{x1,x2}", "ratio", "test MSE", "MSE on the true directions",
+                        "MSE ratio"],
+            "rows": table,
+            "notes": "each draw: 300 training rows (seeds 0 .. draws - 1), SpPPR's smoothing "
+                     "by 5-fold CV; quadratic LS: the pair whose full quadratic fits the rows "
+                     "best; true directions: the two-term model on (1,1) and (1,-1) at the "
+                     "smoothing chosen for tau 15. Targets: rate >= 0.9 and MSE ratio <= 1.2 "
+                     "at sd 0.5 and 0.1; rate >= 0.9x the quadratic rate at sd 1."}
+
+
 def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     """Title, summary, tables and plots of the result for ``bench/REPORT.md``."""
     ppr = report["ppr_toy"]
@@ -799,6 +876,7 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                   f"share of {report['settings']['best_pair_draws']} draws of the training rows "
                   "where the pair is {x1,x2}; '8 of 10': the binomial chance of 8 or more such "
                   "seeds out of 10"},
+        *([selection_table(report["ppr_selection"])] if report.get("ppr_selection") else []),
         {"title": f"SpJSBoost toy, Fig. 2 and eq. 14 ({report['settings']['js_rounds']} "
                   f"learners, weak-learner smoothing {JS_PARAMS['smoothing']:g})",
          "columns": ["model", "train error", "test error", "best test error",
@@ -898,6 +976,7 @@ def run(quick: bool, out_dir: Path, stream_sizes: list[int] | None) -> dict[str,
               for seed, s in enumerate(r["smoothing_chosen"])}
     report["ppr_true_directions"] = ppr_true_directions(seeds, NOISES, 15.0, chosen)
     report["ppr_best_pair"] = best_pair_check(seeds, NOISES, draws)
+    report["ppr_selection"] = ppr_selection_rates(20 if quick else SELECTION_DRAWS, NOISES)
     report["js_toy"] = js_toy(seeds, js_rounds)
     report["js_smoothing"] = js_smoothing(seeds, js_rounds)
     report["real"] = real_data(quick, real_rounds)
@@ -923,11 +1002,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="3 seeds, fewer rounds and rows")
     parser.add_argument("--stream-rows", help="comma-separated rows of the streamed stores")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    parser.add_argument("--selection-only", action="store_true",
+                        help="run only the selection rates over many draws (part 1) and add "
+                             "them to the results already in --out")
     parser.add_argument("--measure", choices=("histogram", "gram"), help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
         print(json.dumps(measure_scan(args.measure, args.path)))
+        return
+    if args.selection_only:
+        path = args.out / f"{NAME}.json"
+        report = json.loads(path.read_text())
+        t0 = time.perf_counter()
+        report["ppr_selection"] = ppr_selection_rates(20 if args.quick else SELECTION_DRAWS,
+                                                      NOISES)
+        report["ppr_selection_s"] = time.perf_counter() - t0
+        report["ppr_selection_versions"] = library_versions(("numpy", "numba", "streamlearn"))
+        report.update(report_tables(report))
+        path.write_text(json.dumps(report, indent=1))
+        print_summary(report)
         return
     sizes = [int(float(s)) for s in args.stream_rows.split(",")] if args.stream_rows else None
     report = run(args.quick, args.out, sizes)
