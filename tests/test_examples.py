@@ -113,12 +113,43 @@ def test_example_says_what_it_shows_and_takes_a_size(script):
     assert "--rows" in source and "--rows" in doc
 
 
+#: A log record's first line (``logging``'s default format, which distributed uses).
+LOG_RECORD = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} - ", re.MULTILINE)
+#: What a dask worker logs, with a traceback, when a heartbeat meets a scheduler that has
+#: already closed: shutdown on a loaded machine, not a failure of the example.
+SHUTDOWN_HEARTBEAT = "Failed to communicate with scheduler during heartbeat"
+
+
+def without_shutdown_heartbeats(stderr: str) -> str:
+    """``stderr`` less the log records of workers' heartbeats that met a closed scheduler."""
+    starts = [m.start() for m in LOG_RECORD.finditer(stderr)]
+    if not starts:
+        return stderr
+    pieces = [stderr[:starts[0]]]
+    for a, b in zip(starts, [*starts[1:], len(stderr)], strict=True):
+        record = stderr[a:b]
+        if SHUTDOWN_HEARTBEAT not in record.splitlines()[0]:
+            pieces.append(record)
+    return "".join(pieces)
+
+
+def test_shutdown_heartbeats_are_left_out_and_nothing_else():
+    heartbeat = ("2026-11-26 06:32:15,481 - distributed.worker - ERROR - Failed to communicate "
+                 "with scheduler during heartbeat.\nTraceback (most recent call last):\n"
+                 "  ...\nOSError: closed\n")
+    other = "2026-11-26 06:32:16,001 - distributed.worker - ERROR - boom\nTraceback (most\n"
+    assert without_shutdown_heartbeats("warning\n" + heartbeat) == "warning\n"
+    assert "Traceback" in without_shutdown_heartbeats(heartbeat + other)
+    assert without_shutdown_heartbeats("Traceback (x)\n") == "Traceback (x)\n"
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_example_runs(script, results):
     result = results[script.name]
     assert result.returncode == 0, (f"{script.name} exited with {result.returncode}\n"
                                     f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    stderr = without_shutdown_heartbeats(result.stderr)
+    assert "Traceback" not in stderr, stderr[-3000:]
     metrics = METRIC.findall(result.stdout)
     assert metrics, f"{script.name} printed no metric line:\n{result.stdout[-2000:]}"
     accuracies = [float(value) for name, value in metrics if name == "accuracy"]
