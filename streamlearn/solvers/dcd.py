@@ -29,9 +29,10 @@ bases in every row), which makes the dual's kernel matrix a near-constant block 
 information; coordinate descent moves along that block one row at a time and crawls.
 Inside a call ``w = v - s mu`` is kept lazily (``v`` updated sparsely, ``s`` and ``v . mu``
 as scalars), so a step still costs the row's non-zeros; ``W`` holds the models of the rows
-themselves before and after it. :func:`move_centre` changes the centre between epochs. Stopping uses
-liblinear's projected-gradient range ``max PG - min PG`` over all rows of an epoch (merge the
-chunks' ``pg_max`` by max and ``pg_min`` by min) and/or the duality gap
+themselves before and after it. :func:`move_centre` changes the centre between epochs.
+
+Stopping uses liblinear's projected-gradient range ``max PG - min PG`` over all rows of an
+epoch (merge the chunks' ``pg_max`` by max and ``pg_min`` by min) and/or the duality gap
 ``P(w) - D(alpha)``, with ``D = sum alpha_sum - sum dual_quad - 1/2 ||w||^2`` from the chunks
 and ``P = 1/2 ||w||^2 + sum`` :func:`primal_loss_chunk`.
 
