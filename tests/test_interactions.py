@@ -13,9 +13,13 @@ from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.solvers.additive.interactions import (
     bin_edges,
+    bin_rows,
+    bin_sums,
     candidate_features,
+    common_bins,
+    complete_cells,
     fast_gains,
-    pair_cell_sums,
+    off_common_cell_sums,
 )
 from streamlearn.solvers.embedding import (
     BSPLINE,
@@ -138,21 +142,63 @@ def test_purified_pairs_have_no_weighted_marginals_and_the_terms_keep_their_sum(
 
 
 # -- screening ---------------------------------------------------------------------------
-def test_pair_cell_sums_match_numpy() -> None:
+def test_bin_rows_match_searchsorted_and_list_the_rows_off_the_common_bin() -> None:
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    X[:, 2] = (rng.uniform(size=300) < 0.1)  # mostly zero
+    X[5, 0] = 0.25  # on an edge: counted at or below, as side="right"
+    columns = np.array([2, 0, 3], dtype=np.int64)
+    edges = bin_edges(X[:, columns].astype(np.float64), 4)
+    edges[1, 1] = 0.25
+    common = common_bins(X[:, columns], edges)
+    bins = np.empty((3, 300), dtype=np.int32)
+    off, n_off = np.empty((3, 300), dtype=np.int32), np.empty(3, dtype=np.int64)
+    bin_rows(X, columns, edges, common, bins, off, n_off)
+    for c, f in enumerate(columns):
+        ref = np.searchsorted(edges[c], X[:, f].astype(np.float64), side="right")
+        np.testing.assert_array_equal(bins[c], ref)
+        assert common[c] == np.argmax(np.bincount(ref, minlength=4))
+        np.testing.assert_array_equal(off[c, : n_off[c]], np.flatnonzero(ref != common[c]))
+    assert n_off[0] == np.count_nonzero(X[:, 2])  # the mostly-zero column: its ones
+
+
+def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
     rng = np.random.default_rng(3)
-    bins = rng.integers(0, 4, (200, 3)).astype(np.int32)
+    n, B, m = 400, 4, 2
+    # a skewed feature (mostly bin 0), a uniform one and one mostly in bin 2
+    bins = np.stack([np.where(rng.uniform(size=n) < 0.8, 0, rng.integers(1, B, n)),
+                     rng.integers(0, B, n),
+                     np.where(rng.uniform(size=n) < 0.7, 2, rng.integers(0, B, n))]
+                    ).astype(np.int32)
+    common = np.array([np.argmax(np.bincount(b, minlength=B)) for b in bins], dtype=np.int64)
+    off = np.zeros((3, n), dtype=np.int32)
+    n_off = np.zeros(3, dtype=np.int64)
+    for c in range(3):
+        rows = np.flatnonzero(bins[c] != common[c])
+        off[c, : rows.size], n_off[c] = rows, rows.size
     first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
-    residual, weight = rng.normal(size=(200, 2)), rng.uniform(size=(200, 2))
-    sums, weights = np.zeros((3, 16, 2)), np.zeros((3, 16, 2))
-    pair_cell_sums(np.ascontiguousarray(bins.T), first, second, residual, weight, 4, sums,
-                   weights)
+    residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, m))
+    margin_s, margin_w = np.zeros((3, B, m)), np.zeros((3, B, m))
+    bin_sums(bins, residual, weight, margin_s, margin_w)
+    for c in range(3):
+        ref = np.zeros((B, m))
+        np.add.at(ref, bins[c], residual)
+        np.testing.assert_allclose(margin_s[c], ref)
+    sums, weights = np.zeros((3, B * B, m)), np.zeros((3, B * B, m))
+    off_common_cell_sums(bins, off, n_off, common, first, second, residual, weight, B, sums,
+                         weights)
+    full_s = complete_cells(sums, margin_s, first, second, common, B)
+    full_w = complete_cells(weights, margin_w, first, second, common, B)
     for p in range(3):
-        cell = bins[:, first[p]] * 4 + bins[:, second[p]]
-        ref_s, ref_w = np.zeros((16, 2)), np.zeros((16, 2))
+        cell = bins[first[p]] * B + bins[second[p]]
+        both_off = (bins[first[p]] != common[first[p]]) & (bins[second[p]] != common[second[p]])
+        ref_s, ref_w, ref_off = np.zeros((B * B, m)), np.zeros((B * B, m)), np.zeros((B * B, m))
         np.add.at(ref_s, cell, residual)
         np.add.at(ref_w, cell, weight)
-        np.testing.assert_allclose(sums[p], ref_s)
-        np.testing.assert_allclose(weights[p], ref_w)
+        np.add.at(ref_off, cell[both_off], residual[both_off])
+        np.testing.assert_allclose(sums[p], ref_off, atol=1e-12)
+        np.testing.assert_allclose(full_s[p], ref_s, atol=1e-12)
+        np.testing.assert_allclose(full_w[p], ref_w, atol=1e-12)
 
 
 def test_fast_gains_are_the_best_quadrant_split_by_brute_force() -> None:
@@ -185,8 +231,11 @@ def test_bin_edges_and_candidates(monkeypatch) -> None:
                               np.full(1000, 2.0)])
     edges = bin_edges(sample, 4)
     np.testing.assert_allclose(edges[0], np.quantile(sample[:, 0], [0.25, 0.5, 0.75]))
-    # a constant column keeps its one distinct edge; the rest is padding
-    assert edges[2, 0] == 2.0 and np.isinf(edges[2, 1:]).all()
+    # few distinct values: one bin each, edges half-way; a constant column: one bin
+    np.testing.assert_array_equal(edges[1], [0.5, np.inf, np.inf])
+    assert np.isinf(edges[2]).all()
+    rare = np.where(np.arange(1000) < 20, 1.0, 0.0)[:, None]  # 2 % ones
+    assert bin_edges(rare, 16)[0, 0] == 0.5
     assert np.searchsorted(edges[1], 1.0, side="right") != np.searchsorted(edges[1], 0.0,
                                                                             side="right")
     importances = np.array([0.1, 5.0, 0.0, 3.0, 2.0])

@@ -47,6 +47,7 @@ from streamlearn.solvers.additive.interactions import (
     bin_edges,
     candidate_features,
     choose_interactions,
+    common_bins,
     fast_gains,
 )
 from streamlearn.solvers.additive.passes import (
@@ -416,12 +417,13 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
     candidates = candidate_features(fitted.importances[:n_features], fitted.coef_d.shape[0])
     if candidates.shape[0] < 2:
         return (), np.zeros(0)
-    edges = bin_edges(summary.description.sample[:, candidates], SCREEN_BINS)
+    sample = summary.description.sample[:, candidates]
+    edges = bin_edges(sample, SCREEN_BINS)
     assert dataset.classes is not None
     pairs = ModelPairs.of(len(dataset.classes), config.multiclass)
     pass_ = ScreeningPass(fitted.coef_d, embedding_params(fitted.feature_map, n_features),
                           pairs, config.bias_scale, fitted.platt_a, fitted.platt_b,
-                          candidates, edges, holdout)
+                          candidates, edges, common_bins(sample, edges), holdout)
     state = runner.run(pass_, dataset, description="screen pairs")
     gains = fast_gains(state.sums, state.weights, pass_.n_bins)
     best = choose_interactions(gains, int(config.interactions))

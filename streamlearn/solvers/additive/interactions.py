@@ -7,11 +7,16 @@ under binary model ``j`` is the gradient of the log-loss of its calibrated proba
 ``r_ij = [y_i = +1] - P_j(x_i)``. Each feature is cut into at most :data:`SCREEN_BINS`
 quantile bins of the describe pass's row sample; a reduction pass adds up, for every
 candidate pair and model, the weighted residuals and weights of the rows in each of the
-``B x B`` cells (:func:`pair_cell_sums`; the sums merge by addition, so the pass runs on
-any engine). From the cells' 2-D prefix sums, every cut ``(c_f, c_g)`` gives four quadrant
-means; a pair's score is the largest reduction of the residual sum of squares over its
-cuts (:func:`fast_gains`), added over the binary models, and the pairs with the largest
-scores are chosen.
+``B x B`` cells (the sums merge by addition, so the pass runs on any engine). From the
+cells' 2-D prefix sums, every cut ``(c_f, c_g)`` gives four quadrant means; a pair's score
+is the largest reduction of the residual sum of squares over its cuts
+(:func:`fast_gains`), added over the binary models, and the pairs with the largest scores
+are chosen.
+
+The pass adds a row to a pair's cell only when the row is outside both features' most
+frequent bins (:func:`off_common_cell_sums`); the other cells follow from each feature's
+bin sums (:func:`complete_cells`). On one-hot and mostly-zero features a pair then costs
+the few rows where both are set, not every row.
 
 Candidates: the pairs among the features whose terms matter most in the additive model
 (``feature_importances_``), as many features as keep the cell sums within
@@ -39,38 +44,144 @@ SCREEN_CELLS = 1 << 21
 
 
 @njit(cache=True, nogil=True)
-def pair_cell_sums(bins, first, second, residual, weight, n_bins, sums, weights):
-    """Add each row's residuals and weights to its cell of every pair, for every model.
+def bin_rows(X, columns, edges, common, bins, off_rows, n_off):
+    """Bin each candidate column of ``X`` and list the rows outside its common bin.
 
-    Pair by pair, each over all rows: one pair's cells (``n_bins^2 x m`` numbers) stay in
-    the cache while the rows stream past, 10x faster than row by row over all pairs.
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    columns : ndarray of shape (n_candidates,), int64
+        The candidates' columns of ``X``.
+    edges : ndarray of shape (n_candidates, n_bins - 1), float64
+        :func:`bin_edges`; a value's bin is the number of edges at or below it
+        (``searchsorted(..., side="right")``).
+    common : ndarray of shape (n_candidates,), int64
+        Each candidate's most frequent bin (:func:`common_bins`).
+    bins : ndarray of shape (n_candidates, n_rows), int32
+        Filled with each row's bin of each candidate.
+    off_rows : ndarray of shape (n_candidates, n_rows), int32
+        Filled, per candidate, with the rows (ascending) whose bin is not the common one.
+    n_off : ndarray of shape (n_candidates,), int64
+        Filled with the length of each candidate's list.
+    """
+    n, k = X.shape[0], columns.shape[0]
+    n_edges = edges.shape[1]
+    for c in range(k):
+        n_off[c] = 0
+    for r in range(n):
+        for c in range(k):
+            x = X[r, columns[c]]
+            lo, hi = 0, n_edges
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if edges[c, mid] <= x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            bins[c, r] = lo
+            if lo != common[c]:
+                off_rows[c, n_off[c]] = r
+                n_off[c] += 1
+
+
+@njit(cache=True, nogil=True)
+def bin_sums(bins, residual, weight, sums, weights):
+    """Add each row's residuals and weights to its bin of every candidate, every model.
 
     Parameters
     ----------
     bins : ndarray of shape (n_candidates, n_rows), int32
-        Bin of each row's value of each candidate feature, in ``0 .. n_bins - 1``
-        (candidate-major, so that a pair reads two contiguous rows of it).
+    residual, weight : ndarray of shape (n_rows, m), float64
+    sums, weights : ndarray of shape (n_candidates, n_bins, m), float64
+        Accumulated in place.
+    """
+    m = residual.shape[1]
+    for c in range(bins.shape[0]):
+        for r in range(bins.shape[1]):
+            b = bins[c, r]
+            for j in range(m):
+                sums[c, b, j] += residual[r, j]
+                weights[c, b, j] += weight[r, j]
+
+
+@njit(cache=True, nogil=True)
+def off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual, weight,
+                         n_bins, sums, weights):
+    """Add each row's residuals and weights to its cell of every pair, for every model,
+    where the row is outside both features' common bins.
+
+    The other cells follow from the bins' sums (:func:`complete_cells`), so a pair costs
+    the rows off the common bin of its rarer feature: on one-hot or mostly-zero features
+    a small fraction of the rows. Pair by pair, so that one pair's cells
+    (``n_bins^2 x m`` numbers) stay in the cache while its rows stream past.
+
+    Parameters
+    ----------
+    bins, off_rows, n_off, common
+        As :func:`bin_rows` fills and takes them.
     first, second : ndarray of shape (n_pairs,), int64
-        Candidate columns of each pair.
-    residual : ndarray of shape (n_rows, m), float64
-        Weighted residual of each row under each model (0 for rows outside a model).
-    weight : ndarray of shape (n_rows, m), float64
-        Weight of each row in each model (0 outside it).
+        Candidates of each pair; cell ``a * n_bins + b`` holds the rows in bin ``a`` of
+        ``first`` and bin ``b`` of ``second``.
+    residual, weight : ndarray of shape (n_rows, m), float64
+        Weighted residual and weight of each row under each model (0 outside a model).
     n_bins : int
     sums, weights : ndarray of shape (n_pairs, n_bins * n_bins, m), float64
         Accumulated in place.
     """
     m = residual.shape[1]
     for p in range(first.shape[0]):
-        a = bins[first[p]]
-        b = bins[second[p]]
+        f, g = first[p], second[p]
+        stride_f, stride_g = n_bins, 1
+        if n_off[g] < n_off[f]:  # walk the shorter list
+            f, g = g, f
+            stride_f, stride_g = 1, n_bins
+        rows = off_rows[f]
+        own = bins[f]
+        other = bins[g]
+        skip = common[g]
         s = sums[p]
         w = weights[p]
-        for r in range(a.shape[0]):
-            cell = a[r] * n_bins + b[r]
+        for k in range(n_off[f]):
+            r = rows[k]
+            b = other[r]
+            if b == skip:
+                continue
+            cell = own[r] * stride_f + b * stride_g
             for j in range(m):
                 s[cell, j] += residual[r, j]
                 w[cell, j] += weight[r, j]
+
+
+def complete_cells(cells: np.ndarray, margins: np.ndarray, first: np.ndarray,
+                   second: np.ndarray, common: np.ndarray, n_bins: int) -> np.ndarray:
+    """Every pair's full cell sums from its off-common cells and the bins' sums.
+
+    A row in bin ``a`` of the first feature is either off the second feature's common bin
+    ``d_g`` (counted in ``cells``) or in it, so ``cell(a, d_g) = margin_f(a) - sum_b
+    cell(a, b)``; likewise down the columns, which also gives the corner ``(d_f, d_g)``.
+
+    Parameters
+    ----------
+    cells : ndarray of shape (n_pairs, n_bins * n_bins, m)
+        :func:`off_common_cell_sums`' output (zero in the common row and column).
+    margins : ndarray of shape (n_candidates, n_bins, m)
+        :func:`bin_sums`' output over the same rows.
+    first, second, common
+        As :func:`off_common_cell_sums` takes them.
+
+    Returns
+    -------
+    ndarray of shape (n_pairs, n_bins * n_bins, m)
+        The sums of all rows of each cell, a new array.
+    """
+    n_pairs, _, m = cells.shape
+    full = cells.reshape(n_pairs, n_bins, n_bins, m).copy()
+    pair = np.arange(n_pairs)
+    df, dg = common[first], common[second]
+    full[pair, :, dg, :] = margins[first] - full.sum(axis=2)
+    full[pair, df, dg, :] = 0.0
+    full[pair, df, :, :] = margins[second] - full.sum(axis=1)
+    return full.reshape(n_pairs, n_bins * n_bins, m)
 
 
 def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
@@ -116,7 +227,11 @@ def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
 
 
 def bin_edges(sample: np.ndarray, n_bins: int = SCREEN_BINS) -> np.ndarray:
-    """Inner quantile edges of each column of ``sample``, padded with ``+inf``.
+    """Inner edges of each column's bins, padded with ``+inf``.
+
+    A column with at most ``n_bins`` distinct values in ``sample`` gets one bin per value
+    (edges half-way between them), so that a rare category or a mostly-zero binary
+    feature keeps a bin of its own; any other column is cut at the distinct quantiles.
 
     Returns
     -------
@@ -126,8 +241,34 @@ def bin_edges(sample: np.ndarray, n_bins: int = SCREEN_BINS) -> np.ndarray:
     levels = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
     out = np.full((sample.shape[1], n_bins - 1), np.inf)
     for f in range(sample.shape[1]):
-        edges = np.unique(np.quantile(sample[:, f].astype(np.float64), levels))
+        column = sample[:, f].astype(np.float64)
+        values = np.unique(column)
+        if values.shape[0] <= n_bins:
+            edges = (values[:-1] + values[1:]) / 2
+        else:
+            edges = np.unique(np.quantile(column, levels))
         out[f, : edges.shape[0]] = edges
+    return out
+
+
+def common_bins(sample: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The most frequent bin of each column of ``sample`` under ``edges`` (lowest on ties).
+
+    Parameters
+    ----------
+    sample : ndarray of shape (n_rows, n_columns)
+    edges : ndarray of shape (n_columns, n_bins - 1)
+        :func:`bin_edges`.
+
+    Returns
+    -------
+    ndarray of shape (n_columns,), int64
+    """
+    n_bins = edges.shape[1] + 1
+    out = np.zeros(edges.shape[0], dtype=np.int64)
+    for f in range(edges.shape[0]):
+        b = np.searchsorted(edges[f], sample[:, f].astype(np.float64), side="right")
+        out[f] = int(np.argmax(np.bincount(b, minlength=n_bins)))
     return out
 
 
@@ -146,11 +287,15 @@ def candidate_features(importances: np.ndarray, n_models: int,
 
 @dataclass
 class ScreeningState:
-    """Cell sums of the screening pass (see :func:`pair_cell_sums`), and per model the
-    weighted sum of squared residuals ``sum_i w_i (y_i - P(x_i))^2`` and of weights."""
+    """Sums of the screening pass: per pair the cells off the common bins
+    (:func:`off_common_cell_sums`), per candidate the bins (:func:`bin_sums`), and per
+    model the weighted sum of squared residuals ``sum_i w_i (y_i - P(x_i))^2`` and of
+    weights. :meth:`ScreeningPass.finish` completes the cells."""
 
     sums: np.ndarray
     weights: np.ndarray
+    bin_sums: np.ndarray
+    bin_weights: np.ndarray
     residual_sq: np.ndarray
     weight_total: np.ndarray
 
@@ -171,6 +316,9 @@ class ScreeningPass:
         Candidate features; every pair of them is screened.
     edges : ndarray of shape (n_candidates, n_bins - 1)
         :func:`bin_edges` of the candidates.
+    common : ndarray of shape (n_candidates,), int64
+        :func:`common_bins` of the candidates: a pair's rows in the common bin of either
+        feature are counted through the bins' sums, not one by one.
     holdout : Holdout or None
         Rows held out from training, left out here too.
     """
@@ -179,7 +327,7 @@ class ScreeningPass:
 
     def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
                  platt_a: np.ndarray, platt_b: np.ndarray, candidates: np.ndarray,
-                 edges: np.ndarray, holdout: Holdout | None) -> None:
+                 edges: np.ndarray, common: np.ndarray, holdout: Holdout | None) -> None:
         self.W = np.ascontiguousarray(W, dtype=np.float64)
         self.emb = emb
         self.pairs = pairs
@@ -187,7 +335,8 @@ class ScreeningPass:
         self.platt_a = np.asarray(platt_a, dtype=np.float64)
         self.platt_b = np.asarray(platt_b, dtype=np.float64)
         self.candidates = np.asarray(candidates, dtype=np.int64)
-        self.edges = np.asarray(edges, dtype=np.float64)
+        self.edges = np.ascontiguousarray(edges, dtype=np.float64)
+        self.common = np.asarray(common, dtype=np.int64)
         self.holdout = holdout
         first, second = np.triu_indices(self.candidates.shape[0], k=1)
         self.first = first.astype(np.int64)
@@ -201,9 +350,10 @@ class ScreeningPass:
 
     def start(self) -> ScreeningState:
         """Zero sums."""
-        shape = (self.first.shape[0], self.n_bins * self.n_bins, self.W.shape[0])
-        m = self.W.shape[0]
-        return ScreeningState(np.zeros(shape), np.zeros(shape), np.zeros(m), np.zeros(m))
+        m, k = self.W.shape[0], self.candidates.shape[0]
+        shape = (self.first.shape[0], self.n_bins * self.n_bins, m)
+        return ScreeningState(np.zeros(shape), np.zeros(shape), np.zeros((k, self.n_bins, m)),
+                              np.zeros((k, self.n_bins, m)), np.zeros(m), np.zeros(m))
 
     def step(self, state: ScreeningState, chunk: Chunk) -> ScreeningState:
         """Add the chunk's training rows (in place)."""
@@ -216,24 +366,34 @@ class ScreeningPass:
         proba = sigmoid_proba(scores, self.platt_a[None, :], self.platt_b[None, :])
         positive, member = self.pairs.labels(np.asarray(chunk.y)[keep])
         weight = member if chunk.weight is None else member * chunk.weight[keep][:, None]
-        residual = (positive - proba) * weight
+        residual = np.ascontiguousarray((positive - proba) * weight, dtype=np.float64)
+        weight = np.ascontiguousarray(weight, dtype=np.float64)
         state.residual_sq += ((positive - proba) ** 2 * weight).sum(axis=0)
         state.weight_total += weight.sum(axis=0)
-        bins = np.empty((self.candidates.shape[0], X.shape[0]), dtype=np.int32)
-        for c, f in enumerate(self.candidates):
-            bins[c] = np.searchsorted(self.edges[c], X[:, f], side="right")
-        pair_cell_sums(bins, self.first, self.second, np.ascontiguousarray(residual),
-                       np.ascontiguousarray(weight), self.n_bins, state.sums, state.weights)
+        k, n = self.candidates.shape[0], X.shape[0]
+        bins = np.empty((k, n), dtype=np.int32)
+        off_rows = np.empty((k, n), dtype=np.int32)
+        n_off = np.empty(k, dtype=np.int64)
+        bin_rows(X, self.candidates, self.edges, self.common, bins, off_rows, n_off)
+        bin_sums(bins, residual, weight, state.bin_sums, state.bin_weights)
+        off_common_cell_sums(bins, off_rows, n_off, self.common, self.first, self.second,
+                             residual, weight, self.n_bins, state.sums, state.weights)
         return state
 
     def merge(self, a: ScreeningState, b: ScreeningState) -> ScreeningState:
         """Add two states (a new one)."""
         return ScreeningState(a.sums + b.sums, a.weights + b.weights,
+                              a.bin_sums + b.bin_sums, a.bin_weights + b.bin_weights,
                               a.residual_sq + b.residual_sq, a.weight_total + b.weight_total)
 
     def finish(self, state: ScreeningState) -> ScreeningState:
-        """The sums."""
-        return state
+        """The sums, with every pair's cells complete (:func:`complete_cells`)."""
+        complete = [complete_cells(cells, margins, self.first, self.second, self.common,
+                                   self.n_bins)
+                    for cells, margins in ((state.sums, state.bin_sums),
+                                           (state.weights, state.bin_weights))]
+        return ScreeningState(complete[0], complete[1], state.bin_sums, state.bin_weights,
+                              state.residual_sq, state.weight_total)
 
 
 def choose_interactions(gains: np.ndarray, k: int) -> np.ndarray:
