@@ -23,7 +23,8 @@ import numpy as np
 import zarr
 
 from streamlearn.data.sources.base import Block, ColumnKind, Piece, numpy_kind
-from streamlearn.data.sources.zarr_store import _read, _row_block, plain_strings, read_together
+from streamlearn.data.sources.zarr_chunks import reader_or_none
+from streamlearn.data.sources.zarr_store import _read, _row_block, plain_strings, read_arrays
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, ReadError, SourceError
 
@@ -145,6 +146,9 @@ class SparseZarrSource:
         self._indices = arrays["indices"]
         self._data = arrays["data"]
         self._arrays = {name: arrays[name] for name in ROW_ARRAYS if name in arrays}
+        # arrays whose chunk files are decoded directly (see zarr_chunks); None: by zarr
+        self._direct = {name: reader_or_none(arrays[name])
+                        for name in ("indptr", "indices", "data", *self._arrays)}
 
         n_ptr = int(self._indptr.shape[0])
         if n_ptr < 1:
@@ -235,7 +239,8 @@ class SparseZarrSource:
             The rows' ``indptr`` decreases or points outside ``indices``.
         """
         where = self.description
-        ptr = np.asarray(_read(self._indptr, a, b + 1, where), dtype=np.int64)
+        ptr = np.asarray(read_arrays([(self._indptr, self._direct["indptr"], a, b + 1)],
+                                     where)[0], dtype=np.int64)
         lo, hi = int(ptr[0]), int(ptr[-1])
         if lo < 0 or hi > self.nnz or (np.diff(ptr) < 0).any():
             raise DataError(
@@ -247,8 +252,10 @@ class SparseZarrSource:
             if name not in self._arrays:
                 raise KeyError(name)
         try:  # the entries, the target and the weights in one request
-            read = read_together([(self._indices, lo, hi), (self._data, lo, hi),
-                                  *((self._arrays[n], a, b) for n in names)], where)
+            read = read_arrays([(self._indices, self._direct["indices"], lo, hi),
+                                (self._data, self._direct["data"], lo, hi),
+                                *((self._arrays[n], self._direct[n], a, b) for n in names)],
+                               where)
         except ReadError:  # read again one by one, to say which rows' entries failed
             read = [self._entries(self._indices, lo, hi, a, b),
                     self._entries(self._data, lo, hi, a, b),

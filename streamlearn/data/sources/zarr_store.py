@@ -15,6 +15,7 @@ from streamlearn.data.sources.base import (
     default_feature_names,
     numpy_kind,
 )
+from streamlearn.data.sources.zarr_chunks import ChunkFileReader, reader_or_none
 from streamlearn.errors import DataError, ReadError, SourceError
 
 
@@ -49,6 +50,24 @@ def read_together(requests: list[tuple[zarr.Array, int, int]], where: str) -> li
         return [np.asarray(v) for v in sync(_all())]
     except Exception:  # find and name the failing array the slow way
         return [_read(a, start, stop, where) for a, start, stop in requests]
+
+
+def read_arrays(requests: list[tuple[zarr.Array, ChunkFileReader | None, int, int]],
+                where: str) -> list[np.ndarray]:
+    """Rows ``start:stop`` of several arrays: those with a
+    :class:`~streamlearn.data.sources.zarr_chunks.ChunkFileReader` decoded from their chunk
+    files directly, the others by zarr in one request (:func:`read_together`)."""
+    out: list[np.ndarray | None] = [None] * len(requests)
+    by_zarr = [i for i, (_, reader, _, _) in enumerate(requests) if reader is None]
+    if by_zarr:
+        read = read_together([(requests[i][0], requests[i][2], requests[i][3])
+                              for i in by_zarr], where)
+        for i, values in zip(by_zarr, read, strict=True):
+            out[i] = values
+    for i, (_, reader, start, stop) in enumerate(requests):
+        if reader is not None:
+            out[i] = reader.read(start, stop, where)
+    return out  # type: ignore[return-value]
 
 
 def plain_strings(values: np.ndarray) -> np.ndarray:
@@ -116,6 +135,7 @@ class ZarrSource:
             raise SourceError(f"zarr group {self.description} holds no arrays")
         self._arrays = arrays
         self._matrix: zarr.Array | None = None
+        self._matrix_name = matrix_name
         self.kinds: dict[str, ColumnKind] = {}
 
         if matrix_name in arrays and arrays[matrix_name].ndim == 2:
@@ -160,6 +180,9 @@ class ZarrSource:
             for a in range(0, n_rows, block)
         ]
         self._offsets = [p.file_row for p in self.pieces]
+        # arrays whose chunk files are decoded directly (see zarr_chunks); None: by zarr
+        self._direct: dict[str, ChunkFileReader | None] = {
+            name: reader_or_none(arr) for name, arr in arrays.items()}
 
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None
@@ -174,7 +197,10 @@ class ZarrSource:
         """Read rows ``a:b`` in one request, whatever storage chunks they span.
 
         Zarr decodes the storage chunks of one request concurrently, and rows are read
-        straight into the block, so a stream need not cut and join storage pieces.
+        straight into the block, so a stream need not cut and join storage pieces. Arrays
+        in the layout :mod:`~streamlearn.data.sources.zarr_chunks` reads (what
+        ``streamlearn convert`` writes, in a local directory) are decoded from their chunk
+        files directly (:func:`read_arrays`).
         """
         where = self.description
         # the matrix (once, for any of its features), the features' own arrays, the
@@ -182,13 +208,10 @@ class ZarrSource:
         matrix_used = self._matrix is not None and any(
             f in self._feature_names for f in features)
         own = [f for f in features if not (matrix_used and f in self._feature_names)]
-        requests: list[tuple[zarr.Array, int, int]] = []
-        if matrix_used:
-            assert self._matrix is not None
-            requests.append((self._matrix, a, b))
-        requests += [(self._arrays[f], a, b) for f in own]
-        requests += [(self._arrays[name], a, b) for name in (target, weight) if name is not None]
-        read = read_together(requests, where)
+        names = [self._matrix_name] if matrix_used else []
+        names += own + [name for name in (target, weight) if name is not None]
+        read = read_arrays([(self._arrays[name], self._direct[name], a, b) for name in names],
+                           where)
         matrix = read.pop(0) if matrix_used else None
         columns = {f: read.pop(0) for f in own}
         if matrix is not None and not own:
