@@ -302,7 +302,9 @@ def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
     path = DATA_DIR / f"larger_than_memory.{fmt}"
     free = shutil.disk_usage(DATA_DIR.parent if not DATA_DIR.exists() else DATA_DIR).free
     out: dict[str, Any] = {"format": fmt, "memory_bytes": memory,
-                           "planned_disk_bytes": disk_bytes}
+                           "planned_disk_bytes": disk_bytes,
+                           "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           "versions": library_versions()}
     if free < disk_bytes + 5e9:
         out["skipped"] = (f"{free / 1e9:.0f} GB free on the disk; the store needs "
                           f"{disk_bytes / 1e9:.0f} GB and 5 GB to spare")
@@ -699,14 +701,18 @@ def measure_format(fmt: str, path: str, n_rows: int, chunk_rows: int,
 
 def run_disk_only(disk: tuple[float | None, int, str, tuple[str, ...]], chunk_rows: int,
                   out_dir: Path) -> dict[str, Any]:
-    """The larger-than-memory part alone, added to the results already in ``out_dir``."""
+    """The larger-than-memory part alone, added to the results already in ``out_dir``
+    (replacing the parts of the formats measured again)."""
     path = out_dir / "io_throughput.json"
     report = json.loads(path.read_text()) if path.exists() else None
     if report is None:
         raise SystemExit(f"{path} does not exist: run the whole benchmark first")
     gb, rounds, compression, formats = disk
-    report["larger_than_memory"] = [disk_part(fmt, gb, chunk_rows, rounds, compression)
-                                    for fmt in formats]
+    # a format measured again replaces its earlier part; the other formats' parts stay
+    kept = [part for part in report.get("larger_than_memory", [])
+            if part.get("format") not in formats]
+    report["larger_than_memory"] = kept + [disk_part(fmt, gb, chunk_rows, rounds, compression)
+                                           for fmt in formats]
     report["larger_than_memory_machine"] = machine_info()
     report["larger_than_memory_versions"] = library_versions()
     report.update(report_tables(report))

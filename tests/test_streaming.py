@@ -278,6 +278,43 @@ def test_single_file_with_many_row_groups_is_cut_exactly(ref: Reference, tmp_pat
     assert sizes == [250, 250, 250, 250]
 
 
+def test_piece_grouped_order_keeps_each_pieces_chunks_together() -> None:
+    from streamlearn.data.dataset import piece_grouped_order
+
+    offsets = np.array([0, 100, 250, 300, 500])
+    starts = np.arange(0, 500, 40)
+    orders = [starts[piece_grouped_order(starts, offsets, np.random.default_rng(s))]
+              for s in range(20)]
+    for order in orders:
+        assert sorted(order.tolist()) == starts.tolist()
+        piece = np.searchsorted(offsets, order, side="right") - 1
+        runs = piece[np.r_[True, piece[1:] != piece[:-1]]]
+        assert len(runs) == len(set(runs.tolist()))  # each piece visited in one run
+    assert len({tuple(o) for o in orders}) > 10  # and the order is random
+    assert len({tuple(o[:2]) for o in orders}) > 3
+
+
+def test_a_shuffled_parquet_pass_reads_each_row_group_once(ref: Reference, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    path = write_parquet_file(ref.frame, tmp_path / "f.parquet", row_group_size=200)
+    ds = open_dataset(str(path), target="label", features=FEATURES)
+    reads: list[int] = []
+    read_piece = type(ds.source).read_piece
+
+    def counted(self, i, *args, **kwargs):
+        reads.append(i)
+        return read_piece(self, i, *args, **kwargs)
+
+    monkeypatch.setattr(type(ds.source), "read_piece", counted)
+    chunks = list(ds.chunks(chunk_rows=50, shuffle=True, seed=3))
+    assert sorted(reads) == list(range(5))
+    rows = np.concatenate([c.rows for c in chunks])
+    assert sorted(rows.tolist()) == list(range(1000))
+    assert not np.array_equal(rows, np.arange(1000))
+    for c in chunks:
+        np.testing.assert_array_equal(c.X, ref.X[c.rows])
+
+
 @settings(max_examples=20, deadline=None)
 @given(chunk_rows=st.integers(1, 1100), prefetch=st.integers(0, 3))
 def test_describe_is_the_same_at_any_chunk_size(chunk_rows: int, prefetch: int) -> None:

@@ -343,7 +343,10 @@ class Dataset:
             differs. Only one chunk's rows are ever permuted in memory. A source that reads
             in order only (``reads_in_order``: compressed text, which cannot seek) keeps its
             chunk order and has the rows within each chunk permuted; convert it to zarr
-            (``streamlearn convert``) to shuffle it fully.
+            (``streamlearn convert``) to shuffle it fully. A source read by storage piece
+            (parquet row groups) visits its pieces in a random order and the chunks of each
+            piece one after the other, in a random order (:func:`piece_grouped_order`), so
+            that each piece is read and decoded once per pass.
         seed, epoch : int
             Seed of the shuffle and the epoch number mixed into it.
         prefetch : int, optional
@@ -371,8 +374,10 @@ class Dataset:
         row_seeds: np.ndarray | None = None
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
-            if not getattr(self.source, "reads_in_order", False):
+            if hasattr(self.source, "read_rows"):
                 starts = rng.permutation(starts)
+            elif not getattr(self.source, "reads_in_order", False):
+                starts = starts[piece_grouped_order(starts, self._offsets, rng)]
             row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)[skip:]
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts
@@ -546,6 +551,30 @@ class _RangeReader:
             a, b, ds._read_features, ds.target, ds.weight, **extra
         )
         return block.X, block.y, block.weight
+
+
+def piece_grouped_order(starts: np.ndarray, offsets: np.ndarray,
+                        rng: np.random.Generator) -> np.ndarray:
+    """A random order of chunks that keeps the chunks of each storage piece together.
+
+    Parameters
+    ----------
+    starts : ndarray of int64
+        First row of each chunk, ascending.
+    offsets : ndarray of int64
+        First row of each piece, then the row count.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of int64
+        Positions into ``starts``: the pieces (of the chunks' first rows) in a random
+        order, and within each piece its chunks in a random order.
+    """
+    piece = np.searchsorted(offsets, starts, side="right") - 1
+    piece_rank = rng.permutation(int(piece.max()) + 1 if piece.size else 0)
+    within = rng.random(starts.shape[0])
+    return np.lexsort((within, piece_rank[piece])).astype(np.int64)
 
 
 class _PieceReader:

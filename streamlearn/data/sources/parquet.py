@@ -140,7 +140,11 @@ class ParquetSource:
                 self._files.move_to_end(path)
                 return handle
         # Page checksums, where the writer stored them, turn silent corruption into an error.
-        handle = pq.ParquetFile(self._fs.open_input_file(path), page_checksum_verification=True)
+        # pre_buffer: a row group's column chunks are read in a few large, concurrent
+        # requests, not one small read per column (each a disk seek, or a round trip to an
+        # object store).
+        handle = pq.ParquetFile(self._fs.open_input_file(path), page_checksum_verification=True,
+                                pre_buffer=True)
         with self._lock:
             self._files[path] = handle
             while len(self._files) > 4:
