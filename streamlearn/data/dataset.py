@@ -343,10 +343,11 @@ class Dataset:
             differs. Only one chunk's rows are ever permuted in memory. A source that reads
             in order only (``reads_in_order``: compressed text, which cannot seek) keeps its
             chunk order and has the rows within each chunk permuted; convert it to zarr
-            (``streamlearn convert``) to shuffle it fully. A source read by storage piece
-            (parquet row groups) visits its pieces in a random order and the chunks of each
-            piece one after the other, in a random order (:func:`piece_grouped_order`), so
-            that each piece is read and decoded once per pass.
+            (``streamlearn convert``) to shuffle it fully. A source whose pieces are costly
+            to read (``shuffle_by_piece``: parquet row groups, svmlight pieces) visits its
+            pieces in a random order and the chunks of each piece one after the other, in
+            a random order (:func:`piece_grouped_order`), so that each piece is read and
+            decoded once per pass.
         seed, epoch : int
             Seed of the shuffle and the epoch number mixed into it.
         prefetch : int, optional
@@ -374,10 +375,11 @@ class Dataset:
         row_seeds: np.ndarray | None = None
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
-            if hasattr(self.source, "read_rows"):
-                starts = rng.permutation(starts)
-            elif not getattr(self.source, "reads_in_order", False):
+            if getattr(self.source, "shuffle_by_piece", False) \
+                    and not getattr(self.source, "reads_in_order", False):
                 starts = starts[piece_grouped_order(starts, self._offsets, rng)]
+            elif not getattr(self.source, "reads_in_order", False):
+                starts = rng.permutation(starts)
             row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)[skip:]
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts

@@ -44,6 +44,10 @@ class ParquetSource:
     footer is read when the source is opened (row counts and schemas), no data pages.
     """
 
+    #: A shuffled pass keeps each piece's chunks together: reading a piece costs I/O
+    #: and decoding, done once per pass (see ``Dataset.chunks``).
+    shuffle_by_piece = True
+
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.description = url
         self._fs, path = arrow_filesystem(url, storage_options)
