@@ -620,9 +620,6 @@ class SvmlightSource:
     """
 
     sparse = True
-    #: A shuffled pass keeps each piece's chunks together: reading a piece costs I/O
-    #: and decoding, done once per pass (see ``Dataset.chunks``).
-    shuffle_by_piece = True
 
     def __init__(
         self,
