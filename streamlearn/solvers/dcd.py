@@ -130,120 +130,111 @@ def row_orders(n_rows, n_inner, seed):
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss, bias_scale,
-                  n_inner, seed, kind, hk, ipar, fpar, monitor, monitor_loss, centre):
-    # the body of dcd_ovr_chunk, inlined by numba into one kernel per kind and form of rows
-    n = rows_in(X, csr, sparse)
-    m = W.shape[0]
-    dim = ipar[IP_N_DIMS]
-    n_cols = ipar[IP_N_COLS]
-    order = ipar[IP_ORDER]
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
-    scratch = np.empty(n_cols, dtype=np.float64)
-    bias_sq = bias_scale * bias_scale
-    qd = np.full(n, -1.0)
-    pg_max = np.full(m, -np.inf)
-    pg_min = np.full(m, np.inf)
-    orders = row_orders(n, n_inner, seed)
-    monitored = monitor.shape[0] == m and n_inner > 0
-    # centred rows z - mu: model j is kept as w_j = v_j - s_j mu, with v_j in W[j] and the
-    # bias weight of the centred problem in W[j, dim]; vmu_j = v_j . mu, zmu_r = z_r . mu
-    centred = centre.shape[0] > 0 and n > 0 and n_inner > 0
-    mumu = model_dot(centre, centre, ipar) if centred else 0.0
-    zmu = np.zeros(n if centred else 0)
-    s = np.zeros(m)
-    vmu = np.zeros(m)
-    if centred:
-        for j in range(m):
-            vmu[j] = model_dot(W[j], centre, ipar)
-            W[j, dim] += vmu[j] / bias_scale
-    for sweep in range(n_inner):
-        for p in range(n):
-            r = orders[sweep, p]
-            ci = c[r]
-            if not ci > 0.0:
-                continue
-            if loss == HINGE:
-                upper = np.float64(np.float32(ci))  # the bound as alpha can hold it
-                diag = 0.0
-            else:
-                upper = np.inf
-                diag = 0.5 / ci
-            x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
-            if qd[r] < 0.0:
-                qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
-                if centred:
-                    zmu[r] = row_score(hk, centre, x, idx, val, nnz)
-                    qd[r] += mumu - 2.0 * zmu[r]
-            q = qd[r] + diag
-            code = codes[r]
-            for j in range(m):
-                yj = binary_label(code, positive[j], negative[j])
-                if yj == 0.0:
-                    continue
-                wj = W[j]
-                a = np.float64(alpha[r, j])
-                score = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
-                if centred:
-                    score -= s[j] * (zmu[r] - mumu) + vmu[j]
-                g = yj * score - 1.0 + diag * a
-                if a == 0.0:
-                    pg = min(g, 0.0)
-                elif a >= upper:
-                    pg = max(g, 0.0)
-                else:
-                    pg = g
-                if sweep == 0:
-                    pg_max[j] = max(pg_max[j], pg)
-                    pg_min[j] = min(pg_min[j], pg)
-                    if monitored:
-                        mj = monitor[j]
-                        v = 1.0 - yj * (row_score(hk, mj, x, idx, val, nnz)
-                                        + mj[dim] * bias_scale)
-                        if v > 0.0:
-                            monitor_loss[j] += ci * (v if loss == HINGE else v * v)
-                if abs(pg) <= PG_EPS:
-                    continue
-                a_new = min(max(a - g / q, 0.0), upper) if q > 0.0 else upper
-                delta = np.float64(np.float32(a_new)) - a
-                if delta == 0.0:
-                    continue
-                alpha[r, j] = np.float32(a_new)
-                row_update(hk, wj, x, idx, val, nnz, n_cols, order, delta * yj)
-                wj[dim] += delta * yj * bias_scale
-                if centred:
-                    s[j] += delta * yj
-                    vmu[j] += delta * yj * zmu[r]
-    if centred:  # back to the model of the rows themselves: w = v - s mu, its own bias
-        for j in range(m):
-            wj = W[j]
-            for i in range(dim):
-                wj[i] -= s[j] * centre[i]
-            wj[dim] -= (vmu[j] - s[j] * mumu) / bias_scale
-    alpha_sum = np.zeros(m)
-    dual_quad = np.zeros(m)
-    for r in range(n):
-        for j in range(m):
-            a = np.float64(alpha[r, j])
-            alpha_sum[j] += a
-            if loss == SQUARED_HINGE and c[r] > 0.0:
-                dual_quad[j] += a * a / (4.0 * c[r])
-    return pg_max, pg_min, alpha_sum, dual_quad
-
-
 def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
-    # _dcd_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
+    # dcd_ovr_chunk's kernel for one kind of embedding and form of rows (kernel_kinds)
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
                kind, ipar, fpar, monitor, monitor_loss, centre):
-        return _dcd_ovr_rows(X, csr, sparse, codes, positive, negative, c, alpha, W, loss,
-                             bias_scale, n_inner, seed, fixed_kind, hk, ipar, fpar, monitor,
-                             monitor_loss, centre)
+        n = rows_in(X, csr, sparse)
+        m = W.shape[0]
+        dim = ipar[IP_N_DIMS]
+        n_cols = ipar[IP_N_COLS]
+        order = ipar[IP_ORDER]
+        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        scratch = np.empty(n_cols, dtype=np.float64)
+        bias_sq = bias_scale * bias_scale
+        qd = np.full(n, -1.0)
+        pg_max = np.full(m, -np.inf)
+        pg_min = np.full(m, np.inf)
+        orders = row_orders(n, n_inner, seed)
+        monitored = monitor.shape[0] == m and n_inner > 0
+        # centred rows z - mu: model j is kept as w_j = v_j - s_j mu, with v_j in W[j] and the
+        # bias weight of the centred problem in W[j, dim]; vmu_j = v_j . mu, zmu_r = z_r . mu
+        centred = centre.shape[0] > 0 and n > 0 and n_inner > 0
+        mumu = model_dot(centre, centre, ipar) if centred else 0.0
+        zmu = np.zeros(n if centred else 0)
+        s = np.zeros(m)
+        vmu = np.zeros(m)
+        if centred:
+            for j in range(m):
+                vmu[j] = model_dot(W[j], centre, ipar)
+                W[j, dim] += vmu[j] / bias_scale
+        for sweep in range(n_inner):
+            for p in range(n):
+                r = orders[sweep, p]
+                ci = c[r]
+                if not ci > 0.0:
+                    continue
+                if loss == HINGE:
+                    upper = np.float64(np.float32(ci))  # the bound as alpha can hold it
+                    diag = 0.0
+                else:
+                    upper = np.inf
+                    diag = 0.5 / ci
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+                if qd[r] < 0.0:
+                    qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
+                    if centred:
+                        zmu[r] = row_score(hk, centre, x, idx, val, nnz)
+                        qd[r] += mumu - 2.0 * zmu[r]
+                q = qd[r] + diag
+                code = codes[r]
+                for j in range(m):
+                    yj = binary_label(code, positive[j], negative[j])
+                    if yj == 0.0:
+                        continue
+                    wj = W[j]
+                    a = np.float64(alpha[r, j])
+                    score = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+                    if centred:
+                        score -= s[j] * (zmu[r] - mumu) + vmu[j]
+                    g = yj * score - 1.0 + diag * a
+                    if a == 0.0:
+                        pg = min(g, 0.0)
+                    elif a >= upper:
+                        pg = max(g, 0.0)
+                    else:
+                        pg = g
+                    if sweep == 0:
+                        pg_max[j] = max(pg_max[j], pg)
+                        pg_min[j] = min(pg_min[j], pg)
+                        if monitored:
+                            mj = monitor[j]
+                            v = 1.0 - yj * (row_score(hk, mj, x, idx, val, nnz)
+                                            + mj[dim] * bias_scale)
+                            if v > 0.0:
+                                monitor_loss[j] += ci * (v if loss == HINGE else v * v)
+                    if abs(pg) <= PG_EPS:
+                        continue
+                    a_new = min(max(a - g / q, 0.0), upper) if q > 0.0 else upper
+                    delta = np.float64(np.float32(a_new)) - a
+                    if delta == 0.0:
+                        continue
+                    alpha[r, j] = np.float32(a_new)
+                    row_update(hk, wj, x, idx, val, nnz, n_cols, order, delta * yj)
+                    wj[dim] += delta * yj * bias_scale
+                    if centred:
+                        s[j] += delta * yj
+                        vmu[j] += delta * yj * zmu[r]
+        if centred:  # back to the model of the rows themselves: w = v - s mu, its own bias
+            for j in range(m):
+                wj = W[j]
+                for i in range(dim):
+                    wj[i] -= s[j] * centre[i]
+                wj[dim] -= (vmu[j] - s[j] * mumu) / bias_scale
+        alpha_sum = np.zeros(m)
+        dual_quad = np.zeros(m)
+        for r in range(n):
+            for j in range(m):
+                a = np.float64(alpha[r, j])
+                alpha_sum[j] += a
+                if loss == SQUARED_HINGE and c[r] > 0.0:
+                    dual_quad[j] += a * a / (4.0 * c[r])
+        return pg_max, pg_min, alpha_sum, dual_quad
 
     return kernel
 
@@ -367,28 +358,22 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
     return tuple(float(o[0]) for o in out)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _embedding_sum_rows(X, csr, sparse, kind, hk, ipar, fpar, weight, out):
-    # the body of embedding_sum, inlined by numba into one kernel per kind and form of rows
-    n = rows_in(X, csr, sparse)
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
-    for r in range(n):
-        if weight[r] == 0.0:
-            continue
-        x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
-        row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER],
-                   np.float64(weight[r]))
-
-
 def _embedding_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., None]:
-    # _embedding_sum_rows compiled for one kind of embedding and form of rows
+    # embedding_sum's kernel for one kind of embedding and form of rows (kernel_kinds)
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, kind, ipar, fpar, weight, out):
-        _embedding_sum_rows(X, csr, sparse, fixed_kind, hk, ipar, fpar, weight, out)
+        n = rows_in(X, csr, sparse)
+        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        for r in range(n):
+            if weight[r] == 0.0:
+                continue
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+            row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER],
+                       np.float64(weight[r]))
 
     return kernel
 

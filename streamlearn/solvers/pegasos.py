@@ -80,82 +80,75 @@ def _fold_all(W, AVG, a_coef, b_coef, scale):
                 W[j, i] *= scale
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam, bias_scale, W,
-                      AVG, t, average_start, kind, hk, ipar, fpar):
-    # the body of pegasos_ovr_chunk, inlined by numba into one kernel per kind and form of rows
-    n = rows_in(X, csr, sparse)
-    m = W.shape[0]
-    dim = ipar[IP_N_DIMS]
-    n_cols = ipar[IP_N_COLS]
-    order = ipar[IP_ORDER]
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
-    margins = np.empty(m, dtype=np.float64)
-    averaging = n > 0 and t + n >= average_start
-    # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
-    # mean in its own units through the chunk, so that it is swept once, at the end
-    n_old = 1
-    if averaging:
-        n_old = t - average_start + 1
-        if n_old <= 0:
-            n_old = 1
-            AVG[:, :] = 0.0
-    scale = 1.0
-    b_coef = 0.0
-    for r in range(n):
-        k = t + 1 + r
-        eta = 1.0 / (lam * k)
-        x, nnz = fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero)
-        code = codes[r]
-        for j in range(m):
-            yj = binary_label(code, positive[j], negative[j])
-            if yj == 0.0:
-                margins[j] = np.inf
-                continue
-            wj = W[j]
-            margins[j] = yj * scale * (row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale)
-        scale *= 1.0 - 1.0 / k
-        if scale < MIN_SCALE:
-            _fold_all(W, AVG, 1.0, b_coef / n_old, scale)
-            b_coef = 0.0
-            scale = 1.0
-        c = np.float64(weight[r])
-        if c != 0.0:
-            for j in range(m):
-                if margins[j] < 1.0:
-                    yj = binary_label(code, positive[j], negative[j])
-                    step = eta * c * yj / scale
-                    wj = W[j]
-                    if b_coef != 0.0:
-                        aj = AVG[j]
-                        a_step = -b_coef * step / n_old
-                        row_update_pair(hk, wj, aj, x, idx, val, nnz, n_cols, order, step,
-                                        a_step)
-                        aj[dim] += a_step * bias_scale
-                    else:
-                        row_update(hk, wj, x, idx, val, nnz, n_cols, order, step)
-                    wj[dim] += step * bias_scale
-        if averaging and k >= average_start:
-            b_coef += scale
-    if averaging:
-        n_new = t + n - average_start + 1
-        _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
-    else:
-        _fold_all(W, AVG, 1.0, 0.0, scale)
-    return t + n
-
-
 def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
-    # _pegasos_ovr_rows compiled for one kind of embedding and form of rows (kernel_kinds)
+    # pegasos_ovr_chunk's kernel for one kind of embedding and form of rows (kernel_kinds)
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W, AVG, t, average_start,
                kind, ipar, fpar):
-        return _pegasos_ovr_rows(X, csr, sparse, codes, positive, negative, weight, lam,
-                                 bias_scale, W, AVG, t, average_start, fixed_kind, hk, ipar, fpar)
+        n = rows_in(X, csr, sparse)
+        m = W.shape[0]
+        dim = ipar[IP_N_DIMS]
+        n_cols = ipar[IP_N_COLS]
+        order = ipar[IP_ORDER]
+        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        margins = np.empty(m, dtype=np.float64)
+        averaging = n > 0 and t + n >= average_start
+        # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
+        # mean in its own units through the chunk, so that it is swept once, at the end
+        n_old = 1
+        if averaging:
+            n_old = t - average_start + 1
+            if n_old <= 0:
+                n_old = 1
+                AVG[:, :] = 0.0
+        scale = 1.0
+        b_coef = 0.0
+        for r in range(n):
+            k = t + 1 + r
+            eta = 1.0 / (lam * k)
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+            code = codes[r]
+            for j in range(m):
+                yj = binary_label(code, positive[j], negative[j])
+                if yj == 0.0:
+                    margins[j] = np.inf
+                    continue
+                wj = W[j]
+                score = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+                margins[j] = yj * scale * score
+            scale *= 1.0 - 1.0 / k
+            if scale < MIN_SCALE:
+                _fold_all(W, AVG, 1.0, b_coef / n_old, scale)
+                b_coef = 0.0
+                scale = 1.0
+            c = np.float64(weight[r])
+            if c != 0.0:
+                for j in range(m):
+                    if margins[j] < 1.0:
+                        yj = binary_label(code, positive[j], negative[j])
+                        step = eta * c * yj / scale
+                        wj = W[j]
+                        if b_coef != 0.0:
+                            aj = AVG[j]
+                            a_step = -b_coef * step / n_old
+                            row_update_pair(hk, wj, aj, x, idx, val, nnz, n_cols, order, step,
+                                            a_step)
+                            aj[dim] += a_step * bias_scale
+                        else:
+                            row_update(hk, wj, x, idx, val, nnz, n_cols, order, step)
+                        wj[dim] += step * bias_scale
+            if averaging and k >= average_start:
+                b_coef += scale
+        if averaging:
+            n_new = t + n - average_start + 1
+            _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
+        else:
+            _fold_all(W, AVG, 1.0, 0.0, scale)
+        return t + n
 
     return kernel
 
