@@ -25,6 +25,7 @@ from streamlearn.solvers.shareboost.kernels import (
     stump_gradients,
     stump_histogram_chunk,
 )
+from streamlearn.solvers.shareboost.nested_basis import NestedBasis
 from streamlearn.solvers.shareboost.threads import (
     MIN_CENTRES_PER_THREAD,
     in_threads,
@@ -85,6 +86,10 @@ class LinearColumns:
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
         """Raw features the given candidates read."""
         return np.unique(np.asarray(candidates, dtype=np.int64))
+
+    def nested_basis(self, candidates: np.ndarray) -> NestedBasis | None:
+        """None: feature columns are not nested."""
+        return None
 
     def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """Per raw feature, the mean over classes of its column's absolute weight (the
@@ -154,6 +159,11 @@ class StumpColumns:
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
         """Raw features the given stumps read."""
         return np.unique(self.split(candidates)[0])
+
+    def nested_basis(self, candidates: np.ndarray) -> NestedBasis:
+        """The stumps of each feature, nested by threshold (:mod:`.nested_basis`)."""
+        features, bins = np.divmod(np.asarray(candidates, dtype=np.int64), self.n_thresholds)
+        return NestedBasis.of(features, bins)
 
     def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """Per raw feature, the mean over classes of the absolute steps of its stumps
@@ -230,6 +240,11 @@ class AnchorColumns:
     def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """Ball indicators of the given candidates, (n, T) float32."""
         return self.pieces.gates(X, *self.selected_pieces(candidates))
+
+    def nested_basis(self, candidates: np.ndarray) -> NestedBasis:
+        """The balls of each centre, nested by radius (:mod:`.nested_basis`)."""
+        centres, radii = np.divmod(np.asarray(candidates, dtype=np.int64), self.pieces.n_radii)
+        return NestedBasis.of(centres, radii)
 
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
         """Raw features the pieces read: all of them, once a piece is selected."""

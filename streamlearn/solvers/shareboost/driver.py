@@ -259,21 +259,31 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     k = intercept.shape[0]
     tally_at: list[tuple[np.ndarray, ObjectiveState]] = []
     chosen = np.array(selected, dtype=np.int64)
+    # L-BFGS runs over the interval values of nested columns (stumps of one feature, balls
+    # of one centre), the same model better conditioned (nested_basis)
+    basis = family.nested_basis(chosen)
+
+    def weights(theta: np.ndarray) -> np.ndarray:
+        v = theta[:-k].reshape(shape)
+        return v if basis is None else basis.weights(v)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        W = theta[:-k].reshape(shape)
+        W = weights(theta)
         state: ObjectiveState = runner.run(
             RestrictedObjectivePass(family, chosen, W, theta[-k:], holdout), dataset,
             description=f"refit {shape[0]} columns")
         total = max(state.weight, np.finfo(np.float64).tiny)
         value = state.loss / total + l2 * float(np.sum(W * W))
-        grad = np.concatenate([(state.gradient / total + 2.0 * l2 * W).ravel(),
-                               state.intercept / total])
+        grad_w = state.gradient / total + 2.0 * l2 * W
+        if basis is not None:
+            grad_w = basis.gradient(grad_w)
+        grad = np.concatenate([grad_w.ravel(), state.intercept / total])
         tally_at.append((theta, state))
         del tally_at[1:-(MAX_HALVINGS + 2)]  # the start, and the last iteration's trials
         return value, grad
 
-    theta0 = np.concatenate([coef.ravel(), intercept])
+    theta0 = np.concatenate([(coef if basis is None else basis.values(coef)).ravel(),
+                             intercept])
     start = objective(theta0)
     if gtol is None:
         gtol = float(config.tol) * float(np.max(np.abs(start[1]), initial=0.0))
@@ -287,7 +297,7 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         held_loss = tally.held_loss / tally.held_weight
         held_error = tally.held_errors / tally.held_weight
     return CorrectiveStep(
-        coef=theta[:-k].reshape(shape).copy(), intercept=theta[-k:].copy(),
+        coef=np.array(weights(theta), copy=True), intercept=theta[-k:].copy(),
         value=float(result.value),
         train_error=float(tally.errors / max(tally.weight, np.finfo(np.float64).tiny)),
         n_eval=int(result.n_eval) + 1, gradient_norm=gradient_norm,
