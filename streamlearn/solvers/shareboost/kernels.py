@@ -73,8 +73,9 @@ def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray) -> float:
     for c in range(k):
         r[c] = np.exp(r[c] - top)
         total += r[c]
+    inv = 1.0 / total  # one division per row, not one per class
     for c in range(k):
-        r[c] /= total
+        r[c] *= inv
     r[y] -= 1.0
     return top + np.log(total)
 
@@ -438,6 +439,8 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
     s = np.empty(k)
     r = np.empty(k)
     sums = np.zeros(3)  # loss, weight, errors
+    # each feature's bin in the current row, found once for both loops (-1: not yet)
+    bins = np.full(X.shape[1], -1, dtype=np.int64)
     for i in range(n):
         w = np.float64(weight[i])
         y = codes[i]
@@ -446,17 +449,22 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
         for u in range(score_features.shape[0]):
             f = score_features[u]
             p = _count_below(thresholds, f, X[i, f])
+            bins[f] = p
+            steps = table[f, p]
             for c in range(k):
-                s[c] += table[f, p, c]
+                s[c] += steps[c]
         _tally_row(s, y, w, r, sums)
         for c in range(k):
             r[c] *= w
             grad_intercept[c] += r[c]
         for u in range(hist_features.shape[0]):
             f = hist_features[u]
-            p = _count_below(thresholds, f, X[i, f])
+            p = bins[f] if bins[f] >= 0 else _count_below(thresholds, f, X[i, f])
+            bin_sums = hist[f, p]
             for c in range(k):
-                hist[f, p, c] += r[c]
+                bin_sums[c] += r[c]
+        for u in range(score_features.shape[0]):
+            bins[score_features[u]] = -1
     return sums[0], sums[1], sums[2]
 
 
