@@ -7,6 +7,7 @@ import pytest
 
 from streamlearn.features.fourier import (
     FourierMap,
+    cos_sin_pi,
     fourier_encode_row,
     fourier_transform_dense,
     fourier_weights,
@@ -72,3 +73,31 @@ def test_inputs_outside_the_range_are_clamped():
     np.testing.assert_array_equal(m.transform([[-7.0]]), m.transform([[0.0]]))
     np.testing.assert_array_equal(m.transform([[9.0]]), m.transform([[2.0]]))
     assert m.n_output_features(5) == 30
+
+
+def test_cos_sin_pi_matches_the_c_library_over_the_whole_range():
+    t = np.concatenate([np.linspace(-1.0, 1.0, 4001), [-1.0, -0.5, 0.0, 0.5, 1.0]])
+    got = np.array([cos_sin_pi(v) for v in t])
+    np.testing.assert_allclose(got[:, 0], np.cos(np.pi * t), rtol=0, atol=3e-9)
+    np.testing.assert_allclose(got[:, 1], np.sin(np.pi * t), rtol=0, atol=3e-9)
+
+
+def test_every_feature_and_zero_preserving_encodings_agree_where_both_apply():
+    """Zero-preserving columns are the plain ones minus their value at x = 0."""
+    lo, hi = np.array([-2.0, -1.0, 0.5]), np.array([3.0, 4.0, 2.5])
+    X = np.random.default_rng(2).uniform(-3, 5, (20, 3)).astype(np.float32)
+    X[3, 1] = 0.0
+    K = 7
+    w = fourier_weights(K, 1)
+    at_zero = closed_form(np.zeros((1, 3), np.float32), lo, hi, K, 1)[0]
+    idx = np.empty(3 * 2 * K, dtype=np.int32)
+    val = np.empty(3 * 2 * K, dtype=np.float32)
+    for row in X:
+        plain = np.zeros(3 * 2 * K)
+        nnz = fourier_encode_row(row, lo, hi, w, False, idx, val)
+        plain[idx[:nnz]] = val[:nnz]
+        shifted = np.zeros(3 * 2 * K)
+        nnz = fourier_encode_row(row, lo, hi, w, True, idx, val)
+        shifted[idx[:nnz]] = val[:nnz]
+        expected = np.where(np.repeat(row != 0.0, 2 * K), plain - at_zero, 0.0)
+        np.testing.assert_allclose(shifted, expected, atol=2e-6)

@@ -14,8 +14,10 @@ from streamlearn.solvers.embedding import (
     HERMITE,
     LINEAR,
     decision_chunk,
+    dense_score,
     embedding_params,
     encode_row,
+    every_column,
     model_sq_norm,
     row_sq_norm,
     weights_from_w_d,
@@ -184,3 +186,15 @@ def test_every_kernel_variant_has_a_cache_index_of_its_own():
         assert len(names) == len(kernels)
         assert all(n.startswith(next(iter(kernels.values())).py_func.__module__.split(".")[-1])
                    for n in names)
+
+
+def test_every_column_tells_encodings_that_hold_each_column_in_order() -> None:
+    full = np.arange(12, dtype=np.int32)
+    gap = np.array([0, 1, 2, 4, 5, 6], dtype=np.int32)  # a skipped (zero) feature's column
+    assert every_column(FOURIER, full, 12) and every_column(HERMITE, full, 12)
+    assert not every_column(FOURIER, gap, 6)
+    assert not every_column(FOURIER, full, 0)
+    assert not every_column(BSPLINE, full, 12)  # its w_d needs the difference penalty
+    rng = np.random.default_rng(0)
+    w, v = rng.normal(size=13), rng.normal(size=12).astype(np.float32)
+    assert dense_score(w, v, 11) == pytest.approx(float(w[:11] @ v[:11].astype(np.float64)))

@@ -445,6 +445,39 @@ def embed_row(kind, x, ipar, fpar, idx, val):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def every_column(kind, idx, nnz):
+    """Whether an encoding of a trigonometric or Hermite row writes columns ``0 .. nnz - 1``.
+
+    Their encodings without zero-preserving hold every column of every feature, in order
+    (indices strictly increase from 0, so the last one tells). The per-row helpers then
+    sweep ``val`` and ``w_d[:nnz]`` side by side, which vectorises, instead of gathering
+    and scattering through ``idx``. Their penalty is in the columns' weights (order 0),
+    so ``w_d`` is ``w``. Always False for the other kinds (a constant in a kernel).
+    """
+    return (kind == FOURIER or kind == HERMITE) and nnz > 0 and idx[nnz - 1] == nnz - 1
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def dense_score(w_d, val, nnz):
+    """``sum_k w_d[k] val[k]`` over ``k < nnz``, in four partial sums (see :func:`score_d`)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = 0
+    while k + 4 <= nnz:
+        s0 += w_d[k] * val[k]
+        s1 += w_d[k + 1] * val[k + 1]
+        s2 += w_d[k + 2] * val[k + 2]
+        s3 += w_d[k + 3] * val[k + 3]
+        k += 4
+    while k < nnz:
+        s0 += w_d[k] * val[k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def row_score(kind, w_d, x, idx, val, nnz):
     """``w . Psi_d(x)`` of a row embedded by :func:`embed_row` (without the bias).
 
@@ -469,6 +502,8 @@ def row_score(kind, w_d, x, idx, val, nnz):
         for f in range(x.shape[0]):
             s += w_d[f] * x[f]
         return s
+    if every_column(kind, idx, nnz):
+        return dense_score(w_d, val, nnz)
     return score_d(w_d, idx, val, nnz)
 
 
@@ -491,6 +526,10 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
     if kind == LINEAR:
         for f in range(x.shape[0]):
             w_d[f] += eta * x[f]
+        return
+    if every_column(kind, idx, nnz):
+        for k in range(nnz):
+            w_d[k] += eta * val[k]
         return
     k = nnz
     if kind == BSPLINE:  # pair entries, if any, come last, in w form
@@ -520,6 +559,12 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             v = np.float64(x[f])
             w_d[f] += eta * v
             avg[f] += eta_avg * v
+        return
+    if every_column(kind, idx, nnz):
+        for k in range(nnz):
+            v = np.float64(val[k])
+            w_d[k] += eta * v
+            avg[k] += eta_avg * v
         return
     k = nnz
     if kind == BSPLINE:  # pair entries, if any, come last, in w form
