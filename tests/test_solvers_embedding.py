@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.linalg import block_diag
 
+from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.features import BSplineMap, FourierMap, HermiteMap, difference_matrix
 from streamlearn.solvers.embedding import (
     BSPLINE,
@@ -15,6 +16,7 @@ from streamlearn.solvers.embedding import (
     LINEAR,
     decision_chunk,
     dense_score,
+    embedded_sq_norm,
     embedding_params,
     encode_row,
     every_column,
@@ -122,6 +124,17 @@ def test_row_sq_norm_is_squared_norm_of_transform(m):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("m", MAPS, ids=IDS)
+def test_embedded_sq_norm_adds_the_squared_norms_of_the_transform(m):
+    X = make_X(seed=4)
+    emb = embedding_params(m, N_FEATURES)
+    expected = float((dense(m, X) ** 2).sum())
+    assert embedded_sq_norm(X, *emb) == pytest.approx(expected, rel=1e-5)
+    if emb.takes_sparse_rows:  # the same rows as CSR
+        rows = SparseRows.from_scipy(sp.csr_array(X))
+        assert embedded_sq_norm(rows, *emb) == pytest.approx(expected, rel=1e-5)
+
+
 def test_zero_preserving_maps_skip_zero_rows():
     zero = np.zeros(N_FEATURES, dtype=np.float32)
     for m in MAPS:
@@ -148,7 +161,6 @@ def test_empty_chunk_and_parameter_checks():
 def test_read_only_inputs_reuse_the_compiled_kernel():
     """Read-only rows and models (joblib's memmaps, unpickled models) give the same scores
     with the kernel already compiled for writeable ones, not a second compile."""
-    from streamlearn.data.sparse_rows import SparseRows
     from streamlearn.engine.compile_clock import CompileClock
     from streamlearn.solvers.embedding import decision_ovr_chunk
 

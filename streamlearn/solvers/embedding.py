@@ -686,32 +686,51 @@ def row_sq_norm(kind, x, ipar, fpar, idx, val, scratch):
     return row_sq_norm_d(kind, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
 
 
-@njit(cache=True, nogil=True)
-def encoded_sq_norm(indptr, indices, values, kind, ipar, fpar):
-    """``sum_i ||Psi_d(x_i)||^2`` over CSR rows, the squared norms of their embeddings
-    (:func:`sq_norm_d` of their encodings).
+def _sq_norm_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., float]:
+    # embedded_sq_norm's kernel for one kind of embedding and form of rows (kernel_kinds)
+    hk = row_kind(fixed_kind, sparse)
+
+    @njit(cache=True, nogil=True)
+    def kernel(X, csr, kind, ipar, fpar):
+        n = rows_in(X, csr, sparse)
+        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
+        total = 0.0
+        for r in range(n):
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+            total += row_sq_norm_d(hk, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER],
+                                   scratch)
+        return total
+
+    return kernel
+
+
+_SQ_NORM_SUM = kernel_kinds(_sq_norm_sum_kernel)
+
+
+def embedded_sq_norm(X: Any, kind: int, ipar: np.ndarray, fpar: np.ndarray) -> float:
+    """``sum_i ||Psi_d(x_i)||^2``: the squared norms of a chunk's embedded rows, added.
+
+    The same kernels as the solvers' (:func:`kernel_kinds`): a fit that trains on a kind
+    of rows compiles little more for this.
 
     Parameters
     ----------
-    indptr, indices, values : ndarray
-        The rows (:attr:`~streamlearn.data.sparse_rows.SparseRows.kernel_args`).
+    X : ndarray of shape (n_rows, n_features), float32, or SparseRows
+        Finite rows; sparse ones only for a map that takes them
+        (:attr:`Embedding.takes_sparse_rows`).
     kind : int
     ipar, fpar : ndarray
-        Packed map, one that takes sparse rows (:attr:`Embedding.takes_sparse_rows`).
+        Packed map (:func:`embedding_params`).
 
     Returns
     -------
     float
     """
-    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-    scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
-    total = 0.0
-    for r in range(indptr.shape[0] - 1):
-        lo, hi = indptr[r], indptr[r + 1]
-        nnz = encode_sparse_row(kind, indices[lo:hi], values[lo:hi], ipar, fpar, idx, val)
-        total += sq_norm_d(idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
-    return total
+    dense, csr, sparse = kernel_rows(X)
+    return float(_SQ_NORM_SUM[kind, sparse](dense, csr, kind, ipar, fpar))
 
 
 def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndarray]:

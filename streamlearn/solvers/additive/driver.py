@@ -68,8 +68,8 @@ from streamlearn.solvers.dcd import LOSSES, mean_embedding, move_centre
 from streamlearn.solvers.embedding import (
     Embedding,
     decision_ovr_chunk,
+    embedded_sq_norm,
     embedding_params,
-    encoded_sq_norm,
     model_dot,
     model_sq_norm,
     weights_from_w_d,
@@ -809,17 +809,12 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
     """
     if sample is None or sample.shape[0] == 0 or not lam > 0:
         return 0
-    if isinstance(sample, SparseRows):
-        emb = embedding_params(feature_map, sample.n_cols)
-        r2 = encoded_sq_norm(*sample.kernel_args, *emb) / sample.n_rows + float(bias_scale) ** 2
-        t0 = r2 / lam
-        return int(min(t0, 2.0**62)) if np.isfinite(t0) else 0
-    total = 0.0
-    for lo in range(0, len(sample), 256):  # blocks: an embedded sample can be large
-        block = np.nan_to_num(np.asarray(sample[lo:lo + 256], dtype=np.float32))
-        Z = feature_map.transform(block) if feature_map is not None else block
-        total += float(np.einsum("ij,ij->", Z, Z, dtype=np.float64))
-    r2 = total / len(sample) + float(bias_scale) ** 2
+    n_features = sample.n_cols if isinstance(sample, SparseRows) else sample.shape[1]
+    emb = embedding_params(feature_map, n_features)
+    if not isinstance(sample, SparseRows):
+        sample = np.ascontiguousarray(np.nan_to_num(np.asarray(sample, dtype=np.float32)))
+    total = embedded_sq_norm(sample, *emb)
+    r2 = total / sample.shape[0] + float(bias_scale) ** 2
     t0 = r2 / lam
     return int(min(t0, 2.0**62)) if np.isfinite(t0) else 0
 
