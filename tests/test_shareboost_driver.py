@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_digits
 
 from streamlearn import LocalEngine, open_dataset
 from streamlearn.errors import LabelError
@@ -62,3 +63,19 @@ def test_driver_refuses_data_without_positive_weight() -> None:
     data = open_dataset(X, target=np.arange(10) % 2, weight=np.zeros(10, dtype=np.float32))
     with pytest.raises(LabelError, match="positive weight"):
         fit(LocalEngine(), data, CONFIG, 0)
+
+
+
+def test_every_round_with_wide_anchor_pieces_fits_its_new_piece() -> None:
+    """The corrective steps' tolerance is per gradient entry. A piece's column score adds
+    its gradient over all d + 1 columns; taken whole as the scale, it stopped the steps of
+    later rounds before their first iteration on the 8 x 8 digits, and the pieces those
+    rounds selected kept zero weights."""
+    X, y = load_digits(return_X_y=True)
+    config = dataclasses.replace(CONFIG, n_rounds=8, features="anchors", l2=1e-3,
+                                 refit_iter=10, tol=1e-3, n_centres=32, n_radii=8)
+    data = open_dataset(X[:1200].astype(np.float32), target=y[:1200], chunk_rows=400)
+    result = fit(LocalEngine(chunk_rows=400), data, config, 0)
+    assert len(result.selected) == 8
+    assert np.all(np.abs(result.coef).reshape(8, -1).max(axis=1) > 1e-3)
+    assert np.all(np.diff(result.loss) < 0.0)

@@ -157,7 +157,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         A corrective step stops when its largest gradient entry is below ``tol`` times
         the largest column score of the first round (the steepest column of the
         intercept-only model; before it, ``tol`` times the step's first gradient), so the
-        rule does not depend on the units of the loss. When the kept round's step (with
+        rule does not depend on the units of the loss. For anchors the score of a piece
+        is divided by its ``d + 1`` columns: it adds the gradient over all of them, the
+        rule looks at one entry. When the kept round's step (with
         ``n_rounds="auto"``: its final fit) reaches its iteration cap first, ``fit`` warns
         with a ``ConvergenceWarning``. A number ``n_rounds`` is the model's size, not a
         stopping cap: selection also stops early when no column lowers the loss.

@@ -477,8 +477,10 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
         top = float(np.max(scores))
         if not np.isfinite(top) or top <= 0.0:
             break  # every useful column is in the model
-        if gtol is None:  # the steepest column of the intercept-only model sets the scale
-            gtol = float(config.tol) * top
+        if gtol is None:  # the steepest column of the intercept-only model sets the scale:
+            # its score adds |gradient| over the classes and the group's q base columns, the
+            # tolerance is on one entry, so the score counts per base column
+            gtol = float(config.tol) * top / q
         # ties (columns equal on the training rows, whose sums differ only by the rounding
         # of the row order) go to the lowest candidate index
         selected.append(int(np.flatnonzero(scores >= top * (1.0 - SCORE_TIE_RTOL))[0]))
