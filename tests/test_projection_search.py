@@ -8,6 +8,7 @@ from scipy.interpolate import BSpline
 from scipy.spatial.distance import jensenshannon
 
 from streamlearn.solvers.projection_search import (
+    MAX_PAIR_START_FEATURES,
     Candidates,
     FeatureSpread,
     class_histogram_scan_chunk,
@@ -508,3 +509,22 @@ def test_search_says_whether_it_converged(search):
     # max_iter = 0 asks for the start alone: nothing left unfinished
     assert search(alignment_scan(target), 6, spread_of(X), lambda g: 0.0, max_iter=0,
                   **kwargs).converged
+
+
+@pytest.mark.parametrize("n_features", [MAX_PAIR_START_FEATURES, MAX_PAIR_START_FEATURES + 1])
+def test_pair_start_costs_pairs_only_up_to_its_feature_limit(n_features):
+    """The signed pairs number n (n - 1): wider data starts from the single coordinates."""
+    rng = np.random.default_rng(18)
+    X = rng.uniform(-1, 1, size=(50, n_features)).astype(np.float32)
+    r = (X[:, 0] - X[:, 1]).astype(np.float32)
+    inner = one_pass_ppr_scan(X, r, np.ones(50, dtype=np.float32), 0.1, 3)
+    sizes = []
+
+    def scan(alpha, candidates):
+        sizes.append(len(candidates.feature))
+        return inner(alpha, candidates)
+
+    informative_feature_first(scan, n_features, spread_of(X), lambda g: 0.0, max_iter=0,
+                              start="pairs")
+    pairs = n_features * (n_features - 1) if n_features <= MAX_PAIR_START_FEATURES else 0
+    assert sizes[0] == n_features + pairs

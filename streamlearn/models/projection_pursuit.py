@@ -213,7 +213,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         coordinate of KLBoosting that the paper compares against.
     start : {"pairs", "coordinate", "weighted"}
         Start of the search: the lowest-cost of the single coordinates and the signed
-        coordinate pairs ``(e_i +- e_j) / sqrt 2`` (all costed by one scan), the paper's best
+        coordinate pairs ``(e_i +- e_j) / sqrt 2`` (all costed by one scan; the pairs only
+        with at most 64 features, as their number grows with its square), the paper's best
         single coordinate, or KLBoosting's sum of the coordinates weighted by how much each
         lowers the cost alone (here: the residual sum of squares; one more scan). From a single
         coordinate a direction such as ``x1 - x2``, which neither feature explains alone, is
