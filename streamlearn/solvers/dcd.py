@@ -56,13 +56,13 @@ from streamlearn.solvers.embedding import (
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
-    IP_N_FEATURES,
     IP_ORDER,
     embed_row,
     fetch_row,
     kernel_kinds,
     kernel_rows,
     model_dot,
+    row_buffers,
     row_kind,
     row_score,
     row_sq_norm_d,
@@ -105,6 +105,17 @@ def _shuffle(order, state):
     return state
 
 
+@njit(cache=True, nogil=True, inline="always")
+def projected_gradient(g, a, upper):
+    """The gradient ``g`` of a dual variable ``a`` in ``[0, upper]`` projected on its box:
+    the part that can move it (Hsieh et al., ICML 2008, eq. 8)."""
+    if a == 0.0:
+        return min(g, 0.0)
+    if a >= upper:
+        return max(g, 0.0)
+    return g
+
+
 @njit(cache=True, nogil=True)
 def row_orders(n_rows, n_inner, seed):
     """The visiting orders of :func:`dcd_chunk`'s sweeps for a given seed.
@@ -142,9 +153,7 @@ def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
         order = ipar[IP_ORDER]
-        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        idx, val, zero = row_buffers(ipar, sparse)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
         qd = np.full(n, -1.0)
@@ -193,12 +202,7 @@ def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
                     if centred:
                         score -= s[j] * (zmu[r] - mumu) + vmu[j]
                     g = yj * score - 1.0 + diag * a
-                    if a == 0.0:
-                        pg = min(g, 0.0)
-                    elif a >= upper:
-                        pg = max(g, 0.0)
-                    else:
-                        pg = g
+                    pg = projected_gradient(g, a, upper)
                     if sweep == 0:
                         pg_max[j] = max(pg_max[j], pg)
                         pg_min[j] = min(pg_min[j], pg)
@@ -365,9 +369,7 @@ def _embedding_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., None]:
     @njit(cache=True, nogil=True)
     def kernel(X, csr, kind, ipar, fpar, weight, out):
         n = rows_in(X, csr, sparse)
-        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        idx, val, zero = row_buffers(ipar, sparse)
         for r in range(n):
             if weight[r] == 0.0:
                 continue

@@ -457,24 +457,23 @@ def every_column(kind, idx, nnz):
     return (kind == FOURIER or kind == HERMITE) and nnz > 0 and idx[nnz - 1] == nnz - 1
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, forceinline=True, fastmath={"reassoc", "contract"})
 def dense_score(w_d, val, nnz):
-    """``sum_k w_d[k] val[k]`` over ``k < nnz``, in four partial sums (see :func:`score_d`)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    k = 0
-    while k + 4 <= nnz:
-        s0 += w_d[k] * val[k]
-        s1 += w_d[k + 1] * val[k + 1]
-        s2 += w_d[k + 2] * val[k + 2]
-        s3 += w_d[k + 3] * val[k + 3]
-        k += 4
-    while k < nnz:
-        s0 += w_d[k] * val[k]
-        k += 1
-    return (s0 + s1) + (s2 + s3)
+    """``sum_k w_d[k] val[k]`` over ``k < nnz``; the flags let the sum run in SIMD lanes."""
+    s = 0.0
+    for k in range(nnz):
+        s += w_d[k] * val[k]
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_buffers(ipar, sparse):
+    """Work space of a kernel's per-row helpers: ``idx`` and ``val`` receive a row's
+    encoding, ``zero`` stands for a sparse row in them (:func:`fetch_row`)."""
+    idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
+    val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
+    zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+    return idx, val, zero
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -693,9 +692,7 @@ def _sq_norm_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., float]:
     @njit(cache=True, nogil=True)
     def kernel(X, csr, kind, ipar, fpar):
         n = rows_in(X, csr, sparse)
-        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        idx, val, zero = row_buffers(ipar, sparse)
         scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
         total = 0.0
         for r in range(n):
@@ -743,9 +740,7 @@ def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndar
         m = W.shape[0]
         dim = ipar[IP_N_DIMS]
         out = np.empty((n, m), dtype=np.float64)
-        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        idx, val, zero = row_buffers(ipar, sparse)
         for r in range(n):
             x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
             for j in range(m):

@@ -43,14 +43,13 @@ import numpy as np
 from numba import njit
 
 from streamlearn.solvers.embedding import (
-    IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
-    IP_N_FEATURES,
     IP_ORDER,
     fetch_row,
     kernel_kinds,
     kernel_rows,
+    row_buffers,
     row_kind,
     row_score,
     row_update,
@@ -92,9 +91,7 @@ def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
         order = ipar[IP_ORDER]
-        idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
-        val = np.empty(ipar[IP_MAX_NNZ], dtype=np.float32)
-        zero = np.zeros(ipar[IP_N_FEATURES] if sparse else 0, dtype=np.float32)
+        idx, val, zero = row_buffers(ipar, sparse)
         margins = np.empty(m, dtype=np.float64)
         averaging = n > 0 and t + n >= average_start
         # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.solvers.dcd import _shuffle
+from streamlearn.solvers.dcd import _shuffle, projected_gradient
 from streamlearn.solvers.embedding import kernel_rows
 
 #: Projected gradients at most this large leave a dual variable unchanged.
@@ -381,12 +381,7 @@ def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_sca
                     for e in range(nx):
                         score += x[e] * W[j, cols[e]]
                 g = yr * score - 1.0
-                if a == 0.0:
-                    pg = min(g, 0.0)
-                elif a >= upper:
-                    pg = max(g, 0.0)
-                else:
-                    pg = g
+                pg = projected_gradient(g, a, upper)
                 if sweep == 0:
                     pg_top = max(pg_top, abs(pg))
                 if abs(pg) <= PG_EPS:
