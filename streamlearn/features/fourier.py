@@ -84,22 +84,21 @@ def cos_sin_pi(t):
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _write_block(t, t0, zero_preserving, weights, base, idx, val, nnz):
-    # cos(k pi t), sin(k pi t) for k = 1 .. K, minus the same at t0 when zero-preserving.
-    # Two recurrences by angle addition, the odd and the even k, each stepping by 2 pi t:
-    # one chain of dependent multiplications would wait on each one's latency.
+def _write_shifted_block(t, t0, weights, base, idx, val, nnz):
+    # cos(k pi t) - cos(k pi t0), sin(k pi t) - sin(k pi t0) for k = 1 .. K (the zero-
+    # preserving columns). Two recurrences by angle addition for each angle, the odd and
+    # the even k, each stepping by 2 pi t: one chain of dependent multiplications would
+    # wait on each one's latency.
     ca, sa = cos_sin_pi(t)
     c2 = ca * ca - sa * sa
     s2 = 2.0 * sa * ca
     cb = c2
     sb = s2
-    ra = qa = r2 = q2 = rb = qb = 0.0
-    if zero_preserving:
-        ra, qa = cos_sin_pi(t0)
-        r2 = ra * ra - qa * qa
-        q2 = 2.0 * qa * ra
-        rb = r2
-        qb = q2
+    ra, qa = cos_sin_pi(t0)
+    r2 = ra * ra - qa * qa
+    q2 = 2.0 * qa * ra
+    rb = r2
+    qb = q2
     n_terms = weights.shape[0]
     k = 0
     while k + 2 <= n_terms:
@@ -116,9 +115,8 @@ def _write_block(t, t0, zero_preserving, weights, base, idx, val, nnz):
         val[j + 3] = (sb - qb) * v
         ca, sa = ca * c2 - sa * s2, sa * c2 + ca * s2
         cb, sb = cb * c2 - sb * s2, sb * c2 + cb * s2
-        if zero_preserving:
-            ra, qa = ra * r2 - qa * q2, qa * r2 + ra * q2
-            rb, qb = rb * r2 - qb * q2, qb * r2 + rb * q2
+        ra, qa = ra * r2 - qa * q2, qa * r2 + ra * q2
+        rb, qb = rb * r2 - qb * q2, qb * r2 + rb * q2
         k += 2
     if k < n_terms:
         w = weights[k]
@@ -201,7 +199,7 @@ def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
             continue
         t = _scaled(x[f], lo[f], hi[f])
         t0 = _scaled(np.float32(0.0), lo[f], hi[f])
-        nnz = _write_block(t, t0, True, weights, f * n_cols, idx, val, nnz)
+        nnz = _write_shifted_block(t, t0, weights, f * n_cols, idx, val, nnz)
     return nnz
 
 

@@ -249,7 +249,9 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         Rows left out of the loss, whose loss and error are reported.
     gtol : float, optional
         Stop when the largest gradient entry is below this; None: ``config.tol`` times
-        its value at the start.
+        its value at the start. For nested columns (stumps, anchors) the gradient is the
+        one L-BFGS follows, with respect to the interval values
+        (:mod:`~streamlearn.solvers.shareboost.nested_basis`).
 
     Returns
     -------
