@@ -104,6 +104,42 @@ def test_shuffle_is_a_seeded_permutation(ref: Reference) -> None:
     assert not np.array_equal(rows, other_epoch) and not np.array_equal(rows, other_seed)
 
 
+@settings(max_examples=25, deadline=None)
+@given(chunk_rows=st.integers(1, 400), block_rows=st.integers(1, 300),
+       shuffle=st.booleans(), seed=st.integers(0, 2**31), data=st.data())
+def test_left_out_blocks_are_never_read_and_every_other_row_once(
+        chunk_rows: int, block_rows: int, shuffle: bool, seed: int, data: st.DataObject) -> None:
+    from tests.conftest import make_reference
+
+    ref = make_reference(n=1000)
+    n_blocks = -(-1000 // block_rows)
+    blocks = data.draw(st.lists(st.integers(0, n_blocks - 1), max_size=n_blocks))
+    ds = open_dataset(ref.frame, target="label", weight="w", chunk_rows=chunk_rows)
+    kept = ds.without_blocks(blocks, block_rows)
+    chunks = list(kept.chunks(shuffle=shuffle, seed=seed))
+    rows = np.concatenate([c.rows for c in chunks]) if chunks else np.empty(0, np.int64)
+    # numpy reference: every row whose block is not left out, each exactly once
+    expected = np.flatnonzero(~np.isin(np.arange(1000) // block_rows, blocks))
+    np.testing.assert_array_equal(np.sort(rows), expected)
+    assert all(c.n_rows > 0 for c in chunks)
+    for c in chunks:
+        np.testing.assert_array_equal(c.X, ref.X[c.rows])
+        np.testing.assert_array_equal(ds.classes[c.y], ref.label[c.rows])
+    assert kept.n_rows == ds.n_rows and ds._excluded is None  # the original is unchanged
+
+
+def test_left_out_blocks_are_checked() -> None:
+    from tests.conftest import make_reference
+
+    ds = open_dataset(make_reference(n=100).frame, target="label")
+    with pytest.raises(ValueError, match="not all among"):
+        ds.without_blocks([10], 10)
+    with pytest.raises(ValueError, match="positive"):
+        ds.without_blocks([0], 0)
+    with pytest.raises(ValueError, match="already"):
+        ds.without_blocks([0], 10).without_blocks([1], 10)
+
+
 def test_prefetch_keeps_order_and_bounds_read_ahead() -> None:
     produced: list[int] = []
     consumed: list[int] = []

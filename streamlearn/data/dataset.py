@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -153,6 +154,8 @@ class Dataset:
         self.chunk_rows = int(chunk_rows) if chunk_rows else default_chunk_rows(
             _stored_per_row(source, len(features), self.n_rows))
         self._offsets = np.cumsum([0] + [p.n_rows for p in source.pieces])
+        # blocks of rows every pass leaves out (see without_blocks): sorted ids, block size
+        self._excluded: tuple[np.ndarray, int] | None = None
         self._classes: np.ndarray | None = None
         if self.task == "classification":
             if classes is not None:
@@ -264,14 +267,68 @@ class Dataset:
             return self
         return self._reopened(task=self._task_given, categories={**self.categories, **wanted})
 
+    def without_blocks(self, blocks: Sequence[int] | np.ndarray, block_rows: int) -> Dataset:
+        """The same dataset with some blocks of consecutive rows left out of every pass.
+
+        Block ``b`` holds the rows ``b * block_rows`` to ``(b + 1) * block_rows - 1``. A chunk
+        whose rows all lie in left-out blocks is not read; any other chunk loses the rows
+        that do. Row ids, ``n_rows`` and ``n_chunks`` stay those of the whole dataset, so
+        per-row state sized by ``n_rows`` (:class:`~streamlearn.data.ExampleState`) applies
+        unchanged. Used to train on the rows outside a held-out set.
+
+        Parameters
+        ----------
+        blocks : sequence of int
+            Ids of the blocks to leave out.
+        block_rows : int
+            Rows per block.
+
+        Returns
+        -------
+        Dataset
+        """
+        if int(block_rows) < 1:
+            raise ValueError(f"block_rows must be a positive number of rows, got {block_rows}")
+        ids = np.unique(np.asarray(blocks, dtype=np.int64))
+        if ids.size and (ids[0] < 0 or ids[-1] * int(block_rows) >= self.n_rows):
+            raise ValueError(f"blocks {ids.tolist()} of {block_rows} rows are not all among "
+                             f"the dataset's {self.n_rows} rows")
+        if self._excluded is not None:
+            raise ValueError("the dataset already leaves out blocks of rows")
+        out = copy.copy(self)
+        out._excluded = (ids, int(block_rows))
+        return out
+
+    def _kept_rows(self, rows: np.ndarray) -> np.ndarray | None:
+        """Mask of ``rows`` (global ids) outside the left-out blocks, None when all are."""
+        if self._excluded is None:
+            return None
+        ids, block = self._excluded
+        keep = ~np.isin(rows // block, ids)
+        return None if keep.all() else keep
+
+    def _chunk_starts_kept(self, starts: np.ndarray, size: int, hi: int) -> np.ndarray:
+        """The chunk starts with at least one row outside the left-out blocks."""
+        if self._excluded is None or starts.size == 0:
+            return starts
+        ids, block = self._excluded
+        out = np.zeros(-(-self.n_rows // block) + 1, dtype=np.int64)
+        out[ids + 1] = 1
+        left_out = np.cumsum(out)  # left_out[b]: left-out blocks before block b
+        first = starts // block
+        last = (np.minimum(starts + size, hi) - 1) // block
+        return starts[left_out[last + 1] - left_out[first] < last - first + 1]
+
     def _reopened(self, *, task: Task | None,
                   categories: Mapping[str, Sequence[Any]]) -> Dataset:
         classes = self._classes if task == self.task else None
-        return Dataset(self.source, features=None if self.is_sparse else list(self.feature_names),
-                       target=self.target,
-                       weight=self.weight, task=task, classes=classes,
-                       chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
-                       prefetch=self.prefetch, categories=categories)
+        out = Dataset(self.source, features=None if self.is_sparse else list(self.feature_names),
+                      target=self.target,
+                      weight=self.weight, task=task, classes=classes,
+                      chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
+                      prefetch=self.prefetch, categories=categories)
+        out._excluded = self._excluded
+        return out
 
     @property
     def task_inferred(self) -> bool:
@@ -355,7 +412,8 @@ class Dataset:
             threads for a source read by row range (zarr); 0 reads in the calling thread.
         rows : (start, stop), optional
             Restrict the walk to global rows ``start:stop`` (used to split a dataset into
-            partitions); chunk boundaries are counted from ``start``.
+            partitions); chunk boundaries are counted from ``start``. Blocks left out by
+            :meth:`without_blocks` are skipped in every walk.
         skip : int
             Leave out the first ``skip`` chunks of this order, unread (resuming a pass).
 
@@ -369,7 +427,7 @@ class Dataset:
         lo, hi = rows if rows is not None else (0, self.n_rows)
         if not 0 <= lo <= hi <= self.n_rows:
             raise ValueError(f"rows {rows} outside the dataset's 0..{self.n_rows}")
-        starts = np.arange(lo, hi, size, dtype=np.int64)
+        starts = self._chunk_starts_kept(np.arange(lo, hi, size, dtype=np.int64), size, hi)
         # One seed per chunk, drawn up front, so a chunk's row permutation does not depend on
         # which thread cuts it or in what order.
         row_seeds: np.ndarray | None = None
@@ -389,7 +447,9 @@ class Dataset:
         def chunk(k: int, reader: _PieceReader | _RangeReader) -> Chunk:
             a = int(starts[k])
             rng = None if row_seeds is None else np.random.default_rng(int(row_seeds[k]))
-            return self._chunk(reader, a, min(a + size, hi), classes, rng)
+            out = self._chunk(reader, a, min(a + size, hi), classes, rng)
+            keep = self._kept_rows(out.rows)
+            return out if keep is None else out.select(keep)
 
         if hasattr(self.source, "read_rows"):
             ranges = _RangeReader(self)
