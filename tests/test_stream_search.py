@@ -46,6 +46,25 @@ class RowRecorder(ClassifierMixin, BaseEstimator):
         return float(self.quality)
 
 
+class FitDiffers(RowRecorder):
+    """A lane's held-out score is ``quality``, but trained by ``fit`` it scores
+    ``-quality``: the race and the finalists' fits rank the settings in opposite orders.
+    ``fit`` records the rows it trained on."""
+
+    _lanes_train_like_fit: ClassVar[bool] = False
+    fit_ids: ClassVar[list[set[int]]] = []
+
+    def fit(self, X: Any, y: Any = None) -> FitDiffers:
+        ids = {int(r) for c in X.chunks() for r in np.asarray(c.X)[:, 0]}
+        FitDiffers.fit_ids.append(ids)
+        self.classes_ = np.array([0, 1])
+        self.fitted_ = True
+        return self
+
+    def score(self, X: Any, y: Any = None, sample_weight: Any = None) -> float:
+        return -float(self.quality) if getattr(self, "fitted_", False) else float(self.quality)
+
+
 def _ids(n: int) -> tuple[np.ndarray, np.ndarray]:
     X = np.column_stack([np.arange(n), np.random.default_rng(0).normal(size=n)])
     return X.astype(np.float32), (np.arange(n) % 2)
@@ -133,6 +152,43 @@ def test_refit_trains_the_best_setting_on_all_rows_with_fit():
                                expected.decision_function(X[:200]), rtol=1e-6, atol=1e-9)
     assert search.n_passes_ > search.search_passes_
     np.testing.assert_array_equal(search.classes_, expected.classes_)
+
+
+@pytest.mark.parametrize(("n_candidates", "race"), [(8, [8, 4]), (5, [5, 3]), (3, [3]),
+                                                   (2, [])])
+def test_final_rung_by_fit_ranks_the_finalists_as_fit_trains_them(n_candidates, race):
+    X, y = _ids(6000)
+    FitDiffers.fit_ids = []
+    grid = {"quality": [float(q) for q in range(n_candidates)]}
+    search = StreamSearchCV(FitDiffers(), grid, min_resource=500, chunk_rows=400,
+                            refit=False).fit(X, y)
+    assert search.final_rung_ == "fit"
+    # the race keeps the two best lanes, and fit prefers the worse of them
+    assert search.n_candidates_ == [*race, 2]
+    assert search.best_params_ == {"quality": float(n_candidates - 2)}
+    assert search.best_estimator_.fitted_
+    held = set(range(6000)) - FitDiffers.fit_ids[0]
+    assert len(FitDiffers.fit_ids) == 2 and FitDiffers.fit_ids[0] == FitDiffers.fit_ids[1]
+    assert len(held) == search.n_validation_ and all(i // search.block_rows_ in
+                                                      {j // search.block_rows_ for j in held}
+                                                      for i in held)
+    # the race alone picks the better lane
+    lanes = StreamSearchCV(FitDiffers(), grid, min_resource=500, chunk_rows=400,
+                           refit=False, final_rung="partial_fit").fit(X, y)
+    assert lanes.best_params_ == {"quality": float(n_candidates - 1)}
+
+
+def test_mixture_finalists_are_judged_by_fit():
+    from streamlearn.models import MixtureSVC
+
+    X, y = _additive_split(3000)
+    search = StreamSearchCV(MixtureSVC(progress=False, epochs=3, n_components=4),
+                            {"C": [0.01, 1.0, 100.0]}, min_resource=1000).fit(X, y)
+    assert search.final_rung_ == "fit" and search.n_candidates_ == [3, 2]
+    finalists = search.cv_results_["scores_by_rung"][-1]
+    # each finalist's score is its fit on the training rows, scored on the held-out rows
+    assert search.best_index_ == max(finalists, key=finalists.get)
+    assert search.n_passes_ > search.search_passes_ > 2
 
 
 def test_bad_inputs_name_the_problem():

@@ -264,6 +264,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     #: Stochastic EM state that ``partial_fit`` continues from.
     _private_state = ("_online",)
     _accepts_sparse: ClassVar[bool] = True
+    #: ``partial_fit`` initialises from its first call's rows and starts each call's dual
+    #: variables at zero, so a lane of ``StreamSearchCV`` does not train the model ``fit``
+    #: would: the search judges its finalists by ``fit`` (``final_rung="auto"``).
+    _lanes_train_like_fit: ClassVar[bool] = False
 
     def __init__(
         self,

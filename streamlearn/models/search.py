@@ -19,6 +19,15 @@ The schedule, in rows seen by each surviving candidate (its *resource*):
   passes over the (cheap) data;
 - after rung ``r``, ``ceil(n_alive / factor)`` candidates with the best held-out score go on.
 
+The last rung can be judged by ``fit`` instead (``final_rung="fit"``, chosen by ``"auto"``
+for a model whose ``partial_fit`` does not train the model its ``fit`` would, such as
+:class:`~streamlearn.models.MixtureSVC`, which initialises from its first call's rows and
+starts every call's dual variables at zero): the race then ends as soon as at most
+``factor`` candidates are left, and each of these finalists is trained by its own ``fit``
+on the training rows (the held-out blocks left out, :meth:`~streamlearn.data.Dataset.
+without_blocks`) and scored on the held-out rows. A part-trained lane ranks settings by how
+they train *as lanes*; the finalists are ranked as the user will get them.
+
 Held-out rows are whole blocks of consecutive rows (chunk-sized), drawn at random once: about
 ``validation_fraction`` of the rows, at most ``max_validation_rows``. They are read once,
 kept in memory for scoring, and skipped by the training passes.
@@ -37,7 +46,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Chunk, Dataset
@@ -238,7 +247,14 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         estimator's ``score`` (accuracy, R^2).
     refit : bool
         Train the best setting on all rows with ``fit`` (else ``best_estimator_`` is the
-        race's survivor, trained by ``partial_fit`` on the training rows).
+        race's survivor, trained by ``partial_fit`` on the training rows, or with
+        ``final_rung="fit"`` the best finalist, trained by ``fit`` on them).
+    final_rung : {"auto", "partial_fit", "fit"}
+        How the last candidates are compared: ``"partial_fit"``, as lanes of the race to
+        its last rung; ``"fit"``, once at most ``factor`` are left, each trained by its own
+        ``fit`` on the training rows and scored on the held-out rows (``factor`` more fits
+        on the training rows, the race itself shorter). ``"auto"``: ``"fit"`` for an
+        estimator that declares ``_lanes_train_like_fit = False``, else ``"partial_fit"``.
     random_state : int, optional
         Seeds the held-out blocks and the chunk order.
     engine : engine, optional
@@ -262,14 +278,17 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     n_candidates_ : list of int
         Candidates trained in each rung.
     n_resources_ : list of int
-        Training rows of each survivor at the end of each rung.
+        Training rows of each survivor at the end of each rung (for a rung of finalists
+        trained by ``fit``: the training rows).
+    final_rung_ : {"partial_fit", "fit"}
+        ``final_rung`` resolved.
     n_rounds_ : int
         Rungs run.
     n_validation_ : int
         Held-out rows.
     search_passes_ : float
         Passes over the data made by the race (rows read / rows of the data, the held-out
-        rows' single read included).
+        rows' single read included), and by the finalists' fits.
     n_passes_ : float
         ``search_passes_`` plus the refit's passes (its ``n_passes_`` when it records them,
         else its ``n_iter_`` plus 2: a describe and a calibration pass).
@@ -296,6 +315,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         "max_validation_rows": [Interval(Integral, 1, None, closed="left")],
         "scoring": [str, callable, None],
         "refit": ["boolean"],
+        "final_rung": [StrOptions({"auto", "partial_fit", "fit"})],
         "random_state": ["random_state"],
         "engine": "no_validation",
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
@@ -305,7 +325,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                  Sequence[Mapping[str, Sequence[Any]]], *, epochs: int = 1, factor: int = 2,
                  min_resource: int = MIN_RESOURCE, validation_fraction: float = 0.1,
                  max_validation_rows: int = 20_000, scoring: Any = None, refit: bool = True,
-                 random_state: int | None = 0, engine: Any = None,
+                 final_rung: str = "auto", random_state: int | None = 0, engine: Any = None,
                  chunk_rows: int | None = None) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
@@ -316,6 +336,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.max_validation_rows = max_validation_rows
         self.scoring = scoring
         self.refit = refit
+        self.final_rung = final_rung
         self.random_state = random_state
         self.engine = engine
         self.chunk_rows = chunk_rows
@@ -356,7 +377,13 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n_train <= 0 or validation.n_rows == 0:
             raise ValueError(f"{dataset.n_rows} rows are too few to hold out a validation "
                              "set and train on the rest")
-        budgets = self.budgets_ = self._budgets(len(settings), n_train)
+        self.final_rung_ = self._final_rung()
+        budgets = self._budgets(len(settings), n_train)
+        by_fit = self.final_rung_ == "fit" and len(settings) > 1
+        if by_fit:  # the race's rungs: those that start with more than `factor` candidates
+            budgets = budgets[:self._rungs_above_factor(len(settings))]
+        self.budgets_ = budgets
+        self._cut_last_rung = by_fit
         self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         race = Race([clone(self.estimator).set_params(**s) for s in settings],
                     list(range(len(settings))))
@@ -366,7 +393,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         halve_in_pass = bool(getattr(engine, "resumes_mid_pass", False))
         rows_read = validation.n_rows
         epoch = 0
-        while race.seen < budgets[-1]:
+        while budgets and race.seen < budgets[-1]:
             race = engine.run(RacePass(self, race, dataset, held_out, validation, budgets,
                                        halve_in_pass),
                               dataset, shuffle=True, seed=seed, epoch=epoch,
@@ -378,21 +405,21 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                     self._end_rung(race, validation)
         while race.rung < len(budgets):  # a rung the stream ended inside of
             self._end_rung(race, validation)
+        passes = rows_read / dataset.n_rows
+        if by_fit:
+            passes += self._final_fits(race, settings, dataset.without_blocks(
+                held_out, self.block_rows_), validation, engine, fit_params,
+                n_train / dataset.n_rows, n_train)
         self.search_time_ = time.perf_counter() - started
-        self.search_passes_ = rows_read / dataset.n_rows
+        self.search_passes_ = passes
         self._record(settings, race, validation)
         if self.refit:
             started = time.perf_counter()
             best = clone(self.estimator).set_params(**self.best_params_)
-            if self.engine is not None:
-                fit_params = {"engine": engine, **fit_params}
-            best.fit(dataset, **fit_params)  # the data as opened for the race
+            best.fit(dataset, **self._fit_params(engine, fit_params))  # the data as opened
             self.refit_time_ = time.perf_counter() - started
             self.best_estimator_ = best
-            refit_passes = getattr(best, "n_passes_", None)
-            if refit_passes is None:
-                refit_passes = float(getattr(best, "n_iter_", 1)) + 2.0
-            self.n_passes_ = self.search_passes_ + float(refit_passes)
+            self.n_passes_ = self.search_passes_ + _passes_of(best)
         else:
             self.refit_time_ = 0.0
             self.best_estimator_ = race.candidates[self.best_index_]
@@ -409,6 +436,43 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         if isinstance(rs, np.random.RandomState):
             return int(rs.randint(2**31))
         return int(rs)
+
+    def _final_rung(self) -> str:
+        if self.final_rung != "auto":
+            return str(self.final_rung)
+        like_fit = getattr(self.estimator, "_lanes_train_like_fit", True)
+        return "partial_fit" if like_fit else "fit"
+
+    def _rungs_above_factor(self, n_candidates: int) -> int:
+        """Rungs of successive halving that start with more than ``factor`` candidates."""
+        rungs, alive = 0, n_candidates
+        while alive > self.factor:
+            rungs += 1
+            alive = math.ceil(alive / self.factor)
+        return rungs
+
+    def _fit_params(self, engine: Any, fit_params: dict[str, Any]) -> dict[str, Any]:
+        return {"engine": engine, **fit_params} if self.engine is not None else fit_params
+
+    def _final_fits(self, race: Race, settings: list[dict[str, Any]], training: Dataset,
+                    validation: Validation, engine: Any, fit_params: dict[str, Any],
+                    share: float, n_train: int) -> float:
+        """The last rung: every candidate left trained by ``fit`` on the training rows and
+        scored on the held-out rows (it replaces the lane in ``race``). Returns the passes
+        over the data the fits made."""
+        passes = 0.0
+        scores = {}
+        for i in race.alive:
+            finalist = clone(self.estimator).set_params(**settings[i])
+            finalist.fit(training, **self._fit_params(engine, fit_params))
+            race.candidates[i] = finalist
+            scores[i] = self._score(finalist, validation)
+            passes += share * _passes_of(finalist)
+        race.scores.append(scores)
+        race.resources.append(int(n_train))
+        race.rung += 1
+        race.alive = [max(race.alive, key=lambda i: (scores[i], -i))]
+        return passes
 
     def _held_out_blocks(self, dataset: Dataset, seed: int) -> np.ndarray:
         """Indices of the held-out blocks (sorted)."""
@@ -464,7 +528,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         race.scores.append(scores)
         race.resources.append(race.seen)
         keep = math.ceil(len(race.alive) / self.factor)
-        if race.rung < len(self.budgets_) - 1:
+        if race.rung < len(self.budgets_) - 1 or self._cut_last_rung:
             order = sorted(race.alive, key=lambda i: (-scores[i], i))
             race.alive = sorted(order[:keep])
         race.rung += 1
@@ -532,6 +596,15 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``best_estimator_``'s score."""
         self._check_fitted()
         return float(self.best_estimator_.score(X, y, **kwargs))
+
+
+def _passes_of(estimator: Any) -> float:
+    """Passes over its data a fitted estimator made: its ``n_passes_`` when it records
+    them, else its ``n_iter_`` plus 2 (a describe and a calibration pass)."""
+    passes = getattr(estimator, "n_passes_", None)
+    if passes is None:
+        passes = float(getattr(estimator, "n_iter_", 1)) + 2.0
+    return float(passes)
 
 
 def _collect(parts: list[Chunk], chunk: Chunk) -> list[Chunk]:
