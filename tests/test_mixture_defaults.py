@@ -154,6 +154,29 @@ def test_capped_em_warns_and_sets_n_iter() -> None:
     assert 1 <= clf.n_iter_ < 50
 
 
+def test_held_out_errors_stop_stochastic_em_early() -> None:
+    from streamlearn.solvers.holdout import Holdout
+    from streamlearn.solvers.mixture.driver import STOCHASTIC_PATIENCE, VALIDATION_SALT
+
+    X, y = _rings(4000, 3)
+    kw = {"n_components": 8, "tol": 0.0, "progress": False, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = MixtureSVC(epochs=60, **kw).fit(X, y)  # tol=0: only the held-out rule stops
+    assert clf.validation_["kept"] == "mixture"
+    held = [h["held_out_error"] for h in clf.history_[0][1:]]
+    assert len(held) == clf.n_iter_ < 60
+    # the last epochs reached no new low of the mixture's held-out error
+    assert min(held[-STOCHASTIC_PATIENCE:]) >= min(held[:-STOCHASTIC_PATIENCE])
+    # one chunk: an epoch's held-out error is the model's after the epoch before, on the
+    # rows the guard holds out
+    with pytest.warns(ConvergenceWarning):
+        before = MixtureSVC(epochs=clf.n_iter_ - 1, **kw).fit(X, y)
+    out = Holdout.fraction(0.1, 0 ^ VALIDATION_SALT).mask(np.arange(len(y)))
+    assert before.validation_["kept"] == "mixture"
+    assert held[-1] == pytest.approx(np.mean(before.predict(X[out]) != y[out]))
+
+
 def test_auto_C_is_the_rule_over_varying_features() -> None:
     X, y = _rings(600, seed=11)
     X = np.column_stack([X, np.full(600, 3.0, dtype=np.float32)])  # a constant feature

@@ -164,7 +164,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         nats per row on average; stochastic EM, whose log-likelihood is accumulated over
         the pass's chunks, after two consecutive epochs that each do (its first epoch is
         compared with the second, never with the initialisation: its chunks are scored
-        before they train). Reaching ``epochs`` first warns ``ConvergenceWarning``. The
+        before they train). With the guard (``validation_fraction``) stochastic EM also stops
+        early, after two consecutive epochs in which neither the mixture's nor the linear
+        SVM's held-out error reaches a new low. Reaching ``epochs`` first warns
+        ``ConvergenceWarning``. The
         default 0.01 lies above the epoch-to-epoch noise of stochastic EM's accumulated
         log-likelihood (a few thousandths of a nat per row), which a smaller ``tol`` would
         wait on until ``epochs``.
@@ -225,7 +228,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Per binary model, one entry per epoch (the first describes the initialisation):
         ``loglik`` (eq. 8's data term), ``penalised`` (eq. 19), ``n_active``. Batch EM
         evaluates them at the parameters after the epoch; stochastic EM accumulates the
-        log-likelihood of each chunk under the parameters met when it was read.
+        log-likelihood of each chunk under the parameters met when it was read. With the
+        guard, each epoch also records ``held_out_error``: the weighted error rate on the
+        held-out rows of the classifier the model belongs to (the mixture, or the linear
+        SVM after ``kept="linear"``), each row scored before its chunk trained.
 
     Examples
     --------
@@ -319,7 +325,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         """Train by streaming over a dataset.
 
         EM stops after an epoch that changes the penalised log-likelihood (eq. 19) by at
-        most ``tol`` times the total sample weight, or after ``epochs`` epochs with a
+        most ``tol`` times the total sample weight, with the guard's held-out rows also when
+        their errors stop improving (see ``tol``), or after ``epochs`` epochs with a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
 
         Parameters

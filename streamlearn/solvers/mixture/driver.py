@@ -25,7 +25,9 @@
    part of eq. 13, and the experts a few dual coordinate descent sweeps over the chunk.
 
 EM stops after an epoch that changes the penalised log-likelihood (eq. 19) by at most
-``tol`` times the total sample weight, or at ``epochs`` (``MixtureFit.converged`` false).
+``tol`` times the total sample weight, stochastic EM with the guard's held-out rows also once
+no classifier's held-out error improves (:func:`_stochastic_em`), or at ``epochs``
+(``MixtureFit.converged`` false).
 :func:`partial_pass` continues stochastic EM over new rows. More than two classes are
 handled one class against the rest, one mixture per class; the initialisation and
 stochastic EM train them as lanes of the same passes, so a fit reads the data about as many
@@ -87,9 +89,10 @@ TAU_FACTOR = 16.0
 #: ``C="auto"`` is ``C_FACTOR`` over the mean squared norm of a standardised row (see
 #: :func:`default_C`).
 C_FACTOR = 10.0
-#: Stochastic EM stops after this many consecutive epochs within ``tol``: its accumulated
-#: log-likelihood is noisy (components pruned mid-epoch make it jump), and one small change
-#: stopped fits that were still far from their optimum.
+#: Stochastic EM stops after this many consecutive epochs within ``tol`` (its accumulated
+#: log-likelihood is noisy: components pruned mid-epoch make it jump, and one small change
+#: stopped fits that were still far from their optimum), or, with the guard's held-out
+#: rows, after this many consecutive epochs without a new best held-out error.
 STOCHASTIC_PATIENCE = 2
 #: Mixes the seed into the hash that picks the validation rows.
 VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
@@ -673,9 +676,13 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     """Stochastic EM of every lane, each epoch one pass for all of them.
 
     The first ``n_judged`` lanes decide when to stop: the fit ends after the epoch at which
-    every one of them has met the tolerance. Without validation ``groups`` a lane that met
-    it leaves the later passes; with them every lane runs to the end, so that the last
-    epoch scores complete classifiers. Returns every lane's fit and the last epoch's state
+    every one of them has met the tolerance. With validation ``groups`` it also ends after
+    ``STOCHASTIC_PATIENCE`` consecutive epochs in which no group's held-out error fell
+    below its best of the earlier epochs (early stopping; every lane then counts as
+    converged), and each epoch's history entry records its group's ``held_out_error``.
+    Without validation ``groups`` a lane that met it leaves the later passes; with them
+    every lane runs to the end (its ``n_iter`` counts them all), so that the last epoch
+    scores complete classifiers. Returns every lane's fit and the last epoch's state
     (its validation tallies).
     """
     bs = float(config.bias_scale)
@@ -695,6 +702,8 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     converged = [False] * n_lanes
     running = list(range(n_lanes))
     out = EpochState(states, np.zeros(len(groups)))
+    best_held = np.full(len(groups), np.inf)
+    stale = 0  # epochs since a group's held-out error last reached a new best
     for epoch in range(epochs):
         out = runner.run(
             StochasticEpochPass([positives[m] for m in running], float(config.C), tau,
@@ -703,9 +712,13 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                                 [states[m] for m in running], std, holdout, groups),
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
+        held = (out.errors / out.held_weight) if groups and out.held_weight > 0 else None
         for m, state in zip(running, out.lanes, strict=True):
             states[m] = state
             histories[m].append(_record(config, state.loglik, state.params))
+            if held is not None:  # the error of the classifier the lane belongs to
+                histories[m][-1]["held_out_error"] = float(
+                    held[next(g for g, lanes in enumerate(groups) if m in lanes)])
             # an epoch's log-likelihood is accumulated under the parameters met by each
             # chunk, so the first epoch's is (for one chunk: equals) the initial
             # parameters': compare two epochs, never an epoch with the initialisation
@@ -713,6 +726,14 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                                                STOCHASTIC_PATIENCE):
                 converged[m] = True
                 n_iter[m] = epoch + 1
+        if held is not None:
+            improved = held < best_held
+            best_held = np.minimum(best_held, held)
+            stale = 0 if improved.any() else stale + 1
+            if stale >= STOCHASTIC_PATIENCE:  # no classifier improves on the held-out rows
+                converged = [True] * n_lanes
+        if groups:  # every lane trains to the last epoch, whenever it met the tolerance
+            n_iter = [epoch + 1] * n_lanes
         if all(converged[:n_judged]):
             for m in range(n_lanes):
                 n_iter[m] = min(n_iter[m], epoch + 1)
