@@ -244,18 +244,43 @@ def gating_objective_chunk(X: np.ndarray, weight: np.ndarray, Q: np.ndarray, V: 
     """
     V32 = np.asarray(V, dtype=np.float32)
     if isinstance(X, SparseRows):
-        S = X.to_scipy()
         x_sq = X.sq_norms()
-        XV = np.ascontiguousarray(np.asarray(S @ V32.T).astype(np.float64))
+        XV = np.ascontiguousarray(np.asarray(X.to_scipy() @ V32.T).astype(np.float64))
     else:
         x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
         XV = np.ascontiguousarray((X @ V32.T).astype(np.float64))
     log_g = gate_log_chunk(x_sq, XV, center_sq_norms(V), active, float(tau))
+    return gating_objective_from_gates(X, weight, Q, log_g, V, active, tau)
+
+
+def gating_objective_from_gates(X: np.ndarray, weight: np.ndarray, Q: np.ndarray,
+                                log_g: np.ndarray, V: np.ndarray, active: np.ndarray,
+                                tau: float) -> tuple[float, np.ndarray]:
+    """:func:`gating_objective_chunk` from the log gates at ``V`` already computed (the
+    E-step's, :func:`gate_log_chunk`), so that stochastic EM forms the products once.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, d), float32, or SparseRows
+    weight : ndarray of shape (n_rows,), float32
+    Q : ndarray of shape (n_rows, k), float64
+    log_g : ndarray of shape (n_rows, k), float64
+        Log gates at ``V`` over the components ``active``.
+    V : ndarray of shape (k, d), float64
+    active : ndarray of shape (k,), bool
+    tau : float
+
+    Returns
+    -------
+    value : float
+    grad : ndarray of shape (k, d), float64
+    """
     value, R = gating_terms_chunk(log_g, Q, weight, active)
+    R32 = R.astype(np.float32)
     if isinstance(X, SparseRows):
-        moment = np.asarray(S.T @ R.astype(np.float32)).T.astype(np.float64)
+        moment = np.asarray(X.to_scipy().T @ R32).T.astype(np.float64)
     else:
-        moment = (R.astype(np.float32).T @ X).astype(np.float64)
+        moment = (X.T @ R32).T.astype(np.float64)  # X^T R: both operands as stored
     grad = 2.0 * float(tau) * (R.sum(axis=0)[:, None] * V - moment)
     grad[~active] = 0.0
     return float(value), grad

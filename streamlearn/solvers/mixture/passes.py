@@ -43,6 +43,7 @@ from streamlearn.solvers.mixture.kernels import (
     expert_dcd_chunk,
     gate_log_chunk,
     gating_objective_chunk,
+    gating_objective_from_gates,
     mixture_log_odds,
     posteriors_chunk,
 )
@@ -755,7 +756,8 @@ class StochasticEpochPass:
         y = _signs(chunk, self.positives[m])
         w64 = w.astype(np.float64)
         p = state.params
-        Q, loglik = _posteriors(X, y, p, self.tau, self.bias_scale)
+        log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
+        Q, loglik = posteriors_chunk(log_g, scores, y, p.xi)
         state.loglik += float(w64 @ loglik)
         state.weight += float(w64.sum())
         rho = (state.t + STEP_OFFSET) ** -STEP_DECAY
@@ -766,13 +768,14 @@ class StochasticEpochPass:
         active = p.xi > 0
         p.xi = mixing_weights(self.total_weight * state.resp, self.nu, active)
         if not np.array_equal(p.xi > 0, active):  # a component vanished: posteriors without it
-            Q, _ = _posteriors(X, y, p, self.tau, self.bias_scale)
+            log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
+            Q, _ = posteriors_chunk(log_g, scores, y, p.xi)
             active = p.xi > 0
         if p.V.shape[0] > 1:
-            # centres: one step on the chunk's part of eq. 13, scaled by each centre's mass
-            # (one component's gate is 1 everywhere: its centre has no gradient)
-            _, grad = gating_objective_chunk(X, w, Q, p.V, active, self.tau)
-            log_g, _ = _log_gates(X, p, self.tau, self.bias_scale)
+            # centres: one step on the chunk's part of eq. 13 (from the E-step's gates),
+            # scaled by each centre's mass (one component's gate is 1 everywhere: its
+            # centre has no gradient)
+            _, grad = gating_objective_from_gates(X, w, Q, log_g, p.V, active, self.tau)
             mass = np.maximum(w64 @ Q, w64 @ np.exp(log_g))
             scale = rho / (2.0 * self.tau * np.maximum(mass, 1e-12))
             p.V -= scale[:, None] * grad
