@@ -154,7 +154,7 @@ def test_capped_em_warns_and_sets_n_iter() -> None:
     assert 1 <= clf.n_iter_ < 50
 
 
-def test_held_out_errors_stop_stochastic_em_early() -> None:
+def test_held_out_losses_stop_stochastic_em_early() -> None:
     from streamlearn.solvers.holdout import Holdout
     from streamlearn.solvers.mixture.driver import STOCHASTIC_PATIENCE, VALIDATION_SALT
 
@@ -164,17 +164,20 @@ def test_held_out_errors_stop_stochastic_em_early() -> None:
         warnings.simplefilter("error", ConvergenceWarning)
         clf = MixtureSVC(epochs=60, **kw).fit(X, y)  # tol=0: only the held-out rule stops
     assert clf.validation_["kept"] == "mixture"
-    held = [h["held_out_error"] for h in clf.history_[0][1:]]
-    assert len(held) == clf.n_iter_ < 60
-    # the last epochs reached no new low of the mixture's held-out error
-    assert min(held[-STOCHASTIC_PATIENCE:]) >= min(held[:-STOCHASTIC_PATIENCE])
-    # one chunk: an epoch's held-out error is the model's after the epoch before, on the
-    # rows the guard holds out
+    loss = [h["held_out_loss"] for h in clf.history_[0][1:]]
+    assert len(loss) == clf.n_iter_ < 60
+    # the last epochs reached no new low of the mixture's held-out loss
+    assert min(loss[-STOCHASTIC_PATIENCE:]) >= min(loss[:-STOCHASTIC_PATIENCE])
+    # one chunk: an epoch's held-out figures are the model's after the epoch before, on
+    # the rows the guard holds out
     with pytest.warns(ConvergenceWarning):
         before = MixtureSVC(epochs=clf.n_iter_ - 1, **kw).fit(X, y)
     out = Holdout.fraction(0.1, 0 ^ VALIDATION_SALT).mask(np.arange(len(y)))
     assert before.validation_["kept"] == "mixture"
-    assert held[-1] == pytest.approx(np.mean(before.predict(X[out]) != y[out]))
+    last = clf.history_[0][-1]
+    assert last["held_out_error"] == pytest.approx(np.mean(before.predict(X[out]) != y[out]))
+    p = before.predict_proba(X[out])[np.arange(out.sum()), y[out]]
+    assert last["held_out_loss"] == pytest.approx(-np.mean(np.log(p)), rel=1e-6)
 
 
 def test_auto_C_is_the_rule_over_varying_features() -> None:

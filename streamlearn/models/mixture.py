@@ -166,7 +166,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         compared with the second, never with the initialisation: its chunks are scored
         before they train). With the guard (``validation_fraction``) stochastic EM also stops
         early, after two consecutive epochs in which neither the mixture's nor the linear
-        SVM's held-out error reaches a new low. Reaching ``epochs`` first warns
+        SVM's held-out log loss reaches a new low. Reaching ``epochs`` first warns
         ``ConvergenceWarning``. The
         default 0.01 lies above the epoch-to-epoch noise of stochastic EM's accumulated
         log-likelihood (a few thousandths of a nat per row), which a smaller ``tol`` would
@@ -229,7 +229,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``loglik`` (eq. 8's data term), ``penalised`` (eq. 19), ``n_active``. Batch EM
         evaluates them at the parameters after the epoch; stochastic EM accumulates the
         log-likelihood of each chunk under the parameters met when it was read. With the
-        guard, each epoch also records ``held_out_error``: the weighted error rate on the
+        guard, each epoch also records ``held_out_error`` and ``held_out_loss``: the
+        weighted error rate and logistic loss (summed over the one-vs-rest models) on the
         held-out rows of the classifier the model belongs to (the mixture, or the linear
         SVM after ``kept="linear"``), each row scored before its chunk trained.
 

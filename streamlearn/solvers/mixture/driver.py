@@ -677,9 +677,10 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
 
     The first ``n_judged`` lanes decide when to stop: the fit ends after the epoch at which
     every one of them has met the tolerance. With validation ``groups`` it also ends after
-    ``STOCHASTIC_PATIENCE`` consecutive epochs in which no group's held-out error fell
-    below its best of the earlier epochs (early stopping; every lane then counts as
-    converged), and each epoch's history entry records its group's ``held_out_error``.
+    ``STOCHASTIC_PATIENCE`` consecutive epochs in which no group's held-out logistic loss
+    fell below its best of the earlier epochs (early stopping; every lane then counts as
+    converged), and each epoch's history entry records its group's ``held_out_error``
+    and ``held_out_loss``.
     Without validation ``groups`` a lane that met it leaves the later passes; with them
     every lane runs to the end (its ``n_iter`` counts them all), so that the last epoch
     scores complete classifiers. Returns every lane's fit and the last epoch's state
@@ -703,7 +704,7 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     running = list(range(n_lanes))
     out = EpochState(states, np.zeros(len(groups)))
     best_held = np.full(len(groups), np.inf)
-    stale = 0  # epochs since a group's held-out error last reached a new best
+    stale = 0  # epochs since a group's held-out loss last reached a new best
     for epoch in range(epochs):
         out = runner.run(
             StochasticEpochPass([positives[m] for m in running], float(config.C), tau,
@@ -712,13 +713,17 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                                 [states[m] for m in running], std, holdout, groups),
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
-        held = (out.errors / out.held_weight) if groups and out.held_weight > 0 else None
+        held = None
+        if groups and out.held_weight > 0:
+            held = out.losses / out.held_weight
+            error = out.errors / out.held_weight
         for m, state in zip(running, out.lanes, strict=True):
             states[m] = state
             histories[m].append(_record(config, state.loglik, state.params))
-            if held is not None:  # the error of the classifier the lane belongs to
-                histories[m][-1]["held_out_error"] = float(
-                    held[next(g for g, lanes in enumerate(groups) if m in lanes)])
+            if held is not None:  # the classifier the lane belongs to, on held-out rows
+                g = next(g for g, lanes in enumerate(groups) if m in lanes)
+                histories[m][-1]["held_out_error"] = float(error[g])
+                histories[m][-1]["held_out_loss"] = float(held[g])
             # an epoch's log-likelihood is accumulated under the parameters met by each
             # chunk, so the first epoch's is (for one chunk: equals) the initial
             # parameters': compare two epochs, never an epoch with the initialisation
@@ -730,7 +735,7 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
             improved = held < best_held
             best_held = np.minimum(best_held, held)
             stale = 0 if improved.any() else stale + 1
-            if stale >= STOCHASTIC_PATIENCE:  # no classifier improves on the held-out rows
+            if stale >= STOCHASTIC_PATIENCE:  # no classifier's held-out loss improves
                 converged = [True] * n_lanes
         if groups:  # every lane trains to the last epoch, whenever it met the tolerance
             n_iter = [epoch + 1] * n_lanes

@@ -652,11 +652,20 @@ class EpochState:
         each row scored with the parameters met when its chunk was read.
     held_weight : float
         Weight of the held-out rows scored.
+    losses : ndarray of shape (n_groups,)
+        Weighted logistic loss of the held-out rows, ``log(1 + exp(-y f))`` of each lane's
+        log-odds ``f`` and the row's label ``y = +/-1`` for the lane's positive class,
+        summed over the group's lanes (the log loss of ``predict_proba`` for one lane).
     """
 
     lanes: list[StochasticState]
     errors: np.ndarray
     held_weight: float = 0.0
+    losses: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.losses is None:
+            self.losses = np.zeros_like(self.errors)
 
 
 class StochasticEpochPass:
@@ -743,12 +752,14 @@ class StochasticEpochPass:
                 mixture_log_odds(Xh, state.lanes[m].params.V, state.lanes[m].params.W,
                                        state.lanes[m].params.xi, self.tau, self.bias_scale)
                 for m in lanes])
+            codes = np.asarray([self.positives[m] for m in lanes])
             if len(lanes) == 1:
-                wrong = (F[:, 0] > 0) != (y == self.positives[lanes[0]])
+                wrong = (F[:, 0] > 0) != (y == codes[0])
             else:
-                codes = np.asarray([self.positives[m] for m in lanes])
                 wrong = codes[np.argmax(F, axis=1)] != y
+            signs = np.where(y[:, None] == codes[None, :], 1.0, -1.0)
             state.errors[g] += float(w @ wrong)
+            state.losses[g] += float(w @ np.logaddexp(0.0, -signs * F).sum(axis=1))
         state.held_weight += float(w.sum())
 
     def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
@@ -793,7 +804,8 @@ class StochasticEpochPass:
         return EpochState([self._merge_lane(p, q, initial)
                            for p, q, initial in zip(a.lanes, b.lanes, self.initial,
                                                     strict=True)],
-                          a.errors + b.errors, a.held_weight + b.held_weight)
+                          a.errors + b.errors, a.held_weight + b.held_weight,
+                          a.losses + b.losses)
 
     @staticmethod
     def _merge_lane(a: StochasticState, b: StochasticState,
