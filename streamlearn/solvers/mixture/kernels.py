@@ -25,7 +25,7 @@ from numba import njit
 
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.solvers.dcd import _shuffle, projected_gradient
-from streamlearn.solvers.embedding import kernel_rows
+from streamlearn.solvers.embedding import NO_DENSE, writeable
 
 #: Projected gradients at most this large leave a dual variable unchanged.
 PG_EPS = 1e-12
@@ -331,19 +331,22 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
     float
         Largest projected-gradient magnitude met in the first sweep.
     """
-    dense, csr, sparse = kernel_rows(X)
-    return _expert_dcd_rows(dense, csr, sparse, y, weight, Q, C, alpha, W, active, bias_scale,
-                            n_inner, seed)
+    if isinstance(X, SparseRows):
+        return _expert_dcd_rows(NO_DENSE, tuple(writeable(a) for a in X.kernel_args), y,
+                                weight, Q, C, alpha, W, active, bias_scale, n_inner, seed)
+    return _expert_dcd_rows(writeable(X), None, y, weight, Q, C, alpha, W, active,
+                            bias_scale, n_inner, seed)
 
 
 @njit(cache=True, nogil=True)
-def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_scale, n_inner,
-                     seed):
-    # expert_dcd_chunk over the dense rows X or the CSR rows csr = (indptr, indices, values)
-    # (kernel_rows); the branches on the form sit outside the loops over a row
+def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed):
+    # expert_dcd_chunk over the dense rows X (csr None) or the CSR rows csr = (indptr,
+    # indices, values) (X a placeholder). numba prunes the branches on `csr is None` where
+    # csr is None, so a fit on dense rows compiles their form only; the branches sit
+    # outside the loops over a row
     d = W.shape[1] - 1
     k = W.shape[0]
-    if not sparse:
+    if csr is None:
         n = X.shape[0]
         width = d
     else:
@@ -354,7 +357,7 @@ def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_sca
     qd = np.empty(n)
     for i in range(n):
         s = bias_scale * bias_scale
-        if not sparse:
+        if csr is None:
             for f in range(d):
                 s += np.float64(X[i, f]) * np.float64(X[i, f])
         else:
@@ -372,7 +375,7 @@ def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_sca
         for p in range(n):
             r = perm[p]
             yr = np.float64(y[r])
-            if not sparse:
+            if csr is None:
                 for f in range(d):
                     x[f] = X[r, f]
             else:
@@ -389,7 +392,7 @@ def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_sca
                 if a > upper:  # the bound shrank since the last visit: clip first
                     delta = upper - a
                     alpha[r, j] = np.float32(upper)
-                    if not sparse:
+                    if csr is None:
                         for f in range(d):
                             W[j, f] += delta * yr * x[f]
                     else:
@@ -399,7 +402,7 @@ def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_sca
                     a = upper
                 if upper <= 0.0 or (a == 0.0 and Q[r, j] < Q_FLOOR):
                     continue
-                if not sparse:
+                if csr is None:
                     score = W[j, d] * bias_scale + _expert_dot(W, j, x, d)
                 else:
                     score = W[j, d] * bias_scale
@@ -416,7 +419,7 @@ def _expert_dcd_rows(X, csr, sparse, y, weight, Q, C, alpha, W, active, bias_sca
                 if delta == 0.0:
                     continue
                 alpha[r, j] = np.float32(a_new)
-                if not sparse:
+                if csr is None:
                     for f in range(d):
                         W[j, f] += delta * yr * x[f]
                 else:
