@@ -178,6 +178,19 @@ def test_final_rung_by_fit_ranks_the_finalists_as_fit_trains_them(n_candidates, 
     assert lanes.best_params_ == {"quality": float(n_candidates - 1)}
 
 
+@pytest.mark.parametrize(("name", "rung"), [("AdditiveSVC", "partial_fit"),
+                                          ("MixtureSVC", "fit"),
+                                          ("SuperSparseClassifier", "fit"),
+                                          ("SuperSparseRegressor", "fit")])
+def test_auto_final_rung_follows_whether_lanes_train_like_fit(name, rung):
+    import streamlearn.models as models
+
+    search = StreamSearchCV(getattr(models, name)(), {"random_state": [0, 1]})
+    assert search._final_rung() == rung
+    assert StreamSearchCV(getattr(models, name)(), {}, final_rung="partial_fit")._final_rung() \
+        == "partial_fit"
+
+
 def test_mixture_finalists_are_judged_by_fit():
     from streamlearn.models import MixtureSVC
 

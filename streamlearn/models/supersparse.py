@@ -136,6 +136,10 @@ class _SuperSparse(StreamEstimator):
     """Shared estimator code of :class:`SuperSparseRegressor` and :class:`SuperSparseClassifier`."""
 
     _fitted_attribute = "prototypes_"
+    #: ``partial_fit`` takes mini-batch steps from prototypes and ``gamma`` drawn from its
+    #: first call's rows, where ``fit`` runs ``solver`` (batch by default) from all rows:
+    #: ``StreamSearchCV`` judges its finalists by ``fit`` (``final_rung="auto"``).
+    _lanes_train_like_fit: ClassVar[bool] = False
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         check: "the initial prototypes are a seeded random sample of rows, so a row repeated "
                "k times is not drawn as the same row with weight k is (and zero-weight rows "
