@@ -261,19 +261,15 @@ def gating_objective_from_gates(X: np.ndarray, weight: np.ndarray, Q: np.ndarray
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, d), float32, or SparseRows
-    weight : ndarray of shape (n_rows,), float32
-    Q : ndarray of shape (n_rows, k), float64
+    X, weight, Q, V, active, tau
+        As :func:`gating_objective_chunk` takes them.
     log_g : ndarray of shape (n_rows, k), float64
         Log gates at ``V`` over the components ``active``.
-    V : ndarray of shape (k, d), float64
-    active : ndarray of shape (k,), bool
-    tau : float
 
     Returns
     -------
-    value : float
-    grad : ndarray of shape (k, d), float64
+    value, grad
+        As :func:`gating_objective_chunk` returns them.
     """
     value, R = gating_terms_chunk(log_g, Q, weight, active)
     R32 = R.astype(np.float32)
