@@ -191,6 +191,26 @@ def test_auto_final_rung_follows_whether_lanes_train_like_fit(name, rung):
         == "partial_fit"
 
 
+class FitKwargs(FitDiffers):
+    """Records the keyword arguments of every ``fit``."""
+
+    calls: ClassVar[list[dict[str, Any]]] = []
+
+    def fit(self, X: Any, y: Any = None, **kwargs: Any) -> FitKwargs:
+        FitKwargs.calls.append(kwargs)
+        return super().fit(X, y)
+
+
+def test_only_the_refit_gets_the_checkpoint(tmp_path):
+    X, y = _ids(3000)
+    FitKwargs.calls = []
+    StreamSearchCV(FitKwargs(), {"quality": [0.0, 1.0, 2.0]}, min_resource=500,
+                   chunk_rows=300).fit(X, y, checkpoint=tmp_path, nan_policy="raise")
+    finalists, refit = FitKwargs.calls[:-1], FitKwargs.calls[-1]
+    assert len(finalists) == 2 and all(c == {"nan_policy": "raise"} for c in finalists)
+    assert refit == {"checkpoint": tmp_path, "nan_policy": "raise"}
+
+
 def test_mixture_finalists_are_judged_by_fit():
     from streamlearn.models import MixtureSVC
 

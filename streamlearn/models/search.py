@@ -353,7 +353,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             Target of in-memory ``data`` or the target column's name.
         sample_weight : array-like or str, optional
         **fit_params
-            Passed to the refit's ``fit`` (``nan_policy``, ``checkpoint``, ...).
+            Passed to the refit's ``fit`` (``nan_policy``, ``checkpoint``, ...), and but for
+            ``checkpoint`` and ``checkpoint_every`` to the finalists' fits.
 
         Returns
         -------
@@ -462,9 +463,12 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         over the data the fits made."""
         passes = 0.0
         scores = {}
+        # a checkpoint directory holds one fit: the refit's, not the finalists'
+        own = {k: v for k, v in fit_params.items()
+               if k not in ("checkpoint", "checkpoint_every")}
         for i in race.alive:
             finalist = clone(self.estimator).set_params(**settings[i])
-            finalist.fit(training, **self._fit_params(engine, fit_params))
+            finalist.fit(training, **self._fit_params(engine, own))
             race.candidates[i] = finalist
             scores[i] = self._score(finalist, validation)
             passes += share * _passes_of(finalist)
