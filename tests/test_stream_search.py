@@ -251,3 +251,19 @@ def test_runs_on_dask_engine(dask_client):
     assert search.best_params_ == {"embedding": "bspline"}
     assert search.n_candidates_ == [2, 1]
     assert search.score(X, y) > 0.85
+
+
+def test_finalists_fit_on_dask_engine(dask_client):
+    from streamlearn.models import MixtureSVC
+
+    X, y = _additive_split(3000)
+    search = StreamSearchCV(MixtureSVC(progress=False, epochs=2, n_components=3),
+                            {"C": [0.01, 1.0]}, min_resource=1000, chunk_rows=500,
+                            engine=DaskEngine(dask_client)).fit(X, y)
+    local = StreamSearchCV(MixtureSVC(progress=False, epochs=2, n_components=3),
+                           {"C": [0.01, 1.0]}, min_resource=1000, chunk_rows=500).fit(X, y)
+    assert search.n_candidates_ == [2] and search.final_rung_ == "fit"
+    # the finalists trained on the same rows either way, so they rank the settings alike
+    assert search.best_params_ == local.best_params_
+    assert abs(search.score(X, y) - local.score(X, y)) < 0.05
+
