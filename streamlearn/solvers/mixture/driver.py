@@ -26,7 +26,7 @@
 
 EM stops after an epoch that changes the penalised log-likelihood (eq. 19) by at most
 ``tol`` times the total sample weight, stochastic EM with the guard's held-out rows also once
-no classifier's held-out error improves (:func:`_stochastic_em`), or at ``epochs``
+no classifier's held-out log loss improves (:func:`_stochastic_em`), or at ``epochs``
 (``MixtureFit.converged`` false).
 :func:`partial_pass` continues stochastic EM over new rows. More than two classes are
 handled one class against the rest, one mixture per class; the initialisation and
@@ -92,7 +92,7 @@ C_FACTOR = 10.0
 #: Stochastic EM stops after this many consecutive epochs within ``tol`` (its accumulated
 #: log-likelihood is noisy: components pruned mid-epoch make it jump, and one small change
 #: stopped fits that were still far from their optimum), or, with the guard's held-out
-#: rows, after this many consecutive epochs without a new best held-out error.
+#: rows, after this many consecutive epochs without a new best held-out log loss.
 STOCHASTIC_PATIENCE = 2
 #: Mixes the seed into the hash that picks the validation rows.
 VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
