@@ -14,6 +14,7 @@ from streamlearn.solvers.shareboost import (
     linear_gates_chunk,
     linear_gradient_chunk,
     margin_residuals_chunk,
+    padded_thresholds,
     restricted_objective_chunk,
     single_column_objective_chunk,
     stump_gates_chunk,
@@ -124,9 +125,11 @@ def test_single_column_objective_matches_numpy(problem) -> None:
     np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
 
 
-def test_stump_objective_equals_the_objective_of_its_gates() -> None:
+@pytest.mark.parametrize("padded", [False, True])
+def test_stump_objective_equals_the_objective_of_its_gates(padded: bool) -> None:
     # scoring stumps from per-feature tables and taking their gradient from binned
-    # residuals gives numpy's loss and gradient on the materialised gates
+    # residuals gives numpy's loss and gradient on the materialised gates, with the
+    # thresholds given as they are or padded with +inf for the kernels
     rng = np.random.default_rng(3)
     n, d, n_thr, k = 300, 5, 6, 4
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -147,8 +150,10 @@ def test_stump_objective_equals_the_objective_of_its_gates() -> None:
     hist = np.zeros((d, n_thr + 1, k))
     grad_b = np.zeros(k)
     table = stump_tables(features, bins, coef, thresholds)
+    kernel_thresholds = padded_thresholds(thresholds) if padded else thresholds
+    assert kernel_thresholds.shape[1] == (8 if padded else n_thr)
     value, wsum, errors = stump_objective_chunk(
-        X, thresholds, np.unique(features), table, codes, weight, intercept,
+        X, kernel_thresholds, np.unique(features), table, codes, weight, intercept,
         np.arange(d, dtype=np.int64), hist, grad_b)
     assert value == pytest.approx(float(w @ loss), rel=1e-12)
     assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
@@ -161,7 +166,7 @@ def test_stump_objective_equals_the_objective_of_its_gates() -> None:
                                np.einsum("ifb,ic->fbc", all_gates, wR), atol=1e-10)
     # the same bins as the histogram kernel given the residuals
     ref = np.zeros_like(hist)
-    stump_histogram_chunk(X, wR, thresholds, ref)
+    stump_histogram_chunk(X, wR, kernel_thresholds, ref)
     np.testing.assert_allclose(hist, ref, atol=1e-12)
 
 

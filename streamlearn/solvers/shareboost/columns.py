@@ -21,6 +21,7 @@ from streamlearn.solvers.shareboost.kernels import (
     linear_gates_csr,
     linear_gradient_chunk,
     linear_gradient_csr,
+    padded_thresholds,
     stump_gates_chunk,
     stump_gradients,
     stump_histogram_chunk,
@@ -110,10 +111,15 @@ class StumpColumns:
     Attributes
     ----------
     thresholds : ndarray of shape (d, n_thresholds), float32, ascending per feature
+    kernel_thresholds : ndarray of shape (d, m), float32
+        The same padded with ``+inf`` for the kernels (:func:`.kernels.padded_thresholds`).
     """
 
     thresholds: np.ndarray
     n_base = 1
+
+    def __post_init__(self) -> None:
+        self.kernel_thresholds = padded_thresholds(self.thresholds)
 
     @property
     def n_thresholds(self) -> int:
@@ -136,7 +142,7 @@ class StumpColumns:
     def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
                    acc: np.ndarray) -> None:
         """Add one chunk's residuals to the bins."""
-        stump_histogram_chunk(X, residuals, self.thresholds, acc)
+        stump_histogram_chunk(X, residuals, self.kernel_thresholds, acc)
 
     def column_scores(self, acc: np.ndarray) -> np.ndarray:
         """L1 norm of every stump's gradient column; repeated thresholds score ``-inf``."""

@@ -31,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from streamlearn.solvers.vector_exp import exp_nonpositive
+
 
 # -- scores and the soft-max loss ----------------------------------------------------------
 @njit(cache=True, nogil=True, fastmath=True)
@@ -59,20 +61,33 @@ def _row_scores(i: int, gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
     return n_active
 
 
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz", "arcp"},
+      inline="always")
+def _sum(a: np.ndarray) -> float:
+    # a sum in SIMD lanes (re-associated)
+    total = 0.0
+    for c in range(a.shape[0]):
+        total += a[c]
+    return total
+
+
 @njit(cache=True, nogil=True)
 def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray) -> float:
-    # r <- rho - e_y (eq. 6); returns the loss of eq. 3
+    # r <- rho - e_y (eq. 6); returns the loss of eq. 3. s is overwritten (scratch for
+    # the exponentials). Every sweep over the classes is branch-free: z_c = s_c - s_y + 1
+    # with z_y set to 0 after the sweep, the exponentials by exp_nonpositive
     k = s.shape[0]
-    top = -np.inf
+    shift = s[y] - 1.0
     for c in range(k):
-        z = s[c] - s[y] + (0.0 if c == y else 1.0)
-        r[c] = z
-        if z > top:
-            top = z
-    total = 0.0
+        r[c] = s[c] - shift
+    r[y] = 0.0
+    top = r[0]
+    for c in range(1, k):
+        top = max(top, r[c])
     for c in range(k):
-        r[c] = np.exp(r[c] - top)
-        total += r[c]
+        r[c] -= top
+    exp_nonpositive(r, r, s)
+    total = _sum(r)
     inv = 1.0 / total  # one division per row, not one per class
     for c in range(k):
         r[c] *= inv
@@ -91,8 +106,8 @@ def _argmax(s: np.ndarray) -> int:
 
 @njit(cache=True, nogil=True)
 def _tally_row(s: np.ndarray, y: int, w: float, r: np.ndarray, sums: np.ndarray) -> None:
-    # r <- rho - e_y of a row with scores s; adds w * loss, w and (if misclassified) w to
-    # sums = [loss, weight, errors]
+    # r <- rho - e_y of a row with scores s (s is overwritten); adds w * loss, w and (if
+    # misclassified) w to sums = [loss, weight, errors]
     if _argmax(s) != y:
         sums[2] += w
     sums[0] += w * _softmax_residual(s, y, r)
@@ -333,10 +348,38 @@ def linear_gradient_csr(indptr: np.ndarray, indices: np.ndarray, values: np.ndar
                 out[f, c] += v * residuals[i, c]
 
 
+#: Each feature's thresholds are padded with +inf to a multiple of this many for the
+#: kernels (:func:`padded_thresholds`): the count of those below a value then runs in whole
+#: SIMD registers (8 float32 in 256 bits), with no scalar tail.
+THRESHOLD_LANES = 8
+
+
+def padded_thresholds(thresholds: np.ndarray) -> np.ndarray:
+    """``thresholds`` with ``+inf`` columns appended up to a multiple of ``THRESHOLD_LANES``.
+
+    No value lies above ``+inf`` (NaN lies above nothing), so every row's count of
+    thresholds below a value, hence its bin, is unchanged.
+
+    Parameters
+    ----------
+    thresholds : ndarray of shape (d, n_thresholds), float32
+
+    Returns
+    -------
+    ndarray of shape (d, m), float32, C-contiguous, ``m >= n_thresholds``
+    """
+    d, n = thresholds.shape
+    m = -(-max(n, 1) // THRESHOLD_LANES) * THRESHOLD_LANES
+    out = np.full((d, m), np.inf, dtype=np.float32)
+    out[:, :n] = thresholds
+    return out
+
+
 @njit(cache=True, nogil=True)
 def _count_below(thresholds: np.ndarray, f: int, v: float) -> int:
     # number of thresholds[f, :] strictly below v: a count over the row of thresholds,
-    # which vectorises, where a binary search mispredicts a branch at every step
+    # which vectorises, where a binary search mispredicts a branch at every step (padded
+    # by padded_thresholds, the row has no scalar tail)
     count = 0
     for b in range(thresholds.shape[1]):
         count += thresholds[f, b] < v
@@ -356,7 +399,9 @@ def stump_histogram_chunk(X: np.ndarray, residuals: np.ndarray, thresholds: np.n
     ----------
     X : ndarray of shape (n, d), float32
     residuals : ndarray of shape (n, k), float64
-    thresholds : ndarray of shape (d, n_thresholds), float32, ascending per row
+    thresholds : ndarray of shape (d, m), float32, ascending per row
+        The ``n_thresholds`` thresholds, padded with ``+inf`` or not
+        (:func:`padded_thresholds`).
     out : ndarray of shape (d, n_thresholds + 1, k), float64
     """
     n, d = X.shape
@@ -415,7 +460,9 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
     Parameters
     ----------
     X : ndarray of shape (n, d), float32
-    thresholds : ndarray of shape (d, n_thresholds), float32, ascending per row
+    thresholds : ndarray of shape (d, m), float32, ascending per row
+        The ``n_thresholds`` thresholds, padded with ``+inf`` or not
+        (:func:`padded_thresholds`).
     score_features : ndarray of int64
         Features with selected stumps.
     table : ndarray of shape (d, n_thresholds + 1, k), float64

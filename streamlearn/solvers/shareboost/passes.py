@@ -117,9 +117,9 @@ def stump_statistics(family: StumpColumns, X: np.ndarray, selected: np.ndarray,
     def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
         part = np.zeros_like(hist)
         grad_b = np.zeros_like(grad_intercept)
-        sums = stump_objective_chunk(X[lo:hi], family.thresholds, score_features, table,
-                                     codes[lo:hi], weight[lo:hi], intercept, hist_features,
-                                     part, grad_b)
+        sums = stump_objective_chunk(X[lo:hi], family.kernel_thresholds, score_features,
+                                     table, codes[lo:hi], weight[lo:hi], intercept,
+                                     hist_features, part, grad_b)
         return part, grad_b, sums
 
     return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)), hist,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -52,5 +53,22 @@ def in_threads(work: Callable[[int, int], Any], bounds: np.ndarray) -> list[Any]
     """
     if len(bounds) == 2:
         return [work(int(bounds[0]), int(bounds[1]))]
-    with ThreadPoolExecutor(len(bounds) - 1) as pool:
-        return list(pool.map(work, bounds[:-1].tolist(), bounds[1:].tolist()))
+    return list(_pool().map(work, bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    # One pool of MAX_THREADS for the process, made at first use: a corrective step runs
+    # a pass per L-BFGS evaluation, and starting threads for each took a fifth of a pass
+    # on small chunks. Work submitted to it never submits more, so callers in several
+    # threads only queue. Keyed by the process id: a forked child gets a fresh pool, not
+    # the parent's, whose threads it does not have.
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(MAX_THREADS,
+                                                     thread_name_prefix="streamlearn-chunk"))
+        return _POOL[1]
