@@ -129,6 +129,12 @@ def test_fitted_tau_follows_the_rule_on_the_initial_centres() -> None:
 
 def test_auto_components_and_nu() -> None:
     assert [default_components(n) for n in (5, 50, 400, 1000, 10**6)] == [5, 10, 20, 30, 30]
+    # many rows per feature raise the cap of 30 to n // (10 (d + 1)), at most 100
+    assert default_components(16000, 16) == 16000 // 170 == 94
+    assert default_components(1000, 2) == round(1000**0.5) == 32  # below its cap of 33
+    assert default_components(20000, 9) == default_components(10**6, 2) == 100
+    assert default_components(60000, 784) == default_components(4435, 36) == 30
+    assert default_components(50, 1) == 10
     assert default_nu(16) == 17.0
     # wide data: half an even share of the rows, not the expert's weights
     assert default_nu(784, 8000, 30) == 8000 / 60

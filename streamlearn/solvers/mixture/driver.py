@@ -85,7 +85,6 @@ LBFGS_STEPS = 3
 #: ``tau = TAU_FACTOR / D^2`` with ``D^2`` the median squared distance of a k-means centre
 #: to its nearest other centre (see :func:`gating_scale`).
 TAU_FACTOR = 16.0
-#: Bounds of ``n_components="auto"`` (see :func:`default_components`).
 #: ``C="auto"`` is ``C_FACTOR`` over the mean squared norm of a standardised row (see
 #: :func:`default_C`).
 C_FACTOR = 10.0
@@ -96,8 +95,13 @@ C_FACTOR = 10.0
 STOCHASTIC_PATIENCE = 2
 #: Mixes the seed into the hash that picks the validation rows.
 VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
+#: Bounds of ``n_components="auto"`` (see :func:`default_components`): at least
+#: ``MIN_COMPONENTS``; at most ``BASE_COMPONENTS``, or up to ``MAX_COMPONENTS`` while an even
+#: split of the rows leaves every expert ``ROWS_PER_WEIGHT`` rows per weight.
 MIN_COMPONENTS = 10
-MAX_COMPONENTS = 30
+BASE_COMPONENTS = 30
+MAX_COMPONENTS = 100
+ROWS_PER_WEIGHT = 10
 
 History = list[dict[str, float]]
 
@@ -278,11 +282,34 @@ def gating_scale(centers: np.ndarray) -> float:
     return float(TAU_FACTOR / np.median(nearest))
 
 
-def default_components(n_rows: int) -> int:
-    """``n_components="auto"``: ``round(sqrt(n_rows))`` clipped to ``[MIN_COMPONENTS,
-    MAX_COMPONENTS]`` (and to ``n_rows``)."""
-    k = int(np.rint(np.sqrt(max(int(n_rows), 0))))
-    return max(1, min(int(n_rows), min(MAX_COMPONENTS, max(MIN_COMPONENTS, k))))
+def default_components(n_rows: int, n_features: int | None = None) -> int:
+    """``n_components="auto"``: ``round(sqrt(n))`` clipped to ``[10, cap]`` (and to ``n``),
+    ``cap = max(30, min(100, n // (10 (d + 1))))``.
+
+    More local experts for more rows. The cap is 30, raised (up to 100) on data with many
+    rows per feature, as far as an even split of the rows leaves each component's expert
+    ``ROWS_PER_WEIGHT`` = 10 rows per weight (``d + 1`` with the bias): 16,000 rows of 16
+    features get 94 components, 60,000 images of 784 pixels 30. Without ``n_features``
+    the cap is 30.
+
+    Parameters
+    ----------
+    n_rows : int
+        Training rows ``n``.
+    n_features : int, optional
+        Features ``d``.
+
+    Returns
+    -------
+    int
+    """
+    n = int(n_rows)
+    k = int(np.rint(np.sqrt(max(n, 0))))
+    cap = BASE_COMPONENTS
+    if n_features is not None:
+        per_component = ROWS_PER_WEIGHT * (int(n_features) + 1)
+        cap = max(BASE_COMPONENTS, min(MAX_COMPONENTS, n // per_component))
+    return max(1, min(n, min(cap, max(MIN_COMPONENTS, k))))
 
 
 def default_nu(n_features: int, n_rows: int | None = None,
@@ -348,7 +375,7 @@ def uncentred_sq_norm(moments: Moments, std: Standardiser) -> float:
 def resolve(config: MixtureConfig, n_rows: int, n_features: int) -> MixtureConfig:
     """``config`` with ``n_components`` and ``nu`` given as ``"auto"`` replaced by their
     values for a dataset of ``n_rows`` rows and ``n_features`` features."""
-    k = (default_components(n_rows) if config.n_components == "auto"
+    k = (default_components(n_rows, n_features) if config.n_components == "auto"
          else int(config.n_components))
     nu = default_nu(n_features, n_rows, k) if config.nu == "auto" else float(config.nu)
     return dataclasses.replace(config, n_components=k, nu=nu)
