@@ -8,6 +8,7 @@ import pytest
 from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost import (
     ANCHOR_TILE_ROWS,
+    VECTOR_EXP_CLASSES,
     anchor_gradients,
     anchor_histogram_chunk,
     decision_chunk,
@@ -125,13 +126,14 @@ def test_single_column_objective_matches_numpy(problem) -> None:
     np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("padded", [False, True])
-def test_stump_objective_equals_the_objective_of_its_gates(padded: bool) -> None:
+@pytest.mark.parametrize(("padded", "k"), [(False, 4), (True, 4), (True, VECTOR_EXP_CLASSES + 4)])
+def test_stump_objective_equals_the_objective_of_its_gates(padded: bool, k: int) -> None:
     # scoring stumps from per-feature tables and taking their gradient from binned
     # residuals gives numpy's loss and gradient on the materialised gates, with the
-    # thresholds given as they are or padded with +inf for the kernels
+    # thresholds given as they are or padded with +inf for the kernels, and with few
+    # classes or enough for the soft-max's exponentials in SIMD lanes
     rng = np.random.default_rng(3)
-    n, d, n_thr, k = 300, 5, 6, 4
+    n, d, n_thr = 300, 5, 6
     X = rng.normal(size=(n, d)).astype(np.float32)
     X[:10, 0] = 0.25  # values equal to a threshold fall on the stump's side
     thresholds = rng.normal(size=(d, n_thr)).astype(np.float32)

@@ -17,6 +17,7 @@ from streamlearn.solvers.shareboost.driver import (
 )
 from streamlearn.solvers.shareboost.kernels import (
     ANCHOR_TILE_ROWS,
+    VECTOR_EXP_CLASSES,
     anchor_gradients,
     anchor_histogram_chunk,
     decision_chunk,
@@ -35,6 +36,7 @@ from streamlearn.solvers.shareboost.kernels import (
 
 __all__ = [
     "ANCHOR_TILE_ROWS",
+    "VECTOR_EXP_CLASSES",
     "ShareBoostConfig",
     "ShareBoostFit",
     "ShareBoostRound",
