@@ -169,7 +169,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         compared with the second, never with the initialisation: its chunks are scored
         before they train). With the guard (``validation_fraction``) stochastic EM also stops
         early, after two consecutive epochs in which neither the mixture's nor the linear
-        SVM's held-out log loss reaches a new low. Reaching ``epochs`` first warns
+        SVM's held-out log loss reaches a new low, 0.5 % below the best of the earlier
+        epochs. Reaching ``epochs`` first warns
         ``ConvergenceWarning``. The
         default 0.01 lies above the epoch-to-epoch noise of stochastic EM's accumulated
         log-likelihood (a few thousandths of a nat per row), which a smaller ``tol`` would
