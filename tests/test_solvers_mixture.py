@@ -20,6 +20,7 @@ from streamlearn.solvers.mixture import (
     mixture_log_odds_chunk,
     posteriors_chunk,
 )
+from streamlearn.solvers.vector_exp import MIN_LENGTH
 
 TAU = 0.7
 BIAS = 1.0
@@ -50,9 +51,15 @@ def _kernel_log_gates(X, V, W, tau, active):
     return gate_log_chunk(p.x_sq, p.XV, center_sq_norms(V), active, tau), p.scores
 
 
-def test_gates_match_numpy_softmax() -> None:
-    X, _, V, W, _ = _problem()
-    active = np.array([True, False, True, True])
+#: Few components (the C library's exp) and enough for the exponentials in SIMD lanes.
+KS = (4, MIN_LENGTH + 5)
+
+
+@pytest.mark.parametrize("k", KS)
+def test_gates_match_numpy_softmax(k: int) -> None:
+    X, _, V, W, _ = _problem(k=k)
+    active = np.ones(k, dtype=bool)
+    active[1] = False
     log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
     ref = _np_log_gates(X, V, TAU, active)
     assert np.all(np.isneginf(log_g[:, 1]))
@@ -61,8 +68,9 @@ def test_gates_match_numpy_softmax() -> None:
     np.testing.assert_allclose(scores, _np_scores(X, W, BIAS), rtol=1e-5, atol=1e-5)
 
 
-def test_posteriors_and_loglik_match_numpy() -> None:
-    X, y, V, W, xi = _problem(seed=1)
+@pytest.mark.parametrize("k", KS)
+def test_posteriors_and_loglik_match_numpy(k: int) -> None:
+    X, y, V, W, xi = _problem(seed=1, k=k)
     xi[2] = 0.0  # a pruned component takes no posterior mass
     active = xi > 0
     log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
@@ -75,9 +83,11 @@ def test_posteriors_and_loglik_match_numpy() -> None:
     assert np.all(Q[:, 2] == 0.0)
 
 
-def test_gating_objective_and_gradient_match_numpy() -> None:
-    X, y, V, W, xi = _problem(n=80, seed=2)
-    active = np.array([True, True, False, True])
+@pytest.mark.parametrize("k", KS)
+def test_gating_objective_and_gradient_match_numpy(k: int) -> None:
+    X, y, V, W, xi = _problem(n=80, seed=2, k=k)
+    active = np.ones(k, dtype=bool)
+    active[2] = False
     xi[~active] = 0.0
     weight = np.random.default_rng(3).uniform(0.5, 2.0, size=80).astype(np.float32)
     log_g, scores = _kernel_log_gates(X, V, W, TAU, active)
@@ -189,8 +199,9 @@ def test_mixture_decision_equals_gates_then_likelihoods() -> None:
         np.testing.assert_allclose(fast_neg, neg, rtol=1e-12, atol=1e-15)
 
 
-def test_log_odds_are_the_log_ratio_of_eq21_halves_row_by_row() -> None:
-    X, _, V, W, xi = _problem(n=300, seed=8)
+@pytest.mark.parametrize("k", KS)
+def test_log_odds_are_the_log_ratio_of_eq21_halves_row_by_row(k: int) -> None:
+    X, _, V, W, xi = _problem(n=300, seed=8, k=k)
     W *= 3.0
     xi[2] = 0.0
     active = xi > 0

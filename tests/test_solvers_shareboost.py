@@ -8,7 +8,6 @@ import pytest
 from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost import (
     ANCHOR_TILE_ROWS,
-    VECTOR_EXP_CLASSES,
     anchor_gradients,
     anchor_histogram_chunk,
     decision_chunk,
@@ -24,6 +23,7 @@ from streamlearn.solvers.shareboost import (
     stump_objective_chunk,
     stump_tables,
 )
+from streamlearn.solvers.vector_exp import MIN_LENGTH
 
 N, T, K, Q = 60, 4, 3, 2
 
@@ -126,7 +126,7 @@ def test_single_column_objective_matches_numpy(problem) -> None:
     np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize(("padded", "k"), [(False, 4), (True, 4), (True, VECTOR_EXP_CLASSES + 4)])
+@pytest.mark.parametrize(("padded", "k"), [(False, 4), (True, 4), (True, MIN_LENGTH + 4)])
 def test_stump_objective_equals_the_objective_of_its_gates(padded: bool, k: int) -> None:
     # scoring stumps from per-feature tables and taking their gradient from binned
     # residuals gives numpy's loss and gradient on the materialised gates, with the

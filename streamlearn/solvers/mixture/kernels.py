@@ -26,6 +26,7 @@ from numba import njit
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.solvers.dcd import _shuffle, projected_gradient
 from streamlearn.solvers.embedding import NO_DENSE, writeable
+from streamlearn.solvers.vector_exp import MIN_LENGTH, exp_nonpositive
 
 #: Projected gradients at most this large leave a dual variable unchanged.
 PG_EPS = 1e-12
@@ -96,6 +97,22 @@ def center_sq_norms(V: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def _exp_below(a, top, work):
+    # a[j] <- exp(a[j] - top) for a[j] <= top (-inf: 0, or below MIN_LENGTH components
+    # exp(LOWEST), about 1e-304, beside a largest term of 1). From MIN_LENGTH components on
+    # in SIMD lanes (exp_nonpositive), where the C library's exp, one call per component,
+    # took most of an E-step's time
+    k = a.shape[0]
+    if k >= MIN_LENGTH:
+        for j in range(k):
+            a[j] -= top
+        exp_nonpositive(a, a, work)
+    else:
+        for j in range(k):
+            a[j] = np.exp(a[j] - top)
+
+
+@njit(cache=True, nogil=True)
 def gate_log_chunk(x_sq, XV, v_sq, active, tau):
     """Log gating probabilities ``log g_ij`` (eq. 7) of every row.
 
@@ -118,6 +135,8 @@ def gate_log_chunk(x_sq, XV, v_sq, active, tau):
     """
     n, k = XV.shape
     out = np.empty((n, k))
+    e = np.empty(k)
+    work = np.empty(k)
     for i in range(n):
         top = -np.inf
         for j in range(k):
@@ -127,10 +146,13 @@ def gate_log_chunk(x_sq, XV, v_sq, active, tau):
             logit = -tau * max(x_sq[i] - 2.0 * XV[i, j] + v_sq[j], 0.0)
             out[i, j] = logit
             top = max(top, logit)
+        for j in range(k):
+            e[j] = out[i, j]
+        _exp_below(e, top, work)
         total = 0.0
         for j in range(k):
             if active[j]:
-                total += np.exp(out[i, j] - top)
+                total += e[j]
         log_z = top + np.log(total)
         for j in range(k):
             if active[j]:
@@ -163,21 +185,25 @@ def posteriors_chunk(log_g, scores, y, xi):
     n, k = log_g.shape
     Q = np.zeros((n, k))
     loglik = np.empty(n)
+    log_xi = _log_weights(xi)
+    a = np.empty(k)
+    work = np.empty(k)
     for i in range(n):
         yi = np.float64(y[i])
         top = -np.inf
         for j in range(k):
+            a[j] = log_xi[j] + log_g[i, j] - max(0.0, 1.0 - yi * scores[i, j])
             if xi[j] > 0.0:
-                a = np.log(xi[j]) + log_g[i, j] - max(0.0, 1.0 - yi * scores[i, j])
-                Q[i, j] = a
-                top = max(top, a)
+                top = max(top, a[j])
+        _exp_below(a, top, work)
         total = 0.0
         for j in range(k):
             if xi[j] > 0.0:
-                Q[i, j] = np.exp(Q[i, j] - top)
-                total += Q[i, j]
+                Q[i, j] = a[j]
+                total += a[j]
+        inv = 1.0 / total
         for j in range(k):
-            Q[i, j] /= total
+            Q[i, j] *= inv
         loglik[i] = top + np.log(total)
     return Q, loglik
 
@@ -212,14 +238,19 @@ def gating_terms_chunk(log_g, Q, weight, active):
     n, k = log_g.shape
     R = np.zeros((n, k))
     value = 0.0
+    g = np.empty(k)
+    work = np.empty(k)
     for i in range(n):
         s = np.float64(weight[i])
+        for j in range(k):
+            g[j] = log_g[i, j]
+        _exp_below(g, 0.0, work)  # g_ij: log g_ij <= 0
         for j in range(k):
             if active[j]:
                 q = Q[i, j]
                 if q > 0.0:
                     value -= s * q * log_g[i, j]
-                R[i, j] = s * (q - np.exp(log_g[i, j]))
+                R[i, j] = s * (q - g[j])
     return value, R
 
 
@@ -588,24 +619,25 @@ def _log_weights(xi):
 @njit(cache=True, nogil=True)
 def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg):
     # log pos - log neg of one row from its squared distances and expert scores
-    # (a_pos, a_neg: scratch of length k)
+    # (a_pos, a_neg: scratch of length k; sq is overwritten, scratch as well)
     k = sq.shape[0]
     top_pos = -np.inf
     top_neg = -np.inf
     for j in range(k):
-        if xi[j] <= 0.0:
-            continue
         a = log_xi[j] - tau * sq[j]
         a_pos[j] = a - max(0.0, 1.0 - s[j])
         a_neg[j] = a - max(0.0, 1.0 + s[j])
-        top_pos = max(top_pos, a_pos[j])
-        top_neg = max(top_neg, a_neg[j])
+        if xi[j] > 0.0:
+            top_pos = max(top_pos, a_pos[j])
+            top_neg = max(top_neg, a_neg[j])
+    _exp_below(a_pos, top_pos, sq)
+    _exp_below(a_neg, top_neg, sq)
     total_pos = 0.0
     total_neg = 0.0
     for j in range(k):
         if xi[j] > 0.0:
-            total_pos += np.exp(a_pos[j] - top_pos)
-            total_neg += np.exp(a_neg[j] - top_neg)
+            total_pos += a_pos[j]
+            total_neg += a_neg[j]
     return (top_pos + np.log(total_pos)) - (top_neg + np.log(total_neg))
 
 

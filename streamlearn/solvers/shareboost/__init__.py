@@ -17,7 +17,6 @@ from streamlearn.solvers.shareboost.driver import (
 )
 from streamlearn.solvers.shareboost.kernels import (
     ANCHOR_TILE_ROWS,
-    VECTOR_EXP_CLASSES,
     anchor_gradients,
     anchor_histogram_chunk,
     decision_chunk,
@@ -36,7 +35,6 @@ from streamlearn.solvers.shareboost.kernels import (
 
 __all__ = [
     "ANCHOR_TILE_ROWS",
-    "VECTOR_EXP_CLASSES",
     "ShareBoostConfig",
     "ShareBoostFit",
     "ShareBoostRound",

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from streamlearn.solvers.vector_exp import exp_nonpositive
+from streamlearn.solvers.vector_exp import MIN_LENGTH, exp_nonpositive
 
 
 # -- scores and the soft-max loss ----------------------------------------------------------
@@ -71,16 +71,11 @@ def _sum(a: np.ndarray) -> float:
     return total
 
 
-#: From this many classes on, the soft-max takes its exponentials in SIMD lanes
-#: (:func:`~streamlearn.solvers.vector_exp.exp_nonpositive`); below, one call of the C
-#: library's ``exp`` per class is quicker (2 classes: 2x; 10: even; 26: 0.7x the time).
-VECTOR_EXP_CLASSES = 16
-
-
 @njit(cache=True, nogil=True)
 def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray) -> float:
-    # r <- rho - e_y (eq. 6); returns the loss of eq. 3. s may be overwritten
-    if s.shape[0] >= VECTOR_EXP_CLASSES:
+    # r <- rho - e_y (eq. 6); returns the loss of eq. 3. s may be overwritten. From
+    # vector_exp.MIN_LENGTH classes on, the exponentials are taken in SIMD lanes
+    if s.shape[0] >= MIN_LENGTH:
         return _softmax_residual_lanes(s, y, r)
     k = s.shape[0]
     top = -np.inf
