@@ -129,9 +129,10 @@ def test_fitted_tau_follows_the_rule_on_the_initial_centres() -> None:
 
 def test_auto_components_and_nu() -> None:
     assert [default_components(n) for n in (5, 50, 400, 1000, 10**6)] == [5, 10, 20, 30, 30]
-    # many rows per feature raise the cap of 30 to n // (10 (d + 1)), at most 100
-    assert default_components(16000, 16) == 16000 // 170 == 94
-    assert default_components(1000, 2) == round(1000**0.5) == 32  # below its cap of 33
+    # many rows per feature raise the cap of 30 to n // (15 (d + 1)), at most 100
+    assert default_components(16000, 16) == 16000 // 255 == 62
+    assert default_components(4000, 2) == round(4000**0.5) == 63  # below its cap of 88
+    assert default_components(1000, 2) == 30  # 1000 // 45 = 22: the cap stays 30
     assert default_components(20000, 9) == default_components(10**6, 2) == 100
     assert default_components(60000, 784) == default_components(4435, 36) == 30
     assert default_components(50, 1) == 10

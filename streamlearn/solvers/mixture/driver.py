@@ -106,7 +106,7 @@ VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
 MIN_COMPONENTS = 10
 BASE_COMPONENTS = 30
 MAX_COMPONENTS = 100
-ROWS_PER_WEIGHT = 10
+ROWS_PER_WEIGHT = 15
 
 History = list[dict[str, float]]
 
@@ -289,13 +289,15 @@ def gating_scale(centers: np.ndarray) -> float:
 
 def default_components(n_rows: int, n_features: int | None = None) -> int:
     """``n_components="auto"``: ``round(sqrt(n))`` clipped to ``[10, cap]`` (and to ``n``),
-    ``cap = max(30, min(100, n // (10 (d + 1))))``.
+    ``cap = max(30, min(100, n // (15 (d + 1))))``.
 
     More local experts for more rows. The cap is 30, raised (up to 100) on data with many
     rows per feature, as far as an even split of the rows leaves each component's expert
-    ``ROWS_PER_WEIGHT`` = 10 rows per weight (``d + 1`` with the bias): 16,000 rows of 16
-    features get 94 components, 60,000 images of 784 pixels 30. Without ``n_features``
-    the cap is 30.
+    ``ROWS_PER_WEIGHT`` = 15 rows per weight (``d + 1`` with the bias): 16,000 rows of 16
+    features get 62 components, 60,000 images of 784 pixels 30. Without ``n_features``
+    the cap is 30. (At 10 rows per weight letter's test error fell further, 10.93 ->
+    9.43 % at 94 components, but on noisy data of 32 features, 20,000 rows, the mixture's
+    60 components tested 1 point worse than 30.)
 
     Parameters
     ----------
