@@ -11,6 +11,7 @@ from streamlearn.solvers.shareboost import (
     anchor_gradients,
     anchor_histogram_chunk,
     decision_chunk,
+    exp_lanes,
     linear_gates_chunk,
     linear_gradient_chunk,
     margin_residuals_chunk,
@@ -65,7 +66,9 @@ def test_decision_chunk(problem) -> None:
     np.testing.assert_allclose(out, _scores(p), rtol=1e-10, atol=1e-10)
 
 
-def test_restricted_objective_matches_numpy_and_finite_differences(problem) -> None:
+@pytest.mark.parametrize("lanes", [False, True])
+def test_restricted_objective_matches_numpy_and_finite_differences(problem, lanes: bool) -> None:
+    # with scratch for the exponentials the soft-max takes them in SIMD lanes, whatever k
     p = problem
     s = _scores(p)
     loss, R = _loss_and_residuals(s, p["codes"])
@@ -74,7 +77,7 @@ def test_restricted_objective_matches_numpy_and_finite_differences(problem) -> N
     grad_b = np.zeros(K)
     value, wsum, errors = restricted_objective_chunk(
         p["gates"], p["base"], p["codes"], p["weight"], p["coef"], p["intercept"],
-        grad_coef, grad_b)
+        grad_coef, grad_b, np.empty(K) if lanes else None)
     assert value == pytest.approx(float(w @ loss), rel=1e-12)
     assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
     assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != p["codes"])), rel=1e-12)
@@ -94,13 +97,15 @@ def test_restricted_objective_matches_numpy_and_finite_differences(problem) -> N
         assert grad_coef[index] == pytest.approx(fd, rel=1e-6, abs=1e-8)
 
 
-def test_margin_residuals(problem) -> None:
+@pytest.mark.parametrize("lanes", [False, True])
+def test_margin_residuals(problem, lanes: bool) -> None:
     p = problem
     s = _scores(p)
     loss, R = _loss_and_residuals(s, p["codes"])
     w = p["weight"].astype(np.float64)
     out, value, wsum, errors = margin_residuals_chunk(
-        p["gates"], p["base"], p["codes"], p["weight"], p["coef"], p["intercept"])
+        p["gates"], p["base"], p["codes"], p["weight"], p["coef"], p["intercept"],
+        np.empty(K) if lanes else None)
     np.testing.assert_allclose(out, w[:, None] * R, rtol=1e-10, atol=1e-12)
     assert value == pytest.approx(float(w @ loss), rel=1e-12)
     assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
@@ -156,7 +161,8 @@ def test_stump_objective_equals_the_objective_of_its_gates(padded: bool, k: int)
     assert kernel_thresholds.shape[1] == (8 if padded else n_thr)
     value, wsum, errors = stump_objective_chunk(
         X, kernel_thresholds, np.unique(features), table, codes, weight, intercept,
-        np.arange(d, dtype=np.int64), hist, grad_b)
+        np.arange(d, dtype=np.int64), hist, grad_b, exp_lanes(k))
+    assert (exp_lanes(k) is None) == (k < MIN_LENGTH)
     assert value == pytest.approx(float(w @ loss), rel=1e-12)
     assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
     assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != codes)), rel=1e-12)

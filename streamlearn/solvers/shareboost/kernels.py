@@ -28,6 +28,8 @@ arrays or add into the accumulators they are given:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -71,12 +73,24 @@ def _sum(a: np.ndarray) -> float:
     return total
 
 
+def exp_lanes(k: int) -> np.ndarray | None:
+    """The ``exp_work`` argument of the soft-max kernels for ``k`` classes.
+
+    From :data:`~streamlearn.solvers.vector_exp.MIN_LENGTH` classes on, scratch space for
+    the exponentials in SIMD lanes; below, None: one call of the C library's ``exp`` per
+    class is quicker there, and a kernel given None is compiled without the lanes' code
+    (numba prunes the branch on a None argument), which keeps the first fit on few
+    classes from compiling it.
+    """
+    return np.empty(k) if k >= MIN_LENGTH else None
+
+
 @njit(cache=True, nogil=True)
-def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray) -> float:
-    # r <- rho - e_y (eq. 6); returns the loss of eq. 3. s may be overwritten. From
-    # vector_exp.MIN_LENGTH classes on, the exponentials are taken in SIMD lanes
-    if s.shape[0] >= MIN_LENGTH:
-        return _softmax_residual_lanes(s, y, r)
+def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray, exp_work: Any) -> float:
+    # r <- rho - e_y (eq. 6); returns the loss of eq. 3. With exp_work (exp_lanes) the
+    # exponentials are taken in SIMD lanes and s is overwritten
+    if exp_work is not None:
+        return _softmax_residual_lanes(s, y, r, exp_work)
     k = s.shape[0]
     top = -np.inf
     for c in range(k):
@@ -96,7 +110,7 @@ def _softmax_residual(s: np.ndarray, y: int, r: np.ndarray) -> float:
 
 
 @njit(cache=True, nogil=True)
-def _softmax_residual_lanes(s: np.ndarray, y: int, r: np.ndarray) -> float:
+def _softmax_residual_lanes(s: np.ndarray, y: int, r: np.ndarray, work: np.ndarray) -> float:
     # _softmax_residual for many classes, s overwritten (scratch for the exponentials).
     # Every sweep over the classes is branch-free: z_c = s_c - s_y + 1 with z_y set to 0
     # after the sweep, the exponentials by exp_nonpositive
@@ -110,7 +124,7 @@ def _softmax_residual_lanes(s: np.ndarray, y: int, r: np.ndarray) -> float:
         top = max(top, r[c])
     for c in range(k):
         r[c] -= top
-    exp_nonpositive(r, r, s)
+    exp_nonpositive(r, r, work)
     total = _sum(r)
     inv = 1.0 / total  # one division per row, not one per class
     for c in range(k):
@@ -129,12 +143,13 @@ def _argmax(s: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _tally_row(s: np.ndarray, y: int, w: float, r: np.ndarray, sums: np.ndarray) -> None:
-    # r <- rho - e_y of a row with scores s (s is overwritten); adds w * loss, w and (if
-    # misclassified) w to sums = [loss, weight, errors]
+def _tally_row(s: np.ndarray, y: int, w: float, r: np.ndarray, sums: np.ndarray,
+               exp_work: Any) -> None:
+    # r <- rho - e_y of a row with scores s (s may be overwritten); adds w * loss, w and
+    # (if misclassified) w to sums = [loss, weight, errors]
     if _argmax(s) != y:
         sums[2] += w
-    sums[0] += w * _softmax_residual(s, y, r)
+    sums[0] += w * _softmax_residual(s, y, r, exp_work)
     sums[1] += w
 
 
@@ -170,7 +185,8 @@ def decision_chunk(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
 @njit(cache=True, nogil=True)
 def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
                                weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
-                               grad_coef: np.ndarray, grad_intercept: np.ndarray
+                               grad_coef: np.ndarray, grad_intercept: np.ndarray,
+                               exp_work: np.ndarray | None = None
                                ) -> tuple[float, float, float]:
     """One chunk's share of the restricted problem: weighted loss sum and its gradient.
 
@@ -187,6 +203,10 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
         Accumulates ``sum_i w_i g_ij (rho_i - e_{y_i}) a_i^T`` (added to).
     grad_intercept : ndarray of shape (k,), float64
         Accumulates ``sum_i w_i (rho_i - e_{y_i})`` (added to).
+    exp_work : ndarray of shape (k,), float64, optional
+        :func:`exp_lanes`: scratch space that makes the soft-max take its exponentials in
+        SIMD lanes (many classes); None (default) calls ``exp`` per class. The same
+        argument, with the same meaning, ends every soft-max kernel here.
 
     Returns
     -------
@@ -208,7 +228,7 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
         w = np.float64(weight[i])
         y = codes[i]
         n_active = _row_scores(i, gates, base, coef, intercept, active, s, a)
-        _tally_row(s, y, w, r, sums)
+        _tally_row(s, y, w, r, sums, exp_work)
         for c in range(k):
             grad_intercept[c] += w * r[c]
         for t in range(n_active):
@@ -223,13 +243,14 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
 
 @njit(cache=True, nogil=True)
 def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
-                           weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray
+                           weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
+                           exp_work: np.ndarray | None = None
                            ) -> tuple[np.ndarray, float, float, float]:
     """Weighted residuals ``w_i (rho_i - e_{y_i})`` of every row (eqs. 6-7).
 
     Parameters
     ----------
-    gates, base, codes, weight, coef, intercept
+    gates, base, codes, weight, coef, intercept, exp_work
         As in :func:`restricted_objective_chunk`.
 
     Returns
@@ -250,7 +271,7 @@ def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarra
         w = np.float64(weight[i])
         y = codes[i]
         _row_scores(i, gates, base, coef, intercept, active, s, a)
-        _tally_row(s, y, w, r, sums)
+        _tally_row(s, y, w, r, sums, exp_work)
         for c in range(k):
             out[i, c] = w * r[c]
     return out, sums[0], sums[1], sums[2]
@@ -280,7 +301,8 @@ def _single_column_scores(i: int, gates: np.ndarray, base: np.ndarray, W: np.nda
 @njit(cache=True, nogil=True)
 def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
                                   weight: np.ndarray, W: np.ndarray, intercept: np.ndarray,
-                                  grad_W: np.ndarray, grad_intercept: np.ndarray
+                                  grad_W: np.ndarray, grad_intercept: np.ndarray,
+                                  exp_work: np.ndarray | None = None
                                   ) -> tuple[float, float, float]:
     """:func:`restricted_objective_chunk` for groups of one column (``q = 1``: features and
     stumps), with the coefficients as a matrix: each non-zero gate adds a row of ``W`` to
@@ -289,7 +311,7 @@ def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np
 
     Parameters
     ----------
-    gates, base, codes, weight, intercept, grad_intercept
+    gates, base, codes, weight, intercept, grad_intercept, exp_work
         As in :func:`restricted_objective_chunk`, with ``base`` of shape (n, 1).
     W : ndarray of shape (T, k), float64
         ``coef[:, :, 0]``, C-contiguous.
@@ -311,7 +333,7 @@ def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np
         w = np.float64(weight[i])
         y = codes[i]
         n_active = _single_column_scores(i, gates, base, W, intercept, active, s)
-        _tally_row(s, y, w, r, sums)
+        _tally_row(s, y, w, r, sums, exp_work)
         for c in range(k):
             grad_intercept[c] += w * r[c]
         a = np.float64(base[i, 0])
@@ -471,7 +493,8 @@ def stump_tables(features: np.ndarray, bins: np.ndarray, coef: np.ndarray,
 def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features: np.ndarray,
                           table: np.ndarray, codes: np.ndarray, weight: np.ndarray,
                           intercept: np.ndarray, hist_features: np.ndarray,
-                          hist: np.ndarray, grad_intercept: np.ndarray
+                          hist: np.ndarray, grad_intercept: np.ndarray,
+                          exp_work: np.ndarray | None = None
                           ) -> tuple[float, float, float]:
     """Loss of a stump model and its residuals binned per feature, without its gates.
 
@@ -499,6 +522,8 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
         Added to.
     grad_intercept : ndarray of shape (k,), float64
         Added to.
+    exp_work : ndarray of shape (k,), float64, optional
+        As in :func:`restricted_objective_chunk`.
 
     Returns
     -------
@@ -524,7 +549,7 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
             steps = table[f, p]
             for c in range(k):
                 s[c] += steps[c]
-        _tally_row(s, y, w, r, sums)
+        _tally_row(s, y, w, r, sums, exp_work)
         for c in range(k):
             r[c] *= w
             grad_intercept[c] += r[c]

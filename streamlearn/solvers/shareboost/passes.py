@@ -26,6 +26,7 @@ from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
+    exp_lanes,
     margin_residuals_chunk,
     restricted_objective_chunk,
     single_column_objective_chunk,
@@ -95,7 +96,7 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
         grad_b = np.zeros_like(grad_intercept)
         kernel = single_column_objective_chunk if single else restricted_objective_chunk
         sums = kernel(gates[lo:hi], base[lo:hi], codes[lo:hi], weight[lo:hi], W, intercept,
-                      grad, grad_b)
+                      grad, grad_b, exp_lanes(intercept.shape[0]))
         return grad, grad_b, sums
 
     return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
@@ -119,7 +120,8 @@ def stump_statistics(family: StumpColumns, X: np.ndarray, selected: np.ndarray,
         grad_b = np.zeros_like(grad_intercept)
         sums = stump_objective_chunk(X[lo:hi], family.kernel_thresholds, score_features,
                                      table, codes[lo:hi], weight[lo:hi], intercept,
-                                     hist_features, part, grad_b)
+                                     hist_features, part, grad_b,
+                                     exp_lanes(intercept.shape[0]))
         return part, grad_b, sums
 
     return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)), hist,
@@ -374,7 +376,8 @@ class ColumnScorePass:
             base = self.family.base(chunk.X)
             gates = selected_gates(self.family, chunk.X, self.selected)
             residuals, loss, wsum, errors = margin_residuals_chunk(
-                gates, base, codes, weight, self.coef, self.intercept)
+                gates, base, codes, weight, self.coef, self.intercept,
+                exp_lanes(self.intercept.shape[0]))
             self.family.accumulate(chunk.X, base, residuals, state.gradient)
         state.loss += loss
         state.weight += wsum
