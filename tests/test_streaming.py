@@ -159,6 +159,31 @@ def test_prefetch_keeps_order_and_bounds_read_ahead() -> None:
     assert max(ahead) <= 3 + 1
 
 
+def test_a_walk_of_one_chunk_reads_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    # nothing to read ahead of one chunk: no reader thread is started (a corrective step
+    # runs a pass per evaluation, and starting one cost more than the pass on small data)
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    X = np.arange(60, dtype=np.float32).reshape(20, 3)
+    y = np.arange(20) % 2
+    zarr_path = tmp_path / "rows.zarr"
+    zarr.save_group(str(zarr_path), X=X, y=y)
+    for source, kwargs in ((X, {"target": y}), (str(zarr_path), {})):
+        for chunk_rows, readers in ((20, 0), (7, 1)):
+            started.clear()
+            ds = open_dataset(source, chunk_rows=chunk_rows, prefetch=2, **kwargs)
+            rows = [r for chunk in ds.chunks() for r in chunk.rows.tolist()]
+            assert rows == list(range(20))
+            assert (sum(name.startswith("streamlearn-") for name in started) >= 1) == readers
+
+
 def test_prefetch_reraises_and_stops_on_early_exit() -> None:
     def failing():
         yield 1

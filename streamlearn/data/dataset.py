@@ -409,7 +409,8 @@ class Dataset:
             Seed of the shuffle and the epoch number mixed into it.
         prefetch : int, optional
             Chunks read ahead in a background thread, or concurrently by up to that many
-            threads for a source read by row range (zarr); 0 reads in the calling thread.
+            threads for a source read by row range (zarr); 0 reads in the calling thread,
+            as does a walk of one chunk (nothing to read ahead of it).
         rows : (start, stop), optional
             Restrict the walk to global rows ``start:stop`` (used to split a dataset into
             partitions); chunk boundaries are counted from ``start``. Blocks left out by
@@ -443,6 +444,8 @@ class Dataset:
         classes = self.classes  # resolve before the reader thread starts
         self._indexes()
         depth = self.prefetch if prefetch is None else int(prefetch)
+        if len(starts) <= 1:  # one chunk: nothing to read ahead of, no thread to start
+            depth = 0
 
         def chunk(k: int, reader: _PieceReader | _RangeReader) -> Chunk:
             a = int(starts[k])
