@@ -282,3 +282,45 @@ def test_nonfinite_kernels_match_numpy(dtype: type) -> None:
             n_bad = int((~np.isfinite(Y)).sum())
             assert fill_nonfinite(Y, -2.5) == n_bad
             np.testing.assert_array_equal(Y, expected)
+
+
+def test_rows_read_again_are_not_checked_again(ref: Reference, monkeypatch) -> None:
+    """A fit reads the same chunks pass after pass: their values are checked on the
+    first read only, in any order of the chunks."""
+    import streamlearn.data.dataset as dataset_module
+
+    checked: list[int] = []
+    real = dataset_module.first_nonfinite
+
+    def counting(X: np.ndarray) -> int:
+        checked.append(X.shape[0])
+        return real(X)
+
+    monkeypatch.setattr(dataset_module, "first_nonfinite", counting)
+    ds = open_dataset(ref.X, target=ref.label, chunk_rows=300)
+    first = np.concatenate([c.X for c in ds.chunks()])
+    assert sum(checked) == ds.n_rows and len(checked) == ds.n_chunks
+    again = list(ds.chunks(shuffle=True, seed=3))
+    assert len(checked) == ds.n_chunks
+    np.testing.assert_array_equal(first, ref.X)
+    assert sorted(int(c.rows.min()) for c in again) == list(range(0, ds.n_rows, 300))
+
+
+@pytest.mark.parametrize("policy", ["raise", "drop", -2.0])
+def test_nonfinite_rows_are_handled_on_every_pass(ref: Reference, policy) -> None:
+    X = ref.X.copy()
+    X[5, 4] = np.nan
+    ds = open_dataset(X, target=ref.label, chunk_rows=300, nan_policy=policy)
+    for _ in range(3):
+        if policy == "raise":
+            with pytest.raises(DataError, match="nan in feature column 'x4'"):
+                _drain(ds)
+            continue
+        chunks = _drain(ds)
+        values = np.concatenate([c.X for c in chunks])
+        if policy == "drop":
+            assert 5 not in np.concatenate([c.rows for c in chunks])
+            assert len(values) == len(X) - 1
+        else:
+            assert values[5, 4] == -2.0
+        assert np.isfinite(values).all()

@@ -48,6 +48,10 @@ class Dataset:
     read by row range: each chunk is one read, and with ``prefetch`` the next chunks are read
     concurrently.
 
+    A chunk's values are checked for NaN and infinities (``nan_policy``) when its rows are
+    first read. A fit reads the same chunks pass after pass; a range of rows found finite
+    is not checked again, so the source must not change while the dataset is in use.
+
     String and categorical feature columns are delivered as float32 category codes
     ``0 .. k-1`` (see :attr:`categories` and :mod:`streamlearn.data.categories`): missing
     values become NaN (handled by ``nan_policy``), and a value outside a category list given
@@ -154,6 +158,8 @@ class Dataset:
         self.chunk_rows = int(chunk_rows) if chunk_rows else default_chunk_rows(
             _stored_per_row(source, len(features), self.n_rows))
         self._offsets = np.cumsum([0] + [p.n_rows for p in source.pieces])
+        # row ranges [a, b) whose values were all finite when read before (see _chunk)
+        self._finite_ranges: set[tuple[int, int]] = set()
         # blocks of rows every pass leaves out (see without_blocks): sorted ids, block size
         self._excluded: tuple[np.ndarray, int] | None = None
         self._classes: np.ndarray | None = None
@@ -474,10 +480,14 @@ class Dataset:
         if isinstance(X, SparseRows):
             return self._sparse_chunk(X, y_raw, w, a, classes, rng)
         keep = None
-        if isinstance(self.nan_policy, float):
+        if (a, b) in self._finite_ranges:
+            pass  # checked when first read: every value finite
+        elif isinstance(self.nan_policy, float):
             if first_nonfinite(X) >= 0:
                 X = X.copy()
                 fill_nonfinite(X, self.nan_policy)
+            else:
+                self._finite_ranges.add((a, b))
         elif self.nan_policy == "drop":
             mask = finite_rows(X)
             if w is not None:
@@ -486,9 +496,13 @@ class Dataset:
                 mask &= np.isfinite(y_raw)
             if not mask.all():
                 keep = np.flatnonzero(mask)
+            else:
+                self._finite_ranges.add((a, b))
         else:
             flat = first_nonfinite(X)
-            if flat >= 0:
+            if flat < 0:
+                self._finite_ranges.add((a, b))
+            else:
                 r, c = divmod(flat, X.shape[1])
                 raise DataError(
                     f"{X[r, c]} in feature column {self.feature_names[c]!r} at "
