@@ -8,8 +8,10 @@ from sklearn.linear_model import LogisticRegression
 
 from streamlearn import LocalEngine, open_dataset
 from streamlearn.data.chunk import Chunk
+from streamlearn.features.anchors import AnchorPieces
 from streamlearn.models.shareboost import LinearColumns, ShareBoostClassifier
 from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.shareboost.columns import AnchorColumns, StumpColumns
 from streamlearn.solvers.shareboost.driver import (
     AUTO_L2_RANGE,
     FALLBACK_ROUNDS,
@@ -43,16 +45,27 @@ def test_chunk_select_keeps_the_rows_their_ids_and_weights() -> None:
     assert chunk.select(np.zeros(6, dtype=bool)).n_rows == 0
 
 
-def test_held_out_rows_leave_the_training_sums_and_are_tallied_apart() -> None:
+def _family(name: str, rng: np.random.Generator, X: np.ndarray) -> tuple:
+    # a candidate family of each kind, two selected candidates and their coefficients
+    if name == "linear":
+        return LinearColumns(np.full(5, 0.5)), np.array([3, 1]), rng.normal(size=(2, 3, 1))
+    if name == "stumps":
+        thresholds = np.sort(rng.normal(size=(5, 7)), axis=1).astype(np.float32)
+        return StumpColumns(thresholds), np.array([9, 2]), rng.normal(size=(2, 3, 1))
+    pieces = AnchorPieces.from_sample(rng.normal(size=(6, 5)), X[:300], 3, np.full(5, 0.5))
+    return AnchorColumns(pieces), np.array([4, 11]), 0.3 * rng.normal(size=(2, 3, 6))
+
+
+@pytest.mark.parametrize("kind", ["linear", "stumps", "anchors"])
+def test_held_out_rows_leave_the_training_sums_and_are_tallied_apart(kind: str) -> None:
+    # the training sums skip the held-out rows by their zero weight (split_rows)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(700, 5)).astype(np.float32)
     y = rng.integers(0, 3, size=700)
     weight = rng.uniform(0.5, 2.0, size=700).astype(np.float32)
     holdout = Holdout.fraction(0.3, seed=5)
     held = holdout.mask(np.arange(700))
-    family = LinearColumns(np.full(5, 0.5))
-    selected = np.array([3, 1])
-    coef = rng.normal(size=(2, 3, 1))
+    family, selected, coef = _family(kind, rng, X)
     intercept = rng.normal(size=3)
     engine = LocalEngine(chunk_rows=90, progress=False)
 
