@@ -135,6 +135,22 @@ def test_embedded_sq_norm_adds_the_squared_norms_of_the_transform(m):
         assert embedded_sq_norm(rows, *emb) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.parametrize("m", [*MAPS, "pairs"], ids=[*IDS, "pairs"])
+def test_step_offsets_materialised_sum_equals_the_kernels(m):
+    """PEGASOS's step offset sums dense rows' squared norms from the map's transform, a
+    block of rows at a time (materialised_sq_norm), and sparse rows' by the kernels."""
+    from streamlearn.features import BSplinePairMap
+    from streamlearn.solvers.additive.driver import IMPORTANCE_BLOCK_ROWS, materialised_sq_norm
+
+    if m == "pairs":
+        m = BSplinePairMap(degree=2, n_bases=8, penalty_order=1, interactions=[(0, 2), (1, 2)],
+                           pair_bases=4).fit(np.zeros(N_FEATURES), np.full(N_FEATURES, 2.0))
+    X = make_X(n=2 * IMPORTANCE_BLOCK_ROWS + 7, seed=6)
+    X[3, 1] = np.nan  # counts as 0, as in the fit's describe sample
+    kernel = embedded_sq_norm(np.nan_to_num(X), *embedding_params(m, N_FEATURES))
+    assert materialised_sq_norm(m, X) == pytest.approx(kernel, rel=1e-6)
+
+
 def test_zero_preserving_maps_skip_zero_rows():
     zero = np.zeros(N_FEATURES, dtype=np.float32)
     for m in MAPS:

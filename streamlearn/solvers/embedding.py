@@ -710,8 +710,10 @@ _SQ_NORM_SUM = kernel_kinds(_sq_norm_sum_kernel)
 def embedded_sq_norm(X: Any, kind: int, ipar: np.ndarray, fpar: np.ndarray) -> float:
     """``sum_i ||Psi_d(x_i)||^2``: the squared norms of a chunk's embedded rows, added.
 
-    The same kernels as the solvers' (:func:`kernel_kinds`): a fit that trains on a kind
-    of rows compiles little more for this.
+    The same kernels as the solvers' (:func:`kernel_kinds`). PEGASOS's step offset uses it
+    for sparse rows; for dense rows it sums the map's materialised transform instead
+    (:func:`~streamlearn.solvers.additive.driver.materialised_sq_norm`), which a dense fit
+    compiles anyway, so that a first fit compiles one kernel less.
 
     Parameters
     ----------

@@ -809,14 +809,41 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
     """
     if sample is None or sample.shape[0] == 0 or not lam > 0:
         return 0
-    n_features = sample.n_cols if isinstance(sample, SparseRows) else sample.shape[1]
-    emb = embedding_params(feature_map, n_features)
-    if not isinstance(sample, SparseRows):
-        sample = np.ascontiguousarray(np.nan_to_num(np.asarray(sample, dtype=np.float32)))
-    total = embedded_sq_norm(sample, *emb)
+    if isinstance(sample, SparseRows):
+        total = embedded_sq_norm(sample, *embedding_params(feature_map, sample.n_cols))
+    else:
+        total = materialised_sq_norm(feature_map, sample)
     r2 = total / sample.shape[0] + float(bias_scale) ** 2
     t0 = r2 / lam
     return int(min(t0, 2.0**62)) if np.isfinite(t0) else 0
+
+
+def materialised_sq_norm(feature_map: FeatureMap | None, rows: np.ndarray) -> float:
+    """``sum_i ||Psi_d(x_i)||^2`` over dense ``rows``, from the map's materialised transform.
+
+    :data:`IMPORTANCE_BLOCK_ROWS` rows are embedded at a time, so memory stays bounded by
+    one block whatever the sample's size. A dense fit compiles the transform anyway, for
+    :func:`term_importances`, which makes this cheaper on a first fit than a dedicated
+    kernel (:func:`~streamlearn.solvers.embedding.embedded_sq_norm`, used for sparse rows).
+
+    Parameters
+    ----------
+    feature_map : FeatureMap or None
+        Fitted map (None: the raw features).
+    rows : ndarray of shape (k, n_features)
+        Rows; NaN counts as 0 and infinities as the largest float32.
+
+    Returns
+    -------
+    float
+    """
+    rows = np.nan_to_num(np.asarray(rows, dtype=np.float32))
+    total = 0.0
+    for a in range(0, rows.shape[0], IMPORTANCE_BLOCK_ROWS):
+        block = np.ascontiguousarray(rows[a:a + IMPORTANCE_BLOCK_ROWS])
+        Psi = block if feature_map is None else feature_map.transform(block)
+        total += float(np.vdot(Psi, Psi))  # float32 within a block, float64 across blocks
+    return total
 
 
 def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
