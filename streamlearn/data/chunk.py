@@ -55,13 +55,14 @@ class Chunk:
 
     def select(self, keep: np.ndarray) -> Chunk:
         """The rows where the boolean mask ``keep`` is True, keeping their global ids."""
-        keep = np.asarray(keep, dtype=bool)
-        X = (self.X.take(np.flatnonzero(keep)) if isinstance(self.X, SparseRows)
-             else np.ascontiguousarray(self.X[keep]))
+        taken = np.flatnonzero(np.asarray(keep, dtype=bool))
+        # np.take gathers rows about twice as fast as a boolean mask
+        X = (self.X.take(taken) if isinstance(self.X, SparseRows)
+             else np.take(self.X, taken, axis=0))
         return Chunk(X,
-                     None if self.y is None else self.y[keep], self.start,
-                     self.rows[keep],
-                     None if self.weight is None else self.weight[keep])
+                     None if self.y is None else np.take(self.y, taken), self.start,
+                     np.take(self.rows, taken),
+                     None if self.weight is None else np.take(self.weight, taken))
 
     @property
     def nbytes(self) -> int:
