@@ -293,8 +293,12 @@ class BSplinePairMap(BSplineMap):
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
         main = X.shape[1] * self.n_columns_per_feature
+        # the per-feature block written whole, then copied in: the kernel takes a
+        # C-contiguous array, as in BSplineMap.transform, and compiles one version
+        block = np.empty((X.shape[0], main), dtype=np.float32)
         bspline_transform_dense(X, self.lo_, self.hi_, self.n_bases, self.degree,
-                                self.penalty_order, False, out[:, :main])
+                                self.penalty_order, False, block)
+        out[:, :main] = block
         pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
                              self.pair_features, out[:, main:])
         return out
