@@ -14,6 +14,7 @@ from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.shareboost.columns import AnchorColumns, StumpColumns
 from streamlearn.solvers.shareboost.driver import (
     AUTO_L2_RANGE,
+    COLUMN_GROWTH,
     FALLBACK_ROUNDS,
     L2_FACTOR,
     ROUND_PATIENCE,
@@ -114,12 +115,19 @@ def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> 
     assert model.l2_ == pytest.approx(v["l2_candidates"][int(np.argmin(v["l2_held_out_loss"]))])
     losses = np.array(v["held_out_loss"])
     best = v["best_round"]
-    assert model.n_iter_ == best == len(model.selected_features_)
+    sizes = np.array(model.path_["n_selected"])
+    assert model.n_iter_ == sizes[best] == len(model.selected_features_)
+    # each round adds the best-scored columns, up to an eighth of those selected
+    added = np.diff(sizes)
+    expected = np.maximum(1, (COLUMN_GROWTH * sizes[:-1]).astype(int))
+    assert (added == expected)[:-1].all() and 1 <= added[-1] <= expected[-1]
+    assert sizes[-1] > 16 and added.max() > 1  # groups on this problem
     # the kept round has the lowest held-out loss of the path, which ran the patience
-    # past it (or ran out of columns)
+    # (in columns) past it, and stopped at the first round that did (or ran out)
     assert best == int(np.argmin(losses))
-    patience = max(ROUND_PATIENCE, int(ROUND_PATIENCE_SHARE * best))
-    assert len(losses) - 1 == best + patience or len(losses) - 1 == X.shape[1]
+    patience = max(ROUND_PATIENCE, int(ROUND_PATIENCE_SHARE * sizes[best]))
+    assert (sizes[-1] - sizes[best] >= patience > sizes[-2] - sizes[best]
+            or sizes[-1] == X.shape[1])
     # the informative features are kept, most noise is left out
     assert set(range(8)) <= set(model.selected_features_.tolist())
     assert model.n_iter_ < 60

@@ -120,12 +120,15 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     Parameters
     ----------
     n_rounds : int or "auto"
-        Rounds ``T``: selected columns (or anchor pieces) at most. ``"auto"``: hold out
-        ``validation_fraction`` of the rows (by a hash of the row id) and add columns until
-        ``max(10, T_best / 4)`` rounds in a row have not lowered the held-out loss
-        (``T_best`` the best round so far), or no candidate is left; the model is the
-        round of lowest held-out loss (``validation_`` has the curve). With fewer than 200
-        rows expected in that share, 50 rounds on every row.
+        Rounds ``T``, one selected column (or anchor piece) each. ``"auto"``: hold out
+        ``validation_fraction`` of the rows (by a hash of the row id) and add columns, each
+        round the best-scored ones up to an eighth of those already selected (one a round
+        below 16; the paper's group variant, Sec. 2.1, which keeps the number of rounds
+        small on wide data), until ``max(10, T_best / 4)`` columns added in a row have not
+        lowered the held-out loss (``T_best`` the columns of the best round so far), or no
+        candidate is left; the model is the round of lowest held-out loss
+        (``validation_`` has the curve). With fewer than 200 rows expected in that share,
+        50 rounds on every row.
     features : {"linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
     l2 : float or "auto"
@@ -193,7 +196,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     ----------
     classes_ : ndarray of shape (k,)
     n_iter_ : int
-        Rounds run, each of which added one column (or anchor piece): ``T`` or fewer.
+        Columns (or anchor pieces) selected: ``T`` or fewer.
     coef_ : ndarray of shape (k, T * q)
         ``W`` restricted to the selected columns, in selection order (``q = 1``, or
         ``d + 1`` columns per anchor piece).
@@ -213,7 +216,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     validation_ : dict or None
         ``n_rounds="auto"`` with held-out rows: ``held_out_weight``, the held-out
         ``held_out_loss`` and ``held_out_error`` after every round run, and ``best_round``
-        (the model's ``n_iter_``); None otherwise.
+        (the kept round; ``path_["n_selected"]`` has its columns); None otherwise.
     family_ : LinearColumns, StumpColumns or AnchorColumns
         The candidate columns.
     """

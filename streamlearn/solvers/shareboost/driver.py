@@ -10,7 +10,8 @@ the previous round.
 
 With ``n_rounds="auto"`` a share of the rows is held out (a hash of the row id): rounds go on
 until the held-out loss has not improved for a while (:data:`ROUND_PATIENCE`), or no
-candidate is left, and the round with the lowest held-out loss is the model.
+candidate is left, and the round with the lowest held-out loss is the model. Its rounds add
+the best-scored columns in groups that grow with the model (:data:`COLUMN_GROWTH`).
 """
 
 from __future__ import annotations
@@ -51,11 +52,17 @@ COVERAGE_RANGE = 60.0
 SCORE_TIE_RTOL = 1e-6
 #: Correction pairs of the corrective step's L-BFGS.
 LBFGS_MEMORY = 10
-#: ``n_rounds="auto"`` stops after this many rounds without a lower held-out loss ...
+#: ``n_rounds="auto"`` stops once this many columns were added without a lower held-out
+#: loss ...
 ROUND_PATIENCE = 10
-#: ... or this share of the kept round's number, when more (held-out losses plateau for
+#: ... or this share of the kept round's columns, when more (held-out losses plateau for
 #: longer as the model grows, and fall again).
 ROUND_PATIENCE_SHARE = 0.25
+#: ``n_rounds="auto"``: a round adds the best-scored columns up to this share of those
+#: already selected (at least one), the paper's variant that selects a group of columns
+#: at a time (Sec. 2.1), so that the rounds, each a corrective step over all selected
+#: columns, grow with the logarithm of the model's size instead of with the size.
+COLUMN_GROWTH = 0.125
 #: ``n_rounds="auto"`` with too few rows to hold out: the paper's budget, this many rounds.
 FALLBACK_ROUNDS = 50
 #: ``l2="auto"``: ``L2_FACTOR`` times the mean squared norm of a scaled row over the rows.
@@ -190,7 +197,8 @@ class ShareBoostFit:
 
     @property
     def n_iter(self) -> int:
-        """Rounds run, each of which added one candidate."""
+        """Candidates selected (one a round; with ``n_rounds="auto"`` a round may add
+        several, :data:`COLUMN_GROWTH`)."""
         return int(self.selected.shape[0])
 
 
@@ -340,13 +348,16 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         on_round: Callable[[ShareBoostRound], None] | None = None) -> ShareBoostFit:
     """Select shared columns greedily, re-fitting all of them each round.
 
-    ``n_rounds`` a number: that many rounds (fewer when no column lowers the loss).
-    ``"auto"``: with at least :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows
-    expected in the ``validation_fraction`` share, those rows are held out; rounds go on
-    until :data:`ROUND_PATIENCE` rounds in a row (or :data:`ROUND_PATIENCE_SHARE` of the
-    best round's number, when more) have not lowered the held-out loss, or no candidate is
-    left, and the model is the round with the lowest held-out loss. With fewer rows,
-    :data:`FALLBACK_ROUNDS` rounds on every row.
+    ``n_rounds`` a number: that many rounds of one column each (fewer when no column
+    lowers the loss). ``"auto"``: with at least
+    :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows expected in the
+    ``validation_fraction`` share, those rows are held out; each round adds the
+    best-scored columns up to :data:`COLUMN_GROWTH` of those selected (one while there
+    are fewer than 16), until :data:`ROUND_PATIENCE` columns (or
+    :data:`ROUND_PATIENCE_SHARE` of the best round's columns, when more) have been added
+    without lowering the held-out loss, or no candidate is left, and the model is the
+    round with the lowest held-out loss. With fewer rows, :data:`FALLBACK_ROUNDS` rounds of
+    one column on every row.
 
     ``l2="auto"``: :func:`auto_l2`; with held-out rows, one greedy path for each multiple
     :data:`AUTO_L2_RANGE` of it, and the path whose kept round has the lowest held-out
@@ -485,8 +496,15 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
             gtol = float(config.tol) * top / q
         # ties (columns equal on the training rows, whose sums differ only by the rounding
         # of the row order) go to the lowest candidate index
-        selected.append(int(np.flatnonzero(scores >= top * (1.0 - SCORE_TIE_RTOL))[0]))
-        coef = np.concatenate([step.coef, np.zeros((1, k, q))])
+        first = int(np.flatnonzero(scores >= top * (1.0 - SCORE_TIE_RTOL))[0])
+        added = [first]
+        if max_rounds == UNTIL_HELD_OUT:
+            group = max(1, int(COLUMN_GROWTH * len(selected)))
+            scores[first] = -np.inf
+            ranked = np.argsort(-scores, kind="stable")[:group - 1]
+            added += [int(c) for c in ranked if np.isfinite(scores[c]) and scores[c] > 0.0]
+        selected.extend(added)
+        coef = np.concatenate([step.coef, np.zeros((len(added), k, q))])
         step = corrective_step(runner, dataset, family, selected, coef, step.intercept, config,
                                l2, holdout, gtol)
         passes += step.n_eval
@@ -499,6 +517,8 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
         assert best_loss is not None
         if step.held_out_loss < best_loss:
             best = t
-        elif t - best >= max(ROUND_PATIENCE, int(ROUND_PATIENCE_SHARE * best)):
+            continue
+        kept = len(rounds[best].selected)
+        if len(selected) - kept >= max(ROUND_PATIENCE, int(ROUND_PATIENCE_SHARE * kept)):
             break
     return _GreedyPath(l2, rounds, best, gtol)
