@@ -140,6 +140,15 @@ def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> 
     assert error <= 1.0 - reference.score(Xt, yt) + 0.01
 
 
+def test_auto_rounds_of_stumps_add_one_stump_each() -> None:
+    # stumps of one feature score alike: their rounds keep one column each
+    X, y = _wide_problem(2000, seed=4, d=24)
+    model = ShareBoostClassifier(features="stumps", n_bins=6).fit(X, y)
+    sizes = np.array(model.path_["n_selected"])
+    assert sizes[-1] > 16
+    np.testing.assert_array_equal(np.diff(sizes), 1)
+
+
 def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path) -> None:
     X, y = _wide_problem(2500, seed=7, d=30)
     whole = ShareBoostClassifier(chunk_rows=500).fit(X, y)

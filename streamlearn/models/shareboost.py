@@ -123,10 +123,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         Rounds ``T``, one selected column (or anchor piece) each. ``"auto"``: hold out
         ``validation_fraction`` of the rows (by a hash of the row id) and add columns, each
         round the best-scored ones up to an eighth of those already selected (one a round
-        below 16; the paper's group variant, Sec. 2.1, which keeps the number of rounds
-        small on wide data), until ``max(10, T_best / 4)`` columns added in a row have not
-        lowered the held-out loss (``T_best`` the columns of the best round so far), or no
-        candidate is left; the model is the round of lowest held-out loss
+        below 16, and always for stumps and anchors; the paper's group variant, Sec. 2.1,
+        which keeps the number of rounds small on wide data), until
+        ``max(10, T_best / 4)`` columns added in a row have not lowered the held-out loss
+        (``T_best`` the columns of the best round so far), or no candidate is left; the
+        model is the round of lowest held-out loss
         (``validation_`` has the curve). With fewer than 200 rows expected in that share,
         50 rounds on every row.
     features : {"linear", "stumps", "anchors"}
