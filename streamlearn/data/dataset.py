@@ -530,7 +530,9 @@ class Dataset:
                       a: int, classes: np.ndarray | None,
                       rng: np.random.Generator | None) -> Chunk:
         """:meth:`_chunk` of CSR rows: the checks and the shuffle, on the stored entries."""
-        bad = first_bad_entry(X.indptr, X.indices, X.n_cols)
+        span = (a, a + X.n_rows)
+        checked = span in self._finite_ranges  # its indices and values passed before
+        bad = -1 if checked else first_bad_entry(X.indptr, X.indices, X.n_cols)
         if bad >= 0:
             r = int(np.searchsorted(X.indptr, bad, side="right")) - 1
             row = X.indices[X.indptr[r]:X.indptr[r + 1]]
@@ -539,8 +541,10 @@ class Dataset:
             raise DataError(f"column index {int(X.indices[bad])} at {self.locate(a + r)} "
                             f"(dataset row {a + r}) is {what} (row's indices: {row[:12]})")
         keep = None
-        flat = first_nonfinite(X.values)
-        if flat >= 0:
+        flat = -1 if checked else first_nonfinite(X.values)
+        if flat < 0:
+            self._finite_ranges.add(span)
+        else:
             if isinstance(self.nan_policy, float):
                 values = X.values.copy()
                 fill_nonfinite(values, self.nan_policy)
