@@ -848,9 +848,12 @@ def feature_terms(X, W, kind, ipar, fpar):
     return out
 
 
-@njit(cache=True, nogil=True)
-def weights_from_w_d(w_d, ipar):
+def weights_from_w_d(w_d: np.ndarray, ipar: np.ndarray) -> np.ndarray:
     """The model ``w = D_d w_d`` of the materialised embedding ``Psi_d``.
+
+    ``order`` first differences within each feature's block of columns (numpy: the model
+    is converted once per fit or call, and a compiled loop cost a first fit 0.13 s of
+    compiling).
 
     Parameters
     ----------
@@ -862,13 +865,11 @@ def weights_from_w_d(w_d, ipar):
     -------
     ndarray of the shape of ``w_d``, float64
     """
-    w = w_d.astype(np.float64)
-    n_cols = ipar[IP_N_COLS]
-    for _ in range(ipar[IP_ORDER]):
-        for f in range(ipar[IP_N_FEATURES]):
-            base = f * n_cols
-            for i in range(n_cols - 1, 0, -1):
-                w[base + i] -= w[base + i - 1]
+    w = np.array(w_d, dtype=np.float64)
+    n_cols, n_features = int(ipar[IP_N_COLS]), int(ipar[IP_N_FEATURES])
+    blocks = w[:n_cols * n_features].reshape(n_features, n_cols)
+    for _ in range(int(ipar[IP_ORDER])):
+        blocks[:, 1:] = np.diff(blocks, axis=1)
     return w
 
 
