@@ -140,12 +140,12 @@ def test_step_offsets_materialised_sum_equals_the_kernels(m):
     """PEGASOS's step offset sums dense rows' squared norms from the map's transform, a
     block of rows at a time (materialised_sq_norm), and sparse rows' by the kernels."""
     from streamlearn.features import BSplinePairMap
-    from streamlearn.solvers.additive.driver import IMPORTANCE_BLOCK_ROWS, materialised_sq_norm
+    from streamlearn.solvers.additive.driver import SAMPLE_BLOCK_ROWS, materialised_sq_norm
 
     if m == "pairs":
         m = BSplinePairMap(degree=2, n_bases=8, penalty_order=1, interactions=[(0, 2), (1, 2)],
                            pair_bases=4).fit(np.zeros(N_FEATURES), np.full(N_FEATURES, 2.0))
-    X = make_X(n=2 * IMPORTANCE_BLOCK_ROWS + 7, seed=6)
+    X = make_X(n=2 * SAMPLE_BLOCK_ROWS + 7, seed=6)
     X[3, 1] = np.nan  # counts as 0, as in the fit's describe sample
     kernel = embedded_sq_norm(np.nan_to_num(X), *embedding_params(m, N_FEATURES))
     assert materialised_sq_norm(m, X) == pytest.approx(kernel, rel=1e-6)

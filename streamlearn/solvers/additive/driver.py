@@ -79,8 +79,8 @@ from streamlearn.solvers.pegasos import NO_AVERAGING
 #: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
 #: check them on.
 MIN_CHECK_ROWS = 200
-#: Rows of the describe sample embedded at once for the feature importances.
-IMPORTANCE_BLOCK_ROWS = 256
+#: Rows of the describe sample embedded at once (the term importances, the step offset).
+SAMPLE_BLOCK_ROWS = 256
 #: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
 #: shares of this (a held-out set that the model nearly separates).
 LOSS_FLOOR = 0.01
@@ -527,7 +527,7 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     A feature whose curve is flat, or whose values all fall where it is flat, scores 0;
     the unit is that of the SVM scores, so importances of one model compare across
     features whatever their units. The terms are the blocks of the materialised embedding
-    times the model's weights, :data:`IMPORTANCE_BLOCK_ROWS` rows at a time.
+    times the model's weights, :data:`SAMPLE_BLOCK_ROWS` rows at a time.
 
     Parameters
     ----------
@@ -550,8 +550,8 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
         W[:, main:].reshape(W.shape[0], n_pairs, size).transpose(1, 2, 0))
 
     def blocks() -> Any:  # terms of a block of rows, (n, d + n_pairs, m)
-        for a in range(0, rows.shape[0], IMPORTANCE_BLOCK_ROWS):
-            X = rows[a:a + IMPORTANCE_BLOCK_ROWS]
+        for a in range(0, rows.shape[0], SAMPLE_BLOCK_ROWS):
+            X = rows[a:a + SAMPLE_BLOCK_ROWS]
             Psi = np.asarray(X if feature_map is None else feature_map.transform(X),
                              dtype=np.float64)
             mains = Psi[:, :main].reshape(X.shape[0], d, n_cols).transpose(1, 0, 2)
@@ -821,7 +821,7 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
 def materialised_sq_norm(feature_map: FeatureMap | None, rows: np.ndarray) -> float:
     """``sum_i ||Psi_d(x_i)||^2`` over dense ``rows``, from the map's materialised transform.
 
-    :data:`IMPORTANCE_BLOCK_ROWS` rows are embedded at a time, so memory stays bounded by
+    :data:`SAMPLE_BLOCK_ROWS` rows are embedded at a time, so memory stays bounded by
     one block whatever the sample's size. A dense fit compiles the transform anyway, for
     :func:`term_importances`, which makes this cheaper on a first fit than a dedicated
     kernel (:func:`~streamlearn.solvers.embedding.embedded_sq_norm`, used for sparse rows).
@@ -839,8 +839,8 @@ def materialised_sq_norm(feature_map: FeatureMap | None, rows: np.ndarray) -> fl
     """
     rows = np.nan_to_num(np.asarray(rows, dtype=np.float32))
     total = 0.0
-    for a in range(0, rows.shape[0], IMPORTANCE_BLOCK_ROWS):
-        block = np.ascontiguousarray(rows[a:a + IMPORTANCE_BLOCK_ROWS])
+    for a in range(0, rows.shape[0], SAMPLE_BLOCK_ROWS):
+        block = np.ascontiguousarray(rows[a:a + SAMPLE_BLOCK_ROWS])
         Psi = block if feature_map is None else feature_map.transform(block)
         total += float(np.vdot(Psi, Psi))  # float32 within a block, float64 across blocks
     return total
