@@ -16,6 +16,9 @@ from streamlearn.features.bspline import (
     segment_scale,
 )
 
+#: The encoders' warp argument for uniform knots.
+NO_WARP = np.zeros(0)
+
 DEGREES = (1, 2, 3)
 
 
@@ -95,7 +98,7 @@ def test_encode_row_matches_scipy_design_matrix(degree):
     scale = segment_scale(lo, hi, n_bases, degree)
     np.testing.assert_array_equal(scale, (n_bases - degree) / (hi - lo))
     for row in X:
-        nnz = bspline_encode_row(row, lo, scale, n_bases, degree, False, idx, val)
+        nnz = bspline_encode_row(row, lo, scale, n_bases, degree, False, NO_WARP, idx, val)
         assert nnz == 3 * (degree + 1)
         dense = np.zeros(3 * n_bases)
         np.add.at(dense, idx[:nnz], val[:nnz])

@@ -19,6 +19,9 @@ from streamlearn.features.difference_penalty import (
     update_d_pair,
 )
 
+#: The encoders' warp argument for uniform knots.
+NO_WARP = np.zeros(0)
+
 ORDERS = (0, 1, 2)
 
 
@@ -80,7 +83,8 @@ def design(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_bases: int, degree: 
 def encode(m: BSplineMap, row: np.ndarray):
     idx = np.empty(m.max_row_nnz(row.shape[0]), dtype=np.int32)
     val = np.empty_like(idx, dtype=np.float32)
-    nnz = bspline_encode_row(row, m.lo_, m.scale_, m.n_bases, m.degree, m.zero_preserving, idx,
+    nnz = bspline_encode_row(row, m.lo_, m.scale_, m.n_bases, m.degree, m.zero_preserving,
+                             NO_WARP, idx,
                              val)
     return idx, val, nnz
 

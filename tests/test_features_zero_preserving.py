@@ -15,6 +15,9 @@ from streamlearn.features import (
     hermite_encode_row,
 )
 
+#: The encoders' warp argument for uniform knots.
+NO_WARP = np.zeros(0)
+
 
 def sparse_rows(n_rows: int, n_features: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -58,7 +61,7 @@ def test_encoders_write_nothing_for_zero_features():
     val = np.empty(64, dtype=np.float32)
     for row in X:
         nz = np.flatnonzero(row)
-        nnz = bspline_encode_row(row, b.lo_, b.scale_, 8, 3, True, idx, val)
+        nnz = bspline_encode_row(row, b.lo_, b.scale_, 8, 3, True, NO_WARP, idx, val)
         assert set(idx[:nnz] // 5) == set(nz) and nnz <= 4 * len(nz)
         nnz = fourier_encode_row(row, f.lo_, f.hi_, f.weights, True, idx, val)
         assert nnz == 6 * len(nz) and set(idx[:nnz] // 6) == set(nz)

@@ -32,6 +32,9 @@ from streamlearn.solvers.embedding import (
 from streamlearn.solvers.ovr import REST, one_model
 from streamlearn.solvers.pegasos import pegasos_ovr_chunk
 
+#: The encoders' warp argument for uniform knots.
+NO_WARP = np.zeros(0)
+
 N_ROWS, N_FEATURES = 14, 5
 
 #: (degree, n_bases, penalty_order) of the zero-preserving B-spline maps tested; None: identity
@@ -114,7 +117,7 @@ def dense_encodings(X: np.ndarray, emb) -> tuple[np.ndarray, np.ndarray]:
     val = np.empty(emb.max_nnz, dtype=np.float32)
     n_bases, degree = int(emb.ipar[IP_N_BASES]), int(emb.ipar[IP_DEGREE])
     for r in range(X.shape[0]):
-        nnz = bspline_encode_row(X[r], lo, scale, n_bases, degree, True, idx, val)
+        nnz = bspline_encode_row(X[r], lo, scale, n_bases, degree, True, NO_WARP, idx, val)
         counts[r] = nnz
         np.add.at(out[r], idx[:nnz], val[:nnz])
     return out, counts

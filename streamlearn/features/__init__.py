@@ -1,9 +1,11 @@
 """Feature maps computed on the fly inside solvers, and materialised for comparison.
 
-Additive embeddings of paper 000: uniform B-splines linearised by difference penalties
-(:class:`BSplineMap`), trigonometric (:class:`FourierMap`) and Hermite (:class:`HermiteMap`)
-embeddings, each with a zero-preserving variant for sparse non-negative inputs; and
-B-splines with tensor-product terms of selected feature pairs (:class:`BSplinePairMap`).
+Additive embeddings of paper 000: B-splines linearised by difference penalties
+(:class:`BSplineMap`), on uniform knots or knots at the data's quantiles
+(:mod:`streamlearn.features.knots`), trigonometric (:class:`FourierMap`) and Hermite
+(:class:`HermiteMap`) embeddings, each with a zero-preserving variant for sparse
+non-negative inputs; and B-splines with tensor-product terms of selected feature pairs
+(:class:`BSplinePairMap`).
 """
 
 from streamlearn.features.bspline import (
@@ -36,6 +38,7 @@ from streamlearn.features.hermite import (
     hermite_transform_dense,
     hermite_weights,
 )
+from streamlearn.features.knots import quantile_knots, warp_position, warp_positions, warp_table
 from streamlearn.features.pair_terms import (
     BSplinePairMap,
     pair_encode_row,
@@ -63,9 +66,13 @@ __all__ = [
     "inverse_transpose",
     "pair_encode_row",
     "pair_transform_dense",
+    "quantile_knots",
     "score_d",
     "step_a",
     "step_b",
     "update_d",
     "update_d_pair",
+    "warp_position",
+    "warp_positions",
+    "warp_table",
 ]

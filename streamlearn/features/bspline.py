@@ -1,4 +1,4 @@
-"""Uniform B-spline embeddings with difference penalties (paper 000, Sec. 3 and 5).
+"""B-spline embeddings with difference penalties (paper 000, Sec. 3 and 5).
 
 Each input feature with range ``[lo, hi]`` gets ``n_bases`` uniform B-splines of degree
 ``p`` in {1, 2, 3} (the P-spline layout of Eilers and Marx): the range is cut into
@@ -12,6 +12,9 @@ the non-zero bases are, in order,
 * ``p = 2``: ``(1 - u)^2 / 2``, ``1/2 + u - u^2``, ``u^2 / 2``;
 * ``p = 3``: ``(1 - u)^3 / 6``, ``(3u^3 - 6u^2 + 4) / 6``, ``(-3u^3 + 3u^2 + 3u + 1) / 6``,
   ``u^3 / 6``.
+
+With ``knots="quantile"`` the same bases are evaluated at a warped position whose knots
+follow the data (:mod:`streamlearn.features.knots`).
 
 The linearised embedding is ``Psi_d = D_d^-T Phi`` (see
 :mod:`streamlearn.features.difference_penalty`).
@@ -32,6 +35,14 @@ from numba import njit
 
 from streamlearn.features.difference_penalty import _check_order, _suffix_sums
 from streamlearn.features.feature_map import FeatureMap, as_stat
+from streamlearn.features.knots import (
+    check_knots,
+    quantile_knots,
+    uniform_knots,
+    warp_position,
+    warp_positions,
+    warp_table,
+)
 
 DEGREES = (1, 2, 3)
 
@@ -52,12 +63,11 @@ def segment_scale(lo: np.ndarray, hi: np.ndarray, n_bases: int, degree: int) -> 
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _segment(x, lo, scale, n_seg):
+def _split(t0, n_seg):
     # Segment index s (= index of the first non-zero basis) and local coordinate u in [0, 1]
-    # of x, for ``scale = n_seg / (hi - lo)``. Clamping is written as selections, not as
-    # branches that reassign a variable: numba compiles those to far slower code, and this
-    # runs once per feature per row inside every solver kernel.
-    t0 = (np.float64(x) - lo) * scale
+    # of the position t0 in segments. Clamping is written as selections, not as branches
+    # that reassign a variable: numba compiles those to far slower code, and this runs once
+    # per feature per row inside every solver kernel.
     t1 = t0 if t0 > 0.0 else 0.0  # also maps NaN to 0
     t = t1 if t1 < n_seg else np.float64(n_seg)
     s0 = int(t)
@@ -66,10 +76,22 @@ def _segment(x, lo, scale, n_seg):
 
 
 @njit(cache=True, nogil=True, forceinline=True)
+def _segment(x, lo, scale, n_seg):
+    # _split of x's position on uniform knots, for ``scale = n_seg / (hi - lo)``
+    return _split((np.float64(x) - lo) * scale, n_seg)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
 def _segment_values(x, lo, scale, n_bases, degree):
     # Segment index s and the p + 1 basis values. Constant factors are multiplications
     # (x / 6 is a division without fastmath).
-    s, u = _segment(x, lo, scale, n_bases - degree)
+    return _position_values((np.float64(x) - lo) * scale, n_bases, degree)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _position_values(t0, n_bases, degree):
+    # _segment_values of the position t0, in segments
+    s, u = _split(t0, n_bases - degree)
     v = 1.0 - u
     if degree == 1:
         return s, v, u, 0.0, 0.0
@@ -120,7 +142,7 @@ def bspline_basis(x, lo, hi, n_bases, degree, out):
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val):
+def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, warp, idx, val):
     """Sparse B-spline encoding ``Phi(x)`` of one row.
 
     Feature ``f``'s basis ``j`` goes to column ``f * n_bases + j``; in the zero-preserving
@@ -138,6 +160,9 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val)
     degree : int
         Spline degree in {1, 2, 3}.
     zero_preserving : bool
+    warp : ndarray of float64
+        Empty for uniform knots, else a :func:`~streamlearn.features.knots.warp_table` of
+        ``n_bases - degree`` segments (not with ``zero_preserving``).
     idx : ndarray of shape (>= n_features * (degree + 1),), int32
         Receives the column indices.
     val : ndarray of shape (>= n_features * (degree + 1),), float32
@@ -150,6 +175,8 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val)
     """
     if zero_preserving:
         return _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val)
+    if warp.shape[0] != 0:
+        return _encode_warped(x, warp, n_bases, degree, idx, val)
     # Every feature writes degree + 1 entries: one small function per degree, without
     # branches, so that the segment arithmetic of several features runs as SIMD (in one
     # larger function, numba's code for the loops does not vectorise).
@@ -218,6 +245,28 @@ def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
         nnz = _zero_preserving_feature(f, vals[e], lo[f], scale[f], n_bases, degree, idx, val,
                                        nnz)
     return nnz
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _encode_warped(x, warp, n_bases, degree, idx, val):
+    # bspline_encode_row at the warped positions (knots at quantiles); the table's M is
+    # n_bases - degree
+    k = degree + 1
+    for f in range(x.shape[0]):
+        s, b0, b1, b2, b3 = _position_values(warp_position(x[f], f, warp), n_bases, degree)
+        base = f * n_bases + s
+        o = k * f
+        idx[o] = base
+        idx[o + 1] = base + 1
+        val[o] = b0
+        val[o + 1] = b1
+        if degree >= 2:
+            idx[o + 2] = base + 2
+            val[o + 2] = b2
+        if degree == 3:
+            idx[o + 3] = base + 3
+            val[o + 3] = b3
+    return k * x.shape[0]
 
 
 @njit(cache=True, nogil=True, forceinline=True)
@@ -302,7 +351,7 @@ def bspline_transform_dense(X, lo, hi, n_bases, degree, order, zero_preserving, 
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32 (float64: warped positions)
     lo, hi : ndarray of shape (n_features,), float64
     n_bases, degree : int
     order : int
@@ -328,7 +377,7 @@ def bspline_transform_csr(X, lo, hi, n_bases, degree, order, zero_preserving):
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features), float32
+    X : ndarray of shape (n_rows, n_features), float32 (float64: warped positions)
     lo, hi : ndarray of shape (n_features,), float64
     n_bases, degree : int
     order : int
@@ -370,8 +419,11 @@ def bspline_transform_csr(X, lo, hi, n_bases, degree, order, zero_preserving):
     return indptr, indices, data
 
 
+KNOTS = ("uniform", "quantile")
+
+
 class BSplineMap(FeatureMap):
-    """Uniform B-spline embedding with a D0/D1/D2 difference penalty, ``Psi_d = D_d^-T Phi``.
+    """B-spline embedding with a D0/D1/D2 difference penalty, ``Psi_d = D_d^-T Phi``.
 
     Parameters
     ----------
@@ -384,11 +436,19 @@ class BSplineMap(FeatureMap):
     zero_preserving : bool
         Drop the ``degree`` bases that are non-zero at ``lo = 0`` so that ``Psi(0) = 0``;
         requires non-negative inputs and leaves ``n_bases - degree`` columns per feature.
+    knots : {"uniform", "quantile"}
+        ``"uniform"``: knots evenly spaced over each feature's range. ``"quantile"``: the
+        bases are evaluated at a warped position whose knots follow the data
+        (:mod:`streamlearn.features.knots`), set by :meth:`fit_knots` from a row sample;
+        not with ``zero_preserving``.
 
     Attributes
     ----------
     lo_, hi_ : ndarray of shape (n_features,), float64
         Per-feature ranges; inputs are clamped to them.
+    knots_ : ndarray of shape (n_features, n_bases - degree + 1), float64
+        The knots of each feature, strictly increasing from ``lo_`` to ``hi_`` (the uniform
+        grid until :meth:`fit_knots`); only with ``knots="quantile"``.
 
     Notes
     -----
@@ -399,7 +459,7 @@ class BSplineMap(FeatureMap):
     (``n_cols = n_columns_per_feature``, ``order = penalty_order``).
     """
 
-    _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving")
+    _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving", "knots")
     _state_names = ("lo_", "hi_")
 
     def __init__(
@@ -408,6 +468,7 @@ class BSplineMap(FeatureMap):
         n_bases: int = 20,
         penalty_order: int = 1,
         zero_preserving: bool = False,
+        knots: str = "uniform",
     ) -> None:
         if degree not in DEGREES:
             raise ValueError(f"degree must be one of {DEGREES}, got {degree!r}")
@@ -417,6 +478,82 @@ class BSplineMap(FeatureMap):
         self.n_bases = int(n_bases)
         self.penalty_order = _check_order(penalty_order)
         self.zero_preserving = bool(zero_preserving)
+        if knots not in KNOTS:
+            raise ValueError(f"knots must be one of {KNOTS}, got {knots!r}")
+        if knots == "quantile" and self.zero_preserving:
+            raise ValueError("knots='quantile' needs zero_preserving=False: a zero-preserving "
+                             "map's bases start at 0 on uniform knots")
+        self.knots = knots
+
+    @property
+    def is_fitted(self) -> bool:
+        """Whether the ranges (and, for ``knots="quantile"``, the knots) are set."""
+        return super().is_fitted and (self.knots == "uniform" or hasattr(self, "knots_"))
+
+    @property
+    def n_segments(self) -> int:
+        """``n_bases - degree``: knot segments per feature."""
+        return self.n_bases - self.degree
+
+    @property
+    def warp_(self) -> np.ndarray:
+        """The kernels' ``warp`` argument: empty for uniform knots, else the
+        :func:`~streamlearn.features.knots.warp_table` of ``knots_``."""
+        if self.knots == "uniform":
+            return np.zeros(0, dtype=np.float64)
+        return warp_table(self.knots_)
+
+    def positions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(Z, lo, hi)`` with which uniform knots over ``[lo, hi]`` reproduce the map.
+
+        For uniform knots ``(X, lo_, hi_)``; for quantile knots the warped positions
+        (float64, as the kernels compute them, in ``[0, n_segments]``) over
+        ``[0, n_segments]``.
+        """
+        if self.knots == "uniform":
+            return X, self.lo_, self.hi_
+        Z = warp_positions(X, self.knots_)
+        n_features = self.lo_.shape[0]
+        return (Z, np.zeros(n_features), np.full(n_features, float(self.n_segments)))
+
+    def fit_knots(self, sample: Any, uniform: Any = ()) -> Self:
+        """Place the knots of ``knots="quantile"`` at the quantiles of a row sample.
+
+        The rule is :func:`~streamlearn.features.knots.quantile_knots`. Does nothing for
+        uniform knots.
+
+        Parameters
+        ----------
+        sample : array-like of shape (k, n_features)
+            Rows spread over the data (a describe pass's sample).
+        uniform : iterable of int
+            Features that keep uniform knots (categorical codes).
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        if self.knots == "quantile":
+            self.knots_ = quantile_knots(np.asarray(sample), self.lo_, self.hi_,
+                                         self.n_segments, uniform)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`FeatureMap.to_dict`, with ``knots_`` in the state for quantile knots."""
+        data = super().to_dict()
+        if data["state"] is not None and self.knots == "quantile":
+            data["state"]["knots_"] = self.knots_.tolist()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """:meth:`FeatureMap.from_dict`, reading ``knots_`` for quantile knots."""
+        obj = super().from_dict(data)
+        if obj.knots == "quantile" and data.get("state") is not None:
+            obj.knots_ = check_knots(data["state"]["knots_"], obj.lo_.shape[0],
+                                     obj.n_segments)
+        return obj
 
     @property
     def n_columns_per_feature(self) -> int:
@@ -464,6 +601,8 @@ class BSplineMap(FeatureMap):
             lo = np.zeros_like(lo)
         self.lo_ = lo
         self.hi_ = np.where(hi > lo, hi, lo + 1.0)
+        if self.knots == "quantile":
+            self.knots_ = uniform_knots(self.lo_, self.hi_, self.n_segments)
         return self
 
     def fit_from_stats(
@@ -482,7 +621,7 @@ class BSplineMap(FeatureMap):
         mean, std : array-like of shape (n_features,), optional
             Not used.
         quantiles : array-like of shape (n_quantiles, n_features), optional
-            Not used: the bases are uniform over ``[minimum, maximum]``.
+            Not used: quantile knots come from a row sample (:meth:`fit_knots`).
 
         Returns
         -------
@@ -496,8 +635,9 @@ class BSplineMap(FeatureMap):
         """Dense ``Psi_d(X)``, float32 of shape (n_rows, n_output_features(n_features))."""
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
+        Z, lo, hi = self.positions(X)
         bspline_transform_dense(
-            X, self.lo_, self.hi_, self.n_bases, self.degree, self.penalty_order,
+            Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
             self.zero_preserving, out,
         )
         return out
@@ -505,7 +645,7 @@ class BSplineMap(FeatureMap):
     def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``Psi_d(X)`` as a CSR triple ``(indptr int64, indices int32, data float32)``."""
         X = self._check_X(X)
+        Z, lo, hi = self.positions(X)
         return bspline_transform_csr(
-            X, self.lo_, self.hi_, self.n_bases, self.degree, self.penalty_order,
-            self.zero_preserving,
+            Z, lo, hi, self.n_bases, self.degree, self.penalty_order, self.zero_preserving,
         )

@@ -2,7 +2,8 @@
 additive model plus selected pairs, as in Lou et al., KDD 2013).
 
 A pair ``(f, g)`` gets the tensor product of two degree-1 B-spline bases, ``P = pair_bases``
-uniform bases over each feature's range ``[lo, hi]`` (``P - 1`` segments): ``P^2`` columns,
+uniform bases over each feature's range ``[lo, hi]`` (``P - 1`` segments; with quantile
+knots, uniform over the warped position of :mod:`streamlearn.features.knots`): ``P^2`` columns,
 of which the 4 of the cell holding ``(x_f, x_g)`` are non-zero, with the bilinear weights
 ``(1 - u)(1 - v), (1 - u) v, u (1 - v), u v`` (they sum to one). Column ``a P + b`` of the
 pair's block is basis ``a`` of ``x_f`` times basis ``b`` of ``x_g``, so the term is a
@@ -33,15 +34,16 @@ import numpy as np
 from numba import njit
 
 from streamlearn.errors import SchemaError
-from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform_dense
+from streamlearn.features.bspline import BSplineMap, _segment, _split, bspline_transform_dense
 from streamlearn.features.feature_map import dense_to_csr
+from streamlearn.features.knots import warp_position
 
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
+def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, warp, idx, val, nnz):
     """Append the tensor-product entries of a row's pairs to an encoding.
 
     Parameters
@@ -57,6 +59,10 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, n
         ``f_0, g_0, f_1, g_1, ...``: the features of each pair.
     offset : int
         Column of the first pair block (the per-feature columns come before it).
+    warp : ndarray of float64
+        Empty for uniform knots, else the per-feature map's
+        :func:`~streamlearn.features.knots.warp_table`, whose positions in ``[0, M]`` the
+        grid divides into ``P - 1`` segments (``lo`` and ``pair_scale`` are then unused).
     idx : ndarray of int32
         Receives the column indices from position ``nnz`` on (ascending).
     val : ndarray of float32
@@ -71,11 +77,17 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, n
     """
     n_seg = pair_bases - 1
     block = pair_bases * pair_bases
+    warped = warp.shape[0] != 0
+    per_piece = n_seg / warp[0] if warped else 1.0  # grid segments per knot segment
     for p in range(features.shape[0] // 2):
         f = features[2 * p]
         g = features[2 * p + 1]
-        a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
-        b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
+        if warped:
+            a, u = _split(warp_position(x[f], f, warp) * per_piece, n_seg)
+            b, v = _split(warp_position(x[g], g, warp) * per_piece, n_seg)
+        else:
+            a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
+            b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
         base = offset + p * block + a * pair_bases + b
         idx[nnz] = base
         idx[nnz + 1] = base + 1
@@ -92,13 +104,15 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, n
 @njit(cache=True, nogil=True)
 def pair_transform_dense(X, lo, pair_scale, pair_bases, features, out):
     """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2)."""
+    warp = np.zeros(0, dtype=np.float64)
     m = 2 * features.shape[0]
     idx = np.empty(m, dtype=np.int32)
     val = np.empty(m, dtype=np.float32)
     for r in range(X.shape[0]):
         for i in range(out.shape[1]):
             out[r, i] = 0.0
-        nnz = pair_encode_row(X[r], lo, pair_scale, pair_bases, features, 0, idx, val, 0)
+        nnz = pair_encode_row(X[r], lo, pair_scale, pair_bases, features, 0, warp, idx, val,
+                              0)
         for k in range(nnz):
             out[r, idx[k]] = val[k]
 
@@ -166,10 +180,11 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     d, P = X.shape[1], fmap.pair_bases
     main = d * fmap.n_columns_per_feature
     W_pairs = W[:, main:main + fmap.n_pairs * P * P].reshape(W.shape[0], fmap.n_pairs, P, P)
+    Z, lo, hi = fmap.positions(X)
     for p, (f, g) in enumerate(fmap.interactions):
         rows, cols, _ = pair_marginals(W_pairs[:, p], fmap.node_weights_[p])
-        along_f = hat_values(X[:, f], fmap.lo_[f], fmap.hi_[f], P) @ rows.T  # (n, m)
-        along_g = hat_values(X[:, g], fmap.lo_[g], fmap.hi_[g], P) @ cols.T
+        along_f = hat_values(Z[:, f], lo[f], hi[f], P) @ rows.T  # (n, m)
+        along_g = hat_values(Z[:, g], lo[g], hi[g], P) @ cols.T
         terms[:, f, :] += along_f
         terms[:, g, :] += along_g
         terms[:, d + p, :] -= along_f + along_g
@@ -211,6 +226,8 @@ class BSplinePairMap(BSplineMap):
         Feature index pairs; each gets ``pair_bases^2`` columns after the per-feature ones.
     pair_bases : int
         Degree-1 bases per axis of a pair's grid (at least 2).
+    knots : {"uniform", "quantile"}
+        As for :class:`BSplineMap`; a pair's grid is uniform in the same positions.
 
     Attributes
     ----------
@@ -222,12 +239,12 @@ class BSplinePairMap(BSplineMap):
     """
 
     _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving", "interactions",
-                    "pair_bases")
+                    "pair_bases", "knots")
 
     def __init__(self, degree: int = 3, n_bases: int = 20, penalty_order: int = 1,
                  zero_preserving: bool = False, interactions: Sequence[Any] = (),
-                 pair_bases: int = PAIR_BASES) -> None:
-        super().__init__(degree, n_bases, penalty_order, zero_preserving)
+                 pair_bases: int = PAIR_BASES, knots: str = "uniform") -> None:
+        super().__init__(degree, n_bases, penalty_order, zero_preserving, knots)
         if self.zero_preserving:
             raise ValueError("pair terms need zero_preserving=False: a pair's surface is not "
                              "zero where one of its features is")
@@ -282,9 +299,10 @@ class BSplinePairMap(BSplineMap):
         self._check_fitted()
         if sample.shape[0] == 0:
             return self
+        Z, lo, hi = self.positions(sample)
         for p, pair in enumerate(self.interactions):
             for side, f in enumerate(pair):
-                hats = hat_values(sample[:, f], self.lo_[f], self.hi_[f], self.pair_bases)
+                hats = hat_values(Z[:, f], lo[f], hi[f], self.pair_bases)
                 self.node_weights_[p, side] = hats.mean(axis=0)
         return self
 
@@ -296,10 +314,11 @@ class BSplinePairMap(BSplineMap):
         # the per-feature block written whole, then copied in: the kernel takes a
         # C-contiguous array, as in BSplineMap.transform, and compiles one version
         block = np.empty((X.shape[0], main), dtype=np.float32)
-        bspline_transform_dense(X, self.lo_, self.hi_, self.n_bases, self.degree,
+        Z, lo, hi = self.positions(X)
+        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree,
                                 self.penalty_order, False, block)
         out[:, :main] = block
-        pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
+        pair_transform_dense(Z, lo, (self.pair_bases - 1) / (hi - lo), self.pair_bases,
                              self.pair_features, out[:, main:])
         return out
 

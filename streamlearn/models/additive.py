@@ -123,7 +123,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     Parameters
     ----------
     embedding : {"bspline", "fourier", "hermite", "linear"}
-        Per-feature embedding (paper 000): uniform B-splines with a difference penalty, the
+        Per-feature embedding (paper 000): B-splines with a difference penalty, the
         trigonometric or Hermite embedding of Table 1, or the raw features (a linear SVM).
     degree : {1, 2, 3}
         B-spline degree.
@@ -158,6 +158,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``Psi_1 = D_1^-T Phi`` is the constant ``sum_j Phi_j = 1``, and the other columns are
         the zero-preserving embedding, so both define the same kernel and the same dual
         problem (the solvers take the same steps).
+    knots : {"auto", "quantile", "uniform"}
+        Where a feature's B-spline knots sit. ``"quantile"``: half way between the uniform
+        grid and the quantiles of the describe pass's row sample, a value holding more than
+        one segment's share of the rows (a background pixel, a floor of zeros) set aside
+        when the feature has enough other values
+        (:func:`~streamlearn.features.knots.quantile_knots`): the bases go where the rows
+        are, no segment is narrower than half the uniform one, and the model no longer
+        depends on how a feature's values are spread over its range (a log-normal income
+        and its logarithm give the same curve). Categorical codes keep a knot per category.
+        ``"uniform"``: evenly spaced over the range. ``"auto"``: ``"quantile"`` for
+        :meth:`fit` on dense rows, ``"uniform"`` for zero-preserving maps (their first
+        knot is 0) and for :meth:`partial_fit` (whose map grows by whole uniform segments).
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
@@ -358,6 +370,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "penalty_order": [Interval(Integral, 0, 2, closed="both"), None],
         "n_terms": [Interval(Integral, 1, None, closed="left")],
         "zero_preserving": ["boolean", StrOptions({"auto"})],
+        "knots": [StrOptions({"auto", "quantile", "uniform"})],
         "solver": [StrOptions(set(SOLVERS))],
         "multiclass": [StrOptions(set(MULTICLASS))],
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -389,6 +402,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         penalty_order: int | None = None,
         n_terms: int = 4,
         zero_preserving: bool | str = "auto",
+        knots: str = "auto",
         solver: str = "pegasos",
         multiclass: str = "ovr",
         C: float = 1.0,
@@ -416,6 +430,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.penalty_order = penalty_order
         self.n_terms = n_terms
         self.zero_preserving = zero_preserving
+        self.knots = knots
         self.solver = solver
         self.multiclass = multiclass
         self.C = C
@@ -512,6 +527,16 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return {}
         return {"penalty_order": self._bspline_order(bool(dataset.categories), False)}
 
+    def _knots(self, zero_preserving: bool, online: bool) -> str:
+        """``knots`` with ``"auto"`` resolved: at quantiles for ``fit`` on dense rows,
+        uniform for zero-preserving maps and for :meth:`partial_fit`."""
+        if self.knots != "auto":
+            if self.knots == "quantile" and (zero_preserving or online):
+                raise ValueError("knots='quantile' is for fit on dense rows: zero-preserving "
+                                 "maps and partial_fit's growing maps use uniform knots")
+            return str(self.knots)
+        return "uniform" if zero_preserving or online else "quantile"
+
     def _make_map(self, categorical: bool = False, online: bool = False,
                   sparse: bool = False) -> FeatureMap | None:
         """The feature map; ``categorical``: the data has categorical columns; ``online``:
@@ -521,7 +546,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         zero_preserving = self._zero_preserving(sparse)
         if self.embedding == "bspline":
             order = self._bspline_order(categorical, online)
-            return BSplineMap(self.degree, self.n_bases, order, zero_preserving)
+            return BSplineMap(self.degree, self.n_bases, order, zero_preserving,
+                              self._knots(zero_preserving, online))
         order = 1 if self.penalty_order is None else self.penalty_order
         cls = FourierMap if self.embedding == "fourier" else HermiteMap
         return cls(self.n_terms, order, zero_preserving)
@@ -640,7 +666,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 feature_map = BSplinePairMap(
                     feature_map.degree, feature_map.n_bases, feature_map.penalty_order,
                     False, self._given_interactions(dataset.feature_names),
-                    int(self.pair_bases))
+                    int(self.pair_bases), feature_map.knots)
         else:
             screen = int(self.interactions)
         config = additive_solver.AdditiveConfig(

@@ -11,7 +11,9 @@ by an integer ``kind`` and two packed arrays:
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite; pair terms append the pair grid's scale (n_features).
+  ``(mean, std)`` for Hermite; pair terms append the pair grid's scale (n_features), and
+  B-splines with quantile knots then the
+  :func:`~streamlearn.features.knots.warp_table` from ``ipar[IP_WARP_START]`` on.
 
 Pair columns come after the ``n_features * n_cols`` per-feature columns
 (``ipar[IP_MAIN_DIMS]``); their penalty is a ridge, so ``w_d`` equals ``w`` there, and the
@@ -77,7 +79,8 @@ IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
 IP_MAIN_DIMS = 9  # n_features * n_cols, the per-feature columns
 IP_N_PAIRS = 10  # pair terms (B-splines only)
 IP_PAIR_BASES = 11  # bases per axis of a pair's grid
-N_IPAR = 12
+IP_WARP_START = 12  # B-splines with quantile knots: where fpar's warp table starts (else 0)
+N_IPAR = 13
 
 
 class Embedding(NamedTuple):
@@ -178,7 +181,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar = np.concatenate([ipar, feature_map.pair_features])
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
                                feature_map.pair_scale_])
-        return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
+        return Embedding(BSPLINE, ipar, _with_warp(fpar, ipar, feature_map))
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
         ipar[IP_MAX_NNZ] = feature_map.max_row_nnz(nf)
@@ -186,7 +189,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar[IP_DEGREE] = feature_map.degree
         ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0]])
-        return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
+        return Embedding(BSPLINE, ipar, _with_warp(fpar, ipar, feature_map))
     if isinstance(feature_map, FourierMap | HermiteMap):
         ipar[IP_MAX_NNZ] = nf * n_cols
         ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
@@ -199,6 +202,16 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         fpar = np.concatenate([a, b, feature_map.weights, [clip]]).astype(np.float64)
         return Embedding(kind, ipar, fpar)
     raise TypeError(f"no on-the-fly embedding for {type(feature_map).__name__}")
+
+
+def _with_warp(fpar: np.ndarray, ipar: np.ndarray, feature_map: BSplineMap) -> np.ndarray:
+    """``fpar`` (float64) with the map's warp table appended for quantile knots; sets
+    ``ipar[IP_WARP_START]``."""
+    warp = feature_map.warp_
+    if warp.shape[0] == 0:
+        return fpar.astype(np.float64)
+    ipar[IP_WARP_START] = fpar.shape[0]
+    return np.concatenate([fpar, warp]).astype(np.float64)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -237,12 +250,14 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     b = fpar[nf : 2 * nf]
     zero_preserving = ipar[IP_ZERO_PRESERVING] != 0
     if kind == BSPLINE:
+        # uniform knots: an empty warp table
+        warp = fpar[ipar[IP_WARP_START] if ipar[IP_WARP_START] > 0 else fpar.shape[0]:]
         nnz = bspline_encode_row(
-            x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
+            x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, warp, idx, val
         )
         # no pairs: ipar[N_IPAR:] is empty and the loop does not run
         return pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
-                               ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
+                               ipar[N_IPAR:], ipar[IP_MAIN_DIMS], warp, idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:

@@ -380,7 +380,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
         return replace(fitted, pair_check={"kept": False, "reason": (
             "no screened pair lowered the residuals")} if config.check_interactions else None)
     pair_map = BSplinePairMap(feature_map.degree, feature_map.n_bases,
-                              feature_map.penalty_order, False, chosen, config.pair_bases)
+                              feature_map.penalty_order, False, chosen, config.pair_bases,
+                              feature_map.knots)
     with_pairs, _ = _fit_terms(runner, dataset, replace(config, feature_map=pair_map,
                                                         interactions=0), seed, summary)
     if not config.check_interactions:
@@ -460,7 +461,10 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
             fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
                             maximum=desc.max, mean=desc.mean, std=desc.std,
                             quantiles=desc.quantiles)
-            knot_per_category(feature_map, dataset.feature_names, dataset.categories or {})
+            coded = knot_per_category(feature_map, dataset.feature_names,
+                                      dataset.categories or {})
+            if isinstance(feature_map, BSplineMap):
+                feature_map.fit_knots(sample, uniform=coded)
             if isinstance(feature_map, BSplinePairMap):
                 feature_map.fit_node_weights(sample)
     if n_train == 0:
