@@ -8,6 +8,7 @@ from numba import njit
 
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
 from streamlearn.features.knots import (
+    CELLS_PER_PIECE,
     QUANTILE_SHARE,
     quantile_knots,
     uniform_knots,
@@ -24,14 +25,20 @@ def _kernel_positions(X, table):
     out = np.empty(X.shape)
     for r in range(X.shape[0]):
         for f in range(X.shape[1]):
-            out[r, f] = warp_position(X[r, f], f, table)
+            t = warp_position(X[r, f], f, table)
+            out[r, f] = min(max(t, 0.0), table[0]) if t == t else 0.0  # as the encoders
     return out
 
 
 def _knots(rng: np.random.Generator, n_features: int, n_pieces: int) -> np.ndarray:
-    """Strictly increasing knots with very uneven gaps."""
-    gaps = rng.lognormal(sigma=1.5, size=(n_features, n_pieces))
-    return np.hstack([np.zeros((n_features, 1)), np.cumsum(gaps, axis=1)]) - 3.0
+    """Strictly increasing knots on the lookup grid, with very uneven gaps."""
+    n_cells = CELLS_PER_PIECE * n_pieces
+    knots = np.empty((n_features, n_pieces + 1))
+    for f in range(n_features):
+        cells = np.sort(rng.choice(np.arange(1, n_cells), n_pieces - 1, replace=False))
+        width = rng.lognormal(sigma=2.0)
+        knots[f] = -3.0 + width * np.r_[0, cells, n_cells] / n_cells
+    return knots
 
 
 def test_warp_position_is_linear_interpolation_through_the_knots() -> None:
@@ -76,7 +83,10 @@ def test_quantile_knots_blend_the_grid_with_the_sample_quantiles() -> None:
     def blend(f: int, values: np.ndarray) -> np.ndarray:
         q = np.quantile(values, levels)
         q[0], q[-1] = lo[f], hi[f]
-        return (1 - QUANTILE_SHARE) * grid[f] + QUANTILE_SHARE * q
+        k = (1 - QUANTILE_SHARE) * grid[f] + QUANTILE_SHARE * q
+        # rounded to the lookup grid
+        cell = (hi[f] - lo[f]) / (CELLS_PER_PIECE * M)
+        return lo[f] + np.round((k - lo[f]) / cell) * cell
 
     np.testing.assert_allclose(knots[0], blend(0, sample[:, 0]))
     # the atom holds more than 1/M of the rows: the quantiles are those of the other values
@@ -85,7 +95,9 @@ def test_quantile_knots_blend_the_grid_with_the_sample_quantiles() -> None:
     np.testing.assert_allclose(knots[2], blend(2, sample[:, 2]))
     np.testing.assert_allclose(knots[3], grid[3])
     gaps = np.diff(knots, axis=1)
-    assert np.all(gaps >= (1 - QUANTILE_SHARE) * (hi - lo)[:, None] / M * (1 - 1e-9))
+    # half a uniform segment, less the rounding to the grid
+    assert np.all(gaps >= ((1 - QUANTILE_SHARE) * CELLS_PER_PIECE - 1)
+                  * (hi - lo)[:, None] / (CELLS_PER_PIECE * M) * (1 - 1e-9))
     # the skewed feature's knots crowd where its rows are
     assert np.median(knots[0]) < np.median(grid[0])
 
@@ -152,6 +164,10 @@ def test_bad_knot_settings_are_refused() -> None:
     bad = fmap.to_dict()
     bad["state"]["knots_"][0][2] = bad["state"]["knots_"][0][1]
     with pytest.raises(ValueError, match="not strictly increasing"):
+        FeatureMap.from_dict(bad)
+    bad = fmap.to_dict()
+    bad["state"]["knots_"][0][2] += 0.01  # off the lookup grid, which the kernels rely on
+    with pytest.raises(ValueError, match="not on the grid"):
         FeatureMap.from_dict(bad)
     X = np.random.default_rng(6).normal(size=(200, 2)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int)

@@ -36,10 +36,12 @@ from numba import njit
 from streamlearn.features.difference_penalty import _check_order, _suffix_sums
 from streamlearn.features.feature_map import FeatureMap, as_stat
 from streamlearn.features.knots import (
+    WARP_HEADER,
+    block_position,
+    block_stride,
     check_knots,
     quantile_knots,
     uniform_knots,
-    warp_position,
     warp_positions,
     warp_table,
 )
@@ -92,6 +94,12 @@ def _segment_values(x, lo, scale, n_bases, degree):
 def _position_values(t0, n_bases, degree):
     # _segment_values of the position t0, in segments
     s, u = _split(t0, n_bases - degree)
+    return _basis_values(s, u, degree)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _basis_values(s, u, degree):
+    # s and the p + 1 basis values at local coordinate u of segment s
     v = 1.0 - u
     if degree == 1:
         return s, v, u, 0.0, 0.0
@@ -250,23 +258,42 @@ def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
 @njit(cache=True, nogil=True, forceinline=True)
 def _encode_warped(x, warp, n_bases, degree, idx, val):
     # bspline_encode_row at the warped positions (knots at quantiles); the table's M is
-    # n_bases - degree
+    # n_bases - degree, so its segments are the bases' segments. The table's header is read
+    # once: inside the loop the stores to idx and val could alias it for the compiler.
+    n_seg = n_bases - degree
+    n_cells = int(warp[1])
+    stride = block_stride(n_cells)
+    if degree == 1:
+        return _encode_warped_degree_1(x, warp, n_cells, stride, n_seg, idx, val)
     k = degree + 1
     for f in range(x.shape[0]):
-        s, b0, b1, b2, b3 = _position_values(warp_position(x[f], f, warp), n_bases, degree)
+        s, u = _split(block_position(x[f], warp, WARP_HEADER + f * stride, n_cells), n_seg)
+        s, b0, b1, b2, b3 = _basis_values(s, u, degree)
         base = f * n_bases + s
         o = k * f
         idx[o] = base
         idx[o + 1] = base + 1
+        idx[o + 2] = base + 2
         val[o] = b0
         val[o + 1] = b1
-        if degree >= 2:
-            idx[o + 2] = base + 2
-            val[o + 2] = b2
+        val[o + 2] = b2
         if degree == 3:
             idx[o + 3] = base + 3
             val[o + 3] = b3
     return k * x.shape[0]
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _encode_warped_degree_1(x, warp, n_cells, stride, n_seg, idx, val):
+    n_bases = n_seg + 1
+    for f in range(x.shape[0]):
+        s, u = _split(block_position(x[f], warp, WARP_HEADER + f * stride, n_cells), n_seg)
+        base = f * n_bases + s
+        idx[2 * f] = base
+        idx[2 * f + 1] = base + 1
+        val[2 * f] = 1.0 - u
+        val[2 * f + 1] = u
+    return 2 * x.shape[0]
 
 
 @njit(cache=True, nogil=True, forceinline=True)

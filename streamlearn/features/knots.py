@@ -26,16 +26,17 @@ The rule (:func:`quantile_knots`), for a feature with range ``[lo, hi]`` and a r
 * Features in ``uniform`` (categorical codes, given a knot per category) and features whose
   sample holds fewer than two distinct values keep the uniform grid.
 
-Inside kernels the position is read from a packed table (:func:`warp_table`,
-:func:`warp_position`): ``CELLS_PER_PIECE * M`` cells of equal width over ``[k_0, k_M]``,
-each holding the segment its left end falls in, so finding a value's segment costs one cell
-lookup and, since no cell is wider than the narrowest segment, at most one comparison with
-the next knot.
+The knots are then rounded to a grid of ``CELLS_PER_PIECE * M`` cells of equal width over
+``[lo, hi]``; the narrowest segment being half a uniform one, they stay strictly increasing.
+Each cell then lies inside one segment, where the position is linear: inside kernels
+(:func:`warp_table`, :func:`warp_position`) a value's position costs one cell lookup and
+a multiply-add, without a search or a branch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -43,12 +44,14 @@ from numba import njit
 #: Weight of the quantiles in the knots' blend with the uniform grid.
 QUANTILE_SHARE = 0.5
 
-#: Lookup cells per segment. No cell is wider than ``(hi - lo) / (CELLS_PER_PIECE M)``,
-#: which is at most the narrowest segment, ``(1 - QUANTILE_SHARE) (hi - lo) / M``.
-CELLS_PER_PIECE = 2
+#: Cells of the lookup grid per uniform segment; the knots are rounded to the grid.
+CELLS_PER_PIECE = 4
 
 #: Header of a warp table: the segment count ``M`` and the cell count ``G``.
-_HEADER = 2
+WARP_HEADER = 2
+
+#: How far (in cells) a knot may be from the grid and still count as on it.
+_ON_GRID = 1e-6
 
 
 def uniform_knots(lo: np.ndarray, hi: np.ndarray, n_pieces: int) -> np.ndarray:
@@ -96,7 +99,7 @@ def quantile_knots(sample: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_pieces:
     Returns
     -------
     ndarray of shape (n_features, M + 1), float64
-        Strictly increasing per feature.
+        Strictly increasing per feature, on the grid of ``CELLS_PER_PIECE * M`` cells.
     """
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
@@ -108,13 +111,16 @@ def quantile_knots(sample: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_pieces:
             continue
         q = _feature_quantiles(sample[:, f], float(lo[f]), float(hi[f]), n_pieces)
         if q is not None:
-            knots[f] = (1.0 - QUANTILE_SHARE) * knots[f] + QUANTILE_SHARE * q
+            blend = (1.0 - QUANTILE_SHARE) * knots[f] + QUANTILE_SHARE * q
+            cells = np.rint((blend - lo[f]) / (hi[f] - lo[f]) * (CELLS_PER_PIECE * n_pieces))
+            knots[f] = lo[f] + cells / (CELLS_PER_PIECE * n_pieces) * (hi[f] - lo[f])
             knots[f, 0], knots[f, -1] = lo[f], hi[f]
     return knots
 
 
-def check_knots(knots: np.ndarray, n_features: int, n_pieces: int) -> np.ndarray:
-    """``knots`` as float64 of shape (n_features, M + 1), finite and strictly increasing."""
+def check_knots(knots: Any, n_features: int, n_pieces: int) -> np.ndarray:
+    """``knots`` as float64 of shape (n_features, M + 1): finite, strictly increasing, and
+    on the grid of ``CELLS_PER_PIECE * M`` cells over ``[k_0, k_M]``."""
     knots = np.asarray(knots, dtype=np.float64)
     if knots.shape != (n_features, n_pieces + 1):
         raise ValueError(f"knots must have shape {(n_features, n_pieces + 1)}, "
@@ -124,19 +130,26 @@ def check_knots(knots: np.ndarray, n_features: int, n_pieces: int) -> np.ndarray
     bad = np.flatnonzero(~(np.diff(knots, axis=1) > 0).all(axis=1))
     if bad.size:
         raise ValueError(f"the knots of feature {int(bad[0])} are not strictly increasing")
+    cells = (knots - knots[:, :1]) / (knots[:, -1:] - knots[:, :1]) * (CELLS_PER_PIECE
+                                                                       * n_pieces)
+    off = np.flatnonzero((np.abs(cells - np.rint(cells)) > _ON_GRID).any(axis=1))
+    if off.size:
+        raise ValueError(f"the knots of feature {int(off[0])} are not on the grid of "
+                         f"{CELLS_PER_PIECE * n_pieces} cells over their range")
     return knots
 
 
 def warp_table(knots: np.ndarray) -> np.ndarray:
     """Pack knots for :func:`warp_position`.
 
-    Layout: ``[M, G]``, then per feature ``[k_0, G / (k_M - k_0), k_0 .. k_M,
-    1 / (k_1 - k_0) .. 1 / (k_M - k_{M-1}), first segment of cell 0 .. G - 1]``.
+    Layout: ``[M, G]``, then per feature ``[k_0, G / (k_M - k_0)]`` followed, for each of
+    its ``G`` cells, by ``[a, b]`` with ``t(x) = a + b x`` on the cell: for the segment
+    ``s`` the cell lies in, ``b = 1 / (k_{s+1} - k_s)`` and ``a = s - k_s b``.
 
     Parameters
     ----------
     knots : ndarray of shape (n_features, M + 1)
-        Strictly increasing per feature.
+        Strictly increasing per feature, on the grid (:func:`check_knots`).
 
     Returns
     -------
@@ -146,18 +159,39 @@ def warp_table(knots: np.ndarray) -> np.ndarray:
     n_pieces = n_knots - 1
     n_cells = CELLS_PER_PIECE * n_pieces
     width = knots[:, -1] - knots[:, 0]
-    cell_left = knots[:, :1] + width[:, None] * (np.arange(n_cells) / n_cells)[None, :]
-    first = np.empty((n_features, n_cells))
+    middle = knots[:, :1] + width[:, None] * ((np.arange(n_cells) + 0.5) / n_cells)[None, :]
+    segment = np.empty((n_features, n_cells), dtype=np.int64)
     for f in range(n_features):
-        first[f] = np.searchsorted(knots[f, 1:-1], cell_left[f], side="right")
-    blocks = np.hstack([knots[:, :1], (n_cells / width)[:, None], knots,
-                        1.0 / np.diff(knots, axis=1), first])
+        segment[f] = np.searchsorted(knots[f, 1:-1], middle[f], side="right")
+    rows = np.arange(n_features)[:, None]
+    slope = (1.0 / np.diff(knots, axis=1))[rows, segment]
+    offset = segment - knots[rows, segment] * slope
+    cells = np.stack([offset, slope], axis=2).reshape(n_features, 2 * n_cells)
+    blocks = np.hstack([knots[:, :1], (n_cells / width)[:, None], cells])
     return np.concatenate([[float(n_pieces), float(n_cells)], blocks.reshape(-1)])
 
 
 @njit(cache=True, nogil=True, forceinline=True)
+def block_stride(n_cells):
+    """Length of one feature's block in a warp table of ``n_cells`` cells."""
+    return 2 + 2 * n_cells
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def block_position(x, table, b, n_cells):
+    """:func:`warp_position` of ``x`` for the feature whose block starts at ``table[b]``
+    (``WARP_HEADER + f * block_stride(n_cells)``); for loops that read the header once."""
+    xd = np.float64(x)
+    c0 = (xd - table[b]) * table[b + 1]
+    c1 = c0 if c0 > 0.0 else 0.0  # also maps NaN to cell 0
+    c = int(c1) if c1 < n_cells - 1 else n_cells - 1
+    e = b + 2 + 2 * c
+    return table[e] + table[e + 1] * xd
+
+
+@njit(cache=True, nogil=True, forceinline=True)
 def warp_position(x, f, table):
-    """Warped position ``t(x)`` in ``[0, M]`` of value ``x`` of feature ``f``.
+    """Warped position ``t(x)`` of value ``x`` of feature ``f``, not clamped.
 
     Parameters
     ----------
@@ -169,26 +203,17 @@ def warp_position(x, f, table):
     Returns
     -------
     float
-        Piecewise linear through ``(k_j, j)``, clamped to ``[0, M]``; NaN gives 0.
+        Piecewise linear through the points ``(k_j, j)``; continued by the first and last
+        segments' lines outside ``[k_0, k_M]`` (the encoders clamp it to ``[0, M]``); NaN
+        stays NaN (which the encoders read as 0).
     """
-    n_pieces = int(table[0])
     n_cells = int(table[1])
-    b = _HEADER + f * (3 + 2 * n_pieces + n_cells)
-    xd = np.float64(x)
-    c0 = (xd - table[b]) * table[b + 1]
-    c1 = c0 if c0 > 0.0 else 0.0  # also maps NaN to cell 0
-    c = int(c1) if c1 < n_cells - 1 else n_cells - 1
-    knots = b + 2
-    j = int(table[knots + 2 * n_pieces + 1 + c])
-    while j < n_pieces - 1 and xd >= table[knots + j + 1]:
-        j += 1
-    t0 = j + (xd - table[knots + j]) * table[knots + n_pieces + 1 + j]
-    t1 = t0 if t0 > 0.0 else 0.0  # also maps NaN to 0
-    return t1 if t1 < n_pieces else np.float64(n_pieces)
+    return block_position(x, table, WARP_HEADER + f * block_stride(n_cells), n_cells)
 
 
 def warp_positions(X: np.ndarray, knots: np.ndarray) -> np.ndarray:
-    """:func:`warp_position` of every entry of ``X`` by linear interpolation (numpy).
+    """:func:`warp_position` of every entry of ``X``, clamped to ``[0, M]``, by linear
+    interpolation (numpy).
 
     Parameters
     ----------
