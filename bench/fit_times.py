@@ -1,4 +1,4 @@
-"""Fit times of the slow defaults: ShareBoost with stumps, MixtureSVC, linear ShareBoost.
+"""Fit times of the defaults: ShareBoost with stumps, MixtureSVC, linear ShareBoost, AdditiveSVC.
 
 Each case fits one model on the provided training split of one dataset and reports the
 fit's seconds, its test error and the ``ConvergenceWarning`` s it raised, beside the peer a
@@ -9,7 +9,8 @@ user would otherwise pick on the same rows:
   ``HistGradientBoostingClassifier``;
 - ``MixtureSVC()`` on usps and letter, against ``LinearSVC()`` (its defaults, which may stop
   at their iteration cap with a ``ConvergenceWarning``, counted);
-- ``ShareBoostClassifier()`` on a9a and adult, against ``LinearSVC()``.
+- ``ShareBoostClassifier()`` on a9a and adult, against ``LinearSVC()``;
+- ``AdditiveSVC()`` on usps, ijcnn1 and adult, against ``LinearSVC()``.
 
 Every fit runs in a fresh process after a warm-up fit on 500 rows (so the kernels are
 compiled and cached, as after the first use) with every thread pool held to the machine's
@@ -45,18 +46,20 @@ CASES = {
     "ShareBoost stumps, 100 rounds": ("letter", "shuttle"),
     "MixtureSVC()": ("usps", "letter"),
     "ShareBoostClassifier()": ("a9a", "adult"),
+    "AdditiveSVC()": ("usps", "ijcnn1", "adult"),
 }
 PEERS = {
     "ShareBoost stumps, 100 rounds": ("LightGBM, 100 trees", "HistGradientBoosting"),
     "MixtureSVC()": ("LinearSVC",),
     "ShareBoostClassifier()": ("LinearSVC",),
+    "AdditiveSVC()": ("LinearSVC",),
 }
 QUICK = {"ShareBoost stumps, 100 rounds": ("letter",), "MixtureSVC()": ("usps",)}
 
 
 def make(name: str) -> Any:
     """A fresh estimator for a case or peer name."""
-    from streamlearn.models import MixtureSVC, ShareBoostClassifier
+    from streamlearn.models import AdditiveSVC, MixtureSVC, ShareBoostClassifier
 
     if name == "ShareBoost stumps, 100 rounds":
         return ShareBoostClassifier(features="stumps", n_rounds=100, random_state=SEED)
@@ -64,6 +67,8 @@ def make(name: str) -> Any:
         return MixtureSVC(random_state=SEED)
     if name == "ShareBoostClassifier()":
         return ShareBoostClassifier(random_state=SEED)
+    if name == "AdditiveSVC()":
+        return AdditiveSVC(random_state=SEED)
     if name == "LightGBM, 100 trees":
         from lightgbm import LGBMClassifier
 

@@ -14,6 +14,7 @@ from streamlearn.features.knots import (
     uniform_knots,
     warp_position,
     warp_positions,
+    warp_rows,
     warp_table,
 )
 from streamlearn.models import AdditiveSVC
@@ -55,6 +56,9 @@ def test_warp_position_is_linear_interpolation_through_the_knots() -> None:
     expected[50, 2] = 0.0  # NaN reads as the lower end, as on uniform knots
     np.testing.assert_allclose(got, expected, atol=1e-12)
     np.testing.assert_allclose(warp_positions(X, knots), expected, atol=1e-12)
+    rows = np.empty(X.shape)
+    warp_rows(X, warp_table(knots), rows)
+    np.testing.assert_allclose(rows, expected, atol=1e-12)
     np.testing.assert_allclose(got[:12, 1], steps, atol=1e-5)  # knots rounded to float32
 
 
@@ -74,6 +78,7 @@ def test_quantile_knots_blend_the_grid_with_the_sample_quantiles() -> None:
         np.where(rng.random(n) < 0.6, 0.0, rng.uniform(0, 1, n)),  # an atom at 0
         rng.integers(0, 4, n).astype(float),                      # four codes
         rng.normal(size=n),                                       # kept uniform
+        rng.integers(0, 2, n).astype(float),                      # two values
     ])
     lo, hi = sample.min(axis=0), sample.max(axis=0)
     knots = quantile_knots(sample, lo, hi, M, uniform=[3])
@@ -94,6 +99,7 @@ def test_quantile_knots_blend_the_grid_with_the_sample_quantiles() -> None:
     # four distinct values: every one an atom, the quantiles fall on the codes
     np.testing.assert_allclose(knots[2], blend(2, sample[:, 2]))
     np.testing.assert_allclose(knots[3], grid[3])
+    np.testing.assert_allclose(knots[4], grid[4])  # a one-hot column fits alike on any knots
     gaps = np.diff(knots, axis=1)
     # half a uniform segment, less the rounding to the grid
     assert np.all(gaps >= ((1 - QUANTILE_SHARE) * CELLS_PER_PIECE - 1)
@@ -117,21 +123,24 @@ def test_degree_1_quantile_map_interpolates_its_weights_at_the_knots() -> None:
 @pytest.mark.parametrize("degree,order", [(1, 1), (2, 2), (3, 0)])
 def test_kernels_embed_as_the_materialised_quantile_map(degree: int, order: int) -> None:
     rng = np.random.default_rng(4)
+    # the third feature has two values and keeps uniform knots, the others do not
     X = np.column_stack([rng.lognormal(size=300), rng.normal(size=300),
-                         rng.exponential(size=300)]).astype(np.float32)
+                         rng.integers(0, 2, size=300), rng.exponential(size=300)]
+                        ).astype(np.float32)
     for fmap in (BSplineMap(degree, 8, order, knots="quantile"),
-                 BSplinePairMap(degree, 8, order, interactions=[(0, 2), (1, 2)], pair_bases=5,
+                 BSplinePairMap(degree, 8, order, interactions=[(0, 3), (1, 2)], pair_bases=5,
                                 knots="quantile")):
         fmap.fit(X.min(axis=0), X.max(axis=0)).fit_knots(X[:200])
+        assert fmap.warp_[3] == 3  # features 0, 1 and 3 are warped
         # the map is the uniform map of the warped positions
-        uniform = BSplineMap(degree, 8, order).fit(np.zeros(3), np.full(3, 8.0 - degree))
+        uniform = BSplineMap(degree, 8, order).fit(np.zeros(4), np.full(4, 8.0 - degree))
         Z = fmap.transform(X)
-        np.testing.assert_allclose(Z[:, :24], uniform.transform(warp_positions(X, fmap.knots_)),
+        np.testing.assert_allclose(Z[:, :32], uniform.transform(warp_positions(X, fmap.knots_)),
                                    atol=1e-5)
         emb = embedding_params(fmap)
         W = rng.normal(size=(2, emb.n_dims + 1))
         W_d = W.copy()
-        blocks = W_d[:, :24].reshape(2, 3, 8)
+        blocks = W_d[:, :32].reshape(2, 4, 8)
         for _ in range(order):
             np.cumsum(blocks, axis=2, out=blocks)
         scores = decision_ovr_chunk(X, W_d, 1.0, *emb)
@@ -149,6 +158,13 @@ def test_quantile_maps_round_trip_through_their_dict() -> None:
         assert type(back) is type(fmap) and back.knots == "quantile"
         np.testing.assert_array_equal(back.knots_, fmap.knots_)
         np.testing.assert_array_equal(back.transform(X), fmap.transform(X))
+    # one-hot columns only: no knot moves, and the kernels take the uniform encoders
+    onehot = (X > 1).astype(np.float32)
+    fmap = BSplineMap(1, 10, 1, knots="quantile").fit(onehot.min(0), onehot.max(0))
+    fmap.fit_knots(onehot)
+    assert fmap.warp_.shape == (0,) and embedding_params(fmap).fpar.shape == (2 * 3 + 1,)
+    np.testing.assert_array_equal(fmap.transform(onehot),
+                                  BSplineMap(1, 10, 1).fit([0] * 3, [1] * 3).transform(onehot))
     # a map saved before knots existed reads as uniform
     old = BSplineMap(1, 6, 1).fit([0.0], [1.0]).to_dict()
     del old["params"]["knots"]

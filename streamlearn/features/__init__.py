@@ -38,7 +38,13 @@ from streamlearn.features.hermite import (
     hermite_transform_dense,
     hermite_weights,
 )
-from streamlearn.features.knots import quantile_knots, warp_position, warp_positions, warp_table
+from streamlearn.features.knots import (
+    quantile_knots,
+    warp_position,
+    warp_positions,
+    warp_rows,
+    warp_table,
+)
 from streamlearn.features.pair_terms import (
     BSplinePairMap,
     pair_encode_row,
@@ -74,5 +80,6 @@ __all__ = [
     "update_d_pair",
     "warp_position",
     "warp_positions",
+    "warp_rows",
     "warp_table",
 ]

@@ -36,13 +36,12 @@ from numba import njit
 from streamlearn.features.difference_penalty import _check_order, _suffix_sums
 from streamlearn.features.feature_map import FeatureMap, as_stat
 from streamlearn.features.knots import (
-    WARP_HEADER,
-    block_position,
-    block_stride,
+    cell_position,
     check_knots,
     quantile_knots,
     uniform_knots,
-    warp_positions,
+    warp_parts,
+    warp_rows,
     warp_table,
 )
 
@@ -184,7 +183,7 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, warp, idx
     if zero_preserving:
         return _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val)
     if warp.shape[0] != 0:
-        return _encode_warped(x, warp, n_bases, degree, idx, val)
+        return _encode_warped(x, lo, scale, warp, n_bases, degree, idx, val)
     # Every feature writes degree + 1 entries: one small function per degree, without
     # branches, so that the segment arithmetic of several features runs as SIMD (in one
     # larger function, numba's code for the loops does not vectorise).
@@ -256,44 +255,48 @@ def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _encode_warped(x, warp, n_bases, degree, idx, val):
-    # bspline_encode_row at the warped positions (knots at quantiles); the table's M is
-    # n_bases - degree, so its segments are the bases' segments. The table's header is read
-    # once: inside the loop the stores to idx and val could alias it for the compiler.
+def _encode_warped(x, lo, scale, warp, n_bases, degree, idx, val):
+    # bspline_encode_row with quantile knots: a feature whose knots moved at its warped
+    # position, the others (one-hot columns) on uniform knots. The table's M is
+    # n_bases - degree, so its segments are the bases'.
+    n_features = x.shape[0]
+    flags, first, per_cell, _, cells = warp_parts(warp)
     n_seg = n_bases - degree
     n_cells = int(warp[1])
-    stride = block_stride(n_cells)
     if degree == 1:
-        return _encode_warped_degree_1(x, warp, n_cells, stride, n_seg, idx, val)
-    k = degree + 1
-    for f in range(x.shape[0]):
-        s, u = _split(block_position(x[f], warp, WARP_HEADER + f * stride, n_cells), n_seg)
-        s, b0, b1, b2, b3 = _basis_values(s, u, degree)
-        base = f * n_bases + s
-        o = k * f
-        idx[o] = base
-        idx[o + 1] = base + 1
-        idx[o + 2] = base + 2
-        val[o] = b0
-        val[o + 1] = b1
-        val[o + 2] = b2
-        if degree == 3:
-            idx[o + 3] = base + 3
-            val[o + 3] = b3
-    return k * x.shape[0]
+        for f in range(n_features):
+            t = (cell_position(x[f], f, first, per_cell, cells, n_cells) if flags[f] != 0.0
+                 else (np.float64(x[f]) - lo[f]) * scale[f])
+            s, u = _split(t, n_seg)
+            base = f * n_bases + s
+            idx[2 * f] = base
+            idx[2 * f + 1] = base + 1
+            val[2 * f] = 1.0 - u
+            val[2 * f + 1] = u
+        return 2 * n_features
+    for f in range(n_features):
+        t = (cell_position(x[f], f, first, per_cell, cells, n_cells) if flags[f] != 0.0
+             else (np.float64(x[f]) - lo[f]) * scale[f])
+        _write_feature(f, t, n_bases, degree, idx, val)
+    return (degree + 1) * n_features
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _encode_warped_degree_1(x, warp, n_cells, stride, n_seg, idx, val):
-    n_bases = n_seg + 1
-    for f in range(x.shape[0]):
-        s, u = _split(block_position(x[f], warp, WARP_HEADER + f * stride, n_cells), n_seg)
-        base = f * n_bases + s
-        idx[2 * f] = base
-        idx[2 * f + 1] = base + 1
-        val[2 * f] = 1.0 - u
-        val[2 * f + 1] = u
-    return 2 * x.shape[0]
+def _write_feature(f, t, n_bases, degree, idx, val):
+    # feature f's degree + 1 entries at position t, at their place in a dense encoding
+    s, b0, b1, b2, b3 = _position_values(t, n_bases, degree)
+    base = f * n_bases + s
+    o = (degree + 1) * f
+    idx[o] = base
+    idx[o + 1] = base + 1
+    val[o] = b0
+    val[o + 1] = b1
+    if degree >= 2:
+        idx[o + 2] = base + 2
+        val[o + 2] = b2
+    if degree == 3:
+        idx[o + 3] = base + 3
+        val[o + 3] = b3
 
 
 @njit(cache=True, nogil=True, forceinline=True)
@@ -524,22 +527,32 @@ class BSplineMap(FeatureMap):
 
     @property
     def warp_(self) -> np.ndarray:
-        """The kernels' ``warp`` argument: empty for uniform knots, else the
-        :func:`~streamlearn.features.knots.warp_table` of ``knots_``."""
+        """The kernels' ``warp`` argument: empty for uniform knots and for quantile knots
+        none of which moved, else the :func:`~streamlearn.features.knots.warp_table` of
+        ``knots_``."""
         if self.knots == "uniform":
             return np.zeros(0, dtype=np.float64)
-        return warp_table(self.knots_)
+        cached = getattr(self, "_warp_cache", None)
+        if cached is None or cached[0] is not self.knots_:
+            table = warp_table(self.knots_)
+            # no feature's knots moved (one-hot columns): the uniform encoders, exactly
+            cached = (self.knots_, table if table[3] > 0 else np.zeros(0, dtype=np.float64))
+            self._warp_cache = cached
+        return cached[1]
 
     def positions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Z, lo, hi)`` with which uniform knots over ``[lo, hi]`` reproduce the map.
 
-        For uniform knots ``(X, lo_, hi_)``; for quantile knots the warped positions
+        For uniform knots (or quantile knots none of which moved) ``(X, lo_, hi_)``;
+        for quantile knots the warped positions
         (float64, as the kernels compute them, in ``[0, n_segments]``) over
         ``[0, n_segments]``.
         """
-        if self.knots == "uniform":
+        table = self.warp_
+        if table.shape[0] == 0:  # uniform knots, or none of them moved
             return X, self.lo_, self.hi_
-        Z = warp_positions(X, self.knots_)
+        Z = np.empty(X.shape, dtype=np.float64)
+        warp_rows(np.ascontiguousarray(X, dtype=np.float32), table, Z)
         n_features = self.lo_.shape[0]
         return (Z, np.zeros(n_features), np.full(n_features, float(self.n_segments)))
 

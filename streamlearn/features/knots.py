@@ -24,13 +24,16 @@ The rule (:func:`quantile_knots`), for a feature with range ``[lo, hi]`` and a r
   few distinct values (small integer codes) keep their atoms: their quantiles fall on the
   values, which is where the rows are.
 * Features in ``uniform`` (categorical codes, given a knot per category) and features whose
-  sample holds fewer than two distinct values keep the uniform grid.
+  sample holds at most two distinct values keep the uniform grid: a feature with two values
+  (a one-hot column) gets the same curve on any knots, and uniform knots cost less.
 
 The knots are then rounded to a grid of ``CELLS_PER_PIECE * M`` cells of equal width over
 ``[lo, hi]``; the narrowest segment being half a uniform one, they stay strictly increasing.
 Each cell then lies inside one segment, where the position is linear: inside kernels
 (:func:`warp_table`, :func:`warp_position`) a value's position costs one cell lookup and
-a multiply-add, without a search or a branch.
+a multiply-add, without a search or a branch. A feature whose knots stayed uniform (a
+one-hot column) skips the lookup, and a map none of whose knots moved runs the uniform
+encoders (whose loops the compiler runs as SIMD).
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ QUANTILE_SHARE = 0.5
 #: Cells of the lookup grid per uniform segment; the knots are rounded to the grid.
 CELLS_PER_PIECE = 4
 
-#: Header of a warp table: the segment count ``M`` and the cell count ``G``.
-WARP_HEADER = 2
+#: Header of a warp table: the segment count ``M``, the cell count ``G``, the feature
+#: count and the number of features whose knots are not uniform.
+WARP_HEADER = 4
 
 #: How far (in cells) a knot may be from the grid and still count as on it.
 _ON_GRID = 1e-6
@@ -71,7 +75,7 @@ def _feature_quantiles(values: np.ndarray, lo: float, hi: float,
     values = values[np.isfinite(values)]
     values = values[(values >= lo) & (values <= hi)]
     distinct, counts = np.unique(values, return_counts=True)
-    if distinct.size < 2:
+    if distinct.size < 3:
         return None
     atoms = counts > values.size / n_pieces
     if atoms.any() and int((~atoms).sum()) >= n_pieces + 1:
@@ -140,11 +144,16 @@ def check_knots(knots: Any, n_features: int, n_pieces: int) -> np.ndarray:
 
 
 def warp_table(knots: np.ndarray) -> np.ndarray:
-    """Pack knots for :func:`warp_position`.
+    """Pack knots for :func:`warp_position` and the encoders.
 
-    Layout: ``[M, G]``, then per feature ``[k_0, G / (k_M - k_0)]`` followed, for each of
-    its ``G`` cells, by ``[a, b]`` with ``t(x) = a + b x`` on the cell: for the segment
-    ``s`` the cell lies in, ``b = 1 / (k_{s+1} - k_s)`` and ``a = s - k_s b``.
+    Layout: ``[M, G, d, w]``, then ``d`` flags (1 for the ``w`` features whose knots are
+    not the uniform grid), the ``d`` first knots ``k_0``, the
+    ``d`` cell scales ``G / (k_M - k_0)``, the ``d`` uniform scales ``M / (k_M - k_0)``
+    (computed as :func:`~streamlearn.features.bspline.segment_scale` does), and per
+    feature, for each of its ``G`` cells, ``[a, b]`` with ``t(x) = a + b x`` on the cell:
+    for the segment ``s`` the cell lies in, ``b = 1 / (k_{s+1} - k_s)`` and
+    ``a = s - k_s b``. The per-feature scalars sit together, so that a value's lookup
+    reads one cache line of cells.
 
     Parameters
     ----------
@@ -158,7 +167,12 @@ def warp_table(knots: np.ndarray) -> np.ndarray:
     n_features, n_knots = knots.shape
     n_pieces = n_knots - 1
     n_cells = CELLS_PER_PIECE * n_pieces
-    width = knots[:, -1] - knots[:, 0]
+    lo, hi = knots[:, 0], knots[:, -1]
+    width = hi - lo
+    grid = uniform_knots(lo, hi, n_pieces)
+    warped = np.flatnonzero((np.abs(knots - grid) > 1e-9 * width[:, None]).any(axis=1))
+    flags = np.zeros(n_features)
+    flags[warped] = 1.0
     middle = knots[:, :1] + width[:, None] * ((np.arange(n_cells) + 0.5) / n_cells)[None, :]
     segment = np.empty((n_features, n_cells), dtype=np.int64)
     for f in range(n_features):
@@ -166,32 +180,48 @@ def warp_table(knots: np.ndarray) -> np.ndarray:
     rows = np.arange(n_features)[:, None]
     slope = (1.0 / np.diff(knots, axis=1))[rows, segment]
     offset = segment - knots[rows, segment] * slope
-    cells = np.stack([offset, slope], axis=2).reshape(n_features, 2 * n_cells)
-    blocks = np.hstack([knots[:, :1], (n_cells / width)[:, None], cells])
-    return np.concatenate([[float(n_pieces), float(n_cells)], blocks.reshape(-1)])
+    cells = np.stack([offset, slope], axis=2).reshape(-1)
+    header = [float(n_pieces), float(n_cells), float(n_features), float(warped.size)]
+    return np.concatenate([header, flags, lo, n_cells / width, n_pieces / width, cells])
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def block_stride(n_cells):
-    """Length of one feature's block in a warp table of ``n_cells`` cells."""
-    return 2 + 2 * n_cells
+def warp_parts(table):
+    """The parts of a warp table as views: ``(flags, first, per_cell, per_piece, cells)``,
+    the flags, ``k_0``, ``G / (k_M - k_0)``, ``M / (k_M - k_0)`` and the cells' ``[a, b]``
+    pairs (:func:`warp_table`). Kernels take them once per row: indexing views, not
+    offsets into the table, lets the compiler keep the loop tight (2x on 256 features)."""
+    d = int(table[2])
+    start = WARP_HEADER + d
+    return (table[WARP_HEADER:start], table[start:start + d], table[start + d:start + 2 * d],
+            table[start + 2 * d:start + 3 * d], table[start + 3 * d:])
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def block_position(x, table, b, n_cells):
-    """:func:`warp_position` of ``x`` for the feature whose block starts at ``table[b]``
-    (``WARP_HEADER + f * block_stride(n_cells)``); for loops that read the header once."""
+def cell_position(x, f, first, per_cell, cells, n_cells):
+    """Warped position of feature ``f``'s value ``x`` from :func:`warp_parts`, not
+    clamped."""
     xd = np.float64(x)
-    c0 = (xd - table[b]) * table[b + 1]
+    c0 = (xd - first[f]) * per_cell[f]
     c1 = c0 if c0 > 0.0 else 0.0  # also maps NaN to cell 0
-    c = int(c1) if c1 < n_cells - 1 else n_cells - 1
-    e = b + 2 + 2 * c
-    return table[e] + table[e + 1] * xd
+    # clamped as a float, then converted: one conversion, no integer select
+    c2 = c1 if c1 < n_cells - 1 else np.float64(n_cells - 1)
+    e = 2 * (f * n_cells + int(c2))
+    return cells[e] + cells[e + 1] * xd
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def feature_position(x, f, flags, first, per_cell, per_piece, cells, n_cells):
+    """Position of feature ``f``'s value ``x``: warped when its knots are, else uniform
+    ``(x - k_0) M / (k_M - k_0)``; not clamped."""
+    if flags[f] != 0.0:
+        return cell_position(x, f, first, per_cell, cells, n_cells)
+    return (np.float64(x) - first[f]) * per_piece[f]
 
 
 @njit(cache=True, nogil=True, forceinline=True)
 def warp_position(x, f, table):
-    """Warped position ``t(x)`` of value ``x`` of feature ``f``, not clamped.
+    """Position ``t(x)`` of value ``x`` of feature ``f``, not clamped.
 
     Parameters
     ----------
@@ -207,13 +237,28 @@ def warp_position(x, f, table):
         segments' lines outside ``[k_0, k_M]`` (the encoders clamp it to ``[0, M]``); NaN
         stays NaN (which the encoders read as 0).
     """
+    flags, first, per_cell, per_piece, cells = warp_parts(table)
+    return feature_position(x, f, flags, first, per_cell, per_piece, cells, int(table[1]))
+
+
+@njit(cache=True, nogil=True)
+def warp_rows(X, table, out):
+    """:func:`warp_position` of every entry of ``X`` (float32, C-contiguous), clamped to
+    ``[0, M]`` with NaN read as 0 as the encoders read it, into ``out`` (float64)."""
+    n_pieces = table[0]
     n_cells = int(table[1])
-    return block_position(x, table, WARP_HEADER + f * block_stride(n_cells), n_cells)
+    flags, first, per_cell, per_piece, cells = warp_parts(table)
+    for r in range(X.shape[0]):
+        for f in range(X.shape[1]):
+            t0 = feature_position(X[r, f], f, flags, first, per_cell, per_piece, cells,
+                                  n_cells)
+            t1 = t0 if t0 > 0.0 else 0.0  # also maps NaN to 0
+            out[r, f] = t1 if t1 < n_pieces else n_pieces
 
 
 def warp_positions(X: np.ndarray, knots: np.ndarray) -> np.ndarray:
-    """:func:`warp_position` of every entry of ``X``, clamped to ``[0, M]``, by linear
-    interpolation (numpy).
+    """:func:`warp_rows` by linear interpolation through the knots (numpy): the reference
+    the kernels are tested against.
 
     Parameters
     ----------

@@ -36,7 +36,10 @@ from numba import njit
 from streamlearn.errors import SchemaError
 from streamlearn.features.bspline import BSplineMap, _segment, _split, bspline_transform_dense
 from streamlearn.features.feature_map import dense_to_csr
-from streamlearn.features.knots import warp_position
+from streamlearn.features.knots import feature_position, warp_parts
+
+#: A warp table of no feature, what :func:`warp_parts` reads for uniform knots.
+_NO_TABLE = np.zeros(4)
 
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
@@ -79,12 +82,16 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, warp, idx, 
     block = pair_bases * pair_bases
     warped = warp.shape[0] != 0
     per_piece = n_seg / warp[0] if warped else 1.0  # grid segments per knot segment
+    n_cells = int(warp[1]) if warped else 0
+    flags, first, per_cell, scale, cells = warp_parts(warp if warped else _NO_TABLE)
     for p in range(features.shape[0] // 2):
         f = features[2 * p]
         g = features[2 * p + 1]
         if warped:
-            a, u = _split(warp_position(x[f], f, warp) * per_piece, n_seg)
-            b, v = _split(warp_position(x[g], g, warp) * per_piece, n_seg)
+            t_f = feature_position(x[f], f, flags, first, per_cell, scale, cells, n_cells)
+            t_g = feature_position(x[g], g, flags, first, per_cell, scale, cells, n_cells)
+            a, u = _split(t_f * per_piece, n_seg)
+            b, v = _split(t_g * per_piece, n_seg)
         else:
             a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
             b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)

@@ -163,13 +163,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         grid and the quantiles of the describe pass's row sample, a value holding more than
         one segment's share of the rows (a background pixel, a floor of zeros) set aside
         when the feature has enough other values
-        (:func:`~streamlearn.features.knots.quantile_knots`): the bases go where the rows
-        are, no segment is narrower than half the uniform one, and the model no longer
-        depends on how a feature's values are spread over its range (a log-normal income
-        and its logarithm give the same curve). Categorical codes keep a knot per category.
-        ``"uniform"``: evenly spaced over the range. ``"auto"``: ``"quantile"`` for
-        :meth:`fit` on dense rows, ``"uniform"`` for zero-preserving maps (their first
-        knot is 0) and for :meth:`partial_fit` (whose map grows by whole uniform segments).
+        (:func:`~streamlearn.features.knots.quantile_knots`): a skewed feature gets
+        narrower segments where its rows crowd and wider ones in its tail, none narrower
+        than half the uniform one. Categorical codes keep a knot per category, and a column
+        with two values (one-hot) the uniform grid, on which it fits the same curve at less
+        cost. An epoch costs more than on uniform knots (a table lookup per value of a
+        feature whose knots moved). ``"uniform"``: evenly spaced over the range.
+        ``"auto"``: ``"quantile"`` for :meth:`fit` on dense rows, ``"uniform"`` for
+        zero-preserving maps (their first knot is 0) and for :meth:`partial_fit` (whose
+        map grows by whole uniform segments).
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
