@@ -11,10 +11,10 @@ from streamlearn.features.knots import (
     CELLS_PER_PIECE,
     QUANTILE_SHARE,
     quantile_knots,
+    table_positions,
     uniform_knots,
     warp_position,
     warp_positions,
-    warp_rows,
     warp_table,
 )
 from streamlearn.models import AdditiveSVC
@@ -56,9 +56,7 @@ def test_warp_position_is_linear_interpolation_through_the_knots() -> None:
     expected[50, 2] = 0.0  # NaN reads as the lower end, as on uniform knots
     np.testing.assert_allclose(got, expected, atol=1e-12)
     np.testing.assert_allclose(warp_positions(X, knots), expected, atol=1e-12)
-    rows = np.empty(X.shape)
-    warp_rows(X, warp_table(knots), rows)
-    np.testing.assert_allclose(rows, expected, atol=1e-12)
+    np.testing.assert_allclose(table_positions(X, warp_table(knots)), got, atol=1e-12)
     np.testing.assert_allclose(got[:12, 1], steps, atol=1e-5)  # knots rounded to float32
 
 

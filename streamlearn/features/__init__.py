@@ -13,6 +13,8 @@ from streamlearn.features.bspline import (
     bspline_basis,
     bspline_encode_row,
     bspline_encode_sparse_row,
+    bspline_encode_uniform_row,
+    bspline_encode_warped_row,
     bspline_transform_csr,
     bspline_transform_dense,
 )
@@ -40,14 +42,16 @@ from streamlearn.features.hermite import (
 )
 from streamlearn.features.knots import (
     quantile_knots,
+    table_positions,
     warp_position,
     warp_positions,
-    warp_rows,
     warp_table,
 )
 from streamlearn.features.pair_terms import (
     BSplinePairMap,
     pair_encode_row,
+    pair_encode_uniform_row,
+    pair_encode_warped_row,
     pair_transform_dense,
 )
 
@@ -60,6 +64,8 @@ __all__ = [
     "bspline_basis",
     "bspline_encode_row",
     "bspline_encode_sparse_row",
+    "bspline_encode_uniform_row",
+    "bspline_encode_warped_row",
     "bspline_transform_csr",
     "bspline_transform_dense",
     "difference_matrix",
@@ -71,15 +77,17 @@ __all__ = [
     "hermite_weights",
     "inverse_transpose",
     "pair_encode_row",
+    "pair_encode_uniform_row",
+    "pair_encode_warped_row",
     "pair_transform_dense",
     "quantile_knots",
     "score_d",
     "step_a",
     "step_b",
+    "table_positions",
     "update_d",
     "update_d_pair",
     "warp_position",
     "warp_positions",
-    "warp_rows",
     "warp_table",
 ]

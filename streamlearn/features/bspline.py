@@ -39,9 +39,9 @@ from streamlearn.features.knots import (
     cell_position,
     check_knots,
     quantile_knots,
+    table_positions,
     uniform_knots,
     warp_parts,
-    warp_rows,
     warp_table,
 )
 
@@ -180,10 +180,18 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, warp, idx
     int
         Number of entries written (``n_features * (degree + 1)`` unless zero-preserving).
     """
+    if warp.shape[0] != 0:
+        return bspline_encode_warped_row(x, lo, scale, warp, n_bases, degree, idx, val)
+    return bspline_encode_uniform_row(x, lo, scale, n_bases, degree, zero_preserving, idx,
+                                      val)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def bspline_encode_uniform_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val):
+    """:func:`bspline_encode_row` on uniform knots, for kernels that know it (no warped
+    branch to compile)."""
     if zero_preserving:
         return _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val)
-    if warp.shape[0] != 0:
-        return _encode_warped(x, lo, scale, warp, n_bases, degree, idx, val)
     # Every feature writes degree + 1 entries: one small function per degree, without
     # branches, so that the segment arithmetic of several features runs as SIMD (in one
     # larger function, numba's code for the loops does not vectorise).
@@ -255,10 +263,11 @@ def bspline_encode_sparse_row(cols, vals, lo, scale, n_bases, degree, idx, val):
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def _encode_warped(x, lo, scale, warp, n_bases, degree, idx, val):
-    # bspline_encode_row with quantile knots: a feature whose knots moved at its warped
-    # position, the others (one-hot columns) on uniform knots. The table's M is
-    # n_bases - degree, so its segments are the bases'.
+def bspline_encode_warped_row(x, lo, scale, warp, n_bases, degree, idx, val):
+    """:func:`bspline_encode_row` with quantile knots (``warp`` not empty, not
+    zero-preserving): a feature whose knots moved at its warped position, the others
+    (one-hot columns) on uniform knots. The table's ``M`` is ``n_bases - degree``, so its
+    segments are the bases'."""
     n_features = x.shape[0]
     flags, first, per_cell, _, cells = warp_parts(warp)
     n_seg = n_bases - degree
@@ -551,8 +560,7 @@ class BSplineMap(FeatureMap):
         table = self.warp_
         if table.shape[0] == 0:  # uniform knots, or none of them moved
             return X, self.lo_, self.hi_
-        Z = np.empty(X.shape, dtype=np.float64)
-        warp_rows(np.ascontiguousarray(X, dtype=np.float32), table, Z)
+        Z = table_positions(X, table)
         n_features = self.lo_.shape[0]
         return (Z, np.zeros(n_features), np.full(n_features, float(self.n_segments)))
 

@@ -241,24 +241,40 @@ def warp_position(x, f, table):
     return feature_position(x, f, flags, first, per_cell, per_piece, cells, int(table[1]))
 
 
-@njit(cache=True, nogil=True)
-def warp_rows(X, table, out):
-    """:func:`warp_position` of every entry of ``X`` (float32, C-contiguous), clamped to
-    ``[0, M]`` with NaN read as 0 as the encoders read it, into ``out`` (float64)."""
-    n_pieces = table[0]
-    n_cells = int(table[1])
-    flags, first, per_cell, per_piece, cells = warp_parts(table)
-    for r in range(X.shape[0]):
-        for f in range(X.shape[1]):
-            t0 = feature_position(X[r, f], f, flags, first, per_cell, per_piece, cells,
-                                  n_cells)
-            t1 = t0 if t0 > 0.0 else 0.0  # also maps NaN to 0
-            out[r, f] = t1 if t1 < n_pieces else n_pieces
+def table_positions(X: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """:func:`warp_position` of every entry of ``X``, clamped to ``[0, M]`` with NaN read
+    as 0 as the encoders read it: the kernels' arithmetic, in numpy (nothing to compile).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, n_features)
+        Rounded to float32 first, as the kernels read rows.
+    table : ndarray of float64
+        :func:`warp_table`.
+
+    Returns
+    -------
+    ndarray of shape (n, n_features), float64
+    """
+    n_pieces, n_cells, d = table[0], int(table[1]), int(table[2])
+    start = WARP_HEADER + d
+    flags = table[WARP_HEADER:start] != 0.0
+    first, per_cell, per_piece = (table[start + i * d:start + (i + 1) * d] for i in range(3))
+    cells = table[start + 3 * d:].reshape(d, n_cells, 2)
+    x = np.asarray(X, dtype=np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        c0 = (x - first) * per_cell
+        cell = np.minimum(np.where(c0 > 0.0, c0, 0.0), n_cells - 1).astype(np.int64)
+        columns = np.arange(d)[None, :]
+        warped = cells[columns, cell, 0] + cells[columns, cell, 1] * x
+        t0 = np.where(flags, warped, (x - first) * per_piece)
+        t1 = np.where(t0 > 0.0, t0, 0.0)
+    return np.minimum(t1, n_pieces)
 
 
 def warp_positions(X: np.ndarray, knots: np.ndarray) -> np.ndarray:
-    """:func:`warp_rows` by linear interpolation through the knots (numpy): the reference
-    the kernels are tested against.
+    """:func:`table_positions` by linear interpolation through the knots (``np.interp``):
+    the reference the kernels and the table are tested against.
 
     Parameters
     ----------

@@ -38,9 +38,6 @@ from streamlearn.features.bspline import BSplineMap, _segment, _split, bspline_t
 from streamlearn.features.feature_map import dense_to_csr
 from streamlearn.features.knots import feature_position, warp_parts
 
-#: A warp table of no feature, what :func:`warp_parts` reads for uniform knots.
-_NO_TABLE = np.zeros(4)
-
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
 
@@ -78,48 +75,76 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, warp, idx, 
     int
         ``nnz + 4 n_pairs``.
     """
+    if warp.shape[0] == 0:
+        return pair_encode_uniform_row(x, lo, pair_scale, pair_bases, features, offset, idx,
+                                       val, nnz)
+    if features.shape[0] == 0:
+        return nnz
+    return pair_encode_warped_row(x, pair_bases, features, offset, warp, idx, val, nnz)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def pair_encode_warped_row(x, pair_bases, features, offset, warp, idx, val, nnz):
+    """:func:`pair_encode_row` at the warped positions of quantile knots (``warp`` not
+    empty)."""
     n_seg = pair_bases - 1
-    block = pair_bases * pair_bases
-    warped = warp.shape[0] != 0
-    per_piece = n_seg / warp[0] if warped else 1.0  # grid segments per knot segment
-    n_cells = int(warp[1]) if warped else 0
-    flags, first, per_cell, scale, cells = warp_parts(warp if warped else _NO_TABLE)
+    per_piece = n_seg / warp[0]  # grid segments per knot segment
+    n_cells = int(warp[1])
+    flags, first, per_cell, scale, cells = warp_parts(warp)
     for p in range(features.shape[0] // 2):
         f = features[2 * p]
         g = features[2 * p + 1]
-        if warped:
-            t_f = feature_position(x[f], f, flags, first, per_cell, scale, cells, n_cells)
-            t_g = feature_position(x[g], g, flags, first, per_cell, scale, cells, n_cells)
-            a, u = _split(t_f * per_piece, n_seg)
-            b, v = _split(t_g * per_piece, n_seg)
-        else:
-            a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
-            b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
-        base = offset + p * block + a * pair_bases + b
-        idx[nnz] = base
-        idx[nnz + 1] = base + 1
-        idx[nnz + 2] = base + pair_bases
-        idx[nnz + 3] = base + pair_bases + 1
-        val[nnz] = (1.0 - u) * (1.0 - v)
-        val[nnz + 1] = (1.0 - u) * v
-        val[nnz + 2] = u * (1.0 - v)
-        val[nnz + 3] = u * v
-        nnz += 4
+        t_f = feature_position(x[f], f, flags, first, per_cell, scale, cells, n_cells)
+        t_g = feature_position(x[g], g, flags, first, per_cell, scale, cells, n_cells)
+        a, u = _split(t_f * per_piece, n_seg)
+        b, v = _split(t_g * per_piece, n_seg)
+        nnz = _cell_entries(offset + p * pair_bases * pair_bases, a, u, b, v, pair_bases, idx,
+                            val, nnz)
     return nnz
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def pair_encode_uniform_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
+    """:func:`pair_encode_row` on uniform grids, for kernels that know it (no warped branch
+    to compile)."""
+    n_seg = pair_bases - 1
+    for p in range(features.shape[0] // 2):
+        f = features[2 * p]
+        g = features[2 * p + 1]
+        a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
+        b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
+        nnz = _cell_entries(offset + p * pair_bases * pair_bases, a, u, b, v, pair_bases, idx,
+                            val, nnz)
+    return nnz
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def _cell_entries(start, a, u, b, v, pair_bases, idx, val, nnz):
+    # the 4 entries of grid cell (a, b) at local coordinates (u, v), from position nnz
+    base = start + a * pair_bases + b
+    idx[nnz] = base
+    idx[nnz + 1] = base + 1
+    idx[nnz + 2] = base + pair_bases
+    idx[nnz + 3] = base + pair_bases + 1
+    val[nnz] = (1.0 - u) * (1.0 - v)
+    val[nnz + 1] = (1.0 - u) * v
+    val[nnz + 2] = u * (1.0 - v)
+    val[nnz + 3] = u * v
+    return nnz + 4
 
 
 @njit(cache=True, nogil=True)
 def pair_transform_dense(X, lo, pair_scale, pair_bases, features, out):
-    """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2)."""
-    warp = np.zeros(0, dtype=np.float64)
+    """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2), on
+    uniform grids (quantile knots: ``X`` holds the warped positions)."""
     m = 2 * features.shape[0]
     idx = np.empty(m, dtype=np.int32)
     val = np.empty(m, dtype=np.float32)
     for r in range(X.shape[0]):
         for i in range(out.shape[1]):
             out[r, i] = 0.0
-        nnz = pair_encode_row(X[r], lo, pair_scale, pair_bases, features, 0, warp, idx, val,
-                              0)
+        nnz = pair_encode_uniform_row(X[r], lo, pair_scale, pair_bases, features, 0, idx,
+                                      val, 0)
         for k in range(nnz):
             out[r, idx[k]] = val[k]
 

@@ -4,8 +4,8 @@ Numba kernels cannot take a feature map object or a Python function, so a map is
 by an integer ``kind`` and two packed arrays:
 
 * ``kind``: :data:`LINEAR` (identity, the raw row), :data:`BSPLINE` (with or without pair
-  terms, :class:`~streamlearn.features.pair_terms.BSplinePairMap`), :data:`FOURIER` or
-  :data:`HERMITE`;
+  terms, :class:`~streamlearn.features.pair_terms.BSplinePairMap`), :data:`WARPED`
+  (B-splines whose quantile knots moved), :data:`FOURIER` or :data:`HERMITE`;
 * ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants, followed for
   pair terms by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``;
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
@@ -46,11 +46,13 @@ from streamlearn.features import (
     FeatureMap,
     FourierMap,
     HermiteMap,
-    bspline_encode_row,
     bspline_encode_sparse_row,
+    bspline_encode_uniform_row,
+    bspline_encode_warped_row,
     fourier_encode_row,
     hermite_encode_row,
-    pair_encode_row,
+    pair_encode_uniform_row,
+    pair_encode_warped_row,
     score_d,
     step_a,
     update_d,
@@ -61,11 +63,15 @@ LINEAR = 0
 BSPLINE = 1
 FOURIER = 2
 HERMITE = 3
-KIND_NAMES = ("linear", "bspline", "fourier", "hermite")
-KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE)
 #: Inside kernels only: the identity's encoding of a sparse row (its stored entries), which
 #: the per-row helpers treat as any map's encoding.
 ENCODED = 4
+#: B-splines (with or without pair terms) whose knots moved from the uniform grid
+#: (:mod:`streamlearn.features.knots`): a kind of its own, so that a fit compiles the
+#: warped encoders or the uniform ones, not both, into its kernels.
+WARPED = 5
+KIND_NAMES = ("linear", "bspline", "fourier", "hermite", "encoded", "bspline_warped")
+KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE, WARPED)
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
@@ -181,7 +187,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar = np.concatenate([ipar, feature_map.pair_features])
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
                                feature_map.pair_scale_])
-        return Embedding(BSPLINE, ipar, _with_warp(fpar, ipar, feature_map))
+        return _bspline(fpar, ipar, feature_map)
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
         ipar[IP_MAX_NNZ] = feature_map.max_row_nnz(nf)
@@ -189,7 +195,7 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar[IP_DEGREE] = feature_map.degree
         ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0]])
-        return Embedding(BSPLINE, ipar, _with_warp(fpar, ipar, feature_map))
+        return _bspline(fpar, ipar, feature_map)
     if isinstance(feature_map, FourierMap | HermiteMap):
         ipar[IP_MAX_NNZ] = nf * n_cols
         ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
@@ -204,14 +210,14 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
     raise TypeError(f"no on-the-fly embedding for {type(feature_map).__name__}")
 
 
-def _with_warp(fpar: np.ndarray, ipar: np.ndarray, feature_map: BSplineMap) -> np.ndarray:
-    """``fpar`` (float64) with the map's warp table appended for quantile knots; sets
-    ``ipar[IP_WARP_START]``."""
+def _bspline(fpar: np.ndarray, ipar: np.ndarray, feature_map: BSplineMap) -> Embedding:
+    """A B-spline map's embedding: :data:`BSPLINE`, or :data:`WARPED` with the map's warp
+    table appended to ``fpar`` from ``ipar[IP_WARP_START]`` on when its knots moved."""
     warp = feature_map.warp_
     if warp.shape[0] == 0:
-        return fpar.astype(np.float64)
+        return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
     ipar[IP_WARP_START] = fpar.shape[0]
-    return np.concatenate([fpar, warp]).astype(np.float64)
+    return Embedding(WARPED, ipar, np.concatenate([fpar, warp]).astype(np.float64))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -249,15 +255,22 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     a = fpar[:nf]
     b = fpar[nf : 2 * nf]
     zero_preserving = ipar[IP_ZERO_PRESERVING] != 0
+    # no pairs: ipar[N_IPAR:] is empty and the pair loops do not run
     if kind == BSPLINE:
-        # uniform knots: an empty warp table
-        warp = fpar[ipar[IP_WARP_START] if ipar[IP_WARP_START] > 0 else fpar.shape[0]:]
-        nnz = bspline_encode_row(
-            x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, warp, idx, val
+        nnz = bspline_encode_uniform_row(
+            x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
         )
-        # no pairs: ipar[N_IPAR:] is empty and the loop does not run
-        return pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
-                               ipar[N_IPAR:], ipar[IP_MAIN_DIMS], warp, idx, val, nnz)
+        return pair_encode_uniform_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1],
+                                       ipar[IP_PAIR_BASES], ipar[N_IPAR:],
+                                       ipar[IP_MAIN_DIMS], idx, val, nnz)
+    if kind == WARPED:
+        warp = fpar[ipar[IP_WARP_START]:]
+        nnz = bspline_encode_warped_row(x, a, b, warp, ipar[IP_N_BASES], ipar[IP_DEGREE],
+                                        idx, val)
+        if ipar[IP_N_PAIRS] == 0:
+            return nnz
+        return pair_encode_warped_row(x, ipar[IP_PAIR_BASES], ipar[N_IPAR:],
+                                      ipar[IP_MAIN_DIMS], warp, idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
@@ -546,7 +559,7 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
             w_d[k] += eta * val[k]
         return
     k = nnz
-    if kind == BSPLINE:  # pair entries, if any, come last, in w form
+    if kind == BSPLINE or kind == WARPED:  # pair entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
@@ -581,7 +594,7 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             avg[k] += eta_avg * v
         return
     k = nnz
-    if kind == BSPLINE:  # pair entries, if any, come last, in w form
+    if kind == BSPLINE or kind == WARPED:  # pair entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
@@ -617,7 +630,7 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
         return s
     k = nnz
     s = 0.0
-    if kind == BSPLINE:  # pair entries, if any, come last, in w form
+    if kind == BSPLINE or kind == WARPED:  # pair entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
