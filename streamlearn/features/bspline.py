@@ -277,11 +277,7 @@ def bspline_encode_warped_row(x, lo, scale, warp, n_bases, degree, idx, val):
             t = (cell_position(x[f], f, first, per_cell, cells, n_cells) if flags[f] != 0.0
                  else (np.float64(x[f]) - lo[f]) * scale[f])
             s, u = _split(t, n_seg)
-            base = f * n_bases + s
-            idx[2 * f] = base
-            idx[2 * f + 1] = base + 1
-            val[2 * f] = 1.0 - u
-            val[2 * f + 1] = u
+            _write_linear(f, s, u, n_bases, idx, val)
         return 2 * n_features
     for f in range(n_features):
         t = (cell_position(x[f], f, first, per_cell, cells, n_cells) if flags[f] != 0.0
@@ -309,16 +305,22 @@ def _write_feature(f, t, n_bases, degree, idx, val):
 
 
 @njit(cache=True, nogil=True, forceinline=True)
+def _write_linear(f, s, u, n_bases, idx, val):
+    # feature f's two degree-1 entries, segment s at local coordinate u
+    base = f * n_bases + s
+    idx[2 * f] = base
+    idx[2 * f + 1] = base + 1
+    val[2 * f] = 1.0 - u
+    val[2 * f + 1] = u
+
+
+@njit(cache=True, nogil=True, forceinline=True)
 def _encode_degree_1(x, lo, scale, n_bases, idx, val):
     n_seg = n_bases - 1
     nf = x.shape[0]
     for f in range(nf):
         s, u = _segment(x[f], lo[f], scale[f], n_seg)
-        base = f * n_bases + s
-        idx[2 * f] = base
-        idx[2 * f + 1] = base + 1
-        val[2 * f] = 1.0 - u
-        val[2 * f + 1] = u
+        _write_linear(f, s, u, n_bases, idx, val)
     return 2 * nf
 
 
