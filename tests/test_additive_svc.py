@@ -441,8 +441,7 @@ def test_zero_preserving_degree_1_d1_is_the_same_model_with_a_wider_bias(solver)
     y = (np.sin(4 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2] + 0.2 * rng.normal(size=n) > 0.2)
     X_test = np.where(rng.random((200, d)) < 0.6, 0.0, rng.uniform(0, 1.2, (200, d)))
     common = dict(embedding="bspline", degree=1, n_bases=7, penalty_order=1, solver=solver,
-                  epochs=5, C=1.0, calibrate=False, random_state=0, progress=False,
-                  knots="uniform")  # the zero-preserving map's knots
+                  epochs=5, C=1.0, calibrate=False, random_state=0, progress=False)
     full = AdditiveSVC(**common, bias_scale=1.0).fit(X, y.astype(int))
     sparse = AdditiveSVC(**common, zero_preserving=True,
                          bias_scale=1.0 if solver == "dcd" else np.sqrt(d + 1.0))

@@ -189,17 +189,17 @@ def test_bad_knot_settings_are_refused() -> None:
         AdditiveSVC(knots="quantile").partial_fit(X, y, classes=[0, 1])
 
 
-def test_additive_svc_places_knots_by_default_and_keeps_them_in_its_file(tmp_path) -> None:
+def test_additive_svc_places_quantile_knots_and_keeps_them_in_its_file(tmp_path) -> None:
     rng = np.random.default_rng(7)
     X = rng.exponential(size=(6000, 3)).astype(np.float32)
     # a curve that turns faster than the uniform grid's segments where most rows are
     y = (np.sin(8 * X[:, 0]) + 0.3 * rng.normal(size=6000) > 0).astype(int)
-    model = AdditiveSVC(interactions=0, random_state=0).fit(X[:4000], y[:4000])
+    model = AdditiveSVC(interactions=0, knots="quantile", random_state=0).fit(X[:4000],
+                                                                            y[:4000])
     fmap = model.feature_map_
     assert fmap.knots == "quantile"
-    uniform = AdditiveSVC(interactions=0, knots="uniform", random_state=0).fit(X[:4000],
-                                                                             y[:4000])
-    assert uniform.feature_map_.knots == "uniform"
+    uniform = AdditiveSVC(interactions=0, random_state=0).fit(X[:4000], y[:4000])
+    assert uniform.feature_map_.knots == "uniform"  # the default
     # more knots below each feature's median than the uniform grid has there
     median = np.median(X, axis=0)[:, None]
     grid = uniform_knots(fmap.lo_, fmap.hi_, fmap.n_segments)
@@ -209,3 +209,12 @@ def test_additive_svc_places_knots_by_default_and_keeps_them_in_its_file(tmp_pat
     back = AdditiveSVC.load(path)
     np.testing.assert_array_equal(back.feature_map_.knots_, fmap.knots_)
     np.testing.assert_array_equal(back.decision_function(X), model.decision_function(X))
+    # quantile knots with pairs: the pair grids stay uniform in x
+    paired = AdditiveSVC(interactions=[(0, 1)], knots="quantile", random_state=0).fit(X, y)
+    pmap = paired.feature_map_
+    flat = BSplinePairMap(pmap.degree, pmap.n_bases, pmap.penalty_order,
+                          interactions=[(0, 1)], pair_bases=pmap.pair_bases)
+    flat.fit(pmap.lo_, pmap.hi_)
+    main = 3 * pmap.n_bases
+    np.testing.assert_array_equal(pmap.transform(X)[:, main:], flat.transform(X)[:, main:])
+    assert not np.array_equal(pmap.transform(X)[:, :main], flat.transform(X)[:, :main])

@@ -111,9 +111,8 @@ def test_purified_pairs_have_no_weighted_marginals_and_the_terms_keep_their_sum(
     from streamlearn.solvers.embedding import feature_terms
 
     X, y = _planted(6000, seed=14)
-    # uniform knots: the grid nodes below are evenly spaced in x
-    model = AdditiveSVC(interactions=[(0, 1), (2, 3)], chunk_rows=1000, knots="uniform"
-                        ).fit(X, y)
+    # uniform knots (the default): the grid nodes below are evenly spaced in x
+    model = AdditiveSVC(interactions=[(0, 1), (2, 3)], chunk_rows=1000).fit(X, y)
     fmap = model.feature_map_
     rng = np.random.default_rng(15)
     np.testing.assert_allclose(hat_values(X[:50, 2], -1.0, 1.0, 8), _hats(X[:50, 2], -1, 1, 8),
@@ -142,7 +141,8 @@ def test_purified_pairs_have_no_weighted_marginals_and_the_terms_keep_their_sum(
     surface = model.term_contributions(grid)[:, 6 + 1, 0].reshape(P, P)
     np.testing.assert_allclose(surface, H[1] - rows[:, None] - cols[None, :], atol=1e-5)
     # with knots at quantiles the nodes sit at the warped positions; the sum is kept
-    warped = AdditiveSVC(interactions=[(0, 1), (2, 3)], chunk_rows=1000).fit(X, y)
+    warped = AdditiveSVC(interactions=[(0, 1), (2, 3)], chunk_rows=1000, knots="quantile"
+                         ).fit(X, y)
     raw = feature_terms(X[:500], warped.coef_d_, *warped._embedding())
     np.testing.assert_allclose(warped.term_contributions(X[:500]).sum(axis=1),
                                raw.sum(axis=1), atol=1e-9)

@@ -50,8 +50,6 @@ from streamlearn.features.knots import (
 from streamlearn.features.pair_terms import (
     BSplinePairMap,
     pair_encode_row,
-    pair_encode_uniform_row,
-    pair_encode_warped_row,
     pair_transform_dense,
 )
 
@@ -77,8 +75,6 @@ __all__ = [
     "hermite_weights",
     "inverse_transpose",
     "pair_encode_row",
-    "pair_encode_uniform_row",
-    "pair_encode_warped_row",
     "pair_transform_dense",
     "quantile_knots",
     "score_d",

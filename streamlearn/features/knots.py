@@ -7,8 +7,7 @@ piecewise linear through the points ``(k_j, j)``, clamped outside ``[k_0, k_M]``
 ``j`` of the bases then covers ``[k_j, k_{j+1}]`` in ``x``: where the data are dense the
 knots are close, where they are sparse the knots are far apart, and no basis is spent on a
 stretch of the range that holds no rows. The pair grids of
-:class:`~streamlearn.features.pair_terms.BSplinePairMap` use the same position, scaled to
-their own segment count.
+:class:`~streamlearn.features.pair_terms.BSplinePairMap` stay uniform in ``x``.
 
 The rule (:func:`quantile_knots`), for a feature with range ``[lo, hi]`` and a row sample:
 

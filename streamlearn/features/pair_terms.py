@@ -2,8 +2,8 @@
 additive model plus selected pairs, as in Lou et al., KDD 2013).
 
 A pair ``(f, g)`` gets the tensor product of two degree-1 B-spline bases, ``P = pair_bases``
-uniform bases over each feature's range ``[lo, hi]`` (``P - 1`` segments; with quantile
-knots, uniform over the warped position of :mod:`streamlearn.features.knots`): ``P^2`` columns,
+uniform bases over each feature's range ``[lo, hi]`` (``P - 1`` segments; uniform also when
+the per-feature curves have knots at quantiles, see :class:`BSplinePairMap`): ``P^2`` columns,
 of which the 4 of the cell holding ``(x_f, x_g)`` are non-zero, with the bilinear weights
 ``(1 - u)(1 - v), (1 - u) v, u (1 - v), u v`` (they sum to one). Column ``a P + b`` of the
 pair's block is basis ``a`` of ``x_f`` times basis ``b`` of ``x_g``, so the term is a
@@ -34,16 +34,15 @@ import numpy as np
 from numba import njit
 
 from streamlearn.errors import SchemaError
-from streamlearn.features.bspline import BSplineMap, _segment, _split, bspline_transform_dense
+from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform_dense
 from streamlearn.features.feature_map import dense_to_csr
-from streamlearn.features.knots import feature_position, warp_parts
 
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, warp, idx, val, nnz):
+def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
     """Append the tensor-product entries of a row's pairs to an encoding.
 
     Parameters
@@ -59,10 +58,6 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, warp, idx, 
         ``f_0, g_0, f_1, g_1, ...``: the features of each pair.
     offset : int
         Column of the first pair block (the per-feature columns come before it).
-    warp : ndarray of float64
-        Empty for uniform knots, else the per-feature map's
-        :func:`~streamlearn.features.knots.warp_table`, whose positions in ``[0, M]`` the
-        grid divides into ``P - 1`` segments (``lo`` and ``pair_scale`` are then unused).
     idx : ndarray of int32
         Receives the column indices from position ``nnz`` on (ascending).
     val : ndarray of float32
@@ -75,76 +70,36 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, warp, idx, 
     int
         ``nnz + 4 n_pairs``.
     """
-    if warp.shape[0] == 0:
-        return pair_encode_uniform_row(x, lo, pair_scale, pair_bases, features, offset, idx,
-                                       val, nnz)
-    if features.shape[0] == 0:
-        return nnz
-    return pair_encode_warped_row(x, pair_bases, features, offset, warp, idx, val, nnz)
-
-
-@njit(cache=True, nogil=True, forceinline=True)
-def pair_encode_warped_row(x, pair_bases, features, offset, warp, idx, val, nnz):
-    """:func:`pair_encode_row` at the warped positions of quantile knots (``warp`` not
-    empty)."""
     n_seg = pair_bases - 1
-    per_piece = n_seg / warp[0]  # grid segments per knot segment
-    n_cells = int(warp[1])
-    flags, first, per_cell, scale, cells = warp_parts(warp)
-    for p in range(features.shape[0] // 2):
-        f = features[2 * p]
-        g = features[2 * p + 1]
-        t_f = feature_position(x[f], f, flags, first, per_cell, scale, cells, n_cells)
-        t_g = feature_position(x[g], g, flags, first, per_cell, scale, cells, n_cells)
-        a, u = _split(t_f * per_piece, n_seg)
-        b, v = _split(t_g * per_piece, n_seg)
-        nnz = _cell_entries(offset + p * pair_bases * pair_bases, a, u, b, v, pair_bases, idx,
-                            val, nnz)
-    return nnz
-
-
-@njit(cache=True, nogil=True, forceinline=True)
-def pair_encode_uniform_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
-    """:func:`pair_encode_row` on uniform grids, for kernels that know it (no warped branch
-    to compile)."""
-    n_seg = pair_bases - 1
+    block = pair_bases * pair_bases
     for p in range(features.shape[0] // 2):
         f = features[2 * p]
         g = features[2 * p + 1]
         a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
         b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
-        nnz = _cell_entries(offset + p * pair_bases * pair_bases, a, u, b, v, pair_bases, idx,
-                            val, nnz)
+        base = offset + p * block + a * pair_bases + b
+        idx[nnz] = base
+        idx[nnz + 1] = base + 1
+        idx[nnz + 2] = base + pair_bases
+        idx[nnz + 3] = base + pair_bases + 1
+        val[nnz] = (1.0 - u) * (1.0 - v)
+        val[nnz + 1] = (1.0 - u) * v
+        val[nnz + 2] = u * (1.0 - v)
+        val[nnz + 3] = u * v
+        nnz += 4
     return nnz
-
-
-@njit(cache=True, nogil=True, forceinline=True)
-def _cell_entries(start, a, u, b, v, pair_bases, idx, val, nnz):
-    # the 4 entries of grid cell (a, b) at local coordinates (u, v), from position nnz
-    base = start + a * pair_bases + b
-    idx[nnz] = base
-    idx[nnz + 1] = base + 1
-    idx[nnz + 2] = base + pair_bases
-    idx[nnz + 3] = base + pair_bases + 1
-    val[nnz] = (1.0 - u) * (1.0 - v)
-    val[nnz + 1] = (1.0 - u) * v
-    val[nnz + 2] = u * (1.0 - v)
-    val[nnz + 3] = u * v
-    return nnz + 4
 
 
 @njit(cache=True, nogil=True)
 def pair_transform_dense(X, lo, pair_scale, pair_bases, features, out):
-    """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2), on
-    uniform grids (quantile knots: ``X`` holds the warped positions)."""
+    """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2)."""
     m = 2 * features.shape[0]
     idx = np.empty(m, dtype=np.int32)
     val = np.empty(m, dtype=np.float32)
     for r in range(X.shape[0]):
         for i in range(out.shape[1]):
             out[r, i] = 0.0
-        nnz = pair_encode_uniform_row(X[r], lo, pair_scale, pair_bases, features, 0, idx,
-                                      val, 0)
+        nnz = pair_encode_row(X[r], lo, pair_scale, pair_bases, features, 0, idx, val, 0)
         for k in range(nnz):
             out[r, idx[k]] = val[k]
 
@@ -212,11 +167,10 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     d, P = X.shape[1], fmap.pair_bases
     main = d * fmap.n_columns_per_feature
     W_pairs = W[:, main:main + fmap.n_pairs * P * P].reshape(W.shape[0], fmap.n_pairs, P, P)
-    Z, lo, hi = fmap.positions(X)
     for p, (f, g) in enumerate(fmap.interactions):
         rows, cols, _ = pair_marginals(W_pairs[:, p], fmap.node_weights_[p])
-        along_f = hat_values(Z[:, f], lo[f], hi[f], P) @ rows.T  # (n, m)
-        along_g = hat_values(Z[:, g], lo[g], hi[g], P) @ cols.T
+        along_f = hat_values(X[:, f], fmap.lo_[f], fmap.hi_[f], P) @ rows.T  # (n, m)
+        along_g = hat_values(X[:, g], fmap.lo_[g], fmap.hi_[g], P) @ cols.T
         terms[:, f, :] += along_f
         terms[:, g, :] += along_g
         terms[:, d + p, :] -= along_f + along_g
@@ -259,7 +213,10 @@ class BSplinePairMap(BSplineMap):
     pair_bases : int
         Degree-1 bases per axis of a pair's grid (at least 2).
     knots : {"uniform", "quantile"}
-        As for :class:`BSplineMap`; a pair's grid is uniform in the same positions.
+        Of the per-feature curves (:class:`BSplineMap`). A pair's grid stays uniform over
+        the two features' ranges: on the warped positions of quantile knots its cells
+        crowded where the rows do, and on generated Gaussian data the screened pairs of
+        features that carry nothing fitted their noise.
 
     Attributes
     ----------
@@ -331,10 +288,9 @@ class BSplinePairMap(BSplineMap):
         self._check_fitted()
         if sample.shape[0] == 0:
             return self
-        Z, lo, hi = self.positions(sample)
         for p, pair in enumerate(self.interactions):
             for side, f in enumerate(pair):
-                hats = hat_values(Z[:, f], lo[f], hi[f], self.pair_bases)
+                hats = hat_values(sample[:, f], self.lo_[f], self.hi_[f], self.pair_bases)
                 self.node_weights_[p, side] = hats.mean(axis=0)
         return self
 
@@ -347,10 +303,10 @@ class BSplinePairMap(BSplineMap):
         # C-contiguous array, as in BSplineMap.transform, and compiles one version
         block = np.empty((X.shape[0], main), dtype=np.float32)
         Z, lo, hi = self.positions(X)
-        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree,
-                                self.penalty_order, False, block)
+        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
+                                False, block)
         out[:, :main] = block
-        pair_transform_dense(Z, lo, (self.pair_bases - 1) / (hi - lo), self.pair_bases,
+        pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
                              self.pair_features, out[:, main:])
         return out
 

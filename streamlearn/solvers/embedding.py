@@ -51,8 +51,7 @@ from streamlearn.features import (
     bspline_encode_warped_row,
     fourier_encode_row,
     hermite_encode_row,
-    pair_encode_uniform_row,
-    pair_encode_warped_row,
+    pair_encode_row,
     score_d,
     step_a,
     update_d,
@@ -255,22 +254,18 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     a = fpar[:nf]
     b = fpar[nf : 2 * nf]
     zero_preserving = ipar[IP_ZERO_PRESERVING] != 0
-    # no pairs: ipar[N_IPAR:] is empty and the pair loops do not run
-    if kind == BSPLINE:
-        nnz = bspline_encode_uniform_row(
-            x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
-        )
-        return pair_encode_uniform_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1],
-                                       ipar[IP_PAIR_BASES], ipar[N_IPAR:],
-                                       ipar[IP_MAIN_DIMS], idx, val, nnz)
-    if kind == WARPED:
-        warp = fpar[ipar[IP_WARP_START]:]
-        nnz = bspline_encode_warped_row(x, a, b, warp, ipar[IP_N_BASES], ipar[IP_DEGREE],
-                                        idx, val)
-        if ipar[IP_N_PAIRS] == 0:
-            return nnz
-        return pair_encode_warped_row(x, ipar[IP_PAIR_BASES], ipar[N_IPAR:],
-                                      ipar[IP_MAIN_DIMS], warp, idx, val, nnz)
+    if kind == BSPLINE or kind == WARPED:
+        if kind == BSPLINE:
+            nnz = bspline_encode_uniform_row(
+                x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
+            )
+        else:
+            nnz = bspline_encode_warped_row(x, a, b, fpar[ipar[IP_WARP_START]:],
+                                            ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
+        # pair grids are uniform with either; no pairs: ipar[N_IPAR:] is empty and the
+        # loop does not run
+        return pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
+                               ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
