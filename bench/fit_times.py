@@ -25,6 +25,7 @@ and usps only, one round); results go to ``bench/results/fit_times.json``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -97,11 +98,21 @@ def run_one(name: str, dataset: str) -> dict[str, Any]:
             "n_train": len(y)}
 
 
+def source_hash(source: Path) -> str:
+    """A hash of the package's sources under ``source``: numba checks a cached kernel
+    against its own file only, not against the helpers it inlines from other files."""
+    digest = hashlib.sha1()
+    for path in sorted((source / "streamlearn").rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def in_subprocess(name: str, dataset: str, source: Path) -> dict[str, Any]:
     """:func:`run_one` in a fresh process on the streamlearn found under ``source``."""
     env = dict(os.environ, PYTHONPATH=str(source))
-    # each checkout keeps its own kernel cache, so that neither compiles in the timed fit
-    env["NUMBA_CACHE_DIR"] = str(source / ".numba-cache" / "bench")
+    # each version of each checkout keeps its own kernel cache, so that neither compiles
+    # in the timed fit nor runs a kernel compiled against older helpers
+    env["NUMBA_CACHE_DIR"] = str(source / ".numba-cache" / f"bench-{source_hash(source)}")
     out = subprocess.run([sys.executable, __file__, "--one", name, dataset], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,10 +1,12 @@
 """B-spline knots at the data's quantiles against uniform knots, over several seeds.
 
-``AdditiveSVC()`` places its knots half way between the uniform grid and the quantiles of
-the describe sample (``knots="auto"``, :mod:`streamlearn.features.knots`). This benchmark
-fits it with ``knots="uniform"`` and with ``knots="quantile"`` on every classification
+``AdditiveSVC(knots="quantile")`` places its knots half way between the uniform grid and
+the quantiles of the describe sample (:mod:`streamlearn.features.knots`; the default is
+``knots="uniform"``). This benchmark fits it both ways on every classification
 dataset of ``bench/out_of_the_box.py`` (the same loading, the same seeded subset of at most
-20,000 training rows, the provided test split), each with ``random_state`` 0 to
+20,000 training rows, the provided test split), and on the generated problem of
+``bench/predict_throughput.py`` (``gaussian``: 20,000 training rows, 100,000 test rows, 32
+standard normal features of which 26 carry nothing), each with ``random_state`` 0 to
 ``--seeds - 1``: the seed orders the rows PEGASOS visits, and on these datasets it moves a
 test error by up to a few tenths of a point, as much as the knots do. The table gives each
 setting's mean and standard deviation over the seeds, and the fit time (after a warm-up
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 import warnings
@@ -42,16 +45,39 @@ from out_of_the_box import (
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MAX_TRAIN_ROWS = 20_000
 WARM_ROWS = 500
+GAUSSIAN_FEATURES = 32
+GAUSSIAN_TEST_ROWS = 100_000
 KNOTS = ("uniform", "quantile")
+
+
+def gaussian_problem(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The generated problem of ``bench/predict_throughput.py``: 32 standard normal
+    features, a label from curves of the first four, the product of the fifth and sixth
+    and noise; the other 26 features carry nothing."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, GAUSSIAN_FEATURES)).astype(np.float32)
+    f = (np.sin(1.5 * X[:, 0]) + 0.5 * X[:, 1] ** 2 - X[:, 2] + np.tanh(2 * X[:, 3])
+         + 0.8 * X[:, 4] * X[:, 5] - 0.5)
+    return X, (f + 0.2 * rng.normal(size=n) > 0).astype(np.int64)
+
+
+def load_any(name: str, max_rows: int) -> tuple[np.ndarray, ...]:
+    """A dataset of ``bench/out_of_the_box.py`` (its seeded subset), or ``gaussian``."""
+    if name == "gaussian":
+        X, y = gaussian_problem(max_rows, SEED)
+        Xt, yt = gaussian_problem(GAUSSIAN_TEST_ROWS, SEED + 1)
+        return X, y, Xt, yt
+    X, y, Xt, yt = load(name)
+    X, y = subsample(X, y, max_rows, SEED, shuffle=True)
+    y, yt, _ = encode_labels(y, yt)
+    return X, y, Xt, yt
 
 
 def run(name: str, seeds: int, max_rows: int) -> dict[str, Any]:
     """Every seed's test error and fit time for each knots setting on one dataset."""
     from streamlearn.models import AdditiveSVC
 
-    X, y, Xt, yt = load(name)
-    X, y = subsample(X, y, max_rows, SEED, shuffle=True)
-    y, yt, _ = encode_labels(y, yt)
+    X, y, Xt, yt = load_any(name, max_rows)
     with warnings.catch_warnings():  # kernels compiled (or loaded) before the timed fits
         warnings.simplefilter("ignore")
         for knots in KNOTS:
@@ -76,6 +102,22 @@ def run(name: str, seeds: int, max_rows: int) -> dict[str, Any]:
     return row
 
 
+def streamlearn_commit() -> str | None:
+    """The commit of the streamlearn checkout imported (``+`` when its files differ)."""
+    import streamlearn
+
+    root = Path(streamlearn.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "streamlearn"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty else "")
+
+
 def table(rows: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
     """Mean and standard deviation of the test error over the seeds, and the fit time."""
     body = []
@@ -97,12 +139,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{','.join(QUICK_DATASETS)} on {QUICK_TRAIN_ROWS:,} rows, 2 seeds")
-    parser.add_argument("--datasets", help="comma-separated datasets (default: all)")
+    parser.add_argument("--datasets", help="comma-separated datasets (default: all; "
+                        "'gaussian' is the generated problem of predict_throughput.py)")
     parser.add_argument("--seeds", type=int, help="random_state 0 .. seeds - 1 (default 5)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     args = parser.parse_args(argv)
-    datasets = (args.datasets or ",".join(QUICK_DATASETS if args.quick else DATASETS)
-                ).split(",")
+    datasets = (args.datasets or ",".join(QUICK_DATASETS if args.quick
+                                          else (*DATASETS, "gaussian"))).split(",")
     seeds = args.seeds or (2 if args.quick else 5)
     max_rows = QUICK_TRAIN_ROWS if args.quick else MAX_TRAIN_ROWS
     started = time.perf_counter()
@@ -119,14 +162,14 @@ def main(argv: list[str] | None = None) -> None:
               if r["quantile"]["mean_error_pct"] < r["uniform"]["mean_error_pct"] - 0.005]
     worse = [r["dataset"] for r in rows
              if r["quantile"]["mean_error_pct"] > r["uniform"]["mean_error_pct"] + 0.005]
-    summary = (f"AdditiveSVC() with knots at quantiles (its default) against uniform knots, "
+    summary = (f"AdditiveSVC(knots='quantile') against uniform knots (the default), "
                f"{seeds} seeds, at most {max_rows:,} training rows: lower mean test error on "
                f"{', '.join(better) or 'none'}; higher on {', '.join(worse) or 'none'}.")
     print(f"\n{summary}")
     result = {"benchmark": "knots", "quick": args.quick, "machine": machine_info(),
               "versions": library_versions(("numpy", "numba", "scikit-learn")),
               "settings": {"datasets": datasets, "seeds": seeds, "max_train_rows": max_rows,
-                           "subset_seed": SEED},
+                           "subset_seed": SEED, "streamlearn_commit": streamlearn_commit()},
               "results": rows, "title": "Knots at quantiles against uniform knots",
               "summary": summary, "tables": [result_table],
               "total_runtime_s": time.perf_counter() - started}
