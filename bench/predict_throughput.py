@@ -39,11 +39,11 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from gaussian_rows import N_FEATURES, gaussian_rows  # noqa: E402
 from machine_info import library_versions, machine_info  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SEED = 0
-N_FEATURES = 32
 TRAIN_ROWS = 20_000
 TEST_ROWS = 20_000
 SVM_TRAIN_ROWS = 10_000
@@ -60,20 +60,6 @@ PEERS = ("LightGBM", "HistGradientBoosting", "SVC (RBF)")
 def log(message: str) -> None:
     """Progress on stderr."""
     print(message, file=sys.stderr, flush=True)
-
-
-def make_rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``n`` rows of 32 features, a two-class label and a regression target.
-
-    The label is the sign of a sum of curves of the first six features and a product of two
-    of them (noise flips about 5% of it), so that a linear model falls short.
-    """
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, N_FEATURES)).astype(np.float32)
-    f = (np.sin(1.5 * X[:, 0]) + 0.5 * X[:, 1] ** 2 - X[:, 2] + np.tanh(2 * X[:, 3])
-         + 0.8 * X[:, 4] * X[:, 5] - 0.5)
-    target = f + 0.2 * rng.normal(size=n)
-    return X, (target > 0).astype(np.int64), target
 
 
 def one_thread() -> Any:
@@ -165,9 +151,9 @@ def write_store(X: np.ndarray, path: Path) -> str:
 def run(mode: str, out_dir: Path) -> dict[str, Any]:
     """Fit, measure, and write the JSON results."""
     cfg = SETTINGS[mode]
-    X, y, target = make_rows(TRAIN_ROWS, SEED)
-    Xt, yt, tt = make_rows(TEST_ROWS, SEED + 1)
-    P, _, _ = make_rows(cfg["predict_rows"], SEED + 2)
+    X, y, target = gaussian_rows(TRAIN_ROWS, SEED)
+    Xt, yt, tt = gaussian_rows(TEST_ROWS, SEED + 1)
+    P, _, _ = gaussian_rows(cfg["predict_rows"], SEED + 2)
     scratch = Path(tempfile.mkdtemp(prefix="predict-throughput-"))
     rows: list[dict[str, Any]] = []
     try:
