@@ -331,11 +331,12 @@ def measure(method: str, path: str, stats_path: str, memory_chunks: int) -> dict
 PROFILE_STAGES = ("encode", "encode + score", "encode + score + update")
 
 
-def stage_loop(kind: int, stage: int) -> Any:
-    """A numba loop over rows running the first ``stage + 1`` per-row stages of ``kind``.
+def stage_loop(spec: Any, stage: int) -> Any:
+    """A numba loop over dense rows running the first ``stage + 1`` per-row stages of a map.
 
-    The loop is compiled for constant ``kind`` and ``stage``, like the solver kernels
-    (:func:`~streamlearn.solvers.embedding.kernel_kinds`), from the same inlined per-row
+    The loop is compiled for a constant ``spec`` (a
+    :class:`~streamlearn.solvers.embedding.KernelSpec`) and ``stage``, like the solver kernels
+    (:class:`~streamlearn.solvers.embedding.KernelFamily`), from the same inlined per-row
     helpers: ``embed_row``, then ``row_score``, then one ``row_update`` per row (what a
     PEGASOS step does when the margin is violated; averaging moves two models in one sweep).
     """
@@ -344,21 +345,22 @@ def stage_loop(kind: int, stage: int) -> Any:
     from streamlearn.solvers.embedding import (
         IP_MAX_NNZ,
         IP_N_COLS,
-        IP_ORDER,
         embed_row,
         row_score,
         row_update,
     )
 
+    kind, _, degree, zero_preserving, order = spec
+
     @njit(nogil=True)
     def loop(X, ipar, fpar, w):  # pragma: no cover - numba
         idx = np.empty(ipar[IP_MAX_NNZ], dtype=np.int32)
         val = np.zeros(ipar[IP_MAX_NNZ], dtype=np.float32)
-        n_cols, order = ipar[IP_N_COLS], ipar[IP_ORDER]
+        n_cols = ipar[IP_N_COLS]
         s = 0.0
         for r in range(X.shape[0]):
             x = X[r]
-            nnz = embed_row(kind, x, ipar, fpar, idx, val)
+            nnz = embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
             s += val[r % nnz]  # reads the encoding, so that it is computed
             if stage >= 1:
                 s += row_score(kind, w, x, idx, val, nnz)
@@ -380,7 +382,7 @@ def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
     """
     import zarr
 
-    from streamlearn.solvers.embedding import embedding_params
+    from streamlearn.solvers.embedding import embedding_params, kernel_spec
 
     stats = json.loads(Path(stats_path).read_text())["stats"]
     X = np.ascontiguousarray(zarr.open_group(path, mode="r")["X"][:n_rows])
@@ -390,7 +392,7 @@ def profile_kernels(path: str, stats_path: str, n_rows: int = 1024,
         w = np.zeros(emb.n_dims + 1)
         times = {}
         for stage, name in enumerate(PROFILE_STAGES):
-            loop = stage_loop(emb.kind, stage)
+            loop = stage_loop(kernel_spec(emb.kind, emb.ipar, False, True), stage)
             loop(X[:16], emb.ipar, emb.fpar, w)
             best = np.inf
             for _ in range(repeats):

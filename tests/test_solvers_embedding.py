@@ -14,12 +14,14 @@ from streamlearn.solvers.embedding import (
     FOURIER,
     HERMITE,
     LINEAR,
+    KernelSpec,
     decision_chunk,
     dense_score,
     embedded_sq_norm,
     embedding_params,
     encode_row,
     every_column,
+    kernel_spec,
     model_sq_norm,
     row_sq_norm,
     weights_from_w_d,
@@ -209,11 +211,49 @@ def test_every_kernel_variant_has_a_cache_index_of_its_own():
     from streamlearn.solvers.embedding import _DECISION_OVR
     from streamlearn.solvers.pegasos import _PEGASOS_OVR
 
-    for kernels in (_DCD_OVR, _EMBEDDING_SUM, _DECISION_OVR, _PEGASOS_OVR):
-        names = {k._cache._cache_file._index_name for k in kernels.values()}
-        assert len(names) == len(kernels)
-        assert all(n.startswith(next(iter(kernels.values())).py_func.__module__.split(".")[-1])
-                   for n in names)
+    lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
+    maps = [embedding_params(None, N_FEATURES), embedding_params(FourierMap(3).fit(lo, hi))]
+    for degree in (1, 2, 3):
+        for zero_preserving in (False, True):
+            for order in (0, 1, 2):
+                maps.append(embedding_params(
+                    BSplineMap(degree, 6, order, zero_preserving).fit(lo, hi)))
+    # specs: linear, Fourier and 3 degrees x 2 variants of B-splines, x 3 orders where the
+    # kernel updates w_d, x 2 forms of rows
+    for kernels, n_specs in ((_DCD_OVR, 40), (_EMBEDDING_SUM, 40), (_DECISION_OVR, 16),
+                             (_PEGASOS_OVR, 40)):
+        made = {kernels(emb.kind, emb.ipar, sparse) for emb in maps for sparse in (False, True)}
+        assert len(made) == n_specs
+        every = list(kernels.kernels.values())  # with those other tests made before
+        names = {k._cache._cache_file._index_name for k in every}
+        assert len(names) == len(every)
+        module = every[0].py_func.__module__.split(".")[-1]
+        assert all(n.startswith(module) for n in names)
+
+
+def test_kernel_specs_keep_apart_only_what_a_kernel_branches_on():
+    from streamlearn.solvers.embedding import _DECISION_OVR
+    from streamlearn.solvers.pegasos import _PEGASOS_OVR
+
+    lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
+
+    def emb(**kw):
+        return embedding_params(BSplineMap(n_bases=6, **kw).fit(lo, hi))
+
+    d1o1, d1o2, d3o1 = emb(degree=1, penalty_order=1), emb(degree=1, penalty_order=2), \
+        emb(degree=3, penalty_order=1)
+    # the decision kernel does not touch w_d's penalty; PEGASOS updates it
+    assert _DECISION_OVR(*d1o1[:2], False) is _DECISION_OVR(*d1o2[:2], False)
+    assert _PEGASOS_OVR(*d1o1[:2], False) is not _PEGASOS_OVR(*d1o2[:2], False)
+    assert _DECISION_OVR(*d1o1[:2], False) is not _DECISION_OVR(*d3o1[:2], False)
+    assert _DECISION_OVR(*d1o1[:2], False) is not _DECISION_OVR(*d1o1[:2], True)
+    four = [embedding_params(FourierMap(k).fit(lo, hi)) for k in (2, 5)]
+    assert kernel_spec(four[0].kind, four[0].ipar, False, True) == \
+        kernel_spec(four[1].kind, four[1].ipar, False, True) == \
+        KernelSpec(FOURIER, False, 0, False, 0)
+    spec = kernel_spec(d3o1.kind, d3o1.ipar, True, True)
+    assert spec == KernelSpec(BSPLINE, True, 3, False, 1)
+    assert spec.name == "bspline_csr_d3_o1"
 
 
 def test_every_column_tells_encodings_that_hold_each_column_in_order() -> None:

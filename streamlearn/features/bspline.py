@@ -186,10 +186,15 @@ def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, warp, idx
                                       val)
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, inline="always")
 def bspline_encode_uniform_row(x, lo, scale, n_bases, degree, zero_preserving, idx, val):
     """:func:`bspline_encode_row` on uniform knots, for kernels that know it (no warped
-    branch to compile)."""
+    branch to compile).
+
+    Inlined by numba, so that a kernel for which ``degree`` and ``zero_preserving`` are
+    constants compiles only the encoder they select; the encoders are compiled once each and
+    inlined by LLVM.
+    """
     if zero_preserving:
         return _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val)
     # Every feature writes degree + 1 entries: one small function per degree, without

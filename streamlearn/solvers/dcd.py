@@ -53,13 +53,15 @@ import numpy as np
 from numba import njit
 
 from streamlearn.solvers.embedding import (
+    IP_DEGREE,
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
-    IP_ORDER,
+    IP_ZERO_PRESERVING,
+    KernelFamily,
+    KernelSpec,
     embed_row,
     fetch_row,
-    kernel_kinds,
     kernel_rows,
     model_dot,
     row_buffers,
@@ -141,8 +143,9 @@ def row_orders(n_rows, n_inner, seed):
     return out
 
 
-def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
-    # dcd_ovr_chunk's kernel for one kind of embedding and form of rows (kernel_kinds)
+def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
+    # dcd_ovr_chunk's kernel for one KernelSpec
+    fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
@@ -152,7 +155,6 @@ def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
         m = W.shape[0]
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
-        order = ipar[IP_ORDER]
         idx, val, zero = row_buffers(ipar, sparse)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
@@ -184,7 +186,8 @@ def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
                 else:
                     upper = np.inf
                     diag = 0.5 / ci
-                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
                 if qd[r] < 0.0:
                     qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
                     if centred:
@@ -243,7 +246,7 @@ def _dcd_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., tuple]:
     return kernel
 
 
-_DCD_OVR = kernel_kinds(_dcd_ovr_kernel)
+_DCD_OVR = KernelFamily(_dcd_ovr_kernel, uses_order=True)
 
 
 def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
@@ -309,7 +312,7 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     elif not bias_scale > 0.0 or centre.shape != W.shape[1:]:
         raise ValueError("centre needs a bias (bias_scale > 0) and the length of a model")
     dense, csr, sparse = kernel_rows(X)
-    return _DCD_OVR[kind, sparse](dense, csr, codes, positive, negative, c, alpha, W, loss,
+    return _DCD_OVR(kind, ipar, sparse)(dense, csr, codes, positive, negative, c, alpha, W, loss,
                                   bias_scale, n_inner, seed, kind, ipar, fpar, monitor,
                                   monitor_loss, centre)
 
@@ -362,8 +365,9 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
     return tuple(float(o[0]) for o in out)
 
 
-def _embedding_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., None]:
-    # embedding_sum's kernel for one kind of embedding and form of rows (kernel_kinds)
+def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
+    # embedding_sum's kernel for one KernelSpec
+    fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
@@ -373,14 +377,15 @@ def _embedding_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., None]:
         for r in range(n):
             if weight[r] == 0.0:
                 continue
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
-            row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER],
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
+            row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], order,
                        np.float64(weight[r]))
 
     return kernel
 
 
-_EMBEDDING_SUM = kernel_kinds(_embedding_sum_kernel)
+_EMBEDDING_SUM = KernelFamily(_embedding_sum_kernel, uses_order=True)
 
 
 def embedding_sum(X, weight, kind, ipar, fpar, out):
@@ -403,7 +408,7 @@ def embedding_sum(X, weight, kind, ipar, fpar, out):
         Added to in place; its last (bias) entry is left alone.
     """
     dense, csr, sparse = kernel_rows(X)
-    _EMBEDDING_SUM[kind, sparse](dense, csr, kind, ipar, fpar,
+    _EMBEDDING_SUM(kind, ipar, sparse)(dense, csr, kind, ipar, fpar,
                                  np.ascontiguousarray(weight, dtype=np.float64), out)
 
 
@@ -491,7 +496,8 @@ def primal_loss_chunk(X, y, c, w_d, loss, bias_scale, kind, ipar, fpar):
     total = 0.0
     for r in range(X.shape[0]):
         x = X[r]
-        nnz = embed_row(kind, x, ipar, fpar, idx, val)
+        nnz = embed_row(kind, ipar[IP_DEGREE], ipar[IP_ZERO_PRESERVING] != 0, x, ipar, fpar,
+                        idx, val)
         m = 1.0 - np.float64(y[r]) * (row_score(kind, w_d, x, idx, val, nnz) + b)
         if m > 0.0:
             total += c[r] * (m if loss == HINGE else m * m)

@@ -33,6 +33,7 @@ score ``w . Psi_d(x)`` is then the sparse product ``w_d . Phi(x)`` of the row's 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -70,7 +71,6 @@ ENCODED = 4
 #: warped encoders or the uniform ones, not both, into its kernels.
 WARPED = 5
 KIND_NAMES = ("linear", "bspline", "fourier", "hermite", "encoded", "bspline_warped")
-KINDS = (LINEAR, BSPLINE, FOURIER, HERMITE, WARPED)
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
@@ -226,7 +226,7 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     Parameters
     ----------
     kind : int
-        :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER` or :data:`HERMITE`.
+        :data:`LINEAR`, :data:`BSPLINE`, :data:`WARPED`, :data:`FOURIER` or :data:`HERMITE`.
     x : ndarray of shape (n_features,), float32
     ipar : ndarray of int64
         Integer parameters (:func:`embedding_params`).
@@ -242,6 +242,18 @@ def encode_row(kind, x, ipar, fpar, idx, val):
     int
         Number of entries written. The identity writes the non-zero inputs only.
     """
+    return encode_spec_row(kind, ipar[IP_DEGREE], ipar[IP_ZERO_PRESERVING] != 0, x, ipar,
+                           fpar, idx, val)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
+    """:func:`encode_row` with a B-spline map's degree and zero-preserving flag given apart.
+
+    Inside a kernel they are constants of its :class:`KernelSpec`, and the B-spline
+    encoders of the other degrees and variant are pruned before they are compiled; for the
+    other kinds they are not read (their maps' flags are in ``ipar``).
+    """
     nf = x.shape[0]
     if kind == LINEAR:
         nnz = 0
@@ -253,12 +265,10 @@ def encode_row(kind, x, ipar, fpar, idx, val):
         return nnz
     a = fpar[:nf]
     b = fpar[nf : 2 * nf]
-    zero_preserving = ipar[IP_ZERO_PRESERVING] != 0
     if kind == BSPLINE or kind == WARPED:
         if kind == BSPLINE:
-            nnz = bspline_encode_uniform_row(
-                x, a, b, ipar[IP_N_BASES], ipar[IP_DEGREE], zero_preserving, idx, val
-            )
+            nnz = bspline_encode_uniform_row(x, a, b, ipar[IP_N_BASES], degree,
+                                             zero_preserving, idx, val)
         else:
             nnz = bspline_encode_warped_row(x, a, b, fpar[ipar[IP_WARP_START]:],
                                             ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
@@ -268,21 +278,59 @@ def encode_row(kind, x, ipar, fpar, idx, val):
                                ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
+    flag = ipar[IP_ZERO_PRESERVING] != 0
     if kind == FOURIER:
-        return fourier_encode_row(x, a, b, weights, zero_preserving, idx, val)
-    return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
+        return fourier_encode_row(x, a, b, weights, flag, idx, val)
+    return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], flag, idx, val)
 
 
-def kernel_kinds(compile_for: Callable[[int, bool], Callable]) -> dict[tuple[int, bool], Callable]:
-    """One compiled solver kernel per kind of embedding and form of rows, by ``(kind, sparse)``.
+class KernelSpec(NamedTuple):
+    """The constants a solver kernel is compiled for (:class:`KernelFamily`).
+
+    The per-row helpers branch on each of them; in a kernel they are closure constants, and
+    numba prunes the branches not taken before typing them.
+    """
+
+    #: :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER`, :data:`HERMITE` or :data:`WARPED`.
+    kind: int
+    #: CSR rows rather than dense ones (:func:`kernel_rows`).
+    sparse: bool
+    #: B-splines on uniform knots: the degree, 0 for the other kinds.
+    degree: int
+    #: B-splines on uniform knots: the zero-preserving variant, False for the other kinds.
+    zero_preserving: bool
+    #: Penalty order of ``w_d`` for kernels that update it or take its norms, else 0.
+    order: int
+
+    @property
+    def name(self) -> str:
+        """A suffix naming the kernel, e.g. ``bspline_dense_d1_o1``."""
+        form = "csr" if self.sparse else "dense"
+        zp = "z" if self.zero_preserving else ""
+        return f"{KIND_NAMES[self.kind]}_{form}_d{self.degree}{zp}_o{self.order}"
+
+
+def kernel_spec(kind: int, ipar: np.ndarray, sparse: bool, uses_order: bool) -> KernelSpec:
+    """The :class:`KernelSpec` of the kernel that runs map ``(kind, ipar)`` on rows of the
+    given form; ``uses_order``: whether the kernel updates or norms ``w_d``."""
+    bspline = kind == BSPLINE
+    return KernelSpec(int(kind), bool(sparse),
+                      int(ipar[IP_DEGREE]) if bspline else 0,
+                      bool(ipar[IP_ZERO_PRESERVING]) if bspline else False,
+                      int(ipar[IP_ORDER]) if uses_order else 0)
+
+
+class KernelFamily:
+    """One compiled solver kernel per :class:`KernelSpec`, each made on its first use.
 
     The per-row helpers (:func:`fetch_row`, :func:`row_score`, :func:`row_update`, ...)
-    branch on ``kind`` and on the form of the rows. Inlined into a kernel for which both are
+    branch on the kind of embedding, on the form of the rows, on a B-spline map's degree
+    and variant and on the penalty order. Inlined into a kernel for which these are
     constants (closure variables), numba prunes the other branches before typing them: the
-    kernel compiles only its own kind's code, and its row loop runs 1.5-6x faster than one
-    that keeps every kind's branches. Each kind has a kernel for dense rows and one for CSR
-    rows (:func:`kernel_rows`). A kernel compiles on its first use: a fit compiles those its
-    data and map need.
+    kernel compiles only its own code, and its row loop runs 1.5-6x faster than one that
+    keeps every kind's branches. A fit compiles the kernels its data and map need, and
+    nothing of the degrees, variants and orders it does not use: one kernel for all
+    B-spline degrees took 1.6 s longer to compile than the degree-1 kernel alone.
 
     The row loop is written in the kernel itself, inside ``compile_for``, and only the thin
     per-row helpers are inlined into it. numba inlines a function by deep-copying its IR
@@ -293,32 +341,46 @@ def kernel_kinds(compile_for: Callable[[int, bool], Callable]) -> dict[tuple[int
     Parameters
     ----------
     compile_for : callable
-        ``compile_for(kind, sparse)`` returns the kernel for ``kind`` over dense rows, or
-        over CSR rows when ``sparse``.
-
-    Returns
-    -------
-    dict
-        ``(kind, sparse) -> kernel`` for every kind and form.
+        ``compile_for(spec)`` returns the (not yet compiled) kernel for a
+        :class:`KernelSpec`.
+    uses_order : bool
+        Whether the kernels update or norm ``w_d``; if not, one kernel serves every
+        penalty order.
 
     Notes
     -----
-    Each kernel gets a cache file of its own (its name ends in its kind and form). numba
-    keeps one index of compiled versions per function name and numbers their files in it;
-    the kernels of one factory share a name, and two processes compiling two of them at
-    once (test workers, dask workers on one machine) could each take the same number and
-    leave one kernel's code under the other's entry.
+    Each kernel gets a cache file of its own (its name ends in :attr:`KernelSpec.name`).
+    numba keeps one index of compiled versions per function name and numbers their files
+    in it; the kernels of one factory share a name, and two processes compiling two of
+    them at once (test workers, dask workers on one machine) could each take the same
+    number and leave one kernel's code under the other's entry.
     """
-    kernels = {}
-    for sparse in (False, True):
-        for kind in KINDS:
-            kernel = compile_for(kind, sparse)
-            func = kernel.py_func
-            func.__qualname__ = f"{func.__qualname__}_{KIND_NAMES[kind]}_" \
-                                f"{'csr' if sparse else 'dense'}"
-            kernel.enable_caching()  # under the new name
-            kernels[kind, sparse] = kernel
-    return kernels
+
+    def __init__(self, compile_for: Callable[[KernelSpec], Any], uses_order: bool) -> None:
+        self._compile_for = compile_for
+        self._uses_order = uses_order
+        self._kernels: dict[KernelSpec, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, kind: int, ipar: np.ndarray, sparse: bool) -> Any:
+        """The kernel for map ``(kind, ipar)`` on dense rows, or CSR rows when ``sparse``."""
+        spec = kernel_spec(kind, ipar, sparse, self._uses_order)
+        kernel = self._kernels.get(spec)
+        if kernel is None:
+            with self._lock:
+                kernel = self._kernels.get(spec)
+                if kernel is None:
+                    kernel = self._compile_for(spec)
+                    func = kernel.py_func
+                    func.__qualname__ = f"{func.__qualname__}_{spec.name}"
+                    kernel.enable_caching()  # under the new name
+                    self._kernels[spec] = kernel
+        return kernel
+
+    @property
+    def kernels(self) -> dict[KernelSpec, Any]:
+        """The kernels made so far, by spec."""
+        return dict(self._kernels)
 
 
 #: The CSR arrays a kernel over dense rows is given, and the matrix one over CSR rows is.
@@ -330,7 +392,7 @@ def kernel_rows(X: Any) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.nd
     """A chunk's rows as the solver kernels take them: ``(dense, csr, sparse)``.
 
     Kernels take both forms in every call (:data:`NO_DENSE` or :data:`NO_CSR` for the
-    form not given) and are compiled per form (:func:`kernel_kinds`), so that one body
+    form not given) and are compiled per form (:class:`KernelFamily`), so that one body
     serves both.
 
     Parameters
@@ -371,12 +433,15 @@ def row_kind(kind: int, sparse: bool) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero):
+def fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx, val, zero):
     """Row ``r`` of a kernel's chunk and its encoding, for the per-row helpers.
 
     A dense row is embedded by :func:`embed_row`; a sparse row by :func:`encode_sparse_row`,
     and stands in the helpers as ``zero``, a zero row of ``n_features`` values (its
     length is all they read of it, with :func:`row_kind`'s kind ``hk``).
+
+    ``kind``, ``degree`` and ``zero_preserving`` are the kernel's :class:`KernelSpec`
+    constants.
 
     Returns
     -------
@@ -387,7 +452,7 @@ def fetch_row(X, csr, r, sparse, kind, ipar, fpar, idx, val, zero):
         lo, hi = csr[0][r], csr[0][r + 1]
         return zero, encode_sparse_row(kind, csr[1][lo:hi], csr[2][lo:hi], ipar, fpar, idx, val)
     x = X[r]
-    return x, embed_row(kind, x, ipar, fpar, idx, val)
+    return x, embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -428,8 +493,8 @@ def encode_sparse_row(kind, cols, vals, ipar, fpar, idx, val):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def embed_row(kind, x, ipar, fpar, idx, val):
-    """:func:`encode_row` for a solver loop: the identity is not copied.
+def embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
+    """:func:`encode_spec_row` for a solver loop: the identity is not copied.
 
     The per-row helpers :func:`row_score`, :func:`row_update`, :func:`row_update_pair` and
     :func:`row_sq_norm_d` take what this writes. For the identity they work on the row
@@ -439,7 +504,7 @@ def embed_row(kind, x, ipar, fpar, idx, val):
     Two kinds of inlining keep a kernel both fast and quick to compile. These thin helpers
     are inlined by numba (``inline="always"``), which copies their IR into the kernel before
     typing: their branches on ``kind`` and on the form of the rows, constants in a kernel
-    (:func:`kernel_kinds`), are pruned there, so a kernel types and compiles only its own
+    (:class:`KernelFamily`), are pruned there, so a kernel types and compiles only its own
     kind's code. The encoders they call (B-splines, pair terms) are compiled once each and
     inlined by LLVM (``forceinline=True``): called as separate functions their loops would
     not vectorise, because the compiler must assume that the arrays they write (``idx``,
@@ -450,7 +515,8 @@ def embed_row(kind, x, ipar, fpar, idx, val):
 
     Parameters
     ----------
-    kind : int
+    kind, degree, zero_preserving
+        As for :func:`encode_spec_row`.
     x : ndarray of shape (n_features,), float32
     ipar, fpar : ndarray
         Packed map (:func:`embedding_params`).
@@ -464,7 +530,7 @@ def embed_row(kind, x, ipar, fpar, idx, val):
     """
     if kind == LINEAR:
         return x.shape[0]
-    return encode_row(kind, x, ipar, fpar, idx, val)
+    return encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -708,8 +774,9 @@ def row_sq_norm(kind, x, ipar, fpar, idx, val, scratch):
     return row_sq_norm_d(kind, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER], scratch)
 
 
-def _sq_norm_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., float]:
-    # embedded_sq_norm's kernel for one kind of embedding and form of rows (kernel_kinds)
+def _sq_norm_sum_kernel(spec: KernelSpec) -> Callable[..., float]:
+    # embedded_sq_norm's kernel for one KernelSpec
+    fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
@@ -719,21 +786,21 @@ def _sq_norm_sum_kernel(fixed_kind: int, sparse: bool) -> Callable[..., float]:
         scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
         total = 0.0
         for r in range(n):
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
-            total += row_sq_norm_d(hk, x, idx, val, nnz, ipar[IP_N_COLS], ipar[IP_ORDER],
-                                   scratch)
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
+                               fpar, idx, val, zero)
+            total += row_sq_norm_d(hk, x, idx, val, nnz, ipar[IP_N_COLS], order, scratch)
         return total
 
     return kernel
 
 
-_SQ_NORM_SUM = kernel_kinds(_sq_norm_sum_kernel)
+_SQ_NORM_SUM = KernelFamily(_sq_norm_sum_kernel, uses_order=True)
 
 
 def embedded_sq_norm(X: Any, kind: int, ipar: np.ndarray, fpar: np.ndarray) -> float:
     """``sum_i ||Psi_d(x_i)||^2``: the squared norms of a chunk's embedded rows, added.
 
-    The same kernels as the solvers' (:func:`kernel_kinds`). PEGASOS's step offset uses it
+    Compiled as the solvers' kernels are (:class:`KernelFamily`). PEGASOS's step offset uses it
     for sparse rows; for dense rows it sums the map's materialised transform instead
     (:func:`~streamlearn.solvers.additive.driver.materialised_sq_norm`), which a dense fit
     compiles anyway, so that a first fit compiles one kernel less.
@@ -752,11 +819,12 @@ def embedded_sq_norm(X: Any, kind: int, ipar: np.ndarray, fpar: np.ndarray) -> f
     float
     """
     dense, csr, sparse = kernel_rows(X)
-    return float(_SQ_NORM_SUM[kind, sparse](dense, csr, kind, ipar, fpar))
+    return float(_SQ_NORM_SUM(kind, ipar, sparse)(dense, csr, kind, ipar, fpar))
 
 
-def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndarray]:
-    # decision_ovr_chunk's kernel for one kind of embedding and form of rows (kernel_kinds)
+def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
+    # decision_ovr_chunk's kernel for one KernelSpec
+    fixed_kind, sparse, degree, zero_preserving, _ = spec
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
@@ -767,7 +835,8 @@ def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndar
         out = np.empty((n, m), dtype=np.float64)
         idx, val, zero = row_buffers(ipar, sparse)
         for r in range(n):
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
+                               fpar, idx, val, zero)
             for j in range(m):
                 wj = W[j]
                 out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
@@ -776,7 +845,7 @@ def _decision_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., np.ndar
     return kernel
 
 
-_DECISION_OVR = kernel_kinds(_decision_ovr_kernel)
+_DECISION_OVR = KernelFamily(_decision_ovr_kernel, uses_order=False)
 
 
 def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
@@ -797,7 +866,7 @@ def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
     ndarray of shape (n_rows, m), float64
     """
     dense, csr, sparse = kernel_rows(X)
-    return _DECISION_OVR[kind, sparse](dense, csr, writeable(W), bias_scale, kind,
+    return _DECISION_OVR(kind, ipar, sparse)(dense, csr, writeable(W), bias_scale, kind,
                                        writeable(ipar), writeable(fpar))
 
 

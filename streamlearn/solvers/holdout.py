@@ -45,9 +45,7 @@ class Holdout:
 
     def mask(self, rows: np.ndarray) -> np.ndarray:
         """Boolean mask of the held-out rows among global row ids ``rows``."""
-        # the seed as uint64 whatever its value, so that row_keys compiles one version
-        # (numba types a Python int at or above 2**63 as uint64, a smaller one as int64)
-        keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), np.uint64(self.seed))
+        keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
         return keys < np.uint64(self.threshold)
 
     def count(self, n_rows: int, block: int = 1 << 20) -> int:

@@ -45,9 +45,9 @@ from numba import njit
 from streamlearn.solvers.embedding import (
     IP_N_COLS,
     IP_N_DIMS,
-    IP_ORDER,
+    KernelFamily,
+    KernelSpec,
     fetch_row,
-    kernel_kinds,
     kernel_rows,
     row_buffers,
     row_kind,
@@ -79,8 +79,9 @@ def _fold_all(W, AVG, a_coef, b_coef, scale):
                 W[j, i] *= scale
 
 
-def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
-    # pegasos_ovr_chunk's kernel for one kind of embedding and form of rows (kernel_kinds)
+def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
+    # pegasos_ovr_chunk's kernel for one KernelSpec
+    fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
@@ -90,7 +91,6 @@ def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
         m = W.shape[0]
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
-        order = ipar[IP_ORDER]
         idx, val, zero = row_buffers(ipar, sparse)
         margins = np.empty(m, dtype=np.float64)
         averaging = n > 0 and t + n >= average_start
@@ -107,7 +107,8 @@ def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
         for r in range(n):
             k = t + 1 + r
             eta = 1.0 / (lam * k)
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, ipar, fpar, idx, val, zero)
+            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
+                               fpar, idx, val, zero)
             code = codes[r]
             for j in range(m):
                 yj = binary_label(code, positive[j], negative[j])
@@ -150,7 +151,7 @@ def _pegasos_ovr_kernel(fixed_kind: int, sparse: bool) -> Callable[..., int]:
     return kernel
 
 
-_PEGASOS_OVR = kernel_kinds(_pegasos_ovr_kernel)
+_PEGASOS_OVR = KernelFamily(_pegasos_ovr_kernel, uses_order=True)
 
 
 def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
@@ -191,7 +192,7 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
         Steps done after this chunk, ``t + n_rows``.
     """
     dense, csr, sparse = kernel_rows(X)
-    return _PEGASOS_OVR[kind, sparse](dense, csr, codes, positive, negative, weight, lam,
+    return _PEGASOS_OVR(kind, ipar, sparse)(dense, csr, codes, positive, negative, weight, lam,
                                       bias_scale, W, AVG, t, average_start, kind, ipar, fpar)
 
 
