@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from sklearn.svm import LinearSVC
@@ -312,6 +314,50 @@ def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
     assert "fewer than 200" in small.interaction_check_["reason"]
 
 
+def _spirals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two interleaved spirals of 2.5 turns: a pair surface that turns faster than an 8 x 8
+    grid follows (7 % test error on it, none on an 18 x 18 grid)."""
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, 2, n)
+    r = rng.uniform(0.1, 1.0, n)
+    theta = 5 * np.pi * r + np.pi * label
+    X = np.c_[r * np.cos(theta), r * np.sin(theta)] + 0.02 * rng.normal(size=(n, 2))
+    return X.astype(np.float32), label
+
+
+def test_auto_pair_grid_grows_while_the_held_out_loss_falls() -> None:
+    from streamlearn.features.pair_terms import AUTO_PAIR_BASES
+
+    X, y = _spirals(6000, seed=14)
+    Xt, yt = _spirals(6000, seed=15)
+    model = AdditiveSVC(random_state=0).fit(X, y)
+    coarse = AdditiveSVC(random_state=0, pair_bases=8).fit(X, y)
+    tried = model.interaction_check_["pair_bases"]
+    grids = [b for b, _ in tried]
+    losses = [loss for _, loss in tried]
+    assert grids == list(AUTO_PAIR_BASES[:len(grids)])
+    kept = grids.index(model.pair_bases_)
+    # every grid up to the one kept lowered the loss; the next one, if tried, did not
+    assert all(b < a for a, b in itertools.pairwise(losses[:kept + 1]))
+    assert kept == len(grids) - 1 or losses[kept + 1] >= losses[kept]
+    assert model.interaction_check_["held_out_log_loss_with"] == losses[kept]
+    assert model.feature_map_.pair_bases == model.pair_bases_ > 8
+    assert model.coef_d_.shape[1] == 2 * 20 + model.pair_bases_**2 + 1
+    # the fixed coarse grid is the first one tried, trained the same way
+    assert coarse.interaction_check_["pair_bases"] == tried[:1]
+    assert coarse.pair_bases_ == 8
+    assert 1 - coarse.score(Xt, yt) > 0.02
+    assert 1 - model.score(Xt, yt) < 0.25 * (1 - coarse.score(Xt, yt))
+
+
+def test_pair_grid_is_not_searched_without_held_out_rows() -> None:
+    X, y = _spirals(3000, seed=16)
+    model = AdditiveSVC(interactions=[(0, 1)], calibrate=False).fit(X, y)
+    assert model.pair_bases_ == 8 and model.interactions_ == (("x0", "x1"),)
+    given = AdditiveSVC(interactions=[(0, 1)], random_state=0).fit(X, y)
+    assert given.pair_bases_ > 8  # given pairs are refined like screened ones
+
+
 # -- the model ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def paired() -> tuple[AdditiveSVC, np.ndarray, np.ndarray]:
@@ -405,5 +451,5 @@ def test_partial_fit_continues_a_model_with_pairs_without_growing_its_map(paired
     with pytest.warns(UserWarning, match="outside the feature map's range"):
         model.partial_fit(3 * X[:500], y3[:500])
     assert isinstance(model.feature_map_, BSplinePairMap)
-    assert model.coef_d_.shape[1] == 6 * 20 + 2 * 64 + 1
+    assert model.coef_d_.shape[1] == 6 * 20 + 2 * model.pair_bases_**2 + 1
     assert abs(model.score(X, y3) - before) < 0.1

@@ -39,6 +39,8 @@ from streamlearn.features.feature_map import dense_to_csr
 
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
+#: ``AdditiveSVC(pair_bases="auto")``: the grids tried in turn, each 1.5x finer per axis.
+AUTO_PAIR_BASES = (PAIR_BASES, 12, 18, 27)
 
 
 @njit(cache=True, nogil=True, forceinline=True)

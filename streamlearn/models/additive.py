@@ -40,7 +40,11 @@ from streamlearn.features import (
     FourierMap,
     HermiteMap,
 )
-from streamlearn.features.pair_terms import PAIR_BASES, check_interactions, move_marginals
+from streamlearn.features.pair_terms import (
+    AUTO_PAIR_BASES,
+    check_interactions,
+    move_marginals,
+)
 from streamlearn.models.base import (
     DENSE_BLOCK_ROWS,
     ClassifierScore,
@@ -262,8 +266,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         pair is a piecewise-bilinear surface on a ``pair_bases x pair_bases`` grid over
         the two features' ranges, with a ridge penalty
         (:class:`~streamlearn.features.BSplinePairMap`).
-    pair_bases : int
-        Bases per axis of each pair's grid.
+    pair_bases : int or "auto"
+        Bases per axis of each pair's grid. ``"auto"``: the pairs (screened or given) are
+        trained on an 8 x 8 grid, then on grids 1.5x finer per axis (12, 18, 27) in turn,
+        each kept while it lowers the calibrated log-loss of the held-out calibration rows;
+        the first that does not ends the search. The resolution then follows what the
+        rows support: a surface that turns quickly (two interleaved spirals) gets a fine
+        grid, a noisy or flat one keeps the coarse grid, whose ridge penalty shrinks it
+        less. Each grid tried is one more training of the model with pairs. Without
+        calibration, or with fewer than 200 held-out rows, pairs get the 8 x 8 grid.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     random_state : int, optional
@@ -321,9 +332,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         As ``feature_importances_``, for the pair terms.
     interaction_check_ : dict
         ``interactions="auto"`` only: ``kept``, and when pairs were tried the ``screened``
-        pairs (feature indices), their ``scores`` and the held-out log-loss without and
-        with them (``held_out_log_loss_without``, ``held_out_log_loss_with``); else the
-        ``reason`` none were.
+        pairs (feature indices), their ``scores``, the held-out log-loss without and
+        with them (``held_out_log_loss_without``, ``held_out_log_loss_with``, the latter
+        on the grid kept) and each pair grid trained with its held-out log-loss
+        (``pair_bases``, ``[bases, loss]``); else the ``reason`` none were.
+    pair_bases_ : int
+        Bases per axis of the pairs' grids (only when the model has pairs).
     feature_importances_ : ndarray of shape (n_features,)
         Each feature's mean absolute contribution to the SVM scores, centred
         (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
@@ -392,7 +406,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "feature_range": ["array-like", None],
         "interactions": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"}),
                          list, tuple],
-        "pair_bases": [Interval(Integral, 2, None, closed="left")],
+        "pair_bases": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "engine": "no_validation",
@@ -423,7 +437,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         bias_scale: float = 1.0,
         feature_range: Any = None,
         interactions: int | str | list[Any] = "auto",
-        pair_bases: int = PAIR_BASES,
+        pair_bases: int | str = "auto",
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -492,6 +506,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return 0
         return min(AUTO_PAIRS_PER_FEATURE * n_features, n_features * (n_features - 1) // 2,
                    MAX_AUTO_PAIRS)
+
+    def _pair_grids(self) -> tuple[int, ...]:
+        """The pair grids ``fit`` tries, in order (see ``pair_bases``)."""
+        if isinstance(self.pair_bases, str):
+            return AUTO_PAIR_BASES
+        return (int(self.pair_bases),)
 
     def _given_interactions(self, names: Any) -> tuple[tuple[int, int], ...]:
         """``interactions`` given as pairs, as feature indices (names looked up)."""
@@ -668,7 +688,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 feature_map = BSplinePairMap(
                     feature_map.degree, feature_map.n_bases, feature_map.penalty_order,
                     False, self._given_interactions(dataset.feature_names),
-                    int(self.pair_bases), feature_map.knots)
+                    self._pair_grids()[0], feature_map.knots)
         else:
             screen = int(self.interactions)
         config = additive_solver.AdditiveConfig(
@@ -680,7 +700,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             online=bool(self.online),
             calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
-            interactions=screen, pair_bases=int(self.pair_bases),
+            interactions=screen, pair_grids=self._pair_grids(),
             check_interactions=isinstance(self.interactions, str))
         return additive_solver.fit(runner, dataset, config, seed)
 
@@ -702,6 +722,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         pairs = fmap.interactions if isinstance(fmap, BSplinePairMap) else ()
         names = self.feature_names_in_
         self.interactions_ = tuple((names[f], names[g]) for f, g in pairs)
+        if pairs:
+            self.pair_bases_ = int(fmap.pair_bases)
+        else:
+            self.__dict__.pop("pair_bases_", None)
         d = self.n_features_in_
         if fitted.importances is not None:
             self.feature_importances_ = fitted.importances[:d]

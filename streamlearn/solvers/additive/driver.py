@@ -127,8 +127,10 @@ class AdditiveConfig:
     check_interactions : bool
         Keep the pairs only when they lower the held-out log-loss (``interactions="auto"``);
         without at least :data:`MIN_CHECK_ROWS` held-out rows, add none.
-    pair_bases : int
-        Bases per axis of a screened pair's grid.
+    pair_grids : tuple of int
+        Bases per axis of the pairs' grid (screened or given pairs), tried in order: the
+        first, then each finer one while it lowers the held-out log-loss
+        (:func:`finer_pair_grids`).
     """
 
     feature_map: FeatureMap | None
@@ -146,7 +148,7 @@ class AdditiveConfig:
     bias_scale: float
     n_iter_no_change: int = 2
     interactions: int = 0
-    pair_bases: int = PAIR_BASES
+    pair_grids: tuple[int, ...] = (PAIR_BASES,)
     check_interactions: bool = False
 
     @property
@@ -217,8 +219,9 @@ class AdditiveFit:
         Mean over the binary models of the calibrated log-loss of the held-out rows (None
         without calibration).
     pair_check : dict or None
-        With ``check_interactions``: the screened pairs, both models' held-out log-loss and
-        whether the pairs were kept.
+        With ``check_interactions``: the screened pairs, both models' held-out log-loss,
+        each pair grid tried with its held-out log-loss (``pair_bases``) and whether the
+        pairs were kept.
     """
 
     feature_names: tuple[str, ...]
@@ -360,10 +363,14 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     trainings follow the rules above. With ``config.check_interactions`` the model with
     pairs is returned only when its calibrated log-loss on the held-out rows is lower
     than the per-feature model's; with fewer than :data:`MIN_CHECK_ROWS` held-out rows no
-    pairs are screened.
+    pairs are screened. The pairs, screened or given, are trained on the grids of
+    ``config.pair_grids`` in turn while each lowers the held-out log-loss
+    (:func:`finer_pair_grids`).
     """
     fitted, summary = _fit_terms(runner, dataset, config, seed, None)
     feature_map = config.feature_map
+    if isinstance(feature_map, BSplinePairMap) and summary is not None:  # given pairs
+        return finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
     if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
             or summary is None or fitted.importances is None):
         return fitted
@@ -380,10 +387,12 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
         return replace(fitted, pair_check={"kept": False, "reason": (
             "no screened pair lowered the residuals")} if config.check_interactions else None)
     pair_map = BSplinePairMap(feature_map.degree, feature_map.n_bases,
-                              feature_map.penalty_order, False, chosen, config.pair_bases,
+                              feature_map.penalty_order, False, chosen, config.pair_grids[0],
                               feature_map.knots)
-    with_pairs, _ = _fit_terms(runner, dataset, replace(config, feature_map=pair_map,
-                                                        interactions=0), seed, summary)
+    pair_config = replace(config, feature_map=pair_map, interactions=0)
+    with_pairs, _ = _fit_terms(runner, dataset, pair_config, seed, summary)
+    with_pairs, tried = finer_pair_grids(runner, dataset, pair_config, seed, summary,
+                                         with_pairs)
     if not config.check_interactions:
         return replace(with_pairs, pair_scores=scores)
     assert fitted.held_out_log_loss is not None and with_pairs.held_out_log_loss is not None
@@ -391,10 +400,51 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     check = {"kept": bool(kept), "screened": [list(p) for p in chosen],
              "scores": scores.tolist(),
              "held_out_log_loss_without": fitted.held_out_log_loss,
-             "held_out_log_loss_with": with_pairs.held_out_log_loss}
+             "held_out_log_loss_with": with_pairs.held_out_log_loss,
+             "pair_bases": tried}
     if kept:
         return replace(with_pairs, pair_scores=scores, pair_check=check)
     return replace(fitted, pair_check=check)
+
+
+def finer_pair_grids(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                     summary: Any, fitted: AdditiveFit) -> tuple[AdditiveFit, list[list[Any]]]:
+    """The model with pairs on the finest grid of ``config.pair_grids`` that the held-out
+    rows support.
+
+    ``fitted`` is the model trained with ``config.feature_map``, a
+    :class:`~streamlearn.features.pair_terms.BSplinePairMap` on the grid
+    ``config.pair_grids[0]``. The same pairs are trained again on each following grid
+    (from the same describe summary, by the rules of :func:`fit`) while its calibrated
+    log-loss on the held-out rows is lower than that of the grid before; the first grid
+    that does not lower it ends the search. A fine grid follows a surface that turns
+    quickly and overfits a flat or noisy one, which its held-out loss shows. Without
+    :data:`MIN_CHECK_ROWS` held-out rows only the first grid is trained.
+
+    Returns
+    -------
+    AdditiveFit
+        The model kept.
+    list of [int, float or None]
+        Each grid trained, with its held-out log-loss.
+    """
+    pair_map = config.feature_map
+    assert isinstance(pair_map, BSplinePairMap)
+    tried: list[list[Any]] = [[pair_map.pair_bases, fitted.held_out_log_loss]]
+    best = fitted
+    for bases in config.pair_grids[1:]:
+        if best.held_out_log_loss is None or best.n_calibration < MIN_CHECK_ROWS:
+            break
+        finer = BSplinePairMap(pair_map.degree, pair_map.n_bases, pair_map.penalty_order,
+                               False, pair_map.interactions, bases, pair_map.knots)
+        candidate, _ = _fit_terms(runner, dataset, replace(config, feature_map=finer),
+                                  seed, summary)
+        tried.append([bases, candidate.held_out_log_loss])
+        if (candidate.held_out_log_loss is None
+                or not candidate.held_out_log_loss < best.held_out_log_loss):
+            break
+        best = candidate
+    return best, tried
 
 
 def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
