@@ -13,6 +13,7 @@ from streamlearn.solvers.mixture import (
     center_sq_norms,
     chunk_products,
     expert_dcd_chunk,
+    expert_diagonal,
     gate_log_chunk,
     gating_objective_chunk,
     mixture_decision_chunk,
@@ -153,6 +154,32 @@ def test_expert_dcd_leaves_rows_below_the_posterior_floor_out() -> None:
                     max_iter=200_000).fit(X[kept], y[kept], sample_weight=q[kept])
     np.testing.assert_allclose(W[0, :d], ref.coef_[0], atol=2e-3)
     assert W[0, d] * BIAS == pytest.approx(ref.intercept_[0], abs=2e-3)
+
+
+def test_expert_diagonal_is_the_squared_row_norm_plus_the_bias() -> None:
+    import scipy.sparse as sp
+
+    from streamlearn.data.sparse_rows import SparseRows
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(40, 7)).astype(np.float32)
+    X[rng.random(X.shape) < 0.5] = 0.0
+    ref = (X.astype(np.float64) ** 2).sum(axis=1) + BIAS**2
+    np.testing.assert_allclose(expert_diagonal(X, BIAS), ref, rtol=1e-12)
+    csr = sp.csr_array(X)
+    rows = SparseRows(csr.indptr.astype(np.int64), csr.indices.astype(np.int32),
+                      csr.data.astype(np.float32), 7)
+    np.testing.assert_allclose(expert_diagonal(rows, BIAS), ref, rtol=1e-12)
+    # given or computed, the sweeps are the same
+    y = np.where(X[:, 0] > 0, 1.0, -1.0).astype(np.float32)
+    Q = np.full((40, 1), 0.7)
+    runs = []
+    for diagonal in (None, expert_diagonal(X, BIAS)):
+        alpha, W = np.zeros((40, 1), dtype=np.float32), np.zeros((1, 8))
+        expert_dcd_chunk(X, y, np.ones(40, dtype=np.float32), Q, 1.0, alpha, W,
+                         np.ones(1, dtype=bool), BIAS, 2, 3, diagonal)
+        runs.append(W)
+    np.testing.assert_array_equal(runs[0], runs[1])
 
 
 def test_expert_dcd_clips_duals_to_shrunken_bounds() -> None:

@@ -322,7 +322,8 @@ def _expert_dot(W, j, x, d):
     return s
 
 
-def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed):
+def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed,
+                     diagonal=None):
     """Weighted dual coordinate descent of every active expert over one chunk (eq. 15).
 
     Expert ``j`` minimises ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge(y_i s_ij)``: row ``i`` has
@@ -352,25 +353,70 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
         Sweeps over the chunk, each in a fresh random order.
     seed : int
         Non-negative seed of the orders.
+    diagonal : ndarray of shape (n_rows,), float64, optional
+        :func:`expert_diagonal` of the same rows and ``bias_scale``; computed when not
+        given. The lanes of a pass share one chunk, hence one diagonal.
 
     Returns
     -------
     float
         Largest projected-gradient magnitude met in the first sweep.
     """
+    if diagonal is None:
+        diagonal = expert_diagonal(X, bias_scale)
     if isinstance(X, SparseRows):
         return _expert_dcd_rows(NO_DENSE, tuple(writeable(a) for a in X.kernel_args), y,
-                                weight, Q, C, alpha, W, active, bias_scale, n_inner, seed)
+                                weight, Q, C, alpha, W, active, bias_scale, n_inner, seed,
+                                diagonal)
     return _expert_dcd_rows(writeable(X), None, y, weight, Q, C, alpha, W, active,
-                            bias_scale, n_inner, seed)
+                            bias_scale, n_inner, seed, diagonal)
+
+
+def expert_diagonal(X, bias_scale):
+    """``||x_i||^2 + bias_scale^2`` of every row: the diagonal of the experts' dual
+    coordinate descent (:func:`expert_dcd_chunk`), the same for every expert and lane.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, d), float32, or SparseRows
+    bias_scale : float
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64
+        Accumulated in float64.
+    """
+    if isinstance(X, SparseRows):
+        return _diagonal_rows(NO_DENSE, tuple(writeable(a) for a in X.kernel_args),
+                              float(bias_scale))
+    return _diagonal_rows(writeable(X), None, float(bias_scale))
 
 
 @njit(cache=True, nogil=True)
-def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed):
+def _diagonal_rows(X, csr, bias_scale):
+    # expert_diagonal over the dense rows X (csr None) or the CSR rows csr (X a
+    # placeholder); numba prunes the branches on `csr is None` where it is None
+    n = X.shape[0] if csr is None else csr[0].shape[0] - 1
+    qd = np.empty(n)
+    for i in range(n):
+        s = bias_scale * bias_scale
+        if csr is None:
+            for f in range(X.shape[1]):
+                s += np.float64(X[i, f]) * np.float64(X[i, f])
+        else:
+            for e in range(csr[0][i], csr[0][i + 1]):
+                s += np.float64(csr[2][e]) * np.float64(csr[2][e])
+        qd[i] = s
+    return qd
+
+
+@njit(cache=True, nogil=True)
+def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed,
+                     qd):
     # expert_dcd_chunk over the dense rows X (csr None) or the CSR rows csr = (indptr,
-    # indices, values) (X a placeholder). numba prunes the branches on `csr is None` where
-    # csr is None, so a fit on dense rows compiles their form only; the branches sit
-    # outside the loops over a row
+    # indices, values) (X a placeholder), with the diagonal qd (expert_diagonal). numba
+    # prunes the branches on `csr is None` where csr is None, so a fit on dense rows
+    # compiles their form only; the branches sit outside the loops over a row
     d = W.shape[1] - 1
     k = W.shape[0]
     if csr is None:
@@ -381,16 +427,6 @@ def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_in
         width = 0
         for i in range(n):
             width = max(width, csr[0][i + 1] - csr[0][i])
-    qd = np.empty(n)
-    for i in range(n):
-        s = bias_scale * bias_scale
-        if csr is None:
-            for f in range(d):
-                s += np.float64(X[i, f]) * np.float64(X[i, f])
-        else:
-            for e in range(csr[0][i], csr[0][i + 1]):
-                s += np.float64(csr[2][e]) * np.float64(csr[2][e])
-        qd[i] = s
     perm = np.arange(n)
     x = np.empty(width)  # the row in double precision, converted once for every expert
     cols = np.empty(width, dtype=np.int64)  # its columns (CSR rows)

@@ -41,6 +41,7 @@ from streamlearn.solvers.mixture.kernels import (
     center_sq_norms,
     chunk_products,
     expert_dcd_chunk,
+    expert_diagonal,
     gate_log_chunk,
     gating_objective_chunk,
     gating_objective_from_gates,
@@ -336,6 +337,7 @@ class InitialExpertPass:
         """Coordinate descent sweeps over the chunk, lane after lane (in place)."""
         X = chunk_features(chunk, self.standardiser)
         w = _weights(chunk, self.holdout)
+        diagonal = expert_diagonal(X, self.bias_scale)
         assigned: dict[int, np.ndarray] = {}
         for m in range(self.n_lanes):
             centers = self.centers[m]
@@ -349,7 +351,7 @@ class InitialExpertPass:
             alpha = lane_alpha.get(chunk)
             expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w, Q, self.C, alpha,
                              state.W[m], self.trained[m], self.bias_scale, EXPERT_SWEEPS,
-                             _chunk_seed(self.seeds[m], chunk))
+                             _chunk_seed(self.seeds[m], chunk), diagonal)
             lane_alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
         return state
@@ -734,8 +736,9 @@ class StochasticEpochPass:
         X, w = chunk_features(chunk, self.standardiser), _weights(chunk, self.holdout)
         if self.holdout is not None and self.groups:
             self._validate(state, X, chunk)
+        diagonal = expert_diagonal(X, self.bias_scale)  # the same for every lane
         for m, lane in enumerate(state.lanes):
-            self._step_lane(m, lane, X, w, chunk)
+            self._step_lane(m, lane, X, w, chunk, diagonal)
         return state
 
     def _validate(self, state: EpochState, X: np.ndarray, chunk: Chunk) -> None:
@@ -763,7 +766,7 @@ class StochasticEpochPass:
         state.held_weight += float(w.sum())
 
     def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
-                   chunk: Chunk) -> None:
+                   chunk: Chunk, diagonal: np.ndarray) -> None:
         y = _signs(chunk, self.positives[m])
         w64 = w.astype(np.float64)
         p = state.params
@@ -794,7 +797,7 @@ class StochasticEpochPass:
         lane_alpha = _lane_alpha(self, m)
         alpha = lane_alpha.get(chunk)
         expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
-                         EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk))
+                         EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
         lane_alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
 
