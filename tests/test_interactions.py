@@ -171,6 +171,14 @@ def test_bin_rows_match_searchsorted_and_list_the_rows_off_the_common_bin() -> N
         assert common[c] == np.argmax(np.bincount(ref, minlength=4))
         np.testing.assert_array_equal(off[c, : n_off[c]], np.flatnonzero(ref != common[c]))
     assert n_off[0] == np.count_nonzero(X[:, 2])  # the mostly-zero column: its ones
+    # +inf is at or above every edge, the +inf padding included; NaN in the first bin
+    # (where np.searchsorted would put it last)
+    X[6, 3], X[7, 2] = np.inf, np.nan
+    odd = np.empty_like(bins)
+    bin_rows(X, columns, edges, common, odd, off, n_off)
+    assert odd[2, 6] == edges.shape[1] and odd[0, 7] == 0
+    odd[2, 6], odd[0, 7] = bins[2, 6], bins[0, 7]
+    np.testing.assert_array_equal(odd, bins)
 
 
 def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:

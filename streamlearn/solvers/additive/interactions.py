@@ -67,21 +67,27 @@ def bin_rows(X, columns, edges, common, bins, off_rows, n_off):
     n, k = X.shape[0], columns.shape[0]
     n_edges = edges.shape[1]
     for c in range(k):
-        n_off[c] = 0
-    for r in range(n):
-        for c in range(k):
-            x = X[r, columns[c]]
-            lo, hi = 0, n_edges
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if edges[c, mid] <= x:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            bins[c, r] = lo
-            if lo != common[c]:
-                off_rows[c, n_off[c]] = r
-                n_off[c] += 1
+        # a candidate at a time: a value's bin is the count of the finite edges at or
+        # below it, compared without branches (a binary search's branches mispredict on
+        # every other value of a continuous feature); a binary column has one such edge.
+        # +inf is at or above every edge, the +inf padding included; NaN below them all
+        col, e, own, off = columns[c], edges[c], bins[c], off_rows[c]
+        top = common[c]
+        finite = 0
+        while finite < n_edges and e[finite] < np.inf:
+            finite += 1
+        count = 0
+        for r in range(n):
+            x = np.float64(X[r, col])
+            b = 0
+            for t in range(finite):
+                b += e[t] <= x
+            if x == np.inf:
+                b = n_edges
+            own[r] = b
+            off[count] = r
+            count += b != top
+        n_off[c] = count
 
 
 @njit(cache=True, nogil=True)
