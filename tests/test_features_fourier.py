@@ -33,11 +33,13 @@ def test_weights_are_table_1():
 
 
 @pytest.mark.parametrize("order", [1, 2])
-def test_encode_row_and_dense_transform_match_closed_form(order):
+@pytest.mark.parametrize("K", [1, 6, 64])
+def test_encode_row_and_dense_transform_match_closed_form(order, K):
+    """K = 1 writes the first frequency only; K = 64 runs the recurrence long enough for a
+    float32 drift to show, were the weights 1 / k^d not scaling it back."""
     lo = np.array([0.0, -5.0, 2.0])
     hi = np.array([1.0, 5.0, 3.0])
     X = np.random.default_rng(0).uniform(-6, 6, (30, 3)).astype(np.float32)
-    K = 6
     w = fourier_weights(K, order)
     ref = closed_form(X, lo, hi, K, order)
     idx = np.empty(3 * 2 * K, dtype=np.int32)
@@ -46,10 +48,10 @@ def test_encode_row_and_dense_transform_match_closed_form(order):
         nnz = fourier_encode_row(row, lo, hi, w, False, idx, val)
         assert nnz == 3 * 2 * K
         np.testing.assert_array_equal(idx, np.arange(3 * 2 * K))
-        np.testing.assert_allclose(val, ref[r], atol=1e-6)
+        np.testing.assert_allclose(val, ref[r], rtol=0, atol=2e-7)
     out = np.empty_like(ref, dtype=np.float32)
     fourier_transform_dense(X, lo, hi, w, False, out)
-    np.testing.assert_allclose(out, ref, atol=1e-6)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=2e-7)
     np.testing.assert_array_equal(FourierMap(K, order).fit(lo, hi).transform(X), out)
 
 

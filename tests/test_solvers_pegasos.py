@@ -73,7 +73,9 @@ MAPS = [
     BSplineMap(1, 20, 0).fit(-np.ones(3), np.ones(3)),
     BSplineMap(2, 8, 2, zero_preserving=True).fit(np.zeros(3), np.ones(3)),
     FourierMap(3, 1).fit(-np.ones(3), np.ones(3)),
+    FourierMap(4, 2, zero_preserving=True).fit(-np.ones(3), np.ones(3)),
     HermiteMap(3, 2, clip=3.0).fit(np.zeros(3), np.full(3, 0.6)),
+    HermiteMap(3, 1, zero_preserving=True).fit(np.zeros(3), np.full(3, 0.6)),
 ]
 
 

@@ -30,6 +30,7 @@ from streamlearn.features.difference_penalty import (
 from streamlearn.features.feature_map import FeatureMap
 from streamlearn.features.fourier import (
     FourierMap,
+    fourier_encode_every_feature,
     fourier_encode_row,
     fourier_transform_dense,
     fourier_weights,
@@ -67,6 +68,7 @@ __all__ = [
     "bspline_transform_csr",
     "bspline_transform_dense",
     "difference_matrix",
+    "fourier_encode_every_feature",
     "fourier_encode_row",
     "fourier_transform_dense",
     "fourier_weights",

@@ -50,8 +50,10 @@ def fourier_weights(n_terms: int, order: int) -> np.ndarray:
     return 1.0 / k**order
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True, forceinline=True, error_model="numpy")
 def _scaled(x, lo, hi):
+    # numpy's error model: numba's default checks every float division for a zero divisor,
+    # and that branch keeps the loops calling this from vectorising (hi > lo always).
     t = 2.0 * (np.float64(x) - lo) / (hi - lo) - 1.0
     if not t > -1.0:
         return -1.0
@@ -129,39 +131,53 @@ def _write_shifted_block(t, t0, weights, base, idx, val, nnz):
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
-def _encode_every_feature(x, lo, hi, weights, idx, val):
-    # fourier_encode_row without zero-preserving: every feature's block, written frequency
-    # by frequency with the recurrence of angle addition running across the features, so
-    # that each step is one SIMD sweep over them; one feature's chain of dependent
-    # multiplications would wait on each one's latency. The fast-math flags (not those
-    # that assume finite values) let the sweeps vectorise; the values are float32, the
-    # error far below their rounding.
+def fourier_encode_every_feature(x, lo, hi, weights, idx, val):
+    """:func:`fourier_encode_row` without zero-preserving: every feature's block.
+
+    Parameters and result as for :func:`fourier_encode_row`; ``idx`` is also work space.
+    """
+    # Written frequency by frequency, with the recurrence of angle addition running across
+    # the features so that each step is one SIMD sweep over them; one feature's chain of
+    # dependent multiplications would wait on each one's latency. The fast-math flags (not those
+    # that assume finite values) let the sweeps vectorise.
+    #
+    # The sweeps keep their state in idx's memory, as float32: idx is written last, and a
+    # work array allocated per row would cost as much as the rest of the encoding. In
+    # float32 the rotation drifts by about k float32 roundings at frequency k, and the
+    # column weights 1 / k^d (d >= 1) scale that back to about one rounding.
     nf = x.shape[0]
     n_terms = weights.shape[0]
     n_cols = 2 * n_terms
-    work = np.empty((4, nf))
-    c1 = work[0]
-    s1 = work[1]
-    c = work[2]
-    s = work[3]
-    for f in range(nf):
-        cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
-        c1[f] = cf
-        s1[f] = sf
-        c[f] = cf
-        s[f] = sf
-    for k in range(n_terms):
-        w = weights[k]
+    if n_terms == 1:
+        w = weights[0]
         for f in range(nf):
-            j = f * n_cols + 2 * k
-            val[j] = c[f] * w
-            val[j + 1] = s[f] * w
-        if k + 1 < n_terms:
+            cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
+            val[2 * f] = cf * w
+            val[2 * f + 1] = sf * w
+    else:  # nf * 2K >= 4 nf entries
+        work = idx[: 4 * nf].view(np.float32)
+        c1 = work[:nf]
+        s1 = work[nf : 2 * nf]
+        c = work[2 * nf : 3 * nf]
+        s = work[3 * nf :]
+        for f in range(nf):
+            cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
+            c1[f] = cf
+            s1[f] = sf
+            c[f] = cf
+            s[f] = sf
+        for k in range(n_terms):
+            w = np.float32(weights[k])
             for f in range(nf):
-                cf = c[f]
-                sf = s[f]
-                c[f] = cf * c1[f] - sf * s1[f]
-                s[f] = sf * c1[f] + cf * s1[f]
+                j = f * n_cols + 2 * k
+                val[j] = c[f] * w
+                val[j + 1] = s[f] * w
+            if k + 1 < n_terms:
+                for f in range(nf):
+                    cf = c[f]
+                    sf = s[f]
+                    c[f] = cf * c1[f] - sf * s1[f]
+                    s[f] = sf * c1[f] + cf * s1[f]
     for j in range(nf * n_cols):
         idx[j] = j
     return nf * n_cols
@@ -191,7 +207,7 @@ def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
         Number of entries written.
     """
     if not zero_preserving:
-        return _encode_every_feature(x, lo, hi, weights, idx, val)
+        return fourier_encode_every_feature(x, lo, hi, weights, idx, val)
     n_cols = 2 * weights.shape[0]
     nnz = 0
     for f in range(x.shape[0]):

@@ -50,6 +50,7 @@ from streamlearn.features import (
     bspline_encode_sparse_row,
     bspline_encode_uniform_row,
     bspline_encode_warped_row,
+    fourier_encode_every_feature,
     fourier_encode_row,
     hermite_encode_row,
     pair_encode_row,
@@ -248,11 +249,12 @@ def encode_row(kind, x, ipar, fpar, idx, val):
 
 @njit(cache=True, nogil=True, inline="always")
 def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
-    """:func:`encode_row` with a B-spline map's degree and zero-preserving flag given apart.
+    """:func:`encode_row` with a B-spline map's degree and a map's zero-preserving flag
+    given apart.
 
-    Inside a kernel they are constants of its :class:`KernelSpec`, and the B-spline
-    encoders of the other degrees and variant are pruned before they are compiled; for the
-    other kinds they are not read (their maps' flags are in ``ipar``).
+    Inside a kernel they are constants of its :class:`KernelSpec`, and the encoders of the
+    other degrees and variant are pruned before they are compiled; the degree is not read
+    for the other kinds.
     """
     nf = x.shape[0]
     if kind == LINEAR:
@@ -278,10 +280,11 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
                                ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
-    flag = ipar[IP_ZERO_PRESERVING] != 0
     if kind == FOURIER:
-        return fourier_encode_row(x, a, b, weights, flag, idx, val)
-    return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], flag, idx, val)
+        if zero_preserving:
+            return fourier_encode_row(x, a, b, weights, True, idx, val)
+        return fourier_encode_every_feature(x, a, b, weights, idx, val)
+    return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
 
 
 class KernelSpec(NamedTuple):
@@ -297,7 +300,8 @@ class KernelSpec(NamedTuple):
     sparse: bool
     #: B-splines on uniform knots: the degree, 0 for the other kinds.
     degree: int
-    #: B-splines on uniform knots: the zero-preserving variant, False for the other kinds.
+    #: The zero-preserving variant of a B-spline map on uniform knots, a trigonometric or a
+    #: Hermite map; False for the other kinds.
     zero_preserving: bool
     #: Penalty order of ``w_d`` for kernels that update it or take its norms, else 0.
     order: int
@@ -314,9 +318,10 @@ def kernel_spec(kind: int, ipar: np.ndarray, sparse: bool, uses_order: bool) -> 
     """The :class:`KernelSpec` of the kernel that runs map ``(kind, ipar)`` on rows of the
     given form; ``uses_order``: whether the kernel updates or norms ``w_d``."""
     bspline = kind == BSPLINE
+    variants = bspline or kind == FOURIER or kind == HERMITE
     return KernelSpec(int(kind), bool(sparse),
                       int(ipar[IP_DEGREE]) if bspline else 0,
-                      bool(ipar[IP_ZERO_PRESERVING]) if bspline else False,
+                      bool(ipar[IP_ZERO_PRESERVING]) if variants else False,
                       int(ipar[IP_ORDER]) if uses_order else 0)
 
 
