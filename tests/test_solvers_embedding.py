@@ -212,16 +212,17 @@ def test_every_kernel_variant_has_a_cache_index_of_its_own():
     from streamlearn.solvers.pegasos import _PEGASOS_OVR
 
     lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
-    maps = [embedding_params(None, N_FEATURES), embedding_params(FourierMap(3).fit(lo, hi))]
+    maps = [embedding_params(None, N_FEATURES), embedding_params(FourierMap(3).fit(lo, hi)),
+            embedding_params(FourierMap(3, zero_preserving=True).fit(lo, hi))]
     for degree in (1, 2, 3):
         for zero_preserving in (False, True):
             for order in (0, 1, 2):
                 maps.append(embedding_params(
                     BSplineMap(degree, 6, order, zero_preserving).fit(lo, hi)))
-    # specs: linear, Fourier and 3 degrees x 2 variants of B-splines, x 3 orders where the
-    # kernel updates w_d, x 2 forms of rows
-    for kernels, n_specs in ((_DCD_OVR, 40), (_EMBEDDING_SUM, 40), (_DECISION_OVR, 16),
-                             (_PEGASOS_OVR, 40)):
+    # specs: linear, 2 variants of Fourier and 3 degrees x 2 variants of B-splines, x 3
+    # orders where the kernel updates w_d, x 2 forms of rows
+    for kernels, n_specs in ((_DCD_OVR, 42), (_EMBEDDING_SUM, 42), (_DECISION_OVR, 18),
+                             (_PEGASOS_OVR, 42)):
         made = {kernels(emb.kind, emb.ipar, sparse) for emb in maps for sparse in (False, True)}
         assert len(made) == n_specs
         every = list(kernels.kernels.values())  # with those other tests made before
@@ -251,6 +252,10 @@ def test_kernel_specs_keep_apart_only_what_a_kernel_branches_on():
     assert kernel_spec(four[0].kind, four[0].ipar, False, True) == \
         kernel_spec(four[1].kind, four[1].ipar, False, True) == \
         KernelSpec(FOURIER, False, 0, False, 0)
+    # the zero-preserving variant has an encoder of its own
+    shifted = embedding_params(FourierMap(2, zero_preserving=True).fit(lo, hi))
+    assert kernel_spec(shifted.kind, shifted.ipar, False, True) == \
+        KernelSpec(FOURIER, False, 0, True, 0)
     spec = kernel_spec(d3o1.kind, d3o1.ipar, True, True)
     assert spec == KernelSpec(BSPLINE, True, 3, False, 1)
     assert spec.name == "bspline_csr_d3_o1"
