@@ -190,13 +190,72 @@ def complete_cells(cells: np.ndarray, margins: np.ndarray, first: np.ndarray,
     return full.reshape(n_pairs, n_bins * n_bins, m)
 
 
+@njit(cache=True, nogil=True)
+def fast_gains_kernel(sums, weights, n_bins, inv_noise, out):
+    """:func:`fast_gains` of every pair into ``out``, one pair and model at a time.
+
+    Parameters
+    ----------
+    sums, weights : ndarray of shape (n_pairs, n_bins * n_bins, m), float64
+    n_bins : int
+    inv_noise : ndarray of shape (m,), float64
+        Factor of each model's reduction.
+    out : ndarray of shape (n_pairs,), float64
+        Receives the scores.
+    """
+    n_pairs, _, m = sums.shape
+    last = n_bins - 1
+    S = np.empty((n_bins, n_bins))
+    N = np.empty((n_bins, n_bins))
+    for p in range(n_pairs):
+        score = 0.0
+        for j in range(m):
+            for a in range(n_bins):  # 2-D prefix sums: S[a, b] sums the cells <= (a, b)
+                row_s = 0.0
+                row_n = 0.0
+                for b in range(n_bins):
+                    row_s += sums[p, a * n_bins + b, j]
+                    row_n += weights[p, a * n_bins + b, j]
+                    S[a, b] = row_s + (S[a - 1, b] if a > 0 else 0.0)
+                    N[a, b] = row_n + (N[a - 1, b] if a > 0 else 0.0)
+            total_s = S[last, last]
+            total_n = N[last, last]
+            best = -np.inf
+            for a in range(last):
+                edge_s = S[a, last]
+                edge_n = N[a, last]
+                for b in range(last):
+                    s1 = S[a, b]
+                    n1 = N[a, b]
+                    s2 = edge_s - s1
+                    n2 = edge_n - n1
+                    s3 = S[last, b] - s1
+                    n3 = N[last, b] - n1
+                    s4 = total_s - s1 - s2 - s3
+                    n4 = total_n - n1 - n2 - n3
+                    gain = 0.0
+                    if n1 > 0.0:
+                        gain += s1 * s1 / n1
+                    if n2 > 0.0:
+                        gain += s2 * s2 / n2
+                    if n3 > 0.0:
+                        gain += s3 * s3 / n3
+                    if n4 > 0.0:
+                        gain += s4 * s4 / n4
+                    best = max(best, gain)
+            base = total_s * total_s / total_n if total_n > 0.0 else 0.0
+            score += max(best - base, 0.0) * inv_noise[j]
+        out[p] = score
+
+
 def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
                noise: np.ndarray | None = None) -> np.ndarray:
     """FAST scores: the best four-quadrant reduction of the residual sum of squares.
 
     For a cut ``(c_f, c_g)`` the quadrants ``a <= c_f`` or not, ``b <= c_g`` or not have
     residual sums ``S_q`` and weights ``N_q``; fitting each quadrant's mean lowers the sum
-    of squares by ``sum_q S_q^2 / N_q - S^2 / N`` against one mean.
+    of squares by ``sum_q S_q^2 / N_q - S^2 / N`` against one mean. The cuts' quadrant sums
+    come from each pair's 2-D prefix sums (:func:`fast_gains_kernel`).
 
     Parameters
     ----------
@@ -210,26 +269,16 @@ def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
     ndarray of shape (n_pairs,)
         The best reduction of each pair, added over the ``m`` models.
     """
-    n_pairs, _, m = sums.shape
-    S = sums.reshape(n_pairs, n_bins, n_bins, m).cumsum(axis=1).cumsum(axis=2)
-    N = weights.reshape(n_pairs, n_bins, n_bins, m).cumsum(axis=1).cumsum(axis=2)
-
-    def quadrants(C: np.ndarray) -> tuple[np.ndarray, ...]:
-        q1 = C[:, :-1, :-1]
-        q2 = C[:, :-1, -1:] - q1
-        q3 = C[:, -1:, :-1] - q1
-        q4 = C[:, -1:, -1:] - q1 - q2 - q3
-        return q1, q2, q3, q4
-
-    gain = np.zeros(S[:, :-1, :-1].shape)
-    for s, n in zip(quadrants(S), quadrants(N), strict=True):
-        gain += np.where(n > 0, s * s / np.where(n > 0, n, 1.0), 0.0)
-    total_s, total_n = S[:, -1, -1], N[:, -1, -1]
-    base = np.where(total_n > 0, total_s**2 / np.where(total_n > 0, total_n, 1.0), 0.0)
-    best = np.maximum(gain.reshape(n_pairs, -1, m).max(axis=1) - base, 0.0)
+    sums = np.ascontiguousarray(sums, dtype=np.float64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    m = sums.shape[2]
+    inv_noise = np.ones(m)
     if noise is not None:
-        best = best / np.where(noise > 0, noise, 1.0)[None, :]
-    return best.sum(axis=1)
+        noise = np.asarray(noise, dtype=np.float64)
+        inv_noise = 1.0 / np.where(noise > 0, noise, 1.0)
+    out = np.empty(sums.shape[0])
+    fast_gains_kernel(sums, weights, int(n_bins), inv_noise, out)
+    return out
 
 
 def bin_edges(sample: np.ndarray, n_bins: int = SCREEN_BINS) -> np.ndarray:
