@@ -198,11 +198,13 @@ def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
     first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
     residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, m))
     margin_s, margin_w = np.zeros((3, B, m)), np.zeros((3, B, m))
-    bin_sums(bins, residual, weight, margin_s, margin_w)
-    for c in range(3):
-        ref = np.zeros((B, m))
+    bin_sums(bins, off, n_off, common, residual, weight, margin_s, margin_w)
+    for c in range(3):  # the common bin holds what the chunk's other rows leave
+        ref, ref_w = np.zeros((B, m)), np.zeros((B, m))
         np.add.at(ref, bins[c], residual)
-        np.testing.assert_allclose(margin_s[c], ref)
+        np.add.at(ref_w, bins[c], weight)
+        np.testing.assert_allclose(margin_s[c], ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(margin_w[c], ref_w, rtol=1e-12, atol=1e-12)
     sums, weights = np.zeros((3, B * B, m)), np.zeros((3, B * B, m))
     off_common_cell_sums(bins, off, n_off, common, first, second, residual, weight, B, sums,
                          weights)
@@ -218,6 +220,38 @@ def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
         np.testing.assert_allclose(sums[p], ref_off, atol=1e-12)
         np.testing.assert_allclose(full_s[p], ref_s, atol=1e-12)
         np.testing.assert_allclose(full_w[p], ref_w, atol=1e-12)
+
+
+def test_one_weight_column_serves_every_model() -> None:
+    """One against the rest: the weights' sums kept once equal each model's copy, and
+    FAST scores them the same."""
+    rng = np.random.default_rng(6)
+    n, B, m = 300, 5, 3
+    bins = rng.integers(0, B, (2, n)).astype(np.int32)
+    common = np.array([np.argmax(np.bincount(b, minlength=B)) for b in bins], dtype=np.int64)
+    off = np.zeros((2, n), dtype=np.int32)
+    n_off = np.zeros(2, dtype=np.int64)
+    for c in range(2):
+        rows = np.flatnonzero(bins[c] != common[c])
+        off[c, : rows.size], n_off[c] = rows, rows.size
+    first, second = np.array([0], dtype=np.int64), np.array([1], dtype=np.int64)
+    residual = rng.normal(size=(n, m))
+    weight = np.repeat(rng.uniform(size=(n, 1)), m, axis=1)
+    full, shared = {}, {}
+    for out, w in ((full, weight), (shared, np.ascontiguousarray(weight[:, :1]))):
+        out["bs"], out["bw"] = np.zeros((2, B, m)), np.zeros((2, B, w.shape[1]))
+        bin_sums(bins, off, n_off, common, residual, w, out["bs"], out["bw"])
+        out["cs"], out["cw"] = np.zeros((1, B * B, m)), np.zeros((1, B * B, w.shape[1]))
+        off_common_cell_sums(bins, off, n_off, common, first, second, residual, w, B,
+                             out["cs"], out["cw"])
+        out["s"] = complete_cells(out["cs"], out["bs"], first, second, common, B)
+        out["w"] = complete_cells(out["cw"], out["bw"], first, second, common, B)
+    np.testing.assert_array_equal(shared["s"], full["s"])
+    for j in range(m):
+        np.testing.assert_array_equal(shared["bw"][..., 0], full["bw"][..., j])
+        np.testing.assert_array_equal(shared["w"][..., 0], full["w"][..., j])
+    assert fast_gains(shared["s"], shared["w"], B)[0] == \
+        pytest.approx(fast_gains(full["s"], full["w"], B)[0], rel=1e-12)
 
 
 def test_fast_gains_are_the_best_quadrant_split_by_brute_force() -> None:

@@ -91,23 +91,57 @@ def bin_rows(X, columns, edges, common, bins, off_rows, n_off):
 
 
 @njit(cache=True, nogil=True)
-def bin_sums(bins, residual, weight, sums, weights):
+def bin_sums(bins, off_rows, n_off, common, residual, weight, sums, weights):
     """Add each row's residuals and weights to its bin of every candidate, every model.
+
+    The rows outside a candidate's common bin are added one by one; the common bin gets
+    the rest of the chunk's totals. On one-hot and mostly-zero features that is a few
+    rows, and on any feature it spares the chain of additions into one bin that rows of
+    the same bin make.
 
     Parameters
     ----------
-    bins : ndarray of shape (n_candidates, n_rows), int32
-    residual, weight : ndarray of shape (n_rows, m), float64
-    sums, weights : ndarray of shape (n_candidates, n_bins, m), float64
+    bins, off_rows, n_off, common
+        As :func:`bin_rows` fills and takes them.
+    residual : ndarray of shape (n_rows, m), float64
+    weight : ndarray of shape (n_rows, m_w), float64
+        ``m_w = m``, or 1 where every model has the same weights (one against the rest).
+    sums : ndarray of shape (n_candidates, n_bins, m), float64
+    weights : ndarray of shape (n_candidates, n_bins, m_w), float64
         Accumulated in place.
     """
     m = residual.shape[1]
+    m_w = weight.shape[1]
+    total = np.zeros(m)
+    total_w = np.zeros(m_w)
+    for r in range(residual.shape[0]):
+        for j in range(m):
+            total[j] += residual[r, j]
+        for j in range(m_w):
+            total_w[j] += weight[r, j]
+    rest = np.empty(m)
+    rest_w = np.empty(m_w)
     for c in range(bins.shape[0]):
-        for r in range(bins.shape[1]):
-            b = bins[c, r]
+        rest[:] = total
+        rest_w[:] = total_w
+        own = bins[c]
+        rows = off_rows[c]
+        s = sums[c]
+        w = weights[c]
+        for k in range(n_off[c]):
+            r = rows[k]
+            b = own[r]
             for j in range(m):
-                sums[c, b, j] += residual[r, j]
-                weights[c, b, j] += weight[r, j]
+                s[b, j] += residual[r, j]
+                rest[j] -= residual[r, j]
+            for j in range(m_w):
+                w[b, j] += weight[r, j]
+                rest_w[j] -= weight[r, j]
+        top = common[c]
+        for j in range(m):
+            s[top, j] += rest[j]
+        for j in range(m_w):
+            w[top, j] += rest_w[j]
 
 
 @njit(cache=True, nogil=True)
@@ -128,13 +162,18 @@ def off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual,
     first, second : ndarray of shape (n_pairs,), int64
         Candidates of each pair; cell ``a * n_bins + b`` holds the rows in bin ``a`` of
         ``first`` and bin ``b`` of ``second``.
-    residual, weight : ndarray of shape (n_rows, m), float64
-        Weighted residual and weight of each row under each model (0 outside a model).
+    residual : ndarray of shape (n_rows, m), float64
+        Weighted residual of each row under each model (0 outside a model).
+    weight : ndarray of shape (n_rows, m_w), float64
+        Weight of each row under each model, ``m_w = m``, or 1 where every model has the
+        same weights (one against the rest).
     n_bins : int
-    sums, weights : ndarray of shape (n_pairs, n_bins * n_bins, m), float64
+    sums : ndarray of shape (n_pairs, n_bins * n_bins, m), float64
+    weights : ndarray of shape (n_pairs, n_bins * n_bins, m_w), float64
         Accumulated in place.
     """
     m = residual.shape[1]
+    m_w = weight.shape[1]
     for p in range(first.shape[0]):
         f, g = first[p], second[p]
         stride_f, stride_g = n_bins, 1
@@ -155,6 +194,7 @@ def off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual,
             cell = own[r] * stride_f + b * stride_g
             for j in range(m):
                 s[cell, j] += residual[r, j]
+            for j in range(m_w):
                 w[cell, j] += weight[r, j]
 
 
@@ -169,7 +209,8 @@ def complete_cells(cells: np.ndarray, margins: np.ndarray, first: np.ndarray,
     Parameters
     ----------
     cells : ndarray of shape (n_pairs, n_bins * n_bins, m)
-        :func:`off_common_cell_sums`' output (zero in the common row and column).
+        :func:`off_common_cell_sums`' output (zero in the common row and column), for the
+        residuals or the weights (then ``m`` may be 1).
     margins : ndarray of shape (n_candidates, n_bins, m)
         :func:`bin_sums`' output over the same rows.
     first, second, common
@@ -196,7 +237,9 @@ def fast_gains_kernel(sums, weights, n_bins, inv_noise, out):
 
     Parameters
     ----------
-    sums, weights : ndarray of shape (n_pairs, n_bins * n_bins, m), float64
+    sums : ndarray of shape (n_pairs, n_bins * n_bins, m), float64
+    weights : ndarray of shape (n_pairs, n_bins * n_bins, m_w), float64
+        ``m_w = m``, or 1: the same weights for every model.
     n_bins : int
     inv_noise : ndarray of shape (m,), float64
         Factor of each model's reduction.
@@ -204,18 +247,20 @@ def fast_gains_kernel(sums, weights, n_bins, inv_noise, out):
         Receives the scores.
     """
     n_pairs, _, m = sums.shape
+    shared = weights.shape[2] == 1
     last = n_bins - 1
     S = np.empty((n_bins, n_bins))
     N = np.empty((n_bins, n_bins))
     for p in range(n_pairs):
         score = 0.0
         for j in range(m):
+            jw = 0 if shared else j
             for a in range(n_bins):  # 2-D prefix sums: S[a, b] sums the cells <= (a, b)
                 row_s = 0.0
                 row_n = 0.0
                 for b in range(n_bins):
                     row_s += sums[p, a * n_bins + b, j]
-                    row_n += weights[p, a * n_bins + b, j]
+                    row_n += weights[p, a * n_bins + b, jw]
                     S[a, b] = row_s + (S[a - 1, b] if a > 0 else 0.0)
                     N[a, b] = row_n + (N[a - 1, b] if a > 0 else 0.0)
             total_s = S[last, last]
@@ -259,7 +304,9 @@ def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
 
     Parameters
     ----------
-    sums, weights : ndarray of shape (n_pairs, n_bins * n_bins, m)
+    sums : ndarray of shape (n_pairs, n_bins * n_bins, m)
+    weights : ndarray of shape (n_pairs, n_bins * n_bins, m) or (n_pairs, n_bins * n_bins, 1)
+        The last form: the same weights for every model.
     noise : ndarray of shape (m,), optional
         Each model's residual variance: its reductions are divided by it before they are
         added (a pair's score then counts in units of the noise of one row).
@@ -345,7 +392,9 @@ class ScreeningState:
     """Sums of the screening pass: per pair the cells off the common bins
     (:func:`off_common_cell_sums`), per candidate the bins (:func:`bin_sums`), and per
     model the weighted sum of squared residuals ``sum_i w_i (y_i - P(x_i))^2`` and of
-    weights. :meth:`ScreeningPass.finish` completes the cells."""
+    weights. :meth:`ScreeningPass.finish` completes the cells. The weights' cells and bins
+    hold one column for all models where the models share their rows (one against the
+    rest, :attr:`ScreeningPass.weight_columns`)."""
 
     sums: np.ndarray
     weights: np.ndarray
@@ -397,6 +446,10 @@ class ScreeningPass:
         self.first = first.astype(np.int64)
         self.second = second.astype(np.int64)
         self.n_bins = self.edges.shape[1] + 1
+        #: Columns of the weights' sums: one against the rest, every row is in every model
+        #: with the same weight, and one column serves them all (it halves the pass's
+        #: additions); class pairs, one per model.
+        self.weight_columns = self.W.shape[0] if pairs.one_vs_one else 1
 
     @property
     def screened(self) -> np.ndarray:
@@ -405,10 +458,11 @@ class ScreeningPass:
 
     def start(self) -> ScreeningState:
         """Zero sums."""
-        m, k = self.W.shape[0], self.candidates.shape[0]
-        shape = (self.first.shape[0], self.n_bins * self.n_bins, m)
-        return ScreeningState(np.zeros(shape), np.zeros(shape), np.zeros((k, self.n_bins, m)),
-                              np.zeros((k, self.n_bins, m)), np.zeros(m), np.zeros(m))
+        m, k, m_w = self.W.shape[0], self.candidates.shape[0], self.weight_columns
+        cells = (self.first.shape[0], self.n_bins * self.n_bins)
+        return ScreeningState(np.zeros((*cells, m)), np.zeros((*cells, m_w)),
+                              np.zeros((k, self.n_bins, m)), np.zeros((k, self.n_bins, m_w)),
+                              np.zeros(m), np.zeros(m))
 
     def step(self, state: ScreeningState, chunk: Chunk) -> ScreeningState:
         """Add the chunk's training rows (in place)."""
@@ -425,12 +479,14 @@ class ScreeningPass:
         weight = np.ascontiguousarray(weight, dtype=np.float64)
         state.residual_sq += ((positive - proba) ** 2 * weight).sum(axis=0)
         state.weight_total += weight.sum(axis=0)
+        weight = np.ascontiguousarray(weight[:, : self.weight_columns])
         k, n = self.candidates.shape[0], X.shape[0]
         bins = np.empty((k, n), dtype=np.int32)
         off_rows = np.empty((k, n), dtype=np.int32)
         n_off = np.empty(k, dtype=np.int64)
         bin_rows(X, self.candidates, self.edges, self.common, bins, off_rows, n_off)
-        bin_sums(bins, residual, weight, state.bin_sums, state.bin_weights)
+        bin_sums(bins, off_rows, n_off, self.common, residual, weight, state.bin_sums,
+                 state.bin_weights)
         off_common_cell_sums(bins, off_rows, n_off, self.common, self.first, self.second,
                              residual, weight, self.n_bins, state.sums, state.weights)
         return state
