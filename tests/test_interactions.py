@@ -198,8 +198,8 @@ def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
     first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
     residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, m))
     margin_s, margin_w = np.zeros((3, B, m)), np.zeros((3, B, m))
-    bin_sums(bins, off, n_off, common, residual, weight, margin_s, margin_w)
-    for c in range(3):  # the common bin holds what the chunk's other rows leave
+    bin_sums(bins, residual, weight, margin_s, margin_w)
+    for c in range(3):
         ref, ref_w = np.zeros((B, m)), np.zeros((B, m))
         np.add.at(ref, bins[c], residual)
         np.add.at(ref_w, bins[c], weight)
@@ -240,7 +240,7 @@ def test_one_weight_column_serves_every_model() -> None:
     full, shared = {}, {}
     for out, w in ((full, weight), (shared, np.ascontiguousarray(weight[:, :1]))):
         out["bs"], out["bw"] = np.zeros((2, B, m)), np.zeros((2, B, w.shape[1]))
-        bin_sums(bins, off, n_off, common, residual, w, out["bs"], out["bw"])
+        bin_sums(bins, residual, w, out["bs"], out["bw"])
         out["cs"], out["cw"] = np.zeros((1, B * B, m)), np.zeros((1, B * B, w.shape[1]))
         off_common_cell_sums(bins, off, n_off, common, first, second, residual, w, B,
                              out["cs"], out["cw"])

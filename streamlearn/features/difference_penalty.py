@@ -130,7 +130,7 @@ def step_b(a, order):
     _prefix_sums(a, order)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def score_d(w_d, idx, val, nnz):
     """Score ``w . Psi_d(x)`` of one row computed as the sparse product ``w_d . Phi(x)``.
 
@@ -169,7 +169,7 @@ def score_d(w_d, idx, val, nnz):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def next_block(idx, k, nnz, base, n_cols):
     """First column and end (exclusive, in ``idx``) of the feature block starting at entry ``k``.
 
@@ -260,7 +260,7 @@ def _l2_row(i, j0, j1, j2, j3, v0, v1, v2, v3):
             + v3 * gram_d(2, i, j3))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _group(idx, val, e, end, base, eta):
     # Entries e .. e + 3 (those before ``end``) of a block starting at column ``base``: their
     # columns as floats and their values times ``eta``, zero-padded. Written without

@@ -107,7 +107,7 @@ def _shuffle(order, state):
     return state
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def projected_gradient(g, a, upper):
     """The gradient ``g`` of a dual variable ``a`` in ``[0, upper]`` projected on its box:
     the part that can move it (Hsieh et al., ICML 2008, eq. 8)."""

@@ -91,18 +91,12 @@ def bin_rows(X, columns, edges, common, bins, off_rows, n_off):
 
 
 @njit(cache=True, nogil=True)
-def bin_sums(bins, off_rows, n_off, common, residual, weight, sums, weights):
+def bin_sums(bins, residual, weight, sums, weights):
     """Add each row's residuals and weights to its bin of every candidate, every model.
-
-    The rows outside a candidate's common bin are added one by one; the common bin gets
-    the rest of the chunk's totals. On one-hot and mostly-zero features that is a few
-    rows, and on any feature it spares the chain of additions into one bin that rows of
-    the same bin make.
 
     Parameters
     ----------
-    bins, off_rows, n_off, common
-        As :func:`bin_rows` fills and takes them.
+    bins : ndarray of shape (n_candidates, n_rows), int32
     residual : ndarray of shape (n_rows, m), float64
     weight : ndarray of shape (n_rows, m_w), float64
         ``m_w = m``, or 1 where every model has the same weights (one against the rest).
@@ -112,36 +106,13 @@ def bin_sums(bins, off_rows, n_off, common, residual, weight, sums, weights):
     """
     m = residual.shape[1]
     m_w = weight.shape[1]
-    total = np.zeros(m)
-    total_w = np.zeros(m_w)
-    for r in range(residual.shape[0]):
-        for j in range(m):
-            total[j] += residual[r, j]
-        for j in range(m_w):
-            total_w[j] += weight[r, j]
-    rest = np.empty(m)
-    rest_w = np.empty(m_w)
     for c in range(bins.shape[0]):
-        rest[:] = total
-        rest_w[:] = total_w
-        own = bins[c]
-        rows = off_rows[c]
-        s = sums[c]
-        w = weights[c]
-        for k in range(n_off[c]):
-            r = rows[k]
-            b = own[r]
+        for r in range(bins.shape[1]):
+            b = bins[c, r]
             for j in range(m):
-                s[b, j] += residual[r, j]
-                rest[j] -= residual[r, j]
+                sums[c, b, j] += residual[r, j]
             for j in range(m_w):
-                w[b, j] += weight[r, j]
-                rest_w[j] -= weight[r, j]
-        top = common[c]
-        for j in range(m):
-            s[top, j] += rest[j]
-        for j in range(m_w):
-            w[top, j] += rest_w[j]
+                weights[c, b, j] += weight[r, j]
 
 
 @njit(cache=True, nogil=True)
@@ -485,8 +456,7 @@ class ScreeningPass:
         off_rows = np.empty((k, n), dtype=np.int32)
         n_off = np.empty(k, dtype=np.int64)
         bin_rows(X, self.candidates, self.edges, self.common, bins, off_rows, n_off)
-        bin_sums(bins, off_rows, n_off, self.common, residual, weight, state.bin_sums,
-                 state.bin_weights)
+        bin_sums(bins, residual, weight, state.bin_sums, state.bin_weights)
         off_common_cell_sums(bins, off_rows, n_off, self.common, self.first, self.second,
                              residual, weight, self.n_bins, state.sums, state.weights)
         return state
