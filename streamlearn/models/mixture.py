@@ -167,16 +167,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         nats per row on average; stochastic EM, whose log-likelihood is accumulated over
         the pass's chunks, after two consecutive epochs that each do (its first epoch is
         compared with the second, never with the initialisation: its chunks are scored
-        before they train). Either stops only at a value within ``tol`` times the weight
-        of the best it has reached, so that a fit levelling off below its best (a large
-        ``C`` on one-hot features) goes on, and warns at ``epochs``. With the guard
-        (``validation_fraction``) stochastic EM also stops early, after two consecutive
-        epochs in which neither the mixture's nor the linear SVM's held-out log loss
-        reaches a new low, 0.5 % below the best of the earlier epochs. Reaching
-        ``epochs`` first warns ``ConvergenceWarning``. The default 0.01 lies above the
-        epoch-to-epoch noise of stochastic EM's accumulated log-likelihood (a few
-        thousandths of a nat per row), which a smaller ``tol`` would wait on until
-        ``epochs``.
+        before they train). With the guard (``validation_fraction``) stochastic EM also stops
+        early, after two consecutive epochs in which neither the mixture's nor the linear
+        SVM's held-out log loss reaches a new low, 0.5 % below the best of the earlier
+        epochs. Reaching ``epochs`` first warns
+        ``ConvergenceWarning``. The
+        default 0.01 lies above the epoch-to-epoch noise of stochastic EM's accumulated
+        log-likelihood (a few thousandths of a nat per row), which a smaller ``tol`` would
+        wait on until ``epochs``.
     bias_scale : float
         Value of the constant feature whose (regularised) weight is each expert's bias.
     validation_fraction : float or None
@@ -369,8 +367,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             warnings.warn(f"{type(self).__name__}: EM stopped at its cap of epochs="
                           f"{self.epochs} before {which} changed the penalised "
                           f"log-likelihood by less than tol={self.tol} times the sample "
-                          "weight, within that of the best it reached; raise epochs or "
-                          "tol", ConvergenceWarning, stacklevel=5)
+                          "weight; raise epochs or tol", ConvergenceWarning, stacklevel=5)
         return fitted
 
     def _set_fitted(self, fitted: MixtureFit) -> None:
