@@ -181,6 +181,18 @@ def test_bin_rows_match_searchsorted_and_list_the_rows_off_the_common_bin() -> N
     np.testing.assert_array_equal(odd, bins)
 
 
+def off_common_lists(bins: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each candidate's most frequent bin and its rows outside it, as bin_rows fills them."""
+    k, n = bins.shape
+    common = np.array([np.argmax(np.bincount(b, minlength=B)) for b in bins], dtype=np.int64)
+    off = np.zeros((k, n), dtype=np.int32)
+    n_off = np.zeros(k, dtype=np.int64)
+    for c in range(k):
+        rows = np.flatnonzero(bins[c] != common[c])
+        off[c, : rows.size], n_off[c] = rows, rows.size
+    return common, off, n_off
+
+
 def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
     rng = np.random.default_rng(3)
     n, B, m = 400, 4, 2
@@ -189,12 +201,7 @@ def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
                      rng.integers(0, B, n),
                      np.where(rng.uniform(size=n) < 0.7, 2, rng.integers(0, B, n))]
                     ).astype(np.int32)
-    common = np.array([np.argmax(np.bincount(b, minlength=B)) for b in bins], dtype=np.int64)
-    off = np.zeros((3, n), dtype=np.int32)
-    n_off = np.zeros(3, dtype=np.int64)
-    for c in range(3):
-        rows = np.flatnonzero(bins[c] != common[c])
-        off[c, : rows.size], n_off[c] = rows, rows.size
+    common, off, n_off = off_common_lists(bins, B)
     first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
     residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, m))
     margin_s, margin_w = np.zeros((3, B, m)), np.zeros((3, B, m))
@@ -228,12 +235,7 @@ def test_one_weight_column_serves_every_model() -> None:
     rng = np.random.default_rng(6)
     n, B, m = 300, 5, 3
     bins = rng.integers(0, B, (2, n)).astype(np.int32)
-    common = np.array([np.argmax(np.bincount(b, minlength=B)) for b in bins], dtype=np.int64)
-    off = np.zeros((2, n), dtype=np.int32)
-    n_off = np.zeros(2, dtype=np.int64)
-    for c in range(2):
-        rows = np.flatnonzero(bins[c] != common[c])
-        off[c, : rows.size], n_off[c] = rows, rows.size
+    common, off, n_off = off_common_lists(bins, B)
     first, second = np.array([0], dtype=np.int64), np.array([1], dtype=np.int64)
     residual = rng.normal(size=(n, m))
     weight = np.repeat(rng.uniform(size=(n, 1)), m, axis=1)
