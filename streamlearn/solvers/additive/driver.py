@@ -367,10 +367,16 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     ``config.pair_grids`` in turn while each lowers the held-out log-loss
     (:func:`finer_pair_grids`).
     """
-    fitted, summary = _fit_terms(runner, dataset, config, seed, None)
     feature_map = config.feature_map
-    if isinstance(feature_map, BSplinePairMap) and summary is not None:  # given pairs
-        return finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
+    given_pairs = isinstance(feature_map, BSplinePairMap)
+    # a model with pairs gets its term importances once the grid search has kept it
+    fitted, summary = _fit_terms(runner, dataset, config, seed, None,
+                                 importances=not given_pairs)
+    if given_pairs and summary is not None:
+        kept_grid = finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
+        return with_importances(kept_grid, summary)
+    if given_pairs:
+        return with_importances(fitted, summary)
     if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
             or summary is None or fitted.importances is None):
         return fitted
@@ -390,11 +396,12 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
                               feature_map.penalty_order, False, chosen, config.pair_grids[0],
                               feature_map.knots)
     pair_config = replace(config, feature_map=pair_map, interactions=0)
-    with_pairs, _ = _fit_terms(runner, dataset, pair_config, seed, summary)
+    with_pairs, _ = _fit_terms(runner, dataset, pair_config, seed, summary,
+                               importances=False)
     with_pairs, tried = finer_pair_grids(runner, dataset, pair_config, seed, summary,
                                          with_pairs)
     if not config.check_interactions:
-        return replace(with_pairs, pair_scores=scores)
+        return with_importances(replace(with_pairs, pair_scores=scores), summary)
     assert fitted.held_out_log_loss is not None and with_pairs.held_out_log_loss is not None
     kept = with_pairs.held_out_log_loss < fitted.held_out_log_loss
     check = {"kept": bool(kept), "screened": [list(p) for p in chosen],
@@ -403,7 +410,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
              "held_out_log_loss_with": with_pairs.held_out_log_loss,
              "pair_bases": tried}
     if kept:
-        return replace(with_pairs, pair_scores=scores, pair_check=check)
+        return with_importances(replace(with_pairs, pair_scores=scores, pair_check=check),
+                                summary)
     return replace(fitted, pair_check=check)
 
 
@@ -438,7 +446,7 @@ def finer_pair_grids(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
         finer = BSplinePairMap(pair_map.degree, pair_map.n_bases, pair_map.penalty_order,
                                False, pair_map.interactions, bases, pair_map.knots)
         candidate, _ = _fit_terms(runner, dataset, replace(config, feature_map=finer),
-                                  seed, summary)
+                                  seed, summary, importances=False)
         tried.append([bases, candidate.held_out_log_loss])
         if (candidate.held_out_log_loss is None
                 or not candidate.held_out_log_loss < best.held_out_log_loss):
@@ -482,10 +490,34 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
     return chosen, gains[best]
 
 
+def with_importances(fitted: AdditiveFit, summary: Summary | None) -> AdditiveFit:
+    """``fitted`` with its term importances over the describe sample of ``summary``
+    (:func:`term_importances`), computed unless it has them or there is no sample."""
+    if fitted.importances is not None or summary is None:
+        return fitted
+    sample = summary.description.sample
+    if sample is None or sample.shape[0] == 0:
+        return fitted
+    emb = embedding_params(fitted.feature_map, len(fitted.feature_names))
+    return replace(fitted, importances=sample_importances(sample, fitted.coef_d,
+                                                          fitted.feature_map, emb))
+
+
+def sample_importances(sample: np.ndarray | SparseRows, coef_d: np.ndarray,
+                       feature_map: FeatureMap | None, emb: Embedding) -> np.ndarray:
+    """:func:`term_importances` of dense rows, :func:`sparse_term_importances` of CSR rows."""
+    if isinstance(sample, SparseRows):
+        return sparse_term_importances(sample, coef_d, emb)
+    return term_importances(sample, coef_d, feature_map, emb)
+
+
 def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
-               given: Summary | None) -> tuple[AdditiveFit, Summary | None]:
+               given: Summary | None, importances: bool = True
+               ) -> tuple[AdditiveFit, Summary | None]:
     """:func:`fit` without pair screening; ``given``: a summary to use instead of a
-    describe pass. Returns the fit and the summary it used."""
+    describe pass; ``importances``: whether to compute the term importances (a model
+    whose grid may yet be replaced gets them from :func:`with_importances` once kept).
+    Returns the fit and the summary it used."""
     classes = dataset.classes
     assert classes is not None
     holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
@@ -558,17 +590,15 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
         held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
     else:
         held_out_loss = None
-    importances = (None if sample is None or sample.shape[0] == 0
-                   else sparse_term_importances(sample, coef_d, emb)
-                   if isinstance(sample, SparseRows)
-                   else term_importances(sample, coef_d, feature_map, emb))
+    term_values = (None if not importances or sample is None or sample.shape[0] == 0
+                   else sample_importances(sample, coef_d, feature_map, emb))
     # a sparse source's numbered columns stay a NumberedNames, not a tuple of n strings
     names = dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
     return AdditiveFit(names, feature_map, int(n_train),
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
-                       centre_d, importances, held_out_log_loss=held_out_loss), summary
+                       centre_d, term_values, held_out_log_loss=held_out_loss), summary
 
 
 def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureMap | None,
