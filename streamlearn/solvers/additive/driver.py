@@ -491,8 +491,21 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
 
 
 def with_importances(fitted: AdditiveFit, summary: Summary | None) -> AdditiveFit:
-    """``fitted`` with its term importances over the describe sample of ``summary``
-    (:func:`term_importances`), computed unless it has them or there is no sample."""
+    """``fitted`` with its term importances over the describe sample of ``summary``.
+
+    Parameters
+    ----------
+    fitted : AdditiveFit
+        A fit, with or without ``importances``.
+    summary : Summary or None
+        The describe summary it was trained from.
+
+    Returns
+    -------
+    AdditiveFit
+        ``fitted`` itself when it has importances or there is no sample; else a copy with
+        :func:`sample_importances` over the sample.
+    """
     if fitted.importances is not None or summary is None:
         return fitted
     sample = summary.description.sample
@@ -505,7 +518,19 @@ def with_importances(fitted: AdditiveFit, summary: Summary | None) -> AdditiveFi
 
 def sample_importances(sample: np.ndarray | SparseRows, coef_d: np.ndarray,
                        feature_map: FeatureMap | None, emb: Embedding) -> np.ndarray:
-    """:func:`term_importances` of dense rows, :func:`sparse_term_importances` of CSR rows."""
+    """:func:`term_importances` of dense rows, :func:`sparse_term_importances` of CSR rows.
+
+    Parameters
+    ----------
+    sample : ndarray of shape (k, n_features), float32, or SparseRows
+    coef_d : ndarray of shape (n_models, n_dims + 1)
+    feature_map : FeatureMap or None
+    emb : Embedding
+
+    Returns
+    -------
+    ndarray of shape (n_features + n_pairs,), float64
+    """
     if isinstance(sample, SparseRows):
         return sparse_term_importances(sample, coef_d, emb)
     return term_importances(sample, coef_d, feature_map, emb)
