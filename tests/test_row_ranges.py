@@ -1,5 +1,5 @@
-"""Passes over a few row ranges: the ranges, the merged result, and AdditiveSVC's describe
-from a sample of chunks on data of many chunks."""
+"""Passes over a few row ranges: the ranges, the merged result, and AdditiveSVC's describe,
+calibration and pair screening from a sample of chunks on data of many chunks."""
 
 from __future__ import annotations
 
@@ -82,3 +82,20 @@ def test_additive_describes_and_calibrates_many_chunks_from_a_sample() -> None:
     assert sampled.calibrated_
     assert log_loss(yt, sampled.predict_proba(Xt)) < 1.05 * log_loss(yt,
                                                                     whole.predict_proba(Xt))
+
+
+def test_additive_screens_pairs_of_many_chunks_on_the_sampled_chunks() -> None:
+    """Pair screening reads the chunks of the describe sample, not every row, and still
+    finds the planted pair."""
+    rng = np.random.default_rng(2)
+    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
+    n = n_chunks * size
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (2.0 * X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + rng.normal(0, 0.3, n) > 0)
+    model = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, interactions=1, pair_bases=8,
+                        progress=False).fit(X, y.astype(int))
+    assert model.interactions_ == (("x0", "x1"),)
+    share = DESCRIBE_SAMPLE_CHUNKS / n_chunks
+    # per-feature model: describe and calibration on the sample, 2 epochs; the screening
+    # on the sample; the model with the pair: 2 epochs and its calibration
+    assert model.n_passes_ == pytest.approx(share + 2 + share + share + 2 + share)

@@ -462,7 +462,11 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
 
     One reduction pass over the training rows (:class:`ScreeningPass`), over the pairs of
     :func:`~streamlearn.solvers.additive.interactions.candidate_features`, binned at the
-    quantiles of the describe sample.
+    quantiles of the describe sample. On data that :func:`_sample_ranges` samples (at
+    least ``DESCRIBE_MIN_CHUNKS`` chunks) the pass reads the chunks it picks, at least
+    ``DESCRIBE_SAMPLE_ROWS`` rows, as the describe and calibration passes do: a pair's
+    statistics cost ``O(n_pairs)`` a row against an epoch's ``O(n_features)``, and their
+    ranking settles long before the whole data are read.
 
     Returns
     -------
@@ -483,7 +487,12 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
     pass_ = ScreeningPass(fitted.coef_d, embedding_params(fitted.feature_map, n_features),
                           pairs, config.bias_scale, fitted.platt_a, fitted.platt_b,
                           candidates, edges, common_bins(sample, edges), holdout)
-    state = runner.run(pass_, dataset, description="screen pairs")
+    ranges = _sample_ranges(dataset)
+    if ranges is None:
+        state = runner.run(pass_, dataset, description="screen pairs")
+    else:  # the ranking of pairs needs no more rows than the chunks of the describe sample
+        state = run_on_ranges(runner, pass_, dataset, ranges,
+                              description="screen pairs (sample)")
     gains = fast_gains(state.sums, state.weights, pass_.n_bins)
     best = choose_interactions(gains, int(config.interactions))
     chosen = tuple((int(f), int(g)) for f, g in pass_.screened[best])
