@@ -19,9 +19,9 @@ can.
 
 The pair blocks follow the per-feature blocks, pair after pair. Their penalty is a ridge
 (``D0``) on the node values: smoothness comes from the coarse grid (8 x 8 nodes to start
-with, where a feature's curve has 10 bases by default; ``AdditiveSVC(pair_bases="auto")``
-refines it while the held-out rows gain), as for the binned pair terms of Explainable
-Boosting Machines. A difference penalty along both axes has no per-block triangular factor
+with, where a feature's curve has 20 bases; ``AdditiveSVC(pair_bases="auto")`` refines it
+while the held-out rows gain), as for the binned pair terms of Explainable Boosting
+Machines. A difference penalty along both axes has no per-block triangular factor
 of the kind that keeps the per-feature updates sparse (``w_d = D_d^-1 w``), so each update
 would touch the whole ``P^2`` block; the ridge keeps a pair at 4 entries per row.
 """
