@@ -372,10 +372,9 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     # a model with pairs gets its term importances once the grid search has kept it
     fitted, summary = _fit_terms(runner, dataset, config, seed, None,
                                  importances=not given_pairs)
-    if given_pairs and summary is not None:
-        kept_grid = finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
-        return with_importances(kept_grid, summary)
     if given_pairs:
+        if summary is not None:
+            fitted = finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
         return with_importances(fitted, summary)
     if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
             or summary is None or fitted.importances is None):

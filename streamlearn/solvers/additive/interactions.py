@@ -225,15 +225,17 @@ def fast_gains_kernel(sums, weights, n_bins, inv_noise, out):
     for p in range(n_pairs):
         score = 0.0
         for j in range(m):
-            jw = 0 if shared else j
-            for a in range(n_bins):  # 2-D prefix sums: S[a, b] sums the cells <= (a, b)
+            # 2-D prefix sums: S[a, b] sums the cells <= (a, b); shared weights' N once
+            weigh = j == 0 or not shared
+            for a in range(n_bins):
                 row_s = 0.0
                 row_n = 0.0
                 for b in range(n_bins):
                     row_s += sums[p, a * n_bins + b, j]
-                    row_n += weights[p, a * n_bins + b, jw]
                     S[a, b] = row_s + (S[a - 1, b] if a > 0 else 0.0)
-                    N[a, b] = row_n + (N[a - 1, b] if a > 0 else 0.0)
+                    if weigh:
+                        row_n += weights[p, a * n_bins + b, j]
+                        N[a, b] = row_n + (N[a - 1, b] if a > 0 else 0.0)
             total_s = S[last, last]
             total_n = N[last, last]
             best = -np.inf
