@@ -223,7 +223,8 @@ def test_a_fit_stopped_by_the_rule_is_calibrated_without_a_pass_of_its_own():
             seen.append(type(pass_).__name__)
             return super().run(pass_, data, **options)
 
-    model = AdditiveSVC(epochs=200, chunk_rows=500, random_state=4, interactions=0)
+    model = AdditiveSVC(epochs=200, chunk_rows=500, random_state=4, interactions=0,
+                        n_bases=20)
     model.fit(X, y, engine=Recording(progress=False))
     assert model.n_iter_ < 200 and model.calibrated_
     assert "CalibrationPass" not in seen
@@ -236,7 +237,8 @@ def test_a_fit_stopped_by_the_rule_is_calibrated_without_a_pass_of_its_own():
                                np.c_[histogram.fit()], rtol=1e-6, atol=1e-9)
     # at the cap, the returned model is the last epoch's: a calibration pass of its own
     seen.clear()
-    capped = AdditiveSVC(epochs=2, tol=1e-9, chunk_rows=500, random_state=4, interactions=0)
+    capped = AdditiveSVC(epochs=2, tol=1e-9, chunk_rows=500, random_state=4, interactions=0,
+                         n_bases=20)
     with pytest.warns(ConvergenceWarning):
         capped.fit(X, y, engine=Recording(progress=False))
     assert seen[-1] == "CalibrationPass" and capped.n_passes_ == pytest.approx(4)

@@ -28,7 +28,7 @@ CITIES = ("Lima", "Oslo", "Rome")
 
 
 def _model() -> AdditiveSVC:
-    return AdditiveSVC(progress=False, random_state=0)
+    return AdditiveSVC(n_bases=20, progress=False, random_state=0)
 
 
 @pytest.fixture

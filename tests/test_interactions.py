@@ -134,7 +134,7 @@ def test_purified_pairs_have_no_weighted_marginals_and_the_terms_keep_their_sum(
     moved = model.term_contributions(X[:500])
     np.testing.assert_allclose(moved.sum(axis=1), raw.sum(axis=1), atol=1e-9)
     # a pair's term at rows on its grid nodes is its purified node values
-    P, main = 8, 6 * 20
+    P, main = 8, 6 * model.n_bases_
     H = model.coef_d_[0, main:main + 2 * P * P].reshape(2, P, P)
     rows, cols, _ = pair_marginals(H[1], fmap.node_weights_[1])
     nodes = np.linspace(fmap.lo_[2], fmap.hi_[2], P), np.linspace(fmap.lo_[3], fmap.hi_[3], P)
@@ -426,7 +426,7 @@ def test_auto_pair_grid_grows_while_the_held_out_loss_falls() -> None:
     assert kept == len(grids) - 1 or losses[kept + 1] >= losses[kept]
     assert model.interaction_check_["held_out_log_loss_with"] == losses[kept]
     assert model.feature_map_.pair_bases == model.pair_bases_ > 8
-    assert model.coef_d_.shape[1] == 2 * 20 + model.pair_bases_**2 + 1
+    assert model.coef_d_.shape[1] == 2 * model.n_bases_ + model.pair_bases_**2 + 1
     # the fixed coarse grid is the first one tried, trained the same way
     assert coarse.interaction_check_["pair_bases"] == tried[:1]
     assert coarse.pair_bases_ == 8
@@ -535,5 +535,5 @@ def test_partial_fit_continues_a_model_with_pairs_without_growing_its_map(paired
     with pytest.warns(UserWarning, match="outside the feature map's range"):
         model.partial_fit(3 * X[:500], y3[:500])
     assert isinstance(model.feature_map_, BSplinePairMap)
-    assert model.coef_d_.shape[1] == 6 * 20 + 2 * model.pair_bases_**2 + 1
+    assert model.coef_d_.shape[1] == 6 * model.n_bases_ + 2 * model.pair_bases_**2 + 1
     assert abs(model.score(X, y3) - before) < 0.1

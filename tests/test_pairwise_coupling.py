@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamlearn.models.pairwise_coupling import couple_pairwise
+from streamlearn.solvers.pairwise_coupling import couple_pairwise
 
 
 def libsvm_multiclass_probability(r: np.ndarray, max_iter: int = 1000) -> np.ndarray:

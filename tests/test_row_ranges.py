@@ -62,10 +62,11 @@ def test_additive_describes_and_calibrates_many_chunks_from_a_sample() -> None:
 
     X, y = draw(n)
     Xt, yt = draw(20_000)
-    sampled = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, interactions=0,
+    # one count of bases: each count tried would be two more epochs
+    sampled = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, interactions=0, n_bases=20,
                           progress=False).fit(X, y)
     # one chunk fewer than the rule asks: every row is read
-    whole = AdditiveSVC(epochs=2, tol=None, chunk_rows=n // (n_chunks - 1) + 1,
+    whole = AdditiveSVC(epochs=2, tol=None, chunk_rows=n // (n_chunks - 1) + 1, n_bases=20,
                         interactions=0, progress=False).fit(X, y)
     # a sample of chunks, 2 epochs and the calibration rows of a sample of chunks
     assert sampled.n_passes_ == pytest.approx(2 * DESCRIBE_SAMPLE_CHUNKS / n_chunks + 2)
@@ -93,7 +94,7 @@ def test_additive_screens_pairs_of_many_chunks_on_the_sampled_chunks() -> None:
     X = rng.normal(size=(n, 4)).astype(np.float32)
     y = (2.0 * X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + rng.normal(0, 0.3, n) > 0)
     model = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, interactions=1, pair_bases=8,
-                        progress=False).fit(X, y.astype(int))
+                        n_bases=20, progress=False).fit(X, y.astype(int))
     assert model.interactions_ == (("x0", "x1"),)
     share = DESCRIBE_SAMPLE_CHUNKS / n_chunks
     # per-feature model: describe and calibration on the sample, 2 epochs; the screening

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamlearn.solvers.ovr import REST
+from streamlearn.solvers.pairwise_coupling import couple_pairwise
+
 #: Bins of a :class:`ScoreHistogram`.
 N_BINS = 1024
 #: Scores beyond ``+-SCORE_LIMIT`` fall into the end bins.
@@ -50,6 +53,37 @@ def sigmoid_proba(scores: np.ndarray, a: np.ndarray | float, b: np.ndarray | flo
     z = np.asarray(scores, dtype=np.float64) * a + b
     ez = np.exp(-np.abs(z))
     return np.where(z >= 0, ez / (1.0 + ez), 1.0 / (1.0 + ez))
+
+
+def class_probabilities(p: np.ndarray, positive: np.ndarray, negative: np.ndarray,
+                        n_classes: int) -> np.ndarray:
+    """Class probabilities of each row from the probabilities of its binary models.
+
+    One model (two classes): ``[1 - p, p]``. One model per class against the rest
+    (``negative`` all :data:`~streamlearn.solvers.ovr.REST`): the models' probabilities
+    normalised to sum to 1 per row (uniform when all are 0). One per pair of classes:
+    pairwise coupling (:func:`~streamlearn.solvers.pairwise_coupling.couple_pairwise`).
+
+    Parameters
+    ----------
+    p : ndarray of shape (n, n_models)
+        Probability of each model's positive class.
+    positive, negative : ndarray of shape (n_models,), int
+        The class codes of each model (see :class:`~streamlearn.solvers.additive.passes.
+        ModelPairs`).
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of shape (n, n_classes), float64
+    """
+    p = np.asarray(p, dtype=np.float64)
+    if p.shape[1] == 1:
+        return np.hstack([1.0 - p, p])
+    if np.any(np.asarray(negative) != REST):
+        return couple_pairwise(p, positive, negative, n_classes)
+    total = p.sum(axis=1, keepdims=True)
+    return np.where(total > 0, p / np.where(total > 0, total, 1.0), 1.0 / p.shape[1])
 
 
 def smoothed_targets(positive: np.ndarray, weight: np.ndarray) -> np.ndarray:

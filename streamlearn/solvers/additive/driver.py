@@ -52,6 +52,7 @@ from streamlearn.solvers.additive.interactions import (
 )
 from streamlearn.solvers.additive.passes import (
     CalibrationPass,
+    ClassLogLossPass,
     DcdEpochPass,
     DcdState,
     Holdout,
@@ -131,6 +132,9 @@ class AdditiveConfig:
         Bases per axis of the pairs' grid (screened or given pairs), tried in order: the
         first, then each finer one while it lowers the held-out log-loss
         (:func:`finer_pair_grids`).
+    bases_grid : tuple of int
+        B-spline bases per feature, tried in order the same way (:func:`finer_feature_bases`);
+        the feature map has the first. Empty: the feature map's own count only.
     """
 
     feature_map: FeatureMap | None
@@ -150,6 +154,14 @@ class AdditiveConfig:
     interactions: int = 0
     pair_grids: tuple[int, ...] = (PAIR_BASES,)
     check_interactions: bool = False
+    bases_grid: tuple[int, ...] = ()
+
+    @property
+    def compares_models(self) -> bool:
+        """Whether the fit compares models by their held-out log-loss (pairs checked,
+        grids or counts of bases tried)."""
+        return (self.check_interactions or len(self.pair_grids) > 1
+                or len(self.bases_grid) > 1)
 
     @property
     def pg_tol(self) -> float:
@@ -216,12 +228,17 @@ class AdditiveFit:
     pair_scores : ndarray of shape (n_pairs,) or None
         The FAST scores of the screened pairs that were chosen (None without screening).
     held_out_log_loss : float or None
-        Mean over the binary models of the calibrated log-loss of the held-out rows (None
-        without calibration).
+        Calibrated log-loss of the held-out rows (None without calibration): of the one
+        binary model, or, with more and ``config.compares_models``, of the class
+        probabilities (:class:`ClassLogLossPass`, one more pass); else the mean over the
+        binary models.
     pair_check : dict or None
         With ``check_interactions``: the screened pairs, both models' held-out log-loss,
         each pair grid tried with its held-out log-loss (``pair_bases``) and whether the
         pairs were kept.
+    bases_tried : tuple of (int, float or None)
+        With ``config.bases_grid``: each count of bases per feature trained, with its
+        held-out log-loss (:func:`finer_feature_bases`).
     """
 
     feature_names: tuple[str, ...]
@@ -244,6 +261,7 @@ class AdditiveFit:
     pair_scores: np.ndarray | None = None
     held_out_log_loss: float | None = None
     pair_check: dict[str, Any] | None = None
+    bases_tried: tuple[tuple[int, float | None], ...] = ()
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -365,8 +383,27 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     than the per-feature model's; with fewer than :data:`MIN_CHECK_ROWS` held-out rows no
     pairs are screened. The pairs, screened or given, are trained on the grids of
     ``config.pair_grids`` in turn while each lowers the held-out log-loss
-    (:func:`finer_pair_grids`).
+    (:func:`finer_pair_grids`). Then, with ``config.bases_grid``, the model kept (with
+    its pairs, if any, on their grid) is trained again with each following count of
+    bases per feature the same way (:func:`finer_feature_bases`); pairs are screened with
+    the first count, the smallest.
     """
+    fitted, summary = _fit_with_pairs(runner, dataset, config, seed)
+    if (len(config.bases_grid) < 2 or summary is None
+            or not isinstance(fitted.feature_map, BSplineMap)):
+        return fitted
+    best, tried = finer_feature_bases(
+        runner, dataset, replace(config, feature_map=fitted.feature_map), seed, summary,
+        fitted)
+    if best is not fitted:
+        best = with_importances(replace(best, pair_scores=fitted.pair_scores,
+                                        pair_check=fitted.pair_check), summary)
+    return replace(best, bases_tried=tried)
+
+
+def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int
+                    ) -> tuple[AdditiveFit, Summary | None]:
+    """:func:`fit` with the feature map's own count of bases; the fit and its summary."""
     feature_map = config.feature_map
     given_pairs = isinstance(feature_map, BSplinePairMap)
     # a model with pairs gets its term importances once the grid search has kept it
@@ -375,22 +412,23 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     if given_pairs:
         if summary is not None:
             fitted = finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
-        return with_importances(fitted, summary)
+        return with_importances(fitted, summary), summary
     if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
             or summary is None or fitted.importances is None):
-        return fitted
+        return fitted, summary
     if config.check_interactions and (fitted.held_out_log_loss is None
                                       or fitted.n_calibration < MIN_CHECK_ROWS):
         return replace(fitted, pair_check={"kept": False, "reason": (
             f"{fitted.n_calibration} held-out rows, fewer than {MIN_CHECK_ROWS} to check "
-            "pairs on")})
+            "pairs on")}), summary
     holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
                if config.calibration_fraction is not None and fitted.n_calibration > 0
                else None)
     chosen, scores = screen_interactions(runner, dataset, fitted, config, summary, holdout)
     if not chosen:
         return replace(fitted, pair_check={"kept": False, "reason": (
-            "no screened pair lowered the residuals")} if config.check_interactions else None)
+            "no screened pair lowered the residuals")} if config.check_interactions else None
+        ), summary
     pair_map = BSplinePairMap(feature_map.degree, feature_map.n_bases,
                               feature_map.penalty_order, False, chosen, config.pair_grids[0],
                               feature_map.knots)
@@ -400,7 +438,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     with_pairs, tried = finer_pair_grids(runner, dataset, pair_config, seed, summary,
                                          with_pairs)
     if not config.check_interactions:
-        return with_importances(replace(with_pairs, pair_scores=scores), summary)
+        return with_importances(replace(with_pairs, pair_scores=scores), summary), summary
     assert fitted.held_out_log_loss is not None and with_pairs.held_out_log_loss is not None
     kept = with_pairs.held_out_log_loss < fitted.held_out_log_loss
     check = {"kept": bool(kept), "screened": [list(p) for p in chosen],
@@ -410,8 +448,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
              "pair_bases": tried}
     if kept:
         return with_importances(replace(with_pairs, pair_scores=scores, pair_check=check),
-                                summary)
-    return replace(fitted, pair_check=check)
+                                summary), summary
+    return replace(fitted, pair_check=check), summary
 
 
 def finer_pair_grids(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
@@ -437,21 +475,57 @@ def finer_pair_grids(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
     """
     pair_map = config.feature_map
     assert isinstance(pair_map, BSplinePairMap)
-    tried: list[list[Any]] = [[pair_map.pair_bases, fitted.held_out_log_loss]]
+    best, tried = _while_held_out_improves(runner, dataset, config, seed, summary, fitted,
+                                           "pair_bases", config.pair_grids)
+    return best, [list(step) for step in tried]
+
+
+def finer_feature_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                        summary: Summary, fitted: AdditiveFit
+                        ) -> tuple[AdditiveFit, tuple[tuple[int, float | None], ...]]:
+    """The model with the most B-spline bases per feature of ``config.bases_grid`` that
+    the held-out rows support.
+
+    ``fitted`` is the model trained with ``config.feature_map`` (``bases_grid[0]`` bases
+    per feature). The model is trained again with each following count (from the same
+    describe summary) while its calibrated log-loss on the held-out rows is lower than
+    that of the count before; the first that does not lower it ends the search. Without
+    :data:`MIN_CHECK_ROWS` held-out rows only the first count is trained.
+
+    Returns
+    -------
+    AdditiveFit
+        The model kept, without term importances.
+    tuple of (int, float or None)
+        Each count trained, with its held-out log-loss.
+    """
+    return _while_held_out_improves(runner, dataset, config, seed, summary, fitted,
+                                    "n_bases", config.bases_grid)
+
+
+def _while_held_out_improves(runner: Any, dataset: Dataset, config: AdditiveConfig,
+                             seed: int, summary: Summary, fitted: AdditiveFit, name: str,
+                             values: tuple[int, ...]
+                             ) -> tuple[AdditiveFit, tuple[tuple[int, float | None], ...]]:
+    """Train with the feature map's parameter ``name`` set to each of ``values[1:]`` in
+    turn (``fitted`` has ``values[0]``) while the held-out log-loss goes down; the best
+    model and each value tried with its held-out log-loss."""
+    base = config.feature_map
+    assert base is not None
+    tried = [(int(values[0]), fitted.held_out_log_loss)]
     best = fitted
-    for bases in config.pair_grids[1:]:
+    for value in values[1:]:
         if best.held_out_log_loss is None or best.n_calibration < MIN_CHECK_ROWS:
             break
-        finer = BSplinePairMap(pair_map.degree, pair_map.n_bases, pair_map.penalty_order,
-                               False, pair_map.interactions, bases, pair_map.knots)
-        candidate, _ = _fit_terms(runner, dataset, replace(config, feature_map=finer),
+        candidate_map = type(base)(**{**base.get_params(), name: value})
+        candidate, _ = _fit_terms(runner, dataset, replace(config, feature_map=candidate_map),
                                   seed, summary, importances=False)
-        tried.append([bases, candidate.held_out_log_loss])
+        tried.append((int(value), candidate.held_out_log_loss))
         if (candidate.held_out_log_loss is None
                 or not candidate.held_out_log_loss < best.held_out_log_loss):
             break
         best = candidate
-    return best, tried
+    return best, tuple(tried)
 
 
 def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
@@ -615,12 +689,16 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
     if holdout is not None and n_holdout > 0:
         histogram = models.calibration
         if histogram is None:  # no epoch scored the returned model: a pass of its own
-            histogram = _calibration(runner, dataset,
+            histogram = _on_held_out(runner, dataset,
                                      CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs,
-                                                     config.bias_scale, holdout))
+                                                     config.bias_scale, holdout), "calibrate")
         platt_a, platt_b = histogram.fit()
         calibrated = True
         held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
+        if shape[0] > 1 and config.compares_models:  # the classifier's, not its models'
+            held_out_loss = _on_held_out(runner, dataset, ClassLogLossPass(
+                np.ascontiguousarray(coef_d), emb, pairs, len(classes), config.bias_scale,
+                platt_a, platt_b, holdout), "held-out log-loss")
     else:
         held_out_loss = None
     term_values = (None if not importances or sample is None or sample.shape[0] == 0
@@ -773,17 +851,15 @@ def _sample_ranges(dataset: Dataset) -> list[tuple[int, int]] | None:
     return spread_ranges(dataset.n_rows, dataset.chunk_rows, DESCRIBE_SAMPLE_CHUNKS)
 
 
-def _calibration(runner: Any, dataset: Dataset, pass_: CalibrationPass) -> ScoreHistogram:
-    """The held-out rows' score histogram: from the chunks :func:`_sample_ranges` picks
-    (their held-out rows, 10,000 or more, are plenty for two Platt parameters per model),
-    else from every chunk."""
+def _on_held_out(runner: Any, dataset: Dataset, pass_: Any, description: str) -> Any:
+    """A pass over the held-out rows (the calibration histogram, the class log-loss):
+    over the chunks :func:`_sample_ranges` picks (their held-out rows, 10,000 or more,
+    are plenty for two Platt parameters per model or a mean loss), else every chunk."""
     ranges = _sample_ranges(dataset)
     if ranges is None:
-        histogram: ScoreHistogram = runner.run(pass_, dataset, description="calibrate")
-        return histogram
-    sampled: ScoreHistogram = run_on_ranges(runner, pass_, dataset, ranges,
-                                            description="calibrate (sample)")
-    return sampled
+        return runner.run(pass_, dataset, description=description)
+    return run_on_ranges(runner, pass_, dataset, ranges,
+                         description=f"{description} (sample)")
 
 
 @dataclass(frozen=True)

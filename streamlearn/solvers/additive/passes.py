@@ -19,7 +19,7 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import take_rows
 from streamlearn.engine import DescribePass, Description
 from streamlearn.features import FeatureMap
-from streamlearn.solvers.calibration import ScoreHistogram
+from streamlearn.solvers.calibration import ScoreHistogram, class_probabilities, sigmoid_proba
 from streamlearn.solvers.dcd import dcd_ovr_chunk, embedding_sum
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
 from streamlearn.solvers.holdout import Holdout
@@ -515,6 +515,73 @@ class CalibrationPass:
     def finish(self, state: ScoreHistogram) -> ScoreHistogram:
         """The histogram."""
         return state
+
+
+class ClassLogLossPass:
+    """Reduction pass: the log-loss of the held-out rows' class probabilities.
+
+    The probabilities are those of ``predict_proba``: each binary model's Platt sigmoid,
+    combined into classes by :func:`~streamlearn.solvers.calibration.class_probabilities`.
+    For two classes this is the held-out log-loss of the one model; with more it judges
+    the classifier as a whole, which a mean of its binary models' losses does not (their
+    losses can fall while the class the models agree on is wrong more often).
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, n_dims + 1)
+        Models in ``w_d`` form.
+    emb : Embedding
+    pairs : ModelPairs
+    n_classes : int
+    bias_scale : float
+    platt_a, platt_b : ndarray of shape (m,)
+    holdout : Holdout
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+    #: Probabilities are clipped to ``[EPS, 1]`` (scikit-learn's ``log_loss`` clips too).
+    EPS = 1e-15
+
+    def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, n_classes: int,
+                 bias_scale: float, platt_a: np.ndarray, platt_b: np.ndarray,
+                 holdout: Holdout) -> None:
+        self.W = W
+        self.emb = emb
+        self.pairs = pairs
+        self.n_classes = int(n_classes)
+        self.bias_scale = float(bias_scale)
+        self.platt_a = np.asarray(platt_a, dtype=np.float64)
+        self.platt_b = np.asarray(platt_b, dtype=np.float64)
+        self.holdout = holdout
+
+    def start(self) -> np.ndarray:
+        """``[sum of weighted losses, sum of weights]``."""
+        return np.zeros(2)
+
+    def step(self, state: np.ndarray, chunk: Chunk) -> np.ndarray:
+        """Add the chunk's held-out rows (in place)."""
+        held = np.flatnonzero(self.holdout.mask(chunk.rows))
+        if held.size == 0:
+            return state
+        scores = decision_ovr_chunk(take_rows(chunk.X, held), self.W, self.bias_scale,
+                                    *self.emb)
+        proba = class_probabilities(
+            sigmoid_proba(scores, self.platt_a[None, :], self.platt_b[None, :]),
+            self.pairs.positive, self.pairs.negative, self.n_classes)
+        codes = np.asarray(chunk.y)[held]
+        p_true = np.maximum(proba[np.arange(held.size), codes], self.EPS)
+        weight = np.ones(held.size) if chunk.weight is None else chunk.weight[held]
+        state[0] -= float(weight @ np.log(p_true))
+        state[1] += float(weight.sum())
+        return state
+
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Add two states (a new one)."""
+        return a + b
+
+    def finish(self, state: np.ndarray) -> float | None:
+        """The weighted mean log-loss (None without held-out weight)."""
+        return float(state[0] / state[1]) if state[1] > 0 else None
 
 
 class ModelPairs(NamedTuple):

@@ -1,0 +1,86 @@
+"""``n_bases="auto"``: the count of B-spline bases per feature chosen on held-out rows."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.metrics import log_loss
+
+from streamlearn.data.synthetic import additive_problem
+from streamlearn.models import AdditiveSVC
+from streamlearn.models.additive import AUTO_BASES, PARTIAL_FIT_BASES
+from streamlearn.solvers.additive.driver import HOLDOUT_SALT
+from streamlearn.solvers.calibration import class_probabilities
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.ovr import REST
+
+
+def _held_out(model: AdditiveSVC, n: int) -> np.ndarray:
+    return Holdout.fraction(model.calibration_fraction,
+                            model.random_state ^ HOLDOUT_SALT).mask(np.arange(n))
+
+
+def test_auto_bases_is_the_exhaustive_choice_on_the_held_out_rows() -> None:
+    # the demo's curves: a sine over standard normal features needs more than 8 bases
+    X, y = additive_problem(8000, n_features=6, seed=3)
+    auto = AdditiveSVC(interactions=0, random_state=0).fit(X, y)
+    counts = [n for n, _ in auto.bases_tried_]
+    losses = [loss for _, loss in auto.bases_tried_]
+    assert counts == list(AUTO_BASES[:len(counts)])
+    held = _held_out(auto, len(y))
+    # each count tried is the model a fixed count trains, and its loss is the held-out
+    # log-loss of that model's probabilities
+    for n, loss in auto.bases_tried_:
+        fixed = AdditiveSVC(n_bases=n, interactions=0, random_state=0).fit(X, y)
+        assert not hasattr(fixed, "bases_tried_") and fixed.n_bases_ == n
+        direct = log_loss(y[held], fixed.predict_proba(X[held]))
+        assert loss == pytest.approx(direct, rel=0.02)
+        if n == auto.n_bases_:
+            np.testing.assert_allclose(auto.coef_d_, fixed.coef_d_)
+    # kept: the first count whose successor does not lower the loss
+    kept = counts.index(auto.n_bases_)
+    assert all(b < a for a, b in itertools.pairwise(losses[:kept + 1]))
+    assert kept == len(counts) - 1 or losses[kept + 1] >= losses[kept]
+    assert auto.n_bases_ > AUTO_BASES[0]
+    assert auto.feature_map_.n_bases == auto.n_bases_
+    assert auto.coef_d_.shape[1] == 6 * auto.n_bases_ + 1
+
+
+def test_multiclass_counts_are_compared_by_the_class_log_loss() -> None:
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, size=(6000, 4)).astype(np.float32)
+    y = np.digitize(np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=6000),
+                    [-0.3, 0.6])
+    model = AdditiveSVC(random_state=0).fit(X, y)
+    held = _held_out(model, len(y))
+    kept = dict(model.bases_tried_)[model.n_bases_]
+    # the held-out loss of the classifier's probabilities, not its binary models' mean
+    assert kept == pytest.approx(log_loss(y[held], model.predict_proba(X[held])), rel=1e-9)
+
+
+def test_too_few_held_out_rows_keep_the_first_count() -> None:
+    X, y = additive_problem(1500, n_features=6, seed=4)
+    model = AdditiveSVC(random_state=0).fit(X, y)
+    assert model.n_bases_ == AUTO_BASES[0] and len(model.bases_tried_) == 1
+    uncalibrated = AdditiveSVC(calibrate=False, random_state=0).fit(X, y)
+    assert uncalibrated.n_bases_ == AUTO_BASES[0]
+    online = AdditiveSVC().partial_fit(X, y, classes=[0, 1])
+    assert online.feature_map_.n_bases == PARTIAL_FIT_BASES
+    with pytest.raises(ValueError, match="n_bases"):
+        AdditiveSVC(n_bases="many").fit(X, y)
+
+
+def test_class_probabilities_match_their_definitions() -> None:
+    rng = np.random.default_rng(6)
+    p = rng.uniform(0.01, 0.99, size=(20, 3))
+    ovr = class_probabilities(p, np.arange(3), np.full(3, REST), 3)
+    np.testing.assert_allclose(ovr, p / p.sum(axis=1, keepdims=True))
+    two = class_probabilities(p[:, :1], np.array([1]), np.array([REST]), 2)
+    np.testing.assert_allclose(two, np.c_[1 - p[:, 0], p[:, 0]])
+    # one-vs-one with consistent pairwise probabilities recovers the class probabilities
+    q = rng.dirichlet(np.ones(3), size=20)
+    first, second = np.array([0, 0, 1]), np.array([1, 2, 2])
+    r = q[:, first] / (q[:, first] + q[:, second])
+    np.testing.assert_allclose(class_probabilities(r, first, second, 3), q, atol=1e-9)
