@@ -950,6 +950,17 @@ def pairs_line(model: Any) -> str | None:
                                                               else ""))
 
 
+def bases_line(model: Any) -> str | None:
+    """What ``n_bases="auto"`` did: each count of bases tried, with its held-out loss."""
+    tried = getattr(model, "bases_tried_", None)
+    if not tried:
+        return None
+    steps = ", ".join(f"{n}: {loss:.4f}" if loss is not None else f"{n}: -"
+                      for n, loss in tried)
+    return (f"bases per feature: {model.n_bases_} kept (held-out log-loss by count: "
+            f"{steps})")
+
+
 def sparkline(values: np.ndarray, lo: float, hi: float) -> str:
     """One character per value, eight levels between ``lo`` and ``hi``."""
     span = hi - lo if hi > lo else 1.0
@@ -1044,7 +1055,8 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     params = {**DEMO_MODEL, **fixed, "random_state": 0, "progress": _progress(quiet)}
     shown = "" if epochs is None else f", epochs={epochs}"
     click.echo(f"\ntraining AdditiveSVC(degree=3{shown}): one cubic B-spline curve per "
-               "feature, PEGASOS; then the best feature pairs, kept if they help")
+               "feature, PEGASOS; then the best feature pairs, kept if they help, and\n"
+               "  as many bases per feature as the held-out rows support")
     started = time.perf_counter()
     with CompileClock() as compiling:
         model = AdditiveSVC(**params).fit(train_set)
@@ -1056,9 +1068,9 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     click.echo(f"  first fit: {compiling.seconds:.1f} s of it compiling kernels"
                if compiling.seconds >= 0.05 else
                "  its kernels were compiled by an earlier run (cached)")
-    line = pairs_line(model)
-    if line:
-        click.echo(f"  {line}")
+    for line in (pairs_line(model), bases_line(model)):
+        if line:
+            click.echo(f"  {line}")
     click.echo("training a linear SVM on the same stream, for comparison")
     started = time.perf_counter()
     linear = AdditiveSVC(**{**params, "embedding": "linear"}).fit(train_set)

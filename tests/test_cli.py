@@ -341,6 +341,10 @@ def test_demo_defaults_stop_by_the_rule_without_a_warning(tmp_path: Path) -> Non
     model = AdditiveSVC.load(tmp_path / "demo-additive-20000.slm")
     assert 1 < model.n_iter_ < model.epochs
     assert f"  {model.n_iter_} epochs (its stopping rule met)" in result.output
+    # the counts of bases tried, each with the held-out loss the model file kept
+    steps = ", ".join(f"{n}: {loss:.4f}" for n, loss in model.bases_tried_)
+    assert f"bases per feature: {model.n_bases_} kept (held-out log-loss by count: {steps})" \
+        in result.output
 
 
 def test_additive_curves_recover_each_term() -> None:
