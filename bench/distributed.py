@@ -161,7 +161,7 @@ def make_pass(dataset: Any, workload: str) -> Callable[[], Any]:
     # a model fitted on the first rows gives the feature map and sizes of the epoch pass
     X = next(iter(dataset.chunks(4096, prefetch=0))).X
     model = AdditiveSVC(embedding="linear" if workload == "linear epoch" else "bspline",
-                        epochs=1, calibrate=False)
+                        n_bases=20, epochs=1, calibrate=False)
     model.fit(X, (X[:, 0] > 0).astype(np.int8))
     rows = model._training_rows(None)
     shape = (1, rows.emb.n_dims + 1)

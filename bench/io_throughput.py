@@ -193,7 +193,7 @@ FILE_ROWS = 1 << 24
 #: The fits whose one epoch over that store is timed (each after a warm-up on a few rows).
 DISK_FITS = {
     "linear": {"embedding": "linear"},
-    "bspline_d0": {"embedding": "bspline", "degree": 1, "penalty_order": 0},
+    "bspline_d0": {"embedding": "bspline", "degree": 1, "n_bases": 20, "penalty_order": 0},
 }
 DISK_TARGET = 0.8
 
