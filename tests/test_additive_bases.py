@@ -84,3 +84,43 @@ def test_class_probabilities_match_their_definitions() -> None:
     first, second = np.array([0, 0, 1]), np.array([1, 2, 2])
     r = q[:, first] / (q[:, first] + q[:, second])
     np.testing.assert_allclose(class_probabilities(r, first, second, 3), q, atol=1e-9)
+
+
+def test_data_read_from_a_sample_of_chunks_chooses_the_count_on_that_sample() -> None:
+    from streamlearn.data import open_dataset
+    from streamlearn.engine.row_ranges import spread_ranges
+    from streamlearn.solvers.additive.driver import (
+        DESCRIBE_MIN_CHUNKS,
+        DESCRIBE_SAMPLE_CHUNKS,
+        DESCRIBE_SAMPLE_ROWS,
+    )
+
+    rng = np.random.default_rng(7)
+    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
+    n = n_chunks * size
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2.5 * X[:, 1]) + rng.normal(0, 0.3, n) > 0).astype(int)
+    params = dict(epochs=2, tol=None, chunk_rows=size, interactions=0, random_state=0)
+    model = AdditiveSVC(**params).fit(X, y)
+    share = DESCRIBE_SAMPLE_CHUNKS / n_chunks
+    # on the sample: its describe pass, then per count 2 epochs and a calibration pass;
+    # on all rows: the sampled describe and calibration passes, 2 epochs
+    tried = model.bases_tried_
+    assert model.n_passes_ == pytest.approx(share + 3 * share * len(tried) + 2 * share + 2)
+    # each loss is that of a fit with the count fixed on the sampled chunks alone
+    ranges = spread_ranges(n, size, DESCRIBE_SAMPLE_CHUNKS)
+    kept = [a // size for a, _ in ranges]
+    sample = open_dataset(X, target=y, chunk_rows=size).without_blocks(
+        np.setdiff1d(np.arange(n_chunks), kept), size)
+    in_sample = np.zeros(n, bool)
+    for a, b in ranges:
+        in_sample[a:b] = True
+    held = in_sample & _held_out(model, n)
+    for count, loss in tried:
+        fixed = AdditiveSVC(n_bases=count, **params).fit(sample)
+        assert fixed.n_train_ + fixed.n_calibration_ == in_sample.sum()
+        assert loss == pytest.approx(log_loss(y[held], fixed.predict_proba(X[held])),
+                                     rel=0.02)
+    losses = [loss for _, loss in tried]
+    best = int(np.argmin(losses))
+    assert model.n_bases_ == tried[best][0] and model.n_train_ + model.n_calibration_ == n

@@ -305,6 +305,11 @@ class Dataset:
         out._excluded = (ids, int(block_rows))
         return out
 
+    @property
+    def leaves_out_blocks(self) -> bool:
+        """Whether blocks of rows are left out of every pass (:meth:`without_blocks`)."""
+        return self._excluded is not None
+
     def _kept_rows(self, rows: np.ndarray) -> np.ndarray | None:
         """Mask of ``rows`` (global ids) outside the left-out blocks, None when all are."""
         if self._excluded is None:

@@ -136,19 +136,20 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         B-spline degree.
     n_bases : int or "auto"
         B-spline bases per feature (:meth:`partial_fit` may grow the fitted map's, up to
-        ``4 * n_bases``). ``"auto"``: ``fit`` trains the per-feature model with 8 bases,
-        then with 16 and 32 in turn, each kept while it lowers the calibrated log-loss of
-        the held-out calibration rows (``n_bases_``, ``bases_tried_``); the first count
-        that does not ends the search, and the pairs of ``interactions`` are screened and
-        trained with the count kept. Without calibration, or with fewer than 200 held-out
+        ``4 * n_bases``). ``"auto"``: ``fit`` trains its model with 8 bases (its pairs
+        screened, trained and checked as ``interactions`` and ``pair_bases`` say), then
+        the model kept (pairs and grid included) with 16 and 32 bases in turn, each kept
+        while it lowers the held-out log-loss (``n_bases_``, ``bases_tried_``); the first
+        count that does not ends the search. The held-out log-loss, here and for pairs,
+        is that of the calibrated class probabilities of :meth:`predict_proba` on the
+        calibration rows. Without calibration, or with fewer than 200 held-out
         rows (about 2,000 rows in all), it keeps 8; :meth:`partial_fit`, which reads each
         row once, takes 16. The count matters despite the difference penalty, because
         ``C`` does not scale with it: on the benchmark's data sets (``bench/n_bases.py``)
         8 bases gave lower test error than 20 on the image sets, letter, pendigits and
         ijcnn1 (letter 6.98 -> 6.14 %, MNIST odd/even at 60,000 rows 4.94 -> 4.47 %),
         while smooth curves of wide range (the demo's sine over standard normal
-        features) need 20-30. Each count tried is one more training of the per-feature
-        model.
+        features) need 32. Each count tried is one more training of the model kept.
     penalty_order : int, optional
         Difference penalty order ``d`` for B-splines (0, 1, 2) or penalised derivative for
         Fourier and Hermite (1, 2; default 1). The B-spline default is 1 for ``fit`` with
@@ -339,8 +340,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     n_bases_ : int
         B-spline bases per feature of the fitted map (the count ``n_bases="auto"`` kept).
     bases_tried_ : list of [int, float or None]
-        ``n_bases="auto"``: each count of bases trained by ``fit``, with the calibrated
-        log-loss of the held-out rows (absent when only one count was possible).
+        ``n_bases="auto"``: each count of bases trained by ``fit``, with the held-out
+        log-loss of its class probabilities (one entry when fewer than 200 rows were held
+        out); absent for a fixed count.
     interactions_ : tuple of (str, str)
         The pairs of feature names that have a term, best screened first (empty without).
     interaction_scores_ : ndarray of shape (n_interactions,)

@@ -386,11 +386,28 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     (:func:`finer_pair_grids`). Then, with ``config.bases_grid``, the model kept (with
     its pairs, if any, on their grid) is trained again with each following count of
     bases per feature the same way (:func:`finer_feature_bases`); pairs are screened with
-    the first count, the smallest.
+    the first count, the smallest. On data whose describe pass reads a sample of chunks
+    (:func:`_sample_ranges`) all of this runs on those chunks alone (their own row
+    counts, epochs over them only), and the model is then trained on every row, pairs
+    screened and checked again, with the count the sample kept: the search costs a few
+    passes over the sample, not a training over the data per count.
     """
+    feature_map = config.feature_map
+    search = len(config.bases_grid) > 1 and isinstance(feature_map, BSplineMap)
+    sample = _sample_dataset(dataset) if search else None
+    if sample is not None:  # choose the count on a sample of chunks, then train once
+        assert feature_map is not None
+        on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed)
+        best, tried = finer_feature_bases(
+            runner, sample, replace(config, feature_map=on_sample.feature_map), seed,
+            sample_summary, on_sample)
+        assert best.feature_map is not None
+        chosen = type(feature_map)(**{**feature_map.get_params(),
+                                      "n_bases": best.feature_map.get_params()["n_bases"]})
+        fitted, _ = _fit_with_pairs(runner, dataset, replace(config, feature_map=chosen), seed)
+        return replace(fitted, bases_tried=tried)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed)
-    if (len(config.bases_grid) < 2 or summary is None
-            or not isinstance(fitted.feature_map, BSplineMap)):
+    if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
     best, tried = finer_feature_bases(
         runner, dataset, replace(config, feature_map=fitted.feature_map), seed, summary,
@@ -830,7 +847,8 @@ def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | N
     pass_ = SummaryPass(dataset.feature_names, n_classes, holdout, seed, dataset.is_sparse)
     # sparse data is read whole: a rare column may have no value in a sample of chunks
     ranges = None if dataset.is_sparse else _sample_ranges(dataset)
-    if ranges is None or dataset.weight is not None or dataset.nan_policy == "drop":
+    if (ranges is None or dataset.weight is not None or dataset.nan_policy == "drop"
+            or dataset.leaves_out_blocks):
         summary: Summary = runner.run(pass_, dataset, description="describe")
         return summary
     sampled: Summary = run_on_ranges(runner, pass_, dataset, ranges,
@@ -849,6 +867,18 @@ def _sample_ranges(dataset: Dataset) -> list[tuple[int, int]] | None:
             or DESCRIBE_SAMPLE_CHUNKS * dataset.chunk_rows < DESCRIBE_SAMPLE_ROWS):
         return None
     return spread_ranges(dataset.n_rows, dataset.chunk_rows, DESCRIBE_SAMPLE_CHUNKS)
+
+
+def _sample_dataset(dataset: Dataset) -> Dataset | None:
+    """The chunks of :func:`_sample_ranges` as a dataset of their own (the other chunks
+    left out of every pass), where the describe pass reads a sample; else None."""
+    ranges = _sample_ranges(dataset)
+    if (ranges is None or dataset.is_sparse or dataset.weight is not None
+            or dataset.nan_policy == "drop" or dataset.leaves_out_blocks):
+        return None
+    size = dataset.chunk_rows
+    kept = np.array([a // size for a, _ in ranges], dtype=np.int64)
+    return dataset.without_blocks(np.setdiff1d(np.arange(dataset.n_chunks), kept), size)
 
 
 def _on_held_out(runner: Any, dataset: Dataset, pass_: Any, description: str) -> Any:
