@@ -124,3 +124,27 @@ def test_data_read_from_a_sample_of_chunks_chooses_the_count_on_that_sample() ->
     losses = [loss for _, loss in tried]
     best = int(np.argmin(losses))
     assert model.n_bases_ == tried[best][0] and model.n_train_ + model.n_calibration_ == n
+
+
+def test_data_read_from_a_sample_of_chunks_is_trained_once_on_all_rows() -> None:
+    # pairs screened, checked and gridded on the sample; all rows read by the epochs only
+    from streamlearn.engine.local import LocalEngine
+    from streamlearn.solvers.additive.driver import (
+        DESCRIBE_MIN_CHUNKS,
+        DESCRIBE_SAMPLE_CHUNKS,
+        DESCRIBE_SAMPLE_ROWS,
+    )
+
+    rng = np.random.default_rng(8)
+    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
+    n = n_chunks * size
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (2.0 * X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + rng.normal(0, 0.3, n) > 0)
+    engine = LocalEngine(progress=False)
+    model = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, random_state=0,
+                        engine=engine).fit(X, y.astype(int))
+    assert model.interactions_[0] == ("x0", "x1") and model.interaction_check_["kept"]
+    assert model.n_bases_ in dict(model.bases_tried_)
+    # every pass that read all rows is an epoch of the one training on them
+    assert engine.passes.full_passes == model.n_iter_ == 2
+    assert model.n_train_ + model.n_calibration_ == n

@@ -151,8 +151,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         60,000 rows 4.97 -> 4.72 %), while smooth curves of wide range (the demo's sine
         over standard normal features) need 32. Each count tried is one more training of
         the model kept; on data described from a sample of chunks (64 chunks or more)
-        the counts are compared on those chunks alone, and the model is then trained
-        once on all rows.
+        the counts, the pairs of ``interactions`` and their grid are all chosen on those
+        chunks alone, and the model kept is then trained once on all rows.
     penalty_order : int, optional
         Difference penalty order ``d`` for B-splines (0, 1, 2) or penalised derivative for
         Fourier and Hermite (1, 2; default 1). The B-spline default is 1 for ``fit`` with
@@ -279,7 +279,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         for ``d`` features, and the model with pairs is kept only when its calibrated
         log-loss on the held-out calibration rows is lower than the per-feature model's
         (``interaction_check_``); with fewer than 200 held-out rows (about 2,000 rows in
-        all) no pairs are tried. Other embeddings and :meth:`partial_fit` fit none. Each
+        all) no pairs are tried. With ``n_bases="auto"`` on data of 64 chunks or more
+        the pairs are screened and checked on the describe pass's 16 sampled chunks (see
+        ``n_bases``). Other embeddings and :meth:`partial_fit` fit none. Each
         pair is a piecewise-bilinear surface on a ``pair_bases x pair_bases`` grid over
         the two features' ranges, with a ridge penalty
         (:class:`~streamlearn.features.BSplinePairMap`).

@@ -388,24 +388,28 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     bases per feature the same way (:func:`finer_feature_bases`); pairs are screened with
     the first count, the smallest. On data whose describe pass reads a sample of chunks
     (:func:`_sample_ranges`) all of this runs on those chunks alone (their own row
-    counts, epochs over them only), and the model is then trained on every row, pairs
-    screened and checked again, with the count the sample kept: the search costs a few
-    passes over the sample, not a training over the data per count.
+    counts, epochs over them only), and the model the sample kept (its count, its pairs
+    and their grid) is then trained once on every row: the screening, the checks and the
+    searches cost passes over the sample, not a training over the data each.
     """
     feature_map = config.feature_map
     search = len(config.bases_grid) > 1 and isinstance(feature_map, BSplineMap)
     sample = _sample_dataset(dataset) if search else None
-    if sample is not None:  # choose the count on a sample of chunks, then train once
-        assert feature_map is not None
+    if sample is not None:  # choose on a sample of chunks, then train once on all rows
         on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed)
         best, tried = finer_feature_bases(
             runner, sample, replace(config, feature_map=on_sample.feature_map), seed,
             sample_summary, on_sample)
-        assert best.feature_map is not None
-        chosen = type(feature_map)(**{**feature_map.get_params(),
-                                      "n_bases": best.feature_map.get_params()["n_bases"]})
-        fitted, _ = _fit_with_pairs(runner, dataset, replace(config, feature_map=chosen), seed)
-        return replace(fitted, bases_tried=tried)
+        kept = best.feature_map
+        assert kept is not None
+        # the same count, pairs and grid, unfitted: no screening, no grid or count search
+        chosen = type(kept)(**kept.get_params())
+        grids = (chosen.pair_bases,) if isinstance(chosen, BSplinePairMap) else config.pair_grids
+        fitted, _ = _fit_with_pairs(runner, dataset, replace(
+            config, feature_map=chosen, interactions=0, check_interactions=False,
+            pair_grids=grids, bases_grid=()), seed)
+        return replace(fitted, bases_tried=tried, pair_check=on_sample.pair_check,
+                       pair_scores=on_sample.pair_scores)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed)
     if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
