@@ -148,3 +148,23 @@ def test_data_read_from_a_sample_of_chunks_is_trained_once_on_all_rows() -> None
     # every pass that read all rows is an epoch of the one training on them
     assert engine.passes.full_passes == model.n_iter_ == 2
     assert model.n_train_ + model.n_calibration_ == n
+
+
+def test_pairs_kept_at_the_first_count_are_checked_again_at_the_count_kept() -> None:
+    # curves too sharp for 8 bases: pairs help at 8 and may stop paying at 32
+    X, y = additive_problem(8000, n_features=6, seed=9)
+    model = AdditiveSVC(random_state=0).fit(X, y)
+    check = model.interaction_check_
+    # on these rows pairs are kept at 8 bases and the count moves on
+    assert model.n_bases_ > AUTO_BASES[0] and check["n_bases"] == model.n_bases_
+    held = _held_out(model, len(y))
+    plain = AdditiveSVC(n_bases=model.n_bases_, interactions=0, random_state=0).fit(X, y)
+    assert check["held_out_log_loss_without"] == pytest.approx(
+        log_loss(y[held], plain.predict_proba(X[held])), rel=0.02)
+    assert check["kept"] == (check["held_out_log_loss_with"]
+                             < check["held_out_log_loss_without"])
+    if check["kept"]:
+        assert model.interactions_ and model.feature_map_.pair_bases > 1
+    else:  # the model without pairs at that count, the same as a fit asking for none
+        assert model.interactions_ == () and not hasattr(model, "interaction_scores_")
+        np.testing.assert_allclose(model.coef_d_, plain.coef_d_)

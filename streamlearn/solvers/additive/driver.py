@@ -386,7 +386,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     (:func:`finer_pair_grids`). Then, with ``config.bases_grid``, the model kept (with
     its pairs, if any, on their grid) is trained again with each following count of
     bases per feature the same way (:func:`finer_feature_bases`); pairs are screened with
-    the first count, the smallest. On data whose describe pass reads a sample of chunks
+    the first count, the smallest, and checked again at the count kept (:func:`_search_bases`).
+    On data whose describe pass reads a sample of chunks
     (:func:`_sample_ranges`) all of this runs on those chunks alone (their own row
     counts, epochs over them only), and the model the sample kept (its count, its pairs
     and their grid) is then trained once on every row: the screening, the checks and the
@@ -397,9 +398,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     sample = _sample_dataset(dataset) if search else None
     if sample is not None:  # choose on a sample of chunks, then train once on all rows
         on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed)
-        best, tried = finer_feature_bases(
-            runner, sample, replace(config, feature_map=on_sample.feature_map), seed,
-            sample_summary, on_sample)
+        best, tried = _search_bases(runner, sample, config, seed, sample_summary, on_sample)
         kept = best.feature_map
         assert kept is not None
         # the same count, pairs and grid, unfitted: no screening, no grid or count search
@@ -408,18 +407,44 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
         fitted, _ = _fit_with_pairs(runner, dataset, replace(
             config, feature_map=chosen, interactions=0, check_interactions=False,
             pair_grids=grids, bases_grid=()), seed)
-        return replace(fitted, bases_tried=tried, pair_check=on_sample.pair_check,
-                       pair_scores=on_sample.pair_scores)
+        return replace(fitted, bases_tried=tried, pair_check=best.pair_check,
+                       pair_scores=best.pair_scores)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed)
     if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
+    best, tried = _search_bases(runner, dataset, config, seed, summary, fitted)
+    if best is not fitted:
+        best = with_importances(best, summary)
+    return replace(best, bases_tried=tried)
+
+
+def _search_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                  summary: Summary, fitted: AdditiveFit
+                  ) -> tuple[AdditiveFit, tuple[tuple[int, float | None], ...]]:
+    """:func:`finer_feature_bases` from ``fitted``, the model kept carrying ``fitted``'s
+    pair check and scores. Screened pairs that ``fitted`` kept are checked again at the
+    count kept, when it is another: the model without them at that count is trained too,
+    and replaces the one with pairs when its held-out loss is not higher (pairs can make
+    up for too few bases and stop paying once the curves have enough)."""
     best, tried = finer_feature_bases(
         runner, dataset, replace(config, feature_map=fitted.feature_map), seed, summary,
         fitted)
-    if best is not fitted:
-        best = with_importances(replace(best, pair_scores=fitted.pair_scores,
-                                        pair_check=fitted.pair_check), summary)
-    return replace(best, bases_tried=tried)
+    if best is fitted:
+        return best, tried
+    best = replace(best, pair_scores=fitted.pair_scores, pair_check=fitted.pair_check)
+    check, fmap = fitted.pair_check, best.feature_map
+    if not (check and check.get("kept") and isinstance(fmap, BSplinePairMap)):
+        return best, tried
+    plain, _ = _fit_terms(runner, dataset, replace(config, feature_map=BSplineMap(
+        fmap.degree, fmap.n_bases, fmap.penalty_order, fmap.zero_preserving, fmap.knots)),
+        seed, summary, importances=False)
+    without, with_ = plain.held_out_log_loss, best.held_out_log_loss
+    kept = without is None or with_ is None or with_ < without
+    check = {**check, "kept": bool(kept), "n_bases": int(fmap.n_bases),
+             "held_out_log_loss_without": without, "held_out_log_loss_with": with_}
+    if kept:
+        return replace(best, pair_check=check), tried
+    return replace(plain, pair_check=check, pair_scores=None), tried
 
 
 def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int
