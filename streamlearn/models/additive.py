@@ -140,7 +140,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         screened, trained and checked as ``interactions`` and ``pair_bases`` say), then
         the model kept (pairs and grid included) with 16 and 32 bases in turn, each kept
         while it lowers the held-out log-loss (``n_bases_``, ``bases_tried_``); the first
-        count that does not ends the search. The held-out log-loss, here and for pairs,
+        count that does not ends the search. Pairs kept at 8 bases are checked again at
+        the count kept (the model without them trained too, ``interaction_check_``
+        then gives both losses at that count): they can make up for curves too coarse
+        to follow the data and stop paying once the curves have enough bases. The
+        held-out log-loss, here and for pairs,
         is that of the calibrated class probabilities of :meth:`predict_proba` on the
         calibration rows. Without calibration, or with fewer than 200 held-out
         rows (about 2,000 rows in all), it keeps 8; :meth:`partial_fit`, which reads each
