@@ -11,7 +11,12 @@ from sklearn.metrics import log_loss
 from streamlearn.data.synthetic import additive_problem
 from streamlearn.models import AdditiveSVC
 from streamlearn.models.additive import AUTO_BASES, PARTIAL_FIT_BASES
-from streamlearn.solvers.additive.driver import HOLDOUT_SALT
+from streamlearn.solvers.additive.driver import (
+    DESCRIBE_MIN_CHUNKS,
+    DESCRIBE_SAMPLE_CHUNKS,
+    DESCRIBE_SAMPLE_ROWS,
+    HOLDOUT_SALT,
+)
 from streamlearn.solvers.calibration import class_probabilities
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.ovr import REST
@@ -86,20 +91,24 @@ def test_class_probabilities_match_their_definitions() -> None:
     np.testing.assert_allclose(class_probabilities(r, first, second, 3), q, atol=1e-9)
 
 
+def _many_chunks(seed: int, pair: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Rows in just enough chunks for the describe pass to read a sample of them; the
+    label has a sine and, with ``pair``, a product of two features. Returns X, y and the
+    chunk size."""
+    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
+    n = n_chunks * size
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    f = X[:, 3] + np.sin(2.5 * X[:, 2]) + pair * X[:, 0] * X[:, 1]
+    return X, (f + rng.normal(0, 0.3, n) > 0).astype(int), size
+
+
 def test_data_read_from_a_sample_of_chunks_chooses_the_count_on_that_sample() -> None:
     from streamlearn.data import open_dataset
     from streamlearn.engine.row_ranges import spread_ranges
-    from streamlearn.solvers.additive.driver import (
-        DESCRIBE_MIN_CHUNKS,
-        DESCRIBE_SAMPLE_CHUNKS,
-        DESCRIBE_SAMPLE_ROWS,
-    )
 
-    rng = np.random.default_rng(7)
-    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
-    n = n_chunks * size
-    X = rng.normal(size=(n, 4)).astype(np.float32)
-    y = (X[:, 0] + np.sin(2.5 * X[:, 1]) + rng.normal(0, 0.3, n) > 0).astype(int)
+    X, y, size = _many_chunks(7, pair=0.0)
+    n, n_chunks = len(y), DESCRIBE_MIN_CHUNKS
     params = dict(epochs=2, tol=None, chunk_rows=size, interactions=0, random_state=0)
     model = AdditiveSVC(**params).fit(X, y)
     share = DESCRIBE_SAMPLE_CHUNKS / n_chunks
@@ -129,20 +138,12 @@ def test_data_read_from_a_sample_of_chunks_chooses_the_count_on_that_sample() ->
 def test_data_read_from_a_sample_of_chunks_is_trained_once_on_all_rows() -> None:
     # pairs screened, checked and gridded on the sample; all rows read by the epochs only
     from streamlearn.engine.local import LocalEngine
-    from streamlearn.solvers.additive.driver import (
-        DESCRIBE_MIN_CHUNKS,
-        DESCRIBE_SAMPLE_CHUNKS,
-        DESCRIBE_SAMPLE_ROWS,
-    )
 
-    rng = np.random.default_rng(8)
-    n_chunks, size = DESCRIBE_MIN_CHUNKS, DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
-    n = n_chunks * size
-    X = rng.normal(size=(n, 4)).astype(np.float32)
-    y = (2.0 * X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + rng.normal(0, 0.3, n) > 0)
+    X, y, size = _many_chunks(8, pair=2.0)
+    n = len(y)
     engine = LocalEngine(progress=False)
     model = AdditiveSVC(epochs=2, tol=None, chunk_rows=size, random_state=0,
-                        engine=engine).fit(X, y.astype(int))
+                        engine=engine).fit(X, y)
     assert model.interactions_[0] == ("x0", "x1") and model.interaction_check_["kept"]
     assert model.n_bases_ in dict(model.bases_tried_)
     # every pass that read all rows is an epoch of the one training on them
