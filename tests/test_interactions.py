@@ -13,6 +13,7 @@ from streamlearn.errors import SchemaError
 from streamlearn.features import BSplineMap, BSplinePairMap
 from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
+from streamlearn.solvers.additive.driver import PAIR_GAIN_PER_COST, pairs_pay
 from streamlearn.solvers.additive.interactions import (
     bin_edges,
     bin_rows,
@@ -356,6 +357,19 @@ def test_screening_finds_the_planted_pairs_and_they_lower_the_error() -> None:
     assert 1 - model.score(Xt, yt) < 0.5 * (1 - plain.score(Xt, yt))
 
 
+def test_pairs_pay_for_a_gain_in_proportion_to_the_work_they_add() -> None:
+    # 2 pairs beside 4 cubic curves: 8 more non-zeros on 16, half the work again
+    pairs = BSplinePairMap(degree=3, interactions=[(0, 1), (2, 3)])
+    need = PAIR_GAIN_PER_COST * 8 / 16
+    without = 0.5
+    assert pairs_pay(without, without * (1 - need), pairs, 4)
+    assert not pairs_pay(without, without * (1 - 0.9 * need), pairs, 4)
+    assert not pairs_pay(without, without, pairs, 4) and not pairs_pay(without, 0.6, pairs, 4)
+    # beside 40 features the same pairs add a tenth of that: a tenth of the gain pays
+    assert pairs_pay(without, without * (1 - need / 10), pairs, 40)
+    assert not pairs_pay(without, without * (1 - need / 20), pairs, 40)
+
+
 def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
     X, y = _planted(6000, seed=12)
     seen: list[str] = []
@@ -368,7 +382,8 @@ def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
     model = AdditiveSVC(chunk_rows=1000, engine=Recording(progress=False)).fit(X, y)
     check = model.interaction_check_
     assert check["kept"] and len(model.interactions_) == min(2 * 6, 15)
-    assert check["held_out_log_loss_with"] < check["held_out_log_loss_without"]
+    assert pairs_pay(check["held_out_log_loss_without"], check["held_out_log_loss_with"],
+                     model.feature_map_, 6)
     assert {("x2", "x3"), ("x4", "x5")} <= set(model.interactions_)
     # one describe pass and one screening pass; the second training reuses the summary
     assert seen.count("SummaryPass") == 1 and seen.count("ScreeningPass") == 1
@@ -385,9 +400,11 @@ def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
     noise_y = (X[:, 0] + rng.normal(size=6000) > 0).astype(int)
     plain = AdditiveSVC(chunk_rows=1000).fit(X, noise_y)
     c = plain.interaction_check_
-    assert c["kept"] == (c["held_out_log_loss_with"] < c["held_out_log_loss_without"])
+    screened = BSplinePairMap(interactions=c["screened"], pair_bases=c["pair_bases"][-1][0])
+    assert c["kept"] == pairs_pay(c["held_out_log_loss_without"], c["held_out_log_loss_with"],
+                                  screened, 6)
     if not c["kept"]:
-        assert plain.interactions_ == () and plain.coef_d_.shape[1] == 6 * 20 + 1
+        assert plain.interactions_ == () and plain.coef_d_.shape[1] == 6 * plain.n_bases_ + 1
     # one feature, or an embedding without pairs: none are tried, and the check says why
     assert "fewer than two" in AdditiveSVC().fit(X[:, :1], y).interaction_check_["reason"]
     fourier = AdditiveSVC(embedding="fourier").fit(X, y)

@@ -80,6 +80,11 @@ from streamlearn.solvers.pegasos import NO_AVERAGING
 #: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
 #: check them on.
 MIN_CHECK_ROWS = 200
+#: ``interactions="auto"`` keeps screened pairs only when they lower the held-out log-loss
+#: by at least this share of the per-feature model's for each multiple of its work per row
+#: that they add (:func:`pairs_pay`): a pair term is one more surface to embed in every
+#: epoch and every prediction, so a small gain must come cheap.
+PAIR_GAIN_PER_COST = 0.005
 #: Rows of the describe sample embedded at once (the term importances, the step offset).
 SAMPLE_BLOCK_ROWS = 256
 #: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
@@ -126,8 +131,9 @@ class AdditiveConfig:
         Pair terms to screen for and add to a B-spline map (0: none; given pairs come in
         the feature map, a :class:`~streamlearn.features.pair_terms.BSplinePairMap`).
     check_interactions : bool
-        Keep the pairs only when they lower the held-out log-loss (``interactions="auto"``);
-        without at least :data:`MIN_CHECK_ROWS` held-out rows, add none.
+        Keep the pairs only when they lower the held-out log-loss enough for their cost
+        (:func:`pairs_pay`; ``interactions="auto"``); without at least
+        :data:`MIN_CHECK_ROWS` held-out rows, add none.
     pair_grids : tuple of int
         Bases per axis of the pairs' grid (screened or given pairs), tried in order: the
         first, then each finer one while it lowers the held-out log-loss
@@ -380,7 +386,8 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     and the model with the ``k`` best pairs is trained from the same summary; both
     trainings follow the rules above. With ``config.check_interactions`` the model with
     pairs is returned only when its calibrated log-loss on the held-out rows is lower
-    than the per-feature model's; with fewer than :data:`MIN_CHECK_ROWS` held-out rows no
+    than the per-feature model's by a share that grows with the pairs' cost
+    (:func:`pairs_pay`); with fewer than :data:`MIN_CHECK_ROWS` held-out rows no
     pairs are screened. The pairs, screened or given, are trained on the grids of
     ``config.pair_grids`` in turn while each lowers the held-out log-loss
     (:func:`finer_pair_grids`). Then, with ``config.bases_grid``, the model kept (with
@@ -424,8 +431,8 @@ def _search_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
     """:func:`finer_feature_bases` from ``fitted``, the model kept carrying ``fitted``'s
     pair check and scores. Screened pairs that ``fitted`` kept are checked again at the
     count kept, when it is another: the model without them at that count is trained too,
-    and replaces the one with pairs when its held-out loss is not higher (pairs can make
-    up for too few bases and stop paying once the curves have enough)."""
+    and replaces the one with pairs unless they still pay (:func:`pairs_pay`; pairs can
+    make up for too few bases and stop paying once the curves have enough)."""
     best, tried = finer_feature_bases(
         runner, dataset, replace(config, feature_map=fitted.feature_map), seed, summary,
         fitted)
@@ -439,12 +446,29 @@ def _search_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
         fmap.degree, fmap.n_bases, fmap.penalty_order, fmap.zero_preserving, fmap.knots)),
         seed, summary, importances=False)
     without, with_ = plain.held_out_log_loss, best.held_out_log_loss
-    kept = without is None or with_ is None or with_ < without
+    kept = (without is None or with_ is None
+            or pairs_pay(without, with_, fmap, len(fmap.lo_)))
     check = {**check, "kept": bool(kept), "n_bases": int(fmap.n_bases),
              "held_out_log_loss_without": without, "held_out_log_loss_with": with_}
     if kept:
         return replace(best, pair_check=check), tried
     return replace(plain, pair_check=check, pair_scores=None), tried
+
+
+def pairs_pay(without: float, with_: float, pair_map: BSplinePairMap, n_features: int
+              ) -> bool:
+    """Whether a model with the pairs of ``pair_map``, of held-out log-loss ``with_``, is
+    worth keeping over the per-feature model, of ``without``.
+
+    The pairs add ``4 n_pairs`` non-zeros to the ``n_features (degree + 1)`` of a row's
+    embedding (zero-preserving or not, the dense count); for each multiple of that work
+    they must lower the held-out log-loss by :data:`PAIR_GAIN_PER_COST` of ``without``.
+    ``2 d`` pairs on cubic curves (twice the work) need 1 %; 64 pairs beside 784 features
+    (8 % more work) need 0.04 %.
+    """
+    base = BSplineMap.max_row_nnz(pair_map, n_features)
+    extra = pair_map.max_row_nnz(n_features) - base
+    return with_ <= (1.0 - PAIR_GAIN_PER_COST * extra / base) * without
 
 
 def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int
@@ -486,7 +510,10 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
     if not config.check_interactions:
         return with_importances(replace(with_pairs, pair_scores=scores), summary), summary
     assert fitted.held_out_log_loss is not None and with_pairs.held_out_log_loss is not None
-    kept = with_pairs.held_out_log_loss < fitted.held_out_log_loss
+    kept_map = with_pairs.feature_map
+    assert isinstance(kept_map, BSplinePairMap)
+    kept = pairs_pay(fitted.held_out_log_loss, with_pairs.held_out_log_loss, kept_map,
+                     len(kept_map.lo_))
     check = {"kept": bool(kept), "screened": [list(p) for p in chosen],
              "scores": scores.tolist(),
              "held_out_log_loss_without": fitted.held_out_log_loss,
