@@ -59,7 +59,7 @@ def _family(name: str, rng: np.random.Generator, X: np.ndarray) -> tuple:
 
 @pytest.mark.parametrize("kind", ["linear", "stumps", "anchors"])
 def test_held_out_rows_leave_the_training_sums_and_are_tallied_apart(kind: str) -> None:
-    # the training sums skip the held-out rows by their zero weight (split_rows)
+    # the training sums skip the held-out rows by their zero weight (training_rows)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(700, 5)).astype(np.float32)
     y = rng.integers(0, 3, size=700)
@@ -84,13 +84,17 @@ def test_held_out_rows_leave_the_training_sums_and_are_tallied_apart(kind: str) 
         assert split.loss == pytest.approx(train.loss, rel=1e-9)
         assert split.weight == pytest.approx(float(weight[~held].sum()), rel=1e-6)
         np.testing.assert_allclose(split.gradient, train.gradient, rtol=1e-9, atol=1e-12)
-    tallied = run(lambda h: RestrictedObjectivePass(family, selected, coef, intercept, h),
-                  every, True)
+    tallied = run(lambda h: RestrictedObjectivePass(family, selected, coef, intercept, h,
+                                                    held_out=True), every, True)
     alone = run(lambda h: RestrictedObjectivePass(family, selected, coef, intercept, h),
                 held, False)
     assert tallied.held_weight == pytest.approx(float(weight[held].sum()), rel=1e-6)
     assert tallied.held_loss == pytest.approx(alone.loss, rel=1e-9)
     assert tallied.held_errors == pytest.approx(alone.errors, rel=1e-9)
+    # the held-out pass adds no gradient and no training sums
+    assert tallied.loss == tallied.weight == 0.0 and not tallied.gradient.any()
+    with pytest.raises(ValueError, match="needs a holdout"):
+        RestrictedObjectivePass(family, selected, coef, intercept, held_out=True)
 
 
 def test_auto_l2_is_its_stated_rule_on_small_data() -> None:

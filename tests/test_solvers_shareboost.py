@@ -14,6 +14,8 @@ from streamlearn.solvers.shareboost import (
     exp_lanes,
     linear_gates_chunk,
     linear_gradient_chunk,
+    linear_margin_residuals_chunk,
+    linear_objective_chunk,
     margin_residuals_chunk,
     padded_thresholds,
     restricted_objective_chunk,
@@ -129,6 +131,40 @@ def test_single_column_objective_matches_numpy(problem) -> None:
     g = p["gates"].astype(np.float64) * p["base"].astype(np.float64)
     np.testing.assert_allclose(grad_W, g.T @ wR, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("k", [3, MIN_LENGTH + 4])
+def test_linear_kernels_read_the_gates_from_the_rows(k: int) -> None:
+    # linear columns scored from the rows themselves: numpy's loss, gradient and residuals
+    # on the gate matrix linear_gates_chunk builds, a feature selected twice included
+    rng = np.random.default_rng(5)
+    n, d = 200, 7
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[rng.random((n, d)) < 0.4] = 0.0  # zeros are skipped
+    scale = rng.uniform(0.2, 2.0, size=d)
+    features = np.array([4, 0, 6, 0, 2], dtype=np.int64)
+    W = rng.normal(size=(features.size, k))
+    intercept = rng.normal(size=k)
+    codes = rng.integers(0, k, size=n).astype(np.int32)
+    weight = rng.uniform(0.0, 2.0, size=n).astype(np.float32)
+    gates = (X[:, features] * scale[features]).astype(np.float32).astype(np.float64)
+    np.testing.assert_array_equal(gates, linear_gates_chunk(X, features, scale))
+    s = intercept + gates @ W
+    loss, R = _loss_and_residuals(s, codes)
+    w = weight.astype(np.float64)
+    wR = w[:, None] * R
+    grad_W, grad_b = np.zeros_like(W), np.zeros(k)
+    value, wsum, errors = linear_objective_chunk(X, features, scale, codes, weight, W,
+                                                 intercept, grad_W, grad_b, exp_lanes(k))
+    assert value == pytest.approx(float(w @ loss), rel=1e-12)
+    assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
+    assert errors == pytest.approx(float(w @ (s.argmax(axis=1) != codes)), rel=1e-12)
+    np.testing.assert_allclose(grad_W, gates.T @ wR, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(grad_b, wR.sum(axis=0), rtol=1e-10, atol=1e-10)
+    out, value2, wsum2, errors2 = linear_margin_residuals_chunk(
+        X, features, scale, codes, weight, W, intercept, exp_lanes(k))
+    np.testing.assert_allclose(out, wR, rtol=1e-10, atol=1e-12)
+    assert (value2, wsum2, errors2) == pytest.approx((value, wsum, errors), rel=1e-12)
 
 
 @pytest.mark.parametrize(("padded", "k"), [(False, 4), (True, 4), (True, MIN_LENGTH + 4)])

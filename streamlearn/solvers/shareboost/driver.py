@@ -111,7 +111,8 @@ class CorrectiveStep:
     train_error : float
         Weighted training error there.
     n_eval : int
-        Objective evaluations (data passes).
+        Data passes: the objective evaluations, and with held-out rows one more that
+        tallies them at the model returned.
     gradient_norm : float
         Largest gradient entry there.
     converged : bool
@@ -307,17 +308,23 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     tally = next(t for x, t in reversed(tally_at) if np.array_equal(x, theta))
     gradient_norm = float(np.max(np.abs(result.grad), initial=0.0))
     held_loss = held_error = None
-    if holdout is not None and tally.held_weight > 0:
-        held_loss = tally.held_loss / tally.held_weight
-        held_error = tally.held_errors / tally.held_weight
+    held_weight = 0.0
+    if holdout is not None:  # one pass over the held-out rows, at the model returned
+        held = runner.run(RestrictedObjectivePass(family, chosen, weights(theta), theta[-k:],
+                                                  holdout, held_out=True), dataset,
+                          description=f"held-out loss, {shape[0]} columns")
+        held_weight = float(held.held_weight)
+        if held_weight > 0:
+            held_loss = held.held_loss / held_weight
+            held_error = held.held_errors / held_weight
     return CorrectiveStep(
         coef=np.array(weights(theta), copy=True), intercept=theta[-k:].copy(),
         value=float(result.value),
         train_error=float(tally.errors / max(tally.weight, np.finfo(np.float64).tiny)),
-        n_eval=int(result.n_eval) + 1, gradient_norm=gradient_norm,
+        n_eval=int(result.n_eval) + 1 + (holdout is not None), gradient_norm=gradient_norm,
         converged=gradient_norm <= gtol or result.n_iter < int(config.refit_iter),
         held_out_loss=held_loss, held_out_error=held_error,
-        held_out_weight=float(tally.held_weight))
+        held_out_weight=held_weight)
 
 
 def auto_l2(summary: WeightedSummary) -> float:

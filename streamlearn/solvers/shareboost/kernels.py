@@ -15,7 +15,8 @@ arrays or add into the accumulators they are given:
   (Algorithm 1, line 6) over the selected gates;
 - :func:`margin_residuals_chunk`: the weighted residuals ``w_i (rho_i - e_{y_i})``;
 - :func:`single_column_objective_chunk`: the first for groups of one column (features),
-  with sweeps that vectorise; :func:`stump_objective_chunk` for stumps, from per-feature
+  with sweeps that vectorise; :func:`linear_objective_chunk` and
+  :func:`linear_margin_residuals_chunk` read linear columns from the rows themselves; :func:`stump_objective_chunk` for stumps, from per-feature
   tables of their steps (:func:`stump_tables`) and histograms of the residuals;
 - :func:`linear_gradient_chunk`, :func:`stump_histogram_chunk`,
   :func:`anchor_histogram_chunk`: the gradient matrix of eq. 7 for every candidate column
@@ -343,6 +344,114 @@ def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np
             for c in range(k):
                 grad_W[j, c] += wg * r[c] * a
     return sums[0], sums[1], sums[2]
+
+
+@njit(cache=True, nogil=True)
+def _linear_scores(i: int, X: np.ndarray, features: np.ndarray, scale: np.ndarray,
+                   W: np.ndarray, intercept: np.ndarray, active: np.ndarray,
+                   values: np.ndarray, s: np.ndarray) -> int:
+    # _single_column_scores of linear columns read from the row itself: the gate of column
+    # j is x_f scale_f (f = features[j]) rounded to float32, as linear_gates_chunk stores it;
+    # active[:n_active] <- the columns with a non-zero gate, values[:n_active] <- the gates
+    k = intercept.shape[0]
+    for c in range(k):
+        s[c] = intercept[c]
+    n_active = 0
+    for j in range(features.shape[0]):
+        f = features[j]
+        g = np.float64(np.float32(X[i, f] * scale[f]))
+        if g == 0.0:
+            continue
+        active[n_active] = j
+        values[n_active] = g
+        n_active += 1
+        for c in range(k):
+            s[c] += g * W[j, c]
+    return n_active
+
+
+@njit(cache=True, nogil=True)
+def linear_objective_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarray,
+                           codes: np.ndarray, weight: np.ndarray, W: np.ndarray,
+                           intercept: np.ndarray, grad_W: np.ndarray,
+                           grad_intercept: np.ndarray, exp_work: np.ndarray | None = None
+                           ) -> tuple[float, float, float]:
+    """:func:`single_column_objective_chunk` of linear columns, their gates read from the
+    rows ``X`` (no ``(n, T)`` gate matrix is built): the same sums, in the same order.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32
+    features : ndarray of shape (T,), int64
+        The feature of each selected column.
+    scale : ndarray of shape (d,), float64
+        Feature ``f`` enters the model as ``x_f * scale_f``.
+    codes, weight, W, intercept, grad_W, grad_intercept, exp_work
+        As in :func:`single_column_objective_chunk`.
+
+    Returns
+    -------
+    loss, weight_sum, errors : float
+    """
+    n = X.shape[0]
+    k = intercept.shape[0]
+    s = np.empty(k)
+    r = np.empty(k)
+    active = np.empty(features.shape[0], dtype=np.int64)
+    values = np.empty(features.shape[0])
+    sums = np.zeros(3)  # loss, weight, errors
+    for i in range(n):
+        w = np.float64(weight[i])
+        y = codes[i]
+        n_active = _linear_scores(i, X, features, scale, W, intercept, active, values, s)
+        _tally_row(s, y, w, r, sums, exp_work)
+        for c in range(k):
+            grad_intercept[c] += w * r[c]
+        for t in range(n_active):
+            j = active[t]
+            wg = w * values[t]
+            for c in range(k):
+                grad_W[j, c] += wg * r[c]
+    return sums[0], sums[1], sums[2]
+
+
+@njit(cache=True, nogil=True)
+def linear_margin_residuals_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarray,
+                                  codes: np.ndarray, weight: np.ndarray, W: np.ndarray,
+                                  intercept: np.ndarray, exp_work: np.ndarray | None = None
+                                  ) -> tuple[np.ndarray, float, float, float]:
+    """:func:`margin_residuals_chunk` of linear columns, their gates read from the rows.
+
+    Parameters
+    ----------
+    X, features, scale
+        As in :func:`linear_objective_chunk`.
+    codes, weight, intercept, exp_work
+        As in :func:`margin_residuals_chunk`.
+    W : ndarray of shape (T, k), float64
+        ``coef[:, :, 0]``, C-contiguous.
+
+    Returns
+    -------
+    residuals : ndarray of shape (n, k), float64
+    loss, weight_sum, errors : float
+    """
+    n = X.shape[0]
+    k = intercept.shape[0]
+    out = np.empty((n, k))
+    s = np.empty(k)
+    r = np.empty(k)
+    active = np.empty(features.shape[0], dtype=np.int64)
+    values = np.empty(features.shape[0])
+    sums = np.zeros(3)  # loss, weight, errors
+    for i in range(n):
+        w = np.float64(weight[i])
+        y = codes[i]
+        _linear_scores(i, X, features, scale, W, intercept, active, values, s)
+        _tally_row(s, y, w, r, sums, exp_work)
+        for c in range(k):
+            out[i, c] = w * r[c]
+    return out, sums[0], sums[1], sums[2]
 
 
 # -- gradient matrix of eq. 7 for every candidate column ----------------------------------

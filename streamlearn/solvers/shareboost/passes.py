@@ -5,7 +5,7 @@
 - :class:`ColumnScorePass`: the gradient matrix of eq. 7 for every candidate column at the
   current ``W`` (one greedy round's choice);
 - :class:`RestrictedObjectivePass`: loss and gradient of the problem restricted to the
-  selected columns (one evaluation of the fully corrective step), and the loss and errors
+  selected columns (one evaluation of the fully corrective step), or the loss and errors
   of the rows held out to choose the number of rounds.
 
 Rows held out (a :class:`~streamlearn.solvers.holdout.Holdout`) take no part in the summary,
@@ -24,9 +24,11 @@ from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import LabelError
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
-from streamlearn.solvers.shareboost.columns import Family, StumpColumns
+from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
     exp_lanes,
+    linear_margin_residuals_chunk,
+    linear_objective_chunk,
     margin_residuals_chunk,
     restricted_objective_chunk,
     single_column_objective_chunk,
@@ -48,9 +50,8 @@ def chunk_arrays(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
     return codes, weight
 
 
-def split_rows(chunk: Chunk, holdout: Holdout | None) -> tuple[Chunk, Chunk | None]:
-    """The chunk for training, its held-out rows' weights set to zero, and the held-out
-    rows (None without a holdout).
+def training_rows(chunk: Chunk, holdout: Holdout | None) -> Chunk:
+    """The chunk with its held-out rows' weights set to zero.
 
     Every pass's sums are weighted, so a row of weight zero adds nothing to them. Keeping
     the held-out rows in place costs the kernels their share of the rows (a tenth by
@@ -58,14 +59,20 @@ def split_rows(chunk: Chunk, holdout: Holdout | None) -> tuple[Chunk, Chunk | No
     long as the passes' arithmetic on wide data.
     """
     if holdout is None:
-        return chunk, None
+        return chunk
     held = holdout.mask(chunk.rows)
     if not held.any():
-        return chunk, None
+        return chunk
     weight = (np.ones(chunk.n_rows, dtype=np.float32) if chunk.weight is None
               else np.array(chunk.weight, dtype=np.float32))
     weight[held] = 0.0
-    return replace(chunk, weight=weight), chunk.select(held)
+    return replace(chunk, weight=weight)
+
+
+def held_out_rows(chunk: Chunk, holdout: Holdout) -> Chunk | None:
+    """The chunk's held-out rows (None when it has none)."""
+    held = holdout.mask(chunk.rows)
+    return chunk.select(held) if held.any() else None
 
 
 def selected_gates(family: Family, X: np.ndarray, selected: np.ndarray) -> np.ndarray:
@@ -98,10 +105,24 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
                                np.unique(features), hist, grad_intercept)
         grad_coef[:, :, 0] += np.cumsum(hist, axis=1)[features, bins]
         return out
-    gates = selected_gates(family, X, selected)
-    base = family.base(X)
     single = coef.shape[2] == 1
     W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
+    if isinstance(family, LinearColumns) and isinstance(X, np.ndarray):
+        features = np.ascontiguousarray(selected, dtype=np.int64)
+
+        def linear_work(lo: int, hi: int
+                        ) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
+            grad = np.zeros(W.shape)
+            grad_b = np.zeros_like(grad_intercept)
+            sums = linear_objective_chunk(X[lo:hi], features, family.scale, codes[lo:hi],
+                                          weight[lo:hi], W, intercept, grad, grad_b,
+                                          exp_lanes(intercept.shape[0]))
+            return grad, grad_b, sums
+
+        return _added(in_threads(linear_work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
+                      grad_coef[:, :, 0], grad_intercept)
+    gates = selected_gates(family, X, selected)
+    base = family.base(X)
 
     def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
         grad = np.zeros(W.shape)
@@ -378,7 +399,7 @@ class ColumnScorePass:
 
     def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
         """Residuals of the chunk's rows, folded into every candidate's column (in place)."""
-        chunk, _ = split_rows(chunk, self.holdout)
+        chunk = training_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
         if isinstance(self.family, StumpColumns):  # the bins are the stumps' statistics
             loss, wsum, errors = stump_statistics(
@@ -386,10 +407,16 @@ class ColumnScorePass:
                 np.arange(chunk.X.shape[1]), state.gradient, np.zeros_like(self.intercept))
         else:
             base = self.family.base(chunk.X)
-            gates = selected_gates(self.family, chunk.X, self.selected)
-            residuals, loss, wsum, errors = margin_residuals_chunk(
-                gates, base, codes, weight, self.coef, self.intercept,
-                exp_lanes(self.intercept.shape[0]))
+            if isinstance(self.family, LinearColumns) and isinstance(chunk.X, np.ndarray):
+                residuals, loss, wsum, errors = linear_margin_residuals_chunk(
+                    chunk.X, self.selected, self.family.scale, codes, weight,
+                    np.ascontiguousarray(self.coef[:, :, 0]), self.intercept,
+                    exp_lanes(self.intercept.shape[0]))
+            else:
+                gates = selected_gates(self.family, chunk.X, self.selected)
+                residuals, loss, wsum, errors = margin_residuals_chunk(
+                    gates, base, codes, weight, self.coef, self.intercept,
+                    exp_lanes(self.intercept.shape[0]))
             self.family.accumulate(chunk.X, base, residuals, state.gradient)
         state.loss += loss
         state.weight += wsum
@@ -411,19 +438,27 @@ class RestrictedObjectivePass:
     Parameters
     ----------
     family, selected, coef, intercept, holdout
-        As in :class:`ColumnScorePass`; the held-out rows' loss and errors are tallied
-        apart (``held_*``).
+        As in :class:`ColumnScorePass`.
+    held_out : bool
+        Tally only the held-out rows of ``holdout`` (their loss, weight and errors, into
+        ``held_*``; no gradient), instead of the training rows. A corrective step makes
+        this pass once, at the model it returns: tallying them at every evaluation cost
+        a fifth of its time.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
-                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
+                 intercept: np.ndarray, holdout: Holdout | None = None,
+                 held_out: bool = False) -> None:
+        if held_out and holdout is None:
+            raise ValueError("held_out=True needs a holdout")
         self.family = family
         self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
         self.holdout = holdout
+        self.held_out = held_out
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
@@ -431,8 +466,20 @@ class RestrictedObjectivePass:
         return ObjectiveState(0.0, 0.0, 0.0, np.zeros_like(self.coef), np.zeros(k))
 
     def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
-        """Add the chunk's loss and gradient (in place), and its held-out rows' tallies."""
-        chunk, held = split_rows(chunk, self.holdout)
+        """Add the chunk's loss and gradient (in place), or its held-out rows' tallies."""
+        if self.held_out:
+            assert self.holdout is not None
+            held = held_out_rows(chunk, self.holdout)
+            if held is not None:
+                codes, weight = chunk_arrays(held)
+                loss, wsum, errors = restricted_objective(
+                    self.family, held.X, self.selected, codes, weight, self.coef,
+                    self.intercept, np.zeros_like(self.coef), np.zeros_like(self.intercept))
+                state.held_loss += loss
+                state.held_weight += wsum
+                state.held_errors += errors
+            return state
+        chunk = training_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
         loss, wsum, errors = restricted_objective(
             self.family, chunk.X, self.selected, codes, weight, self.coef, self.intercept,
@@ -440,14 +487,6 @@ class RestrictedObjectivePass:
         state.loss += loss
         state.weight += wsum
         state.errors += errors
-        if held is not None and held.n_rows:
-            held_codes, held_weight = chunk_arrays(held)
-            loss, wsum, errors = restricted_objective(
-                self.family, held.X, self.selected, held_codes, held_weight, self.coef,
-                self.intercept, np.zeros_like(self.coef), np.zeros_like(self.intercept))
-            state.held_loss += loss
-            state.held_weight += wsum
-            state.held_errors += errors
         return state
 
     def merge(self, a: ObjectiveState, b: ObjectiveState) -> ObjectiveState:
