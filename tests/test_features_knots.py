@@ -194,11 +194,13 @@ def test_additive_svc_places_quantile_knots_and_keeps_them_in_its_file(tmp_path)
     X = rng.exponential(size=(6000, 3)).astype(np.float32)
     # a curve that turns faster than the uniform grid's segments where most rows are
     y = (np.sin(8 * X[:, 0]) + 0.3 * rng.normal(size=6000) > 0).astype(int)
-    model = AdditiveSVC(interactions=0, knots="quantile", random_state=0).fit(X[:4000],
-                                                                            y[:4000])
+    # in the data's own units (spread_tails would map these exponential features first)
+    model = AdditiveSVC(interactions=0, knots="quantile", spread_tails=False,
+                        random_state=0).fit(X[:4000], y[:4000])
     fmap = model.feature_map_
     assert fmap.knots == "quantile"
-    uniform = AdditiveSVC(interactions=0, random_state=0).fit(X[:4000], y[:4000])
+    uniform = AdditiveSVC(interactions=0, spread_tails=False, random_state=0).fit(X[:4000],
+                                                                                 y[:4000])
     assert uniform.feature_map_.knots == "uniform"  # the default
     # more knots below each feature's median than the uniform grid has there
     median = np.median(X, axis=0)[:, None]

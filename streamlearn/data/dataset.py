@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,6 +27,14 @@ from streamlearn.errors import DataError, LabelError, SchemaError
 DEFAULT_CHUNK_BYTES = 16 << 20
 #: A classification target with more distinct values than this is almost surely continuous.
 MAX_CLASSES = 10_000
+
+
+class FeatureTransform(Protocol):
+    """What :meth:`Dataset.with_feature_transform` takes."""
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """A chunk's (n, d) float32 feature values, mapped (a new array)."""
+        ...
 
 
 def default_chunk_rows(n_features: int) -> int:
@@ -162,6 +170,8 @@ class Dataset:
         self._finite_ranges: set[tuple[int, int]] = set()
         # blocks of rows every pass leaves out (see without_blocks): sorted ids, block size
         self._excluded: tuple[np.ndarray, int] | None = None
+        # maps every chunk's feature values (see with_feature_transform)
+        self._feature_transform: FeatureTransform | None = None
         self._classes: np.ndarray | None = None
         if self.task == "classification":
             if classes is not None:
@@ -305,6 +315,32 @@ class Dataset:
         out._excluded = (ids, int(block_rows))
         return out
 
+    def with_feature_transform(self, transform: FeatureTransform) -> Dataset:
+        """The same rows, every chunk's feature values passed through ``transform``.
+
+        Used by a model that trains on mapped features (a
+        :class:`~streamlearn.features.tail_transform.TailTransform`): each pass reads the
+        rows as stored and maps them as they are cut into chunks, after the checks for
+        missing values.
+
+        Parameters
+        ----------
+        transform : object with ``apply(X) -> ndarray``
+            Maps a chunk's (n, d) float32 values to new (n, d) float32 values.
+
+        Returns
+        -------
+        Dataset
+        """
+        if self.is_sparse:
+            raise ValueError("a feature transform applies to dense rows only: mapping "
+                             "the stored values of sparse rows would leave their zeros")
+        if self._feature_transform is not None:
+            raise ValueError("the dataset already maps its features")
+        out = copy.copy(self)
+        out._feature_transform = transform
+        return out
+
     @property
     def leaves_out_blocks(self) -> bool:
         """Whether blocks of rows are left out of every pass (:meth:`without_blocks`)."""
@@ -339,6 +375,7 @@ class Dataset:
                       chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
                       prefetch=self.prefetch, categories=categories)
         out._excluded = self._excluded
+        out._feature_transform = self._feature_transform
         return out
 
     @property
@@ -518,6 +555,8 @@ class Dataset:
             X = X[keep]
             y_raw = y_raw[keep] if y_raw is not None else None
             w = w[keep] if w is not None else None
+        if self._feature_transform is not None:
+            X = self._feature_transform.apply(X)
         index = (keep + a).astype(np.int64) if keep is not None else None
         if w is not None:
             self._check_weights(w, a, index)

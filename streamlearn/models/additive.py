@@ -200,6 +200,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         image sets, satimage, shuttle and adult and rose on letter (6.96 -> 7.43 %),
         ijcnn1, spirals and a generated problem with 26 noise features. An epoch also
         costs more (a table lookup per value of a feature whose knots moved).
+    spread_tails : bool
+        B-spline maps fitted on dense rows (not zero-preserving, no ``feature_range``):
+        a feature whose rows crowd into a small part of its range (a heavy tail, far
+        outliers) is passed through ``asinh((x - c) / s)`` before its bases, ``c`` and
+        ``s`` chosen from the describe pass's row sample to spread its rows over the
+        range (:mod:`~streamlearn.features.tail_transform`: a feature is mapped when more
+        than half of its values, a most frequent value aside, fall in one eighth of its
+        range, and the map at least halves that share). ``feature_transform_`` holds
+        the features mapped; every method takes and reports the original values.
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
@@ -317,7 +326,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     n_features_in_ : int
     feature_names_in_ : tuple of str
     feature_map_ : FeatureMap or None
-        The fitted embedding (None for ``"linear"``).
+        The fitted embedding (None for ``"linear"``), over the features as
+        ``feature_transform_`` maps them.
+    feature_transform_ : TailTransform
+        ``spread_tails``: the features mapped before the embedding, with their ``asinh``
+        centres and scales (:class:`~streamlearn.features.tail_transform.TailTransform`);
+        absent when none was.
     coef_d_ : ndarray of shape (n_models, n_dims + 1), float64
         Models in the ``w_d = D_d^-1 w`` form the kernels use, bias weight last;
         ``n_models`` is 1 for two classes (positive class ``classes_[1]``), else n_classes
@@ -421,6 +435,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "n_terms": [Interval(Integral, 1, None, closed="left")],
         "zero_preserving": ["boolean", StrOptions({"auto"})],
         "knots": [StrOptions({"quantile", "uniform"})],
+        "spread_tails": ["boolean"],
         "solver": [StrOptions(set(SOLVERS))],
         "multiclass": [StrOptions(set(MULTICLASS))],
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -453,6 +468,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         n_terms: int = 4,
         zero_preserving: bool | str = "auto",
         knots: str = "uniform",
+        spread_tails: bool = True,
         solver: str = "pegasos",
         multiclass: str = "ovr",
         C: float = 1.0,
@@ -481,6 +497,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_terms = n_terms
         self.zero_preserving = zero_preserving
         self.knots = knots
+        self.spread_tails = spread_tails
         self.solver = solver
         self.multiclass = multiclass
         self.C = C
@@ -740,13 +757,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
             interactions=screen, pair_grids=self._pair_grids(),
             bases_grid=self._bases_grid() if isinstance(feature_map, BSplineMap) else (),
-            check_interactions=isinstance(self.interactions, str))
+            check_interactions=isinstance(self.interactions, str),
+            spread_tails=bool(self.spread_tails))
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
         self.feature_names_in_ = fitted.feature_names
         self.n_features_in_ = len(fitted.feature_names)
         self.feature_map_ = fitted.feature_map
+        if fitted.feature_transform is not None:
+            self.feature_transform_ = fitted.feature_transform
+        else:
+            self.__dict__.pop("feature_transform_", None)
         self.n_train_ = fitted.n_train
         self.n_calibration_ = fitted.n_calibration
         self._set_regularisation(fitted.regularisation)
@@ -858,7 +880,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
             raise LabelError(f"classes {list(classes)} differ from those of the first call "
                              f"{self.classes_.tolist()}")
-        X = check_features(X, self.feature_names_in_, type(self).__name__)
+        X = self._model_rows(check_features(X, self.feature_names_in_, type(self).__name__))
         codes = encode_labels(y, self.classes_)
         if codes.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}")
@@ -974,19 +996,26 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 f"they are clamped to it. {source}", UserWarning, stacklevel=3)
 
     # -- prediction -----------------------------------------------------------------------
+    def _model_rows(self, values: np.ndarray) -> np.ndarray:
+        """Dense rows as the feature map takes them: through ``feature_transform_``."""
+        transform = getattr(self, "feature_transform_", None)
+        return values if transform is None else transform.apply(values)
+
     def _scores(self, X: Any) -> np.ndarray:
         self._check_fitted()
         emb = self._embedding()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
         if rows is None:
             values = check_features(X, self.feature_names_in_, type(self).__name__)
-            return decision_ovr_chunk(values, self.coef_d_, float(self.bias_scale), *emb)
+            return decision_ovr_chunk(self._model_rows(values), self.coef_d_,
+                                      float(self.bias_scale), *emb)
         if emb.takes_sparse_rows:
             return decision_ovr_chunk(rows, self.coef_d_, float(self.bias_scale), *emb)
         # a map trained on dense rows: densify a block of rows at a time
         return np.concatenate([
-            decision_ovr_chunk(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray(),
-                               self.coef_d_, float(self.bias_scale), *emb)
+            decision_ovr_chunk(
+                self._model_rows(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray()),
+                self.coef_d_, float(self.bias_scale), *emb)
             for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
 
     def svm_scores(self, X: Any) -> np.ndarray:
@@ -1119,10 +1148,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """
         self._check_fitted()
         values = check_features(X, self.feature_names_in_, type(self).__name__)
-        return self._terms(values)
+        return self._terms(self._model_rows(values))
 
     def _terms(self, X: np.ndarray) -> np.ndarray:
-        """Every term at rows ``X``, pairs' marginals moved to their features."""
+        """Every term at rows ``X`` (as the feature map takes them), pairs' marginals
+        moved to their features."""
         terms = feature_terms(X, self.coef_d_, *self._embedding())
         fmap = self.feature_map_
         if isinstance(fmap, BSplinePairMap) and fmap.n_pairs:
@@ -1136,7 +1166,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Parameters
         ----------
         n_points : int
-            Grid points per numeric feature, evenly spaced over its range.
+            Grid points per numeric feature, evenly spaced over its range (over its mapped
+            range for a feature of ``feature_transform_``: the ``value`` column then holds
+            the original values, closer together where the rows crowd).
         ranges : array-like of shape (n_features, 2), optional
             ``(low, high)`` of every feature. Default: the range the feature map covers
             (the training rows' minimum and maximum, or ``feature_range``; for Hermite maps
@@ -1167,7 +1199,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 shown: Any = list(categories[name])
             else:
                 grid = np.linspace(lo[f], hi[f], int(n_points)).astype(np.float32)
-                shown = grid.astype(np.float64)
+                shown = self._original_values(grid, f)
             X = np.zeros((grid.shape[0], len(names)), dtype=np.float32)
             X[:, f] = grid
             terms = self._terms(X)[:, f, :]  # (points, models), pairs' marginals moved in
@@ -1214,7 +1246,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 values = np.arange(len(categories[names[f]]), dtype=np.float32)
                 return values, np.asarray(list(categories[names[f]]), dtype=object)
             values = np.linspace(lo[f], hi[f], int(n_points)).astype(np.float32)
-            return values, values.astype(np.float64)
+            return values, self._original_values(values, f)
 
         frames = []
         for p, (f, g) in enumerate(fmap.interactions):
@@ -1241,8 +1273,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                     for a, b in zip(pairs.positive, pairs.negative, strict=True)]
         return list(self.classes_)
 
+    def _original_values(self, values: np.ndarray, feature: int) -> np.ndarray:
+        """Grid values of ``feature`` as the user gives them (``feature_transform_``
+        undone), float64."""
+        transform = getattr(self, "feature_transform_", None)
+        if transform is None:
+            return values.astype(np.float64)
+        return transform.inverse(values, feature)
+
     def _shape_ranges(self, ranges: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)`` per feature for :meth:`shape_functions`."""
+        """``(low, high)`` per feature for :meth:`shape_functions`, in the feature map's
+        units (``ranges`` are in the data's: mapped by ``feature_transform_``)."""
         d = self.n_features_in_
         if ranges is not None:
             bounds = np.asarray(ranges, dtype=np.float64)
@@ -1250,6 +1291,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                     np.any(bounds[:, 0] >= bounds[:, 1]):
                 raise ValueError(f"ranges must be {d} finite (low, high) pairs with "
                                  f"low < high, got an array of shape {bounds.shape}")
+            transform = getattr(self, "feature_transform_", None)
+            if transform is not None:
+                bounds = transform.apply_bounds(bounds.T).T
             return bounds[:, 0], bounds[:, 1]
         fmap = self.feature_map_
         if fmap is None:

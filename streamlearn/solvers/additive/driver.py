@@ -41,6 +41,7 @@ from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import DataError, LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
 from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
+from streamlearn.features.tail_transform import TailTransform
 from streamlearn.solvers.additive.interactions import (
     SCREEN_BINS,
     ScreeningPass,
@@ -141,6 +142,10 @@ class AdditiveConfig:
     bases_grid : tuple of int
         B-spline bases per feature, tried in order the same way (:func:`finer_feature_bases`);
         the feature map has the first. Empty: the feature map's own count only.
+    spread_tails : bool
+        Map crowded features before a B-spline map (dense rows, not zero-preserving, no
+        ``feature_range``) by the rule of :mod:`streamlearn.features.tail_transform`,
+        chosen from the describe pass.
     """
 
     feature_map: FeatureMap | None
@@ -161,6 +166,7 @@ class AdditiveConfig:
     pair_grids: tuple[int, ...] = (PAIR_BASES,)
     check_interactions: bool = False
     bases_grid: tuple[int, ...] = ()
+    spread_tails: bool = False
 
     @property
     def compares_models(self) -> bool:
@@ -268,6 +274,7 @@ class AdditiveFit:
     held_out_log_loss: float | None = None
     pair_check: dict[str, Any] | None = None
     bases_tried: tuple[tuple[int, float | None], ...] = ()
+    feature_transform: TailTransform | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -399,12 +406,60 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     counts, epochs over them only), and the model the sample kept (its count, its pairs
     and their grid) is then trained once on every row: the screening, the checks and the
     searches cost passes over the sample, not a training over the data each.
+
+    With ``config.spread_tails`` the describe pass comes first, on those chunks where
+    they are read, and its row sample chooses the
+    :class:`~streamlearn.features.tail_transform.TailTransform` of crowded features;
+    every later pass reads the rows through it (:meth:`Dataset.with_feature_transform`),
+    its summary describes the mapped rows, and the fit returns it
+    (``AdditiveFit.feature_transform``).
     """
     feature_map = config.feature_map
     search = len(config.bases_grid) > 1 and isinstance(feature_map, BSplineMap)
     sample = _sample_dataset(dataset) if search else None
+    summary, transform = _spread_tails(runner, dataset if sample is None else sample, config,
+                                       seed)
+    if transform is not None:
+        dataset = dataset.with_feature_transform(transform)
+        sample = None if sample is None else sample.with_feature_transform(transform)
+    fitted = _fit_searched(runner, dataset, sample, config, seed, summary)
+    return replace(fitted, feature_transform=transform)
+
+
+def _spread_tails(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int
+                  ) -> tuple[Summary | None, TailTransform | None]:
+    """With ``config.spread_tails``: the describe summary of ``dataset`` and the
+    :class:`~streamlearn.features.tail_transform.TailTransform` its sample calls for
+    (None when no feature is crowded), the summary then describing the mapped rows.
+    Without, or where it does not apply: ``(None, None)``, and the fit describes the
+    data itself."""
+    fmap = config.feature_map
+    if not (config.spread_tails and isinstance(fmap, BSplineMap) and not fmap.zero_preserving
+            and not dataset.is_sparse and config.feature_range is None):
+        return None, None
+    classes = dataset.classes
+    assert classes is not None
+    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
+               if config.calibration_fraction is not None else None)
+    summary = _summary(runner, dataset, len(classes), holdout, seed)
+    desc = summary.description
+    names = list(dataset.feature_names)
+    coded = [names.index(name) for name in (dataset.categories or {}) if name in names]
+    transform = TailTransform.from_description(desc.sample, desc.min, desc.max, skip=coded)
+    if transform is None:
+        return summary, None
+    return replace(summary, description=transform.describe(desc)), transform
+
+
+def _fit_searched(runner: Any, dataset: Dataset, sample: Dataset | None,
+                  config: AdditiveConfig, seed: int, summary: Summary | None) -> AdditiveFit:
+    """:func:`fit` once the rows' map is known: on ``sample`` (chunks of ``dataset``, see
+    :func:`_sample_dataset`) when given, then once on every row; ``summary``, when
+    given, describes ``sample`` if given, else ``dataset``."""
+    feature_map = config.feature_map
+    search = len(config.bases_grid) > 1 and isinstance(feature_map, BSplineMap)
     if sample is not None:  # choose on a sample of chunks, then train once on all rows
-        on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed)
+        on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed, summary)
         best, tried = _search_bases(runner, sample, config, seed, sample_summary, on_sample)
         kept = best.feature_map
         assert kept is not None
@@ -416,7 +471,7 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
             pair_grids=grids, bases_grid=()), seed)
         return replace(fitted, bases_tried=tried, pair_check=best.pair_check,
                        pair_scores=best.pair_scores)
-    fitted, summary = _fit_with_pairs(runner, dataset, config, seed)
+    fitted, summary = _fit_with_pairs(runner, dataset, config, seed, summary)
     if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
     best, tried = _search_bases(runner, dataset, config, seed, summary, fitted)
@@ -471,13 +526,14 @@ def pairs_pay(without: float, with_: float, pair_map: BSplinePairMap, n_features
     return with_ <= (1.0 - PAIR_GAIN_PER_COST * extra / base) * without
 
 
-def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int
-                    ) -> tuple[AdditiveFit, Summary | None]:
-    """:func:`fit` with the feature map's own count of bases; the fit and its summary."""
+def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                    given: Summary | None = None) -> tuple[AdditiveFit, Summary | None]:
+    """:func:`fit` with the feature map's own count of bases; the fit and its summary
+    (``given``: the describe summary to use instead of a describe pass)."""
     feature_map = config.feature_map
     given_pairs = isinstance(feature_map, BSplinePairMap)
     # a model with pairs gets its term importances once the grid search has kept it
-    fitted, summary = _fit_terms(runner, dataset, config, seed, None,
+    fitted, summary = _fit_terms(runner, dataset, config, seed, given,
                                  importances=not given_pairs)
     if given_pairs:
         if summary is not None:

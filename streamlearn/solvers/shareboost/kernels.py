@@ -16,8 +16,9 @@ arrays or add into the accumulators they are given:
 - :func:`margin_residuals_chunk`: the weighted residuals ``w_i (rho_i - e_{y_i})``;
 - :func:`single_column_objective_chunk`: the first for groups of one column (features),
   with sweeps that vectorise; :func:`linear_objective_chunk` and
-  :func:`linear_margin_residuals_chunk` read linear columns from the rows themselves; :func:`stump_objective_chunk` for stumps, from per-feature
-  tables of their steps (:func:`stump_tables`) and histograms of the residuals;
+  :func:`linear_margin_residuals_chunk` read linear columns from the rows themselves;
+  :func:`stump_objective_chunk` for stumps, from per-feature tables of their steps
+  (:func:`stump_tables`) and histograms of the residuals;
 - :func:`linear_gradient_chunk`, :func:`stump_histogram_chunk`,
   :func:`anchor_histogram_chunk`: the gradient matrix of eq. 7 for every candidate column
   of a family, from the residuals;
