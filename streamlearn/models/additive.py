@@ -291,8 +291,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``"auto"`` (B-spline maps with calibration): ``k = min(2 d, d (d - 1) / 2, 64)``
         for ``d`` features, and the model with pairs is kept only when its calibrated
         log-loss on the held-out calibration rows is lower than the per-feature model's
-        by at least 1 % of it (a model with ``2 d`` pairs costs about three times the
-        per-feature model per row, in every epoch and prediction)
+        by 0.5 % of it for each multiple of the per-feature model's non-zeros per row the
+        pairs add, 4 a pair against ``degree + 1`` a feature (``2 d`` pairs beside
+        degree-1 curves: 2 %; they cost that work in every epoch and prediction)
         (``interaction_check_``); with fewer than 200 held-out rows (about 2,000 rows in
         all) no pairs are tried. With ``n_bases="auto"`` on data of 64 chunks or more
         the pairs are screened and checked on the describe pass's 16 sampled chunks (see

@@ -518,8 +518,8 @@ def pairs_pay(without: float, with_: float, pair_map: BSplinePairMap, n_features
     The pairs add ``4 n_pairs`` non-zeros to the ``n_features (degree + 1)`` of a row's
     embedding (zero-preserving or not, the dense count); for each multiple of that work
     they must lower the held-out log-loss by :data:`PAIR_GAIN_PER_COST` of ``without``.
-    ``2 d`` pairs on cubic curves (twice the work) need 1 %; 64 pairs beside 784 features
-    (8 % more work) need 0.04 %.
+    ``2 d`` pairs beside degree-1 curves (four times the work) need 2 %, beside cubic
+    ones (twice) 1 %; 64 pairs beside 784 degree-1 features (16 % more) 0.08 %.
     """
     base = BSplineMap.max_row_nnz(pair_map, n_features)
     extra = pair_map.max_row_nnz(n_features) - base
