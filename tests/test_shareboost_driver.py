@@ -29,6 +29,8 @@ def test_summary_pass_reads_only_rows_of_positive_weight() -> None:
     assert summary.n_rows == int(kept.sum())
     assert summary.weight == pytest.approx(float(weight.sum()))
     np.testing.assert_array_equal(summary.largest, np.abs(X[kept]).max(axis=0))
+    np.testing.assert_array_equal(summary.minimum, X[kept].min(axis=0))
+    np.testing.assert_array_equal(summary.maximum, X[kept].max(axis=0))
     # the sample holds every kept row once (it is larger than the data), with its weight
     order = np.lexsort(summary.sample.T[::-1])
     expected = np.lexsort(X[kept].T[::-1])

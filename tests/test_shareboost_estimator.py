@@ -55,7 +55,8 @@ def test_weighted_quantiles_are_numpy_inverted_cdf() -> None:
     sample[:50, 1] = np.round(sample[:50, 1])  # ties
     weight = rng.integers(1, 5, size=200).astype(np.float64)
     summary = WeightedSummary(200, float(weight.sum()), np.abs(sample).max(axis=0),
-                              weight @ np.square(sample, dtype=np.float64), sample, weight)
+                              weight @ np.square(sample, dtype=np.float64), sample, weight,
+                              sample.min(axis=0), sample.max(axis=0))
     probabilities = np.arange(1, 8) / 8
     expected = np.stack([np.quantile(sample[:, f].astype(np.float64), probabilities,
                                      method="inverted_cdf", weights=weight)

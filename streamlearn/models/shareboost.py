@@ -170,6 +170,12 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     validation_fraction : float or None
         Share of the rows held out to choose ``n_rounds="auto"`` (ignored for a number);
         None trains on every row, with 50 rounds.
+    spread_tails : bool
+        ``features="linear"`` on dense rows: a feature whose rows crowd into a small part
+        of its range (a heavy tail, far outliers) enters as ``asinh((x - c) / s)``, by the
+        rule of :mod:`~streamlearn.features.tail_transform` on a row sample of the
+        describe pass (``feature_transform_``; one more pass when a feature is mapped).
+        Every method takes the original values.
     chunk_rows : int, optional
         Rows per chunk for data opened by ``fit``.
     engine : engine, optional
@@ -220,6 +226,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         (the kept round; ``path_["n_selected"]`` has its columns); None otherwise.
     family_ : LinearColumns, StumpColumns or AnchorColumns
         The candidate columns.
+    feature_transform_ : TailTransform
+        ``spread_tails``: the crowded features mapped before the linear columns
+        (:class:`~streamlearn.features.tail_transform.TailTransform`); absent when none was.
     """
 
     partial_fit = NotOnline("every round scores all candidate columns and re-fits the chosen "
@@ -235,6 +244,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         "max_coverage": [Interval(Real, 0, 1, closed="right")],
         "tol": [Interval(Real, 0, np.inf, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "spread_tails": ["boolean"],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "engine": "no_validation",
         "random_state": ["random_state"],
@@ -245,6 +255,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                  l2: float | str = "auto", refit_iter: int = 10, n_bins: int = 32,
                  n_centres: int = 256, n_radii: int = 8, max_coverage: float = 0.6,
                  tol: float = 1e-3, validation_fraction: float | None = 0.1,
+                 spread_tails: bool = True,
                  chunk_rows: int | None = None, engine: Any = None, random_state: int = 0,
                  progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
@@ -257,6 +268,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.max_coverage = max_coverage
         self.tol = tol
         self.validation_fraction = validation_fraction
+        self.spread_tails = spread_tails
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.random_state = random_state
@@ -310,7 +322,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             n_centres=int(self.n_centres), n_radii=int(self.n_radii),
             max_coverage=float(self.max_coverage), tol=float(self.tol),
             validation_fraction=(None if self.validation_fraction is None
-                                 else float(self.validation_fraction)))
+                                 else float(self.validation_fraction)),
+            spread_tails=bool(self.spread_tails))
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int, validation: Any = None,
                     callback: Callable[[int, ShareBoostClassifier], None] | None = None
@@ -371,6 +384,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     def _set_fitted(self, fitted: ShareBoostFit) -> None:
         self.family_ = fitted.family
+        if fitted.feature_transform is not None:
+            self.feature_transform_ = fitted.feature_transform
+        else:
+            self.__dict__.pop("feature_transform_", None)
         self.l2_ = float(fitted.l2)
         self.validation_ = fitted.validation
         self._set_model(fitted.selected, fitted.coef, fitted.intercept)
@@ -426,7 +443,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
         if rows is None:
             return self._dense_scores(self._check_X(X))
-        if isinstance(self.family_, LinearColumns):
+        if isinstance(self.family_, LinearColumns) and not hasattr(self, "feature_transform_"):
             gates = self.family_.gates(rows, self.selected_features_)
             return decision_chunk(gates, self.family_.base(rows), self.coef_groups_,
                                   self.intercept_)
@@ -435,6 +452,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
 
     def _dense_scores(self, values: np.ndarray) -> np.ndarray:
+        transform = getattr(self, "feature_transform_", None)
+        if transform is not None:  # the features as the columns were built on
+            values = transform.apply(values)
         gates = self.family_.gates(values, self.selected_features_)
         return decision_chunk(gates, self.family_.base(values), self.coef_groups_,
                               self.intercept_)

@@ -26,6 +26,7 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
 from streamlearn.features.anchors import AnchorPieces
+from streamlearn.features.tail_transform import TailTransform
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import streamed_kmeans
 from streamlearn.solvers.lbfgs import MAX_HALVINGS, lbfgs_minimize
@@ -96,6 +97,7 @@ class ShareBoostConfig:
     max_coverage: float
     tol: float
     validation_fraction: float | None = None
+    spread_tails: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,8 @@ class ShareBoostFit:
         ``held_out_error`` after rounds ``0 .. T_run`` of the chosen path, ``best_round``,
         and ``l2_candidates`` with the kept round's ``l2_held_out_loss`` on each path;
         None otherwise.
+    feature_transform : TailTransform or None
+        The map of crowded features the rows were read through (``spread_tails``).
     """
 
     family: Family
@@ -199,6 +203,7 @@ class ShareBoostFit:
     gradient_norm: float
     l2: float = 0.0
     validation: dict[str, Any] | None = None
+    feature_transform: TailTransform | None = None
 
     @property
     def n_iter(self) -> int:
@@ -374,6 +379,12 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     :data:`AUTO_L2_RANGE` of it, and the path whose kept round has the lowest held-out
     loss is the model (``on_round`` then sees its rounds once it is chosen).
 
+    ``config.spread_tails`` with linear columns on dense rows: the describe pass keeps a
+    row sample, whose crowded features get the map of
+    :class:`~streamlearn.features.tail_transform.TailTransform`; the rows are then read
+    through it (a second describe pass sums the mapped rows), so a column is
+    ``asinh((x - c) / s)`` scaled into ``[-1, 1]`` instead of ``x``.
+
     Parameters
     ----------
     runner : engine
@@ -397,14 +408,28 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     classes = dataset.classes
     k = 0 if classes is None else len(classes)
     holdout = _holdout(config, dataset.n_rows, seed)
-    # stumps and anchors are built from a row sample; linear columns need none
-    sample_rows = 0 if config.features == "linear" else SAMPLE_ROWS
+    # stumps and anchors are built from a row sample; linear columns need one only to
+    # choose the map of crowded features
+    spread = (config.spread_tails and config.features == "linear"
+              and not dataset.is_sparse)
+    sample_rows = SAMPLE_ROWS if spread or config.features != "linear" else 0
     summary: WeightedSummary = runner.run(
         WeightedSummaryPass(dataset.n_features, sample_rows, seed, k, holdout), dataset,
         description="describe")
     if summary.n_rows == 0:
         raise LabelError("the training data has no rows of positive weight")
     passes = 1
+    transform = None
+    if spread:
+        names = list(dataset.feature_names)
+        coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
+        transform = TailTransform.from_description(summary.sample, summary.minimum,
+                                                   summary.maximum, skip=coded)
+    if transform is not None:  # the columns' scales and the penalty from the mapped rows
+        dataset = dataset.with_feature_transform(transform)
+        summary = runner.run(WeightedSummaryPass(dataset.n_features, 0, seed, k, holdout),
+                             dataset, description="describe the mapped rows")
+        passes += 1
     family, extra = make_family(summary, dataset, runner, config, seed)
     passes += extra
     if config.n_rounds != "auto":
@@ -453,7 +478,7 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
                          train_error=tuple(r.step.train_error for r in chosen.rounds),
                          passes=tuple(r.passes for r in chosen.rounds),
                          converged=step.converged, gradient_norm=step.gradient_norm,
-                         l2=chosen.l2, validation=validation)
+                         l2=chosen.l2, validation=validation, feature_transform=transform)
 
 
 @dataclass(frozen=True)

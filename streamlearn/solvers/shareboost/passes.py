@@ -188,6 +188,9 @@ class WeightedSummaryState:
     sample : BottomKSample or None
         Uniform sample of the rows of positive weight; its last column is the row's weight.
         None when no sample is kept.
+    minimum, maximum : ndarray of shape (d,), float64
+        Every feature's range over the rows of positive weight (over the stored values of
+        sparse rows); ``+inf`` and ``-inf`` before any row.
     """
 
     n_rows: int
@@ -195,6 +198,8 @@ class WeightedSummaryState:
     largest: np.ndarray
     squares: np.ndarray
     sample: BottomKSample | None
+    minimum: np.ndarray
+    maximum: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,9 @@ class WeightedSummary:
         for a sample size of 0).
     sample_weight : ndarray of shape (m,), float64
         Weights of the sampled rows.
+    minimum, maximum : ndarray of shape (d,), float64
+        Every feature's range over the rows of positive weight (stored values of sparse
+        rows).
     """
 
     n_rows: int
@@ -224,6 +232,8 @@ class WeightedSummary:
     squares: np.ndarray
     sample: np.ndarray
     sample_weight: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
 
     def quantiles(self, probabilities: np.ndarray) -> np.ndarray:
         """Weighted quantiles of every feature over the sample, (d, p), ascending per feature.
@@ -281,7 +291,9 @@ class WeightedSummaryPass:
         sample = (BottomKSample(self.sample_size, self.n_features + 1, self.seed)
                   if self.sample_size > 0 else None)
         return WeightedSummaryState(0, 0.0, np.zeros(self.n_features),
-                                    np.zeros(self.n_features), sample)
+                                    np.zeros(self.n_features), sample,
+                                    np.full(self.n_features, np.inf),
+                                    np.full(self.n_features, -np.inf))
 
     def step(self, state: WeightedSummaryState, chunk: Chunk) -> WeightedSummaryState:
         """Fold the chunk's rows of positive weight into ``state`` (in place)."""
@@ -305,11 +317,15 @@ class WeightedSummaryPass:
             value = rows.values.astype(np.float64)
             row_weight = np.repeat(w, np.diff(rows.indptr))
             np.maximum.at(state.largest, column, np.abs(value))
+            np.minimum.at(state.minimum, column, value)
+            np.maximum.at(state.maximum, column, value)
             state.squares += np.bincount(column, weights=row_weight * value * value,
                                          minlength=self.n_features)
         else:
             X = kept.X
             np.maximum(state.largest, np.abs(X).max(axis=0), out=state.largest)
+            np.minimum(state.minimum, X.min(axis=0), out=state.minimum)
+            np.maximum(state.maximum, X.max(axis=0), out=state.maximum)
             X64 = X.astype(np.float64)
             state.squares += w @ (X64 * X64)
             if state.sample is not None:
@@ -322,7 +338,8 @@ class WeightedSummaryPass:
         sample = None if a.sample is None or b.sample is None else a.sample.merge(b.sample)
         return WeightedSummaryState(a.n_rows + b.n_rows, a.weight + b.weight,
                                     np.maximum(a.largest, b.largest), a.squares + b.squares,
-                                    sample)
+                                    sample, np.minimum(a.minimum, b.minimum),
+                                    np.maximum(a.maximum, b.maximum))
 
     def finish(self, state: WeightedSummaryState) -> WeightedSummary:
         """The summary."""
@@ -330,7 +347,8 @@ class WeightedSummaryPass:
                   if state.sample is None else state.sample.values)
         return WeightedSummary(state.n_rows, state.weight, state.largest.copy(),
                                state.squares.copy(), np.ascontiguousarray(values[:, :-1]),
-                               values[:, -1].astype(np.float64))
+                               values[:, -1].astype(np.float64), state.minimum.copy(),
+                               state.maximum.copy())
 
 
 @dataclass
