@@ -107,9 +107,14 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
     chosen = _feature_order(model, features, max_features)
     values = _values(X, model)
     names = list(model.feature_names_in_)
+    transform = getattr(model, "feature_transform_", None)
     fig, axes = _grid(len(chosen))
     for ax, f in zip(axes, chosen, strict=False):
         part = table[table.feature == names[f]]
+        # a feature mapped by asinh before its bases: its axis and bins in the same map,
+        # where its curve's grid is even and its rows spread
+        mapped = (np.flatnonzero(transform.features == f) if transform is not None
+                  else np.zeros(0, dtype=np.int64))
         models = list(dict.fromkeys(part.model))[:MAX_LINES]
         categorical = part.value.dtype == object
         for m in models:
@@ -122,9 +127,19 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
                 ax.set_xticks(x, [str(v) for v in line.value], rotation=60, fontsize=6)
             else:
                 ax.plot(x, y, label=str(m))
+        if mapped.size and not categorical:
+            k = int(mapped[0])
+            ax.set_xscale("asinh", linear_width=float(transform.scale[k]))
         if values is not None and not categorical:
             density = ax.twinx()
-            density.hist(values[:, f], bins=40, color="0.8", zorder=0)
+            bins: Any = 40
+            if mapped.size:
+                x = part.value.to_numpy(float)
+                k = int(mapped[0])
+                ends = np.arcsinh((np.array([x.min(), x.max()]) - transform.centre[k])
+                                  / transform.scale[k])
+                bins = transform.inverse(np.linspace(ends[0], ends[1], 41), f)
+            density.hist(values[:, f], bins=bins, color="0.8", zorder=0)
             density.set_yticks([])
             ax.set_zorder(density.get_zorder() + 1)
             ax.patch.set_visible(False)

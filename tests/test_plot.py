@@ -138,3 +138,20 @@ def test_explain_command_reads_a_sample_of_the_data(additive, tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert "index.html" in result.output
     assert (tmp_path / "out" / "shape_functions.png").exists()
+
+
+def test_a_mapped_feature_is_drawn_on_an_asinh_axis_with_bins_even_in_the_map() -> None:
+    rng = np.random.default_rng(4)
+    X = np.column_stack([rng.lognormal(0.0, 2.0, 4000), rng.normal(size=4000)])
+    y = (np.log(X[:, 0]) + X[:, 1] > 0).astype(int)
+    model = AdditiveSVC(interactions=0, random_state=0).fit(X, y)
+    t = model.feature_transform_
+    assert t.features.tolist() == [0]
+    fig = plot.shape_functions(model, X, features=[0, 1])
+    curve0, curve1, density0 = fig.axes[0], fig.axes[1], fig.axes[2]
+    assert curve0.get_xscale() == "asinh" and curve1.get_xscale() == "linear"
+    edges = np.array([p.get_x() for p in density0.patches])
+    mapped = np.arcsinh((edges - t.centre[0]) / t.scale[0])
+    np.testing.assert_allclose(np.diff(mapped), np.diff(mapped)[0], rtol=1e-3)
+    assert sum(p.get_height() for p in density0.patches) == X.shape[0]
+    plt.close(fig)
