@@ -372,6 +372,21 @@ def _linear_scores(i: int, X: np.ndarray, features: np.ndarray, scale: np.ndarra
 
 
 @njit(cache=True, nogil=True)
+def _add_row_gradient(w: float, r: np.ndarray, active: np.ndarray, values: np.ndarray,
+                      n_active: int, grad_W: np.ndarray, grad_intercept: np.ndarray) -> None:
+    # a row of weight w and residuals r: w r to the intercept's gradient and w g_j r to
+    # the row of W of each active column j (values[t] its gate)
+    k = r.shape[0]
+    for c in range(k):
+        grad_intercept[c] += w * r[c]
+    for t in range(n_active):
+        j = active[t]
+        wg = w * values[t]
+        for c in range(k):
+            grad_W[j, c] += wg * r[c]
+
+
+@njit(cache=True, nogil=True)
 def linear_objective_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarray,
                            codes: np.ndarray, weight: np.ndarray, W: np.ndarray,
                            intercept: np.ndarray, grad_W: np.ndarray,
@@ -406,13 +421,7 @@ def linear_objective_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarra
         y = codes[i]
         n_active = _linear_scores(i, X, features, scale, W, intercept, active, values, s)
         _tally_row(s, y, w, r, sums, exp_work)
-        for c in range(k):
-            grad_intercept[c] += w * r[c]
-        for t in range(n_active):
-            j = active[t]
-            wg = w * values[t]
-            for c in range(k):
-                grad_W[j, c] += wg * r[c]
+        _add_row_gradient(w, r, active, values, n_active, grad_W, grad_intercept)
     return sums[0], sums[1], sums[2]
 
 
