@@ -72,3 +72,34 @@ def test_partial_fit_codes_a_categorical_table_as_fit_does() -> None:
     np.testing.assert_allclose(model.svm_scores(test), reference.svm_scores(test_codes),
                                rtol=1e-6, atol=1e-9)
     assert model.score(test, y_test) > 0.9
+
+
+def test_auto_bases_give_every_category_of_the_longest_list_a_knot() -> None:
+    # 40 categories with effects in no order of their codes: n_bases="auto" starts at
+    # 40 + degree bases, where each has a knot of its own; 8 bases (the numeric default's
+    # first count) smear neighbouring codes together
+    rng = np.random.default_rng(5)
+    names = np.array([f"c{k:02d}" for k in range(40)])
+    effect = rng.choice([-1.5, 1.5], size=40)
+
+    def problem(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+        r = np.random.default_rng(seed)
+        code = r.integers(0, 40, n)
+        x = r.normal(size=n)
+        y = (effect[code] + 0.5 * x + 0.3 * r.normal(size=n) > 0).astype(int)
+        return pd.DataFrame({"group": pd.Categorical(names[code], categories=names),
+                             "x": x}), y
+
+    train, y = problem(8000, 6)
+    test, y_test = problem(4000, 7)
+    model = AdditiveSVC(interactions=0, random_state=0).fit(train, y)
+    assert model.n_bases_ == 40 + model.degree
+    assert not hasattr(model, "bases_tried_")  # no count of the grid above it
+    smeared = AdditiveSVC(n_bases=8, interactions=0, random_state=0).fit(train, y)
+    assert model.score(test, y_test) > smeared.score(test, y_test) + 0.05
+    probe = pd.DataFrame({"group": pd.Categorical(names, categories=names),
+                          "x": np.zeros(40)})
+    assert np.array_equal(np.sign(model.svm_scores(probe).ravel()), np.sign(effect))
+    # a short list keeps the numeric grid: 8 bases hold 7 categories
+    seven, y7 = _problem(3000, 8)
+    assert AdditiveSVC(interactions=0, random_state=0).fit(seven, y7).bases_tried_[0][0] == 8

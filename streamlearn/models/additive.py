@@ -148,7 +148,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         is that of the calibrated class probabilities of :meth:`predict_proba` on the
         calibration rows. Without calibration, or with fewer than 200 held-out
         rows (about 2,000 rows in all), it keeps 8; :meth:`partial_fit`, which reads each
-        row once, takes 16. The count matters despite the difference penalty, because
+        row once, takes 16. With categorical columns the first count is at least the
+        longest category list plus ``degree``, so that every category has a knot of its
+        own (its own value; the larger counts of the grid follow). The count matters
+        despite the difference penalty, because
         ``C`` does not scale with it: on the benchmark's data sets (``bench/n_bases.py``,
         three seeds) 8 bases gave lower test error than 20 on the image sets, letter and
         pendigits (letter 7.02 -> 6.33 %, pendigits 2.94 -> 2.54 %, MNIST odd/even at
@@ -556,12 +559,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return min(AUTO_PAIRS_PER_FEATURE * n_features, n_features * (n_features - 1) // 2,
                    MAX_AUTO_PAIRS)
 
-    def _bases_grid(self, online: bool = False) -> tuple[int, ...]:
+    def _bases_grid(self, online: bool = False, categories: Any = None) -> tuple[int, ...]:
         """The counts of bases per feature ``fit`` (or, ``online``, ``partial_fit``)
-        tries, in order (see ``n_bases``)."""
+        tries, in order (see ``n_bases``); ``categories``: the data's category lists,
+        whose longest sets the smallest count ``"auto"`` tries."""
         if not isinstance(self.n_bases, str):
             return (int(self.n_bases),)
-        return (PARTIAL_FIT_BASES,) if online else AUTO_BASES
+        grid = (PARTIAL_FIT_BASES,) if online else AUTO_BASES
+        longest = max((len(values) for values in (categories or {}).values()), default=0)
+        need = longest + int(self.degree)  # a knot per category (knot_per_category)
+        if longest == 0 or need <= grid[0]:
+            return grid
+        return (need, *(count for count in grid if count > need))
 
     def _pair_grids(self) -> tuple[int, ...]:
         """The pair grids ``fit`` tries, in order (see ``pair_bases``)."""
@@ -616,16 +625,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return str(self.knots)
 
     def _make_map(self, categorical: bool = False, online: bool = False,
-                  sparse: bool = False) -> FeatureMap | None:
-        """The feature map; ``categorical``: the data has categorical columns; ``online``:
-        for :meth:`partial_fit`; ``sparse``: for sparse rows."""
+                  sparse: bool = False, categories: Any = None) -> FeatureMap | None:
+        """The feature map; ``categorical``: the data has categorical columns (their
+        lists ``categories``, when known); ``online``: for :meth:`partial_fit`;
+        ``sparse``: for sparse rows."""
         if self.embedding == "linear":
             return None
         zero_preserving = self._zero_preserving(sparse)
         if self.embedding == "bspline":
             order = self._bspline_order(categorical, online)
-            return BSplineMap(self.degree, self._bases_grid(online)[0], order, zero_preserving,
-                              self._knots(zero_preserving, online))
+            return BSplineMap(self.degree, self._bases_grid(online, categories)[0], order,
+                              zero_preserving, self._knots(zero_preserving, online))
         order = 1 if self.penalty_order is None else self.penalty_order
         cls = FourierMap if self.embedding == "fourier" else HermiteMap
         return cls(self.n_terms, order, zero_preserving)
@@ -734,7 +744,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
         if dataset.is_sparse:
             self._check_sparse()
-        feature_map = self._make_map(bool(dataset.categories), sparse=dataset.is_sparse)
+        feature_map = self._make_map(bool(dataset.categories), sparse=dataset.is_sparse,
+                                     categories=dataset.categories)
         screen = 0
         if isinstance(self.interactions, str):
             screen = self._auto_interactions(len(dataset.feature_names), dataset.is_sparse)
@@ -757,7 +768,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
             interactions=screen, pair_grids=self._pair_grids(),
-            bases_grid=self._bases_grid() if isinstance(feature_map, BSplineMap) else (),
+            bases_grid=(self._bases_grid(categories=dataset.categories)
+                        if isinstance(feature_map, BSplineMap) else ()),
             check_interactions=isinstance(self.interactions, str),
             spread_tails=bool(self.spread_tails))
         return additive_solver.fit(runner, dataset, config, seed)
@@ -931,7 +943,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                          else tuple(default_feature_names(values.shape[1])))
         values = check_features(values, feature_names)
         encode_labels(y, known)
-        feature_map = self._make_map(bool(categories), online=True)
+        feature_map = self._make_map(bool(categories), online=True, categories=categories)
         if feature_map is not None:
             x64 = values.astype(np.float64)
             fit_feature_map(feature_map, self._given_range(values.shape[1]),
@@ -968,7 +980,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     def _grow_map(self, X: np.ndarray) -> None:
         """Extend the B-spline map to cover ``X``, keeping the learned curves on its range."""
-        max_bases = MAX_BASES_GROWTH * self._bases_grid(online=True)[0]
+        max_bases = MAX_BASES_GROWTH * self._bases_grid(
+            online=True, categories=getattr(self, "categories_", None))[0]
         grown = grown_bspline_map(self.feature_map_, X, max_bases, GROWTH_SHARE)
         if grown is None:
             return
