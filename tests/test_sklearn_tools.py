@@ -322,7 +322,9 @@ def test_permutation_importance_ranks_the_informative_features_first(cls: type) 
     for importances in (result.importances_mean, by_hand):
         top = np.argsort(-importances, kind="stable")[:len(informative)]
         assert set(top.tolist()) == set(informative), importances
-    np.testing.assert_allclose(result.importances_mean, by_hand, atol=0.05)
+    # two Monte Carlo estimates over different permutations: their spread grows with the
+    # drop itself (a score drop of 1 from a sharp regressor moves by a few hundredths)
+    np.testing.assert_allclose(result.importances_mean, by_hand, rtol=0.1, atol=0.05)
 
 
 # -- ensembles ------------------------------------------------------------------------------

@@ -59,6 +59,9 @@ def test_defaults_follow_a_curved_boundary_that_the_scale_width_misses():
     assert 1.0 - svc.score(Xt, yt) < 0.02
     assert model.n_prototypes_ == 50 and len(svc.support_) > 2 * model.n_prototypes_
     assert error < 0.05 < 0.30 < linear
-    # the former default width, 1 / sum of the standardised variances, stays near chance
-    wide = SuperSparseClassifier(gamma="scale").fit(X, y)
+    # the former default width, 1 / sum of the standardised variances, stays near chance at
+    # the former default penalty, and far behind even at the penalty lam="auto" picks for it
+    wide = SuperSparseClassifier(gamma="scale", lam=1e-3).fit(X, y)
     assert 1.0 - wide.score(Xt, yt) > 0.30
+    wide_auto = SuperSparseClassifier(gamma="scale").fit(X, y)
+    assert 1.0 - wide_auto.score(Xt, yt) > 0.15 > 3 * error

@@ -68,7 +68,7 @@ def test_first_call_initialises_from_its_rows():
                    np.ones((150, 1))])
     v = w[:150] / w[:150].sum()
     A = Z.T @ (v[:, None] * Z)
-    A[np.arange(5), np.arange(5)] += model.lam
+    A[np.arange(5), np.arange(5)] += model.lam_
     expected = np.linalg.solve(A, Z.T @ (v * y[:150]))
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), expected, rtol=1e-4,
                                atol=1e-6 * np.abs(expected).max())

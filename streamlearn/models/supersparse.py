@@ -166,7 +166,7 @@ class _SuperSparse(StreamEstimator):
         "similarity_gradient": [callable, None],
         "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
         "standardize": ["boolean"],
-        "lam": [Interval(Real, 0, None, closed="left")],
+        "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "coef": [StrOptions(set(COEFS))],
         "step": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -191,7 +191,7 @@ class _SuperSparse(StreamEstimator):
         similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
         gamma: float | str = "auto",
         standardize: bool = True,
-        lam: float = 1e-3,
+        lam: float | str = "auto",
         coef: str = "ridge",
         step: float = 1.0,
         max_iter: int = 300,
@@ -266,7 +266,7 @@ class _SuperSparse(StreamEstimator):
             grid=tuple(self._grid(n_rows)),
             gamma=self.gamma if isinstance(self.gamma, str) else float(self.gamma),
             standardize=bool(self.standardize),
-            lam=float(self.lam),
+            lam=self.lam if isinstance(self.lam, str) else float(self.lam),
             coef=self.coef,
             step=float(self.step),
             max_iter=int(self.max_iter),
@@ -319,6 +319,7 @@ class _SuperSparse(StreamEstimator):
         self.n_iter_ = fitted.n_iter
         self.selection_path_ = fitted.selection_path
         self.gamma_ = fitted.gamma
+        self.lam_ = fitted.lam
 
     def _standardiser(self) -> Standardiser | None:
         """The fitted standardisation (None: raw features, e.g. a caller's similarity or a
@@ -349,7 +350,15 @@ class _SuperSparse(StreamEstimator):
                               intercept, self.objective_, self.objective_path_,
                               int(self.n_iter_), self.selection_path_, self.gamma_,
                               None if std is None else std.shift,
-                              None if std is None else std.scale)
+                              None if std is None else std.scale, self._fitted_lam())
+
+    def _fitted_lam(self) -> float:
+        """The penalty the fitted model used (``lam_``; ``lam`` itself for a model fitted
+        before ``lam_`` was recorded, or the old default 1e-3 when that is ``"auto"``)."""
+        lam = getattr(self, "lam_", None)
+        if lam is not None and np.isfinite(lam):
+            return float(lam)
+        return 1e-3 if isinstance(self.lam, str) else float(self.lam)
 
     # -- online training ----------------------------------------------------------------------
     def _partial_fit_rows(self, X: np.ndarray, t: np.ndarray, weight: np.ndarray) -> None:
@@ -479,8 +488,19 @@ _PARAMS_DOC = """
         :meth:`reduce` shrinks). A caller's similarity always gets the raw features.
         Sparse rows keep their units (``shift_`` 0, ``scale_`` 1; see
         :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`).
-    lam : float
-        Regularisation ``lam R(beta)`` of eq. 2.
+    lam : float or "auto"
+        Regularisation ``lam R(beta)`` of eq. 2. ``"auto"`` chooses it on held-out rows
+        (``validation_fraction`` of them, by a hash of the row id): the prototypes are
+        trained on the other rows, and the penalty is the one of
+        ``lam_scale * 10^(-9 .. 2)`` by half decades whose beta-step has the lowest
+        squared loss on the held-out rows, ``lam_scale`` being the mean squared similarity
+        of a row to a prototype (so the grid follows the similarities whatever ``gamma``,
+        ``p`` and the dimension). It is chosen at the initial prototypes and again at the
+        end of each alternation until it stays (at most 3 alternations, sharing
+        ``max_iter``); choosing reads no extra data, the held-out rows' Gram statistics
+        being gathered in the beta-step's pass. The last beta-step takes every row. With
+        fewer than 200 rows expected in the held-out share, ``lam = 1e-3 lam_scale``.
+        :meth:`partial_fit` chooses it once, on its first call's rows.
     coef : {"ridge", "lasso"}
         ``R = ||beta||^2`` (closed-form beta-step) or ``||beta||_1`` (coordinate descent).
     step : float
@@ -510,7 +530,8 @@ _PARAMS_DOC = """
     tradeoff : float
         Eq. 8's price of one prototype, added to the validation loss.
     validation_fraction : float
-        Share of rows held out (by a hash of the row id) when ``n_prototypes`` is a list.
+        Share of rows held out (by a hash of the row id) when ``n_prototypes`` is a list
+        or ``lam="auto"``.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     random_state : int, optional
@@ -541,6 +562,8 @@ _PARAMS_DOC = """
         convergence rule of ``tol`` warns :class:`~sklearn.exceptions.ConvergenceWarning`.
     gamma_ : float
         The RBF width used (``gamma``, or its ``"auto"`` or ``"scale"`` value).
+    lam_ : float
+        The penalty used (``lam``, or its ``"auto"`` choice).
     partial_fit_step_ : float
         The prototype step of :meth:`partial_fit` (after its first call).
     selection_path_ : ndarray of shape (n_candidates, 4)

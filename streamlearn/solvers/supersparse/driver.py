@@ -14,6 +14,12 @@
    :class:`~.passes.MiniBatchPass` per epoch), then eq. 8's held-out loss
    (:class:`~.passes.ValidationPass`) when there are several candidates.
 
+``lam="auto"`` trains on the rows outside the holdout and chooses the penalty by the held-out
+rows' squared loss (:func:`~.passes.choose_lam`) at every accepted beta-step, from the
+statistics of a :class:`~.passes.SplitGramPass` (the beta-step's own pass, so choosing reads
+no more data); the held-out loss's decrease is then the stopping rule. The last beta-step
+takes every row, the held-out ones included, at the penalty chosen last.
+
 :func:`start_online` and :func:`online_pass` are the same mini-batch steps on in-memory rows
 (``partial_fit``). Each returns a :class:`SuperSparseFit`, a frozen dataclass of arrays and
 numbers.
@@ -33,7 +39,7 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError
-from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import (
     RowSamplePass,
     Standardiser,
@@ -42,6 +48,7 @@ from streamlearn.solvers.kmeans import (
     streamed_kmeans,
 )
 from streamlearn.solvers.supersparse.passes import (
+    AUTO_LAM_FALLBACK,
     FeatureSpreadPass,
     FeatureSpreadState,
     GradientPass,
@@ -52,21 +59,26 @@ from streamlearn.solvers.supersparse.passes import (
     MiniBatchPass,
     MiniBatchState,
     Similarity,
+    SplitGramPass,
+    SplitGramState,
     TargetRows,
     TeacherScorePass,
     ValidationPass,
+    choose_lam,
+    lam_scale,
     objective,
     prototype_gamma,
     scale_gamma,
     solve_beta,
     spread_standardiser,
+    squared_loss,
     standardised_spread,
     weighted_variance,
 )
 
-__all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION", "STEP_GROWTH", "STEP_SHRINK",
-           "VALIDATION_SALT", "SuperSparseConfig", "SuperSparseFit", "fit", "online_pass",
-           "online_step_size", "start_online"]
+__all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION",
+           "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT", "SuperSparseConfig",
+           "SuperSparseFit", "fit", "online_pass", "online_step_size", "start_online"]
 
 #: Factor applied to the prototype step after an accepted (objective-decreasing) step.
 STEP_GROWTH = 1.2
@@ -101,7 +113,7 @@ class SuperSparseConfig:
         A caller's similarity and its derivative (None: the RBF).
     lam, coef, step, max_iter, tol, solver, repulsion, repulsion_decay, tradeoff,
     validation_fraction
-        As the estimators' parameters of the same names.
+        As the estimators' parameters of the same names (``lam`` a number or ``"auto"``).
     init : {"random", "kmeans"} or ndarray
     target : {"regression", "classification", "teacher"}
         Targets are the rows' values, ``+-1`` from class codes (one column per class for
@@ -121,7 +133,7 @@ class SuperSparseConfig:
     grid: tuple[int, ...]
     gamma: float | str
     standardize: bool
-    lam: float
+    lam: float | str
     coef: str
     step: float
     max_iter: int
@@ -139,6 +151,14 @@ class SuperSparseConfig:
     teacher: Any = None
     n_classes: int = 2
     owner: str = "SuperSparse"
+
+    def chooses_lam(self, n_rows: int) -> bool:
+        """``lam="auto"`` with enough rows to hold some out: at least
+        :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` expected in
+        ``validation_fraction`` of ``n_rows`` (else the penalty is
+        :data:`~.passes.AUTO_LAM_FALLBACK` times :func:`~.passes.lam_scale`)."""
+        return (self.lam == "auto" and 0 < self.validation_fraction < 1
+                and self.validation_fraction * n_rows >= MIN_VALIDATION_ROWS)
 
     @property
     def n_outputs(self) -> int:
@@ -174,6 +194,8 @@ class SuperSparseFit:
     shift, scale : ndarray of shape (n_features,) or None
         The standardisation ``z = (x - shift) / scale`` the prototypes and ``gamma`` live
         in (None: the raw features, for a caller's similarity).
+    lam : float
+        The penalty used (``lam``, or its ``"auto"`` value).
     """
 
     prototypes: np.ndarray
@@ -186,6 +208,7 @@ class SuperSparseFit:
     gamma: float
     shift: np.ndarray | None = None
     scale: np.ndarray | None = None
+    lam: float = float("nan")
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -224,7 +247,7 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
         raise TypeError(f"a similarity function takes dense rows; {dataset.source.description} "
                         "holds sparse rows, which train with the RBF similarity")
     holdout = (Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
-               if len(config.grid) > 1 else None)
+               if len(config.grid) > 1 or config.chooses_lam(dataset.n_rows) else None)
     gamma = config.gamma
     std = None
     standardize = config.similarity is None and config.standardize
@@ -264,15 +287,17 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
     gamma = _resolve_gamma(gamma, C)
     similarity = config.similarity_of(gamma)
+    choose = valid if holdout is not None and config.lam == "auto" else None
     w = None
     path: list[tuple[int, float, float, float]] = []
-    best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
+    best: tuple[float, np.ndarray, np.ndarray, list[float], float, GramState | None] | None = None
     for p in config.grid:
         if w is not None and p < C.shape[0]:  # drop the smallest ||beta_j|| (over outputs)
             keep = np.sort(np.argsort(-np.linalg.norm(w[:-1], axis=1), kind="stable")[:p])
             C = C[keep]
             w = np.vstack([w[keep], w[-1:]])
-        C, w, history = _alternate(runner, dataset, config, train, C, similarity, p, seed)
+        C, w, history, lam, every_row = _alternate(runner, dataset, config, train, C,
+                                                   similarity, p, seed, choose)
         loss = np.nan
         criterion = 0.0
         if holdout is not None:
@@ -286,20 +311,25 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
             criterion = loss + config.tradeoff * p
         path.append((p, loss, criterion, history[-1]))
         if best is None or criterion < best[0]:
-            best = (criterion, C.copy(), w.copy(), history)
+            best = (criterion, C.copy(), w.copy(), history, lam, every_row)
     assert best is not None
-    _, C, w, history = best
+    _, C, w, history, lam, every_row = best
+    if every_row is not None:  # lam="auto": the last beta-step takes the held-out rows too
+        w = solve_beta(every_row.G / every_row.weight, every_row.r / every_row.weight, lam,
+                       config.coef, w)
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(C),
         coef=np.ascontiguousarray(w[:-1]),
         intercept=np.array(w[-1]),
-        objective=float(history[-1]),
+        objective=float(history[-1] if every_row is None
+                        else objective(every_row, w, lam, config.coef)),
         objective_path=np.asarray(history, dtype=np.float64),
         n_iter=len(history) - 1,
         selection_path=np.asarray(path, dtype=np.float64).reshape(-1, 4),
         gamma=float(gamma),
         shift=None if train.standardiser is None else train.standardiser.shift,
         scale=None if train.standardiser is None else train.standardiser.scale,
+        lam=float(lam),
     )
 
 
@@ -346,14 +376,156 @@ def _gram(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
 
 
 def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: TargetRows,
-               C: np.ndarray, similarity: Similarity, p: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray, list[float]]:
-    """Beta-steps and prototype steps for ``p`` prototypes, until the convergence rule."""
-    lam, coef = config.lam, config.coef
-    stats = _gram(runner, dataset, rows, C, similarity, f"beta-step p={p}")
-    w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, coef)
-    J = objective(stats, w, lam, coef)
+               C: np.ndarray, similarity: Similarity, p: int, seed: int,
+               valid: TargetRows | None = None,
+               ) -> tuple[np.ndarray, np.ndarray, list[float], float, GramState | None]:
+    """Beta-steps and prototype steps for ``p`` prototypes, until the convergence rule.
+
+    Returns
+    -------
+    C, w, history, lam, every_row
+        Prototypes, coefficients on ``rows``, objective path, the penalty, and (with
+        ``valid``, ``lam="auto"``'s held-out rows) the beta-step statistics of every row at
+        ``C``, else None.
+    """
+    tracker = None if valid is None else _LamTracker(config.coef, config.tol)
+    beta_step = _BetaStep(runner, dataset, rows, valid, similarity, p, config.coef, tracker)
+    if tracker is None:
+        lam = (float(config.lam) if config.lam != "auto"
+               else AUTO_LAM_FALLBACK * lam_scale(beta_step.stats(C)))
+    else:
+        lam = float("nan")  # chosen by the first beta-step
+    w, J = beta_step(C, None, lam)
+    if tracker is not None:
+        tracker.accept(w)
+        lam = tracker.lam
+    C, w, history, lam = _descend(runner, dataset, config, rows, C, w, J, similarity, p, seed,
+                                  lam, beta_step)
+    every_row = None if tracker is None else tracker.every_row()
+    return C, w, history, lam, every_row
+
+
+class _LamTracker:
+    """``lam="auto"`` during an alternation: the penalty chosen at each accepted beta-step
+    by the held-out rows' loss (:func:`~.passes.choose_lam`), their loss at it, and the
+    statistics of the last accepted step.
+
+    Its stopping rule: the held-out loss, over the last :data:`STOP_WINDOW` accepted steps,
+    fell by less than ``STOP_WINDOW * tol`` of its value (the prototypes then fit the
+    training rows better without predicting others better).
+    """
+
+    def __init__(self, coef: str, tol: float) -> None:
+        self.coef = coef
+        self.tol = tol
+        self.lam = float("nan")
+        self.losses: list[float] = []
+        self.split: SplitGramState | None = None
+        self.trial: tuple[SplitGramState, float] | None = None
+
+    def choose(self, split: SplitGramState, warm: np.ndarray | None) -> float:
+        """The penalty of a trial's statistics (kept until :meth:`accept`)."""
+        lam = choose_lam(split.train, split.valid, self.coef, warm)
+        self.trial = (split, lam)
+        return lam
+
+    def trial_objective(self, lam: float, warm: np.ndarray) -> float:
+        """The last trial's training objective at penalty ``lam``."""
+        assert self.trial is not None
+        stats = self.trial[0].train
+        w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, self.coef, warm)
+        return objective(stats, w, lam, self.coef)
+
+    def accept(self, w: np.ndarray) -> None:
+        """The trial with coefficients ``w`` is kept."""
+        assert self.trial is not None
+        self.split, self.lam = self.trial
+        valid = self.split.valid
+        self.losses.append(squared_loss(valid, w) if valid.weight > 0 else np.nan)
+
+    def flat(self) -> bool:
+        """The stopping rule."""
+        if len(self.losses) <= STOP_WINDOW or not np.isfinite(self.losses[-1 - STOP_WINDOW]):
+            return False
+        return (self.losses[-1 - STOP_WINDOW] - self.losses[-1]
+                <= STOP_WINDOW * self.tol * abs(self.losses[-1]))
+
+    def every_row(self) -> GramState:
+        """Statistics of the training and the held-out rows together, at the last accepted
+        prototypes."""
+        assert self.split is not None
+        a, b = self.split.train, self.split.valid
+        return GramState(a.G + b.G, a.r + b.r, a.yy + b.yy, a.weight + b.weight,
+                         a.rows + b.rows)
+
+
+@dataclass
+class _BetaStep:
+    """The beta-step at given prototypes: one pass for the Gram statistics of ``rows``
+    (and of the held-out rows ``valid`` with a tracker, whose choice of the penalty
+    replaces the one given), then the solve and the objective."""
+
+    runner: Any
+    dataset: Dataset
+    rows: TargetRows
+    valid: TargetRows | None
+    similarity: Similarity
+    p: int
+    coef: str
+    tracker: _LamTracker | None
+
+    def stats(self, C: np.ndarray) -> GramState:
+        """The training rows' statistics at ``C`` (no tracker)."""
+        return _gram(self.runner, self.dataset, self.rows, C, self.similarity,
+                     f"beta-step p={self.p}")
+
+    def __call__(self, C: np.ndarray, warm: np.ndarray | None,
+                 lam: float) -> tuple[np.ndarray, float]:
+        """Coefficients and objective at ``C``; with a tracker, at the penalty it chooses
+        (:meth:`_LamTracker.accept` must follow when the step is kept)."""
+        if self.tracker is None:
+            stats = self.stats(C)
+        else:
+            assert self.valid is not None
+            split: SplitGramState = self.runner.run(
+                SplitGramPass(self.rows, self.valid, C, self.similarity), self.dataset,
+                description=f"beta-step p={self.p}")
+            stats = split.train
+            if stats.weight <= 0:
+                raise DataError("no rows with positive weight to train on")
+            lam = self.tracker.choose(split, warm)
+        w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, self.coef, warm)
+        return w, objective(stats, w, lam, self.coef)
+
+
+def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: TargetRows,
+             C: np.ndarray, w: np.ndarray, J: float, similarity: Similarity, p: int,
+             seed: int, lam: float, beta_step: _BetaStep,
+             ) -> tuple[np.ndarray, np.ndarray, list[float], float]:
+    """The alternation from ``(C, w)`` with objective ``J`` at penalty ``lam``: at most
+    ``max_iter`` prototype-step trials (batch) or epochs (mini-batch), warning when that cap
+    stops it. Returns the prototypes, coefficients, objective path and penalty.
+
+    With ``lam="auto"`` (a tracker in ``beta_step``), each accepted beta-step sets the
+    penalty, and the tracker's held-out rule replaces the objective's: objectives at
+    different penalties do not compare.
+    """
+    coef = config.coef
+    tracker = beta_step.tracker
     history = [J]
+
+    def accepted(w_new: np.ndarray) -> float:
+        if tracker is None:
+            return lam
+        tracker.accept(w_new)
+        return tracker.lam
+
+    def converged() -> bool:
+        if tracker is not None:
+            return tracker.flat()
+        return len(history) > STOP_WINDOW and history[-1 - STOP_WINDOW] - history[-1] <= (
+            STOP_WINDOW * config.tol * max(abs(history[-1]), 1e-12))
+
     if config.solver == "minibatch":
         for t in range(config.max_iter):
             rho = config.repulsion * config.repulsion_decay ** t
@@ -363,15 +535,16 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
                 dataset, shuffle=True, seed=seed, epoch=t,
                 description=f"mini-batch epoch {t + 1} p={p}")
             C = state.C
-            stats = _gram(runner, dataset, rows, C, similarity, f"beta-step p={p}")
-            w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, coef, w)
-            J_previous, J = J, objective(stats, w, lam, coef)
+            w, J_new = beta_step(C, w, lam)
+            lam = accepted(w)
+            J_previous, J = J, J_new
             history.append(J)
-            if rho == 0 and abs(J_previous - J) <= config.tol * max(abs(J), 1e-12):
+            if rho == 0 and (converged() if tracker is not None
+                             else abs(J_previous - J) <= config.tol * max(abs(J), 1e-12)):
                 break
         else:
             _warn_cap(config, p, "epochs of the mini-batch solver")
-        return C, w, history
+        return C, w, history, lam
 
     step = config.step
     grad: np.ndarray | None = None
@@ -383,19 +556,18 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
             grad = (2.0 / g.weight) * g.grad
         total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
         trial = C - step * total
-        trial_stats = _gram(runner, dataset, rows, trial, similarity, f"beta-step p={p}")
-        trial_w = solve_beta(trial_stats.G / trial_stats.weight,
-                             trial_stats.r / trial_stats.weight, lam, coef, w)
-        trial_J = objective(trial_stats, trial_w, lam, coef)
+        trial_w, trial_J = beta_step(trial, w, lam)
+        # a trial is judged at the current penalty (the tracker's may have moved)
+        compared = trial_J if tracker is None else tracker.trial_objective(lam, w)
         before = J + (rho * similarity.penalty(C) if rho > 0 else 0.0)
-        after = trial_J + (rho * similarity.penalty(trial) if rho > 0 else 0.0)
+        after = compared + (rho * similarity.penalty(trial) if rho > 0 else 0.0)
         if after <= before:
             C, w, J = trial, trial_w, trial_J
+            lam = accepted(w)
             grad = None
             step *= STEP_GROWTH
             history.append(J)
-            if rho == 0 and len(history) > STOP_WINDOW and history[-1 - STOP_WINDOW] - J <= (
-                    STOP_WINDOW * config.tol * max(abs(J), 1e-12)):
+            if rho == 0 and converged():
                 break
         else:
             step *= STEP_SHRINK
@@ -404,7 +576,7 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
                 break
     else:
         _warn_cap(config, p, "prototype steps")
-    return C, w, history
+    return C, w, history, lam
 
 
 def _warn_cap(config: SuperSparseConfig, p: int, what: str) -> None:
@@ -436,8 +608,10 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     generator seeded with ``seed`` (``"random"``), or k-means++ and
     :data:`KMEANS_ITERATIONS` Lloyd iterations on those rows (``"kmeans"``). ``gamma``:
     given, :func:`~.passes.scale_gamma` of these rows, or
-    :func:`~.passes.prototype_gamma` of these prototypes. Coefficients: the exact beta-step
-    on these rows.
+    :func:`~.passes.prototype_gamma` of these prototypes. ``lam="auto"``: chosen by the
+    squared loss of the rows held out by a hash of their position in this call
+    (:func:`~.passes.choose_lam`), when enough are (:meth:`SuperSparseConfig.chooses_lam`).
+    Coefficients: the exact beta-step on these rows.
     """
     if len(config.grid) > 1:
         raise ValueError("partial_fit needs one n_prototypes; choosing among "
@@ -456,11 +630,13 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
         gamma = scale_gamma(spread)
     elif gamma == "auto":
         gamma = _resolve_gamma(("auto", scale_gamma(spread)), C)
-    w, J = _rows_beta(X, t, weight, C, config, config.similarity_of(gamma), None)
+    similarity = config.similarity_of(gamma)
+    lam = _rows_lam(X, t, weight, C, config, similarity, seed)
+    w, J = _rows_beta(X, t, weight, C, config, similarity, None, lam)
     return SuperSparseFit(C, w[:-1], np.array(w[-1]), J, np.zeros(0), 0,
                           np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma),
                           None if std is None else std.shift,
-                          None if std is None else std.scale)
+                          None if std is None else std.scale, lam)
 
 
 def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.ndarray,
@@ -478,13 +654,13 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
     minibatch = MiniBatchPass(TargetRows("regression"),
                               MiniBatchState(np.array(model.prototypes, dtype=np.float64),
                                              np.vstack([model.coef, model.intercept])),
-                              similarity, step, config.coef, config.lam, rho)
+                              similarity, step, config.coef, model.lam, rho)
     state = minibatch.start()
     size = X.shape[0] if block_rows is None else max(1, int(block_rows))
     for a in range(0, X.shape[0], size):
         state = minibatch.step(state, Chunk(np.ascontiguousarray(X[a:a + size]), t[a:a + size],
                                             a, weight=weight[a:a + size]))
-    w, J = _rows_beta(X, t, weight, state.C, config, similarity, state.w)
+    w, J = _rows_beta(X, t, weight, state.C, config, similarity, state.w, model.lam)
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(state.C),
         coef=np.ascontiguousarray(w[:-1]),
@@ -496,23 +672,46 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
         gamma=model.gamma,
         shift=model.shift,
         scale=model.scale,
+        lam=model.lam,
     )
 
 
 def _rows_beta(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
                config: SuperSparseConfig, similarity: Similarity,
-               warm: np.ndarray | None) -> tuple[np.ndarray, float]:
-    """The exact beta-step and objective on in-memory rows at prototypes ``C`` (targets
-    ``t`` of shape (n, K))."""
+               warm: np.ndarray | None, lam: float) -> tuple[np.ndarray, float]:
+    """The exact beta-step and objective at penalty ``lam`` on in-memory rows at
+    prototypes ``C`` (targets ``t`` of shape (n, K))."""
     p = C.shape[0]
     gram = GramPass(TargetRows("regression"), C, similarity)
     stats = gram.step(GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, t.shape[1]))),
                       Chunk(X, t, 0, weight=weight))
     if stats.weight <= 0:
         raise DataError("no rows with positive weight to train on")
-    w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, config.lam, config.coef,
-                   warm)
-    return w, objective(stats, w, config.lam, config.coef)
+    w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, config.coef, warm)
+    return w, objective(stats, w, lam, config.coef)
+
+
+def _rows_lam(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
+              config: SuperSparseConfig, similarity: Similarity, seed: int) -> float:
+    """The penalty of :func:`start_online`: ``lam``, or ``"auto"``'s choice on these rows."""
+    if config.lam != "auto":
+        return float(config.lam)
+    p = C.shape[0]
+    chunk = Chunk(X, t, 0, weight=weight)
+
+    def zero() -> GramState:  # targets of any width (a column per class)
+        return GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, t.shape[1])))
+
+    if not config.chooses_lam(X.shape[0]):
+        every = GramPass(TargetRows("regression"), C, similarity).step(zero(), chunk)
+        return AUTO_LAM_FALLBACK * lam_scale(every)
+    holdout = Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
+    split = SplitGramPass(TargetRows("regression", None, holdout, False),
+                          TargetRows("regression", None, holdout, True), C, similarity)
+    stats = split.step(SplitGramState(zero(), zero()), chunk)
+    if stats.train.weight <= 0:
+        raise DataError("no rows with positive weight to train on")
+    return choose_lam(stats.train, stats.valid, config.coef)
 
 
 def _first_rows_prototypes(X: np.ndarray, weight: np.ndarray, config: SuperSparseConfig,

@@ -3,13 +3,15 @@
 - :class:`Similarity`: ``s(x, c)``, its prototype derivative and the repulsion penalty;
 - :class:`TargetRows`: which rows of a chunk, with which targets (values, ``+-1`` labels or
   a reduced model's stored scores) and weights;
-- reductions: :class:`GramPass` (the beta-step's statistics), :class:`GradientPass` (the
+- reductions: :class:`GramPass` (the beta-step's statistics; :class:`SplitGramPass` of the
+  training and the held-out rows at once), :class:`GradientPass` (the
   prototype gradient of eqs. 5-6), :class:`ValidationPass` (eq. 8's held-out loss),
   :class:`FeatureSpreadPass` (the feature variances of ``gamma="scale"``);
 - sequential passes: :class:`MiniBatchPass` (prototypes moved per chunk) and
   :class:`TeacherScorePass` (a reduced model's decision value of every row);
 - dense work: :func:`solve_beta` (ridge closed form or LASSO coordinate descent),
-  :func:`objective` (eq. 2 from the Gram statistics) and :func:`scale_gamma`.
+  :func:`objective` (eq. 2 from the Gram statistics), :func:`choose_lam` (``lam="auto"``
+  from the held-out rows' statistics) and :func:`scale_gamma`.
 
 The per-row work runs in the numba kernels of :mod:`streamlearn.solvers.prototypes`.
 """
@@ -53,15 +55,20 @@ __all__ = [
     "MiniBatchPass",
     "MiniBatchState",
     "Similarity",
+    "SplitGramPass",
+    "SplitGramState",
     "TargetRows",
     "TeacherScorePass",
     "ValidationPass",
+    "choose_lam",
     "class_targets",
+    "lam_scale",
     "objective",
     "prototype_gamma",
     "scale_gamma",
     "solve_beta",
     "spread_standardiser",
+    "squared_loss",
     "standardised_spread",
     "weighted_variance",
 ]
@@ -69,6 +76,12 @@ __all__ = [
 #: LASSO coordinate-descent sweeps per beta-step, and their tolerance.
 LASSO_SWEEPS = 1000
 LASSO_TOL = 1e-10
+#: ``lam="auto"``: the candidate penalties, as multiples of :func:`lam_scale` (the mean
+#: squared similarity of a row to a prototype), so that the grid follows the similarities'
+#: scale whatever ``gamma``, ``p`` and the dimension: ``1e-9 .. 100`` by half decades.
+AUTO_LAM_GRID = tuple(float(10.0 ** (e / 2)) for e in range(-18, 5))
+#: ``lam="auto"`` without enough held-out rows to choose: this multiple of :func:`lam_scale`.
+AUTO_LAM_FALLBACK = 1e-3
 
 
 # -- similarity -----------------------------------------------------------------------------
@@ -341,6 +354,53 @@ class GramPass:
         return GramState(a.G + b.G, a.r + b.r, a.yy + b.yy, a.weight + b.weight, a.rows + b.rows)
 
     def finish(self, state: GramState) -> GramState:
+        """The statistics."""
+        return state
+
+
+@dataclass
+class SplitGramState:
+    """The beta-step's statistics of the training rows and of the held-out rows."""
+
+    train: GramState
+    valid: GramState
+
+
+class SplitGramPass:
+    """Reduction pass: :class:`GramPass` of the training rows and of the held-out rows at
+    once (``lam="auto"`` chooses its penalty by the held-out rows' loss).
+
+    Parameters
+    ----------
+    train, valid : TargetRows
+        The two selections of the same holdout.
+    prototypes : ndarray of shape (p, d), float64
+    similarity : Similarity
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, train: TargetRows, valid: TargetRows, prototypes: np.ndarray,
+                 similarity: Similarity) -> None:
+        self.train = GramPass(train, prototypes, similarity)
+        self.valid = GramPass(valid, prototypes, similarity)
+
+    def start(self) -> SplitGramState:
+        """Zero statistics."""
+        return SplitGramState(self.train.start(), self.valid.start())
+
+    def step(self, state: SplitGramState, chunk: Chunk) -> SplitGramState:
+        """Add the chunk's rows to their side (in place)."""
+        self.train.step(state.train, chunk)
+        self.valid.step(state.valid, chunk)
+        return state
+
+    def merge(self, a: SplitGramState, b: SplitGramState) -> SplitGramState:
+        """Sum of two states (a new state)."""
+        return SplitGramState(self.train.merge(a.train, b.train),
+                              self.valid.merge(a.valid, b.valid))
+
+    def finish(self, state: SplitGramState) -> SplitGramState:
         """The statistics."""
         return state
 
@@ -718,15 +778,66 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
     return np.linalg.lstsq(M, b, rcond=None)[0]
 
 
+def squared_loss(stats: GramState, w: np.ndarray) -> float:
+    """``(1 / V) sum_i v_i ||z_i^T w - Y_i||^2`` from the Gram statistics (``w`` of shape
+    (p + 1, K), or (p + 1,) for one output)."""
+    w = np.asarray(w, dtype=np.float64).reshape(stats.r.shape)
+    fit = float(np.sum(w * (stats.G @ w))) - 2.0 * float(np.sum(stats.r * w)) + stats.yy
+    return max(fit / stats.weight, 0.0)
+
+
 def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
     """``J = (1 / V) sum_i v_i ||z_i^T w - Y_i||^2 + lam R(beta)`` from the Gram statistics
     (``w`` of shape (p + 1, K), or (p + 1,) for one output; ``R`` summed over the outputs)."""
-    w = np.asarray(w, dtype=np.float64).reshape(stats.r.shape)
-    V = stats.weight
-    fit = (float(np.sum(w * (stats.G @ w))) - 2.0 * float(np.sum(stats.r * w)) + stats.yy) / V
-    beta = w[:-1]
+    beta = np.asarray(w, dtype=np.float64).reshape(stats.r.shape)[:-1]
     reg = float(np.sum(beta * beta)) if coef == "ridge" else float(np.abs(beta).sum())
-    return float(max(fit, 0.0) + lam * reg)
+    return float(squared_loss(stats, w) + lam * reg)
+
+
+def lam_scale(stats: GramState) -> float:
+    """The mean squared similarity of a row to a prototype, ``trace(G_beta) / (p V)``: the
+    unit of ``lam="auto"``'s candidates (1 when it is zero)."""
+    p = stats.G.shape[0] - 1
+    scale = float(np.trace(stats.G[:p, :p])) / (p * stats.weight) if p and stats.weight else 0.0
+    return scale if scale > 0 and np.isfinite(scale) else 1.0
+
+
+def choose_lam(train: GramState, valid: GramState, coef: str,
+               warm: np.ndarray | None = None) -> float:
+    """``lam="auto"``: the penalty whose beta-step on the training rows has the lowest
+    squared loss on the held-out rows.
+
+    The candidates are :data:`AUTO_LAM_GRID` times :func:`lam_scale` of the training rows,
+    solved from the largest down (LASSO warm-starts each from the previous); ties go to the
+    largest. Both sides are sufficient statistics, so choosing reads no data.
+
+    Parameters
+    ----------
+    train, valid : GramState
+        Statistics of the training rows and of the held-out rows at the same prototypes.
+    coef : {"ridge", "lasso"}
+    warm : ndarray, optional
+        LASSO warm start of the largest candidate.
+
+    Returns
+    -------
+    float
+        The chosen ``lam``; :data:`AUTO_LAM_FALLBACK` times the scale when no row was held
+        out.
+    """
+    scale = lam_scale(train)
+    if valid.weight <= 0:
+        return AUTO_LAM_FALLBACK * scale
+    A, b = train.G / train.weight, train.r / train.weight
+    best, best_loss = AUTO_LAM_GRID[-1] * scale, np.inf
+    w = warm
+    for factor in AUTO_LAM_GRID[::-1]:
+        lam = factor * scale
+        w = solve_beta(A, b, lam, coef, w)
+        loss = squared_loss(valid, w)
+        if loss < best_loss:
+            best, best_loss = lam, loss
+    return float(best)
 
 
 def weighted_variance(t: np.ndarray, weight: np.ndarray) -> float:

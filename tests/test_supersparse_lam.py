@@ -1,0 +1,157 @@
+"""``lam="auto"`` of the super-sparse machines against numpy references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamlearn.data import Chunk
+from streamlearn.models.supersparse import (
+    VALIDATION_SALT,
+    GramPass,
+    GramState,
+    Similarity,
+    SuperSparseClassifier,
+    SuperSparseRegressor,
+    TargetRows,
+    class_targets,
+    start_online,
+)
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.supersparse.passes import (
+    AUTO_LAM_FALLBACK,
+    AUTO_LAM_GRID,
+    SplitGramPass,
+    choose_lam,
+)
+from tests.test_supersparse import _rbf, _standardise
+
+
+def _wavy(n: int, seed: int, noise: float = 0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, 2)).astype(np.float32)
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + noise * rng.normal(size=n)
+    return X, y
+
+
+def _ridge_loss(Z_train, y_train, Z_valid, y_valid, lam):
+    """Ridge (intercept not penalised) on the training rows; the held-out mean squared loss."""
+    A = np.hstack([Z_train, np.ones((len(y_train), 1))])
+    M = A.T @ A / len(y_train)
+    M[:-1, :-1] += lam * np.eye(Z_train.shape[1])
+    w = np.linalg.solve(M, A.T @ y_train / len(y_train))
+    e = np.hstack([Z_valid, np.ones((len(y_valid), 1))]) @ w - y_valid
+    return float(np.sum(e * e) / len(y_valid))  # summed over the outputs
+
+
+def test_choose_lam_is_the_grid_argmin_of_the_held_out_loss():
+    X, y = _wavy(600, seed=0)
+    C = np.array([[-1.5, -1.0], [-0.5, 0.5], [0.5, -0.5], [1.5, 1.0], [0.0, 1.5]])
+    similarity = Similarity(2.0)
+    holdout = Holdout.fraction(0.3, 7)
+    split = SplitGramPass(TargetRows("regression", None, holdout, False),
+                          TargetRows("regression", None, holdout, True), C, similarity)
+    state = split.start()
+    for a in range(0, 600, 250):  # chunked: the statistics add up
+        state = split.step(state, Chunk(X[a:a + 250], y[a:a + 250], a))
+    held = holdout.mask(np.arange(600))
+    assert state.valid.rows == held.sum() and state.train.rows == (~held).sum()
+    Z = _rbf(X, C, 2.0)
+    scale = np.mean(np.sum(Z[~held] ** 2, axis=1)) / C.shape[0]
+    losses = [_ridge_loss(Z[~held], y[~held], Z[held], y[held], f * scale)
+              for f in AUTO_LAM_GRID]
+    chosen = choose_lam(state.train, state.valid, "ridge")
+    assert np.isclose(chosen, AUTO_LAM_GRID[int(np.argmin(losses))] * scale, rtol=1e-9)
+    # the grid's ends are not the answer here: the held-out loss has an inner minimum
+    assert 0 < int(np.argmin(losses)) < len(AUTO_LAM_GRID) - 1
+    # no held-out rows: the fallback multiple of the scale
+    empty = GramState(np.zeros_like(state.valid.G), np.zeros_like(state.valid.r))
+    assert np.isclose(choose_lam(state.train, empty, "ridge"), AUTO_LAM_FALLBACK * scale)
+
+
+def test_split_statistics_are_the_two_selections_gram_statistics():
+    X, y = _wavy(300, seed=1)
+    C = np.array([[-1.0, 0.0], [1.0, 0.5]])
+    holdout = Holdout.fraction(0.25, 3)
+    rows = [TargetRows("regression", None, holdout, side) for side in (False, True)]
+    split = SplitGramPass(*rows, C, Similarity(1.0))
+    state = split.step(split.start(), Chunk(X, y, 0))
+    for side, rows_ in zip((state.train, state.valid), rows, strict=True):
+        plain = GramPass(rows_, C, Similarity(1.0))
+        alone = plain.step(plain.start(), Chunk(X, y, 0))
+        np.testing.assert_allclose(side.G, alone.G, rtol=1e-12)
+        np.testing.assert_allclose(side.r, alone.r, rtol=1e-12)
+        assert side.weight == alone.weight and side.yy == alone.yy
+
+
+@pytest.mark.parametrize("solver", ["batch", "minibatch"])
+def test_auto_lam_is_chosen_at_the_final_prototypes_and_the_last_step_takes_every_row(solver):
+    X, y = _wavy(1500, seed=2)
+    model = SuperSparseRegressor(n_prototypes=12, max_iter=40, solver=solver,
+                                 random_state=4, chunk_rows=400).fit(X, y)
+    Z, mean, std = _standardise(X)
+    Cz = (model.prototypes_ - mean) / std
+    S = _rbf(Z, Cz, model.gamma_)
+    held = Holdout.fraction(0.2, 4 ^ VALIDATION_SALT).mask(np.arange(len(y)))
+    scale = np.mean(np.sum(S[~held] ** 2, axis=1)) / 12
+    losses = [_ridge_loss(S[~held], y[~held], S[held], y[held], f * scale)
+              for f in AUTO_LAM_GRID]
+    assert np.isclose(model.lam_, AUTO_LAM_GRID[int(np.argmin(losses))] * scale, rtol=1e-6)
+    # the coefficients: ridge at lam_ on every row, the held-out ones included
+    A = np.hstack([S, np.ones((len(y), 1))])
+    M = A.T @ A / len(y)
+    M[:-1, :-1] += model.lam_ * np.eye(12)
+    w = np.linalg.solve(M, A.T @ y / len(y))
+    np.testing.assert_allclose(np.append(model.coef_, model.intercept_), w, rtol=1e-4,
+                               atol=1e-6 * np.abs(w).max())
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_lam_beats_both_ends_of_its_grid_and_the_former_default_on_new_rows():
+    # 200 prototypes on 1,200 noisy rows: the penalty matters
+    X, y = _wavy(1200, seed=3, noise=0.5)
+    Xt, yt = _wavy(4000, seed=4, noise=0.0)
+    auto = SuperSparseRegressor(n_prototypes=200, random_state=0).fit(X, y)
+    mse = {"auto": float(np.mean((auto.predict(Xt) - yt) ** 2))}
+    Z, mean, std = _standardise(X)
+    S = _rbf(Z, (auto.prototypes_ - mean) / std, auto.gamma_)
+    scale = float(np.mean(np.sum(S ** 2, axis=1)) / 200)
+    for name, lam in (("small", AUTO_LAM_GRID[0] * scale), ("large", AUTO_LAM_GRID[-1] * scale),
+                      ("former default", 1e-3)):
+        fixed = SuperSparseRegressor(n_prototypes=200, lam=lam, random_state=0).fit(X, y)
+        mse[name] = float(np.mean((fixed.predict(Xt) - yt) ** 2))
+    assert mse["auto"] < 0.95 * min(mse["small"], mse["large"], mse["former default"]), mse
+
+
+def test_few_rows_fall_back_to_a_multiple_of_the_similarity_scale():
+    X, y = _wavy(400, seed=5)  # 0.2 x 400 = 80 rows expected held out: too few to choose
+    model = SuperSparseRegressor(n_prototypes=6, max_iter=0, random_state=1).fit(X, y)
+    Z, mean, std = _standardise(X)
+    S = _rbf(Z, (model.prototypes_ - mean) / std, model.gamma_)
+    assert np.isclose(model.lam_, AUTO_LAM_FALLBACK * np.mean(np.sum(S ** 2, axis=1)) / 6,
+                      rtol=1e-6)
+    # a number is used as it is
+    assert SuperSparseRegressor(n_prototypes=6, max_iter=0, lam=0.02).fit(X, y).lam_ == 0.02
+
+
+def test_partial_fit_chooses_lam_on_its_first_call_and_keeps_it():
+    X, y = _wavy(2000, seed=6)
+    labels = (y > 0).astype(int) + (X[:, 1] > 1).astype(int)  # three classes
+    model = SuperSparseClassifier(n_prototypes=10, random_state=2)
+    # the first call's model, from the driver: its lam against a numpy reference
+    t = class_targets(labels[:1500], 3)
+    weight = np.ones(1500, dtype=np.float32)
+    start = start_online(X[:1500], t, weight, model._config("regression", 1500), 2)
+    Z = _standardise(X[:1500])[0]
+    S = _rbf(Z, start.prototypes, start.gamma)
+    held = Holdout.fraction(0.2, 2 ^ VALIDATION_SALT).mask(np.arange(1500))
+    scale = np.mean(np.sum(S[~held] ** 2, axis=1)) / 10
+    losses = [_ridge_loss(S[~held], t[~held], S[held], t[held], f * scale)
+              for f in AUTO_LAM_GRID]
+    assert np.isclose(start.lam, AUTO_LAM_GRID[int(np.argmin(losses))] * scale, rtol=1e-6)
+    # the estimator's first call makes the same choice and the next call keeps it
+    model.partial_fit(X[:1500], labels[:1500], classes=[0, 1, 2])
+    assert np.isclose(model.lam_, start.lam, rtol=1e-12)
+    model.partial_fit(X[1500:], labels[1500:])
+    assert np.isclose(model.lam_, start.lam, rtol=1e-12)
+    assert model.score(X, labels) > 0.6
