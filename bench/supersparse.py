@@ -17,9 +17,10 @@ Three parts, each measured side by side in one run:
 4. **Many classes**: pendigits, satimage, usps and letter (10, 6, 10 and 26 classes) with
    ``SuperSparseClassifier``'s defaults, one pool of 50 prototypes shared by all classes,
    against one-vs-rest binary super-sparse machines (scikit-learn's ``OneVsRestClassifier``)
-   with the same 50 prototypes in total and with 50 each, an RBF-SVM (``SVC``) and its
-   reduction to 50 shared prototypes: test accuracy, prototypes evaluated per prediction, fit
-   seconds and prediction rows/s.
+   with the same 50 prototypes in total and with 50 each, a shared pool of at most 10
+   prototypes per class and at most a tenth of the SVM's support vectors, an RBF-SVM
+   (``SVC``) and its reduction to 50 shared prototypes: test accuracy, prototypes evaluated
+   per prediction, fit seconds and prediction rows/s.
 
 Run ``STREAMLEARN_DATA=/work/shared/data python bench/supersparse.py`` (full) or with
 ``--quick``; ``--parts streaming,classes`` re-measures some parts and keeps the others from
@@ -62,6 +63,10 @@ CLASS_DATASETS = ("pendigits", "satimage", "usps", "letter")
 #: Prototypes of the shared pool (``SuperSparseClassifier()``'s ``n_prototypes="auto"`` at
 #: these sizes) and of each one-vs-rest model in the "50 each" row.
 CLASS_PROTOTYPES = 50
+#: The larger shared pool: at most this many prototypes per class ...
+PER_CLASS_PROTOTYPES = 10
+#: ... and at least this many times fewer than the RBF-SVM's support vectors.
+FEWER_THAN_SVS = 10
 
 SETTINGS = {
     "quick": {"pca": 30, "mnist_train": 4000, "svm_C": 10.0, "kernel_basis": 600,
@@ -419,6 +424,9 @@ def many_classes(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         gamma = 1.0 / (X.shape[1] * X.var())  # the SVM's, for its reduction
         methods = {
             "shared": lambda: SuperSparseClassifier(random_state=SEED),
+            "shared_per_class": lambda k=k, svm=svm: SuperSparseClassifier(
+                n_prototypes=min(PER_CLASS_PROTOTYPES * k,
+                                 len(svm.support_) // FEWER_THAN_SVS), random_state=SEED),
             "ovr_same_total": lambda e=each: OneVsRestClassifier(
                 SuperSparseClassifier(n_prototypes=e, random_state=SEED)),
             "ovr_50_each": lambda: OneVsRestClassifier(
@@ -468,6 +476,8 @@ def many_classes(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 CLASS_METHODS = (("shared", "shared pool (defaults)"),
+                 ("shared_per_class", f"shared pool, <= {PER_CLASS_PROTOTYPES} per class and "
+                                      f"<= SVs / {FEWER_THAN_SVS}"),
                  ("ovr_same_total", "one-vs-rest, same total"),
                  ("ovr_50_each", f"one-vs-rest, {CLASS_PROTOTYPES} each"),
                  ("svm_reduced", f"RBF-SVM reduced to {CLASS_PROTOTYPES}"),
@@ -601,7 +611,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                 "columns": ["method", *[f"{r['dataset']} ({r['n_classes']} classes)"
                                         for r in classes]],
                 "rows": [[label, *[f"{r[key]['accuracy']:.4f} ({r[key]['prototypes']}, "
-                                   f"{r[key]['fit_s']:.1f} s)" for r in classes]]
+                                   f"{r[key]['fit_s']:.1f} s)" if key in r else "-"
+                                   for r in classes]]
                          for key, label in CLASS_METHODS],
                 "notes": ("SuperSparseClassifier() shares one pool of prototypes among the "
                           "classes (a coefficient vector per class); one-vs-rest trains a "
