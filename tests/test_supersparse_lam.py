@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.linear_model import Lasso
 
 from streamlearn.data import Chunk
 from streamlearn.models.supersparse import (
@@ -67,6 +68,28 @@ def test_choose_lam_is_the_grid_argmin_of_the_held_out_loss():
     # no held-out rows: the fallback multiple of the scale
     empty = GramState(np.zeros_like(state.valid.G), np.zeros_like(state.valid.r))
     assert np.isclose(choose_lam(state.train, empty, "ridge"), AUTO_LAM_FALLBACK * scale)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
+    X, y = _wavy(500, seed=7, noise=1.0)  # 40 wide prototypes on noisy rows: an inner optimum
+    C = np.random.default_rng(0).uniform(-2, 2, size=(40, 2))
+    holdout = Holdout.fraction(0.3, 9)
+    split = SplitGramPass(TargetRows("regression", None, holdout, False),
+                          TargetRows("regression", None, holdout, True), C, Similarity(1.0))
+    state = split.step(split.start(), Chunk(X, y, 0))
+    held = holdout.mask(np.arange(500))
+    Z = _rbf(X, C, 1.0)
+    scale = np.mean(np.sum(Z[~held] ** 2, axis=1)) / C.shape[0]
+    losses = []
+    for factor in AUTO_LAM_GRID:  # sklearn's Lasso: (1 / 2n)||.||^2 + alpha |w|_1
+        model = Lasso(alpha=factor * scale / 2, tol=1e-12, max_iter=100_000).fit(
+            Z[~held], y[~held])
+        losses.append(float(np.mean((model.predict(Z[held]) - y[held]) ** 2)))
+    best = int(np.argmin(losses))
+    assert 0 < best < len(AUTO_LAM_GRID) - 1
+    chosen = choose_lam(state.train, state.valid, "lasso")
+    assert np.isclose(chosen, AUTO_LAM_GRID[best] * scale, rtol=1e-9)
 
 
 def test_split_statistics_are_the_two_selections_gram_statistics():
