@@ -22,6 +22,7 @@ from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.supersparse.passes import (
     AUTO_LAM_FALLBACK,
     AUTO_LAM_GRID,
+    AUTO_LAM_SLACK,
     SplitGramPass,
     choose_lam,
 )
@@ -35,6 +36,13 @@ def _wavy(n: int, seed: int, noise: float = 0.3):
     return X, y
 
 
+def _rule(losses) -> int:
+    """Index of the largest grid penalty whose held-out loss is within the slack of the
+    smallest."""
+    losses = np.asarray(losses)
+    return int(np.flatnonzero(losses <= losses.min() * (1 + AUTO_LAM_SLACK)).max())
+
+
 def _ridge_loss(Z_train, y_train, Z_valid, y_valid, lam):
     """Ridge (intercept not penalised) on the training rows; the held-out mean squared loss."""
     A = np.hstack([Z_train, np.ones((len(y_train), 1))])
@@ -45,7 +53,7 @@ def _ridge_loss(Z_train, y_train, Z_valid, y_valid, lam):
     return float(np.sum(e * e) / len(y_valid))  # summed over the outputs
 
 
-def test_choose_lam_is_the_grid_argmin_of_the_held_out_loss():
+def test_choose_lam_is_the_largest_penalty_within_the_slack_of_the_held_out_optimum():
     X, y = _wavy(600, seed=0)
     C = np.array([[-1.5, -1.0], [-0.5, 0.5], [0.5, -0.5], [1.5, 1.0], [0.0, 1.5]])
     similarity = Similarity(2.0)
@@ -62,9 +70,16 @@ def test_choose_lam_is_the_grid_argmin_of_the_held_out_loss():
     losses = [_ridge_loss(Z[~held], y[~held], Z[held], y[held], f * scale)
               for f in AUTO_LAM_GRID]
     chosen = choose_lam(state.train, state.valid, "ridge")
-    assert np.isclose(chosen, AUTO_LAM_GRID[int(np.argmin(losses))] * scale, rtol=1e-9)
-    # the grid's ends are not the answer here: the held-out loss has an inner minimum
-    assert 0 < int(np.argmin(losses)) < len(AUTO_LAM_GRID) - 1
+    assert np.isclose(chosen, AUTO_LAM_GRID[_rule(losses)] * scale, rtol=1e-9)
+    # the grid's ends are not the answer here: the held-out loss has an inner minimum, and
+    # the slack moves the choice to a larger penalty than the minimum's
+    assert 0 < int(np.argmin(losses)) < _rule(losses) < len(AUTO_LAM_GRID) - 1
+    # a current penalty within the slack is kept; one outside it is not
+    inside = [f * scale for f, loss in zip(AUTO_LAM_GRID, losses, strict=True)
+              if min(losses) < loss <= min(losses) * (1 + AUTO_LAM_SLACK)]
+    assert inside and choose_lam(state.train, state.valid, "ridge", current=inside[0]) == inside[0]
+    assert choose_lam(state.train, state.valid, "ridge",
+                      current=AUTO_LAM_GRID[-1] * scale) == chosen
     # no held-out rows: the fallback multiple of the scale
     empty = GramState(np.zeros_like(state.valid.G), np.zeros_like(state.valid.r))
     assert np.isclose(choose_lam(state.train, empty, "ridge"), AUTO_LAM_FALLBACK * scale)
@@ -86,8 +101,8 @@ def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
         model = Lasso(alpha=factor * scale / 2, tol=1e-12, max_iter=100_000).fit(
             Z[~held], y[~held])
         losses.append(float(np.mean((model.predict(Z[held]) - y[held]) ** 2)))
-    best = int(np.argmin(losses))
-    assert 0 < best < len(AUTO_LAM_GRID) - 1
+    best = _rule(losses)
+    assert 0 < int(np.argmin(losses)) <= best < len(AUTO_LAM_GRID) - 1
     chosen = choose_lam(state.train, state.valid, "lasso")
     assert np.isclose(chosen, AUTO_LAM_GRID[best] * scale, rtol=1e-9)
 
@@ -119,7 +134,12 @@ def test_auto_lam_is_chosen_at_the_final_prototypes_and_the_last_step_takes_ever
     scale = np.mean(np.sum(S[~held] ** 2, axis=1)) / 12
     losses = [_ridge_loss(S[~held], y[~held], S[held], y[held], f * scale)
               for f in AUTO_LAM_GRID]
-    assert np.isclose(model.lam_, AUTO_LAM_GRID[int(np.argmin(losses))] * scale, rtol=1e-6)
+    # lam_ meets the rule at the final prototypes: the largest candidate within the slack,
+    # or the penalty in use, kept while it stays within it
+    at_lam = _ridge_loss(S[~held], y[~held], S[held], y[held], model.lam_)
+    bound = min(*losses, at_lam) * (1 + AUTO_LAM_SLACK)
+    assert at_lam <= bound
+    assert model.lam_ < AUTO_LAM_GRID[-1] * scale
     # the coefficients: ridge at lam_ on every row, the held-out ones included
     A = np.hstack([S, np.ones((len(y), 1))])
     M = A.T @ A / len(y)
@@ -171,7 +191,7 @@ def test_partial_fit_chooses_lam_on_its_first_call_and_keeps_it():
     scale = np.mean(np.sum(S[~held] ** 2, axis=1)) / 10
     losses = [_ridge_loss(S[~held], t[~held], S[held], t[held], f * scale)
               for f in AUTO_LAM_GRID]
-    assert np.isclose(start.lam, AUTO_LAM_GRID[int(np.argmin(losses))] * scale, rtol=1e-6)
+    assert np.isclose(start.lam, AUTO_LAM_GRID[_rule(losses)] * scale, rtol=1e-6)
     # the estimator's first call makes the same choice and the next call keeps it
     model.partial_fit(X[:1500], labels[:1500], classes=[0, 1, 2])
     assert np.isclose(model.lam_, start.lam, rtol=1e-12)

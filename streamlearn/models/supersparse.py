@@ -491,14 +491,16 @@ _PARAMS_DOC = """
     lam : float or "auto"
         Regularisation ``lam R(beta)`` of eq. 2. ``"auto"`` chooses it on held-out rows
         (``validation_fraction`` of them, by a hash of the row id): the prototypes are
-        trained on the other rows, and the penalty is the one of
-        ``lam_scale * 10^(-9 .. 2)`` by half decades whose beta-step has the lowest
-        squared loss on the held-out rows, ``lam_scale`` being the mean squared similarity
-        of a row to a prototype (so the grid follows the similarities whatever ``gamma``,
-        ``p`` and the dimension). It is chosen at the initial prototypes and again at the
-        end of each alternation until it stays (at most 3 alternations, sharing
-        ``max_iter``); choosing reads no extra data, the held-out rows' Gram statistics
-        being gathered in the beta-step's pass. The last beta-step takes every row. With
+        trained on the other rows, and the penalty is the largest of
+        ``lam_scale * 10^(-9 .. 2)`` by half decades whose beta-step's squared loss on the
+        held-out rows is within 1 % of the lowest (the simplest model they cannot tell
+        from the best), ``lam_scale`` being the mean squared similarity of a row to a
+        prototype (so the grid follows the similarities whatever ``gamma``, ``p`` and the
+        dimension). It is chosen at every accepted beta-step, the penalty in use kept while
+        it stays within the 1 %; choosing reads no extra data, the held-out rows' Gram
+        statistics being gathered in the beta-step's own pass. The alternation then stops
+        when the held-out loss at an unchanged penalty fell by less than ``5 tol`` of its
+        value over the last 5 accepted steps, and the last beta-step takes every row. With
         fewer than 200 rows expected in the held-out share, ``lam = 1e-3 lam_scale``.
         :meth:`partial_fit` chooses it once, on its first call's rows.
     coef : {"ridge", "lasso"}

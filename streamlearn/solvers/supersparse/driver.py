@@ -17,8 +17,9 @@
 ``lam="auto"`` trains on the rows outside the holdout and chooses the penalty by the held-out
 rows' squared loss (:func:`~.passes.choose_lam`) at every accepted beta-step, from the
 statistics of a :class:`~.passes.SplitGramPass` (the beta-step's own pass, so choosing reads
-no more data); the held-out loss's decrease is then the stopping rule. The last beta-step
-takes every row, the held-out ones included, at the penalty chosen last.
+no more data); the held-out loss's decrease at an unchanged penalty is then the stopping
+rule. The last beta-step takes every row, the held-out ones included, at the penalty chosen
+last.
 
 :func:`start_online` and :func:`online_pass` are the same mini-batch steps on in-memory rows
 (``partial_fit``). Each returns a :class:`SuperSparseFit`, a frozen dataclass of arrays and
@@ -410,9 +411,9 @@ class _LamTracker:
     by the held-out rows' loss (:func:`~.passes.choose_lam`), their loss at it, and the
     statistics of the last accepted step.
 
-    Its stopping rule: the held-out loss, over the last :data:`STOP_WINDOW` accepted steps,
-    fell by less than ``STOP_WINDOW * tol`` of its value (the prototypes then fit the
-    training rows better without predicting others better).
+    Its stopping rule: the held-out loss, over the last :data:`STOP_WINDOW` accepted steps
+    at the same penalty, fell by less than ``STOP_WINDOW * tol`` of its value (the
+    prototypes then fit the training rows better without predicting others better).
     """
 
     def __init__(self, coef: str, tol: float) -> None:
@@ -425,7 +426,7 @@ class _LamTracker:
 
     def choose(self, split: SplitGramState, warm: np.ndarray | None) -> float:
         """The penalty of a trial's statistics (kept until :meth:`accept`)."""
-        lam = choose_lam(split.train, split.valid, self.coef, warm)
+        lam = choose_lam(split.train, split.valid, self.coef, warm, self.lam)
         self.trial = (split, lam)
         return lam
 
@@ -439,8 +440,11 @@ class _LamTracker:
     def accept(self, w: np.ndarray) -> None:
         """The trial with coefficients ``w`` is kept."""
         assert self.trial is not None
+        previous = self.lam
         self.split, self.lam = self.trial
         valid = self.split.valid
+        if self.lam != previous:  # losses at different penalties do not compare
+            self.losses = []
         self.losses.append(squared_loss(valid, w) if valid.weight > 0 else np.nan)
 
     def flat(self) -> bool:

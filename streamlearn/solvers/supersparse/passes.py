@@ -80,6 +80,9 @@ LASSO_TOL = 1e-10
 #: squared similarity of a row to a prototype), so that the grid follows the similarities'
 #: scale whatever ``gamma``, ``p`` and the dimension: ``1e-9 .. 100`` by half decades.
 AUTO_LAM_GRID = tuple(float(10.0 ** (e / 2)) for e in range(-18, 5))
+#: ``lam="auto"`` takes the largest candidate whose held-out loss is within this share of
+#: the smallest (the simplest model the held-out rows cannot tell from the best).
+AUTO_LAM_SLACK = 0.01
 #: ``lam="auto"`` without enough held-out rows to choose: this multiple of :func:`lam_scale`.
 AUTO_LAM_FALLBACK = 1e-3
 
@@ -803,13 +806,15 @@ def lam_scale(stats: GramState) -> float:
 
 
 def choose_lam(train: GramState, valid: GramState, coef: str,
-               warm: np.ndarray | None = None) -> float:
-    """``lam="auto"``: the penalty whose beta-step on the training rows has the lowest
-    squared loss on the held-out rows.
+               warm: np.ndarray | None = None, current: float | None = None) -> float:
+    """``lam="auto"``: the largest penalty whose beta-step on the training rows has a squared
+    loss on the held-out rows within :data:`AUTO_LAM_SLACK` of the lowest.
 
     The candidates are :data:`AUTO_LAM_GRID` times :func:`lam_scale` of the training rows,
-    solved from the largest down (LASSO warm-starts each from the previous); ties go to the
-    largest. Both sides are sufficient statistics, so choosing reads no data.
+    solved from the largest down (LASSO warm-starts each from the previous). A ``current``
+    penalty within the slack is kept, so that the choice moves only when the prototypes
+    have made it worse than the slack allows. Both sides are sufficient statistics, so
+    choosing reads no data.
 
     Parameters
     ----------
@@ -818,6 +823,8 @@ def choose_lam(train: GramState, valid: GramState, coef: str,
     coef : {"ridge", "lasso"}
     warm : ndarray, optional
         LASSO warm start of the largest candidate.
+    current : float, optional
+        The penalty in use.
 
     Returns
     -------
@@ -829,15 +836,18 @@ def choose_lam(train: GramState, valid: GramState, coef: str,
     if valid.weight <= 0:
         return AUTO_LAM_FALLBACK * scale
     A, b = train.G / train.weight, train.r / train.weight
-    best, best_loss = AUTO_LAM_GRID[-1] * scale, np.inf
+    lams = [factor * scale for factor in AUTO_LAM_GRID[::-1]]
+    if current is not None and np.isfinite(current) and current > 0:
+        lams = sorted({*lams, float(current)}, reverse=True)
+    losses = []
     w = warm
-    for factor in AUTO_LAM_GRID[::-1]:
-        lam = factor * scale
+    for lam in lams:
         w = solve_beta(A, b, lam, coef, w)
-        loss = squared_loss(valid, w)
-        if loss < best_loss:
-            best, best_loss = lam, loss
-    return float(best)
+        losses.append(squared_loss(valid, w))
+    bound = min(losses) * (1.0 + AUTO_LAM_SLACK)
+    if current is not None and current in lams and losses[lams.index(current)] <= bound:
+        return float(current)
+    return float(next(lam for lam, loss in zip(lams, losses, strict=True) if loss <= bound))
 
 
 def weighted_variance(t: np.ndarray, weight: np.ndarray) -> float:
