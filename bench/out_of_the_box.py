@@ -133,6 +133,8 @@ MODELS: dict[str, str] = {
     "additive": "AdditiveSVC()",
     "mixture": "MixtureSVC()",
     "shareboost": "ShareBoostClassifier()",
+    "supersparse": "SuperSparseClassifier()",
+    "supersparse_fixed_lam": "SuperSparseClassifier(lam=1e-3)",
     "additive_search": "StreamSearchCV(AdditiveSVC)",
     "mixture_search": "StreamSearchCV(MixtureSVC)",
     "linearsvc": "LinearSVC, C by 3-fold CV",
@@ -146,7 +148,8 @@ MODELS: dict[str, str] = {
     "gridsearch_additive": "GridSearchCV(AdditiveSVC)",
     "hyperband_additive": "HyperbandSearchCV(AdditiveSVC)",
 }
-STREAMLEARN_MODELS = ("additive", "mixture", "shareboost", "additive_search", "mixture_search",
+STREAMLEARN_MODELS = ("additive", "mixture", "shareboost", "supersparse",
+                      "supersparse_fixed_lam", "additive_search", "mixture_search",
                       "gridsearch_additive")
 PEER_LIBRARIES = ("scikit-learn", "scipy", "xgboost", "lightgbm", "vowpalwabbit", "dask",
                   "distributed", "dask-ml", "matplotlib", "psutil")
@@ -329,8 +332,17 @@ class NotAvailable(Exception):
 
 
 def streamlearn_model(key: str) -> Any:
-    from streamlearn.models import AdditiveSVC, MixtureSVC, ShareBoostClassifier
+    from streamlearn.models import (
+        AdditiveSVC,
+        MixtureSVC,
+        ShareBoostClassifier,
+        SuperSparseClassifier,
+    )
 
+    if key == "supersparse":
+        return SuperSparseClassifier(progress=False)
+    if key == "supersparse_fixed_lam":  # the default before lam="auto"
+        return SuperSparseClassifier(lam=1e-3, progress=False)
     if key == "additive":
         return AdditiveSVC(progress=False)
     if key == "mixture":
@@ -650,7 +662,7 @@ def warm_up() -> None:
     prediction: each model with its defaults on 300 rows, two and three classes."""
     X, y = spirals(150)
     y3 = (np.arange(len(y)) % 3).astype(np.int64)
-    for key in ("additive", "mixture", "shareboost"):
+    for key in ("additive", "mixture", "shareboost", "supersparse"):
         for labels in (y, y3):
             with contextlib.suppress(Exception), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
