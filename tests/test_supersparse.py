@@ -323,3 +323,19 @@ def test_features_in_other_units_give_the_same_model():
                                    atol=1e-3)
         np.testing.assert_allclose(moved.prototypes_, raw.prototypes_ * a + b, rtol=1e-3,
                                    atol=1e-3 * np.abs(b).max())
+
+
+def test_lbfgs_steps_never_raise_the_objective_and_beat_plain_gradient_steps():
+    X, y, v = _regression(seed=21)
+    runs = {solver: SuperSparseRegressor(n_prototypes=8, gamma=1.0, lam=1e-3, max_iter=40,
+                                         tol=0.0, solver=solver, random_state=2).fit(
+                                             X, y, sample_weight=v)
+            for solver in ("lbfgs", "batch")}
+    path = runs["lbfgs"].objective_path_
+    assert np.all(np.diff(path) <= 1e-12 * path[0])
+    assert runs["lbfgs"].objective_ < runs["batch"].objective_
+    # the reported objective is eq. 2 of the final model, recomputed by numpy
+    model = runs["lbfgs"]
+    e = model.predict(X) - y
+    assert np.isclose(model.objective_,
+                      (v * e * e).sum() / v.sum() + 1e-3 * (model.coef_ ** 2).sum(), rtol=1e-5)

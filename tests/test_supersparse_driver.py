@@ -64,7 +64,7 @@ def test_estimator_attributes_are_the_driver_result():
         model.fit(X, y)
     with pytest.warns(ConvergenceWarning):
         fitted = fit(LocalEngine(progress=False), open_dataset(X, target=y),
-                     _config(max_iter=5, tol=0.0, lam=model.lam), seed=3)
+                     _config(max_iter=5, tol=0.0, lam=model.lam, solver=model.solver), seed=3)
     # the estimator shows the prototypes in the features' units
     np.testing.assert_allclose(model.prototypes_, fitted.prototypes * fitted.scale
                                + fitted.shift, rtol=1e-12, atol=1e-12)

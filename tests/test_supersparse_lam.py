@@ -163,7 +163,8 @@ def test_auto_lam_beats_both_ends_of_its_grid_and_the_former_default_on_new_rows
                       ("former default", 1e-3)):
         fixed = SuperSparseRegressor(n_prototypes=200, lam=lam, random_state=0).fit(X, y)
         mse[name] = float(np.mean((fixed.predict(Xt) - yt) ** 2))
-    assert mse["auto"] < 0.95 * min(mse["small"], mse["large"], mse["former default"]), mse
+    assert mse["auto"] < 0.5 * min(mse["small"], mse["large"]), mse
+    assert mse["auto"] < mse["former default"], mse
 
 
 def test_few_rows_fall_back_to_a_multiple_of_the_similarity_scale():

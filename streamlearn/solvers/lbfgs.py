@@ -84,7 +84,7 @@ def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np
     pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
     n_iter = 0
     while n_iter < max_iter and np.max(np.abs(grad), initial=0.0) > gtol:
-        direction = -_two_loop(grad, pairs, diag0)
+        direction = -two_loop(grad, pairs, diag0)
         slope = float(np.vdot(grad, direction))
         if slope >= 0.0:  # not a descent direction: restart from the scaled gradient
             pairs.clear()
@@ -117,7 +117,7 @@ def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np
     return LbfgsResult(x, value, grad, n_iter, n_eval)
 
 
-def _two_loop(grad: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray, float]],
+def two_loop(grad: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray, float]],
               diag0: np.ndarray) -> np.ndarray:
     """The L-BFGS product ``H grad`` (two-loop recursion)."""
     q = grad.copy()

@@ -48,6 +48,7 @@ from streamlearn.solvers.kmeans import (
     lloyd,
     streamed_kmeans,
 )
+from streamlearn.solvers.lbfgs import two_loop
 from streamlearn.solvers.supersparse.passes import (
     AUTO_LAM_FALLBACK,
     FeatureSpreadPass,
@@ -90,6 +91,8 @@ MIN_STEP_FRACTION = 1e-6
 #: The batch alternation stops when its last this many trials lowered the objective by
 #: less than ``tol`` times its value each, on average.
 STOP_WINDOW = 5
+#: Correction pairs of the L-BFGS prototype step (``solver="lbfgs"``).
+PROTOTYPE_MEMORY = 5
 #: Mixed into the seed for the validation rows of the choice of ``p`` and the init.
 VALIDATION_SALT = 0x5AB5_5E1E_C7ED_0004
 INIT_SALT = 0x1D17_0004
@@ -550,16 +553,37 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
             _warn_cap(config, p, "epochs of the mini-batch solver")
         return C, w, history, lam
 
+    memory = PROTOTYPE_MEMORY if config.solver == "lbfgs" else 0
     step = config.step
     grad: np.ndarray | None = None
+    pairs: list[tuple[np.ndarray, np.ndarray, float]] = []  # quasi-Newton memory
+    previous: tuple[np.ndarray, np.ndarray, float] | None = None  # (C, gradient, lam)
+    scale = step
+    direction = np.zeros_like(C)
     for t in range(config.max_iter):
         rho = config.repulsion * config.repulsion_decay ** t
         if grad is None:
             g: GradientState = runner.run(GradientPass(rows, C, w, similarity), dataset,
                                           description=f"gradient p={p}")
             grad = (2.0 / g.weight) * g.grad
-        total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
-        trial = C - step * total
+            total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
+            if memory and rho == 0:
+                if previous is not None and previous[2] == lam:
+                    s_, y_ = C - previous[0], grad - previous[1]
+                    sy = float(np.vdot(s_, y_))
+                    if sy > 1e-12 * float(np.vdot(y_, y_)):
+                        pairs.append((s_, y_, 1.0 / sy))
+                        if len(pairs) > memory:
+                            pairs.pop(0)
+                else:
+                    pairs.clear()  # a new penalty is a new objective
+                previous = (C, grad, lam)
+            direction = -two_loop(total, pairs, np.ones_like(C)) if pairs else -total
+            if pairs and float(np.vdot(direction, total)) >= 0.0:
+                pairs.clear()
+                direction = -total
+            scale = 1.0 if pairs else step
+        trial = C + scale * direction
         trial_w, trial_J = beta_step(trial, w, lam)
         # a trial is judged at the current penalty (the tracker's may have moved)
         compared = trial_J if tracker is None else tracker.trial_objective(lam, w)
@@ -569,14 +593,17 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
             C, w, J = trial, trial_w, trial_J
             lam = accepted(w)
             grad = None
-            step *= STEP_GROWTH
+            if not pairs:
+                step *= STEP_GROWTH
             history.append(J)
             if rho == 0 and converged():
                 break
         else:
-            step *= STEP_SHRINK
+            scale *= STEP_SHRINK
+            if not pairs:
+                step *= STEP_SHRINK
             history.append(J)
-            if step < MIN_STEP_FRACTION * config.step:
+            if scale < MIN_STEP_FRACTION * (1.0 if pairs else config.step):
                 break
     else:
         _warn_cap(config, p, "prototype steps")
