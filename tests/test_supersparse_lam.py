@@ -122,7 +122,7 @@ def test_split_statistics_are_the_two_selections_gram_statistics():
         assert side.weight == alone.weight and side.yy == alone.yy
 
 
-@pytest.mark.parametrize("solver", ["batch", "minibatch"])
+@pytest.mark.parametrize("solver", ["lbfgs", "batch", "minibatch"])
 def test_auto_lam_is_chosen_at_the_final_prototypes_and_the_last_step_takes_every_row(solver):
     X, y = _wavy(1500, seed=2)
     model = SuperSparseRegressor(n_prototypes=12, max_iter=40, solver=solver,
