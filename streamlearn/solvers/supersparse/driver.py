@@ -433,6 +433,11 @@ class _LamTracker:
         self.trial = (split, lam)
         return lam
 
+    def trial_lam(self) -> float:
+        """The penalty the last trial chose."""
+        assert self.trial is not None
+        return self.trial[1]
+
     def trial_objective(self, lam: float, warm: np.ndarray) -> float:
         """The last trial's training objective at penalty ``lam``."""
         assert self.trial is not None
@@ -461,9 +466,7 @@ class _LamTracker:
         """Statistics of the training and the held-out rows together, at the last accepted
         prototypes."""
         assert self.split is not None
-        a, b = self.split.train, self.split.valid
-        return GramState(a.G + b.G, a.r + b.r, a.yy + b.yy, a.weight + b.weight,
-                         a.rows + b.rows)
+        return self.split.train + self.split.valid
 
 
 @dataclass
@@ -586,7 +589,8 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
         trial = C + scale * direction
         trial_w, trial_J = beta_step(trial, w, lam)
         # a trial is judged at the current penalty (the tracker's may have moved)
-        compared = trial_J if tracker is None else tracker.trial_objective(lam, w)
+        compared = (trial_J if tracker is None or tracker.trial_lam() == lam
+                    else tracker.trial_objective(lam, w))
         before = J + (rho * similarity.penalty(C) if rho > 0 else 0.0)
         after = compared + (rho * similarity.penalty(trial) if rho > 0 else 0.0)
         if after <= before:

@@ -318,6 +318,11 @@ class GramState:
     weight: float = 0.0
     rows: int = 0
 
+    def __add__(self, other: GramState) -> GramState:
+        """The statistics of both sets of rows (a new state)."""
+        return GramState(self.G + other.G, self.r + other.r, self.yy + other.yy,
+                         self.weight + other.weight, self.rows + other.rows)
+
 
 class GramPass:
     """Reduction pass: the Gram matrix and right-hand side of the beta-step.
@@ -354,7 +359,7 @@ class GramPass:
 
     def merge(self, a: GramState, b: GramState) -> GramState:
         """Sum of two states (a new state)."""
-        return GramState(a.G + b.G, a.r + b.r, a.yy + b.yy, a.weight + b.weight, a.rows + b.rows)
+        return a + b
 
     def finish(self, state: GramState) -> GramState:
         """The statistics."""
