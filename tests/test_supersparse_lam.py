@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso
 
 from streamlearn.data import Chunk
@@ -85,7 +88,6 @@ def test_choose_lam_is_the_largest_penalty_within_the_slack_of_the_held_out_opti
     assert np.isclose(choose_lam(state.train, empty, "ridge"), AUTO_LAM_FALLBACK * scale)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
     X, y = _wavy(500, seed=7, noise=1.0)  # 40 wide prototypes on noisy rows: an inner optimum
     C = np.random.default_rng(0).uniform(-2, 2, size=(40, 2))
@@ -96,11 +98,18 @@ def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
     held = holdout.mask(np.arange(500))
     Z = _rbf(X, C, 1.0)
     scale = np.mean(np.sum(Z[~held] ** 2, axis=1)) / C.shape[0]
-    losses = []
+    losses, converged = [], []
     for factor in AUTO_LAM_GRID:  # sklearn's Lasso: (1 / 2n)||.||^2 + alpha |w|_1
-        model = Lasso(alpha=factor * scale / 2, tol=1e-12, max_iter=100_000).fit(
-            Z[~held], y[~held])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model = Lasso(alpha=factor * scale / 2, tol=1e-10, max_iter=100_000).fit(
+                Z[~held], y[~held])
+        converged.append(not any(issubclass(w.category, ConvergenceWarning) for w in caught))
         losses.append(float(np.mean((model.predict(Z[held]) - y[held]) ** 2)))
+    # the reference is trusted where it converged; where it did not (the smallest
+    # penalties), its held-out loss is far above the optimum, so the choice is not there
+    bound = min(losses) * (1 + AUTO_LAM_SLACK)
+    assert all(ok or loss > 1.1 * bound for ok, loss in zip(converged, losses, strict=True))
     best = _rule(losses)
     assert 0 < int(np.argmin(losses)) <= best < len(AUTO_LAM_GRID) - 1
     chosen = choose_lam(state.train, state.valid, "lasso")
@@ -149,7 +158,6 @@ def test_auto_lam_is_chosen_at_the_final_prototypes_and_the_last_step_takes_ever
                                atol=1e-6 * np.abs(w).max())
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_auto_lam_beats_both_ends_of_its_grid_and_the_former_default_on_new_rows():
     # 200 prototypes on 1,200 noisy rows: the penalty matters
     X, y = _wavy(1200, seed=3, noise=0.5)
