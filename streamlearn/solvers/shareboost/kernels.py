@@ -283,18 +283,20 @@ def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarra
 def _single_column_scores(i: int, gates: np.ndarray, base: np.ndarray, W: np.ndarray,
                           intercept: np.ndarray, active: np.ndarray, s: np.ndarray) -> int:
     # s <- b + sum_j g_ij a_i W_j, a sweep over the classes per non-zero gate (vectorised);
-    # active[:n_active] <- the groups with a non-zero gate
+    # active[:n_active] <- the groups with a non-zero gate. The non-zero gates are listed
+    # first, without a branch: where a gate is zero in part of the rows (pixels), a branch
+    # per gate mispredicted often enough to take half the kernel's time
     k = intercept.shape[0]
     a = np.float64(base[i, 0])
     for c in range(k):
         s[c] = intercept[c]
     n_active = 0
-    for j in range(gates.shape[1]):
-        g = np.float64(gates[i, j]) * a
-        if g == 0.0:
-            continue
+    for j in range(gates.shape[1]):  # the non-zero gates' columns, without a branch
         active[n_active] = j
-        n_active += 1
+        n_active += np.float64(gates[i, j]) * a != 0.0
+    for t in range(n_active):
+        j = active[t]
+        g = np.float64(gates[i, j]) * a
         for c in range(k):
             s[c] += g * W[j, c]
     return n_active
@@ -358,14 +360,15 @@ def _linear_scores(i: int, X: np.ndarray, features: np.ndarray, scale: np.ndarra
     for c in range(k):
         s[c] = intercept[c]
     n_active = 0
-    for j in range(features.shape[0]):
+    for j in range(features.shape[0]):  # the non-zero gates, without a branch
         f = features[j]
         g = np.float64(np.float32(X[i, f] * scale[f]))
-        if g == 0.0:
-            continue
         active[n_active] = j
         values[n_active] = g
-        n_active += 1
+        n_active += g != 0.0
+    for t in range(n_active):
+        j = active[t]
+        g = values[t]
         for c in range(k):
             s[c] += g * W[j, c]
     return n_active
@@ -480,11 +483,15 @@ def linear_gradient_chunk(X: np.ndarray, residuals: np.ndarray, scale: np.ndarra
     """
     n, d = X.shape
     k = residuals.shape[1]
+    nonzero = np.empty(d, dtype=np.int64)
     for i in range(n):
-        for f in range(d):
+        m = 0
+        for f in range(d):  # the row's non-zero features, listed without a branch
+            nonzero[m] = f
+            m += X[i, f] != 0.0
+        for t in range(m):
+            f = nonzero[t]
             v = X[i, f] * scale[f]
-            if v == 0.0:
-                continue
             for c in range(k):
                 out[f, c] += v * residuals[i, c]
 
