@@ -27,6 +27,7 @@ from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
     exp_lanes,
+    linear_gradient_chunk,
     linear_margin_residuals_chunk,
     linear_objective_chunk,
     margin_residuals_chunk,
@@ -159,6 +160,42 @@ def stump_statistics(family: StumpColumns, X: np.ndarray, selected: np.ndarray,
 
     return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)), hist,
                   grad_intercept)
+
+
+def linear_column_statistics(family: LinearColumns, X: np.ndarray, selected: np.ndarray,
+                             W: np.ndarray, intercept: np.ndarray, codes: np.ndarray,
+                             weight: np.ndarray, acc: np.ndarray) -> tuple[float, float, float]:
+    """Loss sums of a model of linear columns on dense rows ``X``, and the gradient column of
+    every feature added to ``acc`` (a column-score pass's work on one chunk), the rows split
+    between threads.
+
+    Parameters
+    ----------
+    family : LinearColumns
+    X : ndarray of shape (n, d), float32
+    selected : ndarray of shape (T,), int64
+    W : ndarray of shape (T, k), float64
+        ``coef[:, :, 0]``, C-contiguous.
+    intercept : ndarray of shape (k,)
+    codes, weight : ndarray of shape (n,)
+        From :func:`chunk_arrays`.
+    acc : ndarray of shape (d, k), float64
+        Receives the gradient columns (added to).
+
+    Returns
+    -------
+    loss, weight_sum, errors : float
+    """
+    def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
+        residuals, loss, wsum, errors = linear_margin_residuals_chunk(
+            X[lo:hi], selected, family.scale, codes[lo:hi], weight[lo:hi], W, intercept,
+            exp_lanes(intercept.shape[0]))
+        part = np.zeros_like(acc)
+        linear_gradient_chunk(X[lo:hi], residuals, family.scale, part)
+        return part, np.zeros(0), (loss, wsum, errors)
+
+    return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)), acc,
+                  np.zeros(0))
 
 
 def _added(parts: list[tuple[np.ndarray, np.ndarray, tuple[float, float, float]]],
@@ -423,18 +460,16 @@ class ColumnScorePass:
             loss, wsum, errors = stump_statistics(
                 self.family, chunk.X, self.selected, self.coef, self.intercept, codes, weight,
                 np.arange(chunk.X.shape[1]), state.gradient, np.zeros_like(self.intercept))
+        elif isinstance(self.family, LinearColumns) and isinstance(chunk.X, np.ndarray):
+            loss, wsum, errors = linear_column_statistics(
+                self.family, chunk.X, self.selected, np.ascontiguousarray(self.coef[:, :, 0]),
+                self.intercept, codes, weight, state.gradient)
         else:
             base = self.family.base(chunk.X)
-            if isinstance(self.family, LinearColumns) and isinstance(chunk.X, np.ndarray):
-                residuals, loss, wsum, errors = linear_margin_residuals_chunk(
-                    chunk.X, self.selected, self.family.scale, codes, weight,
-                    np.ascontiguousarray(self.coef[:, :, 0]), self.intercept,
-                    exp_lanes(self.intercept.shape[0]))
-            else:
-                gates = selected_gates(self.family, chunk.X, self.selected)
-                residuals, loss, wsum, errors = margin_residuals_chunk(
-                    gates, base, codes, weight, self.coef, self.intercept,
-                    exp_lanes(self.intercept.shape[0]))
+            gates = selected_gates(self.family, chunk.X, self.selected)
+            residuals, loss, wsum, errors = margin_residuals_chunk(
+                gates, base, codes, weight, self.coef, self.intercept,
+                exp_lanes(self.intercept.shape[0]))
             self.family.accumulate(chunk.X, base, residuals, state.gradient)
         state.loss += loss
         state.weight += wsum
