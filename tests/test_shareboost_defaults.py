@@ -153,13 +153,16 @@ def test_auto_rounds_of_stumps_add_one_stump_each() -> None:
     np.testing.assert_array_equal(np.diff(sizes), 1)
 
 
-def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path) -> None:
+# passes of this fit: about 225 in the greedy path, then the kept columns' fit at each
+# penalty; 150 is inside the path, 235 inside the fit at the second penalty
+@pytest.mark.parametrize("kill_at", [150, 235])
+def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: int) -> None:
     X, y = _wide_problem(2500, seed=7, d=30)
     whole = ShareBoostClassifier(chunk_rows=500).fit(X, y)
 
     class Killed(LocalEngine):  # the same engine resumes (the checkpoint records its kind)
         runs = 0
-        kill_at: int | None = 150  # a pass inside the first or the second greedy path
+        kill_at: int | None = None
 
         def run(self, pass_, data, **options):
             Killed.runs += 1
@@ -167,6 +170,7 @@ def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path) -> None:
                 raise RuntimeError("killed")
             return super().run(pass_, data, **options)
 
+    Killed.kill_at = kill_at
     with pytest.raises(RuntimeError, match="killed"):
         ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=tmp_path / "ckpt",
                                                  engine=Killed(progress=False))

@@ -139,10 +139,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``n`` the training rows (their total weight): the penalty of an SVM with
         ``C = 10 / E||z||^2`` on summed losses, so a row's largest pull on ``W`` does not
         grow with the width of the data, and the penalty fades as rows accumulate. With
-        held-out rows (``n_rounds="auto"``), one greedy path at ``l2_0`` and one at
-        ``l2_0 / 100``, and the held-out loss chooses: wide data with few rows per column
-        needs the penalty, narrow data with many rows loses accuracy to it. Otherwise
-        ``l2_0``.
+        held-out rows (``n_rounds="auto"``), the columns are chosen at ``l2_0``, the kept
+        ones are fitted at ``l2_0`` and at ``l2_0 / 100``, and the held-out loss chooses:
+        wide data with few rows per column needs the penalty, narrow data with many rows
+        loses accuracy to it. Otherwise ``l2_0``.
     refit_iter : int
         L-BFGS iterations of each round's fully corrective step at most (each costs about
         one pass). With ``n_rounds="auto"`` the kept round's columns are then fitted again,

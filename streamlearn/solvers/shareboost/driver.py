@@ -72,7 +72,8 @@ COLUMN_GROWTH = 0.125
 FALLBACK_ROUNDS = 50
 #: ``l2="auto"``: ``L2_FACTOR`` times the mean squared norm of a scaled row over the rows.
 L2_FACTOR = 0.05
-#: ``l2="auto"`` with held-out rows: one greedy path per multiple of that penalty.
+#: ``l2="auto"`` with held-out rows: the multiples of that penalty the kept columns are
+#: fitted at (the greedy path runs at the first).
 AUTO_L2_RANGE = (1.0, 0.01)
 #: ``n_rounds="auto"``: the kept round's columns are fitted again, in at most this many
 #: times ``refit_iter`` iterations.
@@ -186,7 +187,7 @@ class ShareBoostFit:
     validation : dict or None
         ``n_rounds="auto"`` with held-out rows: ``held_out_weight``, ``held_out_loss`` and
         ``held_out_error`` after rounds ``0 .. T_run`` of the chosen path, ``best_round``,
-        and ``l2_candidates`` with the kept round's ``l2_held_out_loss`` on each path;
+        and ``l2_candidates`` with the kept columns' ``l2_held_out_loss`` at each;
         None otherwise.
     feature_transform : TailTransform or None
         The map of crowded features the rows were read through (``spread_tails``).
@@ -375,9 +376,10 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     candidate is left, and the model is the round with the lowest held-out loss. With
     fewer rows, :data:`FALLBACK_ROUNDS` rounds of one column on every row.
 
-    ``l2="auto"``: :func:`auto_l2`; with held-out rows, one greedy path for each multiple
-    :data:`AUTO_L2_RANGE` of it, and the path whose kept round has the lowest held-out
-    loss is the model (``on_round`` then sees its rounds once it is chosen).
+    ``l2="auto"``: :func:`auto_l2`; with held-out rows, the greedy path runs at the first
+    multiple :data:`AUTO_L2_RANGE` of it, the kept round's columns are then fitted until the
+    tolerance at each multiple, and the fit with the lower held-out loss is the model. (A
+    greedy path per penalty chose columns that differed little, and doubled the rounds.)
 
     ``config.spread_tails`` with linear columns on dense rows: the describe pass keeps a
     row sample, whose crowded features get the map of
@@ -444,41 +446,36 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         l2_values = [auto_l2(summary)]
     else:  # one path per candidate penalty, the held-out loss chooses
         l2_values = [auto_l2(summary) * factor for factor in AUTO_L2_RANGE]
-    live = on_round if len(l2_values) == 1 else None
-    paths = []
-    for l2 in l2_values:
-        path = _greedy_path(runner, dataset, family, config, k, l2, holdout, max_rounds,
-                            passes, live)
-        passes = path.rounds[-1].passes
-        paths.append(path)
-    chosen = paths[0]
-    if holdout is not None:
-        chosen = min(paths, key=lambda p: p.rounds[p.best].step.held_out_loss)
-    if live is None and on_round is not None:
-        for result in chosen.rounds:
-            on_round(result)
-    kept = chosen.rounds[chosen.best]
-    step = kept.step
-    if config.n_rounds == "auto":  # the kept columns, fitted until the tolerance
+    path = _greedy_path(runner, dataset, family, config, k, l2_values[0], holdout, max_rounds,
+                        passes, on_round)
+    kept = path.rounds[path.best]
+    step, l2 = kept.step, path.l2
+    polished = []
+    if config.n_rounds == "auto":  # the kept columns, fitted until the tolerance at each
+        # candidate penalty, from the path's model
         polish = replace(config, refit_iter=int(config.refit_iter) * POLISH_ITER_RATIO)
-        step = corrective_step(runner, dataset, family, list(kept.selected), step.coef,
-                               step.intercept, polish, chosen.l2, holdout, chosen.gtol)
+        polished = [corrective_step(runner, dataset, family, list(kept.selected),
+                                    kept.step.coef, kept.step.intercept, polish, value,
+                                    holdout, path.gtol) for value in l2_values]
+        best = 0
+        if holdout is not None:
+            best = min(range(len(l2_values)), key=lambda i: polished[i].held_out_loss)
+        step, l2 = polished[best], l2_values[best]
     validation = None
     if holdout is not None:
         validation = {"held_out_weight": step.held_out_weight,
-                      "held_out_loss": [r.step.held_out_loss for r in chosen.rounds],
-                      "held_out_error": [r.step.held_out_error for r in chosen.rounds],
-                      "best_round": chosen.best,
+                      "held_out_loss": [r.step.held_out_loss for r in path.rounds],
+                      "held_out_error": [r.step.held_out_error for r in path.rounds],
+                      "best_round": path.best,
                       "l2_candidates": list(l2_values),
-                      "l2_held_out_loss": [p.rounds[p.best].step.held_out_loss
-                                           for p in paths]}
+                      "l2_held_out_loss": [p.held_out_loss for p in polished]}
     return ShareBoostFit(family=family, selected=kept.selected, coef=step.coef,
                          intercept=step.intercept,
-                         loss=tuple(r.step.value for r in chosen.rounds),
-                         train_error=tuple(r.step.train_error for r in chosen.rounds),
-                         passes=tuple(r.passes for r in chosen.rounds),
+                         loss=tuple(r.step.value for r in path.rounds),
+                         train_error=tuple(r.step.train_error for r in path.rounds),
+                         passes=tuple(r.passes for r in path.rounds),
                          converged=step.converged, gradient_norm=step.gradient_norm,
-                         l2=chosen.l2, validation=validation, feature_transform=transform)
+                         l2=l2, validation=validation, feature_transform=transform)
 
 
 @dataclass(frozen=True)
