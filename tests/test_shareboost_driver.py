@@ -81,3 +81,61 @@ def test_every_round_with_wide_anchor_pieces_fits_its_new_piece() -> None:
     assert len(result.selected) == 8
     assert np.all(np.abs(result.coef).reshape(8, -1).max(axis=1) > 1e-3)
     assert np.all(np.diff(result.loss) < 0.0)
+
+
+def _margin_softmax_objective(Z: np.ndarray, y: np.ndarray, k: int, l2: float):
+    """Eq. 3 of the restricted problem on materialised columns ``Z``, by numpy: the mean over
+    rows of ``log sum_c exp(s_c - s_y + [c != y])`` plus ``l2 ||W||^2``."""
+    n, T = Z.shape
+
+    def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        W, b = theta[:-k].reshape(T, k), theta[-k:]
+        s = Z @ W + b
+        z = s - s[np.arange(n), y][:, None] + 1.0
+        z[np.arange(n), y] = 0.0
+        top = z.max(axis=1, keepdims=True)
+        e = np.exp(z - top)
+        p = e / e.sum(axis=1, keepdims=True)
+        loss = np.mean(top[:, 0] + np.log(e.sum(axis=1))) + l2 * np.sum(W * W)
+        r = p.copy()
+        r[np.arange(n), y] -= 1.0
+        grad_W = Z.T @ r / n + 2.0 * l2 * W
+        return float(loss), np.concatenate([grad_W.ravel(), r.sum(axis=0) / n])
+
+    return fun
+
+
+def test_preconditioned_corrective_step_reaches_the_numpy_minimiser_in_fewer_passes() -> None:
+    from scipy.optimize import minimize
+
+    from streamlearn.solvers.shareboost.columns import LinearColumns
+    from streamlearn.solvers.shareboost.driver import corrective_step
+
+    rng = np.random.default_rng(5)
+    n, d, k = 900, 6, 3
+    X = rng.normal(size=(n, d))
+    X[:, :3] *= rng.random((n, 3)) < 0.05  # three columns that are rarely non-zero
+    y = np.argmax(X[:, :k] * 8.0 + X[:, 3:] + 0.5 * rng.normal(size=(n, k)), axis=1)
+    X = X.astype(np.float32)
+    family = LinearColumns(1.0 / np.abs(X).max(axis=0).astype(np.float64))
+    Z = X.astype(np.float64) * family.scale
+    l2 = 1e-4
+    config = dataclasses.replace(CONFIG, refit_iter=2000, tol=0.0)
+    data = open_dataset(X, target=y, chunk_rows=300)
+
+    def solve(moments: np.ndarray | None):
+        return corrective_step(LocalEngine(chunk_rows=300), data, family, list(range(d)),
+                               np.zeros((d, k, 1)), np.zeros(k), config, l2, gtol=1e-9,
+                               second_moments=moments)
+
+    plain = solve(None)
+    scaled = solve(np.mean(Z * Z, axis=0))
+    fun = _margin_softmax_objective(Z, y, k, l2)
+    ref = minimize(fun, np.zeros(d * k + k), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-16, "maxiter": 5000})
+    for step in (plain, scaled):
+        assert step.converged
+        assert step.value == pytest.approx(ref.fun, abs=1e-9)
+        theta = np.concatenate([step.coef[:, :, 0].ravel(), step.intercept])
+        np.testing.assert_allclose(theta, ref.x, atol=1e-4)
+    assert scaled.n_eval < plain.n_eval

@@ -63,3 +63,18 @@ def test_every_step_lowers_the_objective_and_start_saves_an_evaluation() -> None
     values = [lbfgs_minimize(fun, x0, max_iter=n).value for n in range(1, 8)]
     assert np.all(np.diff(values) <= 0.0)
     assert lbfgs_minimize(fun, x0, max_iter=100).value == pytest.approx(closed_form, abs=1e-12)
+
+
+def test_a_bound_per_entry_stops_only_when_every_entry_is_below_its_own() -> None:
+    # a separable quadratic whose second coordinate converges slowly under a bad scaling
+    scale = np.array([1.0, 1e-3])
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        return float(0.5 * np.sum(scale * x * x)), scale * x
+
+    loose = lbfgs_minimize(fun, np.ones(2), max_iter=100, gtol=np.array([1e-6, 1e-2]))
+    tight = lbfgs_minimize(fun, np.ones(2), max_iter=100, gtol=np.array([1e-6, 1e-8]))
+    for res, bound in ((loose, [1e-6, 1e-2]), (tight, [1e-6, 1e-8])):
+        assert np.all(np.abs(res.grad) <= bound)
+    assert abs(loose.grad[1]) > 1e-8  # the loose bound let it stop earlier
+    assert loose.n_iter < tight.n_iter

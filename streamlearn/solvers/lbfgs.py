@@ -45,7 +45,7 @@ class LbfgsResult:
 def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
                    max_iter: int = 10, memory: int = 5, h0: np.ndarray | float = 1.0,
                    start: tuple[float, np.ndarray] | None = None,
-                   gtol: float = 1e-8) -> LbfgsResult:
+                   gtol: float | np.ndarray = 1e-8) -> LbfgsResult:
     """Minimise a smooth function with L-BFGS (Nocedal and Wright, Alg. 7.4 and 7.5).
 
     Parameters
@@ -63,8 +63,9 @@ def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np
         first correction pair exists; afterwards the usual ``s.y / y.y`` scaling.
     start : (value, gradient), optional
         ``fun(x0)`` when already known (saves one evaluation).
-    gtol : float
-        Stop when the largest gradient entry is below this.
+    gtol : float or ndarray
+        Stop when every gradient entry is below this in absolute value (a scalar, or one
+        bound per entry shaped like ``x0``).
 
     Returns
     -------
@@ -83,7 +84,8 @@ def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np
     diag0 = np.broadcast_to(np.asarray(h0, dtype=np.float64), shape)
     pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
     n_iter = 0
-    while n_iter < max_iter and np.max(np.abs(grad), initial=0.0) > gtol:
+    bound = np.broadcast_to(np.asarray(gtol, dtype=np.float64), shape)
+    while n_iter < max_iter and np.any(np.abs(grad) > bound):
         direction = -two_loop(grad, pairs, diag0)
         slope = float(np.vdot(grad, direction))
         if slope >= 0.0:  # not a descent direction: restart from the scaled gradient
