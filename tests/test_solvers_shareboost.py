@@ -36,11 +36,13 @@ def problem() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     gates = rng.normal(size=(N, T)).astype(np.float32)
     gates[rng.random((N, T)) < 0.3] = 0.0  # inactive groups are skipped by the kernels
+    weight = rng.uniform(0.5, 2.0, size=N).astype(np.float32)
+    weight[::7] = 0.0  # held-out rows: skipped by the kernels, zero residuals
     return {
         "gates": gates,
         "base": rng.normal(size=(N, Q)).astype(np.float32),
         "codes": rng.integers(0, K, size=N).astype(np.int32),
-        "weight": rng.uniform(0.5, 2.0, size=N).astype(np.float32),
+        "weight": weight,
         "coef": rng.normal(size=(T, K, Q)),
         "intercept": rng.normal(size=K),
     }
@@ -147,6 +149,7 @@ def test_linear_kernels_read_the_gates_from_the_rows(k: int) -> None:
     intercept = rng.normal(size=k)
     codes = rng.integers(0, k, size=n).astype(np.int32)
     weight = rng.uniform(0.0, 2.0, size=n).astype(np.float32)
+    weight[rng.random(n) < 0.2] = 0.0  # held-out rows: skipped, zero residuals
     gates = (X[:, features] * scale[features]).astype(np.float32).astype(np.float64)
     np.testing.assert_array_equal(gates, linear_gates_chunk(X, features, scale))
     s = intercept + gates @ W

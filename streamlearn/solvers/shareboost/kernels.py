@@ -228,6 +228,8 @@ def restricted_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np.nd
     sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
+        if w == 0.0:  # held out, or weighted out: adds nothing
+            continue
         y = codes[i]
         n_active = _row_scores(i, gates, base, coef, intercept, active, s, a)
         _tally_row(s, y, w, r, sums, exp_work)
@@ -271,6 +273,10 @@ def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarra
     sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
+        if w == 0.0:  # held out, or weighted out: a zero residual
+            for c in range(k):
+                out[i, c] = 0.0
+            continue
         y = codes[i]
         _row_scores(i, gates, base, coef, intercept, active, s, a)
         _tally_row(s, y, w, r, sums, exp_work)
@@ -335,6 +341,8 @@ def single_column_objective_chunk(gates: np.ndarray, base: np.ndarray, codes: np
     sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
+        if w == 0.0:  # held out, or weighted out: adds nothing
+            continue
         y = codes[i]
         n_active = _single_column_scores(i, gates, base, W, intercept, active, s)
         _tally_row(s, y, w, r, sums, exp_work)
@@ -421,6 +429,8 @@ def linear_objective_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarra
     sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
+        if w == 0.0:  # held out, or weighted out: adds nothing
+            continue
         y = codes[i]
         n_active = _linear_scores(i, X, features, scale, W, intercept, active, values, s)
         _tally_row(s, y, w, r, sums, exp_work)
@@ -459,6 +469,10 @@ def linear_margin_residuals_chunk(X: np.ndarray, features: np.ndarray, scale: np
     sums = np.zeros(3)  # loss, weight, errors
     for i in range(n):
         w = np.float64(weight[i])
+        if w == 0.0:  # held out, or weighted out: a zero residual
+            for c in range(k):
+                out[i, c] = 0.0
+            continue
         y = codes[i]
         _linear_scores(i, X, features, scale, W, intercept, active, values, s)
         _tally_row(s, y, w, r, sums, exp_work)
@@ -665,6 +679,8 @@ def stump_objective_chunk(X: np.ndarray, thresholds: np.ndarray, score_features:
     bins = np.full(X.shape[1], -1, dtype=np.int64)
     for i in range(n):
         w = np.float64(weight[i])
+        if w == 0.0:  # held out, or weighted out: adds nothing
+            continue
         y = codes[i]
         for c in range(k):
             s[c] = intercept[c]
