@@ -275,3 +275,19 @@ def test_guard_keeps_the_mixture_where_no_line_separates() -> None:
     assert model.n_active_components_ > 1
     # too few rows for 200 held-out ones: no guard, every row trains
     assert MixtureSVC().fit(X[:1500], y[:1500]).validation_ is None
+
+
+def test_lanes_shared_between_threads_give_the_one_thread_model(monkeypatch) -> None:
+    # one against the rest: ten mixtures and the guard's ten linear lanes share each chunk,
+    # spread over the threads; every lane touches only its own state, so the model is the
+    # one of a single thread, bit for bit
+    import streamlearn.solvers.mixture.passes as mixture_passes
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    y = np.argmax(X[:, :5] + 0.3 * rng.normal(size=(3000, 5)), axis=1)
+    threaded = MixtureSVC(random_state=0, progress=False, tol=0.1).fit(X, y)
+    monkeypatch.setattr(mixture_passes, "MIN_ROWS_FOR_LANE_THREADS", 10**9)  # one thread
+    single = MixtureSVC(random_state=0, progress=False, tol=0.1).fit(X, y)
+    np.testing.assert_array_equal(threaded.decision_function(X), single.decision_function(X))
+    assert threaded.n_iter_ == single.n_iter_

@@ -48,6 +48,12 @@ from streamlearn.solvers.mixture.kernels import (
     mixture_log_odds,
     posteriors_chunk,
 )
+from streamlearn.solvers.threads import (
+    MIN_ROWS_FOR_LANE_THREADS,
+    in_threads,
+    single_threaded_blas,
+    thread_bounds,
+)
 
 #: Coordinate descent sweeps over a chunk per visit (initial and batch M-step experts).
 EXPERT_SWEEPS = 3
@@ -737,8 +743,22 @@ class StochasticEpochPass:
         if self.holdout is not None and self.groups:
             self._validate(state, X, chunk)
         diagonal = expert_diagonal(X, self.bias_scale)  # the same for every lane
-        for m, lane in enumerate(state.lanes):
-            self._step_lane(m, lane, X, w, chunk, diagonal)
+
+        n_parts = (len(thread_bounds(self.n_lanes, 1)) - 1
+                   if chunk.n_rows >= MIN_ROWS_FOR_LANE_THREADS else 1)
+
+        def lanes(part: int, _: int) -> None:
+            # every n_parts-th lane, so that the mixtures and the guard's lighter linear
+            # lanes (the last ones) are spread over the threads; lanes touch only their own
+            # state, dual variables and seeds: the same result in any number of threads
+            for m in range(part, self.n_lanes, n_parts):
+                self._step_lane(m, state.lanes[m], X, w, chunk, diagonal)
+
+        if n_parts == 1:
+            lanes(0, 1)
+        else:  # the lanes' matrix products run in their own threads
+            with single_threaded_blas():
+                in_threads(lanes, np.arange(n_parts + 1))
         return state
 
     def _validate(self, state: EpochState, X: np.ndarray, chunk: Chunk) -> None:

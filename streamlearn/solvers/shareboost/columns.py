@@ -27,7 +27,7 @@ from streamlearn.solvers.shareboost.kernels import (
     stump_histogram_chunk,
 )
 from streamlearn.solvers.shareboost.nested_basis import NestedBasis
-from streamlearn.solvers.shareboost.threads import (
+from streamlearn.solvers.threads import (
     MIN_CENTRES_PER_THREAD,
     in_threads,
     thread_bounds,

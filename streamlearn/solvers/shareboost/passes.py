@@ -36,7 +36,7 @@ from streamlearn.solvers.shareboost.kernels import (
     stump_objective_chunk,
     stump_tables,
 )
-from streamlearn.solvers.shareboost.threads import (
+from streamlearn.solvers.threads import (
     MIN_ROWS_PER_THREAD,
     in_threads,
     thread_bounds,

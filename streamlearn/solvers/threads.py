@@ -1,11 +1,16 @@
-"""Sharing one chunk's kernels (which release the GIL) between a few threads."""
+"""Sharing one chunk's kernels (which release the GIL) between a few threads.
+
+ShareBoost splits a chunk's rows between them; the mixture of SVMs gives each its share of
+the one-against-the-rest mixtures (lanes), which read the same chunk.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -15,6 +20,9 @@ MAX_THREADS = 4
 #: Rows (corrective step) or centres (anchor scores) a thread gets at least.
 MIN_ROWS_PER_THREAD = 2048
 MIN_CENTRES_PER_THREAD = 32
+#: Rows of a chunk from which the mixture's lanes of one chunk are shared between threads
+#: (a lane's work on fewer rows is shorter than handing it to a thread).
+MIN_ROWS_FOR_LANE_THREADS = 256
 
 
 def thread_bounds(n: int, smallest: int) -> np.ndarray:
@@ -56,6 +64,26 @@ def in_threads(work: Callable[[int, int], Any], bounds: np.ndarray) -> list[Any]
     return list(_pool().map(work, bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
+@contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """Hold the BLAS libraries to one thread inside the block (restored after it).
+
+    For work that this module's threads share, which calls BLAS (numpy's matrix products)
+    from each thread: BLAS's own threads would compete with them for the cores, and keep
+    spinning between calls. scikit-learn's k-means does the same around its iterations.
+    """
+    global _BLAS
+    with _POOL_LOCK:
+        if _BLAS is None or _BLAS[0] != os.getpid():
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS = (os.getpid(), ThreadpoolController())
+        controller = _BLAS[1]
+    with controller.limit(limits=1, user_api="blas"):
+        yield
+
+
+_BLAS: tuple[int, Any] | None = None
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
 
