@@ -278,7 +278,8 @@ def test_guard_keeps_the_mixture_where_no_line_separates() -> None:
 
 
 def test_lanes_shared_between_threads_give_the_one_thread_model(monkeypatch) -> None:
-    # one against the rest: ten mixtures and the guard's ten linear lanes share each chunk,
+    # one against the rest: ten mixtures and the guard's ten linear lanes share each chunk
+    # (the initial experts' pass and stochastic EM),
     # spread over the threads; every lane touches only its own state, so the model is the
     # one of a single thread, bit for bit
     import streamlearn.solvers.mixture.passes as mixture_passes

@@ -19,7 +19,7 @@ given it; stochastic EM scores them, lane group against lane group (:class:`Vali
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -286,6 +286,28 @@ def _hold_lanes(pass_: object, alphas: Sequence[ExampleState]) -> int:
     return len(alphas)
 
 
+def _lanes_in_threads(n_lanes: int, n_rows: int, lane: Callable[[int], None]) -> None:
+    """``lane(m)`` for every lane of a chunk of ``n_rows`` rows, shared between the chunk
+    threads (:mod:`~streamlearn.solvers.threads`) with BLAS held to one thread.
+
+    Every n-th lane goes to one thread, so that lanes of unequal cost (the mixtures, then
+    the guard's linear lanes) spread evenly. A lane touches only its own state, dual
+    variables and seeds, so the result is the same in any number of threads.
+    """
+    n_parts = (len(thread_bounds(n_lanes, 1)) - 1
+               if n_rows >= MIN_ROWS_FOR_LANE_THREADS else 1)
+
+    def part(first: int, _: int) -> None:
+        for m in range(first, n_lanes, n_parts):
+            lane(m)
+
+    if n_parts == 1:
+        part(0, 1)
+        return
+    with single_threaded_blas():  # the lanes' matrix products run in their own threads
+        in_threads(part, np.arange(n_parts + 1))
+
+
 def _lane_alpha(pass_: object, m: int) -> ExampleState:
     state: ExampleState = getattr(pass_, f"alpha_{m}")
     return state
@@ -344,21 +366,24 @@ class InitialExpertPass:
         X = chunk_features(chunk, self.standardiser)
         w = _weights(chunk, self.holdout)
         diagonal = expert_diagonal(X, self.bias_scale)
-        assigned: dict[int, np.ndarray] = {}
-        for m in range(self.n_lanes):
-            centers = self.centers[m]
-            Q = assigned.get(id(centers))
-            if Q is None:
+        assigned: dict[int, np.ndarray] = {}  # each array of centres assigned once
+        for centers in self.centers:
+            if id(centers) not in assigned:
                 labels, _ = assign_rows(X, centers)
                 Q = np.zeros((chunk.n_rows, centers.shape[0]))
                 Q[np.arange(chunk.n_rows), labels] = 1.0
                 assigned[id(centers)] = Q
+
+        def lane(m: int) -> None:
             lane_alpha = _lane_alpha(self, m)
             alpha = lane_alpha.get(chunk)
-            expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w, Q, self.C, alpha,
-                             state.W[m], self.trained[m], self.bias_scale, EXPERT_SWEEPS,
+            expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w,
+                             assigned[id(self.centers[m])], self.C, alpha, state.W[m],
+                             self.trained[m], self.bias_scale, EXPERT_SWEEPS,
                              _chunk_seed(self.seeds[m], chunk), diagonal)
             lane_alpha.put(chunk, alpha)
+
+        _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
         state.rows += chunk.n_rows
         return state
 
@@ -744,21 +769,8 @@ class StochasticEpochPass:
             self._validate(state, X, chunk)
         diagonal = expert_diagonal(X, self.bias_scale)  # the same for every lane
 
-        n_parts = (len(thread_bounds(self.n_lanes, 1)) - 1
-                   if chunk.n_rows >= MIN_ROWS_FOR_LANE_THREADS else 1)
-
-        def lanes(part: int, _: int) -> None:
-            # every n_parts-th lane, so that the mixtures and the guard's lighter linear
-            # lanes (the last ones) are spread over the threads; lanes touch only their own
-            # state, dual variables and seeds: the same result in any number of threads
-            for m in range(part, self.n_lanes, n_parts):
-                self._step_lane(m, state.lanes[m], X, w, chunk, diagonal)
-
-        if n_parts == 1:
-            lanes(0, 1)
-        else:  # the lanes' matrix products run in their own threads
-            with single_threaded_blas():
-                in_threads(lanes, np.arange(n_parts + 1))
+        _lanes_in_threads(self.n_lanes, chunk.n_rows,
+                          lambda m: self._step_lane(m, state.lanes[m], X, w, chunk, diagonal))
         return state
 
     def _validate(self, state: EpochState, X: np.ndarray, chunk: Chunk) -> None:
