@@ -27,7 +27,6 @@ from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
     exp_lanes,
-    linear_gradient_chunk,
     linear_margin_residuals_chunk,
     linear_objective_chunk,
     margin_residuals_chunk,
@@ -191,7 +190,7 @@ def linear_column_statistics(family: LinearColumns, X: np.ndarray, selected: np.
             X[lo:hi], selected, family.scale, codes[lo:hi], weight[lo:hi], W, intercept,
             exp_lanes(intercept.shape[0]))
         part = np.zeros_like(acc)
-        linear_gradient_chunk(X[lo:hi], residuals, family.scale, part)
+        family.accumulate(X[lo:hi], family.base(X[lo:hi]), residuals, part)
         return part, np.zeros(0), (loss, wsum, errors)
 
     return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)), acc,
