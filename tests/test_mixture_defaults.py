@@ -14,6 +14,7 @@ from streamlearn.engine import LocalEngine
 from streamlearn.models.mixture import MixtureSVC
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture.driver import (
+    LINEAR_GAP_TOL,
     TAU_FACTOR,
     default_components,
     default_nu,
@@ -247,21 +248,45 @@ def test_guard_keeps_the_linear_svm_where_regions_do_not_help() -> None:
 
     X, y = draw()
     Xt, yt = draw()
-    # with the guard every lane runs until the mixture's lanes converge: here the cap comes
-    # first, and the fit says so
-    with pytest.warns(ConvergenceWarning, match="epochs=20"):
+    # the kept linear SVM is then trained on every row to a duality gap of 1 %: the fit
+    # converges although the mixture's lanes would have run to the cap
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
         guarded = MixtureSVC().fit(X, y)
     unguarded = MixtureSVC(validation_fraction=None).fit(X, y)
     held = Holdout.fraction(0.1, 0 ^ VALIDATION_SALT).mask(np.arange(n))
     v = guarded.validation_
     assert v["held_out_weight"] == held.sum()
     assert v["kept"] == "linear" and v["linear_error"] < v["mixture_error"]
+    assert 0.0 <= v["duality_gap"] <= LINEAR_GAP_TOL
     assert guarded.xi_.shape == (1, 1) and guarded.n_active_components_ == 1
     assert unguarded.validation_ is None
-    linear = LinearSVC(C=guarded.C_).fit((X - X.mean(0)) / X.std(0), y)
-    linear_acc = linear.score((Xt - X.mean(0)) / X.std(0), yt)
+    # its objective over all rows (the held-out ones included) is within the gap of
+    # liblinear's optimum on the same standardised rows and C
+    Z = (X - X.mean(0)) / X.std(0)
+    s = np.where(y == 1, 1.0, -1.0)
+
+    def objective(w: np.ndarray) -> float:
+        return 0.5 * w @ w + guarded.C_ * np.maximum(0.0, 1.0 - s * (Z @ w[:-1] + w[-1])).sum()
+
+    ref = LinearSVC(C=guarded.C_, loss="hinge", intercept_scaling=1.0, tol=1e-8,
+                    max_iter=1_000_000).fit(Z, y)
+    optimum = objective(np.r_[ref.coef_[0], ref.intercept_])
+    assert optimum <= objective(guarded.coef_[0, 0]) <= optimum * (1.0 + LINEAR_GAP_TOL)
+    linear_acc = ref.score((Xt - X.mean(0)) / X.std(0), yt)
     assert guarded.score(Xt, yt) >= linear_acc - 0.01
     assert guarded.score(Xt, yt) >= unguarded.score(Xt, yt) + 0.03
+
+
+def test_linear_svm_that_reaches_the_cap_warns() -> None:
+    # one epoch: EM's one, then one linear pass, which cannot measure a gap
+    rng = np.random.default_rng(0)
+    X = (rng.random((4000, 40)) < 0.3).astype(np.float32)
+    y = (X @ rng.normal(size=40) + rng.normal(0, 1.0, 4000) > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match="linear SVM the validation guard kept"):
+        model = MixtureSVC(epochs=1).fit(X, y)
+    assert model.validation_["kept"] == "linear"
+    assert model.validation_["duality_gap"] == np.inf
 
 
 def test_guard_keeps_the_mixture_where_no_line_separates() -> None:

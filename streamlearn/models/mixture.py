@@ -185,9 +185,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         every epoch, and after the last epoch the one with the smaller held-out error is
         kept (``validation_`` says which). The mixture of paper 002 contains the linear SVM
         as its one-component case, and on data where its regions do not help (one-hot
-        tables) it can lose to it; the guard keeps the default from doing so. It runs when
-        at least 200 rows are expected in the held-out share; None trains on every row
-        with no guard.
+        tables) it can lose to it; the guard keeps the default from doing so. A kept linear
+        SVM is then trained on every row, the held-out ones included, by passes of dual
+        coordinate descent until its relative duality gap is at most 0.01 (at most
+        ``epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,
+        short of the linear SVM's optimum. The guard runs when at least 200 rows are
+        expected in the held-out share; None trains on every row with no guard.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine (stochastic
         EM updates the parameters once per chunk).
@@ -220,12 +223,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     validation_ : dict or None
         The guard's outcome: ``held_out_weight``, ``mixture_error``, ``linear_error``
         (weighted held-out error rates) and ``kept`` (``"mixture"`` or ``"linear"``; after
-        ``"linear"`` the model has one component); None when the guard did not run.
+        ``"linear"`` the model has one component, and ``duality_gap`` is the relative gap
+        its linear SVMs were finished to); None when the guard did not run.
     shift_, scale_ : ndarray of shape (d,)
         The standardisation ``z = (x - shift_) / scale_`` the centres and experts apply to.
     n_iter_ : int
         EM iterations (batch) or passes (stochastic) run, the most over the one-vs-rest
-        mixtures; each ``partial_fit`` call adds one.
+        mixtures, a kept linear SVM's finishing passes included; each ``partial_fit`` call
+        adds one.
     n_active_components_ : int or ndarray of shape (n_models,)
         Components left after pruning (an array for more than two classes).
     history_ : list of list of dict
@@ -361,7 +366,13 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> MixtureFit:
         fitted = driver.fit(runner, dataset, self._config(), seed)
-        if not fitted.converged:
+        gap = (fitted.validation or {}).get("duality_gap")
+        if gap is not None and not fitted.converged:
+            warnings.warn(f"{type(self).__name__}: the linear SVM the validation guard kept "
+                          f"stopped at its cap of epochs={self.epochs} passes with a relative "
+                          f"duality gap of {gap:.3g} > {driver.LINEAR_GAP_TOL}; raise epochs",
+                          ConvergenceWarning, stacklevel=5)
+        elif not fitted.converged:
             which = ("two consecutive epochs" if self.em == "stochastic"
                      else "an iteration")
             warnings.warn(f"{type(self).__name__}: EM stopped at its cap of epochs="

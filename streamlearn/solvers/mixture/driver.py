@@ -27,7 +27,9 @@
 EM stops after an epoch that changes the penalised log-likelihood (eq. 19) by at most
 ``tol`` times the total sample weight, stochastic EM with the guard's held-out rows also once
 no classifier's held-out log loss improves (:func:`_stochastic_em`), or at ``epochs``
-(``MixtureFit.converged`` false).
+(``MixtureFit.converged`` false). When the guard keeps its linear SVM, passes of dual
+coordinate descent over every row finish it to a relative duality gap of
+:data:`LINEAR_GAP_TOL` (:func:`_finish_linear`).
 :func:`partial_pass` continues stochastic EM over new rows. More than two classes are
 handled one class against the rest, one mixture per class; the initialisation and
 stochastic EM train them as lanes of the same passes, so a fit reads the data about as many
@@ -65,6 +67,8 @@ from streamlearn.solvers.mixture.passes import (
     GatingPass,
     GatingValue,
     InitialExpertPass,
+    LinearSweepPass,
+    LinearSweepState,
     MixtureParams,
     StochasticEpochPass,
     StochasticState,
@@ -98,6 +102,12 @@ STOCHASTIC_PATIENCE = 2
 #: of a percent an epoch while the held-out error stays level (usps: 18 epochs, the error
 #: level from the fifth), and each such epoch costs a full pass.
 HELD_OUT_MIN_DECREASE = 0.005
+#: Relative duality gap at which the guard's linear SVMs count as trained
+#: (:func:`_finish_linear`; the additive model's dual coordinate descent stops at the same).
+LINEAR_GAP_TOL = 0.01
+#: Epoch numbers of the linear SVMs' passes start here (they seed the chunk orders, apart
+#: from EM's).
+LINEAR_EPOCH_OFFSET = 100_000
 #: Mixes the seed into the hash that picks the validation rows.
 VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
 #: Bounds of ``n_components="auto"`` (see :func:`default_components`): at least
@@ -607,7 +617,12 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
             validation = {"held_out_weight": float(tally.held_weight),
                           "mixture_error": float(mixture_error),
                           "linear_error": float(linear_error), "kept": kept}
-            return (fits[n:] if kept == "linear" else fits[:n]), validation
+            if kept == "mixture":
+                return fits[:n], validation
+            linear, gap = _finish_linear(runner, dataset, config, fits[n:], lanes[n:],
+                                         alphas[n:], seed, std)
+            validation["duality_gap"] = gap
+            return linear, validation
         fits = []
         for m, positive in enumerate(positives):
             history: History = []
@@ -617,6 +632,58 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
             fits.append(BinaryFit(fitted, history, n_iter, converged, fitted.xi.copy(),
                                   n_iter * dataset.n_chunks, total, tau))
         return fits, None
+
+
+def _finish_linear(runner: Any, dataset: Dataset, config: MixtureConfig,
+                   fits: list[BinaryFit], lanes: list[_Lane], alphas: list[ExampleState],
+                   seed: int, std: Standardiser) -> tuple[list[BinaryFit], float]:
+    """Train the linear SVMs the guard kept to their optimum, on every row.
+
+    Stochastic EM stops when the held-out log loss does, which leaves a linear SVM short
+    of its optimum (on one-hot tables its standardised rare columns converge slowly), and
+    its held-out rows were never trained on. Passes of dual coordinate descent over all
+    rows, the held-out ones joining with their dual variables at zero
+    (:class:`~streamlearn.solvers.mixture.passes.LinearSweepPass`), continue from the
+    experts and dual variables EM left, until the relative duality gap
+    ``(P - D) / P`` of every lane is at most :data:`LINEAR_GAP_TOL` (its objective is then
+    within that share of the optimum), at most ``epochs`` passes. The lanes' primal
+    losses are summed in the pass after the one whose dual variables give ``D``, so each
+    pass reads the data once; the iterate the gap was measured on is returned.
+
+    Returns the finished fits (``converged`` false when the cap came first) and the
+    largest gap measured last (``inf`` if the cap allowed no measurement).
+    """
+    C, bs = float(config.C), float(config.bias_scale)
+    W = [f.params.W for f in fits]
+    previous: LinearSweepState | None = None
+    gaps = np.full(len(fits), np.inf)
+    passes = 0
+    for epoch in range(int(config.epochs)):
+        state: LinearSweepState = runner.run(
+            LinearSweepPass([lane.positive for lane in lanes], C, bs, alphas,
+                            [lane.seed * 1000003 + 53 + epoch for lane in lanes], W, std),
+            dataset, shuffle=True, seed=seed, epoch=LINEAR_EPOCH_OFFSET + epoch,
+            description=f"linear SVM {epoch + 1}/{int(config.epochs)}")
+        passes += 1
+        if previous is not None:
+            sq = np.array([float(np.sum(w * w)) for w in W])
+            primal = 0.5 * sq + C * state.loss
+            dual = previous.alpha_sum - 0.5 * sq
+            gaps = (primal - dual) / np.maximum(primal, 1e-300)
+            if gaps.max() <= LINEAR_GAP_TOL:
+                break
+        previous = state
+        W = state.W
+    else:  # the cap: the last pass's end point, not measured
+        W = state.W
+    converged = bool(gaps.max() <= LINEAR_GAP_TOL)
+    out = []
+    for f, w, gap in zip(fits, W, gaps, strict=True):
+        history = [*f.history, {**f.history[-1], "duality_gap": float(gap)}]
+        out.append(dataclasses.replace(f, params=MixtureParams(f.params.xi, f.params.V, w),
+                                       history=history, n_iter=f.n_iter + passes,
+                                       converged=converged))
+    return out, float(gaps.max())
 
 
 def _record(config: MixtureConfig, loglik: float, p: MixtureParams) -> dict[str, float]:

@@ -27,7 +27,7 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
-from streamlearn.data.sparse_rows import take_rows
+from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.engine.moments import (
     Moments,
     chunk_moments,
@@ -532,6 +532,122 @@ class GatingPass:
 
     def finish(self, state: GatingValue) -> GatingValue:
         """The value and gradient."""
+        return state
+
+
+def _linear_scores(X: np.ndarray | SparseRows, W: np.ndarray,
+                   bias_scale: float) -> np.ndarray:
+    """Scores ``w . [x, bias_scale]`` of one expert ``W`` (shape ``(1, d + 1)``), float64."""
+    d = X.shape[1]
+    w = np.asarray(W[0, :d], dtype=np.float32)
+    product = X.to_scipy() @ w if isinstance(X, SparseRows) else X @ w
+    return np.asarray(product, dtype=np.float64) + float(W[0, d]) * float(bias_scale)
+
+
+@dataclass
+class LinearSweepState:
+    """State of a :class:`LinearSweepPass`: each lane's linear SVM and the sums that give
+    its duality gap.
+
+    Attributes
+    ----------
+    W : list of ndarray of shape (1, d + 1)
+        Each lane's expert, updated chunk by chunk.
+    loss : ndarray of shape (n_lanes,)
+        ``sum_i s_i hinge_i`` of each lane's expert as it was at the start of the pass.
+    alpha_sum : ndarray of shape (n_lanes,)
+        ``sum_i alpha_i`` of each lane's dual variables after the pass (each row's as its
+        chunk left it).
+    rows : int
+        Rows processed (the weight of this state when partial states are merged).
+    """
+
+    W: list[np.ndarray]
+    loss: np.ndarray
+    alpha_sum: np.ndarray
+    rows: int = 0
+
+
+class LinearSweepPass:
+    """Sequential pass: dual coordinate descent of one-component lanes (linear SVMs) over
+    every row, which also sums what their duality gap needs.
+
+    Each chunk is first scored by the experts the pass started from (their primal hinge
+    losses), then swept. The dual variables' sum after the pass gives the dual objective
+    of its end point, so the losses of pass ``e`` and the dual sum of pass ``e - 1`` belong
+    to the same iterate (the experts are the image of the dual variables,
+    ``w = sum_i alpha_i y_i [z_i, b]``), with no extra read.
+
+    Parameters
+    ----------
+    positives : sequence of int
+        Each lane's positive class code.
+    C, bias_scale : float
+    alphas : sequence of ExampleState
+        Each lane's dual variables ``(n_rows, 1)``.
+    seeds : sequence of int
+        Each lane's seed of the coordinate orders.
+    initial : sequence of ndarray of shape (1, d + 1)
+        Each lane's expert at the start of the pass (not modified).
+    standardiser : Standardiser, optional
+        Applied to every chunk's features first (none: the raw features).
+    """
+
+    kind: Literal["reduction", "sequential"] = "sequential"
+
+    def __init__(self, positives: Sequence[int], C: float, bias_scale: float,
+                 alphas: Sequence[ExampleState], seeds: Sequence[int],
+                 initial: Sequence[np.ndarray],
+                 standardiser: Standardiser | None = None) -> None:
+        self.standardiser = standardiser
+        self.positives = [int(p) for p in positives]
+        self.C = float(C)
+        self.bias_scale = float(bias_scale)
+        self.n_lanes = _hold_lanes(self, alphas)
+        self.seeds = [int(s) for s in seeds]
+        self.initial = [np.asarray(W, dtype=np.float64) for W in initial]
+        if not len(self.positives) == self.n_lanes == len(self.seeds) == len(self.initial):
+            raise ValueError("one positive class, ExampleState, seed and expert per lane")
+        if any(W.shape[0] != 1 for W in self.initial):
+            raise ValueError("a linear sweep trains one-component lanes only")
+
+    def start(self) -> LinearSweepState:
+        """A copy of the initial experts, zero sums."""
+        return LinearSweepState([W.copy() for W in self.initial], np.zeros(self.n_lanes),
+                                np.zeros(self.n_lanes))
+
+    def step(self, state: LinearSweepState, chunk: Chunk) -> LinearSweepState:
+        """Hinge losses of the initial experts on the chunk, then coordinate descent
+        sweeps over it, lane after lane (in place)."""
+        X, w = chunk_features(chunk, self.standardiser), _weights(chunk)
+        w64 = w.astype(np.float64)
+        diagonal = expert_diagonal(X, self.bias_scale)
+        one = np.ones((chunk.n_rows, 1))
+        every = np.ones(1, dtype=bool)
+
+        def lane(m: int) -> None:
+            y = _signs(chunk, self.positives[m])
+            scores = _linear_scores(X, self.initial[m], self.bias_scale)
+            state.loss[m] += float(w64 @ np.maximum(0.0, 1.0 - y * scores))
+            lane_alpha = _lane_alpha(self, m)
+            alpha = lane_alpha.get(chunk)
+            expert_dcd_chunk(X, y, w, one, self.C, alpha, state.W[m], every, self.bias_scale,
+                             EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+            lane_alpha.put(chunk, alpha)
+            state.alpha_sum[m] += float(alpha.sum(dtype=np.float64))
+
+        _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
+        state.rows += chunk.n_rows
+        return state
+
+    def merge(self, a: LinearSweepState, b: LinearSweepState) -> LinearSweepState:
+        """Parameter mixing of the experts, the sums added (a new state)."""
+        return LinearSweepState([_mix(p, q, a.rows, b.rows)
+                                 for p, q in zip(a.W, b.W, strict=True)],
+                                a.loss + b.loss, a.alpha_sum + b.alpha_sum, a.rows + b.rows)
+
+    def finish(self, state: LinearSweepState) -> LinearSweepState:
+        """The experts after the pass and its sums."""
         return state
 
 
