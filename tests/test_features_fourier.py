@@ -8,9 +8,11 @@ import pytest
 from streamlearn.features.fourier import (
     FourierMap,
     cos_sin_pi,
+    fourier_encode_frequency_major,
     fourier_encode_row,
     fourier_transform_dense,
     fourier_weights,
+    frequency_major_columns,
 )
 
 
@@ -53,6 +55,25 @@ def test_encode_row_and_dense_transform_match_closed_form(order, K):
     fourier_transform_dense(X, lo, hi, w, False, out)
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-7)
     np.testing.assert_array_equal(FourierMap(K, order).fit(lo, hi).transform(X), out)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("K", [1, 6, 64])
+def test_frequency_major_encoding_is_the_closed_form_in_its_order(order, K):
+    lo = np.array([0.0, -5.0, 2.0, 0.0, 1.0])
+    hi = np.array([1.0, 5.0, 3.0, 4.0, 1.5])
+    X = np.random.default_rng(1).uniform(-6, 6, (30, 5)).astype(np.float32)
+    w = fourier_weights(K, order)
+    ref = closed_form(X, lo, hi, K, order)
+    columns = frequency_major_columns(5, K)
+    # every column once; entries f and nf + f are feature f's first cosine and sine
+    np.testing.assert_array_equal(np.sort(columns), np.arange(5 * 2 * K))
+    assert columns[3] == 3 * 2 * K and columns[5 + 3] == 3 * 2 * K + 1
+    work = [np.empty(5, dtype=np.float32) for _ in range(4)]
+    val = np.empty(5 * 2 * K, dtype=np.float32)
+    for r, row in enumerate(X):
+        assert fourier_encode_frequency_major(row, lo, hi, w, *work, val) == 5 * 2 * K
+        np.testing.assert_allclose(val, ref[r, columns], rtol=0, atol=2e-7)
 
 
 @pytest.mark.parametrize("order", [1, 2])

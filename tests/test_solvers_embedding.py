@@ -271,3 +271,37 @@ def test_every_column_tells_encodings_that_hold_each_column_in_order() -> None:
     rng = np.random.default_rng(0)
     w, v = rng.normal(size=13), rng.normal(size=12).astype(np.float32)
     assert dense_score(w, v, 11) == pytest.approx(float(w[:11] @ v[:11].astype(np.float64)))
+
+
+def test_frequency_major_models_round_trip_and_score_as_the_map_does() -> None:
+    from streamlearn.features.fourier import frequency_major_columns
+    from streamlearn.solvers.embedding import (
+        frequency_major_buffers,
+        from_frequency_major,
+        to_frequency_major,
+    )
+
+    lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
+    fmap = FourierMap(3).fit(lo, hi)
+    emb = embedding_params(fmap)
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(2, emb.n_dims + 1))
+    P = to_frequency_major(W, emb.ipar)
+    columns = frequency_major_columns(N_FEATURES, 3)
+    np.testing.assert_array_equal(P[:, :-1], W[:, columns])  # numpy's gather
+    assert np.array_equal(P[:, -1], W[:, -1])  # the bias stays last
+    back = np.zeros_like(W)
+    from_frequency_major(back, P, emb.ipar)
+    np.testing.assert_array_equal(back, W)
+    # a row encoded in that order scores against the permuted model as the map's
+    # materialised row does against the model
+    idx = np.empty(emb.n_dims, dtype=np.int32)
+    work = frequency_major_buffers(emb.ipar, idx)
+    np.testing.assert_array_equal(idx, np.arange(emb.n_dims))
+    val = np.empty(emb.n_dims, dtype=np.float32)
+    x = rng.random(N_FEATURES).astype(np.float32)
+    from streamlearn.solvers.embedding import embed_frequency_major
+
+    assert embed_frequency_major(x, emb.ipar, emb.fpar, work, val) == emb.n_dims
+    ref = fmap.transform(x[None, :])[0].astype(np.float64) @ W[0, :-1]
+    np.testing.assert_allclose(val.astype(np.float64) @ P[0, :-1], ref, rtol=1e-6)

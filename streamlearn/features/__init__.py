@@ -31,6 +31,7 @@ from streamlearn.features.feature_map import FeatureMap
 from streamlearn.features.fourier import (
     FourierMap,
     fourier_encode_every_feature,
+    fourier_encode_frequency_major,
     fourier_encode_row,
     fourier_transform_dense,
     fourier_weights,
@@ -69,6 +70,7 @@ __all__ = [
     "bspline_transform_dense",
     "difference_matrix",
     "fourier_encode_every_feature",
+    "fourier_encode_frequency_major",
     "fourier_encode_row",
     "fourier_transform_dense",
     "fourier_weights",

@@ -51,6 +51,7 @@ from streamlearn.features import (
     bspline_encode_uniform_row,
     bspline_encode_warped_row,
     fourier_encode_every_feature,
+    fourier_encode_frequency_major,
     fourier_encode_row,
     hermite_encode_row,
     pair_encode_row,
@@ -540,6 +541,78 @@ def embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
     if kind == LINEAR:
         return x.shape[0]
     return encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
+
+
+def frequency_major(kind: int, sparse: bool, zero_preserving: bool) -> bool:
+    """Whether a solver kernel for these :class:`KernelSpec` constants runs a trigonometric
+    map in frequency-major order (:func:`to_frequency_major`): dense rows, every feature's
+    block written (not zero-preserving)."""
+    return kind == FOURIER and not sparse and not zero_preserving
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def frequency_major_column(j, ipar):
+    """The map's column of entry ``j`` of a frequency-major trigonometric encoding
+    (:func:`~streamlearn.features.fourier.fourier_encode_frequency_major`)."""
+    nf = ipar[IP_N_FEATURES]
+    k, rest = divmod(j, 2 * nf)
+    part, f = divmod(rest, nf)
+    return f * ipar[IP_N_COLS] + 2 * k + part
+
+
+@njit(cache=True, nogil=True)
+def to_frequency_major(W, ipar):
+    """A copy of models ``W`` (``(m, n_dims + 1)``, bias last) with the columns of a
+    trigonometric map in frequency-major order.
+
+    A kernel that works on this copy scores and updates rows encoded by
+    :func:`embed_frequency_major` with dense loops (:func:`every_column`), and puts the
+    columns back with :func:`from_frequency_major` at its end: ``O(m n_dims)`` per chunk,
+    against a store per value per row in the map's own order.
+    """
+    out = np.empty_like(W)
+    dim = ipar[IP_N_DIMS]
+    for i in range(W.shape[0]):
+        for j in range(dim):
+            out[i, j] = W[i, frequency_major_column(j, ipar)]
+        out[i, dim] = W[i, dim]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def from_frequency_major(W, permuted, ipar):
+    """Write models ``permuted`` (from :func:`to_frequency_major`) back into ``W``, in the
+    map's column order."""
+    dim = ipar[IP_N_DIMS]
+    for i in range(W.shape[0]):
+        for j in range(dim):
+            W[i, frequency_major_column(j, ipar)] = permuted[i, j]
+        W[i, dim] = permuted[i, dim]
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def frequency_major_buffers(ipar, idx):
+    """Work space of :func:`embed_frequency_major`; fills ``idx`` with the positions
+    ``0 .. n_dims - 1`` once, so that the per-row helpers, given the encoder's values, take
+    their dense paths (:func:`every_column`) on every row."""
+    for j in range(ipar[IP_N_DIMS]):
+        idx[j] = j
+    nf = ipar[IP_N_FEATURES]
+    return (np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32),
+            np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32))
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def embed_frequency_major(x, ipar, fpar, work, val):
+    """A dense row's trigonometric values in frequency-major order
+    (:func:`~streamlearn.features.fourier.fourier_encode_frequency_major`), for a kernel
+    whose models are :func:`to_frequency_major` copies and whose ``idx`` came from
+    :func:`frequency_major_buffers`."""
+    nf = x.shape[0]
+    k = ipar[IP_N_TERMS]
+    return fourier_encode_frequency_major(x, fpar[:nf], fpar[nf : 2 * nf],
+                                          fpar[2 * nf : 2 * nf + k], work[0], work[1],
+                                          work[2], work[3], val)
 
 
 @njit(cache=True, nogil=True, forceinline=True)

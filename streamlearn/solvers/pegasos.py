@@ -47,7 +47,11 @@ from streamlearn.solvers.embedding import (
     IP_N_DIMS,
     KernelFamily,
     KernelSpec,
+    embed_frequency_major,
     fetch_row,
+    frequency_major,
+    frequency_major_buffers,
+    from_frequency_major,
     kernel_rows,
     row_buffers,
     row_kind,
@@ -55,6 +59,7 @@ from streamlearn.solvers.embedding import (
     row_update,
     row_update_pair,
     rows_in,
+    to_frequency_major,
 )
 from streamlearn.solvers.ovr import binary_label, one_model
 
@@ -83,15 +88,25 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     # pegasos_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
+    permuted = frequency_major(fixed_kind, sparse, zero_preserving)
 
     @njit(cache=True, nogil=True)
-    def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W, AVG, t, average_start,
-               kind, ipar, fpar):
+    def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W_out, AVG_out, t,
+               average_start, kind, ipar, fpar):
+        # a trigonometric map's models are worked on in frequency-major order (see
+        # embedding.to_frequency_major) and put back at the end; the others in place
+        W = W_out
+        AVG = AVG_out
+        if permuted:
+            W = to_frequency_major(W_out, ipar)
+            AVG = to_frequency_major(AVG_out, ipar)
         n = rows_in(X, csr, sparse)
         m = W.shape[0]
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
         idx, val, zero = row_buffers(ipar, sparse)
+        if permuted:
+            work = frequency_major_buffers(ipar, idx)
         margins = np.empty(m, dtype=np.float64)
         averaging = n > 0 and t + n >= average_start
         # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
@@ -107,8 +122,12 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         for r in range(n):
             k = t + 1 + r
             eta = 1.0 / (lam * k)
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
-                               fpar, idx, val, zero)
+            if permuted:
+                x = X[r]
+                nnz = embed_frequency_major(x, ipar, fpar, work, val)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             code = codes[r]
             for j in range(m):
                 yj = binary_label(code, positive[j], negative[j])
@@ -146,6 +165,9 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
             _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
         else:
             _fold_all(W, AVG, 1.0, 0.0, scale)
+        if permuted:
+            from_frequency_major(W_out, W, ipar)
+            from_frequency_major(AVG_out, AVG, ipar)
         return t + n
 
     return kernel
