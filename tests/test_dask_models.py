@@ -10,8 +10,11 @@ on 2000 test rows is about 0.4 points).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score
 
 from streamlearn.engine import DaskEngine
@@ -96,3 +99,30 @@ def test_shareboost_defaults_on_dask_match_local(dask_client) -> None:
     np.testing.assert_array_equal(remote.selected_features_, local.selected_features_)
     np.testing.assert_allclose(remote.predict_proba(X[:300]), local.predict_proba(X[:300]),
                                rtol=1e-4, atol=1e-6)
+
+
+def test_mixture_guard_finishes_its_linear_svm_on_dask(dask_client) -> None:
+    # one-hot-like rows with a noisy linear rule: the guard keeps the linear SVM, whose
+    # finishing passes run by parameter mixing on the cluster; its duality gap, summed over
+    # the partitions, still falls below the tolerance, and the model is the local one's
+    from streamlearn.solvers.mixture.driver import LINEAR_GAP_TOL
+
+    rng = np.random.default_rng(0)
+    beta = rng.normal(size=40)
+
+    def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
+        X = (rng.random((n, 40)) < 0.3).astype(np.float32)
+        return X, (X @ beta - 0.3 * beta.sum() + rng.normal(0, 1.0, n) > 0).astype(int)
+
+    X, y = draw(4000)
+    Xt, yt = draw(2000)
+    # four chunks of 1,000 rows: coordinate descent chunk by chunk needs more passes than
+    # over one chunk of all rows (13 here), hence the larger cap
+    params = {"chunk_rows": 1000, "epochs": 80, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        local = MixtureSVC(**params).fit(X, y)
+        remote = MixtureSVC(**params).fit(X, y, engine=DaskEngine(dask_client))
+    assert local.validation_["kept"] == remote.validation_["kept"] == "linear"
+    assert remote.validation_["duality_gap"] <= LINEAR_GAP_TOL
+    assert accuracy_score(yt, remote.predict(Xt)) >= accuracy_score(yt, local.predict(Xt)) - 0.01

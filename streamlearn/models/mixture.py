@@ -187,8 +187,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         as its one-component case, and on data where its regions do not help (one-hot
         tables) it can lose to it; the guard keeps the default from doing so. A kept linear
         SVM is then trained on every row, the held-out ones included, by passes of dual
-        coordinate descent until its relative duality gap is at most 0.01 (at most
-        ``epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,
+        coordinate descent until its relative duality gap is at most 0.02 (at most
+        ``3 epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,
         short of the linear SVM's optimum. The guard runs when at least 200 rows are
         expected in the held-out share; None trains on every row with no guard.
     chunk_rows : int, optional
@@ -369,8 +369,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         gap = (fitted.validation or {}).get("duality_gap")
         if gap is not None and not fitted.converged:
             warnings.warn(f"{type(self).__name__}: the linear SVM the validation guard kept "
-                          f"stopped at its cap of epochs={self.epochs} passes with a relative "
-                          f"duality gap of {gap:.3g} > {driver.LINEAR_GAP_TOL}; raise epochs",
+                          f"stopped at its cap of {driver.LINEAR_PASSES_PER_EPOCH} x epochs="
+                          f"{self.epochs} passes with a relative duality gap of {gap:.3g} > "
+                          f"{driver.LINEAR_GAP_TOL}; raise epochs",
                           ConvergenceWarning, stacklevel=5)
         elif not fitted.converged:
             which = ("two consecutive epochs" if self.em == "stochastic"
