@@ -248,7 +248,7 @@ def test_guard_keeps_the_linear_svm_where_regions_do_not_help() -> None:
 
     X, y = draw()
     Xt, yt = draw()
-    # the kept linear SVM is then trained on every row to a duality gap of 2 %: the fit
+    # the kept linear SVM is then trained on every row to a duality gap of 1 %: the fit
     # converges although the mixture's lanes would have run to the cap
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)

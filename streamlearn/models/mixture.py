@@ -187,7 +187,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         as its one-component case, and on data where its regions do not help (one-hot
         tables) it can lose to it; the guard keeps the default from doing so. A kept linear
         SVM is then trained on every row, the held-out ones included, by passes of dual
-        coordinate descent until its relative duality gap is at most 0.02 (at most
+        coordinate descent until its relative duality gap is at most 0.01 (at most
         ``3 epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,
         short of the linear SVM's optimum. The guard runs when at least 200 rows are
         expected in the held-out share; None trains on every row with no guard.
