@@ -309,9 +309,25 @@ def fourier_transform_dense(X, lo, hi, weights, zero_preserving, out):
     out : ndarray of shape (n_rows, n_features * 2K), float32
         Receives the embedding.
     """
-    m = X.shape[1] * 2 * weights.shape[0]
+    nf = X.shape[1]
+    n_terms = weights.shape[0]
+    m = nf * 2 * n_terms
     idx = np.empty(m, dtype=np.int32)
     val = np.empty(m, dtype=np.float32)
+    if not zero_preserving:  # every column: frequency-major values, put in their columns
+        c1 = np.empty(nf, dtype=np.float32)
+        s1 = np.empty(nf, dtype=np.float32)
+        c = np.empty(nf, dtype=np.float32)
+        s = np.empty(nf, dtype=np.float32)
+        for r in range(X.shape[0]):
+            fourier_encode_frequency_major(X[r], lo, hi, weights, c1, s1, c, s, val)
+            j = 0
+            for k in range(n_terms):
+                for part in range(2):
+                    for f in range(nf):
+                        out[r, f * 2 * n_terms + 2 * k + part] = val[j]
+                        j += 1
+        return
     for r in range(X.shape[0]):
         for i in range(out.shape[1]):
             out[r, i] = 0.0

@@ -908,6 +908,7 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
     # decision_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, _ = spec
     hk = row_kind(fixed_kind, sparse)
+    permuted = frequency_major(fixed_kind, sparse, zero_preserving)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
@@ -916,6 +917,16 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
         dim = ipar[IP_N_DIMS]
         out = np.empty((n, m), dtype=np.float64)
         idx, val, zero = row_buffers(ipar, sparse)
+        if permuted:  # a trigonometric map's rows against a frequency-major copy of W
+            Wf = to_frequency_major(W, ipar)
+            work = frequency_major_buffers(ipar, idx)
+            for r in range(n):
+                x = X[r]
+                nnz = embed_frequency_major(x, ipar, fpar, work, val)
+                for j in range(m):
+                    wj = Wf[j]
+                    out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+            return out
         for r in range(n):
             x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
                                fpar, idx, val, zero)
