@@ -88,6 +88,10 @@ MIN_CHECK_ROWS = 200
 PAIR_GAIN_PER_COST = 0.005
 #: Rows of the describe sample embedded at once (the term importances, the step offset).
 SAMPLE_BLOCK_ROWS = 256
+#: The term importances keep the terms of the first pass over the sample for the second
+#: when they take at most this many bytes (float64 rows x terms x models); else they are
+#: computed again.
+IMPORTANCE_KEPT_BYTES = 64 * 2**20
 #: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
 #: shares of this (a held-out set that the model nearly separates).
 LOSS_FLOOR = 0.01
@@ -851,7 +855,9 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     A feature whose curve is flat, or whose values all fall where it is flat, scores 0;
     the unit is that of the SVM scores, so importances of one model compare across
     features whatever their units. The terms are the blocks of the materialised embedding
-    times the model's weights, :data:`SAMPLE_BLOCK_ROWS` rows at a time.
+    times the model's weights, :data:`SAMPLE_BLOCK_ROWS` rows at a time, kept from the
+    pass that takes their mean to the one that takes their deviations when they fit in
+    :data:`IMPORTANCE_KEPT_BYTES` (embedding the rows was most of the work).
 
     Parameters
     ----------
@@ -888,8 +894,16 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
                 move_marginals(block, X, feature_map, W)
             yield block
 
-    mean = sum(block.sum(axis=0) for block in blocks()) / rows.shape[0]
-    spread = sum(np.abs(block - mean).sum(axis=0) for block in blocks()) / rows.shape[0]
+    keep = rows.shape[0] * (d + n_pairs) * W.shape[0] * 8 <= IMPORTANCE_KEPT_BYTES
+    kept: list[np.ndarray] = []
+    total = 0.0
+    for block in blocks():
+        total = total + block.sum(axis=0)
+        if keep:
+            kept.append(block)
+    mean = total / rows.shape[0]
+    spread = sum(np.abs(block - mean).sum(axis=0)
+                 for block in (kept if keep else blocks())) / rows.shape[0]
     return spread.mean(axis=1)
 
 
