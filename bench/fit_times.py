@@ -12,7 +12,7 @@ user would otherwise pick on the same rows:
 - ``ShareBoostClassifier()`` on a9a and adult, against ``LinearSVC()``, and on all of MNIST,
   against ``SGDClassifier()`` (``LinearSVC()``'s defaults ran for more than 12 minutes
   there without finishing);
-- ``AdditiveSVC()`` on usps, ijcnn1 and adult, against ``LinearSVC()``.
+- ``AdditiveSVC()`` on usps, ijcnn1, adult and satimage, against ``LinearSVC()``.
 
 Every fit runs in a fresh process after a warm-up fit on 500 rows (so the kernels are
 compiled and cached, as after the first use) with every thread pool held to the machine's
@@ -50,7 +50,7 @@ CASES = {
     "ShareBoost stumps, 100 rounds": ("letter", "shuttle"),
     "MixtureSVC()": ("usps", "letter"),
     "ShareBoostClassifier()": ("a9a", "adult", "mnist"),
-    "AdditiveSVC()": ("usps", "ijcnn1", "adult"),
+    "AdditiveSVC()": ("usps", "ijcnn1", "adult", "satimage"),
 }
 PEERS = {
     "ShareBoost stumps, 100 rounds": ("LightGBM, 100 trees", "HistGradientBoosting"),
