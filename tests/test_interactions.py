@@ -90,6 +90,13 @@ def test_on_the_fly_encoding_scores_and_norms_match_the_materialised_embedding()
     for r in range(5):
         norm = row_sq_norm(emb.kind, X[r], emb.ipar, emb.fpar, idx, val, scratch)
         assert norm == pytest.approx(float(Z[r] @ Z[r]), rel=1e-5)
+    # the squared norms summed with the pair columns left unmaterialised (a pair's block
+    # norm is the product of its features' hat norms), rows out of range clamped
+    main = BSplineMap(degree=2, n_bases=6, penalty_order=2).fit(X.min(0), X.max(0))
+    X[0] = [9.0, -9.0, 0.0, 9.0]
+    Z = fmap.transform(X).astype(np.float64)
+    assert fmap.sum_sq_norms(X) == pytest.approx(float((Z * Z).sum()), rel=1e-6)
+    assert main.sum_sq_norms(X) == pytest.approx(float((Z[:, :24] ** 2).sum()), rel=1e-6)
 
 
 def test_pair_terms_train_as_a_linear_svm_on_the_materialised_embedding() -> None:

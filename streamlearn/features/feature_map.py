@@ -147,6 +147,21 @@ class FeatureMap:
         """Dense embedding, float32 of shape (n_rows, n_output_features(n_features))."""
         raise NotImplementedError
 
+    def sum_sq_norms(self, X: Any) -> float:
+        """``sum_i ||Phi(x_i)||^2`` over the rows of ``X``: the dense embedding's squared
+        entries, added in float32 (maps whose columns factor may add them without it).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+
+        Returns
+        -------
+        float
+        """
+        Phi = self.transform(X)
+        return float(np.vdot(Phi, Phi))
+
     def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Embedding as a CSR triple ``(indptr, indices, data)`` of its non-zero entries.
 

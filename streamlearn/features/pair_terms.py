@@ -313,6 +313,29 @@ class BSplinePairMap(BSplineMap):
                              self.pair_features, out[:, main:])
         return out
 
+    def sum_sq_norms(self, X: Any) -> float:
+        """``sum_i ||Phi(x_i)||^2`` with the pair columns left unmaterialised.
+
+        A pair's entries are the products of its two features' hat values on the pair
+        grid, so the squared norm of its block is the product of theirs; only the
+        per-feature block is embedded (float32, as :meth:`FeatureMap.sum_sq_norms` adds
+        it), the pairs' ``P^2`` columns each are not.
+        """
+        X = self._check_X(X)
+        main = X.shape[1] * self.n_columns_per_feature
+        block = np.empty((X.shape[0], main), dtype=np.float32)
+        Z, lo, hi = self.positions(X)
+        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
+                                False, block)
+        total = float(np.vdot(block, block))
+        squares: dict[int, np.ndarray] = {}  # per feature: its hats squared, summed per row
+        for f in {f for pair in self.interactions for f in pair}:
+            hats = hat_values(X[:, f], self.lo_[f], self.hi_[f], self.pair_bases)
+            squares[f] = (hats * hats).sum(axis=1)
+        for f, g in self.interactions:
+            total += float(squares[f] @ squares[g])
+        return total
+
     def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`transform` as a CSR triple."""
         return dense_to_csr(self.transform(X))

@@ -1168,7 +1168,9 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
 
 
 def materialised_sq_norm(feature_map: FeatureMap | None, rows: np.ndarray) -> float:
-    """``sum_i ||Psi_d(x_i)||^2`` over dense ``rows``, from the map's materialised transform.
+    """``sum_i ||Psi_d(x_i)||^2`` over dense ``rows``, from the map's materialised transform
+    (:meth:`~streamlearn.features.feature_map.FeatureMap.sum_sq_norms`, which leaves pair
+    columns unmaterialised).
 
     :data:`SAMPLE_BLOCK_ROWS` rows are embedded at a time, so memory stays bounded by
     one block whatever the sample's size. A dense fit compiles the transform anyway, for
@@ -1190,8 +1192,9 @@ def materialised_sq_norm(feature_map: FeatureMap | None, rows: np.ndarray) -> fl
     total = 0.0
     for a in range(0, rows.shape[0], SAMPLE_BLOCK_ROWS):
         block = np.ascontiguousarray(rows[a:a + SAMPLE_BLOCK_ROWS])
-        Psi = block if feature_map is None else feature_map.transform(block)
-        total += float(np.vdot(Psi, Psi))  # float32 within a block, float64 across blocks
+        # float32 within a block, float64 across blocks
+        total += (float(np.vdot(block, block)) if feature_map is None
+                  else feature_map.sum_sq_norms(block))
     return total
 
 
