@@ -85,6 +85,19 @@ def cos_sin_pi(t):
     return cs * cs - sn * sn, 2.0 * sn * cs
 
 
+@njit(cache=True, nogil=True, forceinline=True,
+      fastmath={"reassoc", "contract", "nsz", "arcp"})
+def _first_frequency(x, lo, hi, c1, s1, c, s):
+    # the sweeps' start: each feature's (cos, sin)(pi t) as the step (c1, s1) and as the
+    # first frequency's values (c, s)
+    for f in range(x.shape[0]):
+        cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
+        c1[f] = cf
+        s1[f] = sf
+        c[f] = cf
+        s[f] = sf
+
+
 @njit(cache=True, nogil=True, forceinline=True)
 def _write_shifted_block(t, t0, weights, base, idx, val, nnz):
     # cos(k pi t) - cos(k pi t0), sin(k pi t) - sin(k pi t0) for k = 1 .. K (the zero-
@@ -160,12 +173,7 @@ def fourier_encode_every_feature(x, lo, hi, weights, idx, val):
         s1 = work[nf : 2 * nf]
         c = work[2 * nf : 3 * nf]
         s = work[3 * nf :]
-        for f in range(nf):
-            cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
-            c1[f] = cf
-            s1[f] = sf
-            c[f] = cf
-            s[f] = sf
+        _first_frequency(x, lo, hi, c1, s1, c, s)
         for k in range(n_terms):
             w = np.float32(weights[k])
             for f in range(nf):
@@ -219,12 +227,7 @@ def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
     """
     nf = x.shape[0]
     n_terms = weights.shape[0]
-    for f in range(nf):
-        cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
-        c1[f] = cf
-        s1[f] = sf
-        c[f] = cf
-        s[f] = sf
+    _first_frequency(x, lo, hi, c1, s1, c, s)
     # one loop per frequency, which stores its values and steps the recurrence: three
     # short loops per frequency, each with its own set-up, took 2.6x as long
     for k in range(n_terms):
