@@ -145,6 +145,25 @@ def test_sparse_fit_is_the_dense_fit_in_the_same_units(monkeypatch, em, atol):
     assert sparse.score(M, y) > 0.9
 
 
+def test_kept_linear_svm_is_finished_on_sparse_rows_as_on_dense_ones(monkeypatch):
+    # noisy linear labels on sparse indicator rows: the guard keeps its linear SVM, and
+    # its finishing passes (scores over stored entries, dual coordinate descent on CSR
+    # rows) give the dense fit's model in the same units
+    rng = np.random.default_rng(0)
+    M = sp.random(3000, 200, density=0.05, format="csr", random_state=rng, dtype=np.float32)
+    M.data[:] = 1.0
+    y = (M @ rng.normal(size=200) + rng.normal(0, 2.0, 3000) > 0).astype(int)
+    sparse = MixtureSVC(C=0.05, random_state=0).fit(M, y)
+    monkeypatch.setattr(Standardiser, "from_moments", classmethod(
+        lambda cls, count, mean, *rest: cls.identity(len(mean))))
+    dense = MixtureSVC(C=0.05, random_state=0).fit(M.toarray(), y)
+    assert sparse.validation_["kept"] == dense.validation_["kept"] == "linear"
+    assert sparse.validation_["duality_gap"] <= 0.01
+    assert sparse.n_iter_ == dense.n_iter_
+    np.testing.assert_allclose(sparse.decision_function(M),
+                               dense.decision_function(M.toarray()), rtol=1e-6, atol=1e-6)
+
+
 def test_auto_C_is_the_rule_on_the_rows_in_their_units():
     M, X, y = _data(seed=6)
     model = MixtureSVC(random_state=0, epochs=2).fit(M, y)
