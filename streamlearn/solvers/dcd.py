@@ -52,17 +52,24 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from streamlearn.features.fourier import frequency_major_columns
 from streamlearn.solvers.embedding import (
     IP_DEGREE,
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
+    IP_N_FEATURES,
+    IP_N_TERMS,
     IP_ZERO_PRESERVING,
     KernelFamily,
     KernelSpec,
+    embed_frequency_major,
     embed_row,
     fetch_row,
+    frequency_major,
+    frequency_major_buffers,
     kernel_rows,
+    kernel_spec,
     model_dot,
     row_buffers,
     row_kind,
@@ -147,6 +154,9 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
     # dcd_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
+    # a trigonometric map's rows come in frequency-major order; dcd_ovr_chunk hands this
+    # kernel its models, monitor and centre in that order
+    permuted = frequency_major(fixed_kind, sparse, zero_preserving)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
@@ -156,6 +166,8 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
         idx, val, zero = row_buffers(ipar, sparse)
+        if permuted:
+            work = frequency_major_buffers(ipar, idx)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
         qd = np.full(n, -1.0)
@@ -186,8 +198,12 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
                 else:
                     upper = np.inf
                     diag = 0.5 / ci
-                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
-                                   ipar, fpar, idx, val, zero)
+                if permuted:
+                    x = X[r]
+                    nnz = embed_frequency_major(x, ipar, fpar, work, val)
+                else:
+                    x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                       ipar, fpar, idx, val, zero)
                 if qd[r] < 0.0:
                     qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
                     if centred:
@@ -312,9 +328,22 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     elif not bias_scale > 0.0 or centre.shape != W.shape[1:]:
         raise ValueError("centre needs a bias (bias_scale > 0) and the length of a model")
     dense, csr, sparse = kernel_rows(X)
-    return _DCD_OVR(kind, ipar, sparse)(dense, csr, codes, positive, negative, c, alpha, W, loss,
-                                  bias_scale, n_inner, seed, kind, ipar, fpar, monitor,
-                                  monitor_loss, centre)
+    kernel = _DCD_OVR(kind, ipar, sparse)
+    spec = kernel_spec(kind, ipar, sparse, True)
+    if not frequency_major(spec.kind, spec.sparse, spec.zero_preserving):
+        return kernel(dense, csr, codes, positive, negative, c, alpha, W, loss, bias_scale,
+                      n_inner, seed, kind, ipar, fpar, monitor, monitor_loss, centre)
+    # the kernel works on the columns in the order its rows are encoded (penalty order 0:
+    # the products and norms it takes of them do not depend on the order)
+    cols = np.r_[frequency_major_columns(int(ipar[IP_N_FEATURES]), int(ipar[IP_N_TERMS])),
+                 int(ipar[IP_N_DIMS])]
+    permuted = np.ascontiguousarray(W[:, cols])
+    out = kernel(dense, csr, codes, positive, negative, c, alpha, permuted, loss, bias_scale,
+                 n_inner, seed, kind, ipar, fpar,
+                 np.ascontiguousarray(monitor[:, cols]) if monitor.shape[0] else monitor,
+                 monitor_loss, np.ascontiguousarray(centre[cols]) if centre.shape[0] else centre)
+    W[:, cols] = permuted
+    return out
 
 
 def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, fpar,
