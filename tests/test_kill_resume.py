@@ -45,9 +45,10 @@ KILLS = {
                     "during:CalibrationPass:1:result"],
     # k-means, cluster counts, 2 initial expert passes, an E-step and 2 stochastic EM
     # epochs, every pass for the 3 one-vs-rest mixtures and the guard's 3 linear lanes at
-    # once (the experts' passes sequential, each lane with its own dual variables)
+    # once (the experts' passes sequential, each lane with its own dual variables), then
+    # the passes that finish the linear SVMs the guard keeps here
     "MixtureSVC": ["during:MiniBatchKMeansPass:2:4", "after:InitialExpertPass:2:2",
-                   "after:StochasticEpochPass:2:4"],
+                   "after:StochasticEpochPass:2:4", "during:LinearSweepPass:3:4"],
     # describe, anchor k-means (sequential), then restricted objectives and column scores
     "ShareBoostClassifier": ["after:MiniBatchKMeansPass:1:2",
                              "during:RestrictedObjectivePass:3:end"],
