@@ -313,6 +313,41 @@ class BSplinePairMap(BSplineMap):
                              self.pair_features, out[:, main:])
         return out
 
+    def transform_features(self, X: Any) -> np.ndarray:
+        """The per-feature columns of :meth:`transform` alone, float32 of shape
+        (n_rows, n_features * n_columns_per_feature)."""
+        X = self._check_X(X)
+        block = np.empty((X.shape[0], X.shape[1] * self.n_columns_per_feature),
+                         dtype=np.float32)
+        Z, lo, hi = self.positions(X)
+        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
+                                False, block)
+        return block
+
+    def pair_values(self, X: Any, W: np.ndarray) -> np.ndarray:
+        """Each pair's term at the rows, ``sum_ab W[j, p, a, b] h_a(x_f) h_b(x_g)``, from
+        the two features' hat values (the pair columns, products of them, are not
+        materialised).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+        W : ndarray of shape (m, n_pairs, P, P)
+            Each model's node values of each pair.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_pairs, m), float64
+        """
+        X = self._check_X(X)
+        out = np.empty((X.shape[0], self.n_pairs, W.shape[0]))
+        P = self.pair_bases
+        for p, (f, g) in enumerate(self.interactions):
+            h_f = hat_values(X[:, f], self.lo_[f], self.hi_[f], P)
+            h_g = hat_values(X[:, g], self.lo_[g], self.hi_[g], P)
+            out[:, p, :] = np.einsum("na,jab,nb->nj", h_f, W[:, p], h_g, optimize=True)
+        return out
+
     def sum_sq_norms(self, X: Any) -> float:
         """``sum_i ||Phi(x_i)||^2`` with the pair columns left unmaterialised.
 
@@ -322,11 +357,7 @@ class BSplinePairMap(BSplineMap):
         it), the pairs' ``P^2`` columns each are not.
         """
         X = self._check_X(X)
-        main = X.shape[1] * self.n_columns_per_feature
-        block = np.empty((X.shape[0], main), dtype=np.float32)
-        Z, lo, hi = self.positions(X)
-        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
-                                False, block)
+        block = self.transform_features(X)
         total = float(np.vdot(block, block))
         squares: dict[int, np.ndarray] = {}  # per feature: its hats squared, summed per row
         for f in {f for pair in self.interactions for f in pair}:

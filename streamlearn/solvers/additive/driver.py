@@ -879,18 +879,26 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     W_pairs = np.ascontiguousarray(
         W[:, main:].reshape(W.shape[0], n_pairs, size).transpose(1, 2, 0))
 
+    paired = isinstance(feature_map, BSplinePairMap)
+    pair_nodes = W[:, main:].reshape(W.shape[0], n_pairs, emb.pair_bases, emb.pair_bases)
+
     def blocks() -> Any:  # terms of a block of rows, (n, d + n_pairs, m)
         for a in range(0, rows.shape[0], SAMPLE_BLOCK_ROWS):
             X = rows[a:a + SAMPLE_BLOCK_ROWS]
-            Psi = np.asarray(X if feature_map is None else feature_map.transform(X),
-                             dtype=np.float64)
+            if paired:  # the pairs' terms from their hat values, their columns unmade
+                Psi = np.asarray(feature_map.transform_features(X), dtype=np.float64)
+            else:
+                Psi = np.asarray(X if feature_map is None else feature_map.transform(X),
+                                 dtype=np.float64)
             mains = Psi[:, :main].reshape(X.shape[0], d, n_cols).transpose(1, 0, 2)
             terms = [np.matmul(mains, W_main).transpose(1, 0, 2)]
-            if n_pairs:
+            if paired:
+                terms.append(feature_map.pair_values(X, pair_nodes))
+            elif n_pairs:
                 pairs = Psi[:, main:].reshape(X.shape[0], n_pairs, size).transpose(1, 0, 2)
                 terms.append(np.matmul(pairs, W_pairs).transpose(1, 0, 2))
             block = np.concatenate(terms, axis=1)
-            if isinstance(feature_map, BSplinePairMap):  # each pair's marginals to its features
+            if paired:  # each pair's marginals to its features
                 move_marginals(block, X, feature_map, W)
             yield block
 
