@@ -340,12 +340,14 @@ class BSplinePairMap(BSplineMap):
         ndarray of shape (n_rows, n_pairs, m), float64
         """
         X = self._check_X(X)
-        out = np.empty((X.shape[0], self.n_pairs, W.shape[0]))
-        P = self.pair_bases
+        n, m, P = X.shape[0], W.shape[0], self.pair_bases
+        out = np.empty((n, self.n_pairs, m))
+        hats = {f: hat_values(X[:, f], self.lo_[f], self.hi_[f], P)
+                for f in {f for pair in self.interactions for f in pair}}
         for p, (f, g) in enumerate(self.interactions):
-            h_f = hat_values(X[:, f], self.lo_[f], self.hi_[f], P)
-            h_g = hat_values(X[:, g], self.lo_[g], self.hi_[g], P)
-            out[:, p, :] = np.einsum("na,jab,nb->nj", h_f, W[:, p], h_g, optimize=True)
+            # sum over a by one matrix product, (n, P) x (P, m P), then over b
+            along = (hats[f] @ W[:, p].transpose(1, 0, 2).reshape(P, m * P)).reshape(n, m, P)
+            out[:, p, :] = np.einsum("njb,nb->nj", along, hats[g])
         return out
 
     def sum_sq_norms(self, X: Any) -> float:
