@@ -682,9 +682,7 @@ def _finish_linear(runner: Any, dataset: Dataset, config: MixtureConfig,
             if gaps.max() <= LINEAR_GAP_TOL:
                 break
         previous = state
-        W = state.W
-    else:  # the cap: the last pass's end point, not measured
-        W = state.W
+        W = state.W  # at the cap: the last pass's end point, not measured
     converged = bool(gaps.max() <= LINEAR_GAP_TOL)
     out = []
     for f, w, gap in zip(fits, W, gaps, strict=True):
