@@ -11,7 +11,7 @@ from sklearn.svm import LinearSVC
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.example_state import ExampleState
-from streamlearn.features import BSplineMap, FourierMap, difference_matrix
+from streamlearn.features import BSplineMap, FourierMap, HermiteMap, difference_matrix
 from streamlearn.solvers.dcd import (
     HINGE,
     LOSSES,
@@ -65,13 +65,15 @@ def dcd_reference(Z, y, c, alpha, w, loss, bias_scale, orders):
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
-@pytest.mark.parametrize("embedding", ["linear", "bspline_d1", "fourier"])
+@pytest.mark.parametrize("embedding", ["linear", "bspline_d1", "fourier", "hermite"])
 def test_dcd_chunk_equals_reference_sweeps(loss, embedding):
-    # the trigonometric map runs its rows in frequency-major order (dcd_ovr_chunk permutes
-    # the model for the kernel and back), the others in the map's order
+    # the trigonometric and Hermite maps run their rows in term-major order (dcd_ovr_chunk
+    # permutes the model for the kernel and back), the others in the map's order
     X, y = make_problem(150, seed=1)
     m = {"linear": None, "bspline_d1": spline_map(X),
-         "fourier": FourierMap(3, 1).fit(X.min(axis=0), X.max(axis=0))}[embedding]
+         "fourier": FourierMap(3, 1).fit(X.min(axis=0), X.max(axis=0)),
+         "hermite": HermiteMap(4, 1, clip=3.0).fit(X.mean(axis=0), X.std(axis=0))
+         }[embedding]
     emb = embedding_params(m, 4)
     Z = X if m is None else m.transform(X)
     rng = np.random.default_rng(2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from numba import njit
 from scipy.linalg import block_diag
 
 from streamlearn.data.sparse_rows import SparseRows
@@ -17,13 +18,18 @@ from streamlearn.solvers.embedding import (
     KernelSpec,
     decision_chunk,
     dense_score,
+    embed_term_major,
     embedded_sq_norm,
     embedding_params,
     encode_row,
     every_column,
+    from_term_major,
     kernel_spec,
     model_sq_norm,
     row_sq_norm,
+    term_major_buffers,
+    term_major_columns,
+    to_term_major,
     weights_from_w_d,
 )
 
@@ -273,35 +279,44 @@ def test_every_column_tells_encodings_that_hold_each_column_in_order() -> None:
     assert dense_score(w, v, 11) == pytest.approx(float(w[:11] @ v[:11].astype(np.float64)))
 
 
-def test_frequency_major_models_round_trip_and_score_as_the_map_does() -> None:
-    from streamlearn.features.fourier import frequency_major_columns
-    from streamlearn.solvers.embedding import (
-        frequency_major_buffers,
-        from_frequency_major,
-        to_frequency_major,
-    )
+@njit
+def _embed_fourier_term_major(x, ipar, fpar, idx, val):
+    work = term_major_buffers(FOURIER, ipar, idx)
+    return embed_term_major(FOURIER, x, ipar, fpar, work, val)
 
+
+@njit
+def _embed_hermite_term_major(x, ipar, fpar, idx, val):
+    work = term_major_buffers(HERMITE, ipar, idx)
+    return embed_term_major(HERMITE, x, ipar, fpar, work, val)
+
+
+@pytest.mark.parametrize("kind", ["fourier", "hermite"])
+def test_term_major_models_round_trip_and_score_as_the_map_does(kind: str) -> None:
     lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
-    fmap = FourierMap(3).fit(lo, hi)
+    fmap = (FourierMap(3).fit(lo, hi) if kind == "fourier"
+            else HermiteMap(4, 1, clip=3.0).fit(np.full(N_FEATURES, 0.5), np.full(N_FEATURES, 0.3)))
     emb = embedding_params(fmap)
     rng = np.random.default_rng(0)
     W = rng.normal(size=(2, emb.n_dims + 1))
-    P = to_frequency_major(W, emb.ipar)
-    columns = frequency_major_columns(N_FEATURES, 3)
-    np.testing.assert_array_equal(P[:, :-1], W[:, columns])  # numpy's gather
+    P = to_term_major(W, emb.ipar)
+    # the features' blocks transposed, by numpy
+    columns = np.arange(emb.n_dims).reshape(N_FEATURES, emb.n_cols).T.reshape(-1)
+    np.testing.assert_array_equal(term_major_columns(emb.ipar), columns)
+    np.testing.assert_array_equal(P[:, :-1], W[:, columns])
     assert np.array_equal(P[:, -1], W[:, -1])  # the bias stays last
     back = np.zeros_like(W)
-    from_frequency_major(back, P, emb.ipar)
+    from_term_major(back, P, emb.ipar)
     np.testing.assert_array_equal(back, W)
     # a row encoded in that order scores against the permuted model as the map's
     # materialised row does against the model
     idx = np.empty(emb.n_dims, dtype=np.int32)
-    work = frequency_major_buffers(emb.ipar, idx)
-    np.testing.assert_array_equal(idx, np.arange(emb.n_dims))
     val = np.empty(emb.n_dims, dtype=np.float32)
-    x = rng.random(N_FEATURES).astype(np.float32)
-    from streamlearn.solvers.embedding import embed_frequency_major
-
-    assert embed_frequency_major(x, emb.ipar, emb.fpar, work, val) == emb.n_dims
-    ref = fmap.transform(x[None, :])[0].astype(np.float64) @ W[0, :-1]
-    np.testing.assert_allclose(val.astype(np.float64) @ P[0, :-1], ref, rtol=1e-6)
+    embed = _embed_fourier_term_major if kind == "fourier" else _embed_hermite_term_major
+    for x in rng.random((5, N_FEATURES)).astype(np.float32):
+        assert embed(x, emb.ipar, emb.fpar, idx, val) == emb.n_dims
+        np.testing.assert_array_equal(idx, np.arange(emb.n_dims))
+        ref = fmap.transform(x[None, :])[0].astype(np.float64)
+        np.testing.assert_allclose(val, ref[columns], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(val.astype(np.float64) @ P[0, :-1], ref @ W[0, :-1],
+                                   rtol=1e-6)

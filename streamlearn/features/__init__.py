@@ -38,6 +38,7 @@ from streamlearn.features.fourier import (
 )
 from streamlearn.features.hermite import (
     HermiteMap,
+    hermite_encode_degree_major,
     hermite_encode_row,
     hermite_transform_dense,
     hermite_weights,
@@ -74,6 +75,7 @@ __all__ = [
     "fourier_encode_row",
     "fourier_transform_dense",
     "fourier_weights",
+    "hermite_encode_degree_major",
     "hermite_encode_row",
     "hermite_transform_dense",
     "hermite_weights",

@@ -197,8 +197,9 @@ def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
     """The values of :func:`fourier_encode_every_feature` in frequency-major order.
 
     Entry ``2 k nf + f`` holds ``cos((k + 1) pi t_f) w_k`` and entry ``(2 k + 1) nf + f``
-    ``sin((k + 1) pi t_f) w_k`` (``nf`` features); :func:`frequency_major_columns` gives
-    each entry's column of the map. Each frequency's sweep across the features stores its
+    ``sin((k + 1) pi t_f) w_k`` (``nf`` features): the features' blocks of columns
+    transposed (:func:`~streamlearn.solvers.embedding.term_major_column`). Each frequency's
+    sweep across the features stores its
     values side by side, in SIMD registers, where the map's own order spaces them a
     feature's block apart, one store per value. A solver that keeps its model's columns in
     this order (permuted on entry, put back on exit) scores and updates the rows with dense
@@ -243,24 +244,6 @@ def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
             c[f] = cf * a - sf * b
             s[f] = sf * a + cf * b
     return 2 * n_terms * nf
-
-
-def frequency_major_columns(n_features: int, n_terms: int) -> np.ndarray:
-    """The map's column of each entry of :func:`fourier_encode_frequency_major`.
-
-    Parameters
-    ----------
-    n_features, n_terms : int
-
-    Returns
-    -------
-    ndarray of shape (n_features * 2 * n_terms,), int64
-        Entry ``j`` of the frequency-major encoding is column ``columns[j]`` of the map.
-    """
-    f = np.arange(n_features)
-    k = np.arange(n_terms)[:, None, None]
-    part = np.arange(2)[None, :, None]
-    return (f[None, None, :] * 2 * n_terms + 2 * k + part).reshape(-1)
 
 
 @njit(cache=True, nogil=True)

@@ -68,6 +68,57 @@ def _standardised(x, mean, std, clip):
     return z
 
 
+@njit(cache=True, nogil=True, forceinline=True,
+      fastmath={"reassoc", "contract", "nsz", "arcp"})
+def hermite_encode_degree_major(x, mean, std, weights, clip, z, prev, cur, val):
+    """The values of :func:`hermite_encode_row` (every feature, not zero-preserving) in
+    degree-major order.
+
+    Entry ``k nf + f`` holds ``c_{k+1} He_{k+1}(z_f)`` (``nf`` features), so each degree's
+    step of the recurrence ``He_{n+1} = z He_n - n He_{n-1}`` is one sweep across the
+    features, and its values are stored side by side: the map's own order writes them a
+    feature's block apart, a chain of dependent steps per feature. A solver keeps its
+    models' columns in the same order for the chunk
+    (:func:`~streamlearn.solvers.embedding.to_term_major`). Inlined by LLVM into a
+    solver's row loop, with three separately allocated state arrays, as
+    :func:`~streamlearn.features.fourier.fourier_encode_frequency_major` is.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_features,), float32
+    mean, std : ndarray of shape (n_features,), float64
+    weights : ndarray of shape (K,), float64
+    clip : float
+    z, prev, cur : ndarray of shape (n_features,), float64
+        Work space: the standardised row and the recurrence's state.
+    val : ndarray of shape (>= n_features * K,), float32
+        Receives the values.
+
+    Returns
+    -------
+    int
+        ``n_features * K``, the number of values written.
+    """
+    nf = x.shape[0]
+    n_terms = weights.shape[0]
+    for f in range(nf):
+        zf = (np.float64(x[f]) - mean[f]) / std[f]
+        zf = min(max(zf, -clip), clip)
+        z[f] = zf
+        prev[f] = 1.0
+        cur[f] = zf
+    for k in range(n_terms):
+        w = weights[k]
+        n = np.float64(k + 1)
+        base = k * nf
+        for f in range(nf):
+            c = cur[f]
+            val[base + f] = c * w
+            cur[f] = z[f] * c - n * prev[f]
+            prev[f] = c
+    return n_terms * nf
+
+
 @njit(cache=True, nogil=True)
 def hermite_encode_row(x, mean, std, weights, clip, zero_preserving, idx, val):
     """Hermite encoding of one row.

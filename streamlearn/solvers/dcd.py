@@ -52,22 +52,17 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from streamlearn.features.fourier import frequency_major_columns
 from streamlearn.solvers.embedding import (
     IP_DEGREE,
     IP_MAX_NNZ,
     IP_N_COLS,
     IP_N_DIMS,
-    IP_N_FEATURES,
-    IP_N_TERMS,
     IP_ZERO_PRESERVING,
     KernelFamily,
     KernelSpec,
-    embed_frequency_major,
     embed_row,
+    embed_term_major,
     fetch_row,
-    frequency_major,
-    frequency_major_buffers,
     kernel_rows,
     kernel_spec,
     model_dot,
@@ -77,6 +72,9 @@ from streamlearn.solvers.embedding import (
     row_sq_norm_d,
     row_update,
     rows_in,
+    term_major,
+    term_major_buffers,
+    term_major_columns,
 )
 from streamlearn.solvers.ovr import binary_label, one_model
 
@@ -154,9 +152,9 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
     # dcd_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
-    # a trigonometric map's rows come in frequency-major order; dcd_ovr_chunk hands this
-    # kernel its models, monitor and centre in that order
-    permuted = frequency_major(fixed_kind, sparse, zero_preserving)
+    # a trigonometric or Hermite map's rows come in term-major order; dcd_ovr_chunk hands
+    # this kernel its models, monitor and centre in that order
+    permuted = term_major(fixed_kind, sparse, zero_preserving)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
@@ -167,7 +165,7 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
         n_cols = ipar[IP_N_COLS]
         idx, val, zero = row_buffers(ipar, sparse)
         if permuted:
-            work = frequency_major_buffers(ipar, idx)
+            work = term_major_buffers(fixed_kind, ipar, idx)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
         qd = np.full(n, -1.0)
@@ -200,7 +198,7 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
                     diag = 0.5 / ci
                 if permuted:
                     x = X[r]
-                    nnz = embed_frequency_major(x, ipar, fpar, work, val)
+                    nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
                 else:
                     x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
                                        ipar, fpar, idx, val, zero)
@@ -330,13 +328,12 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     dense, csr, sparse = kernel_rows(X)
     kernel = _DCD_OVR(kind, ipar, sparse)
     spec = kernel_spec(kind, ipar, sparse, True)
-    if not frequency_major(spec.kind, spec.sparse, spec.zero_preserving):
+    if not term_major(spec.kind, spec.sparse, spec.zero_preserving):
         return kernel(dense, csr, codes, positive, negative, c, alpha, W, loss, bias_scale,
                       n_inner, seed, kind, ipar, fpar, monitor, monitor_loss, centre)
     # the kernel works on the columns in the order its rows are encoded (penalty order 0:
     # the products and norms it takes of them do not depend on the order)
-    cols = np.r_[frequency_major_columns(int(ipar[IP_N_FEATURES]), int(ipar[IP_N_TERMS])),
-                 int(ipar[IP_N_DIMS])]
+    cols = np.r_[term_major_columns(ipar), int(ipar[IP_N_DIMS])]
     permuted = np.ascontiguousarray(W[:, cols])
     out = kernel(dense, csr, codes, positive, negative, c, alpha, permuted, loss, bias_scale,
                  n_inner, seed, kind, ipar, fpar,

@@ -53,6 +53,7 @@ from streamlearn.features import (
     fourier_encode_every_feature,
     fourier_encode_frequency_major,
     fourier_encode_row,
+    hermite_encode_degree_major,
     hermite_encode_row,
     pair_encode_row,
     score_d,
@@ -543,76 +544,94 @@ def embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
     return encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
 
 
-def frequency_major(kind: int, sparse: bool, zero_preserving: bool) -> bool:
+def term_major(kind: int, sparse: bool, zero_preserving: bool) -> bool:
     """Whether a solver kernel for these :class:`KernelSpec` constants runs a trigonometric
-    map in frequency-major order (:func:`to_frequency_major`): dense rows, every feature's
+    or Hermite map in term-major order (:func:`to_term_major`): dense rows, every feature's
     block written (not zero-preserving)."""
-    return kind == FOURIER and not sparse and not zero_preserving
+    return (kind == FOURIER or kind == HERMITE) and not sparse and not zero_preserving
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def frequency_major_column(j, ipar):
-    """The map's column of entry ``j`` of a frequency-major trigonometric encoding
-    (:func:`~streamlearn.features.fourier.fourier_encode_frequency_major`)."""
+def term_major_column(j, ipar):
+    """The map's column of entry ``j`` of a term-major encoding.
+
+    The term-major order is the features' blocks transposed: entry ``c nf + f`` holds
+    column ``c`` of feature ``f``'s block (a frequency's cosine or sine, a Hermite
+    degree), which is column ``f n_cols + c`` of the map.
+    """
     nf = ipar[IP_N_FEATURES]
-    k, rest = divmod(j, 2 * nf)
-    part, f = divmod(rest, nf)
-    return f * ipar[IP_N_COLS] + 2 * k + part
+    c, f = divmod(j, nf)
+    return f * ipar[IP_N_COLS] + c
+
+
+def term_major_columns(ipar: np.ndarray) -> np.ndarray:
+    """:func:`term_major_column` of every entry, ``0 .. n_dims - 1`` (numpy)."""
+    nf, n_cols = int(ipar[IP_N_FEATURES]), int(ipar[IP_N_COLS])
+    j = np.arange(nf * n_cols)
+    return (j % nf) * n_cols + j // nf
 
 
 @njit(cache=True, nogil=True)
-def to_frequency_major(W, ipar):
+def to_term_major(W, ipar):
     """A copy of models ``W`` (``(m, n_dims + 1)``, bias last) with the columns of a
-    trigonometric map in frequency-major order.
+    trigonometric or Hermite map in term-major order.
 
     A kernel that works on this copy scores and updates rows encoded by
-    :func:`embed_frequency_major` with dense loops (:func:`every_column`), and puts the
-    columns back with :func:`from_frequency_major` at its end: ``O(m n_dims)`` per chunk,
-    against a store per value per row in the map's own order.
+    :func:`embed_term_major` with dense loops (:func:`every_column`), and puts the columns
+    back with :func:`from_term_major` at its end: ``O(m n_dims)`` per chunk, against a
+    store per value per row in the map's own order.
     """
     out = np.empty_like(W)
     dim = ipar[IP_N_DIMS]
     for i in range(W.shape[0]):
         for j in range(dim):
-            out[i, j] = W[i, frequency_major_column(j, ipar)]
+            out[i, j] = W[i, term_major_column(j, ipar)]
         out[i, dim] = W[i, dim]
     return out
 
 
 @njit(cache=True, nogil=True)
-def from_frequency_major(W, permuted, ipar):
-    """Write models ``permuted`` (from :func:`to_frequency_major`) back into ``W``, in the
-    map's column order."""
+def from_term_major(W, permuted, ipar):
+    """Write models ``permuted`` (from :func:`to_term_major`) back into ``W``, in the map's
+    column order."""
     dim = ipar[IP_N_DIMS]
     for i in range(W.shape[0]):
         for j in range(dim):
-            W[i, frequency_major_column(j, ipar)] = permuted[i, j]
+            W[i, term_major_column(j, ipar)] = permuted[i, j]
         W[i, dim] = permuted[i, dim]
 
 
-@njit(cache=True, nogil=True, forceinline=True)
-def frequency_major_buffers(ipar, idx):
-    """Work space of :func:`embed_frequency_major`; fills ``idx`` with the positions
-    ``0 .. n_dims - 1`` once, so that the per-row helpers, given the encoder's values, take
-    their dense paths (:func:`every_column`) on every row."""
+@njit(cache=True, nogil=True, inline="always")
+def term_major_buffers(kind, ipar, idx):
+    """Work space of :func:`embed_term_major` for a kernel of map ``kind`` (a constant of
+    the kernel: numba-inlined, the other kind's arrays are pruned); fills ``idx`` with the
+    positions ``0 .. n_dims - 1`` once, so that the per-row helpers, given the encoder's
+    values, take their dense paths (:func:`every_column`) on every row."""
     for j in range(ipar[IP_N_DIMS]):
         idx[j] = j
     nf = ipar[IP_N_FEATURES]
-    return (np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32),
-            np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32))
+    if kind == FOURIER:  # the sweeps' state in float32, four arrays
+        return (np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32),
+                np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32))
+    return (np.empty(nf), np.empty(nf), np.empty(nf))  # Hermite: z and two degrees
 
 
-@njit(cache=True, nogil=True, forceinline=True)
-def embed_frequency_major(x, ipar, fpar, work, val):
-    """A dense row's trigonometric values in frequency-major order
-    (:func:`~streamlearn.features.fourier.fourier_encode_frequency_major`), for a kernel
-    whose models are :func:`to_frequency_major` copies and whose ``idx`` came from
-    :func:`frequency_major_buffers`."""
+@njit(cache=True, nogil=True, inline="always")
+def embed_term_major(kind, x, ipar, fpar, work, val):
+    """A dense row's values in term-major order
+    (:func:`~streamlearn.features.fourier.fourier_encode_frequency_major`,
+    :func:`~streamlearn.features.hermite.hermite_encode_degree_major`), for a kernel whose
+    models are :func:`to_term_major` copies and whose ``idx`` and ``work`` came from
+    :func:`term_major_buffers`; ``kind`` is the kernel's constant."""
     nf = x.shape[0]
     k = ipar[IP_N_TERMS]
-    return fourier_encode_frequency_major(x, fpar[:nf], fpar[nf : 2 * nf],
-                                          fpar[2 * nf : 2 * nf + k], work[0], work[1],
-                                          work[2], work[3], val)
+    if kind == FOURIER:
+        return fourier_encode_frequency_major(x, fpar[:nf], fpar[nf : 2 * nf],
+                                              fpar[2 * nf : 2 * nf + k], work[0], work[1],
+                                              work[2], work[3], val)
+    return hermite_encode_degree_major(x, fpar[:nf], fpar[nf : 2 * nf],
+                                       fpar[2 * nf : 2 * nf + k], fpar[2 * nf + k],
+                                       work[0], work[1], work[2], val)
 
 
 @njit(cache=True, nogil=True, forceinline=True)
@@ -908,7 +927,7 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
     # decision_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, _ = spec
     hk = row_kind(fixed_kind, sparse)
-    permuted = frequency_major(fixed_kind, sparse, zero_preserving)
+    permuted = term_major(fixed_kind, sparse, zero_preserving)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
@@ -917,12 +936,12 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
         dim = ipar[IP_N_DIMS]
         out = np.empty((n, m), dtype=np.float64)
         idx, val, zero = row_buffers(ipar, sparse)
-        if permuted:  # a trigonometric map's rows against a frequency-major copy of W
-            Wf = to_frequency_major(W, ipar)
-            work = frequency_major_buffers(ipar, idx)
+        if permuted:  # a trigonometric or Hermite map's rows against a term-major copy
+            Wf = to_term_major(W, ipar)
+            work = term_major_buffers(fixed_kind, ipar, idx)
             for r in range(n):
                 x = X[r]
-                nnz = embed_frequency_major(x, ipar, fpar, work, val)
+                nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
                 for j in range(m):
                     wj = Wf[j]
                     out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale

@@ -47,11 +47,9 @@ from streamlearn.solvers.embedding import (
     IP_N_DIMS,
     KernelFamily,
     KernelSpec,
-    embed_frequency_major,
+    embed_term_major,
     fetch_row,
-    frequency_major,
-    frequency_major_buffers,
-    from_frequency_major,
+    from_term_major,
     kernel_rows,
     row_buffers,
     row_kind,
@@ -59,7 +57,9 @@ from streamlearn.solvers.embedding import (
     row_update,
     row_update_pair,
     rows_in,
-    to_frequency_major,
+    term_major,
+    term_major_buffers,
+    to_term_major,
 )
 from streamlearn.solvers.ovr import binary_label, one_model
 
@@ -88,25 +88,25 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     # pegasos_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
-    permuted = frequency_major(fixed_kind, sparse, zero_preserving)
+    permuted = term_major(fixed_kind, sparse, zero_preserving)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W_out, AVG_out, t,
                average_start, kind, ipar, fpar):
-        # a trigonometric map's models are worked on in frequency-major order (see
-        # embedding.to_frequency_major) and put back at the end; the others in place
+        # a trigonometric or Hermite map's models are worked on in term-major order (see
+        # embedding.to_term_major) and put back at the end; the others in place
         W = W_out
         AVG = AVG_out
         if permuted:
-            W = to_frequency_major(W_out, ipar)
-            AVG = to_frequency_major(AVG_out, ipar)
+            W = to_term_major(W_out, ipar)
+            AVG = to_term_major(AVG_out, ipar)
         n = rows_in(X, csr, sparse)
         m = W.shape[0]
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
         idx, val, zero = row_buffers(ipar, sparse)
         if permuted:
-            work = frequency_major_buffers(ipar, idx)
+            work = term_major_buffers(fixed_kind, ipar, idx)
         margins = np.empty(m, dtype=np.float64)
         averaging = n > 0 and t + n >= average_start
         # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
@@ -124,7 +124,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
             eta = 1.0 / (lam * k)
             if permuted:
                 x = X[r]
-                nnz = embed_frequency_major(x, ipar, fpar, work, val)
+                nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
             else:
                 x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
                                    ipar, fpar, idx, val, zero)
@@ -166,8 +166,8 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         else:
             _fold_all(W, AVG, 1.0, 0.0, scale)
         if permuted:
-            from_frequency_major(W_out, W, ipar)
-            from_frequency_major(AVG_out, AVG, ipar)
+            from_term_major(W_out, W, ipar)
+            from_term_major(AVG_out, AVG, ipar)
         return t + n
 
     return kernel
