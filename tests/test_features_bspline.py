@@ -8,11 +8,14 @@ import scipy.sparse as sp
 from scipy.interpolate import BSpline
 
 from streamlearn.features.bspline import (
+    NUMPY_TRANSFORM_ENTRIES,
     BSplineMap,
     bspline_basis,
     bspline_encode_row,
+    bspline_transform,
     bspline_transform_csr,
     bspline_transform_dense,
+    bspline_transform_numpy,
     segment_scale,
 )
 
@@ -143,6 +146,48 @@ def test_transform_dense_and_csr_match_dense_numpy(degree, order):
     np.testing.assert_array_equal(m.transform(X), out)
     for a, b in zip(m.transform_csr(X), (indptr, indices, data), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("degree", DEGREES)
+@pytest.mark.parametrize("order", [0, 1, 2])
+@pytest.mark.parametrize("zero_preserving", [False, True])
+def test_numpy_transform_gives_the_kernels_bits(degree, order, zero_preserving):
+    # clamped values on both sides, NaN, the range's ends, and for the zero-preserving
+    # variant values at and below lo = 0, on uniform and on warped (float64) positions
+    rng = np.random.default_rng(5)
+    lo = np.zeros(4) if zero_preserving else np.array([0.0, -3.0, -1.0, 2.0])
+    hi = np.array([1.0, 3.0, 2.0, 4.0])
+    X = rng.uniform(-4, 5, (300, 4)).astype(np.float32)
+    X[0] = np.nan
+    X[1] = lo
+    X[2] = hi
+    X[3, :2] = 0.0
+    for Z in (X, X.astype(np.float64) * 1.37):
+        n_cols = 9 - (degree if zero_preserving else 0)
+        kernel = np.empty((300, 4 * n_cols), dtype=np.float32)
+        bspline_transform_dense(Z, lo, hi, 9, degree, order, zero_preserving, kernel)
+        got = np.full_like(kernel, np.nan)
+        bspline_transform_numpy(Z, lo, hi, 9, degree, order, zero_preserving, got)
+        np.testing.assert_array_equal(got, kernel)
+
+
+def test_transform_takes_numpy_for_small_outputs_only(monkeypatch):
+    import streamlearn.features.bspline as bspline
+
+    lo, hi = np.zeros(4), np.ones(4)
+    calls = []
+    monkeypatch.setattr(bspline, "bspline_transform_dense",
+                        lambda *args: calls.append(args[-1].size))
+    small = np.empty((8, 4 * 8), dtype=np.float32)
+    bspline_transform(np.full((8, 4), 0.3, np.float32), lo, hi, 8, 1, 1, False, small)
+    assert calls == []
+    ref = np.empty_like(small)
+    bspline_transform_dense(np.full((8, 4), 0.3, np.float32), lo, hi, 8, 1, 1, False, ref)
+    np.testing.assert_array_equal(small, ref)
+    rows = NUMPY_TRANSFORM_ENTRIES // 32 + 1
+    big = np.empty((rows, 4 * 8), dtype=np.float32)
+    bspline_transform(np.zeros((rows, 4), np.float32), lo, hi, 8, 1, 1, False, big)
+    assert calls == [big.size]
 
 
 def test_d0_embedding_is_sparse():

@@ -15,6 +15,11 @@ from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.solvers.additive.driver import PAIR_GAIN_PER_COST, pairs_pay
 from streamlearn.solvers.additive.interactions import (
+    NUMPY_BIN_ENTRIES,
+    NUMPY_CELL_PAIRS,
+    NUMPY_GAIN_ENTRIES,
+    add_cell_sums,
+    bin_chunk,
     bin_edges,
     bin_rows,
     bin_sums,
@@ -22,8 +27,10 @@ from streamlearn.solvers.additive.interactions import (
     common_bins,
     complete_cells,
     fast_gains,
+    fast_gains_kernel,
     off_common_cell_sums,
 )
+from streamlearn.solvers.additive.interactions import fast_gains_numpy as library_gains_numpy
 from streamlearn.solvers.embedding import (
     BSPLINE,
     decision_ovr_chunk,
@@ -189,6 +196,38 @@ def test_bin_rows_match_searchsorted_and_list_the_rows_off_the_common_bin() -> N
     np.testing.assert_array_equal(odd, bins)
 
 
+@pytest.mark.parametrize("n", [300, NUMPY_BIN_ENTRIES // 3 + 1])
+def test_bin_chunk_numpy_gives_the_kernels_bins_and_bits(n, monkeypatch) -> None:
+    # bin_chunk bins small chunks with numpy, larger ones with the kernels: same output
+    import streamlearn.solvers.additive.interactions as interactions
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    X[:, 2] = rng.uniform(size=n) < 0.1
+    X[3, 0], X[4, 3], X[5, 2], X[6, 0] = np.inf, -np.inf, np.nan, 0.25
+    columns = np.array([2, 0, 3], dtype=np.int64)
+    edges = bin_edges(X[10:, columns].astype(np.float64), 8)
+    edges[1, 1] = 0.25
+    common = common_bins(X[10:, columns], edges)
+    residual, weight = rng.normal(size=(n, 2)), rng.uniform(size=(n, 1))
+    got = [np.ones((3, 8, 2)), np.ones((3, 8, 1))]
+    used = []
+    monkeypatch.setattr(interactions, "bin_rows", lambda *a: used.append(1) or bin_rows(*a))
+    bins, off, n_off = bin_chunk(X, columns, edges, common, residual, weight, *got)
+    assert len(used) == (n * 3 > NUMPY_BIN_ENTRIES)
+    ref_bins, ref_off = np.empty((3, n), np.int32), np.empty((3, n), np.int32)
+    ref_n_off = np.empty(3, np.int64)
+    bin_rows(X, columns, edges, common, ref_bins, ref_off, ref_n_off)
+    ref = [np.ones((3, 8, 2)), np.ones((3, 8, 1))]
+    bin_sums(ref_bins, residual, weight, *ref)
+    np.testing.assert_array_equal(bins, ref_bins)
+    np.testing.assert_array_equal(n_off, ref_n_off)
+    for c in range(3):
+        np.testing.assert_array_equal(off[c, : n_off[c]], ref_off[c, : n_off[c]])
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def off_common_lists(bins: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each candidate's most frequent bin and its rows outside it, as bin_rows fills them."""
     k, n = bins.shape
@@ -323,9 +362,34 @@ def test_fast_gains_kernel_matches_numpy(B: int) -> None:
     sums[0], weights[0] = 0.0, 0.0  # a pair with no rows
     noise = np.array([0.5, 0.0, 2.0])
     for given in (None, noise):
-        np.testing.assert_allclose(fast_gains(sums, weights, B, given),
-                                   fast_gains_numpy(sums, weights, B, given), rtol=1e-10,
-                                   atol=1e-12)
+        inv_noise = 1.0 / np.where(noise > 0, noise, 1.0) if given is not None else np.ones(m)
+        kernel = np.empty(n_pairs)
+        fast_gains_kernel(sums, weights, B, inv_noise, kernel)
+        np.testing.assert_allclose(kernel, fast_gains_numpy(sums, weights, B, given),
+                                   rtol=1e-10, atol=1e-12)
+        # fast_gains scores this many cells with numpy: the kernel's bits, shared weights too
+        assert sums.size <= NUMPY_GAIN_ENTRIES
+        np.testing.assert_array_equal(fast_gains(sums, weights, B, given), kernel)
+        shared = np.ascontiguousarray(weights[..., :1])
+        fast_gains_kernel(sums, shared, B, inv_noise, kernel)
+        np.testing.assert_array_equal(library_gains_numpy(sums, shared, B, inv_noise), kernel)
+
+
+def test_cell_sums_numpy_gives_the_kernels_bits() -> None:
+    rng = np.random.default_rng(8)
+    n, B, m, k = 500, 6, 2, 9
+    bins = np.where(rng.uniform(size=(k, n)) < 0.6, 1, rng.integers(0, B, (k, n))
+                    ).astype(np.int32)
+    common, off, n_off = off_common_lists(bins, B)
+    first, second = (a.astype(np.int64) for a in np.triu_indices(k, 1))
+    assert first.size <= NUMPY_CELL_PAIRS
+    residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, 1))
+    got = [np.ones((first.size, B * B, m)), np.ones((first.size, B * B, 1))]
+    ref = [a.copy() for a in got]
+    add_cell_sums(bins, off, n_off, common, first, second, residual, weight, B, *got)
+    off_common_cell_sums(bins, off, n_off, common, first, second, residual, weight, B, *ref)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_bin_edges_and_candidates(monkeypatch) -> None:

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamlearn.engine.moments import NUMPY_MOMENTS_ENTRIES, chunk_moments_kernel
 from streamlearn.solvers.moments import chunk_moments, empty_moments, merge_moments
 
 
@@ -37,6 +38,21 @@ def test_chunk_moments_matches_numpy():
     got = chunk_moments(X)
     _assert_matches(got, _reference(X))
     assert got[1].dtype == np.float64 and got[2].dtype == np.float64
+
+
+@pytest.mark.parametrize("n", [0, 1, 257, NUMPY_MOMENTS_ENTRIES // 4 + 1])
+def test_numpy_and_kernel_moments_give_the_same_bits(n):
+    # chunk_moments takes numpy up to NUMPY_MOMENTS_ENTRIES values, the kernel above
+    X = _data(n, 4, seed=4)
+    X[: n // 3] *= 1e4
+    kernel = chunk_moments_kernel(X)
+    got = chunk_moments(X)
+    assert got[0] == kernel[0] == n
+    for a, b in zip(got[1:], kernel[1:], strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    if n:
+        _assert_matches(got, _reference(X))
 
 
 def test_chunk_moments_of_empty_chunk_is_merge_identity():

@@ -15,8 +15,10 @@ from streamlearn.features.bspline import (
     bspline_encode_sparse_row,
     bspline_encode_uniform_row,
     bspline_encode_warped_row,
+    bspline_transform,
     bspline_transform_csr,
     bspline_transform_dense,
+    bspline_transform_numpy,
 )
 from streamlearn.features.difference_penalty import (
     difference_matrix,
@@ -67,8 +69,10 @@ __all__ = [
     "bspline_encode_sparse_row",
     "bspline_encode_uniform_row",
     "bspline_encode_warped_row",
+    "bspline_transform",
     "bspline_transform_csr",
     "bspline_transform_dense",
+    "bspline_transform_numpy",
     "difference_matrix",
     "fourier_encode_every_feature",
     "fourier_encode_frequency_major",

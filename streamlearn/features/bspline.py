@@ -417,6 +417,98 @@ def bspline_transform_dense(X, lo, hi, n_bases, degree, order, zero_preserving, 
                 out[r, base + i] = block[i]
 
 
+#: Largest output (entries) that :func:`bspline_transform` computes with numpy instead of
+#: :func:`bspline_transform_dense`: up to about a millisecond a call, less than what the
+#: kernel's compile (0.7 s) would cost a fit whose transforms are all this small.
+NUMPY_TRANSFORM_ENTRIES = 1 << 17
+
+
+def bspline_transform(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_bases: int,
+                      degree: int, order: int, zero_preserving: bool,
+                      out: np.ndarray) -> np.ndarray:
+    """``Psi_d(X)`` into ``out``: :func:`bspline_transform_numpy` when ``out`` holds at most
+    :data:`NUMPY_TRANSFORM_ENTRIES` entries, else the compiled
+    :func:`bspline_transform_dense`. Both give the same bits.
+
+    A fit embeds small blocks of its describe sample (step offset, term importances); on
+    small data these are all it embeds outside the solver kernels, and a first fit then
+    compiles nothing for them.
+
+    Parameters
+    ----------
+    X, lo, hi, n_bases, degree, order, zero_preserving, out
+        As for :func:`bspline_transform_dense`.
+
+    Returns
+    -------
+    ndarray
+        ``out``.
+    """
+    if out.size <= NUMPY_TRANSFORM_ENTRIES:
+        bspline_transform_numpy(X, lo, hi, n_bases, degree, order, zero_preserving, out)
+    else:
+        bspline_transform_dense(X, lo, hi, n_bases, degree, order, zero_preserving, out)
+    return out
+
+
+def bspline_transform_numpy(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_bases: int,
+                            degree: int, order: int, zero_preserving: bool,
+                            out: np.ndarray) -> np.ndarray:
+    """:func:`bspline_transform_dense` in numpy, all features at once (the same arithmetic,
+    in float64, so the same float32 values).
+
+    Each value's segment and basis values are scattered into a dense ``Phi`` block whose
+    columns run backwards, so that the ``order`` suffix sums applying ``D_d^-T`` are
+    cumulative sums along its contiguous axis.
+
+    Parameters
+    ----------
+    X, lo, hi, n_bases, degree, order, zero_preserving, out
+        As for :func:`bspline_transform_dense`.
+
+    Returns
+    -------
+    ndarray
+        ``out``.
+    """
+    X = np.asarray(X)
+    n, d = X.shape
+    lo = np.asarray(lo, dtype=np.float64)
+    n_seg = n_bases - degree
+    scale = n_seg / (np.asarray(hi, dtype=np.float64) - lo)
+    t = (X.astype(np.float64) - lo) * scale
+    t = np.minimum(np.where(t > 0.0, t, 0.0), float(n_seg))  # clamped; NaN to 0
+    s = np.minimum(t.astype(np.intp), n_seg - 1)
+    u = t - s
+    v = 1.0 - u
+    if degree == 1:
+        values: tuple[np.ndarray, ...] = (v, u)
+    elif degree == 2:
+        values = (0.5 * v * v, 0.5 + u - u * u, 0.5 * u * u)
+    else:
+        u2 = u * u
+        u3 = u2 * u
+        values = (v * v * v * _SIXTH, 0.5 * u3 - u2 + _TWO_THIRDS,
+                  0.5 * (u2 + u - u3) + _SIXTH, u3 * _SIXTH)
+    shift = degree if zero_preserving else 0
+    n_cols = n_bases - shift
+    block = np.zeros((n, d, n_cols))
+    flat = block.reshape(-1)
+    # basis s + r of a value goes to reversed column n_cols - 1 - (s + r - shift)
+    start = (np.arange(n * d).reshape(n, d) * n_cols) + (n_cols - 1 + shift) - s
+    keep = (X > lo) if zero_preserving else None
+    for r, b in enumerate(values):
+        if keep is None:
+            flat[(start - r).reshape(-1)] = b.reshape(-1)
+        else:  # bases before the first kept one, and values at or below lo, are left out
+            mask = keep & (s + r >= shift)
+            flat[(start - r)[mask]] = b[mask]
+    for _ in range(order):  # a_i <- a_i + a_{i+1}, from the last column down
+        np.cumsum(block, axis=2, out=block)
+    out.reshape(n, d, n_cols)[...] = block[:, :, ::-1]
+    return out
+
+
 @njit(cache=True, nogil=True)
 def bspline_transform_csr(X, lo, hi, n_bases, degree, order, zero_preserving):
     """Materialise ``Psi_d(X)`` as a CSR triple of its non-zero entries.
@@ -691,11 +783,8 @@ class BSplineMap(FeatureMap):
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
         Z, lo, hi = self.positions(X)
-        bspline_transform_dense(
-            Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
-            self.zero_preserving, out,
-        )
-        return out
+        return bspline_transform(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
+                                 self.zero_preserving, out)
 
     def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``Psi_d(X)`` as a CSR triple ``(indptr int64, indices int32, data float32)``."""

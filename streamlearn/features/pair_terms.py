@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from streamlearn.errors import SchemaError
-from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform_dense
+from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform
 from streamlearn.features.feature_map import dense_to_csr
 
 #: Default bases per axis of a pair's tensor grid.
@@ -306,8 +306,8 @@ class BSplinePairMap(BSplineMap):
         # C-contiguous array, as in BSplineMap.transform, and compiles one version
         block = np.empty((X.shape[0], main), dtype=np.float32)
         Z, lo, hi = self.positions(X)
-        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
-                                False, block)
+        bspline_transform(Z, lo, hi, self.n_bases, self.degree, self.penalty_order, False,
+                          block)
         out[:, :main] = block
         pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
                              self.pair_features, out[:, main:])
@@ -320,8 +320,8 @@ class BSplinePairMap(BSplineMap):
         block = np.empty((X.shape[0], X.shape[1] * self.n_columns_per_feature),
                          dtype=np.float32)
         Z, lo, hi = self.positions(X)
-        bspline_transform_dense(Z, lo, hi, self.n_bases, self.degree, self.penalty_order,
-                                False, block)
+        bspline_transform(Z, lo, hi, self.n_bases, self.degree, self.penalty_order, False,
+                          block)
         return block
 
     def pair_values(self, X: Any, W: np.ndarray) -> np.ndarray:

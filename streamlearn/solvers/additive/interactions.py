@@ -43,6 +43,55 @@ SCREEN_BINS = 16
 SCREEN_CELLS = 1 << 21
 
 
+#: Largest ``n_rows x n_candidates`` of a chunk that :func:`bin_chunk` bins with numpy
+#: instead of :func:`bin_rows` and :func:`bin_sums`: about a millisecond, where their
+#: compile costs 0.3 s, so that a fit on small data does not compile them.
+NUMPY_BIN_ENTRIES = 1 << 17
+
+
+def bin_chunk(X: np.ndarray, columns: np.ndarray, edges: np.ndarray, common: np.ndarray,
+              residual: np.ndarray, weight: np.ndarray, sums: np.ndarray,
+              weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bin_rows` then :func:`bin_sums` of a chunk: with numpy when ``n_rows x
+    n_candidates`` is at most :data:`NUMPY_BIN_ENTRIES`, else with the kernels (the same
+    bins and, the rows added in the same order, the same bits).
+
+    Parameters
+    ----------
+    X, columns, edges, common
+        As for :func:`bin_rows`.
+    residual, weight, sums, weights
+        As for :func:`bin_sums`; ``sums`` and ``weights`` are accumulated in place.
+
+    Returns
+    -------
+    bins, off_rows, n_off : ndarray
+        As :func:`bin_rows` fills them.
+    """
+    k, n = columns.shape[0], X.shape[0]
+    bins = np.empty((k, n), dtype=np.int32)
+    off_rows = np.empty((k, n), dtype=np.int32)
+    n_off = np.empty(k, dtype=np.int64)
+    if n * k > NUMPY_BIN_ENTRIES:
+        bin_rows(X, columns, edges, common, bins, off_rows, n_off)
+        bin_sums(bins, residual, weight, sums, weights)
+        return bins, off_rows, n_off
+    n_edges = edges.shape[1]
+    for c in range(k):
+        x = X[:, columns[c]].astype(np.float64)
+        e = edges[c]
+        finite = e[: np.argmax(e == np.inf)] if np.isinf(e[-1]) else e
+        b = np.count_nonzero(finite[None, :] <= x[:, None], axis=1)  # NaN: none
+        b[x == np.inf] = n_edges
+        bins[c] = b
+        off = np.flatnonzero(b != common[c])
+        off_rows[c, : off.shape[0]] = off
+        n_off[c] = off.shape[0]
+        np.add.at(sums[c], b, residual)  # row after row, as the kernel adds them
+        np.add.at(weights[c], b, weight)
+    return bins, off_rows, n_off
+
+
 @njit(cache=True, nogil=True)
 def bin_rows(X, columns, edges, common, bins, off_rows, n_off):
     """Bin each candidate column of ``X`` and list the rows outside its common bin.
@@ -113,6 +162,39 @@ def bin_sums(bins, residual, weight, sums, weights):
                 sums[c, b, j] += residual[r, j]
             for j in range(m_w):
                 weights[c, b, j] += weight[r, j]
+
+
+#: Most pairs, and pairs x rows, of a chunk whose off-common cells :func:`add_cell_sums`
+#: adds with numpy (a loop over the pairs, a few milliseconds at most) instead of
+#: compiling :func:`off_common_cell_sums` (0.2 s).
+NUMPY_CELL_PAIRS = 64
+
+
+def add_cell_sums(bins: np.ndarray, off_rows: np.ndarray, n_off: np.ndarray,
+                  common: np.ndarray, first: np.ndarray, second: np.ndarray,
+                  residual: np.ndarray, weight: np.ndarray, n_bins: int, sums: np.ndarray,
+                  weights: np.ndarray) -> None:
+    """:func:`off_common_cell_sums`, with numpy for at most :data:`NUMPY_CELL_PAIRS` pairs
+    and :data:`NUMPY_BIN_ENTRIES` pairs x rows (the rows added in the kernel's order: the
+    same bits). Arguments as for :func:`off_common_cell_sums`."""
+    n_pairs = first.shape[0]
+    if n_pairs > NUMPY_CELL_PAIRS or n_pairs * bins.shape[1] > NUMPY_BIN_ENTRIES:
+        off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual, weight,
+                             n_bins, sums, weights)
+        return
+    for p in range(n_pairs):
+        f, g = first[p], second[p]
+        stride_f, stride_g = n_bins, 1
+        if n_off[g] < n_off[f]:  # walk the shorter list
+            f, g = g, f
+            stride_f, stride_g = 1, n_bins
+        rows = off_rows[f, : n_off[f]]
+        other = bins[g, rows]
+        both = other != common[g]
+        rows = rows[both]
+        cell = bins[f, rows].astype(np.int64) * stride_f + other[both] * stride_g
+        np.add.at(sums[p], cell, residual[rows])
+        np.add.at(weights[p], cell, weight[rows])
 
 
 @njit(cache=True, nogil=True)
@@ -296,8 +378,55 @@ def fast_gains(sums: np.ndarray, weights: np.ndarray, n_bins: int,
     if noise is not None:
         noise = np.asarray(noise, dtype=np.float64)
         inv_noise = 1.0 / np.where(noise > 0, noise, 1.0)
-    out = np.empty(sums.shape[0])
-    fast_gains_kernel(sums, weights, int(n_bins), inv_noise, out)
+    if sums.size > NUMPY_GAIN_ENTRIES:
+        out = np.empty(sums.shape[0])
+        fast_gains_kernel(sums, weights, int(n_bins), inv_noise, out)
+        return out
+    return fast_gains_numpy(sums, weights, int(n_bins), inv_noise)
+
+
+#: Largest ``n_pairs x n_bins^2 x m`` that :func:`fast_gains` scores with numpy (every cut
+#: of every pair at once, a few milliseconds) instead of compiling
+#: :func:`fast_gains_kernel` (0.3 s).
+NUMPY_GAIN_ENTRIES = 1 << 16
+
+
+def fast_gains_numpy(sums: np.ndarray, weights: np.ndarray, n_bins: int,
+                     inv_noise: np.ndarray) -> np.ndarray:
+    """:func:`fast_gains_kernel` in numpy, the same sums in the same order (the same bits).
+
+    Parameters
+    ----------
+    sums, weights, n_bins, inv_noise
+        As for :func:`fast_gains_kernel`.
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,)
+    """
+    n_pairs, _, m = sums.shape
+    last = n_bins - 1
+    # 2-D prefix sums: along each row of cells, then down the rows
+    S = np.cumsum(np.cumsum(sums.reshape(n_pairs, n_bins, n_bins, m), axis=2), axis=1)
+    N = np.cumsum(np.cumsum(weights.reshape(n_pairs, n_bins, n_bins, -1), axis=2), axis=1)
+    N = np.broadcast_to(N, S.shape)
+    total_s, total_n = S[:, last, last], N[:, last, last]  # (n_pairs, m)
+    s1, n1 = S[:, :last, :last], N[:, :last, :last]  # every cut (a, b) < (last, last)
+    s2 = S[:, :last, last:] - s1
+    n2 = N[:, :last, last:] - n1
+    s3 = S[:, last:, :last] - s1
+    n3 = N[:, last:, :last] - n1
+    s4 = total_s[:, None, None] - s1 - s2 - s3
+    n4 = total_n[:, None, None] - n1 - n2 - n3
+    gain = np.zeros(s1.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for q_s, q_n in ((s1, n1), (s2, n2), (s3, n3), (s4, n4)):
+            gain += np.where(q_n > 0.0, q_s * q_s / q_n, 0.0)
+        base = np.where(total_n > 0.0, total_s * total_s / total_n, 0.0)
+    best = gain.max(axis=(1, 2), initial=-np.inf)
+    out = np.zeros(n_pairs)
+    for j in range(m):  # the models' reductions added in order, as the kernel adds them
+        out += np.maximum(best[:, j] - base[:, j], 0.0) * inv_noise[j]
     return out
 
 
@@ -453,14 +582,11 @@ class ScreeningPass:
         state.residual_sq += ((positive - proba) ** 2 * weight).sum(axis=0)
         state.weight_total += weight.sum(axis=0)
         weight = np.ascontiguousarray(weight[:, : self.weight_columns])
-        k, n = self.candidates.shape[0], X.shape[0]
-        bins = np.empty((k, n), dtype=np.int32)
-        off_rows = np.empty((k, n), dtype=np.int32)
-        n_off = np.empty(k, dtype=np.int64)
-        bin_rows(X, self.candidates, self.edges, self.common, bins, off_rows, n_off)
-        bin_sums(bins, residual, weight, state.bin_sums, state.bin_weights)
-        off_common_cell_sums(bins, off_rows, n_off, self.common, self.first, self.second,
-                             residual, weight, self.n_bins, state.sums, state.weights)
+        bins, off_rows, n_off = bin_chunk(X, self.candidates, self.edges, self.common,
+                                          residual, weight, state.bin_sums,
+                                          state.bin_weights)
+        add_cell_sums(bins, off_rows, n_off, self.common, self.first, self.second, residual,
+                      weight, self.n_bins, state.sums, state.weights)
         return state
 
     def merge(self, a: ScreeningState, b: ScreeningState) -> ScreeningState:
