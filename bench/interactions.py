@@ -15,9 +15,10 @@ each method with its library's defaults:
 Each fit runs in a fresh child process that loads the data itself, so its peak RSS
 (``ru_maxrss``) is that fit's, data included; fit seconds are wall clock around ``fit``
 (streamlearn's numba kernels come from the cache, compiled by a warm-up run first, and each
-``AdditiveSVC`` fit follows a fit on the dataset's first ``WARM_ROWS`` rows in the same
+``AdditiveSVC`` fit follows an untimed fit of the same model on the same rows in the same
 process, so that its kernels are loaded from the cache before the timed fit: a kernel's first
-call in a process loads it, and the screening pass is one call where the epochs are many).
+call in a process loads it, and the screening pass is one call where the epochs are many;
+the same rows, because small chunks take numpy paths where larger ones call a kernel).
 For ``AdditiveSVC(interactions=k)`` the time of every pass is recorded, so the screening pass
 is compared with an epoch. On the generated problem (``N_FEATURES`` uniform features, the label
 the sign of two main effects, ``len(TRUE_PAIRS)`` pair products and noise), it records
@@ -58,8 +59,6 @@ DATASETS = ("adult", "ijcnn1", "satimage", "letter", "pendigits")
 QUICK_DATASETS: tuple[str, ...] = ()
 KS = (10, 30)
 SEED = 0
-#: Rows of the in-process warm-up fit before each timed AdditiveSVC fit.
-WARM_ROWS = 3000
 N_FEATURES = 10
 TRUE_PAIRS = ((0, 1), (2, 5), (6, 9))
 GENERATED_TRAIN = 50_000
@@ -141,7 +140,7 @@ def fit_child(name: str, method: str, queue: Any) -> None:
     """Fit one method on one dataset and report error, seconds, peak RSS (child process)."""
     X, y, Xt, yt = dataset(name)
     if method.startswith("additive"):  # load the kernels of this data's fit (see above)
-        make(method, int(y.max()) + 1).fit(X[:WARM_ROWS], y[:WARM_ROWS])
+        make(method, int(y.max()) + 1).fit(X, y)
     model = make(method, int(y.max()) + 1)
     start = time.perf_counter()
     model.fit(X, y)

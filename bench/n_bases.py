@@ -52,7 +52,6 @@ GROWTH: tuple[tuple[str, int, dict[str, Any], tuple[int | str, ...]], ...] = (
     ("demo", 2_000_000, {"degree": 3}, (20, "auto")),
 )
 DEMO_TEST_ROWS = 200_000
-WARM_ROWS = 500
 
 
 def rows_of(name: str, n_rows: int | None, seed: int) -> tuple[np.ndarray, ...]:
@@ -78,7 +77,7 @@ def fit_one(task: tuple[str, int | None, int, int | str, dict[str, Any]]) -> dic
 
     name, n_rows, seed, count, extra = task
     X, y, Xt, yt = rows_of(name, n_rows, seed)
-    AdditiveSVC(n_bases=count, progress=False, **extra).fit(X[:WARM_ROWS], y[:WARM_ROWS])
+    AdditiveSVC(n_bases=count, progress=False, **extra).fit(X, y)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         started = time.perf_counter()

@@ -659,14 +659,21 @@ def run_cell(key: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndar
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels of every streamlearn model's fit and
-    prediction: each model with its defaults on 300 rows, two and three classes."""
+    prediction: each model with its defaults on 300 rows, two and three classes, and on
+    20,000 generated rows of 48 features, where the fits call the kernels that small data
+    replaces by numpy (moments, the B-spline transform, pair screening)."""
     X, y = spirals(150)
     y3 = (np.arange(len(y)) % 3).astype(np.int64)
+    rng = np.random.default_rng(SEED)
+    wide = rng.normal(size=(20_000, 48)).astype(np.float32)
+    signal = np.sin(2 * wide[:, 0]) + wide[:, 1] * wide[:, 2] - wide[:, 3]
+    problems = [(X, y), (X, y3), (wide, (signal > 0).astype(np.int64)),
+                (wide, np.digitize(signal, [-0.5, 0.8]).astype(np.int64))]
     for key in ("additive", "mixture", "shareboost", "supersparse"):
-        for labels in (y, y3):
+        for features, labels in problems:
             with contextlib.suppress(Exception), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                streamlearn_model(key).fit(X, labels).predict(X)
+                streamlearn_model(key).fit(features, labels).predict(features)
 
 
 def run_dataset(name: str, models: list[str], max_train: int | None, quick: bool,
