@@ -1181,9 +1181,11 @@ def materialised_sq_norm(feature_map: FeatureMap | None, rows: np.ndarray) -> fl
     columns unmaterialised).
 
     :data:`SAMPLE_BLOCK_ROWS` rows are embedded at a time, so memory stays bounded by
-    one block whatever the sample's size. A dense fit compiles the transform anyway, for
-    :func:`term_importances`, which makes this cheaper on a first fit than a dedicated
-    kernel (:func:`~streamlearn.solvers.embedding.embedded_sq_norm`, used for sparse rows).
+    one block whatever the sample's size. The transform is the one
+    :func:`term_importances` uses (numpy on small blocks, so a fit on small data compiles
+    nothing for it: :func:`~streamlearn.features.bspline.bspline_transform`), which makes
+    this cheaper on a first fit than a dedicated kernel
+    (:func:`~streamlearn.solvers.embedding.embedded_sq_norm`, used for sparse rows).
 
     Parameters
     ----------
