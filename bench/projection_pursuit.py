@@ -75,7 +75,10 @@ RAW = {"standardize": False}
 NOISES = (1.0, 0.5, 0.1)
 #: Ridge splines of the toy: the paper does not give its smoother's settings; ``smoothing``
 #: is chosen per seed from ``SMOOTHING_GRID`` by cross-validation on the training rows.
-PPR_PARAMS = {"n_terms": 2, "n_bases": 8, "degree": 3}
+PPR_PARAMS = {"n_terms": 2, "n_bases": 8, "degree": 3, "backfit": False}
+#: ``backfit`` of the selection table's second model: the estimator's default, which
+#: backfits the stagewise terms over the features they chose.
+BACKFITS = (False, True)
 SMOOTHING_GRID = (1.0, 10.0, 100.0, 1000.0, 10000.0)
 #: Cross-validation on the training rows (ridge smoothing of the SpPPR toy, number of weak
 #: learners of the SpJSBoost toy): folds and the seed of the fold assignment.
@@ -340,8 +343,10 @@ def ppr_selection_rates(draws: int, noises: tuple[float, ...]) -> list[dict[str,
     """SpPPR's selection measured against what the rows allow, over ``draws`` draws.
 
     For every draw (seeds ``0 .. draws - 1`` of :func:`product_data`) and noise level:
-    SpPPR at each tau of ``SELECTION_TAUS`` (the paper's 15, and 5) with its smoothing
-    chosen by cross-validation as in part 1; whether it selected exactly ``{x1, x2}``; its
+    SpPPR at each tau of ``SELECTION_TAUS`` (the paper's 15, and 5), as the paper fits it
+    (forward stagewise) and with the estimator's default backfitting (``BACKFITS``), each
+    with its smoothing chosen by cross-validation as in part 1; whether it selected exactly
+    ``{x1, x2}``; its
     test MSE; the full-quadratic least-squares pair (:func:`best_pair`, the best a search
     not told the product form can expect); and the test MSE of the two-term model on the
     true directions at the smoothing chosen for tau = 15 (:func:`ppr_true_directions`).
@@ -351,37 +356,40 @@ def ppr_selection_rates(draws: int, noises: tuple[float, ...]) -> list[dict[str,
     out = []
     for noise in noises:
         quadratic = 0
-        picks: dict[float, list[bool]] = {tau: [] for tau in SELECTION_TAUS}
-        mse: dict[float, list[float]] = {tau: [] for tau in SELECTION_TAUS}
+        settings = [(tau, backfit) for tau in SELECTION_TAUS for backfit in BACKFITS]
+        picks: dict[tuple[float, bool], list[bool]] = {k: [] for k in settings}
+        mse: dict[tuple[float, bool], list[float]] = {k: [] for k in settings}
         chosen: dict[tuple[float, int], float] = {}
         for seed in range(draws):
             X, y, Xt, yt = product_data(seed, noise)
             quadratic += best_pair(X, y, "quadratic") == "{x1, x2}"
-            for tau in SELECTION_TAUS:
+            for tau, backfit in settings:
                 params = {**PPR_PARAMS, "tau": tau, "search": "informative_first",
-                          "start": "pairs"}
+                          "start": "pairs", "backfit": backfit}
                 smoothing, _ = cv_smoothing(X, y, seed, params)
-                if tau == 15.0:
+                if tau == 15.0 and not backfit:
                     chosen[noise, seed] = smoothing
                 model = SparsePPRRegressor(smoothing=smoothing, progress=False, **RAW,
                                            **params).fit(X, y)
-                picks[tau].append(tuple(int(j) for j in model.selected_features_) == (0, 1))
-                mse[tau].append(float(np.mean((model.predict(Xt) - yt) ** 2)))
+                picks[tau, backfit].append(
+                    tuple(int(j) for j in model.selected_features_) == (0, 1))
+                mse[tau, backfit].append(float(np.mean((model.predict(Xt) - yt) ** 2)))
         true = ppr_true_directions(draws, (noise,), 15.0, chosen)[0]
         row: dict[str, Any] = {"noise": noise, "draws": draws,
                                "quadratic_rate": quadratic / draws,
                                "true_directions_mse_mean": true["true_directions_mse_mean"]}
-        for tau in SELECTION_TAUS:
-            name = tau_name(tau)
-            rate = float(np.mean(picks[tau]))
-            row[f"tau_{name}"] = {
-                "rate": rate, "mse_mean": float(np.mean(mse[tau])),
-                "mse_over_true": float(np.mean(mse[tau]) / true["true_directions_mse_mean"]),
+        for tau, backfit in settings:
+            key = selection_key(tau, backfit)
+            rate = float(np.mean(picks[tau, backfit]))
+            row[key] = {
+                "rate": rate, "mse_mean": float(np.mean(mse[tau, backfit])),
+                "mse_over_true": float(np.mean(mse[tau, backfit])
+                                       / true["true_directions_mse_mean"]),
                 "rate_over_quadratic": rate / max(quadratic / draws, 1e-12)}
         out.append(row)
         log(f"selection noise={noise}, {draws} draws: quadratic LS {row['quadratic_rate']:.3f}; "
-            + "; ".join(f"tau {tau_name(t)}: {row[f'tau_{tau_name(t)}']['rate']:.3f}, mse "
-                        f"{row[f'tau_{tau_name(t)}']['mse_mean']:.4f}" for t in SELECTION_TAUS)
+            + "; ".join(f"{selection_key(*k)}: {row[selection_key(*k)]['rate']:.3f}, mse "
+                        f"{row[selection_key(*k)]['mse_mean']:.4f}" for k in settings)
             + f"; true directions mse {row['true_directions_mse_mean']:.4f}")
     return out
 
@@ -792,18 +800,30 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def selection_key(tau: float, backfit: bool) -> str:
+    """A selection row's key for one setting: ``tau_5``, ``tau_5_backfit``, ..."""
+    return f"tau_{tau_name(tau)}" + ("_backfit" if backfit else "")
+
+
 def selection_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """SpPPR's selection rates over many draws beside what the rows allow."""
     table = []
     for r in rows:
         for tau in SELECTION_TAUS:
-            t = r[f"tau_{tau_name(tau)}"]
-            table.append([r["noise"], tau_name(tau), r["draws"], round(t["rate"], 3),
-                          round(r["quadratic_rate"], 3), round(t["rate_over_quadratic"], 2),
-                          round(t["mse_mean"], 5), round(r["true_directions_mse_mean"], 5),
-                          round(t["mse_over_true"], 2)])
+            for backfit in BACKFITS:
+                key = selection_key(tau, backfit)
+                if key not in r:  # a run before backfitting
+                    continue
+                t = r[key]
+                table.append([r["noise"], tau_name(tau), "yes" if backfit else "no (paper)",
+                              r["draws"], round(t["rate"], 3),
+                              round(r["quadratic_rate"], 3),
+                              round(t["rate_over_quadratic"], 2), round(t["mse_mean"], 5),
+                              round(r["true_directions_mse_mean"], 5),
+                              round(t["mse_over_true"], 2)])
     return {"title": "SpPPR toy: selection over many draws of the training rows",
-            "columns": ["noise sd", "tau", "draws", "exactly {x1,x2}", "quadratic LS picks "
+            "columns": ["noise sd", "tau", "backfit", "draws", "exactly {x1,x2}",
+                        "quadratic LS picks "
                         "{x1,x2}", "ratio", "test MSE", "MSE on the true directions",
                         "MSE ratio"],
             "rows": table,

@@ -12,6 +12,7 @@ from streamlearn.solvers.projection_search import (
     Candidates,
     FeatureSpread,
     class_histogram_scan_chunk,
+    direction_cost,
     first_minimum,
     gram_from_band,
     informative_feature_first,
@@ -20,6 +21,7 @@ from streamlearn.solvers.projection_search import (
     offsets,
     penalty_matrix,
     projection_ranges,
+    relax_direction,
     ridge_predict_chunk,
     sequential_coordinate_search,
     spline_fit_costs,
@@ -267,6 +269,38 @@ def test_pair_start_reaches_a_difference_no_single_coordinate_explains():
     u = pairs.alpha * np.sign(pairs.alpha[0])
     np.testing.assert_allclose(u, [2**-0.5, -(2**-0.5), 0, 0, 0], atol=0.05)
     assert single.alpha[2] != 0 and pairs.cost < 0.5 * single.cost
+
+
+def test_relaxed_refit_moves_a_shrunk_direction_to_the_data_on_its_features():
+    """r = (x1 + x2 / 4)^2 + noise: the L1 term shrinks the direction toward x1 (or holds
+    it there); the relaxed refit (lam = 0) over its features, or over x1 and the ``chosen``
+    x2, reaches (4, 1) / sqrt 17 and never touches x3."""
+    rng = np.random.default_rng(22)
+    X = rng.uniform(0, 1, size=(400, 3)).astype(np.float32)
+    x = X.astype(np.float64)
+    target = (x[:, 0] + x[:, 1] / 4) ** 2
+    r = (target - target.mean() + 0.02 * rng.normal(size=400)).astype(np.float32)
+    scan = one_pass_ppr_scan(X, r, np.ones(400, dtype=np.float32), 0.1, 3)
+    kwargs = dict(coarse_step=0.25, fine_step=0.05, max_iter=6)
+    truth = np.array([4, 1, 0]) / 17**0.5
+    shrunk = informative_feature_first(scan, 3, spread_of(X), lambda g: 3 * g,
+                                       start="coordinate", **kwargs)
+    axis = informative_feature_first(scan, 3, spread_of(X), lambda g: 10 * g,
+                                     start="coordinate", **kwargs)
+    assert 0 < abs(shrunk.alpha[1] / shrunk.alpha[0]) < 0.2 and shrunk.alpha[2] == 0
+    assert np.count_nonzero(axis.alpha) == 1
+    # a one-feature direction with nothing chosen beside it has nothing to refit
+    assert relax_direction(scan, axis, spread_of(X), **kwargs) is axis
+    for found, chosen in ((shrunk, None), (axis, np.array([1]))):
+        relaxed = relax_direction(scan, found, spread_of(X), chosen=chosen, **kwargs)
+        np.testing.assert_allclose(relaxed.alpha * np.sign(relaxed.alpha[0]), truth,
+                                   atol=0.03)
+        assert relaxed.fit_cost < found.fit_cost and relaxed.cost == relaxed.fit_cost
+        assert relaxed.lam == found.lam and relaxed.n_scans > found.n_scans
+        # its cost is that of the direction scanned alone, and its spline that direction's
+        alone = direction_cost(scan, relaxed.alpha, spread_of(X))
+        assert alone.fit_cost == pytest.approx(relaxed.fit_cost, rel=1e-9)
+        np.testing.assert_allclose(alone.stat, relaxed.stat, rtol=1e-9)
 
 
 # -- one pass for all candidates vs one evaluation per candidate ------------------------------

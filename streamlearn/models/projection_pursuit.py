@@ -223,6 +223,15 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         ``H``, ``dH``, ``dh`` of the search (Table 2).
     max_iter : int
         Rounds (``"informative_first"``) or sweeps (``"sequential"``) of a search at most.
+    backfit : bool
+        After the forward stagewise terms, refit each in turn to the residuals of the
+        others, its direction without the L1 term over the features the terms chose (they
+        stay the model's), as projection pursuit regression backfits, for at most 3 rounds.
+        The L1 term of the search selects the features, and also pulls a direction toward
+        the axes (a pair direction costs ``sqrt 2`` times a coordinate); backfitting undoes
+        that pull and the stagewise fit's order. On the paper's toy (noise sd 0.5 and 0.1,
+        ``tau=5``) it lowers the test MSE by a quarter to a half, the features selected
+        unchanged (``bench/projection_pursuit.py``). False fits Table 3 as written.
     standardize : bool
         Search over the features standardised by the training rows' weighted mean and
         standard deviation (a constant feature keeps the scale 1), so that the L1 term, the
@@ -251,12 +260,13 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     lambdas_ : ndarray of shape (n_terms,)
         L1 weight used by each term's search.
     train_sse_ : ndarray of shape (n_terms,)
-        Weighted residual sum of squares on the training rows after each term.
+        Weighted residual sum of squares on the training rows after each term of the
+        forward stagewise fit; with ``backfit``, the last entry is the returned model's.
     n_nonzero_ : ndarray of shape (n_terms,)
     n_iter_ : int
         Forward stagewise iterations run: the number of terms fitted.
     n_scans_ : int
-        Scans (passes) the searches took.
+        Scans (passes) the searches (and the backfitting) took.
     n_train_ : int
     n_features_in_ : int
     feature_names_in_ : tuple of str
@@ -293,14 +303,16 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         "n_bases": [Interval(Integral, 1, None, closed="left")],
         "smoothing": [Interval(Real, 0, np.inf, closed="left")],
         "degree": [Interval(Integral, 1, 3, closed="both")],
+        "backfit": ["boolean"],
     }
 
     def __init__(self, n_terms: int = 2, tau: float = 15.0, n_bases: int = 8,
                  smoothing: float = 10.0, degree: int = 3,
                  search: str = "informative_first", start: str = "pairs",
                  search_range: float = 1.0, coarse_step: float = 0.1, fine_step: float = 0.01,
-                 max_iter: int = 20, standardize: bool = True, chunk_rows: int | None = None,
-                 engine: Any = None, progress: bool | None = None) -> None:
+                 max_iter: int = 20, backfit: bool = True, standardize: bool = True,
+                 chunk_rows: int | None = None, engine: Any = None,
+                 progress: bool | None = None) -> None:
         self.n_terms = n_terms
         self.tau = tau
         self.n_bases = n_bases
@@ -312,6 +324,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.coarse_step = coarse_step
         self.fine_step = fine_step
         self.max_iter = max_iter
+        self.backfit = backfit
         self.standardize = standardize
         self.chunk_rows = chunk_rows
         self.engine = engine
@@ -361,7 +374,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> RidgeFit:
         config = RidgeConfig(self._search_config(), int(self.n_terms), int(self.n_bases),
-                             float(self.smoothing), int(self.degree), bool(self.standardize))
+                             float(self.smoothing), int(self.degree), bool(self.standardize),
+                             bool(self.backfit))
         return fit_sparse_ppr(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: RidgeFit) -> None:

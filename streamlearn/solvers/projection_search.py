@@ -28,7 +28,7 @@ gain-weighted sum of the coordinates).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -664,10 +664,9 @@ def search_start(scan: ScanFunction, n_features: int, spread: FeatureSpread,
         gain = np.where(np.isfinite(single), np.maximum(reference - single, 0.0), 0.0)
         if np.count_nonzero(gain) >= 2:
             alpha = gain / np.linalg.norm(gain)
-            itself = make_candidates(alpha, np.zeros(1, dtype=np.int64), np.zeros(1), spread)
-            g1, stats1 = scan(alpha, itself)
-            cost1 = _costs(g1, lam, itself)
-            return alpha, _pick(alpha, itself, 0, g1, float(cost1[0]), stats1), lam, 2
+            found = direction_cost(scan, alpha, spread, lam)
+            found.lam, found.n_scans = 0.0, 0
+            return alpha, found, lam, 2
     cost = _costs(g, lam, starts)
     if not pairs:
         cost[n_features:] = np.inf
@@ -720,10 +719,27 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
     """
     alpha, best, lam, n_scans = search_start(scan, n_features, spread, penalty_weight, start,
                                              null_cost)
+    best, rounds, converged = _informative_rounds(
+        scan, alpha, best, lam, np.arange(n_features), spread, search_range, coarse_step,
+        fine_step, max_iter)
+    best.lam = lam
+    best.n_scans = n_scans + rounds
+    best.converged = converged
+    return best
+
+
+def _informative_rounds(scan: ScanFunction, alpha: np.ndarray, best: SearchResult,
+                        lam: float, features: np.ndarray, spread: FeatureSpread,
+                        search_range: float, coarse_step: float, fine_step: float,
+                        max_iter: int) -> tuple[SearchResult, int, bool]:
+    # the rounds of informative_feature_first from alpha (whose result is best), moving
+    # the coordinates of ``features`` only: the best result, the scans, whether it stopped
+    # because no round lowered the cost
     coarse = offsets(-search_range, search_range, coarse_step)
     converged = int(max_iter) == 0
+    n_scans = 0
     for _ in range(int(max_iter)):
-        cands = make_candidates(alpha, np.arange(n_features), coarse, spread)
+        cands = make_candidates(alpha, features, coarse, spread)
         g, stats = scan(alpha, cands)
         n_scans += 1
         cost = _costs(g, lam, cands)
@@ -744,10 +760,74 @@ def informative_feature_first(scan: ScanFunction, n_features: int, spread: Featu
         best = winner
         alpha = alpha.copy()
         alpha[m] += d
-    best.lam = lam
-    best.n_scans = n_scans
-    best.converged = converged
-    return best
+    return best, n_scans, converged
+
+
+def direction_cost(scan: ScanFunction, alpha: np.ndarray, spread: FeatureSpread,
+                   lam: float = 0.0) -> SearchResult:
+    """One scan costing the direction ``alpha`` alone (``n_scans`` 1, ``lam`` as given).
+
+    Parameters
+    ----------
+    scan, spread
+        See :func:`informative_feature_first`.
+    alpha : ndarray of shape (n_features,)
+    lam : float
+        L1 weight of its cost ``E = g + lam ||u||_1``.
+
+    Returns
+    -------
+    SearchResult
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    itself = make_candidates(alpha, np.zeros(1, dtype=np.int64), np.zeros(1), spread)
+    g, stats = scan(alpha, itself)
+    result = _pick(alpha, itself, 0, g, float(_costs(g, lam, itself)[0]), stats)
+    result.lam, result.n_scans = float(lam), 1
+    return result
+
+
+def relax_direction(scan: ScanFunction, found: SearchResult, spread: FeatureSpread, *,
+                    chosen: np.ndarray | None = None, search_range: float = 1.0,
+                    coarse_step: float = 0.1, fine_step: float = 0.01,
+                    max_iter: int = 20) -> SearchResult:
+    """Refit a found direction on its own non-zero coordinates without the L1 term.
+
+    The L1 term of eq. 8 selects the features and also shrinks the direction toward the
+    coordinate axes: ``(1, 1) / sqrt 2`` costs ``lam sqrt 2`` where a coordinate costs
+    ``lam``. As the relaxed lasso does for a linear model, the rounds of
+    :func:`informative_feature_first` run again from ``found``, with ``lam = 0``, over the
+    coordinates the direction uses: the features stay those the penalised search chose
+    (a coordinate may still reach zero), and the direction moves to where the data put it.
+    A direction on one feature has nothing to refit.
+
+    Parameters
+    ----------
+    scan, spread
+        See :func:`informative_feature_first`.
+    found : SearchResult
+        The penalised search's result.
+    search_range, coarse_step, fine_step, max_iter
+        As for :func:`informative_feature_first`.
+
+    Returns
+    -------
+    SearchResult
+        The refitted direction; ``lam`` is ``found``'s (the weight that chose the
+        features), ``cost`` its data-fit cost, ``n_scans`` and ``converged`` count both
+        searches.
+    """
+    support = np.flatnonzero(found.alpha)
+    if chosen is not None:
+        support = np.union1d(support, np.asarray(chosen, dtype=np.int64))
+    if support.shape[0] < 2:
+        return found
+    start = replace(found, cost=found.fit_cost)
+    best, rounds, converged = _informative_rounds(
+        scan, np.asarray(found.alpha, dtype=np.float64), start, 0.0, support, spread,
+        search_range, coarse_step, fine_step, max_iter)
+    return replace(best, lam=found.lam, n_scans=found.n_scans + rounds,
+                   converged=found.converged and converged)
 
 
 def sequential_coordinate_search(scan: ScanFunction, n_features: int, spread: FeatureSpread,
