@@ -336,14 +336,14 @@ def best_pair_check(seeds: int, noises: tuple[float, ...], draws: int) -> list[d
 
 #: Draws of the toy's training rows for the selection rates, and the taus they are run at.
 SELECTION_DRAWS = 200
-SELECTION_TAUS = (5.0, 15.0)
+SELECTION_TAUS = (3.0, 5.0, 15.0)
 
 
 def ppr_selection_rates(draws: int, noises: tuple[float, ...]) -> list[dict[str, Any]]:
     """SpPPR's selection measured against what the rows allow, over ``draws`` draws.
 
     For every draw (seeds ``0 .. draws - 1`` of :func:`product_data`) and noise level:
-    SpPPR at each tau of ``SELECTION_TAUS`` (the paper's 15, and 5), as the paper fits it
+    SpPPR at each tau of ``SELECTION_TAUS`` (the paper's 15, 5 and 3), as the paper fits it
     (forward stagewise) and with the estimator's default backfitting (``BACKFITS``), each
     with its smoothing chosen by cross-validation as in part 1; whether it selected exactly
     ``{x1, x2}``; its
