@@ -1,6 +1,6 @@
 """ShareBoost (paper 003): error against rounds and features, feature sharing, streaming cost.
 
-Four measurements, each with its peers in the same run:
+Five measurements, each with its peers in the same run:
 
 - ``mnist``: piecewise-linear anchors (Sec. 3.2, App. A.2) on a 50-dimensional PCA of MNIST:
   the Frobenius weight ``l2`` chosen on a validation split carved from the training rows
@@ -14,6 +14,8 @@ Four measurements, each with its peers in the same run:
   the same number of rounds; the classes join in several orders (which letters make up the
   first k changes how hard k classes are), with the median, the range and the exponent of
   the growth;
+- ``sharing_stumps``: the same with decision stumps as the candidate columns, a feature
+  counted once any selected stump cuts it;
 - ``expanded``: satimage and pendigits with all products of pairs of features (App. A.3):
   test error against the fraction of features used, linear ShareBoost against scikit-learn's
   L1-regularised multinomial ``LogisticRegression`` along its regularisation path, and
@@ -59,6 +61,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
                                  "l2": [1e-4, 1e-3]}},
         "sharing": {"class_counts": [2, 6, 13, 26], "n_rounds": 25, "ovr_rounds": 8,
                     "refit_iter": 8, "targets": [0.30, 0.20], "orderings": 2},
+        "sharing_stumps": {"family": "stumps", "class_counts": [2, 6, 13, 26],
+                           "n_rounds": 40, "ovr_rounds": 10, "refit_iter": 8,
+                           "targets": [0.30, 0.20], "orderings": 2},
         "expanded": {"datasets": ["satimage"], "n_rounds": 15, "stump_rounds": 15,
                      "n_bins": 16, "refit_iter": 8, "lr_Cs": 3, "lr_max_iter": 40,
                      "gb_stages": 10},
@@ -73,6 +78,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sharing": {"class_counts": [2, 5, 10, 15, 20, 26], "n_rounds": 60,
                     "ovr_rounds": 15, "refit_iter": 10, "targets": [0.30, 0.20],
                     "orderings": 5},
+        "sharing_stumps": {"family": "stumps", "class_counts": [2, 5, 10, 15, 20, 26],
+                           "n_rounds": 120, "ovr_rounds": 30, "refit_iter": 10,
+                           "targets": [0.30, 0.20], "orderings": 5},
         "expanded": {"datasets": ["satimage", "pendigits"], "n_rounds": 80,
                      "stump_rounds": 60, "n_bins": 16, "refit_iter": 10, "lr_Cs": 8,
                      "gb_stages": 100},
@@ -236,8 +244,15 @@ def class_order(ordering: int) -> np.ndarray:
 
 
 def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
-    """ShareBoost against greedy one-vs-rest on the first k classes of one class order."""
+    """ShareBoost against greedy one-vs-rest on the first k classes of one class order.
+
+    The candidate columns are ``cfg["family"]``'s (linear features by default, or decision
+    stumps); the count after each round is the distinct raw features the model reads
+    (``used_features_``: for linear columns the columns selected, for stumps the features
+    their thresholds cut)."""
     from streamlearn.models.shareboost import ShareBoostClassifier
+
+    family = cfg.get("family", "linear")
 
     X, y, X_test, y_test = letter_problem()
     order = class_order(ordering)
@@ -249,12 +264,15 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
         rows, test_rows = y < k, y_test < k
         Xk, yk, Xk_test, yk_test = X[rows], y[rows], X_test[test_rows], y_test[test_rows]
         start = time.perf_counter()
-        shared = ShareBoostClassifier(n_rounds=cfg["n_rounds"], refit_iter=cfg["refit_iter"],
-                                      **PAPER, chunk_rows=len(yk), random_state=SEED)
-        shared.fit(Xk, yk, validation=(Xk_test, yk_test))
+        shared = ShareBoostClassifier(n_rounds=cfg["n_rounds"], features=family,
+                                      refit_iter=cfg["refit_iter"], **PAPER,
+                                      chunk_rows=len(yk), random_state=SEED)
+        sb_counts: list[int] = []
+        shared.fit(Xk, yk, validation=(Xk_test, yk_test),
+                   callback=lambda t, m, counts=sb_counts: counts.append(
+                       len(m.used_features_)))
         shared_s = time.perf_counter() - start
         sb_errors = [float(e) for e in shared.path_["validation_error"]]
-        sb_counts = [int(n) for n in shared.path_["n_selected"]]
 
         # one-vs-rest: round t of every binary problem, argmax of the binary margins
         start = time.perf_counter()
@@ -266,10 +284,11 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
             def record(t: int, m: Any, c: int = c, per_round: list[set[int]] = per_round,
                        test: np.ndarray = Xk_test, margins: np.ndarray = margins) -> None:
                 margins[t:, c] = m.decision_function(test)  # two classes: s_1 - s_0
-                per_round.append(set(m.selected_features_.tolist()))
+                per_round.append(set(m.used_features_.tolist()))
 
-            ShareBoostClassifier(n_rounds=cfg["ovr_rounds"], refit_iter=cfg["refit_iter"],
-                                 **PAPER, chunk_rows=len(yk), random_state=SEED).fit(
+            ShareBoostClassifier(n_rounds=cfg["ovr_rounds"], features=family,
+                                 refit_iter=cfg["refit_iter"], **PAPER, chunk_rows=len(yk),
+                                 random_state=SEED).fit(
                 Xk, (yk == c).astype(np.int64), callback=record)
             while len(per_round) < cfg["ovr_rounds"] + 1:  # stopped early: keeps its model
                 per_round.append(per_round[-1])
@@ -292,7 +311,7 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
         })
         log(f"sharing: order {ordering}, k={k} needed {points[-1]['needed']}")
     return {"ordering": ordering, "class_order": order.tolist(), "n_features": X.shape[1],
-            "points": points}
+            "family": family, "points": points}
 
 
 def growth_exponent(class_counts: list[int], needed: list[int | None]) -> float | None:
@@ -636,25 +655,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def report_tables(report: dict[str, Any]) -> dict[str, Any]:
-    """Title, summary and tables of a result for ``bench/REPORT.md``."""
-    m, s, st = report["mnist"], report["sharing"], report["streaming"]
-    low, high = (f"{t:.2f}" for t in s["settings"]["targets"])
-    n_classes = s["settings"]["class_counts"][-1]
-    ovr_last = max(k for k, v in zip(s["settings"]["class_counts"],
-                                     s["needed"][high]["one_vs_rest"]["median"], strict=True)
-                   if v is not None)
-    sharing = (f"Feature sharing on letter: ShareBoost needs "
-               f"{s['needed'][low]['shareboost']['median'][-1]:g} features for "
-               f"{float(low):.0%} test error with all {n_classes} classes against "
-               f"{s['needed'][low]['one_vs_rest']['median'][-1]:g} for greedy one-vs-rest; "
-               f"the count grows as classes^"
-               f"{s['needed'][low]['shareboost']['exponent_of_median']:.2f} against "
-               f"classes^{s['needed'][low]['one_vs_rest']['exponent_of_median']:.2f} "
-               f"(^{s['needed'][high]['shareboost']['exponent_of_median']:.2f} against "
-               f"^{s['needed'][high]['one_vs_rest']['exponent_of_median']:.2f} for "
-               f"{float(high):.0%}, which one-vs-rest, in the median class order, does not "
-               f"reach beyond {ovr_last} classes). ")
+def sharing_table(s: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Columns and rows of a feature-sharing part: features needed per class count and
+    target, median over class orders (range), and the growth exponents."""
     sharing_rows: list[list[Any]] = []
     ks = s["settings"]["class_counts"]
 
@@ -683,6 +686,29 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     sharing_cols = ["classes"]
     for target in s["settings"]["targets"]:
         sharing_cols += [f"ShareBoost @{target:.0%}", f"one-vs-rest @{target:.0%}"]
+    return sharing_cols, sharing_rows
+
+
+def report_tables(report: dict[str, Any]) -> dict[str, Any]:
+    """Title, summary and tables of a result for ``bench/REPORT.md``."""
+    m, s, st = report["mnist"], report["sharing"], report["streaming"]
+    low, high = (f"{t:.2f}" for t in s["settings"]["targets"])
+    n_classes = s["settings"]["class_counts"][-1]
+    ovr_last = max(k for k, v in zip(s["settings"]["class_counts"],
+                                     s["needed"][high]["one_vs_rest"]["median"], strict=True)
+                   if v is not None)
+    sharing = (f"Feature sharing on letter: ShareBoost needs "
+               f"{s['needed'][low]['shareboost']['median'][-1]:g} features for "
+               f"{float(low):.0%} test error with all {n_classes} classes against "
+               f"{s['needed'][low]['one_vs_rest']['median'][-1]:g} for greedy one-vs-rest; "
+               f"the count grows as classes^"
+               f"{s['needed'][low]['shareboost']['exponent_of_median']:.2f} against "
+               f"classes^{s['needed'][low]['one_vs_rest']['exponent_of_median']:.2f} "
+               f"(^{s['needed'][high]['shareboost']['exponent_of_median']:.2f} against "
+               f"^{s['needed'][high]['one_vs_rest']['exponent_of_median']:.2f} for "
+               f"{float(high):.0%}, which one-vs-rest, in the median class order, does not "
+               f"reach beyond {ovr_last} classes). ")
+    sharing_cols, sharing_rows = sharing_table(s)
     expanded_rows = []
     for name, r in report["expanded"]["datasets"].items():
         sb, sbs, gb = r["shareboost_linear"], r["shareboost_stumps"], r["gradient_boosting"]
@@ -728,6 +754,16 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                       "exponent: least-squares slope of log features on log classes over "
                       "the class counts reached (1 = linear), for the medians and "
                       "(range) per order."},
+            *([{"title": "letter, decision stumps: features needed to reach a test error",
+                "columns": sharing_table(report["sharing_stumps"])[0],
+                "rows": sharing_table(report["sharing_stumps"])[1],
+                "notes": "as the table above, every candidate column a decision stump "
+                         f"({report['sharing_stumps']['settings']['n_rounds']} rounds for "
+                         "ShareBoost, "
+                         f"{report['sharing_stumps']['settings']['ovr_rounds']} per binary "
+                         "one-vs-rest model); features = distinct raw or product features "
+                         "the selected stumps cut."}]
+              if "sharing_stumps" in report else []),
             {"title": "expanded problems: best test error within a feature budget",
              "columns": ["dataset", "features used", "ShareBoost linear", "L1 logistic",
                          "ShareBoost stumps", "gradient-boosted stumps"],
@@ -754,8 +790,8 @@ def main(argv: list[str] | None = None) -> None:
     """Run every measurement and write the results."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
-    parser.add_argument("--only", nargs="*", choices=["mnist", "sharing", "expanded",
-                                                      "streaming"],
+    parser.add_argument("--only", nargs="*", choices=["mnist", "sharing", "sharing_stumps",
+                                                      "expanded", "streaming"],
                         help="run these parts and keep the others from the last results "
                              "(none: only rebuild the report from them)")
     parser.add_argument("--mnist-rows", type=int, help="override the MNIST training rows")
@@ -775,13 +811,14 @@ def main(argv: list[str] | None = None) -> None:
                       ("mnist_rounds", "n_rounds")):
         if getattr(args, flag) is not None:
             cfg["mnist"][key] = getattr(args, flag)
-    parts = ["mnist", "sharing", "expanded", "streaming"] if args.only is None else args.only
+    runners = {"mnist": mnist_anchors, "sharing": feature_sharing,
+               "sharing_stumps": feature_sharing, "expanded": expanded,
+               "streaming": streaming}
+    parts = list(runners) if args.only is None else args.only
     out_file = args.out / "shareboost.json"
     report: dict[str, Any] = {}
     if args.only is not None and out_file.exists():
         report = json.loads(out_file.read_text())
-    runners = {"mnist": mnist_anchors, "sharing": feature_sharing, "expanded": expanded,
-               "streaming": streaming}
     # parts kept from the last results keep the load their run started at
     previous_load = report.get("machine", {}).get("load_average_1m")
     for part in runners:
