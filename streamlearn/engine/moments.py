@@ -81,20 +81,8 @@ def chunk_moments(X: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarra
 
 @njit(cache=True, nogil=True)
 def chunk_moments_kernel(X):
-    """:func:`chunk_moments`, compiled: two sweeps of the chunk, the mean first.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_rows, n_features), float32
-
-    Returns
-    -------
-    count : int
-    mean, m2 : ndarray of shape (n_features,), float64
-        Zero when ``n_rows`` is 0.
-    minimum, maximum : ndarray of shape (n_features,), float32
-        ``+inf`` and ``-inf`` when ``n_rows`` is 0.
-    """
+    """:func:`chunk_moments`, compiled: two sweeps of the chunk, the mean first (argument
+    and results as for :func:`chunk_moments`)."""
     n, d = X.shape
     mean = np.zeros(d, dtype=np.float64)
     m2 = np.zeros(d, dtype=np.float64)

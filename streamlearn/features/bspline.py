@@ -459,17 +459,8 @@ def bspline_transform_numpy(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_bas
 
     Each value's segment and basis values are scattered into a dense ``Phi`` block whose
     columns run backwards, so that the ``order`` suffix sums applying ``D_d^-T`` are
-    cumulative sums along its contiguous axis.
-
-    Parameters
-    ----------
-    X, lo, hi, n_bases, degree, order, zero_preserving, out
-        As for :func:`bspline_transform_dense`.
-
-    Returns
-    -------
-    ndarray
-        ``out``.
+    cumulative sums along its contiguous axis. Arguments and result as for
+    :func:`bspline_transform`.
     """
     X = np.asarray(X)
     n, d = X.shape
