@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import log_loss
 
+import streamlearn.solvers.additive.driver as additive_driver
 from streamlearn.data import open_dataset
 from streamlearn.engine import DaskEngine, DescribePass, LocalEngine, Reduction, recording
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
@@ -100,3 +101,28 @@ def test_additive_screens_pairs_of_many_chunks_on_the_sampled_chunks() -> None:
     # per-feature model: describe and calibration on the sample, 2 epochs; the screening
     # on the sample; the model with the pair: 2 epochs and its calibration
     assert model.n_passes_ == pytest.approx(share + 2 + share + share + 2 + share)
+
+
+def test_large_chunks_are_sampled_by_their_first_rows(monkeypatch) -> None:
+    """Chunks larger than DESCRIBE_SAMPLE_RANGE_ROWS give the sample their first rows only:
+    the same 16 ranges of that many rows whatever the chunk size, and the fit reads
+    them, not the whole chunks."""
+    rng = np.random.default_rng(3)
+    size = DESCRIBE_SAMPLE_ROWS // DESCRIBE_SAMPLE_CHUNKS
+    monkeypatch.setattr(additive_driver, "DESCRIBE_SAMPLE_RANGE_ROWS", size)
+    n_chunks, chunk = DESCRIBE_MIN_CHUNKS, 3 * size
+    n = n_chunks * chunk
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(0, 0.3, n) > 0).astype(int)
+    ds = open_dataset(X, target=y, chunk_rows=chunk)
+    ranges = additive_driver._sample_ranges(ds)
+    assert ranges == spread_ranges(n, size, DESCRIBE_SAMPLE_CHUNKS)
+    assert all(b - a == size and a % size == 0 for a, b in ranges)
+    sample = additive_driver._sample_dataset(ds)
+    assert sample is not None
+    assert sum(c.n_rows for c in sample.chunks()) == DESCRIBE_SAMPLE_CHUNKS * size
+    model = AdditiveSVC(epochs=2, tol=None, chunk_rows=chunk, interactions=0, n_bases=20,
+                        progress=False).fit(X, y)
+    # describe and calibration on the ranges, 2 epochs over every row
+    share = DESCRIBE_SAMPLE_CHUNKS * size / n
+    assert model.n_passes_ == pytest.approx(2 * share + 2)

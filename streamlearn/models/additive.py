@@ -157,9 +157,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         pendigits (letter 7.02 -> 6.33 %, pendigits 2.94 -> 2.54 %, MNIST odd/even at
         60,000 rows 4.97 -> 4.72 %), while smooth curves of wide range (the demo's sine
         over standard normal features) need 32. Each count tried is one more training of
-        the model kept; on data described from a sample of chunks (64 chunks or more)
-        the counts, the pairs of ``interactions`` and their grid are all chosen on those
-        chunks alone, and the model kept is then trained once on all rows.
+        the model kept; on data described from a sample (64 chunks or more: 16 ranges
+        of at most 65,536 rows spread over them) the counts, the pairs of
+        ``interactions`` and their grid are all chosen on those rows alone, and the model
+        kept is then trained once on all rows.
     penalty_order : int, optional
         Difference penalty order ``d`` for B-splines (0, 1, 2) or penalised derivative for
         Fourier and Hermite (1, 2; default 1). The B-spline default is 1 for ``fit`` with

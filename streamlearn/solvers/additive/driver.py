@@ -5,8 +5,9 @@
    summary or from a given range (a linear model without calibration and without weights
    skips this pass: the store's metadata counts its rows). Data of 64 chunks or more
    whose 16 chunks hold 100,000 rows or more, without weights and without rows dropped
-   for missing values, is summarised from 16 chunks spread over it, a quarter of a pass
-   or less (``_summary``);
+   for missing values, is summarised from 16 ranges spread over it, each the first
+   65,536 rows (at most) of a chunk: a quarter of a pass or less, about a million rows
+   however large the data (``_summary``);
 2. at most ``epochs`` sequential passes, each visiting the chunks in a new seeded random
    order, run PEGASOS or dual coordinate descent (the dual variables live in an
    ``ExampleState``); with ``k > 2`` classes the one-vs-rest or one-vs-one models are
@@ -15,7 +16,7 @@
 3. the held-out calibration rows' scores are binned and a Platt sigmoid is fitted per
    binary model: by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
    scored the returned model on those rows), else by a reduction pass of its own (over
-   the same 16 chunks on such data, ``_calibration``).
+   the same 16 ranges on such data, ``_calibration``).
 
 With ``interactions = k > 0`` (B-spline maps), these passes train the per-feature model
 first; then one reduction pass screens the pairs of features by its residuals
@@ -104,6 +105,11 @@ DESCRIBE_MIN_CHUNKS = 64
 DESCRIBE_SAMPLE_CHUNKS = 16
 #: ... when they hold at least this many rows (10,000 of them held out for calibration).
 DESCRIBE_SAMPLE_ROWS = 100_000
+#: Rows of each sampled range at most: the first rows of a larger chunk, so that the
+#: sample holds about a million rows however large the chunks (a 16 MiB chunk of 16
+#: float32 features holds 262,144 rows, and 16 of them 4.2 million, each trial of the
+#: search reading them several times).
+DESCRIBE_SAMPLE_RANGE_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -669,7 +675,7 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
     One reduction pass over the training rows (:class:`ScreeningPass`), over the pairs of
     :func:`~streamlearn.solvers.additive.interactions.candidate_features`, binned at the
     quantiles of the describe sample. On data that :func:`_sample_ranges` samples (at
-    least ``DESCRIBE_MIN_CHUNKS`` chunks) the pass reads the chunks it picks, at least
+    least ``DESCRIBE_MIN_CHUNKS`` chunks) the pass reads the ranges it picks, at least
     ``DESCRIBE_SAMPLE_ROWS`` rows, as the describe and calibration passes do: a pair's
     statistics cost ``O(n_pairs)`` a row against an epoch's ``O(n_features)``, and their
     ranking settles long before the whole data are read.
@@ -993,31 +999,40 @@ def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | N
 
 
 def _sample_ranges(dataset: Dataset) -> list[tuple[int, int]] | None:
-    """``DESCRIBE_SAMPLE_CHUNKS`` chunks spread evenly over data of at least
-    ``DESCRIBE_MIN_CHUNKS`` chunks whose sample holds ``DESCRIBE_SAMPLE_ROWS`` rows or more
+    """``DESCRIBE_SAMPLE_CHUNKS`` ranges of ``min(chunk_rows, DESCRIBE_SAMPLE_RANGE_ROWS)``
+    rows spread evenly over data of at least ``DESCRIBE_MIN_CHUNKS`` chunks whose sample
+    holds ``DESCRIBE_SAMPLE_ROWS`` rows or more
     (:func:`~streamlearn.engine.row_ranges.spread_ranges`); None for other data, which is
     read whole."""
+    size = _sample_range_rows(dataset)
     if (dataset.n_chunks < DESCRIBE_MIN_CHUNKS
-            or DESCRIBE_SAMPLE_CHUNKS * dataset.chunk_rows < DESCRIBE_SAMPLE_ROWS):
+            or DESCRIBE_SAMPLE_CHUNKS * size < DESCRIBE_SAMPLE_ROWS):
         return None
-    return spread_ranges(dataset.n_rows, dataset.chunk_rows, DESCRIBE_SAMPLE_CHUNKS)
+    return spread_ranges(dataset.n_rows, size, DESCRIBE_SAMPLE_CHUNKS)
+
+
+def _sample_range_rows(dataset: Dataset) -> int:
+    """Rows of each range :func:`_sample_ranges` picks."""
+    return min(int(dataset.chunk_rows), DESCRIBE_SAMPLE_RANGE_ROWS)
 
 
 def _sample_dataset(dataset: Dataset) -> Dataset | None:
-    """The chunks of :func:`_sample_ranges` as a dataset of their own (the other chunks
-    left out of every pass), where the describe pass reads a sample; else None."""
+    """The ranges of :func:`_sample_ranges` as a dataset of their own (the other rows left
+    out of every pass, in blocks of the ranges' size), where the describe pass reads a
+    sample; else None."""
     ranges = _sample_ranges(dataset)
     if (ranges is None or dataset.is_sparse or dataset.weight is not None
             or dataset.nan_policy == "drop" or dataset.leaves_out_blocks):
         return None
-    size = dataset.chunk_rows
+    size = _sample_range_rows(dataset)
     kept = np.array([a // size for a, _ in ranges], dtype=np.int64)
-    return dataset.without_blocks(np.setdiff1d(np.arange(dataset.n_chunks), kept), size)
+    blocks = -(-dataset.n_rows // size)
+    return dataset.without_blocks(np.setdiff1d(np.arange(blocks), kept), size)
 
 
 def _on_held_out(runner: Any, dataset: Dataset, pass_: Any, description: str) -> Any:
     """A pass over the held-out rows (the calibration histogram, the class log-loss):
-    over the chunks :func:`_sample_ranges` picks (their held-out rows, 10,000 or more,
+    over the ranges :func:`_sample_ranges` picks (their held-out rows, 10,000 or more,
     are plenty for two Platt parameters per model or a mean loss), else every chunk."""
     ranges = _sample_ranges(dataset)
     if ranges is None:
