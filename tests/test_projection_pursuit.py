@@ -118,6 +118,24 @@ def test_backfitting_refits_each_term_to_the_others_residuals():
     np.testing.assert_allclose(model.spline_coef_[1], coef, rtol=1e-3, atol=1e-4)
 
 
+def test_backfitting_stops_when_no_direction_moves_and_warns_at_its_cap(monkeypatch):
+    import streamlearn.solvers.projection_pursuit.driver as driver
+
+    X, y = product_problem(300, 0.5, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = SparsePPRRegressor(n_terms=2, tau=5, smoothing=10.0, **FAST).fit(X, y)
+    assert 1 <= model.n_backfit_rounds_ < driver.BACKFIT_CYCLES
+    # one round, and every drop counted as a move: the cap is reached while moving
+    monkeypatch.setattr(driver, "BACKFIT_CYCLES", 1)
+    monkeypatch.setattr(driver, "BACKFIT_GAIN", 0.0)
+    with pytest.warns(ConvergenceWarning, match="backfitting stopped after 1 rounds"):
+        capped = SparsePPRRegressor(n_terms=2, tau=5, smoothing=10.0, **FAST).fit(X, y)
+    assert capped.n_backfit_rounds_ == 1
+    assert SparsePPRRegressor(n_terms=2, tau=5, smoothing=10.0, backfit=False,
+                              **FAST).fit(X, y).n_backfit_rounds_ == 0
+
+
 def test_jsboost_weights_are_recomputed_from_the_model(js_data):
     X, y = js_data
     model = SparseJSBoostClassifier(n_rounds=4, tau=15, n_bins=8, **FAST).fit(X, y)

@@ -226,7 +226,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     backfit : bool
         After the forward stagewise terms, refit each in turn to the residuals of the
         others, its direction without the L1 term over the features the terms chose (they
-        stay the model's), as projection pursuit regression backfits, for at most 3 rounds.
+        stay the model's), as projection pursuit regression backfits, until a round moves
+        no direction (at most 10 rounds, else ``ConvergenceWarning``).
         The L1 term of the search selects the features, and also pulls a direction toward
         the axes (a pair direction costs ``sqrt 2`` times a coordinate); backfitting undoes
         that pull and the stagewise fit's order. On the paper's toy (noise sd 0.5 and 0.1,
@@ -267,6 +268,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         Forward stagewise iterations run: the number of terms fitted.
     n_scans_ : int
         Scans (passes) the searches (and the backfitting) took.
+    n_backfit_rounds_ : int
+        Rounds of backfitting run (0 with ``backfit=False`` or one term).
     n_train_ : int
     n_features_in_ : int
     feature_names_in_ : tuple of str
@@ -390,6 +393,12 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.projections_ = fitted.projections
         self.feature_std_ = fitted.feature_std
         self._warn_unconverged(fitted.unconverged, "term")
+        self.n_backfit_rounds_ = int(fitted.backfit_rounds)
+        if not fitted.backfit_converged:
+            warnings.warn(f"SparsePPRRegressor: backfitting stopped after "
+                          f"{fitted.backfit_rounds} rounds while a term still lowered the "
+                          "residual sum of squares; the model is the last round's",
+                          ConvergenceWarning, stacklevel=5)
 
     def _term_spreads(self) -> np.ndarray:
         """Range of each term's spline coefficients (it bounds the ridge function's)."""

@@ -5,6 +5,7 @@ The candidate-scan kernels and the direction searches are in
 """
 
 from streamlearn.solvers.projection_pursuit.driver import (
+    BACKFIT_CYCLES,
     PENALTY_ORDER,
     SEARCHES,
     BoostConfig,
@@ -28,7 +29,7 @@ from streamlearn.solvers.projection_pursuit.passes import (
     chunk_weight,
 )
 
-__all__ = ["PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "BoostedTerms",
+__all__ = ["BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "BoostedTerms",
            "ClassHistograms", "DataMoments", "GramStatistics", "HistogramScanPass",
            "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms", "SearchConfig",
            "SplineScanPass", "chunk_weight", "clean_direction", "fit_sparse_jsboost",

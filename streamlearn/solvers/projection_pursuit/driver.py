@@ -53,17 +53,20 @@ from streamlearn.solvers.projection_search import (
     weak_learner_table,
 )
 
-__all__ = ["PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "RidgeConfig", "RidgeFit",
-           "SearchConfig", "clean_direction", "fit_sparse_jsboost", "fit_sparse_ppr"]
+__all__ = ["BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit",
+           "RidgeConfig", "RidgeFit", "SearchConfig", "clean_direction", "fit_sparse_jsboost",
+           "fit_sparse_ppr"]
 
 #: Order of the difference penalty of the ridge splines.
 PENALTY_ORDER = 2
 #: Rounds of backfitting at most (``RidgeConfig.backfit``): each term's direction and ridge
-#: function refitted in turn to the residuals of the others.
-BACKFIT_CYCLES = 3
-#: Relative drop of the residual sum of squares for which backfitting moves a term (less
-#: is a tie, and the term stays).
-BACKFIT_GAIN = 1e-6
+#: function refitted in turn to the residuals of the others; reaching it while a term still
+#: moves warns ``ConvergenceWarning``.
+BACKFIT_CYCLES = 10
+#: Relative drop of the residual sum of squares for which backfitting moves a term's
+#: direction (less is a tie: the term keeps it, its ridge function refitted); a round in
+#: which no term moves ends backfitting.
+BACKFIT_GAIN = 1e-4
 #: Direction searches: paper 001's (Table 2) and the cyclic one of KLBoosting it improves on.
 SEARCHES = {"informative_first": informative_feature_first,
             "sequential": sequential_coordinate_search}
@@ -159,9 +162,15 @@ class RidgeFit:
     n_train : int
         Rows read.
     unconverged : tuple of int
-        Terms whose search stopped at ``max_iter`` while still lowering its cost.
+        Terms whose search (or backfitting search) stopped at ``max_iter`` while still
+        lowering its cost.
     feature_std : ndarray of shape (n_features,) or None
         The training rows' weighted standard deviation of each feature (1 if constant).
+    backfit_rounds : int
+        Rounds of backfitting run (0 without).
+    backfit_converged : bool
+        False when backfitting stopped at :data:`BACKFIT_CYCLES` rounds while a term
+        still lowered the residual sum of squares.
     """
 
     intercept: float
@@ -174,6 +183,8 @@ class RidgeFit:
     n_train: int
     unconverged: tuple[int, ...]
     feature_std: np.ndarray | None = None
+    backfit_rounds: int = 0
+    backfit_converged: bool = True
 
 
 @dataclass(frozen=True)
@@ -293,7 +304,7 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     refitted without the L1 term over the features the terms chose
     (:func:`~streamlearn.solvers.projection_search.relax_direction`, started from the
     direction found) and its ridge function to the residuals of the others, for at most
-    :data:`BACKFIT_CYCLES` rounds, until no term lowers the residual sum of squares. The
+    :data:`BACKFIT_CYCLES` rounds, until a round moves no direction. The
     features the search chose stay the model's (a backfitted direction may drop one, never
     add one): the L1 term selects, backfitting fits.
 
@@ -360,9 +371,11 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
         n_scans += found.n_scans
         if not found.converged:
             unconverged.append(k)
+    rounds, improved = 0, False
     if config.backfit and projections.shape[0] > 1:
         chosen = np.flatnonzero(np.any(projections != 0, axis=0))
-        for _ in range(BACKFIT_CYCLES):
+        while rounds < BACKFIT_CYCLES:
+            rounds += 1
             improved = False
             for k in range(projections.shape[0]):
                 others = np.arange(projections.shape[0]) != k
@@ -383,6 +396,8 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
                 found = relax_direction(scan, current, spread, chosen=chosen,
                                         **config.search.steps)
                 n_scans += found.n_scans
+                if not found.converged and k not in unconverged:
+                    unconverged.append(k)
                 # the term refitted to the others' residuals, its direction moved only
                 # when that lowers the fit by more than a tie
                 if found.fit_cost < current.fit_cost * (1.0 - BACKFIT_GAIN):
@@ -397,8 +412,8 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
                 break
     projections, ranges = raw_directions(projections, ranges, std)
     return RidgeFit(float(intercept), projections, ranges, spline_coef, np.asarray(lambdas),
-                    np.asarray(sse), n_scans, int(moments.n_rows), tuple(unconverged),
-                    moments.standardiser().scale)
+                    np.asarray(sse), n_scans, int(moments.n_rows), tuple(sorted(unconverged)),
+                    moments.standardiser().scale, rounds, not improved)
 
 
 def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
