@@ -180,7 +180,8 @@ def test_string_target_from_parquet(ref: Reference, tmp_path: Path) -> None:
     assert list(ds.classes) == ["five", "seven", "three"]
 
 
-@pytest.mark.parametrize("shape", [(5, 1000), (32, 64), (3, 1), (7, 130), (0, 10)])
+@pytest.mark.parametrize("shape", [(5, 1000), (32, 64), (3, 1), (7, 130), (0, 10),
+                                   (33, 50), (100, 37), (784, 17)])
 def test_transpose_into_matches_numpy(shape: tuple[int, int]) -> None:
     columns = np.random.default_rng(2).normal(size=shape).astype(np.float32)
     out = np.full(shape[::-1], np.nan, dtype=np.float32)

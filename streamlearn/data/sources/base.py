@@ -89,24 +89,34 @@ class Source(Protocol):
         ...
 
 
-#: Rows transposed at a time by :func:`transpose_into` (a tile of rows x columns in cache).
-TRANSPOSE_TILE_ROWS = 64
+#: Up to this many columns, :func:`transpose_into` writes whole rows of ``out``; wider
+#: matrices go through square tiles of ``TRANSPOSE_TILE`` x ``TRANSPOSE_TILE`` values.
+TRANSPOSE_ROW_COLUMNS = 32
+TRANSPOSE_TILE = 16
 
 
 @njit(cache=True, nogil=True)
 def transpose_into(columns: np.ndarray, out: np.ndarray) -> None:
     """Write ``out[i, j] = columns[j, i]`` for a (d, n) ``columns`` and an (n, d) ``out``.
 
-    Works through tiles of ``TRANSPOSE_TILE_ROWS`` rows, reading each column's stretch
-    contiguously while the tile's rows of ``out`` stay in cache: about twice as fast as
-    ``np.ascontiguousarray(columns.T)``.
+    Up to ``TRANSPOSE_ROW_COLUMNS`` columns, one row of ``out`` at a time (its writes
+    contiguous, the ``d`` column streams read in step); wider, by square tiles that stay in
+    the first-level cache. On 32 columns about 1.8x, on 100-800 columns about 2-2.5x as
+    fast as ``np.ascontiguousarray(columns.T)``.
     """
     d, n = columns.shape
-    for i0 in range(0, n, TRANSPOSE_TILE_ROWS):
-        i1 = min(i0 + TRANSPOSE_TILE_ROWS, n)
-        for j in range(d):
-            for i in range(i0, i1):
+    if d <= TRANSPOSE_ROW_COLUMNS:
+        for i in range(n):
+            for j in range(d):
                 out[i, j] = columns[j, i]
+        return
+    for i0 in range(0, n, TRANSPOSE_TILE):
+        i1 = min(i0 + TRANSPOSE_TILE, n)
+        for j0 in range(0, d, TRANSPOSE_TILE):
+            j1 = min(j0 + TRANSPOSE_TILE, d)
+            for i in range(i0, i1):
+                for j in range(j0, j1):
+                    out[i, j] = columns[j, i]
 
 
 def stack_columns(columns: list[np.ndarray], n_rows: int) -> np.ndarray:
