@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import os
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
@@ -12,6 +15,7 @@ from streamlearn.data.categories import category_index, plain_categories, sorted
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.prefetch import prefetched, prefetched_map
+from streamlearn.data.readahead import FileRange, ReadAhead
 from streamlearn.data.schema import Schema, Task
 from streamlearn.data.sources.base import Block, ColumnKind, NumberedNames, Source
 from streamlearn.data.sparse_rows import SparseRows, first_bad_entry
@@ -51,10 +55,12 @@ class Dataset:
     global row ranges ``[k * chunk_rows, (k + 1) * chunk_rows)``, independent of how the store
     is split into files, row groups or zarr chunks.
 
-    Memory while iterating is at most ``(prefetch + 1)`` chunks, plus one storage piece (a
-    parquet row group) being cut where the source is read piece by piece. A zarr store is
-    read by row range: each chunk is one read, and with ``prefetch`` the next chunks are read
-    concurrently.
+    Memory while iterating is at most ``(prefetch + 1)`` chunks, plus, where the source is
+    read piece by piece, the storage piece (a parquet row group) being cut and up to
+    ``prefetch`` pieces read ahead of it, concurrently. A zarr store is read by row range:
+    each chunk is one read, and with ``prefetch`` the next chunks are read concurrently.
+    For local files the operating system is asked to read the next chunks' bytes from disk
+    ahead of the readers (:mod:`streamlearn.data.readahead`).
 
     A chunk's values are checked for NaN and infinities (``nan_policy``) when its rows are
     first read. A fit reads the same chunks pass after pass; a range of rows found finite
@@ -495,8 +501,12 @@ class Dataset:
         if len(starts) <= 1:  # one chunk: nothing to read ahead of, no thread to start
             depth = 0
 
+        readahead = self._readahead(starts, size, hi)
+
         def chunk(k: int, reader: _PieceReader | _RangeReader) -> Chunk:
             a = int(starts[k])
+            if readahead is not None:
+                readahead.reached(k)
             rng = None if row_seeds is None else np.random.default_rng(int(row_seeds[k]))
             out = self._chunk(reader, a, min(a + size, hi), classes, rng)
             keep = self._kept_rows(out.rows)
@@ -504,14 +514,50 @@ class Dataset:
 
         if hasattr(self.source, "read_rows"):
             ranges = _RangeReader(self)
-            return prefetched_map(lambda k: chunk(k, ranges), range(len(starts)), depth)
+            walk = prefetched_map(lambda k: chunk(k, ranges), range(len(starts)), depth)
+        else:
+            concurrent = depth > 0 and getattr(self.source, "reads_pieces_concurrently", False)
+            order = self._piece_order(starts, size, hi) if concurrent else []
 
-        def produce() -> Iterator[Chunk]:
-            reader = _PieceReader(self)
-            for k in range(len(starts)):
-                yield chunk(k, reader)
+            def produce() -> Iterator[Chunk]:
+                reader = _PieceReader(self, order, depth if concurrent else 0)
+                try:
+                    for k in range(len(starts)):
+                        yield chunk(k, reader)
+                finally:
+                    reader.close()
 
-        return prefetched(produce, depth)
+            walk = prefetched(produce, depth)
+        return walk if readahead is None else _advised(walk, readahead)
+
+    def _piece_order(self, starts: np.ndarray, size: int, hi: int) -> list[int]:
+        """The storage pieces that chunks starting at ``starts`` read, in the order they
+        are first needed (a piece the previous chunk ended in is not read again)."""
+        first = np.searchsorted(self._offsets, starts, side="right") - 1
+        last = np.searchsorted(self._offsets, np.minimum(starts + size, hi), side="left")
+        order: list[int] = []
+        for lo, up in zip(first.tolist(), last.tolist(), strict=True):
+            for i in range(lo, max(up, lo + 1)):
+                if not order or order[-1] != i:
+                    order.append(i)
+        return order
+
+    def _readahead(self, starts: np.ndarray, size: int, hi: int) -> ReadAhead | None:
+        """A :class:`~streamlearn.data.readahead.ReadAhead` over the chunks starting at
+        ``starts``, or None: a source not in local files, a platform without
+        ``posix_fadvise``, or fewer than two chunks."""
+        file_ranges = getattr(self.source, "file_ranges", None)
+        if file_ranges is None or len(starts) < 2 or not ReadAhead.available():
+            return None
+        names = (self._read_features or [], self.target, self.weight)
+
+        def ranges_of(k: int) -> list[FileRange]:
+            a = int(starts[k])
+            return file_ranges(a, min(a + size, hi), *names)
+
+        if not ranges_of(0):
+            return None
+        return ReadAhead(ranges_of, len(starts))
 
     def __iter__(self) -> Iterator[Chunk]:
         return self.chunks()
@@ -680,6 +726,19 @@ class _RangeReader:
         return block.X, block.y, block.weight
 
 
+def _advised(walk: Iterator[Chunk], readahead: ReadAhead) -> Iterator[Chunk]:
+    """``walk``, with ``readahead`` started as it starts and stopped when it ends or is
+    left."""
+    readahead.start()
+    try:
+        yield from walk
+    finally:
+        readahead.stop()
+        close = getattr(walk, "close", None)
+        if close is not None:
+            close()
+
+
 def piece_grouped_order(starts: np.ndarray, offsets: np.ndarray,
                         rng: np.random.Generator) -> np.ndarray:
     """A random order of chunks that keeps the chunks of each storage piece together.
@@ -705,21 +764,54 @@ def piece_grouped_order(starts: np.ndarray, offsets: np.ndarray,
 
 
 class _PieceReader:
-    """Cuts global row ranges out of storage pieces, keeping the last piece read."""
+    """Cuts global row ranges out of storage pieces, keeping the last piece read.
 
-    def __init__(self, dataset: Dataset) -> None:
+    Given the ``order`` in which pieces will be asked for and a ``depth``, the next
+    ``depth`` pieces of that order are read concurrently by up to ``depth`` threads (at
+    most one per CPU) while the current one is cut: a source whose pieces cost decoding
+    (``reads_pieces_concurrently``: parquet row groups) then decodes on every core.
+    """
+
+    def __init__(self, dataset: Dataset, order: list[int] | None = None,
+                 depth: int = 0) -> None:
         self._ds = dataset
         self._cached: tuple[int, Block] | None = None
+        self._order = order or []
+        self._next = 0
+        self._depth = int(depth)
+        self._pending: deque[tuple[int, Future[Block]]] = deque()
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(1, min(self._depth, os.cpu_count() or 1)),
+            thread_name_prefix="streamlearn-piece") if self._depth > 0 and self._order \
+            else None
+
+    def _read(self, i: int) -> Block:
+        ds = self._ds
+        indexes = ds._indexes()
+        extra = {"categories": indexes} if indexes else {}
+        return ds.source.read_piece(i, ds._read_features, ds.target, ds.weight, **extra)
 
     def _block(self, i: int) -> Block:
         if self._cached is not None and self._cached[0] == i:
             return self._cached[1]
-        ds = self._ds
-        indexes = ds._indexes()
-        extra = {"categories": indexes} if indexes else {}
-        block = ds.source.read_piece(i, ds._read_features, ds.target, ds.weight, **extra)
+        block: Block | None = None
+        if self._pool is not None:
+            while len(self._pending) < self._depth and self._next < len(self._order):
+                piece = self._order[self._next]
+                self._pending.append((piece, self._pool.submit(self._read, piece)))
+                self._next += 1
+            if self._pending and self._pending[0][0] == i:
+                block = self._pending.popleft()[1].result()
+        if block is None:  # not in the announced order: read it here
+            block = self._read(i)
         self._cached = (i, block)
         return block
+
+    def close(self) -> None:
+        """Stop reading ahead: drop the pieces not started, wait for the running ones."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pending.clear()
 
     def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         offsets = self._ds._offsets

@@ -25,6 +25,7 @@ import numcodecs.zstd
 import numpy as np
 import zarr
 
+from streamlearn.data.readahead import FileRange
 from streamlearn.errors import ReadError
 
 
@@ -132,6 +133,12 @@ class ChunkFileReader:
                 raise ValueError(f"the chunk decodes to {len(raw)} bytes, not "
                                  f"{self.chunk_bytes}")
             memoryview(dest).cast("B")[:] = raw
+
+    def file_ranges(self, start: int, stop: int) -> list[FileRange]:
+        """The chunk files that hold rows ``start:stop``, whole."""
+        c = self.chunk_rows
+        last = -(-min(stop, self.shape[0]) // c)
+        return [FileRange(str(self._file(k)), 0, 0) for k in range(start // c, last)]
 
     def read(self, start: int, stop: int, where: str) -> np.ndarray:
         """Rows ``start:stop`` (within the array) as a new C-contiguous array.

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import zarr
 
+from streamlearn.data.readahead import FileRange
 from streamlearn.data.sources.base import (
     Block,
     ColumnKind,
@@ -203,13 +204,7 @@ class ZarrSource:
         files directly (:func:`read_arrays`).
         """
         where = self.description
-        # the matrix (once, for any of its features), the features' own arrays, the
-        # target and the weights, all in one request
-        matrix_used = self._matrix is not None and any(
-            f in self._feature_names for f in features)
-        own = [f for f in features if not (matrix_used and f in self._feature_names)]
-        names = [self._matrix_name] if matrix_used else []
-        names += own + [name for name in (target, weight) if name is not None]
+        matrix_used, own, names = self._arrays_read(features, target, weight)
         read = read_arrays([(self._arrays[name], self._direct[name], a, b) for name in names],
                            where)
         matrix = read.pop(0) if matrix_used else None
@@ -227,6 +222,27 @@ class ZarrSource:
         y = plain_strings(read.pop(0)) if target is not None else None
         w = read.pop(0).astype(np.float32, copy=False) if weight is not None else None
         return Block(X=X, y=y, weight=w)
+
+    def _arrays_read(self, features: list[str], target: str | None, weight: str | None
+                     ) -> tuple[bool, list[str], list[str]]:
+        """Whether the matrix is read, the features read from arrays of their own, and
+        the names of every array read: the matrix (once, for any of its features), the
+        features' own arrays, the target and the weights."""
+        matrix_used = self._matrix is not None and any(
+            f in self._feature_names for f in features)
+        own = [f for f in features if not (matrix_used and f in self._feature_names)]
+        names = [self._matrix_name] if matrix_used else []
+        names += own + [name for name in (target, weight) if name is not None]
+        return matrix_used, own, names
+
+    def file_ranges(self, a: int, b: int, features: list[str], target: str | None,
+                    weight: str | None) -> list[FileRange]:
+        """The chunk files :meth:`read_rows` reads for rows ``a:b`` (those of arrays it
+        decodes from their files; none for a remote store), for
+        :class:`~streamlearn.data.readahead.ReadAhead`."""
+        return [r for name in self._arrays_read(features, target, weight)[2]
+                if (reader := self._direct[name]) is not None
+                for r in reader.file_ranges(a, b)]
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Read only the target column of one storage chunk."""
