@@ -25,14 +25,16 @@ A cProfile of one stream pass per format (smallest size) shows where the stream'
 **Larger than memory** (full runs; ``--disk-only`` runs this part alone and keeps the
 other results): for each format, a store whose files take ``1.25 x`` this machine's
 memory on disk, of the same rows (zarr as ``streamlearn convert`` writes it: LZ4 after a
-byte shuffle; parquet: snappy), is written; then ``cat`` of its files, one bare stream
-pass (shuffled chunk order, as a fit reads) and one epoch of ``AdditiveSVC`` (linear, and
-degree-1 B-splines with ``D0``; ``epochs=1``, no calibration, no pairs, kernels compiled
-beforehand) take turns, the bare pass once in row order (``open_dataset(...).chunks()``)
-and once shuffled (the order a fit reads in), ``--disk-rounds`` times, each in a fresh process; then the store
-is deleted. A page cache cannot hold such a store whole. Skipped with a message when the
-disk has no room for it. Targets: bare pass in order >= 0.8x ``cat``'s rate, each epoch
->= 0.8x the shuffled bare pass's.
+byte shuffle; parquet: snappy), is written; then ``cat`` of its files, two bare stream
+passes (one in row order, as ``open_dataset(...).chunks()`` reads; one in shuffled chunk
+order, as a fit reads) and one epoch of ``AdditiveSVC`` (linear, and degree-1 B-splines
+with ``D0``; ``epochs=1``, no calibration, no pairs, kernels compiled beforehand) take
+turns, ``--disk-rounds`` times, each in a fresh process; then the store is deleted. A
+page cache cannot hold such a store whole, and before each run the store's files are
+dropped from it (``posix_fadvise(POSIX_FADV_DONTNEED)``), so that no run finds what the
+run before it left there. Skipped with a message when the disk has no room for it.
+Targets: the pass in row order >= 0.8x ``cat``'s rate, each epoch >= 0.8x the shuffled
+pass's.
 
 Run ``python bench/io_throughput.py`` (sizes 0.5, 1, 2 GB of float32 features) or
 ``--quick`` (0.1, 0.25 GB). Results go to ``bench/results/io_throughput.{json,png}``.
@@ -43,6 +45,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -282,6 +285,21 @@ def disk_child(what: str, fmt: str, path: str, chunk_rows: int) -> dict[str, Any
     return out
 
 
+def drop_from_page_cache(path: Path) -> None:
+    """Ask the kernel to drop the store's files from the page cache
+    (``posix_fadvise(POSIX_FADV_DONTNEED)``; a no-op where that call does not exist), so
+    that every run reads the whole store from disk, whatever the run before it left."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for f in path.rglob("*"):
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 def read_files(path: Path) -> dict[str, Any]:
     """``cat`` of every file of the store, in order, to /dev/null: the disk's sequential rate."""
     files = sorted(str(f) for f in path.rglob("*") if f.is_file())
@@ -322,6 +340,7 @@ def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
         out["runs"] = []
         for r in range(rounds):
             for what in ("cat", "bare_in_order", "bare", *DISK_FITS):
+                drop_from_page_cache(path)
                 if what == "cat":
                     m = read_files(path)
                 else:
