@@ -321,7 +321,8 @@ def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
     memory = psutil.virtual_memory().total
     disk_bytes = size_gb * 1e9 if size_gb else DISK_SHARE * memory
     path = DATA_DIR / f"larger_than_memory.{fmt}"
-    free = shutil.disk_usage(DATA_DIR.parent if not DATA_DIR.exists() else DATA_DIR).free
+    existing = next(p for p in (DATA_DIR, *DATA_DIR.parents) if p.exists())
+    free = shutil.disk_usage(existing).free
     out: dict[str, Any] = {"format": fmt, "memory_bytes": memory,
                            "planned_disk_bytes": disk_bytes,
                            "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
