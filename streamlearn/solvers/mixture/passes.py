@@ -881,28 +881,33 @@ class StochasticEpochPass:
         """Score the held-out rows, then per lane: E-step on the chunk and stochastic
         updates of xi, centres and experts."""
         X, w = chunk_features(chunk, self.standardiser), _weights(chunk, self.holdout)
-        if self.holdout is not None and self.groups:
-            self._validate(state, X, chunk)
+        held = np.flatnonzero(self.holdout.mask(chunk.rows)) \
+            if self.holdout is not None and self.groups else np.empty(0, np.int64)
+        Xh = take_rows(X, held) if held.size else None
         diagonal = expert_diagonal(X, self.bias_scale)  # the same for every lane
+        log_odds: list[np.ndarray | None] = [None] * self.n_lanes
+        validated = {m for lanes in self.groups for m in lanes}
 
-        _lanes_in_threads(self.n_lanes, chunk.n_rows,
-                          lambda m: self._step_lane(m, state.lanes[m], X, w, chunk, diagonal))
+        def lane(m: int) -> None:
+            if Xh is not None and m in validated:  # held-out rows, the lane as found
+                p = state.lanes[m].params
+                log_odds[m] = mixture_log_odds(Xh, p.V, p.W, p.xi, self.tau, self.bias_scale)
+            self._step_lane(m, state.lanes[m], X, w, chunk, diagonal)
+
+        _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
+        if Xh is not None:
+            self._validate(state, log_odds, chunk, held)
         return state
 
-    def _validate(self, state: EpochState, X: np.ndarray, chunk: Chunk) -> None:
-        assert self.holdout is not None
-        held = np.flatnonzero(self.holdout.mask(chunk.rows))
-        if held.size == 0:
-            return
-        Xh = take_rows(X, held)
+    def _validate(self, state: EpochState, log_odds: list[np.ndarray | None], chunk: Chunk,
+                  held: np.ndarray) -> None:
+        """Add the held-out rows' errors and logistic losses of each group's classifier,
+        from its lanes' ``log_odds`` (scored in the lanes' threads before they step)."""
         y = np.asarray(chunk.y)[held]
         w = (np.ones(held.size) if chunk.weight is None
              else np.asarray(chunk.weight, dtype=np.float64)[held])
         for g, lanes in enumerate(self.groups):
-            F = np.column_stack([
-                mixture_log_odds(Xh, state.lanes[m].params.V, state.lanes[m].params.W,
-                                       state.lanes[m].params.xi, self.tau, self.bias_scale)
-                for m in lanes])
+            F = np.column_stack([log_odds[m] for m in lanes])
             codes = np.asarray([self.positives[m] for m in lanes])
             if len(lanes) == 1:
                 wrong = (F[:, 0] > 0) != (y == codes[0])
