@@ -350,7 +350,7 @@ def disk_part(fmt: str, size_gb: float | None, chunk_rows: int, rounds: int,
                                    f"{what} over {path}")
                 m["round"] = r
                 out["runs"].append(m)
-                log(f"  round {r + 1}: {what:11s} {m['wall_s']:6.1f} s")
+                log(f"  round {r + 1}: {what:13s} {m['wall_s']:6.1f} s")
         out["summary"] = disk_summary(out["runs"])
         s = out["summary"]
         log(f"  bare pass in order / cat {s['bare_in_order_over_cat']:.2f}; "

@@ -463,7 +463,8 @@ class Dataset:
             Seed of the shuffle and the epoch number mixed into it.
         prefetch : int, optional
             Chunks read ahead in a background thread, or concurrently by up to that many
-            threads for a source read by row range (zarr); 0 reads in the calling thread,
+            threads for a source read by row range (zarr); a parquet source also decodes
+            up to that many row groups ahead concurrently. 0 reads in the calling thread,
             as does a walk of one chunk (nothing to read ahead of it).
         rows : (start, stop), optional
             Restrict the walk to global rows ``start:stop`` (used to split a dataset into

@@ -82,7 +82,8 @@ def open_dataset(
         by the given number.
     prefetch : int
         Chunks read ahead while the current one is processed: by one background thread, or
-        for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU).
+        for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU);
+        parquet row groups are decoded up to ``prefetch`` at a time, likewise.
     format : {"parquet", "zarr", "svmlight"}, optional
         Storage format of a path, when it cannot be told from the path (``.svm``,
         ``.svmlight`` and ``.libsvm`` files, plain or ``.gz``, ``.bz2``, ``.xz``, are
