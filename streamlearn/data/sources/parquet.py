@@ -48,7 +48,8 @@ class ParquetSource:
     #: and decoding, done once per pass (see ``Dataset.chunks``).
     shuffle_by_piece = True
     #: Row groups may be read by several threads at once, each decoding on one core
-    #: (through file handles of its own: a handle's read cache is not shared safely).
+    #: (through file handles of its own: a handle's read cache is not shared safely); a
+    #: row group read alone is decoded by Arrow's threads.
     #: No ``file_ranges``: ``pre_buffer`` already reads a row group's column chunks in
     #: large concurrent requests, and advising the next row groups to the kernel on top
     #: (:mod:`streamlearn.data.readahead`) made a pass from disk slower, not quicker.
@@ -98,17 +99,21 @@ class ParquetSource:
         self.columns: list[str] = list(first)
         self.kinds: dict[str, ColumnKind] = dict(first)
         self._handles = threading.local()
+        self._count_lock = threading.Lock()
+        self._reading = 0  # row groups being read now, by any thread
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled (e.g. shipped to dask workers) without open file handles: the receiving
         # process opens the files itself by path.
         state = self.__dict__.copy()
-        del state["_handles"]
+        del state["_handles"], state["_count_lock"]
+        state["_reading"] = 0
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._handles = threading.local()
+        self._count_lock = threading.Lock()
 
     def check_columns(self, needed: list[str], *, every_column: bool) -> None:
         """Check every file holds the ``needed`` columns with compatible kinds.
@@ -164,12 +169,18 @@ class ParquetSource:
     def _read(self, i: int, names: list[str]) -> tuple[pa.Table, dict[str, Any]]:
         path, rg, keys = self._locations[i]
         stored = [n for n in dict.fromkeys(names) if n not in keys]
+        with self._count_lock:
+            self._reading += 1
+            alone = self._reading == 1
         try:
-            # one core a row group: concurrent readers decode side by side (about twice
-            # the rate of one reader that spreads a row group's columns over the cores)
-            table = self._file(path).read_row_group(rg, columns=stored, use_threads=False)
+            # a reader alone spreads the row group's columns over the cores; readers side
+            # by side take one core each (about twice the rate of one spreading reader)
+            table = self._file(path).read_row_group(rg, columns=stored, use_threads=alone)
         except (pa.ArrowException, OSError) as exc:
             raise ReadError(f"could not read {self.pieces[i].label}: {exc}") from exc
+        finally:
+            with self._count_lock:
+                self._reading -= 1
         return table, keys
 
     def read_piece(
