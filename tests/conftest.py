@@ -64,6 +64,19 @@ def write_parquet_dir(frame: pd.DataFrame, path: Path, sizes: tuple[int, ...] = 
     return path
 
 
+def record_piece_reads(monkeypatch: pytest.MonkeyPatch, source: object) -> list[int]:
+    """The pieces ``source``'s class reads from now on, in the order it reads them."""
+    reads: list[int] = []
+    read_piece = type(source).read_piece
+
+    def recorded(self, i, *args, **kwargs):
+        reads.append(i)
+        return read_piece(self, i, *args, **kwargs)
+
+    monkeypatch.setattr(type(source), "read_piece", recorded)
+    return reads
+
+
 def write_zarr_matrix(ref: Reference, store: str | Path, chunk: int = 100) -> str:
     group = zarr.open_group(str(store), mode="w")
     X = group.create_array("X", shape=ref.X.shape, chunks=(chunk, ref.X.shape[1]), dtype="float32")

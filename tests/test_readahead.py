@@ -13,7 +13,13 @@ import pytest
 from streamlearn import open_dataset
 from streamlearn.data import readahead
 from streamlearn.data.readahead import FileRange, ReadAhead, advise_willneed
-from tests.conftest import FEATURES, Reference, write_parquet_dir, write_parquet_file
+from tests.conftest import (
+    FEATURES,
+    Reference,
+    record_piece_reads,
+    write_parquet_dir,
+    write_parquet_file,
+)
 
 pytestmark = pytest.mark.skipif(not ReadAhead.available(), reason="no posix_fadvise here")
 
@@ -143,14 +149,7 @@ def test_the_piece_order_is_the_order_a_reader_asks_for_pieces(
         shuffle: bool) -> None:
     root = write_parquet_dir(ref.frame, tmp_path / "d")
     ds = open_dataset(str(root), target="label", features=FEATURES)
-    asked: list[int] = []
-    read_piece = type(ds.source).read_piece
-
-    def counted(self, i, *args, **kwargs):
-        asked.append(i)
-        return read_piece(self, i, *args, **kwargs)
-
-    monkeypatch.setattr(type(ds.source), "read_piece", counted)
+    asked = record_piece_reads(monkeypatch, ds.source)
     list(ds.chunks(chunk_rows=chunk_rows, shuffle=shuffle, seed=5, prefetch=0))
     rng = np.random.default_rng([5, 0])
     starts = np.arange(0, ds.n_rows, chunk_rows, dtype=np.int64)

@@ -20,6 +20,7 @@ from streamlearn.data.prefetch import prefetched, prefetched_map
 from tests.conftest import (
     FEATURES,
     Reference,
+    record_piece_reads,
     write_parquet_dir,
     write_parquet_file,
     write_zarr_matrix,
@@ -359,14 +360,7 @@ def test_a_shuffled_parquet_pass_reads_each_row_group_once(ref: Reference, tmp_p
                                                           monkeypatch) -> None:
     path = write_parquet_file(ref.frame, tmp_path / "f.parquet", row_group_size=200)
     ds = open_dataset(str(path), target="label", features=FEATURES)
-    reads: list[int] = []
-    read_piece = type(ds.source).read_piece
-
-    def counted(self, i, *args, **kwargs):
-        reads.append(i)
-        return read_piece(self, i, *args, **kwargs)
-
-    monkeypatch.setattr(type(ds.source), "read_piece", counted)
+    reads = record_piece_reads(monkeypatch, ds.source)
     chunks = list(ds.chunks(chunk_rows=50, shuffle=True, seed=3))
     assert sorted(reads) == list(range(5))
     rows = np.concatenate([c.rows for c in chunks])
