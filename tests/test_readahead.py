@@ -186,3 +186,44 @@ def test_a_parquet_stream_left_early_stops_its_piece_readers(
     _wait_for(lambda: not any(t.name.startswith("streamlearn-piece")
                               for t in threading.enumerate()))
     assert not any(t.name.startswith("streamlearn-piece") for t in threading.enumerate())
+
+
+def test_a_sparse_zarr_stream_advises_its_rows_entries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scipy.sparse
+    import zarr
+
+    rng = np.random.default_rng(6)
+    X = scipy.sparse.random(600, 40, density=0.15, format="csr", random_state=6,
+                            dtype=np.float32)
+    y = rng.integers(0, 2, 600).astype(np.int8)
+    path = tmp_path / "csr.zarr"
+    group = zarr.open_group(str(path), mode="w", zarr_format=3)
+    group.attrs.update({"layout": "csr", "n_features": 40})
+    for name, values, chunk in (("indptr", X.indptr.astype(np.int64), 64),
+                                ("indices", X.indices.astype(np.int32), 256),
+                                ("data", X.data, 256), ("y", y, 64)):
+        group.create_array(name, shape=values.shape, chunks=(chunk,), dtype=values.dtype)[:] = \
+            values
+    advised: list[str] = []
+    lock = threading.Lock()
+
+    def recorded(ranges: list[FileRange]) -> int:
+        with lock:
+            advised.extend(str(Path(r.path).relative_to(path)) for r in ranges)
+        return 0
+
+    monkeypatch.setattr(readahead, "advise_willneed", recorded)
+    ds = open_dataset(str(path), chunk_rows=100)
+    chunks = list(ds.chunks(shuffle=True, seed=3))
+    expected = []
+    for c in chunks:  # per chunk, in the walk's order: indptr, y, then the entries' files
+        a, b = c.start, c.start + 100
+        lo, hi = X.indptr[a], X.indptr[min(b, 600)]
+        expected += [f"indptr/c/{k}" for k in range(a // 64, -(-(min(b, 600) + 1) // 64))]
+        expected += [f"y/c/{k}" for k in range(a // 64, -(-min(b, 600) // 64))]
+        for name in ("indices", "data"):
+            expected += [f"{name}/c/{k}" for k in range(lo // 256, -(-hi // 256))]
+    assert advised == expected
+    for c in chunks:  # the rows themselves, as read
+        np.testing.assert_array_equal(c.X.to_scipy().toarray(), X[c.rows].toarray())

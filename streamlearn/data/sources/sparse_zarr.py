@@ -17,11 +17,13 @@ Rows are read by global row range: ``indptr[a:b + 1]`` first, then the slices of
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 import zarr
 
+from streamlearn.data.readahead import FileRange
 from streamlearn.data.sources.base import Block, ColumnKind, Piece, numpy_kind
 from streamlearn.data.sources.zarr_chunks import reader_or_none
 from streamlearn.data.sources.zarr_store import _read, _row_block, plain_strings, read_arrays
@@ -149,6 +151,7 @@ class SparseZarrSource:
         # arrays whose chunk files are decoded directly (see zarr_chunks); None: by zarr
         self._direct = {name: reader_or_none(arrays[name])
                         for name in ("indptr", "indices", "data", *self._arrays)}
+        self._pointer_chunk = threading.local()  # the last indptr chunk file_ranges decoded
 
         n_ptr = int(self._indptr.shape[0])
         if n_ptr < 1:
@@ -189,6 +192,16 @@ class SparseZarrSource:
             for a in range(0, self.n_rows, block)
         ]
 
+    def __getstate__(self) -> dict[str, Any]:
+        # pickled (e.g. shipped to dask workers) without the read-ahead's per-thread chunk
+        state = self.__dict__.copy()
+        del state["_pointer_chunk"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._pointer_chunk = threading.local()
+
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None
     ) -> Block:
@@ -210,6 +223,46 @@ class SparseZarrSource:
         piece = self.pieces[i]
         return self.read_rows(piece.file_row, piece.file_row + piece.n_rows, features, target,
                               weight)
+
+    def file_ranges(self, a: int, b: int, features: list[str], target: str | None,
+                    weight: str | None) -> list[FileRange]:
+        """The chunk files :meth:`read_rows` reads for rows ``a:b``, for
+        :class:`~streamlearn.data.readahead.ReadAhead`: those of ``indptr``, of the rows'
+        entries in ``indices`` and ``data`` (found from the two ``indptr`` values that
+        bound them) and of the target and weights. None for a store zarr reads itself
+        (remote, or another layout), nor where ``indptr`` cannot be read: the read that
+        follows reports it."""
+        ptr = self._direct["indptr"]
+        entries = [self._direct["indices"], self._direct["data"]]
+        if ptr is None or b <= a:
+            return []
+        out = ptr.file_ranges(a, b + 1)
+        for name in (target, weight):
+            reader = self._direct.get(name) if name is not None else None
+            if reader is not None:
+                out += reader.file_ranges(a, b)
+        try:
+            lo, hi = self._pointer(a), self._pointer(b)
+        except (ReadError, ValueError):
+            return out
+        if 0 <= lo <= hi <= self.nnz:
+            out += [r for reader in entries if reader is not None
+                    for r in reader.file_ranges(lo, hi)]
+        return out
+
+    def _pointer(self, row: int) -> int:
+        """``indptr[row]``, decoding its storage chunk once for the calling thread (the
+        read-ahead asks for the two ends of consecutive row ranges)."""
+        reader = self._direct["indptr"]
+        assert reader is not None
+        k = row // reader.chunk_rows
+        cached = getattr(self._pointer_chunk, "chunk", None)
+        if cached is None or cached[0] != k:
+            lo = k * reader.chunk_rows
+            cached = (k, reader.read(lo, min(lo + reader.chunk_rows, reader.shape[0]),
+                                     self.description))
+            self._pointer_chunk.chunk = cached
+        return int(cached[1][row - k * reader.chunk_rows])
 
     def read_rows(
         self, a: int, b: int, features: list[str], target: str | None, weight: str | None
