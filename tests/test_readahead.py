@@ -227,3 +227,20 @@ def test_a_sparse_zarr_stream_advises_its_rows_entries(
     assert advised == expected
     for c in chunks:  # the rows themselves, as read
         np.testing.assert_array_equal(c.X.to_scipy().toarray(), X[c.rows].toarray())
+
+
+def test_pieces_asked_for_out_of_the_announced_order_are_still_right(
+        ref: Reference, tmp_path: Path) -> None:
+    from streamlearn.data.dataset import _PieceReader
+
+    path = write_parquet_file(ref.frame, tmp_path / "f.parquet", row_group_size=100)
+    ds = open_dataset(str(path), target="label", features=FEATURES)
+    reader = _PieceReader(ds, order=[0, 1, 2, 3, 4, 5], depth=2)
+    try:
+        for i in (2, 3, 0, 7, 2, 1, 8):  # ahead of the order, behind it, past one read ahead
+            a = i * 100
+            X, y, _ = reader.rows(a, a + 100)
+            np.testing.assert_array_equal(X, ref.X[a:a + 100])
+            np.testing.assert_array_equal(y, ref.frame["label"].to_numpy()[a:a + 100])
+    finally:
+        reader.close()

@@ -801,9 +801,11 @@ class _PieceReader:
                 piece = self._order[self._next]
                 self._pending.append((piece, self._pool.submit(self._read, piece)))
                 self._next += 1
-            if self._pending and self._pending[0][0] == i:
+            if any(piece == i for piece, _ in self._pending):
+                while self._pending[0][0] != i:  # asked for out of order: skip ahead
+                    self._pending.popleft()[1].cancel()
                 block = self._pending.popleft()[1].result()
-        if block is None:  # not in the announced order: read it here
+        if block is None:  # not among those read ahead: read it here
             block = self._read(i)
         self._cached = (i, block)
         return block
