@@ -32,6 +32,16 @@ def _wait_for(condition, timeout: float = 5.0) -> None:
         time.sleep(0.005)
 
 
+def _walk_after_advice(ds, n_advised, target: int, **kwargs) -> list:
+    """Every chunk of ``ds.chunks(prefetch=0, **kwargs)``: the first, then the rest once
+    ``n_advised()`` has reached ``target``, so that the read-ahead thread (which skips
+    the chunks a reader has already reached) has advised every chunk before it is read."""
+    walk = ds.chunks(prefetch=0, **kwargs)
+    chunks = [next(walk)]
+    _wait_for(lambda: n_advised() >= target, timeout=30.0)
+    return chunks + list(walk)
+
+
 def test_advice_counts_the_bytes_of_each_range_and_skips_missing_files(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"x" * 5000)
@@ -106,7 +116,7 @@ def test_a_zarr_stream_advises_each_chunks_files_before_reading_them(
 
     monkeypatch.setattr(readahead, "advise_willneed", recorded)
     ds = open_dataset(str(out), chunk_rows=100)
-    chunks = list(ds.chunks(shuffle=shuffle, seed=2))
+    chunks = _walk_after_advice(ds, lambda: len(advised), 20, shuffle=shuffle, seed=2)
     # the same rows as without advice, and every chunk's X and y files advised, in the
     # order the chunks come
     expected = [name for c in chunks for name in
@@ -214,17 +224,18 @@ def test_a_sparse_zarr_stream_advises_its_rows_entries(
         return 0
 
     monkeypatch.setattr(readahead, "advise_willneed", recorded)
+    def files(a: int) -> list[str]:  # a chunk's: indptr, y, then the entries' files
+        b = min(a + 100, 600)
+        lo, hi = X.indptr[a], X.indptr[b]
+        return [*(f"indptr/c/{k}" for k in range(a // 64, -(-(b + 1) // 64))),
+                *(f"y/c/{k}" for k in range(a // 64, -(-b // 64))),
+                *(f"{name}/c/{k}" for name in ("indices", "data")
+                  for k in range(lo // 256, -(-hi // 256)))]
+
     ds = open_dataset(str(path), chunk_rows=100)
-    chunks = list(ds.chunks(shuffle=True, seed=3))
-    expected = []
-    for c in chunks:  # per chunk, in the walk's order: indptr, y, then the entries' files
-        a, b = c.start, c.start + 100
-        lo, hi = X.indptr[a], X.indptr[min(b, 600)]
-        expected += [f"indptr/c/{k}" for k in range(a // 64, -(-(min(b, 600) + 1) // 64))]
-        expected += [f"y/c/{k}" for k in range(a // 64, -(-min(b, 600) // 64))]
-        for name in ("indices", "data"):
-            expected += [f"{name}/c/{k}" for k in range(lo // 256, -(-hi // 256))]
-    assert advised == expected
+    total = sum(len(files(a)) for a in range(0, 600, 100))
+    chunks = _walk_after_advice(ds, lambda: len(advised), total, shuffle=True, seed=3)
+    assert advised == [name for c in chunks for name in files(c.start)]
     for c in chunks:  # the rows themselves, as read
         np.testing.assert_array_equal(c.X.to_scipy().toarray(), X[c.rows].toarray())
 
