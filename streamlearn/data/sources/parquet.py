@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import fsspec
@@ -11,7 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from streamlearn.data.sources.arrow_columns import (
     arrow_block,
@@ -20,6 +17,7 @@ from streamlearn.data.sources.arrow_columns import (
     target_array,
 )
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
+from streamlearn.data.sources.parquet_handles import ParquetHandles
 from streamlearn.errors import ReadError, SchemaError, SourceError
 
 
@@ -47,9 +45,8 @@ class ParquetSource:
     #: A shuffled pass keeps each piece's chunks together: reading a piece costs I/O
     #: and decoding, done once per pass (see ``Dataset.chunks``).
     shuffle_by_piece = True
-    #: Row groups may be read by several threads at once, each decoding on one core
-    #: (through file handles of its own: a handle's read cache is not shared safely); a
-    #: row group read alone is decoded by Arrow's threads.
+    #: Row groups may be read by several threads at once (see
+    #: :mod:`~streamlearn.data.sources.parquet_handles`).
     #: No ``file_ranges``: ``pre_buffer`` already reads a row group's column chunks in
     #: large concurrent requests, and advising the next row groups to the kernel on top
     #: (:mod:`streamlearn.data.readahead`) made a pass from disk slower, not quicker.
@@ -98,22 +95,10 @@ class ParquetSource:
         first = next(iter(self._file_columns.values()))
         self.columns: list[str] = list(first)
         self.kinds: dict[str, ColumnKind] = dict(first)
-        self._handles = threading.local()
-        self._count_lock = threading.Lock()
-        self._reading = 0  # row groups being read now, by any thread
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Pickled (e.g. shipped to dask workers) without open file handles: the receiving
-        # process opens the files itself by path.
-        state = self.__dict__.copy()
-        del state["_handles"], state["_count_lock"]
-        state["_reading"] = 0
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._handles = threading.local()
-        self._count_lock = threading.Lock()
+        # pre_buffer: a row group's column chunks are read in a few large, concurrent
+        # requests, not one small read per column (each a disk seek, or a round trip to an
+        # object store)
+        self._handles = ParquetHandles(self._fs, pre_buffer=True)
 
     def check_columns(self, needed: list[str], *, every_column: bool) -> None:
         """Check every file holds the ``needed`` columns with compatible kinds.
@@ -146,41 +131,13 @@ class ParquetSource:
                         "pass features=[...] to choose the columns explicitly"
                     )
 
-    def _file(self, path: str) -> pq.ParquetFile:
-        """An open handle on ``path`` for the calling thread (up to four kept a thread)."""
-        files = getattr(self._handles, "files", None)
-        if files is None:
-            files = self._handles.files = OrderedDict()
-        handle = files.get(path)
-        if handle is not None:
-            files.move_to_end(path)
-            return handle
-        # Page checksums, where the writer stored them, turn silent corruption into an error.
-        # pre_buffer: a row group's column chunks are read in a few large, concurrent
-        # requests, not one small read per column (each a disk seek, or a round trip to an
-        # object store).
-        handle = pq.ParquetFile(self._fs.open_input_file(path), page_checksum_verification=True,
-                                pre_buffer=True)
-        files[path] = handle
-        while len(files) > 4:
-            files.popitem(last=False)
-        return handle
-
     def _read(self, i: int, names: list[str]) -> tuple[pa.Table, dict[str, Any]]:
         path, rg, keys = self._locations[i]
         stored = [n for n in dict.fromkeys(names) if n not in keys]
-        with self._count_lock:
-            self._reading += 1
-            alone = self._reading == 1
         try:
-            # a reader alone spreads the row group's columns over the cores; readers side
-            # by side take one core each (about twice the rate of one spreading reader)
-            table = self._file(path).read_row_group(rg, columns=stored, use_threads=alone)
+            table = self._handles.read_row_group(path, rg, stored)
         except (pa.ArrowException, OSError) as exc:
             raise ReadError(f"could not read {self.pieces[i].label}: {exc}") from exc
-        finally:
-            with self._count_lock:
-                self._reading -= 1
         return table, keys
 
     def read_piece(

@@ -17,8 +17,6 @@ Python loop per row.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,14 +39,12 @@ from streamlearn.data.hashing import (
 from streamlearn.data.sources.arrow_columns import arrow_kind, target_array
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
 from streamlearn.data.sources.parquet import arrow_filesystem
+from streamlearn.data.sources.parquet_handles import ParquetHandles
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, ReadError, SchemaError, SourceError
 
 #: Largest number of feature columns (column indices are int32).
 MAX_INDEX = 2**31 - 1
-
-#: Open file handles kept per source.
-OPEN_FILES = 4
 
 # How a column becomes hashed entries.
 NUMERIC = "numeric"  # (hash of the name, value)
@@ -302,6 +298,9 @@ class ParquetSparseSource:
     #: A shuffled pass keeps each piece's chunks together: reading a piece costs I/O
     #: and decoding, done once per pass (see ``Dataset.chunks``).
     shuffle_by_piece = True
+    #: Row groups may be read, hashed and cut into rows by several threads at once (see
+    #: :mod:`~streamlearn.data.sources.parquet_handles`).
+    reads_pieces_concurrently = True
 
     def __init__(
         self,
@@ -343,8 +342,7 @@ class ParquetSparseSource:
         self._files_info: list[_File] = []
         self.pieces: list[Piece] = []
         self._locations: list[tuple[int, int]] = []  # (file, row group) of each piece
-        self._handles: OrderedDict[str, pq.ParquetFile] = OrderedDict()
-        self._lock = threading.Lock()
+        self._handles = ParquetHandles(self._fs, pre_buffer=False)
         self._discover(path)
 
         first = self._files_info[0]
@@ -369,17 +367,6 @@ class ParquetSparseSource:
             self._features = self._hashed_features(list(exclude))
             self.n_features = hash_features
             self.nnz = self._stored([name for name, _ in self._features])
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Pickled (shipped to dask workers) without open files: the receiver opens them.
-        state = self.__dict__.copy()
-        state["_handles"] = OrderedDict()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ opening
     def _discover(self, path: str) -> None:
@@ -498,25 +485,12 @@ class ParquetSparseSource:
         return int(total)
 
     # ------------------------------------------------------------------ reading
-    def _file(self, path: str) -> pq.ParquetFile:
-        with self._lock:
-            handle = self._handles.get(path)
-            if handle is not None:
-                self._handles.move_to_end(path)
-                return handle
-        handle = pq.ParquetFile(self._fs.open_input_file(path), page_checksum_verification=True)
-        with self._lock:
-            self._handles[path] = handle
-            while len(self._handles) > OPEN_FILES:
-                self._handles.popitem(last=False)
-        return handle
-
     def _read(self, i: int, names: list[str]) -> tuple[pa.Table, dict[str, Any]]:
         k, rg = self._locations[i]
         info = self._files_info[k]
         stored = [n for n in dict.fromkeys(names) if n not in info.keys]
         try:
-            table = self._file(info.path).read_row_group(rg, columns=stored)
+            table = self._handles.read_row_group(info.path, rg, stored)
         except (pa.ArrowException, OSError) as exc:
             raise ReadError(f"could not read {self.pieces[i].label}: {exc}") from exc
         return table, info.keys
