@@ -6,8 +6,9 @@ take turns instead of overlapping. :class:`ReadAhead` walks the stream's chunk o
 bounded number of bytes ahead of the reader and, for each chunk, tells the kernel which
 byte ranges of which files will be read soon (``posix_fadvise(POSIX_FADV_WILLNEED)``), so
 that the disk reads them into the page cache while the current chunks decode. It reads
-nothing itself and holds no memory of the process; where ``posix_fadvise`` does not exist
-(macOS, Windows) it does nothing.
+no rows itself (a zarr CSR store decodes the ``indptr`` chunk that says where a chunk's
+entries lie) and holds no memory of the process beyond that; where ``posix_fadvise`` does
+not exist (macOS, Windows) it does nothing.
 
 Sources say where a chunk's bytes lie through ``file_ranges(a, b, features, target,
 weight)``: a list of :class:`FileRange`, empty for data not in local files.
@@ -21,7 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-#: Bytes of upcoming chunks advised beyond the chunk being read.
+#: Bytes of upcoming chunks advised beyond the chunk being read. Over a 2.1 GB zarr store
+#: read from disk, 64 MiB gave the quickest pass of 16, 64, 256 and 1024 MiB.
 READAHEAD_BYTES = 64 << 20
 
 
