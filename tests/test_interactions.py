@@ -608,10 +608,39 @@ def test_bad_interactions_are_refused_clearly(params, error, match) -> None:
         AdditiveSVC(**params).fit(X, y)
 
 
-def test_partial_fit_refuses_interactions() -> None:
+def test_partial_fit_refuses_to_screen_pairs() -> None:
     X, y = _planted(300, seed=11)
-    with pytest.raises(ValueError, match="partial_fit trains per-feature terms only"):
+    with pytest.raises(ValueError, match="partial_fit screens no pairs"):
         AdditiveSVC(interactions=2).partial_fit(X, y)
+
+
+def test_partial_fit_trains_the_pairs_it_is_given() -> None:
+    X, y = _planted(12_000, seed=12)
+    Xt, yt = X[10_000:], y[10_000:]
+    chunk = 1000
+
+    def streamed(**params) -> AdditiveSVC:
+        model = AdditiveSVC(penalty_order=0, n_bases=8, **params)
+        for _ in range(3):
+            for a in range(0, 10_000, chunk):
+                model.partial_fit(X[a:a + chunk], y[a:a + chunk])
+        return model
+
+    paired, plain = streamed(interactions=[("x2", "x3"), (4, 5)]), streamed(interactions=0)
+    fmap = paired.feature_map_
+    assert isinstance(fmap, BSplinePairMap) and fmap.interactions == ((2, 3), (4, 5))
+    assert not isinstance(plain.feature_map_, BSplinePairMap)
+    # the first chunk's ranges; a pair's columns are the tensor product of its hat bases
+    np.testing.assert_allclose(fmap.lo_, X[:chunk].min(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(fmap.hi_, X[:chunk].max(axis=0), rtol=1e-6)
+    rows = X[:50]
+    P = fmap.pair_bases
+    lo, hi = fmap.lo_, fmap.hi_
+    expected = np.einsum("ni,nj->nij", _hats(rows[:, 4], lo[4], hi[4], P),
+                         _hats(rows[:, 5], lo[5], hi[5], P)).reshape(50, -1)
+    np.testing.assert_allclose(fmap.transform(rows)[:, -P * P:], expected, atol=1e-6)
+    # the pairs carry the label's two interactions: the paired model errs far less
+    assert paired.score(Xt, yt) > plain.score(Xt, yt) + 0.05
 
 
 def test_partial_fit_continues_a_model_with_pairs_without_growing_its_map(paired) -> None:

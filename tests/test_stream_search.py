@@ -13,7 +13,9 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from streamlearn.data.synthetic import additive_problem
 from streamlearn.engine import DaskEngine
+from streamlearn.features import BSplinePairMap
 from streamlearn.models import AdditiveSVC
+from streamlearn.models import search as search_module
 from streamlearn.models.search import StreamSearchCV, mix_parameters
 
 
@@ -141,6 +143,52 @@ def test_choice_equals_the_exhaustive_grid_on_the_same_held_out_rows():
                              refit=False).fit(X, y)
     assert search.best_params_ == reference.best_params_
     assert search.score(X, y) > 0.85
+
+
+def _paired_problem(n: int, seed: int = 5):
+    """Five features; the label follows one main effect and the pairs (0, 1) and (2, 3)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 5)).astype(np.float32)
+    f = 2 * X[:, 0] * X[:, 1] - 1.5 * np.sign(X[:, 2] * X[:, 3]) + np.sin(2 * X[:, 4])
+    return X, (f + 0.3 * rng.normal(size=n) > 0).astype(np.int64)
+
+
+def test_lanes_train_the_pairs_the_template_screened():
+    X, y = _paired_problem(8000)
+    search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.1, 10.0]}, refit=False,
+                            chunk_rows=400, min_resource=2000).fit(X, y)
+    template = search.lane_template_
+    names = list(template.feature_names_in_)
+    screened = tuple((names.index(a), names.index(b)) for a, b in template.interactions_)
+    assert {(0, 1), (2, 3)} <= set(screened)
+    # the template is the estimator as given, at the first count and grid "auto" tries,
+    # fitted on the training rows alone
+    given = AdditiveSVC(progress=False, n_bases=8, pair_bases=8)
+    assert template.get_params() == given.get_params()
+    assert template.n_train_ + template.n_calibration_ == len(y) - search.n_validation_
+    lane = search.best_estimator_  # refit=False: the race's survivor, a lane
+    assert isinstance(lane.feature_map_, BSplinePairMap)
+    assert lane.feature_map_.interactions == screened
+    assert lane.feature_map_.pair_bases == template.pair_bases_
+    # the template's passes over the training rows count among the search's
+    share = (len(y) - search.n_validation_) / len(y)
+    assert search.search_passes_ > share * template.n_passes_ + 1
+    # with the pairs, the lane is far better than the same race without them
+    plain = StreamSearchCV(AdditiveSVC(progress=False, interactions=0), {"C": [0.1, 10.0]},
+                           refit=False, chunk_rows=400, min_resource=2000).fit(X, y)
+    assert plain.lane_template_ is None
+    assert not isinstance(plain.best_estimator_.feature_map_, BSplinePairMap)
+    assert search.best_score_ > plain.best_score_ + 0.05
+
+
+def test_lane_template_trains_on_at_most_template_rows(monkeypatch):
+    monkeypatch.setattr(search_module, "TEMPLATE_ROWS", 4000)
+    X, y = _paired_problem(12_000)
+    search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [1.0, 10.0]}, refit=False,
+                            chunk_rows=400, min_resource=2000).fit(X, y)
+    template = search.lane_template_
+    assert template.n_train_ + template.n_calibration_ == 4000
+    assert isinstance(search.best_estimator_.feature_map_, BSplinePairMap)
 
 
 def test_refit_trains_the_best_setting_on_all_rows_with_fit():
