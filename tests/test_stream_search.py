@@ -181,6 +181,19 @@ def test_lanes_train_the_pairs_the_template_screened():
     assert search.best_score_ > plain.best_score_ + 0.05
 
 
+def test_lanes_take_the_pairs_of_named_columns_by_position():
+    pd = pytest.importorskip("pandas")
+    X, y = _paired_problem(6000)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d", "e"])
+    search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [1.0, 10.0]}, refit=False,
+                            chunk_rows=400, min_resource=2000).fit(frame, y)
+    names = list(search.lane_template_.feature_names_in_)
+    assert names == ["a", "b", "c", "d", "e"]
+    expected = tuple((names.index(f), names.index(g))
+                     for f, g in search.lane_template_.interactions_)
+    assert expected and search.best_estimator_.feature_map_.interactions == expected
+
+
 def test_lane_template_trains_on_at_most_template_rows(monkeypatch):
     monkeypatch.setattr(search_module, "TEMPLATE_ROWS", 4000)
     X, y = _paired_problem(12_000)

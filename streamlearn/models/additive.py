@@ -663,11 +663,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             params["penalty_order"] = self._bspline_order(bool(dataset.categories), False)
         if isinstance(self.interactions, list | tuple):
             return params
-        pairs: list[tuple[str, str]] = []
+        pairs: list[tuple[int, int]] = []
         wanted = (self._auto_interactions(len(dataset.feature_names), dataset.is_sparse)
                   if isinstance(self.interactions, str) else int(self.interactions))
         if template is not None and wanted > 0:
-            pairs = [tuple(pair) for pair in getattr(template, "interactions_", ())][:wanted]
+            # as column positions: a lane is handed a chunk's rows without their names
+            names = list(template.feature_names_in_)
+            pairs = [(names.index(f), names.index(g))
+                     for f, g in getattr(template, "interactions_", ())][:wanted]
         params["interactions"] = pairs if pairs else 0
         if pairs and isinstance(self.pair_bases, str):
             params["pair_bases"] = int(template.pair_bases_)
