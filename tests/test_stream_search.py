@@ -295,6 +295,15 @@ def test_bad_inputs_name_the_problem():
         StreamSearchCV(RowRecorder(), {"nonsense": [1]}).fit(X, y)
 
 
+def test_sparse_rows_are_refused_before_anything_is_read():
+    import scipy.sparse as sp
+
+    X = sp.random(400, 30, density=0.1, format="csr", random_state=0, dtype=np.float32)
+    y = np.arange(400) % 2
+    with pytest.raises(TypeError, match="partial_fit, which takes dense rows"):
+        StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.1, 1.0]}).fit(X, y)
+
+
 def test_parameter_mixing_is_the_weighted_mean_of_learned_arrays():
     a, b = RowRecorder(1.0), RowRecorder(3.0)
     a.coef_, b.coef_ = np.array([1.0, 2.0]), np.array([3.0, 6.0])

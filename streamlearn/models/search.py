@@ -386,7 +386,13 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         started = time.perf_counter()
         opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
         dataset = opener(data, y, sample_weight, self.chunk_rows,
-                         nan_policy=fit_params.get("nan_policy", "raise"))
+                         nan_policy=fit_params.get("nan_policy", "raise"), accept_sparse=True)
+        if dataset.is_sparse:
+            raise TypeError(f"StreamSearchCV trains its candidates as lanes of "
+                            f"{type(self.estimator).__name__}.partial_fit, which takes dense "
+                            "rows; this data holds sparse (CSR) rows. Tune on sparse rows "
+                            "with a search that fits each setting (GridSearchCV): fit "
+                            "streams them")
         engine = resolve_engine(self.engine)
         seed = self._seed()
         held_out = self._held_out_blocks(dataset, seed)
