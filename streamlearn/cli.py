@@ -86,6 +86,24 @@ def parse_param(text: str) -> tuple[str, Any]:
     return name, value
 
 
+def parse_search(text: str) -> tuple[str, list[Any]]:
+    """``NAME=V1,V2,...`` (or ``NAME=[V1, V2]`` in JSON): a parameter and the values a
+    search tries, each read as ``--param`` reads a value."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not raw.strip():
+        raise click.BadParameter(f"{text!r} is not NAME=V1,V2,...", param_hint="'--search'")
+    try:
+        values = json.loads(raw)
+    except json.JSONDecodeError:
+        values = None
+    if not isinstance(values, list):
+        values = [parse_param(f"{name}={item.strip()}")[1] for item in raw.split(",")]
+    if not values:
+        raise click.BadParameter(f"{text!r} lists no value", param_hint="'--search'")
+    return name, values
+
+
 def model_params(cls: type, common: dict[str, Any],
                  params: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """Constructor arguments from the shared flags and ``--param`` options.
@@ -428,6 +446,11 @@ _MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
               callback=lambda ctx, param, values: [parse_param(v) for v in values],
               help="Any constructor parameter of the model (repeatable); VALUE is read as "
                    "JSON (20, 0.5, true, null, [1,2]) or else taken as a string.")
+@click.option("--search", "-s", "search", multiple=True, metavar="NAME=V1,V2,...",
+              callback=lambda ctx, param, values: [parse_search(v) for v in values],
+              help="Tune this parameter over these values inside the stream (repeatable: "
+                   "the grid is every combination), by StreamSearchCV; the best setting is "
+                   "trained on all rows and saved.")
 @click.option("--train-score/--no-train-score", default=True, show_default=True,
               help="Score the model on the training data (one more pass).")
 @click.option("--workers", type=click.IntRange(min=1),
@@ -445,7 +468,8 @@ _MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
 def train(data: str, target: str | None, features: str | None, exclude: str | None,
           fmt: str | None, chunk_rows: int | None, nan_policy: str, weight: str | None,
           model_name: str, out: str, epochs: int | None, C: float | None, lam: float | None,
-          seed: int | None, params: list[tuple[str, Any]], train_score: bool,
+          seed: int | None, params: list[tuple[str, Any]],
+          search: list[tuple[str, list[Any]]], train_score: bool,
           workers: int | None, scheduler: str | None, checkpoint: str | None,
           checkpoint_every: int, quiet: bool) -> None:
     """Train a model on DATA, streaming it, and save it to --out.
@@ -454,6 +478,11 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     options (--epochs, --C, --lam, --chunk-rows, --seed) set the model's parameter of that
     name; --param NAME=VALUE sets any other (a wrong name lists the valid ones).
 
+    With --search NAME=V1,V2,... (repeatable) the settings of the grid are trained side by
+    side in the same passes and the worse half dropped at each rung (StreamSearchCV, for
+    the models with partial_fit: additive, mixture, supersparse); the best is then trained
+    on all rows, saved, and every setting's held-out score printed.
+
     With --workers N the passes run on a dask LocalCluster of N single-thread worker
     processes started for this command; with --scheduler ADDRESS on an existing dask
     cluster, whose workers open DATA themselves (a path they all reach or an fsspec URL).
@@ -461,6 +490,8 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     \b
     Examples:
       streamlearn train train.parquet -t label -m additive -o model.slm
+      streamlearn train train.parquet -t label -m additive \\
+          --search C=0.1,1,10 --search n_bases=10,20 -o tuned.slm
       streamlearn train train.parquet -t label -m additive --epochs 2 \\
           -p embedding=fourier -p n_terms=6 -o fourier.slm
       streamlearn train data.zarr -m additive -p solver=dcd --C 10 -o dcd.slm
@@ -478,12 +509,14 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     task = entry.tasks[0] if len(entry.tasks) == 1 else None
     if task is not None:  # an unknown model or parameter fails before the data is read
         model_params(model_class(model_name, task), common, params)
+        _check_search(model_class(model_name, task), search)
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
                     weight=weight, task=task if target is not None else None)
     if dataset.task is None:
         raise click.UsageError("train needs the target column: --target COL")
     cls = model_class(model_name, dataset.task)
     kwargs = model_params(cls, common, params)
+    _check_search(cls, search)
     valid = constructor_params(cls)
     if chunk_rows is not None and "chunk_rows" in valid:
         kwargs["chunk_rows"] = chunk_rows
@@ -500,15 +533,24 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
 
     with cluster_engine(workers, scheduler, quiet=quiet, chunk_rows=chunk_rows) as cluster:
         started = time.perf_counter()
+        searcher = None
         try:
             with recording() as passes:
-                model.fit(dataset, engine=cluster.engine, **fit_options)
+                if search:
+                    searcher = _search(model, search, seed, cluster.engine, chunk_rows)
+                    searcher.fit(dataset, **fit_options)
+                    model = searcher.best_estimator_
+                else:
+                    model.fit(dataset, engine=cluster.engine, **fit_options)
         except StreamlearnError:
             raise
         except (ValueError, TypeError) as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - started
         path = model.save(out)
+        if searcher is not None:
+            click.echo(_search_report(searcher, dataset.n_rows))
+            kwargs.update(searcher.best_params_)
 
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()
                           if k not in ("progress", "engine"))
@@ -517,17 +559,68 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
                    f"{dataset.source.description}")
         if cluster.description:
             click.echo(f"  engine   : {cluster.description}")
-        _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine, passes)
+        _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine, passes,
+                      searcher)
     click.echo(f"\nsaved to {path}")
 
 
+def _check_search(cls: type, search: Sequence[tuple[str, list[Any]]]) -> None:
+    """Refuse a ``--search`` the model cannot run, before the data is read: a model
+    without ``partial_fit``, an unknown parameter name or one given twice."""
+    if not search:
+        return
+    if not hasattr(cls, "partial_fit"):
+        tunable = ", ".join(name for name, entry in MODELS.items()
+                            if any(hasattr(model_class(name, task), "partial_fit")
+                                   for task in entry.tasks))
+        raise click.UsageError(f"--search trains the settings as lanes of partial_fit, which "
+                               f"{cls.__name__} has not; models with it: {tunable}")
+    valid = [p for p in constructor_params(cls) if p not in MANAGED_PARAMS]
+    seen: set[str] = set()
+    for name, _ in search:
+        if name not in valid:
+            raise click.BadParameter(f"{cls.__name__} has no parameter {name!r}; valid "
+                                     f"names: {', '.join(valid)}", param_hint="'--search'")
+        if name in seen:
+            raise click.BadParameter(f"{name!r} is searched twice: list its values once",
+                                     param_hint="'--search'")
+        seen.add(name)
+
+
+def _search(model: Any, search: Sequence[tuple[str, list[Any]]], seed: int | None,
+            engine: Any, chunk_rows: int | None) -> Any:
+    """The :class:`~streamlearn.models.StreamSearchCV` of ``train --search``."""
+    from streamlearn.models import StreamSearchCV
+
+    return StreamSearchCV(model, dict(search), random_state=0 if seed is None else seed,
+                          engine=engine, chunk_rows=chunk_rows)
+
+
+def _search_report(searcher: Any, n_rows: int) -> str:
+    """Every setting's held-out score and the rung it reached, best first."""
+    results = searcher.cv_results_
+    order = np.argsort(results["rank_test_score"], kind="stable")
+    lines = [f"searched {len(order)} settings inside the stream "
+             f"({searcher.n_validation_:,} held-out rows; search "
+             f"{searcher.search_passes_:.1f} passes, refit included {searcher.n_passes_:.1f}):"]
+    for i in order:
+        setting = ", ".join(f"{k}={v!r}" for k, v in results["params"][i].items())
+        lines.append(f"  {results['rank_test_score'][i]:>3d}  held-out score "
+                     f"{results['mean_test_score'][i]:.4f}  rung {results['iter'][i]}  "
+                     f"{setting}")
+    best = ", ".join(f"{k}={v!r}" for k, v in searcher.best_params_.items())
+    lines.append(f"best: {best}, trained on all {n_rows:,} rows")
+    return "\n".join(lines)
+
+
 def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, quiet: bool,
-                  engine: Any, passes: PassLog | None = None) -> None:
+                  engine: Any, passes: PassLog | None = None, searcher: Any = None) -> None:
     """Lines of ``train`` after the fit: rows used, classes, time, data read, training
     metrics.
 
     The passes and bytes read are the model's ``n_passes_`` and ``bytes_read_``, or for a
-    model without them those counted in ``passes`` while it was fitted.
+    model without them those counted in ``passes`` while it was fitted; after a search
+    (``searcher``), those of the whole search, counted in ``passes``.
     """
     n_train = getattr(model, "n_train_", None)
     if n_train is not None and n_train != dataset.n_rows:
@@ -535,8 +628,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
     if dataset.task == "classification":
         classes = list(getattr(model, "classes_", []))
         click.echo(f"  classes  : {len(classes)} ({_shown(classes)})")
-    click.echo(f"  fit time : {elapsed:.2f} s")
-    line = passes_line(model, dataset.n_rows, passes)
+    click.echo(f"  fit time : {elapsed:.2f} s" + ("" if searcher is None else
+                                                    " (the search and the refit)"))
+    line = passes_line(model if searcher is None else object(), dataset.n_rows, passes)
     if line is not None:
         click.echo(f"  passes   : {line}")
     line = pairs_line(model)

@@ -22,6 +22,7 @@ from streamlearn.cli import (
     metrics_table,
     model_class,
     parse_param,
+    parse_search,
     passes_line,
     sparkline,
 )
@@ -167,6 +168,58 @@ def test_model_registry_names_an_unavailable_model(monkeypatch: pytest.MonkeyPat
     for entry in MODELS.values():
         for path in (entry.classifier, entry.regressor):
             assert path is None or path.count(":") == 1
+
+
+def test_parse_search_reads_each_value_as_param_does() -> None:
+    assert parse_search("C=0.1,1,10") == ("C", [0.1, 1, 10])
+    assert parse_search("embedding=linear, bspline") == ("embedding", ["linear", "bspline"])
+    assert parse_search('n_bases=[8, "auto"]') == ("n_bases", [8, "auto"])
+    for bad in ("C", "=1,2", "C="):
+        with pytest.raises(click.BadParameter):
+            parse_search(bad)
+
+
+def test_train_search_saves_the_setting_the_python_search_chooses(trained: Trained,
+                                                                  tmp_path: Path) -> None:
+    from streamlearn.data.open import open_dataset
+    from streamlearn.models import StreamSearchCV
+
+    out = tmp_path / "tuned.slm"
+    result = run("train", str(trained.data), "-t", "label", "-m", "additive", "--exclude",
+                 "id", "-p", "interactions=0", "--search", "C=0.001,1", "-s",
+                 "n_bases=6,12", "--no-train-score", "--quiet", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    reference = StreamSearchCV(AdditiveSVC(progress=False, interactions=0),
+                               {"C": [0.001, 1], "n_bases": [6, 12]}, random_state=0)
+    reference.fit(open_dataset(trained.data, target="label", exclude=["id"]))
+    model = AdditiveSVC.load(out)
+    assert {"C": model.C, "n_bases": model.n_bases} == reference.best_params_
+    np.testing.assert_allclose(model.decision_function(trained.frame[FEATURE_NAMES][:50]),
+                               reference.decision_function(trained.frame[FEATURE_NAMES][:50]),
+                               rtol=1e-6, atol=1e-9)
+    assert "searched 4 settings inside the stream" in result.output
+    for rank, score in zip(reference.cv_results_["rank_test_score"],
+                           reference.cv_results_["mean_test_score"], strict=True):
+        assert f"{rank:>3d}  held-out score {score:.4f}" in result.output
+    assert f"n_bases={reference.best_params_['n_bases']!r}" in result.output
+    # the passes line counts the whole search (race, held-out rows, refit), not the refit
+    line = next(x for x in result.output.splitlines() if x.startswith("  passes   : "))
+    searched = float(line.split("read the data ")[1].split(" ")[0])
+    assert searched == pytest.approx(reference.n_passes_, abs=0.05)
+    assert searched > model.n_passes_ + 1
+
+
+def test_train_search_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> None:
+    data, out = str(trained.data), str(tmp_path / "m.slm")
+    base = ("train", data, "-t", "label", "--exclude", "id", "-o", out)
+    no_lanes = run(*base, "-m", "spjsboost", "--search", "n_rounds=5,10")
+    assert no_lanes.exit_code == 2 and "partial_fit" in no_lanes.output
+    assert "additive" in no_lanes.output
+    unknown = run(*base, "-m", "additive", "--search", "nonsense=1,2")
+    assert unknown.exit_code == 2 and "nonsense" in unknown.output
+    twice = run(*base, "-m", "additive", "-s", "C=1,2", "-s", "C=3")
+    assert twice.exit_code == 2 and "twice" in twice.output
+    assert not Path(out).exists()
 
 
 def test_train_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> None:
