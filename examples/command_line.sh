@@ -4,6 +4,7 @@
 # Writes the demo problem as parquet (a training and a test directory, and new rows
 # without labels), then runs
 #   streamlearn train     DATA --target label ...    fit and save a model file
+#   streamlearn train     ... --search C=0.1,1,10    the same, tuned inside the stream
 #   streamlearn predict   MODEL DATA --out FILE      predictions streamed to parquet
 #   streamlearn evaluate  MODEL DATA --target label  accuracy, log-loss, confusion matrix
 # Needs the `streamlearn` command on PATH (activate the virtualenv first).
@@ -15,7 +16,7 @@ rows=200000
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rows) rows="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1 (options: --rows N)" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +43,10 @@ PY
 echo "== streamlearn train"
 streamlearn train train --target label --model additive --epochs 5 --seed 0 \
   --param n_bases=12 --out model.slm --no-train-score
+
+echo "== streamlearn train --search (C and the bases tuned inside the stream)"
+streamlearn train train --target label --model additive --seed 0 \
+  --search C=0.1,1,10 --search n_bases=8,16 --out tuned.slm --no-train-score --quiet
 
 echo "== streamlearn predict"
 streamlearn predict model.slm new.parquet --out predictions.parquet --proba --row-index --quiet
