@@ -101,6 +101,8 @@ MULTICLASS = ("ovr", "ovo")
 DCD_TOL = 0.01
 #: ``tol="auto"`` of PEGASOS: relative improvement of the held-out hinge loss per epoch.
 PEGASOS_TOL = 0.003
+#: ... and of the lane template of a search (:meth:`AdditiveSVC._lane_template_params`).
+TEMPLATE_PEGASOS_TOL = 0.01
 #: Rows of the first ``partial_fit`` chunk that set PEGASOS's step offset.
 SAMPLE_ROWS = 4096
 #: ``n_bases="auto"``: the counts of bases per feature that ``fit`` tries, in order ...
@@ -638,12 +640,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """Settings of the lane template that differ from this model's: the first count
         of bases and pair grid that ``"auto"`` tries (the template serves only to screen
         and check the pairs, which ``fit`` does at those; the searches for finer counts
-        and grids would each cost one more training)."""
+        and grids would each cost one more training), and for PEGASOS with ``tol="auto"``
+        the looser ``tol`` 0.01 (the screening ranks pairs by the residuals of a model
+        trained as far as a 1 % gain per epoch, and both models of the check stop alike;
+        on pendigits the template took 0.32 -> 0.24 s, and the choices on letter, usps,
+        pendigits, satimage and adult stayed within 0.2 points of the grid search's)."""
         params: dict[str, Any] = {}
         if isinstance(self.n_bases, str):
             params["n_bases"] = self._bases_grid(categories=dataset.categories)[0]
         if isinstance(self.pair_bases, str):
             params["pair_bases"] = self._pair_grids()[0]
+        if isinstance(self.tol, str) and self.solver == "pegasos":
+            params["tol"] = TEMPLATE_PEGASOS_TOL
         return params
 
     def _lane_params(self, n_train: int, dataset: Any,
