@@ -31,8 +31,9 @@ they train *as lanes*; the finalists are ranked as the user will get them.
 A lane also trains what ``fit`` would only when its ``partial_fit`` can learn everything
 ``fit`` learns. :class:`~streamlearn.models.AdditiveSVC`'s ``fit`` screens feature pairs
 (``interactions``) in a streamed pass of its own, which a lane cannot: such a model asks
-for a *lane template* (``_lanes_need_template``), the estimator as given (at the first
-count of bases and pair grid that ``"auto"`` tries) trained once by ``fit`` on the training
+for a *lane template* (``_lanes_need_template``), the estimator as given (but for its
+``_lane_template_params``: for ``AdditiveSVC`` the first count of bases and pair grid that
+``"auto"`` tries, and PEGASOS at ``tol`` 0.01) trained once by ``fit`` on the training
 rows (at most ``TEMPLATE_ROWS``, whole blocks drawn at random), and
 each lane then trains the pairs the template screened (and kept) beside its curves. Without
 them the lanes rank settings as the model without pairs would (on letter they preferred 20
