@@ -129,23 +129,25 @@ def test_fitted_tau_follows_the_rule_on_the_initial_centres() -> None:
 
 
 def test_auto_components_and_nu() -> None:
-    assert [default_components(n) for n in (5, 50, 400, 1000, 10**6)] == [5, 10, 20, 30, 30]
+    assert [default_components(n) for n in (5, 50, 400, 1000, 10**6)] == [1, 1, 13, 30, 30]
+    # small data: 30 rows per component, below the lower bound of 10 under 300 rows
+    assert [default_components(n, 4) for n in (59, 60, 105, 299, 300)] == [1, 2, 3, 9, 10]
     # many rows per feature raise the cap of 30 to n // (15 (d + 1)), at most 100
     assert default_components(16000, 16) == 16000 // 255 == 62
     assert default_components(4000, 2) == round(4000**0.5) == 63  # below its cap of 88
     assert default_components(1000, 2) == 30  # 1000 // 45 = 22: the cap stays 30
     assert default_components(20000, 9) == default_components(10**6, 2) == 100
     assert default_components(60000, 784) == default_components(4435, 36) == 30
-    assert default_components(50, 1) == 10
+    assert default_components(50, 1) == 1
     assert default_nu(16) == 17.0
     # wide data: half an even share of the rows, not the expert's weights
     assert default_nu(784, 8000, 30) == 8000 / 60
     assert default_nu(16, 8000, 30) == 17.0
     X, y = _rings(400, 9)
     clf = _fit(X, y)
-    assert clf.xi_.shape == (1, 20)
+    assert clf.xi_.shape == (1, 13)
     assert clf.nu_ == 4.0
-    assert clf.n_active_components_ <= 20
+    assert clf.n_active_components_ <= 13
 
 
 def test_capped_em_warns_and_sets_n_iter() -> None:

@@ -127,9 +127,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     n_components : int or "auto"
         Components at the start (``k_max``); components whose mixing weight vanishes
         (eq. 20) are pruned during training. ``"auto"``: ``round(sqrt(n_rows))`` clipped
-        to ``[10, 30]`` (and to ``n_rows``), more local experts for more rows; on data
-        with many rows per feature the upper bound rises to ``n_rows // (15 (n_features +
-        1))``, at most 100, so that an even split leaves each expert 15 rows per weight
+        to ``[10, 30]``, more local experts for more rows; on data with many rows per
+        feature the upper bound rises to ``n_rows // (15 (n_features + 1))``, at most 100,
+        so that an even split leaves each expert 15 rows per weight; on small data, at
+        most ``n_rows // 30`` (at least one), so that each component has 30 rows
         (:func:`~streamlearn.solvers.mixture.default_components`).
     nu : float or "auto"
         Dirichlet-type prior on the mixing weights (eq. 18-20): a component explaining

@@ -119,8 +119,10 @@ LINEAR_EPOCH_OFFSET = 100_000
 VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
 #: Bounds of ``n_components="auto"`` (see :func:`default_components`): at least
 #: ``MIN_COMPONENTS``; at most ``BASE_COMPONENTS``, or up to ``MAX_COMPONENTS`` while an even
-#: split of the rows leaves every expert ``ROWS_PER_WEIGHT`` rows per weight.
+#: split of the rows leaves every expert ``ROWS_PER_WEIGHT`` rows per weight; and never
+#: fewer than ``MIN_ROWS_PER_COMPONENT`` rows per component on small data.
 MIN_COMPONENTS = 10
+MIN_ROWS_PER_COMPONENT = 30
 BASE_COMPONENTS = 30
 MAX_COMPONENTS = 100
 ROWS_PER_WEIGHT = 15
@@ -305,8 +307,8 @@ def gating_scale(centers: np.ndarray) -> float:
 
 
 def default_components(n_rows: int, n_features: int | None = None) -> int:
-    """``n_components="auto"``: ``round(sqrt(n))`` clipped to ``[10, cap]`` (and to ``n``),
-    ``cap = max(30, min(100, n // (15 (d + 1))))``.
+    """``n_components="auto"``: ``round(sqrt(n))`` clipped to ``[10, cap]``, then to
+    ``max(1, n // 30)``, ``cap = max(30, min(100, n // (15 (d + 1))))``.
 
     More local experts for more rows. The cap is 30, raised (up to 100) on data with many
     rows per feature, as far as an even split of the rows leaves each component's expert
@@ -314,7 +316,11 @@ def default_components(n_rows: int, n_features: int | None = None) -> int:
     features get 62 components, 60,000 images of 784 pixels 30. Without ``n_features``
     the cap is 30. (At 10 rows per weight letter's test error fell further, 10.93 ->
     9.43 % at 94 components, but on noisy data of 32 features, 20,000 rows, the mixture's
-    60 components tested 1 point worse than 30.)
+    60 components tested 1 point worse than 30.) On small data every component keeps
+    ``MIN_ROWS_PER_COMPONENT`` = 30 rows of an even split: 105 rows get 3 components, not
+    10, and one component (a linear SVM) is left below 60 rows. (Eight 70/30 splits of
+    iris, wine and breast cancer: 6.39 / 3.70 / 3.73 % test error with the lower bound of
+    10 alone, 3.61 / 2.31 / 2.63 % with this one, a tuned linear SVM 4.44 / 2.31 / 2.85.)
 
     Parameters
     ----------
@@ -333,7 +339,8 @@ def default_components(n_rows: int, n_features: int | None = None) -> int:
     if n_features is not None:
         per_component = ROWS_PER_WEIGHT * (int(n_features) + 1)
         cap = max(BASE_COMPONENTS, min(MAX_COMPONENTS, n // per_component))
-    return max(1, min(n, min(cap, max(MIN_COMPONENTS, k))))
+    k = min(cap, max(MIN_COMPONENTS, k))
+    return max(1, min(k, n // MIN_ROWS_PER_COMPONENT))
 
 
 def default_nu(n_features: int, n_rows: int | None = None,
