@@ -28,6 +28,7 @@ from streamlearn.solvers.supersparse.passes import (
     AUTO_LAM_SLACK,
     SplitGramPass,
     choose_lam,
+    gcv_lam,
 )
 from tests.test_supersparse import _rbf, _standardise
 
@@ -54,6 +55,23 @@ def _ridge_loss(Z_train, y_train, Z_valid, y_valid, lam):
     w = np.linalg.solve(M, A.T @ y_train / len(y_train))
     e = np.hstack([Z_valid, np.ones((len(y_valid), 1))]) @ w - y_valid
     return float(np.sum(e * e) / len(y_valid))  # summed over the outputs
+
+
+def _gcv_choice(S, y, scale):
+    """The grid penalty of the largest GCV score within the slack of the lowest, from the
+    explicit hat matrix ``H = Z (Z^T Z / n + lam D)^-1 Z^T / n`` of ``Z = [S, 1]``."""
+    n, p = S.shape
+    Z = np.hstack([S, np.ones((n, 1))])
+    y = np.reshape(y, (n, -1))
+    lams = [f * scale for f in AUTO_LAM_GRID]
+    scores = []
+    for lam in lams:
+        M = Z.T @ Z / n
+        M[:p, :p] += lam * np.eye(p)
+        H = Z @ np.linalg.solve(M, Z.T) / n
+        e = y - H @ y
+        scores.append(float(np.sum(e * e) / n) / (1 - np.trace(H) / n) ** 2)
+    return lams[_rule(scores)]
 
 
 def test_choose_lam_is_the_largest_penalty_within_the_slack_of_the_held_out_optimum():
@@ -83,9 +101,24 @@ def test_choose_lam_is_the_largest_penalty_within_the_slack_of_the_held_out_opti
     assert inside and choose_lam(state.train, state.valid, "ridge", current=inside[0]) == inside[0]
     assert choose_lam(state.train, state.valid, "ridge",
                       current=AUTO_LAM_GRID[-1] * scale) == chosen
-    # no held-out rows: the fallback multiple of the scale
+    # no held-out rows: generalised cross-validation on the training rows
     empty = GramState(np.zeros_like(state.valid.G), np.zeros_like(state.valid.r))
-    assert np.isclose(choose_lam(state.train, empty, "ridge"), AUTO_LAM_FALLBACK * scale)
+    assert choose_lam(state.train, empty, "ridge") == gcv_lam(state.train, "ridge")
+
+
+def test_gcv_lam_matches_the_hat_matrix_and_falls_back_for_lasso():
+    X, y = _wavy(150, seed=11, noise=0.5)
+    C = X[:12].copy()
+    similarity = Similarity(0.8)
+    S = _rbf(X, C, 0.8)
+    stats = GramPass(TargetRows("regression"), C, similarity).step(
+        GramState(np.zeros((13, 13)), np.zeros((13, 1))), Chunk(X, y, 0))
+    scale = float(np.mean(np.sum(S ** 2, axis=1)) / 12)
+    chosen = gcv_lam(stats, "ridge")
+    assert np.isclose(chosen, _gcv_choice(S, y, scale), rtol=1e-9)
+    # not a grid end: the score has an interior minimum on these rows
+    assert AUTO_LAM_GRID[0] * scale < chosen < AUTO_LAM_GRID[-1] * scale
+    assert np.isclose(gcv_lam(stats, "lasso"), AUTO_LAM_FALLBACK * scale)
 
 
 def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
@@ -175,13 +208,17 @@ def test_auto_lam_beats_both_ends_of_its_grid_and_the_former_default_on_new_rows
     assert mse["auto"] < mse["former default"], mse
 
 
-def test_few_rows_fall_back_to_a_multiple_of_the_similarity_scale():
+def test_few_rows_choose_lam_by_generalised_cross_validation():
     X, y = _wavy(400, seed=5)  # 0.2 x 400 = 80 rows expected held out: too few to choose
     model = SuperSparseRegressor(n_prototypes=6, max_iter=0, random_state=1).fit(X, y)
     Z, mean, std = _standardise(X)
     S = _rbf(Z, (model.prototypes_ - mean) / std, model.gamma_)
-    assert np.isclose(model.lam_, AUTO_LAM_FALLBACK * np.mean(np.sum(S ** 2, axis=1)) / 6,
-                      rtol=1e-6)
+    scale = np.mean(np.sum(S ** 2, axis=1)) / 6
+    assert np.isclose(model.lam_, _gcv_choice(S, y, scale), rtol=1e-5)
+    # LASSO coefficients keep the fixed multiple of the scale
+    lasso = SuperSparseRegressor(n_prototypes=6, max_iter=0, coef="lasso",
+                                 random_state=1).fit(X, y)
+    assert np.isclose(lasso.lam_, AUTO_LAM_FALLBACK * scale, rtol=1e-5)
     # a number is used as it is
     assert SuperSparseRegressor(n_prototypes=6, max_iter=0, lam=0.02).fit(X, y).lam_ == 0.02
 

@@ -505,8 +505,12 @@ _PARAMS_DOC = """
         statistics being gathered in the beta-step's own pass. The alternation then stops
         when the held-out loss at an unchanged penalty fell by less than ``5 tol`` of its
         value over the last 5 accepted steps, and the last beta-step takes every row. With
-        fewer than 200 rows expected in the held-out share, ``lam = 1e-3 lam_scale``.
-        :meth:`partial_fit` chooses it once, on its first call's rows.
+        fewer than 200 rows expected in the held-out share, ridge coefficients take the
+        penalty of the lowest generalised cross-validation score (within 1 %) on every
+        row at the initial prototypes (:func:`~streamlearn.solvers.supersparse.passes.gcv_lam`,
+        from the same Gram statistics), LASSO ones ``lam = 1e-3 lam_scale``.
+        :meth:`partial_fit` chooses it once, on its first call's rows (``1e-3 lam_scale``
+        with too few to hold some out: those rows may not show every class).
     coef : {"ridge", "lasso"}
         ``R = ||beta||^2`` (closed-form beta-step) or ``||beta||_1`` (coordinate descent).
     step : float

@@ -67,6 +67,7 @@ from streamlearn.solvers.supersparse.passes import (
     TeacherScorePass,
     ValidationPass,
     choose_lam,
+    gcv_lam,
     lam_scale,
     objective,
     prototype_gamma,
@@ -159,8 +160,10 @@ class SuperSparseConfig:
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
         :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` expected in
-        ``validation_fraction`` of ``n_rows`` (else the penalty is
-        :data:`~.passes.AUTO_LAM_FALLBACK` times :func:`~.passes.lam_scale`)."""
+        ``validation_fraction`` of ``n_rows`` (else ``fit`` chooses the penalty once, by
+        :func:`~.passes.gcv_lam` of every row at the initial prototypes, and
+        ``partial_fit`` takes :data:`~.passes.AUTO_LAM_FALLBACK` times
+        :func:`~.passes.lam_scale`: its first call's rows may hold one class)."""
         return (self.lam == "auto" and 0 < self.validation_fraction < 1
                 and self.validation_fraction * n_rows >= MIN_VALIDATION_ROWS)
 
@@ -396,7 +399,7 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
     beta_step = _BetaStep(runner, dataset, rows, valid, similarity, p, config.coef, tracker)
     if tracker is None:
         lam = (float(config.lam) if config.lam != "auto"
-               else AUTO_LAM_FALLBACK * lam_scale(beta_step.stats(C)))
+               else gcv_lam(beta_step.stats(C), config.coef))
     else:
         lam = float("nan")  # chosen by the first beta-step
     w, J = beta_step(C, None, lam)

@@ -83,7 +83,8 @@ AUTO_LAM_GRID = tuple(float(10.0 ** (e / 2)) for e in range(-18, 5))
 #: ``lam="auto"`` takes the largest candidate whose held-out loss is within this share of
 #: the smallest (the simplest model the held-out rows cannot tell from the best).
 AUTO_LAM_SLACK = 0.01
-#: ``lam="auto"`` without enough held-out rows to choose: this multiple of :func:`lam_scale`.
+#: ``lam="auto"`` without enough held-out rows to choose, with LASSO coefficients: this
+#: multiple of :func:`lam_scale` (ridge ones are chosen by :func:`gcv_lam`).
 AUTO_LAM_FALLBACK = 1e-3
 
 
@@ -810,6 +811,54 @@ def lam_scale(stats: GramState) -> float:
     return scale if scale > 0 and np.isfinite(scale) else 1.0
 
 
+def gcv_lam(stats: GramState, coef: str) -> float:
+    """``lam="auto"`` with too few rows to hold some out: the largest candidate whose
+    generalised cross-validation score is within :data:`AUTO_LAM_SLACK` of the lowest.
+
+    For ridge coefficients, ``GCV(lam) = L(lam) / (1 - df(lam) / n)^2`` with ``L`` the
+    training rows' squared loss at the beta-step of ``lam``, ``df = trace((A + lam D)^-1
+    A)`` its effective number of coefficients (``A = G / V``, ``D`` the identity on
+    ``beta``, zero on the intercept) and ``n`` the rows: an estimate of the leave-one-out
+    loss from the same statistics, so choosing reads no data. The candidates are those of
+    :func:`choose_lam`. LASSO has no such closed form: it takes
+    :data:`AUTO_LAM_FALLBACK` times :func:`lam_scale`, as does a ridge model whose every
+    candidate leaves no degrees of freedom (``df >= n``).
+
+    Parameters
+    ----------
+    stats : GramState
+        Statistics of every training row at the current prototypes.
+    coef : {"ridge", "lasso"}
+
+    Returns
+    -------
+    float
+    """
+    scale = lam_scale(stats)
+    if coef != "ridge" or stats.weight <= 0 or stats.rows <= 0:
+        return AUTO_LAM_FALLBACK * scale
+    A, b = stats.G / stats.weight, stats.r / stats.weight
+    p = A.shape[0] - 1
+    lams = [factor * scale for factor in AUTO_LAM_GRID[::-1]]
+    scores = []
+    for lam in lams:
+        M = A.copy()
+        M[np.arange(p), np.arange(p)] += lam
+        try:
+            df = float(np.trace(np.linalg.solve(M, A)))
+        except np.linalg.LinAlgError:
+            df = float(np.trace(np.linalg.lstsq(M, A, rcond=None)[0]))
+        room = 1.0 - df / stats.rows
+        loss = squared_loss(stats, solve_beta(A, b, lam, coef))
+        scores.append(loss / room**2 if room > 0 and np.isfinite(loss) else np.inf)
+    best = min(scores)
+    if not np.isfinite(best):
+        return AUTO_LAM_FALLBACK * scale
+    bound = best * (1.0 + AUTO_LAM_SLACK)
+    return float(next(lam for lam, score in zip(lams, scores, strict=True)
+                      if score <= bound))
+
+
 def choose_lam(train: GramState, valid: GramState, coef: str,
                warm: np.ndarray | None = None, current: float | None = None) -> float:
     """``lam="auto"``: the largest penalty whose beta-step on the training rows has a squared
@@ -834,12 +883,12 @@ def choose_lam(train: GramState, valid: GramState, coef: str,
     Returns
     -------
     float
-        The chosen ``lam``; :data:`AUTO_LAM_FALLBACK` times the scale when no row was held
+        The chosen ``lam``; :func:`gcv_lam` of the training rows when no row was held
         out.
     """
     scale = lam_scale(train)
     if valid.weight <= 0:
-        return AUTO_LAM_FALLBACK * scale
+        return gcv_lam(train, coef)
     A, b = train.G / train.weight, train.r / train.weight
     lams = [factor * scale for factor in AUTO_LAM_GRID[::-1]]
     if current is not None and np.isfinite(current) and current > 0:
