@@ -36,3 +36,23 @@ def test_expected_failures_give_a_reason() -> None:
     for cls in estimator_classes():
         for check, reason in cls._expected_failed_checks.items():
             assert check.startswith("check_") and reason.strip(), (cls.__name__, check)
+
+
+def test_estimators_import_from_the_package_root_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    import streamlearn
+    import streamlearn.models as models
+
+    for name in models.__all__:
+        assert getattr(streamlearn, name) is getattr(models, name)
+        assert name in dir(streamlearn) and name in streamlearn.__all__
+    # a fresh interpreter: importing the package loads no model code until a name is used
+    code = ("import sys, streamlearn\n"
+            "assert 'streamlearn.models.additive' not in sys.modules\n"
+            "streamlearn.AdditiveSVC\n"
+            "assert 'streamlearn.models.additive' in sys.modules\n"
+            "try:\n    streamlearn.NoSuchModel\nexcept AttributeError as e:\n"
+            "    assert 'NoSuchModel' in str(e)\nelse:\n    raise SystemExit(1)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
