@@ -51,6 +51,46 @@ def js_data():
 
 
 # -- what the models learn, against references computed another way ---------------------------
+def test_term_pays_is_akaikes_criterion_with_a_least_gain():
+    from streamlearn.solvers.projection_pursuit import AUTO_MIN_GAIN, term_pays
+
+    # 300 rows, 8 bases + 2 non-zeros: the term must cut the RSS to exp(-20 / 300)
+    bound = np.exp(-2 * 10 / 300)
+    assert term_pays(100.0, 100.0 * bound * 0.999, 8, 2, 300)
+    assert not term_pays(100.0, 100.0 * bound * 1.001, 8, 2, 300)
+    # many rows: the least gain rules
+    assert term_pays(100.0, 100.0 * (1 - AUTO_MIN_GAIN), 8, 2, 10**7)
+    assert not term_pays(100.0, 100.0 * (1 - AUTO_MIN_GAIN) * 1.001, 8, 2, 10**7)
+    assert not term_pays(0.0, 0.0, 8, 2, 300)
+
+
+def test_auto_terms_stop_at_the_first_term_that_does_not_pay():
+    from streamlearn.solvers.projection_pursuit import term_pays
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, size=(1500, 6)).astype(np.float32)
+    y = (np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.5 * np.abs(X[:, 2] + X[:, 3])
+         + 0.1 * rng.normal(size=1500)).astype(np.float32)
+    auto = SparsePPRRegressor(**FAST).fit(X, y)
+    k = auto.n_iter_
+    assert 3 <= k < 10
+    # the kept terms are those of a fit asked for k terms, backfitting included
+    fixed = SparsePPRRegressor(n_terms=k, **FAST).fit(X, y)
+    np.testing.assert_allclose(auto.projections_, fixed.projections_)
+    np.testing.assert_allclose(auto.predict(X), fixed.predict(X))
+    # forward stagewise with one term more: each kept term paid, the next did not
+    more = SparsePPRRegressor(n_terms=k + 1, backfit=False, **FAST).fit(X, y)
+    rss = np.concatenate([[np.sum((y - y.mean()) ** 2)], more.train_sse_])
+    pays = [term_pays(rss[j], rss[j + 1], 8, int(more.n_nonzero_[j]), len(y))
+            for j in range(k + 1)]
+    assert all(pays[1:k]) and not pays[k]
+    # and the automatic count beats the paper's two terms on held-out rows
+    Xt = rng.uniform(-1, 1, size=(1500, 6)).astype(np.float32)
+    yt = np.sin(3 * Xt[:, 0]) + Xt[:, 1] ** 2 + 0.5 * np.abs(Xt[:, 2] + Xt[:, 3])
+    two = SparsePPRRegressor(n_terms=2, **FAST).fit(X, y)
+    assert np.mean((auto.predict(Xt) - yt) ** 2) < 0.5 * np.mean((two.predict(Xt) - yt) ** 2)
+
+
 def test_sparse_ppr_finds_the_two_product_directions(ppr_data):
     X, y = ppr_data
     # the paper's forward stagewise fit (Table 3), train_sse_ after each term

@@ -195,8 +195,12 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
 
     Parameters
     ----------
-    n_terms : int
-        Ridge functions.
+    n_terms : int or "auto"
+        Ridge functions. ``"auto"``: forward stagewise up to 10, stopping at the first
+        term that lowers the residual sum of squares by less than 1 % or does not lower
+        Akaike's criterion with ``n_bases`` plus its direction's non-zero entries as its
+        parameters (:func:`~streamlearn.solvers.projection_pursuit.term_pays`); that term
+        is dropped. ``n_iter_`` is the count kept.
     tau : float
         Strength of the L1 penalty on the directions, ``lam = sum_i w_i r_i^2 / tau`` with
         ``r`` the residuals before the term (Table 3, eq. 6); ``inf`` gives plain PPR.
@@ -302,14 +306,14 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     _task = "regression"
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         **_SEARCH_CONSTRAINTS,
-        "n_terms": [Interval(Integral, 1, None, closed="left")],
+        "n_terms": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_bases": [Interval(Integral, 1, None, closed="left")],
         "smoothing": [Interval(Real, 0, np.inf, closed="left")],
         "degree": [Interval(Integral, 1, 3, closed="both")],
         "backfit": ["boolean"],
     }
 
-    def __init__(self, n_terms: int = 2, tau: float = 15.0, n_bases: int = 8,
+    def __init__(self, n_terms: int | str = "auto", tau: float = 15.0, n_bases: int = 8,
                  smoothing: float = 10.0, degree: int = 3,
                  search: str = "informative_first", start: str = "pairs",
                  search_range: float = 1.0, coarse_step: float = 0.1, fine_step: float = 0.01,
@@ -376,7 +380,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
                                 checkpoint_every)
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int) -> RidgeFit:
-        config = RidgeConfig(self._search_config(), int(self.n_terms), int(self.n_bases),
+        n_terms = "auto" if self.n_terms == "auto" else int(self.n_terms)
+        config = RidgeConfig(self._search_config(), n_terms, int(self.n_bases),
                              float(self.smoothing), int(self.degree), bool(self.standardize),
                              bool(self.backfit))
         return fit_sparse_ppr(runner, dataset, config, seed)

@@ -5,6 +5,8 @@ The candidate-scan kernels and the direction searches are in
 """
 
 from streamlearn.solvers.projection_pursuit.driver import (
+    AUTO_MAX_TERMS,
+    AUTO_MIN_GAIN,
     BACKFIT_CYCLES,
     PENALTY_ORDER,
     SEARCHES,
@@ -16,6 +18,7 @@ from streamlearn.solvers.projection_pursuit.driver import (
     clean_direction,
     fit_sparse_jsboost,
     fit_sparse_ppr,
+    term_pays,
 )
 from streamlearn.solvers.projection_pursuit.passes import (
     BoostedTerms,
@@ -29,8 +32,8 @@ from streamlearn.solvers.projection_pursuit.passes import (
     chunk_weight,
 )
 
-__all__ = ["BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "BoostedTerms",
-           "ClassHistograms", "DataMoments", "GramStatistics", "HistogramScanPass",
-           "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms", "SearchConfig",
-           "SplineScanPass", "chunk_weight", "clean_direction", "fit_sparse_jsboost",
-           "fit_sparse_ppr"]
+__all__ = ["AUTO_MAX_TERMS", "AUTO_MIN_GAIN", "BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES",
+           "BoostConfig", "BoostFit", "BoostedTerms", "ClassHistograms", "DataMoments",
+           "GramStatistics", "HistogramScanPass", "MomentsPass", "RidgeConfig", "RidgeFit",
+           "RidgeTerms", "SearchConfig", "SplineScanPass", "chunk_weight", "clean_direction",
+           "fit_sparse_jsboost", "fit_sparse_ppr", "term_pays"]
