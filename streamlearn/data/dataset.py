@@ -533,13 +533,14 @@ class Dataset:
 
     def _piece_order(self, starts: np.ndarray, size: int, hi: int) -> list[int]:
         """The storage pieces that chunks starting at ``starts`` read, in the order they
-        are first needed (a piece the previous chunk ended in is not read again)."""
+        are needed (one of the last two pieces read is not read again: the
+        :class:`_PieceReader` keeps them)."""
         first = np.searchsorted(self._offsets, starts, side="right") - 1
         last = np.searchsorted(self._offsets, np.minimum(starts + size, hi), side="left")
         order: list[int] = []
         for lo, up in zip(first.tolist(), last.tolist(), strict=True):
             for i in range(lo, max(up, lo + 1)):
-                if not order or order[-1] != i:
+                if i not in order[-2:]:
                     order.append(i)
         return order
 
@@ -765,7 +766,11 @@ def piece_grouped_order(starts: np.ndarray, offsets: np.ndarray,
 
 
 class _PieceReader:
-    """Cuts global row ranges out of storage pieces, keeping the last piece read.
+    """Cuts global row ranges out of storage pieces, keeping the last two pieces read.
+
+    Two, so that a chunk that crosses from its piece into the next, in a pass that takes
+    each piece's chunks together (``shuffle_by_piece``), does not make the piece's
+    remaining chunks read it again.
 
     Given the ``order`` in which pieces will be asked for and a ``depth``, the next
     ``depth`` pieces of that order are read concurrently by up to ``depth`` threads (at
@@ -776,7 +781,7 @@ class _PieceReader:
     def __init__(self, dataset: Dataset, order: list[int] | None = None,
                  depth: int = 0) -> None:
         self._ds = dataset
-        self._cached: tuple[int, Block] | None = None
+        self._cached: deque[tuple[int, Block]] = deque(maxlen=2)
         self._order = order or []
         self._next = 0
         self._depth = int(depth)
@@ -793,8 +798,9 @@ class _PieceReader:
         return ds.source.read_piece(i, ds._read_features, ds.target, ds.weight, **extra)
 
     def _block(self, i: int) -> Block:
-        if self._cached is not None and self._cached[0] == i:
-            return self._cached[1]
+        for piece, cached in self._cached:
+            if piece == i:
+                return cached
         block: Block | None = None
         if self._pool is not None:
             while len(self._pending) < self._depth and self._next < len(self._order):
@@ -807,7 +813,7 @@ class _PieceReader:
                 block = self._pending.popleft()[1].result()
         if block is None:  # not among those read ahead: read it here
             block = self._read(i)
-        self._cached = (i, block)
+        self._cached.append((i, block))
         return block
 
     def close(self) -> None:
