@@ -171,7 +171,7 @@ def _options(*options: Callable[..., Any]) -> Callable[..., Any]:
 _target_option = click.option("--target", "-t",
                               help="Target column (zarr X/y stores default to y).")
 _storage_options = _options(
-    click.option("--format", "fmt", type=click.Choice(["parquet", "zarr", "svmlight"]),
+    click.option("--format", "fmt", type=click.Choice(["parquet", "zarr", "svmlight", "csv"]),
                  help="Storage format when the path does not tell."),
     click.option("--chunk-rows", type=click.IntRange(min=1),
                  help="Rows per chunk (default: about 16 MiB of features)."),

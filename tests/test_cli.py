@@ -268,6 +268,35 @@ def test_predict_round_trip_matches_the_python_api(trained: Trained, tmp_path: P
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def test_train_and_predict_from_csv_files(trained: Trained, tmp_path: Path) -> None:
+    # the same rows in one CSV block and in one parquet row group train the same model
+    train_csv, train_parquet = tmp_path / "train.csv", tmp_path / "train.parquet"
+    trained.frame.to_csv(train_csv, index=False)
+    trained.frame.to_parquet(train_parquet, row_group_size=len(trained.frame))
+    models = []
+    for data in (train_csv, train_parquet):
+        models.append(tmp_path / f"{data.suffix[1:]}.slm")
+        result = run("train", str(data), "--target", "label", "--model", "additive",
+                     "--exclude", "id", "--out", str(models[-1]), "--epochs", "2",
+                     "--seed", "5", "-p", "n_bases=12", "-p", "embedding=bspline",
+                     "-p", "tol=null", "-p", "interactions=0", "--quiet")
+        assert result.exit_code == 0, result.output
+    model = models[0]
+    X = trained.frame[FEATURE_NAMES].to_numpy(dtype=np.float32)
+    np.testing.assert_allclose(AdditiveSVC.load(model).decision_function(X),
+                               AdditiveSVC.load(models[1]).decision_function(X),
+                               rtol=1e-6, atol=1e-9)
+    test_csv = tmp_path / "test.csv.gz"
+    labelled_frame(500, seed=4).to_csv(test_csv, index=False)
+    out = tmp_path / "pred.parquet"
+    result = run("predict", str(model), str(test_csv), "--out", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    test = labelled_frame(500, seed=4)
+    np.testing.assert_array_equal(
+        pd.read_parquet(out)["prediction"],
+        AdditiveSVC.load(model).predict(test[FEATURE_NAMES].to_numpy(dtype=np.float32)))
+
+
 def test_predict_feature_mismatch_is_a_clear_error(trained: Trained, tmp_path: Path) -> None:
     data = tmp_path / "fewer.parquet"
     trained.frame.drop(columns=["f7"]).to_parquet(data)

@@ -20,6 +20,7 @@ COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 
 ACCEPTED = (
     "a parquet file or directory, a zarr v3 store (path or fsspec URL), svmlight text files, "
+    "CSV files, "
     "a numpy array, a scipy.sparse matrix or array, "
     "a pandas or polars DataFrame, a pyarrow Table, a dask array or DataFrame, a zarr Group, "
     "or a Dataset"
@@ -54,7 +55,8 @@ def open_dataset(
         A path or fsspec URL (``file://``, ``memory://``, ``s3://`` ...) of a parquet file,
         a directory of parquet files (hive partitions become columns), a zarr v3 store
         (dense, or the CSR layout of :mod:`~streamlearn.data.sources.sparse_zarr`), an
-        svmlight / libsvm text file or a directory of them; a numpy array, a
+        svmlight / libsvm text file or a directory of them, a CSV file or a directory of
+        them (:func:`~streamlearn.data.sources.csv_files.csv_source`); a numpy array, a
         ``scipy.sparse`` matrix or array (streamed as CSR rows, never densified), a pandas
         or polars DataFrame, pyarrow Table, dask array or DataFrame, zarr Group; an
         existing ``Dataset`` (returned as is).
@@ -84,10 +86,11 @@ def open_dataset(
         Chunks read ahead while the current one is processed: by one background thread, or
         for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU);
         parquet row groups are decoded up to ``prefetch`` at a time, likewise.
-    format : {"parquet", "zarr", "svmlight"}, optional
+    format : {"parquet", "zarr", "svmlight", "csv"}, optional
         Storage format of a path, when it cannot be told from the path (``.svm``,
         ``.svmlight`` and ``.libsvm`` files, plain or ``.gz``, ``.bz2``, ``.xz``, are
-        svmlight text).
+        svmlight text; ``.csv`` and ``.tsv`` files, likewise, and directories holding only
+        such files, are CSV).
     storage_options : dict, optional
         Passed to fsspec for URLs (credentials, endpoints).
     categories : dict of str to sequence, optional
@@ -309,7 +312,11 @@ def _path_source(url: str, format: str | None, storage_options: dict[str, Any] |
         from streamlearn.data.sources.svmlight import SvmlightSource
 
         return SvmlightSource(url, storage_options, **(svmlight or {}))
-    raise SourceError(f"unknown format {fmt!r}; use 'parquet', 'zarr' or 'svmlight'")
+    if fmt == "csv":
+        from streamlearn.data.sources.csv_files import csv_source
+
+        return csv_source(url, storage_options)
+    raise SourceError(f"unknown format {fmt!r}; use 'parquet', 'zarr', 'svmlight' or 'csv'")
 
 
 def _zarr_source(store: Any, storage_options: dict[str, Any] | None) -> Source:
@@ -325,6 +332,8 @@ def _zarr_source(store: Any, storage_options: dict[str, Any] | None) -> Source:
 def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
     import fsspec
 
+    from streamlearn.data.sources.csv_files import is_csv_name
+
     fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
     if not fs.exists(path):
         raise SourceError(f"no such file or directory: {url}")
@@ -334,10 +343,15 @@ def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
     if stripped.endswith(SVMLIGHT_SUFFIXES) or any(
             stripped.endswith(s + c) for s in SVMLIGHT_SUFFIXES for c in COMPRESSED_SUFFIXES):
         return "svmlight"
+    if is_csv_name(stripped):
+        return "csv"
     if stripped.endswith((".parquet", ".pq")):
         return "parquet"
     if fs.isdir(path):
         if fs.exists(f"{path.rstrip('/')}/zarr.json"):
             return "zarr"
+        files = [f for f in fs.find(path) if not f.rsplit("/", 1)[-1].startswith((".", "_"))]
+        if files and all(is_csv_name(f) for f in files):
+            return "csv"
         return "parquet"
     return "parquet"

@@ -1,0 +1,113 @@
+"""CSV files (plain, ``.gz``, ``.bz2``, ``.xz``), read in byte blocks by dask's CSV reader.
+
+A plain file is cut into blocks of :data:`CSV_BLOCK_BYTES` at line ends
+(``dask.dataframe.read_csv``), each block one piece, parsed by pandas when it is read, so
+memory stays bounded by a block whatever the size of the files. A compressed file cannot be
+cut: it is one piece, read whole (convert it once with ``streamlearn convert`` for bounded
+memory and faster epochs). Opening counts every block's rows, one parse of the data, as the
+svmlight reader's scan does.
+
+Column types come from the start of the first file: integer columns are read as floats (a
+later block may hold a missing value), text columns are categorical features coded in the
+stream. A later block that does not parse to those types raises a
+:class:`~streamlearn.errors.ReadError` naming the source and the block.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fsspec
+
+from streamlearn.data.sources.dask_collections import DaskDataFrameSource
+from streamlearn.errors import ReadError, SourceError
+
+#: Bytes of a plain CSV file per piece (64 MiB: about 16 MiB of float32 features at four
+#: bytes of text per value).
+CSV_BLOCK_BYTES = 64 << 20
+CSV_SUFFIXES = (".csv", ".tsv")
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
+
+def is_csv_name(name: str) -> bool:
+    """``.csv`` or ``.tsv``, plain or compressed."""
+    return name.endswith(CSV_SUFFIXES) or any(
+        name.endswith(s + c) for s in CSV_SUFFIXES for c in COMPRESSED_SUFFIXES)
+
+
+class CsvSource(DaskDataFrameSource):
+    """A dask DataFrame read from CSV files, whose parse errors name the file and block.
+
+    A block is parsed whole whichever of its rows a chunk needs, so a shuffled pass visits
+    the blocks in a random order and each block's chunks together (``shuffle_by_piece``,
+    as for parquet row groups): a block is parsed once per pass, and again for a chunk
+    that crosses into it from another block.
+    """
+
+    shuffle_by_piece = True
+
+    def __init__(self, frame: Any, description: str) -> None:
+        try:
+            super().__init__(frame)
+        except (ValueError, TypeError, OSError) as exc:
+            raise ReadError(f"could not read {description}: {exc}") from exc
+        self.description = description
+        for i, piece in enumerate(self.pieces):
+            self.pieces[i] = piece.__class__(
+                piece.n_rows, f"{description}, block {i} (rows {piece.file_row}-"
+                f"{piece.file_row + piece.n_rows})", piece.file_row)
+
+    def _compute(self, i: int, names: list[str]) -> Any:
+        try:
+            return super()._compute(i, names)
+        except (ValueError, TypeError, OSError) as exc:
+            raise ReadError(f"could not parse {self.pieces[i].label}: {exc}") from exc
+
+
+def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSource:
+    """The source of a CSV file, or of a directory of them (read in name order).
+
+    Parameters
+    ----------
+    url : str
+        Path or fsspec URL of a ``.csv`` / ``.tsv`` file (plain or compressed), or of a
+        directory holding only such files (hidden files and ``_``-prefixed ones ignored).
+        ``.tsv`` files are tab-separated.
+    storage_options : dict, optional
+        Passed to fsspec.
+
+    Returns
+    -------
+    CsvSource
+
+    Raises
+    ------
+    SourceError
+        A directory without CSV files, or mixing ``.csv`` and ``.tsv``.
+    ReadError
+        A file that does not parse.
+    """
+    import dask.dataframe as dd
+
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    if fs.isdir(path):
+        files = sorted(f for f in fs.find(path)
+                       if not f.rsplit("/", 1)[-1].startswith((".", "_")))
+        if not files or not all(is_csv_name(f) for f in files):
+            raise SourceError(f"{url}: a CSV directory holds only .csv or .tsv files "
+                              f"(plain, .gz, .bz2 or .xz), found {files[:5]}")
+    else:
+        files = [path]
+    tabs = {".tsv" in f.rsplit("/", 1)[-1] for f in files}
+    if len(tabs) > 1:
+        raise SourceError(f"{url} mixes .csv and .tsv files; give them separately")
+    compressed = any(f.endswith(COMPRESSED_SUFFIXES) for f in files)
+    urls = [fs.unstrip_protocol(f) for f in files]
+    try:
+        frame = dd.read_csv(urls, sep="\t" if tabs.pop() else ",",
+                            blocksize=None if compressed else CSV_BLOCK_BYTES,
+                            compression="infer", assume_missing=True,
+                            storage_options=storage_options)
+    except (ValueError, TypeError, OSError, EOFError) as exc:
+        raise ReadError(f"could not read CSV {url}: {exc}") from exc
+    return CsvSource(frame, f"CSV {url}")

@@ -1,0 +1,145 @@
+"""CSV files read as a source, against pandas.read_csv of the same files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamlearn.data import open_dataset
+from streamlearn.data.sources import csv_files
+from streamlearn.errors import ReadError, SourceError
+from streamlearn.models import AdditiveSVC
+
+
+def make_frame(n: int = 600, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"a": rng.normal(size=n).round(4),
+                          "b": rng.integers(0, 50, size=n),       # integers: read as floats
+                          "c": rng.uniform(-3, 3, size=n).round(3)})
+    frame["label"] = np.where(frame["a"] * frame["c"] > 0, "pos", "neg")
+    return frame
+
+
+def read_all(ds) -> tuple[np.ndarray, np.ndarray]:
+    chunks = list(ds.chunks())
+    return (np.vstack([c.X for c in chunks]),
+            np.asarray(ds.classes)[np.concatenate([c.y for c in chunks])])
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(csv_files, "CSV_BLOCK_BYTES", 2_000)
+
+
+def test_rows_match_pandas_over_many_blocks(tmp_path: Path, small_blocks: None) -> None:
+    frame = make_frame()
+    path = tmp_path / "train.csv"
+    frame.to_csv(path, index=False)
+    ds = open_dataset(path, target="label")
+    assert len(ds.source.pieces) > 5  # several byte blocks, rows counted per block
+    assert list(ds.feature_names) == ["a", "b", "c"] and ds.n_rows == len(frame)
+    X, y = read_all(ds)
+    reference = pd.read_csv(path)
+    np.testing.assert_array_equal(X, reference[["a", "b", "c"]].to_numpy(np.float32))
+    np.testing.assert_array_equal(y, reference["label"].to_numpy())
+    # shuffled passes read the same rows
+    shuffled = np.vstack([c.X for c in ds.chunks(shuffle=True, seed=3, epoch=1)])
+    assert sorted(map(tuple, shuffled)) == sorted(map(tuple, X))
+
+
+@pytest.mark.parametrize("name", ["train.tsv", "train.csv.gz", "train.csv.bz2"])
+def test_tabs_and_compression(tmp_path: Path, name: str) -> None:
+    frame = make_frame(200, seed=1)
+    path = tmp_path / name
+    frame.to_csv(path, index=False, sep="\t" if ".tsv" in name else ",")
+    X, y = read_all(open_dataset(path, target="label"))
+    np.testing.assert_array_equal(X, frame[["a", "b", "c"]].to_numpy(np.float32))
+    np.testing.assert_array_equal(y, frame["label"].to_numpy())
+
+
+def test_directory_of_files_in_name_order(tmp_path: Path, small_blocks: None) -> None:
+    parts = [make_frame(150, seed=s) for s in range(3)]
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, part in enumerate(parts):
+        part.to_csv(folder / f"part-{i}.csv", index=False)
+    (folder / "_SUCCESS").write_text("")  # marker files are ignored
+    X, _ = read_all(open_dataset(folder, target="label"))
+    np.testing.assert_array_equal(
+        X, pd.concat(parts)[["a", "b", "c"]].to_numpy(np.float32))
+    (folder / "notes.txt").write_text("x")
+    with pytest.raises(SourceError, match="only .csv or .tsv"):
+        open_dataset(folder, target="label", format="csv")
+
+
+def test_text_columns_are_categorical_features(tmp_path: Path) -> None:
+    frame = make_frame(400, seed=2)
+    frame["colour"] = np.where(frame["b"] % 2 == 0, "red", "blue")
+    path = tmp_path / "train.csv"
+    frame.to_csv(path, index=False)
+    # against the same rows in one parquet row group (pieces shuffled alike)
+    parquet = tmp_path / "train.parquet"
+    frame.astype({"b": np.float64}).to_parquet(parquet, row_group_size=len(frame))
+    from_csv = AdditiveSVC(progress=False, random_state=0).fit(str(path), "label")
+    from_frame = AdditiveSVC(progress=False, random_state=0).fit(str(parquet), "label")
+    assert list(from_csv.feature_names_in_) == ["a", "b", "c", "colour"]
+    rows = frame.drop(columns="label")
+    np.testing.assert_allclose(from_csv.decision_function(rows),
+                               from_frame.decision_function(rows), rtol=1e-5, atol=1e-6)
+
+
+def test_a_block_that_does_not_parse_names_the_source(tmp_path: Path,
+                                                      small_blocks: None) -> None:
+    frame = make_frame()
+    path = tmp_path / "bad.csv"
+    text = frame.to_csv(index=False).splitlines()
+    text[500] = "1.0,not-a-number,2.0,pos"  # far past the rows the types are taken from
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(ReadError, match="CSV .*bad.csv"):
+        list(open_dataset(path, target="label").chunks())
+
+
+def test_mixed_separators_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    make_frame(50).to_csv(folder / "a.csv", index=False)
+    make_frame(50).to_csv(folder / "b.tsv", index=False, sep="\t")
+    with pytest.raises(SourceError, match="mixes .csv and .tsv"):
+        open_dataset(folder, target="label")
+
+
+def test_a_shuffled_pass_parses_blocks_in_turn(tmp_path: Path, small_blocks: None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "train.csv"
+    make_frame().to_csv(path, index=False)
+    ds = open_dataset(path, target="label", chunk_rows=16, prefetch=0)
+    parsed: list[int] = []
+    compute = csv_files.CsvSource._compute
+
+    def counted(self, i, names):
+        parsed.append(i)
+        return compute(self, i, names)
+
+    monkeypatch.setattr(csv_files.CsvSource, "_compute", counted)
+    assert list(ds.classes) == ["neg", "pos"]  # the label scan reads every block once
+    assert sorted(parsed) == list(range(len(ds.source.pieces)))
+
+    def parses_of_a_pass() -> int:
+        parsed.clear()
+        rows = np.concatenate([c.rows for c in ds.chunks(shuffle=True, seed=1, epoch=2)])
+        assert sorted(rows.tolist()) == list(range(ds.n_rows))
+        return len(parsed)
+
+    # the chunks of a block come together: each block is parsed once, and once more for
+    # a chunk that crosses into it from a block visited before (the reader keeps two)
+    offsets = np.cumsum([0] + [p.n_rows for p in ds.source.pieces])
+    starts = np.arange(0, ds.n_rows, 16)
+    crossings = sum(int(np.searchsorted(offsets, min(a + 16, ds.n_rows) - 1, "right")
+                        - np.searchsorted(offsets, a, "right")) for a in starts)
+    grouped = parses_of_a_pass()
+    assert grouped <= len(ds.source.pieces) + crossings
+    monkeypatch.setattr(csv_files.CsvSource, "shuffle_by_piece", False)
+    assert parses_of_a_pass() > 1.5 * grouped  # chunks in any order re-parse their blocks
