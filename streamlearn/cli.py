@@ -40,6 +40,8 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
 }
 #: Constructor parameters the command line sets itself.
 MANAGED_PARAMS = ("engine",)
+#: ``train`` without ``--model``: the model for each kind of target.
+DEFAULT_MODELS = {"classification": "additive", "regression": "sppr"}
 #: Seconds to wait for the scheduler given by ``--scheduler``.
 CONNECT_TIMEOUT = 10
 
@@ -432,8 +434,9 @@ _MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
 @click.argument("data")
 @data_options
 @click.option("--weight", "-w", help="Sample-weight column.")
-@click.option("--model", "-m", "model_name", type=click.Choice(list(MODELS)), required=True,
-              help="Which model to train (see below).")
+@click.option("--model", "-m", "model_name", type=click.Choice(list(MODELS)),
+              help="Which model to train (see below); by default additive for a class "
+                   "target, sppr for a numeric one.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Model file to write (conventionally *.slm).")
 @click.option("--epochs", type=click.IntRange(min=1), help="Passes of the sequential solver.")
@@ -474,7 +477,9 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
           checkpoint_every: int, quiet: bool) -> None:
     """Train a model on DATA, streaming it, and save it to --out.
 
-    DATA is a parquet file or directory, a zarr store, or an fsspec URL of either. Shared
+    DATA is a parquet file or directory, a zarr store, svmlight or CSV files, or an fsspec
+    URL of any of them. Without --model, a class target trains additive and a numeric
+    target sppr (the target's type decides, as open_dataset infers it). Shared
     options (--epochs, --C, --lam, --chunk-rows, --seed) set the model's parameter of that
     name; --param NAME=VALUE sets any other (a wrong name lists the valid ones).
 
@@ -504,9 +509,11 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers starts a local cluster and --scheduler connects to "
                                "one: give only one of them")
-    entry = MODELS[model_name]
     common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
-    task = entry.tasks[0] if len(entry.tasks) == 1 else None
+    task = None
+    if model_name is not None:
+        entry = MODELS[model_name]
+        task = entry.tasks[0] if len(entry.tasks) == 1 else None
     if task is not None:  # an unknown model or parameter fails before the data is read
         model_params(model_class(model_name, task), common, params)
         _check_search(model_class(model_name, task), search)
@@ -514,6 +521,11 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
                     weight=weight, task=task if target is not None else None)
     if dataset.task is None:
         raise click.UsageError("train needs the target column: --target COL")
+    if model_name is None:
+        model_name = DEFAULT_MODELS[dataset.task]
+        if not quiet:
+            click.echo(f"model: {model_name} (the default for a {dataset.task} target; "
+                       "--model chooses another)")
     cls = model_class(model_name, dataset.task)
     kwargs = model_params(cls, common, params)
     _check_search(cls, search)

@@ -224,13 +224,35 @@ def test_train_search_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> N
 
 def test_train_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> None:
     data, out = str(trained.data), str(tmp_path / "m.slm")
-    assert run("train", data, "-t", "label", "-o", out).exit_code == 2  # no --model
     assert run("train", data, "-t", "label", "-m", "additive").exit_code == 2  # no --out
     assert run("train", data, "-t", "label", "-m", "forest", "-o", out).exit_code == 2
     assert run("train", data, "-t", "label", "-m", "additive", "--epochs", "0",
                "-o", out).exit_code == 2
     no_target = run("train", data, "-m", "additive", "--exclude", "label,id", "-o", out)
     assert no_target.exit_code == 2 and "--target" in no_target.output
+
+
+def test_train_without_model_takes_the_default_of_the_target(trained: Trained,
+                                                              tmp_path: Path) -> None:
+    options = ("--exclude", "id", "--epochs", "2", "--seed", "5", "-p", "interactions=0",
+               "-q")
+    default, chosen = tmp_path / "default.slm", tmp_path / "chosen.slm"
+    result = run("train", str(trained.data), "-t", "label", "-o", str(default), *options)
+    assert result.exit_code == 0, result.output
+    assert run("train", str(trained.data), "-t", "label", "-m", "additive", "-o",
+               str(chosen), *options).exit_code == 0
+    X = trained.frame[FEATURE_NAMES].to_numpy(dtype=np.float32)
+    np.testing.assert_array_equal(AdditiveSVC.load(default).decision_function(X),
+                                  AdditiveSVC.load(chosen).decision_function(X))
+    # a numeric target: the regression default, said unless --quiet
+    frame = trained.frame.drop(columns=["label", "id"]).assign(
+        price=trained.frame[FEATURE_NAMES[0]] ** 2)
+    frame.to_parquet(tmp_path / "prices.parquet")
+    result = run("train", str(tmp_path / "prices.parquet"), "-t", "price", "-o",
+                 str(tmp_path / "price.slm"), "--no-train-score")
+    assert result.exit_code == 0, result.output
+    assert "model: sppr (the default for a regression target" in result.output
+    assert "trained SparsePPRRegressor()" in result.output
 
 
 def test_train_data_problems_exit_1(trained: Trained, tmp_path: Path) -> None:
