@@ -181,3 +181,45 @@ def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: i
     assert resumed.l2_ == whole.l2_
     np.testing.assert_allclose(resumed.predict_proba(X[:200]), whole.predict_proba(X[:200]),
                                rtol=1e-9, atol=1e-12)
+
+
+def _two_moons(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(n, noise=0.25, random_state=seed)
+    return X.astype(np.float32), y
+
+
+def test_auto_features_keep_the_family_of_lower_held_out_loss() -> None:
+    X, y = _two_moons(2500, 0)
+    auto = ShareBoostClassifier(progress=False).fit(X, y)
+    fits = {f: ShareBoostClassifier(features=f, progress=False).fit(X, y)
+            for f in ("linear", "stumps")}
+    # each family's held-out loss is that of its own fit's final model
+    for family, model in fits.items():
+        v = model.validation_
+        expected = min(v["l2_held_out_loss"]) if v.get("l2_held_out_loss") \
+            else v["held_out_loss"][v["best_round"]]
+        assert auto.families_held_out_loss_[family] == pytest.approx(expected, rel=1e-12)
+    # the moons are not linearly separable: stumps, and exactly the stumps' own fit
+    assert auto.features_ == "stumps" and isinstance(auto.family_, StumpColumns)
+    kept = fits["stumps"]
+    np.testing.assert_array_equal(auto.selected_features_, kept.selected_features_)
+    np.testing.assert_array_equal(auto.decision_function(X), kept.decision_function(X))
+    assert auto.path_["n_selected"] == kept.path_["n_selected"]
+    Xt, yt = _two_moons(2000, 1)
+    assert auto.score(Xt, yt) > fits["linear"].score(Xt, yt) + 0.05
+
+
+def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X @ np.array([1.0, -2.0, 0.5, 0.0, 1.5]) > 0).astype(int)
+    linear = ShareBoostClassifier(progress=False).fit(X, y)
+    assert linear.features_ == "linear"
+    assert linear.families_held_out_loss_["linear"] < linear.families_held_out_loss_["stumps"]
+    wide = ShareBoostClassifier(progress=False).fit(
+        rng.normal(size=(3000, 65)).astype(np.float32), y)  # more than 64 features
+    assert wide.features_ == "linear" and wide.families_held_out_loss_ is None
+    small = ShareBoostClassifier(progress=False).fit(X[:1000], y[:1000])  # 100 held out
+    assert small.features_ == "linear" and small.families_held_out_loss_ is None

@@ -130,8 +130,13 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         model is the round of lowest held-out loss
         (``validation_`` has the curve). With fewer than 200 rows expected in that share,
         50 rounds on every row.
-    features : {"linear", "stumps", "anchors"}
+    features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
+        ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows) on dense data
+        of at most 64 features, a model of linear columns and one of stumps are fitted on
+        the same split and the one of lower held-out loss is kept (``features_`` says
+        which; a fit of two models, the stumps' the dearer); otherwise, and on wider data
+        such as images, linear columns (the paper's).
     l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
         ``"auto"``: from ``l2_0 = 0.05 E||z||^2 / n``, ``z`` a training row with each
@@ -226,6 +231,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         (the kept round; ``path_["n_selected"]`` has its columns); None otherwise.
     family_ : LinearColumns, StumpColumns or AnchorColumns
         The candidate columns.
+    features_ : str
+        Their family (``features="auto"`` resolved).
+    families_held_out_loss_ : dict or None
+        ``features="auto"`` that compared families: each one's held-out loss (that of its
+        final model); None otherwise.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the linear columns
         (:class:`~streamlearn.features.tail_transform.TailTransform`); absent when none was.
@@ -235,7 +245,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                             "ones over the whole training set")
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         "n_rounds": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
-        "features": [StrOptions(set(FEATURES))],
+        "features": [StrOptions({"auto", *FEATURES})],
         "l2": [Interval(Real, 0, np.inf, closed="left"), StrOptions({"auto"})],
         "refit_iter": [Interval(Integral, 1, None, closed="left")],
         "n_bins": [Interval(Integral, 2, None, closed="left")],
@@ -251,7 +261,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         "progress": ["boolean", None],
     }
 
-    def __init__(self, n_rounds: int | str = "auto", features: str = "linear",
+    def __init__(self, n_rounds: int | str = "auto", features: str = "auto",
                  l2: float | str = "auto", refit_iter: int = 10, n_bins: int = 32,
                  n_centres: int = 256, n_radii: int = 8, max_coverage: float = 0.6,
                  tol: float = 1e-3, validation_fraction: float | None = 0.1,
@@ -313,10 +323,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
                                 checkpoint_every, validation=validation, callback=callback)
 
-    def _config(self) -> ShareBoostConfig:
+    def _config(self, features: str | None = None) -> ShareBoostConfig:
         return ShareBoostConfig(
             n_rounds=self.n_rounds if self.n_rounds == "auto" else int(self.n_rounds),
-            features=str(self.features),
+            features=str(features or self.features),
             l2=self.l2 if self.l2 == "auto" else float(self.l2),
             refit_iter=int(self.refit_iter), n_bins=int(self.n_bins),
             n_centres=int(self.n_centres), n_radii=int(self.n_radii),
@@ -370,7 +380,21 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             if callback is not None:
                 callback(int(result.selected.shape[0]), self)
 
-        fitted = driver.fit(runner, dataset, self._config(), seed, on_round)
+        if self.features == "auto":
+            families = driver.auto_families(self._config("linear"), dataset.n_rows,
+                                            len(dataset.feature_names), dataset.is_sparse)
+        else:
+            families = (str(self.features),)
+        fits: list[tuple[float, str, ShareBoostFit, dict[str, list[Any]]]] = []
+        for family in families:
+            self.__dict__.pop("family_", None)  # on_round records the family's columns
+            self.path_ = {name: [] for name in self.path_}
+            fitted = driver.fit(runner, dataset, self._config(family), seed, on_round)
+            fits.append((driver.held_out_loss(fitted), family, fitted, self.path_))
+        _, family, fitted, self.path_ = min(fits, key=lambda f: f[0])
+        self.features_ = family
+        self.families_held_out_loss_ = ({f[1]: f[0] for f in fits} if len(fits) > 1
+                                        else None)
         if not fitted.converged:
             cap = int(self.refit_iter) * (POLISH_ITER_RATIO if self.n_rounds == "auto" else 1)
             warnings.warn(
@@ -429,9 +453,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     @property
     def _accepts_sparse(self) -> bool:  # type: ignore[override]
-        """Linear columns train on sparse rows as they are; stumps and anchors read every
-        feature of every row."""
-        return self.features == "linear"
+        """Linear columns train on sparse rows as they are (``"auto"`` takes them there);
+        stumps and anchors read every feature of every row."""
+        return self.features in ("linear", "auto")
 
     def _class_scores(self, X: Any) -> np.ndarray:
         """Class scores ``W x + b`` on the selected columns, (n, k) float64.

@@ -372,6 +372,38 @@ def auto_l2(summary: WeightedSummary) -> float:
     return L2_FACTOR * mean_square / float(summary.weight)
 
 
+#: ``features="auto"``: stumps are tried beside linear columns on data of at most this
+#: many (dense) features; wider data, such as images, takes linear columns only (its
+#: ``n_features x n_bins`` stump candidates cost many times a linear round).
+AUTO_STUMP_FEATURES = 64
+
+
+def auto_families(config: ShareBoostConfig, n_rows: int, n_features: int,
+                  sparse: bool) -> tuple[str, ...]:
+    """The column families ``features="auto"`` fits, linear first.
+
+    Linear columns and stumps, when rows are held out to compare them (``n_rounds="auto"``
+    with enough rows, :func:`_holdout`) and the rows are dense with at most
+    :data:`AUTO_STUMP_FEATURES` features; else linear columns alone (the paper's).
+    """
+    if (sparse or n_features > AUTO_STUMP_FEATURES
+            or _holdout(config, n_rows, 0) is None):
+        return ("linear",)
+    return ("linear", "stumps")
+
+
+def held_out_loss(fitted: ShareBoostFit) -> float:
+    """The held-out loss of a fit's final model: at its chosen ``l2`` when ``l2="auto"``
+    compared candidates, else at its kept round; ``inf`` without held-out rows."""
+    validation = fitted.validation
+    if validation is None:
+        return float("inf")
+    by_l2 = validation.get("l2_held_out_loss")
+    if by_l2:
+        return float(min(by_l2))
+    return float(validation["held_out_loss"][int(validation["best_round"])])
+
+
 def _holdout(config: ShareBoostConfig, n_rows: int, seed: int) -> Holdout | None:
     """The rows held out to choose the number of rounds, or None (see :func:`fit`)."""
     fraction = config.validation_fraction
