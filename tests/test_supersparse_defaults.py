@@ -35,6 +35,19 @@ def test_prototype_gamma_is_half_over_the_median_nearest_squared_distance():
 def test_auto_prototypes_keeps_ten_rows_per_prototype_up_to_fifty():
     assert [auto_prototypes(n) for n in (1, 9, 10, 11, 300, 499, 500, 10**9)] == \
         [1, 1, 1, 2, 30, 50, 50, 50]
+    # ten a class in the shared pool of more than five classes
+    assert [auto_prototypes(10**6, k) for k in (2, 5, 6, 10, 26)] == [50, 50, 60, 100, 260]
+    assert auto_prototypes(1500, 26) == 150  # still ten rows per prototype
+
+
+def test_auto_prototypes_of_a_multiclass_fit_follow_its_classes():
+    rng = np.random.default_rng(2)
+    y = np.arange(1200) % 7  # 7 classes around their own centres
+    X = (rng.normal(size=(7, 4))[y] + 0.3 * rng.normal(size=(1200, 4))).astype(np.float32)
+    model = SuperSparseClassifier(max_iter=2).fit(X, y)
+    assert len(model.classes_) == 7 and model.n_prototypes_ == 70
+    online = SuperSparseClassifier().partial_fit(X, y, classes=np.arange(7))
+    assert online.n_prototypes_ == 70
 
 
 @pytest.mark.parametrize("n_rows", [5, 37])

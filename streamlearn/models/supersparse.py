@@ -117,22 +117,29 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
 COEFS = ("ridge", "lasso")
 SOLVERS = ("lbfgs", "batch", "minibatch")
 INITS = ("random", "kmeans")
-#: ``n_prototypes="auto"``: at most this many prototypes ...
+#: ``n_prototypes="auto"``: at most this many prototypes, or ...
 AUTO_PROTOTYPES = 50
+#: ... this many per class when that is more (a shared pool for many classes) ...
+PROTOTYPES_PER_CLASS = 10
 #: ... and at least this many training rows per prototype.
 ROWS_PER_PROTOTYPE = 10
 #: Rows per block when predicting on in-memory data.
 PREDICT_BLOCK = 65_536
 
 
-def auto_prototypes(n_rows: int) -> int:
-    """``n_prototypes="auto"``: ``min(AUTO_PROTOTYPES, ceil(n_rows / ROWS_PER_PROTOTYPE))``.
+def auto_prototypes(n_rows: int, n_classes: int = 2) -> int:
+    """``n_prototypes="auto"``: ``min(max(50, 10 K), ceil(n_rows / 10))`` for ``K``
+    classes (``K = 2`` for regression).
 
     Enough prototypes for a curved boundary (two interleaved spirals need about 50 at the
-    width of ``gamma="auto"``) while a prediction still costs 50 similarities, and never
-    fewer than :data:`ROWS_PER_PROTOTYPE` rows to place each one on small data.
+    width of ``gamma="auto"``) while a prediction still costs 50 similarities; with more
+    than five classes, :data:`PROTOTYPES_PER_CLASS` for each class in the shared pool
+    (letter's 26 classes: 50 prototypes test at 21.1 % error, 260 at 5.9 %; pendigits'
+    10: 2.54 -> 2.17 %; MNIST, 20,000 rows: 4.39 % at 100); and never fewer than
+    :data:`ROWS_PER_PROTOTYPE` rows to place each one on small data.
     """
-    return max(1, min(AUTO_PROTOTYPES, -(-int(n_rows) // ROWS_PER_PROTOTYPE)))
+    most = max(AUTO_PROTOTYPES, PROTOTYPES_PER_CLASS * int(n_classes))
+    return max(1, min(most, -(-int(n_rows) // ROWS_PER_PROTOTYPE)))
 
 
 # -- the estimators --------------------------------------------------------------------------
@@ -233,11 +240,12 @@ class _SuperSparse(StreamEstimator):
         self.progress = progress
 
     # -- hyper-parameters -------------------------------------------------------------------
-    def _grid(self, n_rows: int | None = None) -> list[int]:
+    def _grid(self, n_rows: int | None = None, n_classes: int = 2) -> list[int]:
         """Candidate numbers of prototypes, largest first (``"auto"`` resolved for
-        ``n_rows`` training rows; unresolved, it counts as one candidate)."""
+        ``n_rows`` training rows of ``n_classes`` classes; unresolved, it counts as one
+        candidate)."""
         if isinstance(self.n_prototypes, str):
-            return [auto_prototypes(0 if n_rows is None else n_rows)]
+            return [auto_prototypes(0 if n_rows is None else n_rows, n_classes)]
         values = ([self.n_prototypes] if np.isscalar(self.n_prototypes)
                   else list(self.n_prototypes))
         if not values:
@@ -267,7 +275,7 @@ class _SuperSparse(StreamEstimator):
         classes (of the labels or of the teacher)."""
         rbf = self.similarity == "rbf"
         return SuperSparseConfig(
-            grid=tuple(self._grid(n_rows)),
+            grid=tuple(self._grid(n_rows, n_classes)),
             gamma=self.gamma if isinstance(self.gamma, str) else float(self.gamma),
             standardize=bool(self.standardize),
             lam=self.lam if isinstance(self.lam, str) else float(self.lam),
@@ -371,7 +379,9 @@ class _SuperSparse(StreamEstimator):
         The first call (nothing fitted yet) initialises the prototypes, the RBF width and the
         coefficients from these rows; the caller has set the feature names.
         """
-        config = self._config("regression", X.shape[0])
+        # targets of one column per class (more than two classes) size the shared pool
+        n_classes = t.shape[1] if t.ndim == 2 and t.shape[1] > 1 else 2
+        config = self._config("regression", X.shape[0], n_classes=n_classes)
         if not hasattr(self, "prototypes_"):
             start = start_online(X, t, weight, config, self._seed())
             self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
@@ -464,8 +474,9 @@ _PARAMS_DOC = """
     n_prototypes : int, list of int or "auto"
         Number of virtual prototypes ``p``; a list chooses among its values by eq. 8 (the
         incremental procedure of Sec. III) on held-out rows. ``"auto"``:
-        ``min(50, ceil(n_rows / 10))`` (:func:`auto_prototypes`; the rows of the first
-        call for :meth:`partial_fit`).
+        ``min(max(50, 10 n_classes), ceil(n_rows / 10))`` (:func:`auto_prototypes`: 10 a
+        class in the shared pool of more than five classes; the rows of the first call
+        for :meth:`partial_fit`).
     similarity : "rbf" or callable
         ``exp(-gamma ||x - c||^2)``, or any ``s(X, C) -> (n, p)`` array (``X`` float32 rows,
         ``C`` float64 prototypes). Models with a callable similarity cannot be saved.
