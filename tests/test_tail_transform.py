@@ -182,16 +182,16 @@ def test_shareboost_linear_columns_read_the_mapped_features(tmp_path) -> None:
 
     X, y = _heavy(6000, seed=11)
     Xt, yt = _heavy(3000, seed=12)
-    model = ShareBoostClassifier().fit(X, y)
+    model = ShareBoostClassifier(features="linear").fit(X, y)
     t = model.feature_transform_
     np.testing.assert_array_equal(t.features, [0, 1, 3])
     # the same model as one fitted, without the rule, on rows mapped beforehand
-    reference = ShareBoostClassifier(spread_tails=False).fit(t.apply(X), y)
+    reference = ShareBoostClassifier(features="linear", spread_tails=False).fit(t.apply(X), y)
     assert not hasattr(reference, "feature_transform_")
     np.testing.assert_array_equal(model.selected_features_, reference.selected_features_)
     np.testing.assert_allclose(model.decision_function(Xt),
                                reference.decision_function(t.apply(Xt)), rtol=1e-9, atol=1e-9)
-    raw = ShareBoostClassifier(spread_tails=False).fit(X, y)
+    raw = ShareBoostClassifier(features="linear", spread_tails=False).fit(X, y)
     assert model.score(Xt, yt) > raw.score(Xt, yt) + 0.03
     # sparse rows are mapped too (densified a block at a time), and the file keeps the map
     np.testing.assert_allclose(model.decision_function(sp.csr_matrix(Xt[:100])),
