@@ -38,13 +38,11 @@ def is_csv_name(name: str) -> bool:
 class CsvSource(DaskDataFrameSource):
     """A dask DataFrame read from CSV files, whose parse errors name the file and block.
 
-    A block is parsed whole whichever of its rows a chunk needs, so a shuffled pass visits
-    the blocks in a random order and each block's chunks together (``shuffle_by_piece``,
-    as for parquet row groups): a block is parsed once per pass, and again for a chunk
-    that crosses into it from another block.
+    A block is parsed whole whichever of its rows a chunk needs; a shuffled pass takes
+    each block's chunks together (``shuffle_by_piece``, from
+    :class:`~streamlearn.data.sources.dask_collections.DaskDataFrameSource`), so a block
+    is parsed once per pass, and again for a chunk that crosses into it from another.
     """
-
-    shuffle_by_piece = True
 
     def __init__(self, frame: Any, description: str) -> None:
         try:

@@ -97,7 +97,13 @@ class DaskDataFrameSource:
     A target or weight given apart from the frame (a dask Series or array, or an in-memory
     array, one value per row of the frame) becomes a column named ``target_name`` /
     ``weight_name``; it is read alongside each partition.
+
+    A partition is computed whole whichever of its rows a chunk needs (its graph re-reads
+    and re-parses its files), so a shuffled pass visits the partitions in a random order
+    and each one's chunks together (``shuffle_by_piece``, as for parquet row groups).
     """
+
+    shuffle_by_piece = True
 
     def __init__(self, frame: Any, y: Any = None, weight: Any = None,
                  target_name: str = "y", weight_name: str = "weight") -> None:
