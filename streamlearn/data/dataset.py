@@ -455,7 +455,8 @@ class Dataset:
             in order only (``reads_in_order``: compressed text, which cannot seek) keeps its
             chunk order and has the rows within each chunk permuted; convert it to zarr
             (``streamlearn convert``) to shuffle it fully. A source whose pieces are costly
-            to read (``shuffle_by_piece``: parquet row groups) visits its pieces in a random
+            to read (``shuffle_by_piece``: parquet row groups, dask DataFrame partitions,
+            CSV blocks) visits its pieces in a random
             order and the chunks of each piece one after the other, in a random order
             (:func:`piece_grouped_order`), so that each piece is read and decoded once per
             pass; its chunks therefore come in another order than the same rows' in memory.
