@@ -218,11 +218,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``feature * n_thresholds + bin`` (``"stumps"``), ``centre * n_radii + radius``
         (``"anchors"``).
     path_ : dict of lists
-        After round ``t = 0, 1, ...`` (round 0: intercept only; with ``n_rounds="auto"``
-        also the rounds run past the kept one): ``n_selected``, ``loss`` (training
-        objective), ``train_error``, ``validation_error`` (None without validation data),
-        ``held_out_loss`` and ``held_out_error`` (None without held-out rows), ``passes``
-        (data passes so far).
+        Of the kept family, after round ``t = 0, 1, ...`` (round 0: intercept only;
+        with ``n_rounds="auto"`` also the rounds run past the kept one): ``n_selected``,
+        ``loss`` (training objective), ``train_error``, ``validation_error`` (None
+        without validation data), ``held_out_loss`` and ``held_out_error`` (None without
+        held-out rows), ``passes`` (data passes so far).
     l2_ : float
         The penalty used (``l2="auto"`` resolved).
     validation_ : dict or None
@@ -314,7 +314,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             Data whose error is recorded in ``path_`` after every round.
         callback : callable, optional
             ``callback(t, model)`` after round ``t`` (0: intercept only); the model then
-            predicts with its first ``t`` columns.
+            predicts with its first ``t`` columns. With ``features="auto"`` comparing two
+            families, it follows each family's rounds in turn.
 
         Returns
         -------
