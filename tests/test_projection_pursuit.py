@@ -464,3 +464,57 @@ def test_standardisation_is_the_raw_search_of_standardised_features(ppr_data):
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(scaled.projections_, expected, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(raw.projections_, axis=1), 1.0)
+
+
+# -- SpJSBoost's rounds chosen on held-out rows ------------------------------------------------
+def test_histogram_scan_leaves_held_out_rows_out_and_totals_their_loss() -> None:
+    from streamlearn.data.chunk import Chunk
+    from streamlearn.solvers.holdout import Holdout
+    from streamlearn.solvers.projection_pursuit import BoostedTerms, HistogramScanPass
+    from streamlearn.solvers.projection_search import Candidates, table_predict_chunk
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    codes = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, size=400).astype(np.float32)
+    terms = BoostedTerms(np.array([[0.6, 0.8, 0.0]]), np.array([-3.0]), np.array([3.0]),
+                         rng.normal(size=(1, 8)), np.array([1.0 / 190, 1.0 / 210]))
+    cands = Candidates(np.array([1, 2]), np.array([0.5, -0.5]), np.array([1.0, 1.0]),
+                       np.array([-3.0, -3.0]), np.array([3.0, 3.0]), np.zeros(2),
+                       np.array([0, 0]), np.zeros(2))
+    alpha = np.array([1.0, 0.0, 0.0])
+    holdout = Holdout.fraction(0.25, 3)
+    chunk = Chunk(X, codes, 0, weight=weight)
+    scan = HistogramScanPass(terms, 8, alpha, cands, None, holdout)
+    state = scan.step(scan.start(), chunk)
+    held = holdout.mask(np.arange(400))
+    assert 50 < held.sum() < 150
+    # the histograms are those of the training rows alone
+    kept = ~held
+    plain = HistogramScanPass(terms, 8, alpha, cands)
+    alone = plain.step(plain.start(), Chunk(X[kept], codes[kept], 0, weight=weight[kept]))
+    np.testing.assert_allclose(state.hist, alone.hist, rtol=1e-12, atol=1e-15)
+    # the held-out rows' class-weighted exponential loss under the terms, by numpy
+    F = table_predict_chunk(X[held], terms.proj, terms.lo, terms.hi, terms.table)
+    y = np.where(codes[held] == 1, 1.0, -1.0)
+    c = terms.class_weight[codes[held]] * weight[held]
+    assert state.held_loss == pytest.approx(float(np.sum(c * np.exp(-y * F))), rel=1e-12)
+    assert state.held_weight == pytest.approx(float(np.sum(c)), rel=1e-12)
+
+
+def test_auto_rounds_keep_the_lowest_held_out_loss() -> None:
+    X, y = circle_problem(3000, 4)
+    model = SparseJSBoostClassifier(**FAST).fit(X, y)
+    v = model.validation_
+    curve = np.asarray(v["held_out_loss"])
+    best = v["best_round"]
+    assert model.n_iter_ == best == int(np.argmin(curve)) and best >= 5
+    # stopped by the patience rule: max(10, best / 4) rounds past the lowest
+    assert len(curve) - 1 - best == max(10, best // 4) or v["capped"]
+    # more rounds than the paper's 50 where the held-out loss asks for them
+    Xt, yt = circle_problem(3000, 5)
+    fixed = SparseJSBoostClassifier(n_rounds=10, **FAST).fit(X, y)
+    assert model.score(Xt, yt) >= fixed.score(Xt, yt)
+    # few rows: 50 rounds on every row
+    small = SparseJSBoostClassifier(**FAST).fit(X[:1500], y[:1500])
+    assert small.validation_ is None and small.n_iter_ == 50

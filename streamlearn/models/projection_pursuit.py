@@ -57,6 +57,7 @@ from streamlearn.models.base import (
 # the passes, their states and the drivers live in the solver package; their names stay
 # importable from here
 from streamlearn.solvers.projection_pursuit import (  # noqa: F401
+    AUTO_MAX_ROUNDS,
     PENALTY_ORDER,
     SEARCHES,
     BoostConfig,
@@ -447,8 +448,13 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
 
     Parameters
     ----------
-    n_rounds : int
-        Weak learners.
+    n_rounds : int or "auto"
+        Weak learners. ``"auto"``: hold out ``validation_fraction`` of the rows (by a hash
+        of the row id), leave them out of the histograms, score the model on them in the
+        first scan of every round (their mean class-weighted exponential loss), stop after
+        ``max(10, T / 4)`` rounds without a lower held-out loss (``T`` the rounds of the
+        lowest so far) or at 200, and keep the rounds of the lowest (``validation_``).
+        With fewer than 200 rows expected in that share, 50 rounds on every row.
     tau : float
         Strength of the L1 penalty, ``lam = SJS(u^(0)) / tau`` (eq. 6); ``inf`` gives JSBoost.
     n_bins : int
@@ -461,6 +467,9 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         ``start="weighted"`` are the divergences of the single coordinates, so
         ``search="sequential", start="weighted", tau=inf`` is KLBoosting's feature search
         (paper 001 ref. [17]), the one the paper contrasts its own with.
+    validation_fraction : float or None
+        Share of the rows ``n_rounds="auto"`` holds out; None trains on every row
+        (``n_rounds="auto"`` then runs 50 rounds).
     chunk_rows : int, optional
     engine : engine, optional
     progress : bool, optional
@@ -491,14 +500,19 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         intercept adds the classes' prior (0 for balanced classes).
     n_nonzero_ : ndarray of shape (n_rounds,)
     n_iter_ : int
-        Boosting rounds run: the number of weak learners.
+        Boosting rounds kept: the number of weak learners.
+    validation_ : dict or None
+        ``n_rounds="auto"`` with held-out rows: ``held_out_loss`` after rounds ``0, 1,
+        ...`` (the rounds run past the kept ones included), ``best_round`` and ``capped``;
+        None otherwise.
     n_scans_, n_train_, n_features_in_, feature_names_in_
 
     Warns
     -----
     ConvergenceWarning
         When the direction search of a round stops at ``max_iter`` rounds while still
-        lowering its cost.
+        lowering its cost, or ``n_rounds="auto"`` reaches 200 rounds while the held-out
+        loss is still at its lowest.
 
     Notes
     -----
@@ -515,18 +529,21 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
 
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         **_SEARCH_CONSTRAINTS,
-        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "n_rounds": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_bins": [Interval(Integral, 2, None, closed="left")],
         "smoothing": [Interval(Real, 0, np.inf, closed="neither")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
     }
 
-    def __init__(self, n_rounds: int = 50, tau: float = 15.0, n_bins: int = 16,
+    def __init__(self, n_rounds: int | str = "auto", tau: float = 15.0, n_bins: int = 16,
                  smoothing: float = 1.0, search: str = "informative_first",
                  start: str = "pairs", search_range: float = 1.0, coarse_step: float = 0.1,
                  fine_step: float = 0.01, max_iter: int = 20, standardize: bool = True,
+                 validation_fraction: float | None = 0.1,
                  chunk_rows: int | None = None, engine: Any = None,
                  progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
+        self.validation_fraction = validation_fraction
         self.tau = tau
         self.n_bins = n_bins
         self.smoothing = smoothing
@@ -580,8 +597,11 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
             raise LabelError(f"Only binary classification is supported. "
                              f"SparseJSBoostClassifier is a two-class classifier; the target "
                              f"has {len(classes)} classes: {classes.tolist()[:10]}")
-        config = BoostConfig(self._search_config(), int(self.n_rounds), int(self.n_bins),
-                             float(self.smoothing), bool(self.standardize))
+        n_rounds = "auto" if self.n_rounds == "auto" else int(self.n_rounds)
+        config = BoostConfig(self._search_config(), n_rounds, int(self.n_bins),
+                             float(self.smoothing), bool(self.standardize),
+                             None if self.validation_fraction is None
+                             else float(self.validation_fraction))
         return fit_sparse_jsboost(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: BoostFit) -> None:
@@ -597,7 +617,13 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.n_train_ = fitted.n_train
         self.projections_ = fitted.projections
         self.feature_std_ = fitted.feature_std
+        self.validation_ = fitted.validation
         self._warn_unconverged(fitted.unconverged, "round")
+        if fitted.validation is not None and fitted.validation["capped"]:
+            warnings.warn(f"SparseJSBoostClassifier: n_rounds='auto' stopped at its cap of "
+                          f"{AUTO_MAX_ROUNDS} rounds while the held-out loss was still "
+                          "falling; give n_rounds a number to run more",
+                          ConvergenceWarning, stacklevel=5)
 
     def _term_spreads(self) -> np.ndarray:
         """Each round's learner weight times the range of its table."""

@@ -5,6 +5,7 @@ The candidate-scan kernels and the direction searches are in
 """
 
 from streamlearn.solvers.projection_pursuit.driver import (
+    AUTO_MAX_ROUNDS,
     AUTO_MAX_TERMS,
     AUTO_MIN_GAIN,
     BACKFIT_CYCLES,
@@ -32,8 +33,9 @@ from streamlearn.solvers.projection_pursuit.passes import (
     chunk_weight,
 )
 
-__all__ = ["AUTO_MAX_TERMS", "AUTO_MIN_GAIN", "BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES",
-           "BoostConfig", "BoostFit", "BoostedTerms", "ClassHistograms", "DataMoments",
-           "GramStatistics", "HistogramScanPass", "MomentsPass", "RidgeConfig", "RidgeFit",
-           "RidgeTerms", "SearchConfig", "SplineScanPass", "chunk_weight", "clean_direction",
-           "fit_sparse_jsboost", "fit_sparse_ppr", "term_pays"]
+__all__ = ["AUTO_MAX_ROUNDS", "AUTO_MAX_TERMS", "AUTO_MIN_GAIN", "BACKFIT_CYCLES",
+           "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "BoostedTerms",
+           "ClassHistograms", "DataMoments", "GramStatistics", "HistogramScanPass",
+           "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms", "SearchConfig",
+           "SplineScanPass", "chunk_weight", "clean_direction", "fit_sparse_jsboost",
+           "fit_sparse_ppr", "term_pays"]

@@ -28,6 +28,7 @@ import numpy as np
 
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
+from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.projection_pursuit.passes import (
     BoostedTerms,
@@ -68,6 +69,15 @@ BACKFIT_CYCLES = 10
 #: direction (less is a tie: the term keeps it, its ridge function refitted); a round in
 #: which no term moves ends backfitting.
 BACKFIT_GAIN = 1e-4
+#: ``n_rounds="auto"`` of SpJSBoost: at most this many rounds ...
+AUTO_MAX_ROUNDS = 200
+#: ... stopping after ``max(ROUND_PATIENCE, best / 4)`` rounds without a lower held-out
+#: loss (``best`` the rounds of the lowest so far); with too few rows to hold out,
+#: ``FALLBACK_ROUNDS`` rounds on every row.
+ROUND_PATIENCE = 10
+FALLBACK_ROUNDS = 50
+#: Mixes the seed into the hash that picks SpJSBoost's held-out rows.
+JS_VALIDATION_SALT = 0x75B0_0573_D1CE_0F01
 #: ``n_terms="auto"``: at most this many terms ...
 AUTO_MAX_TERMS = 10
 #: ... each kept only while it lowers the residual sum of squares by at least this share
@@ -231,19 +241,23 @@ class BoostConfig:
     Attributes
     ----------
     search : SearchConfig
-    n_rounds : int
+    n_rounds : int or "auto"
+        Rounds, or ``"auto"``: rounds chosen on held-out rows (:func:`fit_sparse_jsboost`).
     n_bins : int
     smoothing : float
         ``eps = smoothing / n_bins`` added to a weak learner's bin masses.
     standardize : bool
         Search over standardised features (see :func:`raw_directions`).
+    validation_fraction : float or None
+        Share of the rows ``n_rounds="auto"`` holds out.
     """
 
     search: SearchConfig
-    n_rounds: int
+    n_rounds: int | str
     n_bins: int
     smoothing: float
     standardize: bool = True
+    validation_fraction: float | None = 0.1
 
 
 @dataclass(frozen=True)
@@ -265,6 +279,11 @@ class BoostFit:
         Rounds whose search stopped at ``max_iter`` while still lowering its cost.
     feature_std : ndarray of shape (n_features,) or None
         The training rows' weighted standard deviation of each feature (1 if constant).
+    validation : dict or None
+        ``n_rounds="auto"`` with held-out rows: ``held_out_loss`` (the held-out rows'
+        mean exponential loss after rounds ``0 .. T_run``), ``best_round`` (the rounds
+        kept) and ``capped`` (whether :data:`AUTO_MAX_ROUNDS` stopped the rounds while the
+        loss was still at its lowest); None otherwise.
     """
 
     intercept: float
@@ -279,6 +298,7 @@ class BoostFit:
     n_train: int
     unconverged: tuple[int, ...]
     feature_std: np.ndarray | None = None
+    validation: dict[str, Any] | None = None
 
 
 def clean_direction(alpha: np.ndarray) -> np.ndarray:
@@ -464,6 +484,14 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
                        seed: int = 0) -> BoostFit:
     """Boost ``config.n_rounds`` projection learners by Jensen-Shannon divergence (Table 6).
 
+    ``n_rounds="auto"``: with at least
+    :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows expected in the
+    ``validation_fraction`` share, those rows (by a hash of the row id) are left out of the
+    histograms, and the first scan of each round also sums their exponential loss under
+    the model so far; rounds stop after ``max(ROUND_PATIENCE, best / 4)`` without a lower
+    held-out loss, or at :data:`AUTO_MAX_ROUNDS`, and the model keeps the rounds of the
+    lowest. With fewer rows, :data:`FALLBACK_ROUNDS` rounds on every row.
+
     Parameters
     ----------
     runner : engine
@@ -471,8 +499,8 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         Two-class target coded 0 / 1, optional sample weights.
     config : BoostConfig
     seed : int
-        Unused: the algorithm is deterministic given the data (kept for the drivers' common
-        signature).
+        Mixed into the hash that picks the held-out rows of ``n_rounds="auto"`` (the rest
+        of the algorithm is deterministic given the data).
 
     Returns
     -------
@@ -498,19 +526,34 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     projections, ranges, tables = np.zeros((0, d)), np.zeros((0, 2)), np.zeros((0, n_bins))
     weights, divergences, lambdas, unconverged = [], [], [], []
     n_scans = 0
-    for k in range(int(config.n_rounds)):
+    holdout = _boost_holdout(config, int(moments.n_rows), seed)
+    if config.n_rounds != "auto":
+        max_rounds = int(config.n_rounds)
+    else:
+        max_rounds = AUTO_MAX_ROUNDS if holdout is not None else FALLBACK_ROUNDS
+    curve: list[float] = []  # held-out loss after rounds 0, 1, ...
+    for k in range(max_rounds + (holdout is not None)):
         terms = BoostedTerms(projections, np.ascontiguousarray(ranges[:, 0]),
                              np.ascontiguousarray(ranges[:, 1]), tables, class_weight)
-        label = f"round {k + 1}/{config.n_rounds}"
+        label = f"round {k + 1}/{max_rounds}"
+        held: list[float] = []
 
         def scan(alpha: np.ndarray, cands: Candidates, terms: BoostedTerms = terms,
-                 label: str = label) -> tuple[np.ndarray, np.ndarray]:
+                 label: str = label, held: list[float] = held
+                 ) -> tuple[np.ndarray, np.ndarray]:
             stats: ClassHistograms = runner.run(
-                HistogramScanPass(terms, n_bins, alpha, cands, std), dataset,
+                HistogramScanPass(terms, n_bins, alpha, cands, std, holdout), dataset,
                 description=f"{label}: {len(cands)} candidates")
+            held.append(stats.held_loss / max(stats.held_weight, 1e-300))
             return -js_divergence(stats.hist), stats.hist
 
         found = config.search.run(scan, d, spread, config.search.lam)
+        n_scans += found.n_scans
+        if holdout is not None:
+            curve.append(held[0])  # the model of k rounds, scored by this round's first scan
+            best = int(np.argmin(curve))
+            if k == max_rounds or k - best >= max(ROUND_PATIENCE, best // 4):
+                break  # the round just searched is not kept
         hist = found.stat
         table = weak_learner_table(hist, float(config.smoothing))
         mass = hist.sum(axis=1) / max(float(hist.sum()), 1e-300)
@@ -520,10 +563,26 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         weights.append(float(mass @ np.abs(table)))
         divergences.append(-found.fit_cost)
         lambdas.append(found.lam)
-        n_scans += found.n_scans
         if not found.converged:
             unconverged.append(k)
+    validation = None
+    if holdout is not None:
+        best = int(np.argmin(curve))
+        projections, ranges, tables = projections[:best], ranges[:best], tables[:best]
+        weights, divergences, lambdas = weights[:best], divergences[:best], lambdas[:best]
+        unconverged = [k for k in unconverged if k < best]
+        validation = {"held_out_loss": [float(v) for v in curve], "best_round": best,
+                      "capped": best == max_rounds}
     projections, ranges = raw_directions(projections, ranges, std)
     return BoostFit(intercept, class_weight, projections, ranges, tables, np.asarray(weights),
                     np.asarray(divergences), np.asarray(lambdas), n_scans, int(moments.n_rows),
-                    tuple(unconverged), moments.standardiser().scale)
+                    tuple(unconverged), moments.standardiser().scale, validation)
+
+
+def _boost_holdout(config: BoostConfig, n_rows: int, seed: int) -> Holdout | None:
+    """The rows ``n_rounds="auto"`` holds out, or None (see :func:`fit_sparse_jsboost`)."""
+    fraction = config.validation_fraction
+    if (config.n_rounds != "auto" or fraction is None
+            or float(fraction) * int(n_rows) < MIN_VALIDATION_ROWS):
+        return None
+    return Holdout.fraction(float(fraction), int(seed) ^ JS_VALIDATION_SALT)

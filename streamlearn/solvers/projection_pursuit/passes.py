@@ -18,12 +18,14 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser, chunk_features
 from streamlearn.solvers.projection_search import (
     Candidates,
     FeatureSpread,
     class_histogram_scan_chunk,
     spline_gram_scan_chunk,
+    table_predict_chunk,
 )
 
 __all__ = ["BoostedTerms", "ClassHistograms", "DataMoments", "GramStatistics",
@@ -265,9 +267,14 @@ class BoostedTerms:
 
 @dataclass
 class ClassHistograms:
-    """State of :class:`HistogramScanPass`: ``(n_candidates, n_bins, 2)`` weighted counts."""
+    """State of :class:`HistogramScanPass`: ``(n_candidates, n_bins, 2)`` weighted counts
+    of the training rows, and with held-out rows their exponential loss under the model so
+    far, ``held_loss = sum_i s_i c_{y_i} exp(-y_i F(x_i))``, and ``held_weight = sum_i s_i
+    c_{y_i}``."""
 
     hist: np.ndarray
+    held_loss: float = 0.0
+    held_weight: float = 0.0
 
 
 class HistogramScanPass:
@@ -283,17 +290,23 @@ class HistogramScanPass:
     standardiser : Standardiser, optional
         Applied to every chunk's features first (the terms and candidates are directions
         over the standardised features).
+    holdout : Holdout, optional
+        Rows left out of the histograms; their exponential loss under ``terms`` is summed
+        instead (``ClassHistograms.held_loss``), so that the pass that scores the next
+        round's candidates also scores the model so far on rows it does not train on.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, terms: BoostedTerms, n_bins: int, alpha: np.ndarray,
-                 candidates: Candidates, standardiser: Standardiser | None = None) -> None:
+                 candidates: Candidates, standardiser: Standardiser | None = None,
+                 holdout: Holdout | None = None) -> None:
         self.terms = terms
         self.n_bins = int(n_bins)
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
         self.candidates = candidates
         self.standardiser = standardiser
+        self.holdout = holdout
 
     def start(self) -> ClassHistograms:
         """Empty histograms."""
@@ -303,15 +316,28 @@ class HistogramScanPass:
         """Add the chunk's rows (in place)."""
         t = self.terms
         codes = np.ascontiguousarray(chunk.y, dtype=np.int32)
-        class_histogram_scan_chunk(chunk_features(chunk, self.standardiser), codes,
-                                   chunk_weight(chunk), t.class_weight, t.proj,
+        X = chunk_features(chunk, self.standardiser)
+        weight = chunk_weight(chunk)
+        if self.holdout is not None:
+            held = self.holdout.mask(chunk.rows)
+            if held.any():
+                rows = np.flatnonzero(held)
+                c = t.class_weight[codes[rows]] * weight[rows]
+                score = table_predict_chunk(np.ascontiguousarray(X[rows]), t.proj, t.lo,
+                                            t.hi, t.table)
+                sign = np.where(codes[rows] == 1, 1.0, -1.0)
+                state.held_loss += float(np.sum(c * np.exp(-sign * score)))
+                state.held_weight += float(np.sum(c))
+                weight = np.where(held, np.float32(0.0), weight)
+        class_histogram_scan_chunk(X, codes, weight, t.class_weight, t.proj,
                                    t.lo, t.hi, t.table, self.alpha,
                                    *self.candidates.kernel_args(), state.hist)
         return state
 
     def merge(self, a: ClassHistograms, b: ClassHistograms) -> ClassHistograms:
         """Sum of two states (a new state)."""
-        return ClassHistograms(a.hist + b.hist)
+        return ClassHistograms(a.hist + b.hist, a.held_loss + b.held_loss,
+                               a.held_weight + b.held_weight)
 
     def finish(self, state: ClassHistograms) -> ClassHistograms:
         """The histograms."""
