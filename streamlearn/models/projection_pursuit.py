@@ -453,7 +453,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         of the row id), leave them out of the histograms, score the model on them in the
         first scan of every round (their mean class-weighted exponential loss), stop after
         ``max(10, T / 4)`` rounds without a lower held-out loss (``T`` the rounds of the
-        lowest so far) or at 200, and keep the rounds of the lowest (``validation_``).
+        lowest so far) or at 100, and keep the rounds of the lowest (``validation_``).
         With fewer than 200 rows expected in that share, 50 rounds on every row.
     tau : float
         Strength of the L1 penalty, ``lam = SJS(u^(0)) / tau`` (eq. 6); ``inf`` gives JSBoost.
@@ -511,7 +511,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     -----
     ConvergenceWarning
         When the direction search of a round stops at ``max_iter`` rounds while still
-        lowering its cost, or ``n_rounds="auto"`` reaches 200 rounds while the held-out
+        lowering its cost, or ``n_rounds="auto"`` reaches 100 rounds while the held-out
         loss is still at its lowest.
 
     Notes
