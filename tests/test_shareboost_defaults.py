@@ -223,3 +223,10 @@ def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
     assert wide.features_ == "linear" and wide.families_held_out_loss_ is None
     small = ShareBoostClassifier(progress=False).fit(X[:1000], y[:1000])  # 100 held out
     assert small.features_ == "linear" and small.families_held_out_loss_ is None
+
+
+def test_holdout_for_choosing_needs_enough_expected_rows() -> None:
+    assert Holdout.for_choosing(None, 10**6, 1) is None
+    assert Holdout.for_choosing(0.1, 1999, 1) is None  # 199.9 rows expected
+    chosen = Holdout.for_choosing(0.1, 2000, 1)
+    assert chosen == Holdout.fraction(0.1, 1)

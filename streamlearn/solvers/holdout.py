@@ -43,6 +43,15 @@ class Holdout:
         threshold = min(int(float(fraction) * 2.0**64), 2**64 - 1)
         return cls(int(seed) % 2**64, threshold)
 
+    @classmethod
+    def for_choosing(cls, fraction: float | None, n_rows: int, seed: int) -> Holdout | None:
+        """``fraction`` of the rows held out for a model to choose a setting by, or None
+        when ``fraction`` is None or fewer than :data:`MIN_VALIDATION_ROWS` rows are
+        expected in that share of ``n_rows``."""
+        if fraction is None or float(fraction) * int(n_rows) < MIN_VALIDATION_ROWS:
+            return None
+        return cls.fraction(float(fraction), seed)
+
     def mask(self, rows: np.ndarray) -> np.ndarray:
         """Boolean mask of the held-out rows among global row ids ``rows``."""
         keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)

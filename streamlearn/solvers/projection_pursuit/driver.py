@@ -28,7 +28,7 @@ import numpy as np
 
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
-from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.projection_pursuit.passes import (
     BoostedTerms,
@@ -583,8 +583,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
 
 def _boost_holdout(config: BoostConfig, n_rows: int, seed: int) -> Holdout | None:
     """The rows ``n_rounds="auto"`` holds out, or None (see :func:`fit_sparse_jsboost`)."""
-    fraction = config.validation_fraction
-    if (config.n_rounds != "auto" or fraction is None
-            or float(fraction) * int(n_rows) < MIN_VALIDATION_ROWS):
+    if config.n_rounds != "auto":
         return None
-    return Holdout.fraction(float(fraction), int(seed) ^ JS_VALIDATION_SALT)
+    return Holdout.for_choosing(config.validation_fraction, n_rows,
+                                int(seed) ^ JS_VALIDATION_SALT)

@@ -27,7 +27,7 @@ from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
 from streamlearn.features.anchors import AnchorPieces
 from streamlearn.features.tail_transform import TailTransform
-from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
+from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import streamed_kmeans
 from streamlearn.solvers.lbfgs import MAX_HALVINGS, lbfgs_minimize
 from streamlearn.solvers.shareboost.columns import (
@@ -406,11 +406,9 @@ def held_out_loss(fitted: ShareBoostFit) -> float:
 
 def _holdout(config: ShareBoostConfig, n_rows: int, seed: int) -> Holdout | None:
     """The rows held out to choose the number of rounds, or None (see :func:`fit`)."""
-    fraction = config.validation_fraction
-    if (config.n_rounds != "auto" or fraction is None
-            or float(fraction) * int(n_rows) < MIN_VALIDATION_ROWS):
+    if config.n_rounds != "auto":
         return None
-    return Holdout.fraction(float(fraction), seed ^ VALIDATION_SALT)
+    return Holdout.for_choosing(config.validation_fraction, n_rows, seed ^ VALIDATION_SALT)
 
 
 def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
