@@ -28,6 +28,8 @@ from streamlearn.solvers.embedding import (
     embedding_params,
     encode_sparse_row,
     kernel_rows,
+    reads_entries,
+    stored_entries,
 )
 from streamlearn.solvers.ovr import REST, one_model
 from streamlearn.solvers.pegasos import pegasos_ovr_chunk
@@ -151,6 +153,32 @@ def test_decision_scores_are_the_encodings(data, name: str) -> None:
     sparse = decision_ovr_chunk(rows, W, 1.0, *emb)
     np.testing.assert_array_equal(sparse, dense)
     np.testing.assert_array_equal(dense, dense_encodings(X, emb)[0])
+
+
+@njit(cache=True)
+def stored_rows(indptr, indices, values, n_cols):
+    """Every row's ``stored_entries``, scattered into a dense matrix, and their counts."""
+    csr = (indptr, indices, values)
+    n = indptr.shape[0] - 1
+    out = np.zeros((n, n_cols), dtype=np.float32)
+    counts = np.zeros(n, dtype=np.int64)
+    for r in range(n):
+        idx, val, nnz = stored_entries(csr, r)
+        counts[r] = nnz
+        for e in range(nnz):
+            out[r, idx[e]] = val[e]
+    return out, counts
+
+
+def test_stored_entries_are_the_rows_themselves(data) -> None:
+    """The identity's kernels read a sparse row's entries in place: what they get is the
+    row (numpy's dense matrix), and only the identity's sparse kernels do so."""
+    X, rows, _ = data
+    got, counts = stored_rows(*rows.kernel_args, N_FEATURES)
+    np.testing.assert_array_equal(got, X)
+    np.testing.assert_array_equal(counts, np.count_nonzero(X, axis=1))
+    assert reads_entries(LINEAR, True)
+    assert not reads_entries(LINEAR, False) and not reads_entries(BSPLINE, True)
 
 
 def test_kernel_rows_forms(data) -> None:

@@ -130,12 +130,21 @@ def take_rows(X: np.ndarray | SparseRows, positions: np.ndarray) -> np.ndarray |
 @njit(cache=True, nogil=True)
 def gather_rows(indptr, indices, values, rows, out_indptr, out_indices, out_values):
     """Copy rows ``rows`` of a CSR block into ``out_*`` (``out_indptr`` already filled)."""
+    # one array at a time: each row's copy is then a loop over two arrays, which LLVM
+    # vectorises; copying both arrays in one loop did not (2.7x as long)
+    _gather(indptr, indices, rows, out_indptr, out_indices)
+    _gather(indptr, values, rows, out_indptr, out_values)
+
+
+@njit(cache=True, nogil=True)
+def _gather(indptr, source, rows, out_indptr, out):
     for k in range(rows.shape[0]):
         src = indptr[rows[k]]
         dst = out_indptr[k]
-        for e in range(out_indptr[k + 1] - dst):
-            out_indices[dst + e] = indices[src + e]
-            out_values[dst + e] = values[src + e]
+        a = out[dst : out_indptr[k + 1]]
+        b = source[src : src + a.shape[0]]
+        for e in range(a.shape[0]):
+            a[e] = b[e]
 
 
 @njit(cache=True, nogil=True)

@@ -66,12 +66,14 @@ from streamlearn.solvers.embedding import (
     kernel_rows,
     kernel_spec,
     model_dot,
+    reads_entries,
     row_buffers,
     row_kind,
     row_score,
     row_sq_norm_d,
     row_update,
     rows_in,
+    stored_entries,
     term_major,
     term_major_buffers,
     term_major_columns,
@@ -155,6 +157,7 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
     # a trigonometric or Hermite map's rows come in term-major order; dcd_ovr_chunk hands
     # this kernel its models, monitor and centre in that order
     permuted = term_major(fixed_kind, sparse, zero_preserving)
+    entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
@@ -196,7 +199,10 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
                 else:
                     upper = np.inf
                     diag = 0.5 / ci
-                if permuted:
+                if entries:
+                    x = zero
+                    idx, val, nnz = stored_entries(csr, r)
+                elif permuted:
                     x = X[r]
                     nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
                 else:
@@ -395,6 +401,7 @@ def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
     # embedding_sum's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
+    entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, kind, ipar, fpar, weight, out):
@@ -403,7 +410,11 @@ def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
         for r in range(n):
             if weight[r] == 0.0:
                 continue
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
                                    ipar, fpar, idx, val, zero)
             row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], order,
                        np.float64(weight[r]))

@@ -439,6 +439,32 @@ def row_kind(kind: int, sparse: bool) -> int:
     return ENCODED if sparse and kind == LINEAR else kind
 
 
+def reads_entries(kind: int, sparse: bool) -> bool:
+    """Whether a kernel of these :class:`KernelSpec` constants takes each row's encoding
+    from the chunk itself (:func:`stored_entries`): sparse rows of the identity."""
+    return sparse and kind == LINEAR
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def stored_entries(csr, r):
+    """Row ``r`` of CSR rows of the identity as the per-row helpers take its encoding.
+
+    Views of its stored columns and values, and their count: they are the encoding, and
+    copying them into a kernel's ``idx`` and ``val`` (what :func:`fetch_row` does for
+    the other maps) took as long as the rest of a PEGASOS step. A kernel for which
+    :func:`reads_entries` holds binds its ``idx`` and ``val`` to them, with ``zero`` as
+    the row (:func:`row_kind` is :data:`ENCODED`).
+
+    Returns
+    -------
+    idx : ndarray of int32
+    val : ndarray of float32
+    nnz : int
+    """
+    lo, hi = csr[0][r], csr[0][r + 1]
+    return csr[1][lo:hi], csr[2][lo:hi], hi - lo
+
+
 @njit(cache=True, nogil=True, inline="always")
 def fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx, val, zero):
     """Row ``r`` of a kernel's chunk and its encoding, for the per-row helpers.
@@ -880,6 +906,8 @@ def _sq_norm_sum_kernel(spec: KernelSpec) -> Callable[..., float]:
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
 
+    entries = reads_entries(fixed_kind, sparse)
+
     @njit(cache=True, nogil=True)
     def kernel(X, csr, kind, ipar, fpar):
         n = rows_in(X, csr, sparse)
@@ -887,8 +915,12 @@ def _sq_norm_sum_kernel(spec: KernelSpec) -> Callable[..., float]:
         scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
         total = 0.0
         for r in range(n):
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
-                               fpar, idx, val, zero)
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             total += row_sq_norm_d(hk, x, idx, val, nnz, ipar[IP_N_COLS], order, scratch)
         return total
 
@@ -928,6 +960,7 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
     fixed_kind, sparse, degree, zero_preserving, _ = spec
     hk = row_kind(fixed_kind, sparse)
     permuted = term_major(fixed_kind, sparse, zero_preserving)
+    entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
@@ -947,8 +980,12 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
                     out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
             return out
         for r in range(n):
-            x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving, ipar,
-                               fpar, idx, val, zero)
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             for j in range(m):
                 wj = W[j]
                 out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale

@@ -51,12 +51,14 @@ from streamlearn.solvers.embedding import (
     fetch_row,
     from_term_major,
     kernel_rows,
+    reads_entries,
     row_buffers,
     row_kind,
     row_score,
     row_update,
     row_update_pair,
     rows_in,
+    stored_entries,
     term_major,
     term_major_buffers,
     to_term_major,
@@ -89,6 +91,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     fixed_kind, sparse, degree, zero_preserving, order = spec
     hk = row_kind(fixed_kind, sparse)
     permuted = term_major(fixed_kind, sparse, zero_preserving)
+    entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W_out, AVG_out, t,
@@ -122,7 +125,10 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         for r in range(n):
             k = t + 1 + r
             eta = 1.0 / (lam * k)
-            if permuted:
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            elif permuted:
                 x = X[r]
                 nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
             else:
