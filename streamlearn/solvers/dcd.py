@@ -62,7 +62,7 @@ from streamlearn.solvers.embedding import (
     KernelSpec,
     embed_row,
     embed_term_major,
-    kernel_row,
+    fetch_row,
     kernel_rows,
     kernel_spec,
     model_dot,
@@ -73,6 +73,7 @@ from streamlearn.solvers.embedding import (
     row_sq_norm_d,
     row_update,
     rows_in,
+    stored_entries,
     term_major,
     term_major_buffers,
     term_major_columns,
@@ -198,13 +199,15 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
                 else:
                     upper = np.inf
                     diag = 0.5 / ci
-                if permuted:
+                if entries:
+                    x = zero
+                    idx, val, nnz = stored_entries(csr, r)
+                elif permuted:
                     x = X[r]
                     nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
                 else:
-                    x, idx, val, nnz = kernel_row(entries, X, csr, r, sparse, fixed_kind,
-                                                  degree, zero_preserving, ipar, fpar, idx,
-                                                  val, zero)
+                    x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                       ipar, fpar, idx, val, zero)
                 if qd[r] < 0.0:
                     qd[r] = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order, scratch) + bias_sq
                     if centred:
@@ -407,8 +410,12 @@ def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
         for r in range(n):
             if weight[r] == 0.0:
                 continue
-            x, idx, val, nnz = kernel_row(entries, X, csr, r, sparse, fixed_kind, degree,
-                                          zero_preserving, ipar, fpar, idx, val, zero)
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             row_update(hk, out, x, idx, val, nnz, ipar[IP_N_COLS], order,
                        np.float64(weight[r]))
 

@@ -488,28 +488,6 @@ def fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx,
     return x, embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def kernel_row(entries, X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx,
-               val, zero):
-    """Row ``r`` of a kernel's chunk with its encoding: :func:`stored_entries` where
-    ``entries`` (the kernel's :func:`reads_entries`, a constant of it), else
-    :func:`fetch_row` into ``idx`` and ``val``.
-
-    Returns
-    -------
-    x : ndarray of shape (n_features,), float32
-    idx, val : ndarray
-        The encoding: views of the chunk's entries, or ``idx`` and ``val`` themselves.
-    nnz : int
-    """
-    if entries:
-        cols, vals, nnz = stored_entries(csr, r)
-        return zero, cols, vals, nnz
-    x, nnz = fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx, val,
-                       zero)
-    return x, idx, val, nnz
-
-
 @njit(cache=True, nogil=True, forceinline=True)
 def encode_sparse_row(kind, cols, vals, ipar, fpar, idx, val):
     """Sparse encoding ``Phi(x)`` of a row given by its stored entries.
@@ -937,8 +915,12 @@ def _sq_norm_sum_kernel(spec: KernelSpec) -> Callable[..., float]:
         scratch = np.empty(ipar[IP_N_COLS], dtype=np.float64)
         total = 0.0
         for r in range(n):
-            x, idx, val, nnz = kernel_row(entries, X, csr, r, sparse, fixed_kind, degree,
-                                          zero_preserving, ipar, fpar, idx, val, zero)
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             total += row_sq_norm_d(hk, x, idx, val, nnz, ipar[IP_N_COLS], order, scratch)
         return total
 
@@ -998,8 +980,12 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
                     out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
             return out
         for r in range(n):
-            x, idx, val, nnz = kernel_row(entries, X, csr, r, sparse, fixed_kind, degree,
-                                          zero_preserving, ipar, fpar, idx, val, zero)
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            else:
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             for j in range(m):
                 wj = W[j]
                 out[r, j] = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale

@@ -48,8 +48,8 @@ from streamlearn.solvers.embedding import (
     KernelFamily,
     KernelSpec,
     embed_term_major,
+    fetch_row,
     from_term_major,
-    kernel_row,
     kernel_rows,
     reads_entries,
     row_buffers,
@@ -58,6 +58,7 @@ from streamlearn.solvers.embedding import (
     row_update,
     row_update_pair,
     rows_in,
+    stored_entries,
     term_major,
     term_major_buffers,
     to_term_major,
@@ -124,12 +125,15 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         for r in range(n):
             k = t + 1 + r
             eta = 1.0 / (lam * k)
-            if permuted:
+            if entries:
+                x = zero
+                idx, val, nnz = stored_entries(csr, r)
+            elif permuted:
                 x = X[r]
                 nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
             else:
-                x, idx, val, nnz = kernel_row(entries, X, csr, r, sparse, fixed_kind, degree,
-                                              zero_preserving, ipar, fpar, idx, val, zero)
+                x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
+                                   ipar, fpar, idx, val, zero)
             code = codes[r]
             for j in range(m):
                 yj = binary_label(code, positive[j], negative[j])
