@@ -219,7 +219,7 @@ def test_bin_chunk_numpy_gives_the_kernels_bins_and_bits(n, monkeypatch) -> None
     ref_n_off = np.empty(3, np.int64)
     bin_rows(X, columns, edges, common, ref_bins, ref_off, ref_n_off)
     ref = [np.ones((3, 8, 2)), np.ones((3, 8, 1))]
-    bin_sums(ref_bins, residual, weight, *ref)
+    bin_sums(ref_bins, ref_off, ref_n_off, common, residual, weight, *ref)
     np.testing.assert_array_equal(bins, ref_bins)
     np.testing.assert_array_equal(n_off, ref_n_off)
     for c in range(3):
@@ -252,7 +252,7 @@ def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
     first, second = np.array([0, 0, 1], dtype=np.int64), np.array([1, 2, 2], dtype=np.int64)
     residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, m))
     margin_s, margin_w = np.zeros((3, B, m)), np.zeros((3, B, m))
-    bin_sums(bins, residual, weight, margin_s, margin_w)
+    bin_sums(bins, off, n_off, common, residual, weight, margin_s, margin_w)
     for c in range(3):
         ref, ref_w = np.zeros((B, m)), np.zeros((B, m))
         np.add.at(ref, bins[c], residual)
@@ -276,6 +276,45 @@ def test_pair_cells_from_off_common_rows_equal_every_row_added() -> None:
         np.testing.assert_allclose(full_w[p], ref_w, atol=1e-12)
 
 
+@pytest.mark.parametrize("m", [1, 3, 9])
+def test_cells_and_bins_over_every_row_or_the_lists_equal_every_row_added(m) -> None:
+    """Continuous features take every row (EVERY_ROW_SHARE), sparse ones their lists; few
+    models are added a model at a time, many a row at a time (MODEL_MAJOR_COLUMNS): each
+    way the sums are numpy's of every row, and numpy's path gives the kernels' bits."""
+    rng = np.random.default_rng(10 + m)
+    n, B = 600, 6
+    bins = np.stack([rng.integers(0, B, n), rng.integers(0, B, n),
+                     np.where(rng.uniform(size=n) < 0.9, 3, rng.integers(0, B, n)),
+                     np.where(rng.uniform(size=n) < 0.95, 0, 1)]).astype(np.int32)
+    common, off, n_off = off_common_lists(bins, B)
+    assert 3 * n_off[0] > n and 3 * n_off[2] < n  # both ways are taken
+    first, second = (a.astype(np.int64) for a in np.triu_indices(4, 1))
+    residual, weight = rng.normal(size=(n, m)), rng.uniform(size=(n, 1))
+    margin_s, margin_w = np.zeros((4, B, m)), np.zeros((4, B, 1))
+    bin_sums(bins, off, n_off, common, residual, weight, margin_s, margin_w)
+    sums, weights = np.zeros((6, B * B, m)), np.zeros((6, B * B, 1))
+    off_common_cell_sums(bins, off, n_off, common, first, second, residual, weight, B, sums,
+                         weights)
+    full_s = complete_cells(sums, margin_s, first, second, common, B)
+    full_w = complete_cells(weights, margin_w, first, second, common, B)
+    for c in range(4):
+        ref = np.zeros((B, m))
+        np.add.at(ref, bins[c], residual)
+        np.testing.assert_allclose(margin_s[c], ref, atol=1e-12)
+    for p in range(6):
+        cell = bins[first[p]] * B + bins[second[p]]
+        ref_s, ref_w = np.zeros((B * B, m)), np.zeros((B * B, 1))
+        np.add.at(ref_s, cell, residual)
+        np.add.at(ref_w, cell, weight)
+        np.testing.assert_allclose(full_s[p], ref_s, atol=1e-12)
+        np.testing.assert_allclose(full_w[p], ref_w, atol=1e-12)
+    got = [np.zeros_like(sums), np.zeros_like(weights)]
+    add_cell_sums(bins, off, n_off, common, first, second, residual, weight, B, *got,
+                  kernels=False)
+    np.testing.assert_array_equal(got[0], sums)
+    np.testing.assert_array_equal(got[1], weights)
+
+
 def test_one_weight_column_serves_every_model() -> None:
     """One against the rest: the weights' sums kept once equal each model's copy, and
     FAST scores them the same."""
@@ -289,7 +328,7 @@ def test_one_weight_column_serves_every_model() -> None:
     full, shared = {}, {}
     for out, w in ((full, weight), (shared, np.ascontiguousarray(weight[:, :1]))):
         out["bs"], out["bw"] = np.zeros((2, B, m)), np.zeros((2, B, w.shape[1]))
-        bin_sums(bins, residual, w, out["bs"], out["bw"])
+        bin_sums(bins, off, n_off, common, residual, w, out["bs"], out["bw"])
         out["cs"], out["cw"] = np.zeros((1, B * B, m)), np.zeros((1, B * B, w.shape[1]))
         off_common_cell_sums(bins, off, n_off, common, first, second, residual, w, B,
                              out["cs"], out["cw"])

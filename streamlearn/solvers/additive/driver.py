@@ -696,10 +696,11 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
     edges = bin_edges(sample, SCREEN_BINS)
     assert dataset.classes is not None
     pairs = ModelPairs.of(len(dataset.classes), config.multiclass)
+    ranges = _sample_ranges(dataset)
+    n_rows = dataset.n_rows if ranges is None else sum(b - a for a, b in ranges)
     pass_ = ScreeningPass(fitted.coef_d, embedding_params(fitted.feature_map, n_features),
                           pairs, config.bias_scale, fitted.platt_a, fitted.platt_b,
-                          candidates, edges, common_bins(sample, edges), holdout)
-    ranges = _sample_ranges(dataset)
+                          candidates, edges, common_bins(sample, edges), holdout, n_rows)
     if ranges is None:
         state = runner.run(pass_, dataset, description="screen pairs")
     else:  # the ranking of pairs needs no more rows than the chunks of the describe sample

@@ -43,6 +43,18 @@ SCREEN_BINS = 16
 SCREEN_CELLS = 1 << 21
 
 
+#: A candidate's bins, or a pair's cells, are added over every row of a chunk, not over
+#: the list of rows off the common bin (of the pair's rarer feature), where that list
+#: holds more than ``1 / EVERY_ROW_SHARE`` of the rows (continuous features): a row then
+#: costs a sequential read and one addition per model instead of reads through the list,
+#: about a third of the time.
+EVERY_ROW_SHARE = 3
+
+#: Most residual and weight columns (``m + m_w``) whose rows are added to cells a model at
+#: a time (a scalar loop over the rows per model); with more, a row at a time, its
+#: models side by side (:func:`add_rows_to_cells`).
+MODEL_MAJOR_COLUMNS = 8
+
 #: Largest ``n_rows x n_candidates`` of a chunk that :func:`bin_chunk` bins with numpy
 #: instead of :func:`bin_rows` and :func:`bin_sums`: about a millisecond, where their
 #: compile costs 0.3 s, so that a fit on small data does not compile them.
@@ -51,7 +63,8 @@ NUMPY_BIN_ENTRIES = 1 << 17
 
 def bin_chunk(X: np.ndarray, columns: np.ndarray, edges: np.ndarray, common: np.ndarray,
               residual: np.ndarray, weight: np.ndarray, sums: np.ndarray,
-              weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              weights: np.ndarray, kernels: bool | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`bin_rows` then :func:`bin_sums` of a chunk: with numpy when ``n_rows x
     n_candidates`` is at most :data:`NUMPY_BIN_ENTRIES`, else with the kernels (the same
     bins and, the rows added in the same order, the same bits).
@@ -62,6 +75,9 @@ def bin_chunk(X: np.ndarray, columns: np.ndarray, edges: np.ndarray, common: np.
         As for :func:`bin_rows`.
     residual, weight, sums, weights
         As for :func:`bin_sums`; ``sums`` and ``weights`` are accumulated in place.
+    kernels : bool, optional
+        Use the kernels (True) or numpy (False) whatever the chunk's size: a pass over
+        many chunks decides once for all of them (:class:`ScreeningPass`).
 
     Returns
     -------
@@ -72,10 +88,13 @@ def bin_chunk(X: np.ndarray, columns: np.ndarray, edges: np.ndarray, common: np.
     bins = np.empty((k, n), dtype=np.int32)
     off_rows = np.empty((k, n), dtype=np.int32)
     n_off = np.empty(k, dtype=np.int64)
-    if n * k > NUMPY_BIN_ENTRIES:
+    if kernels if kernels is not None else n * k > NUMPY_BIN_ENTRIES:
         bin_rows(X, columns, edges, common, bins, off_rows, n_off)
-        bin_sums(bins, residual, weight, sums, weights)
+        bin_sums(bins, off_rows, n_off, common, residual, weight, sums, weights)
         return bins, off_rows, n_off
+    # the rows' sums in order, as the kernel adds them (cumsum adds one after another)
+    totals = [np.cumsum(v, axis=0)[-1] if n else np.zeros(v.shape[1])
+              for v in (residual, weight)]
     n_edges = edges.shape[1]
     for c in range(k):
         x = X[:, columns[c]].astype(np.float64)
@@ -87,8 +106,9 @@ def bin_chunk(X: np.ndarray, columns: np.ndarray, edges: np.ndarray, common: np.
         off = np.flatnonzero(b != common[c])
         off_rows[c, : off.shape[0]] = off
         n_off[c] = off.shape[0]
-        np.add.at(sums[c], b, residual)  # row after row, as the kernel adds them
-        np.add.at(weights[c], b, weight)
+        for out, values, total in ((sums[c], residual, totals[0]),
+                                   (weights[c], weight, totals[1])):
+            add_to_bins_numpy(b, off, int(common[c]), values, total, out)
     return bins, off_rows, n_off
 
 
@@ -115,37 +135,46 @@ def bin_rows(X, columns, edges, common, bins, off_rows, n_off):
     """
     n, k = X.shape[0], columns.shape[0]
     n_edges = edges.shape[1]
+    x = np.empty(n)
     for c in range(k):
-        # a candidate at a time: a value's bin is the count of the finite edges at or
-        # below it, compared without branches (a binary search's branches mispredict on
-        # every other value of a continuous feature); a binary column has one such edge.
-        # +inf is at or above every edge, the +inf padding included; NaN below them all
+        # a candidate at a time, an edge at a time over all rows: a value's bin is the
+        # count of the finite edges at or below it, compared without branches (a binary
+        # search's branches mispredict on every other value of a continuous feature), in
+        # loops the compiler vectorises; a binary column has one such edge. +inf is at or
+        # above every edge, the +inf padding included; NaN below them all
         col, e, own, off = columns[c], edges[c], bins[c], off_rows[c]
         top = common[c]
-        finite = 0
-        while finite < n_edges and e[finite] < np.inf:
-            finite += 1
+        for r in range(n):
+            x[r] = X[r, col]
+            own[r] = 0
+        for t in range(n_edges):
+            edge = e[t]
+            if edge == np.inf:
+                break
+            for r in range(n):
+                own[r] += edge <= x[r]
         count = 0
         for r in range(n):
-            x = np.float64(X[r, col])
-            b = 0
-            for t in range(finite):
-                b += e[t] <= x
-            if x == np.inf:
-                b = n_edges
-            own[r] = b
+            if x[r] == np.inf:
+                own[r] = n_edges
             off[count] = r
-            count += b != top
+            count += own[r] != top
         n_off[c] = count
 
 
 @njit(cache=True, nogil=True)
-def bin_sums(bins, residual, weight, sums, weights):
+def bin_sums(bins, off_rows, n_off, common, residual, weight, sums, weights):
     """Add each row's residuals and weights to its bin of every candidate, every model.
+
+    A candidate's rows off its common bin are added to bins of the chunk's own (all rows
+    where they are most of them, :data:`EVERY_ROW_SHARE`, else those of its list), and
+    its common bin gets the chunk's total less the other bins: on one-hot and
+    mostly-zero features the few rows where they are set, not every row.
 
     Parameters
     ----------
-    bins : ndarray of shape (n_candidates, n_rows), int32
+    bins, off_rows, n_off, common
+        As :func:`bin_rows` fills and takes them.
     residual : ndarray of shape (n_rows, m), float64
     weight : ndarray of shape (n_rows, m_w), float64
         ``m_w = m``, or 1 where every model has the same weights (one against the rest).
@@ -153,15 +182,64 @@ def bin_sums(bins, residual, weight, sums, weights):
     weights : ndarray of shape (n_candidates, n_bins, m_w), float64
         Accumulated in place.
     """
-    m = residual.shape[1]
-    m_w = weight.shape[1]
+    add_to_bins(bins, off_rows, n_off, common, residual, sums)
+    add_to_bins(bins, off_rows, n_off, common, weight, weights)
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def add_to_bins(bins, off_rows, n_off, common, values, out):
+    """:func:`bin_sums` of one array of ``values``, shape (n_rows, m), into ``out``."""
+    n, m = values.shape
+    n_bins = out.shape[1]
+    local = np.empty((n_bins, m))
+    by_model = 2 * m <= MODEL_MAJOR_COLUMNS
+    values_t = np.ascontiguousarray(values.T) if by_model else values[:0]
+    total = np.zeros(m)
+    for r in range(n):
+        for j in range(m):
+            total[j] += values[r, j]
+    rest = np.empty(m)
     for c in range(bins.shape[0]):
-        for r in range(bins.shape[1]):
-            b = bins[c, r]
+        own = bins[c]
+        if EVERY_ROW_SHARE * n_off[c] > n:
+            add_rows_to_cells(own, values, values_t, local)
+        else:
+            local[:] = 0.0
+            rows = off_rows[c]
+            for k in range(n_off[c]):
+                r = rows[k]
+                b = own[r]
+                for j in range(m):
+                    local[b, j] += values[r, j]
+            rest[:] = 0.0
+            for b in range(n_bins):
+                if b != common[c]:
+                    for j in range(m):
+                        rest[j] += local[b, j]
             for j in range(m):
-                sums[c, b, j] += residual[r, j]
-            for j in range(m_w):
-                weights[c, b, j] += weight[r, j]
+                local[common[c], j] = total[j] - rest[j]
+        for b in range(n_bins):
+            for j in range(m):
+                out[c, b, j] += local[b, j]
+
+
+def add_to_bins_numpy(b: np.ndarray, off: np.ndarray, common: int, values: np.ndarray,
+                      total: np.ndarray, out: np.ndarray) -> None:
+    """:func:`add_to_bins` of one candidate with numpy, the same additions in the same
+    order (the same bits): ``b`` its bins, ``off`` its rows off the common bin, ``total``
+    the rows' sequential sum of ``values``."""
+    n_bins = out.shape[0]
+    local = np.zeros(out.shape)
+    if EVERY_ROW_SHARE * off.shape[0] > b.shape[0]:
+        np.add.at(local, b, values)
+    else:
+        np.add.at(local, b[off], values[off])
+        rest = np.zeros(values.shape[1])
+        for q in range(n_bins):
+            if q != common:
+                rest += local[q]
+        local[common] = total - rest
+    out += local
 
 
 #: Most pairs, and pairs x rows, of a chunk whose off-common cells :func:`add_cell_sums`
@@ -173,17 +251,28 @@ NUMPY_CELL_PAIRS = 64
 def add_cell_sums(bins: np.ndarray, off_rows: np.ndarray, n_off: np.ndarray,
                   common: np.ndarray, first: np.ndarray, second: np.ndarray,
                   residual: np.ndarray, weight: np.ndarray, n_bins: int, sums: np.ndarray,
-                  weights: np.ndarray) -> None:
+                  weights: np.ndarray, kernels: bool | None = None) -> None:
     """:func:`off_common_cell_sums`, with numpy for at most :data:`NUMPY_CELL_PAIRS` pairs
     and :data:`NUMPY_BIN_ENTRIES` pairs x rows (the rows added in the kernel's order: the
-    same bits). Arguments as for :func:`off_common_cell_sums`."""
-    n_pairs = first.shape[0]
-    if n_pairs > NUMPY_CELL_PAIRS or n_pairs * bins.shape[1] > NUMPY_BIN_ENTRIES:
+    same bits). Arguments as for :func:`off_common_cell_sums`; ``kernels`` as for
+    :func:`bin_chunk`."""
+    n_pairs, n = first.shape[0], bins.shape[1]
+    if kernels if kernels is not None else (n_pairs > NUMPY_CELL_PAIRS
+                                            or n_pairs * n > NUMPY_BIN_ENTRIES):
         off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual, weight,
                              n_bins, sums, weights)
         return
     for p in range(n_pairs):
         f, g = first[p], second[p]
+        if EVERY_ROW_SHARE * min(n_off[f], n_off[g]) > n:
+            cell = bins[f].astype(np.int64) * n_bins + bins[g]
+            keep = ((np.arange(n_bins)[:, None] != common[f])
+                    & (np.arange(n_bins)[None, :] != common[g])).ravel()
+            for out, values in ((sums[p], residual), (weights[p], weight)):
+                local = np.zeros(out.shape)
+                np.add.at(local, cell, values)
+                out[keep] += local[keep]
+            continue
         stride_f, stride_g = n_bins, 1
         if n_off[g] < n_off[f]:  # walk the shorter list
             f, g = g, f
@@ -206,7 +295,10 @@ def off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual,
     The other cells follow from the bins' sums (:func:`complete_cells`), so a pair costs
     the rows off the common bin of its rarer feature: on one-hot or mostly-zero features
     a small fraction of the rows. Pair by pair, so that one pair's cells
-    (``n_bins^2 x m`` numbers) stay in the cache while its rows stream past.
+    (``n_bins^2 x m`` numbers) stay in the cache while its rows stream past. Where that
+    feature's list holds most rows (:data:`EVERY_ROW_SHARE`: continuous features), the
+    pass adds every row instead, a model at a time, to cells of the chunk's own, and then
+    adds those outside the common row and column to the sums.
 
     Parameters
     ----------
@@ -227,8 +319,36 @@ def off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual,
     """
     m = residual.shape[1]
     m_w = weight.shape[1]
+    n = bins.shape[1]
+    # every row to cells of the chunk's own (see add_rows_to_cells)
+    by_model = m + m_w <= MODEL_MAJOR_COLUMNS
+    residual_t = np.ascontiguousarray(residual.T) if by_model else residual[:0]
+    weight_t = np.ascontiguousarray(weight.T) if by_model else weight[:0]
+    local_s = np.empty((n_bins * n_bins, m))
+    local_w = np.empty((n_bins * n_bins, m_w))
+    cell_of = np.empty(n, dtype=np.int32)
     for p in range(first.shape[0]):
         f, g = first[p], second[p]
+        if EVERY_ROW_SHARE * min(n_off[f], n_off[g]) > n:
+            a, b = bins[f], bins[g]
+            for r in range(n):
+                cell_of[r] = a[r] * n_bins + b[r]
+            add_rows_to_cells(cell_of, residual, residual_t, local_s)
+            add_rows_to_cells(cell_of, weight, weight_t, local_w)
+            s = sums[p]
+            w = weights[p]
+            for x in range(n_bins):
+                if x == common[f]:
+                    continue
+                for y in range(n_bins):
+                    if y == common[g]:
+                        continue
+                    cell = x * n_bins + y
+                    for j in range(m):
+                        s[cell, j] += local_s[cell, j]
+                    for j in range(m_w):
+                        w[cell, j] += local_w[cell, j]
+            continue
         stride_f, stride_g = n_bins, 1
         if n_off[g] < n_off[f]:  # walk the shorter list
             f, g = g, f
@@ -249,6 +369,30 @@ def off_common_cell_sums(bins, off_rows, n_off, common, first, second, residual,
                 s[cell, j] += residual[r, j]
             for j in range(m_w):
                 w[cell, j] += weight[r, j]
+
+
+@njit(cache=True, nogil=True, forceinline=True)
+def add_rows_to_cells(cell_of, values, values_t, cells):
+    """``cells`` set to the sums of ``values`` by cell: ``cells[cell_of[r], j]`` the sum of
+    ``values[r, j]`` over the rows of that cell, added in order from zero.
+
+    With ``values_t`` (``values.T``, contiguous; no rows to go without) a model at a time:
+    a scalar loop over the rows, fastest for a few models; else a row at a time, its
+    models' values added side by side (vectorised), fastest for many
+    (:data:`MODEL_MAJOR_COLUMNS`). Either way each cell's sums are the same numbers.
+    """
+    cells[:] = 0.0
+    if values_t.shape[0] > 0:
+        for j in range(values_t.shape[0]):
+            v = values_t[j]
+            for r in range(cell_of.shape[0]):
+                cells[cell_of[r], j] += v[r]
+        return
+    m = values.shape[1]
+    for r in range(cell_of.shape[0]):
+        c = cell_of[r]
+        for j in range(m):
+            cells[c, j] += values[r, j]
 
 
 def complete_cells(cells: np.ndarray, margins: np.ndarray, first: np.ndarray,
@@ -527,13 +671,19 @@ class ScreeningPass:
         feature are counted through the bins' sums, not one by one.
     holdout : Holdout or None
         Rows held out from training, left out here too.
+    n_rows : int, optional
+        The rows the pass reads in all. With it, numpy or the kernels bin the rows and add
+        up the cells of every chunk as the pass's total decides (:func:`bin_chunk`,
+        :func:`add_cell_sums`), so that data in many small chunks take the kernels;
+        without it, each chunk's size decides.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
                  platt_a: np.ndarray, platt_b: np.ndarray, candidates: np.ndarray,
-                 edges: np.ndarray, common: np.ndarray, holdout: Holdout | None) -> None:
+                 edges: np.ndarray, common: np.ndarray, holdout: Holdout | None,
+                 n_rows: int | None = None) -> None:
         self.W = np.ascontiguousarray(W, dtype=np.float64)
         self.emb = emb
         self.pairs = pairs
@@ -552,6 +702,10 @@ class ScreeningPass:
         #: with the same weight, and one column serves them all (it halves the pass's
         #: additions); class pairs, one per model.
         self.weight_columns = self.W.shape[0] if pairs.one_vs_one else 1
+        k, n_pairs = self.candidates.shape[0], self.first.shape[0]
+        self.bin_kernels = None if n_rows is None else n_rows * k > NUMPY_BIN_ENTRIES
+        self.cell_kernels = None if n_rows is None else (
+            n_pairs > NUMPY_CELL_PAIRS or n_rows * n_pairs > NUMPY_BIN_ENTRIES)
 
     @property
     def screened(self) -> np.ndarray:
@@ -584,9 +738,9 @@ class ScreeningPass:
         weight = np.ascontiguousarray(weight[:, : self.weight_columns])
         bins, off_rows, n_off = bin_chunk(X, self.candidates, self.edges, self.common,
                                           residual, weight, state.bin_sums,
-                                          state.bin_weights)
+                                          state.bin_weights, self.bin_kernels)
         add_cell_sums(bins, off_rows, n_off, self.common, self.first, self.second, residual,
-                      weight, self.n_bins, state.sums, state.weights)
+                      weight, self.n_bins, state.sums, state.weights, self.cell_kernels)
         return state
 
     def merge(self, a: ScreeningState, b: ScreeningState) -> ScreeningState:
