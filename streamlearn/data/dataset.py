@@ -14,6 +14,7 @@ import numpy as np
 from streamlearn.data.categories import category_index, plain_categories, sorted_categories
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
+from streamlearn.data.large_buffers import map_large_buffers
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.readahead import FileRange, ReadAhead
 from streamlearn.data.schema import Schema, Task
@@ -481,6 +482,7 @@ class Dataset:
         size = int(chunk_rows) if chunk_rows else self.chunk_rows
         if size < 1:
             raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
+        map_large_buffers()  # freed chunk buffers go back to the system, not into holes
         lo, hi = rows if rows is not None else (0, self.n_rows)
         if not 0 <= lo <= hi <= self.n_rows:
             raise ValueError(f"rows {rows} outside the dataset's 0..{self.n_rows}")
