@@ -13,7 +13,12 @@ from streamlearn.errors import SchemaError
 from streamlearn.features import BSplineMap, BSplinePairMap
 from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
-from streamlearn.solvers.additive.driver import PAIR_GAIN_PER_COST, pairs_pay
+from streamlearn.solvers.additive.driver import (
+    PAIR_GAIN_PER_COST,
+    STRONG_PAIR_SCORE,
+    pairs_pay,
+    strong_pairs,
+)
 from streamlearn.solvers.additive.interactions import (
     NUMPY_BIN_ENTRIES,
     NUMPY_CELL_PAIRS,
@@ -523,6 +528,29 @@ def test_auto_keeps_pairs_only_when_they_lower_the_held_out_log_loss() -> None:
     small = AdditiveSVC().fit(X[:1000], y[:1000])
     assert small.interactions_ == () and not small.interaction_check_["kept"]
     assert "fewer than 200" in small.interaction_check_["reason"]
+
+
+def test_auto_keeps_the_strong_pairs_alone_when_they_do_as_well() -> None:
+    """Two products with no main effects score far above every other pair (STRONG_PAIR_SCORE):
+    the model with those two alone is trained beside the one with every screened pair, and
+    kept on its lower held-out log-loss; its test error is below the all-pairs model's."""
+    def products(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(-1, 1, (n, 8)).astype(np.float32)
+        f = np.sin(3 * X[:, 3]) + 2 * X[:, 0] * X[:, 1] + 2 * X[:, 2] * X[:, 5]
+        return X, (f + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+
+    X, y = products(8000, 1)
+    Xt, yt = products(20_000, 2)
+    model = AdditiveSVC().fit(X, y)
+    check = model.interaction_check_
+    assert set(model.interactions_) == {("x0", "x1"), ("x2", "x5")}
+    n_strong, strong_loss = check["strong_pairs"]
+    assert n_strong == 2 and check["held_out_log_loss_with"] == strong_loss
+    assert len(check["scores"]) == 2 and min(check["scores"]) >= STRONG_PAIR_SCORE
+    every = AdditiveSVC(interactions=2 * 8).fit(X, y)
+    assert 1 - model.score(Xt, yt) < 1 - every.score(Xt, yt)
+    assert strong_pairs(np.array([900.0, 60.0, 30.0, 12.0]), 2) == 2
 
 
 def _spirals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
