@@ -16,7 +16,11 @@ are chosen.
 The pass adds a row to a pair's cell only when the row is outside both features' most
 frequent bins (:func:`off_common_cell_sums`); the other cells follow from each feature's
 bin sums (:func:`complete_cells`). On one-hot and mostly-zero features a pair then costs
-the few rows where both are set, not every row.
+the few rows where both are set, not every row; a feature's common bin likewise gets the
+chunk's total less its other bins (:func:`bin_sums`). On continuous features, whose rows
+are mostly off the common bin, every row is added without the lists
+(:data:`EVERY_ROW_SHARE`). A pass decides once, from the rows it reads, whether numpy or
+the kernels do this work, so that data in many small chunks take the kernels.
 
 Candidates: the pairs among the features whose terms matter most in the additive model
 (``feature_importances_``), as many features as keep the cell sums within
