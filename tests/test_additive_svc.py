@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +21,7 @@ from streamlearn.io import load_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.models.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.models.base import NotFittedError
-from streamlearn.solvers.calibration import fit_sigmoid
+from streamlearn.solvers.calibration import MIN_CALIBRATION_ROWS, fit_sigmoid
 from streamlearn.solvers.dcd import LOSSES, dcd_chunk, dcd_ovr_chunk, primal_objective
 from streamlearn.solvers.embedding import (
     decision_chunk,
@@ -367,6 +369,34 @@ def test_uncalibrated_probabilities_are_the_logistic_of_the_scores():
     assert not model.calibrated_ and model.n_calibration_ == 0 and model.n_train_ == 800
     f = model.decision_function(X)
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-f)))
+
+
+def test_too_few_held_out_rows_of_a_class_leave_the_scores_uncalibrated():
+    # 1% positives: the calibration rows, chosen by a hash of the row id, hold fewer than
+    # MIN_CALIBRATION_ROWS of them. A sigmoid fitted to so few (none, for some seeds) came
+    # out flat, and every row was predicted negative.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 3.8).astype(int)
+    assert 0.005 < y.mean() < 0.02
+    keys = row_keys(np.arange(3000, dtype=np.int64), 0 ^ HOLDOUT_SALT)
+    held = keys < np.uint64(int(0.1 * 2**64))
+    assert np.sum(y[held] == 1) < MIN_CALIBRATION_ROWS
+    with pytest.warns(UserWarning, match="not calibrated"):
+        model = AdditiveSVC(random_state=0).fit(X, y)
+    assert not model.calibrated_ and model.n_calibration_ == held.sum()
+    np.testing.assert_array_equal(model.platt_a_, [-1.0])
+    np.testing.assert_array_equal(model.platt_b_, [0.0])
+    f = model.svm_scores(X)[:, 0]
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-f)))
+    found = model.predict(X) == 1
+    assert found[y == 1].mean() > 0.5 and found[y == 0].mean() < 0.02
+    # with enough of them held out, the sigmoid is fitted, and without a warning
+    balanced = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.5).astype(int)
+    assert np.sum(balanced[held] == 1) >= MIN_CALIBRATION_ROWS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert AdditiveSVC(random_state=0).fit(X, balanced).calibrated_
 
 
 # -- one-vs-one ---------------------------------------------------------------------------

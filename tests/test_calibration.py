@@ -90,6 +90,15 @@ def test_histogram_merge_and_cells():
             sel = pos[:, j] == label
             assert whole.weight[j, int(label)].sum() == pytest.approx(w[sel].sum())
             assert whole.score_sum[j, int(label)].sum() == pytest.approx((w * f[:, j])[sel].sum())
+    # rows of positive weight per model and label, whatever their weights
+    w2 = np.where(rng.random((4000, 3)) < 0.3, 0.0, w[:, None])
+    counted = ScoreHistogram(3).add(f[:900], pos[:900], w2[:900]).merge(
+        ScoreHistogram(3).add(f[900:], pos[900:], w2[900:]))
+    for j in range(3):
+        for label in (False, True):
+            assert counted.rows[j, int(label)] == np.sum((pos[:, j] == label) & (w2[:, j] > 0))
+    assert counted.fewest_rows() == min(np.sum((pos[:, j] == lab) & (w2[:, j] > 0))
+                                        for j in range(3) for lab in (False, True))
     scores, positive, weight = whole.points(0)
     assert weight.sum() == pytest.approx(w.sum())
     assert weight[positive].sum() == pytest.approx(w[pos[:, 0]].sum())

@@ -79,7 +79,11 @@ from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     w_to_w_d,
 )
 from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
-from streamlearn.solvers.calibration import class_probabilities, sigmoid_proba
+from streamlearn.solvers.calibration import (
+    MIN_CALIBRATION_ROWS,
+    class_probabilities,
+    sigmoid_proba,
+)
 from streamlearn.solvers.dcd import LOSSES
 from streamlearn.solvers.embedding import (
     Embedding,
@@ -273,7 +277,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         train on its columns (False, for comparison; same model, more memory and time).
     calibrate : bool
         Fit Platt sigmoids on held-out rows for :meth:`predict_proba`. Without calibration
-        the probability of each binary model is the plain logistic ``1 / (1 + exp(-f))``.
+        the probability of each binary model is the plain logistic ``1 / (1 + exp(-f))``;
+        so it is, with a warning, when the held-out rows of a binary model hold fewer than
+        10 rows of one of its labels (a rare class, or few rows), where two parameters
+        fitted to so few rows would decide the predictions.
     calibration_fraction : float
         Share of the rows held out from training for calibration, chosen by a hash of the
         row id (the same rows whatever the chunking or order).
@@ -858,6 +865,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.state_w_d_ = fitted.state_w_d
         self.platt_a_, self.platt_b_ = fitted.platt_a, fitted.platt_b
         self.calibrated_ = fitted.calibrated
+        fewest = fitted.fewest_calibration_rows
+        if fewest is not None and not fitted.calibrated:
+            warnings.warn(
+                f"predict_proba is not calibrated: the {fitted.n_calibration} held-out rows "
+                f"hold {fewest} rows of one class for one of the binary models, fewer than "
+                f"the {MIN_CALIBRATION_ROWS} of each that Platt's sigmoids need; the "
+                "probabilities are the plain logistic of the scores. Raise "
+                "calibration_fraction, or pass calibrate=False to train on every row",
+                UserWarning, stacklevel=4)
         self.n_iter_, self.t_ = fitted.n_iter, fitted.t
         self.average_start_ = fitted.average_start
         self.monitor_loss_ = list(fitted.monitor_history)

@@ -34,6 +34,11 @@ MAX_ITER = 100
 MIN_STEP = 1e-10
 #: Ridge added to the Hessian diagonal (Lin, Lin and Weng's ``sigma``).
 HESSIAN_RIDGE = 1e-12
+#: Rows of each label that every binary model's held-out set must hold for the sigmoids to
+#: be fitted (:meth:`ScoreHistogram.fewest_rows`). With fewer, Platt's two parameters are
+#: fitted to a handful of rows, and with none of one label the slope comes out 0: every row
+#: gets the same probability and ``predict`` one class.
+MIN_CALIBRATION_ROWS = 10
 
 
 def sigmoid_proba(scores: np.ndarray, a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
@@ -215,6 +220,8 @@ class ScoreHistogram:
         Total weight per model, label (0: negative, 1: positive) and bin.
     score_sum : ndarray of shape (n_models, 2, n_bins), float64
         Weighted sum of the scores in each cell.
+    rows : ndarray of shape (n_models, 2), int64
+        Rows of positive weight per model and label, whatever their weights.
     """
 
     def __init__(self, n_models: int, n_bins: int = N_BINS, limit: float = SCORE_LIMIT) -> None:
@@ -226,6 +233,7 @@ class ScoreHistogram:
         self.limit = float(limit)
         self.weight = np.zeros((self.n_models, 2, self.n_bins))
         self.score_sum = np.zeros((self.n_models, 2, self.n_bins))
+        self.rows = np.zeros((self.n_models, 2), dtype=np.int64)
 
     def __repr__(self) -> str:
         return (f"ScoreHistogram(n_models={self.n_models}, n_bins={self.n_bins}, "
@@ -270,6 +278,9 @@ class ScoreHistogram:
         self.weight += np.bincount(cell.ravel(), w.ravel(), size).reshape(self.weight.shape)
         self.score_sum += np.bincount(cell.ravel(), (w * f).ravel(),
                                       size).reshape(self.score_sum.shape)
+        counted = w > 0
+        self.rows[:, 0] += np.count_nonzero(counted & ~pos, axis=0)
+        self.rows[:, 1] += np.count_nonzero(counted & pos, axis=0)
         return self
 
     def merge(self, other: ScoreHistogram) -> ScoreHistogram:
@@ -280,7 +291,12 @@ class ScoreHistogram:
         out = ScoreHistogram(self.n_models, self.n_bins, self.limit)
         out.weight = self.weight + other.weight
         out.score_sum = self.score_sum + other.score_sum
+        out.rows = self.rows + other.rows
         return out
+
+    def fewest_rows(self) -> int:
+        """The fewest rows of one label in any model's calibration set."""
+        return int(self.rows.min())
 
     def points(self, model: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The binned calibration set of one model.

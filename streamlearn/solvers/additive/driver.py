@@ -14,7 +14,9 @@
    updated from each row read. With ``tol`` set, a stopping rule ends them earlier (see
    :func:`fit`) and reaching ``epochs`` without meeting it warns ``ConvergenceWarning``;
 3. the held-out calibration rows' scores are binned and a Platt sigmoid is fitted per
-   binary model: by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
+   binary model when every model's rows hold at least 10 of each of its labels
+   (``MIN_CALIBRATION_ROWS``; else the scores keep the plain logistic): the bins are
+   filled by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
    scored the returned model on those rows), else by a reduction pass of its own (over
    the same 16 ranges on such data, ``_calibration``).
 
@@ -66,7 +68,7 @@ from streamlearn.solvers.additive.passes import (
     TrainingRows,
     w_to_w_d,
 )
-from streamlearn.solvers.calibration import ScoreHistogram
+from streamlearn.solvers.calibration import MIN_CALIBRATION_ROWS, ScoreHistogram
 from streamlearn.solvers.dcd import LOSSES, mean_embedding, move_centre
 from streamlearn.solvers.embedding import (
     Embedding,
@@ -269,6 +271,13 @@ class AdditiveFit:
     bases_tried : tuple of (int, float or None)
         With ``config.bases_grid``: each count of bases per feature trained, with its
         held-out log-loss (:func:`finer_feature_bases`).
+    feature_transform : TailTransform or None
+    fewest_calibration_rows : int or None
+        The fewest held-out rows of one label in a binary model's calibration set (None
+        without held-out rows). Below
+        :data:`~streamlearn.solvers.calibration.MIN_CALIBRATION_ROWS` the sigmoids are not
+        fitted (``calibrated`` False) and ``held_out_log_loss`` is that of the plain
+        logistic of the scores.
     """
 
     feature_names: tuple[str, ...]
@@ -293,6 +302,7 @@ class AdditiveFit:
     pair_check: dict[str, Any] | None = None
     bases_tried: tuple[tuple[int, float | None], ...] = ()
     feature_transform: TailTransform | None = None
+    fewest_calibration_rows: int | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -858,15 +868,19 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
             histogram = _on_held_out(runner, dataset,
                                      CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs,
                                                      config.bias_scale, holdout), "calibrate")
-        platt_a, platt_b = histogram.fit()
-        calibrated = True
+        fewest_rows = histogram.fewest_rows()
+        # too few rows of a label: the plain logistic of the scores, whose held-out loss
+        # still ranks the models a search compares (the same rows for each)
+        calibrated = fewest_rows >= MIN_CALIBRATION_ROWS
+        if calibrated:
+            platt_a, platt_b = histogram.fit()
         held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
         if shape[0] > 1 and config.compares_models:  # the classifier's, not its models'
             held_out_loss = _on_held_out(runner, dataset, ClassLogLossPass(
                 np.ascontiguousarray(coef_d), emb, pairs, len(classes), config.bias_scale,
                 platt_a, platt_b, holdout), "held-out log-loss")
     else:
-        held_out_loss = None
+        held_out_loss = fewest_rows = None
     term_values = (None if not importances or sample is None or sample.shape[0] == 0
                    else sample_importances(sample, coef_d, feature_map, emb))
     # a sparse source's numbered columns stay a NumberedNames, not a tuple of n strings
@@ -875,7 +889,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        int(n_holdout), regularisation, np.ascontiguousarray(coef_d),
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
-                       centre_d, term_values, held_out_log_loss=held_out_loss), summary
+                       centre_d, term_values, held_out_log_loss=held_out_loss,
+                       fewest_calibration_rows=fewest_rows), summary
 
 
 def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureMap | None,
