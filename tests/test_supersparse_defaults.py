@@ -1,11 +1,24 @@
 """The super-sparse machines' defaults: ``gamma="auto"`` and ``n_prototypes="auto"``."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from sklearn.datasets import make_regression
 from sklearn.svm import SVC, LinearSVC
 
-from streamlearn.models.supersparse import SuperSparseClassifier, auto_prototypes
-from streamlearn.solvers.supersparse.passes import AUTO_GAMMA_FACTOR, prototype_gamma
+from streamlearn.models.supersparse import (
+    SuperSparseClassifier,
+    SuperSparseRegressor,
+    auto_prototypes,
+)
+from streamlearn.solvers.supersparse.driver import prototype_step
+from streamlearn.solvers.supersparse.passes import (
+    AUTO_GAMMA_FACTOR,
+    GramState,
+    TargetRows,
+    prototype_gamma,
+)
 
 
 def _spirals(n_per_class: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,3 +91,32 @@ def test_defaults_follow_a_curved_boundary_that_the_scale_width_misses():
     assert 1.0 - wide.score(Xt, yt) > 0.30
     wide_auto = SuperSparseClassifier(gamma="scale").fit(X, y)
     assert 1.0 - wide_auto.score(Xt, yt) > 0.15 > 3 * error
+
+
+def test_prototype_step_is_divided_by_the_variance_of_regression_targets():
+    rng = np.random.default_rng(2)
+    t = rng.normal(3.0, 7.0, size=(500, 2))
+    v = rng.uniform(0.5, 2.0, size=500)
+    z = np.hstack([rng.random((500, 3)), np.ones((500, 1))])  # the constant last
+    stats = GramState(z.T @ (v[:, None] * z), z.T @ (v[:, None] * t),
+                      float(np.sum(v[:, None] * t * t)), float(v.sum()), 500)
+    config = SimpleNamespace(step=0.5)
+    variance = np.mean(np.average((t - np.average(t, axis=0, weights=v)) ** 2, axis=0,
+                                  weights=v))
+    assert prototype_step(config, TargetRows("regression"), stats) == pytest.approx(
+        0.5 / variance)
+    assert prototype_step(config, TargetRows("classification"), stats) == 0.5
+
+
+def test_regressor_does_not_depend_on_the_units_of_the_target():
+    # the prototype step used to be the same for any target: at y * 1000 the objective
+    # did not move from its first value and R2 stayed at 0.74, at y * 1e-6 the fit stopped
+    # after 5 steps
+    X, y = make_regression(400, 5, noise=5.0, random_state=0)
+    base = SuperSparseRegressor().fit(X, y)
+    assert base.score(X, y) > 0.95
+    for scale, shift in ((1e3, 1e6), (1e-6, 0.0)):
+        scaled = SuperSparseRegressor().fit(X, y * scale + shift)
+        assert scaled.score(X, y * scale + shift) == pytest.approx(base.score(X, y), abs=2e-3)
+        np.testing.assert_allclose((scaled.predict(X) - shift) / scale, base.predict(X),
+                                   rtol=0, atol=0.02 * np.std(y))

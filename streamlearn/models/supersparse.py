@@ -526,7 +526,9 @@ _PARAMS_DOC = """
         ``R = ||beta||^2`` (closed-form beta-step) or ``||beta||_1`` (coordinate descent).
     step : float
         Initial prototype step (batch solver; adapted: x1.2 after a decrease, x0.5 and
-        undone after an increase) or the fixed per-chunk step (mini-batch solver).
+        undone after an increase) or the fixed per-chunk step (mini-batch solver). For
+        regression targets (and a reduced model's scores) ``fit`` divides it by the
+        targets' variance, so that the fit does not depend on their units.
         :meth:`partial_fit` uses ``step / (gamma_ var(t))``, ``var(t)`` the weighted target
         variance of its first call, so that its default moves prototypes by a fixed share
         of the data's spread whatever the units of features and targets.

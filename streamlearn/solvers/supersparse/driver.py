@@ -486,6 +486,7 @@ class _BetaStep:
     p: int
     coef: str
     tracker: _LamTracker | None
+    last: GramState | None = None  # the training rows' statistics of the last call
 
     def stats(self, C: np.ndarray) -> GramState:
         """The training rows' statistics at ``C`` (no tracker)."""
@@ -495,7 +496,8 @@ class _BetaStep:
     def __call__(self, C: np.ndarray, warm: np.ndarray | None,
                  lam: float) -> tuple[np.ndarray, float]:
         """Coefficients and objective at ``C``; with a tracker, at the penalty it chooses
-        (:meth:`_LamTracker.accept` must follow when the step is kept)."""
+        (:meth:`_LamTracker.accept` must follow when the step is kept). Keeps the
+        training rows' statistics in ``last``."""
         if self.tracker is None:
             stats = self.stats(C)
         else:
@@ -507,8 +509,24 @@ class _BetaStep:
             if stats.weight <= 0:
                 raise DataError("no rows with positive weight to train on")
             lam = self.tracker.choose(split, warm)
+        self.last = stats
         w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, self.coef, warm)
         return w, objective(stats, w, lam, self.coef)
+
+
+def prototype_step(config: SuperSparseConfig, rows: TargetRows, stats: GramState) -> float:
+    """The first prototype step: ``step``, divided by the targets' variance (per output)
+    for regression targets and a reduced model's scores.
+
+    The prototype gradient grows with the square of the targets' scale; so divided, the
+    first steps move the prototypes as far whatever the units of the targets (for class
+    targets, +-1, ``step`` as it is). A constant target keeps ``step``.
+    """
+    if rows.mode == "classification" or stats.weight <= 0:
+        return float(config.step)
+    mean = stats.r[-1] / stats.weight  # z's last entry is the constant 1
+    variance = (stats.yy / stats.weight - float(mean @ mean)) / stats.r.shape[1]
+    return float(config.step) / variance if variance > 0 else float(config.step)
 
 
 def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: TargetRows,
@@ -526,6 +544,8 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
     coef = config.coef
     tracker = beta_step.tracker
     history = [J]
+    assert beta_step.last is not None
+    first_step = prototype_step(config, rows, beta_step.last)
 
     def accepted(w_new: np.ndarray) -> float:
         if tracker is None:
@@ -543,7 +563,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
         for t in range(config.max_iter):
             rho = config.repulsion * config.repulsion_decay ** t
             state: MiniBatchState = runner.run(
-                MiniBatchPass(rows, MiniBatchState(C, w), similarity, config.step, coef, lam,
+                MiniBatchPass(rows, MiniBatchState(C, w), similarity, first_step, coef, lam,
                               rho),
                 dataset, shuffle=True, seed=seed, epoch=t,
                 description=f"mini-batch epoch {t + 1} p={p}")
@@ -560,7 +580,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
         return C, w, history, lam
 
     memory = PROTOTYPE_MEMORY if config.solver == "lbfgs" else 0
-    step = config.step
+    step = first_step
     grad: np.ndarray | None = None
     pairs: list[tuple[np.ndarray, np.ndarray, float]] = []  # quasi-Newton memory
     previous: tuple[np.ndarray, np.ndarray, float] | None = None  # (C, gradient, lam)
@@ -610,7 +630,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
             if not pairs:
                 step *= STEP_SHRINK
             history.append(J)
-            if scale < MIN_STEP_FRACTION * (1.0 if pairs else config.step):
+            if scale < MIN_STEP_FRACTION * (1.0 if pairs else first_step):
                 break
     else:
         _warn_cap(config, p, "prototype steps")
