@@ -509,6 +509,7 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers starts a local cluster and --scheduler connects to "
                                "one: give only one of them")
+    _refuse_overwriting_inputs(out, DATA=data)
     common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
     task = None
     if model_name is not None:
@@ -574,6 +575,37 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
         _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine, passes,
                       searcher)
     click.echo(f"\nsaved to {path}")
+
+
+def _local_path(location: str) -> Path | None:
+    """The resolved local path of a path or ``file://`` URL; None for other URLs."""
+    if location.startswith("file://"):
+        location = location[len("file://"):]
+    elif "://" in location:
+        return None
+    return Path(location).expanduser().resolve()
+
+
+def _refuse_overwriting_inputs(out: str, **inputs: str | None) -> None:
+    """Refuse an ``--out`` that is one of the command's inputs, or lies inside an input
+    directory (it would join the data the next time the directory is read): writing it
+    would replace or change what the command reads.
+
+    Parameters
+    ----------
+    out : str
+        The ``--out`` path or URL.
+    **inputs : str or None
+        The inputs by the name the message gives them (``DATA``, ``MODEL``, ...).
+    """
+    target = _local_path(out)
+    if target is None:
+        return
+    for name, location in inputs.items():
+        source = None if location is None else _local_path(location)
+        if source is not None and (target == source or source in target.parents):
+            raise click.UsageError(f"--out {out} would overwrite {name} ({location}): "
+                                   "write the output elsewhere")
 
 
 def _check_search(cls: type, search: Sequence[tuple[str, list[Any]]]) -> None:
@@ -849,6 +881,7 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
     """
     from streamlearn.data.open import open_dataset
 
+    _refuse_overwriting_inputs(out, MODEL=model_path, DATA=data)
     model = _load_model(model_path)
     if proba and not (hasattr(model, "predict_proba") and _is_classifier(model)):
         raise click.UsageError(f"--proba: a {type(model).__name__} has no class probabilities")

@@ -329,6 +329,33 @@ def test_predict_feature_mismatch_is_a_clear_error(trained: Trained, tmp_path: P
     assert not (tmp_path / "p.parquet").exists()
 
 
+def test_out_that_is_an_input_is_refused_and_the_input_kept(trained: Trained,
+                                                           tmp_path: Path) -> None:
+    data = tmp_path / "data.parquet"
+    trained.frame.to_parquet(data)
+    folder = tmp_path / "parts"
+    write_parquet_dir(trained.frame, folder)
+    model = tmp_path / "model.slm"
+    model.write_bytes(trained.model.read_bytes())
+    saved = {p: p.read_bytes() for p in (data, model, *folder.iterdir())}
+    attempts = [
+        ("train", str(data), "-t", "label", "--exclude", "id", "-o", str(data)),
+        ("train", f"file://{folder}", "-t", "label", "--exclude", "id", "-o",
+         str(folder / "m.slm")),
+        ("predict", str(model), str(data), "-o", str(data)),
+        ("predict", str(model), str(data), "-o", str(tmp_path / "." / "model.slm")),
+        ("predict", str(model), str(folder), "-o", str(folder / "p.parquet")),
+    ]
+    for args in attempts:
+        result = run(*args, "--quiet")
+        assert result.exit_code == 2, (args, result.output)
+        assert "would overwrite" in result.output
+    assert {p: p.read_bytes() for p in (data, model, *folder.iterdir())} == saved
+    # beside the inputs, the same commands write
+    result = run("predict", str(model), str(data), "-o", str(tmp_path / "p.parquet"), "--quiet")
+    assert result.exit_code == 0, result.output
+
+
 def test_predict_checks_the_count_of_unnamed_features(tmp_path: Path) -> None:
     X, y = additive_problem(2000, seed=1)
     model_path = AdditiveSVC(n_bases=6, epochs=1, progress=False).fit(X, y).save(
