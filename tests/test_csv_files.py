@@ -60,6 +60,30 @@ def test_tabs_and_compression(tmp_path: Path, name: str) -> None:
     np.testing.assert_array_equal(y, frame["label"].to_numpy())
 
 
+def test_an_integer_target_is_a_class_target_as_in_parquet(tmp_path: Path,
+                                                          small_blocks: None) -> None:
+    frame = make_frame()
+    frame["y01"] = (frame["label"] == "pos").astype(int)
+    frame["score"] = frame["a"] * 2.5  # floats: a regression target
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_parquet(tmp_path / "t.parquet")
+    for name in ("t.csv", "t.parquet"):
+        ds = open_dataset(tmp_path / name, target="y01", exclude=["label", "score"])
+        assert ds.task == "classification", name
+        assert ds.classes.tolist() == [0, 1] and ds.classes.dtype.kind == "i"
+        codes = np.concatenate([c.y for c in ds.chunks()])
+        np.testing.assert_array_equal(ds.classes[codes], frame["y01"].to_numpy())
+        assert open_dataset(tmp_path / name, target="score",
+                            exclude=["label", "y01"]).task == "regression"
+    # a block with a missing value keeps floats; whole numbers come back as integers
+    frame.loc[5, "b"] = np.nan
+    frame.to_csv(tmp_path / "m.csv", index=False)
+    ds = open_dataset(tmp_path / "m.csv", target="y01", exclude=["label", "score"],
+                      nan_policy=-1.0)
+    X = np.vstack([c.X for c in ds.chunks()])
+    np.testing.assert_array_equal(X[:, 1], frame["b"].fillna(-1.0).to_numpy(np.float32))
+
+
 def test_directory_of_files_in_name_order(tmp_path: Path, small_blocks: None) -> None:
     parts = [make_frame(150, seed=s) for s in range(3)]
     folder = tmp_path / "parts"

@@ -7,9 +7,10 @@ cut: it is one piece, read whole (convert it once with ``streamlearn convert`` f
 memory and faster epochs). Opening counts every block's rows, one parse of the data, as the
 svmlight reader's scan does.
 
-Column types come from the start of the first file: integer columns are read as floats (a
-later block may hold a missing value), text columns are categorical features coded in the
-stream. A later block that does not parse to those types raises a
+Column types come from the start of the first file: integer columns are parsed as floats (a
+later block may hold a missing value) and given back as integers where a block holds whole
+numbers only, so that an integer target is a class target as in parquet; text columns are
+categorical features coded in the stream. A later block that does not parse to those types raises a
 :class:`~streamlearn.errors.ReadError` naming the source and the block.
 """
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 import fsspec
+import numpy as np
 
+from streamlearn.data.sources.base import ColumnKind
 from streamlearn.data.sources.dask_collections import DaskDataFrameSource
 from streamlearn.errors import ReadError, SourceError
 
@@ -57,9 +60,19 @@ class CsvSource(DaskDataFrameSource):
 
     def _compute(self, i: int, names: list[str]) -> Any:
         try:
-            return super()._compute(i, names)
+            part = super()._compute(i, names)
         except (ValueError, TypeError, OSError) as exc:
             raise ReadError(f"could not parse {self.pieces[i].label}: {exc}") from exc
+        # integer columns are parsed as floats (a block may miss a value); a block whose
+        # values are all whole numbers gives them back as integers, so that labels stay
+        # 0 and 1
+        for name in names:
+            column = part[name]
+            if self.kinds.get(name) == ColumnKind.INTEGER and column.dtype.kind == "f":
+                values = column.to_numpy()
+                if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+                    part[name] = values.astype(np.int64)
+        return part
 
 
 def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSource:
@@ -101,11 +114,21 @@ def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSo
         raise SourceError(f"{url} mixes .csv and .tsv files; give them separately")
     compressed = any(f.endswith(COMPRESSED_SUFFIXES) for f in files)
     urls = [fs.unstrip_protocol(f) for f in files]
+    sep = "\t" if tabs.pop() else ","
     try:
-        frame = dd.read_csv(urls, sep="\t" if tabs.pop() else ",",
+        frame = dd.read_csv(urls, sep=sep,
                             blocksize=None if compressed else CSV_BLOCK_BYTES,
                             compression="infer", assume_missing=True,
                             storage_options=storage_options)
+        # the types pandas gives the sample without assume_missing: integer columns stay
+        # integers there (labels such as 0/1 are a class target, as in parquet)
+        sample = dd.read_csv(urls[:1], sep=sep,
+                             blocksize=None, compression="infer",
+                             storage_options=storage_options)._meta
     except (ValueError, TypeError, OSError, EOFError) as exc:
         raise ReadError(f"could not read CSV {url}: {exc}") from exc
-    return CsvSource(frame, f"CSV {url}")
+    source = CsvSource(frame, f"CSV {url}")
+    for name, dtype in sample.dtypes.items():
+        if str(name) in source.kinds and dtype.kind in "iu":
+            source.kinds[str(name)] = ColumnKind.INTEGER
+    return source
