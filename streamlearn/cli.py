@@ -42,6 +42,8 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
 MANAGED_PARAMS = ("engine",)
 #: ``train`` without ``--model``: the model for each kind of target.
 DEFAULT_MODELS = {"classification": "additive", "regression": "sppr"}
+#: ... and for sparse rows, which projection pursuit cannot take.
+DEFAULT_SPARSE_MODELS = {"classification": "additive", "regression": "supersparse"}
 #: Seconds to wait for the scheduler given by ``--scheduler``.
 CONNECT_TIMEOUT = 10
 
@@ -479,7 +481,8 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
 
     DATA is a parquet file or directory, a zarr store, svmlight or CSV files, or an fsspec
     URL of any of them. Without --model, a class target trains additive and a numeric
-    target sppr (the target's type decides, as open_dataset infers it). Shared
+    target sppr, or supersparse on sparse rows (the target's type decides, as
+    open_dataset infers it). Shared
     options (--epochs, --C, --lam, --chunk-rows, --seed) set the model's parameter of that
     name; --param NAME=VALUE sets any other (a wrong name lists the valid ones).
 
@@ -523,9 +526,11 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     if dataset.task is None:
         raise click.UsageError("train needs the target column: --target COL")
     if model_name is None:
-        model_name = DEFAULT_MODELS[dataset.task]
+        defaults = DEFAULT_SPARSE_MODELS if dataset.is_sparse else DEFAULT_MODELS
+        model_name = defaults[dataset.task]
         if not quiet:
-            click.echo(f"model: {model_name} (the default for a {dataset.task} target; "
+            rows = " on sparse rows" if dataset.is_sparse else ""
+            click.echo(f"model: {model_name} (the default for a {dataset.task} target{rows}; "
                        "--model chooses another)")
     cls = model_class(model_name, dataset.task)
     kwargs = model_params(cls, common, params)

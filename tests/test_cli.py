@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import scipy.sparse as sp
 from click.testing import CliRunner, Result
 from sklearn.metrics import confusion_matrix, log_loss
 
@@ -27,6 +28,7 @@ from streamlearn.cli import (
     sparkline,
 )
 from streamlearn.data.synthetic import additive_problem
+from streamlearn.io import load_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.models.registry import MODELS, ModelEntry
 from tests.conftest import Reference, write_parquet_dir
@@ -327,6 +329,20 @@ def test_predict_feature_mismatch_is_a_clear_error(trained: Trained, tmp_path: P
     assert "SchemaError: the data lacks features the model was trained on" in result.output
     assert "['f7'] not found" in result.output
     assert not (tmp_path / "p.parquet").exists()
+
+
+def test_a_numeric_target_on_sparse_rows_trains_a_model_that_takes_them(tmp_path: Path) -> None:
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X = sp.random(400, 30, density=0.2, random_state=1, format="csr")
+    y = X @ rng.normal(size=30) + 0.1 * rng.normal(size=400)
+    dump_svmlight_file(X, y, str(tmp_path / "reg.svm"))
+    result = run("train", str(tmp_path / "reg.svm"), "-o", str(tmp_path / "m.slm"))
+    assert result.exit_code == 0, result.output
+    assert "model: supersparse (the default for a regression target on sparse rows" in \
+        result.output
+    assert type(load_model(tmp_path / "m.slm")).__name__ == "SuperSparseRegressor"
 
 
 def test_out_that_is_an_input_is_refused_and_the_input_kept(trained: Trained,
