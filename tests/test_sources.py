@@ -16,6 +16,7 @@ import zarr
 from streamlearn import open_dataset
 from streamlearn.data.labels import consecutive_codes, offset_codes
 from streamlearn.data.sources.base import stack_columns, transpose_into
+from streamlearn.errors import ReadError
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -125,6 +126,15 @@ def test_zarr_classes_attribute_skips_the_scan(ref: Reference, tmp_path: Path,
     ds = open_dataset(store)
     monkeypatch.setattr(ds.source, "read_target", lambda *a: pytest.fail("scanned"))
     np.testing.assert_array_equal(ds.schema.classes, [3, 5, 7])
+
+
+def test_zarr_array_with_damaged_metadata_is_a_read_error(ref: Reference,
+                                                          tmp_path: Path) -> None:
+    store = Path(write_zarr_matrix(ref, tmp_path / "m.zarr"))
+    meta = store / "X" / "zarr.json"
+    meta.write_bytes(meta.read_bytes()[:100])  # cut short, as by a copy that stopped
+    with pytest.raises(ReadError, match=r"could not open the arrays of zarr store .*m\.zarr"):
+        open_dataset(str(store))
 
 
 def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> None:

@@ -131,7 +131,11 @@ class ZarrSource:
             except Exception as exc:
                 raise ReadError(f"could not open zarr store {store}: {exc}") from exc
         self._group = group
-        arrays = {name: arr for name, arr in group.arrays()}
+        try:
+            arrays = {name: arr for name, arr in group.arrays()}
+        except Exception as exc:  # an array's metadata that zarr cannot read
+            raise ReadError(f"could not open the arrays of zarr store {self.description}: "
+                            f"{type(exc).__name__}: {exc}") from exc
         if not arrays:
             raise SourceError(f"zarr group {self.description} holds no arrays")
         self._arrays = arrays
