@@ -299,13 +299,21 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     columns of those names when the data has them all, else the data's feature columns by
     position, and then only their number must agree (sparse rows may have fewer columns:
     an svmlight file's largest index may be below the training data's; the others are
-    zeros).
+    zeros). A model trained on svmlight text reads svmlight data with the training file's
+    index base and its number of features.
     """
     from streamlearn.data.sources.base import default_feature_names
 
     expected = list(getattr(model, "feature_names_in_", ()))
     if not expected:
         raise SchemaError(f"the {type(model).__name__} does not record its feature names")
+    svmlight: dict[str, Any] = {}
+    if getattr(model, "svmlight_zero_based_", None) is not None:
+        # indices as the training file's were read (a file without index 0 would
+        # otherwise be taken as one-based, every feature shifted by one), and an index
+        # beyond the model's features an error that names its line
+        svmlight.update(zero_based=bool(model.svmlight_zero_based_),
+                        n_features=len(expected))
     categories = getattr(model, "categories_", None)
     task = None
     if target is not None:
@@ -313,12 +321,12 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
         dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task,
-                        categories=categories)
+                        categories=categories, **svmlight)
         if list(dataset.feature_names) != expected and set(expected) <= set(
                 dataset.feature_names):
             # columns really named x0, x1, ... (next to others, such as the target): by name
             dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows,
-                            nan_policy, task=task, categories=categories)
+                            nan_policy, task=task, categories=categories, **svmlight)
         narrower_sparse = dataset.is_sparse and dataset.n_features < len(expected)
         if dataset.n_features != len(expected) and not narrower_sparse:
             raise SchemaError(
@@ -328,7 +336,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         return dataset
     try:
         return _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
-                     task=task, categories=categories)
+                     task=task, categories=categories, **svmlight)
     except SchemaError as exc:
         if "not found" not in str(exc):
             raise

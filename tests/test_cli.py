@@ -345,6 +345,37 @@ def test_a_numeric_target_on_sparse_rows_trains_a_model_that_takes_them(tmp_path
     assert type(load_model(tmp_path / "m.slm")).__name__ == "SuperSparseRegressor"
 
 
+def test_svmlight_data_is_read_with_the_index_base_of_the_training_file(
+        tmp_path: Path) -> None:
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.5, 2.0, size=(600, 4)) * (rng.random((600, 4)) < 0.7)
+    y = (X[:, 0] - X[:, 3] > 0).astype(int)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=True)
+    result = run("train", str(tmp_path / "train.svm"), "-o", str(tmp_path / "m.slm"),
+                 "-m", "additive", "-p", "embedding=linear", "--quiet")
+    assert result.exit_code == 0, result.output
+    model = load_model(tmp_path / "m.slm")
+    assert model.svmlight_zero_based_ is True
+    # rows to predict where feature 0 is never set: read alone, the file is one-based
+    test = X[:50].copy()
+    test[:, 0] = 0.0
+    dump_svmlight_file(test, y[:50], str(tmp_path / "test.svm"), zero_based=True)
+    assert "0:" not in (tmp_path / "test.svm").read_text()
+    result = run("predict", str(tmp_path / "m.slm"), str(tmp_path / "test.svm"), "-o",
+                 str(tmp_path / "p.parquet"), "--quiet")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "p.parquet")["prediction"],
+                                  model.predict(test))
+    # an index beyond the model's features names its line
+    (tmp_path / "wide.svm").write_text("1 1:0.5 2:0.3\n0 6:1.0\n")
+    result = run("predict", str(tmp_path / "m.slm"), str(tmp_path / "wide.svm"), "-o",
+                 str(tmp_path / "w.parquet"), "--quiet")
+    assert result.exit_code == 1
+    assert "feature index 6 is out of range for n_features=4" in result.output
+
+
 def test_out_that_is_an_input_is_refused_and_the_input_kept(trained: Trained,
                                                            tmp_path: Path) -> None:
     data = tmp_path / "data.parquet"

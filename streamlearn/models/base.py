@@ -180,7 +180,9 @@ class StreamEstimator(BaseEstimator):
         estimator's ``_task``, wraps the engine with checkpoints, runs :meth:`_run_driver`
         and sets the learned attributes: ``n_passes_`` and ``bytes_read_`` (what the fit
         read, below), ``feature_names_in_``, ``n_features_in_``, ``classes_``
-        (classifiers), then those of the driver's result (:meth:`_set_fitted`) and
+        (classifiers), ``svmlight_zero_based_`` (training data read from svmlight text:
+        whether its feature indices were taken as zero-based, so that data to predict is
+        read the same way), then those of the driver's result (:meth:`_set_fitted`) and
         ``categories_`` (:func:`record_categories`). A fit that fails, whatever the reason,
         leaves the estimator unfitted.
 
@@ -235,6 +237,9 @@ class StreamEstimator(BaseEstimator):
         self.n_features_in_ = len(self.feature_names_in_)
         if self._task == "classification" and dataset.classes is not None:
             self.classes_ = storable_classes(dataset.classes)
+        zero_based = getattr(dataset.source, "zero_based", None)
+        if zero_based is not None:  # svmlight text: how its indices were read
+            self.svmlight_zero_based_ = bool(zero_based)
         self._set_fitted(fitted)
         record_categories(self, dataset.categories)
 
