@@ -305,6 +305,24 @@ def test_lists_and_object_arrays_fit_like_arrays(blobs) -> None:
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
+def test_predict_on_a_dataset_or_a_path_names_what_streams_it(cls, blobs,
+                                                             tmp_path: Path) -> None:
+    X, y = blobs
+    if cls._task == "regression":
+        y = X[:, 0] + X[:, 1]
+    model = cls().fit(X, y)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(y=y)
+    frame.to_parquet(tmp_path / "d.parquet")
+    for data in (str(tmp_path / "d.parquet"), tmp_path / "d.parquet",
+                 open_dataset(tmp_path / "d.parquet", target="y")):
+        with pytest.raises(TypeError, match="streamlearn predict MODEL DATA"):
+            model.predict(data)
+    # exclude=None is no exclusion
+    assert open_dataset(tmp_path / "d.parquet", target="y", exclude=None).n_features == \
+        X.shape[1]
+
+
 def test_column_vector_y_warns_and_scores(blobs) -> None:
     X, y = blobs
     with pytest.warns(DataConversionWarning, match="column-vector y"):

@@ -78,7 +78,7 @@ class Dataset:
         source: Source,
         *,
         features: Sequence[str] | None = None,
-        exclude: Sequence[str] = (),
+        exclude: Sequence[str] | None = (),
         target: str | None = None,
         weight: str | None = None,
         task: Task | None = None,
@@ -88,6 +88,7 @@ class Dataset:
         prefetch: int = 2,
         categories: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
+        exclude = () if exclude is None else exclude
         self.source = source
         self._task_given = task
         columns = list(source.columns)

@@ -32,7 +32,7 @@ def open_dataset(
     *,
     target: str | Any | None = None,
     features: Sequence[str] | None = None,
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str] | None = (),
     weight: str | Any | None = None,
     task: Task | None = None,
     classes: Sequence[Any] | None = None,
@@ -66,7 +66,7 @@ def open_dataset(
         value per row). A zarr store with ``X`` and ``y`` arrays uses ``y`` by default.
     features : list of str, optional
         Feature columns in order; by default every column but the target and weight.
-    exclude : list of str
+    exclude : list of str, optional
         Columns to leave out when ``features`` is not given (identifiers, text); with
         ``hash_features``, columns not to hash.
     weight : str or array-like, optional
@@ -135,6 +135,7 @@ def open_dataset(
     taken = _column_names(source)
     target_name, target_values = _split(target, "target", _fresh("y", taken))
     weight_name, weight_values = _split(weight, "weight", _fresh("weight", taken))
+    exclude = () if exclude is None else exclude
     svmlight: dict[str, Any] = {"n_features": n_features, "zero_based": zero_based}
     if hash_features is not None:
         svmlight["hash_features"] = hash_features

@@ -789,6 +789,12 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     -------
     ndarray of shape (n, n_features), float32, C-contiguous, finite
     """
+    if isinstance(X, Dataset | str | os.PathLike):
+        # fit and score stream these; predictions of every row would be held in memory
+        raise TypeError(f"{owner} predicts rows held in memory (an array, a table or a "
+                        f"sparse matrix), not a {type(X).__name__}: 'streamlearn predict "
+                        "MODEL DATA --out FILE' streams a dataset's predictions to parquet, "
+                        "and model.score(DATA) scores it")
     expected = list(feature_names)
     if categories is None:
         categories = getattr(feature_names, "categories", None)
