@@ -122,6 +122,14 @@ def test_a_block_that_does_not_parse_names_the_source(tmp_path: Path,
     text = frame.to_csv(index=False).splitlines()
     text[500] = "1.0,not-a-number,2.0,pos"  # far past the rows the types are taken from
     path.write_text("\n".join(text) + "\n")
+    # the file, line, column and value, in one line
+    with pytest.raises(ReadError, match=r"bad\.csv, line 501, column 'b': 'not-a-number' "
+                                        "is not a number") as error:
+        list(open_dataset(path, target="label").chunks())
+    assert "\n" not in str(error.value)
+    # a block that breaks otherwise keeps the parser's words, naming the source
+    text[500] = "1.0,2,2.0,pos,extra,fields"
+    path.write_text("\n".join(text) + "\n")
     with pytest.raises(ReadError, match="CSV .*bad.csv"):
         list(open_dataset(path, target="label").chunks())
 

@@ -16,10 +16,12 @@ categorical features coded in the stream. A later block that does not parse to t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import fsspec
 import numpy as np
+import pandas as pd
 
 from streamlearn.data.sources.base import ColumnKind
 from streamlearn.data.sources.dask_collections import DaskDataFrameSource
@@ -47,11 +49,13 @@ class CsvSource(DaskDataFrameSource):
     is parsed once per pass, and again for a chunk that crosses into it from another.
     """
 
-    def __init__(self, frame: Any, description: str) -> None:
+    def __init__(self, frame: Any, description: str,
+                 find_unparsed: Callable[[], str | None] | None = None) -> None:
+        self._find_unparsed = find_unparsed
         try:
             super().__init__(frame)
         except (ValueError, TypeError, OSError) as exc:
-            raise ReadError(f"could not read {description}: {exc}") from exc
+            raise self._parse_error(f"could not read {description}", exc) from exc
         self.description = description
         for i, piece in enumerate(self.pieces):
             self.pieces[i] = piece.__class__(
@@ -62,7 +66,7 @@ class CsvSource(DaskDataFrameSource):
         try:
             part = super()._compute(i, names)
         except (ValueError, TypeError, OSError) as exc:
-            raise ReadError(f"could not parse {self.pieces[i].label}: {exc}") from exc
+            raise self._parse_error(f"could not parse {self.pieces[i].label}", exc) from exc
         # integer columns are parsed as floats (a block may miss a value); a block whose
         # values are all whole numbers gives them back as integers, so that labels stay
         # 0 and 1
@@ -73,6 +77,45 @@ class CsvSource(DaskDataFrameSource):
                 if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
                     part[name] = values.astype(np.int64)
         return part
+
+
+    def _parse_error(self, what: str, exc: BaseException) -> ReadError:
+        """``what`` failed with ``exc``: where a value does not parse as its column's
+        number, the error names the file, line, column and value instead of the parser's
+        table of types."""
+        if self._find_unparsed is not None and "dtype" in str(exc):
+            found = self._find_unparsed()
+            if found is not None:
+                return ReadError(found)
+        return ReadError(f"{what}: {exc}")
+
+
+def first_unparsed_value(urls: list[str], sep: str, numeric: list[str],
+                         storage_options: dict[str, Any] | None) -> str | None:
+    """Where the first value of a ``numeric`` column that is not a number lies in the
+    files ``urls``: ``"FILE, line L, column 'C': 'VALUE' is not a number ..."``, or None.
+
+    Read as text in blocks of rows, on the error path only (the columns' types come from
+    the start of the first file, and a later value breaks them).
+    """
+    for url in urls:
+        with fsspec.open(url, "rb", compression="infer", **(storage_options or {})) as f:
+            line = 2  # the header is line 1
+            for block in pd.read_csv(f, sep=sep, dtype=str, usecols=numeric,
+                                     chunksize=1 << 16):
+                for column in numeric:
+                    text = block[column]
+                    bad = text.notna() & pd.to_numeric(text, errors="coerce").isna()
+                    if bad.any():
+                        row = int(np.argmax(bad.to_numpy()))
+                        return (f"{url.removeprefix('file://')}, line {line + row}, "
+                                f"column {column!r}: "
+                                f"{text.iloc[row]!r} is not a number, where the file's "
+                                "first rows hold numbers in this column; make the column "
+                                "all numbers (missing values empty), or all text for a "
+                                "categorical feature")
+                line += len(block)
+    return None
 
 
 def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSource:
@@ -127,7 +170,9 @@ def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSo
                              storage_options=storage_options)._meta
     except (ValueError, TypeError, OSError, EOFError) as exc:
         raise ReadError(f"could not read CSV {url}: {exc}") from exc
-    source = CsvSource(frame, f"CSV {url}")
+    numeric = [str(c) for c, t in frame._meta.dtypes.items() if t.kind in "iuf"]
+    source = CsvSource(frame, f"CSV {url}", lambda: first_unparsed_value(
+        urls, sep, numeric, storage_options))
     for name, dtype in sample.dtypes.items():
         if str(name) in source.kinds and dtype.kind in "iu":
             source.kinds[str(name)] = ColumnKind.INTEGER
