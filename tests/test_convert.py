@@ -19,7 +19,7 @@ from streamlearn.data import convert as convert_module
 from streamlearn.data.convert import ConvertReport, convert
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.sources.sparse_zarr import SparseZarrSource, is_sparse_zarr
-from streamlearn.errors import DataError, ReadError, SourceError
+from streamlearn.errors import DataError, ReadError, SchemaError, SourceError
 from tests.conftest import FEATURES, Reference, write_parquet_file
 
 
@@ -125,6 +125,34 @@ def test_string_labels_written_as_labels(labelled: pd.DataFrame, ref: Reference,
     assert back.classes.tolist() == ["cat", "dog", "emu"]
     _, y, _ = streamed(back)
     np.testing.assert_array_equal(y, labelled["animal"].to_numpy())
+
+
+def test_named_columns_in_the_sparse_layout_are_selected_by_their_names(
+        labelled: pd.DataFrame, tmp_path: Path) -> None:
+    path = write_parquet_file(labelled, tmp_path / "t.parquet")
+    ds = open_dataset(str(path), target="animal", features=FEATURES)
+    convert(ds, tmp_path / "s.zarr", layout="sparse")
+    # numbered columns, and the original names select all of them, in order
+    back = open_dataset(str(tmp_path / "s.zarr"), features=FEATURES)
+    assert list(back.feature_names) == [f"x{j}" for j in range(len(FEATURES))]
+    X = np.vstack([c.X.to_scipy().toarray() for c in back.chunks()])
+    np.testing.assert_array_equal(X, labelled[FEATURES].to_numpy(np.float32))
+    with pytest.raises(SchemaError, match="numbered columns"):
+        open_dataset(str(tmp_path / "s.zarr"), features=FEATURES[::-1])
+    # a model trained on the named columns predicts the store from the command line
+    model = tmp_path / "m.slm"
+    trained = CliRunner().invoke(cli, ["train", str(path), "-t", "animal", "--features",
+                                       ",".join(FEATURES), "-m", "additive", "-p",
+                                       "embedding=linear", "-o", str(model), "--quiet"])
+    assert trained.exit_code == 0, trained.output
+    predicted = CliRunner().invoke(cli, ["predict", str(model), str(tmp_path / "s.zarr"), "-o",
+                                         str(tmp_path / "p.parquet"), "--quiet"])
+    assert predicted.exit_code == 0, predicted.output
+    direct = CliRunner().invoke(cli, ["predict", str(model), str(path), "-o",
+                                      str(tmp_path / "q.parquet"), "--quiet"])
+    assert direct.exit_code == 0, direct.output
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "p.parquet"),
+                                  pd.read_parquet(tmp_path / "q.parquet"))
 
 
 def test_string_labels_dense_layout(labelled: pd.DataFrame, tmp_path: Path) -> None:

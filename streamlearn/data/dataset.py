@@ -852,8 +852,12 @@ class _PieceReader:
 
 def _sparse_features(source: Source, features: Sequence[str] | None,
                      exclude: Sequence[str]) -> NumberedNames:
-    """The columns of a sparse source: all of them, numbered."""
+    """The columns of a sparse source: all of them, numbered (``features`` may name them
+    all in order, by number or by the names a store of the sparse layout keeps)."""
     names = NumberedNames(source.n_features)  # type: ignore[attr-defined]
+    stored = getattr(source, "stored_names", None)
+    if features is not None and stored is not None and list(features) == stored:
+        features = None
     if exclude or (features is not None and list(features) != names):
         raise SchemaError(
             f"{source.description} has sparse rows of {len(names)} numbered columns; it is "

@@ -122,6 +122,12 @@ class SparseZarrSource:
                 f"attribute, has {n_features!r}"
             )
         self.n_features = int(n_features)
+        # the names of a dense source written in the sparse layout (streamlearn convert):
+        # its columns are still numbered, and may be selected by these names, all in order
+        names = group.attrs.get("feature_names")
+        self.stored_names: list[str] | None = (
+            [str(n) for n in names] if isinstance(names, list)
+            and len(names) == self.n_features else None)
 
         arrays = dict(group.arrays())
         missing = [name for name in REQUIRED_ARRAYS if name not in arrays]
