@@ -109,6 +109,25 @@ def test_auto_l2_is_its_stated_rule_on_small_data() -> None:
     assert model.n_iter_ == min(FALLBACK_ROUNDS, 10)
 
 
+def test_features_far_from_zero_are_centred_and_keep_the_model() -> None:
+    # a feature whose values all lie on one side of zero (a year, kelvin) is moved to the
+    # middle of its range: before, every such column sat near 1, a second intercept, the
+    # penalty grew with E||z||^2 and the fit fell to the majority class (0.48 accuracy
+    # at an offset of 1000 where the centred data gave 0.65)
+    X, y = _wide_problem(400, seed=2, d=6, informative=4)
+    base = ShareBoostClassifier(features="linear").fit(X, y)
+    far = ShareBoostClassifier(features="linear").fit(X + 1000.0, y)
+    assert far.family_.shift is not None
+    agree = np.mean(base.predict(X) == far.predict(X + 1000.0))
+    assert agree > 0.98
+    assert far.score(X + 1000.0, y) == pytest.approx(base.score(X, y), abs=0.02)
+    # the stated penalty rule on the centred columns
+    lo, hi = X.min(axis=0) + 1000.0, X.max(axis=0) + 1000.0
+    z = ((X + 1000.0).astype(np.float64) - (lo + hi) / 2) / ((hi - lo) / 2)
+    assert far.l2_ == pytest.approx(L2_FACTOR * np.mean(np.sum(z * z, axis=1)) / 400,
+                                    rel=1e-3)
+
+
 def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> None:
     X, y = _wide_problem(3000, seed=2)
     Xt, yt = _wide_problem(4000, seed=3)

@@ -26,6 +26,8 @@ from streamlearn.solvers.shareboost import (
     stump_objective_chunk,
     stump_tables,
 )
+from streamlearn.solvers.shareboost.columns import LinearColumns
+from streamlearn.solvers.shareboost.passes import linear_column_statistics, restricted_objective
 from streamlearn.solvers.vector_exp import MIN_LENGTH
 
 N, T, K, Q = 60, 4, 3, 2
@@ -168,6 +170,59 @@ def test_linear_kernels_read_the_gates_from_the_rows(k: int) -> None:
         X, features, scale, codes, weight, W, intercept, exp_lanes(k))
     np.testing.assert_allclose(out, wR, rtol=1e-10, atol=1e-12)
     assert (value2, wsum2, errors2) == pytest.approx((value, wsum, errors), rel=1e-12)
+
+
+def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
+    # features on one side of zero are moved to the middle of their range: the columns,
+    # their gradient scores and the restricted objective equal numpy's on (x - c) * s
+    rng = np.random.default_rng(6)
+    n, d, k = 300, 5, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:, 1] += 1000.0  # one-sided: shifted
+    X[:, 3] = rng.uniform(-9.0, -7.0, size=n)  # one-sided below zero: shifted
+    lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
+    family = LinearColumns.of_range(lo, hi, np.abs(X).max(axis=0).astype(np.float64),
+                                    shift=True)
+    centre = np.where((lo > 0) | (hi < 0), (lo + hi) / 2, 0.0)
+    half = np.where((lo > 0) | (hi < 0), (hi - lo) / 2, np.abs(X).max(axis=0))
+    np.testing.assert_allclose(family.shift, centre)
+    np.testing.assert_allclose(family.scale, 1 / half)
+    Z = (X.astype(np.float64) - centre) / half
+    assert np.abs(Z).max() <= 1 + 1e-6 and np.abs(Z[:, [1, 3]]).min() < 0.1
+    features = np.array([1, 0, 3, 1], dtype=np.int64)
+    np.testing.assert_allclose(family.gates(X, features), Z[:, features], atol=2e-4)
+    codes = rng.integers(0, k, size=n).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, size=n).astype(np.float32)
+    w = weight.astype(np.float64)
+    W = rng.normal(size=(features.size, k))
+    intercept = rng.normal(size=k)
+    s = intercept + Z[:, features] @ W
+    loss, R = _loss_and_residuals(s, codes)
+    wR = w[:, None] * R
+    grad_coef, grad_b = np.zeros((features.size, k, 1)), np.zeros(k)
+    value, wsum, _ = restricted_objective(family, X, features, codes, weight,
+                                          W[:, :, None].copy(), intercept, grad_coef, grad_b)
+    # the kernels round x * scale to float32 (about 333 here) before the offset comes off:
+    # an error of a float32 rounding of the unshifted column, about what the float32 value
+    # 1000.x itself holds
+    tol = {"rtol": 1e-4, "atol": 1e-3}
+    assert value == pytest.approx(float(w @ loss), rel=1e-6)
+    assert wsum == pytest.approx(float(w.sum()), rel=1e-12)
+    np.testing.assert_allclose(grad_coef[:, :, 0], Z[:, features].T @ wR, **tol)
+    np.testing.assert_allclose(grad_b, wR.sum(axis=0), **tol)
+    # every feature's gradient column (the column scores), and the columns' mean squares
+    acc = np.zeros((d, k))
+    stats = linear_column_statistics(family, X, features, W, intercept, codes, weight, acc)
+    assert stats[0] == pytest.approx(float(w @ loss), rel=1e-6)
+    np.testing.assert_allclose(acc, Z.T @ wR, **tol)
+    X64 = X.astype(np.float64)
+    np.testing.assert_allclose(
+        family.mean_squares(w @ (X64 * X64), w @ X64, float(w.sum())),
+        w @ (Z * Z) / w.sum(), rtol=1e-6)
+    # data that holds zero in every range: no shift, the columns as before
+    plain = LinearColumns.of_range(np.full(d, -1.0), np.full(d, 2.0), np.full(d, 2.0),
+                                   shift=True)
+    assert plain.shift is None and np.all(plain.scale == 0.5)
 
 
 @pytest.mark.parametrize(("padded", "k"), [(False, 4), (True, 4), (True, MIN_LENGTH + 4)])

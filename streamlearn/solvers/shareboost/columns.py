@@ -43,14 +43,52 @@ def _ones(n: int) -> np.ndarray:
 
 @dataclass
 class LinearColumns:
-    """Candidates are the features ``x_f * scale_f``; candidate ``f`` is feature ``f``.
+    """Candidates are the features ``(x_f - shift_f) * scale_f``; candidate ``f`` is
+    feature ``f``.
 
     The one family that takes CSR rows (:class:`~streamlearn.data.sparse_rows.SparseRows`)
-    as they are: a zero entry adds nothing to a gradient column and is a zero gate.
+    as they are: a zero entry adds nothing to a gradient column and is a zero gate (the
+    columns of sparse data are not shifted). The kernels read ``x_f * scale_f``; the
+    shift enters as its ``offsets`` (:meth:`offsets`), exactly: a column's gradient less
+    its offset times the sum of the residuals, a model's intercept less the offsets'
+    share of its score.
     """
 
     scale: np.ndarray
+    shift: np.ndarray | None = None
     n_base = 1
+
+    @classmethod
+    def of_range(cls, minimum: np.ndarray, maximum: np.ndarray, largest: np.ndarray,
+                 shift: bool) -> LinearColumns:
+        """Columns in ``[-1, 1]``: each feature divided by its largest absolute value; with
+        ``shift`` (dense rows), a feature whose values all lie on one side of zero is first
+        moved to the middle of its range and divided by half its width, so that a year or
+        a temperature in kelvin spans the same ``[-1, 1]`` as a centred feature instead of
+        a sliver near 1, where it is another intercept and the penalty drowns it."""
+        one_sided = (np.isfinite(minimum) & np.isfinite(maximum)
+                     & ((minimum > 0) | (maximum < 0)) if shift
+                     else np.zeros(largest.shape[0], dtype=bool))
+        centre = np.where(one_sided, 0.5 * (minimum + maximum), 0.0)
+        half = np.where(one_sided, 0.5 * (maximum - minimum), largest)
+        scale = np.where(half > 0, 1.0 / np.where(half > 0, half, 1.0), 1.0)
+        return cls(scale, centre if one_sided.any() else None)
+
+    def offsets(self, candidates: np.ndarray) -> np.ndarray:
+        """``shift_f * scale_f`` of the given candidates (zeros without a shift), float64."""
+        candidates = np.asarray(candidates, dtype=np.int64)
+        if self.shift is None:
+            return np.zeros(candidates.shape[0])
+        return self.shift[candidates] * self.scale[candidates]
+
+    def mean_squares(self, squares: np.ndarray, total: np.ndarray | None,
+                     weight: float) -> np.ndarray:
+        """Weighted mean square of every column over rows whose features' weighted sums of
+        squares and of values are ``squares`` and ``total`` (of weight ``weight``)."""
+        if self.shift is None or total is None:
+            return squares * self.scale * self.scale / weight
+        c = self.shift
+        return (squares - 2.0 * c * total + c * c * weight) * self.scale * self.scale / weight
 
     @property
     def n_candidates(self) -> int:
@@ -72,6 +110,8 @@ class LinearColumns:
             linear_gradient_csr(*X.kernel_args, residuals, self.scale, acc)
         else:
             linear_gradient_chunk(X, residuals, self.scale, acc)
+        if self.shift is not None:
+            acc -= np.outer(self.offsets(np.arange(self.n_candidates)), residuals.sum(axis=0))
 
     def column_scores(self, acc: np.ndarray) -> np.ndarray:
         """L1 norm of every candidate's gradient column (eq. 7, before ``1 / m``)."""
@@ -81,8 +121,12 @@ class LinearColumns:
         """Values of the given candidates, (n, T) float32."""
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if isinstance(X, SparseRows):
-            return linear_gates_csr(*X.kernel_args, candidates, self.scale)
-        return linear_gates_chunk(X, candidates, self.scale)
+            gates = linear_gates_csr(*X.kernel_args, candidates, self.scale)
+        else:
+            gates = linear_gates_chunk(X, candidates, self.scale)
+        if self.shift is not None:
+            gates -= self.offsets(candidates).astype(np.float32)
+        return gates
 
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
         """Raw features the given candidates read."""
@@ -101,7 +145,9 @@ class LinearColumns:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Arrays that define the family (saved with the model)."""
-        return {"scale": self.scale}
+        if self.shift is None:
+            return {"scale": self.scale}
+        return {"scale": self.scale, "shift": self.shift}
 
 
 @dataclass
@@ -279,7 +325,9 @@ Family = LinearColumns | StumpColumns | AnchorColumns
 def family_from_arrays(kind: str, arrays: dict[str, np.ndarray]) -> Family:
     """The family saved as ``arrays`` (see the families' ``arrays``), of kind ``kind``."""
     if kind == "linear":
-        return LinearColumns(np.asarray(arrays["scale"], dtype=np.float64))
+        shift = arrays.get("shift")
+        return LinearColumns(np.asarray(arrays["scale"], dtype=np.float64),
+                             None if shift is None else np.asarray(shift, dtype=np.float64))
     if kind == "stumps":
         return StumpColumns(np.ascontiguousarray(arrays["thresholds"], dtype=np.float32))
     return AnchorColumns(AnchorPieces(np.ascontiguousarray(arrays["centres"], dtype=np.float32),

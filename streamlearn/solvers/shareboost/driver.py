@@ -237,7 +237,8 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
     largest = summary.largest
     scale = np.where(largest > 0, 1.0 / np.where(largest > 0, largest, 1.0), 1.0)
     if config.features == "linear":
-        return LinearColumns(scale), 0
+        return LinearColumns.of_range(summary.minimum, summary.maximum, largest,
+                                      shift=not dataset.is_sparse), 0
     if config.features == "stumps":
         thresholds = summary.quantiles(np.arange(1, config.n_bins) / config.n_bins)
         return StumpColumns(np.ascontiguousarray(thresholds, dtype=np.float32)), 0
@@ -353,22 +354,24 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         held_out_weight=held_weight)
 
 
-def auto_l2(summary: WeightedSummary) -> float:
+def auto_l2(summary: WeightedSummary, columns: LinearColumns | None = None) -> float:
     """``l2="auto"``: ``L2_FACTOR * E||z||^2 / n``.
 
-    ``z`` is a row with every feature divided by its largest absolute value (the linear
-    candidate columns), ``E`` the weighted mean over all training rows (from the summary's
-    per-feature sums of squares, ``E||z||^2 = sum_f squares_f / largest_f^2 / n``) and
-    ``n`` the training rows (their total weight: weights act as row counts). The loss is a mean over
-    the rows, so this is the penalty of an SVM with ``C = 10 / E||z||^2`` on the summed
-    losses: a row's largest pull on ``W`` stays the same however wide the data is, and the
-    penalty fades as rows accumulate.
+    ``z`` is a row's linear candidate columns (``columns``; by default every feature
+    divided by its largest absolute value), ``E`` the weighted mean over all training rows
+    (from the summary's per-feature sums of squares and of values,
+    :meth:`LinearColumns.mean_squares`) and ``n`` the training rows (their total weight:
+    weights act as row counts). The loss is a mean over the rows, so this is the penalty of
+    an SVM with ``C = 10 / E||z||^2`` on the summed losses: a row's largest pull on ``W``
+    stays the same however wide the data is, and the penalty fades as rows accumulate.
     """
-    largest = summary.largest
-    scale = np.where(largest > 0, 1.0 / np.where(largest > 0, largest, 1.0), 1.0)
     if summary.weight <= 0:
         return 0.0
-    mean_square = float(summary.squares @ (scale * scale)) / float(summary.weight)
+    if columns is None:
+        columns = LinearColumns.of_range(summary.minimum, summary.maximum, summary.largest,
+                                         shift=False)
+    mean_square = float(columns.mean_squares(summary.squares, summary.total,
+                                             summary.weight).sum())
     return L2_FACTOR * mean_square / float(summary.weight)
 
 
@@ -490,19 +493,20 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         max_rounds = FALLBACK_ROUNDS
     else:
         max_rounds = UNTIL_HELD_OUT  # until the held-out loss stops improving
+    linear = family if isinstance(family, LinearColumns) else None
     if config.l2 != "auto":
         l2_values = [float(config.l2)]
     elif holdout is None:
-        l2_values = [auto_l2(summary)]
+        l2_values = [auto_l2(summary, linear)]
     else:  # candidate penalties, the held-out loss chooses
-        l2_values = [auto_l2(summary) * factor for factor in AUTO_L2_RANGE]
+        l2_values = [auto_l2(summary, linear) * factor for factor in AUTO_L2_RANGE]
     # the kept columns' fits run preconditioned (corrective_step's second_moments): on MNIST
     # the fit at l2_0 / 100 took 201 passes without, 62 with. The path's steps, capped at
     # refit_iter iterations, keep the plain gradient: preconditioned they chose columns no
     # better and took longer on Fashion-MNIST
     moments = None
-    if isinstance(family, LinearColumns) and summary.weight > 0:
-        moments = summary.squares * family.scale * family.scale / summary.weight
+    if linear is not None and summary.weight > 0:
+        moments = linear.mean_squares(summary.squares, summary.total, summary.weight)
     path = _greedy_path(runner, dataset, family, config, k, l2_values[0], holdout, max_rounds,
                         passes, on_round)
     kept = path.rounds[path.best]

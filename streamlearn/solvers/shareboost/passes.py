@@ -109,14 +109,19 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
     W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
     if isinstance(family, LinearColumns) and isinstance(X, np.ndarray):
         features = np.ascontiguousarray(selected, dtype=np.int64)
+        # the kernel reads x * scale; the columns' shift is folded into the intercept
+        offsets = family.offsets(features)
+        shifted = intercept - offsets @ W
 
         def linear_work(lo: int, hi: int
                         ) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
             grad = np.zeros(W.shape)
             grad_b = np.zeros_like(grad_intercept)
             sums = linear_objective_chunk(X[lo:hi], features, family.scale, codes[lo:hi],
-                                          weight[lo:hi], W, intercept, grad, grad_b,
+                                          weight[lo:hi], W, shifted, grad, grad_b,
                                           exp_lanes(intercept.shape[0]))
+            # d/dW of the shifted columns: x * scale less the offset times d/db
+            grad -= np.outer(offsets, grad_b)
             return grad, grad_b, sums
 
         return _added(in_threads(linear_work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
@@ -185,9 +190,11 @@ def linear_column_statistics(family: LinearColumns, X: np.ndarray, selected: np.
     -------
     loss, weight_sum, errors : float
     """
+    shifted = intercept - family.offsets(selected) @ W  # the columns' shift, as above
+
     def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
         residuals, loss, wsum, errors = linear_margin_residuals_chunk(
-            X[lo:hi], selected, family.scale, codes[lo:hi], weight[lo:hi], W, intercept,
+            X[lo:hi], selected, family.scale, codes[lo:hi], weight[lo:hi], W, shifted,
             exp_lanes(intercept.shape[0]))
         part = np.zeros_like(acc)
         family.accumulate(X[lo:hi], family.base(X[lo:hi]), residuals, part)
@@ -227,6 +234,8 @@ class WeightedSummaryState:
     minimum, maximum : ndarray of shape (d,), float64
         Every feature's range over the rows of positive weight (over the stored values of
         sparse rows); ``+inf`` and ``-inf`` before any row.
+    total : ndarray of shape (d,), float64
+        Weighted sum of every feature over the rows of positive weight.
     """
 
     n_rows: int
@@ -236,6 +245,7 @@ class WeightedSummaryState:
     sample: BottomKSample | None
     minimum: np.ndarray
     maximum: np.ndarray
+    total: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -260,6 +270,8 @@ class WeightedSummary:
     minimum, maximum : ndarray of shape (d,), float64
         Every feature's range over the rows of positive weight (stored values of sparse
         rows).
+    total : ndarray of shape (d,), float64 or None
+        Weighted sum of every feature over the rows of positive weight (None: not known).
     """
 
     n_rows: int
@@ -270,6 +282,7 @@ class WeightedSummary:
     sample_weight: np.ndarray
     minimum: np.ndarray
     maximum: np.ndarray
+    total: np.ndarray | None = None
 
     def quantiles(self, probabilities: np.ndarray) -> np.ndarray:
         """Weighted quantiles of every feature over the sample, (d, p), ascending per feature.
@@ -329,7 +342,8 @@ class WeightedSummaryPass:
         return WeightedSummaryState(0, 0.0, np.zeros(self.n_features),
                                     np.zeros(self.n_features), sample,
                                     np.full(self.n_features, np.inf),
-                                    np.full(self.n_features, -np.inf))
+                                    np.full(self.n_features, -np.inf),
+                                    np.zeros(self.n_features))
 
     def step(self, state: WeightedSummaryState, chunk: Chunk) -> WeightedSummaryState:
         """Fold the chunk's rows of positive weight into ``state`` (in place)."""
@@ -357,6 +371,8 @@ class WeightedSummaryPass:
             np.maximum.at(state.maximum, column, value)
             state.squares += np.bincount(column, weights=row_weight * value * value,
                                          minlength=self.n_features)
+            state.total += np.bincount(column, weights=row_weight * value,
+                                       minlength=self.n_features)
         else:
             X = kept.X
             np.maximum(state.largest, np.abs(X).max(axis=0), out=state.largest)
@@ -364,6 +380,7 @@ class WeightedSummaryPass:
             np.maximum(state.maximum, X.max(axis=0), out=state.maximum)
             X64 = X.astype(np.float64)
             state.squares += w @ (X64 * X64)
+            state.total += w @ X64
             if state.sample is not None:
                 state.sample.update(np.column_stack([X, weight[keep]]).astype(np.float32),
                                     kept.rows)
@@ -375,7 +392,7 @@ class WeightedSummaryPass:
         return WeightedSummaryState(a.n_rows + b.n_rows, a.weight + b.weight,
                                     np.maximum(a.largest, b.largest), a.squares + b.squares,
                                     sample, np.minimum(a.minimum, b.minimum),
-                                    np.maximum(a.maximum, b.maximum))
+                                    np.maximum(a.maximum, b.maximum), a.total + b.total)
 
     def finish(self, state: WeightedSummaryState) -> WeightedSummary:
         """The summary."""
@@ -384,7 +401,7 @@ class WeightedSummaryPass:
         return WeightedSummary(state.n_rows, state.weight, state.largest.copy(),
                                state.squares.copy(), np.ascontiguousarray(values[:, :-1]),
                                values[:, -1].astype(np.float64), state.minimum.copy(),
-                               state.maximum.copy())
+                               state.maximum.copy(), state.total.copy())
 
 
 @dataclass
