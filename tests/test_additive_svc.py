@@ -397,6 +397,14 @@ def test_too_few_held_out_rows_of_a_class_leave_the_scores_uncalibrated():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         assert AdditiveSVC(random_state=0).fit(X, balanced).calibrated_
+        # a tenth of 399 rows cannot hold 20 of each of two classes: every row trains,
+        # uncalibrated, without a warning; at 400 rows the tenth is held out
+        small = AdditiveSVC(random_state=0).fit(X[:399], balanced[:399])
+        assert (small.n_train_, small.n_calibration_, small.calibrated_) == (399, 0, False)
+        f = small.svm_scores(X[:399])[:, 0]
+        np.testing.assert_allclose(small.predict_proba(X[:399])[:, 1], 1 / (1 + np.exp(-f)))
+        assert AdditiveSVC(random_state=0).fit(X[:400], balanced[:400]).n_calibration_ == \
+            np.sum(held[:400])
 
 
 # -- one-vs-one ---------------------------------------------------------------------------

@@ -277,10 +277,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         train on its columns (False, for comparison; same model, more memory and time).
     calibrate : bool
         Fit Platt sigmoids on held-out rows for :meth:`predict_proba`. Without calibration
-        the probability of each binary model is the plain logistic ``1 / (1 + exp(-f))``;
-        so it is, with a warning, when the held-out rows of a binary model hold fewer than
-        10 rows of one of its labels (a rare class, or few rows), where two parameters
-        fitted to so few rows would decide the predictions.
+        the probability of each binary model is the plain logistic ``1 / (1 + exp(-f))``.
+        So it is too, and every row trains, when ``calibration_fraction`` of the rows is
+        fewer than 20 rows a class (``2 * MIN_CALIBRATION_ROWS`` for each of ``k``
+        classes: 400 rows for two classes at 0.1); and so it is, with a warning, when the
+        held-out rows of a binary model hold fewer than 10 rows of one of its labels (a
+        rare class), where two parameters fitted to so few rows would decide the
+        predictions.
     calibration_fraction : float
         Share of the rows held out from training for calibration, chosen by a hash of the
         row id (the same rows whatever the chunking or order).
@@ -822,6 +825,19 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
                                 checkpoint_every)
 
+    def _calibration_share(self, dataset: Any) -> float | None:
+        """The share of the rows held out for calibration: ``calibration_fraction`` with
+        ``calibrate``, unless that share of the rows could not hold
+        ``2 * MIN_CALIBRATION_ROWS`` rows of each class were the classes balanced; then
+        None (every row trains, the probabilities are the plain logistic)."""
+        if not self.calibrate:
+            return None
+        fraction = float(self.calibration_fraction)
+        n_classes = len(dataset.classes) if dataset.classes is not None else 2
+        if fraction * dataset.n_rows < 2 * MIN_CALIBRATION_ROWS * n_classes:
+            return None
+        return fraction
+
     def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
         if dataset.is_sparse:
             self._check_sparse()
@@ -841,7 +857,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             lam=None if self.lam is None else float(self.lam), loss=self.loss,
             epochs=int(self.epochs), tol=self._tol(), average=bool(self.average),
             online=bool(self.online),
-            calibration_fraction=float(self.calibration_fraction) if self.calibrate else None,
+            calibration_fraction=self._calibration_share(dataset),
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
             interactions=screen, pair_grids=self._pair_grids(),
             bases_grid=(self._bases_grid(categories=dataset.categories)
