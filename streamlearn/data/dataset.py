@@ -33,6 +33,11 @@ DEFAULT_CHUNK_BYTES = 16 << 20
 #: A classification target with more distinct values than this is almost surely continuous.
 MAX_CLASSES = 10_000
 
+#: How to get past missing feature values, in the errors that find them: the option is
+#: open_dataset's, fit's (in-memory data) and the command line's.
+NAN_POLICY_HINT = ("nan_policy='drop' (to open_dataset, fit or the command's --nan-policy) "
+                   "to skip such rows, or nan_policy=<number> to fill them")
+
 
 class FeatureTransform(Protocol):
     """What :meth:`Dataset.with_feature_transform` takes."""
@@ -600,8 +605,8 @@ class Dataset:
                 r, c = divmod(flat, X.shape[1])
                 raise DataError(
                     f"{X[r, c]} in feature column {self.feature_names[c]!r} at "
-                    f"{self.locate(a + r)} (dataset row {a + r}); open the data with "
-                    "nan_policy='drop' to skip such rows or nan_policy=<value> to fill them"
+                    f"{self.locate(a + r)} (dataset row {a + r}); pass "
+                    f"{NAN_POLICY_HINT}"
                 )
         if keep is not None:
             X = X[keep]
@@ -654,8 +659,8 @@ class Dataset:
                 r = int(np.searchsorted(X.indptr, flat, side="right")) - 1
                 raise DataError(
                     f"{X.values[flat]} in column x{int(X.indices[flat])} at "
-                    f"{self.locate(a + r)} (dataset row {a + r}); open the data with "
-                    "nan_policy='drop' to skip such rows or nan_policy=<value> to fill them")
+                    f"{self.locate(a + r)} (dataset row {a + r}); pass "
+                    f"{NAN_POLICY_HINT}")
         if self.nan_policy == "drop" and y_raw is not None and y_raw.dtype.kind == "f":
             finite_y = np.isfinite(y_raw)
             if not finite_y.all():
@@ -696,7 +701,8 @@ class Dataset:
                 row = self._row(a, index, int(bad[0]))
                 raise DataError(
                     f"target {self.target!r} is {y[bad[0]]} at {self.locate(row)}; "
-                    "open the data with nan_policy='drop' to skip such rows"
+                    "pass nan_policy='drop' (to open_dataset, fit or the command's "
+                    "--nan-policy) to skip such rows"
                 )
         if self.task == "regression":
             return y.astype(np.float32, copy=False)
