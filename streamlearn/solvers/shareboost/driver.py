@@ -370,8 +370,12 @@ def auto_l2(summary: WeightedSummary, columns: LinearColumns | None = None) -> f
     if columns is None:
         columns = LinearColumns.of_range(summary.minimum, summary.maximum, summary.largest,
                                          shift=False)
-    mean_square = float(columns.mean_squares(summary.squares, summary.total,
-                                             summary.weight).sum())
+    if columns.shift is None:  # summed as a dot product, the order the penalty always had
+        scale = columns.scale
+        mean_square = float(summary.squares @ (scale * scale)) / float(summary.weight)
+    else:
+        mean_square = float(columns.mean_squares(summary.squares, summary.total,
+                                                 summary.weight).sum())
     return L2_FACTOR * mean_square / float(summary.weight)
 
 
