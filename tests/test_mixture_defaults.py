@@ -75,6 +75,41 @@ def test_partial_fit_does_not_depend_on_units() -> None:
                                atol=1e-6)
 
 
+def _heavy_tails(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    # Student's t with 1.5 degrees of freedom: most rows in a sliver of each range
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(1.5, size=(n, 6))
+    f = np.tanh(X[:, 0]) + np.tanh(X[:, 1]) - 0.5 * np.tanh(X[:, 2])
+    # float32, as a fit reads them: the map of float64 values would round differently
+    return X.astype(np.float32), (f + 0.3 * rng.normal(size=n) > 0).astype(int)
+
+
+def test_crowded_features_are_spread_before_the_standardisation(tmp_path) -> None:
+    X, y = _heavy_tails(4000, 0)
+    Xt, yt = _heavy_tails(3000, 1)
+    plain = MixtureSVC(spread_tails=False, progress=False).fit(X, y)
+    spread = MixtureSVC(progress=False).fit(X, y)
+    transform = spread.feature_transform_
+    assert set(transform.features.tolist()) >= {0, 1, 2}
+    assert not hasattr(plain, "feature_transform_")
+    # standardised as they are, the rows of a tailed feature sit on one point
+    assert spread.score(Xt, yt) > plain.score(Xt, yt) + 0.02
+    # the mapped rows train the model that the same rows mapped beforehand train
+    mapped = MixtureSVC(spread_tails=False, progress=False).fit(transform.apply(X), y)
+    np.testing.assert_allclose(spread.decision_function(Xt),
+                               mapped.decision_function(transform.apply(Xt)), rtol=1e-6,
+                               atol=1e-6)
+    # a model file keeps the map; partial_fit reads new rows through it
+    spread.save(tmp_path / "m.slm")
+    loaded = MixtureSVC.load(tmp_path / "m.slm")
+    np.testing.assert_array_equal(loaded.decision_function(Xt), spread.decision_function(Xt))
+    mapped.partial_fit(transform.apply(Xt[:500]), yt[:500])
+    spread.partial_fit(Xt[:500], yt[:500])
+    np.testing.assert_allclose(spread.decision_function(Xt),
+                               mapped.decision_function(transform.apply(Xt)), rtol=1e-6,
+                               atol=1e-6)
+
+
 def test_constant_feature_is_ignored_not_divided_by_zero() -> None:
     X, y = _rings(2000, 4)
     with_constant = np.c_[X, np.full(len(X), 3.5, dtype=np.float32)]

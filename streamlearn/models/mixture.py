@@ -192,6 +192,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``3 epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,
         short of the linear SVM's optimum. The guard runs when at least 200 rows are
         expected in the held-out share; None trains on every row with no guard.
+    spread_tails : bool
+        Map crowded features of dense rows before they are standardised, by the rule of
+        ``AdditiveSVC``'s (:class:`~streamlearn.features.tail_transform.TailTransform`:
+        ``asinh((x - c) / s)`` for a feature with half its sampled values in an eighth of
+        its range, when that at least halves the crowding): standardised as they are, a
+        heavy tail or a few far outliers squeeze a feature's other rows onto one point,
+        where no gate or expert tells them apart. The first pass samples the rows beside
+        the moments; one more pass when a feature is mapped (``feature_transform_``).
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine (stochastic
         EM updates the parameters once per chunk).
@@ -228,6 +236,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         its linear SVMs were finished to); None when the guard did not run.
     shift_, scale_ : ndarray of shape (d,)
         The standardisation ``z = (x - shift_) / scale_`` the centres and experts apply to.
+    feature_transform_ : TailTransform
+        ``spread_tails``: the crowded features mapped before the standardisation (absent
+        when none was).
     n_iter_ : int
         EM iterations (batch) or passes (stochastic) run, the most over the one-vs-rest
         mixtures, a kept linear SVM's finishing passes included; each ``partial_fit`` call
@@ -273,6 +284,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "bias_scale": [Interval(Real, 0, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "spread_tails": ["boolean"],
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "engine": "no_validation",
@@ -297,6 +309,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         tol: float = 1e-2,
         bias_scale: float = 1.0,
         validation_fraction: float | None = 0.1,
+        spread_tails: bool = True,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -311,6 +324,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.tol = tol
         self.bias_scale = bias_scale
         self.validation_fraction = validation_fraction
+        self.spread_tails = spread_tails
         self.chunk_rows = chunk_rows
         self.random_state = random_state
         self.engine = engine
@@ -326,7 +340,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                              str(self.em), int(self.epochs), float(self.tol),
                              float(self.bias_scale),
                              None if self.validation_fraction is None
-                             else float(self.validation_fraction))
+                             else float(self.validation_fraction),
+                             bool(self.spread_tails))
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -398,6 +413,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.validation_ = fitted.validation
         self.shift_ = np.asarray(fitted.shift, dtype=np.float64)
         self.scale_ = np.asarray(fitted.scale, dtype=np.float64)
+        if fitted.feature_transform is not None:
+            self.feature_transform_ = fitted.feature_transform
+        else:
+            self.__dict__.pop("feature_transform_", None)
         self.classes_ = storable_classes(fitted.classes)
 
     def _fitted(self) -> MixtureFit:
@@ -411,7 +430,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                           self.centers_, self.coef_, float(self.tau_), self.history_,
                           int(getattr(self, "n_iter_", 0)), True, online, shift, scale,
                           self._fitted_nu(), self._fitted_C(),
-                          getattr(self, "validation_", None))
+                          getattr(self, "validation_", None),
+                          getattr(self, "feature_transform_", None))
 
     def _fitted_nu(self) -> float:
         """``nu_``, or on a model stored without it the value ``nu`` resolves to."""
@@ -432,6 +452,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             varying = int(np.count_nonzero((scale != 1.0) | (shift != 0.0)))
             return driver.default_C(varying, float(self.bias_scale))
         return float(self.C)
+
+    def _model_rows(self, values: np.ndarray) -> np.ndarray:
+        """Dense rows as the mixture reads them: through ``feature_transform_``."""
+        transform = getattr(self, "feature_transform_", None)
+        return values if transform is None else transform.apply(values)
 
     def _standardisation(self) -> tuple[np.ndarray, np.ndarray]:
         """``shift_`` and ``scale_`` (none, on a model stored without them: the identity)."""
@@ -480,7 +505,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"classes={np.unique(np.asarray(classes)).tolist()} is not the "
                              "same as on the last call to partial_fit or fit, was: "
                              f"{self.classes_.tolist()}")
-        values = self._check_X(X)
+        values = self._model_rows(self._check_X(X))
         values, labels, weights = check_array_input(values, y, sample_weight,
                                                     "classification")
         dataset = open_dataset(values, target=labels, weight=weights, task="classification",
@@ -539,13 +564,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         shift, scale = self._standardisation()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
         if rows is None:  # standardised on the fly by the kernel
-            f = self._log_odds(self._check_X(X), shift, scale)
-        elif not np.any(shift) and np.all(scale == 1.0):  # trained on sparse rows
+            f = self._log_odds(self._model_rows(self._check_X(X)), shift, scale)
+        elif (not np.any(shift) and np.all(scale == 1.0)
+              and not hasattr(self, "feature_transform_")):  # trained on sparse rows
             f = self._log_odds(rows, None, None)
         else:  # a model that standardises: 4,096 rows densified at a time
             f = np.concatenate([
-                self._log_odds(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray(),
-                               shift, scale)
+                self._log_odds(self._model_rows(rows.slice(
+                    a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray()), shift, scale)
                 for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
         return f[:, 0] if f.shape[1] == 1 else f
 

@@ -4,7 +4,12 @@
 
 0. a reduction pass takes every feature's mean and standard deviation; every later pass
    works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
-   the scale 1), so the fit does not depend on the features' units. Sparse rows keep
+   the scale 1), so the fit does not depend on the features' units. With
+   ``spread_tails`` the pass also samples dense rows, and a crowded feature (a heavy
+   tail, far outliers) is mapped by ``asinh((x - c) / s)`` first, by the rule of
+   :class:`~streamlearn.features.tail_transform.TailTransform` (one more pass for the
+   moments of the mapped rows): standardised as it is, one outlier at a million squeezes
+   every other row of its feature onto one point. Sparse rows keep
    their units (:data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`), and every later step
    takes its products over their stored entries;
    ``n_components="auto"``, ``nu="auto"`` and ``C="auto"`` are resolved (:func:`resolve`,
@@ -51,6 +56,7 @@ from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.moments import Moments
 from streamlearn.errors import DataError
+from streamlearn.features.tail_transform import TailTransform
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
@@ -70,6 +76,7 @@ from streamlearn.solvers.mixture.passes import (
     LinearSweepPass,
     LinearSweepState,
     MixtureParams,
+    MomentsAndSamplePass,
     StochasticEpochPass,
     StochasticState,
     mixing_weights,
@@ -77,6 +84,9 @@ from streamlearn.solvers.mixture.passes import (
 )
 
 EM_MODES = ("stochastic", "batch")
+#: Rows sampled by the first describe pass to choose the map of crowded features
+#: (``spread_tails``), as ShareBoost samples them.
+TAIL_SAMPLE_ROWS = 8192
 #: Mini-batch k-means passes of the initialisation.
 KMEANS_EPOCHS = 2
 #: Dual coordinate descent passes that train the initial expert of every cluster.
@@ -147,6 +157,9 @@ class MixtureConfig:
     validation_fraction : float or None
         Share of the rows held out for the guard against a single linear expert (stochastic
         EM only); None: no guard.
+    spread_tails : bool
+        Map crowded features of dense rows before they are standardised
+        (:class:`~streamlearn.features.tail_transform.TailTransform`).
     """
 
     n_components: int | str
@@ -158,6 +171,7 @@ class MixtureConfig:
     tol: float
     bias_scale: float
     validation_fraction: float | None = None
+    spread_tails: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +261,9 @@ class MixtureFit:
         The experts' penalty used (``"auto"`` resolved).
     validation : dict or None
         The guard's outcome (see :func:`fit`), None when it did not run.
+    feature_transform : TailTransform or None
+        The map of crowded features the rows were read through (``spread_tails``), before
+        the standardisation.
     """
 
     classes: np.ndarray
@@ -264,6 +281,7 @@ class MixtureFit:
     nu: float
     C: float
     validation: dict[str, Any] | None = None
+    feature_transform: TailTransform | None = None
 
     @property
     def standardiser(self) -> Standardiser:
@@ -445,8 +463,22 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                         f"has {dataset.n_rows}")
     classes = dataset.classes
     assert classes is not None
-    moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
-                         description="feature moments")
+    transform = None
+    if config.spread_tails and not dataset.is_sparse:
+        moments, sample = runner.run(MomentsAndSamplePass(dataset.n_features, TAIL_SAMPLE_ROWS,
+                                                          seed), dataset,
+                                     description="feature moments")
+        names = list(dataset.feature_names)
+        coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
+        transform = TailTransform.from_description(sample, moments.minimum, moments.maximum,
+                                                   skip=coded)
+        if transform is not None:  # standardised as the mapped rows are
+            dataset = dataset.with_feature_transform(transform)
+            moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
+                                 description="feature moments of the mapped rows")
+    else:
+        moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
+                             description="feature moments")
     std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
            else Standardiser.from_moments(*moments))
     if config.C == "auto":
@@ -470,7 +502,7 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                       np.stack([f.params.W for f in fits]), tau,
                       [f.history for f in fits], max(f.n_iter for f in fits),
                       all(f.converged for f in fits), online, std.shift, std.scale,
-                      float(config.nu), float(config.C), validation)
+                      float(config.nu), float(config.C), validation, transform)
 
 
 def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: MixtureFit,
@@ -525,7 +557,8 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       model.n_iter + 1, model.converged,
                       OnlineState(np.stack([s.resp for s in states]),
                                   max(s.t for s in states), seen, online.calls + 1),
-                      model.shift, model.scale, model.nu, model.C, model.validation)
+                      model.shift, model.scale, model.nu, model.C, model.validation,
+                      model.feature_transform)
 
 
 def _lane_seed(seed: int, m: int) -> int:

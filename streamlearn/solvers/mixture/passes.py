@@ -35,6 +35,7 @@ from streamlearn.engine.moments import (
     merge_moments,
     sparse_chunk_moments,
 )
+from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
 from streamlearn.solvers.mixture.kernels import (
@@ -186,6 +187,48 @@ class FeatureMomentsPass:
     def finish(self, state: Moments) -> Moments:
         """The moments."""
         return state
+
+
+class MomentsAndSamplePass:
+    """Reduction pass: :class:`FeatureMomentsPass`'s moments and a uniform row sample of
+    dense rows (:class:`~streamlearn.engine.row_sample.BottomKSample`), in one walk.
+
+    The moments are added chunk by chunk exactly as :class:`FeatureMomentsPass` adds them.
+
+    Parameters
+    ----------
+    n_features : int
+    sample_size : int
+    seed : int
+        Selects the sample; it does not depend on chunking or merge order.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int, sample_size: int, seed: int) -> None:
+        self.moments = FeatureMomentsPass(n_features)
+        self.sample_size = int(sample_size)
+        self.seed = int(seed)
+
+    def start(self) -> tuple[Moments, BottomKSample]:
+        """Moments of no rows, an empty sample."""
+        return (self.moments.start(),
+                BottomKSample(self.sample_size, self.moments.n_features, self.seed))
+
+    def step(self, state: tuple[Moments, BottomKSample],
+             chunk: Chunk) -> tuple[Moments, BottomKSample]:
+        """The chunk's rows added to both."""
+        moments, sample = state
+        return self.moments.step(moments, chunk), sample.update(chunk.X, chunk.rows)
+
+    def merge(self, a: tuple[Moments, BottomKSample],
+              b: tuple[Moments, BottomKSample]) -> tuple[Moments, BottomKSample]:
+        """Both of the union (a new state)."""
+        return self.moments.merge(a[0], b[0]), a[1].merge(b[1])
+
+    def finish(self, state: tuple[Moments, BottomKSample]) -> tuple[Moments, np.ndarray]:
+        """The moments and the sampled rows, (k, d) float32."""
+        return state[0], np.asarray(state[1].values, dtype=np.float32)
 
 
 @dataclass
