@@ -196,10 +196,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Map crowded features of dense rows before they are standardised, by the rule of
         ``AdditiveSVC``'s (:class:`~streamlearn.features.tail_transform.TailTransform`:
         ``asinh((x - c) / s)`` for a feature with half its sampled values in an eighth of
-        its range, when that at least halves the crowding): standardised as they are, a
-        heavy tail or a few far outliers squeeze a feature's other rows onto one point,
-        where no gate or expert tells them apart. The first pass samples the rows beside
-        the moments; one more pass when a feature is mapped (``feature_transform_``).
+        its range, when that at least halves the crowding), when its standard deviation is
+        above 3 times its robust spread (the interquartile range over 1.349, from the same
+        sample): standardised as they are, a heavy tail or a few far outliers squeeze a
+        feature's other rows onto one point, where no gate or expert tells them apart.
+        The first pass samples the rows beside the moments; one more pass when a feature
+        is mapped (``feature_transform_``).
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine (stochastic
         EM updates the parameters once per chunk).
