@@ -807,29 +807,95 @@ def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.
     return columns
 
 
+PREDICTION_SUFFIXES = {".parquet": ("parquet", None), ".pq": ("parquet", None),
+                       ".csv": ("csv", None), ".csv.gz": ("csv", "gzip"),
+                       ".csv.bz2": ("csv", "bz2"), ".tsv": ("tsv", None),
+                       ".tsv.gz": ("tsv", "gzip")}
+
+
+def prediction_format(out: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """The table format and compression of a predictions file, from its name.
+
+    Returns
+    -------
+    (format, compression) : ("parquet" | "csv" | "tsv", "gzip" | "bz2" | None)
+
+    Raises
+    ------
+    ValueError
+        When the name ends in none of :data:`PREDICTION_SUFFIXES`.
+    """
+    name = Path(out).name.lower()
+    for suffix in sorted(PREDICTION_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return PREDICTION_SUFFIXES[suffix]
+    raise ValueError(f"cannot tell which format to write {os.fspath(out)!r} in: name it "
+                     f"{', '.join(PREDICTION_SUFFIXES)}")
+
+
+class _TableFile:
+    """A streamed table file, parquet or delimited text, written one chunk at a time."""
+
+    def __init__(self, path: Path, fmt: str, compression: str | None) -> None:
+        self.path, self.fmt, self.compression = path, fmt, compression
+        self._stream: Any = None
+        self._writer: Any = None
+
+    def write(self, table: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            if self.fmt == "parquet":
+                self._writer = pq.ParquetWriter(self.path, table.schema)
+            else:
+                self._stream = pa.OSFile(str(self.path), "wb")
+                if self.compression is not None:
+                    self._stream = pa.CompressedOutputStream(self._stream, self.compression)
+                options = pacsv.WriteOptions(delimiter="\t" if self.fmt == "tsv" else ",")
+                self._writer = pacsv.CSVWriter(self._stream, table.schema,
+                                               write_options=options)
+        self._writer.write_table(table)
+
+    @property
+    def started(self) -> bool:
+        return self._writer is not None
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
 def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
                       proba: bool = False, keep: PassthroughColumns | None = None,
                       row_index: bool = False, quiet: bool = True) -> tuple[int, list[str]]:
-    """Stream ``dataset`` through ``model`` into a parquet file, one row group per chunk.
+    """Stream ``dataset`` through ``model`` into a table file, one piece per chunk.
 
-    The file is written under a temporary name in the destination directory and renamed
-    when complete, so ``out`` is never a partial file.
+    The format follows the name of ``out`` (:func:`prediction_format`): parquet (one row
+    group per chunk), or CSV / TSV with a header line, plain or compressed. The file is
+    written under a temporary name in the destination directory and renamed when complete,
+    so ``out`` is never a partial file.
 
     Returns
     -------
     (rows written, column names)
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from streamlearn.engine.progress import Progress, progress_enabled
 
+    fmt, compression = prediction_format(out)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     os.close(fd)
     tmp = Path(tmp_name)
-    writer: pq.ParquetWriter | None = None
+    writer = _TableFile(tmp, fmt, compression)
     n_written = 0
     names: list[str] = []
     try:
@@ -845,20 +911,16 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
                     columns["row"] = chunk.rows
                 columns.update(_prediction_columns(model, chunk.X, proba))
                 table = pa.table(columns)
-                if writer is None:
-                    names = table.column_names
-                    writer = pq.ParquetWriter(tmp, table.schema)
-                writer.write_table(table)
+                names = table.column_names
+                writer.write(table)
                 n_written += chunk.n_rows
-        if writer is None:
+        if not writer.started:
             raise DataError("no rows left to predict (every row was dropped by --nan-policy)")
         writer.close()
-        writer = None
         give_new_file_mode(tmp)
         os.replace(tmp, out)
     finally:
-        if writer is not None:
-            writer.close()
+        writer.close()
         tmp.unlink(missing_ok=True)
     return n_written, names
 
@@ -867,7 +929,8 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
 @click.argument("model_path", metavar="MODEL")
 @click.argument("data")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
-              help="Parquet file to write the predictions to.")
+              help="File to write the predictions to: .parquet, .csv or .tsv (the name's "
+                   "suffix picks the format; .gz or .bz2 after .csv compresses it).")
 @click.option("--proba", is_flag=True,
               help="Add one probability column per class (proba_<label>).")
 @click.option("--keep", "-k", multiple=True, metavar="COL",
@@ -880,7 +943,7 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
 def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, ...],
             row_index: bool, fmt: str | None, chunk_rows: int | None, nan_policy: str,
             quiet: bool) -> None:
-    """Predict DATA with the model in MODEL, streaming rows into a parquet file.
+    """Predict DATA with the model in MODEL, streaming rows into a parquet or CSV file.
 
     DATA must hold the feature columns the model was trained on (other columns are
     ignored). Predictions are written chunk by chunk, in the order of DATA, as a column
@@ -895,6 +958,10 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
     from streamlearn.data.open import open_dataset
 
     _refuse_overwriting_inputs(out, MODEL=model_path, DATA=data)
+    try:
+        prediction_format(out)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
     model = _load_model(model_path)
     if proba and not (hasattr(model, "predict_proba") and _is_classifier(model)):
         raise click.UsageError(f"--proba: a {type(model).__name__} has no class probabilities")

@@ -292,6 +292,35 @@ def test_predict_round_trip_matches_the_python_api(trained: Trained, tmp_path: P
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
+@pytest.mark.parametrize("name, sep", [("p.csv", ","), ("p.tsv.gz", "\t"), ("P.CSV.BZ2", ",")])
+def test_predict_writes_the_format_its_name_asks_for(trained: Trained, tmp_path: Path,
+                                                      name: str, sep: str) -> None:
+    test = labelled_frame(700, seed=6)
+    data = tmp_path / "test.parquet"
+    test.to_parquet(data, row_group_size=300)
+    out = tmp_path / name
+    result = run("predict", str(trained.model), str(data), "-o", str(out), "--proba",
+                 "--keep", "id", "--chunk-rows", "256", "-q")
+    assert result.exit_code == 0, result.output
+    got = pd.read_csv(out, sep=sep)  # pandas infers the compression from the name
+    assert list(got.columns) == ["id", "prediction", "proba_no", "proba_yes"]
+    model = AdditiveSVC.load(trained.model)
+    X = test[FEATURE_NAMES].to_numpy(dtype=np.float32)
+    np.testing.assert_array_equal(got["id"], test["id"])
+    np.testing.assert_array_equal(got["prediction"], model.predict(X))
+    np.testing.assert_allclose(got[["proba_no", "proba_yes"]], model.predict_proba(X),
+                               rtol=1e-6)
+
+
+def test_predict_refuses_an_out_of_unknown_format_before_reading(trained: Trained,
+                                                                 tmp_path: Path) -> None:
+    result = run("predict", str(trained.model), str(tmp_path / "missing.parquet"), "-o",
+                 str(tmp_path / "p.txt"))
+    assert result.exit_code == 2
+    assert "cannot tell which format to write" in result.output and ".csv" in result.output
+    assert not (tmp_path / "p.txt").exists()
+
+
 def test_train_and_predict_from_csv_files(trained: Trained, tmp_path: Path) -> None:
     # the same rows in one CSV block and in one parquet row group train the same model
     train_csv, train_parquet = tmp_path / "train.csv", tmp_path / "train.parquet"
