@@ -245,3 +245,37 @@ def test_offset_codes_reports_the_first_label_outside() -> None:
     np.testing.assert_array_equal(codes[:3], [0, 1, 2])
     assert offset_codes(y[:3], 5, 3, codes) == -1
     assert offset_codes(np.array([], dtype=np.int8), 0, 2, codes) == -1
+
+
+def test_a_file_named_without_its_format_is_read_by_its_first_bytes(ref: Reference,
+                                                                     tmp_path: Path) -> None:
+    import gzip
+
+    from sklearn.datasets import dump_svmlight_file
+
+    from streamlearn.errors import SourceError
+
+    X = ref.X.astype(np.float64)
+    expected = open_dataset(ref.frame, target="label", features=FEATURES)
+    parquet = write_parquet_file(ref.frame, tmp_path / "f.parquet").rename(tmp_path / "table")
+    ref.frame.to_csv(tmp_path / "table.data", index=False)
+    dump_svmlight_file(X, ref.label, str(tmp_path / "a9a.t"), zero_based=False)
+    with gzip.open(tmp_path / "rows.gz", "wb") as f:
+        f.write((tmp_path / "a9a.t").read_bytes())
+    for path in (parquet, tmp_path / "table.data"):
+        got = open_dataset(str(path), target="label", features=FEATURES)
+        np.testing.assert_array_equal(np.concatenate([c.X for c in got.chunks()]),
+                                      np.concatenate([c.X for c in expected.chunks()]))
+    for path in (tmp_path / "a9a.t", tmp_path / "rows.gz"):
+        got = open_dataset(str(path))
+        assert got.is_sparse
+        dense = np.concatenate([c.X.toarray() for c in got.chunks()])
+        np.testing.assert_allclose(dense, X, rtol=1e-6)
+    # what the start of a file does not tell is an error that says what to do
+    (tmp_path / "notes").write_text("just some words\nand more words\n")
+    (tmp_path / "tabs").write_text("a\tb\n1\t2\n")
+    (tmp_path / "hidden").write_bytes(gzip.compress(b"1 1:2\n"))
+    for name, words in (("notes", "pass format="), ("tabs", "name it .tsv"),
+                        ("hidden", "gzip-compressed")):
+        with pytest.raises(SourceError, match=words):
+            open_dataset(str(tmp_path / name))

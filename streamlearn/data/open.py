@@ -90,7 +90,9 @@ def open_dataset(
         Storage format of a path, when it cannot be told from the path (``.svm``,
         ``.svmlight`` and ``.libsvm`` files, plain or ``.gz``, ``.bz2``, ``.xz``, are
         svmlight text; ``.csv`` and ``.tsv`` files, likewise, and directories holding only
-        such files, are CSV).
+        such files, are CSV). A file whose name says none of these is read by its first
+        bytes: ``PAR1`` is parquet, lines of ``label index:value ...`` svmlight, lines with
+        equally many commas CSV; anything else is a ``SourceError`` asking for ``format``.
     storage_options : dict, optional
         Passed to fsspec for URLs (credentials, endpoints).
     categories : dict of str to sequence, optional
@@ -355,4 +357,67 @@ def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
         if files and all(is_csv_name(f) for f in files):
             return "csv"
         return "parquet"
-    return "parquet"
+    return _sniff_file_format(fs, path, url)
+
+
+#: Leading bytes of the compressions a text file may come in, and fsspec's names for them.
+COMPRESSION_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+_COMPRESSION_SUFFIX = {"gzip": ".gz", "bz2": ".bz2", "xz": ".xz"}
+#: How much of a file of unknown name is read to tell its format.
+SNIFF_BYTES = 1 << 16
+
+
+def _sniff_file_format(fs: Any, path: str, url: str) -> str:
+    """The format of a file whose name does not say it, from its first bytes.
+
+    Parquet files begin with ``PAR1``. Text (plain or gzip / bz2 / xz compressed) is
+    svmlight when every line read is a label followed by ``index:value`` pairs, and CSV
+    when every line holds the same number (> 0) of commas. Anything else is a
+    :class:`SourceError` that says what to do (``format=``, or a name that says it).
+    """
+    with fs.open(path, "rb") as f:
+        head = f.read(8)
+    if head[:4] == b"PAR1":
+        return "parquet"
+    compression = next((name for magic, name in COMPRESSION_MAGIC if head.startswith(magic)),
+                       None)
+    if compression is not None and not url.lower().endswith(_COMPRESSION_SUFFIX[compression]):
+        raise SourceError(f"{url} is {compression}-compressed but its name does not end in "
+                          f"{_COMPRESSION_SUFFIX[compression]}; rename it so")
+    try:
+        with fs.open(path, "rb", compression=compression) as f:
+            text = f.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+    except (OSError, EOFError, ValueError) as exc:
+        raise SourceError(f"cannot tell the format of {url}: reading its start failed "
+                          f"({exc}); pass format=") from None
+    lines = [line.strip() for line in text.splitlines()]
+    if len(text) == SNIFF_BYTES and lines:
+        lines.pop()  # possibly cut short
+    lines = [line for line in lines if line and not line.startswith("#")][:100]
+    if lines and _looks_like_svmlight(lines):
+        return "svmlight"
+    commas = {line.count(",") for line in lines}
+    if len(commas) == 1 and commas != {0}:
+        return "csv"
+    tabs = {line.count("\t") for line in lines}
+    if len(tabs) == 1 and tabs != {0}:
+        raise SourceError(f"{url} looks tab-separated: name it .tsv to read it as such")
+    raise SourceError(
+        f"cannot tell the format of {url}: its name ends in none of .parquet, .zarr, "
+        f".csv, .tsv, {', '.join(SVMLIGHT_SUFFIXES)} and its first bytes look like none of "
+        "them; pass format='parquet' | 'zarr' | 'svmlight' | 'csv' (--format on the "
+        "command line)")
+
+
+def _looks_like_svmlight(lines: list[str]) -> bool:
+    """Every line a label then ``index:value`` tokens, at least one pair in all."""
+    pairs = 0
+    for line in lines:
+        tokens = line.split("#", 1)[0].split()
+        if not tokens or ":" in tokens[0]:
+            return False
+        rest = tokens[1:]
+        if any(t.count(":") != 1 or t.startswith(":") or t.endswith(":") for t in rest):
+            return False
+        pairs += sum(1 for t in rest if not t.startswith("qid:"))
+    return pairs > 0
