@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -1015,8 +1016,12 @@ def evaluate_command(model_path: str, data: str, target: str | None, fmt: str | 
     if dataset.task is None:
         raise click.UsageError("evaluate needs the target column: --target COL")
     started = time.perf_counter()
-    metrics = evaluate(model, dataset, engine=_engine(quiet))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        metrics = evaluate(model, dataset, engine=_engine(quiet))
     elapsed = time.perf_counter() - started
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        click.echo(f"warning: {message}", err=True)
     classes = dataset.classes
     if as_json:
         report = {"model": type(model).__name__, "data": data, "target": dataset.target,

@@ -506,6 +506,24 @@ def test_evaluate_json_matches_scikit_learn(trained: Trained, tmp_path: Path) ->
     assert "confusion matrix (rows: true class" in table.output
 
 
+def test_evaluate_names_labels_the_model_never_saw(trained: Trained, tmp_path: Path) -> None:
+    test = labelled_frame(400, seed=8)
+    test.loc[:29, "label"] = "maybe"
+    data = tmp_path / "test.parquet"
+    test.to_parquet(data)
+    result = run("evaluate", str(trained.model), str(data), "-t", "label", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert metrics["unseen_classes"] == {"maybe": 30}
+    assert "not trained on, counted as errors: 'maybe' (30)" in result.stderr
+    model = AdditiveSVC.load(trained.model)
+    predicted = model.predict(test[FEATURE_NAMES].to_numpy(dtype=np.float32))
+    assert metrics["accuracy"] == pytest.approx(np.mean(predicted == test["label"]))
+    assert "unseen_classes" not in json.loads(
+        run("evaluate", str(trained.model), str(trained.data), "-t", "label", "--json",
+            "-q").stdout)
+
+
 def test_evaluate_without_target_is_a_usage_error(trained: Trained) -> None:
     result = run("evaluate", str(trained.model), str(trained.data))
     assert result.exit_code == 2 and "--target" in result.output

@@ -9,6 +9,7 @@ chunk results merge in any grouping.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +41,8 @@ class ClassificationTally:
         Weight per (true code, predicted code).
     weighted : bool
         Whether any chunk carried sample weights.
+    support : ndarray of shape (n_classes,), float64
+        Weight per true code (rows whose prediction lies outside the classes included).
     """
 
     n_rows: int
@@ -48,6 +51,7 @@ class ClassificationTally:
     log_loss: float
     confusion: np.ndarray
     weighted: bool
+    support: np.ndarray
 
 
 @dataclass
@@ -143,12 +147,22 @@ class EvaluatePass:
     def __repr__(self) -> str:
         return f"EvaluatePass({type(self.model).__name__}, task={self.task!r})"
 
+    def _unseen_classes(self, support: np.ndarray) -> dict[Any, float | int]:
+        """Rows (or weight) per label of the data that the model has no class for."""
+        model_classes = getattr(self.model, "classes_", None)
+        if model_classes is None or self.classes is None:
+            return {}
+        missing = label_codes(self.classes, np.asarray(model_classes)) < 0
+        return {_plain(label): (float(n) if n != int(n) else int(n))
+                for label, n in zip(self.classes[missing], support[missing], strict=True)
+                if n > 0}
+
     def start(self) -> ClassificationTally | RegressionTally:
         """Empty tally."""
         if self.task == "classification":
             assert self.classes is not None
             k = len(self.classes)
-            return ClassificationTally(0, 0.0, 0.0, 0.0, np.zeros((k, k)), False)
+            return ClassificationTally(0, 0.0, 0.0, 0.0, np.zeros((k, k)), False, np.zeros(k))
         return RegressionTally(0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     def step(self, state: Any, chunk: Chunk) -> Any:
@@ -180,6 +194,7 @@ class EvaluatePass:
         state.confusion += np.bincount(codes[known] * k + predicted[known], weights=w[known],
                                        minlength=k * k).reshape(k, k)
         state.correct += float(w[predicted == codes].sum())
+        state.support += np.bincount(codes, weights=w, minlength=k)
         if self.has_proba:
             assert self._proba_columns is not None
             proba = np.asarray(self.model.predict_proba(chunk.X), dtype=np.float64)
@@ -212,7 +227,8 @@ class EvaluatePass:
         if isinstance(a, ClassificationTally):
             return ClassificationTally(a.n_rows + b.n_rows, a.weight + b.weight,
                                        a.correct + b.correct, a.log_loss + b.log_loss,
-                                       a.confusion + b.confusion, a.weighted or b.weighted)
+                                       a.confusion + b.confusion, a.weighted or b.weighted,
+                                       a.support + b.support)
         weight = a.weight + b.weight
         if a.weight <= 0 or b.weight <= 0:
             y_mean, y_m2 = (a.y_mean, a.y_m2) if b.weight <= 0 else (b.y_mean, b.y_m2)
@@ -237,6 +253,9 @@ class EvaluatePass:
                 out["log_loss"] = state.log_loss / state.weight if ok else nan
             confusion = state.confusion if state.weighted else state.confusion.astype(np.int64)
             out["confusion_matrix"] = confusion.tolist()
+            unseen = self._unseen_classes(state.support)
+            if unseen:
+                out["unseen_classes"] = unseen
             return out
         if state.weight <= 0:
             return {"n_rows": int(state.n_rows), "mse": nan, "mae": nan, "r2": nan}
@@ -250,6 +269,10 @@ class EvaluatePass:
             "mae": state.absolute_error / state.weight,
             "r2": float(r2),
         }
+
+
+def _plain(label: Any) -> Any:
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
@@ -269,10 +292,28 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     -------
     dict
         ``accuracy``, ``log_loss``, ``confusion_matrix`` for classification; ``mse``,
-        ``mae``, ``r2`` for regression; ``n_rows`` always.
+        ``mae``, ``r2`` for regression; ``n_rows`` always. ``unseen_classes`` (label to
+        rows, or to weight when weighted) when the data hold labels the model has no class
+        for: those rows count as errors, and ``evaluate`` warns of them.
+
+    Warns
+    -----
+    UserWarning
+        When the data hold labels the model was not trained on.
     """
     dataset = open_dataset(data)
     if dataset.task is None:
         raise LabelError("evaluate needs data with a target; pass target=... to open_dataset")
     scoring = EvaluatePass(model, task=dataset.task, classes=dataset.classes)
-    return resolve_engine(engine).run(scoring, dataset, description="evaluate")
+    metrics = resolve_engine(engine).run(scoring, dataset, description="evaluate")
+    if metrics.get("unseen_classes"):
+        warnings.warn(unseen_classes_message(metrics["unseen_classes"]), stacklevel=2)
+    return metrics
+
+
+def unseen_classes_message(unseen: dict[Any, Any]) -> str:
+    """One sentence on the rows whose labels the model has no class for."""
+    shown = ", ".join(f"{label!r} ({n:,})" for label, n in list(unseen.items())[:10])
+    more = f" and {len(unseen) - 10} more" if len(unseen) > 10 else ""
+    return (f"the data hold labels the model was not trained on, counted as errors: "
+            f"{shown}{more}")
