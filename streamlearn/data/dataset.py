@@ -185,6 +185,8 @@ class Dataset:
         self._excluded: tuple[np.ndarray, int] | None = None
         # maps every chunk's feature values (see with_feature_transform)
         self._feature_transform: FeatureTransform | None = None
+        # multiplies every row's weight by its class's factor (see with_class_weight)
+        self._class_factors: np.ndarray | None = None
         self._classes: np.ndarray | None = None
         if self.task == "classification":
             if classes is not None:
@@ -354,6 +356,46 @@ class Dataset:
         out._feature_transform = transform
         return out
 
+    def with_class_weight(self, factors: Sequence[float] | np.ndarray) -> Dataset:
+        """The same rows, each row's weight multiplied by its class's factor.
+
+        Chunks then always carry weights: ``factors[y]`` times the sample weight (1 without
+        a weight column). Used by classifiers' ``class_weight``.
+
+        Parameters
+        ----------
+        factors : sequence of float
+            One finite non-negative factor per class of :attr:`classes`, in their order.
+
+        Returns
+        -------
+        Dataset
+        """
+        if self.task != "classification" or self.classes is None:
+            raise ValueError("class weights need a classification target")
+        factors = np.asarray(factors, dtype=np.float32).reshape(-1)
+        if factors.shape != (len(self.classes),):
+            raise ValueError(f"{factors.size} class weight factors for "
+                             f"{len(self.classes)} classes")
+        if not (np.isfinite(factors).all() and (factors >= 0).all()):
+            raise ValueError(f"class weights must be finite and non-negative, got "
+                             f"{factors.tolist()}")
+        out = copy.copy(self)
+        out._class_factors = factors
+        return out
+
+    def _class_weighted(self, y: np.ndarray | None, w: np.ndarray | None) -> np.ndarray | None:
+        """A chunk's weights times its rows' class factors (``w`` itself without them)."""
+        if self._class_factors is None or y is None:
+            return w
+        factor = self._class_factors[y]
+        return factor if w is None else (factor * w).astype(np.float32, copy=False)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether chunks carry row weights: a weight column, or class weights."""
+        return self.weight is not None or self._class_factors is not None
+
     @property
     def leaves_out_blocks(self) -> bool:
         """Whether blocks of rows are left out of every pass (:meth:`without_blocks`)."""
@@ -389,6 +431,7 @@ class Dataset:
                       prefetch=self.prefetch, categories=categories)
         out._excluded = self._excluded
         out._feature_transform = self._feature_transform
+        out._class_factors = self._class_factors if task == self.task else None
         return out
 
     @property
@@ -618,6 +661,7 @@ class Dataset:
         if w is not None:
             self._check_weights(w, a, index)
         y = self._encode(y_raw, a, index, classes) if y_raw is not None else None
+        w = self._class_weighted(y, w)
         if rng is not None and X.shape[0] > 1:
             perm = rng.permutation(X.shape[0])
             index = perm + a if index is None else index[perm]
@@ -673,6 +717,7 @@ class Dataset:
         if w is not None:
             self._check_weights(w, a, index)
         y = self._encode(y_raw, a, index, classes) if y_raw is not None else None
+        w = self._class_weighted(y, w)
         if rng is not None and X.n_rows > 1:
             perm = rng.permutation(X.n_rows)
             index = perm + a if index is None else index[perm]

@@ -57,6 +57,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
 from streamlearn.solvers import additive as additive_solver
 from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     DCD_INNER_SWEEPS,
@@ -332,6 +333,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         grid, a noisy or flat one keeps the coarse grid, whose ridge penalty shrinks it
         less. Each grid tried is one more training of the model with pairs. Without
         calibration, or with fewer than 200 held-out rows, pairs get the 8 x 8 grid.
+    class_weight : dict, "balanced" or None
+        Factor on the weight of every row of a class (label -> factor; classes left out
+        keep 1), as scikit-learn's classifiers take it, e.g. to make a rare class count
+        more. ``"balanced"``: ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among
+        ``n`` rows of ``k`` classes, counted by one scan of the target column before
+        training (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the
+        factors used, in the order of ``classes_``. :meth:`partial_fit` takes a dict.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     random_state : int, optional
@@ -478,6 +486,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "interactions": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"}),
                          list, tuple],
         "pair_bases": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
+        "class_weight": CLASS_WEIGHT_CONSTRAINT,
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "engine": "no_validation",
@@ -510,6 +519,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         feature_range: Any = None,
         interactions: int | str | list[Any] = "auto",
         pair_bases: int | str = "auto",
+        class_weight: dict[Any, float] | str | None = None,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -539,6 +549,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.feature_range = feature_range
         self.interactions = interactions
         self.pair_bases = pair_bases
+        self.class_weight = class_weight
         self.chunk_rows = chunk_rows
         self.random_state = random_state
         self.engine = engine
@@ -983,6 +994,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self
         """
         self._validate_hyperparameters()
+        sample_weight = self._partial_fit_sample_weight(y, classes, sample_weight)
         if sparse_rows_of(X, None, type(self).__name__) is not None:
             raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
                             "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")

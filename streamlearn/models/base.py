@@ -32,6 +32,7 @@ from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.models.class_weight import class_weighted, partial_fit_weights
 
 #: Names shown in an error message before it is abbreviated.
 MAX_SHOWN_NAMES = 10
@@ -183,7 +184,9 @@ class StreamEstimator(BaseEstimator):
         (classifiers), ``svmlight_zero_based_`` (training data read from svmlight text:
         whether its feature indices were taken as zero-based, so that data to predict is
         read the same way), then those of the driver's result (:meth:`_set_fitted`) and
-        ``categories_`` (:func:`record_categories`). A fit that fails, whatever the reason,
+        ``categories_`` (:func:`record_categories`), and for a classifier with a
+        ``class_weight`` the factors it put on the rows' weights, ``class_weight_``
+        (:mod:`~streamlearn.models.class_weight`). A fit that fails, whatever the reason,
         leaves the estimator unfitted.
 
         ``n_passes_`` (float) is the number of passes the fit made over the training data,
@@ -227,6 +230,11 @@ class StreamEstimator(BaseEstimator):
         """Run the driver on opened training data and set the learned attributes."""
         if dataset.is_sparse and not self._accepts_sparse:
             self._refuse_sparse(dataset.source.description)
+        factors = None
+        class_weight = getattr(self, "class_weight", None)
+        if (class_weight is not None and self._task == "classification"
+                and dataset.task == "classification"):
+            dataset, factors = class_weighted(dataset, class_weight)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         with recording() as passes:
             fitted = self._run_driver(runner, dataset, self._seed(), **options)
@@ -241,7 +249,20 @@ class StreamEstimator(BaseEstimator):
         if zero_based is not None:  # svmlight text: how its indices were read
             self.svmlight_zero_based_ = bool(zero_based)
         self._set_fitted(fitted)
+        if factors is not None:
+            self.class_weight_ = factors
         record_categories(self, dataset.categories)
+
+    def _partial_fit_sample_weight(self, y: Any, classes: Any, sample_weight: Any) -> Any:
+        """``partial_fit``'s sample weights times the class factors of ``class_weight``
+        (a dict; ``"balanced"`` is a ``ValueError``), or ``sample_weight`` itself."""
+        class_weight = getattr(self, "class_weight", None)
+        if class_weight is None:
+            return sample_weight
+        known = (self.classes_ if self.is_fitted
+                 else sorted_classes(classes if classes is not None else y))
+        codes = encode_labels(y, known)
+        return partial_fit_weights(class_weight, known, codes, sample_weight)
 
     def _refuse_sparse(self, description: str) -> None:
         """Raise the ``TypeError`` of an estimator given sparse rows it cannot train on."""

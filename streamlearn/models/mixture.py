@@ -48,6 +48,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
 from streamlearn.solvers.mixture import driver
 from streamlearn.solvers.mixture.driver import (
     EM_MODES,
@@ -202,6 +203,13 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         feature's other rows onto one point, where no gate or expert tells them apart.
         The first pass samples the rows beside the moments; one more pass when a feature
         is mapped (``feature_transform_``).
+    class_weight : dict, "balanced" or None
+        Factor on the weight of every row of a class (label -> factor; classes left out
+        keep 1), as scikit-learn's classifiers take it, e.g. to make a rare class count
+        more. ``"balanced"``: ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among
+        ``n`` rows of ``k`` classes, counted by one scan of the target column before
+        training (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the
+        factors used, in the order of ``classes_``. :meth:`partial_fit` takes a dict.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine (stochastic
         EM updates the parameters once per chunk).
@@ -287,6 +295,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "bias_scale": [Interval(Real, 0, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "spread_tails": ["boolean"],
+        "class_weight": CLASS_WEIGHT_CONSTRAINT,
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "engine": "no_validation",
@@ -312,6 +321,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         bias_scale: float = 1.0,
         validation_fraction: float | None = 0.1,
         spread_tails: bool = True,
+        class_weight: dict[Any, float] | str | None = None,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -327,6 +337,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.bias_scale = bias_scale
         self.validation_fraction = validation_fraction
         self.spread_tails = spread_tails
+        self.class_weight = class_weight
         self.chunk_rows = chunk_rows
         self.random_state = random_state
         self.engine = engine
@@ -498,6 +509,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self
         """
         self._validate_hyperparameters()
+        sample_weight = self._partial_fit_sample_weight(y, classes, sample_weight)
         if sparse_rows_of(X, None, type(self).__name__) is not None:
             raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
                             "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")

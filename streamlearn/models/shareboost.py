@@ -62,6 +62,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
 from streamlearn.solvers.shareboost import driver
 from streamlearn.solvers.shareboost.columns import (
     FEATURES,
@@ -181,6 +182,13 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         rule of :mod:`~streamlearn.features.tail_transform` on a row sample of the
         describe pass (``feature_transform_``; one more pass when a feature is mapped).
         Every method takes the original values.
+    class_weight : dict, "balanced" or None
+        Factor on the weight of every row of a class (label -> factor; classes left out
+        keep 1), as scikit-learn's classifiers take it, e.g. to make a rare class count
+        more. ``"balanced"``: ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among
+        ``n`` rows of ``k`` classes, counted by one scan of the target column before
+        training (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the
+        factors used, in the order of ``classes_``.
     chunk_rows : int, optional
         Rows per chunk for data opened by ``fit``.
     engine : engine, optional
@@ -255,6 +263,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         "tol": [Interval(Real, 0, np.inf, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "spread_tails": ["boolean"],
+        "class_weight": CLASS_WEIGHT_CONSTRAINT,
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "engine": "no_validation",
         "random_state": ["random_state"],
@@ -266,6 +275,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                  n_centres: int = 256, n_radii: int = 8, max_coverage: float = 0.6,
                  tol: float = 1e-3, validation_fraction: float | None = 0.1,
                  spread_tails: bool = True,
+                 class_weight: dict[Any, float] | str | None = None,
                  chunk_rows: int | None = None, engine: Any = None, random_state: int = 0,
                  progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
@@ -279,6 +289,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.tol = tol
         self.validation_fraction = validation_fraction
         self.spread_tails = spread_tails
+        self.class_weight = class_weight
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.random_state = random_state

@@ -75,6 +75,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.prototypes import rbf_similarities
@@ -686,6 +687,16 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         return self._decision(X)
 
 
+_CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
+        Factor on the weight ``v_i`` of every row of a class (label -> factor; classes
+        left out keep 1), e.g. to make a rare class count more. ``"balanced"``:
+        ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among ``n`` rows of ``k``
+        classes, counted by one scan of the target column before training
+        (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the factors
+        used, in the order of ``classes_``. :meth:`partial_fit` takes a dict.
+"""
+
+
 class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     _expected_failed_checks: ClassVar[dict[str, str]] = {
         check: "the initial prototypes are a seeded random sample of rows, so a row repeated "
@@ -702,7 +713,10 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                "prototypes), fitted to ``+1`` for the row's class and\n    ``-1`` for the "
                "others; the largest output is the decision. The classes share the Gram\n"
                "    matrix of the beta-step, and the prototype step follows the sum of their "
-               "losses.\n" + _PARAMS_DOC + """
+               "losses.\n"
+               + _PARAMS_DOC.replace("\n    Attributes\n",
+                                     _CLASS_WEIGHT_DOC + "\n    Attributes\n", 1)
+               + """
     classes_ : ndarray of shape (n_classes,)
         Labels; with two, ``f > 0`` predicts ``classes_[1]``.
 
@@ -712,6 +726,42 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     """)
 
     _sign_error = True
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        **_SuperSparse._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT}
+
+    def __init__(
+        self,
+        n_prototypes: int | Sequence[int] | str = "auto",
+        similarity: str | Callable[[np.ndarray, np.ndarray], Any] = "rbf",
+        similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
+        gamma: float | str = "auto",
+        standardize: bool = True,
+        lam: float | str = "auto",
+        coef: str = "ridge",
+        step: float = 1.0,
+        max_iter: int = 300,
+        tol: float = 1e-4,
+        solver: str = "lbfgs",
+        repulsion: float = 0.0,
+        repulsion_decay: float = 0.5,
+        init: str | np.ndarray = "random",
+        tradeoff: float = 0.0,
+        validation_fraction: float = 0.2,
+        class_weight: dict[Any, float] | str | None = None,
+        chunk_rows: int | None = None,
+        random_state: int | None = 0,
+        engine: Any = None,
+        progress: bool | None = None,
+    ) -> None:
+        super().__init__(
+            n_prototypes=n_prototypes, similarity=similarity,
+            similarity_gradient=similarity_gradient, gamma=gamma, standardize=standardize,
+            lam=lam, coef=coef, step=step, max_iter=max_iter, tol=tol, solver=solver,
+            repulsion=repulsion, repulsion_decay=repulsion_decay, init=init,
+            tradeoff=tradeoff, validation_fraction=validation_fraction,
+            chunk_rows=chunk_rows, random_state=random_state, engine=engine,
+            progress=progress)
+        self.class_weight = class_weight
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
             nan_policy: Any = "raise", engine: Any = None,
@@ -778,6 +828,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             if classes is not None and not np.array_equal(sorted_classes(classes), known):
                 raise LabelError(f"classes {list(classes)} differ from those of the first "
                                  f"call {known.tolist()}")
+        sample_weight = self._partial_fit_sample_weight(y, known, sample_weight)
         values, weight = self._partial_fit_inputs(X, y, sample_weight, "classification")
         codes = encode_labels(y, known)
         self._partial_fit_rows(values, class_targets(codes, len(known)), weight)

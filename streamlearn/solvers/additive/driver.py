@@ -808,7 +808,7 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
     feature_map = config.feature_map
     summary = given
     if (given is None and feature_map is None and holdout is None
-            and dataset.nan_policy != "drop" and dataset.weight is None):
+            and dataset.nan_policy != "drop" and not dataset.weighted):
         # nothing needs the describe pass: no map to fit, no rows held out, no weights
         # to add up, and the store's metadata counts the training rows
         n_train, n_holdout, train_weight = dataset.n_rows, 0, float(dataset.n_rows)
@@ -1029,7 +1029,7 @@ def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | N
     pass_ = SummaryPass(dataset.feature_names, n_classes, holdout, seed, dataset.is_sparse)
     # sparse data is read whole: a rare column may have no value in a sample of chunks
     ranges = None if dataset.is_sparse else _sample_ranges(dataset)
-    if (ranges is None or dataset.weight is not None or dataset.nan_policy == "drop"
+    if (ranges is None or dataset.weighted or dataset.nan_policy == "drop"
             or dataset.leaves_out_blocks):
         summary: Summary = runner.run(pass_, dataset, description="describe")
         return summary
@@ -1063,7 +1063,7 @@ def _sample_dataset(dataset: Dataset) -> Dataset | None:
     out of every pass, in blocks of the ranges' size), where the describe pass reads a
     sample; else None."""
     ranges = _sample_ranges(dataset)
-    if (ranges is None or dataset.is_sparse or dataset.weight is not None
+    if (ranges is None or dataset.is_sparse or dataset.weighted
             or dataset.nan_policy == "drop" or dataset.leaves_out_blocks):
         return None
     size = _sample_range_rows(dataset)

@@ -1,0 +1,129 @@
+"""``class_weight``: per-class factors on the rows' weights, as scikit-learn's classifiers take.
+
+A classifier's ``class_weight`` is None (every class 1), a dict from label to factor (labels
+left out keep 1), or ``"balanced"``: ``n / (k n_c)`` for class ``c`` with ``n_c`` of the
+``n`` rows and ``k`` classes, so that every class weighs the same in the loss and the total
+weight stays ``n`` (scikit-learn's ``compute_class_weight``). ``fit`` multiplies every
+row's sample weight by its class's factor as the rows are read
+(:meth:`~streamlearn.data.Dataset.with_class_weight`); ``"balanced"`` counts the classes
+first, by one scan of the target column alone. ``partial_fit`` takes a dict (a stream's
+class counts are not known at its first chunk) and multiplies the chunk's weights by it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
+from streamlearn.data import Dataset
+
+#: The ``_parameter_constraints`` entry of ``class_weight``.
+CLASS_WEIGHT_CONSTRAINT: list[Any] = [dict, StrOptions({"balanced"}), None]
+
+def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.ndarray,
+                  counts: np.ndarray | None = None) -> np.ndarray:
+    """The factor of each class in ``classes`` (float64, in their order).
+
+    Parameters
+    ----------
+    class_weight : dict, "balanced" or None
+    classes : ndarray
+        The sorted labels.
+    counts : ndarray, optional
+        Rows of each class; needed for ``"balanced"``.
+
+    Raises
+    ------
+    ValueError
+        A dict naming a label that is not a class, or a factor that is not a finite
+        non-negative number; ``"balanced"`` without counts or with a class of no rows.
+    """
+    k = len(classes)
+    if class_weight is None:
+        return np.ones(k)
+    if isinstance(class_weight, str):
+        if counts is None:
+            raise ValueError("class_weight='balanced' needs the class counts")
+        counts = np.asarray(counts, dtype=np.float64)
+        if (counts <= 0).any():
+            empty = [_plain(c) for c in classes[counts <= 0]]
+            raise ValueError(f"class_weight='balanced': classes {empty} have no rows")
+        return counts.sum() / (k * counts)
+    factors = np.ones(k)
+    listed = [_plain(c) for c in classes.tolist()]
+    as_text = {str(c): c for c in listed}
+    # a label written as text (a JSON key, a command line's --param) names its class too
+    class_weight = {(label if _plain(label) in listed or str(label) not in as_text
+                     else as_text[str(label)]): factor
+                    for label, factor in class_weight.items()}
+    unknown = [label for label in class_weight if _plain(label) not in listed]
+    if unknown:
+        raise ValueError(f"class_weight names {unknown!r}, which are not among the classes "
+                         f"{listed[:20]}")
+    for label, factor in class_weight.items():
+        try:
+            value = float(factor)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"class_weight[{label!r}] is {factor!r}; class weights are "
+                             "finite non-negative numbers")
+        factors[listed.index(_plain(label))] = value
+    return factors
+
+
+def class_counts(dataset: Dataset) -> np.ndarray:
+    """Rows of each class of ``dataset`` (in the order of its ``classes``), by one scan of
+    its target column (nothing else is read)."""
+    assert dataset.target is not None and dataset.classes is not None
+    classes = dataset.classes
+    counts = np.zeros(len(classes), dtype=np.int64)
+    for i in range(len(dataset.source.pieces)):
+        values, n = np.unique(np.asarray(dataset.source.read_target(i, dataset.target)),
+                              return_counts=True)
+        found = np.searchsorted(classes, values)
+        inside = found < len(classes)
+        inside[inside] &= classes[found[inside]] == values[inside]
+        np.add.at(counts, found[inside], n[inside])
+    return counts
+
+
+def class_weighted(dataset: Dataset, class_weight: Mapping[Any, float] | str | None
+                   ) -> tuple[Dataset, np.ndarray]:
+    """``dataset`` with its rows weighted by ``class_weight``, and the factors used."""
+    assert dataset.classes is not None
+    counts = class_counts(dataset) if isinstance(class_weight, str) else None
+    factors = class_factors(class_weight, dataset.classes, counts)
+    return dataset.with_class_weight(factors), factors
+
+
+def partial_fit_weights(class_weight: Mapping[Any, float] | str | None, classes: np.ndarray,
+                        codes: np.ndarray, sample_weight: np.ndarray | None
+                        ) -> np.ndarray | None:
+    """One ``partial_fit`` chunk's sample weights times its rows' class factors.
+
+    Raises
+    ------
+    ValueError
+        For ``"balanced"``, which needs the class counts of the whole stream.
+    """
+    if class_weight is None:
+        return sample_weight
+    if isinstance(class_weight, str):
+        raise ValueError("class_weight='balanced' needs the class counts of all rows, which "
+                         "partial_fit does not see; pass a dict of factors (e.g. n / (k n_c) "
+                         "from counts of a sample), or use fit")
+    factor = class_factors(class_weight, classes)[codes]
+    if sample_weight is None:
+        return factor.astype(np.float32)
+    weight = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    if weight.shape != factor.shape:
+        raise ValueError(f"y has {factor.size} rows but sample_weight has {weight.size}")
+    return (factor * weight).astype(np.float32)
+
+
+def _plain(label: Any) -> Any:
+    return label.item() if isinstance(label, np.generic) else label
