@@ -114,10 +114,13 @@ def test_data_read_from_a_sample_of_chunks_chooses_the_count_on_that_sample() ->
     params = dict(epochs=2, tol=None, chunk_rows=size, interactions=0, random_state=0)
     model = AdditiveSVC(**params).fit(X, y)
     share = DESCRIBE_SAMPLE_CHUNKS / n_chunks
-    # on the sample: its describe pass, then per count 2 epochs and a calibration pass;
-    # on all rows: the sampled describe and calibration passes, 2 epochs
+    # on the sample: its describe pass, then per count and for the linear candidate 2
+    # epochs and a calibration pass; on all rows: the sampled describe and calibration
+    # passes, 2 epochs
     tried = model.bases_tried_
-    assert model.n_passes_ == pytest.approx(share + 3 * share * len(tried) + 2 * share + 2)
+    assert not model.linear_check_["kept"]
+    assert model.n_passes_ == pytest.approx(share + 3 * share * (len(tried) + 1)
+                                            + 2 * share + 2)
     # each loss is that of a fit with the count fixed on the sampled chunks alone
     ranges = spread_ranges(n, size, DESCRIBE_SAMPLE_CHUNKS)
     kept = [a // size for a, _ in ranges]
@@ -172,3 +175,26 @@ def test_pairs_kept_at_the_first_count_are_checked_again_at_the_count_kept() -> 
     else:  # the model without pairs at that count, the same as a fit asking for none
         assert model.interactions_ == () and not hasattr(model, "interaction_scores_")
         np.testing.assert_allclose(model.coef_d_, plain.coef_d_)
+
+
+def test_the_linear_model_replaces_curves_the_rows_cannot_pay_for() -> None:
+    # many Gaussian features and a linear label rule: per-feature curves fit noise
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 60)).astype(np.float32)
+    y = (X @ rng.normal(size=60) + rng.normal(0, 4.0, 3000) > 0).astype(int)
+    model = AdditiveSVC(random_state=0).fit(X, y)
+    check = model.linear_check_
+    assert check["kept"] and check["linear"] < check["curves"]
+    assert model.feature_map_ is None and not hasattr(model, "n_bases_")
+    # it is the model embedding="linear" trains, on the same rows, by the same rules
+    linear = AdditiveSVC(embedding="linear", random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), linear.decision_function(X),
+                               rtol=1e-6, atol=1e-9)
+    held = _held_out(model, len(y))
+    assert check["linear"] == pytest.approx(log_loss(y[held], model.predict_proba(X[held])),
+                                            rel=0.02)
+    # curves the label needs stay
+    X, y = additive_problem(8000, n_features=6, seed=3)
+    curved = AdditiveSVC(interactions=0, random_state=0).fit(X, y)
+    assert not curved.linear_check_["kept"] and curved.feature_map_ is not None
+    assert curved.linear_check_["curves"] == dict(curved.bases_tried_)[curved.n_bases_]

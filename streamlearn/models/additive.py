@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -167,7 +168,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         the model kept; on data described from a sample (64 chunks or more: 16 ranges
         of at most 65,536 rows spread over them) the counts, the pairs of
         ``interactions`` and their grid are all chosen on those rows alone, and the model
-        kept is then trained once on all rows.
+        kept is then trained once on all rows. Last, the linear model (the features
+        themselves, no curves; after ``spread_tails``'s map) is trained on the same rows
+        and replaces the model kept when its calibrated held-out log-loss is lower
+        (``linear_check_``): curves cost parameters that many weak, nearly linear
+        features cannot pay for (on 2,000-5,000 rows of 50-300 Gaussian features with a
+        linear label rule the test error went from 17.7-20.0 to 15.3-18.4 %, a tuned
+        linear SVM's 14.3-18.1), and the count search, which starts at 8 bases, never
+        sees a simpler model. One more training, at a linear model's cost; where a
+        sample chooses, the model kept is trained on all rows as above.
     penalty_order : int, optional
         Difference penalty order ``d`` for B-splines (0, 1, 2) or penalised derivative for
         Fourier and Hermite (1, 2; default 1). The B-spline default is 1 for ``fit`` with
@@ -399,6 +408,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``n_bases="auto"``: each count of bases trained by ``fit``, with the held-out
         log-loss of its class probabilities (one entry when fewer than 200 rows were held
         out); absent for a fixed count.
+    linear_check_ : dict
+        ``n_bases="auto"`` with calibrated probabilities: the held-out log-loss of the
+        linear model (``"linear"``) and of the B-spline model the search kept
+        (``"curves"``), and whether the linear one replaced it (``"kept"``; then
+        ``feature_map_`` is None and the model is a linear SVM over the features, as
+        ``embedding="linear"`` gives). Absent otherwise.
     interactions_ : tuple of (str, str)
         The pairs of feature names that have a term, best screened first (empty without).
     interaction_scores_ : ndarray of shape (n_interactions,)
@@ -875,6 +890,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                         if isinstance(feature_map, BSplineMap) else ()),
             check_interactions=isinstance(self.interactions, str),
             spread_tails=bool(self.spread_tails))
+        config = replace(config, linear_candidate=len(config.bases_grid) > 1)
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
@@ -927,6 +943,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.bases_tried_ = [[n, loss] for n, loss in fitted.bases_tried]
         else:
             self.__dict__.pop("bases_tried_", None)
+        if fitted.linear_check is not None:
+            self.linear_check_ = fitted.linear_check
+        else:
+            self.__dict__.pop("linear_check_", None)
         if fitted.pair_scores is not None:
             self.interaction_scores_ = fitted.pair_scores
         else:

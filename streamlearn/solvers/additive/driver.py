@@ -166,6 +166,10 @@ class AdditiveConfig:
         Map crowded features before a B-spline map (dense rows, not zero-preserving, no
         ``feature_range``) by the rule of :mod:`streamlearn.features.tail_transform`,
         chosen from the describe pass.
+    linear_candidate : bool
+        With ``bases_grid``: also train the linear model (no feature map) on the same rows
+        once the B-spline model is chosen, and keep it instead when its held-out log-loss
+        is lower (:func:`_linear_if_better`).
     """
 
     feature_map: FeatureMap | None
@@ -187,6 +191,7 @@ class AdditiveConfig:
     check_interactions: bool = False
     bases_grid: tuple[int, ...] = ()
     spread_tails: bool = False
+    linear_candidate: bool = False
 
     @property
     def compares_models(self) -> bool:
@@ -278,6 +283,10 @@ class AdditiveFit:
         :data:`~streamlearn.solvers.calibration.MIN_CALIBRATION_ROWS` the sigmoids are not
         fitted (``calibrated`` False) and ``held_out_log_loss`` is that of the plain
         logistic of the scores.
+    linear_check : dict or None
+        With ``config.linear_candidate``: the held-out log-loss of the linear model
+        (``linear``) and of the B-spline model chosen (``curves``), and whether the linear
+        one was kept (``kept``).
     """
 
     feature_names: tuple[str, ...]
@@ -303,6 +312,7 @@ class AdditiveFit:
     bases_tried: tuple[tuple[int, float | None], ...] = ()
     feature_transform: TailTransform | None = None
     fewest_calibration_rows: int | None = None
+    linear_check: dict[str, Any] | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -489,23 +499,49 @@ def _fit_searched(runner: Any, dataset: Dataset, sample: Dataset | None,
     if sample is not None:  # choose on a sample of chunks, then train once on all rows
         on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed, summary)
         best, tried = _search_bases(runner, sample, config, seed, sample_summary, on_sample)
+        best = _linear_if_better(runner, sample, config, seed, sample_summary, best)
         kept = best.feature_map
-        assert kept is not None
         # the same count, pairs and grid, unfitted: no screening, no grid or count search
-        chosen = type(kept)(**kept.get_params())
+        chosen = None if kept is None else type(kept)(**kept.get_params())
         grids = (chosen.pair_bases,) if isinstance(chosen, BSplinePairMap) else config.pair_grids
         fitted, _ = _fit_with_pairs(runner, dataset, replace(
             config, feature_map=chosen, interactions=0, check_interactions=False,
             pair_grids=grids, bases_grid=()), seed)
         return replace(fitted, bases_tried=tried, pair_check=best.pair_check,
-                       pair_scores=best.pair_scores)
+                       pair_scores=best.pair_scores, linear_check=best.linear_check)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed, summary)
     if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
     best, tried = _search_bases(runner, dataset, config, seed, summary, fitted)
     if best is not fitted:
         best = with_importances(best, summary)
+    best = _linear_if_better(runner, dataset, config, seed, summary, best)
     return replace(best, bases_tried=tried)
+
+
+def _linear_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                      summary: Summary | None, best: AdditiveFit) -> AdditiveFit:
+    """With ``config.linear_candidate``: the linear model (the raw features, no map)
+    trained on ``dataset`` from the same summary, by the same rules, when its held-out
+    log-loss is lower than that of ``best``, the B-spline model chosen; else ``best``.
+    Either carries ``linear_check``. Both models must be calibrated: the plain logistic of
+    uncalibrated scores is no measure to compare two models by (its log-loss grows with
+    the margins of the few rows it gets wrong). Per-feature curves can only lose to the
+    linear model where the rows cannot pay for them: many features, each with few
+    distinct or non-zero values, whose curves fit the noise."""
+    if not config.linear_candidate or best.held_out_log_loss is None or not best.calibrated:
+        return best
+    linear, _ = _fit_terms(runner, dataset, replace(
+        config, feature_map=None, interactions=0, check_interactions=False, bases_grid=()),
+        seed, summary)
+    kept = (linear.calibrated and linear.held_out_log_loss is not None
+            and linear.held_out_log_loss < best.held_out_log_loss)
+    check = {"kept": bool(kept), "linear": linear.held_out_log_loss,
+             "curves": best.held_out_log_loss}
+    if kept:
+        return replace(linear, pair_check=best.pair_check, pair_scores=None,
+                       linear_check=check)
+    return replace(best, linear_check=check)
 
 
 def _search_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
