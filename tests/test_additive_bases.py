@@ -193,6 +193,13 @@ def test_the_linear_model_replaces_curves_the_rows_cannot_pay_for() -> None:
     held = _held_out(model, len(y))
     assert check["linear"] == pytest.approx(log_loss(y[held], model.predict_proba(X[held])),
                                             rel=0.02)
+    # its shape functions are lines over each feature's observed range, slope coef_
+    np.testing.assert_allclose(model.feature_ranges_, np.c_[X.min(0), X.max(0)], rtol=1e-6)
+    shapes = model.shape_functions(n_points=5)
+    first = shapes[shapes["feature"] == "x0"]
+    slope = np.diff(first["contribution"]) / np.diff(first["value"])
+    np.testing.assert_allclose(slope, model.coef_[0, 0], rtol=1e-6)
+    assert first["value"].min() == pytest.approx(X[:, 0].min(), rel=1e-6)
     # curves the label needs stay
     X, y = additive_problem(8000, n_features=6, seed=3)
     curved = AdditiveSVC(interactions=0, random_state=0).fit(X, y)

@@ -66,8 +66,15 @@ def test_linear_terms_are_weight_times_value_and_need_ranges() -> None:
     model = AdditiveSVC(embedding="linear", epochs=3, tol=None, progress=False).fit(X, y)
     np.testing.assert_allclose(model.term_contributions(X[:20])[:, :, 0],
                                X[:20].astype(np.float64) * model.coef_[0], rtol=1e-6, atol=1e-9)
+    # its describe pass (for the calibration rows) kept each feature's observed range
+    observed = model.shape_functions(n_points=2)
+    np.testing.assert_allclose(observed[observed.feature == "x1"].value,
+                               [X[:, 1].min(), X[:, 1].max()], rtol=1e-6)
+    # a fit that read no summary keeps none: the ranges must be given
+    bare = AdditiveSVC(embedding="linear", epochs=3, tol=None, calibrate=False,
+                       progress=False).fit(X, y)
     with pytest.raises(ValueError, match="ranges"):
-        model.shape_functions()
+        bare.shape_functions()
     table = model.shape_functions(n_points=5, ranges=[(-1, 1)] * 3)
     x0 = table[table.feature == "x0"]
     np.testing.assert_allclose(x0.contribution, model.coef_[0, 0] * np.linspace(-1, 1, 5),

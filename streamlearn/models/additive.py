@@ -408,6 +408,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``n_bases="auto"``: each count of bases trained by ``fit``, with the held-out
         log-loss of its class probabilities (one entry when fewer than 200 rows were held
         out); absent for a fixed count.
+    feature_ranges_ : ndarray of shape (n_features, 2)
+        A linear model's (``feature_map_`` None) observed ``(min, max)`` of each feature
+        (after ``feature_transform_``), from the describe pass: where
+        :meth:`shape_functions` draws its lines. Absent for a curve model, whose map
+        holds its ranges, and for a linear fit without a describe pass.
     linear_check_ : dict
         ``n_bases="auto"`` with calibrated probabilities: the held-out log-loss of the
         linear model (``"linear"``) and of the B-spline model the search kept
@@ -947,6 +952,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.linear_check_ = fitted.linear_check
         else:
             self.__dict__.pop("linear_check_", None)
+        if fitted.ranges is not None:
+            self.feature_ranges_ = fitted.ranges
+        else:
+            self.__dict__.pop("feature_ranges_", None)
         if fitted.pair_scores is not None:
             self.interaction_scores_ = fitted.pair_scores
         else:
@@ -1448,8 +1457,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return bounds[:, 0], bounds[:, 1]
         fmap = self.feature_map_
         if fmap is None:
-            raise ValueError("a linear model keeps no feature ranges: give shape_functions "
-                             "ranges=[(low, high), ...], one pair per feature")
+            ranges = getattr(self, "feature_ranges_", None)
+            if ranges is None:
+                raise ValueError("this linear model kept no feature ranges (its fit made no "
+                                 "describe pass): give shape_functions ranges=[(low, high), "
+                                 "...], one pair per feature")
+            lo, hi = np.asarray(ranges[:, 0]), np.asarray(ranges[:, 1])
+            return lo, np.where(hi > lo, hi, lo + 1.0)
         if isinstance(fmap, HermiteMap):
             mean, std = np.asarray(fmap.mean_), np.asarray(fmap.std_)
             return mean - HERMITE_SPAN * std, mean + HERMITE_SPAN * std

@@ -287,6 +287,9 @@ class AdditiveFit:
         With ``config.linear_candidate``: the held-out log-loss of the linear model
         (``linear``) and of the B-spline model chosen (``curves``), and whether the linear
         one was kept (``kept``).
+    ranges : ndarray of shape (n_features, 2) or None
+        A linear model's (no feature map) observed ``(min, max)`` of each feature, from
+        the describe pass (None without one): the span its shape functions are drawn on.
     """
 
     feature_names: tuple[str, ...]
@@ -313,6 +316,7 @@ class AdditiveFit:
     feature_transform: TailTransform | None = None
     fewest_calibration_rows: int | None = None
     linear_check: dict[str, Any] | None = None
+    ranges: np.ndarray | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -524,12 +528,14 @@ def _linear_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, see
     """With ``config.linear_candidate``: the linear model (the raw features, no map)
     trained on ``dataset`` from the same summary, by the same rules, when its held-out
     log-loss is lower than that of ``best``, the B-spline model chosen; else ``best``.
-    Either carries ``linear_check``. Both models must be calibrated: the plain logistic of
+    Either carries ``linear_check``. As for the counts, at least :data:`MIN_CHECK_ROWS`
+    held-out rows must judge them, and both models must be calibrated: the plain logistic of
     uncalibrated scores is no measure to compare two models by (its log-loss grows with
     the margins of the few rows it gets wrong). Per-feature curves can only lose to the
     linear model where the rows cannot pay for them: many features, each with few
     distinct or non-zero values, whose curves fit the noise."""
-    if not config.linear_candidate or best.held_out_log_loss is None or not best.calibrated:
+    if (not config.linear_candidate or best.held_out_log_loss is None or not best.calibrated
+            or best.n_calibration < MIN_CHECK_ROWS):
         return best
     linear, _ = _fit_terms(runner, dataset, replace(
         config, feature_map=None, interactions=0, check_interactions=False, bases_grid=()),
@@ -926,7 +932,18 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
                        centre_d, term_values, held_out_log_loss=held_out_loss,
-                       fewest_calibration_rows=fewest_rows), summary
+                       fewest_calibration_rows=fewest_rows,
+                       ranges=_linear_ranges(feature_map, summary)), summary
+
+
+def _linear_ranges(feature_map: FeatureMap | None, summary: Summary | None
+                   ) -> np.ndarray | None:
+    """``(min, max)`` of each feature for a linear model with a describe summary."""
+    if feature_map is not None or summary is None:
+        return None
+    desc = summary.description
+    return np.column_stack([np.asarray(desc.min, dtype=np.float64),
+                            np.asarray(desc.max, dtype=np.float64)])
 
 
 def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureMap | None,
