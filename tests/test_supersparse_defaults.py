@@ -120,3 +120,20 @@ def test_regressor_does_not_depend_on_the_units_of_the_target():
         assert scaled.score(X, y * scale + shift) == pytest.approx(base.score(X, y), abs=2e-3)
         np.testing.assert_allclose((scaled.predict(X) - shift) / scale, base.predict(X),
                                    rtol=0, atol=0.02 * np.std(y))
+
+
+def test_a_plateau_on_many_features_does_not_stop_the_fit_at_its_start() -> None:
+    # 1,000 sparse non-negative features: gamma="auto" is small, the first prototype
+    # steps barely move the objective while its gradient grows along them; stopping there
+    # left a model near chance (46 % error)
+    rng = np.random.default_rng(0)
+    n, d = 3000, 1000
+    w = rng.normal(size=d) * (rng.random(d) < 0.3)
+    X = ((rng.random((n, d)) < 0.03) * rng.exponential(1.0, (n, d))).astype(np.float32)
+    score = X @ w
+    y = (score + rng.normal(scale=0.3 * score.std(), size=n) > np.median(score)).astype(int)
+    model = SuperSparseClassifier(random_state=0).fit(X[:2000], y[:2000])
+    linear = LinearSVC(C=0.1).fit(X[:2000], y[:2000])
+    error = 1 - model.score(X[2000:], y[2000:])
+    assert model.n_iter_ > 10
+    assert error < 1.25 * (1 - linear.score(X[2000:], y[2000:]))

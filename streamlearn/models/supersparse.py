@@ -539,7 +539,10 @@ _PARAMS_DOC = """
     tol : float
         The batch and L-BFGS solvers stop when their last 5 trials together lowered the
         objective by less than ``5 tol`` times its value (one small step after a halving
-        does not stop it),
+        does not stop it; nor, for L-BFGS, a last move along which the objective bent down,
+        its gradient grown: a plateau's edge, where the growing steps have yet to reach
+        the descent, as on many features, where the RBF's width makes the first steps
+        small),
         the mini-batch solver when an epoch changes it by less than ``tol`` times its value
         (once repulsion has decayed to zero). The batch solver also stops when
         its step has shrunk below ``1e-6 * step`` without finding a decrease.

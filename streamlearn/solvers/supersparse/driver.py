@@ -553,7 +553,11 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
         tracker.accept(w_new)
         return tracker.lam
 
+    concave = False  # the last accepted move bent the objective down
+
     def converged() -> bool:
+        if concave:  # a plateau's edge, not a minimum: the steps are still growing
+            return False
         if tracker is not None:
             return tracker.flat()
         return len(history) > STOP_WINDOW and history[-1 - STOP_WINDOW] - history[-1] <= (
@@ -593,6 +597,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
                                           description=f"gradient p={p}")
             grad = (2.0 / g.weight) * g.grad
             total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
+            concave = False
             if memory and rho == 0:
                 if previous is not None and previous[2] == lam:
                     s_, y_ = C - previous[0], grad - previous[1]
@@ -601,6 +606,8 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
                         pairs.append((s_, y_, 1.0 / sy))
                         if len(pairs) > memory:
                             pairs.pop(0)
+                    else:
+                        concave = True
                 else:
                     pairs.clear()  # a new penalty is a new objective
                 previous = (C, grad, lam)
