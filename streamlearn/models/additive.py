@@ -343,12 +343,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         less. Each grid tried is one more training of the model with pairs. Without
         calibration, or with fewer than 200 held-out rows, pairs get the 8 x 8 grid.
     class_weight : dict, "balanced" or None
-        Factor on the weight of every row of a class (label -> factor; classes left out
-        keep 1), as scikit-learn's classifiers take it, e.g. to make a rare class count
-        more. ``"balanced"``: ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among
-        ``n`` rows of ``k`` classes, counted by one scan of the target column before
-        training (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the
-        factors used, in the order of ``classes_``. :meth:`partial_fit` takes a dict.
+        Factors on the weights of each class's rows (label -> factor), or ``"balanced"``,
+        as scikit-learn's classifiers take them (:mod:`~streamlearn.models.class_weight`
+        states the rules); ``class_weight_`` holds the factors used. A dict in
+        :meth:`partial_fit`.
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     random_state : int, optional
@@ -940,26 +938,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         else:
             self.__dict__.pop("feature_importances_", None)
             self.__dict__.pop("interaction_importances_", None)
-        if isinstance(fmap, BSplineMap):
-            self.n_bases_ = int(fmap.n_bases)
-        else:
-            self.__dict__.pop("n_bases_", None)
-        if fitted.bases_tried:
-            self.bases_tried_ = [[n, loss] for n, loss in fitted.bases_tried]
-        else:
-            self.__dict__.pop("bases_tried_", None)
-        if fitted.linear_check is not None:
-            self.linear_check_ = fitted.linear_check
-        else:
-            self.__dict__.pop("linear_check_", None)
-        if fitted.ranges is not None:
-            self.feature_ranges_ = fitted.ranges
-        else:
-            self.__dict__.pop("feature_ranges_", None)
-        if fitted.pair_scores is not None:
-            self.interaction_scores_ = fitted.pair_scores
-        else:
-            self.__dict__.pop("interaction_scores_", None)
+        self._keep("n_bases_", int(fmap.n_bases) if isinstance(fmap, BSplineMap) else None)
+        self._keep("bases_tried_", [[n, loss] for n, loss in fitted.bases_tried] or None)
+        self._keep("linear_check_", fitted.linear_check)
+        self._keep("feature_ranges_", fitted.ranges)
+        self._keep("interaction_scores_", fitted.pair_scores)
         if fitted.pair_check is not None:
             self.interaction_check_ = fitted.pair_check
         elif isinstance(self.interactions, str):  # "auto" tried none: say why

@@ -264,6 +264,13 @@ class StreamEstimator(BaseEstimator):
         codes = encode_labels(y, known)
         return partial_fit_weights(class_weight, known, codes, sample_weight)
 
+    def _keep(self, name: str, value: Any) -> None:
+        """Set the learned attribute ``name`` to ``value``, or remove it when None."""
+        if value is None:
+            self.__dict__.pop(name, None)
+        else:
+            setattr(self, name, value)
+
     def _refuse_sparse(self, description: str) -> None:
         """Raise the ``TypeError`` of an estimator given sparse rows it cannot train on."""
         raise TypeError(f"{self!r} takes dense rows; {description} holds sparse rows "

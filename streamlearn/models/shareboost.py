@@ -183,12 +183,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         describe pass (``feature_transform_``; one more pass when a feature is mapped).
         Every method takes the original values.
     class_weight : dict, "balanced" or None
-        Factor on the weight of every row of a class (label -> factor; classes left out
-        keep 1), as scikit-learn's classifiers take it, e.g. to make a rare class count
-        more. ``"balanced"``: ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among
-        ``n`` rows of ``k`` classes, counted by one scan of the target column before
-        training (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the
-        factors used, in the order of ``classes_``.
+        Factors on the weights of each class's rows (label -> factor), or ``"balanced"``,
+        as scikit-learn's classifiers take them (:mod:`~streamlearn.models.class_weight`
+        states the rules); ``class_weight_`` holds the factors used.
     chunk_rows : int, optional
         Rows per chunk for data opened by ``fit``.
     engine : engine, optional

@@ -691,12 +691,10 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
 
 
 _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
-        Factor on the weight ``v_i`` of every row of a class (label -> factor; classes
-        left out keep 1), e.g. to make a rare class count more. ``"balanced"``:
-        ``n / (k n_c)`` for the ``n_c`` rows of class ``c`` among ``n`` rows of ``k``
-        classes, counted by one scan of the target column before training
-        (:mod:`~streamlearn.models.class_weight`); ``class_weight_`` holds the factors
-        used, in the order of ``classes_``. :meth:`partial_fit` takes a dict.
+        Factors on the weights ``v_i`` of each class's rows (label -> factor), or
+        ``"balanced"``, as scikit-learn's classifiers take them
+        (:mod:`~streamlearn.models.class_weight` states the rules); ``class_weight_``
+        holds the factors used. A dict in :meth:`partial_fit`.
 """
 
 
