@@ -68,6 +68,23 @@ def test_supersparse_on_dask_matches_local(dask_client) -> None:
         accuracy_score(labels, clf_local.predict(X)) - 0.005
 
 
+def test_class_weights_reach_the_cluster_s_chunks(dask_client) -> None:
+    # reductions only: the weighted local and remote fits agree to round-off, and differ
+    # from the unweighted one
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    labels = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 > 1.2, "rare", "common")
+    params = {"n_prototypes": 6, "gamma": 0.5, "max_iter": 5, "lam": 1e-3,
+              "chunk_rows": 400, "random_state": 0, "class_weight": "balanced"}
+    local = SuperSparseClassifier(**params).fit(X, labels)
+    remote = SuperSparseClassifier(**params).fit(X, labels, engine=DaskEngine(dask_client))
+    np.testing.assert_allclose(remote.class_weight_, local.class_weight_)
+    np.testing.assert_allclose(remote.decision_function(X[:200]),
+                               local.decision_function(X[:200]), rtol=1e-4, atol=1e-5)
+    plain = SuperSparseClassifier(**{**params, "class_weight": None}).fit(X, labels)
+    assert np.abs(plain.decision_function(X[:200]) - local.decision_function(X[:200])).max() > 0.1
+
+
 def test_supersparse_reduce_on_dask_matches_local(dask_client) -> None:
     # the teacher travels to the workers with the pass; the reduction is reductions only
     from sklearn.svm import SVC
