@@ -694,6 +694,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
     line = pairs_line(model)
     if line is not None:
         click.echo(f"  pairs    : {line.removeprefix('feature pairs: ')}")
+    line = bases_line(model)
+    if line is not None:
+        click.echo(f"  bases    : {line.removeprefix('bases per feature: ')}")
     own = getattr(model, "summary", None)
     if callable(own):
         click.echo(str(own()))
@@ -1181,8 +1184,15 @@ def bases_line(model: Any) -> str | None:
         return None
     steps = ", ".join(f"{n}: {loss:.4f}" if loss is not None else f"{n}: -"
                       for n, loss in tried)
+    linear = getattr(model, "linear_check_", None)
+    if linear and linear["kept"]:
+        return (f"bases per feature: none, the linear model kept (held-out log-loss "
+                f"{linear['linear']:.4f} against the curves' {linear['curves']:.4f}; by "
+                f"count: {steps})")
+    verdict = (f"; the linear model not kept ({linear['linear']:.4f})"
+               if linear and linear["linear"] is not None else "")
     return (f"bases per feature: {model.n_bases_} kept (held-out log-loss by count: "
-            f"{steps})")
+            f"{steps}{verdict})")
 
 
 def sparkline(values: np.ndarray, lo: float, hi: float) -> str:

@@ -415,7 +415,8 @@ def pictures(model: Any, X: Any = None) -> dict[str, Any]:
     name = type(model).__name__
     if hasattr(model, "feature_importances_"):
         out["importances"] = importances(model)
-    if name == "AdditiveSVC" and getattr(model, "feature_map_", None) is not None:
+    if name == "AdditiveSVC" and (getattr(model, "feature_map_", None) is not None
+                                  or hasattr(model, "feature_ranges_")):
         out["shape_functions"] = shape_functions(model, X)
         if len(getattr(model, "interactions_", ())):
             out["interaction_surfaces"] = interaction_surfaces(model)

@@ -568,8 +568,10 @@ def test_demo_defaults_stop_by_the_rule_without_a_warning(tmp_path: Path) -> Non
     assert f"  {model.n_iter_} epochs (its stopping rule met)" in result.output
     # the counts of bases tried, each with the held-out loss the model file kept
     steps = ", ".join(f"{n}: {loss:.4f}" for n, loss in model.bases_tried_)
-    assert f"bases per feature: {model.n_bases_} kept (held-out log-loss by count: {steps})" \
-        in result.output
+    linear = model.linear_check_
+    assert not linear["kept"]
+    assert (f"bases per feature: {model.n_bases_} kept (held-out log-loss by count: {steps}; "
+            f"the linear model not kept ({linear['linear']:.4f}))") in result.output
 
 
 def test_additive_curves_recover_each_term() -> None:
@@ -669,3 +671,23 @@ def test_categorical_columns_round_trip_through_train_and_predict(tmp_path: Path
     # the city carries most of the label: far above the best rule that ignores it
     without_city = max(np.mean(test["label"] == "yes"), np.mean(test["label"] == "no"))
     assert np.mean(model.predict(test[["x", "city"]]) == test["label"]) > without_city + 0.25
+
+
+def test_train_and_explain_a_default_model_that_kept_the_linear_candidate(
+        tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 60)).astype(np.float32)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(60)])
+    frame["label"] = (X @ rng.normal(size=60) + rng.normal(0, 4.0, 3000) > 0).astype(int)
+    data, model = tmp_path / "train.parquet", tmp_path / "m.slm"
+    frame.to_parquet(data)
+    result = run("train", str(data), "-t", "label", "-o", str(model), "-q")
+    assert result.exit_code == 0, result.output
+    fitted = load_model(model)
+    assert fitted.linear_check_["kept"]
+    assert (f"bases    : none, the linear model kept (held-out log-loss "
+            f"{fitted.linear_check_['linear']:.4f}") in result.output
+    out = tmp_path / "explained"
+    shown = run("explain", str(model), str(data), "-o", str(out))
+    assert shown.exit_code == 0, shown.output
+    assert (out / "shape_functions.png").exists() and (out / "index.html").exists()
