@@ -73,6 +73,23 @@ def test_binned_fit_recovers_known_sigmoid(a, b):
     np.testing.assert_allclose([got_a[0], got_b[0]], [a, b], atol=0.05 * max(1, abs(a)))
 
 
+def test_scores_inside_one_bin_do_not_tell_the_labels_apart():
+    # a model that has barely moved from zero: every score within a few thousandths, the
+    # labels no better than chance; Platt on the exact scores finds almost no slope
+    rng = np.random.default_rng(9)
+    pos = rng.random(400) < 0.5
+    f = -0.07 + 0.002 * rng.standard_normal(400) + 0.0005 * pos
+    hist = ScoreHistogram(1).add(f, pos)
+    a, b = hist.fit()
+    binned = hist.log_loss(a, b)
+    exact_a, exact_b = scipy_platt(f, pos)
+    p = 1 / (1 + np.exp(exact_a * f + exact_b))
+    exact = -np.mean(np.where(pos, np.log(p), np.log1p(-p)))
+    # the bins hold both labels: no steeper sigmoid, no lower loss than the labels allow
+    assert binned >= exact - 0.01 and binned > 0.6
+    assert abs(a[0] * 0.004) < 1.0
+
+
 def test_histogram_merge_and_cells():
     rng = np.random.default_rng(5)
     f = rng.normal(0, 50, size=(4000, 3))

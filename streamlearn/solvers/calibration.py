@@ -301,17 +301,24 @@ class ScoreHistogram:
     def points(self, model: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The binned calibration set of one model.
 
+        Each non-empty (label, bin) cell is a point at the mean score of its bin, both
+        labels' rows together: a cell at its own label's mean would tell the labels apart
+        inside a bin, and a model whose scores all fall in a few bins (a model that has
+        barely moved from zero) would get an arbitrarily steep sigmoid and a held-out loss
+        near zero from the binning alone.
+
         Returns
         -------
         scores : ndarray of float64
-            Mean score of each non-empty (label, bin) cell.
+            Mean score of the bin of each non-empty (label, bin) cell.
         positive : ndarray of bool
         weight : ndarray of float64
         """
         w = self.weight[model]
         label, b = np.nonzero(w > 0)
         weight = w[label, b]
-        return self.score_sum[model][label, b] / weight, label.astype(bool), weight
+        pooled = self.score_sum[model].sum(axis=0) / np.maximum(w.sum(axis=0), 1e-300)
+        return pooled[b], label.astype(bool), weight
 
     def fit(self) -> tuple[np.ndarray, np.ndarray]:
         """Fit one Platt sigmoid per model (:func:`fit_sigmoid` on :meth:`points`).
