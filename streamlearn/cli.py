@@ -985,6 +985,11 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
                                       row_index=row_index, quiet=quiet)
     elapsed = time.perf_counter() - started
     click.echo(f"wrote {n_rows:,} predictions to {out} (columns: {', '.join(names)})")
+    if n_rows < dataset.n_rows and not row_index and not keep:
+        click.echo(f"warning: {dataset.n_rows - n_rows:,} of the {dataset.n_rows:,} rows were "
+                   "dropped (--nan-policy drop), so the predictions no longer line up with "
+                   "DATA's rows; add --row-index or --keep ID to say which row each is",
+                   err=True)
     if not quiet:
         click.echo(f"{n_rows:,} rows in {elapsed:.2f} s ({_rate(n_rows, elapsed)})", err=True)
 

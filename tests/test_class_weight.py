@@ -48,6 +48,7 @@ def test_balanced_factors_follow_scikit_learn() -> None:
 
 
 @pytest.mark.parametrize("bad, words", [({"nope": 2.0}, "not among the classes"),
+                                        ({"common": 0, "middle": 0, "rare": 0}, "factor 0"),
                                         ({"rare": -1.0}, "finite non-negative"),
                                         ({"rare": "x"}, "finite non-negative")])
 def test_bad_class_weights_are_named_before_training(bad: dict, words: str) -> None:

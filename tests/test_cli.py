@@ -466,6 +466,12 @@ def test_failed_predict_leaves_the_previous_file(trained: Trained, tmp_path: Pat
     assert dropped.exit_code == 0, dropped.output
     rows = pd.read_parquet(out)["row"].to_numpy()
     np.testing.assert_array_equal(rows, np.delete(np.arange(1000), 900))
+    assert "no longer line up" not in dropped.stderr
+    # without a row index the shorter output says so
+    bare = run("predict", str(trained.model), str(data), "-o", str(out), "--nan-policy",
+               "drop", "-q")
+    assert bare.exit_code == 0 and len(pd.read_parquet(out)) == 999
+    assert "1 of the 1,000 rows were dropped" in bare.stderr and "--row-index" in bare.stderr
 
 
 def test_predict_usage_and_model_file_errors(trained: Trained, tmp_path: Path) -> None:

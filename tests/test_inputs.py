@@ -466,3 +466,27 @@ def test_partial_fit_codes_categorical_tables(cls: type, give_classes: bool) -> 
     by_name = model.predict(frame)
     np.testing.assert_array_equal(by_name, model.predict(codes))
     np.testing.assert_array_equal(by_name, model.predict(frame[["c", "x"]]))
+
+
+def test_missing_labels_are_named_by_their_row() -> None:
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    text = np.where(X[:, 0] > 0, "a", "b").astype(object)
+    text[7] = None
+    numbers = (X[:, 0] > 0).astype(float)
+    numbers[5] = np.nan
+    for y, row in ((text, 7), (numbers, 5)):
+        with pytest.raises(LabelError, match=f"no label at row {row}"):
+            AdditiveSVC().fit(X, y)
+
+
+def test_reordered_columns_of_any_name_are_put_back_in_order() -> None:
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.normal(size=(600, 2)))  # integer column names
+    y = (frame[0] > 0).astype(int)
+    model = AdditiveSVC(interactions=0).fit(frame, y)
+    np.testing.assert_array_equal(model.predict(frame[[1, 0]]), model.predict(frame))

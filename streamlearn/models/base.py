@@ -571,9 +571,28 @@ def check_target(y: Any, task: str) -> np.ndarray:
         y = check_array(y, ensure_2d=False, dtype="numeric", ensure_all_finite=True,
                         input_name="y")
         return column_or_1d(y, warn=True).astype(np.float64, copy=False)
+    _refuse_missing_labels(y)
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
     check_classification_targets(y)
     return y
+
+
+def _refuse_missing_labels(y: Any) -> None:
+    """A ``LabelError`` naming the first missing label (None, NaN, ``pd.NA``) of ``y``."""
+    values = np.asarray(y)
+    if values.dtype.kind == "f":
+        missing = np.flatnonzero(np.isnan(values.reshape(-1)))
+    elif values.dtype.kind == "O":
+        flat = values.reshape(-1)
+        missing = np.flatnonzero([v is None or (isinstance(v, float | np.floating) and v != v)
+                                  or type(v).__name__ in ("NAType", "NaTType") for v in flat])
+    else:
+        return
+    if missing.size:
+        more = f" and {missing.size - 1} more" if missing.size > 1 else ""
+        raise LabelError(f"y has no label at row {int(missing[0])}{more} (None or NaN); a "
+                         "classifier needs a label on every row: drop those rows or label "
+                         "them")
 
 
 def _all_numbers(y: Any) -> bool:
@@ -842,7 +861,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                               f"{_shown(expected)}, got {_shown(got)} (missing "
                               f"{_shown(missing)}, unexpected {_shown(extra)})")
         if got != expected:
-            X = X.select(expected) if hasattr(X, "select") else \
+            # a pyarrow Table selects by its (string) names; a DataFrame by its own labels
+            X = X.select(expected) if _module(X) == "pyarrow" else \
                 X[[columns[got.index(c)] for c in expected]]
     if categories and is_array_input(X) and not sp.issparse(X) and \
             np.asarray(X).dtype.kind in "OUST":

@@ -72,6 +72,9 @@ def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.nd
             raise ValueError(f"class_weight[{label!r}] is {factor!r}; class weights are "
                              "finite non-negative numbers")
         factors[listed.index(_plain(label))] = value
+    if not factors.any():
+        raise ValueError(f"class_weight {dict(class_weight)!r} gives every class the factor "
+                         "0: no row would count")
     return factors
 
 
