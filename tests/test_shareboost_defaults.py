@@ -128,6 +128,18 @@ def test_features_far_from_zero_are_centred_and_keep_the_model() -> None:
                                     rel=1e-3)
 
 
+@pytest.mark.parametrize("value", [1e12, -1e15, 1e20])
+def test_a_constant_column_far_from_zero_is_the_zero_column(value: float) -> None:
+    # centred by its own value, x * scale less its offset cancelled two equal numbers of
+    # 1e12 and more: a bare StopIteration, or at 1e20 a model of zero weights
+    X, y = _wide_problem(400, seed=3, d=4, informative=3)
+    base = ShareBoostClassifier(features="linear").fit(X, y)
+    with_constant = np.c_[X, np.full(len(y), value)]
+    model = ShareBoostClassifier(features="linear").fit(with_constant, y)
+    assert model.family_.scale[-1] == 0.0
+    assert np.mean(model.predict(with_constant) == base.predict(X)) > 0.98
+
+
 def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> None:
     X, y = _wide_problem(3000, seed=2)
     Xt, yt = _wide_problem(4000, seed=3)

@@ -65,13 +65,17 @@ class LinearColumns:
         ``shift`` (dense rows), a feature whose values all lie on one side of zero is first
         moved to the middle of its range and divided by half its width, so that a year or
         a temperature in kelvin spans the same ``[-1, 1]`` as a centred feature instead of
-        a sliver near 1, where it is another intercept and the penalty drowns it."""
+        a sliver near 1, where it is another intercept and the penalty drowns it. Such a
+        feature that is constant is the zero column (scale 0), never chosen."""
         one_sided = (np.isfinite(minimum) & np.isfinite(maximum)
                      & ((minimum > 0) | (maximum < 0)) if shift
                      else np.zeros(largest.shape[0], dtype=bool))
         centre = np.where(one_sided, 0.5 * (minimum + maximum), 0.0)
         half = np.where(one_sided, 0.5 * (maximum - minimum), largest)
-        scale = np.where(half > 0, 1.0 / np.where(half > 0, half, 1.0), 1.0)
+        # a constant one-sided feature is the zero column once centred: scale 0 keeps it
+        # so exactly, where x * scale less its offset would cancel two equal large numbers
+        scale = np.where(half > 0, 1.0 / np.where(half > 0, half, 1.0),
+                         np.where(one_sided, 0.0, 1.0))
         return cls(scale, centre if one_sided.any() else None)
 
     def offsets(self, candidates: np.ndarray) -> np.ndarray:

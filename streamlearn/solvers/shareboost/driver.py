@@ -331,7 +331,10 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     result = lbfgs_minimize(objective, theta0, max_iter=int(config.refit_iter),
                             memory=LBFGS_MEMORY, gtol=gtol / root, start=start)
     theta = result.x
-    tally = next(t for x, t in reversed(tally_at) if np.array_equal(x, theta))
+    tally = next((t for x, t in reversed(tally_at) if np.array_equal(x, theta)), None)
+    if tally is None:  # the point returned fell out of the kept trials: one more pass
+        objective(theta)
+        tally = tally_at[-1][1]
     gradient_norm = float(np.max(np.abs(result.grad * root), initial=0.0))
     held_loss = held_error = None
     held_weight = 0.0
