@@ -490,3 +490,22 @@ def test_reordered_columns_of_any_name_are_put_back_in_order() -> None:
     y = (frame[0] > 0).astype(int)
     model = AdditiveSVC(interactions=0).fit(frame, y)
     np.testing.assert_array_equal(model.predict(frame[[1, 0]]), model.predict(frame))
+
+
+def test_a_value_beyond_float32_is_named_as_such() -> None:
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    wide = X.copy()
+    wide[5, 2] = 1e39
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(DataError, match=r"the value 1e\+39 \(beyond float32's range.* "
+                                            r"in feature 'x2' at row 5"):
+            AdditiveSVC().fit(wide, y)
+        model = AdditiveSVC(interactions=0).fit(X, y)
+        wide[5, 2] = np.inf
+        with pytest.raises(DataError, match="contains infinity in feature 'x2' at row 5"):
+            model.predict(wide)

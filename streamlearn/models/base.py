@@ -540,14 +540,16 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
             raise DataError("Input X contains NaN or infinity among its stored values; drop "
                             "or replace them, or fit with nan_policy='drop' or a number")
     else:
-        X = np.ascontiguousarray(X, dtype=np.float32)
+        given = X
+        with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+            X = np.ascontiguousarray(X, dtype=np.float32)
     if nan_policy == "raise" and not sp.issparse(X):
         flat = first_nonfinite(X)
         if flat >= 0:
             r, c = divmod(flat, X.shape[1])
-            what = "NaN" if np.isnan(X[r, c]) else "infinity"
-            raise DataError(f"Input X contains {what} in feature 'x{c}' at row {r}; drop or "
-                            "replace such values, or fit with nan_policy='drop' or a number")
+            raise DataError(f"Input X contains {_nonfinite(given[r, c])} in feature 'x{c}' at "
+                            f"row {r}; drop or replace such values, or fit with "
+                            "nan_policy='drop' or a number")
     if isinstance(y, str):
         return X, y, sample_weight
     y = check_target(y, task)
@@ -874,7 +876,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         if is_array_input(X):
             X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
                             ensure_all_finite=False, ensure_min_features=0)
-        values = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
+        with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+            values = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
     if values.ndim != 2:
         raise SchemaError(f"X must be 2-D (rows x features), got shape {values.shape}; "
                           "Reshape your data with X.reshape(-1, 1) for a single feature or "
@@ -886,10 +889,22 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     flat = first_nonfinite(values)
     if flat >= 0:
         r, c = divmod(flat, values.shape[1])
-        what = "NaN" if np.isnan(values[r, c]) else "inf"
-        raise DataError(f"Input X contains {what} in feature {expected[c]!r} at row {r}; "
-                        "predictions need finite values")
+        given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
+        raise DataError(f"Input X contains {_nonfinite(given)} in feature {expected[c]!r} at "
+                        f"row {r}; predictions need finite values")
     return values
+
+
+def _nonfinite(value: Any) -> str:
+    """What a value that is not finite in float32 is: NaN, infinity, or a finite number
+    beyond float32's range (the models compute in float32)."""
+    value = float(value)
+    if np.isnan(value):
+        return "NaN"
+    if np.isinf(value):
+        return "infinity"
+    return (f"the value {value:g} (beyond float32's range, +-3.4e38, in which the models "
+            "compute: rescale the feature)")
 
 
 #: Sparse rows scored by a model that reads dense rows are densified this many at a time.
