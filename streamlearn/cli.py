@@ -78,12 +78,19 @@ def constructor_params(cls: type) -> list[str]:
             if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
+#: Python's spellings of JSON's constants, which --param takes too.
+PYTHON_CONSTANTS = {"None": None, "True": True, "False": False}
+
+
 def parse_param(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` with VALUE read as JSON (numbers, true/false, null, lists), else a string."""
+    """``NAME=VALUE`` with VALUE read as JSON (numbers, true/false, null, lists; Python's
+    None, True and False too), else a string."""
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not name:
         raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint="'--param'")
+    if raw.strip() in PYTHON_CONSTANTS:
+        return name, PYTHON_CONSTANTS[raw.strip()]
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -339,7 +346,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         return _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
                      task=task, categories=categories, **svmlight)
     except SchemaError as exc:
-        if "not found" not in str(exc):
+        if not str(exc).startswith("feature column(s)"):  # the target's, or another error
             raise
         raise SchemaError(f"the data lacks features the model was trained on "
                           f"({len(expected)} features: {shown}): {exc}") from exc

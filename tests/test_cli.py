@@ -154,6 +154,8 @@ def test_parse_param_reads_json_else_string() -> None:
     assert parse_param("x=0.5") == ("x", 0.5)
     assert parse_param("flag=false") == ("flag", False)
     assert parse_param("tol=null") == ("tol", None)
+    assert parse_param("random_state=None") == ("random_state", None)
+    assert parse_param("average=False") == ("average", False)
     assert parse_param("sizes=[1, 2]") == ("sizes", [1, 2])
     assert parse_param("embedding=fourier") == ("embedding", "fourier")
     assert parse_param("expr=a=b") == ("expr", "a=b")
@@ -528,6 +530,13 @@ def test_evaluate_names_labels_the_model_never_saw(trained: Trained, tmp_path: P
     assert "unseen_classes" not in json.loads(
         run("evaluate", str(trained.model), str(trained.data), "-t", "label", "--json",
             "-q").stdout)
+
+
+def test_evaluate_names_a_missing_target_as_the_target(trained: Trained) -> None:
+    result = run("evaluate", str(trained.model), str(trained.data), "--target", "nope")
+    assert result.exit_code == 1
+    assert "target column 'nope' not found" in result.output
+    assert "lacks features" not in result.output
 
 
 def test_evaluate_without_target_is_a_usage_error(trained: Trained) -> None:
