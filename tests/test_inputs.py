@@ -509,3 +509,23 @@ def test_a_value_beyond_float32_is_named_as_such() -> None:
         wide[5, 2] = np.inf
         with pytest.raises(DataError, match="contains infinity in feature 'x2' at row 5"):
             model.predict(wide)
+
+
+def test_numeric_rows_of_a_categorical_model_must_hold_its_codes() -> None:
+    from streamlearn.models import MixtureSVC
+
+    rng = np.random.default_rng(3)
+    n = 600
+    frame = pd.DataFrame({"a": rng.normal(size=n),
+                          "c": pd.Categorical(rng.choice(["x", "y", "z"], n))})
+    y = ((frame["a"] > 0) ^ (frame["c"] == "x")).astype(int)
+    model = MixtureSVC().fit(frame, y)
+    codes = np.c_[frame["a"], frame["c"].cat.codes].astype(np.float64)
+    np.testing.assert_array_equal(model.predict(codes), model.predict(frame))
+    codes[4, 1] = 3  # one past the categories: an unseen one, as a table codes it
+    model.predict(codes)
+    for bad in (7.0, 0.5, -1.0):
+        codes[4, 1] = bad
+        with pytest.raises(DataError, match=f"feature 'c' is categorical .* got {bad:g} at "
+                                            "row 4"):
+            model.predict(codes)

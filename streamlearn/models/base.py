@@ -886,6 +886,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         raise SchemaError(f"X has {values.shape[1]} features, but {owner} is expecting "
                           f"{len(expected)} features as input (as in fit: "
                           f"{_shown(expected)})")
+    if categories and not _is_table(X):
+        _check_codes(values, expected, categories)
     flat = first_nonfinite(values)
     if flat >= 0:
         r, c = divmod(flat, values.shape[1])
@@ -994,6 +996,26 @@ def _object_table(X: Any, expected: list[str]) -> Any:
     if values.ndim != 2 or values.shape[1] != len(expected):
         return X
     return pd.DataFrame(values, columns=expected)
+
+
+def _check_codes(values: np.ndarray, expected: list[str],
+                 categories: dict[str, Any]) -> None:
+    """Numeric rows of a model with categorical features hold codes: each categorical
+    column an integer in ``0 .. k`` (``k`` for a category unseen in fit); a
+    ``DataError`` names the first value that is not one."""
+    for j, f in enumerate(expected):
+        if f not in categories:
+            continue
+        column = values[:, j]
+        k = len(categories[f])
+        bad = np.flatnonzero(np.isfinite(column) & ((column != np.round(column))
+                                                    | (column < 0) | (column > k)))
+        if bad.size:
+            r = int(bad[0])
+            raise DataError(f"feature {f!r} is categorical ({k} categories in fit): numeric "
+                            f"rows must hold its codes 0..{k - 1} ({k} for an unseen one), "
+                            f"got {column[r]:g} at row {r}; pass a table (DataFrame) with "
+                            "the category values instead")
 
 
 def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
