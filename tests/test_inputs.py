@@ -529,3 +529,22 @@ def test_numeric_rows_of_a_categorical_model_must_hold_its_codes() -> None:
         with pytest.raises(DataError, match=f"feature 'c' is categorical .* got {bad:g} at "
                                             "row 4"):
             model.predict(codes)
+
+
+def test_a_model_fitted_on_an_array_reads_named_columns_by_position_and_says_so() -> None:
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 2))
+    y = (X[:, 0] > 0).astype(int)
+    model = AdditiveSVC(interactions=0).fit(X, y)
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        by_position = model.predict(pd.DataFrame(X, columns=["a", "b"]))
+    np.testing.assert_array_equal(by_position, model.predict(X))
+    # its own default names, in another order, are read by name
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        swapped = model.predict(pd.DataFrame(X[:, ::-1], columns=["x1", "x0"]))
+        plain = model.predict(pd.DataFrame(X))  # integer labels: by position, silently
+    np.testing.assert_array_equal(swapped, model.predict(X))
+    np.testing.assert_array_equal(plain, model.predict(X))

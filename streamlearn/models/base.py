@@ -854,6 +854,14 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     if columns is None:
         columns = getattr(X, "columns", None)
     named = expected != default_feature_names(len(expected))
+    if columns is not None and not named and not isinstance(X, np.ndarray):
+        got = [str(c) for c in columns]
+        if sorted(got) == sorted(expected):
+            named = True  # the default names themselves, in any order: by name
+        elif not all(isinstance(c, int | np.integer) for c in columns):
+            warnings.warn(f"X has feature names, but {owner} was fitted without feature "
+                          "names: its columns are taken by position", UserWarning,
+                          stacklevel=3)
     if columns is not None and named and not isinstance(X, np.ndarray):
         got = [str(c) for c in columns]
         missing = [c for c in expected if c not in got]
