@@ -581,15 +581,12 @@ def check_target(y: Any, task: str) -> np.ndarray:
 
 def _refuse_missing_labels(y: Any) -> None:
     """A ``LabelError`` naming the first missing label (None, NaN, ``pd.NA``) of ``y``."""
+    import pandas as pd
+
     values = np.asarray(y)
-    if values.dtype.kind == "f":
-        missing = np.flatnonzero(np.isnan(values.reshape(-1)))
-    elif values.dtype.kind == "O":
-        flat = values.reshape(-1)
-        missing = np.flatnonzero([v is None or (isinstance(v, float | np.floating) and v != v)
-                                  or type(v).__name__ in ("NAType", "NaTType") for v in flat])
-    else:
+    if values.dtype.kind not in "fO":
         return
+    missing = np.flatnonzero(pd.isna(values.reshape(-1)))
     if missing.size:
         more = f" and {missing.size - 1} more" if missing.size > 1 else ""
         raise LabelError(f"y has no label at row {int(missing[0])}{more} (None or NaN); a "
