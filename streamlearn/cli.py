@@ -909,12 +909,14 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
     writer = _TableFile(tmp, fmt, compression)
     n_written = 0
     names: list[str] = []
+    unseen = UnseenCategories(model, dataset)
     try:
         with Progress(dataset.n_rows, "predict", progress_enabled(_progress(quiet))) as bar:
             for chunk in dataset.chunks():
                 bar.update(chunk.n_rows)
                 if chunk.n_rows == 0:
                     continue
+                unseen.add(chunk)
                 columns: dict[str, np.ndarray] = {}
                 if keep is not None:
                     columns.update(keep.take(chunk.rows))
@@ -933,7 +935,37 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
     finally:
         writer.close()
         tmp.unlink(missing_ok=True)
+    unseen.warn()
     return n_written, names
+
+
+class UnseenCategories:
+    """Counts, chunk by chunk, the rows whose categorical features hold a category the
+    model did not see in fit (coded one past its categories), and warns of them."""
+
+    def __init__(self, model: Any, dataset: Any) -> None:
+        categories = getattr(model, "categories_", None) or {}
+        names = [] if dataset.is_sparse else list(dataset.feature_names)
+        self.columns = [(names.index(f), f, len(c)) for f, c in categories.items()
+                        if f in names]
+        self.counts = {f: 0 for _, f, _ in self.columns}
+        self.first: dict[str, int] = {}
+
+    def add(self, chunk: Any) -> None:
+        """Tally one chunk."""
+        for j, name, k in self.columns:
+            hits = np.flatnonzero(np.asarray(chunk.X[:, j]) == k)
+            if hits.size:
+                self.counts[name] += int(hits.size)
+                self.first.setdefault(name, int(chunk.rows[hits[0]]))
+
+    def warn(self) -> None:
+        """One ``UserWarning`` per feature that held unseen categories."""
+        for name, n in self.counts.items():
+            if n:
+                warnings.warn(f"feature {name!r} holds {n:,} value(s) not seen in fit "
+                              f"(first at row {self.first[name]}); they were scored as one "
+                              "category past those seen in fit", UserWarning, stacklevel=2)
 
 
 @cli.command()
@@ -988,9 +1020,13 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
         second = open_dataset(data, features=list(dataset.feature_names), format=fmt)
         passthrough = PassthroughColumns(second.source, list(dict.fromkeys(keep)))
     started = time.perf_counter()
-    n_rows, names = write_predictions(model, dataset, out, proba=proba, keep=passthrough,
-                                      row_index=row_index, quiet=quiet)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        n_rows, names = write_predictions(model, dataset, out, proba=proba, keep=passthrough,
+                                          row_index=row_index, quiet=quiet)
     elapsed = time.perf_counter() - started
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        click.echo(f"warning: {message}", err=True)
     click.echo(f"wrote {n_rows:,} predictions to {out} (columns: {', '.join(names)})")
     if n_rows < dataset.n_rows and not row_index and not keep:
         click.echo(f"warning: {dataset.n_rows - n_rows:,} of the {dataset.n_rows:,} rows were "

@@ -686,6 +686,18 @@ def test_categorical_columns_round_trip_through_train_and_predict(tmp_path: Path
     # the city carries most of the label: far above the best rule that ignores it
     without_city = max(np.mean(test["label"] == "yes"), np.mean(test["label"] == "no"))
     assert np.mean(model.predict(test[["x", "city"]]) == test["label"]) > without_city + 0.25
+    assert "not seen in fit" not in result.stderr
+    # a city the model never saw is scored, and said so
+    test.loc[[3, 40], "city"] = "Kyiv"
+    test.to_parquet(tmp_path / "new.parquet")
+    result = run("predict", str(model_path), str(tmp_path / "new.parquet"), "--out",
+                 str(out), "-q")
+    assert result.exit_code == 0, result.output
+    assert ("warning: feature 'city' holds 2 value(s) not seen in fit (first at row 3)"
+            in result.stderr)
+    with pytest.warns(UserWarning, match="not seen in fit"):
+        expected = model.predict(test[["x", "city"]])
+    np.testing.assert_array_equal(pd.read_parquet(out)["prediction"], expected)
 
 
 def test_train_and_explain_a_default_model_that_kept_the_linear_candidate(
