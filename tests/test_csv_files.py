@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,31 @@ def test_a_shuffled_pass_parses_blocks_in_turn(tmp_path: Path, small_blocks: Non
     assert grouped <= len(ds.source.pieces) + crossings
     monkeypatch.setattr(csv_files.CsvSource, "shuffle_by_piece", False)
     assert parses_of_a_pass() > 1.5 * grouped  # chunks in any order re-parse their blocks
+
+
+def test_a_number_column_spoiled_by_a_text_cell_is_named(tmp_path: Path) -> None:
+    from streamlearn.errors import SchemaError
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.integers(18, 90, 500).astype(str),
+                          "x": rng.normal(size=500), "y": rng.integers(0, 2, 500)})
+    frame.loc[7, "age"] = "unknown"
+    frame.to_csv(tmp_path / "age.csv", index=False)
+    with pytest.warns(UserWarning, match=r"'age' .* all its values but 1 are numbers "
+                                         r"\('unknown'\)"):
+        categories = open_dataset(str(tmp_path / "age.csv"), target="y").categories
+    assert "unknown" in categories["age"]
+    # with too many distinct values to be categories, the error says the same
+    amounts = pd.DataFrame({"amount": rng.normal(size=2000).round(4).astype(str),
+                            "y": rng.integers(0, 2, 2000)})
+    amounts.loc[5, "amount"] = "unknown"
+    amounts.to_csv(tmp_path / "amounts.csv", index=False)
+    with pytest.raises(SchemaError, match="identifier .* all its values but 1 are numbers"):
+        _ = open_dataset(str(tmp_path / "amounts.csv"), target="y").categories
+    # true categories that happen to include numbers stay quiet
+    words = pd.DataFrame({"city": rng.choice(["Lima", "Oslo", "12", "Rome"], 300),
+                          "y": rng.integers(0, 2, 300)})
+    words.to_csv(tmp_path / "words.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _ = open_dataset(str(tmp_path / "words.csv"), target="y").categories

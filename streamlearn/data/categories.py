@@ -16,6 +16,7 @@ column's category list: ``0.0 .. k-1`` for ``k`` categories.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -99,6 +100,12 @@ def sorted_categories(values: Iterable[Any], column: str, where: str,
     values, is refused: it holds identifiers or free text, not categories.
     """
     found = set(values)
+    stray = _text_among_numbers(found)
+    mostly_numbers = (
+        "" if stray is None else
+        f"; all its values but {len(stray)} are numbers ({_examples(stray)}): a text cell "
+        "makes a number column text, so fix or drop those cells (missing values: "
+        "nan_policy) to read it as numbers")
     identifier = n_rows is not None and len(found) >= MIN_IDENTIFIER_VALUES and \
         len(found) > MAX_DISTINCT_FRACTION * n_rows
     if len(found) > MAX_CATEGORIES or identifier:
@@ -108,12 +115,41 @@ def sorted_categories(values: Iterable[Any], column: str, where: str,
         raise SchemaError(
             f"non-numeric feature column {column!r} of {where} has {counted}; it looks "
             "like an identifier or free text, not a category: leave it out with "
-            "exclude=[...] or features=[...]"
+            "exclude=[...] or features=[...]" + mostly_numbers
         )
+    if stray is not None:
+        warnings.warn(f"feature column {column!r} of {where} is read as {len(found)} "
+                      f"categories{mostly_numbers}", UserWarning, stacklevel=2)
     try:
         return tuple(sorted(found))
     except TypeError:
         return tuple(sorted(found, key=lambda v: (type(v).__name__, str(v))))
+
+
+#: A text column whose distinct values are at least this many, all numbers but at most
+#: ``MAX_STRAY_TEXT`` of them, is taken for a number column spoiled by a few text cells.
+MIN_NUMBER_LIKE_VALUES = 10
+MAX_STRAY_TEXT = 3
+
+
+def _text_among_numbers(found: set[Any]) -> list[str] | None:
+    """The few values of a text column that are not numbers, when all the others are
+    (``MIN_NUMBER_LIKE_VALUES`` or more of them); else None."""
+    if len(found) < MIN_NUMBER_LIKE_VALUES or not all(isinstance(v, str) for v in found):
+        return None
+    stray = []
+    for value in found:
+        try:
+            float(value)
+        except ValueError:
+            stray.append(value)
+            if len(stray) > MAX_STRAY_TEXT:
+                return None
+    return sorted(stray) if stray else None
+
+
+def _examples(values: list[str]) -> str:
+    return ", ".join(repr(v) for v in values)
 
 
 def plain_categories(categories: Sequence[Any]) -> tuple[Any, ...]:
