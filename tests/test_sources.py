@@ -279,3 +279,17 @@ def test_a_file_named_without_its_format_is_read_by_its_first_bytes(ref: Referen
                         ("hidden", "gzip-compressed")):
         with pytest.raises(SourceError, match=words):
             open_dataset(str(tmp_path / name))
+
+
+def test_a_class_target_with_about_as_many_classes_as_rows_warns() -> None:
+    import warnings
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"x": np.arange(300.0), "id": np.arange(300),
+                          "label": np.arange(300) % 60})
+    with pytest.warns(UserWarning, match="'id' has 300 classes in 300 rows: an identifier"):
+        assert len(open_dataset(frame, target="id").classes) == 300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert len(open_dataset(frame, target="label").classes) == 60  # 5 rows a class

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -209,6 +210,7 @@ class Dataset:
             return None
         if self._classes is None:
             self._classes = self._scan_classes()
+            _warn_if_identifier(self._classes, self.n_rows, self.target)
         return self._classes
 
     @property
@@ -972,6 +974,19 @@ def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:
     if classes.dtype.kind == "O":
         classes = classes.astype(str)
     return classes
+
+
+#: A class target with at least this many classes, and more than half as many as rows,
+#: looks like an identifier (or a number meant for regression): ``classes`` warns.
+MIN_IDENTIFIER_CLASSES = 50
+
+
+def _warn_if_identifier(classes: np.ndarray, n_rows: int, target: str | None) -> None:
+    """Warn when a class target has about as many classes as rows."""
+    if len(classes) >= MIN_IDENTIFIER_CLASSES and len(classes) > n_rows / 2:
+        warnings.warn(f"target {target!r} has {len(classes):,} classes in {n_rows:,} rows: "
+                      "an identifier, or a number meant for regression (task='regression', "
+                      "or a regressor)?", UserWarning, stacklevel=3)
 
 
 def _plain(value: Any) -> Any:
