@@ -293,3 +293,12 @@ def test_a_class_target_with_about_as_many_classes_as_rows_warns() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         assert len(open_dataset(frame, target="label").classes) == 60  # 5 rows a class
+
+
+@pytest.mark.parametrize("bad", [2.5, 0, True, "3"])
+def test_chunk_rows_must_be_a_whole_number(bad: object) -> None:
+    X = np.zeros((10, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match="chunk_rows must be a positive whole number"):
+        open_dataset(X, chunk_rows=bad)
+    with pytest.raises(ValueError, match="chunk_rows must be a positive whole number"):
+        list(open_dataset(X).chunks(chunk_rows=bad))

@@ -175,8 +175,7 @@ class Dataset:
         self._fixed_categories = fixed
         self._categories: dict[str, tuple[Any, ...]] | None = None
         self._category_indexes: dict[str, Any] | None = None
-        if chunk_rows is not None and int(chunk_rows) < 1:
-            raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
+        _check_chunk_rows(chunk_rows)
         self.chunk_rows = int(chunk_rows) if chunk_rows else default_chunk_rows(
             _stored_per_row(source, len(features), self.n_rows))
         self._offsets = np.cumsum([0] + [p.n_rows for p in source.pieces])
@@ -530,6 +529,7 @@ class Dataset:
         ------
         Chunk
         """
+        _check_chunk_rows(chunk_rows)
         size = int(chunk_rows) if chunk_rows else self.chunk_rows
         if size < 1:
             raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
@@ -974,6 +974,16 @@ def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:
     if classes.dtype.kind == "O":
         classes = classes.astype(str)
     return classes
+
+
+def _check_chunk_rows(chunk_rows: Any) -> None:
+    """A ``ValueError`` unless ``chunk_rows`` is None or a whole number of rows >= 1."""
+    if chunk_rows is None:
+        return
+    whole = isinstance(chunk_rows, int | np.integer) and not isinstance(chunk_rows, bool)
+    if not whole or int(chunk_rows) < 1:
+        raise ValueError(f"chunk_rows must be a positive whole number of rows, got "
+                         f"{chunk_rows!r}")
 
 
 #: A class target with at least this many classes, and more than half as many as rows,
