@@ -152,3 +152,103 @@ def test_sigmoid_proba_is_stable():
         p = sigmoid_proba(z, 1.0, 0.0)
     np.testing.assert_allclose(p[1:4], 1 / (1 + np.exp(z[1:4])))
     assert p[0] == 1.0 and p[-1] == 0.0
+
+
+def _softmax_log_loss(scores, codes, weight, scale):
+    """sum_i w_i (-log softmax(s f_i)[c_i]), written with scipy's logsumexp."""
+    from scipy.special import logsumexp
+
+    f = np.asarray(scores, dtype=np.float64)
+    if f.ndim == 1:  # one score: the classes' logits are 0 and f
+        f = np.column_stack([np.zeros_like(f), f])
+    z = scale * f
+    return float(np.sum(weight * (logsumexp(z, axis=1) - z[np.arange(len(codes)), codes])))
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_temperature_losses_equal_softmax_log_loss_and_the_best_scale_minimises_it(n_classes):
+    from scipy.optimize import minimize_scalar
+
+    from streamlearn.solvers.calibration import (
+        TEMPERATURE_SCALES,
+        best_temperature,
+        temperature_losses,
+        temperature_proba,
+    )
+
+    rng = np.random.default_rng(3)
+    n = 500
+    codes = rng.integers(0, n_classes, n)
+    if n_classes == 2:
+        scores = np.where(codes == 1, 1.0, -1.0) * 0.4 + rng.normal(0, 0.5, n)
+    else:
+        scores = -np.ones((n, n_classes)) + 0.6 * np.eye(n_classes)[codes] \
+            + rng.normal(0, 0.4, (n, n_classes))
+    weight = rng.uniform(0.5, 2.0, n)
+    losses = temperature_losses(scores, codes, weight)
+    expected = [_softmax_log_loss(scores, codes, weight, s) for s in TEMPERATURE_SCALES]
+    np.testing.assert_allclose(losses, expected, rtol=1e-10)
+    # two blocks add up to the whole (a mergeable statistic)
+    np.testing.assert_allclose(temperature_losses(scores[:200], codes[:200], weight[:200])
+                               + temperature_losses(scores[200:], codes[200:], weight[200:]),
+                               losses, rtol=1e-10)
+    scale = best_temperature(losses)
+    optimum = minimize_scalar(lambda u: _softmax_log_loss(scores, codes, weight, np.exp(u)),
+                              bounds=(np.log(1e-2), np.log(1e3)), method="bounded",
+                              options={"xatol": 1e-8})
+    assert scale == pytest.approx(np.exp(optimum.x), rel=0.02)
+    assert _softmax_log_loss(scores, codes, weight, scale) <= optimum.fun * (1 + 1e-4)
+    # the probabilities are that softmax, and keep the decisions
+    proba = temperature_proba(scores, scale)
+    logits = scores if n_classes > 2 else np.column_stack([np.zeros(n), scores])
+    z = scale * logits
+    np.testing.assert_allclose(proba, np.exp(z) / np.exp(z).sum(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_array_equal(proba.argmax(1), logits.argmax(1))
+
+
+def test_temperature_proba_does_not_overflow():
+    from streamlearn.solvers.calibration import temperature_proba
+
+    proba = temperature_proba(np.array([[1e6, -1e6, 0.0]]), 1e3)
+    np.testing.assert_array_equal(proba, [[1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(temperature_proba(np.array([-1e6, 1e6]), 10.0),
+                               [[1.0, 0.0], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_smoothed_temperature_losses_are_the_cross_entropy_against_platt_targets(n_classes):
+    from streamlearn.solvers.calibration import TEMPERATURE_SCALES, TemperatureSums
+
+    rng = np.random.default_rng(4)
+    n = 120
+    codes = rng.integers(0, n_classes, n)
+    scores = rng.normal(size=n) if n_classes == 2 else rng.normal(size=(n, n_classes))
+    weight = rng.uniform(0.5, 2.0, n)
+    sums = TemperatureSums(n_classes).add(scores[:50], codes[:50], weight[:50]).merge(
+        TemperatureSums(n_classes).add(scores[50:], codes[50:], weight[50:]))
+    logits = np.column_stack([np.zeros(n), scores]) if n_classes == 2 else scores
+    counts = np.bincount(codes, weight, n_classes)
+    q = (counts + 1) / (counts + 2)  # Platt's target for the row's own class
+    targets = np.empty((n, n_classes))
+    targets[:] = ((1 - q[codes]) / (n_classes - 1))[:, None]
+    targets[np.arange(n), codes] = q[codes]
+    from scipy.special import log_softmax
+
+    expected = [float(np.sum(weight * -(targets * log_softmax(s * logits, axis=1)).sum(1)))
+                for s in TEMPERATURE_SCALES]
+    np.testing.assert_allclose(sums.losses(smoothed=True), expected, rtol=1e-10)
+    plain = [_softmax_log_loss(scores, codes, weight, s) for s in TEMPERATURE_SCALES]
+    np.testing.assert_allclose(sums.losses(smoothed=False), plain, rtol=1e-10)
+
+
+def test_smoothing_keeps_the_scale_of_separated_rows_finite():
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+
+    codes = np.repeat([0, 1], 100)
+    scores = np.where(codes == 1, 1.0, -1.0)  # every scale separates them
+    sums = TemperatureSums(2).add(scores, codes)
+    # the plain loss falls with every scale, down to round-off at the grid's far end
+    assert best_temperature(sums.losses(smoothed=False)) > 100
+    # Platt's targets (101 / 102) are met where the logistic of s equals them
+    assert best_temperature(sums.losses()) == pytest.approx(np.log(101.0), rel=0.01)
+

@@ -339,3 +339,72 @@ def test_lbfgs_steps_never_raise_the_objective_and_beat_plain_gradient_steps():
     e = model.predict(X) - y
     assert np.isclose(model.objective_,
                       (v * e * e).sum() / v.sum() + 1e-3 * (model.coef_ ** 2).sum(), rtol=1e-5)
+
+
+def test_probabilities_on_held_out_rows_keep_the_decisions_and_beat_the_plain_logistic():
+    from sklearn.metrics import log_loss
+
+    from streamlearn.solvers.calibration import temperature_proba
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = np.where(np.sin(2 * X[:, 0]) + X[:, 1] + 0.6 * rng.normal(size=3000) > 0, "a", "b")
+    y[X[:, 2] > 1.2] = "c"
+    model = SuperSparseClassifier(n_prototypes=30).fit(X[:2000], y[:2000])
+    assert model.proba_rows_ == "held-out"
+    proba = model.predict_proba(X[2000:])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(model.classes_[proba.argmax(axis=1)], model.predict(X[2000:]))
+    plain = temperature_proba(model.decision_function(X[2000:]), 1.0)
+    assert log_loss(y[2000:], proba) < 0.9 * log_loss(y[2000:], plain)
+
+
+def test_probability_scale_without_held_out_rows_is_chosen_on_leave_one_out_scores():
+    # 150 rows hold none out: the scale is chosen on each row's score by the ridge
+    # beta-step refitted without it (the prototypes fixed), computed here row by row
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 2)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=150) > 0).astype(int)
+    v = rng.uniform(0.5, 2.0, 150)
+    C = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, -1.0], [-1.0, 1.0], [0.0, 0.0]])
+    lam = 1e-3
+    model = SuperSparseClassifier(n_prototypes=5, init=C, max_iter=0, gamma=0.5,
+                                  lam=lam).fit(X, y, sample_weight=v)
+    assert model.proba_rows_ == "training"
+    Z0, mean, std = _standardise(X, v)
+    Z = np.hstack([_rbf(Z0, (C - mean) / std, 0.5), np.ones((150, 1))])
+    t = 2.0 * y - 1.0
+    V = v.sum()
+    D = np.diag(np.r_[np.ones(5), 0.0])
+    loo = np.empty(150)
+    for i in range(150):
+        keep = np.arange(150) != i
+        Zi, ti, vi = Z[keep], t[keep], v[keep]
+        w = np.linalg.solve(Zi.T @ (vi[:, None] * Zi) + V * lam * D, Zi.T @ (vi * ti))
+        loo[i] = Z[i] @ w
+    # training rows: the cross-entropy against Platt's smoothed targets
+    expected = best_temperature(TemperatureSums(2).add(loo, y, v).losses(smoothed=True))
+    assert model.proba_scale_ == pytest.approx(expected, rel=1e-4)
+    # in-sample scores would have chosen a sharper scale
+    in_sample = best_temperature(
+        TemperatureSums(2).add(model.decision_function(X), y, v).losses(smoothed=True))
+    assert in_sample > model.proba_scale_
+
+
+def test_reduced_models_have_no_probabilities_and_partial_fit_chooses_a_scale(tmp_path):
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-2, 2, size=(300, 2)).astype(np.float32)
+    y = ((X ** 2).sum(1) < 1.5).astype(int)
+    reduced = SuperSparseClassifier.reduce(SVC().fit(X, y), 5, X, max_iter=0)
+    assert not hasattr(reduced, "predict_proba")
+    assert not hasattr(reduced, "proba_scale_")
+    online = SuperSparseClassifier(n_prototypes=10).partial_fit(X, y, classes=[0, 1])
+    assert online.proba_rows_ == "training" and online.proba_scale_ > 0
+    assert online.predict_proba(X).shape == (300, 2)
+    fitted = SuperSparseClassifier(n_prototypes=10, max_iter=0).fit(X, y)
+    loaded = SuperSparseClassifier.load(fitted.save(tmp_path / "m.slm"))
+    np.testing.assert_array_equal(loaded.predict_proba(X), fitted.predict_proba(X))

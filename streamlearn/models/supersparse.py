@@ -57,6 +57,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.sources.base import default_feature_names
@@ -76,6 +77,7 @@ from streamlearn.models.base import (
     storable_classes,
 )
 from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
+from streamlearn.solvers.calibration import temperature_of, temperature_proba
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.prototypes import rbf_similarities
@@ -333,6 +335,8 @@ class _SuperSparse(StreamEstimator):
         self.selection_path_ = fitted.selection_path
         self.gamma_ = fitted.gamma
         self.lam_ = fitted.lam
+        self._keep("proba_scale_", fitted.proba_scale)
+        self._keep("proba_rows_", fitted.proba_rows)
 
     def _standardiser(self) -> Standardiser | None:
         """The fitted standardisation (None: raw features, e.g. a caller's similarity or a
@@ -447,8 +451,10 @@ class _SuperSparse(StreamEstimator):
         shape (n,) with one output, (n, K) with one per class."""
         self._check_fitted()
         values = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
-        if values is None:
-            values = self._check_X(X)
+        return self._decision_rows(self._check_X(X) if values is None else values)
+
+    def _decision_rows(self, values: np.ndarray | SparseRows) -> np.ndarray:
+        """:meth:`_decision` of checked rows."""
         similarity = self._similarity()
         std = self._standardiser()
         beta, intercept = self._outputs()
@@ -690,6 +696,11 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         return self._decision(X)
 
 
+def _has_probabilities(model: SuperSparseClassifier) -> bool:
+    """Whether ``predict_proba`` applies: not to a model made by ``reduce``."""
+    return not getattr(model, "reduced_", False)
+
+
 _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
         Factors on the weights ``v_i`` of each class's rows (label -> factor), or
         ``"balanced"``, as scikit-learn's classifiers take them
@@ -720,6 +731,13 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                + """
     classes_ : ndarray of shape (n_classes,)
         Labels; with two, ``f > 0`` predicts ``classes_[1]``.
+    proba_scale_ : float
+        The temperature ``s`` of :meth:`predict_proba`'s ``softmax(s f)``: of lowest
+        log-loss on the held-out rows (scored by the model before its last beta-step
+        took them in; no extra pass), else on every training row (one more pass). Absent
+        for a model made by :meth:`reduce`.
+    proba_rows_ : {"held-out", "training"}
+        The rows ``proba_scale_`` was chosen on.
 
     Validation loss for eq. 8: the share of held-out rows whose decision differs from the
     target's (the label, or the reduced model's decision). Choosing ``p`` drops the
@@ -834,6 +852,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         codes = encode_labels(y, known)
         self._partial_fit_rows(values, class_targets(codes, len(known)), weight)
         self.classes_ = storable_classes(known)
+        self.proba_scale_ = temperature_of(self._decision_rows(values), codes, weight)
+        self.proba_rows_ = "training"
         return self
 
     @classmethod
@@ -905,6 +925,33 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             class, the largest predicts.
         """
         return self._decision(X)
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities ``softmax(s f(x))`` (temperature scaling); two classes:
+        ``[1 - p, p]`` with ``p = 1 / (1 + exp(-s f(x)))``.
+
+        ``s`` is ``proba_scale_``, the scale of lowest log-loss on the rows held out by
+        ``fit`` (``validation_fraction`` of them, where ``lam="auto"`` or a list of
+        ``n_prototypes`` holds some out), else on its training rows, or on the rows of the
+        last :meth:`partial_fit` call (``proba_rows_`` says which). One scale keeps every
+        decision: the most probable class is :meth:`predict`'s. A model made by
+        :meth:`reduce` has none (it imitates another model's scores, not labels; wrap it
+        in ``CalibratedClassifierCV``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n, n_classes), columns in the order of ``classes_``
+        """
+        self._check_fitted()
+        if not hasattr(self, "proba_scale_"):
+            raise AttributeError("this model has no probability scale (a model file saved "
+                                 "before predict_proba existed); fit it again")
+        return temperature_proba(self._decision(X), float(self.proba_scale_))
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels: ``classes_[1]`` where ``f(x) > 0``; with more classes the class

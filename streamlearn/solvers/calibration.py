@@ -1,4 +1,7 @@
-"""Platt scaling: turning SVM scores into probabilities with a fitted sigmoid.
+"""Calibration: turning classifier scores into probabilities.
+
+Two methods: Platt's sigmoid of a score (its threshold may move), and temperature scaling,
+one scale of all scores that keeps every row's decision.
 
 Platt (1999) models ``P(y = 1 | f) = 1 / (1 + exp(A f + B))`` for a classifier score ``f``
 and fits ``A, B`` by maximum likelihood on held-out scores, with the labels replaced by the
@@ -15,6 +18,14 @@ fitted to one point per non-empty (bin, label) cell, at the cell's mean score wi
 weight. The bins are uniform in ``asinh(f)``: narrow (about 0.015) near ``f = 0``, where the
 sigmoid bends, and wider for large ``|f|``, where it is flat; scores beyond
 ``+-SCORE_LIMIT`` share the end bins (with their exact mean).
+
+Temperature scaling (Guo et al., "On calibration of modern neural networks", ICML 2017)
+models ``P(c | f) = softmax(s f)_c`` over one score per class (the logistic of ``s f`` for a
+single score) with one scale ``s > 0``: the most probable class stays the one of the
+largest score (the sign of a single one), so probabilities and decisions agree.
+:class:`TemperatureSums` gathers, block by block, what the log-loss at every scale of a
+grid needs (mergeable, so a reduction pass can gather it; the targets smoothed as
+Platt's are) and :func:`best_temperature` picks the scale.
 """
 
 from __future__ import annotations
@@ -355,3 +366,173 @@ class ScoreHistogram:
             total += float(np.sum(weight * loss) / np.sum(weight))
         return total / self.n_models
 
+
+
+# -- temperature scaling ---------------------------------------------------------------------
+#: Candidate scales ``s`` of :class:`TemperatureSums`: 0.1 decade apart from 1e-2 to 1e3
+#: (scores of models fitted to ``+-1`` targets lie near ``+-1``, so ``s`` of about 1 to 10
+#: is typical).
+TEMPERATURE_SCALES = 10.0 ** np.linspace(-2.0, 3.0, 51)
+
+
+class TemperatureSums:
+    """Sums over rows from which the log-loss of ``softmax(s f)`` follows at every scale
+    ``s`` of a grid, per class of the rows (a mergeable statistic: a reduction pass can
+    gather it).
+
+    One score column (two classes) stands for the logits ``(0, f)``. Per class ``c``:
+    the weight ``N_c`` of its rows, the weighted sums of ``logsumexp(s f_i)`` at each
+    scale, of the row's own logit ``f_ic`` and of the other logits. :meth:`losses` then
+    gives the cross-entropy against Platt's smoothed targets: a row of class ``c`` puts
+    ``(N_c + 1) / (N_c + 2)`` on its class and the rest evenly on the others, so that
+    rows every scale separates (training rows of a flexible model) do not drive ``s`` to
+    infinity; with many rows of each class it is the plain log-loss.
+
+    Parameters
+    ----------
+    n_classes : int
+    scales : ndarray of shape (S,)
+    """
+
+    def __init__(self, n_classes: int, scales: np.ndarray = TEMPERATURE_SCALES) -> None:
+        self.scales = np.asarray(scales, dtype=np.float64)
+        k = max(2, int(n_classes))
+        self.weight = np.zeros(k)
+        self.own = np.zeros(k)
+        self.others = np.zeros(k)
+        self.lse = np.zeros((k, len(self.scales)))
+
+    def add(self, scores: np.ndarray, codes: np.ndarray,
+            weight: np.ndarray | None = None) -> TemperatureSums:
+        """Add a block of rows (in place).
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n,) or (n, n_classes)
+        codes : ndarray of shape (n,), int
+            Class code of each row.
+        weight : ndarray of shape (n,), optional
+            Row weights, 1 by default.
+
+        Returns
+        -------
+        TemperatureSums
+            ``self``.
+        """
+        f = np.asarray(scores, dtype=np.float64)
+        f = f.reshape(f.shape[0], -1)
+        codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+        if f.shape[0] != codes.shape[0]:
+            raise ValueError(f"scores and codes differ in length: {f.shape[0]}, "
+                             f"{codes.shape[0]}")
+        if f.shape[0] == 0:
+            return self
+        if f.shape[1] == 1:
+            f = np.column_stack([np.zeros(f.shape[0]), f[:, 0]])
+        k = self.weight.shape[0]
+        if f.shape[1] != k:
+            raise ValueError(f"scores have {f.shape[1]} columns for {k} classes")
+        w = np.ones(f.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
+        own = f[np.arange(f.shape[0]), codes]
+        self.weight += np.bincount(codes, w, k)
+        self.own += np.bincount(codes, w * own, k)
+        self.others += np.bincount(codes, w * (f.sum(axis=1) - own), k)
+        top = f.max(axis=1)
+        for i, s in enumerate(self.scales):
+            lse = s * top + np.log(np.exp(s * (f - top[:, None])).sum(axis=1))
+            self.lse[:, i] += np.bincount(codes, w * lse, k)
+        return self
+
+    def merge(self, other: TemperatureSums) -> TemperatureSums:
+        """The sums of the rows of both (a new object)."""
+        if other.lse.shape != self.lse.shape or not np.array_equal(other.scales, self.scales):
+            raise ValueError("can only merge sums of the same classes and scales")
+        out = TemperatureSums(self.weight.shape[0], self.scales)
+        out.weight = self.weight + other.weight
+        out.own = self.own + other.own
+        out.others = self.others + other.others
+        out.lse = self.lse + other.lse
+        return out
+
+    @property
+    def total_weight(self) -> float:
+        """The weight of every row added."""
+        return float(self.weight.sum())
+
+    def losses(self, smoothed: bool = True) -> np.ndarray:
+        """The summed cross-entropy at each scale, shape (S,): against Platt's smoothed
+        targets, or (``smoothed=False``) the plain log-loss of the rows' classes."""
+        k = self.weight.shape[0]
+        q = ((self.weight + 1.0) / (self.weight + 2.0) if smoothed
+             else np.ones(k))
+        # sum over rows of class c of: lse_i - q f_ic - (1 - q) / (k - 1) sum_{j != c} f_ij
+        linear = q * self.own + (1.0 - q) / (k - 1) * self.others
+        return (self.lse - np.outer(linear, self.scales)).sum(axis=0)
+
+
+def temperature_losses(scores: np.ndarray, codes: np.ndarray, weight: np.ndarray | None = None,
+                       scales: np.ndarray = TEMPERATURE_SCALES) -> np.ndarray:
+    """The plain summed log-loss of ``softmax(s f)`` at each scale (see
+    :class:`TemperatureSums`; one score column: the logistic of ``s f``), shape (S,)."""
+    f = np.asarray(scores, dtype=np.float64)
+    n_classes = 2 if f.ndim == 1 or f.shape[1] == 1 else f.shape[1]
+    return TemperatureSums(n_classes, scales).add(f, codes, weight).losses(smoothed=False)
+
+
+def temperature_of(scores: np.ndarray, codes: np.ndarray,
+                   weight: np.ndarray | None = None) -> float:
+    """:func:`best_temperature` of in-memory rows, against smoothed targets."""
+    f = np.asarray(scores, dtype=np.float64)
+    n_classes = 2 if f.ndim == 1 or f.shape[1] == 1 else f.shape[1]
+    return best_temperature(TemperatureSums(n_classes).add(f, codes, weight).losses())
+
+
+def best_temperature(losses: np.ndarray, scales: np.ndarray = TEMPERATURE_SCALES) -> float:
+    """The scale of lowest loss, refined by the parabola through it and its two
+    neighbours in ``log s`` (the end scales as they are).
+
+    Parameters
+    ----------
+    losses : ndarray of shape (S,)
+        Summed over the calibration rows (:meth:`TemperatureSums.losses`).
+    scales : ndarray of shape (S,), increasing
+
+    Returns
+    -------
+    float
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    i = int(np.argmin(losses))
+    if i == 0 or i == len(losses) - 1:
+        return float(scales[i])
+    x = np.log(scales[i - 1:i + 2])
+    y = losses[i - 1:i + 2]
+    denominator = (x[0] - x[1]) * (x[0] - x[2]) * (x[1] - x[2])
+    a = (x[2] * (y[1] - y[0]) + x[1] * (y[0] - y[2]) + x[0] * (y[2] - y[1])) / denominator
+    b = (x[2] ** 2 * (y[0] - y[1]) + x[1] ** 2 * (y[2] - y[0])
+         + x[0] ** 2 * (y[1] - y[2])) / denominator
+    if not a > 0:
+        return float(scales[i])
+    return float(np.exp(np.clip(-b / (2.0 * a), x[0], x[2])))
+
+
+def temperature_proba(scores: np.ndarray, scale: float) -> np.ndarray:
+    """Class probabilities ``softmax(s f)`` (one score column: ``[1 - p, p]`` with ``p``
+    the logistic of ``s f``), without overflow.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,) or (n, n_classes)
+    scale : float
+
+    Returns
+    -------
+    ndarray of shape (n, 2) or (n, n_classes), float64
+    """
+    f = np.asarray(scores, dtype=np.float64)
+    if f.ndim == 1:
+        p = sigmoid_proba(f, -float(scale), 0.0)
+        return np.column_stack([1.0 - p, p])
+    z = float(scale) * (f - f.max(axis=1, keepdims=True))
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)

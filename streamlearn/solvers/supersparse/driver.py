@@ -12,7 +12,10 @@
    its smallest ``|beta|``), the alternation of beta-steps (:class:`~.passes.GramPass`) and
    prototype steps (:class:`~.passes.GradientPass` with an adaptive step, or one
    :class:`~.passes.MiniBatchPass` per epoch), then eq. 8's held-out loss
-   (:class:`~.passes.ValidationPass`) when there are several candidates.
+   (:class:`~.passes.ValidationPass`) when there are several candidates;
+4. for a classifier, the temperature scale of its probabilities (:func:`calibrate`), from
+   the held-out rows' statistics of the validation pass, or one more pass over every row
+   when the fit held none out.
 
 ``lam="auto"`` trains on the rows outside the holdout and chooses the penalty by the held-out
 rows' squared loss (:func:`~.passes.choose_lam`) at every accepted beta-step, from the
@@ -40,6 +43,11 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError
+from streamlearn.solvers.calibration import (
+    TEMPERATURE_SCALES,
+    TemperatureSums,
+    best_temperature,
+)
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import (
     RowSamplePass,
@@ -203,6 +211,11 @@ class SuperSparseFit:
         in (None: the raw features, for a caller's similarity).
     lam : float
         The penalty used (``lam``, or its ``"auto"`` value).
+    proba_scale : float or None
+        A classifier's temperature scale ``s`` of ``softmax(s f)`` (None: a regressor or
+        a reduced model), see :func:`calibrate`.
+    proba_rows : {"held-out", "training"} or None
+        The rows ``proba_scale`` was chosen on.
     """
 
     prototypes: np.ndarray
@@ -216,6 +229,8 @@ class SuperSparseFit:
     shift: np.ndarray | None = None
     scale: np.ndarray | None = None
     lam: float = float("nan")
+    proba_scale: float | None = None
+    proba_rows: str | None = None
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -295,21 +310,23 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     gamma = _resolve_gamma(gamma, C)
     similarity = config.similarity_of(gamma)
     choose = valid if holdout is not None and config.lam == "auto" else None
+    scales = TEMPERATURE_SCALES if config.target == "classification" else None
     w = None
     path: list[tuple[int, float, float, float]] = []
-    best: tuple[float, np.ndarray, np.ndarray, list[float], float, GramState | None] | None = None
+    best: tuple[float, np.ndarray, np.ndarray, list[float], float, GramState | None,
+                TemperatureSums | None, GramState] | None = None
     for p in config.grid:
         if w is not None and p < C.shape[0]:  # drop the smallest ||beta_j|| (over outputs)
             keep = np.sort(np.argsort(-np.linalg.norm(w[:-1], axis=1), kind="stable")[:p])
             C = C[keep]
             w = np.vstack([w[keep], w[-1:]])
-        C, w, history, lam, every_row = _alternate(runner, dataset, config, train, C,
-                                                   similarity, p, seed, choose)
+        C, w, history, lam, every_row, stats = _alternate(runner, dataset, config, train, C,
+                                                          similarity, p, seed, choose)
         loss = np.nan
         criterion = 0.0
         if holdout is not None:
             tally: LossState = runner.run(
-                ValidationPass(valid, C, w, similarity, config.sign_error), dataset,
+                ValidationPass(valid, C, w, similarity, config.sign_error, scales), dataset,
                 description=f"validate p={p}")
             if tally.weight <= 0:
                 raise DataError("no rows were held out to choose n_prototypes; use more "
@@ -318,12 +335,19 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
             criterion = loss + config.tradeoff * p
         path.append((p, loss, criterion, history[-1]))
         if best is None or criterion < best[0]:
-            best = (criterion, C.copy(), w.copy(), history, lam, every_row)
+            best = (criterion, C.copy(), w.copy(), history, lam, every_row,
+                    None if holdout is None else tally.temperature, stats)
     assert best is not None
-    _, C, w, history, lam, every_row = best
+    _, C, w, history, lam, every_row, held_out, stats = best
     if every_row is not None:  # lam="auto": the last beta-step takes the held-out rows too
         w = solve_beta(every_row.G / every_row.weight, every_row.r / every_row.weight, lam,
                        config.coef, w)
+    proba_scale, proba_rows = None, None
+    if scales is not None:
+        leverage = (ridge_leverage(stats, lam)
+                    if holdout is None and config.coef == "ridge" else None)
+        proba_scale, proba_rows = calibrate(runner, dataset, train, C, w, similarity,
+                                            held_out, leverage)
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(C),
         coef=np.ascontiguousarray(w[:-1]),
@@ -337,7 +361,51 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         shift=None if train.standardiser is None else train.standardiser.shift,
         scale=None if train.standardiser is None else train.standardiser.scale,
         lam=float(lam),
+        proba_scale=proba_scale,
+        proba_rows=proba_rows,
     )
+
+
+def calibrate(runner: Any, dataset: Dataset, train: TargetRows, C: np.ndarray, w: np.ndarray,
+              similarity: Similarity, held_out: TemperatureSums | None,
+              leverage: np.ndarray | None = None) -> tuple[float, str]:
+    """A classifier's temperature scale ``s`` of ``P(c | x) = softmax(s f(x))_c`` and the
+    rows it was chosen on.
+
+    The scale of lowest log-loss on the held-out rows (``held_out``, summed by the
+    validation pass of the model kept, whose coefficients those rows did not train; no
+    extra pass), else on every training row (one more pass; the fit held no rows out)
+    against Platt's smoothed targets (:class:`~streamlearn.solvers.calibration.
+    TemperatureSums`, which keep rows every scale separates from driving the scale to
+    infinity), each row scored by its leave-one-out prediction where ``leverage`` gives
+    the ridge beta-step's (:func:`ridge_leverage`; the prototypes saw every row), else by
+    the final model. One scale keeps each row's decision: the most probable class is the
+    one of the largest output, the sign of a single one.
+    """
+    if held_out is not None and held_out.total_weight > 0:
+        return best_temperature(held_out.losses(smoothed=False)), "held-out"
+    every = TargetRows(train.mode, train.scores, None, False, train.standardiser,
+                       train.n_classes)
+    tally: LossState = runner.run(
+        ValidationPass(every, C, w, similarity, True, TEMPERATURE_SCALES, leverage), dataset,
+        description="probability scale")
+    assert tally.temperature is not None
+    return best_temperature(tally.temperature.losses()), "training"
+
+
+def ridge_leverage(stats: GramState, lam: float) -> np.ndarray | None:
+    """``(A + lam D)^-1 / V`` of the ridge beta-step on ``stats`` (``A = G / V``, ``D`` the
+    identity on ``beta``, zero on the intercept): a row's leverage is ``v z^T`` times it
+    times ``z`` (see :class:`~.passes.ValidationPass`). None when singular."""
+    A = stats.G / stats.weight
+    p = A.shape[0] - 1
+    M = A.copy()
+    M[np.arange(p), np.arange(p)] += lam
+    try:
+        inverse = np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        return None
+    return inverse / stats.weight if np.isfinite(inverse).all() else None
 
 
 def _resolve_gamma(gamma: Any, C: np.ndarray) -> float:
@@ -385,15 +453,16 @@ def _gram(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
 def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: TargetRows,
                C: np.ndarray, similarity: Similarity, p: int, seed: int,
                valid: TargetRows | None = None,
-               ) -> tuple[np.ndarray, np.ndarray, list[float], float, GramState | None]:
+               ) -> tuple[np.ndarray, np.ndarray, list[float], float, GramState | None,
+                          GramState]:
     """Beta-steps and prototype steps for ``p`` prototypes, until the convergence rule.
 
     Returns
     -------
-    C, w, history, lam, every_row
-        Prototypes, coefficients on ``rows``, objective path, the penalty, and (with
+    C, w, history, lam, every_row, stats
+        Prototypes, coefficients on ``rows``, objective path, the penalty, (with
         ``valid``, ``lam="auto"``'s held-out rows) the beta-step statistics of every row at
-        ``C``, else None.
+        ``C``, else None, and those of ``rows`` at ``C``.
     """
     tracker = None if valid is None else _LamTracker(config.coef, config.tol)
     beta_step = _BetaStep(runner, dataset, rows, valid, similarity, p, config.coef, tracker)
@@ -403,13 +472,15 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
     else:
         lam = float("nan")  # chosen by the first beta-step
     w, J = beta_step(C, None, lam)
+    beta_step.kept = beta_step.last
     if tracker is not None:
         tracker.accept(w)
         lam = tracker.lam
     C, w, history, lam = _descend(runner, dataset, config, rows, C, w, J, similarity, p, seed,
                                   lam, beta_step)
     every_row = None if tracker is None else tracker.every_row()
-    return C, w, history, lam, every_row
+    assert beta_step.kept is not None
+    return C, w, history, lam, every_row, beta_step.kept
 
 
 class _LamTracker:
@@ -487,6 +558,7 @@ class _BetaStep:
     coef: str
     tracker: _LamTracker | None
     last: GramState | None = None  # the training rows' statistics of the last call
+    kept: GramState | None = None  # ... and of the prototypes kept (the last accepted step)
 
     def stats(self, C: np.ndarray) -> GramState:
         """The training rows' statistics at ``C`` (no tracker)."""
@@ -548,6 +620,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
     first_step = prototype_step(config, rows, beta_step.last)
 
     def accepted(w_new: np.ndarray) -> float:
+        beta_step.kept = beta_step.last
         if tracker is None:
             return lam
         tracker.accept(w_new)

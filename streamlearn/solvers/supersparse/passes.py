@@ -28,6 +28,7 @@ from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.errors import DataError, LabelError
+from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.prototypes import (
@@ -469,10 +470,13 @@ class GradientPass:
 
 @dataclass
 class LossState:
-    """Weighted validation loss sums: ``loss`` over ``weight``."""
+    """Weighted validation loss sums: ``loss`` over ``weight``; with scales, the
+    temperature scaling statistics of the rows
+    (:class:`~streamlearn.solvers.calibration.TemperatureSums`)."""
 
     loss: float = 0.0
     weight: float = 0.0
+    temperature: TemperatureSums | None = None
 
 
 class ValidationPass:
@@ -489,27 +493,46 @@ class ValidationPass:
     w : ndarray of shape (p + 1, K), or (p + 1,) for one output
     similarity : Similarity
     sign_error : bool
+    scales : ndarray, optional
+        Classification: also sum the log-loss of ``softmax(s f)`` at each scale ``s``
+        (temperature scaling's statistic).
+    leverage : ndarray of shape (p + 1, p + 1), optional
+        ``(A + lam D)^-1 / V`` of a ridge beta-step that trained on these rows (``A = G /
+        V``, ``D`` the identity on ``beta``): each row is then scored by its
+        leave-one-out prediction ``t - (t - f) / (1 - h)``, ``h = v z^T (A + lam D)^-1 z
+        / V`` its leverage, as if the beta-step had not seen it.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, rows: TargetRows, prototypes: np.ndarray, w: np.ndarray,
-                 similarity: Similarity, sign_error: bool) -> None:
+                 similarity: Similarity, sign_error: bool,
+                 scales: np.ndarray | None = None, leverage: np.ndarray | None = None) -> None:
         self.rows = rows
         self.C = prototypes
         self.w = np.asarray(w, dtype=np.float64).reshape(len(w), -1)
         self.similarity = similarity
         self.sign_error = bool(sign_error)
+        self.scales = None if scales is None else np.asarray(scales, dtype=np.float64)
+        if self.scales is not None and rows.mode != "classification":
+            raise ValueError("temperature scales need class labels")
+        self.leverage = leverage
 
     def start(self) -> LossState:
         """Zero sums."""
-        return LossState()
+        return LossState(temperature=None if self.scales is None
+                         else TemperatureSums(self.rows.n_classes, self.scales))
 
     def step(self, state: LossState, chunk: Chunk) -> LossState:
         """Add the chunk's held-out rows (in place)."""
         X, t, v = self.rows.select(chunk)
         if X.shape[0]:
-            f = self.similarity.values(X, self.C) @ self.w[:-1] + self.w[-1]
+            S = self.similarity.values(X, self.C)
+            f = S @ self.w[:-1] + self.w[-1]
+            if self.leverage is not None:
+                Z = np.column_stack([S, np.ones(S.shape[0])])
+                h = v * np.einsum("ij,jk,ik->i", Z, self.leverage, Z)
+                f = t - (t - f) / np.maximum(1.0 - h, 1e-12)[:, None]
             if not self.sign_error:
                 err = np.abs(f - t).sum(axis=1)
             elif f.shape[1] == 1:
@@ -518,11 +541,16 @@ class ValidationPass:
                 err = (f.argmax(axis=1) != t.argmax(axis=1)).astype(np.float64)
             state.loss += float(np.dot(v, err))
             state.weight += float(v.sum(dtype=np.float64))
+            if state.temperature is not None:
+                codes = (t[:, 0] > 0).astype(np.int64) if f.shape[1] == 1 else t.argmax(axis=1)
+                state.temperature.add(f, codes, v)
         return state
 
     def merge(self, a: LossState, b: LossState) -> LossState:
         """Sum of two states (a new state)."""
-        return LossState(a.loss + b.loss, a.weight + b.weight)
+        temperature = (None if a.temperature is None or b.temperature is None
+                       else a.temperature.merge(b.temperature))
+        return LossState(a.loss + b.loss, a.weight + b.weight, temperature)
 
     def finish(self, state: LossState) -> LossState:
         """The sums."""
