@@ -103,7 +103,8 @@ def test_probabilities_are_the_logistic_of_the_decision_function() -> None:
     model = MixtureSVC(n_components=6, C=10.0, epochs=3).fit(X, y)
     f = model.decision_function(X)
     proba = model.predict_proba(X)
-    np.testing.assert_allclose(proba[:, 1], 1.0 / (1.0 + np.exp(-f)), rtol=1e-12)
+    s = model.proba_scale_  # the temperature chosen in fit
+    np.testing.assert_allclose(proba[:, 1], 1.0 / (1.0 + np.exp(-s * f)), rtol=1e-12)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_array_equal(model.predict(X), (f > 0).astype(np.int64))
-    assert np.isclose(expit(f[0]), proba[0, 1])
+    assert np.isclose(expit(s * f[0]), proba[0, 1])

@@ -94,7 +94,10 @@ def test_predictions_are_corrected_eq21() -> None:
     # the decision function is the log-odds of eq. 21's halves: same sign as pos - neg
     np.testing.assert_allclose(clf.decision_function(Xt), np.log(pos) - np.log(neg),
                                rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(clf.predict_proba(Xt)[:, 1], pos / (pos + neg), rtol=1e-5)
+    # the probability is eq. 21's pos / (pos + neg) at the temperature proba_scale_
+    t = clf.proba_scale_
+    np.testing.assert_allclose(clf.predict_proba(Xt)[:, 1], pos**t / (pos**t + neg**t),
+                               rtol=1e-5)
     np.testing.assert_array_equal(clf.predict(Xt), (pos > neg).astype(np.int64))
 
 
@@ -198,12 +201,12 @@ def test_bad_input_raises_clear_errors() -> None:
 
 def test_one_vs_rest_mixtures_share_every_read_of_the_data() -> None:
     # moments, k-means' seeding sample and its 2 epochs, cluster counts, 2 initial expert
-    # passes, an E-step and one pass per stochastic EM epoch: the same for five classes
-    # as for two
+    # passes, an E-step, one pass per stochastic EM epoch and the one that chooses the
+    # probabilities' scale: the same for five classes as for two
     rng = np.random.default_rng(4)
     X = rng.normal(size=(1500, 4)).astype(np.float32)
     y5 = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-1.0, -0.3, 0.3, 1.0])
-    expected = 1 + 1 + KMEANS_EPOCHS + 1 + INIT_EXPERT_PASSES + 1 + 3
+    expected = 1 + 1 + KMEANS_EPOCHS + 1 + INIT_EXPERT_PASSES + 1 + 3 + 1
     # tol=0 runs every epoch: the cap is reached, and said
     with pytest.warns(ConvergenceWarning, match="epochs=3"):
         five = MixtureSVC(n_components=4, epochs=3, tol=0.0, chunk_rows=300).fit(X, y5)
@@ -214,3 +217,45 @@ def test_one_vs_rest_mixtures_share_every_read_of_the_data() -> None:
     np.testing.assert_allclose(five.coef_[0], two.coef_[0], rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(five.centers_[0], two.centers_[0], rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(five.xi_[0], two.xi_[0])
+
+
+def test_probability_scale_minimises_the_held_out_log_loss() -> None:
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+    from streamlearn.solvers.holdout import Holdout
+    from streamlearn.solvers.mixture.driver import VALIDATION_SALT
+
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-1, 1, size=(4000, 2)).astype(np.float32)
+    labels = np.array(["a", "b", "c"])
+    y = labels[(np.hypot(X[:, 0], X[:, 1]) > 0.45).astype(int) + (X[:, 0] > 0.5)]
+    flip = rng.random(4000) < 0.1
+    y[flip] = rng.choice(labels, flip.sum())
+    clf = MixtureSVC(random_state=3).fit(X, y)
+    assert clf.proba_rows_ == "held-out"
+    held = Holdout.fraction(clf.validation_fraction, 3 ^ VALIDATION_SALT).mask(np.arange(4000))
+    f = clf.decision_function(X[held])
+    codes = np.searchsorted(clf.classes_, y[held])
+    # the plain log-loss of softmax(s f) on the held-out rows, summed independently
+    expected = best_temperature(TemperatureSums(3).add(f, codes).losses(smoothed=False))
+    assert clf.proba_scale_ == pytest.approx(expected, rel=1e-6)
+    proba = clf.predict_proba(X)
+    np.testing.assert_array_equal(clf.predict(X), labels[np.argmax(proba, axis=1)])
+    # against the one-vs-rest logistic functions normalised, what eq. 21 per class gives
+    from scipy.special import expit
+    from sklearn.metrics import log_loss
+
+    Xt = rng.uniform(-1, 1, size=(2000, 2)).astype(np.float32)
+    yt = labels[(np.hypot(Xt[:, 0], Xt[:, 1]) > 0.45).astype(int) + (Xt[:, 0] > 0.5)]
+    normalised = expit(clf.decision_function(Xt))
+    normalised /= normalised.sum(axis=1, keepdims=True)
+    assert log_loss(yt, clf.predict_proba(Xt)) < log_loss(yt, normalised)
+
+
+def test_small_data_chooses_the_scale_on_training_rows_against_smoothed_targets() -> None:
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+
+    X, y = _xor(600, seed=2)
+    clf = MixtureSVC(random_state=0).fit(X, y)  # 60 rows would be held out: no guard
+    assert clf.proba_rows_ == "training" and clf.validation_ is None
+    sums = TemperatureSums(2).add(clf.decision_function(X), y)
+    assert clf.proba_scale_ == pytest.approx(best_temperature(sums.losses()), rel=1e-6)

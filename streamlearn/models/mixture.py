@@ -30,7 +30,6 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -49,6 +48,7 @@ from streamlearn.models.base import (
     storable_classes,
 )
 from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
+from streamlearn.solvers.calibration import temperature_proba
 from streamlearn.solvers.mixture import driver
 from streamlearn.solvers.mixture.driver import (
     EM_MODES,
@@ -253,6 +253,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         adds one.
     n_active_components_ : int or ndarray of shape (n_models,)
         Components left after pruning (an array for more than two classes).
+    proba_scale_ : float
+        The temperature ``s`` of :meth:`predict_proba`'s ``softmax(s f)``: of lowest
+        log-loss on the guard's held-out rows (one pass after training), else on the
+        training rows.
+    proba_rows_ : {"held-out", "training"}
+        The rows ``proba_scale_`` was chosen on.
     history_ : list of list of dict
         Per binary model, one entry per epoch (the first describes the initialisation):
         ``loglik`` (eq. 8's data term), ``penalised`` (eq. 19), ``n_active``. Batch EM
@@ -429,6 +435,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         else:
             self.__dict__.pop("feature_transform_", None)
         self.classes_ = storable_classes(fitted.classes)
+        self._keep("proba_scale_", fitted.proba_scale)
+        self._keep("proba_rows_", fitted.proba_rows)
 
     def _fitted(self) -> MixtureFit:
         """The fitted attributes as the driver's state (for a model file without the
@@ -442,7 +450,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                           int(getattr(self, "n_iter_", 0)), True, online, shift, scale,
                           self._fitted_nu(), self._fitted_C(),
                           getattr(self, "validation_", None),
-                          getattr(self, "feature_transform_", None))
+                          getattr(self, "feature_transform_", None),
+                          getattr(self, "proba_scale_", None),
+                          getattr(self, "proba_rows_", None))
 
     def _fitted_nu(self) -> float:
         """``nu_``, or on a model stored without it the value ``nu`` resolves to."""
@@ -600,11 +610,16 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return f
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities from the normalised mixture likelihoods.
+        """Class probabilities: ``softmax(s f(x))`` over the one-vs-rest mixtures' log-odds
+        ``f`` (:meth:`decision_function`); two classes: ``P(classes_[1] | x) = 1 / (1 +
+        exp(-s f(x)))``, at ``s = 1`` eq. 21's ``pos / (pos + neg)``.
 
-        Two classes: ``P(y = +1 | x) = pos / (pos + neg)``, the logistic function of
-        :meth:`decision_function`, with ``pos``, ``neg`` the two halves of eq. 21. More
-        classes: each one-vs-rest mixture's probability, normalised to sum to 1 per row.
+        ``s`` is ``proba_scale_`` (temperature scaling): the scale of lowest log-loss on
+        the guard's held-out rows, else on the training rows (``proba_rows_`` says
+        which). One scale keeps every decision: the most probable class is
+        :meth:`predict`'s. A model stored without it (and a model continued by
+        :meth:`partial_fit`, whose calls hold no rows out, which keeps the scale of its
+        fit or first call) takes ``s = 1``.
 
         Parameters
         ----------
@@ -615,10 +630,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ndarray of shape (n, n_classes), columns in the order of ``classes_``
         """
         f = self.decision_function(X)
-        if f.ndim == 1:
-            return np.column_stack([expit(-f), expit(f)])
-        p = expit(f)
-        return p / p.sum(axis=1, keepdims=True)
+        return temperature_proba(f, float(getattr(self, "proba_scale_", 1.0)))
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels: the sign of eq. 21, or the most probable one-vs-rest class.

@@ -36,6 +36,7 @@ from streamlearn.engine.moments import (
     sparse_chunk_moments,
 )
 from streamlearn.engine.row_sample import BottomKSample
+from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
 from streamlearn.solvers.mixture.kernels import (
@@ -47,6 +48,7 @@ from streamlearn.solvers.mixture.kernels import (
     gating_objective_chunk,
     gating_objective_from_gates,
     mixture_log_odds,
+    mixture_log_odds_chunk,
     posteriors_chunk,
 )
 from streamlearn.solvers.threads import (
@@ -186,6 +188,63 @@ class FeatureMomentsPass:
 
     def finish(self, state: Moments) -> Moments:
         """The moments."""
+        return state
+
+
+class TemperaturePass:
+    """Reduction pass: the temperature scaling statistics (:class:`~streamlearn.solvers.
+    calibration.TemperatureSums`) of a fitted mixture's log-odds on some rows.
+
+    Parameters
+    ----------
+    xi, centers, coef : ndarray
+        The fitted binary mixtures (``MixtureFit.xi``, ``.centers``, ``.coef``).
+    tau, bias_scale : float
+    standardiser : Standardiser
+        The standardisation the mixtures apply to dense rows (the identity for sparse ones).
+    holdout : Holdout, optional
+        Score the rows it holds out; None scores every row.
+    n_classes : int
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, xi: np.ndarray, centers: np.ndarray, coef: np.ndarray, tau: float,
+                 bias_scale: float, standardiser: Standardiser,
+                 holdout: Holdout | None, n_classes: int) -> None:
+        self.xi, self.centers, self.coef = xi, centers, coef
+        self.n_classes = int(n_classes)
+        self.tau, self.bias_scale = float(tau), float(bias_scale)
+        self.standardiser = standardiser
+        self.holdout = holdout
+
+    def start(self) -> TemperatureSums:
+        """Sums of no rows."""
+        return TemperatureSums(self.n_classes)
+
+    def step(self, state: TemperatureSums, chunk: Chunk) -> TemperatureSums:
+        """The sums with the chunk's selected rows added (in place)."""
+        X, codes, weight = chunk.X, np.asarray(chunk.y), chunk.weight
+        if self.holdout is not None:
+            keep = np.flatnonzero(self.holdout.mask(chunk.rows))
+            if keep.size == 0:
+                return state
+            X, codes = take_rows(X, keep), codes[keep]
+            weight = None if weight is None else weight[keep]
+        f = np.empty((X.shape[0], self.xi.shape[0]))
+        for j in range(self.xi.shape[0]):
+            args = (self.centers[j], self.coef[j], self.xi[j], self.tau, self.bias_scale)
+            f[:, j] = (mixture_log_odds(X, *args) if isinstance(X, SparseRows)
+                       else mixture_log_odds_chunk(X, *args, self.standardiser.shift,
+                                                   self.standardiser.scale))
+        return state.add(f, codes, weight)
+
+    def merge(self, a: TemperatureSums, b: TemperatureSums) -> TemperatureSums:
+        """The sums of both (a new state)."""
+        return a.merge(b)
+
+    def finish(self, state: TemperatureSums) -> TemperatureSums:
+        """The sums."""
         return state
 
 
