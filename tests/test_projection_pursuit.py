@@ -518,3 +518,32 @@ def test_auto_rounds_keep_the_lowest_held_out_loss() -> None:
     # few rows: 50 rounds on every row
     small = SparseJSBoostClassifier(**FAST).fit(X[:1500], y[:1500])
     assert small.validation_ is None and small.n_iter_ == 50
+
+
+def test_jsboost_probability_scale_is_chosen_on_rows_it_states():
+    from sklearn.datasets import make_classification
+
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+    from streamlearn.solvers.holdout import Holdout
+    from streamlearn.solvers.projection_pursuit.driver import JS_VALIDATION_SALT
+
+    X, y = make_classification(600, 6, n_informative=3, flip_y=0.1, random_state=2)
+    X = X.astype(np.float32)
+    # 600 rows hold out 60, fewer than 200: 50 rounds on every row, the scale chosen on
+    # them against Platt's smoothed targets
+    small = SparseJSBoostClassifier().fit(X, y)
+    assert small.proba_rows_ == "training" and small.validation_ is None
+    sums = TemperatureSums(2).add(2.0 * small.decision_function(X), y)
+    assert small.proba_scale_ == pytest.approx(best_temperature(sums.losses()), rel=1e-6)
+    logit = 2.0 * small.proba_scale_ * small.decision_function(X)
+    np.testing.assert_allclose(small.predict_proba(X)[:, 1], 1 / (1 + np.exp(-logit)))
+    # enough rows: the plain log-loss of the rows n_rounds="auto" held out
+    X, y = make_classification(3000, 6, n_informative=3, flip_y=0.1, random_state=2)
+    X = X.astype(np.float32)
+    model = SparseJSBoostClassifier().fit(X, y)
+    assert model.proba_rows_ == "held-out"
+    held = Holdout.for_choosing(0.1, 3000, 0 ^ JS_VALIDATION_SALT).mask(np.arange(3000))
+    sums = TemperatureSums(2).add(2.0 * model.decision_function(X[held]), y[held])
+    assert model.proba_scale_ == pytest.approx(best_temperature(sums.losses(smoothed=False)),
+                                               rel=1e-6)
+    np.testing.assert_array_equal(model.predict(X), (model.predict_proba(X)[:, 1] > 0.5))

@@ -56,6 +56,7 @@ from streamlearn.models.base import (
 
 # the passes, their states and the drivers live in the solver package; their names stay
 # importable from here
+from streamlearn.solvers.calibration import temperature_proba
 from streamlearn.solvers.projection_pursuit import (  # noqa: F401
     AUTO_MAX_ROUNDS,
     PENALTY_ORDER,
@@ -501,6 +502,12 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     n_nonzero_ : ndarray of shape (n_rounds,)
     n_iter_ : int
         Boosting rounds kept: the number of weak learners.
+    proba_scale_ : float
+        The temperature of :meth:`predict_proba`: of lowest log-loss on the held-out rows
+        of ``n_rounds="auto"`` (one pass after the rounds), else on the training rows
+        against Platt's smoothed targets.
+    proba_rows_ : {"held-out", "training"}
+        The rows ``proba_scale_`` was chosen on.
     validation_ : dict or None
         ``n_rounds="auto"`` with held-out rows: ``held_out_loss`` after rounds ``0, 1,
         ...`` (the rounds run past the kept ones included), ``best_round`` and ``capped``;
@@ -618,6 +625,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.projections_ = fitted.projections
         self.feature_std_ = fitted.feature_std
         self.validation_ = fitted.validation
+        self._keep("proba_scale_", fitted.proba_scale)
+        self._keep("proba_rows_", fitted.proba_rows)
         self._warn_unconverged(fitted.unconverged, "round")
         if fitted.validation is not None and fitted.validation["capped"]:
             warnings.warn(f"SparseJSBoostClassifier: n_rounds='auto' stopped at its cap of "
@@ -669,11 +678,18 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         return self.classes_[positive.astype(np.int64)]
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """``P(classes_[1] | x) = 1 / (1 + exp(-2 s(x)))``, ``s`` the score (logistic link).
+        """``P(classes_[1] | x) = 1 / (1 + exp(-2 t s(x)))``, ``s`` the score: the logistic
+        link of the exponential loss, at the temperature ``t = proba_scale_`` chosen by
+        ``fit`` on the held-out rows of ``n_rounds="auto"``, else on the training rows
+        (``proba_rows_``; 1 on a model stored without it). ``t`` keeps every decision.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
 
         Returns
         -------
         ndarray of shape (n, 2)
         """
-        p = 1.0 / (1.0 + np.exp(-2.0 * np.clip(self.decision_function(X), -350, 350)))
-        return np.column_stack([1.0 - p, p])
+        scale = float(getattr(self, "proba_scale_", 1.0))
+        return temperature_proba(2.0 * self.decision_function(X), scale)

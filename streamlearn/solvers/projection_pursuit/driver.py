@@ -28,10 +28,12 @@ import numpy as np
 
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
+from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.projection_pursuit.passes import (
     BoostedTerms,
+    BoostTemperaturePass,
     ClassHistograms,
     DataMoments,
     GramStatistics,
@@ -286,6 +288,10 @@ class BoostFit:
         mean exponential loss after rounds ``0 .. T_run``), ``best_round`` (the rounds
         kept) and ``capped`` (whether :data:`AUTO_MAX_ROUNDS` stopped the rounds while the
         loss was still at its lowest); None otherwise.
+    proba_scale : float or None
+        The temperature of the probabilities (:func:`boost_probability_scale`).
+    proba_rows : {"held-out", "training"} or None
+        The rows it was chosen on.
     """
 
     intercept: float
@@ -301,6 +307,8 @@ class BoostFit:
     unconverged: tuple[int, ...]
     feature_std: np.ndarray | None = None
     validation: dict[str, Any] | None = None
+    proba_scale: float | None = None
+    proba_rows: str | None = None
 
 
 def clean_direction(alpha: np.ndarray) -> np.ndarray:
@@ -576,9 +584,35 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         validation = {"held_out_loss": [float(v) for v in curve], "best_round": best,
                       "capped": best == max_rounds}
     projections, ranges = raw_directions(projections, ranges, std)
+    terms = BoostedTerms(projections, np.ascontiguousarray(ranges[:, 0]),
+                         np.ascontiguousarray(ranges[:, 1]), tables, class_weight)
+    scale, rows = boost_probability_scale(runner, dataset, intercept, terms, holdout)
     return BoostFit(intercept, class_weight, projections, ranges, tables, np.asarray(weights),
                     np.asarray(divergences), np.asarray(lambdas), n_scans, int(moments.n_rows),
-                    tuple(unconverged), moments.standardiser().scale, validation)
+                    tuple(unconverged), moments.standardiser().scale, validation, scale, rows)
+
+
+def boost_probability_scale(runner: Any, dataset: Dataset, intercept: float,
+                            terms: BoostedTerms, holdout: Holdout | None
+                            ) -> tuple[float, str]:
+    """The temperature ``s`` of ``P(classes_[1] | x) = 1 / (1 + exp(-2 s (intercept +
+    F(x))))`` and the rows it was chosen on: the scale of lowest log-loss on the rows
+    ``n_rounds="auto"`` held out (one more pass), else on every training row against
+    Platt's smoothed targets (:class:`~streamlearn.solvers.calibration.TemperatureSums`).
+
+    ``s = 1`` is the logistic link of the exponential loss the rounds minimise; boosting
+    grows its margins on the rows it trains on, and on small data (no rows held out, 50
+    rounds) the logistic link put near-certain probabilities on test rows it got wrong
+    (breast cancer: test log-loss 0.58 at 4 % error).
+    """
+    sums: TemperatureSums = runner.run(BoostTemperaturePass(intercept, terms, holdout),
+                                       dataset, description="probability scale")
+    if holdout is not None and sums.total_weight > 0:
+        return best_temperature(sums.losses(smoothed=False)), "held-out"
+    if holdout is not None:  # nothing held out after all: every row
+        sums = runner.run(BoostTemperaturePass(intercept, terms, None), dataset,
+                          description="probability scale")
+    return best_temperature(sums.losses()), "training"
 
 
 def _boost_holdout(config: BoostConfig, n_rows: int, seed: int) -> Holdout | None:

@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
+from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import Standardiser, chunk_features
 from streamlearn.solvers.projection_search import (
@@ -341,4 +342,52 @@ class HistogramScanPass:
 
     def finish(self, state: ClassHistograms) -> ClassHistograms:
         """The histograms."""
+        return state
+
+
+class BoostTemperaturePass:
+    """Reduction pass: the temperature scaling statistics
+    (:class:`~streamlearn.solvers.calibration.TemperatureSums`) of a boosted model's
+    logit ``2 (intercept + F(x))`` on some rows.
+
+    Parameters
+    ----------
+    intercept : float
+    terms : BoostedTerms
+        The learners, on the raw features.
+    holdout : Holdout, optional
+        Score the rows it holds out; None scores every row.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, intercept: float, terms: BoostedTerms,
+                 holdout: Holdout | None) -> None:
+        self.intercept = float(intercept)
+        self.terms = terms
+        self.holdout = holdout
+
+    def start(self) -> TemperatureSums:
+        """Sums of no rows."""
+        return TemperatureSums(2)
+
+    def step(self, state: TemperatureSums, chunk: Chunk) -> TemperatureSums:
+        """The sums with the chunk's selected rows added (in place)."""
+        X, codes, weight = chunk.X, np.asarray(chunk.y), chunk.weight
+        if self.holdout is not None:
+            keep = np.flatnonzero(self.holdout.mask(chunk.rows))
+            if keep.size == 0:
+                return state
+            X, codes = X[keep], codes[keep]
+            weight = None if weight is None else weight[keep]
+        t = self.terms
+        score = self.intercept + table_predict_chunk(X, t.proj, t.lo, t.hi, t.table)
+        return state.add(2.0 * score, codes, weight)
+
+    def merge(self, a: TemperatureSums, b: TemperatureSums) -> TemperatureSums:
+        """The sums of both (a new state)."""
+        return a.merge(b)
+
+    def finish(self, state: TemperatureSums) -> TemperatureSums:
+        """The sums."""
         return state
