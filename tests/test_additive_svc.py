@@ -21,7 +21,7 @@ from streamlearn.io import load_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.models.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.models.base import NotFittedError
-from streamlearn.solvers.calibration import MIN_CALIBRATION_ROWS, fit_sigmoid
+from streamlearn.solvers.calibration import MIN_CALIBRATION_ROWS, fit_sigmoid, sigmoid_objective
 from streamlearn.solvers.dcd import LOSSES, dcd_chunk, dcd_ovr_chunk, primal_objective
 from streamlearn.solvers.embedding import (
     decision_chunk,
@@ -398,11 +398,21 @@ def test_too_few_held_out_rows_of_a_class_leave_the_scores_uncalibrated():
         warnings.simplefilter("error", UserWarning)
         assert AdditiveSVC(random_state=0).fit(X, balanced).calibrated_
         # a tenth of 399 rows cannot hold 20 of each of two classes: every row trains,
-        # uncalibrated, without a warning; at 400 rows the tenth is held out
+        # without a warning, and the sigmoid's slope (B = 0) is chosen on the training
+        # rows' scores against Platt's smoothed targets; at 400 rows the tenth is held out
         small = AdditiveSVC(random_state=0).fit(X[:399], balanced[:399])
         assert (small.n_train_, small.n_calibration_, small.calibrated_) == (399, 0, False)
         f = small.svm_scores(X[:399])[:, 0]
-        np.testing.assert_allclose(small.predict_proba(X[:399])[:, 1], 1 / (1 + np.exp(-f)))
+        pos = balanced[:399] == 1
+        targets = np.where(pos, (pos.sum() + 1) / (pos.sum() + 2), 1 / ((~pos).sum() + 2))
+        slopes = np.linspace(-8.0, -0.1, 400)
+        losses = [sigmoid_objective(a, 0.0, f, targets, np.ones(399)) for a in slopes]
+        # the binned rows' slope, within the grid's step of the unbinned optimum
+        assert small.platt_a_[0] == pytest.approx(slopes[int(np.argmin(losses))], abs=0.05)
+        np.testing.assert_array_equal(small.platt_b_, [0.0])
+        np.testing.assert_allclose(small.predict_proba(X[:399])[:, 1],
+                                   1 / (1 + np.exp(small.platt_a_[0] * f)))
+        np.testing.assert_array_equal(small.predict(X[:399]), (f > 0).astype(int))
         assert AdditiveSVC(random_state=0).fit(X[:400], balanced[:400]).n_calibration_ == \
             np.sum(held[:400])
 

@@ -252,3 +252,33 @@ def test_smoothing_keeps_the_scale_of_separated_rows_finite():
     # Platt's targets (101 / 102) are met where the logistic of s equals them
     assert best_temperature(sums.losses()) == pytest.approx(np.log(101.0), rel=0.01)
 
+
+def test_shared_slope_minimises_the_summed_platt_objective_of_every_model():
+    from scipy.optimize import minimize_scalar
+
+    from streamlearn.solvers.calibration import (
+        fit_shared_slope,
+        sigmoid_objective,
+        smoothed_targets,
+    )
+
+    rng = np.random.default_rng(9)
+    histogram = ScoreHistogram(3)
+    labels = rng.random((600, 3)) < 0.3
+    scores = np.where(labels, 1.0, -1.0) * rng.uniform(0.2, 2.0, (600, 3)) \
+        + rng.normal(0, 0.6, (600, 3))
+    histogram.add(scores, labels)
+
+    def total(a):
+        out = 0.0
+        for m in range(3):
+            f, pos, w = histogram.points(m)
+            out += sigmoid_objective(a, 0.0, f, smoothed_targets(pos, w), w)
+        return out
+
+    a = fit_shared_slope(histogram)
+    best = minimize_scalar(total, bounds=(-50.0, -1e-3), method="bounded",
+                           options={"xatol": 1e-9})
+    assert a == pytest.approx(best.x, rel=1e-3)
+    assert a < 0
+    assert fit_shared_slope(ScoreHistogram(2)) == -1.0  # no rows: the plain logistic

@@ -289,9 +289,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     calibrate : bool
         Fit Platt sigmoids on held-out rows for :meth:`predict_proba`. Without calibration
         the probability of each binary model is the plain logistic ``1 / (1 + exp(-f))``.
-        So it is too, and every row trains, when ``calibration_fraction`` of the rows is
-        fewer than 20 rows a class (``2 * MIN_CALIBRATION_ROWS`` for each of ``k``
-        classes: 400 rows for two classes at 0.1); and so it is, with a warning, when the
+        When ``calibration_fraction`` of the rows is fewer than 20 rows a class
+        (``2 * MIN_CALIBRATION_ROWS`` for each of ``k`` classes: 400 rows for two classes
+        at 0.1), every row trains and one more pass chooses one slope ``A`` shared by
+        every model, ``1 / (1 + exp(A f))``, on the training rows' scores against Platt's
+        smoothed targets (:func:`~streamlearn.solvers.calibration.fit_shared_slope`):
+        the decisions stay those of the scores, and the probabilities are as sure as the
+        training rows allow (the plain logistic of SVM scores near +-1 gave digits'
+        test rows, 97 % right, a mean top probability of 0.72). It is the plain
+        logistic, with a warning, when the
         held-out rows of a binary model hold fewer than 10 rows of one of its labels (a
         rare class), where two parameters fitted to so few rows would decide the
         predictions.
@@ -400,7 +406,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Sigmoid ``P = 1 / (1 + exp(A f + B))`` of each binary model; its log-odds
         ``-(A f + B)`` are :meth:`decision_function` (two classes, one-vs-rest).
     calibrated_ : bool
-        Whether ``platt_a_, platt_b_`` were fitted (else the plain logistic ``A = -1, B = 0``).
+        Whether ``platt_a_, platt_b_`` were fitted on held-out rows (else ``B = 0`` and
+        ``A`` the plain logistic's -1, or, with ``calibrate`` on data too small to hold
+        rows out, one slope shared by every model and chosen on the training rows).
     n_bases_ : int
         B-spline bases per feature of the fitted map (the count ``n_bases="auto"`` kept).
     bases_tried_ : list of [int, float or None]
@@ -893,7 +901,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             bases_grid=(self._bases_grid(categories=dataset.categories)
                         if isinstance(feature_map, BSplineMap) else ()),
             check_interactions=isinstance(self.interactions, str),
-            spread_tails=bool(self.spread_tails))
+            spread_tails=bool(self.spread_tails),
+            slope_on_training_rows=bool(self.calibrate))
         config = replace(config, linear_candidate=len(config.bases_grid) > 1)
         return additive_solver.fit(runner, dataset, config, seed)
 

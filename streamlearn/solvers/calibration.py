@@ -368,6 +368,42 @@ class ScoreHistogram:
 
 
 
+def fit_shared_slope(histogram: ScoreHistogram) -> float:
+    """One slope ``A`` for the sigmoids ``1 / (1 + exp(A f))`` of every binary model
+    (``B = 0``), fitted to Platt's smoothed targets of each model's binned rows.
+
+    With ``B = 0`` each model's threshold stays at ``f = 0`` and one slope is a monotone
+    map shared by all: the decisions (signs, the largest of one-vs-rest scores) do not
+    change, only how sure the probabilities are. Platt's smoothed targets keep rows that
+    every slope separates (training rows of a flexible model) from driving ``A`` to
+    minus infinity.
+
+    Parameters
+    ----------
+    histogram : ScoreHistogram
+        Binned scores and labels of every model (:meth:`ScoreHistogram.points`).
+
+    Returns
+    -------
+    float
+        ``A < 0``; the plain logistic's ``-1`` when there are no rows.
+    """
+    from scipy.optimize import minimize_scalar
+
+    parts = [histogram.points(m) for m in range(histogram.n_models)]
+    parts = [(f, pos, w) for f, pos, w in parts if w.size]
+    if not parts:
+        return -1.0
+    scores = np.concatenate([f for f, _, _ in parts])
+    targets = np.concatenate([smoothed_targets(pos, w) for _, pos, w in parts])
+    weight = np.concatenate([w for _, _, w in parts])
+    best = minimize_scalar(lambda u: sigmoid_objective(-np.exp(u), 0.0, scores, targets,
+                                                        weight),
+                           bounds=(np.log(1e-3), np.log(1e3)), method="bounded",
+                           options={"xatol": 1e-6})
+    return float(-np.exp(best.x))
+
+
 # -- temperature scaling ---------------------------------------------------------------------
 #: Candidate scales ``s`` of :class:`TemperatureSums`: 0.1 decade apart from 1e-2 to 1e3
 #: (scores of models fitted to ``+-1`` targets lie near ``+-1``, so ``s`` of about 1 to 10

@@ -68,7 +68,11 @@ from streamlearn.solvers.additive.passes import (
     TrainingRows,
     w_to_w_d,
 )
-from streamlearn.solvers.calibration import MIN_CALIBRATION_ROWS, ScoreHistogram
+from streamlearn.solvers.calibration import (
+    MIN_CALIBRATION_ROWS,
+    ScoreHistogram,
+    fit_shared_slope,
+)
 from streamlearn.solvers.dcd import LOSSES, mean_embedding, move_centre
 from streamlearn.solvers.embedding import (
     Embedding,
@@ -170,6 +174,11 @@ class AdditiveConfig:
         With ``bases_grid``: also train the linear model (no feature map) on the same rows
         once the B-spline model is chosen, and keep it instead when its held-out log-loss
         is lower (:func:`_linear_if_better`).
+    slope_on_training_rows : bool
+        With no rows held out (``calibration_fraction`` None), choose the sigmoids' one
+        shared slope (``B = 0``) on the training rows' scores after training
+        (:func:`~streamlearn.solvers.calibration.fit_shared_slope`, one more pass), instead
+        of the plain logistic's ``A = -1``.
     """
 
     feature_map: FeatureMap | None
@@ -192,6 +201,7 @@ class AdditiveConfig:
     bases_grid: tuple[int, ...] = ()
     spread_tails: bool = False
     linear_candidate: bool = False
+    slope_on_training_rows: bool = False
 
     @property
     def compares_models(self) -> bool:
@@ -923,6 +933,11 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                 platt_a, platt_b, holdout), "held-out log-loss")
     else:
         held_out_loss = fewest_rows = None
+        if config.slope_on_training_rows:  # no rows held out: how sure, from the training rows
+            histogram = runner.run(CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs,
+                                                   config.bias_scale, None), dataset,
+                                   description="probability slope")
+            platt_a = np.full(shape[0], fit_shared_slope(histogram))
     term_values = (None if not importances or sample is None or sample.shape[0] == 0
                    else sample_importances(sample, coef_d, feature_map, emb))
     # a sparse source's numbered columns stay a NumberedNames, not a tuple of n strings

@@ -479,13 +479,14 @@ class CalibrationPass:
         On-the-fly embedding of the models.
     pairs : ModelPairs
     bias_scale : float
-    holdout : Holdout
+    holdout : Holdout or None
+        The rows to bin; None bins every row.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
-                 holdout: Holdout) -> None:
+                 holdout: Holdout | None) -> None:
         self.W = W
         self.emb = emb
         self.pairs = pairs
@@ -498,10 +499,11 @@ class CalibrationPass:
 
     def step(self, state: ScoreHistogram, chunk: Chunk) -> ScoreHistogram:
         """Add the chunk's held-out rows (in place)."""
-        held = np.flatnonzero(self.holdout.mask(chunk.rows))
+        held = (np.arange(chunk.n_rows) if self.holdout is None
+                else np.flatnonzero(self.holdout.mask(chunk.rows)))
         if held.size == 0:
             return state
-        X = take_rows(chunk.X, held)
+        X = chunk.X if self.holdout is None else take_rows(chunk.X, held)
         scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
         codes = np.asarray(chunk.y)[held]
         positive, member = self.pairs.labels(codes)
