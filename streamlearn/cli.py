@@ -444,17 +444,34 @@ def info(data: str, target: str | None, features: str | None, exclude: str | Non
                    f"({_rate(dataset.n_rows, elapsed)})", err=True)
 
 
-_MODEL_HELP = "\n".join(f"  {name:<12} {entry.about} ({', '.join(entry.tasks)})"
-                        for name, entry in MODELS.items())
+_MODEL_HELP = "\n".join(
+    f"  {name:<12} {entry.about} ({', '.join(entry.tasks)}: "
+    f"{', '.join(p.rpartition(':')[2] for p in entry.paths)})"
+    for name, entry in MODELS.items())
+
+
+class ModelChoice(click.Choice):
+    """A model's command-line name, or the name of one of its estimator classes
+    (``SuperSparseClassifier``), in any case."""
+
+    def __init__(self) -> None:
+        super().__init__(list(MODELS), case_sensitive=False)
+        self.by_class = {path.rpartition(":")[2].lower(): name
+                         for name, entry in MODELS.items() for path in entry.paths}
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        name = self.by_class.get(str(value).strip().lower())
+        return name if name is not None else super().convert(value, param, ctx)
 
 
 @cli.command(epilog="\b\nModels:\n" + _MODEL_HELP)
 @click.argument("data")
 @data_options
 @click.option("--weight", "-w", help="Sample-weight column.")
-@click.option("--model", "-m", "model_name", type=click.Choice(list(MODELS)),
-              help="Which model to train (see below); by default additive for a class "
-                   "target, sppr for a numeric one.")
+@click.option("--model", "-m", "model_name", type=ModelChoice(),
+              help="Which model to train, by its name or its estimator's class name (see "
+                   "below); by default additive for a class target, sppr for a numeric one.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Model file to write (conventionally *.slm).")
 @click.option("--epochs", type=click.IntRange(min=1), help="Passes of the sequential solver.")

@@ -107,3 +107,27 @@ def test_train_checkpoint_replays_and_refuses_another_fit(files: dict[str, Path]
     other = run(*args, "--param", "n_components=3", "--out", str(tmp_path / "c.slm"))
     assert other.exit_code == 1
     assert "checkpoint" in other.output.lower() and "n_components" in other.output
+
+
+@pytest.mark.parametrize("given", ["SuperSparseClassifier", "supersparseclassifier",
+                                   "SUPERSPARSE"])
+def test_model_named_by_its_class_and_its_probabilities_written(
+        files: dict[str, Path], tmp_path: Path, given: str) -> None:
+    model_path = tmp_path / "m.slm"
+    result = run("train", str(files["train"]), "--target", "label", "--model", given,
+                 "--out", str(model_path), "--no-train-score", "--quiet",
+                 "-p", "n_prototypes=10", "-p", "max_iter=5")
+    assert result.exit_code == 0, result.output
+    model = model_class("supersparse", "classification").load(model_path)
+    out = tmp_path / "p.parquet"
+    result = run("predict", str(model_path), str(files["test"]), "--proba", "--out",
+                 str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    frame = pd.read_parquet(files["test"])
+    proba = model.predict_proba(frame[FEATURES].to_numpy(np.float32))
+    got = pd.read_parquet(out)
+    columns = [c for c in got.columns if c.startswith("proba_")]
+    np.testing.assert_allclose(got[columns].to_numpy(), proba, rtol=1e-6)
+    unknown = run("train", str(files["train"]), "--target", "label", "--model",
+                  "SuperSparseForest", "--out", str(tmp_path / "x.slm"))
+    assert unknown.exit_code == 2 and "'SuperSparseForest' is not one of" in unknown.output

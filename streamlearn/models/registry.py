@@ -49,7 +49,7 @@ MODELS: dict[str, ModelEntry] = {
     "sppr": ModelEntry(None, "streamlearn.models.projection_pursuit:SparsePPRRegressor",
                        "sparse projection pursuit regression"),
     "spjsboost": ModelEntry("streamlearn.models.projection_pursuit:SparseJSBoostClassifier",
-                            None, "sparse joint-selection boosting"),
+                            None, "sparse Jensen-Shannon boosting"),
     "supersparse": ModelEntry("streamlearn.models.supersparse:SuperSparseClassifier",
                               "streamlearn.models.supersparse:SuperSparseRegressor",
                               "super-sparse prototype machine"),
