@@ -619,3 +619,27 @@ def test_default_model_does_not_depend_on_the_features_units():
     assert moved.n_iter_ == plain.n_iter_
     np.testing.assert_allclose(moved.decision_function(Xt * scale + shift),
                                plain.decision_function(Xt), rtol=1e-3, atol=1e-3)
+
+
+def test_one_vs_rest_temperature_minimises_the_held_out_log_loss(tmp_path):
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+
+    X, y = three_class_problem(6000, seed=5)
+    model = AdditiveSVC(random_state=0).fit(X, y)  # n_bases="auto" compares models
+    assert model.proba_scale_ != 1.0
+    held = Holdout.fraction(model.calibration_fraction, 0 ^ HOLDOUT_SALT).mask(np.arange(6000))
+    tempered = model.predict_proba(X[held])
+    scale = model.proba_scale_
+    model.proba_scale_ = 1.0  # the Platt sigmoids' normalised probabilities
+    plain = model.predict_proba(X[held])
+    sums = TemperatureSums(3).add(np.log(plain), y[held])
+    assert scale == pytest.approx(best_temperature(sums.losses(smoothed=False)), rel=1e-6)
+    # p^s normalised, and every decision kept
+    expected = plain**scale / (plain**scale).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(tempered, expected, rtol=1e-9)
+    model.proba_scale_ = scale
+    np.testing.assert_array_equal(model.predict(X), np.argmax(model.predict_proba(X), axis=1))
+    loaded = AdditiveSVC.load(model.save(tmp_path / "m.slm"))
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    # two classes and one-vs-one keep the sigmoids' own probabilities
+    assert AdditiveSVC(random_state=0).fit(X, y == 0).proba_scale_ == 1.0

@@ -57,6 +57,7 @@ from streamlearn.solvers.additive.interactions import (
 from streamlearn.solvers.additive.passes import (
     CalibrationPass,
     ClassLogLossPass,
+    ClassLoss,
     DcdEpochPass,
     DcdState,
     Holdout,
@@ -300,6 +301,11 @@ class AdditiveFit:
     ranges : ndarray of shape (n_features, 2) or None
         A linear model's (no feature map) observed ``(min, max)`` of each feature, from
         the describe pass (None without one): the span its shape functions are drawn on.
+    proba_scale : float
+        One-vs-rest with more than two classes and ``config.compares_models``: the
+        temperature ``s`` of the class probabilities ``p^s / sum p^s`` of lowest held-out
+        log-loss (:meth:`ClassLoss.scale`, from the pass that computes
+        ``held_out_log_loss``); 1 otherwise.
     """
 
     feature_names: tuple[str, ...]
@@ -327,6 +333,7 @@ class AdditiveFit:
     fewest_calibration_rows: int | None = None
     linear_check: dict[str, Any] | None = None
     ranges: np.ndarray | None = None
+    proba_scale: float = 1.0
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -521,8 +528,10 @@ def _fit_searched(runner: Any, dataset: Dataset, sample: Dataset | None,
         fitted, _ = _fit_with_pairs(runner, dataset, replace(
             config, feature_map=chosen, interactions=0, check_interactions=False,
             pair_grids=grids, bases_grid=()), seed)
+        # the final training compares no models: it keeps the sample's temperature
         return replace(fitted, bases_tried=tried, pair_check=best.pair_check,
-                       pair_scores=best.pair_scores, linear_check=best.linear_check)
+                       pair_scores=best.pair_scores, linear_check=best.linear_check,
+                       proba_scale=best.proba_scale)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed, summary)
     if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
@@ -914,6 +923,7 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
 
     platt_a, platt_b = np.full(shape[0], -1.0), np.zeros(shape[0])
     calibrated = False
+    proba_scale = 1.0
     if holdout is not None and n_holdout > 0:
         histogram = models.calibration
         if histogram is None:  # no epoch scored the returned model: a pass of its own
@@ -928,9 +938,10 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
             platt_a, platt_b = histogram.fit()
         held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
         if shape[0] > 1 and config.compares_models:  # the classifier's, not its models'
-            held_out_loss = _on_held_out(runner, dataset, ClassLogLossPass(
+            class_loss: ClassLoss = _on_held_out(runner, dataset, ClassLogLossPass(
                 np.ascontiguousarray(coef_d), emb, pairs, len(classes), config.bias_scale,
                 platt_a, platt_b, holdout), "held-out log-loss")
+            held_out_loss, proba_scale = class_loss.log_loss, class_loss.scale()
     else:
         held_out_loss = fewest_rows = None
         if config.slope_on_training_rows:  # no rows held out: how sure, from the training rows
@@ -947,6 +958,7 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        state_w_d, platt_a, platt_b, calibrated, models.n_iter, models.t,
                        models.average_start, models.pg_range, models.monitor_history,
                        centre_d, term_values, held_out_log_loss=held_out_loss,
+                       proba_scale=proba_scale,
                        fewest_calibration_rows=fewest_rows,
                        ranges=_linear_ranges(feature_map, summary)), summary
 

@@ -19,7 +19,13 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import take_rows
 from streamlearn.engine import DescribePass, Description
 from streamlearn.features import FeatureMap
-from streamlearn.solvers.calibration import ScoreHistogram, class_probabilities, sigmoid_proba
+from streamlearn.solvers.calibration import (
+    ScoreHistogram,
+    TemperatureSums,
+    best_temperature,
+    class_probabilities,
+    sigmoid_proba,
+)
 from streamlearn.solvers.dcd import dcd_ovr_chunk, embedding_sum
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
 from streamlearn.solvers.holdout import Holdout
@@ -519,14 +525,39 @@ class CalibrationPass:
         return state
 
 
+@dataclass
+class ClassLoss:
+    """State of :class:`ClassLogLossPass`: weighted log-loss sums, and for one-vs-rest
+    models the temperature scaling statistics of the log-probabilities (None else)."""
+
+    loss: float = 0.0
+    weight: float = 0.0
+    temperature: TemperatureSums | None = None
+
+    @property
+    def log_loss(self) -> float | None:
+        """The weighted mean log-loss (None without held-out weight)."""
+        return float(self.loss / self.weight) if self.weight > 0 else None
+
+    def scale(self) -> float:
+        """The temperature ``s`` of lowest held-out log-loss of ``p^s / sum p^s``, ``p``
+        the class probabilities (1 without statistics)."""
+        if self.temperature is None or not self.temperature.total_weight > 0:
+            return 1.0
+        return best_temperature(self.temperature.losses(smoothed=False))
+
+
 class ClassLogLossPass:
     """Reduction pass: the log-loss of the held-out rows' class probabilities.
 
-    The probabilities are those of ``predict_proba``: each binary model's Platt sigmoid,
-    combined into classes by :func:`~streamlearn.solvers.calibration.class_probabilities`.
-    For two classes this is the held-out log-loss of the one model; with more it judges
-    the classifier as a whole, which a mean of its binary models' losses does not (their
-    losses can fall while the class the models agree on is wrong more often).
+    The probabilities are those of ``predict_proba`` before its temperature: each binary
+    model's Platt sigmoid, combined into classes by
+    :func:`~streamlearn.solvers.calibration.class_probabilities`. For two classes this is
+    the held-out log-loss of the one model; with more it judges the classifier as a whole,
+    which a mean of its binary models' losses does not (their losses can fall while the
+    class the models agree on is wrong more often). With one model per class against the
+    rest it also gathers the temperature scaling statistics of the log-probabilities
+    (:meth:`ClassLoss.scale`).
 
     Parameters
     ----------
@@ -556,11 +587,12 @@ class ClassLogLossPass:
         self.platt_b = np.asarray(platt_b, dtype=np.float64)
         self.holdout = holdout
 
-    def start(self) -> np.ndarray:
-        """``[sum of weighted losses, sum of weights]``."""
-        return np.zeros(2)
+    def start(self) -> ClassLoss:
+        """Sums of no rows."""
+        one_vs_rest = self.n_classes > 2 and not self.pairs.one_vs_one
+        return ClassLoss(temperature=TemperatureSums(self.n_classes) if one_vs_rest else None)
 
-    def step(self, state: np.ndarray, chunk: Chunk) -> np.ndarray:
+    def step(self, state: ClassLoss, chunk: Chunk) -> ClassLoss:
         """Add the chunk's held-out rows (in place)."""
         held = np.flatnonzero(self.holdout.mask(chunk.rows))
         if held.size == 0:
@@ -573,17 +605,21 @@ class ClassLogLossPass:
         codes = np.asarray(chunk.y)[held]
         p_true = np.maximum(proba[np.arange(held.size), codes], self.EPS)
         weight = np.ones(held.size) if chunk.weight is None else chunk.weight[held]
-        state[0] -= float(weight @ np.log(p_true))
-        state[1] += float(weight.sum())
+        state.loss -= float(weight @ np.log(p_true))
+        state.weight += float(weight.sum())
+        if state.temperature is not None:
+            state.temperature.add(np.log(np.maximum(proba, self.EPS)), codes, weight)
         return state
 
-    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def merge(self, a: ClassLoss, b: ClassLoss) -> ClassLoss:
         """Add two states (a new one)."""
-        return a + b
+        temperature = (None if a.temperature is None or b.temperature is None
+                       else a.temperature.merge(b.temperature))
+        return ClassLoss(a.loss + b.loss, a.weight + b.weight, temperature)
 
-    def finish(self, state: np.ndarray) -> float | None:
-        """The weighted mean log-loss (None without held-out weight)."""
-        return float(state[0] / state[1]) if state[1] > 0 else None
+    def finish(self, state: ClassLoss) -> ClassLoss:
+        """The sums."""
+        return state
 
 
 class ModelPairs(NamedTuple):
