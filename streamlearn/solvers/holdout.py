@@ -8,12 +8,15 @@ pass, on every engine, after any shuffle, without storing a mask.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from streamlearn.data import Chunk
+from streamlearn.data.sparse_rows import take_rows
 from streamlearn.solvers.row_sample import row_keys
 
-__all__ = ["MIN_VALIDATION_ROWS", "Holdout"]
+__all__ = ["MIN_VALIDATION_ROWS", "Holdout", "held_out_rows"]
 
 #: Held-out rows at least (``n_rows * fraction`` expected) for a model to choose by them.
 MIN_VALIDATION_ROWS = 200
@@ -63,3 +66,16 @@ class Holdout:
         for start in range(0, int(n_rows), block):
             held += int(self.mask(np.arange(start, min(start + block, int(n_rows)))).sum())
         return held
+
+
+def held_out_rows(chunk: Chunk, holdout: Holdout | None
+                  ) -> tuple[Any, np.ndarray, np.ndarray | None] | None:
+    """The features, targets and weights of the rows of ``chunk`` that ``holdout`` holds
+    out (every row with None); None when it holds out none of them."""
+    X, y, weight = chunk.X, np.asarray(chunk.y), chunk.weight
+    if holdout is None:
+        return X, y, weight
+    keep = np.flatnonzero(holdout.mask(chunk.rows))
+    if keep.size == 0:
+        return None
+    return take_rows(X, keep), y[keep], None if weight is None else weight[keep]

@@ -37,7 +37,7 @@ from streamlearn.engine.moments import (
 )
 from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.solvers.calibration import TemperatureSums
-from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.holdout import Holdout, held_out_rows
 from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
 from streamlearn.solvers.mixture.kernels import (
     center_sq_norms,
@@ -224,13 +224,10 @@ class TemperaturePass:
 
     def step(self, state: TemperatureSums, chunk: Chunk) -> TemperatureSums:
         """The sums with the chunk's selected rows added (in place)."""
-        X, codes, weight = chunk.X, np.asarray(chunk.y), chunk.weight
-        if self.holdout is not None:
-            keep = np.flatnonzero(self.holdout.mask(chunk.rows))
-            if keep.size == 0:
-                return state
-            X, codes = take_rows(X, keep), codes[keep]
-            weight = None if weight is None else weight[keep]
+        rows = held_out_rows(chunk, self.holdout)
+        if rows is None:
+            return state
+        X, codes, weight = rows
         f = np.empty((X.shape[0], self.xi.shape[0]))
         for j in range(self.xi.shape[0]):
             args = (self.centers[j], self.coef[j], self.xi[j], self.tau, self.bias_scale)

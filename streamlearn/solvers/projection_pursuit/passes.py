@@ -19,7 +19,7 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.solvers.calibration import TemperatureSums
-from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.holdout import Holdout, held_out_rows
 from streamlearn.solvers.kmeans import Standardiser, chunk_features
 from streamlearn.solvers.projection_search import (
     Candidates,
@@ -373,13 +373,10 @@ class BoostTemperaturePass:
 
     def step(self, state: TemperatureSums, chunk: Chunk) -> TemperatureSums:
         """The sums with the chunk's selected rows added (in place)."""
-        X, codes, weight = chunk.X, np.asarray(chunk.y), chunk.weight
-        if self.holdout is not None:
-            keep = np.flatnonzero(self.holdout.mask(chunk.rows))
-            if keep.size == 0:
-                return state
-            X, codes = X[keep], codes[keep]
-            weight = None if weight is None else weight[keep]
+        rows = held_out_rows(chunk, self.holdout)
+        if rows is None:
+            return state
+        X, codes, weight = rows
         t = self.terms
         score = self.intercept + table_predict_chunk(X, t.proj, t.lo, t.hi, t.table)
         return state.add(2.0 * score, codes, weight)
