@@ -512,7 +512,7 @@ def test_linear_fit_without_calibration_skips_the_describe_pass():
             seen.append(type(pass_).__name__)
             return super().run(pass_, data, **options)
 
-    kw = dict(embedding="linear", epochs=2, random_state=3)
+    kw = dict(embedding="linear", epochs=2, random_state=3, standardize=False)
     fast = AdditiveSVC(calibrate=False, **kw).fit(ds, engine=Recording(progress=False))
     assert seen == ["PegasosEpochPass"] * 2 and fast.n_train_ == 3000
     assert fast.t_ == 2 * 3000  # no row sample: PEGASOS starts without a step offset
@@ -554,7 +554,8 @@ def test_multiclass_decision_function_argmax_is_the_prediction(multiclass):
 def test_integer_weights_reach_the_objective_of_repeated_rows():
     X, y = binary_problem(600, seed=12)
     weight = np.random.default_rng(3).integers(0, 4, size=600)
-    kw = dict(embedding="linear", solver="dcd", C=0.1, epochs=3000, tol=1e-6, calibrate=False)
+    kw = dict(embedding="linear", solver="dcd", C=0.1, epochs=3000, tol=1e-6, calibrate=False,
+              standardize=False)
     weighted = AdditiveSVC(lam=0.01, **kw).fit(X, y, sample_weight=weight.astype(np.float32))
     repeated = AdditiveSVC(lam=0.01, **kw).fit(np.repeat(X, weight, axis=0),
                                                np.repeat(y, weight))
@@ -643,3 +644,30 @@ def test_one_vs_rest_temperature_minimises_the_held_out_log_loss(tmp_path):
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
     # two classes and one-vs-one keep the sigmoids' own probabilities
     assert AdditiveSVC(random_state=0).fit(X, y == 0).proba_scale_ == 1.0
+
+
+@pytest.mark.parametrize("solver", ["pegasos", "dcd"])
+def test_linear_model_trains_on_standardised_features_and_reports_raw_units(solver):
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = np.where(X @ np.array([1.0, 0.5, -1.0, 0.3]) + 0.5 * rng.normal(size=3000) > 0, 1, -1)
+    scales = np.array([1e-3, 1.0, 1e3, 50.0])
+    raw = ((X + 40.0) * scales).astype(np.float32)  # shifted by 40 sd: far from zero
+    model = AdditiveSVC(embedding="linear", solver=solver, epochs=5, random_state=1).fit(raw, y)
+    # the same fit, standardised by hand (the describe pass's population moments) and
+    # trained as it is, gives the same scores from the raw rows
+    mean = raw.astype(np.float64).mean(axis=0)
+    std = raw.astype(np.float64).std(axis=0)
+    by_hand = AdditiveSVC(embedding="linear", solver=solver, epochs=5, random_state=1,
+                          standardize=False).fit(((raw - mean) / std).astype(np.float32), y)
+    np.testing.assert_allclose(model.decision_function(raw),
+                               by_hand.decision_function(((raw - mean) / std).astype(np.float32)),
+                               rtol=2e-3, atol=2e-3)
+    # weights in the features' own units: a weight times its feature's scale is the same
+    np.testing.assert_allclose(model.coef_[0] * std, by_hand.coef_[0], rtol=2e-3, atol=1e-4)
+    # and units do not decide the model: the same rows in other units, the same decisions
+    unit = AdditiveSVC(embedding="linear", solver=solver, epochs=5, random_state=1).fit(X, y)
+    assert np.mean(unit.predict(X) == model.predict(raw)) > 0.995
+    plain = AdditiveSVC(embedding="linear", solver=solver, epochs=5, random_state=1,
+                        standardize=False).fit(raw, y)
+    assert unit.score(X, y) > plain.score(raw, y) + 0.05

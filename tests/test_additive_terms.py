@@ -72,7 +72,7 @@ def test_linear_terms_are_weight_times_value_and_need_ranges() -> None:
                                [X[:, 1].min(), X[:, 1].max()], rtol=1e-6)
     # a fit that read no summary keeps none: the ranges must be given
     bare = AdditiveSVC(embedding="linear", epochs=3, tol=None, calibrate=False,
-                       progress=False).fit(X, y)
+                       standardize=False, progress=False).fit(X, y)
     with pytest.raises(ValueError, match="ranges"):
         bare.shape_functions()
     table = model.shape_functions(n_points=5, ranges=[(-1, 1)] * 3)
@@ -138,7 +138,8 @@ def test_feature_importances_are_the_centred_mean_absolute_terms(params) -> None
 
 def test_no_importances_without_a_describe_pass_or_after_partial_fit() -> None:
     X, y = _problem(500, 6)
-    linear = AdditiveSVC(embedding="linear", calibrate=False, progress=False).fit(X, y)
+    linear = AdditiveSVC(embedding="linear", calibrate=False, standardize=False,
+                         progress=False).fit(X, y)
     assert not hasattr(linear, "feature_importances_")
     model = AdditiveSVC(progress=False).partial_fit(X, y, classes=[0, 1])
     assert not hasattr(model, "feature_importances_")

@@ -302,3 +302,23 @@ def test_chunk_rows_must_be_a_whole_number(bad: object) -> None:
         open_dataset(X, chunk_rows=bad)
     with pytest.raises(ValueError, match="chunk_rows must be a positive whole number"):
         list(open_dataset(X).chunks(chunk_rows=bad))
+
+
+def test_feature_transforms_apply_in_the_order_given() -> None:
+    from streamlearn.features.tail_transform import TailTransform
+    from streamlearn.solvers.kmeans import Standardiser
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    tail = TailTransform(np.array([1]), np.array([0.5]), np.array([2.0]))
+    std = Standardiser(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 0.5]))
+    data = open_dataset(X, target=np.arange(300) % 2, chunk_rows=100)
+    both = data.with_feature_transform(tail).with_feature_transform(std)
+    got = np.concatenate([chunk.X for chunk in both.chunks()])
+    np.testing.assert_allclose(got, std.apply(tail.apply(X)), rtol=1e-6)
+    expected = X.astype(np.float64)
+    expected[:, 1] = np.arcsinh((expected[:, 1] - 0.5) / 2.0)
+    np.testing.assert_allclose(got, (expected - [1.0, 2.0, 3.0]) / [2.0, 4.0, 0.5],
+                               rtol=1e-5, atol=1e-6)
+    # the dataset it came from still maps nothing
+    np.testing.assert_array_equal(np.concatenate([c.X for c in data.chunks()]), X)

@@ -8,6 +8,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,6 +47,18 @@ class FeatureTransform(Protocol):
     def apply(self, X: np.ndarray) -> np.ndarray:
         """A chunk's (n, d) float32 feature values, mapped (a new array)."""
         ...
+
+
+@dataclass(frozen=True)
+class ChainedTransform:
+    """Two feature maps, ``first`` then ``second``."""
+
+    first: FeatureTransform
+    second: FeatureTransform
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """``second.apply(first.apply(X))``."""
+        return self.second.apply(self.first.apply(X))
 
 
 def default_chunk_rows(n_features: int) -> int:
@@ -335,9 +348,10 @@ class Dataset:
         """The same rows, every chunk's feature values passed through ``transform``.
 
         Used by a model that trains on mapped features (a
-        :class:`~streamlearn.features.tail_transform.TailTransform`): each pass reads the
-        rows as stored and maps them as they are cut into chunks, after the checks for
-        missing values.
+        :class:`~streamlearn.features.tail_transform.TailTransform`, a standardisation):
+        each pass reads the rows as stored and maps them as they are cut into chunks,
+        after the checks for missing values. On a dataset that already maps its features,
+        ``transform`` applies after that map.
 
         Parameters
         ----------
@@ -351,10 +365,9 @@ class Dataset:
         if self.is_sparse:
             raise ValueError("a feature transform applies to dense rows only: mapping "
                              "the stored values of sparse rows would leave their zeros")
-        if self._feature_transform is not None:
-            raise ValueError("the dataset already maps its features")
         out = copy.copy(self)
-        out._feature_transform = transform
+        out._feature_transform = (transform if self._feature_transform is None
+                                  else ChainedTransform(self._feature_transform, transform))
         return out
 
     def with_class_weight(self, factors: Sequence[float] | np.ndarray) -> Dataset:

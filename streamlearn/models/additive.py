@@ -231,6 +231,16 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         than half of its values, a most frequent value aside, fall in one eighth of its
         range, and the map at least halves that share). ``feature_transform_`` holds
         the features mapped; every method takes and reports the original values.
+    standardize : bool
+        The linear model (``embedding="linear"``, and the linear candidate of
+        ``n_bases="auto"``) on dense rows trains on each feature standardised by the
+        describe pass's (weighted) mean and standard deviation (a constant feature keeps
+        the scale 1), so that the features' units do not decide how much the penalty
+        holds each weight back; ``coef_`` and every method stay in the features' own units
+        (the map is folded into the weights after training). It makes the describe pass
+        a linear fit would otherwise skip. Sparse rows and ``zero_preserving=True``
+        (whose zeros a shift would fill) and :meth:`partial_fit` train on the features as
+        they are, as does False.
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
@@ -502,6 +512,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "zero_preserving": ["boolean", StrOptions({"auto"})],
         "knots": [StrOptions({"quantile", "uniform"})],
         "spread_tails": ["boolean"],
+        "standardize": ["boolean"],
         "solver": [StrOptions(set(SOLVERS))],
         "multiclass": [StrOptions(set(MULTICLASS))],
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -536,6 +547,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         zero_preserving: bool | str = "auto",
         knots: str = "uniform",
         spread_tails: bool = True,
+        standardize: bool = True,
         solver: str = "pegasos",
         multiclass: str = "ovr",
         C: float = 1.0,
@@ -566,6 +578,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.zero_preserving = zero_preserving
         self.knots = knots
         self.spread_tails = spread_tails
+        self.standardize = standardize
         self.solver = solver
         self.multiclass = multiclass
         self.C = C
@@ -908,7 +921,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                         if isinstance(feature_map, BSplineMap) else ()),
             check_interactions=isinstance(self.interactions, str),
             spread_tails=bool(self.spread_tails),
-            slope_on_training_rows=bool(self.calibrate))
+            slope_on_training_rows=bool(self.calibrate),
+            standardize_linear=bool(self.standardize)
+            and not self._zero_preserving(dataset.is_sparse))
         config = replace(config, linear_candidate=len(config.bases_grid) > 1)
         return additive_solver.fit(runner, dataset, config, seed)
 

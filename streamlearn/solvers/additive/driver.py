@@ -84,6 +84,7 @@ from streamlearn.solvers.embedding import (
     model_sq_norm,
     weights_from_w_d,
 )
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.pegasos import NO_AVERAGING
 
 #: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
@@ -180,6 +181,10 @@ class AdditiveConfig:
         shared slope (``B = 0``) on the training rows' scores after training
         (:func:`~streamlearn.solvers.calibration.fit_shared_slope`, one more pass), instead
         of the plain logistic's ``A = -1``.
+    standardize_linear : bool
+        A linear model (no feature map) on dense rows trains on the features standardised
+        by the describe pass's mean and standard deviation, folded into its weights
+        afterwards (:func:`fold_standardisation`); the describe pass is then always made.
     """
 
     feature_map: FeatureMap | None
@@ -203,6 +208,7 @@ class AdditiveConfig:
     spread_tails: bool = False
     linear_candidate: bool = False
     slope_on_training_rows: bool = False
+    standardize_linear: bool = False
 
     @property
     def compares_models(self) -> bool:
@@ -868,7 +874,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                if config.calibration_fraction is not None else None)
     feature_map = config.feature_map
     summary = given
-    if (given is None and feature_map is None and holdout is None
+    standardize = config.standardize_linear and feature_map is None and not dataset.is_sparse
+    if (given is None and feature_map is None and holdout is None and not standardize
             and dataset.nan_policy != "drop" and not dataset.weighted):
         # nothing needs the describe pass: no map to fit, no rows held out, no weights
         # to add up, and the store's metadata counts the training rows
@@ -902,6 +909,14 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
     regularisation = Regularisation.of(config.C, config.lam, n_train, train_weight)
     n_features = len(dataset.feature_names)
     emb = embedding_params(feature_map, n_features)
+    raw_sample = sample
+    standardiser = None
+    if standardize and summary is not None:  # the passes below read standardised rows
+        desc = summary.description
+        standardiser = Standardiser.from_mean_std(desc.mean, desc.std,
+                                                  np.asarray(desc.max) > np.asarray(desc.min))
+        dataset = dataset.with_feature_transform(standardiser)
+        sample = None if sample is None else standardiser.apply(sample)
     # no row fell in the held-out share (tiny data): train, and monitor, on every row
     rows = training_rows(config, emb, n_features, holdout if n_holdout > 0 else None)
     pairs = ModelPairs.of(len(classes), config.multiclass)
@@ -949,6 +964,10 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                                                    config.bias_scale, None), dataset,
                                    description="probability slope")
             platt_a = np.full(shape[0], fit_shared_slope(histogram))
+    if standardiser is not None:  # back to the features' own units
+        coef_d, state_w_d, centre_d = fold_standardisation(
+            standardiser, config.bias_scale, coef_d, state_w_d, centre_d)
+        sample = raw_sample
     term_values = (None if not importances or sample is None or sample.shape[0] == 0
                    else sample_importances(sample, coef_d, feature_map, emb))
     # a sparse source's numbered columns stay a NumberedNames, not a tuple of n strings
@@ -961,6 +980,44 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        proba_scale=proba_scale,
                        fewest_calibration_rows=fewest_rows,
                        ranges=_linear_ranges(feature_map, summary)), summary
+
+
+def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: np.ndarray,
+                         state_w_d: np.ndarray, centre_d: np.ndarray | None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Linear models trained on ``z = (x - shift) / scale`` as models of ``x``.
+
+    ``w . z + b bias_scale = (w / scale) . x + (b - (w / scale) . shift / bias_scale)
+    bias_scale``: each weight is divided by its feature's scale and the bias weight takes
+    the shift (``w_d`` form, bias weight last; the same for the solver's last iterates).
+    The DCD centre, a mean row, maps back to ``mu scale + shift``.
+
+    Parameters
+    ----------
+    standardiser : Standardiser
+    bias_scale : float
+    coef_d, state_w_d : ndarray of shape (n_models, n_features + 1)
+    centre_d : ndarray of shape (n_features + 1,) or None
+
+    Returns
+    -------
+    coef_d, state_w_d, centre_d
+        New arrays, in the features' units.
+    """
+    shift = np.asarray(standardiser.shift, dtype=np.float64)
+    scale = np.asarray(standardiser.scale, dtype=np.float64)
+
+    def fold(W: np.ndarray) -> np.ndarray:
+        out = np.array(W, dtype=np.float64, copy=True)
+        out[:, :-1] = W[:, :-1] / scale
+        out[:, -1] = W[:, -1] - out[:, :-1] @ shift / float(bias_scale)
+        return out
+
+    centre = None
+    if centre_d is not None:
+        centre = np.array(centre_d, dtype=np.float64, copy=True)
+        centre[:-1] = centre[:-1] * scale + shift
+    return fold(coef_d), fold(state_w_d), centre
 
 
 def _linear_ranges(feature_map: FeatureMap | None, summary: Summary | None
