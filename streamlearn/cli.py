@@ -450,19 +450,33 @@ _MODEL_HELP = "\n".join(
     for name, entry in MODELS.items())
 
 
+@dataclass(frozen=True)
+class ChosenModel:
+    """``--model``: a command-line model name, and the task its estimator class fixes when
+    the class was named (None: the target decides)."""
+
+    name: str
+    task: str | None = None
+
+
 class ModelChoice(click.Choice):
     """A model's command-line name, or the name of one of its estimator classes
-    (``SuperSparseClassifier``), in any case."""
+    (``SuperSparseClassifier``, which also fixes the task), in any case."""
 
     def __init__(self) -> None:
         super().__init__(list(MODELS), case_sensitive=False)
-        self.by_class = {path.rpartition(":")[2].lower(): name
-                         for name, entry in MODELS.items() for path in entry.paths}
+        self.by_class = {
+            path.rpartition(":")[2].lower(): ChosenModel(
+                name, "classification" if path == entry.classifier else "regression")
+            for name, entry in MODELS.items() for path in entry.paths}
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
-        name = self.by_class.get(str(value).strip().lower())
-        return name if name is not None else super().convert(value, param, ctx)
+        if isinstance(value, ChosenModel):
+            return value
+        chosen = self.by_class.get(str(value).strip().lower())
+        return chosen if chosen is not None else ChosenModel(
+            super().convert(value, param, ctx))
 
 
 @cli.command(epilog="\b\nModels:\n" + _MODEL_HELP)
@@ -505,7 +519,8 @@ class ModelChoice(click.Choice):
 @_user_errors
 def train(data: str, target: str | None, features: str | None, exclude: str | None,
           fmt: str | None, chunk_rows: int | None, nan_policy: str, weight: str | None,
-          model_name: str, out: str, epochs: int | None, C: float | None, lam: float | None,
+          model_name: ChosenModel | None, out: str, epochs: int | None, C: float | None,
+          lam: float | None,
           seed: int | None, params: list[tuple[str, Any]],
           search: list[tuple[str, list[Any]]], train_score: bool,
           workers: int | None, scheduler: str | None, checkpoint: str | None,
@@ -548,24 +563,26 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     _refuse_overwriting_inputs(out, DATA=data)
     common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
     task = None
-    if model_name is not None:
-        entry = MODELS[model_name]
-        task = entry.tasks[0] if len(entry.tasks) == 1 else None
+    chosen = model_name
+    name = None if chosen is None else chosen.name
+    if chosen is not None:
+        entry = MODELS[chosen.name]
+        task = chosen.task or (entry.tasks[0] if len(entry.tasks) == 1 else None)
     if task is not None:  # an unknown model or parameter fails before the data is read
-        model_params(model_class(model_name, task), common, params)
-        _check_search(model_class(model_name, task), search)
+        model_params(model_class(name, task), common, params)
+        _check_search(model_class(name, task), search)
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
                     weight=weight, task=task if target is not None else None)
     if dataset.task is None:
         raise click.UsageError("train needs the target column: --target COL")
-    if model_name is None:
+    if name is None:
         defaults = DEFAULT_SPARSE_MODELS if dataset.is_sparse else DEFAULT_MODELS
-        model_name = defaults[dataset.task]
+        name = defaults[dataset.task]
         if not quiet:
             rows = " on sparse rows" if dataset.is_sparse else ""
-            click.echo(f"model: {model_name} (the default for a {dataset.task} target{rows}; "
+            click.echo(f"model: {name} (the default for a {dataset.task} target{rows}; "
                        "--model chooses another)")
-    cls = model_class(model_name, dataset.task)
+    cls = model_class(name, dataset.task)
     kwargs = model_params(cls, common, params)
     _check_search(cls, search)
     valid = constructor_params(cls)

@@ -131,3 +131,21 @@ def test_model_named_by_its_class_and_its_probabilities_written(
     unknown = run("train", str(files["train"]), "--target", "label", "--model",
                   "SuperSparseForest", "--out", str(tmp_path / "x.slm"))
     assert unknown.exit_code == 2 and "'SuperSparseForest' is not one of" in unknown.output
+
+
+def test_a_named_class_fixes_the_task(files: dict[str, Path], tmp_path: Path) -> None:
+    model_path = tmp_path / "r.slm"
+    result = run("train", str(files["train_reg"]), "--target", "price", "--model",
+                 "SuperSparseRegressor", "--out", str(model_path), "--no-train-score",
+                 "--quiet", "-p", "n_prototypes=10", "-p", "max_iter=3")
+    assert result.exit_code == 0, result.output
+    assert type(model_class("supersparse", "regression").load(model_path)).__name__ \
+        == "SuperSparseRegressor"
+    # the regressor on text labels is refused, not swapped for the classifier
+    frame = pd.read_parquet(files["train"])
+    frame["label"] = np.where(frame["label"] == 1, "yes", "no")
+    frame.to_parquet(tmp_path / "text.parquet")
+    refused = run("train", str(tmp_path / "text.parquet"), "--target", "label", "--model",
+                  "SuperSparseRegressor", "--out", str(tmp_path / "x.slm"), "--quiet")
+    assert refused.exit_code != 0 and not (tmp_path / "x.slm").exists()
+    assert "regression" in refused.output, refused.output
