@@ -306,9 +306,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         every model, ``1 / (1 + exp(A f))``, on the training rows' scores against Platt's
         smoothed targets (:func:`~streamlearn.solvers.calibration.fit_shared_slope`):
         the decisions stay those of the scores, and the probabilities are as sure as the
-        training rows allow (the plain logistic of SVM scores near +-1 gave digits'
-        test rows, 97 % right, a mean top probability of 0.72). It is the plain
-        logistic, with a warning, when the
+        training rows allow (with the plain logistic of SVM scores near +-1, digits'
+        test log-loss was 0.37 and its expected calibration error 0.26,
+        ``bench/probabilities.py``). It is the plain logistic, with a warning, when the
         held-out rows of a binary model hold fewer than 10 rows of one of its labels (a
         rare class), where two parameters fitted to so few rows would decide the
         predictions.

@@ -617,9 +617,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``s`` is ``proba_scale_`` (temperature scaling): the scale of lowest log-loss on
         the guard's held-out rows, else on the training rows (``proba_rows_`` says
         which). One scale keeps every decision: the most probable class is
-        :meth:`predict`'s. A model stored without it (and a model continued by
-        :meth:`partial_fit`, whose calls hold no rows out, which keeps the scale of its
-        fit or first call) takes ``s = 1``.
+        :meth:`predict`'s. :meth:`partial_fit` keeps the scale of the fit or of its
+        first call (on that call's rows; later calls choose none). A model stored
+        without it takes ``s = 1``.
 
         Parameters
         ----------
