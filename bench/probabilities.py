@@ -128,19 +128,23 @@ def run(names: list[str], chosen: list[str] | None) -> list[dict[str, Any]]:
                 continue
             if method.startswith("SparseJSBoost") and n_classes > 2:
                 continue  # two classes only
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")  # counted and recorded, not hidden
                 t0 = time.perf_counter()
                 model = make().fit(X, y)
                 fit_s = time.perf_counter() - t0
                 proba = np.asarray(model.predict_proba(Xt), dtype=np.float64)
+            warned: dict[str, int] = {}
+            for w in caught:
+                warned[w.category.__name__] = warned.get(w.category.__name__, 0) + 1
             row = {"dataset": name, "method": method, "train_rows": len(y),
                    "test_rows": len(yt), "classes": n_classes, "fit_s": fit_s,
-                   **scores(proba, yt)}
+                   **scores(proba, yt), "warnings": warned}
             rows.append(row)
             print(f"{name:14s} {method:48s} log-loss {row['log_loss']:.4f}  "
                   f"Brier {row['brier']:.4f}  ECE {row['ece']:.4f}  "
-                  f"error {row['error_pct']:.2f} %  fit {fit_s:.1f} s", flush=True)
+                  f"error {row['error_pct']:.2f} %  fit {fit_s:.1f} s  warnings {warned}",
+                  flush=True)
     return rows
 
 
