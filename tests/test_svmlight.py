@@ -251,11 +251,50 @@ def test_small_read_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     for name in ("a.svm", "a.svm.gz"):
         src = SvmlightSource(str(tmp_path / name), piece_rows=17)
         assert_same_rows(*source_rows(src), X_ref, y_ref)
+        # a compressed file's pieces share one reader: a pass reads them one at a time
+        assert src.reads_pieces_concurrently == (name == "a.svm")
     bad = path.read_text().splitlines()
     bad[40] = bad[40] + " 3:x"
     path.write_text("\n".join(bad) + "\n")
     with pytest.raises(ReadError, match=r"a\.svm, line 41:"):
         SvmlightSource(str(path))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_scan_cuts_pieces_where_a_line_count_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    """Pieces cut by the scan, its blocks parsed by one thread or several, are the byte
+    ranges that counting the text's row lines in Python gives: every ``piece_rows`` rows,
+    blank and comment lines with the rows before them."""
+    monkeypatch.setattr(svmlight, "READ_BLOCK_BYTES", 41)
+    monkeypatch.setattr(svmlight, "scan_workers", lambda: workers)
+    rng = np.random.default_rng(workers)
+    lines = []
+    for k in range(300):
+        u = rng.random()
+        lines.append("" if u < 0.05 else "# note" if u < 0.1 else
+                     f"{' ' * (k % 3)}{k % 4} " + " ".join(
+                         f"{j}:{rng.random():.3f}" for j in sorted(rng.choice(40, 1 + k % 6,
+                                                                              replace=False)))
+                     + (" # end" if k % 7 == 0 else ""))
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / "a.svm"
+    path.write_bytes(text.encode())
+    row_lines, offset = [], 0
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if line.strip() and not line.strip().startswith("#"):
+            row_lines.append((number, offset))
+        offset += len(line)
+    src = SvmlightSource(str(path), piece_rows=13)
+    expected = row_lines[::13]
+    starts = [loc.start for loc in src._locations]
+    assert starts == [o for _, o in expected]
+    assert [loc.first_line for loc in src._locations] == [n for n, _ in expected]
+    assert [loc.end for loc in src._locations] == [*starts[1:], len(text)]
+    assert [p.n_rows for p in src.pieces] == [min(13, len(row_lines) - 13 * i)
+                                              for i in range(len(expected))]
+    X_ref, y_ref = load_svmlight_file(str(path), zero_based=True, n_features=40)
+    assert_same_rows(*source_rows(src), X_ref, y_ref)
 
 
 def test_columns_checked(tmp_path: Path) -> None:

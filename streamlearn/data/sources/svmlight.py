@@ -3,8 +3,10 @@
 One line is one row: ``<label> [qid:<int>] <index>:<value> ... [# comment]``. Opening a
 source scans every file once, streaming, to count rows, find the largest feature index and
 the label set; afterwards a piece (``piece_rows`` consecutive rows of one file) is read by
-one ranged read of its bytes and parsed by a numba kernel. Memory stays bounded by one piece
-plus one read block, whatever the size of the files.
+one ranged read of its bytes and parsed by a numba kernel. The kernel holds no lock, so the
+scan parses its blocks in one thread per core while the next block is read, and a pass over
+plain text parses the pieces it reads ahead concurrently. Memory stays bounded by a few
+pieces and read blocks, whatever the size of the files.
 
 With ``hash_features=2**k`` the token before ``:`` may be any name (``word:1``,
 ``colour=red:1``, ``17:0.5``): it is hashed into one of ``2**k`` columns with a sign
@@ -16,11 +18,15 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import os
 import threading
 import zlib
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import IO, Any, Literal
 
 import fsspec
@@ -41,6 +47,9 @@ from streamlearn.errors import ReadError, SchemaError, SourceError
 
 #: Bytes read from a file at a time by the opening scan (a few MiB).
 READ_BLOCK_BYTES = 1 << 22
+
+#: Threads that parse the opening scan's blocks at most.
+SCAN_THREADS = 4
 
 #: More distinct labels than this and ``known_classes`` records none.
 MAX_KNOWN_CLASSES = 10_000
@@ -557,12 +566,79 @@ def _excerpt(text: bytes, limit: int = 60) -> str:
     return shown + ("..." if len(text) > limit else "")
 
 
+def scan_workers() -> int:
+    """Threads that parse an opening scan's blocks: one per usable core, at most
+    :data:`SCAN_THREADS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(SCAN_THREADS, cores or 1))
+
+
+@dataclass(slots=True)
+class _ScannedBlock:
+    """One block of whole lines parsed by the opening scan, with what the scan keeps of it."""
+
+    text: np.ndarray  # the block's bytes (uint8)
+    status: int  # OK or the kernel's error code, with where it stopped:
+    pos: int
+    line: int  # lines in the block (on error: the offending line, 0-based)
+    line_start: int  # start of the offending line
+    aux: int
+    n_rows: int
+    row_line: np.ndarray  # each row's line within the block, 0-based
+    indptr: np.ndarray
+    newlines: np.ndarray  # positions of the block's newlines
+    top: int  # largest stored index (-1 if none) and the line of its first row
+    top_line: int
+    any_zero: bool
+    integral: bool
+    labels: np.ndarray | None  # distinct labels (None when some label is not integral)
+
+    @classmethod
+    def parse(cls, text: memoryview, *, lo: int, hi: int, shift: int,
+              hash_args: tuple[int, ...]) -> _ScannedBlock:
+        """Parse every line of ``text`` (a worker thread's part of the scan)."""
+        buf = np.frombuffer(text, dtype=np.uint8)
+        n_cap, e_cap = count_lines_and_colons(buf)
+        n_cap += 1
+        labels = np.empty(n_cap, dtype=np.float64)
+        row_line = np.empty(n_cap, dtype=np.int64)
+        indptr = np.zeros(n_cap + 1, dtype=np.int64)
+        indices = np.empty(e_cap, dtype=np.int32)
+        values = np.empty(e_cap, dtype=np.float32)
+        status, pos, line, line_start, n, nnz, _, aux = parse_svmlight_lines(
+            buf, 0, len(buf), n_cap, lo, hi, shift, 0, 0, labels, indptr, indices, values,
+            row_line, *hash_args)
+        empty = np.empty(0, dtype=np.int64)
+        if status != OK:
+            return cls(buf, status, pos, line, line_start, aux, 0, empty, empty, empty, -1,
+                       0, False, True, None)
+        idx = indices[:nnz]
+        top, top_line = -1, 0
+        if nnz:
+            top = int(idx.max())
+            entry = int(np.argmax(idx == top))
+            top_line = int(row_line[int(np.searchsorted(indptr[: n + 1], entry,
+                                                        side="right")) - 1])
+        lab = labels[:n]
+        integral = bool(np.array_equal(lab, np.rint(lab)))
+        return cls(buf, OK, pos, line, 0, 0, n, row_line[:n], indptr[: n + 1],
+                   np.flatnonzero(buf == 10), top, top_line,
+                   bool(nnz) and bool(idx.min() == 0), integral,
+                   np.unique(lab) if integral else None)
+
+    def line_start_of(self, row: int) -> int:
+        """Byte position in the block where ``row``'s line starts."""
+        line = int(self.row_line[row])
+        return 0 if line == 0 else int(self.newlines[line - 1]) + 1
+
+
 class SvmlightSource:
     """svmlight / libsvm text: one file or a directory of files, local or any fsspec URL.
 
     Files may be plain text or compressed (``.gz``, ``.bz2``, ``.xz``, by name). Opening
-    scans every file once, streaming in blocks of ``READ_BLOCK_BYTES``; the whole text is
-    validated then, so a malformed line is reported before any training starts.
+    scans every file once, streaming in blocks of ``READ_BLOCK_BYTES`` parsed by
+    :func:`scan_workers` threads; the whole text is validated then, so a malformed line is
+    reported before any training starts.
 
     A piece is ``piece_rows`` consecutive rows of one file. In a plain file it is read by
     one ranged read of its bytes. A compressed file cannot seek: each file keeps one
@@ -766,6 +842,12 @@ class SvmlightSource:
         self._classes = distinct if integral and distinct is not None else None
 
     def _scan_file(self, k: int, stream: IO[bytes]) -> dict[str, Any]:
+        """Parse file ``k``'s text block by block, cutting it into pieces.
+
+        Blocks are parsed by up to :func:`scan_workers` threads at once (the kernel holds no
+        lock), while this thread reads the next block and takes the parsed ones in order.
+        At most one block per thread and one more are held.
+        """
         lo, hi, shift = self._bounds
         base = 0  # byte offset of the block in the text
         line_base = 0  # lines before the block
@@ -777,66 +859,65 @@ class SvmlightSource:
         distinct: np.ndarray | None = np.empty(0)
         starts: list[tuple[int, int, int, int, int, int]] = []
 
-        def close_piece() -> None:
+        def take(block: _ScannedBlock) -> None:
+            nonlocal base, line_base, file_rows, piece_rows, piece_start, piece_first, \
+                piece_last, piece_nnz, any_zero, integral, distinct
+            if block.status != OK:
+                raise self._parse_error(k, line_base + block.line + 1, block.status,
+                                        block.text, block.line_start, block.pos, block.aux)
+            n = block.n_rows
+            row = 0
+            while row < n:  # the block's rows, cut where pieces end
+                if piece_rows == 0:
+                    piece_start = base + block.line_start_of(row)
+                    piece_first = line_base + int(block.row_line[row]) + 1
+                    piece_nnz = 0
+                stop = min(n, row + self.piece_rows - piece_rows)
+                piece_last = line_base + int(block.row_line[stop - 1]) + 1
+                piece_rows += stop - row
+                file_rows += stop - row
+                piece_nnz += int(block.indptr[stop] - block.indptr[row])
+                if piece_rows == self.piece_rows:
+                    starts.append((piece_start, piece_rows, piece_nnz, piece_first,
+                                   piece_last, file_rows - piece_rows))
+                    piece_rows = 0
+                row = stop
+            if block.top > self._max_index:
+                self._max_index = block.top
+                self._max_at = f"{self._names[k]}, line {line_base + block.top_line + 1}"
+            any_zero |= block.any_zero
+            if integral and not block.integral:
+                integral = False
+                distinct = None
+            if distinct is not None and block.labels is not None:
+                distinct = np.union1d(distinct, block.labels)
+                if len(distinct) > MAX_KNOWN_CLASSES:
+                    distinct = None
+            base += len(block.text)
+            line_base += block.line
+
+        workers = scan_workers()
+        parse = partial(_ScannedBlock.parse, lo=lo, hi=hi, shift=shift,
+                        hash_args=self._hash_args)
+        if workers == 1:
+            for text in _line_blocks(stream, READ_BLOCK_BYTES):
+                take(parse(text))
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="streamlearn-scan") as pool:
+                pending: deque[Future[_ScannedBlock]] = deque()
+                try:
+                    for text in _line_blocks(stream, READ_BLOCK_BYTES):
+                        pending.append(pool.submit(parse, text))
+                        if len(pending) > workers:
+                            take(pending.popleft().result())
+                    while pending:
+                        take(pending.popleft().result())
+                finally:
+                    for future in pending:
+                        future.cancel()
+        if piece_rows:
             starts.append((piece_start, piece_rows, piece_nnz, piece_first, piece_last,
                            file_rows - piece_rows))
-
-        for text in _line_blocks(stream, READ_BLOCK_BYTES):
-            buf = np.frombuffer(text, dtype=np.uint8)
-            n_cap, e_cap = count_lines_and_colons(buf)
-            n_cap += 1
-            labels = np.empty(n_cap, dtype=np.float64)
-            row_line = np.empty(n_cap, dtype=np.int64)
-            indptr = np.zeros(n_cap + 1, dtype=np.int64)
-            indices = np.empty(e_cap, dtype=np.int32)
-            values = np.empty(e_cap, dtype=np.float32)
-            pos = line = n = 0
-            while pos < len(text):
-                before = n
-                (status, pos, line, line_start, n, nnz, first_start,
-                 aux) = parse_svmlight_lines(buf, pos, len(text), self.piece_rows - piece_rows,
-                                             lo, hi, shift, n, line, labels, indptr, indices,
-                                             values, row_line, *self._hash_args)
-                if status != OK:
-                    raise self._parse_error(k, line_base + line + 1, status, buf, line_start,
-                                            pos, aux)
-                if n > before:
-                    if piece_rows == 0:
-                        piece_start = base + first_start
-                        piece_first = line_base + int(row_line[before]) + 1
-                        piece_nnz = 0
-                    piece_last = line_base + int(row_line[n - 1]) + 1
-                    piece_rows += n - before
-                    file_rows += n - before
-                    piece_nnz += int(indptr[n] - indptr[before])
-                    if piece_rows == self.piece_rows:
-                        close_piece()
-                        piece_rows = 0
-                elif pos < len(text):  # pragma: no cover - the kernel always advances
-                    raise AssertionError("svmlight parser made no progress")
-            base += len(text)
-            if n:
-                nnz = int(indptr[n])
-                idx = indices[:nnz]
-                lab = labels[:n]
-                if nnz:
-                    top = int(idx.max())
-                    if top > self._max_index:
-                        entry = int(np.argmax(idx == top))
-                        row = int(np.searchsorted(indptr[: n + 1], entry, side="right")) - 1
-                        self._max_index = top
-                        self._max_at = f"{self._names[k]}, line {line_base + row_line[row] + 1}"
-                    any_zero |= bool(idx.min() == 0)
-                if integral and not np.array_equal(lab, np.rint(lab)):
-                    integral = False
-                    distinct = None
-                if distinct is not None:
-                    distinct = np.union1d(distinct, np.unique(lab))
-                    if len(distinct) > MAX_KNOWN_CLASSES:
-                        distinct = None
-            line_base += line
-        if piece_rows:
-            close_piece()
         self._sizes.append(base)
         for j, (start, rows, nnz, first, last, file_row) in enumerate(starts):
             end = starts[j + 1][0] if j + 1 < len(starts) else base
@@ -963,6 +1044,13 @@ class SvmlightSource:
         """Whether some file is compressed: it is read from its start again for every piece
         read before one already read, so a dataset visits its chunks in order."""
         return any(_compression(f) is not None for f in self.files)
+
+    @property
+    def reads_pieces_concurrently(self) -> bool:
+        """Whether a pass may read and parse several pieces at once, in threads: when no
+        file is compressed (a compressed file's pieces share its one decompressing
+        reader). Parsing, not reading, bounds a pass over the text."""
+        return not self.reads_in_order
 
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None
