@@ -245,10 +245,21 @@ def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, tab
     proj, lo, hi, table : the model's terms, see :func:`table_predict_chunk`
     alpha, cand_feature, cand_delta, cand_feature2, cand_delta2, cand_scale, cand_lo, cand_hi
         See :func:`spline_gram_scan_chunk`.
-    hist : ndarray of shape (n_candidates, n_bins, 2), float64
+    hist : ndarray of shape (n_candidates, n_bins, 2), float64, C-contiguous
         Updated in place.
     """
     n_bins = hist.shape[1]
+    n_cand = cand_feature.shape[0]
+    # each candidate's bins per unit of z (the factor _bin computes for every row, the same
+    # value worked out once), and whether any candidate moves a second coordinate
+    per_width = np.empty(n_cand)
+    pairs = False
+    for c in range(n_cand):
+        per_width[c] = n_bins / (cand_hi[c] - cand_lo[c])
+        pairs = pairs or cand_delta2[c] != 0.0
+    top = np.float64(n_bins - 1)
+    flat = hist.reshape(-1)
+    cell = np.empty(n_cand, dtype=np.int64)
     for i in range(X.shape[0]):
         x = X[i]
         k = codes[i]
@@ -258,10 +269,18 @@ def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, tab
             exponent = MAX_EXPONENT
         w = weight[i] * class_weight[k] * np.exp(exponent)
         base = _dot(alpha, x)
-        for c in range(cand_feature.shape[0]):
-            z = (base + cand_delta[c] * x[cand_feature[c]]
-                 + cand_delta2[c] * x[cand_feature2[c]]) * cand_scale[c]
-            hist[c, _bin(z, cand_lo[c], cand_hi[c], n_bins), k] += w
+        # every candidate's cell first (no stores to hist: the loop can use SIMD), then the
+        # additions, in candidate order as before
+        for c in range(n_cand):
+            v = base + cand_delta[c] * x[cand_feature[c]]
+            if pairs:
+                v += cand_delta2[c] * x[cand_feature2[c]]
+            t = (v * cand_scale[c] - cand_lo[c]) * per_width[c]
+            t = t if t > 0.0 else 0.0  # as _bin: below the range (or NaN) to the first bin
+            t = t if t < top else top
+            cell[c] = (c * n_bins + np.int64(t)) * 2 + k
+        for c in range(n_cand):
+            flat[cell[c]] += w
 
 
 # -- small dense work between passes ---------------------------------------------------------
