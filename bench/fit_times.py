@@ -1,4 +1,4 @@
-"""Fit times of the defaults: ShareBoost with stumps, MixtureSVC, linear ShareBoost, AdditiveSVC.
+"""Fit times of the defaults: ShareBoost, MixtureSVC, AdditiveSVC, SparseJSBoost.
 
 Each case fits one model on the provided training split of one dataset and reports the
 fit's seconds, its test error and the ``ConvergenceWarning`` s it raised, beside the peer a
@@ -12,7 +12,10 @@ user would otherwise pick on the same rows:
 - ``ShareBoostClassifier()`` on a9a and adult, against ``LinearSVC()``, and on all of MNIST,
   against ``SGDClassifier()`` (``LinearSVC()``'s defaults ran for more than 12 minutes
   there without finishing);
-- ``AdditiveSVC()`` on usps, ijcnn1, adult and satimage, against ``LinearSVC()``.
+- ``AdditiveSVC()`` on usps, ijcnn1, adult and satimage, against ``LinearSVC()``;
+- ``SparseJSBoostClassifier()`` on adult (108 columns, most of them one-hot: its direction
+  search scores 21 offsets of every column each step), against LightGBM and
+  ``LinearSVC()``.
 
 Every fit runs in a fresh process after an untimed warm-up fit of the same model on the
 same rows (so the kernels are compiled and cached, as after the first use, and loaded in
@@ -23,8 +26,8 @@ code, in alternation with this one (``--rounds`` times each), so that both see t
 load on this shared machine; the medians are reported.
 
 Run ``STREAMLEARN_DATA=../shared/data python bench/fit_times.py`` (``--quick``: letter
-and usps only, one round; ``--datasets a,b``: only those datasets' cases); results go to
-``bench/results/fit_times.json``.
+and usps only, one round; ``--datasets a,b``: only those datasets' cases; ``--models a,b``:
+only those cases); results go to ``bench/results/fit_times.json``.
 """
 
 from __future__ import annotations
@@ -52,12 +55,14 @@ CASES = {
     "MixtureSVC()": ("usps", "letter"),
     "ShareBoostClassifier()": ("a9a", "adult", "mnist"),
     "AdditiveSVC()": ("usps", "ijcnn1", "adult", "satimage"),
+    "SparseJSBoostClassifier()": ("adult",),
 }
 PEERS = {
     "ShareBoost stumps, 100 rounds": ("LightGBM, 100 trees", "HistGradientBoosting"),
     "MixtureSVC()": ("LinearSVC",),
     "ShareBoostClassifier()": ("LinearSVC",),
     "AdditiveSVC()": ("LinearSVC",),
+    "SparseJSBoostClassifier()": ("LightGBM, 100 trees", "LinearSVC"),
 }
 #: Peers of one (case, dataset) instead of the case's.
 DATASET_PEERS = {("ShareBoostClassifier()", "mnist"): ("SGDClassifier",)}
@@ -66,7 +71,12 @@ QUICK = {"ShareBoost stumps, 100 rounds": ("letter",), "MixtureSVC()": ("usps",)
 
 def make(name: str) -> Any:
     """A fresh estimator for a case or peer name."""
-    from streamlearn.models import AdditiveSVC, MixtureSVC, ShareBoostClassifier
+    from streamlearn.models import (
+        AdditiveSVC,
+        MixtureSVC,
+        ShareBoostClassifier,
+        SparseJSBoostClassifier,
+    )
 
     if name == "ShareBoost stumps, 100 rounds":
         return ShareBoostClassifier(features="stumps", n_rounds=100, random_state=SEED)
@@ -76,6 +86,8 @@ def make(name: str) -> Any:
         return ShareBoostClassifier(random_state=SEED)
     if name == "AdditiveSVC()":
         return AdditiveSVC(random_state=SEED)
+    if name == "SparseJSBoostClassifier()":
+        return SparseJSBoostClassifier()  # deterministic: no random_state
     if name == "LightGBM, 100 trees":
         from lightgbm import LGBMClassifier
 
@@ -159,8 +171,8 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
            for r in report["results"] if (r["model"], r["dataset"]) == (m, d)]
     return {"title": "Fit times of the defaults",
             "summary": ("Fit seconds (median over the rounds, warm kernel cache) and test "
-                        "error of ShareBoost with stumps, MixtureSVC, linear ShareBoost and "
-                        "AdditiveSVC, "
+                        "error of ShareBoost with stumps, MixtureSVC, linear ShareBoost, "
+                        "AdditiveSVC and SparseJSBoost, "
                         "beside the peers users pick"
                         + (f" and the same code at {baseline}" if baseline else "")
                         + ". Targets: " + ("; ".join(met) if met else "none in this run")
@@ -186,6 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--datasets", default=None,
                         help="comma-separated datasets: only their cases")
+    parser.add_argument("--models", default=None,
+                        help="comma-separated case names (as in CASES): only those")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "DATASET"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -197,6 +211,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.datasets:
         keep = set(args.datasets.split(","))
         cases = {name: tuple(d for d in sets if d in keep) for name, sets in cases.items()}
+    if args.models:
+        chosen = set(args.models.split(","))
+        unknown = chosen - set(CASES)
+        if unknown:
+            raise SystemExit(f"unknown case(s) {sorted(unknown)}; choose among {list(CASES)}")
+        cases = {name: sets for name, sets in cases.items() if name in chosen}
     rounds = 1 if args.quick else args.rounds
     results: list[dict[str, Any]] = []
     for name, datasets in cases.items():
