@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine_info import library_versions, machine_info
-from out_of_the_box import load
+from out_of_the_box import load, subsample
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DATASETS = ("adult", "satimage", "pendigits", "letter", "shuttle", "ijcnn1")
@@ -103,9 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name in names:
         X, y, Xt, yt = load(name)
-        if len(y) > max_train:
-            pick = np.sort(np.random.default_rng(SEED).permutation(len(y))[:max_train])
-            X, y = X[pick], y[pick]
+        X, y = subsample(X, y, max_train, SEED)  # the rows of the file's order, seeded
         columns = few_valued(X)
         variants: dict[str, list[int]] = {"as they are": []}
         if columns:
