@@ -490,6 +490,12 @@ class TemperatureSums:
         out.lse = self.lse + other.lse
         return out
 
+    @staticmethod
+    def merged(a: TemperatureSums | None, b: TemperatureSums | None) -> TemperatureSums | None:
+        """``a.merge(b)``, or None when either state gathers none (the merge of two
+        reduction states that may carry these sums)."""
+        return None if a is None or b is None else a.merge(b)
+
     @property
     def total_weight(self) -> float:
         """The weight of every row added."""

@@ -613,9 +613,8 @@ class ClassLogLossPass:
 
     def merge(self, a: ClassLoss, b: ClassLoss) -> ClassLoss:
         """Add two states (a new one)."""
-        temperature = (None if a.temperature is None or b.temperature is None
-                       else a.temperature.merge(b.temperature))
-        return ClassLoss(a.loss + b.loss, a.weight + b.weight, temperature)
+        return ClassLoss(a.loss + b.loss, a.weight + b.weight,
+                  TemperatureSums.merged(a.temperature, b.temperature))
 
     def finish(self, state: ClassLoss) -> ClassLoss:
         """The sums."""

@@ -548,9 +548,8 @@ class ValidationPass:
 
     def merge(self, a: LossState, b: LossState) -> LossState:
         """Sum of two states (a new state)."""
-        temperature = (None if a.temperature is None or b.temperature is None
-                       else a.temperature.merge(b.temperature))
-        return LossState(a.loss + b.loss, a.weight + b.weight, temperature)
+        return LossState(a.loss + b.loss, a.weight + b.weight,
+                  TemperatureSums.merged(a.temperature, b.temperature))
 
     def finish(self, state: LossState) -> LossState:
         """The sums."""
