@@ -6,15 +6,19 @@ take few values whose effects are not smooth in them: a capital gain of exactly 
 (the feature one-hot encoded by value, as a categorical column would be) can follow such a
 feature; Explainable Boosting Machines come close to it with their fine bins.
 
-For each dataset this script finds the training rows' few-valued numeric columns (3 to
-``MAX_VALUES`` distinct values; two-valued ones are already one weight per value), then fits
-``AdditiveSVC`` with its defaults, and with ``interactions=0``:
+``AdditiveSVC(value_terms="auto")``, the default, screens the per-feature model's
+residuals for features that jump at single values and adds a value term (one weight per
+frequent value, beside the curve) where the held-out rows say it pays. For each dataset
+this script fits ``AdditiveSVC`` with its defaults, with ``value_terms=False``, and, as
+references that need no screening, with ``value_terms=False`` on the features encoded by
+hand; each also with ``interactions=0``. It finds the training rows' few-valued numeric
+columns (3 to ``MAX_VALUES`` distinct values; two-valued ones are already one weight per
+value), and the hand encodings are:
 
-- on the features as they are;
-- with every few-valued column replaced by its one-hot encoding by value (values held by
-  fewer than ``MIN_ROWS`` training rows share one column; a test value never seen in
-  training sets none);
-- with each few-valued column so encoded alone, where there are at most
+- every few-valued column replaced by its one-hot encoding by value (values held by fewer
+  than ``MIN_ROWS`` training rows share one column; a test value never seen in training
+  sets none);
+- each few-valued column so encoded alone, where there are at most
   ``MAX_SINGLE_COLUMNS`` of them, to show which column carries the difference.
 
 Run ``python bench/value_terms.py`` (``STREAMLEARN_DATA`` as for the other scripts; a few
@@ -83,8 +87,14 @@ def fit_error(params: dict[str, Any], X: np.ndarray, y: np.ndarray, Xt: np.ndarr
         t0 = time.perf_counter()
         model = AdditiveSVC(progress=False, **params).fit(X, y)
         seconds = time.perf_counter() - t0
+    check = getattr(model, "value_check_", None)
     return {"test_error_pct": 100.0 * (1.0 - float(model.score(Xt, yt))), "fit_s": seconds,
             "n_features": int(X.shape[1]),
+            "value_terms": {name: len(values) for name, values in model.value_terms_},
+            "value_check": None if check is None else {
+                key: check[key] for key in ("kept", "screened", "scores",
+                                            "held_out_log_loss_without",
+                                            "held_out_log_loss_with") if key in check},
             "convergence_warnings": sum(issubclass(w.category, ConvergenceWarning)
                                         for w in caught)}
 
@@ -99,7 +109,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     names = ["adult"] if args.quick else args.datasets.split(",")
     max_train = QUICK_TRAIN if args.quick else MAX_TRAIN
-    models = {"AdditiveSVC()": {}, "AdditiveSVC(interactions=0)": {"interactions": 0}}
+    models = {"AdditiveSVC()": {},
+              "AdditiveSVC(value_terms=False)": {"value_terms": False},
+              "AdditiveSVC(interactions=0)": {"interactions": 0},
+              "AdditiveSVC(interactions=0, value_terms=False)": {"interactions": 0,
+                                                                 "value_terms": False}}
     rows = []
     for name in names:
         X, y, Xt, yt = load(name)
@@ -111,15 +125,18 @@ def main(argv: list[str] | None = None) -> None:
         if 1 < len(columns) <= MAX_SINGLE_COLUMNS:
             variants.update({f"column {j} by value": [j] for j in columns})
         for label, params in models.items():
-            for variant, chosen in variants.items():
+            # the hand encodings are references for the model without value terms
+            tried = variants if params.get("value_terms") is False else {"as they are": []}
+            for variant, chosen in tried.items():
                 A, At = one_hot_by_value(X, Xt, chosen) if chosen else (X, Xt)
                 result = fit_error(params, A, y, At, yt)
                 rows.append({"dataset": name, "model": label, "features": variant,
                              "columns": chosen, "n_values": [len(np.unique(X[:, j]))
                                                              for j in chosen],
                              "n_train": len(y), **result})
-                print(f"{name:10s} {label:28s} {variant:34s} "
-                      f"{result['test_error_pct']:6.2f} %  {result['fit_s']:5.1f} s", flush=True)
+                print(f"{name:10s} {label:46s} {variant:34s} "
+                      f"{result['test_error_pct']:6.2f} %  {result['fit_s']:5.1f} s  "
+                      f"value terms {result['value_terms']}", flush=True)
     report = {"benchmark": "value_terms", "machine": machine_info(),
               "versions": library_versions(("numpy", "numba", "scikit-learn", "streamlearn")),
               "quick": bool(args.quick), "max_train": max_train, "max_values": MAX_VALUES,

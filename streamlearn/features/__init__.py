@@ -5,7 +5,8 @@ Additive embeddings of paper 000: B-splines linearised by difference penalties
 (:mod:`streamlearn.features.knots`), trigonometric (:class:`FourierMap`) and Hermite
 (:class:`HermiteMap`) embeddings, each with a zero-preserving variant for sparse
 non-negative inputs; and B-splines with tensor-product terms of selected feature pairs
-(:class:`BSplinePairMap`).
+and one weight per frequent value of selected features (:class:`BSplinePairMap`,
+:mod:`streamlearn.features.value_terms`).
 """
 
 from streamlearn.features.bspline import (
@@ -57,6 +58,7 @@ from streamlearn.features.pair_terms import (
     pair_encode_row,
     pair_transform_dense,
 )
+from streamlearn.features.value_terms import value_columns, value_encode_row
 
 __all__ = [
     "BSplineMap",
@@ -93,6 +95,8 @@ __all__ = [
     "table_positions",
     "update_d",
     "update_d_pair",
+    "value_columns",
+    "value_encode_row",
     "warp_position",
     "warp_positions",
     "warp_table",

@@ -37,6 +37,7 @@ from numba import njit
 from streamlearn.errors import SchemaError
 from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform
 from streamlearn.features.feature_map import dense_to_csr
+from streamlearn.features.value_terms import check_value_terms, value_columns
 
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
@@ -203,7 +204,8 @@ def check_interactions(interactions: Any, n_features: int | None = None) -> tupl
 
 
 class BSplinePairMap(BSplineMap):
-    """:class:`BSplineMap` per feature plus tensor-product terms of selected feature pairs.
+    """:class:`BSplineMap` per feature plus tensor-product terms of selected feature pairs,
+    and value terms of selected features (:mod:`~streamlearn.features.value_terms`).
 
     Parameters
     ----------
@@ -220,6 +222,9 @@ class BSplinePairMap(BSplineMap):
         the two features' ranges: on the warped positions of quantile knots its cells
         crowded where the rows do, and on generated Gaussian data the screened pairs of
         features that carry nothing fitted their noise.
+    value_terms : sequence of (int, sequence of float)
+        Features given one weight per listed value beside their curve, each with its
+        values (increasing, as the map takes the rows); their columns follow the pairs'.
 
     Attributes
     ----------
@@ -231,11 +236,12 @@ class BSplinePairMap(BSplineMap):
     """
 
     _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving", "interactions",
-                    "pair_bases", "knots")
+                    "pair_bases", "knots", "value_terms")
 
     def __init__(self, degree: int = 3, n_bases: int = 20, penalty_order: int = 1,
                  zero_preserving: bool = False, interactions: Sequence[Any] = (),
-                 pair_bases: int = PAIR_BASES, knots: str = "uniform") -> None:
+                 pair_bases: int = PAIR_BASES, knots: str = "uniform",
+                 value_terms: Sequence[Any] = ()) -> None:
         super().__init__(degree, n_bases, penalty_order, zero_preserving, knots)
         if self.zero_preserving:
             raise ValueError("pair terms need zero_preserving=False: a pair's surface is not "
@@ -244,6 +250,7 @@ class BSplinePairMap(BSplineMap):
             raise ValueError(f"pair_bases must be at least 2, got {pair_bases}")
         self.interactions = check_interactions(interactions)
         self.pair_bases = int(pair_bases)
+        self.value_terms = check_value_terms(value_terms)
 
     @property
     def n_pairs(self) -> int:
@@ -260,19 +267,46 @@ class BSplinePairMap(BSplineMap):
         """Segments of the pair grid per unit of each feature, ``(P - 1) / (hi - lo)``."""
         return (self.pair_bases - 1) / (self.hi_ - self.lo_)
 
+    @property
+    def value_features(self) -> np.ndarray:
+        """The feature of each value term, int64 (:func:`value_encode_row`'s
+        ``features``)."""
+        return np.asarray([f for f, _ in self.value_terms], dtype=np.int64)
+
+    @property
+    def value_bounds(self) -> np.ndarray:
+        """Where each value term's values start in :attr:`value_table`, and the end,
+        int64."""
+        sizes = [len(values) for _, values in self.value_terms]
+        return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+
+    @property
+    def value_table(self) -> np.ndarray:
+        """Every value term's values, term after term, float64."""
+        return np.asarray([v for _, values in self.value_terms for v in values],
+                          dtype=np.float64)
+
+    @property
+    def n_values(self) -> int:
+        """Columns of the value terms, all together."""
+        return sum(len(values) for _, values in self.value_terms)
+
     def n_output_features(self, n_features: int) -> int:
-        """Per-feature columns plus ``pair_bases^2`` per pair."""
-        return int(n_features) * self.n_columns_per_feature + self.n_pairs * self.pair_bases**2
+        """Per-feature columns, ``pair_bases^2`` per pair and one per listed value."""
+        return (int(n_features) * self.n_columns_per_feature + self.n_pairs * self.pair_bases**2
+                + self.n_values)
 
     def max_row_nnz(self, n_features: int) -> int:
-        """Size of the encoding buffers: ``degree + 1`` per feature, 4 per pair."""
-        return super().max_row_nnz(n_features) + 4 * self.n_pairs
+        """Size of the encoding buffers: ``degree + 1`` per feature, 4 per pair, 1 per
+        value term."""
+        return super().max_row_nnz(n_features) + 4 * self.n_pairs + len(self.value_terms)
 
     def fit(self, lo: Any, hi: Any) -> Self:
         """Set the per-feature ranges (:meth:`BSplineMap.fit`); checks the pairs' indices.
         The node weights start uniform."""
         super().fit(lo, hi)
         check_interactions(self.interactions, self.lo_.shape[0])
+        check_value_terms(self.value_terms, self.lo_.shape[0])
         self.node_weights_ = np.full((self.n_pairs, 2, self.pair_bases), 1.0 / self.pair_bases)
         return self
 
@@ -298,7 +332,7 @@ class BSplinePairMap(BSplineMap):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Dense ``[Psi_d(X), pair columns]``, float32."""
+        """Dense ``[Psi_d(X), pair columns, value columns]``, float32."""
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
         main = X.shape[1] * self.n_columns_per_feature
@@ -309,8 +343,10 @@ class BSplinePairMap(BSplineMap):
         bspline_transform(Z, lo, hi, self.n_bases, self.degree, self.penalty_order, False,
                           block)
         out[:, :main] = block
+        pairs = main + self.n_pairs * self.pair_bases**2
         pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
-                             self.pair_features, out[:, main:])
+                             self.pair_features, out[:, main:pairs])
+        out[:, pairs:] = value_columns(X, self.value_terms)
         return out
 
     def transform_features(self, X: Any) -> np.ndarray:
@@ -367,7 +403,31 @@ class BSplinePairMap(BSplineMap):
             squares[f] = (hats * hats).sum(axis=1)
         for f, g in self.interactions:
             total += float(squares[f] @ squares[g])
-        return total
+        return total + float(value_columns(X, self.value_terms).sum())
+
+    def value_values(self, X: Any, W: np.ndarray) -> np.ndarray:
+        """Each value term at the rows: the weight of the row's value, 0 off the table.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+        W : ndarray of shape (m, n_values)
+            Each model's weights of the value columns.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_value_terms, m), float64
+        """
+        X = self._check_X(X)
+        out = np.zeros((X.shape[0], len(self.value_terms), W.shape[0]))
+        bounds = self.value_bounds
+        for t, (f, values) in enumerate(self.value_terms):
+            table = np.asarray(values)
+            at = np.minimum(np.searchsorted(table, X[:, f].astype(np.float64)),
+                            table.shape[0] - 1)
+            hit = table[at] == X[:, f].astype(np.float64)
+            out[hit, t, :] = W[:, bounds[t] + at[hit]].T
+        return out
 
     def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`transform` as a CSR triple."""

@@ -29,7 +29,7 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
@@ -360,6 +360,23 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         grid, a noisy or flat one keeps the coarse grid, whose ridge penalty shrinks it
         less. Each grid tried is one more training of the model with pairs. Without
         calibration, or with fewer than 200 held-out rows, pairs get the 8 x 8 grid.
+    value_terms : "auto" or False
+        One weight per frequent value of a numeric feature, beside its curve, where the
+        feature's effect jumps at single values (a capital gain of exactly 7,688) that a
+        smooth curve cannot follow (:mod:`streamlearn.features.value_terms`). ``"auto"``
+        (B-spline maps with calibration, dense rows, not zero-preserving): the
+        candidates are the features with at least three values in the describe pass's
+        row sample, of which at least two hold 1/1024 of it each (up to the 32 most
+        frequent such values make the feature's table; categorical codes aside). After the
+        per-feature model is trained, one streamed pass adds up its residuals at each
+        listed value; a feature is chosen when its residuals jump at single values beyond
+        what 16 quantile bins of it explain, by at least 50 units of residual variance per
+        binary model (:mod:`streamlearn.solvers.additive.value_screening`; about six
+        standard deviations of the chance excess). The model with the chosen terms is
+        trained and kept only when its calibrated held-out log-loss is lower, by 0.5 % for
+        each multiple of the per-feature work per row they add (one entry a term), with at
+        least 200 held-out rows (``value_check_``); pairs are screened after. False: none.
+        :meth:`partial_fit` screens none.
     class_weight : dict, "balanced" or None
         Factors on the weights of each class's rows (label -> factor), or ``"balanced"``,
         as scikit-learn's classifiers take them (:mod:`~streamlearn.models.class_weight`
@@ -459,6 +476,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         when not trained); else the ``reason`` none were.
     pair_bases_ : int
         Bases per axis of the pairs' grids (only when the model has pairs).
+    value_terms_ : tuple of (str, tuple of float)
+        The features that have a value term, best screened first, each with its values
+        as given (a spread feature's values mapped back, to float precision); empty
+        without.
+    value_check_ : dict
+        ``value_terms="auto"`` where a screening pass ran: ``kept``, the ``screened``
+        features (indices) with their ``scores`` and the held-out log-loss without and
+        with their terms, or the ``candidates`` and the ``reason`` none was chosen.
     feature_importances_ : ndarray of shape (n_features,)
         Each feature's mean absolute contribution to the SVM scores, centred
         (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
@@ -530,6 +555,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "interactions": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"}),
                          list, tuple],
         "pair_bases": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
+        "value_terms": [StrOptions({"auto"}), Options(bool, {False})],
         "class_weight": CLASS_WEIGHT_CONSTRAINT,
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -564,6 +590,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         feature_range: Any = None,
         interactions: int | str | list[Any] = "auto",
         pair_bases: int | str = "auto",
+        value_terms: str | bool = "auto",
         class_weight: dict[Any, float] | str | None = None,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
@@ -595,6 +622,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.feature_range = feature_range
         self.interactions = interactions
         self.pair_bases = pair_bases
+        self.value_terms = value_terms
         self.class_weight = class_weight
         self.chunk_rows = chunk_rows
         self.random_state = random_state
@@ -636,6 +664,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return 0
         return min(AUTO_PAIRS_PER_FEATURE * n_features, n_features * (n_features - 1) // 2,
                    MAX_AUTO_PAIRS)
+
+    def _auto_value_terms(self, sparse: bool = False) -> bool:
+        """Whether ``fit`` screens for value terms (see ``value_terms``)."""
+        return (self.value_terms == "auto" and self.embedding == "bspline"
+                and not self._zero_preserving(sparse) and bool(self.calibrate))
 
     def _bases_grid(self, online: bool = False, categories: Any = None) -> tuple[int, ...]:
         """The counts of bases per feature ``fit`` (or, ``online``, ``partial_fit``)
@@ -923,7 +956,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             spread_tails=bool(self.spread_tails),
             slope_on_training_rows=bool(self.calibrate),
             standardize_linear=bool(self.standardize)
-            and not self._zero_preserving(dataset.is_sparse))
+            and not self._zero_preserving(dataset.is_sparse),
+            value_terms=self._auto_value_terms(dataset.is_sparse))
         config = replace(config, linear_candidate=len(config.bases_grid) > 1)
         return additive_solver.fit(runner, dataset, config, seed)
 
@@ -963,6 +997,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.pair_bases_ = int(fmap.pair_bases)
         else:
             self.__dict__.pop("pair_bases_", None)
+        terms = fmap.value_terms if isinstance(fmap, BSplinePairMap) else ()
+        self.value_terms_ = tuple(
+            (names[f], tuple(float(v) for v in self._original_values(np.asarray(values), f)))
+            for f, values in terms)
+        self._keep("value_check_", fitted.value_check)
         d = self.n_features_in_
         if fitted.importances is not None:
             self.feature_importances_ = fitted.importances[:d]
@@ -1353,7 +1392,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         n_points : int
             Grid points per numeric feature, evenly spaced over its range (over its mapped
             range for a feature of ``feature_transform_``: the ``value`` column then holds
-            the original values, closer together where the rows crowd).
+            the original values, closer together where the rows crowd). A feature with a
+            value term (``value_terms_``) also gets each of its values, where the shape
+            jumps.
         ranges : array-like of shape (n_features, 2), optional
             ``(low, high)`` of every feature. Default: the range the feature map covers
             (the training rows' minimum and maximum, or ``feature_range``; for Hermite maps
@@ -1377,6 +1418,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         names = list(self.feature_names_in_)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
+        fmap = self.feature_map_
+        tables = dict(fmap.value_terms) if isinstance(fmap, BSplinePairMap) else {}
         frames = []
         for f, name in enumerate(names):
             if name in categories:
@@ -1384,6 +1427,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 shown: Any = list(categories[name])
             else:
                 grid = np.linspace(lo[f], hi[f], int(n_points)).astype(np.float32)
+                if f in tables:  # the jumps at the value term's values
+                    grid = np.union1d(grid, np.asarray(tables[f], dtype=np.float32))
                 shown = self._original_values(grid, f)
             X = np.zeros((grid.shape[0], len(names)), dtype=np.float32)
             X[:, f] = grid

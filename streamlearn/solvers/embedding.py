@@ -7,19 +7,22 @@ by an integer ``kind`` and two packed arrays:
   terms, :class:`~streamlearn.features.pair_terms.BSplinePairMap`), :data:`WARPED`
   (B-splines whose quantile knots moved), :data:`FOURIER` or :data:`HERMITE`;
 * ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants, followed for
-  pair terms by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``;
+  pair terms by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``, then for value
+  terms (:mod:`~streamlearn.features.value_terms`) by their features and the bounds of
+  their values in the value table;
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite; pair terms append the pair grid's scale (n_features), and
-  B-splines with quantile knots then the
-  :func:`~streamlearn.features.knots.warp_table` from ``ipar[IP_WARP_START]`` on.
+  ``(mean, std)`` for Hermite; pair maps append the pair grid's scale (n_features) and
+  the value table (from ``ipar[IP_VALUE_START]`` on), and B-splines with quantile knots
+  then the :func:`~streamlearn.features.knots.warp_table` from ``ipar[IP_WARP_START]`` on.
 
 Pair columns come after the ``n_features * n_cols`` per-feature columns
-(``ipar[IP_MAIN_DIMS]``); their penalty is a ridge, so ``w_d`` equals ``w`` there, and the
-per-row helpers update them as plain sparse entries. B-splines with and without pairs share
-one compiled kernel: with ``ipar[IP_N_PAIRS] = 0`` the pair loops do not run, and a kind of
-their own would double the first fit's compile time for a few comparisons per row.
+(``ipar[IP_MAIN_DIMS]``), and value columns after them; their penalty is a ridge, so
+``w_d`` equals ``w`` there, and the per-row helpers update them as plain sparse entries.
+B-splines with and without pairs or value terms share one compiled kernel: with
+``ipar[IP_N_PAIRS] = 0`` the pair loops do not run, and a kind of their own would double
+the first fit's compile time for a few comparisons per row.
 
 :func:`embedding_params` builds them from a fitted map (or ``None`` for the identity).
 
@@ -60,6 +63,7 @@ from streamlearn.features import (
     step_a,
     update_d,
     update_d_pair,
+    value_encode_row,
 )
 
 LINEAR = 0
@@ -88,7 +92,9 @@ IP_MAIN_DIMS = 9  # n_features * n_cols, the per-feature columns
 IP_N_PAIRS = 10  # pair terms (B-splines only)
 IP_PAIR_BASES = 11  # bases per axis of a pair's grid
 IP_WARP_START = 12  # B-splines with quantile knots: where fpar's warp table starts (else 0)
-N_IPAR = 13
+IP_N_VALUE_TERMS = 13  # value terms (B-splines only)
+IP_VALUE_START = 14  # where fpar's value table starts (0 without value terms)
+N_IPAR = 15
 
 
 class Embedding(NamedTuple):
@@ -124,6 +130,11 @@ class Embedding(NamedTuple):
         return int(self.ipar[IP_N_PAIRS])
 
     @property
+    def n_value_terms(self) -> int:
+        """Number of value terms."""
+        return int(self.ipar[IP_N_VALUE_TERMS])
+
+    @property
     def pair_bases(self) -> int:
         """Bases per axis of a pair's grid (0 without pairs)."""
         return int(self.ipar[IP_PAIR_BASES])
@@ -138,6 +149,7 @@ class Embedding(NamedTuple):
         """Whether the kernels embed CSR rows in time of their stored entries: the identity,
         and zero-preserving B-splines without pairs (:func:`encode_sparse_row`)."""
         return self.kind == LINEAR or (self.kind == BSPLINE and self.n_pairs == 0
+                                       and self.n_value_terms == 0
                                        and bool(self.ipar[IP_ZERO_PRESERVING]))
 
     @property
@@ -186,9 +198,13 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar[IP_N_DIMS] = feature_map.n_output_features(nf)
         ipar[IP_N_PAIRS] = feature_map.n_pairs
         ipar[IP_PAIR_BASES] = feature_map.pair_bases
-        ipar = np.concatenate([ipar, feature_map.pair_features])
+        ipar[IP_N_VALUE_TERMS] = len(feature_map.value_terms)
+        ipar[IP_VALUE_START] = 3 * nf + 1 if feature_map.value_terms else 0
+        ipar = np.concatenate([ipar, feature_map.pair_features, feature_map.value_features,
+                               feature_map.value_bounds if feature_map.value_terms else []]
+                              ).astype(np.int64)
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
-                               feature_map.pair_scale_])
+                               feature_map.pair_scale_, feature_map.value_table])
         return _bspline(fpar, ipar, feature_map)
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
@@ -276,10 +292,19 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
         else:
             nnz = bspline_encode_warped_row(x, a, b, fpar[ipar[IP_WARP_START]:],
                                             ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
-        # pair grids are uniform with either; no pairs: ipar[N_IPAR:] is empty and the
-        # loop does not run
-        return pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
-                               ipar[N_IPAR:], ipar[IP_MAIN_DIMS], idx, val, nnz)
+        # pair grids are uniform with either; no pairs: the slice is empty and the loop
+        # does not run
+        pairs_end = N_IPAR + 2 * ipar[IP_N_PAIRS]
+        nnz = pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
+                              ipar[N_IPAR:pairs_end], ipar[IP_MAIN_DIMS], idx, val, nnz)
+        n_value_terms = ipar[IP_N_VALUE_TERMS]
+        if n_value_terms == 0:
+            return nnz
+        values_end = pairs_end + n_value_terms
+        return value_encode_row(
+            x, ipar[pairs_end:values_end], ipar[values_end : values_end + n_value_terms + 1],
+            fpar[ipar[IP_VALUE_START]:],
+            ipar[IP_MAIN_DIMS] + ipar[IP_N_PAIRS] * ipar[IP_PAIR_BASES] ** 2, idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
@@ -517,9 +542,10 @@ def encode_sparse_row(kind, cols, vals, ipar, fpar, idx, val):
             idx[e] = cols[e]
             val[e] = vals[e]
         return cols.shape[0]
-    if kind != BSPLINE or ipar[IP_ZERO_PRESERVING] == 0 or ipar[IP_N_PAIRS] != 0:
+    if (kind != BSPLINE or ipar[IP_ZERO_PRESERVING] == 0 or ipar[IP_N_PAIRS] != 0
+            or ipar[IP_N_VALUE_TERMS] != 0):
         raise ValueError("sparse rows take the identity or zero-preserving B-splines "
-                         "without pairs")
+                         "without pairs or value terms")
     nf = ipar[IP_N_FEATURES]
     return bspline_encode_sparse_row(cols, vals, fpar[:nf], fpar[nf : 2 * nf],
                                      ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
@@ -1046,13 +1072,22 @@ def decision_chunk(X, w_d, bias, kind, ipar, fpar):
     return decision_ovr_chunk(X, W, 1.0, kind, ipar, fpar)[:, 0].astype(np.float32)
 
 
-def term_blocks(ipar: np.ndarray) -> list[slice]:
-    """The columns of each additive term: every feature's block, then every pair's."""
+def term_blocks(ipar: np.ndarray) -> list[np.ndarray]:
+    """The columns of each additive term: every feature's block (with the columns of its
+    value term, if it has one), then every pair's."""
     n_features, n_cols = int(ipar[IP_N_FEATURES]), int(ipar[IP_N_COLS])
-    blocks = [slice(f * n_cols, (f + 1) * n_cols) for f in range(n_features)]
+    blocks = [np.arange(f * n_cols, (f + 1) * n_cols) for f in range(n_features)]
     start, size = int(ipar[IP_MAIN_DIMS]), int(ipar[IP_PAIR_BASES]) ** 2
-    blocks += [slice(start + p * size, start + (p + 1) * size)
-               for p in range(int(ipar[IP_N_PAIRS]))]
+    n_pairs, n_value_terms = int(ipar[IP_N_PAIRS]), int(ipar[IP_N_VALUE_TERMS])
+    if n_value_terms:
+        pairs_end = N_IPAR + 2 * n_pairs
+        features = ipar[pairs_end : pairs_end + n_value_terms]
+        bounds = ipar[pairs_end + n_value_terms : pairs_end + 2 * n_value_terms + 1]
+        first = start + n_pairs * size
+        for t, f in enumerate(features):
+            blocks[f] = np.concatenate([blocks[f], np.arange(first + bounds[t],
+                                                             first + bounds[t + 1])])
+    blocks += [np.arange(start + p * size, start + (p + 1) * size) for p in range(n_pairs)]
     return blocks
 
 
@@ -1060,8 +1095,9 @@ def feature_terms(X, W, kind, ipar, fpar):
     """Each term's share ``w_j . Psi_d(x)`` restricted to the term's block of columns.
 
     Every map embeds a feature into its own block of ``ipar[IP_N_COLS]`` columns (and ``w_d``
-    is transformed block by block), and each pair term into a block of its own after them
-    (:func:`term_blocks`), so the score of model ``j`` is ``sum_t g_jt(x) + b_j``: this
+    is transformed block by block), and each pair term into a block of its own after them;
+    a feature's value term, if any, counts with the feature (:func:`term_blocks`), so the
+    score of model ``j`` is ``sum_t g_jt(x) + b_j``: this
     evaluates each block alone, with the other blocks and the bias set to zero.
 
     Parameters

@@ -45,6 +45,7 @@ from streamlearn.errors import DataError, LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
 from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
 from streamlearn.features.tail_transform import TailTransform
+from streamlearn.features.value_terms import frequent_values
 from streamlearn.solvers.additive.interactions import (
     SCREEN_BINS,
     ScreeningPass,
@@ -68,6 +69,10 @@ from streamlearn.solvers.additive.passes import (
     SummaryPass,
     TrainingRows,
     w_to_w_d,
+)
+from streamlearn.solvers.additive.value_screening import (
+    ValueScreeningPass,
+    choose_value_terms,
 )
 from streamlearn.solvers.calibration import (
     MIN_CALIBRATION_ROWS,
@@ -185,6 +190,10 @@ class AdditiveConfig:
         A linear model (no feature map) on dense rows trains on the features standardised
         by the describe pass's mean and standard deviation, folded into its weights
         afterwards (:func:`fold_standardisation`); the describe pass is then always made.
+    value_terms : bool
+        Screen the per-feature model's residuals for features whose effect jumps at single
+        values, and keep value terms for them when they lower the held-out log-loss
+        (:func:`with_value_terms`; dense rows, a B-spline map that is not zero-preserving).
     """
 
     feature_map: FeatureMap | None
@@ -209,12 +218,13 @@ class AdditiveConfig:
     linear_candidate: bool = False
     slope_on_training_rows: bool = False
     standardize_linear: bool = False
+    value_terms: bool = False
 
     @property
     def compares_models(self) -> bool:
-        """Whether the fit compares models by their held-out log-loss (pairs checked,
-        grids or counts of bases tried)."""
-        return (self.check_interactions or len(self.pair_grids) > 1
+        """Whether the fit compares models by their held-out log-loss (pairs or value
+        terms checked, grids or counts of bases tried)."""
+        return (self.check_interactions or self.value_terms or len(self.pair_grids) > 1
                 or len(self.bases_grid) > 1)
 
     @property
@@ -312,6 +322,10 @@ class AdditiveFit:
         temperature ``s`` of the class probabilities ``p^s / sum p^s`` of lowest held-out
         log-loss (:meth:`ClassLoss.scale`, from the pass that computes
         ``held_out_log_loss``); 1 otherwise.
+    value_check : dict or None
+        With ``config.value_terms``: the screened features with their scores, both
+        models' held-out log-loss and whether the value terms were kept
+        (:func:`with_value_terms`); None when none was screened.
     """
 
     feature_names: tuple[str, ...]
@@ -340,6 +354,7 @@ class AdditiveFit:
     linear_check: dict[str, Any] | None = None
     ranges: np.ndarray | None = None
     proba_scale: float = 1.0
+    value_check: dict[str, Any] | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -533,11 +548,11 @@ def _fit_searched(runner: Any, dataset: Dataset, sample: Dataset | None,
         grids = (chosen.pair_bases,) if isinstance(chosen, BSplinePairMap) else config.pair_grids
         fitted, _ = _fit_with_pairs(runner, dataset, replace(
             config, feature_map=chosen, interactions=0, check_interactions=False,
-            pair_grids=grids, bases_grid=()), seed)
+            pair_grids=grids, bases_grid=(), value_terms=False), seed)
         # the final training compares no models: it keeps the sample's temperature
         return replace(fitted, bases_tried=tried, pair_check=best.pair_check,
                        pair_scores=best.pair_scores, linear_check=best.linear_check,
-                       proba_scale=best.proba_scale)
+                       proba_scale=best.proba_scale, value_check=best.value_check)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed, summary)
     if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
         return fitted
@@ -571,7 +586,7 @@ def _linear_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, see
              "curves": best.held_out_log_loss}
     if kept:
         return replace(linear, pair_check=best.pair_check, pair_scores=None,
-                       linear_check=check)
+                       linear_check=check, value_check=best.value_check)
     return replace(best, linear_check=check)
 
 
@@ -588,13 +603,13 @@ def _search_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
         fitted)
     if best is fitted:
         return best, tried
-    best = replace(best, pair_scores=fitted.pair_scores, pair_check=fitted.pair_check)
+    best = replace(best, pair_scores=fitted.pair_scores, pair_check=fitted.pair_check,
+                   value_check=fitted.value_check)
     check, fmap = fitted.pair_check, best.feature_map
     if not (check and check.get("kept") and isinstance(fmap, BSplinePairMap)):
         return best, tried
-    plain, _ = _fit_terms(runner, dataset, replace(config, feature_map=BSplineMap(
-        fmap.degree, fmap.n_bases, fmap.penalty_order, fmap.zero_preserving, fmap.knots)),
-        seed, summary, importances=False)
+    plain, _ = _fit_terms(runner, dataset, replace(config, feature_map=without_pairs(fmap)),
+                          seed, summary, importances=False)
     without, with_ = plain.held_out_log_loss, best.held_out_log_loss
     kept = (without is None or with_ is None
             or pairs_pay(without, with_, fmap, len(fmap.lo_)))
@@ -602,7 +617,8 @@ def _search_bases(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
              "held_out_log_loss_without": without, "held_out_log_loss_with": with_}
     if kept:
         return replace(best, pair_check=check), tried
-    return replace(plain, pair_check=check, pair_scores=None), tried
+    return replace(plain, pair_check=check, pair_scores=None,
+                   value_check=fitted.value_check), tried
 
 
 def pairs_pay(without: float, with_: float, pair_map: BSplinePairMap, n_features: int
@@ -616,9 +632,82 @@ def pairs_pay(without: float, with_: float, pair_map: BSplinePairMap, n_features
     ``2 d`` pairs beside degree-1 curves (four times the work) need 2 %, beside cubic
     ones (twice) 1 %; 64 pairs beside 784 degree-1 features (16 % more) 0.08 %.
     """
-    base = BSplineMap.max_row_nnz(pair_map, n_features)
+    base = BSplineMap.max_row_nnz(pair_map, n_features) + len(pair_map.value_terms)
     extra = pair_map.max_row_nnz(n_features) - base
     return with_ <= (1.0 - PAIR_GAIN_PER_COST * extra / base) * without
+
+
+def value_terms_of(feature_map: FeatureMap | None) -> tuple[Any, ...]:
+    """The value terms of a map (none but a :class:`BSplinePairMap`'s)."""
+    return feature_map.value_terms if isinstance(feature_map, BSplinePairMap) else ()
+
+
+def without_pairs(fmap: BSplinePairMap) -> BSplineMap:
+    """``fmap``'s per-feature curves and value terms, without its pairs (unfitted)."""
+    if fmap.value_terms:
+        return BSplinePairMap(**{**fmap.get_params(), "interactions": ()})
+    return BSplineMap(fmap.degree, fmap.n_bases, fmap.penalty_order, fmap.zero_preserving,
+                      fmap.knots)
+
+
+def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                     summary: Summary, fitted: AdditiveFit) -> AdditiveFit:
+    """``fitted``, the per-feature model, or the same model with value terms when they
+    lower its held-out log-loss.
+
+    The candidates are the features of the describe sample with frequent repeated values
+    (:func:`~streamlearn.features.value_terms.frequent_values`; categorical codes aside).
+    One reduction pass over the training rows (over the ranges of the describe sample on
+    data that :func:`_sample_ranges` samples) scores each by the jumps of ``fitted``'s
+    residuals at single values (:mod:`~streamlearn.solvers.additive.value_screening`);
+    the model with the chosen features' value terms is trained from the same summary and
+    kept when its held-out log-loss is lower than ``fitted``'s by
+    :data:`PAIR_GAIN_PER_COST` of it for each multiple of the per-feature work per row
+    the terms add (one entry per term), as pairs are. Nothing is screened on sparse rows,
+    with a zero-preserving or non-B-spline map, without calibrated held-out rows (at least
+    :data:`MIN_CHECK_ROWS`), or when no feature is a candidate.
+    """
+    fmap = fitted.feature_map
+    if (not isinstance(fmap, BSplineMap) or isinstance(fmap, BSplinePairMap)
+            or fmap.zero_preserving or dataset.is_sparse or not fitted.calibrated
+            or fitted.held_out_log_loss is None or fitted.n_calibration < MIN_CHECK_ROWS):
+        return fitted
+    names = list(dataset.feature_names)
+    coded = [names.index(name) for name in (dataset.categories or {}) if name in names]
+    sample = summary.description.sample
+    candidates = frequent_values(sample, skip=coded)
+    if not candidates:
+        return fitted
+    assert dataset.classes is not None
+    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
+               if config.calibration_fraction is not None else None)
+    pass_ = ValueScreeningPass(fitted.coef_d, embedding_params(fmap, len(names)),
+                               ModelPairs.of(len(dataset.classes), config.multiclass),
+                               config.bias_scale, fitted.platt_a, fitted.platt_b, candidates,
+                               holdout)
+    ranges = _sample_ranges(dataset)
+    if ranges is None:
+        state = runner.run(pass_, dataset, description="screen value terms")
+    else:
+        state = run_on_ranges(runner, pass_, dataset, ranges,
+                              description="screen value terms (sample)")
+    terms, scores = choose_value_terms(state, pass_, sample)
+    if not terms:
+        return replace(fitted, value_check={
+            "kept": False, "candidates": [int(f) for f in pass_.features],
+            "reason": "no feature's residuals jump at its values"})
+    value_map = BSplinePairMap(fmap.degree, fmap.n_bases, fmap.penalty_order, False, (),
+                               config.pair_grids[0], fmap.knots, terms)
+    with_values, _ = _fit_terms(runner, dataset, replace(config, feature_map=value_map),
+                                seed, summary)
+    without, with_ = fitted.held_out_log_loss, with_values.held_out_log_loss
+    base = fmap.max_row_nnz(len(names))
+    kept = (with_ is not None and with_values.calibrated
+            and with_ <= (1.0 - PAIR_GAIN_PER_COST * len(terms) / base) * without)
+    check = {"kept": bool(kept), "screened": [int(f) for f, _ in terms],
+             "scores": scores.tolist(), "held_out_log_loss_without": without,
+             "held_out_log_loss_with": with_}
+    return replace(with_values if kept else fitted, value_check=check)
 
 
 def strong_pairs(scores: np.ndarray, n_models: int) -> int:
@@ -640,6 +729,8 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
         if summary is not None:
             fitted = finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
         return with_importances(fitted, summary), summary
+    if config.value_terms and summary is not None:
+        fitted = with_value_terms(runner, dataset, config, seed, summary, fitted)
     if (config.interactions <= 0 or not isinstance(feature_map, BSplineMap)
             or summary is None or fitted.importances is None):
         return fitted, summary
@@ -658,10 +749,11 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
         ), summary
     pair_map = BSplinePairMap(feature_map.degree, feature_map.n_bases,
                               feature_map.penalty_order, False, chosen, config.pair_grids[0],
-                              feature_map.knots)
+                              feature_map.knots, value_terms_of(fitted.feature_map))
     pair_config = replace(config, feature_map=pair_map, interactions=0)
     with_pairs, _ = _fit_terms(runner, dataset, pair_config, seed, summary,
                                importances=False)
+    with_pairs = replace(with_pairs, value_check=fitted.value_check)
     with_pairs, tried = finer_pair_grids(runner, dataset, pair_config, seed, summary,
                                          with_pairs)
     if not config.check_interactions:
@@ -676,6 +768,7 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
                                        "interactions": chosen[:n_strong]})
         strong, _ = _fit_terms(runner, dataset, replace(pair_config, feature_map=strong_map),
                                seed, summary, importances=False)
+        strong = replace(strong, value_check=fitted.value_check)
         strong_loss = strong.held_out_log_loss
         if strong_loss is not None and strong_loss <= with_pairs.held_out_log_loss:
             with_pairs, kept_map = strong, strong_map
@@ -766,7 +859,7 @@ def _while_held_out_improves(runner: Any, dataset: Dataset, config: AdditiveConf
         if (candidate.held_out_log_loss is None
                 or not candidate.held_out_log_loss < best.held_out_log_loss):
             break
-        best = candidate
+        best = replace(candidate, value_check=fitted.value_check)
     return best, tuple(tried)
 
 
@@ -1035,7 +1128,8 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     """Each term's importance (the features', then the pairs'): the mean absolute
     deviation of the term from its mean over ``rows``, averaged over the binary models.
     A pair's term is counted without its weighted marginals, which count for its features
-    (:func:`~streamlearn.features.pair_terms.move_marginals`).
+    (:func:`~streamlearn.features.pair_terms.move_marginals`); a feature's value term
+    counts with the feature.
 
     A feature whose curve is flat, or whose values all fall where it is flat, scores 0;
     the unit is that of the SVM scores, so importances of one model compare across
@@ -1059,13 +1153,15 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     """
     d, n_cols, main = emb.n_features, emb.n_cols, emb.main_dims
     n_pairs, size = emb.n_pairs, emb.pair_bases**2
+    pairs_end = main + n_pairs * size
     W = np.vstack([weights_from_w_d(np.ascontiguousarray(w), emb.ipar)[:-1] for w in coef_d])
     W_main = np.ascontiguousarray(W[:, :main].reshape(-1, d, n_cols).transpose(1, 2, 0))
     W_pairs = np.ascontiguousarray(
-        W[:, main:].reshape(W.shape[0], n_pairs, size).transpose(1, 2, 0))
+        W[:, main:pairs_end].reshape(W.shape[0], n_pairs, size).transpose(1, 2, 0))
 
     paired = isinstance(feature_map, BSplinePairMap)
-    pair_nodes = W[:, main:].reshape(W.shape[0], n_pairs, emb.pair_bases, emb.pair_bases)
+    pair_nodes = W[:, main:pairs_end].reshape(W.shape[0], n_pairs, emb.pair_bases,
+                                              emb.pair_bases)
 
     def blocks() -> Any:  # terms of a block of rows, (n, d + n_pairs, m)
         for a in range(0, rows.shape[0], SAMPLE_BLOCK_ROWS):
@@ -1083,6 +1179,9 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
                 pairs = Psi[:, main:].reshape(X.shape[0], n_pairs, size).transpose(1, 0, 2)
                 terms.append(np.matmul(pairs, W_pairs).transpose(1, 0, 2))
             block = np.concatenate(terms, axis=1)
+            if paired and feature_map.value_terms:  # a value term counts with its feature
+                block[:, feature_map.value_features, :] += feature_map.value_values(
+                    X, W[:, pairs_end:])
             if paired:  # each pair's marginals to its features
                 move_marginals(block, X, feature_map, W)
             yield block

@@ -726,18 +726,14 @@ class ScreeningPass:
 
     def step(self, state: ScreeningState, chunk: Chunk) -> ScreeningState:
         """Add the chunk's training rows (in place)."""
-        keep = (np.arange(chunk.X.shape[0]) if self.holdout is None
-                else np.flatnonzero(~self.holdout.mask(chunk.rows)))
-        if keep.size == 0 or self.first.size == 0:
+        if self.first.size == 0:
             return state
-        X = np.ascontiguousarray(chunk.X[keep])
-        scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
-        proba = sigmoid_proba(scores, self.platt_a[None, :], self.platt_b[None, :])
-        positive, member = self.pairs.labels(np.asarray(chunk.y)[keep])
-        weight = member if chunk.weight is None else member * chunk.weight[keep][:, None]
-        residual = np.ascontiguousarray((positive - proba) * weight, dtype=np.float64)
-        weight = np.ascontiguousarray(weight, dtype=np.float64)
-        state.residual_sq += ((positive - proba) ** 2 * weight).sum(axis=0)
+        rows = model_residuals(chunk, self.holdout, self.W, self.emb, self.bias_scale,
+                               self.platt_a, self.platt_b, self.pairs)
+        if rows is None:
+            return state
+        X, residual, weight, residual_sq = rows
+        state.residual_sq += residual_sq
         state.weight_total += weight.sum(axis=0)
         weight = np.ascontiguousarray(weight[:, : self.weight_columns])
         bins, off_rows, n_off = bin_chunk(X, self.candidates, self.edges, self.common,
@@ -761,6 +757,42 @@ class ScreeningPass:
                                            (state.weights, state.bin_weights))]
         return ScreeningState(complete[0], complete[1], state.bin_sums, state.bin_weights,
                               state.residual_sq, state.weight_total)
+
+
+def model_residuals(chunk: Chunk, holdout: Holdout | None, W: np.ndarray, emb: Embedding,
+                    bias_scale: float, platt_a: np.ndarray, platt_b: np.ndarray,
+                    pairs: ModelPairs
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The training rows of a chunk with the additive models' weighted residuals.
+
+    Parameters
+    ----------
+    chunk : Chunk
+    holdout : Holdout or None
+        Rows held out from training, left out.
+    W, emb, bias_scale, platt_a, platt_b, pairs
+        The models, their map, their sigmoids and classes (:class:`ScreeningPass`).
+
+    Returns
+    -------
+    (X, residual, weight, residual_sq) or None
+        ``X`` the rows kept (C-contiguous); ``residual[i, j] = w_ij ([y_i = +1] -
+        P_j(x_i))`` and ``weight[i, j] = w_ij`` (0 where row ``i`` is not in model ``j``'s
+        problem), float64 of shape (n, m); ``residual_sq[j] = sum_i w_ij ([y_i = +1] -
+        P_j(x_i))^2``. None when the chunk has no training row.
+    """
+    keep = (np.arange(chunk.X.shape[0]) if holdout is None
+            else np.flatnonzero(~holdout.mask(chunk.rows)))
+    if keep.size == 0:
+        return None
+    X = np.ascontiguousarray(chunk.X[keep])
+    scores = decision_ovr_chunk(X, W, bias_scale, *emb)
+    proba = sigmoid_proba(scores, platt_a[None, :], platt_b[None, :])
+    positive, member = pairs.labels(np.asarray(chunk.y)[keep])
+    weight = member if chunk.weight is None else member * chunk.weight[keep][:, None]
+    residual = np.ascontiguousarray((positive - proba) * weight, dtype=np.float64)
+    residual_sq = ((positive - proba) ** 2 * weight).sum(axis=0)
+    return X, residual, np.ascontiguousarray(weight, dtype=np.float64), residual_sq
 
 
 def choose_interactions(gains: np.ndarray, k: int) -> np.ndarray:
