@@ -228,6 +228,26 @@ def test_additive_svc_screens_the_same_pairs_on_dask(client, tmp_path) -> None:
     assert abs(mixed.score(X, y) - local.score(X, y)) <= 0.01
 
 
+def test_additive_svc_keeps_the_same_value_terms_on_dask(client, tmp_path) -> None:
+    rng = np.random.default_rng(4)
+    X = np.stack([rng.integers(0, 40, 20_000), rng.normal(size=20_000)],
+                 axis=1).astype(np.float32)
+    f = 2.5 * np.isin(X[:, 0], (7, 19, 31)) + np.sin(2 * X[:, 1]) - 0.4
+    y = (f + 0.5 * rng.normal(size=20_000) > 0).astype(np.int64)
+    group = zarr.open_group(str(tmp_path / "values.zarr"), mode="w")
+    group.create_array("X", data=X, chunks=(2500, 2))
+    group.create_array("y", data=y, chunks=(2500,))
+    ds = sl.open_dataset(str(tmp_path / "values.zarr"), chunk_rows=2500)
+    local = AdditiveSVC(interactions=0).fit(ds)
+    mixed = AdditiveSVC(interactions=0).fit(ds, engine=_engine(client))
+    # the screening is a reduction over the per-feature model, mixed across workers
+    assert local.value_check_["screened"] == mixed.value_check_["screened"] == [0]
+    np.testing.assert_allclose(mixed.value_check_["scores"], local.value_check_["scores"],
+                               rtol=0.05)
+    assert mixed.value_terms_ == local.value_terms_
+    assert abs(mixed.score(X, y) - local.score(X, y)) <= 0.01
+
+
 def ds_labels(ds) -> np.ndarray:
     return np.concatenate([ds.classes[c.y] for c in ds.chunks(prefetch=0)])
 

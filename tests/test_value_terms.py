@@ -264,6 +264,35 @@ def test_model_file_keeps_the_value_terms(jumps, tmp_path) -> None:
     np.testing.assert_array_equal(loaded.predict_proba(X[:500]), model.predict_proba(X[:500]))
 
 
+def test_a_killed_fit_with_value_terms_resumes_to_the_same_model(tmp_path) -> None:
+    X, y = _jumps(4000, seed=10)
+    params = {"interactions": 0, "n_bases": 8, "chunk_rows": 500}
+    whole = AdditiveSVC(**params).fit(X, y)
+    assert whole.value_terms_
+
+    class Killed(LocalEngine):
+        runs = 0
+        kill_at: int | None = None
+
+        def run(self, pass_, data, **options):
+            Killed.runs += 1
+            if Killed.runs == Killed.kill_at:
+                raise RuntimeError("killed")
+            return super().run(pass_, data, **options)
+
+    AdditiveSVC(**params).fit(X, y, engine=Killed(progress=False))
+    n_runs, Killed.runs = Killed.runs, 0
+    Killed.kill_at = n_runs - 2  # inside the training with the value term
+    with pytest.raises(RuntimeError, match="killed"):
+        AdditiveSVC(**params).fit(X, y, checkpoint=tmp_path / "c",
+                                  engine=Killed(progress=False))
+    Killed.kill_at = None
+    resumed = AdditiveSVC(**params).fit(X, y, checkpoint=tmp_path / "c",
+                                        engine=Killed(progress=False))
+    assert resumed.value_terms_ == whole.value_terms_
+    np.testing.assert_allclose(resumed.coef_d_, whole.coef_d_, rtol=1e-12, atol=1e-14)
+
+
 def test_bad_value_terms_setting_is_refused() -> None:
     X, y = _jumps(300, seed=9)
     with pytest.raises(ValueError, match="'value_terms' parameter of AdditiveSVC must be"):
