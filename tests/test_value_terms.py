@@ -14,6 +14,7 @@ from streamlearn.features.value_terms import (
     MAX_VALUES,
     check_value_terms,
     frequent_values,
+    value_scale,
 )
 from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
@@ -61,13 +62,34 @@ def test_value_encoding_kernel_matches_numpy() -> None:
     idx = np.empty(3, dtype=np.int32)
     val = np.empty(3, dtype=np.float32)
     for r in range(X.shape[0]):
-        nnz = value_encode_row(X[r], features, bounds, table, 10, idx, val, 0)
+        nnz = value_encode_row(X[r], features, bounds, table, 1.0, 10, idx, val, 0)
         row = np.zeros(7, dtype=np.float32)
         row[idx[:nnz] - 10] = val[:nnz]
         np.testing.assert_array_equal(row, expected[r])
+    nnz = value_encode_row(X[7], features, bounds, table, 2.5, 0, idx, val, 0)
+    np.testing.assert_array_equal(val[:nnz], 2.5)
     # by hand: a row's value found in each table, or not
     np.testing.assert_array_equal(value_columns(np.array([[5, 0, 0, 6]], np.float32), terms),
                                   [[0, 1, 0, 0, 0, 1, 1]])
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+@pytest.mark.parametrize("n_bases", [4, 8, 32])
+def test_value_scale_is_the_cheapest_end_to_end_rise_of_a_curve(order, n_bases) -> None:
+    """``s^2`` against the minimum of ``||D w||^2`` with ``w_last - w_first = 1``, solved
+    as the KKT system of the constrained quadratic."""
+    from streamlearn.features.difference_penalty import difference_matrix
+
+    D = difference_matrix(n_bases, order)
+    e = np.zeros(n_bases)
+    e[0], e[-1] = -1.0, 1.0
+    kkt = np.block([[2 * D.T @ D, e[:, None]], [e[None, :], np.zeros((1, 1))]])
+    w = np.linalg.solve(kkt, np.concatenate([np.zeros(n_bases), [1.0]]))[:n_bases]
+    least = float(w @ D.T @ D @ w)
+    assert value_scale(n_bases, order) ** 2 == pytest.approx(1.0 / least, rel=1e-9)
+    if order < 2:
+        assert value_scale(n_bases, order) == pytest.approx(np.sqrt(2 if order == 0
+                                                                    else n_bases - 1))
 
 
 def test_on_the_fly_encoding_scores_terms_and_norms_match_the_materialised_embedding() -> None:
@@ -80,7 +102,9 @@ def test_on_the_fly_encoding_scores_terms_and_norms_match_the_materialised_embed
     emb = embedding_params(fmap)
     assert emb.n_dims == 4 * 6 + 25 + 5 and emb.n_value_terms == 2
     Z = fmap.transform(X).astype(np.float64)
-    np.testing.assert_array_equal(Z[:, 49:], value_columns(X, fmap.value_terms))
+    assert fmap.value_scale == value_scale(6, 2) > 1.0
+    np.testing.assert_array_equal(Z[:, 49:], value_columns(X, fmap.value_terms,
+                                                           fmap.value_scale))
     plain = BSplinePairMap(degree=2, n_bases=6, penalty_order=2, interactions=[(0, 3)],
                            pair_bases=5).fit(X.min(0), X.max(0))
     np.testing.assert_allclose(Z[:, :49], plain.transform(X), atol=1e-6)

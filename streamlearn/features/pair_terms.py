@@ -37,7 +37,7 @@ from numba import njit
 from streamlearn.errors import SchemaError
 from streamlearn.features.bspline import BSplineMap, _segment, bspline_transform
 from streamlearn.features.feature_map import dense_to_csr
-from streamlearn.features.value_terms import check_value_terms, value_columns
+from streamlearn.features.value_terms import check_value_terms, value_columns, value_scale
 
 #: Default bases per axis of a pair's tensor grid.
 PAIR_BASES = 8
@@ -287,6 +287,12 @@ class BSplinePairMap(BSplineMap):
                           dtype=np.float64)
 
     @property
+    def value_scale(self) -> float:
+        """The entry of a value term's column for a value found
+        (:func:`~streamlearn.features.value_terms.value_scale`)."""
+        return value_scale(self.n_bases, self.penalty_order)
+
+    @property
     def n_values(self) -> int:
         """Columns of the value terms, all together."""
         return sum(len(values) for _, values in self.value_terms)
@@ -346,7 +352,7 @@ class BSplinePairMap(BSplineMap):
         pairs = main + self.n_pairs * self.pair_bases**2
         pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
                              self.pair_features, out[:, main:pairs])
-        out[:, pairs:] = value_columns(X, self.value_terms)
+        out[:, pairs:] = value_columns(X, self.value_terms, self.value_scale)
         return out
 
     def transform_features(self, X: Any) -> np.ndarray:
@@ -403,10 +409,12 @@ class BSplinePairMap(BSplineMap):
             squares[f] = (hats * hats).sum(axis=1)
         for f, g in self.interactions:
             total += float(squares[f] @ squares[g])
-        return total + float(value_columns(X, self.value_terms).sum())
+        found = float(np.count_nonzero(value_columns(X, self.value_terms)))
+        return total + found * self.value_scale**2
 
     def value_values(self, X: Any, W: np.ndarray) -> np.ndarray:
-        """Each value term at the rows: the weight of the row's value, 0 off the table.
+        """Each value term at the rows: the weight of the row's value times the columns'
+        entry (:attr:`value_scale`), 0 off the table.
 
         Parameters
         ----------
@@ -426,7 +434,7 @@ class BSplinePairMap(BSplineMap):
             at = np.minimum(np.searchsorted(table, X[:, f].astype(np.float64)),
                             table.shape[0] - 1)
             hit = table[at] == X[:, f].astype(np.float64)
-            out[hit, t, :] = W[:, bounds[t] + at[hit]].T
+            out[hit, t, :] = self.value_scale * W[:, bounds[t] + at[hit]].T
         return out
 
     def transform_csr(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -4,13 +4,22 @@ A B-spline term is smooth in the feature's value. Some numeric features take a f
 whose effects are not: a capital gain of exactly 7,688 or 15,024 says more about income
 than the gains around it, which a curve with a difference penalty cannot follow. A value
 term gives feature ``f`` one column per value of a short table ``v_0 < v_1 < ...``: a row
-whose ``x_f`` equals ``v_k`` (exactly, as float32) has a 1 in column ``k`` and every other
-row nothing, so the feature's shape becomes its curve plus a step at each listed value.
+whose ``x_f`` equals ``v_k`` (exactly, as float32) has the entry ``s`` in column ``k`` and
+every other row nothing, so the feature's shape becomes its curve plus a step at each
+listed value.
 
 The columns follow the pair blocks of a
 :class:`~streamlearn.features.pair_terms.BSplinePairMap`, term after term, in the order of
 the concatenated tables; their penalty is a ridge, as the pairs' is (``w_d = w`` there). A
 row writes at most one entry per value term, so the terms cost a binary search each.
+
+The entry ``s`` (:func:`value_scale`) sets what the ridge charges for a step: a step of
+``J`` costs ``(J / s)^2``, as much as the feature's own difference penalty charges for the
+cheapest curve that rises by ``J`` from one end of its range to the other, the curve of a
+two-valued feature. A value term is then penalised as a 0/1 column for the value, encoded
+by hand, would be; with ``s = 1`` the ridge charged a step 7 to 31 times as much as the
+curves' first differences do, and held the steps down (adult: held-out log-loss 0.320
+against 0.308).
 
 Which features get one, and with which values, is chosen from the data
 (:func:`frequent_values`, then a screening of the per-feature model's residuals in
@@ -26,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from streamlearn.errors import SchemaError
+from streamlearn.features.difference_penalty import difference_matrix
 
 #: A value enters a feature's table when it holds at least this share of the row sample
 #: (4 rows of the describe pass's 4,096): a weight of its own then has at least about
@@ -35,8 +45,19 @@ MIN_VALUE_SHARE = 1.0 / 1024
 MAX_VALUES = 32
 
 
+def value_scale(n_bases: int, order: int) -> float:
+    """The entry ``s`` of a value term's columns beside curves of ``n_bases`` bases under
+    the difference penalty of ``order``: ``s^2 = min ||D w||^2`` over the coefficients
+    ``w`` with ``w_last - w_first = 1`` (``e^T (D^T D)^-1 e``, ``e = e_last - e_first``).
+    ``sqrt(2)`` for order 0, ``sqrt(n_bases - 1)`` for order 1."""
+    D = difference_matrix(int(n_bases), int(order))
+    e = np.zeros(int(n_bases))
+    e[0], e[-1] = -1.0, 1.0
+    return float(np.linalg.norm(np.linalg.solve(D.T, e)))
+
+
 @njit(cache=True, nogil=True, forceinline=True)
-def value_encode_row(x, features, bounds, table, offset, idx, val, nnz):
+def value_encode_row(x, features, bounds, table, scale, offset, idx, val, nnz):
     """Append the entries of a row's value terms to an encoding.
 
     Parameters
@@ -48,12 +69,14 @@ def value_encode_row(x, features, bounds, table, offset, idx, val, nnz):
         Term ``t``'s values are ``table[bounds[t]:bounds[t + 1]]``.
     table : ndarray of float64
         Every term's values, each term's increasing.
+    scale : float
+        The entry ``s`` of a value found (:func:`value_scale`).
     offset : int
         Column of the first value (the per-feature and pair columns come before it).
     idx : ndarray of int32
         Receives the column indices from position ``nnz`` on (ascending).
     val : ndarray of float32
-        Receives the values (1).
+        Receives the values (``scale``).
     nnz : int
         Entries already written.
 
@@ -74,13 +97,13 @@ def value_encode_row(x, features, bounds, table, offset, idx, val, nnz):
                 hi = mid
         if lo < bounds[t + 1] and table[lo] == v:
             idx[nnz] = offset + lo
-            val[nnz] = 1.0
+            val[nnz] = scale
             nnz += 1
     return nnz
 
 
-def value_columns(X: np.ndarray, value_terms: Sequence[tuple[int, tuple[float, ...]]]
-                  ) -> np.ndarray:
+def value_columns(X: np.ndarray, value_terms: Sequence[tuple[int, tuple[float, ...]]],
+                  scale: float = 1.0) -> np.ndarray:
     """The value terms' columns of rows ``X``, dense float32 (numpy, the reference of
     :func:`value_encode_row`).
 
@@ -88,6 +111,8 @@ def value_columns(X: np.ndarray, value_terms: Sequence[tuple[int, tuple[float, .
     ----------
     X : ndarray of shape (n, n_features)
     value_terms : sequence of (int, tuple of float)
+    scale : float
+        The entry of a value found (:func:`value_scale`).
 
     Returns
     -------
@@ -98,7 +123,7 @@ def value_columns(X: np.ndarray, value_terms: Sequence[tuple[int, tuple[float, .
               for f, values in value_terms]
     if not blocks:
         return np.zeros((X.shape[0], 0), dtype=np.float32)
-    return np.hstack(blocks).astype(np.float32)
+    return (np.hstack(blocks) * np.float32(scale)).astype(np.float32)
 
 
 def check_value_terms(value_terms: Any, n_features: int | None = None

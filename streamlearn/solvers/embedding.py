@@ -13,9 +13,10 @@ by an integer ``kind`` and two packed arrays:
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite; pair maps append the pair grid's scale (n_features) and
-  the value table (from ``ipar[IP_VALUE_START]`` on), and B-splines with quantile knots
-  then the :func:`~streamlearn.features.knots.warp_table` from ``ipar[IP_WARP_START]`` on.
+  ``(mean, std)`` for Hermite; pair maps append the pair grid's scale (n_features) and,
+  from ``ipar[IP_VALUE_START]`` on, the value columns' entry and the value table, and
+  B-splines with quantile knots then the :func:`~streamlearn.features.knots.warp_table`
+  from ``ipar[IP_WARP_START]`` on.
 
 Pair columns come after the ``n_features * n_cols`` per-feature columns
 (``ipar[IP_MAIN_DIMS]``), and value columns after them; their penalty is a ridge, so
@@ -93,7 +94,7 @@ IP_N_PAIRS = 10  # pair terms (B-splines only)
 IP_PAIR_BASES = 11  # bases per axis of a pair's grid
 IP_WARP_START = 12  # B-splines with quantile knots: where fpar's warp table starts (else 0)
 IP_N_VALUE_TERMS = 13  # value terms (B-splines only)
-IP_VALUE_START = 14  # where fpar's value table starts (0 without value terms)
+IP_VALUE_START = 14  # where fpar's value entry and table start (0 without value terms)
 N_IPAR = 15
 
 
@@ -203,8 +204,10 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar = np.concatenate([ipar, feature_map.pair_features, feature_map.value_features,
                                feature_map.value_bounds if feature_map.value_terms else []]
                               ).astype(np.int64)
+        values = ([feature_map.value_scale, *feature_map.value_table]
+                  if feature_map.value_terms else [])
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
-                               feature_map.pair_scale_, feature_map.value_table])
+                               feature_map.pair_scale_, values])
         return _bspline(fpar, ipar, feature_map)
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
@@ -301,9 +304,10 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
         if n_value_terms == 0:
             return nnz
         values_end = pairs_end + n_value_terms
+        start = ipar[IP_VALUE_START]  # the columns' entry, then the table
         return value_encode_row(
             x, ipar[pairs_end:values_end], ipar[values_end : values_end + n_value_terms + 1],
-            fpar[ipar[IP_VALUE_START]:],
+            fpar[start + 1 :], fpar[start],
             ipar[IP_MAIN_DIMS] + ipar[IP_N_PAIRS] * ipar[IP_PAIR_BASES] ** 2, idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
