@@ -735,6 +735,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
     line = pairs_line(model)
     if line is not None:
         click.echo(f"  pairs    : {line.removeprefix('feature pairs: ')}")
+    line = values_line(model)
+    if line is not None:
+        click.echo(f"  values   : {line.removeprefix('value terms: ')}")
     line = bases_line(model)
     if line is not None:
         click.echo(f"  bases    : {line.removeprefix('bases per feature: ')}")
@@ -1259,6 +1262,22 @@ def pairs_line(model: Any) -> str | None:
                                                               else ""))
 
 
+def values_line(model: Any) -> str | None:
+    """What ``value_terms="auto"`` did: the features given a weight per value, if any."""
+    check = getattr(model, "value_check_", None)
+    if not check:
+        return None
+    if "screened" not in check:
+        return (f"value terms: none ({len(check['candidates'])} candidate features; "
+                f"{check['reason']})")
+    verdict = "kept" if check["kept"] else "not kept"
+    shown = ", ".join(f"{name} ({len(values)} values)"
+                      for name, values in getattr(model, "value_terms_", ())[:3])
+    return (f"value terms: {len(check['screened'])} screened and trained, {verdict} "
+            f"(held-out log-loss {check['held_out_log_loss_without']:.4f} without, "
+            f"{check['held_out_log_loss_with']:.4f} with)" + (f"; {shown}" if shown else ""))
+
+
 def bases_line(model: Any) -> str | None:
     """What ``n_bases="auto"`` did: each count of bases tried, with its held-out loss."""
     tried = getattr(model, "bases_tried_", None)
@@ -1384,7 +1403,7 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     click.echo(f"  first fit: {compiling.seconds:.1f} s of it compiling kernels"
                if compiling.seconds >= 0.05 else
                "  its kernels were compiled by an earlier run (cached)")
-    for line in (pairs_line(model), bases_line(model)):
+    for line in (pairs_line(model), values_line(model), bases_line(model)):
         if line:
             click.echo(f"  {line}")
     click.echo("training a linear SVM on the same stream, for comparison")

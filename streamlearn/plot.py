@@ -28,7 +28,8 @@ MAX_BARS = 20
 MAX_LINES = 10
 #: Learned values shown above the pictures of :func:`explain` (when the model has them).
 HEADLINE = ("n_features_in_", "n_train_", "n_iter_", "n_passes_", "interactions_",
-            "n_active_components_", "n_prototypes_", "l2_", "C_", "tau_", "gamma_")
+            "value_terms_", "n_active_components_", "n_prototypes_", "l2_", "C_", "tau_",
+            "gamma_")
 
 
 def _pyplot() -> Any:

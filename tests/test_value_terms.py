@@ -251,6 +251,17 @@ def test_auto_keeps_the_value_term_of_the_feature_that_jumps(jumps) -> None:
                                atol=1e-9)
 
 
+def test_the_command_line_reports_the_value_terms(jumps) -> None:
+    from streamlearn.cli import values_line
+
+    model = jumps[0]
+    check = model.value_check_
+    assert values_line(model) == (
+        f"value terms: 1 screened and trained, kept (held-out log-loss "
+        f"{check['held_out_log_loss_without']:.4f} without, "
+        f"{check['held_out_log_loss_with']:.4f} with); x0 ({MAX_VALUES} values)")
+
+
 def test_no_value_term_where_no_feature_jumps() -> None:
     X, y = _jumps(6000, seed=8)
     rng = np.random.default_rng(8)
@@ -259,6 +270,9 @@ def test_no_value_term_where_no_feature_jumps() -> None:
     model = AdditiveSVC().fit(X, y)
     assert model.value_terms_ == () and not model.value_check_["kept"]
     assert model.value_check_["candidates"] == [0, 2]
+    from streamlearn.cli import values_line
+
+    assert values_line(model).startswith("value terms: none (2 candidate features; ")
 
 
 def test_value_terms_train_as_a_linear_svm_on_the_materialised_embedding(jumps) -> None:
