@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from queue import Empty
 from typing import Any, ClassVar
 
 import numpy as np
@@ -72,6 +73,9 @@ QUICK_GENERATED_TRAIN = 10_000
 CHUNK_ROWS = 5_000
 METHODS = ("additive_k0", "additive_auto", *(f"additive_k{k}" for k in KS), "ebm", "lightgbm",
            "hgb")
+#: Beside them on request (``--methods``): ``AdditiveSVC(value_terms=False)``, the default
+#: model without value terms.
+NO_VALUES = "additive_no_values"
 
 
 def generated(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +126,8 @@ def make(method: str, n_classes: int) -> Any:
     if method.startswith("additive"):
         from streamlearn.models import AdditiveSVC
 
+        if method == NO_VALUES:
+            return AdditiveSVC(value_terms=False, progress=False, engine=TimedEngine())
         k = "auto" if method == "additive_auto" else int(method[len("additive_k"):])
         return AdditiveSVC(interactions=k, progress=False, engine=TimedEngine())
     if method == "ebm":
@@ -155,6 +161,8 @@ def fit_child(name: str, method: str, queue: Any) -> None:
         out.update(pass_times(model.engine.log))
         out["interactions"] = [list(p) for p in model.interactions_]
         out["interaction_check"] = getattr(model, "interaction_check_", None)
+        out["value_terms"] = {name: len(values) for name, values in model.value_terms_}
+        out["value_check"] = getattr(model, "value_check_", None)
     if method == "ebm":
         out["interactions"] = [list(model.feature_names_in_[i] for i in term)
                                for term in model.term_features_ if len(term) == 2]
@@ -166,11 +174,13 @@ def pass_times(log: list[tuple[str, float]]) -> dict[str, Any]:
     the per-feature model (the epochs before the screening) and of the model with pairs
     (after it, the model the fit keeps training)."""
     screen_at = next((i for i, (d, _) in enumerate(log) if d.startswith("screen pairs")), None)
+    values_at = next((i for i, (d, _) in enumerate(log) if d.startswith("screen value")), None)
     epochs = [(i, s) for i, (d, s) in enumerate(log) if "epoch" in d]
     before = [s for i, s in epochs if screen_at is None or i < screen_at]
     after = [s for i, s in epochs if screen_at is not None and i > screen_at]
     return {"passes": [[d, round(s, 4)] for d, s in log],
             "screen_s": log[screen_at][1] if screen_at is not None else None,
+            "value_screen_s": log[values_at][1] if values_at is not None else None,
             "median_epoch_s": float(np.median(before)) if before else None,
             "median_pair_epoch_s": float(np.median(after)) if after else None}
 
@@ -181,7 +191,14 @@ def run_child(target: Any, *args: Any) -> dict[str, Any]:
     queue = ctx.Queue()
     proc = ctx.Process(target=target, args=(*args, queue))
     proc.start()
-    result = queue.get()
+    while True:  # a child that dies (a crash, the OOM killer) puts nothing: say so
+        try:
+            result = queue.get(timeout=5.0)
+            break
+        except Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"{getattr(target, '__name__', target)}{args} exited "
+                                   f"with code {proc.exitcode} before reporting") from None
     proc.join()
     return result
 
@@ -365,7 +382,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     args = parser.parse_args(argv)
     chosen_methods = args.methods.split(",") if args.methods else None
-    unknown = sorted(set(chosen_methods or ()) - {*METHODS, f"additive_k{len(TRUE_PAIRS)}"})
+    unknown = sorted(set(chosen_methods or ())
+                     - {*METHODS, f"additive_k{len(TRUE_PAIRS)}", NO_VALUES})
     if unknown:
         parser.error(f"unknown methods {unknown}; choose from {list(METHODS)}")
     names = (args.datasets.split(",") if args.datasets
@@ -377,7 +395,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in names:
         extra_methods = ((f"additive_k{len(TRUE_PAIRS)}",) if name.startswith("generated")
                          else ())
-        for method in (*METHODS, *extra_methods):
+        asked = (NO_VALUES,) if chosen_methods and NO_VALUES in chosen_methods else ()
+        for method in (*METHODS, *asked, *extra_methods):
             if chosen_methods is not None and method not in chosen_methods:
                 continue
             row = run_child(fit_child, name, method)
