@@ -170,7 +170,8 @@ def test_bad_value_terms_are_refused_clearly(terms, error, match) -> None:
 # -- the screening pass ------------------------------------------------------------------
 def test_screening_pass_sums_and_scores_match_numpy() -> None:
     """The pass over chunks against the residuals computed at once, and the score
-    against its definition: the reduction by per-value offsets beyond per-bin ones."""
+    against its definition: the score statistics of offsets per value beyond those of
+    offsets per bin, less their degrees of freedom."""
     X, y = _jumps(3000, seed=3)
     y3 = np.where(X[:, 1] > 1.0, 2, y)
     fmap = BSplineMap(degree=1, n_bases=8, penalty_order=1).fit(X.min(0), X.max(0))
@@ -187,23 +188,26 @@ def test_screening_pass_sums_and_scores_match_numpy() -> None:
     train = ~holdout.mask(np.arange(3000))
     P = 1.0 / (1.0 + np.exp(a * decision_ovr_chunk(X[train], W, 1.0, *emb) + b))
     R = (y3[train, None] == np.arange(3)[None, :]) - P
-    np.testing.assert_allclose(state.residual_sq, (R**2).sum(axis=0), rtol=1e-10)
     edges = bin_edges(X[:2000][:, pass_.features], SCREEN_BINS)
-    noise = (R**2).mean(axis=0)
+
+    def explained(groups: list[np.ndarray]) -> np.ndarray:
+        return sum(r.sum(axis=0) ** 2 / (r**2).sum(axis=0) for r in groups if len(r))
+
     expected = []
     for t, f in enumerate(pass_.features):
         table = pass_.tables[t]
         x = X[train, f]
         on = np.isin(x, table)
         per_value = [R[on & (x == v)] for v in table]
-        np.testing.assert_allclose(state.sums[pass_.bounds[t]:pass_.bounds[t + 1]],
-                                   [r.sum(axis=0) for r in per_value], atol=1e-9)
+        cells = slice(pass_.bounds[t], pass_.bounds[t + 1])
+        np.testing.assert_allclose(state.sums[cells], [r.sum(axis=0) for r in per_value],
+                                   atol=1e-9)
+        np.testing.assert_allclose(state.squares[cells],
+                                   [(r**2).sum(axis=0) for r in per_value], atol=1e-9)
         bins = np.searchsorted(edges[t], x, side="right")
-        g_val = sum((r.sum(axis=0) ** 2 / len(r)) for r in per_value if len(r))
-        g_bin = sum(R[on & (bins == c)].sum(axis=0) ** 2 / np.count_nonzero(on & (bins == c))
-                    for c in np.unique(bins[on]))
-        dof = sum(len(r) > 0 for r in per_value) - len(np.unique(bins[on]))
-        expected.append(float(((g_val - g_bin) / noise - dof).sum()))
+        per_bin = [R[on & (bins == c)] for c in np.unique(bins[on])]
+        dof = sum(len(r) > 0 for r in per_value) - len(per_bin)
+        expected.append(float((explained(per_value) - explained(per_bin) - dof).sum()))
     value_bins = [np.searchsorted(edges[t], table, side="right")
                   for t, table in enumerate(pass_.tables)]
     np.testing.assert_allclose(value_scores(state, pass_.bounds, value_bins), expected,
@@ -303,8 +307,8 @@ def test_model_file_keeps_the_value_terms(jumps, tmp_path) -> None:
 
 
 def test_a_killed_fit_with_value_terms_resumes_to_the_same_model(tmp_path) -> None:
-    X, y = _jumps(4000, seed=10)
-    params = {"interactions": 0, "n_bases": 8, "chunk_rows": 500}
+    X, y = _jumps(8000, seed=10)
+    params = {"interactions": 0, "n_bases": 8, "chunk_rows": 1000}
     whole = AdditiveSVC(**params).fit(X, y)
     assert whole.value_terms_
 
