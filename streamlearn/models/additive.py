@@ -368,14 +368,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         candidates are the features with at least three values in the describe pass's
         row sample, of which at least two hold 1/1024 of it each (up to the 32 most
         frequent such values make the feature's table; categorical codes aside). After the
-        per-feature model is trained, one streamed pass adds up its residuals at each
-        listed value; a feature is chosen when its residuals jump at single values beyond
-        what 16 quantile bins of it explain, by at least 50 units of residual variance per
-        binary model (:mod:`streamlearn.solvers.additive.value_screening`; about six
-        standard deviations of the chance excess). The model with the chosen terms is
-        trained and kept only when its calibrated held-out log-loss is lower, by 0.5 % for
-        each multiple of the per-feature work per row they add (one entry a term), with at
-        least 200 held-out rows (``value_check_``); pairs are screened after. False: none.
+        per-feature model is trained, one streamed pass adds up its residuals and their
+        squares at each listed value; a feature is chosen when offsets per value explain
+        its residuals better than offsets per quantile bin (16 bins) do, by a score
+        statistic at least 50 above its mean per binary model
+        (:mod:`streamlearn.solvers.additive.value_screening`; about six standard
+        deviations). The model with the chosen terms is trained and kept only when its
+        calibrated held-out log-loss is lower by at least 0.5 %, with at least 200
+        held-out rows (``value_check_``); pairs are screened after. Each value's column
+        holds the entry that makes its ridge charge a step what the feature's difference
+        penalty charges a two-valued feature's curve
+        (:func:`~streamlearn.features.value_terms.value_scale`). False: none.
         :meth:`partial_fit` screens none.
     class_weight : dict, "balanced" or None
         Factors on the weights of each class's rows (label -> factor), or ``"balanced"``,
