@@ -116,3 +116,23 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+def killing_engine() -> type:
+    """A ``LocalEngine`` class whose ``run`` raises ``RuntimeError("killed")`` at the
+    ``kill_at``-th pass run by any of its instances (``runs`` counts them; ``kill_at``
+    None: never), so that a test can stop a checkpointed fit inside a chosen pass and
+    resume it with the same kind of engine (the checkpoint records it)."""
+    from streamlearn.engine import LocalEngine
+
+    class Killed(LocalEngine):
+        runs = 0
+        kill_at: int | None = None
+
+        def run(self, pass_, data, **options):
+            Killed.runs += 1
+            if Killed.runs == Killed.kill_at:
+                raise RuntimeError("killed")
+            return super().run(pass_, data, **options)
+
+    return Killed

@@ -209,14 +209,19 @@ def test_additive_svc_mixing_matches_local_accuracy(client, problem, solver, par
         abs=1e-12)
 
 
+def _store(path, X: np.ndarray, y: np.ndarray, rows: int = 2500):
+    """``X`` and ``y`` as a zarr store of ``rows``-row chunks, opened in such chunks."""
+    group = zarr.open_group(str(path), mode="w")
+    group.create_array("X", data=X, chunks=(rows, X.shape[1]))
+    group.create_array("y", data=y, chunks=(rows,))
+    return sl.open_dataset(str(path), chunk_rows=rows)
+
+
 def test_additive_svc_screens_the_same_pairs_on_dask(client, tmp_path) -> None:
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, (20_000, 5)).astype(np.float32)
     y = (X[:, 0] + 2 * X[:, 1] * X[:, 2] - np.sign(X[:, 3] * X[:, 4]) > 0).astype(np.int64)
-    group = zarr.open_group(str(tmp_path / "pairs.zarr"), mode="w")
-    group.create_array("X", data=X, chunks=(2500, 5))
-    group.create_array("y", data=y, chunks=(2500,))
-    ds = sl.open_dataset(str(tmp_path / "pairs.zarr"), chunk_rows=2500)
+    ds = _store(tmp_path / "pairs.zarr", X, y)
     local = AdditiveSVC(interactions=2).fit(ds)
     mixed = AdditiveSVC(interactions=2).fit(ds, engine=_engine(client))
     # the per-feature model is mixed across workers, so its residuals, hence the scores,
@@ -234,10 +239,7 @@ def test_additive_svc_keeps_the_same_value_terms_on_dask(client, tmp_path) -> No
                  axis=1).astype(np.float32)
     f = 2.5 * np.isin(X[:, 0], (7, 19, 31)) + np.sin(2 * X[:, 1]) - 0.4
     y = (f + 0.5 * rng.normal(size=20_000) > 0).astype(np.int64)
-    group = zarr.open_group(str(tmp_path / "values.zarr"), mode="w")
-    group.create_array("X", data=X, chunks=(2500, 2))
-    group.create_array("y", data=y, chunks=(2500,))
-    ds = sl.open_dataset(str(tmp_path / "values.zarr"), chunk_rows=2500)
+    ds = _store(tmp_path / "values.zarr", X, y)
     local = AdditiveSVC(interactions=0).fit(ds)
     mixed = AdditiveSVC(interactions=0).fit(ds, engine=_engine(client))
     # the screening is a reduction over the per-feature model, mixed across workers

@@ -43,6 +43,7 @@ from streamlearn.solvers.embedding import (
     encode_row,
     row_sq_norm,
 )
+from tests.conftest import killing_engine
 
 
 def _hats(x: np.ndarray, lo: float, hi: float, n: int) -> np.ndarray:
@@ -636,15 +637,7 @@ def test_a_killed_fit_with_screening_resumes_to_the_same_model(tmp_path) -> None
     X, y = _planted(4000, seed=9)
     whole = AdditiveSVC(interactions=2, chunk_rows=500).fit(X, y)
 
-    class Killed(LocalEngine):
-        runs = 0
-        kill_at: int | None = 0
-
-        def run(self, pass_, data, **options):
-            Killed.runs += 1
-            if Killed.runs == Killed.kill_at:
-                raise RuntimeError("killed")
-            return super().run(pass_, data, **options)
+    Killed = killing_engine()
 
     probe = Killed(progress=False)
     AdditiveSVC(interactions=2, chunk_rows=500).fit(X, y, engine=probe)

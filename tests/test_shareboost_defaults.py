@@ -21,6 +21,7 @@ from streamlearn.solvers.shareboost.driver import (
     ROUND_PATIENCE_SHARE,
 )
 from streamlearn.solvers.shareboost.passes import ColumnScorePass, RestrictedObjectivePass
+from tests.conftest import killing_engine
 
 
 def _wide_problem(n: int, seed: int, d: int = 120, informative: int = 8, k: int = 4):
@@ -191,15 +192,7 @@ def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: i
     X, y = _wide_problem(2500, seed=7, d=30)
     whole = ShareBoostClassifier(chunk_rows=500).fit(X, y)
 
-    class Killed(LocalEngine):  # the same engine resumes (the checkpoint records its kind)
-        runs = 0
-        kill_at: int | None = None
-
-        def run(self, pass_, data, **options):
-            Killed.runs += 1
-            if Killed.runs == Killed.kill_at:
-                raise RuntimeError("killed")
-            return super().run(pass_, data, **options)
+    Killed = killing_engine()
 
     Killed.kill_at = kill_at
     with pytest.raises(RuntimeError, match="killed"):

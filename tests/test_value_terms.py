@@ -19,7 +19,7 @@ from streamlearn.features.value_terms import (
 from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
 from streamlearn.solvers.additive import HOLDOUT_SALT, Holdout, ModelPairs
-from streamlearn.solvers.additive.interactions import SCREEN_BINS, bin_edges
+from streamlearn.solvers.additive.interactions import SCREEN_BINS, ResidualModel, bin_edges
 from streamlearn.solvers.additive.value_screening import (
     VALUE_SCORE,
     ValueScreeningPass,
@@ -33,6 +33,7 @@ from streamlearn.solvers.embedding import (
     feature_terms,
     row_sq_norm,
 )
+from tests.conftest import killing_engine
 
 SPIKES = (7.0, 19.0, 31.0)
 
@@ -181,7 +182,8 @@ def test_screening_pass_sums_and_scores_match_numpy() -> None:
     a, b = np.array([-1.2, -0.8, -1.0]), np.array([0.1, -0.2, 0.0])
     candidates = frequent_values(X[:2000], skip=[1])
     holdout = Holdout.fraction(0.1, 5 ^ HOLDOUT_SALT)
-    pass_ = ValueScreeningPass(W, emb, ModelPairs.of(3), 1.0, a, b, candidates, holdout)
+    pass_ = ValueScreeningPass(ResidualModel.of(W, emb, ModelPairs.of(3), 1.0, a, b),
+                               candidates, holdout)
     data = open_dataset(X, target=y3, chunk_rows=700)
     state = LocalEngine(progress=False).run(pass_, data)
 
@@ -220,8 +222,9 @@ def test_screening_finds_the_feature_that_jumps() -> None:
     emb = embedding_params(model.feature_map_)
     candidates = frequent_values(X[:4096])
     assert sorted(candidates) == [0, 2]
-    pass_ = ValueScreeningPass(model.coef_d_, emb, ModelPairs.of(2), 1.0, model.platt_a_,
-                               model.platt_b_, candidates, None)
+    pass_ = ValueScreeningPass(ResidualModel.of(model.coef_d_, emb, ModelPairs.of(2), 1.0,
+                                                model.platt_a_, model.platt_b_),
+                               candidates, None)
     state = LocalEngine(progress=False).run(pass_, open_dataset(X, target=y))
     terms, scores = choose_value_terms(state, pass_, X[:4096])
     assert [f for f, _ in terms] == [0] and scores[0] >= VALUE_SCORE
@@ -312,15 +315,7 @@ def test_a_killed_fit_with_value_terms_resumes_to_the_same_model(tmp_path) -> No
     whole = AdditiveSVC(**params).fit(X, y)
     assert whole.value_terms_
 
-    class Killed(LocalEngine):
-        runs = 0
-        kill_at: int | None = None
-
-        def run(self, pass_, data, **options):
-            Killed.runs += 1
-            if Killed.runs == Killed.kill_at:
-                raise RuntimeError("killed")
-            return super().run(pass_, data, **options)
+    Killed = killing_engine()
 
     AdditiveSVC(**params).fit(X, y, engine=Killed(progress=False))
     n_runs, Killed.runs = Killed.runs, 0

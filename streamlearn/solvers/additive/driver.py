@@ -48,6 +48,7 @@ from streamlearn.features.tail_transform import TailTransform
 from streamlearn.features.value_terms import frequent_values
 from streamlearn.solvers.additive.interactions import (
     SCREEN_BINS,
+    ResidualModel,
     ScreeningPass,
     bin_edges,
     candidate_features,
@@ -684,13 +685,9 @@ def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
     candidates = frequent_values(sample, skip=coded)
     if not candidates:
         return fitted
-    assert dataset.classes is not None
     holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
                if config.calibration_fraction is not None else None)
-    pass_ = ValueScreeningPass(fitted.coef_d, embedding_params(fmap, len(names)),
-                               ModelPairs.of(len(dataset.classes), config.multiclass),
-                               config.bias_scale, fitted.platt_a, fitted.platt_b, candidates,
-                               holdout)
+    pass_ = ValueScreeningPass(residual_model(fitted, config, dataset), candidates, holdout)
     ranges = _sample_ranges(dataset)
     if ranges is None:
         state = runner.run(pass_, dataset, description="screen value terms")
@@ -895,13 +892,10 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
         return (), np.zeros(0)
     sample = summary.description.sample[:, candidates]
     edges = bin_edges(sample, SCREEN_BINS)
-    assert dataset.classes is not None
-    pairs = ModelPairs.of(len(dataset.classes), config.multiclass)
     ranges = _sample_ranges(dataset)
     n_rows = dataset.n_rows if ranges is None else sum(b - a for a, b in ranges)
-    pass_ = ScreeningPass(fitted.coef_d, embedding_params(fitted.feature_map, n_features),
-                          pairs, config.bias_scale, fitted.platt_a, fitted.platt_b,
-                          candidates, edges, common_bins(sample, edges), holdout, n_rows)
+    pass_ = ScreeningPass(residual_model(fitted, config, dataset), candidates, edges,
+                          common_bins(sample, edges), holdout, n_rows)
     if ranges is None:
         state = runner.run(pass_, dataset, description="screen pairs")
     else:  # the ranking of pairs needs no more rows than the chunks of the describe sample
@@ -911,6 +905,16 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
     best = choose_interactions(gains, int(config.interactions))
     chosen = tuple((int(f), int(g)) for f, g in pass_.screened[best])
     return chosen, gains[best]
+
+
+def residual_model(fitted: AdditiveFit, config: AdditiveConfig, dataset: Dataset
+                   ) -> ResidualModel:
+    """The fitted models as the screening passes take them."""
+    assert dataset.classes is not None
+    return ResidualModel.of(fitted.coef_d,
+                            embedding_params(fitted.feature_map, len(dataset.feature_names)),
+                            ModelPairs.of(len(dataset.classes), config.multiclass),
+                            config.bias_scale, fitted.platt_a, fitted.platt_b)
 
 
 def with_importances(fitted: AdditiveFit, summary: Summary | None) -> AdditiveFit:

@@ -30,7 +30,7 @@ Candidates: the pairs among the features whose terms matter most in the additive
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -637,6 +637,73 @@ def candidate_features(importances: np.ndarray, n_models: int,
     return np.sort(order[:k])
 
 
+class ResidualModel(NamedTuple):
+    """The fitted additive models whose residuals a screening pass adds up.
+
+    Attributes
+    ----------
+    W : ndarray of shape (m, n_dims + 1), float64
+        The models in ``w_d`` form.
+    emb : Embedding
+    pairs : ModelPairs
+    bias_scale : float
+    platt_a, platt_b : ndarray of shape (m,), float64
+        The models' sigmoids (``-1, 0`` for the plain logistic).
+    """
+
+    W: np.ndarray
+    emb: Embedding
+    pairs: ModelPairs
+    bias_scale: float
+    platt_a: np.ndarray
+    platt_b: np.ndarray
+
+    @classmethod
+    def of(cls, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
+           platt_a: np.ndarray, platt_b: np.ndarray) -> ResidualModel:
+        """The models with their arrays as the kernels take them."""
+        return cls(np.ascontiguousarray(W, dtype=np.float64), emb, pairs, float(bias_scale),
+                   np.asarray(platt_a, dtype=np.float64), np.asarray(platt_b, dtype=np.float64))
+
+    @property
+    def weight_columns(self) -> int:
+        """Columns of a pass's weight sums: one against the rest, every row is in every
+        model with the same weight, and one column serves them all (it halves a pass's
+        additions); class pairs, one per model."""
+        return self.W.shape[0] if self.pairs.one_vs_one else 1
+
+    def residuals(self, chunk: Chunk, holdout: Holdout | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The training rows of a chunk with the models' weighted residuals.
+
+        Parameters
+        ----------
+        chunk : Chunk
+        holdout : Holdout or None
+            Rows held out from training, left out.
+
+        Returns
+        -------
+        (X, residual, weight, residual_sq) or None
+            ``X`` the rows kept (C-contiguous); ``residual[i, j] = w_ij ([y_i = +1] -
+            P_j(x_i))`` and ``weight[i, j] = w_ij`` (0 where row ``i`` is not in model
+            ``j``'s problem), float64 of shape (n, m); ``residual_sq[j] = sum_i w_ij
+            ([y_i = +1] - P_j(x_i))^2``. None when the chunk has no training row.
+        """
+        keep = (np.arange(chunk.X.shape[0]) if holdout is None
+                else np.flatnonzero(~holdout.mask(chunk.rows)))
+        if keep.size == 0:
+            return None
+        X = np.ascontiguousarray(chunk.X[keep])
+        scores = decision_ovr_chunk(X, self.W, self.bias_scale, *self.emb)
+        proba = sigmoid_proba(scores, self.platt_a[None, :], self.platt_b[None, :])
+        positive, member = self.pairs.labels(np.asarray(chunk.y)[keep])
+        weight = member if chunk.weight is None else member * chunk.weight[keep][:, None]
+        residual = np.ascontiguousarray((positive - proba) * weight, dtype=np.float64)
+        residual_sq = ((positive - proba) ** 2 * weight).sum(axis=0)
+        return X, residual, np.ascontiguousarray(weight, dtype=np.float64), residual_sq
+
+
 @dataclass
 class ScreeningState:
     """Sums of the screening pass: per pair the cells off the common bins
@@ -659,13 +726,8 @@ class ScreeningPass:
 
     Parameters
     ----------
-    W : ndarray of shape (m, n_dims + 1)
-        The additive models in ``w_d`` form.
-    emb : Embedding
-    pairs : ModelPairs
-    bias_scale : float
-    platt_a, platt_b : ndarray of shape (m,)
-        The models' sigmoids (``-1, 0`` for the plain logistic).
+    model : ResidualModel
+        The per-feature models.
     candidates : ndarray of int64
         Candidate features; every pair of them is screened.
     edges : ndarray of shape (n_candidates, n_bins - 1)
@@ -684,16 +746,10 @@ class ScreeningPass:
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
-                 platt_a: np.ndarray, platt_b: np.ndarray, candidates: np.ndarray,
-                 edges: np.ndarray, common: np.ndarray, holdout: Holdout | None,
-                 n_rows: int | None = None) -> None:
-        self.W = np.ascontiguousarray(W, dtype=np.float64)
-        self.emb = emb
-        self.pairs = pairs
-        self.bias_scale = float(bias_scale)
-        self.platt_a = np.asarray(platt_a, dtype=np.float64)
-        self.platt_b = np.asarray(platt_b, dtype=np.float64)
+    def __init__(self, model: ResidualModel, candidates: np.ndarray, edges: np.ndarray,
+                 common: np.ndarray, holdout: Holdout | None, n_rows: int | None = None
+                 ) -> None:
+        self.model = model
         self.candidates = np.asarray(candidates, dtype=np.int64)
         self.edges = np.ascontiguousarray(edges, dtype=np.float64)
         self.common = np.asarray(common, dtype=np.int64)
@@ -702,10 +758,7 @@ class ScreeningPass:
         self.first = first.astype(np.int64)
         self.second = second.astype(np.int64)
         self.n_bins = self.edges.shape[1] + 1
-        #: Columns of the weights' sums: one against the rest, every row is in every model
-        #: with the same weight, and one column serves them all (it halves the pass's
-        #: additions); class pairs, one per model.
-        self.weight_columns = self.W.shape[0] if pairs.one_vs_one else 1
+        self.weight_columns = model.weight_columns
         k, n_pairs = self.candidates.shape[0], self.first.shape[0]
         self.bin_kernels = None if n_rows is None else n_rows * k > NUMPY_BIN_ENTRIES
         self.cell_kernels = None if n_rows is None else (
@@ -718,7 +771,7 @@ class ScreeningPass:
 
     def start(self) -> ScreeningState:
         """Zero sums."""
-        m, k, m_w = self.W.shape[0], self.candidates.shape[0], self.weight_columns
+        m, k, m_w = self.model.W.shape[0], self.candidates.shape[0], self.weight_columns
         cells = (self.first.shape[0], self.n_bins * self.n_bins)
         return ScreeningState(np.zeros((*cells, m)), np.zeros((*cells, m_w)),
                               np.zeros((k, self.n_bins, m)), np.zeros((k, self.n_bins, m_w)),
@@ -728,8 +781,7 @@ class ScreeningPass:
         """Add the chunk's training rows (in place)."""
         if self.first.size == 0:
             return state
-        rows = model_residuals(chunk, self.holdout, self.W, self.emb, self.bias_scale,
-                               self.platt_a, self.platt_b, self.pairs)
+        rows = self.model.residuals(chunk, self.holdout)
         if rows is None:
             return state
         X, residual, weight, residual_sq = rows
@@ -757,42 +809,6 @@ class ScreeningPass:
                                            (state.weights, state.bin_weights))]
         return ScreeningState(complete[0], complete[1], state.bin_sums, state.bin_weights,
                               state.residual_sq, state.weight_total)
-
-
-def model_residuals(chunk: Chunk, holdout: Holdout | None, W: np.ndarray, emb: Embedding,
-                    bias_scale: float, platt_a: np.ndarray, platt_b: np.ndarray,
-                    pairs: ModelPairs
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The training rows of a chunk with the additive models' weighted residuals.
-
-    Parameters
-    ----------
-    chunk : Chunk
-    holdout : Holdout or None
-        Rows held out from training, left out.
-    W, emb, bias_scale, platt_a, platt_b, pairs
-        The models, their map, their sigmoids and classes (:class:`ScreeningPass`).
-
-    Returns
-    -------
-    (X, residual, weight, residual_sq) or None
-        ``X`` the rows kept (C-contiguous); ``residual[i, j] = w_ij ([y_i = +1] -
-        P_j(x_i))`` and ``weight[i, j] = w_ij`` (0 where row ``i`` is not in model ``j``'s
-        problem), float64 of shape (n, m); ``residual_sq[j] = sum_i w_ij ([y_i = +1] -
-        P_j(x_i))^2``. None when the chunk has no training row.
-    """
-    keep = (np.arange(chunk.X.shape[0]) if holdout is None
-            else np.flatnonzero(~holdout.mask(chunk.rows)))
-    if keep.size == 0:
-        return None
-    X = np.ascontiguousarray(chunk.X[keep])
-    scores = decision_ovr_chunk(X, W, bias_scale, *emb)
-    proba = sigmoid_proba(scores, platt_a[None, :], platt_b[None, :])
-    positive, member = pairs.labels(np.asarray(chunk.y)[keep])
-    weight = member if chunk.weight is None else member * chunk.weight[keep][:, None]
-    residual = np.ascontiguousarray((positive - proba) * weight, dtype=np.float64)
-    residual_sq = ((positive - proba) ** 2 * weight).sum(axis=0)
-    return X, residual, np.ascontiguousarray(weight, dtype=np.float64), residual_sq
 
 
 def choose_interactions(gains: np.ndarray, k: int) -> np.ndarray:

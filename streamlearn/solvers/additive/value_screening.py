@@ -33,9 +33,7 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
-from streamlearn.solvers.additive.interactions import SCREEN_BINS, bin_edges, model_residuals
-from streamlearn.solvers.additive.passes import ModelPairs
-from streamlearn.solvers.embedding import Embedding
+from streamlearn.solvers.additive.interactions import SCREEN_BINS, ResidualModel, bin_edges
 from streamlearn.solvers.holdout import Holdout
 
 #: A feature's value term is chosen when its score reaches this many units per binary
@@ -63,13 +61,8 @@ class ValueScreeningPass:
 
     Parameters
     ----------
-    W : ndarray of shape (m, n_dims + 1)
-        The additive models in ``w_d`` form.
-    emb : Embedding
-    pairs : ModelPairs
-    bias_scale : float
-    platt_a, platt_b : ndarray of shape (m,)
-        The models' sigmoids (``-1, 0`` for the plain logistic).
+    model : ResidualModel
+        The per-feature models.
     candidates : dict of int to ndarray
         Feature -> its values, increasing
         (:func:`~streamlearn.features.value_terms.frequent_values`).
@@ -79,32 +72,25 @@ class ValueScreeningPass:
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, W: np.ndarray, emb: Embedding, pairs: ModelPairs, bias_scale: float,
-                 platt_a: np.ndarray, platt_b: np.ndarray,
-                 candidates: dict[int, np.ndarray], holdout: Holdout | None) -> None:
-        self.W = np.ascontiguousarray(W, dtype=np.float64)
-        self.emb = emb
-        self.pairs = pairs
-        self.bias_scale = float(bias_scale)
-        self.platt_a = np.asarray(platt_a, dtype=np.float64)
-        self.platt_b = np.asarray(platt_b, dtype=np.float64)
+    def __init__(self, model: ResidualModel, candidates: dict[int, np.ndarray],
+                 holdout: Holdout | None) -> None:
+        self.model = model
         self.features = np.asarray(sorted(candidates), dtype=np.int64)
         self.tables = [np.asarray(candidates[f], dtype=np.float64) for f in self.features]
         self.bounds = np.concatenate([[0], np.cumsum([t.shape[0] for t in self.tables])]
                                      ).astype(np.int64)
         self.holdout = holdout
-        self.weight_columns = self.W.shape[0] if pairs.one_vs_one else 1
+        self.weight_columns = model.weight_columns
 
     def start(self) -> ValueScreeningState:
         """Zero sums."""
-        n, m = int(self.bounds[-1]), self.W.shape[0]
+        n, m = int(self.bounds[-1]), self.model.W.shape[0]
         return ValueScreeningState(np.zeros((n, m)), np.zeros((n, m)),
                                    np.zeros((n, self.weight_columns)))
 
     def step(self, state: ValueScreeningState, chunk: Chunk) -> ValueScreeningState:
         """Add the chunk's training rows (in place)."""
-        rows = model_residuals(chunk, self.holdout, self.W, self.emb, self.bias_scale,
-                               self.platt_a, self.platt_b, self.pairs)
+        rows = self.model.residuals(chunk, self.holdout)
         if rows is None:
             return state
         X, residual, weight, _ = rows
@@ -194,7 +180,7 @@ def choose_value_terms(state: ValueScreeningState, pass_: ValueScreeningPass,
                   for t, table in enumerate(pass_.tables)]
     scores = value_scores(state, pass_.bounds, value_bins)
     order = np.argsort(-scores, kind="stable")
-    chosen = order[scores[order] >= VALUE_SCORE * pass_.W.shape[0]]
+    chosen = order[scores[order] >= VALUE_SCORE * pass_.model.W.shape[0]]
     terms = tuple((int(pass_.features[t]), tuple(float(v) for v in pass_.tables[t]))
                   for t in chosen)
     return terms, scores[chosen]
