@@ -51,6 +51,8 @@ MAX_CODE_VALUES = 16
 MIN_VALUES = 64
 #: Quantiles of ``|x - c|`` tried as the scale ``s``.
 SCALE_QUANTILES = (0.1, 0.25, 0.5)
+#: :meth:`TailTransform.preimage` looks this many float32 steps either side of the inverse.
+PREIMAGE_ULPS = 16
 
 
 def crowding(values: np.ndarray, lo: float, hi: float, segments: int = SEGMENTS) -> float:
@@ -193,6 +195,37 @@ class TailTransform:
             return values.copy()
         k = int(hit[0])
         return self.centre[k] + self.scale[k] * np.sinh(values)
+
+    def preimage(self, values: np.ndarray, feature: int) -> np.ndarray:
+        """Original values that :meth:`apply` maps exactly onto ``values`` of ``feature``
+        (mapped float32 values, such as a value term's table), float64.
+
+        :meth:`inverse` is exact only up to float32 rounding (a capital gain of 594 comes
+        back as 593.99998). Among the float32 numbers within :data:`PREIMAGE_ULPS` of the
+        inverse, those that :meth:`apply` sends to the value are its preimage; the
+        roundest of them is returned (an integer where there is one, else the nearest to
+        the inverse), the inverse itself where none is found. A feature the transform
+        leaves unchanged returns ``values``.
+        """
+        hit = np.flatnonzero(self.features == int(feature))
+        values = np.asarray(values, dtype=np.float64)
+        if hit.size == 0:
+            return values.copy()
+        k = int(hit[0])
+        out = self.inverse(values, feature)
+        steps = np.arange(-PREIMAGE_ULPS, PREIMAGE_ULPS + 1, dtype=np.float64)
+        for i, (target, guess) in enumerate(zip(values, out, strict=True)):
+            x = np.float32(guess)
+            spacing = np.float64(np.spacing(np.abs(x)))
+            near = np.unique((np.float64(x) + steps * spacing).astype(np.float32))
+            mapped = _asinh(near, self.centre[k], self.scale[k]).astype(np.float32)
+            found = near[mapped == np.float32(target)].astype(np.float64)
+            if found.size == 0:
+                continue
+            whole = found[found == np.round(found)]
+            pool = whole if whole.size else found
+            out[i] = float(pool[np.argmin(np.abs(pool - guess))])
+        return out
 
     def describe(self, description: Any) -> Any:
         """A :class:`~streamlearn.engine.Description` of the transformed rows: the range

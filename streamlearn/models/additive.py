@@ -481,7 +481,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Bases per axis of the pairs' grids (only when the model has pairs).
     value_terms_ : tuple of (str, tuple of float)
         The features that have a value term, best screened first, each with its values
-        as given (a spread feature's values mapped back, to float precision); empty
+        as given (a spread feature's values mapped back:
+        :meth:`~streamlearn.features.tail_transform.TailTransform.preimage`); empty
         without.
     value_check_ : dict
         ``value_terms="auto"`` where a screening pass ran: ``kept``, the ``screened``
@@ -1001,8 +1002,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         else:
             self.__dict__.pop("pair_bases_", None)
         terms = fmap.value_terms if isinstance(fmap, BSplinePairMap) else ()
+        transform = fitted.feature_transform
         self.value_terms_ = tuple(
-            (names[f], tuple(float(v) for v in self._original_values(np.asarray(values), f)))
+            (names[f], tuple(float(v) for v in (
+                np.asarray(values) if transform is None
+                else transform.preimage(np.asarray(values), f))))
             for f, values in terms)
         self._keep("value_check_", fitted.value_check)
         d = self.n_features_in_
