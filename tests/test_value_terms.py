@@ -282,6 +282,26 @@ def test_no_value_term_where_no_feature_jumps() -> None:
     assert values_line(model).startswith("value terms: none (2 candidate features; ")
 
 
+def test_a_spread_feature_reports_its_values_as_given() -> None:
+    """A capital-gain-like feature (mostly zero, a long tail of round values, jumps at
+    three of them) is spread by the tail map; its value term, its report and its shape
+    still hold the values of the data, not their float32 round trips."""
+    rng = np.random.default_rng(11)
+    n = 20_000
+    levels = np.unique(np.round(np.exp(rng.uniform(5, 11, 40))))
+    gain = np.where(rng.random(n) < 0.8, 0.0, rng.choice(levels, n)).astype(np.float32)
+    other = rng.normal(size=n).astype(np.float32)
+    f = (2.5 * np.isin(gain, levels[[5, 17, 30]]) + 0.3 * (gain > 3000)
+         + np.sin(2 * other) - 0.5)
+    y = (f + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+    model = AdditiveSVC(interactions=0).fit(np.stack([gain, other], axis=1), y)
+    assert 0 in model.feature_transform_.features and model.value_check_["kept"]
+    (name, values), = model.value_terms_
+    assert name == "x0" and set(values) <= {0.0, *levels.tolist()}
+    shape = model.shape_functions(n_points=10)
+    assert set(values) <= set(shape[shape.feature == "x0"].value)
+
+
 def test_value_terms_train_as_a_linear_svm_on_the_materialised_embedding(jumps) -> None:
     """Dual CD on the on-the-fly embedding with a value term against liblinear on the
     precomputed one, on the same training rows (the held-out ones aside), both centred

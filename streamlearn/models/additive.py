@@ -1437,6 +1437,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 if f in tables:  # the jumps at the value term's values
                     grid = np.union1d(grid, np.asarray(tables[f], dtype=np.float32))
                 shown = self._original_values(grid, f)
+                transform = getattr(self, "feature_transform_", None)
+                if f in tables and transform is not None:  # the values as given
+                    at = np.isin(grid, np.asarray(tables[f], dtype=np.float32))
+                    shown[at] = transform.preimage(grid[at].astype(np.float64), f)
             X = np.zeros((grid.shape[0], len(names)), dtype=np.float32)
             X[:, f] = grid
             terms = self._terms(X)[:, f, :]  # (points, models), pairs' marginals moved in
