@@ -56,7 +56,7 @@ def value_scale(n_bases: int, order: int) -> float:
     return float(np.linalg.norm(np.linalg.solve(D.T, e)))
 
 
-@njit(cache=True, nogil=True, forceinline=True)
+@njit(cache=True, nogil=True)
 def value_encode_row(x, features, bounds, table, scale, offset, idx, val, nnz):
     """Append the entries of a row's value terms to an encoding.
 

@@ -78,7 +78,14 @@ ENCODED = 4
 #: (:mod:`streamlearn.features.knots`): a kind of its own, so that a fit compiles the
 #: warped encoders or the uniform ones, not both, into its kernels.
 WARPED = 5
-KIND_NAMES = ("linear", "bspline", "fourier", "hermite", "encoded", "bspline_warped")
+#: :data:`BSPLINE` and :data:`WARPED` maps with value terms
+#: (:mod:`~streamlearn.features.value_terms`): kinds of their own, so that the kernels of
+#: a fit without value terms compile no value encoding (it cost every first fit about
+#: 1.1x its time), and only a fit that keeps value terms compiles these.
+BSPLINE_VALUES = 6
+WARPED_VALUES = 7
+KIND_NAMES = ("linear", "bspline", "fourier", "hermite", "encoded", "bspline_warped",
+              "bspline_values", "bspline_warped_values")
 
 IP_N_FEATURES = 0  # input features
 IP_N_COLS = 1  # output columns per input feature
@@ -233,12 +240,16 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
 
 def _bspline(fpar: np.ndarray, ipar: np.ndarray, feature_map: BSplineMap) -> Embedding:
     """A B-spline map's embedding: :data:`BSPLINE`, or :data:`WARPED` with the map's warp
-    table appended to ``fpar`` from ``ipar[IP_WARP_START]`` on when its knots moved."""
+    table appended to ``fpar`` from ``ipar[IP_WARP_START]`` on when its knots moved
+    (:data:`BSPLINE_VALUES`, :data:`WARPED_VALUES` with value terms)."""
     warp = feature_map.warp_
+    values = ipar[IP_N_VALUE_TERMS] > 0
     if warp.shape[0] == 0:
-        return Embedding(BSPLINE, ipar, fpar.astype(np.float64))
+        return Embedding(BSPLINE_VALUES if values else BSPLINE, ipar, fpar.astype(np.float64))
     ipar[IP_WARP_START] = fpar.shape[0]
-    return Embedding(WARPED, ipar, np.concatenate([fpar, warp]).astype(np.float64))
+    return Embedding(WARPED_VALUES if values else WARPED, ipar,
+                     np.concatenate([fpar, warp]).astype(np.float64))
+
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -288,8 +299,10 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
         return nnz
     a = fpar[:nf]
     b = fpar[nf : 2 * nf]
-    if kind == BSPLINE or kind == WARPED:
-        if kind == BSPLINE:
+    # the kinds compared one by one: numba prunes a branch on a kernel's constant kind
+    # before typing it only where the condition compares the kind itself
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        if kind == BSPLINE or kind == BSPLINE_VALUES:
             nnz = bspline_encode_uniform_row(x, a, b, ipar[IP_N_BASES], degree,
                                              zero_preserving, idx, val)
         else:
@@ -300,15 +313,9 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
         pairs_end = N_IPAR + 2 * ipar[IP_N_PAIRS]
         nnz = pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
                               ipar[N_IPAR:pairs_end], ipar[IP_MAIN_DIMS], idx, val, nnz)
-        n_value_terms = ipar[IP_N_VALUE_TERMS]
-        if n_value_terms == 0:
+        if kind == BSPLINE or kind == WARPED:
             return nnz
-        values_end = pairs_end + n_value_terms
-        start = ipar[IP_VALUE_START]  # the columns' entry, then the table
-        return value_encode_row(
-            x, ipar[pairs_end:values_end], ipar[values_end : values_end + n_value_terms + 1],
-            fpar[start + 1 :], fpar[start],
-            ipar[IP_MAIN_DIMS] + ipar[IP_N_PAIRS] * ipar[IP_PAIR_BASES] ** 2, idx, val, nnz)
+        return append_value_terms(x, ipar, fpar, idx, val, nnz)
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
@@ -318,6 +325,26 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
     return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
 
 
+@njit(cache=True, nogil=True)
+def append_value_terms(x, ipar, fpar, idx, val, nnz):
+    """Append a row's value-term entries (:func:`~streamlearn.features.value_terms.\
+value_encode_row`) to its encoding of ``nnz`` entries; the new count.
+
+    A function of its own, called rather than inlined: numba copies an inlined function's
+    IR into every kernel before it prunes the branches a kernel does not take, and the
+    unpacking here, in :func:`encode_spec_row`, cost the first fit of a model without
+    value terms 1.1x its time.
+    """
+    pairs_end = N_IPAR + 2 * ipar[IP_N_PAIRS]
+    n_value_terms = ipar[IP_N_VALUE_TERMS]
+    values_end = pairs_end + n_value_terms
+    start = ipar[IP_VALUE_START]  # the columns' entry, then the table
+    return value_encode_row(
+        x, ipar[pairs_end:values_end], ipar[values_end : values_end + n_value_terms + 1],
+        fpar[start + 1 :], fpar[start],
+        ipar[IP_MAIN_DIMS] + ipar[IP_N_PAIRS] * ipar[IP_PAIR_BASES] ** 2, idx, val, nnz)
+
+
 class KernelSpec(NamedTuple):
     """The constants a solver kernel is compiled for (:class:`KernelFamily`).
 
@@ -325,7 +352,8 @@ class KernelSpec(NamedTuple):
     numba prunes the branches not taken before typing them.
     """
 
-    #: :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER`, :data:`HERMITE` or :data:`WARPED`.
+    #: :data:`LINEAR`, :data:`BSPLINE`, :data:`FOURIER`, :data:`HERMITE`, :data:`WARPED`,
+    #: :data:`BSPLINE_VALUES` or :data:`WARPED_VALUES`.
     kind: int
     #: CSR rows rather than dense ones (:func:`kernel_rows`).
     sparse: bool
@@ -348,7 +376,7 @@ class KernelSpec(NamedTuple):
 def kernel_spec(kind: int, ipar: np.ndarray, sparse: bool, uses_order: bool) -> KernelSpec:
     """The :class:`KernelSpec` of the kernel that runs map ``(kind, ipar)`` on rows of the
     given form; ``uses_order``: whether the kernel updates or norms ``w_d``."""
-    bspline = kind == BSPLINE
+    bspline = kind == BSPLINE or kind == BSPLINE_VALUES
     variants = bspline or kind == FOURIER or kind == HERMITE
     return KernelSpec(int(kind), bool(sparse),
                       int(ipar[IP_DEGREE]) if bspline else 0,
@@ -777,7 +805,8 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
             w_d[k] += eta * val[k]
         return
     k = nnz
-    if kind == BSPLINE or kind == WARPED:  # pair entries, if any, come last, in w form
+    if (kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES
+            or kind == WARPED_VALUES):  # pair and value entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
@@ -812,7 +841,8 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             avg[k] += eta_avg * v
         return
     k = nnz
-    if kind == BSPLINE or kind == WARPED:  # pair entries, if any, come last, in w form
+    if (kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES
+            or kind == WARPED_VALUES):  # pair and value entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1
@@ -848,7 +878,8 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
         return s
     k = nnz
     s = 0.0
-    if kind == BSPLINE or kind == WARPED:  # pair entries, if any, come last, in w form
+    if (kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES
+            or kind == WARPED_VALUES):  # pair and value entries, if any, come last, in w form
         main = x.shape[0] * n_cols
         while k > 0 and idx[k - 1] >= main:
             k -= 1

@@ -24,7 +24,12 @@ With ``interactions = k > 0`` (B-spline maps), these passes train the per-featur
 first; then one reduction pass screens the pairs of features by its residuals
 (:mod:`~streamlearn.solvers.additive.interactions`), and steps 2-3 run again, from the
 same summary, on the per-feature bases plus the ``k`` chosen pairs' tensor-product bases
-(:class:`~streamlearn.features.pair_terms.BSplinePairMap`).
+(:class:`~streamlearn.features.pair_terms.BSplinePairMap`). With ``value_terms``, before
+the pairs, one reduction pass screens the per-feature model's residuals for features
+whose effect jumps at single values
+(:mod:`~streamlearn.solvers.additive.value_screening`), and steps 2-3 run again with the
+chosen features' value terms, kept when the held-out rows say they pay
+(:func:`with_value_terms`); the pairs are then screened on the model kept.
 """
 
 from __future__ import annotations
@@ -670,9 +675,9 @@ def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
     kept when its held-out log-loss is lower than ``fitted``'s by :data:`VALUE_GAIN` of
     it, or by :data:`PAIR_GAIN_PER_COST` for each multiple of the per-feature work per row
     the terms add (one entry per term), as pairs are, where that is more. Nothing is
-    screened on sparse rows,
-    with a zero-preserving or non-B-spline map, without calibrated held-out rows (at least
-    :data:`MIN_CHECK_ROWS`), or when no feature is a candidate.
+    screened on sparse rows, with a zero-preserving or non-B-spline map, without
+    calibrated held-out rows (at least :data:`MIN_CHECK_ROWS`), or when no feature is a
+    candidate.
     """
     fmap = fitted.feature_map
     if (not isinstance(fmap, BSplineMap) or isinstance(fmap, BSplinePairMap)
