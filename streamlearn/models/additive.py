@@ -123,8 +123,10 @@ MAX_BASES_GROWTH = 4
 GROWTH_SHARE = 0.05
 #: ``interactions="auto"`` screens for this many pairs per feature ...
 AUTO_PAIRS_PER_FEATURE = 2
-#: ... and at most this many.
+#: ... and at most this many at first; ...
 MAX_AUTO_PAIRS = 64
+#: ... then doubles the count while each step pays for its work, up to this many.
+MAX_GROWN_PAIRS = 256
 #: ``partial_fit`` warns when more than this share of a chunk's values of a feature lies
 #: outside the feature map's range (the tail beyond a first chunk's extremes is smaller).
 CLAMPED_SHARE_WARNING = 0.01
@@ -339,7 +341,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         pairs add, 4 a pair against ``degree + 1`` a feature (``2 d`` pairs beside
         degree-1 curves: 2 %; they cost that work in every epoch and prediction)
         (``interaction_check_``); with fewer than 200 held-out rows (about 2,000 rows in
-        all) no pairs are tried. Where some screened pairs are strong and others not (a
+        all) no pairs are tried. When the ``k`` pairs pay, the best ``2 k``, ``4 k``, ...
+        of the screened pairs (at most ``min(d (d - 1) / 2, 256)``) are trained in turn,
+        each kept while it lowers the held-out log-loss of the step before by the same
+        0.5 % per multiple of the per-feature work that its own added pairs cost
+        (``interaction_check_["n_pairs"]``): all 120 pairs of letter's 16 features, the
+        first 64 of others. Where some screened pairs are strong and others not (a
         score of at least 25 a binary model, in units of one row's residual variance, where
         a pair without an interaction scores below about 15), the strong pairs alone are
         trained too, on the grid kept, and replace the others when their held-out log-loss
@@ -476,7 +483,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         on the grid kept), each pair grid trained with its held-out log-loss
         (``pair_bases``, ``[bases, loss]``) and ``strong_pairs``, ``[count, loss]``: how
         many screened pairs were strong and the held-out log-loss of those alone (None
-        when not trained); else the ``reason`` none were.
+        when not trained), and ``n_pairs``, ``[count, loss]`` for each count of pairs
+        trained as the count grew (empty when it did not); else the ``reason`` none were.
     pair_bases_ : int
         Bases per axis of the pairs' grids (only when the model has pairs).
     value_terms_ : tuple of (str, tuple of float)
@@ -669,6 +677,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return min(AUTO_PAIRS_PER_FEATURE * n_features, n_features * (n_features - 1) // 2,
                    MAX_AUTO_PAIRS)
 
+    def _most_auto_interactions(self, n_features: int, sparse: bool = False) -> int:
+        """The most pairs ``interactions="auto"`` grows to (see its docstring)."""
+        if self._auto_interactions(n_features, sparse) == 0:
+            return 0
+        return min(n_features * (n_features - 1) // 2, MAX_GROWN_PAIRS)
+
     def _auto_value_terms(self, sparse: bool = False) -> bool:
         """Whether ``fit`` screens for value terms (see ``value_terms``)."""
         return (self.value_terms == "auto" and self.embedding == "bspline"
@@ -783,7 +797,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if isinstance(self.interactions, list | tuple):
             return params
         pairs: list[tuple[int, int]] = []
-        wanted = (self._auto_interactions(len(dataset.feature_names), dataset.is_sparse)
+        wanted = (self._most_auto_interactions(len(dataset.feature_names), dataset.is_sparse)
                   if isinstance(self.interactions, str) else int(self.interactions))
         if template is not None and wanted > 0:
             # as column positions: a lane is handed a chunk's rows without their names
@@ -937,9 +951,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self._check_sparse()
         feature_map = self._make_map(bool(dataset.categories), sparse=dataset.is_sparse,
                                      categories=dataset.categories)
-        screen = 0
+        screen = most = 0
         if isinstance(self.interactions, str):
             screen = self._auto_interactions(len(dataset.feature_names), dataset.is_sparse)
+            most = self._most_auto_interactions(len(dataset.feature_names),
+                                                dataset.is_sparse)
         elif isinstance(self.interactions, list | tuple):
             feature_map = self._with_given_pairs(feature_map, dataset.feature_names)
         else:
@@ -953,7 +969,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             online=bool(self.online),
             calibration_fraction=self._calibration_share(dataset),
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change),
-            interactions=screen, pair_grids=self._pair_grids(),
+            interactions=screen, max_interactions=most, pair_grids=self._pair_grids(),
             bases_grid=(self._bases_grid(categories=dataset.categories)
                         if isinstance(feature_map, BSplineMap) else ()),
             check_interactions=isinstance(self.interactions, str),

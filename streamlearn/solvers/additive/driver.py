@@ -177,6 +177,10 @@ class AdditiveConfig:
         Keep the pairs only when they lower the held-out log-loss enough for their cost
         (:func:`pairs_pay`; ``interactions="auto"``); without at least
         :data:`MIN_CHECK_ROWS` held-out rows, add none.
+    max_interactions : int
+        With ``check_interactions``: screen for this many pairs (at least
+        ``interactions``) and, once the first ``interactions`` pay, train twice as many
+        of the best in turn while each step pays for its own cost (:func:`more_pairs`).
     pair_grids : tuple of int
         Bases per axis of the pairs' grid (screened or given pairs), tried in order: the
         first, then each finer one while it lowers the held-out log-loss
@@ -224,6 +228,7 @@ class AdditiveConfig:
     interactions: int = 0
     pair_grids: tuple[int, ...] = (PAIR_BASES,)
     check_interactions: bool = False
+    max_interactions: int = 0
     bases_grid: tuple[int, ...] = ()
     spread_tails: bool = False
     linear_candidate: bool = False
@@ -749,7 +754,9 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
     holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
                if config.calibration_fraction is not None and fitted.n_calibration > 0
                else None)
-    chosen, scores = screen_interactions(runner, dataset, fitted, config, summary, holdout)
+    ranked, ranked_scores = screen_interactions(runner, dataset, fitted, config, summary,
+                                                holdout)
+    chosen, scores = ranked[:config.interactions], ranked_scores[:config.interactions]
     if not chosen:
         return replace(fitted, pair_check={"kept": False, "reason": (
             "no screened pair lowered the residuals")} if config.check_interactions else None
@@ -780,6 +787,14 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
         if strong_loss is not None and strong_loss <= with_pairs.held_out_log_loss:
             with_pairs, kept_map = strong, strong_map
             chosen, scores = chosen[:n_strong], scores[:n_strong]
+    grown: list[list[Any]] = []
+    if len(chosen) == config.interactions < len(ranked) and pairs_pay(
+            fitted.held_out_log_loss, with_pairs.held_out_log_loss, kept_map,
+            len(kept_map.lo_)):
+        with_pairs, kept_map, grown = more_pairs(runner, dataset, pair_config, seed, summary,
+                                                 with_pairs, kept_map, ranked)
+        chosen = tuple(kept_map.interactions)
+        scores = ranked_scores[:len(chosen)]
     kept = pairs_pay(fitted.held_out_log_loss, with_pairs.held_out_log_loss, kept_map,
                      len(kept_map.lo_))
     check = {"kept": bool(kept), "screened": [list(p) for p in chosen],
@@ -787,11 +802,60 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
              "held_out_log_loss_without": fitted.held_out_log_loss,
              "held_out_log_loss_with": with_pairs.held_out_log_loss,
              "pair_bases": tried,
-             "strong_pairs": [n_strong, strong_loss]}
+             "strong_pairs": [n_strong, strong_loss],
+             "n_pairs": grown}
     if kept:
         return with_importances(replace(with_pairs, pair_scores=scores, pair_check=check),
                                 summary), summary
     return replace(fitted, pair_check=check), summary
+
+
+def more_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+               summary: Summary, fitted: AdditiveFit, pair_map: BSplinePairMap,
+               ranked: tuple[tuple[int, int], ...]
+               ) -> tuple[AdditiveFit, BSplinePairMap, list[list[Any]]]:
+    """The model with the most of the ``ranked`` pairs that pay for themselves.
+
+    ``fitted`` was trained with ``pair_map``, whose pairs are the first of ``ranked``
+    (screened, best first). The count of pairs doubles in turn (the next step takes the
+    best ``2 k`` of ``ranked``, or all of them), each model trained on ``pair_map``'s
+    grid from the same describe summary, and a step is kept when its calibrated held-out
+    log-loss is lower than the step before's by :data:`PAIR_GAIN_PER_COST` of it for each
+    multiple of the per-feature work per row that the step's pairs add, the rule of
+    :func:`pairs_pay` applied to each step's own cost; the first step that does not pay
+    ends the search. Many features interact on some data (letter's 16 features: 32 pairs
+    test at 5.67 % error, all 120 at 4.05 %), a few on others, and the held-out rows tell
+    which.
+
+    Returns
+    -------
+    AdditiveFit
+        The model kept, without term importances.
+    BSplinePairMap
+        Its map.
+    list of [int, float or None]
+        Each count of pairs trained, the first ``fitted``'s, with its held-out log-loss.
+    """
+    n_features = len(pair_map.lo_)
+    base = BSplineMap.max_row_nnz(pair_map, n_features) + len(pair_map.value_terms)
+    tried: list[list[Any]] = [[pair_map.n_pairs, fitted.held_out_log_loss]]
+    best, best_map = fitted, pair_map
+    while best_map.n_pairs < len(ranked) and best.held_out_log_loss is not None:
+        count = min(2 * best_map.n_pairs, len(ranked))
+        candidate_map = BSplinePairMap(**{**best_map.get_params(),
+                                          "interactions": ranked[:count]})
+        candidate, _ = _fit_terms(runner, dataset, replace(config, feature_map=candidate_map),
+                                  seed, summary, importances=False)
+        loss = candidate.held_out_log_loss
+        tried.append([count, loss])
+        extra = 4 * (count - best_map.n_pairs)
+        if (loss is None or not candidate.calibrated
+                or loss > (1.0 - PAIR_GAIN_PER_COST * extra / base) * best.held_out_log_loss):
+            break
+        best = replace(candidate, value_check=fitted.value_check)
+        best_map = candidate.feature_map
+        assert isinstance(best_map, BSplinePairMap)
+    return best, best_map, tried
 
 
 def finer_pair_grids(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
@@ -873,7 +937,8 @@ def _while_held_out_improves(runner: Any, dataset: Dataset, config: AdditiveConf
 def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
                         config: AdditiveConfig, summary: Summary, holdout: Holdout | None
                         ) -> tuple[tuple[tuple[int, int], ...], np.ndarray]:
-    """The ``config.interactions`` best feature pairs for the per-feature model ``fitted``.
+    """The ``config.interactions`` (or ``config.max_interactions``, when more) best feature
+    pairs for the per-feature model ``fitted``.
 
     One reduction pass over the training rows (:class:`ScreeningPass`), over the pairs of
     :func:`~streamlearn.solvers.additive.interactions.candidate_features`, binned at the
@@ -907,7 +972,8 @@ def screen_interactions(runner: Any, dataset: Dataset, fitted: AdditiveFit,
         state = run_on_ranges(runner, pass_, dataset, ranges,
                               description="screen pairs (sample)")
     gains = fast_gains(state.sums, state.weights, pass_.n_bins)
-    best = choose_interactions(gains, int(config.interactions))
+    best = choose_interactions(gains, max(int(config.interactions),
+                                          int(config.max_interactions)))
     chosen = tuple((int(f), int(g)) for f, g in pass_.screened[best])
     return chosen, gains[best]
 
