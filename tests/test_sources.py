@@ -190,6 +190,34 @@ def test_string_target_from_parquet(ref: Reference, tmp_path: Path) -> None:
     assert list(ds.classes) == ["five", "seven", "three"]
 
 
+def test_a_stored_pandas_index_is_not_a_feature(tmp_path: Path) -> None:
+    """pandas stores the index of a shuffled or filtered frame as a column
+    (``__index_level_0__``, or the index's name); like ``pandas.read_parquet``, the
+    default features leave it out, the rows and their order are the frame's, and the
+    column can still be named."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200),
+                          "label": rng.integers(0, 2, 200)})
+    shuffled = frame.sample(frac=1, random_state=1)
+    shuffled.to_parquet(tmp_path / "shuffled.parquet")
+    ds = open_dataset(str(tmp_path / "shuffled.parquet"), target="label")
+    assert ds.feature_names == ("a", "b")
+    X = np.concatenate([c.X for c in ds.chunks()])
+    np.testing.assert_allclose(X, shuffled[["a", "b"]].to_numpy(np.float32))
+    frame.set_index("a").to_parquet(tmp_path / "named.parquet")
+    assert open_dataset(str(tmp_path / "named.parquet"), target="label").feature_names == ("b",)
+    named = open_dataset(str(tmp_path / "named.parquet"), target="label", features=["a", "b"])
+    assert named.feature_names == ("a", "b")
+    # a directory whose files differ only in whether the index was stored
+    (tmp_path / "dir").mkdir()
+    frame.iloc[:100].to_parquet(tmp_path / "dir" / "0.parquet")
+    frame.iloc[100:].sample(frac=1, random_state=2).to_parquet(tmp_path / "dir" / "1.parquet")
+    both = open_dataset(str(tmp_path / "dir"), target="label")
+    assert both.feature_names == ("a", "b") and both.n_rows == 200
+
+
 @pytest.mark.parametrize("shape", [(5, 1000), (32, 64), (3, 1), (7, 130), (0, 10),
                                    (33, 50), (100, 37), (784, 17)])
 def test_transpose_into_matches_numpy(shape: tuple[int, int]) -> None:

@@ -35,6 +35,16 @@ def arrow_filesystem(
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
 
 
+def pandas_index_columns(schema: pa.Schema) -> list[str]:
+    """The columns in which pandas stored a frame's index (``__index_level_0__`` or a
+    named index), from the schema's pandas metadata; a ``RangeIndex`` is not stored."""
+    try:
+        metadata = schema.pandas_metadata or {}
+    except (ValueError, TypeError):  # malformed metadata: no index to leave out
+        return []
+    return [c for c in metadata.get("index_columns", ()) if isinstance(c, str)]
+
+
 class ParquetSource:
     """A parquet file or a directory tree of parquet files, read one row group at a time.
 
@@ -68,6 +78,7 @@ class ParquetSource:
         self.pieces: list[Piece] = []
         self._locations: list[tuple[str, int, dict[str, Any]]] = []
         self._file_columns: dict[str, dict[str, ColumnKind]] = {}
+        self._index_columns: set[str] = set()
         partition_kinds = {f.name: arrow_kind(f.type) for f in dataset.partitioning.schema} \
             if dataset.partitioning is not None else {}
         for fragment in fragments:
@@ -81,6 +92,7 @@ class ParquetSource:
                 ) from exc
             keys = pads.get_partition_keys(fragment.partition_expression) or {}
             kinds = {f.name: arrow_kind(f.type) for f in physical}
+            self._index_columns.update(pandas_index_columns(physical))
             kinds.update({k: partition_kinds.get(k, ColumnKind.OTHER) for k in keys})
             self._file_columns[fragment.path] = kinds
             file_row = 0
@@ -93,7 +105,10 @@ class ParquetSource:
                 file_row += n
 
         first = next(iter(self._file_columns.values()))
-        self.columns: list[str] = list(first)
+        # a stored pandas index (the row labels of a filtered or shuffled frame) is no
+        # column to learn from: pandas reads it back as the index, and so it is left out
+        # of the columns taken by default (it can still be named)
+        self.columns: list[str] = [c for c in first if c not in self._index_columns]
         self.kinds: dict[str, ColumnKind] = dict(first)
         # pre_buffer: a row group's column chunks are read in a few large, concurrent
         # requests, not one small read per column (each a disk seek, or a round trip to an
@@ -124,7 +139,7 @@ class ParquetSource:
                         f"{kinds[c].value} in {path}; all files must agree on column types"
                     )
             if every_column:
-                extra = [c for c in kinds if c not in first]
+                extra = [c for c in kinds if c not in first and c not in self._index_columns]
                 if extra:
                     raise SchemaError(
                         f"{path} has column(s) {extra} that {first_path} lacks; "
