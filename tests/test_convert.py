@@ -187,6 +187,42 @@ def test_categorical_features_written_as_codes_with_their_lists(tmp_path: Path) 
     np.testing.assert_array_equal(codes[:4], [2, 0, 2, 1])
 
 
+def test_a_store_of_codes_reports_its_categories_to_the_models_trained_on_it(
+        tmp_path: Path) -> None:
+    """The store's ``categories`` come back as the dataset's: a model trained on the store
+    records them, so the rows of a table holding only some of the values (whose own
+    dictionary would code them otherwise) predict as the same rows of the store do; a
+    model trained on the table scores the store; other lists are refused by name."""
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(3)
+    colour = rng.choice(["blue", "green", "red"], 900)
+    size = rng.normal(size=900).astype(np.float32)
+    label = ((colour == "red") ^ (size > 0)).astype(int)
+    frame = pd.DataFrame({"colour": colour, "size": size, "label": label})
+    write_parquet_file(frame, tmp_path / "t.parquet")
+    red = frame[frame.colour == "red"].reset_index(drop=True)
+    write_parquet_file(red, tmp_path / "red.parquet")
+    convert(open_dataset(str(tmp_path / "t.parquet"), target="label"), tmp_path / "c.zarr")
+    store = open_dataset(str(tmp_path / "c.zarr"))
+    assert store.categories == {"colour": ("blue", "green", "red")}
+    on_store = AdditiveSVC(interactions=0, value_terms=False).fit(store)
+    assert on_store.categories_ == {"colour": ("blue", "green", "red")}
+    # streamed as the command line streams it (coded by the model's lists) and in memory
+    streamed_red = open_dataset(str(tmp_path / "red.parquet"), target="label",
+                                categories=on_store.categories_)
+    in_memory = on_store.predict(red.drop(columns="label"))
+    assert on_store.score(streamed_red) == pytest.approx(np.mean(in_memory == red.label))
+    assert on_store.score(store) == pytest.approx(on_store.score(frame.drop(columns="label"),
+                                                                 label))
+    on_table = AdditiveSVC(interactions=0, value_terms=False).fit(
+        open_dataset(str(tmp_path / "t.parquet"), target="label"))
+    assert on_table.score(store) == pytest.approx(on_table.score(frame.drop(columns="label"),
+                                                                 label))
+    with pytest.raises(SchemaError, match="holds codes into the categories"):
+        open_dataset(str(tmp_path / "c.zarr"), categories={"colour": ["green", "red"]})
+
+
 def test_rows_dropped_by_the_nan_policy_are_left_out(tmp_path: Path) -> None:
     X = np.arange(600, dtype=np.float32).reshape(200, 3)
     X[[5, 50, 150], 1] = np.nan

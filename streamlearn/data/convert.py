@@ -15,7 +15,8 @@ the ``classes`` attribute of ``y``, so that reading the store needs no scan for 
 regression targets are written as the float32 values the stream delivers. Categorical
 feature columns are written as their float32 codes, and their category lists are kept in a
 ``categories`` attribute (next to ``feature_names``); reading the store back gives the
-codes as numeric features.
+same codes, and the dataset reports the same category lists (``Dataset.categories``), so a
+model trained on the store codes new tables as the source was coded.
 
 Arrays are compressed with zstd and written in whole storage chunks; memory is one chunk
 of the stream plus one storage chunk per array.

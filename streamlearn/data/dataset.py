@@ -144,13 +144,23 @@ class Dataset:
             if name is not None and name in features:
                 raise SchemaError(f"{role} column {name!r} is also listed as a feature")
         fixed = {f: plain_categories(c) for f, c in (categories or {}).items() if f in features}
+        # columns a store holds as codes into its own category lists (``convert``'s output)
+        stored = {} if self.is_sparse else {
+            f: plain_categories(c) for f, c in getattr(source, "coded_categories", {}).items()
+            if f in features}
+        for f in sorted(set(fixed) & set(stored)):
+            if fixed[f] != stored[f]:
+                raise SchemaError(
+                    f"column {f!r} of {source.description} holds codes into the categories "
+                    f"{_listing(list(stored[f]))}, not into the {_listing(list(fixed[f]))} "
+                    "asked for (a model's); convert the data again with those categories")
         encodes = hasattr(source, "read_categories")
         coded = [] if self.is_sparse else [
-            f for f in features if f in fixed or (encodes and source.kinds[f] in (
+            f for f in features if f in fixed or f in stored or (encodes and source.kinds[f] in (
                 ColumnKind.STRING, ColumnKind.CATEGORICAL))]
-        if fixed and not encodes:
+        if set(fixed) - set(stored) and not encodes:
             raise SchemaError(f"{source.description} holds numbers only; it has no "
-                              f"categorical columns {sorted(fixed)}")
+                              f"categorical columns {sorted(set(fixed) - set(stored))}")
         bad = {} if self.is_sparse else {f: source.kinds[f].value for f in features
                                          if not source.kinds[f].is_numeric and f not in coded}
         if bad:
@@ -183,9 +193,11 @@ class Dataset:
         self.nan_policy = nan_policy
         self.prefetch = int(prefetch)
         self._coded_features = tuple(coded)
+        # the coded columns the source codes as it reads them (not those stored as codes)
+        self._encoded_features = tuple(f for f in coded if f not in stored)
         # what reads are given: a sparse source reads all its columns (and ignores this)
         self._read_features: list[str] | None = None if self.is_sparse else list(features)
-        self._fixed_categories = fixed
+        self._fixed_categories = {**fixed, **stored}
         self._categories: dict[str, tuple[Any, ...]] | None = None
         self._category_indexes: dict[str, Any] | None = None
         _check_chunk_rows(chunk_rows)
@@ -263,17 +275,19 @@ class Dataset:
 
     def _indexes(self) -> dict[str, Any] | None:
         """Category lookups handed to the source's reads (None without coded columns)."""
-        if not self._coded_features:
+        if not self._encoded_features:
             return None
         if self._category_indexes is None:
-            self._category_indexes = {name: category_index(values)
-                                      for name, values in self.categories.items()}
+            categories = self.categories
+            self._category_indexes = {name: category_index(categories[name])
+                                      for name in self._encoded_features}
         return self._category_indexes
 
     def __getstate__(self) -> dict[str, Any]:
         # Shipped (e.g. to dask workers) with its category lists resolved, so that no
         # receiving process scans the columns again.
         if self._coded_features:
+            _ = self.categories
             self._indexes()
         return self.__dict__.copy()
 

@@ -155,11 +155,18 @@ class ZarrSource:
                 )
             kind = numpy_kind(np.dtype(X.dtype))
             self.kinds.update(dict.fromkeys(self._feature_names, kind))
+            stored = X.attrs.get("categories") or group.attrs.get("categories") or {}
+            #: category lists of the columns that hold codes into them (what ``streamlearn
+            #: convert`` writes for string and categorical columns), name -> values
+            self.coded_categories: dict[str, tuple[Any, ...]] = {
+                str(name): tuple(values) for name, values in dict(stored).items()
+                if str(name) in self._feature_names}
             others = {k: a for k, a in arrays.items() if k != matrix_name}
             n_rows = X.shape[0]
             block = _row_block(X)
         else:
             self._feature_names = []
+            self.coded_categories = {}
             others = arrays
             n_rows = next(iter(arrays.values())).shape[0]
             block = _row_block(next(iter(arrays.values())))
