@@ -187,3 +187,30 @@ def test_empty_and_missing_target():
     with pytest.raises(ValueError, match="target"):
         run_chunks(EvaluatePass(REGRESSOR, task="regression"),
                    [Chunk(X=X_REG[:5].astype(np.float32), y=None, start=0)])
+
+
+def test_a_dataset_of_one_class_or_without_some_model_classes_is_scored() -> None:
+    """``evaluate`` codes the labels over the model's classes and the data's: a test set
+    holding one class scores (scikit-learn's accuracy on the same rows), and the confusion
+    matrix keeps every row, those predicted as a class the data lack included
+    (``confusion_matrix`` over the union of labels)."""
+    import pandas as pd
+
+    from streamlearn import open_dataset
+    from streamlearn.engine.evaluate import evaluate
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = np.where(X[:, 0] > 0.3, "yes", np.where(X[:, 1] > 0, "no", "maybe"))
+    model = LogisticRegression().fit(X, y)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=y)
+    only_yes = frame[frame.label == "yes"]
+    got = evaluate(model, open_dataset(only_yes, target="label"))
+    assert got["accuracy"] == pytest.approx(
+        accuracy_score(only_yes.label, model.predict(only_yes[["a", "b", "c"]].to_numpy())))
+    two = frame[frame.label != "maybe"]
+    got = evaluate(model, open_dataset(two, target="label"))
+    predicted = model.predict(two[["a", "b", "c"]].to_numpy())
+    expected = confusion_matrix(two.label, predicted, labels=["maybe", "no", "yes"])
+    assert got["confusion_matrix"] == expected.tolist()
+    assert np.sum(got["confusion_matrix"]) == got["n_rows"] == len(two)

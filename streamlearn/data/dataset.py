@@ -498,6 +498,11 @@ class Dataset:
         return f"row {piece.file_row + row - int(self._offsets[i])} of {piece.label}"
 
     def _scan_classes(self) -> np.ndarray:
+        return _sorted_classes(self._scan_labels(), self.target)
+
+    def _scan_labels(self) -> np.ndarray:
+        """The distinct values of the target column (one scan of it; stops past
+        :data:`MAX_CLASSES`)."""
         assert self.target is not None
         found: np.ndarray | None = None
         for i in range(len(self.source.pieces)):
@@ -506,7 +511,39 @@ class Dataset:
             if len(found) > MAX_CLASSES:
                 break
         assert found is not None
-        return _sorted_classes(found, self.target)
+        return found
+
+    def with_classes_of(self, classes: Sequence[Any]) -> Dataset:
+        """The same rows, their labels coded over ``classes`` (a model's) and the labels
+        the target holds: what scoring a model needs, where the data may hold one class
+        only, or labels the model has none for.
+
+        Parameters
+        ----------
+        classes : sequence
+            Labels every chunk's codes must make room for.
+
+        Returns
+        -------
+        Dataset
+            Itself when its classes already hold ``classes``, or when the target is not a
+            class label.
+        """
+        if self.task != "classification":
+            return self
+        given = np.asarray(classes)
+        if self._classes is not None and np.isin(given, self._classes).all():
+            return self
+        labels = self._classes if self._classes is not None else self._scan_labels()
+        kind = _label_kind(given)
+        if kind is None or kind != _label_kind(labels):
+            return self  # labels of another type than the model's (text, numbers)
+        union = (np.union1d(given, labels) if kind == "number"
+                 else np.union1d(given.astype(object), labels.astype(object)))
+        out = copy.copy(self)
+        out._classes = _sorted_classes(union, self.target)
+        out._class_factors = None
+        return out
 
     # ---------------------------------------------------------------- streaming
     def chunks(
@@ -971,6 +1008,16 @@ def _task(task: Task | None, target: str | None, kind: ColumnKind | None) -> Tas
     if kind == ColumnKind.OTHER:
         raise LabelError(f"target {target!r} has a type that is neither labels nor numbers")
     return "classification"
+
+
+def _label_kind(labels: np.ndarray) -> str | None:
+    """"number" or "text" for labels all of one of those kinds; None otherwise."""
+    if labels.dtype.kind in "biuf":
+        return "number"
+    if labels.dtype.kind == "U" or (labels.dtype.kind == "O"
+                                    and all(isinstance(v, str) for v in labels.tolist())):
+        return "text"
+    return None
 
 
 def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:

@@ -304,6 +304,9 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     dataset = open_dataset(data)
     if dataset.task is None:
         raise LabelError("evaluate needs data with a target; pass target=... to open_dataset")
+    model_classes = getattr(model, "classes_", None)
+    if model_classes is not None:  # one class, or classes the model lacks, still score
+        dataset = dataset.with_classes_of(model_classes)
     scoring = EvaluatePass(model, task=dataset.task, classes=dataset.classes)
     metrics = resolve_engine(engine).run(scoring, dataset, description="evaluate")
     if metrics.get("unseen_classes"):
