@@ -29,6 +29,7 @@ from streamlearn import __version__
 from streamlearn.engine.accounting import PassLog, human_bytes, recording
 from streamlearn.engine.atomic_file import give_new_file_mode
 from streamlearn.errors import DataError, SchemaError, StreamlearnError
+from streamlearn.io.file_location import local_path, remote_location, upload
 from streamlearn.models.registry import MODELS, import_estimator
 
 # -- the models the command line can train ------------------------------------------------
@@ -938,9 +939,14 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
     from streamlearn.engine.progress import Progress, progress_enabled
 
     fmt, compression = prediction_format(out)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    destination = out
+    remote = remote_location(out)
+    if remote is None:
+        out = local_path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    else:  # written here in full, then uploaded in one piece
+        fd, tmp_name = tempfile.mkstemp(prefix=".predictions.", suffix=".tmp")
     os.close(fd)
     tmp = Path(tmp_name)
     writer = _TableFile(tmp, fmt, compression)
@@ -967,8 +973,11 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
         if not writer.started:
             raise DataError("no rows left to predict (every row was dropped by --nan-policy)")
         writer.close()
-        give_new_file_mode(tmp)
-        os.replace(tmp, out)
+        if remote is None:
+            give_new_file_mode(tmp)
+            os.replace(tmp, out)
+        else:
+            upload(tmp, destination)
     finally:
         writer.close()
         tmp.unlink(missing_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,6 +293,40 @@ def test_predict_round_trip_matches_the_python_api(trained: Trained, tmp_path: P
     np.testing.assert_allclose(got[["proba_no", "proba_yes"]], model.predict_proba(X),
                                rtol=1e-12)
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_models_and_predictions_go_to_and_come_from_fsspec_urls(trained: Trained,
+                                                                tmp_path: Path) -> None:
+    """``--out`` of train and predict, and MODEL, may be fsspec URLs: the files land on
+    that filesystem (here fsspec's in-memory one), not in a local folder named after the
+    protocol, and hold what the local files hold."""
+    import fsspec
+
+    from streamlearn.io import load_model
+
+    memory = fsspec.filesystem("memory")
+    prefix = f"memory://cli-{uuid.uuid4().hex}"
+    result = run("train", str(trained.data), "-t", "label", "--exclude", "id", "-p",
+                 "interactions=0", "--epochs", "2", "-q", "-o", f"{prefix}/models/m.slm")
+    assert result.exit_code == 0, result.output
+    assert memory.exists(f"{prefix}/models/m.slm")
+    assert not any(p.name.startswith("memory") for p in Path.cwd().iterdir())
+    test = labelled_frame(300, seed=9)
+    test.to_parquet(tmp_path / "test.parquet")
+    result = run("predict", f"{prefix}/models/m.slm", str(tmp_path / "test.parquet"),
+                 "-o", f"{prefix}/out/p.parquet", "-q")
+    assert result.exit_code == 0, result.output
+    with memory.open(f"{prefix}/out/p.parquet", "rb") as fh:
+        got = pd.read_parquet(fh)
+    model = load_model(f"{prefix}/models/m.slm")
+    X = test[FEATURE_NAMES].to_numpy(dtype=np.float32)
+    np.testing.assert_array_equal(got["prediction"], model.predict(X))
+    model.save(tmp_path / "local.slm")
+    np.testing.assert_array_equal(AdditiveSVC.load(tmp_path / "local.slm").predict(X),
+                                  got["prediction"])
+    missing = run("predict", f"{prefix}/models/none.slm", str(tmp_path / "test.parquet"),
+                  "-o", str(tmp_path / "p.parquet"))
+    assert missing.exit_code != 0 and "no model file at" in missing.output
 
 
 @pytest.mark.parametrize("name, sep", [("p.csv", ","), ("p.tsv.gz", "\t"), ("P.CSV.BZ2", ",")])

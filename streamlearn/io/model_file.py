@@ -34,6 +34,7 @@ import numpy as np
 from streamlearn.engine.atomic_file import atomic_write_bytes
 from streamlearn.engine.state_codec import decode, encode
 from streamlearn.errors import ModelFileError
+from streamlearn.io.file_location import local_path, remote_location
 from streamlearn.version import __version__
 
 FORMAT = "streamlearn-model"
@@ -63,7 +64,7 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
+def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path | str:
     """Save ``model`` to ``path`` atomically.
 
     Parameters
@@ -72,12 +73,13 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
         A fitted estimator: its hyper-parameters (``get_params``) and learned attributes
         (see :func:`learned_state`) are written.
     path : str or path-like
-        Destination file (conventionally ``*.slm``).
+        Destination file (conventionally ``*.slm``): a local path, or an fsspec URL
+        (``s3://bucket/model.slm``), written in one upload once complete.
 
     Returns
     -------
-    Path
-        The path written.
+    Path or str
+        The local path written, or the URL.
     """
     params = model.get_params(deep=False)
     learned = learned_state(model, params)
@@ -117,18 +119,43 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path:
             for name, payload in payloads.items():
                 zf.writestr(f"arrays/{name}.npy", payload)
 
-    return atomic_write_bytes(path, write)
+    remote = remote_location(path)
+    if remote is None:
+        return atomic_write_bytes(local_path(path), write)
+    fs, inner = remote
+    buffer = io.BytesIO()
+    write(buffer)
+    parent = inner.rsplit("/", 1)[0] if "/" in inner else ""
+    try:
+        if parent:
+            fs.makedirs(parent, exist_ok=True)
+        fs.pipe_file(inner, buffer.getvalue())
+    except OSError as exc:
+        raise ModelFileError(f"could not write the model to {os.fspath(path)}: {exc}") from exc
+    return os.fspath(path)
 
 
 def read_model_file(
     path: str | os.PathLike[str],
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Read and verify a model file; return its header and arrays without building a model."""
-    path = Path(path)
-    if not path.exists():
-        raise ModelFileError(f"no model file at {path}")
+    """Read and verify a model file (a local path or an fsspec URL); return its header and
+    arrays without building a model."""
+    remote = remote_location(path)
+    contents: Path | io.BytesIO
+    if remote is None:
+        contents = local_path(path)
+        if not contents.exists():
+            raise ModelFileError(f"no model file at {path}")
+    else:
+        fs, inner = remote
+        try:
+            contents = io.BytesIO(fs.cat_file(inner))
+        except FileNotFoundError:
+            raise ModelFileError(f"no model file at {path}") from None
+        except OSError as exc:
+            raise ModelFileError(f"could not read the model file {path}: {exc}") from exc
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(contents) as zf:
             names = set(zf.namelist())
             if "metadata.json" not in names:
                 raise ModelFileError(f"{path} is not a streamlearn model file (no metadata.json)")

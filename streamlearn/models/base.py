@@ -365,17 +365,18 @@ class StreamEstimator(BaseEstimator):
         return LocalEngine(chunk_rows=getattr(self, "chunk_rows", None),
                            progress=getattr(self, "progress", None))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path | str:
         """Save the fitted model to a file (no pickle; see :func:`streamlearn.io.save_model`).
 
         Parameters
         ----------
         path : str or path-like
-            Destination, conventionally ``*.slm``.
+            Destination, conventionally ``*.slm``: a local path or an fsspec URL.
 
         Returns
         -------
-        Path
+        Path or str
+            The local path written, or the URL.
         """
         from streamlearn.io import save_model
 
