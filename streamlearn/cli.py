@@ -1455,8 +1455,16 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     click.echo(f"  streamlearn predict {path} {test_path} --out predictions.parquet --proba")
 
 
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+    """Print a warning as the commands print their other messages: one line on stderr,
+    its kind and text, without the library's source line it was raised from."""
+    click.echo(f"warning: {category.__name__}: {message}", err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``streamlearn`` console script."""
+    warnings.showwarning = show_warning
     cli.main(args=argv, prog_name="streamlearn")
 
 

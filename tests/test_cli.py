@@ -692,6 +692,21 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
     assert "Error: SourceError" in proc.stderr
 
 
+def test_console_script_prints_warnings_as_one_line_without_source(trained: Trained,
+                                                                    tmp_path: Path) -> None:
+    """A warning of the library reaches the command's user as ``warning: Kind: text``,
+    not as Python's two lines naming the library's file and the statement there."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamlearn.cli", "train", str(trained.data), "-t", "label",
+         "--exclude", "id", "--epochs", "1", "-p", "interactions=0", "-q",
+         "-o", str(tmp_path / "m.slm")],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: ConvergenceWarning: PEGASOS stopped after epochs=1" in proc.stderr
+    assert ".py:" not in proc.stderr
+
+
 def test_categorical_columns_round_trip_through_train_and_predict(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
     cities = np.array(["Lima", "Oslo", "Rome"])
