@@ -511,6 +511,19 @@ def test_a_value_beyond_float32_is_named_as_such() -> None:
             model.predict(wide)
 
 
+def test_a_complex_column_is_refused_by_name_not_cut_to_its_real_part() -> None:
+    """A table's complex column would otherwise be cast to float32, its imaginary part
+    lost with no more than numpy's ComplexWarning; a complex array is refused too."""
+    from streamlearn.models import AdditiveSVC
+
+    frame = pd.DataFrame({"a": np.arange(100.0), "z": np.arange(100) * (1 + 1j)})
+    y = np.arange(100) % 2
+    with pytest.raises(SchemaError, match=r"non-numeric feature column.*'z' \(other\)"):
+        AdditiveSVC().fit(frame, y)
+    with pytest.raises((SchemaError, ValueError), match="[Cc]omplex"):
+        AdditiveSVC().fit(frame.to_numpy(), y)
+
+
 def test_numeric_rows_of_a_categorical_model_must_hold_its_codes() -> None:
     from streamlearn.models import MixtureSVC
 

@@ -184,6 +184,8 @@ def pandas_kind(dtype: Any) -> ColumnKind:
         return ColumnKind.BOOL
     if pd.api.types.is_integer_dtype(dtype):
         return ColumnKind.INTEGER
+    if pd.api.types.is_complex_dtype(dtype):  # a number, but not one feature value
+        return ColumnKind.OTHER
     if pd.api.types.is_numeric_dtype(dtype):
         return ColumnKind.NUMERIC
     if pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype):
