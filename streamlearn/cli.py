@@ -28,7 +28,7 @@ import numpy as np
 from streamlearn import __version__
 from streamlearn.engine.accounting import PassLog, human_bytes, recording
 from streamlearn.engine.atomic_file import give_new_file_mode
-from streamlearn.errors import DataError, SchemaError, StreamlearnError
+from streamlearn.errors import DataError, LabelError, SchemaError, StreamlearnError
 from streamlearn.io.file_location import local_path, remote_location, upload
 from streamlearn.models.registry import MODELS, import_estimator
 
@@ -152,7 +152,12 @@ def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except StreamlearnError as exc:
-            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+            message = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, LabelError) and "task='regression'" in message:
+                # the library's advice names the Python parameter; here, the option
+                message += ("; on the command line, --model sppr or --model supersparse "
+                            "trains a regressor")
+            raise click.ClickException(message) from exc
 
     return wrapper
 

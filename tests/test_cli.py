@@ -260,6 +260,17 @@ def test_train_without_model_takes_the_default_of_the_target(trained: Trained,
     assert "trained SparsePPRRegressor()" in result.output
 
 
+def test_a_classifier_on_a_continuous_target_names_the_regressors_options(
+        trained: Trained, tmp_path: Path) -> None:
+    frame = trained.frame.drop(columns=["label", "id"]).assign(
+        price=trained.frame[FEATURE_NAMES[0]] * 1.5 + 0.25)
+    frame.to_parquet(tmp_path / "prices.parquet")
+    result = run("train", str(tmp_path / "prices.parquet"), "-t", "price", "-m", "additive",
+                 "-o", str(tmp_path / "m.slm"))
+    assert result.exit_code == 1 and "LabelError" in result.output
+    assert "--model sppr or --model supersparse" in result.output
+
+
 def test_train_data_problems_exit_1(trained: Trained, tmp_path: Path) -> None:
     out = str(tmp_path / "m.slm")
     missing = run("train", str(tmp_path / "none.parquet"), "-t", "y", "-m", "additive", "-o", out)
