@@ -332,6 +332,11 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     task = None
     if target is not None:
         task = "classification" if _is_classifier(model) else "regression"
+    hashed = getattr(model, "hash_features_", None)
+    if hashed is not None:  # the rows hashed as the training rows were, the same columns
+        columns = getattr(model, "hashed_columns_", None)
+        return _open(data, target, ",".join(columns) if columns else None, None, fmt,
+                     chunk_rows, nan_policy, task=task, hash_features=int(hashed))
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
         dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task,
@@ -521,6 +526,11 @@ class ModelChoice(click.Choice):
                    "kill resumes there and ends with the same model.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=20, show_default=True,
               help="Chunks between two checkpoint writes (and at the end of every pass).")
+@click.option("--hash-features", type=click.IntRange(min=2), metavar="N",
+              help="Hash the features into N columns (a power of two, e.g. 262144 = 2**18): "
+                   "svmlight entries by name, parquet columns by name and value (string "
+                   "and list<string> columns as tokens). The model keeps N, and predict "
+                   "and evaluate hash their data the same way.")
 @_quiet_option
 @_user_errors
 def train(data: str, target: str | None, features: str | None, exclude: str | None,
@@ -530,7 +540,7 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
           seed: int | None, params: list[tuple[str, Any]],
           search: list[tuple[str, list[Any]]], train_score: bool,
           workers: int | None, scheduler: str | None, checkpoint: str | None,
-          checkpoint_every: int, quiet: bool) -> None:
+          checkpoint_every: int, hash_features: int | None, quiet: bool) -> None:
     """Train a model on DATA, streaming it, and save it to --out.
 
     DATA is a parquet file or directory, a zarr store, svmlight or CSV files, or an fsspec
@@ -578,7 +588,8 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
         model_params(model_class(name, task), common, params)
         _check_search(model_class(name, task), search)
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
-                    weight=weight, task=task if target is not None else None)
+                    weight=weight, task=task if target is not None else None,
+                    **({} if hash_features is None else {"hash_features": hash_features}))
     if dataset.task is None:
         raise click.UsageError("train needs the target column: --target COL")
     if name is None:
@@ -592,6 +603,12 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     kwargs = model_params(cls, common, params)
     _check_search(cls, search)
     valid = constructor_params(cls)
+    if hash_features is not None and "embedding" in valid and "embedding" not in kwargs:
+        # a hashed column mixes features, with signed values: curves over it mean nothing,
+        # and the zero-preserving curves that sparse rows take need values >= 0
+        kwargs["embedding"] = "linear"
+        if not quiet:
+            click.echo("embedding: linear (hashed features; -p embedding=... chooses another)")
     if chunk_rows is not None and "chunk_rows" in valid:
         kwargs["chunk_rows"] = chunk_rows
     if "progress" in valid and "progress" not in kwargs:

@@ -271,6 +271,49 @@ def test_a_classifier_on_a_continuous_target_names_the_regressors_options(
     assert "--model sppr or --model supersparse" in result.output
 
 
+def test_a_model_of_hashed_rows_predicts_and_evaluates_data_hashed_the_same_way(
+        tmp_path: Path) -> None:
+    """train --hash-features keeps N and the columns hashed on the model; predict and
+    evaluate hash their data by them (an excluded id column of the training file stays
+    out), and score what the Python API scores on the same rows hashed by hand."""
+    from streamlearn import open_dataset
+    from streamlearn.io import load_model
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    city = rng.choice(["lima", "oslo", "rome", "kyiv"], n)
+    words = [list(rng.choice(["good", "bad", "meh"], rng.integers(1, 4))) for _ in range(n)]
+    x = rng.normal(size=n)
+    score = 1.5 * (city == "rome") + np.array([w.count("good") - w.count("bad")
+                                               for w in words]) + x
+    frame = pd.DataFrame({"id": np.arange(n), "city": city, "words": words, "x": x,
+                          "label": (score > 0.5).astype(int)})
+    frame.iloc[:2000].to_parquet(tmp_path / "train.parquet")
+    frame.iloc[2000:].to_parquet(tmp_path / "test.parquet")
+    model_path = tmp_path / "h.slm"
+    result = run("train", str(tmp_path / "train.parquet"), "-t", "label", "--exclude", "id",
+                 "--hash-features", "1024", "-o", str(model_path))
+    assert result.exit_code == 0, result.output
+    assert "embedding: linear (hashed features" in result.output
+    model = load_model(model_path)
+    assert model.hash_features_ == 1024 and model.hashed_columns_ == ("city", "words", "x")
+    evaluated = run("evaluate", str(model_path), str(tmp_path / "test.parquet"), "-t", "label")
+    assert evaluated.exit_code == 0, evaluated.output
+    by_hand = open_dataset(str(tmp_path / "test.parquet"), target="label", hash_features=1024,
+                           features=["city", "words", "x"])
+    accuracy = model.score(by_hand)
+    assert accuracy > 0.85
+    assert f"accuracy  {accuracy:.4f}" in evaluated.output
+    predicted = run("predict", str(model_path), str(tmp_path / "test.parquet"), "-o",
+                    str(tmp_path / "p.parquet"))
+    assert predicted.exit_code == 0, predicted.output
+    got = pd.read_parquet(tmp_path / "p.parquet")["prediction"].to_numpy()
+    assert np.mean(got == frame.label.iloc[2000:].to_numpy()) == pytest.approx(accuracy)
+    # a refit on plain rows forgets the hashing
+    model.fit(frame[["x"]].to_numpy(), frame.label)
+    assert not hasattr(model, "hash_features_") and not hasattr(model, "hashed_columns_")
+
+
 def test_train_data_problems_exit_1(trained: Trained, tmp_path: Path) -> None:
     out = str(tmp_path / "m.slm")
     missing = run("train", str(tmp_path / "none.parquet"), "-t", "y", "-m", "additive", "-o", out)

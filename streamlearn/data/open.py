@@ -109,7 +109,10 @@ def open_dataset(
         Hash feature names into this many columns (a power of two, like Vowpal Wabbit's
         ``-b``), signed: svmlight entries by their names (words or ids), and parquet's
         feature columns (numbers by column name, strings and list<string> tokens by
-        ``column=value``). The rows are sparse.
+        ``column=value``; ``features`` names the columns to hash, by default all but the
+        target, the weight and ``exclude``). The rows are sparse; a model trained on them
+        records ``hash_features_`` (and, from parquet, ``hashed_columns_``), with which the
+        command line reads the data it predicts.
     sparse_columns : (str, str or None), optional
         Parquet with one row's entries in list columns: the name of the list<int> column of
         indices and of the list<float> column of values (None: every value is 1). The rows
@@ -148,7 +151,8 @@ def open_dataset(
         if _path_format(os.fspath(source), format, storage_options) == "parquet":
             return Dataset(
                 _parquet_sparse(os.fspath(source), storage_options, target_name, weight_name,
-                                sparse_columns, n_features, hash_features, exclude),
+                                sparse_columns, n_features, hash_features, exclude,
+                                features if hash_features is not None else None),
                 target=target_name, weight=weight_name, task=task, classes=classes,
                 chunk_rows=chunk_rows, nan_policy=nan_policy, prefetch=prefetch)
     src = _source(source, target_values, weight_values, format, storage_options,
@@ -292,14 +296,17 @@ def _path_format(url: str, format: str | None, storage_options: dict[str, Any] |
 def _parquet_sparse(url: str, storage_options: dict[str, Any] | None, target: str | None,
                     weight: str | None, sparse_columns: tuple[str, str | None] | None,
                     n_features: int | None, hash_features: int | None,
-                    exclude: Sequence[str]) -> Source:
-    """Sparse rows of parquet: list columns of indices and values, or hashed columns."""
+                    exclude: Sequence[str], features: Sequence[str] | None = None) -> Source:
+    """Sparse rows of parquet: list columns of indices and values, or hashed columns
+    (``features``: the columns to hash, by default all but the target, the weight and
+    ``exclude``)."""
     from streamlearn.data.sources.parquet_sparse import ParquetSparseSource
 
     indices, values = sparse_columns if sparse_columns is not None else (None, None)
     return ParquetSparseSource(url, storage_options, target=target, weight=weight,
                                indices=indices, values=values, n_features=n_features,
-                               hash_features=hash_features, exclude=tuple(exclude))
+                               hash_features=hash_features, exclude=tuple(exclude),
+                               features=None if features is None else list(features))
 
 
 def _path_source(url: str, format: str | None, storage_options: dict[str, Any] | None,

@@ -74,6 +74,26 @@ class FeatureNames(tuple):
         return tuple(self), self.categories
 
 
+def record_hashing(estimator: Any, dataset: Dataset) -> None:
+    """Keep how the training rows were hashed, so that new data can be read the same way.
+
+    Sets ``hash_features_`` (the number of hashed columns) and, for parquet,
+    ``hashed_columns_`` (the columns hashed) when the dataset's rows are hashed; removes
+    them otherwise (a refit on other data forgets them).
+    """
+    hashed = getattr(dataset.source, "hash_features", None)
+    if hashed is None:
+        estimator.__dict__.pop("hash_features_", None)
+        estimator.__dict__.pop("hashed_columns_", None)
+        return
+    estimator.hash_features_ = int(hashed)
+    columns = tuple(getattr(dataset.source, "hashed_columns", ()))
+    if columns:
+        estimator.hashed_columns_ = columns
+    else:
+        estimator.__dict__.pop("hashed_columns_", None)
+
+
 def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -> None:
     """Keep the category lists of the training data's categorical features on a fitted model.
 
@@ -183,7 +203,8 @@ class StreamEstimator(BaseEstimator):
         read, below), ``feature_names_in_``, ``n_features_in_``, ``classes_``
         (classifiers), ``svmlight_zero_based_`` (training data read from svmlight text:
         whether its feature indices were taken as zero-based, so that data to predict is
-        read the same way), then those of the driver's result (:meth:`_set_fitted`) and
+        read the same way), ``hash_features_`` and ``hashed_columns_`` (hashed rows:
+        :func:`record_hashing`), then those of the driver's result (:meth:`_set_fitted`) and
         ``categories_`` (:func:`record_categories`), and for a classifier with a
         ``class_weight`` the factors it put on the rows' weights, ``class_weight_``
         (:mod:`~streamlearn.models.class_weight`). A fit that fails, whatever the reason,
@@ -248,6 +269,7 @@ class StreamEstimator(BaseEstimator):
         zero_based = getattr(dataset.source, "zero_based", None)
         if zero_based is not None:  # svmlight text: how its indices were read
             self.svmlight_zero_based_ = bool(zero_based)
+        record_hashing(self, dataset)
         self._set_fitted(fitted)
         if factors is not None:
             self.class_weight_ = factors

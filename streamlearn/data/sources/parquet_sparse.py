@@ -269,6 +269,9 @@ class ParquetSparseSource:
         column of any other type: leave such columns out with ``exclude``.
     exclude : sequence of str
         Hashed layout: columns that are not features (identifiers, say).
+    features : sequence of str, optional
+        Hashed layout: the columns to hash (a model's :attr:`hashed_columns`); the others
+        are left out, as if excluded.
 
     Attributes
     ----------
@@ -281,6 +284,8 @@ class ParquetSparseSource:
         the footers; nulls, zeros and collisions are not subtracted), for sizing chunks.
     target, weight : str or None
     hash_features : int or None
+    hashed_columns : tuple of str
+        Hashed layout: the columns hashed, in file order; empty for the list layout.
     pieces : list of Piece
         One per non-empty row group; the label names the file and the row group.
 
@@ -314,6 +319,7 @@ class ParquetSparseSource:
         n_features: int | None = None,
         hash_features: int | None = None,
         exclude: Sequence[str] = (),
+        features: Sequence[str] | None = None,
     ) -> None:
         if (indices is None) == (hash_features is None):
             raise ValueError("give either indices= (list columns) or hash_features= (hashed "
@@ -327,8 +333,9 @@ class ParquetSparseSource:
                 raise ValueError(f"n_features={n_features} contradicts hash_features="
                                  f"{hash_features}; leave n_features out")
             n_features = hash_features
-        elif exclude:
-            raise ValueError("exclude= belongs to the hashed layout (hash_features=)")
+        elif exclude or features is not None:
+            raise ValueError("exclude= and features= belong to the hashed layout "
+                             "(hash_features=)")
         if n_features is not None and (isinstance(n_features, bool)
                                        or not 0 < int(n_features) <= MAX_INDEX):
             raise ValueError(f"n_features must be in [1, {MAX_INDEX}], got {n_features!r}")
@@ -364,7 +371,7 @@ class ParquetSparseSource:
                 else self._largest_index() + 1
             self.nnz = self._stored([indices])  # type: ignore[list-item]
         else:
-            self._features = self._hashed_features(list(exclude))
+            self._features = self._hashed_features(list(exclude), features)
             self.n_features = hash_features
             self.nnz = self._stored([name for name, _ in self._features])
 
@@ -422,13 +429,22 @@ class ParquetSparseSource:
                     raise SchemaError(f"column {name!r} of {info.path} is {dtype}; it must "
                                       f"be a list<{what}> column")
 
-    def _hashed_features(self, exclude: list[str]) -> list[tuple[str, str]]:
+    @property
+    def hashed_columns(self) -> tuple[str, ...]:
+        """The columns hashed (hashed layout), in file order; empty for the list layout."""
+        return tuple(c for c, _ in getattr(self, "_features", ()))
+
+    def _hashed_features(self, exclude: list[str], only: Sequence[str] | None
+                         ) -> list[tuple[str, str]]:
         first = self._files_info[0]
-        unknown = [c for c in exclude if c not in first.types]
-        if unknown:
-            raise SchemaError(f"exclude names column(s) {unknown} not in {first.path}; "
-                              f"columns are {sorted(first.types)}")
+        for role, named in (("exclude", exclude), ("features", only or ())):
+            unknown = [c for c in named if c not in first.types]
+            if unknown:
+                raise SchemaError(f"{role} names column(s) {unknown} not in {first.path}; "
+                                  f"columns are {sorted(first.types)}")
         skip = {self.target, self.weight, *exclude}
+        if only is not None:
+            skip |= {c for c in first.types if c not in set(only)}
         features = [(c, _hashed_kind(c, t, first.path)) for c, t in first.types.items()
                     if c not in skip]
         if not features:
