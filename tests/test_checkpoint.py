@@ -160,6 +160,39 @@ def test_checkpoint_of_another_fit_is_an_error(tmp_path: Path) -> None:
         AdditiveSVC().fit(X, y, checkpoint=tmp_path / "d", checkpoint_every=0)
 
 
+def test_checkpoint_of_other_rows_of_the_same_shape_is_an_error(tmp_path: Path) -> None:
+    """A file rewritten with other rows of the same shape, other sample weights or another
+    NaN policy is another fit: refused, where resuming would return the old model. The
+    digest is of the rows' contents: the same rows from a parquet file or an array give
+    the same one, and one changed row among those it reads changes it."""
+    import pandas as pd
+
+    X, y = _problem()
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(label=y)
+    frame.to_parquet(tmp_path / "train.parquet")
+    path = str(tmp_path / "train.parquet")
+    AdditiveSVC(**_params("pegasos")).fit(path, "label", checkpoint=tmp_path / "c")
+    rng = np.random.default_rng(5)
+    frame.assign(x0=rng.permutation(frame.x0.to_numpy())).to_parquet(path)
+    with pytest.raises(CheckpointError, match=r"data.content: '[0-9a-f]+' in the checkpoint"):
+        AdditiveSVC(**_params("pegasos")).fit(path, "label", checkpoint=tmp_path / "c")
+    AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "a")
+    with pytest.raises(CheckpointError, match=r"data.content"):
+        AdditiveSVC(**_params("pegasos")).fit(X, y, sample_weight=np.full(len(y), 2.0),
+                                              checkpoint=tmp_path / "a")
+    with pytest.raises(CheckpointError, match=r"data.nan_policy: 'raise' in the checkpoint"):
+        AdditiveSVC(**_params("pegasos")).fit(X, y, nan_policy="drop",
+                                              checkpoint=tmp_path / "a")
+    same = open_dataset(X, target=y)
+    frame.to_parquet(tmp_path / "again.parquet")
+    assert same.content_digest() == open_dataset(
+        str(tmp_path / "again.parquet"), target="label").content_digest()
+    assert same.content_digest() == open_dataset(X.copy(), target=y).content_digest()
+    changed = X.copy()
+    changed[0, 0] += 1.0
+    assert open_dataset(changed, target=y).content_digest() != same.content_digest()
+
+
 def test_damaged_checkpoint_is_an_error(tmp_path: Path) -> None:
     X, y = _problem()
     AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "c")

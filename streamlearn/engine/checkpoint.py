@@ -154,7 +154,9 @@ def _read_state(zf: zipfile.ZipFile, member: str, state: ExampleState) -> None:
 
 # -- the checkpoint directory ----------------------------------------------------------------
 def fit_fingerprint(model: Any, dataset: Dataset, engine: Any) -> dict[str, Any]:
-    """What a checkpoint must agree on to be resumed: model, data schema, engine, chunking."""
+    """What a checkpoint must agree on to be resumed: model, data schema, the rows'
+    contents (:meth:`~streamlearn.data.dataset.Dataset.content_digest`: blocks of rows
+    spread over the data, weights included), the NaN policy, engine, chunking."""
     params = model._json_params() if hasattr(model, "_json_params") else {}
     classes = dataset.classes
     return {
@@ -168,6 +170,8 @@ def fit_fingerprint(model: Any, dataset: Dataset, engine: Any) -> dict[str, Any]
             "weight": dataset.weight,
             "task": dataset.task,
             "classes": None if classes is None else [str(c) for c in classes.tolist()],
+            "nan_policy": str(dataset.nan_policy),
+            "content": dataset.content_digest(),
         },
         "engine": type(engine).__name__,
         "chunk_rows": int(getattr(engine, "chunk_rows", None) or dataset.chunk_rows),
