@@ -316,27 +316,24 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     zeros). A model trained on svmlight text reads svmlight data with the training file's
     index base and its number of features.
     """
+    from streamlearn.data.open import reading_of
     from streamlearn.data.sources.base import default_feature_names
 
     expected = list(getattr(model, "feature_names_in_", ()))
     if not expected:
         raise SchemaError(f"the {type(model).__name__} does not record its feature names")
-    svmlight: dict[str, Any] = {}
-    if getattr(model, "svmlight_zero_based_", None) is not None:
-        # indices as the training file's were read (a file without index 0 would
-        # otherwise be taken as one-based, every feature shifted by one), and an index
-        # beyond the model's features an error that names its line
-        svmlight.update(zero_based=bool(model.svmlight_zero_based_),
-                        n_features=len(expected))
+    # svmlight indices as the training file's were read (a file without index 0 would
+    # otherwise be taken as one-based, every feature shifted by one), an index beyond the
+    # model's features an error that names its line; hashed rows hashed the same way
+    svmlight = reading_of(model)
     categories = getattr(model, "categories_", None)
     task = None
     if target is not None:
         task = "classification" if _is_classifier(model) else "regression"
-    hashed = getattr(model, "hash_features_", None)
-    if hashed is not None:  # the rows hashed as the training rows were, the same columns
-        columns = getattr(model, "hashed_columns_", None)
+    if "hash_features" in svmlight:  # the same columns hashed as the training rows'
+        columns = svmlight.pop("features", None)
         return _open(data, target, ",".join(columns) if columns else None, None, fmt,
-                     chunk_rows, nan_policy, task=task, hash_features=int(hashed))
+                     chunk_rows, nan_policy, task=task, **svmlight)
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
         dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task,

@@ -423,3 +423,27 @@ def test_kernel_against_reference() -> None:
         bad, 0, len(bad), 8, 0, 100, 0, 0, 0, labels, indptr, indices, values, row_line)
     assert (status, line, line_start, n, bytes(bad[pos:pos + 2])) == (
         svmlight.ERR_VALUE, 1, 6, 1, b"3x")
+
+
+def test_score_and_evaluate_of_a_path_read_it_as_the_training_file_was(tmp_path: Path) -> None:
+    """A zero-based test file in which index 0 never appears would be read one-based by
+    the "auto" rule, every column shifted by one; ``score(path)`` and ``evaluate(model,
+    path)`` read it with the model's index base and feature count, and score what the
+    same rows score in memory."""
+    from streamlearn import evaluate
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.random((600, 4))
+    y = (X[:, 1] > 0.5).astype(int)
+    sklearn_dump(X, y, str(tmp_path / "train.svm"), zero_based=True)
+    Xt = rng.random((400, 4))
+    Xt[:, 0] = 0.0
+    yt = (Xt[:, 1] > 0.5).astype(int)
+    sklearn_dump(Xt, yt, str(tmp_path / "test.svm"), zero_based=True)
+    model = AdditiveSVC(interactions=0).fit(str(tmp_path / "train.svm"))
+    assert model.svmlight_zero_based_
+    in_memory = model.score(sp.csr_matrix(Xt), yt)
+    assert in_memory > 0.95
+    assert model.score(str(tmp_path / "test.svm")) == pytest.approx(in_memory)
+    assert evaluate(model, str(tmp_path / "test.svm"))["accuracy"] == pytest.approx(in_memory)

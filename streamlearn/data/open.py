@@ -289,6 +289,34 @@ def _no_arrays(y: Any, weight: Any, what: str) -> None:
         raise SourceError(f"for {what}, target= and weight= must be column names")
 
 
+def reading_of(model: Any) -> dict[str, Any]:
+    """The :func:`open_dataset` options that read new data as a fitted model's training
+    data was read: svmlight indices on the training file's base and its feature count
+    (``svmlight_zero_based_``), and hashed rows by the model's ``hash_features_`` and
+    ``hashed_columns_``. Empty for a model of plain columns.
+
+    Parameters
+    ----------
+    model : fitted estimator
+
+    Returns
+    -------
+    dict
+    """
+    options: dict[str, Any] = {}
+    zero_based = getattr(model, "svmlight_zero_based_", None)
+    if zero_based is not None and getattr(model, "hash_features_", None) is None:
+        options.update(zero_based=bool(zero_based),
+                       n_features=int(model.n_features_in_))
+    hashed = getattr(model, "hash_features_", None)
+    if hashed is not None:
+        options["hash_features"] = int(hashed)
+        columns = getattr(model, "hashed_columns_", None)
+        if columns:
+            options["features"] = list(columns)
+    return options
+
+
 def _path_format(url: str, format: str | None, storage_options: dict[str, Any] | None) -> str:
     return format or _guess_format(url, storage_options)
 

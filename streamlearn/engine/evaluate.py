@@ -9,6 +9,7 @@ chunk results merge in any grouping.
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from streamlearn.data.chunk import Chunk
-from streamlearn.data.open import open_dataset
+from streamlearn.data.open import open_dataset, reading_of
 from streamlearn.engine.local import resolve_engine
 from streamlearn.errors import LabelError
 
@@ -301,7 +302,9 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     UserWarning
         When the data hold labels the model was not trained on.
     """
-    dataset = open_dataset(data)
+    # a path is read as the model's training data was (svmlight indices, hashing)
+    dataset = open_dataset(data, **(reading_of(model)
+                                    if isinstance(data, str | os.PathLike) else {}))
     if dataset.task is None:
         raise LabelError("evaluate needs data with a target; pass target=... to open_dataset")
     model_classes = getattr(model, "classes_", None)

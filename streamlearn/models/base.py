@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
+from streamlearn.data.open import reading_of
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite
@@ -431,7 +432,8 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                            chunk_rows: int | None = None, nan_policy: Any = "raise",
                            categories: Mapping[str, Sequence[Any]] | None = None,
                            classes: Sequence[Any] | None = None,
-                           accept_sparse: bool = False) -> Dataset:
+                           accept_sparse: bool = False,
+                           reading: Mapping[str, Any] | None = None) -> Dataset:
     """Open the training data of a classifier.
 
     Parameters
@@ -454,6 +456,9 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         not hold them all); by default the labels found in ``y``.
     accept_sparse : bool
         Take a ``scipy.sparse`` X as sparse rows; else refuse it as scikit-learn does.
+    reading : mapping, optional
+        More :func:`~streamlearn.data.open_dataset` options for a path: how a fitted
+        model's training data was read (:func:`~streamlearn.data.open.reading_of`).
 
     Returns
     -------
@@ -464,25 +469,29 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     """
     return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
                          "a classifier needs class labels", nan_policy, categories, classes,
-                         accept_sparse)
+                         accept_sparse, reading)
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                        chunk_rows: int | None = None, nan_policy: Any = "raise",
                        categories: Mapping[str, Sequence[Any]] | None = None,
-                       accept_sparse: bool = False) -> Dataset:
+                       accept_sparse: bool = False,
+                       reading: Mapping[str, Any] | None = None) -> Dataset:
     """Open the training data of a regressor (see :func:`classification_dataset`)."""
     return _task_dataset(data, y, sample_weight, chunk_rows, "regression",
                          "a regressor needs a numeric target", nan_policy, categories,
-                         accept_sparse=accept_sparse)
+                         accept_sparse=accept_sparse, reading=reading)
 
 
 def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
                   need: str, nan_policy: Any = "raise",
                   categories: Mapping[str, Sequence[Any]] | None = None,
                   classes: Sequence[Any] | None = None,
-                  accept_sparse: bool = False) -> Dataset:
-    """Open training data (or take a Dataset) and check that its target suits ``task``."""
+                  accept_sparse: bool = False,
+                  reading: Mapping[str, Any] | None = None) -> Dataset:
+    """Open training data (or take a Dataset) and check that its target suits ``task``;
+    ``reading``: more :func:`open_dataset` options for a path (a model's
+    :func:`~streamlearn.data.open.reading_of`)."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("with a Dataset, give the target and weights to open_dataset "
@@ -507,9 +516,12 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
                     not _is_dask(sample_weight):
                 sample_weight = check_sample_weight(sample_weight, len(y))
         data, y, sample_weight = _attach_columns(data, y, sample_weight)
+        more = dict(reading or {}) if isinstance(data, str | os.PathLike) else {}
+        if "features" in more:  # hashed columns: the categories belong to plain columns
+            categories = None
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
                                task=task if y is not None else None, nan_policy=nan_policy,
-                               categories=categories, classes=classes)
+                               categories=categories, classes=classes, **more)
     if dataset.task != task:
         what = "no target" if dataset.task is None else f"a {dataset.task} target"
         raise LabelError(f"{need} but the data has {what}; open it with "
@@ -698,7 +710,8 @@ class ClassifierScore(ClassifierMixin):
             w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
             return float((w * correct).sum() / w.sum())
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
-                                         categories=getattr(self, "categories_", None))
+                                         categories=getattr(self, "categories_", None),
+                                         reading=reading_of(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
 
@@ -733,7 +746,8 @@ class RegressorScore(RegressorMixin):
             total = w @ (truth - mean) ** 2
             return float(1.0 - (w @ resid**2) / total) if total > 0 else 0.0
         dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
-                                     categories=getattr(self, "categories_", None))
+                                     categories=getattr(self, "categories_", None),
+                                     reading=reading_of(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
 
 
