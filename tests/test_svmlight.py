@@ -447,3 +447,22 @@ def test_score_and_evaluate_of_a_path_read_it_as_the_training_file_was(tmp_path:
     assert in_memory > 0.95
     assert model.score(str(tmp_path / "test.svm")) == pytest.approx(in_memory)
     assert evaluate(model, str(tmp_path / "test.svm"))["accuracy"] == pytest.approx(in_memory)
+
+
+def test_a_directory_of_svmlight_files_is_read_as_svmlight(tmp_path: Path) -> None:
+    """Named .svm, or named otherwise with svmlight lines inside: the directory's files
+    are svmlight text (not parquet, the guess for directories of unknown files)."""
+    from streamlearn import open_dataset
+
+    rng = np.random.default_rng(1)
+    X = rng.random((40, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    for name, suffix in (("named", ".svm"), ("unnamed", ".txt")):
+        (tmp_path / name).mkdir()
+        sklearn_dump(X[:20], y[:20], str(tmp_path / name / f"a{suffix}"), zero_based=True)
+        sklearn_dump(X[20:], y[20:], str(tmp_path / name / f"b{suffix}"), zero_based=True)
+        ds = open_dataset(str(tmp_path / name))
+        assert ds.is_sparse and ds.n_rows == 40
+        got = sp.vstack([sp.csr_matrix((c.X.values, c.X.indices, c.X.indptr),
+                                       shape=(c.X.shape[0], 3)) for c in ds.chunks()])
+        np.testing.assert_allclose(got.toarray(), X.astype(np.float32), rtol=1e-6)

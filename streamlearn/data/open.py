@@ -367,6 +367,12 @@ def _zarr_source(store: Any, storage_options: dict[str, Any] | None) -> Source:
     return ZarrSource(store, storage_options)
 
 
+def _is_svmlight_name(name: str) -> bool:
+    """Whether a file's name says svmlight text (plain or compressed)."""
+    return name.endswith(SVMLIGHT_SUFFIXES) or any(
+        name.endswith(s + c) for s in SVMLIGHT_SUFFIXES for c in COMPRESSED_SUFFIXES)
+
+
 def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
     import fsspec
 
@@ -378,8 +384,7 @@ def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
     stripped = url.rstrip("/")
     if stripped.endswith(".zarr"):
         return "zarr"
-    if stripped.endswith(SVMLIGHT_SUFFIXES) or any(
-            stripped.endswith(s + c) for s in SVMLIGHT_SUFFIXES for c in COMPRESSED_SUFFIXES):
+    if _is_svmlight_name(stripped):
         return "svmlight"
     if is_csv_name(stripped):
         return "csv"
@@ -391,6 +396,12 @@ def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
         files = [f for f in fs.find(path) if not f.rsplit("/", 1)[-1].startswith((".", "_"))]
         if files and all(is_csv_name(f) for f in files):
             return "csv"
+        if files and all(_is_svmlight_name(f) for f in files):
+            return "svmlight"
+        if files and not any(f.endswith((".parquet", ".pq")) for f in files):
+            # files of unknown names: the first one tells (parquet, svmlight or CSV text)
+            first = sorted(files)[0]
+            return _sniff_file_format(fs, first, first)
         return "parquet"
     return _sniff_file_format(fs, path, url)
 
