@@ -279,9 +279,18 @@ def test_mixture_finalists_are_judged_by_fit():
     search = StreamSearchCV(MixtureSVC(progress=False, epochs=3, n_components=4),
                             {"C": [0.01, 1.0, 100.0]}, min_resource=1000).fit(X, y)
     assert search.final_rung_ == "fit" and search.n_candidates_ == [3, 2]
-    finalists = search.cv_results_["scores_by_rung"][-1]
+    finalists = search.rung_scores_[-1]
     # each finalist's score is its fit on the training rows, scored on the held-out rows
     assert search.best_index_ == max(finalists, key=finalists.get)
+    # cv_results_ is a table: one entry per candidate in every column
+    import pandas as pd
+
+    table = pd.DataFrame(search.cv_results_)
+    assert len(table) == 3
+    for i, row in table.iterrows():
+        assert row["scores_by_rung"] == [scores[i] for scores in search.rung_scores_
+                                         if i in scores]
+        assert row["mean_test_score"] == row["scores_by_rung"][-1]
     assert search.n_passes_ > search.search_passes_ > 2
 
 

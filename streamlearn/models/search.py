@@ -287,7 +287,11 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     cv_results_ : dict of lists
         ``params``, ``param_<name>``, ``mean_test_score`` (score at the last rung the
         candidate reached), ``rank_test_score``, ``iter`` (that rung), ``n_resources``
-        (training rows it had seen), and ``scores_by_rung``.
+        (training rows it had seen), and ``scores_by_rung`` (the candidate's score at
+        each rung it reached); one entry per candidate in each, so that
+        ``pandas.DataFrame(cv_results_)`` is a table, as with scikit-learn's searches.
+    rung_scores_ : list of dict
+        For each rung, candidate index -> held-out score of the candidates it trained.
     n_candidates_ : list of int
         Candidates trained in each rung.
     n_resources_ : list of int
@@ -626,8 +630,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         results["rank_test_score"] = rank.tolist()
         results["iter"] = reached.tolist()
         results["n_resources"] = [race.resources[r] for r in reached]
-        results["scores_by_rung"] = [dict(s) for s in race.scores]
+        results["scores_by_rung"] = [[scores[i] for scores in race.scores if i in scores]
+                                     for i in range(len(settings))]
         self.cv_results_ = results
+        self.rung_scores_ = [dict(s) for s in race.scores]
         self.best_index_ = int(order[0])
         self.best_params_ = dict(settings[self.best_index_])
         self.best_score_ = float(mean[self.best_index_])
