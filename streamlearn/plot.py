@@ -62,14 +62,28 @@ def _check_fitted(model: Any, *names: str) -> None:
 
 
 def _values(X: Any, model: Any) -> np.ndarray | None:
-    """Rows as a float array in the model's feature order (a table by its column names)."""
+    """Rows as a float array in the model's feature order (a table by its column names);
+    a categorical feature's values as their positions in the model's category lists (NaN
+    for a value the model has not seen), as ``fit`` codes them."""
     if X is None:
         return None
     columns = getattr(X, "columns", None)
-    if columns is not None:
-        names = list(model.feature_names_in_)
-        X = X[names] if set(names) <= {str(c) for c in columns} else X
-    return np.asarray(X, dtype=np.float64)
+    if columns is None:
+        return np.asarray(X, dtype=np.float64)
+    import pandas as pd
+
+    names = list(model.feature_names_in_)
+    table = X[names] if set(names) <= {str(c) for c in columns} else X
+    categories = getattr(model, "categories_", None) or {}
+    out = np.empty(table.shape, dtype=np.float64)
+    for j, name in enumerate(table.columns):
+        column = table[name]
+        if str(name) in categories:
+            codes = pd.Categorical(column, categories=list(categories[str(name)])).codes
+            out[:, j] = np.where(codes < 0, np.nan, codes)
+        else:
+            out[:, j] = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    return out
 
 
 def _feature_order(model: Any, features: Any, limit: int) -> list[int]:
@@ -117,7 +131,7 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
         mapped = (np.flatnonzero(transform.features == f) if transform is not None
                   else np.zeros(0, dtype=np.int64))
         models = list(dict.fromkeys(part.model))[:MAX_LINES]
-        categorical = part.value.dtype == object
+        categorical = names[f] in (getattr(model, "categories_", None) or {})
         for m in models:
             line = part[part.model == m]
             x = np.arange(len(line)) if categorical else line.value.to_numpy(float)

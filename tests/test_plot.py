@@ -54,6 +54,27 @@ def test_shape_functions_draw_the_models_curves_centred(additive) -> None:
     plt.close(fig)
 
 
+def test_a_table_with_a_categorical_column_draws_numbers_on_numeric_axes() -> None:
+    """With a categorical feature beside numeric ones, the table the model was fitted on
+    draws: the numeric curves on numeric axes with their rows' histogram, the categorical
+    feature as one point per category (its values coded as fit codes them)."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"size": rng.normal(size=2000),
+                          "colour": rng.choice(["red", "blue", "green"], 2000)})
+    y = ((frame["size"] > 0) ^ (frame["colour"] == "red")).astype(int)
+    model = AdditiveSVC(interactions=0).fit(frame, y)
+    fig = plot.shape_functions(model, frame, features=["size", "colour"], n_points=40)
+    table = model.shape_functions(n_points=40)
+    size_axis, colour_axis = fig.axes[:2]
+    grid = table[(table.feature == "size") & (table.model == table.model.iloc[0])].value
+    np.testing.assert_allclose(size_axis.lines[0].get_xdata(), grid.to_numpy(float))
+    density = next(ax for ax in fig.axes[2:] if ax.patches)
+    assert sum(p.get_height() for p in density.patches) == len(frame)
+    ticks = [t.get_text() for t in colour_axis.get_xticklabels()]
+    assert ticks == ["blue", "green", "red"]
+    plt.close(fig)
+
+
 def test_importances_bars_are_the_largest_importances(additive) -> None:
     model, _ = additive
     fig = plot.importances(model, top=3)
