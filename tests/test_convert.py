@@ -406,6 +406,15 @@ def test_existing_destination_refused_unless_overwrite(ref: Reference, tmp_path:
     report = convert(ds, out, overwrite=True)
     assert report.layout == "dense" and not is_sparse_zarr(str(out))
     assert sorted(os.listdir(tmp_path)) == ["o.zarr"]
+    # overwrite replaces a store, never a directory of other files, nor a file
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "important.txt").write_text("keep me")
+    (tmp_path / "file.zarr").write_text("not a store")
+    for other in ("notes", "file.zarr"):
+        with pytest.raises(FileExistsError, match="is not a zarr store"):
+            convert(ds, tmp_path / other, overwrite=True)
+    assert (tmp_path / "notes" / "important.txt").read_text() == "keep me"
+    assert (tmp_path / "file.zarr").read_text() == "not a store"
 
 
 def test_interrupted_conversion_leaves_nothing(ref: Reference, tmp_path: Path) -> None:

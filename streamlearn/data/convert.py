@@ -137,7 +137,8 @@ def convert(
         ``chunk_rows``. A dense ``X`` holds at most ``MAX_DENSE_CHUNK_BYTES`` per chunk
         (fewer rows for wide data).
     overwrite : bool
-        Replace an existing ``out``; otherwise an existing ``out`` is refused.
+        Replace an existing ``out`` that is a zarr store; otherwise an existing ``out`` is
+        refused (a file or a directory that is not a zarr store always is).
     compression : {"lz4", "zstd", "none"}
         How the arrays are compressed (:func:`compressors`): ``"lz4"`` decodes fastest,
         so that later epochs are not held back by decompression; ``"zstd"`` makes the
@@ -154,7 +155,7 @@ def convert(
     Raises
     ------
     FileExistsError
-        ``out`` exists and ``overwrite`` is False.
+        ``out`` exists and ``overwrite`` is False, or it is not a zarr store.
     ValueError
         An unknown ``layout``, or a ``chunk_rows`` below 1.
     DataError
@@ -183,6 +184,11 @@ def convert(
     fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
     if fs.exists(path) and not overwrite:
         raise FileExistsError(f"{url} exists; pass overwrite=True (--overwrite) to replace it")
+    if fs.exists(path) and not _is_zarr_store(fs, path):
+        # overwrite replaces a store, never a file or a directory of other things
+        raise FileExistsError(f"{url} exists and is not a zarr store; overwrite=True "
+                              "(--overwrite) replaces a zarr store only: remove it yourself "
+                              "or write elsewhere")
     local = isinstance(fs, LocalFileSystem)
     if not local and url.rstrip("/") == str(dataset.source.description).rstrip("/"):
         raise ValueError(f"{url} is the store being read; write to another place")
@@ -209,6 +215,11 @@ def convert(
     return ConvertReport(out=url, rows=n_written, features=dataset.n_features, layout=chosen,
                          nnz=writer.nnz, bytes_written=size,
                          seconds=time.perf_counter() - started)
+
+
+def _is_zarr_store(fs: Any, path: str) -> bool:
+    """Whether ``path`` is a zarr group (a directory with its ``zarr.json``)."""
+    return bool(fs.isdir(path)) and bool(fs.exists(f"{path.rstrip('/')}/zarr.json"))
 
 
 @contextlib.contextmanager
