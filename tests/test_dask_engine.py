@@ -266,6 +266,14 @@ def test_engine_string_uses_the_default_client(client, problem):
         np.testing.assert_array_equal(desc.class_counts, sl.describe(ds).class_counts)
 
 
+def test_an_engine_whose_client_was_closed_says_so(client, problem):
+    store, _ = problem
+    with Client(client.scheduler.address) as own:
+        engine = DaskEngine(own)
+    with pytest.raises(EngineError, match="client of this engine is closed"):
+        sl.describe(sl.open_dataset(store, chunk_rows=5000), engine=engine)
+
+
 # -- faults -------------------------------------------------------------------------------
 class DcdKilledOnce(DcdEpochPass):
     """DCD epoch whose worker process is killed once, after writing part of a partition."""

@@ -249,6 +249,9 @@ class DaskEngine(EngineBase):
     @property
     def n_threads(self) -> int:
         """Worker threads of the cluster now."""
+        if getattr(self.client, "status", None) in ("closing", "closed"):
+            raise EngineError(f"the dask client of this engine is {self.client.status}; "
+                              "give the engine (or the model) an open Client")
         return int(sum(self.client.nthreads().values()))
 
     def partitions(self, dataset: Dataset, *, rows: tuple[int, int] | None = None,
