@@ -599,6 +599,10 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     cls = model_class(name, dataset.task)
     kwargs = model_params(cls, common, params)
     _check_search(cls, search)
+    both = [n for n, _ in search if n in kwargs]
+    if both:
+        raise click.UsageError(f"--search and a fixed value both set {', '.join(both)}: "
+                               "give each parameter one way")
     valid = constructor_params(cls)
     if hash_features is not None and "embedding" in valid and "embedding" not in kwargs:
         # a hashed column mixes features, with signed values: curves over it mean nothing,

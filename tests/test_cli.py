@@ -224,6 +224,9 @@ def test_train_search_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> N
     assert unknown.exit_code == 2 and "nonsense" in unknown.output
     twice = run(*base, "-m", "additive", "-s", "C=1,2", "-s", "C=3")
     assert twice.exit_code == 2 and "twice" in twice.output
+    for fixed in (("--C", "5"), ("-p", "C=5")):  # one value and a search of the same one
+        both = run(*base, "-m", "additive", *fixed, "-s", "C=1,2")
+        assert both.exit_code == 2 and "both set C" in both.output
     assert not Path(out).exists()
 
 
