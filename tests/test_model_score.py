@@ -58,3 +58,17 @@ def test_regressor_score_is_weighted_r2(model) -> None:
     streamed = model.score(open_dataset(X, target=y.astype(np.float32), weight=w,
                                         chunk_rows=300, task="regression"))
     assert streamed == pytest.approx(r2_score(y, predicted, sample_weight=w), abs=1e-4)
+
+
+def test_regressor_score_of_a_constant_target_follows_scikit_learn() -> None:
+    """A constant target: 1 when every prediction equals it, else 0, in memory and
+    streamed, as ``r2_score`` gives."""
+    X, _, _ = _data(2)
+    y = np.full(len(X), 3.0)
+    model = SparsePPRRegressor(n_terms=1).fit(X, y)
+    predicted = model.predict(X)
+    np.testing.assert_array_equal(predicted, y)  # a constant fitted exactly
+    assert model.score(X, y) == r2_score(y, predicted) == 1.0
+    assert model.score(X, y + 1.0) == r2_score(y + 1.0, predicted) == 0.0
+    streamed = model.score(open_dataset(X, target=y.astype(np.float32), task="regression"))
+    assert streamed == 1.0

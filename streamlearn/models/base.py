@@ -735,7 +735,8 @@ class RegressorScore(RegressorMixin):
         Returns
         -------
         float
-            0 when the target is constant.
+            For a constant target, 1 when every prediction equals it, else 0 (as
+            scikit-learn's ``r2_score``).
         """
         if _in_memory(data, y):
             truth = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -744,7 +745,9 @@ class RegressorScore(RegressorMixin):
             resid = truth - np.asarray(self.predict(data), dtype=np.float64)
             mean = (w @ truth) / w.sum()
             total = w @ (truth - mean) ** 2
-            return float(1.0 - (w @ resid**2) / total) if total > 0 else 0.0
+            if total > 0:
+                return float(1.0 - (w @ resid**2) / total)
+            return 1.0 if not np.any(resid) else 0.0  # a constant target, as scikit-learn
         dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
                                      categories=getattr(self, "categories_", None),
                                      reading=reading_of(self))
