@@ -77,6 +77,27 @@ def test_dense_model_scores_sparse_rows():
                                rtol=1e-12, atol=1e-12)
 
 
+def test_a_matrix_of_other_width_is_refused_as_scikit_learn_refuses_it():
+    """A scipy matrix says its width: fewer columns than the model's are refused (the
+    missing ones would be taken as zeros, silently), as a dense array of that width is;
+    the SparseRows of a file whose largest index is smaller still read as zeros there."""
+    from streamlearn.data.sparse_rows import SparseRows
+    from streamlearn.errors import SchemaError
+
+    M, X, y = _data(seed=3)
+    model = AdditiveSVC(random_state=0, epochs=2, tol=None, interactions=0).fit(X, y)
+    narrow = sp.csr_matrix(M)[:, :-1]
+    with pytest.raises(SchemaError, match=f"X has {M.shape[1] - 1} features, but "
+                                          f"AdditiveSVC is expecting {M.shape[1]}"):
+        model.predict(narrow)
+    with pytest.raises(SchemaError):
+        model.predict(X[:, :-1])
+    zeroed = sp.csr_matrix(M).tolil()
+    zeroed[:, -1] = 0
+    rows = SparseRows.from_scipy(narrow.tocsr())
+    np.testing.assert_array_equal(model.predict(rows), model.predict(zeroed.tocsr()))
+
+
 def test_model_file_round_trip(tmp_path):
     M, _, y = _data(seed=4)
     model = AdditiveSVC(random_state=0, epochs=2, tol=None).fit(M, y)

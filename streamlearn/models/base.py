@@ -965,8 +965,9 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | N
     ----------
     X : scipy.sparse matrix or array, SparseRows, or anything else (None is returned)
     n_features : int or None
-        Columns seen in ``fit``, checked when given; fewer columns are taken as the first
-        ones, the others zero.
+        Columns seen in ``fit``, checked when given: a scipy matrix must have that many
+        (as scikit-learn checks); rows read from a file (SparseRows) may have fewer, taken
+        as the first ones, the others zero.
     owner : str
         Name of the estimator, for messages.
 
@@ -983,9 +984,9 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | N
         rows = SparseRows.from_scipy(X)
     else:
         return None
-    if n_features is not None and rows.n_cols < n_features:
+    if n_features is not None and rows.n_cols < n_features and not sp.issparse(X):
         # the columns past its last are zeros, as in an svmlight file whose largest index
-        # is smaller than the training data's
+        # is smaller than the training data's; a matrix says its width, which must agree
         rows = SparseRows(rows.indptr, rows.indices, rows.values, n_features)
     if n_features is not None and rows.n_cols != n_features:
         raise SchemaError(f"X has {rows.n_cols} features, but {owner} is expecting "
