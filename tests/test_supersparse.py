@@ -408,3 +408,26 @@ def test_reduced_models_have_no_probabilities_and_partial_fit_chooses_a_scale(tm
     fitted = SuperSparseClassifier(n_prototypes=10, max_iter=0).fit(X, y)
     loaded = SuperSparseClassifier.load(fitted.save(tmp_path / "m.slm"))
     np.testing.assert_array_equal(loaded.predict_proba(X), fitted.predict_proba(X))
+
+
+def test_regression_is_the_same_model_whatever_the_targets_mean() -> None:
+    """Targets far above their spread (1e7 + a signal of spread about 1) fit as well as
+    the same targets near zero: the fit subtracts the first rows' mean target and adds it
+    to the intercept, where the squared loss from Gram statistics would otherwise lose the
+    signal's digits. The predictions of both agree to the float32 rounding of the targets
+    (0.5 at 1e7) plus the fits' own differences."""
+    from sklearn.metrics import r2_score
+
+    from streamlearn.solvers.supersparse.driver import target_offset
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=3000)
+    Xt = rng.normal(size=(2000, 3)).astype(np.float32)
+    yt = np.sin(2 * Xt[:, 0]) + Xt[:, 1] ** 2
+    near = SuperSparseRegressor().fit(X, y)
+    far = SuperSparseRegressor().fit(X, y + 1e7)
+    assert r2_score(yt + 1e7, far.predict(Xt)) > r2_score(yt, near.predict(Xt)) - 0.05
+    assert float(np.ravel(far.intercept_)[0]) == pytest.approx(1e7, abs=10)
+    assert target_offset(open_dataset(X, target=y + 1e7, task="regression")) == \
+        pytest.approx(float(np.mean((y + 1e7).astype(np.float32), dtype=np.float64)), rel=1e-12)

@@ -286,9 +286,11 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
             gamma = ("auto", scale_gamma(spread))
     k = config.n_classes
     if config.teacher is None:
+        offset = target_offset(dataset) if config.target == "regression" else 0.0
         return _fit_rows(runner, dataset, config,
-                         TargetRows(config.target, None, holdout, False, std, k),
-                         TargetRows(config.target, None, holdout, True, std, k), seed, gamma)
+                         TargetRows(config.target, None, holdout, False, std, k, offset),
+                         TargetRows(config.target, None, holdout, True, std, k, offset),
+                         seed, gamma)
     width = None if config.n_outputs == 1 else config.n_outputs
     with ExampleState(dataset.n_rows, width) as scores:
         runner.run(TeacherScorePass(config.teacher, scores), dataset,
@@ -296,6 +298,23 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
         return _fit_rows(runner, dataset, config,
                          TargetRows(config.target, scores, holdout, False, std, k),
                          TargetRows(config.target, scores, holdout, True, std, k), seed, gamma)
+
+
+#: :func:`target_offset` averages the targets of at most this many first rows.
+OFFSET_ROWS = 4096
+
+
+def target_offset(dataset: Dataset) -> float:
+    """The weighted mean target of the first :data:`OFFSET_ROWS` rows: what a regression
+    fit subtracts from every target and adds back to the intercept (``TargetRows.offset``).
+    Any value near the targets' mean serves; the model is the same with any."""
+    total = weight = 0.0
+    for chunk in dataset.chunks(rows=(0, min(dataset.n_rows, OFFSET_ROWS)), prefetch=0):
+        v = (np.ones(chunk.n_rows) if chunk.weight is None
+             else np.asarray(chunk.weight, dtype=np.float64))
+        total += float(v @ np.asarray(chunk.y, dtype=np.float64))
+        weight += float(v.sum())
+    return total / weight if weight > 0 else 0.0
 
 
 def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
@@ -351,7 +370,7 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(C),
         coef=np.ascontiguousarray(w[:-1]),
-        intercept=np.array(w[-1]),
+        intercept=np.array(w[-1]) + train.offset,
         objective=float(history[-1] if every_row is None
                         else objective(every_row, w, lam, config.coef)),
         objective_path=np.asarray(history, dtype=np.float64),

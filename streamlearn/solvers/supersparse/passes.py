@@ -191,6 +191,11 @@ class TargetRows:
         Applied to the features first (the RBF's units, see the driver).
     n_classes : int
         Classes of ``mode="classification"``.
+    offset : float
+        Subtracted from regression targets (:func:`~.driver.target_offset`): the model's
+        intercept absorbs it, and the squared loss computed from the Gram statistics
+        (``sum v y^2 - 2 w' Z'v y + w' G w``) no longer cancels digits of a target whose
+        mean lies far above its spread.
     """
 
     mode: str
@@ -199,6 +204,7 @@ class TargetRows:
     validation: bool = False
     standardiser: Standardiser | None = None
     n_classes: int = 2
+    offset: float = 0.0
 
     @property
     def n_outputs(self) -> int:
@@ -220,7 +226,7 @@ class TargetRows:
         elif self.mode == "classification":
             t = class_targets(np.asarray(chunk.y), self.n_classes)
         else:
-            t = np.asarray(chunk.y, dtype=np.float64)
+            t = np.asarray(chunk.y, dtype=np.float64) - self.offset
         t = t.reshape(t.shape[0], -1)
         keep: np.ndarray | None = None
         if self.holdout is not None:
