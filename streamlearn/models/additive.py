@@ -345,9 +345,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         of the screened pairs (at most ``min(d (d - 1) / 2, 256)``) are trained in turn,
         each kept while it lowers the held-out log-loss of the step before by the same
         0.5 % per multiple of the per-feature work that its own added pairs cost
-        (``interaction_check_["n_pairs"]``): all 120 pairs of letter's 16 features, the
-        first 64 of others. Where some screened pairs are strong and others not (a
-        score of at least 25 a binary model, in units of one row's residual variance, where
+        (``interaction_check_["n_pairs"]``): letter keeps 64 of its 120 pairs, satimage 256
+        of its 630 (``bench/interactions.py``). Where some screened pairs are strong and
+        others not (a score of at least 25 a binary model, in units of one row's residual
+        variance, where
         a pair without an interaction scores below about 15), the strong pairs alone are
         trained too, on the grid kept, and replace the others when their held-out log-loss
         is no higher: a few strong pairs beside many that only fit noise (the benchmark's
