@@ -348,8 +348,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         (``interaction_check_["n_pairs"]``): letter keeps 64 of its 120 pairs, satimage 256
         of its 630 (``bench/interactions.py``). Where some screened pairs are strong and
         others not (a score of at least 25 a binary model, in units of one row's residual
-        variance, where
-        a pair without an interaction scores below about 15), the strong pairs alone are
+        variance, where a pair without an interaction scores below about 15), the strong
+        pairs alone are
         trained too, on the grid kept, and replace the others when their held-out log-loss
         is no higher: a few strong pairs beside many that only fit noise (the benchmark's
         generated problem: 11.47 -> 10.99 % test error). With ``n_bases="auto"`` on data of
