@@ -349,15 +349,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         of its 630 (``bench/interactions.py``). Where some screened pairs are strong and
         others not (a score of at least 25 a binary model, in units of one row's residual
         variance, where a pair without an interaction scores below about 15), the strong
-        pairs alone are
-        trained too, on the grid kept, and replace the others when their held-out log-loss
-        is no higher: a few strong pairs beside many that only fit noise (the benchmark's
-        generated problem: 11.47 -> 10.99 % test error). With ``n_bases="auto"`` on data of
-        64 chunks or more the pairs are screened and checked on the describe pass's 16
-        sampled chunks (see ``n_bases``). Other embeddings fit none; :meth:`partial_fit`
-        screens none and trains the pairs of a list (on its first chunk's ranges). Each pair
-        is a piecewise-bilinear surface on a ``pair_bases x pair_bases`` grid over the two
-        features' ranges, with a ridge penalty
+        pairs alone are trained too, on the grid kept, and replace the others when their
+        held-out log-loss is no higher: a few strong pairs beside many that only fit noise
+        (the benchmark's generated problem: 11.47 -> 10.99 % test error). With
+        ``n_bases="auto"`` on data of 64 chunks or more the pairs are screened and checked
+        on the describe pass's 16 sampled chunks (see ``n_bases``). Other embeddings fit
+        none; :meth:`partial_fit` screens none and trains the pairs of a list (on its first
+        chunk's ranges). Each pair is a piecewise-bilinear surface on a ``pair_bases x
+        pair_bases`` grid over the two features' ranges, with a ridge penalty
         (:class:`~streamlearn.features.BSplinePairMap`).
     pair_bases : int or "auto"
         Bases per axis of each pair's grid. ``"auto"``: the pairs (screened or given) are
