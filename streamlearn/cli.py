@@ -875,8 +875,16 @@ def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.
     if proba:
         p = np.asarray(model.predict_proba(X), dtype=np.float64)
         for j, label in enumerate(model.classes_):
-            columns[f"proba_{label}"] = p[:, j]
+            columns[f"proba_{_label_name(label)}"] = p[:, j]
     return columns
+
+
+def _label_name(label: Any) -> str:
+    """A class label as a column name: whole numbers without a decimal point (svmlight
+    labels are read as floats: ``proba_1``, not ``proba_1.0``, as from any other source)."""
+    if isinstance(label, float | np.floating) and float(label).is_integer():
+        return str(int(label))
+    return str(label)
 
 
 PREDICTION_SUFFIXES = {".parquet": ("parquet", None), ".pq": ("parquet", None),

@@ -317,6 +317,25 @@ def test_a_model_of_hashed_rows_predicts_and_evaluates_data_hashed_the_same_way(
     assert not hasattr(model, "hash_features_") and not hasattr(model, "hashed_columns_")
 
 
+def test_probability_columns_name_whole_number_labels_without_a_point(tmp_path: Path) -> None:
+    """svmlight labels are read as floats (1.0); the columns are proba_0 and proba_1, as
+    for a model trained on the same rows from any other source."""
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(3)
+    X = rng.random((500, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    dump_svmlight_file(X, y, str(tmp_path / "t.svm"), zero_based=True)
+    result = run("train", str(tmp_path / "t.svm"), "-o", str(tmp_path / "m.slm"), "-q",
+                 "-p", "embedding=linear")
+    assert result.exit_code == 0, result.output
+    result = run("predict", str(tmp_path / "m.slm"), str(tmp_path / "t.svm"), "--proba",
+                 "-o", str(tmp_path / "p.parquet"), "-q")
+    assert result.exit_code == 0, result.output
+    assert list(pd.read_parquet(tmp_path / "p.parquet").columns) == [
+        "prediction", "proba_0", "proba_1"]
+
+
 def test_train_data_problems_exit_1(trained: Trained, tmp_path: Path) -> None:
     out = str(tmp_path / "m.slm")
     missing = run("train", str(tmp_path / "none.parquet"), "-t", "y", "-m", "additive", "-o", out)
