@@ -482,6 +482,16 @@ def test_missing_labels_are_named_by_their_row() -> None:
             AdditiveSVC().fit(X, y)
 
 
+def test_columns_of_several_levels_are_refused_with_the_way_to_flatten_them() -> None:
+    from streamlearn.errors import SourceError
+    from streamlearn.models import AdditiveSVC
+
+    columns = pd.MultiIndex.from_tuples([("g", "a"), ("g", "b")])
+    frame = pd.DataFrame(np.random.default_rng(0).random((50, 2)), columns=columns)
+    with pytest.raises(SourceError, match=r"columns have 2 levels .*'_'.join"):
+        AdditiveSVC().fit(frame, np.arange(50) % 2)
+
+
 def test_reordered_columns_of_any_name_are_put_back_in_order() -> None:
     from streamlearn.models import AdditiveSVC
 

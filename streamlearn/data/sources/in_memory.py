@@ -261,6 +261,11 @@ class PandasSource:
     """A pandas DataFrame; every column is addressable by name."""
 
     def __init__(self, frame: pd.DataFrame, description: str | None = None) -> None:
+        if isinstance(frame.columns, pd.MultiIndex):
+            raise SourceError(
+                f"the DataFrame's columns have {frame.columns.nlevels} levels "
+                f"({frame.columns[0]!r}, ...); give one level of names, e.g. "
+                "frame.columns = ['_'.join(map(str, c)) for c in frame.columns]")
         if not all(isinstance(c, str) for c in frame.columns):
             frame = frame.rename(columns=str)
         if frame.columns.has_duplicates:
