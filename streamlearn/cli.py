@@ -658,11 +658,9 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
 
 def _local_path(location: str) -> Path | None:
     """The resolved local path of a path or ``file://`` URL; None for other URLs."""
-    if location.startswith("file://"):
-        location = location[len("file://"):]
-    elif "://" in location:
+    if "://" in location and not location.startswith("file://"):
         return None
-    return Path(location).expanduser().resolve()
+    return local_path(location).resolve()
 
 
 def _refuse_overwriting_inputs(out: str, **inputs: str | None) -> None:

@@ -45,12 +45,24 @@ def local_path(location: str | os.PathLike[str]) -> Path:
     return Path(text).expanduser()
 
 
-def upload(local: Path, location: str | os.PathLike[str]) -> None:
-    """Copy the complete file ``local`` to the remote ``location`` in one upload."""
+def _remote_destination(location: str | os.PathLike[str]) -> tuple[Any, str]:
+    """The filesystem and path of a remote ``location``, its parent directory made."""
     remote = remote_location(location)
     assert remote is not None
     fs, path = remote
     parent = path.rsplit("/", 1)[0] if "/" in path else ""
     if parent:
         fs.makedirs(parent, exist_ok=True)
+    return fs, path
+
+
+def upload(local: Path, location: str | os.PathLike[str]) -> None:
+    """Copy the complete file ``local`` to the remote ``location`` in one upload."""
+    fs, path = _remote_destination(location)
     fs.put_file(str(local), path)
+
+
+def upload_bytes(data: bytes, location: str | os.PathLike[str]) -> None:
+    """Write ``data`` to the remote ``location`` in one upload."""
+    fs, path = _remote_destination(location)
+    fs.pipe_file(path, data)

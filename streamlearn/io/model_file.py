@@ -34,7 +34,7 @@ import numpy as np
 from streamlearn.engine.atomic_file import atomic_write_bytes
 from streamlearn.engine.state_codec import decode, encode
 from streamlearn.errors import ModelFileError
-from streamlearn.io.file_location import local_path, remote_location
+from streamlearn.io.file_location import local_path, remote_location, upload_bytes
 from streamlearn.version import __version__
 
 FORMAT = "streamlearn-model"
@@ -119,17 +119,12 @@ def save_model(model: Persistable, path: str | os.PathLike[str]) -> Path | str:
             for name, payload in payloads.items():
                 zf.writestr(f"arrays/{name}.npy", payload)
 
-    remote = remote_location(path)
-    if remote is None:
+    if remote_location(path) is None:
         return atomic_write_bytes(local_path(path), write)
-    fs, inner = remote
     buffer = io.BytesIO()
     write(buffer)
-    parent = inner.rsplit("/", 1)[0] if "/" in inner else ""
     try:
-        if parent:
-            fs.makedirs(parent, exist_ok=True)
-        fs.pipe_file(inner, buffer.getvalue())
+        upload_bytes(buffer.getvalue(), path)
     except OSError as exc:
         raise ModelFileError(f"could not write the model to {os.fspath(path)}: {exc}") from exc
     return os.fspath(path)
