@@ -34,7 +34,9 @@ Features are given to every method as stored (images flattened), as float32; lab
 coded 0..K-1. The training rows are shuffled once (seeded) before any method sees them:
 several files are stored in class order (satimage in long runs of a class, ijcnn1 sorted by
 class), which a one-pass online learner (Vowpal Wabbit) would otherwise see class by class.
-Official test splits are used for scoring only.
+Official test splits are used for scoring only. With ``--score-rest`` and a row cap, each method
+is also scored on the training rows the cap left out (``rest_error_pct``): they are drawn
+like the training rows, which a provided test split need not be.
 
 Measured per (dataset, method): test error %, fit seconds (wall clock, one fit; numba
 kernels are compiled or loaded by a warm-up first), prediction seconds, rows used, and the
@@ -310,6 +312,16 @@ def subsample(X: np.ndarray, y: np.ndarray, n: int | None, seed: int,
     if not shuffle:
         pick = np.sort(pick)
     return np.ascontiguousarray(X[pick]), y[pick]
+
+
+def rest_of_subsample(X: np.ndarray, y: np.ndarray, n: int | None, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The training rows :func:`subsample` leaves out with the same ``n`` and ``seed``, in
+    the file's order (none when it keeps them all)."""
+    if n is None or n >= len(y):
+        return X[:0], y[:0]
+    rest = np.sort(np.random.default_rng(seed).permutation(len(y))[n:])
+    return np.ascontiguousarray(X[rest]), y[rest]
 
 
 def encode_labels(y: np.ndarray, yt: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -588,8 +600,10 @@ def hyperband_fit(X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[Any, di
 
 
 def run_cell(key: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray,
-             n_classes: int) -> dict[str, Any]:
-    """Fit one method, score it on the test rows; failures become the record's ``error``."""
+             n_classes: int, rest: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> dict[str, Any]:
+    """Fit one method, score it on the test rows (and on ``rest``, training rows the fit did
+    not see, when given); failures become the record's ``error``."""
     from sklearn.exceptions import ConvergenceWarning
 
     row: dict[str, Any] = {"model": key, "label": MODELS[key], "n_train": len(y),
@@ -652,6 +666,10 @@ def run_cell(key: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndar
                                           for w in caught)
         predicted, row["predict_s"] = timed(lambda: np.asarray(model.predict(Xt)))
         row["test_error_pct"] = 100.0 * float(np.mean(predicted.astype(np.int64) != yt))
+        if rest is not None and len(rest[1]) > 0:
+            rest_predicted = np.asarray(model.predict(rest[0])).astype(np.int64)
+            row["rest_error_pct"] = 100.0 * float(np.mean(rest_predicted != rest[1]))
+            row["n_rest"] = len(rest[1])
     except NotAvailable as exc:
         row["error"] = str(exc)
     except Exception as exc:  # one failing cell must not stop the run
@@ -680,27 +698,35 @@ def warm_up() -> None:
 
 
 def run_dataset(name: str, models: list[str], max_train: int | None, quick: bool,
-                log: Callable[[str], None]) -> list[dict[str, Any]]:
+                log: Callable[[str], None], score_rest: bool = False
+                ) -> list[dict[str, Any]]:
     X, y, Xt, yt = load(name)
     n_all, n_test_all = len(y), len(yt)
     cap = QUICK_TRAIN_ROWS if quick else max_train
     if quick and max_train is not None:
         cap = min(cap, max_train)
+    rest = rest_of_subsample(X, y, cap, SEED) if score_rest else None
     X, y = subsample(X, y, cap, SEED, shuffle=True)
     if quick:
         Xt, yt = subsample(Xt, yt, QUICK_TEST_ROWS, SEED + 1)
+    y_train = y
     y, yt, n_classes = encode_labels(y, yt)
+    if rest is not None:
+        rest = (rest[0], encode_labels(y_train, rest[1])[1])
     rows = []
     for key in models:
-        row = run_cell(key, X, y, Xt, yt, n_classes)
+        row = run_cell(key, X, y, Xt, yt, n_classes, rest)
         row.update({"dataset": name, "n_features": int(X.shape[1]), "n_classes": n_classes,
                     "n_train_available": n_all, "n_test_available": n_test_all})
         if "error" in row:
             log(f"{name:14s} {MODELS[key]:32s} {row['error']}")
         else:
             passes = "-" if row.get("passes") is None else f"{row['passes']:.1f}"
+            on_rest = (f" rest err={row['rest_error_pct']:6.2f}%" if "rest_error_pct" in row
+                       else "")
             log(f"{name:14s} {MODELS[key]:32s} n={row['n_train']:>6,d} "
-                f"err={row['test_error_pct']:6.2f}% fit={row['fit_s']:8.2f}s passes={passes}")
+                f"err={row['test_error_pct']:6.2f}%{on_rest} fit={row['fit_s']:8.2f}s "
+                f"passes={passes}")
         rows.append(row)
     return rows
 
@@ -964,6 +990,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma-separated methods (default: all): " + ", ".join(MODELS))
     parser.add_argument("--max-train-rows", type=int, default=None,
                         help="cap on training rows, a seeded random subset (default: all)")
+    parser.add_argument("--score-rest", action="store_true",
+                        help="with --max-train-rows, also score each method on the training "
+                             "rows the cap leaves out (drawn like the training rows, where "
+                             "the test split may not be)")
     parser.add_argument("--big-store", type=float, default=None, metavar="GB",
                         help="also time a bare pass and a one-epoch fit over a generated "
                              "zarr store of GB gigabytes (deleted afterwards)")
@@ -1034,6 +1064,7 @@ def main(argv: list[str] | None = None) -> None:
                                           *PEER_LIBRARIES)),
             "settings": {
                 "datasets": datasets, "models": models, "max_train_rows": args.max_train_rows,
+                "score_rest": bool(args.score_rest),
                 "quick_train_rows": QUICK_TRAIN_ROWS if args.quick else None,
                 "quick_test_rows": QUICK_TEST_ROWS if args.quick else None,
                 "rbf_max_rows": RBF_MAX_ROWS, "additive_grid": ADDITIVE_GRID,
@@ -1050,7 +1081,8 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     partial = args.out / "out_of_the_box.partial.json"
     for name in datasets:  # results so far are kept should a later dataset fail or be cut
-        rows += run_dataset(name, models, args.max_train_rows, args.quick, log)
+        rows += run_dataset(name, models, args.max_train_rows, args.quick, log,
+                            args.score_rest)
         partial.write_text(json.dumps(build_report(), indent=2, default=str) + "\n")
     report = build_report()
     if args.big_store:
