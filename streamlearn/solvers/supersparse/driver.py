@@ -646,6 +646,9 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
         return tracker.lam
 
     concave = False  # the last accepted move bent the objective down
+    # relative steps are measured against at least 1e-12 of the first objective, which
+    # scales with the targets' units (an absolute floor would stop tiny targets at once)
+    floor = 1e-12 * abs(J) if abs(J) > 0 else np.finfo(float).tiny
 
     def converged() -> bool:
         if concave:  # a plateau's edge, not a minimum: the steps are still growing
@@ -653,7 +656,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
         if tracker is not None:
             return tracker.flat()
         return len(history) > STOP_WINDOW and history[-1 - STOP_WINDOW] - history[-1] <= (
-            STOP_WINDOW * config.tol * max(abs(history[-1]), 1e-12))
+            STOP_WINDOW * config.tol * max(abs(history[-1]), floor))
 
     if config.solver == "minibatch":
         for t in range(config.max_iter):
@@ -669,7 +672,7 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
             J_previous, J = J, J_new
             history.append(J)
             if rho == 0 and (converged() if tracker is not None
-                             else abs(J_previous - J) <= config.tol * max(abs(J), 1e-12)):
+                             else abs(J_previous - J) <= config.tol * max(abs(J), floor)):
                 break
         else:
             _warn_cap(config, p, "epochs of the mini-batch solver")
@@ -694,7 +697,9 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
                 if previous is not None and previous[2] == lam:
                     s_, y_ = C - previous[0], grad - previous[1]
                     sy = float(np.vdot(s_, y_))
-                    if sy > 1e-12 * float(np.vdot(y_, y_)):
+                    # curvature along the step, against the norms' product: the same
+                    # test whatever the units of the targets (the gradient's scale)
+                    if sy > 1e-12 * float(np.linalg.norm(s_) * np.linalg.norm(y_)):
                         pairs.append((s_, y_, 1.0 / sy))
                         if len(pairs) > memory:
                             pairs.pop(0)

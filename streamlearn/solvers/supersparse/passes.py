@@ -721,8 +721,9 @@ def spread_standardiser(spread: FeatureSpreadState) -> Standardiser:
     weight = max(spread.weight, 1e-300)
     mean = spread.total / weight
     std = np.sqrt(np.maximum(spread.squares / weight - mean * mean, 0.0))
-    # sums of squares leave round-off where a feature is constant: no extremes to compare
-    return Standardiser.from_mean_std(mean, std, std > 1e-12 * np.maximum(np.abs(mean), 1.0))
+    # sums of squares leave round-off where a feature is constant (no extremes to
+    # compare): relative to its mean, so that a feature of tiny units still varies
+    return Standardiser.from_mean_std(mean, std, (std > 1e-12 * np.abs(mean)) & (std > 0))
 
 
 def standardised_spread(spread: FeatureSpreadState, std: Standardiser) -> FeatureSpreadState:
