@@ -297,7 +297,7 @@ def age_problem(root: Path, cfg: dict[str, Any]) -> dict[str, Any]:
                                      random_state=SEED).fit(X, y)
         fit_s = time.perf_counter() - t0
         p = model.n_prototypes_
-        used = int(np.count_nonzero(model.coef_))
+        used = int(np.count_nonzero(model.dual_coef_))
         table.append({"method": name, "mae": mae(model.predict(Xt)), "prototypes": used,
                       "p": p, "fit_s": fit_s})
         selection[name] = model.selection_path_.tolist()
@@ -307,7 +307,7 @@ def age_problem(root: Path, cfg: dict[str, Any]) -> dict[str, Any]:
                                         lam=lam, coef=coef,
                                         max_iter=0, init=init, random_state=SEED).fit(X, y)
             table.append({"method": f"{label} {name[1:]}", "mae": mae(base.predict(Xt)),
-                          "prototypes": int(np.count_nonzero(base.coef_)), "p": p,
+                          "prototypes": int(np.count_nonzero(base.dual_coef_)), "p": p,
                           "fit_s": None})
         log("  " + "; ".join(f"{r['method']} {r['mae']:.3f} ({r['prototypes']})"
                              for r in table[-3:]))
@@ -538,11 +538,11 @@ def plot(report: dict[str, Any], models: dict[int, Any] | None, pca: Any,
         return
     model = models[10]
     pictures = pca.inverse_transform(model.prototypes_).reshape(-1, 28, 28)
-    order = np.argsort(model.coef_)
+    order = np.argsort(model.dual_coef_)
     fig, axes = plt.subplots(1, len(order), figsize=(1.6 * len(order), 2.1))
     for ax, k in zip(axes, order, strict=True):
         ax.imshow(pictures[k], cmap="gray_r")
-        ax.set_title(f"beta={model.coef_[k]:+.2f}", fontsize=8)
+        ax.set_title(f"beta={model.dual_coef_[k]:+.2f}", fontsize=8)
         ax.axis("off")
     fig.suptitle(f"SSVM virtual prototypes, p=10 (beta < 0: digit {DIGITS[0]}, "
                  f"beta > 0: digit {DIGITS[1]})", fontsize=9)

@@ -385,9 +385,9 @@ def prototypes(model: Any, image_shape: Any = None, max_prototypes: int = 24) ->
     -------
     matplotlib.figure.Figure
     """
-    _check_fitted(model, "prototypes_", "coef_")
+    _check_fitted(model, "prototypes_", "dual_coef_")
     P = np.asarray(model.prototypes_, dtype=float)
-    coef = np.asarray(model.coef_, dtype=float)
+    coef = np.asarray(model.dual_coef_, dtype=float)
     coef = coef[:, None] if coef.ndim == 1 else coef.T  # (p, outputs)
     strength = np.abs(coef).max(axis=1)
     classes = getattr(model, "classes_", None)

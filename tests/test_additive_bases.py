@@ -200,7 +200,7 @@ def test_the_linear_model_replaces_curves_the_rows_cannot_pay_for() -> None:
     shapes = model.shape_functions(n_points=5)
     first = shapes[shapes["feature"] == "x0"]
     slope = np.diff(first["contribution"]) / np.diff(first["value"])
-    np.testing.assert_allclose(slope, model.coef_[0, 0], rtol=1e-6)
+    np.testing.assert_allclose(slope, model.embedding_coef_[0, 0], rtol=1e-6)
     assert first["value"].min() == pytest.approx(X[:, 0].min(), rel=1e-6)
     # curves the label needs stay
     X, y = additive_problem(8000, n_features=6, seed=3)

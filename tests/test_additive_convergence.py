@@ -272,6 +272,6 @@ def test_dcd_on_rows_with_a_large_common_part_converges_centred():
         labels = np.where(y == 1, 1.0, -1.0)
         svc = LinearSVC(loss="hinge", C=C, tol=1e-8, max_iter=10**6).fit(Z - mu, labels)
         best = primal_objective(Z - mu, labels, svc.coef_[0], svc.intercept_[0], C, "hinge")
-        ours = primal_objective(Z - mu, labels, model.coef_[0],
-                                model.coef_d_[0, -1] + model.coef_[0] @ mu, C, "hinge")
+        w = model.embedding_coef_[0]
+        ours = primal_objective(Z - mu, labels, w, model.coef_d_[0, -1] + w @ mu, C, "hinge")
         assert best <= ours * (1 + 1e-6) and ours - best <= 0.01 * ours

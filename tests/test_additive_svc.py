@@ -68,8 +68,8 @@ def objective(model, X, y, C, sample_weight=None):
     coordinate descent that of the rows centred on ``dcd_centre_``, whose intercept's
     weight (the penalised one) is ``b + w . mu / bias_scale``."""
     Z, mu = materialised(model, X)
-    bias = model.coef_d_[0, -1] + model.coef_[0] @ mu / model.bias_scale
-    return primal_objective(Z - mu, y, model.coef_[0], bias, C, model.loss,
+    bias = model.coef_d_[0, -1] + model.embedding_coef_[0] @ mu / model.bias_scale
+    return primal_objective(Z - mu, y, model.embedding_coef_[0], bias, C, model.loss,
                             bias_scale=model.bias_scale, sample_weight=sample_weight)
 
 
@@ -169,7 +169,8 @@ def test_dcd_reaches_liblinear_objective():
     assert objective(model, X, y, C) == pytest.approx(p_ref, rel=1e-3)
     # the model's scores are those of the materialised features
     np.testing.assert_allclose(model.decision_function(X),
-                               Z @ model.coef_[0] + model.intercept_[0], rtol=1e-5, atol=1e-5)
+                               Z @ model.embedding_coef_[0] + model.intercept_[0], rtol=1e-5,
+                               atol=1e-5)
 
 
 @pytest.mark.parametrize("solver, options", [
@@ -183,8 +184,9 @@ def test_online_and_precomputed_embedding_give_the_same_model(solver, options):
               **options)
     online = AdditiveSVC(online=True, **kw).fit(X, y)
     batch = AdditiveSVC(online=False, **kw).fit(X, y)
-    scale = np.abs(online.coef_).max()
-    np.testing.assert_allclose(batch.coef_, online.coef_, rtol=1e-4, atol=1e-5 * scale)
+    scale = np.abs(online.embedding_coef_).max()
+    np.testing.assert_allclose(batch.embedding_coef_, online.embedding_coef_, rtol=1e-4,
+                               atol=1e-5 * scale)
     np.testing.assert_allclose(batch.intercept_, online.intercept_, rtol=1e-4,
                                atol=1e-5 * scale)
     np.testing.assert_allclose(batch.platt_a_, online.platt_a_, rtol=1e-3)
@@ -435,7 +437,8 @@ def test_one_vs_one_models_reach_liblinear_objective_of_each_pair():
         svc = LinearSVC(loss="hinge", dual=True, C=C, tol=1e-6, max_iter=1_000_000)
         svc.fit(Z[rows], yj)
         ref = primal_objective(Z[rows], yj, svc.coef_[0], svc.intercept_[0], C, "hinge")
-        ours = primal_objective(Z[rows], yj, model.coef_[j], model.coef_d_[j, -1], C, "hinge")
+        ours = primal_objective(Z[rows], yj, model.embedding_coef_[j], model.coef_d_[j, -1], C,
+                                "hinge")
         assert ours == pytest.approx(ref, rel=1e-3)
 
 
@@ -499,7 +502,7 @@ def test_zero_preserving_degree_1_d1_is_the_same_model_with_a_wider_bias(solver)
     assert np.abs(expected).max() > 0.5  # a model, not zeros
     np.testing.assert_allclose(got, expected, atol=1e-5 * np.abs(expected).max())
     # the constant column of each feature carries the weight that the wider bias carries
-    assert full.coef_.shape[1] == d * 7 and sparse.coef_.shape[1] == d * 6
+    assert full.embedding_coef_.shape[1] == d * 7 and sparse.embedding_coef_.shape[1] == d * 6
 
 
 def test_linear_fit_without_calibration_skips_the_describe_pass():
@@ -588,7 +591,8 @@ def test_dcd_stopped_by_the_duality_gap_is_within_tol_of_liblinear_optimum(penal
     assert model.monitor_loss_[-1] <= tol or model.pg_range_ <= 10 * tol
     Z, mu = materialised(model, X)
     np.testing.assert_allclose(model.decision_function(X),
-                               Z @ model.coef_[0] + model.intercept_[0], rtol=1e-4, atol=1e-4)
+                               Z @ model.embedding_coef_[0] + model.intercept_[0], rtol=1e-4,
+                               atol=1e-4)
     svc = LinearSVC(loss=loss, dual=True, C=C, intercept_scaling=1, tol=1e-9,
                     max_iter=10**7).fit(Z - mu, y)
     p_ref = primal_objective(Z - mu, y, svc.coef_[0], svc.intercept_[0], C, loss)

@@ -46,7 +46,7 @@ def test_feature_terms_kernel_against_materialised_blocks() -> None:
     model = AdditiveSVC(degree=3, epochs=2, tol=None, progress=False).fit(X, y)
     emb = embedding_params(model.feature_map_, 3)
     Psi = model.feature_map_.transform(X[:50])
-    coef = model.coef_
+    coef = model.embedding_coef_
     n_cols = emb.n_cols
     blocks = [slice(f * n_cols, (f + 1) * n_cols) for f in range(3)]
     expected = np.stack([Psi[:, b] @ coef[:, b].T for b in blocks], axis=1)
@@ -77,7 +77,7 @@ def test_linear_terms_are_weight_times_value_and_need_ranges() -> None:
         bare.shape_functions()
     table = model.shape_functions(n_points=5, ranges=[(-1, 1)] * 3)
     x0 = table[table.feature == "x0"]
-    np.testing.assert_allclose(x0.contribution, model.coef_[0, 0] * np.linspace(-1, 1, 5),
+    np.testing.assert_allclose(x0.contribution, model.embedding_coef_[0, 0] * np.linspace(-1, 1, 5),
                                rtol=1e-6)
 
 

@@ -79,7 +79,7 @@ def test_train_sets_parameters_and_reports_training_metrics(trained: Trained) ->
     model = AdditiveSVC.load(trained.model)
     assert (model.epochs, model.random_state, model.n_bases) == (2, 5, 12)
     assert isinstance(model.n_bases, int) and model.embedding == "bspline" and model.tol is None
-    assert model.feature_names_in_ == tuple(FEATURE_NAMES)
+    assert tuple(model.feature_names_in_) == tuple(FEATURE_NAMES)
     assert model.classes_.tolist() == ["no", "yes"]
     predicted = model.predict(trained.frame[FEATURE_NAMES])
     accuracy = float(np.mean(predicted == trained.frame["label"].to_numpy()))

@@ -137,7 +137,7 @@ def test_constant_feature_is_ignored_not_divided_by_zero() -> None:
     plain = _fit(X, y, n_components=6)
     padded = _fit(with_constant, y, n_components=6)
     assert padded.scale_[-1] == 1.0 and padded.shift_[-1] == pytest.approx(3.5)
-    np.testing.assert_array_equal(padded.coef_[..., 3], 0.0)
+    np.testing.assert_array_equal(padded.expert_coef_[..., 3], 0.0)
     Xt, _ = _rings(500, 5)
     # the same model up to the order of float32 sums in the kernels
     np.testing.assert_allclose(
@@ -286,7 +286,7 @@ def test_one_component_is_the_linear_svm_of_the_standardised_features() -> None:
     ref = LinearSVC(C=1.0, loss="hinge", intercept_scaling=1.0, tol=1e-8,
                     max_iter=1_000_000).fit(Z, y)
     optimum = objective(np.r_[ref.coef_[0], ref.intercept_])
-    assert objective(model.coef_[0, 0]) <= optimum * 1.01
+    assert objective(model.expert_coef_[0, 0]) <= optimum * 1.01
     assert np.mean(model.predict(X) == ref.predict(Z)) >= 0.98
 
 
@@ -332,7 +332,7 @@ def test_guard_keeps_the_linear_svm_where_regions_do_not_help() -> None:
     ref = LinearSVC(C=guarded.C_, loss="hinge", intercept_scaling=1.0, tol=1e-8,
                     max_iter=1_000_000).fit(Z, y)
     optimum = objective(np.r_[ref.coef_[0], ref.intercept_])
-    assert optimum <= objective(guarded.coef_[0, 0]) <= optimum * (1.0 + LINEAR_GAP_TOL)
+    assert optimum <= objective(guarded.expert_coef_[0, 0]) <= optimum * (1.0 + LINEAR_GAP_TOL)
     linear_acc = ref.score((Xt - X.mean(0)) / X.std(0), yt)
     assert guarded.score(Xt, yt) >= linear_acc - 0.01
     assert guarded.score(Xt, yt) >= unguarded.score(Xt, yt) + 0.03

@@ -39,12 +39,12 @@ def test_partial_fit_continues_fit_and_a_loaded_model_alike(tmp_path) -> None:
     X2, y2 = _xor(1000, seed=4)
     fitted = MixtureSVC(n_components=6, C=10.0, epochs=2, chunk_rows=500).fit(X, y)
     loaded = MixtureSVC.load(fitted.save(tmp_path / "mix.slm"))
-    before = fitted.coef_.copy()
+    before = fitted.expert_coef_.copy()
     fitted.partial_fit(X2, y2)
     loaded.partial_fit(X2, y2)
-    assert not np.array_equal(fitted.coef_, before)  # the pass moved the experts
+    assert not np.array_equal(fitted.expert_coef_, before)  # the pass moved the experts
     assert fitted.n_iter_ == loaded.n_iter_ == 3
-    np.testing.assert_array_equal(loaded.coef_, fitted.coef_)
+    np.testing.assert_array_equal(loaded.expert_coef_, fitted.expert_coef_)
     np.testing.assert_array_equal(loaded.centers_, fitted.centers_)
     np.testing.assert_array_equal(loaded.xi_, fitted.xi_)
 
@@ -55,7 +55,7 @@ def test_first_partial_fit_is_one_stochastic_epoch_of_fit() -> None:
     with pytest.warns(ConvergenceWarning, match="epochs=1"):
         one_epoch = MixtureSVC(em="stochastic", epochs=1, **params).fit(X, y)
     online = MixtureSVC(em="batch", epochs=7, **params).partial_fit(X, y)
-    np.testing.assert_array_equal(online.coef_, one_epoch.coef_)
+    np.testing.assert_array_equal(online.expert_coef_, one_epoch.expert_coef_)
     np.testing.assert_array_equal(online.centers_, one_epoch.centers_)
     assert online.tau_ == one_epoch.tau_
 

@@ -88,7 +88,7 @@ def test_predictions_are_corrected_eq21() -> None:
     X, y = _xor(1500)
     clf = MixtureSVC(n_components=6, C=10.0, epochs=4, chunk_rows=300).fit(X, y)
     Xt, _ = _xor(400, seed=1)
-    p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.coef_[0])
+    p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.expert_coef_[0])
     _, _, pos, neg = _np_mixture(_standardised(clf, Xt), np.ones(400), p, clf.tau_,
                                  clf.bias_scale)
     # the decision function is the log-odds of eq. 21's halves: same sign as pos - neg
@@ -118,7 +118,7 @@ def test_batch_em_never_decreases_penalised_loglik() -> None:
     assert np.all(steps >= -1e-9 * np.abs(values[1:][same])), steps
     assert values[-1] > values[0] + 1.0
     # the recorded value is eq. 19 at the final parameters, recomputed in numpy
-    p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.coef_[0])
+    p = MixtureParams(clf.xi_[0], clf.centers_[0], clf.expert_coef_[0])
     _, loglik, _, _ = _np_mixture(_standardised(clf, X), np.where(y == 1, 1.0, -1.0), p,
                                   clf.tau_, 1.0)
     active = p.xi > 0
@@ -176,7 +176,7 @@ def test_checkpointed_fit_gives_the_same_model(tmp_path) -> None:
     resumed = MixtureSVC(n_components=4, C=10.0, epochs=2, chunk_rows=300)
     resumed.fit(X, y, checkpoint=tmp_path / "ckpt", checkpoint_every=1)
     for model in (again, resumed):
-        np.testing.assert_array_equal(model.coef_, plain.coef_)
+        np.testing.assert_array_equal(model.expert_coef_, plain.expert_coef_)
         np.testing.assert_array_equal(model.centers_, plain.centers_)
 
 
@@ -214,7 +214,7 @@ def test_one_vs_rest_mixtures_share_every_read_of_the_data() -> None:
         two = MixtureSVC(n_components=4, epochs=3, tol=0.0, chunk_rows=300).fit(X, y5 == 0)
     assert five.n_passes_ == two.n_passes_ == expected
     # the lanes do not mix: class 0's lane is the binary mixture of class 0 against the rest
-    np.testing.assert_allclose(five.coef_[0], two.coef_[0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(five.expert_coef_[0], two.expert_coef_[0], rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(five.centers_[0], two.centers_[0], rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(five.xi_[0], two.xi_[0])
 

@@ -102,3 +102,29 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError):
         save_model(model, path)
     assert path.read_bytes() == before
+
+
+def test_a_file_written_before_a_rename_loads_under_the_new_name(tmp_path: Path) -> None:
+    from streamlearn.models import SuperSparseClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    model = SuperSparseClassifier(n_prototypes=4, max_iter=3).fit(X, X[:, 0] > 0)
+    path = save_model(model, tmp_path / "m.slm")
+    header, arrays = read_model_file(path)
+    # the file as the release that called the prototypes' weights coef_ wrote it
+    learned = header["metadata"]["learned"]
+    learned["coef_"] = {"$array": "coef_"}
+    del learned["dual_coef_"]
+    arrays["coef_"] = arrays.pop("dual_coef_")
+    header["arrays"]["coef_"] = header["arrays"].pop("dual_coef_")
+    old = tmp_path / "old.slm"
+    with zipfile.ZipFile(old, "w") as zf:
+        zf.writestr("metadata.json", json.dumps(header))
+        for name, a in arrays.items():
+            with zf.open(f"arrays/{name}.npy", "w") as fh:
+                np.lib.format.write_array(fh, a)
+    loaded = load_model(old)
+    np.testing.assert_array_equal(loaded.dual_coef_, model.dual_coef_)
+    assert "coef_" not in vars(loaded)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

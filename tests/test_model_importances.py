@@ -44,7 +44,7 @@ def test_mixture_importances_weigh_the_experts_by_their_components() -> None:
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     model = MixtureSVC(random_state=0).fit(X, y)
     importances = model.feature_importances_
-    expected = (model.xi_[:, :, None] * np.abs(model.coef_[:, :, :5])).sum(axis=(0, 1))
+    expected = (model.xi_[:, :, None] * np.abs(model.expert_coef_[:, :, :5])).sum(axis=(0, 1))
     np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-12)
     assert set(np.argsort(-importances)[:2]) == {0, 1}
     assert importances[2:].max() < 0.5 * importances[:2].min()

@@ -130,7 +130,7 @@ def test_prototypes_as_images_when_features_are_a_square() -> None:
     fig = plot.prototypes(model)
     shown = [np.asarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
     assert len(shown) == model.n_prototypes_
-    strongest = int(np.argmax(np.abs(model.coef_)))
+    strongest = int(np.argmax(np.abs(model.dual_coef_)))
     np.testing.assert_allclose(shown[0], model.prototypes_[strongest].reshape(4, 4))
     plt.close(fig)
 

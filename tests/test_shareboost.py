@@ -122,7 +122,7 @@ def test_corrective_step_reaches_scipy_optimum_of_restricted_problem() -> None:
                    options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 5000})
     assert model.path_["loss"][-1] == pytest.approx(ref.fun, rel=1e-7)
     W_ref, b_ref = ref.x[:-k].reshape(k, -1), ref.x[-k:]
-    np.testing.assert_allclose(model.coef_, W_ref, atol=2e-3)
+    np.testing.assert_allclose(model.column_coef_, W_ref, atol=2e-3)
     # the intercept is defined up to a constant shift shared by every class
     np.testing.assert_allclose(model.intercept_ - model.intercept_.mean(),
                                b_ref - b_ref.mean(), atol=2e-3)
@@ -138,7 +138,7 @@ def test_recovers_shared_features_in_first_rounds() -> None:
     model = ShareBoostClassifier(n_rounds=len(shared), chunk_rows=400).fit(X, y)
     assert set(model.selected_features_.tolist()) == set(shared)
     np.testing.assert_array_equal(model.used_features_, sorted(shared))
-    assert model.coef_.shape == (5, 3)
+    assert model.column_coef_.shape == (5, 3)
     # using the shared features alone classifies the problem well
     assert model.score(X_test, y_test) > 0.85
     assert model.path_["n_selected"] == [0, 1, 2, 3]
@@ -186,7 +186,7 @@ def test_anchors_learn_a_nonlinear_problem_and_round_trip(tmp_path: Path) -> Non
                                  chunk_rows=500).fit(X, labels, validation=(X[:300],
                                                                             labels[:300]))
     assert model.score(X, labels) > 0.9 > linear.score(X, labels) + 0.2
-    assert model.coef_.shape == (3, 8 * 3)
+    assert model.column_coef_.shape == (3, 8 * 3)
     assert len(model.path_["validation_error"]) == 9
     assert model.path_["validation_error"][-1] == pytest.approx(
         1.0 - model.score(X[:300], labels[:300]))

@@ -411,3 +411,45 @@ def test_check_is_fitted_and_clone(cls: type) -> None:
     np.testing.assert_allclose(copy.fit(X, y).predict(X), estimator.predict(X))
     scorer = get_scorer("accuracy" if is_classifier(cls()) else "r2")
     assert scorer(copy, X, y) == pytest.approx(estimator.score(X, y))
+
+
+# -- feature selection and feature names ----------------------------------------------------
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_select_from_model_keeps_the_features_above_the_mean_importance(cls: type) -> None:
+    import pandas as pd
+    from sklearn.feature_selection import SelectFromModel
+
+    X, y = data_for(cls)
+    names = np.array([f"f{j}" for j in range(X.shape[1])], dtype=object)
+    frame = pd.DataFrame(X, columns=names)
+    selector = SelectFromModel(cheap(cls)).fit(frame, y)  # importance_getter="auto"
+    model = selector.estimator_
+    # scikit-learn's shape: an object array of the names, indexed by its masks
+    assert isinstance(model.feature_names_in_, np.ndarray)
+    assert model.feature_names_in_.dtype == object
+    np.testing.assert_array_equal(model.feature_names_in_, names)
+    # with no per-feature coef_, "auto" reads feature_importances_; threshold: their mean
+    importances = np.asarray(model.feature_importances_)
+    assert importances.shape == (X.shape[1],)
+    kept = importances >= importances.mean()
+    np.testing.assert_array_equal(selector.get_feature_names_out(), names[kept])
+    np.testing.assert_array_equal(selector.transform(frame), X[:, kept])
+
+
+def test_coef_is_per_feature_for_the_linear_model_only() -> None:
+    from sklearn.feature_selection import RFE
+
+    from streamlearn.models import AdditiveSVC
+
+    X, y = binary_data()
+    linear = AdditiveSVC(embedding="linear", progress=False).fit(X, y)
+    assert linear.coef_.shape == (1, X.shape[1])
+    np.testing.assert_array_equal(linear.coef_, linear.embedding_coef_)
+    # recursive elimination by |coef_| keeps the three informative features (0, 1, 2)
+    rfe = RFE(AdditiveSVC(embedding="linear", progress=False), n_features_to_select=3)
+    np.testing.assert_array_equal(np.flatnonzero(rfe.fit(X, y).support_), [0, 1, 2])
+    splines = AdditiveSVC(n_bases=8, interactions=0, progress=False).fit(X, y)
+    assert not hasattr(splines, "coef_")
+    assert splines.embedding_coef_.shape[1] > X.shape[1]
+    with pytest.raises(AttributeError, match="embedding_coef_"):
+        _ = splines.coef_

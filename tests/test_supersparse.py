@@ -61,7 +61,7 @@ def test_ridge_step_equals_numpy_solve_on_materialised_similarities():
     Z, mean, std = _standardise(X, v)
     Cz = (C - mean) / std
     w, J = _ridge(Z, y, v, Cz, 0.8, 0.01)
-    np.testing.assert_allclose(model.coef_, w[:-1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(model.dual_coef_, w[:-1], rtol=1e-5, atol=1e-7)
     assert np.isclose(model.intercept_, w[-1], rtol=1e-5, atol=1e-7)
     assert np.isclose(model.objective_, J, rtol=1e-5)
     np.testing.assert_allclose(model.prototypes_, C, rtol=1e-12, atol=1e-12)
@@ -76,7 +76,7 @@ def test_unstandardised_rbf_works_on_the_raw_features():
     model = SuperSparseRegressor(n_prototypes=4, gamma=0.3, lam=0.01, max_iter=0, init=C,
                                  standardize=False).fit(X, y, sample_weight=v)
     w, _ = _ridge(X, y, v, C, 0.3, 0.01)
-    np.testing.assert_allclose(model.coef_, w[:-1], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(model.dual_coef_, w[:-1], rtol=1e-6, atol=1e-8)
     assert model.shift_ is None and model.scale_ is None
     np.testing.assert_allclose(model.predict(X), _rbf(X, C, 0.3) @ w[:-1] + w[-1], rtol=1e-5,
                                atol=1e-6)
@@ -113,7 +113,7 @@ def test_objective_does_not_increase_across_alternations(coef):
     assert path[-1] < 0.7 * path[0]  # the prototype steps pay off
     # the reported objective is eq. 2 of the final model, recomputed by numpy
     e = model.predict(X) - y
-    beta = model.coef_
+    beta = model.dual_coef_
     reg = (beta ** 2).sum() if coef == "ridge" else np.abs(beta).sum()
     assert np.isclose(model.objective_, (v * e * e).sum() / v.sum() + 1e-3 * reg, rtol=1e-5)
 
@@ -130,7 +130,7 @@ def test_black_box_similarity_without_gradient_still_trains():
     np.testing.assert_array_equal(fixed.prototypes_.shape, model.prototypes_.shape)
     assert model.objective_ < 0.95 * fixed.objective_  # eq. 7 is only a heuristic direction
     mse = np.mean((model.predict(X) - y) ** 2)
-    assert np.isclose(mse + model.lam_ * (model.coef_ ** 2).sum(), model.objective_, rtol=1e-5)
+    assert np.isclose(mse + model.lam_ * (model.dual_coef_ ** 2).sum(), model.objective_, rtol=1e-5)
 
 
 def test_supplied_gradient_matches_builtin_rbf():
@@ -325,6 +325,15 @@ def test_features_in_other_units_give_the_same_model():
                                    atol=1e-3 * np.abs(b).max())
 
 
+def test_features_of_tiny_units_are_standardised_not_taken_for_constants():
+    # a feature whose spread is below 1e-12 was taken for a constant (absolute floor)
+    X, y, _ = _regression(n=300, seed=21)
+    raw = SuperSparseRegressor(n_prototypes=5, max_iter=4).fit(X, y)
+    tiny = SuperSparseRegressor(n_prototypes=5, max_iter=4).fit(X * 1e-14, y)
+    np.testing.assert_allclose(tiny.scale_, raw.scale_ * 1e-14, rtol=1e-6)
+    np.testing.assert_allclose(tiny.predict(X * 1e-14), raw.predict(X), rtol=1e-3, atol=1e-3)
+
+
 def test_lbfgs_steps_never_raise_the_objective_and_beat_plain_gradient_steps():
     X, y, v = _regression(seed=21)
     runs = {solver: SuperSparseRegressor(n_prototypes=8, gamma=1.0, lam=1e-3, max_iter=40,
@@ -338,7 +347,7 @@ def test_lbfgs_steps_never_raise_the_objective_and_beat_plain_gradient_steps():
     model = runs["lbfgs"]
     e = model.predict(X) - y
     assert np.isclose(model.objective_,
-                      (v * e * e).sum() / v.sum() + 1e-3 * (model.coef_ ** 2).sum(), rtol=1e-5)
+                      (v * e * e).sum() / v.sum() + 1e-3 * (model.dual_coef_ ** 2).sum(), rtol=1e-5)
 
 
 def test_probabilities_on_held_out_rows_keep_the_decisions_and_beat_the_plain_logistic():

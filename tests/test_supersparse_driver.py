@@ -68,7 +68,7 @@ def test_estimator_attributes_are_the_driver_result():
     # the estimator shows the prototypes in the features' units
     np.testing.assert_allclose(model.prototypes_, fitted.prototypes * fitted.scale
                                + fitted.shift, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(model.coef_, fitted.coef[:, 0])
+    np.testing.assert_array_equal(model.dual_coef_, fitted.coef[:, 0])
     assert model.intercept_ == fitted.intercept[0]
     assert model.n_iter_ == fitted.n_iter == 5
 

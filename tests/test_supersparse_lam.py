@@ -187,7 +187,7 @@ def test_auto_lam_is_chosen_at_the_final_prototypes_and_the_last_step_takes_ever
     M = A.T @ A / len(y)
     M[:-1, :-1] += model.lam_ * np.eye(12)
     w = np.linalg.solve(M, A.T @ y / len(y))
-    np.testing.assert_allclose(np.append(model.coef_, model.intercept_), w, rtol=1e-4,
+    np.testing.assert_allclose(np.append(model.dual_coef_, model.intercept_), w, rtol=1e-4,
                                atol=1e-6 * np.abs(w).max())
 
 

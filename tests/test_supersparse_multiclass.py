@@ -47,8 +47,8 @@ def test_fixed_prototypes_give_each_class_its_own_ridge_on_one_gram():
     A = Z.T @ (v[:, None] * Z) / v.sum()
     A[:-1, :-1] += lam * np.eye(5)
     W = np.linalg.solve(A, Z.T @ (v[:, None] * Y) / v.sum())
-    assert model.coef_.shape == (3, 5) and model.intercept_.shape == (3,)
-    np.testing.assert_allclose(model.coef_, W[:-1].T, rtol=1e-5, atol=1e-7)
+    assert model.dual_coef_.shape == (3, 5) and model.intercept_.shape == (3,)
+    np.testing.assert_allclose(model.dual_coef_, W[:-1].T, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(model.intercept_, W[-1], rtol=1e-5, atol=1e-7)
     scores = Z @ W
     np.testing.assert_allclose(model.decision_function(X), scores, rtol=1e-5, atol=1e-6)
@@ -91,7 +91,7 @@ def test_shared_prototypes_learn_three_spiral_arms_near_an_rbf_svm():
     Xt, lt, _ = _three_arms(n=900, seed=5)
     model = SuperSparseClassifier(random_state=0).fit(X, labels)  # defaults: p = 50
     assert list(model.classes_) == ["a", "b", "c"]
-    assert model.prototypes_.shape == (50, 2) and model.coef_.shape == (3, 50)
+    assert model.prototypes_.shape == (50, 2) and model.dual_coef_.shape == (3, 50)
     # the prototype steps lowered the summed objective from the first beta-step
     assert model.objective_path_[-1] < 0.8 * model.objective_path_[0]
     ours = model.score(Xt, lt)
@@ -108,7 +108,7 @@ def test_choosing_p_drops_the_prototypes_weakest_over_all_classes():
     path = model.selection_path_
     np.testing.assert_array_equal(path[:, 0], [24, 12, 6])
     assert model.n_prototypes_ == int(path[np.argmin(path[:, 2]), 0])
-    assert model.coef_.shape == (3, model.n_prototypes_)
+    assert model.dual_coef_.shape == (3, model.n_prototypes_)
     # the validation loss is the share of held-out rows whose largest output is wrong
     assert 0.0 <= path[:, 1].min() <= path[:, 1].max() <= 1.0
 
@@ -119,7 +119,7 @@ def test_reduce_a_multiclass_svm_to_shared_prototypes():
     reduced = SuperSparseClassifier.reduce(svc, 12, X, gamma=10.0, standardize=False,
                                            random_state=0)
     assert list(reduced.classes_) == list(svc.classes_) and reduced.reduced_
-    assert reduced.coef_.shape == (3, 12)
+    assert reduced.dual_coef_.shape == (3, 12)
     assert len(svc.support_) >= 5 * reduced.n_prototypes_
     assert np.mean(reduced.predict(X) == svc.predict(X)) > 0.95
 
@@ -137,19 +137,27 @@ def test_a_teacher_whose_scores_do_not_match_its_classes_is_refused():
         SuperSparseClassifier.reduce(Flat(), 4, X)
 
 
+def test_a_one_vs_one_svm_is_refused_even_with_three_pairs_for_three_classes():
+    X, y, _ = _three_arms(n=90, seed=8)
+    ovo = SVC(decision_function_shape="ovo").fit(X, y)
+    assert ovo.decision_function(X).shape == (len(X), 3)  # as many columns as classes
+    with pytest.raises(LabelError, match="decision_function_shape='ovr'"):
+        SuperSparseClassifier.reduce(ovo, 4, X)
+
+
 def test_multiclass_model_file_and_partial_fit(tmp_path):
     X, labels, _ = _three_arms(n=900, seed=9)
     model = SuperSparseClassifier(n_prototypes=20, max_iter=10, random_state=0)
     for a in range(0, 900, 300):
         model.partial_fit(X[a:a + 300], labels[a:a + 300], classes=["a", "b", "c"])
-    assert model.coef_.shape == (3, 20) and model.n_iter_ == 3
+    assert model.dual_coef_.shape == (3, 20) and model.n_iter_ == 3
     assert model.score(X, labels) > 0.8
     loaded = SuperSparseClassifier.load(model.save(tmp_path / "three.slm"))
     np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     # a continued fit after loading keeps the classes and the outputs
     loaded.partial_fit(X[:300], labels[:300])
-    assert loaded.coef_.shape == (3, 20)
+    assert loaded.dual_coef_.shape == (3, 20)
     importances = loaded.feature_importances_
     assert importances.shape == (2,) and np.isclose(importances.sum(), 1.0)
 
@@ -159,7 +167,7 @@ def test_multiclass_on_dask_matches_local(dask_client):
     params = dict(n_prototypes=8, max_iter=5, random_state=0, chunk_rows=100)
     local = SuperSparseClassifier(**params).fit(X, labels)
     remote = SuperSparseClassifier(**params).fit(X, labels, engine=DaskEngine(dask_client))
-    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(remote.dual_coef_, local.dual_coef_, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(remote.predict(X), local.predict(X))
 
 

@@ -70,7 +70,7 @@ def test_first_call_initialises_from_its_rows():
     A = Z.T @ (v[:, None] * Z)
     A[np.arange(5), np.arange(5)] += model.lam_
     expected = np.linalg.solve(A, Z.T @ (v * y[:150]))
-    np.testing.assert_allclose(np.append(model.coef_, model.intercept_), expected, rtol=1e-4,
+    np.testing.assert_allclose(np.append(model.dual_coef_, model.intercept_), expected, rtol=1e-4,
                                atol=1e-6 * np.abs(expected).max())
     # a second call keeps gamma_ and moves on from the current prototypes
     again = SuperSparseRegressor(n_prototypes=5, step=1e-12).partial_fit(

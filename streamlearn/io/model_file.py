@@ -216,8 +216,9 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
                    for name, value in metadata["learned"].items()}
     except (TypeError, KeyError, AttributeError) as exc:
         raise ModelFileError(f"{path} has unreadable model metadata ({exc})") from exc
-    for name, value in learned.items():
-        setattr(model, name, value)
+    renamed = getattr(cls, "_renamed_attributes", {})
+    for name, value in learned.items():  # a file written before a rename: the name now
+        setattr(model, renamed.get(name, name), value)
     categories = header.get("categories")
     if categories:
         if not isinstance(categories, dict) or not all(

@@ -407,7 +407,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     classes_ : ndarray of shape (n_classes,)
         Sorted labels; predictions are among them.
     n_features_in_ : int
-    feature_names_in_ : tuple of str
+    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
     feature_map_ : FeatureMap or None
         The fitted embedding (None for ``"linear"``), over the features as
         ``feature_transform_`` maps them.
@@ -415,6 +416,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``spread_tails``: the features mapped before the embedding, with their ``asinh``
         centres and scales (:class:`~streamlearn.features.tail_transform.TailTransform`);
         absent when none was.
+    embedding_coef_ : ndarray of shape (n_models, n_dims)
+        Weights of the materialised embedding (``w = D_d w_d``, see ``coef_d_``).
+    coef_ : ndarray of shape (n_models, n_features)
+        The linear model's weights (``embedding="linear"``, or the linear candidate kept
+        by ``n_bases="auto"``); absent from a model with a feature map, whose weights are
+        ``embedding_coef_``.
     coef_d_ : ndarray of shape (n_models, n_dims + 1), float64
         Models in the ``w_d = D_d^-1 w`` form the kernels use, bias weight last;
         ``n_models`` is 1 for two classes (positive class ``classes_[1]``), else n_classes
@@ -1011,7 +1018,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.monitor_loss_ = list(fitted.monitor_history)
         fmap = fitted.feature_map
         pairs = fmap.interactions if isinstance(fmap, BSplinePairMap) else ()
-        names = self.feature_names_in_
+        names = self._feature_names
         self.interactions_ = tuple((names[f], names[g]) for f, g in pairs)
         if pairs:
             self.pair_bases_ = int(fmap.pair_bases)
@@ -1114,7 +1121,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
             raise LabelError(f"classes {list(classes)} differ from those of the first call "
                              f"{self.classes_.tolist()}")
-        X = self._model_rows(check_features(X, self.feature_names_in_, type(self).__name__))
+        X = self._model_rows(check_features(X, self._feature_names, type(self).__name__))
         codes = encode_labels(y, self.classes_)
         if codes.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}")
@@ -1244,7 +1251,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         emb = self._embedding()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
         if rows is None:
-            values = check_features(X, self.feature_names_in_, type(self).__name__)
+            values = check_features(X, self._feature_names, type(self).__name__)
             return decision_ovr_chunk(self._model_rows(values), self.coef_d_,
                                       float(self.bias_scale), *emb)
         if emb.takes_sparse_rows:
@@ -1394,7 +1401,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             Models in the order of ``coef_d_`` (:meth:`svm_scores`'s columns).
         """
         self._check_fitted()
-        values = check_features(X, self.feature_names_in_, type(self).__name__)
+        values = check_features(X, self._feature_names, type(self).__name__)
         return self._terms(self._model_rows(values))
 
     def _terms(self, X: np.ndarray) -> np.ndarray:
@@ -1568,11 +1575,25 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     # -- learned weights ------------------------------------------------------------------
     @property
-    def coef_(self) -> np.ndarray:
+    def embedding_coef_(self) -> np.ndarray:
         """Weights of the materialised embedding ``Psi_d`` (``w = D_d w_d``), (n_models, n_dims)."""
         self._check_fitted()
         ipar = self._embedding().ipar
         return np.vstack([weights_from_w_d(row, ipar)[:-1] for row in self.coef_d_])
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """One weight per feature, (n_models, n_features): the linear model's
+        ``embedding_coef_``. A model with a feature map has none (as an RBF ``SVC``
+        has none): its weights belong to basis functions, not to features."""
+        self._check_fitted()
+        if getattr(self, "feature_map_", None) is not None:
+            raise AttributeError(
+                f"coef_ is only available for the linear model (embedding='linear'); this "
+                f"{type(self).__name__}'s weights are over its "
+                f"{type(self.feature_map_).__name__} embedding (embedding_coef_), and "
+                "feature_importances_ ranks its features")
+        return self.embedding_coef_
 
     @property
     def intercept_(self) -> np.ndarray:

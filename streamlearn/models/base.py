@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.open import reading_of
-from streamlearn.data.sources.base import default_feature_names
+from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite
 from streamlearn.engine.accounting import recording
@@ -75,6 +75,57 @@ class FeatureNames(tuple):
         return tuple(self), self.categories
 
 
+class FeatureNameArray(np.ndarray):
+    """``feature_names_in_`` as scikit-learn shapes it: a 1-D object array of the names
+    seen in ``fit``, carrying their category lists in ``categories`` (feature name ->
+    categories, empty without categorical features)."""
+
+    categories: dict[str, tuple[Any, ...]]
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.categories = getattr(obj, "categories", {})
+
+
+class FeatureNamesAttribute:
+    """The descriptor behind ``feature_names_in_``.
+
+    A fitted model keeps the names as a tuple (a :class:`FeatureNames` with categorical
+    features, a :class:`~streamlearn.data.sources.base.NumberedNames` for a sparse
+    source's numbered columns) in its ``__dict__``, as model files store them; reading
+    the attribute gives scikit-learn's object array (:class:`FeatureNameArray`), which
+    its tools index with masks (``SelectFromModel``, ``get_feature_names_out``). Numbered
+    names of a sparse source stay as they are: a million columns are not made into
+    strings to be read.
+    """
+
+    name = "feature_names_in_"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        try:
+            names = instance.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"{type(instance).__name__!s} has no attribute "
+                                 f"{self.name!r}; it is set by fit") from None
+        if isinstance(names, NumberedNames):
+            return names
+        out = np.empty(len(names), dtype=object)
+        out[:] = [str(n) for n in names]
+        out = out.view(FeatureNameArray)
+        out.categories = dict(getattr(names, "categories", {}))
+        return out
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        instance.__dict__[self.name] = value
+
+    def __delete__(self, instance: Any) -> None:
+        try:
+            del instance.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+
 def record_hashing(estimator: Any, dataset: Dataset) -> None:
     """Keep how the training rows were hashed, so that new data can be read the same way.
 
@@ -108,7 +159,7 @@ def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -
     estimator : fitted estimator with ``feature_names_in_``
     categories : mapping of str to sequence
     """
-    names = getattr(estimator, "feature_names_in_", None)
+    names = estimator.__dict__.get("feature_names_in_")
     if not categories:
         estimator.__dict__.pop("categories_", None)
         if isinstance(names, FeatureNames):
@@ -172,6 +223,7 @@ class StreamEstimator(BaseEstimator):
 
     #: Learned attribute whose presence means "fitted".
     _fitted_attribute: ClassVar[str] = "classes_"
+    feature_names_in_ = FeatureNamesAttribute()
     #: scikit-learn checks this algorithm is expected to fail, with the reason.
     _expected_failed_checks: ClassVar[dict[str, str]] = {}
     #: Hyper-parameter name -> the values it accepts (scikit-learn's constraint table:
@@ -185,6 +237,9 @@ class StreamEstimator(BaseEstimator):
     _private_state: ClassVar[tuple[str, ...]] = ()
     #: Whether ``fit`` streams sparse rows (scipy matrices, svmlight, zarr CSR) as they are.
     _accepts_sparse: ClassVar[bool] = False
+    #: Learned attributes that model files written before a rename hold under an earlier
+    #: name: earlier name -> name now (loading reads them under the new one).
+    _renamed_attributes: ClassVar[dict[str, str]] = {}
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
@@ -373,8 +428,17 @@ class StreamEstimator(BaseEstimator):
         """Prediction inputs checked against the features seen in ``fit`` (categorical
         columns coded by the categories seen in ``fit``)."""
         self._check_fitted()
-        return check_features(X, self.feature_names_in_, type(self).__name__,
+        return check_features(X, self._feature_names, type(self).__name__,
                               categories=getattr(self, "categories_", None))
+
+    @property
+    def _feature_names(self) -> Any:
+        """The names seen in ``fit`` as the model keeps them (a tuple, see
+        :class:`FeatureNamesAttribute`)."""
+        try:
+            return self.__dict__["feature_names_in_"]
+        except KeyError:
+            raise AttributeError("feature_names_in_ is set by fit") from None
 
     # -- model files --------------------------------------------------------------------
     def _engine(self, engine: Any) -> Any:
@@ -887,6 +951,10 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     categories = dict(categories or {})
     if _module(X) == "polars" and hasattr(X, "to_arrow"):
         X = X.to_arrow()
+    if _is_dask(X) and hasattr(X, "columns") and hasattr(X, "compute"):
+        # a dask DataFrame's rows, computed, are a pandas table: its string and
+        # categorical columns are coded like a DataFrame's
+        X = X.compute()
     columns = getattr(X, "column_names", None)
     if columns is None:
         columns = getattr(X, "columns", None)

@@ -222,15 +222,16 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : tuple of str
+    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
     xi_ : ndarray of shape (n_models, k)
         Mixing weights (0: pruned); ``n_models`` is 1 for two classes (positive class
         ``classes_[1]``), else one mixture per class.
     centers_ : ndarray of shape (n_models, k, d)
         Gating centres (standardised units).
-    coef_ : ndarray of shape (n_models, k, d + 1)
+    expert_coef_ : ndarray of shape (n_models, k, d + 1)
         Experts on the standardised features, bias weight last (the bias is
-        ``coef_[..., -1] * bias_scale``).
+        ``expert_coef_[..., -1] * bias_scale``).
     tau_ : float
         Gating scale used.
     nu_ : float
@@ -308,6 +309,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     #: Stochastic EM state that ``partial_fit`` continues from.
     _private_state = ("_online",)
     _accepts_sparse: ClassVar[bool] = True
+    _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "expert_coef_"}
     #: ``partial_fit`` initialises from its first call's rows and starts each call's dual
     #: variables at zero, so a lane of ``StreamSearchCV`` does not train the model ``fit``
     #: would: the search judges its finalists by ``fit`` (``final_rung="auto"``).
@@ -420,7 +422,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.n_features_in_ = len(self.feature_names_in_)
         self.xi_ = fitted.xi
         self.centers_ = fitted.centers
-        self.coef_ = fitted.coef
+        self.expert_coef_ = fitted.coef
         self.tau_ = fitted.tau
         self.history_ = fitted.history
         self.n_iter_ = fitted.n_iter
@@ -445,8 +447,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         if online is None:
             online = OnlineState(np.array(self.xi_, dtype=np.float64), 0, 0.0, 0)
         shift, scale = self._standardisation()
-        return MixtureFit(self.classes_, self.feature_names_in_, self.xi_,
-                          self.centers_, self.coef_, float(self.tau_), self.history_,
+        return MixtureFit(self.classes_, self._feature_names, self.xi_,
+                          self.centers_, self.expert_coef_, float(self.tau_), self.history_,
                           int(getattr(self, "n_iter_", 0)), True, online, shift, scale,
                           self._fitted_nu(), self._fitted_C(),
                           getattr(self, "validation_", None),
@@ -603,7 +605,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         m = self.xi_.shape[0]
         f = np.empty((values.shape[0], m))
         for j in range(m):
-            args = (self.centers_[j], self.coef_[j], self.xi_[j], float(self.tau_),
+            args = (self.centers_[j], self.expert_coef_[j], self.xi_[j], float(self.tau_),
                     float(self.bias_scale))
             f[:, j] = (mixture_log_odds(values, *args) if isinstance(values, SparseRows)
                        else mixture_log_odds_chunk(values, *args, shift, scale))
@@ -662,7 +664,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._check_fitted()
         d = self.n_features_in_
         weights = np.einsum("jk,jkf->f", np.asarray(self.xi_),
-                            np.abs(np.asarray(self.coef_)[:, :, :d]))
+                            np.abs(np.asarray(self.expert_coef_)[:, :, :d]))
         total = weights.sum()
         return weights / total if total > 0 else weights
 

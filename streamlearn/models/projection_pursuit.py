@@ -278,7 +278,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         Rounds of backfitting run (0 with ``backfit=False`` or one term).
     n_train_ : int
     n_features_in_ : int
-    feature_names_in_ : tuple of str
+    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
 
     Warns
     -----

@@ -214,9 +214,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     classes_ : ndarray of shape (k,)
     n_iter_ : int
         Columns (or anchor pieces) selected: ``T`` or fewer.
-    coef_ : ndarray of shape (k, T * q)
+    column_coef_ : ndarray of shape (k, T * q)
         ``W`` restricted to the selected columns, in selection order (``q = 1``, or
-        ``d + 1`` columns per anchor piece).
+        ``d + 1`` columns per anchor piece). There is no ``coef_``: a selected column
+        is not a feature (``feature_importances_`` ranks the features).
     intercept_ : ndarray of shape (k,)
     selected_features_ : ndarray of shape (T,), int64
         Selected candidates in selection order: the feature index (``"linear"``),
@@ -433,7 +434,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     # -- prediction -----------------------------------------------------------------------
     @property
-    def coef_(self) -> np.ndarray:
+    def column_coef_(self) -> np.ndarray:
         """``W`` on the selected columns, (k, T * q), columns in selection order."""
         self._check_fitted()
         T, k, q = self.coef_groups_.shape

@@ -150,6 +150,7 @@ class _SuperSparse(StreamEstimator):
     """Shared estimator code of :class:`SuperSparseRegressor` and :class:`SuperSparseClassifier`."""
 
     _fitted_attribute = "prototypes_"
+    _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "dual_coef_"}
     #: ``partial_fit`` takes mini-batch steps from prototypes and ``gamma`` drawn from its
     #: first call's rows, where ``fit`` runs ``solver`` (L-BFGS by default) from all rows:
     #: ``StreamSearchCV`` judges its finalists by ``fit`` (``final_rung="auto"``).
@@ -323,10 +324,10 @@ class _SuperSparse(StreamEstimator):
         self.prototypes_ = (fitted.prototypes if std is None
                             else fitted.prototypes * std.scale + std.shift)
         if fitted.coef.shape[1] == 1:  # one output: beta of shape (p,), a float intercept
-            self.coef_ = np.ascontiguousarray(fitted.coef[:, 0])
+            self.dual_coef_ = np.ascontiguousarray(fitted.coef[:, 0])
             self.intercept_ = float(fitted.intercept[0])
         else:  # one row per class, as scikit-learn's linear models
-            self.coef_ = np.ascontiguousarray(fitted.coef.T)
+            self.dual_coef_ = np.ascontiguousarray(fitted.coef.T)
             self.intercept_ = np.array(fitted.intercept, dtype=np.float64)
         self.n_prototypes_ = fitted.n_prototypes
         self.objective_ = fitted.objective
@@ -355,7 +356,7 @@ class _SuperSparse(StreamEstimator):
 
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
         """``beta`` as (p, K) and the intercepts as (K,), ``K`` the outputs."""
-        coef = np.asarray(self.coef_, dtype=np.float64)
+        coef = np.asarray(self.dual_coef_, dtype=np.float64)
         if coef.ndim == 1:
             return coef[:, None], np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
         return coef.T, np.asarray(self.intercept_, dtype=np.float64)
@@ -588,8 +589,11 @@ _PARAMS_DOC = """
     shift_, scale_ : ndarray of shape (n_features,) or None
         The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
         similarity.
-    coef_ : ndarray of shape (n_prototypes_,) or (n_classes, n_prototypes_)
-        ``beta``; a row per class for a classifier of more than two classes.
+    dual_coef_ : ndarray of shape (n_prototypes_,) or (n_classes, n_prototypes_)
+        ``beta``, the weight of each prototype's similarity (as an RBF ``SVC``'s
+        ``dual_coef_`` weighs its support vectors); a row per class for a classifier of
+        more than two classes. There is no ``coef_``: no weight belongs to one feature
+        (``feature_importances_`` ranks them).
     intercept_ : float or ndarray of shape (n_classes,)
     n_prototypes_ : int
     objective_ : float
@@ -608,7 +612,8 @@ _PARAMS_DOC = """
     selection_path_ : ndarray of shape (n_candidates, 4)
         Per candidate ``p`` (largest first): ``p``, validation loss, eq. 8's criterion and
         training objective (NaN losses when ``n_prototypes`` is one number).
-    feature_names_in_ : tuple of str
+    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
     n_features_in_ : int
 """
 
@@ -897,6 +902,12 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             raise LabelError(f"the model to reduce must be fitted (no classes_ on "
                              f"{type(model).__name__})")
         classes = _several_classes(np.asarray(classes))
+        if len(classes) > 2 and getattr(model, "decision_function_shape", None) == "ovo":
+            # K (K - 1) / 2 columns, one per pair of classes: as many as K for three
+            raise LabelError(f"{type(model).__name__}(decision_function_shape='ovo') scores "
+                             "each pair of classes, not each class; set "
+                             "decision_function_shape='ovr' (scikit-learn's default) to "
+                             "reduce it")
         reduced = cls(n_prototypes=p, **params)
         reduced._validate_hyperparameters()
         if isinstance(data, Dataset):

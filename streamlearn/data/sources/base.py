@@ -162,6 +162,11 @@ class NumberedNames(Sequence[str]):
     def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
         if isinstance(i, slice):
             return [f"x{j}" for j in range(*i.indices(self.n))]
+        if isinstance(i, np.ndarray | list):  # numpy's indexing: a mask or positions
+            positions = np.arange(self.n)[np.asarray(i)]
+            out = np.empty(len(positions), dtype=object)
+            out[:] = [f"x{j}" for j in positions]
+            return out
         j = range(self.n)[i]
         return f"x{j}"
 
