@@ -195,6 +195,16 @@ def test_model_file_keeps_categories(cities, tmp_path: Path) -> None:
     np.testing.assert_array_equal(loaded.predict(strings), model.predict(frame))
 
 
+def test_a_dask_frame_with_category_columns_predicts_as_its_pandas_rows(cities) -> None:
+    frame, label = cities
+    model = _model().fit(frame, label)
+    expected = model.predict(frame)
+    for rows in (frame, frame.assign(city=frame["city"].astype(str))):
+        lazy = dd.from_pandas(rows, npartitions=3)
+        np.testing.assert_array_equal(model.predict(lazy), expected)
+        np.testing.assert_allclose(model.predict_proba(lazy), model.predict_proba(frame))
+
+
 @pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
 def test_every_estimator_keeps_categories(cls, cities, tmp_path: Path) -> None:
     frame, label = cities

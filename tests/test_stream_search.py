@@ -346,3 +346,25 @@ def test_finalists_fit_on_dask_engine(dask_client):
     assert search.best_params_ == local.best_params_
     assert abs(search.score(X, y) - local.score(X, y)) < 0.05
 
+
+
+def test_balanced_class_weight_reaches_the_lanes_as_the_factors_fit_uses():
+    import pandas as pd
+    from sklearn.utils.class_weight import compute_class_weight
+
+    X, y = additive_problem(3000, n_features=6, seed=3)
+    y = np.where(np.arange(len(y)) % 5 == 0, y, 0)  # about 9 rows of class 0 to 1 of 1
+    names = ["a", "b", "c", "d", "e", "f"]
+    frame = pd.DataFrame(X, columns=names)
+    estimator = AdditiveSVC(class_weight="balanced", epochs=2, tol=None, progress=False)
+    search = StreamSearchCV(estimator, {"C": [0.1, 1.0, 10.0, 100.0]}, refit=False,
+                            final_rung="partial_fit", random_state=0).fit(frame, y)
+    expected = compute_class_weight("balanced", classes=np.unique(y), y=y)
+    lane = search.best_estimator_.class_weight
+    assert sorted(lane) == [0, 1]
+    np.testing.assert_allclose([lane[0], lane[1]], expected)
+    assert set(search.best_params_) == {"C"}
+    np.testing.assert_array_equal(search.feature_names_in_, names)
+    refit = StreamSearchCV(estimator, {"C": [0.1, 1.0, 10.0, 100.0]},
+                           final_rung="partial_fit", random_state=0).fit(frame, y)
+    assert refit.best_estimator_.class_weight == "balanced"  # fit counts the classes itself

@@ -94,6 +94,15 @@ def class_counts(dataset: Dataset) -> np.ndarray:
     return counts
 
 
+def balanced_factors(dataset: Dataset) -> dict[Any, float]:
+    """``class_weight="balanced"`` of ``dataset`` as the dict ``partial_fit`` takes: label ->
+    ``n / (k n_c)``, from one scan of its target column (:func:`class_counts`)."""
+    assert dataset.classes is not None
+    factors = class_factors("balanced", dataset.classes, class_counts(dataset))
+    return {_plain(c): float(f) for c, f in zip(dataset.classes.tolist(), factors,
+                                                strict=True)}
+
+
 def class_weighted(dataset: Dataset, class_weight: Mapping[Any, float] | str | None
                    ) -> tuple[Dataset, np.ndarray]:
     """``dataset`` with its rows weighted by ``class_weight``, and the factors used."""

@@ -62,7 +62,12 @@ from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Chunk, Dataset
 from streamlearn.engine.local import resolve_engine
-from streamlearn.models.base import classification_dataset, regression_dataset
+from streamlearn.models.base import (
+    classification_dataset,
+    record_categories,
+    regression_dataset,
+)
+from streamlearn.models.class_weight import balanced_factors
 
 #: Rows the first rung gives each candidate at least (or every training row, when fewer).
 MIN_RESOURCE = 10_000
@@ -316,6 +321,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         else its ``n_iter_`` plus 2: a describe and a calibration pass).
     refit_time_, search_time_ : float
         Seconds.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
+        As ``best_estimator_``'s.
 
     Examples
     --------
@@ -421,10 +429,15 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             rows_read += template_rows * _passes_of(self.lane_template_)
         race = Race([clone(self.estimator).set_params(**s) for s in settings],
                     list(range(len(settings))))
+        balanced: dict[Any, float] | None = None
         for candidate in race.candidates:
             lane = self._lane_params(candidate, n_train, dataset, self.lane_template_)
             for name, value in lane.items():
                 candidate.set_params(**{name: value})
+            if candidate.get_params().get("class_weight") == "balanced":
+                # a lane's partial_fit takes the factors fit would compute, as a dict
+                balanced = balanced_factors(dataset) if balanced is None else balanced
+                candidate.set_params(class_weight=balanced)
         halve_in_pass = bool(getattr(engine, "resumes_mid_pass", False))
         epoch = 0
         while budgets and race.seen < budgets[-1]:
@@ -456,11 +469,21 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.n_passes_ = self.search_passes_ + _passes_of(best)
         else:
             self.refit_time_ = 0.0
-            self.best_estimator_ = race.candidates[self.best_index_]
+            best = race.candidates[self.best_index_]
+            # the lanes read the rows as arrays: the model takes the data's column names
+            # and category lists, so that it reads a table as a fitted model does
+            best.feature_names_in_ = tuple(dataset.feature_names)
+            record_categories(best, dataset.categories or {})
+            self.best_estimator_ = best
             self.n_passes_ = self.search_passes_
         if is_classifier(self.estimator):
             self.classes_ = self.best_estimator_.classes_
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        names = getattr(self.best_estimator_, "feature_names_in_", None)
+        if names is not None:
+            self.feature_names_in_ = names
+        else:
+            self.__dict__.pop("feature_names_in_", None)
         return self
 
     def _seed(self) -> int:
