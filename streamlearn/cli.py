@@ -440,7 +440,9 @@ def info(data: str, target: str | None, features: str | None, exclude: str | Non
     """
     from streamlearn.engine.describe import describe
 
-    dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy)
+    # data of one class are described too (training on them is what needs two)
+    dataset = _open(data, target, features, exclude, fmt, chunk_rows,
+                    nan_policy).with_any_classes()
     click.echo(dataset.schema)
     click.echo("")
     started = time.perf_counter()
@@ -1148,12 +1150,11 @@ def evaluate_command(model_path: str, data: str, target: str | None, fmt: str | 
     elapsed = time.perf_counter() - started
     for message in dict.fromkeys(str(w.message) for w in caught):
         click.echo(f"warning: {message}", err=True)
-    classes = dataset.classes
+    # the matrix's labels: the model's classes and the data's (which may lack some)
+    classes = metrics.get("classes")
     if as_json:
         report = {"model": type(model).__name__, "data": data, "target": dataset.target,
                   "task": dataset.task, **metrics}
-        if classes is not None:
-            report["classes"] = classes.tolist()
         click.echo(json.dumps(_json_ready(report), indent=1))
     else:
         click.echo(f"{type(model).__name__} on {dataset.source.description}, target "

@@ -643,6 +643,63 @@ def test_evaluate_names_labels_the_model_never_saw(trained: Trained, tmp_path: P
             "-q").stdout)
 
 
+@pytest.mark.parametrize("labels", [("yes",), ("yes", "maybe")], ids=["one", "new"])
+def test_evaluate_labels_the_matrix_with_the_model_and_data_classes(
+        trained: Trained, tmp_path: Path, labels: tuple[str, ...]) -> None:
+    test = labelled_frame(400, seed=9)
+    test = test[test["label"] == "yes"].reset_index(drop=True)  # "no" is missing
+    test.loc[::7, "label"] = labels[-1]
+    data = tmp_path / "test.parquet"
+    test.to_parquet(data)
+    union = sorted({"no", "yes", *labels})
+    result = run("evaluate", str(trained.model), str(data), "-t", "label", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    predicted = AdditiveSVC.load(trained.model).predict(
+        test[FEATURE_NAMES].to_numpy(dtype=np.float32))
+    assert metrics["classes"] == union
+    assert metrics["confusion_matrix"] == confusion_matrix(test["label"], predicted,
+                                                           labels=union).tolist()
+    table = run("evaluate", str(trained.model), str(data), "-t", "label", "-q")
+    assert table.exit_code == 0, table.output
+    rows = table.output.split("columns: predicted)")[1].strip().splitlines()
+    assert rows[0].split() == union and [r.split()[0] for r in rows[1:]] == union
+
+
+def test_evaluate_refuses_labels_of_another_kind_than_the_model_classes(
+        trained: Trained, tmp_path: Path) -> None:
+    test = labelled_frame(200, seed=9)
+    test["label"] = np.where(test["label"] == "yes", 1, 0)
+    data = tmp_path / "test.parquet"
+    test.to_parquet(data)
+    result = run("evaluate", str(trained.model), str(data), "-t", "label", "-q")
+    assert result.exit_code == 1
+    assert "classes are text (['no', 'yes']) but target 'label' holds numbers" in result.output
+
+
+def test_data_of_one_class_is_described_converted_and_scored(trained: Trained,
+                                                              tmp_path: Path) -> None:
+    test = labelled_frame(400, seed=9)
+    test = test[test["label"] == "yes"]
+    data = tmp_path / "yes.parquet"
+    test.to_parquet(data)
+    store = tmp_path / "yes.zarr"
+    assert run("info", str(data), "-t", "label", "--exclude", "id", "-q").exit_code == 0
+    converted = run("convert", str(data), "-t", "label", "--exclude", "id", "-o", str(store),
+                    "-q")
+    assert converted.exit_code == 0, converted.output
+    info = run("info", str(store), "-q")
+    assert info.exit_code == 0, info.output
+    assert f"target: 1 class, rows per class {{'yes': {len(test)}}}" in info.output
+    scored = json.loads(run("evaluate", str(trained.model), str(store), "--json",
+                            "-q").stdout)
+    predicted = AdditiveSVC.load(trained.model).predict(
+        test[FEATURE_NAMES].to_numpy(dtype=np.float32))
+    assert scored["accuracy"] == pytest.approx(np.mean(predicted == "yes"))
+    trained_on_it = run("train", str(store), "-o", str(tmp_path / "m.slm"), "-q")
+    assert trained_on_it.exit_code == 1 and "1 class" in trained_on_it.output
+
+
 def test_evaluate_names_a_missing_target_as_the_target(trained: Trained) -> None:
     result = run("evaluate", str(trained.model), str(trained.data), "--target", "nope")
     assert result.exit_code == 1

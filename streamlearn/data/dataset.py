@@ -219,13 +219,16 @@ class Dataset:
         # multiplies every row's weight by its class's factor (see with_class_weight)
         self._class_factors: np.ndarray | None = None
         self._classes: np.ndarray | None = None
+        # classes a stream must hold: two to train on; one where it is scored or written
+        # (with_classes_of), and a store that records one class opens to say so
+        self._fewest_classes = 2
         if self.task == "classification":
             if classes is not None:
                 self._classes = _sorted_classes(np.asarray(classes), target)
             else:
                 known = source.known_classes(target)  # type: ignore[arg-type]
                 if known is not None:
-                    self._classes = _sorted_classes(known, target)
+                    self._classes = _sorted_classes(known, target, fewest=1)
 
     # ------------------------------------------------------------------ schema
     @property
@@ -239,8 +242,26 @@ class Dataset:
         if self.task != "classification":
             return None
         if self._classes is None:
-            self._classes = self._scan_classes()
+            self._classes = _sorted_classes(self._scan_labels(), self.target, fewest=1)
             _warn_if_identifier(self._classes, self.n_rows, self.target)
+        if len(self._classes) < self._fewest_classes:
+            _sorted_classes(self._classes, self.target)  # the error that names them
+        return self._classes
+
+    def class_labels(self) -> np.ndarray | None:
+        """The target's sorted labels, however few: :attr:`classes` where known, else one
+        scan of the target column. A classifier trains on two classes or more
+        (:attr:`classes` refuses fewer); writing or scoring the rows takes one.
+
+        Returns
+        -------
+        ndarray or None
+            None when the target is not a class label.
+        """
+        if self.task != "classification":
+            return None
+        if self._classes is None:
+            self._classes = _sorted_classes(self._scan_labels(), self.target, fewest=1)
         return self._classes
 
     @property
@@ -503,9 +524,6 @@ class Dataset:
         piece = self.source.pieces[i]
         return f"row {piece.file_row + row - int(self._offsets[i])} of {piece.label}"
 
-    def _scan_classes(self) -> np.ndarray:
-        return _sorted_classes(self._scan_labels(), self.target)
-
     def _scan_labels(self) -> np.ndarray:
         """The distinct values of the target column (one scan of it; stops past
         :data:`MAX_CLASSES`)."""
@@ -569,22 +587,45 @@ class Dataset:
         Dataset
             Itself when its classes already hold ``classes``, or when the target is not a
             class label.
+
+        Raises
+        ------
+        LabelError
+            When the model's labels and the target's are of different kinds (numbers and
+            text): no row's label could be one of the model's classes.
         """
         if self.task != "classification":
             return self
         given = np.asarray(classes)
-        if self._classes is not None and np.isin(given, self._classes).all():
+        if (self._classes is not None and np.isin(given, self._classes).all()
+                and len(self._classes) >= self._fewest_classes):
             return self
         labels = self._classes if self._classes is not None else self._scan_labels()
         kind = _label_kind(given)
-        if kind is None or kind != _label_kind(labels):
-            return self  # labels of another type than the model's (text, numbers)
+        data_kind = _label_kind(labels)
+        if kind is not None and data_kind is not None and kind != data_kind:
+            named = {"number": "numbers", "text": "text"}
+            raise LabelError(
+                f"the model's classes are {named[kind]} ({_listing(given.tolist())}) but "
+                f"target {self.target!r} holds {named[data_kind]} "
+                f"({_listing(labels.tolist())}): no label can be matched to a class")
+        if kind is None or kind != data_kind:
+            return self  # labels of a kind neither names
         union = (np.union1d(given, labels) if kind == "number"
                  else np.union1d(given.astype(object), labels.astype(object)))
         out = copy.copy(self)
-        out._classes = _sorted_classes(union, self.target)
+        out._classes = _sorted_classes(union, self.target, fewest=1)
+        out._fewest_classes = 1
         out._class_factors = None
         return out
+
+    def with_any_classes(self) -> Dataset:
+        """The same rows, streamed with however many classes the target holds, one
+        included: for describing, converting or scoring them, where a classifier's
+        training (:attr:`classes`) needs two. Itself when the target is not a class label."""
+        if self.task != "classification":
+            return self
+        return self.with_classes_of(self.class_labels())
 
     # ---------------------------------------------------------------- streaming
     def chunks(
@@ -1061,7 +1102,7 @@ def _label_kind(labels: np.ndarray) -> str | None:
     return None
 
 
-def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:
+def _sorted_classes(values: np.ndarray, target: str | None, fewest: int = 2) -> np.ndarray:
     try:
         classes = np.unique(np.asarray(values))
     except TypeError as exc:
@@ -1076,7 +1117,7 @@ def _sorted_classes(values: np.ndarray, target: str | None) -> np.ndarray:
             f"such as {_plain(fractional[0])!r}: a classifier needs class labels; for a "
             "continuous target use a regressor (task='regression')"
         )
-    if len(classes) < 2:
+    if len(classes) < fewest:
         raise LabelError(
             f"target {target!r} has 1 class ({_listing(classes.tolist())}); "
             "a classifier needs at least two"

@@ -154,7 +154,8 @@ class Description:
             if more > 0:
                 shown += f", ... ({more} more)"
             kind = "class" if self.class_labels else "class code"
-            return f"target: {len(counts)} classes, rows per {kind} {{{shown}}}"
+            n = f"{len(counts)} class{'' if len(counts) == 1 else 'es'}"
+            return f"target: {n}, rows per {kind} {{{shown}}}"
         if self.target_mean is not None:
             return f"target: mean {self.target_mean:.6g}, std {self.target_std:.6g}"
         return "target: none"

@@ -292,7 +292,8 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``accuracy``, ``log_loss``, ``confusion_matrix`` for classification; ``mse``,
+        ``accuracy``, ``log_loss``, ``confusion_matrix`` and ``classes`` (the labels of
+        its rows and columns: the model's and the data's) for classification; ``mse``,
         ``mae``, ``r2`` for regression; ``n_rows`` always. ``unseen_classes`` (label to
         rows, or to weight when weighted) when the data hold labels the model has no class
         for: those rows count as errors, and ``evaluate`` warns of them.
@@ -312,6 +313,8 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
         dataset = dataset.with_classes_of(model_classes)
     scoring = EvaluatePass(model, task=dataset.task, classes=dataset.classes)
     metrics = resolve_engine(engine).run(scoring, dataset, description="evaluate")
+    if dataset.classes is not None:
+        metrics["classes"] = dataset.classes.tolist()
     if metrics.get("unseen_classes"):
         warnings.warn(unseen_classes_message(metrics["unseen_classes"]), stacklevel=2)
     return metrics
