@@ -114,6 +114,27 @@ def test_parquet_to_dense_zarr_keeps_feature_names(ref: Reference, tmp_path: Pat
     np.testing.assert_array_equal(y, ref.label)
 
 
+def test_features_named_like_the_target_and_weight_arrays_keep_their_names(
+        tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"y": rng.normal(size=300), "a": rng.normal(size=300),
+                          "weight": rng.random(300)})
+    frame["label"] = np.where(frame["y"] > 0, "p", "n")
+    frame["w"] = rng.random(300).astype(np.float32) + 0.5
+    data = tmp_path / "t.parquet"
+    frame.to_parquet(data, index=False)
+    store = tmp_path / "t.zarr"
+    convert(open_dataset(str(data), target="label", weight="w"), str(store))
+    assert zarr.open_group(str(store), mode="r").attrs["target"] == "y_"
+    back = open_dataset(str(store), weight="weight_")  # the target is found by itself
+    assert list(back.feature_names) == ["y", "a", "weight"] and back.target == "y_"
+    chunk = next(back.chunks(prefetch=0))
+    np.testing.assert_array_equal(
+        chunk.X, frame[["y", "a", "weight"]].to_numpy(dtype=np.float32)[:chunk.n_rows])
+    np.testing.assert_array_equal(back.classes[chunk.y], frame["label"][:chunk.n_rows])
+    np.testing.assert_array_equal(chunk.weight, frame["w"][:chunk.n_rows])
+
+
 def test_string_labels_written_as_labels(labelled: pd.DataFrame, ref: Reference,
                                          tmp_path: Path) -> None:
     path = write_parquet_file(labelled, tmp_path / "t.parquet")

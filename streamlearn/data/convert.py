@@ -4,7 +4,9 @@ Two layouts are written:
 
 - ``"dense"``: the matrix layout :class:`~streamlearn.data.sources.zarr_store.ZarrSource`
   reads: a 2-D float32 array ``X`` (feature names in its ``feature_names`` attribute), the
-  target ``y`` and the sample weights ``weight`` (when the dataset has them);
+  target ``y`` and the sample weights ``weight`` (when the dataset has them; ``y_`` and
+  ``weight_`` beside features of those names), named in the group's ``target`` and
+  ``weight`` attributes;
 - ``"sparse"``: the CSR layout
   :class:`~streamlearn.data.sources.sparse_zarr.SparseZarrSource` reads: ``indptr``,
   ``indices``, ``data``, ``y`` and ``weight``, with the group attributes ``layout="csr"``
@@ -40,6 +42,7 @@ from zarr.codecs import BloscCodec, ZstdCodec
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
+from streamlearn.data.sources.base import fresh_name
 from streamlearn.data.sources.sparse_zarr import CSR_LAYOUT
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError
@@ -309,7 +312,7 @@ class _Writer:
     """Writes the target and weights of chunks (shared by both layouts)."""
 
     def __init__(self, group: zarr.Group, dataset: Dataset, rows: int,
-                 compression: Compression) -> None:
+                 compression: Compression, names: tuple[str, str] = ("y", "weight")) -> None:
         self.dataset = dataset
         self.nnz = 0
         n = dataset.n_rows
@@ -324,9 +327,9 @@ class _Writer:
                 attributes = {"classes": classes.tolist()}
             else:
                 dtype, attributes = np.float32, None
-            self._y = _create(group, "y", (n,), (rows,), dtype, compression, attributes)
+            self._y = _create(group, names[0], (n,), (rows,), dtype, compression, attributes)
         if dataset.weight is not None:
-            self._weight = _create(group, "weight", (n,), (rows,), np.float32, compression)
+            self._weight = _create(group, names[1], (n,), (rows,), np.float32, compression)
 
     def write_columns(self, chunk: Chunk) -> None:
         if self._y is not None:
@@ -372,7 +375,15 @@ class _DenseWriter(_Writer):
 
     def __init__(self, group: zarr.Group, dataset: Dataset, rows: int,
                  compression: Compression) -> None:
-        super().__init__(group, dataset, rows, compression)
+        # the target and weight arrays share the features' namespace: a feature named y
+        # keeps its name, the target is y_ (recorded in the group's attributes)
+        names = tuple(fresh_name(base, set(map(str, dataset.feature_names)))
+                      for base in ("y", "weight"))
+        super().__init__(group, dataset, rows, compression, names)
+        if dataset.target is not None:
+            group.attrs["target"] = names[0]
+        if dataset.weight is not None:
+            group.attrs["weight"] = names[1]
         d = dataset.n_features
         self._x_rows = max(1, min(rows, MAX_DENSE_CHUNK_BYTES // (4 * max(d, 1))))
         self._X = _create(group, "X", (dataset.n_rows, d), (self._x_rows, d), np.float32,

@@ -10,7 +10,7 @@ import numpy as np
 
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.schema import Task
-from streamlearn.data.sources.base import Source
+from streamlearn.data.sources.base import Source, fresh_name
 from streamlearn.data.validation import NanPolicy, check_nan_policy
 from streamlearn.errors import SourceError
 
@@ -138,8 +138,8 @@ def open_dataset(
     if type(source).__module__.split(".")[0] == "polars":
         source = _polars_table(source)
     taken = _column_names(source)
-    target_name, target_values = _split(target, "target", _fresh("y", taken))
-    weight_name, weight_values = _split(weight, "weight", _fresh("weight", taken))
+    target_name, target_values = _split(target, "target", fresh_name("y", taken))
+    weight_name, weight_values = _split(weight, "weight", fresh_name("weight", taken))
     exclude = () if exclude is None else exclude
     svmlight: dict[str, Any] = {"n_features": n_features, "zero_based": zero_based}
     if hash_features is not None:
@@ -157,9 +157,10 @@ def open_dataset(
                 chunk_rows=chunk_rows, nan_policy=nan_policy, prefetch=prefetch)
     src = _source(source, target_values, weight_values, format, storage_options,
                   target_name or "y", weight_name or "weight", svmlight)
+    stored = getattr(src, "stored_target", None) or "y"  # a store's own target array
     if target is None and (_is_zarr_matrix(src) or getattr(src, "sparse", False)) \
-            and "y" in src.kinds:
-        target_name = "y"
+            and stored in src.kinds:
+        target_name = stored
     return Dataset(
         src,
         features=features,
@@ -194,13 +195,6 @@ def _column_names(source: Any) -> list[str]:
         return [str(c) for c in names] if names is not None else []
     except TypeError:
         return []
-
-
-def _fresh(base: str, taken: list[str]) -> str:
-    name = base
-    while name in taken:
-        name += "_"
-    return name
 
 
 def _split(value: Any, role: str, default_name: str) -> tuple[str | None, Any]:

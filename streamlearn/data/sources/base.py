@@ -141,6 +141,15 @@ def default_feature_names(n: int) -> list[str]:
     return [f"x{j}" for j in range(n)]
 
 
+def fresh_name(base: str, taken: Sequence[str] | set[str]) -> str:
+    """``base``, or ``base`` with underscores appended until it names no column of
+    ``taken``: a name for a target or weight array beside feature columns."""
+    name = base
+    while name in taken:
+        name += "_"
+    return name
+
+
 class NumberedNames(Sequence[str]):
     """The names ``x0 .. x{n-1}`` of a sparse source's columns, made only when asked for.
 

@@ -183,6 +183,11 @@ class ZarrSource:
                 f"arrays in {self.description} have different numbers of rows: {lengths}"
             )
         self.default_features: list[str] | None = self._feature_names or None
+        #: the target array a writer named in the group's ``target`` attribute (``convert``
+        #: names it ``y``, or ``y_`` beside a feature named ``y``), read as the target when
+        #: none is given
+        stored = group.attrs.get("target")
+        self.stored_target: str | None = str(stored) if stored else None
         order = group.attrs.get("columns")
         column_names = sorted(others) if not order else [c for c in order if c in others]
         self.columns: list[str] = [*self._feature_names, *column_names]
