@@ -172,9 +172,26 @@ def _nan_policy(value: str) -> str | float:
     if value in ("raise", "drop"):
         return value
     try:
-        return float(value)
+        fill = float(value)
     except ValueError:
-        raise click.BadParameter("use 'raise', 'drop' or a number to fill with") from None
+        fill = math.nan
+    if not math.isfinite(fill):
+        raise click.BadParameter(f"{value!r}: use 'raise', 'drop' or a finite number to fill "
+                                 "with")
+    return fill
+
+
+def _hash_features(ctx: click.Context, param: click.Parameter, value: int | None
+                   ) -> int | None:
+    """``--hash-features``: a power of two, checked before anything is read."""
+    from streamlearn.data.hashing import check_hash_features
+
+    if value is None:
+        return None
+    try:
+        return check_hash_features(value, "--hash-features")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _options(*options: Callable[..., Any]) -> Callable[..., Any]:
@@ -525,7 +542,7 @@ class ModelChoice(click.Choice):
                    "kill resumes there and ends with the same model.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=20, show_default=True,
               help="Chunks between two checkpoint writes (and at the end of every pass).")
-@click.option("--hash-features", type=click.IntRange(min=2), metavar="N",
+@click.option("--hash-features", type=int, callback=_hash_features, metavar="N",
               help="Hash the features into N columns (a power of two, e.g. 262144 = 2**18): "
                    "svmlight entries by name, parquet columns by name and value (string "
                    "and list<string> columns as tokens). The model keeps N, and predict "
@@ -576,6 +593,7 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
         raise click.UsageError("--workers starts a local cluster and --scheduler connects to "
                                "one: give only one of them")
     _refuse_overwriting_inputs(out, DATA=data)
+    _check_writable(out)  # before the training, whose model would have nowhere to go
     common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
     task = None
     chosen = model_name
@@ -586,11 +604,15 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     if task is not None:  # an unknown model or parameter fails before the data is read
         model_params(model_class(name, task), common, params)
         _check_search(model_class(name, task), search)
+    hashing = {} if hash_features is None else {"hash_features": hash_features}
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
-                    weight=weight, task=task if target is not None else None,
-                    **({} if hash_features is None else {"hash_features": hash_features}))
+                    weight=weight, task=task if target is not None else None, **hashing)
     if dataset.task is None:
         raise click.UsageError("train needs the target column: --target COL")
+    if target is None and task is not None and dataset.task != task:
+        # the store's own target (svmlight's labels, zarr's y), read as the model reads it
+        dataset = _open(data, dataset.target, features, exclude, fmt, chunk_rows,
+                        nan_policy, weight=weight, task=task, **hashing)
     if name is None:
         defaults = DEFAULT_SPARSE_MODELS if dataset.is_sparse else DEFAULT_MODELS
         name = defaults[dataset.task]
@@ -641,7 +663,7 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
         except (ValueError, TypeError) as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
         elapsed = time.perf_counter() - started
-        path = model.save(out)
+        path = _save_trained(model, out)
         if searcher is not None:
             click.echo(_search_report(searcher, dataset.n_rows))
             kwargs.update(searcher.best_params_)
@@ -663,6 +685,34 @@ def _local_path(location: str) -> Path | None:
     if "://" in location and not location.startswith("file://"):
         return None
     return local_path(location).resolve()
+
+
+def _check_writable(out: str) -> None:
+    """Refuse, before any work, a local ``--out`` file that cannot be written: a directory,
+    or a path whose directory does not exist or may not be written to."""
+    target = _local_path(out)
+    if target is None:
+        return
+    if target.is_dir():
+        raise click.BadParameter(f"{out} is a directory; name a file in it",
+                                 param_hint="--out")
+    parent = target.parent
+    if not parent.is_dir():
+        raise click.BadParameter(f"{parent} is not a directory", param_hint="--out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{parent} may not be written to", param_hint="--out")
+
+
+def _save_trained(model: Any, out: str) -> Any:
+    """Save a trained model to ``out``; when that fails, to a new temporary directory
+    instead (a model that took a fit to make is not thrown away), naming both."""
+    try:
+        return model.save(out)
+    except OSError as exc:
+        spare = Path(tempfile.mkdtemp(prefix="streamlearn-")) / (Path(out).name or "model.slm")
+        model.save(spare)
+        raise click.ClickException(f"could not write the model to {out} ({exc}); it was "
+                                   f"saved to {spare} instead") from exc
 
 
 def _refuse_overwriting_inputs(out: str, **inputs: str | None) -> None:
@@ -1078,6 +1128,7 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
     from streamlearn.data.open import open_dataset
 
     _refuse_overwriting_inputs(out, MODEL=model_path, DATA=data)
+    _check_writable(out)
     try:
         prediction_format(out)
     except ValueError as exc:
@@ -1258,6 +1309,7 @@ def convert_command(data: str, target: str | None, features: str | None, exclude
     from streamlearn.data.convert import convert
     from streamlearn.engine.progress import Progress, progress_enabled
 
+    _refuse_overwriting_inputs(out, DATA=data)
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
                     weight=weight)
     with Progress(dataset.n_rows, "convert", progress_enabled(_progress(quiet))) as bar:

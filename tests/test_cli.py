@@ -240,6 +240,70 @@ def test_train_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> None:
     assert no_target.exit_code == 2 and "--target" in no_target.output
 
 
+def test_options_that_cannot_work_are_refused_before_reading(trained: Trained,
+                                                             tmp_path: Path) -> None:
+    data, out = str(trained.data), str(tmp_path / "m.slm")
+    for policy in ("nan", "inf", "often"):
+        bad = run("info", data, "-t", "label", "--nan-policy", policy)
+        assert bad.exit_code == 2 and "finite number" in bad.output
+    not_two = run("train", data, "-t", "label", "--exclude", "id", "--hash-features", "1000",
+                  "-o", out)
+    assert not_two.exit_code == 2 and "power of two" in not_two.output
+    csv = tmp_path / "t.csv"
+    trained.frame.head(50).to_csv(csv, index=False)
+    hashed_csv = run("train", str(csv), "-t", "label", "--hash-features", "1024", "-o", out)
+    assert hashed_csv.exit_code == 1 and "applies to parquet and svmlight" in hashed_csv.output
+    a_file = tmp_path / "notdir"
+    a_file.write_text("x")
+    for command in (("train", data, "-t", "label", "--exclude", "id"),
+                    ("predict", str(trained.model), data)):
+        refused = run(*command, "-o", str(a_file / "m.slm"))
+        assert refused.exit_code == 2 and "is not a directory" in refused.output
+        assert "trained" not in refused.output
+    folder = tmp_path / "data"
+    folder.mkdir()
+    trained.frame.to_parquet(folder / "part.parquet")
+    inside = run("convert", str(folder), "-t", "label", "-o", str(folder / "out.zarr"))
+    assert inside.exit_code == 2 and "would overwrite DATA" in inside.output
+    assert not (folder / "out.zarr").exists()
+
+
+def test_a_model_that_cannot_be_saved_where_asked_is_saved_elsewhere(
+        trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "m.slm"
+    save = AdditiveSVC.save
+
+    def failing(self: AdditiveSVC, path: Any) -> Any:
+        if Path(path) == out:
+            raise OSError(28, "No space left on device")
+        return save(self, path)
+
+    monkeypatch.setattr(AdditiveSVC, "save", failing)
+    result = run("train", str(trained.data), "-t", "label", "--exclude", "id", "--epochs", "2",
+                 "-p", "interactions=0", "-o", str(out), "-q")
+    assert result.exit_code == 1
+    assert "No space left on device" in result.output
+    spare = Path(result.output.split("saved to ")[1].split(" instead")[0])
+    model = AdditiveSVC.load(spare)
+    X = trained.frame[FEATURE_NAMES].to_numpy(dtype=np.float32)
+    assert model.score(X, trained.frame["label"]) > 0.8
+
+
+def test_a_named_regressor_reads_the_default_target_as_numbers(tmp_path: Path) -> None:
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 4))
+    labels = (X[:, 0] > 0.5).astype(int)  # whole numbers: read as classes by default
+    dump_svmlight_file(X, labels, str(tmp_path / "d.svm"))
+    for name, cls in (("SuperSparseRegressor", "SuperSparseRegressor"),
+                      ("supersparse", "SuperSparseClassifier")):
+        result = run("train", str(tmp_path / "d.svm"), "-m", name, "-o",
+                     str(tmp_path / f"{name}.slm"), "-q")
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(f"trained {cls}(")
+
+
 def test_train_without_model_takes_the_default_of_the_target(trained: Trained,
                                                               tmp_path: Path) -> None:
     options = ("--exclude", "id", "--epochs", "2", "--seed", "5", "-p", "interactions=0",

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn.data.dataset import Dataset
+from streamlearn.data.hashing import check_hash_features
 from streamlearn.data.schema import Task
 from streamlearn.data.sources.base import Source, fresh_name
 from streamlearn.data.validation import NanPolicy, check_nan_policy
@@ -143,12 +144,18 @@ def open_dataset(
     exclude = () if exclude is None else exclude
     svmlight: dict[str, Any] = {"n_features": n_features, "zero_based": zero_based}
     if hash_features is not None:
-        svmlight["hash_features"] = hash_features
+        svmlight["hash_features"] = check_hash_features(hash_features)
     if hash_features is not None or sparse_columns is not None:
         if not isinstance(source, str | os.PathLike):
             raise SourceError("hash_features= and sparse_columns= apply to parquet and "
                               "svmlight paths")
-        if _path_format(os.fspath(source), format, storage_options) == "parquet":
+        path_format = _path_format(os.fspath(source), format, storage_options)
+        if path_format not in ("parquet", "svmlight"):
+            what = "hash_features=" if hash_features is not None else "sparse_columns="
+            raise SourceError(f"{what} applies to parquet and svmlight data; "
+                              f"{os.fspath(source)} is {path_format}: convert it to parquet "
+                              "first, or hash the columns before streaming them")
+        if path_format == "parquet":
             return Dataset(
                 _parquet_sparse(os.fspath(source), storage_options, target_name, weight_name,
                                 sparse_columns, n_features, hash_features, exclude,
