@@ -11,7 +11,7 @@ import pytest
 
 from streamlearn.data import open_dataset
 from streamlearn.data.sources import csv_files
-from streamlearn.errors import ReadError, SourceError
+from streamlearn.errors import ReadError, SchemaError, SourceError
 from streamlearn.models import AdditiveSVC
 
 
@@ -98,6 +98,24 @@ def test_directory_of_files_in_name_order(tmp_path: Path, small_blocks: None) ->
     (folder / "notes.txt").write_text("x")
     with pytest.raises(SourceError, match="only .csv or .tsv"):
         open_dataset(folder, target="label", format="csv")
+
+
+def test_files_whose_columns_differ_and_empty_files_are_named(tmp_path: Path) -> None:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "1.csv").write_text("a,b,label\n1,2,x\n3,4,y\n")
+    (folder / "2.csv").write_text("a,label\n5,x\n")
+    with pytest.raises(SchemaError, match=r"2.csv lacks column\(s\) \['b'\] that .*1.csv"):
+        open_dataset(folder, target="label")
+    (folder / "2.csv").write_text("a,b,c,label\n5,6,7,x\n")
+    with pytest.raises(SchemaError, match=r"2.csv has column\(s\) \['c'\] that .*1.csv lacks"):
+        open_dataset(folder, target="label")
+    (folder / "2.csv").write_text("b,a,label\n6,5,x\n")  # the same columns, in another order
+    X, _ = read_all(open_dataset(folder, target="label"))
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4], [5, 6]])
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(ReadError, match="empty.csv is empty"):
+        open_dataset(tmp_path / "empty.csv")
 
 
 def test_text_columns_are_categorical_features(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file as sklearn_dump
 from sklearn.datasets import load_svmlight_file, load_svmlight_files
 
+from streamlearn.data import open_dataset
 from streamlearn.data.sources import svmlight
 from streamlearn.data.sources.base import ColumnKind
 from streamlearn.data.sources.svmlight import SvmlightSource, parse_svmlight_lines
@@ -466,3 +467,11 @@ def test_a_directory_of_svmlight_files_is_read_as_svmlight(tmp_path: Path) -> No
         got = sp.vstack([sp.csr_matrix((c.X.values, c.X.indices, c.X.indptr),
                                        shape=(c.X.shape[0], 3)) for c in ds.chunks()])
         np.testing.assert_allclose(got.toarray(), X.astype(np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n\n"], ids=["empty", "comments"])
+def test_a_file_without_rows_says_so(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "none.svm"
+    path.write_text(text)
+    with pytest.raises(ReadError, match="none.svm holds no rows"):
+        open_dataset(str(path))

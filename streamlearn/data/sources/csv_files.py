@@ -25,7 +25,7 @@ import pandas as pd
 
 from streamlearn.data.sources.base import ColumnKind
 from streamlearn.data.sources.dask_collections import DaskDataFrameSource
-from streamlearn.errors import ReadError, SourceError
+from streamlearn.errors import ReadError, SchemaError, SourceError
 
 #: Bytes of a plain CSV file per piece (64 MiB: about 16 MiB of float32 features at four
 #: bytes of text per value).
@@ -118,6 +118,41 @@ def first_unparsed_value(urls: list[str], sep: str, numeric: list[str],
     return None
 
 
+def check_headers(urls: list[str], sep: str, storage_options: dict[str, Any] | None) -> None:
+    """Refuse files whose header lines differ from the first file's (the columns of a
+    dataset are the first file's; a file lacking one would fail when its rows are read, a
+    file with one more would have it dropped unseen), and empty files.
+
+    Raises
+    ------
+    SchemaError
+        A file lacking some of the first file's columns, or holding others.
+    ReadError
+        An empty file (no header line) or one that does not parse.
+    """
+    first: list[str] | None = None
+    for url in urls:
+        try:
+            with fsspec.open(url, "rb", compression="infer", **(storage_options or {})) as fh:
+                columns = [str(c) for c in pd.read_csv(fh, sep=sep, nrows=0).columns]
+        except pd.errors.EmptyDataError:
+            raise ReadError(f"{url} is empty: a CSV file starts with a header line of its "
+                            "column names") from None
+        except (ValueError, OSError, EOFError) as exc:
+            raise ReadError(f"could not read CSV {url}: {exc}") from exc
+        if first is None:
+            first = columns
+            continue
+        missing = [c for c in first if c not in columns]
+        if missing:
+            raise SchemaError(f"{url} lacks column(s) {missing} that {urls[0]} has; all "
+                              "files of a dataset must share their columns")
+        extra = [c for c in columns if c not in first]
+        if extra:
+            raise SchemaError(f"{url} has column(s) {extra} that {urls[0]} lacks; all "
+                              "files of a dataset must share their columns")
+
+
 def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSource:
     """The source of a CSV file, or of a directory of them (read in name order).
 
@@ -158,6 +193,7 @@ def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSo
     compressed = any(f.endswith(COMPRESSED_SUFFIXES) for f in files)
     urls = [fs.unstrip_protocol(f) for f in files]
     sep = "\t" if tabs.pop() else ","
+    check_headers(urls, sep, storage_options)
     try:
         frame = dd.read_csv(urls, sep=sep,
                             blocksize=None if compressed else CSV_BLOCK_BYTES,

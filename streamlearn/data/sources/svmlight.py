@@ -821,6 +821,11 @@ class SvmlightSource:
                     distinct = None
             else:
                 distinct = None
+        if not self.pieces:
+            where = (self._names[0] if len(self._names) == 1
+                     else f"none of the {len(self._names)} files ({self._names[0]}, ...)")
+            raise ReadError(f"{where} holds no rows: only blank lines and comments, or "
+                            "nothing")
         self.zero_based = bool(any_zero) if auto else bool(zero_based)
         offset = 0 if self.zero_based or not auto else 1
         largest = self._max_index - offset
