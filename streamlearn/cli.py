@@ -898,8 +898,10 @@ class PassthroughColumns:
 
     def _piece(self, i: int) -> dict[str, np.ndarray]:
         if self._cached is None or self._cached[0] != i:
+            # a source that can copies the column as it is, its missing values included
+            read = getattr(self.source, "read_passthrough", self.source.read_target)
             try:
-                values = {n: np.asarray(self.source.read_target(i, n)) for n in self.names}
+                values = {n: np.asarray(read(i, n)) for n in self.names}
             except KeyError as exc:
                 raise SchemaError(f"column {exc} of {self.source.description} cannot be copied "
                                   "to the predictions (it is not a column of its own)") from None

@@ -652,6 +652,27 @@ def test_failed_predict_leaves_the_previous_file(trained: Trained, tmp_path: Pat
     assert "1 of the 1,000 rows were dropped" in bare.stderr and "--row-index" in bare.stderr
 
 
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_kept_columns_are_copied_with_their_missing_values(trained: Trained, tmp_path: Path,
+                                                          suffix: str) -> None:
+    test = labelled_frame(300, seed=11)
+    ids = [None if i % 5 == 0 else f"r{i}" for i in range(300)]
+    counts = [None if i % 7 == 0 else i for i in range(300)]
+    test["id"], test["n"] = ids, pd.array(counts, dtype="Int64")
+    data = tmp_path / f"test.{suffix}"
+    test.to_parquet(data) if suffix == "parquet" else test.to_csv(data, index=False)
+    out = tmp_path / "p.parquet"
+    result = run("predict", str(trained.model), str(data), "-o", str(out), "--keep", "id",
+                 "--keep", "n", "-q")
+    assert result.exit_code == 0, result.output
+    written = pq.read_table(out)
+    assert written.column("id").to_pylist() == ids
+    n = written.column("n").to_pandas()  # CSV has no integer nulls: NaN in a float column
+    missing = [v is None for v in counts]
+    np.testing.assert_array_equal(n.isna(), missing)
+    np.testing.assert_array_equal(n[~np.array(missing)], [v for v in counts if v is not None])
+
+
 def test_predict_usage_and_model_file_errors(trained: Trained, tmp_path: Path) -> None:
     out = str(tmp_path / "p.parquet")
     assert run("predict", str(trained.model), str(trained.data)).exit_code == 2  # no --out

@@ -21,6 +21,7 @@ from streamlearn.data.sources.in_memory import (
     pandas_block,
     pandas_categories,
     pandas_kind,
+    passthrough_values,
 )
 from streamlearn.errors import DataError, SourceError
 
@@ -192,6 +193,14 @@ class DaskDataFrameSource:
         block = pandas_block(part, [], target, None, self.pieces[i].label, 0)
         assert block.y is not None
         return block.y
+
+    def read_passthrough(self, i: int, name: str) -> np.ndarray:
+        """One column of one partition as it is, to be copied beside predictions: nulls
+        kept (None in an object array, NaN in a float one), where a target refuses them."""
+        values = self._compute(i, [name])[name]
+        if values.isna().any():
+            return passthrough_values(values)
+        return self.read_target(i, name)
 
     def read_categories(self, i: int, names: list[str]) -> dict[str, list[Any]]:
         """Distinct values of the named columns in one partition."""

@@ -203,6 +203,14 @@ def pandas_feature(series: pd.Series, name: str, where: str) -> np.ndarray:
                           f"numbers ({exc}); encode it, or leave it out") from exc
 
 
+def passthrough_values(series: pd.Series) -> np.ndarray:
+    """A column's values as numpy, missing ones kept: NaN in a float column, None in any
+    other (an object array), so that a table written from them holds nulls there."""
+    if pd.api.types.is_float_dtype(series.dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    return series.astype(object).where(series.notna(), None).to_numpy(dtype=object)
+
+
 def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np.ndarray:
     """The target column as numpy: nullable numbers as plain numpy numbers, categorical
     labels decoded to their values; a missing label is an error, a missing float NaN."""

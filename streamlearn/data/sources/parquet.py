@@ -17,6 +17,7 @@ from streamlearn.data.sources.arrow_columns import (
     target_array,
 )
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
+from streamlearn.data.sources.in_memory import passthrough_values
 from streamlearn.data.sources.parquet_handles import ParquetHandles
 from streamlearn.errors import ReadError, SchemaError, SourceError
 
@@ -185,6 +186,18 @@ class ParquetSource:
         if target in keys:
             return np.full(piece.n_rows, keys[target])
         return target_array(table.column(target), target, piece.label, piece.file_row)
+
+    def read_passthrough(self, i: int, name: str) -> np.ndarray:
+        """One column of one row group as it is, to be copied beside predictions: nulls
+        kept (None in an object array, NaN in a float one), where a target refuses them."""
+        table, keys = self._read(i, [name])
+        piece = self.pieces[i]
+        if name in keys:
+            return np.full(piece.n_rows, keys[name])
+        column = table.column(name)
+        if column.null_count == 0 or pa.types.is_floating(column.type):
+            return target_array(column, name, piece.label, piece.file_row)
+        return passthrough_values(column.to_pandas(integer_object_nulls=True))
 
     def known_classes(self, target: str) -> np.ndarray | None:
         """Parquet metadata does not record the label set; it is discovered by a scan."""
