@@ -333,7 +333,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     zeros). A model trained on svmlight text reads svmlight data with the training file's
     index base and its number of features.
     """
-    from streamlearn.data.open import reading_of
+    from streamlearn.data.open import check_coded_as_trained, reading_of
     from streamlearn.data.sources.base import default_feature_names
 
     expected = list(getattr(model, "feature_names_in_", ()))
@@ -366,15 +366,18 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
                 f"the data has {dataset.n_features} feature columns "
                 f"({_shown(list(dataset.feature_names))}); the model was trained on "
                 f"{len(expected)}")
+        check_coded_as_trained(model, dataset)
         return dataset
     try:
-        return _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
-                     task=task, categories=categories, **svmlight)
+        dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
+                        task=task, categories=categories, **svmlight)
     except SchemaError as exc:
         if not str(exc).startswith("feature column(s)"):  # the target's, or another error
             raise
         raise SchemaError(f"the data lacks features the model was trained on "
                           f"({len(expected)} features: {shown}): {exc}") from exc
+    check_coded_as_trained(model, dataset)
+    return dataset
 
 
 def _shown(names: Sequence[Any], limit: int = 10) -> str:

@@ -214,3 +214,47 @@ def test_a_dataset_of_one_class_or_without_some_model_classes_is_scored() -> Non
     expected = confusion_matrix(two.label, predicted, labels=["maybe", "no", "yes"])
     assert got["confusion_matrix"] == expected.tolist()
     assert np.sum(got["confusion_matrix"]) == got["n_rows"] == len(two)
+
+
+def _city_problem(n: int = 1200, seed: int = 0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"a": rng.normal(size=n), "city": rng.choice(["10", "20", "30"], n)})
+    shift = frame["city"].map({"10": -2.0, "20": 0.0, "30": 2.0})
+    frame["label"] = np.where(frame["a"] + shift > 0, "hi", "lo")
+    return frame
+
+
+def test_categories_are_read_as_the_model_codes_them(tmp_path) -> None:
+    """A path is coded by the model's categories (numbers in a CSV file match text
+    categories of a parquet one by their text); a Dataset coded by other categories, and a
+    text column where the model saw numbers, are refused by name; rows of a category the
+    model never saw are counted and warned of."""
+    from streamlearn import open_dataset
+    from streamlearn.engine.evaluate import evaluate
+    from streamlearn.errors import SchemaError
+    from streamlearn.models import ShareBoostClassifier
+
+    frame = _city_problem()
+    model = ShareBoostClassifier(n_rounds=10).fit(frame[["a", "city"]], frame["label"])
+    expected = accuracy_score(frame["label"], model.predict(frame[["a", "city"]]))
+    assert expected > 0.95
+    frame.to_csv(tmp_path / "t.csv", index=False)  # the city codes read as numbers
+    assert model.score(str(tmp_path / "t.csv"), "label") == pytest.approx(expected)
+    part = frame[frame["city"] != "10"]
+    part.to_parquet(tmp_path / "part.parquet")
+    assert model.score(str(tmp_path / "part.parquet"), "label") == pytest.approx(
+        accuracy_score(part["label"], model.predict(part[["a", "city"]])))
+    with pytest.raises(SchemaError, match=r"codes feature\(s\) \['city'\] by other categories"):
+        evaluate(model, open_dataset(str(tmp_path / "part.parquet"), target="label"))
+    numeric = ShareBoostClassifier(n_rounds=10).fit(
+        frame[["a"]].assign(city=frame["city"].astype(float)), frame["label"])
+    with pytest.raises(SchemaError, match=r"\['city'\] .* hold text or categories"):
+        numeric.score(str(tmp_path / "part.parquet"), "label")
+    unseen = frame.assign(city=np.where(np.arange(len(frame)) < 25, "99", frame["city"]))
+    unseen.to_parquet(tmp_path / "unseen.parquet")
+    with pytest.warns(UserWarning, match="'city' holds 25 value"):
+        got = evaluate(model, open_dataset(str(tmp_path / "unseen.parquet"), target="label",
+                                           categories=model.categories_))
+    assert got["unseen_categories"] == {"city": 25}

@@ -12,6 +12,9 @@ column's category list: ``0.0 .. k-1`` for ``k`` categories.
 - A value that is not in the list (possible only when the list is fixed in advance, as at
   prediction time with the categories seen in ``fit``) gets the reserved code ``k``, one past
   the last category: "a category not seen in training".
+- A number matched against a list of text categories is matched by its text (``10`` and
+  ``10.0`` name the category ``"10"``): a CSV file reads as numbers the codes that a
+  parquet file holds as strings.
 """
 
 from __future__ import annotations
@@ -72,9 +75,22 @@ def encode_categories(values: Any, index: pd.Index) -> np.ndarray:
     array = np.asarray(values, dtype=object)
     missing = pd.isna(array)
     out = index.get_indexer(array).astype(np.float32)
+    numbers = (out < 0) & ~missing & np.array([isinstance(v, int | float | np.number)
+                                               and not isinstance(v, bool | np.bool_)
+                                               for v in array], dtype=bool)
+    if numbers.any() and index.inferred_type == "string":  # numbers read for text codes
+        out[numbers] = index.get_indexer([_number_text(v) for v in array[numbers]])
     out[out < 0] = unseen
     out[missing] = np.nan
     return out
+
+
+def _number_text(value: Any) -> str:
+    """A number as text, whole numbers without a point (``10.0`` -> ``"10"``)."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def distinct_values(values: Any) -> list[Any]:

@@ -11,9 +11,9 @@ import numpy as np
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.hashing import check_hash_features
 from streamlearn.data.schema import Task
-from streamlearn.data.sources.base import Source, fresh_name
+from streamlearn.data.sources.base import ColumnKind, Source, fresh_name
 from streamlearn.data.validation import NanPolicy, check_nan_policy
-from streamlearn.errors import SourceError
+from streamlearn.errors import SchemaError, SourceError
 
 #: File name endings read as svmlight / libsvm text (optionally followed by a compression's).
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm")
@@ -316,6 +316,44 @@ def reading_of(model: Any) -> dict[str, Any]:
         if columns:
             options["features"] = list(columns)
     return options
+
+
+def check_coded_as_trained(model: Any, dataset: Dataset) -> None:
+    """Refuse data whose feature columns ``model`` would read otherwise than its training
+    data: a text or categorical column where ``fit`` saw numbers (its rows would be coded
+    0, 1, ... by their own categories and taken for values), or a column coded by other
+    categories than the model's (a dataset opened without ``categories=``).
+
+    Parameters
+    ----------
+    model : fitted estimator
+    dataset : Dataset
+        Opened with the model's features.
+
+    Raises
+    ------
+    SchemaError
+    """
+    if dataset.is_sparse or getattr(model, "hash_features_", None) is not None:
+        return
+    categories = getattr(model, "categories_", None) or {}
+    trained_on = set(map(str, getattr(model, "feature_names_in_", ())))
+    kinds = dataset.source.kinds
+    text = [f for f in dataset.feature_names if f in trained_on and f not in categories
+            and kinds.get(f) in (ColumnKind.STRING, ColumnKind.CATEGORICAL)]
+    if text:
+        raise SchemaError(
+            f"feature column(s) {text} of {dataset.source.description} hold text or "
+            f"categories, but the {type(model).__name__} was trained on numbers there: "
+            "read them as numbers (the training data's type)")
+    coded = {f: c for f, c in dataset.categories.items() if f in categories}
+    other = [f for f, c in coded.items() if tuple(c) != tuple(categories[f])]
+    if other:
+        raise SchemaError(
+            f"{dataset.source.description} codes feature(s) {other} by other categories "
+            f"than the {type(model).__name__}'s (for {other[0]!r}: "
+            f"{list(coded[other[0]])[:10]} against {list(categories[other[0]])[:10]}); "
+            "open it with categories=model.categories_, or pass its path")
 
 
 def _path_format(url: str, format: str | None, storage_options: dict[str, Any] | None) -> str:

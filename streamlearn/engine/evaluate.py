@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from streamlearn.data.chunk import Chunk
-from streamlearn.data.open import open_dataset, reading_of
+from streamlearn.data.dataset import Dataset
+from streamlearn.data.open import check_coded_as_trained, open_dataset, reading_of
 from streamlearn.engine.local import resolve_engine
 from streamlearn.errors import LabelError
 
@@ -44,6 +45,8 @@ class ClassificationTally:
         Whether any chunk carried sample weights.
     support : ndarray of shape (n_classes,), float64
         Weight per true code (rows whose prediction lies outside the classes included).
+    unseen : ndarray of int64
+        Rows holding a category not seen in fit, per categorical feature of the model.
     """
 
     n_rows: int
@@ -53,6 +56,7 @@ class ClassificationTally:
     confusion: np.ndarray
     weighted: bool
     support: np.ndarray
+    unseen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass
@@ -70,6 +74,8 @@ class RegressionTally:
         Weighted sum of squared deviations of the target from ``y_mean``.
     squared_error, absolute_error : float
         Weighted sums of squared and absolute residuals.
+    unseen : ndarray of int64
+        Rows holding a category not seen in fit, per categorical feature of the model.
     """
 
     n_rows: int
@@ -78,6 +84,7 @@ class RegressionTally:
     y_m2: float
     squared_error: float
     absolute_error: float
+    unseen: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def label_codes(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -103,6 +110,9 @@ class EvaluatePass:
         Labels of the dataset's class codes (``chunk.y`` indexes it); defaults to the
         model's ``classes_``. Predictions outside ``classes`` count as errors and are left
         out of the confusion matrix, as with scikit-learn's ``confusion_matrix(labels=...)``.
+    feature_names : sequence of str, optional
+        The chunks' columns: with the model's ``categories_``, the rows holding a category
+        not seen in fit (the code one past the model's categories) are counted per feature.
 
     Notes
     -----
@@ -110,7 +120,8 @@ class EvaluatePass:
     ``log_loss`` (only when the model has ``predict_proba``; probabilities are aligned from
     ``model.classes_`` to ``classes`` and clipped to ``[1e-15, 1]``) and
     ``confusion_matrix`` (nested lists, rows are true classes; ints unless weighted); for
-    regression ``mse``, ``mae`` and ``r2``. Metrics of an empty dataset are NaN.
+    regression ``mse``, ``mae`` and ``r2``; ``unseen_categories`` (feature -> rows) when
+    some rows hold categories not seen in fit. Metrics of an empty dataset are NaN.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
@@ -121,11 +132,17 @@ class EvaluatePass:
         *,
         task: Literal["classification", "regression"],
         classes: np.ndarray | None = None,
+        feature_names: Any = None,
     ) -> None:
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
         self.model = model
         self.task = task
+        categories = getattr(model, "categories_", None) or {}
+        names = [] if feature_names is None else list(feature_names)
+        #: (column, feature, the code of a category not seen in fit) per categorical feature
+        self._categorical = [(names.index(f), f, len(c)) for f, c in categories.items()
+                             if f in names]
         self.classes: np.ndarray | None = None
         self.has_proba = False
         self._proba_columns: np.ndarray | None = None
@@ -160,11 +177,13 @@ class EvaluatePass:
 
     def start(self) -> ClassificationTally | RegressionTally:
         """Empty tally."""
+        unseen = np.zeros(len(self._categorical), dtype=np.int64)
         if self.task == "classification":
             assert self.classes is not None
             k = len(self.classes)
-            return ClassificationTally(0, 0.0, 0.0, 0.0, np.zeros((k, k)), False, np.zeros(k))
-        return RegressionTally(0, 0.0, 0.0, 0.0, 0.0, 0.0)
+            return ClassificationTally(0, 0.0, 0.0, 0.0, np.zeros((k, k)), False, np.zeros(k),
+                                       unseen)
+        return RegressionTally(0, 0.0, 0.0, 0.0, 0.0, 0.0, unseen)
 
     def step(self, state: Any, chunk: Chunk) -> Any:
         """Score one chunk and add it to ``state`` (in place)."""
@@ -176,6 +195,10 @@ class EvaluatePass:
             w = np.ones(chunk.n_rows)
         else:
             w = np.asarray(chunk.weight, dtype=np.float64)
+        if self._categorical:
+            state.unseen = state.unseen + [
+                int(np.count_nonzero(np.asarray(chunk.X[:, j]) == code))
+                for j, _, code in self._categorical]
         if self.task == "classification":
             return self._step_classification(state, chunk, w)
         return self._step_regression(state, chunk, w)
@@ -217,7 +240,8 @@ class EvaluatePass:
         weight = float(w.sum())
         part = RegressionTally(chunk.n_rows, weight, 0.0, 0.0,
                                float((w * residual * residual).sum()),
-                               float((w * np.abs(residual)).sum()))
+                               float((w * np.abs(residual)).sum()),
+                               np.zeros_like(state.unseen))
         if weight > 0:
             part.y_mean = float((w * y).sum() / weight)
             part.y_m2 = float((w * (y - part.y_mean) ** 2).sum())
@@ -229,7 +253,7 @@ class EvaluatePass:
             return ClassificationTally(a.n_rows + b.n_rows, a.weight + b.weight,
                                        a.correct + b.correct, a.log_loss + b.log_loss,
                                        a.confusion + b.confusion, a.weighted or b.weighted,
-                                       a.support + b.support)
+                                       a.support + b.support, a.unseen + b.unseen)
         weight = a.weight + b.weight
         if a.weight <= 0 or b.weight <= 0:
             y_mean, y_m2 = (a.y_mean, a.y_m2) if b.weight <= 0 else (b.y_mean, b.y_m2)
@@ -239,10 +263,18 @@ class EvaluatePass:
             y_m2 = a.y_m2 + b.y_m2 + delta * delta * (a.weight * b.weight / weight)
         return RegressionTally(a.n_rows + b.n_rows, weight, y_mean, y_m2,
                                a.squared_error + b.squared_error,
-                               a.absolute_error + b.absolute_error)
+                               a.absolute_error + b.absolute_error, a.unseen + b.unseen)
 
     def finish(self, state: Any) -> dict[str, Any]:
         """Metrics as a plain dict (see the class notes)."""
+        out = self._metrics(state)
+        unseen = {f: int(n) for (_, f, _), n in zip(self._categorical, state.unseen,
+                                                     strict=True) if n}
+        if unseen:
+            out["unseen_categories"] = unseen
+        return out
+
+    def _metrics(self, state: Any) -> dict[str, Any]:
         nan = float("nan")
         if isinstance(state, ClassificationTally):
             ok = state.weight > 0
@@ -296,23 +328,44 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
         its rows and columns: the model's and the data's) for classification; ``mse``,
         ``mae``, ``r2`` for regression; ``n_rows`` always. ``unseen_classes`` (label to
         rows, or to weight when weighted) when the data hold labels the model has no class
-        for: those rows count as errors, and ``evaluate`` warns of them.
+        for: those rows count as errors, and ``evaluate`` warns of them;
+        ``unseen_categories`` (feature to rows) when categorical features hold categories
+        not seen in fit.
+
+    Raises
+    ------
+    SchemaError
+        A ``Dataset`` whose categorical columns are coded by other categories than the
+        model's, or a text column where the model saw numbers
+        (:func:`~streamlearn.data.open.check_coded_as_trained`).
 
     Warns
     -----
     UserWarning
-        When the data hold labels the model was not trained on.
+        When the data hold labels the model was not trained on, or categories not seen
+        in fit.
     """
-    # a path is read as the model's training data was (svmlight indices, hashing)
-    dataset = open_dataset(data, **(reading_of(model)
-                                    if isinstance(data, str | os.PathLike) else {}))
+    # a path is read as the model's training data was (svmlight indices, hashing), and
+    # categorical columns coded by the model's categories
+    if isinstance(data, Dataset):
+        dataset = data
+    else:
+        dataset = open_dataset(data, categories=getattr(model, "categories_", None),
+                               **(reading_of(model) if isinstance(data, str | os.PathLike)
+                                  else {}))
+    check_coded_as_trained(model, dataset)
     if dataset.task is None:
         raise LabelError("evaluate needs data with a target; pass target=... to open_dataset")
     model_classes = getattr(model, "classes_", None)
     if model_classes is not None:  # one class, or classes the model lacks, still score
         dataset = dataset.with_classes_of(model_classes)
-    scoring = EvaluatePass(model, task=dataset.task, classes=dataset.classes)
+    scoring = EvaluatePass(model, task=dataset.task, classes=dataset.classes,
+                           feature_names=None if dataset.is_sparse else dataset.feature_names)
     metrics = resolve_engine(engine).run(scoring, dataset, description="evaluate")
+    for feature, n in metrics.get("unseen_categories", {}).items():
+        warnings.warn(f"feature {feature!r} holds {n:,} value(s) not seen in fit; they were "
+                      "scored as one category past those seen in fit", UserWarning,
+                      stacklevel=2)
     if dataset.classes is not None:
         metrics["classes"] = dataset.classes.tolist()
     if metrics.get("unseen_classes"):
