@@ -135,6 +135,15 @@ def test_features_named_like_the_target_and_weight_arrays_keep_their_names(
     np.testing.assert_array_equal(chunk.weight, frame["w"][:chunk.n_rows])
 
 
+def test_storage_chunks_of_small_data_are_no_longer_than_the_data(tmp_path: Path) -> None:
+    X = np.arange(400, dtype=np.float32).reshape(100, 4)
+    convert(open_dataset(X, target=np.arange(100) % 2), str(tmp_path / "s.zarr"),
+            compression="none")
+    group = zarr.open_group(str(tmp_path / "s.zarr"), mode="r")
+    assert group["X"].chunks == (100, 4) and group["y"].chunks == (100,)
+    assert os.path.getsize(tmp_path / "s.zarr" / "X" / "c" / "0" / "0") == X.nbytes
+
+
 def test_string_labels_written_as_labels(labelled: pd.DataFrame, ref: Reference,
                                          tmp_path: Path) -> None:
     path = write_parquet_file(labelled, tmp_path / "t.parquet")

@@ -179,6 +179,7 @@ def convert(
     if chunk_rows is not None and int(chunk_rows) < 1:
         raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
     rows = int(chunk_rows) if chunk_rows else int(dataset.chunk_rows)
+    rows = min(rows, max(int(dataset.n_rows), 1))  # no storage chunk longer than the data
     dataset = dataset.with_any_classes()  # one class is data too: written, not refused
 
     import fsspec
