@@ -1,5 +1,5 @@
-"""feature_importances_ of the non-additive models: their stated rules, and that they find
-the features a generated label depends on."""
+"""feature_importances_ of the non-additive models (their stated rules, and that they find
+the features a generated label depends on), and of AdditiveSVC after partial_fit."""
 
 from __future__ import annotations
 
@@ -101,3 +101,20 @@ def test_supersparse_importances_are_the_mean_slope_at_the_prototypes() -> None:
             / 2e-3
     expected = np.abs(slope).mean(axis=0)
     np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-2, atol=1e-4)
+
+
+def test_additive_importances_after_partial_fit_are_over_the_latest_rows() -> None:
+    from sklearn.datasets import make_classification
+
+    from streamlearn.models import AdditiveSVC
+
+    X, y = make_classification(2000, 6, n_informative=2, n_redundant=0, random_state=0)
+    X = X.astype(np.float32)
+    model = AdditiveSVC(interactions=0, progress=False)
+    for a in range(0, 2000, 500):
+        model.partial_fit(X[a:a + 500], y[a:a + 500], classes=[0, 1])
+    # the centred contributions' mean absolute value over the last call's rows
+    terms = model.term_contributions(X[1500:])
+    expected = np.abs(terms - terms.mean(axis=0)).mean(axis=0).mean(axis=-1)
+    np.testing.assert_allclose(model.feature_importances_, expected, rtol=1e-9)
+    assert model.interaction_importances_.shape == (0,)

@@ -80,6 +80,7 @@ from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     step_offset,
     w_to_w_d,
 )
+from streamlearn.solvers.additive.driver import DESCRIBE_SAMPLE_ROWS, sample_importances
 from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
 from streamlearn.solvers.calibration import (
     MIN_CALIBRATION_ROWS,
@@ -507,9 +508,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Each feature's mean absolute contribution to the SVM scores, centred
         (:func:`~streamlearn.solvers.additive.driver.term_importances`), over the uniform
         row sample of the describe pass (no extra read), averaged over the binary models.
-        Absent when ``fit`` made no describe pass (a linear model without calibration or
-        weights) and after :meth:`partial_fit`, which changes the model without reading
-        such a sample.
+        After :meth:`partial_fit`, over the rows of its latest call. Absent when ``fit``
+        made no describe pass (a linear model without calibration or weights).
     state_w_d_ : ndarray of shape (n_models, n_dims + 1)
         Last PEGASOS iterates (the models themselves for ``dcd``), where :meth:`partial_fit`
         continues from.
@@ -1143,9 +1143,20 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_train_ += X.shape[0]
         self.state_w_d_ = W
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
-        for name in ("feature_importances_", "interaction_importances_"):
-            self.__dict__.pop(name, None)  # they described the model before
+        self._set_importances(X)
         return self
+
+    def _set_importances(self, X: np.ndarray) -> None:
+        """``feature_importances_`` and ``interaction_importances_`` of the model as it is,
+        over the rows of a ``partial_fit`` call (at most ``DESCRIBE_SAMPLE_ROWS`` of them,
+        evenly spaced): ``fit`` takes them over the describe pass's row sample."""
+        if X.shape[0] > DESCRIBE_SAMPLE_ROWS:
+            X = X[np.linspace(0, X.shape[0] - 1, DESCRIBE_SAMPLE_ROWS).astype(np.int64)]
+        importances = sample_importances(np.ascontiguousarray(X), self.coef_d_,
+                                         self.feature_map_, self._embedding())
+        d = self.n_features_in_
+        self.feature_importances_ = importances[:d]
+        self.interaction_importances_ = importances[d:]
 
     def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
         """First ``partial_fit`` call: classes, features, feature map and empty models."""
