@@ -136,13 +136,17 @@ def test_feature_importances_are_the_centred_mean_absolute_terms(params) -> None
         assert model.feature_importances_[2] < 0.3 * model.feature_importances_[:2].min()
 
 
-def test_no_importances_without_a_describe_pass_or_after_partial_fit() -> None:
+def test_no_importances_without_a_describe_pass_and_partial_fit_takes_its_rows() -> None:
     X, y = _problem(500, 6)
     linear = AdditiveSVC(embedding="linear", calibrate=False, standardize=False,
                          progress=False).fit(X, y)
     assert not hasattr(linear, "feature_importances_")
-    model = AdditiveSVC(progress=False).partial_fit(X, y, classes=[0, 1])
-    assert not hasattr(model, "feature_importances_")
     fitted = AdditiveSVC(progress=False).fit(X, y)
     assert fitted.feature_importances_.shape == (3,)
-    assert not hasattr(fitted.partial_fit(X[:50], y[:50]), "feature_importances_")
+    # partial_fit changes the model: its importances are taken again, over its rows
+    before = fitted.feature_importances_.copy()
+    fitted.partial_fit(X[:50], y[:50])
+    terms = fitted.term_contributions(X[:50])
+    expected = np.abs(terms - terms.mean(axis=0)).mean(axis=0).mean(axis=-1)
+    np.testing.assert_allclose(fitted.feature_importances_, expected[:3], rtol=1e-6)
+    assert not np.allclose(fitted.feature_importances_, before)
