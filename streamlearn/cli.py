@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import click
@@ -796,7 +797,8 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
 
     The passes and bytes read are the model's ``n_passes_`` and ``bytes_read_``, or for a
     model without them those counted in ``passes`` while it was fitted; after a search
-    (``searcher``), those of the whole search, counted in ``passes``.
+    (``searcher``), its ``n_passes_`` (the whole search, the refit included) and as many
+    bytes as those passes read at the rate counted in ``passes``.
     """
     n_train = getattr(model, "n_train_", None)
     if n_train is not None and n_train != dataset.n_rows:
@@ -806,7 +808,13 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
         click.echo(f"  classes  : {len(classes)} ({_shown(classes)})")
     click.echo(f"  fit time : {elapsed:.2f} s" + ("" if searcher is None else
                                                     " (the search and the refit)"))
-    line = passes_line(model if searcher is None else object(), dataset.n_rows, passes)
+    counted: Any = model
+    if searcher is not None:  # the search's own count: its lanes' re-cut slices are no reads
+        per_row = passes.bytes_read / passes.rows_read if passes and passes.rows_read else 0.0
+        counted = SimpleNamespace(
+            n_passes_=searcher.n_passes_,
+            bytes_read_=int(searcher.n_passes_ * dataset.n_rows * per_row))
+    line = passes_line(counted, dataset.n_rows, passes)
     if line is not None:
         click.echo(f"  passes   : {line}")
     line = pairs_line(model)

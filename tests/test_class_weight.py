@@ -150,3 +150,16 @@ def test_command_line_takes_class_weight_as_a_param(tmp_path) -> None:
                                           "-o", str(out), "-q"])
         assert result.exit_code == 0, result.output
         np.testing.assert_allclose(load_model(out).class_weight_, expected)
+
+
+@pytest.mark.parametrize("name", ["AdditiveSVC", "MixtureSVC", "SuperSparseClassifier"])
+def test_partial_fit_records_the_factors_of_its_class_weight(name: str) -> None:
+    import streamlearn.models as models
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = np.where(X[:, 0] > 0.8, "rare", "common")
+    model = getattr(models, name)(class_weight={"rare": 5.0})
+    model.partial_fit(X, y, classes=["common", "rare"])
+    np.testing.assert_array_equal(model.class_weight_, [1.0, 5.0])
+    np.testing.assert_array_equal(model.partial_fit(X, y).class_weight_, [1.0, 5.0])

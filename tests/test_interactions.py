@@ -721,7 +721,9 @@ def test_partial_fit_trains_the_pairs_it_is_given() -> None:
     paired, plain = streamed(interactions=[("x2", "x3"), (4, 5)]), streamed(interactions=0)
     fmap = paired.feature_map_
     assert isinstance(fmap, BSplinePairMap) and fmap.interactions == ((2, 3), (4, 5))
-    assert not isinstance(plain.feature_map_, BSplinePairMap)
+    assert paired.interactions_ == (("x2", "x3"), ("x4", "x5"))  # named, as fit names them
+    assert paired.pair_bases_ == fmap.pair_bases
+    assert not isinstance(plain.feature_map_, BSplinePairMap) and plain.interactions_ == ()
     # the first chunk's ranges; a pair's columns are the tensor product of its hat bases
     np.testing.assert_allclose(fmap.lo_, X[:chunk].min(axis=0), rtol=1e-6)
     np.testing.assert_allclose(fmap.hi_, X[:chunk].max(axis=0), rtol=1e-6)

@@ -368,3 +368,21 @@ def test_balanced_class_weight_reaches_the_lanes_as_the_factors_fit_uses():
     refit = StreamSearchCV(estimator, {"C": [0.1, 1.0, 10.0, 100.0]},
                            final_rung="partial_fit", random_state=0).fit(frame, y)
     assert refit.best_estimator_.class_weight == "balanced"  # fit counts the classes itself
+
+
+def test_passes_count_the_template_and_the_finalists_against_the_whole_data():
+    from streamlearn.data import open_dataset
+    from streamlearn.engine.accounting import recording
+
+    X, y = additive_problem(6000, seed=2)
+    data = open_dataset(X, target=y)
+    # lanes, a lane template trained on some blocks, and finalists trained by fit on the
+    # training blocks: every read is of the data itself, so the record counts them all
+    for grid, rung in (({"C": [0.1, 1.0, 10.0, 100.0]}, "partial_fit"),
+                       ({"C": [0.1, 1.0, 10.0, 100.0]}, "fit")):
+        search = StreamSearchCV(AdditiveSVC(progress=False, epochs=2), grid,
+                                final_rung=rung, random_state=0)
+        with recording() as log:
+            search.fit(data)
+        assert search.lane_template_ is not None
+        assert search.n_passes_ == pytest.approx(log.passes_over(data.n_rows), rel=1e-9)

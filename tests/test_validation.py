@@ -178,6 +178,26 @@ def test_negative_weight(ref: Reference) -> None:
         _drain(open_dataset(ref.X, target=ref.label, weight=w))
 
 
+def test_negative_or_missing_sample_weight_in_fit_names_the_row(ref: Reference) -> None:
+    from streamlearn.models import AdditiveSVC
+
+    w = np.ones(len(ref.label))
+    w[77] = -2.0
+    with pytest.raises(DataError, match="-2 at row 77; weights are non-negative"):
+        AdditiveSVC().fit(ref.X, ref.label, sample_weight=w)
+    w[77] = np.nan
+    with pytest.raises(DataError, match="NaN or infinite values .first at row 77"):
+        AdditiveSVC().fit(ref.X, ref.label, sample_weight=w)
+
+
+def test_missing_or_unordered_labels_of_an_array_target_are_named() -> None:
+    X = np.zeros((4, 2), np.float32)
+    with pytest.raises(LabelError, match="has no label at row 3"):
+        open_dataset(X, target=np.array(["a", "b", "a", None], dtype=object))
+    with pytest.raises(LabelError, match="mix types that cannot be ordered"):
+        open_dataset(X, target=np.array([1, "b", 2, "a"], dtype=object))
+
+
 def test_empty_dataset(ref: Reference, tmp_path: Path) -> None:
     with pytest.raises(DataError, match="has no rows"):
         open_dataset(ref.frame.iloc[:0], target="label")

@@ -1144,7 +1144,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.state_w_d_ = W
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
         self._set_importances(X)
-        return self
+        return self._class_weight_recorded()
 
     def _set_importances(self, X: np.ndarray) -> None:
         """``feature_importances_`` and ``interaction_importances_`` of the model as it is,
@@ -1201,6 +1201,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         record_categories(self, categories)
         self.n_features_in_ = values.shape[1]
         self.feature_map_ = feature_map
+        pairs = feature_map.interactions if isinstance(feature_map, BSplinePairMap) else ()
+        self.interactions_ = tuple((feature_names[f], feature_names[g]) for f, g in pairs)
+        self._keep("pair_bases_", int(feature_map.pair_bases) if pairs else None)
         self._set_regularisation(Regularisation.of(self.C, self.lam, n, weight_sum))
         self.n_train_ = 0
         self.n_calibration_ = 0

@@ -33,7 +33,7 @@ from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
-from streamlearn.models.class_weight import class_weighted, partial_fit_weights
+from streamlearn.models.class_weight import class_factors, class_weighted, partial_fit_weights
 
 #: Names shown in an error message before it is abbreviated.
 MAX_SHOWN_NAMES = 10
@@ -341,6 +341,14 @@ class StreamEstimator(BaseEstimator):
                  else sorted_classes(classes if classes is not None else y))
         codes = encode_labels(y, known)
         return partial_fit_weights(class_weight, known, codes, sample_weight)
+
+    def _class_weight_recorded(self) -> Self:
+        """Itself, with ``class_weight_`` set to the factors of a ``partial_fit``'s
+        ``class_weight`` dict over ``classes_`` (what ``fit`` records of its own)."""
+        class_weight = getattr(self, "class_weight", None)
+        if class_weight is not None and not isinstance(class_weight, str):
+            self.class_weight_ = class_factors(class_weight, np.asarray(self.classes_))
+        return self
 
     def _keep(self, name: str, value: Any) -> None:
         """Set the learned attribute ``name`` to ``value``, or remove it when None."""
@@ -709,9 +717,12 @@ def check_sample_weight(sample_weight: Any, n_rows: int) -> np.ndarray:
     if w.ndim != 1 or w.shape[0] != n_rows:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_rows},)")
     if not np.isfinite(w).all():
-        raise ValueError("sample_weight contains NaN or infinite values")
+        row = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise DataError(f"sample_weight contains NaN or infinite values (first at row {row})")
     if (w < 0).any():
-        raise ValueError("Negative values in data passed to sample_weight")
+        row = int(np.flatnonzero(w < 0)[0])
+        raise DataError(f"Negative values in data passed to sample_weight: {w[row]:g} at row "
+                        f"{row}; weights are non-negative")
     if not (w > 0).any():
         raise ValueError("sample_weight is zero for every row; at least one row needs a "
                          "non-zero weight")

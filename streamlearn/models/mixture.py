@@ -524,7 +524,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
                             "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
         if not self.is_fitted:
-            return self._first_partial_fit(X, y, classes, sample_weight)
+            return self._first_partial_fit(X, y, classes, sample_weight
+                                           )._class_weight_recorded()
         if classes is not None and not _same_classes(classes, self.classes_):
             raise ValueError(f"classes={np.unique(np.asarray(classes)).tolist()} is not the "
                              "same as on the last call to partial_fit or fit, was: "
@@ -537,7 +538,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         weight = float(np.sum(weights)) if weights is not None else float(dataset.n_rows)
         self._set_fitted(driver.partial_pass(self._engine(None), dataset, self._config(),
                                              self._fitted(), self._seed(), weight))
-        return self
+        return self._class_weight_recorded()
 
     def _first_partial_fit(self, X: Any, y: Any, classes: Any,
                            sample_weight: Any) -> MixtureSVC:

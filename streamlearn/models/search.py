@@ -426,7 +426,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                                                                 engine, fit_params)
         rows_read = validation.n_rows
         if self.lane_template_ is not None:
-            rows_read += template_rows * _passes_of(self.lane_template_)
+            rows_read += dataset.n_rows * _passes_of(self.lane_template_,
+                                                     template_rows / dataset.n_rows)
         race = Race([clone(self.estimator).set_params(**s) for s in settings],
                     list(range(len(settings))))
         balanced: dict[Any, float] | None = None
@@ -558,7 +559,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             finalist.fit(training, **self._search_fit_params(engine, fit_params))
             race.candidates[i] = finalist
             scores[i] = self._score(finalist, validation)
-            passes += share * _passes_of(finalist)
+            passes += _passes_of(finalist, share)
         race.scores.append(scores)
         race.resources.append(int(n_train))
         race.rung += 1
@@ -695,12 +696,14 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         return float(self.best_estimator_.score(X, y, **kwargs))
 
 
-def _passes_of(estimator: Any) -> float:
-    """Passes over its data a fitted estimator made: its ``n_passes_`` when it records
-    them, else its ``n_iter_`` plus 2 (a describe and a calibration pass)."""
+def _passes_of(estimator: Any, share: float = 1.0) -> float:
+    """Passes over the whole data a fitted estimator made, trained on ``share`` of its rows
+    (``Dataset.without_blocks``): its ``n_passes_`` when it records them, which count the
+    rows read against the whole data's already; else its ``n_iter_`` plus 2 (a describe
+    and a calibration pass) over its share."""
     passes = getattr(estimator, "n_passes_", None)
     if passes is None:
-        passes = float(getattr(estimator, "n_iter_", 1)) + 2.0
+        return share * (float(getattr(estimator, "n_iter_", 1)) + 2.0)
     return float(passes)
 
 

@@ -859,7 +859,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         self.classes_ = storable_classes(known)
         self.proba_scale_ = temperature_of(self._decision_rows(values), codes, weight)
         self.proba_rows_ = "training"
-        return self
+        return self._class_weight_recorded()
 
     @classmethod
     def reduce(cls, model: Any, p: int | Sequence[int], data: Any, *,

@@ -24,7 +24,7 @@ from streamlearn.data.sources.base import (
     stack_columns,
 )
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.errors import DataError, SchemaError, SourceError
+from streamlearn.errors import DataError, LabelError, SchemaError, SourceError
 
 #: Rows per piece of an in-memory source: reads are views or cheap copies, so this only sets
 #: the granularity of conversion work.
@@ -102,7 +102,17 @@ class NumpySource:
         values = self._extra[target]
         if values.dtype.kind == "f":
             return None
-        return np.unique(values)
+        if values.dtype.kind == "O":
+            missing = np.flatnonzero(pd.isna(values))
+            if missing.size:
+                raise LabelError(f"target {target!r} has no label at row {int(missing[0])} "
+                                 "(None or NaN); labels cannot be missing: drop those rows "
+                                 "or label them")
+        try:
+            return np.unique(values)
+        except TypeError as exc:
+            raise LabelError(f"labels of target {target!r} mix types that cannot be "
+                             f"ordered: {exc}") from exc
 
 
 class ScipySparseSource:
