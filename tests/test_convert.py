@@ -162,9 +162,10 @@ def test_named_columns_in_the_sparse_layout_are_selected_by_their_names(
     path = write_parquet_file(labelled, tmp_path / "t.parquet")
     ds = open_dataset(str(path), target="animal", features=FEATURES)
     convert(ds, tmp_path / "s.zarr", layout="sparse")
-    # numbered columns, and the original names select all of them, in order
+    # the store's columns keep their names, which select all of them, in order
     back = open_dataset(str(tmp_path / "s.zarr"), features=FEATURES)
-    assert list(back.feature_names) == [f"x{j}" for j in range(len(FEATURES))]
+    assert list(back.feature_names) == FEATURES
+    assert list(open_dataset(str(tmp_path / "s.zarr")).feature_names) == FEATURES
     X = np.vstack([c.X.to_scipy().toarray() for c in back.chunks()])
     np.testing.assert_array_equal(X, labelled[FEATURES].to_numpy(np.float32))
     with pytest.raises(SchemaError, match="numbered columns"):
@@ -183,6 +184,17 @@ def test_named_columns_in_the_sparse_layout_are_selected_by_their_names(
     assert direct.exit_code == 0, direct.output
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "p.parquet"),
                                   pd.read_parquet(tmp_path / "q.parquet"))
+    # and one trained on the store predicts the table its rows came from, by name
+    on_store = tmp_path / "n.slm"
+    trained = CliRunner().invoke(cli, ["train", str(tmp_path / "s.zarr"), "-m", "additive",
+                                       "-p", "embedding=linear", "-o", str(on_store), "-q"])
+    assert trained.exit_code == 0, trained.output
+    for data, out in ((tmp_path / "s.zarr", "r.parquet"), (path, "u.parquet")):
+        predicted = CliRunner().invoke(cli, ["predict", str(on_store), str(data), "-o",
+                                             str(tmp_path / out), "--quiet"])
+        assert predicted.exit_code == 0, predicted.output
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "r.parquet"),
+                                  pd.read_parquet(tmp_path / "u.parquet"))
 
 
 def test_string_labels_dense_layout(labelled: pd.DataFrame, tmp_path: Path) -> None:

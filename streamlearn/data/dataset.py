@@ -1050,9 +1050,10 @@ class _PieceReader:
 
 
 def _sparse_features(source: Source, features: Sequence[str] | None,
-                     exclude: Sequence[str]) -> NumberedNames:
-    """The columns of a sparse source: all of them, numbered (``features`` may name them
-    all in order, by number or by the names a store of the sparse layout keeps)."""
+                     exclude: Sequence[str]) -> Sequence[str]:
+    """The columns of a sparse source, all of them: the names a store of the sparse layout
+    keeps (a table written sparse), else numbered (``features`` may name them all in
+    order, by number or by those names)."""
     names = NumberedNames(source.n_features)  # type: ignore[attr-defined]
     stored = getattr(source, "stored_names", None)
     if features is not None and stored is not None and list(features) == stored:
@@ -1061,7 +1062,7 @@ def _sparse_features(source: Source, features: Sequence[str] | None,
         raise SchemaError(
             f"{source.description} has sparse rows of {len(names)} numbered columns; it is "
             "read whole, without features= or exclude= (select columns before writing it)")
-    return names
+    return tuple(stored) if stored is not None else names
 
 
 def _stored_per_row(source: Source, n_features: int, n_rows: int) -> int:

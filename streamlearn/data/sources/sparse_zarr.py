@@ -64,8 +64,9 @@ def is_sparse_zarr(group: Any, storage_options: dict[str, Any] | None = None) ->
 class SparseZarrSource:
     """Rows of a zarr v3 CSR group (see the module docstring), read by any row range.
 
-    A sparse source: its features are the numbered columns ``x0 .. x{n_features - 1}`` and
-    its blocks hold :class:`~streamlearn.data.sparse_rows.SparseRows`. Its columns are
+    A sparse source: its features are the numbered columns ``x0 .. x{n_features - 1}``, or
+    the names in the group's ``feature_names`` attribute (``stored_names``), and its blocks
+    hold :class:`~streamlearn.data.sparse_rows.SparseRows`. Its columns are
     ``y`` and ``weight`` when present. Pieces follow the storage chunks of ``y`` (of
     ``indptr`` without ``y``).
 
@@ -122,8 +123,8 @@ class SparseZarrSource:
                 f"attribute, has {n_features!r}"
             )
         self.n_features = int(n_features)
-        # the names of a dense source written in the sparse layout (streamlearn convert):
-        # its columns are still numbered, and may be selected by these names, all in order
+        # the names of a table written in the sparse layout (streamlearn convert): the
+        # dataset's feature names, which also select its columns, all in order
         names = group.attrs.get("feature_names")
         self.stored_names: list[str] | None = (
             [str(n) for n in names] if isinstance(names, list)
