@@ -130,6 +130,30 @@ def test_regressor_does_not_depend_on_the_units_of_the_target():
                                    rtol=0, atol=0.02 * np.std(y))
 
 
+def test_lasso_coefficients_do_not_depend_on_the_targets_offset_or_units() -> None:
+    # partial_fit's LASSO ran coordinate descent against the intercept on the uncentred
+    # system: at an offset of 1e6 it stopped at the sweep cap with every coefficient zero
+    # (R2 -0.02); the fallback penalty ignored the targets' spread (at y * 1e-6 every
+    # coefficient was zero)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(1000, 5)).astype(np.float32)
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.5 * X[:, 2] + 0.1 * rng.normal(size=1000)
+    online = SuperSparseRegressor(coef="lasso").partial_fit(X[:300], y[:300])
+    base = SuperSparseRegressor(coef="lasso").fit(X[:400], y[:400])
+    assert online.score(X[500:], y[500:]) > 0.9 and base.score(X[500:], y[500:]) > 0.9
+    for scale, shift in ((1.0, 1e6), (1e-6, 0.0), (1e3, 5.0)):
+        moved = SuperSparseRegressor(coef="lasso").partial_fit(X[:300], y[:300] * scale + shift)
+        np.testing.assert_allclose((moved.predict(X[500:]) - shift) / scale,
+                                   online.predict(X[500:]), atol=0.02 * np.std(y))
+        if shift > 1e3:  # the stream's float32 targets hold 1e6 + y to 0.06 only
+            continue
+        # fit's prototype steps stop a few steps apart on targets rounded to float32
+        scaled = SuperSparseRegressor(coef="lasso").fit(X[:400], y[:400] * scale + shift)
+        np.testing.assert_allclose((scaled.predict(X[500:]) - shift) / scale,
+                                   base.predict(X[500:]), atol=0.05 * np.std(y))
+        assert np.isclose(scaled.lam_, base.lam_ * scale, rtol=1e-5)
+
+
 def test_a_plateau_on_many_features_does_not_stop_the_fit_at_its_start() -> None:
     # 1,000 sparse non-negative features: gamma="auto" is small, the first prototype
     # steps barely move the objective while its gradient grows along them; stopping there

@@ -118,7 +118,8 @@ def test_gcv_lam_matches_the_hat_matrix_and_falls_back_for_lasso():
     assert np.isclose(chosen, _gcv_choice(S, y, scale), rtol=1e-9)
     # not a grid end: the score has an interior minimum on these rows
     assert AUTO_LAM_GRID[0] * scale < chosen < AUTO_LAM_GRID[-1] * scale
-    assert np.isclose(gcv_lam(stats, "lasso"), AUTO_LAM_FALLBACK * scale)
+    # LASSO: the fixed multiple, in the coefficients' units (times the targets' spread)
+    assert np.isclose(gcv_lam(stats, "lasso"), AUTO_LAM_FALLBACK * scale * np.std(y))
 
 
 def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
@@ -130,7 +131,8 @@ def test_choose_lam_with_lasso_agrees_with_scikit_learn_lasso_path():
     state = split.step(split.start(), Chunk(X, y, 0))
     held = holdout.mask(np.arange(500))
     Z = _rbf(X, C, 1.0)
-    scale = np.mean(np.sum(Z[~held] ** 2, axis=1)) / C.shape[0]
+    # in the coefficients' units: the similarities' scale times the targets' spread
+    scale = np.mean(np.sum(Z[~held] ** 2, axis=1)) / C.shape[0] * np.std(y[~held])
     losses, converged = [], []
     for factor in AUTO_LAM_GRID:  # sklearn's Lasso: (1 / 2n)||.||^2 + alpha |w|_1
         with warnings.catch_warnings(record=True) as caught:
@@ -215,10 +217,10 @@ def test_few_rows_choose_lam_by_generalised_cross_validation():
     S = _rbf(Z, (model.prototypes_ - mean) / std, model.gamma_)
     scale = np.mean(np.sum(S ** 2, axis=1)) / 6
     assert np.isclose(model.lam_, _gcv_choice(S, y, scale), rtol=1e-5)
-    # LASSO coefficients keep the fixed multiple of the scale
+    # LASSO coefficients keep the fixed multiple of the scale, times the targets' spread
     lasso = SuperSparseRegressor(n_prototypes=6, max_iter=0, coef="lasso",
                                  random_state=1).fit(X, y)
-    assert np.isclose(lasso.lam_, AUTO_LAM_FALLBACK * scale, rtol=1e-5)
+    assert np.isclose(lasso.lam_, AUTO_LAM_FALLBACK * scale * np.std(y), rtol=1e-5)
     # a number is used as it is
     assert SuperSparseRegressor(n_prototypes=6, max_iter=0, lam=0.02).fit(X, y).lam_ == 0.02
 

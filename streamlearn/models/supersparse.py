@@ -519,8 +519,10 @@ _PARAMS_DOC = """
         held-out rows is within 1 % of the lowest (the simplest model they cannot tell
         from the best), ``lam_scale`` being the mean squared similarity of a row to a
         prototype (so the grid follows the similarities whatever ``gamma``, ``p`` and the
-        dimension). It is chosen at every accepted beta-step, the penalty in use kept while
-        it stays within the 1 %; choosing reads no extra data, the held-out rows' Gram
+        dimension), for LASSO coefficients times the targets' standard deviation (their
+        penalty is in the coefficients' units, which follow the targets'). It is chosen
+        at every accepted beta-step, the penalty in use kept while it stays within the
+        1 %; choosing reads no extra data, the held-out rows' Gram
         statistics being gathered in the beta-step's own pass. The alternation then stops
         when the held-out loss at an unchanged penalty fell by less than ``5 tol`` of its
         value over the last 5 accepted steps, and the last beta-step takes every row. With

@@ -866,7 +866,7 @@ def _rows_lam(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
 
     if not config.chooses_lam(X.shape[0]):
         every = GramPass(TargetRows("regression"), C, similarity).step(zero(), chunk)
-        return AUTO_LAM_FALLBACK * lam_scale(every)
+        return AUTO_LAM_FALLBACK * lam_scale(every, config.coef)
     holdout = Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
     split = SplitGramPass(TargetRows("regression", None, holdout, False),
                           TargetRows("regression", None, holdout, True), C, similarity)

@@ -76,7 +76,7 @@ __all__ = [
 
 #: LASSO coordinate-descent sweeps per beta-step, and their tolerance.
 LASSO_SWEEPS = 1000
-LASSO_TOL = 1e-10
+LASSO_TOL = 1e-6
 #: ``lam="auto"``: the candidate penalties, as multiples of :func:`lam_scale` (the mean
 #: squared similarity of a row to a prototype), so that the grid follows the similarities'
 #: scale whatever ``gamma``, ``p`` and the dimension: ``1e-9 .. 100`` by half decades.
@@ -802,14 +802,7 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
                           None if warm is None else np.reshape(warm, (-1, 1)))[:, 0]
     p = A.shape[0] - 1
     if coef == "lasso":
-        w = (np.zeros(b.shape) if warm is None or warm.shape != b.shape
-             else np.array(warm, dtype=np.float64))
-        for c in range(b.shape[1]):
-            column = np.ascontiguousarray(w[:, c])
-            lasso_cd(A, np.ascontiguousarray(b[:, c]), float(lam), column, LASSO_SWEEPS,
-                     LASSO_TOL)
-            w[:, c] = column
-        return w
+        return _centred_lasso(A, b, lam, warm)
     M = A.copy()
     M[np.arange(p), np.arange(p)] += lam
     try:
@@ -819,6 +812,39 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
     except np.linalg.LinAlgError:
         pass
     return np.linalg.lstsq(M, b, rcond=None)[0]
+
+
+def _centred_lasso(A: np.ndarray, b: np.ndarray, lam: float,
+                   warm: np.ndarray | None) -> np.ndarray:
+    """:func:`solve_beta`'s LASSO: the unpenalised intercept solved in closed form.
+
+    With ``A``'s last row the rows' mean similarities ``m`` (``A[p, p]`` = 1), the
+    intercept of any ``beta`` is ``b[p] - m . beta``; ``beta`` minimises the centred
+    problem ``beta^T (A_bb - m m^T) beta - 2 (b_b - m b[p])^T beta + lam |beta|_1``.
+    Coordinate descent converges on it whatever the targets' offset (on the uncentred
+    system the intercept and the all-positive similarity columns pull against each other,
+    and an offset of 1e6 stopped it at the sweep cap, the model a constant); its step
+    tolerance is :data:`LASSO_TOL` times the targets' scale in coefficient units."""
+    p = A.shape[0] - 1
+    m = A[:p, p] / A[p, p] if A[p, p] > 0 else np.zeros(p)
+    mean = b[p] / A[p, p] if A[p, p] > 0 else np.zeros(b.shape[1])
+    centred = np.zeros_like(A)
+    centred[:p, :p] = A[:p, :p] - A[p, p] * np.outer(m, m)
+    centred[p, p] = 1.0  # the intercept coordinate, decoupled: it stays at 0
+    rhs = b[:p] - A[p, p] * np.outer(m, mean)
+    w = np.zeros(b.shape)
+    if warm is not None and warm.shape == b.shape:
+        w[:p] = warm[:p]
+    diagonal = float(np.mean(np.diag(centred)[:p])) if p else 0.0
+    for c in range(b.shape[1]):
+        column = np.zeros(p + 1)
+        column[:p] = w[:p, c]
+        units = float(np.abs(rhs[:, c]).max(initial=0.0)) / diagonal if diagonal > 0 else 0.0
+        lasso_cd(centred, np.append(rhs[:, c], 0.0), float(lam), column, LASSO_SWEEPS,
+                 LASSO_TOL * max(units, np.finfo(float).tiny))
+        w[:p, c] = column[:p]
+        w[p, c] = mean[c] - m @ column[:p]
+    return w
 
 
 def squared_loss(stats: GramState, w: np.ndarray) -> float:
@@ -837,12 +863,20 @@ def objective(stats: GramState, w: np.ndarray, lam: float, coef: str) -> float:
     return float(squared_loss(stats, w) + lam * reg)
 
 
-def lam_scale(stats: GramState) -> float:
-    """The mean squared similarity of a row to a prototype, ``trace(G_beta) / (p V)``: the
-    unit of ``lam="auto"``'s candidates (1 when it is zero)."""
+def lam_scale(stats: GramState, coef: str = "ridge") -> float:
+    """The unit of ``lam="auto"``'s candidates: the mean squared similarity of a row to a
+    prototype, ``trace(G_beta) / (p V)`` (1 when it is zero), for LASSO times the targets'
+    standard deviation (the root of their weighted variance, averaged over the outputs; 1
+    when it is zero), since a LASSO penalty is in the units of the coefficients, which
+    scale with the targets (a ridge model's choice does not depend on them)."""
     p = stats.G.shape[0] - 1
     scale = float(np.trace(stats.G[:p, :p])) / (p * stats.weight) if p and stats.weight else 0.0
-    return scale if scale > 0 and np.isfinite(scale) else 1.0
+    scale = scale if scale > 0 and np.isfinite(scale) else 1.0
+    if coef != "lasso" or stats.weight <= 0:
+        return scale
+    mean = stats.r[-1] / stats.weight  # z's last entry is the constant 1
+    variance = (stats.yy / stats.weight - float(mean @ mean)) / stats.r.shape[1]
+    return scale * (float(np.sqrt(variance)) if variance > 0 and np.isfinite(variance) else 1.0)
 
 
 def gcv_lam(stats: GramState, coef: str) -> float:
@@ -868,7 +902,7 @@ def gcv_lam(stats: GramState, coef: str) -> float:
     -------
     float
     """
-    scale = lam_scale(stats)
+    scale = lam_scale(stats, coef)
     if coef != "ridge" or stats.weight <= 0 or stats.rows <= 0:
         return AUTO_LAM_FALLBACK * scale
     A, b = stats.G / stats.weight, stats.r / stats.weight
@@ -920,7 +954,7 @@ def choose_lam(train: GramState, valid: GramState, coef: str,
         The chosen ``lam``; :func:`gcv_lam` of the training rows when no row was held
         out.
     """
-    scale = lam_scale(train)
+    scale = lam_scale(train, coef)
     if valid.weight <= 0:
         return gcv_lam(train, coef)
     A, b = train.G / train.weight, train.r / train.weight
