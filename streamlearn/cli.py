@@ -451,7 +451,8 @@ def info(data: str, target: str | None, features: str | None, exclude: str | Non
          fmt: str | None, chunk_rows: int | None, nan_policy: str, quiet: bool) -> None:
     """Print the schema of DATA and per-feature statistics from one streamed pass.
 
-    DATA is a parquet file or directory, a zarr store, or an fsspec URL of either.
+    DATA is a parquet, CSV or svmlight file or directory, a zarr store, or an fsspec URL
+    of any of them.
 
     \b
     Examples:
