@@ -29,7 +29,13 @@ import numpy as np
 from streamlearn import __version__
 from streamlearn.engine.accounting import PassLog, human_bytes, recording
 from streamlearn.engine.atomic_file import give_new_file_mode
-from streamlearn.errors import DataError, LabelError, SchemaError, StreamlearnError
+from streamlearn.errors import (
+    DataError,
+    LabelError,
+    ModelFileError,
+    SchemaError,
+    StreamlearnError,
+)
 from streamlearn.io.file_location import local_path, remote_location, upload
 from streamlearn.models.registry import MODELS, import_estimator
 
@@ -713,7 +719,9 @@ def _save_trained(model: Any, out: str) -> Any:
     instead (a model that took a fit to make is not thrown away), naming both."""
     try:
         return model.save(out)
-    except OSError as exc:
+    except (OSError, ModelFileError) as exc:
+        if isinstance(exc, ModelFileError) and not isinstance(exc.__cause__, OSError):
+            raise  # the model itself cannot be written (anywhere)
         spare = Path(tempfile.mkdtemp(prefix="streamlearn-")) / (Path(out).name or "model.slm")
         model.save(spare)
         raise click.ClickException(f"could not write the model to {out} ({exc}); it was "

@@ -269,14 +269,21 @@ def test_options_that_cannot_work_are_refused_before_reading(trained: Trained,
     assert not (folder / "out.zarr").exists()
 
 
+@pytest.mark.parametrize("upload", [False, True], ids=["local", "upload"])
 def test_a_model_that_cannot_be_saved_where_asked_is_saved_elsewhere(
-        trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        upload: bool) -> None:
+    from streamlearn.errors import ModelFileError
+
     out = tmp_path / "m.slm"
     save = AdditiveSVC.save
 
     def failing(self: AdditiveSVC, path: Any) -> Any:
         if Path(path) == out:
-            raise OSError(28, "No space left on device")
+            cause = OSError(28, "No space left on device")
+            if upload:  # an fsspec upload wraps the OSError
+                raise ModelFileError(f"could not write the model: {cause}") from cause
+            raise cause
         return save(self, path)
 
     monkeypatch.setattr(AdditiveSVC, "save", failing)
