@@ -75,18 +75,19 @@ def encode_categories(values: Any, index: pd.Index) -> np.ndarray:
     array = np.asarray(values, dtype=object)
     missing = pd.isna(array)
     out = index.get_indexer(array).astype(np.float32)
-    numbers = (out < 0) & ~missing & np.array([isinstance(v, int | float | np.number)
-                                               and not isinstance(v, bool | np.bool_)
-                                               for v in array], dtype=bool)
-    if numbers.any() and index.inferred_type == "string":  # numbers read for text codes
-        out[numbers] = index.get_indexer([_number_text(v) for v in array[numbers]])
+    unknown = np.flatnonzero((out < 0) & ~missing)
+    if unknown.size and index.inferred_type == "string":  # numbers read for text codes?
+        numbers = unknown[[isinstance(v, int | float | np.number)
+                           and not isinstance(v, bool | np.bool_) for v in array[unknown]]]
+        out[numbers] = index.get_indexer([number_text(v) for v in array[numbers]])
     out[out < 0] = unseen
     out[missing] = np.nan
     return out
 
 
-def _number_text(value: Any) -> str:
-    """A number as text, whole numbers without a point (``10.0`` -> ``"10"``)."""
+def number_text(value: Any) -> str:
+    """A value as text, whole numbers without a point (``10.0`` -> ``"10"``): how a
+    number names a text category or a class label's column."""
     value = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
