@@ -27,6 +27,7 @@ import click
 import numpy as np
 
 from streamlearn import __version__
+from streamlearn.data.categories import number_text
 from streamlearn.engine.accounting import PassLog, human_bytes, recording
 from streamlearn.engine.atomic_file import give_new_file_mode
 from streamlearn.errors import (
@@ -946,17 +947,9 @@ def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.
     columns = {"prediction": np.asarray(model.predict(X))}
     if proba:
         p = np.asarray(model.predict_proba(X), dtype=np.float64)
-        for j, label in enumerate(model.classes_):
-            columns[f"proba_{_label_name(label)}"] = p[:, j]
+        for j, label in enumerate(model.classes_):  # svmlight's float labels: proba_1
+            columns[f"proba_{number_text(label)}"] = p[:, j]
     return columns
-
-
-def _label_name(label: Any) -> str:
-    """A class label as a column name: whole numbers without a decimal point (svmlight
-    labels are read as floats: ``proba_1``, not ``proba_1.0``, as from any other source)."""
-    if isinstance(label, float | np.floating) and float(label).is_integer():
-        return str(int(label))
-    return str(label)
 
 
 PREDICTION_SUFFIXES = {".parquet": ("parquet", None), ".pq": ("parquet", None),
