@@ -418,3 +418,30 @@ def test_local_cluster_workers_keep_glibc_adaptive_malloc_and_their_share_of_cor
                               "MKL_NUM_THREADS": "1"}
         assert arrow_threads == share
         assert int(zarr_threads) == share
+
+
+@pytest.mark.parametrize("kind", ["array", "frame"])
+def test_dask_collections_of_uneven_blocks_fit_on_the_cluster_they_compute_on(client, kind):
+    # each partition task reads by computing the collection's graph on the same cluster of
+    # single-thread workers: without leaving the pool, the reads waited on busy threads
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from streamlearn.models import ShareBoostClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.int64)
+    blocks = (700, 17, 800, 483)
+    if kind == "array":
+        data = (da.from_array(X, chunks=(blocks, 3)), da.from_array(y, chunks=(blocks,)))
+    else:
+        frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(t=y)
+        data = (dd.from_pandas(frame, npartitions=1).repartition(
+            divisions=[0, 700, 717, 1517, 1999]), "t")
+    params = {"n_rounds": 3, "chunk_rows": 500, "features": "linear"}
+    on_cluster = ShareBoostClassifier(**params).fit(*data, engine=_engine(client))
+    local = ShareBoostClassifier(**params).fit(X, y)
+    np.testing.assert_allclose(on_cluster.decision_function(X), local.decision_function(X),
+                               rtol=1e-9, atol=1e-9)

@@ -38,6 +38,8 @@ import shutil
 import tempfile
 import uuid
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,14 +123,32 @@ def walk_partition(pass_: Pass[Any, Any], dataset: Dataset, index: int, rows: tu
     read_rows, read_bytes = (0, 0) if state is None else (state.rows, state.nbytes)
     current = pass_.start() if state is None else copy.deepcopy(state.state)
     size = int(options.get("chunk_rows") or dataset.chunk_rows)
-    for chunk in dataset.chunks(rows=rows, **options):
-        current = pass_.step(current, chunk)
-        read_rows += chunk_span(chunk, size, rows[1])
-        read_bytes += chunk_bytes(chunk)
+    with _out_of_the_pool(getattr(dataset.source, "computes_on_cluster", False)):
+        for chunk in dataset.chunks(rows=rows, **options):
+            current = pass_.step(current, chunk)
+            read_rows += chunk_span(chunk, size, rows[1])
+            read_bytes += chunk_bytes(chunk)
     if shared:
         for view in views:
             view.complete()
     return Walked(current, read_rows, read_bytes)
+
+
+@contextmanager
+def _out_of_the_pool(leave: bool) -> Iterator[None]:
+    """With ``leave``, the task's thread leaves its worker's pool while inside
+    (``distributed.secede``, then ``rejoin``): a dask collection's reads compute its graph
+    on the same cluster, whose tasks need the threads the partition tasks would hold."""
+    if not leave:
+        yield
+        return
+    from distributed import rejoin, secede
+
+    secede()
+    try:
+        yield
+    finally:
+        rejoin()
 
 
 def merge_states(pass_: Pass[Any, Any], a: Walked, b: Walked) -> Walked:

@@ -27,7 +27,14 @@ from streamlearn.errors import DataError, SourceError
 
 
 class DaskArraySource:
-    """A 2-D dask array of features with optional dask (or numpy) target and weight arrays."""
+    """A 2-D dask array of features with optional dask (or numpy) target and weight arrays.
+
+    Reading a piece computes its blocks on the current dask scheduler: inside a dask worker
+    (``DaskEngine``'s tasks), on the cluster itself (``computes_on_cluster``)."""
+
+    #: Reading computes a dask graph: a worker task reading it must leave the worker's
+    #: thread pool first (``distributed.secede``), or the reads wait on busy threads.
+    computes_on_cluster = True
 
     def __init__(self, X: Any, y: Any = None, weight: Any = None,
                  feature_names: list[str] | None = None,
@@ -99,12 +106,15 @@ class DaskDataFrameSource:
     array, one value per row of the frame) becomes a column named ``target_name`` /
     ``weight_name``; it is read alongside each partition.
 
-    A partition is computed whole whichever of its rows a chunk needs (its graph re-reads
-    and re-parses its files), so a shuffled pass visits the partitions in a random order
-    and each one's chunks together (``shuffle_by_piece``, as for parquet row groups).
+    Reading computes on the current dask scheduler, as for :class:`DaskArraySource`
+    (``computes_on_cluster``). A partition is computed whole whichever of its rows a chunk
+    needs (its graph re-reads and re-parses its files), so a shuffled pass visits the
+    partitions in a random order and each one's chunks together (``shuffle_by_piece``, as
+    for parquet row groups).
     """
 
     shuffle_by_piece = True
+    computes_on_cluster = True
 
     def __init__(self, frame: Any, y: Any = None, weight: Any = None,
                  target_name: str = "y", weight_name: str = "weight") -> None:
