@@ -47,6 +47,32 @@ def test_balanced_factors_follow_scikit_learn() -> None:
     np.testing.assert_array_equal(class_factors(None, classes), [1.0, 1.0, 1.0])
 
 
+def test_balanced_counts_sum_the_sample_weights_as_scikit_learn_does() -> None:
+    _, y = _rare_class_rows()
+    classes = np.unique(y)
+    w = np.random.default_rng(3).integers(0, 4, len(y)).astype(np.float32)
+    frame = pd.DataFrame({"x": np.zeros(len(y)), "y": y, "w": w})
+    dataset = open_dataset(frame, target="y", weight="w", chunk_rows=97)
+    counts = class_counts(dataset)
+    np.testing.assert_allclose(counts, [w[y == c].sum() for c in classes])
+    np.testing.assert_allclose(
+        class_factors("balanced", classes, counts),
+        compute_class_weight("balanced", classes=classes, y=y, sample_weight=w))
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIFIERS))
+def test_balanced_rows_of_weight_zero_count_as_absent(name: str) -> None:
+    X, y = _rare_class_rows(600)
+    w = np.where(np.arange(len(y)) % 3 == 0, 0.0, 1.0).astype(np.float32)
+    kept = w > 0
+    zero = CLASSIFIERS[name](class_weight="balanced").fit(X, y, sample_weight=w)
+    absent = CLASSIFIERS[name](class_weight="balanced").fit(X[kept], y[kept])
+    np.testing.assert_allclose(zero.class_weight_, absent.class_weight_, rtol=1e-12)
+    np.testing.assert_allclose(
+        zero.class_weight_,
+        compute_class_weight("balanced", classes=np.unique(y), y=y, sample_weight=w))
+
+
 @pytest.mark.parametrize("bad, words", [({"nope": 2.0}, "not among the classes"),
                                         ({"common": 0, "middle": 0, "rare": 0}, "factor 0"),
                                         ({"rare": -1.0}, "finite non-negative"),

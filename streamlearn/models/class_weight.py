@@ -3,11 +3,13 @@
 A classifier's ``class_weight`` is None (every class 1), a dict from label to factor (labels
 left out keep 1), or ``"balanced"``: ``n / (k n_c)`` for class ``c`` with ``n_c`` of the
 ``n`` rows and ``k`` classes, so that every class weighs the same in the loss and the total
-weight stays ``n`` (scikit-learn's ``compute_class_weight``). ``fit`` multiplies every
-row's sample weight by its class's factor as the rows are read
-(:meth:`~streamlearn.data.Dataset.with_class_weight`); ``"balanced"`` counts the classes
-first, by one scan of the target column alone. ``partial_fit`` takes a dict (a stream's
-class counts are not known at its first chunk) and multiplies the chunk's weights by it.
+weight stays ``n`` (scikit-learn's ``compute_class_weight``). With sample weights, ``n_c``
+and ``n`` are sums of the weights, as scikit-learn counts them: a row of weight 0 counts
+as no row, one of weight 2 as two. ``fit`` multiplies every row's sample weight by its
+class's factor as the rows are read (:meth:`~streamlearn.data.Dataset.with_class_weight`);
+``"balanced"`` counts the classes first, by one scan of the target and weight columns
+alone. ``partial_fit`` takes a dict (a stream's class counts are not known at its first
+chunk) and multiplies the chunk's weights by it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.nd
     classes : ndarray
         The sorted labels.
     counts : ndarray, optional
-        Rows of each class; needed for ``"balanced"``.
+        Rows (or summed sample weights) of each class; needed for ``"balanced"``.
 
     Raises
     ------
@@ -50,7 +52,8 @@ def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.nd
         counts = np.asarray(counts, dtype=np.float64)
         if (counts <= 0).any():
             empty = [_plain(c) for c in classes[counts <= 0]]
-            raise ValueError(f"class_weight='balanced': classes {empty} have no rows")
+            raise ValueError(f"class_weight='balanced': classes {empty} have no rows of "
+                             "positive weight")
         return counts.sum() / (k * counts)
     factors = np.ones(k)
     listed = [_plain(c) for c in classes.tolist()]
@@ -79,24 +82,32 @@ def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.nd
 
 
 def class_counts(dataset: Dataset) -> np.ndarray:
-    """Rows of each class of ``dataset`` (in the order of its ``classes``), by one scan of
-    its target column (nothing else is read)."""
+    """Rows of each class of ``dataset`` (in the order of its ``classes``), or with a weight
+    column their summed weights (float64), by one scan of its target and weight columns
+    (nothing else is read).
+
+    A weight that is negative or not finite counts as 0 here: reading the rows refuses
+    it, naming the row."""
     assert dataset.target is not None and dataset.classes is not None
     classes = dataset.classes
-    counts = np.zeros(len(classes), dtype=np.int64)
+    counts = np.zeros(len(classes), dtype=np.float64)
     for i in range(len(dataset.source.pieces)):
-        values, n = np.unique(np.asarray(dataset.source.read_target(i, dataset.target)),
-                              return_counts=True)
-        found = np.searchsorted(classes, values)
+        labels = np.asarray(dataset.source.read_target(i, dataset.target))
+        found = np.searchsorted(classes, labels)
         inside = found < len(classes)
-        inside[inside] &= classes[found[inside]] == values[inside]
-        np.add.at(counts, found[inside], n[inside])
+        inside[inside] &= classes[found[inside]] == labels[inside]
+        if dataset.weight is None:
+            weight = np.ones(inside.sum())
+        else:
+            w = np.asarray(dataset.source.read_target(i, dataset.weight), dtype=np.float64)
+            weight = np.where(np.isfinite(w) & (w > 0), w, 0.0)[inside]
+        counts += np.bincount(found[inside], weights=weight, minlength=len(classes))
     return counts
 
 
 def balanced_factors(dataset: Dataset) -> dict[Any, float]:
     """``class_weight="balanced"`` of ``dataset`` as the dict ``partial_fit`` takes: label ->
-    ``n / (k n_c)``, from one scan of its target column (:func:`class_counts`)."""
+    ``n / (k n_c)``, from one scan of its target and weight columns (:func:`class_counts`)."""
     assert dataset.classes is not None
     factors = class_factors("balanced", dataset.classes, class_counts(dataset))
     return {_plain(c): float(f) for c, f in zip(dataset.classes.tolist(), factors,
