@@ -386,3 +386,28 @@ def test_passes_count_the_template_and_the_finalists_against_the_whole_data():
             search.fit(data)
         assert search.lane_template_ is not None
         assert search.n_passes_ == pytest.approx(log.passes_over(data.n_rows), rel=1e-9)
+
+
+def test_a_search_is_the_kind_of_its_estimator_and_scores_by_its_scoring():
+    from sklearn.base import is_classifier, is_regressor
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, check_cv
+
+    from streamlearn.models import SuperSparseRegressor
+
+    X, y = additive_problem(2000, n_features=6, seed=5)
+    classifier = StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.1, 10.0]})
+    assert is_classifier(classifier) and not is_regressor(classifier)
+    # cross_val_score's folds: stratified for a classifier, as for GridSearchCV
+    assert isinstance(check_cv(3, y, classifier=is_classifier(classifier)),
+                      StratifiedKFold)
+    regressor = StreamSearchCV(SuperSparseRegressor(), {"n_prototypes": [5, 10]})
+    assert is_regressor(regressor) and not is_classifier(regressor)
+
+    search = StreamSearchCV(AdditiveSVC(progress=False, tol=None, epochs=2),
+                            {"C": [0.1, 10.0]}, scoring="roc_auc", random_state=0,
+                            final_rung="partial_fit").fit(X[:1500], y[:1500])
+    auc = roc_auc_score(y[1500:], search.best_estimator_.decision_function(X[1500:]))
+    assert search.score(X[1500:], y[1500:]) == pytest.approx(auc)
+    np.testing.assert_allclose(search.predict_log_proba(X[1500:]),
+                               np.log(search.predict_proba(X[1500:])))

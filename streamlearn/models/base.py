@@ -757,6 +757,21 @@ class ClassifierScore(ClassifierMixin):
         tags.classifier_tags.multi_class = not self._two_classes_only
         return tags
 
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n, n_classes), columns in the order of ``classes_``
+        """
+        proba = self.predict_proba(X)  # type: ignore[attr-defined]
+        with np.errstate(divide="ignore"):
+            return np.log(proba)
+
     def score(self, data: Any, y: Any = None, *, sample_weight: Any = None,
               engine: Any = None) -> float:
         """Accuracy on in-memory rows, or streamed over a dataset.

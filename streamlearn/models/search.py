@@ -46,6 +46,7 @@ kept in memory for scoring, and skipped by the training passes.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -57,6 +58,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
+from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
@@ -75,6 +77,18 @@ MIN_RESOURCE = 10_000
 SLICE_ROWS = 4_096
 #: Training rows the lane template is fitted on at most (whole blocks drawn at random).
 TEMPLATE_ROWS = 100_000
+
+
+class HasPartialFit(HasMethods):
+    """``partial_fit`` on the estimator's class: a model may offer it on an instance only
+    once fitted (``AdditiveSVC(interactions=k)``), and a search trains its lanes from the
+    lane template's pairs."""
+
+    def __init__(self) -> None:
+        super().__init__(["partial_fit"])
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return callable(getattr(type(val), "partial_fit", None))
 
 
 def _best_has(name: str) -> Any:
@@ -336,7 +350,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
-        "estimator": [HasMethods(["partial_fit"])],
+        "estimator": [HasPartialFit()],
         "param_grid": [dict, list],
         "epochs": [Interval(Integral, 1, None, closed="left")],
         "factor": [Interval(Integral, 2, None, closed="left")],
@@ -666,6 +680,19 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_rounds_ = len(race.scores)
         self.n_validation_ = validation.n_rows
 
+    def __sklearn_tags__(self) -> Any:
+        """The tuned estimator's kind, as scikit-learn's searches report it: a search over a
+        classifier is a classifier (stratified folds in ``cross_val_score``, accepted by
+        ``VotingClassifier``), over a regressor a regressor."""
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
+        tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        return tags
+
     # -- prediction ---------------------------------------------------------------------------
     def _check_fitted(self) -> None:
         from sklearn.utils.validation import check_is_fitted
@@ -684,6 +711,12 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self._check_fitted()
         return self.best_estimator_.predict_proba(X)
 
+    @available_if(_best_has("predict_log_proba"))
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Log class probabilities of ``best_estimator_``."""
+        self._check_fitted()
+        return self.best_estimator_.predict_log_proba(X)
+
     @available_if(_best_has("decision_function"))
     def decision_function(self, X: Any) -> np.ndarray:
         """Decision function of ``best_estimator_``."""
@@ -691,9 +724,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self.best_estimator_.decision_function(X)
 
     def score(self, X: Any, y: Any = None, **kwargs: Any) -> float:
-        """``best_estimator_``'s score."""
+        """``best_estimator_`` scored by ``scoring``, the rule the search ranked by (its own
+        ``score`` when ``scoring`` is None); ``kwargs`` (``sample_weight``) go to it."""
         self._check_fitted()
-        return float(self.best_estimator_.score(X, y, **kwargs))
+        return float(self.scorer_(self.best_estimator_, X, y, **kwargs))
 
 
 def _passes_of(estimator: Any, share: float = 1.0) -> float:
