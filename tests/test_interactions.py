@@ -702,8 +702,15 @@ def test_bad_interactions_are_refused_clearly(params, error, match) -> None:
 
 def test_partial_fit_refuses_to_screen_pairs() -> None:
     X, y = _planted(300, seed=11)
-    with pytest.raises(ValueError, match="partial_fit screens no pairs"):
-        AdditiveSVC(interactions=2).partial_fit(X, y)
+    model = AdditiveSVC(interactions=2, epochs=1, tol=None)
+    assert not hasattr(model, "partial_fit")  # scikit-learn's tools ask before calling
+    with pytest.raises(AttributeError, match="partial_fit") as raised:
+        model.partial_fit(X, y)
+    assert "screens no pairs" in str(raised.value.__cause__)  # the reason, in the traceback
+    model.fit(X, y)  # fitted, it goes on with the pairs it screened
+    before = model.decision_function(X)
+    model.partial_fit(X, y)
+    assert model.interactions_ and not np.array_equal(model.decision_function(X), before)
 
 
 def test_partial_fit_trains_the_pairs_it_is_given() -> None:

@@ -117,9 +117,12 @@ def test_refused_before_reading(params, message, monkeypatch):
     read = []
     monkeypatch.setattr("streamlearn.data.dataset.Dataset._sparse_chunk",
                         lambda *a, **k: read.append(1))
+    model = AdditiveSVC(**params)
+    assert not model.__sklearn_tags__().input_tags.sparse
     with pytest.raises(ValueError, match=message):
-        AdditiveSVC(**params).fit(M, y)
+        model.fit(M, y)
     assert not read
+    assert AdditiveSVC().__sklearn_tags__().input_tags.sparse
 
 
 def test_negative_values_need_the_linear_map():

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
@@ -316,8 +317,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         rare class), where two parameters fitted to so few rows would decide the
         predictions.
     calibration_fraction : float
-        Share of the rows held out from training for calibration, chosen by a hash of the
-        row id (the same rows whatever the chunking or order).
+        Share of the rows held out from training for calibration, strictly between 0 and
+        1, chosen by a hash of the row id (the same rows whatever the chunking or order).
     bias_scale : float
         Value of the constant feature whose regularised weight is the bias (0: no bias).
     feature_range : (float, float) or array-like of shape (n_features, 2), optional
@@ -546,7 +547,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "seeded random order and calibration rows are chosen by a hash of their row id, "
         "so a repeated row is not the same as a doubled weight")
 
-    _accepts_sparse: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         "embedding": [StrOptions(set(EMBEDDINGS))],
         "degree": [Interval(Integral, 1, 3, closed="both")],
@@ -568,7 +568,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         "average": ["boolean"],
         "online": ["boolean"],
         "calibrate": ["boolean"],
-        "calibration_fraction": [Interval(Real, 0, 1, closed="both")],
+        "calibration_fraction": [Interval(Real, 0, 1, closed="neither")],
         "bias_scale": [Interval(Real, 0, None, closed="left")],
         "feature_range": ["array-like", None],
         "interactions": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"}),
@@ -653,9 +653,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if self.solver == "pegasos" and self.loss != "hinge":
             raise ValueError("the pegasos solver minimises the hinge loss; use solver='dcd' "
                              f"for loss={self.loss!r}")
-        if self.calibrate and not 0.0 < self.calibration_fraction < 1.0:
-            raise ValueError("calibration_fraction must lie strictly between 0 and 1, got "
-                             f"{self.calibration_fraction}")
         if self._has_interactions():
             if self.embedding != "bspline":
                 raise ValueError("interactions need embedding='bspline' (pair terms are "
@@ -839,20 +836,30 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         cls = FourierMap if self.embedding == "fourier" else HermiteMap
         return cls(self.n_terms, order, zero_preserving)
 
-    def _check_sparse(self) -> None:
-        """Refuse, before reading, what cannot train on sparse rows in their time."""
+    def _sparse_refusal(self) -> str | None:
+        """Why this setting cannot train on sparse rows in their time, or None."""
         if self.embedding in ("fourier", "hermite"):
-            raise ValueError(f"embedding={self.embedding!r} costs every feature of every row; "
-                             "sparse rows train with embedding='bspline' or 'linear'")
+            return (f"embedding={self.embedding!r} costs every feature of every row; "
+                    "sparse rows train with embedding='bspline' or 'linear'")
         if self.embedding == "bspline" and not self._zero_preserving(True):
-            raise ValueError("zero_preserving=False costs every feature of every row; sparse "
-                             "rows train with zero_preserving=True or 'auto'")
+            return ("zero_preserving=False costs every feature of every row; sparse "
+                    "rows train with zero_preserving=True or 'auto'")
         if self._has_interactions():
-            raise ValueError("pair terms are not zero where a feature is: sparse rows train "
-                             "without interactions (interactions=0 or 'auto')")
+            return ("pair terms are not zero where a feature is: sparse rows train "
+                    "without interactions (interactions=0 or 'auto')")
         if not self.online:
-            raise ValueError("online=False materialises the embedding densely; sparse rows "
-                             "train with online=True")
+            return ("online=False materialises the embedding densely; sparse rows "
+                    "train with online=True")
+        return None
+
+    @property
+    def _accepts_sparse(self) -> bool:  # type: ignore[override]
+        """Whether this setting trains on sparse rows (scikit-learn's ``sparse`` tag)."""
+        return self._sparse_refusal() is None
+
+    def _refuse_sparse(self, description: str) -> None:
+        """Refuse, before reading, what cannot train on sparse rows in their time."""
+        raise ValueError(f"{description} holds sparse rows: {self._sparse_refusal()}")
 
     def _given_range(self, n_features: int) -> tuple[np.ndarray, np.ndarray] | None:
         """``feature_range`` as ``(lo, hi)`` arrays of shape (n_features,), or None."""
@@ -954,8 +961,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return fraction
 
     def _run_driver(self, runner: Any, dataset: Any, seed: int) -> additive_solver.AdditiveFit:
-        if dataset.is_sparse:
-            self._check_sparse()
         feature_map = self._make_map(bool(dataset.categories), sparse=dataset.is_sparse,
                                      categories=dataset.categories)
         screen = most = 0
@@ -1062,6 +1067,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         else:
             self.__dict__.pop("dcd_centre_", None)
 
+    def _continues_online(self) -> bool:
+        """Whether :meth:`partial_fit` can start or go on: a count of pairs to screen
+        (``interactions=k``) leaves only the continuation of a fitted model, and the
+        method is absent (an ``AttributeError`` that says why) until ``fit``."""
+        if (self.is_fitted or not self._has_interactions()
+                or isinstance(self.interactions, list | tuple)):
+            return True
+        raise AttributeError("partial_fit screens no pairs: pair terms come from fit's "
+                             "screening pass (interactions=k) or are given as a list of "
+                             "feature pairs; set interactions=0 or a list, or use fit")
+
+    @available_if(_continues_online)
     def partial_fit(self, X: Any, y: Any, classes: Any = None,
                     sample_weight: Any = None) -> AdditiveSVC:
         """One PEGASOS pass over one chunk of in-memory rows.
@@ -1111,11 +1128,6 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if sparse_rows_of(X, None, type(self).__name__) is not None:
             raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
                             "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
-        if (not self.is_fitted and self._has_interactions()
-                and not isinstance(self.interactions, list | tuple)):
-            raise ValueError("partial_fit screens no pairs: pair terms come from fit's "
-                             "screening pass (interactions=k) or are given as a list of "
-                             "feature pairs; set interactions=0 or a list, or use fit")
         if not self.is_fitted:
             self._start_partial_fit(X, y, classes, sample_weight)
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):

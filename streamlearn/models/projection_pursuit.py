@@ -310,7 +310,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         **_SEARCH_CONSTRAINTS,
         "n_terms": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "n_bases": [Interval(Integral, 1, None, closed="left")],
+        "n_bases": [Interval(Integral, PENALTY_ORDER + 1, None, closed="left")],
         "smoothing": [Interval(Real, 0, np.inf, closed="left")],
         "degree": [Interval(Integral, 1, 3, closed="both")],
         "backfit": ["boolean"],

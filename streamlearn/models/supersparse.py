@@ -824,7 +824,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         As :meth:`SuperSparseRegressor.partial_fit`, on targets ``+1`` (``classes_[1]``) and
         ``-1`` (``classes_[0]``), or with more classes one column per class (``+1`` for the
         row's class, ``-1`` for the others). The first call fixes the classes: ``classes``
-        when given, else the labels of its ``y`` (which must then hold them all). A model made by
+        when given, else the two labels of its ``y`` (with more, ``classes`` is required, as
+        scikit-learn's ``SGDClassifier`` requires it on every first call). A model made by
         :meth:`reduce` cannot be continued: its targets are another model's decision
         values on rows it has already seen, not labels.
 
@@ -833,7 +834,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         X : array-like of shape (n, n_features)
         y : array-like of shape (n,)
         classes : array-like of shape (n_classes,), optional
-            Every label; needed on the first call when its ``y`` lacks some.
+            Every label; needed on the first call unless its ``y`` holds exactly two.
         sample_weight : array-like of shape (n,), optional
 
         Returns
@@ -849,6 +850,9 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         if not hasattr(self, "prototypes_"):
             known = sorted_classes(classes if classes is not None else y)
             _several_classes(known)
+            if classes is None and len(known) > 2:
+                raise LabelError(f"y has {len(known)} classes: pass classes=[...] with all "
+                                 "labels on the first call to partial_fit")
         else:
             known = self.classes_
             if classes is not None and not np.array_equal(sorted_classes(classes), known):
