@@ -193,6 +193,33 @@ def test_checkpoint_of_other_rows_of_the_same_shape_is_an_error(tmp_path: Path) 
     assert open_dataset(changed, target=y).content_digest() != same.content_digest()
 
 
+def test_a_file_named_another_way_resumes_and_a_running_fit_holds_the_directory(
+        tmp_path: Path, monkeypatch) -> None:
+    import pandas as pd
+
+    from streamlearn.engine.checkpoint import _lock
+
+    X, y = _problem()
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(label=y)
+    frame.to_parquet(tmp_path / "train.parquet")
+    monkeypatch.chdir(tmp_path)
+    model = AdditiveSVC(**_params("pegasos")).fit("train.parquet", "label", checkpoint="c")
+    for spelling in ("./train.parquet", str(tmp_path / "train.parquet"),
+                     f"file://{tmp_path / 'train.parquet'}"):
+        again = AdditiveSVC(**_params("pegasos")).fit(
+            spelling, "label", engine=_crashing_engine(1), checkpoint="c")  # replayed
+        _assert_same_model(again, model)
+    # a fit in progress holds the directory: a second one stops, naming why
+    held = _lock(tmp_path / "c")  # as a running fit's Checkpoint holds it
+    (tmp_path / "c" / ".progress.zip.abc.tmp").write_bytes(b"a write in progress")
+    with pytest.raises(CheckpointError, match="in use by another fit"):
+        AdditiveSVC(**_params("pegasos")).fit("train.parquet", "label", checkpoint="c")
+    assert (tmp_path / "c" / ".progress.zip.abc.tmp").exists()  # not taken for stale
+    held.close()
+    AdditiveSVC(**_params("pegasos")).fit("train.parquet", "label", checkpoint="c")
+    assert not (tmp_path / "c" / ".progress.zip.abc.tmp").exists()
+
+
 def test_damaged_checkpoint_is_an_error(tmp_path: Path) -> None:
     X, y = _problem()
     AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=tmp_path / "c")

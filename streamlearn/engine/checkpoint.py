@@ -23,9 +23,12 @@ old one, so a crash, even in the middle of a write, leaves the previous checkpoi
 
 A checkpoint records a fingerprint of the model's hyper-parameters, the dataset's schema and
 row count, the engine and the chunk size; using it for another fit is an error that names
-what differs. States and results (nested dataclasses, dicts, lists, tuples, numpy arrays
-and scalars, streamlearn objects) are stored as JSON plus ``.npy`` arrays, never pickle;
-objects are rebuilt only from classes defined in streamlearn.
+what differs (a local file named another way, ``./a.parquet`` for ``a.parquet`` or an
+absolute path, is the same data). A fit holds a lock on the directory while it runs, so a
+second fit started on it meanwhile stops with a ``CheckpointError`` instead of writing
+over the first one's files. States and results (nested dataclasses, dicts, lists, tuples,
+numpy arrays and scalars, streamlearn objects) are stored as JSON plus ``.npy`` arrays,
+never pickle; objects are rebuilt only from classes defined in streamlearn.
 
 Recipe for a model: give ``fit`` the arguments ``checkpoint=None,
 checkpoint_every=DEFAULT_EVERY`` and wrap the engine, once the dataset is open::
@@ -71,6 +74,8 @@ COPY_ROWS = 1 << 16
 #: Hyper-parameters that do not change what a fit computes.
 UNFINGERPRINTED = ("engine", "progress")
 PROGRESS_FILE = "progress.zip"
+#: Held (``flock``) by the fit using the directory, so that a second fit on it stops.
+LOCK_FILE = ".lock"
 
 
 #: Values of pass states and results to and from JSON trees plus arrays, as checkpoints store them.
@@ -178,6 +183,42 @@ def fit_fingerprint(model: Any, dataset: Dataset, engine: Any) -> dict[str, Any]
     }
 
 
+def _local_path_form(description: str) -> str:
+    """A source's description with a local path written one way (resolved, without a
+    ``file://`` scheme), so that spellings of the same file agree; anything else as it is."""
+    text = description.removeprefix("file://")
+    if "://" in text or not os.path.exists(text):
+        return description
+    return os.path.realpath(text)
+
+
+def _comparable(fingerprint: Any) -> Any:
+    """``fingerprint`` with its data source in :func:`_local_path_form`."""
+    data = fingerprint.get("data") if isinstance(fingerprint, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("source"), str):
+        return fingerprint
+    return {**fingerprint, "data": {**data, "source": _local_path_form(data["source"])}}
+
+
+def _lock(path: Path) -> Any:
+    """The directory's lock file, locked (``flock``) until it is closed; a
+    :class:`~streamlearn.errors.CheckpointError` when a running fit holds it. None where
+    the platform has no ``flock``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    handle = open(path / LOCK_FILE, "a")  # held until released
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise CheckpointError(f"checkpoint {path} is in use by another fit that is still "
+                              "running; wait for it to end, or give another checkpoint "
+                              "path") from None
+    return handle
+
+
 def _differences(stored: Any, now: Any, where: str = "") -> list[str]:
     if isinstance(stored, dict) and isinstance(now, dict):
         out = []
@@ -204,18 +245,32 @@ class Checkpoint:
         if self.path.exists() and not self.path.is_dir():
             raise CheckpointError(f"checkpoint path {self.path} is a file; give a directory")
         (self.path / "calls").mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.path)
+        if self._lock is not None:
+            weakref.finalize(self, self._lock.close)
         for stale in [*self.path.glob(".*.tmp"), *(self.path / "calls").glob(".*.tmp")]:
             stale.unlink(missing_ok=True)  # left by a write that was interrupted
         self.fingerprint = json.loads(json.dumps(fingerprint))
         self.header: dict[str, Any] | None = None
         self.arrays: dict[str, np.ndarray] = {}
         if self.progress_file.exists():
-            self.header, self.arrays = _read_bundle(self.progress_file)
-            diff = _differences(self.header.get("fingerprint"), self.fingerprint)
-            if diff:
-                raise CheckpointError(
-                    f"checkpoint {self.path} was written by another fit ("
-                    + "; ".join(diff[:5]) + "); delete it or give another checkpoint path")
+            try:
+                self.header, self.arrays = _read_bundle(self.progress_file)
+                diff = _differences(_comparable(self.header.get("fingerprint")),
+                                    _comparable(self.fingerprint))
+                if diff:
+                    raise CheckpointError(
+                        f"checkpoint {self.path} was written by another fit ("
+                        + "; ".join(diff[:5]) + "); delete it or give another checkpoint "
+                        "path")
+            except BaseException:
+                self.release()
+                raise
+
+    def release(self) -> None:
+        """Let another fit use the directory (the fit using it has ended)."""
+        if self._lock is not None:
+            self._lock.close()
 
     @property
     def progress_file(self) -> Path:
@@ -366,6 +421,10 @@ class CheckpointedRunner(EngineBase):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.engine, name)
+
+    def release_checkpoint(self) -> None:
+        """The fit has ended: another may use the checkpoint directory."""
+        self.checkpoint.release()
 
     def __repr__(self) -> str:
         return f"CheckpointedRunner({self.engine!r}, {str(self.checkpoint.path)!r})"

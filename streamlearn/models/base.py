@@ -30,7 +30,7 @@ from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite
 from streamlearn.engine.accounting import recording
-from streamlearn.engine.checkpoint import checkpointed
+from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
 from streamlearn.models.class_weight import class_factors, class_weighted, partial_fit_weights
@@ -313,8 +313,12 @@ class StreamEstimator(BaseEstimator):
                 and dataset.task == "classification"):
             dataset, factors = class_weighted(dataset, class_weight)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        with recording() as passes:
-            fitted = self._run_driver(runner, dataset, self._seed(), **options)
+        try:
+            with recording() as passes:
+                fitted = self._run_driver(runner, dataset, self._seed(), **options)
+        finally:
+            if isinstance(runner, CheckpointedRunner):
+                runner.release_checkpoint()
         self.n_passes_ = float(passes.passes_over(dataset.n_rows))
         self.bytes_read_ = int(passes.bytes_read)
         self.feature_names_in_ = (dataset.feature_names if dataset.is_sparse
