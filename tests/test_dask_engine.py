@@ -445,3 +445,15 @@ def test_dask_collections_of_uneven_blocks_fit_on_the_cluster_they_compute_on(cl
     local = ShareBoostClassifier(**params).fit(X, y)
     np.testing.assert_allclose(on_cluster.decision_function(X), local.decision_function(X),
                                rtol=1e-9, atol=1e-9)
+
+
+def test_a_closed_client_is_an_engine_error_for_data_met_before(tmp_path, ref):
+    cluster = local_cluster(1)
+    own = Client(cluster, set_as_default=False)
+    engine = _engine(own)
+    dataset = sl.open_dataset(write_parquet_dir(ref.frame, tmp_path / "p"), target="label")
+    model = AdditiveSVC(epochs=1, tol=None).fit(dataset, engine=engine)
+    own.close()
+    cluster.close()
+    with pytest.raises(EngineError, match="client of this engine is closed"):
+        model.score(dataset, engine=engine)  # its layout is known: no call asked the client

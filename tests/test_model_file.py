@@ -128,3 +128,34 @@ def test_a_file_written_before_a_rename_loads_under_the_new_name(tmp_path: Path)
     np.testing.assert_array_equal(loaded.dual_coef_, model.dual_coef_)
     assert "coef_" not in vars(loaded)
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def _rewritten(path: Path, out: Path, edit) -> Path:
+    header, arrays = read_model_file(path)
+    edit(header)
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("metadata.json", json.dumps(header))
+        for name, a in arrays.items():
+            with zf.open(f"arrays/{name}.npy", "w") as fh:
+                np.lib.format.write_array(fh, a)
+    return out
+
+
+def test_damaged_metadata_and_bad_parameters_are_model_file_errors(tmp_path: Path) -> None:
+    from streamlearn.models import SuperSparseClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    model = SuperSparseClassifier(n_prototypes=4, max_iter=3).fit(X, X[:, 0] > 0)
+    path = save_model(model, tmp_path / "m.slm")
+
+    def listed_as_a_list(header):
+        header["arrays"] = []
+
+    def bad_parameter(header):
+        header["metadata"]["params"]["n_prototypes"] = "many"
+
+    with pytest.raises(ModelFileError, match="list of arrays"):
+        read_model_file(_rewritten(path, tmp_path / "a.slm", listed_as_a_list))
+    with pytest.raises(ModelFileError, match="n_prototypes"):
+        load_model(_rewritten(path, tmp_path / "b.slm", bad_parameter))

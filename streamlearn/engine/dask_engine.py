@@ -269,10 +269,14 @@ class DaskEngine(EngineBase):
     @property
     def n_threads(self) -> int:
         """Worker threads of the cluster now."""
+        self._check_open()
+        return int(sum(self.client.nthreads().values()))
+
+    def _check_open(self) -> None:
+        """An ``EngineError`` when the client was closed."""
         if getattr(self.client, "status", None) in ("closing", "closed"):
             raise EngineError(f"the dask client of this engine is {self.client.status}; "
                               "give the engine (or the model) an open Client")
-        return int(sum(self.client.nthreads().values()))
 
     def partitions(self, dataset: Dataset, *, rows: tuple[int, int] | None = None,
                    chunk_rows: int | None = None) -> list[tuple[int, int]]:
@@ -339,6 +343,7 @@ class DaskEngine(EngineBase):
         :func:`~streamlearn.engine.accounting.recording`); its rows and bytes are those the
         partition tasks report with their states, summed by the merge tasks.
         """
+        self._check_open()  # a layout known from before asks the client nothing
         dataset = data if isinstance(data, Dataset) else open_dataset(data)
         dataset.classes  # noqa: B018 - resolved once here, not by every task
         size = int(self.chunk_rows or dataset.chunk_rows)

@@ -164,8 +164,14 @@ def read_model_file(
                     f"({__version__}) reads version {FORMAT_VERSION}. It was written by "
                     f"streamlearn {header.get('streamlearn_version', '?')}"
                 )
+            listed = header.get("arrays", {})
+            if not isinstance(listed, dict) or not all(
+                    isinstance(name, str) and isinstance(digest, str)
+                    for name, digest in listed.items()):
+                raise ModelFileError(f"{path} has damaged metadata: its list of arrays is "
+                                     f"not a mapping of names to checksums")
             arrays: dict[str, np.ndarray] = {}
-            for name, digest in header.get("arrays", {}).items():
+            for name, digest in listed.items():
                 member = f"arrays/{name}.npy"
                 if member not in names:
                     raise ModelFileError(f"{path} is truncated: array {name!r} is missing")
@@ -216,6 +222,13 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
                    for name, value in metadata["learned"].items()}
     except (TypeError, KeyError, AttributeError) as exc:
         raise ModelFileError(f"{path} has unreadable model metadata ({exc})") from exc
+    validate = getattr(model, "_validate_params", None)  # scikit-learn's constraints
+    if validate is not None and hasattr(model, "_parameter_constraints"):
+        try:
+            validate()
+        except ValueError as exc:  # InvalidParameterError
+            raise ModelFileError(f"{path} holds a parameter that {name} does not take "
+                                 f"({exc})") from exc
     renamed = getattr(cls, "_renamed_attributes", {})
     for name, value in learned.items():  # a file written before a rename: the name now
         setattr(model, renamed.get(name, name), value)
