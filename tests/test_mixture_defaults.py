@@ -11,17 +11,15 @@ from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import LocalEngine
-from streamlearn.features.tail_transform import TailTransform
+from streamlearn.features.tail_transform import SQUEEZE_RATIO, TailTransform, squeezing_tails
 from streamlearn.models.mixture import MixtureSVC
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture.driver import (
     LINEAR_GAP_TOL,
-    SQUEEZE_RATIO,
     TAU_FACTOR,
     default_components,
     default_nu,
     gating_scale,
-    squeezing_tails,
 )
 from streamlearn.solvers.mixture.passes import FeatureMomentsPass
 
@@ -121,14 +119,14 @@ def test_only_features_whose_standardisation_squeezes_them_are_mapped() -> None:
         X, target=np.arange(5000) % 2, chunk_rows=1000))
     transform = TailTransform.from_description(X, X.min(axis=0), X.max(axis=0))
     assert transform is not None and transform.features.tolist() == [0, 1, 2]
-    kept = squeezing_tails(transform, X, moments)
+    kept = squeezing_tails(transform, X, np.sqrt(moments.m2 / moments.count))
     # numpy: standard deviation against the interquartile range over 1.349
     q1, q3 = np.quantile(X.astype(np.float64), [0.25, 0.75], axis=0)
     ratio = X.astype(np.float64).std(axis=0) / ((q3 - q1) / 1.349)
     assert ratio[1] < SQUEEZE_RATIO < min(ratio[0], ratio[2])
     assert kept.features.tolist() == [0, 2]
     np.testing.assert_array_equal(kept.scale, transform.scale[[0, 2]])
-    assert squeezing_tails(None, X, moments) is None
+    assert squeezing_tails(None, X, np.sqrt(moments.m2 / moments.count)) is None
 
 
 def test_constant_feature_is_ignored_not_divided_by_zero() -> None:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -181,6 +182,7 @@ class _SuperSparse(StreamEstimator):
         "similarity_gradient": [callable, None],
         "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
         "standardize": ["boolean"],
+        "spread_tails": ["boolean"],
         "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "coef": [StrOptions(set(COEFS))],
         "step": [Interval(Real, 0, None, closed="neither")],
@@ -206,6 +208,7 @@ class _SuperSparse(StreamEstimator):
         similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
         gamma: float | str = "auto",
         standardize: bool = True,
+        spread_tails: bool = True,
         lam: float | str = "auto",
         coef: str = "ridge",
         step: float = 1.0,
@@ -227,6 +230,7 @@ class _SuperSparse(StreamEstimator):
         self.similarity_gradient = similarity_gradient
         self.gamma = gamma
         self.standardize = standardize
+        self.spread_tails = spread_tails
         self.lam = lam
         self.coef = coef
         self.step = step
@@ -300,6 +304,7 @@ class _SuperSparse(StreamEstimator):
             teacher=teacher,
             n_classes=int(n_classes),
             owner=type(self).__name__,
+            spread_tails=bool(self.spread_tails) and rbf,
         )
 
     # -- training ---------------------------------------------------------------------------
@@ -317,12 +322,21 @@ class _SuperSparse(StreamEstimator):
                                self._config(mode, dataset.n_rows, teacher, n_classes), seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
-        # prototypes in the features' own units; the fit's are standardised (RBF)
+        # prototypes in the features' own units; the fit's are standardised (RBF), of the
+        # features as mapped by feature_transform_ (spread_tails)
         std = fitted.standardiser
         self.shift_ = None if std is None else std.shift
         self.scale_ = None if std is None else std.scale
-        self.prototypes_ = (fitted.prototypes if std is None
-                            else fitted.prototypes * std.scale + std.shift)
+        prototypes = (fitted.prototypes if std is None
+                      else fitted.prototypes * std.scale + std.shift)
+        transform = fitted.feature_transform
+        if transform is None:
+            self.__dict__.pop("feature_transform_", None)
+        else:
+            self.feature_transform_ = transform
+            prototypes = np.column_stack([transform.inverse(prototypes[:, j], j)
+                                          for j in range(prototypes.shape[1])])
+        self.prototypes_ = prototypes
         if fitted.coef.shape[1] == 1:  # one output: beta of shape (p,), a float intercept
             self.dual_coef_ = np.ascontiguousarray(fitted.coef[:, 0])
             self.intercept_ = float(fitted.intercept[0])
@@ -348,9 +362,24 @@ class _SuperSparse(StreamEstimator):
         return Standardiser(np.asarray(shift, dtype=np.float64),
                             np.asarray(scale, dtype=np.float64))
 
+    def _mapped_prototypes(self) -> np.ndarray:
+        """The prototypes as ``feature_transform_`` maps the rows (``prototypes_`` itself
+        without one), float64."""
+        transform = getattr(self, "feature_transform_", None)
+        C = np.array(self.prototypes_, dtype=np.float64)
+        return C if transform is None else transform.apply_bounds(C)
+
+    def _mapped_rows(self, values: np.ndarray | SparseRows) -> np.ndarray | SparseRows:
+        """Checked rows as the fit read them: through ``feature_transform_``."""
+        transform = getattr(self, "feature_transform_", None)
+        if transform is None:
+            return values
+        dense = values.toarray() if isinstance(values, SparseRows) else values
+        return transform.apply(dense)
+
     def _fit_prototypes(self) -> np.ndarray:
         """The prototypes in the units the similarity is computed in."""
-        C = np.array(self.prototypes_, dtype=np.float64)
+        C = self._mapped_prototypes()
         std = self._standardiser()
         return C if std is None else (C - std.shift) / std.scale
 
@@ -368,7 +397,8 @@ class _SuperSparse(StreamEstimator):
                               intercept, self.objective_, self.objective_path_,
                               int(self.n_iter_), self.selection_path_, self.gamma_,
                               None if std is None else std.shift,
-                              None if std is None else std.scale, self._fitted_lam())
+                              None if std is None else std.scale, self._fitted_lam(),
+                              feature_transform=getattr(self, "feature_transform_", None))
 
     def _fitted_lam(self) -> float:
         """The penalty the fitted model used (``lam_``; ``lam`` itself for a model fitted
@@ -393,10 +423,12 @@ class _SuperSparse(StreamEstimator):
             self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
         else:
             start = self._fitted()
+            X = np.ascontiguousarray(self._mapped_rows(X))  # as the fit read its rows
             if not hasattr(self, "partial_fit_step_"):  # continuing a fit
                 self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
-        self._set_fitted(online_pass(start, X, t, weight, config, self.partial_fit_step_,
-                                     self.chunk_rows))
+        self._set_fitted(replace(
+            online_pass(start, X, t, weight, config, self.partial_fit_step_, self.chunk_rows),
+            feature_transform=start.feature_transform))
 
     def _partial_fit_inputs(self, X: Any, y: Any, sample_weight: Any,
                             task: str) -> tuple[np.ndarray, np.ndarray]:
@@ -461,8 +493,8 @@ class _SuperSparse(StreamEstimator):
         beta, intercept = self._outputs()
         # with a standardiser (RBF), the standardised distance from the raw rows and
         # prototypes: no standardised copy of the rows
-        C = (self._fit_prototypes() if std is None
-             else np.asarray(self.prototypes_, dtype=np.float64))
+        C = self._fit_prototypes() if std is None else self._mapped_prototypes()
+        values = self._mapped_rows(values)
         dense_only = std is None and similarity.function is not None
         out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
@@ -511,6 +543,16 @@ _PARAMS_DOC = """
         :meth:`reduce` shrinks). A caller's similarity always gets the raw features.
         Sparse rows keep their units (``shift_`` 0, ``scale_`` 1; see
         :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`).
+    spread_tails : bool
+        With the RBF on standardised dense rows, map a crowded feature (a heavy tail, far
+        outliers) by ``asinh((x - c) / s)`` before the standardisation, as ``MixtureSVC``
+        does (:class:`~streamlearn.features.tail_transform.TailTransform`'s rule, kept
+        when the feature's standard deviation is above 3 times its robust spread,
+        :func:`~streamlearn.features.tail_transform.squeezing_tails`): standardised as it
+        is, one outlier at a million squeezes every other row of its feature onto one
+        point, and the prototypes and ``gamma`` follow the outlier. One more pass when a
+        feature is mapped. Not for :meth:`reduce` (the teacher scores the rows as they
+        are).
     lam : float or "auto"
         Regularisation ``lam R(beta)`` of eq. 2. ``"auto"`` chooses it on held-out rows
         (``validation_fraction`` of them, by a hash of the row id): the prototypes are
@@ -590,7 +632,10 @@ _PARAMS_DOC = """
         the fit works in).
     shift_, scale_ : ndarray of shape (n_features,) or None
         The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
-        similarity.
+        similarity. Of the mapped features where ``feature_transform_`` maps some.
+    feature_transform_ : TailTransform
+        ``spread_tails``: the crowded features mapped before the standardisation (absent
+        when none was).
     dual_coef_ : ndarray of shape (n_prototypes_,) or (n_classes, n_prototypes_)
         ``beta``, the weight of each prototype's similarity (as an RBF ``SVC``'s
         ``dual_coef_`` weighs its support vectors); a row per class for a classifier of
@@ -762,6 +807,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
         gamma: float | str = "auto",
         standardize: bool = True,
+        spread_tails: bool = True,
         lam: float | str = "auto",
         coef: str = "ridge",
         step: float = 1.0,
@@ -782,7 +828,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         super().__init__(
             n_prototypes=n_prototypes, similarity=similarity,
             similarity_gradient=similarity_gradient, gamma=gamma, standardize=standardize,
-            lam=lam, coef=coef, step=step, max_iter=max_iter, tol=tol, solver=solver,
+            spread_tails=spread_tails, lam=lam, coef=coef, step=step, max_iter=max_iter,
+            tol=tol, solver=solver,
             repulsion=repulsion, repulsion_decay=repulsion_decay, init=init,
             tradeoff=tradeoff, validation_fraction=validation_fraction,
             chunk_rows=chunk_rows, random_state=random_state, engine=engine,

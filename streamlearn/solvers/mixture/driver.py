@@ -8,8 +8,9 @@
    ``spread_tails`` the pass also samples dense rows, and a crowded feature (a heavy
    tail, far outliers) is mapped by ``asinh((x - c) / s)`` first, by the rule of
    :class:`~streamlearn.features.tail_transform.TailTransform`, when its standard
-   deviation is above 3 times its robust spread (:func:`squeezing_tails`; one more pass
-   for the moments of the mapped rows): standardised as it is, one outlier at a million
+   deviation is above 3 times its robust spread
+   (:func:`~streamlearn.features.tail_transform.squeezing_tails`; one more pass for the
+   moments of the mapped rows): standardised as it is, one outlier at a million
    squeezes every other row of its feature onto one point. Sparse rows keep
    their units (:data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`), and every later step
    takes its products over their stored entries;
@@ -57,7 +58,11 @@ from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine.moments import Moments
 from streamlearn.errors import DataError
-from streamlearn.features.tail_transform import TailTransform
+from streamlearn.features.tail_transform import (
+    TAIL_SAMPLE_ROWS,
+    TailTransform,
+    squeezing_tails,
+)
 from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
@@ -87,13 +92,6 @@ from streamlearn.solvers.mixture.passes import (
 )
 
 EM_MODES = ("stochastic", "batch")
-#: Rows sampled by the first describe pass to choose the map of crowded features
-#: (``spread_tails``), as ShareBoost samples them.
-TAIL_SAMPLE_ROWS = 8192
-#: ``spread_tails`` maps a crowded feature whose standard deviation is above this many
-#: times its robust spread (:func:`squeezing_tails`): Student's t(1.5) features 3.6-13,
-#: lognormal(0, 2) ones 13-24, ijcnn1's crowded ones 1.6, exponential ones 1.2-1.3.
-SQUEEZE_RATIO = 3.0
 #: Mini-batch k-means passes of the initialisation.
 KMEANS_EPOCHS = 2
 #: Dual coordinate descent passes that train the initial expert of every cluster.
@@ -487,7 +485,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
         coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
         transform = squeezing_tails(
             TailTransform.from_description(sample, moments.minimum, moments.maximum,
-                                           skip=coded), sample, moments)
+                                           skip=coded), sample,
+            np.sqrt(np.asarray(moments.m2, dtype=np.float64) / max(int(moments.count), 1)))
         if transform is not None:  # standardised as the mapped rows are
             dataset = dataset.with_feature_transform(transform)
             moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
@@ -608,31 +607,6 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                                   max(s.t for s in states), seen, online.calls + 1),
                       model.shift, model.scale, model.nu, model.C, model.validation,
                       model.feature_transform, model.proba_scale, model.proba_rows)
-
-
-def squeezing_tails(transform: TailTransform | None, sample: np.ndarray,
-                    moments: Moments) -> TailTransform | None:
-    """The features of ``transform`` whose standardisation squeezes their middle rows: a
-    standard deviation (from ``moments``) above :data:`SQUEEZE_RATIO` times the robust
-    spread of the sampled rows, their interquartile range over 1.349 (the two agree for a
-    normal feature). None when no feature is left.
-
-    The mixture standardises every feature; a crowded feature whose standard deviation
-    stays near its robust spread (a skewed one, ijcnn1's) keeps its middle half on the
-    scale of a normal feature's, and mapping it only moves the experts' geometry.
-    """
-    if transform is None:
-        return None
-    features = transform.features
-    q1, q3 = np.quantile(np.asarray(sample, dtype=np.float64)[:, features], [0.25, 0.75],
-                         axis=0)
-    robust = (q3 - q1) / 1.349
-    std = np.sqrt(np.asarray(moments.m2, dtype=np.float64)[features]
-                  / max(int(moments.count), 1))
-    keep = (robust > 0) & (std > SQUEEZE_RATIO * robust)
-    if not keep.any():
-        return None
-    return TailTransform(features[keep], transform.centre[keep], transform.scale[keep])
 
 
 def _lane_seed(seed: int, m: int) -> int:

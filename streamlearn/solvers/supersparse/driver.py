@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,11 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError
+from streamlearn.features.tail_transform import (
+    TAIL_SAMPLE_ROWS,
+    TailTransform,
+    squeezing_tails,
+)
 from streamlearn.solvers.calibration import (
     TEMPERATURE_SCALES,
     TemperatureSums,
@@ -71,6 +76,7 @@ from streamlearn.solvers.supersparse.passes import (
     Similarity,
     SplitGramPass,
     SplitGramState,
+    SpreadAndSamplePass,
     TargetRows,
     TeacherScorePass,
     ValidationPass,
@@ -82,6 +88,7 @@ from streamlearn.solvers.supersparse.passes import (
     scale_gamma,
     solve_beta,
     spread_standardiser,
+    spread_std,
     squared_loss,
     standardised_spread,
     weighted_variance,
@@ -141,6 +148,11 @@ class SuperSparseConfig:
         two make a model of one output per class sharing the prototypes.
     owner : str
         Name used in messages.
+    spread_tails : bool
+        Map crowded features (a heavy tail, far outliers) by ``asinh`` before the
+        standardisation, by :func:`~streamlearn.features.tail_transform.squeezing_tails`'s
+        rule (dense rows, the RBF on standardised features, labels or targets as
+        targets; a teacher's decision values are computed on the rows as they are).
     """
 
     grid: tuple[int, ...]
@@ -164,6 +176,7 @@ class SuperSparseConfig:
     teacher: Any = None
     n_classes: int = 2
     owner: str = "SuperSparse"
+    spread_tails: bool = False
 
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
@@ -216,6 +229,9 @@ class SuperSparseFit:
         a reduced model), see :func:`calibrate`.
     proba_rows : {"held-out", "training"} or None
         The rows ``proba_scale`` was chosen on.
+    feature_transform : TailTransform or None
+        The map of crowded features the rows were read through before the
+        standardisation (``spread_tails``); the prototypes are in its units.
     """
 
     prototypes: np.ndarray
@@ -231,6 +247,7 @@ class SuperSparseFit:
     lam: float = float("nan")
     proba_scale: float | None = None
     proba_rows: str | None = None
+    feature_transform: TailTransform | None = None
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -272,10 +289,15 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
                if len(config.grid) > 1 or config.chooses_lam(dataset.n_rows) else None)
     gamma = config.gamma
     std = None
+    transform = None
     standardize = config.similarity is None and config.standardize
     if standardize or isinstance(gamma, str):
-        spread: FeatureSpreadState = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
-                                                description="feature variances")
+        if (standardize and config.spread_tails and config.teacher is None
+                and not dataset.is_sparse):
+            dataset, transform, spread = _spread_tails(runner, dataset, seed)
+        else:
+            spread = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
+                                description="feature variances")
         if standardize:  # the RBF works on standardised features; sparse rows keep their
             std = (Standardiser.identity(dataset.n_features)  # units (kmeans.SPARSE_UNITS)
                    if dataset.is_sparse else spread_standardiser(spread))
@@ -287,10 +309,11 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     k = config.n_classes
     if config.teacher is None:
         offset = target_offset(dataset) if config.target == "regression" else 0.0
-        return _fit_rows(runner, dataset, config,
-                         TargetRows(config.target, None, holdout, False, std, k, offset),
-                         TargetRows(config.target, None, holdout, True, std, k, offset),
-                         seed, gamma)
+        fitted = _fit_rows(runner, dataset, config,
+                           TargetRows(config.target, None, holdout, False, std, k, offset),
+                           TargetRows(config.target, None, holdout, True, std, k, offset),
+                           seed, gamma)
+        return fitted if transform is None else replace(fitted, feature_transform=transform)
     width = None if config.n_outputs == 1 else config.n_outputs
     with ExampleState(dataset.n_rows, width) as scores:
         runner.run(TeacherScorePass(config.teacher, scores), dataset,
@@ -298,6 +321,27 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
         return _fit_rows(runner, dataset, config,
                          TargetRows(config.target, scores, holdout, False, std, k),
                          TargetRows(config.target, scores, holdout, True, std, k), seed, gamma)
+
+
+def _spread_tails(runner: Any, dataset: Dataset, seed: int
+                  ) -> tuple[Dataset, TailTransform | None, FeatureSpreadState]:
+    """``spread_tails``: the dataset read through the map of its crowded features whose
+    standardisation squeezes their middle rows (or as it is), the map, and the spread of
+    the rows as read. One pass, two when a feature is mapped (the spread of the mapped
+    rows)."""
+    spread, lo, hi, sample = runner.run(
+        SpreadAndSamplePass(dataset.n_features, TAIL_SAMPLE_ROWS, seed), dataset,
+        description="feature variances")
+    names = list(dataset.feature_names)
+    coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
+    transform = squeezing_tails(TailTransform.from_description(sample, lo, hi, skip=coded),
+                                sample, spread_std(spread))
+    if transform is None:
+        return dataset, None, spread
+    dataset = dataset.with_feature_transform(transform)
+    spread = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
+                        description="feature variances of the mapped rows")
+    return dataset, transform, spread
 
 
 #: :func:`target_offset` averages the targets of at most this many first rows.

@@ -27,6 +27,7 @@ import numpy as np
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows, take_rows
+from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.errors import DataError, LabelError
 from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout
@@ -58,6 +59,7 @@ __all__ = [
     "Similarity",
     "SplitGramPass",
     "SplitGramState",
+    "SpreadAndSamplePass",
     "TargetRows",
     "TeacherScorePass",
     "ValidationPass",
@@ -69,6 +71,7 @@ __all__ = [
     "scale_gamma",
     "solve_beta",
     "spread_standardiser",
+    "spread_std",
     "squared_loss",
     "standardised_spread",
     "weighted_variance",
@@ -715,12 +718,67 @@ class FeatureSpreadPass:
         return state
 
 
+class SpreadAndSamplePass:
+    """Reduction pass: :class:`FeatureSpreadPass`'s sums, every feature's range and a
+    uniform sample of dense rows (:class:`~streamlearn.engine.row_sample.BottomKSample`),
+    in one walk: what ``spread_tails`` chooses its map of crowded features from.
+
+    Parameters
+    ----------
+    n_features : int
+    sample_size : int
+    seed : int
+        Selects the sample; it does not depend on chunking or merge order.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int, sample_size: int, seed: int) -> None:
+        self.spread = FeatureSpreadPass(n_features)
+        self.sample_size = int(sample_size)
+        self.seed = int(seed)
+
+    def start(self) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]:
+        """Zero sums, an empty range, an empty sample."""
+        d = self.spread.n_features
+        return (self.spread.start(), np.full(d, np.inf), np.full(d, -np.inf),
+                BottomKSample(self.sample_size, d, self.seed))
+
+    def step(self, state: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample],
+             chunk: Chunk) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]:
+        """The chunk's rows added to all three (in place)."""
+        spread, lo, hi, sample = state
+        if chunk.n_rows:
+            np.minimum(lo, chunk.X.min(axis=0), out=lo)
+            np.maximum(hi, chunk.X.max(axis=0), out=hi)
+        return self.spread.step(spread, chunk), lo, hi, sample.update(chunk.X, chunk.rows)
+
+    def merge(self, a: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample],
+              b: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]
+              ) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]:
+        """All three of the union (a new state)."""
+        return (self.spread.merge(a[0], b[0]), np.minimum(a[1], b[1]), np.maximum(a[2], b[2]),
+                a[3].merge(b[3]))
+
+    def finish(self, state: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]
+               ) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, np.ndarray]:
+        """The sums, the range and the sampled rows, (k, d) float32."""
+        spread, lo, hi, sample = state
+        return spread, lo, hi, np.asarray(sample.values, dtype=np.float32)
+
+
+def spread_std(spread: FeatureSpreadState) -> np.ndarray:
+    """Every feature's weighted standard deviation, from the sums of the spread."""
+    weight = max(spread.weight, 1e-300)
+    mean = spread.total / weight
+    return np.sqrt(np.maximum(spread.squares / weight - mean * mean, 0.0))
+
+
 def spread_standardiser(spread: FeatureSpreadState) -> Standardiser:
     """``z = (x - mean) / std`` with the weighted mean and standard deviation of the spread
     (a constant feature keeps the scale 1 and becomes 0)."""
-    weight = max(spread.weight, 1e-300)
-    mean = spread.total / weight
-    std = np.sqrt(np.maximum(spread.squares / weight - mean * mean, 0.0))
+    mean = spread.total / max(spread.weight, 1e-300)
+    std = spread_std(spread)
     # sums of squares leave round-off where a feature is constant (no extremes to
     # compare): relative to its mean, so that a feature of tiny units still varies
     return Standardiser.from_mean_std(mean, std, (std > 1e-12 * np.abs(mean)) & (std > 0))

@@ -1,0 +1,56 @@
+"""Super-sparse machines map crowded features before the RBF's standardisation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamlearn.features.tail_transform import SQUEEZE_RATIO
+from streamlearn.io import load_model, save_model
+from streamlearn.models import SuperSparseClassifier, SuperSparseRegressor
+
+
+def _outliers(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two informative features; a few rows of feature 0 multiplied by 1e5."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(np.int64)
+    return X, y
+
+
+def test_an_outlier_no_longer_squeezes_its_feature() -> None:
+    X, y = _outliers(3000, seed=0)
+    Xt, yt = _outliers(2000, seed=1)
+    spoiled = X.copy()
+    spoiled[:10, 0] *= 1e5  # ten rows of one feature far out; the test rows are clean
+    # standardised as it is, the feature's standard deviation is that of the outliers
+    q1, q3 = np.quantile(spoiled[:, 0], [0.25, 0.75])
+    assert spoiled[:, 0].std() > SQUEEZE_RATIO * (q3 - q1) / 1.349
+    mapped = SuperSparseClassifier().fit(spoiled, y)
+    plain = SuperSparseClassifier(spread_tails=False).fit(spoiled, y)
+    clean = SuperSparseClassifier().fit(X, y)
+    assert mapped.feature_transform_.features.tolist() == [0]
+    assert not hasattr(clean, "feature_transform_")  # nothing crowded: as before
+    err = {name: 1 - m.score(Xt, yt) for name, m in
+           [("mapped", mapped), ("plain", plain), ("clean", clean)]}
+    assert err["plain"] > err["clean"] + 0.1  # the circle is lost along feature 0
+    assert err["mapped"] < err["clean"] + 0.04
+    # the prototypes are in the features' own units: mapped, they are the fit's
+    transform = mapped.feature_transform_
+    z = (transform.apply_bounds(mapped.prototypes_) - mapped.shift_) / mapped.scale_
+    np.testing.assert_allclose(z, mapped._fit_prototypes())
+
+
+def test_the_map_travels_with_the_model_file_and_partial_fit(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    X = rng.lognormal(0.0, 2.0, size=(2000, 3)).astype(np.float32)
+    target = np.log(X[:, 0]) - np.log(X[:, 1]) + 0.1 * rng.normal(size=2000)
+    model = SuperSparseRegressor(n_prototypes=20).fit(X, target)
+    assert set(model.feature_transform_.features.tolist()) >= {0, 1}
+    loaded = load_model(save_model(model, tmp_path / "m.slm"))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    # a continued fit reads its rows through the same map
+    before = model.score(X, target)
+    model.partial_fit(X, target)
+    np.testing.assert_array_equal(model.feature_transform_.scale,
+                                  loaded.feature_transform_.scale)
+    assert model.score(X, target) > before - 0.05
