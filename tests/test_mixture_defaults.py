@@ -379,3 +379,19 @@ def test_lanes_shared_between_threads_give_the_one_thread_model(monkeypatch) -> 
     single = MixtureSVC(random_state=0, progress=False, tol=0.1).fit(X, y)
     np.testing.assert_array_equal(threaded.decision_function(X), single.decision_function(X))
     assert threaded.n_iter_ == single.n_iter_
+
+
+def test_gating_scale_takes_memory_of_the_centres_not_of_their_pairs() -> None:
+    import tracemalloc
+
+    V = np.random.default_rng(0).normal(size=(30, 1 << 16))  # 15.7 MB; all pairs 472 MB
+    tracemalloc.start()
+    try:
+        tau = gating_scale(V)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * V.nbytes
+    D = np.array([[((a - b) ** 2).sum() for b in V] for a in V])
+    np.fill_diagonal(D, np.inf)
+    assert tau == pytest.approx(TAU_FACTOR / np.median(D.min(axis=1)), rel=1e-12)
