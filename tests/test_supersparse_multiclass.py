@@ -189,3 +189,36 @@ def test_one_output_may_be_given_as_vectors():
     grads = [run_chunks(GradientPass(TargetRows("regression"), C, w, Similarity(0.5)),
                         dataset.chunks()).grad for w in (vector, column)]
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_class_quotas_share_the_pool_by_largest_remainders() -> None:
+    from streamlearn.solvers.supersparse.passes import class_quotas
+
+    np.testing.assert_array_equal(class_quotas(10, np.array([1.0, 1.0])), [5, 5])
+    # one each, then 7 by shares 0.7/0.2/0.1: ideal 4.9, 1.4, 0.7 -> 4, 1, 0 and the
+    # two largest remainders (0.9, 0.7) get the two left
+    np.testing.assert_array_equal(class_quotas(10, np.array([7.0, 2.0, 1.0])), [6, 2, 2])
+    np.testing.assert_array_equal(class_quotas(2, np.array([5.0, 3.0, 1.0])), [1, 1, 0])
+    np.testing.assert_array_equal(class_quotas(4, np.array([3.0, 0.0, 1.0])), [3, 0, 1])
+    for p in (3, 17, 260):
+        shares = np.random.default_rng(p).random(26)
+        quotas = class_quotas(p, shares)
+        assert quotas.sum() == p and (quotas >= (1 if p >= 26 else 0)).all()
+
+
+def test_the_initial_pool_holds_each_class_by_its_share() -> None:
+    from streamlearn.data import open_dataset
+    from streamlearn.engine import LocalEngine
+    from streamlearn.solvers.supersparse.passes import ClassSamplePass
+
+    rng = np.random.default_rng(2)
+    y = rng.choice(3, size=3000, p=[0.6, 0.3, 0.1])
+    y[:5] = 2
+    y[5:] = np.where(y[5:] == 2, 0, y[5:])  # class 2 has 5 rows
+    X = np.column_stack([np.arange(3000), y]).astype(np.float32)  # row id, class
+    dataset = open_dataset(X, target=y, chunk_rows=256)
+    quotas = np.array([10, 5, 8])  # class 2 cannot fill its 8: the common sample does
+    C = LocalEngine(progress=False).run(ClassSamplePass(quotas, 2, seed=1), dataset)
+    assert C.shape == (23, 2) and len(np.unique(C[:, 0])) == 23  # distinct rows
+    got = np.bincount(C[:, 1].astype(int), minlength=3)
+    assert got[2] == 5 and got[0] >= 10 and got[1] >= 5

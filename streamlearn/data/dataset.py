@@ -447,6 +447,12 @@ class Dataset:
         return factor if w is None else (factor * w).astype(np.float32, copy=False)
 
     @property
+    def class_factors(self) -> np.ndarray | None:
+        """The factors :meth:`with_class_weight` multiplies each class's rows' weights by
+        (float32, in the order of ``classes``), or None."""
+        return self._class_factors
+
+    @property
     def weighted(self) -> bool:
         """Whether chunks carry row weights: a weight column, or class weights."""
         return self.weight is not None or self._class_factors is not None

@@ -84,7 +84,8 @@ def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.nd
 def class_counts(dataset: Dataset) -> np.ndarray:
     """Rows of each class of ``dataset`` (in the order of its ``classes``), or with a weight
     column their summed weights (float64), by one scan of its target and weight columns
-    (nothing else is read).
+    (nothing else is read); times the dataset's ``class_factors`` when it has them (the
+    weight of each class as the rows are read).
 
     A weight that is negative or not finite counts as 0 here: reading the rows refuses
     it, naming the row."""
@@ -102,7 +103,8 @@ def class_counts(dataset: Dataset) -> np.ndarray:
             w = np.asarray(dataset.source.read_target(i, dataset.weight), dtype=np.float64)
             weight = np.where(np.isfinite(w) & (w > 0), w, 0.0)[inside]
         counts += np.bincount(found[inside], weights=weight, minlength=len(classes))
-    return counts
+    factors = dataset.class_factors
+    return counts if factors is None else counts * np.asarray(factors, dtype=np.float64)
 
 
 def balanced_factors(dataset: Dataset) -> dict[Any, float]:

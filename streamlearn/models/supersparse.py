@@ -77,7 +77,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
-from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT, class_counts
 from streamlearn.solvers.calibration import temperature_of, temperature_proba
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
 from streamlearn.solvers.kmeans import Standardiser
@@ -277,10 +277,12 @@ class _SuperSparse(StreamEstimator):
         return Similarity(float(self.gamma_), self.similarity, self.similarity_gradient)
 
     def _config(self, target: str, n_rows: int, teacher: Any = None,
-                n_classes: int = 2) -> SuperSparseConfig:
+                n_classes: int = 2, class_shares: np.ndarray | None = None
+                ) -> SuperSparseConfig:
         """The driver's view of the hyper-parameters (validated by
         :meth:`_validate_hyperparameters`) for ``n_rows`` training rows of ``n_classes``
-        classes (of the labels or of the teacher)."""
+        classes (of the labels or of the teacher; ``class_shares``, the labels' weights,
+        share the initial prototypes among them)."""
         rbf = self.similarity == "rbf"
         return SuperSparseConfig(
             grid=tuple(self._grid(n_rows, n_classes)),
@@ -305,6 +307,8 @@ class _SuperSparse(StreamEstimator):
             n_classes=int(n_classes),
             owner=type(self).__name__,
             spread_tails=bool(self.spread_tails) and rbf,
+            class_shares=(None if class_shares is None
+                          else tuple(float(c) for c in class_shares)),
         )
 
     # -- training ---------------------------------------------------------------------------
@@ -314,12 +318,14 @@ class _SuperSparse(StreamEstimator):
         decision values of a ``teacher`` model (``mode="teacher"``)."""
         mode = self._task if mode is None else mode
         n_classes = 2
+        shares = None
         if mode == "classification":
             n_classes = len(_several_classes(dataset.classes))
+            shares = class_counts(dataset)  # one scan of the target and weight columns
         elif mode == "teacher":
             n_classes = len(_several_classes(getattr(teacher, "classes_", None)))
-        return fit_supersparse(runner, dataset,
-                               self._config(mode, dataset.n_rows, teacher, n_classes), seed)
+        return fit_supersparse(runner, dataset, self._config(mode, dataset.n_rows, teacher,
+                                                             n_classes, shares), seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
         # prototypes in the features' own units; the fit's are standardised (RBF), of the
@@ -611,6 +617,10 @@ _PARAMS_DOC = """
         The repulsion weight at iteration ``t`` is ``repulsion * repulsion_decay^t``.
     init : {"random", "kmeans"} or ndarray of shape (p, n_features)
         Initial prototypes: uniformly sampled rows, streamed k-means centres, or given.
+        A classifier's ``"random"`` samples each class's rows: at least one prototype a
+        class (while the pool allows), the rest in proportion to the classes' weights
+        (:func:`~streamlearn.solvers.supersparse.passes.class_quotas`), so that no class
+        starts with fewer than its share by the luck of the draw.
     tradeoff : float
         Eq. 8's price of one prototype, added to the validation loss.
     validation_fraction : float

@@ -7,7 +7,8 @@
    deviations, so the fit does not depend on the features' units; ``gamma`` is in
    standardised units) or when ``gamma="scale"`` asks for the spread, and a
    :class:`~.passes.TeacherScorePass` when the targets are another model's decision values;
-2. the initial prototypes: a uniform row sample, streamed k-means, or given;
+2. the initial prototypes: a uniform row sample (of each class, for a classifier), streamed
+   k-means, or given;
 3. for every candidate ``p`` (largest first, each warm-started from the previous one without
    its smallest ``|beta|``), the alternation of beta-steps (:class:`~.passes.GramPass`) and
    prototype steps (:class:`~.passes.GradientPass` with an adaptive step, or one
@@ -64,6 +65,7 @@ from streamlearn.solvers.kmeans import (
 from streamlearn.solvers.lbfgs import two_loop
 from streamlearn.solvers.supersparse.passes import (
     AUTO_LAM_FALLBACK,
+    ClassSamplePass,
     FeatureSpreadPass,
     FeatureSpreadState,
     GradientPass,
@@ -81,6 +83,7 @@ from streamlearn.solvers.supersparse.passes import (
     TeacherScorePass,
     ValidationPass,
     choose_lam,
+    class_quotas,
     gcv_lam,
     lam_scale,
     objective,
@@ -135,6 +138,12 @@ class SuperSparseConfig:
     validation_fraction
         As the estimators' parameters of the same names (``lam`` a number or ``"auto"``).
     init : {"random", "kmeans"} or ndarray
+        ``"random"``: a uniform sample of rows; with ``class_shares``, a sample of each
+        class's rows, :func:`~.passes.class_quotas` of them (at least one a class, the
+        rest in proportion to its share), so that every class starts with its share of
+        the pool whatever the draw.
+    class_shares : tuple of float or None
+        The classes' total sample weights (``target="classification"``).
     target : {"regression", "classification", "teacher"}
         Targets are the rows' values, ``+-1`` from class codes (one column per class for
         more than two, see :class:`~.passes.TargetRows`), or ``teacher``'s scores.
@@ -177,6 +186,7 @@ class SuperSparseConfig:
     n_classes: int = 2
     owner: str = "SuperSparse"
     spread_tails: bool = False
+    class_shares: tuple[float, ...] | None = None
 
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
@@ -497,10 +507,15 @@ def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig
     if config.init == "kmeans":
         return streamed_kmeans(dataset, p, engine=runner, seed=seed,
                                standardiser=std).astype(np.float64)
-    sample = runner.run(RowSamplePass(p, dataset.n_features, seed ^ INIT_SALT,
-                                      dataset.is_sparse), dataset,
-                        description="prototype sample")
-    values = sample.values
+    if config.class_shares is not None and config.target == "classification":
+        values = runner.run(ClassSamplePass(class_quotas(p, np.asarray(config.class_shares)),
+                                            dataset.n_features, seed ^ INIT_SALT,
+                                            dataset.is_sparse), dataset,
+                            description="prototype sample")
+    else:
+        values = runner.run(RowSamplePass(p, dataset.n_features, seed ^ INIT_SALT,
+                                          dataset.is_sparse), dataset,
+                            description="prototype sample").values
     C = (values.toarray() if isinstance(values, SparseRows) else values).astype(np.float64)
     return C if std is None else (C - std.shift) / std.scale
 

@@ -47,6 +47,7 @@ from streamlearn.solvers.prototypes import (
 __all__ = [
     "LASSO_SWEEPS",
     "LASSO_TOL",
+    "ClassSamplePass",
     "FeatureSpreadPass",
     "FeatureSpreadState",
     "GradientPass",
@@ -64,6 +65,7 @@ __all__ = [
     "TeacherScorePass",
     "ValidationPass",
     "choose_lam",
+    "class_quotas",
     "class_targets",
     "lam_scale",
     "objective",
@@ -765,6 +767,108 @@ class SpreadAndSamplePass:
         """The sums, the range and the sampled rows, (k, d) float32."""
         spread, lo, hi, sample = state
         return spread, lo, hi, np.asarray(sample.values, dtype=np.float32)
+
+
+def class_quotas(p: int, shares: np.ndarray) -> np.ndarray:
+    """Prototypes of each class in a pool of ``p``: at least one a class while ``p`` allows
+    (every class can then win a row on its own), the rest in proportion to ``shares`` (the
+    classes' weights) by largest remainders. Sums to ``p``.
+
+    Parameters
+    ----------
+    p : int
+    shares : ndarray of shape (n_classes,)
+        Non-negative; a class of share 0 gets none.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,), int64
+    """
+    shares = np.maximum(np.asarray(shares, dtype=np.float64), 0.0)
+    present = shares > 0
+    base = np.zeros(shares.shape[0], dtype=np.int64)
+    if p >= int(present.sum()):
+        base[present] = 1
+    rest = int(p) - int(base.sum())
+    total = shares.sum()
+    if rest <= 0 or total <= 0:
+        return base
+    ideal = rest * shares / total
+    quota = np.floor(ideal).astype(np.int64)
+    left = rest - int(quota.sum())
+    order = np.argsort(-(ideal - quota), kind="stable")
+    quota[order[:left]] += 1
+    return base + quota
+
+
+class ClassSamplePass:
+    """Reduction pass: a uniform sample of ``quotas[c]`` rows of each class ``c`` (the rows
+    of smallest key among its rows, :class:`~streamlearn.engine.row_sample.BottomKSample`),
+    and a uniform sample of ``sum(quotas)`` rows of any class to make up for a class with
+    fewer rows than its quota.
+
+    Parameters
+    ----------
+    quotas : ndarray of shape (n_classes,), int
+    n_features : int
+    seed : int
+    sparse : bool
+        Sample CSR rows.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, quotas: np.ndarray, n_features: int, seed: int,
+                 sparse: bool = False) -> None:
+        self.quotas = np.asarray(quotas, dtype=np.int64)
+        self.n_features = int(n_features)
+        self.seed = int(seed)
+        self.sparse = bool(sparse)
+
+    def start(self) -> tuple[list[BottomKSample | None], BottomKSample]:
+        """Empty samples."""
+        each = [BottomKSample(int(q), self.n_features, self.seed, self.sparse) if q > 0
+                else None for q in self.quotas]
+        return each, BottomKSample(int(self.quotas.sum()), self.n_features, self.seed,
+                                   self.sparse)
+
+    def step(self, state: tuple[list[BottomKSample | None], BottomKSample],
+             chunk: Chunk) -> tuple[list[BottomKSample | None], BottomKSample]:
+        """Offer the chunk's rows to their class's sample and to the common one."""
+        each, common = state
+        rows = np.asarray(chunk.rows, dtype=np.int64)
+        codes = np.asarray(chunk.y).astype(np.int64)
+        for c in np.unique(codes):
+            sample = each[int(c)]
+            if sample is not None:
+                at = np.flatnonzero(codes == c)
+                sample.update(take_rows(chunk.X, at), rows[at])
+        common.update(chunk.X, rows)
+        return each, common
+
+    def merge(self, a: tuple[list[BottomKSample | None], BottomKSample],
+              b: tuple[list[BottomKSample | None], BottomKSample]
+              ) -> tuple[list[BottomKSample | None], BottomKSample]:
+        """The samples of the union (new objects)."""
+        each = [None if x is None else x.merge(y)  # type: ignore[union-attr]
+                for x, y in zip(a[0], b[0], strict=True)]
+        return each, a[1].merge(b[1])
+
+    def finish(self, state: tuple[list[BottomKSample | None], BottomKSample]
+               ) -> np.ndarray | SparseRows:
+        """``sum(quotas)`` distinct rows: each class's sample, then rows of the common
+        sample (in key order) for the places a class could not fill."""
+        each, common = state
+        parts = [s for s in each if s is not None and len(s)]
+        chosen = np.concatenate([s.rows for s in parts]) if parts else np.empty(0, np.int64)
+        values = [s.values for s in parts]
+        short = int(self.quotas.sum()) - chosen.shape[0]
+        if short > 0:
+            extra = np.flatnonzero(~np.isin(common.rows, chosen))[:short]
+            values.append(take_rows(common.values, extra))
+        if self.sparse:
+            return SparseRows.concatenate(values)
+        return np.concatenate(values, axis=0)
 
 
 def spread_std(spread: FeatureSpreadState) -> np.ndarray:
