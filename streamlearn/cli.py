@@ -431,6 +431,15 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
+def _hash_option(more: str) -> Any:
+    """The ``--hash-features N`` option, its help ending with ``more``."""
+    return click.option(
+        "--hash-features", type=int, callback=_hash_features, metavar="N",
+        help="Hash the features into N columns (a power of two, e.g. 262144 = 2**18): "
+             "svmlight entries by name, parquet columns by name and value (string and "
+             "list<string> columns as tokens). " + more)
+
+
 # -- the command group --------------------------------------------------------------------
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="streamlearn")
@@ -452,10 +461,12 @@ def cli() -> None:
 @cli.command()
 @click.argument("data")
 @data_options
+@_hash_option("Needed for svmlight files whose features are words.")
 @_quiet_option
 @_user_errors
 def info(data: str, target: str | None, features: str | None, exclude: str | None,
-         fmt: str | None, chunk_rows: int | None, nan_policy: str, quiet: bool) -> None:
+         fmt: str | None, chunk_rows: int | None, nan_policy: str,
+         hash_features: int | None, quiet: bool) -> None:
     """Print the schema of DATA and per-feature statistics from one streamed pass.
 
     DATA is a parquet, CSV or svmlight file or directory, a zarr store, or an fsspec URL
@@ -470,8 +481,9 @@ def info(data: str, target: str | None, features: str | None, exclude: str | Non
     from streamlearn.engine.describe import describe
 
     # data of one class are described too (training on them is what needs two)
+    hashing = {} if hash_features is None else {"hash_features": hash_features}
     dataset = _open(data, target, features, exclude, fmt, chunk_rows,
-                    nan_policy).with_any_classes()
+                    nan_policy, **hashing).with_any_classes()
     click.echo(dataset.schema)
     click.echo("")
     started = time.perf_counter()
@@ -554,11 +566,8 @@ class ModelChoice(click.Choice):
                    "kill resumes there and ends with the same model.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=20, show_default=True,
               help="Chunks between two checkpoint writes (and at the end of every pass).")
-@click.option("--hash-features", type=int, callback=_hash_features, metavar="N",
-              help="Hash the features into N columns (a power of two, e.g. 262144 = 2**18): "
-                   "svmlight entries by name, parquet columns by name and value (string "
-                   "and list<string> columns as tokens). The model keeps N, and predict "
-                   "and evaluate hash their data the same way.")
+@_hash_option("The model keeps N, and predict and evaluate hash their data the same "
+              "way.")
 @_quiet_option
 @_user_errors
 def train(data: str, target: str | None, features: str | None, exclude: str | None,
@@ -1301,12 +1310,13 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
               help="lz4: decoded fastest (later epochs are not held back by it); zstd: the "
                    "smallest store.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@_hash_option("The store holds the N hashed columns (train on it without hashing).")
 @_quiet_option
 @_user_errors
 def convert_command(data: str, target: str | None, features: str | None, exclude: str | None,
                     fmt: str | None, chunk_rows: int | None, nan_policy: str,
                     weight: str | None, out: str, layout: str, compression: str,
-                    overwrite: bool, quiet: bool) -> None:
+                    overwrite: bool, hash_features: int | None, quiet: bool) -> None:
     """Write DATA to a zarr store, streaming it chunk by chunk.
 
     The store holds the features (an X matrix, or CSR arrays with --layout sparse), the
@@ -1325,8 +1335,9 @@ def convert_command(data: str, target: str | None, features: str | None, exclude
     from streamlearn.engine.progress import Progress, progress_enabled
 
     _refuse_overwriting_inputs(out, DATA=data)
+    hashing = {} if hash_features is None else {"hash_features": hash_features}
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,
-                    weight=weight)
+                    weight=weight, **hashing)
     with Progress(dataset.n_rows, "convert", progress_enabled(_progress(quiet))) as bar:
         try:
             report = convert(dataset, out, layout=layout,  # type: ignore[arg-type]

@@ -389,6 +389,35 @@ def test_a_model_of_hashed_rows_predicts_and_evaluates_data_hashed_the_same_way(
     assert not hasattr(model, "hash_features_") and not hasattr(model, "hashed_columns_")
 
 
+def test_info_and_convert_hash_svmlight_words(tmp_path: Path) -> None:
+    """An svmlight file whose features are words is read hashed by info and convert too;
+    the store holds the hashed columns that train reads from the file."""
+    from streamlearn import open_dataset
+
+    rng = np.random.default_rng(4)
+    lines = [f"{int(rng.integers(2))} " + " ".join(
+        f"{w}:{rng.integers(1, 4)}" for w in rng.choice(["red", "tea", "sky", "ant"], 2,
+                                                         replace=False))
+        for _ in range(300)]
+    (tmp_path / "w.svm").write_text("\n".join(lines) + "\n")
+    plain = run("convert", str(tmp_path / "w.svm"), "-o", str(tmp_path / "a.zarr"))
+    assert plain.exit_code == 1 and "hash" in plain.output
+    described = run("info", str(tmp_path / "w.svm"), "--hash-features", "64")
+    assert described.exit_code == 0, described.output
+    converted = run("convert", str(tmp_path / "w.svm"), "--hash-features", "64", "-o",
+                    str(tmp_path / "w.zarr"))
+    assert converted.exit_code == 0, converted.output
+    hashed = open_dataset(str(tmp_path / "w.svm"), hash_features=64)
+    stored = open_dataset(str(tmp_path / "w.zarr"))
+    assert stored.n_rows == hashed.n_rows == 300
+    a = np.vstack([c.X.toarray() for c in hashed.chunks()])
+    b = np.vstack([c.X.toarray() if hasattr(c.X, "toarray") else c.X for c in stored.chunks()])
+    np.testing.assert_array_equal(a, b)
+    bad = run("convert", str(tmp_path / "w.svm"), "--hash-features", "63", "-o",
+              str(tmp_path / "b.zarr"))
+    assert bad.exit_code == 2 and "power of two" in bad.output
+
+
 def test_probability_columns_name_whole_number_labels_without_a_point(tmp_path: Path) -> None:
     """svmlight labels are read as floats (1.0); the columns are proba_0 and proba_1, as
     for a model trained on the same rows from any other source."""

@@ -959,7 +959,8 @@ class SvmlightSource:
         hint = ""
         if status == ERR_INDEX and _is_name(token.split(b":", 1)[0]):
             hint = ("; feature names that are not numbers are read by hashing them into "
-                    "columns: pass hash_features=2**20")
+                    "columns: pass hash_features=2**20 (--hash-features 1048576 on the "
+                    "command line)")
         return ReadError(f"{self._names[k]}, line {line_no}: {problem}{shown}; "
                          f"line: {_excerpt(text, 80)!r}{hint}")
 
