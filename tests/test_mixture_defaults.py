@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import LocalEngine
+from streamlearn.engine.moments import FeatureMomentsPass
 from streamlearn.features.tail_transform import SQUEEZE_RATIO, TailTransform, squeezing_tails
 from streamlearn.models.mixture import MixtureSVC
 from streamlearn.solvers.kmeans import Standardiser
@@ -21,7 +22,6 @@ from streamlearn.solvers.mixture.driver import (
     default_nu,
     gating_scale,
 )
-from streamlearn.solvers.mixture.passes import FeatureMomentsPass
 
 
 def _rings(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -248,3 +248,25 @@ def test_a_resumed_fit_reports_the_passes_of_the_whole_fit(tmp_path: Path, after
     replayed = AdditiveSVC(**params).fit(X, y, engine=again, checkpoint=checkpoint)
     assert again.passes.passes == 0
     assert (replayed.n_passes_, replayed.bytes_read_) == (whole.n_passes_, whole.bytes_read_)
+
+
+def test_passes_together_read_once_and_give_each_its_own_result() -> None:
+    from streamlearn.engine.moments import FeatureMomentsPass
+    from streamlearn.engine.passes import Together
+    from streamlearn.solvers.kmeans import RowSamplePass
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    dataset = open_dataset(X, target=np.arange(3000) % 2, chunk_rows=256)
+    engine = LocalEngine(progress=False)
+    moments, sample = engine.run(Together(FeatureMomentsPass(4), RowSamplePass(50, 4, 7)),
+                                 dataset)
+    alone = engine.run(RowSamplePass(50, 4, 7), dataset)
+    np.testing.assert_array_equal(sample.rows, alone.rows)
+    np.testing.assert_allclose(moments.mean, X.astype(np.float64).mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(moments.m2, 3000 * X.astype(np.float64).var(axis=0),
+                               rtol=1e-10)
+    np.testing.assert_array_equal(moments.minimum, X.min(axis=0))
+    assert engine.passes.passes == 2  # one walk for both, one for the sample alone
+    with pytest.raises(ValueError, match="reduction passes only"):
+        Together(FeatureMomentsPass(4), type("Seq", (), {"kind": "sequential"})())

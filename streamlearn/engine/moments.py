@@ -8,15 +8,18 @@ of rows combine with :func:`merge_moments`, the pairwise update of Chan, Golub a
     ``mean = mean_a + delta n_b / n``,  ``m2 = m2_a + m2_b + delta^2 n_a n_b / n``.
 
 The combination is associative up to float round-off, so a reduction may group chunks in any
-order. The population variance is ``m2 / count``.
+order. The population variance is ``m2 / count``. :class:`FeatureMomentsPass` is the pass
+that takes them over a dataset.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numba import njit
+
+from streamlearn.data.chunk import Chunk
 
 
 class Moments(NamedTuple):
@@ -196,3 +199,40 @@ def merge_moments(a: tuple, b: tuple) -> Moments:
     mean = mean_a + delta * (nb / n)
     m2 = m2_a + m2_b + delta * delta * (na * nb / n)
     return Moments(n, mean, m2, np.minimum(min_a, min_b), np.maximum(max_a, max_b))
+
+
+class FeatureMomentsPass:
+    """Reduction pass: per-feature count, mean, squared deviations, minimum and maximum.
+
+    The (unweighted) moments of the raw features (sparse rows: of their stored entries
+    and zeros); :meth:`~streamlearn.solvers.kmeans.Standardiser.from_moments` turns them
+    into a standardisation.
+
+    Parameters
+    ----------
+    n_features : int
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = int(n_features)
+
+    def start(self) -> Moments:
+        """Moments of no rows."""
+        return empty_moments(self.n_features)
+
+    def step(self, state: Moments, chunk: Chunk) -> Moments:
+        """Moments with the chunk's rows added (a new state)."""
+        if chunk.is_sparse:
+            return merge_moments(state, sparse_chunk_moments(*chunk.X.kernel_args,
+                                                             chunk.X.n_cols))
+        return merge_moments(state, chunk_moments(chunk.X))
+
+    def merge(self, a: Moments, b: Moments) -> Moments:
+        """Moments of the union (a new state)."""
+        return merge_moments(a, b)
+
+    def finish(self, state: Moments) -> Moments:
+        """The moments."""
+        return state

@@ -54,6 +54,40 @@ class Pass(Protocol[S, R]):
         ...
 
 
+class Together:
+    """Reduction pass: several reduction passes in one walk over the data.
+
+    Its state and result are tuples, one entry per pass in the order given.
+
+    Parameters
+    ----------
+    *passes : reduction passes
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, *passes: Pass[Any, Any]) -> None:
+        if any(p.kind != "reduction" for p in passes):
+            raise ValueError("Together runs reduction passes only")
+        self.passes = tuple(passes)
+
+    def start(self) -> tuple[Any, ...]:
+        """Every pass's initial state."""
+        return tuple(p.start() for p in self.passes)
+
+    def step(self, state: tuple[Any, ...], chunk: Chunk) -> tuple[Any, ...]:
+        """The chunk folded into every pass's state."""
+        return tuple(p.step(s, chunk) for p, s in zip(self.passes, state, strict=True))
+
+    def merge(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Every pass's merge of its two states."""
+        return tuple(p.merge(x, y) for p, x, y in zip(self.passes, a, b, strict=True))
+
+    def finish(self, state: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Every pass's result."""
+        return tuple(p.finish(s) for p, s in zip(self.passes, state, strict=True))
+
+
 @dataclass
 class Reduction(Generic[S, R]):
     """A reduction pass assembled from four plain functions.

@@ -56,7 +56,8 @@ import numpy as np
 
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
-from streamlearn.engine.moments import Moments
+from streamlearn.engine.moments import FeatureMomentsPass, Moments
+from streamlearn.engine.passes import Together
 from streamlearn.errors import DataError
 from streamlearn.features.tail_transform import (
     TAIL_SAMPLE_ROWS,
@@ -65,7 +66,7 @@ from streamlearn.features.tail_transform import (
 )
 from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
-from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
+from streamlearn.solvers.kmeans import RowSamplePass, Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
 from streamlearn.solvers.mixture.passes import (
     ClusterCountPass,
@@ -76,14 +77,12 @@ from streamlearn.solvers.mixture.passes import (
     ExpertObjectivePass,
     ExpertPass,
     ExpertState,
-    FeatureMomentsPass,
     GatingPass,
     GatingValue,
     InitialExpertPass,
     LinearSweepPass,
     LinearSweepState,
     MixtureParams,
-    MomentsAndSamplePass,
     StochasticEpochPass,
     StochasticState,
     TemperaturePass,
@@ -480,9 +479,11 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     assert classes is not None
     transform = None
     if config.spread_tails and not dataset.is_sparse:
-        moments, sample = runner.run(MomentsAndSamplePass(dataset.n_features, TAIL_SAMPLE_ROWS,
-                                                          seed), dataset,
-                                     description="feature moments")
+        moments, sampled = runner.run(
+            Together(FeatureMomentsPass(dataset.n_features),
+                     RowSamplePass(TAIL_SAMPLE_ROWS, dataset.n_features, seed)),
+            dataset, description="feature moments")
+        sample = np.asarray(sampled.values, dtype=np.float32)
         names = list(dataset.feature_names)
         coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
         transform = squeezing_tails(

@@ -28,14 +28,6 @@ import numpy as np
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows, take_rows
-from streamlearn.engine.moments import (
-    Moments,
-    chunk_moments,
-    empty_moments,
-    merge_moments,
-    sparse_chunk_moments,
-)
-from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout, held_out_rows
 from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
@@ -155,42 +147,6 @@ def penalised_loglik(loglik: float, p: MixtureParams, C: float, nu: float) -> fl
 
 
 # -- passes ---------------------------------------------------------------------------------
-class FeatureMomentsPass:
-    """Reduction pass: per-feature count, mean, squared deviations, minimum and maximum.
-
-    The (unweighted) moments of the raw features; :meth:`Standardiser.from_moments` turns
-    them into the standardisation the mixture is trained in.
-
-    Parameters
-    ----------
-    n_features : int
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, n_features: int) -> None:
-        self.n_features = int(n_features)
-
-    def start(self) -> Moments:
-        """Moments of no rows."""
-        return empty_moments(self.n_features)
-
-    def step(self, state: Moments, chunk: Chunk) -> Moments:
-        """Moments with the chunk's rows added (a new state)."""
-        if chunk.is_sparse:
-            return merge_moments(state, sparse_chunk_moments(*chunk.X.kernel_args,
-                                                             chunk.X.n_cols))
-        return merge_moments(state, chunk_moments(chunk.X))
-
-    def merge(self, a: Moments, b: Moments) -> Moments:
-        """Moments of the union (a new state)."""
-        return merge_moments(a, b)
-
-    def finish(self, state: Moments) -> Moments:
-        """The moments."""
-        return state
-
-
 class TemperaturePass:
     """Reduction pass: the temperature scaling statistics (:class:`~streamlearn.solvers.
     calibration.TemperatureSums`) of a fitted mixture's log-odds on some rows.
@@ -243,48 +199,6 @@ class TemperaturePass:
     def finish(self, state: TemperatureSums) -> TemperatureSums:
         """The sums."""
         return state
-
-
-class MomentsAndSamplePass:
-    """Reduction pass: :class:`FeatureMomentsPass`'s moments and a uniform row sample of
-    dense rows (:class:`~streamlearn.engine.row_sample.BottomKSample`), in one walk.
-
-    The moments are added chunk by chunk exactly as :class:`FeatureMomentsPass` adds them.
-
-    Parameters
-    ----------
-    n_features : int
-    sample_size : int
-    seed : int
-        Selects the sample; it does not depend on chunking or merge order.
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, n_features: int, sample_size: int, seed: int) -> None:
-        self.moments = FeatureMomentsPass(n_features)
-        self.sample_size = int(sample_size)
-        self.seed = int(seed)
-
-    def start(self) -> tuple[Moments, BottomKSample]:
-        """Moments of no rows, an empty sample."""
-        return (self.moments.start(),
-                BottomKSample(self.sample_size, self.moments.n_features, self.seed))
-
-    def step(self, state: tuple[Moments, BottomKSample],
-             chunk: Chunk) -> tuple[Moments, BottomKSample]:
-        """The chunk's rows added to both."""
-        moments, sample = state
-        return self.moments.step(moments, chunk), sample.update(chunk.X, chunk.rows)
-
-    def merge(self, a: tuple[Moments, BottomKSample],
-              b: tuple[Moments, BottomKSample]) -> tuple[Moments, BottomKSample]:
-        """Both of the union (a new state)."""
-        return self.moments.merge(a[0], b[0]), a[1].merge(b[1])
-
-    def finish(self, state: tuple[Moments, BottomKSample]) -> tuple[Moments, np.ndarray]:
-        """The moments and the sampled rows, (k, d) float32."""
-        return state[0], np.asarray(state[1].values, dtype=np.float32)
 
 
 @dataclass

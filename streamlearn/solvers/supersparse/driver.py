@@ -43,6 +43,8 @@ from sklearn.exceptions import ConvergenceWarning
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.engine.moments import FeatureMomentsPass
+from streamlearn.engine.passes import Together
 from streamlearn.errors import DataError
 from streamlearn.features.tail_transform import (
     TAIL_SAMPLE_ROWS,
@@ -78,7 +80,6 @@ from streamlearn.solvers.supersparse.passes import (
     Similarity,
     SplitGramPass,
     SplitGramState,
-    SpreadAndSamplePass,
     TargetRows,
     TeacherScorePass,
     ValidationPass,
@@ -339,13 +340,17 @@ def _spread_tails(runner: Any, dataset: Dataset, seed: int
     standardisation squeezes their middle rows (or as it is), the map, and the spread of
     the rows as read. One pass, two when a feature is mapped (the spread of the mapped
     rows)."""
-    spread, lo, hi, sample = runner.run(
-        SpreadAndSamplePass(dataset.n_features, TAIL_SAMPLE_ROWS, seed), dataset,
-        description="feature variances")
+    d = dataset.n_features
+    spread, moments, sampled = runner.run(
+        Together(FeatureSpreadPass(d), FeatureMomentsPass(d),
+                 RowSamplePass(TAIL_SAMPLE_ROWS, d, seed)),
+        dataset, description="feature variances")
+    sample = np.asarray(sampled.values, dtype=np.float32)
     names = list(dataset.feature_names)
     coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
-    transform = squeezing_tails(TailTransform.from_description(sample, lo, hi, skip=coded),
-                                sample, spread_std(spread))
+    transform = squeezing_tails(
+        TailTransform.from_description(sample, moments.minimum, moments.maximum, skip=coded),
+        sample, spread_std(spread))
     if transform is None:
         return dataset, None, spread
     dataset = dataset.with_feature_transform(transform)

@@ -60,7 +60,6 @@ __all__ = [
     "Similarity",
     "SplitGramPass",
     "SplitGramState",
-    "SpreadAndSamplePass",
     "TargetRows",
     "TeacherScorePass",
     "ValidationPass",
@@ -718,55 +717,6 @@ class FeatureSpreadPass:
     def finish(self, state: FeatureSpreadState) -> FeatureSpreadState:
         """The sums."""
         return state
-
-
-class SpreadAndSamplePass:
-    """Reduction pass: :class:`FeatureSpreadPass`'s sums, every feature's range and a
-    uniform sample of dense rows (:class:`~streamlearn.engine.row_sample.BottomKSample`),
-    in one walk: what ``spread_tails`` chooses its map of crowded features from.
-
-    Parameters
-    ----------
-    n_features : int
-    sample_size : int
-    seed : int
-        Selects the sample; it does not depend on chunking or merge order.
-    """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, n_features: int, sample_size: int, seed: int) -> None:
-        self.spread = FeatureSpreadPass(n_features)
-        self.sample_size = int(sample_size)
-        self.seed = int(seed)
-
-    def start(self) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]:
-        """Zero sums, an empty range, an empty sample."""
-        d = self.spread.n_features
-        return (self.spread.start(), np.full(d, np.inf), np.full(d, -np.inf),
-                BottomKSample(self.sample_size, d, self.seed))
-
-    def step(self, state: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample],
-             chunk: Chunk) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]:
-        """The chunk's rows added to all three (in place)."""
-        spread, lo, hi, sample = state
-        if chunk.n_rows:
-            np.minimum(lo, chunk.X.min(axis=0), out=lo)
-            np.maximum(hi, chunk.X.max(axis=0), out=hi)
-        return self.spread.step(spread, chunk), lo, hi, sample.update(chunk.X, chunk.rows)
-
-    def merge(self, a: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample],
-              b: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]
-              ) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]:
-        """All three of the union (a new state)."""
-        return (self.spread.merge(a[0], b[0]), np.minimum(a[1], b[1]), np.maximum(a[2], b[2]),
-                a[3].merge(b[3]))
-
-    def finish(self, state: tuple[FeatureSpreadState, np.ndarray, np.ndarray, BottomKSample]
-               ) -> tuple[FeatureSpreadState, np.ndarray, np.ndarray, np.ndarray]:
-        """The sums, the range and the sampled rows, (k, d) float32."""
-        spread, lo, hi, sample = state
-        return spread, lo, hi, np.asarray(sample.values, dtype=np.float32)
 
 
 def class_quotas(p: int, shares: np.ndarray) -> np.ndarray:
