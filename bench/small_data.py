@@ -7,7 +7,10 @@ a small table. Each model is fitted with its defaults (``progress=False`` only) 
 - classification, test error %: breast cancer (569 rows), digits (1,797), wine (178),
   iris (150), ``make_hastie_10_2`` (6,000), moons (3,000, noise 0.25), circles (3,000),
   ``make_classification`` with 4 classes (5,000 x 20), Friedman-1 thresholded at its
-  median (6,000), and a problem with features on scales 1e-4 to 1e6 (5,000 x 6);
+  median (6,000), a problem with features on scales 1e-4 to 1e6 (5,000 x 6), one whose
+  six features follow Student's t with 2 degrees of freedom (4,000; heavy tails) and
+  a ring in two of eight normal features with 10 values of one of them multiplied by
+  1e5 (4,000; far outliers);
 - regression, test R2: diabetes (442 rows) and Friedman 1, 2, 3 (5,000 rows each).
 
 Peers on the same splits: a linear model with its penalty tuned by 3-fold cross-validation
@@ -63,6 +66,13 @@ def classification_sets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     X = rng.normal(size=(5000, 6)) * np.array([1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6])
     y = (np.sin(X[:, 0] * 1e4) + X[:, 3] / 1e2 * X[:, 4] / 1e4 > 0).astype(int)
     sets["scales 1e-4..1e6"] = (X, y)
+    X = rng.standard_t(2, size=(4000, 6))
+    y = (np.tanh(X[:, 0]) + np.tanh(X[:, 1] * X[:, 2]) + 0.3 * rng.normal(size=4000) > 0)
+    sets["t(2) tails"] = (X, y.astype(int))
+    X = rng.normal(size=(4000, 8))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)
+    X[rng.choice(4000, 10, replace=False), 0] *= 1e5
+    sets["10 outliers at 1e5"] = (X, y)
     return sets
 
 
@@ -195,10 +205,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=SEEDS, help="splits per set")
     parser.add_argument("--models", default=None,
                         help="comma-separated model names to run (default: all)")
+    parser.add_argument("--datasets", default=None,
+                        help="comma-separated set names to run (default: all)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args()
     seeds = QUICK_SEEDS if args.quick else args.seeds
     wanted = None if args.models is None else set(args.models.split(","))
+    chosen = None if args.datasets is None else set(args.datasets.split(","))
     started = time.perf_counter()
     rows = []
     for task, sets, models in (("classification", classification_sets(), classifiers()),
@@ -207,6 +220,8 @@ def main() -> None:
             sets = {k: v for k, v in sets.items() if k in BUNDLED}
         if wanted is not None:
             models = {k: v for k, v in models.items() if k in wanted}
+        if chosen is not None:
+            sets = {k: v for k, v in sets.items() if k in chosen}
         rows += run_task(task, sets, models, seeds)
     report: dict[str, Any] = {
         "benchmark": "small_data", "machine": machine_info(),
