@@ -773,8 +773,8 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
 
 class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     _expected_failed_checks: ClassVar[dict[str, str]] = {
-        check: "the initial prototypes are a seeded random sample of rows, so a row repeated "
-               "k times is not drawn as the same row with weight k is"
+        check: "the initial prototypes are a seeded random sample of each class's rows, so a "
+               "row repeated k times is not drawn as the same row with weight k is"
         for check in ("check_sample_weight_equivalence_on_dense_data",
                       "check_sample_weight_equivalence_on_sparse_data")
     }
