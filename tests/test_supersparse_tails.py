@@ -54,3 +54,21 @@ def test_the_map_travels_with_the_model_file_and_partial_fit(tmp_path) -> None:
     np.testing.assert_array_equal(model.feature_transform_.scale,
                                   loaded.feature_transform_.scale)
     assert model.score(X, target) > before - 0.05
+
+
+def test_sparse_rows_are_mapped_a_block_at_a_time_as_dense_ones() -> None:
+    import scipy.sparse as sp
+
+    from streamlearn.models import supersparse
+
+    X, y = _outliers(3000, seed=2)
+    X[:10, 0] *= 1e5
+    model = SuperSparseClassifier(n_prototypes=20).fit(X, y)
+    assert hasattr(model, "feature_transform_")
+    original = supersparse.PREDICT_BLOCK
+    try:
+        supersparse.PREDICT_BLOCK = 256  # several blocks
+        np.testing.assert_allclose(model.decision_function(sp.csr_matrix(X)),
+                                   model.decision_function(X), rtol=1e-10, atol=1e-12)
+    finally:
+        supersparse.PREDICT_BLOCK = original

@@ -500,7 +500,6 @@ class _SuperSparse(StreamEstimator):
         # with a standardiser (RBF), the standardised distance from the raw rows and
         # prototypes: no standardised copy of the rows
         C = self._fit_prototypes() if std is None else self._mapped_prototypes()
-        values = self._mapped_rows(values)
         dense_only = std is None and similarity.function is not None
         out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
@@ -509,6 +508,7 @@ class _SuperSparse(StreamEstimator):
                 block = values.slice(a, b).toarray() if dense_only else values.slice(a, b)
             else:
                 block = values[a:b]
+            block = self._mapped_rows(block)  # a block at a time: sparse rows densified
             S = (similarity.values(block, C) if std is None
                  else rbf_similarities(block, C, float(self.gamma_), std.scale))
             out[a:a + block.shape[0]] = S @ beta + intercept

@@ -7,6 +7,10 @@
    deviations, so the fit does not depend on the features' units; ``gamma`` is in
    standardised units) or when ``gamma="scale"`` asks for the spread, and a
    :class:`~.passes.TeacherScorePass` when the targets are another model's decision values;
+   with ``spread_tails`` the first pass also takes each feature's range and a row sample,
+   and crowded features are mapped before the standardisation
+   (:func:`~streamlearn.features.tail_transform.squeezing_tails`; one more pass for the
+   spread of the mapped rows);
 2. the initial prototypes: a uniform row sample (of each class, for a classifier), streamed
    k-means, or given;
 3. for every candidate ``p`` (largest first, each warm-started from the previous one without
