@@ -411,3 +411,64 @@ def test_a_search_is_the_kind_of_its_estimator_and_scores_by_its_scoring():
     assert search.score(X[1500:], y[1500:]) == pytest.approx(auc)
     np.testing.assert_allclose(search.predict_log_proba(X[1500:]),
                                np.log(search.predict_proba(X[1500:])))
+
+
+def test_a_grid_over_interactions_trains_the_pairs_of_its_settings():
+    X, y = _paired_problem(6000)
+    search = StreamSearchCV(AdditiveSVC(progress=False, interactions=0),
+                            {"interactions": [0, 2]}, refit=False, chunk_rows=400,
+                            min_resource=2000).fit(X, y)
+    # the estimator as given screens no pair; the setting with two does, in the template
+    assert search.lane_template_ is not None and search.lane_template_.interactions == 2
+    scores = dict(zip([p["interactions"] for p in search.cv_results_["params"]],
+                      search.cv_results_["mean_test_score"], strict=True))
+    assert search.best_params_ == {"interactions": 2} and scores[2] > scores[0] + 0.05
+
+
+def test_one_setting_judged_by_fit_is_its_fit():
+    from streamlearn.models import SuperSparseClassifier
+
+    X, y = additive_problem(3000, n_features=6, seed=8)
+    search = StreamSearchCV(SuperSparseClassifier(n_prototypes=10), {"lam": [1e-3]},
+                            refit=False, final_rung="fit", random_state=0).fit(X, y)
+    finalist = search.best_estimator_
+    assert hasattr(finalist, "n_passes_")  # trained by fit, not a partial_fit lane
+    assert search.search_passes_ >= finalist.n_passes_ * 0.5
+
+
+def test_scorers_get_weights_as_scikit_learn_gives_them_and_name_missing_classes():
+    X, y = additive_problem(3000, n_features=6, seed=9)
+    w = np.ones(len(y))
+    seen = {}
+
+    def plain(estimator, X, y):  # no sample_weight: called without, as GridSearchCV does
+        return float(np.mean(estimator.predict(X) == y))
+
+    def weighted(estimator, X, y, sample_weight=None):
+        seen["weights"] = sample_weight is not None
+        return float(np.mean(estimator.predict(X) == y))
+
+    grid = {"C": [0.1, 10.0]}
+    params = {"progress": False, "epochs": 2, "tol": None}
+    StreamSearchCV(AdditiveSVC(**params), grid, scoring=plain,
+                   final_rung="partial_fit").fit(X, y, sample_weight=w)
+    StreamSearchCV(AdditiveSVC(**params), grid, scoring=weighted,
+                   final_rung="partial_fit").fit(X, y, sample_weight=w)
+    assert seen["weights"]
+    # a class whose rows all lie in the training blocks: log-loss cannot score the rest
+    y3 = y.copy()
+    y3[:40] = 2
+    with pytest.raises(ValueError, match=r"no row of the classes \[2\]"):
+        StreamSearchCV(AdditiveSVC(**params), grid, scoring="neg_log_loss", chunk_rows=100,
+                       final_rung="partial_fit", random_state=1).fit(X, y3)
+
+
+def test_held_out_rows_stay_within_their_cap_and_bad_settings_fail_before_reading():
+    X, y = additive_problem(10_000, n_features=6, seed=10)
+    search = StreamSearchCV(AdditiveSVC(progress=False, epochs=1, tol=None), {"C": [1.0]},
+                            chunk_rows=500, max_validation_rows=200,
+                            final_rung="partial_fit").fit(X, y)
+    assert search.n_validation_ <= 200
+    for bad, grid in (({"scoring": "accuracyy"}, {"C": [1.0]}), ({}, {"C": [-1.0]})):
+        with pytest.raises(InvalidParameterError):
+            StreamSearchCV(AdditiveSVC(), grid, **bad).fit("/nonexistent.parquet", "y")

@@ -765,6 +765,16 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return False
         return int(self.interactions) > 0 and self.embedding == "bspline"
 
+    def _lane_pairs(self, dataset: Any) -> int:
+        """How many of a lane template's pairs this model's lanes take: the most
+        ``interactions="auto"`` keeps, or ``interactions`` itself (0 for a list: its
+        lanes train the pairs given)."""
+        if isinstance(self.interactions, list | tuple):
+            return 0
+        if isinstance(self.interactions, str):
+            return self._most_auto_interactions(len(dataset.feature_names), dataset.is_sparse)
+        return int(self.interactions)
+
     def _lane_template_params(self, dataset: Any) -> dict[str, Any]:
         """Settings of the lane template that differ from this model's: the first count
         of bases and pair grid that ``"auto"`` tries (the template serves only to screen
@@ -801,8 +811,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if isinstance(self.interactions, list | tuple):
             return params
         pairs: list[tuple[int, int]] = []
-        wanted = (self._most_auto_interactions(len(dataset.feature_names), dataset.is_sparse)
-                  if isinstance(self.interactions, str) else int(self.interactions))
+        wanted = self._lane_pairs(dataset)
         if template is not None and wanted > 0:
             # as column positions: a lane is handed a chunk's rows without their names
             names = list(template.feature_names_in_)

@@ -47,6 +47,7 @@ kept in memory for scoring, and skipped by the training passes.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -56,7 +57,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
-from sklearn.metrics import check_scoring
+from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -273,7 +274,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     validation_fraction : float
         Share of the rows held out for scoring, in whole blocks chosen at random.
     max_validation_rows : int
-        Cap on the held-out rows (they are kept in memory).
+        Cap on the held-out rows (they are kept in memory): whole blocks of at most this
+        many rows, as many as fit.
     scoring : str, callable or None
         Held-out score, as :func:`sklearn.metrics.check_scoring` takes it; None: the
         estimator's ``score`` (accuracy, R^2).
@@ -357,7 +359,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         "min_resource": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "max_validation_rows": [Interval(Integral, 1, None, closed="left")],
-        "scoring": [str, callable, None],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "refit": ["boolean"],
         "final_rung": [StrOptions({"auto", "partial_fit", "fit"})],
         "random_state": ["random_state"],
@@ -408,8 +410,11 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         settings = list(ParameterGrid(self.param_grid))
         if not settings:
             raise ValueError("param_grid holds no setting to try")
-        for setting in settings:  # unknown names fail here, before any data is read
-            clone(self.estimator).set_params(**setting)
+        for setting in settings:  # unknown names and bad values fail before any data is read
+            candidate = clone(self.estimator).set_params(**setting)
+            if hasattr(candidate, "_parameter_constraints"):
+                candidate._validate_params()
+        self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         started = time.perf_counter()
         opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
         dataset = opener(data, y, sample_weight, self.chunk_rows,
@@ -430,14 +435,13 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                              "set and train on the rest")
         self.final_rung_ = self._final_rung()
         budgets = self._budgets(len(settings), n_train)
-        by_fit = self.final_rung_ == "fit" and len(settings) > 1
+        by_fit = self.final_rung_ == "fit"  # one setting too: the finalist fit trains
         if by_fit:  # the race's rungs: those that start with more than `factor` candidates
             budgets = budgets[:self._rungs_above_factor(len(settings))]
         self.budgets_ = budgets
         self._cut_last_rung = by_fit
-        self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         self.lane_template_, template_rows = self._lane_template(dataset, held_out, seed,
-                                                                engine, fit_params)
+                                                                engine, fit_params, settings)
         rows_read = validation.n_rows
         if self.lane_template_ is not None:
             rows_read += dataset.n_rows * _passes_of(self.lane_template_,
@@ -534,14 +538,21 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self._fit_params(engine, own)
 
     def _lane_template(self, dataset: Dataset, held_out: np.ndarray, seed: int, engine: Any,
-                       fit_params: dict[str, Any]) -> tuple[Any, int]:
-        """The estimator as given, trained by ``fit`` on the training rows (at most
-        ``TEMPLATE_ROWS`` of them, in whole blocks drawn at random), when its lanes need
-        what only ``fit`` learns (its ``_lanes_need_template(dataset)``:
-        :class:`~streamlearn.models.AdditiveSVC`'s screened pairs); else None. Also the
-        rows it was trained on."""
-        need = getattr(self.estimator, "_lanes_need_template", None)
-        if need is None or not need(dataset):
+                       fit_params: dict[str, Any], settings: list[dict[str, Any]]
+                       ) -> tuple[Any, int]:
+        """The estimator as given, or at a setting of the grid, whose lanes need what only
+        ``fit`` learns (its ``_lanes_need_template(dataset)``:
+        :class:`~streamlearn.models.AdditiveSVC`'s screened pairs), trained by ``fit`` on
+        the training rows (at most ``TEMPLATE_ROWS`` of them, in whole blocks drawn at
+        random); else None. Of those, the one whose lanes take the most pairs
+        (``_lane_pairs``), the estimator as given on a tie: a grid over ``interactions``
+        gets its pairs even where the estimator as given has none. Also the rows it was
+        trained on."""
+        needing = [clone(self.estimator)] + [clone(self.estimator).set_params(**s)
+                                             for s in settings]
+        needing = [c for c in needing
+                   if getattr(c, "_lanes_need_template", lambda d: False)(dataset)]
+        if not needing:
             return None, 0
         n_blocks = -(-dataset.n_rows // self.block_rows_)
         training = np.setdiff1d(np.arange(n_blocks), held_out)
@@ -552,10 +563,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             left_out = np.setdiff1d(np.arange(n_blocks), chosen)
         else:
             chosen, left_out = training, held_out
-        template = clone(self.estimator)
-        settings = getattr(template, "_lane_template_params", None)
-        if settings is not None:
-            template.set_params(**settings(dataset))
+        template = max(needing, key=lambda c: getattr(c, "_lane_pairs", lambda d: 0)(dataset))
+        template_params = getattr(template, "_lane_template_params", None)
+        if template_params is not None:
+            template.set_params(**template_params(dataset))
         template.fit(dataset.without_blocks(left_out, self.block_rows_),
                      **self._search_fit_params(engine, fit_params))
         return template, int(np.sum(self._block_sizes(dataset, chosen)))
@@ -584,11 +595,12 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         """Indices of the held-out blocks (sorted)."""
         n = dataset.n_rows
         block = int(self.chunk_rows or dataset.chunk_rows)
-        block = max(1, min(block, -(-n // 20)))  # at least 20 blocks to choose from
+        # at least 20 blocks to choose from, and one block within max_validation_rows
+        block = max(1, min(block, -(-n // 20), int(self.max_validation_rows)))
         self.block_rows_ = block
         n_blocks = -(-n // block)
         wanted = min(self.validation_fraction * n, self.max_validation_rows)
-        count = int(min(max(1, round(wanted / block)), n_blocks - 1))
+        count = int(min(max(1, math.floor(wanted / block)), n_blocks - 1))
         rng = np.random.default_rng([seed, 0x5EA2C4])
         return np.sort(rng.choice(n_blocks, size=count, replace=False)).astype(np.int64)
 
@@ -644,10 +656,28 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         race.rung += 1
 
     def _score(self, candidate: Any, validation: Validation) -> float:
-        if validation.weight is not None:
-            return float(self.scorer_(candidate, validation.X, validation.y,
-                                      sample_weight=validation.weight))
-        return float(self.scorer_(candidate, validation.X, validation.y))
+        """``scoring`` of a candidate on the held-out rows, with their weights where the
+        scorer takes them (scikit-learn's scorers do; a plain callable is called as
+        ``GridSearchCV`` calls it, without)."""
+        weighted = validation.weight is not None and _takes_sample_weight(self.scorer_)
+        try:
+            if weighted:
+                return float(self.scorer_(candidate, validation.X, validation.y,
+                                          sample_weight=validation.weight))
+            return float(self.scorer_(candidate, validation.X, validation.y))
+        except ValueError as error:
+            classes = getattr(candidate, "classes_", None)
+            absent = ([] if classes is None else
+                      [c for c in np.asarray(classes).tolist()
+                       if c not in set(np.asarray(validation.y).tolist())])
+            if not absent:
+                raise
+            raise ValueError(
+                f"scoring={self.scoring!r} failed on the held-out rows, which hold no row "
+                f"of the classes {absent[:10]} (whole blocks of rows are held out, "
+                f"{validation.n_rows} rows): raise validation_fraction or "
+                "max_validation_rows, or score by a rule that takes the labels present "
+                f"({error})") from error
 
     def _record(self, settings: list[dict[str, Any]], race: Race,
                 validation: Validation) -> None:
@@ -728,6 +758,20 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``score`` when ``scoring`` is None); ``kwargs`` (``sample_weight``) go to it."""
         self._check_fitted()
         return float(self.scorer_(self.best_estimator_, X, y, **kwargs))
+
+
+def _takes_sample_weight(scorer: Any) -> bool:
+    """Whether a scorer takes ``sample_weight``: scikit-learn's scorers, or a callable
+    with that parameter or ``**kwargs``."""
+    from sklearn.metrics._scorer import _BaseScorer, _PassthroughScorer
+
+    if isinstance(scorer, _BaseScorer | _PassthroughScorer):
+        return True
+    try:
+        parameters = inspect.signature(scorer).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "sample_weight" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _passes_of(estimator: Any, share: float = 1.0) -> float:
