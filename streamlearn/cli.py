@@ -1290,7 +1290,8 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
                                   nan_policy=nan_policy)
         sample = row_sample(dataset)
     index = plot.explain(model, out, sample)
-    pictures = sorted(p.name for p in index.parent.glob("*.png"))
+    pictures = sorted(p.name for p in index.parent.glob("*.png")
+                      if p.stem in plot.PICTURE_STEMS)
     click.echo(f"wrote {index} ({', '.join(pictures) or 'no pictures'})")
 
 

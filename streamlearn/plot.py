@@ -67,13 +67,18 @@ def _values(X: Any, model: Any) -> np.ndarray | None:
     for a value the model has not seen), as ``fit`` codes them."""
     if X is None:
         return None
+    if hasattr(X, "tocsr"):  # scipy.sparse
+        raise TypeError(f"pictures are drawn over dense rows; X is a sparse "
+                        f"{type(X).__name__} of shape {X.shape}: pass a sample of its "
+                        "rows made dense (X[:5000].toarray()), or draw without rows")
     columns = getattr(X, "columns", None)
     if columns is None:
         return np.asarray(X, dtype=np.float64)
     import pandas as pd
 
     names = list(model.feature_names_in_)
-    table = X[names] if set(names) <= {str(c) for c in columns} else X
+    by_text = {str(c): c for c in columns}  # the model keeps names as text: 0 is "0"
+    table = X[[by_text[n] for n in names]] if set(names) <= set(by_text) else X
     categories = getattr(model, "categories_", None) or {}
     out = np.empty(table.shape, dtype=np.float64)
     for j, name in enumerate(table.columns):
@@ -84,6 +89,11 @@ def _values(X: Any, model: Any) -> np.ndarray | None:
         else:
             out[:, j] = column.to_numpy(dtype=np.float64, na_value=np.nan)
     return out
+
+
+def _short(name: str, most: int = 40) -> str:
+    """A feature's name as a subplot title: at most ``most`` characters."""
+    return name if len(name) <= most else name[:most - 1] + "\u2026"
 
 
 def _feature_order(model: Any, features: Any, limit: int) -> list[int]:
@@ -123,6 +133,8 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
     values = _values(X, model)
     names = list(model.feature_names_in_)
     transform = getattr(model, "feature_transform_", None)
+    if not chosen:
+        raise ValueError("no feature to draw: features is empty or max_features is 0")
     fig, axes = _grid(len(chosen))
     for ax, f in zip(axes, chosen, strict=False):
         part = table[table.feature == names[f]]
@@ -158,9 +170,9 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
             density.set_yticks([])
             ax.set_zorder(density.get_zorder() + 1)
             ax.patch.set_visible(False)
-        ax.set_title(names[f], fontsize=9)
+        ax.set_title(_short(names[f]), fontsize=9)
         ax.axhline(0.0, color="0.6", lw=0.5)
-    if len(models) > 1 and len(chosen):
+    if len(models) > 1:
         axes[0].legend(fontsize=6, title="model", title_fontsize=6)
     fig.supylabel("contribution to the score (centred)")
     fig.tight_layout()
@@ -268,7 +280,8 @@ def mixture(model: Any, X: Any = None, n_points: int = 200) -> Any:
     """
     _check_fitted(model, "xi_", "centers_")
     plt = _pyplot()
-    two_d = model.n_features_in_ == 2
+    # regions over a grid of two numeric features (a categorical one takes only its codes)
+    two_d = model.n_features_in_ == 2 and not (getattr(model, "categories_", None) or {})
     fig, axes = plt.subplots(1, 2 if two_d else 1, figsize=(11 if two_d else 6, 4),
                              squeeze=False)
     ax = axes[0, 0]
@@ -284,7 +297,8 @@ def mixture(model: Any, X: Any = None, n_points: int = 200) -> Any:
         ax.legend(fontsize=7, title="model", title_fontsize=7)
     if two_d:
         values = _values(X, model)
-        centres = np.asarray(model.centers_).reshape(-1, 2)
+        centres = _data_units(model, np.asarray(model.centers_, dtype=np.float64)
+                              .reshape(-1, 2))
         pts = values if values is not None else centres
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         pad = 0.05 * np.where(hi > lo, hi - lo, 1.0)
@@ -305,6 +319,17 @@ def mixture(model: Any, X: Any = None, n_points: int = 200) -> Any:
         ax.set_title("regions and active centres", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _data_units(model: Any, Z: np.ndarray) -> np.ndarray:
+    """Points of a model's standardised space (``z = (x - shift_) / scale_`` of the rows
+    as ``feature_transform_`` maps them) in the features' own units."""
+    X = Z * np.asarray(model.scale_, dtype=np.float64) + np.asarray(model.shift_,
+                                                                     dtype=np.float64)
+    transform = getattr(model, "feature_transform_", None)
+    if transform is not None:
+        X = np.column_stack([transform.inverse(X[:, j], j) for j in range(X.shape[1])])
+    return X
 
 
 def _image_shape(n_features: int, image_shape: Any) -> tuple[int, int] | None:
@@ -424,6 +449,11 @@ def prototypes(model: Any, image_shape: Any = None, max_prototypes: int = 24) ->
     return fig
 
 
+#: The file stems :func:`pictures` draws under, whatever the model.
+PICTURE_STEMS = ("importances", "shape_functions", "interaction_surfaces", "mixture",
+                 "shareboost", "prototypes")
+
+
 def pictures(model: Any, X: Any = None) -> dict[str, Any]:
     """Every picture that suits ``model``, by file stem."""
     out: dict[str, Any] = {}
@@ -470,7 +500,8 @@ def explain(model: Any, out_dir: str | Path, X: Any = None) -> Path:
     ----------
     model : fitted streamlearn estimator
     out_dir : str or path
-        Created if missing; existing files of the same names are replaced.
+        Created if missing; existing files of the same names are replaced, and the
+        pictures of an earlier report there that this model does not draw are removed.
     X : array-like, optional
         A sample of rows for the densities and 2-D regions.
 
@@ -483,6 +514,9 @@ def explain(model: Any, out_dir: str | Path, X: Any = None) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = pictures(model, X)
+    for stem in PICTURE_STEMS:  # an earlier report's pictures, of another model
+        if stem not in figures:
+            (out / f"{stem}.png").unlink(missing_ok=True)
     for stem, fig in figures.items():
         fig.savefig(out / f"{stem}.png", dpi=100)
         plt.close(fig)

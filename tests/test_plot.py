@@ -176,3 +176,40 @@ def test_a_mapped_feature_is_drawn_on_an_asinh_axis_with_bins_even_in_the_map() 
     np.testing.assert_allclose(np.diff(mapped), np.diff(mapped)[0], rtol=1e-3)
     assert sum(p.get_height() for p in density0.patches) == X.shape[0]
     plt.close(fig)
+
+
+def test_mixture_centres_are_drawn_in_the_features_units() -> None:
+    rng = np.random.default_rng(4)
+    X = (rng.normal(size=(2000, 2)) * [50.0, 20.0] + [1000.0, -500.0]).astype(np.float32)
+    y = ((X[:, 0] - 1000) * (X[:, 1] + 500) > 0).astype(int)
+    model = MixtureSVC(random_state=0).fit(X, y)
+    fig = plot.mixture(model, n_points=10)  # no rows: the range comes from the centres
+    drawn = fig.axes[1].collections[-1].get_offsets()
+    active = np.asarray(model.xi_).reshape(-1) > 0
+    expected = np.asarray(model.centers_).reshape(-1, 2)[active] * model.scale_ + model.shift_
+    np.testing.assert_allclose(np.asarray(drawn), expected, rtol=1e-5)
+    plt.close(fig)
+    # a categorical feature has no regions over a grid: the sizes alone
+    frame = pd.DataFrame({"x": X[:, 0], "c": np.where(y == 1, "a", "b")})
+    fig = plot.mixture(MixtureSVC(random_state=0).fit(frame, y), frame)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+
+
+def test_integer_column_names_sparse_rows_and_stale_pictures(additive, tmp_path) -> None:
+    import scipy.sparse as sp
+
+    X, y = _problem(1000, 3)
+    frame = pd.DataFrame(X)  # columns 0, 1, 2, kept by the model as "0", "1", "2"
+    model = AdditiveSVC(interactions=0).fit(frame, y)
+    fig = plot.shape_functions(model, frame)
+    plt.close(fig)
+    with pytest.raises(TypeError, match="dense rows"):
+        plot.shape_functions(model, sp.csr_matrix(X))
+    with pytest.raises(ValueError, match="no feature to draw"):
+        plot.shape_functions(model, features=[])
+    # a report written over another model's keeps none of its pictures
+    plot.explain(additive[0], tmp_path / "r")
+    assert (tmp_path / "r" / "interaction_surfaces.png").exists()
+    plot.explain(MixtureSVC(random_state=0).fit(X, y), tmp_path / "r")
+    assert sorted(p.stem for p in (tmp_path / "r").glob("*.png")) == ["importances", "mixture"]
