@@ -208,9 +208,13 @@ def interaction_surfaces(model: Any, n_points: int = 30) -> Any:
         b = list(dict.fromkeys(part.value_b))
         Z = part.contribution.to_numpy(float).reshape(len(a), len(b))
         limit = float(np.abs(Z - Z.mean()).max()) or 1.0
+        # one cell per grid point, labelled by its value: a grid even in a feature's
+        # asinh map (spread_tails) or over its categories is drawn as it is
         image = ax.imshow((Z - Z.mean()).T, origin="lower", aspect="auto", cmap="RdBu_r",
                           vmin=-limit, vmax=limit,
-                          extent=_extent(a, b))
+                          extent=(-0.5, len(a) - 0.5, -0.5, len(b) - 0.5))
+        _grid_ticks(ax.set_xticks, a)
+        _grid_ticks(ax.set_yticks, b)
         ax.set_xlabel(str(part.feature_a.iloc[0]), fontsize=8)
         ax.set_ylabel(str(part.feature_b.iloc[0]), fontsize=8)
         title = pair if len(set(table.model)) == 1 else f"{pair} (model {best})"
@@ -220,13 +224,16 @@ def interaction_surfaces(model: Any, n_points: int = 30) -> Any:
     return fig
 
 
-def _extent(a: list[Any], b: list[Any]) -> list[float]:
-    def ends(v: list[Any]) -> tuple[float, float]:
-        try:
-            return float(v[0]), float(v[-1])
-        except (TypeError, ValueError):
-            return -0.5, len(v) - 0.5
-    return [*ends(a), *ends(b)]
+def _grid_ticks(set_ticks: Any, values: list[Any], most: int = 6) -> None:
+    """Ticks at up to ``most`` cells of a grid axis, labelled by their values (numbers to
+    three significant digits, categories as they are)."""
+    at = np.unique(np.linspace(0, len(values) - 1, min(len(values), most)).round()
+                   .astype(int))
+
+    def label(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float | np.floating) else str(v)
+
+    set_ticks(at, [label(values[i]) for i in at], fontsize=7)
 
 
 def importances(model: Any, top: int = MAX_BARS) -> Any:

@@ -213,3 +213,22 @@ def test_integer_column_names_sparse_rows_and_stale_pictures(additive, tmp_path)
     assert (tmp_path / "r" / "interaction_surfaces.png").exists()
     plot.explain(MixtureSVC(random_state=0).fit(X, y), tmp_path / "r")
     assert sorted(p.stem for p in (tmp_path / "r").glob("*.png")) == ["importances", "mixture"]
+
+
+def test_surface_cells_are_labelled_by_their_grid_values() -> None:
+    rng = np.random.default_rng(6)
+    heavy = rng.standard_t(1.5, 3000)
+    colour = rng.choice(["u", "v", "w"], 3000)
+    y = ((heavy > 0) ^ (colour == "v")).astype(int)
+    frame = pd.DataFrame({"heavy": heavy, "colour": colour})
+    model = AdditiveSVC(interactions=[("heavy", "colour")]).fit(frame, y)
+    fig = plot.interaction_surfaces(model, n_points=9)
+    ax = fig.axes[0]
+    table = model.interaction_surfaces(n_points=9)
+    a = list(dict.fromkeys(table.value_a))
+    b = list(dict.fromkeys(table.value_b))
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(v) for v in b]
+    shown = [float(t.get_text().replace("\u2212", "-")) for t in ax.get_xticklabels()]
+    at = ax.get_xticks().astype(int)
+    np.testing.assert_allclose(shown, [a[i] for i in at], rtol=5e-3)
+    plt.close(fig)
