@@ -472,3 +472,14 @@ def test_held_out_rows_stay_within_their_cap_and_bad_settings_fail_before_readin
     for bad, grid in (({"scoring": "accuracyy"}, {"C": [1.0]}), ({}, {"C": [-1.0]})):
         with pytest.raises(InvalidParameterError):
             StreamSearchCV(AdditiveSVC(), grid, **bad).fit("/nonexistent.parquet", "y")
+
+
+def test_tied_candidates_share_their_rank_as_in_scikit_learn():
+    X, y = additive_problem(600, n_features=6, seed=11)
+    search = StreamSearchCV(RowRecorder(), {"quality": [1.0, 0.0, 0.0, 0.5]},
+                            min_resource=100, factor=2).fit(X, y)
+    # the two settings of quality 0 leave the race at its first cut, tied
+    reached = search.cv_results_["iter"]
+    assert reached[1] == reached[2] < reached[3] <= reached[0]
+    # ranked by rung, then score; the tie shares the better place (rankdata's "min")
+    assert search.cv_results_["rank_test_score"] == [1, 3, 3, 2]

@@ -689,8 +689,13 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         reached = np.array([last_rung[i][0] for i in range(len(settings))])
         # rank by the rung reached first, then by the score there
         order = sorted(range(len(settings)), key=lambda i: (-reached[i], -mean[i], i))
+        # ties (the same rung and score) share the best of their ranks, as scikit-learn's
+        # searches rank them (rankdata's "min")
         rank = np.empty(len(settings), dtype=np.int64)
-        rank[order] = np.arange(1, len(settings) + 1)
+        for place, i in enumerate(order):
+            j = order[place - 1] if place else None
+            tied = j is not None and (reached[i], mean[i]) == (reached[j], mean[j])
+            rank[i] = rank[j] if tied else place + 1
         results: dict[str, Any] = {"params": settings}
         for name in sorted({k for s in settings for k in s}):
             results[f"param_{name}"] = [s.get(name) for s in settings]
