@@ -125,13 +125,25 @@ def test_refused_before_reading(params, message, monkeypatch):
     assert AdditiveSVC().__sklearn_tags__().input_tags.sparse
 
 
-def test_negative_values_need_the_linear_map():
-    M, _, y = _data(n=300)
-    M = M.copy()
-    M.data[5] = -1.5
-    with pytest.raises(DataError, match="non-negative"):
-        AdditiveSVC(epochs=1).fit(M, y)
-    AdditiveSVC(embedding="linear", epochs=1).fit(M, y)
+def test_values_of_both_signs_train_on_stored_entries_alone():
+    """Zero sits on a knot of a feature of both signs: the sparse fit is the dense
+    zero-preserving fit, and a curve even in x (out of a linear model's reach) is learned."""
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(7)
+    M = sp.random(2000, 30, density=0.2, format="csr", random_state=7, dtype=np.float64)
+    M.data = rng.normal(size=M.nnz)
+    X = M.toarray()
+    y = (np.abs(X[:, 0]) + np.abs(X[:, 1]) > 0.8).astype(int)
+    sparse = AdditiveSVC(random_state=0, epochs=3, tol=None).fit(M[:1500], y[:1500])
+    dense = AdditiveSVC(random_state=0, epochs=3, tol=None, zero_preserving=True).fit(
+        X[:1500], y[:1500])
+    assert sparse.feature_map_.zero_preserving and (sparse.feature_map_.lo_ < 0).all()
+    np.testing.assert_allclose(sparse.coef_d_, dense.coef_d_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sparse.decision_function(M), dense.decision_function(X),
+                               rtol=1e-9, atol=1e-9)
+    linear = LinearSVC().fit(M[:1500], y[:1500]).score(M[1500:], y[1500:])
+    assert sparse.score(M[1500:], y[1500:]) > max(0.9, linear + 0.1)
 
 
 def test_other_models_refuse_sparse_rows():

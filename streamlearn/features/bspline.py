@@ -19,11 +19,15 @@ follow the data (:mod:`streamlearn.features.knots`).
 The linearised embedding is ``Psi_d = D_d^-T Phi`` (see
 :mod:`streamlearn.features.difference_penalty`).
 
-Zero-preserving variant (Sec. 5): the ``p`` bases that are non-zero at ``lo`` are removed,
-leaving ``n_bases - p`` columns per feature whose bases all vanish for ``x <= lo``. With
-``lo = 0`` (non-negative inputs) the embedding of ``0`` is the zero vector, and the fitted
-function satisfies ``f(0) = 0`` (for ``p > 1`` also its first ``p - 1`` derivatives vanish
-at 0). Encoders skip such features entirely, so zeros cost nothing.
+Zero-preserving variant (Sec. 5): zero is a knot of every feature's grid, and the ``p``
+bases that are non-zero there are removed, leaving ``n_bases - p`` columns per feature. The
+embedding of ``0`` is then the zero vector, and the fitted function satisfies ``f(0) = 0``
+(for ``p > 1`` also its first ``p - 1`` derivatives vanish at 0). Encoders skip such
+features entirely, so zeros cost nothing. For non-negative inputs the range starts at 0 and
+the removed bases are the first ``p`` (the paper's layout: bases that vanish for
+``x <= 0``); a feature that also takes negative values gets a range ``[-z h, (M - z) h]``
+with zero on knot ``z`` (:func:`zero_knot_range`), and the curve has independent pieces on
+either side of 0 that meet there at 0.
 """
 
 from __future__ import annotations
@@ -152,9 +156,12 @@ def bspline_basis(x, lo, hi, n_bases, degree, out):
 def bspline_encode_row(x, lo, scale, n_bases, degree, zero_preserving, warp, idx, val):
     """Sparse B-spline encoding ``Phi(x)`` of one row.
 
-    Feature ``f``'s basis ``j`` goes to column ``f * n_bases + j``; in the zero-preserving
-    variant to column ``f * (n_bases - degree) + j - degree`` for ``j >= degree`` only, and
-    features with ``x[f] <= lo[f]`` are skipped. Entries are written feature by feature.
+    Feature ``f``'s basis ``j`` goes to column ``f * n_bases + j``. In the zero-preserving
+    variant, with zero on knot ``z = -lo[f] * scale[f]`` (0 when the range starts at 0),
+    bases ``j < z`` go to column ``f * (n_bases - degree) + j``, bases ``j >= z + degree`` to
+    ``f * (n_bases - degree) + j - degree``, the others are dropped, and features with
+    ``x[f] == 0`` (or ``x[f] <= lo[f] = 0``) are skipped. Entries are written feature by
+    feature.
 
     Parameters
     ----------
@@ -220,15 +227,20 @@ def _encode_zero_preserving(x, lo, scale, n_bases, degree, idx, val):
 
 @njit(cache=True, nogil=True, forceinline=True)
 def _zero_preserving_feature(f, v, lo_f, scale_f, n_bases, degree, idx, val, nnz):
-    # one feature's zero-preserving entries, written from position nnz; returns the new end
-    if not v > lo_f:
+    # one feature's zero-preserving entries, written from position nnz; returns the new end.
+    # Zero sits on knot z = -lo * scale (0 for a range starting at 0): the degree bases
+    # non-zero there are dropped and those after them move down by degree.
+    z = int(-lo_f * scale_f + 0.5)
+    if v == 0.0 or (z == 0 and not v > lo_f):
         return nnz
     s, b0, b1, b2, b3 = _segment_values(v, lo_f, scale_f, n_bases, degree)
-    base = f * (n_bases - degree) - degree
+    base = f * (n_bases - degree)
     for r in range(degree + 1):
         j = s + r
-        if j < degree:
-            continue
+        if j >= z:
+            if j < z + degree:
+                continue
+            j -= degree
         b = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
         idx[nnz] = base + j
         val[nnz] = b
@@ -375,16 +387,18 @@ def _psi_block(xf, lo, hi, n_bases, degree, order, zero_preserving, block):
     # that may be non-zero (0 when the block is zero).
     for i in range(block.shape[0]):
         block[i] = 0.0
-    if zero_preserving and not xf > lo:
-        return 0
     scale = (n_bases - degree) / (hi - lo)
+    z = int(-lo * scale + 0.5) if zero_preserving else 0  # knot of zero
+    if zero_preserving and (xf == 0.0 or (z == 0 and not xf > lo)):
+        return 0
     s, b0, b1, b2, b3 = _segment_values(xf, lo, scale, n_bases, degree)
-    shift = degree if zero_preserving else 0
     top = 0
     for r in range(degree + 1):
-        j = s + r - shift
-        if j < 0:
-            continue
+        j = s + r
+        if zero_preserving and j >= z:
+            if j < z + degree:
+                continue
+            j -= degree
         block[j] = b0 if r == 0 else (b1 if r == 1 else (b2 if r == 2 else b3))
         top = j + 1
     _suffix_sums(block, top, order)
@@ -485,15 +499,21 @@ def bspline_transform_numpy(X: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_bas
     n_cols = n_bases - shift
     block = np.zeros((n, d, n_cols))
     flat = block.reshape(-1)
-    # basis s + r of a value goes to reversed column n_cols - 1 - (s + r - shift)
-    start = (np.arange(n * d).reshape(n, d) * n_cols) + (n_cols - 1 + shift) - s
-    keep = (X > lo) if zero_preserving else None
-    for r, b in enumerate(values):
-        if keep is None:
-            flat[(start - r).reshape(-1)] = b.reshape(-1)
-        else:  # bases before the first kept one, and values at or below lo, are left out
-            mask = keep & (s + r >= shift)
-            flat[(start - r)[mask]] = b[mask]
+    # basis j = s + r of a value goes to reversed column n_cols - 1 - j (zero-preserving:
+    # the bases z .. z + degree - 1 non-zero at zero's knot z are left out, later ones
+    # move down by degree)
+    start = (np.arange(n * d).reshape(n, d) * n_cols) + (n_cols - 1)
+    if not zero_preserving:
+        for r, b in enumerate(values):
+            flat[(start - s - r).reshape(-1)] = b.reshape(-1)
+    else:
+        z = np.floor(-lo * scale + 0.5).astype(np.intp)
+        keep = (X != 0) & ((z > 0) | (X > lo))  # zeros, and values at or below lo = 0
+        for r, b in enumerate(values):
+            j = s + r
+            mask = keep & ((j < z) | (j >= z + shift))
+            column = np.where(j < z, j, j - shift)
+            flat[(start - column)[mask]] = b[mask]
     for _ in range(order):  # a_i <- a_i + a_{i+1}, from the last column down
         np.cumsum(block, axis=2, out=block)
     out.reshape(n, d, n_cols)[...] = block[:, :, ::-1]
@@ -551,6 +571,40 @@ def bspline_transform_csr(X, lo, hi, n_bases, degree, order, zero_preserving):
 KNOTS = ("uniform", "quantile")
 
 
+def zero_knot_range(lo: np.ndarray, hi: np.ndarray,
+                    n_segments: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ranges covering ``[lo, hi]`` and 0 whose uniform grid of ``n_segments`` has 0 on a knot.
+
+    A feature with ``lo >= 0`` gets ``[0, hi]`` and one with ``hi <= 0`` gets ``[lo, 0]``. A
+    feature of both signs gets ``z = round(M * -lo / (hi - lo))`` segments below 0 (at
+    least one on each side), the segment width ``h = max(-lo / z, hi / (M - z))`` that
+    covers both ends, and the range ``[-z h, (M - z) h]``; ``M = n_segments`` must then be
+    at least 2.
+
+    Parameters
+    ----------
+    lo, hi : ndarray of shape (n_features,), float64
+    n_segments : int
+
+    Returns
+    -------
+    lo, hi : ndarray of shape (n_features,), float64
+    """
+    both = (lo < 0) & (hi > 0)
+    if both.any() and n_segments < 2:
+        f = int(np.flatnonzero(both)[0])
+        raise ValueError(
+            f"feature {f} takes values of both signs ([{lo[f]:.6g}, {hi[f]:.6g}]): a "
+            "zero-preserving map needs n_bases - degree >= 2 to put a segment on each side "
+            f"of 0, got {n_segments}")
+    m = max(int(n_segments), 2)
+    z = np.clip(np.rint(m * -lo / np.where(both, hi - lo, 1.0)), 1, m - 1)
+    h = np.maximum(-lo / z, hi / (m - z))
+    new_lo = np.where(both, -z * h, np.minimum(lo, 0.0))
+    new_hi = np.where(both, (m - z) * h, np.maximum(hi, 0.0))
+    return new_lo, new_hi
+
+
 class BSplineMap(FeatureMap):
     """B-spline embedding with a D0/D1/D2 difference penalty, ``Psi_d = D_d^-T Phi``.
 
@@ -563,8 +617,9 @@ class BSplineMap(FeatureMap):
     penalty_order : {0, 1, 2}
         Order ``d`` of the difference penalty ``D_d`` (``D0 = I`` keeps ``Psi = Phi``).
     zero_preserving : bool
-        Drop the ``degree`` bases that are non-zero at ``lo = 0`` so that ``Psi(0) = 0``;
-        requires non-negative inputs and leaves ``n_bases - degree`` columns per feature.
+        Put zero on a knot and drop the ``degree`` bases that are non-zero there, so that
+        ``Psi(0) = 0``; leaves ``n_bases - degree`` columns per feature. A feature that
+        takes values of both signs needs ``n_bases - degree >= 2``.
     knots : {"uniform", "quantile"}
         ``"uniform"``: knots evenly spaced over each feature's range. ``"quantile"``: the
         bases are evaluated at a warped position whose knots follow the data
@@ -714,8 +769,9 @@ class BSplineMap(FeatureMap):
         ----------
         lo, hi : array-like of shape (n_features,)
             Smallest and largest value of each feature. A feature with ``hi == lo`` gets the
-            range ``[lo, lo + 1]``. When zero-preserving, ``lo`` must be non-negative and the
-            range starts at 0.
+            range ``[lo, lo + 1]``. When zero-preserving, the range is widened to hold 0 on a
+            knot: ``[0, hi]`` for ``lo >= 0``, ``[lo, 0]`` for ``hi <= 0``, else
+            :func:`zero_knot_range`.
 
         Returns
         -------
@@ -730,13 +786,7 @@ class BSplineMap(FeatureMap):
             f = int(bad[0])
             raise ValueError(f"hi < lo for feature {f}: [{lo[f]}, {hi[f]}]")
         if self.zero_preserving:
-            neg = np.flatnonzero(lo < 0)
-            if neg.size:
-                f = int(neg[0])
-                raise ValueError(
-                    f"zero_preserving needs non-negative inputs; feature {f} has minimum {lo[f]}"
-                )
-            lo = np.zeros_like(lo)
+            lo, hi = zero_knot_range(lo, hi, self.n_segments)
         self.lo_ = lo
         self.hi_ = np.where(hi > lo, hi, lo + 1.0)
         if self.knots == "quantile":

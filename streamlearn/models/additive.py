@@ -198,16 +198,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     n_terms : int
         Frequencies (Fourier) or polynomials (Hermite) per feature.
     zero_preserving : bool or "auto"
-        Use the ``Psi(0) = 0`` variant of the embedding (sparse non-negative inputs): a
-        feature at the lower end of its range costs nothing, so training and prediction take
-        time in the number of non-zero inputs. ``"auto"``: on for sparse training data
-        (``scipy.sparse`` matrices, svmlight files, zarr CSR stores; B-splines then train
-        on the stored values alone, which must be non-negative), off for dense data. For
-        degree-1 splines with ``penalty_order=1`` this is the same model as
-        ``zero_preserving=False`` when ``bias_scale`` is ``sqrt(n_features + b^2)`` instead
-        of ``b``: the first column of every feature's
-        ``Psi_1 = D_1^-T Phi`` is the constant ``sum_j Phi_j = 1``, and the other columns are
-        the zero-preserving embedding, so both define the same kernel and the same dual
+        Use the ``Psi(0) = 0`` variant of the embedding (sparse inputs): a feature at 0
+        costs nothing, so training and prediction take time in the number of non-zero
+        inputs, and every curve passes through 0 at 0 (B-splines put 0 on a knot; a
+        feature of both signs gets a piece on each side). ``"auto"``: on for sparse
+        training data (``scipy.sparse`` matrices, svmlight files, zarr CSR stores; the
+        model then trains on the stored values alone), off for dense data. For
+        non-negative features and degree-1 splines with ``penalty_order=1`` this is the
+        same model as ``zero_preserving=False`` when ``bias_scale`` is
+        ``sqrt(n_features + b^2)`` instead of ``b``: the first column of every feature's
+        ``Psi_1 = D_1^-T Phi`` is the constant ``sum_j Phi_j = 1``, and the other columns
+        are the zero-preserving embedding, so both define the same kernel and the same dual
         problem (the solvers take the same steps).
     knots : {"uniform", "quantile"}
         Where a feature's B-spline knots sit. ``"uniform"``: evenly spaced over its range.

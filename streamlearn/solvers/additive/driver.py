@@ -46,7 +46,7 @@ from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
-from streamlearn.errors import DataError, LabelError
+from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
 from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
 from streamlearn.features.tail_transform import TailTransform
@@ -1062,8 +1062,6 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
         sample = summary.description.sample
         if feature_map is not None:
             desc = summary.description
-            if dataset.is_sparse:
-                check_sparse_ranges(desc.min, config.feature_range, dataset)
             fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
                             maximum=desc.max, mean=desc.mean, std=desc.std,
                             quantiles=desc.quantiles)
@@ -1311,24 +1309,6 @@ def sparse_term_importances(rows: SparseRows, coef_d: np.ndarray,
     np.add.at(spread, rows.indices, np.abs(terms - mean[rows.indices]))
     spread += (k - stored)[:, None] * np.abs(mean)
     return spread.mean(axis=1) / k
-
-
-def check_sparse_ranges(minimum: np.ndarray, feature_range: Any, dataset: Dataset) -> None:
-    """Refuse a B-spline map over sparse rows whose features take negative values.
-
-    The zero-preserving map skips values at or below the lower end of a feature's range;
-    with the range starting at 0 (sparse data holds zeros) that is every zero, and nothing
-    else. A negative value would be skipped as if it were zero.
-    """
-    lower = minimum if feature_range is None else np.asarray(feature_range[0])
-    negative = np.flatnonzero(np.asarray(lower) < 0)
-    if negative.size:
-        f = int(negative[0])
-        raise DataError(
-            f"feature {dataset.feature_names[f]!r} of {dataset.source.description} takes the "
-            f"value {float(lower[f]):.6g}: B-splines over sparse rows cost only the stored "
-            f"values and need them non-negative ({negative.size} feature(s) are not); use "
-            "embedding='linear', or shift those features to be non-negative")
 
 
 def _summary(runner: Any, dataset: Dataset, n_classes: int, holdout: Holdout | None,

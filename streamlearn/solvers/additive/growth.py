@@ -54,8 +54,7 @@ def grown_bspline_map(feature_map: BSplineMap, X: np.ndarray, max_bases: int,
     x_min = X.min(axis=0).astype(np.float64)
     x_max = X.max(axis=0).astype(np.float64)
     step = (hi - lo) / (n_bases - degree)
-    below = (np.zeros(lo.shape, dtype=np.int64) if feature_map.zero_preserving
-             else np.ceil(np.maximum(lo - x_min, 0.0) / step).astype(np.int64))
+    below = np.ceil(np.maximum(lo - x_min, 0.0) / step).astype(np.int64)
     above = np.ceil(np.maximum(x_max - hi, 0.0) / step).astype(np.int64)
     share = np.mean((X < lo[None, :]) | (X > hi[None, :]), axis=0)
     below[share <= min_share] = 0
