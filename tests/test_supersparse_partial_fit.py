@@ -79,6 +79,43 @@ def test_first_call_initialises_from_its_rows():
     np.testing.assert_allclose(again.prototypes_, model.prototypes_, atol=1e-6)
 
 
+def test_later_calls_solve_the_rows_of_every_call():
+    """With the prototypes held (a tiny step), the coefficients after three calls are the
+    ridge solution on all their rows, not on the last call's (numpy reference)."""
+    X, y = _regression(n=600, seed=5)
+    model = SuperSparseRegressor(n_prototypes=6, step=1e-12, lam=1e-3)
+    for a, b in ((0, 300), (300, 580), (580, 600)):
+        model.partial_fit(X[a:b], y[a:b])
+    X64 = X.astype(np.float64)
+    Xz = ((X64 - model.shift_) / model.scale_).astype(np.float32).astype(np.float64)
+    C = (model.prototypes_ - model.shift_) / model.scale_
+    Z = np.hstack([np.exp(-model.gamma_ * ((Xz[:, None, :] - C[None]) ** 2).sum(-1)),
+                   np.ones((600, 1))])
+    A = Z.T @ Z / 600
+    A[np.arange(6), np.arange(6)] += 1e-3
+    expected = np.linalg.solve(A, Z.T @ y / 600)
+    np.testing.assert_allclose(np.append(model.dual_coef_, model.intercept_), expected,
+                               rtol=1e-4, atol=1e-6 * np.abs(expected).max())
+    assert model.beta_sums_[1] == 600 and model.beta_sums_[2] == 600
+
+
+def test_a_few_rows_of_one_class_move_a_trained_model_by_their_share():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(6000, 5)).astype(np.float32)
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
+    model = SuperSparseClassifier(random_state=0).fit(X[:4000], y[:4000])
+    before, scale = model.score(X[4000:], y[4000:]), model.proba_scale_
+    ones = np.flatnonzero(y[:4000] == 1)[:10]
+    model.partial_fit(X[ones], y[ones])
+    assert model.score(X[4000:], y[4000:]) >= before - 0.05  # was 0.95 -> 0.63
+    assert abs(np.log(model.proba_scale_ / scale)) < 0.05  # 10 rows' share of 4,010
+    streamed = SuperSparseClassifier(random_state=0)
+    _stream(streamed, X[:4000], y[:4000], epochs=1, rows=100, classes=[0, 1])
+    middle = streamed.score(X[4000:], y[4000:])
+    streamed.partial_fit(X[ones], y[ones])
+    assert streamed.score(X[4000:], y[4000:]) >= middle - 0.02
+
+
 def test_partial_fit_after_fit_continues_from_the_fitted_model():
     X, y = _regression(n=300, seed=3)
     model = SuperSparseRegressor(n_prototypes=4, max_iter=0, step=1e-12).fit(X, y)

@@ -129,6 +129,8 @@ PROTOTYPES_PER_CLASS = 10
 ROWS_PER_PROTOTYPE = 10
 #: Rows per block when predicting on in-memory data.
 PREDICT_BLOCK = 65_536
+#: The beta-step's statistics of every row trained on, which ``partial_fit`` continues.
+MEMORY_ATTRIBUTES = ("beta_gram_", "beta_targets_", "beta_sums_")
 
 
 def auto_prototypes(n_rows: int, n_classes: int = 2) -> int:
@@ -358,6 +360,25 @@ class _SuperSparse(StreamEstimator):
         self.lam_ = fitted.lam
         self._keep("proba_scale_", fitted.proba_scale)
         self._keep("proba_rows_", fitted.proba_rows)
+        memory = fitted.memory
+        if memory is None:
+            for name in MEMORY_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+        else:
+            self.beta_gram_ = memory.G
+            self.beta_targets_ = memory.r
+            self.beta_sums_ = np.array([memory.yy, memory.weight, memory.rows],
+                                       dtype=np.float64)
+
+    def _memory(self) -> GramState | None:
+        """The beta-step statistics of every row trained on (None: a reduced model, or one
+        saved without them)."""
+        if not all(hasattr(self, name) for name in MEMORY_ATTRIBUTES):
+            return None
+        yy, weight, rows = (float(v) for v in self.beta_sums_)
+        return GramState(np.array(self.beta_gram_, dtype=np.float64),
+                         np.array(self.beta_targets_, dtype=np.float64), yy, weight,
+                         int(rows))
 
     def _standardiser(self) -> Standardiser | None:
         """The fitted standardisation (None: raw features, e.g. a caller's similarity or a
@@ -404,7 +425,8 @@ class _SuperSparse(StreamEstimator):
                               int(self.n_iter_), self.selection_path_, self.gamma_,
                               None if std is None else std.shift,
                               None if std is None else std.scale, self._fitted_lam(),
-                              feature_transform=getattr(self, "feature_transform_", None))
+                              feature_transform=getattr(self, "feature_transform_", None),
+                              memory=self._memory())
 
     def _fitted_lam(self) -> float:
         """The penalty the fitted model used (``lam_``; ``lam`` itself for a model fitted
@@ -666,6 +688,13 @@ _PARAMS_DOC = """
         The penalty used (``lam``, or its ``"auto"`` choice).
     partial_fit_step_ : float
         The prototype step of :meth:`partial_fit` (after its first call).
+    beta_gram_, beta_targets_ : ndarray of shape (p + 1, p + 1), (p + 1, K)
+        The beta-step's statistics ``sum v z z^T`` and ``sum v z t^T`` of every row trained
+        on, ``z`` a row's similarities and 1 (each row at the prototypes of its last step).
+        :meth:`partial_fit` adds its rows and solves them, so a call of a few rows moves a
+        model trained on many by their share.
+    beta_sums_ : ndarray of shape (3,)
+        ``sum v ||t||^2``, ``sum v`` and the row count of those rows.
     selection_path_ : ndarray of shape (n_candidates, 4)
         Per candidate ``p`` (largest first): ``p``, validation loss, eq. 8's criterion and
         training objective (NaN losses when ``n_prototypes`` is one number).
@@ -918,9 +947,16 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         sample_weight = self._partial_fit_sample_weight(y, known, sample_weight)
         values, weight = self._partial_fit_inputs(X, y, sample_weight, "classification")
         codes = encode_labels(y, known)
+        memory = self._memory() if hasattr(self, "prototypes_") else None
+        before = (float(self.proba_scale_), memory.weight) if (
+            memory is not None and getattr(self, "proba_scale_", None) is not None) else None
         self._partial_fit_rows(values, class_targets(codes, len(known)), weight)
         self.classes_ = storable_classes(known)
-        self.proba_scale_ = temperature_of(self._decision_rows(values), codes, weight)
+        scale = temperature_of(self._decision_rows(values), codes, weight)
+        if before is not None and before[1] > 0:  # the earlier rows keep their share
+            share = float(weight.sum()) / (float(weight.sum()) + before[1])
+            scale = float(np.exp((1 - share) * np.log(before[0]) + share * np.log(scale)))
+        self.proba_scale_ = scale
         self.proba_rows_ = "training"
         return self._class_weight_recorded()
 
@@ -1007,8 +1043,9 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
 
         ``s`` is ``proba_scale_``, the scale of lowest log-loss on the rows held out by
         ``fit`` (``validation_fraction`` of them, where ``lam="auto"`` or a list of
-        ``n_prototypes`` holds some out), else on its training rows, or on the rows of the
-        last :meth:`partial_fit` call (``proba_rows_`` says which). One scale keeps every
+        ``n_prototypes`` holds some out), else on its training rows (``proba_rows_`` says
+        which); each :meth:`partial_fit` call chooses one on its rows and moves the scale
+        there in ``log s`` by the call's share of the rows' weight. One scale keeps every
         decision: the most probable class is :meth:`predict`'s. A model made by
         :meth:`reduce` has none (it imitates another model's scores, not labels; wrap it
         in ``CalibratedClassifierCV``).

@@ -247,6 +247,10 @@ class SuperSparseFit:
     feature_transform : TailTransform or None
         The map of crowded features the rows were read through before the
         standardisation (``spread_tails``); the prototypes are in its units.
+    memory : GramState or None
+        The beta-step's statistics of every row trained on (targets as given, each row at
+        the prototypes of its last step), which ``partial_fit`` adds its rows to; None for
+        a reduced model.
     """
 
     prototypes: np.ndarray
@@ -263,6 +267,7 @@ class SuperSparseFit:
     proba_scale: float | None = None
     proba_rows: str | None = None
     feature_transform: TailTransform | None = None
+    memory: GramState | None = None
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -445,7 +450,20 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         lam=float(lam),
         proba_scale=proba_scale,
         proba_rows=proba_rows,
+        memory=None if config.target == "teacher" else _offset_statistics(
+            every_row if every_row is not None else stats, train.offset),
     )
+
+
+def _offset_statistics(stats: GramState, offset: float) -> GramState:
+    """Beta-step statistics of targets ``t - offset`` turned into those of ``t`` (the
+    constant column of ``z`` is last)."""
+    if offset == 0.0:
+        return stats
+    sums = stats.r[-1].sum()  # sum_i v_i (t_i - offset), over the outputs
+    return replace(stats, r=stats.r + offset * stats.G[:, -1:],
+                   yy=stats.yy + 2.0 * offset * sums + offset ** 2 * stats.weight
+                   * stats.r.shape[1])
 
 
 def calibrate(runner: Any, dataset: Dataset, train: TargetRows, C: np.ndarray, w: np.ndarray,
@@ -871,26 +889,42 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
 
 def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.ndarray,
                 config: SuperSparseConfig, step: float, block_rows: int | None) -> SuperSparseFit:
-    """One mini-batch pass over in-memory rows from ``model``, then their exact beta-step.
+    """One mini-batch pass over in-memory rows from ``model``, adding them to its memory.
 
     The rows are cut into blocks of ``block_rows`` (all at once when None), visited in
-    order; the repulsion weight is ``repulsion * repulsion_decay^n_iter``.
+    order; each block's beta-step solves the statistics of every row trained on so far
+    (``model.memory`` and the blocks before, see :class:`~.passes.MiniBatchState`), so a
+    few rows move a model of many by their share; the repulsion weight is
+    ``repulsion * repulsion_decay^n_iter``. The last beta-step adds the rows at the
+    prototypes they moved to to ``model.memory`` and solves that.
     """
     similarity = config.similarity_of(model.gamma)
     t = np.asarray(t, dtype=np.float64).reshape(X.shape[0], -1)
     if model.standardiser is not None:
         X = model.standardiser.apply(X)
     rho = config.repulsion * config.repulsion_decay ** model.n_iter
+    p, K = model.coef.shape
+    memory = model.memory if model.memory is not None else GramState(
+        np.zeros((p + 1, p + 1)), np.zeros((p + 1, K)))
     minibatch = MiniBatchPass(TargetRows("regression"),
                               MiniBatchState(np.array(model.prototypes, dtype=np.float64),
-                                             np.vstack([model.coef, model.intercept])),
+                                             np.vstack([model.coef, model.intercept]),
+                                             memory=memory),
                               similarity, step, config.coef, model.lam, rho)
     state = minibatch.start()
     size = X.shape[0] if block_rows is None else max(1, int(block_rows))
     for a in range(0, X.shape[0], size):
         state = minibatch.step(state, Chunk(np.ascontiguousarray(X[a:a + size]), t[a:a + size],
                                             a, weight=weight[a:a + size]))
-    w, J = _rows_beta(X, t, weight, state.C, config, similarity, state.w, model.lam)
+    # the call's rows once more, at the prototypes they moved to, added to the memory
+    gram = GramPass(TargetRows("regression"), state.C, similarity)
+    every = memory + gram.step(GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, K))),
+                               Chunk(X, t, 0, weight=weight))
+    if every.weight <= 0:
+        raise DataError("no rows with positive weight to train on")
+    w = solve_beta(every.G / every.weight, every.r / every.weight, model.lam, config.coef,
+                   state.w)
+    J = objective(every, w, model.lam, config.coef)
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(state.C),
         coef=np.ascontiguousarray(w[:-1]),
@@ -903,6 +937,7 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
         shift=model.shift,
         scale=model.scale,
         lam=model.lam,
+        memory=every,
     )
 
 

@@ -576,11 +576,20 @@ class MiniBatchState:
     w : ndarray of shape (p + 1, K)
     rows : int
         Rows processed in this pass (the weight of this state when states are merged).
+    memory : GramState or None
+        With it, the beta-step solves the statistics of every row seen (this one's added
+        chunk by chunk, each at the prototypes of its step) instead of the chunk's alone,
+        and the prototype step is scaled by ``sqrt(V_chunk / V_seen)``, the root of the
+        chunk's share of the weight seen (a ``1 / sqrt(t)`` schedule): ``partial_fit``'s
+        rows then add to what earlier calls learned, and a few rows move a model of many
+        by little (a larger move would leave the remembered statistics, taken at the old
+        prototypes, behind).
     """
 
     C: np.ndarray
     w: np.ndarray
     rows: int = 0
+    memory: GramState | None = None
 
 
 class MiniBatchPass:
@@ -617,7 +626,10 @@ class MiniBatchPass:
 
     def start(self) -> MiniBatchState:
         """A copy of the initial state."""
-        return MiniBatchState(self.initial.C.copy(), self.initial.w.copy())
+        memory = self.initial.memory
+        return MiniBatchState(self.initial.C.copy(), self.initial.w.copy(),
+                              memory=None if memory is None else memory + GramState(
+                                  np.zeros_like(memory.G), np.zeros_like(memory.r)))
 
     def step(self, state: MiniBatchState, chunk: Chunk) -> MiniBatchState:
         """Beta-step on the chunk's statistics, then one prototype step (in place)."""
@@ -629,17 +641,25 @@ class MiniBatchPass:
         S = self.similarity.values(X, C)
         G = np.zeros((p + 1, p + 1))
         r = np.zeros((p + 1, t.shape[1]))
-        _, weight = gram_update(S, t, v, G, r)
+        yy, weight = gram_update(S, t, v, G, r)
         if weight <= 0:
             return state
-        state.w = solve_beta(G / weight, r / weight, self.lam, self.coef, state.w)
+        step = self.step_size
+        if state.memory is None:
+            state.w = solve_beta(G / weight, r / weight, self.lam, self.coef, state.w)
+        else:
+            state.memory = state.memory + GramState(G, r, yy, weight, X.shape[0])
+            every = state.memory
+            state.w = solve_beta(every.G / every.weight, every.r / every.weight, self.lam,
+                                 self.coef, state.w)
+            step *= np.sqrt(weight / every.weight)  # by the chunk's share of the rows seen
         M = prototype_weights(weighted_residuals(S, state.w, t, v), state.w)
         acc = np.zeros_like(C)
         self.similarity.gradient_update(X, C, S, M, acc)
         grad = (2.0 / weight) * acc
         if self.repulsion > 0:
             grad += self.repulsion * self.similarity.penalty_gradient(C)
-        state.C = C - self.step_size * grad
+        state.C = C - step * grad
         state.rows += X.shape[0]
         return state
 
