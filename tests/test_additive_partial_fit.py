@@ -153,6 +153,45 @@ def test_sample_weights_set_lam_from_their_sum():
     assert model.pegasos_lam_ == pytest.approx(model.lam_ * weight.sum() / 1_000)
 
 
+def test_c_set_between_calls_takes_effect_as_if_set_before():
+    """set_params(C=...) after the first call gives the model that C from the start
+    would have given the later calls (the same lam, worked out from the first chunk)."""
+    X, y = additive_problem(1_200, seed=8)
+    first = slice(0, 400)
+    changed = AdditiveSVC(C=1.0, random_state=0).partial_fit(X[first], y[first])
+    changed.set_params(C=0.01)
+    changed.partial_fit(X[400:], y[400:])
+    assert changed.lam_ == pytest.approx(1.0 / (0.01 * 400)) and changed.C_ == 0.01
+    kept = AdditiveSVC(C=1.0, random_state=0).partial_fit(X[first], y[first])
+    kept.partial_fit(X[400:], y[400:])
+    assert kept.lam_ == pytest.approx(1.0 / 400)
+    assert np.abs(changed.decision_function(X) - kept.decision_function(X)).max() > 0.1
+
+
+@pytest.mark.parametrize("weight, match", [
+    (-1.0, "Negative values in data passed to sample_weight"),
+    (np.nan, "NaN or infinite"),
+    (np.inf, "NaN or infinite"),
+])
+@pytest.mark.parametrize("call", ["first", "later"])
+def test_bad_sample_weights_are_refused_and_the_model_kept(weight, match, call):
+    from streamlearn.errors import DataError
+
+    X, y = additive_problem(400, seed=9)
+    w = np.ones(200)
+    w[5] = weight
+    model = AdditiveSVC(random_state=0)
+    if call == "later":
+        model.partial_fit(X[:200], y[:200])
+    before = model.state_w_d_.copy() if call == "later" else None
+    with pytest.raises(DataError, match=match):
+        model.partial_fit(X[200:], y[200:], sample_weight=w)
+    if before is not None:
+        np.testing.assert_array_equal(model.state_w_d_, before)
+        model.partial_fit(X[200:], y[200:], sample_weight=np.zeros(200))  # weighs nothing
+        assert np.isfinite(model.state_w_d_).all()
+
+
 @pytest.mark.parametrize("feature_range, match", [
     ((1.0, 1.0), "min < max"),
     ([(0.0, 1.0)] * 3, r"shape \(n_features, 2\) = \(8, 2\)"),

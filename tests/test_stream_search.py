@@ -54,6 +54,7 @@ class FitDiffers(RowRecorder):
     ``fit`` records the rows it trained on."""
 
     _lanes_train_like_fit: ClassVar[bool] = False
+    _fits_datasets: ClassVar[bool] = True
     fit_ids: ClassVar[list[set[int]]] = []
 
     def fit(self, X: Any, y: Any = None) -> FitDiffers:
@@ -483,3 +484,30 @@ def test_tied_candidates_share_their_rank_as_in_scikit_learn():
     assert reached[1] == reached[2] < reached[3] <= reached[0]
     # ranked by rung, then score; the tie shares the better place (rankdata's "min")
     assert search.cv_results_["rank_test_score"] == [1, 3, 3, 2]
+
+
+def test_lanes_take_the_penalty_fit_uses_for_all_training_rows():
+    X, y = _additive_split(3000)
+    search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.5, 2.0]}, chunk_rows=200,
+                            refit=False, final_rung="partial_fit", random_state=0).fit(X, y)
+    n_train = 3000 - search.n_validation_
+    best = search.best_estimator_
+    # a lane's partial_fit would take lam from its first chunk of 200 rows: 1 / (C 200)
+    assert best.lam_ == pytest.approx(1.0 / (best.C * n_train))
+
+
+def test_a_scikit_learn_estimator_is_raced_and_refitted_on_the_arrays():
+    from sklearn.linear_model import SGDClassifier
+
+    X, y = _additive_split(3000)
+    grid = {"alpha": [1e-4, 1e-2]}
+    search = StreamSearchCV(SGDClassifier(random_state=0), grid, random_state=0).fit(X, y)
+    assert isinstance(search.best_estimator_, SGDClassifier)
+    reference = SGDClassifier(random_state=0, **search.best_params_).fit(X, y)
+    np.testing.assert_array_equal(search.predict(X), reference.predict(X))
+    with pytest.raises(TypeError, match="final_rung='fit'.*SGDClassifier"):
+        StreamSearchCV(SGDClassifier(), grid, final_rung="fit").fit(X, y)
+    from streamlearn.data import open_dataset
+
+    with pytest.raises(TypeError, match="refit=True fits SGDClassifier.*refit=False"):
+        StreamSearchCV(SGDClassifier(), grid).fit(open_dataset(X, target=y))

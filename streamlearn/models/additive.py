@@ -52,6 +52,7 @@ from streamlearn.models.base import (
     ClassifierScore,
     StreamEstimator,
     check_features,
+    check_sample_weight,
     coded_table,
     encode_labels,
     record_categories,
@@ -803,8 +804,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         its check dropped them), its first ``k`` for ``interactions=k``, at its pair
         grid. Pairs matter to the ranking: on letter the lanes without them preferred 20
         bases per feature to 10, and ``fit`` with pairs the reverse (6.55 against 5.65 %
-        test error at ``C=10``)."""
+        test error at ``C=10``). And the penalty ``fit`` would use, ``lam = 1 / (C n)``
+        for the ``n_train`` rows (a lane's first chunk would give ``1 / (C n_chunk)``)."""
         params: dict[str, Any] = {}
+        if self.lam is None:
+            params["lam"] = 1.0 / (float(self.C) * max(int(n_train), 1))
         if self.embedding != "bspline":
             return params
         if self.penalty_order is None:
@@ -1116,7 +1120,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         range.
 
         Unless ``lam`` is set, ``lam = 1 / (C n)`` with ``n`` the total sample weight of
-        the first chunk (its rows without weights). With ``average``, predictions use the
+        the first chunk (its rows without weights); ``C`` or ``lam`` changed by
+        ``set_params`` between calls take effect at the next (with the same ``n``). With
+        ``average``, predictions use the
         mean of the iterates after the first chunk. No calibration:
         :meth:`predict_proba` uses the plain logistic of the scores (or the sigmoids of an
         earlier ``fit``).
@@ -1138,11 +1144,16 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if sparse_rows_of(X, None, type(self).__name__) is not None:
             raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
                             "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
+        if sample_weight is not None:  # finite and non-negative, as fit takes them
+            sample_weight = check_sample_weight(sample_weight, np.shape(y)[0],
+                                                all_zero=self.is_fitted)
         if not self.is_fitted:
             self._start_partial_fit(X, y, classes, sample_weight)
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
             raise LabelError(f"classes {list(classes)} differ from those of the first call "
                              f"{self.classes_.tolist()}")
+        else:
+            self._follow_regularisation()
         X = self._model_rows(check_features(X, self._feature_names, type(self).__name__))
         codes = encode_labels(y, self.classes_)
         if codes.shape[0] != X.shape[0]:
@@ -1167,6 +1178,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
         self._set_importances(X)
         return self._class_weight_recorded()
+
+    def _follow_regularisation(self) -> None:
+        """``C`` or ``lam`` set since the model's last call take effect: the penalty is
+        worked out again from them and the same training weight (``sample_weight_sum_``)."""
+        weight_sum = float(self.sample_weight_sum_)
+        n_rows = self.lam_ * weight_sum / self.pegasos_lam_
+        regularisation = Regularisation.of(float(self.C), self.lam, n_rows, weight_sum)
+        if not np.isclose(regularisation.lam, self.lam_, rtol=1e-12, atol=0.0):
+            self._set_regularisation(regularisation)
 
     def _set_importances(self, X: np.ndarray) -> None:
         """``feature_importances_`` and ``interaction_importances_`` of the model as it is,

@@ -232,6 +232,9 @@ class StreamEstimator(BaseEstimator):
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {}
     #: Target ``fit`` reads its training data for: "classification" or "regression".
     _task: ClassVar[str] = "classification"
+    #: ``fit`` takes a :class:`~streamlearn.data.Dataset` (what a search's finalists and
+    #: refit are trained on); an estimator of another library fits arrays.
+    _fits_datasets: ClassVar[bool] = True
     #: Private learned state (names without the trailing ``_``) that a new ``fit`` forgets
     #: along with the learned attributes.
     _private_state: ClassVar[tuple[str, ...]] = ()
@@ -713,8 +716,9 @@ def _is_mixed(y: Any) -> bool:
     return isinstance(y, (list, tuple)) and len({type(v) for v in y}) > 1
 
 
-def check_sample_weight(sample_weight: Any, n_rows: int) -> np.ndarray:
-    """Weights of ``n_rows`` rows: 1-D, finite, non-negative, not all zero."""
+def check_sample_weight(sample_weight: Any, n_rows: int, all_zero: bool = False) -> np.ndarray:
+    """Weights of ``n_rows`` rows: 1-D, finite, non-negative, not all zero (unless
+    ``all_zero``: a later ``partial_fit`` call may weigh nothing)."""
     w = np.asarray(sample_weight, dtype=np.float64)
     if w.ndim == 0:
         w = np.full(n_rows, float(w))
@@ -727,7 +731,7 @@ def check_sample_weight(sample_weight: Any, n_rows: int) -> np.ndarray:
         row = int(np.flatnonzero(w < 0)[0])
         raise DataError(f"Negative values in data passed to sample_weight: {w[row]:g} at row "
                         f"{row}; weights are non-negative")
-    if not (w > 0).any():
+    if not all_zero and not (w > 0).any():
         raise ValueError("sample_weight is zero for every row; at least one row needs a "
                          "non-zero weight")
     return w

@@ -414,6 +414,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             candidate = clone(self.estimator).set_params(**setting)
             if hasattr(candidate, "_parameter_constraints"):
                 candidate._validate_params()
+        foreign = not getattr(self.estimator, "_fits_datasets", False)
+        if foreign:  # fit(dataset) is streamlearn's: another estimator fits arrays only
+            self._check_foreign(data, y)
         self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         started = time.perf_counter()
         opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
@@ -482,7 +485,11 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.refit:
             started = time.perf_counter()
             best = clone(self.estimator).set_params(**self.best_params_)
-            best.fit(dataset, **self._fit_params(engine, fit_params))  # the data as opened
+            if foreign:  # the arrays as given
+                weights = {} if sample_weight is None else {"sample_weight": sample_weight}
+                best.fit(data, y, **weights)
+            else:
+                best.fit(dataset, **self._fit_params(engine, fit_params))  # the data as opened
             self.refit_time_ = time.perf_counter() - started
             self.best_estimator_ = best
             self.n_passes_ = self.search_passes_ + _passes_of(best)
@@ -512,6 +519,21 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         if isinstance(rs, np.random.RandomState):
             return int(rs.randint(2**31))
         return int(rs)
+
+    def _check_foreign(self, data: Any, y: Any) -> None:
+        """Refuse, before reading, what an estimator of another library cannot do: train
+        the finalists by ``fit`` on a stream, or be refitted on data not in memory."""
+        name = type(self.estimator).__name__
+        if self._final_rung() == "fit":
+            raise TypeError(f"final_rung='fit' trains the finalists by fit on the stream, "
+                            f"which {name} (not a streamlearn estimator) cannot read; use "
+                            "final_rung='partial_fit'")
+        in_memory = (isinstance(data, np.ndarray | list)
+                     or type(data).__module__.split(".")[0] == "pandas")
+        if self.refit and not (in_memory and y is not None and not isinstance(y, str)):
+            raise TypeError(f"refit=True fits {name} (not a streamlearn estimator) on the "
+                            "data as arrays, which these are not; pass X and y in memory, or "
+                            "refit=False and fit best_params_ yourself")
 
     def _final_rung(self) -> str:
         if self.final_rung != "auto":
