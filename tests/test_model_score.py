@@ -72,3 +72,27 @@ def test_regressor_score_of_a_constant_target_follows_scikit_learn() -> None:
     assert model.score(X, y + 1.0) == r2_score(y + 1.0, predicted) == 0.0
     streamed = model.score(open_dataset(X, target=y.astype(np.float32), task="regression"))
     assert streamed == 1.0
+
+
+@pytest.mark.parametrize("model", [CLASSIFIERS[0], REGRESSORS[1]], ids=lambda m: type(m).__name__)
+def test_a_table_is_scored_by_column_name_as_predict_reads_it(model, tmp_path):
+    import pandas as pd
+    from sklearn.base import clone, is_classifier
+
+    from streamlearn.engine import evaluate
+    from streamlearn.errors import SchemaError
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4))
+    target = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=400)
+    table = pd.DataFrame(X, columns=list("abcd"))
+    y = (target > 0).astype(int) if is_classifier(model) else target
+    fitted = clone(model).fit(table, y)
+    reference = fitted.score(table, y)  # in memory: predict realigns the columns by name
+    shuffled = table[list("dbca")].assign(extra=1.0, y=y)
+    assert fitted.score(shuffled, "y") == pytest.approx(reference, abs=1e-9)
+    shuffled.to_parquet(tmp_path / "t.parquet")
+    assert fitted.score(str(tmp_path / "t.parquet"), "y") == pytest.approx(reference, abs=1e-9)
+    with pytest.raises(SchemaError, match=r"by name.*\['d', 'b', 'c', 'a'"):
+        evaluate(fitted, open_dataset(str(tmp_path / "t.parquet"), target="y",
+                                      features=list("dbca")))

@@ -11,7 +11,7 @@ import numpy as np
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.hashing import check_hash_features
 from streamlearn.data.schema import Task
-from streamlearn.data.sources.base import ColumnKind, Source, fresh_name
+from streamlearn.data.sources.base import ColumnKind, Source, default_feature_names, fresh_name
 from streamlearn.data.validation import NanPolicy, check_nan_policy
 from streamlearn.errors import SchemaError, SourceError
 
@@ -288,6 +288,48 @@ def _source(
 def _no_arrays(y: Any, weight: Any, what: str) -> None:
     if y is not None or weight is not None:
         raise SourceError(f"for {what}, target= and weight= must be column names")
+
+
+def named_features(model: Any) -> list[str] | None:
+    """The feature columns a fitted model reads a table by: its ``feature_names_in_``,
+    unless they are the names given to unnamed columns (``x0, x1, ...``: by position) or
+    its columns were hashed.
+
+    Parameters
+    ----------
+    model : fitted estimator
+
+    Returns
+    -------
+    list of str or None
+    """
+    given = getattr(model, "feature_names_in_", None)
+    names = [] if given is None else [str(n) for n in given]
+    if (not names or names == default_feature_names(len(names))
+            or getattr(model, "hash_features_", None) is not None):
+        return None
+    return names
+
+
+def check_named_as_trained(model: Any, dataset: Dataset) -> None:
+    """Refuse a dataset whose feature columns are not the model's, in its order (a model
+    trained on named columns reads them by name, not position).
+
+    Raises
+    ------
+    SchemaError
+    """
+    names = named_features(model)
+    if names is None or list(dataset.feature_names) == names:
+        return
+    have = list(dataset.feature_names)
+    missing = [n for n in names if n not in have]
+    what = (f"lacks {missing[:5]}" if missing
+            else f"holds them as {have[:8]}{' ...' if len(have) > 8 else ''}")
+    raise SchemaError(
+        f"the model reads the feature columns {names[:8]}{' ...' if len(names) > 8 else ''} "
+        f"by name and the dataset {what}; open it with "
+        "open_dataset(..., features=list(model.feature_names_in_))")
 
 
 def reading_of(model: Any) -> dict[str, Any]:

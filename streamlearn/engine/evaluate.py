@@ -18,7 +18,13 @@ import numpy as np
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
-from streamlearn.data.open import check_coded_as_trained, open_dataset, reading_of
+from streamlearn.data.open import (
+    check_coded_as_trained,
+    check_named_as_trained,
+    named_features,
+    open_dataset,
+    reading_of,
+)
 from streamlearn.engine.local import resolve_engine
 from streamlearn.errors import LabelError
 
@@ -337,7 +343,10 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     SchemaError
         A ``Dataset`` whose categorical columns are coded by other categories than the
         model's, or a text column where the model saw numbers
-        (:func:`~streamlearn.data.open.check_coded_as_trained`).
+        (:func:`~streamlearn.data.open.check_coded_as_trained`); a ``Dataset`` whose
+        feature columns are not those of a model trained on named columns, in its order
+        (:func:`~streamlearn.data.open.check_named_as_trained`; other data is opened
+        with the model's columns, by name).
 
     Warns
     -----
@@ -350,9 +359,13 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     if isinstance(data, Dataset):
         dataset = data
     else:
+        reading = reading_of(model) if isinstance(data, str | os.PathLike) else {}
+        names = named_features(model)
+        if names is not None and "features" not in reading:
+            reading["features"] = names  # the model's columns, by name
         dataset = open_dataset(data, categories=getattr(model, "categories_", None),
-                               **(reading_of(model) if isinstance(data, str | os.PathLike)
-                                  else {}))
+                               **reading)
+    check_named_as_trained(model, dataset)
     check_coded_as_trained(model, dataset)
     if dataset.task is None:
         raise LabelError("evaluate needs data with a target; pass target=... to open_dataset")

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
-from streamlearn.data.open import reading_of
+from streamlearn.data.open import named_features, reading_of
 from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite
@@ -512,7 +512,8 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                            categories: Mapping[str, Sequence[Any]] | None = None,
                            classes: Sequence[Any] | None = None,
                            accept_sparse: bool = False,
-                           reading: Mapping[str, Any] | None = None) -> Dataset:
+                           reading: Mapping[str, Any] | None = None,
+                           features: Sequence[str] | None = None) -> Dataset:
     """Open the training data of a classifier.
 
     Parameters
@@ -538,6 +539,8 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     reading : mapping, optional
         More :func:`~streamlearn.data.open_dataset` options for a path: how a fitted
         model's training data was read (:func:`~streamlearn.data.open.reading_of`).
+    features : sequence of str, optional
+        The feature columns to take from a table or path, by name (a fitted model's).
 
     Returns
     -------
@@ -548,18 +551,19 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
     """
     return _task_dataset(data, y, sample_weight, chunk_rows, "classification",
                          "a classifier needs class labels", nan_policy, categories, classes,
-                         accept_sparse, reading)
+                         accept_sparse, reading, features)
 
 
 def regression_dataset(data: Any, y: Any = None, sample_weight: Any = None,
                        chunk_rows: int | None = None, nan_policy: Any = "raise",
                        categories: Mapping[str, Sequence[Any]] | None = None,
                        accept_sparse: bool = False,
-                       reading: Mapping[str, Any] | None = None) -> Dataset:
+                       reading: Mapping[str, Any] | None = None,
+                       features: Sequence[str] | None = None) -> Dataset:
     """Open the training data of a regressor (see :func:`classification_dataset`)."""
     return _task_dataset(data, y, sample_weight, chunk_rows, "regression",
                          "a regressor needs a numeric target", nan_policy, categories,
-                         accept_sparse=accept_sparse, reading=reading)
+                         accept_sparse=accept_sparse, reading=reading, features=features)
 
 
 def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None, task: str,
@@ -567,10 +571,12 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
                   categories: Mapping[str, Sequence[Any]] | None = None,
                   classes: Sequence[Any] | None = None,
                   accept_sparse: bool = False,
-                  reading: Mapping[str, Any] | None = None) -> Dataset:
+                  reading: Mapping[str, Any] | None = None,
+                  features: Sequence[str] | None = None) -> Dataset:
     """Open training data (or take a Dataset) and check that its target suits ``task``;
     ``reading``: more :func:`open_dataset` options for a path (a model's
-    :func:`~streamlearn.data.open.reading_of`)."""
+    :func:`~streamlearn.data.open.reading_of`); ``features``: the feature columns to take
+    from a table or path, by name."""
     if isinstance(data, Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("with a Dataset, give the target and weights to open_dataset "
@@ -598,6 +604,8 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
         more = dict(reading or {}) if isinstance(data, str | os.PathLike) else {}
         if "features" in more:  # hashed columns: the categories belong to plain columns
             categories = None
+        elif features is not None:  # a fitted model's columns, by name
+            more["features"] = list(features)
         dataset = open_dataset(data, target=y, weight=sample_weight, chunk_rows=chunk_rows,
                                task=task if y is not None else None, nan_policy=nan_policy,
                                categories=categories, classes=classes, **more)
@@ -809,7 +817,8 @@ class ClassifierScore(ClassifierMixin):
             return float((w * correct).sum() / w.sum())
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
                                          categories=getattr(self, "categories_", None),
-                                         reading=reading_of(self))
+                                         reading=reading_of(self),
+                                         features=named_features(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
 
@@ -848,7 +857,8 @@ class RegressorScore(RegressorMixin):
             return 1.0 if not np.any(resid) else 0.0  # a constant target, as scikit-learn
         dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
                                      categories=getattr(self, "categories_", None),
-                                     reading=reading_of(self))
+                                     reading=reading_of(self),
+                                     features=named_features(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
 
 
