@@ -96,3 +96,26 @@ def test_a_table_is_scored_by_column_name_as_predict_reads_it(model, tmp_path):
     with pytest.raises(SchemaError, match=r"by name.*\['d', 'b', 'c', 'a'"):
         evaluate(fitted, open_dataset(str(tmp_path / "t.parquet"), target="y",
                                       features=list("dbca")))
+
+
+def test_in_memory_labels_are_read_as_the_classes_and_checked_as_scikit_learn_does():
+    import pandas as pd
+
+    from streamlearn.errors import LabelError
+
+    X, target, _ = _data(11)
+    y = (target > 0).astype(int)
+    model = AdditiveSVC(epochs=2, n_bases=6).fit(X, y)
+    expected = accuracy_score(y, model.predict(X))
+    assert model.score(X, pd.Series(y, dtype=object)) == pytest.approx(expected)
+    assert model.score(X, list(y)) == pytest.approx(expected)
+    with pytest.raises(LabelError, match="classes are numbers.*y holds text"):
+        model.score(X, y.astype(str))
+    with pytest.raises(ValueError, match="y holds 1 values but X has"):
+        model.score(X, [1])
+    text = AdditiveSVC(epochs=2, n_bases=6).fit(X, np.where(y == 1, "b", "a"))
+    assert text.score(X, np.where(y == 1, "b", "a").astype(object)) == pytest.approx(
+        accuracy_score(y, text.predict(X) == "b"))
+    regressor = SuperSparseRegressor(n_prototypes=4, max_iter=3).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="y holds 1 values"):
+        regressor.score(X, [0.5])

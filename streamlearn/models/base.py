@@ -807,10 +807,9 @@ class ClassifierScore(ClassifierMixin):
         float
         """
         if _in_memory(data, y):
-            truth = np.asarray(y)
-            if truth.dtype.kind == "O":
-                truth = truth.astype(str)
-            correct = (self.predict(data) == truth.reshape(-1)).astype(np.float64)
+            predicted = self.predict(data)
+            truth = _labels_like(np.asarray(self.classes_), y, predicted.shape[0])
+            correct = (predicted == truth).astype(np.float64)
             if sample_weight is None:
                 return float(correct.mean())
             w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
@@ -847,9 +846,11 @@ class RegressorScore(RegressorMixin):
         """
         if _in_memory(data, y):
             truth = np.asarray(y, dtype=np.float64).reshape(-1)
+            predicted = np.asarray(self.predict(data), dtype=np.float64)
+            _same_length(truth, predicted.shape[0])
             w = (np.ones_like(truth) if sample_weight is None
                  else np.asarray(sample_weight, dtype=np.float64).reshape(-1))
-            resid = truth - np.asarray(self.predict(data), dtype=np.float64)
+            resid = truth - predicted
             mean = (w @ truth) / w.sum()
             total = w @ (truth - mean) ** 2
             if total > 0:
@@ -860,6 +861,30 @@ class RegressorScore(RegressorMixin):
                                      reading=reading_of(self),
                                      features=named_features(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
+
+
+def _same_length(truth: np.ndarray, n_rows: int) -> None:
+    if truth.shape[0] != n_rows:
+        raise ValueError(f"y holds {truth.shape[0]} values but X has {n_rows} rows")
+
+
+def _labels_like(classes: np.ndarray, y: Any, n_rows: int) -> np.ndarray:
+    """In-memory labels to compare with predictions of a model of ``classes``: 1-D, one per
+    row, object arrays as the classes' kind; text against numbers is refused by name."""
+    truth = np.asarray(y).reshape(-1)
+    _same_length(truth, n_rows)
+    numeric = classes.dtype.kind in "biuf"
+    if truth.dtype.kind == "O":
+        try:
+            truth = truth.astype(classes.dtype if numeric else str)
+        except (TypeError, ValueError):
+            pass
+    text = truth.dtype.kind in "USO"
+    if numeric == text:
+        kind = "numbers" if numeric else "text"
+        raise LabelError(f"the model's classes are {kind} ({_shown(classes.tolist())}) but y "
+                         f"holds {'text' if text else 'numbers'} ({truth.dtype})")
+    return truth
 
 
 def _fresh_name(base: str, taken: list[str]) -> str:
