@@ -61,3 +61,19 @@ def test_large_state_spills_to_a_temporary_store(monkeypatch: pytest.MonkeyPatch
         where = state.path
         assert float(state.to_numpy().sum()) == 10000.0
     assert not where.exists()
+
+
+def test_states_alive_together_share_one_memory_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two states of 600 bytes under a 1,000-byte budget: the second spills to disk;
+    closing the first gives its bytes back, so the next one fits in memory again."""
+    monkeypatch.setattr(example_state, "MEMORY_LIMIT_BYTES", 1000)
+    monkeypatch.setattr(example_state, "_held_bytes", 0)
+    first = ExampleState(150, fill=1.0)
+    with ExampleState(150, fill=2.0) as second:
+        assert first.in_memory and not second.in_memory
+        assert float(second.to_numpy().sum()) == 300.0
+    first.close()
+    assert first.to_numpy().sum() == 150.0  # closed, still readable
+    with ExampleState(150) as third:
+        assert third.in_memory
+    assert example_state._held_bytes == 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,8 +16,29 @@ from streamlearn.data.chunk import Chunk
 if TYPE_CHECKING:
     import zarr
 
-#: Above this many bytes a state without an explicit path goes to a scratch zarr store.
+#: The states without an explicit path held in memory at once take at most this many
+#: bytes together; a state that would pass it goes to a scratch zarr store.
 MEMORY_LIMIT_BYTES = 256 << 20
+
+_held_lock = threading.Lock()
+#: Bytes of the in-memory states alive now (released by close, or when collected).
+_held_bytes = 0
+
+
+def _hold(nbytes: int) -> bool:
+    """Take ``nbytes`` of the in-memory budget, if it has them."""
+    global _held_bytes
+    with _held_lock:
+        if _held_bytes + nbytes > MEMORY_LIMIT_BYTES:
+            return False
+        _held_bytes += nbytes
+        return True
+
+
+def _release(nbytes: int) -> None:
+    global _held_bytes
+    with _held_lock:
+        _held_bytes -= nbytes
 
 
 class ExampleState:
@@ -35,8 +58,10 @@ class ExampleState:
     fill : float
         Initial value.
     path : str or Path, optional
-        Directory of the zarr scratch store. Without it, a state larger than
-        ``MEMORY_LIMIT_BYTES`` goes to a temporary directory removed by :meth:`close`.
+        Directory of the zarr scratch store. Without it, a state goes to a temporary
+        directory removed by :meth:`close` when the in-memory states alive (this one
+        included) would take more than ``MEMORY_LIMIT_BYTES`` together (a model training
+        several binary problems holds a state per problem).
     chunk_rows : int
         Rows per storage chunk of the zarr store.
     """
@@ -56,7 +81,9 @@ class ExampleState:
         nbytes = 4 * int(np.prod(shape))
         self._tempdir: str | None = None
         self.path: Path | None = None
-        if path is None and nbytes <= MEMORY_LIMIT_BYTES:
+        self._held: weakref.finalize | None = None
+        if path is None and _hold(nbytes):
+            self._held = weakref.finalize(self, _release, nbytes)
             self._values: np.ndarray | zarr.Array = np.full(shape, fill, dtype=np.float32)
             return
         if path is None:
@@ -81,6 +108,7 @@ class ExampleState:
         state.n_rows = int(array.shape[0])
         state.n_columns = None if array.ndim == 1 else int(array.shape[1])
         state._tempdir = None
+        state._held = None
         state.path = Path(path)
         state._values = array
         return state
@@ -124,7 +152,10 @@ class ExampleState:
         return np.array(self._values[:])
 
     def close(self) -> None:
-        """Remove the temporary store, if this state made one."""
+        """Remove the temporary store, if this state made one; an in-memory state gives
+        its bytes back to the budget (its values stay readable)."""
+        if self._held is not None:
+            self._held()  # runs once
         if self._tempdir is not None:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
