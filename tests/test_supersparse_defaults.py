@@ -49,7 +49,8 @@ def test_prototype_gamma_is_half_over_the_median_nearest_squared_distance():
 
 def test_auto_prototypes_keeps_ten_rows_per_prototype_up_to_fifty():
     assert [auto_prototypes(n) for n in (1, 9, 10, 11, 300, 499, 500, 10**9)] == \
-        [1, 1, 1, 2, 30, 50, 50, 50]
+        [1, 2, 2, 2, 30, 50, 50, 50]  # at least one per class (K = 2) where rows allow
+    assert [auto_prototypes(n, 3) for n in (2, 7, 31)] == [2, 3, 4]
     # ten a class in the shared pool of more than five classes
     assert [auto_prototypes(10**6, k) for k in (2, 5, 6, 10, 26)] == [50, 50, 60, 100, 260]
     assert auto_prototypes(1500, 26) == 150  # still ten rows per prototype

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -160,3 +162,16 @@ def test_partial_fit_refusals_name_the_problem():
     reduced = SuperSparseClassifier.reduce(teacher, 2, X, max_iter=0)
     with pytest.raises(ValueError, match="reduce"):
         reduced.partial_fit(X, labels)
+
+
+def test_auto_prototypes_of_a_small_first_call_keep_a_class_each_and_warn():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(7, 2)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1, 2, 0])
+    model = SuperSparseClassifier()
+    with pytest.warns(UserWarning, match=r"gives 3 prototype\(s\) for the 7 rows.*up to 50"):
+        model.partial_fit(X, y, classes=[0, 1, 2])
+    assert model.prototypes_.shape[0] == 3  # one per class, not ceil(7 / 10) = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        SuperSparseClassifier(n_prototypes=3).partial_fit(X, y, classes=[0, 1, 2])

@@ -51,6 +51,7 @@ the estimators (parameters, their checks, fitted attributes, model files).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from numbers import Integral, Real
@@ -134,7 +135,8 @@ MEMORY_ATTRIBUTES = ("beta_gram_", "beta_targets_", "beta_sums_")
 
 
 def auto_prototypes(n_rows: int, n_classes: int = 2) -> int:
-    """``n_prototypes="auto"``: ``min(max(50, 10 K), ceil(n_rows / 10))`` for ``K``
+    """``n_prototypes="auto"``: ``min(max(50, 10 K), ceil(n_rows / 10))``, at least
+    ``min(K, n_rows)``, for ``K``
     classes (``K = 2`` for regression).
 
     Enough prototypes for a curved boundary (two interleaved spirals need about 50 at the
@@ -142,10 +144,12 @@ def auto_prototypes(n_rows: int, n_classes: int = 2) -> int:
     than five classes, :data:`PROTOTYPES_PER_CLASS` for each class in the shared pool
     (letter's 26 classes: 50 prototypes test at 21.1 % error, 260 at 5.9 %; pendigits'
     10: 2.54 -> 2.17 %; MNIST, 20,000 rows: 4.39 % at 100); and never fewer than
-    :data:`ROWS_PER_PROTOTYPE` rows to place each one on small data.
+    :data:`ROWS_PER_PROTOTYPE` rows to place each one on small data, but one per class
+    where there are rows for it.
     """
     most = max(AUTO_PROTOTYPES, PROTOTYPES_PER_CLASS * int(n_classes))
-    return max(1, min(most, -(-int(n_rows) // ROWS_PER_PROTOTYPE)))
+    floor = max(1, min(int(n_classes), int(n_rows)))
+    return max(floor, min(most, -(-int(n_rows) // ROWS_PER_PROTOTYPE)))
 
 
 # -- the estimators --------------------------------------------------------------------------
@@ -447,6 +451,15 @@ class _SuperSparse(StreamEstimator):
         n_classes = t.shape[1] if t.ndim == 2 and t.shape[1] > 1 else 2
         config = self._config("regression", X.shape[0], n_classes=n_classes)
         if not hasattr(self, "prototypes_"):
+            if isinstance(self.n_prototypes, str):
+                most = auto_prototypes(1 << 62, n_classes)
+                if config.grid[0] < most:
+                    warnings.warn(
+                        f"n_prototypes='auto' gives {config.grid[0]} prototype(s) for the "
+                        f"{X.shape[0]} rows of the first partial_fit call (one per "
+                        f"{ROWS_PER_PROTOTYPE} rows, up to {most}), and later calls keep "
+                        f"them; pass n_prototypes=... for a stream of small calls",
+                        UserWarning, stacklevel=3)
             start = start_online(X, t, weight, config, self._seed())
             self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
         else:
@@ -542,9 +555,10 @@ _PARAMS_DOC = """
     n_prototypes : int, list of int or "auto"
         Number of virtual prototypes ``p``; a list chooses among its values by eq. 8 (the
         incremental procedure of Sec. III) on held-out rows. ``"auto"``:
-        ``min(max(50, 10 n_classes), ceil(n_rows / 10))`` (:func:`auto_prototypes`: 10 a
-        class in the shared pool of more than five classes; the rows of the first call
-        for :meth:`partial_fit`).
+        ``min(max(50, 10 n_classes), ceil(n_rows / 10))``, but at least one per class
+        where there are rows for it (:func:`auto_prototypes`: 10 a class in the shared
+        pool of more than five classes; the rows of the first call for
+        :meth:`partial_fit`, which warns when they allow fewer than the most).
     similarity : "rbf" or callable
         ``exp(-gamma ||x - c||^2)``, or any ``s(X, C) -> (n, p)`` array (``X`` float32 rows,
         ``C`` float64 prototypes). Models with a callable similarity cannot be saved.
