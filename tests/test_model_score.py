@@ -119,3 +119,19 @@ def test_in_memory_labels_are_read_as_the_classes_and_checked_as_scikit_learn_do
     regressor = SuperSparseRegressor(n_prototypes=4, max_iter=3).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="y holds 1 values"):
         regressor.score(X, [0.5])
+
+
+def test_partial_fit_reads_object_labels_as_the_classes_and_names_a_stranger_plainly():
+    import pandas as pd
+
+    from streamlearn.errors import LabelError
+
+    X, target, _ = _data(12)
+    y = (target > 0).astype(int)
+    model = AdditiveSVC(n_bases=6).partial_fit(X[:400], y[:400], classes=[0, 1])
+    model.partial_fit(X[400:], pd.Series(y[400:], dtype=object))  # equal to the classes
+    reference = AdditiveSVC(n_bases=6).partial_fit(X[:400], y[:400], classes=[0, 1])
+    reference.partial_fit(X[400:], y[400:])
+    np.testing.assert_array_equal(model.decision_function(X), reference.decision_function(X))
+    with pytest.raises(LabelError, match=r"^label 7 \(row 0\) is not one of the classes"):
+        model.partial_fit(X[:2], np.array([7, 0]))

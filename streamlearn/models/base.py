@@ -863,6 +863,16 @@ class RegressorScore(RegressorMixin):
         return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
 
 
+def _as_kind_of(classes: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Object-dtype labels as the classes' kind (numbers or text), where they convert."""
+    if labels.dtype.kind != "O":
+        return labels
+    try:
+        return labels.astype(classes.dtype if classes.dtype.kind in "biuf" else str)
+    except (TypeError, ValueError):
+        return labels.astype(str)
+
+
 def _same_length(truth: np.ndarray, n_rows: int) -> None:
     if truth.shape[0] != n_rows:
         raise ValueError(f"y holds {truth.shape[0]} values but X has {n_rows} rows")
@@ -874,11 +884,7 @@ def _labels_like(classes: np.ndarray, y: Any, n_rows: int) -> np.ndarray:
     truth = np.asarray(y).reshape(-1)
     _same_length(truth, n_rows)
     numeric = classes.dtype.kind in "biuf"
-    if truth.dtype.kind == "O":
-        try:
-            truth = truth.astype(classes.dtype if numeric else str)
-        except (TypeError, ValueError):
-            pass
+    truth = _as_kind_of(classes, truth)
     text = truth.dtype.kind in "USO"
     if numeric == text:
         kind = "numbers" if numeric else "text"
@@ -960,13 +966,13 @@ def encode_labels(y: Any, classes: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (n,), int32
     """
-    labels = np.asarray(y)
-    if labels.dtype.kind == "O":
-        labels = labels.astype(str)
-    codes = label_codes(labels.reshape(-1), classes)
+    labels = _as_kind_of(np.asarray(classes), np.asarray(y).reshape(-1))
+    codes = label_codes(labels, classes)
     bad = np.flatnonzero(codes < 0)
     if bad.size:
-        raise LabelError(f"label {labels.reshape(-1)[bad[0]]!r} (row {int(bad[0])}) is not one "
+        label = labels[bad[0]]
+        label = label.item() if isinstance(label, np.generic) else label
+        raise LabelError(f"label {label!r} (row {int(bad[0])}) is not one "
                          f"of the classes {_shown(classes.tolist())}")
     return codes.astype(np.int32)
 
@@ -1075,7 +1081,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         r, c = divmod(flat, values.shape[1])
         given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
         raise DataError(f"Input X contains {_nonfinite(given)} in feature {expected[c]!r} at "
-                        f"row {r}; predictions need finite values")
+                        f"row {r}; the model reads finite values only")
     return values
 
 
@@ -1132,8 +1138,8 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | N
     if flat >= 0:
         r = int(np.searchsorted(rows.indptr, flat, side="right")) - 1
         raise DataError(f"Input X contains {rows.values[flat]} in feature "
-                        f"'x{int(rows.indices[flat])}' at row {r}; predictions need finite "
-                        "values")
+                        f"'x{int(rows.indices[flat])}' at row {r}; the model reads finite "
+                        "values only")
     return rows
 
 
