@@ -395,3 +395,21 @@ def test_gating_scale_takes_memory_of_the_centres_not_of_their_pairs() -> None:
     D = np.array([[((a - b) ** 2).sum() for b in V] for a in V])
     np.fill_diagonal(D, np.inf)
     assert tau == pytest.approx(TAU_FACTOR / np.median(D.min(axis=1)), rel=1e-12)
+
+
+def test_a_tie_on_the_held_out_rows_keeps_the_linear_svm():
+    """1:170 imbalanced linear data: both models make no held-out error (about two
+    positives are held out), and the simpler model is kept; it ranks the rows as logistic
+    regression does where the mixture's regions did not."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 5)).astype(np.float32)
+    y = (rng.random(6000) < 1 / (1 + np.exp(-3 * (2 * X[:, 0] + X[:, 1] - 5.6)))).astype(int)
+    model = MixtureSVC(random_state=0).fit(X[:3000], y[:3000])
+    v = model.validation_
+    assert v["mixture_error"] == v["linear_error"] and v["kept"] == "linear"
+    reference = LogisticRegression().fit(X[:3000], y[:3000]).decision_function(X[3000:])
+    assert roc_auc_score(y[3000:], model.decision_function(X[3000:])) > \
+        roc_auc_score(y[3000:], reference) - 0.02

@@ -185,9 +185,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         component, a single linear SVM (one component, the same features and ``C``) trains
         in the same passes beside the mixture, both are scored on the held-out rows during
         every epoch, and after the last epoch the one with the smaller held-out error is
-        kept (``validation_`` says which). The mixture of paper 002 contains the linear SVM
-        as its one-component case, and on data where its regions do not help (one-hot
-        tables) it can lose to it; the guard keeps the default from doing so. A kept linear
+        kept, the linear SVM on a tie (``validation_`` says which). The mixture of paper
+        002 contains the linear SVM as its one-component case, and on data where its
+        regions do not help (one-hot tables) it can lose to it; the guard keeps the
+        default from doing so. A kept linear
         SVM is then trained on every row, the held-out ones included, by passes of dual
         coordinate descent until its relative duality gap is at most 0.01 (at most
         ``3 epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,

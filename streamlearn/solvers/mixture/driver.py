@@ -711,7 +711,8 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
             if holdout is None:
                 return fits, None
             mixture_error, linear_error = tally.errors / max(tally.held_weight, 1e-300)
-            kept = "linear" if linear_error < mixture_error else "mixture"
+            # a tie keeps the simpler model: the held-out rows cannot tell them apart
+            kept = "linear" if linear_error <= mixture_error else "mixture"
             validation = {"held_out_weight": float(tally.held_weight),
                           "mixture_error": float(mixture_error),
                           "linear_error": float(linear_error), "kept": kept}
