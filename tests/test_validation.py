@@ -233,6 +233,29 @@ def test_corrupt_parquet_data_pages(ref: Reference, tmp_path: Path) -> None:
         _drain(ds)
 
 
+def test_parquet_file_replaced_between_passes(ref: Reference, tmp_path: Path) -> None:
+    path = write_parquet_file(ref.frame, tmp_path / "f.parquet", row_group_size=250)
+    ds = open_dataset(str(path), target="label", features=FEATURES, chunk_rows=100)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in ds.chunks()]), ref.X)
+    # the same rows, rewritten in the same row groups: read back as they were
+    write_parquet_file(ref.frame, tmp_path / "same.parquet", row_group_size=250)
+    (tmp_path / "same.parquet").replace(path)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in ds.chunks()]), ref.X)
+    # as many row groups of other sizes (300, 300, 300, 100): row group k is no longer
+    # rows 250 k onwards, and the file says so before any of them is taken
+    write_parquet_file(ref.frame, tmp_path / "other.parquet", row_group_size=300)
+    assert pq.ParquetFile(tmp_path / "other.parquet").metadata.num_row_groups == 4
+    (tmp_path / "other.parquet").replace(path)
+    with pytest.raises(ReadError, match=r"f\.parquet changed since it was opened: row "
+                                        r"group \d held 250 rows, now \d+ rows"):
+        list(ds.chunks(shuffle=True, seed=0, epoch=1))
+    # fewer row groups than the pieces
+    write_parquet_file(ref.frame, tmp_path / "fewer.parquet", row_group_size=700)
+    (tmp_path / "fewer.parquet").replace(path)
+    with pytest.raises(ReadError, match=r"f\.parquet changed since it was opened"):
+        _drain(ds)
+
+
 def test_truncated_zarr_chunk(ref: Reference, tmp_path: Path) -> None:
     store = Path(write_zarr_matrix(ref, tmp_path / "m.zarr"))
     chunk_file = store / "X" / "c" / "3" / "0"  # rows 300-400

@@ -150,10 +150,23 @@ class ParquetSource:
     def _read(self, i: int, names: list[str]) -> tuple[pa.Table, dict[str, Any]]:
         path, rg, keys = self._locations[i]
         stored = [n for n in dict.fromkeys(names) if n not in keys]
+        piece = self.pieces[i]
+        try:
+            n_rows = self._handles.row_group_rows(path, rg)
+        except (pa.ArrowException, OSError) as exc:
+            raise ReadError(f"could not read {piece.label}: {exc}") from exc
+        # a file replaced since the source was opened may cut its rows into other row
+        # groups: read as it is, row group ``rg`` would hold other rows than the piece's
+        if n_rows != piece.n_rows:
+            now = "no such row group" if n_rows is None else f"{n_rows} rows"
+            raise ReadError(
+                f"{path} changed since it was opened: row group {rg} held {piece.n_rows} "
+                f"rows, now {now}; open the dataset again"
+            )
         try:
             table = self._handles.read_row_group(path, rg, stored)
         except (pa.ArrowException, OSError) as exc:
-            raise ReadError(f"could not read {self.pieces[i].label}: {exc}") from exc
+            raise ReadError(f"could not read {piece.label}: {exc}") from exc
         return table, keys
 
     def read_piece(

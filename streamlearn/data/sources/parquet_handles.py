@@ -65,6 +65,14 @@ class ParquetHandles:
             files.popitem(last=False)
         return handle
 
+    def row_group_rows(self, path: str, row_group: int) -> int | None:
+        """The rows of row group ``row_group`` as the footer of ``path`` now says, ``None``
+        where the file has fewer row groups."""
+        metadata = self.file(path).metadata
+        if not 0 <= row_group < metadata.num_row_groups:
+            return None
+        return metadata.row_group(row_group).num_rows
+
     def read_row_group(self, path: str, row_group: int, columns: list[str]) -> pa.Table:
         """Row group ``row_group`` of ``path``, the named columns; Arrow's threads decode it
         when no other row group is being read, one core when others are."""
