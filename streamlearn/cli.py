@@ -166,8 +166,23 @@ def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
                 message += ("; on the command line, --model sppr or --model supersparse "
                             "trains a regressor")
             raise click.ClickException(message) from exc
+        except OSError as exc:  # the system's refusal (a full disk, no permission), not ours
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
 
     return wrapper
+
+
+@contextlib.contextmanager
+def _writing(what: str, out: str | os.PathLike[str]) -> Iterator[None]:
+    """Report an ``OSError`` met while writing ``what`` to ``out`` (a full disk, a directory
+    that refuses files) as one line naming both; streamlearn's own errors pass as they are."""
+    try:
+        yield
+    except StreamlearnError:
+        raise
+    except OSError as exc:
+        raise click.ClickException(f"could not write {what} to {os.fspath(out)}: {exc}") \
+            from exc
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -1046,13 +1061,15 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
     fmt, compression = prediction_format(out)
     destination = out
     remote = remote_location(out)
-    if remote is None:
-        out = local_path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    else:  # written here in full, then uploaded in one piece
-        fd, tmp_name = tempfile.mkstemp(prefix=".predictions.", suffix=".tmp")
-    os.close(fd)
+    with _writing("the predictions", destination):
+        if remote is None:
+            out = local_path(out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp",
+                                            dir=out.parent)
+        else:  # written here in full, then uploaded in one piece
+            fd, tmp_name = tempfile.mkstemp(prefix=".predictions.", suffix=".tmp")
+        os.close(fd)
     tmp = Path(tmp_name)
     writer = _TableFile(tmp, fmt, compression)
     n_written = 0
@@ -1073,16 +1090,18 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
                 columns.update(_prediction_columns(model, chunk.X, proba))
                 table = pa.table(columns)
                 names = table.column_names
-                writer.write(table)
+                with _writing("the predictions", destination):
+                    writer.write(table)
                 n_written += chunk.n_rows
         if not writer.started:
             raise DataError("no rows left to predict (every row was dropped by --nan-policy)")
-        writer.close()
-        if remote is None:
-            give_new_file_mode(tmp)
-            os.replace(tmp, out)
-        else:
-            upload(tmp, destination)
+        with _writing("the predictions", destination):
+            writer.close()
+            if remote is None:
+                give_new_file_mode(tmp)
+                os.replace(tmp, out)
+            else:
+                upload(tmp, destination)
     finally:
         writer.close()
         tmp.unlink(missing_ok=True)
@@ -1347,6 +1366,10 @@ def convert_command(data: str, target: str | None, features: str | None, exclude
                              progress=bar.update)
         except (FileExistsError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except StreamlearnError:
+            raise
+        except OSError as exc:  # a full disk, a directory that refuses files
+            raise click.ClickException(f"could not write the store to {out}: {exc}") from exc
     columns = f"{report.features:,} features"
     if dataset.target is not None:
         columns += f" + target {dataset.target!r}"

@@ -688,6 +688,47 @@ def test_failed_predict_leaves_the_previous_file(trained: Trained, tmp_path: Pat
     assert "1 of the 1,000 rows were dropped" in bare.stderr and "--row-index" in bare.stderr
 
 
+@pytest.mark.parametrize("name", ["p.parquet", "p.csv.gz"])
+def test_a_disk_that_fills_while_predicting_is_one_line(
+        trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from streamlearn import cli as cli_module
+
+    write = cli_module._TableFile.write
+    calls: list[int] = []
+
+    def filling(self: Any, table: Any) -> None:
+        calls.append(table.num_rows)
+        if len(calls) == 3:  # two chunks written, then the disk is full
+            raise OSError(28, "No space left on device")
+        write(self, table)
+
+    monkeypatch.setattr(cli_module._TableFile, "write", filling)
+    out = tmp_path / name
+    result = run("predict", str(trained.model), str(trained.data), "-o", str(out),
+                 "--chunk-rows", "500", "-q")
+    assert result.exit_code == 1
+    assert result.output == (f"Error: could not write the predictions to {out}: "
+                             "[Errno 28] No space left on device\n")
+    assert "Traceback" not in result.output and calls == [500, 500, 500]
+    assert list(tmp_path.iterdir()) == []  # no partial file, no temporary one
+
+
+def test_an_out_in_a_directory_that_refuses_files_is_one_line(
+        trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", kwargs.get("dir"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    out = tmp_path / "p.csv"
+    result = run("predict", str(trained.model), str(trained.data), "-o", str(out), "-q")
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: could not write the predictions to {out}: "
+                                    "[Errno 13] Permission denied")
+    assert result.output.count("\n") == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
 def test_kept_columns_are_copied_with_their_missing_values(trained: Trained, tmp_path: Path,
                                                           suffix: str) -> None:

@@ -559,6 +559,32 @@ def test_cli_convert(labelled: pd.DataFrame, tmp_path: Path) -> None:
     assert [type(c).__name__ for c in group["indices"].compressors] == ["ZstdCodec"]
 
 
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_cli_convert_onto_a_full_disk_is_one_line(ref: Reference, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   layout: str) -> None:
+    writer = convert_module._DenseWriter if layout == "dense" else convert_module._SparseWriter
+    write = writer.write
+    calls: list[int] = []
+
+    def filling(self, chunk) -> None:
+        calls.append(chunk.n_rows)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        write(self, chunk)
+
+    monkeypatch.setattr(writer, "write", filling)
+    data = write_parquet_file(ref.frame, tmp_path / "t.parquet")
+    out = tmp_path / "o" / "a.zarr"
+    result = CliRunner().invoke(cli, ["convert", str(data), "-t", "label", "-o", str(out),
+                                      "--layout", layout, "--chunk-rows", "300", "-q"])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: could not write the store to {out}: "
+                             "[Errno 28] No space left on device\n")
+    assert calls == [300, 300]
+    assert os.listdir(tmp_path / "o") == []  # the temporary store is gone
+
+
 def test_cli_convert_reports_a_bad_column(tmp_path: Path, ref: Reference) -> None:
     data = write_parquet_file(ref.frame, tmp_path / "t.parquet")
     result = CliRunner().invoke(cli, ["convert", str(data), "-t", "nope", "-o",
