@@ -979,7 +979,7 @@ def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.
 PREDICTION_SUFFIXES = {".parquet": ("parquet", None), ".pq": ("parquet", None),
                        ".csv": ("csv", None), ".csv.gz": ("csv", "gzip"),
                        ".csv.bz2": ("csv", "bz2"), ".tsv": ("tsv", None),
-                       ".tsv.gz": ("tsv", "gzip")}
+                       ".tsv.gz": ("tsv", "gzip"), ".tsv.bz2": ("tsv", "bz2")}
 
 
 def prediction_format(out: str | os.PathLike[str]) -> tuple[str, str | None]:
@@ -1143,7 +1143,7 @@ class UnseenCategories:
 @click.argument("data")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="File to write the predictions to: .parquet, .csv or .tsv (the name's "
-                   "suffix picks the format; .gz or .bz2 after .csv compresses it).")
+                   "suffix picks the format; .gz or .bz2 after .csv or .tsv compresses it).")
 @click.option("--proba", is_flag=True,
               help="Add one probability column per class (proba_<label>).")
 @click.option("--keep", "-k", multiple=True, metavar="COL",

@@ -506,7 +506,8 @@ def test_models_and_predictions_go_to_and_come_from_fsspec_urls(trained: Trained
     assert missing.exit_code != 0 and "no model file at" in missing.output
 
 
-@pytest.mark.parametrize("name, sep", [("p.csv", ","), ("p.tsv.gz", "\t"), ("P.CSV.BZ2", ",")])
+@pytest.mark.parametrize("name, sep", [("p.csv", ","), ("p.tsv.gz", "\t"), ("P.CSV.BZ2", ","),
+                                       ("p.tsv.bz2", "\t")])
 def test_predict_writes_the_format_its_name_asks_for(trained: Trained, tmp_path: Path,
                                                       name: str, sep: str) -> None:
     test = labelled_frame(700, seed=6)
