@@ -111,6 +111,30 @@ def test_dataset_recoded_with_given_categories(cities) -> None:
     assert fitted.with_categories({"city": CITIES}) is fitted
 
 
+@pytest.mark.parametrize("kind", ["int", "float", "category-of-ints", "category-of-floats"])
+def test_numbers_are_matched_to_text_categories_by_their_text(kind: str) -> None:
+    text = ("1", "10", "2", "3")
+    numbers = np.array([2, 10, 1, 4, 3, 2, 1])  # 4: not a category
+    expected = [text.index(str(v)) if str(v) in text else len(text) for v in numbers]
+    column = {"int": numbers, "float": numbers.astype(float),
+              "category-of-ints": pd.Categorical(numbers),
+              "category-of-floats": pd.Categorical(numbers.astype(float))}[kind]
+    ds = open_dataset(pd.DataFrame({"a": np.arange(7.0), "k": column}))
+    np.testing.assert_array_equal(_stream(ds.with_categories({"k": text}))[:, 1], expected)
+
+
+def test_a_category_column_of_numbers_predicts_like_their_text() -> None:
+    rng = np.random.default_rng(0)
+    k, a = rng.integers(1, 4, N_ROWS), rng.normal(size=N_ROWS)
+    label = (k == 2).astype(np.int64)
+    model = _model().fit(pd.DataFrame({"a": a, "k": k.astype(str)}), label)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no value taken for an unseen category
+        scores = model.decision_function(pd.DataFrame({"a": a, "k": pd.Categorical(k)}))
+    np.testing.assert_array_equal(
+        scores, model.decision_function(pd.DataFrame({"a": a, "k": k.astype(str)})))
+
+
 def test_missing_category_follows_nan_policy(cities) -> None:
     frame, _ = cities
     values = frame["city"].astype(object).to_numpy().copy()

@@ -64,8 +64,8 @@ def encode_categories(values: Any, index: pd.Index) -> np.ndarray:
     if isinstance(values, pd.Series | pd.Index):
         values = values.array if isinstance(values.dtype, pd.CategoricalDtype) else \
             values.to_numpy(dtype=object, na_value=None)
-    if isinstance(values, pd.Categorical):
-        lookup = index.get_indexer(values.categories.astype(object)).astype(np.float32)
+    if isinstance(values, pd.Categorical):  # its categories looked up, then its codes
+        lookup = _positions(np.asarray(values.categories, dtype=object), index)
         lookup[lookup < 0] = unseen
         codes = np.asarray(values.codes)
         out = np.full(codes.shape[0], np.nan, dtype=np.float32)
@@ -74,14 +74,21 @@ def encode_categories(values: Any, index: pd.Index) -> np.ndarray:
         return out
     array = np.asarray(values, dtype=object)
     missing = pd.isna(array)
+    out = _positions(array, index)
+    out[out < 0] = unseen
+    out[missing] = np.nan
+    return out
+
+
+def _positions(array: np.ndarray, index: pd.Index) -> np.ndarray:
+    """Position in ``index`` of each value of an object ``array`` as float32, -1 where it
+    is not there; a number is matched to text categories by its text."""
     out = index.get_indexer(array).astype(np.float32)
-    unknown = np.flatnonzero((out < 0) & ~missing)
+    unknown = np.flatnonzero((out < 0) & ~pd.isna(array))
     if unknown.size and index.inferred_type == "string":  # numbers read for text codes?
         numbers = unknown[[isinstance(v, int | float | np.number)
                            and not isinstance(v, bool | np.bool_) for v in array[unknown]]]
         out[numbers] = index.get_indexer([number_text(v) for v in array[numbers]])
-    out[out < 0] = unseen
-    out[missing] = np.nan
     return out
 
 
