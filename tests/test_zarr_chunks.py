@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -118,3 +120,36 @@ def test_a_converted_store_is_streamed_by_its_chunk_files(tmp_path: Path,
     np.testing.assert_array_equal(np.concatenate([c.weight for c in chunks]), w)
     labels = np.concatenate([c.y for c in chunks])
     np.testing.assert_array_equal(np.asarray(ds.classes)[labels], y)
+
+
+@pytest.mark.parametrize(("layout", "chunks", "chunk_rows", "warned"), [
+    ("matrix", (1000, 1), 100, "'X' .* shape \\(1000, 1\\) \\(1,000 rows, 1 of 6 columns\\)"),
+    ("matrix", (1000, 3), 200, "'X' .* shape \\(1000, 3\\) \\(1,000 rows, 3 of 6 columns\\)"),
+    ("matrix", (400, 1), 100, None),  # four stream chunks of rows: not warned of
+    ("matrix", (1000, 6), 100, None),  # chunks of whole rows
+    ("matrix", (1000, 1), None, None),  # the default chunk holds every row
+    ("columns", (1000,), 100,
+     "'c0' \\(and 5 more arrays\\) .* shape \\(1000,\\) \\(1,000 rows, 1 of 6 columns\\)"),
+    ("columns", (100,), 100, None),
+])
+def test_storage_chunks_of_some_columns_over_many_rows_are_warned_of(
+        tmp_path: Path, layout: str, chunks: tuple[int, ...], chunk_rows: int | None,
+        warned: str | None) -> None:
+    X = np.random.default_rng(1).normal(size=(1000, 6)).astype(np.float32)
+    group = zarr.open_group(tmp_path / "s.zarr", mode="w", zarr_format=3)
+    if layout == "matrix":
+        group.create_array("X", data=X, chunks=chunks)
+    else:
+        for j in range(X.shape[1]):
+            group.create_array(f"c{j}", data=X[:, j], chunks=chunks)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = open_dataset(str(tmp_path / "s.zarr"), chunk_rows=chunk_rows)
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    if warned is None:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and re.search(warned, messages[0])
+        assert "`streamlearn convert` rewrites the store in chunks of whole rows" in messages[0]
+    # the rows are zarr's own all the same
+    np.testing.assert_array_equal(np.concatenate([c.X for c in ds.chunks()]), X)

@@ -123,6 +123,14 @@ def open_dataset(
     -------
     Dataset
 
+    Warns
+    -----
+    UserWarning
+        A zarr store whose feature arrays are stored in chunks of more than 4x
+        ``chunk_rows`` rows holding only some of the columns (e.g. ``X`` chunked by
+        column): every chunk read decodes whole storage chunks, slowly and with memory
+        beyond a few chunks. ``streamlearn convert`` rewrites it in chunks of whole rows.
+
     Examples
     --------
     >>> ds = open_dataset("data/train/", target="label")          # doctest: +SKIP
@@ -168,7 +176,7 @@ def open_dataset(
     if target is None and (_is_zarr_matrix(src) or getattr(src, "sparse", False)) \
             and stored in src.kinds:
         target_name = stored
-    return Dataset(
+    dataset = Dataset(
         src,
         features=features,
         exclude=exclude,
@@ -181,6 +189,10 @@ def open_dataset(
         prefetch=prefetch,
         categories=categories,
     )
+    warn = getattr(src, "warn_of_column_chunks", None)
+    if warn is not None:  # a zarr store chunked by column
+        warn(dataset.chunk_rows, list(dataset.feature_names))
+    return dataset
 
 
 def _polars_table(frame: Any) -> Any:

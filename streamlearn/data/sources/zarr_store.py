@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,10 @@ from streamlearn.data.sources.base import (
 )
 from streamlearn.data.sources.zarr_chunks import ChunkFileReader, reader_or_none
 from streamlearn.errors import DataError, ReadError, SourceError
+
+#: A feature array whose storage chunks hold only some of the columns is warned of when a
+#: chunk spans more than this many stream chunks of rows (``ZarrSource.warn_of_column_chunks``).
+WIDE_CHUNK_FACTOR = 4
 
 
 def _read(array: zarr.Array, start: int, stop: int, where: str) -> np.ndarray:
@@ -200,6 +205,31 @@ class ZarrSource:
         # arrays whose chunk files are decoded directly (see zarr_chunks); None: by zarr
         self._direct: dict[str, ChunkFileReader | None] = {
             name: reader_or_none(arr) for name, arr in arrays.items()}
+
+    def warn_of_column_chunks(self, chunk_rows: int, features: list[str]) -> None:
+        """Warn (once) of feature arrays stored in chunks that span many stream chunks of
+        rows but hold only some of the columns (a matrix chunked by column, one array per
+        column in long chunks): each stream chunk read decodes whole storage chunks, so a
+        pass decodes every value many times and a read holds far more than a chunk."""
+        matrix_used, own, _ = self._arrays_read(features, None, None)
+        wide = []
+        for name in ([self._matrix_name] if matrix_used else []) + own:
+            array = self._arrays[name]
+            chunks = tuple(int(c) for c in array.chunks)
+            held, of = (chunks[1], array.shape[1]) if array.ndim == 2 else (1, len(features))
+            if chunks[0] > WIDE_CHUNK_FACTOR * chunk_rows and held < of:
+                wide.append((name, chunks, held, of))
+        if not wide:
+            return
+        name, chunks, held, of = wide[0]
+        more = f" (and {len(wide) - 1} more arrays)" if len(wide) > 1 else ""
+        warnings.warn(
+            f"array {name!r}{more} of {self.description} is stored in chunks of shape "
+            f"{chunks} ({chunks[0]:,} rows, {held} of {of} columns): every chunk of "
+            f"{chunk_rows:,} rows read decodes whole storage chunks, "
+            f"{chunks[0] / chunk_rows:.0f}x the rows it needs, which is slow and holds more "
+            "memory than a chunk; `streamlearn convert` rewrites the store in chunks of "
+            "whole rows", UserWarning, stacklevel=3)
 
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None
