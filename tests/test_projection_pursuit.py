@@ -282,6 +282,22 @@ def test_integer_weights_act_as_repeated_rows(ppr_data, js_data, task):
                                    repeated.decision_function(X), rtol=1e-9)
 
 
+@pytest.mark.parametrize("scale", [1e-4, 1.0 / 120, 0.3])
+def test_weights_that_share_the_rows_do_not_depend_on_their_scale(ppr_data, scale):
+    """Weights summing to at most the row count are shares: ``c * w`` fits the model of
+    ``w`` (and unit weights the unweighted one), the spline penalty scaled with them."""
+    X, y = ppr_data[0][:120], ppr_data[1][:120]
+    model = SparsePPRRegressor(n_terms=2, tau=15, smoothing=1.0, **FAST)
+    w = np.random.default_rng(7).uniform(0.2, 1.0, len(y))
+    base = clone(model).fit(X, y, sample_weight=w)
+    scaled = clone(model).fit(X, y, sample_weight=scale * w)
+    np.testing.assert_allclose(scaled.projections_, base.projections_, atol=1e-6)
+    np.testing.assert_allclose(scaled.predict(X), base.predict(X), rtol=1e-5, atol=1e-6)
+    plain = clone(model).fit(X, y)
+    ones = clone(model).fit(X, y, sample_weight=np.full(len(y), scale))
+    np.testing.assert_allclose(ones.predict(X), plain.predict(X), rtol=1e-5, atol=1e-6)
+
+
 def test_n_iter_counts_terms_and_an_unfinished_search_warns(ppr_data, js_data,
                                                            tmp_path: Path):
     X, y = ppr_data

@@ -210,7 +210,10 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         B-spline bases of each ridge function.
     smoothing : float
         Weight of the second-order difference penalty of the spline coefficients, in the
-        units of the weighted residual sum of squares.
+        units of the residual sum of squares of rows of weight 1. Weights that sum to less
+        than the rows of positive weight are read as the rows' shares (the penalty scales
+        with them), so multiplying them all by a constant changes nothing; otherwise a
+        row of weight ``k`` counts as ``k`` rows (see Notes).
     degree : {1, 2, 3}
         Spline degree.
     search : {"informative_first", "sequential"}
@@ -292,7 +295,12 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     There is no ``partial_fit``: every term's direction search needs several passes over all
     the rows. To train on data larger than memory, pass ``fit`` a streamed
     :class:`~streamlearn.data.Dataset` (:func:`~streamlearn.data.open_dataset`); it reads one
-    chunk at a time. Sample weights act exactly as repeated rows.
+    chunk at a time. Sample weights count rows: the fit counts ``max(W, n+)`` rows, ``W``
+    the sum of the weights and ``n+`` the rows of positive weight, so an integer weight
+    acts exactly as repeated rows (a row of weight 0 as no row), and weights summing to
+    less than ``n+`` (shares such as ``1 / n``) are scaled to sum to ``n+``, which makes
+    the fit the same for the weights times any constant that keeps their sum at most
+    ``n+``.
 
     Examples
     --------

@@ -177,7 +177,9 @@ class RidgeConfig:
     n_bases : int
         B-spline bases of each ridge function.
     smoothing : float
-        Weight of the difference penalty of the spline coefficients.
+        Weight of the difference penalty of the spline coefficients, per row counted:
+        it is scaled by ``weight / row_count`` (:attr:`~.passes.DataMoments.row_count`),
+        1 for unit or integer weights.
     degree : int
         Spline degree.
     standardize : bool
@@ -403,7 +405,11 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     std = moments.standardiser() if config.standardize else None
     spread = moments.spread(std)
     n_bases, degree = int(config.n_bases), int(config.degree)
-    penalty = float(config.smoothing) * penalty_matrix(n_bases, PENALTY_ORDER)
+    # the weighted sums of squares are in units of a row of weight weight / row_count (1
+    # for counts): the penalty in the same units keeps weights that are shares of the rows
+    # free of their scale
+    unit = moments.weight / moments.row_count
+    penalty = float(config.smoothing) * unit * penalty_matrix(n_bases, PENALTY_ORDER)
     intercept = moments.weighted_y / moments.weight
     projections, ranges = np.zeros((0, d)), np.zeros((0, 2))
     spline_coef = np.zeros((0, n_bases))

@@ -56,6 +56,8 @@ class DataMoments:
         Sums of the sample weights ``s_i``, of ``s_i y_i`` and ``s_i y_i^2`` (regression).
     class_mass : ndarray of shape (n_classes,), float64
         Sum of the sample weights of each class (classification; empty otherwise).
+    n_positive : int
+        Rows of positive weight.
     """
 
     n_rows: int
@@ -67,6 +69,15 @@ class DataMoments:
     weighted_y: float
     weighted_yy: float
     class_mass: np.ndarray
+    n_positive: int = 0
+
+    @property
+    def row_count(self) -> float:
+        """The rows the fit counts, ``max(weight, n_positive)``: a row of weight ``k``
+        counts as ``k`` rows (integer weights act as repeated rows), and weights that sum
+        to less than the rows of positive weight are read as the rows' shares, scaled to
+        sum to that count (so that scaling them all by a constant changes nothing)."""
+        return max(float(self.weight), float(self.n_positive))
 
     def spread(self, standardiser: Standardiser | None = None) -> FeatureSpread:
         """Bounds of the projected values (:class:`FeatureSpread`), of the standardised
@@ -132,6 +143,7 @@ class MomentsPass:
             part.scatter = (dev * w[:, None]).T @ dev
             part.minimum, part.maximum = kept.min(axis=0), kept.max(axis=0)
             part.weight = total
+            part.n_positive = int(np.count_nonzero(w > 0))
         y = np.asarray(chunk.y)
         if self.n_classes:
             part.class_mass = np.bincount(y, weights=w, minlength=self.n_classes).astype(
@@ -155,7 +167,7 @@ class MomentsPass:
         return DataMoments(a.n_rows + b.n_rows, mean, scatter, np.minimum(a.minimum, b.minimum),
                            np.maximum(a.maximum, b.maximum), total,
                            a.weighted_y + b.weighted_y, a.weighted_yy + b.weighted_yy,
-                           a.class_mass + b.class_mass)
+                           a.class_mass + b.class_mass, a.n_positive + b.n_positive)
 
     def finish(self, state: DataMoments) -> DataMoments:
         """The moments."""
