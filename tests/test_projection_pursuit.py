@@ -298,6 +298,23 @@ def test_weights_that_share_the_rows_do_not_depend_on_their_scale(ppr_data, scal
     np.testing.assert_allclose(ones.predict(X), plain.predict(X), rtol=1e-5, atol=1e-6)
 
 
+def test_auto_terms_count_integer_weights_as_repeated_rows():
+    """n_terms="auto": Akaike's criterion counts a row of weight 3 as three rows (the
+    tiled fit), and weights that are shares of the rows as those rows."""
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-1, 1, size=(600, 4)).astype(np.float32)
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=600)).astype(np.float32)
+    tiled = SparsePPRRegressor(**FAST).fit(np.tile(X, (3, 1)), np.tile(y, 3))
+    weighted = SparsePPRRegressor(**FAST).fit(X, y, sample_weight=np.full(600, 3.0))
+    assert weighted.n_iter_ == tiled.n_iter_
+    np.testing.assert_allclose(weighted.predict(X), tiled.predict(X), rtol=1e-6, atol=1e-7)
+    plain = SparsePPRRegressor(**FAST).fit(X, y)
+    shares = SparsePPRRegressor(**FAST).fit(X, y, sample_weight=np.full(600, 1 / 600))
+    assert plain.n_iter_ < tiled.n_iter_  # more rows pay for more terms
+    assert shares.n_iter_ == plain.n_iter_
+    np.testing.assert_allclose(shares.predict(X), plain.predict(X), rtol=1e-5, atol=1e-6)
+
+
 def test_n_iter_counts_terms_and_an_unfinished_search_warns(ppr_data, js_data,
                                                            tmp_path: Path):
     X, y = ppr_data

@@ -136,14 +136,16 @@ class SearchConfig:
 
 
 def term_pays(rss_before: float, rss_after: float, n_bases: int, n_nonzero: int,
-              n_rows: int) -> bool:
+              n_rows: float) -> bool:
     """``n_terms="auto"``: whether a new ridge term is worth its parameters.
 
     It is when it lowers the residual sum of squares by at least :data:`AUTO_MIN_GAIN` and
     its Akaike criterion falls, ``n log(rss_after / rss_before) + 2 df < 0`` with
     ``df = n_bases + n_nonzero`` (the spline's coefficients and the direction's non-zero
     entries, an upper bound of the term's effective degrees of freedom) and ``n`` the
-    training rows: on 300 rows a term of 8 bases and 2 features must explain 6 % of what
+    training rows as the fit counts them (:attr:`~.passes.DataMoments.row_count`: a row of
+    weight ``k`` counts as ``k`` rows, weights summing to less than the rows of positive
+    weight as those rows): on 300 rows a term of 8 bases and 2 features must explain 6 % of what
     is left, on 1M rows 1 %.
 
     Parameters
@@ -151,7 +153,7 @@ def term_pays(rss_before: float, rss_after: float, n_bases: int, n_nonzero: int,
     rss_before, rss_after : float
         Weighted residual sums of squares without and with the term.
     n_bases, n_nonzero : int
-    n_rows : int
+    n_rows : float
 
     Returns
     -------
@@ -161,7 +163,7 @@ def term_pays(rss_before: float, rss_after: float, n_bases: int, n_nonzero: int,
         return False
     df = int(n_bases) + int(n_nonzero)
     ratio = max(float(rss_after), 0.0) / float(rss_before)
-    return bool(ratio <= min(1.0 - AUTO_MIN_GAIN, math.exp(-2.0 * df / int(n_rows))))
+    return bool(ratio <= min(1.0 - AUTO_MIN_GAIN, math.exp(-2.0 * df / float(n_rows))))
 
 
 @dataclass(frozen=True)
@@ -442,7 +444,7 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
         direction = clean_direction(found.alpha)
         if auto and k > 0 and not term_pays(residual_ss[0], found.fit_cost, n_bases,
                                             int(np.count_nonzero(direction)),
-                                            int(moments.n_rows)):
+                                            moments.row_count):
             break  # the term is dropped: n_terms="auto" stops at the first that does not pay
         projections = np.vstack([projections, direction])
         ranges = np.vstack([ranges, [found.lo, found.hi]])
