@@ -304,6 +304,26 @@ def test_iteration_cap_warns_and_a_converged_fit_does_not():
     assert done.n_iter_ < 50
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "batch"])
+def test_constant_target_or_features_stop_at_once_without_a_warning(solver):
+    """A zero gradient is a stationary point: the fit stops there, predicting the constant
+    target (or, on constant features, the target's weighted mean)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, v = _regression(n=200, seed=14)
+    same = np.ones_like(X)
+    for features, target in [(X, np.full(len(y), 2.0)), (same, y)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            model = SuperSparseRegressor(n_prototypes=5, solver=solver).fit(
+                features, target, sample_weight=v)
+        assert model.n_iter_ <= 1
+        np.testing.assert_allclose(model.predict(features), np.average(target, weights=v),
+                                   rtol=1e-6)
+
+
 def test_one_row_and_one_class_are_refused_with_scikit_learn_messages():
     X, y, _ = _regression(n=30, seed=14)
     with pytest.raises(ValueError, match="n_samples=1"):

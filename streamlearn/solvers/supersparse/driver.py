@@ -778,6 +778,8 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
                                           description=f"gradient p={p}")
             grad = (2.0 / g.weight) * g.grad
             total = grad + rho * similarity.penalty_gradient(C) if rho > 0 else grad
+            if not np.any(total):
+                break  # a stationary point (a constant target or features): no step moves C
             concave = False
             if memory and rho == 0:
                 if previous is not None and previous[2] == lam:
