@@ -304,6 +304,29 @@ def test_iteration_cap_warns_and_a_converged_fit_does_not():
     assert done.n_iter_ < 50
 
 
+@pytest.mark.parametrize(("cls", "params"), [
+    (SuperSparseRegressor, {}),
+    (SuperSparseRegressor, dict(lam=1e-2)),
+    (SuperSparseRegressor, dict(solver="minibatch", step=0.1)),
+    (SuperSparseClassifier, {}),
+    (SuperSparseClassifier, dict(lam=1e-2)),
+])
+def test_the_iteration_cap_warning_points_at_the_call_to_fit(cls, params):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, _ = _regression(n=200, seed=13)
+    target = y if cls is SuperSparseRegressor else y > 0
+    model = cls(n_prototypes=4, max_iter=2, tol=0.0, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, target)
+    capped = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert capped and all(w.filename == __file__ for w in capped), [
+        (w.filename, w.lineno) for w in capped]
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "batch"])
 def test_constant_target_or_features_stop_at_once_without_a_warning(solver):
     """A zero gradient is a stationary point: the fit stops there, predicting the constant

@@ -49,7 +49,7 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.moments import FeatureMomentsPass
 from streamlearn.engine.passes import Together
-from streamlearn.errors import DataError
+from streamlearn.errors import DataError, caller_stacklevel
 from streamlearn.features.tail_transform import (
     TAIL_SAMPLE_ROWS,
     TailTransform,
@@ -835,7 +835,7 @@ def _warn_cap(config: SuperSparseConfig, p: int, what: str) -> None:
         warnings.warn(f"{config.owner} stopped after max_iter={config.max_iter} {what} "
                       f"with p={p} prototypes before the objective changed by less than "
                       f"tol={config.tol} of its value; raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=6)
+                      ConvergenceWarning, stacklevel=caller_stacklevel())
 
 
 # -- online (partial_fit) ---------------------------------------------------------------------
