@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zarr
+from sklearn.base import clone
 
 from streamlearn import (
     DataError,
@@ -196,6 +197,53 @@ def test_missing_or_unordered_labels_of_an_array_target_are_named() -> None:
         open_dataset(X, target=np.array(["a", "b", "a", None], dtype=object))
     with pytest.raises(LabelError, match="mix types that cannot be ordered"):
         open_dataset(X, target=np.array([1, "b", 2, "a"], dtype=object))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", ["SparsePPRRegressor", "SuperSparseRegressor"])
+def test_missing_targets_of_arrays_follow_nan_policy(name: str) -> None:
+    """A NaN or infinite target in arrays: nan_policy="drop" fits the rows numpy keeps
+    (their X and weights), "raise" names the first such row, as streamed data does."""
+    import streamlearn.models as models
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(240, 3)).astype(np.float32)
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2
+    w = rng.uniform(0.5, 2.0, size=240)
+    y[[5, 60]], y[100] = np.nan, np.inf
+    keep = np.isfinite(y)
+    params = (dict(n_terms=2, coarse_step=0.25, fine_step=0.05, max_iter=4)
+              if name == "SparsePPRRegressor" else dict(n_prototypes=4, max_iter=3, tol=1e-2))
+    model = getattr(models, name)(**params)
+    dropped = clone(model).fit(X, y, sample_weight=w, nan_policy="drop")
+    reference = clone(model).fit(X[keep], y[keep], sample_weight=w[keep])
+    if hasattr(dropped, "n_train_"):
+        assert dropped.n_train_ == int(keep.sum())
+    np.testing.assert_allclose(dropped.predict(X), reference.predict(X), rtol=1e-12)
+    with pytest.raises(DataError, match=r"y contains NaN at row 5 and 2 more rows.*"
+                                        r"nan_policy='drop'"):
+        clone(model).fit(X, y, sample_weight=w)
+    with pytest.raises(DataError, match="no target on any of its 2 rows"):
+        clone(model).fit(X[:2], np.full(2, np.nan), nan_policy="drop")
+
+
+def test_missing_labels_of_arrays_are_dropped_with_their_rows() -> None:
+    from streamlearn.models import SparseJSBoostClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, size=(240, 3)).astype(np.float32)
+    y = np.where(X[:, 0] + X[:, 1] > 0, "in", "out").astype(object)
+    y[7], y[90] = None, np.nan
+    keep = np.array([v is not None and v == v for v in y])
+    model = SparseJSBoostClassifier(n_rounds=3, n_bins=8, coarse_step=0.25, fine_step=0.05,
+                                    max_iter=4)
+    dropped = clone(model).fit(X, y, nan_policy="drop")
+    reference = clone(model).fit(X[keep], y[keep].astype(str))
+    assert dropped.classes_.tolist() == ["in", "out"]
+    np.testing.assert_allclose(dropped.decision_function(X), reference.decision_function(X),
+                               rtol=1e-12)
+    with pytest.raises(LabelError, match="has no label at row 7"):
+        clone(model).fit(X, y)
 
 
 def test_empty_dataset(ref: Reference, tmp_path: Path) -> None:

@@ -945,6 +945,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            A missing target (NaN, infinity, None) drops its row under "drop" and is
+            refused otherwise.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional

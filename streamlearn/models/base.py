@@ -642,7 +642,10 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
     sample_weight : array-like of shape (n,), str or None
     task : {"classification", "regression"}
     nan_policy : "raise", "drop" or float
-        With "raise" NaN and infinite values are refused here.
+        With "raise" NaN and infinite values of X are refused here. A missing target (NaN,
+        infinity, None, ``pd.NA``) drops its row (with its X and weight) under "drop", as
+        streamed data does; else a regressor's raises a ``DataError`` naming the first such
+        row and a classifier's a ``LabelError``.
     accept_sparse : bool
         Keep a ``scipy.sparse`` X sparse (its stored values checked); else refuse it.
 
@@ -674,6 +677,26 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
                             "nan_policy='drop' or a number")
     if isinstance(y, str):
         return X, y, sample_weight
+    missing = _missing_targets(y)
+    if missing is not None and missing.any():
+        check_consistent_length(X, y)
+        if nan_policy != "drop":
+            if task == "regression":
+                r = int(np.flatnonzero(missing)[0])
+                more = int(missing.sum()) - 1
+                raise DataError(f"Input y contains {_missing_value(np.ravel(y)[r])} at row {r}"
+                                f"{f' and {more} more rows' if more else ''}; drop or "
+                                "replace such targets, or fit with nan_policy='drop' to "
+                                "skip their rows")
+        else:
+            if missing.all():
+                raise DataError(f"Input y has no target on any of its {missing.size} rows "
+                                "(all NaN, infinite or missing); nan_policy='drop' left "
+                                "nothing to train on")
+            if sample_weight is not None and not isinstance(sample_weight, str):
+                sample_weight = check_sample_weight(sample_weight, X.shape[0])[~missing]
+            X = (X.tocsr() if sp.issparse(X) else X)[~missing]
+            y = np.ravel(y)[~missing]
     y = check_target(y, task)
     check_consistent_length(X, y)
     if sample_weight is not None and not isinstance(sample_weight, str):
@@ -699,6 +722,32 @@ def check_target(y: Any, task: str) -> np.ndarray:
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
     check_classification_targets(y)
     return y
+
+
+def _missing_targets(y: Any) -> np.ndarray | None:
+    """Which rows of a 1-D (or column) target have none: NaN, infinity, None or ``pd.NA``;
+    None for a target of another shape (refused later as scikit-learn refuses it)."""
+    import pandas as pd
+
+    values = np.asarray(y)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        return None
+    if values.dtype.kind == "f":
+        return ~np.isfinite(values)
+    if values.dtype.kind != "O":
+        return np.zeros(values.shape[0], dtype=bool)
+    return np.asarray(pd.isna(values), dtype=bool) | np.array(
+        [isinstance(v, float | np.floating) and bool(np.isinf(v)) for v in values.tolist()],
+        dtype=bool)
+
+
+def _missing_value(value: Any) -> str:
+    """A missing target named for a message: NaN, infinity, or the missing value."""
+    if isinstance(value, float | np.floating):
+        return _nonfinite(value)
+    return f"a missing value ({value!r})"
 
 
 def _refuse_missing_labels(y: Any) -> None:

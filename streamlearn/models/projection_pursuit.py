@@ -376,6 +376,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            A missing target (NaN, infinity, None) drops its row under "drop" and is
+            refused otherwise.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
@@ -594,6 +596,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            A missing target (NaN, infinity, None) drops its row under "drop" and is
+            refused otherwise.
         engine : engine, optional
         checkpoint : str or path-like, optional
             Directory where progress is saved; a killed fit run again resumes from it.

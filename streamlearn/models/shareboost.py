@@ -311,6 +311,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            A missing target (NaN, infinity, None) drops its row under "drop" and is
+            refused otherwise.
         engine : engine, optional
             Runs the passes; defaults to the ``engine`` parameter, else a ``LocalEngine``.
         checkpoint : str or path-like, optional

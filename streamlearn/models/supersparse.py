@@ -741,6 +741,8 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            A missing target (NaN, infinity, None) drops its row under "drop" and is
+            refused otherwise.
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
@@ -906,6 +908,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            A missing target (NaN, infinity, None) drops its row under "drop" and is
+            refused otherwise.
         engine : engine, optional
         checkpoint : str or path-like, optional
         checkpoint_every : int
