@@ -225,6 +225,12 @@ def test_missing_targets_of_arrays_follow_nan_policy(name: str) -> None:
         clone(model).fit(X, y, sample_weight=w)
     with pytest.raises(DataError, match="no target on any of its 2 rows"):
         clone(model).fit(X[:2], np.full(2, np.nan), nan_policy="drop")
+    # a table with the target as an array: the same rows dropped, or the same error
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    from_table = clone(model).fit(frame, y, sample_weight=w, nan_policy="drop")
+    np.testing.assert_allclose(from_table.predict(frame), reference.predict(X), rtol=1e-12)
+    with pytest.raises(DataError, match=r"y contains NaN at row 5"):
+        clone(model).fit(pa.Table.from_pandas(frame), y)
 
 
 def test_missing_labels_of_arrays_are_dropped_with_their_rows() -> None:
@@ -244,6 +250,10 @@ def test_missing_labels_of_arrays_are_dropped_with_their_rows() -> None:
                                rtol=1e-12)
     with pytest.raises(LabelError, match="has no label at row 7"):
         clone(model).fit(X, y)
+    table = pa.Table.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]))
+    from_table = clone(model).fit(table, y, nan_policy="drop")
+    np.testing.assert_allclose(from_table.decision_function(table),
+                               reference.decision_function(X), rtol=1e-12)
 
 
 def test_empty_dataset(ref: Reference, tmp_path: Path) -> None:

@@ -596,6 +596,8 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
             data, y, sample_weight = check_array_input(data, y, sample_weight, task,
                                                        nan_policy, accept_sparse)
         elif y is not None and not isinstance(y, str) and not _is_dask(y):
+            data, y, sample_weight = _drop_table_rows(
+                data, y, sample_weight, _rows_with_targets(y, task, nan_policy))
             y = check_target(y, task)
             if sample_weight is not None and not isinstance(sample_weight, str) and \
                     not _is_dask(sample_weight):
@@ -677,26 +679,13 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
                             "nan_policy='drop' or a number")
     if isinstance(y, str):
         return X, y, sample_weight
-    missing = _missing_targets(y)
-    if missing is not None and missing.any():
+    keep = _rows_with_targets(y, task, nan_policy)
+    if keep is not None:
         check_consistent_length(X, y)
-        if nan_policy != "drop":
-            if task == "regression":
-                r = int(np.flatnonzero(missing)[0])
-                more = int(missing.sum()) - 1
-                raise DataError(f"Input y contains {_missing_value(np.ravel(y)[r])} at row {r}"
-                                f"{f' and {more} more rows' if more else ''}; drop or "
-                                "replace such targets, or fit with nan_policy='drop' to "
-                                "skip their rows")
-        else:
-            if missing.all():
-                raise DataError(f"Input y has no target on any of its {missing.size} rows "
-                                "(all NaN, infinite or missing); nan_policy='drop' left "
-                                "nothing to train on")
-            if sample_weight is not None and not isinstance(sample_weight, str):
-                sample_weight = check_sample_weight(sample_weight, X.shape[0])[~missing]
-            X = (X.tocsr() if sp.issparse(X) else X)[~missing]
-            y = np.ravel(y)[~missing]
+        if sample_weight is not None and not isinstance(sample_weight, str):
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])[keep]
+        X = (X.tocsr() if sp.issparse(X) else X)[keep]
+        y = np.ravel(y)[keep]
     y = check_target(y, task)
     check_consistent_length(X, y)
     if sample_weight is not None and not isinstance(sample_weight, str):
@@ -722,6 +711,34 @@ def check_target(y: Any, task: str) -> np.ndarray:
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
     check_classification_targets(y)
     return y
+
+
+def _rows_with_targets(y: Any, task: str, nan_policy: Any) -> np.ndarray | None:
+    """The rows to keep of an in-memory target with missing values (NaN, infinity, None,
+    ``pd.NA``) under ``nan_policy="drop"``; None when none is missing or, for a classifier
+    under another policy, to leave them to :func:`check_target`'s ``LabelError``.
+
+    Raises
+    ------
+    DataError
+        A regressor's missing target under another policy (naming the first row), or no
+        row left to train on.
+    """
+    missing = _missing_targets(y)
+    if missing is None or not missing.any():
+        return None
+    if nan_policy != "drop":
+        if task != "regression":
+            return None
+        r = int(np.flatnonzero(missing)[0])
+        more = int(missing.sum()) - 1
+        raise DataError(f"Input y contains {_missing_value(np.ravel(y)[r])} at row {r}"
+                        f"{f' and {more} more rows' if more else ''}; drop or replace such "
+                        "targets, or fit with nan_policy='drop' to skip their rows")
+    if missing.all():
+        raise DataError(f"Input y has no target on any of its {missing.size} rows (all NaN, "
+                        "infinite or missing); nan_policy='drop' left nothing to train on")
+    return ~missing
 
 
 def _missing_targets(y: Any) -> np.ndarray | None:
@@ -947,6 +964,29 @@ def _fresh_name(base: str, taken: list[str]) -> str:
     while name in taken:
         name += "_"
     return name
+
+
+def _drop_table_rows(data: Any, y: Any, sample_weight: Any,
+                     keep: np.ndarray | None) -> tuple[Any, Any, Any]:
+    """The rows ``keep`` of a table (pandas or pyarrow) with its target and weight arrays;
+    everything as given when ``keep`` is None or does not match the table's rows."""
+    if keep is None:
+        return data, y, sample_weight
+    is_pandas = type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "iloc")
+    is_arrow = hasattr(data, "filter") and hasattr(data, "num_rows")
+    n_rows = len(data) if is_pandas else data.num_rows if is_arrow else None
+    if n_rows != keep.size:
+        if n_rows is None:
+            raise DataError(f"y has no target at row {int(np.flatnonzero(~keep)[0])}; "
+                            f"nan_policy='drop' drops such rows of arrays, pandas and pyarrow "
+                            f"tables, not of a {type(data).__name__}: drop them before fit")
+        return data, y, sample_weight  # the lengths are refused later, as they are
+    rows = np.flatnonzero(keep)
+    data = data.iloc[rows] if is_pandas else data.take(rows)
+    if sample_weight is not None and not isinstance(sample_weight, str) and \
+            not _is_dask(sample_weight):
+        sample_weight = check_sample_weight(sample_weight, keep.size)[keep]
+    return data, np.ravel(y)[keep], sample_weight
 
 
 def _attach_columns(data: Any, y: Any, sample_weight: Any) -> tuple[Any, Any, Any]:
