@@ -93,6 +93,29 @@ def test_value_scale_is_the_cheapest_end_to_end_rise_of_a_curve(order, n_bases) 
                                                                     else n_bases - 1))
 
 
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_value_scale_closed_form_equals_the_dense_solve(order) -> None:
+    """The closed form against ``||D^-T e||`` solved densely, for sizes from one basis
+    up (a categorical feature of thousands of categories has as many bases)."""
+    from streamlearn.features.difference_penalty import difference_matrix
+
+    for n_bases in [1, 2, 3, 4, 5, 7, 16, 33, 100, 257]:
+        D = difference_matrix(n_bases, order)
+        e = np.zeros(n_bases)
+        e[0], e[-1] = -1.0, 1.0
+        dense = float(np.linalg.norm(np.linalg.solve(D.T, e)))
+        assert value_scale(n_bases, order) == pytest.approx(dense, rel=1e-12)
+    # a million bases: the difference vector summed directly (a dense matrix would
+    # take terabytes)
+    n = 10**6
+    far = np.arange(n, dtype=np.float64)[::-1] + 1.0  # D2^-T e_last, (n, ..., 1)
+    far[0] -= 1.0
+    direct = {0: np.sqrt(2.0), 1: np.sqrt(n - 1.0), 2: np.linalg.norm(far)}[order]
+    assert value_scale(n, order) == pytest.approx(direct, rel=1e-12)
+    with pytest.raises(ValueError, match="penalty order"):
+        value_scale(8, 3)
+
+
 def test_on_the_fly_encoding_scores_terms_and_norms_match_the_materialised_embedding() -> None:
     rng = np.random.default_rng(1)
     X = rng.integers(0, 6, (60, 4)).astype(np.float32)

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from streamlearn.errors import SchemaError
-from streamlearn.features.difference_penalty import difference_matrix
+from streamlearn.features.difference_penalty import PENALTY_ORDERS
 
 #: A value enters a feature's table when it holds at least this share of the row sample
 #: (4 rows of the describe pass's 4,096): a weight of its own then has at least about
@@ -49,11 +49,25 @@ def value_scale(n_bases: int, order: int) -> float:
     """The entry ``s`` of a value term's columns beside curves of ``n_bases`` bases under
     the difference penalty of ``order``: ``s^2 = min ||D w||^2`` over the coefficients
     ``w`` with ``w_last - w_first = 1`` (``e^T (D^T D)^-1 e``, ``e = e_last - e_first``).
-    ``sqrt(2)`` for order 0, ``sqrt(n_bases - 1)`` for order 1."""
-    D = difference_matrix(int(n_bases), int(order))
-    e = np.zeros(int(n_bases))
-    e[0], e[-1] = -1.0, 1.0
-    return float(np.linalg.norm(np.linalg.solve(D.T, e)))
+
+    ``D^-T e`` is the last column of ``D^-T`` less its first, which the closed forms of
+    :func:`~streamlearn.features.difference_penalty.inverse_transpose` give, so ``s`` is
+    O(1) whatever ``n = n_bases``: ``sqrt(2)`` for order 0, ``sqrt(n - 1)`` for order 1,
+    ``sqrt((n - 1)^2 + (n - 1) n (2 n - 1) / 6)`` for order 2 (``D^-T e = (n - 1, n - 1,
+    n - 2, ..., 1)``); 1 for a single basis (``e = e_0``)."""
+    n = int(n_bases)
+    order = int(order)
+    if order not in PENALTY_ORDERS:
+        raise ValueError(f"penalty order must be one of {PENALTY_ORDERS}, got {order!r}")
+    if n < 1:
+        raise ValueError(f"a value term needs curves of at least one basis, got {n}")
+    if n == 1:
+        return 1.0
+    if order == 0:
+        return float(np.sqrt(2.0))
+    if order == 1:
+        return float(np.sqrt(n - 1.0))
+    return float(np.sqrt((n - 1.0) ** 2 + (n - 1.0) * n * (2.0 * n - 1.0) / 6.0))
 
 
 @njit(cache=True, nogil=True)
