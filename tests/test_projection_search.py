@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 from scipy.interpolate import BSpline
@@ -199,6 +201,54 @@ def test_projection_ranges_hold_every_projected_value(data):
     assert np.all(z.min(0) >= lo - 1e-9) and np.all(z.max(0) <= hi + 1e-9)
     reach = np.abs(U) @ (X.max(0).astype(np.float64) - X.min(0).astype(np.float64))
     np.testing.assert_allclose(hi - lo, reach, rtol=1e-9)
+
+
+class _CountedCov(np.ndarray):
+    """A covariance that records the shapes of the matrix products it takes part in."""
+
+    products: ClassVar[list[tuple[int, ...]]] = []
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [np.asarray(x) if isinstance(x, _CountedCov) else x for x in inputs]
+        if ufunc is np.matmul:
+            _CountedCov.products.extend(np.shape(x) for x in plain)
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def test_candidate_ranges_match_the_dense_directions():
+    """Scales, ranges and ``l1`` of moved coordinates (one, two, back to the zero vector)
+    against :func:`projection_ranges` of the explicit unit directions; the covariance is
+    multiplied by ``alpha`` alone, never by every candidate's direction."""
+    rng = np.random.default_rng(11)
+    d = 9
+    X = rng.normal(size=(80, d)) * rng.uniform(0.2, 4.0, d) + rng.normal(size=d)
+    X[:, 4] = 2.5  # a constant feature: a flat projection
+    spread = spread_of(X)
+    _CountedCov.products.clear()
+    counted = FeatureSpread(spread.minimum, spread.maximum, spread.mean,
+                                          spread.cov.view(_CountedCov))
+    alpha = np.array([0.0, 0.7, 0.0, -1.3, 0.0, 0.0, 0.2, 0.0, 0.0])
+    sets = [make_candidates(alpha, np.arange(d), offsets(-1.0, 1.0, 0.25), counted),
+            make_candidates(np.array([0, 0, 0, 0, 1.5, 0, 0, 0, 0.0]), np.arange(d),
+                            np.array([-1.5, -0.5, 0.0, 2.0]), counted),
+            start_candidates(d, counted, pairs=True)]
+    alphas = [alpha, np.eye(d)[4] * 1.5, np.zeros(d)]
+    assert all(len(shape) < 2 or shape[0] == d for shape in _CountedCov.products)
+    for cands, a in zip(sets, alphas, strict=True):
+        A = np.array([cands.raw(a, c) for c in range(len(cands))])
+        norm = np.linalg.norm(A, axis=1)
+        zero = norm == 0.0
+        U = A / np.where(zero, 1.0, norm)[:, None]
+        lo, hi = projection_ranges(U, spread)
+        np.testing.assert_array_equal(cands.scale == 0.0, zero)
+        np.testing.assert_allclose(cands.scale[~zero], 1.0 / norm[~zero], rtol=1e-12)
+        np.testing.assert_allclose(cands.lo, lo, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(cands.hi, hi, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(cands.l1, np.where(zero, np.inf, np.abs(U).sum(axis=1)),
+                                   rtol=1e-12)
+    assert np.sum(sets[1].scale == 0.0) == 1  # 1.5 e_4 - 1.5 e_4, found exactly
+    flat = sets[2].feature == 4  # e_4 alone: the constant feature's [2.5 -+ 0.5]
+    np.testing.assert_allclose(sets[2].lo[flat][0], 2.0)
 
 
 def test_make_candidates_marks_the_zero_vector():

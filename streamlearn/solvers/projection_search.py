@@ -381,9 +381,16 @@ def projection_ranges(U: np.ndarray, spread: FeatureSpread) -> tuple[np.ndarray,
     centre = U @ spread.mean
     # u' cov u of every row: one matrix product, then row-wise dots (a three-operand einsum
     # runs no BLAS, and took 12x as long for 11,664 candidates of 108 features)
-    sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", U @ spread.cov, U), 0.0))
-    lo = np.maximum(reach_lo, centre - spread.n_std * sd)
-    hi = np.minimum(reach_hi, centre + spread.n_std * sd)
+    var = np.einsum("ij,ij->i", U @ spread.cov, U)
+    return _cut_ranges(reach_lo, reach_hi, centre, var, spread.n_std)
+
+
+def _cut_ranges(reach_lo: np.ndarray, reach_hi: np.ndarray, centre: np.ndarray,
+                var: np.ndarray, n_std: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`projection_ranges` from each direction's reach, mean and variance."""
+    sd = np.sqrt(np.maximum(var, 0.0))
+    lo = np.maximum(reach_lo, centre - n_std * sd)
+    hi = np.minimum(reach_hi, centre + n_std * sd)
     flat = ~(hi - lo > 1e-12 * np.maximum(1.0, np.abs(centre)))
     lo = np.where(flat, centre - 0.5, lo)
     hi = np.where(flat, centre + 0.5, hi)
@@ -444,17 +451,64 @@ def start_candidates(n_features: int, spread: FeatureSpread, pairs: bool) -> Can
 
 def _candidates(alpha: np.ndarray, feature: np.ndarray, delta: np.ndarray, feature2: np.ndarray,
                 delta2: np.ndarray, spread: FeatureSpread) -> Candidates:
+    """The candidates ``a = alpha + delta e_m + delta2 e_m2`` with their scales, ranges and
+    ``l1``, in O(1) per candidate after O(n_features^2) once.
+
+    Each candidate differs from ``alpha`` in at most two coordinates, so its sums over the
+    coordinates (``||a||^2``, ``||a||_1``, the reach, ``a . mean``) are ``alpha``'s over the
+    other coordinates (prefix and suffix sums: a coordinate that is 0 adds exactly nothing,
+    so the zero vector is found exactly) plus the moved ones, and
+    ``a' cov a = alpha' cov alpha + 2 d' (cov alpha) + d' cov d`` with ``d`` the move. The
+    dense ``(n_candidates, n_features)`` directions and ``U @ cov``, O(n_candidates
+    n_features^2) a scan, are never formed; the values are :func:`projection_ranges`'s up
+    to rounding.
+    """
     alpha = np.asarray(alpha, dtype=np.float64)
-    rows = np.arange(len(feature))
-    A = np.tile(alpha, (len(feature), 1))
-    A[rows, feature] += delta
-    A[rows, feature2] += delta2
-    norm = np.linalg.norm(A, axis=1)
+    feature = np.asarray(feature, dtype=np.int64)
+    feature2 = np.asarray(feature2, dtype=np.int64)
+    delta = np.asarray(delta, dtype=np.float64)
+    delta2 = np.asarray(delta2, dtype=np.float64)
+    same = feature2 == feature
+    first = np.minimum(feature, feature2)
+    last = np.maximum(feature, feature2)
+    # the moved coordinates' new values, summed in the order the dense vectors were
+    new1 = np.where(same, (alpha[feature] + delta) + delta2, alpha[feature] + delta)
+    new2 = np.where(same, 0.0, alpha[feature2] + delta2)
+
+    def others(per_coordinate: np.ndarray) -> np.ndarray:
+        # sum over the coordinates other than m and m2: before the first, between, after
+        # the last (prefix[k] sums coordinates < k)
+        prefix = np.concatenate([[0.0], np.cumsum(per_coordinate)])
+        suffix = np.concatenate([np.cumsum(per_coordinate[::-1])[::-1], [0.0]])
+        between = np.where(same, 0.0, prefix[last] - prefix[np.minimum(first + 1, last)])
+        return prefix[first] + between + suffix[last + 1]
+
+    def moved(per_value: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        # the moved coordinates' terms, from their new values
+        return per_value(new1, feature) + np.where(same, 0.0, per_value(new2, feature2))
+
+    norm = np.sqrt(others(alpha * alpha) + moved(lambda v, _: v * v))
     zero = ~(norm > 1e-12)
     scale = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, norm))
-    U = A * scale[:, None]
-    lo, hi = projection_ranges(U, spread)
-    l1 = np.where(zero, np.inf, np.abs(U).sum(axis=1))
+    low = np.minimum(alpha * spread.minimum, alpha * spread.maximum)
+    high = np.maximum(alpha * spread.minimum, alpha * spread.maximum)
+    reach_lo = others(low) + moved(lambda v, m: np.minimum(v * spread.minimum[m],
+                                                           v * spread.maximum[m]))
+    reach_hi = others(high) + moved(lambda v, m: np.maximum(v * spread.minimum[m],
+                                                            v * spread.maximum[m]))
+    centre = others(alpha * spread.mean) + moved(lambda v, m: v * spread.mean[m])
+    l1 = others(np.abs(alpha)) + moved(lambda v, _: np.abs(v))
+    # a' cov a with a = alpha + d1 e_m + d2 e_m2 (d2 = 0 when m2 is m: d1 holds both)
+    cov = spread.cov
+    cov_alpha = cov @ alpha
+    d1 = new1 - alpha[feature]
+    d2 = np.where(same, 0.0, new2 - alpha[feature2])
+    var = (float(alpha @ cov_alpha) + 2.0 * (d1 * cov_alpha[feature] + d2 * cov_alpha[feature2])
+           + d1 * d1 * cov[feature, feature] + d2 * d2 * cov[feature2, feature2]
+           + 2.0 * d1 * d2 * cov[feature, feature2])
+    lo, hi = _cut_ranges(reach_lo * scale, reach_hi * scale, centre * scale,
+                         var * scale * scale, spread.n_std)
+    l1 = np.where(zero, np.inf, l1 * scale)
     return Candidates(feature, delta, scale, lo, hi, l1, feature2, delta2)
 
 
