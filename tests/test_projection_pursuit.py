@@ -553,6 +553,61 @@ def test_auto_rounds_keep_the_lowest_held_out_loss() -> None:
     assert small.validation_ is None and small.n_iter_ == 50
 
 
+def test_lowest_round_counts_only_drops_above_the_tolerance() -> None:
+    from streamlearn.solvers.projection_pursuit.driver import (
+        ROUND_LOSS_ATOL,
+        ROUND_LOSS_RTOL,
+        lowest_round,
+    )
+
+    assert (ROUND_LOSS_RTOL, ROUND_LOSS_ATOL) == (1e-3, 1e-4)  # the values worked below
+    # drops of 1e-5 after round 1: less than 0.1 % of 0.5
+    assert lowest_round([1.0, 0.5, 0.5 - 1e-5, 0.5 - 2e-5]) == 1
+    # 4e-4 below 0.9 is not enough (9e-4 is the bar), 1e-3 below it is, over two rounds
+    assert lowest_round([1.0, 0.9, 0.8996, 0.899]) == 3
+    # near 0 the bar is 1e-4 of round 0's loss: 5e-5 counts against 2e-4, 1e-6 not after it
+    assert lowest_round([2.0, 4e-4, 5e-5, 1e-6, 0.0]) == 2
+    assert lowest_round([1.0]) == 0 and lowest_round([0.0, 0.0, 0.0]) == 0
+    # no tolerance at all reached: the plain lowest, first of ties
+    curve = [1.0, 0.8, 0.6, 0.7, 0.6, 0.65]
+    assert lowest_round(curve) == int(np.argmin(curve)) == 2
+
+
+def majority_bits(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Separable: 50 fair bits, the label the majority of bits 1, 7 and 30."""
+    rng = np.random.default_rng(seed)
+    X = (rng.random((n, 50)) < 0.5).astype(np.float32)
+    return X, (X[:, 1] + X[:, 7] + X[:, 30] >= 2).astype(int)
+
+
+def test_auto_rounds_stop_on_separable_data() -> None:
+    """The held-out loss halves every round towards 0: the rounds stop once what it still
+    drops is below the tolerance, long before the cap, as accurate as 50 rounds."""
+    from streamlearn.solvers.projection_pursuit.driver import (
+        AUTO_MAX_ROUNDS,
+        ROUND_LOSS_ATOL,
+        ROUND_PATIENCE,
+    )
+
+    X, y = majority_bits(2100, 0)
+    Xt, yt = majority_bits(1000, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = SparseJSBoostClassifier(**FAST).fit(X, y)
+    v = model.validation_
+    curve = np.asarray(v["held_out_loss"])
+    best = v["best_round"]
+    assert not v["capped"] and len(curve) - 1 <= AUTO_MAX_ROUNDS // 2
+    assert model.n_iter_ == best and len(curve) - 1 - best == max(ROUND_PATIENCE, best // 4)
+    # kept: rounds until the loss is within the absolute tolerance of 0, after which no
+    # round can lower it by more; the later rounds still lowered it, by less
+    assert best >= 5 and curve[best] < ROUND_LOSS_ATOL * curve[0]
+    assert np.all(np.diff(curve) < 0)
+    assert np.all(curve[best] - curve[best + 1:] <= ROUND_LOSS_ATOL * curve[0])
+    fixed = SparseJSBoostClassifier(n_rounds=50, **FAST).fit(X, y)
+    assert model.score(Xt, yt) == fixed.score(Xt, yt) == 1.0
+
+
 def test_jsboost_probability_scale_is_chosen_on_rows_it_states():
     from sklearn.datasets import make_classification
 

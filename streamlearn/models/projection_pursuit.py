@@ -465,7 +465,10 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         of the row id), leave them out of the histograms, score the model on them in the
         first scan of every round (their mean class-weighted exponential loss), stop after
         ``max(10, T / 4)`` rounds without a lower held-out loss (``T`` the rounds of the
-        lowest so far) or at 100, and keep the rounds of the lowest (``validation_``).
+        lowest so far) or at 100, and keep the rounds of the lowest (``validation_``). A
+        loss is lower only by more than 0.1 % of the lowest so far or 1e-4 of the loss
+        before the first round, whichever is more: on separable data the loss keeps
+        falling towards 0 by amounts that change no prediction.
         With fewer than 200 rows expected in that share, 50 rounds on every row.
     tau : float
         Strength of the L1 penalty, ``lam = SJS(u^(0)) / tau`` (eq. 6); ``inf`` gives JSBoost.

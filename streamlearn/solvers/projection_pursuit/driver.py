@@ -59,7 +59,7 @@ from streamlearn.solvers.projection_search import (
 
 __all__ = ["BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit",
            "RidgeConfig", "RidgeFit", "SearchConfig", "clean_direction", "fit_sparse_jsboost",
-           "fit_sparse_ppr"]
+           "fit_sparse_ppr", "lowest_round"]
 
 #: Order of the difference penalty of the ridge splines.
 PENALTY_ORDER = 2
@@ -76,10 +76,18 @@ BACKFIT_GAIN = 1e-4
 #: twice the former fixed 50 rounds) ...
 AUTO_MAX_ROUNDS = 100
 #: ... stopping after ``max(ROUND_PATIENCE, best / 4)`` rounds without a lower held-out
-#: loss (``best`` the rounds of the lowest so far); with too few rows to hold out,
-#: ``FALLBACK_ROUNDS`` rounds on every row.
+#: loss (``best`` the rounds of the lowest so far, :func:`lowest_round`); with too few rows
+#: to hold out, ``FALLBACK_ROUNDS`` rounds on every row.
 ROUND_PATIENCE = 10
 FALLBACK_ROUNDS = 50
+#: A round lowers the held-out loss when it falls below the lowest so far by more than
+#: ``ROUND_LOSS_RTOL`` of that lowest, or ``ROUND_LOSS_ATOL`` of the loss of round 0 (no
+#: learner), whichever is more. On separable data the exponential loss keeps halving
+#: round after round (1.0, 0.5, 0.25, ...; 1e-8 by round 28), so a strictly lower loss
+#: never stopped the rounds before the cap; once it is below ``ROUND_LOSS_ATOL`` of where it
+#: started, what is left to win is nothing the held-out rows can tell apart.
+ROUND_LOSS_RTOL = 1e-3
+ROUND_LOSS_ATOL = 1e-4
 #: Mixes the seed into the hash that picks SpJSBoost's held-out rows.
 JS_VALIDATION_SALT = 0x75B0_0573_D1CE_0F01
 #: ``n_terms="auto"``: at most this many terms ...
@@ -290,8 +298,8 @@ class BoostFit:
     validation : dict or None
         ``n_rounds="auto"`` with held-out rows: ``held_out_loss`` (the held-out rows'
         mean exponential loss after rounds ``0 .. T_run``), ``best_round`` (the rounds
-        kept) and ``capped`` (whether :data:`AUTO_MAX_ROUNDS` stopped the rounds while the
-        loss was still at its lowest); None otherwise.
+        kept, :func:`lowest_round`) and ``capped`` (whether :data:`AUTO_MAX_ROUNDS` stopped
+        the rounds while the loss was still at its lowest); None otherwise.
     proba_scale : float or None
         The temperature of the probabilities (:func:`boost_probability_scale`).
     proba_rows : {"held-out", "training"} or None
@@ -498,6 +506,28 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
                     moments.standardiser().scale, rounds, not improved)
 
 
+def lowest_round(curve: list[float]) -> int:
+    """The rounds of the lowest held-out loss: the last round that lowered the loss below
+    the lowest before it by more than the tolerance (:data:`ROUND_LOSS_RTOL` of that lowest
+    or :data:`ROUND_LOSS_ATOL` of ``curve[0]``, whichever is more); 0 when none did.
+
+    Parameters
+    ----------
+    curve : list of float
+        Held-out loss after rounds ``0, 1, ...``.
+
+    Returns
+    -------
+    int
+    """
+    best = 0
+    for k in range(1, len(curve)):
+        tol = max(ROUND_LOSS_RTOL * curve[best], ROUND_LOSS_ATOL * curve[0])
+        if curve[k] < curve[best] - tol:
+            best = k
+    return best
+
+
 def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
                        seed: int = 0) -> BoostFit:
     """Boost ``config.n_rounds`` projection learners by Jensen-Shannon divergence (Table 6).
@@ -508,7 +538,9 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     histograms, and the first scan of each round also sums their exponential loss under
     the model so far; rounds stop after ``max(ROUND_PATIENCE, best / 4)`` without a lower
     held-out loss, or at :data:`AUTO_MAX_ROUNDS`, and the model keeps the rounds of the
-    lowest. With fewer rows, :data:`FALLBACK_ROUNDS` rounds on every row.
+    lowest. A loss is lower only by more than a tolerance (:func:`lowest_round`), so that
+    a loss creeping towards 0 on separable data stops the rounds. With fewer rows,
+    :data:`FALLBACK_ROUNDS` rounds on every row.
 
     Parameters
     ----------
@@ -569,7 +601,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         n_scans += found.n_scans
         if holdout is not None:
             curve.append(held[0])  # the model of k rounds, scored by this round's first scan
-            best = int(np.argmin(curve))
+            best = lowest_round(curve)
             if k == max_rounds or k - best >= max(ROUND_PATIENCE, best // 4):
                 break  # the round just searched is not kept
         hist = found.stat
@@ -585,7 +617,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
             unconverged.append(k)
     validation = None
     if holdout is not None:
-        best = int(np.argmin(curve))
+        best = lowest_round(curve)
         projections, ranges, tables = projections[:best], ranges[:best], tables[:best]
         weights, divergences, lambdas = weights[:best], divergences[:best], lambdas[:best]
         unconverged = [k for k in unconverged if k < best]
