@@ -1,4 +1,4 @@
-"""Exceptions raised by streamlearn, and where its warnings point.
+"""Exceptions raised by streamlearn.
 
 Every problem a user can fix (a bad file, a bad column, a bad label) raises a subclass of
 :class:`StreamlearnError` whose message names what is wrong and where: the file, the column,
@@ -7,12 +7,6 @@ problems; they are wrapped with the original exception chained as ``__cause__``.
 """
 
 from __future__ import annotations
-
-import os
-import sys
-
-#: The package's directory: frames of files under it are the library's own.
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class StreamlearnError(Exception):
@@ -49,19 +43,3 @@ class EngineError(StreamlearnError, RuntimeError):
 
 class CheckpointError(StreamlearnError, ValueError):
     """A checkpoint is damaged, or was written by another fit than the one resuming from it."""
-
-
-def caller_stacklevel() -> int:
-    """``stacklevel`` that makes a warning, issued by the function calling this one, name
-    the first frame outside streamlearn: the user's call (``fit``, ``reduce``, ...) however
-    deep inside the library the warning is raised.
-
-    Returns
-    -------
-    int
-    """
-    level, frame = 1, sys._getframe(1)  # level 1: the function that warns
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-        level += 1
-    return level

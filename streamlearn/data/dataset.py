@@ -29,6 +29,7 @@ from streamlearn.data.validation import (
     first_nonfinite,
 )
 from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.warning_origin import caller_stacklevel
 
 #: Bytes of float32 features per chunk when no ``chunk_rows`` is given.
 DEFAULT_CHUNK_BYTES = 16 << 20
@@ -1159,7 +1160,7 @@ def _warn_if_identifier(classes: np.ndarray, n_rows: int, target: str | None) ->
     if len(classes) >= MIN_IDENTIFIER_CLASSES and len(classes) > n_rows / 2:
         warnings.warn(f"target {target!r} has {len(classes):,} classes in {n_rows:,} rows: "
                       "an identifier, or a number meant for regression (task='regression', "
-                      "or a regressor)?", UserWarning, stacklevel=3)
+                      "or a regressor)?", UserWarning, stacklevel=caller_stacklevel())
 
 
 def _plain(value: Any) -> Any:

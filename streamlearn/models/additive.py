@@ -99,6 +99,7 @@ from streamlearn.solvers.embedding import (
     weights_from_w_d,
 )
 from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
+from streamlearn.warning_origin import caller_stacklevel
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
 #: A Hermite map's shape functions span its features' mean plus or minus this many
@@ -1033,7 +1034,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 f"the {MIN_CALIBRATION_ROWS} of each that Platt's sigmoids need; the "
                 "probabilities are the plain logistic of the scores. Raise "
                 "calibration_fraction, or pass calibrate=False to train on every row",
-                UserWarning, stacklevel=4)
+                UserWarning, stacklevel=caller_stacklevel())
         self.n_iter_, self.t_ = fitted.n_iter, fitted.t
         self.average_start_ = fitted.average_start
         self.monitor_loss_ = list(fitted.monitor_history)
@@ -1296,7 +1297,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 f"{outside.size} feature(s) have values outside the feature map's range, "
                 f"first {self.feature_names_in_[f]!r}: {share[f]:.0%} of the rows outside "
                 f"[{lo[f]:.6g}, {hi[f]:.6g}]; "
-                f"they are clamped to it. {source}", UserWarning, stacklevel=3)
+                f"they are clamped to it. {source}", UserWarning, stacklevel=caller_stacklevel())
 
     # -- prediction -----------------------------------------------------------------------
     def _model_rows(self, values: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
 from streamlearn.models.class_weight import class_factors, class_weighted, partial_fit_weights
+from streamlearn.warning_origin import caller_stacklevel
 
 #: Names shown in an error message before it is abbreviated.
 MAX_SHOWN_NAMES = 10
@@ -1130,7 +1131,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         elif not all(isinstance(c, int | np.integer) for c in columns):
             warnings.warn(f"X has feature names, but {owner} was fitted without feature "
                           "names: its columns are taken by position", UserWarning,
-                          stacklevel=3)
+                          stacklevel=caller_stacklevel())
     if columns is not None and named and not isinstance(X, np.ndarray):
         got = [str(c) for c in columns]
         missing = [c for c in expected if c not in got]
@@ -1323,5 +1324,5 @@ def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
             warnings.warn(f"feature {f!r} holds {unseen.size} value(s) not seen in fit "
                           f"(first at row {int(unseen[0])}); they get the code "
                           f"{len(categories[f])}, one past the {len(categories[f])} "
-                          "categories seen in fit", UserWarning, stacklevel=4)
+                          "categories seen in fit", UserWarning, stacklevel=caller_stacklevel())
     return values

@@ -81,6 +81,7 @@ from streamlearn.solvers.mixture.passes import (
     mixing_weights,
     penalised_loglik,
 )
+from streamlearn.warning_origin import caller_stacklevel
 
 __all__ = [
     "EM_MODES",
@@ -410,14 +411,15 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                           f"stopped at its cap of {driver.LINEAR_PASSES_PER_EPOCH} x epochs="
                           f"{self.epochs} passes with a relative duality gap of {gap:.3g} > "
                           f"{driver.LINEAR_GAP_TOL}; raise epochs",
-                          ConvergenceWarning, stacklevel=5)
+                          ConvergenceWarning, stacklevel=caller_stacklevel())
         elif not fitted.converged:
             which = ("two consecutive epochs" if self.em == "stochastic"
                      else "an iteration")
             warnings.warn(f"{type(self).__name__}: EM stopped at its cap of epochs="
                           f"{self.epochs} before {which} changed the penalised "
                           f"log-likelihood by less than tol={self.tol} times the sample "
-                          "weight; raise epochs or tol", ConvergenceWarning, stacklevel=5)
+                          "weight; raise epochs or tol", ConvergenceWarning,
+                          stacklevel=caller_stacklevel())
         return fitted
 
     def _set_fitted(self, fitted: MixtureFit) -> None:

@@ -82,6 +82,7 @@ from streamlearn.solvers.projection_search import (
     ridge_predict_chunk,
     table_predict_chunk,
 )
+from streamlearn.warning_origin import caller_stacklevel
 
 # -- shared estimator plumbing -------------------------------------------------------------
 #: Constraints of the direction-search hyper-parameters both estimators share.
@@ -140,7 +141,7 @@ class _ProjectionPursuit(StreamEstimator):
         warnings.warn(f"{type(self).__name__}: the direction search of {what} {shown}{more} "
                       f"stopped at max_iter={self.max_iter} {rounds} while still lowering "
                       "its cost; increase max_iter (or coarse_step) for converged directions",
-                      ConvergenceWarning, stacklevel=6)
+                      ConvergenceWarning, stacklevel=caller_stacklevel())
 
     @property
     def n_nonzero_(self) -> np.ndarray:
@@ -416,7 +417,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
             warnings.warn(f"SparsePPRRegressor: backfitting stopped after "
                           f"{fitted.backfit_rounds} rounds while a term still lowered the "
                           "residual sum of squares; the model is the last round's",
-                          ConvergenceWarning, stacklevel=5)
+                          ConvergenceWarning, stacklevel=caller_stacklevel())
 
     def _term_spreads(self) -> np.ndarray:
         """Range of each term's spline coefficients (it bounds the ridge function's)."""
@@ -648,7 +649,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
             warnings.warn(f"SparseJSBoostClassifier: n_rounds='auto' stopped at its cap of "
                           f"{AUTO_MAX_ROUNDS} rounds while the held-out loss was still "
                           "falling; give n_rounds a number to run more",
-                          ConvergenceWarning, stacklevel=5)
+                          ConvergenceWarning, stacklevel=caller_stacklevel())
 
     def _term_spreads(self) -> np.ndarray:
         """Each round's learner weight times the range of its table."""

@@ -92,6 +92,7 @@ from streamlearn.solvers.shareboost.passes import (
     WeightedSummaryPass,
     WeightedSummaryState,
 )
+from streamlearn.warning_origin import caller_stacklevel
 
 __all__ = [
     "COVERAGE_RANGE",
@@ -415,7 +416,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                 f"{fitted.gradient_norm:.3g} above the tolerance (tol={self.tol:g} of the "
                 "first round's largest column score); increase refit_iter or tol (with "
                 "l2=0, classes that a rule separates have no finite optimum: add l2)",
-                ConvergenceWarning, stacklevel=5)
+                ConvergenceWarning, stacklevel=caller_stacklevel())
         return fitted
 
     def _set_fitted(self, fitted: ShareBoostFit) -> None:

@@ -118,6 +118,7 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
     scale_gamma,
     solve_beta,
 )
+from streamlearn.warning_origin import caller_stacklevel
 
 COEFS = ("ridge", "lasso")
 SOLVERS = ("lbfgs", "batch", "minibatch")
@@ -459,7 +460,7 @@ class _SuperSparse(StreamEstimator):
                         f"{X.shape[0]} rows of the first partial_fit call (one per "
                         f"{ROWS_PER_PROTOTYPE} rows, up to {most}), and later calls keep "
                         f"them; pass n_prototypes=... for a stream of small calls",
-                        UserWarning, stacklevel=3)
+                        UserWarning, stacklevel=caller_stacklevel())
             start = start_online(X, t, weight, config, self._seed())
             self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
         else:

@@ -19,6 +19,7 @@ from streamlearn.data.sources.base import (
 )
 from streamlearn.data.sources.zarr_chunks import ChunkFileReader, reader_or_none
 from streamlearn.errors import DataError, ReadError, SourceError
+from streamlearn.warning_origin import caller_stacklevel
 
 #: A feature array whose storage chunks hold only some of the columns is warned of when a
 #: chunk spans more than this many stream chunks of rows (``ZarrSource.warn_of_column_chunks``).
@@ -229,7 +230,7 @@ class ZarrSource:
             f"{chunk_rows:,} rows read decodes whole storage chunks, "
             f"{chunks[0] / chunk_rows:.0f}x the rows it needs, which is slow and holds more "
             "memory than a chunk; `streamlearn convert` rewrites the store in chunks of "
-            "whole rows", UserWarning, stacklevel=3)
+            "whole rows", UserWarning, stacklevel=caller_stacklevel())
 
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None

@@ -97,6 +97,7 @@ from streamlearn.solvers.embedding import (
 )
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.pegasos import NO_AVERAGING
+from streamlearn.warning_origin import caller_stacklevel
 
 #: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
 #: check them on.
@@ -1604,7 +1605,7 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
                 f"PEGASOS stopped after epochs={epochs} with its monitored hinge loss still "
                 f"improving by more than tol={config.tol} (relative) within the last "
                 f"{config.n_iter_no_change} epochs; raise epochs or tol",
-                ConvergenceWarning, stacklevel=4)
+                ConvergenceWarning, stacklevel=caller_stacklevel())
     return _Models(model, state.W, epoch + 1, int(state.t), average_start, None,
                    tuple(history), calibration)
 
@@ -1729,7 +1730,7 @@ def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRo
                     f"duality gap of {gap} > tol={config.tol} (projected gradients spanning "
                     f"{pg_range:.3g} > {config.pg_tol}): the model may be far from the "
                     "optimum; raise epochs or tol (a smaller C converges in fewer epochs)",
-                    ConvergenceWarning, stacklevel=4)
+                    ConvergenceWarning, stacklevel=caller_stacklevel())
     n_iter = epoch + 1
     return _Models(W, W.copy(), n_iter, n_iter * n_train, int(NO_AVERAGING), pg_range,
                    tuple(gaps), centre=centre)

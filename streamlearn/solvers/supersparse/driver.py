@@ -49,7 +49,7 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.moments import FeatureMomentsPass
 from streamlearn.engine.passes import Together
-from streamlearn.errors import DataError, caller_stacklevel
+from streamlearn.errors import DataError
 from streamlearn.features.tail_transform import (
     TAIL_SAMPLE_ROWS,
     TailTransform,
@@ -101,6 +101,7 @@ from streamlearn.solvers.supersparse.passes import (
     standardised_spread,
     weighted_variance,
 )
+from streamlearn.warning_origin import caller_stacklevel
 
 __all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION",
            "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT", "SuperSparseConfig",
