@@ -592,3 +592,27 @@ def test_cli_convert_reports_a_bad_column(tmp_path: Path, ref: Reference) -> Non
     assert result.exit_code == 1
     assert "SchemaError" in result.output and "'nope'" in result.output
     assert not (tmp_path / "o.zarr").exists()
+
+
+def test_a_lost_chunk_file_is_an_error_and_an_all_zero_chunk_is_written(tmp_path: Path) -> None:
+    """convert writes every chunk, the all-zero ones too, so a missing chunk file is lost
+    data: it raises a ReadError naming the file. A store written without that promise
+    still reads a missing chunk as zarr does, as its fill value."""
+    X = np.zeros((3000, 2), dtype=np.float32)
+    X[:1000] = 1.0  # rows 1000-2999 all zero: chunks zarr would leave out
+    y = np.arange(3000) % 2
+    out = tmp_path / "s.zarr"
+    convert(open_dataset(X, target=y, chunk_rows=1000), str(out), chunk_rows=1000)
+    chunks = sorted(os.listdir(out / "X" / "c"))
+    assert len(chunks) == 3
+    got = open_dataset(str(out))
+    np.testing.assert_array_equal(np.concatenate([c.X for c in got.chunks()]), X)
+    os.remove(out / "X" / "c" / "2" / "0")
+    with pytest.raises(ReadError, match=r"rows 2000-3000 .*chunk file .* is missing"):
+        list(open_dataset(str(out)).chunks())
+    plain = zarr.open_group(str(tmp_path / "plain.zarr"), mode="w")
+    plain.create_array("X", shape=(3000, 2), chunks=(1000, 2), dtype="float32")[:] = X
+    plain.create_array("y", shape=(3000,), chunks=(1000,), dtype="int64")[:] = y
+    assert len(os.listdir(tmp_path / "plain.zarr" / "X" / "c")) == 1  # zeros left out
+    read = open_dataset(str(tmp_path / "plain.zarr"), target="y")
+    np.testing.assert_array_equal(np.concatenate([c.X for c in read.chunks()]), X)

@@ -44,6 +44,7 @@ from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.sources.base import fresh_name
 from streamlearn.data.sources.sparse_zarr import CSR_LAYOUT
+from streamlearn.data.sources.zarr_chunks import EVERY_CHUNK_WRITTEN
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError
 
@@ -303,9 +304,12 @@ class _Appender:
 def _create(group: zarr.Group, name: str, shape: tuple[int, ...], chunks: tuple[int, ...],
             dtype: Any, compression: Compression,
             attributes: dict[str, Any] | None = None) -> _Appender:
+    # every chunk written, the all-zero ones too, and marked so: a reader then tells a
+    # lost chunk file from one zarr left out as empty
     array = group.create_array(name, shape=shape, chunks=chunks, dtype=dtype,
                                compressors=compressors(compression, dtype),
-                               attributes=attributes)
+                               attributes={**(attributes or {}), EVERY_CHUNK_WRITTEN: True},
+                               config={"write_empty_chunks": True})
     return _Appender(array)
 
 

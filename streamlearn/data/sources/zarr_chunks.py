@@ -52,6 +52,11 @@ def _codec_names(array: zarr.Array) -> list[str] | None:
     return names if len(names) <= 2 else None
 
 
+#: An array attribute: every chunk was written, the empty ones too, so a missing chunk file
+#: is lost data rather than the fill value zarr would read it as.
+EVERY_CHUNK_WRITTEN = "every_chunk_written"
+
+
 class ChunkFileReader:
     """Reads rows of one local, unsharded zarr v3 array whose chunks hold whole rows.
 
@@ -76,6 +81,9 @@ class ChunkFileReader:
         self.chunk_bytes = self.chunk_rows * int(np.prod(self.row_shape, dtype=np.int64)) \
             * self.dtype.itemsize
         self.fill_value = array.metadata.fill_value
+        # an array that writes every chunk (streamlearn convert) has no missing chunk to
+        # read as its fill value: a missing file is a lost one
+        self.every_chunk_written = bool(array.attrs.get(EVERY_CHUNK_WRITTEN, False))
 
     @classmethod
     def of(cls, array: zarr.Array) -> ChunkFileReader | None:
@@ -119,6 +127,10 @@ class ChunkFileReader:
                     return
                 data = handle.read()
         except FileNotFoundError:
+            if self.every_chunk_written:
+                raise FileNotFoundError(
+                    f"the chunk file {path} is missing, and this array writes every chunk "
+                    f"(attribute {EVERY_CHUNK_WRITTEN!r}): it was lost") from None
             dest[...] = self.fill_value
             return
         if self.compressor == "blosc":
