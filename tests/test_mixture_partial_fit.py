@@ -108,3 +108,20 @@ def test_probabilities_are_the_logistic_of_the_decision_function() -> None:
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_array_equal(model.predict(X), (f > 0).astype(np.int64))
     assert np.isclose(expit(s * f[0]), proba[0, 1])
+
+
+def test_c_set_between_calls_is_the_c_the_next_call_trains_with() -> None:
+    """After set_params(C=...) the next call trains with that C (recorded in C_, and a
+    model other than the one the C before gives); "auto" keeps its resolved value."""
+    X, y = _xor(1200, seed=4)
+
+    def started(C: float | str) -> MixtureSVC:
+        return MixtureSVC(n_components=4, C=C, random_state=0).partial_fit(X[:600], y[:600])
+
+    changed = started(1.0).set_params(C=0.01).partial_fit(X[600:], y[600:])
+    kept = started(1.0).partial_fit(X[600:], y[600:])
+    assert changed.C_ == 0.01 and kept.C_ == 1.0
+    assert np.abs(changed.decision_function(X) - kept.decision_function(X)).max() > 1e-3
+    auto = started("auto")
+    resolved = auto.C_
+    assert auto.set_params(C="auto").partial_fit(X[600:], y[600:]).C_ == resolved

@@ -508,7 +508,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         (``chunk_rows``), in a seeded random order, from the current parameters and step
         size; the counts of eq. 20 are the running mean posteriors times the total weight
         of all rows seen so far. The experts' dual variables of the new rows start at zero.
-        ``em``, ``epochs`` and ``tol`` do not apply.
+        A number given to ``C`` since the model was made (``set_params`` between calls)
+        takes effect; ``"auto"`` keeps the value it was resolved to. ``em``, ``epochs``
+        and ``tol`` do not apply.
 
         Parameters
         ----------

@@ -582,8 +582,10 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     """
     online = model.online
     std = model.standardiser
-    config = dataclasses.replace(config, n_components=model.xi.shape[1], nu=model.nu,
-                                 C=model.C)
+    # a number set since the model was made (set_params between calls) takes effect;
+    # "auto" keeps the value it was resolved to
+    C = model.C if isinstance(config.C, str) else float(config.C)
+    config = dataclasses.replace(config, n_components=model.xi.shape[1], nu=model.nu, C=C)
     seen = online.seen_weight + float(weight)
     k = model.xi.shape[1]
     positives = _positives(len(model.classes))
@@ -608,7 +610,7 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       model.n_iter + 1, model.converged,
                       OnlineState(np.stack([s.resp for s in states]),
                                   max(s.t for s in states), seen, online.calls + 1),
-                      model.shift, model.scale, model.nu, model.C, model.validation,
+                      model.shift, model.scale, model.nu, C, model.validation,
                       model.feature_transform, model.proba_scale, model.proba_rows)
 
 
