@@ -26,15 +26,40 @@ def test_shareboost_importances_are_the_weights_of_the_features_columns(features
     if features == "linear":
         expected = np.bincount(model.selected_features_, coef[:, :, 0].mean(axis=1), 16)
     elif features == "stumps":
-        feature = model.selected_features_ // model.family_.n_thresholds
-        expected = np.bincount(feature, coef[:, :, 0].mean(axis=1), 16)
+        # each feature's stumps summed on the training rows themselves, their mean
+        # absolute deviation (the rule assumes the quantile bins' equal shares)
+        feature, threshold = np.divmod(model.selected_features_, model.family_.n_thresholds)
+        theta = model.family_.thresholds[feature, threshold]
+        expected = np.zeros(16)
+        for c in range(coef.shape[1]):
+            g = np.zeros((3000, 16))
+            for f, t, step in zip(feature, theta, model.coef_groups_[:, c, 0], strict=True):
+                g[:, f] += step * (X[:, f] <= t)
+            expected += np.abs(g - g.mean(axis=0)).mean(axis=0) / coef.shape[1]
+        np.testing.assert_allclose(importances, expected / expected.sum(), atol=0.01)
     else:
         expected = coef[:, :, :16].mean(axis=1).sum(axis=0)
-    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-12)
+    if features != "stumps":
+        np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-12)
     if features != "anchors":
         unused = np.setdiff1d(np.arange(16), model.used_features_)
         assert np.all(importances[unused] == 0)
     assert set(np.argsort(-importances)[:3]) == {3, 7, 12}
+
+
+def test_stump_importances_rank_a_noise_feature_last_as_permutation_does() -> None:
+    """Stumps whose steps cancel, or split off few rows, change few scores: a noise
+    feature's share stays small (the sum of absolute steps gave it a quarter)."""
+    from sklearn.inspection import permutation_importance
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4000, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.6 * X[:, 1] + 0.3 * rng.normal(size=4000) > 0).astype(int)
+    model = ShareBoostClassifier(features="stumps", random_state=0).fit(X[:3000], y[:3000])
+    permuted = permutation_importance(model, X[3000:], y[3000:], n_repeats=5,
+                                      random_state=0).importances_mean
+    assert list(np.argsort(-model.feature_importances_)) == list(np.argsort(-permuted))
+    assert model.feature_importances_[2] < 0.1
 
 
 def test_mixture_importances_weigh_the_experts_by_their_components() -> None:

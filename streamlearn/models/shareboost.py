@@ -449,9 +449,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         summing to 1 (0 for a feature no selected column reads).
 
         Per selected column, the mean over classes of its absolute weight, added up per
-        raw feature: linear columns are features scaled into ``[-1, 1]``; a stump's weight is
-        its step; an anchor piece counts the weights of its linear part (its ball reads
-        every feature and is not counted).
+        raw feature: linear columns are features scaled into ``[-1, 1]``; a feature's
+        stumps count as the mean absolute deviation of their sum (a step function) over
+        the training rows, each of the bins between its quantile thresholds holding the
+        same share of them; an anchor piece counts the weights of its linear part (its
+        ball reads every feature and is not counted).
         """
         self._check_fitted()
         weights = self.family_.feature_weights(self.selected_features_, self.coef_groups_)

@@ -136,6 +136,14 @@ class LinearColumns:
         """Raw features the given candidates read."""
         return np.unique(np.asarray(candidates, dtype=np.int64))
 
+    def column_features(self, candidates: np.ndarray) -> np.ndarray | None:
+        """The raw feature each given candidate reads."""
+        return np.asarray(candidates, dtype=np.int64)
+
+    def column_labels(self, candidates: np.ndarray, names: list[str]) -> list[str]:
+        """A readable name of each given candidate: its feature's."""
+        return [names[f] for f in self.column_features(candidates)]
+
     def nested_basis(self, candidates: np.ndarray) -> NestedBasis | None:
         """None: feature columns are not nested."""
         return None
@@ -216,17 +224,40 @@ class StumpColumns:
         """Raw features the given stumps read."""
         return np.unique(self.split(candidates)[0])
 
+    def column_features(self, candidates: np.ndarray) -> np.ndarray | None:
+        """The raw feature each given stump reads."""
+        return self.split(candidates)[0]
+
+    def column_labels(self, candidates: np.ndarray, names: list[str]) -> list[str]:
+        """A readable name of each given stump: ``feature <= threshold``."""
+        features, thresholds = self.split(candidates)
+        return [f"{names[f]} <= {t:.4g}" for f, t in zip(features, thresholds, strict=True)]
+
     def nested_basis(self, candidates: np.ndarray) -> NestedBasis:
         """The stumps of each feature, nested by threshold (:mod:`.nested_basis`)."""
         features, bins = np.divmod(np.asarray(candidates, dtype=np.int64), self.n_thresholds)
         return NestedBasis.of(features, bins)
 
     def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
-        """Per raw feature, the mean over classes of the absolute steps of its stumps
-        (added over its stumps), shape (d,)."""
-        out = np.zeros(self.thresholds.shape[0])
-        np.add.at(out, self.split(candidates)[0], np.abs(coef[:, :, 0]).mean(axis=1))
-        return out
+        """Per raw feature, the mean over classes of the mean absolute deviation of its
+        stumps' sum over the training rows, shape (d,).
+
+        A feature's stumps add up to a step function that is constant on the bins between
+        its thresholds; the thresholds are quantiles ``b / n_bins`` of the rows, so each
+        of the ``n_bins`` bins holds the same share of them (ties aside). Steps that
+        cancel, or that split off few rows, so weigh what they change in the scores.
+        """
+        d, m = self.thresholds.shape
+        features, bins = np.divmod(np.asarray(candidates, dtype=np.int64), m)
+        out = np.zeros(d)
+        n_classes = coef.shape[1]
+        for c in range(n_classes):
+            steps = np.zeros((d, m + 1))  # the last bin: above every threshold
+            np.add.at(steps, (features, bins), coef[:, c, 0])
+            # on bin k (theta_{k-1} < x <= theta_k) the stumps b >= k are on
+            levels = np.cumsum(steps[:, ::-1], axis=1)[:, ::-1]
+            out += np.abs(levels - levels.mean(axis=1, keepdims=True)).mean(axis=1)
+        return out / max(n_classes, 1)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Arrays that define the family (saved with the model)."""
@@ -307,6 +338,16 @@ class AnchorColumns:
         if len(candidates) == 0:
             return np.zeros(0, dtype=np.int64)
         return np.arange(self.pieces.centres.shape[1], dtype=np.int64)
+
+    def column_features(self, candidates: np.ndarray) -> np.ndarray | None:
+        """None: a piece's ball reads every feature."""
+        return None
+
+    def column_labels(self, candidates: np.ndarray, names: list[str]) -> list[str]:
+        """A readable name of each given piece: its centre and radius."""
+        centres, radii = np.divmod(np.asarray(candidates, dtype=np.int64), self.pieces.n_radii)
+        return [f"ball {c}, radius {self.pieces.radii[c, j]:.3g}"
+                for c, j in zip(centres, radii, strict=True)]
 
     def feature_weights(self, candidates: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """Per raw feature, the mean over classes of its absolute weight in the pieces'
