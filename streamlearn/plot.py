@@ -374,7 +374,11 @@ def shareboost(model: Any, image_shape: Any = None) -> Any:
         values = path.get(key)
         if values is not None and any(v is not None for v in values):
             ax.plot(rounds, [np.nan if v is None else v for v in values], label=label)
-    ax.axvline(model.n_iter_, color="0.5", ls="--", lw=0.8, label="kept")
+    # the kept round: the first whose selection holds the kept columns (a round may add
+    # several, so n_iter_, a count of columns, is not a round)
+    selected = path.get("n_selected") or []
+    kept = next((r for r, n in enumerate(selected) if n >= model.n_iter_), model.n_iter_)
+    ax.axvline(kept, color="0.5", ls="--", lw=0.8, label="kept")
     ax.set_xlabel("round (shared columns)")
     ax.set_ylabel("error")
     ax.set_title("error path", fontsize=10)
@@ -382,9 +386,10 @@ def shareboost(model: Any, image_shape: Any = None) -> Any:
     ax = axes[1]
     chosen = np.asarray(model.selected_features_, dtype=np.int64)
     d = model.n_features_in_
-    shape = _image_shape(d, image_shape)
+    features = model.family_.column_features(chosen)  # None: pieces read every feature
+    shape = _image_shape(d, image_shape) if features is not None else None
     if shape is not None:
-        counts = np.bincount(chosen % d, minlength=d)[:d].reshape(shape)
+        counts = np.bincount(features, minlength=d)[:d].reshape(shape)
         ax.imshow(counts, cmap="viridis")
         ax.set_title(f"chosen features ({len(chosen)} columns) as an image", fontsize=10)
         ax.set_xticks([])
@@ -393,7 +398,8 @@ def shareboost(model: Any, image_shape: Any = None) -> Any:
         names = [str(n) for n in model.feature_names_in_]
         shown = chosen[:MAX_BARS]
         ax.barh(range(len(shown)), np.arange(len(shown), 0, -1))
-        ax.set_yticks(range(len(shown)), [names[f % d] for f in shown], fontsize=8)
+        ax.set_yticks(range(len(shown)), model.family_.column_labels(shown, names),
+                      fontsize=8)
         ax.invert_yaxis()
         ax.set_xticks([])
         ax.set_title("chosen features, first chosen on top", fontsize=10)

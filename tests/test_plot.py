@@ -122,6 +122,24 @@ def test_shareboost_path_and_chosen_pixels() -> None:
     plt.close(fig)
 
 
+def test_shareboost_stumps_are_labelled_by_their_feature_and_the_kept_round_marked() -> None:
+    """A stump column is feature * n_thresholds + bin: its label names that feature and
+    threshold (not the column index modulo the features), and the kept line sits at the
+    round whose selection holds the kept columns (rounds may add several)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.6 * X[:, 1] > 0).astype(int)
+    model = ShareBoostClassifier(features="stumps", random_state=0).fit(X, y)
+    fig = plot.shareboost(model)
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    features, thresholds = model.family_.split(model.selected_features_[:len(labels)])
+    assert labels == [f"x{f} <= {t:.4g}" for f, t in zip(features, thresholds, strict=True)]
+    kept = fig.axes[0].lines[-1].get_xdata()[0]
+    selected = model.path_["n_selected"]
+    assert selected[kept] >= model.n_iter_ and (kept == 0 or selected[kept - 1] < model.n_iter_)
+    plt.close(fig)
+
+
 def test_prototypes_as_images_when_features_are_a_square() -> None:
     rng = np.random.default_rng(2)
     X = rng.normal(size=(800, 16)).astype(np.float32)
