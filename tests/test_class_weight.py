@@ -189,3 +189,24 @@ def test_partial_fit_records_the_factors_of_its_class_weight(name: str) -> None:
     model.partial_fit(X, y, classes=["common", "rare"])
     np.testing.assert_array_equal(model.class_weight_, [1.0, 5.0])
     np.testing.assert_array_equal(model.partial_fit(X, y).class_weight_, [1.0, 5.0])
+
+
+@pytest.mark.parametrize("name", ["AdditiveSVC", "MixtureSVC", "ShareBoostClassifier",
+                                  "SuperSparseClassifier", "SparseJSBoostClassifier"])
+def test_weights_that_leave_one_class_are_refused_by_every_classifier(name, tmp_path):
+    import pandas as pd
+
+    import streamlearn.models as models
+    from streamlearn import open_dataset
+    from streamlearn.errors import LabelError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    cls = getattr(models, name)
+    with pytest.raises(LabelError, match=r"leave 1 class\(es\) with rows of positive weight"):
+        cls().fit(X, y, sample_weight=y.astype(float))  # class 0 weighs nothing
+    path = tmp_path / "w.parquet"
+    pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y, w=y.astype(float)).to_parquet(path)
+    with pytest.raises(LabelError, match=r"\[1\]; \[0\] weigh 0"):
+        cls().fit(open_dataset(str(path), target="y", weight="w"))

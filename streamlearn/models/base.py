@@ -33,7 +33,12 @@ from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
-from streamlearn.models.class_weight import class_factors, class_weighted, partial_fit_weights
+from streamlearn.models.class_weight import (
+    check_weighted_classes,
+    class_factors,
+    class_weighted,
+    partial_fit_weights,
+)
 from streamlearn.warning_origin import caller_stacklevel
 
 #: Names shown in an error message before it is abbreviated.
@@ -316,6 +321,8 @@ class StreamEstimator(BaseEstimator):
         if (class_weight is not None and self._task == "classification"
                 and dataset.task == "classification"):
             dataset, factors = class_weighted(dataset, class_weight)
+        if self._task == "classification" and dataset.task == "classification":
+            check_weighted_classes(dataset)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         try:
             with recording() as passes:

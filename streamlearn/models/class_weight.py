@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from streamlearn.data import Dataset
+from streamlearn.errors import LabelError
 
 #: The ``_parameter_constraints`` entry of ``class_weight``.
 CLASS_WEIGHT_CONSTRAINT: list[Any] = [dict, StrOptions({"balanced"}), None]
@@ -105,6 +106,28 @@ def class_counts(dataset: Dataset) -> np.ndarray:
         counts += np.bincount(found[inside], weights=weight, minlength=len(classes))
     factors = dataset.class_factors
     return counts if factors is None else counts * np.asarray(factors, dtype=np.float64)
+
+
+def check_weighted_classes(dataset: Dataset) -> None:
+    """Refuse weighted training data whose weights leave fewer than two classes with rows
+    of positive weight (a scan of its target and weight columns, :func:`class_counts`;
+    nothing is read for unweighted data).
+
+    Raises
+    ------
+    LabelError
+    """
+    if dataset.weight is None and dataset.class_factors is None:
+        return
+    assert dataset.classes is not None
+    counts = class_counts(dataset)
+    kept = [_plain(c) for c, n in zip(dataset.classes.tolist(), counts, strict=True) if n > 0]
+    if len(kept) < 2:
+        zero = [_plain(c) for c, n in zip(dataset.classes.tolist(), counts, strict=True)
+                if not n > 0]
+        raise LabelError(f"the sample and class weights leave {len(kept)} class(es) with rows "
+                         f"of positive weight ({kept}; {zero} weigh 0): a classifier needs "
+                         "two")
 
 
 def balanced_factors(dataset: Dataset) -> dict[Any, float]:
