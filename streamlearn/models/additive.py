@@ -298,9 +298,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         stop it (2: every epoch is a full read of the data, and two in a row tell a
         plateau from the noise of one estimate).
     average : bool
-        PEGASOS returns the mean of the iterates of its last epoch (of the second half of
-        its steps when it runs one epoch) instead of the last iterate; the average restarts
-        with every epoch since the number of epochs is not known in advance.
+        PEGASOS returns the mean of its iterates over at least the last half of the epochs
+        run (of the second half of its steps when it runs one epoch) instead of the last
+        iterate: each epoch's mean iterate enters a window of epochs that keeps between
+        half and three quarters of them, since the number of epochs is not known in
+        advance (suffix averaging).
     online : bool
         Embed rows inside the solver loop (True) or materialise each chunk's embedding and
         train on its columns (False, for comparison; same model, more memory and time).
