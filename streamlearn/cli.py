@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import numpy as np
@@ -166,10 +166,21 @@ def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
                 message += ("; on the command line, --model sppr or --model supersparse "
                             "trains a regressor")
             raise click.ClickException(message) from exc
+        except BrokenPipeError:
+            _reader_went_away()
         except OSError as exc:  # the system's refusal (a full disk, no permission), not ours
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
 
     return wrapper
+
+
+def _reader_went_away() -> NoReturn:
+    """The reader of our output closed it (``streamlearn info ... | head``): stop quietly,
+    as command-line tools do, with exit code 1 and no message. Standard output is pointed
+    at the null device so that flushing it at exit raises nothing more."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    sys.exit(1)
 
 
 @contextlib.contextmanager
@@ -178,7 +189,7 @@ def _writing(what: str, out: str | os.PathLike[str]) -> Iterator[None]:
     that refuses files) as one line naming both; streamlearn's own errors pass as they are."""
     try:
         yield
-    except StreamlearnError:
+    except (StreamlearnError, BrokenPipeError):  # a closed pipe: the reader went away
         raise
     except OSError as exc:
         raise click.ClickException(f"could not write {what} to {os.fspath(out)}: {exc}") \

@@ -989,6 +989,24 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
     assert "Error: SourceError" in proc.stderr
 
 
+def test_a_reader_that_closes_the_pipe_stops_the_command_quietly(tmp_path: Path) -> None:
+    """``streamlearn info wide.parquet | head -1``: once the reader has gone (the report of
+    3,000 columns outgrows the pipe's buffer), the command stops with exit code 1 and says
+    nothing (no BrokenPipeError line)."""
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 3000)),
+                         columns=[f"c{i}" for i in range(3000)])
+    frame.to_parquet(tmp_path / "wide.parquet")
+    info = subprocess.Popen(
+        [sys.executable, "-m", "streamlearn.cli", "info", str(tmp_path / "wide.parquet")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert info.stdout is not None
+    first = info.stdout.readline()
+    info.stdout.close()  # the reader goes away after one line
+    _, err = info.communicate(timeout=120)
+    assert first.startswith(b"source") and info.returncode == 1
+    assert err.decode() == ""
+
+
 def test_console_script_prints_warnings_as_one_line_without_source(trained: Trained,
                                                                     tmp_path: Path) -> None:
     """A warning of the library reaches the command's user as ``warning: Kind: text``,
