@@ -104,7 +104,20 @@ def test_projection_pursuit_importances_follow_the_terms_and_ignore_units(kind) 
     np.testing.assert_allclose(again, importances, atol=0.02)
 
 
-def test_supersparse_importances_are_the_mean_slope_at_the_prototypes() -> None:
+def _finite_slopes(model, points: np.ndarray) -> np.ndarray:
+    """Mean absolute slope of decision_function per standard deviation of each feature at
+    ``points``, by central differences."""
+    sd = model.scale_
+    slope = np.empty(points.shape, dtype=np.float64)
+    for f in range(points.shape[1]):
+        step = np.zeros(points.shape[1])
+        step[f] = 1e-3 * sd[f]
+        slope[:, f] = (model.decision_function(points + step)
+                       - model.decision_function(points - step)) / 2e-3
+    return np.abs(slope).mean(axis=0)
+
+
+def test_supersparse_importances_are_the_mean_slope_over_the_rows() -> None:
     from streamlearn.models import SuperSparseClassifier
 
     rng = np.random.default_rng(3)
@@ -115,17 +128,33 @@ def test_supersparse_importances_are_the_mean_slope_at_the_prototypes() -> None:
     importances = model.feature_importances_
     assert set(np.argsort(-importances)[:2]) == {0, 1}
     assert importances.sum() == pytest.approx(1.0)
-    # the slope restated by finite differences of decision_function in standard units
-    C = np.asarray(model.prototypes_)
-    sd = model.scale_
-    slope = np.empty_like(C)
-    for f in range(6):
-        step = np.zeros(6)
-        step[f] = 1e-3 * sd[f]
-        slope[:, f] = (model.decision_function(C + step) - model.decision_function(C - step)) \
-            / 2e-3
-    expected = np.abs(slope).mean(axis=0)
+    # the slope restated by finite differences of decision_function in standard units,
+    # over the training rows (3,000: the spread pass's sample holds them all)
+    expected = _finite_slopes(model, X.astype(np.float64))
     np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-2, atol=1e-4)
+    # a model without the rows' slopes (one saved before them) takes the prototypes'
+    del model.feature_slopes_
+    expected = _finite_slopes(model, np.asarray(model.prototypes_))
+    np.testing.assert_allclose(model.feature_importances_, expected / expected.sum(),
+                               rtol=1e-2, atol=1e-4)
+
+
+def test_supersparse_regressor_importances_follow_the_features_the_target_reads() -> None:
+    """A linear target in x0 > x1 > x2 and three noise features: prototypes settle away from
+    the rows, where slopes say little; over the rows the order is the target's."""
+    from sklearn.inspection import permutation_importance
+
+    from streamlearn.models import SuperSparseRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    y = 2 * X[:, 0] + X[:, 1] + 0.3 * X[:, 2] + 0.1 * rng.normal(size=3000)
+    model = SuperSparseRegressor(random_state=0).fit(X[:2500], y[:2500])
+    importances = model.feature_importances_
+    assert list(np.argsort(-importances)[:3]) == [0, 1, 2]
+    assert importances[3:].max() < importances[2]
+    permuted = permutation_importance(model, X[2500:], y[2500:], random_state=0)
+    assert list(np.argsort(-permuted.importances_mean)[:3]) == [0, 1, 2]
 
 
 def test_additive_importances_after_partial_fit_are_over_the_latest_rows() -> None:

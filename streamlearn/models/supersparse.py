@@ -114,6 +114,7 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
     TeacherScorePass,
     ValidationPass,
     class_targets,
+    mean_abs_slopes,
     objective,
     scale_gamma,
     solve_beta,
@@ -365,6 +366,10 @@ class _SuperSparse(StreamEstimator):
         self.lam_ = fitted.lam
         self._keep("proba_scale_", fitted.proba_scale)
         self._keep("proba_rows_", fitted.proba_rows)
+        if fitted.slopes is None:
+            self.__dict__.pop("feature_slopes_", None)
+        else:
+            self.feature_slopes_ = np.asarray(fitted.slopes, dtype=np.float64)
         memory = fitted.memory
         if memory is None:
             for name in MEMORY_ATTRIBUTES:
@@ -431,7 +436,8 @@ class _SuperSparse(StreamEstimator):
                               None if std is None else std.shift,
                               None if std is None else std.scale, self._fitted_lam(),
                               feature_transform=getattr(self, "feature_transform_", None),
-                              memory=self._memory())
+                              memory=self._memory(),
+                              slopes=getattr(self, "feature_slopes_", None))
 
     def _fitted_lam(self) -> float:
         """The penalty the fitted model used (``lam_``; ``lam`` itself for a model fitted
@@ -468,9 +474,14 @@ class _SuperSparse(StreamEstimator):
             X = np.ascontiguousarray(self._mapped_rows(X))  # as the fit read its rows
             if not hasattr(self, "partial_fit_step_"):  # continuing a fit
                 self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
-        self._set_fitted(replace(
-            online_pass(start, X, t, weight, config, self.partial_fit_step_, self.chunk_rows),
-            feature_transform=start.feature_transform))
+        fitted = online_pass(start, X, t, weight, config, self.partial_fit_step_,
+                             self.chunk_rows)
+        slopes = None
+        if config.similarity is None and fitted.standardiser is not None:  # the call's rows
+            Z = fitted.standardiser.apply(X)
+            slopes = mean_abs_slopes(Z, fitted.prototypes, fitted.coef, fitted.gamma)
+        self._set_fitted(replace(fitted, feature_transform=start.feature_transform,
+                                 slopes=slopes))
 
     def _partial_fit_inputs(self, X: Any, y: Any, sample_weight: Any,
                             task: str) -> tuple[np.ndarray, np.ndarray]:
@@ -501,16 +512,23 @@ class _SuperSparse(StreamEstimator):
         """Each feature's share of the decision function's slope, shape (n_features,),
         summing to 1 (RBF similarity only).
 
-        The mean over the prototypes ``c_q`` (points where the data lies) and the outputs
-        (one per class for more than two) of ``|d f / d z_f|`` at ``c_q``, with ``z`` the
-        standardised features, i.e. per standard deviation of feature ``f``:
-        ``sum_p beta_p s(c_q, c_p) 2 gamma (c_pf - c_qf)``. Units do not matter; no pass
-        over the data is made.
+        ``feature_slopes_`` normalised: the mean over a uniform sample of the training rows
+        (the spread pass's, no extra read; after :meth:`partial_fit`, its latest call's
+        rows) and the outputs (one per class for more than two) of ``|d f / d z_f|``, with
+        ``z`` the standardised features, i.e. per standard deviation of feature ``f``.
+        Where the fit took no sample (sparse rows, ``spread_tails=False``, a model made by
+        :meth:`reduce`), the same mean over the prototypes ``c_q``:
+        ``sum_p beta_p s(c_q, c_p) 2 gamma (c_pf - c_qf)``; prototypes may sit away from
+        the rows, so the rows' slopes are preferred. Units do not matter.
         """
         self._check_fitted()
         if self.similarity != "rbf" or self._standardiser() is None:
             raise AttributeError("feature_importances_ is defined for the RBF similarity, "
                                  "whose features are standardised")
+        slopes = getattr(self, "feature_slopes_", None)
+        if slopes is not None:
+            total = float(np.sum(slopes))
+            return np.asarray(slopes) / total if total > 0 else np.asarray(slopes)
         C = self._fit_prototypes()
         S = self._similarity().values(C.astype(np.float32), C)  # (q, p)
         diff = C[None, :, :] - C[:, None, :]  # c_p - c_q, (q, p, d)
@@ -680,6 +698,10 @@ _PARAMS_DOC = """
     shift_, scale_ : ndarray of shape (n_features,) or None
         The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
         similarity. Of the mapped features where ``feature_transform_`` maps some.
+    feature_slopes_ : ndarray of shape (n_features,)
+        The mean absolute slope of the decision function per standard deviation of each
+        feature over a uniform sample of the training rows (see
+        :attr:`feature_importances_`); absent where the fit took no sample.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the standardisation (absent
         when none was).

@@ -91,6 +91,7 @@ from streamlearn.solvers.supersparse.passes import (
     class_quotas,
     gcv_lam,
     lam_scale,
+    mean_abs_slopes,
     objective,
     prototype_gamma,
     scale_gamma,
@@ -248,6 +249,10 @@ class SuperSparseFit:
     feature_transform : TailTransform or None
         The map of crowded features the rows were read through before the
         standardisation (``spread_tails``); the prototypes are in its units.
+    slopes : ndarray of shape (n_features,) or None
+        :func:`~.passes.mean_abs_slopes` over a uniform sample of the training rows (the
+        spread pass's; None where the fit took none: sparse rows, ``spread_tails=False``,
+        a caller's similarity, a reduced model).
     memory : GramState or None
         The beta-step's statistics of every row trained on (targets as given, each row at
         the prototypes of its last step), which ``partial_fit`` adds its rows to; None for
@@ -269,6 +274,7 @@ class SuperSparseFit:
     proba_rows: str | None = None
     feature_transform: TailTransform | None = None
     memory: GramState | None = None
+    slopes: np.ndarray | None = None
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -311,11 +317,12 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     gamma = config.gamma
     std = None
     transform = None
+    sample = None
     standardize = config.similarity is None and config.standardize
     if standardize or isinstance(gamma, str):
         if (standardize and config.spread_tails and config.teacher is None
                 and not dataset.is_sparse):
-            dataset, transform, spread = _spread_tails(runner, dataset, seed)
+            dataset, transform, spread, sample = _spread_tails(runner, dataset, seed)
         else:
             spread = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
                                 description="feature variances")
@@ -334,7 +341,11 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
                            TargetRows(config.target, None, holdout, False, std, k, offset),
                            TargetRows(config.target, None, holdout, True, std, k, offset),
                            seed, gamma)
-        return fitted if transform is None else replace(fitted, feature_transform=transform)
+        slopes = None
+        if sample is not None and std is not None and sample.shape[0] > 0:
+            slopes = mean_abs_slopes(std.apply(sample), fitted.prototypes, fitted.coef,
+                                     fitted.gamma)
+        return replace(fitted, feature_transform=transform, slopes=slopes)
     width = None if config.n_outputs == 1 else config.n_outputs
     with ExampleState(dataset.n_rows, width) as scores:
         runner.run(TeacherScorePass(config.teacher, scores), dataset,
@@ -345,11 +356,11 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
 
 
 def _spread_tails(runner: Any, dataset: Dataset, seed: int
-                  ) -> tuple[Dataset, TailTransform | None, FeatureSpreadState]:
+                  ) -> tuple[Dataset, TailTransform | None, FeatureSpreadState, np.ndarray]:
     """``spread_tails``: the dataset read through the map of its crowded features whose
-    standardisation squeezes their middle rows (or as it is), the map, and the spread of
-    the rows as read. One pass, two when a feature is mapped (the spread of the mapped
-    rows)."""
+    standardisation squeezes their middle rows (or as it is), the map, the spread of the
+    rows as read, and a uniform sample of them (as read). One pass, two when a feature is
+    mapped (the spread of the mapped rows)."""
     d = dataset.n_features
     spread, moments, sampled = runner.run(
         Together(FeatureSpreadPass(d), FeatureMomentsPass(d),
@@ -362,11 +373,11 @@ def _spread_tails(runner: Any, dataset: Dataset, seed: int
         TailTransform.from_description(sample, moments.minimum, moments.maximum, skip=coded),
         sample, spread_std(spread))
     if transform is None:
-        return dataset, None, spread
+        return dataset, None, spread, sample
     dataset = dataset.with_feature_transform(transform)
     spread = runner.run(FeatureSpreadPass(dataset.n_features), dataset,
                         description="feature variances of the mapped rows")
-    return dataset, transform, spread
+    return dataset, transform, spread, transform.apply(sample)
 
 
 #: :func:`target_offset` averages the targets of at most this many first rows.

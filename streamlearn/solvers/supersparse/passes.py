@@ -909,6 +909,36 @@ def prototype_gamma(C: np.ndarray) -> float | None:
     return AUTO_GAMMA_FACTOR / float(np.median(nearest))
 
 
+def mean_abs_slopes(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float) -> np.ndarray:
+    """Each feature's mean over the rows ``Z`` and the outputs of ``|d f / d z_f|``, the
+    slope of ``f(z) = sum_p beta_p exp(-gamma ||z - c_p||^2)``, shape (d,).
+
+    ``d f_k / d z = 2 gamma ((S * beta_k) C - (S beta_k) z)`` with ``S`` the rows'
+    similarities to the prototypes ``C``.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d), float32
+        Rows as the prototypes see them (standardised).
+    C : ndarray of shape (p, d)
+    beta : ndarray of shape (p, K)
+    gamma : float
+
+    Returns
+    -------
+    ndarray of shape (d,)
+    """
+    Z = np.ascontiguousarray(Z, dtype=np.float32)
+    S = rbf_similarities(Z, np.ascontiguousarray(C, dtype=np.float64), float(gamma))
+    Z64 = Z.astype(np.float64)
+    total = np.zeros(Z.shape[1])
+    for k in range(beta.shape[1]):
+        weighted = S * beta[:, k]
+        slope = 2.0 * gamma * (weighted @ C - weighted.sum(axis=1)[:, None] * Z64)
+        total += np.abs(slope).mean(axis=0)
+    return total / max(beta.shape[1], 1)
+
+
 # -- dense work between passes ---------------------------------------------------------------
 def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
                warm: np.ndarray | None = None) -> np.ndarray:
