@@ -788,7 +788,8 @@ def _refuse_overwriting_inputs(out: str, **inputs: str | None) -> None:
 
 def _check_search(cls: type, search: Sequence[tuple[str, list[Any]]]) -> None:
     """Refuse a ``--search`` the model cannot run, before the data is read: a model
-    without ``partial_fit``, an unknown parameter name or one given twice."""
+    without ``partial_fit``, an unknown parameter name or one given twice, a value the
+    parameter does not take."""
     if not search:
         return
     if not hasattr(cls, "partial_fit"):
@@ -807,6 +808,13 @@ def _check_search(cls: type, search: Sequence[tuple[str, list[Any]]]) -> None:
             raise click.BadParameter(f"{name!r} is searched twice: list its values once",
                                      param_hint="'--search'")
         seen.add(name)
+    for name, values in search:
+        for value in values:
+            try:
+                _build(cls, {name: value})
+            except click.UsageError as exc:
+                raise click.BadParameter(f"{name}={value!r}: {exc.message}",
+                                         param_hint="'--search'") from exc
 
 
 def _search(model: Any, search: Sequence[tuple[str, list[Any]]], seed: int | None,

@@ -225,6 +225,8 @@ def test_train_search_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> N
     assert unknown.exit_code == 2 and "nonsense" in unknown.output
     twice = run(*base, "-m", "additive", "-s", "C=1,2", "-s", "C=3")
     assert twice.exit_code == 2 and "twice" in twice.output
+    bad = run(*base, "-m", "additive", "-s", "C=1,abc")  # refused before reading the data
+    assert bad.exit_code == 2 and "C='abc'" in bad.output and "'--search'" in bad.output
     for fixed in (("--C", "5"), ("-p", "C=5")):  # one value and a search of the same one
         both = run(*base, "-m", "additive", *fixed, "-s", "C=1,2")
         assert both.exit_code == 2 and "both set C" in both.output
@@ -1083,3 +1085,11 @@ def test_train_and_explain_a_default_model_that_kept_the_linear_candidate(
     shown = run("explain", str(model), str(data), "-o", str(out))
     assert shown.exit_code == 0, shown.output
     assert (out / "shape_functions.png").exists() and (out / "index.html").exists()
+
+
+def test_a_model_file_given_as_data_is_named_as_one(trained: Trained) -> None:
+    for command in (("info", str(trained.model)),
+                    ("convert", str(trained.model), "-o", str(trained.model) + ".zarr")):
+        result = run(*command)
+        assert result.exit_code == 1
+        assert "is a streamlearn model file, not data" in result.output

@@ -518,6 +518,9 @@ def _sniff_file_format(fs: Any, path: str, url: str) -> str:
         head = f.read(8)
     if head[:4] == b"PAR1":
         return "parquet"
+    if head[:4] == b"PK\x03\x04" and url.lower().endswith(".slm"):
+        raise SourceError(f"{url} is a streamlearn model file, not data: commands that read "
+                          "data take it as their MODEL argument (predict, evaluate, explain)")
     compression = next((name for magic, name in COMPRESSION_MAGIC if head.startswith(magic)),
                        None)
     if compression is not None and not url.lower().endswith(_COMPRESSION_SUFFIX[compression]):
