@@ -350,3 +350,45 @@ def test_feature_transforms_apply_in_the_order_given() -> None:
                                rtol=1e-5, atol=1e-6)
     # the dataset it came from still maps nothing
     np.testing.assert_array_equal(np.concatenate([c.X for c in data.chunks()]), X)
+
+
+def test_threads_build_and_compute_dask_partitions_one_at_a_time(monkeypatch) -> None:
+    """dask's expressions optimise through cached properties whose Python 3.11 locks are
+    shared by all instances: two threads optimising at once could deadlock. Partitions of a
+    concatenated frame read from four threads never overlap, and come back whole."""
+    import threading
+    import time
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(400, 3)), columns=list("abc")).assign(
+        t=rng.integers(0, 2, size=400))
+    parts = [frame.iloc[:100], frame.iloc[0:0], frame.iloc[100:101], frame.iloc[101:]]
+    ddf = dd.concat([dd.from_pandas(p, npartitions=1) for p in parts]).clear_divisions()
+    dataset = open_dataset(ddf, target="t")
+    source = dataset.source
+    inside, most = [0], [0]
+    original = source._frame.get_partition
+
+    def counted(i: int):  # the partition's expression is built inside the lock
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.01)
+        inside[0] -= 1
+        return original(i)
+
+    monkeypatch.setattr(source._frame, "get_partition", counted, raising=False)
+    got: dict[int, np.ndarray] = {}
+
+    def read(i: int) -> None:
+        got[i] = source.read_piece(i, list("abc"), "t", None).X
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(4) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1
+    np.testing.assert_allclose(np.concatenate([got[i] for i in range(4)]),
+                               frame[list("abc")].to_numpy(np.float32))

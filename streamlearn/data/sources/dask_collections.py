@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import dask
@@ -95,6 +96,14 @@ class DaskArraySource:
         return None
 
 
+#: Held while a thread builds, optimises and computes a dask DataFrame partition: dask's
+#: expressions optimise through ``functools.cached_property``, whose lock Python 3.11
+#: shares between every instance of a class, so two threads optimising expressions of
+#: the same frame at once (a worker running two partition tasks, each with its prefetch
+#: thread) could each hold one such lock and wait for the other's, for ever.
+_EXPRESSIONS = threading.RLock()
+
+
 class DaskDataFrameSource:
     """A dask DataFrame, one partition per piece, with optional separate target and weights.
 
@@ -174,15 +183,19 @@ class DaskDataFrameSource:
         return values[p.file_row : p.file_row + p.n_rows]
 
     def _compute(self, i: int, names: list[str]) -> Any:
-        """Partition ``i`` with the named columns, extra columns joined by position."""
+        """Partition ``i`` with the named columns, extra columns joined by position.
+
+        One thread of the process at a time builds and computes such a partition
+        (:data:`_EXPRESSIONS`)."""
         own = [n for n in names if n not in self._extra]
         extra = [n for n in names if n in self._extra]
-        part = self._frame.get_partition(i)[own].compute()
-        if extra:
+        with _EXPRESSIONS:
+            part = self._frame.get_partition(i)[own].compute()
             # computed one by one: a dask array and a dataframe expression in one
             # ``dask.compute`` make dask materialise the expression with a warning
             values = [self._extra_part(n, i) for n in extra]
             values = [v.compute() if hasattr(v, "compute") else v for v in values]
+        if extra:
             part = part.reset_index(drop=True).assign(**{
                 n: np.asarray(v) for n, v in zip(extra, values, strict=True)})
         return part
