@@ -442,3 +442,26 @@ def test_nonfinite_rows_are_handled_on_every_pass(ref: Reference, policy,
         else:
             assert values[5, 4] == -2.0
         assert np.isfinite(values).all()
+
+
+def test_a_nan_label_of_a_file_or_dask_frame_drops_its_row_with_drop(tmp_path) -> None:
+    """Numeric labels with a NaN: the class scan leaves it out and the chunks drop its row
+    under nan_policy='drop' (the rows read are the rest); otherwise a LabelError says how."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from streamlearn.errors import LabelError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(float)
+    y[[5, 333]] = np.nan
+    frame = pd.DataFrame(X, columns=list("abc")).assign(t=y)
+    frame.to_parquet(tmp_path / "t.parquet")
+    for data in (str(tmp_path / "t.parquet"), dd.from_pandas(frame, npartitions=3)):
+        ds = open_dataset(data, target="t", task="classification", nan_policy="drop")
+        assert ds.classes.tolist() == [0.0, 1.0]
+        kept = np.concatenate([c.X for c in ds.chunks()])
+        np.testing.assert_array_equal(kept, np.delete(X, [5, 333], axis=0).astype(np.float32))
+        with pytest.raises(LabelError, match="NaN or infinite labels; pass nan_policy='drop'"):
+            _ = open_dataset(data, target="t", task="classification").classes

@@ -533,11 +533,14 @@ class Dataset:
 
     def _scan_labels(self) -> np.ndarray:
         """The distinct values of the target column (one scan of it; stops past
-        :data:`MAX_CLASSES`)."""
+        :data:`MAX_CLASSES`), but for the NaN and infinite ones ``nan_policy="drop"``
+        drops."""
         assert self.target is not None
         found: np.ndarray | None = None
         for i in range(len(self.source.pieces)):
             values = np.unique(self.source.read_target(i, self.target))
+            if self.nan_policy == "drop" and values.dtype.kind == "f":
+                values = values[np.isfinite(values)]  # rows the chunks drop
             found = values if found is None else np.union1d(found, values)
             if len(found) > MAX_CLASSES:
                 break
@@ -1117,7 +1120,8 @@ def _sorted_classes(values: np.ndarray, target: str | None, fewest: int = 2) -> 
         raise LabelError(f"labels of target {target!r} mix types that cannot be ordered: "
                          f"{exc}") from exc
     if classes.dtype.kind == "f" and not np.isfinite(classes).all():
-        raise LabelError(f"target {target!r} has NaN or infinite labels; drop those rows first")
+        raise LabelError(f"target {target!r} has NaN or infinite labels; pass "
+                         f"{NAN_POLICY_HINT.split(', or ')[0]}")
     if classes.dtype.kind == "f" and (classes != np.round(classes)).any():
         fractional = classes[classes != np.round(classes)]
         raise LabelError(
