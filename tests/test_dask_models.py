@@ -143,3 +143,33 @@ def test_mixture_guard_finishes_its_linear_svm_on_dask(dask_client) -> None:
     assert local.validation_["kept"] == remote.validation_["kept"] == "linear"
     assert remote.validation_["duality_gap"] <= LINEAR_GAP_TOL
     assert accuracy_score(yt, remote.predict(Xt)) >= accuracy_score(yt, local.predict(Xt)) - 0.01
+
+
+@pytest.mark.parametrize("name", ["AdditiveSVC", "MixtureSVC", "ShareBoostClassifier",
+                                  "SuperSparseClassifier", "SparseJSBoostClassifier"])
+def test_predictions_of_dask_collections_are_lazy_dask_collections(name) -> None:
+    """A dask array gives dask arrays and a DataFrame dask Series / DataFrames, computed
+    block by block to what the model gives the same rows in memory."""
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    import streamlearn.models as models
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 4)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] ** 2 > 1).astype(int)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    model = getattr(models, name)().fit(frame, y)
+    blocks = da.from_array(X, chunks=(200, 2))  # rows and columns split
+    for method in ("predict", "predict_proba", "decision_function"):
+        lazy = getattr(model, method)(blocks)
+        assert isinstance(lazy, da.Array)
+        np.testing.assert_allclose(lazy.compute(), getattr(model, method)(X), rtol=1e-12)
+    parts = dd.from_pandas(frame, npartitions=3)
+    labels = model.predict(parts)
+    assert isinstance(labels, dd.Series)
+    np.testing.assert_array_equal(labels.compute().to_numpy(), model.predict(frame))
+    proba = model.predict_proba(parts)
+    assert isinstance(proba, dd.DataFrame)
+    np.testing.assert_allclose(proba.compute().to_numpy(), model.predict_proba(frame))

@@ -55,6 +55,7 @@ from streamlearn.models.base import (
     check_sample_weight,
     coded_table,
     encode_labels,
+    over_dask_blocks,
     record_categories,
     sorted_classes,
     sparse_rows_of,
@@ -1342,6 +1343,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         # calibrated log-odds -(A f + B) of each binary model (f itself when uncalibrated)
         return -(scores * self.platt_a_[None, :] + self.platt_b_[None, :])
 
+    @over_dask_blocks
     def decision_function(self, X: Any) -> np.ndarray:
         """Confidence scores whose sign (two classes) or argmax (more) is :meth:`predict`.
 
@@ -1382,6 +1384,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def _model_proba(self, scores: np.ndarray) -> np.ndarray:
         return sigmoid_proba(scores, self.platt_a_[None, :], self.platt_b_[None, :])
 
+    @over_dask_blocks
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities from the Platt-calibrated scores.
 
@@ -1415,6 +1418,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return proba
         return temperature_proba(np.log(np.maximum(proba, 1e-300)), scale)
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels: the sign (two classes) or argmax of :meth:`decision_function`.
 

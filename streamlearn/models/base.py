@@ -8,10 +8,11 @@ Estimators follow scikit-learn's conventions: the constructor stores hyper-param
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -832,6 +833,70 @@ def _is_dask(obj: Any) -> bool:
     return _module(obj) in ("dask", "dask_expr")
 
 
+def over_dask_blocks(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A prediction method that takes a dask array or DataFrame lazily, block by block.
+
+    A dask array (its columns joined into one block) gives a dask array of the method's
+    output per row block; a dask DataFrame gives a dask Series (one output per row) or
+    DataFrame (one column per class or output) per partition, with the partition's index.
+    Nothing is computed but one row, of the first partition that has one, to learn the
+    output's shape and type. Other inputs go to the method as they are.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _is_dask(X):
+            return method(self, X, *args, **kwargs)
+
+        def apply(block: Any) -> Any:
+            return method(self, block, *args, **kwargs)
+
+        if hasattr(X, "map_partitions") and hasattr(X, "columns"):
+            return _frame_outputs(X, apply)
+        return _array_outputs(X, apply)
+
+    return wrapper
+
+
+def _array_outputs(X: Any, apply: Callable[[Any], np.ndarray]) -> Any:
+    """``apply`` over the row blocks of a 2-D dask array, lazily."""
+    if X.ndim != 2:
+        raise SchemaError(f"X must be 2-D (rows x features), got a dask array of shape "
+                          f"{X.shape}")
+    X = X.rechunk({1: -1})  # each block holds whole rows
+    probe = np.asarray(apply(np.zeros((1, X.shape[1]), dtype=X.dtype)))
+    if probe.ndim == 1:
+        return X.map_blocks(apply, dtype=probe.dtype, drop_axis=1, chunks=(X.chunks[0],))
+    return X.map_blocks(apply, dtype=probe.dtype,
+                        chunks=(X.chunks[0], (probe.shape[1],)))
+
+
+def _frame_outputs(X: Any, apply: Callable[[Any], np.ndarray]) -> Any:
+    """``apply`` over the partitions of a dask DataFrame, lazily, as a dask Series or
+    DataFrame indexed like the partitions."""
+    import pandas as pd
+
+    row = None
+    for i in range(X.npartitions):
+        row = X.partitions[i].head(1)
+        if len(row):
+            break
+    if row is None or not len(row):
+        raise DataError("the dask DataFrame holds no rows to predict")
+    probe = np.asarray(apply(row))
+
+    def outputs(part: pd.DataFrame) -> pd.Series | pd.DataFrame:
+        values = (apply(part) if len(part)
+                  else np.empty((0, *probe.shape[1:]), dtype=probe.dtype))
+        if probe.ndim == 1:
+            return pd.Series(values, index=part.index)
+        return pd.DataFrame(values, index=part.index)
+
+    meta = (pd.Series(np.empty(0, dtype=probe.dtype)) if probe.ndim == 1
+            else pd.DataFrame(np.empty((0, probe.shape[1]), dtype=probe.dtype)))
+    return X.map_partitions(outputs, meta=meta)
+
+
 def _in_memory(data: Any, y: Any) -> bool:
     return y is not None and not isinstance(y, str) and not isinstance(data, Dataset)
 
@@ -847,6 +912,7 @@ class ClassifierScore(ClassifierMixin):
         tags.classifier_tags.multi_class = not self._two_classes_only
         return tags
 
+    @over_dask_blocks
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0).
 

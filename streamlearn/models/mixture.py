@@ -43,6 +43,7 @@ from streamlearn.models.base import (
     StreamEstimator,
     check_array_input,
     classification_dataset,
+    over_dask_blocks,
     record_categories,
     sparse_rows_of,
     storable_classes,
@@ -575,6 +576,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return self
 
     # -- prediction -------------------------------------------------------------------------
+    @over_dask_blocks
     def decision_function(self, X: Any) -> np.ndarray:
         """Log-odds of the mixture likelihoods, the log of the corrected eq. 21's ratio.
 
@@ -619,6 +621,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                        else mixture_log_odds_chunk(values, *args, shift, scale))
         return f
 
+    @over_dask_blocks
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities: ``softmax(s f(x))`` over the one-vs-rest mixtures' log-odds
         ``f`` (:meth:`decision_function`); two classes: ``P(classes_[1] | x) = 1 / (1 +
@@ -642,6 +645,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         f = self.decision_function(X)
         return temperature_proba(f, float(getattr(self, "proba_scale_", 1.0)))
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels: the sign of eq. 21, or the most probable one-vs-rest class.
 

@@ -52,6 +52,7 @@ from streamlearn.models.base import (
     NotOnline,
     RegressorScore,
     StreamEstimator,
+    over_dask_blocks,
 )
 
 # the passes, their states and the drivers live in the solver package; their names stay
@@ -423,6 +424,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         """Range of each term's spline coefficients (it bounds the ridge function's)."""
         return np.ptp(self.spline_coef_, axis=1)
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """Predictions ``b + sum_k f_k(u_k . x)``.
 
@@ -655,6 +657,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         """Each round's learner weight times the range of its table."""
         return np.abs(self.learner_weights_) * np.ptp(self.tables_, axis=1)
 
+    @over_dask_blocks
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores ``intercept_ + F(x)``; positive means ``classes_[1]``.
 
@@ -680,6 +683,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
                                          t.hi[k:k + 1], t.table[k:k + 1])
         return self.intercept_ + np.cumsum(out, axis=0)
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels (``classes_[1]`` where the score is positive).
 
@@ -694,6 +698,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(np.int64)]
 
+    @over_dask_blocks
     def predict_proba(self, X: Any) -> np.ndarray:
         """``P(classes_[1] | x) = 1 / (1 + exp(-2 t s(x)))``, ``s`` the score: the logistic
         link of the exponential loss, at the temperature ``t = proba_scale_`` chosen by

@@ -59,6 +59,7 @@ from streamlearn.models.base import (
     NotOnline,
     StreamEstimator,
     classification_dataset,
+    over_dask_blocks,
     sparse_rows_of,
     storable_classes,
 )
@@ -498,6 +499,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         return decision_chunk(gates, self.family_.base(values), self.coef_groups_,
                               self.intercept_)
 
+    @over_dask_blocks
     def decision_function(self, X: Any) -> np.ndarray:
         """Class scores ``W x + b`` on the selected columns.
 
@@ -517,6 +519,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             return scores[:, 1] - scores[:, 0]
         return scores
 
+    @over_dask_blocks
     def predict_proba(self, X: Any) -> np.ndarray:
         """Soft-max of the class scores.
 
@@ -534,6 +537,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         scores /= scores.sum(axis=1, keepdims=True)
         return scores
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """The class of the largest score (eq. 1).
 

@@ -73,6 +73,7 @@ from streamlearn.models.base import (
     check_array_input,
     coded_table,
     encode_labels,
+    over_dask_blocks,
     record_categories,
     sorted_classes,
     sparse_rows_of,
@@ -812,6 +813,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         self._partial_fit_rows(values, np.asarray(y, dtype=np.float64).reshape(-1), weight)
         return self
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, ``f(x)``.
 
@@ -1062,6 +1064,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         reduced.reduced_ = True
         return reduced
 
+    @over_dask_blocks
     def decision_function(self, X: Any) -> np.ndarray:
         """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row.
 
@@ -1078,6 +1081,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         return self._decision(X)
 
     @available_if(_has_probabilities)
+    @over_dask_blocks
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``softmax(s f(x))`` (temperature scaling); two classes:
         ``[1 - p, p]`` with ``p = 1 / (1 + exp(-s f(x)))``.
@@ -1105,6 +1109,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
                                  "before predict_proba existed); fit it again")
         return temperature_proba(self._decision(X), float(self.proba_scale_))
 
+    @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels: ``classes_[1]`` where ``f(x) > 0``; with more classes the class
         of the largest output.
