@@ -135,3 +135,17 @@ def test_partial_fit_reads_object_labels_as_the_classes_and_names_a_stranger_pla
     np.testing.assert_array_equal(model.decision_function(X), reference.decision_function(X))
     with pytest.raises(LabelError, match=r"^label 7 \(row 0\) is not one of the classes"):
         model.partial_fit(X[:2], np.array([7, 0]))
+
+
+@pytest.mark.parametrize("model", [AdditiveSVC(), MixtureSVC(n_components=2),
+                                   SuperSparseClassifier(), SuperSparseRegressor()],
+                         ids=lambda m: type(m).__name__)
+def test_partial_fit_refuses_a_target_column_name_before_anything_else(model) -> None:
+    import pandas as pd
+
+    X, target, _ = _data(13)
+    frame = pd.DataFrame(X, columns=list("abc")).assign(t=(target > 0).astype(int))
+    classes = {} if isinstance(model, SuperSparseRegressor) else {"classes": [0, 1]}
+    with pytest.raises(TypeError, match=r"not the name of a column \('t'\)"):
+        model.partial_fit(frame, "t", **classes)
+    assert not hasattr(model, "n_features_in_")

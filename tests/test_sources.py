@@ -392,3 +392,16 @@ def test_threads_build_and_compute_dask_partitions_one_at_a_time(monkeypatch) ->
     assert most[0] == 1
     np.testing.assert_allclose(np.concatenate([got[i] for i in range(4)]),
                                frame[list("abc")].to_numpy(np.float32))
+
+
+def test_a_dask_target_of_unknown_chunk_sizes_says_what_to_do() -> None:
+    import pandas as pd
+
+    from streamlearn.errors import SourceError
+
+    X = np.random.default_rng(0).normal(size=(40, 2)).astype(np.float32)
+    y = dd.from_pandas(pd.Series(np.arange(40) % 2), npartitions=4).to_dask_array()
+    with pytest.raises(SourceError, match=r"y has unknown chunk sizes.*compute_chunk_sizes"):
+        open_dataset(da.from_array(X, chunks=(10, 2)), target=y)
+    ds = open_dataset(da.from_array(X, chunks=(10, 2)), target=y.compute_chunk_sizes())
+    assert ds.n_rows == 40

@@ -1145,6 +1145,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         -------
         self
         """
+        self._check_partial_fit_target(y)
         self._validate_hyperparameters()
         sample_weight = self._partial_fit_sample_weight(y, classes, sample_weight)
         if sparse_rows_of(X, None, type(self).__name__) is not None:

@@ -347,6 +347,13 @@ class StreamEstimator(BaseEstimator):
             self.class_weight_ = factors
         record_categories(self, dataset.categories)
 
+    def _check_partial_fit_target(self, y: Any) -> None:
+        """``partial_fit`` takes the chunk's targets, not a column name (``fit`` does)."""
+        if isinstance(y, str):
+            raise TypeError(f"partial_fit takes y as the chunk's targets (an array), not the "
+                            f"name of a column ({y!r}); pass X without it and y = X[{y!r}], "
+                            "or use fit, which reads a target column by name")
+
     def _partial_fit_sample_weight(self, y: Any, classes: Any, sample_weight: Any) -> Any:
         """``partial_fit``'s sample weights times the class factors of ``class_weight``
         (a dict; ``"balanced"`` is a ``ValueError``), or ``sample_weight`` itself."""

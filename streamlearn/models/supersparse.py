@@ -807,6 +807,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         -------
         self
         """
+        self._check_partial_fit_target(y)
         self._validate_hyperparameters()
         self._refuse_sparse_partial_fit(X)
         values, weight = self._partial_fit_inputs(X, y, sample_weight, "regression")
@@ -970,6 +971,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         -------
         self
         """
+        self._check_partial_fit_target(y)
         self._validate_hyperparameters()
         self._refuse_sparse_partial_fit(X)
         if getattr(self, "reduced_", False):

@@ -56,6 +56,12 @@ class DaskArraySource:
         for name, values in ((target_name, y), (weight_name, weight)):
             if values is None:
                 continue
+            if hasattr(values, "compute_chunk_sizes") and any(
+                    math.isnan(c) for c in values.chunks[0]):
+                raise SourceError(
+                    f"the dask array {name} has unknown chunk sizes (from a DataFrame, say); "
+                    f"call {name}.compute_chunk_sizes() first, or pass the DataFrame's "
+                    "column itself")
             if values.ndim != 1 or values.shape[0] != X.shape[0]:
                 raise DataError(
                     f"{name} has shape {values.shape}; expected ({X.shape[0]},), one per row of X"
