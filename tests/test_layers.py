@@ -32,8 +32,10 @@ PACKAGE = "streamlearn"
 #: Each layer lists the module prefixes it holds (a prefix covers the module and everything
 #: below it). ``streamlearn.version`` is where ``__version__`` belongs (in the top layer, so
 #: every layer may read it); it is listed before it exists so that adding it needs no edit.
+#: ``streamlearn.warning_origin`` (where a warning points) sits beside the errors: every
+#: layer that warns reads it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors", ("streamlearn.errors", "streamlearn.version")),
+    ("errors", ("streamlearn.errors", "streamlearn.version", "streamlearn.warning_origin")),
     ("data", ("streamlearn.data",)),
     ("features", ("streamlearn.features",)),
     ("engine", ("streamlearn.engine",)),
