@@ -11,7 +11,9 @@ from streamlearn.features.tail_transform import (
     CROWDED,
     SEGMENTS,
     TailTransform,
+    choose_tail_transform,
     crowding,
+    squeezing_tails,
 )
 from streamlearn.models import AdditiveSVC
 from streamlearn.solvers.additive.driver import (
@@ -41,6 +43,29 @@ def test_crowding_is_the_largest_share_of_a_histogram() -> None:
     counts, _ = np.histogram(values, bins=SEGMENTS, range=(lo, hi))
     assert crowding(values, lo, hi) == pytest.approx(counts.max() / values.size)
     assert crowding(np.linspace(0, 1, 800), 0.0, 1.0) == pytest.approx(1 / SEGMENTS)
+
+
+def test_the_choice_leaves_categorical_columns_and_keeps_squeezed_features() -> None:
+    from types import SimpleNamespace
+
+    X, _ = _heavy(4096, seed=1)
+    dataset = SimpleNamespace(feature_names=("a", "b", "c", "gain"),
+                              categories={"b": list(range(5)), "other": [0, 1]})
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    chosen = choose_tail_transform(dataset, X, lo, hi)
+    expected = TailTransform.from_description(X, lo, hi, skip=[1])
+    np.testing.assert_array_equal(chosen.features, [0, 3])
+    np.testing.assert_array_equal(chosen.scale, expected.scale)
+    # with the rows' standard deviations, only the features their standardisation squeezes
+    # (the capital-gain column's middle half is its zeros: no robust spread to squeeze)
+    std = X.astype(np.float64).std(axis=0)
+    squeezed = choose_tail_transform(dataset, X, lo, hi, std)
+    np.testing.assert_array_equal(squeezed.features,
+                                  squeezing_tails(expected, X, std).features)
+    np.testing.assert_array_equal(squeezed.features, [0])
+    q1, q3 = np.quantile(X[:, 0], [0.25, 0.75])
+    std[0] = (q3 - q1) / 1.349  # a standard deviation at its robust spread
+    assert choose_tail_transform(dataset, X, lo, hi, std) is None
 
 
 def test_the_rule_maps_crowded_features_only() -> None:

@@ -89,6 +89,37 @@ def squeezing_tails(transform: TailTransform | None, sample: np.ndarray,
     return TailTransform(features[keep], transform.centre[keep], transform.scale[keep])
 
 
+def choose_tail_transform(dataset: Any, sample: np.ndarray, minimum: np.ndarray,
+                          maximum: np.ndarray, std: np.ndarray | None = None
+                          ) -> TailTransform | None:
+    """The map of ``dataset``'s crowded features that a describe pass calls for, or None.
+
+    :meth:`TailTransform.from_description` of the pass's row sample and the data's range,
+    the dataset's categorical columns left as they are; with ``std``, only the features
+    whose standardisation squeezes their middle rows (:func:`squeezing_tails`).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The training data (its feature names and categories).
+    sample : ndarray of shape (n, d)
+        Rows sampled uniformly.
+    minimum, maximum : ndarray of shape (d,)
+        The data's range.
+    std : ndarray of shape (d,), optional
+        Every row's standard deviation of each feature: for models that standardise every
+        feature.
+
+    Returns
+    -------
+    TailTransform or None
+    """
+    names = list(dataset.feature_names)
+    coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
+    transform = TailTransform.from_description(sample, minimum, maximum, skip=coded)
+    return transform if std is None else squeezing_tails(transform, sample, std)
+
+
 def crowding(values: np.ndarray, lo: float, hi: float, segments: int = SEGMENTS) -> float:
     """The largest share of ``values`` in one of ``segments`` equal parts of ``[lo, hi]``.
 

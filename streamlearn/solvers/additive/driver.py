@@ -49,7 +49,7 @@ from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
 from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
-from streamlearn.features.tail_transform import TailTransform
+from streamlearn.features.tail_transform import TailTransform, choose_tail_transform
 from streamlearn.features.value_terms import frequent_values
 from streamlearn.solvers.additive.interactions import (
     SCREEN_BINS,
@@ -540,9 +540,7 @@ def _spread_tails(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
                if config.calibration_fraction is not None else None)
     summary = _summary(runner, dataset, len(classes), holdout, seed)
     desc = summary.description
-    names = list(dataset.feature_names)
-    coded = [names.index(name) for name in (dataset.categories or {}) if name in names]
-    transform = TailTransform.from_description(desc.sample, desc.min, desc.max, skip=coded)
+    transform = choose_tail_transform(dataset, desc.sample, desc.min, desc.max)
     if transform is None:
         return summary, None
     return replace(summary, description=transform.describe(desc)), transform

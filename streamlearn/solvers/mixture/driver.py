@@ -62,7 +62,7 @@ from streamlearn.errors import DataError
 from streamlearn.features.tail_transform import (
     TAIL_SAMPLE_ROWS,
     TailTransform,
-    squeezing_tails,
+    choose_tail_transform,
 )
 from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
@@ -484,11 +484,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                      RowSamplePass(TAIL_SAMPLE_ROWS, dataset.n_features, seed)),
             dataset, description="feature moments")
         sample = np.asarray(sampled.values, dtype=np.float32)
-        names = list(dataset.feature_names)
-        coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
-        transform = squeezing_tails(
-            TailTransform.from_description(sample, moments.minimum, moments.maximum,
-                                           skip=coded), sample,
+        transform = choose_tail_transform(
+            dataset, sample, moments.minimum, moments.maximum,
             np.sqrt(np.asarray(moments.m2, dtype=np.float64) / max(int(moments.count), 1)))
         if transform is not None:  # standardised as the mapped rows are
             dataset = dataset.with_feature_transform(transform)

@@ -26,7 +26,7 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
 from streamlearn.features.anchors import AnchorPieces
-from streamlearn.features.tail_transform import TailTransform
+from streamlearn.features.tail_transform import TailTransform, choose_tail_transform
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import streamed_kmeans
 from streamlearn.solvers.lbfgs import MAX_HALVINGS, lbfgs_minimize
@@ -483,10 +483,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     passes = 1
     transform = None
     if spread:
-        names = list(dataset.feature_names)
-        coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
-        transform = TailTransform.from_description(summary.sample, summary.minimum,
-                                                   summary.maximum, skip=coded)
+        transform = choose_tail_transform(dataset, summary.sample, summary.minimum,
+                                          summary.maximum)
     if transform is not None:  # the columns' scales and the penalty from the mapped rows
         dataset = dataset.with_feature_transform(transform)
         summary = runner.run(WeightedSummaryPass(dataset.n_features, 0, seed, k, holdout),

@@ -53,7 +53,7 @@ from streamlearn.errors import DataError
 from streamlearn.features.tail_transform import (
     TAIL_SAMPLE_ROWS,
     TailTransform,
-    squeezing_tails,
+    choose_tail_transform,
 )
 from streamlearn.solvers.calibration import (
     TEMPERATURE_SCALES,
@@ -367,11 +367,8 @@ def _spread_tails(runner: Any, dataset: Dataset, seed: int
                  RowSamplePass(TAIL_SAMPLE_ROWS, d, seed)),
         dataset, description="feature variances")
     sample = np.asarray(sampled.values, dtype=np.float32)
-    names = list(dataset.feature_names)
-    coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
-    transform = squeezing_tails(
-        TailTransform.from_description(sample, moments.minimum, moments.maximum, skip=coded),
-        sample, spread_std(spread))
+    transform = choose_tail_transform(dataset, sample, moments.minimum, moments.maximum,
+                                      spread_std(spread))
     if transform is None:
         return dataset, None, spread, sample
     dataset = dataset.with_feature_transform(transform)
