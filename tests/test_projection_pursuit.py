@@ -10,11 +10,13 @@ import pytest
 from scipy.interpolate import BSpline
 from scipy.spatial.distance import jensenshannon
 from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import LocalEngine
 from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.features.tail_transform import SQUEEZE_RATIO
 from streamlearn.models.base import NotFittedError
 from streamlearn.models.projection_pursuit import (
     MomentsPass,
@@ -37,6 +39,26 @@ def circle_problem(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 < 2 / np.pi, "in", "out")
     flip = rng.random(n) < 0.05
     y[flip] = np.where(y[flip] == "in", "out", "in")
+    return X, y
+
+
+def far_outliers(n: int, seed: int, spoiled: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """A ring in two of eight normal features; ``spoiled`` values of feature 0 times 1e5."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8)).astype(np.float32)
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(np.int64)
+    X[rng.choice(n, spoiled, replace=False), 0] *= 1e5
+    return X, y
+
+
+def outlying_regression(n: int, seed: int, spoiled: int = 10
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """``tanh(2 x0) + x1 / 2`` plus noise on four normal features; ``spoiled`` values of
+    feature 0 times 1e5 (the target keeps their value before)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (np.tanh(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)).astype(np.float32)
+    X[rng.choice(n, spoiled, replace=False), 0] *= 1e5
     return X, y
 
 
@@ -388,6 +410,8 @@ def crashing_engine(after: int) -> LocalEngine:
 
 def test_crashed_fit_resumes_from_its_checkpoint(js_data, tmp_path: Path):
     X, y = js_data
+    X = X.copy()
+    X[:3, 0] *= 1e5  # a crowded feature, mapped by what the first pass sampled
     params = dict(n_rounds=2, tau=15, n_bins=8, **FAST)
     reference = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=100))
     with pytest.raises(Crash):
@@ -398,6 +422,62 @@ def test_crashed_fit_resumes_from_its_checkpoint(js_data, tmp_path: Path):
                                                     checkpoint_every=2)
     np.testing.assert_array_equal(resumed.projections_, reference.projections_)
     np.testing.assert_array_equal(resumed.tables_, reference.tables_)
+    assert reference.feature_transform_.features.tolist() == [0]
+    np.testing.assert_array_equal(resumed.feature_transform_.scale,
+                                  reference.feature_transform_.scale)
+
+
+# -- crowded features ---------------------------------------------------------------------------
+def test_far_outliers_no_longer_squeeze_the_classifiers_feature():
+    X, y = far_outliers(3000, 0)
+    Xt, yt = far_outliers(2000, 1, spoiled=0)
+    # standardised as it is, feature 0's standard deviation is that of its outliers
+    q1, q3 = np.quantile(X[:, 0], [0.25, 0.75])
+    assert X[:, 0].std() > SQUEEZE_RATIO * (q3 - q1) / 1.349
+    params = dict(n_rounds=60, **FAST)
+    mapped = SparseJSBoostClassifier(**params).fit(X, y)
+    plain = SparseJSBoostClassifier(spread_tails=False, **params).fit(X, y)
+    assert mapped.feature_transform_.features.tolist() == [0]
+    assert not hasattr(plain, "feature_transform_")
+    reference = HistGradientBoostingClassifier(random_state=0).fit(X, y)
+    err = {name: 1 - m.score(Xt, yt) for name, m in
+           [("mapped", mapped), ("plain", plain), ("reference", reference)]}
+    assert err["plain"] > err["mapped"] + 0.15  # the ring is lost along feature 0
+    assert err["mapped"] < err["reference"] + 0.04
+
+
+def test_far_outliers_no_longer_squeeze_the_regressors_feature():
+    X, y = outlying_regression(2000, 0)
+    Xt, yt = outlying_regression(1000, 1, spoiled=0)
+    mapped = SparsePPRRegressor(**FAST).fit(X, y)
+    plain = SparsePPRRegressor(spread_tails=False, **FAST).fit(X, y)
+    transform = mapped.feature_transform_
+    assert transform.features.tolist() == [0]
+    reference = HistGradientBoostingRegressor(random_state=0).fit(X, y)
+    assert plain.score(Xt, yt) < 0.5  # tanh(2 x0) is a step on one point of the range
+    assert mapped.score(Xt, yt) > reference.score(Xt, yt) - 0.02
+    # the fit is the one on the mapped rows, and the model maps the rows it is given
+    on_mapped = SparsePPRRegressor(spread_tails=False, **FAST).fit(transform.apply(X), y)
+    np.testing.assert_array_equal(mapped.projections_, on_mapped.projections_)
+    np.testing.assert_array_equal(mapped.predict(Xt), on_mapped.predict(transform.apply(Xt)))
+
+
+def test_features_without_crowding_give_the_model_without_the_map(ppr_data, js_data):
+    X, y = ppr_data
+    ppr = SparsePPRRegressor(n_terms=2, **FAST).fit(X, y)
+    plain = SparsePPRRegressor(n_terms=2, spread_tails=False, **FAST).fit(X, y)
+    assert not hasattr(ppr, "feature_transform_")
+    np.testing.assert_array_equal(ppr.projections_, plain.projections_)
+    np.testing.assert_array_equal(ppr.predict(X), plain.predict(X))
+    X, y = far_outliers(3000, 0, spoiled=0)  # normal features
+    js = SparseJSBoostClassifier(n_rounds=5, **FAST).fit(X, y)
+    plain_js = SparseJSBoostClassifier(n_rounds=5, spread_tails=False, **FAST).fit(X, y)
+    assert not hasattr(js, "feature_transform_")
+    np.testing.assert_array_equal(js.decision_function(X), plain_js.decision_function(X))
+    # no map without the standardisation it protects
+    X, y = outlying_regression(2000, 0)
+    assert not hasattr(SparsePPRRegressor(n_terms=1, standardize=False, **FAST).fit(X, y),
+                       "feature_transform_")
 
 
 # -- model files ----------------------------------------------------------------------------
@@ -415,6 +495,18 @@ def test_save_and_load_give_the_same_predictions(ppr_data, js_data, tmp_path: Pa
     np.testing.assert_array_equal(loaded_js.predict(Xc), js.predict(Xc))
     assert loaded_js.predict(Xc).dtype == np.asarray(yc).dtype  # labels keep their type
     np.testing.assert_array_equal(loaded_js.learner_weights_, js.learner_weights_)
+    # the map of crowded features travels with the file
+    X, y = outlying_regression(2000, 0)
+    mapped = SparsePPRRegressor(n_terms=2, **FAST).fit(X, y)
+    loaded = SparsePPRRegressor.load(mapped.save(tmp_path / "mapped.slm"))
+    np.testing.assert_array_equal(loaded.feature_transform_.scale,
+                                  mapped.feature_transform_.scale)
+    np.testing.assert_array_equal(loaded.predict(X), mapped.predict(X))
+    X, y = far_outliers(3000, 0)
+    mapped_js = SparseJSBoostClassifier(n_rounds=3, **FAST).fit(X, y)
+    loaded_js = SparseJSBoostClassifier.load(mapped_js.save(tmp_path / "mapped_js.slm"))
+    assert loaded_js.feature_transform_.features.tolist() == [0]
+    np.testing.assert_array_equal(loaded_js.predict_proba(X), mapped_js.predict_proba(X))
 
 
 # -- bad input ------------------------------------------------------------------------------
@@ -455,12 +547,16 @@ def test_dask_engine_gives_the_local_model(js_data, dask_client):
     from streamlearn.engine.dask_engine import DaskEngine
 
     X, y = js_data
+    X = X.copy()
+    X[:3, 0] *= 1e5  # a crowded feature: both engines sample the same rows to map it
     params = dict(n_rounds=1, tau=15, n_bins=8, coarse_step=0.5, fine_step=0.1, max_iter=2)
     local = SparseJSBoostClassifier(**params).fit(X, y, engine=LocalEngine(chunk_rows=100))
     dask = SparseJSBoostClassifier(**params, chunk_rows=100).fit(X, y,
                                                                  engine=DaskEngine(dask_client))
     np.testing.assert_allclose(dask.projections_, local.projections_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(dask.tables_, local.tables_, rtol=1e-7, atol=1e-9)
+    assert local.feature_transform_.features.tolist() == [0]
+    np.testing.assert_array_equal(dask.feature_transform_.scale, local.feature_transform_.scale)
 
 
 def test_features_in_other_units_give_the_same_model(ppr_data, js_data):

@@ -18,7 +18,9 @@ as in KLBoosting from the gain-weighted sum of all coordinates (``start="weighte
 
 1. a reduction pass of weighted feature moments (minimum, maximum, mean, covariance: they
    bound the projected values), the weighted target mean (regression) and class masses
-   (classification);
+   (classification); with ``spread_tails`` it also samples rows, and a feature that a few
+   far outliers (or a heavy tail) would squeeze under the standardisation is mapped by
+   ``asinh`` first, the moments then taken again of the mapped rows;
 2. for every term, each scan of the search is ONE reduction pass that costs every candidate
    direction ``alpha + delta e_m`` together: the B-spline Gram matrix and right-hand side of
    the projected values (regression) or the weighted class histograms (classification). The
@@ -96,6 +98,7 @@ _SEARCH_CONSTRAINTS: dict[str, list[Any] | str] = {
     "fine_step": [Interval(Real, 0, np.inf, closed="neither")],
     "max_iter": [Interval(Integral, 0, None, closed="left")],
     "standardize": ["boolean"],
+    "spread_tails": ["boolean"],
     "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
     "engine": "no_validation",
     "progress": ["boolean", None],
@@ -181,7 +184,10 @@ class _ProjectionPursuit(StreamEstimator):
         return np.flatnonzero(np.any(self.projections_ != 0, axis=0))
 
     def _features(self, X: Any) -> np.ndarray:
-        return self._check_X(X)
+        """Checked rows as the fit read them: through ``feature_transform_``."""
+        values = self._check_X(X)
+        transform = getattr(self, "feature_transform_", None)
+        return values if transform is None else transform.apply(values)
 
     def _json_params(self) -> dict[str, Any]:
         params = super()._json_params()
@@ -250,6 +256,17 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         unit directions and the search's steps do not depend on the features' units; the
         directions are then reported over the raw features, scaled to unit length (the
         sparsity pattern is the same). False searches the raw features, as paper 001 does.
+    spread_tails : bool
+        With ``standardize``, map a crowded feature (a heavy tail, far outliers) by
+        ``asinh((x - c) / s)`` before the standardisation, as the super-sparse machines
+        do (:class:`~streamlearn.features.tail_transform.TailTransform`'s rule, kept when
+        the feature's standard deviation is above 3 times its robust spread,
+        :func:`~streamlearn.features.tail_transform.squeezing_tails`), from a sample of
+        8,192 rows the moments pass draws: standardised as it is, a few outliers at 1e5
+        squeeze every other row of their feature onto one point of each projection's
+        range. One more pass when a feature is mapped (``feature_transform_``); the
+        directions are then over the mapped features. Without ``standardize`` the features
+        are searched as they are. (These models take dense rows only.)
     chunk_rows : int, optional
         Rows per chunk when this estimator opens the data or makes the engine.
     engine : engine, optional
@@ -262,10 +279,14 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     intercept_ : float
         Weighted mean of the target.
     projections_ : ndarray of shape (n_terms, n_features)
-        Unit direction ``u_k`` of each term (exact zeros for unused features).
+        Unit direction ``u_k`` of each term (exact zeros for unused features), over the
+        features as ``feature_transform_`` maps them.
     feature_std_ : ndarray of shape (n_features,)
-        Weighted standard deviation of each training feature (1 if constant), for
-        ``feature_importances_``.
+        Weighted standard deviation of each training feature (1 if constant; of the
+        mapped feature where ``feature_transform_`` maps it), for ``feature_importances_``.
+    feature_transform_ : TailTransform
+        ``spread_tails``: the crowded features mapped before the standardisation (absent
+        when none was); every method maps the rows it is given by it first.
     ranges_ : ndarray of shape (n_terms, 2)
         Interval of the projected values each spline spans (values outside are clamped).
     spline_coef_ : ndarray of shape (n_terms, n_bases)
@@ -331,8 +352,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
                  search: str = "informative_first", start: str = "pairs",
                  search_range: float = 1.0, coarse_step: float = 0.1, fine_step: float = 0.01,
                  max_iter: int = 20, backfit: bool = True, standardize: bool = True,
-                 chunk_rows: int | None = None, engine: Any = None,
-                 progress: bool | None = None) -> None:
+                 spread_tails: bool = True, chunk_rows: int | None = None,
+                 engine: Any = None, progress: bool | None = None) -> None:
         self.n_terms = n_terms
         self.tau = tau
         self.n_bases = n_bases
@@ -346,6 +367,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.max_iter = max_iter
         self.backfit = backfit
         self.standardize = standardize
+        self.spread_tails = spread_tails
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.progress = progress
@@ -398,7 +420,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         n_terms = "auto" if self.n_terms == "auto" else int(self.n_terms)
         config = RidgeConfig(self._search_config(), n_terms, int(self.n_bases),
                              float(self.smoothing), int(self.degree), bool(self.standardize),
-                             bool(self.backfit))
+                             bool(self.backfit), bool(self.spread_tails))
         return fit_sparse_ppr(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: RidgeFit) -> None:
@@ -412,6 +434,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.n_train_ = fitted.n_train
         self.projections_ = fitted.projections
         self.feature_std_ = fitted.feature_std
+        self._keep("feature_transform_", fitted.feature_transform)
         self._warn_unconverged(fitted.unconverged, "term")
         self.n_backfit_rounds_ = int(fitted.backfit_rounds)
         if not fitted.backfit_converged:
@@ -480,7 +503,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     smoothing : float
         ``eps = smoothing / n_bins`` is added to the normalised bin masses ``h+, h-`` of a weak
         learner, which bounds its output where a bin holds one class only.
-    search, start, search_range, coarse_step, fine_step, max_iter, standardize
+    search, start, search_range, coarse_step, fine_step, max_iter, standardize, spread_tails
         The direction search, see :class:`SparsePPRRegressor`. The weights of
         ``start="weighted"`` are the divergences of the single coordinates, so
         ``search="sequential", start="weighted", tau=inf`` is KLBoosting's feature search
@@ -497,9 +520,13 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     classes_ : ndarray of shape (2,)
         Sorted labels; the positive class is ``classes_[1]``.
     projections_ : ndarray of shape (n_rounds, n_features)
+        Over the features as ``feature_transform_`` maps them.
     feature_std_ : ndarray of shape (n_features,)
-        Weighted standard deviation of each training feature (1 if constant), for
-        ``feature_importances_``.
+        Weighted standard deviation of each training feature (1 if constant; of the
+        mapped feature where ``feature_transform_`` maps it), for ``feature_importances_``.
+    feature_transform_ : TailTransform
+        ``spread_tails``: the crowded features mapped before the standardisation (absent
+        when none was); every method maps the rows it is given by it first.
     ranges_ : ndarray of shape (n_rounds, 2)
         Interval of each learner's bins (values outside go to the end bins).
     tables_ : ndarray of shape (n_rounds, n_bins)
@@ -563,7 +590,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
                  smoothing: float = 1.0, search: str = "informative_first",
                  start: str = "pairs", search_range: float = 1.0, coarse_step: float = 0.1,
                  fine_step: float = 0.01, max_iter: int = 20, standardize: bool = True,
-                 validation_fraction: float | None = 0.1,
+                 spread_tails: bool = True, validation_fraction: float | None = 0.1,
                  chunk_rows: int | None = None, engine: Any = None,
                  progress: bool | None = None) -> None:
         self.n_rounds = n_rounds
@@ -578,6 +605,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.fine_step = fine_step
         self.max_iter = max_iter
         self.standardize = standardize
+        self.spread_tails = spread_tails
         self.chunk_rows = chunk_rows
         self.engine = engine
         self.progress = progress
@@ -627,7 +655,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         config = BoostConfig(self._search_config(), n_rounds, int(self.n_bins),
                              float(self.smoothing), bool(self.standardize),
                              None if self.validation_fraction is None
-                             else float(self.validation_fraction))
+                             else float(self.validation_fraction), bool(self.spread_tails))
         return fit_sparse_jsboost(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: BoostFit) -> None:
@@ -643,6 +671,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         self.n_train_ = fitted.n_train
         self.projections_ = fitted.projections
         self.feature_std_ = fitted.feature_std
+        self._keep("feature_transform_", fitted.feature_transform)
         self.validation_ = fitted.validation
         self._keep("proba_scale_", fitted.proba_scale)
         self._keep("proba_rows_", fitted.proba_rows)

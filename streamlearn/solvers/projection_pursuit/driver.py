@@ -6,7 +6,11 @@
    values; the weighted target mean or the class masses); every later pass standardises
    the features by its weighted means and standard deviations, so the search (its L1 term,
    its unit directions, its steps) does not depend on the features' units, and the
-   returned directions are mapped back to the raw features (:func:`raw_directions`);
+   returned directions are mapped back to the raw features (:func:`raw_directions`).
+   With ``spread_tails`` the pass also samples rows, and a crowded feature whose
+   standardisation squeezes its middle rows is mapped first
+   (:func:`~streamlearn.features.tail_transform.choose_tail_transform`; one more pass, the
+   moments of the mapped rows, which every later pass reads: :func:`describe_rows`);
 2. for every term, the direction search
    (:func:`~streamlearn.solvers.projection_search.informative_feature_first` or
    :func:`~streamlearn.solvers.projection_search.sequential_coordinate_search`), each of whose
@@ -27,10 +31,16 @@ from typing import Any
 import numpy as np
 
 from streamlearn.data import Dataset
+from streamlearn.engine.passes import Together
 from streamlearn.errors import LabelError
+from streamlearn.features.tail_transform import (
+    TAIL_SAMPLE_ROWS,
+    TailTransform,
+    choose_tail_transform,
+)
 from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import Holdout
-from streamlearn.solvers.kmeans import Standardiser
+from streamlearn.solvers.kmeans import RowSamplePass, Standardiser
 from streamlearn.solvers.projection_pursuit.passes import (
     BoostedTerms,
     BoostTemperaturePass,
@@ -58,8 +68,8 @@ from streamlearn.solvers.projection_search import (
 )
 
 __all__ = ["BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit",
-           "RidgeConfig", "RidgeFit", "SearchConfig", "clean_direction", "fit_sparse_jsboost",
-           "fit_sparse_ppr", "lowest_round"]
+           "RidgeConfig", "RidgeFit", "SearchConfig", "clean_direction", "describe_rows",
+           "fit_sparse_jsboost", "fit_sparse_ppr", "lowest_round"]
 
 #: Order of the difference penalty of the ridge splines.
 PENALTY_ORDER = 2
@@ -197,6 +207,9 @@ class RidgeConfig:
     backfit : bool
         After the forward stagewise terms, refit each in turn to the residuals of the
         others (:func:`fit_sparse_ppr`).
+    spread_tails : bool
+        With ``standardize`` on dense rows, map the crowded features whose
+        standardisation squeezes their middle rows first (:func:`describe_rows`).
     """
 
     search: SearchConfig
@@ -206,6 +219,7 @@ class RidgeConfig:
     degree: int
     standardize: bool = True
     backfit: bool = False
+    spread_tails: bool = False
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,9 @@ class RidgeFit:
     backfit_converged : bool
         False when backfitting stopped at :data:`BACKFIT_CYCLES` rounds while a term
         still lowered the residual sum of squares.
+    feature_transform : TailTransform or None
+        The map of crowded features the rows were read through (``spread_tails``); the
+        directions, ranges and ``feature_std`` are then of the mapped features.
     """
 
     intercept: float
@@ -248,6 +265,7 @@ class RidgeFit:
     feature_std: np.ndarray | None = None
     backfit_rounds: int = 0
     backfit_converged: bool = True
+    feature_transform: TailTransform | None = None
 
 
 @dataclass(frozen=True)
@@ -266,6 +284,8 @@ class BoostConfig:
         Search over standardised features (see :func:`raw_directions`).
     validation_fraction : float or None
         Share of the rows ``n_rounds="auto"`` holds out.
+    spread_tails : bool
+        As :attr:`RidgeConfig.spread_tails`.
     """
 
     search: SearchConfig
@@ -274,6 +294,7 @@ class BoostConfig:
     smoothing: float
     standardize: bool = True
     validation_fraction: float | None = 0.1
+    spread_tails: bool = False
 
 
 @dataclass(frozen=True)
@@ -304,6 +325,8 @@ class BoostFit:
         The temperature of the probabilities (:func:`boost_probability_scale`).
     proba_rows : {"held-out", "training"} or None
         The rows it was chosen on.
+    feature_transform : TailTransform or None
+        As :attr:`RidgeFit.feature_transform`.
     """
 
     intercept: float
@@ -321,6 +344,7 @@ class BoostFit:
     validation: dict[str, Any] | None = None
     proba_scale: float | None = None
     proba_rows: str | None = None
+    feature_transform: TailTransform | None = None
 
 
 def clean_direction(alpha: np.ndarray) -> np.ndarray:
@@ -337,6 +361,51 @@ def clean_direction(alpha: np.ndarray) -> np.ndarray:
     out = np.array(alpha, dtype=np.float64)
     out[np.abs(out) < 1e-9] = 0.0
     return out / np.linalg.norm(out)
+
+
+def describe_rows(runner: Any, dataset: Dataset, n_classes: int, spread_tails: bool,
+                  seed: int) -> tuple[Dataset, DataMoments, TailTransform | None]:
+    """The first pass: the rows as the fit reads them, their moments and the map of
+    crowded features they are read through (None for none).
+
+    With ``spread_tails`` on dense rows the pass also draws a uniform sample of
+    :data:`~streamlearn.features.tail_transform.TAIL_SAMPLE_ROWS` rows, and the crowded
+    features whose weighted standard deviation is above
+    :data:`~streamlearn.features.tail_transform.SQUEEZE_RATIO` times their robust spread
+    are mapped (:func:`~streamlearn.features.tail_transform.choose_tail_transform`):
+    standardised as they are, a few far outliers squeeze the feature's other rows onto one
+    point of every projection. The dataset is then read through the map, and the moments
+    are those of the mapped rows (one more pass). Sparse rows are read as they are.
+
+    Parameters
+    ----------
+    runner : engine
+    dataset : Dataset
+    n_classes : int
+        0 for regression.
+    spread_tails : bool
+    seed : int
+        Seeds the row sample.
+
+    Returns
+    -------
+    (Dataset, DataMoments, TailTransform or None)
+    """
+    d = len(dataset.feature_names)
+    if not spread_tails or dataset.is_sparse:
+        return dataset, runner.run(MomentsPass(d, n_classes), dataset,
+                                   description="moments"), None
+    moments, sampled = runner.run(
+        Together(MomentsPass(d, n_classes), RowSamplePass(TAIL_SAMPLE_ROWS, d, seed)),
+        dataset, description="moments")
+    transform = choose_tail_transform(dataset, np.asarray(sampled.values, dtype=np.float32),
+                                      moments.minimum, moments.maximum,
+                                      moments.standardiser().scale)
+    if transform is None:
+        return dataset, moments, None
+    dataset = dataset.with_feature_transform(transform)
+    return dataset, runner.run(MomentsPass(d, n_classes), dataset,
+                               description="moments of the mapped rows"), transform
 
 
 def raw_directions(projections: np.ndarray, ranges: np.ndarray,
@@ -395,8 +464,8 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
         Numeric target, optional sample weights.
     config : RidgeConfig
     seed : int
-        Unused: the algorithm is deterministic given the data (kept for the drivers' common
-        signature).
+        Seeds the row sample of ``config.spread_tails`` (the rest of the algorithm is
+        deterministic given the data).
 
     Returns
     -------
@@ -408,7 +477,8 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
         When the rows have no weight in total.
     """
     d = len(dataset.feature_names)
-    moments: DataMoments = runner.run(MomentsPass(d, 0), dataset, description="moments")
+    dataset, moments, transform = describe_rows(
+        runner, dataset, 0, config.standardize and config.spread_tails, seed)
     if not moments.weight > 0:
         raise LabelError("the training rows have no weight (no rows, or all sample "
                          "weights are zero)")
@@ -503,7 +573,7 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     projections, ranges = raw_directions(projections, ranges, std)
     return RidgeFit(float(intercept), projections, ranges, spline_coef, np.asarray(lambdas),
                     np.asarray(sse), n_scans, int(moments.n_rows), tuple(sorted(unconverged)),
-                    moments.standardiser().scale, rounds, not improved)
+                    moments.standardiser().scale, rounds, not improved, transform)
 
 
 def lowest_round(curve: list[float]) -> int:
@@ -549,8 +619,9 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         Two-class target coded 0 / 1, optional sample weights.
     config : BoostConfig
     seed : int
-        Mixed into the hash that picks the held-out rows of ``n_rounds="auto"`` (the rest
-        of the algorithm is deterministic given the data).
+        Mixed into the hash that picks the held-out rows of ``n_rounds="auto"``, and seeds
+        the row sample of ``config.spread_tails`` (the rest of the algorithm is
+        deterministic given the data).
 
     Returns
     -------
@@ -562,7 +633,8 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         When a class has no weight.
     """
     d = len(dataset.feature_names)
-    moments: DataMoments = runner.run(MomentsPass(d, 2), dataset, description="moments")
+    dataset, moments, transform = describe_rows(
+        runner, dataset, 2, config.standardize and config.spread_tails, seed)
     if not np.all(moments.class_mass > 0):
         classes = dataset.classes
         shown = [] if classes is None else np.asarray(classes).tolist()
@@ -629,7 +701,8 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     scale, rows = boost_probability_scale(runner, dataset, intercept, terms, holdout)
     return BoostFit(intercept, class_weight, projections, ranges, tables, np.asarray(weights),
                     np.asarray(divergences), np.asarray(lambdas), n_scans, int(moments.n_rows),
-                    tuple(unconverged), moments.standardiser().scale, validation, scale, rows)
+                    tuple(unconverged), moments.standardiser().scale, validation, scale, rows,
+                    transform)
 
 
 def boost_probability_scale(runner: Any, dataset: Dataset, intercept: float,
