@@ -135,6 +135,30 @@ def test_a_category_column_of_numbers_predicts_like_their_text() -> None:
         scores, model.decision_function(pd.DataFrame({"a": a, "k": k.astype(str)})))
 
 
+@pytest.mark.parametrize("numbers", [(1, 2, 3, 10), (1.0, 2.5, 3.0, 10.0)])
+@pytest.mark.parametrize("kind", ["text", "category-of-text"])
+def test_text_is_matched_to_number_categories_by_the_numbers_text(numbers, kind) -> None:
+    texts = ["2", "10", "1", "4", "3", "2.5", "10.0", "x"]  # "10.0" is not 10's text
+    names = [f"{v:g}" for v in numbers]  # each number's text, written another way
+    expected = [names.index(t) if t in names else len(numbers) for t in texts]
+    column = np.array(texts, dtype=object) if kind == "text" else pd.Categorical(texts)
+    ds = open_dataset(pd.DataFrame({"a": np.arange(8.0), "k": column}))
+    np.testing.assert_array_equal(_stream(ds.with_categories({"k": numbers}))[:, 1], expected)
+
+
+def test_a_text_column_predicts_like_the_number_categories_it_names() -> None:
+    rng = np.random.default_rng(0)
+    k, a = rng.choice([10, 20, 30], N_ROWS), rng.normal(size=N_ROWS)
+    label = (k == 20).astype(np.int64)
+    model = _model().fit(pd.DataFrame({"a": a, "k": pd.Categorical(k)}), label)
+    assert model.categories_ == {"k": (10, 20, 30)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no value taken for an unseen category
+        scores = model.decision_function(pd.DataFrame({"a": a, "k": k.astype(str)}))
+    np.testing.assert_array_equal(
+        scores, model.decision_function(pd.DataFrame({"a": a, "k": pd.Categorical(k)})))
+
+
 def test_missing_category_follows_nan_policy(cities) -> None:
     frame, _ = cities
     values = frame["city"].astype(object).to_numpy().copy()

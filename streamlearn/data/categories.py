@@ -14,7 +14,9 @@ column's category list: ``0.0 .. k-1`` for ``k`` categories.
   the last category: "a category not seen in training".
 - A number matched against a list of text categories is matched by its text (``10`` and
   ``10.0`` name the category ``"10"``): a CSV file reads as numbers the codes that a
-  parquet file holds as strings.
+  parquet file holds as strings. The other way round, a text matched against a list of
+  number categories names the number whose text it is (``"10"`` names ``10``, ``"10.0"``
+  nothing).
 """
 
 from __future__ import annotations
@@ -82,14 +84,27 @@ def encode_categories(values: Any, index: pd.Index) -> np.ndarray:
 
 def _positions(array: np.ndarray, index: pd.Index) -> np.ndarray:
     """Position in ``index`` of each value of an object ``array`` as float32, -1 where it
-    is not there; a number is matched to text categories by its text."""
+    is not there; a number is matched to text categories by its text, and a text to
+    number categories when it is a number's text (:func:`number_text`)."""
     out = index.get_indexer(array).astype(np.float32)
     unknown = np.flatnonzero((out < 0) & ~pd.isna(array))
     if unknown.size and index.inferred_type == "string":  # numbers read for text codes?
-        numbers = unknown[[isinstance(v, int | float | np.number)
-                           and not isinstance(v, bool | np.bool_) for v in array[unknown]]]
+        numbers = unknown[[_is_number(v) for v in array[unknown]]]
         out[numbers] = index.get_indexer([number_text(v) for v in array[numbers]])
+    elif unknown.size and index.inferred_type in NUMBER_TYPES:  # text read for numbers?
+        texts = pd.Index([number_text(v) for v in index], dtype=object)
+        strings = unknown[[isinstance(v, str) for v in array[unknown]]]
+        if strings.size and texts.is_unique:
+            out[strings] = texts.get_indexer(array[strings])
     return out
+
+
+#: What pandas infers of a category list of numbers (booleans are not numbers here).
+NUMBER_TYPES = ("integer", "floating", "mixed-integer-float", "decimal")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
 
 
 def number_text(value: Any) -> str:
