@@ -527,6 +527,44 @@ def test_partial_fit_codes_categorical_tables(cls: type, give_classes: bool) -> 
     np.testing.assert_array_equal(by_name, model.predict(frame[["c", "x"]]))
 
 
+@pytest.mark.parametrize("cls", [c for c in estimator_classes() if hasattr(c(), "partial_fit")],
+                         ids=lambda c: c.__name__)
+def test_partial_fit_refuses_categories_its_first_call_did_not_declare(cls: type) -> None:
+    from sklearn.base import is_classifier
+
+    rng = np.random.default_rng(6)
+    n = 2000
+    cat = rng.choice(list("abcd"), n)
+    effect = pd.Series(cat).map({"a": -2.0, "b": 0.0, "c": 2.0, "d": -1.0}).to_numpy()
+    x = rng.normal(size=n)
+    classifier = is_classifier(cls())
+    y = (effect + 0.5 * x > 0).astype(int) if classifier else effect + 0.5 * x
+    kwargs = {"classes": [0, 1]} if classifier else {}
+    first = np.isin(cat, ["a", "b"])
+    plain = pd.DataFrame({"x": x, "cat": cat})
+    model = cls(random_state=0).partial_fit(plain[first], y[first], **kwargs)
+    before = model.predict(plain[first])
+    with pytest.raises(DataError, match=r"feature 'cat' holds \d+ row\(s\) of categories "
+                       r"the model does not know \('[cd]', '[cd]'\).*pd\.Categorical"):
+        model.partial_fit(plain[~first], y[~first])
+    assert model.categories_ == {"cat": ("a", "b")}
+    np.testing.assert_array_equal(model.predict(plain[first]), before)  # not trained
+    # the full list declared on the first call (rows of a and b only): c and d are trained
+    # on as categories of their own, as the effects that made y say
+    declared = plain.assign(cat=pd.Categorical(cat, categories=list("abcd")))
+    model = cls(random_state=0).partial_fit(declared[first], y[first], **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.partial_fit(declared[~first], y[~first])
+    assert model.categories_ == {"cat": tuple("abcd")}
+    if cls.__name__.startswith("SuperSparse"):
+        return  # its prototypes, drawn from the first call's rows (a, b), miss c and d
+    probe = pd.DataFrame({"x": [0.0, 0.0], "cat": pd.Categorical(["c", "d"],
+                                                                   categories=list("abcd"))})
+    p_c, p_d = model.predict_proba(probe)[:, 1]
+    assert p_c > 0.8 and p_d < 0.2
+
+
 def test_missing_labels_are_named_by_their_row() -> None:
     from streamlearn.models import AdditiveSVC
 

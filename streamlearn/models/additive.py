@@ -1107,6 +1107,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         two; else the labels of ``y``), the features and the feature map. The map is fitted
         from ``feature_range`` when it is set, else from this first chunk's statistics
         (minimum and maximum; mean and standard deviation for Hermite).
+        The first call also fixes the category list of each string or categorical column
+        (every category of a pandas ``category`` column, else the values present; a call
+        after ``fit`` keeps fit's): a later call holding another category raises a
+        ``DataError`` rather than train it as an unseen one, so declare every category on
+        the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
 
         Later chunks with more than 5% of a feature's values outside the map's range:
         without ``feature_range``, a B-spline map grows to cover them (fewer outliers, the
@@ -1161,7 +1166,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                              f"{self.classes_.tolist()}")
         else:
             self._follow_regularisation()
-        X = self._model_rows(check_features(X, self._feature_names, type(self).__name__))
+        X = self._model_rows(self._check_training_X(X))
         codes = encode_labels(y, self.classes_)
         if codes.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}")

@@ -462,6 +462,14 @@ class StreamEstimator(BaseEstimator):
         return check_features(X, self._feature_names, type(self).__name__,
                               categories=getattr(self, "categories_", None))
 
+    def _check_training_X(self, X: Any) -> np.ndarray:
+        """Rows of a ``partial_fit`` call after the first, checked as :meth:`_check_X`
+        checks them but for a category the model does not know, which is refused (it
+        would be trained as the code of unseen categories): see :func:`check_features`."""
+        self._check_fitted()
+        return check_features(X, self._feature_names, type(self).__name__,
+                              categories=getattr(self, "categories_", None), training=True)
+
     @property
     def _feature_names(self) -> Any:
         """The names seen in ``fit`` as the model keeps them (a tuple, see
@@ -1155,7 +1163,8 @@ def storable_classes(classes: np.ndarray) -> np.ndarray:
 
 # -- prediction inputs --------------------------------------------------------------------
 def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
-                   categories: Mapping[str, Sequence[Any]] | None = None) -> np.ndarray:
+                   categories: Mapping[str, Sequence[Any]] | None = None,
+                   training: bool = False) -> np.ndarray:
     """Validate prediction inputs against the features seen in ``fit``.
 
     When ``fit`` saw named columns, a table with column names (pandas, polars, pyarrow)
@@ -1167,7 +1176,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     a value's position in its list (a numeric array is taken to hold those codes already).
     A value not seen in ``fit`` gets the reserved code
     ``len(categories)``, one past the last, with a ``UserWarning`` naming the column and row;
-    a missing value is refused like NaN.
+    a missing value is refused like NaN. Rows to train on (``training``) refuse such a
+    value instead: the categories are fixed by the model's first training call.
 
     Parameters
     ----------
@@ -1179,6 +1189,11 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     categories : mapping of str to sequence, optional
         Category lists of the categorical features; by default those ``feature_names``
         carries.
+    training : bool
+        The rows are trained on (a ``partial_fit`` call after the first): a category not
+        in its list (or the code ``len(categories)`` in numeric rows) raises a
+        ``DataError`` naming the column and values, and how to declare every category on
+        the first call.
 
     Returns
     -------
@@ -1229,7 +1244,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         # rows holding category values; numeric rows already hold codes (as chunks do)
         X = _object_table(X, expected)
     if _is_table(X):
-        values = _table_values(X, expected, categories, owner)
+        values = _table_values(X, expected, categories, owner, training)
     else:
         if is_array_input(X):
             X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
@@ -1245,7 +1260,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                           f"{len(expected)} features as input (as in fit: "
                           f"{_shown(expected)})")
     if categories and not _is_table(X):
-        _check_codes(values, expected, categories)
+        _check_codes(values, expected, categories, training)
     flat = first_nonfinite(values)
     if flat >= 0:
         r, c = divmod(flat, values.shape[1])
@@ -1358,15 +1373,18 @@ def _object_table(X: Any, expected: list[str]) -> Any:
 
 
 def _check_codes(values: np.ndarray, expected: list[str],
-                 categories: dict[str, Any]) -> None:
+                 categories: dict[str, Any], training: bool = False) -> None:
     """Numeric rows of a model with categorical features hold codes: each categorical
-    column an integer in ``0 .. k`` (``k`` for a category unseen in fit); a
-    ``DataError`` names the first value that is not one."""
+    column an integer in ``0 .. k`` (``k`` for a category unseen in fit, not in rows to
+    train on); a ``DataError`` names the first value that is not one."""
     for j, f in enumerate(expected):
         if f not in categories:
             continue
         column = values[:, j]
         k = len(categories[f])
+        if training and (column == k).any():
+            raise DataError(_undeclared(f, int((column == k).sum()),
+                                        f"the code {k} of an unseen one", categories[f]))
         bad = np.flatnonzero(np.isfinite(column) & ((column != np.round(column))
                                                     | (column < 0) | (column > k)))
         if bad.size:
@@ -1378,8 +1396,10 @@ def _check_codes(values: np.ndarray, expected: list[str],
 
 
 def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
-                  owner: str) -> np.ndarray:
-    """A table's columns as float32, categorical ones coded; columns taken by position."""
+                  owner: str, training: bool = False) -> np.ndarray:
+    """A table's columns as float32, categorical ones coded; columns taken by position.
+    A category not in the model's list is coded ``len(categories)`` with a warning, or
+    refused in rows to train on (``training``)."""
     from streamlearn.data.sources.arrow_columns import arrow_block
     from streamlearn.data.sources.in_memory import pandas_block
 
@@ -1400,9 +1420,33 @@ def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
         if f not in categories:
             continue
         unseen = np.flatnonzero(values[:, j] == len(categories[f]))
+        if unseen.size and training:
+            column = X.column(j).take(unseen).to_pylist() if arrow else \
+                X.iloc[unseen, j].tolist()
+            raise DataError(_undeclared(f, unseen.size, _examples_of(column), categories[f]))
         if unseen.size:
             warnings.warn(f"feature {f!r} holds {unseen.size} value(s) not seen in fit "
                           f"(first at row {int(unseen[0])}); they get the code "
                           f"{len(categories[f])}, one past the {len(categories[f])} "
                           "categories seen in fit", UserWarning, stacklevel=caller_stacklevel())
     return values
+
+
+def _examples_of(values: list[Any], limit: int = 5) -> str:
+    """The first ``limit`` distinct values, as text for a message."""
+    distinct = list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v
+                                  for v in values))
+    return ", ".join(repr(v) for v in distinct[:limit]) + (
+        ", ..." if len(distinct) > limit else "")
+
+
+def _undeclared(feature: str, n_rows: int, shown: str, known: Sequence[Any]) -> str:
+    """The error of rows to train on holding categories the model's first training call
+    did not declare: the column, a few of the values (``shown``), and how to declare
+    them."""
+    return (f"feature {feature!r} holds {n_rows} row(s) of categories the model does not "
+            f"know ({shown}): its categories {_shown(list(known))} were fixed by fit or its "
+            "first partial_fit call, and partial_fit cannot add one; give the first call "
+            "every category, as a pandas Categorical with the full list (X[col] = "
+            "pd.Categorical(X[col], categories=[...]), or a CategoricalDtype), or train "
+            "with fit")

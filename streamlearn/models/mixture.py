@@ -513,6 +513,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         takes effect; ``"auto"`` keeps the value it was resolved to. ``em``, ``epochs``
         and ``tol`` do not apply.
 
+        The first call also fixes the category list of each string or categorical column
+        (every category of a pandas ``category`` column, else the values present; a call
+        after ``fit`` keeps fit's): a later call holding another category raises a
+        ``DataError`` rather than train it as an unseen one, so declare every category on
+        the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
+
         Parameters
         ----------
         X : array-like of shape (n, n_features)
@@ -539,7 +545,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"classes={np.unique(np.asarray(classes)).tolist()} is not the "
                              "same as on the last call to partial_fit or fit, was: "
                              f"{self.classes_.tolist()}")
-        values = self._model_rows(self._check_X(X))
+        values = self._model_rows(self._check_training_X(X))
         values, labels, weights = check_array_input(values, y, sample_weight,
                                                     "classification")
         dataset = open_dataset(values, target=labels, weight=weights, task="classification",

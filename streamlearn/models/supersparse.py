@@ -488,7 +488,8 @@ class _SuperSparse(StreamEstimator):
                             task: str) -> tuple[np.ndarray, np.ndarray]:
         """Checked float32 rows and float32 weights of a ``partial_fit`` call."""
         if hasattr(self, "prototypes_"):  # tables are coded by the fitted categories
-            values, _, weights = check_array_input(self._check_X(X), y, sample_weight, task)
+            values, _, weights = check_array_input(self._check_training_X(X), y,
+                                                   sample_weight, task)
         else:
             coded = coded_table(X)  # string and categorical columns as codes
             categories: dict[str, Any] = {}
@@ -796,6 +797,12 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         k-means++ and 10 Lloyd iterations on them (``"kmeans"``), or ``init`` itself;
         ``gamma="scale"`` is computed from these rows and kept. A call after :meth:`fit`
         continues from the fitted prototypes and coefficients.
+
+        The first call also fixes the category list of each string or categorical column
+        (every category of a pandas ``category`` column, else the values present; a call
+        after ``fit`` keeps fit's): a later call holding another category raises a
+        ``DataError`` rather than train it as an unseen one, so declare every category on
+        the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
 
         Parameters
         ----------
