@@ -121,6 +121,7 @@ def test_nan_policy_drop_and_fill(ref: Reference) -> None:
     keep = np.setdiff1d(np.arange(1000), bad)
     np.testing.assert_array_equal(rows, keep)
     np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]), ref.X[keep])
+    assert ds.schema.n_rows == ds.n_rows == 1000  # the stored rows, the dropped included
     filled = np.concatenate([c.X for c in open_dataset(X, target=ref.label, nan_policy=-1.5)])
     expected = ref.X.copy()
     expected[bad, 1] = -1.5
@@ -231,6 +232,55 @@ def test_missing_targets_of_arrays_follow_nan_policy(name: str) -> None:
     np.testing.assert_allclose(from_table.predict(frame), reference.predict(X), rtol=1e-12)
     with pytest.raises(DataError, match=r"y contains NaN at row 5"):
         clone(model).fit(pa.Table.from_pandas(frame), y)
+
+
+def _registered() -> list[type]:
+    from streamlearn.models.registry import estimator_classes
+
+    return estimator_classes()
+
+
+@pytest.mark.parametrize("cls", _registered(), ids=lambda c: c.__name__)
+def test_nan_policy_drop_that_leaves_no_row_is_refused_by_every_model(cls: type) -> None:
+    from sklearn.base import is_classifier
+
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    X[:, 2] = np.nan
+    y = (X[:, 0] > 0).astype(int) if is_classifier(cls()) else X[:, 0].copy()
+    with pytest.raises(DataError, match=r"nan_policy='drop' left no rows to train on in "
+                       r"array of shape \(500, 3\) \(500 rows\): feature 'x2' is missing "
+                       r"\(NaN, infinite or empty\) on every row"):
+        cls().fit(X, y, nan_policy="drop")
+
+
+def test_nan_policy_drop_that_leaves_no_row_names_the_columns_of_a_file(
+        tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.normal(size=(600, 3)), columns=["a", "b", "c"])
+    frame.loc[frame.index % 3 == 0, "a"] = np.nan  # a, c and the target share the rows
+    frame.loc[frame.index % 3 == 1, "c"] = np.inf
+    frame["t"] = np.where(frame.index % 3 == 2, np.nan, rng.integers(0, 2, 600))
+    path = tmp_path / "holes.parquet"
+    frame.to_parquet(path, row_group_size=128)
+    counts = (~np.isfinite(frame)).sum()  # the reference: pandas' count of each column
+    from streamlearn.models import AdditiveSVC
+
+    ds = open_dataset(str(path), target="t", nan_policy="drop", chunk_rows=100)
+    with pytest.raises(DataError, match=(
+            rf"left no rows to train on in {path} \(600 rows\): every row misses a value "
+            rf"\(NaN, infinite or empty\): feature 'a' on {counts['a']} rows, feature 'c' on "
+            rf"{counts['c']} rows, target 't' on {counts['t']} rows; leave such columns out")):
+        AdditiveSVC().fit(ds)
+    from streamlearn.models.search import StreamSearchCV
+
+    with pytest.raises(DataError, match=rf"left no rows .* feature 'a' on {counts['a']} rows"):
+        StreamSearchCV(AdditiveSVC(), {"C": [0.1, 1.0]}).fit(ds)  # the search's own opening
+    # one row kept, in the last chunk: no error, and that row is what the chunks hold
+    frame.loc[599, ["a", "c", "t"]] = [0.5, 0.5, 1.0]
+    frame.to_parquet(path, row_group_size=128)
+    ds = open_dataset(str(path), target="t", nan_policy="drop", chunk_rows=100)
+    ds.check_rows_left()
+    assert [r for c in ds.chunks() for r in c.rows] == [599]
 
 
 def test_missing_labels_of_arrays_are_dropped_with_their_rows() -> None:

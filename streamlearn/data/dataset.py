@@ -547,6 +547,63 @@ class Dataset:
         assert found is not None
         return found
 
+    def check_rows_left(self) -> None:
+        """Under ``nan_policy="drop"``, make sure some row is left to train on.
+
+        Rows are read in order until the first one kept (one chunk, as a rule). When every
+        row is dropped the whole dataset is read, and the error names the columns missing
+        (NaN or infinite) on the most rows. Other policies read nothing.
+
+        Raises
+        ------
+        DataError
+            Every row holds a missing feature value, target or weight.
+        """
+        if self.nan_policy != "drop":
+            return
+        missing = np.zeros(self.n_features, dtype=np.int64)
+        targets = weights = 0
+        reader: _PieceReader | _RangeReader = (
+            _RangeReader(self) if hasattr(self.source, "read_rows") else _PieceReader(self))
+        try:
+            for a in range(0, self.n_rows, self.chunk_rows):
+                X, y, w = reader.rows(a, min(a + self.chunk_rows, self.n_rows))
+                if isinstance(X, SparseRows):
+                    bad = ~np.isfinite(X.values)
+                    kept = np.ones(X.n_rows, dtype=bool)
+                    kept[np.repeat(np.arange(X.n_rows), np.diff(X.indptr))[bad]] = False
+                    missing += np.bincount(X.indices[bad], minlength=self.n_features)
+                else:
+                    kept = finite_rows(X)
+                    missing += X.shape[0] - np.isfinite(X).sum(axis=0)
+                    if w is not None:
+                        kept &= np.isfinite(w)
+                        weights += int(np.sum(~np.isfinite(w)))
+                if y is not None and y.dtype.kind == "f":
+                    kept &= np.isfinite(y)
+                    targets += int(np.sum(~np.isfinite(y)))
+                if kept.any():
+                    return
+        finally:
+            if isinstance(reader, _PieceReader):
+                reader.close()
+        counts = {f"feature {self.feature_names[j]!r}": int(missing[j])
+                  for j in np.argsort(-missing, kind="stable")[:3] if missing[j]}
+        if targets:
+            counts[f"target {self.target!r}"] = targets
+        if weights:
+            counts[f"weight {self.weight!r}"] = weights
+        worst = sorted(counts.items(), key=lambda item: -item[1])[:3]
+        every = [name for name, n in worst if n == self.n_rows]
+        why = (f"{' and '.join(every)} {'is' if len(every) == 1 else 'are'} missing (NaN, "
+               "infinite or empty) on every row" if every else
+               "every row misses a value (NaN, infinite or empty): " + ", ".join(
+                   f"{name} on {n:,} rows" for name, n in worst))
+        raise DataError(f"nan_policy='drop' left no rows to train on in "
+                        f"{self.source.description} ({self.n_rows:,} rows): {why}; leave "
+                        "such columns out (exclude=[...] or features=[...]), or fill missing "
+                        "values with nan_policy=<number>")
+
     def content_digest(self, blocks: int = DIGEST_BLOCKS,
                        block_rows: int = DIGEST_BLOCK_ROWS) -> str:
         """A digest of the rows' contents: features, targets and weights of ``blocks``

@@ -17,7 +17,8 @@ class Schema:
     Attributes
     ----------
     n_rows : int
-        Number of rows (from file footers, store shapes or in-memory lengths).
+        Number of rows (from file footers, store shapes or in-memory lengths), the rows
+        ``nan_policy="drop"`` drops included: those are found only as the rows are read.
     feature_names : tuple of str
         Columns delivered as ``Chunk.X``, in order.
     target : str or None

@@ -317,6 +317,7 @@ class StreamEstimator(BaseEstimator):
         """Run the driver on opened training data and set the learned attributes."""
         if dataset.is_sparse and not self._accepts_sparse:
             self._refuse_sparse(dataset.source.description)
+        dataset.check_rows_left()  # nan_policy="drop" may have dropped every row
         factors = None
         class_weight = getattr(self, "class_weight", None)
         if (class_weight is not None and self._task == "classification"

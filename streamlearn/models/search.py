@@ -428,6 +428,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                             "rows; this data holds sparse (CSR) rows. Tune on sparse rows "
                             "with a search that fits each setting (GridSearchCV): fit "
                             "streams them")
+        dataset.check_rows_left()  # nan_policy="drop" may have dropped every row
         engine = resolve_engine(self.engine)
         seed = self._seed()
         held_out = self._held_out_blocks(dataset, seed)
