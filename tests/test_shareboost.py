@@ -192,7 +192,8 @@ def test_anchors_learn_a_nonlinear_problem_and_round_trip(tmp_path: Path) -> Non
         1.0 - model.score(X[:300], labels[:300]))
     proba = model.predict_proba(X)
     scores = model.decision_function(X)
-    expected = np.exp(scores - scores.max(axis=1, keepdims=True))
+    # the soft-max at the temperature proba_scale_
+    expected = np.exp(model.proba_scale_ * (scores - scores.max(axis=1, keepdims=True)))
     np.testing.assert_allclose(proba, expected / expected.sum(axis=1, keepdims=True),
                                rtol=1e-12)
     np.testing.assert_array_equal(model.predict(X), model.classes_[scores.argmax(axis=1)])

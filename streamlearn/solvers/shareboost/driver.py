@@ -13,6 +13,9 @@ until the held-out loss has not improved for a while (:data:`ROUND_PATIENCE`), o
 candidate is left, and the round with the lowest held-out loss is the model. Its rounds of
 feature columns add the best-scored in groups that grow with the model
 (:data:`COLUMN_GROWTH`).
+
+The class probabilities are ``softmax(s f)`` of the class scores ``f`` at one temperature
+``s`` (:func:`probability_scale`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from streamlearn.data import Dataset
 from streamlearn.errors import LabelError
 from streamlearn.features.anchors import AnchorPieces
 from streamlearn.features.tail_transform import TailTransform, choose_tail_transform
+from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.kmeans import streamed_kmeans
 from streamlearn.solvers.lbfgs import MAX_HALVINGS, lbfgs_minimize
@@ -40,6 +44,7 @@ from streamlearn.solvers.shareboost.passes import (
     ColumnScorePass,
     ObjectiveState,
     RestrictedObjectivePass,
+    TemperaturePass,
     WeightedSummary,
     WeightedSummaryPass,
 )
@@ -128,6 +133,9 @@ class CorrectiveStep:
         Mean loss (eq. 3) and weighted error on the held-out rows there (None without).
     held_out_weight : float
         Weight of the held-out rows (0 without).
+    held_out_temperature : TemperatureSums or None
+        The held-out rows' class scores at the model returned, summed for the temperature
+        of the class probabilities (asked for, and rows held out, only).
     """
 
     coef: np.ndarray
@@ -140,6 +148,7 @@ class CorrectiveStep:
     held_out_loss: float | None = None
     held_out_error: float | None = None
     held_out_weight: float = 0.0
+    held_out_temperature: TemperatureSums | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,11 @@ class ShareBoostFit:
         None otherwise.
     feature_transform : TailTransform or None
         The map of crowded features the rows were read through (``spread_tails``).
+    proba_scale : float
+        The temperature ``s`` of the class probabilities ``softmax(s f)``
+        (:func:`probability_scale`).
+    proba_rows : {"held-out", "training"}
+        The rows ``proba_scale`` was chosen on.
     """
 
     family: Family
@@ -208,6 +222,8 @@ class ShareBoostFit:
     l2: float = 0.0
     validation: dict[str, Any] | None = None
     feature_transform: TailTransform | None = None
+    proba_scale: float = 1.0
+    proba_rows: str = "training"
 
     @property
     def n_iter(self) -> int:
@@ -255,7 +271,8 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
                     coef: np.ndarray, intercept: np.ndarray, config: ShareBoostConfig,
                     l2: float, holdout: Holdout | None = None,
                     gtol: float | None = None,
-                    second_moments: np.ndarray | None = None) -> CorrectiveStep:
+                    second_moments: np.ndarray | None = None,
+                    temperature: bool = False) -> CorrectiveStep:
     """Fully corrective step: L-BFGS over the selected columns, from ``(coef, intercept)``.
 
     Parameters
@@ -283,6 +300,9 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         times ``sqrt(CURVATURE)``): a diagonal preconditioner, under which columns that
         are rarely non-zero converge with the others. The minimiser and the tolerance on
         the gradient are the same.
+    temperature : bool
+        With ``holdout``: the pass over the held-out rows also sums their class scores for
+        the temperature of the class probabilities (``held_out_temperature``).
 
     Returns
     -------
@@ -336,14 +356,15 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         objective(theta)
         tally = tally_at[-1][1]
     gradient_norm = float(np.max(np.abs(result.grad * root), initial=0.0))
-    held_loss = held_error = None
+    held_loss = held_error = held_temperature = None
     held_weight = 0.0
     if holdout is not None:  # one pass over the held-out rows, at the model returned
         held = runner.run(RestrictedObjectivePass(family, chosen, weights(theta),
                                                   theta[-k:] / root[-k:], holdout,
-                                                  held_out=True), dataset,
-                          description=f"held-out loss, {shape[0]} columns")
+                                                  held_out=True, temperature=temperature),
+                          dataset, description=f"held-out loss, {shape[0]} columns")
         held_weight = float(held.held_weight)
+        held_temperature = held.temperature
         if held_weight > 0:
             held_loss = held.held_loss / held_weight
             held_error = held.held_errors / held_weight
@@ -354,7 +375,7 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         n_eval=int(result.n_eval) + 1 + (holdout is not None), gradient_norm=gradient_norm,
         converged=gradient_norm <= gtol or result.n_iter < int(config.refit_iter),
         held_out_loss=held_loss, held_out_error=held_error,
-        held_out_weight=held_weight)
+        held_out_weight=held_weight, held_out_temperature=held_temperature)
 
 
 def auto_l2(summary: WeightedSummary, columns: LinearColumns | None = None) -> float:
@@ -434,7 +455,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     :data:`ROUND_PATIENCE` columns (or :data:`ROUND_PATIENCE_SHARE` of the best round's
     columns, when more) have been added without lowering the held-out loss, or no
     candidate is left, and the model is the round with the lowest held-out loss. With
-    fewer rows, :data:`FALLBACK_ROUNDS` rounds of one column on every row.
+    fewer rows, :data:`FALLBACK_ROUNDS` rounds of one column on every row. The
+    temperature of the class probabilities then comes from :func:`probability_scale`.
 
     ``l2="auto"``: :func:`auto_l2`; with held-out rows, the greedy path runs at the first
     multiple :data:`AUTO_L2_RANGE` of it, the kept round's columns are then fitted until the
@@ -522,7 +544,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         polish = replace(config, refit_iter=int(config.refit_iter) * POLISH_ITER_RATIO)
         polished = [corrective_step(runner, dataset, family, list(kept.selected),
                                     kept.step.coef, kept.step.intercept, polish, value,
-                                    holdout, path.gtol, moments) for value in l2_values]
+                                    holdout, path.gtol, moments, temperature=True)
+                    for value in l2_values]
         best = 0
         if holdout is not None:
             best = min(range(len(l2_values)), key=lambda i: polished[i].held_out_loss)
@@ -535,13 +558,36 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
                       "best_round": path.best,
                       "l2_candidates": list(l2_values),
                       "l2_held_out_loss": [p.held_out_loss for p in polished]}
+    scale, rows = probability_scale(runner, dataset, family, kept.selected, step, holdout)
     return ShareBoostFit(family=family, selected=kept.selected, coef=step.coef,
                          intercept=step.intercept,
                          loss=tuple(r.step.value for r in path.rounds),
                          train_error=tuple(r.step.train_error for r in path.rounds),
                          passes=tuple(r.passes for r in path.rounds),
                          converged=step.converged, gradient_norm=step.gradient_norm,
-                         l2=l2, validation=validation, feature_transform=transform)
+                         l2=l2, validation=validation, feature_transform=transform,
+                         proba_scale=scale, proba_rows=rows)
+
+
+def probability_scale(runner: Any, dataset: Dataset, family: Family, selected: np.ndarray,
+                      step: CorrectiveStep, holdout: Holdout | None) -> tuple[float, str]:
+    """The temperature ``s`` of the class probabilities ``softmax(s f)``, ``f`` the class
+    scores of the model ``step``, and the rows it was chosen on.
+
+    The loss (eq. 3) is a margin loss, not the soft-max's log-loss: at its optimum the
+    intercept-only model of a class of prior 0.19 predicts 0.097 (``s = 1``). ``s`` is the
+    scale of lowest log-loss on the rows ``n_rounds="auto"`` held out (summed by the pass
+    that tallies them at the model, no more reading), else on the training rows against
+    Platt's smoothed targets (:class:`~streamlearn.solvers.calibration.TemperatureSums`;
+    one more pass), then at most 1: a model's margins are wider on the rows it was fitted
+    to than on new rows, and a scale above 1 sharpens what they overstate.
+    """
+    sums = step.held_out_temperature
+    if sums is not None and sums.total_weight > 0:
+        return best_temperature(sums.losses(smoothed=False)), "held-out"
+    sums = runner.run(TemperaturePass(family, selected, step.coef, step.intercept, holdout),
+                      dataset, description="probability scale")
+    return min(1.0, best_temperature(sums.losses())), "training"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@
   current ``W`` (one greedy round's choice);
 - :class:`RestrictedObjectivePass`: loss and gradient of the problem restricted to the
   selected columns (one evaluation of the fully corrective step), or the loss and errors
-  of the rows held out to choose the number of rounds.
+  of the rows held out to choose the number of rounds (and what the temperature of the
+  class probabilities is chosen by);
+- :class:`TemperaturePass`: what the temperature is chosen by, on the training rows.
 
 Rows held out (a :class:`~streamlearn.solvers.holdout.Holdout`) take no part in the summary,
 the column scores or the gradients.
@@ -22,10 +24,12 @@ import numpy as np
 from streamlearn.data import Chunk
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import LabelError
+from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
+    decision_chunk,
     exp_lanes,
     linear_margin_residuals_chunk,
     linear_objective_chunk,
@@ -78,6 +82,12 @@ def held_out_rows(chunk: Chunk, holdout: Holdout) -> Chunk | None:
 def selected_gates(family: Family, X: np.ndarray, selected: np.ndarray) -> np.ndarray:
     """Gates of the selected candidates on rows ``X``, (n, T) float32 C-contiguous."""
     return np.ascontiguousarray(family.gates(X, selected), dtype=np.float32)
+
+
+def class_scores(family: Family, X: np.ndarray | SparseRows, selected: np.ndarray,
+                 coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+    """Class scores ``W x + b`` of rows ``X`` on the selected columns, (n, k) float64."""
+    return decision_chunk(family.gates(X, selected), family.base(X), coef, intercept)
 
 
 # -- passes -------------------------------------------------------------------------------
@@ -418,6 +428,9 @@ class ObjectiveState:
         Gradient with respect to the intercept (restricted pass only).
     held_loss, held_weight, held_errors : float
         The same sums over the held-out rows (restricted pass only).
+    temperature : TemperatureSums or None
+        The held-out rows' class scores, summed for the temperature of the class
+        probabilities (a held-out pass asked for them only).
     """
 
     loss: float
@@ -428,6 +441,7 @@ class ObjectiveState:
     held_loss: float = 0.0
     held_weight: float = 0.0
     held_errors: float = 0.0
+    temperature: TemperatureSums | None = None
 
     def combined(self, other: ObjectiveState) -> ObjectiveState:
         """Sum of two states (a new state)."""
@@ -436,7 +450,8 @@ class ObjectiveState:
                               self.intercept + other.intercept,
                               self.held_loss + other.held_loss,
                               self.held_weight + other.held_weight,
-                              self.held_errors + other.held_errors)
+                              self.held_errors + other.held_errors,
+                              TemperatureSums.merged(self.temperature, other.temperature))
 
 
 class ColumnScorePass:
@@ -513,26 +528,34 @@ class RestrictedObjectivePass:
         ``held_*``; no gradient), instead of the training rows. A corrective step makes
         this pass once, at the model it returns: tallying them at every evaluation cost
         a fifth of its time.
+    temperature : bool
+        With ``held_out``: also sum the held-out rows' class scores into a
+        :class:`~streamlearn.solvers.calibration.TemperatureSums` (``temperature`` of the
+        state), what the temperature of the class probabilities is chosen by.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
                  intercept: np.ndarray, holdout: Holdout | None = None,
-                 held_out: bool = False) -> None:
+                 held_out: bool = False, temperature: bool = False) -> None:
         if held_out and holdout is None:
             raise ValueError("held_out=True needs a holdout")
+        if temperature and not held_out:
+            raise ValueError("temperature=True needs held_out=True")
         self.family = family
         self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
         self.holdout = holdout
         self.held_out = held_out
+        self.temperature = temperature
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
         k = self.intercept.shape[0]
-        return ObjectiveState(0.0, 0.0, 0.0, np.zeros_like(self.coef), np.zeros(k))
+        return ObjectiveState(0.0, 0.0, 0.0, np.zeros_like(self.coef), np.zeros(k),
+                              temperature=TemperatureSums(k) if self.temperature else None)
 
     def step(self, state: ObjectiveState, chunk: Chunk) -> ObjectiveState:
         """Add the chunk's loss and gradient (in place), or its held-out rows' tallies."""
@@ -547,6 +570,10 @@ class RestrictedObjectivePass:
                 state.held_loss += loss
                 state.held_weight += wsum
                 state.held_errors += errors
+                if state.temperature is not None:
+                    state.temperature.add(
+                        class_scores(self.family, held.X, self.selected, self.coef,
+                                     self.intercept), codes, weight)
             return state
         chunk = training_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
@@ -563,5 +590,46 @@ class RestrictedObjectivePass:
         return a.combined(b)
 
     def finish(self, state: ObjectiveState) -> ObjectiveState:
+        """The sums."""
+        return state
+
+
+class TemperaturePass:
+    """Reduction pass: the class scores of the training rows, summed into a
+    :class:`~streamlearn.solvers.calibration.TemperatureSums` (the temperature of the
+    class probabilities of a fit that holds no rows out).
+
+    Parameters
+    ----------
+    family, selected, coef, intercept, holdout
+        As in :class:`ColumnScorePass` (rows held out are left out).
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
+                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
+        self.family = family
+        self.selected = np.asarray(selected, dtype=np.int64)
+        self.coef = coef
+        self.intercept = intercept
+        self.holdout = holdout
+
+    def start(self) -> TemperatureSums:
+        """Empty sums."""
+        return TemperatureSums(self.intercept.shape[0])
+
+    def step(self, state: TemperatureSums, chunk: Chunk) -> TemperatureSums:
+        """Add the chunk's training rows (in place)."""
+        chunk = training_rows(chunk, self.holdout)
+        codes, weight = chunk_arrays(chunk)
+        return state.add(class_scores(self.family, chunk.X, self.selected, self.coef,
+                                      self.intercept), codes, weight)
+
+    def merge(self, a: TemperatureSums, b: TemperatureSums) -> TemperatureSums:
+        """The sums of both (a new state)."""
+        return a.merge(b)
+
+    def finish(self, state: TemperatureSums) -> TemperatureSums:
         """The sums."""
         return state
