@@ -714,11 +714,11 @@ def test_jsboost_probability_scale_is_chosen_on_rows_it_states():
     X, y = make_classification(600, 6, n_informative=3, flip_y=0.1, random_state=2)
     X = X.astype(np.float32)
     # 600 rows hold out 60, fewer than 200: 50 rounds on every row, the scale chosen on
-    # them against Platt's smoothed targets
+    # them against Platt's smoothed targets, and then at most 1 (here 1.58 before)
     small = SparseJSBoostClassifier().fit(X, y)
     assert small.proba_rows_ == "training" and small.validation_ is None
     sums = TemperatureSums(2).add(2.0 * small.decision_function(X), y)
-    assert small.proba_scale_ == pytest.approx(best_temperature(sums.losses()), rel=1e-6)
+    assert best_temperature(sums.losses()) > 1.0 and small.proba_scale_ == 1.0
     logit = 2.0 * small.proba_scale_ * small.decision_function(X)
     np.testing.assert_allclose(small.predict_proba(X)[:, 1], 1 / (1 + np.exp(-logit)))
     # enough rows: the plain log-loss of the rows n_rounds="auto" held out
@@ -731,3 +731,28 @@ def test_jsboost_probability_scale_is_chosen_on_rows_it_states():
     assert model.proba_scale_ == pytest.approx(best_temperature(sums.losses(smoothed=False)),
                                                rel=1e-6)
     np.testing.assert_array_equal(model.predict(X), (model.predict_proba(X)[:, 1] > 0.5))
+
+
+def test_jsboost_scale_on_training_rows_does_not_sharpen_noise():
+    """300 rows of noise (a fifth positive) hold none out: 50 rounds fit the noise, and
+    the training rows' best scale (1.25) would sharpen what they fitted. The scale kept
+    is at most 1, which lowers the test log-loss against that scale's; 50 rounds on so
+    few rows still leave it far above the prior's (1.15 against 0.53)."""
+    from sklearn.metrics import log_loss
+
+    from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 6))
+    y = (rng.random(600) < 0.2).astype(int)
+    model = SparseJSBoostClassifier().fit(X[:300], y[:300])
+    assert model.proba_rows_ == "training" and model.proba_scale_ <= 1.0
+    margins = 2.0 * model.decision_function(X)
+    in_sample = best_temperature(TemperatureSums(2).add(margins[:300], y[:300]).losses())
+    assert model.proba_scale_ == pytest.approx(min(1.0, in_sample), rel=1e-6)
+    assert in_sample > 1.0
+    test = log_loss(y[300:], model.predict_proba(X[300:]))
+    sharpened = log_loss(y[300:], 1.0 / (1.0 + np.exp(-in_sample * margins[300:])))
+    prior = log_loss(y[300:], np.full(300, y[:300].mean()))
+    assert test < sharpened - 0.1
+    assert test < prior + 0.7

@@ -549,7 +549,8 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     proba_scale_ : float
         The temperature of :meth:`predict_proba`: of lowest log-loss on the held-out rows
         of ``n_rounds="auto"`` (one pass after the rounds), else on the training rows
-        against Platt's smoothed targets.
+        against Platt's smoothed targets and then at most 1 (the rounds widen the margins
+        of the rows they are fitted to).
     proba_rows_ : {"held-out", "training"}
         The rows ``proba_scale_`` was chosen on.
     validation_ : dict or None
@@ -731,8 +732,9 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     def predict_proba(self, X: Any) -> np.ndarray:
         """``P(classes_[1] | x) = 1 / (1 + exp(-2 t s(x)))``, ``s`` the score: the logistic
         link of the exponential loss, at the temperature ``t = proba_scale_`` chosen by
-        ``fit`` on the held-out rows of ``n_rounds="auto"``, else on the training rows
-        (``proba_rows_``; 1 on a model stored without it). ``t`` keeps every decision.
+        ``fit`` on the held-out rows of ``n_rounds="auto"``, else on the training rows and
+        then at most 1 (``proba_rows_``; 1 on a model stored without it). ``t`` keeps
+        every decision.
 
         Parameters
         ----------

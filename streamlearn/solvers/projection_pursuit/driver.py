@@ -711,12 +711,16 @@ def boost_probability_scale(runner: Any, dataset: Dataset, intercept: float,
     """The temperature ``s`` of ``P(classes_[1] | x) = 1 / (1 + exp(-2 s (intercept +
     F(x))))`` and the rows it was chosen on: the scale of lowest log-loss on the rows
     ``n_rounds="auto"`` held out (one more pass), else on every training row against
-    Platt's smoothed targets (:class:`~streamlearn.solvers.calibration.TemperatureSums`).
+    Platt's smoothed targets (:class:`~streamlearn.solvers.calibration.TemperatureSums`)
+    and then at most 1.
 
     ``s = 1`` is the logistic link of the exponential loss the rounds minimise; boosting
     grows its margins on the rows it trains on, and on small data (no rows held out, 50
     rounds) the logistic link put near-certain probabilities on test rows it got wrong
-    (breast cancer: test log-loss 0.58 at 4 % error).
+    (breast cancer: test log-loss 0.58 at 4 % error). The training rows' margins overstate
+    those of new rows, so a scale chosen on them never sharpens the link: on 700 rows of
+    ``make_classification`` (train accuracy 0.99, test 0.90) they chose 1.43, and on 300
+    rows of noise 1.25 (test log-loss 1.39 against the prior's 0.53).
     """
     sums: TemperatureSums = runner.run(BoostTemperaturePass(intercept, terms, holdout),
                                        dataset, description="probability scale")
@@ -725,7 +729,7 @@ def boost_probability_scale(runner: Any, dataset: Dataset, intercept: float,
     if holdout is not None:  # nothing held out after all: every row
         sums = runner.run(BoostTemperaturePass(intercept, terms, None), dataset,
                           description="probability scale")
-    return best_temperature(sums.losses()), "training"
+    return min(1.0, best_temperature(sums.losses())), "training"
 
 
 def _boost_holdout(config: BoostConfig, n_rows: int, seed: int) -> Holdout | None:
