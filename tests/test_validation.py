@@ -283,6 +283,39 @@ def test_nan_policy_drop_that_leaves_no_row_names_the_columns_of_a_file(
     assert [r for c in ds.chunks() for r in c.rows] == [599]
 
 
+def test_a_finite_target_beyond_float32_is_named_for_arrays_tables_and_files(
+        tmp_path: Path) -> None:
+    """The models compute in float32, where a target of 1e39 would become infinite: it is
+    refused, under every policy, naming its row and value, wherever it comes from."""
+    from streamlearn.models import SparsePPRRegressor, SuperSparseRegressor
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    y = X[:, 0].copy()
+    y[[17, 40]] = [1e39, -2e39]
+    y[60] = 3e38  # within float32's range: kept
+    row = int(np.flatnonzero(np.abs(y) > np.finfo(np.float32).max)[0])
+    message = rf"1e\+39 \(beyond float32's range.*rescale the target\) at row {row}"
+    for model in (SparsePPRRegressor(), SuperSparseRegressor()):
+        for policy in ("raise", "drop", 0.0):
+            with pytest.raises(DataError, match=f"Input y contains the value {message}"):
+                clone(model).fit(X, y, nan_policy=policy)
+    with pytest.raises(DataError, match=f"Input y contains the value {message}"):
+        SuperSparseRegressor().partial_fit(X, y)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(t=y)
+    path = write_parquet_file(frame, tmp_path / "t.parquet")
+    for data in (frame, path):
+        with pytest.raises(DataError, match=f"target 't' is the value {message}"):
+            _drain(open_dataset(data, target="t", task="regression", nan_policy="drop"))
+    fitted = SparsePPRRegressor(n_terms=1, max_iter=2).fit(X[100:], y[100:])
+    with pytest.raises(DataError, match=f"target 't' is the value {message}"):
+        fitted.score(path, "t")
+    # a value within float32's range is read as numpy casts it
+    kept = np.concatenate([c.y for c in open_dataset(frame.iloc[50:70], target="t",
+                                                     task="regression").chunks()])
+    np.testing.assert_array_equal(kept, y[50:70].astype(np.float32))
+
+
 def test_missing_labels_of_arrays_are_dropped_with_their_rows() -> None:
     from streamlearn.models import SparseJSBoostClassifier
 

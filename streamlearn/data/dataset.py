@@ -27,6 +27,7 @@ from streamlearn.data.validation import (
     fill_nonfinite,
     finite_rows,
     first_nonfinite,
+    nonfinite_value,
 )
 from streamlearn.errors import DataError, LabelError, SchemaError
 from streamlearn.warning_origin import caller_stacklevel
@@ -965,7 +966,14 @@ class Dataset:
                     "--nan-policy) to skip such rows"
                 )
         if self.task == "regression":
-            return y.astype(np.float32, copy=False)
+            with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+                values = y.astype(np.float32, copy=False)
+            bad = first_nonfinite(values)
+            if bad >= 0:
+                row = self._row(a, index, bad)
+                raise DataError(f"target {self.target!r} is {nonfinite_value(y[bad], 'target')} "
+                                f"at {self.locate(row)}")
+            return values
         assert classes is not None
         codes = consecutive_codes(y, classes)
         if codes is not None:

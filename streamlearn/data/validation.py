@@ -31,6 +31,31 @@ def first_nonfinite(X: np.ndarray) -> int:
     return -1
 
 
+def nonfinite_value(value: float, quantity: str = "feature") -> str:
+    """What a value that is not finite in float32 is, for a message: NaN, infinity, or a
+    finite number beyond float32's range (the models compute in float32), which the user is
+    told to rescale.
+
+    Parameters
+    ----------
+    value : float
+        The value as given (before a cast to float32 made it infinite).
+    quantity : str
+        What holds it, for the advice: "feature", "target", "weights".
+
+    Returns
+    -------
+    str
+    """
+    value = float(value)
+    if np.isnan(value):
+        return "NaN"
+    if np.isinf(value):
+        return "infinity"
+    return (f"the value {value:g} (beyond float32's range, +-3.4e38, in which the models "
+            f"compute: rescale the {quantity})")
+
+
 @njit(cache=True, nogil=True)
 def finite_rows(X: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows of ``X`` whose entries are all finite."""

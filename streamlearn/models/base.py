@@ -29,7 +29,7 @@ from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.open import named_features, reading_of
 from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.data.validation import first_nonfinite
+from streamlearn.data.validation import first_nonfinite, nonfinite_value
 from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
@@ -699,8 +699,8 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
         flat = first_nonfinite(X)
         if flat >= 0:
             r, c = divmod(flat, X.shape[1])
-            raise DataError(f"Input X contains {_nonfinite(given[r, c])} in feature 'x{c}' at "
-                            f"row {r}; drop or replace such values, or fit with "
+            raise DataError(f"Input X contains {nonfinite_value(given[r, c])} in feature "
+                            f"'x{c}' at row {r}; drop or replace such values, or fit with "
                             "nan_policy='drop' or a number")
     if isinstance(y, str):
         return X, y, sample_weight
@@ -722,7 +722,8 @@ def check_target(y: Any, task: str) -> np.ndarray:
     """A 1-D target of the right kind; a column vector warns as in scikit-learn.
 
     A classifier refuses a continuous target (``Unknown label type: continuous``) and a
-    regressor a non-numeric or non-finite one.
+    regressor a non-numeric or non-finite one, or one beyond float32's range (in which the
+    models compute).
     """
     if task == "regression":
         kind = np.asarray(y).dtype.kind
@@ -731,7 +732,12 @@ def check_target(y: Any, task: str) -> np.ndarray:
                              "values")
         y = check_array(y, ensure_2d=False, dtype="numeric", ensure_all_finite=True,
                         input_name="y")
-        return column_or_1d(y, warn=True).astype(np.float64, copy=False)
+        y = column_or_1d(y, warn=True).astype(np.float64, copy=False)
+        with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+            row = first_nonfinite(y.astype(np.float32))
+        if row >= 0:
+            raise DataError(f"Input y contains {nonfinite_value(y[row], 'target')} at row {row}")
+        return y
     _refuse_missing_labels(y)
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
     check_classification_targets(y)
@@ -788,7 +794,7 @@ def _missing_targets(y: Any) -> np.ndarray | None:
 def _missing_value(value: Any) -> str:
     """A missing target named for a message: NaN, infinity, or the missing value."""
     if isinstance(value, float | np.floating):
-        return _nonfinite(value)
+        return nonfinite_value(value)
     return f"a missing value ({value!r})"
 
 
@@ -1266,21 +1272,9 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     if flat >= 0:
         r, c = divmod(flat, values.shape[1])
         given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
-        raise DataError(f"Input X contains {_nonfinite(given)} in feature {expected[c]!r} at "
-                        f"row {r}; the model reads finite values only")
+        raise DataError(f"Input X contains {nonfinite_value(given)} in feature "
+                        f"{expected[c]!r} at row {r}; the model reads finite values only")
     return values
-
-
-def _nonfinite(value: Any) -> str:
-    """What a value that is not finite in float32 is: NaN, infinity, or a finite number
-    beyond float32's range (the models compute in float32)."""
-    value = float(value)
-    if np.isnan(value):
-        return "NaN"
-    if np.isinf(value):
-        return "infinity"
-    return (f"the value {value:g} (beyond float32's range, +-3.4e38, in which the models "
-            "compute: rescale the feature)")
 
 
 #: Sparse rows scored by a model that reads dense rows are densified this many at a time.
