@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso
 
 from streamlearn.data import Chunk
+from streamlearn.errors import DataError
 from streamlearn.models.supersparse import (
     VALIDATION_SALT,
     GramPass,
@@ -104,6 +105,11 @@ def test_choose_lam_is_the_largest_penalty_within_the_slack_of_the_held_out_opti
     # no held-out rows: generalised cross-validation on the training rows
     empty = GramState(np.zeros_like(state.valid.G), np.zeros_like(state.valid.r))
     assert choose_lam(state.train, empty, "ridge") == gcv_lam(state.train, "ridge")
+    # overflowed held-out statistics: a clear error, not a bare StopIteration
+    overflowed = GramState(state.valid.G, state.valid.r, np.nan, state.valid.weight,
+                           state.valid.rows)
+    with pytest.raises(DataError, match="squared loss is NaN or infinite at every candidate"):
+        choose_lam(state.train, overflowed, "ridge")
 
 
 def test_gcv_lam_matches_the_hat_matrix_and_falls_back_for_lasso():

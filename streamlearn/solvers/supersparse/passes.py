@@ -1115,6 +1115,12 @@ def choose_lam(train: GramState, valid: GramState, coef: str,
     float
         The chosen ``lam``; :func:`gcv_lam` of the training rows when no row was held
         out.
+
+    Raises
+    ------
+    DataError
+        When the held-out loss is NaN or infinite at every candidate (statistics that
+        overflowed); a candidate with such a loss is never chosen.
     """
     scale = lam_scale(train, coef)
     if valid.weight <= 0:
@@ -1128,9 +1134,15 @@ def choose_lam(train: GramState, valid: GramState, coef: str,
     for lam in lams:
         w = solve_beta(A, b, lam, coef, w)
         losses.append(squared_loss(valid, w))
-    bound = min(losses) * (1.0 + AUTO_LAM_SLACK)
+    finite = [loss for loss in losses if np.isfinite(loss)]
+    if not finite:
+        raise DataError("lam='auto': the held-out rows' squared loss is NaN or infinite at "
+                        "every candidate penalty (the statistics overflowed); rescale the "
+                        "target and features, or give lam a number")
+    bound = min(finite) * (1.0 + AUTO_LAM_SLACK)
     if current is not None and current in lams and losses[lams.index(current)] <= bound:
         return float(current)
+    # the lowest finite loss is within the bound: some candidate always is
     return float(next(lam for lam, loss in zip(lams, losses, strict=True) if loss <= bound))
 
 
