@@ -85,6 +85,53 @@ def test_an_integer_target_is_a_class_target_as_in_parquet(tmp_path: Path,
     np.testing.assert_array_equal(X[:, 1], frame["b"].fillna(-1.0).to_numpy(np.float32))
 
 
+def test_integer_labels_beyond_2_53_keep_every_digit(tmp_path: Path,
+                                                    small_blocks: None) -> None:
+    """Parsed as floats, 2**53 + 1 would become 2**53 and merge with it; parsed as
+    integers they stay apart, as in parquet, and missing values still follow nan_policy."""
+    from streamlearn.errors import DataError, LabelError
+
+    rng = np.random.default_rng(3)
+    n = 300
+    labels = np.array([2**53, 2**53 + 1, 2**53 + 4], dtype=np.int64)
+    frame = pd.DataFrame({"a": rng.normal(size=n).round(4), "t": labels[np.arange(n) % 3],
+                          "score": rng.normal(size=n).round(6)})
+    frame.to_csv(tmp_path / "big.csv", index=False)
+    ds = open_dataset(tmp_path / "big.csv", target="t", exclude=["score"])
+    assert len(ds.source.pieces) > 3
+    np.testing.assert_array_equal(ds.classes, np.unique(frame["t"].to_numpy()))
+    codes = np.concatenate([c.y for c in ds.chunks()])
+    np.testing.assert_array_equal(ds.classes[codes], frame["t"].to_numpy())
+    # a float target is read as before
+    ds = open_dataset(tmp_path / "big.csv", target="score", exclude=["t"])
+    np.testing.assert_array_equal(np.concatenate([c.y for c in ds.chunks()]),
+                                  frame["score"].to_numpy(np.float32))
+    # a missing integer label: refused, or its row dropped, by nan_policy
+    small = frame.assign(t=pd.array(np.arange(n) % 3, dtype="Int64"))
+    small.loc[250, "t"] = pd.NA
+    small.to_csv(tmp_path / "missing.csv", index=False)
+    with pytest.raises(LabelError, match=r"target 't' has NaN .*nan_policy='drop'"):
+        list(open_dataset(tmp_path / "missing.csv", target="t", exclude=["score"]).chunks())
+    ds = open_dataset(tmp_path / "missing.csv", target="t", exclude=["score"],
+                      classes=[0, 1, 2])
+    with pytest.raises(DataError, match=r"target 't' is nan at .*row 250.*nan_policy='drop'"):
+        list(ds.chunks())
+    ds = open_dataset(tmp_path / "missing.csv", target="t", exclude=["score"],
+                      nan_policy="drop")
+    kept = small.dropna()
+    assert ds.classes.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(ds.classes[np.concatenate([c.y for c in ds.chunks()])],
+                                  kept["t"].to_numpy(np.int64))
+    # an integer column holding other numbers in a later block is read with floats there
+    text = frame.to_csv(index=False).splitlines()
+    text[280] = text[280].replace(text[280].split(",")[1], "2.5")
+    (tmp_path / "half.csv").write_text("\n".join(text) + "\n")
+    ds = open_dataset(tmp_path / "half.csv", target="score")
+    X = np.vstack([c.X for c in ds.chunks()])
+    np.testing.assert_array_equal(
+        X, pd.read_csv(tmp_path / "half.csv")[["a", "t"]].to_numpy(np.float32))
+
+
 def test_directory_of_files_in_name_order(tmp_path: Path, small_blocks: None) -> None:
     parts = [make_frame(150, seed=s) for s in range(3)]
     folder = tmp_path / "parts"

@@ -7,11 +7,13 @@ cut: it is one piece, read whole (convert it once with ``streamlearn convert`` f
 memory and faster epochs). Opening counts every block's rows, one parse of the data, as the
 svmlight reader's scan does.
 
-Column types come from the start of the first file: integer columns are parsed as floats (a
-later block may hold a missing value) and given back as integers where a block holds whole
-numbers only, so that an integer target is a class target as in parquet; text columns are
-categorical features coded in the stream. A later block that does not parse to those types raises a
-:class:`~streamlearn.errors.ReadError` naming the source and the block.
+Column types come from the start of the first file: integer columns are parsed as nullable
+integers, exactly (a label or id beyond 2**53 is not rounded to a float's precision), and
+given back as integers where a block holds no missing value, as floats with NaN where it
+does, so that an integer target is a class target as in parquet; a block where such a
+column holds other numbers is parsed with floats for all its numbers. Text columns are
+categorical features coded in the stream. A later block that does not parse to those types
+raises a :class:`~streamlearn.errors.ReadError` naming the source and the block.
 """
 
 from __future__ import annotations
@@ -50,8 +52,13 @@ class CsvSource(DaskDataFrameSource):
     """
 
     def __init__(self, frame: Any, description: str,
-                 find_unparsed: Callable[[], str | None] | None = None) -> None:
+                 find_unparsed: Callable[[], str | None] | None = None,
+                 exact: Any = None) -> None:
+        """``frame`` parses every number as a float (its blocks' rows are counted);
+        ``exact``, partitioned alike, the first rows' integer columns as nullable
+        integers, read first."""
         self._find_unparsed = find_unparsed
+        self._exact = exact
         try:
             super().__init__(frame)
         except (ValueError, TypeError, OSError) as exc:
@@ -63,16 +70,29 @@ class CsvSource(DaskDataFrameSource):
                 f"{piece.file_row + piece.n_rows})", piece.file_row)
 
     def _compute(self, i: int, names: list[str]) -> Any:
-        try:
-            part = super()._compute(i, names)
-        except (ValueError, TypeError, OSError) as exc:
-            raise self._parse_error(f"could not parse {self.pieces[i].label}", exc) from exc
-        # integer columns are parsed as floats (a block may miss a value); a block whose
-        # values are all whole numbers gives them back as integers, so that labels stay
-        # 0 and 1
+        part = None
+        if self._exact is not None:
+            try:
+                part = super()._compute(i, names, self._exact)
+            except (ValueError, TypeError, OSError):
+                pass  # an integer column holding other numbers (1.5): read as floats
+        if part is None:
+            try:
+                part = super()._compute(i, names)
+            except (ValueError, TypeError, OSError) as exc:
+                raise self._parse_error(f"could not parse {self.pieces[i].label}",
+                                        exc) from exc
+        # integer columns are parsed as nullable integers: exact as int64 where the block
+        # misses no value (labels stay 0 and 1, ids beyond 2**53 stay apart), else floats
+        # with NaN for the missing ones; parsed as floats, whole numbers become integers
         for name in names:
             column = part[name]
-            if self.kinds.get(name) == ColumnKind.INTEGER and column.dtype.kind == "f":
+            if self.kinds.get(name) != ColumnKind.INTEGER:
+                continue
+            if column.dtype.kind == "i":
+                part[name] = (column.to_numpy(np.int64) if not column.hasnans else
+                              column.to_numpy(np.float64, na_value=np.nan))
+            elif column.dtype.kind == "f":
                 values = column.to_numpy()
                 if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
                     part[name] = values.astype(np.int64)
@@ -194,21 +214,25 @@ def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSo
     urls = [fs.unstrip_protocol(f) for f in files]
     sep = "\t" if tabs.pop() else ","
     check_headers(urls, sep, storage_options)
+    blocks = dict(sep=sep, blocksize=None if compressed else CSV_BLOCK_BYTES,
+                  compression="infer", storage_options=storage_options)
     try:
-        frame = dd.read_csv(urls, sep=sep,
-                            blocksize=None if compressed else CSV_BLOCK_BYTES,
-                            compression="infer", assume_missing=True,
-                            storage_options=storage_options)
+        frame = dd.read_csv(urls, assume_missing=True, **blocks)
         # the types pandas gives the sample without assume_missing: integer columns stay
         # integers there (labels such as 0/1 are a class target, as in parquet)
         sample = dd.read_csv(urls[:1], sep=sep,
                              blocksize=None, compression="infer",
                              storage_options=storage_options)._meta
+        integers = [c for c, t in sample.dtypes.items() if t.kind in "iu"]
+        # as nullable integers (a later block may miss a value) they keep every digit of
+        # a label or id, which floats round beyond 2**53
+        exact = (dd.read_csv(urls, dtype=dict.fromkeys(integers, "Int64"),
+                             assume_missing=True, **blocks) if integers else None)
     except (ValueError, TypeError, OSError, EOFError) as exc:
         raise ReadError(f"could not read CSV {url}: {exc}") from exc
     numeric = [str(c) for c, t in frame._meta.dtypes.items() if t.kind in "iuf"]
     source = CsvSource(frame, f"CSV {url}", lambda: first_unparsed_value(
-        urls, sep, numeric, storage_options))
+        urls, sep, numeric, storage_options), exact)
     for name, dtype in sample.dtypes.items():
         if str(name) in source.kinds and dtype.kind in "iu":
             source.kinds[str(name)] = ColumnKind.INTEGER

@@ -188,15 +188,16 @@ class DaskDataFrameSource:
         p = self.pieces[i]
         return values[p.file_row : p.file_row + p.n_rows]
 
-    def _compute(self, i: int, names: list[str]) -> Any:
-        """Partition ``i`` with the named columns, extra columns joined by position.
+    def _compute(self, i: int, names: list[str], frame: Any = None) -> Any:
+        """Partition ``i`` with the named columns, extra columns joined by position;
+        of ``frame`` (partitioned alike) when given, else of the source's frame.
 
         One thread of the process at a time builds and computes such a partition
         (:data:`_EXPRESSIONS`)."""
         own = [n for n in names if n not in self._extra]
         extra = [n for n in names if n in self._extra]
         with _EXPRESSIONS:
-            part = self._frame.get_partition(i)[own].compute()
+            part = (self._frame if frame is None else frame).get_partition(i)[own].compute()
             # computed one by one: a dask array and a dataframe expression in one
             # ``dask.compute`` make dask materialise the expression with a warning
             values = [self._extra_part(n, i) for n in extra]
