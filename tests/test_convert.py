@@ -324,8 +324,8 @@ def test_csr_group_written_by_hand_read_across_storage_chunks(tmp_path: Path) ->
         assert block.X.indptr[0] == 0 and block.X.n_cols == 30
         np.testing.assert_array_equal(block.X.toarray(), X[a:b])
         np.testing.assert_array_equal(block.y, labels[a:b])
-        np.testing.assert_allclose(block.weight, weight[a:b].astype(np.float32))
-        assert block.weight.dtype == np.float32
+        np.testing.assert_array_equal(block.weight, weight[a:b].astype(np.float32))
+        assert block.weight.dtype == np.float64  # the dataset checks it, then casts it
         assert block.X.indices.dtype == np.int32 and block.X.values.dtype == np.float32
     piece = source.read_piece(3, [], "y", None)
     np.testing.assert_array_equal(piece.X.toarray(), X[96:128])

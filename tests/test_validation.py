@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -190,6 +191,43 @@ def test_negative_or_missing_sample_weight_in_fit_names_the_row(ref: Reference) 
     w[77] = np.nan
     with pytest.raises(DataError, match="NaN or infinite values .first at row 77"):
         AdditiveSVC().fit(ref.X, ref.label, sample_weight=w)
+
+
+def test_weights_and_sparse_values_beyond_float32_are_named(ref: Reference,
+                                                            tmp_path: Path) -> None:
+    """A finite weight or stored sparse value beyond float32's range is named as such, not
+    as the infinity float32 makes of it."""
+    import scipy.sparse as sp
+
+    from streamlearn.models import AdditiveSVC, SuperSparseRegressor
+
+    w = ref.weight.astype(np.float64)
+    w[77], w[5] = 1e39, 3e38  # beyond float32's range; within it
+    row = int(np.flatnonzero(w > np.finfo(np.float32).max)[0])
+    beyond = rf"the value 1e\+39 \(beyond float32's range.*rescale the weights\) at row {row}"
+    with pytest.raises(DataError, match=f"sample_weight contains {beyond}"):
+        AdditiveSVC().fit(ref.X, ref.label, sample_weight=w)
+    frame = pd.DataFrame(ref.X, columns=FEATURES).assign(label=ref.label, w=w)
+    path = write_parquet_file(frame, tmp_path / "w.parquet")
+    for data, weight in ((ref.X, w), (frame, "w"), (path, "w")):
+        target = ref.label if weight is w else "label"
+        with pytest.raises(DataError, match=f"weight column '(weight|w)' is {beyond}"):
+            _drain(open_dataset(data, target=target, weight=weight, nan_policy="drop"))
+    # weights within the range are read as numpy casts them
+    inside = w.copy()
+    inside[row] = 2.0
+    chunks = _drain(open_dataset(ref.X, target=ref.label, weight=inside))
+    np.testing.assert_array_equal(np.concatenate([c.weight for c in chunks]),
+                                  inside.astype(np.float32))
+    # a stored value of a sparse X, by its row and column
+    dense = np.where(np.abs(ref.X) > 1.0, ref.X, 0.0)[:, :4].astype(np.float64)
+    dense[40, 3], dense[30, 2] = 1e39, -5e39
+    r, c = np.argwhere(np.abs(dense) > np.finfo(np.float32).max)[0]
+    value = re.escape(f"{dense[r, c]:g}")
+    with pytest.raises(DataError, match=rf"Input X contains the value {value} "
+                                        rf"\(beyond float32's range.*rescale the feature\) in "
+                                        rf"feature 'x{c}' at row {r}"):
+        SuperSparseRegressor().fit(sp.csc_matrix(dense), ref.X[:, 0])
 
 
 def test_missing_or_unordered_labels_of_an_array_target_are_named() -> None:

@@ -875,7 +875,7 @@ class Dataset:
             X = self._feature_transform.apply(X)
         index = (keep + a).astype(np.int64) if keep is not None else None
         if w is not None:
-            self._check_weights(w, a, index)
+            w = self._checked_weights(w, a, index)
         y = self._encode(y_raw, a, index, classes) if y_raw is not None else None
         w = self._class_weighted(y, w)
         if rng is not None and X.shape[0] > 1:
@@ -931,7 +931,7 @@ class Dataset:
             w = w[keep] if w is not None else None
         index = (keep + a).astype(np.int64) if keep is not None else None
         if w is not None:
-            self._check_weights(w, a, index)
+            w = self._checked_weights(w, a, index)
         y = self._encode(y_raw, a, index, classes) if y_raw is not None else None
         w = self._class_weighted(y, w)
         if rng is not None and X.n_rows > 1:
@@ -945,14 +945,23 @@ class Dataset:
     def _row(self, a: int, index: np.ndarray | None, r: int) -> int:
         return int(index[r]) if index is not None else a + r
 
-    def _check_weights(self, w: np.ndarray, a: int, index: np.ndarray | None) -> None:
-        bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    def _checked_weights(self, w: np.ndarray, a: int,
+                         index: np.ndarray | None) -> np.ndarray:
+        """A chunk's weights as read (float64) checked and cast to float32: finite there,
+        so within float32's range, and non-negative."""
+        with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+            values = w.astype(np.float32, copy=False)
+        bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
         if bad.size:
             row = self._row(a, index, int(bad[0]))
+            value = w[bad[0]]
+            what = (nonfinite_value(value, "weights") if np.isfinite(value) and value >= 0
+                    else value)
             raise DataError(
-                f"weight column {self.weight!r} is {w[bad[0]]} at {self.locate(row)}; "
+                f"weight column {self.weight!r} is {what} at {self.locate(row)}; "
                 "sample weights must be finite and non-negative"
             )
+        return values
 
     def _encode(self, y: np.ndarray, a: int, index: np.ndarray | None,
                 classes: np.ndarray | None) -> np.ndarray:

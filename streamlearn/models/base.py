@@ -688,9 +688,8 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
                     dtype=[np.float32, np.float64], ensure_all_finite=False,
                     ensure_min_samples=1, ensure_min_features=1)
     if sp.issparse(X):
-        if nan_policy == "raise" and not np.isfinite(X.data).all():
-            raise DataError("Input X contains NaN or infinity among its stored values; drop "
-                            "or replace them, or fit with nan_policy='drop' or a number")
+        if nan_policy == "raise":
+            _check_stored_values(X)
     else:
         given = X
         with np.errstate(over="ignore"):  # a value beyond float32's range is named below
@@ -716,6 +715,21 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
     if sample_weight is not None and not isinstance(sample_weight, str):
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
     return X, y, sample_weight
+
+
+def _check_stored_values(X: Any) -> None:
+    """Refuse a ``scipy.sparse`` X whose stored values are not finite in float32, naming
+    the first such one (by row, then column), as a dense X's is named."""
+    with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+        if first_nonfinite(X.data.astype(np.float32)) < 0:
+            return
+        entries = X.tocoo()
+        bad = np.flatnonzero(~np.isfinite(entries.data.astype(np.float32)))
+    first = bad[np.lexsort((entries.col[bad], entries.row[bad]))[0]]
+    r, c = int(entries.row[first]), int(entries.col[first])
+    raise DataError(f"Input X contains {nonfinite_value(entries.data[first])} in feature "
+                    f"'x{c}' at row {r} (a stored value); drop or replace such values, or "
+                    "fit with nan_policy='drop' or a number")
 
 
 def check_target(y: Any, task: str) -> np.ndarray:
@@ -822,8 +836,9 @@ def _is_mixed(y: Any) -> bool:
 
 
 def check_sample_weight(sample_weight: Any, n_rows: int, all_zero: bool = False) -> np.ndarray:
-    """Weights of ``n_rows`` rows: 1-D, finite, non-negative, not all zero (unless
-    ``all_zero``: a later ``partial_fit`` call may weigh nothing)."""
+    """Weights of ``n_rows`` rows: 1-D, finite within float32's range (in which the models
+    compute), non-negative, not all zero (unless ``all_zero``: a later ``partial_fit``
+    call may weigh nothing)."""
     w = np.asarray(sample_weight, dtype=np.float64)
     if w.ndim == 0:
         w = np.full(n_rows, float(w))
@@ -832,6 +847,11 @@ def check_sample_weight(sample_weight: Any, n_rows: int, all_zero: bool = False)
     if not np.isfinite(w).all():
         row = int(np.flatnonzero(~np.isfinite(w))[0])
         raise DataError(f"sample_weight contains NaN or infinite values (first at row {row})")
+    with np.errstate(over="ignore"):  # a value beyond float32's range is named below
+        row = first_nonfinite(w.astype(np.float32))
+    if row >= 0:
+        raise DataError(f"sample_weight contains {nonfinite_value(w[row], 'weights')} at row "
+                        f"{row}")
     if (w < 0).any():
         row = int(np.flatnonzero(w < 0)[0])
         raise DataError(f"Negative values in data passed to sample_weight: {w[row]:g} at row "

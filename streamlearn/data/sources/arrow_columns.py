@@ -31,11 +31,13 @@ def arrow_kind(dtype: pa.DataType) -> ColumnKind:
 
 
 def feature_array(column: pa.ChunkedArray | pa.Array, name: str = "",
-                  where: str = "") -> np.ndarray:
-    """One numeric or boolean Arrow column as float32, nulls as NaN."""
-    if column.type != pa.float32():
+                  where: str = "", dtype: pa.DataType | None = None) -> np.ndarray:
+    """One numeric or boolean Arrow column as float32 (or ``dtype``: float64 for weights,
+    checked before their cast), nulls as NaN."""
+    dtype = dtype or pa.float32()
+    if column.type != dtype:
         try:
-            column = pc.cast(column, pa.float32(), safe=False)
+            column = pc.cast(column, dtype, safe=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"feature column {name!r} of {where} is {column.type}, which "
                               f"does not convert to numbers ({exc})") from exc
@@ -120,5 +122,6 @@ def arrow_block(
     X = stack_columns([category_codes(column(f), categories[f]) if f in categories
                        else feature_array(column(f), f, where) for f in features], n)
     y = target_array(column(target), target, where, file_row) if target is not None else None
-    w = feature_array(column(weight), weight, where) if weight is not None else None
+    w = (feature_array(column(weight), weight, where, pa.float64()) if weight is not None
+         else None)
     return Block(X=X, y=y, weight=w)

@@ -45,7 +45,8 @@ class Piece:
 @dataclass(slots=True)
 class Block:
     """The rows of one piece, converted: features float32 C-contiguous (or CSR rows), target
-    and weight raw."""
+    raw, weight float64 (checked and cast to float32 by the dataset, so that a value
+    beyond float32's range is named as such)."""
 
     X: np.ndarray | SparseRows
     y: np.ndarray | None

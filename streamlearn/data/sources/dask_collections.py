@@ -88,7 +88,7 @@ class DaskArraySource:
         values = list(dask.compute(*parts))
         X = np.ascontiguousarray(values.pop(0), dtype=np.float32)
         y = values.pop(0) if target is not None else None
-        w = values.pop(0).astype(np.float32, copy=False) if weight is not None else None
+        w = values.pop(0).astype(np.float64, copy=False) if weight is not None else None
         return Block(X=X, y=np.asarray(y) if y is not None else None, weight=w)
 
     def read_target(self, i: int, target: str) -> np.ndarray:

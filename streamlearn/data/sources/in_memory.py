@@ -89,7 +89,7 @@ class NumpySource:
             X = X[:, [self._feature_names.index(f) for f in features]]
         X = np.ascontiguousarray(X, dtype=np.float32)
         y = self._extra[target][a:b] if target is not None else None
-        w = self._extra[weight][a:b].astype(np.float32, copy=False) if weight is not None else None
+        w = self._extra[weight][a:b].astype(np.float64, copy=False) if weight is not None else None
         return Block(X=X, y=y, weight=w)
 
     def read_target(self, i: int, target: str) -> np.ndarray:
@@ -166,7 +166,7 @@ class ScipySparseSource:
                        np.ascontiguousarray(csr.data[lo:hi], dtype=np.float32),
                        self.n_features)
         y = self._extra[target][a:b] if target is not None else None
-        w = self._extra[weight][a:b].astype(np.float32, copy=False) if weight is not None else None
+        w = self._extra[weight][a:b].astype(np.float64, copy=False) if weight is not None else None
         return Block(X=X, y=y, weight=w)
 
     def read_piece(self, i: int, features: Any, target: str | None,
@@ -203,11 +203,13 @@ def pandas_kind(dtype: Any) -> ColumnKind:
     return ColumnKind.OTHER
 
 
-def pandas_feature(series: pd.Series, name: str, where: str) -> np.ndarray:
+def pandas_feature(series: pd.Series, name: str, where: str,
+                   dtype: type = np.float32) -> np.ndarray:
     """One numeric, boolean or nullable (``Int64``, ``Float64``, ``boolean``) column as
-    float32, missing values (``None``, ``NaN``, ``pd.NA``) as NaN."""
+    ``dtype`` (float32; float64 for weights, checked before their cast), missing values
+    (``None``, ``NaN``, ``pd.NA``) as NaN."""
     try:
-        return series.to_numpy(dtype=np.float32, na_value=np.nan)
+        return series.to_numpy(dtype=dtype, na_value=np.nan)
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"feature column {name!r} of {where} holds values that are not "
                           f"numbers ({exc}); encode it, or leave it out") from exc
@@ -259,7 +261,7 @@ def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
             else pandas_feature(frame[f], f, where) for f in features]
     X = stack_columns(cols, n)
     y = pandas_target(frame[target], target, where, file_row) if target is not None else None
-    w = pandas_feature(frame[weight], weight, where) if weight is not None else None
+    w = pandas_feature(frame[weight], weight, where, np.float64) if weight is not None else None
     return Block(X=X, y=y, weight=w)
 
 

@@ -632,7 +632,8 @@ class ParquetSparseSource:
         -------
         Block
             ``X`` is :class:`SparseRows` with ``n_cols = n_features``; ``y`` as stored
-            (categorical targets decoded); ``weight`` float32.
+            (categorical targets decoded); ``weight`` float64 (the dataset checks it and
+            casts it to float32).
 
         Raises
         ------
@@ -657,7 +658,7 @@ class ParquetSparseSource:
                 target_array(table.column(target), target, piece.label, piece.file_row)
         w = None
         if weight is not None:
-            w = pc.cast(self._column(i, table, keys, weight), pa.float32(), safe=False)
+            w = pc.cast(self._column(i, table, keys, weight), pa.float64(), safe=False)
             w = np.asarray(pc.fill_null(w, float("nan")).to_numpy(zero_copy_only=False))
         return Block(X=X, y=y, weight=w)
 

@@ -289,7 +289,8 @@ class SparseZarrSource:
         -------
         Block
             ``X`` is :class:`SparseRows` with ``indptr`` starting at 0 and
-            ``n_cols = n_features``; ``weight`` is float32.
+            ``n_cols = n_features``; ``weight`` is float64 (the dataset checks it and
+            casts it to float32).
 
         Raises
         ------
@@ -326,7 +327,7 @@ class SparseZarrSource:
                        self.n_features)
         columns = [plain_strings(v) for v in read[2:]]
         y = columns.pop(0) if target is not None else None
-        w = columns.pop(0).astype(np.float32, copy=False) if weight is not None else None
+        w = columns.pop(0).astype(np.float64, copy=False) if weight is not None else None
         return Block(X=X, y=y, weight=w)
 
     def _entries(self, array: zarr.Array, lo: int, hi: int, a: int, b: int) -> np.ndarray:

@@ -267,7 +267,7 @@ class ZarrSource:
         else:
             X = np.empty((b - a, 0), np.float32)
         y = plain_strings(read.pop(0)) if target is not None else None
-        w = read.pop(0).astype(np.float32, copy=False) if weight is not None else None
+        w = read.pop(0).astype(np.float64, copy=False) if weight is not None else None
         return Block(X=X, y=y, weight=w)
 
     def _arrays_read(self, features: list[str], target: str | None, weight: str | None
