@@ -630,6 +630,27 @@ def test_pair_grid_is_not_searched_without_held_out_rows() -> None:
     assert given.pair_bases_ > 8  # given pairs are refined like screened ones
 
 
+def test_given_pairs_are_kept_where_the_linear_model_would_replace_curves() -> None:
+    # the label needs the pair (0, 1); the pair given, (1, 3), carries nothing, so the
+    # curves' held-out loss is no better than the linear model's
+    rng = np.random.default_rng(16)
+    X = rng.uniform(-1, 1, (3000, 4)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    plain = AdditiveSVC(interactions=0, random_state=0).fit(X, y)
+    assert plain.linear_check_["kept"] and plain.feature_map_ is None
+    given = AdditiveSVC(interactions=[(1, 3)], random_state=0).fit(X, y)
+    assert given.interactions_ == (("x1", "x3"),)
+    assert not hasattr(given, "linear_check_")
+    fmap = given.feature_map_
+    assert isinstance(fmap, BSplinePairMap) and fmap.interactions == ((1, 3),)
+    # the pair's columns: the tensor product of its hat bases over the observed ranges
+    P, rows = fmap.pair_bases, X[:50]
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    expected = np.einsum("ni,nj->nij", _hats(rows[:, 1], lo[1], hi[1], P),
+                         _hats(rows[:, 3], lo[3], hi[3], P)).reshape(50, -1)
+    np.testing.assert_allclose(fmap.transform(rows)[:, -P * P:], expected, atol=1e-5)
+
+
 # -- the model ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def paired() -> tuple[AdditiveSVC, np.ndarray, np.ndarray]:

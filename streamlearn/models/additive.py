@@ -185,7 +185,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         linear SVM's 17.7 and 18.1), and the count search, which starts at 8 bases,
         never sees a simpler model. As for the counts, at least 200 held-out rows must
         judge it. One more training, at a linear model's cost; where a sample chooses,
-        the model kept is trained on all rows as above.
+        the model kept is trained on all rows as above. Pairs given as a list in
+        ``interactions`` are the model asked for, and the linear model, which has no
+        pairs, is not tried against them.
     penalty_order : int, optional
         Difference penalty order ``d`` for B-splines (0, 1, 2) or penalised derivative for
         Fourier and Hermite (1, 2; default 1). The B-spline default is 1 for ``fit`` with
@@ -341,7 +343,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         step of the pair lowers the model's log-loss residuals (FAST, Lou et al., KDD
         2013; :mod:`streamlearn.solvers.additive.interactions`), then trains again with
         the ``k`` best pairs, so the fit makes one screening pass and the epochs twice. A
-        list of pairs of feature names or indices: those pairs, no screening; 0: none.
+        list of pairs of feature names or indices: those pairs, no screening, and no
+        linear model tried in their place (see ``n_bases``); 0: none.
         ``"auto"`` (B-spline maps with calibration): ``k = min(2 d, d (d - 1) / 2, 64)``
         for ``d`` features, and the model with pairs is kept only when its calibrated
         log-loss on the held-out calibration rows is lower than the per-feature model's
@@ -479,11 +482,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         :meth:`shape_functions` draws its lines. Absent for a curve model, whose map
         holds its ranges, and for a linear fit without a describe pass.
     linear_check_ : dict
-        ``n_bases="auto"`` with calibrated probabilities: the held-out log-loss of the
-        linear model (``"linear"``) and of the B-spline model the search kept
-        (``"curves"``), and whether the linear one replaced it (``"kept"``; then
-        ``feature_map_`` is None and the model is a linear SVM over the features, as
-        ``embedding="linear"`` gives). Absent otherwise.
+        ``n_bases="auto"`` with calibrated probabilities (and no pairs given as a list):
+        the held-out log-loss of the linear model (``"linear"``) and of the B-spline
+        model the search kept (``"curves"``), and whether the linear one replaced it
+        (``"kept"``; then ``feature_map_`` is None and the model is a linear SVM over
+        the features, as ``embedding="linear"`` gives). Absent otherwise.
     interactions_ : tuple of (str, str)
         The pairs of feature names that have a term, best screened first (empty without).
     interaction_scores_ : ndarray of shape (n_interactions,)
@@ -1010,7 +1013,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             standardize_linear=bool(self.standardize)
             and not self._zero_preserving(dataset.is_sparse),
             value_terms=self._auto_value_terms(dataset.is_sparse))
-        config = replace(config, linear_candidate=len(config.bases_grid) > 1)
+        # pairs given by name are the model asked for: the linear model, which has none,
+        # does not replace it
+        given = isinstance(self.interactions, list | tuple) and len(self.interactions) > 0
+        config = replace(config, linear_candidate=len(config.bases_grid) > 1 and not given)
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
