@@ -714,11 +714,25 @@ def test_a_killed_fit_with_screening_resumes_to_the_same_model(tmp_path) -> None
     ({"interactions": [(0, 9)]}, SchemaError, "outside"),
     ({"interactions": [(0, 1), (1, 0)]}, ValueError, "twice"),
     ({"interactions": -1}, ValueError, "interactions"),
+    # int() truncated these to features 0 and 1
+    ({"interactions": [(0.5, 1)]}, ValueError, r"got 0\.5 in \(0\.5, 1\)"),
+    ({"interactions": [(1.9, 3)]}, ValueError, r"got 1\.9 in"),
+    ({"interactions": [("x0", 2.0)]}, ValueError, r"got 2\.0 in"),
+    ({"interactions": [(True, 2)]}, ValueError, "got True in"),
+    ({"interactions": [(np.bool_(False), 2)]}, ValueError, "got np.False_ in|got False in"),
 ])
 def test_bad_interactions_are_refused_clearly(params, error, match) -> None:
     X, y = _planted(300, seed=10)
     with pytest.raises(error, match=match):
         AdditiveSVC(**params).fit(X, y)
+
+
+def test_pair_indices_are_integers_of_any_kind() -> None:
+    fmap = BSplinePairMap(interactions=[(np.int64(3), 1), (np.int32(0), 1)])
+    assert fmap.interactions == ((1, 3), (0, 1))
+    assert all(type(f) is int for pair in fmap.interactions for f in pair)
+    with pytest.raises(ValueError, match=r"got 1\.0 in \(1\.0, 3\)"):
+        BSplinePairMap(interactions=[(1.0, 3)])
 
 
 def test_partial_fit_refuses_to_screen_pairs() -> None:

@@ -181,16 +181,28 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     return terms
 
 
+def feature_index(value: Any, item: Any) -> int:
+    """``value``, one side of the interaction ``item``, as a feature index: an integer
+    (Python's or numpy's, not a bool); a ValueError naming it otherwise, where ``int``
+    would truncate ``1.9`` to feature 1."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise ValueError(f"an interaction names its features by integer index or by name, "
+                         f"got {value!r} in {item!r}")
+    return int(value)
+
+
 def check_interactions(interactions: Any, n_features: int | None = None) -> tuple[
         tuple[int, int], ...]:
-    """Pairs of feature indices ``(f, g)``, ``f < g``, distinct; a clear error otherwise."""
+    """Pairs of feature indices ``(f, g)``, ``f < g``, distinct; a clear error otherwise
+    (an index that is not an integer, :func:`feature_index`, included)."""
     pairs = []
     for item in interactions:
         try:
-            f, g = (int(v) for v in item)
+            f, g = item
         except (TypeError, ValueError) as error:
             raise ValueError(f"an interaction is a pair of feature indices, got {item!r}"
                              ) from error
+        f, g = feature_index(f, item), feature_index(g, item)
         if f == g:
             raise ValueError(f"an interaction pairs two different features, got ({f}, {g})")
         f, g = min(f, g), max(f, g)

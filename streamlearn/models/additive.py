@@ -45,6 +45,7 @@ from streamlearn.features import (
 from streamlearn.features.pair_terms import (
     AUTO_PAIR_BASES,
     check_interactions,
+    feature_index,
     move_marginals,
 )
 from streamlearn.models.base import (
@@ -343,8 +344,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         step of the pair lowers the model's log-loss residuals (FAST, Lou et al., KDD
         2013; :mod:`streamlearn.solvers.additive.interactions`), then trains again with
         the ``k`` best pairs, so the fit makes one screening pass and the epochs twice. A
-        list of pairs of feature names or indices: those pairs, no screening, and no
-        linear model tried in their place (see ``n_bases``); 0: none.
+        list of pairs of feature names or integer indices (a float or a bool is refused):
+        those pairs, no screening, and no linear model tried in their place (see
+        ``n_bases``); 0: none.
         ``"auto"`` (B-spline maps with calibration): ``k = min(2 d, d (d - 1) / 2, 64)``
         for ``d`` features, and the model with pairs is kept only when its calibrated
         log-loss on the held-out calibration rows is lower than the per-feature model's
@@ -747,7 +749,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                                           f"is not a feature (features: {names[:10]}...)")
                     pair.append(names.index(v))
                 else:
-                    pair.append(int(v))
+                    pair.append(feature_index(v, tuple(item)))
             out.append(tuple(pair))
         return check_interactions(out, len(names))
 
