@@ -103,3 +103,42 @@ def test_auto_bases_give_every_category_of_the_longest_list_a_knot() -> None:
     # a short list keeps the numeric grid: 8 bases hold 7 categories
     seven, y7 = _problem(3000, 8)
     assert AdditiveSVC(interactions=0, random_state=0).fit(seven, y7).bases_tried_[0][0] == 8
+
+
+def test_a_pair_with_a_categorical_feature_gives_each_category_its_own_surface(
+        tmp_path) -> None:
+    # each of 20 categories flips the sign of x0's effect: the pair's categorical axis has
+    # a node per category, so no category borrows its neighbours' slope (on the uniform
+    # 8-node grid over the codes, 15 % of the categories came out with the wrong sign)
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from streamlearn.io.model_file import load_model, save_model
+
+    k = 20
+    names = np.array([f"c{j:02d}" for j in range(k)])
+    sign = np.random.default_rng(20).choice([-1.0, 1.0], k)
+
+    def problem(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+        r = np.random.default_rng(seed)
+        code = r.integers(0, k, n)
+        x = r.uniform(-1, 1, n)
+        return (pd.DataFrame({"x0": x, "cat": pd.Categorical(names[code], categories=names)}),
+                (sign[code] * x > 0).astype(int))
+
+    train, y = problem(6000, 21)
+    test, y_test = problem(3000, 22)
+    model = AdditiveSVC(interactions=[("x0", "cat")], pair_bases=8, n_bases=24,
+                        random_state=0).fit(train, y)
+    np.testing.assert_array_equal(model.feature_map_.axis_nodes_, [8, k + 1])
+    boosted = HistGradientBoostingClassifier(categorical_features=[1], random_state=0).fit(
+        train.assign(cat=train["cat"].cat.codes), y)
+    reference = boosted.score(test.assign(cat=test["cat"].cat.codes), y_test)
+    assert model.score(test, y_test) >= reference - 0.01
+    # the surface at the largest x0 has each category's own sign
+    surfaces = model.interaction_surfaces(n_points=5)
+    edge = surfaces[surfaces.value_a == surfaces.value_a.max()].set_index("value_b")
+    assert list(edge.index) == list(names)
+    np.testing.assert_array_equal(np.sign(edge.contribution.to_numpy(float)), sign)
+    loaded = load_model(save_model(model, tmp_path / "pair.slm"))
+    np.testing.assert_array_equal(loaded.feature_map_.axis_nodes_, [8, k + 1])
+    np.testing.assert_array_equal(loaded.predict_proba(test), model.predict_proba(test))

@@ -112,6 +112,58 @@ def test_on_the_fly_encoding_scores_and_norms_match_the_materialised_embedding()
     assert main.sum_sq_norms(X) == pytest.approx(float((Z[:, :24] ** 2).sum()), rel=1e-6)
 
 
+def test_a_categorical_axis_has_a_node_per_category() -> None:
+    from streamlearn.features.pair_terms import MAX_CATEGORY_NODES
+
+    rng = np.random.default_rng(3)
+    k, many = 5, MAX_CATEGORY_NODES  # codes 0 .. k - 1, and k for an unseen category
+    X = np.column_stack([rng.uniform(-1, 1, 60), rng.integers(0, k, 60),
+                         rng.integers(0, many, 60), rng.uniform(-1, 1, 60)]).astype(np.float32)
+    X[0, 1] = k  # a category unseen in fit
+    fmap = BSplinePairMap(degree=1, n_bases=6, interactions=[(0, 1), (1, 3), (2, 3)],
+                          pair_bases=4).fit([-1, 0, 0, -1], [1, k - 1, many - 1, 1])
+    fmap.set_category_axes({1: k, 2: many})  # 64 categories: over the cap, a uniform grid
+    np.testing.assert_array_equal(fmap.axis_nodes_, [4, k + 1, 4, 4])
+    emb = embedding_params(fmap)
+    assert emb.n_dims == 4 * 6 + 4 * (k + 1) + (k + 1) * 4 + 16
+    Z = fmap.transform(X).astype(np.float64)
+    onehot = np.eye(k + 1)[X[:, 1].astype(int)]
+    x0, x2, x3 = _hats(X[:, 0], -1, 1, 4), _hats(X[:, 2], 0, many - 1, 4), _hats(X[:, 3], -1,
+                                                                              1, 4)
+    reference = np.hstack([np.einsum("ni,nj->nij", x0, onehot).reshape(60, -1),
+                           np.einsum("ni,nj->nij", onehot, x3).reshape(60, -1),
+                           np.einsum("ni,nj->nij", x2, x3).reshape(60, -1)])
+    np.testing.assert_allclose(Z[:, 24:], reference, atol=1e-6)
+    # on the fly: the same columns, scores and norms
+    W = rng.normal(size=(2, emb.n_dims + 1))
+    W_d = W.copy()
+    np.cumsum(W_d[:, :24].reshape(2, 4, 6), axis=2, out=W_d[:, :24].reshape(2, 4, 6))
+    np.testing.assert_allclose(decision_ovr_chunk(X, W_d, 1.0, *emb),
+                               Z @ W[:, :-1].T + W[:, -1], rtol=1e-5, atol=1e-6)
+    assert fmap.sum_sq_norms(X) == pytest.approx(float((Z * Z).sum()), rel=1e-6)
+    # the terms of the pairs from the node values, and the node weights of each axis
+    nodes = W[:, 24:-1]
+    values = fmap.pair_values(X, nodes)
+    starts = np.cumsum([0, 4 * (k + 1), (k + 1) * 4, 16])
+    for p in range(3):
+        np.testing.assert_allclose(values[:, p, :], Z[:, 24 + starts[p]:24 + starts[p + 1]]
+                                   @ nodes[:, starts[p]:starts[p + 1]].T, atol=1e-6)
+    fmap.fit_node_weights(X)
+    np.testing.assert_allclose(fmap.node_weights_[0, 1, :k + 1], onehot.mean(axis=0))
+    np.testing.assert_allclose(fmap.node_weights_.sum(axis=2), 1.0, atol=1e-12)
+    # the axes go through the map's dict; one stored before categorical axes has every
+    # axis on the uniform grid
+    from streamlearn.features import FeatureMap
+
+    back = FeatureMap.from_dict(fmap.to_dict())
+    np.testing.assert_array_equal(back.transform(X), fmap.transform(X))
+    old = fmap.to_dict()
+    del old["state"]["category_nodes_"]
+    np.testing.assert_array_equal(FeatureMap.from_dict(old).axis_nodes_, [4, 4, 4, 4])
+    del fmap.category_nodes_
+    np.testing.assert_array_equal(fmap.axis_nodes_, [4, 4, 4, 4])
+
+
 def test_pair_terms_train_as_a_linear_svm_on_the_materialised_embedding() -> None:
     """Dual CD on the on-the-fly pair embedding against liblinear on the precomputed one."""
     X, y = _planted(3000, seed=2)

@@ -9,6 +9,15 @@ of which the 4 of the cell holding ``(x_f, x_g)`` are non-zero, with the bilinea
 pair's block is basis ``a`` of ``x_f`` times basis ``b`` of ``x_g``, so the term is a
 piecewise-bilinear surface with value ``w[a P + b]`` at grid node ``(a, b)``.
 
+A categorical feature (codes ``0 .. K - 1``, and ``K`` for a category unseen in fit) gets
+an axis of its own instead, ``K + 1`` nodes at its codes (:meth:`BSplinePairMap.\
+set_category_axes`), so each category has its own node and its own slice of the surface:
+on the uniform grid, neighbouring codes shared nodes and their categories blended. The
+block of a pair is then ``P_f x P_g`` columns, ``P_f`` the nodes of ``f``'s axis (``P``,
+or ``K + 1``); still 4 of them non-zero in a row. Up to :data:`MAX_CATEGORY_NODES` nodes,
+so a pair's block is never larger than a 64 x 64 grid; a feature with more categories
+keeps the uniform grid over its codes.
+
 A pair's surface can also carry a slope along one of its features, which that feature's
 curve could carry as well. :func:`move_marginals` moves it there (purification, as
 Explainable Boosting Machines do): with ``node_weights_``, the data's weight on each grid
@@ -43,23 +52,26 @@ from streamlearn.features.value_terms import check_value_terms, value_columns, v
 PAIR_BASES = 8
 #: ``AdditiveSVC(pair_bases="auto")``: the grids tried in turn, each 1.5x finer per axis.
 AUTO_PAIR_BASES = (PAIR_BASES, 12, 18, 27)
+#: The most nodes of a categorical feature's pair axis, one per category and one for a
+#: category unseen in fit (63 categories); with more its codes share a uniform grid.
+MAX_CATEGORY_NODES = 64
 
 
 @njit(cache=True, nogil=True, forceinline=True)
-def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, nnz):
+def pair_encode_row(x, lo, pair_scale, spec, offset, idx, val, nnz):
     """Append the tensor-product entries of a row's pairs to an encoding.
 
     Parameters
     ----------
     x : ndarray of shape (n_features,), float32
     lo : ndarray of shape (n_features,), float64
-        Lower ends of the ranges.
+        Lower ends of the pair axes.
     pair_scale : ndarray of shape (n_features,), float64
-        ``(pair_bases - 1) / (hi - lo)``, segments of the pair grid per unit.
-    pair_bases : int
-        ``P``, bases per axis.
-    features : ndarray of shape (2 n_pairs,), int64
-        ``f_0, g_0, f_1, g_1, ...``: the features of each pair.
+        ``(nodes - 1) / (hi - lo)``, segments of each feature's pair axis per unit.
+    spec : ndarray of shape (4 n_pairs,), int64
+        ``f, g, P_f, P_g`` of each pair in turn: its features and the nodes of their axes
+        (:attr:`BSplinePairMap.pair_spec`); pair ``p``'s block of ``P_f P_g`` columns
+        follows the blocks of the pairs before it.
     offset : int
         Column of the first pair block (the per-feature columns come before it).
     idx : ndarray of int32
@@ -74,36 +86,38 @@ def pair_encode_row(x, lo, pair_scale, pair_bases, features, offset, idx, val, n
     int
         ``nnz + 4 n_pairs``.
     """
-    n_seg = pair_bases - 1
-    block = pair_bases * pair_bases
-    for p in range(features.shape[0] // 2):
-        f = features[2 * p]
-        g = features[2 * p + 1]
-        a, u = _segment(x[f], lo[f], pair_scale[f], n_seg)
-        b, v = _segment(x[g], lo[g], pair_scale[g], n_seg)
-        base = offset + p * block + a * pair_bases + b
+    start = offset
+    for p in range(spec.shape[0] // 4):
+        f = spec[4 * p]
+        g = spec[4 * p + 1]
+        n_f = spec[4 * p + 2]
+        n_g = spec[4 * p + 3]
+        a, u = _segment(x[f], lo[f], pair_scale[f], n_f - 1)
+        b, v = _segment(x[g], lo[g], pair_scale[g], n_g - 1)
+        base = start + a * n_g + b
         idx[nnz] = base
         idx[nnz + 1] = base + 1
-        idx[nnz + 2] = base + pair_bases
-        idx[nnz + 3] = base + pair_bases + 1
+        idx[nnz + 2] = base + n_g
+        idx[nnz + 3] = base + n_g + 1
         val[nnz] = (1.0 - u) * (1.0 - v)
         val[nnz + 1] = (1.0 - u) * v
         val[nnz + 2] = u * (1.0 - v)
         val[nnz + 3] = u * v
         nnz += 4
+        start += n_f * n_g
     return nnz
 
 
 @njit(cache=True, nogil=True)
-def pair_transform_dense(X, lo, pair_scale, pair_bases, features, out):
-    """Materialise the pair columns of ``X`` into ``out`` (n_rows, n_pairs * P^2)."""
-    m = 2 * features.shape[0]
+def pair_transform_dense(X, lo, pair_scale, spec, out):
+    """Materialise the pair columns of ``X`` into ``out`` (n_rows, pair columns)."""
+    m = spec.shape[0]
     idx = np.empty(m, dtype=np.int32)
     val = np.empty(m, dtype=np.float32)
     for r in range(X.shape[0]):
         for i in range(out.shape[1]):
             out[r, i] = 0.0
-        nnz = pair_encode_row(X[r], lo, pair_scale, pair_bases, features, 0, idx, val, 0)
+        nnz = pair_encode_row(X[r], lo, pair_scale, spec, 0, idx, val, 0)
         for k in range(nnz):
             out[r, idx[k]] = val[k]
 
@@ -127,16 +141,17 @@ def pair_marginals(H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.n
 
     Parameters
     ----------
-    H : ndarray of shape (..., P, P)
+    H : ndarray of shape (..., P_f, P_g)
         Node values (first axis: the pair's first feature).
-    weights : ndarray of shape (2, P)
-        Each feature's node weights, each row summing to one.
+    weights : (ndarray of shape (P_f,), ndarray of shape (P_g,))
+        Each feature's node weights, each summing to one (an array of shape (2, P) when
+        both axes have ``P`` nodes).
 
     Returns
     -------
-    rows : ndarray of shape (..., P)
+    rows : ndarray of shape (..., P_f)
         ``sum_b w_b[j] H[i, j]``, a function of the first feature.
-    cols : ndarray of shape (..., P)
+    cols : ndarray of shape (..., P_g)
         ``sum_a w_a[i] H[i, j] - g``, a function of the second feature.
     grand : ndarray of shape (...)
         ``g = sum_ij w_a[i] w_b[j] H[i, j]``.
@@ -158,7 +173,7 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     X : ndarray of shape (n, n_features)
     fmap : BSplinePairMap
         Fitted, with ``node_weights_``.
-    W : ndarray of shape (m, >= n_features * n_cols + n_pairs * P^2)
+    W : ndarray of shape (m, >= n_features * n_cols + pair columns)
         The models' weights, per-feature columns first (in ``w`` or ``w_d`` form: the two
         agree on the pair columns, the node values); columns past the pairs (a bias) are
         ignored.
@@ -168,13 +183,15 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     ndarray
         ``terms``, whose sum over terms is unchanged.
     """
-    d, P = X.shape[1], fmap.pair_bases
+    d = X.shape[1]
     main = d * fmap.n_columns_per_feature
-    W_pairs = W[:, main:main + fmap.n_pairs * P * P].reshape(W.shape[0], fmap.n_pairs, P, P)
-    for p, (f, g) in enumerate(fmap.interactions):
-        rows, cols, _ = pair_marginals(W_pairs[:, p], fmap.node_weights_[p])
-        along_f = hat_values(X[:, f], fmap.lo_[f], fmap.hi_[f], P) @ rows.T  # (n, m)
-        along_g = hat_values(X[:, g], fmap.lo_[g], fmap.hi_[g], P) @ cols.T
+    for p, ((f, g), H) in enumerate(zip(fmap.interactions, fmap.pair_nodes(W[:, main:]),
+                                        strict=True)):
+        n_f, n_g = H.shape[1:]
+        weights = fmap.node_weights_[p, 0, :n_f], fmap.node_weights_[p, 1, :n_g]
+        rows, cols, _ = pair_marginals(H, weights)
+        along_f = fmap.axis_hats(X, f) @ rows.T  # (n, m)
+        along_g = fmap.axis_hats(X, g) @ cols.T
         terms[:, f, :] += along_f
         terms[:, g, :] += along_g
         terms[:, d + p, :] -= along_f + along_g
@@ -226,9 +243,10 @@ class BSplinePairMap(BSplineMap):
     zero_preserving : bool
         Must be False: a pair term is not zero when one of its features is.
     interactions : sequence of (int, int)
-        Feature index pairs; each gets ``pair_bases^2`` columns after the per-feature ones.
+        Feature index pairs; each gets ``pair_bases^2`` columns after the per-feature ones
+        (``P_f P_g`` with a categorical axis, :meth:`set_category_axes`).
     pair_bases : int
-        Degree-1 bases per axis of a pair's grid (at least 2).
+        Degree-1 bases per axis of a pair's grid (at least 2), but for categorical axes.
     knots : {"uniform", "quantile"}
         Of the per-feature curves (:class:`BSplineMap`). A pair's grid stays uniform over
         the two features' ranges: on the warped positions of quantile knots its cells
@@ -241,10 +259,16 @@ class BSplinePairMap(BSplineMap):
     Attributes
     ----------
     lo_, hi_ : ndarray of shape (n_features,), float64
-        Per-feature ranges, shared by the per-feature and the pair bases.
-    node_weights_ : ndarray of shape (n_pairs, 2, pair_bases)
+        Per-feature ranges, shared by the per-feature and the pair bases (but for
+        categorical axes).
+    category_nodes_ : ndarray of shape (n_features,), int64
+        The nodes of each categorical feature's pair axis, one per category and one for
+        a category unseen in fit (:meth:`set_category_axes`); 0 for a feature whose axis
+        is the uniform ``pair_bases`` grid over its range.
+    node_weights_ : ndarray of shape (n_pairs, 2, nodes)
         The data's weight on each grid node of each pair's two features, each row summing
-        to one (:meth:`fit_node_weights`; uniform until then), for :func:`move_marginals`.
+        to one (:meth:`fit_node_weights`; uniform until then), for :func:`move_marginals`;
+        ``nodes`` is the most of any axis, and an axis with fewer has zeros past its own.
     """
 
     _param_names = ("degree", "n_bases", "penalty_order", "zero_preserving", "interactions",
@@ -275,9 +299,104 @@ class BSplinePairMap(BSplineMap):
         return np.asarray(self.interactions, dtype=np.int64).reshape(-1)
 
     @property
+    def axis_nodes_(self) -> np.ndarray:
+        """Nodes of each feature's pair axis, int64: ``pair_bases``, or a categorical
+        feature's ``category_nodes_``."""
+        nodes = self._category_nodes()
+        return np.where(nodes > 0, nodes, self.pair_bases).astype(np.int64)
+
+    def _category_nodes(self) -> np.ndarray:
+        """``category_nodes_``; zeros for a model file written before categorical axes."""
+        self._check_fitted()
+        nodes = getattr(self, "category_nodes_", None)
+        return np.zeros(self.lo_.shape[0], dtype=np.int64) if nodes is None else nodes
+
+    @property
+    def pair_lo_(self) -> np.ndarray:
+        """Lower end of each feature's pair axis, float64 (0, the first code, for a
+        categorical axis)."""
+        return np.where(self._category_nodes() > 0, 0.0, self.lo_)
+
+    @property
+    def pair_hi_(self) -> np.ndarray:
+        """Upper end of each feature's pair axis, float64 (``K``, the code of a category
+        unseen in fit, for a categorical axis)."""
+        nodes = self._category_nodes()
+        return np.where(nodes > 0, nodes - 1.0, self.hi_)
+
+    @property
     def pair_scale_(self) -> np.ndarray:
-        """Segments of the pair grid per unit of each feature, ``(P - 1) / (hi - lo)``."""
-        return (self.pair_bases - 1) / (self.hi_ - self.lo_)
+        """Segments of each feature's pair axis per unit, ``(nodes - 1) / (hi - lo)``
+        (1 on a categorical axis, whose nodes are its codes)."""
+        return (self.axis_nodes_ - 1) / (self.pair_hi_ - self.pair_lo_)
+
+    @property
+    def pair_spec(self) -> np.ndarray:
+        """``f, g, P_f, P_g`` of each pair in turn, int64 (:func:`pair_encode_row`'s
+        ``spec``)."""
+        nodes = self.axis_nodes_
+        return np.asarray([[f, g, nodes[f], nodes[g]] for f, g in self.interactions],
+                          dtype=np.int64).reshape(-1)
+
+    @property
+    def pair_columns(self) -> int:
+        """Columns of the pair blocks, all together (``n_pairs pair_bases^2`` without
+        categorical axes)."""
+        if not self.is_fitted:
+            return self.n_pairs * self.pair_bases**2
+        nodes = self.axis_nodes_
+        return int(sum(nodes[f] * nodes[g] for f, g in self.interactions))
+
+    def set_category_axes(self, counts: dict[int, int]) -> Self:
+        """Give each listed categorical feature a pair axis of its own: a node per
+        category and one for a category unseen in fit, where the codes sit (its code
+        ``c`` switches on node ``c`` alone), for features of at most
+        ``MAX_CATEGORY_NODES - 1`` categories; the node weights start uniform again.
+
+        Parameters
+        ----------
+        counts : dict of int to int
+            Feature index -> its number of categories ``K`` (codes ``0 .. K - 1``).
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        nodes = np.zeros(self.lo_.shape[0], dtype=np.int64)
+        for f, k in counts.items():
+            if 0 < k + 1 <= MAX_CATEGORY_NODES:
+                nodes[f] = k + 1
+        self.category_nodes_ = nodes
+        self._uniform_node_weights()
+        return self
+
+    def _uniform_node_weights(self) -> None:
+        """``node_weights_`` uniform on each pair axis."""
+        nodes = self.axis_nodes_
+        most = max((int(nodes[f]) for pair in self.interactions for f in pair),
+                   default=self.pair_bases)
+        self.node_weights_ = np.zeros((self.n_pairs, 2, most))
+        for p, pair in enumerate(self.interactions):
+            for side, f in enumerate(pair):
+                self.node_weights_[p, side, :nodes[f]] = 1.0 / nodes[f]
+
+    def axis_hats(self, X: np.ndarray, feature: int) -> np.ndarray:
+        """The hat bases of ``feature``'s pair axis at the rows ``X`` (clamped), shape
+        (n, nodes)."""
+        return hat_values(X[:, feature], self.pair_lo_[feature], self.pair_hi_[feature],
+                          int(self.axis_nodes_[feature]))
+
+    def pair_nodes(self, W: np.ndarray) -> list[np.ndarray]:
+        """Each pair's node values, (m, P_f, P_g) views of the pair columns ``W`` (m, >=
+        :attr:`pair_columns`), pair after pair."""
+        out, start = [], 0
+        nodes = self.axis_nodes_
+        for f, g in self.interactions:
+            size = int(nodes[f] * nodes[g])
+            out.append(W[:, start:start + size].reshape(W.shape[0], nodes[f], nodes[g]))
+            start += size
+        return out
 
     @property
     def value_features(self) -> np.ndarray:
@@ -310,9 +429,9 @@ class BSplinePairMap(BSplineMap):
         return sum(len(values) for _, values in self.value_terms)
 
     def n_output_features(self, n_features: int) -> int:
-        """Per-feature columns, ``pair_bases^2`` per pair and one per listed value."""
-        return (int(n_features) * self.n_columns_per_feature + self.n_pairs * self.pair_bases**2
-                + self.n_values)
+        """Per-feature columns, ``pair_bases^2`` per pair (``P_f P_g`` with a categorical
+        axis) and one per listed value."""
+        return int(n_features) * self.n_columns_per_feature + self.pair_columns + self.n_values
 
     def max_row_nnz(self, n_features: int) -> int:
         """Size of the encoding buffers: ``degree + 1`` per feature, 4 per pair, 1 per
@@ -321,12 +440,32 @@ class BSplinePairMap(BSplineMap):
 
     def fit(self, lo: Any, hi: Any) -> Self:
         """Set the per-feature ranges (:meth:`BSplineMap.fit`); checks the pairs' indices.
-        The node weights start uniform."""
+        Every pair axis is the uniform grid (no categorical axes), its node weights
+        uniform."""
         super().fit(lo, hi)
         check_interactions(self.interactions, self.lo_.shape[0])
         check_value_terms(self.value_terms, self.lo_.shape[0])
-        self.node_weights_ = np.full((self.n_pairs, 2, self.pair_bases), 1.0 / self.pair_bases)
+        self.category_nodes_ = np.zeros(self.lo_.shape[0], dtype=np.int64)
+        self._uniform_node_weights()
         return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`BSplineMap.to_dict`, with ``category_nodes_`` in the state."""
+        data = super().to_dict()
+        if data["state"] is not None:
+            data["state"]["category_nodes_"] = self._category_nodes().tolist()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """:meth:`BSplineMap.from_dict`, reading ``category_nodes_`` (none in a dict
+        written before categorical axes: every axis uniform); the node weights uniform."""
+        obj = super().from_dict(data)
+        if data.get("state") is not None:
+            nodes = data["state"].get("category_nodes_", [0] * obj.lo_.shape[0])
+            obj.category_nodes_ = np.asarray(nodes, dtype=np.int64)
+            obj._uniform_node_weights()
+        return obj
 
     def fit_node_weights(self, sample: np.ndarray) -> Self:
         """Set ``node_weights_`` from a sample of rows: the mean of each node's hat basis.
@@ -345,8 +484,8 @@ class BSplinePairMap(BSplineMap):
             return self
         for p, pair in enumerate(self.interactions):
             for side, f in enumerate(pair):
-                hats = hat_values(sample[:, f], self.lo_[f], self.hi_[f], self.pair_bases)
-                self.node_weights_[p, side] = hats.mean(axis=0)
+                hats = self.axis_hats(sample, f)
+                self.node_weights_[p, side, :hats.shape[1]] = hats.mean(axis=0)
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -361,9 +500,9 @@ class BSplinePairMap(BSplineMap):
         bspline_transform(Z, lo, hi, self.n_bases, self.degree, self.penalty_order, False,
                           block)
         out[:, :main] = block
-        pairs = main + self.n_pairs * self.pair_bases**2
-        pair_transform_dense(X, self.lo_, self.pair_scale_, self.pair_bases,
-                             self.pair_features, out[:, main:pairs])
+        pairs = main + self.pair_columns
+        pair_transform_dense(X, self.pair_lo_, self.pair_scale_, self.pair_spec,
+                             out[:, main:pairs])
         out[:, pairs:] = value_columns(X, self.value_terms, self.value_scale)
         return out
 
@@ -386,21 +525,24 @@ class BSplinePairMap(BSplineMap):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_features)
-        W : ndarray of shape (m, n_pairs, P, P)
-            Each model's node values of each pair.
+        W : ndarray of shape (m, >= pair_columns)
+            Each model's weights of the pair columns (its node values, pair after pair,
+            :meth:`pair_nodes`).
 
         Returns
         -------
         ndarray of shape (n_rows, n_pairs, m), float64
         """
         X = self._check_X(X)
-        n, m, P = X.shape[0], W.shape[0], self.pair_bases
+        n, m = X.shape[0], W.shape[0]
         out = np.empty((n, self.n_pairs, m))
-        hats = {f: hat_values(X[:, f], self.lo_[f], self.hi_[f], P)
+        hats = {f: self.axis_hats(X, f)
                 for f in {f for pair in self.interactions for f in pair}}
-        for p, (f, g) in enumerate(self.interactions):
-            # sum over a by one matrix product, (n, P) x (P, m P), then over b
-            along = (hats[f] @ W[:, p].transpose(1, 0, 2).reshape(P, m * P)).reshape(n, m, P)
+        for p, ((f, g), H) in enumerate(zip(self.interactions, self.pair_nodes(W),
+                                            strict=True)):
+            n_f, n_g = H.shape[1:]
+            # sum over a by one matrix product, (n, P_f) x (P_f, m P_g), then over b
+            along = (hats[f] @ H.transpose(1, 0, 2).reshape(n_f, m * n_g)).reshape(n, m, n_g)
             out[:, p, :] = np.einsum("njb,nb->nj", along, hats[g])
         return out
 
@@ -417,7 +559,7 @@ class BSplinePairMap(BSplineMap):
         total = float(np.vdot(block, block))
         squares: dict[int, np.ndarray] = {}  # per feature: its hats squared, summed per row
         for f in {f for pair in self.interactions for f in pair}:
-            hats = hat_values(X[:, f], self.lo_[f], self.hi_[f], self.pair_bases)
+            hats = self.axis_hats(X, f)
             squares[f] = (hats * hats).sum(axis=1)
         for f, g in self.interactions:
             total += float(squares[f] @ squares[g])

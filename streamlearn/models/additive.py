@@ -370,9 +370,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         none; :meth:`partial_fit` screens none and trains the pairs of a list (on its first
         chunk's ranges). Each pair is a piecewise-bilinear surface on a ``pair_bases x
         pair_bases`` grid over the two features' ranges, with a ridge penalty
-        (:class:`~streamlearn.features.BSplinePairMap`).
+        (:class:`~streamlearn.features.BSplinePairMap`). A categorical feature's axis has
+        a node per category instead (and one for a category unseen in fit), so that each
+        category has a slice of the surface of its own, as its curve has a knot of its
+        own; up to 63 categories (a block of at most 64 x 64 nodes), above which its
+        codes share the uniform grid.
     pair_bases : int or "auto"
-        Bases per axis of each pair's grid. ``"auto"``: the pairs (screened or given) are
+        Bases per axis of each pair's grid (but for a categorical feature's axis, see
+        ``interactions``). ``"auto"``: the pairs (screened or given) are
         trained on an 8 x 8 grid, then on grids 1.5x finer per axis (12, 18, 27) in turn,
         each kept while it lowers the calibrated log-loss of the held-out calibration rows;
         the first that does not ends the search. The resolution then follows what the
@@ -506,7 +511,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         when not trained), and ``n_pairs``, ``[count, loss]`` for each count of pairs
         trained as the count grew (empty when it did not); else the ``reason`` none were.
     pair_bases_ : int
-        Bases per axis of the pairs' grids (only when the model has pairs).
+        Bases per axis of the pairs' grids (only when the model has pairs; a categorical
+        feature's axis has ``feature_map_.axis_nodes_``).
     value_terms_ : tuple of (str, tuple of float)
         The features that have a value term, best screened first, each with its values
         as given (a spread feature's values mapped back:

@@ -7,14 +7,16 @@ by an integer ``kind`` and two packed arrays:
   terms, :class:`~streamlearn.features.pair_terms.BSplinePairMap`), :data:`WARPED`
   (B-splines whose quantile knots moved), :data:`FOURIER` or :data:`HERMITE`;
 * ``ipar`` (int64): integer parameters, indexed by the ``IP_*`` constants, followed for
-  pair terms by the pairs' feature indices ``f_0, g_0, f_1, g_1, ...``, then for value
+  pair terms by each pair's features and the nodes of their axes, ``f, g, P_f, P_g``
+  (:attr:`~streamlearn.features.pair_terms.BSplinePairMap.pair_spec`), then for value
   terms (:mod:`~streamlearn.features.value_terms`) by their features and the bounds of
   their values in the value table;
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite; pair maps append the pair grid's scale (n_features) and,
-  from ``ipar[IP_VALUE_START]`` on, the value columns' entry and the value table, and
+  ``(mean, std)`` for Hermite; pair maps append each feature's pair axis's scale and its
+  lower end (n_features each) and, from ``ipar[IP_VALUE_START]`` on, the value columns'
+  entry and the value table, and
   B-splines with quantile knots then the :func:`~streamlearn.features.knots.warp_table`
   from ``ipar[IP_WARP_START]`` on.
 
@@ -98,7 +100,7 @@ IP_ZERO_PRESERVING = 7  # 1 for the Psi(0) = 0 variants
 IP_N_TERMS = 8  # Fourier frequencies or Hermite polynomials
 IP_MAIN_DIMS = 9  # n_features * n_cols, the per-feature columns
 IP_N_PAIRS = 10  # pair terms (B-splines only)
-IP_PAIR_BASES = 11  # bases per axis of a pair's grid
+IP_PAIR_BASES = 11  # bases per axis of a pair's grid (a categorical axis: its own count)
 IP_WARP_START = 12  # B-splines with quantile knots: where fpar's warp table starts (else 0)
 IP_N_VALUE_TERMS = 13  # value terms (B-splines only)
 IP_VALUE_START = 14  # where fpar's value entry and table start (0 without value terms)
@@ -207,14 +209,14 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar[IP_N_PAIRS] = feature_map.n_pairs
         ipar[IP_PAIR_BASES] = feature_map.pair_bases
         ipar[IP_N_VALUE_TERMS] = len(feature_map.value_terms)
-        ipar[IP_VALUE_START] = 3 * nf + 1 if feature_map.value_terms else 0
-        ipar = np.concatenate([ipar, feature_map.pair_features, feature_map.value_features,
+        ipar[IP_VALUE_START] = 4 * nf + 1 if feature_map.value_terms else 0
+        ipar = np.concatenate([ipar, feature_map.pair_spec, feature_map.value_features,
                                feature_map.value_bounds if feature_map.value_terms else []]
                               ).astype(np.int64)
         values = ([feature_map.value_scale, *feature_map.value_table]
                   if feature_map.value_terms else [])
         fpar = np.concatenate([feature_map.lo_, feature_map.scale_, [0.0],
-                               feature_map.pair_scale_, values])
+                               feature_map.pair_scale_, feature_map.pair_lo_, values])
         return _bspline(fpar, ipar, feature_map)
     if isinstance(feature_map, BSplineMap):
         ipar[IP_ORDER] = feature_map.penalty_order
@@ -308,10 +310,10 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
         else:
             nnz = bspline_encode_warped_row(x, a, b, fpar[ipar[IP_WARP_START]:],
                                             ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
-        # pair grids are uniform with either; no pairs: the slice is empty and the loop
+        # pair grids are uniform with either; no pairs: the slices are empty and the loop
         # does not run
-        pairs_end = N_IPAR + 2 * ipar[IP_N_PAIRS]
-        nnz = pair_encode_row(x, a, fpar[2 * nf + 1 : 3 * nf + 1], ipar[IP_PAIR_BASES],
+        pairs_end = N_IPAR + 4 * ipar[IP_N_PAIRS]
+        nnz = pair_encode_row(x, fpar[3 * nf + 1 : 4 * nf + 1], fpar[2 * nf + 1 : 3 * nf + 1],
                               ipar[N_IPAR:pairs_end], ipar[IP_MAIN_DIMS], idx, val, nnz)
         if kind == BSPLINE or kind == WARPED:
             return nnz
@@ -335,14 +337,15 @@ value_encode_row`) to its encoding of ``nnz`` entries; the new count.
     unpacking here, in :func:`encode_spec_row`, cost the first fit of a model without
     value terms 1.1x its time.
     """
-    pairs_end = N_IPAR + 2 * ipar[IP_N_PAIRS]
+    pairs_end = N_IPAR + 4 * ipar[IP_N_PAIRS]
     n_value_terms = ipar[IP_N_VALUE_TERMS]
     values_end = pairs_end + n_value_terms
     start = ipar[IP_VALUE_START]  # the columns' entry, then the table
+    # the value columns are the last ones: as many as the table's last bound
+    first = ipar[IP_N_DIMS] - ipar[values_end + n_value_terms]
     return value_encode_row(
         x, ipar[pairs_end:values_end], ipar[values_end : values_end + n_value_terms + 1],
-        fpar[start + 1 :], fpar[start],
-        ipar[IP_MAIN_DIMS] + ipar[IP_N_PAIRS] * ipar[IP_PAIR_BASES] ** 2, idx, val, nnz)
+        fpar[start + 1 :], fpar[start], first, idx, val, nnz)
 
 
 class KernelSpec(NamedTuple):
@@ -1112,17 +1115,18 @@ def term_blocks(ipar: np.ndarray) -> list[np.ndarray]:
     value term, if it has one), then every pair's."""
     n_features, n_cols = int(ipar[IP_N_FEATURES]), int(ipar[IP_N_COLS])
     blocks = [np.arange(f * n_cols, (f + 1) * n_cols) for f in range(n_features)]
-    start, size = int(ipar[IP_MAIN_DIMS]), int(ipar[IP_PAIR_BASES]) ** 2
     n_pairs, n_value_terms = int(ipar[IP_N_PAIRS]), int(ipar[IP_N_VALUE_TERMS])
+    pairs_end = N_IPAR + 4 * n_pairs
+    spec = ipar[N_IPAR:pairs_end].reshape(n_pairs, 4)
+    starts = int(ipar[IP_MAIN_DIMS]) + np.concatenate([[0], np.cumsum(spec[:, 2] * spec[:, 3])])
     if n_value_terms:
-        pairs_end = N_IPAR + 2 * n_pairs
         features = ipar[pairs_end : pairs_end + n_value_terms]
         bounds = ipar[pairs_end + n_value_terms : pairs_end + 2 * n_value_terms + 1]
-        first = start + n_pairs * size
+        first = starts[-1]
         for t, f in enumerate(features):
             blocks[f] = np.concatenate([blocks[f], np.arange(first + bounds[t],
                                                              first + bounds[t + 1])])
-    blocks += [np.arange(start + p * size, start + (p + 1) * size) for p in range(n_pairs)]
+    blocks += [np.arange(starts[p], starts[p + 1]) for p in range(n_pairs)]
     return blocks
 
 

@@ -402,6 +402,10 @@ def knot_per_category(feature_map: FeatureMap, feature_names: Sequence[str],
     touched, zero. With more categories the codes are spread over the range like numbers
     (neighbouring codes share bases); raise ``n_bases`` to separate them.
 
+    A pair map also gives each categorical feature's pair axis a node per category
+    (:meth:`~streamlearn.features.BSplinePairMap.set_category_axes`, up to its cap),
+    whatever the count of bases.
+
     Returns
     -------
     list of int
@@ -418,6 +422,10 @@ def knot_per_category(feature_map: FeatureMap, feature_names: Sequence[str],
             feature_map.lo_[j] = 0.0
             feature_map.hi_[j] = float(room)
             done.append(j)
+    if isinstance(feature_map, BSplinePairMap):
+        feature_map.set_category_axes({names.index(name): len(values)
+                                       for name, values in categories.items()
+                                       if name in names})
     return done
 
 
@@ -1229,16 +1237,11 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
     ndarray of shape (n_features + n_pairs,), float64
     """
     d, n_cols, main = emb.n_features, emb.n_cols, emb.main_dims
-    n_pairs, size = emb.n_pairs, emb.pair_bases**2
-    pairs_end = main + n_pairs * size
+    n_pairs = emb.n_pairs  # pair terms only with a pair map
+    paired = isinstance(feature_map, BSplinePairMap)
+    pairs_end = main + (feature_map.pair_columns if paired else 0)
     W = np.vstack([weights_from_w_d(np.ascontiguousarray(w), emb.ipar)[:-1] for w in coef_d])
     W_main = np.ascontiguousarray(W[:, :main].reshape(-1, d, n_cols).transpose(1, 2, 0))
-    W_pairs = np.ascontiguousarray(
-        W[:, main:pairs_end].reshape(W.shape[0], n_pairs, size).transpose(1, 2, 0))
-
-    paired = isinstance(feature_map, BSplinePairMap)
-    pair_nodes = W[:, main:pairs_end].reshape(W.shape[0], n_pairs, emb.pair_bases,
-                                              emb.pair_bases)
 
     def blocks() -> Any:  # terms of a block of rows, (n, d + n_pairs, m)
         for a in range(0, rows.shape[0], SAMPLE_BLOCK_ROWS):
@@ -1251,10 +1254,7 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
             mains = Psi[:, :main].reshape(X.shape[0], d, n_cols).transpose(1, 0, 2)
             terms = [np.matmul(mains, W_main).transpose(1, 0, 2)]
             if paired:
-                terms.append(feature_map.pair_values(X, pair_nodes))
-            elif n_pairs:
-                pairs = Psi[:, main:].reshape(X.shape[0], n_pairs, size).transpose(1, 0, 2)
-                terms.append(np.matmul(pairs, W_pairs).transpose(1, 0, 2))
+                terms.append(feature_map.pair_values(X, W[:, main:pairs_end]))
             block = np.concatenate(terms, axis=1)
             if paired and feature_map.value_terms:  # a value term counts with its feature
                 block[:, feature_map.value_features, :] += feature_map.value_values(
