@@ -20,3 +20,21 @@ def run_merged(pass_, chunks, rng: np.random.Generator):
         merged = pass_.merge(states[i], states[j])
         states = [s for t, s in enumerate(states) if t not in (i, j)] + [merged]
     return pass_.finish(states[0])
+
+
+def run_lanes(pass_, lanes):
+    """Run a sequential pass in lanes, as ``DaskEngine`` splits it: each lane runs
+    ``pass_.lane(share)`` over its chunks (``share`` its part of the rows), and the lanes'
+    states are merged in order."""
+    total = sum(chunk.n_rows for lane in lanes for chunk in lane)
+    states = []
+    for lane in lanes:
+        walker = pass_.lane(sum(chunk.n_rows for chunk in lane) / total)
+        state = walker.start()
+        for chunk in lane:
+            state = walker.step(state, chunk)
+        states.append(state)
+    merged = states[0]
+    for state in states[1:]:
+        merged = pass_.merge(merged, state)
+    return pass_.finish(merged)

@@ -9,12 +9,22 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn import open_dataset
+from streamlearn.data.example_state import ExampleState
 from streamlearn.engine import LocalEngine
+from streamlearn.engine.passes import run_chunks
 from streamlearn.models.additive import AdditiveSVC
-from streamlearn.solvers.additive import Holdout, ModelPairs, PegasosEpochPass, PegasosState
-from streamlearn.solvers.additive.driver import Patience, monitored_loss
-from streamlearn.solvers.additive.passes import TrainingRows
+from streamlearn.solvers.additive import (
+    DcdEpochPass,
+    Holdout,
+    ModelPairs,
+    PegasosEpochPass,
+    PegasosState,
+)
+from streamlearn.solvers.additive.driver import Patience, duality_gap, monitored_loss
+from streamlearn.solvers.additive.passes import DCD_INNER_SWEEPS, TrainingRows
+from streamlearn.solvers.dcd import HINGE, SQUARED_HINGE, dcd_ovr_chunk
 from streamlearn.solvers.embedding import embedding_params
+from tests.merging import run_lanes
 
 
 def problem(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -144,6 +154,88 @@ def test_monitored_losses_merge_by_adding():
     merged = epoch.merge(a, b)
     np.testing.assert_allclose(merged.monitor_loss, whole.monitor_loss, rtol=1e-12)
     np.testing.assert_allclose(merged.monitor_weight, whole.monitor_weight, rtol=1e-12)
+
+
+def dcd_objectives(X: np.ndarray, codes: np.ndarray, c: np.ndarray, loss: int,
+                   bias_scale: float, W: np.ndarray, alpha: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy, one-vs-rest with the identity embedding: ``w(alpha)``, the primal objective of
+    the models ``W`` and the dual objective of ``alpha`` (with its own ``w(alpha)``)."""
+    Z = np.c_[X.astype(np.float64), np.full(len(X), bias_scale)]
+    sign = np.where(codes[:, None] == np.arange(W.shape[0])[None, :], 1.0, -1.0)
+    a = alpha.astype(np.float64)
+    w_alpha = (a * sign).T @ Z
+    margin = np.maximum(0.0, 1.0 - sign * (Z @ W.T))
+    primal = 0.5 * (W**2).sum(axis=1) + c @ (margin if loss == HINGE else margin**2)
+    quad = 0.0 if loss == HINGE else (a**2 / (4.0 * c[:, None])).sum(axis=0)
+    dual = a.sum(axis=0) - quad - 0.5 * (w_alpha**2).sum(axis=1)
+    return w_alpha, primal, dual
+
+
+@pytest.mark.parametrize("loss", [HINGE, SQUARED_HINGE])
+def test_dcd_lanes_keep_the_model_w_of_the_dual_variables_and_a_true_gap(loss):
+    # two lanes of 500 and 700 rows, as DaskEngine splits an epoch: every merged model is
+    # w(alpha) of the stored dual variables, the gap the stopping rule reads is the primal
+    # of the model minus the dual of those variables (numpy), and the dual never falls
+    X, y, weight = _pass_data(1200)
+    ds = open_dataset(X, target=y, weight=weight, chunk_rows=100)
+    chunks = list(ds.chunks())
+    codes = np.concatenate([chunk.y for chunk in chunks])
+    c = 0.5 * weight
+    emb = embedding_params(None, 4)
+    rows = TrainingRows(emb, None, None)
+    W = np.zeros((3, 5))
+    previous = previous_alpha = None
+    duals = []
+    with ExampleState(len(X), 3) as alpha:
+        for epoch in range(5):
+            pass_ = DcdEpochPass(rows, ModelPairs.of(3, "ovr"), 0.5, loss, 0.7, alpha, epoch,
+                                 W, None if previous is None else W)
+            state = run_lanes(pass_, [chunks[:5], chunks[5:]])
+            stored = alpha.to_numpy()
+            w_alpha, _, dual = dcd_objectives(X, codes, c, loss, 0.7, W, stored)
+            np.testing.assert_allclose(state.W, w_alpha, rtol=1e-5,
+                                       atol=1e-6 * np.abs(w_alpha).max())
+            np.testing.assert_allclose(state.alpha_sum, stored.sum(axis=0, dtype=np.float64),
+                                       rtol=1e-12)
+            if previous is not None:
+                _, primal, dual_before = dcd_objectives(X, codes, c, loss, 0.7, W,
+                                                        previous_alpha)
+                true_gap = np.max((primal - dual_before) / primal)
+                assert true_gap > 0.0
+                assert duality_gap(state, previous, W, emb, None, 0.7) == pytest.approx(
+                    true_gap, rel=1e-4)
+            duals.append(dual)
+            W, previous, previous_alpha = state.W, state, stored
+    assert np.all(np.diff(duals, axis=0) >= -1e-9 * np.abs(duals[-1]))
+    assert np.all(duals[-1] > duals[0])
+
+
+def test_dcd_pass_in_one_lane_is_the_kernel_over_the_chunks():
+    # the whole pass (LocalEngine's), and a lane of share 1, are the kernel's sweeps over
+    # the chunks in order, bit for bit
+    X, y, weight = _pass_data(600)
+    ds = open_dataset(X, target=y, weight=weight, chunk_rows=100)
+    chunks = list(ds.chunks())
+    emb = embedding_params(None, 4)
+    pairs = ModelPairs.of(3, "ovr")
+    initial = np.random.default_rng(6).normal(size=(3, 5))
+    W, alpha = initial.copy(), np.zeros((len(X), 3), dtype=np.float32)
+    for chunk in chunks:
+        rows = slice(chunk.start, chunk.start + chunk.n_rows)
+        block = np.ascontiguousarray(alpha[rows])
+        dcd_ovr_chunk(chunk.X, chunk.y.astype(np.int32), *pairs,
+                      0.5 * chunk.weight.astype(np.float32).astype(np.float64), block, W,
+                      SQUARED_HINGE, 0.7, DCD_INNER_SWEEPS,
+                      (3 * 0x9E3779B1 + chunk.start) % 2**63, *emb)
+        alpha[rows] = block
+    for lane in (False, True):
+        with ExampleState(len(X), 3) as state_alpha:
+            pass_ = DcdEpochPass(TrainingRows(emb, None, None), pairs, 0.5, SQUARED_HINGE,
+                                 0.7, state_alpha, 3, initial)
+            state = run_chunks(pass_.lane(1.0) if lane else pass_, chunks)
+            np.testing.assert_array_equal(state.W, W)
+            np.testing.assert_array_equal(state_alpha.to_numpy(), alpha)
 
 
 def test_monitored_state_round_trips_through_the_checkpoint_codec():

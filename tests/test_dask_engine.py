@@ -28,6 +28,11 @@ from streamlearn.engine.dask_engine import DaskEngine
 from streamlearn.engine.partitions import piece_offsets
 from streamlearn.errors import EngineError, ReadError
 from streamlearn.models.additive import AdditiveSVC, DcdEpochPass
+from streamlearn.solvers.additive import ModelPairs
+from streamlearn.solvers.additive.driver import duality_gap
+from streamlearn.solvers.additive.passes import TrainingRows
+from streamlearn.solvers.dcd import HINGE
+from streamlearn.solvers.embedding import embedding_params
 from tests.conftest import FEATURES, write_parquet_dir, write_zarr_matrix
 
 # Classes below are sent to the workers by value: they need not import this module.
@@ -248,6 +253,58 @@ def test_additive_svc_keeps_the_same_value_terms_on_dask(client, tmp_path) -> No
                                rtol=0.05)
     assert mixed.value_terms_ == local.value_terms_
     assert abs(mixed.score(X, y) - local.score(X, y)) <= 0.01
+
+
+def test_dcd_lanes_merge_to_w_of_the_dual_variables(client, tmp_path) -> None:
+    # 2 lanes of 2 partitions: after every epoch the model is w(alpha) of the dual
+    # variables the workers stored, and the gap is primal minus dual of those (numpy)
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(2000, 4)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0).astype(np.int64)
+    ds = _store(tmp_path / "dcd.zarr", X, y, rows=250)
+    engine = _engine(client, partitions_per_worker=2)
+    assert len(engine.partitions(ds)) == 4
+    emb = embedding_params(None, 4)
+    Z = np.c_[X.astype(np.float64), np.full(len(X), 0.5)]
+    sign = np.where(y == 1, 1.0, -1.0)[:, None]
+    W = np.zeros((1, 5))
+    previous = previous_dual = None
+    with ExampleState(len(X), 1) as alpha:
+        for epoch in range(4):
+            pass_ = DcdEpochPass(TrainingRows(emb, None, None), ModelPairs.of(2), 0.1, HINGE,
+                                 0.5, alpha, epoch, W, None if previous is None else W)
+            state = engine.run(pass_, ds, shuffle=True, seed=1, epoch=epoch)
+            a = alpha.to_numpy().astype(np.float64)
+            w_alpha = (a * sign).T @ Z
+            np.testing.assert_allclose(state.W, w_alpha, rtol=1e-5,
+                                       atol=1e-6 * np.abs(w_alpha).max())
+            if previous is not None:
+                primal = 0.5 * np.sum(W**2) + 0.1 * np.maximum(0.0, 1.0 - sign * (Z @ W.T)).sum()
+                true_gap = (primal - previous_dual) / primal
+                assert true_gap > 0.0
+                assert duality_gap(state, previous, W, emb, None, 0.5) == pytest.approx(
+                    true_gap, rel=1e-4)
+            W, previous = state.W, state
+            previous_dual = a.sum() - 0.5 * np.sum(w_alpha**2)
+    engine.close()
+
+
+def test_dcd_on_dask_converges_to_the_local_model(client, tmp_path) -> None:
+    # both fits stop on a true duality gap, so both models are near the one optimum
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6000, 4)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0).astype(np.int64)
+    ds = _store(tmp_path / "converge.zarr", X, y, rows=500)
+    params = {"solver": "dcd", "C": 0.1, "tol": 1e-3, "epochs": 300, "calibrate": False,
+              "interactions": [("x0", "x1")], "n_bases": 6, "pair_bases": 6}
+    local = AdditiveSVC(**params).fit(ds)
+    mixed = AdditiveSVC(**params).fit(ds, engine=_engine(client))
+    for model in (local, mixed):
+        assert model.n_iter_ < 300 and 0.0 < model.monitor_loss_[-1] <= 1e-3
+    X_test = rng.normal(size=(2000, 4)).astype(np.float32)
+    a, b = local.decision_function(X_test), mixed.decision_function(X_test)
+    assert np.abs(a - b).max() <= 0.05 * np.abs(a).max()  # 0.016 when written
+    assert np.mean(np.sign(a) == np.sign(b)) >= 0.99
 
 
 def ds_labels(ds) -> np.ndarray:

@@ -11,7 +11,9 @@ Every pass runs as one task per partition plus a binary tree of ``merge`` tasks:
   a result does not depend on which worker finished first;
 - a *sequential* pass (PEGASOS, dual coordinate descent) runs on every partition from the
   same broadcast state, and the tree of ``merge`` calls averages the partial models
-  weighted by rows (iterative parameter mixing, one pass per epoch);
+  weighted by rows (iterative parameter mixing, one pass per epoch); a pass with a
+  ``lane(share)`` method (dual coordinate descent) runs ``pass_.lane(share)`` in each
+  lane, ``share`` the lane's part of the rows, and merges as it defines;
 - every partition task returns, with its partial state, the rows and bytes of the chunks
   it walked (:class:`Walked`); the ``merge`` tasks add them up, so the pass's count in the
   engine's :attr:`~DaskEngine.passes` log is what the workers read, computed where they
@@ -103,16 +105,20 @@ class Walked:
 
 def walk_partition(pass_: Pass[Any, Any], dataset: Dataset, index: int, rows: tuple[int, int],
                    options: dict[str, Any], shared: tuple[str, ...],
-                   state: Walked | None = None) -> Walked:
+                   state: Walked | None = None, share: float | None = None) -> Walked:
     """Task body: run ``pass_`` over the chunks of rows ``rows``.
 
     The walk starts from ``pass_.start()``, or from a copy of ``state`` (the result of the
     previous partition of a sequential lane; copied because ``step`` may update a state in
     place and the input must stay as it was, should this task run again). ``shared`` names
     the attributes of ``pass_`` holding a :class:`SharedExampleState`; the task sees
-    partition ``index`` of each instead. Returns the partial state with the rows and bytes
-    read so far by the lane (those of ``state`` plus this partition's).
+    partition ``index`` of each instead. With ``share`` the task runs
+    ``pass_.lane(share)``, the pass of a lane holding that part of the rows. Returns the
+    partial state with the rows and bytes read so far by the lane (those of ``state`` plus
+    this partition's).
     """
+    if share is not None:
+        pass_ = pass_.lane(share)  # type: ignore[attr-defined]
     if shared:
         pass_ = copy.copy(pass_)
         writable = pass_.kind == "sequential"
@@ -149,6 +155,17 @@ def _out_of_the_pool(leave: bool) -> Iterator[None]:
         yield
     finally:
         rejoin()
+
+
+def _lane_shares(pass_: Pass[Any, Any], ranges: list[tuple[int, int]],
+                 lanes: list[list[int]]) -> list[float | None]:
+    """Each lane's part of the rows, for a sequential pass with a ``lane`` method split
+    into several lanes (else None: the lanes run ``pass_`` itself)."""
+    if len(lanes) < 2 or not callable(getattr(pass_, "lane", None)):
+        return [None] * len(lanes)
+    sizes = [sum(ranges[i][1] - ranges[i][0] for i in lane) for lane in lanes]
+    total = sum(sizes)
+    return [size / total for size in sizes]
 
 
 def merge_states(pass_: Pass[Any, Any], a: Walked, b: Walked) -> Walked:
@@ -364,24 +381,26 @@ class DaskEngine(EngineBase):
         futures = []
         order: list[int] = []  # partition of each map task
 
-        def walk(i: int, state: Any = None) -> Any:
+        def walk(i: int, state: Any = None, share: float | None = None) -> Any:
             order.append(i)
             future = client.submit(
                 walk_partition, pass_arg, data_arg, i, ranges[i],
                 {**options, "seed": (base_seed * 1_000_003 + i) % 2**63}, shared, state,
-                key=f"streamlearn-{name}-{run_id}-part-{i}", pure=False)
+                share, key=f"streamlearn-{name}-{run_id}-part-{i}", pure=False)
             futures.append(future)
             return future
 
         try:
             if pass_.kind == "sequential":
                 maps, level = [], []
-                for j, lane in enumerate(layout.lane_partitions()):
+                lanes = layout.lane_partitions()
+                shares = _lane_shares(pass_, ranges, lanes)
+                for j, lane in enumerate(lanes):
                     if shuffle:
                         lane = np.random.default_rng([base_seed, int(epoch), j]).permutation(lane)
                     tail = None
                     for i in lane:
-                        tail = walk(int(i), tail)
+                        tail = walk(int(i), tail, shares[j])
                         maps.append(tail)
                     level.append(tail)
             else:

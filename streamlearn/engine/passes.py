@@ -28,7 +28,11 @@ class Pass(Protocol[S, R]):
     A *reduction* pass maps each chunk to a small statistic; ``merge`` combines two states
     associatively, so the walk may be split across threads or workers in any grouping.
     A *sequential* pass threads one state through the chunks in order; engines that split it
-    merge the per-worker states by weighted averaging (parameter mixing).
+    merge the per-worker states by weighted averaging (parameter mixing). A sequential pass
+    may define ``lane(share)``, the pass one of several lanes runs when it holds ``share``
+    of the rows (the shares add up to 1); an engine that splits the pass into lanes then
+    runs that in each, and ``merge`` combines the lanes as the pass defines (dual
+    coordinate descent scales its dual variables' changes by the share).
     """
 
     kind: Literal["reduction", "sequential"]

@@ -8,6 +8,7 @@ on the fly (:mod:`streamlearn.solvers.pegasos`, :mod:`streamlearn.solvers.dcd`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -26,7 +27,7 @@ from streamlearn.solvers.calibration import (
     class_probabilities,
     sigmoid_proba,
 )
-from streamlearn.solvers.dcd import dcd_ovr_chunk, embedding_sum
+from streamlearn.solvers.dcd import SQUARED_HINGE, dcd_ovr_chunk, embedding_sum
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.ovr import REST
@@ -361,6 +362,10 @@ class DcdState:
         (:func:`~streamlearn.solvers.dcd.embedding_sum`).
     weight_sum : float
         With ``sum_rows``: ``sum_i weight_i``.
+    share : float
+        The factor the changes of the dual variables were written with: a lane's share of
+        the pass (:meth:`DcdEpochPass.lane`), 1 for a whole pass or merged lanes. ``W`` is
+        the lane's own iterate; its change ``W - initial`` enters a merge times ``share``.
     """
 
     W: np.ndarray
@@ -372,6 +377,7 @@ class DcdState:
     monitor_loss: np.ndarray | None = None
     row_sum: np.ndarray | None = None
     weight_sum: float = 0.0
+    share: float = 1.0
 
 
 class DcdEpochPass:
@@ -404,8 +410,18 @@ class DcdEpochPass:
 
     Notes
     -----
-    Engines that split the pass average the partial models weighted by rows processed; the
-    dual variables of each partition are its own rows'.
+    An engine that splits the pass into lanes runs :meth:`lane` in each: a lane solves for
+    its own rows' dual variables from the broadcast model, and writes their changes scaled
+    by its share of the rows, ``alpha_0 + share (alpha_lane - alpha_0)``; :meth:`merge`
+    adds the lanes' model changes with the same factors. This is the averaging of CoCoA
+    (Jaggi et al., "Communication-efficient distributed dual coordinate ascent", NIPS
+    2014): the shares add up to 1, so the merged dual variables are a convex combination
+    of the lanes' points, each a dual ascent from ``alpha_0``, and the dual does not
+    decrease; and the merged model is ``w(alpha)`` of the stored dual variables (up to
+    their float32 rounding), so the next epoch starts from a consistent point and the
+    duality gap of the merged model and variables is a true bound. Averaging the models
+    while keeping every lane's full change of the dual variables (parameter mixing) gives
+    neither: ``||w||^2`` shrinks, the dual is overstated and the gap understated.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
@@ -425,6 +441,28 @@ class DcdEpochPass:
         self.monitor = monitor
         self.centre = centre
         self.sum_rows = bool(sum_rows)
+        self.share = 1.0
+
+    def lane(self, share: float) -> DcdEpochPass:
+        """The pass one lane of a split pass runs.
+
+        Parameters
+        ----------
+        share : float
+            The lane's part of the pass's rows, in ``(0, 1]``; the lanes' shares add up
+            to 1.
+
+        Returns
+        -------
+        DcdEpochPass
+            A copy that writes its rows' changes of the dual variables times ``share``
+            (see the Notes of the class).
+        """
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"a lane's share must lie in (0, 1], got {share}")
+        lane = copy.copy(self)
+        lane.share = float(share)
+        return lane
 
     def start(self) -> DcdState:
         """A copy of the initial models, empty statistics."""
@@ -432,7 +470,8 @@ class DcdEpochPass:
         return DcdState(self.initial.copy(), np.full(m, -np.inf), np.full(m, np.inf),
                         np.zeros(m), np.zeros(m), 0,
                         None if self.monitor is None else np.zeros(m),
-                        np.zeros(self.initial.shape[1]) if self.sum_rows else None)
+                        np.zeros(self.initial.shape[1]) if self.sum_rows else None,
+                        share=self.share)
 
     def step(self, state: DcdState, chunk: Chunk) -> DcdState:
         """Coordinate descent over the chunk's training rows (in place)."""
@@ -441,10 +480,13 @@ class DcdEpochPass:
         alpha = alpha_all if keep is None else np.ascontiguousarray(alpha_all[keep])
         c = self.C * weight.astype(np.float64)
         seed = (self.seed * 0x9E3779B1 + int(chunk.start)) % 2**63
+        before = alpha.copy() if self.share != 1.0 else None
         pg_max, pg_min, alpha_sum, dual_quad = dcd_ovr_chunk(
             X, codes, *self.pairs, c, alpha, state.W, self.loss, self.bias_scale,
             DCD_INNER_SWEEPS, seed, *self.rows.emb, self.monitor, state.monitor_loss,
             self.centre)
+        if before is not None:  # a lane: its share of the change, and the sums of those
+            alpha_sum, dual_quad = self._scaled(alpha, before, c)
         if keep is not None:
             alpha_all[keep] = alpha
         self.alpha.put(chunk, alpha_all)
@@ -458,19 +500,39 @@ class DcdEpochPass:
         state.rows += X.shape[0]
         return state
 
+    def _scaled(self, alpha: np.ndarray, before: np.ndarray,
+                c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # alpha <- before + share (alpha - before) in place (a convex combination: still
+        # feasible); the kernel's dual sums of these values
+        moved = before + self.share * (alpha.astype(np.float64) - before)
+        alpha[...] = moved
+        a = alpha.astype(np.float64)
+        dual_quad = np.zeros(a.shape[1])
+        if self.loss == SQUARED_HINGE:
+            on = c > 0.0
+            dual_quad = (a[on] ** 2 / (4.0 * c[on, None])).sum(axis=0)
+        return a.sum(axis=0), dual_quad
+
     def merge(self, a: DcdState, b: DcdState) -> DcdState:
-        """Parameter mixing of the models, statistics combined (a new state)."""
+        """The initial models plus both states' changes times their shares, statistics
+        combined (a new state, of share 1)."""
         monitor_loss = (None if a.monitor_loss is None or b.monitor_loss is None
                         else a.monitor_loss + b.monitor_loss)
         row_sum = (None if a.row_sum is None or b.row_sum is None
                    else a.row_sum + b.row_sum)
-        return DcdState(_mix(a.W, b.W, a.rows, b.rows), np.maximum(a.pg_max, b.pg_max),
+        W = (self.initial + a.share * (a.W - self.initial)
+             + b.share * (b.W - self.initial))
+        return DcdState(W, np.maximum(a.pg_max, b.pg_max),
                         np.minimum(a.pg_min, b.pg_min), a.alpha_sum + b.alpha_sum,
                         a.dual_quad + b.dual_quad, a.rows + b.rows, monitor_loss,
                         row_sum, a.weight_sum + b.weight_sum)
 
     def finish(self, state: DcdState) -> DcdState:
-        """The state after the epoch."""
+        """The state after the epoch: a lane's own (a state of share ``s`` != 1, never
+        merged) becomes the initial models plus ``s`` times its change."""
+        if state.share != 1.0:
+            state.W = self.initial + state.share * (state.W - self.initial)
+            state.share = 1.0
         return state
 
 
