@@ -276,8 +276,8 @@ def test_dcd_lanes_merge_to_w_of_the_dual_variables(client, tmp_path) -> None:
             state = engine.run(pass_, ds, shuffle=True, seed=1, epoch=epoch)
             a = alpha.to_numpy().astype(np.float64)
             w_alpha = (a * sign).T @ Z
-            np.testing.assert_allclose(state.W, w_alpha, rtol=1e-5,
-                                       atol=1e-6 * np.abs(w_alpha).max())
+            # up to the rounding of the written variables to float32 (half an ulp each)
+            assert np.all(np.abs(state.W - w_alpha) <= 2.0**-23 * (a.T @ np.abs(Z)) + 1e-12)
             if previous is not None:
                 primal = 0.5 * np.sum(W**2) + 0.1 * np.maximum(0.0, 1.0 - sign * (Z @ W.T)).sum()
                 true_gap = (primal - previous_dual) / primal

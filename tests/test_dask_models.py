@@ -120,8 +120,9 @@ def test_shareboost_defaults_on_dask_match_local(dask_client) -> None:
 
 def test_mixture_guard_finishes_its_linear_svm_on_dask(dask_client) -> None:
     # one-hot-like rows with a noisy linear rule: the guard keeps the linear SVM, whose
-    # finishing passes run by parameter mixing on the cluster; its duality gap, summed over
-    # the partitions, still falls below the tolerance, and the model is the local one's
+    # finishing passes run in lanes on the cluster, each writing its share of the change of
+    # the dual variables; its duality gap, summed over the partitions, falls below the
+    # tolerance, and the model is the local one's
     from streamlearn.solvers.mixture.driver import LINEAR_GAP_TOL
 
     rng = np.random.default_rng(0)

@@ -8,8 +8,15 @@ from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 from sklearn.svm import LinearSVC
 
+from streamlearn import open_dataset
+from streamlearn.data.example_state import ExampleState
 from streamlearn.solvers.mixture import (
     Q_FLOOR,
+    ExpertPass,
+    InitialExpertPass,
+    MixtureParams,
+    StochasticEpochPass,
+    StochasticState,
     center_sq_norms,
     chunk_products,
     expert_dcd_chunk,
@@ -21,7 +28,9 @@ from streamlearn.solvers.mixture import (
     mixture_log_odds_chunk,
     posteriors_chunk,
 )
+from streamlearn.solvers.mixture.passes import LinearSweepPass
 from streamlearn.solvers.vector_exp import MIN_LENGTH
+from tests.merging import run_lanes
 
 TAU = 0.7
 BIAS = 1.0
@@ -247,3 +256,54 @@ def test_log_odds_are_the_log_ratio_of_eq21_halves_row_by_row(k: int) -> None:
     W_far[0, -1] = 1e4
     far = mixture_log_odds_chunk(X[:3], V[:1], W_far, np.ones(1), TAU, BIAS)
     np.testing.assert_allclose(far, 1.0 + 1e4)
+
+
+def _expert_passes(kind: str, alpha: ExampleState, W: np.ndarray, V: np.ndarray,
+                   epoch: int):
+    """One pass of the experts' dual coordinate descent of each kind (positive class 1),
+    from experts ``W``, and how to read the experts from its result."""
+    k = W.shape[0]
+    params = MixtureParams(np.full(k, 1.0 / k), V, W)
+    if kind == "linear":
+        return (LinearSweepPass([1], 0.5, BIAS, [alpha], [epoch], [W]),
+                lambda state: state.W[0])
+    if kind == "initial":
+        return (InitialExpertPass([V], [np.ones(k, dtype=bool)], [1], 0.5, BIAS, [alpha],
+                                  [epoch], [W]), lambda state: state.W[0])
+    if kind == "expert":
+        return (ExpertPass(params, 1, 0.5, TAU, BIAS, alpha, epoch, W),
+                lambda state: state.W)
+    return (StochasticEpochPass([1], 0.5, TAU, 0.1, BIAS, 1200.0, [alpha], [epoch],
+                                [StochasticState(params, np.full(k, 1.0 / k), 0)]),
+            lambda state: state.lanes[0].params.W)
+
+
+@pytest.mark.parametrize("kind", ["linear", "initial", "expert", "stochastic"])
+def test_expert_passes_in_lanes_keep_the_experts_the_image_of_the_dual_variables(kind):
+    # two lanes of 500 and 700 rows, as DaskEngine splits a pass: the merged experts are
+    # sum_i y_i alpha_ij z_i of the stored dual variables (numpy), and for the linear lanes
+    # the driver's gap (primal of the experts minus the dual of those variables) is the
+    # true one
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(1200, 3)).astype(np.float32)
+    codes = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    chunks = list(open_dataset(X, target=codes, chunk_rows=100).chunks())
+    k = 1 if kind == "linear" else 3
+    V = rng.normal(size=(k, 3))
+    y = np.where(codes == 1, 1.0, -1.0)
+    Z = np.c_[X.astype(np.float64), np.full(len(X), BIAS)]
+    W = np.zeros((k, 4))
+    with ExampleState(len(X), k) as alpha:
+        for epoch in range(3):
+            pass_, experts = _expert_passes(kind, alpha, W, V, epoch)
+            state = run_lanes(pass_, [chunks[:5], chunks[5:]])
+            a = alpha.to_numpy().astype(np.float64)
+            image = (a * y[:, None]).T @ Z
+            # up to the rounding of the written variables to float32 (half an ulp each)
+            assert np.all(np.abs(experts(state) - image)
+                          <= 2.0**-23 * (np.abs(a).T @ np.abs(Z)) + 1e-12)
+            if kind == "linear":
+                np.testing.assert_allclose(state.alpha_sum, a.sum(axis=0), rtol=1e-12)
+                assert state.loss[0] == pytest.approx(
+                    np.maximum(0.0, 1.0 - y * (Z @ W[0])).sum(), rel=1e-9)
+            W = experts(state)

@@ -397,6 +397,28 @@ def dcd_chunk(X, y, c, alpha, w_d, loss, bias_scale, n_inner, seed, kind, ipar, 
     return tuple(float(o[0]) for o in out)
 
 
+def scale_dual_change(alpha: np.ndarray, before: np.ndarray, share: float) -> None:
+    """Scale the change of dual variables by a lane's share, in place:
+    ``alpha <- before + share (alpha - before)``.
+
+    What one lane of a dual coordinate descent pass split into lanes writes (CoCoA's
+    averaging, Jaggi et al., "Communication-efficient distributed dual coordinate
+    ascent", NIPS 2014): with the shares adding up to 1 the variables after the merge are
+    a convex combination of the lanes' points, feasible, and the lanes' model changes
+    added with the same factors give ``w(alpha)`` of them.
+
+    Parameters
+    ----------
+    alpha : ndarray, float32
+        The lane's dual variables after its sweeps; overwritten.
+    before : ndarray, float32
+        The same variables as the lane read them.
+    share : float
+        The lane's part of the rows, in ``(0, 1]``.
+    """
+    alpha[...] = before + share * (alpha.astype(np.float64) - before)
+
+
 def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
     # embedding_sum's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec

@@ -27,7 +27,12 @@ from streamlearn.solvers.calibration import (
     class_probabilities,
     sigmoid_proba,
 )
-from streamlearn.solvers.dcd import SQUARED_HINGE, dcd_ovr_chunk, embedding_sum
+from streamlearn.solvers.dcd import (
+    SQUARED_HINGE,
+    dcd_ovr_chunk,
+    embedding_sum,
+    scale_dual_change,
+)
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.ovr import REST
@@ -502,10 +507,8 @@ class DcdEpochPass:
 
     def _scaled(self, alpha: np.ndarray, before: np.ndarray,
                 c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # alpha <- before + share (alpha - before) in place (a convex combination: still
-        # feasible); the kernel's dual sums of these values
-        moved = before + self.share * (alpha.astype(np.float64) - before)
-        alpha[...] = moved
+        # the lane's share of the change (in place), and the kernel's dual sums of it
+        scale_dual_change(alpha, before, self.share)
         a = alpha.astype(np.float64)
         dual_quad = np.zeros(a.shape[1])
         if self.loss == SQUARED_HINGE:

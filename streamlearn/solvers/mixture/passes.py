@@ -19,9 +19,10 @@ given it; stochastic EM scores them, lane group against lane group (:class:`Vali
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.solvers.calibration import TemperatureSums
+from streamlearn.solvers.dcd import scale_dual_change
 from streamlearn.solvers.holdout import Holdout, held_out_rows
 from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
 from streamlearn.solvers.mixture.kernels import (
@@ -277,15 +279,56 @@ class ExpertState:
         experts
     rows : int
         Rows processed (the weight of this state when partial states are merged).
+    share : float
+        The factor the changes of the dual variables were written with (a part of a pass
+        split into lanes, see :func:`_split_lane`; 1 for a whole pass or merged parts).
     """
 
     W: np.ndarray
     rows: int = 0
+    share: float = 1.0
 
 
 def _mix(a: np.ndarray, b: np.ndarray, na: float, nb: float) -> np.ndarray:
     total = na + nb
     return a.copy() if total == 0 else (na * a + nb * b) / total
+
+
+P = TypeVar("P")
+
+
+def _split_lane(pass_: P, share: float) -> P:
+    """A copy of a pass of the experts' dual coordinate descent for one of several lanes
+    of an engine (its ``lane(share)``), holding ``share`` of the rows.
+
+    Such a lane writes its changes of the dual variables times ``share``
+    (:func:`~streamlearn.solvers.dcd.scale_dual_change`) and the pass's merge adds the
+    lanes' changes of the experts times their shares (:func:`_changes`), so the merged
+    experts stay the image ``sum_i y_i alpha_ij z_i`` of the stored dual variables, as in
+    one process (averaging the experts while every lane keeps its full change of the
+    dual variables breaks that, and with it the duality gap of the linear lanes).
+    """
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"a lane's share must lie in (0, 1], got {share}")
+    lane = copy.copy(pass_)
+    lane.share = float(share)  # type: ignore[attr-defined]
+    return lane
+
+
+def _changes(initial: np.ndarray, a: np.ndarray, b: np.ndarray, share_a: float,
+             share_b: float) -> np.ndarray:
+    """``initial`` plus two parts' changes of it times their shares."""
+    return initial + share_a * (a - initial) + share_b * (b - initial)
+
+
+def _read_before(alpha: np.ndarray, share: float) -> np.ndarray | None:
+    """A copy of the dual variables a lane of share below 1 scales its change from."""
+    return alpha.copy() if share != 1.0 else None
+
+
+def _write_share(alpha: np.ndarray, before: np.ndarray | None, share: float) -> None:
+    if before is not None:
+        scale_dual_change(alpha, before, share)
 
 
 def _chunk_seed(seed: int, chunk: Chunk) -> int:
@@ -369,10 +412,16 @@ class InitialExpertPass:
         self.seeds = [int(s) for s in seeds]
         self.initial = [np.asarray(W, dtype=np.float64) for W in initial]
         self.holdout = holdout
+        self.share = 1.0
+
+    def lane(self, share: float) -> InitialExpertPass:
+        """The pass of one of several lanes holding ``share`` of the rows
+        (:func:`_split_lane`)."""
+        return _split_lane(self, share)
 
     def start(self) -> ExpertState:
         """A copy of the initial experts."""
-        return ExpertState([W.copy() for W in self.initial])
+        return ExpertState([W.copy() for W in self.initial], share=self.share)
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk, lane after lane (in place)."""
@@ -390,10 +439,12 @@ class InitialExpertPass:
         def lane(m: int) -> None:
             lane_alpha = _lane_alpha(self, m)
             alpha = lane_alpha.get(chunk)
+            before = _read_before(alpha, self.share)
             expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w,
                              assigned[id(self.centers[m])], self.C, alpha, state.W[m],
                              self.trained[m], self.bias_scale, EXPERT_SWEEPS,
                              _chunk_seed(self.seeds[m], chunk), diagonal)
+            _write_share(alpha, before, self.share)
             lane_alpha.put(chunk, alpha)
 
         _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
@@ -401,12 +452,18 @@ class InitialExpertPass:
         return state
 
     def merge(self, a: ExpertState, b: ExpertState) -> ExpertState:
-        """Parameter mixing of two partial states (a new state)."""
-        return ExpertState([_mix(p, q, a.rows, b.rows) for p, q in zip(a.W, b.W, strict=True)],
+        """The initial experts plus both states' changes times their shares (a new
+        state)."""
+        return ExpertState([_changes(W, p, q, a.share, b.share)
+                            for W, p, q in zip(self.initial, a.W, b.W, strict=True)],
                            a.rows + b.rows)
 
     def finish(self, state: ExpertState) -> ExpertState:
-        """The experts after the pass."""
+        """The experts after the pass (a lane's own: its change times its share)."""
+        if state.share != 1.0:
+            state.W = [_changes(W, p, W, state.share, 0.0)
+                       for W, p in zip(self.initial, state.W, strict=True)]
+            state.share = 1.0
         return state
 
 
@@ -573,12 +630,16 @@ class LinearSweepState:
         chunk left it).
     rows : int
         Rows processed (the weight of this state when partial states are merged).
+    share : float
+        The factor the changes of the dual variables were written with (see
+        :class:`ExpertState`).
     """
 
     W: list[np.ndarray]
     loss: np.ndarray
     alpha_sum: np.ndarray
     rows: int = 0
+    share: float = 1.0
 
 
 class LinearSweepPass:
@@ -623,11 +684,17 @@ class LinearSweepPass:
             raise ValueError("one positive class, ExampleState, seed and expert per lane")
         if any(W.shape[0] != 1 for W in self.initial):
             raise ValueError("a linear sweep trains one-component lanes only")
+        self.share = 1.0
+
+    def lane(self, share: float) -> LinearSweepPass:
+        """The pass of one of several lanes holding ``share`` of the rows
+        (:func:`_split_lane`)."""
+        return _split_lane(self, share)
 
     def start(self) -> LinearSweepState:
         """A copy of the initial experts, zero sums."""
         return LinearSweepState([W.copy() for W in self.initial], np.zeros(self.n_lanes),
-                                np.zeros(self.n_lanes))
+                                np.zeros(self.n_lanes), share=self.share)
 
     def step(self, state: LinearSweepState, chunk: Chunk) -> LinearSweepState:
         """Hinge losses of the initial experts on the chunk, then coordinate descent
@@ -644,8 +711,10 @@ class LinearSweepPass:
             state.loss[m] += float(w64 @ np.maximum(0.0, 1.0 - y * scores))
             lane_alpha = _lane_alpha(self, m)
             alpha = lane_alpha.get(chunk)
+            before = _read_before(alpha, self.share)
             expert_dcd_chunk(X, y, w, one, self.C, alpha, state.W[m], every, self.bias_scale,
                              EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+            _write_share(alpha, before, self.share)
             lane_alpha.put(chunk, alpha)
             state.alpha_sum[m] += float(alpha.sum(dtype=np.float64))
 
@@ -654,13 +723,19 @@ class LinearSweepPass:
         return state
 
     def merge(self, a: LinearSweepState, b: LinearSweepState) -> LinearSweepState:
-        """Parameter mixing of the experts, the sums added (a new state)."""
-        return LinearSweepState([_mix(p, q, a.rows, b.rows)
-                                 for p, q in zip(a.W, b.W, strict=True)],
+        """The initial experts plus both states' changes times their shares, the sums
+        added (a new state)."""
+        return LinearSweepState([_changes(W, p, q, a.share, b.share)
+                                 for W, p, q in zip(self.initial, a.W, b.W, strict=True)],
                                 a.loss + b.loss, a.alpha_sum + b.alpha_sum, a.rows + b.rows)
 
     def finish(self, state: LinearSweepState) -> LinearSweepState:
-        """The experts after the pass and its sums."""
+        """The experts after the pass and its sums (a lane's own: its change times its
+        share)."""
+        if state.share != 1.0:
+            state.W = [_changes(W, p, W, state.share, 0.0)
+                       for W, p in zip(self.initial, state.W, strict=True)]
+            state.share = 1.0
         return state
 
 
@@ -698,10 +773,16 @@ class ExpertPass:
         self.alpha = alpha
         self.seed = int(seed)
         self.initial = initial
+        self.share = 1.0
+
+    def lane(self, share: float) -> ExpertPass:
+        """The pass of one of several lanes holding ``share`` of the rows
+        (:func:`_split_lane`)."""
+        return _split_lane(self, share)
 
     def start(self) -> ExpertState:
         """A copy of the initial experts."""
-        return ExpertState(self.initial.copy())
+        return ExpertState(self.initial.copy(), share=self.share)
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk (in place)."""
@@ -709,19 +790,26 @@ class ExpertPass:
         y = _signs(chunk, self.positive)
         Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
         alpha = self.alpha.get(chunk)
+        before = _read_before(alpha, self.share)
         expert_dcd_chunk(X, y, _weights(chunk), Q, self.C, alpha, state.W,
                          self.posterior_params.xi > 0, self.bias_scale, EXPERT_SWEEPS,
                          _chunk_seed(self.seed, chunk))
+        _write_share(alpha, before, self.share)
         self.alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
         return state
 
     def merge(self, a: ExpertState, b: ExpertState) -> ExpertState:
-        """Parameter mixing of two partial states (a new state)."""
-        return ExpertState(_mix(a.W, b.W, a.rows, b.rows), a.rows + b.rows)
+        """The initial experts plus both states' changes times their shares (a new
+        state)."""
+        return ExpertState(_changes(self.initial, a.W, b.W, a.share, b.share),
+                           a.rows + b.rows)
 
     def finish(self, state: ExpertState) -> ExpertState:
-        """The experts after the pass."""
+        """The experts after the pass (a lane's own: its change times its share)."""
+        if state.share != 1.0:
+            state.W = _changes(self.initial, state.W, self.initial, state.share, 0.0)
+            state.share = 1.0
         return state
 
 
@@ -818,12 +906,16 @@ class EpochState:
         Weighted logistic loss of the held-out rows, ``log(1 + exp(-y f))`` of each lane's
         log-odds ``f`` and the row's label ``y = +/-1`` for the lane's positive class,
         summed over the group's lanes (the log loss of ``predict_proba`` for one lane).
+    share : float
+        The factor the changes of the experts' dual variables were written with (see
+        :class:`ExpertState`).
     """
 
     lanes: list[StochasticState]
     errors: np.ndarray
     held_weight: float = 0.0
     losses: np.ndarray | None = None
+    share: float = 1.0
 
     def __post_init__(self) -> None:
         if self.losses is None:
@@ -859,7 +951,9 @@ class StochasticEpochPass:
     Notes
     -----
     Engines that split the pass average the partial parameters weighted by rows processed
-    (a component pruned in either part stays pruned) and add up the validation tallies.
+    (a component pruned in either part stays pruned) and add up the validation tallies;
+    the experts are the initial ones plus the lanes' changes times their shares, the
+    factors their changes of the dual variables were written with (:func:`_split_lane`).
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
@@ -884,11 +978,18 @@ class StochasticEpochPass:
                              "per lane")
         self.holdout = holdout
         self.groups = [[int(m) for m in g] for g in (groups or [])]
+        self.share = 1.0
+
+    def lane(self, share: float) -> StochasticEpochPass:
+        """The pass of one of several lanes holding ``share`` of the rows
+        (:func:`_split_lane`)."""
+        return _split_lane(self, share)
 
     def start(self) -> EpochState:
         """A copy of the initial states with empty pass statistics."""
         return EpochState([StochasticState(s.params.copy(), s.resp.copy(), s.t)
-                           for s in self.initial], np.zeros(len(self.groups)))
+                           for s in self.initial], np.zeros(len(self.groups)),
+                          share=self.share)
 
     def step(self, state: EpochState, chunk: Chunk) -> EpochState:
         """Score the held-out rows, then per lane: E-step on the chunk and stochastic
@@ -962,33 +1063,43 @@ class StochasticEpochPass:
         # experts: weighted coordinate descent sweeps over the chunk
         lane_alpha = _lane_alpha(self, m)
         alpha = lane_alpha.get(chunk)
+        before = _read_before(alpha, self.share)
         expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
                          EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+        _write_share(alpha, before, self.share)
         lane_alpha.put(chunk, alpha)
         state.rows += chunk.n_rows
 
     def merge(self, a: EpochState, b: EpochState) -> EpochState:
         """Parameter mixing of two partial states, lane by lane, and the sum of their
         validation tallies (a new state)."""
-        return EpochState([self._merge_lane(p, q, initial)
+        return EpochState([self._merge_lane(p, q, initial, a.share, b.share)
                            for p, q, initial in zip(a.lanes, b.lanes, self.initial,
                                                     strict=True)],
                           a.errors + b.errors, a.held_weight + b.held_weight,
                           a.losses + b.losses)
 
     @staticmethod
-    def _merge_lane(a: StochasticState, b: StochasticState,
-                    initial: StochasticState) -> StochasticState:
+    def _merge_lane(a: StochasticState, b: StochasticState, initial: StochasticState,
+                    share_a: float, share_b: float) -> StochasticState:
         na, nb = a.rows, b.rows
         xi = _mix(a.params.xi, b.params.xi, na, nb)
         xi[(a.params.xi == 0) | (b.params.xi == 0)] = 0.0
         xi = xi / xi.sum() if xi.sum() > 0 else a.params.xi.copy()
         params = MixtureParams(xi, _mix(a.params.V, b.params.V, na, nb),
-                               _mix(a.params.W, b.params.W, na, nb))
+                               _changes(initial.params.W, a.params.W, b.params.W, share_a,
+                                        share_b))
         return StochasticState(params, _mix(a.resp, b.resp, na, nb),
                                max(a.t, b.t) + min(a.t, b.t) - initial.t,
                                a.loglik + b.loglik, a.weight + b.weight, na + nb)
 
     def finish(self, state: EpochState) -> EpochState:
-        """Every lane's state after the epoch and the validation tallies."""
+        """Every lane's state after the epoch and the validation tallies (the experts of
+        an engine's lane: their change times its share)."""
+        if state.share != 1.0:
+            for s, initial in zip(state.lanes, self.initial, strict=True):
+                W = initial.params.W
+                s.params = MixtureParams(s.params.xi, s.params.V,
+                                         _changes(W, s.params.W, W, state.share, 0.0))
+            state.share = 1.0
         return state
