@@ -24,11 +24,11 @@ import streamlearn as sl
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.synthetic import additive_problem
 from streamlearn.engine import LocalEngine, Reduction, local_cluster, resolve_engine
-from streamlearn.engine.dask_engine import DaskEngine
+from streamlearn.engine.dask_engine import DaskEngine, _lane_shares
 from streamlearn.engine.partitions import piece_offsets
 from streamlearn.errors import EngineError, ReadError
 from streamlearn.models.additive import AdditiveSVC, DcdEpochPass
-from streamlearn.solvers.additive import ModelPairs
+from streamlearn.solvers.additive import ModelPairs, PegasosEpochPass, PegasosState
 from streamlearn.solvers.additive.driver import duality_gap
 from streamlearn.solvers.additive.passes import TrainingRows
 from streamlearn.solvers.dcd import HINGE
@@ -287,6 +287,22 @@ def test_dcd_lanes_merge_to_w_of_the_dual_variables(client, tmp_path) -> None:
             W, previous = state.W, state
             previous_dual = a.sum() - 0.5 * np.sum(w_alpha**2)
     engine.close()
+
+
+def test_only_dcd_lanes_get_a_share_of_the_rows() -> None:
+    # shares in proportion to the lanes' rows, adding up to 1; PEGASOS (no lane method)
+    # and a pass in one lane run the pass itself
+    ranges = [(0, 300), (300, 500), (500, 900), (900, 1000)]
+    emb = embedding_params(None, 2)
+    with ExampleState(1000, 1) as alpha:
+        dcd = DcdEpochPass(TrainingRows(emb, None, None), ModelPairs.of(2), 1.0, HINGE, 1.0,
+                           alpha, 0, np.zeros((1, 3)))
+        np.testing.assert_allclose(_lane_shares(dcd, ranges, [[0, 1], [2, 3]]), [0.5, 0.5])
+        np.testing.assert_allclose(_lane_shares(dcd, ranges, [[0], [1, 2, 3]]), [0.3, 0.7])
+        assert _lane_shares(dcd, ranges, [[0, 1, 2, 3]]) == [None]
+    pegasos = PegasosEpochPass(TrainingRows(emb, None, None), ModelPairs.of(2), 0.1, 1.0, 0,
+                               PegasosState(np.zeros((1, 3)), np.zeros((1, 3)), 0))
+    assert _lane_shares(pegasos, ranges, [[0, 1], [2, 3]]) == [None, None]
 
 
 def test_dcd_on_dask_converges_to_the_local_model(client, tmp_path) -> None:
