@@ -12,7 +12,9 @@ from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_chunk
 
 
 def pegasos_reference(Z, y, weight, lam, bias_scale, w, avg, t, average_start):
-    """Textbook PEGASOS (one row per step, no projection) on materialised features."""
+    """Textbook PEGASOS (one row per step, no projection) on materialised features; a row
+    of weight ``c > 1`` steps by ``c`` plain steps or to its hinge, whichever is shorter,
+    but not by less than one plain step."""
     Zb = np.hstack([Z.astype(np.float64), np.full((Z.shape[0], 1), bias_scale)])
     w = w.astype(np.float64).copy()
     total = avg * max(0, t - average_start + 1)
@@ -22,7 +24,11 @@ def pegasos_reference(Z, y, weight, lam, bias_scale, w, avg, t, average_start):
         violated = y[r] * (w @ Zb[r]) < 1.0
         w *= 1.0 - 1.0 / t
         if violated:
-            w += eta * weight[r] * y[r] * Zb[r]
+            c = float(weight[r])
+            if c > 1.0:
+                to_hinge = (1.0 - y[r] * (w @ Zb[r])) / (eta * (Zb[r] @ Zb[r]))
+                c = min(c, max(1.0, to_hinge))
+            w += eta * c * y[r] * Zb[r]
         if t >= average_start:
             total = total + w
     n_avg = t - average_start + 1
@@ -63,9 +69,10 @@ def test_online_bspline_equals_pegasos_on_materialised_transform():
     scale = np.abs(w_ref).max()
     np.testing.assert_allclose(w, w_ref, rtol=1e-5, atol=1e-5 * scale)
     np.testing.assert_allclose(avg, avg_ref, rtol=1e-5, atol=1e-5 * scale)
-    # the model is not trivial: it fits the training data better than a constant
+    # the averaged model is not trivial: it fits the training data better than a constant
+    # (0.53 of the rows are of one label)
     Zb = np.hstack([m.transform(X), np.ones((900, 1), np.float32)])
-    assert np.mean(np.sign(Zb @ w) == y) > 0.8
+    assert np.mean(np.sign(Zb @ avg) == y) > 0.8
 
 
 MAPS = [
@@ -142,3 +149,25 @@ def test_first_step_resets_and_lazy_scale_renormalises():
     w_ref, _, _ = pegasos_reference(X[:300], y[:300], weight[:300], 1e-3, 1.0, np.zeros(3),
                                     np.zeros(3), 0, NO_AVERAGING)
     np.testing.assert_allclose(w_d, w_ref, rtol=1e-7, atol=1e-5)
+
+
+
+@pytest.mark.parametrize("m", [None, BSplineMap(3, 10, 1).fit(-np.ones(3), np.ones(3)),
+                               FourierMap(3, 1).fit(-np.ones(3), np.ones(3))], ids=repr)
+@pytest.mark.parametrize("t", [1, 200])
+def test_a_heavy_row_steps_to_its_hinge_and_no_further(m, t):
+    # from w = 0 a row's step moves its margin by eta c ||z||^2 (z the materialised row and
+    # the bias feature). A weight c > 1 goes as far as its c plain steps or to the hinge
+    # (margin 1), whichever is nearer, and never less far than one plain step; a weight
+    # of at most 1 takes the plain step, past the hinge or not
+    x = np.array([[0.9, -0.8, 0.7]], np.float32)
+    emb = embedding_params(m, 3)
+    z = np.append(x[0] if m is None else m.transform(x)[0], 0.5).astype(np.float64)
+    lam = 1.0  # eta = 1 / (t + 1)
+    plain = (z @ z) / (t + 1)
+    for c in (0.5, 1.0, 1.5, 3.0, 5000.0):
+        w_d, avg = np.zeros(emb.n_dims + 1), np.zeros(emb.n_dims + 1)
+        pegasos_chunk(x, np.ones(1, np.float32), np.array([c], np.float32), lam, 0.5, w_d,
+                      avg, t, NO_AVERAGING, *emb)
+        margin = c * plain if c <= 1.0 else min(c * plain, max(plain, 1.0))
+        assert weights_from_w_d(w_d, emb.ipar) @ z == pytest.approx(margin, rel=1e-6)

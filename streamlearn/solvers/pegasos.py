@@ -7,7 +7,14 @@ Primal estimated sub-gradient solver of Shalev-Shwartz, Singer and Srebro (ICML 
 with one row per step, ``eta_t = 1 / (lam t)`` and the step counter ``t`` carried across
 chunks. Conventions:
 
-* labels ``y`` are float32 in {-1, +1}; sample weights ``c_i`` scale the hinge sub-gradient;
+* labels ``y`` are float32 in {-1, +1}; sample weights ``c_i`` scale the hinge sub-gradient,
+  except that a weight above 1 carries a row's step to its hinge and no further: the step
+  is ``eta min(c, max(1, (1 - y f') / (eta q)))`` with ``f'`` the row's score after the
+  shrink and ``q = ||Psi_d(x)||^2 + bias_scale^2``, so that the row's margin becomes 1 where
+  ``c`` plain steps would carry it past (importance-weight aware updates, Karampatziakis
+  and Langford, UAI 2011: ``c`` copies of the row stepped in turn stop at the hinge). A
+  weight of ``n / 2`` (one row of a class, balanced) otherwise moved the model by
+  thousands of margins at each visit. Rows of weight at most 1 take PEGASOS's own step;
 * the bias is regularised: it is the weight of a constant feature of value ``bias_scale``,
   stored as the last entry of ``w_d`` (``b = w_d[-1] * bias_scale``; ``bias_scale = 0`` fits
   no bias). This keeps every coordinate on the same ``1 / (lam t)`` step and shrink, the same
@@ -55,6 +62,7 @@ from streamlearn.solvers.embedding import (
     row_buffers,
     row_kind,
     row_score,
+    row_sq_norm_d,
     row_update,
     row_update_pair,
     rows_in,
@@ -111,6 +119,8 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         if permuted:
             work = term_major_buffers(fixed_kind, ipar, idx)
         margins = np.empty(m, dtype=np.float64)
+        scratch = np.empty(n_cols, dtype=np.float64)
+        bias_sq = bias_scale * bias_scale
         averaging = n > 0 and t + n >= average_start
         # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
         # mean in its own units through the chunk, so that it is swept once, at the end
@@ -150,10 +160,19 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                 scale = 1.0
             c = np.float64(weight[r])
             if c != 0.0:
+                sq = -1.0  # ||Psi_d(x)||^2 + bias_scale^2, for a weight above 1
                 for j in range(m):
                     if margins[j] < 1.0:
                         yj = binary_label(code, positive[j], negative[j])
-                        step = eta * c * yj / scale
+                        cj = c
+                        if c > 1.0:
+                            # the weight beyond 1 carries the step to the hinge, not past it
+                            if sq < 0.0:
+                                sq = row_sq_norm_d(hk, x, idx, val, nnz, n_cols, order,
+                                                   scratch) + bias_sq
+                            gap = 1.0 - margins[j] * (1.0 - 1.0 / k)
+                            cj = min(c, max(1.0, gap / (eta * sq)))
+                        step = eta * cj * yj / scale
                         wj = W[j]
                         if b_coef != 0.0:
                             aj = AVG[j]
@@ -195,7 +214,8 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
         Model ``j`` takes rows of class code ``positive[j]`` as ``+1`` and rows of code
         ``negative[j]`` (every other code for :data:`REST`) as ``-1``; it skips the rest.
     weight : ndarray of shape (n_rows,), float32
-        Sample weights (``np.ones`` for none); a row of weight 0 only shrinks.
+        Sample weights (``np.ones`` for none); a row of weight 0 only shrinks, one above 1
+        steps at most to its hinge (see the module's conventions).
     lam : float
         Regularisation ``lam > 0``.
     bias_scale : float
@@ -235,7 +255,8 @@ def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kin
     y : ndarray of shape (n_rows,), float32
         Labels in {-1, +1}.
     weight : ndarray of shape (n_rows,), float32
-        Sample weights (``np.ones`` for none); a row of weight 0 only shrinks.
+        Sample weights (``np.ones`` for none); a row of weight 0 only shrinks, one above 1
+        steps at most to its hinge.
     lam : float
         Regularisation ``lam > 0``.
     bias_scale : float
