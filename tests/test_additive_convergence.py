@@ -20,7 +20,13 @@ from streamlearn.solvers.additive import (
     PegasosEpochPass,
     PegasosState,
 )
-from streamlearn.solvers.additive.driver import Patience, duality_gap, monitored_loss
+from streamlearn.solvers.additive.driver import (
+    HOLDOUT_SALT,
+    Patience,
+    duality_gap,
+    monitored_error,
+    monitored_loss,
+)
 from streamlearn.solvers.additive.passes import DCD_INNER_SWEEPS, TrainingRows
 from streamlearn.solvers.dcd import HINGE, SQUARED_HINGE, dcd_ovr_chunk
 from streamlearn.solvers.embedding import embedding_params
@@ -127,11 +133,37 @@ def test_monitored_loss_against_numpy(held_out):
     if not held_out:
         expected += 0.5 * lam * np.sum(model**2)
     assert monitored_loss(state, model, emb, lam, held_out) == pytest.approx(expected, rel=1e-5)
+    # its sampling error: per model, the weighted variance of the losses over Kish's count
+    w = weight[rows].astype(np.float64)
+    hinge = np.maximum(0.0, 1.0 - sign * scores)
+    mean = (hinge * w[:, None]).sum(axis=0) / w.sum()
+    var = (w[:, None] * (hinge - mean) ** 2).sum(axis=0) / w.sum()
+    error = np.sqrt(np.sum(var * (w**2).sum() / w.sum() ** 2))
+    assert monitored_error(state) == pytest.approx(error, rel=1e-4)
     # the models the pass trains are the same as without monitoring
     plain = PegasosEpochPass(TrainingRows(emb, None, holdout), pairs, lam, 0.7, 10**9, initial)
     reference = LocalEngine(progress=False).run(plain, ds, shuffle=True, seed=1)
     np.testing.assert_array_equal(state.W, reference.W)
     assert reference.monitor_loss is None
+
+
+def test_a_fit_whose_held_out_loss_rose_returns_the_best_model_it_judged():
+    # the held-out rows' labels are the other way round from the training rows': every
+    # epoch's model is worse on them than the one before, by far more than their noise,
+    # and the rule, which stops after two such epochs, returns the first model it judged
+    n = 2000
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1.0, 1.0, (n, 2)).astype(np.float32)
+    held = Holdout.fraction(0.1, 0 ^ HOLDOUT_SALT).mask(np.arange(n))
+    y = np.where((X[:, 0] > 0) != held, 1, 0)
+    model = AdditiveSVC(interactions=0, n_bases=8, chunk_rows=500, random_state=0,
+                        progress=False).fit(X, y)
+    history = np.asarray(model.monitor_loss_)
+    assert model.n_iter_ == 4 and np.all(np.diff(history) > 0.05)
+    # numpy: the returned model's mean hinge loss on the held-out rows
+    sign = np.where(y[held] == 1, 1.0, -1.0)
+    loss = np.mean(np.maximum(0.0, 1.0 - sign * model.svm_scores(X[held])[:, 0]))
+    assert loss == pytest.approx(history[0], rel=1e-5)
 
 
 def test_monitored_losses_merge_by_adding():
@@ -154,6 +186,8 @@ def test_monitored_losses_merge_by_adding():
     merged = epoch.merge(a, b)
     np.testing.assert_allclose(merged.monitor_loss, whole.monitor_loss, rtol=1e-12)
     np.testing.assert_allclose(merged.monitor_weight, whole.monitor_weight, rtol=1e-12)
+    np.testing.assert_allclose(merged.monitor_loss_sq, whole.monitor_loss_sq, rtol=1e-12)
+    np.testing.assert_allclose(merged.monitor_weight_sq, whole.monitor_weight_sq, rtol=1e-12)
 
 
 def dcd_objectives(X: np.ndarray, codes: np.ndarray, c: np.ndarray, loss: int,

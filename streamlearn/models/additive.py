@@ -290,7 +290,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
           out for calibration (on the training rows with ``calibrate=False``, where the
           regularised objective is followed instead) as it reads the data; stop when
           ``n_iter_no_change`` epochs in a row improve that hinge loss by less than ``tol``
-          times its best value so far.
+          times its best value so far, and return the last model scored, or the best one
+          when the loss has risen since by more than twice its sampling error.
 
         ``"auto"``: 0.01 for ``dcd`` (its objective within 1% of the optimum) and 0.003
         for PEGASOS (an epoch costs a full read of the data: it is worth one while it

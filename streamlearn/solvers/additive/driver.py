@@ -483,8 +483,11 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
       after ``n_iter_no_change`` consecutive evaluations that improve on the best ``L`` so
       far by less than ``tol`` times it (times 0.01 per binary model when it is below
       that: a nearly separated held-out set), and returns the model it judged last (after epoch
-      ``e - 1``), whose held-out scores that pass also binned: they are its calibration
-      set, so a fit stopped by the rule makes no calibration pass. Every epoch costs a
+      ``e - 1``), or the one of lowest ``L`` when ``L`` has risen from it by more than
+      twice the sampling error of the difference (:func:`rose`; within it, the later
+      model, which averages more epochs, is kept); the pass that judged the returned
+      model also binned its held-out scores: they are its calibration set, so a fit
+      stopped by the rule makes no calibration pass. Every epoch costs a
       full read of the data and the held-out estimate is noisy, so the default asks a
       worthwhile improvement in two (not sklearn's five) consecutive epochs.
 
@@ -1427,6 +1430,48 @@ def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: 
     return value
 
 
+def monitored_error(state: PegasosState) -> float:
+    """The sampling error of :func:`monitored_loss`'s value, from the same pass.
+
+    Each binary model's mean loss ``L_j = sum_i s_i l_i / S_j`` has the variance
+    ``v_j sum_i s_i^2 / S_j^2`` of a weighted mean of rows drawn at random, with ``v_j`` the
+    weighted variance of its rows' losses (Kish's effective count of weighted rows); the
+    error is the square root of the sum over the models (the penalty term has none).
+
+    Parameters
+    ----------
+    state : PegasosState
+        After a :class:`PegasosEpochPass` with a monitored model.
+
+    Returns
+    -------
+    float
+    """
+    assert state.monitor_loss is not None and state.monitor_weight is not None
+    assert state.monitor_loss_sq is not None and state.monitor_weight_sq is not None
+    total = state.monitor_weight
+    some = total > 0
+    mean = state.monitor_loss[some] / total[some]
+    spread = np.maximum(state.monitor_loss_sq[some] / total[some] - mean * mean, 0.0)
+    return float(np.sqrt(np.sum(spread * state.monitor_weight_sq[some] / total[some] ** 2)))
+
+
+def rose(last: tuple[float, float], best: tuple[float, float]) -> bool:
+    """Whether the monitored loss rose from ``best`` to ``last``, each ``(value, error)``,
+    by more than twice the error of their difference (taken as independent, which
+    overstates it for the same rows): a rise that sampling noise does not explain.
+
+    Parameters
+    ----------
+    last, best : tuple of float
+
+    Returns
+    -------
+    bool
+    """
+    return bool(last[0] - best[0] > 2.0 * np.hypot(last[1], best[1]))
+
+
 class Patience:
     """PEGASOS's stopping rule: stop after ``n`` values in a row that improve on the best
     value so far by less than ``tol`` times it (times ``floor`` when the best is below it).
@@ -1573,6 +1618,7 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
     history: list[float] = []
     model = state.W
     calibration: ScoreHistogram | None = None
+    best: tuple[tuple[float, float], np.ndarray, ScoreHistogram | None] | None = None
     epoch = 0
     for epoch in range(epochs):
         if config.average:
@@ -1592,9 +1638,15 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
             assert patience is not None
             history.append(monitored_loss(state, monitor, rows.emb, regularisation.lam,
                                           rows.holdout is not None))
+            judged = (history[-1], monitored_error(state))
+            if best is None or judged[0] <= best[0][0]:
+                best = (judged, monitor, state.monitor_scores)
             if patience.update(history[-1]):
-                # the model the rule judged, calibrated by the scores this pass binned
-                calibration = state.monitor_scores
+                # the model the rule judged last, or the best one if the loss has risen
+                # since beyond its noise; calibrated by the scores its pass binned
+                model, calibration = monitor, state.monitor_scores
+                if rose(judged, best[0]):
+                    _, model, calibration = best
                 break
         model = latest
     else:

@@ -196,6 +196,9 @@ class PegasosState:
         With a monitored model (:class:`PegasosEpochPass`'s ``monitor``): per binary model,
         the weighted sum of its hinge losses over the monitored rows of this pass and the
         sum of their weights. None when nothing is monitored.
+    monitor_loss_sq, monitor_weight_sq : ndarray of shape (m,), float64, or None
+        The same sums of the weighted squared losses and of the squared weights (the
+        sampling error of the mean loss).
     monitor_scores : ScoreHistogram or None
         With a monitored model and held-out rows: the binned scores of the held-out rows
         under it, the calibration set of that model (what :class:`CalibrationPass` would
@@ -209,6 +212,8 @@ class PegasosState:
     monitor_loss: np.ndarray | None = None
     monitor_weight: np.ndarray | None = None
     monitor_scores: ScoreHistogram | None = None
+    monitor_loss_sq: np.ndarray | None = None
+    monitor_weight_sq: np.ndarray | None = None
 
     def copy(self) -> PegasosState:
         """An independent copy."""
@@ -216,7 +221,8 @@ class PegasosState:
             ScoreHistogram(self.monitor_scores.n_models, self.monitor_scores.n_bins,
                            self.monitor_scores.limit))
         return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows,
-                            _copy(self.monitor_loss), _copy(self.monitor_weight), scores)
+                            _copy(self.monitor_loss), _copy(self.monitor_weight), scores,
+                            _copy(self.monitor_loss_sq), _copy(self.monitor_weight_sq))
 
 
 def _copy(a: np.ndarray | None) -> np.ndarray | None:
@@ -288,9 +294,11 @@ class PegasosEpochPass:
         state.monitor_scores = None
         if self.monitor is None:
             state.monitor_loss = state.monitor_weight = None
+            state.monitor_loss_sq = state.monitor_weight_sq = None
         else:
             m = self.monitor.shape[0]
             state.monitor_loss, state.monitor_weight = np.zeros(m), np.zeros(m)
+            state.monitor_loss_sq, state.monitor_weight_sq = np.zeros(m), np.zeros(m)
             if self.rows.holdout is not None:
                 state.monitor_scores = ScoreHistogram(m)
         return state
@@ -313,9 +321,12 @@ class PegasosEpochPass:
         if X.shape[0] == 0:
             return
         scores = decision_ovr_chunk(X, self.monitor, self.bias_scale, *self.rows.emb)
-        loss, total = hinge_sums(scores, codes, self.pairs, weight)
+        loss, total, loss_sq, total_sq = hinge_sums(scores, codes, self.pairs, weight)
         state.monitor_loss += loss
         state.monitor_weight += total
+        assert state.monitor_loss_sq is not None and state.monitor_weight_sq is not None
+        state.monitor_loss_sq += loss_sq
+        state.monitor_weight_sq += total_sq
         if state.monitor_scores is not None:  # the held-out rows: the calibration set
             positive, member = self.pairs.labels(codes)
             state.monitor_scores.add(scores, positive,
@@ -339,7 +350,9 @@ class PegasosEpochPass:
                             _add(a.monitor_loss, b.monitor_loss),
                             _add(a.monitor_weight, b.monitor_weight),
                             None if a.monitor_scores is None or b.monitor_scores is None
-                            else a.monitor_scores.merge(b.monitor_scores))
+                            else a.monitor_scores.merge(b.monitor_scores),
+                            _add(a.monitor_loss_sq, b.monitor_loss_sq),
+                            _add(a.monitor_weight_sq, b.monitor_weight_sq))
 
     def finish(self, state: PegasosState) -> PegasosState:
         """The state after the epoch."""
@@ -729,7 +742,7 @@ class ModelPairs(NamedTuple):
 
 
 def hinge_sums(scores: np.ndarray, codes: np.ndarray, pairs: ModelPairs,
-               weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Weighted hinge losses of every binary model over some rows, and their weights.
 
     Parameters
@@ -748,12 +761,15 @@ def hinge_sums(scores: np.ndarray, codes: np.ndarray, pairs: ModelPairs,
         ``sum_i s_i max(0, 1 - y_ij f_j(x_i))`` over the rows in model ``j``'s problem.
     total : ndarray of shape (m,), float64
         ``sum_i s_i`` over the same rows.
+    loss_sq, total_sq : ndarray of shape (m,), float64
+        ``sum_i s_i max(0, 1 - y_ij f_j(x_i))^2`` and ``sum_i s_i^2`` over the same rows.
     """
     positive, member = pairs.labels(codes)
     sign = np.where(positive, 1.0, -1.0)
     w = member * np.asarray(weight, dtype=np.float64)[:, None]
-    loss = np.maximum(0.0, 1.0 - sign * scores) * w
-    return loss.sum(axis=0), w.sum(axis=0)
+    hinge = np.maximum(0.0, 1.0 - sign * scores)
+    return ((hinge * w).sum(axis=0), w.sum(axis=0), (hinge * hinge * w).sum(axis=0),
+            (w * w).sum(axis=0))
 
 
 def w_to_w_d(W: np.ndarray, emb: Embedding) -> np.ndarray:
