@@ -210,3 +210,31 @@ def test_weights_that_leave_one_class_are_refused_by_every_classifier(name, tmp_
     pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y, w=y.astype(float)).to_parquet(path)
     with pytest.raises(LabelError, match=r"\[1\]; \[0\] weigh 0"):
         cls().fit(open_dataset(str(path), target="y", weight="w"))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_additive_balanced_on_one_row_of_a_class_predicts_like_a_linear_svm(seed) -> None:
+    # one row of class 1 among 5,000 weighs 2,500: its plain PEGASOS steps threw every
+    # score hundreds of margins out (every row predicted 1), and the held-out rows, which
+    # hold none of that class, then stopped the fit after its fourth epoch with the row
+    # on the wrong side. The class-weighted linear SVM and logistic regression predict 1
+    # for that row alone.
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    from streamlearn.solvers.additive.driver import HOLDOUT_SALT
+    from streamlearn.solvers.holdout import Holdout
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(5000, 3))
+    y = np.zeros(5000, dtype=int)
+    y[0] = 1
+    X[0] += 4
+    model = AdditiveSVC(class_weight="balanced", random_state=0).fit(X, y)
+    assert not Holdout.fraction(model.calibration_fraction, 0 ^ HOLDOUT_SALT).mask(
+        np.arange(1))[0]  # the row trains
+    for reference in (LinearSVC(class_weight="balanced"),
+                      LogisticRegression(class_weight="balanced")):
+        expected = reference.fit(X, y).predict(X)
+        assert np.flatnonzero(expected).tolist() == [0]
+    np.testing.assert_array_equal(model.predict(X), expected)

@@ -287,7 +287,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
           its ``eps`` 0.1 for the default); the primal losses are summed as the epoch
           reads the rows, at no extra pass;
         * PEGASOS: each epoch also scores the model of the previous epoch on the rows held
-          out for calibration (on the training rows with ``calibrate=False``, where the
+          out for calibration (on the training rows with ``calibrate=False``, or when the
+          held-out rows hold no row of one of a binary model's labels, where the
           regularised objective is followed instead) as it reads the data; stop when
           ``n_iter_no_change`` epochs in a row improve that hinge loss by less than ``tol``
           times its best value so far, and return the last model scored, or the best one
@@ -460,8 +461,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``tol`` is None; 0 after ``partial_fit`` alone).
     monitor_loss_ : list of float
         The value the stopping rule followed after each epoch but the last: PEGASOS's
-        held-out hinge loss, ``dcd``'s relative duality gap (see ``tol``); empty for
-        PEGASOS without ``tol``.
+        held-out hinge loss (its regularised objective on the training rows after a
+        first held-out value that missed a label, or without held-out rows), ``dcd``'s
+        relative duality gap (see ``tol``); empty for PEGASOS without ``tol``.
     t_ : int
         PEGASOS's step counter: the offset ``t0`` of its first step plus the rows visited
         by ``fit`` (:func:`streamlearn.solvers.additive.driver.step_offset`; the step is

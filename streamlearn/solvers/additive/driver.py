@@ -479,7 +479,12 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
       epoch ``e - 1`` (the averaged model with ``average``), so no extra pass is needed:
       ``L_e``, the sum over binary models of their mean hinge loss on their held-out rows.
       Without held-out rows (``calibrate=False``) it scores the training rows and ``L_e``
-      is the regularised objective ``lam / 2 ||w||^2 + mean hinge loss`` instead. It stops
+      is the regularised objective ``lam / 2 ||w||^2 + mean hinge loss`` instead; so do
+      the epochs after the first scored one when a binary model's held-out rows hold no
+      row of one of its labels (:func:`blind`: one row of a class among thousands), whose
+      held-out loss only falls as every score goes to the other label (the rule starts
+      afresh then, and ``monitor_loss_`` holds that first held-out value before the
+      training objective's). It stops
       after ``n_iter_no_change`` consecutive evaluations that improve on the best ``L`` so
       far by less than ``tol`` times it (times 0.01 per binary model when it is below
       that: a nearly separated held-out set), and returns the model it judged last (after epoch
@@ -1430,6 +1435,21 @@ def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: 
     return value
 
 
+def blind(scores: ScoreHistogram | None) -> bool:
+    """Whether some binary model's held-out rows hold no row of one of its labels.
+
+    Parameters
+    ----------
+    scores : ScoreHistogram or None
+        A monitored pass's binned held-out scores (None: none held out).
+
+    Returns
+    -------
+    bool
+    """
+    return scores is not None and scores.fewest_rows() == 0
+
+
 def monitored_error(state: PegasosState) -> float:
     """The sampling error of :func:`monitored_loss`'s value, from the same pass.
 
@@ -1619,6 +1639,7 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
     model = state.W
     calibration: ScoreHistogram | None = None
     best: tuple[tuple[float, float], np.ndarray, ScoreHistogram | None] | None = None
+    held_out = rows.holdout is not None
     epoch = 0
     for epoch in range(epochs):
         if config.average:
@@ -1628,7 +1649,8 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
         monitor = model if patience is not None and epoch > 0 else None
         steps_before = state.t
         epoch_pass = PegasosEpochPass(rows, pairs, regularisation.pegasos_lam,
-                                      config.bias_scale, average_start, state, monitor)
+                                      config.bias_scale, average_start, state, monitor,
+                                      held_out)
         state = runner.run(epoch_pass, dataset, shuffle=True, seed=seed, epoch=epoch,
                            description=f"pegasos epoch {epoch + 1}/{epochs}")
         averaged = config.average and state.t >= average_start
@@ -1637,7 +1659,16 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
         if monitor is not None:
             assert patience is not None
             history.append(monitored_loss(state, monitor, rows.emb, regularisation.lam,
-                                          rows.holdout is not None))
+                                          held_out))
+            if held_out and blind(state.monitor_scores):
+                # a model's held-out rows hold one of its labels only: their loss falls as
+                # its scores all go to that label and cannot judge it; the rule follows
+                # the training objective from the next epoch on
+                held_out = False
+                patience = Patience(config.tol, config.n_iter_no_change,
+                                    LOSS_FLOOR * shape[0])
+                model = latest
+                continue
             judged = (history[-1], monitored_error(state))
             if best is None or judged[0] <= best[0][0]:
                 best = (judged, monitor, state.monitor_scores)

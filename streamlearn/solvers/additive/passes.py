@@ -265,6 +265,9 @@ class PegasosEpochPass:
         the steps never see), else on the training rows. The fit driver passes the model as
         it was at the end of the previous epoch, so the epoch's pass also scores it without
         another read of the data.
+    held_out : bool
+        Whether a monitored model is scored on the held-out rows where there are some
+        (False: on the training rows, and no ``monitor_scores``).
 
     Notes
     -----
@@ -277,7 +280,7 @@ class PegasosEpochPass:
 
     def __init__(self, rows: TrainingRows, pairs: ModelPairs, lam: float, bias_scale: float,
                  average_start: int, initial: PegasosState,
-                 monitor: np.ndarray | None = None) -> None:
+                 monitor: np.ndarray | None = None, held_out: bool = True) -> None:
         self.rows = rows
         self.pairs = pairs
         self.lam = float(lam)
@@ -286,6 +289,7 @@ class PegasosEpochPass:
         self.initial = initial
         self.monitor = None if monitor is None else np.ascontiguousarray(monitor,
                                                                          dtype=np.float64)
+        self.held_out = bool(held_out) and rows.holdout is not None
 
     def start(self) -> PegasosState:
         """A copy of the initial state (empty monitored losses)."""
@@ -299,7 +303,7 @@ class PegasosEpochPass:
             m = self.monitor.shape[0]
             state.monitor_loss, state.monitor_weight = np.zeros(m), np.zeros(m)
             state.monitor_loss_sq, state.monitor_weight_sq = np.zeros(m), np.zeros(m)
-            if self.rows.holdout is not None:
+            if self.held_out:
                 state.monitor_scores = ScoreHistogram(m)
         return state
 
@@ -308,7 +312,8 @@ class PegasosEpochPass:
         # hinge losses of the frozen model on the chunk's monitored rows (held out, else X)
         assert self.monitor is not None
         assert state.monitor_loss is not None and state.monitor_weight is not None
-        if self.rows.holdout is not None:
+        if self.held_out:
+            assert self.rows.holdout is not None
             held = np.flatnonzero(self.rows.holdout.mask(chunk.rows))
             if held.size == 0:
                 return
