@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_regression
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.svm import SVC, LinearSVC
 
 from streamlearn.models.supersparse import (
@@ -17,6 +18,7 @@ from streamlearn.models.supersparse import (
 from streamlearn.solvers.supersparse.driver import prototype_step
 from streamlearn.solvers.supersparse.passes import (
     AUTO_GAMMA_FACTOR,
+    AUTO_GAMMA_LIMIT,
     GramState,
     TargetRows,
     prototype_gamma,
@@ -45,6 +47,31 @@ def test_prototype_gamma_is_half_over_the_median_nearest_squared_distance():
     assert np.isclose(prototype_gamma(C), AUTO_GAMMA_FACTOR / np.median(nearest), rtol=1e-9)
     assert prototype_gamma(C[:1]) is None
     assert prototype_gamma(np.ones((4, 3))) is None  # no two distinct prototypes
+    # at most AUTO_GAMMA_LIMIT times the "scale" value given
+    auto = AUTO_GAMMA_FACTOR / np.median(nearest)
+    assert prototype_gamma(C, 1e3) == pytest.approx(auto, rel=1e-9)
+    assert prototype_gamma(C, 1e-3) == pytest.approx(AUTO_GAMMA_LIMIT * 1e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("n_features", [1, 2])
+def test_auto_width_on_one_or_two_features_fits_a_linear_target(n_features):
+    # 50 random prototypes on one standard normal feature lie a median 0.025 apart: the
+    # nearest distances gave gamma near 770 and no similarity between most neighbours
+    # (test R2 0.48, the classifier 86 % on the sign of the target); on two features
+    # gamma 13 and R2 0.73. Bounded by 8 times the "scale" value, both predict as ridge
+    # regression and logistic regression do
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, n_features))
+    y = X.sum(axis=1) + 0.3 * rng.normal(size=3000)
+    model = SuperSparseRegressor(random_state=0).fit(X[:1500], y[:1500])
+    assert model.gamma_ == pytest.approx(AUTO_GAMMA_LIMIT / n_features, rel=0.05)
+    ridge = Ridge().fit(X[:1500], y[:1500]).score(X[1500:], y[1500:])
+    assert model.score(X[1500:], y[1500:]) > ridge - 0.04
+    labels = np.sign(y)
+    classifier = SuperSparseClassifier(random_state=0).fit(X[:1500], labels[:1500])
+    logistic = LogisticRegression().fit(X[:1500], labels[:1500])
+    assert (classifier.score(X[1500:], labels[1500:])
+            > logistic.score(X[1500:], labels[1500:]) - 0.02)
 
 
 def test_auto_prototypes_keeps_ten_rows_per_prototype_up_to_fifty():

@@ -591,7 +591,10 @@ _PARAMS_DOC = """
         prototypes: ``gamma = 1 / (2 D^2)``, ``D^2`` the median over the prototypes of the
         squared distance to the nearest other one, so neighbouring prototypes have
         similarity ``exp(-1/2)`` and each covers its own region whatever the dimension and
-        the number of prototypes (``"scale"`` when there are not two distinct prototypes).
+        the number of prototypes, but at most 8 times the ``"scale"`` value (the RBF's
+        length at least a quarter of the rows' root mean squared distance from their
+        mean: prototypes crowd in one or two dimensions, where their nearest distances
+        left gaps between them; ``"scale"`` when there are not two distinct prototypes).
         ``"scale"`` derives it from the training rows: ``gamma = 1 / sum_j var_j`` with
         ``var_j`` the (weighted) variance of feature ``j`` (one over the number of varying
         features once standardised; 1 when every feature is constant), so two typical rows

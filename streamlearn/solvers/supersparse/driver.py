@@ -332,7 +332,7 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
             spread = standardised_spread(spread, std)
         if gamma == "scale":
             gamma = scale_gamma(spread)
-        elif gamma == "auto":  # resolved from the initial prototypes; this is the fallback
+        elif gamma == "auto":  # resolved from the initial prototypes, bounded by "scale"
             gamma = ("auto", scale_gamma(spread))
     k = config.n_classes
     if config.teacher is None:
@@ -398,8 +398,9 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
               valid: TargetRows, seed: int, gamma: Any) -> SuperSparseFit:
     """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit).
 
-    ``gamma`` is a number, or ``("auto", fallback)``: :func:`~.passes.prototype_gamma` of
-    the initial prototypes, ``fallback`` when they are not two distinct points.
+    ``gamma`` is a number, or ``("auto", scale)``: :func:`~.passes.prototype_gamma` of
+    the initial prototypes bounded by ``scale``, ``scale`` when they are not two distinct
+    points.
     """
     holdout = train.holdout
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
@@ -518,9 +519,10 @@ def ridge_leverage(stats: GramState, lam: float) -> np.ndarray | None:
 
 
 def _resolve_gamma(gamma: Any, C: np.ndarray) -> float:
-    """A number as it is; ``("auto", fallback)`` from the prototypes ``C``."""
+    """A number as it is; ``("auto", scale)`` from the prototypes ``C``, at most
+    ``AUTO_GAMMA_LIMIT`` times ``scale`` and ``scale`` itself without two distinct ones."""
     if isinstance(gamma, tuple):
-        auto = prototype_gamma(C)
+        auto = prototype_gamma(C, gamma[1])
         return float(gamma[1] if auto is None else auto)
     return float(gamma)
 

@@ -884,16 +884,27 @@ def scale_gamma(spread: FeatureSpreadState) -> float:
 
 #: ``gamma="auto"``: the similarity of two neighbouring prototypes, ``exp(-AUTO_GAMMA_FACTOR)``.
 AUTO_GAMMA_FACTOR = 0.5
+#: ``gamma="auto"`` is at most this many times the ``"scale"`` value.
+AUTO_GAMMA_LIMIT = 8.0
 
 
-def prototype_gamma(C: np.ndarray) -> float | None:
-    """``gamma = AUTO_GAMMA_FACTOR / D^2``: the RBF width of ``gamma="auto"``.
+def prototype_gamma(C: np.ndarray, scale: float | None = None) -> float | None:
+    """``gamma = min(AUTO_GAMMA_FACTOR / D^2, AUTO_GAMMA_LIMIT * scale)``: the RBF width of
+    ``gamma="auto"``.
 
     ``D^2`` is the median over the prototypes ``C`` of the squared distance to the nearest
     other prototype (prototypes equal to another left out), so two neighbouring prototypes
     have similarity about ``exp(-AUTO_GAMMA_FACTOR)`` and each covers its own region,
-    whatever the dimension, the number of prototypes and how the rows spread. None when
-    fewer than two distinct prototypes exist.
+    whatever the dimension, the number of prototypes and how the rows spread. In few
+    dimensions the prototypes crowd: ``p`` of them along a line lie about ``1 / p`` of the
+    rows' range apart, and random ones much closer in places (50 standard normal values:
+    a median nearest distance of about 0.025, where the similarity falls to nothing between
+    neighbours a few of those apart). ``scale`` (``1 / sum_j var_j``, :func:`scale_gamma`)
+    bounds it: with ``AUTO_GAMMA_LIMIT = 8`` the RBF's length ``1 / sqrt(2 gamma)`` is at
+    least a quarter of the rows' root mean squared distance from their mean,
+    ``sqrt(sum_j var_j)``. On standardised rows the bound holds ``gamma`` at ``8 / d`` or
+    less for ``d`` features, which nearest distances exceed only in one to a few
+    dimensions. None when fewer than two distinct prototypes exist.
     """
     C = np.asarray(C, dtype=np.float64)
     if C.shape[0] < 2:
@@ -906,7 +917,8 @@ def prototype_gamma(C: np.ndarray) -> float | None:
     nearest = nearest[np.isfinite(nearest)]
     if nearest.size == 0:
         return None
-    return AUTO_GAMMA_FACTOR / float(np.median(nearest))
+    gamma = AUTO_GAMMA_FACTOR / float(np.median(nearest))
+    return gamma if scale is None else min(gamma, AUTO_GAMMA_LIMIT * float(scale))
 
 
 def mean_abs_slopes(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float) -> np.ndarray:
