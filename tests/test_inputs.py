@@ -279,6 +279,77 @@ def test_refit_on_numbers_forgets_categories(cities) -> None:
     assert model.feature_names_in_.categories == {}
 
 
+def _code_warnings(record: list[warnings.WarningMessage]) -> list[str]:
+    """The messages of the warnings of category codes read as numbers, each checked to
+    name the line of this file that called the library."""
+    said = [w for w in record if "as one number each" in str(w.message)]
+    assert all(w.filename == __file__ for w in said), [(w.filename, w.lineno) for w in said]
+    return [str(w.message) for w in said]
+
+
+def _colours_and_flag(rows: int = 300) -> tuple[pd.DataFrame, np.ndarray]:
+    """A numeric column, a column of five colours and one of two flags; the label reads
+    all three."""
+    rng = np.random.default_rng(8)
+    colour = rng.choice(list("vwxyz"), rows)
+    flag = rng.choice(["no", "yes"], rows)
+    x = rng.normal(size=rows)
+    label = ((colour == "x") ^ (flag == "yes") ^ (x > 0)).astype(np.int64)
+    return pd.DataFrame({"x": x, "colour": colour, "flag": flag}), label
+
+
+@pytest.mark.parametrize("cls", estimator_classes(), ids=lambda c: c.__name__)
+def test_models_reading_codes_as_numbers_warn_once_at_fit(cls) -> None:
+    # the counts in the warning are pandas' own count of each column's values; a column of
+    # two categories (a 0/1 indicator) is not named, and the B-spline map of AdditiveSVC,
+    # a knot per category, reads no code as a number
+    frame, label = _colours_and_flag()
+    counts = frame[["colour", "flag"]].nunique()
+    target = label + 0.1 * frame["x"].to_numpy() if "Regressor" in cls.__name__ else label
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        cls().fit(frame, target)
+    said = _code_warnings(record)
+    if cls is AdditiveSVC:
+        assert said == []
+        return
+    assert len(said) == 1, said
+    assert said[0].startswith(f"{cls.__name__} reads the categorical column(s) 'colour' "
+                              f"({counts['colour']} categories) as one number")
+    assert "'flag'" not in said[0] and counts["flag"] == 2
+    assert "pandas.get_dummies" in said[0] and "AdditiveSVC" in said[0]
+
+
+def test_additive_maps_that_read_codes_as_numbers_warn() -> None:
+    frame, label = _colours_and_flag()
+    for model in (AdditiveSVC(embedding="linear", progress=False),
+                  AdditiveSVC(embedding="fourier", progress=False),
+                  AdditiveSVC(n_bases=4, degree=1, progress=False)):  # 3 knots for 5 codes
+        with pytest.warns(UserWarning, match=r"AdditiveSVC reads the categorical column\(s\) "
+                                             r"'colour' \(5 categories\) as one number"):
+            model.fit(frame, label)
+    with warnings.catch_warnings(record=True) as record:  # 5 codes, 6 bases: a knot each
+        warnings.simplefilter("always")
+        AdditiveSVC(n_bases=6, degree=1, progress=False).fit(frame, label)
+    assert _code_warnings(record) == []
+
+
+@pytest.mark.parametrize("cls", [c for c in estimator_classes() if hasattr(c(), "partial_fit")
+                                 and c is not AdditiveSVC], ids=lambda c: c.__name__)
+def test_partial_fit_warns_of_codes_read_as_numbers_on_its_first_call(cls) -> None:
+    frame, label = _colours_and_flag(400)
+    target = label + 0.1 * frame["x"].to_numpy() if "Regressor" in cls.__name__ else label
+    kwargs = {} if "Regressor" in cls.__name__ else {"classes": [0, 1]}
+    model = cls()
+    with pytest.warns(UserWarning, match=r"reads the categorical column\(s\) 'colour' "
+                                         r"\(5 categories\)"):
+        model.partial_fit(frame[:200], target[:200], **kwargs)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.partial_fit(frame[200:], target[200:])
+    assert _code_warnings(record) == []
+
+
 # -- 2. nullable pandas dtypes and pd.NA ---------------------------------------------------
 @pytest.fixture
 def nullable() -> pd.DataFrame:

@@ -768,6 +768,21 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return DCD_TOL if self.solver == "dcd" else PEGASOS_TOL
         return None if self.tol is None else float(self.tol)
 
+    _category_advice = ("use embedding='bspline' with n_bases at least the categories "
+                        "plus degree (n_bases='auto' does so); or ")
+
+    def _category_codes_read_as_numbers(self, categories: Any,
+                                        online: bool = False) -> dict[str, int]:
+        """The categorical columns read as numbers: every one under an embedding other than
+        B-splines; under B-splines those whose codes do not all get a knot of their own
+        (more categories than the first count of bases tried, less ``degree``: see
+        :func:`~streamlearn.solvers.additive.driver.knot_per_category`)."""
+        counts = super()._category_codes_read_as_numbers(categories, online)
+        if self.embedding != "bspline" or not counts:
+            return counts
+        room = self._bases_grid(online, categories)[0] - int(self.degree)
+        return {name: k for name, k in counts.items() if k > room}
+
     def _bspline_order(self, categorical: bool, online: bool) -> int:
         """``penalty_order`` of a B-spline map, the default resolved (see its docstring)."""
         if self.penalty_order is not None:
@@ -1253,6 +1268,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                          else tuple(default_feature_names(values.shape[1])))
         values = check_features(values, feature_names)
         encode_labels(y, known)
+        self._warn_category_codes(categories, online=True)
         feature_map = self._with_given_pairs(
             self._make_map(bool(categories), online=True, categories=categories),
             feature_names)

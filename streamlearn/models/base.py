@@ -177,6 +177,42 @@ def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -
         estimator.feature_names_in_ = FeatureNames(names, estimator.categories_)
 
 
+#: What to do about categorical codes read as numbers, said by the warning of
+#: :func:`warn_category_codes` (a model may add its own way out before it).
+ONE_HOT_ADVICE = ("give it one indicator column per category instead (pandas.get_dummies), "
+                  "or train AdditiveSVC, whose default B-spline map gives each category a "
+                  "value of its own")
+
+
+def warn_category_codes(model: str, counts: Mapping[str, int], advice: str = "") -> None:
+    """Warn that ``model`` reads categorical columns as one number each.
+
+    A categorical column arrives as its codes ``0 .. k - 1``, the categories in sorted
+    order (:mod:`streamlearn.data.categories`). A model that reads a code as a number puts
+    the categories on a line in that order, which means nothing for more than two of them
+    (two categories coded 0/1 are one indicator column, which is exact). One
+    ``UserWarning`` names the columns with more than two categories and their counts; no
+    warning without such columns.
+
+    Parameters
+    ----------
+    model : str
+        The estimator's class name.
+    counts : mapping of str to int
+        Column name -> number of categories, of the columns read as numbers.
+    advice : str, optional
+        The model's own way out, said before the general one (:data:`ONE_HOT_ADVICE`).
+    """
+    many = {name: k for name, k in counts.items() if k > 2}
+    if not many:
+        return
+    listed = ", ".join(f"{name!r} ({k} categories)" for name, k in many.items())
+    warnings.warn(f"{model} reads the categorical column(s) {listed} as one number each, "
+                  "the position of the category in its sorted list, an order that means "
+                  f"nothing to the label; {advice}{ONE_HOT_ADVICE}", UserWarning,
+                  stacklevel=caller_stacklevel())
+
+
 class NotOnline:
     """Stands where ``partial_fit`` would be, on an estimator whose algorithm is not online.
 
@@ -223,7 +259,9 @@ class StreamEstimator(BaseEstimator):
     algorithm) and :meth:`_set_fitted` (attributes from the driver's result). When the
     training data has string or categorical feature columns, the fitted model keeps their
     category lists in ``categories_`` (see :func:`record_categories`); prediction inputs
-    are then coded by them (:func:`check_features`). Every fit through the template
+    are then coded by them (:func:`check_features`); a model that reads a column's codes
+    as one number warns of it once at the start of the fit (:func:`warn_category_codes`,
+    :meth:`_category_codes_read_as_numbers`). Every fit through the template
     records what it read: ``n_passes_`` (passes over the data, partial passes counted as
     the share of rows they read) and ``bytes_read_`` (see :meth:`_fit_stream`).
     """
@@ -325,6 +363,7 @@ class StreamEstimator(BaseEstimator):
             dataset, factors = class_weighted(dataset, class_weight)
         if self._task == "classification" and dataset.task == "classification":
             check_weighted_classes(dataset)
+        self._warn_category_codes(dataset.categories or {})
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         try:
             with recording() as passes:
@@ -347,6 +386,25 @@ class StreamEstimator(BaseEstimator):
         if factors is not None:
             self.class_weight_ = factors
         record_categories(self, dataset.categories)
+
+    def _category_codes_read_as_numbers(self, categories: Mapping[str, Sequence[Any]],
+                                        online: bool = False) -> dict[str, int]:
+        """The categorical columns this model reads as one number each (their codes), with
+        their numbers of categories: every one here; a model with a treatment of its own
+        for categories overrides it. ``online``: for the first ``partial_fit`` call."""
+        return {str(name): len(values) for name, values in categories.items()}
+
+    #: The model's own way out of reading category codes as numbers, said first by the
+    #: warning of :func:`warn_category_codes` (ends with "; or " when set).
+    _category_advice: ClassVar[str] = ""
+
+    def _warn_category_codes(self, categories: Mapping[str, Sequence[Any]],
+                             online: bool = False) -> None:
+        """Warn once, at the start of a fit, of the categorical columns of more than two
+        categories that this model reads as numbers (:func:`warn_category_codes`)."""
+        warn_category_codes(type(self).__name__,
+                            self._category_codes_read_as_numbers(categories, online),
+                            self._category_advice)
 
     def _check_partial_fit_target(self, y: Any) -> None:
         """``partial_fit`` takes the chunk's targets, not a column name (``fit`` does)."""

@@ -574,6 +574,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                                  f"classes={wanted.tolist()}")
             dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
                                              classes=wanted)
+        self._warn_category_codes(dataset.categories or {}, online=True)
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
                                      validation_fraction=None)
         fitted = driver.fit(self._engine(None), dataset, config, self._seed())

@@ -504,6 +504,7 @@ class _SuperSparse(StreamEstimator):
             self.feature_names_in_ = (tuple(str(c) for c in names) if names is not None
                                       else tuple(default_feature_names(values.shape[1])))
             self.n_features_in_ = values.shape[1]
+            self._warn_category_codes(categories, online=True)
             record_categories(self, categories)
         weight = (np.ones(values.shape[0], dtype=np.float32) if weights is None
                   else np.ascontiguousarray(weights, dtype=np.float32))
