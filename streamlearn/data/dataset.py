@@ -57,6 +57,21 @@ class FeatureTransform(Protocol):
         ...
 
 
+class FeatureExpansion(Protocol):
+    """What :meth:`Dataset.with_feature_expansion` takes: a map to other columns."""
+
+    #: Names of the columns ``apply`` returns.
+    feature_names: tuple[str, ...]
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """A chunk's (n, d) float32 feature values as (n, len(feature_names)) values."""
+        ...
+
+    def indicator_columns(self) -> tuple[int, ...]:
+        """The returned columns that are 0/1 indicators."""
+        ...
+
+
 @dataclass(frozen=True)
 class ChainedTransform:
     """Two feature maps, ``first`` then ``second``."""
@@ -218,6 +233,8 @@ class Dataset:
         self._excluded: tuple[np.ndarray, int] | None = None
         # maps every chunk's feature values (see with_feature_transform)
         self._feature_transform: FeatureTransform | None = None
+        # the 0/1 indicator columns among the features (see with_feature_expansion)
+        self.indicator_features: tuple[int, ...] = ()
         # multiplies every row's weight by its class's factor (see with_class_weight)
         self._class_factors: np.ndarray | None = None
         self._classes: np.ndarray | None = None
@@ -413,6 +430,35 @@ class Dataset:
                                   else ChainedTransform(self._feature_transform, transform))
         return out
 
+    def with_feature_expansion(self, expansion: FeatureExpansion) -> Dataset:
+        """The same rows, every chunk's feature values mapped to other columns.
+
+        Like :meth:`with_feature_transform`, for a map that changes the columns (the
+        indicator columns of categorical features,
+        :class:`~streamlearn.features.category_indicators.CategoryIndicators`): the
+        dataset's :attr:`feature_names` become the map's, and :attr:`indicator_features`
+        lists its indicator columns. The source's columns are read, checked and coded as
+        before (their categories stay :attr:`categories`); a column a name no longer
+        names is then mapped.
+
+        Parameters
+        ----------
+        expansion : object with ``feature_names``, ``apply(X)`` and ``indicator_columns()``
+            Maps a chunk's (n, n_features) float32 values to (n, len(feature_names)).
+
+        Returns
+        -------
+        Dataset
+        """
+        if self.is_sparse:
+            raise ValueError("a feature expansion applies to dense rows only")
+        if self._feature_transform is not None or self.indicator_features:
+            raise ValueError("expand the columns before any other feature map")
+        out = self.with_feature_transform(expansion)
+        out.feature_names = tuple(expansion.feature_names)
+        out.indicator_features = tuple(expansion.indicator_columns())
+        return out
+
     def with_class_weight(self, factors: Sequence[float] | np.ndarray) -> Dataset:
         """The same rows, each row's weight multiplied by its class's factor.
 
@@ -487,13 +533,15 @@ class Dataset:
     def _reopened(self, *, task: Task | None,
                   categories: Mapping[str, Sequence[Any]]) -> Dataset:
         classes = self._classes if task == self.task else None
-        out = Dataset(self.source, features=None if self.is_sparse else list(self.feature_names),
+        out = Dataset(self.source, features=None if self.is_sparse else self._read_features,
                       target=self.target,
                       weight=self.weight, task=task, classes=classes,
                       chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
                       prefetch=self.prefetch, categories=categories)
         out._excluded = self._excluded
         out._feature_transform = self._feature_transform
+        out.feature_names = self.feature_names
+        out.indicator_features = self.indicator_features
         out._class_factors = self._class_factors if task == self.task else None
         return out
 
@@ -863,7 +911,7 @@ class Dataset:
             else:
                 r, c = divmod(flat, X.shape[1])
                 raise DataError(
-                    f"{X[r, c]} in feature column {self.feature_names[c]!r} at "
+                    f"{X[r, c]} in feature column {self._column_read(c)!r} at "
                     f"{self.locate(a + r)} (dataset row {a + r}); pass "
                     f"{NAN_POLICY_HINT}"
                 )
@@ -886,6 +934,10 @@ class Dataset:
             y = np.take(y, perm) if y is not None else None
             w = np.take(w, perm) if w is not None else None
         return Chunk(X=X, y=y, start=a, index=index, weight=w)
+
+    def _column_read(self, c: int) -> str:
+        """The name of column ``c`` of the rows as read (before any feature map)."""
+        return str((self._read_features or list(self.feature_names))[c])
 
     def _sparse_chunk(self, X: SparseRows, y_raw: np.ndarray | None, w: np.ndarray | None,
                       a: int, classes: np.ndarray | None,

@@ -95,7 +95,8 @@ def choose_tail_transform(dataset: Any, sample: np.ndarray, minimum: np.ndarray,
     """The map of ``dataset``'s crowded features that a describe pass calls for, or None.
 
     :meth:`TailTransform.from_description` of the pass's row sample and the data's range,
-    the dataset's categorical columns left as they are; with ``std``, only the features
+    the dataset's categorical columns and indicator columns
+    (``Dataset.indicator_features``) left as they are; with ``std``, only the features
     whose standardisation squeezes their middle rows (:func:`squeezing_tails`).
 
     Parameters
@@ -116,6 +117,7 @@ def choose_tail_transform(dataset: Any, sample: np.ndarray, minimum: np.ndarray,
     """
     names = list(dataset.feature_names)
     coded = [names.index(n) for n in (dataset.categories or {}) if n in names]
+    coded += list(getattr(dataset, "indicator_features", ()))  # one-hot columns
     transform = TailTransform.from_description(sample, minimum, maximum, skip=coded)
     return transform if std is None else squeezing_tails(transform, sample, std)
 

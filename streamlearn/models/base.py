@@ -34,6 +34,10 @@ from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.features.category_indicators import (
+    MAX_INDICATOR_CATEGORIES,
+    CategoryIndicators,
+)
 from streamlearn.models.class_weight import (
     check_weighted_classes,
     class_factors,
@@ -364,6 +368,8 @@ class StreamEstimator(BaseEstimator):
         if self._task == "classification" and dataset.task == "classification":
             check_weighted_classes(dataset)
         self._warn_category_codes(dataset.categories or {})
+        columns = dataset
+        dataset = self._with_category_indicators(dataset)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         try:
             with recording() as passes:
@@ -383,16 +389,59 @@ class StreamEstimator(BaseEstimator):
             self.svmlight_zero_based_ = bool(zero_based)
         record_hashing(self, dataset)
         self._set_fitted(fitted)
+        self._keep_input_columns(columns)
         if factors is not None:
             self.class_weight_ = factors
         record_categories(self, dataset.categories)
 
+    #: Whether the model reads a categorical column through indicator columns
+    #: (:class:`~streamlearn.features.category_indicators.CategoryIndicators`, kept in
+    #: ``category_indicators_``) rather than as its codes.
+    _category_indicators: ClassVar[bool] = False
+
     def _category_codes_read_as_numbers(self, categories: Mapping[str, Sequence[Any]],
                                         online: bool = False) -> dict[str, int]:
         """The categorical columns this model reads as one number each (their codes), with
-        their numbers of categories: every one here; a model with a treatment of its own
-        for categories overrides it. ``online``: for the first ``partial_fit`` call."""
-        return {str(name): len(values) for name, values in categories.items()}
+        their numbers of categories: every one, or with ``_category_indicators`` those of
+        more than ``MAX_INDICATOR_CATEGORIES`` categories; a model with a treatment of its
+        own for categories overrides it. ``online``: for the first ``partial_fit`` call."""
+        counts = {str(name): len(values) for name, values in categories.items()}
+        if self._category_indicators:
+            return {name: k for name, k in counts.items() if k > MAX_INDICATOR_CATEGORIES}
+        return counts
+
+    def _with_category_indicators(self, dataset: Dataset) -> Dataset:
+        """The training data as the model reads it: with ``_category_indicators``, each
+        categorical column of more than two categories (and at most
+        ``MAX_INDICATOR_CATEGORIES``) replaced by its indicator columns in every chunk
+        (:meth:`~streamlearn.data.Dataset.with_feature_expansion`). Sets
+        ``category_indicators_`` to the map, or removes it when there is none."""
+        indicators = None
+        if self._category_indicators and not dataset.is_sparse and dataset.categories:
+            indicators = CategoryIndicators.of(dataset.feature_names, dataset.categories)
+        self._keep("category_indicators_", indicators)
+        return dataset if indicators is None else dataset.with_feature_expansion(indicators)
+
+    def _keep_input_columns(self, dataset: Dataset) -> None:
+        """After a driver trained on indicator columns: ``feature_names_in_`` and
+        ``n_features_in_`` are those of the columns given (``dataset``), which prediction
+        inputs keep."""
+        if getattr(self, "category_indicators_", None) is not None:
+            self.feature_names_in_ = tuple(dataset.feature_names)
+            self.n_features_in_ = len(self.feature_names_in_)
+
+    def _indicator_rows(self, values: np.ndarray) -> np.ndarray:
+        """Rows of the given columns (categorical ones as codes) as the model reads them:
+        through ``category_indicators_`` when it has one."""
+        indicators = getattr(self, "category_indicators_", None)
+        return values if indicators is None else indicators.apply(values)
+
+    def _importances_per_column(self, importances: np.ndarray) -> np.ndarray:
+        """Importances of the columns the model reads, one per given column: an indicator
+        column's summed into its categorical column's."""
+        indicators = getattr(self, "category_indicators_", None)
+        return (np.asarray(importances, dtype=np.float64) if indicators is None
+                else indicators.fold(importances))
 
     #: The model's own way out of reading category codes as numbers, said first by the
     #: warning of :func:`warn_category_codes` (ends with "; or " when set).

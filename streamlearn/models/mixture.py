@@ -125,6 +125,17 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`), every product running over their
     stored entries.
 
+    A categorical column of more than two categories, and at most 256
+    (:data:`~streamlearn.features.category_indicators.MAX_INDICATOR_CATEGORIES`), is read
+    as one indicator column per category (``category_indicators_``, built in the stream
+    from the column's codes; a column of two categories is one indicator already): its
+    codes name categories in sorted order, which means nothing as a number. The indicator
+    columns are centred but not scaled, so that a categorical column varies about as much
+    as one standardised feature, and a category unseen in fit sets none of them (a neutral
+    row). ``n_features_in_``, ``feature_names_in_`` and ``feature_importances_`` stay those
+    of the given columns; ``shift_``, ``scale_``, the centres and the experts are over the
+    columns read (``d``). A column of more categories keeps its codes, and ``fit`` warns.
+
     Parameters
     ----------
     n_components : int or "auto"
@@ -248,6 +259,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         its linear SVMs were finished to); None when the guard did not run.
     shift_, scale_ : ndarray of shape (d,)
         The standardisation ``z = (x - shift_) / scale_`` the centres and experts apply to.
+    category_indicators_ : CategoryIndicators
+        The indicator columns read in place of categorical columns (absent when there
+        are none).
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the standardisation (absent
         when none was).
@@ -312,6 +326,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     #: Stochastic EM state that ``partial_fit`` continues from.
     _private_state = ("_online",)
     _accepts_sparse: ClassVar[bool] = True
+    _category_indicators: ClassVar[bool] = True
     _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "expert_coef_"}
     #: ``partial_fit`` initialises from its first call's rows and starts each call's dual
     #: variables at zero, so a lane of ``StreamSearchCV`` does not train the model ``fit``
@@ -483,7 +498,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         return float(self.C)
 
     def _model_rows(self, values: np.ndarray) -> np.ndarray:
-        """Dense rows as the mixture reads them: through ``feature_transform_``."""
+        """Dense rows as the mixture reads them: categorical columns as indicators
+        (``category_indicators_``), then through ``feature_transform_``."""
+        values = self._indicator_rows(values)
         transform = getattr(self, "feature_transform_", None)
         return values if transform is None else transform.apply(values)
 
@@ -577,9 +594,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._warn_category_codes(dataset.categories or {}, online=True)
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
                                      validation_fraction=None)
+        columns = dataset
+        dataset = self._with_category_indicators(dataset)
         fitted = driver.fit(self._engine(None), dataset, config, self._seed())
         self._set_fitted(dataclasses.replace(
             fitted, online=dataclasses.replace(fitted.online, calls=1)))
+        self._keep_input_columns(columns)
         record_categories(self, dataset.categories)
         return self
 
@@ -679,12 +699,13 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``k``: the experts act on standardised features, so ``|w_jkf|`` is the score change
         per standard deviation of feature ``f`` inside component ``k``, weighted by the
         component's share of the rows (pruned components weigh 0). The gating, which reads
-        every feature, is not counted.
+        every feature, is not counted. A categorical column read as indicator columns
+        gets the sum of theirs.
         """
         self._check_fitted()
-        d = self.n_features_in_
-        weights = np.einsum("jk,jkf->f", np.asarray(self.xi_),
-                            np.abs(np.asarray(self.expert_coef_)[:, :, :d]))
+        d = int(np.asarray(self.centers_).shape[-1])
+        weights = self._importances_per_column(np.einsum(
+            "jk,jkf->f", np.asarray(self.xi_), np.abs(np.asarray(self.expert_coef_)[:, :, :d])))
         total = weights.sum()
         return weights / total if total > 0 else weights
 

@@ -26,6 +26,7 @@ which would fill them in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -109,6 +110,24 @@ class Standardiser:
         std = np.asarray(std, dtype=np.float64)
         keep = np.asarray(varies, dtype=bool) & (std > 0) & np.isfinite(std)
         return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(keep, std, 1.0))
+
+    def unscaled(self, columns: Sequence[int]) -> Standardiser:
+        """The same map with ``columns`` centred only (scale 1): for 0/1 indicator columns
+        of one categorical feature, whose ``k`` columns together then vary about as much
+        as one standardised feature (variance ``1 - sum p_i^2``), where dividing each by
+        its deviation would give a rare category a value of ``1 / sqrt(p)``.
+
+        Parameters
+        ----------
+        columns : sequence of int
+
+        Returns
+        -------
+        Standardiser
+        """
+        scale = np.array(self.scale, dtype=np.float64)
+        scale[list(columns)] = 1.0
+        return Standardiser(self.shift, scale)
 
     @classmethod
     def identity(cls, n_features: int) -> Standardiser:

@@ -4,7 +4,9 @@
 
 0. a reduction pass takes every feature's mean and standard deviation; every later pass
    works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
-   the scale 1), so the fit does not depend on the features' units. With
+   the scale 1), so the fit does not depend on the features' units; the 0/1 indicator
+   columns of a categorical feature (``Dataset.indicator_features``) are centred only
+   (:meth:`~streamlearn.solvers.kmeans.Standardiser.unscaled`). With
    ``spread_tails`` the pass also samples dense rows, and a crowded feature (a heavy
    tail, far outliers) is mapped by ``asinh((x - c) / s)`` first, by the rule of
    :class:`~streamlearn.features.tail_transform.TailTransform`, when its standard
@@ -496,11 +498,16 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                              description="feature moments")
     std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
            else Standardiser.from_moments(*moments))
+    indicators = list(dataset.indicator_features)
+    std = std.unscaled(indicators) if indicators else std  # one-hot columns
     if config.C == "auto":
         if dataset.is_sparse:
             sq_norm = uncentred_sq_norm(moments, std)
-        else:  # every varying feature's unit variance
-            sq_norm = int(np.count_nonzero(np.asarray(moments[4]) > np.asarray(moments[3])))
+        else:  # every varying feature's unit variance, the indicators' own variances
+            varies = np.asarray(moments[4]) > np.asarray(moments[3])
+            varies[indicators] = False
+            variance = np.asarray(moments[2], dtype=np.float64) / max(int(moments[0]), 1)
+            sq_norm = int(np.count_nonzero(varies)) + float(np.sum(variance[indicators]))
         config = dataclasses.replace(config, C=default_C(sq_norm, config.bias_scale))
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
