@@ -52,18 +52,21 @@ def test_mixture_on_dask_matches_local(dask_client, em: str) -> None:
     assert acc_remote >= acc_local - 0.02, (acc_remote, acc_local)
 
 
-def test_mixture_reads_categories_as_indicators_on_dask(dask_client) -> None:
+@pytest.mark.parametrize("cls, params", [
+    (MixtureSVC, {"em": "batch", "chunk_rows": 500, "random_state": 0}),
+    (ShareBoostClassifier, {"chunk_rows": 500}),
+], ids=["MixtureSVC", "ShareBoostClassifier"])
+def test_categories_are_read_as_indicators_on_dask(dask_client, cls, params) -> None:
     # the indicator columns are built on the workers, chunk by chunk, as locally
     rng = np.random.default_rng(4)
     effect = rng.normal(0.0, 2.0, 12)
     code, x0 = rng.integers(0, 12, 3000), rng.normal(size=3000)
     frame = pd.DataFrame({"x0": x0, "cat": pd.Categorical([f"c{c:02d}" for c in code])})
     y = (x0 + effect[code] + 0.5 * rng.normal(size=3000) > 0).astype(int)
-    params = {"em": "batch", "chunk_rows": 500, "random_state": 0}
-    local = MixtureSVC(**params).fit(frame[:2000], y[:2000])
-    remote = MixtureSVC(**params).fit(frame[:2000], y[:2000], engine=DaskEngine(dask_client))
+    local = cls(**params).fit(frame[:2000], y[:2000])
+    remote = cls(**params).fit(frame[:2000], y[:2000], engine=DaskEngine(dask_client))
     assert remote.category_indicators_ == local.category_indicators_
-    assert remote.centers_.shape == local.centers_.shape == (1, local.centers_.shape[1], 13)
+    assert remote.category_indicators_.n_features == 13 and remote.n_features_in_ == 2
     acc_local = accuracy_score(y[2000:], local.predict(frame[2000:]))
     assert accuracy_score(y[2000:], remote.predict(frame[2000:])) >= acc_local - 0.02
 

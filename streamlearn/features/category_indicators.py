@@ -36,8 +36,8 @@ class CategoryIndicators:
 
     Attributes
     ----------
-    n_columns : int
-        Columns of the input rows.
+    source_names : tuple of str
+        Names of the input columns.
     columns : tuple of int
         The input columns replaced by indicators, ascending.
     counts : tuple of int
@@ -55,7 +55,7 @@ class CategoryIndicators:
            [1. , 0. , 0. , 0. ]], dtype=float32)
     """
 
-    n_columns: int
+    source_names: tuple[str, ...]
     columns: tuple[int, ...]
     counts: tuple[int, ...]
     feature_names: tuple[str, ...]
@@ -91,8 +91,13 @@ class CategoryIndicators:
                 out.extend(f"{name}={value}" for value in lists[name])
             else:
                 out.append(name)
-        return cls(len(names), tuple(chosen), tuple(len(lists[names[j]]) for j in chosen),
+        return cls(tuple(names), tuple(chosen), tuple(len(lists[names[j]]) for j in chosen),
                    tuple(out))
+
+    @property
+    def n_columns(self) -> int:
+        """Columns of the input rows."""
+        return len(self.source_names)
 
     @property
     def n_features(self) -> int:

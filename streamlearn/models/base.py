@@ -427,8 +427,23 @@ class StreamEstimator(BaseEstimator):
         ``n_features_in_`` are those of the columns given (``dataset``), which prediction
         inputs keep."""
         if getattr(self, "category_indicators_", None) is not None:
-            self.feature_names_in_ = tuple(dataset.feature_names)
+            self.feature_names_in_ = self._given_feature_names(dataset)
             self.n_features_in_ = len(self.feature_names_in_)
+
+    def _given_feature_names(self, dataset: Dataset) -> Any:
+        """The names of the columns given to the fit: ``dataset``'s, the training data as
+        the model reads it, less its indicator columns."""
+        indicators = getattr(self, "category_indicators_", None)
+        if indicators is not None:
+            return indicators.source_names
+        return dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
+
+    def _given_columns(self, columns: np.ndarray) -> np.ndarray:
+        """The given columns (sorted, distinct) that read columns ``columns`` come from."""
+        indicators = getattr(self, "category_indicators_", None)
+        columns = np.asarray(columns, dtype=np.int64)
+        return (np.unique(columns) if indicators is None
+                else np.unique(indicators.source_columns()[columns]))
 
     def _indicator_rows(self, values: np.ndarray) -> np.ndarray:
         """Rows of the given columns (categorical ones as codes) as the model reads them:

@@ -121,6 +121,15 @@ __all__ = [
 class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     """Multiclass classifier whose classes share a few greedily selected features.
 
+    A categorical column of more than two categories, and at most 256
+    (:data:`~streamlearn.features.category_indicators.MAX_INDICATOR_CATEGORIES`), is read
+    as one indicator column per category (``category_indicators_``, built in the stream
+    from the column's codes): its codes name categories in sorted order, which means
+    nothing as a number. A category unseen in fit sets none of them. The candidate columns
+    (``selected_features_``) are built on the columns read; ``n_features_in_``,
+    ``feature_names_in_``, ``feature_importances_`` and ``used_features_`` are those of
+    the given columns. A column of more categories keeps its codes, and ``fit`` warns.
+
     Parameters
     ----------
     n_rounds : int or "auto"
@@ -256,6 +265,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
     partial_fit = NotOnline("every round scores all candidate columns and re-fits the chosen "
                             "ones over the whole training set")
+    _category_indicators: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         "n_rounds": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "features": [StrOptions({"auto", *FEATURES})],
@@ -379,8 +389,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             """Make the estimator the round's model, extend ``path_``, call ``callback``."""
             if not hasattr(self, "family_"):
                 self.classes_ = storable_classes(classes)
-                self.feature_names_in_ = (dataset.feature_names if dataset.is_sparse
-                                          else tuple(dataset.feature_names))
+                self.feature_names_in_ = self._given_feature_names(dataset)
                 self.n_features_in_ = len(self.feature_names_in_)
                 self.family_ = result.family
             self._set_model(result.selected, result.step.coef, result.step.intercept)
@@ -461,18 +470,21 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         stumps count as the mean absolute deviation of their sum (a step function) over
         the training rows, each of the bins between its quantile thresholds holding the
         same share of them; an anchor piece counts the weights of its linear part (its
-        ball reads every feature and is not counted).
+        ball reads every feature and is not counted). A categorical column read as
+        indicator columns gets the sum of theirs.
         """
         self._check_fitted()
-        weights = self.family_.feature_weights(self.selected_features_, self.coef_groups_)
+        weights = self._importances_per_column(
+            self.family_.feature_weights(self.selected_features_, self.coef_groups_))
         total = weights.sum()
         return weights / total if total > 0 else weights
 
     @property
     def used_features_(self) -> np.ndarray:
-        """Distinct raw features the model reads (sorted)."""
+        """Distinct raw features the model reads (sorted; a categorical column read as
+        indicator columns when it reads one of them)."""
         self._check_fitted()
-        return self.family_.used_features(self.selected_features_)
+        return self._given_columns(self.family_.used_features(self.selected_features_))
 
     @property
     def _accepts_sparse(self) -> bool:  # type: ignore[override]
@@ -499,6 +511,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
 
     def _dense_scores(self, values: np.ndarray) -> np.ndarray:
+        values = self._indicator_rows(values)  # categorical columns as indicators
         transform = getattr(self, "feature_transform_", None)
         if transform is not None:  # the features as the columns were built on
             values = transform.apply(values)
