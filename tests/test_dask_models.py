@@ -55,7 +55,8 @@ def test_mixture_on_dask_matches_local(dask_client, em: str) -> None:
 @pytest.mark.parametrize("cls, params", [
     (MixtureSVC, {"em": "batch", "chunk_rows": 500, "random_state": 0}),
     (ShareBoostClassifier, {"chunk_rows": 500}),
-], ids=["MixtureSVC", "ShareBoostClassifier"])
+    (SuperSparseClassifier, {"chunk_rows": 500, "random_state": 0}),
+], ids=["MixtureSVC", "ShareBoostClassifier", "SuperSparseClassifier"])
 def test_categories_are_read_as_indicators_on_dask(dask_client, cls, params) -> None:
     # the indicator columns are built on the workers, chunk by chunk, as locally
     rng = np.random.default_rng(4)

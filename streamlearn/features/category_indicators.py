@@ -144,6 +144,29 @@ class CategoryIndicators:
             start = first + k
         return out
 
+    def codes(self, Z: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`apply`: rows of the input columns, each categorical column
+        the code of its indicator set (``k``, a category unseen in fit, where none is).
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n, n_columns), float32
+        """
+        Z = np.asarray(Z)
+        source = self.source_columns()
+        out = np.empty((Z.shape[0], self.n_columns), dtype=np.float32)
+        firsts = np.searchsorted(source, np.arange(self.n_columns))
+        for j, first in enumerate(firsts):
+            out[:, j] = Z[:, first]
+        for j, k in zip(self.columns, self.counts, strict=True):
+            block = Z[:, firsts[j]:firsts[j] + k]
+            out[:, j] = np.where(block.max(axis=1) > 0, np.argmax(block, axis=1), k)
+        return out
+
     def fold(self, values: np.ndarray) -> np.ndarray:
         """Per-output-column values summed back to one per input column (importances).
 

@@ -416,11 +416,21 @@ class StreamEstimator(BaseEstimator):
         ``MAX_INDICATOR_CATEGORIES``) replaced by its indicator columns in every chunk
         (:meth:`~streamlearn.data.Dataset.with_feature_expansion`). Sets
         ``category_indicators_`` to the map, or removes it when there is none."""
-        indicators = None
-        if self._category_indicators and not dataset.is_sparse and dataset.categories:
-            indicators = CategoryIndicators.of(dataset.feature_names, dataset.categories)
-        self._keep("category_indicators_", indicators)
+        indicators = (None if dataset.is_sparse else
+                      self._start_category_indicators(dataset.feature_names,
+                                                      dataset.categories))
         return dataset if indicators is None else dataset.with_feature_expansion(indicators)
+
+    def _start_category_indicators(self, feature_names: Sequence[str],
+                                   categories: Mapping[str, Sequence[Any]]
+                                   ) -> CategoryIndicators | None:
+        """Set ``category_indicators_`` for dense rows of the given columns and their
+        categories (removed when the model has none); returns it."""
+        indicators = None
+        if self._category_indicators and categories:
+            indicators = CategoryIndicators.of(feature_names, categories)
+        self._keep("category_indicators_", indicators)
+        return indicators
 
     def _keep_input_columns(self, dataset: Dataset) -> None:
         """After a driver trained on indicator columns: ``feature_names_in_`` and

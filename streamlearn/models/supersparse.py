@@ -53,7 +53,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -66,6 +66,7 @@ from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import DataError, LabelError
+from streamlearn.features.category_indicators import CategoryIndicators
 from streamlearn.models.base import (
     ClassifierScore,
     RegressorScore,
@@ -161,6 +162,7 @@ class _SuperSparse(StreamEstimator):
 
     _fitted_attribute = "prototypes_"
     _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "dual_coef_"}
+    _category_indicators: ClassVar[bool] = True
     #: ``partial_fit`` takes mini-batch steps from prototypes and ``gamma`` drawn from its
     #: first call's rows, where ``fit`` runs ``solver`` (L-BFGS by default) from all rows:
     #: ``StreamSearchCV`` judges its finalists by ``fit`` (``final_rung="auto"``).
@@ -333,6 +335,9 @@ class _SuperSparse(StreamEstimator):
             shares = class_counts(dataset)  # one scan of the target and weight columns
         elif mode == "teacher":
             n_classes = len(_several_classes(getattr(teacher, "classes_", None)))
+        indicators = getattr(self, "category_indicators_", None)
+        if teacher is not None and indicators is not None:  # it scores the given columns
+            teacher = GivenColumnsTeacher(teacher, indicators)
         return fit_supersparse(runner, dataset, self._config(mode, dataset.n_rows, teacher,
                                                              n_classes, shares), seed)
 
@@ -408,7 +413,10 @@ class _SuperSparse(StreamEstimator):
         return C if transform is None else transform.apply_bounds(C)
 
     def _mapped_rows(self, values: np.ndarray | SparseRows) -> np.ndarray | SparseRows:
-        """Checked rows as the fit read them: through ``feature_transform_``."""
+        """Checked rows as the fit read them: categorical columns as indicators
+        (``category_indicators_``), then through ``feature_transform_``."""
+        if not isinstance(values, SparseRows):
+            values = self._indicator_rows(values)
         transform = getattr(self, "feature_transform_", None)
         if transform is None:
             return values
@@ -459,6 +467,8 @@ class _SuperSparse(StreamEstimator):
         n_classes = t.shape[1] if t.ndim == 2 and t.shape[1] > 1 else 2
         config = self._config("regression", X.shape[0], n_classes=n_classes)
         if not hasattr(self, "prototypes_"):
+            X = np.ascontiguousarray(self._indicator_rows(X))
+            indicators = getattr(self, "category_indicators_", None)
             if isinstance(self.n_prototypes, str):
                 most = auto_prototypes(1 << 62, n_classes)
                 if config.grid[0] < most:
@@ -468,7 +478,8 @@ class _SuperSparse(StreamEstimator):
                         f"{ROWS_PER_PROTOTYPE} rows, up to {most}), and later calls keep "
                         f"them; pass n_prototypes=... for a stream of small calls",
                         UserWarning, stacklevel=caller_stacklevel())
-            start = start_online(X, t, weight, config, self._seed())
+            start = start_online(X, t, weight, config, self._seed(),
+                                 () if indicators is None else indicators.indicator_columns())
             self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
         else:
             start = self._fitted()
@@ -505,6 +516,7 @@ class _SuperSparse(StreamEstimator):
                                       else tuple(default_feature_names(values.shape[1])))
             self.n_features_in_ = values.shape[1]
             self._warn_category_codes(categories, online=True)
+            self._start_category_indicators(self.feature_names_in_, categories)
             record_categories(self, categories)
         weight = (np.ones(values.shape[0], dtype=np.float32) if weights is None
                   else np.ascontiguousarray(weights, dtype=np.float32))
@@ -522,7 +534,8 @@ class _SuperSparse(StreamEstimator):
         Where the fit took no sample (sparse rows, ``spread_tails=False``, a model made by
         :meth:`reduce`), the same mean over the prototypes ``c_q``:
         ``sum_p beta_p s(c_q, c_p) 2 gamma (c_pf - c_qf)``; prototypes may sit away from
-        the rows, so the rows' slopes are preferred. Units do not matter.
+        the rows, so the rows' slopes are preferred. Units do not matter. A categorical
+        column read as indicator columns gets the sum of theirs.
         """
         self._check_fitted()
         if self.similarity != "rbf" or self._standardiser() is None:
@@ -530,14 +543,15 @@ class _SuperSparse(StreamEstimator):
                                  "whose features are standardised")
         slopes = getattr(self, "feature_slopes_", None)
         if slopes is not None:
+            slopes = self._importances_per_column(slopes)
             total = float(np.sum(slopes))
-            return np.asarray(slopes) / total if total > 0 else np.asarray(slopes)
+            return slopes / total if total > 0 else slopes
         C = self._fit_prototypes()
         S = self._similarity().values(C.astype(np.float32), C)  # (q, p)
         diff = C[None, :, :] - C[:, None, :]  # c_p - c_q, (q, p, d)
         beta, _ = self._outputs()
         slope = 2.0 * float(self.gamma_) * np.einsum("qp,pk,qpd->qkd", S, beta, diff)
-        weights = np.abs(slope).mean(axis=(0, 1))
+        weights = self._importances_per_column(np.abs(slope).mean(axis=(0, 1)))
         total = weights.sum()
         return weights / total if total > 0 else weights
 
@@ -572,6 +586,18 @@ class _SuperSparse(StreamEstimator):
         return out[:, 0] if out.shape[1] == 1 else out
 
 _PARAMS_DOC = """
+    A categorical column of more than two categories, and at most 256
+    (:data:`~streamlearn.features.category_indicators.MAX_INDICATOR_CATEGORIES`), is read
+    as one indicator column per category (``category_indicators_``, built in the stream
+    from the column's codes): its codes name categories in sorted order, which means
+    nothing as a distance. The indicator columns are centred but not scaled, so that a
+    categorical column spreads about as much as one standardised feature, and a category
+    unseen in fit sets none of them. ``prototypes_``, ``shift_`` and ``scale_`` are over
+    the columns read; ``n_features_in_``, ``feature_names_in_`` and
+    ``feature_importances_`` are those of the given columns. :meth:`reduce` hands the
+    model it follows the given columns. A column of more categories keeps its codes, and
+    ``fit`` warns.
+
     Parameters
     ----------
     n_prototypes : int, list of int or "auto"
@@ -701,6 +727,9 @@ _PARAMS_DOC = """
     prototypes_ : ndarray of shape (n_prototypes_, n_features), float64
         In the features' own units (for the RBF, mapped back from the standardised space
         the fit works in).
+    category_indicators_ : CategoryIndicators
+        The indicator columns read in place of categorical columns (absent when there
+        are none).
     shift_, scale_ : ndarray of shape (n_features,) or None
         The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
         similarity. Of the mapped features where ``feature_transform_`` maps some.
@@ -838,6 +867,29 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         ndarray of shape (n,)
         """
         return self._decision(X)
+
+
+@dataclass(frozen=True)
+class GivenColumnsTeacher:
+    """A model to reduce, scoring rows of the columns the reduced model reads.
+
+    The reduced model reads a categorical column as indicator columns
+    (``category_indicators_``); the model it is fitted to takes the given columns, the
+    category codes among them, which :meth:`CategoryIndicators.codes` gives back.
+
+    Attributes
+    ----------
+    model : object
+        With ``decision_function(X)`` over the given columns.
+    indicators : CategoryIndicators
+    """
+
+    model: Any
+    indicators: CategoryIndicators
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """``model.decision_function`` of the rows as given columns."""
+        return self.model.decision_function(self.indicators.codes(X))
 
 
 def _has_probabilities(model: SuperSparseClassifier) -> bool:

@@ -5,7 +5,9 @@
 1. a :class:`~.passes.FeatureSpreadPass` for the RBF similarity with ``standardize`` (every
    later pass works on the features standardised by its weighted means and standard
    deviations, so the fit does not depend on the features' units; ``gamma`` is in
-   standardised units) or when ``gamma="scale"`` asks for the spread, and a
+   standardised units; the 0/1 indicator columns of a categorical column,
+   ``Dataset.indicator_features``, are centred only) or when ``gamma="scale"`` asks for
+   the spread, and a
    :class:`~.passes.TeacherScorePass` when the targets are another model's decision values;
    with ``spread_tails`` the first pass also takes each feature's range and a row sample,
    and crowded features are mapped before the standardisation
@@ -37,7 +39,7 @@ numbers.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -328,7 +330,8 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
                                 description="feature variances")
         if standardize:  # the RBF works on standardised features; sparse rows keep their
             std = (Standardiser.identity(dataset.n_features)  # units (kmeans.SPARSE_UNITS)
-                   if dataset.is_sparse else spread_standardiser(spread))
+                   if dataset.is_sparse
+                   else spread_standardiser(spread).unscaled(dataset.indicator_features))
             spread = standardised_spread(spread, std)
         if gamma == "scale":
             gamma = scale_gamma(spread)
@@ -862,8 +865,11 @@ def online_step_size(config: SuperSparseConfig, gamma: float, t: np.ndarray,
 
 
 def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: SuperSparseConfig,
-                 seed: int) -> SuperSparseFit:
+                 seed: int, indicators: Sequence[int] = ()) -> SuperSparseFit:
     """The model before the first ``partial_fit`` pass, from that call's rows.
+
+    ``indicators``: the columns of ``X`` that are 0/1 indicators of a categorical column,
+    centred but not scaled (as :func:`fit_supersparse` takes ``Dataset.indicator_features``).
 
     Prototypes: ``config.init`` itself, ``p`` distinct rows with positive weight drawn by a
     generator seeded with ``seed`` (``"random"``), or k-means++ and
@@ -883,7 +889,7 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     spread = counter.step(counter.start(), Chunk(X, None, 0, weight=weight))
     std = None
     if config.similarity is None and config.standardize:  # standardised features
-        std = spread_standardiser(spread)
+        std = spread_standardiser(spread).unscaled(indicators)
         spread = standardised_spread(spread, std)
         X = std.apply(X)
     C = _first_rows_prototypes(X, weight, config, config.grid[0], seed, std)
