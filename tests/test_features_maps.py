@@ -89,3 +89,37 @@ def test_input_checks():
         FourierMap.from_dict(BSplineMap().to_dict())
     with pytest.raises(ValueError, match="mean and std"):
         HermiteMap().fit_from_stats(minimum=[0.0], maximum=[1.0])
+
+
+# -- indicator columns of categorical features --------------------------------------------
+def test_category_indicators_are_pandas_one_hot_columns() -> None:
+    import pandas as pd
+
+    from streamlearn.features.category_indicators import (
+        MAX_INDICATOR_CATEGORIES,
+        CategoryIndicators,
+    )
+
+    rng = np.random.default_rng(0)
+    lists = {"c": ("p", "q", "r", "s"), "two": ("no", "yes"),
+             "many": tuple(range(MAX_INDICATOR_CATEGORIES + 1))}
+    names = ["x", "c", "two", "many"]
+    codes = np.c_[rng.normal(size=50), rng.integers(0, 4, 50), rng.integers(0, 2, 50),
+                  rng.integers(0, MAX_INDICATOR_CATEGORIES + 1, 50)].astype(np.float32)
+    indicators = CategoryIndicators.of(names, lists)
+    # only the column of 3 to MAX_INDICATOR_CATEGORIES categories is widened
+    assert indicators.feature_names == ("x", "c=p", "c=q", "c=r", "c=s", "two", "many")
+    assert indicators.indicator_columns() == (1, 2, 3, 4)
+    dummies = pd.get_dummies(pd.Categorical.from_codes(codes[:, 1].astype(int),
+                                                       list(lists["c"]))).to_numpy(np.float32)
+    wide = indicators.apply(codes)
+    np.testing.assert_array_equal(wide, np.c_[codes[:, :1], dummies, codes[:, 2:]])
+    np.testing.assert_array_equal(indicators.codes(wide), codes)
+    # an unseen category (code 4), a filled-in missing value (-1) or a fraction: no indicator
+    odd = codes[:3].copy()
+    odd[:, 1] = [4.0, -1.0, 1.5]
+    np.testing.assert_array_equal(indicators.apply(odd)[:, 1:5], 0.0)
+    assert indicators.codes(indicators.apply(odd))[:, 1].tolist() == [4.0, 4.0, 4.0]
+    # values of the columns read, summed per given column
+    np.testing.assert_array_equal(indicators.fold(np.arange(7.0)), [0.0, 10.0, 5.0, 6.0])
+    assert CategoryIndicators.of(names, {"two": lists["two"]}) is None

@@ -352,6 +352,37 @@ def test_feature_transforms_apply_in_the_order_given() -> None:
     np.testing.assert_array_equal(np.concatenate([c.X for c in data.chunks()]), X)
 
 
+def test_a_feature_expansion_changes_the_columns_of_every_chunk() -> None:
+    import pandas as pd
+
+    from streamlearn.errors import DataError
+    from streamlearn.features.category_indicators import CategoryIndicators
+
+    rng = np.random.default_rng(3)
+    colour = rng.choice(["red", "green", "blue"], 300)
+    frame = pd.DataFrame({"a": rng.normal(size=300), "colour": colour,
+                          "t": np.arange(300) % 2})
+    data = open_dataset(frame, target="t", chunk_rows=70)
+    indicators = CategoryIndicators.of(data.feature_names, data.categories)
+    wide = data.with_feature_expansion(indicators)
+    # the columns: pandas' indicators of the colours (sorted), in the column's place
+    assert wide.feature_names == ("a", "colour=blue", "colour=green", "colour=red")
+    assert wide.indicator_features == (1, 2, 3) and data.indicator_features == ()
+    expected = pd.get_dummies(frame["colour"]).to_numpy(np.float32)
+    got = np.concatenate([chunk.X for chunk in wide.chunks()])
+    np.testing.assert_array_equal(got, np.c_[frame["a"].to_numpy(np.float32), expected])
+    # the categories stay those of the rows read; reopened for a task, it keeps the map
+    assert wide.categories == {"colour": ("blue", "green", "red")}
+    again = wide.with_task("regression")
+    assert again.feature_names == wide.feature_names
+    np.testing.assert_array_equal(np.concatenate([c.X for c in again.chunks()]), got)
+    # a missing value is named by the column read
+    holes = frame.assign(a=np.where(np.arange(300) == 5, np.nan, frame["a"]))
+    holed = open_dataset(holes, target="t").with_feature_expansion(indicators)
+    with pytest.raises(DataError, match="nan in feature column 'a' at"):
+        list(holed.chunks())
+
+
 def test_threads_build_and_compute_dask_partitions_one_at_a_time(monkeypatch) -> None:
     """dask's expressions optimise through cached properties whose Python 3.11 locks are
     shared by all instances: two threads optimising at once could deadlock. Partitions of a
