@@ -255,3 +255,26 @@ def test_dask_engine_resumes_at_pass_granularity(tmp_path: Path, dask_client) ->
                                         checkpoint=tmp_path / "c")
     _assert_same_model(resumed, reference)
 
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 3 epochs
+def test_a_fit_on_indicator_columns_resumes_to_the_same_model(tmp_path: Path) -> None:
+    # the checkpoint names the columns read (indicators): resumed, the same map and model
+    from streamlearn.models import MixtureSVC
+    from tests.category_problem import category_problem
+
+    frame, score = category_problem(N_ROWS, 0, k=10)
+    y = (score > 0).astype(int)
+    params = {"em": "batch", "epochs": 3, "chunk_rows": CHUNK_ROWS, "random_state": 0,
+              "validation_fraction": None}
+    reference = MixtureSVC(**params).fit(frame, y)
+    for after in (5, 30):
+        path = tmp_path / f"mixture-{after}"
+        with pytest.raises(Crash):
+            MixtureSVC(**params).fit(frame, y, engine=_crashing_engine(after),
+                                     checkpoint=path, checkpoint_every=5)
+        resumed = MixtureSVC(**params).fit(frame, y, checkpoint=path, checkpoint_every=5)
+        assert resumed.category_indicators_ == reference.category_indicators_
+        for name in ("centers_", "expert_coef_", "xi_", "shift_", "scale_"):
+            np.testing.assert_array_equal(getattr(resumed, name), getattr(reference, name),
+                                          err_msg=name)
