@@ -265,3 +265,14 @@ def test_categories_are_read_as_indicator_columns(features: str, tmp_path) -> No
     assert loaded.category_indicators_ == model.category_indicators_
     np.testing.assert_array_equal(loaded.decision_function(test),
                                   model.decision_function(test))
+
+
+def test_validation_tables_with_categories_are_coded_as_the_training_data() -> None:
+    # the held-out table's categories come as text, in another order: each round scores it
+    # as the finished model scores it
+    train, score = category_problem(2000, 0, k=12)
+    test, score_test = category_problem(500, 1, k=12)
+    y, y_test = (score > 0).astype(int), (score_test > 0).astype(int)
+    model = ShareBoostClassifier(n_rounds=6, l2=1e-2).fit(
+        train, y, validation=(test.astype({"cat": str}), y_test))
+    assert model.path_["validation_error"][-1] == pytest.approx(1 - model.score(test, y_test))

@@ -60,6 +60,7 @@ from streamlearn.models.base import (
     StreamEstimator,
     classification_dataset,
     over_dask_blocks,
+    record_categories,
     sparse_rows_of,
     storable_classes,
 )
@@ -391,6 +392,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                 self.classes_ = storable_classes(classes)
                 self.feature_names_in_ = self._given_feature_names(dataset)
                 self.n_features_in_ = len(self.feature_names_in_)
+                # validation tables are coded by the training data's categories
+                record_categories(self, dataset.categories or {})
                 self.family_ = result.family
             self._set_model(result.selected, result.step.coef, result.step.intercept)
             validation_error = None
