@@ -368,7 +368,6 @@ class StreamEstimator(BaseEstimator):
         if self._task == "classification" and dataset.task == "classification":
             check_weighted_classes(dataset)
         self._warn_category_codes(dataset.categories or {})
-        columns = dataset
         dataset = self._with_category_indicators(dataset)
         runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
         try:
@@ -389,7 +388,7 @@ class StreamEstimator(BaseEstimator):
             self.svmlight_zero_based_ = bool(zero_based)
         record_hashing(self, dataset)
         self._set_fitted(fitted)
-        self._keep_input_columns(columns)
+        self._keep_input_columns()
         if factors is not None:
             self.class_weight_ = factors
         record_categories(self, dataset.categories)
@@ -432,12 +431,12 @@ class StreamEstimator(BaseEstimator):
         self._keep("category_indicators_", indicators)
         return indicators
 
-    def _keep_input_columns(self, dataset: Dataset) -> None:
+    def _keep_input_columns(self) -> None:
         """After a driver trained on indicator columns: ``feature_names_in_`` and
-        ``n_features_in_`` are those of the columns given (``dataset``), which prediction
-        inputs keep."""
-        if getattr(self, "category_indicators_", None) is not None:
-            self.feature_names_in_ = self._given_feature_names(dataset)
+        ``n_features_in_`` are those of the columns given, which prediction inputs keep."""
+        indicators = getattr(self, "category_indicators_", None)
+        if indicators is not None:
+            self.feature_names_in_ = indicators.source_names
             self.n_features_in_ = len(self.feature_names_in_)
 
     def _given_feature_names(self, dataset: Dataset) -> Any:

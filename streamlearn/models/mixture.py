@@ -594,12 +594,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._warn_category_codes(dataset.categories or {}, online=True)
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
                                      validation_fraction=None)
-        columns = dataset
         dataset = self._with_category_indicators(dataset)
         fitted = driver.fit(self._engine(None), dataset, config, self._seed())
         self._set_fitted(dataclasses.replace(
             fitted, online=dataclasses.replace(fitted.online, calls=1)))
-        self._keep_input_columns(columns)
+        self._keep_input_columns()
         record_categories(self, dataset.categories)
         return self
 
