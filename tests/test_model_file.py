@@ -159,3 +159,25 @@ def test_damaged_metadata_and_bad_parameters_are_model_file_errors(tmp_path: Pat
         read_model_file(_rewritten(path, tmp_path / "a.slm", listed_as_a_list))
     with pytest.raises(ModelFileError, match="n_prototypes"):
         load_model(_rewritten(path, tmp_path / "b.slm", bad_parameter))
+
+
+@pytest.mark.parametrize("name", ["MixtureSVC", "ShareBoostClassifier",
+                                  "SuperSparseClassifier"])
+def test_a_model_trained_on_category_codes_loads_and_reads_codes(
+        tmp_path: Path, monkeypatch, name: str) -> None:
+    # files written before categorical columns were read as indicator columns hold a
+    # model of the codes (categories_, no category_indicators_): it predicts as it did
+    import streamlearn.models as models
+    from tests.category_problem import category_problem
+
+    cls = getattr(models, name)
+    frame, score = category_problem(600, 0, k=8)
+    with monkeypatch.context() as patch:
+        patch.setattr(cls, "_category_indicators", False)  # how the earlier release read
+        with pytest.warns(UserWarning, match="'cat' \\(8 categories\\) as one number"):
+            old = cls().fit(frame, (score > 0).astype(int))
+    path = save_model(old, tmp_path / "old.slm")
+    loaded = load_model(path)
+    assert not hasattr(loaded, "category_indicators_") and loaded.n_features_in_ == 2
+    codes = np.c_[frame["x0"], frame["cat"].cat.codes].astype(np.float32)
+    np.testing.assert_array_equal(loaded.decision_function(frame), old.decision_function(codes))
