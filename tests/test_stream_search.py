@@ -511,3 +511,24 @@ def test_a_scikit_learn_estimator_is_raced_and_refitted_on_the_arrays():
 
     with pytest.raises(TypeError, match="refit=True fits SGDClassifier.*refit=False"):
         StreamSearchCV(SGDClassifier(), grid).fit(open_dataset(X, target=y))
+
+
+def test_lanes_read_categorical_columns_as_fit_does():
+    # the first slice reaches the lanes as a table of categories: a MixtureSVC lane reads
+    # indicator columns as its fit does, and scores close to one-hot logistic regression
+    from sklearn.linear_model import LogisticRegression
+
+    from streamlearn.models import MixtureSVC
+    from tests.category_problem import category_problem, one_hot
+
+    frame, score = category_problem(4000, 0, k=20)
+    test, score_test = category_problem(1000, 1, k=20)
+    y, y_test = (score > 0).astype(int), (score_test > 0).astype(int)
+    search = StreamSearchCV(MixtureSVC(random_state=0), {"C": [0.1, 1.0]}, refit=False,
+                            final_rung="partial_fit", chunk_rows=500,
+                            min_resource=1000).fit(frame, y)
+    lane = search.best_estimator_
+    assert lane.category_indicators_.n_features == 21 and lane.n_features_in_ == 2
+    assert lane.categories_["cat"] == tuple(frame["cat"].cat.categories)
+    reference = LogisticRegression(max_iter=1000).fit(one_hot(frame), y)
+    assert lane.score(test, y_test) >= reference.score(one_hot(test), y_test) - 0.1

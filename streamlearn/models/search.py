@@ -56,6 +56,7 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ParameterGrid
@@ -161,6 +162,9 @@ class RacePass:
         self.search = search
         self.race = race
         self.classes = dataset.classes
+        # the first slice goes to the candidates as a table, with its category lists
+        self.feature_names = None if dataset.is_sparse else tuple(dataset.feature_names)
+        self.categories = {} if dataset.is_sparse else dict(dataset.categories or {})
         self.held_out = held_out
         self.validation = validation
         self.budgets = budgets
@@ -200,9 +204,26 @@ class RacePass:
         first = not race.started
         if first and self.classes is not None:
             kwargs["classes"] = self.classes
+        rows = self._table(X) if first and self.categories else X
         for i in race.alive:
-            race.candidates[i].partial_fit(X, labels, **kwargs)
+            race.candidates[i].partial_fit(rows, labels, **kwargs)
         race.started = True
+
+    def _table(self, X: np.ndarray) -> pd.DataFrame:
+        """Rows of codes as the table they code: the categorical columns as pandas
+        categories of the data's lists, so that a candidate's first ``partial_fit`` knows
+        them as ``fit`` does (a knot or an indicator column per category)."""
+        assert self.feature_names is not None
+        columns: dict[str, Any] = {}
+        for j, name in enumerate(self.feature_names):
+            values = self.categories.get(name)
+            if values is None:
+                columns[name] = X[:, j]
+            else:
+                codes = np.where(np.isfinite(X[:, j]) & (X[:, j] < len(values)), X[:, j], -1)
+                columns[name] = pd.Categorical.from_codes(codes.astype(np.int64),
+                                                          categories=list(values))
+        return pd.DataFrame(columns)
 
     def merge(self, a: Race, b: Race) -> Race:
         da, db = a.seen - self.seen_before, b.seen - self.seen_before
