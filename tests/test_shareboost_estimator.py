@@ -228,18 +228,6 @@ def test_probability_scale_is_kept_by_a_model_file(tmp_path) -> None:
                                rtol=1e-12)
 
 
-def test_auto_features_count_a_categorical_column_once() -> None:
-    # x0 and one column of 200 categories: 201 columns read, 2 given; stumps are tried
-    # beside linear columns as on any table of at most 64 given columns
-    train, score = category_problem(3000, 0)
-    model = ShareBoostClassifier().fit(train, (score > 0).astype(int))
-    assert len(model.category_indicators_.feature_names) == 201
-    assert set(model.families_held_out_loss_) == {"linear", "stumps"}
-    wide = pd.DataFrame(np.random.default_rng(0).normal(size=(3000, 65)))
-    model = ShareBoostClassifier().fit(wide, (score > 0).astype(int))
-    assert model.families_held_out_loss_ is None and model.features_ == "linear"
-
-
 @pytest.mark.parametrize("features", ["auto", "stumps"])
 def test_categories_are_read_as_indicator_columns(features: str, tmp_path) -> None:
     # 200 categories whose codes (sorted names) say nothing of their effects: read as one

@@ -147,8 +147,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
         ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows) on dense data
-        of at most 64 given columns (a categorical column's indicator columns counting
-        once), a model of linear columns and one of stumps are fitted on
+        of at most 64 features, a model of linear columns and one of stumps are fitted on
         the same split and the one of lower held-out loss is kept (``features_`` says
         which; a fit of two models, the stumps' the dearer); otherwise, and on wider data
         such as images, linear columns (the paper's).
@@ -413,12 +412,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                 callback(int(result.selected.shape[0]), self)
 
         if self.features == "auto":
-            # the given columns: a categorical column's indicators count once
-            indicators = getattr(self, "category_indicators_", None)
-            given = (len(dataset.feature_names) if indicators is None
-                     else len(indicators.source_names))
-            families = driver.auto_families(self._config("linear"), dataset.n_rows, given,
-                                            dataset.is_sparse)
+            families = driver.auto_families(self._config("linear"), dataset.n_rows,
+                                            len(dataset.feature_names), dataset.is_sparse)
         else:
             families = (str(self.features),)
         fits: list[tuple[float, str, ShareBoostFit, dict[str, list[Any]]]] = []

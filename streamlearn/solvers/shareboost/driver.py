@@ -404,9 +404,8 @@ def auto_l2(summary: WeightedSummary, columns: LinearColumns | None = None) -> f
 
 
 #: ``features="auto"``: stumps are tried beside linear columns on data of at most this
-#: many (dense) given columns, a categorical column's indicator columns counting once;
-#: wider data, such as images, takes linear columns only (its ``n_features x n_bins``
-#: stump candidates cost many times a linear round).
+#: many (dense) features; wider data, such as images, takes linear columns only (its
+#: ``n_features x n_bins`` stump candidates cost many times a linear round).
 AUTO_STUMP_FEATURES = 64
 
 
