@@ -29,7 +29,7 @@ import numpy as np
 from streamlearn import __version__
 from streamlearn.data.categories import number_text
 from streamlearn.engine.accounting import PassLog, human_bytes, recording
-from streamlearn.engine.atomic_file import give_new_file_mode
+from streamlearn.engine.atomic_file import AtomicOutput, output_target
 from streamlearn.errors import (
     DataError,
     LabelError,
@@ -736,14 +736,22 @@ def _local_path(location: str) -> Path | None:
 
 def _check_writable(out: str) -> None:
     """Refuse, before any work, a local ``--out`` file that cannot be written: a directory,
-    or a path whose directory does not exist or may not be written to."""
-    target = _local_path(out)
-    if target is None:
+    a block device or a socket, a FIFO or a character device that may not be written to, or
+    a path whose directory does not exist or may not be written to."""
+    if _local_path(out) is None:
         return
-    if target.is_dir():
+    if local_path(out).is_dir():
         raise click.BadParameter(f"{out} is a directory; name a file in it",
                                  param_hint="--out")
-    parent = target.parent
+    try:
+        target = output_target(local_path(out))
+    except OSError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from exc
+    if target.through:  # written in place
+        if not os.access(target.path, os.W_OK):
+            raise click.BadParameter(f"{out} may not be written to", param_hint="--out")
+        return
+    parent = target.path.parent
     if not parent.is_dir():
         raise click.BadParameter(f"{parent} is not a directory", param_hint="--out")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -1035,10 +1043,13 @@ class _TableFile:
         import pyarrow.parquet as pq
 
         if self._writer is None:
-            if self.fmt == "parquet":
-                self._writer = pq.ParquetWriter(self.path, table.schema)
-            else:
+            if self.path.is_file():  # the temporary file
                 self._stream = pa.OSFile(str(self.path), "wb")
+            else:  # a FIFO or a device written through: arrow's own files seek, pipes cannot
+                self._stream = pa.PythonFile(open(self.path, "wb"), mode="w")
+            if self.fmt == "parquet":
+                self._writer = pq.ParquetWriter(self._stream, table.schema)
+            else:
                 if self.compression is not None:
                     self._stream = pa.CompressedOutputStream(self._stream, self.compression)
                 options = pacsv.WriteOptions(delimiter="\t" if self.fmt == "tsv" else ",")
@@ -1066,8 +1077,9 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
 
     The format follows the name of ``out`` (:func:`prediction_format`): parquet (one row
     group per chunk), or CSV / TSV with a header line, plain or compressed. The file is
-    written under a temporary name in the destination directory and renamed when complete,
-    so ``out`` is never a partial file.
+    written under a temporary name beside the destination (the file a symbolic link names)
+    and renamed when complete, so ``out`` is never a partial file; a FIFO or a character
+    device (``/dev/stdout``) is written through instead (:class:`AtomicOutput`).
 
     Returns
     -------
@@ -1080,16 +1092,15 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
     fmt, compression = prediction_format(out)
     destination = out
     remote = remote_location(out)
+    output: AtomicOutput | None = None
     with _writing("the predictions", destination):
         if remote is None:
-            out = local_path(out)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp",
-                                            dir=out.parent)
+            output = AtomicOutput(local_path(out))
+            tmp = output.path
         else:  # written here in full, then uploaded in one piece
             fd, tmp_name = tempfile.mkstemp(prefix=".predictions.", suffix=".tmp")
-        os.close(fd)
-    tmp = Path(tmp_name)
+            os.close(fd)
+            tmp = Path(tmp_name)
     writer = _TableFile(tmp, fmt, compression)
     n_written = 0
     names: list[str] = []
@@ -1116,14 +1127,16 @@ def write_predictions(model: Any, dataset: Any, out: str | os.PathLike[str], *,
             raise DataError("no rows left to predict (every row was dropped by --nan-policy)")
         with _writing("the predictions", destination):
             writer.close()
-            if remote is None:
-                give_new_file_mode(tmp)
-                os.replace(tmp, out)
+            if output is not None:
+                output.commit()
             else:
                 upload(tmp, destination)
     finally:
         writer.close()
-        tmp.unlink(missing_ok=True)
+        if output is not None:
+            output.discard()
+        else:
+            tmp.unlink(missing_ok=True)
     unseen.warn()
     return n_written, names
 

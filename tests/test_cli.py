@@ -691,6 +691,80 @@ def test_failed_predict_leaves_the_previous_file(trained: Trained, tmp_path: Pat
     assert "1 of the 1,000 rows were dropped" in bare.stderr and "--row-index" in bare.stderr
 
 
+def test_predictions_through_a_symbolic_link_replace_the_file_it_names(
+        trained: Trained, tmp_path: Path) -> None:
+    (tmp_path / "real.csv").write_text("previous\n")
+    link = tmp_path / "lnk.csv"
+    link.symlink_to("real.csv")
+    result = run("predict", str(trained.model), str(trained.data), "-o", str(link), "-q")
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and len(pd.read_csv(tmp_path / "real.csv")) == 3000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lnk.csv", "real.csv"]
+
+
+@pytest.mark.parametrize("name", ["p.csv", "p.parquet"])
+def test_predictions_to_a_fifo_are_written_through_it(trained: Trained, tmp_path: Path,
+                                                      name: str) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            received.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    result = run("predict", str(trained.model), str(trained.data), "-o", str(fifo), "-q")
+    reader.join(timeout=60)
+    assert result.exit_code == 0, result.output
+    assert fifo.is_fifo() and [p.name for p in tmp_path.iterdir()] == [name]
+    copy = tmp_path / f"copy.{name}"
+    copy.write_bytes(received[0])
+    read_back = pd.read_csv(copy) if name.endswith(".csv") else pd.read_parquet(copy)
+    assert len(read_back) == 3000
+
+
+def test_a_model_trained_into_a_fifo_goes_through_it(trained: Trained, tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "model.slm"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            received.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    result = run("train", str(trained.data), "--target", "label", "--model", "additive",
+                 "--exclude", "id", "--out", str(fifo), "--epochs", "1", "-p",
+                 "interactions=0", "--quiet")
+    reader.join(timeout=60)
+    assert result.exit_code == 0, result.output
+    assert fifo.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["model.slm"]
+    (tmp_path / "copy.slm").write_bytes(received[0])
+    assert AdditiveSVC.load(tmp_path / "copy.slm").epochs == 1
+
+
+def test_an_out_that_is_a_socket_is_refused_before_the_data_is_read(
+        trained: Trained, tmp_path: Path) -> None:
+    import socket
+
+    out = tmp_path / "s.csv"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(out))
+        result = run("predict", str(trained.model), str(tmp_path / "missing.parquet"), "-o",
+                     str(out))
+        assert result.exit_code == 2 and f"{out} is a socket" in result.output
+        assert out.is_socket()
+
+
 @pytest.mark.parametrize("name", ["p.parquet", "p.csv.gz"])
 def test_a_disk_that_fills_while_predicting_is_one_line(
         trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:

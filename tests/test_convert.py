@@ -459,6 +459,25 @@ def test_existing_destination_refused_unless_overwrite(ref: Reference, tmp_path:
     assert (tmp_path / "file.zarr").read_text() == "not a store"
 
 
+def test_a_store_named_through_a_symbolic_link_is_replaced_where_it_lies(
+        ref: Reference, tmp_path: Path) -> None:
+    ds = open_dataset(ref.X, target=ref.label)
+    (tmp_path / "real").mkdir()
+    convert(ds, tmp_path / "real" / "o.zarr", layout="sparse")
+    link = tmp_path / "link.zarr"
+    os.symlink("real/o.zarr", link)
+    convert(ds, link, layout="dense", overwrite=True)
+    assert link.is_symlink() and os.readlink(link) == "real/o.zarr"
+    assert not is_sparse_zarr(str(tmp_path / "real" / "o.zarr"))
+    assert sorted(os.listdir(tmp_path)) == ["link.zarr", "real"]
+    assert os.listdir(tmp_path / "real") == ["o.zarr"]
+    # a link to a store not written yet: the store is made where the link points
+    os.symlink("real/new.zarr", tmp_path / "ahead.zarr")
+    convert(ds, tmp_path / "ahead.zarr")
+    assert (tmp_path / "ahead.zarr").is_symlink()
+    assert (tmp_path / "real" / "new.zarr" / "zarr.json").is_file()
+
+
 def test_interrupted_conversion_leaves_nothing(ref: Reference, tmp_path: Path) -> None:
     ds = open_dataset(ref.X, target=ref.label, chunk_rows=100)
     seen: list[int] = []

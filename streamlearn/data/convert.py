@@ -46,6 +46,7 @@ from streamlearn.data.sources.base import fresh_name
 from streamlearn.data.sources.sparse_zarr import CSR_LAYOUT
 from streamlearn.data.sources.zarr_chunks import EVERY_CHUNK_WRITTEN
 from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.engine.atomic_file import output_target
 from streamlearn.errors import DataError
 
 Layout = Literal["auto", "dense", "sparse"]
@@ -231,11 +232,12 @@ def _is_zarr_store(fs: Any, path: str) -> bool:
 @contextlib.contextmanager
 def _destination(url: str, path: str, local: bool, overwrite: bool) -> Iterator[str]:
     """Where to write: a temporary sibling directory renamed to ``path`` on success (local
-    paths), or ``url`` itself."""
+    paths; a symbolic link is followed, and the store it names replaced), or ``url``
+    itself."""
     if not local:
         yield url
         return
-    final = os.path.abspath(path)
+    final = os.fspath(output_target(path, directory=True).path)
     parent = os.path.dirname(final)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.", suffix=".tmp", dir=parent)

@@ -14,8 +14,10 @@ constructor parameters (names ending in ``_``, and private state such as an onli
 so a model needs no code of its own to be saved. Loading reads JSON and ``.npy`` payloads
 only: the model class is looked up by name among the registered estimators, and objects
 inside the state are rebuilt only from streamlearn classes, by setting attributes, so a file
-can never make the loader run code. Writes go to a temporary file in the same directory,
-then ``os.replace``: a crash leaves the previous file intact.
+can never make the loader run code. Writes go to a temporary file beside the destination
+(the file a symbolic link names), then ``os.replace``: a crash leaves the previous file
+intact. A FIFO or a character device is written through instead
+(:mod:`streamlearn.engine.atomic_file`).
 """
 
 from __future__ import annotations
