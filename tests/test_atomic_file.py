@@ -141,3 +141,54 @@ def test_discarded_output_leaves_the_previous_file(tmp_path: Path) -> None:
     output.path.write_bytes(b"partial")
     output.discard()
     assert path.read_bytes() == b"previous" and os.listdir(tmp_path) == ["out.csv"]
+
+
+def _new_file_mode(tmp_path: Path) -> int:
+    (tmp_path / "plain").write_bytes(b"")
+    mode = (tmp_path / "plain").stat().st_mode & 0o777
+    (tmp_path / "plain").unlink()
+    return mode
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "keep.slm"
+    save_model(_toy(), path)
+    assert path.stat().st_mode & 0o7777 == _new_file_mode(tmp_path)
+    for mode in (0o600, 0o640, 0o755):
+        path.chmod(mode)
+        save_model(_toy(), path)
+        assert path.stat().st_mode & 0o7777 == mode
+    # through a link, the file it names keeps its own
+    os.symlink("keep.slm", tmp_path / "link.slm")
+    path.chmod(0o604)
+    atomic_write_bytes(tmp_path / "link.slm", _write(b"new"))
+    assert path.read_bytes() == b"new" and path.stat().st_mode & 0o7777 == 0o604
+
+
+def test_a_replaced_file_keeps_its_owner_and_at_least_its_group(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "shared.csv"
+    path.write_bytes(b"old")
+    real_stat = os.stat
+
+    def stat(name, *args, **kwargs) -> os.stat_result:  # the old file belongs to others
+        result = real_stat(name, *args, **kwargs)
+        if Path(name) != path:
+            return result
+        fields = list(result[:10])
+        fields[4:6] = [result.st_uid + 1, result.st_gid + 1]
+        return os.stat_result(fields)
+
+    calls: list[tuple[int, int]] = []
+
+    def chown(name, uid: int, gid: int) -> None:  # as for a user who may give the group only
+        calls.append((uid, gid))
+        if uid != -1:
+            raise PermissionError(1, "Operation not permitted", name)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "chown", chown)
+    atomic_write_bytes(path, _write(b"new"))
+    mine = real_stat(path)
+    assert calls == [(mine.st_uid + 1, mine.st_gid + 1), (-1, mine.st_gid + 1)]
+    assert path.read_bytes() == b"new"

@@ -702,6 +702,16 @@ def test_predictions_through_a_symbolic_link_replace_the_file_it_names(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lnk.csv", "real.csv"]
 
 
+def test_predictions_replacing_a_file_keep_its_permissions(trained: Trained,
+                                                          tmp_path: Path) -> None:
+    out = tmp_path / "priv.csv"
+    out.write_text("previous\n")
+    out.chmod(0o600)
+    result = run("predict", str(trained.model), str(trained.data), "-o", str(out), "-q")
+    assert result.exit_code == 0, result.output
+    assert len(pd.read_csv(out)) == 3000 and out.stat().st_mode & 0o777 == 0o600
+
+
 @pytest.mark.parametrize("name", ["p.csv", "p.parquet"])
 def test_predictions_to_a_fifo_are_written_through_it(trained: Trained, tmp_path: Path,
                                                       name: str) -> None:

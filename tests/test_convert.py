@@ -478,6 +478,18 @@ def test_a_store_named_through_a_symbolic_link_is_replaced_where_it_lies(
     assert (tmp_path / "real" / "new.zarr" / "zarr.json").is_file()
 
 
+def test_a_store_gets_the_permissions_of_a_new_directory_or_keeps_its_own(
+        ref: Reference, tmp_path: Path) -> None:
+    ds = open_dataset(ref.X, target=ref.label)
+    (tmp_path / "plain").mkdir()
+    out = tmp_path / "o.zarr"
+    convert(ds, out)
+    assert out.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
+    out.chmod(0o750)
+    convert(ds, out, overwrite=True)
+    assert out.stat().st_mode & 0o777 == 0o750
+
+
 def test_interrupted_conversion_leaves_nothing(ref: Reference, tmp_path: Path) -> None:
     ds = open_dataset(ref.X, target=ref.label, chunk_rows=100)
     seen: list[int] = []

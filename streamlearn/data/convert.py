@@ -46,7 +46,7 @@ from streamlearn.data.sources.base import fresh_name
 from streamlearn.data.sources.sparse_zarr import CSR_LAYOUT
 from streamlearn.data.sources.zarr_chunks import EVERY_CHUNK_WRITTEN
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.engine.atomic_file import output_target
+from streamlearn.engine.atomic_file import give_new_file_mode, output_target
 from streamlearn.errors import DataError
 
 Layout = Literal["auto", "dense", "sparse"]
@@ -250,6 +250,8 @@ def _destination(url: str, path: str, local: bool, overwrite: bool) -> Iterator[
                                       "overwrite=True (--overwrite) to replace it")
             old = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.", suffix=".old",
                                    dir=parent)
+        give_new_file_mode(tmp, final)  # mkdtemp's is owner-only
+        if old is not None:
             os.replace(final, os.path.join(old, "store"))
         os.replace(tmp, final)
         if old is not None:

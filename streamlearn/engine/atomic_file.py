@@ -10,7 +10,9 @@ output goes with :func:`output_target`:
 - an existing FIFO or character device (``/dev/stdout``, a named pipe) is opened and
   written through, never replaced or removed;
 - any other existing path that is not a regular file (a block device, a socket, a
-  directory where a file is expected) is refused.
+  directory where a file is expected) is refused;
+- a regular file that is replaced keeps its permissions and, where the user may set them,
+  its owner and group; a new file gets ``0o666`` less the umask.
 """
 
 from __future__ import annotations
@@ -87,20 +89,41 @@ def output_target(path: str | os.PathLike[str], *, directory: bool = False) -> O
     return OutputTarget(Path(os.path.realpath(path)), through=False)
 
 
-def give_new_file_mode(path: str | os.PathLike[str]) -> None:
-    """Set the permissions a newly created file gets (``0o666`` less the umask).
+def give_new_file_mode(path: str | os.PathLike[str],
+                       replaced: str | os.PathLike[str] | None = None) -> None:
+    """Give a file about to be renamed into place the permissions it should have.
 
-    ``tempfile.mkstemp`` creates owner-only files; a file renamed from one into place should
-    look like any other file the user writes.
+    ``tempfile.mkstemp`` and ``tempfile.mkdtemp`` create owner-only entries; one renamed
+    into place should look like the file it replaces, or like any other new file.
 
     Parameters
     ----------
     path : str or path-like
-        An existing file.
+        An existing file or directory.
+    replaced : str or path-like, optional
+        The file (or directory) ``path`` will replace. When it exists, its permissions are
+        copied, and its owner and group where the user may set them; otherwise ``path``
+        gets ``0o666`` (``0o777`` for a directory) less the umask.
     """
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+    try:
+        old = None if replaced is None else os.stat(replaced)
+    except FileNotFoundError:
+        old = None
+    if old is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        full = 0o777 if os.path.isdir(path) else 0o666
+        os.chmod(path, full & ~umask)
+        return
+    mine = os.stat(path)
+    if (mine.st_uid, mine.st_gid) != (old.st_uid, old.st_gid):
+        for uid in (old.st_uid, -1):  # the group alone when the owner may not be given
+            try:
+                os.chown(path, uid, old.st_gid)
+                break
+            except PermissionError:
+                continue
+    os.chmod(path, stat.S_IMODE(old.st_mode))  # after chown, which may clear setuid bits
 
 
 class AtomicOutput:
@@ -142,7 +165,7 @@ class AtomicOutput:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            give_new_file_mode(self.path)
+            give_new_file_mode(self.path, self.destination)
             os.replace(self.path, self.destination)
         except BaseException:
             self.discard()
