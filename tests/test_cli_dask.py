@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +52,43 @@ def test_workers_trains_on_a_local_cluster(problem, tmp_path: Path) -> None:
     assert "engine   : dask LocalCluster of 1 worker process (1 threads)" in result.output
     # an additive model beats the best linear one on this problem
     assert held_out_accuracy(out, X_test, y_test) > linear + 0.05
+
+
+def test_ctrl_c_stops_a_local_cluster_without_a_traceback_from_each_worker(
+        problem, tmp_path: Path) -> None:
+    """Ctrl-C in a terminal sends SIGINT to the whole process group, the workers of
+    ``--workers`` included: only the command reacts, and closes the cluster."""
+    data = problem[0]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlearn.cli", "train", str(data), "-t", "label", "-m",
+         "additive", "--workers", "1", "--epochs", "5000", "-p", "tol=null", "-o",
+         str(tmp_path / "m.slm")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        env={**os.environ, "STREAMLEARN_PROGRESS": "1"})
+    stderr = bytearray()
+    fitting = threading.Event()
+
+    def read() -> None:
+        while chunk := proc.stderr.read1(4096):
+            stderr.extend(chunk)
+            if b"rows" in stderr:  # a progress bar: the cluster and its workers are up
+                fitting.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert fitting.wait(timeout=300), stderr.decode(errors="replace")
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    reader.join(timeout=60)
+    text = stderr.decode(errors="replace")
+    assert proc.returncode == 1 and "Aborted!" in text, text
+    assert "KeyboardInterrupt" not in text and "Dask Worker process" not in text, text
+    assert not (tmp_path / "m.slm").exists()
 
 
 def test_scheduler_trains_on_an_existing_cluster(problem, dask_client, tmp_path: Path) -> None:

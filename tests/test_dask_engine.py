@@ -493,6 +493,30 @@ def test_local_cluster_workers_keep_glibc_adaptive_malloc_and_their_share_of_cor
         assert int(zarr_threads) == share
 
 
+def test_local_cluster_workers_ignore_sigint(dask_client):
+    # Ctrl-C reaches the worker processes too (one process group): the client handles it
+    import signal
+
+    ignored = dask_client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+    assert ignored == dict.fromkeys(ignored, True) and len(ignored) == 2
+
+
+def test_local_cluster_adds_its_preload_to_the_configured_ones():
+    import importlib
+
+    import dask
+
+    module = importlib.import_module("streamlearn.engine.local_cluster")  # not the function
+    name = module.__name__
+    assert module._with_preload(None, None) == {"preload": [name], "preload_argv": [[]]}
+    with dask.config.set({"distributed.worker.preload": ["mine"],
+                          "distributed.worker.preload-argv": ["--flag"]}):
+        assert module._with_preload(None, None) == {"preload": ["mine", name],
+                                                    "preload_argv": [["--flag"], []]}
+    assert module._with_preload("a", [["-x"]]) == {"preload": ["a", name],
+                                                   "preload_argv": [["-x"], []]}
+
+
 @pytest.mark.parametrize("kind", ["array", "frame"])
 def test_dask_collections_of_uneven_blocks_fit_on_the_cluster_they_compute_on(client, kind):
     # each partition task reads by computing the collection's graph on the same cluster of

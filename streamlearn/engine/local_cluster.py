@@ -23,6 +23,12 @@ gives the decoding libraries of each worker its share of the machine instead,
 ``cores // n_workers`` threads (``OMP_NUM_THREADS`` for pyarrow and BLAS,
 ``ZARR_THREADING__MAX_WORKERS`` for zarr's codecs): one worker decodes like the client
 process, and several workers together use each core once.
+
+The worker processes share the process group of the process that started them, so Ctrl-C
+in a terminal sends SIGINT to each of them too: every worker then died printing its own
+traceback while the client was already shutting the cluster down. :func:`local_cluster`
+preloads this module in its worker processes, whose :func:`dask_setup` ignores SIGINT
+there: only the client reacts, and closing the cluster stops the workers.
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ def local_cluster(n_workers: int, decode_threads: int | None = None, **options: 
     -------
     distributed.LocalCluster
         Its workers run with :func:`worker_environ` applied (the nannies keep it for
-        restarted workers too).
+        restarted workers too), and ignore SIGINT (:func:`dask_setup`).
     """
     import dask
     from distributed import LocalCluster
@@ -95,7 +101,42 @@ def local_cluster(n_workers: int, decode_threads: int | None = None, **options: 
     settings = {"threads_per_worker": 1, "processes": True, "host": "127.0.0.1",
                 "dashboard_address": None,
                 "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}, **options}
+    if settings["processes"]:  # worker threads would share the client's signal handlers
+        settings.update(_with_preload(settings.get("preload"), settings.get("preload_argv")))
     environ = {f"distributed.nanny.pre-spawn-environ.{name}": value
                for name, value in worker_environ(n_workers, decode_threads).items()}
     with dask.config.set(environ):
         return LocalCluster(n_workers=n_workers, **settings)
+
+
+def _with_preload(preload: str | list[str] | None,
+                  preload_argv: list[str] | list[list[str]] | None) -> dict[str, Any]:
+    """The ``preload`` and ``preload_argv`` worker arguments: the given ones (or dask's
+    ``distributed.worker.preload`` configuration) with this module added."""
+    import dask
+
+    preload = preload or dask.config.get("distributed.worker.preload", default=[])
+    argv = preload_argv or dask.config.get("distributed.worker.preload-argv", default=[])
+    preload = [preload] if isinstance(preload, str) else list(preload)
+    if argv and isinstance(argv[0], str):  # one list of arguments for every module
+        argv = [argv] * len(preload)
+    argv = list(argv) if argv else [[] for _ in preload]
+    return {"preload": [*preload, __name__], "preload_argv": [*argv, []]}
+
+
+def dask_setup(worker: Any) -> None:
+    """Worker preload: ignore SIGINT in a worker process :func:`local_cluster` starts.
+
+    Ctrl-C in a terminal reaches every process of its group; the client handles it and
+    closes the cluster, which stops the workers without a traceback each.
+
+    Parameters
+    ----------
+    worker : distributed.Worker
+        The worker being started (unused).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():  # a worker process's own
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
