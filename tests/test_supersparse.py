@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import LocalEngine, run_chunks
-from streamlearn.errors import DataError, LabelError, ModelFileError
+from streamlearn.errors import DataError, LabelError, ModelFileError, SchemaError
 from streamlearn.models.supersparse import (
     GradientPass,
     Similarity,
@@ -534,6 +534,16 @@ def test_classifier_reads_categories_as_indicator_columns(tmp_path) -> None:
     assert reduced.category_indicators_ == model.category_indicators_
     agree = np.mean(reduced.predict(test) == model.predict(test))
     assert agree > 0.9, agree
+    # rows whose text column lacks some categories are coded by the model's categories
+    # (by their own list, each code would name another category of the model's)
+    kept = ~train["cat"].isin(["c000", "c001", "c002", "c003", "c004"]).to_numpy()
+    text = train[kept].astype({"cat": str})
+    assert text["cat"].nunique() < 200
+    reduced = SuperSparseClassifier.reduce(model, 20, text)
+    agree = np.mean(reduced.predict(test) == model.predict(test))
+    assert agree > 0.9, agree
+    with pytest.raises(SchemaError, match="by other categories"):
+        SuperSparseClassifier.reduce(model, 20, open_dataset(text))
 
 
 def test_regressor_reads_categories_as_indicator_columns() -> None:

@@ -62,6 +62,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Dataset, open_dataset
+from streamlearn.data.open import check_coded_as_trained
 from streamlearn.data.sources.base import default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
@@ -1089,7 +1090,10 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         p : int or list of int
             ``n_prototypes`` of the reduced model.
         data : Dataset, anything :func:`~streamlearn.data.open_dataset` accepts, or array X
-            Rows where the model is imitated (labels, if any, are not used).
+            Rows where the model is imitated (labels, if any, are not used). Categorical
+            columns are coded by ``model.categories_`` when it has them (the categories
+            it was trained with, whatever those ``data`` holds); a ``Dataset`` opened with
+            other categories is refused.
         sample_weight : array-like, optional
             Row weights of in-memory ``data``.
         engine, checkpoint, checkpoint_every
@@ -1121,8 +1125,11 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             if sample_weight is not None:
                 raise ValueError("with a Dataset, give the weights to open_dataset")
             dataset = data
-        else:
-            dataset = open_dataset(data, weight=sample_weight, chunk_rows=reduced.chunk_rows)
+        else:  # the model's categories code the rows it is scored on
+            dataset = open_dataset(data, weight=sample_weight, chunk_rows=reduced.chunk_rows,
+                                   categories=getattr(model, "categories_", None) or None)
+        if hasattr(model, "categories_"):
+            check_coded_as_trained(model, dataset)
         reduced._fit_dataset(dataset, engine, checkpoint, checkpoint_every, mode="teacher",
                              teacher=model)
         reduced.classes_ = storable_classes(classes)
