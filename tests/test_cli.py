@@ -712,13 +712,11 @@ def test_predictions_replacing_a_file_keep_its_permissions(trained: Trained,
     assert len(pd.read_csv(out)) == 3000 and out.stat().st_mode & 0o777 == 0o600
 
 
-@pytest.mark.parametrize("name", ["p.csv", "p.parquet"])
-def test_predictions_to_a_fifo_are_written_through_it(trained: Trained, tmp_path: Path,
-                                                      name: str) -> None:
+def read_fifo_in_background(fifo: Path) -> tuple[Any, list[bytes]]:
+    """Make ``fifo`` and start a thread that reads it whole into the returned list."""
     import os
     import threading
 
-    fifo = tmp_path / name
     os.mkfifo(fifo)
     received: list[bytes] = []
 
@@ -728,6 +726,14 @@ def test_predictions_to_a_fifo_are_written_through_it(trained: Trained, tmp_path
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    return reader, received
+
+
+@pytest.mark.parametrize("name", ["p.csv", "p.parquet"])
+def test_predictions_to_a_fifo_are_written_through_it(trained: Trained, tmp_path: Path,
+                                                      name: str) -> None:
+    fifo = tmp_path / name
+    reader, received = read_fifo_in_background(fifo)
     result = run("predict", str(trained.model), str(trained.data), "-o", str(fifo), "-q")
     reader.join(timeout=60)
     assert result.exit_code == 0, result.output
@@ -739,19 +745,8 @@ def test_predictions_to_a_fifo_are_written_through_it(trained: Trained, tmp_path
 
 
 def test_a_model_trained_into_a_fifo_goes_through_it(trained: Trained, tmp_path: Path) -> None:
-    import os
-    import threading
-
     fifo = tmp_path / "model.slm"
-    os.mkfifo(fifo)
-    received: list[bytes] = []
-
-    def read() -> None:
-        with open(fifo, "rb") as fh:
-            received.append(fh.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    reader, received = read_fifo_in_background(fifo)
     result = run("train", str(trained.data), "--target", "label", "--model", "additive",
                  "--exclude", "id", "--out", str(fifo), "--epochs", "1", "-p",
                  "interactions=0", "--quiet")

@@ -454,7 +454,22 @@ class ObjectiveState:
                               TemperatureSums.merged(self.temperature, other.temperature))
 
 
-class ColumnScorePass:
+class _ModelPass:
+    """A pass over the rows scored by a model of the selected columns: the family, the
+    selected candidates, their coefficients, the intercept and the rows held out."""
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
+                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
+        self.family = family
+        self.selected = np.asarray(selected, dtype=np.int64)
+        self.coef = coef
+        self.intercept = intercept
+        self.holdout = holdout
+
+
+class ColumnScorePass(_ModelPass):
     """Reduction pass: gradient matrix of eq. 7 for every candidate column at the current W.
 
     Parameters
@@ -467,16 +482,6 @@ class ColumnScorePass:
     holdout : Holdout, optional
         Rows left out.
     """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
-                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
-        self.family = family
-        self.selected = np.asarray(selected, dtype=np.int64)
-        self.coef = coef
-        self.intercept = intercept
-        self.holdout = holdout
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
@@ -516,7 +521,7 @@ class ColumnScorePass:
         return state
 
 
-class RestrictedObjectivePass:
+class RestrictedObjectivePass(_ModelPass):
     """Reduction pass: loss and gradient of the problem restricted to the selected columns.
 
     Parameters
@@ -534,8 +539,6 @@ class RestrictedObjectivePass:
         state), what the temperature of the class probabilities is chosen by.
     """
 
-    kind: Literal["reduction", "sequential"] = "reduction"
-
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
                  intercept: np.ndarray, holdout: Holdout | None = None,
                  held_out: bool = False, temperature: bool = False) -> None:
@@ -543,11 +546,7 @@ class RestrictedObjectivePass:
             raise ValueError("held_out=True needs a holdout")
         if temperature and not held_out:
             raise ValueError("temperature=True needs held_out=True")
-        self.family = family
-        self.selected = np.asarray(selected, dtype=np.int64)
-        self.coef = coef
-        self.intercept = intercept
-        self.holdout = holdout
+        super().__init__(family, selected, coef, intercept, holdout)
         self.held_out = held_out
         self.temperature = temperature
 
@@ -594,7 +593,7 @@ class RestrictedObjectivePass:
         return state
 
 
-class TemperaturePass:
+class TemperaturePass(_ModelPass):
     """Reduction pass: the class scores of the training rows, summed into a
     :class:`~streamlearn.solvers.calibration.TemperatureSums` (the temperature of the
     class probabilities of a fit that holds no rows out).
@@ -604,16 +603,6 @@ class TemperaturePass:
     family, selected, coef, intercept, holdout
         As in :class:`ColumnScorePass` (rows held out are left out).
     """
-
-    kind: Literal["reduction", "sequential"] = "reduction"
-
-    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
-                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
-        self.family = family
-        self.selected = np.asarray(selected, dtype=np.int64)
-        self.coef = coef
-        self.intercept = intercept
-        self.holdout = holdout
 
     def start(self) -> TemperatureSums:
         """Empty sums."""
