@@ -385,7 +385,8 @@ def shareboost(model: Any, image_shape: Any = None) -> Any:
     ax.legend(fontsize=8)
     ax = axes[1]
     chosen = np.asarray(model.selected_features_, dtype=np.int64)
-    d = model.n_features_in_
+    names = model._read_feature_names  # the columns read, which chosen counts
+    d = len(names)
     features = model.family_.column_features(chosen)  # None: pieces read every feature
     shape = _image_shape(d, image_shape) if features is not None else None
     if shape is not None:
@@ -395,11 +396,10 @@ def shareboost(model: Any, image_shape: Any = None) -> Any:
         ax.set_xticks([])
         ax.set_yticks([])
     else:
-        names = [str(n) for n in model.feature_names_in_]
         shown = chosen[:MAX_BARS]
+        labels = model.family_.column_labels(shown, [str(n) for n in names])
         ax.barh(range(len(shown)), np.arange(len(shown), 0, -1))
-        ax.set_yticks(range(len(shown)), model.family_.column_labels(shown, names),
-                      fontsize=8)
+        ax.set_yticks(range(len(shown)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.set_xticks([])
         ax.set_title("chosen features, first chosen on top", fontsize=10)

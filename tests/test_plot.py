@@ -250,3 +250,54 @@ def test_surface_cells_are_labelled_by_their_grid_values() -> None:
     at = ax.get_xticks().astype(int)
     np.testing.assert_allclose(shown, [a[i] for i in at], rtol=5e-3)
     plt.close(fig)
+
+
+def _one_hot_names(frame: pd.DataFrame) -> list[str]:
+    """The columns a model reading a column of more than two categories as indicators
+    reads: pandas' dummies in the column's place, named ``"<column>=<category>"``."""
+    names: list[str] = []
+    for name in frame.columns:
+        column = frame[name]
+        if not pd.api.types.is_numeric_dtype(column) and column.nunique() > 2:
+            names += list(pd.get_dummies(column, prefix=name, prefix_sep="=").columns)
+        else:
+            names.append(name)
+    return names
+
+
+def _table_with_categories(n: int = 1500, seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"x0": rng.normal(size=n),
+                          "c": rng.choice([f"v{i:02d}" for i in range(30)], n),
+                          "x1": rng.normal(size=n),
+                          "d": rng.choice(["a", "b", "e", "f"], n),
+                          "x2": rng.normal(size=n)})
+    effect = dict(zip(sorted(frame.c.unique()), rng.normal(0, 2, 30), strict=True))
+    y = (frame.x0 + frame.c.map(effect) + 2 * (frame.d == "b") > 0).astype(int).to_numpy()
+    return frame, y
+
+
+def test_shareboost_on_indicator_columns_is_labelled_by_the_columns_read(tmp_path) -> None:
+    """``selected_features_`` counts the columns read (a categorical column's indicators
+    in its place): ``explain`` draws the model, and each chosen column is labelled by its
+    indicator's name, as pandas names its dummy column."""
+    frame, y = _table_with_categories()
+    frame.assign(label=y).to_parquet(tmp_path / "tr.parquet")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["train", str(tmp_path / "tr.parquet"), "-t", "label", "-m",
+                                 "shareboost", "-o", str(tmp_path / "sb.slm"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["explain", str(tmp_path / "sb.slm"),
+                                 str(tmp_path / "tr.parquet"), "--out",
+                                 str(tmp_path / "rep"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "rep" / "shareboost.png").exists()
+    model = load_model(tmp_path / "sb.slm")
+    fig = plot.shareboost(model)
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    read = _one_hot_names(frame)
+    assert len(read) == 3 + 30 + 4  # not a square: drawn as bars, not as an image
+    assert labels == [read[f] for f in model.selected_features_[:len(labels)]]
+    assert any("=" in label for label in labels)
+    plt.close(fig)
+

@@ -447,6 +447,17 @@ class StreamEstimator(BaseEstimator):
             return indicators.source_names
         return dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
 
+    @property
+    def _read_feature_names(self) -> Sequence[str]:
+        """The names of the columns the model reads, which its column indices
+        (``selected_features_``, the coordinates of ``prototypes_``) count: those of
+        ``category_indicators_`` (``"<column>=<category>"`` in a categorical column's
+        place) when it has one, else ``feature_names_in_``."""
+        indicators = getattr(self, "category_indicators_", None)
+        if indicators is not None:
+            return indicators.feature_names
+        return self._feature_names
+
     def _given_columns(self, columns: np.ndarray) -> np.ndarray:
         """The given columns (sorted, distinct) that read columns ``columns`` come from."""
         indicators = getattr(self, "category_indicators_", None)
