@@ -453,9 +453,9 @@ def prototypes(model: Any, image_shape: Any = None, max_prototypes: int = 24) ->
     fig, ax = plt.subplots(figsize=(8, 0.25 * len(order) + 1.5))
     image = ax.imshow(P[order], aspect="auto", cmap="viridis")
     ax.set_yticks(range(len(order)), [label(i) for i in order], fontsize=7)
-    names = [str(n) for n in model.feature_names_in_]
+    names = model._read_feature_names  # the columns read, as prototypes_ are
     if len(names) <= 40:
-        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+        ax.set_xticks(range(len(names)), [str(n) for n in names], rotation=90, fontsize=7)
     ax.set_ylabel("prototype (coefficient)")
     fig.colorbar(image, ax=ax)
     fig.tight_layout()

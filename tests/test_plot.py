@@ -301,3 +301,15 @@ def test_shareboost_on_indicator_columns_is_labelled_by_the_columns_read(tmp_pat
     assert any("=" in label for label in labels)
     plt.close(fig)
 
+
+def test_prototypes_on_indicator_columns_are_labelled_by_the_columns_read() -> None:
+    """``prototypes_`` are over the columns read: the heat map's columns are the
+    indicators' names in their column's place, as pandas names its dummy columns."""
+    frame, y = _table_with_categories(600)
+    frame = frame[["x0", "d", "x1"]]  # 6 columns read, 3 given
+    model = SuperSparseClassifier(n_prototypes=6).fit(frame, y)
+    fig = plot.prototypes(model)
+    drawn = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert drawn == _one_hot_names(frame) == ["x0", "d=a", "d=b", "d=e", "d=f", "x1"]
+    assert np.asarray(fig.axes[0].images[0].get_array()).shape[1] == len(drawn)
+    plt.close(fig)
