@@ -24,7 +24,12 @@ from streamlearn.solvers.calibration import TemperatureSums, best_temperature
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.shareboost.driver import VALIDATION_SALT
 from streamlearn.solvers.shareboost.kernels import decision_chunk
-from tests.category_problem import category_problem, one_hot
+from tests.category_problem import (
+    category_problem,
+    one_hot,
+    two_category_problem,
+    unseen_against_the_mean,
+)
 
 
 def noisy_problem(n: int, d: int = 6, k: int = 3, seed: int = 0):
@@ -276,3 +281,31 @@ def test_validation_tables_with_categories_are_coded_as_the_training_data() -> N
     model = ShareBoostClassifier(n_rounds=6, l2=1e-2).fit(
         train, y, validation=(test.astype({"cat": str}), y_test))
     assert model.path_["validation_error"][-1] == pytest.approx(1 - model.score(test, y_test))
+
+
+def test_an_unseen_category_of_two_is_read_as_the_columns_mean(tmp_path) -> None:
+    """A column of two categories is one 0/1 column: an unseen category is read as the
+    column's training mean, not as the code 2 past both categories (extrapolated): the
+    scores of the same model fitted on the 0/1 numbers, at the mean."""
+    frame, numbers, y = two_category_problem()
+    model = ShareBoostClassifier(features="linear", n_rounds=5).fit(frame, y)
+    reference = ShareBoostClassifier(features="linear", n_rounds=5).fit(numbers, y)
+    scores, by_hand = unseen_against_the_mean(model, reference, frame, numbers)
+    np.testing.assert_allclose(scores, by_hand, rtol=1e-6, atol=1e-9)
+    assert min(scores[:2]) < scores[2] < max(scores[:2])
+    # linear in b: the frequency-weighted mean of the two categories' scores
+    p = float(np.mean(frame["b"] == "yes"))
+    np.testing.assert_allclose(scores[2], (1 - p) * scores[0] + p * scores[1], rtol=1e-6)
+    assert model.two_category_means_ == {"b": p}
+    loaded = ShareBoostClassifier.load(model.save(tmp_path / "m.slm"))
+    assert loaded.two_category_means_ == {"b": p}
+    with pytest.warns(UserWarning, match="not seen in fit"):
+        np.testing.assert_array_equal(loaded.decision_function(frame.head(3).assign(
+            b=["no", "maybe", "yes"])), model.decision_function(frame.head(3).assign(
+                b=["no", "maybe", "yes"])))
+    # after a column of indicators: the mean of b's column among the columns read
+    wide = frame.copy()
+    wide.insert(1, "c", np.random.default_rng(2).choice(list("pqrs"), len(frame)))
+    both = ShareBoostClassifier(features="stumps", n_rounds=5).fit(wide, y)
+    assert both.category_indicators_.feature_names[-1] == "b"
+    assert both.two_category_means_ == {"b": p}

@@ -7,7 +7,9 @@ indicator columns instead (one-hot), the rule being:
 
 - a column of more than two and at most ``MAX_INDICATOR_CATEGORIES`` categories becomes
   ``k`` indicator columns, in the column's place, named ``"<column>=<category>"``;
-- a column of two categories stays its 0/1 code (one indicator, exactly);
+- a column of two categories stays its 0/1 code (one indicator, exactly); there the
+  model reads a category unseen in fit as the column's training mean, not as the code
+  ``2`` past both (``StreamEstimator._indicator_rows``, before this map);
 - a column of more categories stays its codes (the model's fit warns of it);
 - a code that names no category of the list (``k``, a category unseen in fit; a value
   filled in by ``nan_policy``) sets no indicator: every indicator of the column is 0,

@@ -467,9 +467,48 @@ class StreamEstimator(BaseEstimator):
 
     def _indicator_rows(self, values: np.ndarray) -> np.ndarray:
         """Rows of the given columns (categorical ones as codes) as the model reads them:
-        through ``category_indicators_`` when it has one."""
+        an unseen category of a two-category column as its neutral value
+        (:meth:`_two_category_neutral`), then through ``category_indicators_`` when it
+        has one."""
+        values = self._neutral_unseen_categories(values)
         indicators = getattr(self, "category_indicators_", None)
         return values if indicators is None else indicators.apply(values)
+
+    def _neutral_unseen_categories(self, values: np.ndarray) -> np.ndarray:
+        """``values`` with a code other than 0 and 1 (a category unseen in fit) in a column
+        of two categories replaced by the column's neutral value, with
+        ``_category_indicators`` (such a column is read as its 0/1 code, one indicator,
+        where the code ``2`` of an unseen category would be extrapolated past both)."""
+        categories = getattr(self, "categories_", None) or {}
+        if not self._category_indicators or not categories:
+            return values
+        names = [str(n) for n in self._feature_names]
+        out = values
+        for name, values_of in categories.items():
+            if len(values_of) != 2 or str(name) not in names:
+                continue
+            j = names.index(str(name))
+            column = values[:, j]
+            unseen = ~np.isnan(column) & (column != 0) & (column != 1)
+            if unseen.any():
+                if out is values:
+                    out = np.array(values, dtype=np.result_type(values.dtype, np.float32))
+                out[unseen, j] = self._two_category_neutral(str(name), j)
+        return out
+
+    def _two_category_neutral(self, name: str, column: int) -> float:
+        """The value an unseen category of the two-category column ``name`` (given column
+        ``column``) is read as: the column's training mean, the share of rows of its second
+        category, which standardisation by ``shift_`` (the mean) makes 0 so that it
+        contributes nothing; 0.5, halfway between the two categories, on a model that keeps
+        no such mean. A model that keeps its means elsewhere overrides it."""
+        shift = getattr(self, "shift_", None)
+        if shift is None:
+            return 0.5
+        indicators = getattr(self, "category_indicators_", None)
+        read = (column if indicators is None
+                else int(np.searchsorted(indicators.source_columns(), column)))
+        return float(np.asarray(shift, dtype=np.float64)[read])
 
     def _importances_per_column(self, importances: np.ndarray) -> np.ndarray:
         """Importances of the columns the model reads, one per given column: an indicator

@@ -132,9 +132,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     codes name categories in sorted order, which means nothing as a number. The indicator
     columns are centred but not scaled, so that a categorical column varies about as much
     as one standardised feature, and a category unseen in fit sets none of them (a neutral
-    row). ``n_features_in_``, ``feature_names_in_`` and ``feature_importances_`` stay those
-    of the given columns; ``shift_``, ``scale_``, the centres and the experts are over the
-    columns read (``d``). A column of more categories keeps its codes, and ``fit`` warns.
+    row); in a column of two categories it is read as the column's training mean
+    (``shift_``), 0 once standardised, not as the code 2 past both. ``n_features_in_``,
+    ``feature_names_in_`` and ``feature_importances_`` stay those of the given columns;
+    ``shift_``, ``scale_``, the centres and the experts are over the columns read (``d``).
+    A column of more categories keeps its codes, and ``fit`` warns.
 
     Parameters
     ----------

@@ -126,7 +126,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     (:data:`~streamlearn.features.category_indicators.MAX_INDICATOR_CATEGORIES`), is read
     as one indicator column per category (``category_indicators_``, built in the stream
     from the column's codes): its codes name categories in sorted order, which means
-    nothing as a number. A category unseen in fit sets none of them. The candidate columns
+    nothing as a number. A category unseen in fit sets none of them; in a column of two
+    categories (one 0/1 column) it is read as the column's training mean
+    (``two_category_means_``), not as the code 2 past both. The candidate columns
     (``selected_features_``) are built on the columns read; ``n_features_in_``,
     ``feature_names_in_``, ``feature_importances_`` and ``used_features_`` are those of
     the given columns. A column of more categories keeps its codes, and ``fit`` warns.
@@ -262,6 +264,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         The temperature ``s`` of :meth:`predict_proba`'s ``softmax(s f)``.
     proba_rows_ : {"held-out", "training"}
         The rows ``proba_scale_`` was chosen on.
+    two_category_means_ : dict of str to float
+        Each categorical column of two categories (read as its 0/1 code): its training
+        mean, the value a category unseen in fit is read as there; absent when there is
+        no such column.
     """
 
     partial_fit = NotOnline("every round scores all candidate columns and re-fits the chosen "
@@ -448,6 +454,33 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self._set_model(fitted.selected, fitted.coef, fitted.intercept)
         self._keep("proba_scale_", float(fitted.proba_scale))
         self._keep("proba_rows_", fitted.proba_rows)
+        self._keep("two_category_means_", self._two_category_means(fitted.column_means))
+
+    def _two_category_means(self, means: np.ndarray | None) -> dict[str, float] | None:
+        """The training mean of each two-category column (its 0/1 code) from the means of
+        the columns read; None when there is none (or the means are not known)."""
+        categories = getattr(self, "categories_", None) or {}
+        if means is None or not categories:
+            return None
+        indicators = getattr(self, "category_indicators_", None)
+        # feature_names_in_ may still name the columns read: the given ones are the map's
+        names = ([str(n) for n in self._feature_names] if indicators is None
+                 else list(indicators.source_names))
+        source = None if indicators is None else indicators.source_columns()
+        out = {}
+        for name, values in categories.items():
+            if len(values) == 2 and str(name) in names:
+                j = names.index(str(name))
+                read = j if source is None else int(np.searchsorted(source, j))
+                out[str(name)] = float(means[read])
+        return out or None
+
+    def _two_category_neutral(self, name: str, column: int) -> float:
+        """An unseen category of a two-category column is read as the column's training
+        mean (``two_category_means_``): its score is the mean of the two categories'
+        scores, weighted by their rows, through a linear column; 0.5 on a model stored
+        without it."""
+        return float(getattr(self, "two_category_means_", {}).get(name, 0.5))
 
     def _set_model(self, selected: np.ndarray, coef: np.ndarray, intercept: np.ndarray) -> None:
         self.selected_features_ = selected

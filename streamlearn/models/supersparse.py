@@ -593,7 +593,10 @@ _PARAMS_DOC = """
     from the column's codes): its codes name categories in sorted order, which means
     nothing as a distance. The indicator columns are centred but not scaled, so that a
     categorical column spreads about as much as one standardised feature, and a category
-    unseen in fit sets none of them. ``prototypes_``, ``shift_`` and ``scale_`` are over
+    unseen in fit sets none of them; in a column of two categories (one 0/1 column) it is
+    read as the column's training mean (``shift_``, 0 once standardised; 0.5, halfway,
+    without a standardisation), not as the code 2 past both. ``prototypes_``, ``shift_``
+    and ``scale_`` are over
     the columns read; ``n_features_in_``, ``feature_names_in_`` and
     ``feature_importances_`` are those of the given columns. :meth:`reduce` hands the
     model it follows the given columns. A column of more categories keeps its codes, and

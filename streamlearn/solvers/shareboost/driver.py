@@ -208,6 +208,9 @@ class ShareBoostFit:
         (:func:`probability_scale`).
     proba_rows : {"held-out", "training"}
         The rows ``proba_scale`` was chosen on.
+    column_means : ndarray of shape (d,) or None
+        Every column's weighted mean over the training rows of positive weight (None:
+        not known).
     """
 
     family: Family
@@ -224,6 +227,7 @@ class ShareBoostFit:
     feature_transform: TailTransform | None = None
     proba_scale: float = 1.0
     proba_rows: str = "training"
+    column_means: np.ndarray | None = None
 
     @property
     def n_iter(self) -> int:
@@ -566,7 +570,10 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
                          passes=tuple(r.passes for r in path.rounds),
                          converged=step.converged, gradient_norm=step.gradient_norm,
                          l2=l2, validation=validation, feature_transform=transform,
-                         proba_scale=scale, proba_rows=rows)
+                         proba_scale=scale, proba_rows=rows,
+                         column_means=(summary.total / summary.weight
+                                       if summary.total is not None and summary.weight > 0
+                                       else None))
 
 
 def probability_scale(runner: Any, dataset: Dataset, family: Family, selected: np.ndarray,
