@@ -123,3 +123,34 @@ def test_category_indicators_are_pandas_one_hot_columns() -> None:
     # values of the columns read, summed per given column
     np.testing.assert_array_equal(indicators.fold(np.arange(7.0)), [0.0, 10.0, 5.0, 6.0])
     assert CategoryIndicators.of(names, {"two": lists["two"]}) is None
+
+
+def test_a_filled_missing_category_sets_no_indicator() -> None:
+    """``nan_policy=<number>`` fills the numeric columns; a missing value of a categorical
+    column read as indicators sets none of them (a number there would be a category's
+    code: 0.0 trained the missing rows as the first category), as pandas' dummies of the
+    column leave a missing value without one."""
+    import pandas as pd
+
+    from streamlearn.data import open_dataset
+    from streamlearn.models import SuperSparseClassifier
+
+    rng = np.random.default_rng(3)
+    n = 800
+    frame = pd.DataFrame({"x": rng.normal(size=n),
+                          "c": rng.choice([f"cat{i:03d}" for i in range(30)], n)})
+    y = (frame["x"] > 0).astype(int).to_numpy()
+    frame.loc[::4, "c"] = np.nan
+    frame.loc[1::7, "x"] = np.nan
+    dummies = pd.get_dummies(frame["c"], prefix="c", prefix_sep="=", dtype=np.float64)
+    expected = pd.concat([frame[["x"]].fillna(0.0), dummies], axis=1)
+    model = SuperSparseClassifier(n_prototypes=5)
+    dataset = open_dataset(frame.assign(label=y), target="label", nan_policy=0.0)
+    read = model._with_category_indicators(dataset)
+    assert list(read.feature_names) == list(expected.columns)
+    rows = np.concatenate([chunk.X for chunk in read.chunks()])
+    np.testing.assert_allclose(rows.sum(axis=0), expected.to_numpy().sum(axis=0), rtol=1e-6)
+    # the fit reads them so: its centring shift is the mean of pandas' columns
+    model.fit(frame, y, nan_policy=0.0)
+    np.testing.assert_allclose(model.shift_, expected.to_numpy().mean(axis=0), rtol=1e-5,
+                               atol=1e-7)

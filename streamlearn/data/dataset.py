@@ -62,6 +62,9 @@ class FeatureExpansion(Protocol):
 
     #: Names of the columns ``apply`` returns.
     feature_names: tuple[str, ...]
+    #: The input columns ``apply`` replaces (categorical codes): ``nan_policy=<number>``
+    #: leaves their missing values to it, which maps them to no indicator.
+    columns: tuple[int, ...]
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """A chunk's (n, d) float32 feature values as (n, len(feature_names)) values."""
@@ -891,7 +894,7 @@ class Dataset:
         elif isinstance(self.nan_policy, float):
             if first_nonfinite(X) >= 0:
                 X = X.copy()
-                fill_nonfinite(X, self.nan_policy)
+                self._fill_nonfinite(X)
             else:
                 self._finite_ranges.add((a, b))
         elif self.nan_policy == "drop":
@@ -934,6 +937,18 @@ class Dataset:
             y = np.take(y, perm) if y is not None else None
             w = np.take(w, perm) if w is not None else None
         return Chunk(X=X, y=y, start=a, index=index, weight=w)
+
+    def _fill_nonfinite(self, X: np.ndarray) -> None:
+        """``nan_policy=<number>`` on dense rows as read, in place: every NaN and infinite
+        value becomes the number, but in a categorical column that a feature expansion
+        reads as indicators, where a missing value (NaN) stays missing and sets no
+        indicator: a number there would be a category's code."""
+        expanded = list(getattr(self._feature_transform, "columns", ())
+                        if self.indicator_features else ())
+        kept = X[:, expanded].copy() if expanded else None
+        fill_nonfinite(X, self.nan_policy)
+        if kept is not None:
+            X[:, expanded] = kept
 
     def _column_read(self, c: int) -> str:
         """The name of column ``c`` of the rows as read (before any feature map)."""

@@ -82,7 +82,8 @@ def open_dataset(
     nan_policy : "raise", "drop" or float
         What to do with NaN, infinite or missing (``None``, ``pd.NA``, null) feature values:
         raise an error naming the file, column and row; drop the row; or replace the value
-        by the given number.
+        by the given number (but in a categorical column that a model reads as indicator
+        columns, where a missing value sets no indicator).
     prefetch : int
         Chunks read ahead while the current one is processed: by one background thread, or
         for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU);

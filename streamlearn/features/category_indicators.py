@@ -11,9 +11,9 @@ indicator columns instead (one-hot), the rule being:
   model reads a category unseen in fit as the column's training mean, not as the code
   ``2`` past both (``StreamEstimator._indicator_rows``, before this map);
 - a column of more categories stays its codes (the model's fit warns of it);
-- a code that names no category of the list (``k``, a category unseen in fit; a value
-  filled in by ``nan_policy``) sets no indicator: every indicator of the column is 0,
-  which is neutral.
+- a code that names no category of the list (``k``, a category unseen in fit; NaN, a
+  missing value, which ``nan_policy=<number>`` leaves missing in such a column) sets no
+  indicator: every indicator of the column is 0, which is neutral.
 
 The map keeps every other column as it is, so a model keeps the raw columns as its public
 input and applies :meth:`CategoryIndicators.apply` to them, in training (through

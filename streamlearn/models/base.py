@@ -733,7 +733,8 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         Rows per chunk for data opened here.
     nan_policy : "raise", "drop" or float
         NaN and missing values (``None``, ``pd.NA``, nulls) in features opened here: refuse,
-        drop the row, or replace by the number.
+        drop the row, or replace by the number (but in a categorical column read as
+        indicator columns, where a missing value sets no indicator).
     categories : mapping of str to sequence, optional
         Category lists of categorical features (a fitted model's ``categories_``); by
         default found in the data. A Dataset is re-coded with them when its own differ.
