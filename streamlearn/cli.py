@@ -1146,6 +1146,7 @@ class UnseenCategories:
     model did not see in fit (coded one past its categories), and warns of them."""
 
     def __init__(self, model: Any, dataset: Any) -> None:
+        self.model = model
         categories = getattr(model, "categories_", None) or {}
         names = [] if dataset.is_sparse else list(dataset.feature_names)
         self.columns = [(names.index(f), f, len(c)) for f, c in categories.items()
@@ -1163,11 +1164,17 @@ class UnseenCategories:
 
     def warn(self) -> None:
         """One ``UserWarning`` per feature that held unseen categories."""
-        for name, n in self.counts.items():
+        from streamlearn.models.base import unseen_code_reading
+
+        reading = getattr(self.model, "_unseen_category_reading", None)
+        for _, name, k in self.columns:
+            n = self.counts[name]
             if n:
+                said = (reading(name, k) if reading is not None
+                        else unseen_code_reading(name, k))
                 warnings.warn(f"feature {name!r} holds {n:,} value(s) not seen in fit "
-                              f"(first at row {self.first[name]}); they were scored as one "
-                              "category past those seen in fit", UserWarning, stacklevel=2)
+                              f"(first at row {self.first[name]}); {said}", UserWarning,
+                              stacklevel=2)
 
 
 @cli.command()

@@ -1146,6 +1146,41 @@ def test_categorical_columns_round_trip_through_train_and_predict(tmp_path: Path
     np.testing.assert_array_equal(pd.read_parquet(out)["prediction"], expected)
 
 
+def test_predict_says_what_an_indicator_model_does_with_an_unseen_category(
+        tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    n = 800
+    frame = pd.DataFrame({"x": rng.normal(size=n),
+                          "b": rng.choice(["no", "yes"], n, p=[0.6, 0.4]),
+                          "c": rng.choice(["p", "q", "r", "s"], n)})
+    frame["label"] = ((frame["x"] > 0) ^ (frame["c"] == "q")).astype(int)
+    frame.to_parquet(tmp_path / "train.parquet")
+    model_path = tmp_path / "m.slm"
+    result = run("train", str(tmp_path / "train.parquet"), "-t", "label", "-m", "mixture",
+                 "-o", str(model_path), "-q")
+    assert result.exit_code == 0, result.output
+    frame.head(5).assign(b=["no", "maybe", "yes", "no", "maybe"],
+                         c=["p", "q", "t", "r", "s"]).to_parquet(tmp_path / "new.parquet")
+    result = run("predict", str(model_path), str(tmp_path / "new.parquet"), "--out",
+                 str(tmp_path / "pred.parquet"), "-q")
+    assert result.exit_code == 0, result.output
+    mean = np.mean(frame["b"] == "yes")
+    assert (f"feature 'b' holds 2 value(s) not seen in fit (first at row 1); they are read "
+            f"as {mean:.4g}, the column's training mean" in result.stderr)
+    assert ("feature 'c' holds 1 value(s) not seen in fit (first at row 2); they set none "
+            "of its indicator columns" in result.stderr)
+    assert "one past" not in result.stderr
+    model = load_model(model_path)
+    with pytest.warns(UserWarning, match="not seen in fit"):
+        expected = model.predict(pd.read_parquet(tmp_path / "new.parquet")[["x", "b", "c"]])
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "pred.parquet")["prediction"],
+                                  expected)
+    result = run("evaluate", str(model_path), str(tmp_path / "new.parquet"), "-t", "label")
+    assert result.exit_code == 0, result.output
+    assert ("feature 'c' holds 1 value(s) not seen in fit; they set none of its indicator "
+            "columns" in result.stderr)
+
+
 def test_train_and_explain_a_default_model_that_kept_the_linear_candidate(
         tmp_path: Path) -> None:
     rng = np.random.default_rng(11)

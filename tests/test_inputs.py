@@ -231,6 +231,33 @@ def test_unseen_category_gets_the_reserved_code_with_a_warning(cities) -> None:
         model.predict(missing)
 
 
+def test_the_unseen_category_warning_says_what_an_indicator_model_does() -> None:
+    """A model reading categories as indicators does not score an unseen category as the
+    code past the others: its warning says what it does (no indicator of a column of
+    more categories; the training mean of a column of two, numpy's mean of its 0/1 code)."""
+    from streamlearn.models import MixtureSVC
+
+    rng = np.random.default_rng(8)
+    n = 600
+    frame = pd.DataFrame({"x": rng.normal(size=n),
+                          "b": rng.choice(["no", "yes"], n, p=[0.6, 0.4]),
+                          "c": rng.choice(["p", "q", "r", "s"], n)})
+    y = ((frame["x"] > 0) ^ (frame["c"] == "q")).astype(int).to_numpy()
+    model = MixtureSVC(random_state=0).fit(frame, y)
+    test = frame.head(3).assign(b=["no", "maybe", "yes"], c=["p", "q", "t"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.decision_function(test)
+    said = sorted(str(w.message) for w in caught)
+    mean = np.mean(frame["b"] == "yes")
+    assert said == [
+        f"feature 'b' holds 1 value(s) not seen in fit (first at row 1); they are read as "
+        f"{mean:.4g}, the column's training mean, between the codes 0 and 1 of its two "
+        "categories",
+        "feature 'c' holds 1 value(s) not seen in fit (first at row 2); they set none of "
+        "its indicator columns"]
+
+
 def test_model_file_keeps_categories(cities, tmp_path: Path) -> None:
     frame, label = cities
     model = _model().fit(frame, label)

@@ -375,10 +375,14 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     scoring = EvaluatePass(model, task=dataset.task, classes=dataset.classes,
                            feature_names=None if dataset.is_sparse else dataset.feature_names)
     metrics = resolve_engine(engine).run(scoring, dataset, description="evaluate")
+    reading = getattr(model, "_unseen_category_reading", None)  # what the model does
+    counts = {str(f): len(c) for f, c in (getattr(model, "categories_", None) or {}).items()}
     for feature, n in metrics.get("unseen_categories", {}).items():
-        warnings.warn(f"feature {feature!r} holds {n:,} value(s) not seen in fit; they were "
-                      "scored as one category past those seen in fit", UserWarning,
-                      stacklevel=2)
+        said = (reading(str(feature), counts[str(feature)])
+                if reading is not None and str(feature) in counts
+                else "they were scored as one category past those seen in fit")
+        warnings.warn(f"feature {feature!r} holds {n:,} value(s) not seen in fit; {said}",
+                      UserWarning, stacklevel=2)
     if dataset.classes is not None:
         metrics["classes"] = dataset.classes.tolist()
     if metrics.get("unseen_classes"):

@@ -642,7 +642,22 @@ class StreamEstimator(BaseEstimator):
         columns coded by the categories seen in ``fit``)."""
         self._check_fitted()
         return check_features(X, self._feature_names, type(self).__name__,
-                              categories=getattr(self, "categories_", None))
+                              categories=getattr(self, "categories_", None),
+                              unseen=self._unseen_category_reading)
+
+    def _unseen_category_reading(self, name: str, k: int) -> str:
+        """How the model reads a category unseen in fit of the categorical feature
+        ``name`` of ``k`` categories, for the warnings of such values ("they ...")."""
+        names = [str(n) for n in self._feature_names]
+        if self._category_indicators and k == 2 and name in names:
+            neutral = self._two_category_neutral(name, names.index(name))
+            return (f"they are read as {neutral:.4g}, the column's training mean, between "
+                    "the codes 0 and 1 of its two categories")
+        indicators = getattr(self, "category_indicators_", None)
+        if (indicators is not None and name in names
+                and names.index(name) in indicators.columns):
+            return "they set none of its indicator columns"
+        return unseen_code_reading(name, k)
 
     def _check_training_X(self, X: Any) -> np.ndarray:
         """Rows of a ``partial_fit`` call after the first, checked as :meth:`_check_X`
@@ -1373,7 +1388,8 @@ def storable_classes(classes: np.ndarray) -> np.ndarray:
 # -- prediction inputs --------------------------------------------------------------------
 def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                    categories: Mapping[str, Sequence[Any]] | None = None,
-                   training: bool = False) -> np.ndarray:
+                   training: bool = False,
+                   unseen: Callable[[str, int], str] | None = None) -> np.ndarray:
     """Validate prediction inputs against the features seen in ``fit``.
 
     When ``fit`` saw named columns, a table with column names (pandas, polars, pyarrow)
@@ -1384,7 +1400,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     :class:`FeatureNames` ``feature_names``) are coded by the categories seen in ``fit``:
     a value's position in its list (a numeric array is taken to hold those codes already).
     A value not seen in ``fit`` gets the reserved code
-    ``len(categories)``, one past the last, with a ``UserWarning`` naming the column and row;
+    ``len(categories)``, one past the last, with a ``UserWarning`` naming the column and row
+    and saying what the model does with it (``unseen``);
     a missing value is refused like NaN. Rows to train on (``training``) refuse such a
     value instead: the categories are fixed by the model's first training call.
 
@@ -1403,6 +1420,10 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         in its list (or the code ``len(categories)`` in numeric rows) raises a
         ``DataError`` naming the column and values, and how to declare every category on
         the first call.
+    unseen : callable, optional
+        ``unseen(feature, k)``: what the model does with a category unseen in fit of a
+        feature of ``k`` categories, said by the warning ("they ..."); by default
+        :func:`unseen_code_reading`, the reserved code.
 
     Returns
     -------
@@ -1453,7 +1474,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         # rows holding category values; numeric rows already hold codes (as chunks do)
         X = _object_table(X, expected)
     if _is_table(X):
-        values = _table_values(X, expected, categories, owner, training)
+        values = _table_values(X, expected, categories, owner, training, unseen)
     else:
         if is_array_input(X):
             X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
@@ -1593,10 +1614,12 @@ def _check_codes(values: np.ndarray, expected: list[str],
 
 
 def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
-                  owner: str, training: bool = False) -> np.ndarray:
+                  owner: str, training: bool = False,
+                  unseen_reading: Callable[[str, int], str] | None = None) -> np.ndarray:
     """A table's columns as float32, categorical ones coded; columns taken by position.
-    A category not in the model's list is coded ``len(categories)`` with a warning, or
-    refused in rows to train on (``training``)."""
+    A category not in the model's list is coded ``len(categories)`` with a warning (which
+    says what the model does with it: ``unseen_reading(feature, k)``, by default
+    :func:`unseen_code_reading`), or refused in rows to train on (``training``)."""
     from streamlearn.data.sources.arrow_columns import arrow_block
     from streamlearn.data.sources.in_memory import pandas_block
 
@@ -1622,11 +1645,18 @@ def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
                 X.iloc[unseen, j].tolist()
             raise DataError(_undeclared(f, unseen.size, _examples_of(column), categories[f]))
         if unseen.size:
+            reading = (unseen_code_reading if unseen_reading is None
+                       else unseen_reading)(f, len(categories[f]))
             warnings.warn(f"feature {f!r} holds {unseen.size} value(s) not seen in fit "
-                          f"(first at row {int(unseen[0])}); they get the code "
-                          f"{len(categories[f])}, one past the {len(categories[f])} "
-                          "categories seen in fit", UserWarning, stacklevel=caller_stacklevel())
+                          f"(first at row {int(unseen[0])}); {reading}", UserWarning,
+                          stacklevel=caller_stacklevel())
     return values
+
+
+def unseen_code_reading(name: str, k: int) -> str:
+    """What a model that reads the categorical feature ``name`` of ``k`` categories as its
+    codes does with a category unseen in fit, for the warnings of such values."""
+    return f"they get the code {k}, one past the {k} categories seen in fit"
 
 
 def _examples_of(values: list[Any], limit: int = 5) -> str:
