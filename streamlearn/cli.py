@@ -27,9 +27,9 @@ import click
 import numpy as np
 
 from streamlearn import __version__
+from streamlearn.atomic_file import AtomicOutput, output_target
 from streamlearn.data.categories import number_text
 from streamlearn.engine.accounting import PassLog, human_bytes, recording
-from streamlearn.engine.atomic_file import AtomicOutput, output_target
 from streamlearn.errors import (
     DataError,
     LabelError,

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamlearn.engine.atomic_file import AtomicOutput, atomic_write_bytes, output_target
+from streamlearn.atomic_file import AtomicOutput, atomic_write_bytes, output_target
 from streamlearn.io import load_model, save_model
 from tests.test_model_file import REGISTRY, _toy
 

@@ -33,9 +33,11 @@ PACKAGE = "streamlearn"
 #: below it). ``streamlearn.version`` is where ``__version__`` belongs (in the top layer, so
 #: every layer may read it); it is listed before it exists so that adding it needs no edit.
 #: ``streamlearn.warning_origin`` (where a warning points) sits beside the errors: every
-#: layer that warns reads it.
+#: layer that warns reads it; so does ``streamlearn.atomic_file`` (how an output file is
+#: written), which every layer that writes one (data, engine, io, cli) uses.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors", ("streamlearn.errors", "streamlearn.version", "streamlearn.warning_origin")),
+    ("errors", ("streamlearn.errors", "streamlearn.version", "streamlearn.warning_origin",
+                "streamlearn.atomic_file")),
     ("data", ("streamlearn.data",)),
     ("features", ("streamlearn.features",)),
     ("engine", ("streamlearn.engine",)),

@@ -40,13 +40,13 @@ import numpy as np
 import zarr
 from zarr.codecs import BloscCodec, ZstdCodec
 
+from streamlearn.atomic_file import give_new_file_mode, output_target
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.sources.base import fresh_name
 from streamlearn.data.sources.sparse_zarr import CSR_LAYOUT
 from streamlearn.data.sources.zarr_chunks import EVERY_CHUNK_WRITTEN
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.engine.atomic_file import give_new_file_mode, output_target
 from streamlearn.errors import DataError
 
 Layout = Literal["auto", "dense", "sparse"]

@@ -56,12 +56,12 @@ from typing import Any
 
 import numpy as np
 
+from streamlearn.atomic_file import atomic_write_bytes
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.engine import state_codec
 from streamlearn.engine.accounting import PassLog, PassRecord, capturing, open_pass
-from streamlearn.engine.atomic_file import atomic_write_bytes
 from streamlearn.engine.passes import EngineBase
 from streamlearn.errors import CheckpointError
 

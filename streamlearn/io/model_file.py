@@ -17,7 +17,7 @@ inside the state are rebuilt only from streamlearn classes, by setting attribute
 can never make the loader run code. Writes go to a temporary file beside the destination
 (the file a symbolic link names), then ``os.replace``: a crash leaves the previous file
 intact. A FIFO or a character device is written through instead
-(:mod:`streamlearn.engine.atomic_file`).
+(:mod:`streamlearn.atomic_file`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamlearn.engine.atomic_file import atomic_write_bytes
+from streamlearn.atomic_file import atomic_write_bytes
 from streamlearn.engine.state_codec import decode, encode
 from streamlearn.errors import ModelFileError
 from streamlearn.io.file_location import local_path, remote_location, upload_bytes
