@@ -765,3 +765,20 @@ def test_a_model_fitted_on_an_array_reads_named_columns_by_position_and_says_so(
         plain = model.predict(pd.DataFrame(X))  # integer labels: by position, silently
     np.testing.assert_array_equal(swapped, model.predict(X))
     np.testing.assert_array_equal(plain, model.predict(X))
+
+
+@pytest.mark.parametrize("name", ["MixtureSVC", "SuperSparseClassifier"])
+def test_an_unseen_category_of_two_is_read_as_the_columns_mean(name: str) -> None:
+    """A column of two categories is one 0/1 column: an unseen category is read as the
+    column's training mean, not as the code 2 past both categories (extrapolated): the
+    scores of the same model fitted on the 0/1 numbers, at the mean."""
+    from streamlearn import models
+    from tests.category_problem import two_category_problem, unseen_against_the_mean
+
+    cls = getattr(models, name)
+    frame, numbers, y = two_category_problem()
+    model = cls(random_state=0).fit(frame, y)
+    reference = cls(random_state=0).fit(numbers, y)
+    scores, by_hand = unseen_against_the_mean(model, reference, frame, numbers)
+    np.testing.assert_allclose(scores, by_hand, rtol=1e-6, atol=1e-9)
+    assert min(scores[:2]) < scores[2] < max(scores[:2])

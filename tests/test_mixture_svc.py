@@ -25,8 +25,6 @@ from streamlearn.models.mixture import (
 from tests.category_problem import (
     category_problem,
     one_hot,
-    two_category_problem,
-    unseen_against_the_mean,
 )
 
 
@@ -339,14 +337,3 @@ def test_a_column_of_more_categories_than_the_cap_keeps_its_codes_with_a_warning
         model = MixtureSVC(random_state=0, n_components=3).fit(train, y)
     assert not hasattr(model, "category_indicators_") and model.centers_.shape[-1] == 2
 
-
-def test_an_unseen_category_of_two_is_read_as_the_columns_mean() -> None:
-    """A column of two categories is one 0/1 column: an unseen category is read as the
-    column's training mean, not as the code 2 past both categories (extrapolated): the
-    scores of the same model fitted on the 0/1 numbers, at the mean."""
-    frame, numbers, y = two_category_problem()
-    model = MixtureSVC(random_state=0).fit(frame, y)
-    reference = MixtureSVC(random_state=0).fit(numbers, y)
-    scores, by_hand = unseen_against_the_mean(model, reference, frame, numbers)
-    np.testing.assert_allclose(scores, by_hand, rtol=1e-6, atol=1e-9)
-    assert min(scores[:2]) < scores[2] < max(scores[:2])

@@ -19,8 +19,6 @@ from streamlearn.models.supersparse import (
 from tests.category_problem import (
     category_problem,
     one_hot,
-    two_category_problem,
-    unseen_against_the_mean,
 )
 from tests.finite_differences import central_differences
 
@@ -574,14 +572,3 @@ def test_partial_fit_reads_categories_as_indicator_columns() -> None:
     reference = LogisticRegression(max_iter=1000).fit(one_hot(train), y)
     assert model.score(test, y_test) >= reference.score(one_hot(test), y_test) - 0.1
 
-
-def test_an_unseen_category_of_two_is_read_as_the_columns_mean() -> None:
-    """A column of two categories is one 0/1 column: an unseen category is read as the
-    column's training mean, not as the code 2 past both categories (extrapolated): the
-    scores of the same model fitted on the 0/1 numbers, at the mean."""
-    frame, numbers, y = two_category_problem()
-    model = SuperSparseClassifier(random_state=0).fit(frame, y)
-    reference = SuperSparseClassifier(random_state=0).fit(numbers, y)
-    scores, by_hand = unseen_against_the_mean(model, reference, frame, numbers)
-    np.testing.assert_allclose(scores, by_hand, rtol=1e-6, atol=1e-9)
-    assert min(scores[:2]) < scores[2] < max(scores[:2])
