@@ -354,12 +354,15 @@ def test_additive_maps_that_read_codes_as_numbers_warn() -> None:
                   AdditiveSVC(embedding="fourier", progress=False),
                   AdditiveSVC(n_bases=4, degree=1, progress=False)):  # 3 knots for 5 codes
         with pytest.warns(UserWarning, match=r"AdditiveSVC reads the categorical column\(s\) "
-                                             r"'colour' \(5 categories\) as one number"):
+                                             r"'colour' \(5 categories\) as one number") as said:
             model.fit(frame, label)
+        # its way out is its own B-spline map, not another model
+        assert "or train AdditiveSVC" not in _code_warnings(list(said))[0]
     with warnings.catch_warnings(record=True) as record:  # 5 codes, 6 bases: a knot each
         warnings.simplefilter("always")
         AdditiveSVC(n_bases=6, degree=1, progress=False).fit(frame, label)
     assert _code_warnings(record) == []
+
 
 
 @pytest.mark.parametrize("embedding", ["linear", "hermite"])

@@ -182,10 +182,11 @@ def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -
 
 
 #: What to do about categorical codes read as numbers, said by the warning of
-#: :func:`warn_category_codes` (a model may add its own way out before it).
-ONE_HOT_ADVICE = ("give it one indicator column per category instead (pandas.get_dummies), "
-                  "or train AdditiveSVC, whose default B-spline map gives each category a "
-                  "value of its own")
+#: :func:`warn_category_codes` (a model may add its own way out before it); another model
+#: than ``AdditiveSVC`` is also pointed to :data:`ADDITIVE_ADVICE`.
+ONE_HOT_ADVICE = "give it one indicator column per category instead (pandas.get_dummies)"
+ADDITIVE_ADVICE = (", or train AdditiveSVC, whose default B-spline map gives each category "
+                   "a value of its own")
 
 
 def warn_category_codes(model: str, counts: Mapping[str, int], advice: str = "") -> None:
@@ -213,7 +214,8 @@ def warn_category_codes(model: str, counts: Mapping[str, int], advice: str = "")
     listed = ", ".join(f"{name!r} ({k} categories)" for name, k in many.items())
     warnings.warn(f"{model} reads the categorical column(s) {listed} as one number each, "
                   "the position of the category in its sorted list, an order that means "
-                  f"nothing to the label; {advice}{ONE_HOT_ADVICE}", UserWarning,
+                  f"nothing to the label; {advice}{ONE_HOT_ADVICE}"
+                  f"{'' if model == 'AdditiveSVC' else ADDITIVE_ADVICE}", UserWarning,
                   stacklevel=caller_stacklevel())
 
 
