@@ -623,12 +623,14 @@ def test_histogram_scan_leaves_held_out_rows_out_and_totals_their_loss() -> None
     plain = HistogramScanPass(terms, 8, alpha, cands)
     alone = plain.step(plain.start(), Chunk(X[kept], codes[kept], 0, weight=weight[kept]))
     np.testing.assert_allclose(state.hist, alone.hist, rtol=1e-12, atol=1e-15)
-    # the held-out rows' class-weighted exponential loss under the terms, by numpy
+    # the held-out rows' log-loss of the model's probabilities 1 / (1 + exp(-2 (b + F))),
+    # b = 1/2 log(W+ / W-) of the class masses 190 and 210, by numpy
     F = table_predict_chunk(X[held], terms.proj, terms.lo, terms.hi, terms.table)
-    y = np.where(codes[held] == 1, 1.0, -1.0)
-    c = terms.class_weight[codes[held]] * weight[held]
-    assert state.held_loss == pytest.approx(float(np.sum(c * np.exp(-y * F))), rel=1e-12)
-    assert state.held_weight == pytest.approx(float(np.sum(c)), rel=1e-12)
+    p = 1.0 / (1.0 + np.exp(-2.0 * (0.5 * np.log(210 / 190) + F)))
+    w = weight[held].astype(np.float64)
+    loss = -np.sum(w * np.where(codes[held] == 1, np.log(p), np.log1p(-p)))
+    assert state.held_loss == pytest.approx(float(loss), rel=1e-9)
+    assert state.held_weight == pytest.approx(float(np.sum(w)), rel=1e-12)
 
 
 def test_auto_rounds_keep_the_lowest_held_out_loss() -> None:

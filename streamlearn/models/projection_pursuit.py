@@ -489,7 +489,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     n_rounds : int or "auto"
         Weak learners. ``"auto"``: hold out ``validation_fraction`` of the rows (by a hash
         of the row id), leave them out of the histograms, score the model on them in the
-        first scan of every round (their mean class-weighted exponential loss), stop after
+        first scan of every round (their mean log-loss at temperature 1), stop after
         ``max(10, T / 4)`` rounds without a lower held-out loss (``T`` the rounds of the
         lowest so far) or at 100, and keep the rounds of the lowest (``validation_``). A
         loss is lower only by more than 0.1 % of the lowest so far or 1e-4 of the loss

@@ -92,7 +92,7 @@ ROUND_PATIENCE = 10
 FALLBACK_ROUNDS = 50
 #: A round lowers the held-out loss when it falls below the lowest so far by more than
 #: ``ROUND_LOSS_RTOL`` of that lowest, or ``ROUND_LOSS_ATOL`` of the loss of round 0 (no
-#: learner), whichever is more. On separable data the exponential loss keeps halving
+#: learner), whichever is more. On separable data the held-out loss keeps halving
 #: round after round (1.0, 0.5, 0.25, ...; 1e-8 by round 28), so a strictly lower loss
 #: never stopped the rounds before the cap; once it is below ``ROUND_LOSS_ATOL`` of where it
 #: started, what is left to win is nothing the held-out rows can tell apart.
@@ -318,7 +318,7 @@ class BoostFit:
         The training rows' weighted standard deviation of each feature (1 if constant).
     validation : dict or None
         ``n_rounds="auto"`` with held-out rows: ``held_out_loss`` (the held-out rows'
-        mean exponential loss after rounds ``0 .. T_run``), ``best_round`` (the rounds
+        mean log-loss after rounds ``0 .. T_run``), ``best_round`` (the rounds
         kept, :func:`lowest_round`) and ``capped`` (whether :data:`AUTO_MAX_ROUNDS` stopped
         the rounds while the loss was still at its lowest); None otherwise.
     proba_scale : float or None
@@ -605,11 +605,14 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     ``n_rounds="auto"``: with at least
     :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows expected in the
     ``validation_fraction`` share, those rows (by a hash of the row id) are left out of the
-    histograms, and the first scan of each round also sums their exponential loss under
-    the model so far; rounds stop after ``max(ROUND_PATIENCE, best / 4)`` without a lower
-    held-out loss, or at :data:`AUTO_MAX_ROUNDS`, and the model keeps the rounds of the
-    lowest. A loss is lower only by more than a tolerance (:func:`lowest_round`), so that
-    a loss creeping towards 0 on separable data stops the rounds. With fewer rows,
+    histograms, and the first scan of each round also sums their log-loss under the model
+    so far (its probabilities at temperature 1, ``1 / (1 + exp(-2 (b + F)))``, the
+    intercept ``b`` included; not the class-weighted exponential loss the rounds minimise,
+    which gives half its weight to the few held-out rows of a rare class); rounds stop
+    after ``max(ROUND_PATIENCE, best / 4)`` without a lower held-out loss, or at
+    :data:`AUTO_MAX_ROUNDS`, and the model keeps the rounds of the lowest. A loss is lower
+    only by more than a tolerance (:func:`lowest_round`), so that a loss creeping towards
+    0 on separable data stops the rounds. With fewer rows,
     :data:`FALLBACK_ROUNDS` rounds on every row.
 
     Parameters

@@ -12,6 +12,7 @@ The kernels they call are in :mod:`streamlearn.solvers.projection_search`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -277,13 +278,19 @@ class BoostedTerms:
     table: np.ndarray
     class_weight: np.ndarray
 
+    @property
+    def prior(self) -> float:
+        """The model's intercept, ``1/2 log(W+ / W-)`` of the class masses ``W =
+        1 / class_weight``."""
+        return 0.5 * math.log(float(self.class_weight[0]) / float(self.class_weight[1]))
+
 
 @dataclass
 class ClassHistograms:
     """State of :class:`HistogramScanPass`: ``(n_candidates, n_bins, 2)`` weighted counts
-    of the training rows, and with held-out rows their exponential loss under the model so
-    far, ``held_loss = sum_i s_i c_{y_i} exp(-y_i F(x_i))``, and ``held_weight = sum_i s_i
-    c_{y_i}``."""
+    of the training rows, and with held-out rows the log-loss of the model so far,
+    ``held_loss = sum_i s_i log(1 + exp(-2 y_i (b + F(x_i))))`` with ``b`` its intercept
+    (:attr:`BoostedTerms.prior`), and ``held_weight = sum_i s_i``."""
 
     hist: np.ndarray
     held_loss: float = 0.0
@@ -304,8 +311,8 @@ class HistogramScanPass:
         Applied to every chunk's features first (the terms and candidates are directions
         over the standardised features).
     holdout : Holdout, optional
-        Rows left out of the histograms; their exponential loss under ``terms`` is summed
-        instead (``ClassHistograms.held_loss``), so that the pass that scores the next
+        Rows left out of the histograms; their log-loss under ``terms`` is summed instead
+        (``ClassHistograms.held_loss``), so that the pass that scores the next
         round's candidates also scores the model so far on rows it does not train on.
     """
 
@@ -335,11 +342,14 @@ class HistogramScanPass:
             held = self.holdout.mask(chunk.rows)
             if held.any():
                 rows = np.flatnonzero(held)
-                c = t.class_weight[codes[rows]] * weight[rows]
-                score = table_predict_chunk(np.ascontiguousarray(X[rows]), t.proj, t.lo,
-                                            t.hi, t.table)
+                # the probabilities' log-loss, not the class-weighted exponential loss
+                # the rounds minimise: that one gives half its weight to the few held-out
+                # rows of a rare class, each growing exponentially with its margin
+                c = weight[rows].astype(np.float64)
+                score = t.prior + table_predict_chunk(np.ascontiguousarray(X[rows]), t.proj,
+                                                      t.lo, t.hi, t.table)
                 sign = np.where(codes[rows] == 1, 1.0, -1.0)
-                state.held_loss += float(np.sum(c * np.exp(-sign * score)))
+                state.held_loss += float(np.sum(c * np.logaddexp(0.0, -2.0 * sign * score)))
                 state.held_weight += float(np.sum(c))
                 weight = np.where(held, np.float32(0.0), weight)
         class_histogram_scan_chunk(X, codes, weight, t.class_weight, t.proj,
