@@ -651,6 +651,34 @@ def test_auto_rounds_keep_the_lowest_held_out_loss() -> None:
     assert small.validation_ is None and small.n_iter_ == 50
 
 
+def test_auto_rounds_need_fifty_held_out_rows_of_each_class() -> None:
+    """A class of 2 %: its 7 expected held-out rows do not choose the rounds (they kept
+    2 to 8 and a model that predicted no positive); 50 rounds on every row instead."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import balanced_accuracy_score
+
+    X, y = make_classification(5000, 10, n_informative=5, weights=[0.98, 0.02],
+                               random_state=3)
+    X = X.astype(np.float32)
+    train, test = np.arange(3500), np.arange(3500, 5000)
+    assert 0.1 * y[train].sum() < 10 and y[test].sum() > 20
+    model = SparseJSBoostClassifier(**FAST).fit(X[train], y[train])
+    assert model.validation_ is None and model.n_iter_ == 50
+    fixed = SparseJSBoostClassifier(n_rounds=50, **FAST).fit(X[train], y[train])
+    np.testing.assert_array_equal(model.decision_function(X[test]),
+                                  fixed.decision_function(X[test]))
+    assert balanced_accuracy_score(y[test], model.predict(X[test])) > 0.6
+    # the bar: 50 rows of the rarer class expected among the 10 % held out (of 2,000
+    # rows, 500 of a class give 50, 499 give 49.9)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    for rare, held in [(500, True), (499, False)]:
+        y = np.zeros(2000, dtype=int)
+        y[:rare] = 1
+        fitted = SparseJSBoostClassifier(**FAST).fit(X, y)
+        assert (fitted.validation_ is not None) == held
+
+
 def test_lowest_round_counts_only_drops_above_the_tolerance() -> None:
     from streamlearn.solvers.projection_pursuit.driver import (
         ROUND_LOSS_ATOL,
