@@ -146,7 +146,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         to ``[10, 30]``, more local experts for more rows; on data with many rows per
         feature the upper bound rises to ``n_rows // (15 (n_features + 1))``, at most 100,
         so that an even split leaves each expert 15 rows per weight; on small data, at
-        most ``n_rows // 30`` (at least one), so that each component has 30 rows
+        most ``n_rows // 30`` (at least one), so that each component has 30 rows, and
+        below 2,000 rows (too few for the guard of ``validation_fraction``) at most
+        ``n_rows // (10 (n_features + 1))``, so that each expert has 10 rows per weight
         (:func:`~streamlearn.solvers.mixture.default_components`).
     nu : float or "auto"
         Dirichlet-type prior on the mixing weights (eq. 18-20): a component explaining

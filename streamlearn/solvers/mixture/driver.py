@@ -136,12 +136,17 @@ VALIDATION_SALT = 0x5A11_DA7E_0F0E_C0DE
 #: Bounds of ``n_components="auto"`` (see :func:`default_components`): at least
 #: ``MIN_COMPONENTS``; at most ``BASE_COMPONENTS``, or up to ``MAX_COMPONENTS`` while an even
 #: split of the rows leaves every expert ``ROWS_PER_WEIGHT`` rows per weight; and never
-#: fewer than ``MIN_ROWS_PER_COMPONENT`` rows per component on small data.
+#: fewer than ``MIN_ROWS_PER_COMPONENT`` rows per component on small data, nor, below
+#: ``SMALL_DATA_ROWS`` rows, fewer than ``SMALL_ROWS_PER_WEIGHT`` rows per weight.
 MIN_COMPONENTS = 10
 MIN_ROWS_PER_COMPONENT = 30
 BASE_COMPONENTS = 30
 MAX_COMPONENTS = 100
 ROWS_PER_WEIGHT = 15
+#: Below this many rows the guard, at ``MixtureSVC``'s default ``validation_fraction`` of
+#: 0.1, expects fewer than ``MIN_VALIDATION_ROWS`` held-out rows and does not run.
+SMALL_DATA_ROWS = 10 * MIN_VALIDATION_ROWS
+SMALL_ROWS_PER_WEIGHT = 10
 
 History = list[dict[str, float]]
 
@@ -342,7 +347,8 @@ def gating_scale(centers: np.ndarray) -> float:
 
 def default_components(n_rows: int, n_features: int | None = None) -> int:
     """``n_components="auto"``: ``round(sqrt(n))`` clipped to ``[10, cap]``, then to
-    ``max(1, n // 30)``, ``cap = max(30, min(100, n // (15 (d + 1))))``.
+    ``max(1, n // 30)``, ``cap = max(30, min(100, n // (15 (d + 1))))``; below 2,000 rows
+    also to ``max(1, n // (10 (d + 1)))``.
 
     More local experts for more rows. The cap is 30, raised (up to 100) on data with many
     rows per feature, as far as an even split of the rows leaves each component's expert
@@ -355,6 +361,15 @@ def default_components(n_rows: int, n_features: int | None = None) -> int:
     10, and one component (a linear SVM) is left below 60 rows. (Eight 70/30 splits of
     iris, wine and breast cancer: 6.39 / 3.70 / 3.73 % test error with the lower bound of
     10 alone, 3.61 / 2.31 / 2.63 % with this one, a tuned linear SVM 4.44 / 2.31 / 2.85.)
+
+    Below ``SMALL_DATA_ROWS`` = 2,000 rows, where the guard against a single linear expert
+    has too few rows to hold out, an even split must also leave every expert
+    ``SMALL_ROWS_PER_WEIGHT`` = 10 rows per weight: ``k <= max(1, n // (10 (d + 1)))``.
+    Thirty experts of 101 weights on 1,400 rows fit their noise: on
+    ``make_classification`` (2,000 rows, 100 features, 3 informative, 70/30 splits of
+    three seeds) the test error was 31.3 %, logistic regression's 15.5 %; one component
+    gives 16.7 %. (Eight 70/30 splits of iris: 7.2 % at one component, 3.6 % at two or
+    three; wine and breast cancer are as accurate with one as with 4 or 13.)
 
     Parameters
     ----------
@@ -374,7 +389,10 @@ def default_components(n_rows: int, n_features: int | None = None) -> int:
         per_component = ROWS_PER_WEIGHT * (int(n_features) + 1)
         cap = max(BASE_COMPONENTS, min(MAX_COMPONENTS, n // per_component))
     k = min(cap, max(MIN_COMPONENTS, k))
-    return max(1, min(k, n // MIN_ROWS_PER_COMPONENT))
+    k = min(k, n // MIN_ROWS_PER_COMPONENT)
+    if n_features is not None and n < SMALL_DATA_ROWS:
+        k = min(k, n // (SMALL_ROWS_PER_WEIGHT * (int(n_features) + 1)))
+    return max(1, k)
 
 
 def default_nu(n_features: int, n_rows: int | None = None,
