@@ -119,3 +119,24 @@ def test_streamed_kmeans_sequential_reference() -> None:
 def test_streamed_kmeans_needs_rows() -> None:
     with pytest.raises(DataError, match="at least 5 rows"):
         streamed_kmeans(np.zeros((3, 2), dtype=np.float32), 5)
+
+
+def test_row_sample_pass_offers_only_rows_of_positive_weight() -> None:
+    from streamlearn.engine import LocalEngine
+    from streamlearn.solvers.kmeans import RowSamplePass
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    junk = rng.normal(size=(300, 3)).astype(np.float32) * 100
+    w = np.r_[np.ones(400), np.zeros(300)].astype(np.float32)
+    engine = LocalEngine(progress=False)
+    with_junk = engine.run(RowSamplePass(100, 3, 5), open_dataset(
+        np.r_[X, junk], target=np.arange(700) % 2, weight=w, chunk_rows=128))
+    plain = engine.run(RowSamplePass(100, 3, 5), open_dataset(
+        X, target=np.arange(400) % 2, chunk_rows=128))
+    # the rows of weight 0 (ids 400..699) are never offered: the sample is the one of
+    # the positive rows alone, whose ids are the same
+    assert len(with_junk) == 100 and with_junk.rows.max() < 400
+    np.testing.assert_array_equal(np.sort(with_junk.rows), np.sort(plain.rows))
+    order = np.argsort(with_junk.rows)
+    np.testing.assert_array_equal(with_junk.values[order], X[np.sort(with_junk.rows)])

@@ -106,3 +106,28 @@ def test_merge_in_any_order_matches_unchunked(sizes, d, seed):
 def test_merge_rejects_different_widths():
     with pytest.raises(ValueError, match="features"):
         merge_moments(empty_moments(2), empty_moments(3))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_feature_moments_pass_leaves_out_rows_of_weight_zero(sparse):
+    import scipy.sparse as sp
+
+    from streamlearn.data import open_dataset
+    from streamlearn.engine import LocalEngine
+    from streamlearn.engine.moments import FeatureMomentsPass
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 4)).astype(np.float32)
+    X[rng.random(X.shape) < 0.5] = 0.0
+    w = rng.integers(0, 3, size=500).astype(np.float32)  # a third of the rows weigh 0
+    X[w == 0] *= 1000.0  # far away: any trace of them moves every moment
+    data = sp.csr_matrix(X) if sparse else X
+    ds = open_dataset(data, target=np.arange(500) % 2, weight=w, chunk_rows=64)
+    got = LocalEngine(progress=False).run(FeatureMomentsPass(4), ds, shuffle=True, seed=1)
+    kept = X[w > 0].astype(np.float64)  # numpy, over the rows of positive weight
+    assert got.count == len(kept)
+    np.testing.assert_allclose(got.mean, kept.mean(axis=0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got.m2, ((kept - kept.mean(axis=0)) ** 2).sum(axis=0),
+                               rtol=1e-9)
+    np.testing.assert_array_equal(got.minimum, kept.min(axis=0).astype(np.float32))
+    np.testing.assert_array_equal(got.maximum, kept.max(axis=0).astype(np.float32))

@@ -64,6 +64,17 @@ class Chunk:
                      np.take(self.rows, taken),
                      None if self.weight is None else np.take(self.weight, taken))
 
+    def weighted(self) -> Chunk:
+        """The rows of positive sample weight (the chunk itself when it has no weight 0).
+
+        A row of weight 0 is no row: passes that take statistics of the rows as they are
+        (moments, row samples) read the chunk through this.
+        """
+        if self.weight is None:
+            return self
+        keep = np.asarray(self.weight) > 0
+        return self if keep.all() else self.select(keep)
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the chunk's arrays."""

@@ -204,9 +204,11 @@ def merge_moments(a: tuple, b: tuple) -> Moments:
 class FeatureMomentsPass:
     """Reduction pass: per-feature count, mean, squared deviations, minimum and maximum.
 
-    The (unweighted) moments of the raw features (sparse rows: of their stored entries
-    and zeros); :meth:`~streamlearn.solvers.kmeans.Standardiser.from_moments` turns them
-    into a standardisation.
+    The unweighted moments of the raw features over the rows of positive sample weight
+    (a row of weight 0 is no row: it counts for nothing, not even the minimum and
+    maximum; other weights do not scale a row's share); sparse rows: of their stored
+    entries and zeros. :meth:`~streamlearn.solvers.kmeans.Standardiser.from_moments` turns
+    them into a standardisation.
 
     Parameters
     ----------
@@ -223,7 +225,8 @@ class FeatureMomentsPass:
         return empty_moments(self.n_features)
 
     def step(self, state: Moments, chunk: Chunk) -> Moments:
-        """Moments with the chunk's rows added (a new state)."""
+        """Moments with the chunk's rows of positive weight added (a new state)."""
+        chunk = chunk.weighted()
         if chunk.is_sparse:
             return merge_moments(state, sparse_chunk_moments(*chunk.X.kernel_args,
                                                              chunk.X.n_cols))

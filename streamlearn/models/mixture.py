@@ -402,7 +402,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         y : array-like or str, optional
             Labels of in-memory ``data`` or the target column name; not with a Dataset.
         sample_weight : array-like or str, optional
-            Non-negative row weights (values or a column name).
+            Non-negative row weights (values or a column name). A row of weight 0 is no
+            row: the standardisation's moments (unweighted, over the rows of positive
+            weight), the k-means sample and the row counts of the ``"auto"`` settings
+            leave it out, and every other pass weights it 0.
         nan_policy : "raise", "drop" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.

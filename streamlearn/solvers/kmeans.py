@@ -407,6 +407,9 @@ class MiniBatchKMeansPass:
 class RowSamplePass:
     """Reduction pass: a uniform sample of ``k`` rows (see :class:`BottomKSample`).
 
+    Only rows of positive sample weight are offered (a row of weight 0 is no row), each
+    with the same chance whatever its weight.
+
     Parameters
     ----------
     k : int
@@ -429,7 +432,8 @@ class RowSamplePass:
         return BottomKSample(self.k, self.n_features, self.seed, self.sparse)
 
     def step(self, state: BottomKSample, chunk: Chunk) -> BottomKSample:
-        """Offer the chunk's rows (in place)."""
+        """Offer the chunk's rows of positive weight (in place)."""
+        chunk = chunk.weighted()
         return state.update(chunk.X, chunk.rows)
 
     def merge(self, a: BottomKSample, b: BottomKSample) -> BottomKSample:

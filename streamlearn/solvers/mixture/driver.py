@@ -2,7 +2,9 @@
 
 :func:`fit`:
 
-0. a reduction pass takes every feature's mean and standard deviation; every later pass
+0. a reduction pass takes every feature's mean and standard deviation over the rows of
+   positive sample weight (a row of weight 0 is no row: every later pass weights it 0,
+   and ``"auto"`` settings count the rows of positive weight); every later pass
    works on the standardised features ``z = (x - mean) / std`` (a constant feature keeps
    the scale 1), so the fit does not depend on the features' units; the 0/1 indicator
    columns of a categorical feature (``Dataset.indicator_features``) are centred only
@@ -490,11 +492,6 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     held-out rows with both classifiers before each chunk trains them; after the last epoch
     the one with the smaller weighted held-out error is kept (the mixture on a tie).
     """
-    config = resolve(config, dataset.n_rows, dataset.n_features)
-    k = int(config.n_components)
-    if dataset.n_rows < k:
-        raise DataError(f"n_components={k} needs at least {k} training rows, the data "
-                        f"has {dataset.n_rows}")
     classes = dataset.classes
     assert classes is not None
     transform = None
@@ -514,6 +511,13 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     else:
         moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
                              description="feature moments")
+    # the rows of positive weight: a row of weight 0 is no row, not even in the counts
+    n_rows = int(moments.count)
+    config = resolve(config, n_rows, dataset.n_features)
+    k = int(config.n_components)
+    if n_rows < k:
+        raise DataError(f"n_components={k} needs at least {k} training rows of positive "
+                        f"weight, the data has {n_rows}")
     std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
            else Standardiser.from_moments(*moments))
     indicators = list(dataset.indicator_features)
@@ -530,7 +534,7 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
     tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
-    holdout = _validation_rows(config, dataset.n_rows, k, seed)
+    holdout = _validation_rows(config, n_rows, k, seed)
     fits, validation = _fit_binaries(runner, dataset, config, centers, len(classes), seed,
                                      tau, std, holdout)
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
