@@ -13,6 +13,7 @@ from sklearn.preprocessing import SplineTransformer
 from sklearn.svm import LinearSVC
 
 from streamlearn import SchemaError, open_dataset
+from streamlearn.data.dataset import Dataset
 from streamlearn.data.synthetic import additive_problem
 from streamlearn.engine import LocalEngine
 from streamlearn.errors import LabelError
@@ -574,6 +575,58 @@ def test_integer_weights_reach_the_objective_of_repeated_rows():
     svc.fit(Xr - mu, yr)
     ref = primal_objective(Xr - mu, yr, svc.coef_[0], svc.intercept_[0], weighted.C_, "hinge")
     assert objective(weighted, Xr, yr, weighted.C_) == pytest.approx(ref, rel=1e-3)
+
+
+def _with_junk(X: np.ndarray, y: np.ndarray, n_junk: int, seed: int = 1):
+    """``X, y`` followed by ``n_junk`` rows far outside them, and weights 1 then 0."""
+    rng = np.random.default_rng(seed)
+    junk = (rng.normal(size=(n_junk, X.shape[1])) * 50 + 100).astype(X.dtype)
+    weight = np.r_[np.ones(len(y)), np.zeros(n_junk)].astype(np.float32)
+    return np.r_[X, junk], np.r_[y, rng.choice(np.unique(y), n_junk)], weight
+
+
+def _assert_same_map(a, b, *, pairs: bool = True) -> None:
+    """The fitted state of two feature maps (ranges, knots, and with ``pairs`` the pairs
+    and their node weights) is equal."""
+    fitted = {k for k in vars(b) if k.endswith("_")}
+    assert {k for k in vars(a) if k.endswith("_")} == fitted and "lo_" in fitted
+    if pairs:
+        assert a.get_params() == b.get_params()
+    for name in fitted if pairs else fitted & {"lo_", "hi_", "knots_"}:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize("n, kw", [
+    (300, dict()),  # too few rows for calibration: the junk rows must not make it so
+    (600, dict(solver="dcd")),
+    (600, dict(interactions=2, spread_tails=True, knots="quantile")),
+])
+def test_rows_of_weight_zero_are_no_rows(monkeypatch, n, kw):
+    # a row of weight 0 is no row (as scikit-learn's estimators and BaggingClassifier's
+    # out-of-bag rows have it): the ranges, knots, row sample, held-out rows, counts and
+    # steps are those of the data without them. The visiting order is fixed so that both
+    # fits see their rows in the same order (a shuffle permutes a chunk's rows, junk too)
+    X, y = binary_problem(n, seed=4)
+    X[:, 3] = np.round(X[:, 3])  # repeated values: a candidate for value terms
+    XA, yA, weight = _with_junk(X, y, n // 2)
+    model = AdditiveSVC(**kw)
+    default = clone(model).fit(XA, yA, sample_weight=weight)
+    plain = clone(model).fit(X, y)
+    assert default.n_train_ == plain.n_train_ and default.n_calibration_ == plain.n_calibration_
+    assert default.sample_weight_sum_ == plain.n_train_
+    assert default.pegasos_lam_ == plain.pegasos_lam_
+    # the pairs are screened by the residuals of a model trained in another order
+    _assert_same_map(default.feature_map_, plain.feature_map_, pairs=False)
+    assert abs(default.score(X, y) - plain.score(X, y)) < 0.05
+    chunks = Dataset.chunks
+    monkeypatch.setattr(Dataset, "chunks",
+                        lambda self, *a, **k: chunks(self, *a, **{**k, "shuffle": False}))
+    weighted = clone(model).fit(XA, yA, sample_weight=weight)
+    unweighted = clone(model).fit(X, y)
+    _assert_same_map(weighted.feature_map_, unweighted.feature_map_)
+    np.testing.assert_array_equal(weighted.coef_d_, unweighted.coef_d_)
+    np.testing.assert_array_equal(weighted.decision_function(X), unweighted.decision_function(X))
+    np.testing.assert_array_equal(weighted.predict_proba(X), unweighted.predict_proba(X))
 
 
 @pytest.mark.parametrize("penalty_order, loss", [(0, "hinge"), (1, "hinge"),

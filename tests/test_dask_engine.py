@@ -27,8 +27,8 @@ from streamlearn.engine import LocalEngine, Reduction, local_cluster, resolve_en
 from streamlearn.engine.dask_engine import DaskEngine, _lane_shares
 from streamlearn.engine.partitions import piece_offsets
 from streamlearn.errors import EngineError, ReadError
-from streamlearn.models.additive import AdditiveSVC, DcdEpochPass
-from streamlearn.solvers.additive import ModelPairs, PegasosEpochPass, PegasosState
+from streamlearn.models.additive import AdditiveSVC, DcdEpochPass, Holdout
+from streamlearn.solvers.additive import ModelPairs, PegasosEpochPass, PegasosState, SummaryPass
 from streamlearn.solvers.additive.driver import duality_gap
 from streamlearn.solvers.additive.passes import TrainingRows
 from streamlearn.solvers.dcd import HINGE
@@ -120,6 +120,36 @@ def test_describe_equals_local_engine(client, stores, ref, kind):
     else:
         assert remote.target_mean == pytest.approx(float(ref.weight.astype(np.float64).mean()),
                                                    rel=1e-6)
+
+
+def test_additive_summary_leaves_rows_of_weight_zero_out_on_dask(client):
+    # AdditiveSVC's describe pass over weighted rows, junk rows of weight 0 after them: on
+    # the cluster, merged over partitions, it is the local summary of the rows alone
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1500, 3)).astype(np.float32)
+    y = rng.integers(0, 2, 1500)
+    junk = (1e3 + rng.random((700, 3))).astype(np.float32)
+    weight = np.r_[rng.choice([0.5, 2.0], 1500), np.zeros(700)]
+    weighted = sl.open_dataset(np.r_[X, junk], target=np.r_[y, rng.integers(0, 2, 700)],
+                               weight=weight, chunk_rows=128)
+    alone = sl.open_dataset(X, target=y, weight=weight[:1500], chunk_rows=128)
+    holdout = Holdout.fraction(0.1, 5)
+    remote = _engine(client, partition_rows=512).run(
+        SummaryPass(FEATURES[:3], 2, holdout, seed=2), weighted)
+    local = LocalEngine().run(SummaryPass(FEATURES[:3], 2, holdout, seed=2), alone)
+    held = holdout.mask(np.arange(1500))
+    assert (remote.n_train, remote.n_holdout) == (local.n_train, local.n_holdout) \
+        == (1500 - held.sum(), held.sum())
+    assert remote.train_weight == pytest.approx(weight[:1500][~held].sum(), rel=1e-12)
+    a, b = remote.description, local.description
+    assert a.n_rows == b.n_rows == 1500
+    np.testing.assert_array_equal(a.min, X.min(axis=0))
+    np.testing.assert_array_equal(a.max, X.max(axis=0))
+    np.testing.assert_allclose(a.mean, X.astype(np.float64).mean(axis=0), rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_array_equal(a.sample_rows, b.sample_rows)
+    np.testing.assert_array_equal(a.quantiles, b.quantiles)
+    np.testing.assert_array_equal(a.class_counts, np.bincount(y, minlength=2))
 
 
 def ds_matrix(ds) -> np.ndarray:

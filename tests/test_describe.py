@@ -83,6 +83,35 @@ def test_classification_any_chunking(sizes, seed):
     assert len(whole.sample_rows) == min(16, n)
 
 
+@pytest.mark.parametrize("drop", [True, False])
+def test_rows_of_weight_zero_are_left_out_on_request(drop):
+    # rows of weight 0, far out, spread over the chunks; the others weigh 1 or 7
+    X, codes, _ = make_data(600, seed=5)
+    rng = np.random.default_rng(5)
+    zero = rng.random(600) < 0.3
+    X[zero] = 1e4 * (1 + rng.random((int(zero.sum()), 3))).astype(np.float32)
+    weight = np.where(zero, 0.0, rng.choice([1.0, 7.0], 600)).astype(np.float32)
+    chunks = [Chunk(X=c.X, y=c.y, start=c.start, weight=weight[c.start:c.start + c.n_rows])
+              for c in split(X, codes, [100] * 6)]
+    pass_ = DescribePass(NAMES, sample_size=64, seed=3, n_classes=4, drop_zero_weight=drop)
+    desc = run_merged(pass_, chunks, np.random.default_rng(1))
+    kept = ~zero if drop else np.ones(600, dtype=bool)
+    # the statistics of the kept rows, each once whatever its weight; the sample is the
+    # one the kept rows alone give, their global row ids unchanged
+    rows = np.flatnonzero(kept)
+    alone = run_chunks(DescribePass(NAMES, sample_size=64, seed=3, n_classes=4),
+                       [Chunk(X=X[rows], y=codes[rows], start=0, index=rows)])
+    np.testing.assert_array_equal(desc.sample_rows, alone.sample_rows)
+    np.testing.assert_array_equal(desc.sample, X[desc.sample_rows])
+    np.testing.assert_array_equal(desc.quantiles, alone.quantiles)
+    assert desc.n_rows == kept.sum()
+    np.testing.assert_array_equal(desc.min, X[kept].min(axis=0))
+    np.testing.assert_array_equal(desc.max, X[kept].max(axis=0))
+    np.testing.assert_allclose(desc.mean, X[kept].astype(np.float64).mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(desc.std, X[kept].astype(np.float64).std(axis=0), rtol=1e-9)
+    np.testing.assert_array_equal(desc.class_counts, np.bincount(codes[kept], minlength=4))
+
+
 def test_regression_target_and_exact_quantiles_when_sample_holds_everything():
     X, _, target = make_data(700, seed=4)
     pass_ = DescribePass(NAMES, probabilities=(0.0, 0.1, 0.5, 0.999, 1.0), sample_size=1000)

@@ -3,8 +3,9 @@
 Per feature: count, mean, population standard deviation, minimum, maximum (exact, mergeable
 moments) and quantiles read from a deterministic uniform row sample (rank error about
 ``1 / sqrt(sample_size)``, see :mod:`streamlearn.engine.row_sample`). The sampled rows are
-kept in the result, e.g. to initialise k-means. Sample weights are ignored: the summary
-describes the rows as stored.
+kept in the result, e.g. to initialise k-means. Sample weights are not applied: the summary
+describes the rows as stored, or with ``drop_zero_weight`` the rows of positive weight
+(what a model fitted with those weights learns from: a row of weight 0 is no row).
 """
 
 from __future__ import annotations
@@ -262,6 +263,12 @@ class DescribePass:
         The chunks hold CSR rows: moments and quantiles count the entries not stored as
         zeros, and the row sample is kept as CSR rows
         (:class:`~streamlearn.data.sparse_rows.SparseRows`).
+    drop_zero_weight : bool, default False
+        Leave the rows of sample weight 0 out of every statistic (moments, row sample,
+        class counts, target): the summary is then the same as that of the data without
+        them. Positive weights are not applied either way: each row of positive weight
+        counts once (the statistics say where rows lie, e.g. for a feature map's ranges
+        and knots, and the row sample is uniform over rows).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
@@ -275,10 +282,12 @@ class DescribePass:
         seed: int = 0,
         n_classes: int | None = None,
         sparse: bool = False,
+        drop_zero_weight: bool = False,
     ) -> None:
         # a sparse source's numbered names stay unlisted
         self.feature_names = feature_names if sparse else list(feature_names)
         self.sparse = bool(sparse)
+        self.drop_zero_weight = bool(drop_zero_weight)
         self.probabilities = np.asarray(probabilities, dtype=np.float64).reshape(-1)
         if np.any((self.probabilities < 0) | (self.probabilities > 1)):
             raise ValueError(f"probabilities must lie in [0, 1], got {list(probabilities)}")
@@ -310,6 +319,11 @@ class DescribePass:
             form = ("dense", "sparse")
             raise ValueError(f"chunk has shape {X.shape} ({form[chunk.is_sparse]}), expected "
                              f"(n, {len(self.feature_names)}) ({form[self.sparse]})")
+        if self.drop_zero_weight and chunk.weight is not None:
+            positive = np.asarray(chunk.weight) > 0
+            if not positive.all():
+                chunk = chunk.select(positive)
+                X = chunk.X
         moments = (sparse_chunk_moments(*X.kernel_args, X.n_cols) if chunk.is_sparse
                    else chunk_moments(X))
         state.moments = merge_moments(state.moments, moments)

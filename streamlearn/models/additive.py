@@ -62,7 +62,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
-from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT, weighted_rows
 from streamlearn.solvers import additive as additive_solver
 from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     DCD_INNER_SWEEPS,
@@ -455,7 +455,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``lam`` of the PEGASOS steps, which average ``s_i loss_i`` over rows:
         ``lam_ * sample_weight_sum_ / n_train_`` (``lam_`` without weights).
     n_train_, n_calibration_ : int
-        Rows used for training and for calibration by the last ``fit``.
+        Rows used for training and for calibration by the last ``fit``. A row of sample
+        weight 0 is no row: it is in neither, nor in anything else the fit derives (the
+        feature map's ranges and knots, the row sample, the steps).
     n_iter_ : int
         Epochs run by the last ``fit`` (``epochs`` when the stopping rule was not met or
         ``tol`` is None; 0 after ``partial_fit`` alone).
@@ -1000,12 +1002,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         """The share of the rows held out for calibration: ``calibration_fraction`` with
         ``calibrate``, unless that share of the rows could not hold
         ``2 * MIN_CALIBRATION_ROWS`` rows of each class were the classes balanced; then
-        None (every row trains, the probabilities are the plain logistic)."""
+        None (every row trains, the probabilities are the plain logistic). Rows of
+        weight 0 are not counted (:func:`~streamlearn.models.class_weight.weighted_rows`)."""
         if not self.calibrate:
             return None
         fraction = float(self.calibration_fraction)
         n_classes = len(dataset.classes) if dataset.classes is not None else 2
-        if fraction * dataset.n_rows < 2 * MIN_CALIBRATION_ROWS * n_classes:
+        if fraction * weighted_rows(dataset) < 2 * MIN_CALIBRATION_ROWS * n_classes:
             return None
         return fraction
 

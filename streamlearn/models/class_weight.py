@@ -108,6 +108,33 @@ def class_counts(dataset: Dataset) -> np.ndarray:
     return counts if factors is None else counts * np.asarray(factors, dtype=np.float64)
 
 
+def weighted_rows(dataset: Dataset) -> int:
+    """Rows of ``dataset`` whose weight is positive (its sample weight times its class's
+    factor, as the rows are read), by one scan of its target and weight columns (nothing
+    is read for unweighted data: ``n_rows``). A row of weight 0 is no row.
+
+    A weight that is negative or not finite counts as 0 here: reading the rows refuses
+    it, naming the row."""
+    if dataset.weight is None and dataset.class_factors is None:
+        return int(dataset.n_rows)
+    assert dataset.target is not None and dataset.classes is not None
+    classes = dataset.classes
+    factors = (np.ones(len(classes)) if dataset.class_factors is None
+               else np.asarray(dataset.class_factors, dtype=np.float64))
+    rows = 0
+    for i in range(len(dataset.source.pieces)):
+        labels = np.asarray(dataset.source.read_target(i, dataset.target))
+        found = np.searchsorted(classes, labels)
+        inside = found < len(classes)
+        inside[inside] &= classes[found[inside]] == labels[inside]
+        weight = factors[found[inside]]
+        if dataset.weight is not None:
+            w = np.asarray(dataset.source.read_target(i, dataset.weight), dtype=np.float64)
+            weight = weight * np.where(np.isfinite(w) & (w > 0), w, 0.0)[inside]
+        rows += int(np.count_nonzero(weight > 0))
+    return rows
+
+
 def check_weighted_classes(dataset: Dataset) -> None:
     """Refuse weighted training data whose weights leave fewer than two classes with rows
     of positive weight (a scan of its target and weight columns, :func:`class_counts`;

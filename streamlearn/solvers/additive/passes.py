@@ -64,7 +64,7 @@ class TrainingRows:
 
     def select(self, chunk: Chunk) -> tuple[np.ndarray | None, np.ndarray, np.ndarray,
                                             np.ndarray]:
-        """Training rows of a chunk.
+        """Training rows of a chunk: its rows of positive weight not held out.
 
         Returns
         -------
@@ -77,13 +77,17 @@ class TrainingRows:
         """
         X, codes = chunk.X, chunk.y
         weight = chunk.weight
-        keep = None
+        # a row of weight 0 is no row: no step (PEGASOS would shrink the models at it), no
+        # place in a visiting order
+        left_out = (np.zeros(chunk.n_rows, dtype=bool) if weight is None
+                    else ~(np.asarray(weight) > 0))
         if self.holdout is not None:
-            held = self.holdout.mask(chunk.rows)
-            if held.any():
-                keep = np.flatnonzero(~held)
-                X, codes = take_rows(X, keep), codes[keep]
-                weight = weight[keep] if weight is not None else None
+            left_out |= self.holdout.mask(chunk.rows)
+        keep = None
+        if left_out.any():
+            keep = np.flatnonzero(~left_out)
+            X, codes = take_rows(X, keep), codes[keep]
+            weight = weight[keep] if weight is not None else None
         weight = (np.ones(X.shape[0], dtype=np.float32) if weight is None
                   else np.ascontiguousarray(weight, dtype=np.float32))
         if self.feature_map is not None:
@@ -99,9 +103,10 @@ class Summary:
     Attributes
     ----------
     description : Description
-        Feature statistics and class counts over all rows.
+        Feature statistics and class counts over the rows of positive weight (all rows
+        without weights).
     n_train, n_holdout : int
-        Rows used for training and held out for calibration.
+        Rows of positive weight used for training and held out for calibration.
     train_weight : float
         Total sample weight of the training rows (``n_train`` without weights).
     """
@@ -121,7 +126,7 @@ class SummaryState:
     describe : Any
         State of the :class:`~streamlearn.engine.DescribePass`.
     rows, held : int
-        Rows seen, and among them rows held out for calibration.
+        Rows of positive weight seen, and among them rows held out for calibration.
     train_weight : float
         Total sample weight of the rows not held out.
     """
@@ -134,6 +139,9 @@ class SummaryState:
 
 class SummaryPass:
     """Reduction pass: :class:`~streamlearn.engine.DescribePass` plus held-out row counts.
+
+    Rows of sample weight 0 are no rows: they are left out of the description and of
+    every count.
 
     Parameters
     ----------
@@ -151,7 +159,7 @@ class SummaryPass:
     def __init__(self, feature_names: Sequence[str], n_classes: int, holdout: Holdout | None,
                  seed: int = 0, sparse: bool = False) -> None:
         self.describe = DescribePass(feature_names, n_classes=n_classes, seed=seed,
-                                     sparse=sparse)
+                                     sparse=sparse, drop_zero_weight=True)
         self.holdout = holdout
 
     def start(self) -> SummaryState:
@@ -161,10 +169,13 @@ class SummaryPass:
     def step(self, state: SummaryState, chunk: Chunk) -> SummaryState:
         """Fold one chunk into ``state``."""
         state.describe = self.describe.step(state.describe, chunk)
-        state.rows += chunk.n_rows
-        train = (np.ones(chunk.n_rows, dtype=bool) if self.holdout is None
-                 else ~self.holdout.mask(chunk.rows))
-        state.held += int(chunk.n_rows - train.sum())
+        counted = (np.ones(chunk.n_rows, dtype=bool) if chunk.weight is None
+                   else np.asarray(chunk.weight) > 0)
+        held = (np.zeros(chunk.n_rows, dtype=bool) if self.holdout is None
+                else self.holdout.mask(chunk.rows))
+        train = counted & ~held
+        state.rows += int(counted.sum())
+        state.held += int(np.count_nonzero(counted & held))
         state.train_weight += (float(train.sum()) if chunk.weight is None
                                else float(np.sum(chunk.weight[train], dtype=np.float64)))
         return state
