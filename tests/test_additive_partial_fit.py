@@ -153,6 +153,38 @@ def test_sample_weights_set_lam_from_their_sum():
     assert model.pegasos_lam_ == pytest.approx(model.lam_ * weight.sum() / 1_000)
 
 
+def test_rows_of_weight_zero_are_no_rows():
+    # junk rows of weight 0, far outside the others, in every call (the last call has no
+    # other rows): the model is the one the calls without them give, bit for bit
+    X, y = additive_problem(1_500, seed=3)
+    rng = np.random.default_rng(4)
+    weight = rng.choice([0.5, 1.0, 3.0], size=1_500)
+    junk = np.zeros(1_500 + 600, dtype=bool)
+    junk[rng.choice(len(junk), 600, replace=False)] = True
+    junk[-40:] = True
+    XA = np.empty((len(junk), X.shape[1]), dtype=X.dtype)
+    XA[~junk], XA[junk] = X[: (~junk).sum()], 1e3 + rng.random((junk.sum(), X.shape[1]))
+    yA = np.empty(len(junk), dtype=y.dtype)
+    yA[~junk], yA[junk] = y[: (~junk).sum()], rng.integers(0, 2, junk.sum())
+    wA = np.zeros(len(junk))
+    wA[~junk] = weight[: (~junk).sum()]
+    with_junk, without = AdditiveSVC(n_bases=12), AdditiveSVC(n_bases=12)
+    for part in np.array_split(np.arange(len(junk)), 6):
+        with_junk.partial_fit(XA[part], yA[part], classes=[0, 1], sample_weight=wA[part])
+        real = part[~junk[part]]
+        if real.size:
+            without.partial_fit(XA[real], yA[real], classes=[0, 1], sample_weight=wA[real])
+    assert with_junk.n_train_ == without.n_train_ == (~junk).sum()
+    assert with_junk.feature_map_.get_params() == without.feature_map_.get_params()
+    for name in ("lo_", "hi_"):
+        np.testing.assert_array_equal(getattr(with_junk.feature_map_, name),
+                                      getattr(without.feature_map_, name))
+    for name in ("coef_d_", "state_w_d_", "t_", "lam_", "pegasos_lam_",
+                 "feature_importances_"):
+        np.testing.assert_array_equal(getattr(with_junk, name), getattr(without, name))
+    assert np.all(XA[junk] > without.feature_map_.hi_)  # junk that would have grown the map
+
+
 def test_c_set_between_calls_takes_effect_as_if_set_before():
     """set_params(C=...) after the first call gives the model that C from the start
     would have given the later calls (the same lam, worked out from the first chunk)."""

@@ -1169,7 +1169,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         the first chunk (its rows without weights); ``C`` or ``lam`` changed by
         ``set_params`` between calls take effect at the next (with the same ``n``). With
         ``average``, predictions use the
-        mean of the iterates after the first chunk. No calibration:
+        mean of the iterates after the first chunk. A row of sample weight 0 is no row: it
+        takes no part in the map's ranges or growth, the steps or ``n_train_``. No
+        calibration:
         :meth:`predict_proba` uses the plain logistic of the scores (or the sigmoids of an
         earlier ``fit``).
 
@@ -1209,6 +1211,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                   else np.ascontiguousarray(sample_weight, dtype=np.float32).reshape(-1))
         if weight.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but sample_weight has {weight.shape[0]}")
+        kept = weight > 0
+        if not kept.all():  # a row of weight 0 is no row: no growth, no step, not counted
+            X, codes, weight = X[kept], codes[kept], weight[kept]
+            if X.shape[0] == 0:
+                return self._class_weight_recorded()
         if (self.feature_range is None and isinstance(self.feature_map_, BSplineMap)
                 and not isinstance(self.feature_map_, BSplinePairMap)):
             self._grow_map(X)
@@ -1271,6 +1278,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                          else tuple(default_feature_names(values.shape[1])))
         values = check_features(values, feature_names)
         encode_labels(y, known)
+        if sample_weight is not None:  # a row of weight 0 is no row: not in the map's ranges
+            values = values[np.asarray(sample_weight, dtype=np.float64).reshape(-1) > 0]
         self._warn_category_codes(categories, online=True)
         feature_map = self._with_given_pairs(
             self._make_map(bool(categories), online=True, categories=categories),
