@@ -189,6 +189,52 @@ def test_identifier_column_is_refused_not_coded() -> None:
     assert tuple(model.feature_names_in_) == ("a",)
 
 
+def test_object_column_of_numbers_is_read_as_numbers() -> None:
+    # an object column of numbers (a few of them, some missing) is taken as numbers, as
+    # pd.to_numeric reads it: the same rows as the float frame, no categories, in fit and
+    # predict alike
+    rng = np.random.default_rng(0)
+    a = rng.choice(np.linspace(0.0, 40.0, 20), N_ROWS)
+    frame = pd.DataFrame({"a": a, "b": rng.normal(size=N_ROWS),
+                          "c": rng.integers(0, 5, N_ROWS), "d": a > 20})
+    objects = frame.astype(object)
+    objects.loc[7, "b"] = None
+    reference = frame.to_numpy(np.float32)
+    reference[7, 1] = np.nan
+    dataset = open_dataset(objects, nan_policy="drop")
+    assert dataset.categories == {}
+    np.testing.assert_array_equal(_stream(dataset), np.delete(reference, 7, axis=0))
+    label = (a + frame["b"] > 20).astype(np.int64)
+    model = _model().fit(objects.drop(index=7), label.drop(index=7))
+    assert not getattr(model, "categories_", None)
+    expected = _model().fit(frame.drop(index=7), label.drop(index=7))
+    np.testing.assert_allclose(model.decision_function(objects.drop(index=7)),
+                               expected.decision_function(frame.drop(index=7)), rtol=1e-6)
+
+
+def test_object_column_mixing_numbers_and_text_stays_categorical() -> None:
+    values = np.arange(12.0).astype(object)[np.arange(N_ROWS) % 12]
+    values[5] = "n/a"
+    with pytest.warns(UserWarning, match=r"'a' .* 13 categories; all its values but 1 are "
+                                         r"numbers \('n/a'\)"):
+        categories = open_dataset(pd.DataFrame({"a": values})).categories
+    # a mix of types is sorted by type name, then text
+    assert categories == {"a": (0.0, 1.0, 10.0, 11.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0,
+                                9.0, "n/a")}
+
+
+def test_identifier_error_names_the_rows_and_how_to_leave_it_out() -> None:
+    # fit adds the target to the frame as a column: the message names the rows given, and
+    # ways to leave the column out that exist (fit takes no exclude=)
+    rng = np.random.default_rng(0)
+    ids = np.array([f"u{i}" for i in range(N_ROWS)], dtype=object)
+    frame = pd.DataFrame({"a": rng.normal(size=N_ROWS), "id": ids})
+    with pytest.raises(SchemaError, match=r"'id' of DataFrame of 300 rows has 300 distinct "
+                                          r".*drop it from the table given to fit, or open "
+                                          r"the data with open_dataset\(\.\.\., exclude="):
+        _model().fit(frame, rng.integers(0, 2, N_ROWS))
+
+
 def test_classifier_keeps_categories_and_codes_prediction_tables(cities) -> None:
     frame, label = cities
     model = _model().fit(frame, label)

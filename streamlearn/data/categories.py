@@ -37,6 +37,10 @@ MAX_CATEGORIES = 65_536
 MAX_DISTINCT_FRACTION = 0.5
 #: Fewer distinct values than this never count as an identifier.
 MIN_IDENTIFIER_VALUES = 50
+#: How to leave a column out, wherever the data was given.
+LEAVE_OUT = ("leave it out: drop it from the table given to fit, or open the data with "
+             "open_dataset(..., exclude=[...]) or features=[...] (--exclude or --features "
+             "on the command line)")
 
 
 def category_index(categories: Sequence[Any]) -> pd.Index:
@@ -153,8 +157,7 @@ def sorted_categories(values: Iterable[Any], column: str, where: str,
             f"{len(found)} distinct values in {n_rows} rows"
         raise SchemaError(
             f"non-numeric feature column {column!r} of {where} has {counted}; it looks "
-            "like an identifier or free text, not a category: leave it out with "
-            "exclude=[...] or features=[...]" + mostly_numbers
+            f"like an identifier or free text, not a category; {LEAVE_OUT}" + mostly_numbers
         )
     if stray is not None:
         warnings.warn(f"feature column {column!r} of {where} is read as {len(found)} "
@@ -172,12 +175,16 @@ MAX_STRAY_TEXT = 3
 
 
 def _text_among_numbers(found: set[Any]) -> list[str] | None:
-    """The few values of a text column that are not numbers, when all the others are
-    (``MIN_NUMBER_LIKE_VALUES`` or more of them); else None."""
-    if len(found) < MIN_NUMBER_LIKE_VALUES or not all(isinstance(v, str) for v in found):
+    """The few values of a text column (or of an object column mixing numbers and text)
+    that are not numbers or their text, when all the others are (``MIN_NUMBER_LIKE_VALUES``
+    or more of them); else None."""
+    if len(found) < MIN_NUMBER_LIKE_VALUES or \
+            not all(isinstance(v, str) or _is_number(v) for v in found):
         return None
     stray = []
     for value in found:
+        if _is_number(value):
+            continue
         try:
             float(value)
         except ValueError:

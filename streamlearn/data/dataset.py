@@ -13,7 +13,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamlearn.data.categories import category_index, plain_categories, sorted_categories
+from streamlearn.data.categories import (
+    LEAVE_OUT,
+    category_index,
+    plain_categories,
+    sorted_categories,
+)
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.large_buffers import map_large_buffers
@@ -193,8 +198,7 @@ class Dataset:
             raise SchemaError(
                 f"non-numeric feature column(s) in {source.description}: "
                 + ", ".join(f"{k!r} ({v})" for k, v in bad.items())
-                + "; encode them as numbers first, or leave them out with "
-                "exclude=[...] or features=[...]"
+                + "; encode them as numbers first, or " + LEAVE_OUT.replace(" it ", " them ")
                 + ("" if encodes else " (string columns are coded as categories only in "
                    "tables: pandas, polars, pyarrow, parquet, dask DataFrames)")
             )

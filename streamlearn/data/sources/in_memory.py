@@ -203,6 +203,28 @@ def pandas_kind(dtype: Any) -> ColumnKind:
     return ColumnKind.OTHER
 
 
+#: What pandas infers of an object column's non-missing values that makes them numbers.
+OBJECT_NUMBER_TYPES = {"integer": ColumnKind.INTEGER, "floating": ColumnKind.NUMERIC,
+                       "mixed-integer-float": ColumnKind.NUMERIC,
+                       "decimal": ColumnKind.NUMERIC, "boolean": ColumnKind.BOOL}
+
+
+def pandas_column_kind(series: pd.Series) -> ColumnKind:
+    """Classify a pandas column by its dtype and, for an ``object`` column, its values.
+
+    An ``object`` column whose non-missing values are all real numbers (Python or numpy
+    integers and floats, ``Decimal``) is a number column, and one of booleans only a
+    boolean column, as ``pd.to_numeric`` and ``infer_objects`` read them: its values
+    are taken as numbers, in ``fit`` as in ``predict``. Any other ``object`` column (text,
+    numbers mixed with text, no value at all) holds categories.
+    """
+    kind = pandas_kind(series.dtype)
+    if kind is ColumnKind.STRING and pd.api.types.is_object_dtype(series.dtype):
+        inferred = pd.api.types.infer_dtype(series, skipna=True)
+        return OBJECT_NUMBER_TYPES.get(inferred, kind)
+    return kind
+
+
 def pandas_feature(series: pd.Series, name: str, where: str,
                    dtype: type = np.float32) -> np.ndarray:
     """One numeric, boolean or nullable (``Int64``, ``Float64``, ``boolean``) column as
@@ -292,9 +314,10 @@ class PandasSource:
             dup = frame.columns[frame.columns.duplicated()].tolist()
             raise SourceError(f"DataFrame has duplicate column names {dup}")
         self._frame = frame
-        self.description = description or f"DataFrame of shape {frame.shape}"
+        # rows only: fit adds its target and weight arrays to the frame as columns
+        self.description = description or f"DataFrame of {len(frame)} rows"
         self.columns = list(frame.columns)
-        self.kinds = {c: pandas_kind(frame[c].dtype) for c in self.columns}
+        self.kinds = {c: pandas_column_kind(frame[c]) for c in self.columns}
         self.pieces = _pieces(len(frame), self.description)
 
     def _rows(self, i: int) -> pd.DataFrame:
@@ -339,7 +362,8 @@ class ArrowSource:
 
     def __init__(self, table: pa.Table) -> None:
         self._table = table
-        self.description = f"Table of {table.num_rows} rows x {table.num_columns} columns"
+        # rows only: fit adds its target and weight arrays to the table as columns
+        self.description = f"Table of {table.num_rows} rows"
         self.columns = list(table.column_names)
         self.kinds = {f.name: arrow_kind(f.type) for f in table.schema}
         self.pieces = _pieces(table.num_rows, self.description)
