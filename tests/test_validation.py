@@ -193,6 +193,37 @@ def test_negative_or_missing_sample_weight_in_fit_names_the_row(ref: Reference) 
         AdditiveSVC().fit(ref.X, ref.label, sample_weight=w)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_missing_sample_weight_in_fit_follows_nan_policy() -> None:
+    """A NaN or infinite in-memory weight drops its row under nan_policy="drop", as a
+    weight column's does (arrays, tables, sparse rows), and is named under "raise"."""
+    import scipy.sparse as sp
+
+    from streamlearn.models import SuperSparseRegressor
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(240, 3))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2
+    w = rng.uniform(0.5, 2.0, size=240)
+    w[[5, 60]], w[100] = np.nan, -np.inf
+    keep = np.isfinite(w)
+    model = SuperSparseRegressor(n_prototypes=4, max_iter=3, tol=1e-2)
+    dense = clone(model).fit(X[keep], y[keep], sample_weight=w[keep]).predict(X)
+    sparse = clone(model).fit(sp.csr_matrix(X[keep]), y[keep],
+                              sample_weight=w[keep]).predict(X)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    for data, reference in ((X, dense), (frame, dense), (pa.Table.from_pandas(frame), dense),
+                            (sp.csr_matrix(X), sparse)):
+        dropped = clone(model).fit(data, y, sample_weight=w, nan_policy="drop")
+        np.testing.assert_allclose(dropped.predict(X), reference, rtol=1e-12)
+        with pytest.raises(DataError, match=r"sample_weight contains NaN or infinite values "
+                                            r"\(first at row 5, 3 in all\).*nan_policy='drop'"):
+            clone(model).fit(data, y, sample_weight=w)
+    chunks = _drain(open_dataset(sp.csr_matrix(X), target=y, weight=w, nan_policy="drop"))
+    np.testing.assert_array_equal(np.concatenate([c.weight for c in chunks]),
+                                  w[keep].astype(np.float32))
+
+
 def test_weights_and_sparse_values_beyond_float32_are_named(ref: Reference,
                                                             tmp_path: Path) -> None:
     """A finite weight or stored sparse value beyond float32's range is named as such, not

@@ -992,10 +992,11 @@ class Dataset:
                     f"{X.values[flat]} in column x{int(X.indices[flat])} at "
                     f"{self.locate(a + r)} (dataset row {a + r}); pass "
                     f"{NAN_POLICY_HINT}")
-        if self.nan_policy == "drop" and y_raw is not None and y_raw.dtype.kind == "f":
-            finite_y = np.isfinite(y_raw)
-            if not finite_y.all():
-                keep = np.flatnonzero(finite_y) if keep is None else keep[finite_y[keep]]
+        for values in (y_raw, w):  # a missing target or weight drops its row, as dense
+            if self.nan_policy == "drop" and values is not None and values.dtype.kind == "f":
+                finite = np.isfinite(values)
+                if not finite.all():
+                    keep = np.flatnonzero(finite) if keep is None else keep[finite[keep]]
         if keep is not None:
             X = X.take(keep)
             y_raw = y_raw[keep] if y_raw is not None else None

@@ -821,7 +821,7 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
                                                        nan_policy, accept_sparse)
         elif y is not None and not isinstance(y, str) and not _is_dask(y):
             data, y, sample_weight = _drop_table_rows(
-                data, y, sample_weight, _rows_with_targets(y, task, nan_policy))
+                data, y, sample_weight, _rows_to_keep(y, sample_weight, task, nan_policy))
             y = check_target(y, task)
             if sample_weight is not None and not isinstance(sample_weight, str) and \
                     not _is_dask(sample_weight):
@@ -872,6 +872,8 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
         infinity, None, ``pd.NA``) drops its row (with its X and weight) under "drop", as
         streamed data does; else a regressor's raises a ``DataError`` naming the first such
         row and a classifier's a ``LabelError``.
+        A NaN or infinite weight likewise drops its row under "drop", as a weight
+        column's does, and raises a ``DataError`` naming the first such row otherwise.
     accept_sparse : bool
         Keep a ``scipy.sparse`` X sparse (its stored values checked); else refuse it.
 
@@ -902,11 +904,11 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
                             "nan_policy='drop' or a number")
     if isinstance(y, str):
         return X, y, sample_weight
-    keep = _rows_with_targets(y, task, nan_policy)
+    keep = _rows_to_keep(y, sample_weight, task, nan_policy)
     if keep is not None:
         check_consistent_length(X, y)
         if sample_weight is not None and not isinstance(sample_weight, str):
-            sample_weight = check_sample_weight(sample_weight, X.shape[0])[keep]
+            sample_weight = _kept_weights(sample_weight, keep)
         X = (X.tocsr() if sp.issparse(X) else X)[keep]
         y = np.ravel(y)[keep]
     y = check_target(y, task)
@@ -955,6 +957,32 @@ def check_target(y: Any, task: str) -> np.ndarray:
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
     check_classification_targets(y)
     return y
+
+
+def _rows_to_keep(y: Any, sample_weight: Any, task: str,
+                  nan_policy: Any) -> np.ndarray | None:
+    """The rows to keep of in-memory data under ``nan_policy="drop"``: those with a target
+    (:func:`_rows_with_targets`) and a finite weight, as a weight column's rows are dropped;
+    None when every row is kept, or to leave missing values to the checks that name them.
+
+    Raises
+    ------
+    DataError
+        No row left to train on.
+    """
+    keep = _rows_with_targets(y, task, nan_policy)
+    if nan_policy != "drop" or sample_weight is None or isinstance(sample_weight, str) \
+            or _is_dask(sample_weight):
+        return keep
+    w = np.asarray(sample_weight, dtype=np.float64)
+    n_rows = np.size(y)
+    if w.ndim != 1 or w.shape[0] != n_rows or np.isfinite(w).all():
+        return keep  # a wrong shape is refused later, as it is
+    keep = np.isfinite(w) if keep is None else keep & np.isfinite(w)
+    if not keep.any():
+        raise DataError(f"no row of the {n_rows} has both a target and a finite "
+                        "sample_weight; nan_policy='drop' left nothing to train on")
+    return keep
 
 
 def _rows_with_targets(y: Any, task: str, nan_policy: Any) -> np.ndarray | None:
@@ -1044,8 +1072,10 @@ def check_sample_weight(sample_weight: Any, n_rows: int, all_zero: bool = False)
     if w.ndim != 1 or w.shape[0] != n_rows:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_rows},)")
     if not np.isfinite(w).all():
-        row = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise DataError(f"sample_weight contains NaN or infinite values (first at row {row})")
+        bad = np.flatnonzero(~np.isfinite(w))
+        raise DataError(f"sample_weight contains NaN or infinite values (first at row "
+                        f"{int(bad[0])}, {bad.size} in all); drop or replace them, or fit "
+                        "with nan_policy='drop' to skip their rows")
     with np.errstate(over="ignore"):  # a value beyond float32's range is named below
         row = first_nonfinite(w.astype(np.float32))
     if row >= 0:
@@ -1292,7 +1322,8 @@ def _drop_table_rows(data: Any, y: Any, sample_weight: Any,
     n_rows = len(data) if is_pandas else data.num_rows if is_arrow else None
     if n_rows != keep.size:
         if n_rows is None:
-            raise DataError(f"y has no target at row {int(np.flatnonzero(~keep)[0])}; "
+            raise DataError(f"row {int(np.flatnonzero(~keep)[0])} has no target (or a NaN or "
+                            "infinite sample_weight); "
                             f"nan_policy='drop' drops such rows of arrays, pandas and pyarrow "
                             f"tables, not of a {type(data).__name__}: drop them before fit")
         return data, y, sample_weight  # the lengths are refused later, as they are
@@ -1300,8 +1331,16 @@ def _drop_table_rows(data: Any, y: Any, sample_weight: Any,
     data = data.iloc[rows] if is_pandas else data.take(rows)
     if sample_weight is not None and not isinstance(sample_weight, str) and \
             not _is_dask(sample_weight):
-        sample_weight = check_sample_weight(sample_weight, keep.size)[keep]
+        sample_weight = _kept_weights(sample_weight, keep)
     return data, np.ravel(y)[keep], sample_weight
+
+
+def _kept_weights(sample_weight: Any, keep: np.ndarray) -> np.ndarray:
+    """In-memory weights of the rows ``keep``, checked: a dropped row's may be missing."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 1 and w.shape[0] == keep.size:
+        return check_sample_weight(w[keep], int(keep.sum()))
+    return check_sample_weight(w, keep.size)[keep]
 
 
 def _attach_columns(data: Any, y: Any, sample_weight: Any) -> tuple[Any, Any, Any]:
