@@ -332,6 +332,30 @@ def test_chunk_rows_must_be_a_whole_number(bad: object) -> None:
         list(open_dataset(X).chunks(chunk_rows=bad))
 
 
+def test_a_dataset_reopened_with_other_options_is_refused() -> None:
+    # open_dataset returns a Dataset as it is: an option it would not apply is named
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(np.int64)
+    ds = open_dataset(X, target=y)
+    same = dict(target="y", task="classification", chunk_rows=ds.chunk_rows, prefetch=2,
+                nan_policy="raise", features=["x0", "x1", "x2"], classes=[0, 1], exclude=None)
+    assert open_dataset(ds) is ds
+    assert open_dataset(ds, **same) is ds
+    with pytest.raises(ValueError, match=r"cannot apply task='regression' \(the dataset's is "
+                                         r"'classification': use dataset.with_task\(task\)\); "
+                                         r"chunk_rows=7 \(the dataset's is \d+\)"):
+        open_dataset(ds, task="regression", chunk_rows=7)
+    for option, shown in ((dict(format="parquet"), "format='parquet' .it applies when a "
+                                                   "source is opened"),
+                          (dict(exclude=["x0"]), r"exclude=\['x0'\]"),
+                          (dict(nan_policy="drop"), "nan_policy='drop'"),
+                          (dict(classes=[0, 1, 2]), r"classes=\[0, 1, 2\] \(the dataset's is "
+                                                    r"\[0, 1\]\)"),
+                          (dict(target=y), "target=<ndarray>")):
+        with pytest.raises(ValueError, match=shown):
+            open_dataset(ds, **option)
+
+
 def test_feature_transforms_apply_in_the_order_given() -> None:
     from streamlearn.features.tail_transform import TailTransform
     from streamlearn.solvers.kmeans import Standardiser

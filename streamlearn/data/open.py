@@ -60,7 +60,10 @@ def open_dataset(
         them (:func:`~streamlearn.data.sources.csv_files.csv_source`); a numpy array, a
         ``scipy.sparse`` matrix or array (streamed as CSR rows, never densified), a pandas
         or polars DataFrame, pyarrow Table, dask array or DataFrame, zarr Group; an
-        existing ``Dataset`` (returned as is).
+        existing ``Dataset``, returned as is: another argument that differs from the
+        dataset's own setting (or one that applies only to opening a source, such as
+        ``format=``) raises a ``ValueError`` naming it; ``Dataset.with_task`` and
+        ``Dataset.with_categories`` give one read for another task or categories.
     target : str or array-like, optional
         Target column name; for array sources and dask DataFrames, the target values
         themselves (for a dask DataFrame: a dask Series or array, or an in-memory array, one
@@ -139,6 +142,12 @@ def open_dataset(
     >>> ds = open_dataset(X, target=y, chunk_rows=50_000)         # doctest: +SKIP
     """
     if isinstance(source, Dataset):
+        _check_reopened(source, dict(
+            target=target, features=features, exclude=exclude, weight=weight, task=task,
+            classes=classes, chunk_rows=chunk_rows, nan_policy=nan_policy, prefetch=prefetch,
+            format=format, storage_options=storage_options, categories=categories,
+            n_features=n_features, zero_based=zero_based, hash_features=hash_features,
+            sparse_columns=sparse_columns))
         return source
     nan_policy = check_nan_policy(nan_policy)
     if isinstance(source, tuple):
@@ -194,6 +203,76 @@ def open_dataset(
     if warn is not None:  # a zarr store chunked by column
         warn(dataset.chunk_rows, list(dataset.feature_names))
     return dataset
+
+
+#: What to do instead of passing an option that differs from a Dataset's own.
+_REOPEN_HINTS = {"task": "dataset.with_task(task)",
+                 "categories": "dataset.with_categories(categories)"}
+
+
+def _check_reopened(dataset: Dataset, options: dict[str, Any]) -> None:
+    """Refuse options given with an existing Dataset (which is returned as is) that differ
+    from its own settings, or that apply only when a source is opened.
+
+    Raises
+    ------
+    ValueError
+        Naming each such option, its value and the dataset's.
+    """
+    import inspect
+
+    defaults = {name: p.default for name, p in inspect.signature(open_dataset).parameters.items()}
+    if options["exclude"] is None or len(options["exclude"]) == 0:
+        options["exclude"] = ()  # None and an empty list leave nothing out either
+    own: dict[str, Any] = {
+        "target": dataset.target, "weight": dataset.weight, "task": dataset.task,
+        "chunk_rows": dataset.chunk_rows, "nan_policy": dataset.nan_policy,
+        "prefetch": dataset.prefetch}
+    if not dataset.is_sparse:
+        own["features"] = list(dataset.feature_names)
+    problems = []
+    for name, value in options.items():
+        if _equal(value, defaults[name]):
+            continue
+        if name == "classes" and dataset.task == "classification":
+            own[name] = dataset.class_labels().tolist()  # type: ignore[union-attr]
+        elif name == "categories":
+            own[name] = dataset.categories
+        elif name == "nan_policy":
+            value = check_nan_policy(value)
+        if name not in own:
+            problems.append(f"{name}={_shown_value(value)} (it applies when a source is opened)")
+        elif not _equal(value, own[name]):
+            hint = f": use {_REOPEN_HINTS[name]}" if name in _REOPEN_HINTS else ""
+            problems.append(f"{name}={_shown_value(value)} (the dataset's is "
+                            f"{_shown_value(own[name])}{hint})")
+    if problems:
+        raise ValueError(
+            "open_dataset returns a Dataset as it is, so it cannot apply "
+            + "; ".join(problems) + "; open the dataset's source again with these options")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Whether two option values are the same (sequences element by element)."""
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        return (isinstance(a, Mapping) and isinstance(b, Mapping) and a.keys() == b.keys()
+                and all(_equal(list(a[k]), list(b[k])) for k in a))
+    if np.isscalar(a) and np.isscalar(b):
+        return bool(a == b)
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
+    except (TypeError, ValueError):
+        return False
+
+
+def _shown_value(value: Any, limit: int = 60) -> str:
+    text = repr(value) if isinstance(value, str | int | float | bool | None | list | tuple |
+                                      dict) else f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _polars_table(frame: Any) -> Any:
