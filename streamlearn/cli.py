@@ -367,7 +367,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     zeros). A model trained on svmlight text reads svmlight data with the training file's
     index base and its number of features.
     """
-    from streamlearn.data.open import check_coded_as_trained, reading_of
+    from streamlearn.data.open import check_coded_as_trained, reading_for
     from streamlearn.data.sources.base import default_feature_names
 
     expected = list(getattr(model, "feature_names_in_", ()))
@@ -376,7 +376,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     # svmlight indices as the training file's were read (a file without index 0 would
     # otherwise be taken as one-based, every feature shifted by one), an index beyond the
     # model's features an error that names its line; hashed rows hashed the same way
-    svmlight = reading_of(model)
+    svmlight = reading_for(model, data, fmt)
     categories = getattr(model, "categories_", None)
     task = None
     if target is not None:

@@ -10,6 +10,7 @@ import dask.dataframe as dd
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zarr
 
@@ -330,6 +331,23 @@ def test_chunk_rows_must_be_a_whole_number(bad: object) -> None:
         open_dataset(X, chunk_rows=bad)
     with pytest.raises(ValueError, match="chunk_rows must be a positive whole number"):
         list(open_dataset(X).chunks(chunk_rows=bad))
+
+
+def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
+    X = np.zeros((10, 2), dtype=np.float32)
+    for bad in (-5, 1.5, True):
+        with pytest.raises(ValueError, match=rf"prefetch must be a whole number .*got {bad}"):
+            open_dataset(X, prefetch=bad)
+        with pytest.raises(ValueError, match="prefetch must be a whole number"):
+            list(open_dataset(X).chunks(prefetch=bad))
+    assert open_dataset(X, prefetch=0).prefetch == 0
+    path = tmp_path / "dense.parquet"
+    pq.write_table(pa.table({"a": [1.0, 2.0], "b": [3.0, 4.0]}), path)
+    with pytest.raises(ValueError, match=r"n_features=5 apply to svmlight text .*not to "
+                                         r".*dense.parquet"):
+        open_dataset(path, n_features=5)
+    with pytest.raises(ValueError, match=r"zero_based=True apply to svmlight text"):
+        open_dataset(X, zero_based=True)
 
 
 def test_a_dataset_reopened_with_other_options_is_refused() -> None:

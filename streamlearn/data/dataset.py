@@ -221,6 +221,7 @@ class Dataset:
         self.weight = weight
         self.task = _task(task, target, source.kinds.get(target) if target else None)
         self.nan_policy = nan_policy
+        _check_prefetch(prefetch)
         self.prefetch = int(prefetch)
         self._coded_features = tuple(coded)
         # the coded columns the source codes as it reads them (not those stored as codes)
@@ -821,6 +822,7 @@ class Dataset:
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts
         self._indexes()
+        _check_prefetch(prefetch)
         depth = self.prefetch if prefetch is None else int(prefetch)
         if len(starts) <= 1:  # one chunk: nothing to read ahead of, no thread to start
             depth = 0
@@ -1298,6 +1300,16 @@ def _check_chunk_rows(chunk_rows: Any) -> None:
     if not whole or int(chunk_rows) < 1:
         raise ValueError(f"chunk_rows must be a positive whole number of rows, got "
                          f"{chunk_rows!r}")
+
+
+def _check_prefetch(prefetch: Any) -> None:
+    """A ``ValueError`` unless ``prefetch`` is None or a whole number of chunks >= 0."""
+    if prefetch is None:
+        return
+    whole = isinstance(prefetch, int | np.integer) and not isinstance(prefetch, bool)
+    if not whole or int(prefetch) < 0:
+        raise ValueError(f"prefetch must be a whole number of chunks to read ahead, 0 or "
+                         f"more, got {prefetch!r}")
 
 
 #: A class target with at least this many classes, and more than half as many as rows,

@@ -88,7 +88,8 @@ def open_dataset(
         by the given number (but in a categorical column that a model reads as indicator
         columns, where a missing value sets no indicator).
     prefetch : int
-        Chunks read ahead while the current one is processed: by one background thread, or
+        Chunks read ahead (0 or more; 0 reads in the calling thread) while the current one
+        is processed: by one background thread, or
         for a zarr store concurrently, by up to ``prefetch`` threads (at most one per CPU);
         parquet row groups are decoded up to ``prefetch`` at a time, likewise.
     format : {"parquet", "zarr", "svmlight", "csv"}, optional
@@ -107,9 +108,11 @@ def open_dataset(
     n_features : int, optional
         svmlight text: the number of feature columns (an index beyond it is an error); by
         default the largest index found by the scan that counts the rows, plus one.
+        Also parquet with ``sparse_columns``; other sources refuse it (``ValueError``).
     zero_based : bool or "auto"
         svmlight text: whether feature indices start at 0; ``"auto"`` takes them as
-        zero-based when some index is 0, else as one-based (scikit-learn's rule).
+        zero-based when some index is 0, else as one-based (scikit-learn's rule). Other
+        sources refuse another value than ``"auto"``.
     hash_features : int, optional
         Hash feature names into this many columns (a power of two, like Vowpal Wabbit's
         ``-b``), signed: svmlight entries by their names (words or ids), and parquet's
@@ -182,6 +185,7 @@ def open_dataset(
                 chunk_rows=chunk_rows, nan_policy=nan_policy, prefetch=prefetch)
     src = _source(source, target_values, weight_values, format, storage_options,
                   target_name or "y", weight_name or "weight", svmlight)
+    _check_svmlight_options(src, n_features, zero_based)
     stored = getattr(src, "stored_target", None) or "y"  # a store's own target array
     if target is None and (_is_zarr_matrix(src) or getattr(src, "sparse", False)) \
             and stored in src.kinds:
@@ -273,6 +277,24 @@ def _shown_value(value: Any, limit: int = 60) -> str:
     text = repr(value) if isinstance(value, str | int | float | bool | None | list | tuple |
                                       dict) else f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_svmlight_options(src: Source, n_features: int | None,
+                            zero_based: bool | str) -> None:
+    """Refuse ``n_features=`` and ``zero_based=`` for a source other than svmlight text,
+    which would ignore them (``sparse_columns`` parquet, which takes ``n_features``, is
+    opened before)."""
+    from streamlearn.data.sources.svmlight import SvmlightSource
+
+    if isinstance(src, SvmlightSource):
+        return
+    given = [f"{name}={value!r}" for name, value, default in (
+        ("n_features", n_features, None), ("zero_based", zero_based, "auto"))
+        if value != default]
+    if given:
+        raise ValueError(f"{' and '.join(given)} apply to svmlight text (and n_features to "
+                         f"parquet with sparse_columns=), not to {src.description}, whose "
+                         "columns the data itself gives")
 
 
 def _polars_table(frame: Any) -> Any:
@@ -449,6 +471,29 @@ def reading_of(model: Any) -> dict[str, Any]:
         columns = getattr(model, "hashed_columns_", None)
         if columns:
             options["features"] = list(columns)
+    return options
+
+
+def reading_for(model: Any, data: Any, format: str | None = None,
+                storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`reading_of` for one path: the svmlight options only where ``data`` is
+    svmlight text (other formats refuse them: their columns are their own).
+
+    Parameters
+    ----------
+    model : fitted estimator
+    data : path or URL
+    format, storage_options
+        As :func:`open_dataset` takes them.
+
+    Returns
+    -------
+    dict
+    """
+    options = reading_of(model)
+    if "zero_based" in options and _path_format(os.fspath(data), format,
+                                                storage_options) != "svmlight":
+        del options["zero_based"], options["n_features"]
     return options
 
 

@@ -23,7 +23,7 @@ from streamlearn.data.open import (
     check_named_as_trained,
     named_features,
     open_dataset,
-    reading_of,
+    reading_for,
 )
 from streamlearn.engine.local import resolve_engine
 from streamlearn.errors import LabelError
@@ -359,7 +359,7 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
     if isinstance(data, Dataset):
         dataset = data
     else:
-        reading = reading_of(model) if isinstance(data, str | os.PathLike) else {}
+        reading = reading_for(model, data) if isinstance(data, str | os.PathLike) else {}
         names = named_features(model)
         if names is not None and "features" not in reading:
             reading["features"] = names  # the model's columns, by name

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
-from streamlearn.data.open import named_features, reading_of
+from streamlearn.data.open import named_features, reading_for
 from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite, nonfinite_value
@@ -1227,7 +1227,7 @@ class ClassifierScore(ClassifierMixin):
             return float((w * correct).sum() / w.sum())
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
                                          categories=getattr(self, "categories_", None),
-                                         reading=reading_of(self),
+                                         reading=_reading(self, data),
                                          features=named_features(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["accuracy"])
 
@@ -1269,7 +1269,7 @@ class RegressorScore(RegressorMixin):
             return 1.0 if not np.any(resid) else 0.0  # a constant target, as scikit-learn
         dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
                                      categories=getattr(self, "categories_", None),
-                                     reading=reading_of(self),
+                                     reading=_reading(self, data),
                                      features=named_features(self))
         return float(evaluate(self, dataset, engine=self._engine(engine))["r2"])
 
@@ -1302,6 +1302,11 @@ def _labels_like(classes: np.ndarray, y: Any, n_rows: int) -> np.ndarray:
         raise LabelError(f"the model's classes are {kind} ({_shown(classes.tolist())}) but y "
                          f"holds {'text' if text else 'numbers'} ({truth.dtype})")
     return truth
+
+
+def _reading(model: Any, data: Any) -> dict[str, Any] | None:
+    """How a path is read for ``model`` (:func:`~streamlearn.data.open.reading_for`)."""
+    return reading_for(model, data) if isinstance(data, str | os.PathLike) else None
 
 
 def _fresh_name(base: str, taken: list[str]) -> str:
