@@ -243,7 +243,8 @@ _storage_options = _options(
     click.option("--format", "fmt", type=click.Choice(["parquet", "zarr", "svmlight", "csv"]),
                  help="Storage format when the path does not tell."),
     click.option("--chunk-rows", type=click.IntRange(min=1),
-                 help="Rows per chunk (default: about 16 MiB of features)."),
+                 help="Rows per chunk (default: about 16 MiB of features, "
+                 "1,024 to 1,048,576 rows)."),
     click.option("--nan-policy", default="raise", show_default=True,
                  help="NaN/inf in features: raise, drop, or a number to fill with."),
 )

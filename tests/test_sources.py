@@ -333,6 +333,14 @@ def test_chunk_rows_must_be_a_whole_number(bad: object) -> None:
         list(open_dataset(X).chunks(chunk_rows=bad))
 
 
+@pytest.mark.parametrize("n_features", [1, 3, 4, 8, 100, 4096, 5000, 100_000])
+def test_default_chunk_rows_is_16_mib_of_features_within_its_bounds(n_features: int) -> None:
+    # reference: 16 MiB of float32 values a chunk, in whole KiB rows, 1,024 to 2**20 rows
+    rows = open_dataset(np.zeros((10, n_features), dtype=np.float32)).chunk_rows
+    expected = (16 << 20) // (4 * n_features) // 1024 * 1024
+    assert rows == min(max(expected, 1024), 1 << 20)
+
+
 def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
     X = np.zeros((10, 2), dtype=np.float32)
     for bad in (-5, 1.5, True):

@@ -93,7 +93,9 @@ class ChainedTransform:
 
 
 def default_chunk_rows(n_features: int) -> int:
-    """Rows per chunk so that a chunk's features take about ``DEFAULT_CHUNK_BYTES``."""
+    """Rows per chunk so that a chunk's features take about ``DEFAULT_CHUNK_BYTES``, a
+    multiple of 1,024 between 1,024 and ``1 << 20`` (fewer bytes below 4 features, more
+    beyond 4,096)."""
     rows = DEFAULT_CHUNK_BYTES // (4 * max(n_features, 1))
     return int(max(1024, min(rows, 1 << 20)) // 1024 * 1024)
 

@@ -81,7 +81,9 @@ def open_dataset(
     classes : sequence, optional
         The label set, when known, to skip the scan that discovers it.
     chunk_rows : int, optional
-        Rows per chunk; by default about 16 MiB of float32 features.
+        Rows per chunk; by default about 16 MiB of float32 features (of CSR entries, for
+        sparse rows), but 1,024 rows at least and 1,048,576 (2**20) at most: 4 MiB a
+        chunk of one feature, more than 16 MiB past 4,096 features.
     nan_policy : "raise", "drop" or float
         What to do with NaN, infinite or missing (``None``, ``pd.NA``, null) feature values:
         raise an error naming the file, column and row; drop the row; or replace the value
