@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.utils._param_validation import InvalidParameterError
 
+from streamlearn.data import open_dataset
 from streamlearn.data.synthetic import additive_problem
 from streamlearn.engine import DaskEngine
 from streamlearn.features import BSplinePairMap
@@ -119,6 +120,22 @@ def test_budget_rule_in_passes():
 def _additive_split(n: int = 6000):
     X, y = additive_problem(n, seed=3)
     return X, y
+
+
+@pytest.mark.parametrize(("chunk_rows", "max_rows", "expected"),
+                         [(200, 10_000, 200), (5000, 10_000, 300), (5000, 120, 120),
+                          (None, 10_000, 300)])
+def test_held_out_blocks_are_chunk_rows_at_most_a_twentieth_and_the_cap(
+        chunk_rows, max_rows, expected):
+    # min(chunk_rows (the dataset's by default), ceil(n / 20), max_validation_rows), as
+    # the chunk_rows docstring states: 6000 rows give blocks of 300 at most
+    X, y = _additive_split()
+    search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [1.0]}, chunk_rows=chunk_rows,
+                            max_validation_rows=max_rows)
+    held_out = search._held_out_blocks(open_dataset(X, target=y), seed=0)
+    assert search.block_rows_ == expected
+    assert held_out.size == min(max(1, int(min(0.1 * 6000, max_rows) // expected)),
+                                -(-6000 // expected) - 1)
 
 
 def test_choice_equals_the_exhaustive_grid_on_the_same_held_out_rows():

@@ -317,7 +317,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         lanes whose candidates are merged by parameter mixing, and rungs then end between
         passes).
     chunk_rows : int, optional
-        Rows per chunk for data opened here (and size of the held-out blocks).
+        Rows per chunk for data opened here. The held-out blocks are of
+        ``min(chunk_rows, ceil(n_rows / 20), max_validation_rows)`` rows (``block_rows_``),
+        the dataset's ``chunk_rows`` standing in when this is None, so that there are at
+        least 20 blocks to choose from.
 
     Attributes
     ----------
@@ -345,6 +348,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         Rungs run.
     n_validation_ : int
         Held-out rows.
+    block_rows_ : int
+        Rows of a held-out block (see ``chunk_rows``).
     lane_template_ : estimator or None
         The estimator as given (but for its ``_lane_template_params(dataset)``), trained by
         ``fit`` on the training rows, whose screened pairs the lanes train (see the module
