@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> None:
               f"{time.perf_counter() - started:>7.2f}")
     print(f"test accuracy with pairs: {model.score(X_test, y_test):.4f}")
     check = model.interaction_check_
-    print(f"pairs kept: {check['kept']}; the best three: {model.interactions_[:3]}")
+    pairs = model.interactions_
+    best = "the best three of them" if len(pairs) > 3 else "best screened first"
+    print(f"pairs kept: {check['kept']}; {len(pairs)} pair term(s), {best}: {pairs[:3]}")
     if "held_out_log_loss_with" in check:
         print(f"held-out log-loss {check['held_out_log_loss_without']:.4f} without pairs, "
               f"{check['held_out_log_loss_with']:.4f} with")
