@@ -753,6 +753,9 @@ def _check_writable(out: str) -> None:
             raise click.BadParameter(f"{out} may not be written to", param_hint="--out")
         return
     parent = target.path.parent
+    if not parent.exists():
+        raise click.BadParameter(f"directory {parent} does not exist; create it first",
+                                 param_hint="--out")
     if not parent.is_dir():
         raise click.BadParameter(f"{parent} is not a directory", param_hint="--out")
     if not os.access(parent, os.W_OK | os.X_OK):

@@ -263,6 +263,9 @@ def test_options_that_cannot_work_are_refused_before_reading(trained: Trained,
         refused = run(*command, "-o", str(a_file / "m.slm"))
         assert refused.exit_code == 2 and "is not a directory" in refused.output
         assert "trained" not in refused.output
+        missing = run(*command, "-o", str(tmp_path / "nodir" / "m.slm"))
+        assert missing.exit_code == 2 and "nodir does not exist" in missing.output
+        assert "not a directory" not in missing.output
     folder = tmp_path / "data"
     folder.mkdir()
     trained.frame.to_parquet(folder / "part.parquet")
