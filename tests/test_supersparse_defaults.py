@@ -15,7 +15,7 @@ from streamlearn.models.supersparse import (
     SuperSparseRegressor,
     auto_prototypes,
 )
-from streamlearn.solvers.supersparse.driver import prototype_step
+from streamlearn.solvers.supersparse.driver import AUTO_GAMMA_FACTORS, prototype_step
 from streamlearn.solvers.supersparse.passes import (
     AUTO_GAMMA_FACTOR,
     AUTO_GAMMA_LIMIT,
@@ -64,7 +64,9 @@ def test_auto_width_on_one_or_two_features_fits_a_linear_target(n_features):
     X = rng.normal(size=(3000, n_features))
     y = X.sum(axis=1) + 0.3 * rng.normal(size=3000)
     model = SuperSparseRegressor(random_state=0).fit(X[:1500], y[:1500])
-    assert model.gamma_ == pytest.approx(AUTO_GAMMA_LIMIT / n_features, rel=0.05)
+    # the capped width, or a wider one that the held-out rows prefer (a linear target)
+    assert any(model.gamma_ == pytest.approx(AUTO_GAMMA_LIMIT / n_features * factor, rel=0.05)
+               for factor in AUTO_GAMMA_FACTORS)
     ridge = Ridge().fit(X[:1500], y[:1500]).score(X[1500:], y[1500:])
     assert model.score(X[1500:], y[1500:]) > ridge - 0.04
     labels = np.sign(y)
@@ -152,7 +154,10 @@ def test_regressor_does_not_depend_on_the_units_of_the_target():
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
             scaled = SuperSparseRegressor().fit(X, y * scale + shift)
-        assert abs(scaled.n_iter_ - base.n_iter_) <= 0.2 * base.n_iter_
+        # neither stopped at once nor run to the cap (the failures above); the wide RBF
+        # that gamma="auto" takes for this linear target leaves the path's length
+        # sensitive to round-off (72 to 102 steps, the same score to 1e-4)
+        assert abs(scaled.n_iter_ - base.n_iter_) <= 0.4 * base.n_iter_
         assert scaled.score(X, y * scale + shift) == pytest.approx(base.score(X, y), abs=2e-3)
         np.testing.assert_allclose((scaled.predict(X) - shift) / scale, base.predict(X),
                                    rtol=0, atol=0.02 * np.std(y))
@@ -197,3 +202,46 @@ def test_a_plateau_on_many_features_does_not_stop_the_fit_at_its_start() -> None
     error = 1 - model.score(X[2000:], y[2000:])
     assert model.n_iter_ > 10
     assert error < 1.25 * (1 - linear.score(X[2000:], y[2000:]))
+
+
+def _width_losses(X, y, gamma, holdout_rows):
+    """Held-out squared loss of ridge regression on the RBF similarities to the first 50
+    rows, at its best penalty: the criterion of gamma="auto" computed with numpy."""
+    z = (X - X.mean(0)) / X.std(0)
+    C = z[:50]
+    S = np.exp(-gamma * ((z[:, None, :] - C[None]) ** 2).sum(-1))
+    train, valid = slice(None, -holdout_rows), slice(-holdout_rows, None)
+    best = np.inf
+    for alpha in 10.0 ** np.arange(-9, 3):
+        fit = Ridge(alpha=alpha).fit(S[train], y[train])
+        best = min(best, float(np.mean((fit.predict(S[valid]) - y[valid]) ** 2)))
+    return best
+
+
+def test_auto_width_widens_for_a_trend_and_keeps_its_own_for_a_curved_boundary():
+    """gamma="auto" tries wider RBFs at the initial prototypes and takes one only when its
+    held-out loss is at most a quarter of the prototypes' own width's. A linear target in
+    20 dimensions, which 50 narrow bumps cannot follow (test MSE 7 to 10 times ridge
+    regression's before), takes a wider one; two interleaved spirals keep their own."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(4000, 20))
+    y = X[:, :10] @ rng.uniform(20, 80, 10) + 10 * rng.normal(size=4000)
+    Xt = rng.normal(size=(2000, 20))
+    yt = Xt[:, :10] @ (np.linalg.lstsq(X[:, :10], y, rcond=None)[0])  # noise-free target
+    model = SuperSparseRegressor(random_state=0).fit(X, y)
+    own = SuperSparseRegressor(random_state=0, lam=1e-6, max_iter=0).fit(X, y).gamma_
+    assert model.gamma_ < own
+    assert any(model.gamma_ == pytest.approx(own * factor, rel=1e-9)
+               for factor in AUTO_GAMMA_FACTORS[1:])
+    ridge = Ridge().fit(X, y)
+    mse = float(np.mean((model.predict(Xt) - yt) ** 2))
+    assert mse < 2.0 * float(np.mean((ridge.predict(Xt) - yt) ** 2)) + 10.0
+    # the criterion recomputed with numpy on the same kind of problem: the wide width's
+    # held-out loss is far below a quarter of the narrow one's
+    narrow, wide = (_width_losses(X[:2000], y[:2000], g, 400) for g in (own, own / 64))
+    assert wide < 0.25 * narrow
+    # a curved boundary keeps the prototypes' own width
+    Xs, ys = _spirals(1000, seed=0)
+    spirals = SuperSparseClassifier().fit(Xs, ys)
+    spirals_own = SuperSparseClassifier(lam=1e-6, max_iter=0).fit(Xs, ys).gamma_
+    assert spirals.gamma_ == spirals_own

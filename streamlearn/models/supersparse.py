@@ -626,6 +626,14 @@ _PARAMS_DOC = """
         length at least a quarter of the rows' root mean squared distance from their
         mean: prototypes crowd in one or two dimensions, where their nearest distances
         left gaps between them; ``"scale"`` when there are not two distinct prototypes).
+        With ``lam="auto"`` the width is then chosen among 1, 1/4, 1/16 and 1/64 times
+        that one, by the held-out rows' squared loss of a beta-step at the initial
+        prototypes (without held-out rows, ridge coefficients: the lowest generalised
+        cross-validation score): a wider RBF is taken only when its loss is at most a
+        quarter of the prototypes' own width's. Overlapping bumps follow a target that
+        changes smoothly across many prototypes, a linear trend most of all, which narrow
+        ones cannot; a smaller gain is what moving the prototypes learns away (two
+        interleaved spirals keep their own width). One pass per width.
         ``"scale"`` derives it from the training rows: ``gamma = 1 / sum_j var_j`` with
         ``var_j`` the (weighted) variance of feature ``j`` (one over the number of varying
         features once standardised; 1 when every feature is constant), so two typical rows

@@ -91,6 +91,7 @@ from streamlearn.solvers.supersparse.passes import (
     ValidationPass,
     choose_lam,
     class_quotas,
+    gcv_choice,
     gcv_lam,
     lam_scale,
     mean_abs_slopes,
@@ -126,6 +127,12 @@ VALIDATION_SALT = 0x5AB5_5E1E_C7ED_0004
 INIT_SALT = 0x1D17_0004
 #: Lloyd iterations of ``init="kmeans"`` on the first ``partial_fit`` call.
 KMEANS_ITERATIONS = 10
+#: ``gamma="auto"`` with held-out rows: the widths tried at the initial prototypes, as
+#: factors of the prototypes' own width (:func:`_choose_gamma`).
+AUTO_GAMMA_FACTORS = (1.0, 1.0 / 4.0, 1.0 / 16.0, 1.0 / 64.0)
+#: ... a wider RBF replaces the prototypes' own width only when its estimated test loss is
+#: at most this fraction of the own width's.
+AUTO_GAMMA_GAIN = 0.25
 
 
 @dataclass(frozen=True)
@@ -407,9 +414,12 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     """
     holdout = train.holdout
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
-    gamma = _resolve_gamma(gamma, C)
-    similarity = config.similarity_of(gamma)
     choose = valid if holdout is not None and config.lam == "auto" else None
+    auto = isinstance(gamma, tuple)
+    gamma = _resolve_gamma(gamma, C)
+    if auto and config.lam == "auto" and (choose is not None or config.coef == "ridge"):
+        gamma = _choose_gamma(runner, dataset, config, train, choose, C, gamma)
+    similarity = config.similarity_of(gamma)
     scales = TEMPERATURE_SCALES if config.target == "classification" else None
     w = None
     path: list[tuple[int, float, float, float]] = []
@@ -527,6 +537,47 @@ def _resolve_gamma(gamma: Any, C: np.ndarray) -> float:
     if isinstance(gamma, tuple):
         auto = prototype_gamma(C, gamma[1])
         return float(gamma[1] if auto is None else auto)
+    return float(gamma)
+
+
+def _choose_gamma(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
+                  valid: TargetRows | None, C: np.ndarray, gamma: float) -> float:
+    """``gamma="auto"`` with ``lam="auto"``: the width, among :data:`AUTO_GAMMA_FACTORS`
+    times the prototypes' own ``gamma``, of the lowest estimated test loss of a beta-step
+    at the initial prototypes ``C``, each at its own choice of ``lam``: the held-out rows'
+    squared loss (``valid``), or without held-out rows (ridge coefficients) the lowest
+    generalised cross-validation score of :func:`~.passes.gcv_lam`.
+
+    The prototypes' own width makes neighbouring prototypes barely overlap, which suits a
+    boundary that curves between them; a target that changes smoothly across many
+    prototypes (a linear trend, most of all) needs bumps that overlap, which the wider
+    RBFs give (``exp(-gamma ||x - c||^2)`` is close to quadratic in ``x`` when ``gamma``
+    is small). The wider one of the lowest loss is taken only when that loss is at most
+    :data:`AUTO_GAMMA_GAIN` times the prototypes' own width's: a gap that moving the
+    prototypes does not close, where a smaller one (two interleaved spirals at their
+    initial prototypes) is what the prototype steps then learn away. One pass per width.
+    """
+    losses = []
+    for factor in AUTO_GAMMA_FACTORS:
+        similarity = config.similarity_of(gamma * factor)
+        label = f"gamma={gamma * factor:.3g}"
+        if valid is None:
+            stats = _gram(runner, dataset, train, C, similarity, label)
+            loss = gcv_choice(stats, config.coef)[1]
+        else:
+            split: SplitGramState = runner.run(SplitGramPass(train, valid, C, similarity),
+                                               dataset, description=label)
+            if split.train.weight <= 0 or split.valid.weight <= 0:
+                return gamma
+            stats = split.train
+            lam = choose_lam(stats, split.valid, config.coef)
+            w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, config.coef,
+                           None)
+            loss = squared_loss(split.valid, w)
+        losses.append(loss if np.isfinite(loss) else np.inf)
+    best = int(np.argmin(losses))
+    if np.isfinite(losses[best]) and losses[best] <= AUTO_GAMMA_GAIN * losses[0]:
+        return float(gamma * AUTO_GAMMA_FACTORS[best])
     return float(gamma)
 
 

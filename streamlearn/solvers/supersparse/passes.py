@@ -1076,9 +1076,15 @@ def gcv_lam(stats: GramState, coef: str) -> float:
     -------
     float
     """
+    return gcv_choice(stats, coef)[0]
+
+
+def gcv_choice(stats: GramState, coef: str) -> tuple[float, float]:
+    """:func:`gcv_lam`'s penalty and the lowest GCV score of its candidates (infinite
+    where :func:`gcv_lam` falls back)."""
     scale = lam_scale(stats, coef)
     if coef != "ridge" or stats.weight <= 0 or stats.rows <= 0:
-        return AUTO_LAM_FALLBACK * scale
+        return AUTO_LAM_FALLBACK * scale, np.inf
     A, b = stats.G / stats.weight, stats.r / stats.weight
     p = A.shape[0] - 1
     lams = [factor * scale for factor in AUTO_LAM_GRID[::-1]]
@@ -1095,10 +1101,10 @@ def gcv_lam(stats: GramState, coef: str) -> float:
         scores.append(loss / room**2 if room > 0 and np.isfinite(loss) else np.inf)
     best = min(scores)
     if not np.isfinite(best):
-        return AUTO_LAM_FALLBACK * scale
+        return AUTO_LAM_FALLBACK * scale, np.inf
     bound = best * (1.0 + AUTO_LAM_SLACK)
     return float(next(lam for lam, score in zip(lams, scores, strict=True)
-                      if score <= bound))
+                      if score <= bound)), float(best)
 
 
 def choose_lam(train: GramState, valid: GramState, coef: str,
