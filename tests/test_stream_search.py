@@ -549,3 +549,50 @@ def test_lanes_read_categorical_columns_as_fit_does():
     assert lane.categories_["cat"] == tuple(frame["cat"].cat.categories)
     reference = LogisticRegression(max_iter=1000).fit(one_hot(frame), y)
     assert lane.score(test, y_test) >= reference.score(one_hot(test), y_test) - 0.1
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_a_pipeline_scores_and_fits_the_search_with_weights_as_with_grid_search(routing):
+    import sklearn
+    from sklearn.metrics import accuracy_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from streamlearn.models import SuperSparseClassifier
+
+    X, y = additive_problem(1200, n_features=6, seed=12)
+    w = np.random.default_rng(12).uniform(0.2, 2.0, len(y))
+    grid = {"lam": [0.01, 0.1]}
+    with sklearn.config_context(enable_metadata_routing=routing):
+        model = SuperSparseClassifier(n_prototypes=10)
+        if routing:  # asked for as GridSearchCV's estimator would be
+            model.set_score_request(sample_weight=True)
+        search = StreamSearchCV(model, grid)
+        if routing:
+            search.set_fit_request(sample_weight=True)
+        scaler = StandardScaler().set_fit_request(sample_weight=False) if routing \
+            else StandardScaler()
+        pipe = make_pipeline(scaler, search)
+        fit_weights = {"sample_weight": w} if routing else \
+            {"streamsearchcv__sample_weight": w}
+        pipe.fit(X, y, **fit_weights)
+        Xs = pipe[0].transform(X)
+        best = pipe[-1].best_estimator_
+        # unweighted and weighted scores: the accuracy of the best model's predictions
+        assert pipe.score(X, y) == pytest.approx(accuracy_score(y, best.predict(Xs)))
+        assert pipe.score(X, y, sample_weight=w) == pytest.approx(
+            accuracy_score(y, best.predict(Xs), sample_weight=w))
+        # the weights reached the search's own fit: the same search fitted directly
+        direct = StreamSearchCV(SuperSparseClassifier(n_prototypes=10), grid).fit(
+            Xs, y, sample_weight=w)
+        np.testing.assert_allclose(best.predict_proba(Xs),
+                                   direct.best_estimator_.predict_proba(Xs), rtol=1e-5)
+        assert pipe[-1].cv_results_["mean_test_score"] == pytest.approx(
+            direct.cv_results_["mean_test_score"])
+    if routing:
+        with sklearn.config_context(enable_metadata_routing=True):
+            unrequested = make_pipeline(StandardScaler(), StreamSearchCV(
+                SuperSparseClassifier(n_prototypes=10), grid)).fit(X, y)
+            unrequested.score(X, y)  # no weights: nothing to route
+            with pytest.raises(Exception, match="set_score_request"):
+                unrequested.score(X, y, sample_weight=w)

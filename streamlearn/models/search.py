@@ -62,6 +62,12 @@ from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _routing_enabled,
+    process_routing,
+)
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Chunk, Dataset
@@ -807,11 +813,45 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self._check_fitted()
         return self.best_estimator_.decision_function(X)
 
-    def score(self, X: Any, y: Any = None, **kwargs: Any) -> float:
+    def score(self, X: Any, y: Any = None, **params: Any) -> float:
         """``best_estimator_`` scored by ``scoring``, the rule the search ranked by (its own
-        ``score`` when ``scoring`` is None); ``kwargs`` (``sample_weight``) go to it."""
+        ``score`` when ``scoring`` is None).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), optional
+        **params
+            Passed to the scorer (``sample_weight``). With scikit-learn's metadata routing
+            on, those the scorer requests: ``estimator.set_score_request(sample_weight=True)``
+            for ``scoring=None`` (the estimator's own ``score``), the scorer's
+            ``set_score_request`` otherwise, as with ``GridSearchCV``.
+
+        Returns
+        -------
+        float
+        """
         self._check_fitted()
-        return float(self.scorer_(self.best_estimator_, X, y, **kwargs))
+        if _routing_enabled():
+            params = process_routing(self, "score", **params).scorer.score
+        return float(self.scorer_(self.best_estimator_, X, y, **params))
+
+    def get_metadata_routing(self) -> MetadataRouter:
+        """How scikit-learn's metadata routing reaches the search.
+
+        ``fit`` takes ``sample_weight`` itself (it streams the weights with the rows, to
+        the lanes, the held-out scores and the refit): ``set_fit_request(sample_weight=True)``
+        asks a pipeline for them. ``score`` routes its metadata to the scorer, as
+        ``GridSearchCV`` does.
+
+        Returns
+        -------
+        MetadataRouter
+        """
+        router = MetadataRouter(owner=self).add_self_request(self)
+        router.add(scorer=check_scoring(self.estimator, scoring=self.scoring),
+                   method_mapping=MethodMapping().add(caller="score", callee="score"))
+        return router
 
 
 def _takes_sample_weight(scorer: Any) -> bool:
