@@ -10,6 +10,7 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from streamlearn.data import open_dataset
 from streamlearn.data.synthetic import additive_problem
@@ -596,3 +597,35 @@ def test_a_pipeline_scores_and_fits_the_search_with_weights_as_with_grid_search(
             unrequested.score(X, y)  # no weights: nothing to route
             with pytest.raises(Exception, match="set_score_request"):
                 unrequested.score(X, y, sample_weight=w)
+
+
+def _searches() -> list[StreamSearchCV]:
+    from streamlearn.models import MixtureSVC, SuperSparseClassifier, SuperSparseRegressor
+
+    return [StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.1, 1.0]}),
+            StreamSearchCV(MixtureSVC(), {"C": [0.1, 1.0]}),
+            StreamSearchCV(SuperSparseClassifier(), {"lam": [0.01, 0.1]}),
+            StreamSearchCV(SuperSparseRegressor(), {"lam": [0.01, 0.1]})]
+
+
+@parametrize_with_checks(_searches(), expected_failed_checks=lambda search: dict(
+    search._expected_failed_checks))
+def test_searches_pass_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_sparse_tag_says_what_fit_takes():
+    import scipy.sparse as sp
+    from sklearn.utils import get_tags
+
+    X, y = additive_problem(400, n_features=6, seed=13)
+    for search in _searches():
+        # the models' own fit streams sparse rows; the lanes' partial_fit does not
+        assert get_tags(search.estimator).input_tags.sparse
+        assert not get_tags(search).input_tags.sparse
+        with pytest.raises(TypeError, match="takes dense rows"):
+            search.fit(sp.csr_matrix(X), y)
+    with pytest.raises(ValueError, match="n_samples = 1"):
+        from streamlearn.models import SuperSparseRegressor
+
+        StreamSearchCV(SuperSparseRegressor(), {"lam": [0.1]}).fit(X[:1], [0.5])

@@ -467,8 +467,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         validation = self._read_validation(engine, dataset, held_out)
         n_train = dataset.n_rows - int(np.sum(self._block_sizes(dataset, held_out)))
         if n_train <= 0 or validation.n_rows == 0:
-            raise ValueError(f"{dataset.n_rows} rows are too few to hold out a validation "
-                             "set and train on the rest")
+            raise ValueError(f"too few rows (n_samples = {dataset.n_rows}) to hold out a "
+                             "validation set and train on the rest")
         self.final_rung_ = self._final_rung()
         budgets = self._budgets(len(settings), n_train)
         by_fit = self.final_rung_ == "fit"  # one setting too: the finalist fit trains
@@ -779,9 +779,22 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.estimator_type = inner.estimator_type
         tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
         tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
-        tags.input_tags.sparse = inner.input_tags.sparse
+        # the lanes train by partial_fit, which takes dense rows only: sparse rows are
+        # refused (fit), whatever the estimator's own fit streams
+        tags.input_tags.sparse = False
         tags.input_tags.allow_nan = inner.input_tags.allow_nan
         return tags
+
+    @property
+    def _expected_failed_checks(self) -> dict[str, str]:
+        """scikit-learn checks the search is expected to fail, with the reason: those of
+        its estimator, and the weight equivalence check."""
+        checks = dict(getattr(self.estimator, "_expected_failed_checks", {}))
+        checks.setdefault("check_sample_weight_equivalence_on_dense_data",
+                          "the held-out blocks are whole blocks of consecutive rows drawn at "
+                          "random, so a row repeated k times moves them where the same row "
+                          "with weight k does not")
+        return checks
 
     # -- prediction ---------------------------------------------------------------------------
     def _check_fitted(self) -> None:
