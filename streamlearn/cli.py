@@ -370,8 +370,9 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     """
     from streamlearn.data.open import check_coded_as_trained, reading_for
     from streamlearn.data.sources.base import default_feature_names
+    from streamlearn.models.base import feature_names_of
 
-    expected = list(getattr(model, "feature_names_in_", ()))
+    expected = list(feature_names_of(model)) if hasattr(model, "n_features_in_") else []
     if not expected:
         raise SchemaError(f"the {type(model).__name__} does not record its feature names")
     # svmlight indices as the training file's were read (a file without index 0 would
@@ -1617,7 +1618,9 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
                "the true one;\nshare = the curve's range as a share of all curves' ranges")
     click.echo(f"  {'feature':<8} {'share':>6}  {'learned':<{CURVE_POINTS}}  {'share':>6}  true")
     spans = {k: np.ptp(c, axis=1) for k, c in (("learned", learned), ("true", truth))}
-    for f, name in enumerate(model.feature_names_in_):
+    from streamlearn.models.base import feature_names_of
+
+    for f, name in enumerate(feature_names_of(model)):
         parts = []
         for key, curves in (("learned", learned), ("true", truth)):
             share = spans[key][f] / spans[key].sum()

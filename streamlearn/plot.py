@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from streamlearn.models.base import feature_names_of
+
 #: Features drawn by :func:`shape_functions` unless told (the most important first).
 MAX_SHAPES = 12
 #: Bars drawn by :func:`importances`.
@@ -76,9 +78,11 @@ def _values(X: Any, model: Any) -> np.ndarray | None:
         return np.asarray(X, dtype=np.float64)
     import pandas as pd
 
-    names = list(model.feature_names_in_)
-    by_text = {str(c): c for c in columns}  # the model keeps names as text: 0 is "0"
-    table = X[[by_text[n] for n in names]] if set(names) <= set(by_text) else X
+    # a model fitted on named columns reads a table by name, else by position
+    named = getattr(model, "feature_names_in_", None)
+    names = [] if named is None else [str(n) for n in named]
+    by_text = {str(c): c for c in columns}
+    table = X[[by_text[n] for n in names]] if names and set(names) <= set(by_text) else X
     categories = getattr(model, "categories_", None) or {}
     out = np.empty(table.shape, dtype=np.float64)
     for j, name in enumerate(table.columns):
@@ -97,7 +101,7 @@ def _short(name: str, most: int = 40) -> str:
 
 
 def _feature_order(model: Any, features: Any, limit: int) -> list[int]:
-    names = list(model.feature_names_in_)
+    names = list(feature_names_of(model))
     if features is not None:
         return [names.index(f) if isinstance(f, str) else int(f) for f in features]
     importance = getattr(model, "feature_importances_", None)
@@ -131,7 +135,7 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
     table = model.shape_functions(n_points=n_points)
     chosen = _feature_order(model, features, max_features)
     values = _values(X, model)
-    names = list(model.feature_names_in_)
+    names = list(feature_names_of(model))
     transform = getattr(model, "feature_transform_", None)
     if not chosen:
         raise ValueError("no feature to draw: features is empty or max_features is 0")
@@ -249,7 +253,8 @@ def importances(model: Any, top: int = MAX_BARS) -> Any:
     matplotlib.figure.Figure
     """
     _check_fitted(model, "feature_importances_")
-    names = [str(n) for n in model.feature_names_in_]
+    given = [str(n) for n in feature_names_of(model)]
+    names = list(given)
     values = list(np.asarray(model.feature_importances_, dtype=float))
     pairs = getattr(model, "interactions_", ())
     if len(pairs):
@@ -258,7 +263,7 @@ def importances(model: Any, top: int = MAX_BARS) -> Any:
     order = np.argsort(-np.asarray(values), kind="stable")[:top]
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 0.3 * len(order) + 1.2))
-    colours = ["C1" if i >= len(model.feature_names_in_) else "C0" for i in order]
+    colours = ["C1" if i >= len(given) else "C0" for i in order]
     ax.barh(range(len(order)), [values[i] for i in order], color=colours)
     ax.set_yticks(range(len(order)), [names[i] for i in order], fontsize=8)
     ax.invert_yaxis()
@@ -320,7 +325,7 @@ def mixture(model: Any, X: Any = None, n_points: int = 200) -> Any:
             ax.scatter(values[:, 0], values[:, 1], s=2, c="0.3", alpha=0.4)
         active = np.asarray(model.xi_).reshape(-1) > 0
         ax.scatter(centres[active, 0], centres[active, 1], marker="x", c="k", s=25)
-        names = model.feature_names_in_
+        names = feature_names_of(model)
         ax.set_xlabel(str(names[0]))
         ax.set_ylabel(str(names[1]))
         ax.set_title("regions and active centres", fontsize=10)

@@ -798,6 +798,8 @@ def test_numeric_rows_of_a_categorical_model_must_hold_its_codes() -> None:
 
 
 def test_a_model_fitted_on_an_array_reads_named_columns_by_position_and_says_so() -> None:
+    from sklearn.linear_model import LogisticRegression
+
     from streamlearn.models import AdditiveSVC
 
     rng = np.random.default_rng(4)
@@ -807,12 +809,17 @@ def test_a_model_fitted_on_an_array_reads_named_columns_by_position_and_says_so(
     with pytest.warns(UserWarning, match="fitted without feature names"):
         by_position = model.predict(pd.DataFrame(X, columns=["a", "b"]))
     np.testing.assert_array_equal(by_position, model.predict(X))
-    # its own default names, in another order, are read by name
+    # the names x0, x1 it gave the columns are not theirs: columns of those names, in
+    # another order, are read by position too, as LogisticRegression reads them
+    reference = LogisticRegression().fit(X, y)
+    swapped = pd.DataFrame(X[:, ::-1], columns=["x1", "x0"])
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        reference.predict(swapped)
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        np.testing.assert_array_equal(model.predict(swapped), model.predict(X[:, ::-1]))
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        swapped = model.predict(pd.DataFrame(X[:, ::-1], columns=["x1", "x0"]))
         plain = model.predict(pd.DataFrame(X))  # integer labels: by position, silently
-    np.testing.assert_array_equal(swapped, model.predict(X))
     np.testing.assert_array_equal(plain, model.predict(X))
 
 

@@ -181,3 +181,29 @@ def test_a_model_trained_on_category_codes_loads_and_reads_codes(
     assert not hasattr(loaded, "category_indicators_") and loaded.n_features_in_ == 2
     codes = np.c_[frame["x0"], frame["cat"].cat.codes].astype(np.float32)
     np.testing.assert_array_equal(loaded.decision_function(frame), old.decision_function(codes))
+
+
+def test_feature_names_in_round_trips_and_old_files_keep_their_reading(tmp_path: Path) -> None:
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    from streamlearn.models import SuperSparseClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = X[:, 0] > 0
+    for data, names in ((X, ["x0", "x1", "x2"]), (pd.DataFrame(X, columns=["a", "b", "c"]),
+                                                 ["a", "b", "c"])):
+        model = SuperSparseClassifier(n_prototypes=4, max_iter=3).fit(data, y)
+        named = hasattr(LogisticRegression().fit(data, y), "feature_names_in_")
+        path = save_model(model, tmp_path / "m.slm")
+        loaded = load_model(path)
+        assert hasattr(loaded, "feature_names_in_") == named
+        # a file written before the flag was kept: names x0, x1, ... were an array's
+        old = _rewritten(path, tmp_path / "old.slm",
+                         lambda h: h["metadata"]["learned"].pop("_unnamed_features_"))
+        before = load_model(old)
+        assert "_unnamed_features_" not in vars(before)
+        assert hasattr(before, "feature_names_in_") == named
+        assert list(vars(before)["feature_names_in_"]) == names
+        np.testing.assert_array_equal(before.predict(X), model.predict(X))

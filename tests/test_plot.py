@@ -170,7 +170,7 @@ def test_explain_writes_pictures_and_a_page_from_a_saved_model(additive, tmp_pat
 def test_explain_command_reads_a_sample_of_the_data(additive, tmp_path: Path) -> None:
     model, X = additive
     save_model(model, tmp_path / "m.slm")
-    pd.DataFrame(X, columns=list(model.feature_names_in_)).to_parquet(tmp_path / "d.parquet")
+    pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).to_parquet(tmp_path / "d.parquet")
     result = CliRunner().invoke(cli, ["explain", str(tmp_path / "m.slm"),
                                       str(tmp_path / "d.parquet"), "--out",
                                       str(tmp_path / "out"), "--quiet"])

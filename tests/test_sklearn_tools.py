@@ -415,6 +415,61 @@ def test_check_is_fitted_and_clone(cls: type) -> None:
 
 # -- feature selection and feature names ----------------------------------------------------
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_feature_names_in_exists_where_scikit_learn_has_it(cls: type, tmp_path) -> None:
+    import warnings
+
+    import pandas as pd
+    from sklearn.linear_model import LinearRegression
+
+    from streamlearn.io.model_file import load_model
+
+    X, y = data_for(cls)
+    names = [f"x{j}" for j in range(X.shape[1])]  # the names an array's columns are given
+    frame = pd.DataFrame(X, columns=names)
+    reference = LogisticRegression() if is_classifier(cls()) else LinearRegression()
+    model = cheap(cls)
+    # fitted on an array, on a table, then on an array again: the attribute as the reference
+    for data in (X, frame, X):
+        model.fit(data, y)
+        reference.fit(data, y)
+        assert hasattr(model, "feature_names_in_") == hasattr(reference, "feature_names_in_")
+        model.save(tmp_path / "m.slm")
+        loaded = load_model(tmp_path / "m.slm")
+        assert hasattr(loaded, "feature_names_in_") == hasattr(reference, "feature_names_in_")
+    assert model.n_features_in_ == X.shape[1]
+    # a table of those names in another order is read by position, with the warning
+    reversed_frame = pd.DataFrame(X[:, ::-1], columns=names[::-1])
+    for fitted in (model, loaded):
+        with pytest.warns(UserWarning, match="fitted without feature names"):
+            by_position = fitted.predict(reversed_frame)
+        np.testing.assert_allclose(by_position, fitted.predict(X[:, ::-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model.predict(X)  # an array, as fitted: no warning
+    # fitted on the table, the same reversed table is read by name
+    model.fit(frame, y)
+    np.testing.assert_array_equal(model.feature_names_in_, names)
+    np.testing.assert_allclose(model.predict(reversed_frame), model.predict(X))
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if hasattr(c, "partial_fit")],
+                         ids=lambda c: c.__name__)
+def test_a_first_partial_fit_records_feature_names_as_scikit_learn_does(cls: type) -> None:
+    import pandas as pd
+    from sklearn.linear_model import SGDClassifier, SGDRegressor
+
+    X, y = data_for(cls)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    kwargs = {"classes": np.unique(y)} if is_classifier(cls()) else {}
+    reference = SGDClassifier() if is_classifier(cls()) else SGDRegressor()
+    for data in (X, frame):
+        model = cheap(cls).partial_fit(data, y, **kwargs)
+        expected = clone(reference).partial_fit(data, y, **kwargs)
+        assert hasattr(model, "feature_names_in_") == hasattr(expected, "feature_names_in_")
+    np.testing.assert_array_equal(model.feature_names_in_, expected.feature_names_in_)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_select_from_model_keeps_the_features_above_the_mean_importance(cls: type) -> None:
     import pandas as pd
     from sklearn.feature_selection import SelectFromModel

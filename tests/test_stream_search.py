@@ -18,6 +18,7 @@ from streamlearn.engine import DaskEngine
 from streamlearn.features import BSplinePairMap
 from streamlearn.models import AdditiveSVC
 from streamlearn.models import search as search_module
+from streamlearn.models.base import feature_names_of
 from streamlearn.models.search import StreamSearchCV, mix_parameters
 
 
@@ -177,7 +178,7 @@ def test_lanes_train_the_pairs_the_template_screened():
     search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.1, 10.0]}, refit=False,
                             chunk_rows=400, min_resource=2000).fit(X, y)
     template = search.lane_template_
-    names = list(template.feature_names_in_)
+    names = list(feature_names_of(template))  # x0, x1, ...: the array's columns
     screened = tuple((names.index(a), names.index(b)) for a, b in template.interactions_)
     assert {(0, 1), (2, 3)} <= set(screened)
     # the template is the estimator as given, at the first count and grid "auto" tries,
@@ -629,3 +630,31 @@ def test_sparse_tag_says_what_fit_takes():
         from streamlearn.models import SuperSparseRegressor
 
         StreamSearchCV(SuperSparseRegressor(), {"lam": [0.1]}).fit(X[:1], [0.5])
+
+
+def test_a_raced_scikit_learn_model_has_feature_names_where_its_fit_would():
+    import warnings
+
+    import pandas as pd
+    from sklearn.linear_model import SGDClassifier
+
+    X, y = additive_problem(2000, n_features=6, seed=14)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    for data in (X, frame):
+        search = StreamSearchCV(SGDClassifier(loss="log_loss", random_state=0),
+                                {"alpha": [1e-4, 1e-2]}, refit=False).fit(data, y)
+        reference = SGDClassifier(loss="log_loss").fit(data, y)
+        best = search.best_estimator_
+        assert hasattr(best, "feature_names_in_") == hasattr(reference, "feature_names_in_")
+        assert hasattr(search, "feature_names_in_") == hasattr(reference, "feature_names_in_")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # no feature-name warning
+            search.predict(data)
+    np.testing.assert_array_equal(best.feature_names_in_, reference.feature_names_in_)
+    # a streamlearn lane the same: no names of an array's columns
+    from streamlearn.models import SuperSparseClassifier
+
+    lane = StreamSearchCV(SuperSparseClassifier(n_prototypes=10), {"lam": [1e-3, 1e-1]},
+                          refit=False, final_rung="partial_fit").fit(X, y)
+    assert not hasattr(lane.best_estimator_, "feature_names_in_")
+    assert not hasattr(lane, "feature_names_in_")

@@ -266,6 +266,15 @@ class Dataset:
         return len(self.feature_names)
 
     @property
+    def named_features(self) -> bool:
+        """Whether ``feature_names`` are the data's own column names (a table's, a file's),
+        rather than the names ``x0, x1, ...`` given to the columns of an array, a sparse
+        matrix or an svmlight file, which a model fitted on them does not expose as
+        ``feature_names_in_`` (scikit-learn's rule)."""
+        return not (isinstance(self.feature_names, NumberedNames)
+                    or getattr(self.source, "unnamed_features", False))
+
+    @property
     def classes(self) -> np.ndarray | None:
         """Sorted class labels; discovered by one scan of the target column if not recorded."""
         if self.task != "classification":

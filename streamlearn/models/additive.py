@@ -56,8 +56,11 @@ from streamlearn.models.base import (
     check_sample_weight,
     coded_table,
     encode_labels,
+    has_column_names,
+    has_named_features,
     over_dask_blocks,
     record_categories,
+    record_feature_names,
     sorted_classes,
     sparse_rows_of,
     storable_classes,
@@ -428,7 +431,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Sorted labels; predictions are among them.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
-        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
+        The feature names seen in ``fit``; only when its data named its columns (a
+        table, a file), as in scikit-learn: an array's columns are read by position.
     feature_map_ : FeatureMap or None
         The fitted embedding (None for ``"linear"``), over the features as
         ``feature_transform_`` maps them.
@@ -854,7 +858,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         wanted = self._lane_pairs(dataset)
         if template is not None and wanted > 0:
             # as column positions: a lane is handed a chunk's rows without their names
-            names = list(template.feature_names_in_)
+            names = list(template._feature_names)
             pairs = [(names.index(f), names.index(g))
                      for f, g in getattr(template, "interactions_", ())][:wanted]
         params["interactions"] = pairs if pairs else 0
@@ -1256,6 +1260,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
         """First ``partial_fit`` call: classes, features, feature map and empty models."""
+        named = has_column_names(X)
         coded = coded_table(X)
         categories: dict[str, tuple[Any, ...]] = {}
         if coded is not None:
@@ -1296,7 +1301,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if not weight_sum > 0:
             raise ValueError(f"the sample weights of the first partial_fit chunk sum to "
                              f"{weight_sum}; it needs a row with a positive weight")
-        self.feature_names_in_ = feature_names
+        record_feature_names(self, feature_names, named)
         record_categories(self, categories)
         self.n_features_in_ = values.shape[1]
         self.feature_map_ = feature_map
@@ -1349,7 +1354,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                       "feature_range=(min, max) when the chunks do not each span the data")
             warnings.warn(
                 f"{outside.size} feature(s) have values outside the feature map's range, "
-                f"first {self.feature_names_in_[f]!r}: {share[f]:.0%} of the rows outside "
+                f"first {self._feature_names[f]!r}: {share[f]:.0%} of the rows outside "
                 f"[{lo[f]:.6g}, {hi[f]:.6g}]; "
                 f"they are clamped to it. {source}", UserWarning, stacklevel=caller_stacklevel())
 
@@ -1364,7 +1369,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         emb = self._embedding()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
         if rows is None:
-            values = check_features(X, self._feature_names, type(self).__name__)
+            values = check_features(X, self._feature_names, type(self).__name__,
+                                    named=has_named_features(self))
             return decision_ovr_chunk(self._model_rows(values), self.coef_d_,
                                       float(self.bias_scale), *emb)
         if emb.takes_sparse_rows:
@@ -1517,7 +1523,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             Models in the order of ``coef_d_`` (:meth:`svm_scores`'s columns).
         """
         self._check_fitted()
-        values = check_features(X, self._feature_names, type(self).__name__)
+        values = check_features(X, self._feature_names, type(self).__name__,
+                                    named=has_named_features(self))
         return self._terms(self._model_rows(values))
 
     def _terms(self, X: np.ndarray) -> np.ndarray:
@@ -1561,7 +1568,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if int(n_points) < 2:
             raise ValueError(f"n_points must be at least 2, got {n_points}")
         lo, hi = self._shape_ranges(ranges)
-        names = list(self.feature_names_in_)
+        names = list(self._feature_names)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
         fmap = self.feature_map_
@@ -1616,7 +1623,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if not isinstance(fmap, BSplinePairMap):
             return pd.DataFrame(columns=columns)
         lo, hi = self._shape_ranges(None)
-        names = list(self.feature_names_in_)
+        names = list(self._feature_names)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
         d = self.n_features_in_

@@ -104,9 +104,13 @@ class FeatureNamesAttribute:
     features, a :class:`~streamlearn.data.sources.base.NumberedNames` for a sparse
     source's numbered columns) in its ``__dict__``, as model files store them; reading
     the attribute gives scikit-learn's object array (:class:`FeatureNameArray`), which
-    its tools index with masks (``SelectFromModel``, ``get_feature_names_out``). Numbered
-    names of a sparse source stay as they are: a million columns are not made into
-    strings to be read.
+    its tools index with masks (``SelectFromModel``, ``get_feature_names_out``).
+
+    As in scikit-learn, the attribute exists only when the training data named its
+    columns (a table's or a file's column names): a model fitted on an array, a sparse
+    matrix or svmlight rows keeps the names ``x0, x1, ...`` given to its columns for its
+    own messages, plots and model files (:func:`feature_names_of`), and has no
+    ``feature_names_in_`` (:func:`has_named_features`).
     """
 
     name = "feature_names_in_"
@@ -119,8 +123,9 @@ class FeatureNamesAttribute:
         except KeyError:
             raise AttributeError(f"{type(instance).__name__!s} has no attribute "
                                  f"{self.name!r}; it is set by fit") from None
-        if isinstance(names, NumberedNames):
-            return names
+        if not has_named_features(instance):
+            raise AttributeError(f"{type(instance).__name__!s} has no attribute "
+                                 f"{self.name!r}: it was fitted on columns without names")
         out = np.empty(len(names), dtype=object)
         out[:] = [str(n) for n in names]
         out = out.view(FeatureNameArray)
@@ -135,6 +140,64 @@ class FeatureNamesAttribute:
             del instance.__dict__[self.name]
         except KeyError:
             raise AttributeError(self.name) from None
+
+
+#: Learned flag: the model's columns had no names of their own (see
+#: :func:`record_feature_names`).
+UNNAMED_FLAG = "_unnamed_features_"
+
+
+def record_feature_names(estimator: Any, names: Sequence[str], named: bool) -> None:
+    """Keep the names of the columns a model was fitted on.
+
+    ``names`` go to the model's ``__dict__`` (read by :func:`feature_names_of`, by model
+    files and, when ``named``, as ``feature_names_in_``); ``named`` is False for the names
+    ``x0, x1, ...`` given to unnamed columns (an array, a sparse matrix, svmlight rows),
+    which the model then reads by position and does not expose as ``feature_names_in_``.
+    """
+    estimator.__dict__["feature_names_in_"] = names
+    estimator.__dict__[UNNAMED_FLAG] = not named
+
+
+def has_column_names(X: Any) -> bool:
+    """Whether ``X`` is a table that names its columns (pandas ``columns``, pyarrow or
+    polars ``column_names``), as ``fit`` reads one (:class:`~streamlearn.data.Dataset`'s
+    ``named_features``)."""
+    return getattr(X, "columns", None) is not None or \
+        getattr(X, "column_names", None) is not None
+
+
+def has_named_features(estimator: Any) -> bool:
+    """Whether a fitted streamlearn model was trained on named columns (it then has
+    ``feature_names_in_``). A model loaded from a file written before the flag was
+    kept: unless its names are ``x0, x1, ...``."""
+    unnamed = estimator.__dict__.get(UNNAMED_FLAG)
+    if unnamed is None:
+        names = estimator.__dict__.get("feature_names_in_")
+        return (names is not None and not isinstance(names, NumberedNames)
+                and list(names) != default_feature_names(len(names)))
+    return not unnamed
+
+
+def feature_names_of(model: Any) -> Sequence[str]:
+    """Names of a fitted model's feature columns for display: those seen in ``fit``, or
+    ``x0, x1, ...`` for columns without names (kept by a streamlearn model, made here for
+    another library's).
+
+    Parameters
+    ----------
+    model : fitted estimator
+
+    Returns
+    -------
+    sequence of str
+    """
+    names = model.__dict__.get("feature_names_in_")
+    if names is None:
+        names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        names = default_feature_names(int(model.n_features_in_))
+    return names
 
 
 def record_hashing(estimator: Any, dataset: Dataset) -> None:
@@ -380,9 +443,9 @@ class StreamEstimator(BaseEstimator):
                 runner.release_checkpoint()
         self.n_passes_ = float(passes.passes_over(dataset.n_rows))
         self.bytes_read_ = int(passes.bytes_read)
-        self.feature_names_in_ = (dataset.feature_names if dataset.is_sparse
-                                  else tuple(dataset.feature_names))
-        self.n_features_in_ = len(self.feature_names_in_)
+        record_feature_names(self, dataset.feature_names if dataset.is_sparse
+                             else tuple(dataset.feature_names), dataset.named_features)
+        self.n_features_in_ = len(self._feature_names)
         if self._task == "classification" and dataset.classes is not None:
             self.classes_ = storable_classes(dataset.classes)
         zero_based = getattr(dataset.source, "zero_based", None)
@@ -439,7 +502,7 @@ class StreamEstimator(BaseEstimator):
         indicators = getattr(self, "category_indicators_", None)
         if indicators is not None:
             self.feature_names_in_ = indicators.source_names
-            self.n_features_in_ = len(self.feature_names_in_)
+            self.n_features_in_ = len(self._feature_names)
 
     def _given_feature_names(self, dataset: Dataset) -> Any:
         """The names of the columns given to the fit: ``dataset``'s, the training data as
@@ -645,7 +708,8 @@ class StreamEstimator(BaseEstimator):
         self._check_fitted()
         return check_features(X, self._feature_names, type(self).__name__,
                               categories=getattr(self, "categories_", None),
-                              unseen=self._unseen_category_reading)
+                              unseen=self._unseen_category_reading,
+                              named=has_named_features(self))
 
     def _unseen_category_reading(self, name: str, k: int) -> str:
         """How the model reads a category unseen in fit of the categorical feature
@@ -667,7 +731,8 @@ class StreamEstimator(BaseEstimator):
         would be trained as the code of unseen categories): see :func:`check_features`."""
         self._check_fitted()
         return check_features(X, self._feature_names, type(self).__name__,
-                              categories=getattr(self, "categories_", None), training=True)
+                              categories=getattr(self, "categories_", None), training=True,
+                              named=has_named_features(self))
 
     @property
     def _feature_names(self) -> Any:
@@ -1435,12 +1500,15 @@ def storable_classes(classes: np.ndarray) -> np.ndarray:
 def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                    categories: Mapping[str, Sequence[Any]] | None = None,
                    training: bool = False,
-                   unseen: Callable[[str, int], str] | None = None) -> np.ndarray:
+                   unseen: Callable[[str, int], str] | None = None,
+                   named: bool | None = None) -> np.ndarray:
     """Validate prediction inputs against the features seen in ``fit``.
 
     When ``fit`` saw named columns, a table with column names (pandas, polars, pyarrow)
     must hold exactly those columns (they are put in fit order, by name). Otherwise, and for
-    plain arrays, columns are taken by position and only their number is checked.
+    plain arrays, columns are taken by position and only their number is checked (a table
+    with string column names then gets scikit-learn's warning that the model was fitted
+    without feature names).
 
     Categorical features (those with a category list, from ``categories`` or carried by a
     :class:`FeatureNames` ``feature_names``) are coded by the categories seen in ``fit``:
@@ -1470,6 +1538,10 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         ``unseen(feature, k)``: what the model does with a category unseen in fit of a
         feature of ``k`` categories, said by the warning ("they ..."); by default
         :func:`unseen_code_reading`, the reserved code.
+    named : bool, optional
+        Whether ``fit`` saw named columns (:func:`has_named_features`); by default, unless
+        ``feature_names`` are ``x0, x1, ...`` (a table holding just those columns, in any
+        order, is then read by name).
 
     Returns
     -------
@@ -1494,10 +1566,12 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     columns = getattr(X, "column_names", None)
     if columns is None:
         columns = getattr(X, "columns", None)
-    named = expected != default_feature_names(len(expected))
+    guessed = named is None
+    if named is None:
+        named = expected != default_feature_names(len(expected))
     if columns is not None and not named and not isinstance(X, np.ndarray):
         got = [str(c) for c in columns]
-        if sorted(got) == sorted(expected):
+        if guessed and sorted(got) == sorted(expected):
             named = True  # the default names themselves, in any order: by name
         elif not all(isinstance(c, int | np.integer) for c in columns):
             warnings.warn(f"X has feature names, but {owner} was fitted without feature "

@@ -241,7 +241,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
-        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
+        The feature names seen in ``fit``; only when its data named its columns (a
+        table, a file), as in scikit-learn: an array's columns are read by position.
     xi_ : ndarray of shape (n_models, k)
         Mixing weights (0: pruned); ``n_models`` is 1 for two classes (positive class
         ``classes_[1]``), else one mixture per class.
@@ -447,7 +448,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
 
     def _set_fitted(self, fitted: MixtureFit) -> None:
         self.feature_names_in_ = fitted.feature_names
-        self.n_features_in_ = len(self.feature_names_in_)
+        self.n_features_in_ = len(self._feature_names)
         self.xi_ = fitted.xi
         self.centers_ = fitted.centers
         self.expert_coef_ = fitted.coef

@@ -305,7 +305,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     n_train_ : int
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
-        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
+        The feature names seen in ``fit``; only when its data named its columns (a
+        table, a file), as in scikit-learn: an array's columns are read by position.
 
     Warns
     -----

@@ -75,6 +75,7 @@ from streamlearn.engine.local import resolve_engine
 from streamlearn.models.base import (
     classification_dataset,
     record_categories,
+    record_feature_names,
     regression_dataset,
 )
 from streamlearn.models.class_weight import balanced_factors
@@ -530,9 +531,16 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.refit_time_ = 0.0
             best = race.candidates[self.best_index_]
             # the lanes read the rows as arrays: the model takes the data's column names
-            # and category lists, so that it reads a table as a fitted model does
-            best.feature_names_in_ = tuple(dataset.feature_names)
-            record_categories(best, dataset.categories or {})
+            # (feature_names_in_ only where the data named its columns, as scikit-learn
+            # records them) and category lists, so that it reads a table as fit would
+            if not foreign:
+                record_feature_names(best, tuple(dataset.feature_names),
+                                     dataset.named_features)
+                record_categories(best, dataset.categories or {})
+            elif dataset.named_features:
+                best.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
+            else:
+                best.__dict__.pop("feature_names_in_", None)
             self.best_estimator_ = best
             self.n_passes_ = self.search_passes_
         if is_classifier(self.estimator):

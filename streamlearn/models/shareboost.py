@@ -412,7 +412,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             if not hasattr(self, "family_"):
                 self.classes_ = storable_classes(classes)
                 self.feature_names_in_ = self._given_feature_names(dataset)
-                self.n_features_in_ = len(self.feature_names_in_)
+                self.n_features_in_ = len(self._feature_names)
                 # validation tables are coded by the training data's categories
                 record_categories(self, dataset.categories or {})
                 self.family_ = result.family

@@ -75,8 +75,10 @@ from streamlearn.models.base import (
     check_array_input,
     coded_table,
     encode_labels,
+    has_column_names,
     over_dask_blocks,
     record_categories,
+    record_feature_names,
     sorted_classes,
     sparse_rows_of,
     storable_classes,
@@ -503,6 +505,7 @@ class _SuperSparse(StreamEstimator):
             values, _, weights = check_array_input(self._check_training_X(X), y,
                                                    sample_weight, task)
         else:
+            named = has_column_names(X)
             coded = coded_table(X)  # string and categorical columns as codes
             categories: dict[str, Any] = {}
             if coded is not None:
@@ -513,11 +516,13 @@ class _SuperSparse(StreamEstimator):
             if values.shape[0] < 2:
                 raise DataError(f"the first partial_fit call needs at least 2 rows, got "
                                 f"n_samples={values.shape[0]}")
-            self.feature_names_in_ = (tuple(str(c) for c in names) if names is not None
-                                      else tuple(default_feature_names(values.shape[1])))
+            record_feature_names(
+                self, (tuple(str(c) for c in names) if names is not None
+                       else tuple(default_feature_names(values.shape[1]))),
+                named)
             self.n_features_in_ = values.shape[1]
             self._warn_category_codes(categories, online=True)
-            self._start_category_indicators(self.feature_names_in_, categories)
+            self._start_category_indicators(self._feature_names, categories)
             record_categories(self, categories)
         weight = (np.ones(values.shape[0], dtype=np.float32) if weights is None
                   else np.ascontiguousarray(weights, dtype=np.float32))
@@ -783,7 +788,8 @@ _PARAMS_DOC = """
         Per candidate ``p`` (largest first): ``p``, validation loss, eq. 8's criterion and
         training objective (NaN losses when ``n_prototypes`` is one number).
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
-        The feature names seen in ``fit`` (``x0``, ``x1``, ... for unnamed columns).
+        The feature names seen in ``fit``; only when its data named its columns (a
+        table, a file), as in scikit-learn: an array's columns are read by position.
     n_features_in_ : int
 """
 

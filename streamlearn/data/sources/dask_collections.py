@@ -48,6 +48,8 @@ class DaskArraySource:
             )
         self.description = f"dask array of shape {X.shape}"
         self._X = X
+        #: the columns have no names of their own (``x0, x1, ...`` are given here)
+        self.unnamed_features = feature_names is None
         self._feature_names = list(feature_names) if feature_names is not None \
             else default_feature_names(X.shape[1])
         self.kinds: dict[str, ColumnKind] = dict.fromkeys(

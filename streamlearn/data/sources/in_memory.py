@@ -56,6 +56,8 @@ class NumpySource:
             raise SourceError(f"X must be 2-D (rows x features), got shape {X.shape}")
         self.description = f"array of shape {X.shape}"
         self._X = X
+        #: the columns have no names of their own (``x0, x1, ...`` are given here)
+        self.unnamed_features = feature_names is None
         self._feature_names = list(feature_names) if feature_names is not None \
             else default_feature_names(X.shape[1])
         if len(self._feature_names) != X.shape[1]:

@@ -153,6 +153,8 @@ class ZarrSource:
             X = arrays[matrix_name]
             self._matrix = X
             names = X.attrs.get("feature_names") or group.attrs.get("feature_names")
+            #: the matrix has no names of its own (``x0, x1, ...`` are given here)
+            self.unnamed_features = not names
             self._feature_names = list(names) if names else default_feature_names(X.shape[1])
             if len(self._feature_names) != X.shape[1]:
                 raise SourceError(
