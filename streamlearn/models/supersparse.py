@@ -483,7 +483,9 @@ class _SuperSparse(StreamEstimator):
                         UserWarning, stacklevel=caller_stacklevel())
             start = start_online(X, t, weight, config, self._seed(),
                                  () if indicators is None else indicators.indicator_columns())
-            self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
+            self.partial_fit_step_ = online_step_size(
+                config, start.gamma if start.step_gamma is None else start.step_gamma, t,
+                weight)
         else:
             start = self._fitted()
             X = np.ascontiguousarray(self._mapped_rows(X))  # as the fit read its rows
@@ -639,6 +641,7 @@ _PARAMS_DOC = """
         changes smoothly across many prototypes, a linear trend most of all, which narrow
         ones cannot; a smaller gain is what moving the prototypes learns away (two
         interleaved spirals keep their own width). One pass per width.
+        :meth:`partial_fit` chooses it the same way on its first call's rows.
         ``"scale"`` derives it from the training rows: ``gamma = 1 / sum_j var_j`` with
         ``var_j`` the (weighted) variance of feature ``j`` (one over the number of varying
         features once standardised; 1 when every feature is constant), so two typical rows
@@ -693,7 +696,8 @@ _PARAMS_DOC = """
         targets' variance, so that the fit does not depend on their units.
         :meth:`partial_fit` uses ``step / (gamma_ var(t))``, ``var(t)`` the weighted target
         variance of its first call, so that its default moves prototypes by a fixed share
-        of the data's spread whatever the units of features and targets.
+        of the data's spread whatever the units of features and targets (``gamma_`` the
+        prototypes' own width where ``gamma="auto"`` widened the RBF).
     max_iter : int
         Alternations (batch: prototype-step trials; mini-batch: epochs); 0 keeps the
         initial prototypes and only solves for ``beta`` (prototype-selection baselines).
@@ -776,7 +780,10 @@ _PARAMS_DOC = """
     lam_ : float
         The penalty used (``lam``, or its ``"auto"`` choice).
     partial_fit_step_ : float
-        The prototype step of :meth:`partial_fit` (after its first call).
+        The prototype step of :meth:`partial_fit` (after its first call): ``step /
+        (gamma var(t))``, ``gamma`` the prototypes' own width where ``gamma="auto"``
+        widened the RBF (whose coefficients then grow as ``1 / gamma_``, and the
+        prototype gradient with them).
     beta_gram_, beta_targets_ : ndarray of shape (p + 1, p + 1), (p + 1, K)
         The beta-step's statistics ``sum v z z^T`` and ``sum v z t^T`` of every row trained
         on, ``z`` a row's similarities and 1 (each row at the prototypes of its last step).
@@ -846,8 +853,14 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         its rows: ``n_prototypes`` (one number) prototypes drawn without replacement among
         its rows with positive weight, seeded by ``random_state`` (``init="random"``),
         k-means++ and 10 Lloyd iterations on them (``"kmeans"``), or ``init`` itself;
-        ``gamma="scale"`` is computed from these rows and kept. A call after :meth:`fit`
-        continues from the fitted prototypes and coefficients.
+        ``gamma="scale"`` is computed from these rows and kept, and so is ``gamma="auto"``,
+        with ``lam="auto"`` chosen as :meth:`fit` chooses it among 1, 1/4, 1/16 and 1/64
+        times the prototypes' own width (see ``gamma``): by the squared loss of the
+        ``validation_fraction`` of these rows held out to choose ``lam`` (a hash of their
+        position in the call), or with too few to hold out, ridge coefficients, by the
+        generalised cross-validation score of every row. The prototype step
+        (``partial_fit_step_``) is scaled by the prototypes' own width. A call after
+        :meth:`fit` continues from the fitted prototypes and coefficients.
 
         The first call also fixes the category list of each string or categorical column
         (every category of a pandas ``category`` column, else the values present; a call

@@ -266,6 +266,10 @@ class SuperSparseFit:
         The beta-step's statistics of every row trained on (targets as given, each row at
         the prototypes of its last step), which ``partial_fit`` adds its rows to; None for
         a reduced model.
+    step_gamma : float or None
+        :func:`start_online`: the prototypes' own width, which scales ``partial_fit``'s
+        prototype step (:func:`online_step_size`) where ``gamma="auto"`` widened the RBF
+        (None: ``gamma``).
     """
 
     prototypes: np.ndarray
@@ -284,6 +288,7 @@ class SuperSparseFit:
     feature_transform: TailTransform | None = None
     memory: GramState | None = None
     slopes: np.ndarray | None = None
+    step_gamma: float | None = None
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -562,19 +567,35 @@ def _choose_gamma(runner: Any, dataset: Dataset, config: SuperSparseConfig, trai
         similarity = config.similarity_of(gamma * factor)
         label = f"gamma={gamma * factor:.3g}"
         if valid is None:
-            stats = _gram(runner, dataset, train, C, similarity, label)
-            loss = gcv_choice(stats, config.coef)[1]
-        else:
-            split: SplitGramState = runner.run(SplitGramPass(train, valid, C, similarity),
-                                               dataset, description=label)
-            if split.train.weight <= 0 or split.valid.weight <= 0:
-                return gamma
-            stats = split.train
-            lam = choose_lam(stats, split.valid, config.coef)
-            w = solve_beta(stats.G / stats.weight, stats.r / stats.weight, lam, config.coef,
-                           None)
-            loss = squared_loss(split.valid, w)
-        losses.append(loss if np.isfinite(loss) else np.inf)
+            losses.append(_width_loss(config, _gram(runner, dataset, train, C, similarity,
+                                                    label), None))
+            continue
+        split: SplitGramState = runner.run(SplitGramPass(train, valid, C, similarity),
+                                           dataset, description=label)
+        if split.train.weight <= 0 or split.valid.weight <= 0:
+            return gamma
+        losses.append(_width_loss(config, split.train, split.valid))
+    return _chosen_width(gamma, losses)
+
+
+def _width_loss(config: SuperSparseConfig, train: GramState, valid: GramState | None
+                ) -> float:
+    """:func:`_choose_gamma`'s estimated test loss of one width from its beta-step
+    statistics: the held-out rows' (``valid``) squared loss at the penalty they choose, or
+    the lowest generalised cross-validation score of the training rows (infinity when not
+    finite)."""
+    if valid is None:
+        loss = gcv_choice(train, config.coef)[1]
+    else:
+        lam = choose_lam(train, valid, config.coef)
+        w = solve_beta(train.G / train.weight, train.r / train.weight, lam, config.coef, None)
+        loss = squared_loss(valid, w)
+    return float(loss) if np.isfinite(loss) else np.inf
+
+
+def _chosen_width(gamma: float, losses: Sequence[float]) -> float:
+    """The width of the lowest of ``losses`` (one per :data:`AUTO_GAMMA_FACTORS`), when it
+    is at most :data:`AUTO_GAMMA_GAIN` times the prototypes' own width's; else ``gamma``."""
     best = int(np.argmin(losses))
     if np.isfinite(losses[best]) and losses[best] <= AUTO_GAMMA_GAIN * losses[0]:
         return float(gamma * AUTO_GAMMA_FACTORS[best])
@@ -910,7 +931,10 @@ def online_step_size(config: SuperSparseConfig, gamma: float, t: np.ndarray,
 
     The prototype gradient scales with the squared scale of the targets and with ``gamma``
     times a distance, so this step moves prototypes by the same fraction of the data's
-    spread whatever the units of the features and of the targets.
+    spread whatever the units of the features and of the targets. At an RBF that
+    ``gamma="auto"`` widened, the coefficients grow as ``1 / gamma`` to follow the same
+    target, and the gradient no longer shrinks with it: :func:`start_online` passes the
+    prototypes' own width (``SuperSparseFit.step_gamma``).
     """
     return config.step / (gamma * weighted_variance(t, weight))
 
@@ -926,7 +950,8 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     generator seeded with ``seed`` (``"random"``), or k-means++ and
     :data:`KMEANS_ITERATIONS` Lloyd iterations on those rows (``"kmeans"``). ``gamma``:
     given, :func:`~.passes.scale_gamma` of these rows, or
-    :func:`~.passes.prototype_gamma` of these prototypes. ``lam="auto"``: chosen by the
+    :func:`~.passes.prototype_gamma` of these prototypes, with ``lam="auto"`` widened as
+    :func:`fit` widens it (:func:`_rows_gamma`). ``lam="auto"``: chosen by the
     squared loss of the rows held out by a hash of their position in this call
     (:func:`~.passes.choose_lam`), when enough are (:meth:`SuperSparseConfig.chooses_lam`).
     Coefficients: the exact beta-step on these rows.
@@ -946,15 +971,17 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     C = _first_rows_prototypes(X, weight, config, config.grid[0], seed, std)
     if gamma == "scale":
         gamma = scale_gamma(spread)
-    elif gamma == "auto":
-        gamma = _resolve_gamma(("auto", scale_gamma(spread)), C)
+    step_gamma = None
+    if gamma == "auto":
+        step_gamma = _resolve_gamma(("auto", scale_gamma(spread)), C)
+        gamma = _rows_gamma(X, t, weight, C, config, step_gamma, seed)
     similarity = config.similarity_of(gamma)
     lam = _rows_lam(X, t, weight, C, config, similarity, seed)
     w, J = _rows_beta(X, t, weight, C, config, similarity, None, lam)
     return SuperSparseFit(C, w[:-1], np.array(w[-1]), J, np.zeros(0), 0,
                           np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma),
                           None if std is None else std.shift,
-                          None if std is None else std.scale, lam)
+                          None if std is None else std.scale, lam, step_gamma=step_gamma)
 
 
 def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.ndarray,
@@ -1026,11 +1053,12 @@ def _rows_beta(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
     return w, objective(stats, w, lam, config.coef)
 
 
-def _rows_lam(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
-              config: SuperSparseConfig, similarity: Similarity, seed: int) -> float:
-    """The penalty of :func:`start_online`: ``lam``, or ``"auto"``'s choice on these rows."""
-    if config.lam != "auto":
-        return float(config.lam)
+def _rows_stats(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
+                config: SuperSparseConfig, similarity: Similarity, seed: int
+                ) -> GramState | SplitGramState:
+    """The beta-step statistics of in-memory rows at prototypes ``C``: split into training
+    and held-out rows by a hash of their position (seeded as :func:`fit`'s holdout) when
+    :meth:`SuperSparseConfig.chooses_lam`, else of every row."""
     p = C.shape[0]
     chunk = Chunk(X, t, 0, weight=weight)
 
@@ -1038,12 +1066,44 @@ def _rows_lam(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
         return GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, t.shape[1])))
 
     if not config.chooses_lam(X.shape[0]):
-        every = GramPass(TargetRows("regression"), C, similarity).step(zero(), chunk)
-        return AUTO_LAM_FALLBACK * lam_scale(every, config.coef)
+        return GramPass(TargetRows("regression"), C, similarity).step(zero(), chunk)
     holdout = Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
     split = SplitGramPass(TargetRows("regression", None, holdout, False),
                           TargetRows("regression", None, holdout, True), C, similarity)
-    stats = split.step(SplitGramState(zero(), zero()), chunk)
+    return split.step(SplitGramState(zero(), zero()), chunk)
+
+
+def _rows_gamma(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
+                config: SuperSparseConfig, gamma: float, seed: int) -> float:
+    """``gamma="auto"`` of :func:`start_online`: the prototypes' own width ``gamma``, or
+    with ``lam="auto"`` a wider one chosen on these rows by :func:`_choose_gamma`'s rule
+    (the held-out rows of :func:`_rows_lam`, or the GCV score of every row for ridge
+    coefficients when too few are held out)."""
+    if config.lam != "auto":
+        return gamma
+    losses = []
+    for factor in AUTO_GAMMA_FACTORS:
+        stats = _rows_stats(X, t, weight, C, config, config.similarity_of(gamma * factor),
+                            seed)
+        if isinstance(stats, GramState):
+            if config.coef != "ridge":  # LASSO takes a fixed share of lam_scale here
+                return gamma
+            losses.append(_width_loss(config, stats, None))
+            continue
+        if stats.train.weight <= 0 or stats.valid.weight <= 0:
+            return gamma
+        losses.append(_width_loss(config, stats.train, stats.valid))
+    return _chosen_width(gamma, losses)
+
+
+def _rows_lam(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
+              config: SuperSparseConfig, similarity: Similarity, seed: int) -> float:
+    """The penalty of :func:`start_online`: ``lam``, or ``"auto"``'s choice on these rows."""
+    if config.lam != "auto":
+        return float(config.lam)
+    stats = _rows_stats(X, t, weight, C, config, similarity, seed)
+    if isinstance(stats, GramState):
+        return AUTO_LAM_FALLBACK * lam_scale(stats, config.coef)
     if stats.train.weight <= 0:
         raise DataError("no rows with positive weight to train on")
     return choose_lam(stats.train, stats.valid, config.coef)
