@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -10,8 +11,9 @@ from sklearn.datasets import make_regression
 from sklearn.linear_model import Ridge
 
 from streamlearn.errors import DataError
+from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models.supersparse import SuperSparseClassifier, SuperSparseRegressor
-from streamlearn.solvers.supersparse.driver import AUTO_GAMMA_FACTORS
+from streamlearn.solvers.supersparse.driver import AUTO_GAMMA_FACTORS, ONLINE_PATH_LENGTH
 
 
 def _regression(n: int = 1200, seed: int = 0):
@@ -114,6 +116,27 @@ def test_repeated_calls_on_a_linear_target_approach_ridge_regression():
     ridge = Ridge().fit(X[:3000], y[:3000])
     mse = np.mean((model.predict(X[3000:]) - y[3000:]) ** 2)
     assert mse < 2.0 * np.mean((ridge.predict(X[3000:]) - y[3000:]) ** 2)
+
+
+def test_many_small_calls_keep_the_objective_path_and_the_model_file_bounded(tmp_path):
+    """objective_path_ keeps the objectives after the last ONLINE_PATH_LENGTH calls, so a
+    stream of small calls does not grow the model (before: one entry per call, a pickle
+    of 1.7 KB at first and 33.6 KB after thousands of calls)."""
+    X, y = _regression(n=2500, seed=7)
+    model = SuperSparseRegressor(n_prototypes=5)
+    objectives, sizes = [], {}
+    for call in range(250):
+        model.partial_fit(X[10 * call:10 * call + 10], y[10 * call:10 * call + 10])
+        objectives.append(model.objective_)
+        if call + 1 in (ONLINE_PATH_LENGTH + 20, 250):
+            sizes[call + 1] = os.path.getsize(save_model(model, tmp_path / f"m{call}.sl"))
+    assert model.n_iter_ == 250
+    np.testing.assert_array_equal(model.objective_path_, objectives[-ONLINE_PATH_LENGTH:])
+    assert abs(sizes[250] - sizes[ONLINE_PATH_LENGTH + 20]) <= 16  # an integer's digits
+    loaded = load_model(tmp_path / "m249.sl")
+    np.testing.assert_array_equal(loaded.objective_path_, model.objective_path_)
+    loaded.partial_fit(X[:10], y[:10])
+    assert loaded.n_iter_ == 251 and loaded.objective_path_.shape == (ONLINE_PATH_LENGTH,)
 
 
 def test_later_calls_solve_the_rows_of_every_call():

@@ -771,7 +771,10 @@ _PARAMS_DOC = """
     objective_ : float
         Eq. 2's objective on the training rows at the end.
     objective_path_ : ndarray
-        Objective after the first beta-step and after every alternation.
+        Objective after the first beta-step and after every alternation; after
+        :meth:`partial_fit`, after each of its last 100 calls (the entries before dropped,
+        so that the model's size does not grow with the number of calls; ``n_iter_`` counts
+        them all).
     n_iter_ : int
         Alternations run for the model kept. Stopping at ``max_iter`` before the
         convergence rule of ``tol`` warns :class:`~sklearn.exceptions.ConvergenceWarning`.

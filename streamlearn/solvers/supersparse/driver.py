@@ -107,7 +107,7 @@ from streamlearn.solvers.supersparse.passes import (
 )
 from streamlearn.warning_origin import caller_stacklevel
 
-__all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION",
+__all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH",
            "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT", "SuperSparseConfig",
            "SuperSparseFit", "fit", "online_pass", "online_step_size", "start_online"]
 
@@ -133,6 +133,10 @@ AUTO_GAMMA_FACTORS = (1.0, 1.0 / 4.0, 1.0 / 16.0, 1.0 / 64.0)
 #: ... a wider RBF replaces the prototypes' own width only when its estimated test loss is
 #: at most this fraction of the own width's.
 AUTO_GAMMA_GAIN = 0.25
+#: :func:`online_pass` keeps the objective after at most this many last ``partial_fit``
+#: calls (and entries of a fit's path before them) in ``objective_path``: a model's size
+#: does not grow with the number of calls.
+ONLINE_PATH_LENGTH = 100
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,7 @@ class SuperSparseFit:
     objective : float
     objective_path : ndarray
         Objective after the first beta-step and after every alternation (``partial_fit``:
-        after every call).
+        after each of its last :data:`ONLINE_PATH_LENGTH` calls).
     n_iter : int
     selection_path : ndarray of shape (n_candidates, 4)
         ``p``, validation loss, eq. 8's criterion and training objective per candidate.
@@ -993,7 +997,8 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
     (``model.memory`` and the blocks before, see :class:`~.passes.MiniBatchState`), so a
     few rows move a model of many by their share; the repulsion weight is
     ``repulsion * repulsion_decay^n_iter``. The last beta-step adds the rows at the
-    prototypes they moved to to ``model.memory`` and solves that.
+    prototypes they moved to to ``model.memory`` and solves that. ``n_iter`` counts the
+    calls; ``objective_path`` keeps the last :data:`ONLINE_PATH_LENGTH` objectives.
     """
     similarity = config.similarity_of(model.gamma)
     t = np.asarray(t, dtype=np.float64).reshape(X.shape[0], -1)
@@ -1027,7 +1032,7 @@ def online_pass(model: SuperSparseFit, X: np.ndarray, t: np.ndarray, weight: np.
         coef=np.ascontiguousarray(w[:-1]),
         intercept=np.array(w[-1]),
         objective=J,
-        objective_path=np.append(model.objective_path, J),
+        objective_path=np.append(model.objective_path, J)[-ONLINE_PATH_LENGTH:],
         n_iter=model.n_iter + 1,
         selection_path=np.array([[state.C.shape[0], np.nan, np.nan, J]]),
         gamma=model.gamma,
