@@ -148,7 +148,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         so that an even split leaves each expert 15 rows per weight; on small data, at
         most ``n_rows // 30`` (at least one), so that each component has 30 rows, and
         below 2,000 rows (too few for the guard of ``validation_fraction``) at most
-        ``n_rows // (10 (n_features + 1))``, so that each expert has 10 rows per weight
+        ``n_rows // (5 (n_features + 1))``, so that each expert has 5 rows per weight
         (:func:`~streamlearn.solvers.mixture.default_components`).
     nu : float or "auto"
         Dirichlet-type prior on the mixing weights (eq. 18-20): a component explaining
