@@ -533,7 +533,13 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         after ``fit`` or ``load``) make one stochastic EM pass over their rows, chunk by chunk
         (``chunk_rows``), in a seeded random order, from the current parameters and step
         size; the counts of eq. 20 are the running mean posteriors times the total weight
-        of all rows seen so far. The experts' dual variables of the new rows start at zero.
+        of all rows seen so far. The experts minimise ``fit``'s objective over every row
+        read so far, a row read by ``m`` calls counted ``m`` times (as if its ``C`` were
+        ``m`` times larger): the dual variables of the earlier calls are folded into each
+        expert as one block, whose scale in ``[0, 1]`` is one more coordinate of the dual
+        (so the earlier rows' pull can shrink), and the call's own dual variables start at
+        zero; each chunk is swept until its largest margin violation is at most 0.1 (at
+        most 30 sweeps). Repeated calls over the same rows then keep ``fit``'s accuracy.
         A number given to ``C`` since the model was made (``set_params`` between calls)
         takes effect; ``"auto"`` keeps the value it was resolved to. ``em``, ``epochs``
         and ``tol`` do not apply.

@@ -41,7 +41,8 @@ no classifier's held-out log loss improves (:func:`_stochastic_em`), or at ``epo
 (``MixtureFit.converged`` false). When the guard keeps its linear SVM, passes of dual
 coordinate descent over every row finish it to a relative duality gap of
 :data:`LINEAR_GAP_TOL` (:func:`_finish_linear`).
-:func:`partial_pass` continues stochastic EM over new rows. More than two classes are
+:func:`partial_pass` continues stochastic EM over new rows, the dual variables of the earlier
+training folded into the experts. More than two classes are
 handled one class against the rest, one mixture per class; the initialisation and
 stochastic EM train them as lanes of the same passes, so a fit reads the data about as many
 times for ten classes as for two (batch EM runs the mixtures one after the other).
@@ -81,6 +82,7 @@ from streamlearn.solvers.mixture.passes import (
     ExpertObjectivePass,
     ExpertPass,
     ExpertState,
+    FoldedDuals,
     GatingPass,
     GatingValue,
     InitialExpertPass,
@@ -202,12 +204,16 @@ class OnlineState:
         ``seen_weight * resp``).
     calls : int
         Passes made by :func:`partial_pass` (seeds each pass's row order).
+    dual_sums : ndarray of shape (n_models, k), optional
+        ``sum_i alpha_ij`` of each expert's dual variables over every row trained on (the
+        folded ones scaled, see :func:`partial_pass`); None on a model from before it.
     """
 
     resp: np.ndarray
     steps: int
     seen_weight: float
     calls: int
+    dual_sums: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,8 @@ class BinaryFit:
         Sample weight of the training rows.
     tau : float
         Gating scale used.
+    dual_sums : ndarray of shape (k,), optional
+        ``sum_i alpha_ij`` of each expert's dual variables at the end.
     """
 
     params: MixtureParams
@@ -241,6 +249,7 @@ class BinaryFit:
     steps: int
     total_weight: float
     tau: float
+    dual_sums: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -539,7 +548,7 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     fits, validation = _fit_binaries(runner, dataset, config, centers, len(classes), seed,
                                      tau, std, holdout)
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
-                         fits[0].total_weight, 0)
+                         fits[0].total_weight, 0, np.stack([f.dual_sums for f in fits]))
     names = dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
     fitted = MixtureFit(classes, names,
                         np.stack([f.params.xi for f in fits]),
@@ -588,8 +597,16 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     """One stochastic EM pass over a dataset's rows, continuing from ``model``.
 
     The chunks are visited in a seeded random order; eq. 20's counts are the running mean
-    posteriors times the weight of all rows seen so far; the experts' dual variables of the
-    new rows start at zero.
+    posteriors times the weight of all rows seen so far. The experts take dual coordinate
+    steps on the objective of every row read so far, a row read in ``m`` passes counted
+    ``m`` times: the dual variables of the earlier training are folded into each expert
+    as one block (:class:`~streamlearn.solvers.mixture.passes.FoldedDuals`, their sums
+    ``model.online.dual_sums``; on a model from before those, ``||w_j||^2``, their sum
+    had the earlier rows no hinge loss), whose scale is stepped between rounds of sweeps;
+    the new rows' dual variables start at zero, and each chunk is swept until its largest
+    projected gradient is at most ``FOLDED_PG_TOL``. Without the folded block's scale and
+    the tolerance, every call was a proximal step around the old experts that could never
+    shrink them, under-solved from zero: repeated calls over the same rows lost accuracy.
 
     Parameters
     ----------
@@ -616,9 +633,14 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     seen = online.seen_weight + float(weight)
     k = model.xi.shape[1]
     positives = _positives(len(model.classes))
+    sums = (online.dual_sums if online.dual_sums is not None  # a model from before them:
+            else np.einsum("mkj,mkj->mk", model.coef, model.coef))  # the bound at a zero loss
     starts = [StochasticState(
         MixtureParams(model.xi[m], model.centers[m], model.coef[m]).copy(),
-        online.resp[m].copy(), online.steps) for m in range(len(positives))]
+        online.resp[m].copy(), online.steps, dual_sum=np.zeros(k),
+        fold=FoldedDuals(np.array(model.coef[m], dtype=np.float64),
+                         np.array(sums[m], dtype=np.float64), np.ones(k)))
+        for m in range(len(positives))]
     with contextlib.ExitStack() as stack:
         alphas = [stack.enter_context(ExampleState(dataset.n_rows, k)) for _ in positives]
         states = runner.run(
@@ -636,7 +658,9 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                       np.stack([s.params.W for s in states]), model.tau, history,
                       model.n_iter + 1, model.converged,
                       OnlineState(np.stack([s.resp for s in states]),
-                                  max(s.t for s in states), seen, online.calls + 1),
+                                  max(s.t for s in states), seen, online.calls + 1,
+                                  np.stack([s.fold.scale * s.fold.sums + s.dual_sum
+                                            for s in states])),
                       model.shift, model.scale, model.nu, C, model.validation,
                       model.feature_transform, model.proba_scale, model.proba_rows)
 
@@ -669,12 +693,13 @@ def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
                       centers: np.ndarray, lanes: list[_Lane], seed: int,
                       alphas: list[ExampleState], std: Standardiser,
                       holdout: Holdout | None) -> tuple[list[MixtureParams], list[np.ndarray],
-                                                        float]:
+                                                        float, list[np.ndarray]]:
     """Sec. III-D: one expert per k-means cluster, for every lane in the same passes (a
     linear lane: one cluster, at the standardised mean).
 
-    Returns each lane's parameters, its mask of constant (single-class) experts and the
-    total sample weight of the training rows.
+    Returns each lane's parameters, its mask of constant (single-class) experts, the
+    total sample weight of the training rows and each lane's sums of the dual variables
+    per expert.
     """
     d = centers.shape[1]
     C, bs = float(config.C), float(config.bias_scale)
@@ -700,6 +725,7 @@ def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
                                              dtype=np.float64), W))
         constant.append(~mixed)
     lane_centers = [one if lane.linear else centers for lane in lanes]
+    dual_sums = [np.zeros(c.shape[0]) for c in lane_centers]
     for epoch in range(INIT_EXPERT_PASSES):
         state: ExpertState = runner.run(
             InitialExpertPass(lane_centers, [~c for c in constant],
@@ -710,7 +736,9 @@ def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
             description=f"initial experts {epoch + 1}/{INIT_EXPERT_PASSES}")
         for p, W in zip(params, state.W, strict=True):
             p.W = W
-    return params, constant, total
+        for sums, change in zip(dual_sums, state.dual_change, strict=True):
+            sums += change
+    return params, constant, total, dual_sums
 
 
 def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
@@ -728,15 +756,15 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
     with contextlib.ExitStack() as stack:
         alphas = [stack.enter_context(ExampleState(dataset.n_rows, 1 if lane.linear else k))
                   for lane in lanes]
-        params, constant, total = _initial_mixtures(runner, dataset, config, centers, lanes,
-                                                    seed, alphas, std, holdout)
+        params, constant, total, dual_sums = _initial_mixtures(
+            runner, dataset, config, centers, lanes, seed, alphas, std, holdout)
         if config.em == "stochastic":
             n = len(positives)
             groups = [list(range(n)), list(range(n, 2 * n))] if holdout is not None else []
             fits, tally = _stochastic_em(runner, dataset, config, params, constant,
                                          [lane.positive for lane in lanes], tau, total, alphas,
                                          seed, [lane.seed for lane in lanes], std, holdout,
-                                         groups, n)
+                                         groups, n, dual_sums)
             if holdout is None:
                 return fits, None
             mixture_error, linear_error = tally.errors / max(tally.held_weight, 1e-300)
@@ -756,9 +784,9 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
             history: History = []
             fitted, n_iter, converged = _batch_em(
                 runner, dataset, config, params[m], constant[m], positive, tau, alphas[m],
-                _lane_seed(seed, m), history, std)
+                _lane_seed(seed, m), history, std, dual_sums[m])
             fits.append(BinaryFit(fitted, history, n_iter, converged, fitted.xi.copy(),
-                                  n_iter * dataset.n_chunks, total, tau))
+                                  n_iter * dataset.n_chunks, total, tau, dual_sums[m]))
         return fits, None
 
 
@@ -784,6 +812,7 @@ def _finish_linear(runner: Any, dataset: Dataset, config: MixtureConfig,
     """
     C, bs = float(config.C), float(config.bias_scale)
     W = [f.params.W for f in fits]
+    sums = [f.dual_sums for f in fits]
     previous: LinearSweepState | None = None
     gaps = np.full(len(fits), np.inf)
     passes = 0
@@ -804,13 +833,14 @@ def _finish_linear(runner: Any, dataset: Dataset, config: MixtureConfig,
                 break
         previous = state
         W = state.W  # at the cap: the last pass's end point, not measured
+        sums = [state.alpha_sum[m:m + 1].copy() for m in range(len(fits))]
     converged = bool(gaps.max() <= LINEAR_GAP_TOL)
     out = []
-    for f, w, gap in zip(fits, W, gaps, strict=True):
+    for f, w, gap, dual in zip(fits, W, gaps, sums, strict=True):
         history = [*f.history, {**f.history[-1], "duality_gap": float(gap)}]
         out.append(dataclasses.replace(f, params=MixtureParams(f.params.xi, f.params.V, w),
                                        history=history, n_iter=f.n_iter + passes,
-                                       converged=converged))
+                                       converged=converged, dual_sums=dual))
     return out, float(gaps.max())
 
 
@@ -836,8 +866,9 @@ def _converged(config: MixtureConfig, history: History, weight: float,
 
 def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: MixtureParams,
               constant: np.ndarray, positive: int, tau: float, alpha: ExampleState,
-              seed: int, history: History,
-              std: Standardiser) -> tuple[MixtureParams, int, bool]:
+              seed: int, history: History, std: Standardiser,
+              dual_sums: np.ndarray) -> tuple[MixtureParams, int, bool]:
+    # dual_sums: the sums of the dual variables per expert, kept up to date (in place)
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
     for epoch in range(epochs + 1):
@@ -865,7 +896,7 @@ def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: Mixt
         if epoch == 0:  # constant experts carry no dual variables: re-train from zero
             W[constant] = 0.0
         W = _expert_step(runner, dataset, config, posterior, params.W, W, positive, tau,
-                         alpha, seed, epoch, std)
+                         alpha, seed, epoch, std, dual_sums)
         params = MixtureParams(xi, V, W)
     return params, epochs, False
 
@@ -873,8 +904,9 @@ def _batch_em(runner: Any, dataset: Dataset, config: MixtureConfig, params: Mixt
 def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
                  posterior: MixtureParams, W_old: np.ndarray, W: np.ndarray, positive: int,
                  tau: float, alpha: ExampleState, seed: int, epoch: int,
-                 std: Standardiser) -> np.ndarray:
-    """Warm-started coordinate descent passes until every expert improves eq. 15."""
+                 std: Standardiser, dual_sums: np.ndarray) -> np.ndarray:
+    """Warm-started coordinate descent passes until every expert improves eq. 15 (the
+    changes of the dual variables' sums added to ``dual_sums``)."""
     C, bs = float(config.C), float(config.bias_scale)
     active = posterior.xi > 0
     reg_old = (W_old ** 2).sum(axis=1) / 2.0
@@ -886,6 +918,7 @@ def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
             epoch=INIT_EXPERT_PASSES + MAX_EXPERT_PASSES * epoch + rep,
             description=f"experts {epoch + 1}/{int(config.epochs)}")
         W = state.W
+        dual_sums += state.dual_change
         losses: np.ndarray = runner.run(
             ExpertObjectivePass(posterior, W_old, W, positive, tau, bs, std), dataset,
             description="expert objectives")
@@ -901,7 +934,8 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                    positives: list[int], tau: float, total: float,
                    alphas: list[ExampleState], seed: int, seeds: list[int],
                    std: Standardiser, holdout: Holdout | None, groups: list[list[int]],
-                   n_judged: int) -> tuple[list[BinaryFit], EpochState]:
+                   n_judged: int,
+                   dual_sums: list[np.ndarray]) -> tuple[list[BinaryFit], EpochState]:
     """Stochastic EM of every lane, each epoch one pass for all of them.
 
     The first ``n_judged`` lanes decide when to stop: the fit ends after the epoch at which
@@ -926,7 +960,8 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
         W = p.W.copy()
         W[constant[m]] = 0.0  # constant experts carry no dual variables: re-train from zero
         states.append(StochasticState(MixtureParams(p.xi.copy(), p.V.copy(), W),
-                                      stats[m].mass / max(stats[m].weight, 1e-300), 0))
+                                      stats[m].mass / max(stats[m].weight, 1e-300), 0,
+                                      dual_sum=dual_sums[m].copy()))
     n_lanes = len(positives)
     n_iter = [epochs] * n_lanes
     converged = [False] * n_lanes
@@ -975,5 +1010,6 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
         if not groups:
             running = [m for m in running if not converged[m]]
     fits = [BinaryFit(states[m].params, histories[m], n_iter[m], converged[m],
-                      states[m].resp, states[m].t, total, tau) for m in range(n_lanes)]
+                      states[m].resp, states[m].t, total, tau, states[m].dual_sum)
+            for m in range(n_lanes)]
     return fits, out

@@ -57,6 +57,14 @@ EXPERT_SWEEPS = 3
 #: Stochastic EM step ``rho_t = (t + STEP_OFFSET) ** -STEP_DECAY`` at its ``t``-th chunk.
 STEP_OFFSET = 2.0
 STEP_DECAY = 0.6
+#: With folded dual variables (``partial_fit``), a chunk's sweeps go on, ``EXPERT_SWEEPS``
+#: at a time, until the largest projected gradient met in a round's first sweep is at most
+#: ``FOLDED_PG_TOL`` (a margin violation, as liblinear's default tolerance), at most
+#: ``FOLDED_MAX_ROUNDS`` rounds: a call's dual variables start at zero, where a fit's carry
+#: over from the epochs before, and three sweeps from zero left the experts far from their
+#: optimum (one component, 3,000 rows read five times: test accuracy 0.88 -> 0.80 -> 0.83).
+FOLDED_PG_TOL = 0.1
+FOLDED_MAX_ROUNDS = 10
 
 
 # -- parameters of one binary mixture -------------------------------------------------------
@@ -282,11 +290,64 @@ class ExpertState:
     share : float
         The factor the changes of the dual variables were written with (a part of a pass
         split into lanes, see :func:`_split_lane`; 1 for a whole pass or merged parts).
+    dual_change : ndarray of shape (k,), or a list of them (one per lane), optional
+        The change of ``sum_i alpha_ij`` over the pass, per expert (as written).
     """
 
     W: np.ndarray
     rows: int = 0
     share: float = 1.0
+    dual_change: np.ndarray | list[np.ndarray] | None = None
+
+
+@dataclass
+class FoldedDuals:
+    """The experts' dual variables of earlier training, folded into the experts.
+
+    ``partial_fit`` cannot revisit the rows of earlier calls, so their dual variables are
+    one block per expert: ``w_j = s_j u_j + sum_i alpha_ij y_i z_i`` over the call's rows,
+    ``u_j`` the expert at the call's start. Scaling every folded dual variable by
+    ``s_j`` in ``[0, 1]`` keeps it in its box, so ``s_j`` is one more coordinate of the
+    dual of ``1/2 ||w_j||^2 + C sum s_i q_ij hinge`` over every row read so far, of
+    linear term ``s_j A_j`` (:func:`fold_step`): the earlier rows' pull on an expert can
+    shrink when the call's rows disagree with it.
+
+    Attributes
+    ----------
+    U : ndarray of shape (k, d + 1)
+        The experts at the start of the call.
+    sums : ndarray of shape (k,)
+        ``A_j``, the sum of the folded dual variables of each expert.
+    scale : ndarray of shape (k,)
+        ``s_j``, starting at 1.
+    """
+
+    U: np.ndarray
+    sums: np.ndarray
+    scale: np.ndarray
+
+    def copy(self) -> FoldedDuals:
+        """A copy whose scales can change apart from this one's."""
+        return FoldedDuals(self.U, self.sums, self.scale.copy())
+
+
+def fold_step(fold: FoldedDuals, W: np.ndarray, active: np.ndarray) -> None:
+    """Exact coordinate ascent on each active expert's folded scale ``s_j`` (in place).
+
+    The dual ``s A - 1/2 ||s u + v||^2`` (``v`` the call's part of ``w``) has the
+    derivative ``A - u . w`` and curvature ``-||u||^2`` in ``s``, so the step is
+    ``s <- clip(s + (A - u . w) / ||u||^2, 0, 1)``, and ``w`` moves by the change times
+    ``u``.
+    """
+    sq = np.einsum("ij,ij->i", fold.U, fold.U)
+    live = active & (sq > 0.0)
+    if not live.any():
+        return
+    gain = fold.sums - np.einsum("ij,ij->i", fold.U, W)
+    target = np.clip(fold.scale + gain / np.where(live, sq, 1.0), 0.0, 1.0)
+    change = np.where(live, target - fold.scale, 0.0)
+    W += change[:, None] * fold.U
+    fold.scale += change
 
 
 def _mix(a: np.ndarray, b: np.ndarray, na: float, nb: float) -> np.ndarray:
@@ -421,7 +482,8 @@ class InitialExpertPass:
 
     def start(self) -> ExpertState:
         """A copy of the initial experts."""
-        return ExpertState([W.copy() for W in self.initial], share=self.share)
+        return ExpertState([W.copy() for W in self.initial], share=self.share,
+                           dual_change=[np.zeros(W.shape[0]) for W in self.initial])
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk, lane after lane (in place)."""
@@ -440,12 +502,14 @@ class InitialExpertPass:
             lane_alpha = _lane_alpha(self, m)
             alpha = lane_alpha.get(chunk)
             before = _read_before(alpha, self.share)
+            start = alpha.sum(axis=0, dtype=np.float64)
             expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w,
                              assigned[id(self.centers[m])], self.C, alpha, state.W[m],
                              self.trained[m], self.bias_scale, EXPERT_SWEEPS,
                              _chunk_seed(self.seeds[m], chunk), diagonal)
             _write_share(alpha, before, self.share)
             lane_alpha.put(chunk, alpha)
+            state.dual_change[m] += alpha.sum(axis=0, dtype=np.float64) - start
 
         _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
         state.rows += chunk.n_rows
@@ -456,7 +520,9 @@ class InitialExpertPass:
         state)."""
         return ExpertState([_changes(W, p, q, a.share, b.share)
                             for W, p, q in zip(self.initial, a.W, b.W, strict=True)],
-                           a.rows + b.rows)
+                           a.rows + b.rows,
+                           dual_change=[p + q for p, q in zip(a.dual_change, b.dual_change,
+                                                              strict=True)])
 
     def finish(self, state: ExpertState) -> ExpertState:
         """The experts after the pass (a lane's own: its change times its share)."""
@@ -782,7 +848,8 @@ class ExpertPass:
 
     def start(self) -> ExpertState:
         """A copy of the initial experts."""
-        return ExpertState(self.initial.copy(), share=self.share)
+        return ExpertState(self.initial.copy(), share=self.share,
+                           dual_change=np.zeros(self.initial.shape[0]))
 
     def step(self, state: ExpertState, chunk: Chunk) -> ExpertState:
         """Coordinate descent sweeps over the chunk (in place)."""
@@ -791,11 +858,13 @@ class ExpertPass:
         Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
         alpha = self.alpha.get(chunk)
         before = _read_before(alpha, self.share)
+        start = alpha.sum(axis=0, dtype=np.float64)
         expert_dcd_chunk(X, y, _weights(chunk), Q, self.C, alpha, state.W,
                          self.posterior_params.xi > 0, self.bias_scale, EXPERT_SWEEPS,
                          _chunk_seed(self.seed, chunk))
         _write_share(alpha, before, self.share)
         self.alpha.put(chunk, alpha)
+        state.dual_change += alpha.sum(axis=0, dtype=np.float64) - start
         state.rows += chunk.n_rows
         return state
 
@@ -803,7 +872,7 @@ class ExpertPass:
         """The initial experts plus both states' changes times their shares (a new
         state)."""
         return ExpertState(_changes(self.initial, a.W, b.W, a.share, b.share),
-                           a.rows + b.rows)
+                           a.rows + b.rows, dual_change=a.dual_change + b.dual_change)
 
     def finish(self, state: ExpertState) -> ExpertState:
         """The experts after the pass (a lane's own: its change times its share)."""
@@ -880,6 +949,11 @@ class StochasticState:
         chunk was read, and their total weight.
     rows : int
         Rows processed in this pass.
+    dual_sum : ndarray of shape (k,), optional
+        ``sum_i alpha_ij`` of each expert's dual variables, kept up to date by the pass.
+    fold : FoldedDuals, optional
+        The dual variables of earlier training folded into the experts (``partial_fit``):
+        each chunk's sweeps then also step their scales and go on to a tolerance.
     """
 
     params: MixtureParams
@@ -888,6 +962,14 @@ class StochasticState:
     loglik: float = 0.0
     weight: float = 0.0
     rows: int = 0
+    dual_sum: np.ndarray | None = None
+    fold: FoldedDuals | None = None
+
+    def carried(self) -> StochasticState:
+        """A copy to start a pass from, with empty pass statistics."""
+        return StochasticState(self.params.copy(), self.resp.copy(), self.t,
+                               dual_sum=None if self.dual_sum is None else self.dual_sum.copy(),
+                               fold=None if self.fold is None else self.fold.copy())
 
 
 @dataclass
@@ -987,8 +1069,7 @@ class StochasticEpochPass:
 
     def start(self) -> EpochState:
         """A copy of the initial states with empty pass statistics."""
-        return EpochState([StochasticState(s.params.copy(), s.resp.copy(), s.t)
-                           for s in self.initial], np.zeros(len(self.groups)),
+        return EpochState([s.carried() for s in self.initial], np.zeros(len(self.groups)),
                           share=self.share)
 
     def step(self, state: EpochState, chunk: Chunk) -> EpochState:
@@ -1064,10 +1145,23 @@ class StochasticEpochPass:
         lane_alpha = _lane_alpha(self, m)
         alpha = lane_alpha.get(chunk)
         before = _read_before(alpha, self.share)
-        expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
-                         EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+        start = alpha.sum(axis=0, dtype=np.float64)
+        if state.fold is None:
+            expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
+                             EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+        else:  # the folded block's scales between rounds of sweeps, to a tolerance
+            for r in range(FOLDED_MAX_ROUNDS):
+                fold_step(state.fold, p.W, active)
+                top = expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active,
+                                       self.bias_scale, EXPERT_SWEEPS,
+                                       _chunk_seed(self.seeds[m] + 7 * r, chunk), diagonal)
+                if top <= FOLDED_PG_TOL:
+                    break
+            fold_step(state.fold, p.W, active)
         _write_share(alpha, before, self.share)
         lane_alpha.put(chunk, alpha)
+        if state.dual_sum is not None:
+            state.dual_sum += alpha.sum(axis=0, dtype=np.float64) - start
         state.rows += chunk.n_rows
 
     def merge(self, a: EpochState, b: EpochState) -> EpochState:
@@ -1089,9 +1183,17 @@ class StochasticEpochPass:
         params = MixtureParams(xi, _mix(a.params.V, b.params.V, na, nb),
                                _changes(initial.params.W, a.params.W, b.params.W, share_a,
                                         share_b))
+        dual_sum = fold = None
+        if initial.dual_sum is not None:  # written as changed, shares included
+            dual_sum = a.dual_sum + b.dual_sum - initial.dual_sum
+        if initial.fold is not None:  # the scales' changes move w: the same shares
+            fold = FoldedDuals(initial.fold.U, initial.fold.sums,
+                               _changes(initial.fold.scale, a.fold.scale, b.fold.scale,
+                                        share_a, share_b))
         return StochasticState(params, _mix(a.resp, b.resp, na, nb),
                                max(a.t, b.t) + min(a.t, b.t) - initial.t,
-                               a.loglik + b.loglik, a.weight + b.weight, na + nb)
+                               a.loglik + b.loglik, a.weight + b.weight, na + nb,
+                               dual_sum, fold)
 
     def finish(self, state: EpochState) -> EpochState:
         """Every lane's state after the epoch and the validation tallies (the experts of
@@ -1101,5 +1203,8 @@ class StochasticEpochPass:
                 W = initial.params.W
                 s.params = MixtureParams(s.params.xi, s.params.V,
                                          _changes(W, s.params.W, W, state.share, 0.0))
+                if s.fold is not None:
+                    scale = initial.fold.scale
+                    s.fold.scale = _changes(scale, s.fold.scale, scale, state.share, 0.0)
             state.share = 1.0
         return state
