@@ -154,3 +154,25 @@ def test_c_set_between_calls_is_the_c_the_next_call_trains_with() -> None:
     auto = started("auto")
     resolved = auto.C_
     assert auto.set_params(C="auto").partial_fit(X[600:], y[600:]).C_ == resolved
+
+
+def test_many_small_calls_keep_the_history_and_the_model_file_bounded(tmp_path) -> None:
+    # one history entry per call without bound: 4,001 calls of 10 rows wrote an 881 KB
+    # model file, about 220 bytes a call
+    X, y = _xor(21000, seed=8)
+    model = MixtureSVC(n_components=4, random_state=0).partial_fit(X[:1000], y[:1000])
+    fit_entries = list(model.history_[0])
+    sizes, histories = {}, {}
+    for call in range(2, 2002):
+        rows = slice(1000 + 10 * (call - 2), 1000 + 10 * (call - 1))
+        model.partial_fit(X[rows], y[rows])
+        if call in (101, 2001):
+            sizes[call] = model.save(tmp_path / f"calls-{call}.slm").stat().st_size
+            histories[call] = list(model.history_[0])
+    assert model.n_iter_ == 2001
+    assert sizes[2001] < sizes[101] + 1000, sizes
+    for call, history in histories.items():  # fit's entries, then the last 100 calls'
+        assert len(history) == len(fit_entries) + 100
+        assert history[:len(fit_entries)] == fit_entries
+        assert [h.get("call") for h in history[len(fit_entries):]] == list(
+            range(call - 99, call + 1))

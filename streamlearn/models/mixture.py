@@ -290,7 +290,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         guard, each epoch also records ``held_out_error`` and ``held_out_loss``: the
         weighted error rate and logistic loss (summed over the one-vs-rest models) on the
         held-out rows of the classifier the model belongs to (the mixture, or the linear
-        SVM after ``kept="linear"``), each row scored before its chunk trained.
+        SVM after ``kept="linear"``), each row scored before its chunk trained. Each
+        ``partial_fit`` call after the first adds an entry with its ``call`` number (the
+        first call counts as 1; its entries are those of ``fit``), of the rows the call
+        read; only the last 100 calls' are kept, after all of ``fit``'s, so the history
+        (and a model file) stays bounded however many calls are made.
 
     Examples
     --------

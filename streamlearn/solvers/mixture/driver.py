@@ -151,6 +151,9 @@ ROWS_PER_WEIGHT = 15
 #: 0.1, expects fewer than ``MIN_VALIDATION_ROWS`` held-out rows and does not run.
 SMALL_DATA_ROWS = 10 * MIN_VALIDATION_ROWS
 SMALL_ROWS_PER_WEIGHT = 5
+#: History entries of ``partial_fit`` calls kept per binary model (the last ones): one per
+#: call without a bound grew a model file by about 220 bytes a call.
+PARTIAL_HISTORY = 100
 
 History = list[dict[str, float]]
 
@@ -622,7 +625,9 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     Returns
     -------
     MixtureFit
-        With one more history entry per binary model and ``n_iter`` one larger.
+        With one more history entry per binary model (the call's, with its ``call``
+        number; beyond the last :data:`PARTIAL_HISTORY` calls' the oldest call's entry is
+        dropped) and ``n_iter`` one larger.
     """
     online = model.online
     std = model.standardiser
@@ -650,8 +655,9 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                                  for m in range(len(positives))], starts, std),
             dataset, shuffle=True, seed=seed, epoch=online.calls,
             description="stochastic EM (partial_fit)").lanes
-    history = [[*model.history[m], _record(config, state.loglik, state.params)]
-               for m, state in enumerate(states)]
+    history = [_partial_history(model.history[m], {
+        **_record(config, state.loglik, state.params), "call": online.calls + 1})
+        for m, state in enumerate(states)]
     return MixtureFit(model.classes, model.feature_names,
                       np.stack([s.params.xi for s in states]),
                       np.stack([s.params.V for s in states]),
@@ -663,6 +669,15 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                                             for s in states])),
                       model.shift, model.scale, model.nu, C, model.validation,
                       model.feature_transform, model.proba_scale, model.proba_rows)
+
+
+def _partial_history(history: History, entry: dict[str, float]) -> History:
+    """``history`` with ``entry`` (a ``partial_fit`` call's, holding its ``call`` number)
+    added: the entries of ``fit`` (without ``call``) are all kept, those of the calls the
+    last :data:`PARTIAL_HISTORY`."""
+    fit = [h for h in history if "call" not in h]
+    calls = [h for h in history if "call" in h]
+    return [*fit, *calls[-(PARTIAL_HISTORY - 1):], entry]
 
 
 def _lane_seed(seed: int, m: int) -> int:
