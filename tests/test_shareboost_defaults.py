@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_circles
 from sklearn.linear_model import LogisticRegression
 
 from streamlearn import LocalEngine, open_dataset
@@ -16,8 +15,6 @@ from streamlearn.solvers.shareboost.columns import AnchorColumns, StumpColumns
 from streamlearn.solvers.shareboost.driver import (
     AUTO_L2_RANGE,
     COLUMN_GROWTH,
-    CV_FOLDS,
-    CV_MIN_ROWS,
     FALLBACK_ROUNDS,
     L2_FACTOR,
     ROUND_PATIENCE,
@@ -107,40 +104,11 @@ def test_auto_l2_is_its_stated_rule_on_small_data() -> None:
     X[:, 0] *= 40.0  # units do not matter: every feature is divided by half its range
     model = ShareBoostClassifier().fit(X, y)
     half = (X.max(axis=0) - X.min(axis=0)) / 2.0
-    l2_0 = L2_FACTOR * np.sum(np.var(X.astype(np.float64), axis=0) / half**2) / 300
-    # 300 rows hold out fewer than 200: folds choose, the model is fitted on every row at
-    # their multiple of l2_0, with their number of columns
-    cv = model.cross_validation_
-    assert model.validation_ is None and cv["folds"] == CV_FOLDS
-    assert model.l2_ == pytest.approx(l2_0 * cv["l2_factor"], rel=1e-6)
-    assert cv["l2_factor"] in AUTO_L2_RANGE
-    assert model.n_iter_ == cv["n_columns"]
-    # and the family of lower mean held-out loss over the folds
-    means = {f: np.mean(v) for f, v in cv["held_out_loss"].items()}
-    assert set(means) == {"linear", "stumps"}
-    assert model.features_ == min(means, key=means.get)
-
-
-def test_small_data_takes_stumps_where_linear_columns_fail() -> None:
-    # below 2,000 rows (200 held out) the default took linear columns alone, 50 rounds:
-    # concentric circles at 1,990 rows tested at 47 % error, at 2,010 rows (stumps) 2 %.
-    # The folds now choose the family on small data too
-    X, y = make_circles(2600, noise=0.1, factor=0.5, random_state=0)
-    X_test, y_test = X[600:], y[600:]
-    model = ShareBoostClassifier().fit(X[:600], y[:600])
-    assert model.features_ == "stumps"
-    logistic = LogisticRegression().fit(X[:600], y[:600])
-    assert logistic.score(X_test, y_test) < 0.6  # linear columns cannot separate them
-    assert model.score(X_test, y_test) > 0.95
-    assert model.families_held_out_loss_["stumps"] < model.families_held_out_loss_["linear"]
-
-
-def test_small_data_keeps_linear_columns_where_they_are_right() -> None:
-    # a linear problem of few rows: the folds' choice tests as well as logistic regression
-    X, y = _wide_problem(2000, seed=5, d=10, informative=6, k=3)
-    model = ShareBoostClassifier().fit(X[:500], y[:500])
-    logistic = LogisticRegression(max_iter=1000).fit(X[:500], y[:500])
-    assert model.score(X[500:], y[500:]) > logistic.score(X[500:], y[500:]) - 0.02
+    expected = L2_FACTOR * np.sum(np.var(X.astype(np.float64), axis=0) / half**2) / 300
+    # 300 rows hold out fewer than 200: no held-out rows, FALLBACK_ROUNDS, one penalty
+    assert model.validation_ is None
+    assert model.l2_ == pytest.approx(expected, rel=1e-6)
+    assert model.n_iter_ == min(FALLBACK_ROUNDS, 10)
 
 
 def test_features_far_from_zero_are_centred_and_keep_the_model() -> None:
@@ -299,7 +267,7 @@ def test_auto_features_keep_the_family_of_lower_held_out_loss() -> None:
     assert auto.score(Xt, yt) > fits["linear"].score(Xt, yt) + 0.05
 
 
-def test_auto_features_stay_linear_on_linear_or_wide_data() -> None:
+def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
     rng = np.random.default_rng(3)
     X = rng.normal(size=(3000, 5)).astype(np.float32)
     y = (X @ np.array([1.0, -2.0, 0.5, 0.0, 1.5]) > 0).astype(int)
@@ -309,24 +277,8 @@ def test_auto_features_stay_linear_on_linear_or_wide_data() -> None:
     wide = ShareBoostClassifier(progress=False).fit(
         rng.normal(size=(3000, 65)).astype(np.float32), y)  # more than 64 features
     assert wide.features_ == "linear" and wide.families_held_out_loss_ is None
-    # 1,000 rows, 100 held out: the folds compare the families
-    small = ShareBoostClassifier(progress=False).fit(X[:1000], y[:1000])
-    assert small.features_ == "linear"
-    assert small.families_held_out_loss_["linear"] < small.families_held_out_loss_["stumps"]
-    # too few rows for folds: linear columns, FALLBACK_ROUNDS rounds at most
-    tiny = ShareBoostClassifier(progress=False).fit(X[:CV_MIN_ROWS - 1], y[:CV_MIN_ROWS - 1])
-    assert tiny.features_ == "linear" and tiny.cross_validation_ is None
-    assert tiny.families_held_out_loss_ is None and tiny.n_iter_ <= min(FALLBACK_ROUNDS, 5)
-
-
-def test_holdout_folds_are_disjoint_and_cover_every_row() -> None:
-    rows = np.arange(20_000)
-    masks = np.array([Holdout.fold(j, CV_FOLDS, 7).mask(rows) for j in range(CV_FOLDS)])
-    np.testing.assert_array_equal(masks.sum(axis=0), 1)
-    # each a fifth of the rows, as a binomial count would be (5 standard deviations)
-    assert np.all(np.abs(masks.sum(axis=1) - 4000) < 5 * np.sqrt(20_000 * 0.2 * 0.8))
-    # the first fold is the rows a holdout of that fraction takes
-    np.testing.assert_array_equal(masks[0], Holdout.fraction(1 / CV_FOLDS, 7).mask(rows))
+    small = ShareBoostClassifier(progress=False).fit(X[:1000], y[:1000])  # 100 held out
+    assert small.features_ == "linear" and small.families_held_out_loss_ is None
 
 
 def test_holdout_for_choosing_needs_enough_expected_rows() -> None:

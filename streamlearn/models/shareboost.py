@@ -145,21 +145,15 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``max(10, T_best / 4)`` columns added in a row have not lowered the held-out loss
         (``T_best`` the columns of the best round so far), or no candidate is left; the
         model is the round of lowest held-out loss
-        (``validation_`` has the curve). With fewer than 200 rows expected in that share
-        (small data, and at least 100 rows), 5 folds by a hash of the row id take turns
-        as the held-out rows: each family is fitted on the other rows by that rule, the
-        family and the ``l2`` multiple of lowest mean held-out loss are kept, with the
-        median over the folds of the kept columns, and that model is fitted on every row
-        (``cross_validation_``; 5 fits a family, so small data only). Under 100 rows,
-        50 rounds of linear columns on every row.
+        (``validation_`` has the curve). With fewer than 200 rows expected in that share,
+        50 rounds on every row.
     features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
-        ``"auto"``: with held-out rows or folds (``n_rounds="auto"``, at least 100 rows)
-        on dense data of at most 64 features, a model of linear columns and one of stumps
-        are fitted on the same split (the same folds) and the one of lower (mean)
-        held-out loss is kept (``features_`` says which; a fit of two models, the stumps'
-        the dearer); otherwise, and on wider data such as images, linear columns (the
-        paper's).
+        ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows) on dense data
+        of at most 64 features, a model of linear columns and one of stumps are fitted on
+        the same split and the one of lower held-out loss is kept (``features_`` says
+        which; a fit of two models, the stumps' the dearer); otherwise, and on wider data
+        such as images, linear columns (the paper's).
     l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
         ``"auto"``: from ``l2_0 = 0.05 E||z - E z||^2 / n``, ``z`` a training row with
@@ -173,8 +167,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         held-out rows (``n_rounds="auto"``), the columns are chosen at ``l2_0``, the kept
         ones are fitted at ``l2_0`` and at ``l2_0 / 100``, and the held-out loss chooses:
         wide data with few rows per column needs the penalty, narrow data with many rows
-        loses accuracy to it; with folds (small data), the multiple of lower mean
-        held-out loss over them. Otherwise ``l2_0``.
+        loses accuracy to it. Otherwise ``l2_0``.
     refit_iter : int
         L-BFGS iterations of each round's fully corrective step at most (each costs about
         one pass). With ``n_rounds="auto"`` the kept round's columns are then fitted again,
@@ -201,7 +194,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         stopping cap: selection also stops early when no column lowers the loss.
     validation_fraction : float or None
         Share of the rows held out to choose ``n_rounds="auto"`` (ignored for a number);
-        None trains on every row, with 50 rounds, and no folds.
+        None trains on every row, with 50 rounds.
     spread_tails : bool
         ``features="linear"`` on dense rows: a feature whose rows crowd into a small part
         of its range (a heavy tail, far outliers) enters as ``asinh((x - c) / s)``, by the
@@ -267,11 +260,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         Their family (``features="auto"`` resolved).
     families_held_out_loss_ : dict or None
         ``features="auto"`` that compared families: each one's held-out loss (that of its
-        final model; with folds, the mean over them); None otherwise.
-    cross_validation_ : dict or None
-        ``n_rounds="auto"`` on small data: ``folds``, every family's ``held_out_loss`` on
-        each fold, and the ``n_columns`` and ``l2_factor`` (the multiple of ``l2_0``)
-        chosen; None otherwise.
+        final model); None otherwise.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the linear columns
         (:class:`~streamlearn.features.tail_transform.TailTransform`); absent when none was.
@@ -437,30 +426,16 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                                             len(dataset.feature_names), dataset.is_sparse)
         else:
             families = (str(self.features),)
-        cv, chosen = None, None
-        if driver.cross_validates(self._config(), dataset.n_rows):  # small data: folds
-            cv = driver.cross_validate(runner, dataset,
-                                       {f: self._config(f) for f in families}, seed)
-            families, chosen = (cv.family,), (cv.n_columns, cv.l2_factor)
         fits: list[tuple[float, str, ShareBoostFit, dict[str, list[Any]]]] = []
         for family in families:
             self.__dict__.pop("family_", None)  # on_round records the family's columns
             self.path_ = {name: [] for name in self.path_}
-            fitted = driver.fit(runner, dataset, self._config(family), seed, on_round,
-                                chosen=chosen)
+            fitted = driver.fit(runner, dataset, self._config(family), seed, on_round)
             fits.append((driver.held_out_loss(fitted), family, fitted, self.path_))
         _, family, fitted, self.path_ = min(fits, key=lambda f: f[0])
         self.features_ = family
         self.families_held_out_loss_ = ({f[1]: f[0] for f in fits} if len(fits) > 1
                                         else None)
-        self.cross_validation_ = None
-        if cv is not None:
-            self.cross_validation_ = {"folds": driver.CV_FOLDS,
-                                      "held_out_loss": cv.held_out_loss,
-                                      "n_columns": cv.n_columns, "l2_factor": cv.l2_factor}
-            if len(cv.held_out_loss) > 1:
-                self.families_held_out_loss_ = {f: float(np.mean(v))
-                                                for f, v in cv.held_out_loss.items()}
         if not fitted.converged:
             cap = int(self.refit_iter) * (POLISH_ITER_RATIO if self.n_rounds == "auto" else 1)
             warnings.warn(

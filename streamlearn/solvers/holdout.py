@@ -26,30 +26,19 @@ MIN_VALIDATION_ROWS = 200
 class Holdout:
     """A deterministic subset of rows chosen by a hash of their global row id.
 
-    Row ``i`` is held out when ``lower <= row_keys([i], seed) < threshold``; keys are
-    uniform 64-bit integers, so about ``(threshold - lower) / 2**64`` of the rows are held
-    out, the same rows whatever the chunking, shuffling or engine.
+    Row ``i`` is held out when ``row_keys([i], seed) < threshold``; keys are uniform 64-bit
+    integers, so about ``threshold / 2**64`` of the rows are held out, the same rows whatever
+    the chunking, shuffling or engine.
 
     Attributes
     ----------
     seed : int
     threshold : int
-        In ``[0, 2**64]``.
-    lower : int
-        In ``[0, threshold]``.
+        In ``[0, 2**64)``.
     """
 
     seed: int
     threshold: int
-    lower: int = 0
-
-    @classmethod
-    def fold(cls, index: int, n_folds: int, seed: int) -> Holdout:
-        """Fold ``index`` of ``n_folds``: the rows whose key lies in the fold's share of
-        ``[0, 2**64)``; the folds of one seed are disjoint and cover every row."""
-        lower = int(index) * 2**64 // int(n_folds)
-        upper = (int(index) + 1) * 2**64 // int(n_folds)
-        return cls(int(seed) % 2**64, upper, lower)
 
     @classmethod
     def fraction(cls, fraction: float, seed: int) -> Holdout:
@@ -69,10 +58,7 @@ class Holdout:
     def mask(self, rows: np.ndarray) -> np.ndarray:
         """Boolean mask of the held-out rows among global row ids ``rows``."""
         keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
-        if self.threshold >= 2**64:  # the last fold: no key is above it
-            return keys >= np.uint64(self.lower)
-        held = keys < np.uint64(self.threshold)
-        return held & (keys >= np.uint64(self.lower)) if self.lower else held
+        return keys < np.uint64(self.threshold)
 
     def count(self, n_rows: int, block: int = 1 << 20) -> int:
         """Held-out rows among row ids ``0 .. n_rows - 1`` (hashed, not read)."""

@@ -12,9 +12,7 @@ With ``n_rounds="auto"`` a share of the rows is held out (a hash of the row id):
 until the held-out loss has not improved for a while (:data:`ROUND_PATIENCE`), or no
 candidate is left, and the round with the lowest held-out loss is the model. Its rounds of
 feature columns add the best-scored in groups that grow with the model
-(:data:`COLUMN_GROWTH`). With too few rows to hold a share out, :func:`cross_validate`
-holds out each of :data:`CV_FOLDS` folds in turn, and the model fitted on every row takes
-the family, size and penalty the folds chose.
+(:data:`COLUMN_GROWTH`).
 
 The class probabilities are ``softmax(s f)`` of the class scores ``f`` at one temperature
 ``s`` (:func:`probability_scale`).
@@ -78,15 +76,8 @@ ROUND_PATIENCE_SHARE = 0.25
 #: balls of one centre) score alike, and groups of them tested worse on satimage, letter,
 #: pendigits and usps.
 COLUMN_GROWTH = 0.125
-#: ``n_rounds="auto"`` with too few rows to hold out and too few for :data:`CV_FOLDS`
-#: folds (:data:`CV_MIN_ROWS`): the paper's budget, this many rounds.
+#: ``n_rounds="auto"`` with too few rows to hold out: the paper's budget, this many rounds.
 FALLBACK_ROUNDS = 50
-#: ``n_rounds="auto"`` with too few rows to hold out (fewer than
-#: :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` expected in the share): the
-#: family, the columns and the penalty are chosen by this many folds (:func:`cross_validate`).
-CV_FOLDS = 5
-#: ... with at least this many rows (fewer: :data:`FALLBACK_ROUNDS` linear columns).
-CV_MIN_ROWS = 100
 #: ``l2="auto"``: ``L2_FACTOR`` times the mean squared norm of a scaled row over the rows.
 L2_FACTOR = 0.05
 #: ``l2="auto"`` with held-out rows: the multiples of that penalty the kept columns are
@@ -428,74 +419,13 @@ def auto_families(config: ShareBoostConfig, n_rows: int, n_features: int,
     """The column families ``features="auto"`` fits, linear first.
 
     Linear columns and stumps, when rows are held out to compare them (``n_rounds="auto"``
-    with enough rows, :func:`_holdout`, or folds, :func:`cross_validates`) and the rows
-    are dense with at most :data:`AUTO_STUMP_FEATURES` features; else linear columns
-    alone (the paper's).
+    with enough rows, :func:`_holdout`) and the rows are dense with at most
+    :data:`AUTO_STUMP_FEATURES` features; else linear columns alone (the paper's).
     """
     if (sparse or n_features > AUTO_STUMP_FEATURES
-            or (_holdout(config, n_rows, 0) is None and not cross_validates(config, n_rows))):
+            or _holdout(config, n_rows, 0) is None):
         return ("linear",)
     return ("linear", "stumps")
-
-
-def cross_validates(config: ShareBoostConfig, n_rows: int) -> bool:
-    """Whether ``n_rounds="auto"`` chooses by :func:`cross_validate`: too few rows to hold
-    out (fewer than :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` expected in
-    ``validation_fraction`` of them), and at least :data:`CV_MIN_ROWS`."""
-    return (config.n_rounds == "auto" and config.validation_fraction is not None
-            and _holdout(config, n_rows, 0) is None and n_rows >= CV_MIN_ROWS)
-
-
-@dataclass(frozen=True)
-class CrossValidation:
-    """What :func:`cross_validate` chose, and from what.
-
-    Attributes
-    ----------
-    family : str
-        The family of lowest mean held-out loss over the folds.
-    n_columns : int
-        Columns of the model: the median over the folds of the kept round's columns.
-    l2_factor : float
-        The multiple of :func:`auto_l2` (of :data:`AUTO_L2_RANGE`) of lowest mean held-out
-        loss over the folds.
-    held_out_loss : dict of str to list of float
-        Every family's held-out loss on each fold (its final model's).
-    """
-
-    family: str
-    n_columns: int
-    l2_factor: float
-    held_out_loss: dict[str, list[float]]
-
-
-def cross_validate(runner: Any, dataset: Dataset, configs: dict[str, ShareBoostConfig],
-                   seed: int) -> CrossValidation:
-    """``n_rounds="auto"`` on data too small to hold rows out: :data:`CV_FOLDS` folds.
-
-    Each fold in turn is held out (a hash of the row id, :meth:`Holdout.fold`) while each
-    family of ``configs`` is fitted on the other rows as with held-out rows (rounds until
-    the held-out loss stops improving, the kept columns at each multiple of
-    :data:`AUTO_L2_RANGE`). The family and the multiple of lowest mean held-out loss are
-    kept, and the median of the family's kept columns over the folds is the model's size.
-    The data is read as a stream, ``CV_FOLDS`` fits a family: small data only.
-    """
-    folds = [Holdout.fold(j, CV_FOLDS, seed ^ VALIDATION_SALT) for j in range(CV_FOLDS)]
-    losses: dict[str, list[float]] = {}
-    best: tuple[float, str, list[ShareBoostFit]] | None = None
-    for family, config in configs.items():
-        fits = [fit(runner, dataset, config, seed, holdout=fold) for fold in folds]
-        losses[family] = [held_out_loss(f) for f in fits]
-        mean = float(np.mean(losses[family]))
-        if best is None or mean < best[0]:
-            best = (mean, family, fits)
-    assert best is not None
-    _, family, fits = best
-    n_columns = int(np.median([f.n_iter for f in fits]))
-    by_factor = np.mean([f.validation["l2_held_out_loss"] for f in fits
-                         if f.validation is not None], axis=0)
-    factor = AUTO_L2_RANGE[int(np.argmin(by_factor))] if by_factor.size else AUTO_L2_RANGE[0]
-    return CrossValidation(family, n_columns, float(factor), losses)
 
 
 def held_out_loss(fitted: ShareBoostFit) -> float:
@@ -518,9 +448,7 @@ def _holdout(config: ShareBoostConfig, n_rows: int, seed: int) -> Holdout | None
 
 
 def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
-        on_round: Callable[[ShareBoostRound], None] | None = None,
-        holdout: Holdout | None = None,
-        chosen: tuple[int, float] | None = None) -> ShareBoostFit:
+        on_round: Callable[[ShareBoostRound], None] | None = None) -> ShareBoostFit:
     """Select shared columns greedily, re-fitting all of them each round.
 
     ``n_rounds`` a number: that many rounds of one column each (fewer when no column
@@ -532,8 +460,7 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     :data:`ROUND_PATIENCE` columns (or :data:`ROUND_PATIENCE_SHARE` of the best round's
     columns, when more) have been added without lowering the held-out loss, or no
     candidate is left, and the model is the round with the lowest held-out loss. With
-    fewer rows, ``chosen`` rounds of one column on every row (what
-    :func:`cross_validate` chose), or without it :data:`FALLBACK_ROUNDS`. The
+    fewer rows, :data:`FALLBACK_ROUNDS` rounds of one column on every row. The
     temperature of the class probabilities then comes from :func:`probability_scale`.
 
     ``l2="auto"``: :func:`auto_l2`; with held-out rows, the greedy path runs at the first
@@ -558,13 +485,6 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         Seeds the row sample, k-means and the held-out rows.
     on_round : callable, optional
         ``on_round(round)`` after every round, round 0 (intercept only) included.
-    holdout : Holdout, optional
-        ``n_rounds="auto"``: these rows held out instead of ``validation_fraction`` (a
-        fold of :func:`cross_validate`).
-    chosen : (int, float), optional
-        ``n_rounds="auto"`` without held-out rows: the rounds to run and the multiple of
-        :func:`auto_l2` to fit at (what :func:`cross_validate` chose), instead of
-        :data:`FALLBACK_ROUNDS` at the first multiple.
 
     Returns
     -------
@@ -576,8 +496,7 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
                         "features='linear'")
     classes = dataset.classes
     k = 0 if classes is None else len(classes)
-    if holdout is None:
-        holdout = _holdout(config, dataset.n_rows, seed)
+    holdout = _holdout(config, dataset.n_rows, seed)
     # stumps and anchors are built from a row sample; linear columns need one only to
     # choose the map of crowded features
     spread = (config.spread_tails and config.features == "linear"
@@ -603,15 +522,14 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     if config.n_rounds != "auto":
         max_rounds = int(config.n_rounds)
     elif holdout is None:
-        max_rounds = FALLBACK_ROUNDS if chosen is None else int(chosen[0])
+        max_rounds = FALLBACK_ROUNDS
     else:
         max_rounds = UNTIL_HELD_OUT  # until the held-out loss stops improving
     linear = family if isinstance(family, LinearColumns) else None
     if config.l2 != "auto":
         l2_values = [float(config.l2)]
     elif holdout is None:
-        l2_values = [auto_l2(summary, dataset.is_sparse)
-                     * (AUTO_L2_RANGE[0] if chosen is None else float(chosen[1]))]
+        l2_values = [auto_l2(summary, dataset.is_sparse)]
     else:  # candidate penalties, the held-out loss chooses
         l2_values = [auto_l2(summary, dataset.is_sparse) * factor
                      for factor in AUTO_L2_RANGE]
