@@ -8,6 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from sklearn.calibration import _sigmoid_calibration
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import SplineTransformer
 from sklearn.svm import LinearSVC
@@ -366,6 +370,39 @@ def test_streamed_dataset_score_and_params():
         AdditiveSVC().fit(ds, y)
 
 
+def test_rare_class_probabilities_beat_the_prior():
+    # 0.5% positives, 3 of them among the 529 held-out rows: the plain logistic of the
+    # hinge scores (near -1 for every row) had test log-loss 0.08-0.15, the constant
+    # prior's 0.03; Platt's sigmoid on every row's scores is about LogisticRegression's
+    X, y = make_classification(25000, 10, n_informative=5, weights=[0.995], flip_y=0,
+                               random_state=0)
+    X, X_test, y, y_test = X[:5000], X[5000:], y[:5000], y[5000:]
+    with pytest.warns(UserWarning, match="not calibrated"):
+        model = AdditiveSVC(random_state=0).fit(X, y)
+    p = model.predict_proba(X_test)[:, 1]
+    prior = log_loss(y_test, np.full(len(y_test), y.mean()))
+    reference = log_loss(y_test, LogisticRegression().fit(X, y).predict_proba(X_test)[:, 1])
+    assert log_loss(y_test, p) < 0.8 * prior and log_loss(y_test, p) < 1.1 * reference
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "ovo"])
+def test_rare_class_sigmoids_of_every_binary_model(multiclass):
+    # more classes, one rare: every binary model's sigmoid on its own rows (one-vs-one:
+    # those of its two classes), as scikit-learn fits it
+    X3, y3 = make_classification(3000, 6, n_informative=4, n_classes=3,
+                                 weights=[0.6, 0.395, 0.005], flip_y=0, random_state=1)
+    with pytest.warns(UserWarning, match="not calibrated"):
+        multi = AdditiveSVC(multiclass=multiclass, random_state=0).fit(X3, y3)
+    pairs, scores = multi._pairs(), multi.svm_scores(X3)
+    for j in range(scores.shape[1]):
+        positive = y3 == pairs.positive[j]
+        rows = (np.ones(len(y3), dtype=bool) if multiclass == "ovr"
+                else positive | (y3 == pairs.negative[j]))
+        a, b = _sigmoid_calibration(scores[rows, j], positive[rows])
+        np.testing.assert_allclose([multi.platt_a_[j], multi.platt_b_[j]], [a, b],
+                                   rtol=0.02, atol=0.01)
+
+
 def test_uncalibrated_probabilities_are_the_logistic_of_the_scores():
     X, y = binary_problem(800, seed=9)
     model = AdditiveSVC(calibrate=False, epochs=2).fit(X, y)
@@ -374,10 +411,11 @@ def test_uncalibrated_probabilities_are_the_logistic_of_the_scores():
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-f)))
 
 
-def test_too_few_held_out_rows_of_a_class_leave_the_scores_uncalibrated():
+def test_too_few_held_out_rows_of_a_class_fit_the_sigmoid_on_every_row():
     # 1% positives: the calibration rows, chosen by a hash of the row id, hold fewer than
     # MIN_CALIBRATION_ROWS of them. A sigmoid fitted to so few (none, for some seeds) came
-    # out flat, and every row was predicted negative.
+    # out flat, and every row was predicted negative; the plain logistic of the scores
+    # put far too much on the positives. Platt's sigmoid is fitted to every row's scores.
     rng = np.random.default_rng(4)
     X = rng.normal(size=(3000, 4))
     y = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 3.8).astype(int)
@@ -385,13 +423,14 @@ def test_too_few_held_out_rows_of_a_class_leave_the_scores_uncalibrated():
     keys = row_keys(np.arange(3000, dtype=np.int64), 0 ^ HOLDOUT_SALT)
     held = keys < np.uint64(int(0.1 * 2**64))
     assert np.sum(y[held] == 1) < MIN_CALIBRATION_ROWS
-    with pytest.warns(UserWarning, match="not calibrated"):
+    with pytest.warns(UserWarning, match="not calibrated.*every row.*optimistic"):
         model = AdditiveSVC(random_state=0).fit(X, y)
     assert not model.calibrated_ and model.n_calibration_ == held.sum()
-    np.testing.assert_array_equal(model.platt_a_, [-1.0])
-    np.testing.assert_array_equal(model.platt_b_, [0.0])
     f = model.svm_scores(X)[:, 0]
-    np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-f)))
+    a, b = _sigmoid_calibration(f, y)  # scikit-learn's Platt fit, unbinned
+    np.testing.assert_allclose([model.platt_a_[0], model.platt_b_[0]], [a, b], rtol=0.01)
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1],
+                               1 / (1 + np.exp(model.platt_a_[0] * f + model.platt_b_[0])))
     found = model.predict(X) == 1
     assert found[y == 1].mean() > 0.5 and found[y == 0].mean() < 0.02
     # with enough of them held out, the sigmoid is fitted, and without a warning

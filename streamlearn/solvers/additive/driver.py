@@ -15,7 +15,8 @@
    :func:`fit`) and reaching ``epochs`` without meeting it warns ``ConvergenceWarning``;
 3. the held-out calibration rows' scores are binned and a Platt sigmoid is fitted per
    binary model when every model's rows hold at least 10 of each of its labels
-   (``MIN_CALIBRATION_ROWS``; else the scores keep the plain logistic): the bins are
+   (``MIN_CALIBRATION_ROWS``; else one more pass bins the scores of every row, training
+   rows included, and the sigmoids are fitted to those): the bins are
    filled by the last epoch's pass when PEGASOS's stopping rule ended the fit (it
    scored the returned model on those rows), else by a reduction pass of its own (over
    the same 16 ranges on such data, ``_calibration``).
@@ -324,9 +325,9 @@ class AdditiveFit:
     fewest_calibration_rows : int or None
         The fewest held-out rows of one label in a binary model's calibration set (None
         without held-out rows). Below
-        :data:`~streamlearn.solvers.calibration.MIN_CALIBRATION_ROWS` the sigmoids are not
-        fitted (``calibrated`` False) and ``held_out_log_loss`` is that of the plain
-        logistic of the scores.
+        :data:`~streamlearn.solvers.calibration.MIN_CALIBRATION_ROWS` the sigmoids are
+        fitted to the scores of every row, training rows included (one more pass;
+        ``calibrated`` False), and ``held_out_log_loss`` is theirs.
     linear_check : dict or None
         With ``config.linear_candidate``: the held-out log-loss of the linear model
         (``linear``) and of the B-spline model chosen (``curves``), and whether the linear
@@ -600,9 +601,11 @@ def _linear_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, see
     trained on ``dataset`` from the same summary, by the same rules, when its held-out
     log-loss is lower than that of ``best``, the B-spline model chosen; else ``best``.
     Either carries ``linear_check``. As for the counts, at least :data:`MIN_CHECK_ROWS`
-    held-out rows must judge them, and both models must be calibrated: the plain logistic of
-    uncalibrated scores is no measure to compare two models by (its log-loss grows with
-    the margins of the few rows it gets wrong). Per-feature curves can only lose to the
+    held-out rows must judge them, and both models must be calibrated on them: sigmoids
+    fitted to every row's scores (too few held-out rows of a label) have seen the rows
+    that would judge them, and the plain logistic of uncalibrated scores is no measure to
+    compare two models by (its log-loss grows with the margins of the few rows it gets
+    wrong). Per-feature curves can only lose to the
     linear model where the rows cannot pay for them: many features, each with few
     distinct or non-zero values, whose curves fit the noise."""
     if (not config.linear_candidate or best.held_out_log_loss is None or not best.calibrated
@@ -1132,11 +1135,13 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                                      CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs,
                                                      config.bias_scale, holdout), "calibrate")
         fewest_rows = histogram.fewest_rows()
-        # too few rows of a label: the plain logistic of the scores, whose held-out loss
-        # still ranks the models a search compares (the same rows for each)
         calibrated = fewest_rows >= MIN_CALIBRATION_ROWS
         if calibrated:
             platt_a, platt_b = histogram.fit()
+        else:  # too few rows of a label held out: Platt's sigmoids on every row's scores
+            platt_a, platt_b = runner.run(
+                CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs, config.bias_scale,
+                                None), dataset, description="calibrate on every row").fit()
         held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
         if shape[0] > 1 and config.compares_models:  # the classifier's, not its models'
             class_loss: ClassLoss = _on_held_out(runner, dataset, ClassLogLossPass(
