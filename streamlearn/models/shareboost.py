@@ -65,7 +65,7 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
-from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT
+from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT, class_counts
 from streamlearn.solvers.calibration import temperature_proba
 from streamlearn.solvers.shareboost import driver
 from streamlearn.solvers.shareboost.columns import (
@@ -146,11 +146,14 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         (``T_best`` the columns of the best round so far), or no candidate is left; the
         model is the round of lowest held-out loss
         (``validation_`` has the curve). With fewer than 200 rows expected in that share,
-        50 rounds on every row.
+        or fewer than 50 outside the largest class (their share of the weight times
+        those rows; with two classes, of the rarer one: the held-out loss of a class of
+        0.2 % rests on a handful of its rows, and kept the intercept-only model), 50
+        rounds on every row.
     features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
-        ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows) on dense data
-        of at most 64 features, a model of linear columns and one of stumps are fitted on
+        ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows, as above) on
+        dense data of at most 64 features, a model of linear columns and one of stumps are fitted on
         the same split and the one of lower held-out loss is kept (``features_`` says
         which; a fit of two models, the stumps' the dearer); otherwise, and on wider data
         such as images, linear columns (the paper's).
@@ -194,7 +197,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         stopping cap: selection also stops early when no column lowers the loss.
     validation_fraction : float or None
         Share of the rows held out to choose ``n_rounds="auto"`` (ignored for a number);
-        None trains on every row, with 50 rounds.
+        None trains on every row, with 50 rounds, as does a share too small for the rules
+        of ``n_rounds``.
     spread_tails : bool
         ``features="linear"`` on dense rows: a feature whose rows crowd into a small part
         of its range (a heavy tail, far outliers) enters as ``asinh((x - c) / s)``, by the
@@ -363,7 +367,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         return self._fit_stream(data, y, sample_weight, nan_policy, engine, checkpoint,
                                 checkpoint_every, validation=validation, callback=callback)
 
-    def _config(self, features: str | None = None) -> ShareBoostConfig:
+    def _config(self, features: str | None = None,
+                class_shares: np.ndarray | None = None) -> ShareBoostConfig:
         return ShareBoostConfig(
             n_rounds=self.n_rounds if self.n_rounds == "auto" else int(self.n_rounds),
             features=str(features or self.features),
@@ -373,7 +378,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             max_coverage=float(self.max_coverage), tol=float(self.tol),
             validation_fraction=(None if self.validation_fraction is None
                                  else float(self.validation_fraction)),
-            spread_tails=bool(self.spread_tails))
+            spread_tails=bool(self.spread_tails),
+            class_shares=(None if class_shares is None
+                          else tuple(float(c) for c in class_shares)))
 
     def _run_driver(self, runner: Any, dataset: Dataset, seed: int, validation: Any = None,
                     callback: Callable[[int, ShareBoostClassifier], None] | None = None
@@ -421,8 +428,13 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             if callback is not None:
                 callback(int(result.selected.shape[0]), self)
 
+        shares = None
+        if self.n_rounds == "auto" and self.validation_fraction is not None:
+            # the held-out rows choose only with enough of each class (driver._holdout):
+            # one scan of the target and weight columns
+            shares = class_counts(dataset)
         if self.features == "auto":
-            families = driver.auto_families(self._config("linear"), dataset.n_rows,
+            families = driver.auto_families(self._config("linear", shares), dataset.n_rows,
                                             len(dataset.feature_names), dataset.is_sparse)
         else:
             families = (str(self.features),)
@@ -430,7 +442,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         for family in families:
             self.__dict__.pop("family_", None)  # on_round records the family's columns
             self.path_ = {name: [] for name in self.path_}
-            fitted = driver.fit(runner, dataset, self._config(family), seed, on_round)
+            fitted = driver.fit(runner, dataset, self._config(family, shares), seed,
+                                on_round)
             fits.append((driver.held_out_loss(fitted), family, fitted, self.path_))
         _, family, fitted, self.path_ = min(fits, key=lambda f: f[0])
         self.features_ = family
