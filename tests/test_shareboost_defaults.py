@@ -317,6 +317,11 @@ def test_auto_rounds_need_fifty_held_out_rows_outside_the_largest_class() -> Non
         fitted = ShareBoostClassifier(progress=False).fit(X, y, sample_weight=w)
         assert (fitted.validation_ is not None) == held
         assert (fitted.families_held_out_loss_ is not None) == held
+    # class_weight="balanced" gives 499 rows half the weight, not more rows
+    for counts, held in [((1500, 500), True), ((1501, 499), False)]:
+        y = np.repeat([0, 1], counts)
+        fitted = ShareBoostClassifier(class_weight="balanced", progress=False).fit(X, y)
+        assert (fitted.validation_ is not None) == held
 
 
 def test_holdout_for_choosing_needs_enough_expected_rows() -> None:

@@ -146,10 +146,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         (``T_best`` the columns of the best round so far), or no candidate is left; the
         model is the round of lowest held-out loss
         (``validation_`` has the curve). With fewer than 200 rows expected in that share,
-        or fewer than 50 outside the largest class (their share of the weight times
-        those rows; with two classes, of the rarer one: the held-out loss of a class of
-        0.2 % rests on a handful of its rows, and kept the intercept-only model), 50
-        rounds on every row.
+        or fewer than 50 outside the largest class (their share of the sample weight,
+        before ``class_weight``'s factors, times those rows; with two classes, of the
+        rarer one: the held-out loss of a class of 0.2 % rests on a handful of its rows,
+        and kept the intercept-only model), 50 rounds on every row.
     features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
         ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows, as above) on
@@ -430,9 +430,16 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
 
         shares = None
         if self.n_rounds == "auto" and self.validation_fraction is not None:
-            # the held-out rows choose only with enough of each class (driver._holdout):
-            # one scan of the target and weight columns
+            # the held-out rows choose only with enough rows outside the largest class
+            # (driver._holdout): one scan of the target and weight columns. Sample weights
+            # count as rows, class_weight's factors do not: "balanced" gives a class of 3
+            # held-out rows half the weight, not more rows
             shares = class_counts(dataset)
+            factors = dataset.class_factors
+            if factors is not None:
+                factors = np.asarray(factors, dtype=np.float64)
+                shares = np.where(factors > 0, shares / np.where(factors > 0, factors, 1.0),
+                                  0.0)
         if self.features == "auto":
             families = driver.auto_families(self._config("linear", shares), dataset.n_rows,
                                             len(dataset.feature_names), dataset.is_sparse)

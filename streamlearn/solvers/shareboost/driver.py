@@ -117,8 +117,9 @@ class ShareBoostConfig:
     tol: float
     validation_fraction: float | None = None
     spread_tails: bool = False
-    #: The classes' total weights (classification), for :data:`MIN_HELD_CLASS_ROWS`; None:
-    #: not known, the held-out rows are counted whatever their classes.
+    #: The classes' total sample weights before ``class_weight``'s factors (rows), for
+    #: :data:`MIN_HELD_CLASS_ROWS`; None: not known, the held-out rows are counted
+    #: whatever their classes.
     class_shares: tuple[float, ...] | None = None
 
 
