@@ -11,7 +11,8 @@ a small table. Each model is fitted with its defaults (``progress=False`` only) 
   six features follow Student's t with 2 degrees of freedom (4,000; heavy tails) and
   a ring in two of eight normal features with 10 values of one of them multiplied by
   1e5 (4,000; far outliers);
-- regression, test R2: diabetes (442 rows) and Friedman 1, 2, 3 (5,000 rows each).
+- regression, test R2: diabetes (442 rows), Friedman 1, 2, 3 (5,000 rows each) and a
+  linear target, ``make_regression`` with 10 of 20 features informative (3,000).
 
 Peers on the same splits: a linear model with its penalty tuned by 3-fold cross-validation
 (``LinearSVC`` on standardised features, ``C`` in 0.01..10; ``RidgeCV``),
@@ -82,7 +83,9 @@ def regression_sets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return {"diabetes": D.load_diabetes(return_X_y=True),
             "Friedman-1": D.make_friedman1(5000, noise=1.0, random_state=0),
             "Friedman-2": D.make_friedman2(5000, noise=50.0, random_state=0),
-            "Friedman-3": D.make_friedman3(5000, noise=0.1, random_state=0)}
+            "Friedman-3": D.make_friedman3(5000, noise=0.1, random_state=0),
+            "linear target": D.make_regression(3000, 20, n_informative=10, noise=10.0,
+                                               random_state=4)}
 
 
 def classifiers() -> dict[str, Callable[[], Any]]:
