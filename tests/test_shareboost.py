@@ -109,8 +109,7 @@ def test_corrective_step_reaches_scipy_optimum_of_restricted_problem() -> None:
                                  chunk_rows=150).fit(X, y)
     selected = model.selected_features_
     k = 3
-    family = model.family_
-    Z = ((X - family.shift) * family.scale)[:, selected].astype(np.float64)
+    Z = (X * model.family_.scale.astype(np.float32))[:, selected].astype(np.float64)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         W, b = theta[:-k].reshape(k, -1), theta[-k:]

@@ -54,8 +54,7 @@ def test_driver_returns_a_frozen_fit_and_reports_every_round() -> None:
     assert list(result.loss) == [r.step.value for r in rounds]
     assert all(np.diff(result.loss) <= 1e-12) and list(result.passes) == sorted(result.passes)
     # the model's scores from its arrays, recomputed with numpy
-    family, chosen = result.family, result.selected
-    Z = (X[:, chosen].astype(np.float64) - family.shift[chosen]) * family.scale[chosen]
+    Z = X[:, result.selected].astype(np.float64) * result.family.scale[result.selected]
     scores = Z @ result.coef[:, :, 0] + result.intercept
     error = np.mean(scores.argmax(axis=1) != y)
     assert result.train_error[-1] == pytest.approx(error)

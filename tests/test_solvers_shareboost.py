@@ -173,9 +173,8 @@ def test_linear_kernels_read_the_gates_from_the_rows(k: int) -> None:
 
 
 def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
-    # every feature is moved to the middle of its range and divided by half its width: the
-    # columns, their gradient scores and the restricted objective equal numpy's on
-    # (x - c) * s
+    # features on one side of zero are moved to the middle of their range: the columns,
+    # their gradient scores and the restricted objective equal numpy's on (x - c) * s
     rng = np.random.default_rng(6)
     n, d, k = 300, 5, 3
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -183,8 +182,9 @@ def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
     X[:, 3] = rng.uniform(-9.0, -7.0, size=n)  # one-sided below zero: shifted
     lo, hi = X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64)
     family = LinearColumns.of_range(lo, hi, np.abs(X).max(axis=0).astype(np.float64),
-                                    sparse=False)
-    centre, half = (lo + hi) / 2, (hi - lo) / 2
+                                    shift=True)
+    centre = np.where((lo > 0) | (hi < 0), (lo + hi) / 2, 0.0)
+    half = np.where((lo > 0) | (hi < 0), (hi - lo) / 2, np.abs(X).max(axis=0))
     np.testing.assert_allclose(family.shift, centre)
     np.testing.assert_allclose(family.scale, 1 / half)
     Z = (X.astype(np.float64) - centre) / half
@@ -219,10 +219,10 @@ def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
     np.testing.assert_allclose(
         family.mean_squares(w @ (X64 * X64), w @ X64, float(w.sum())),
         w @ (Z * Z) / w.sum(), rtol=1e-6)
-    # sparse rows: the range over the stored values, taken to hold zero
-    stored = LinearColumns.of_range(np.full(d, 1.0), np.full(d, 2.0), np.full(d, 2.0),
-                                    sparse=True)
-    assert np.all(stored.shift == 1.0) and np.all(stored.scale == 1.0)
+    # data that holds zero in every range: no shift, the columns as before
+    plain = LinearColumns.of_range(np.full(d, -1.0), np.full(d, 2.0), np.full(d, 2.0),
+                                   shift=True)
+    assert plain.shift is None and np.all(plain.scale == 0.5)
 
 
 @pytest.mark.parametrize(("padded", "k"), [(False, 4), (True, 4), (True, MIN_LENGTH + 4)])

@@ -19,8 +19,7 @@ whatever the number of rows, and every pass is a pure reduction.
 The loss is eq. 3, ``log sum_c exp(1[c != y] - s_y + s_c)``, averaged over the (weighted)
 rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families:
 
-- ``"linear"``: the raw features, moved to the middle of their ranges and divided by half
-  their widths (``[-1, 1]``, whatever a feature's offset and units);
+- ``"linear"``: the raw features, scaled to ``[-1, 1]`` by their largest absolute value;
 - ``"stumps"``: ``1[x_f <= theta]`` for ``n_bins - 1`` quantile thresholds per feature
   (Sec. 3.1): one histogram pass scores every threshold of every feature;
 - ``"anchors"``: piecewise-linear pieces ``1[||x - v|| < r] [x, 1]`` (Sec. 3.2, App. A.2):
@@ -159,14 +158,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         such as images, linear columns (the paper's).
     l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
-        ``"auto"``: from ``l2_0 = 0.05 E||z - E z||^2 / n``, ``z`` a training row with
-        each feature moved to the middle of its range and divided by half its width
-        (whatever the columns; for sparse rows a range that holds zero), ``E`` the mean
-        over the training rows and ``n`` the training rows (their total weight): the
-        penalty of an SVM with ``C = 10 / E||z - E z||^2`` on summed losses, so a row's
-        largest pull on ``W`` does not grow with the width of the data, the penalty fades
-        as rows accumulate, and neither it nor the model depends on a feature's offset or
-        units (``x -> a x + b`` per feature leaves them as they were). With
+        ``"auto"``: from ``l2_0 = 0.05 E||z||^2 / n``, ``z`` a training row with each
+        feature divided by its largest absolute value (the mean over a row sample) and
+        ``n`` the training rows (their total weight): the penalty of an SVM with
+        ``C = 10 / E||z||^2`` on summed losses, so a row's largest pull on ``W`` does not
+        grow with the width of the data, and the penalty fades as rows accumulate. With
         held-out rows (``n_rounds="auto"``), the columns are chosen at ``l2_0``, the kept
         ones are fitted at ``l2_0`` and at ``l2_0 / 100``, and the held-out loss chooses:
         wide data with few rows per column needs the penalty, narrow data with many rows

@@ -47,10 +47,11 @@ class LinearColumns:
     feature ``f``.
 
     The one family that takes CSR rows (:class:`~streamlearn.data.sparse_rows.SparseRows`)
-    as they are: a zero entry adds nothing to the sums of a gradient column. The kernels
-    read ``x_f * scale_f``; the shift enters as its ``offsets`` (:meth:`offsets`),
-    exactly: a column's gradient less its offset times the sum of the residuals, a model's
-    intercept less the offsets' share of its score.
+    as they are: a zero entry adds nothing to a gradient column and is a zero gate (the
+    columns of sparse data are not shifted). The kernels read ``x_f * scale_f``; the
+    shift enters as its ``offsets`` (:meth:`offsets`), exactly: a column's gradient less
+    its offset times the sum of the residuals, a model's intercept less the offsets'
+    share of its score.
     """
 
     scale: np.ndarray
@@ -59,25 +60,23 @@ class LinearColumns:
 
     @classmethod
     def of_range(cls, minimum: np.ndarray, maximum: np.ndarray, largest: np.ndarray,
-                 sparse: bool) -> LinearColumns:
-        """Columns in ``[-1, 1]``: each feature moved to the middle of its range and divided
-        by half its width, so that the columns, and the model fitted on them, depend on
-        neither a feature's offset nor its units (``x`` and ``a x + b`` make the same column,
-        up to its sign). A year or a temperature in kelvin spans the same ``[-1, 1]`` as a
-        centred feature, not a sliver near 1, where it is another intercept and the penalty
-        drowns it. A constant feature is the zero column (scale 0), never chosen. For
-        ``sparse`` rows ``minimum`` and ``maximum`` are over the stored values, and the
-        range is taken to hold zero (the rows are not filled in: the shift enters as the
-        columns' :meth:`offsets`)."""
-        if sparse:
-            minimum, maximum = np.minimum(minimum, 0.0), np.maximum(maximum, 0.0)
-        finite = np.isfinite(minimum) & np.isfinite(maximum)
-        centre = np.where(finite, 0.5 * (minimum + maximum), 0.0)
-        half = np.where(finite, 0.5 * (maximum - minimum), largest)
-        # a constant feature is the zero column once centred: scale 0 keeps it so exactly,
-        # where x * scale less its offset would cancel two equal large numbers
-        scale = np.where(half > 0, 1.0 / np.where(half > 0, half, 1.0), 0.0)
-        return cls(scale, centre)
+                 shift: bool) -> LinearColumns:
+        """Columns in ``[-1, 1]``: each feature divided by its largest absolute value; with
+        ``shift`` (dense rows), a feature whose values all lie on one side of zero is first
+        moved to the middle of its range and divided by half its width, so that a year or
+        a temperature in kelvin spans the same ``[-1, 1]`` as a centred feature instead of
+        a sliver near 1, where it is another intercept and the penalty drowns it. Such a
+        feature that is constant is the zero column (scale 0), never chosen."""
+        one_sided = (np.isfinite(minimum) & np.isfinite(maximum)
+                     & ((minimum > 0) | (maximum < 0)) if shift
+                     else np.zeros(largest.shape[0], dtype=bool))
+        centre = np.where(one_sided, 0.5 * (minimum + maximum), 0.0)
+        half = np.where(one_sided, 0.5 * (maximum - minimum), largest)
+        # a constant one-sided feature is the zero column once centred: scale 0 keeps it
+        # so exactly, where x * scale less its offset would cancel two equal large numbers
+        scale = np.where(half > 0, 1.0 / np.where(half > 0, half, 1.0),
+                         np.where(one_sided, 0.0, 1.0))
+        return cls(scale, centre if one_sided.any() else None)
 
     def offsets(self, candidates: np.ndarray) -> np.ndarray:
         """``shift_f * scale_f`` of the given candidates (zeros without a shift), float64."""

@@ -272,7 +272,7 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
     scale = np.where(largest > 0, 1.0 / np.where(largest > 0, largest, 1.0), 1.0)
     if config.features == "linear":
         return LinearColumns.of_range(summary.minimum, summary.maximum, largest,
-                                      sparse=dataset.is_sparse), 0
+                                      shift=not dataset.is_sparse), 0
     if config.features == "stumps":
         thresholds = summary.quantiles(np.arange(1, config.n_bins) / config.n_bins)
         return StumpColumns(np.ascontiguousarray(thresholds, dtype=np.float32)), 0
@@ -396,30 +396,29 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         held_out_weight=held_weight, held_out_temperature=held_temperature)
 
 
-def auto_l2(summary: WeightedSummary, sparse: bool = False) -> float:
-    """``l2="auto"``: ``L2_FACTOR * E||z - E z||^2 / n``, whatever the column family.
+def auto_l2(summary: WeightedSummary, columns: LinearColumns | None = None) -> float:
+    """``l2="auto"``: ``L2_FACTOR * E||z||^2 / n``.
 
-    ``z`` is a row's features, each moved to the middle of its range and divided by half
-    its width (the linear columns, :meth:`LinearColumns.of_range`), and
-    ``E||z - E z||^2`` the sum of their variances, so that the penalty depends on neither
-    a feature's offset nor its units: ``x`` and ``a x + b`` give the same penalty. ``E`` is
-    the weighted mean over all training rows (from the summary's per-feature sums of
-    squares and of values) and ``n`` the training rows (their total weight: weights act as
-    row counts). The loss is a mean over the rows, so this is the penalty of an SVM with
-    ``C = 10 / E||z - E z||^2`` on the summed losses: a row's largest pull on ``W`` stays
-    the same however wide the data is, and the penalty fades as rows accumulate.
+    ``z`` is a row's linear candidate columns (``columns``; by default every feature
+    divided by its largest absolute value), ``E`` the weighted mean over all training rows
+    (from the summary's per-feature sums of squares and of values,
+    :meth:`LinearColumns.mean_squares`) and ``n`` the training rows (their total weight:
+    weights act as row counts). The loss is a mean over the rows, so this is the penalty of
+    an SVM with ``C = 10 / E||z||^2`` on the summed losses: a row's largest pull on ``W``
+    stays the same however wide the data is, and the penalty fades as rows accumulate.
     """
-    weight = float(summary.weight)
-    if weight <= 0:
+    if summary.weight <= 0:
         return 0.0
-    columns = LinearColumns.of_range(summary.minimum, summary.maximum, summary.largest,
-                                     sparse=sparse)
-    squares = columns.mean_squares(summary.squares, summary.total, weight)
-    if summary.total is not None:  # less the squared means: the variances
-        shift = 0.0 if columns.shift is None else columns.shift
-        mean = (summary.total / weight - shift) * columns.scale
-        squares = squares - mean * mean
-    return L2_FACTOR * max(float(np.sum(squares)), 0.0) / weight
+    if columns is None:
+        columns = LinearColumns.of_range(summary.minimum, summary.maximum, summary.largest,
+                                         shift=False)
+    if columns.shift is None:  # summed as a dot product, the order the penalty always had
+        scale = columns.scale
+        mean_square = float(summary.squares @ (scale * scale)) / float(summary.weight)
+    else:
+        mean_square = float(columns.mean_squares(summary.squares, summary.total,
+                                                 summary.weight).sum())
+    return L2_FACTOR * mean_square / float(summary.weight)
 
 
 #: ``features="auto"``: stumps are tried beside linear columns on data of at most this
@@ -556,10 +555,9 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     if config.l2 != "auto":
         l2_values = [float(config.l2)]
     elif holdout is None:
-        l2_values = [auto_l2(summary, dataset.is_sparse)]
+        l2_values = [auto_l2(summary, linear)]
     else:  # candidate penalties, the held-out loss chooses
-        l2_values = [auto_l2(summary, dataset.is_sparse) * factor
-                     for factor in AUTO_L2_RANGE]
+        l2_values = [auto_l2(summary, linear) * factor for factor in AUTO_L2_RANGE]
     # the kept columns' fits run preconditioned (corrective_step's second_moments): on MNIST
     # the fit at l2_0 / 100 took 201 passes without, 62 with. The path's steps, capped at
     # refit_iter iterations, keep the plain gradient: preconditioned they chose columns no

@@ -136,13 +136,6 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
 
         return _added(in_threads(linear_work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
                       grad_coef[:, :, 0], grad_intercept)
-    offsets = None
-    if isinstance(family, LinearColumns) and family.shift is not None:
-        # sparse rows: the columns' shift folded into the intercept in float64, as above
-        # (the same sums as dense rows), not taken off the float32 gates
-        offsets = family.offsets(selected)
-        intercept = intercept - offsets @ W
-        family = LinearColumns(family.scale)
     gates = selected_gates(family, X, selected)
     base = family.base(X)
 
@@ -152,8 +145,6 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
         kernel = single_column_objective_chunk if single else restricted_objective_chunk
         sums = kernel(gates[lo:hi], base[lo:hi], codes[lo:hi], weight[lo:hi], W, intercept,
                       grad, grad_b, exp_lanes(intercept.shape[0]))
-        if offsets is not None:
-            grad -= np.outer(offsets, grad_b)
         return grad, grad_b, sums
 
     return _added(in_threads(work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
@@ -511,14 +502,9 @@ class ColumnScorePass(_ModelPass):
                 self.intercept, codes, weight, state.gradient)
         else:
             base = self.family.base(chunk.X)
-            family, intercept = self.family, self.intercept
-            if isinstance(family, LinearColumns) and family.shift is not None:
-                # sparse rows: the shift folded into the intercept, as restricted_objective
-                intercept = intercept - family.offsets(self.selected) @ self.coef[:, :, 0]
-                family = LinearColumns(family.scale)
-            gates = selected_gates(family, chunk.X, self.selected)
+            gates = selected_gates(self.family, chunk.X, self.selected)
             residuals, loss, wsum, errors = margin_residuals_chunk(
-                gates, base, codes, weight, self.coef, intercept,
+                gates, base, codes, weight, self.coef, self.intercept,
                 exp_lanes(self.intercept.shape[0]))
             self.family.accumulate(chunk.X, base, residuals, state.gradient)
         state.loss += loss
