@@ -1305,22 +1305,23 @@ def _sorted_classes(values: np.ndarray, target: str | None, fewest: int = 2) -> 
 
 def _check_chunk_rows(chunk_rows: Any) -> None:
     """A ``ValueError`` unless ``chunk_rows`` is None or a whole number of rows >= 1."""
-    if chunk_rows is None:
-        return
-    whole = isinstance(chunk_rows, int | np.integer) and not isinstance(chunk_rows, bool)
-    if not whole or int(chunk_rows) < 1:
-        raise ValueError(f"chunk_rows must be a positive whole number of rows, got "
-                         f"{chunk_rows!r}")
+    _check_whole_number(chunk_rows, 1, "chunk_rows must be a positive whole number of rows")
 
 
 def _check_prefetch(prefetch: Any) -> None:
     """A ``ValueError`` unless ``prefetch`` is None or a whole number of chunks >= 0."""
-    if prefetch is None:
+    _check_whole_number(prefetch, 0, "prefetch must be a whole number of chunks to read "
+                        "ahead, 0 or more")
+
+
+def _check_whole_number(value: Any, least: int, message: str) -> None:
+    """A ``ValueError`` saying ``message`` unless ``value`` is None or an integer (not a
+    bool) of at least ``least``."""
+    if value is None:
         return
-    whole = isinstance(prefetch, int | np.integer) and not isinstance(prefetch, bool)
-    if not whole or int(prefetch) < 0:
-        raise ValueError(f"prefetch must be a whole number of chunks to read ahead, 0 or "
-                         f"more, got {prefetch!r}")
+    whole = isinstance(value, int | np.integer) and not isinstance(value, bool)
+    if not whole or int(value) < least:
+        raise ValueError(f"{message}, got {value!r}")
 
 
 #: A class target with at least this many classes, and more than half as many as rows,
