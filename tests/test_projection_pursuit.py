@@ -679,6 +679,31 @@ def test_auto_rounds_need_fifty_held_out_rows_of_each_class() -> None:
         assert (fitted.validation_ is not None) == held
 
 
+
+def test_auto_rounds_count_rows_not_a_datasets_class_factors() -> None:
+    """Class factors (``Dataset.with_class_weight``, here "balanced"'s ``n / (2 n_c)``)
+    give the rare class half the weight but add none of its rows: the bar of 50 held-out
+    rows of each class counts rows, and the fit is the one without the factors."""
+    from streamlearn.models.class_weight import class_factors
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    for rare, held in [(600, True), (499, False), (100, False)]:
+        y = np.zeros(2000, dtype=int)
+        y[:rare] = 1
+        factors = class_factors("balanced", np.array([0, 1]),
+                                np.array([2000.0 - rare, rare]))
+        np.testing.assert_allclose(factors, 2000 / (2 * np.array([2000 - rare, rare])))
+        ds = open_dataset(X, target=y, chunk_rows=500).with_class_weight(factors)
+        fitted = SparseJSBoostClassifier(**FAST).fit(ds)
+        plain = SparseJSBoostClassifier(**FAST).fit(X, y)
+        assert (fitted.validation_ is not None) == held == (plain.validation_ is not None)
+        if not held:  # the fallback: 50 rounds on every row, as given n_rounds=50
+            fixed = SparseJSBoostClassifier(n_rounds=50, **FAST).fit(ds)
+            assert fitted.n_iter_ == 50
+            np.testing.assert_array_equal(fitted.decision_function(X),
+                                          fixed.decision_function(X))
+
 def test_lowest_round_counts_only_drops_above_the_tolerance() -> None:
     from streamlearn.solvers.projection_pursuit.driver import (
         ROUND_LOSS_ATOL,

@@ -497,9 +497,10 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         before the first round, whichever is more: on separable data the loss keeps
         falling towards 0 by amounts that change no prediction.
         With fewer than 200 rows expected in that share, or fewer than 50 of either class
-        (its share of the weight; the held-out loss of a class of 2 % then rests on a
-        handful of its rows, and stopped the rounds before the model predicted it), 50
-        rounds on every row.
+        (its share of the sample weight, before the class factors of a dataset's
+        :meth:`~streamlearn.data.Dataset.with_class_weight`, times those rows; the
+        held-out loss of a class of 2 % then rests on a handful of its rows, and stopped
+        the rounds before the model predicted it), 50 rounds on every row.
     tau : float
         Strength of the L1 penalty, ``lam = SJS(u^(0)) / tau`` (eq. 6); ``inf`` gives JSBoost.
     n_bins : int

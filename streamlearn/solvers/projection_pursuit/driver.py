@@ -620,7 +620,8 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     :data:`AUTO_MAX_ROUNDS`, and the model keeps the rounds of the lowest. A loss is lower
     only by more than a tolerance (:func:`lowest_round`), so that a loss creeping towards
     0 on separable data stops the rounds. With fewer rows, or fewer than
-    :data:`MIN_HELD_CLASS_ROWS` of either class expected among them,
+    :data:`MIN_HELD_CLASS_ROWS` of either class expected among them (its share of the
+    sample weight, before the dataset's class factors, times those rows),
     :data:`FALLBACK_ROUNDS` rounds on every row.
 
     Parameters
@@ -644,6 +645,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
         When a class has no weight.
     """
     d = len(dataset.feature_names)
+    factors = dataset.class_factors
     dataset, moments, transform = describe_rows(
         runner, dataset, 2, config.standardize and config.spread_tails, seed)
     if not np.all(moments.class_mass > 0):
@@ -659,7 +661,7 @@ def fit_sparse_jsboost(runner: Any, dataset: Dataset, config: BoostConfig,
     projections, ranges, tables = np.zeros((0, d)), np.zeros((0, 2)), np.zeros((0, n_bins))
     weights, divergences, lambdas, unconverged = [], [], [], []
     n_scans = 0
-    holdout = _boost_holdout(config, moments, seed)
+    holdout = _boost_holdout(config, moments, seed, factors)
     if config.n_rounds != "auto":
         max_rounds = int(config.n_rounds)
     else:
@@ -743,15 +745,25 @@ def boost_probability_scale(runner: Any, dataset: Dataset, intercept: float,
     return min(1.0, best_temperature(sums.losses())), "training"
 
 
-def _boost_holdout(config: BoostConfig, moments: DataMoments, seed: int) -> Holdout | None:
-    """The rows ``n_rounds="auto"`` holds out, or None (see :func:`fit_sparse_jsboost`)."""
+def _boost_holdout(config: BoostConfig, moments: DataMoments, seed: int,
+                   class_factors: np.ndarray | None = None) -> Holdout | None:
+    """The rows ``n_rounds="auto"`` holds out, or None (see :func:`fit_sparse_jsboost`);
+    ``class_factors`` those of the dataset the moments were taken of (their class masses
+    include them)."""
     if config.n_rounds != "auto":
         return None
     holdout = Holdout.for_choosing(config.validation_fraction, int(moments.n_rows),
                                    int(seed) ^ JS_VALIDATION_SALT)
     if holdout is None:
         return None
+    mass, weight, rows = moments.class_mass, moments.weight, moments.row_count
+    if class_factors is not None:
+        # sample weights count as rows, a dataset's class factors do not: factors that
+        # give a class of 2 % half the weight add none of its rows (both factors are
+        # positive here: a class of no weight was refused)
+        mass = mass / np.asarray(class_factors, dtype=np.float64)
+        weight = float(mass.sum())
+        rows = max(weight, float(moments.n_positive))
     # rows of the rarer class expected among the held-out ones
-    rare = (float(config.validation_fraction) * moments.row_count
-            * float(moments.class_mass.min()) / moments.weight)
+    rare = float(config.validation_fraction) * rows * float(mass.min()) / weight
     return holdout if rare >= MIN_HELD_CLASS_ROWS else None
