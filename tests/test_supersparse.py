@@ -155,6 +155,48 @@ def test_supplied_gradient_matches_builtin_rbf():
     np.testing.assert_allclose(custom.prototypes_, builtin.prototypes_, rtol=1e-5, atol=1e-7)
 
 
+def _with_junk(X: np.ndarray, t: np.ndarray, n_junk: int, seed: int = 1):
+    """``X, t`` followed by ``n_junk`` rows far outside them (targets drawn from ``t``),
+    and weights 1 then 0."""
+    rng = np.random.default_rng(seed)
+    junk = (rng.normal(size=(n_junk, X.shape[1])) * 50 + 100).astype(X.dtype)
+    weight = np.r_[np.ones(len(t)), np.zeros(n_junk)]
+    return np.r_[X, junk], np.r_[t, rng.choice(t, n_junk)], weight
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("init", ["random", "kmeans"])
+@pytest.mark.parametrize("task", ["binary", "three classes", "regression"])
+def test_rows_of_weight_zero_do_not_shape_the_model(task, init):
+    # 300 far-off rows of weight 0 added to 400: n_prototypes="auto" counted them (50
+    # prototypes instead of 40), the prototype sample drew them and lam="auto" counted them
+    # in its degrees of freedom
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    if task == "regression":
+        t = np.sin(2 * X[:, 0]) + X[:, 1] ** 2
+        est = SuperSparseRegressor
+    else:
+        t = (X[:, 0] * X[:, 1] > 0).astype(int) + (task == "three classes") * (X[:, 2] > 1)
+        est = SuperSparseClassifier
+    X_all, t_all, w = _with_junk(X, t, 300)
+    kw = dict(init=init, max_iter=20, random_state=0)
+    plain = est(**kw).fit(X, t)
+    weighted = est(**kw).fit(X_all, t_all, sample_weight=w)
+    assert plain.prototypes_.shape[0] == -(-400 // 10)  # auto: one per 10 rows of weight
+    assert weighted.prototypes_.shape == plain.prototypes_.shape
+    np.testing.assert_allclose(weighted.prototypes_, plain.prototypes_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(weighted.dual_coef_, plain.dual_coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(weighted.intercept_, plain.intercept_, rtol=1e-6, atol=1e-9)
+    assert weighted.gamma_ == pytest.approx(plain.gamma_, rel=1e-9)
+    assert weighted.lam_ == pytest.approx(plain.lam_, rel=1e-9)
+    np.testing.assert_allclose(weighted.predict(X), plain.predict(X), rtol=1e-6, atol=1e-9)
+    # the initial sample (max_iter=0 keeps it): rows of weight 1 only
+    start = est(init="random", max_iter=0, random_state=0).fit(X_all, t_all, sample_weight=w)
+    gap = np.abs(start.prototypes_[:, None, :] - X[None, :, :].astype(np.float64)).max(axis=2)
+    np.testing.assert_allclose(gap.min(axis=1), 0.0, atol=1e-4)
+
+
 def test_chunking_and_engine_do_not_change_the_model():
     X, y, _ = _regression(seed=5)
     a = SuperSparseRegressor(n_prototypes=4, max_iter=6, chunk_rows=37).fit(X, y)

@@ -114,9 +114,17 @@ def weighted_rows(dataset: Dataset) -> int:
     is read for unweighted data: ``n_rows``). A row of weight 0 is no row.
 
     A weight that is negative or not finite counts as 0 here: reading the rows refuses
-    it, naming the row."""
+    it, naming the row. Without classes (a regression target) only the weight column is
+    read."""
     if dataset.weight is None and dataset.class_factors is None:
         return int(dataset.n_rows)
+    if dataset.classes is None:
+        assert dataset.weight is not None
+        rows = 0
+        for i in range(len(dataset.source.pieces)):
+            w = np.asarray(dataset.source.read_target(i, dataset.weight), dtype=np.float64)
+            rows += int(np.count_nonzero(np.isfinite(w) & (w > 0)))
+        return rows
     assert dataset.target is not None and dataset.classes is not None
     classes = dataset.classes
     factors = (np.ones(len(classes)) if dataset.class_factors is None

@@ -83,7 +83,11 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
-from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT, class_counts
+from streamlearn.models.class_weight import (
+    CLASS_WEIGHT_CONSTRAINT,
+    class_counts,
+    weighted_rows,
+)
 from streamlearn.solvers.calibration import temperature_of, temperature_proba
 from streamlearn.solvers.holdout import Holdout  # noqa: F401  (importable from here)
 from streamlearn.solvers.kmeans import Standardiser
@@ -341,8 +345,9 @@ class _SuperSparse(StreamEstimator):
         indicators = getattr(self, "category_indicators_", None)
         if teacher is not None and indicators is not None:  # it scores the given columns
             teacher = GivenColumnsTeacher(teacher, indicators)
-        return fit_supersparse(runner, dataset, self._config(mode, dataset.n_rows, teacher,
-                                                             n_classes, shares), seed)
+        rows = weighted_rows(dataset)  # a row of weight 0 is no row
+        config = replace(self._config(mode, rows, teacher, n_classes, shares), n_rows=rows)
+        return fit_supersparse(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
         # prototypes in the features' own units; the fit's are standardised (RBF), of the
@@ -618,6 +623,8 @@ _PARAMS_DOC = """
         where there are rows for it (:func:`auto_prototypes`: 10 a class in the shared
         pool of more than five classes; the rows of the first call for
         :meth:`partial_fit`, which warns when they allow fewer than the most).
+        ``n_rows`` counts the rows of positive weight: a row of weight 0 is no row, and
+        no initial prototype is drawn from one.
     similarity : "rbf" or callable
         ``exp(-gamma ||x - c||^2)``, or any ``s(X, C) -> (n, p)`` array (``X`` float32 rows,
         ``C`` float64 prototypes). Models with a callable similarity cannot be saved.

@@ -182,6 +182,10 @@ class SuperSparseConfig:
         standardisation, by :func:`~streamlearn.features.tail_transform.squeezing_tails`'s
         rule (dense rows, the RBF on standardised features, labels or targets as
         targets; a teacher's decision values are computed on the rows as they are).
+    n_rows : int or None
+        Rows of positive weight in the training data (a row of weight 0 is no row): they
+        decide whether rows are held out for ``lam="auto"`` and whether there are enough
+        for the prototypes. None: every row of the dataset counts.
     """
 
     grid: tuple[int, ...]
@@ -207,6 +211,7 @@ class SuperSparseConfig:
     owner: str = "SuperSparse"
     spread_tails: bool = False
     class_shares: tuple[float, ...] | None = None
+    n_rows: int | None = None
 
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
@@ -324,14 +329,15 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     -------
     SuperSparseFit
     """
-    if dataset.n_rows < 2:
-        raise DataError(f"{config.owner} needs at least 2 rows to fit, got "
-                        f"n_samples={dataset.n_rows}")
+    n_rows = dataset.n_rows if config.n_rows is None else config.n_rows
+    if n_rows < 2:
+        raise DataError(f"{config.owner} needs at least 2 rows of positive weight to fit, "
+                        f"got {n_rows} (n_samples={dataset.n_rows})")
     if dataset.is_sparse and config.similarity is not None:
         raise TypeError(f"a similarity function takes dense rows; {dataset.source.description} "
                         "holds sparse rows, which train with the RBF similarity")
     holdout = (Holdout.fraction(config.validation_fraction, seed ^ VALIDATION_SALT)
-               if len(config.grid) > 1 or config.chooses_lam(dataset.n_rows) else None)
+               if len(config.grid) > 1 or config.chooses_lam(n_rows) else None)
     gamma = config.gamma
     std = None
     transform = None
@@ -618,9 +624,10 @@ def _initial_prototypes(runner: Any, dataset: Dataset, config: SuperSparseConfig
         if not np.isfinite(C).all():
             raise DataError("init holds NaN or infinite values")
         return C if std is None else (C - std.shift) / std.scale
-    if dataset.n_rows < p:
-        raise DataError(f"{p} prototypes need at least {p} rows, the data has "
-                        f"{dataset.n_rows}")
+    n_rows = dataset.n_rows if config.n_rows is None else config.n_rows
+    if n_rows < p:
+        raise DataError(f"{p} prototypes need at least {p} rows of positive weight, the "
+                        f"data has {n_rows}")
     if config.init == "kmeans":
         return streamed_kmeans(dataset, p, engine=runner, seed=seed,
                                standardiser=std).astype(np.float64)

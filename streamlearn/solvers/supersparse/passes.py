@@ -220,7 +220,8 @@ class TargetRows:
         return 1
 
     def select(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The chunk's rows of this selection (standardised when a standardiser is set)."""
+        """The chunk's rows of positive weight in this selection (standardised when a
+        standardiser is set): a row of weight 0 is no row, in no statistic or count."""
         X, weight = chunk.X, chunk.weight
         if self.standardiser is not None:
             X = self.standardiser.apply(X)
@@ -232,13 +233,15 @@ class TargetRows:
         else:
             t = np.asarray(chunk.y, dtype=np.float64) - self.offset
         t = t.reshape(t.shape[0], -1)
-        keep: np.ndarray | None = None
+        kept = (np.ones(X.shape[0], dtype=bool) if weight is None
+                else np.asarray(weight) > 0)
         if self.holdout is not None:
             held = self.holdout.mask(chunk.rows)
-            keep = np.flatnonzero(held if self.validation else ~held)
+            kept &= held if self.validation else ~held
         elif self.validation:
-            keep = np.zeros(0, dtype=np.int64)
-        if keep is not None and keep.size != X.shape[0]:
+            kept[:] = False
+        if not kept.all():
+            keep = np.flatnonzero(kept)
             X, t = take_rows(X, keep), t[keep]
             weight = weight[keep] if weight is not None else None
         v = (np.ones(X.shape[0], dtype=np.float32) if weight is None
@@ -777,6 +780,9 @@ class ClassSamplePass:
     and a uniform sample of ``sum(quotas)`` rows of any class to make up for a class with
     fewer rows than its quota.
 
+    Only rows of positive sample weight are offered (a row of weight 0 is no row), each
+    with the same chance whatever its weight.
+
     Parameters
     ----------
     quotas : ndarray of shape (n_classes,), int
@@ -804,8 +810,10 @@ class ClassSamplePass:
 
     def step(self, state: tuple[list[BottomKSample | None], BottomKSample],
              chunk: Chunk) -> tuple[list[BottomKSample | None], BottomKSample]:
-        """Offer the chunk's rows to their class's sample and to the common one."""
+        """Offer the chunk's rows of positive weight to their class's sample and to the
+        common one."""
         each, common = state
+        chunk = chunk.weighted()
         rows = np.asarray(chunk.rows, dtype=np.int64)
         codes = np.asarray(chunk.y).astype(np.int64)
         for c in np.unique(codes):
