@@ -72,6 +72,18 @@ def _gcv_choice(S, y, scale):
         H = Z @ np.linalg.solve(M, Z.T) / n
         e = y - H @ y
         scores.append(float(np.sum(e * e) / n) / (1 - np.trace(H) / n) ** 2)
+    # the floor: (top eigenvalue of the similarities' covariance / n) noise / var(t)
+    top = np.linalg.eigvalsh(np.cov(S, rowvar=False, bias=True))[-1]
+    floor = top / n * min(scores) / float(np.sum(np.var(y, axis=0)))
+    if floor > lams[0]:
+        M = Z.T @ Z / n
+        M[:p, :p] += floor * np.eye(p)
+        H = Z @ np.linalg.solve(M, Z.T) / n
+        e = y - H @ y
+        kept = [i for i, lam in enumerate(lams) if lam > floor]
+        lams = [floor] + [lams[i] for i in kept]
+        scores = [float(np.sum(e * e) / n) / (1 - np.trace(H) / n) ** 2] + [scores[i]
+                                                                               for i in kept]
     return lams[_rule(scores)]
 
 
@@ -214,6 +226,31 @@ def test_auto_lam_beats_both_ends_of_its_grid_and_the_former_default_on_new_rows
         mse[name] = float(np.mean((fixed.predict(Xt) - yt) ** 2))
     assert mse["auto"] < 0.5 * min(mse["small"], mse["large"]), mse
     assert mse["auto"] < mse["former default"], mse
+
+
+def test_few_rows_keep_a_penalty_on_a_crowded_feature_with_skewed_noise():
+    # one feature seen, 30 prototypes crowded on it at the widest gamma allowed, and half
+    # the target a hidden feature's square: GCV alone kept lowering the penalty to 1e-9
+    # times its scale, and the prototype steps then cancelled coefficients of +-164,
+    # predicting 33 beside the rows where the targets stay within [-3, 6]
+    rng = np.random.default_rng(1)
+
+    def rows(n):
+        X = rng.normal(size=(n, 2))
+        return X[:, :1], X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=n)
+
+    X, y = rows(300)
+    Xt, yt = rows(300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SuperSparseRegressor().fit(X, y)
+    pred = model.predict(Xt)
+    spread = y.max() - y.min()
+    assert y.min() - spread < pred.min() and pred.max() < y.max() + spread
+    r2 = 1 - np.mean((pred - yt) ** 2) / np.var(yt)
+    A = np.hstack([X, np.ones((300, 1))])  # the least-squares line, for reference
+    line = np.hstack([Xt, np.ones((300, 1))]) @ np.linalg.lstsq(A, y, rcond=None)[0]
+    assert r2 > 1 - np.mean((line - yt) ** 2) / np.var(yt) - 0.1
 
 
 def test_few_rows_choose_lam_by_generalised_cross_validation():

@@ -690,7 +690,11 @@ _PARAMS_DOC = """
         fewer than 200 rows expected in the held-out share, ridge coefficients take the
         penalty of the lowest generalised cross-validation score (within 1 %) on every
         row at the initial prototypes (:func:`~streamlearn.solvers.supersparse.passes.gcv_lam`,
-        from the same Gram statistics), LASSO ones ``lam = 1e-3 lam_scale``.
+        from the same Gram statistics), but at least ``(lambda_max / n) sigma^2 / var(t)``
+        (:func:`~streamlearn.solvers.supersparse.passes.gcv_floor`: ``lambda_max`` the
+        largest eigenvalue of the covariance of the rows' similarities, ``sigma^2`` the
+        lowest GCV score, ``var(t)`` the targets' variance), as the prototype steps then
+        train at it with no rows held out; LASSO ones ``lam = 1e-3 lam_scale``.
         :meth:`partial_fit` chooses it once, on its first call's rows (``1e-3 lam_scale``
         with too few to hold some out: those rows may not show every class).
     coef : {"ridge", "lasso"}

@@ -1087,32 +1087,74 @@ def gcv_lam(stats: GramState, coef: str) -> float:
     return gcv_choice(stats, coef)[0]
 
 
+def gcv_floor(stats: GramState, noise: float) -> float:
+    """The least penalty :func:`gcv_lam` takes: ``(lambda_max / n) sigma^2 / var(t)``,
+    with ``lambda_max`` the largest eigenvalue of the covariance of a row's similarities to
+    the prototypes (``A`` without the intercept, centred: the intercept is not penalised),
+    ``n`` the rows, ``sigma^2`` the estimated noise (``noise``, GCV's lowest score) and
+    ``var(t)`` the targets' variance (summed over the outputs).
+
+    This is the ridge penalty ``sigma^2 / (n tau^2)`` of coefficients of prior variance
+    ``tau^2 = var(t) / lambda_max``: the most a coefficient can carry when the targets'
+    whole variance lies along the similarities' widest direction, so no direction needs
+    less. Below it GCV, which spreads the leverage evenly over the rows, can keep lowering
+    the penalty to fit directions held by a handful of rows (prototypes crowded on one
+    feature, skewed noise on the rows at its ends); the prototype steps then train at that
+    penalty with no rows held out to check them, and move prototypes onto each other or
+    past the rows, where coefficients of hundreds cancel on the training rows and not
+    beside them. The floor falls as rows come and as the noise shrinks against the targets'
+    variance (0 without rows, prototypes or variance).
+    """
+    p = stats.G.shape[0] - 1
+    if p <= 0 or stats.weight <= 0 or stats.rows <= 0 or not np.isfinite(noise):
+        return 0.0
+    A = stats.G / stats.weight
+    mean = A[:p, p]  # z's last entry is the constant 1 (A[p, p] = 1)
+    top = float(np.linalg.eigvalsh(A[:p, :p] - np.outer(mean, mean))[-1])
+    t_mean = stats.r[-1] / stats.weight
+    variance = stats.yy / stats.weight - float(t_mean @ t_mean)  # summed over the outputs
+    if not (top > 0 and np.isfinite(top)):
+        return 0.0
+    return top / stats.rows * noise / variance if variance > 0 else 0.0
+
+
 def gcv_choice(stats: GramState, coef: str) -> tuple[float, float]:
-    """:func:`gcv_lam`'s penalty and the lowest GCV score of its candidates (infinite
-    where :func:`gcv_lam` falls back)."""
+    """:func:`gcv_lam`'s penalty and the lowest GCV score of its candidates at or above
+    :func:`gcv_floor` (infinite where :func:`gcv_lam` falls back)."""
     scale = lam_scale(stats, coef)
     if coef != "ridge" or stats.weight <= 0 or stats.rows <= 0:
         return AUTO_LAM_FALLBACK * scale, np.inf
-    A, b = stats.G / stats.weight, stats.r / stats.weight
-    p = A.shape[0] - 1
     lams = [factor * scale for factor in AUTO_LAM_GRID[::-1]]
-    scores = []
-    for lam in lams:
-        M = A.copy()
-        M[np.arange(p), np.arange(p)] += lam
-        try:
-            df = float(np.trace(np.linalg.solve(M, A)))
-        except np.linalg.LinAlgError:
-            df = float(np.trace(np.linalg.lstsq(M, A, rcond=None)[0]))
-        room = 1.0 - df / stats.rows
-        loss = squared_loss(stats, solve_beta(A, b, lam, coef))
-        scores.append(loss / room**2 if room > 0 and np.isfinite(loss) else np.inf)
+    scores = [_gcv_score(stats, lam, coef) for lam in lams]
+    if not np.isfinite(min(scores)):
+        return AUTO_LAM_FALLBACK * scale, np.inf
+    floor = min(gcv_floor(stats, min(scores)), lams[0])
+    if floor > lams[-1]:
+        kept = [i for i, lam in enumerate(lams) if lam > floor]
+        lams = [lams[i] for i in kept] + [floor]
+        scores = [scores[i] for i in kept] + [_gcv_score(stats, floor, coef)]
     best = min(scores)
     if not np.isfinite(best):
         return AUTO_LAM_FALLBACK * scale, np.inf
     bound = best * (1.0 + AUTO_LAM_SLACK)
     return float(next(lam for lam, score in zip(lams, scores, strict=True)
                       if score <= bound)), float(best)
+
+
+def _gcv_score(stats: GramState, lam: float, coef: str) -> float:
+    """``GCV(lam)`` of the ridge beta-step on ``stats`` (infinite where no degree of
+    freedom is left or the loss is not finite)."""
+    A, b = stats.G / stats.weight, stats.r / stats.weight
+    p = A.shape[0] - 1
+    M = A.copy()
+    M[np.arange(p), np.arange(p)] += lam
+    try:
+        df = float(np.trace(np.linalg.solve(M, A)))
+    except np.linalg.LinAlgError:
+        df = float(np.trace(np.linalg.lstsq(M, A, rcond=None)[0]))
+    room = 1.0 - df / stats.rows
+    loss = squared_loss(stats, solve_beta(A, b, lam, coef))
+    return loss / room**2 if room > 0 and np.isfinite(loss) else np.inf
 
 
 def choose_lam(train: GramState, valid: GramState, coef: str,
