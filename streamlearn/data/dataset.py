@@ -22,6 +22,7 @@ from streamlearn.data.categories import (
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.large_buffers import map_large_buffers
+from streamlearn.data.precision import ResolutionWatch
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.readahead import FileRange, ReadAhead
 from streamlearn.data.schema import Schema, Task
@@ -239,6 +240,8 @@ class Dataset:
         self._offsets = np.cumsum([0] + [p.n_rows for p in source.pieces])
         # row ranges [a, b) whose values were all finite when read before (see _chunk)
         self._finite_ranges: set[tuple[int, int]] = set()
+        # ranges of the float64 feature columns read, before their cast to float32
+        self._resolution = ResolutionWatch()
         # blocks of rows every pass leaves out (see without_blocks): sorted ids, block size
         self._excluded: tuple[np.ndarray, int] | None = None
         # maps every chunk's feature values (see with_feature_transform)
@@ -558,6 +561,7 @@ class Dataset:
                       chunk_rows=self.chunk_rows, nan_policy=self.nan_policy,
                       prefetch=self.prefetch, categories=categories)
         out._excluded = self._excluded
+        out._resolution = self._resolution
         out._feature_transform = self._feature_transform
         out.feature_names = self.feature_names
         out.indicator_features = self.indicator_features
@@ -865,7 +869,16 @@ class Dataset:
                     reader.close()
 
             walk = prefetched(produce, depth)
-        return walk if readahead is None else _advised(walk, readahead)
+        walk = walk if readahead is None else _advised(walk, readahead)
+        return self._watched(walk) if (lo, hi) == (0, self.n_rows) and not skip else walk
+
+    def _watched(self, walk: Iterator[Chunk]) -> Iterator[Chunk]:
+        """``walk`` (over all rows), then a warning of each float64 feature column whose
+        values, over every row read so far, the cast to float32 left coarse
+        (:mod:`streamlearn.data.precision`): once per column."""
+        yield from walk
+        self._resolution.warn(self._read_features or self.feature_names,
+                              self.source.description)
 
     def _piece_order(self, starts: np.ndarray, size: int, hi: int) -> list[int]:
         """The storage pieces that chunks starting at ``starts`` read, in the order they
@@ -1097,6 +1110,7 @@ class _RangeReader:
         block = ds.source.read_rows(  # type: ignore[attr-defined]
             a, b, ds._read_features, ds.target, ds.weight, **extra
         )
+        ds._resolution.merge(block.spans)
         return block.X, block.y, block.weight
 
 
@@ -1167,7 +1181,9 @@ class _PieceReader:
         ds = self._ds
         indexes = ds._indexes()
         extra = {"categories": indexes} if indexes else {}
-        return ds.source.read_piece(i, ds._read_features, ds.target, ds.weight, **extra)
+        block = ds.source.read_piece(i, ds._read_features, ds.target, ds.weight, **extra)
+        ds._resolution.merge(block.spans)
+        return block
 
     def _block(self, i: int) -> Block:
         for piece, cached in self._cached:

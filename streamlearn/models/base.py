@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.open import named_features, reading_for
+from streamlearn.data.precision import matrix_spans, warn_of_coarse_columns
 from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite, nonfinite_value
@@ -958,6 +959,8 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
             _check_stored_values(X)
     else:
         given = X
+        warn_of_coarse_columns(matrix_spans(given), default_feature_names(given.shape[1]),
+                               "X")
         with np.errstate(over="ignore"):  # a value beyond float32's range is named below
             X = np.ascontiguousarray(X, dtype=np.float32)
     if nan_policy == "raise" and not sp.issparse(X):
@@ -1599,6 +1602,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         if is_array_input(X):
             X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
                             ensure_all_finite=False, ensure_min_features=0)
+        if isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == len(expected):
+            warn_of_coarse_columns(matrix_spans(X), expected, "X")
         with np.errstate(over="ignore"):  # a value beyond float32's range is named below
             values = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
     if values.ndim != 2:
@@ -1755,6 +1760,7 @@ def _table_values(X: Any, expected: list[str], categories: dict[str, Any],
         block = arrow_block(X, names, None, None, where="X", categories=lookups)
     else:
         block = pandas_block(X, names, None, None, "X", 0, lookups)
+    warn_of_coarse_columns(block.spans, expected, "X")
     values = block.X
     for j, f in enumerate(expected):
         if f not in categories:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamlearn.data.categories import distinct_values, encode_categories
+from streamlearn.data.precision import column_spans
 from streamlearn.data.sources.base import Block, ColumnKind, stack_columns
 from streamlearn.errors import DataError, SchemaError
 
@@ -33,7 +34,8 @@ def arrow_kind(dtype: pa.DataType) -> ColumnKind:
 def feature_array(column: pa.ChunkedArray | pa.Array, name: str = "",
                   where: str = "", dtype: pa.DataType | None = None) -> np.ndarray:
     """One numeric or boolean Arrow column as float32 (or ``dtype``: float64 for weights,
-    checked before their cast), nulls as NaN."""
+    checked before their cast, and for float64 features, whose ranges are taken before
+    theirs), nulls as NaN."""
     dtype = dtype or pa.float32()
     if column.type != dtype:
         try:
@@ -119,9 +121,18 @@ def arrow_block(
             return pa.chunked_array([pa.array([constants[name]] * n)])
         return table.column(name)
 
-    X = stack_columns([category_codes(column(f), categories[f]) if f in categories
-                       else feature_array(column(f), f, where) for f in features], n)
+    # float64 columns are cast by stack_columns, after their ranges are taken
+    def feature(name: str) -> np.ndarray:
+        values = column(name)
+        if name in categories:
+            return category_codes(values, categories[name])
+        return feature_array(values, name, where,
+                             pa.float64() if values.type == pa.float64() else None)
+
+    cols = [feature(f) for f in features]
+    spans = column_spans(cols)
+    X = stack_columns(cols, n)
     y = target_array(column(target), target, where, file_row) if target is not None else None
     w = (feature_array(column(weight), weight, where, pa.float64()) if weight is not None
          else None)
-    return Block(X=X, y=y, weight=w)
+    return Block(X=X, y=y, weight=w, spans=spans)

@@ -10,6 +10,7 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
+from streamlearn.data.precision import Float64Spans
 from streamlearn.data.sparse_rows import SparseRows
 
 
@@ -46,11 +47,13 @@ class Piece:
 class Block:
     """The rows of one piece, converted: features float32 C-contiguous (or CSR rows), target
     raw, weight float64 (checked and cast to float32 by the dataset, so that a value
-    beyond float32's range is named as such)."""
+    beyond float32's range is named as such). ``spans``: the ranges of the feature columns
+    that were float64 before their cast (:mod:`streamlearn.data.precision`), or None."""
 
     X: np.ndarray | SparseRows
     y: np.ndarray | None
     weight: np.ndarray | None
+    spans: Float64Spans | None = None
 
 
 class Source(Protocol):
@@ -121,7 +124,8 @@ def transpose_into(columns: np.ndarray, out: np.ndarray) -> None:
 
 
 def stack_columns(columns: list[np.ndarray], n_rows: int) -> np.ndarray:
-    """Stack 1-D columns into a float32 C-contiguous (n_rows, n_columns) matrix.
+    """Stack 1-D columns (float32, or float64 ones cast here) into a float32 C-contiguous
+    (n_rows, n_columns) matrix.
 
     Copies each column into a row of a (d, n) buffer (contiguous writes), then transposes in
     one tiled pass; on this layout that is several times faster than assigning strided
@@ -130,8 +134,9 @@ def stack_columns(columns: list[np.ndarray], n_rows: int) -> np.ndarray:
     if not columns:
         return np.empty((n_rows, 0), dtype=np.float32)
     buf = np.empty((len(columns), n_rows), dtype=np.float32)
-    for j, col in enumerate(columns):
-        buf[j] = col
+    with np.errstate(over="ignore"):  # beyond float32's range: infinite, named later
+        for j, col in enumerate(columns):
+            buf[j] = col
     out = np.empty((n_rows, len(columns)), dtype=np.float32)
     transpose_into(buf, out)
     return out

@@ -10,6 +10,7 @@ import dask
 import numpy as np
 import pandas as pd
 
+from streamlearn.data.precision import matrix_spans
 from streamlearn.data.sources.base import (
     Block,
     ColumnKind,
@@ -88,10 +89,13 @@ class DaskArraySource:
             X = X[:, [self._feature_names.index(f) for f in features]]
         parts = [X] + [self._extra[c][a:b] for c in (target, weight) if c is not None]
         values = list(dask.compute(*parts))
-        X = np.ascontiguousarray(values.pop(0), dtype=np.float32)
+        X = np.asarray(values.pop(0))
+        spans = matrix_spans(X)
+        with np.errstate(over="ignore"):  # beyond float32's range: infinite, named later
+            X = np.ascontiguousarray(X, dtype=np.float32)
         y = values.pop(0) if target is not None else None
         w = values.pop(0).astype(np.float64, copy=False) if weight is not None else None
-        return Block(X=X, y=np.asarray(y) if y is not None else None, weight=w)
+        return Block(X=X, y=np.asarray(y) if y is not None else None, weight=w, spans=spans)
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Compute the target values of one row block."""

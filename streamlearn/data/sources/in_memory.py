@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from streamlearn.data.categories import distinct_values, encode_categories
+from streamlearn.data.precision import column_spans, matrix_spans
 from streamlearn.data.sources.arrow_columns import (
     arrow_block,
     arrow_kind,
@@ -89,10 +90,12 @@ class NumpySource:
         X = self._X[a:b]
         if features != self._feature_names:
             X = X[:, [self._feature_names.index(f) for f in features]]
-        X = np.ascontiguousarray(X, dtype=np.float32)
+        spans = matrix_spans(X)
+        with np.errstate(over="ignore"):  # beyond float32's range: infinite, named later
+            X = np.ascontiguousarray(X, dtype=np.float32)
         y = self._extra[target][a:b] if target is not None else None
         w = self._extra[weight][a:b].astype(np.float64, copy=False) if weight is not None else None
-        return Block(X=X, y=y, weight=w)
+        return Block(X=X, y=y, weight=w, spans=spans)
 
     def read_target(self, i: int, target: str) -> np.ndarray:
         """Target values of piece ``i``."""
@@ -230,7 +233,8 @@ def pandas_column_kind(series: pd.Series) -> ColumnKind:
 def pandas_feature(series: pd.Series, name: str, where: str,
                    dtype: type = np.float32) -> np.ndarray:
     """One numeric, boolean or nullable (``Int64``, ``Float64``, ``boolean``) column as
-    ``dtype`` (float32; float64 for weights, checked before their cast), missing values
+    ``dtype`` (float32; float64 for weights, checked before their cast, and for float64
+    features, whose ranges are taken before theirs), missing values
     (``None``, ``NaN``, ``pd.NA``) as NaN."""
     try:
         return series.to_numpy(dtype=dtype, na_value=np.nan)
@@ -281,12 +285,22 @@ def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
     """
     n = len(frame)
     categories = categories or {}
+    # float64 columns are cast by stack_columns, after their ranges are taken
     cols = [encode_categories(frame[f], categories[f]) if f in categories
-            else pandas_feature(frame[f], f, where) for f in features]
+            else pandas_feature(frame[f], f, where,
+                                np.float64 if is_float64(frame[f].dtype) else np.float32)
+            for f in features]
+    spans = column_spans(cols)
     X = stack_columns(cols, n)
     y = pandas_target(frame[target], target, where, file_row) if target is not None else None
     w = pandas_feature(frame[weight], weight, where, np.float64) if weight is not None else None
-    return Block(X=X, y=y, weight=w)
+    return Block(X=X, y=y, weight=w, spans=spans)
+
+
+def is_float64(dtype: Any) -> bool:
+    """Whether a pandas dtype holds float64 numbers (``float64``, ``Float64``)."""
+    return pd.api.types.is_float_dtype(dtype) and np.dtype(
+        getattr(dtype, "numpy_dtype", dtype)) == np.float64
 
 
 def pandas_categories(frame: pd.DataFrame, names: list[str]) -> dict[str, list[Any]]:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import zarr
 
+from streamlearn.data.precision import column_spans, matrix_spans
 from streamlearn.data.readahead import FileRange
 from streamlearn.data.sources.base import (
     Block,
@@ -258,19 +259,24 @@ class ZarrSource:
                            where)
         matrix = read.pop(0) if matrix_used else None
         columns = {f: read.pop(0) for f in own}
+        spans = None
         if matrix is not None and not own:
             X = matrix if features == self._feature_names \
                 else matrix[:, [self._feature_names.index(f) for f in features]]
-            X = np.ascontiguousarray(X, dtype=np.float32)
+            spans = matrix_spans(X)
+            with np.errstate(over="ignore"):  # beyond float32's range: named later
+                X = np.ascontiguousarray(X, dtype=np.float32)
         elif features:
-            X = np.ascontiguousarray(np.stack(
-                [columns[f] if f in columns else matrix[:, self._feature_names.index(f)]
-                 for f in features], axis=1), dtype=np.float32)
+            cols = [columns[f] if f in columns else matrix[:, self._feature_names.index(f)]
+                    for f in features]
+            spans = column_spans(cols)
+            with np.errstate(over="ignore"):  # beyond float32's range: named later
+                X = np.ascontiguousarray(np.stack(cols, axis=1), dtype=np.float32)
         else:
             X = np.empty((b - a, 0), np.float32)
         y = plain_strings(read.pop(0)) if target is not None else None
         w = read.pop(0).astype(np.float64, copy=False) if weight is not None else None
-        return Block(X=X, y=y, weight=w)
+        return Block(X=X, y=y, weight=w, spans=spans)
 
     def _arrays_read(self, features: list[str], target: str | None, weight: str | None
                      ) -> tuple[bool, list[str], list[str]]:

@@ -1,0 +1,241 @@
+"""What the cast of float64 feature values to float32 loses, and the warning that says so.
+
+Chunks hold float32 features (the models compute in float32), so a float64 column is cast
+as it is read. The cast keeps about 7 significant digits: a column with a large offset and
+a small spread (Unix timestamps, 1.7e9 plus a few seconds) keeps only a handful of distinct
+values, and a model trained on it learns nothing from it, silently.
+
+The rule (:func:`coarse_columns`): a float64 feature column is *coarse* when its values,
+over the rows read, span fewer than :data:`NARROW_STEPS` float32 steps (the spacing of
+float32 numbers at the column's largest magnitude), while they differ in float64 and are
+not all float32 numbers already. Such a column is named in a ``UserWarning`` (with its
+magnitude and spread), which advises subtracting an offset (centring the column) before
+the data is streamed. Float32 columns are not checked: nothing is lost in their reading.
+
+A source records, for each block it reads, the range of each float64 feature column
+(:func:`matrix_spans`, :func:`column_spans`): two reductions per column, and an exactness
+check only for a column that is narrow within the block. A dataset merges the blocks' ranges
+(:class:`ResolutionWatch`) and warns at the end of a walk over all its rows, so that a
+sorted column, narrow within each chunk but wide over the dataset, is not named. Data held
+in memory whole is checked whole (:func:`warn_of_coarse_columns`).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from streamlearn.warning_origin import caller_stacklevel
+
+#: A float64 column whose values span fewer float32 steps than this (at its largest
+#: magnitude) loses most of its resolution in the cast: at most this many distinct values
+#: are left of it, however many it had.
+NARROW_STEPS = 1000
+
+#: The largest finite float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True, slots=True)
+class Float64Spans:
+    """Ranges of a block's float64 feature columns, before their cast to float32.
+
+    ``positions`` are the columns' positions among the block's features; ``lo`` and ``hi``
+    their smallest and largest finite values (NaN for a column with none); ``inexact``
+    whether any value is not a float32 number (True where it was not checked: a column
+    not narrow within the block).
+    """
+
+    positions: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    inexact: np.ndarray
+
+
+def float32_step(magnitude: np.ndarray) -> np.ndarray:
+    """Spacing of float32 numbers at each (non-negative, float64) ``magnitude``; infinite
+    beyond float32's range."""
+    m = np.minimum(np.asarray(magnitude, dtype=np.float64), FLOAT32_MAX)
+    step = np.spacing(m.astype(np.float32)).astype(np.float64)
+    return np.where(np.asarray(magnitude) <= FLOAT32_MAX, step, np.inf)
+
+
+def narrow(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether values spanning ``lo .. hi`` (float64) are distinct but span fewer than
+    :data:`NARROW_STEPS` float32 steps at their largest magnitude."""
+    with np.errstate(invalid="ignore"):
+        magnitude = np.maximum(np.abs(lo), np.abs(hi))
+        spread = hi - lo
+        return (
+            np.isfinite(spread)
+            & (spread > 0)
+            & (magnitude <= FLOAT32_MAX)
+            & (
+                spread
+                < NARROW_STEPS * float32_step(np.where(np.isfinite(magnitude), magnitude, 0.0))
+            )
+        )
+
+
+def _finite_range(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest finite values along ``axis`` (NaN where there are none)."""
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(values)
+        if finite.all():
+            return np.min(values, axis=axis), np.max(values, axis=axis)
+        lo = np.fmin.reduce(np.where(finite, values, np.nan), axis=axis)
+        hi = np.fmax.reduce(np.where(finite, values, np.nan), axis=axis)
+        return lo, hi
+
+
+def _inexact(values: np.ndarray) -> bool:
+    """Whether any finite value of a 1-D float64 array is not a float32 number."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = values.astype(np.float32).astype(np.float64)
+        return bool(np.any((cast != values) & np.isfinite(values)))
+
+
+def matrix_spans(X: np.ndarray) -> Float64Spans | None:
+    """The :class:`Float64Spans` of every column of a 2-D float64 matrix (None for any
+    other dtype, or no rows)."""
+    if X.dtype != np.float64 or X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        return None
+    lo, hi = _finite_range(X, axis=0)
+    inexact = np.ones(X.shape[1], dtype=bool)
+    for j in np.flatnonzero(narrow(lo, hi)):
+        inexact[j] = _inexact(X[:, j])
+    return Float64Spans(
+        np.arange(X.shape[1]),
+        np.asarray(lo, dtype=np.float64),
+        np.asarray(hi, dtype=np.float64),
+        inexact,
+    )
+
+
+def column_spans(columns: Sequence[np.ndarray]) -> Float64Spans | None:
+    """The :class:`Float64Spans` of the float64 arrays among ``columns`` (a block's feature
+    columns, in order), or None when none is float64."""
+    positions = [j for j, c in enumerate(columns) if c.dtype == np.float64 and c.shape[0]]
+    if not positions:
+        return None
+    lo = np.empty(len(positions))
+    hi = np.empty(len(positions))
+    for k, j in enumerate(positions):
+        a, b = _finite_range(columns[j])
+        lo[k], hi[k] = a, b
+    inexact = np.ones(len(positions), dtype=bool)
+    for k in np.flatnonzero(narrow(lo, hi)):
+        inexact[k] = _inexact(columns[positions[k]])
+    return Float64Spans(np.asarray(positions, dtype=np.int64), lo, hi, inexact)
+
+
+def coarse_columns(spans: Float64Spans) -> np.ndarray:
+    """Positions (into ``spans``) of the coarse columns: narrow and not float32 already."""
+    return np.flatnonzero(narrow(spans.lo, spans.hi) & spans.inexact)
+
+
+def coarse_message(name: str, lo: float, hi: float, where: str) -> str:
+    """The warning's text for column ``name`` of ``where``, spanning ``lo .. hi``."""
+    magnitude = max(abs(lo), abs(hi))
+    step = float(float32_step(np.float64(magnitude)))
+    return (
+        f"feature {name!r} of {where} is float64 with values of magnitude "
+        f"{magnitude:.7g} spread over only {hi - lo:.4g} (from {lo:.10g} to {hi:.10g}): "
+        f"float32, in which the models compute, has steps of {step:.3g} there, so the "
+        f"column keeps at most {int((hi - lo) / step) + 2} distinct values and a model "
+        "learns little or nothing from it; subtract an offset from the column before "
+        f"streaming it (centre it, e.g. subtract {(lo + hi) / 2:.10g})"
+    )
+
+
+def warn_of_coarse_columns(
+    spans: Float64Spans | None, names: Sequence[str], where: str, warned: set[str] | None = None
+) -> None:
+    """Warn (``UserWarning``) once per coarse column of ``spans`` (see the module's rule).
+
+    Parameters
+    ----------
+    spans : Float64Spans or None
+        Ranges of the float64 columns (None: nothing to check).
+    names : sequence of str
+        Names of the columns ``spans.positions`` index.
+    where : str
+        The data, for the message.
+    warned : set of str, optional
+        Names already warned of, skipped (and added to).
+    """
+    if spans is None:
+        return
+    for k in coarse_columns(spans):
+        name = str(names[int(spans.positions[k])])
+        if warned is not None:
+            if name in warned:
+                continue
+            warned.add(name)
+        warnings.warn(
+            coarse_message(name, float(spans.lo[k]), float(spans.hi[k]), where),
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
+
+
+class ResolutionWatch:
+    """The ranges of a dataset's float64 feature columns over every block read, merged.
+
+    Blocks may be read by several threads at once: merging holds a lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lo: dict[int, float] = {}
+        self._hi: dict[int, float] = {}
+        self._inexact: dict[int, bool] = {}
+        #: names of the columns already warned of
+        self.warned: set[str] = set()
+
+    def __getstate__(self) -> dict[str, object]:
+        # shipped with its dataset (to dask workers): the lock stays behind
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def merge(self, spans: Float64Spans | None) -> None:
+        """Widen the ranges by a block's."""
+        if spans is None:
+            return
+        with self._lock:
+            for j, lo, hi, inexact in zip(
+                spans.positions.tolist(),
+                spans.lo.tolist(),
+                spans.hi.tolist(),
+                spans.inexact.tolist(),
+                strict=True,
+            ):
+                if np.isnan(lo):
+                    continue
+                self._lo[j] = min(self._lo.get(j, lo), lo)
+                self._hi[j] = max(self._hi.get(j, hi), hi)
+                self._inexact[j] = self._inexact.get(j, False) or inexact
+
+    def spans(self) -> Float64Spans | None:
+        """The merged ranges (None before any float64 column was read)."""
+        with self._lock:
+            if not self._lo:
+                return None
+            positions = sorted(self._lo)
+            return Float64Spans(
+                np.asarray(positions, dtype=np.int64),
+                np.array([self._lo[j] for j in positions]),
+                np.array([self._hi[j] for j in positions]),
+                np.array([self._inexact[j] for j in positions], dtype=bool),
+            )
+
+    def warn(self, names: Sequence[str], where: str) -> None:
+        """Warn of each coarse column not warned of before (see the module's rule)."""
+        warn_of_coarse_columns(self.spans(), names, where, self.warned)
