@@ -617,3 +617,20 @@ def test_a_nan_label_of_a_file_or_dask_frame_drops_its_row_with_drop(tmp_path) -
         np.testing.assert_array_equal(kept, np.delete(X, [5, 333], axis=0).astype(np.float32))
         with pytest.raises(LabelError, match="NaN or infinite labels; pass nan_policy='drop'"):
             _ = open_dataset(data, target="t", task="classification").classes
+
+
+def test_a_missing_value_of_a_frame_is_placed_once_by_its_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    X = np.arange(1200.0).reshape(300, 4)
+    frame = pd.DataFrame(X, columns=list("abcd")).astype("Float64")
+    frame.iloc[3, 1] = pd.NA
+    with pytest.raises(DataError, match=r"^nan in feature column 'b' at row 3 of DataFrame "
+                                        r"of 300 rows \(dataset row 3\); "):
+        list(open_dataset(frame).chunks())
+    # a frame of several pieces: the row's piece is named by its rows
+    from streamlearn.data.sources import in_memory
+
+    monkeypatch.setattr(in_memory, "PIECE_ROWS", 128)
+    with pytest.raises(DataError, match=r"at row 3 of DataFrame of 300 rows, piece of rows "
+                                        r"0-128 \(dataset row 3\); "):
+        list(open_dataset(frame).chunks())

@@ -33,9 +33,15 @@ PIECE_ROWS = 1 << 16
 
 
 def _pieces(n_rows: int, description: str) -> list[Piece]:
+    """Pieces of :data:`PIECE_ROWS` rows. A message names a row as "row R of <label>",
+    R counted from the source's first row: a piece that is the whole source is labelled
+    by its description alone ("row 3 of DataFrame of 300 rows"), one of several by its
+    rows too ("row 70000 of DataFrame of 100000 rows, piece of rows 65536-100000")."""
+    if n_rows <= PIECE_ROWS:
+        return [Piece(n_rows, description, 0)] if n_rows else []
     return [
         Piece(min(PIECE_ROWS, n_rows - a),
-              f"{description} rows {a}-{min(a + PIECE_ROWS, n_rows)}", a)
+              f"{description}, piece of rows {a}-{min(a + PIECE_ROWS, n_rows)}", a)
         for a in range(0, n_rows, PIECE_ROWS)
     ]
 
