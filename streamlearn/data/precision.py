@@ -60,7 +60,8 @@ def float32_step(magnitude: np.ndarray) -> np.ndarray:
     """Spacing of float32 numbers at each (non-negative, float64) ``magnitude``; infinite
     beyond float32's range."""
     m = np.minimum(np.asarray(magnitude, dtype=np.float64), FLOAT32_MAX)
-    step = np.spacing(m.astype(np.float32)).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # at float32's largest: infinite
+        step = np.spacing(m.astype(np.float32)).astype(np.float64)
     return np.where(np.asarray(magnitude) <= FLOAT32_MAX, step, np.inf)
 
 
