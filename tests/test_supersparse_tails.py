@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from streamlearn.features.tail_transform import SQUEEZE_RATIO
 from streamlearn.io import load_model, save_model
@@ -38,6 +39,23 @@ def test_an_outlier_no_longer_squeezes_its_feature() -> None:
     transform = mapped.feature_transform_
     z = (transform.apply_bounds(mapped.prototypes_) - mapped.shift_) / mapped.scale_
     np.testing.assert_allclose(z, mapped._fit_prototypes())
+
+
+@pytest.mark.parametrize("outlier", [1e12, -1e12, 1e30])
+def test_one_far_outlier_in_the_informative_feature_is_harmless(outlier: float) -> None:
+    """Beyond about 3e10 the map no longer halved the outlier's crowding, the feature was
+    left as it was, and its standardisation put every other row on one point: chance."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    Xt = rng.normal(size=(2000, 4))
+    yt = (Xt[:, 0] + 0.5 * Xt[:, 1] > 0).astype(int)
+    spoiled = X.copy()
+    spoiled[0, 0] = outlier
+    clean = SuperSparseClassifier().fit(X, y).score(Xt, yt)
+    model = SuperSparseClassifier().fit(spoiled, y)
+    assert model.feature_transform_.features.tolist() == [0]
+    assert model.score(Xt, yt) > clean - 0.05
 
 
 def test_the_map_travels_with_the_model_file_and_partial_fit(tmp_path) -> None:

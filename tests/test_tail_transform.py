@@ -9,10 +9,12 @@ from streamlearn.data import open_dataset
 from streamlearn.engine.describe import describe
 from streamlearn.features.tail_transform import (
     CROWDED,
+    MIDDLE_GAIN,
     SEGMENTS,
     TailTransform,
     choose_tail_transform,
     crowding,
+    middle_width,
     squeezing_tails,
 )
 from streamlearn.models import AdditiveSVC
@@ -43,6 +45,32 @@ def test_crowding_is_the_largest_share_of_a_histogram() -> None:
     counts, _ = np.histogram(values, bins=SEGMENTS, range=(lo, hi))
     assert crowding(values, lo, hi) == pytest.approx(counts.max() / values.size)
     assert crowding(np.linspace(0, 1, 800), 0.0, 1.0) == pytest.approx(1 / SEGMENTS)
+
+
+@pytest.mark.parametrize("outlier", [3e10, 1e12, -1e12, 1e30, float(np.finfo(np.float32).max)])
+def test_one_far_outlier_is_mapped_though_its_crowding_cannot_halve(outlier: float) -> None:
+    """The map takes the outlier's logarithm: the other rows stay inside one or two
+    segments of the mapped range, but their middle half widens by orders of magnitude."""
+    x = np.random.default_rng(0).normal(size=300).astype(np.float32)
+    x[0] = outlier
+    sample = x[:, None]
+    t = TailTransform.from_description(sample, sample.min(axis=0), sample.max(axis=0))
+    assert t is not None and t.features.tolist() == [0]
+    lo, hi = float(x.min()), float(x.max())
+    mapped = t.apply(sample)[:, 0].astype(np.float64)
+    assert np.all(np.isfinite(mapped))
+    mlo, mhi = float(mapped.min()), float(mapped.max())
+    # a histogram and percentiles, not the module's statistics
+    before = np.histogram(x.astype(np.float64), bins=SEGMENTS, range=(lo, hi))[0].max() / 300
+    after = np.histogram(mapped, bins=SEGMENTS, range=(mlo, mhi))[0].max() / 300
+    assert before > CROWDED and after > before / 2  # the crowding rule alone would not map
+    q1, q3 = np.percentile(x.astype(np.float64), [25, 75])
+    assert middle_width(x.astype(np.float64), lo, hi) == pytest.approx((q3 - q1) / (hi - lo))
+    m1, m3 = np.percentile(mapped, [25, 75])
+    assert (m3 - m1) / (mhi - mlo) >= MIDDLE_GAIN * (q3 - q1) / (hi - lo)
+    # the other rows keep their spread: their mapped middle half spans at least a tenth of
+    # the mapped range where it was a 1e-10th of the raw one
+    assert (m3 - m1) / (mhi - mlo) > 0.1 / np.log10(abs(outlier))
 
 
 def test_the_choice_leaves_categorical_columns_and_keeps_squeezed_features() -> None:
