@@ -233,3 +233,86 @@ def test_auto_prototypes_of_a_small_first_call_keep_a_class_each_and_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         SuperSparseClassifier(n_prototypes=3).partial_fit(X, y, classes=[0, 1, 2])
+
+
+def _r2(y, p) -> float:
+    return 1.0 - float(np.mean((y - p) ** 2)) / float(np.var(y))
+
+
+@pytest.mark.parametrize("first", ["constant", "one non-zero"])
+def test_a_first_call_of_constant_targets_does_not_freeze_the_model(first):
+    # a zero-inflated stream: the first block's sales are all 0 (or all but one)
+    X, y = _regression(1800, seed=3)
+    Xte, yte = X[1200:], y[1200:]
+    t = np.zeros(200) if first == "constant" else np.r_[np.zeros(199), 1.0]
+    blocks = [(X[a:a + 200], y[a:a + 200]) for a in range(200, 1200, 200)] * 3
+
+    def stream(first_y):
+        model = SuperSparseRegressor(n_prototypes=20, random_state=0)
+        model.partial_fit(X[:200], first_y)
+        for Xb, yb in blocks:
+            model.partial_fit(Xb, yb)
+        return model
+
+    ordinary = _r2(yte, stream(y[:200]).predict(Xte))
+    model = stream(t)
+    assert ordinary > 0.6
+    # the first call's rows taught the model their targets, the later ones the rest:
+    # close to a stream whose first block was representative (was R2 <= 0)
+    assert _r2(yte, model.predict(Xte)) > ordinary - 0.1
+    # the step is sized by the variance of every target seen, merged call by call
+    seen = np.r_[t, np.concatenate([yb for _, yb in blocks])]
+    np.testing.assert_allclose(model.partial_fit_targets_[:, 0],
+                               [seen.size, seen.mean(), seen.size * seen.var()], rtol=1e-9)
+    np.testing.assert_allclose(model.partial_fit_step_,
+                               model.step / (model.partial_fit_gamma_ * seen.var()), rtol=1e-9)
+
+
+def test_constant_first_targets_take_no_step_and_no_penalty_or_width_from_them():
+    X, _ = _regression(1200, seed=4)
+    model = SuperSparseRegressor(n_prototypes=20, random_state=0)
+    model.partial_fit(X, np.full(1200, 7.0))  # enough rows held out to choose lam
+    assert model.partial_fit_step_ == 0.0
+    np.testing.assert_allclose(model.predict(X[:50]), 7.0, rtol=1e-6)
+    # the prototypes' own width (no widening), at which the step is scaled
+    assert model.gamma_ == model.partial_fit_gamma_
+    # lam: 1e-3 times the mean squared similarity of a row to a prototype (the zero losses
+    # tied at every penalty, and the grid's largest, 1e2 times that unit, was taken)
+    Z = (X - model.shift_) / model.scale_
+    C = (model.prototypes_ - model.shift_) / model.scale_
+    S = np.exp(-model.gamma_ * ((Z[:, None, :] - C[None]) ** 2).sum(axis=2))
+    np.testing.assert_allclose(model.lam_, 1e-3 * np.mean(S ** 2), rtol=1e-6)
+
+
+def test_the_targets_seen_survive_a_saved_model_between_calls(tmp_path):
+    X, y = _regression(1000, seed=5)
+    calls = [(X[:200], np.zeros(200))] + [(X[a:a + 200], y[a:a + 200])
+                                         for a in range(200, 1000, 200)]
+    straight = SuperSparseRegressor(n_prototypes=15, random_state=0)
+    saved = SuperSparseRegressor(n_prototypes=15, random_state=0)
+    for i, (Xb, yb) in enumerate(calls):
+        straight.partial_fit(Xb, yb)
+        saved.partial_fit(Xb, yb)
+        saved = load_model(save_model(saved, tmp_path / f"m{i}.sl"))
+    np.testing.assert_allclose(saved.partial_fit_targets_, straight.partial_fit_targets_)
+    np.testing.assert_allclose(saved.predict(X), straight.predict(X), rtol=1e-6, atol=1e-6)
+
+
+def test_classifier_first_call_of_one_class_learns_from_later_calls():
+    X, y = _regression(1600, seed=6)
+    labels = (y > np.median(y)).astype(int)
+
+    def stream(first):
+        model = SuperSparseClassifier(n_prototypes=20, random_state=0)
+        model.partial_fit(X[first], labels[first], classes=[0, 1])
+        step = model.partial_fit_step_
+        for _ in range(3):
+            for a in range(0, 1200, 200):
+                model.partial_fit(X[a:a + 200], labels[a:a + 200])
+        return step, np.mean(model.predict(X[1200:]) == labels[1200:])
+
+    step, accuracy = stream(np.flatnonzero(labels == 0)[:200])
+    assert step == 0.0  # one class: no direction to move the prototypes in
+    _, ordinary = stream(np.arange(200))
+    # 200 more rows of class 0 in the memory cost a little (0.84 against 0.885)
+    assert accuracy > ordinary - 0.06

@@ -104,6 +104,7 @@ from streamlearn.solvers.supersparse.driver import (  # noqa: F401  (importable 
     online_pass,
     online_step_size,
     start_online,
+    target_moments,
 )
 from streamlearn.solvers.supersparse.driver import fit as fit_supersparse
 from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable from here)
@@ -487,16 +488,23 @@ class _SuperSparse(StreamEstimator):
                         UserWarning, stacklevel=caller_stacklevel())
             start = start_online(X, t, weight, config, self._seed(),
                                  () if indicators is None else indicators.indicator_columns())
-            self.partial_fit_step_ = online_step_size(
-                config, start.gamma if start.step_gamma is None else start.step_gamma, t,
-                weight)
+            step_gamma = start.gamma if start.step_gamma is None else start.step_gamma
         else:
             start = self._fitted()
             X = np.ascontiguousarray(self._mapped_rows(X))  # as the fit read its rows
-            if not hasattr(self, "partial_fit_step_"):  # continuing a fit
-                self.partial_fit_step_ = online_step_size(config, start.gamma, t, weight)
-        fitted = online_pass(start, X, t, weight, config, self.partial_fit_step_,
-                             self.chunk_rows)
+            # continuing a fit: its width (a model saved before the width was kept: None)
+            step_gamma = getattr(self, "partial_fit_gamma_",
+                                 None if hasattr(self, "partial_fit_step_") else start.gamma)
+        if step_gamma is None:  # a model file from before the targets' moments: its step
+            moments, step = None, float(self.partial_fit_step_)
+        else:  # the targets of every call so far size the step
+            moments = target_moments(t, weight, getattr(self, "partial_fit_targets_", None))
+            step = online_step_size(config, step_gamma, moments)
+        fitted = online_pass(start, X, t, weight, config, step, self.chunk_rows)
+        self.partial_fit_step_ = step
+        if moments is not None:
+            self.partial_fit_gamma_ = float(step_gamma)
+            self.partial_fit_targets_ = moments
         slopes = None
         if config.similarity is None and fitted.standardiser is not None:  # the call's rows
             Z = fitted.standardiser.apply(X)
@@ -696,7 +704,8 @@ _PARAMS_DOC = """
         lowest GCV score, ``var(t)`` the targets' variance), as the prototype steps then
         train at it with no rows held out; LASSO ones ``lam = 1e-3 lam_scale``.
         :meth:`partial_fit` chooses it once, on its first call's rows (``1e-3 lam_scale``
-        with too few to hold some out: those rows may not show every class).
+        with too few to hold some out: those rows may not show every class; ``1e-3``
+        times the ridge unit when their targets are constant, whose zero losses tie).
     coef : {"ridge", "lasso"}
         ``R = ||beta||^2`` (closed-form beta-step) or ``||beta||_1`` (coordinate descent).
     step : float
@@ -705,9 +714,14 @@ _PARAMS_DOC = """
         regression targets (and a reduced model's scores) ``fit`` divides it by the
         targets' variance, so that the fit does not depend on their units.
         :meth:`partial_fit` uses ``step / (gamma_ var(t))``, ``var(t)`` the weighted target
-        variance of its first call, so that its default moves prototypes by a fixed share
-        of the data's spread whatever the units of features and targets (``gamma_`` the
-        prototypes' own width where ``gamma="auto"`` widened the RBF).
+        variance of every call so far (this one's included; ``partial_fit_targets_``), so
+        that its default moves prototypes by a fixed share of the data's spread whatever
+        the units of features and targets (``gamma_`` the prototypes' own width where
+        ``gamma="auto"`` widened the RBF); while the targets seen are constant but for
+        rounding (standard deviation at most ``1e-10`` times their root mean square: a
+        first block of zero sales, one class) it takes no prototype step. Sized by the
+        first call alone, a constant first call left a step 30-6,000 times too large for
+        the targets that followed, which threw the prototypes off the data for good.
     max_iter : int
         Alternations (batch: prototype-step trials; mini-batch: epochs); 0 keeps the
         initial prototypes and only solves for ``beta`` (prototype-selection baselines).
@@ -793,10 +807,16 @@ _PARAMS_DOC = """
     lam_ : float
         The penalty used (``lam``, or its ``"auto"`` choice).
     partial_fit_step_ : float
-        The prototype step of :meth:`partial_fit` (after its first call): ``step /
-        (gamma var(t))``, ``gamma`` the prototypes' own width where ``gamma="auto"``
-        widened the RBF (whose coefficients then grow as ``1 / gamma_``, and the
-        prototype gradient with them).
+        The prototype step of :meth:`partial_fit`'s latest call: ``step / (gamma
+        var(t))`` (0 while the targets seen are constant), ``gamma`` the prototypes' own
+        width where ``gamma="auto"`` widened the RBF (whose coefficients then grow as
+        ``1 / gamma_``, and the prototype gradient with them).
+    partial_fit_gamma_ : float
+        That ``gamma`` (``gamma_`` for calls after :meth:`fit`).
+    partial_fit_targets_ : ndarray of shape (3, K)
+        The targets of every :meth:`partial_fit` call so far, per output: their weight,
+        weighted mean and weighted sum of squared deviations from it (merged call by call,
+        Chan et al.'s pairwise update), which size ``partial_fit_step_``.
     beta_gram_, beta_targets_ : ndarray of shape (p + 1, p + 1), (p + 1, K)
         The beta-step's statistics ``sum v z z^T`` and ``sum v z t^T`` of every row trained
         on, ``z`` a row's similarities and 1 (each row at the prototypes of its last step).
@@ -872,7 +892,11 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         ``validation_fraction`` of these rows held out to choose ``lam`` (a hash of their
         position in the call), or with too few to hold out, ridge coefficients, by the
         generalised cross-validation score of every row. The prototype step
-        (``partial_fit_step_``) is scaled by the prototypes' own width. A call after
+        (``partial_fit_step_``) is scaled by the prototypes' own width and by the variance
+        of the targets of every call so far (none while those are constant). Targets of
+        the first call that are constant choose nothing: ``gamma="auto"`` is then the
+        prototypes' own width and ``lam="auto"`` ``1e-3`` times the mean squared
+        similarity of a row to a prototype. A call after
         :meth:`fit` continues from the fitted prototypes and coefficients.
 
         The first call also fixes the category list of each string or categorical column

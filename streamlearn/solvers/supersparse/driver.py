@@ -103,13 +103,13 @@ from streamlearn.solvers.supersparse.passes import (
     spread_std,
     squared_loss,
     standardised_spread,
-    weighted_variance,
 )
 from streamlearn.warning_origin import caller_stacklevel
 
 __all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH",
            "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT", "SuperSparseConfig",
-           "SuperSparseFit", "fit", "online_pass", "online_step_size", "start_online"]
+           "SuperSparseFit", "fit", "near_constant", "online_pass", "online_step_size",
+           "start_online", "target_moments"]
 
 #: Factor applied to the prototype step after an accepted (objective-decreasing) step.
 STEP_GROWTH = 1.2
@@ -137,6 +137,10 @@ AUTO_GAMMA_GAIN = 0.25
 #: calls (and entries of a fit's path before them) in ``objective_path``: a model's size
 #: does not grow with the number of calls.
 ONLINE_PATH_LENGTH = 100
+#: Targets whose weighted standard deviation is at most this fraction of their root mean
+#: square are constant but for rounding (:func:`near_constant`): ``partial_fit`` learns no
+#: prototype step, width or penalty from them.
+CONSTANT_TARGETS_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -936,18 +940,62 @@ def _warn_cap(config: SuperSparseConfig, p: int, what: str) -> None:
 
 
 # -- online (partial_fit) ---------------------------------------------------------------------
-def online_step_size(config: SuperSparseConfig, gamma: float, t: np.ndarray,
-                     weight: np.ndarray) -> float:
+def target_moments(t: np.ndarray, weight: np.ndarray,
+                   moments: np.ndarray | None = None) -> np.ndarray:
+    """The weighted moments of the targets ``t`` (n,) or (n, K), merged into ``moments``.
+
+    Returns an array of shape (3, K): the weight ``V`` (in every column), the weighted
+    mean and the weighted sum of squared deviations from it, per output. Two sets of rows
+    merge by Chan, Golub and LeVeque's pairwise update, so ``partial_fit`` keeps the
+    moments of every target it has trained on without the cancellation of ``sum v t^2 -
+    V mean^2`` at a large offset. Rows of zero weight change nothing.
+    """
+    v = np.asarray(weight, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64).reshape(v.shape[0], -1)
+    total = float(v.sum())
+    if total <= 0:
+        return (np.zeros((3, t.shape[1])) if moments is None
+                else np.array(moments, dtype=np.float64))
+    mean = (v @ t) / total
+    squares = v @ (t - mean) ** 2
+    if moments is None or float(moments[0, 0]) <= 0:
+        return np.vstack([np.full(t.shape[1], total), mean, squares])
+    before = float(moments[0, 0])
+    merged = before + total
+    delta = mean - moments[1]
+    return np.vstack([np.full(t.shape[1], merged), moments[1] + delta * (total / merged),
+                      moments[2] + squares + delta ** 2 * (before * total / merged)])
+
+
+def near_constant(moments: np.ndarray) -> bool:
+    """Whether targets of these :func:`target_moments` are constant but for rounding: their
+    weighted variance (averaged over the outputs) at most :data:`CONSTANT_TARGETS_RTOL`
+    squared times their mean square (so every zero target, or no weight, is constant)."""
+    total = float(moments[0, 0])
+    if total <= 0:
+        return True
+    variance = float(np.mean(moments[2])) / total
+    square = float(np.mean(moments[1] ** 2)) + variance
+    return not variance > CONSTANT_TARGETS_RTOL ** 2 * square
+
+
+def online_step_size(config: SuperSparseConfig, gamma: float, moments: np.ndarray) -> float:
     """``step / (gamma var(t))``: the per-block prototype step of :func:`online_pass`.
 
-    The prototype gradient scales with the squared scale of the targets and with ``gamma``
-    times a distance, so this step moves prototypes by the same fraction of the data's
-    spread whatever the units of the features and of the targets. At an RBF that
-    ``gamma="auto"`` widened, the coefficients grow as ``1 / gamma`` to follow the same
-    target, and the gradient no longer shrinks with it: :func:`start_online` passes the
-    prototypes' own width (``SuperSparseFit.step_gamma``).
+    ``var(t)`` is the weighted target variance of :func:`target_moments` (those of every
+    ``partial_fit`` call so far, averaged over the outputs). The prototype gradient scales
+    with the squared scale of the targets and with ``gamma`` times a distance, so this step
+    moves prototypes by the same fraction of the data's spread whatever the units of the
+    features and of the targets. At an RBF that ``gamma="auto"`` widened, the coefficients
+    grow as ``1 / gamma`` to follow the same target, and the gradient no longer shrinks
+    with it: :func:`start_online` passes the prototypes' own width
+    (``SuperSparseFit.step_gamma``). Targets that are so far constant (:func:`near_constant`)
+    give no direction and no scale: the step is 0 (the prototypes stay where they are).
     """
-    return config.step / (gamma * weighted_variance(t, weight))
+    if near_constant(moments):
+        return 0.0
+    variance = float(np.mean(moments[2])) / float(moments[0, 0])
+    return config.step / (gamma * variance)
 
 
 def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: SuperSparseConfig,
@@ -965,6 +1013,11 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     :func:`fit` widens it (:func:`_rows_gamma`). ``lam="auto"``: chosen by the
     squared loss of the rows held out by a hash of their position in this call
     (:func:`~.passes.choose_lam`), when enough are (:meth:`SuperSparseConfig.chooses_lam`).
+    Targets constant but for rounding (:func:`near_constant`, e.g. a first block of a
+    zero-inflated stream) show no loss to choose by: ``gamma="auto"`` is then the
+    prototypes' own width and ``lam="auto"`` :data:`~.passes.AUTO_LAM_FALLBACK` times the
+    ridge unit of :func:`~.passes.lam_scale` (the mean squared similarity, which holds no
+    target), rather than the widest width and largest penalty their zero losses tie at.
     Coefficients: the exact beta-step on these rows.
     """
     if len(config.grid) > 1:
@@ -983,11 +1036,13 @@ def start_online(X: np.ndarray, t: np.ndarray, weight: np.ndarray, config: Super
     if gamma == "scale":
         gamma = scale_gamma(spread)
     step_gamma = None
+    constant = near_constant(target_moments(t, weight))
     if gamma == "auto":
         step_gamma = _resolve_gamma(("auto", scale_gamma(spread)), C)
-        gamma = _rows_gamma(X, t, weight, C, config, step_gamma, seed)
+        gamma = step_gamma if constant else _rows_gamma(X, t, weight, C, config, step_gamma,
+                                                        seed)
     similarity = config.similarity_of(gamma)
-    lam = _rows_lam(X, t, weight, C, config, similarity, seed)
+    lam = _rows_lam(X, t, weight, C, config, similarity, seed, constant)
     w, J = _rows_beta(X, t, weight, C, config, similarity, None, lam)
     return SuperSparseFit(C, w[:-1], np.array(w[-1]), J, np.zeros(0), 0,
                           np.array([[C.shape[0], np.nan, np.nan, J]]), float(gamma),
@@ -1109,10 +1164,20 @@ def _rows_gamma(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
 
 
 def _rows_lam(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
-              config: SuperSparseConfig, similarity: Similarity, seed: int) -> float:
-    """The penalty of :func:`start_online`: ``lam``, or ``"auto"``'s choice on these rows."""
+              config: SuperSparseConfig, similarity: Similarity, seed: int,
+              constant: bool = False) -> float:
+    """The penalty of :func:`start_online`: ``lam``, or ``"auto"``'s choice on these rows
+    (targets ``constant``: the fallback share of the ridge unit, as nothing can choose)."""
     if config.lam != "auto":
         return float(config.lam)
+    if constant:
+        stats = GramPass(TargetRows("regression"), C, similarity).step(
+            GramState(np.zeros((C.shape[0] + 1, C.shape[0] + 1)), np.zeros((C.shape[0] + 1,
+                                                                             t.shape[1]))),
+            Chunk(X, t, 0, weight=weight))
+        if stats.weight <= 0:
+            raise DataError("no rows with positive weight to train on")
+        return AUTO_LAM_FALLBACK * lam_scale(stats, "ridge")
     stats = _rows_stats(X, t, weight, C, config, similarity, seed)
     if isinstance(stats, GramState):
         return AUTO_LAM_FALLBACK * lam_scale(stats, config.coef)
