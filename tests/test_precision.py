@@ -1,4 +1,5 @@
-"""The warning of float64 feature columns that the cast to float32 leaves coarse."""
+"""The warning of float64 feature columns and regression targets that the cast to float32
+leaves coarse."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import zarr
 
 from streamlearn import open_dataset
 from streamlearn.data.precision import NARROW_STEPS, coarse_columns, matrix_spans
+from streamlearn.models import SuperSparseRegressor
 from streamlearn.models.base import check_array_input
 from tests.conftest import write_parquet_file
 
@@ -129,3 +131,63 @@ def test_arrays_given_to_fit_are_checked_whole() -> None:
         X, _, _ = check_array_input(frame.to_numpy(), y, None, "classification")
     assert X.dtype == np.float32
     assert len(coarse_warnings(list(record))) == 1
+
+
+def _friedman_like(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Features, and a target of spread about 30 (as Friedman #1's)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(N, 4))
+    return X, 10 * X[:, 0] + 20 * (X[:, 1] - 0.5) ** 2 + 5 * X[:, 2] + rng.normal(0, 0.5, N)
+
+
+def _walked_twice(ds) -> list[str]:  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2):  # two passes: at most one warning
+            for _ in ds.chunks(shuffle=True, seed=0):
+                pass
+    return coarse_warnings(record)
+
+
+def test_a_regressor_given_a_coarse_target_warns_once() -> None:
+    X, y = _friedman_like()
+    # reference: what the cast leaves of the target, counted by numpy
+    assert np.unique(y).size == N and np.unique((y + 1e9).astype(np.float32)).size <= 2
+    for method in ("fit", "partial_fit"):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            getattr(SuperSparseRegressor(chunk_rows=500), method)(X, y + 1e9)
+        said = coarse_warnings(record)
+        assert len(said) == 1, (method, said)
+        assert said[0].startswith("target 'y' of ") and "magnitude 1e+09" in said[0]
+        assert "subtract an offset from the target" in said[0]
+        assert "add it back to the predictions" in said[0]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_a_parquet_target_left_coarse_is_named_once(dtype: str, tmp_path: Path) -> None:
+    X, y = _friedman_like()
+    target = (np.round(y) if dtype == "int64" else y).astype(dtype) + 10**9
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "t": target})
+    path = write_parquet_file(frame, tmp_path / "f.parquet", 400)
+    said = _walked_twice(open_dataset(str(path), target="t", task="regression", chunk_rows=400))
+    assert len(said) == 1, said
+    assert said[0].startswith("target 't' of ") and "add it back to the predictions" in said[0]
+
+
+def test_no_warning_for_ordinary_integer_valued_float32_exact_targets_or_labels() -> None:
+    X, y = _friedman_like()
+    step = float(np.spacing(np.float32(1e9)))  # 64: float32 numbers there, exactly
+    targets = {
+        "ordinary": y,
+        "integer-valued": np.round(y),
+        "integers": np.round(y).astype(np.int64),
+        "float32 numbers": 1e9 + step * np.round(y / 10),
+    }
+    for name, values in targets.items():
+        ds = open_dataset(X, target=values, task="regression", chunk_rows=400)
+        assert _walked_twice(ds) == [], name
+    # labels are never cast: large float labels are not named
+    labels = 1e9 + (y > np.median(y))  # 1e9 + 1 is no float32 number
+    ds = open_dataset(X, target=labels, task="classification", chunk_rows=400)
+    assert _walked_twice(ds) == []

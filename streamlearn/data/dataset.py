@@ -22,7 +22,7 @@ from streamlearn.data.categories import (
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.large_buffers import map_large_buffers
-from streamlearn.data.precision import ResolutionWatch
+from streamlearn.data.precision import ResolutionWatch, target_spans
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.readahead import FileRange, ReadAhead
 from streamlearn.data.schema import Schema, Task
@@ -242,6 +242,8 @@ class Dataset:
         self._finite_ranges: set[tuple[int, int]] = set()
         # ranges of the float64 feature columns read, before their cast to float32
         self._resolution = ResolutionWatch()
+        # and of a float64 (or integer) regression target, before its cast
+        self._target_resolution = ResolutionWatch()
         # blocks of rows every pass leaves out (see without_blocks): sorted ids, block size
         self._excluded: tuple[np.ndarray, int] | None = None
         # maps every chunk's feature values (see with_feature_transform)
@@ -562,6 +564,7 @@ class Dataset:
                       prefetch=self.prefetch, categories=categories)
         out._excluded = self._excluded
         out._resolution = self._resolution
+        out._target_resolution = self._target_resolution
         out._feature_transform = self._feature_transform
         out.feature_names = self.feature_names
         out.indicator_features = self.indicator_features
@@ -873,12 +876,14 @@ class Dataset:
         return self._watched(walk) if (lo, hi) == (0, self.n_rows) and not skip else walk
 
     def _watched(self, walk: Iterator[Chunk]) -> Iterator[Chunk]:
-        """``walk`` (over all rows), then a warning of each float64 feature column whose
-        values, over every row read so far, the cast to float32 left coarse
-        (:mod:`streamlearn.data.precision`): once per column."""
+        """``walk`` (over all rows), then a warning of each float64 feature column, and of
+        a regression target, whose values, over every row read so far, the cast to float32
+        left coarse (:mod:`streamlearn.data.precision`): once per column."""
         yield from walk
         self._resolution.warn(self._read_features or self.feature_names,
                               self.source.description)
+        if self.task == "regression" and self.target is not None:
+            self._target_resolution.warn([self.target], self.source.description, "target")
 
     def _piece_order(self, starts: np.ndarray, size: int, hi: int) -> list[int]:
         """The storage pieces that chunks starting at ``starts`` read, in the order they
@@ -1073,6 +1078,7 @@ class Dataset:
                     "--nan-policy) to skip such rows"
                 )
         if self.task == "regression":
+            self._target_resolution.merge(target_spans(y))
             with np.errstate(over="ignore"):  # a value beyond float32's range is named below
                 values = y.astype(np.float32, copy=False)
             bad = first_nonfinite(values)

@@ -1,9 +1,11 @@
-"""What the cast of float64 feature values to float32 loses, and the warning that says so.
+"""What the cast of float64 feature and target values to float32 loses, and the warning
+that says so.
 
-Chunks hold float32 features (the models compute in float32), so a float64 column is cast
-as it is read. The cast keeps about 7 significant digits: a column with a large offset and
-a small spread (Unix timestamps, 1.7e9 plus a few seconds) keeps only a handful of distinct
-values, and a model trained on it learns nothing from it, silently.
+Chunks hold float32 features and regression targets (the models compute in float32), so a
+float64 column is cast as it is read. The cast keeps about 7 significant digits: a column
+with a large offset and a small spread (Unix timestamps, 1.7e9 plus a few seconds) keeps
+only a handful of distinct values, and a model trained on it learns nothing from it,
+silently.
 
 The rule (:func:`coarse_columns`): a float64 feature column is *coarse* when its values,
 over the rows read, span fewer than :data:`NARROW_STEPS` float32 steps (the spacing of
@@ -12,12 +14,20 @@ not all float32 numbers already. Such a column is named in a ``UserWarning`` (wi
 magnitude and spread), which advises subtracting an offset (centring the column) before
 the data is streamed. Float32 columns are not checked: nothing is lost in their reading.
 
+A regression target is held to the same rule (:func:`target_spans`): a regressor learns
+from the cast values alone. Its warning advises subtracting an offset
+from the target (e.g. its mean) and adding it back to the predictions. An integer target is
+checked as the float64 values it stands for. Classification labels are never cast, and
+never checked.
+
 A source records, for each block it reads, the range of each float64 feature column
 (:func:`matrix_spans`, :func:`column_spans`): two reductions per column, and an exactness
-check only for a column that is narrow within the block. A dataset merges the blocks' ranges
-(:class:`ResolutionWatch`) and warns at the end of a walk over all its rows, so that a
-sorted column, narrow within each chunk but wide over the dataset, is not named. Data held
-in memory whole is checked whole (:func:`warn_of_coarse_columns`).
+check only for a column that is narrow within the block; a dataset takes its regression
+target's range from each chunk, before the target's cast. A dataset merges the blocks'
+ranges (:class:`ResolutionWatch`: one for the features, one for the target) and warns at
+the end of a walk over all its rows, so that a sorted column, narrow within each chunk but
+wide over the dataset, is not named. Data held in memory whole (features, and a target
+given as an array) is checked whole (:func:`warn_of_coarse_columns`).
 """
 
 from __future__ import annotations
@@ -42,12 +52,13 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 @dataclass(frozen=True, slots=True)
 class Float64Spans:
-    """Ranges of a block's float64 feature columns, before their cast to float32.
+    """Ranges of a block's float64 feature columns (or of its target), before their cast
+    to float32.
 
-    ``positions`` are the columns' positions among the block's features; ``lo`` and ``hi``
-    their smallest and largest finite values (NaN for a column with none); ``inexact``
-    whether any value is not a float32 number (True where it was not checked: a column
-    not narrow within the block).
+    ``positions`` are the columns' positions among the block's features (0 for a target);
+    ``lo`` and ``hi`` their smallest and largest finite values (NaN for a column with
+    none); ``inexact`` whether any value is not a float32 number (True where it was not
+    checked: a column not narrow within the block).
     """
 
     positions: np.ndarray
@@ -139,22 +150,45 @@ def coarse_columns(spans: Float64Spans) -> np.ndarray:
     return np.flatnonzero(narrow(spans.lo, spans.hi) & spans.inexact)
 
 
-def coarse_message(name: str, lo: float, hi: float, where: str) -> str:
-    """The warning's text for column ``name`` of ``where``, spanning ``lo .. hi``."""
+def target_spans(y: np.ndarray) -> Float64Spans | None:
+    """The :class:`Float64Spans` of a block's regression target, as read (position 0):
+    float64 values, or integers as the float64 values they stand for; None for float32
+    values (nothing is lost in their cast) or no rows."""
+    if y.dtype.kind in "iu":
+        y = y.astype(np.float64)
+    return column_spans([y])
+
+
+def coarse_message(name: str, lo: float, hi: float, where: str, role: str = "feature") -> str:
+    """The warning's text for column ``name`` of ``where``, spanning ``lo .. hi``; ``role``
+    is ``"feature"`` or ``"target"`` (a regression target: other advice)."""
     magnitude = max(abs(lo), abs(hi))
     step = float(float32_step(np.float64(magnitude)))
-    return (
-        f"feature {name!r} of {where} is float64 with values of magnitude "
+    said = (
+        f"{role} {name!r} of {where} is float64 with values of magnitude "
         f"{magnitude:.7g} spread over only {hi - lo:.4g} (from {lo:.10g} to {hi:.10g}): "
         f"float32, in which the models compute, has steps of {step:.3g} there, so the "
-        f"column keeps at most {int((hi - lo) / step) + 2} distinct values and a model "
-        "learns little or nothing from it; subtract an offset from the column before "
-        f"streaming it (centre it, e.g. subtract {(lo + hi) / 2:.10g})"
+        f"{'target' if role == 'target' else 'column'} keeps at most "
+        f"{int((hi - lo) / step) + 2} distinct values"
+    )
+    if role == "target":
+        return (
+            f"{said}, and a regressor learns from those alone; subtract an offset from the "
+            f"target, e.g. its mean (its values' midpoint is {(lo + hi) / 2:.10g}), and add "
+            "it back to the predictions"
+        )
+    return (
+        f"{said} and a model learns little or nothing from it; subtract an offset from the "
+        f"column before streaming it (centre it, e.g. subtract {(lo + hi) / 2:.10g})"
     )
 
 
 def warn_of_coarse_columns(
-    spans: Float64Spans | None, names: Sequence[str], where: str, warned: set[str] | None = None
+    spans: Float64Spans | None,
+    names: Sequence[str],
+    where: str,
+    warned: set[str] | None = None,
+    role: str = "feature",
 ) -> None:
     """Warn (``UserWarning``) once per coarse column of ``spans`` (see the module's rule).
 
@@ -168,6 +202,8 @@ def warn_of_coarse_columns(
         The data, for the message.
     warned : set of str, optional
         Names already warned of, skipped (and added to).
+    role : {"feature", "target"}
+        What the columns are, for the message and its advice.
     """
     if spans is None:
         return
@@ -178,14 +214,15 @@ def warn_of_coarse_columns(
                 continue
             warned.add(name)
         warnings.warn(
-            coarse_message(name, float(spans.lo[k]), float(spans.hi[k]), where),
+            coarse_message(name, float(spans.lo[k]), float(spans.hi[k]), where, role),
             UserWarning,
             stacklevel=caller_stacklevel(),
         )
 
 
 class ResolutionWatch:
-    """The ranges of a dataset's float64 feature columns over every block read, merged.
+    """The ranges of a dataset's float64 feature columns (or of its regression target) over
+    every block read, merged.
 
     Blocks may be read by several threads at once: merging holds a lock.
     """
@@ -237,6 +274,7 @@ class ResolutionWatch:
                 np.array([self._inexact[j] for j in positions], dtype=bool),
             )
 
-    def warn(self, names: Sequence[str], where: str) -> None:
-        """Warn of each coarse column not warned of before (see the module's rule)."""
-        warn_of_coarse_columns(self.spans(), names, where, self.warned)
+    def warn(self, names: Sequence[str], where: str, role: str = "feature") -> None:
+        """Warn of each coarse column not warned of before (see the module's rule);
+        ``role``: as :func:`warn_of_coarse_columns`'s."""
+        warn_of_coarse_columns(self.spans(), names, where, self.warned, role)

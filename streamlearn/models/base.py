@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.open import named_features, reading_for
-from streamlearn.data.precision import matrix_spans, warn_of_coarse_columns
+from streamlearn.data.precision import matrix_spans, target_spans, warn_of_coarse_columns
 from streamlearn.data.sources.base import NumberedNames, default_feature_names
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite, nonfinite_value
@@ -892,6 +892,10 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
             if sample_weight is not None and not isinstance(sample_weight, str) and \
                     not _is_dask(sample_weight):
                 sample_weight = check_sample_weight(sample_weight, len(y))
+        if task == "regression" and isinstance(y, np.ndarray):
+            # checked whole by check_target (its warning of a coarse target given): cast
+            # here as every chunk would cast it, so that the walks do not warn again
+            y = y.astype(np.float32)
         data, y, sample_weight = _attach_columns(data, y, sample_weight)
         more = dict(reading or {}) if isinstance(data, str | os.PathLike) else {}
         if "features" in more:  # hashed columns: the categories belong to plain columns
@@ -1006,7 +1010,8 @@ def check_target(y: Any, task: str) -> np.ndarray:
 
     A classifier refuses a continuous target (``Unknown label type: continuous``) and a
     regressor a non-numeric or non-finite one, or one beyond float32's range (in which the
-    models compute).
+    models compute). A regressor's target that the cast to float32 leaves coarse warns
+    (:mod:`streamlearn.data.precision`), checked whole.
     """
     if task == "regression":
         kind = np.asarray(y).dtype.kind
@@ -1020,6 +1025,7 @@ def check_target(y: Any, task: str) -> np.ndarray:
             row = first_nonfinite(y.astype(np.float32))
         if row >= 0:
             raise DataError(f"Input y contains {nonfinite_value(y[row], 'target')} at row {row}")
+        warn_of_coarse_columns(target_spans(y), ["y"], "the rows given", role="target")
         return y
     _refuse_missing_labels(y)
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
