@@ -553,10 +553,15 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         Boosting rounds kept: the number of weak learners.
     proba_scale_ : float
         The temperature of :meth:`predict_proba`: of lowest log-loss on the held-out rows
-        of ``n_rounds="auto"`` (one pass after the rounds), else on the training rows
-        against Platt's smoothed targets and then at most 1 (the rounds widen the margins
-        of the rows they are fitted to).
-    proba_rows_ : {"held-out", "training"}
+        of ``n_rounds="auto"`` (one pass after the rounds). With no rows held out and
+        fewer than 2,000 rows, of lowest log-loss against Platt's smoothed targets on
+        out-of-fold scores: the rows split into three folds by a hash of their feature
+        values (copies of a row in one fold), the model's rounds boosted again on each two
+        folds with its settings, and each scoring the third (three more fits, about four
+        times the fit's time; the learners and decisions are those of the one model on
+        every row). On 2,000 rows or more, on the training rows against those targets and
+        then at most 1 (the rounds widen the margins of the rows they are fitted to).
+    proba_rows_ : {"held-out", "out-of-fold", "training"}
         The rows ``proba_scale_`` was chosen on.
     validation_ : dict or None
         ``n_rounds="auto"`` with held-out rows: ``held_out_loss`` after rounds ``0, 1,
@@ -737,9 +742,9 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     def predict_proba(self, X: Any) -> np.ndarray:
         """``P(classes_[1] | x) = 1 / (1 + exp(-2 t s(x)))``, ``s`` the score: the logistic
         link of the exponential loss, at the temperature ``t = proba_scale_`` chosen by
-        ``fit`` on the held-out rows of ``n_rounds="auto"``, else on the training rows and
-        then at most 1 (``proba_rows_``; 1 on a model stored without it). ``t`` keeps
-        every decision.
+        ``fit`` on the held-out rows of ``n_rounds="auto"``, else on out-of-fold scores
+        under 2,000 rows, else on the training rows and then at most 1 (``proba_rows_``;
+        1 on a model stored without it). ``t`` keeps every decision.
 
         Parameters
         ----------

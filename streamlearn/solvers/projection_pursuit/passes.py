@@ -20,7 +20,7 @@ import numpy as np
 
 from streamlearn.data import Chunk
 from streamlearn.solvers.calibration import TemperatureSums
-from streamlearn.solvers.holdout import Holdout, held_out_rows
+from streamlearn.solvers.holdout import RowSplit, held_out_rows
 from streamlearn.solvers.kmeans import Standardiser, chunk_features
 from streamlearn.solvers.projection_search import (
     Candidates,
@@ -310,7 +310,7 @@ class HistogramScanPass:
     standardiser : Standardiser, optional
         Applied to every chunk's features first (the terms and candidates are directions
         over the standardised features).
-    holdout : Holdout, optional
+    holdout : Holdout or ValueFold, optional
         Rows left out of the histograms; their log-loss under ``terms`` is summed instead
         (``ClassHistograms.held_loss``), so that the pass that scores the next
         round's candidates also scores the model so far on rows it does not train on.
@@ -320,7 +320,7 @@ class HistogramScanPass:
 
     def __init__(self, terms: BoostedTerms, n_bins: int, alpha: np.ndarray,
                  candidates: Candidates, standardiser: Standardiser | None = None,
-                 holdout: Holdout | None = None) -> None:
+                 holdout: RowSplit | None = None) -> None:
         self.terms = terms
         self.n_bins = int(n_bins)
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
@@ -339,7 +339,7 @@ class HistogramScanPass:
         X = chunk_features(chunk, self.standardiser)
         weight = chunk_weight(chunk)
         if self.holdout is not None:
-            held = self.holdout.mask(chunk.rows)
+            held = self.holdout.chunk_mask(chunk)
             if held.any():
                 rows = np.flatnonzero(held)
                 # the probabilities' log-loss, not the class-weighted exponential loss
@@ -377,14 +377,14 @@ class BoostTemperaturePass:
     intercept : float
     terms : BoostedTerms
         The learners, on the raw features.
-    holdout : Holdout, optional
+    holdout : Holdout or ValueFold, optional
         Score the rows it holds out; None scores every row.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, intercept: float, terms: BoostedTerms,
-                 holdout: Holdout | None) -> None:
+                 holdout: RowSplit | None) -> None:
         self.intercept = float(intercept)
         self.terms = terms
         self.holdout = holdout
