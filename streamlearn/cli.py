@@ -641,8 +641,14 @@ def train(data: str, target: str | None, features: str | None, exclude: str | No
     if workers is not None and scheduler is not None:
         raise click.UsageError("--workers starts a local cluster and --scheduler connects to "
                                "one: give only one of them")
+    _refuse_process_memory(out)
     _refuse_overwriting_inputs(out, DATA=data)
     _check_writable(out)  # before the training, whose model would have nowhere to go
+    if checkpoint is not None:
+        if _local_path(checkpoint) is None:
+            raise click.BadParameter(f"{checkpoint} is a URL; a checkpoint is a local "
+                                     "directory", param_hint="--checkpoint")
+        checkpoint = str(local_path(checkpoint))  # a file:// URL as its path
     common = {"epochs": epochs, "C": C, "lam": lam, "seed": seed}
     task = None
     chosen = model_name
@@ -797,6 +803,18 @@ def _refuse_overwriting_inputs(out: str, **inputs: str | None) -> None:
         if source is not None and (target == source or source in target.parents):
             raise click.UsageError(f"--out {out} would overwrite {name} ({location}): "
                                    "write the output elsewhere")
+
+
+def _refuse_process_memory(out: str, option: str = "--out") -> None:
+    """Refuse an output on fsspec's in-memory filesystem (``memory://``, alone or in a
+    chained URL): it lives in the command's own process and ends with it, so a file written
+    there would be reported written and be gone the moment the command returns. (The Python
+    API writes there, where the process goes on to read it.)"""
+    if any(part.split("://", 1)[0] == "memory" for part in out.split("::") if "://" in part):
+        raise click.BadParameter(
+            f"{out} is in fsspec's in-memory filesystem, which ends with this command's "
+            "process: it would be lost on exit; write it to a path or a lasting URL",
+            param_hint=option)
 
 
 def _check_search(cls: type, search: Sequence[tuple[str, list[Any]]]) -> None:
@@ -997,6 +1015,26 @@ class PassthroughColumns:
                 parts[n].append(values[n][max(lo, a) - a : min(hi, b) - a])
             i += 1
         return {n: np.concatenate(p)[rows - lo] for n, p in parts.items()}
+
+
+def _kept_columns_source(model: Any, data: str, dataset: Any, fmt: str | None) -> Any:
+    """A source of DATA of its own, which ``--keep`` copies columns from by name.
+
+    ``dataset`` is DATA opened as ``model`` reads it, and DATA is opened again the same way
+    (svmlight indices on the training file's base, rows hashed as the training rows were).
+    Sparse rows of parquet (hashed columns) are read through a source whose columns are
+    only the target and the weight, so there the kept columns are read from the same files
+    as plain parquet columns: the same files in the same order, one piece per row group,
+    so row for row the same.
+    """
+    from streamlearn.data.open import open_dataset, reading_for
+    from streamlearn.data.sources.parquet import ParquetSource
+    from streamlearn.data.sources.parquet_sparse import ParquetSparseSource
+
+    if isinstance(dataset.source, ParquetSparseSource):
+        return ParquetSource(dataset.source.description)
+    options = {"features": list(dataset.feature_names), **reading_for(model, data, fmt)}
+    return open_dataset(data, format=fmt, **options).source
 
 
 def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.ndarray]:
@@ -1212,8 +1250,7 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
       streamlearn predict model.slm test.parquet -o p.parquet --proba --keep id
       streamlearn predict model.slm s3://bucket/new.zarr -o p.parquet --row-index
     """
-    from streamlearn.data.open import open_dataset
-
+    _refuse_process_memory(out)
     _refuse_overwriting_inputs(out, MODEL=model_path, DATA=data)
     _check_writable(out)
     try:
@@ -1232,8 +1269,8 @@ def predict(model_path: str, data: str, out: str, proba: bool, keep: tuple[str, 
                               nan_policy=nan_policy)
     passthrough = None
     if keep:
-        second = open_dataset(data, features=list(dataset.feature_names), format=fmt)
-        passthrough = PassthroughColumns(second.source, list(dict.fromkeys(keep)))
+        passthrough = PassthroughColumns(_kept_columns_source(model, data, dataset, fmt),
+                                         list(dict.fromkeys(keep)))
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
@@ -1346,6 +1383,9 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
     """
     from streamlearn import plot
 
+    _refuse_process_memory(out)
+    # pictures in a parquet directory would be read as its files, and break it
+    _refuse_overwriting_inputs(out, MODEL=model_path, DATA=data)
     model = _load_model(model_path)
     sample = None
     if data is not None:
@@ -1398,6 +1438,7 @@ def convert_command(data: str, target: str | None, features: str | None, exclude
     from streamlearn.data.convert import convert
     from streamlearn.engine.progress import Progress, progress_enabled
 
+    _refuse_process_memory(out)
     _refuse_overwriting_inputs(out, DATA=data)
     hashing = {} if hash_features is None else {"hash_features": hash_features}
     dataset = _open(data, target, features, exclude, fmt, chunk_rows, nan_policy,

@@ -8,7 +8,7 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 import numpy as np
@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 from click.testing import CliRunner, Result
+from fsspec.implementations.memory import MemoryFileSystem
 from sklearn.metrics import confusion_matrix, log_loss
 
 from streamlearn.cli import (
@@ -385,10 +386,14 @@ def test_a_model_of_hashed_rows_predicts_and_evaluates_data_hashed_the_same_way(
     assert accuracy > 0.85
     assert f"accuracy  {accuracy:.4f}" in evaluated.output
     predicted = run("predict", str(model_path), str(tmp_path / "test.parquet"), "-o",
-                    str(tmp_path / "p.parquet"))
+                    str(tmp_path / "p.parquet"), "--keep", "id", "--keep", "city")
     assert predicted.exit_code == 0, predicted.output
-    got = pd.read_parquet(tmp_path / "p.parquet")["prediction"].to_numpy()
+    written = pd.read_parquet(tmp_path / "p.parquet")
+    got = written["prediction"].to_numpy()
     assert np.mean(got == frame.label.iloc[2000:].to_numpy()) == pytest.approx(accuracy)
+    # --keep copies columns the hashed rows do not list, an excluded one among them
+    np.testing.assert_array_equal(written["id"], frame.id.iloc[2000:])
+    np.testing.assert_array_equal(written["city"], frame.city.iloc[2000:])
     # a refit on plain rows forgets the hashing
     model.fit(frame[["x"]].to_numpy(), frame.label)
     assert not hasattr(model, "hash_features_") and not hasattr(model, "hashed_columns_")
@@ -421,6 +426,24 @@ def test_info_and_convert_hash_svmlight_words(tmp_path: Path) -> None:
     bad = run("convert", str(tmp_path / "w.svm"), "--hash-features", "63", "-o",
               str(tmp_path / "b.zarr"))
     assert bad.exit_code == 2 and "power of two" in bad.output
+
+
+def test_predict_keeps_the_label_of_hashed_svmlight_rows(tmp_path: Path) -> None:
+    """--keep reads svmlight words hashed, as the model read its training file (read
+    plainly, they are not indices), and copies each row's label beside its prediction."""
+    rng = np.random.default_rng(5)
+    labels = rng.integers(2, size=300)
+    lines = [f"{y} " + " ".join(f"{w}:{rng.integers(1, 4)}" for w in rng.choice(
+        ["red", "tea", "sky", "ant"], 2, replace=False)) for y in labels]
+    (tmp_path / "w.svm").write_text("\n".join(lines) + "\n")
+    trained = run("train", str(tmp_path / "w.svm"), "--hash-features", "64", "-o",
+                  str(tmp_path / "w.slm"), "-q", "--no-train-score")
+    assert trained.exit_code == 0, trained.output
+    result = run("predict", str(tmp_path / "w.slm"), str(tmp_path / "w.svm"), "-o",
+                 str(tmp_path / "p.parquet"), "--keep", "y", "-q")
+    assert result.exit_code == 0, result.output
+    written = pd.read_parquet(tmp_path / "p.parquet")
+    np.testing.assert_array_equal(written["y"], labels)
 
 
 def test_probability_columns_name_whole_number_labels_without_a_point(tmp_path: Path) -> None:
@@ -477,22 +500,70 @@ def test_predict_round_trip_matches_the_python_api(trained: Trained, tmp_path: P
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
+class LastingMemory(MemoryFileSystem):
+    """An fsspec filesystem reached by URL only, standing for a remote one (``s3://``):
+    files kept in this process, where the test reads them back, apart from ``memory://``'s."""
+
+    protocol = "clitest"
+    store: ClassVar[dict[str, Any]] = {}
+    pseudo_dirs: ClassVar[list[str]] = [""]
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        return MemoryFileSystem._strip_protocol(str(path).removeprefix("clitest://"))
+
+
+@pytest.mark.parametrize("command", ["train", "chained", "predict", "convert", "explain"])
+def test_an_out_in_the_process_memory_is_refused(trained: Trained, command: str) -> None:
+    """fsspec's memory:// ends with the command's process: an output there would be
+    reported written and be gone when the command returns, so it is refused before any
+    work, and nothing is written there."""
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    url = f"memory://cli-{uuid.uuid4().hex}"
+    data, model = str(trained.data), str(trained.model)
+    args = {"train": ("train", data, "-t", "label", "--exclude", "id", "-o", f"{url}/m.slm"),
+            "chained": ("train", data, "-t", "label", "--exclude", "id", "-o",
+                           f"simplecache::{url}/m.slm"),
+            "predict": ("predict", model, data, "-o", f"{url}/p.parquet"),
+            "convert": ("convert", data, "-t", "label", "-o", f"{url}/d.zarr"),
+            "explain": ("explain", model, data, "-o", f"{url}/report")}[command]
+    result = run(*args, "-q")
+    assert result.exit_code == 2, result.output
+    assert "fsspec's in-memory filesystem" in result.output
+    assert "lost on exit" in result.output
+    assert not memory.exists(url)
+
+
+def test_a_checkpoint_is_a_local_directory(trained: Trained, tmp_path: Path) -> None:
+    """--checkpoint takes a local directory: a URL (memory:// among them) would be taken
+    for a local folder named after the protocol, so it is refused."""
+    result = run("train", str(trained.data), "-t", "label", "--exclude", "id", "-o",
+                 str(tmp_path / "m.slm"), "--checkpoint", "memory://ck", "-q")
+    assert result.exit_code == 2, result.output
+    assert "a checkpoint is a local directory" in result.output
+    assert not (tmp_path / "m.slm").exists() and not Path("memory:").exists()
+
+
 def test_models_and_predictions_go_to_and_come_from_fsspec_urls(trained: Trained,
                                                                 tmp_path: Path) -> None:
     """``--out`` of train and predict, and MODEL, may be fsspec URLs: the files land on
-    that filesystem (here fsspec's in-memory one), not in a local folder named after the
-    protocol, and hold what the local files hold."""
+    that filesystem (here one kept in this process under a protocol of its own: fsspec's
+    ``memory://`` is refused as an output, as it ends with the command's process), not in
+    a local folder named after the protocol, and hold what the local files hold."""
     import fsspec
 
     from streamlearn.io import load_model
 
-    memory = fsspec.filesystem("memory")
-    prefix = f"memory://cli-{uuid.uuid4().hex}"
+    fsspec.register_implementation("clitest", LastingMemory, clobber=True)
+    memory = fsspec.filesystem("clitest")
+    prefix = f"clitest://cli-{uuid.uuid4().hex}"
     result = run("train", str(trained.data), "-t", "label", "--exclude", "id", "-p",
                  "interactions=0", "--epochs", "2", "-q", "-o", f"{prefix}/models/m.slm")
     assert result.exit_code == 0, result.output
     assert memory.exists(f"{prefix}/models/m.slm")
-    assert not any(p.name.startswith("memory") for p in Path.cwd().iterdir())
+    assert not any(p.name.startswith("clitest") for p in Path.cwd().iterdir())
     test = labelled_frame(300, seed=9)
     test.to_parquet(tmp_path / "test.parquet")
     result = run("predict", f"{prefix}/models/m.slm", str(tmp_path / "test.parquet"),
@@ -641,6 +712,9 @@ def test_out_that_is_an_input_is_refused_and_the_input_kept(trained: Trained,
         ("predict", str(model), str(data), "-o", str(data)),
         ("predict", str(model), str(data), "-o", str(tmp_path / "." / "model.slm")),
         ("predict", str(model), str(folder), "-o", str(folder / "p.parquet")),
+        # explain's pictures in the directory would be read as its files, and break it
+        ("explain", str(model), str(folder), "-o", str(folder)),
+        ("explain", str(model), str(folder), "-o", str(folder / "report")),
     ]
     for args in attempts:
         result = run(*args, "--quiet")
