@@ -160,6 +160,17 @@ def test_checkpoint_of_another_fit_is_an_error(tmp_path: Path) -> None:
         AdditiveSVC().fit(X, y, checkpoint=tmp_path / "d", checkpoint_every=0)
 
 
+def test_a_checkpoint_is_a_local_directory(tmp_path: Path) -> None:
+    # an s3:// or memory:// checkpoint had become a local directory named after the URL
+    X, y = _problem(400)
+    for url in ("s3://bucket/c", "memory://c"):
+        with pytest.raises(ValueError, match="a checkpoint is a local directory"):
+            AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=url)
+    assert not any(tmp_path.iterdir()) and not Path("s3:").exists()
+    AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=f"file://{tmp_path}/c")
+    assert checkpoint_progress(tmp_path / "c")[0] > 0
+
+
 def test_checkpoint_of_other_rows_of_the_same_shape_is_an_error(tmp_path: Path) -> None:
     """A file rewritten with other rows of the same shape, other sample weights or another
     NaN policy is another fit: refused, where resuming would return the old model. The

@@ -64,6 +64,7 @@ from streamlearn.engine import state_codec
 from streamlearn.engine.accounting import PassLog, PassRecord, capturing, open_pass
 from streamlearn.engine.passes import EngineBase
 from streamlearn.errors import CheckpointError
+from streamlearn.io.file_location import local_path
 
 FORMAT = "streamlearn-checkpoint"
 FORMAT_VERSION = 1
@@ -526,7 +527,8 @@ def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: 
     engine : engine
         The fit's engine.
     checkpoint : str, path-like or None
-        Checkpoint directory; None returns ``engine`` unchanged.
+        Checkpoint directory, local (a path or a ``file://`` URL; another URL is a
+        ``ValueError``); None returns ``engine`` unchanged.
     every : int
         Chunks between two writes inside a pass (with engines that can resume mid-pass).
     model : estimator
@@ -540,6 +542,10 @@ def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: 
     """
     if checkpoint is None:
         return engine
+    if "://" in os.fspath(checkpoint) and not os.fspath(checkpoint).startswith("file://"):
+        raise ValueError(f"checkpoint={os.fspath(checkpoint)!r} is a URL: a checkpoint is a "
+                         "local directory (it is rewritten in place, chunk by chunk)")
+    checkpoint = local_path(checkpoint)  # a file:// URL as its path
     if int(every) < 1:
         raise ValueError(f"checkpoint_every must be a positive number of chunks, got {every}")
     params = model.get_params() if hasattr(model, "get_params") else {}

@@ -399,7 +399,8 @@ class StreamEstimator(BaseEstimator):
         engine : engine, optional
             Overrides the ``engine`` parameter for this call.
         checkpoint : str or path-like, optional
-            Directory of the checkpoints a killed fit resumes from.
+            Local directory of the checkpoints a killed fit resumes from (a path or a
+            ``file://`` URL; another URL is refused with a ``ValueError``).
         checkpoint_every : int
             Chunks between two checkpoint writes.
         **options
