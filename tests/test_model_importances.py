@@ -104,20 +104,22 @@ def test_projection_pursuit_importances_follow_the_terms_and_ignore_units(kind) 
     np.testing.assert_allclose(again, importances, atol=0.02)
 
 
-def _finite_slopes(model, points: np.ndarray) -> np.ndarray:
-    """Mean absolute slope of decision_function per standard deviation of each feature at
-    ``points``, by central differences."""
-    sd = model.scale_
-    slope = np.empty(points.shape, dtype=np.float64)
+def _side_steps(score, points: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Mean absolute change of ``score`` (one output) per standardised unit when each row
+    of ``points`` steps across each feature's mean by the distance between the means of
+    the values on either side, restated with the model's own score at moved rows."""
+    Z = points / scale
+    out = np.empty(points.shape[1])
     for f in range(points.shape[1]):
-        step = np.zeros(points.shape[1])
-        step[f] = 1e-3 * sd[f]
-        slope[:, f] = (model.decision_function(points + step)
-                       - model.decision_function(points - step)) / 2e-3
-    return np.abs(slope).mean(axis=0)
+        below = Z[:, f] < Z[:, f].mean()
+        h = Z[~below, f].mean() - Z[below, f].mean()
+        moved = points.copy()
+        moved[:, f] += np.where(below, h, -h) * scale[f]
+        out[f] = np.abs(score(moved) - score(points)).mean() / h
+    return out
 
 
-def test_supersparse_importances_are_the_mean_slope_over_the_rows() -> None:
+def test_supersparse_importances_are_the_mean_step_over_the_rows() -> None:
     from streamlearn.models import SuperSparseClassifier
 
     rng = np.random.default_rng(3)
@@ -128,15 +130,78 @@ def test_supersparse_importances_are_the_mean_slope_over_the_rows() -> None:
     importances = model.feature_importances_
     assert set(np.argsort(-importances)[:2]) == {0, 1}
     assert importances.sum() == pytest.approx(1.0)
-    # the slope restated by finite differences of decision_function in standard units,
-    # over the training rows (3,000: the spread pass's sample holds them all)
-    expected = _finite_slopes(model, X.astype(np.float64))
-    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-2, atol=1e-4)
-    # a model without the rows' slopes (one saved before them) takes the prototypes'
+    # the steps restated with decision_function at moved rows, over the training rows
+    # (3,000: the spread pass's sample holds them all; its shift and scale the rows')
+    points = X.astype(np.float64)
+    expected = _side_steps(model.decision_function, points, model.scale_)
+    np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-3, atol=1e-5)
+    # a model without the rows' steps (one saved before them) takes the prototypes'
     del model.feature_slopes_
-    expected = _finite_slopes(model, np.asarray(model.prototypes_))
+    expected = _side_steps(model.decision_function, np.asarray(model.prototypes_),
+                           model.scale_)
     np.testing.assert_allclose(model.feature_importances_, expected / expected.sum(),
-                               rtol=1e-2, atol=1e-4)
+                               rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("regressor", [False, True])
+def test_supersparse_importances_see_a_feature_of_two_values(regressor) -> None:
+    """A 0/1 feature the score turns on: prototypes settle on its 0 and 1, so the score
+    is flat in it at every row (a slope there rated it about 0, below a noise feature);
+    the step to its other value ranks the features as permuting them does."""
+    from sklearn.inspection import permutation_importance
+
+    from streamlearn.models import SuperSparseClassifier, SuperSparseRegressor
+
+    rng = np.random.default_rng(2)
+    n = 600
+    X = np.c_[rng.normal(size=n), rng.integers(0, 2, n), rng.normal(size=n),
+              rng.normal(size=n)]  # x2 is noise, x3 weaker than x0 and x1
+    signal = np.sin(2 * X[:, 0]) + 1.5 * X[:, 1] + 0.3 * X[:, 3]
+    if regressor:
+        y = signal + 0.1 * rng.normal(size=n)
+        model = SuperSparseRegressor(random_state=0).fit(X, y)
+    else:
+        y = (signal - 0.75 + 0.2 * rng.normal(size=n) > 0).astype(int)
+        model = SuperSparseClassifier(random_state=0).fit(X, y)
+    importances = model.feature_importances_
+    assert importances[1] > 3 * importances[2]
+    permuted = permutation_importance(model, X, y, n_repeats=3,
+                                      random_state=0).importances_mean
+    # every pair that permuting tells apart (x0 and x1 are within 15% of each other)
+    for i in range(4):
+        for j in range(4):
+            if permuted[i] > 1.5 * permuted[j]:
+                assert importances[i] > importances[j], (i, j, importances, permuted)
+
+
+def test_mean_abs_steps_matches_the_similarities_after_the_step() -> None:
+    """The separated factors against the similarities of the moved rows themselves, for
+    several outputs, a constant feature (0) and a width whose factors would leave double
+    precision (the direct path)."""
+    from streamlearn.solvers.supersparse.passes import mean_abs_steps
+
+    rng = np.random.default_rng(5)
+    Z = rng.normal(size=(40, 4)).astype(np.float32)
+    Z[:, 2] = rng.integers(0, 2, 40)
+    Z[:, 3] = 0.5
+    C = rng.normal(size=(7, 4))
+    beta = rng.normal(size=(7, 3))
+
+    def score(rows: np.ndarray, gamma: float) -> np.ndarray:
+        sq = ((rows[:, None, :] - C[None, :, :]) ** 2).sum(axis=-1)
+        return np.exp(-gamma * sq) @ beta
+
+    Z64 = Z.astype(np.float64)
+    for gamma in (0.7, 400.0):
+        expected = np.zeros(4)
+        for f in range(3):
+            below = Z64[:, f] < Z64[:, f].mean()
+            h = Z64[~below, f].mean() - Z64[below, f].mean()
+            moved = Z64.copy()
+            moved[:, f] += np.where(below, h, -h)
+            expected[f] = np.abs(score(moved, gamma) - score(Z64, gamma)).mean() / h
+        np.testing.assert_allclose(mean_abs_steps(Z, C, beta, gamma), expected,
+                                   rtol=1e-9, atol=1e-300)
 
 
 def test_supersparse_regressor_importances_follow_the_features_the_target_reads() -> None:

@@ -124,7 +124,7 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
     TeacherScorePass,
     ValidationPass,
     class_targets,
-    mean_abs_slopes,
+    mean_abs_steps,
     objective,
     scale_gamma,
     solve_beta,
@@ -508,7 +508,7 @@ class _SuperSparse(StreamEstimator):
         slopes = None
         if config.similarity is None and fitted.standardiser is not None:  # the call's rows
             Z = fitted.standardiser.apply(X)
-            slopes = mean_abs_slopes(Z, fitted.prototypes, fitted.coef, fitted.gamma)
+            slopes = mean_abs_steps(Z, fitted.prototypes, fitted.coef, fitted.gamma)
         self._set_fitted(replace(fitted, feature_transform=start.feature_transform,
                                  slopes=slopes))
 
@@ -544,35 +544,37 @@ class _SuperSparse(StreamEstimator):
 
     @property
     def feature_importances_(self) -> np.ndarray:
-        """Each feature's share of the decision function's slope, shape (n_features,),
-        summing to 1 (RBF similarity only).
+        """Each feature's share of the decision function's change over a step of its own
+        spread, shape (n_features,), summing to 1 (RBF similarity only).
 
         ``feature_slopes_`` normalised: the mean over a uniform sample of the training rows
         (the spread pass's, no extra read; after :meth:`partial_fit`, its latest call's
-        rows) and the outputs (one per class for more than two) of ``|d f / d z_f|``, with
-        ``z`` the standardised features, i.e. per standard deviation of feature ``f``.
-        Where the fit took no sample (sparse rows, ``spread_tails=False``, a model made by
-        :meth:`reduce`), the same mean over the prototypes ``c_q``:
-        ``sum_p beta_p s(c_q, c_p) 2 gamma (c_pf - c_qf)``; prototypes may sit away from
-        the rows, so the rows' slopes are preferred. Units do not matter. A categorical
-        column read as indicator columns gets the sum of theirs.
+        rows) and the outputs (one per class for more than two) of
+        ``|f(z + s h_f e_f) - f(z)| / h_f``, with ``z`` the standardised features: each row
+        steps across feature ``f``'s mean over those rows, up by ``h_f`` from below it
+        (``s = 1``), down from above it (``s = -1``), ``h_f`` the distance between the
+        means of the values on either side (1.6 standard deviations of a normal feature;
+        a 0/1 feature's step lands each row on its other value). For a linear ``f`` this is
+        the slope per standard deviation; unlike the slope at the rows, it sees a feature
+        of few values, on which prototypes settle so that ``f`` is flat at every row
+        however much the feature moves it. Where the fit took no sample (sparse rows,
+        ``spread_tails=False``, a model made by :meth:`reduce`), the same mean over the
+        prototypes, stepped across the prototypes' means; prototypes may sit away from the
+        rows, so the rows are preferred. Units do not matter. A categorical column read as
+        indicator columns gets the sum of theirs (an indicator column, centred but not
+        scaled, steps between its 0 and 1).
         """
         self._check_fitted()
         if self.similarity != "rbf" or self._standardiser() is None:
             raise AttributeError("feature_importances_ is defined for the RBF similarity, "
                                  "whose features are standardised")
         slopes = getattr(self, "feature_slopes_", None)
-        if slopes is not None:
-            slopes = self._importances_per_column(slopes)
-            total = float(np.sum(slopes))
-            return slopes / total if total > 0 else slopes
-        C = self._fit_prototypes()
-        S = self._similarity().values(C.astype(np.float32), C)  # (q, p)
-        diff = C[None, :, :] - C[:, None, :]  # c_p - c_q, (q, p, d)
-        beta, _ = self._outputs()
-        slope = 2.0 * float(self.gamma_) * np.einsum("qp,pk,qpd->qkd", S, beta, diff)
-        weights = self._importances_per_column(np.abs(slope).mean(axis=(0, 1)))
-        total = weights.sum()
+        if slopes is None:
+            C = self._fit_prototypes()
+            beta, _ = self._outputs()
+            slopes = mean_abs_steps(C, C, beta, float(self.gamma_))
+        weights = self._importances_per_column(np.asarray(slopes, dtype=np.float64))
+        total = float(np.sum(weights))
         return weights / total if total > 0 else weights
 
     # -- prediction -------------------------------------------------------------------------
@@ -779,8 +781,8 @@ _PARAMS_DOC = """
         The RBF's standardisation ``z = (x - shift_) / scale_``; None for a caller's
         similarity. Of the mapped features where ``feature_transform_`` maps some.
     feature_slopes_ : ndarray of shape (n_features,)
-        The mean absolute slope of the decision function per standard deviation of each
-        feature over a uniform sample of the training rows (see
+        The decision function's mean absolute change per standard deviation over a step
+        across each feature's mean, over a uniform sample of the training rows (see
         :attr:`feature_importances_`); absent where the fit took no sample.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the standardisation (absent

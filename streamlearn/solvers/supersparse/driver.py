@@ -94,7 +94,7 @@ from streamlearn.solvers.supersparse.passes import (
     gcv_choice,
     gcv_lam,
     lam_scale,
-    mean_abs_slopes,
+    mean_abs_steps,
     objective,
     prototype_gamma,
     scale_gamma,
@@ -272,7 +272,7 @@ class SuperSparseFit:
         The map of crowded features the rows were read through before the
         standardisation (``spread_tails``); the prototypes are in its units.
     slopes : ndarray of shape (n_features,) or None
-        :func:`~.passes.mean_abs_slopes` over a uniform sample of the training rows (the
+        :func:`~.passes.mean_abs_steps` over a uniform sample of the training rows (the
         spread pass's; None where the fit took none: sparse rows, ``spread_tails=False``,
         a caller's similarity, a reduced model).
     memory : GramState or None
@@ -372,7 +372,7 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
                            seed, gamma)
         slopes = None
         if sample is not None and std is not None and sample.shape[0] > 0:
-            slopes = mean_abs_slopes(std.apply(sample), fitted.prototypes, fitted.coef,
+            slopes = mean_abs_steps(std.apply(sample), fitted.prototypes, fitted.coef,
                                      fitted.gamma)
         return replace(fitted, feature_transform=transform, slopes=slopes)
     width = None if config.n_outputs == 1 else config.n_outputs

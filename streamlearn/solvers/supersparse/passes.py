@@ -37,6 +37,7 @@ from streamlearn.solvers.prototypes import (
     derivative_gradient_update,
     gram_update,
     lasso_cd,
+    prototype_sq_distances,
     prototype_weights,
     rbf_gradient_update,
     rbf_gradient_update_csr,
@@ -929,12 +930,67 @@ def prototype_gamma(C: np.ndarray, scale: float | None = None) -> float | None:
     return gamma if scale is None else min(gamma, AUTO_GAMMA_LIMIT * float(scale))
 
 
-def mean_abs_slopes(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float) -> np.ndarray:
-    """Each feature's mean over the rows ``Z`` and the outputs of ``|d f / d z_f|``, the
-    slope of ``f(z) = sum_p beta_p exp(-gamma ||z - c_p||^2)``, shape (d,).
+#: :func:`mean_abs_steps` works out a feature's steps through one product of the
+#: similarities with its prototypes' factors when the factors' exponents stay within this
+#: bound (``gamma h_f R_f``, ``R_f`` the feature's range over the rows and prototypes), and
+#: one similarity at a time otherwise: past it a factor could leave double precision.
+STEP_EXPONENT_LIMIT = 300.0
+#: Rows whose steps :func:`mean_abs_steps` works out at a time, and the most columns
+#: (outputs times features) it works out at once.
+STEP_BLOCK_ROWS = 1024
+STEP_COLUMNS = 4096
 
-    ``d f_k / d z = 2 gamma ((S * beta_k) C - (S beta_k) z)`` with ``S`` the rows'
-    similarities to the prototypes ``C``.
+
+def side_steps(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's step in each feature across the feature's mean, the one
+    :func:`mean_abs_steps` takes: ``h_f`` up for a row below the mean ``m_f`` of ``Z``,
+    down for the others.
+
+    ``h_f`` is the distance between the means of the values below ``m_f`` and of those at
+    or above it, so a 0/1 feature steps from each of its values to the other, and a
+    standardised normal one by ``2 sqrt(2 / pi) = 1.6`` standard deviations; 0 where one
+    side holds no row (a constant feature).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+
+    Returns
+    -------
+    below : ndarray of shape (n, d), bool
+        The rows below the mean, which step up.
+    h : ndarray of shape (d,), float64
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    below = Z < Z.mean(axis=0)
+    n_below = below.sum(axis=0)
+    n_above = Z.shape[0] - n_below
+    low = np.where(below, Z, 0.0).sum(axis=0) / np.maximum(n_below, 1)
+    high = np.where(below, 0.0, Z).sum(axis=0) / np.maximum(n_above, 1)
+    h = np.where((n_below > 0) & (n_above > 0), high - low, 0.0)
+    return below, h
+
+
+def mean_abs_steps(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float) -> np.ndarray:
+    """Each feature's mean over the rows ``Z`` and the outputs of
+    ``|f(z + s h_f e_f) - f(z)| / h_f``, the score's change per unit over a step across the
+    feature's mean, of ``f(z) = sum_p beta_p exp(-gamma ||z - c_p||^2)``, shape (d,).
+
+    The step (:func:`side_steps`) is ``h_f`` up (``s = 1``) from a row below the mean of
+    ``Z``'s feature ``f``, down (``s = -1``) from the others, ``h_f`` the distance between
+    the means of its values on either side. A slope at the rows would miss a feature of
+    few values: prototypes that sit on its values (a 0/1 feature's 0 and 1) make ``f``
+    flat in it at every row, however much it moves ``f`` from one value to the other; the
+    step lands a 0/1 feature's rows on its other value, and for a linear ``f`` equals the
+    slope. 0 for a feature constant over ``Z``.
+
+    A step changes one coordinate, so the similarity to ``c_p`` after it is
+    ``S_ip exp(-gamma (2 delta (z_if - u_f) + delta^2)) exp(2 gamma delta (c_pf - u_f))``
+    (``delta = s h_f``, ``u_f`` the middle of the feature's range): a row factor times a
+    prototype factor, so every feature's steps of one direction take one product
+    ``S @ (beta * prototype factors)``, as many operations as ``f`` itself per feature.
+    A feature whose factors could leave double precision
+    (:data:`STEP_EXPONENT_LIMIT`) takes its similarities after the step one at a time.
 
     Parameters
     ----------
@@ -949,14 +1005,51 @@ def mean_abs_slopes(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float
     ndarray of shape (d,)
     """
     Z = np.ascontiguousarray(Z, dtype=np.float32)
-    S = rbf_similarities(Z, np.ascontiguousarray(C, dtype=np.float64), float(gamma))
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64).reshape(C.shape[0], -1)
+    gamma = float(gamma)
+    n, d = Z.shape
+    total = np.zeros((beta.shape[1], d))
+    if n == 0:
+        return total.mean(axis=0)
     Z64 = Z.astype(np.float64)
-    total = np.zeros(Z.shape[1])
-    for k in range(beta.shape[1]):
-        weighted = S * beta[:, k]
-        slope = 2.0 * gamma * (weighted @ C - weighted.sum(axis=1)[:, None] * Z64)
-        total += np.abs(slope).mean(axis=0)
-    return total / max(beta.shape[1], 1)
+    below, h = side_steps(Z64)
+    low = np.minimum(Z64.min(axis=0), C.min(axis=0, initial=np.inf))
+    high = np.maximum(Z64.max(axis=0), C.max(axis=0, initial=-np.inf))
+    middle = 0.5 * (low + high)
+    separable = gamma * h * (high - low) <= STEP_EXPONENT_LIMIT
+    # the exponents' factors of the separable features (0 for the others, whose steps
+    # are overwritten): the prototypes' exp(2 gamma s h (c - u)), the rows' the rest
+    spread = np.where(separable, 2.0 * gamma * h, 0.0)
+    square = np.where(separable, gamma * h * h, 0.0)
+    direct = np.flatnonzero(~separable)
+    Ct = np.ascontiguousarray(C.T)
+    group = max(1, STEP_COLUMNS // d)  # outputs at a time
+    for first in range(0, beta.shape[1], group):
+        B = beta[:, first:first + group]
+        K = B.shape[1]
+        # per direction, each output's beta times each feature's prototype factors, (p, K d)
+        weighted = {s: (B[:, :, None] * np.exp(s * spread * (C - middle))[:, None, :]
+                        ).reshape(C.shape[0], K * d) for s in (1.0, -1.0)}
+        for a in range(0, n, STEP_BLOCK_ROWS):
+            b = min(a + STEP_BLOCK_ROWS, n)
+            z, up = Z64[a:b], below[a:b]
+            D2 = prototype_sq_distances(Z[a:b], Ct, np.ones(d))
+            S = np.exp(-gamma * D2)
+            stepped = np.empty((b - a, K, d))
+            for s in (1.0, -1.0):
+                moved = (S @ weighted[s]).reshape(b - a, K, d)
+                moved *= np.exp(-s * spread * (z - middle) - square)[:, None, :]
+                np.copyto(stepped, moved, where=(up if s > 0 else ~up)[:, None, :])
+            for j in direct:  # the similarities after the step themselves
+                delta = np.where(up[:, j], h[j], -h[j])[:, None]
+                sq = (D2 + np.square(z[:, j, None] + delta - C[None, :, j])
+                      - np.square(z[:, j, None] - C[None, :, j]))
+                stepped[:, :, j] = np.exp(-gamma * sq) @ B
+            stepped -= (S @ B)[:, :, None]
+            total[first:first + K] += np.abs(stepped).sum(axis=0)
+    per_unit = np.where(h > 0, total / n / np.where(h > 0, h, 1.0), 0.0)
+    return per_unit.mean(axis=0)
 
 
 # -- dense work between passes ---------------------------------------------------------------
