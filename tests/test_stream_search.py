@@ -661,3 +661,39 @@ def test_a_raced_scikit_learn_model_has_feature_names_where_its_fit_would():
                           refit=False, final_rung="partial_fit").fit(X, y)
     assert not hasattr(lane.best_estimator_, "feature_names_in_")
     assert not hasattr(lane, "feature_names_in_")
+
+
+class NanLater(RowRecorder):
+    """Scores ``quality``, but NaN once it has trained on more than ``after`` rows."""
+
+    def __init__(self, quality: float = 0.0, after: int = 10**9) -> None:
+        super().__init__(quality)
+        self.after = after
+
+    def score(self, X: Any, y: Any = None, sample_weight: Any = None) -> float:
+        return float("nan") if getattr(self, "rows_", 0) > self.after else float(self.quality)
+
+
+def test_a_nan_score_ranks_last_as_in_grid_search_wherever_it_stands_in_the_grid():
+    X, y = _ids(3000)
+    for grid in ({"quality": [np.nan, 1.0, 3.0, 2.0]}, {"quality": [1.0, 3.0, 2.0, np.nan]}):
+        with pytest.warns(UserWarning, match=r"NaN on the held-out rows for 1 of the 4"):
+            search = StreamSearchCV(RowRecorder(), grid, min_resource=500,
+                                    refit=False).fit(X, y)
+        expected = GridSearchCV(RowRecorder(), grid, cv=3, error_score="raise")
+        with pytest.warns(UserWarning, match="non-finite"):
+            expected.fit(X, y)
+        assert search.best_params_ == expected.best_params_ == {"quality": 3.0}
+        assert search.cv_results_["rank_test_score"] == \
+            expected.cv_results_["rank_test_score"].tolist()
+    # NaN at the last rung: a setting with a number, dropped before, is the choice
+    grid = {"quality": [3.0, 1.0], "after": [2000]}  # rungs end at 1350 and 2700 rows
+    with pytest.warns(UserWarning, match="they rank last"):
+        search = StreamSearchCV(NanLater(), grid, min_resource=500, refit=False).fit(X, y)
+    assert search.cv_results_["iter"] == [1, 0]
+    assert search.best_params_["quality"] == 1.0 and search.best_score_ == 1.0
+    assert search.cv_results_["rank_test_score"] == [2, 1]
+    with pytest.warns(UserWarning, match="every setting: the race could not rank them"):
+        search = StreamSearchCV(NanLater(), {"quality": [1.0, 2.0], "after": [0]},
+                                min_resource=500, refit=False).fit(X, y)
+    assert np.isnan(search.best_score_)

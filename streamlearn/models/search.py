@@ -50,6 +50,7 @@ import copy
 import inspect
 import math
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -333,7 +334,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     best_params_ : dict
     best_score_ : float
-        Held-out score of the best candidate at the last rung it reached.
+        Held-out score of the best candidate at the last rung it reached. A NaN score
+        ranks after every number, as in scikit-learn's searches (with a ``UserWarning``
+        naming the settings); NaN only when every setting scored NaN.
     best_index_ : int
     best_estimator_ : estimator
     cv_results_ : dict of lists
@@ -651,7 +654,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         race.scores.append(scores)
         race.resources.append(int(n_train))
         race.rung += 1
-        race.alive = [max(race.alive, key=lambda i: (scores[i], -i))]
+        race.alive = [min(race.alive, key=lambda i: _score_order(scores[i], i))]
         return passes
 
     def _held_out_blocks(self, dataset: Dataset, seed: int) -> np.ndarray:
@@ -714,7 +717,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         race.resources.append(race.seen)
         keep = math.ceil(len(race.alive) / self.factor)
         if race.rung < len(self.budgets_) - 1 or self._cut_last_rung:
-            order = sorted(race.alive, key=lambda i: (-scores[i], i))
+            order = sorted(race.alive, key=lambda i: _score_order(scores[i], i))
             race.alive = sorted(order[:keep])
         race.rung += 1
 
@@ -750,15 +753,30 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                 last_rung[i] = (r, s)
         mean = np.array([last_rung[i][1] for i in range(len(settings))])
         reached = np.array([last_rung[i][0] for i in range(len(settings))])
-        # rank by the rung reached first, then by the score there
-        order = sorted(range(len(settings)), key=lambda i: (-reached[i], -mean[i], i))
+        # rank by the rung reached first, then by the score there; a NaN score ranks
+        # after every number whatever rung it was taken at (scikit-learn's searches rank
+        # NaN last), all NaN scores tied
+        undefined = np.isnan(mean)
+        tie_key = [(True, 0, 0.0) if undefined[i] else (False, -int(reached[i]), -mean[i])
+                   for i in range(len(settings))]
+        # among NaN scores, the candidate that went furthest comes first
+        order = sorted(range(len(settings)),
+                       key=lambda i: (*tie_key[i], -int(reached[i]), i))
         # ties (the same rung and score) share the best of their ranks, as scikit-learn's
         # searches rank them (rankdata's "min")
         rank = np.empty(len(settings), dtype=np.int64)
         for place, i in enumerate(order):
             j = order[place - 1] if place else None
-            tied = j is not None and (reached[i], mean[i]) == (reached[j], mean[j])
+            tied = j is not None and tie_key[i] == tie_key[j]
             rank[i] = rank[j] if tied else place + 1
+        if undefined.any():
+            named = [settings[i] for i in np.flatnonzero(undefined)[:5]]
+            which = ("every setting: the race could not rank them, best_params_ is not a "
+                     "choice and best_score_ is NaN" if undefined.all() else
+                     f"{int(undefined.sum())} of the {len(settings)} settings ({named}"
+                     f"{', ...' if undefined.sum() > 5 else ''}): they rank last")
+            warnings.warn(f"scoring={self.scoring!r} gave NaN on the held-out rows for "
+                          f"{which}", UserWarning, stacklevel=3)
         results: dict[str, Any] = {"params": settings}
         for name in sorted({k for s in settings for k in s}):
             results[f"param_{name}"] = [s.get(name) for s in settings]
@@ -873,6 +891,13 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         router.add(scorer=check_scoring(self.estimator, scoring=self.scoring),
                    method_mapping=MethodMapping().add(caller="score", callee="score"))
         return router
+
+
+def _score_order(score: float, index: int) -> tuple[bool, float, int]:
+    """Sort key of a held-out score, best first: by score, a NaN after every number (as
+    scikit-learn's searches rank it), then by place in the grid."""
+    undefined = bool(np.isnan(score))
+    return undefined, 0.0 if undefined else -float(score), index
 
 
 def _takes_sample_weight(scorer: Any) -> bool:
