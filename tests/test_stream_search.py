@@ -697,3 +697,16 @@ def test_a_nan_score_ranks_last_as_in_grid_search_wherever_it_stands_in_the_grid
         search = StreamSearchCV(NanLater(), {"quality": [1.0, 2.0], "after": [0]},
                                 min_resource=500, refit=False).fit(X, y)
     assert np.isnan(search.best_score_)
+
+
+def test_a_rung_that_ends_inside_a_slice_leaves_no_row_of_it_untrained():
+    # one chunk of 4,000 rows: the first rung ends at 1,800 rows, inside the first slice
+    # of 4,096; the rest of the slice goes to the next rung in the same pass
+    X, y = _ids(4000)
+    RowRecorder.trained_ids = set()
+    search = StreamSearchCV(RowRecorder(), {"quality": [0.0, 1.0]}, min_resource=500,
+                            refit=False).fit(X, y)
+    n_train = 4000 - search.n_validation_
+    assert search.budgets_ == [n_train // 2, n_train]
+    assert len(RowRecorder.trained_ids) == n_train == search.best_estimator_.rows_
+    assert search.search_passes_ == pytest.approx(1 + search.n_validation_ / 4000)

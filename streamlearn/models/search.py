@@ -189,7 +189,8 @@ class RacePass:
         X = chunk.X[keep]
         y = chunk.y[keep] if chunk.y is not None else None
         w = chunk.weight[keep] if chunk.weight is not None else None
-        for a in range(0, X.shape[0], SLICE_ROWS):
+        a = 0  # a rung that ends inside a slice: the next rung trains the slice's rest
+        while a < X.shape[0]:
             left = self.budgets[-1] - race.seen
             if left <= 0:
                 break
@@ -201,6 +202,7 @@ class RacePass:
             race.seen += b - a
             if self.halve_in_pass and race.seen >= self.budgets[race.rung]:
                 self.search._end_rung(race, self.validation)
+            a = b
         return race
 
     def _train(self, race: Race, X: np.ndarray, codes: np.ndarray | None,
