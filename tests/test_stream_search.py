@@ -6,6 +6,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
@@ -20,6 +21,7 @@ from streamlearn.models import AdditiveSVC
 from streamlearn.models import search as search_module
 from streamlearn.models.base import feature_names_of
 from streamlearn.models.search import StreamSearchCV, mix_parameters
+from tests.conftest import write_parquet_file
 
 
 class RowRecorder(ClassifierMixin, BaseEstimator):
@@ -76,6 +78,13 @@ def _ids(n: int) -> tuple[np.ndarray, np.ndarray]:
     return X.astype(np.float32), (np.arange(n) % 2)
 
 
+def _stored(X: np.ndarray, y: np.ndarray, path: Any) -> Any:
+    """``X`` and ``y`` as a parquet file (stored rows, read by chunk), and its target."""
+    frame = pd.DataFrame({f"x{j}": X[:, j] for j in range(X.shape[1])})
+    frame["y"] = y
+    return write_parquet_file(frame, path / "rows.parquet", row_group_size=1000), "y"
+
+
 @pytest.mark.parametrize(("n_candidates", "expected"),
                          [(8, [8, 4, 2, 1]), (5, [5, 3, 2, 1]), (3, [3, 2, 1]), (1, [1])])
 def test_halving_keeps_the_ceiling_of_half_and_the_best(n_candidates, expected):
@@ -93,18 +102,28 @@ def test_halving_keeps_the_ceiling_of_half_and_the_best(n_candidates, expected):
     assert sorted(ranks.tolist()) == list(range(1, n_candidates + 1))
 
 
-def test_held_out_blocks_are_never_trained_on_and_read_once():
+def test_held_out_blocks_are_never_trained_on_and_read_once(tmp_path):
     X, y = _ids(10_000)
     RowRecorder.trained_ids = set()
     search = StreamSearchCV(RowRecorder(), {"quality": [0.0, 1.0]}, min_resource=100,
-                            validation_fraction=0.1, chunk_rows=250, refit=False).fit(X, y)
+                            validation_fraction=0.1, chunk_rows=250,
+                            refit=False).fit(*_stored(X, y, tmp_path))
     trained = RowRecorder.trained_ids
     held = set(range(10_000)) - trained
-    # whole blocks of 250 rows, about 10% of the rows
+    # stored rows: whole chunks of 250 rows, about 10% of the rows
     assert len(held) == search.n_validation_ == 1000
     blocks = {i // 250 for i in held}
     assert len(blocks) == 4 and all(i // 250 in blocks for i in held)
     # one epoch: the race read the data once, plus the held-out blocks once
+    assert search.search_passes_ == pytest.approx(1.1)
+    # rows in memory: blocks of floor(1000 / 200) rows, one in each 200th of the rows
+    RowRecorder.trained_ids = set()
+    search = StreamSearchCV(RowRecorder(), {"quality": [0.0, 1.0]}, min_resource=100,
+                            validation_fraction=0.1, chunk_rows=250, refit=False).fit(X, y)
+    held = np.setdiff1d(np.arange(10_000), list(RowRecorder.trained_ids))
+    assert search.block_rows_ == 5 and held.size == search.n_validation_ == 1000
+    assert np.array_equal(np.unique(held // 5, return_counts=True)[1], np.full(200, 5))
+    assert np.array_equal(np.unique(held // 50), np.arange(200))
     assert search.search_passes_ == pytest.approx(1.1)
 
 
@@ -124,20 +143,28 @@ def _additive_split(n: int = 6000):
     return X, y
 
 
-@pytest.mark.parametrize(("chunk_rows", "max_rows", "expected"),
-                         [(200, 10_000, 200), (5000, 10_000, 300), (5000, 120, 120),
-                          (None, 10_000, 300)])
+@pytest.mark.parametrize(("chunk_rows", "max_rows", "expected", "in_memory"),
+                         [(200, 10_000, 200, 3), (5000, 10_000, 300, 3), (5000, 120, 120, 1),
+                          (None, 10_000, 300, 3), (2, 10_000, 2, 2)])
 def test_held_out_blocks_are_chunk_rows_at_most_a_twentieth_and_the_cap(
-        chunk_rows, max_rows, expected):
+        tmp_path, chunk_rows, max_rows, expected, in_memory):
     # min(chunk_rows (the dataset's by default), ceil(n / 20), max_validation_rows), as
-    # the chunk_rows docstring states: 6000 rows give blocks of 300 at most
+    # the chunk_rows docstring states: 6000 rows give blocks of 300 at most; rows in memory
+    # also floor(held-out rows / 200) at most, in blocks one in each of as many spans
     X, y = _additive_split()
     search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [1.0]}, chunk_rows=chunk_rows,
                             max_validation_rows=max_rows)
-    held_out = search._held_out_blocks(open_dataset(X, target=y), seed=0)
-    assert search.block_rows_ == expected
-    assert held_out.size == min(max(1, int(min(0.1 * 6000, max_rows) // expected)),
-                                -(-6000 // expected) - 1)
+    path, target = _stored(X, y, tmp_path)
+    stored = open_dataset(path, target=target, chunk_rows=chunk_rows or 4096)
+    wanted = min(0.1 * 6000, max_rows)
+    for data, block in ((stored, expected), (open_dataset(X, target=y), in_memory)):
+        held_out = search._held_out_blocks(data, seed=0)
+        assert search.block_rows_ == block
+        count = min(max(1, int(wanted // block)), -(-6000 // block) - 1)
+        assert held_out.size == count and np.all(np.diff(held_out) > 0)
+        if data is not stored:  # the k-th block lies in the k-th of `count` equal spans
+            spans = np.floor(np.arange(count + 1) * (-(-6000 // block) / count)).astype(int)
+            assert np.all((held_out >= spans[:-1]) & (held_out < spans[1:]))
 
 
 def test_choice_equals_the_exhaustive_grid_on_the_same_held_out_rows():
@@ -220,7 +247,9 @@ def test_lane_template_trains_on_at_most_template_rows(monkeypatch):
     search = StreamSearchCV(AdditiveSVC(progress=False), {"C": [1.0, 10.0]}, refit=False,
                             chunk_rows=400, min_resource=2000).fit(X, y)
     template = search.lane_template_
-    assert template.n_train_ + template.n_calibration_ == 4000
+    # whole held-out-sized blocks (rows in memory: 6 rows), as many as 4,000 rows hold
+    assert template.n_train_ + template.n_calibration_ == 4000 // 6 * 6 == \
+        4000 // search.block_rows_ * search.block_rows_
     assert isinstance(search.best_estimator_.feature_map_, BSplinePairMap)
 
 
@@ -352,15 +381,18 @@ def test_runs_on_dask_engine(dask_client):
     assert search.score(X, y) > 0.85
 
 
-def test_finalists_fit_on_dask_engine(dask_client):
+def test_finalists_fit_on_dask_engine(dask_client, tmp_path):
     from streamlearn.models import MixtureSVC
 
     X, y = _additive_split(3000)
+    # stored rows: two held-out chunks of 150 rows, where the two settings' scores differ
+    # by more than the lanes' parameter mixing moves them
+    stored = _stored(X, y, tmp_path)
     search = StreamSearchCV(MixtureSVC(progress=False, epochs=2, n_components=3),
                             {"C": [0.01, 1.0]}, min_resource=1000, chunk_rows=500,
-                            engine=DaskEngine(dask_client)).fit(X, y)
+                            engine=DaskEngine(dask_client)).fit(*stored)
     local = StreamSearchCV(MixtureSVC(progress=False, epochs=2, n_components=3),
-                           {"C": [0.01, 1.0]}, min_resource=1000, chunk_rows=500).fit(X, y)
+                           {"C": [0.01, 1.0]}, min_resource=1000, chunk_rows=500).fit(*stored)
     assert search.n_candidates_ == [2] and search.final_rung_ == "fit"
     # the finalists trained on the same rows either way, so they rank the settings alike
     assert search.best_params_ == local.best_params_
@@ -475,12 +507,25 @@ def test_scorers_get_weights_as_scikit_learn_gives_them_and_name_missing_classes
     StreamSearchCV(AdditiveSVC(**params), grid, scoring=weighted,
                    final_rung="partial_fit").fit(X, y, sample_weight=w)
     assert seen["weights"]
-    # a class whose rows all lie in the training blocks: log-loss cannot score the rest
+
+
+
+def test_a_class_no_held_out_row_holds_is_named(tmp_path):
+    X, y = additive_problem(3000, n_features=6, seed=9)
+    grid = {"C": [0.1, 10.0]}
+    params = {"progress": False, "epochs": 2, "tol": None}
+    # stored rows, a class whose rows all lie in the training chunks: log-loss cannot score
+    # the rest
     y3 = y.copy()
     y3[:40] = 2
-    with pytest.raises(ValueError, match=r"no row of the classes \[2\]"):
+    stored = _stored(X, y3, tmp_path)
+    with pytest.raises(ValueError, match=r"no row of the classes \[2\].*shuffle"):
         StreamSearchCV(AdditiveSVC(**params), grid, scoring="neg_log_loss", chunk_rows=100,
-                       final_rung="partial_fit", random_state=1).fit(X, y3)
+                       final_rung="partial_fit", random_state=1).fit(*stored)
+    # held in memory, the same rows give held-out rows of class 2: log-loss scores them
+    search = StreamSearchCV(AdditiveSVC(**params), grid, scoring="neg_log_loss",
+                            chunk_rows=100, final_rung="partial_fit", random_state=1)
+    assert np.isfinite(search.fit(X, y3).best_score_)
 
 
 def test_held_out_rows_stay_within_their_cap_and_bad_settings_fail_before_reading():
@@ -698,6 +743,8 @@ def test_a_nan_score_ranks_last_as_in_grid_search_wherever_it_stands_in_the_grid
                                 min_resource=500, refit=False).fit(X, y)
     assert np.isnan(search.best_score_)
 
+    assert np.isnan(search.best_score_)
+
 
 def test_a_rung_that_ends_inside_a_slice_leaves_no_row_of_it_untrained():
     # one chunk of 4,000 rows: the first rung ends at 1,800 rows, inside the first slice
@@ -710,3 +757,25 @@ def test_a_rung_that_ends_inside_a_slice_leaves_no_row_of_it_untrained():
     assert search.budgets_ == [n_train // 2, n_train]
     assert len(RowRecorder.trained_ids) == n_train == search.best_estimator_.rows_
     assert search.search_passes_ == pytest.approx(1 + search.n_validation_ / 4000)
+
+
+def test_rows_sorted_by_label_give_held_out_rows_of_every_class_or_a_warning(tmp_path):
+    X, _ = _ids(4000)
+    y = np.repeat([0, 1, 2, 3], 1000)  # rows sorted by label
+    grid = {"quality": [0.0, 1.0]}
+    # held in memory: 400 held-out rows in 200 blocks of 2, one in each 20 rows, so that
+    # every class has a hundred
+    RowRecorder.trained_ids = set()
+    StreamSearchCV(RowRecorder(), grid, min_resource=500, refit=False).fit(X, y)
+    held = np.setdiff1d(np.arange(4000), list(RowRecorder.trained_ids))
+    assert np.array_equal(np.unique(y[held], return_counts=True)[1], [100] * 4)
+    # stored: the held-out rows are two chunks of 200 rows, which hold two classes at most;
+    # a warning names the others, those of the rows trained on
+    RowRecorder.trained_ids = set()
+    search = StreamSearchCV(RowRecorder(), grid, min_resource=500, refit=False,
+                            chunk_rows=200)
+    with pytest.warns(UserWarning, match="shuffle the rows") as caught:
+        search.fit(*_stored(X, y, tmp_path))
+    held = np.setdiff1d(np.arange(4000), list(RowRecorder.trained_ids))
+    absent = sorted(set(range(4)) - set(y[held].tolist()))
+    assert absent and f"hold no row of the classes {absent}" in str(caught[0].message)

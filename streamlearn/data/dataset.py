@@ -530,6 +530,13 @@ class Dataset:
         return self.weight is not None or self._class_factors is not None
 
     @property
+    def in_memory(self) -> bool:
+        """Whether the rows are held in this process's memory (numpy arrays, pandas and
+        pyarrow tables, scipy matrices: the source's ``in_memory``), so that reading a few
+        rows anywhere costs a slice, not the read of a stored chunk."""
+        return bool(getattr(self.source, "in_memory", False))
+
+    @property
     def leaves_out_blocks(self) -> bool:
         """Whether blocks of rows are left out of every pass (:meth:`without_blocks`)."""
         return self._excluded is not None

@@ -39,9 +39,16 @@ each lane then trains the pairs the template screened (and kept) beside its curv
 them the lanes rank settings as the model without pairs would (on letter they preferred 20
 bases per feature to 10, where ``fit`` with pairs tests at 6.55 against 5.65 %).
 
-Held-out rows are whole blocks of consecutive rows (chunk-sized), drawn at random once: about
+Held-out rows are whole blocks of consecutive rows, drawn at random once: about
 ``validation_fraction`` of the rows, at most ``max_validation_rows``. They are read once,
-kept in memory for scoring, and skipped by the training passes.
+kept in memory for scoring, and skipped by the training passes. On stored data a block is
+chunk-sized (a read of a stored chunk costs the same for one row as for all of them). On
+data held in memory (arrays, tables: :attr:`~streamlearn.data.Dataset.in_memory`), where a
+read of a few rows is a slice, the blocks are small (at least ``MEMORY_HELD_OUT_BLOCKS`` of
+them) and one is drawn from each of as many equal spans of the rows, so that rows sorted
+or grouped by label or by time still give held-out rows from every part of the data. A
+class of the training rows that has no held-out row is named by a warning: the race then
+ranks the settings on the other classes only.
 """
 
 from __future__ import annotations
@@ -87,6 +94,9 @@ MIN_RESOURCE = 10_000
 SLICE_ROWS = 4_096
 #: Training rows the lane template is fitted on at most (whole blocks drawn at random).
 TEMPLATE_ROWS = 100_000
+#: Held-out blocks drawn at least from data held in memory, one from each of as many equal
+#: spans of its rows (fewer only when there are fewer held-out rows than this).
+MEMORY_HELD_OUT_BLOCKS = 200
 
 
 class HasPartialFit(HasMethods):
@@ -128,6 +138,9 @@ class Race:
         Rows seen by the survivors at the end of each rung so far.
     started : bool
         Whether the candidates have had their first ``partial_fit`` (which names the classes).
+    trained_classes : ndarray of bool, optional
+        Per class code, whether a training row of that class was handed to the candidates
+        (None for a regression).
     """
 
     candidates: list[Any]
@@ -137,6 +150,7 @@ class Race:
     scores: list[dict[int, float]] = field(default_factory=list)
     resources: list[int] = field(default_factory=list)
     started: bool = False
+    trained_classes: np.ndarray | None = None
 
 
 class Validation:
@@ -215,6 +229,8 @@ class RacePass:
         if first and self.classes is not None:
             kwargs["classes"] = self.classes
         rows = self._table(X) if first and self.categories else X
+        if codes is not None and race.trained_classes is not None:
+            race.trained_classes[codes] = True
         for i in race.alive:
             race.candidates[i].partial_fit(rows, labels, **kwargs)
         race.started = True
@@ -239,9 +255,12 @@ class RacePass:
         da, db = a.seen - self.seen_before, b.seen - self.seen_before
         merged = Race([clone_fitted(c) for c in a.candidates], list(a.alive),
                       self.seen_before + da + db, a.rung, list(a.scores), list(a.resources),
-                      a.started or b.started)
+                      a.started or b.started, _either(a.trained_classes, b.trained_classes))
         if da + db == 0 or not (a.started and b.started):
-            return merged if a.started or not b.started else b
+            if b.started and not a.started:
+                b.trained_classes = merged.trained_classes
+                return b
+            return merged
         for i in a.alive:
             merged.candidates[i] = mix_parameters(a.candidates[i], b.candidates[i],
                                                   da / (da + db))
@@ -249,6 +268,13 @@ class RacePass:
 
     def finish(self, race: Race) -> Race:
         return race
+
+
+def _either(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """Elementwise or of two masks, either of which may be None."""
+    if a is None or b is None:
+        return a if b is None else b
+    return a | b
 
 
 def clone_fitted(estimator: Any) -> Any:
@@ -303,7 +329,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     min_resource : int
         Training rows every candidate sees before the first cut (or all, when fewer).
     validation_fraction : float
-        Share of the rows held out for scoring, in whole blocks chosen at random.
+        Share of the rows held out for scoring, in whole blocks chosen at random (see
+        ``chunk_rows``).
     max_validation_rows : int
         Cap on the held-out rows (they are kept in memory): whole blocks of at most this
         many rows, as many as fit.
@@ -330,7 +357,15 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         Rows per chunk for data opened here. The held-out blocks are of
         ``min(chunk_rows, ceil(n_rows / 20), max_validation_rows)`` rows (``block_rows_``),
         the dataset's ``chunk_rows`` standing in when this is None, so that there are at
-        least 20 blocks to choose from.
+        least 20 blocks to choose from. On data held in memory
+        (:attr:`~streamlearn.data.Dataset.in_memory`), where a few rows are a slice, also
+        of at most ``max(1, floor(h / MEMORY_HELD_OUT_BLOCKS))`` rows, ``h`` the held-out
+        rows wanted (``min(validation_fraction * n_rows, max_validation_rows)``): at least
+        200 held-out blocks (a row each when ``h`` is under 200), drawn one from each of as
+        many equal spans of the rows, so that rows sorted by label still give held-out rows
+        of every class that fills a span (at most ``1 / 200`` of the rows). Stored rows
+        sorted by label should be shuffled: their blocks are chunks drawn anywhere, and a
+        warning names the classes of the training rows that no held-out row holds.
 
     Attributes
     ----------
@@ -489,7 +524,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             rows_read += dataset.n_rows * _passes_of(self.lane_template_,
                                                      template_rows / dataset.n_rows)
         race = Race([clone(self.estimator).set_params(**s) for s in settings],
-                    list(range(len(settings))))
+                    list(range(len(settings))),
+                    trained_classes=(None if dataset.classes is None
+                                     else np.zeros(len(dataset.classes), dtype=bool)))
         balanced: dict[Any, float] | None = None
         for candidate in race.candidates:
             lane = self._lane_params(candidate, n_train, dataset, self.lane_template_)
@@ -513,6 +550,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                     self._end_rung(race, validation)
         while race.rung < len(budgets):  # a rung the stream ended inside of
             self._end_rung(race, validation)
+        self._warn_of_absent_classes(dataset, race, validation, held_out.size)
         passes = rows_read / dataset.n_rows
         if by_fit:
             passes += self._final_fits(race, settings, dataset.without_blocks(
@@ -660,16 +698,23 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         return passes
 
     def _held_out_blocks(self, dataset: Dataset, seed: int) -> np.ndarray:
-        """Indices of the held-out blocks (sorted)."""
+        """Indices of the held-out blocks (sorted): drawn anywhere on stored data, one from
+        each of as many equal spans of the rows on data held in memory (see ``chunk_rows``)."""
         n = dataset.n_rows
         block = int(self.chunk_rows or dataset.chunk_rows)
         # at least 20 blocks to choose from, and one block within max_validation_rows
         block = max(1, min(block, -(-n // 20), int(self.max_validation_rows)))
+        wanted = min(self.validation_fraction * n, self.max_validation_rows)
+        spread = dataset.in_memory
+        if spread:  # a few rows anywhere are a slice: many small blocks
+            block = max(1, min(block, math.floor(wanted / MEMORY_HELD_OUT_BLOCKS)))
         self.block_rows_ = block
         n_blocks = -(-n // block)
-        wanted = min(self.validation_fraction * n, self.max_validation_rows)
         count = int(min(max(1, math.floor(wanted / block)), n_blocks - 1))
         rng = np.random.default_rng([seed, 0x5EA2C4])
+        if spread:  # one block in each of `count` equal spans of the blocks (count < n_blocks)
+            edges = np.linspace(0, n_blocks, count + 1).astype(np.int64)
+            return rng.integers(edges[:-1], edges[1:]).astype(np.int64)
         return np.sort(rng.choice(n_blocks, size=count, replace=False)).astype(np.int64)
 
     def _block_sizes(self, dataset: Dataset, held_out: np.ndarray) -> np.ndarray:
@@ -678,11 +723,13 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _read_validation(self, engine: Any, dataset: Dataset,
                          held_out: np.ndarray) -> Validation:
-        """Read the held-out blocks once."""
+        """Read the held-out blocks once (neighbouring blocks in one read)."""
         parts: list[Chunk] = []
-        for b in held_out:
-            lo = int(b) * self.block_rows_
-            hi = min(lo + self.block_rows_, dataset.n_rows)
+        runs = np.split(held_out, np.flatnonzero(np.diff(held_out) != 1) + 1) \
+            if held_out.size else []
+        for run in runs:
+            lo = int(run[0]) * self.block_rows_
+            hi = min((int(run[-1]) + 1) * self.block_rows_, dataset.n_rows)
             parts.extend(engine.reduce(dataset, start=list, step=_collect, merge=_joined,
                                        rows=(lo, hi), description="search validation rows"))
         X = np.concatenate([c.X for c in parts]) if parts else np.empty((0, 0), np.float32)
@@ -691,6 +738,28 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         weight = (np.concatenate([c.weight for c in parts])
                   if parts and parts[0].weight is not None else None)
         return Validation(X, labels, weight)
+
+    def _warn_of_absent_classes(self, dataset: Dataset, race: Race, validation: Validation,
+                                n_blocks: int) -> None:
+        """Warn of the classes the candidates trained on that no held-out row holds (the
+        data's classes when no lane trained): the race ranked the settings without them."""
+        classes = dataset.classes
+        if classes is None:
+            return
+        trained = race.trained_classes
+        if trained is not None and trained.any():
+            classes = classes[trained]
+        present = set(np.asarray(validation.y).tolist())
+        absent = [c for c in np.asarray(classes).tolist() if c not in present]
+        if not absent:
+            return
+        warnings.warn(
+            f"the held-out rows ({validation.n_rows}, in {n_blocks} blocks of at most "
+            f"{self.block_rows_} consecutive rows) hold no row of the classes "
+            f"{absent[:10]}{' ...' if len(absent) > 10 else ''} of the training rows: the "
+            "settings were ranked on the other classes only. Rows sorted or grouped by "
+            "label leave whole blocks of one class; shuffle the rows (or raise "
+            "validation_fraction) so that every class is scored", UserWarning, stacklevel=3)
 
     def _budgets(self, n_candidates: int, n_train: int) -> list[int]:
         """Cumulative training rows of the survivors at the end of each rung."""
@@ -743,9 +812,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"scoring={self.scoring!r} failed on the held-out rows, which hold no row "
                 f"of the classes {absent[:10]} (whole blocks of rows are held out, "
-                f"{validation.n_rows} rows): raise validation_fraction or "
-                "max_validation_rows, or score by a rule that takes the labels present "
-                f"({error})") from error
+                f"{validation.n_rows} rows): shuffle rows sorted or grouped by label, "
+                "raise validation_fraction or max_validation_rows, or score by a rule that "
+                f"takes the labels present ({error})") from error
 
     def _record(self, settings: list[dict[str, Any]], race: Race,
                 validation: Validation) -> None:
@@ -819,7 +888,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         its estimator, and the weight equivalence check."""
         checks = dict(getattr(self.estimator, "_expected_failed_checks", {}))
         checks.setdefault("check_sample_weight_equivalence_on_dense_data",
-                          "the held-out blocks are whole blocks of consecutive rows drawn at "
+                          "the held-out blocks are blocks of consecutive rows drawn at "
                           "random, so a row repeated k times moves them where the same row "
                           "with weight k does not")
         return checks

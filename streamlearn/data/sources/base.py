@@ -71,6 +71,10 @@ class Source(Protocol):
     listed one by one), and its blocks hold
     :class:`~streamlearn.data.sparse_rows.SparseRows` with ``n_cols = n_features``, whose
     column indices are distinct within a row and in range. Its reads ignore ``features``.
+
+    A source whose rows are held in this process's memory (numpy arrays, pandas and pyarrow
+    tables, scipy matrices) sets ``in_memory = True``: reading a few rows anywhere costs a
+    slice, where a stored source reads whole chunks (see :attr:`Dataset.in_memory`).
     """
 
     description: str

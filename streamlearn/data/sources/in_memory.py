@@ -49,6 +49,8 @@ def _pieces(n_rows: int, description: str) -> list[Piece]:
 class NumpySource:
     """A 2-D feature matrix with optional target and weight arrays aligned with its rows."""
 
+    in_memory = True
+
     def __init__(
         self,
         X: Any,
@@ -135,6 +137,7 @@ class ScipySparseSource:
     """
 
     sparse = True
+    in_memory = True
 
     def __init__(self, matrix: Any, y: Any = None, weight: Any = None,
                  target_name: str = "y", weight_name: str = "weight") -> None:
@@ -324,6 +327,8 @@ def known_pandas_categories(dtype: Any) -> tuple[Any, ...] | None:
 class PandasSource:
     """A pandas DataFrame; every column is addressable by name."""
 
+    in_memory = True
+
     def __init__(self, frame: pd.DataFrame, description: str | None = None) -> None:
         if isinstance(frame.columns, pd.MultiIndex):
             raise SourceError(
@@ -381,6 +386,8 @@ class PandasSource:
 
 class ArrowSource:
     """A pyarrow Table held in memory."""
+
+    in_memory = True
 
     def __init__(self, table: pa.Table) -> None:
         self._table = table
