@@ -779,3 +779,104 @@ def test_rows_sorted_by_label_give_held_out_rows_of_every_class_or_a_warning(tmp
     held = np.setdiff1d(np.arange(4000), list(RowRecorder.trained_ids))
     absent = sorted(set(range(4)) - set(y[held].tolist()))
     assert absent and f"hold no row of the classes {absent}" in str(caught[0].message)
+
+
+class Breaks(RowRecorder):
+    """Scores ``quality``; with ``broken``, its ``partial_fit`` raises once it has trained
+    on more than ``after`` rows (and its ``fit``), or its score raises
+    (``broken="score"``), or its ``fit`` alone (``broken="fit"``)."""
+
+    def __init__(self, quality: float = 0.0, broken: Any = False, after: int = 0) -> None:
+        super().__init__(quality)
+        self.broken = broken
+        self.after = after
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None,
+                    sample_weight: Any = None) -> Breaks:
+        if self.broken is True and getattr(self, "rows_", 0) >= self.after:
+            raise ValueError(f"no model at quality {self.quality}")
+        return super().partial_fit(X, y, classes, sample_weight)
+
+    def fit(self, X: Any, y: Any = None) -> Breaks:
+        if self.broken == "fit":
+            raise RuntimeError("the refit broke")
+        if self.broken is True:
+            raise ValueError(f"no model at quality {self.quality}")
+        return super().fit(X, y)
+
+    def score(self, X: Any, y: Any = None, sample_weight: Any = None) -> float:
+        if self.broken == "score":
+            raise ZeroDivisionError("no score")
+        return super().score(X, y, sample_weight)
+
+
+def test_a_failing_setting_gets_error_score_and_leaves_the_race_as_in_grid_search():
+    from sklearn.exceptions import FitFailedWarning
+
+    X, y = _ids(3000)
+    grid = [{"quality": [3.0], "broken": [True]}, {"quality": [1.0, 2.0]},
+            {"quality": [4.0], "broken": ["score"]}]
+    with pytest.warns(FitFailedWarning) as caught:
+        search = StreamSearchCV(Breaks(), grid, min_resource=500).fit(X, y)
+    messages = [str(w.message) for w in caught]  # no NaN-score warning besides
+    assert len(messages) == 2 and all(w.category is FitFailedWarning for w in caught)
+    assert any("'quality': 3.0" in m and "no model at quality 3.0" in m for m in messages)
+    assert any("'quality': 4.0" in m and "ZeroDivisionError: no score" in m for m in messages)
+    with pytest.warns(FitFailedWarning), pytest.warns(UserWarning, match="Scoring failed"):
+        expected = GridSearchCV(Breaks(), grid, cv=3).fit(X, y)
+    assert search.best_params_ == expected.best_params_ == {"quality": 2.0}
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isnan(scores[0]) and np.isnan(scores[3])
+    assert search.cv_results_["rank_test_score"] == \
+        expected.cv_results_["rank_test_score"].tolist() == [3, 2, 1, 3]
+    # a failure at a later rung: the setting leaves there, with its earlier scores kept
+    with pytest.warns(FitFailedWarning, match="failed at rung 1"):
+        search = StreamSearchCV(Breaks(), {"quality": [3.0, 1.0], "broken": [True],
+                                           "after": [1000]}, min_resource=500,
+                                refit=False).fit(X, y)
+    assert [s[0] for s in search.cv_results_["scores_by_rung"]] == [3.0, 1.0]
+    # a number is the failed setting's score; "raise" raises
+    with pytest.warns(FitFailedWarning, match="error_score=-1.0"):
+        search = StreamSearchCV(Breaks(), grid, min_resource=500, error_score=-1.0).fit(X, y)
+    assert search.cv_results_["mean_test_score"][0] == -1.0
+    with pytest.raises(ValueError, match="no model at quality 3.0"):
+        StreamSearchCV(Breaks(), grid, min_resource=500, error_score="raise").fit(X, y)
+
+
+def test_every_setting_failing_or_the_refit_failing_raises():
+    from sklearn.exceptions import FitFailedWarning
+
+    X, y = _ids(3000)
+    with pytest.warns(FitFailedWarning), pytest.raises(
+            ValueError, match=r"all 3 settings failed(.|\n)*\{'broken': True, 'quality': 1.0\}"
+                              r": ValueError: no model at quality 1.0"):
+        StreamSearchCV(Breaks(), [{"quality": [1.0, 2.0], "broken": [True]},
+                                  {"quality": [3.0], "broken": ["score"]}],
+                       min_resource=500).fit(X, y)
+    # the best setting's refit raises what its fit raises
+    with pytest.raises(RuntimeError, match="the refit broke"):
+        StreamSearchCV(Breaks(), {"quality": [1.0, 2.0], "broken": ["fit"]},
+                       min_resource=500).fit(X, y)
+
+
+def test_a_finalist_whose_fit_fails_leaves_the_choice_to_the_others():
+    from sklearn.exceptions import FitFailedWarning
+
+    class FitBreaks(FitDiffers):
+        def __init__(self, quality: float = 0.0, broken: bool = False) -> None:
+            super().__init__(quality)
+            self.broken = broken
+
+        def fit(self, X: Any, y: Any = None) -> FitBreaks:
+            if self.broken:
+                raise ValueError("this finalist cannot be fitted")
+            return super().fit(X, y)
+
+    X, y = _ids(3000)
+    # the lanes keep 3.0 (whose fit fails) and 2.0, fitted it scores -2.0
+    grid = [{"quality": [3.0], "broken": [True]}, {"quality": [1.0, 2.0]}]
+    with pytest.warns(FitFailedWarning, match="cannot be fitted"):
+        search = StreamSearchCV(FitBreaks(), grid, min_resource=500, refit=False).fit(X, y)
+    assert search.n_candidates_ == [3, 2]
+    assert search.best_params_ == {"quality": 2.0} and search.best_score_ == -2.0
+    assert np.isnan(search.cv_results_["mean_test_score"][0])

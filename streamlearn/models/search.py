@@ -66,6 +66,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import get_tags
@@ -141,6 +142,11 @@ class Race:
     trained_classes : ndarray of bool, optional
         Per class code, whether a training row of that class was handed to the candidates
         (None for a regression).
+    failing : dict
+        Candidate index -> error of the candidates whose training raised since the last
+        rung's end (out of ``alive``; they get ``error_score`` at the rung's end).
+    failed : dict
+        Candidate index -> (rung, error) of the candidates that raised, at that rung.
     """
 
     candidates: list[Any]
@@ -151,6 +157,8 @@ class Race:
     resources: list[int] = field(default_factory=list)
     started: bool = False
     trained_classes: np.ndarray | None = None
+    failing: dict[int, str] = field(default_factory=dict)
+    failed: dict[int, tuple[int, str]] = field(default_factory=dict)
 
 
 class Validation:
@@ -197,7 +205,7 @@ class RacePass:
         return self.race
 
     def step(self, race: Race, chunk: Chunk) -> Race:
-        if race.seen >= self.budgets[-1]:
+        if race.seen >= self.budgets[-1] or not race.alive:
             return race
         keep = _block_mask(chunk.rows, self.held_out, self.search.block_rows_)
         X = chunk.X[keep]
@@ -231,8 +239,14 @@ class RacePass:
         rows = self._table(X) if first and self.categories else X
         if codes is not None and race.trained_classes is not None:
             race.trained_classes[codes] = True
-        for i in race.alive:
-            race.candidates[i].partial_fit(rows, labels, **kwargs)
+        for i in list(race.alive):
+            try:
+                race.candidates[i].partial_fit(rows, labels, **kwargs)
+            except Exception as error:
+                if self.search.error_score == "raise":
+                    raise
+                race.alive.remove(i)  # its model is left half-trained: out of the race
+                race.failing[i] = _error_text(error)
         race.started = True
 
     def _table(self, X: np.ndarray) -> pd.DataFrame:
@@ -253,15 +267,19 @@ class RacePass:
 
     def merge(self, a: Race, b: Race) -> Race:
         da, db = a.seen - self.seen_before, b.seen - self.seen_before
-        merged = Race([clone_fitted(c) for c in a.candidates], list(a.alive),
+        failing = {**a.failing, **b.failing}  # a candidate that failed in either lane
+        merged = Race([clone_fitted(c) for c in a.candidates],
+                      [i for i in a.alive if i not in failing],
                       self.seen_before + da + db, a.rung, list(a.scores), list(a.resources),
-                      a.started or b.started, _either(a.trained_classes, b.trained_classes))
+                      a.started or b.started, _either(a.trained_classes, b.trained_classes),
+                      failing, dict(a.failed))
         if da + db == 0 or not (a.started and b.started):
             if b.started and not a.started:
-                b.trained_classes = merged.trained_classes
+                b.trained_classes, b.failing = merged.trained_classes, failing
+                b.alive = [i for i in b.alive if i not in failing]
                 return b
             return merged
-        for i in a.alive:
+        for i in merged.alive:
             merged.candidates[i] = mix_parameters(a.candidates[i], b.candidates[i],
                                                   da / (da + db))
         return merged
@@ -366,6 +384,14 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         of every class that fills a span (at most ``1 / 200`` of the rows). Stored rows
         sorted by label should be shuffled: their blocks are chunks drawn anywhere, and a
         warning names the classes of the training rows that no held-out row holds.
+    error_score : "raise" or float
+        What a setting whose training (``partial_fit``, or the finalist's ``fit``) or
+        held-out scoring raises gets, as with ``GridSearchCV``: ``"raise"`` raises the
+        error; a number (NaN by default) is its score at that rung, with a
+        :class:`~sklearn.exceptions.FitFailedWarning` that names the setting and the error,
+        and it leaves the race (its model is left half-trained). A NaN ranks after every
+        number. When every setting fails, ``fit`` raises an error that gives their errors.
+        The refit of the best setting raises whatever its ``fit`` raises.
 
     Attributes
     ----------
@@ -438,6 +464,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "engine": "no_validation",
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
+        "error_score": [StrOptions({"raise"}), Real],
     }
 
     def __init__(self, estimator: Any, param_grid: Mapping[str, Sequence[Any]] |
@@ -445,7 +472,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                  min_resource: int = MIN_RESOURCE, validation_fraction: float = 0.1,
                  max_validation_rows: int = 20_000, scoring: Any = None, refit: bool = True,
                  final_rung: str = "auto", random_state: int | None = 0, engine: Any = None,
-                 chunk_rows: int | None = None) -> None:
+                 chunk_rows: int | None = None, error_score: float | str = np.nan) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.epochs = epochs
@@ -459,6 +486,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.engine = engine
         self.chunk_rows = chunk_rows
+        self.error_score = error_score
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -517,6 +545,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             budgets = budgets[:self._rungs_above_factor(len(settings))]
         self.budgets_ = budgets
         self._cut_last_rung = by_fit
+        self._settings = settings
         self.lane_template_, template_rows = self._lane_template(dataset, held_out, seed,
                                                                 engine, fit_params, settings)
         rows_read = validation.n_rows
@@ -538,7 +567,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                 candidate.set_params(class_weight=balanced)
         halve_in_pass = bool(getattr(engine, "resumes_mid_pass", False))
         epoch = 0
-        while budgets and race.seen < budgets[-1]:
+        while budgets and race.seen < budgets[-1] and race.alive:
             race = engine.run(RacePass(self, race, dataset, held_out, validation, budgets,
                                        halve_in_pass),
                               dataset, shuffle=True, seed=seed, epoch=epoch,
@@ -548,7 +577,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             if not halve_in_pass:
                 while race.rung < len(budgets) and race.seen >= budgets[race.rung]:
                     self._end_rung(race, validation)
-        while race.rung < len(budgets):  # a rung the stream ended inside of
+        # a rung the stream ended inside of (or whose every candidate failed)
+        while race.rung < len(budgets) and (race.alive or race.failing):
             self._end_rung(race, validation)
         self._warn_of_absent_classes(dataset, race, validation, held_out.size)
         passes = rows_read / dataset.n_rows
@@ -558,6 +588,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                 n_train / dataset.n_rows, n_train)
         self.search_time_ = time.perf_counter() - started
         self.search_passes_ = passes
+        if len(race.failed) == len(settings):
+            self._raise_all_failed(race)
         self._record(settings, race, validation)
         if self.refit:
             started = time.perf_counter()
@@ -687,14 +719,21 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         scores = {}
         for i in race.alive:
             finalist = clone(self.estimator).set_params(**settings[i])
-            finalist.fit(training, **self._search_fit_params(engine, fit_params))
+            try:
+                finalist.fit(training, **self._search_fit_params(engine, fit_params))
+                passes += _passes_of(finalist, share)
+                scores[i] = self._score(finalist, validation)
+            except Exception as error:
+                if self.error_score == "raise":
+                    raise
+                race.failing[i] = _error_text(error)
             race.candidates[i] = finalist
-            scores[i] = self._score(finalist, validation)
-            passes += _passes_of(finalist, share)
+        scores.update(self._fail(race))
         race.scores.append(scores)
         race.resources.append(int(n_train))
         race.rung += 1
-        race.alive = [min(race.alive, key=lambda i: _score_order(scores[i], i))]
+        fitted = [i for i in race.alive if i not in race.failed]
+        race.alive = [min(fitted, key=lambda i: _score_order(scores[i], i))] if fitted else []
         return passes
 
     def _held_out_blocks(self, dataset: Dataset, seed: int) -> np.ndarray:
@@ -782,15 +821,52 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _end_rung(self, race: Race, validation: Validation) -> None:
         """Score the alive candidates on the held-out rows and keep the best."""
-        scores = {i: self._score(race.candidates[i], validation) if race.started else -np.inf
-                  for i in race.alive}
+        scores = {}
+        for i in race.alive:
+            if not race.started:
+                scores[i] = -np.inf
+                continue
+            try:
+                scores[i] = self._score(race.candidates[i], validation)
+            except Exception as error:
+                if self.error_score == "raise":
+                    raise
+                race.failing[i] = _error_text(error)
+        keep = math.ceil((len(race.alive) + len(race.failing)) / self.factor)
+        scores.update(self._fail(race))
+        race.alive = [i for i in race.alive if i not in race.failed]
         race.scores.append(scores)
         race.resources.append(race.seen)
-        keep = math.ceil(len(race.alive) / self.factor)
         if race.rung < len(self.budgets_) - 1 or self._cut_last_rung:
             order = sorted(race.alive, key=lambda i: _score_order(scores[i], i))
             race.alive = sorted(order[:keep])
         race.rung += 1
+
+    def _fail(self, race: Race) -> dict[int, float]:
+        """Mark the candidates that raised since the last rung's end as failed at this
+        rung, with a ``FitFailedWarning`` each; returns their scores (``error_score``)."""
+        scores = {}
+        for i, error in sorted(race.failing.items()):
+            race.failed[i] = (race.rung, error)
+            scores[i] = float(self.error_score)
+            warnings.warn(FitFailedWarning(
+                f"the setting {self._settings[i]} failed at rung {race.rung} and leaves the "
+                f"race with error_score={self.error_score!r} as its score: {error}"),
+                stacklevel=4)
+        race.failing.clear()
+        return scores
+
+    def _raise_all_failed(self, race: Race) -> None:
+        """Every setting raised: the error, with their errors (the most common first)."""
+        counts: dict[str, list[int]] = {}
+        for i, (_, error) in sorted(race.failed.items()):
+            counts.setdefault(error, []).append(i)
+        listing = "\n".join(
+            f"{len(who)} setting(s), such as {self._settings[who[0]]}: {error}"
+            for error, who in sorted(counts.items(), key=lambda e: -len(e[1])))
+        raise ValueError(f"all {len(race.failed)} settings failed to train or be scored on "
+                         "the held-out rows (error_score=" f"{self.error_score!r}); set "
+                         f"error_score='raise' to see the first error's traceback:\n{listing}")
 
     def _score(self, candidate: Any, validation: Validation) -> float:
         """``scoring`` of a candidate on the held-out rows, with their weights where the
@@ -840,12 +916,14 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             j = order[place - 1] if place else None
             tied = j is not None and tie_key[i] == tie_key[j]
             rank[i] = rank[j] if tied else place + 1
-        if undefined.any():
-            named = [settings[i] for i in np.flatnonzero(undefined)[:5]]
+        # NaN scores the scorer gave (a failed setting's error_score has its own warning)
+        scored_nan = undefined & ~np.isin(np.arange(len(settings)), list(race.failed))
+        if scored_nan.any():
+            named = [settings[i] for i in np.flatnonzero(scored_nan)[:5]]
             which = ("every setting: the race could not rank them, best_params_ is not a "
                      "choice and best_score_ is NaN" if undefined.all() else
-                     f"{int(undefined.sum())} of the {len(settings)} settings ({named}"
-                     f"{', ...' if undefined.sum() > 5 else ''}): they rank last")
+                     f"{int(scored_nan.sum())} of the {len(settings)} settings ({named}"
+                     f"{', ...' if scored_nan.sum() > 5 else ''}): they rank last")
             warnings.warn(f"scoring={self.scoring!r} gave NaN on the held-out rows for "
                           f"{which}", UserWarning, stacklevel=3)
         results: dict[str, Any] = {"params": settings}
@@ -962,6 +1040,11 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         router.add(scorer=check_scoring(self.estimator, scoring=self.scoring),
                    method_mapping=MethodMapping().add(caller="score", callee="score"))
         return router
+
+
+def _error_text(error: BaseException) -> str:
+    """An error as a warning names it: its type and message."""
+    return f"{type(error).__name__}: {error}"
 
 
 def _score_order(score: float, index: int) -> tuple[bool, float, int]:
