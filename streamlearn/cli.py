@@ -39,6 +39,7 @@ from streamlearn.errors import (
 )
 from streamlearn.io.file_location import local_path, remote_location, upload
 from streamlearn.models.registry import MODELS, import_estimator
+from streamlearn.warning_origin import library_rows
 
 # -- the models the command line can train ------------------------------------------------
 #: Shared flags of ``train`` -> constructor parameter names they may set, first match wins.
@@ -1038,9 +1039,10 @@ def _kept_columns_source(model: Any, data: str, dataset: Any, fmt: str | None) -
 
 
 def _prediction_columns(model: Any, X: np.ndarray, proba: bool) -> dict[str, np.ndarray]:
-    columns = {"prediction": np.asarray(model.predict(X))}
-    if proba:
-        p = np.asarray(model.predict_proba(X), dtype=np.float64)
+    with library_rows():  # a chunk of the model's columns, in its order
+        columns = {"prediction": np.asarray(model.predict(X))}
+        p = np.asarray(model.predict_proba(X), dtype=np.float64) if proba else None
+    if p is not None:
         for j, label in enumerate(model.classes_):  # svmlight's float labels: proba_1
             columns[f"proba_{number_text(label)}"] = p[:, j]
     return columns
@@ -1542,7 +1544,8 @@ def additive_curves(model: Any, lo: np.ndarray, hi: np.ndarray,
     """
     grid = np.linspace(lo, hi, points, dtype=np.float32)  # (points, features)
     # the features' terms only (pair terms follow them), each with its pairs' marginals
-    terms = model.term_contributions(grid)[:, : grid.shape[1], 0].T  # (features, points)
+    with library_rows():
+        terms = model.term_contributions(grid)[:, : grid.shape[1], 0].T  # (features, points)
     return terms - terms.mean(axis=1, keepdims=True)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn.models.base import feature_names_of
+from streamlearn.warning_origin import library_rows
 
 #: Features drawn by :func:`shape_functions` unless told (the most important first).
 MAX_SHAPES = 12
@@ -317,7 +318,8 @@ def mixture(model: Any, X: Any = None, n_points: int = 200) -> Any:
         g0 = np.linspace(lo[0] - pad[0], hi[0] + pad[0], n_points)
         g1 = np.linspace(lo[1] - pad[1], hi[1] + pad[1], n_points)
         G = np.stack(np.meshgrid(g0, g1), axis=-1).reshape(-1, 2).astype(np.float32)
-        codes = np.searchsorted(model.classes_, model.predict(G))
+        with library_rows():  # a grid over the model's two columns
+            codes = np.searchsorted(model.classes_, model.predict(G))
         ax = axes[0, 1]
         ax.contourf(g0, g1, codes.reshape(n_points, n_points), alpha=0.3, cmap="tab10",
                     levels=np.arange(len(model.classes_) + 1) - 0.5)

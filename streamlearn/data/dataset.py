@@ -26,7 +26,13 @@ from streamlearn.data.precision import ResolutionWatch, target_spans
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.readahead import FileRange, ReadAhead
 from streamlearn.data.schema import Schema, Task
-from streamlearn.data.sources.base import Block, ColumnKind, NumberedNames, Source
+from streamlearn.data.sources.base import (
+    Block,
+    ColumnKind,
+    NumberedNames,
+    Source,
+    labels_are_names,
+)
 from streamlearn.data.sparse_rows import SparseRows, first_bad_entry
 from streamlearn.data.validation import (
     NanPolicy,
@@ -210,6 +216,12 @@ class Dataset:
                               "not numeric")
         if not features:
             raise SchemaError(f"no feature columns left in {source.description}")
+        # a table's columns labelled by other things than strings (pandas' 0, 1, ...) are
+        # unnamed, as scikit-learn reads them; a mix of both is refused
+        labels = getattr(source, "unnamed_columns", {})
+        self._unnamed = bool(getattr(source, "unnamed_features", False)) or (
+            not self.is_sparse and bool(labels)
+            and not labels_are_names([labels.get(f, f) for f in features]))
         check = getattr(source, "check_columns", None)
         if check is not None:
             needed = [*features, *(c for c in (target, weight) if c is not None)]
@@ -276,8 +288,7 @@ class Dataset:
         rather than the names ``x0, x1, ...`` given to the columns of an array, a sparse
         matrix or an svmlight file, which a model fitted on them does not expose as
         ``feature_names_in_`` (scikit-learn's rule)."""
-        return not (isinstance(self.feature_names, NumberedNames)
-                    or getattr(self.source, "unnamed_features", False))
+        return not (isinstance(self.feature_names, NumberedNames) or self._unnamed)
 
     @property
     def classes(self) -> np.ndarray | None:

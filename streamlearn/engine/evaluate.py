@@ -27,6 +27,7 @@ from streamlearn.data.open import (
 )
 from streamlearn.engine.local import resolve_engine
 from streamlearn.errors import LabelError
+from streamlearn.warning_origin import library_rows
 
 #: Probabilities are clipped to ``[PROBA_FLOOR, 1]`` before taking logs.
 PROBA_FLOOR = 1e-15
@@ -205,9 +206,10 @@ class EvaluatePass:
             state.unseen = state.unseen + [
                 int(np.count_nonzero(np.asarray(chunk.X[:, j]) == code))
                 for j, _, code in self._categorical]
-        if self.task == "classification":
-            return self._step_classification(state, chunk, w)
-        return self._step_regression(state, chunk, w)
+        with library_rows():  # the model's columns, in its order
+            if self.task == "classification":
+                return self._step_classification(state, chunk, w)
+            return self._step_regression(state, chunk, w)
 
     def _step_classification(self, state: ClassificationTally, chunk: Chunk,
                              w: np.ndarray) -> ClassificationTally:

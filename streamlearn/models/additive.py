@@ -1376,7 +1376,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def _scores(self, X: Any) -> np.ndarray:
         self._check_fitted()
         emb = self._embedding()
-        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
+                              named=has_named_features(self))
         if rows is None:
             values = check_features(X, self._feature_names, type(self).__name__,
                                     named=has_named_features(self))

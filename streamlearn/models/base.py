@@ -28,7 +28,11 @@ from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
 from streamlearn.data.open import named_features, reading_for
 from streamlearn.data.precision import matrix_spans, target_spans, warn_of_coarse_columns
-from streamlearn.data.sources.base import NumberedNames, default_feature_names
+from streamlearn.data.sources.base import (
+    NumberedNames,
+    default_feature_names,
+    labels_are_names,
+)
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.data.validation import first_nonfinite, nonfinite_value
 from streamlearn.engine.accounting import recording
@@ -45,7 +49,7 @@ from streamlearn.models.class_weight import (
     class_weighted,
     partial_fit_weights,
 )
-from streamlearn.warning_origin import caller_stacklevel
+from streamlearn.warning_origin import caller_stacklevel, in_library_rows, library_rows
 
 #: Names shown in an error message before it is abbreviated.
 MAX_SHOWN_NAMES = 10
@@ -1194,10 +1198,17 @@ def over_dask_blocks(method: Callable[..., Any]) -> Callable[..., Any]:
         if not _is_dask(X):
             return method(self, X, *args, **kwargs)
 
-        def apply(block: Any) -> Any:
-            return method(self, block, *args, **kwargs)
+        frame = hasattr(X, "map_partitions") and hasattr(X, "columns")
+        if (not in_library_rows() and has_named_features(self)
+                and not (frame and labels_are_names(list(X.columns)))):
+            # once for the collection, not in every block
+            warn_unnamed_rows(type(self).__name__)
 
-        if hasattr(X, "map_partitions") and hasattr(X, "columns"):
+        def apply(block: Any) -> Any:
+            with library_rows():  # the user's rows, warned about above
+                return method(self, block, *args, **kwargs)
+
+        if frame:
             return _frame_outputs(X, apply)
         return _array_outputs(X, apply)
 
@@ -1576,18 +1587,25 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
     columns = getattr(X, "column_names", None)
     if columns is None:
         columns = getattr(X, "columns", None)
+    if isinstance(X, np.ndarray):
+        columns = None
+    # scikit-learn's rule: string labels name the columns, others (pandas' 0, 1, ...) do
+    # not, and a mix is refused
+    has_names = columns is not None and labels_are_names(list(columns))
     guessed = named is None
     if named is None:
         named = expected != default_feature_names(len(expected))
-    if columns is not None and not named and not isinstance(X, np.ndarray):
+    if has_names and not named:
         got = [str(c) for c in columns]
         if guessed and sorted(got) == sorted(expected):
             named = True  # the default names themselves, in any order: by name
-        elif not all(isinstance(c, int | np.integer) for c in columns):
+        else:
             warnings.warn(f"X has feature names, but {owner} was fitted without feature "
                           "names: its columns are taken by position", UserWarning,
                           stacklevel=caller_stacklevel())
-    if columns is not None and named and not isinstance(X, np.ndarray):
+    elif not has_names and named and not guessed and not in_library_rows():
+        warn_unnamed_rows(owner)
+    if has_names and named:
         got = [str(c) for c in columns]
         missing = [c for c in expected if c not in got]
         extra = [c for c in got if c not in expected]
@@ -1636,7 +1654,16 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
 DENSE_BLOCK_ROWS = 4096
 
 
-def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | None:
+def warn_unnamed_rows(owner: str) -> None:
+    """scikit-learn's warning for rows without feature names (an array, a list, a sparse
+    matrix, a table labelled ``0, 1, ...``) given to a model fitted on named columns:
+    they are taken by position."""
+    warnings.warn(f"X does not have valid feature names, but {owner} was fitted with "
+                  "feature names", UserWarning, stacklevel=caller_stacklevel())
+
+
+def sparse_rows_of(X: Any, n_features: int | None, owner: str,
+                   named: bool = False) -> SparseRows | None:
     """Sparse rows to score as :class:`~streamlearn.data.sparse_rows.SparseRows`, or None.
 
     Parameters
@@ -1648,6 +1675,10 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | N
         as the first ones, the others zero.
     owner : str
         Name of the estimator, for messages.
+    named : bool
+        Whether ``fit`` saw named columns (:func:`has_named_features`): a scipy matrix,
+        whose columns have no names, then gets scikit-learn's warning (not in
+        :func:`~streamlearn.warning_origin.library_rows`).
 
     Returns
     -------
@@ -1659,6 +1690,8 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str) -> SparseRows | N
     elif sp.issparse(X):
         if X.ndim != 2:
             raise SchemaError(f"X must be 2-D (rows x features), got shape {X.shape}")
+        if named and not in_library_rows():
+            warn_unnamed_rows(owner)
         rows = SparseRows.from_scipy(X)
     else:
         return None

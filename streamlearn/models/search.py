@@ -88,6 +88,7 @@ from streamlearn.models.base import (
     regression_dataset,
 )
 from streamlearn.models.class_weight import balanced_factors
+from streamlearn.warning_origin import library_rows
 
 #: Rows the first rung gives each candidate at least (or every training row, when fewer).
 MIN_RESOURCE = 10_000
@@ -239,14 +240,15 @@ class RacePass:
         rows = self._table(X) if first and self.categories else X
         if codes is not None and race.trained_classes is not None:
             race.trained_classes[codes] = True
-        for i in list(race.alive):
-            try:
-                race.candidates[i].partial_fit(rows, labels, **kwargs)
-            except Exception as error:
-                if self.search.error_score == "raise":
-                    raise
-                race.alive.remove(i)  # its model is left half-trained: out of the race
-                race.failing[i] = _error_text(error)
+        with library_rows():  # chunks of the data's columns, in the lanes' order
+            for i in list(race.alive):
+                try:
+                    race.candidates[i].partial_fit(rows, labels, **kwargs)
+                except Exception as error:
+                    if self.search.error_score == "raise":
+                        raise
+                    race.alive.remove(i)  # its model is left half-trained: out of the race
+                    race.failing[i] = _error_text(error)
         race.started = True
 
     def _table(self, X: np.ndarray) -> pd.DataFrame:
@@ -874,10 +876,11 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``GridSearchCV`` calls it, without)."""
         weighted = validation.weight is not None and _takes_sample_weight(self.scorer_)
         try:
-            if weighted:
-                return float(self.scorer_(candidate, validation.X, validation.y,
-                                          sample_weight=validation.weight))
-            return float(self.scorer_(candidate, validation.X, validation.y))
+            with library_rows():  # held-out rows of the data's columns, in fit's order
+                if weighted:
+                    return float(self.scorer_(candidate, validation.X, validation.y,
+                                              sample_weight=validation.weight))
+                return float(self.scorer_(candidate, validation.X, validation.y))
         except ValueError as error:
             classes = getattr(candidate, "classes_", None)
             absent = ([] if classes is None else

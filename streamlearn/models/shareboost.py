@@ -59,6 +59,7 @@ from streamlearn.models.base import (
     NotOnline,
     StreamEstimator,
     classification_dataset,
+    has_named_features,
     over_dask_blocks,
     record_categories,
     sparse_rows_of,
@@ -555,7 +556,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         and densified a block of rows at a time for stumps and anchors.
         """
         self._check_fitted()
-        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
+                              named=has_named_features(self))
         if rows is None:
             return self._dense_scores(self._check_X(X))
         if isinstance(self.family_, LinearColumns) and not hasattr(self, "feature_transform_"):

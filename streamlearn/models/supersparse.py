@@ -76,6 +76,7 @@ from streamlearn.models.base import (
     coded_table,
     encode_labels,
     has_column_names,
+    has_named_features,
     over_dask_blocks,
     record_categories,
     record_feature_names,
@@ -582,7 +583,8 @@ class _SuperSparse(StreamEstimator):
         """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row;
         shape (n,) with one output, (n, K) with one per class."""
         self._check_fitted()
-        values = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
+        values = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
+                              named=has_named_features(self))
         return self._decision_rows(self._check_X(X) if values is None else values)
 
     def _decision_rows(self, values: np.ndarray | SparseRows) -> np.ndarray:

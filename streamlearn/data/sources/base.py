@@ -12,6 +12,7 @@ from numba import njit
 
 from streamlearn.data.precision import Float64Spans
 from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.errors import SourceError
 
 
 class ColumnKind(StrEnum):
@@ -149,6 +150,29 @@ def stack_columns(columns: list[np.ndarray], n_rows: int) -> np.ndarray:
 def default_feature_names(n: int) -> list[str]:
     """Names given to the columns of an unnamed matrix: ``x0, x1, ...``."""
     return [f"x{j}" for j in range(n)]
+
+
+def labels_are_names(labels: Sequence[object]) -> bool:
+    """Whether a table's column labels name its columns, by scikit-learn's rule: labels
+    that are all strings do (a model fitted on them has ``feature_names_in_`` and reads
+    such a table by name); labels none of which is a string (pandas' ``0, 1, ...`` of
+    ``pd.DataFrame(X)``) do not, and the columns are read by position.
+
+    Raises
+    ------
+    SourceError
+        For a mix of string and other labels (a ``TypeError``, as scikit-learn raises).
+    """
+    kinds = sorted({"str" if isinstance(c, str) else type(c).__name__ for c in labels})
+    if len(kinds) > 1 and "str" in kinds:
+        raise SourceError(
+            "Feature names are only supported if all input features have string names, "
+            f"but your input has {kinds} as feature name / column name types. If you want "
+            "feature names to be stored and validated, you must convert them all to "
+            "strings, by using X.columns = X.columns.astype(str) for example. Otherwise "
+            "you can remove feature / column names from your input data, or convert them "
+            "all to a non-string data type.")
+    return kinds == ["str"]
 
 
 def fresh_name(base: str, taken: Sequence[str] | set[str]) -> str:

@@ -139,6 +139,12 @@ class DaskDataFrameSource:
 
     def __init__(self, frame: Any, y: Any = None, weight: Any = None,
                  target_name: str = "y", weight_name: str = "weight") -> None:
+        #: the labels of the columns labelled by other things than strings, by the names
+        #: ``str(label)`` they are given here (as
+        #: :class:`~streamlearn.data.sources.in_memory.PandasSource`'s)
+        self.unnamed_columns = {str(c): c for c in frame.columns if not isinstance(c, str)}
+        if self.unnamed_columns:
+            frame = frame.rename(columns=str)
         self._frame = frame
         self.description = f"dask DataFrame with {frame.npartitions} partitions"
         self.columns = [str(c) for c in frame.columns]

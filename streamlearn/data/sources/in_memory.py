@@ -335,7 +335,11 @@ class PandasSource:
                 f"the DataFrame's columns have {frame.columns.nlevels} levels "
                 f"({frame.columns[0]!r}, ...); give one level of names, e.g. "
                 "frame.columns = ['_'.join(map(str, c)) for c in frame.columns]")
-        if not all(isinstance(c, str) for c in frame.columns):
+        #: the labels of the columns labelled by other things than strings (pandas'
+        #: ``0, 1, ...``), by the names ``str(label)`` they are given here: as feature
+        #: columns they have no names (:attr:`~streamlearn.data.Dataset.named_features`)
+        self.unnamed_columns = {str(c): c for c in frame.columns if not isinstance(c, str)}
+        if self.unnamed_columns:
             frame = frame.rename(columns=str)
         if frame.columns.has_duplicates:
             dup = frame.columns[frame.columns.duplicated()].tolist()

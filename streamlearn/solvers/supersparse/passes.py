@@ -44,6 +44,7 @@ from streamlearn.solvers.prototypes import (
     rbf_similarities,
     weighted_residuals,
 )
+from streamlearn.warning_origin import library_rows
 
 __all__ = [
     "LASSO_SWEEPS",
@@ -289,7 +290,8 @@ class TeacherScorePass:
     def step(self, state: int, chunk: Chunk) -> int:
         """Score the chunk's rows and store them."""
         X = chunk.X.to_scipy() if chunk.is_sparse else chunk.X  # scipy's sparse type
-        t = np.asarray(self.teacher.decision_function(X), dtype=np.float64)
+        with library_rows():  # the teacher's columns, in its order
+            t = np.asarray(self.teacher.decision_function(X), dtype=np.float64)
         width = self.scores.n_columns
         expected = (chunk.n_rows,) if width is None else (chunk.n_rows, int(width))
         if t.shape != expected:
