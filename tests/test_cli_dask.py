@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 from sklearn.linear_model import LogisticRegression
@@ -40,7 +41,9 @@ def problem(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray,
 
 
 def held_out_accuracy(model_path: Path, X: np.ndarray, y: np.ndarray) -> float:
-    return float(np.mean(AdditiveSVC.load(model_path).predict(X) == y))
+    columns = [f"x{j}" for j in range(X.shape[1])]  # the training parquet's names
+    return float(np.mean(AdditiveSVC.load(model_path).predict(pd.DataFrame(X, columns=columns))
+                         == y))
 
 
 def test_workers_trains_on_a_local_cluster(problem, tmp_path: Path) -> None:

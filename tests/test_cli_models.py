@@ -61,7 +61,7 @@ def test_train_predict_evaluate(files: dict[str, Path], tmp_path: Path, name: st
     model = cls.load(model_path)
     assert type(model) is cls
     frame = pd.read_parquet(test)
-    X = frame[FEATURES].to_numpy(np.float32)
+    X = frame[FEATURES].astype(np.float32)
     expected = np.asarray(model.predict(X))
 
     out = tmp_path / "predictions.parquet"
@@ -101,7 +101,7 @@ def test_train_checkpoint_replays_and_refuses_another_fit(files: dict[str, Path]
     again = run(*args, "--out", str(tmp_path / "b.slm"))  # every pass replayed from disk
     assert again.exit_code == 0, again.output
     cls = model_class("mixture", "classification")
-    X = pd.read_parquet(files["test"])[FEATURES].to_numpy(np.float32)
+    X = pd.read_parquet(files["test"])[FEATURES].astype(np.float32)
     np.testing.assert_array_equal(cls.load(tmp_path / "a.slm").decision_function(X),
                                   cls.load(tmp_path / "b.slm").decision_function(X))
     other = run(*args, "--param", "n_components=3", "--out", str(tmp_path / "c.slm"))
@@ -124,7 +124,7 @@ def test_model_named_by_its_class_and_its_probabilities_written(
                  str(out), "--quiet")
     assert result.exit_code == 0, result.output
     frame = pd.read_parquet(files["test"])
-    proba = model.predict_proba(frame[FEATURES].to_numpy(np.float32))
+    proba = model.predict_proba(frame[FEATURES].astype(np.float32))
     got = pd.read_parquet(out)
     columns = [c for c in got.columns if c.startswith("proba_")]
     np.testing.assert_allclose(got[columns].to_numpy(), proba, rtol=1e-6)
