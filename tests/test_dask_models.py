@@ -185,13 +185,17 @@ def test_predictions_of_dask_collections_are_lazy_dask_collections(name) -> None
     model = getattr(models, name)().fit(frame, y)
     blocks = da.from_array(X, chunks=(200, 2))  # rows and columns split
     for method in ("predict", "predict_proba", "decision_function"):
-        lazy = getattr(model, method)(blocks)
+        # an array has no names: scikit-learn's warning, once for the collection
+        with pytest.warns(UserWarning, match="X does not have valid feature names"):
+            lazy = getattr(model, method)(blocks)
         assert isinstance(lazy, da.Array)
-        np.testing.assert_allclose(lazy.compute(), getattr(model, method)(X), rtol=1e-12)
+        np.testing.assert_allclose(lazy.compute(), getattr(model, method)(frame), rtol=1e-12)
     parts = dd.from_pandas(frame, npartitions=3)
-    labels = model.predict(parts)
-    assert isinstance(labels, dd.Series)
-    np.testing.assert_array_equal(labels.compute().to_numpy(), model.predict(frame))
-    proba = model.predict_proba(parts)
-    assert isinstance(proba, dd.DataFrame)
-    np.testing.assert_allclose(proba.compute().to_numpy(), model.predict_proba(frame))
+    with warnings.catch_warnings():  # the DataFrame's names are the model's: no warning
+        warnings.filterwarnings("error", message="X does not have valid feature names")
+        labels = model.predict(parts)
+        assert isinstance(labels, dd.Series)
+        np.testing.assert_array_equal(labels.compute().to_numpy(), model.predict(frame))
+        proba = model.predict_proba(parts)
+        assert isinstance(proba, dd.DataFrame)
+        np.testing.assert_allclose(proba.compute().to_numpy(), model.predict_proba(frame))
