@@ -485,7 +485,8 @@ def test_fit_with_nan_policy_on_nullable_frame(nullable: pd.DataFrame) -> None:
     reference = _as_float(nullable)  # pd.NA as NaN, converted by hand
     keep = np.isfinite(reference).all(axis=1)
     expected = _model().fit(open_dataset(reference, target=label, nan_policy="drop"))
-    np.testing.assert_allclose(model.decision_function(reference[keep]),
+    rows = pd.DataFrame(reference[keep], columns=nullable.columns)  # as the model was fitted
+    np.testing.assert_allclose(model.decision_function(rows),
                                expected.decision_function(reference[keep]), rtol=1e-6)
 
 
@@ -669,7 +670,8 @@ def test_partial_fit_codes_categorical_tables(cls: type, give_classes: bool) -> 
     # numeric array is taken as codes), and columns are matched by name
     codes = frame.assign(c=frame["c"].cat.codes.astype(np.float64)).to_numpy(np.float32)
     by_name = model.predict(frame)
-    np.testing.assert_array_equal(by_name, model.predict(codes))
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        np.testing.assert_array_equal(by_name, model.predict(codes))  # by position
     np.testing.assert_array_equal(by_name, model.predict(frame[["c", "x"]]))
 
 
@@ -735,14 +737,25 @@ def test_columns_of_several_levels_are_refused_with_the_way_to_flatten_them() ->
         AdditiveSVC().fit(frame, np.arange(50) % 2)
 
 
-def test_reordered_columns_of_any_name_are_put_back_in_order() -> None:
+def test_reordered_columns_are_put_back_in_order_where_their_labels_are_names() -> None:
+    """String labels name the columns: a table of them in another order is read by name.
+    Labels 0, 1, ... (``pd.DataFrame(X)``) are no names by scikit-learn's rule: such a
+    table is read by position, as ``LogisticRegression`` reads it."""
+    from sklearn.linear_model import LogisticRegression
+
     from streamlearn.models import AdditiveSVC
 
     rng = np.random.default_rng(1)
-    frame = pd.DataFrame(rng.normal(size=(600, 2)))  # integer column names
-    y = (frame[0] > 0).astype(int)
-    model = AdditiveSVC(interactions=0).fit(frame, y)
-    np.testing.assert_array_equal(model.predict(frame[[1, 0]]), model.predict(frame))
+    X = rng.normal(size=(600, 2))
+    y = (X[:, 0] > 0).astype(int)
+    named = pd.DataFrame(X, columns=["a", "b"])
+    model = AdditiveSVC(interactions=0).fit(named, y)
+    np.testing.assert_array_equal(model.predict(named[["b", "a"]]), model.predict(named))
+    numbered = pd.DataFrame(X)  # integer column labels
+    swapped = numbered[[1, 0]]
+    for fitted in (AdditiveSVC(interactions=0).fit(numbered, y),
+                   LogisticRegression().fit(numbered, y)):
+        np.testing.assert_array_equal(fitted.predict(swapped), fitted.predict(X[:, ::-1]))
 
 
 def test_a_value_beyond_float32_is_named_as_such() -> None:
@@ -787,14 +800,16 @@ def test_numeric_rows_of_a_categorical_model_must_hold_its_codes() -> None:
     y = ((frame["a"] > 0) ^ (frame["c"] == "x")).astype(int)
     model = MixtureSVC().fit(frame, y)
     codes = np.c_[frame["a"], frame["c"].cat.codes].astype(np.float64)
-    np.testing.assert_array_equal(model.predict(codes), model.predict(frame))
-    codes[4, 1] = 3  # one past the categories: an unseen one, as a table codes it
-    model.predict(codes)
-    for bad in (7.0, 0.5, -1.0):
-        codes[4, 1] = bad
-        with pytest.raises(DataError, match=f"feature 'c' is categorical .* got {bad:g} at "
-                                            "row 4"):
-            model.predict(codes)
+    # an array has no names: its columns are taken by position, with scikit-learn's warning
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        np.testing.assert_array_equal(model.predict(codes), model.predict(frame))
+        codes[4, 1] = 3  # one past the categories: an unseen one, as a table codes it
+        model.predict(codes)
+        for bad in (7.0, 0.5, -1.0):
+            codes[4, 1] = bad
+            with pytest.raises(DataError, match=f"feature 'c' is categorical .* got {bad:g} "
+                                                "at row 4"):
+                model.predict(codes)
 
 
 def test_a_model_fitted_on_an_array_reads_named_columns_by_position_and_says_so() -> None:

@@ -428,8 +428,9 @@ def test_feature_names_in_exists_where_scikit_learn_has_it(cls: type, tmp_path) 
     frame = pd.DataFrame(X, columns=names)
     reference = LogisticRegression() if is_classifier(cls()) else LinearRegression()
     model = cheap(cls)
-    # fitted on an array, on a table, then on an array again: the attribute as the reference
-    for data in (X, frame, X):
+    # fitted on an array, on a table, on a table labelled 0, 1, ... (no names, by
+    # scikit-learn's rule), then on an array again: the attribute as the reference
+    for data in (X, frame, pd.DataFrame(X), X):
         model.fit(data, y)
         reference.fit(data, y)
         assert hasattr(model, "feature_names_in_") == hasattr(reference, "feature_names_in_")
@@ -449,7 +450,7 @@ def test_feature_names_in_exists_where_scikit_learn_has_it(cls: type, tmp_path) 
     # fitted on the table, the same reversed table is read by name
     model.fit(frame, y)
     np.testing.assert_array_equal(model.feature_names_in_, names)
-    np.testing.assert_allclose(model.predict(reversed_frame), model.predict(X))
+    np.testing.assert_allclose(model.predict(reversed_frame), model.predict(frame))
 
 
 @pytest.mark.parametrize("cls", [c for c in ESTIMATORS if hasattr(c, "partial_fit")],
