@@ -15,16 +15,22 @@ import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
 from streamlearn import open_dataset
-from streamlearn.models.supersparse import SuperSparseClassifier
+from streamlearn.models import SuperSparseClassifier
 
 UNNAMED = "X does not have valid feature names"
 NAMED = "X has feature names"
 
 
+def _model() -> SuperSparseClassifier:
+    """A cheap model (few prototypes, few kernels to compile): the rule lives in the input
+    checks every model shares."""
+    return SuperSparseClassifier(n_prototypes=4)
+
+
 @pytest.fixture(scope="module")
 def rows() -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(120, 3))
+    X = rng.normal(size=(80, 3))
     return X, (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
 
 
@@ -43,7 +49,7 @@ def _starts(messages: list[str], prefix: str) -> list[bool]:
 def named_models(rows):
     X, y = rows
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    return frame, [SuperSparseClassifier().fit(frame, y), LogisticRegression().fit(frame, y)]
+    return frame, [_model().fit(frame, y), LogisticRegression().fit(frame, y)]
 
 
 @pytest.mark.parametrize("kind", ["ndarray", "list", "sparse", "int labels"])
@@ -73,7 +79,7 @@ def test_named_rows_to_a_named_model_do_not_warn(named_models) -> None:
 
 def test_integer_labels_are_no_feature_names(rows) -> None:
     X, y = rows
-    ours = SuperSparseClassifier().fit(pd.DataFrame(X), y)
+    ours = _model().fit(pd.DataFrame(X), y)
     reference = LogisticRegression().fit(pd.DataFrame(X), y)
     assert not hasattr(reference, "feature_names_in_")
     assert not hasattr(ours, "feature_names_in_")
@@ -83,13 +89,13 @@ def test_integer_labels_are_no_feature_names(rows) -> None:
         assert _messages(lambda m=model: m.predict(X)) == []
         assert _starts(_messages(lambda m=model: m.predict(named)), NAMED) == [True]
     # the same model as one fitted on the array
-    np.testing.assert_array_equal(ours.predict(X), SuperSparseClassifier().fit(X, y).predict(X))
+    np.testing.assert_array_equal(ours.predict(X), _model().fit(X, y).predict(X))
 
 
 def test_mixed_labels_are_refused_as_scikit_learn_refuses_them(rows, named_models) -> None:
     X, y = rows
     mixed = pd.DataFrame(X, columns=["a", 1, 2])
-    for model in (SuperSparseClassifier(), LogisticRegression()):
+    for model in (_model(), LogisticRegression()):
         with pytest.raises(
             TypeError,
             match="only supported if all input features have "
@@ -105,12 +111,12 @@ def test_integer_labelled_categories_and_model_file(rows, tmp_path: Path) -> Non
     X, y = rows
     cities = np.array(["oslo", "rome", "lima"])[np.arange(len(y)) % 3]
     frame = pd.DataFrame({0: cities, 1: X[:, 0], 2: X[:, 1]})
-    model = SuperSparseClassifier().fit(frame, y)
+    model = _model().fit(frame, y)
     assert not hasattr(model, "feature_names_in_")
     assert set(model.categories_) == {"0"}  # keyed by the name the label is given
     # the same fit as on string labels, which do name the columns
     strings = frame.rename(columns=str)
-    named = SuperSparseClassifier().fit(strings, y)
+    named = _model().fit(strings, y)
     np.testing.assert_array_equal(model.predict(frame), named.predict(strings))
     assert _messages(lambda: model.predict(frame)) == []
     loaded = SuperSparseClassifier.load(model.save(tmp_path / "m.slm"))
