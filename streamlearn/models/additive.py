@@ -108,7 +108,11 @@ from streamlearn.warning_origin import caller_stacklevel
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
 #: A Hermite map's shape functions span its features' mean plus or minus this many
-#: standard deviations (the map keeps no minimum and maximum).
+#: standard deviations (the map keeps no minimum and maximum), and it clamps its
+#: standardised values there, as the other maps clamp values to their range: unclamped,
+#: a polynomial of degree ``n_terms`` of a row 30 standard deviations out (a heavy tail, a
+#: pixel that is almost always 0) has a squared norm 1e10 times the others', and the
+#: solvers' steps on such rows swamp every other feature's.
 HERMITE_SPAN = 3.0
 SOLVERS = ("pegasos", "dcd")
 MULTICLASS = ("ovr", "ovo")
@@ -152,6 +156,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     embedding : {"bspline", "fourier", "hermite", "linear"}
         Per-feature embedding (paper 000): B-splines with a difference penalty, the
         trigonometric or Hermite embedding of Table 1, or the raw features (a linear SVM).
+        The Hermite embedding standardises each feature by its mean and standard
+        deviation and clamps the result to ``[-3, 3]``, where its curves end (the
+        paper's map does not clamp: a row far out in a tail then takes the training
+        over, and the other features get next to no weight).
     degree : {1, 2, 3}
         B-spline degree.
     n_bases : int or "auto"
@@ -237,9 +245,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ijcnn1, spirals and a generated problem with 26 noise features. An epoch also
         costs more (a table lookup per value of a feature whose knots moved).
     spread_tails : bool
-        B-spline maps fitted on dense rows (not zero-preserving, no ``feature_range``):
-        a feature whose rows crowd into a small part of its range (a heavy tail, far
-        outliers) is passed through ``asinh((x - c) / s)`` before its bases, ``c`` and
+        Feature maps fitted on dense rows (B-spline, Fourier and Hermite alike; not
+        zero-preserving, no ``feature_range``): a feature whose rows crowd into a small
+        part of its range (a heavy tail, far outliers), which would leave them on one or
+        two of the B-splines' segments, one slice of the Fourier map's period, or near
+        the Hermite map's mean (its standard deviation set by the tail), is passed
+        through ``asinh((x - c) / s)`` before its bases, ``c`` and
         ``s`` chosen from the describe pass's row sample to spread its rows over the
         range (:mod:`~streamlearn.features.tail_transform`: a feature is mapped when more
         than half of its values, a most frequent value aside, fall in one eighth of its
@@ -893,8 +904,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             return BSplineMap(self.degree, self._bases_grid(online, categories)[0], order,
                               zero_preserving, self._knots(zero_preserving, online))
         order = 1 if self.penalty_order is None else self.penalty_order
-        cls = FourierMap if self.embedding == "fourier" else HermiteMap
-        return cls(self.n_terms, order, zero_preserving)
+        if self.embedding == "fourier":
+            return FourierMap(self.n_terms, order, zero_preserving)
+        return HermiteMap(self.n_terms, order, zero_preserving, clip=HERMITE_SPAN)
 
     def _sparse_refusal(self) -> str | None:
         """Why this setting cannot train on sparse rows in their time, or None."""
@@ -1173,10 +1185,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         curves kept approximately). Fourier maps, maps with pair terms (from ``fit``, or
         the pairs of ``interactions`` given as a list, on the first chunk's ranges), and
         any map with ``feature_range``, clamp such values and warn (``UserWarning``); the
-        Hermite map standardises and does not clamp. A stream whose first chunk does not
-        span the data, e.g. one sorted by a feature, is best given ``feature_range``:
-        growth keeps the first chunk's knot spacing, which may be too fine for the whole
-        range.
+        Hermite map standardises by the first chunk's mean and standard deviation and
+        clamps the standardised values to ``+-3`` without a warning. A stream whose first
+        chunk does not span the data, e.g. one sorted by a feature, is best given
+        ``feature_range``: growth keeps the first chunk's knot spacing, which may be too
+        fine for the whole range.
 
         Unless ``lam`` is set, ``lam = 1 / (C n)`` with ``n`` the total sample weight of
         the first chunk (its rows without weights); ``C`` or ``lam`` changed by

@@ -48,7 +48,7 @@ from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
-from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap
+from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap, FourierMap, HermiteMap
 from streamlearn.features.pair_terms import PAIR_BASES, move_marginals
 from streamlearn.features.tail_transform import TailTransform, choose_tail_transform
 from streamlearn.features.value_terms import frequent_values
@@ -191,9 +191,9 @@ class AdditiveConfig:
         B-spline bases per feature, tried in order the same way (:func:`finer_feature_bases`);
         the feature map has the first. Empty: the feature map's own count only.
     spread_tails : bool
-        Map crowded features before a B-spline map (dense rows, not zero-preserving, no
-        ``feature_range``) by the rule of :mod:`streamlearn.features.tail_transform`,
-        chosen from the describe pass.
+        Map crowded features before a B-spline, Fourier or Hermite map (dense rows, not
+        zero-preserving, no ``feature_range``) by the rule of
+        :mod:`streamlearn.features.tail_transform`, chosen from the describe pass.
     linear_candidate : bool
         With ``bases_grid``: also train the linear model (no feature map) on the same rows
         once the B-spline model is chosen, and keep it instead when its held-out log-loss
@@ -548,8 +548,9 @@ def _spread_tails(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
     Without, or where it does not apply: ``(None, None)``, and the fit describes the
     data itself."""
     fmap = config.feature_map
-    if not (config.spread_tails and isinstance(fmap, BSplineMap) and not fmap.zero_preserving
-            and not dataset.is_sparse and config.feature_range is None):
+    if not (config.spread_tails and isinstance(fmap, BSplineMap | FourierMap | HermiteMap)
+            and not fmap.zero_preserving and not dataset.is_sparse
+            and config.feature_range is None):
         return None, None
     classes = dataset.classes
     assert classes is not None
