@@ -195,6 +195,16 @@ def test_hive_partition_key_is_a_feature(tmp_path: Path) -> None:
     assert_same(read_all(src), hashed_reference(whole, ["word", "region"], 2**16))
 
 
+def test_hive_key_held_by_the_files_with_another_type_is_a_schema_error(
+        tmp_path: Path) -> None:
+    for year in (2023, 2024):
+        (tmp_path / f"year={year}").mkdir()
+        pq.write_table(pa.table({"y": [1, 0], "word": ["a", "b"], "year": [year, year]}),
+                       tmp_path / f"year={year}" / "f.parquet")
+    with pytest.raises(SchemaError, match=rf"{tmp_path}.* partition key .*Field year"):
+        ParquetSparseSource(str(tmp_path), target="y", hash_features=64)
+
+
 def write_groups(path: Path, groups: list[dict[str, list]]) -> None:
     """One row group per dict of columns (y, idx, val)."""
     schema = pa.schema([("y", pa.int64()), ("idx", pa.list_(pa.int32())),

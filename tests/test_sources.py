@@ -17,7 +17,7 @@ import zarr
 from streamlearn import open_dataset
 from streamlearn.data.labels import consecutive_codes, offset_codes
 from streamlearn.data.sources.base import stack_columns, transpose_into
-from streamlearn.errors import ReadError
+from streamlearn.errors import ReadError, SchemaError
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -154,6 +154,18 @@ def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> N
     np.testing.assert_array_equal(by_part.classes, [0, 1, 2])
     codes = np.concatenate([c.y for c in by_part.chunks()])
     np.testing.assert_array_equal(codes, expected_part.astype(int))
+
+
+def test_hive_key_held_by_the_files_with_another_type_is_a_schema_error(
+        tmp_path: Path) -> None:
+    # the files hold `year` as int64, the directory names make it int32: pyarrow cannot
+    # merge the two
+    for year in (2023, 2024):
+        (tmp_path / f"year={year}").mkdir()
+        pq.write_table(pa.table({"x": [0.5, 1.5], "year": [year, year], "label": [0, 1]}),
+                       tmp_path / f"year={year}" / "p.parquet")
+    with pytest.raises(SchemaError, match=rf"{tmp_path}.* partition key .*Field year"):
+        open_dataset(str(tmp_path), target="label")
 
 
 @pytest.mark.parametrize("labels", [

@@ -46,6 +46,17 @@ def pandas_index_columns(schema: pa.Schema) -> list[str]:
     return [c for c in metadata.get("index_columns", ()) if isinstance(c, str)]
 
 
+def partition_clash(url: str, exc: pa.ArrowTypeError) -> SchemaError:
+    """The error for parquet data at ``url`` whose hive partition keys pyarrow could not
+    merge with the files' columns (``exc``, which names the field): a directory named
+    ``key=value`` where the files also hold a column ``key``, of another type."""
+    return SchemaError(
+        f"the parquet data at {url} has a hive partition key that its files also hold as "
+        f"a column, with another type ({exc}); rename the column in the files or the "
+        "key=value directories"
+    )
+
+
 class ParquetSource:
     """A parquet file or a directory tree of parquet files, read one row group at a time.
 
@@ -71,6 +82,8 @@ class ParquetSource:
             fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
         except FileNotFoundError as exc:
             raise SourceError(f"no parquet data at {url}: {exc}") from exc
+        except pa.ArrowTypeError as exc:
+            raise partition_clash(url, exc) from exc
         except (pa.ArrowInvalid, OSError) as exc:
             raise ReadError(f"could not open parquet data at {url}: {exc}") from exc
         if not fragments:

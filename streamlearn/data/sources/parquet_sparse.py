@@ -38,7 +38,7 @@ from streamlearn.data.hashing import (
 )
 from streamlearn.data.sources.arrow_columns import arrow_kind, target_array
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
-from streamlearn.data.sources.parquet import arrow_filesystem
+from streamlearn.data.sources.parquet import arrow_filesystem, partition_clash
 from streamlearn.data.sources.parquet_handles import ParquetHandles
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, ReadError, SchemaError, SourceError
@@ -383,6 +383,8 @@ class ParquetSparseSource:
             fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
         except FileNotFoundError as exc:
             raise SourceError(f"no parquet data at {self.description}: {exc}") from exc
+        except pa.ArrowTypeError as exc:
+            raise partition_clash(self.description, exc) from exc
         except (pa.ArrowInvalid, OSError) as exc:
             raise ReadError(f"could not open parquet data at {self.description}: "
                             f"{exc}") from exc
