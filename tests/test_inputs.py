@@ -470,10 +470,16 @@ def test_nullable_targets(nullable: pd.DataFrame) -> None:
     keep = np.isfinite(_as_float(nullable)).all(axis=1)
     keep[10] = False
     np.testing.assert_allclose(ys, np.linspace(0, 1, N_ROWS)[keep].astype(np.float32))
-    broken = pd.array(np.arange(N_ROWS) % 2, dtype="Int64")
-    broken[12] = pd.NA
-    with pytest.raises(DataError, match="target column 't' is missing at row 12"):
-        open_dataset(nullable.assign(t=broken), target="t").classes
+    # a missing integer label is a missing value too: dropped, or refused as NaN is
+    gaps = pd.array(np.arange(N_ROWS) % 2, dtype="Int64")
+    gaps[12] = pd.NA
+    ds = open_dataset(nullable.assign(t=gaps), target="t", nan_policy="drop")
+    np.testing.assert_array_equal(ds.classes, np.array([0, 1], dtype=np.int64))
+    keep[10], keep[12] = np.isfinite(_as_float(nullable)).all(axis=1)[10], False
+    ys = np.concatenate([c.y for c in ds.chunks()])
+    np.testing.assert_array_equal(ys, (np.arange(N_ROWS) % 2)[keep])
+    with pytest.raises(LabelError, match="'t' has NaN or infinite labels"):
+        open_dataset(nullable.assign(t=gaps), target="t").classes
 
 
 def test_fit_with_nan_policy_on_nullable_frame(nullable: pd.DataFrame) -> None:

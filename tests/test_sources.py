@@ -9,6 +9,7 @@ import dask.array as da
 import dask.dataframe as dd
 import fsspec
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -17,7 +18,7 @@ import zarr
 from streamlearn import open_dataset
 from streamlearn.data.labels import consecutive_codes, offset_codes
 from streamlearn.data.sources.base import stack_columns, transpose_into
-from streamlearn.errors import ReadError, SchemaError
+from streamlearn.errors import LabelError, ReadError, SchemaError
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -181,6 +182,36 @@ def test_label_codings_map_to_class_indices(labels: np.ndarray) -> None:
     codes = np.concatenate([c.y for c in ds.chunks()])
     assert codes.dtype == np.int32
     np.testing.assert_array_equal(ds.classes[codes], y)
+
+
+@pytest.mark.parametrize("stored", ["parquet", "arrow", "pandas"])
+@pytest.mark.parametrize("labels", [np.array([3, 5, 7]), np.array([False, True])])
+def test_null_labels_of_an_integer_or_boolean_target_are_missing_values(
+        tmp_path: Path, stored: str, labels: np.ndarray) -> None:
+    # a null label is dropped under nan_policy="drop" and refused otherwise, as a NaN one
+    # is; the classes keep the labels' own type
+    rng = np.random.default_rng(2)
+    y = labels[rng.integers(0, len(labels), size=300)]
+    missing = np.zeros(300, dtype=bool)
+    missing[[0, 5, 299]] = True
+    table = pa.table({"x": rng.normal(size=300), "label": pa.array(y, mask=missing)})
+    data: object = {"parquet": lambda: str(tmp_path / "t.parquet"), "arrow": lambda: table,
+                    "pandas": lambda: table.to_pandas(types_mapper=pd.ArrowDtype)}[stored]()
+    if stored == "parquet":
+        pq.write_table(table, data)
+    if stored == "pandas":  # the nullable types of numpy-backed pandas: Int64, boolean
+        data = data.astype({"label": "boolean" if y.dtype == bool else "Int64"})
+    ds = open_dataset(data, target="label", nan_policy="drop", chunk_rows=64)
+    assert ds.classes.dtype == y.dtype
+    np.testing.assert_array_equal(ds.classes, np.unique(y[~missing]))
+    chunks = list(ds.chunks())
+    np.testing.assert_array_equal(ds.classes[np.concatenate([c.y for c in chunks])],
+                                  y[~missing])
+    np.testing.assert_array_equal(np.concatenate([c.X[:, 0] for c in chunks]),
+                                  table.column("x").to_numpy()[~missing].astype(np.float32))
+    with pytest.raises(LabelError, match="'label' has NaN or infinite labels; pass "
+                                         "nan_policy='drop'"):
+        open_dataset(data, target="label").classes
 
 
 def test_float_target_means_regression(ref: Reference) -> None:

@@ -638,7 +638,7 @@ class Dataset:
             if len(found) > MAX_CLASSES:
                 break
         assert found is not None
-        return found
+        return _labels_as_stored(found, self.source.kinds.get(self.target))
 
     def check_rows_left(self) -> None:
         """Under ``nan_policy="drop"``, make sure some row is left to train on.
@@ -1310,6 +1310,18 @@ def _label_kind(labels: np.ndarray) -> str | None:
                                     and all(isinstance(v, str) for v in labels.tolist())):
         return "text"
     return None
+
+
+def _labels_as_stored(labels: np.ndarray, kind: ColumnKind | None) -> np.ndarray:
+    """Labels of an integer or boolean target column read as floats (a column with
+    missing values reads as float64 with NaN, which ``nan_policy="drop"`` drops) in the
+    column's own type again, so that the classes are the integers or booleans stored;
+    other labels, and labels that are not all whole numbers, as they are."""
+    if (labels.dtype.kind != "f" or kind not in (ColumnKind.INTEGER, ColumnKind.BOOL)
+            or not np.isfinite(labels).all()):
+        return labels
+    typed = labels.astype(bool if kind == ColumnKind.BOOL else np.int64)
+    return typed if np.array_equal(typed, labels) else labels
 
 
 def _sorted_classes(values: np.ndarray, target: str | None, fewest: int = 2) -> np.ndarray:

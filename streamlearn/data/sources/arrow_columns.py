@@ -75,13 +75,21 @@ def _decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
 def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) -> np.ndarray:
     """The target column as numpy; categorical targets decoded to their values.
 
-    Nulls in a floating-point target become NaN (handled by the dataset's ``nan_policy``);
-    in any other target they are an error, since no label can stand in for them.
+    Nulls in a floating-point, integer or boolean target become NaN (the column then
+    float64), handled by the dataset's ``nan_policy`` as a NaN label is; the dataset gives
+    an integer or boolean target's classes their type back. In any other target, and in an
+    integer one with values beyond 2**53 (which float64 rounds), nulls are an error, since
+    no label can stand in for them.
     """
     if pa.types.is_floating(column.type):
         return feature_array(column) if column.type == pa.float32() else \
             column.to_numpy() if column.null_count == 0 else \
             pc.fill_null(column, float("nan")).to_numpy()
+    if column.null_count and (
+        pa.types.is_boolean(column.type)
+        or (pa.types.is_integer(column.type) and exact_in_float64(column))
+    ):
+        return pc.fill_null(pc.cast(column, pa.float64()), float("nan")).to_numpy()
     if column.null_count:
         first = pc.index(pc.is_null(column), True).as_py()
         raise DataError(
@@ -93,6 +101,15 @@ def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) 
             [c.dictionary_decode() for c in column.chunks], type=column.type.value_type
         )
     return column.to_numpy()
+
+
+def exact_in_float64(column: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether every value of an integer column is a float64 number (within 2**53)."""
+    if column.type.bit_width <= 32:
+        return True
+    extremes = pc.min_max(column)
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    return low is None or max(abs(low), abs(high)) <= 2**53
 
 
 def arrow_block(

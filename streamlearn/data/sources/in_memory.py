@@ -262,12 +262,18 @@ def passthrough_values(series: pd.Series) -> np.ndarray:
 
 def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np.ndarray:
     """The target column as numpy: nullable numbers as plain numpy numbers, categorical
-    labels decoded to their values; a missing label is an error, a missing float NaN."""
+    labels decoded to their values. A missing float, integer or boolean value is NaN (the
+    column then float64, as :func:`~streamlearn.data.sources.arrow_columns.target_array`
+    gives it), any other missing label an error."""
     dtype = series.dtype
     if pd.api.types.is_float_dtype(dtype):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    if series.isna().any():
-        first = int(np.flatnonzero(series.isna().to_numpy())[0])
+    missing = series.isna()
+    if missing.any() and (pd.api.types.is_bool_dtype(dtype) or (
+            pd.api.types.is_integer_dtype(dtype) and _within_float64(series))):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if missing.any():
+        first = int(np.flatnonzero(missing.to_numpy())[0])
         raise DataError(
             f"target column {name!r} is missing at row {file_row + first} of {where}; "
             "labels cannot be missing: remove those rows from the data"
@@ -282,6 +288,14 @@ def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np
     if pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
         return series.to_numpy(dtype=object).astype(str)
     return series.to_numpy()
+
+
+def _within_float64(series: pd.Series) -> bool:
+    """Whether every value of an integer column is a float64 number (within 2**53)."""
+    if np.dtype(getattr(series.dtype, "numpy_dtype", series.dtype)).itemsize <= 4:
+        return True
+    low, high = series.min(), series.max()
+    return bool(pd.isna(low) or max(abs(int(low)), abs(int(high))) <= 2**53)
 
 
 def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
