@@ -13,6 +13,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -197,10 +198,47 @@ def _writing(what: str, out: str | os.PathLike[str]) -> Iterator[None]:
             from exc
 
 
-def _names(value: str | None) -> list[str] | None:
-    if value is None:
+#: A column name in double quotes, then a comma or the end: the quotes keep commas and
+#: spaces in the name, ``""`` stands for a quote.
+_QUOTED_NAME = re.compile(r'"((?:[^"]|"")*)"\s*(,|$)')
+
+
+def _names(values: Sequence[str]) -> list[str] | None:
+    """The columns named by the values of a repeatable ``--features`` or ``--exclude``
+    (None when it was not given): each value a comma-separated list of names, stripped of
+    spaces, but for a name in double quotes, taken as written (``"c,d"``, ``" price"``).
+    """
+    if not values:
         return None
-    return [v.strip() for v in value.split(",") if v.strip()]
+    names: list[str] = []
+    for value in values:
+        rest = value
+        while True:
+            rest = rest.lstrip()
+            if rest.startswith('"'):
+                quoted = _QUOTED_NAME.match(rest)
+                if quoted is None:
+                    raise click.BadParameter(
+                        f"{value!r}: a column name in double quotes ends with a quote, then "
+                        'a comma or the end (a quote within it is written "")')
+                names.append(quoted.group(1).replace('""', '"'))
+                rest = rest[quoted.end():]
+                if not quoted.group(2):
+                    break
+                continue
+            name, comma, rest = rest.partition(",")
+            if name.strip():
+                names.append(name.strip())
+            if not comma:
+                break
+    return names
+
+
+def _column_names(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+                  ) -> list[str] | None:
+    """``--features``, ``--exclude``: the names given (:func:`_names`), checked before
+    anything is read."""
+    return _names(values)
 
 
 def _nan_policy(value: str) -> str | float:
@@ -252,20 +290,28 @@ _storage_options = _options(
 #: Options of every command that opens a dataset and chooses its columns.
 data_options = _options(
     _target_option,
-    click.option("--features", help="Comma-separated feature columns (default: all others)."),
-    click.option("--exclude", help="Comma-separated columns to leave out."),
+    click.option("--features", multiple=True, callback=_column_names,
+                 help="Comma-separated feature columns (default: all others); repeatable. "
+                 'Quote a name holding a comma or edge spaces: --features \'"c,d"\'.'),
+    click.option("--exclude", multiple=True, callback=_column_names,
+                 help="Comma-separated columns to leave out; repeatable, quoted names as "
+                 "for --features."),
     _storage_options,
 )
 _quiet_option = click.option("--quiet", "-q", is_flag=True,
                              help="No progress bars or timing lines on stderr.")
 
 
-def _open(data: str, target: str | None, features: str | None, exclude: str | None,
-          fmt: str | None, chunk_rows: int | None, nan_policy: str, **more: Any) -> Any:
+def _open(data: str, target: str | None, features: Sequence[str] | None,
+          exclude: Sequence[str] | None, fmt: str | None, chunk_rows: int | None,
+          nan_policy: str, **more: Any) -> Any:
+    """Open ``data`` with the columns ``features`` and ``exclude`` name (names, as
+    :func:`_names` gives them from the options)."""
     from streamlearn.data.open import open_dataset
 
     return open_dataset(
-        data, target=target, features=_names(features), exclude=_names(exclude) or (),
+        data, target=target, features=None if features is None else list(features),
+        exclude=list(exclude or ()),
         format=fmt, chunk_rows=chunk_rows, nan_policy=_nan_policy(nan_policy), **more,
     )
 
@@ -386,7 +432,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         task = "classification" if _is_classifier(model) else "regression"
     if "hash_features" in svmlight:  # the same columns hashed as the training rows'
         columns = svmlight.pop("features", None)
-        return _open(data, target, ",".join(columns) if columns else None, None, fmt,
+        return _open(data, target, columns or None, None, fmt,
                      chunk_rows, nan_policy, task=task, **svmlight)
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
@@ -395,7 +441,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         if list(dataset.feature_names) != expected and set(expected) <= set(
                 dataset.feature_names):
             # columns really named x0, x1, ... (next to others, such as the target): by name
-            dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows,
+            dataset = _open(data, target, expected, None, fmt, chunk_rows,
                             nan_policy, task=task, categories=categories, **svmlight)
         narrower_sparse = dataset.is_sparse and dataset.n_features < len(expected)
         if dataset.n_features != len(expected) and not narrower_sparse:
@@ -406,7 +452,7 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         check_coded_as_trained(model, dataset)
         return dataset
     try:
-        dataset = _open(data, target, ",".join(expected), None, fmt, chunk_rows, nan_policy,
+        dataset = _open(data, target, expected, None, fmt, chunk_rows, nan_policy,
                         task=task, categories=categories, **svmlight)
     except SchemaError as exc:
         if not str(exc).startswith("feature column(s)"):  # the target's, or another error
@@ -493,7 +539,7 @@ def cli() -> None:
 @_hash_option("Needed for svmlight files whose features are words.")
 @_quiet_option
 @_user_errors
-def info(data: str, target: str | None, features: str | None, exclude: str | None,
+def info(data: str, target: str | None, features: list[str] | None, exclude: list[str] | None,
          fmt: str | None, chunk_rows: int | None, nan_policy: str,
          hash_features: int | None, quiet: bool) -> None:
     """Print the schema of DATA and per-feature statistics from one streamed pass.
@@ -599,7 +645,7 @@ class ModelChoice(click.Choice):
               "way.")
 @_quiet_option
 @_user_errors
-def train(data: str, target: str | None, features: str | None, exclude: str | None,
+def train(data: str, target: str | None, features: list[str] | None, exclude: list[str] | None,
           fmt: str | None, chunk_rows: int | None, nan_policy: str, weight: str | None,
           model_name: ChosenModel | None, out: str, epochs: int | None, C: float | None,
           lam: float | None,
@@ -1419,7 +1465,8 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
 @_hash_option("The store holds the N hashed columns (train on it without hashing).")
 @_quiet_option
 @_user_errors
-def convert_command(data: str, target: str | None, features: str | None, exclude: str | None,
+def convert_command(data: str, target: str | None, features: list[str] | None,
+                    exclude: list[str] | None,
                     fmt: str | None, chunk_rows: int | None, nan_policy: str,
                     weight: str | None, out: str, layout: str, compression: str,
                     overwrite: bool, hash_features: int | None, quiet: bool) -> None:

@@ -234,6 +234,37 @@ def test_train_search_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> N
     assert not Path(out).exists()
 
 
+def test_columns_named_with_commas_and_edge_spaces(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(300, 3))
+    frame = pd.DataFrame({"c,d": x[:, 0], " price": x[:, 1], 'say "hi"': x[:, 2],
+                          "label": (x[:, 0] + x[:, 1] > 0).astype(np.int64)})
+    data, model_path = tmp_path / "t.parquet", tmp_path / "m.slm"
+    frame.to_parquet(data)
+    trained = run("train", str(data), "-t", "label", "-m", "additive", "--exclude",
+                  '"say ""hi"""', "-o", str(model_path), "--epochs", "1", "-p",
+                  "interactions=0", "-p", "n_bases=5", "-p", "tol=null", "--quiet")
+    assert trained.exit_code == 0, trained.output
+    model = AdditiveSVC.load(model_path)
+    assert list(model.feature_names_in_) == ["c,d", " price"]
+    # predict and evaluate read the model's columns by their exact names
+    predicted = run("predict", str(model_path), str(data), "-o", str(tmp_path / "p.parquet"))
+    assert predicted.exit_code == 0, predicted.output
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "p.parquet")["prediction"],
+                                  model.predict(frame[["c,d", " price"]]))
+    evaluated = run("evaluate", str(model_path), str(data), "-t", "label")
+    assert evaluated.exit_code == 0, evaluated.output
+    # quoted names, in one value or in repeated options, beside plain ones
+    for options, shown in ((("--features", '" price", "c,d"'), "2 ( price, c,d)"),
+                           (("--features", '" price"', "--features", '"c,d"'), "2 ( price, c,d)"),
+                           (("--exclude", '"c,d" , "say ""hi"""'), "1 ( price)")):
+        result = run("info", str(data), "-t", "label", *options, "--quiet")
+        assert result.exit_code == 0, result.output
+        assert f"features : {shown}\n" in result.output
+    unclosed = run("info", str(data), "-t", "label", "--exclude", '"c,d')
+    assert unclosed.exit_code == 2 and "in double quotes ends with a quote" in unclosed.output
+
+
 def test_train_usage_errors_exit_2(trained: Trained, tmp_path: Path) -> None:
     data, out = str(trained.data), str(tmp_path / "m.slm")
     assert run("train", data, "-t", "label", "-m", "additive").exit_code == 2  # no --out
