@@ -3,6 +3,7 @@ leaves coarse."""
 
 from __future__ import annotations
 
+import decimal
 import warnings
 from pathlib import Path
 
@@ -67,10 +68,12 @@ def test_the_rule_counts_float32_steps_at_the_largest_magnitude() -> None:
     assert spans is not None and coarse_columns(spans).size == 0
 
 
-def _zarr_columns(frame: pd.DataFrame, path: Path) -> str:
+def _zarr_columns(frame: pd.DataFrame, path: Path, dtype: str | None = "float64") -> str:
+    """The frame's columns as arrays of a zarr group, of ``dtype`` (None: their own)."""
     group = zarr.open_group(str(path), mode="w")
     for name in frame.columns:
-        arr = group.create_array(name, shape=(N,), chunks=(256,), dtype="float64")
+        arr = group.create_array(name, shape=(N,), chunks=(256,),
+                                 dtype=dtype or frame[name].dtype)
         arr[:] = frame[name].to_numpy()
     return str(path)
 
@@ -97,6 +100,42 @@ def test_a_stream_warns_once_of_the_coarse_column_only(kind: str, tmp_path: Path
     assert len(said) == 1, said
     assert f"feature {name!r}" in said[0] and "1.7e+09" in said[0]
     assert "subtract an offset" in said[0]
+
+
+def integer_columns() -> pd.DataFrame:
+    """Unix timestamps as int64 seconds (1.7e9 plus 0 .. N-1), integer counts up to 1e6 and
+    small int16 codes."""
+    rng = np.random.default_rng(1)
+    return pd.DataFrame({"stamp": 1_700_000_000 + np.arange(N, dtype=np.int64),
+                         "counts": rng.integers(0, 10**6, N),
+                         "codes": rng.integers(0, 100, N).astype(np.int16)})
+
+
+@pytest.mark.parametrize("kind", ["numpy", "pandas", "Int64", "arrow", "parquet", "decimal",
+                                  "csv", "zarr", "dask"])
+def test_integer_and_decimal_columns_left_coarse_warn(kind: str, tmp_path: Path) -> None:
+    frame = integer_columns()
+    # reference: what the cast leaves of each column, counted by numpy
+    kept = [np.unique(frame[c].to_numpy().astype(np.float32)).size for c in frame.columns]
+    assert kept[0] <= N // 100 and kept[1:] == [frame[c].nunique() for c in frame.columns[1:]]
+    decimals = pa.table({"stamp": pa.array([decimal.Decimal(int(v)) for v in frame["stamp"]],
+                                           pa.decimal128(12, 0)),
+                         "counts": frame["counts"], "codes": frame["codes"]})
+    source = {
+        "numpy": lambda: frame[["stamp", "counts"]].to_numpy(),
+        "pandas": lambda: frame,
+        "Int64": lambda: frame.astype({"stamp": "Int64"}),
+        "arrow": lambda: pa.Table.from_pandas(frame, preserve_index=False),
+        "parquet": lambda: str(write_parquet_file(frame, tmp_path / "f.parquet", 400)),
+        "decimal": lambda: decimals,
+        "csv": lambda: frame.to_csv(tmp_path / "f.csv", index=False) or str(tmp_path / "f.csv"),
+        "zarr": lambda: _zarr_columns(frame, tmp_path / "s.zarr", None),
+        "dask": lambda: da.from_array(frame[["stamp", "counts"]].to_numpy(), chunks=(400, 2)),
+    }[kind]()
+    said = _walked_twice(open_dataset(source, chunk_rows=400))
+    name = "x0" if kind in ("numpy", "dask") else "stamp"
+    assert len(said) == 1, said
+    assert f"feature {name!r}" in said[0] and "1.700001e+09" in said[0]
 
 
 def test_no_warning_for_ordinary_float64_or_float32_data() -> None:
@@ -127,7 +166,7 @@ def test_a_sorted_column_narrow_in_each_chunk_but_wide_over_the_data_is_not_name
 def test_arrays_given_to_fit_are_checked_whole() -> None:
     frame = columns()
     y = (frame["stamp"].to_numpy() > 1.7e9).astype(int)
-    with pytest.warns(UserWarning, match=r"feature 'x0' of X is float64") as record:
+    with pytest.warns(UserWarning, match=r"feature 'x0' of X has values of magnitude") as record:
         X, _, _ = check_array_input(frame.to_numpy(), y, None, "classification")
     assert X.dtype == np.float32
     assert len(coarse_warnings(list(record))) == 1

@@ -252,7 +252,8 @@ class Dataset:
         self._offsets = np.cumsum([0] + [p.n_rows for p in source.pieces])
         # row ranges [a, b) whose values were all finite when read before (see _chunk)
         self._finite_ranges: set[tuple[int, int]] = set()
-        # ranges of the float64 feature columns read, before their cast to float32
+        # ranges of the float64, integer and decimal feature columns read, before their
+        # cast to float32
         self._resolution = ResolutionWatch()
         # and of a float64 (or integer) regression target, before its cast
         self._target_resolution = ResolutionWatch()
@@ -894,9 +895,10 @@ class Dataset:
         return self._watched(walk) if (lo, hi) == (0, self.n_rows) and not skip else walk
 
     def _watched(self, walk: Iterator[Chunk]) -> Iterator[Chunk]:
-        """``walk`` (over all rows), then a warning of each float64 feature column, and of
-        a regression target, whose values, over every row read so far, the cast to float32
-        left coarse (:mod:`streamlearn.data.precision`): once per column."""
+        """``walk`` (over all rows), then a warning of each float64, integer or decimal
+        feature column, and of a regression target, whose values, over every row read so
+        far, the cast to float32 left coarse (:mod:`streamlearn.data.precision`): once per
+        column."""
         yield from walk
         self._resolution.warn(self._read_features or self.feature_names,
                               self.source.description)

@@ -1,18 +1,25 @@
-"""What the cast of float64 feature and target values to float32 loses, and the warning
-that says so.
+"""What the cast of float64, integer and decimal feature and target values to float32
+loses, and the warning that says so.
 
 Chunks hold float32 features and regression targets (the models compute in float32), so a
-float64 column is cast as it is read. The cast keeps about 7 significant digits: a column
-with a large offset and a small spread (Unix timestamps, 1.7e9 plus a few seconds) keeps
+float64, integer or decimal column is cast as it is read. The cast keeps about 7
+significant digits (integers exactly up to 2**24 only): a column with a large offset and a
+small spread (Unix timestamps, 1.7e9 plus a few seconds, as float64 or int64 numbers) keeps
 only a handful of distinct values, and a model trained on it learns nothing from it,
 silently.
 
-The rule (:func:`coarse_columns`): a float64 feature column is *coarse* when its values,
+The columns checked (:func:`checked_dtype`) are those whose values the cast can round:
+float64 and integers of 32 bits or more, read as they are (arrays) or as float64 first
+(a source's decimal, integer and float64 columns, whose ranges are taken before the cast).
+Float32 columns, and integers of 8 or 16 bits, lose nothing in their cast and are not
+checked.
+
+The rule (:func:`coarse_columns`): a checked feature column is *coarse* when its values,
 over the rows read, span fewer than :data:`NARROW_STEPS` float32 steps (the spacing of
 float32 numbers at the column's largest magnitude), while they differ in float64 and are
 not all float32 numbers already. Such a column is named in a ``UserWarning`` (with its
 magnitude and spread), which advises subtracting an offset (centring the column) before
-the data is streamed. Float32 columns are not checked: nothing is lost in their reading.
+the data is streamed.
 
 A regression target is held to the same rule (:func:`target_spans`): a regressor learns
 from the cast values alone. Its warning advises subtracting an offset
@@ -20,7 +27,7 @@ from the target (e.g. its mean) and adding it back to the predictions. An intege
 checked as the float64 values it stands for. Classification labels are never cast, and
 never checked.
 
-A source records, for each block it reads, the range of each float64 feature column
+A source records, for each block it reads, the range of each checked feature column
 (:func:`matrix_spans`, :func:`column_spans`): two reductions per column, and an exactness
 check only for a column that is narrow within the block; a dataset takes its regression
 target's range from each chunk, before the target's cast. A dataset merges the blocks'
@@ -52,8 +59,8 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 @dataclass(frozen=True, slots=True)
 class Float64Spans:
-    """Ranges of a block's float64 feature columns (or of its target), before their cast
-    to float32.
+    """Ranges of a block's checked feature columns (float64, integers of 32 bits or more,
+    decimals; or of its target), before their cast to float32.
 
     ``positions`` are the columns' positions among the block's features (0 for a target);
     ``lo`` and ``hi`` their smallest and largest finite values (NaN for a column with
@@ -104,19 +111,28 @@ def _finite_range(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.nda
         return lo, hi
 
 
+def checked_dtype(dtype: np.dtype) -> bool:
+    """Whether the cast to float32 can round values of numpy ``dtype``: float64, and
+    integers of 32 bits or more (float32 steps exceed 1 beyond 2**24)."""
+    return dtype == np.float64 or (dtype.kind in "iu" and dtype.itemsize >= 4)
+
+
 def _inexact(values: np.ndarray) -> bool:
-    """Whether any finite value of a 1-D float64 array is not a float32 number."""
+    """Whether any finite value of a 1-D float64 or integer array is not a float32
+    number."""
+    values = values.astype(np.float64, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
         cast = values.astype(np.float32).astype(np.float64)
         return bool(np.any((cast != values) & np.isfinite(values)))
 
 
 def matrix_spans(X: np.ndarray) -> Float64Spans | None:
-    """The :class:`Float64Spans` of every column of a 2-D float64 matrix (None for any
-    other dtype, or no rows)."""
-    if X.dtype != np.float64 or X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+    """The :class:`Float64Spans` of every column of a 2-D float64 or integer matrix (None
+    for a dtype not :func:`checked_dtype`, or no rows)."""
+    if not checked_dtype(X.dtype) or X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         return None
     lo, hi = _finite_range(X, axis=0)
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     inexact = np.ones(X.shape[1], dtype=bool)
     for j in np.flatnonzero(narrow(lo, hi)):
         inexact[j] = _inexact(X[:, j])
@@ -129,9 +145,10 @@ def matrix_spans(X: np.ndarray) -> Float64Spans | None:
 
 
 def column_spans(columns: Sequence[np.ndarray]) -> Float64Spans | None:
-    """The :class:`Float64Spans` of the float64 arrays among ``columns`` (a block's feature
-    columns, in order), or None when none is float64."""
-    positions = [j for j, c in enumerate(columns) if c.dtype == np.float64 and c.shape[0]]
+    """The :class:`Float64Spans` of the float64 and integer arrays among ``columns`` (a
+    block's feature columns, in order; :func:`checked_dtype`), or None when there are
+    none."""
+    positions = [j for j, c in enumerate(columns) if checked_dtype(c.dtype) and c.shape[0]]
     if not positions:
         return None
     lo = np.empty(len(positions))
@@ -165,7 +182,7 @@ def coarse_message(name: str, lo: float, hi: float, where: str, role: str = "fea
     magnitude = max(abs(lo), abs(hi))
     step = float(float32_step(np.float64(magnitude)))
     said = (
-        f"{role} {name!r} of {where} is float64 with values of magnitude "
+        f"{role} {name!r} of {where} has values of magnitude "
         f"{magnitude:.7g} spread over only {hi - lo:.4g} (from {lo:.10g} to {hi:.10g}): "
         f"float32, in which the models compute, has steps of {step:.3g} there, so the "
         f"{'target' if role == 'target' else 'column'} keeps at most "

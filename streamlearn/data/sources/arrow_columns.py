@@ -34,8 +34,8 @@ def arrow_kind(dtype: pa.DataType) -> ColumnKind:
 def feature_array(column: pa.ChunkedArray | pa.Array, name: str = "",
                   where: str = "", dtype: pa.DataType | None = None) -> np.ndarray:
     """One numeric or boolean Arrow column as float32 (or ``dtype``: float64 for weights,
-    checked before their cast, and for float64 features, whose ranges are taken before
-    theirs), nulls as NaN."""
+    checked before their cast, and for the features :func:`arrow_read_as_float64` names,
+    whose ranges are taken before theirs), nulls as NaN."""
     dtype = dtype or pa.float32()
     if column.type != dtype:
         try:
@@ -46,6 +46,14 @@ def feature_array(column: pa.ChunkedArray | pa.Array, name: str = "",
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     return column.to_numpy(zero_copy_only=False)
+
+
+def arrow_read_as_float64(dtype: pa.DataType) -> bool:
+    """Whether a numeric feature column of Arrow type ``dtype`` is read as float64 (its
+    range taken before its cast to float32: :mod:`streamlearn.data.precision`): float64,
+    decimals, and integers of 32 bits or more, whose values the cast can round."""
+    return (dtype == pa.float64() or pa.types.is_decimal(dtype)
+            or (pa.types.is_integer(dtype) and dtype.bit_width >= 32))
 
 
 def column_categories(column: pa.ChunkedArray | pa.Array) -> list[Any]:
@@ -138,13 +146,14 @@ def arrow_block(
             return pa.chunked_array([pa.array([constants[name]] * n)])
         return table.column(name)
 
-    # float64 columns are cast by stack_columns, after their ranges are taken
+    # columns whose cast can round (float64, integers of 32 bits or more, decimals) are
+    # read as float64 and cast by stack_columns, after their ranges are taken
     def feature(name: str) -> np.ndarray:
         values = column(name)
         if name in categories:
             return category_codes(values, categories[name])
         return feature_array(values, name, where,
-                             pa.float64() if values.type == pa.float64() else None)
+                             pa.float64() if arrow_read_as_float64(values.type) else None)
 
     cols = [feature(f) for f in features]
     spans = column_spans(cols)

@@ -9,10 +9,11 @@ import pandas as pd
 import pyarrow as pa
 
 from streamlearn.data.categories import distinct_values, encode_categories
-from streamlearn.data.precision import column_spans, matrix_spans
+from streamlearn.data.precision import checked_dtype, column_spans, matrix_spans
 from streamlearn.data.sources.arrow_columns import (
     arrow_block,
     arrow_kind,
+    arrow_read_as_float64,
     column_categories,
     target_array,
 )
@@ -308,10 +309,11 @@ def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
     """
     n = len(frame)
     categories = categories or {}
-    # float64 columns are cast by stack_columns, after their ranges are taken
+    # columns whose cast can round (float64, integers of 32 bits or more) are read as
+    # float64 and cast by stack_columns, after their ranges are taken
     cols = [encode_categories(frame[f], categories[f]) if f in categories
-            else pandas_feature(frame[f], f, where,
-                                np.float64 if is_float64(frame[f].dtype) else np.float32)
+            else pandas_feature(frame[f], f, where, np.float64
+                                if pandas_read_as_float64(frame[f].dtype) else np.float32)
             for f in features]
     spans = column_spans(cols)
     X = stack_columns(cols, n)
@@ -320,10 +322,17 @@ def pandas_block(frame: pd.DataFrame, features: list[str], target: str | None,
     return Block(X=X, y=y, weight=w, spans=spans)
 
 
-def is_float64(dtype: Any) -> bool:
-    """Whether a pandas dtype holds float64 numbers (``float64``, ``Float64``)."""
-    return pd.api.types.is_float_dtype(dtype) and np.dtype(
-        getattr(dtype, "numpy_dtype", dtype)) == np.float64
+def pandas_read_as_float64(dtype: Any) -> bool:
+    """Whether a numeric pandas column of ``dtype`` is read as float64 (its range taken
+    before its cast to float32: :mod:`streamlearn.data.precision`): float64 and integers
+    of 32 bits or more (numpy, nullable ``Float64``/``Int64`` or Arrow-backed), and
+    Arrow-backed decimals, whose values the cast can round."""
+    arrow = getattr(dtype, "pyarrow_dtype", None)
+    if arrow is not None:
+        return arrow_read_as_float64(arrow)
+    if not (pd.api.types.is_float_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)):
+        return False
+    return checked_dtype(np.dtype(getattr(dtype, "numpy_dtype", dtype)))
 
 
 def pandas_categories(frame: pd.DataFrame, names: list[str]) -> dict[str, list[Any]]:
