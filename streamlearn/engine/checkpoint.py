@@ -64,7 +64,6 @@ from streamlearn.engine import state_codec
 from streamlearn.engine.accounting import PassLog, PassRecord, capturing, open_pass
 from streamlearn.engine.passes import EngineBase
 from streamlearn.errors import CheckpointError
-from streamlearn.io.file_location import local_path
 
 FORMAT = "streamlearn-checkpoint"
 FORMAT_VERSION = 1
@@ -545,7 +544,8 @@ def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: 
     if "://" in os.fspath(checkpoint) and not os.fspath(checkpoint).startswith("file://"):
         raise ValueError(f"checkpoint={os.fspath(checkpoint)!r} is a URL: a checkpoint is a "
                          "local directory (it is rewritten in place, chunk by chunk)")
-    checkpoint = local_path(checkpoint)  # a file:// URL as its path
+    text = os.fspath(checkpoint)  # a file:// URL as its path
+    checkpoint = Path(text[len("file://"):] if text.startswith("file://") else text).expanduser()
     if int(every) < 1:
         raise ValueError(f"checkpoint_every must be a positive number of chunks, got {every}")
     params = model.get_params() if hasattr(model, "get_params") else {}
