@@ -63,7 +63,7 @@ def test_encoders_write_nothing_for_zero_features():
         nz = np.flatnonzero(row)
         nnz = bspline_encode_row(row, b.lo_, b.scale_, 8, 3, True, NO_WARP, idx, val)
         assert set(idx[:nnz] // 5) == set(nz) and nnz <= 4 * len(nz)
-        nnz = fourier_encode_row(row, f.lo_, f.hi_, f.weights, True, idx, val)
+        nnz = fourier_encode_row(row, f.lo_, f.hi_, f.half_width_, f.weights, True, idx, val)
         assert nnz == 6 * len(nz) and set(idx[:nnz] // 6) == set(nz)
         nnz = hermite_encode_row(row, h.mean_, h.std_, h.weights, np.inf, True, idx, val)
         assert nnz == 4 * len(nz) and set(idx[:nnz] // 4) == set(nz)

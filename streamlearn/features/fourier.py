@@ -1,16 +1,27 @@
 """Trigonometric embedding penalising the d-th derivative (paper 000, Sec. 4, eq. 5, Table 1).
 
-Each feature is scaled to ``t = 2 (x - lo) / (hi - lo) - 1`` and clamped to ``[-1, 1]``.
-For ``n_terms = K`` frequencies the feature contributes ``2K`` columns, in the order
+Each feature's range ``[lo, hi]`` is mapped to the middle half of the basis's period,
+``t = h (2 (x - lo) / (hi - lo) - 1)`` with ``h = 1/2`` (:data:`HALF_WIDTH`), clamped to
+``[-h, h]``. For ``n_terms = K`` frequencies the feature contributes ``2K`` columns, in the
+order
 
     ``cos(pi t) / 1^d, sin(pi t) / 1^d, cos(2 pi t) / 2^d, sin(2 pi t) / 2^d, ...``
 
 (Table 1: ``Psi^d_k(x) = {cos(k pi x) / k^d, sin(k pi x) / k^d}``). With these weights the
-d-th derivatives of the columns are orthogonal on ``[-1, 1]`` with equal squared norms
-``pi^(2d)``, so ``||w||^2`` is, up to that constant, the penalty ``int f^(d)(t)^2 dt`` on
-``f = w . Psi``. The constant function is not a column: its derivative vanishes, so it is
-left to the model's bias. The basis is periodic, so a fitted function takes the same value
-at ``lo`` and ``hi``.
+d-th derivatives of the columns are orthogonal on the period ``[-1, 1]`` with equal squared
+norms ``pi^(2d)``, so ``||w||^2`` is, up to that constant, the penalty ``int f^(d)(t)^2 dt``
+over the whole period on ``f = w . Psi``. The constant function is not a column: its
+derivative vanishes, so it is left to the model's bias.
+
+The paper normalises the data to the whole period ``[-1, 1]``; its functions are periodic,
+so they take the same value at both ends of the range: a 0/1 feature (its two values at the
+two ends) then embeds to one point and is ignored, and a monotone effect has to turn back
+before ``hi``. On the middle half the functions need not meet: ``sin(pi t)`` rises from
+``lo`` to ``hi``, and a curve whose ends differ pays in the penalty for the way back over
+the half of the period no row reaches, where nothing pulls it and it takes the smoothest
+return. Maps fitted before this scaling used ``h = 1`` (the paper's); they keep it
+(``half_width_`` is absent from their saved state and reads 1), so their models predict as
+they did.
 
 Zero-preserving variant (Sec. 5): the columns are ``Psi(t(x)) - Psi(t(0))``. These span the
 functions of the expansion (constant included) that vanish at ``x = 0``; their derivatives,
@@ -28,6 +39,11 @@ from numba import njit
 from streamlearn.features.feature_map import FeatureMap, as_stat
 
 ORDERS = (1, 2)
+#: Half the width of the interval ``t`` spans, in units of the basis's period ``[-1, 1]``
+#: (of width 2): a feature's range is its middle half. Maps saved before it had 1.
+HALF_WIDTH = 0.5
+#: The scaling of maps saved before :data:`HALF_WIDTH`: the range was the whole period.
+WHOLE_PERIOD = 1.0
 
 
 def fourier_weights(n_terms: int, order: int) -> np.ndarray:
@@ -51,15 +67,15 @@ def fourier_weights(n_terms: int, order: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, forceinline=True, error_model="numpy")
-def _scaled(x, lo, hi):
+def _scaled(x, lo, hi, half_width):
     # numpy's error model: numba's default checks every float division for a zero divisor,
     # and that branch keeps the loops calling this from vectorising (hi > lo always).
     t = 2.0 * (np.float64(x) - lo) / (hi - lo) - 1.0
     if not t > -1.0:
-        return -1.0
-    if t > 1.0:
-        return 1.0
-    return t
+        t = -1.0
+    elif t > 1.0:
+        t = 1.0
+    return half_width * t
 
 
 #: Taylor coefficients of sin(u) / u and of cos(u) in powers of u^2, for |u| <= pi / 2.
@@ -87,11 +103,11 @@ def cos_sin_pi(t):
 
 @njit(cache=True, nogil=True, forceinline=True,
       fastmath={"reassoc", "contract", "nsz", "arcp"})
-def _first_frequency(x, lo, hi, c1, s1, c, s):
+def _first_frequency(x, lo, hi, half_width, c1, s1, c, s):
     # the sweeps' start: each feature's (cos, sin)(pi t) as the step (c1, s1) and as the
     # first frequency's values (c, s)
     for f in range(x.shape[0]):
-        cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
+        cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f], half_width))
         c1[f] = cf
         s1[f] = sf
         c[f] = cf
@@ -144,7 +160,7 @@ def _write_shifted_block(t, t0, weights, base, idx, val, nnz):
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
-def fourier_encode_every_feature(x, lo, hi, weights, idx, val):
+def fourier_encode_every_feature(x, lo, hi, half_width, weights, idx, val):
     """:func:`fourier_encode_row` without zero-preserving: every feature's block.
 
     Parameters and result as for :func:`fourier_encode_row`; ``idx`` is also work space.
@@ -164,7 +180,7 @@ def fourier_encode_every_feature(x, lo, hi, weights, idx, val):
     if n_terms == 1:
         w = weights[0]
         for f in range(nf):
-            cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f]))
+            cf, sf = cos_sin_pi(_scaled(x[f], lo[f], hi[f], half_width))
             val[2 * f] = cf * w
             val[2 * f + 1] = sf * w
     else:  # nf * 2K >= 4 nf entries
@@ -173,7 +189,7 @@ def fourier_encode_every_feature(x, lo, hi, weights, idx, val):
         s1 = work[nf : 2 * nf]
         c = work[2 * nf : 3 * nf]
         s = work[3 * nf :]
-        _first_frequency(x, lo, hi, c1, s1, c, s)
+        _first_frequency(x, lo, hi, half_width, c1, s1, c, s)
         for k in range(n_terms):
             w = np.float32(weights[k])
             for f in range(nf):
@@ -193,7 +209,7 @@ def fourier_encode_every_feature(x, lo, hi, weights, idx, val):
 
 @njit(cache=True, nogil=True, forceinline=True,
       fastmath={"reassoc", "contract", "nsz", "arcp"})
-def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
+def fourier_encode_frequency_major(x, lo, hi, half_width, weights, c1, s1, c, s, val):
     """The values of :func:`fourier_encode_every_feature` in frequency-major order.
 
     Entry ``2 k nf + f`` holds ``cos((k + 1) pi t_f) w_k`` and entry ``(2 k + 1) nf + f``
@@ -215,6 +231,8 @@ def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
     ----------
     x : ndarray of shape (n_features,), float32
     lo, hi : ndarray of shape (n_features,), float64
+    half_width : float
+        As for :func:`fourier_encode_row`.
     weights : ndarray of shape (K,), float64
     c1, s1, c, s : ndarray of shape (n_features,), float32
         Work space (the sweeps' state), four separate arrays.
@@ -228,7 +246,7 @@ def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
     """
     nf = x.shape[0]
     n_terms = weights.shape[0]
-    _first_frequency(x, lo, hi, c1, s1, c, s)
+    _first_frequency(x, lo, hi, half_width, c1, s1, c, s)
     # one loop per frequency, which stores its values and steps the recurrence: three
     # short loops per frequency, each with its own set-up, took 2.6x as long
     for k in range(n_terms):
@@ -247,7 +265,7 @@ def fourier_encode_frequency_major(x, lo, hi, weights, c1, s1, c, s, val):
 
 
 @njit(cache=True, nogil=True)
-def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
+def fourier_encode_row(x, lo, hi, half_width, weights, zero_preserving, idx, val):
     """Trigonometric encoding of one row.
 
     Feature ``f`` writes columns ``f * 2K .. f * 2K + 2K - 1`` (``K = len(weights)``); in the
@@ -257,7 +275,11 @@ def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
     ----------
     x : ndarray of shape (n_features,), float32
     lo, hi : ndarray of shape (n_features,), float64
-        Per-feature ranges mapped to ``[-1, 1]``.
+        Per-feature ranges, mapped to ``t`` in ``[-half_width, half_width]``; inputs
+        outside are clamped to them.
+    half_width : float
+        :data:`HALF_WIDTH`, or :data:`WHOLE_PERIOD` for a map fitted before it
+        (:attr:`FourierMap.half_width_`).
     weights : ndarray of shape (K,), float64
         Column weights, :func:`fourier_weights`.
     zero_preserving : bool
@@ -270,26 +292,28 @@ def fourier_encode_row(x, lo, hi, weights, zero_preserving, idx, val):
         Number of entries written.
     """
     if not zero_preserving:
-        return fourier_encode_every_feature(x, lo, hi, weights, idx, val)
+        return fourier_encode_every_feature(x, lo, hi, half_width, weights, idx, val)
     n_cols = 2 * weights.shape[0]
     nnz = 0
     for f in range(x.shape[0]):
         if x[f] == 0.0:
             continue
-        t = _scaled(x[f], lo[f], hi[f])
-        t0 = _scaled(np.float32(0.0), lo[f], hi[f])
+        t = _scaled(x[f], lo[f], hi[f], half_width)
+        t0 = _scaled(np.float32(0.0), lo[f], hi[f], half_width)
         nnz = _write_shifted_block(t, t0, weights, f * n_cols, idx, val, nnz)
     return nnz
 
 
 @njit(cache=True, nogil=True)
-def fourier_transform_dense(X, lo, hi, weights, zero_preserving, out):
+def fourier_transform_dense(X, lo, hi, half_width, weights, zero_preserving, out):
     """Materialise the trigonometric embedding of ``X`` into a dense array.
 
     Parameters
     ----------
     X : ndarray of shape (n_rows, n_features), float32
     lo, hi : ndarray of shape (n_features,), float64
+    half_width : float
+        As for :func:`fourier_encode_row`.
     weights : ndarray of shape (K,), float64
     zero_preserving : bool
     out : ndarray of shape (n_rows, n_features * 2K), float32
@@ -306,7 +330,7 @@ def fourier_transform_dense(X, lo, hi, weights, zero_preserving, out):
         c = np.empty(nf, dtype=np.float32)
         s = np.empty(nf, dtype=np.float32)
         for r in range(X.shape[0]):
-            fourier_encode_frequency_major(X[r], lo, hi, weights, c1, s1, c, s, val)
+            fourier_encode_frequency_major(X[r], lo, hi, half_width, weights, c1, s1, c, s, val)
             j = 0
             for k in range(n_terms):
                 for part in range(2):
@@ -317,7 +341,7 @@ def fourier_transform_dense(X, lo, hi, weights, zero_preserving, out):
     for r in range(X.shape[0]):
         for i in range(out.shape[1]):
             out[r, i] = 0.0
-        nnz = fourier_encode_row(X[r], lo, hi, weights, zero_preserving, idx, val)
+        nnz = fourier_encode_row(X[r], lo, hi, half_width, weights, zero_preserving, idx, val)
         for k in range(nnz):
             out[r, idx[k]] = val[k]
 
@@ -337,11 +361,19 @@ class FourierMap(FeatureMap):
     Attributes
     ----------
     lo_, hi_ : ndarray of shape (n_features,), float64
-        Per-feature ranges mapped to ``[-1, 1]``; inputs are clamped to them.
+        Per-feature ranges, mapped to ``t`` in ``[-half_width_, half_width_]``; inputs are
+        clamped to them.
+    half_width_ : float
+        :data:`HALF_WIDTH` (the range is the middle half of the basis's period), set by
+        :meth:`fit`. A map saved before it has no such attribute and reads the class's
+        :data:`WHOLE_PERIOD` (the range was the whole period), so that its model predicts
+        as it did.
     """
 
     _param_names = ("n_terms", "penalty_order", "zero_preserving")
     _state_names = ("lo_", "hi_")
+    #: Read by maps saved before :data:`HALF_WIDTH`; :meth:`fit` sets the instance's.
+    half_width_: float = WHOLE_PERIOD
 
     def __init__(
         self, n_terms: int = 4, penalty_order: int = 1, zero_preserving: bool = False
@@ -379,7 +411,28 @@ class FourierMap(FeatureMap):
             raise ValueError(f"hi < lo for feature {f}: [{lo[f]}, {hi[f]}]")
         self.lo_ = lo
         self.hi_ = np.where(hi > lo, hi, lo + 1.0)
+        self.half_width_ = HALF_WIDTH
         return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`FeatureMap.to_dict`, with ``half_width_`` in the state."""
+        data = super().to_dict()
+        if data["state"] is not None:
+            data["state"]["half_width_"] = float(self.half_width_)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """:meth:`FeatureMap.from_dict`, reading ``half_width_`` (:data:`WHOLE_PERIOD` in a
+        dict written before it)."""
+        obj = super().from_dict(data)
+        if data.get("state") is not None:
+            half_width = float(data["state"].get("half_width_", WHOLE_PERIOD))
+            if half_width not in (HALF_WIDTH, WHOLE_PERIOD):
+                raise ValueError(f"unsupported Fourier map half_width_ {half_width!r}: "
+                                 f"expected {HALF_WIDTH} or {WHOLE_PERIOD}")
+            obj.half_width_ = half_width
+        return obj
 
     def fit_from_stats(
         self,
@@ -409,5 +462,6 @@ class FourierMap(FeatureMap):
         """Dense embedding, float32 of shape (n_rows, n_features * 2 * n_terms)."""
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.n_output_features(X.shape[1])), dtype=np.float32)
-        fourier_transform_dense(X, self.lo_, self.hi_, self.weights, self.zero_preserving, out)
+        fourier_transform_dense(X, self.lo_, self.hi_, self.half_width_, self.weights,
+                                self.zero_preserving, out)
         return out

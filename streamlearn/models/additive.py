@@ -156,6 +156,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     embedding : {"bspline", "fourier", "hermite", "linear"}
         Per-feature embedding (paper 000): B-splines with a difference penalty, the
         trigonometric or Hermite embedding of Table 1, or the raw features (a linear SVM).
+        The trigonometric embedding maps each feature's range to the middle half of its
+        basis's period, so that a curve's values at the two ends of the range need not
+        meet (the paper maps the range to the whole period: a 0/1 feature, its values at
+        the two ends, was then ignored, and a monotone effect turned back before the
+        range's end); inputs outside the range are clamped to it.
         The Hermite embedding standardises each feature by its mean and standard
         deviation and clamps the result to ``[-3, 3]``, where its curves end (the
         paper's map does not clamp: a row far out in a tail then takes the training

@@ -14,7 +14,8 @@ by an integer ``kind`` and two packed arrays:
 * ``fpar`` (float64): the per-feature statistics ``[a (n_features), b (n_features),
   weights (n_terms), clip]``, where ``(a, b)`` is ``(lo, scale)`` for B-splines (``scale``:
   :func:`~streamlearn.features.bspline.segment_scale`), ``(lo, hi)`` for Fourier and
-  ``(mean, std)`` for Hermite; pair maps append each feature's pair axis's scale and its
+  ``(mean, std)`` for Hermite, and ``clip`` is the Hermite map's clip and the Fourier map's
+  ``half_width_``; pair maps append each feature's pair axis's scale and its
   lower end (n_features each) and, from ``ipar[IP_VALUE_START]`` on, the value columns'
   entry and the value table, and
   B-splines with quantile knots then the :func:`~streamlearn.features.knots.warp_table`
@@ -231,7 +232,8 @@ def embedding_params(feature_map: FeatureMap | None, n_features: int | None = No
         ipar[IP_ZERO_PRESERVING] = feature_map.zero_preserving
         ipar[IP_N_TERMS] = feature_map.n_terms
         if isinstance(feature_map, FourierMap):
-            kind, a, b, clip = FOURIER, feature_map.lo_, feature_map.hi_, 0.0
+            kind, a, b = FOURIER, feature_map.lo_, feature_map.hi_
+            clip = feature_map.half_width_
         else:
             kind, a, b = HERMITE, feature_map.mean_, feature_map.std_
             clip = np.inf if feature_map.clip is None else feature_map.clip
@@ -322,8 +324,8 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
         if zero_preserving:
-            return fourier_encode_row(x, a, b, weights, True, idx, val)
-        return fourier_encode_every_feature(x, a, b, weights, idx, val)
+            return fourier_encode_row(x, a, b, fpar[2 * nf + k], weights, True, idx, val)
+        return fourier_encode_every_feature(x, a, b, fpar[2 * nf + k], weights, idx, val)
     return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
 
 
@@ -713,7 +715,7 @@ def embed_term_major(kind, x, ipar, fpar, work, val):
     nf = x.shape[0]
     k = ipar[IP_N_TERMS]
     if kind == FOURIER:
-        return fourier_encode_frequency_major(x, fpar[:nf], fpar[nf : 2 * nf],
+        return fourier_encode_frequency_major(x, fpar[:nf], fpar[nf : 2 * nf], fpar[2 * nf + k],
                                               fpar[2 * nf : 2 * nf + k], work[0], work[1],
                                               work[2], work[3], val)
     return hermite_encode_degree_major(x, fpar[:nf], fpar[nf : 2 * nf],
