@@ -767,3 +767,40 @@ def test_linear_model_trains_on_standardised_features_and_reports_raw_units(solv
     plain = AdditiveSVC(embedding="linear", solver=solver, epochs=5, random_state=1,
                         standardize=False).fit(raw, y)
     assert unit.score(X, y) > plain.score(raw, y) + 0.05
+
+
+def test_no_bias_linear_model_is_the_svm_through_the_origin():
+    # bias_scale=0: the features are scaled, not centred (a shift needs a bias), and the
+    # model is liblinear's hinge SVM without an intercept on the scaled rows
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 4))
+    y = np.where(X @ np.array([1.0, -0.5, 0.8, 0.3]) + 0.5 * rng.normal(size=1500) > 0, 1, 0)
+    raw = ((X + np.array([5.0, -3.0, 0.0, 2.0])) * np.array([1.0, 10.0, 0.1, 3.0])
+           ).astype(np.float32)
+    std = raw.astype(np.float64).std(axis=0)
+    ref = LinearSVC(loss="hinge", C=0.1, fit_intercept=False, tol=1e-8,
+                    max_iter=100_000).fit(raw / std, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no division by a zero bias
+        dcd = AdditiveSVC(embedding="linear", solver="dcd", C=0.1, bias_scale=0.0,
+                          calibrate=False, tol=1e-4, epochs=200, random_state=0).fit(raw, y)
+        pegasos = AdditiveSVC(embedding="linear", C=0.1, bias_scale=0.0, calibrate=False,
+                              random_state=0).fit(raw, y)
+    np.testing.assert_allclose(dcd.coef_[0] * std, ref.coef_[0], atol=0.01)
+    np.testing.assert_allclose(dcd.decision_function(raw), ref.decision_function(raw / std),
+                               atol=0.03)
+    for model in (dcd, pegasos):
+        assert model.intercept_[0] == 0.0
+        assert np.all(np.isfinite(model.decision_function(raw)))
+        assert model.score(raw, y) > ref.score(raw / std, y) - 0.02
+
+
+def test_no_bias_default_fit_keeps_finite_scores():
+    # the linear candidate of the default fit trains on the same scaled rows
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2500, 50)) + 2.0
+    y = ((X - 2.0) @ rng.normal(size=50) + 2.0 * rng.normal(size=2500) > 0).astype(int)
+    model = AdditiveSVC(bias_scale=0.0, random_state=0).fit(X, y)
+    assert model.linear_check_["kept"]
+    assert np.all(np.isfinite(model.predict_proba(X))) and model.intercept_[0] == 0.0
+    assert model.score(X, y) > 0.8

@@ -267,7 +267,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         describe pass's (weighted) mean and standard deviation (a constant feature keeps
         the scale 1), so that the features' units do not decide how much the penalty
         holds each weight back; ``coef_`` and every method stay in the features' own units
-        (the map is folded into the weights after training). It makes the describe pass
+        (the map is folded into the weights after training). With ``bias_scale = 0`` the
+        features are divided by their deviations but not centred: a shift would need the
+        bias the model does not have. It makes the describe pass
         a linear fit would otherwise skip. Sparse rows and ``zero_preserving=True``
         (whose zeros a shift would fill) and :meth:`partial_fit` train on the features as
         they are, as does False.
@@ -355,7 +357,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Share of the rows held out from training for calibration, strictly between 0 and
         1, chosen by a hash of the row id (the same rows whatever the chunking or order).
     bias_scale : float
-        Value of the constant feature whose regularised weight is the bias (0: no bias).
+        Value of the constant feature whose regularised weight is the bias (0: no bias;
+        ``intercept_`` is then 0, and a linear model is one through the origin of the
+        features, or of their ``spread_tails`` map).
     feature_range : (float, float) or array-like of shape (n_features, 2), optional
         Range ``(min, max)`` of every feature, or one row per feature, that the feature map
         covers instead of the range seen in the data; values outside are clamped to it.

@@ -207,6 +207,8 @@ class AdditiveConfig:
         A linear model (no feature map) on dense rows trains on the features standardised
         by the describe pass's mean and standard deviation, folded into its weights
         afterwards (:func:`fold_standardisation`); the describe pass is then always made.
+        Without a bias (``bias_scale = 0``) the features are scaled but not centred, so
+        the model stays one without an intercept.
     value_terms : bool
         Screen the per-feature model's residuals for features whose effect jumps at single
         values, and keep value terms for them when they lower the held-out log-loss
@@ -1105,6 +1107,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
         desc = summary.description
         standardiser = Standardiser.from_mean_std(desc.mean, desc.std,
                                                   np.asarray(desc.max) > np.asarray(desc.min))
+        if not config.bias_scale > 0.0:  # no bias to take the shift: scale only
+            standardiser = Standardiser(np.zeros_like(standardiser.shift), standardiser.scale)
         dataset = dataset.with_feature_transform(standardiser)
         sample = None if sample is None else standardiser.apply(sample)
     # no row fell in the held-out share (tiny data): train, and monitor, on every row
@@ -1182,7 +1186,9 @@ def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: 
     ``w . z + b bias_scale = (w / scale) . x + (b - (w / scale) . shift / bias_scale)
     bias_scale``: each weight is divided by its feature's scale and the bias weight takes
     the shift (``w_d`` form, bias weight last; the same for the solver's last iterates).
-    The DCD centre, a mean row, maps back to ``mu scale + shift``.
+    The DCD centre, a mean row, maps back to ``mu scale + shift``. Without a bias
+    (``bias_scale = 0``) no weight can take a shift: the rows were scaled only (a zero
+    ``shift``), and the model of ``x`` has no intercept either.
 
     Parameters
     ----------
@@ -1198,11 +1204,16 @@ def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: 
     """
     shift = np.asarray(standardiser.shift, dtype=np.float64)
     scale = np.asarray(standardiser.scale, dtype=np.float64)
+    biased = float(bias_scale) > 0.0
+    if not biased and np.any(shift != 0.0):
+        raise ValueError("a model without a bias (bias_scale = 0) cannot take the "
+                         "standardisation's shift; scale its rows only")
 
     def fold(W: np.ndarray) -> np.ndarray:
         out = np.array(W, dtype=np.float64, copy=True)
         out[:, :-1] = W[:, :-1] / scale
-        out[:, -1] = W[:, -1] - out[:, :-1] @ shift / float(bias_scale)
+        if biased:
+            out[:, -1] = W[:, -1] - out[:, :-1] @ shift / float(bias_scale)
         return out
 
     centre = None
