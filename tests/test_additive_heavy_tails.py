@@ -74,3 +74,38 @@ def test_spread_tails_maps_crowded_features_before_every_embedding(embedding):
     )
     plain = AdditiveSVC(embedding=embedding, spread_tails=False, random_state=0).fit(X, y)
     assert not hasattr(plain, "feature_transform_")
+
+
+def test_linear_model_is_fitted_on_the_spread_features():
+    # sinh(2.5 x) of a linear problem: every feature's rows crowd near 0 and a few far
+    # rows take a linear model of the raw values over; the linear embedding takes the map
+    # as the curves and the linear candidate of the default fit do
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2_400, 5))
+    y = (X @ np.array([1.0, -1.0, 0.7, 0.5, 0.0]) + 0.5 * rng.normal(size=2_400) > 0).astype(int)
+    heavy = np.sinh(2.5 * X)
+    train, test = slice(0, 1_600), slice(1_600, None)
+    model = AdditiveSVC(embedding="linear", random_state=0).fit(heavy[train], y[train])
+    t = model.feature_transform_
+    assert t.features.tolist() == [0, 1, 2, 3, 4]
+    # the model trained, without the rule, on the rows mapped beforehand
+    reference = AdditiveSVC(embedding="linear", spread_tails=False, random_state=0).fit(
+        t.apply(heavy[train]), y[train]
+    )
+    np.testing.assert_allclose(
+        model.decision_function(heavy[test]),
+        reference.decision_function(t.apply(heavy[test])),
+        rtol=1e-4,
+        atol=1e-6,
+    )
+    logistic = make_pipeline(StandardScaler(), LogisticRegression()).fit(
+        t.apply(heavy[train]), y[train]
+    )
+    assert model.score(heavy[test], y[test]) > logistic.score(t.apply(heavy[test]), y[test]) - 0.03
+    plain = AdditiveSVC(embedding="linear", spread_tails=False, random_state=0)
+    assert model.score(heavy[test], y[test]) > plain.fit(heavy[train], y[train]).score(
+        heavy[test], y[test]
+    ) + 0.04
+    # a zero-preserving linear model keeps its zeros: no map
+    kept = AdditiveSVC(embedding="linear", zero_preserving=True, random_state=0)
+    assert not hasattr(kept.fit(heavy[train], y[train]), "feature_transform_")

@@ -206,7 +206,9 @@ def test_the_rule_is_off_where_it_does_not_apply() -> None:
     X, y = _heavy(4000, seed=7)
     lo, hi = X.min(axis=0), X.max(axis=0)
     for params in ({"spread_tails": False}, {"feature_range": np.column_stack([lo, hi])},
-                   {"embedding": "linear"}, {"zero_preserving": True, "interactions": 0}):
+                   {"embedding": "linear", "zero_preserving": True},
+                   {"embedding": "linear", "standardize": False},
+                   {"zero_preserving": True, "interactions": 0}):
         rows = np.abs(X) if "zero_preserving" in params else X  # non-negative for it
         model = AdditiveSVC(random_state=0, **params).fit(rows, y)
         assert not hasattr(model, "feature_transform_"), params

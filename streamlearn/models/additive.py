@@ -250,17 +250,22 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ijcnn1, spirals and a generated problem with 26 noise features. An epoch also
         costs more (a table lookup per value of a feature whose knots moved).
     spread_tails : bool
-        Feature maps fitted on dense rows (B-spline, Fourier and Hermite alike; not
-        zero-preserving, no ``feature_range``): a feature whose rows crowd into a small
-        part of its range (a heavy tail, far outliers), which would leave them on one or
-        two of the B-splines' segments, one slice of the Fourier map's period, or near
-        the Hermite map's mean (its standard deviation set by the tail), is passed
+        Feature maps fitted on dense rows (B-spline, Fourier and Hermite alike, and the
+        linear model; not zero-preserving, no ``feature_range``): a feature whose rows
+        crowd into a small part of its range (a heavy tail, far outliers), which would
+        leave them on one or two of the B-splines' segments, one slice of the Fourier
+        map's period, near the Hermite map's mean (its standard deviation set by the
+        tail), or let its few far rows take a linear model's training over, is passed
         through ``asinh((x - c) / s)`` before its bases, ``c`` and
         ``s`` chosen from the describe pass's row sample to spread its rows over the
         range (:mod:`~streamlearn.features.tail_transform`: a feature is mapped when more
         than half of its values, a most frequent value aside, fall in one eighth of its
         range, and the map at least halves that share). ``feature_transform_`` holds
-        the features mapped; every method takes and reports the original values.
+        the features mapped; every method takes and reports the original values. The
+        linear model (``embedding="linear"`` and the linear candidate of
+        ``n_bases="auto"``) is then linear in the mapped features, its ``coef_`` their
+        weights; False fits one of the raw values, as do ``standardize=False`` and
+        ``zero_preserving=True`` for ``embedding="linear"`` (features as they are).
     standardize : bool
         The linear model (``embedding="linear"``, and the linear candidate of
         ``n_bases="auto"``) on dense rows trains on each feature standardised by the
@@ -469,8 +474,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Weights of the materialised embedding (``w = D_d w_d``, see ``coef_d_``).
     coef_ : ndarray of shape (n_models, n_features)
         The linear model's weights (``embedding="linear"``, or the linear candidate kept
-        by ``n_bases="auto"``); absent from a model with a feature map, whose weights are
-        ``embedding_coef_``.
+        by ``n_bases="auto"``), of the features as ``feature_transform_`` maps them;
+        absent from a model with a feature map, whose weights are ``embedding_coef_``.
     coef_d_ : ndarray of shape (n_models, n_dims + 1), float64
         Models in the ``w_d = D_d^-1 w`` form the kernels use, bias weight last;
         ``n_models`` is 1 for two classes (positive class ``classes_[1]``), else n_classes
@@ -1074,6 +1079,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             standardize_linear=bool(self.standardize)
             and not self._zero_preserving(dataset.is_sparse),
             value_terms=self._auto_value_terms(dataset.is_sparse))
+        # the linear model maps crowded features where it standardises them: the map
+        # comes from the describe pass that makes (features as they are otherwise)
+        if feature_map is None and not config.standardize_linear:
+            config = replace(config, spread_tails=False)
         # pairs given by name are the model asked for: the linear model, which has none,
         # does not replace it
         given = isinstance(self.interactions, list | tuple) and len(self.interactions) > 0

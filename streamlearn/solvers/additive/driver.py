@@ -192,8 +192,10 @@ class AdditiveConfig:
         the feature map has the first. Empty: the feature map's own count only.
     spread_tails : bool
         Map crowded features before a B-spline, Fourier or Hermite map (dense rows, not
-        zero-preserving, no ``feature_range``) by the rule of
-        :mod:`streamlearn.features.tail_transform`, chosen from the describe pass.
+        zero-preserving, no ``feature_range``), or before the linear model (no feature
+        map; the caller leaves it off where that model trains on the features as they
+        are), by the rule of :mod:`streamlearn.features.tail_transform`, chosen from the
+        describe pass.
     linear_candidate : bool
         With ``bases_grid``: also train the linear model (no feature map) on the same rows
         once the B-spline model is chosen, and keep it instead when its held-out log-loss
@@ -550,8 +552,9 @@ def _spread_tails(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
     Without, or where it does not apply: ``(None, None)``, and the fit describes the
     data itself."""
     fmap = config.feature_map
-    if not (config.spread_tails and isinstance(fmap, BSplineMap | FourierMap | HermiteMap)
-            and not fmap.zero_preserving and not dataset.is_sparse
+    mapped = fmap is None or (isinstance(fmap, BSplineMap | FourierMap | HermiteMap)
+                              and not fmap.zero_preserving)
+    if not (config.spread_tails and mapped and not dataset.is_sparse
             and config.feature_range is None):
         return None, None
     classes = dataset.classes
