@@ -328,8 +328,10 @@ def test_a_spread_feature_reports_its_values_as_given() -> None:
 def test_value_terms_train_as_a_linear_svm_on_the_materialised_embedding(jumps) -> None:
     """Dual CD on the on-the-fly embedding with a value term against liblinear on the
     precomputed one, on the same training rows (the held-out ones aside), both centred
-    on their mean (dual CD's intercept is that of the centred rows)."""
+    on their mean (dual CD's intercept is that of the centred rows). The first 6,000 rows
+    keep the value term and take dual CD 366 epochs to tol=1e-5, against 646 on all."""
     _, X, y, _, _ = jumps
+    X, y = X[:6000], y[:6000]
     fitted = AdditiveSVC(solver="dcd", n_bases=8, interactions=0, C=0.5, tol=1e-5,
                          epochs=2000, chunk_rows=2000).fit(X, y)
     assert fitted.value_terms_ and fitted.value_check_["kept"]
