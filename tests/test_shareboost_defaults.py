@@ -187,10 +187,17 @@ def test_auto_rounds_of_stumps_add_one_stump_each() -> None:
 
 # passes of this fit: about 225 in the greedy path, then the kept columns' fit at each
 # penalty; 150 is inside the path, 235 inside the fit at the second penalty
-@pytest.mark.parametrize("kill_at", [150, 235])
-def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: int) -> None:
+@pytest.fixture(scope="module")
+def wide_whole() -> tuple[np.ndarray, np.ndarray, ShareBoostClassifier]:
+    """The uninterrupted fit that both kill points resume to, fitted once."""
     X, y = _wide_problem(2500, seed=7, d=30)
-    whole = ShareBoostClassifier(chunk_rows=500).fit(X, y)
+    return X, y, ShareBoostClassifier(chunk_rows=500).fit(X, y)
+
+
+@pytest.mark.parametrize("kill_at", [150, 235])
+def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: int,
+                                                            wide_whole) -> None:
+    X, y, whole = wide_whole
 
     Killed = killing_engine()
 
