@@ -11,14 +11,17 @@ from streamlearn.data.chunk import Chunk
 from streamlearn.features.anchors import AnchorPieces
 from streamlearn.models.shareboost import LinearColumns, ShareBoostClassifier
 from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.shareboost import driver
 from streamlearn.solvers.shareboost.columns import AnchorColumns, StumpColumns
 from streamlearn.solvers.shareboost.driver import (
+    AUTO_ANCHOR_SIZE,
     AUTO_L2_RANGE,
     COLUMN_GROWTH,
     FALLBACK_ROUNDS,
     L2_FACTOR,
     ROUND_PATIENCE,
     ROUND_PATIENCE_SHARE,
+    auto_families,
 )
 from streamlearn.solvers.shareboost.passes import ColumnScorePass, RestrictedObjectivePass
 from tests.conftest import killing_engine
@@ -191,12 +194,17 @@ def test_auto_rounds_of_stumps_add_one_stump_each() -> None:
 def wide_whole() -> tuple[np.ndarray, np.ndarray, ShareBoostClassifier]:
     """The uninterrupted fit that both kill points resume to, fitted once."""
     X, y = _wide_problem(2500, seed=7, d=30)
-    return X, y, ShareBoostClassifier(chunk_rows=500).fit(X, y)
+    with pytest.MonkeyPatch.context() as patch:  # the families the test below fits
+        patch.setattr(driver, "AUTO_ANCHOR_SIZE", 0)
+        return X, y, ShareBoostClassifier(chunk_rows=500).fit(X, y)
 
 
 @pytest.mark.parametrize("kill_at", [150, 235])
 def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: int,
-                                                            wide_whole) -> None:
+                                                            wide_whole, monkeypatch) -> None:
+    # linear columns and stumps, as the pass counts above: the anchors' checkpointed
+    # fits would make this test ten times as long (their resume: tests/test_kill_resume.py)
+    monkeypatch.setattr(driver, "AUTO_ANCHOR_SIZE", 0)
     X, y, whole = wide_whole
 
     Killed = killing_engine()
@@ -225,21 +233,65 @@ def test_auto_features_keep_the_family_of_lower_held_out_loss() -> None:
     X, y = _two_moons(2500, 0)
     auto = ShareBoostClassifier(progress=False).fit(X, y)
     fits = {f: ShareBoostClassifier(features=f, progress=False).fit(X, y)
-            for f in ("linear", "stumps")}
+            for f in ("linear", "stumps", "anchors")}
     # each family's held-out loss is that of its own fit's final model
+    losses = {}
     for family, model in fits.items():
         v = model.validation_
-        expected = min(v["l2_held_out_loss"]) if v.get("l2_held_out_loss") \
+        losses[family] = min(v["l2_held_out_loss"]) if v.get("l2_held_out_loss") \
             else v["held_out_loss"][v["best_round"]]
-        assert auto.families_held_out_loss_[family] == pytest.approx(expected, rel=1e-12)
-    # the moons are not linearly separable: stumps, and exactly the stumps' own fit
-    assert auto.features_ == "stumps" and isinstance(auto.family_, StumpColumns)
-    kept = fits["stumps"]
+    assert auto.families_held_out_loss_ == pytest.approx(losses, rel=1e-12)
+    # the moons are not linearly separable: the kept family is a non-linear one, and
+    # exactly that family's own fit
+    best = min(losses, key=losses.get)
+    assert auto.features_ == best != "linear"
+    kept = fits[best]
+    assert type(auto.family_) is type(kept.family_)
     np.testing.assert_array_equal(auto.selected_features_, kept.selected_features_)
     np.testing.assert_array_equal(auto.decision_function(X), kept.decision_function(X))
     assert auto.path_["n_selected"] == kept.path_["n_selected"]
     Xt, yt = _two_moons(2000, 1)
     assert auto.score(Xt, yt) > fits["linear"].score(Xt, yt) + 0.05
+
+
+def _spirals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two interleaved spirals ``r = theta`` in the unit disc, a little noise."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    theta = rng.uniform(0.5 * np.pi, 3.5 * np.pi, n)
+    r = theta / (3.5 * np.pi)
+    X = np.c_[r * np.cos(theta + np.pi * y), r * np.sin(theta + np.pi * y)]
+    return (X + rng.normal(scale=0.02, size=X.shape)).astype(np.float32), y
+
+
+def test_auto_features_take_anchors_where_balls_fit_the_classes() -> None:
+    """Spirals: no threshold on one coordinate, nor a line, follows the arms; pieces on
+    balls do, and the held-out loss keeps them."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = _spirals(600, 0)
+    auto = ShareBoostClassifier(validation_fraction=0.4, progress=False).fit(X, y)
+    assert set(auto.families_held_out_loss_) == {"linear", "stumps", "anchors"}
+    assert auto.features_ == "anchors" and isinstance(auto.family_, AnchorColumns)
+    Xt, yt = _spirals(2000, 1)
+    stumps = ShareBoostClassifier(features="stumps", validation_fraction=0.4,
+                                  progress=False).fit(X, y)
+    # a reference computed another way: nearest neighbours follow the arms
+    knn = KNeighborsClassifier(5).fit(X, y).score(Xt, yt)
+    assert auto.score(Xt, yt) > max(stumps.score(Xt, yt) + 0.1, knn - 0.05)
+
+
+def test_auto_features_try_anchors_below_their_size_rule() -> None:
+    """Rows x classes x (features + 1) up to AUTO_ANCHOR_SIZE; stumps alone above it."""
+    config = ShareBoostClassifier()._config("linear")
+    three, two = ("linear", "stumps", "anchors"), ("linear", "stumps")
+    assert 20_000 * 10 * (9 + 1) == AUTO_ANCHOR_SIZE
+    assert auto_families(config, 20_000, 9, False, 10) == three
+    assert auto_families(config, 20_000, 9, False, 11) == two
+    assert auto_families(config, 20_000, 22, False, 2) == three
+    assert auto_families(config, 16_000, 16, False, 26) == two
+    assert auto_families(config, 20_000, 9, True, 2) == ("linear",)  # sparse rows
+    assert auto_families(config, 1_000, 9, False, 2) == ("linear",)  # 100 held out
 
 
 def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
@@ -248,7 +300,9 @@ def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
     y = (X @ np.array([1.0, -2.0, 0.5, 0.0, 1.5]) > 0).astype(int)
     linear = ShareBoostClassifier(progress=False).fit(X, y)
     assert linear.features_ == "linear"
-    assert linear.families_held_out_loss_["linear"] < linear.families_held_out_loss_["stumps"]
+    losses = linear.families_held_out_loss_
+    assert set(losses) == {"linear", "stumps", "anchors"}
+    assert losses["linear"] < min(losses["stumps"], losses["anchors"])
     wide = ShareBoostClassifier(progress=False).fit(
         rng.normal(size=(3000, 65)).astype(np.float32), y)  # more than 64 features
     assert wide.features_ == "linear" and wide.families_held_out_loss_ is None

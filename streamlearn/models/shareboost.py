@@ -153,10 +153,13 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
         ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows, as above) on
-        dense data of at most 64 features, a model of linear columns and one of stumps are fitted on
-        the same split and the one of lower held-out loss is kept (``features_`` says
-        which; a fit of two models, the stumps' the dearer); otherwise, and on wider data
-        such as images, linear columns (the paper's).
+        dense data of at most 64 features, a model of linear columns and one of stumps,
+        and one of anchors when ``rows x classes x (features + 1)`` is at most 2,000,000
+        (:data:`~streamlearn.solvers.shareboost.driver.AUTO_ANCHOR_SIZE`: the anchors'
+        cost per round grows with it), are fitted on the same split and the one of lower
+        held-out loss is kept (``features_`` says which; a fit of two or three models,
+        the anchors' much the dearest); otherwise, and on wider data such as images,
+        linear columns (the paper's).
     l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
         ``"auto"``: from ``l2_0 = 0.05 E||z||^2 / n``, ``z`` a training row with each
@@ -354,7 +357,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             Data whose error is recorded in ``path_`` after every round.
         callback : callable, optional
             ``callback(t, model)`` after round ``t`` (0: intercept only); the model then
-            predicts with its first ``t`` columns. With ``features="auto"`` comparing two
+            predicts with its first ``t`` columns. With ``features="auto"`` comparing
             families, it follows each family's rounds in turn.
 
         Returns
@@ -439,7 +442,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
                                   0.0)
         if self.features == "auto":
             families = driver.auto_families(self._config("linear", shares), dataset.n_rows,
-                                            len(dataset.feature_names), dataset.is_sparse)
+                                            len(dataset.feature_names), dataset.is_sparse,
+                                            len(classes))
         else:
             families = (str(self.features),)
         fits: list[tuple[float, str, ShareBoostFit, dict[str, list[Any]]]] = []
