@@ -7,6 +7,7 @@ import pytest
 from sklearn.metrics import accuracy_score, r2_score
 
 from streamlearn import open_dataset
+from streamlearn.engine import LocalEngine
 from streamlearn.models import (
     AdditiveSVC,
     MixtureSVC,
@@ -149,3 +150,76 @@ def test_partial_fit_refuses_a_target_column_name_before_anything_else(model) ->
     with pytest.raises(TypeError, match=r"not the name of a column \('t'\)"):
         model.partial_fit(frame, "t", **classes)
     assert not hasattr(model, "n_features_in_")
+
+
+class _CountingEngine(LocalEngine):
+    """A local engine that counts the passes it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs = 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return super().run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("model", CLASSIFIERS, ids=lambda m: type(m).__name__)
+def test_a_dask_dataframe_is_scored_as_its_pandas_rows_by_the_engine(model) -> None:
+    """A dask DataFrame and Series are streamed, as fit streams them, by the engine given:
+    their lazy row counts are never compared."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, target, w = _data(2)
+    frame = pd.DataFrame(X, columns=list("abc")).assign(y=target > 0, w=w)
+    model.fit(frame[list("abc")], frame["y"])
+    parts = dd.from_pandas(frame, npartitions=3)
+    predicted = model.predict(frame[list("abc")])
+    engine = _CountingEngine()
+    assert model.score(parts[list("abc")], parts["y"], engine=engine) == pytest.approx(
+        accuracy_score(frame["y"], predicted), abs=1e-12)
+    assert engine.runs == 1
+    weighted = model.score(parts[list("abc")], parts["y"], sample_weight=parts["w"])
+    assert weighted == pytest.approx(
+        accuracy_score(frame["y"], predicted, sample_weight=w), abs=1e-6)
+
+
+def test_a_dask_array_of_unknown_chunk_sizes_is_scored_or_refused_by_name() -> None:
+    """Read by position for a model of named columns (as predict reads it), the rows of
+    unknown chunk sizes score; streamed for a model of unnamed columns, they are refused
+    as fit refuses them."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from streamlearn.errors import SourceError
+
+    X, target, _ = _data(3)
+    y = (target > 0).astype(int)
+    frame = pd.DataFrame(X, columns=list("abc")).assign(y=y)
+    parts = dd.from_pandas(frame, npartitions=3)
+    rows, labels = parts[list("abc")].to_dask_array(), parts["y"].to_dask_array()
+    assert np.isnan(rows.shape[0])
+    named = AdditiveSVC(epochs=2, n_bases=6).fit(frame[list("abc")], y)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        score = named.score(rows, labels)
+    assert score == pytest.approx(accuracy_score(y, named.predict(frame[list("abc")])))
+    unnamed = AdditiveSVC(epochs=2, n_bases=6).fit(X, y)
+    with pytest.raises(SourceError, match=r"unknown chunk sizes; call X.compute_chunk_sizes"):
+        unnamed.score(rows, labels)
+    assert unnamed.score(rows.compute_chunk_sizes(), labels.compute_chunk_sizes()) == \
+        pytest.approx(accuracy_score(y, unnamed.predict(X)), abs=1e-12)
+
+
+@pytest.mark.parametrize("model", REGRESSORS, ids=lambda m: type(m).__name__)
+def test_a_dask_dataframe_is_scored_by_a_regressor_as_its_pandas_rows(model) -> None:
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y, w = _data(4)
+    frame = pd.DataFrame(X, columns=list("abc")).assign(y=y, w=w)
+    model.fit(frame[list("abc")], frame["y"])
+    parts = dd.from_pandas(frame, npartitions=3)
+    predicted = model.predict(frame[list("abc")])
+    assert model.score(parts[list("abc")], parts["y"], sample_weight=parts["w"]) == \
+        pytest.approx(r2_score(y, predicted, sample_weight=w), abs=1e-4)

@@ -1254,8 +1254,21 @@ def _frame_outputs(X: Any, apply: Callable[[Any], np.ndarray]) -> Any:
     return X.map_partitions(outputs, meta=meta)
 
 
-def _in_memory(data: Any, y: Any) -> bool:
-    return y is not None and not isinstance(y, str) and not isinstance(data, Dataset)
+def _in_memory(model: Any, data: Any, y: Any) -> bool:
+    """Whether ``score`` takes ``data`` and ``y`` as rows in memory, rather than streaming
+    them as a dataset.
+
+    A dask collection ``data`` is streamed, as ``fit`` streams it (by the ``engine``, its
+    blocks read one at a time), unless its columns have no names (a dask array, labels
+    ``0, 1, ...``) and the model reads columns by name: it is then predicted by position,
+    block by block, as ``predict`` takes it, and only the predictions and ``y`` are held.
+    """
+    if y is None or isinstance(y, str) or isinstance(data, Dataset):
+        return False
+    if not _is_dask(data):
+        return True
+    named = hasattr(data, "columns") and labels_are_names(list(data.columns))
+    return named_features(model) is not None and not named
 
 
 class ClassifierScore(ClassifierMixin):
@@ -1293,18 +1306,21 @@ class ClassifierScore(ClassifierMixin):
         ----------
         data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
         y : array-like or str, optional
-            Labels of in-memory ``data``, or the target column's name.
+            Labels of in-memory ``data`` (or of a dask collection: a dask Series or
+            array), or the target column's name.
         sample_weight : array-like or str, optional
             Weights of the rows.
         engine : engine, optional
-            Runs the evaluation pass over a dataset.
+            Runs the evaluation pass over a dataset or a dask collection, streamed as
+            ``fit`` streams it (but a collection without column names, given to a model
+            fitted on named columns, is predicted by position as ``predict`` takes it).
 
         Returns
         -------
         float
         """
-        if _in_memory(data, y):
-            predicted = self.predict(data)
+        if _in_memory(self, data, y):
+            predicted = np.asarray(self.predict(data))  # a dask collection's, computed
             truth = _labels_like(np.asarray(self.classes_), y, predicted.shape[0])
             correct = (predicted == truth).astype(np.float64)
             if sample_weight is None:
@@ -1329,11 +1345,14 @@ class RegressorScore(RegressorMixin):
         ----------
         data : array-like X (with ``y``), Dataset, or anything ``open_dataset`` accepts
         y : array-like or str, optional
-            Targets of in-memory ``data``, or the target column's name.
+            Targets of in-memory ``data`` (or of a dask collection: a dask Series or
+            array), or the target column's name.
         sample_weight : array-like or str, optional
             Weights of the rows.
         engine : engine, optional
-            Runs the evaluation pass over a dataset.
+            Runs the evaluation pass over a dataset or a dask collection, streamed as
+            ``fit`` streams it (but a collection without column names, given to a model
+            fitted on named columns, is predicted by position as ``predict`` takes it).
 
         Returns
         -------
@@ -1341,7 +1360,7 @@ class RegressorScore(RegressorMixin):
             For a constant target, 1 when every prediction equals it, else 0 (as
             scikit-learn's ``r2_score``).
         """
-        if _in_memory(data, y):
+        if _in_memory(self, data, y):
             truth = np.asarray(y, dtype=np.float64).reshape(-1)
             predicted = np.asarray(self.predict(data), dtype=np.float64)
             _same_length(truth, predicted.shape[0])
