@@ -106,6 +106,12 @@ def test_linear_model_is_fitted_on_the_spread_features():
     assert model.score(heavy[test], y[test]) > plain.fit(heavy[train], y[train]).score(
         heavy[test], y[test]
     ) + 0.04
+    # sparse rows of the same values go through the map too (a zero is mapped like any
+    # value): the same scores as the dense rows
+    from scipy import sparse
+
+    np.testing.assert_allclose(model.decision_function(sparse.csr_matrix(heavy[test])),
+                               model.decision_function(heavy[test]), rtol=1e-6, atol=1e-6)
     # a zero-preserving linear model keeps its zeros: no map
     kept = AdditiveSVC(embedding="linear", zero_preserving=True, random_state=0)
     assert not hasattr(kept.fit(heavy[train], y[train]), "feature_transform_")

@@ -1414,9 +1414,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                                     named=has_named_features(self))
             return decision_ovr_chunk(self._model_rows(values), self.coef_d_,
                                       float(self.bias_scale), *emb)
-        if emb.takes_sparse_rows:
+        if emb.takes_sparse_rows and getattr(self, "feature_transform_", None) is None:
             return decision_ovr_chunk(rows, self.coef_d_, float(self.bias_scale), *emb)
-        # a map trained on dense rows: densify a block of rows at a time
+        # a map trained on dense rows (or features mapped before it, which a zero does not
+        # survive): densify a block of rows at a time
         return np.concatenate([
             decision_ovr_chunk(
                 self._model_rows(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray()),
