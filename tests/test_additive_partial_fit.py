@@ -11,6 +11,7 @@ from streamlearn.data.synthetic import additive_problem
 from streamlearn.features import BSplineMap, FourierMap, HermiteMap
 from streamlearn.io import load_model
 from streamlearn.models import AdditiveSVC
+from streamlearn.solvers.additive.driver import offset_of
 from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
 from streamlearn.solvers.embedding import decision_ovr_chunk, embedding_params
 
@@ -130,9 +131,9 @@ def test_partial_fit_of_the_other_embeddings(embedding, reference):
     steps = []
     for part in np.array_split(np.random.default_rng(0).permutation(6_000), 6):
         model.partial_fit(X[part], y[part], classes=[0, 1])
-        steps.append(model.t_)
-    # one step a row after the offset the first chunk set (its rows' embedded norms)
-    assert np.diff(steps).tolist() == [1_000] * 5 and steps[0] > 1_000
+        steps.append(model.t_ - offset_of(model.step_norm_sq_, model.pegasos_lam_))
+    # one step a row after the offset t0 = R^2 / lam (R^2: the first chunk's embedded norms)
+    assert steps == [1_000 * (i + 1) for i in range(6)] and model.step_norm_sq_ > 0
     if reference is None:
         assert model.feature_map_ is None
     else:
@@ -186,17 +187,17 @@ def test_rows_of_weight_zero_are_no_rows():
 
 
 def test_c_set_between_calls_takes_effect_as_if_set_before():
-    """set_params(C=...) after the first call gives the model that C from the start
-    would have given the later calls (the same lam, worked out from the first chunk)."""
+    """set_params(C=...) after the first call gives the later calls the lam that C from
+    the start would have given them (worked out from every row trained so far)."""
     X, y = additive_problem(1_200, seed=8)
     first = slice(0, 400)
     changed = AdditiveSVC(C=1.0, random_state=0).partial_fit(X[first], y[first])
     changed.set_params(C=0.01)
     changed.partial_fit(X[400:], y[400:])
-    assert changed.lam_ == pytest.approx(1.0 / (0.01 * 400)) and changed.C_ == 0.01
+    assert changed.lam_ == pytest.approx(1.0 / (0.01 * 1_200)) and changed.C_ == 0.01
     kept = AdditiveSVC(C=1.0, random_state=0).partial_fit(X[first], y[first])
     kept.partial_fit(X[400:], y[400:])
-    assert kept.lam_ == pytest.approx(1.0 / 400)
+    assert kept.lam_ == pytest.approx(1.0 / 1_200)
     assert np.abs(changed.decision_function(X) - kept.decision_function(X)).max() > 0.1
 
 
@@ -233,3 +234,36 @@ def test_bad_feature_range_is_refused(feature_range, match):
     X, y = additive_problem(200, seed=7)
     with pytest.raises(ValueError, match=match):
         AdditiveSVC(feature_range=feature_range).partial_fit(X, y)
+
+
+def test_calls_of_one_row_are_regularised_as_fit_on_the_rows_so_far():
+    """lam = 1 / (C n) with n every row trained so far: a stream of one-row calls learns
+    about what one call of every row, and fit, do (with lam from the first call alone,
+    1, it tested at 0.77). The map is the given range's, the same for every stream."""
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(400, noise=0.2, random_state=0)
+    Xt, yt = make_moons(2_000, noise=0.2, random_state=1)
+    X, Xt = X.astype(np.float32), Xt.astype(np.float32)
+    data_range = np.stack([X.min(axis=0), X.max(axis=0)], axis=1)
+    model = AdditiveSVC(feature_range=data_range, random_state=0)
+    for i in range(len(y)):
+        model.partial_fit(X[i:i + 1], y[i:i + 1], classes=[0, 1])
+    assert model.lam_ == pytest.approx(1.0 / len(y)) and model.n_train_ == len(y)
+    assert model.sample_weight_sum_ == len(y)
+    one_call = AdditiveSVC(feature_range=data_range, random_state=0).partial_fit(X, y)
+    assert model.score(Xt, yt) > one_call.score(Xt, yt) - 0.03
+    fitted = AdditiveSVC(random_state=0).fit(X, y)
+    assert model.score(Xt, yt) > fitted.score(Xt, yt) - 0.04
+
+
+def test_the_step_offset_follows_lam():
+    """t_ - t0 counts the steps, t0 = R^2 / pegasos_lam_ for the lam of the latest call."""
+    X, y = additive_problem(300, seed=5)
+    model = AdditiveSVC(random_state=0)
+    for part in np.array_split(np.arange(300), 5):
+        model.partial_fit(X[part], y[part], classes=[0, 1])
+        t0 = offset_of(model.step_norm_sq_, model.pegasos_lam_)
+        assert model.t_ - t0 == model.n_train_
+        assert model.average_start_ == t0 + 60 + 1  # after the first call's 60 rows
+    assert model.step_norm_sq_ > 0 and model.lam_ == pytest.approx(1.0 / 300)

@@ -348,6 +348,9 @@ class AdditiveFit:
         With ``config.value_terms``: the screened features with their scores, both
         models' held-out log-loss and whether the value terms were kept
         (:func:`with_value_terms`); None when none was screened.
+    step_norm_sq : float
+        ``R^2`` of PEGASOS's step offset ``t0 = R^2 / lam`` (:func:`step_norm_sq`; 0 for
+        ``dcd`` and without a row sample).
     """
 
     feature_names: tuple[str, ...]
@@ -377,6 +380,7 @@ class AdditiveFit:
     ranges: np.ndarray | None = None
     proba_scale: float = 1.0
     value_check: dict[str, Any] | None = None
+    step_norm_sq: float = 0.0
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -1118,9 +1122,10 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
     rows = training_rows(config, emb, n_features, holdout if n_holdout > 0 else None)
     pairs = ModelPairs.of(len(classes), config.multiclass)
     shape = (len(pairs.positive), rows.emb.n_dims + 1)
+    norm_sq = 0.0
     if config.solver == "pegasos":
-        offset = step_offset(feature_map, sample, config.bias_scale,
-                             regularisation.pegasos_lam)
+        norm_sq = step_norm_sq(feature_map, sample, config.bias_scale)
+        offset = offset_of(norm_sq, regularisation.pegasos_lam)
         models = _pegasos(runner, dataset, config, rows, pairs, shape, seed, n_train,
                           regularisation, offset)
     else:
@@ -1178,7 +1183,8 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        centre_d, term_values, held_out_log_loss=held_out_loss,
                        proba_scale=proba_scale,
                        fewest_calibration_rows=fewest_rows,
-                       ranges=_linear_ranges(feature_map, summary)), summary
+                       ranges=_linear_ranges(feature_map, summary),
+                       step_norm_sq=norm_sq), summary
 
 
 def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: np.ndarray,
@@ -1580,12 +1586,13 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
     """PEGASOS's step offset ``t0``: steps ``eta_t = 1 / (lam (t0 + k))``, ``k = 1, 2, ...``.
 
     ``t0 = R^2 / lam``, with ``R^2`` the mean squared norm of the embedded rows (and the
-    bias feature) over the describe pass's row sample, so that the first step,
-    ``1 / R^2``, moves a typical row's score by about 1, the size of the margin; PEGASOS
-    without an offset starts at ``1 / lam``, which for ``lam = 1 / (C n)`` is ``C n`` and
-    throws the first iterates far out, so that many epochs go into forgetting them. The
-    later steps are PEGASOS's own (``t0`` is small beside ``k`` once the offset is spent).
-    0 without a sample (no describe pass) or when the sample has no finite norm.
+    bias feature) over the describe pass's row sample (:func:`step_norm_sq`), so that the
+    first step, ``1 / R^2``, moves a typical row's score by about 1, the size of the
+    margin; PEGASOS without an offset starts at ``1 / lam``, which for ``lam = 1 / (C n)``
+    is ``C n`` and throws the first iterates far out, so that many epochs go into
+    forgetting them. The later steps are PEGASOS's own (``t0`` is small beside ``k`` once
+    the offset is spent). 0 without a sample (no describe pass) or when the sample has no
+    finite norm.
 
     Parameters
     ----------
@@ -1601,14 +1608,50 @@ def step_offset(feature_map: FeatureMap | None, sample: np.ndarray | None, bias_
     -------
     int
     """
-    if sample is None or sample.shape[0] == 0 or not lam > 0:
-        return 0
+    return offset_of(step_norm_sq(feature_map, sample, bias_scale), lam)
+
+
+def step_norm_sq(feature_map: FeatureMap | None, sample: np.ndarray | None,
+                 bias_scale: float) -> float:
+    """``R^2`` of :func:`step_offset`: the mean squared norm of the embedded rows of
+    ``sample`` plus ``bias_scale^2``; 0 without rows or when it is not finite.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap or None
+    sample : ndarray of shape (k, d), SparseRows or None
+    bias_scale : float
+
+    Returns
+    -------
+    float
+    """
+    if sample is None or sample.shape[0] == 0:
+        return 0.0
     if isinstance(sample, SparseRows):
         total = embedded_sq_norm(sample, *embedding_params(feature_map, sample.n_cols))
     else:
         total = materialised_sq_norm(feature_map, sample)
     r2 = total / sample.shape[0] + float(bias_scale) ** 2
-    t0 = r2 / lam
+    return float(r2) if np.isfinite(r2) else 0.0
+
+
+def offset_of(norm_sq: float, lam: float) -> int:
+    """PEGASOS's step offset ``t0 = R^2 / lam`` (:func:`step_offset`) of ``R^2 = norm_sq``;
+    0 unless both are positive and the quotient finite.
+
+    Parameters
+    ----------
+    norm_sq : float
+    lam : float
+
+    Returns
+    -------
+    int
+    """
+    if not (norm_sq > 0 and lam > 0):
+        return 0
+    t0 = norm_sq / lam
     return int(min(t0, 2.0**62)) if np.isfinite(t0) else 0
 
 
