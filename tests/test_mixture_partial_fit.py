@@ -176,3 +176,23 @@ def test_many_small_calls_keep_the_history_and_the_model_file_bounded(tmp_path) 
         assert history[:len(fit_entries)] == fit_entries
         assert [h.get("call") for h in history[len(fit_entries):]] == list(
             range(call - 99, call + 1))
+
+
+def test_auto_components_fixed_by_a_small_first_call_warn_once() -> None:
+    # n_components="auto" of a first call of 256 rows is 2 (of 20 features), and later
+    # calls keep it: fit on 12,000 such rows has 30 experts
+    from streamlearn.solvers.mixture import default_components
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2_300, 20)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(np.int64)
+    model = MixtureSVC(random_state=0)
+    with pytest.warns(UserWarning, match=r"gives 2 component\(s\) for the 256 rows") as seen:
+        model.partial_fit(X[:256], y[:256], classes=[0, 1])
+        model.partial_fit(X[256:300], y[256:300])
+    assert len([w for w in seen if "n_components" in str(w.message)]) == 1
+    assert model.centers_.shape[1] == default_components(256, 20) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MixtureSVC(n_components=2, random_state=0).partial_fit(X[:256], y[:256])
+        MixtureSVC(random_state=0, epochs=1).partial_fit(X[300:], y[300:])  # 2,000 rows

@@ -614,12 +614,30 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
                                      validation_fraction=None)
         dataset = self._with_category_indicators(dataset)
+        if self.n_components == "auto":
+            self._warn_first_call_components(dataset, sample_weight)
         fitted = driver.fit(self._engine(None), dataset, config, self._seed())
         self._set_fitted(dataclasses.replace(
             fitted, online=dataclasses.replace(fitted.online, calls=1)))
         self._keep_input_columns()
         record_categories(self, dataset.categories)
         return self
+
+    def _warn_first_call_components(self, dataset: Dataset, sample_weight: Any) -> None:
+        """Warn when ``n_components="auto"`` gives the first ``partial_fit`` call's rows
+        fewer than ``BASE_COMPONENTS`` components: later calls keep the count, however
+        many rows they bring."""
+        n_rows = (dataset.n_rows if sample_weight is None
+                  else int(np.count_nonzero(np.asarray(sample_weight) > 0)))
+        k = driver.default_components(n_rows, dataset.n_features)
+        if k < driver.BASE_COMPONENTS:
+            warnings.warn(
+                f"n_components='auto' gives {k} component(s) for the {n_rows} rows of the "
+                f"first partial_fit call, and later calls keep them (fit gives "
+                f"{driver.BASE_COMPONENTS} or more from {driver.SMALL_DATA_ROWS} rows up); pass "
+                "n_components=... for a stream of small calls, e.g. "
+                "streamlearn.solvers.mixture.default_components(n_rows, n_features) of the "
+                "whole stream", UserWarning, stacklevel=caller_stacklevel())
 
     # -- prediction -------------------------------------------------------------------------
     @over_dask_blocks
