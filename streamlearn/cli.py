@@ -1402,7 +1402,9 @@ def row_sample(dataset: Any, n: int = EXPLAIN_ROWS) -> np.ndarray:
     parts = []
     for chunk in dataset.chunks(prefetch=0):
         first = (-int(chunk.start)) % step
-        parts.append(np.asarray(chunk.X[first::step]))
+        # a copy: a strided view would keep the whole chunk alive until the concatenation,
+        # and the pass would hold every row it read
+        parts.append(np.array(chunk.X[first::step]))
     return np.concatenate(parts) if parts else np.zeros((0, dataset.n_features))
 
 

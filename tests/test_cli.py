@@ -1320,3 +1320,29 @@ def test_a_model_file_given_as_data_is_named_as_one(trained: Trained) -> None:
         result = run(*command)
         assert result.exit_code == 1
         assert "is a streamlearn model file, not data" in result.output
+
+
+def test_explain_s_row_sample_keeps_its_rows_not_the_chunks_they_came_from(
+        tmp_path: Path) -> None:
+    # a strided view of each chunk would keep every chunk read alive until the end of the
+    # pass: a peak that grows with the rows of DATA instead of the chunk size
+    import tracemalloc
+
+    from streamlearn.cli import row_sample
+    from streamlearn.data import open_dataset
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(rng.normal(size=(40_000, 8)).astype(np.float32),
+                         columns=[f"f{j}" for j in range(8)])
+    frame.to_parquet(tmp_path / "d.parquet", row_group_size=1000)
+    dataset = open_dataset(tmp_path / "d.parquet", chunk_rows=1000)
+    row_sample(dataset, n=400)  # imports and first-use allocations out of the measure
+    tracemalloc.start()
+    try:
+        sample = row_sample(dataset, n=400)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(sample, frame.to_numpy()[::100])
+    # the rows' 1.28 MB against a few chunks of 32 KB
+    assert peak < frame.to_numpy().nbytes / 4, peak
