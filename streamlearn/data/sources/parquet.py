@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from streamlearn.data.sources.arrow_columns import (
     arrow_block,
@@ -46,6 +47,17 @@ def pandas_index_columns(schema: pa.Schema) -> list[str]:
     return [c for c in metadata.get("index_columns", ()) if isinstance(c, str)]
 
 
+def file_footer(fs: pafs.FileSystem, path: str) -> tuple[list[int], pa.Schema]:
+    """The rows of each row group of the parquet file at ``path`` and its Arrow schema,
+    from its footer; the footer itself is let go, so files read one after the other hold
+    one footer at a time."""
+    with fs.open_input_file(path) as handle:
+        file = pq.ParquetFile(handle)
+        metadata = file.metadata
+        rows = [metadata.row_group(rg).num_rows for rg in range(metadata.num_row_groups)]
+        return rows, file.schema_arrow
+
+
 def partition_clash(url: str, exc: pa.ArrowTypeError) -> SchemaError:
     """The error for parquet data at ``url`` whose hive partition keys pyarrow could not
     merge with the files' columns (``exc``, which names the field): a directory named
@@ -61,7 +73,9 @@ class ParquetSource:
     """A parquet file or a directory tree of parquet files, read one row group at a time.
 
     Files are taken in sorted path order; within a file, row groups in order. Each file's
-    footer is read when the source is opened (row counts and schemas), no data pages.
+    footer is read when the source is opened (row counts and schemas), no data pages, one
+    file at a time: only the rows of each row group and the column kinds are kept, so a
+    directory of many small files costs little more to open than one file of their rows.
     """
 
     #: A shuffled pass keeps each piece's chunks together: reading a piece costs I/O
@@ -79,43 +93,60 @@ class ParquetSource:
         self._fs, path = arrow_filesystem(url, storage_options)
         try:
             dataset = pads.dataset(path, filesystem=self._fs, format="parquet", partitioning="hive")
-            fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
+            # each file's path and partition keys, not its fragment: a fragment keeps the
+            # footer it has read (tens of KB each), and a directory of many small files
+            # would hold every footer at once
+            files = sorted(
+                (
+                    (f.path, pads.get_partition_keys(f.partition_expression) or {})
+                    for f in dataset.get_fragments()
+                ),
+                key=lambda f: f[0],
+            )
         except FileNotFoundError as exc:
             raise SourceError(f"no parquet data at {url}: {exc}") from exc
         except pa.ArrowTypeError as exc:
             raise partition_clash(url, exc) from exc
         except (pa.ArrowInvalid, OSError) as exc:
             raise ReadError(f"could not open parquet data at {url}: {exc}") from exc
-        if not fragments:
+        if not files:
             raise SourceError(f"no parquet files found under {url}")
+        partition_kinds = (
+            {f.name: arrow_kind(f.type) for f in dataset.partitioning.schema}
+            if dataset.partitioning is not None
+            else {}
+        )
+        del dataset
 
         self.pieces: list[Piece] = []
         self._locations: list[tuple[str, int, dict[str, Any]]] = []
         self._file_columns: dict[str, dict[str, ColumnKind]] = {}
         self._index_columns: set[str] = set()
-        partition_kinds = {f.name: arrow_kind(f.type) for f in dataset.partitioning.schema} \
-            if dataset.partitioning is not None else {}
-        for fragment in fragments:
+        # files alike (most datasets) share one kinds dict and one dict of partition keys
+        shared: dict[tuple[Any, ...], dict[str, Any]] = {}
+        previous: tuple[pa.Schema, dict[str, ColumnKind]] | None = None
+        for file_path, file_keys in files:
             try:
-                metadata = fragment.metadata
-                physical = fragment.physical_schema
+                rows, physical = file_footer(self._fs, file_path)
             except (pa.ArrowInvalid, OSError) as exc:
                 raise ReadError(
-                    f"{fragment.path} is not a readable parquet file ({exc}); "
-                    "remove or replace it"
+                    f"{file_path} is not a readable parquet file ({exc}); remove or replace it"
                 ) from exc
-            keys = pads.get_partition_keys(fragment.partition_expression) or {}
-            kinds = {f.name: arrow_kind(f.type) for f in physical}
-            self._index_columns.update(pandas_index_columns(physical))
-            kinds.update({k: partition_kinds.get(k, ColumnKind.OTHER) for k in keys})
-            self._file_columns[fragment.path] = kinds
+            # the schema of the file before (metadata too) is most often this one's
+            if previous is None or not physical.equals(previous[0], check_metadata=True):
+                self._index_columns.update(pandas_index_columns(physical))
+                previous = physical, {f.name: arrow_kind(f.type) for f in physical}
+            kinds = dict(previous[1])
+            kinds.update({k: partition_kinds.get(k, ColumnKind.OTHER) for k in file_keys})
+            kinds = shared.setdefault(("kinds", *kinds.items()), kinds)
+            keys = shared.setdefault(("keys", *file_keys.items()), file_keys)
+            self._file_columns[file_path] = kinds
             file_row = 0
-            for rg in range(metadata.num_row_groups):
-                n = metadata.row_group(rg).num_rows
+            for rg, n in enumerate(rows):
                 if n == 0:
                     continue
-                self.pieces.append(Piece(n, f"{fragment.path} (row group {rg})", file_row))
-                self._locations.append((fragment.path, rg, keys))
+                self.pieces.append(Piece(n, f"{file_path} (row group {rg})", file_row))
+                self._locations.append((file_path, rg, keys))
                 file_row += n
 
         first = next(iter(self._file_columns.values()))
@@ -183,7 +214,11 @@ class ParquetSource:
         return table, keys
 
     def read_piece(
-        self, i: int, features: list[str], target: str | None, weight: str | None,
+        self,
+        i: int,
+        features: list[str],
+        target: str | None,
+        weight: str | None,
         categories: dict[str, Any] | None = None,
     ) -> Block:
         """Read one row group (categorical columns coded by ``categories``)."""
@@ -191,15 +226,23 @@ class ParquetSource:
         table, keys = self._read(i, names)
         piece = self.pieces[i]
         return arrow_block(
-            table, features, target, weight,
-            where=piece.label, file_row=piece.file_row, constants=keys, categories=categories,
+            table,
+            features,
+            target,
+            weight,
+            where=piece.label,
+            file_row=piece.file_row,
+            constants=keys,
+            categories=categories,
         )
 
     def read_categories(self, i: int, names: list[str]) -> dict[str, list[Any]]:
         """Distinct values of the named columns in one row group (only those are read)."""
         table, keys = self._read(i, names)
-        return {name: [keys[name]] if name in keys else column_categories(table.column(name))
-                for name in names}
+        return {
+            name: [keys[name]] if name in keys else column_categories(table.column(name))
+            for name in names
+        }
 
     def known_categories(self, name: str) -> tuple[Any, ...] | None:
         """Parquet keeps dictionaries per row group, not per file: found by a scan."""
