@@ -9,10 +9,15 @@ from sklearn.cluster import KMeans
 from streamlearn.data import open_dataset
 from streamlearn.engine.passes import run_chunks
 from streamlearn.errors import DataError
+from streamlearn.solvers import kmeans
 from streamlearn.solvers.kmeans import (
+    NUMPY_ASSIGN_ENTRIES,
     MiniBatchKMeansPass,
     assign_chunk,
+    assign_numpy,
+    assign_rows,
     kmeans_plus_plus,
+    minibatch_rows,
     minibatch_step,
     streamed_kmeans,
 )
@@ -55,6 +60,38 @@ def test_minibatch_step_is_running_mean() -> None:
     np.testing.assert_allclose(C, expected_c, rtol=1e-10)
     np.testing.assert_allclose(counts, expected_n, rtol=1e-10)
     assert inertia == pytest.approx(float((w * sq).sum()), rel=1e-5)
+
+
+def test_numpy_assignment_and_step_match_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    # small dense chunks take numpy: the kernels' labels, distances up to rounding, and
+    # the same bits of the moved centres and counts (rows added in the same order)
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 7)).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, size=300).astype(np.float32)
+    C = rng.normal(size=(9, 7))
+    C[4] = C[2]  # a repeated centre: the first one wins, by both
+    labels, sq = assign_chunk(X, C)
+    got_labels, got_sq = assign_numpy(X, C)
+    assert got_labels.dtype == np.int32 and got_sq.dtype == np.float32
+    np.testing.assert_array_equal(got_labels, labels)
+    assert not np.any(got_labels == 4)
+    np.testing.assert_allclose(got_sq, sq, rtol=1e-6, atol=1e-6)
+    kernel_c, kernel_n = C.copy(), np.array([0.0, 5.0, 1.0, 0, 0, 0, 0, 0, 2.0])
+    numpy_c, numpy_n = kernel_c.copy(), kernel_n.copy()
+    inertia = minibatch_step(X, w, kernel_c, kernel_n)
+    calls = []
+    monkeypatch.setattr(kmeans, "minibatch_step", lambda *a: calls.append(a))
+    monkeypatch.setattr(kmeans, "assign_chunk", lambda *a: calls.append(a))
+    assert minibatch_rows(X, w, numpy_c, numpy_n) == pytest.approx(inertia, rel=1e-10)
+    np.testing.assert_array_equal(numpy_c, kernel_c)
+    np.testing.assert_array_equal(numpy_n, kernel_n)
+    assign_rows(X, C)
+    assert calls == []
+    # above NUMPY_ASSIGN_ENTRIES rows x centres, the kernels
+    big = np.zeros((NUMPY_ASSIGN_ENTRIES // C.shape[0] + 1, 7), dtype=np.float32)
+    assign_rows(big, C)
+    minibatch_rows(big, np.ones(big.shape[0], dtype=np.float32), C.copy(), np.zeros(9))
+    assert len(calls) == 2
 
 
 def test_merge_is_mass_weighted_and_leaves_inputs() -> None:

@@ -177,7 +177,8 @@ def assign_rows(X: np.ndarray | SparseRows,
     """:func:`assign_chunk` of dense or CSR rows.
 
     CSR rows take ``||x||^2 - 2 x . c + ||c||^2`` with the inner products over their stored
-    entries, in double precision.
+    entries, in double precision; dense chunks of at most :data:`NUMPY_ASSIGN_ENTRIES`
+    take :func:`assign_numpy`.
 
     Parameters
     ----------
@@ -190,6 +191,8 @@ def assign_rows(X: np.ndarray | SparseRows,
     sq_dist : ndarray of shape (n_rows,), float32
     """
     if not isinstance(X, SparseRows):
+        if X.shape[0] * centers.shape[0] <= NUMPY_ASSIGN_ENTRIES:
+            return assign_numpy(X, centers)
         return assign_chunk(X, centers)
     C = np.asarray(centers, dtype=np.float64)
     dist = (C * C).sum(axis=1)[None, :] - 2.0 * np.asarray(X.to_scipy() @ C.T)
@@ -209,19 +212,60 @@ def _label_sums(X: SparseRows, labels: np.ndarray, weight: np.ndarray, k: int) -
 
 def minibatch_rows(X: np.ndarray | SparseRows, weight: np.ndarray, centers: np.ndarray,
                    counts: np.ndarray) -> float:
-    """:func:`minibatch_step` of dense or CSR rows (the same step, in place)."""
+    """:func:`minibatch_step` of dense or CSR rows (the same step, in place).
+
+    Dense chunks of at most :data:`NUMPY_ASSIGN_ENTRIES` take :func:`assign_numpy` and add
+    their rows to the centres in numpy, in the kernel's order."""
     if not isinstance(X, SparseRows):
-        return minibatch_step(X, weight, centers, counts)
-    labels, sq_dist = assign_rows(X, centers)
+        if X.shape[0] * centers.shape[0] > NUMPY_ASSIGN_ENTRIES:
+            return minibatch_step(X, weight, centers, counts)
+        labels, sq_dist = assign_numpy(X, centers)
+    else:
+        labels, sq_dist = assign_rows(X, centers)
     k = centers.shape[0]
     w = np.asarray(weight, dtype=np.float64)
     mass = np.bincount(labels, weights=w, minlength=k)
-    sums = _label_sums(X, labels, w, k)
+    if isinstance(X, SparseRows):
+        sums = _label_sums(X, labels, w, k)
+    else:  # added row after row, as minibatch_step adds them
+        sums = np.zeros(centers.shape)
+        np.add.at(sums, labels, w[:, None] * X.astype(np.float64))
     moved = mass > 0.0
     total = counts[moved] + mass[moved]
     centers[moved] = (counts[moved, None] * centers[moved] + sums[moved]) / total[:, None]
     counts[moved] = total
     return float(w @ sq_dist.astype(np.float64))
+
+
+#: Largest ``n_rows x k`` (rows, centres) of a chunk of dense rows whose nearest centres
+#: numpy finds (:func:`assign_numpy`, and the mini-batch step around it) instead of
+#: :func:`assign_chunk` and :func:`minibatch_step`: a distance matrix of at most 8 MB, a
+#: few milliseconds, where compiling the two kernels costs 0.6 s, so that a fit on small
+#: data (anchors' centres, the mixture's clusters) does not compile them.
+NUMPY_ASSIGN_ENTRIES = 1 << 20
+
+
+def assign_numpy(X: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`assign_chunk` in numpy: the same distances ``||c||^2 - 2 x . c + ||x||^2`` in
+    double precision (summed in another order, so equal up to rounding; the first centre
+    wins ties).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+    centers : ndarray of shape (k, n_features)
+
+    Returns
+    -------
+    labels : ndarray of shape (n_rows,), int32
+    sq_dist : ndarray of shape (n_rows,), float32
+    """
+    X64 = np.asarray(X, dtype=np.float64)
+    C = np.asarray(centers, dtype=np.float64)
+    dist = np.einsum("ij,ij->i", C, C)[None, :] - 2.0 * (X64 @ C.T)
+    labels = np.argmin(dist, axis=1).astype(np.int32)
+    best = dist[np.arange(X64.shape[0]), labels] + np.einsum("ij,ij->i", X64, X64)
+    return labels, np.maximum(best, 0.0).astype(np.float32)
 
 
 #: Lloyd iterations on the sample after k-means++ seeding.
