@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streamlearn.data import Chunk
 from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost import (
     ANCHOR_TILE_ROWS,
@@ -26,8 +27,23 @@ from streamlearn.solvers.shareboost import (
     stump_objective_chunk,
     stump_tables,
 )
-from streamlearn.solvers.shareboost.columns import LinearColumns
-from streamlearn.solvers.shareboost.passes import linear_column_statistics, restricted_objective
+from streamlearn.solvers.shareboost import columns as columns_module
+from streamlearn.solvers.shareboost import kernels as kernels_module
+from streamlearn.solvers.shareboost import passes as passes_module
+from streamlearn.solvers.shareboost.columns import AnchorColumns, LinearColumns
+from streamlearn.solvers.shareboost.kernels import (
+    anchor_histogram_numpy,
+    decision_numpy,
+    linear_gates_numpy,
+    margin_residuals_numpy,
+    restricted_objective_numpy,
+    stump_gates_numpy,
+)
+from streamlearn.solvers.shareboost.passes import (
+    ColumnScorePass,
+    linear_column_statistics,
+    restricted_objective,
+)
 from streamlearn.solvers.vector_exp import MIN_LENGTH
 
 N, T, K, Q = 60, 4, 3, 2
@@ -172,9 +188,11 @@ def test_linear_kernels_read_the_gates_from_the_rows(k: int) -> None:
     assert (value2, wsum2, errors2) == pytest.approx((value, wsum, errors), rel=1e-12)
 
 
-def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
+@pytest.mark.parametrize("numpy", [False, True])
+def test_shifted_linear_columns_against_numpy_on_the_shifted_gates(numpy: bool) -> None:
     # features on one side of zero are moved to the middle of their range: the columns,
-    # their gradient scores and the restricted objective equal numpy's on (x - c) * s
+    # their gradient scores and the restricted objective equal numpy's on (x - c) * s,
+    # by the kernels and by the numpy paths of small data alike
     rng = np.random.default_rng(6)
     n, d, k = 300, 5, 3
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -201,7 +219,8 @@ def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
     wR = w[:, None] * R
     grad_coef, grad_b = np.zeros((features.size, k, 1)), np.zeros(k)
     value, wsum, _ = restricted_objective(family, X, features, codes, weight,
-                                          W[:, :, None].copy(), intercept, grad_coef, grad_b)
+                                          W[:, :, None].copy(), intercept, grad_coef, grad_b,
+                                          numpy)
     # the kernels round x * scale to float32 (about 333 here) before the offset comes off:
     # an error of a float32 rounding of the unshifted column, about what the float32 value
     # 1000.x itself holds
@@ -212,7 +231,8 @@ def test_shifted_linear_columns_against_numpy_on_the_shifted_gates() -> None:
     np.testing.assert_allclose(grad_b, wR.sum(axis=0), **tol)
     # every feature's gradient column (the column scores), and the columns' mean squares
     acc = np.zeros((d, k))
-    stats = linear_column_statistics(family, X, features, W, intercept, codes, weight, acc)
+    stats = linear_column_statistics(family, X, features, W, intercept, codes, weight, acc,
+                                     numpy)
     assert stats[0] == pytest.approx(float(w @ loss), rel=1e-6)
     np.testing.assert_allclose(acc, Z.T @ wR, **tol)
     X64 = X.astype(np.float64)
@@ -363,3 +383,136 @@ def test_anchor_radii_are_distance_quantiles() -> None:
                                rtol=1e-6)
     np.testing.assert_allclose(features[:, 3:], inside[:, [1]] * np.c_[sample[:5], np.ones(5)],
                                rtol=1e-6)
+
+
+# -- the numpy paths of small chunks ------------------------------------------------------
+@pytest.mark.parametrize("q", [Q, 1])
+def test_numpy_objective_residuals_and_scores_match_the_kernels(problem, q: int) -> None:
+    # the same sums as the kernels up to rounding (zero gates, rows of weight zero)
+    p = dict(problem, base=np.ascontiguousarray(problem["base"][:, :q]),
+             coef=np.ascontiguousarray(problem["coef"][:, :, :q]))
+    args = (p["gates"], p["base"], p["codes"], p["weight"], p["coef"], p["intercept"])
+    grads = [(np.zeros_like(p["coef"]), np.zeros(K)) for _ in range(2)]
+    kernel = restricted_objective_chunk(*args, *grads[0])
+    numpy_sums = restricted_objective_numpy(*args, *grads[1])
+    np.testing.assert_allclose(numpy_sums, kernel, rtol=1e-12)
+    for a, b in zip(grads[0], grads[1], strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+    out, *sums = margin_residuals_chunk(*args)
+    numpy_out, *numpy_sums = margin_residuals_numpy(*args)
+    np.testing.assert_allclose(numpy_out, out, rtol=1e-12, atol=1e-15)
+    assert np.all(numpy_out[p["weight"] == 0] == 0.0)
+    np.testing.assert_allclose(numpy_sums, sums, rtol=1e-12)
+    np.testing.assert_allclose(decision_numpy(p["gates"], p["base"], p["coef"], p["intercept"]),
+                               decision_chunk(p["gates"], p["base"], p["coef"], p["intercept"]),
+                               rtol=1e-12, atol=1e-12)
+    # no group selected yet: the intercept alone
+    empty = np.zeros((0, K, q))
+    grad, grad_b = np.zeros_like(empty), np.zeros(K)
+    value = restricted_objective_numpy(p["gates"][:, :0], p["base"], p["codes"], p["weight"],
+                                       empty, p["intercept"], grad, grad_b)
+    grad_b0 = np.zeros(K)
+    expected = restricted_objective_chunk(np.ascontiguousarray(p["gates"][:, :0]), p["base"],
+                                          p["codes"], p["weight"], empty, p["intercept"],
+                                          np.zeros_like(empty), grad_b0)
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    np.testing.assert_allclose(grad_b, grad_b0, rtol=1e-12)
+
+
+def test_numpy_gates_are_the_kernels_bits() -> None:
+    rng = np.random.default_rng(8)
+    X = (rng.normal(size=(50, 6)) * 100).astype(np.float32)
+    scale = rng.uniform(0.01, 3.0, size=6)
+    features = np.array([5, 0, 5, 2], dtype=np.int64)
+    np.testing.assert_array_equal(linear_gates_numpy(X, features, scale),
+                                  linear_gates_chunk(X, features, scale))
+    thresholds = X[[3, 7, 9, 11], features]  # ties on the rows they come from
+    np.testing.assert_array_equal(stump_gates_numpy(X, features, thresholds),
+                                  stump_gates_chunk(X, features, thresholds))
+
+
+def test_anchor_histogram_numpy_gives_the_kernels_bits() -> None:
+    rng = np.random.default_rng(9)
+    n = ANCHOR_TILE_ROWS + 90
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    centres = X[rng.choice(n, 6, replace=False)]
+    pieces = AnchorPieces.from_sample(centres, X, 5, np.full(3, 0.5))
+    base, R = pieces.base(X), rng.normal(size=(n, 2))
+    dist2 = squared_distances(X, centres)
+    radii2 = pieces.radii ** 2
+    radii2[1, 2] = radii2[1, 1]  # a repeated radius
+    dist2[:7, 1] = radii2[1, 3]  # rows on a ball's boundary are outside it
+    kernel, numpy_bins = (np.zeros((6, 5, 4, 2), dtype=np.float32) for _ in range(2))
+    anchor_histogram_chunk(dist2, base, R, radii2, kernel)
+    anchor_histogram_numpy(dist2, base, R, radii2, numpy_bins)
+    np.testing.assert_array_equal(numpy_bins, kernel)
+    # a second chunk added to the sums: the same up to float32 rounding
+    anchor_histogram_chunk(dist2[:40], base[:40], R[:40], radii2, kernel)
+    anchor_histogram_numpy(dist2[:40], base[:40], R[:40], radii2, numpy_bins)
+    np.testing.assert_allclose(numpy_bins, kernel, rtol=1e-5, atol=1e-5)
+
+
+def _anchor_problem() -> tuple[AnchorColumns, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(10)
+    n, d = 300, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    centres = X[rng.choice(n, 5, replace=False)]
+    family = AnchorColumns(AnchorPieces.from_sample(centres, X, 4, np.full(d, 0.5)))
+    codes = np.digitize(X[:, 0] + X[:, 1] ** 2, [0.0, 1.5]).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, size=n).astype(np.float32)
+    weight[::5] = 0.0
+    return family, X, codes, weight
+
+
+def test_anchor_passes_agree_on_both_paths() -> None:
+    # a corrective step's evaluation and a column-score pass on anchors: the numpy paths
+    # of small data give what the kernels give, up to rounding
+    family, X, codes, weight = _anchor_problem()
+    rng = np.random.default_rng(11)
+    selected = np.array([3, 9, 14], dtype=np.int64)
+    coef = rng.normal(size=(3, K, family.n_base))
+    intercept = rng.normal(size=K)
+    chunk = Chunk(X=X, y=codes, start=0, weight=weight)
+
+    def both(numpy: bool) -> tuple[tuple[float, float, float], np.ndarray, np.ndarray,
+                                   np.ndarray]:
+        grad, grad_b = np.zeros_like(coef), np.zeros(K)
+        sums = restricted_objective(family, X, selected, codes, weight, coef, intercept,
+                                    grad, grad_b, numpy)
+        score = ColumnScorePass(family, selected, coef, intercept, numpy=numpy)
+        state = score.step(score.start(), chunk)
+        return sums, grad, grad_b, state.gradient
+
+    small = both(numpy=True)
+    large = both(numpy=False)
+    np.testing.assert_allclose(small[0], large[0], rtol=1e-12)
+    for a, b in zip(small[1:], large[1:], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_small_anchor_fit_runs_no_objective_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on small data (numpy_paths) the anchors' kernels, the linear columns' (but the one
+    # of their column scores, whose sums are those of CSR rows) and k-means' are not
+    # called (so not compiled); larger data keeps them
+    assert passes_module.numpy_paths(passes_module.NUMPY_ROWS)
+    assert not passes_module.numpy_paths(passes_module.NUMPY_ROWS + 1)
+    from streamlearn.models import ShareBoostClassifier
+    from streamlearn.solvers import kmeans
+
+    def compiled(*args: object) -> None:
+        raise AssertionError("a kernel ran on small data")
+
+    for module, name in [(passes_module, "restricted_objective_chunk"),
+                         (passes_module, "margin_residuals_chunk"),
+                         (passes_module, "linear_objective_chunk"),
+                         (passes_module, "linear_margin_residuals_chunk"),
+                         (columns_module, "anchor_histogram_chunk"),
+                         (columns_module, "linear_gates_chunk"),
+                         (kernels_module, "decision_chunk"),
+                         (kmeans, "assign_chunk"), (kmeans, "minibatch_step")]:
+        monkeypatch.setattr(module, name, compiled)
+    _, X, codes, _ = _anchor_problem()
+    for features in ("anchors", "linear"):
+        model = ShareBoostClassifier(features=features, n_rounds=2, n_centres=8,
+                                     tol=0.05).fit(X, codes)
+        assert model.path_["train_error"][-1] < 0.4  # fitted, from the passes' tallies

@@ -15,14 +15,19 @@ import numpy as np
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost.kernels import (
+    NUMPY_ANCHOR_PAIRS,
+    NUMPY_OBJECTIVE_ENTRIES,
     anchor_gradients,
     anchor_histogram_chunk,
+    anchor_histogram_numpy,
     linear_gates_chunk,
     linear_gates_csr,
+    linear_gates_numpy,
     linear_gradient_chunk,
     linear_gradient_csr,
     padded_thresholds,
     stump_gates_chunk,
+    stump_gates_numpy,
     stump_gradients,
     stump_histogram_chunk,
 )
@@ -108,8 +113,9 @@ class LinearColumns:
         return np.zeros((self.n_candidates, k))
 
     def accumulate(self, X: np.ndarray | SparseRows, base: np.ndarray,
-                   residuals: np.ndarray, acc: np.ndarray) -> None:
-        """Add one chunk's gradient columns to ``acc``."""
+                   residuals: np.ndarray, acc: np.ndarray, numpy: bool = False) -> None:
+        """Add one chunk's gradient columns to ``acc`` (the kernels whatever ``numpy``:
+        those of dense and of CSR rows add the same sums in the same order)."""
         if isinstance(X, SparseRows):
             linear_gradient_csr(*X.kernel_args, residuals, self.scale, acc)
         else:
@@ -126,6 +132,8 @@ class LinearColumns:
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if isinstance(X, SparseRows):
             gates = linear_gates_csr(*X.kernel_args, candidates, self.scale)
+        elif X.shape[0] * candidates.shape[0] <= NUMPY_OBJECTIVE_ENTRIES:
+            gates = linear_gates_numpy(X, candidates, self.scale)
         else:
             gates = linear_gates_chunk(X, candidates, self.scale)
         if self.shift is not None:
@@ -198,8 +206,8 @@ class StumpColumns:
         return np.zeros((self.thresholds.shape[0], self.n_thresholds + 1, k))
 
     def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
-                   acc: np.ndarray) -> None:
-        """Add one chunk's residuals to the bins."""
+                   acc: np.ndarray, numpy: bool = False) -> None:
+        """Add one chunk's residuals to the bins (``numpy`` has no effect: the kernel)."""
         stump_histogram_chunk(X, residuals, self.kernel_thresholds, acc)
 
     def column_scores(self, acc: np.ndarray) -> np.ndarray:
@@ -218,6 +226,8 @@ class StumpColumns:
     def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """Stump values of the given candidates, (n, T) float32."""
         features, thresholds = self.split(candidates)
+        if X.shape[0] * features.shape[0] <= NUMPY_OBJECTIVE_ENTRIES:
+            return stump_gates_numpy(X, features, thresholds)
         return stump_gates_chunk(X, features, thresholds)
 
     def used_features(self, candidates: np.ndarray) -> np.ndarray:
@@ -290,13 +300,20 @@ class AnchorColumns:
         return np.zeros((p.n_centres, p.n_radii, p.n_base, k), dtype=np.float32)
 
     def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
-                   acc: np.ndarray) -> None:
+                   acc: np.ndarray, numpy: bool = False) -> None:
         """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball.
 
         The centres are split between threads, each with its own block of distances (one
-        matrix product) and its own rows of ``acc``.
+        matrix product) and its own rows of ``acc``. With ``numpy``
+        (:func:`~streamlearn.solvers.shareboost.passes.numpy_paths`), chunks of at most
+        :data:`~.kernels.NUMPY_ANCHOR_PAIRS` rows times centres take
+        :func:`~.kernels.anchor_histogram_numpy` instead, in one thread.
         """
         centres, radii2 = self.pieces.centres, self.radii2
+        if numpy and X.shape[0] * centres.shape[0] <= NUMPY_ANCHOR_PAIRS:
+            anchor_histogram_numpy(squared_distances(X, centres), base, residuals, radii2,
+                                   acc)
+            return
 
         def work(lo: int, hi: int) -> None:
             anchor_histogram_chunk(squared_distances(X, centres[lo:hi]), base, residuals,

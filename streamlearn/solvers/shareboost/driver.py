@@ -47,6 +47,7 @@ from streamlearn.solvers.shareboost.passes import (
     TemperaturePass,
     WeightedSummary,
     WeightedSummaryPass,
+    numpy_paths,
 )
 
 #: Rows of the summary pass's sample (stump thresholds, anchor radii).
@@ -328,6 +329,7 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     """
     shape = coef.shape
     k = intercept.shape[0]
+    numpy = numpy_paths(dataset.n_rows)
     tally_at: list[tuple[np.ndarray, ObjectiveState]] = []
     chosen = np.array(selected, dtype=np.int64)
     # L-BFGS runs over the interval values of nested columns (stumps of one feature, balls
@@ -349,7 +351,8 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         W = weights(theta)
         state: ObjectiveState = runner.run(
-            RestrictedObjectivePass(family, chosen, W, theta[-k:] / root[-k:], holdout),
+            RestrictedObjectivePass(family, chosen, W, theta[-k:] / root[-k:], holdout,
+                                    numpy=numpy),
             dataset, description=f"refit {shape[0]} columns")
         total = max(state.weight, np.finfo(np.float64).tiny)
         value = state.loss / total + l2 * float(np.sum(W * W))
@@ -379,7 +382,8 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     if holdout is not None:  # one pass over the held-out rows, at the model returned
         held = runner.run(RestrictedObjectivePass(family, chosen, weights(theta),
                                                   theta[-k:] / root[-k:], holdout,
-                                                  held_out=True, temperature=temperature),
+                                                  held_out=True, temperature=temperature,
+                                                  numpy=numpy),
                           dataset, description=f"held-out loss, {shape[0]} columns")
         held_weight = float(held.held_weight)
         held_temperature = held.temperature
@@ -634,7 +638,8 @@ def probability_scale(runner: Any, dataset: Dataset, family: Family, selected: n
     sums = step.held_out_temperature
     if sums is not None and sums.total_weight > 0:
         return best_temperature(sums.losses(smoothed=False)), "held-out"
-    sums = runner.run(TemperaturePass(family, selected, step.coef, step.intercept, holdout),
+    sums = runner.run(TemperaturePass(family, selected, step.coef, step.intercept, holdout,
+                                      numpy_paths(dataset.n_rows)),
                       dataset, description="probability scale")
     return min(1.0, best_temperature(sums.losses())), "training"
 
@@ -675,7 +680,7 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
     while t < max_rounds:
         scores_state: ObjectiveState = runner.run(
             ColumnScorePass(family, np.array(selected, dtype=np.int64), step.coef,
-                            step.intercept, holdout),
+                            step.intercept, holdout, numpy_paths(dataset.n_rows)),
             dataset, description=f"score columns {t + 1}"
             + ("" if max_rounds == UNTIL_HELD_OUT else f"/{max_rounds}"))
         passes += 1

@@ -26,6 +26,11 @@ arrays or add into the accumulators they are given:
   gates are a comparison of distances, :mod:`streamlearn.features.anchors`);
 - :func:`linear_gradient_csr`, :func:`linear_gates_csr`: the linear family's two kernels
   over CSR rows, each stored entry costing its work and each zero nothing.
+
+Small chunks take numpy twins of some of them instead (:func:`restricted_objective_numpy`,
+:func:`margin_residuals_numpy`, :func:`decision_numpy`, :func:`anchor_histogram_numpy`,
+the gates), so that a fit on small data compiles few kernels
+(:data:`NUMPY_OBJECTIVE_ENTRIES`, :data:`NUMPY_ANCHOR_PAIRS`).
 """
 
 from __future__ import annotations
@@ -283,6 +288,137 @@ def margin_residuals_chunk(gates: np.ndarray, base: np.ndarray, codes: np.ndarra
         for c in range(k):
             out[i, c] = w * r[c]
     return out, sums[0], sums[1], sums[2]
+
+
+#: Largest ``n x T x k x q`` (rows, selected groups, classes, base columns) of a chunk of
+#: small data (:func:`~streamlearn.solvers.shareboost.passes.numpy_paths`) whose restricted
+#: problem, residuals and class scores numpy computes (:func:`restricted_objective_numpy`,
+#: :func:`margin_residuals_numpy`, :func:`decision_numpy`) instead of the kernels: dense
+#: matrix products over every selected group, at most a few milliseconds (on one BLAS
+#: thread, about the kernels' time on 2,000 rows), with temporaries of at most ``n x k x q``
+#: and ``n x T`` floats, where compiling the kernels costs 0.3-1 s each.
+NUMPY_OBJECTIVE_ENTRIES = 1 << 22
+
+
+def _scores_numpy(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
+                  intercept: np.ndarray) -> np.ndarray:
+    # s = b + sum_j g_j W_j a of every row, in float64, (n, k): the gates times the
+    # coefficients (one matrix product over the groups), then each class's row of
+    # that against the base vector
+    T, k, q = coef.shape
+    if q == 1:  # single columns (linear): the groups added in order, whatever the layout
+        s = np.broadcast_to(intercept, (gates.shape[0], k)).copy()
+        g = gates.astype(np.float64) * base.astype(np.float64)
+        for j in range(T):
+            s += g[:, j:j + 1] * coef[j, :, 0]
+        return s
+    mixed = (gates.astype(np.float64) @ coef.reshape(T, k * q)).reshape(-1, k, q)
+    return intercept + np.einsum("ncf,nf->nc", mixed, base.astype(np.float64))
+
+
+def _softmax_residuals_numpy(s: np.ndarray, y: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # every row's rho - e_y (eq. 6), loss (eq. 3) and whether its argmax is not its class,
+    # by the arithmetic of _softmax_residual (without the SIMD lanes)
+    rows = np.arange(s.shape[0])
+    wrong = np.argmax(s, axis=1) != y
+    z = s - s[rows, y][:, None] + 1.0
+    z[rows, y] = 0.0
+    top = z.max(axis=1, initial=-np.inf)
+    r = np.exp(z - top[:, None])
+    total = r.sum(axis=1)
+    r *= (1.0 / total)[:, None]
+    r[rows, y] -= 1.0
+    return r, top + np.log(total), wrong
+
+
+def _weighted_rows(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
+                   weight: np.ndarray) -> tuple[np.ndarray, ...]:
+    # the rows of non-zero weight (the kernels skip the others), weights in float64
+    keep = weight != 0.0
+    if not keep.all():
+        gates, base, codes, weight = gates[keep], base[keep], codes[keep], weight[keep]
+    return gates, base, codes.astype(np.int64), weight.astype(np.float64), keep
+
+
+def restricted_objective_numpy(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
+                               weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
+                               grad_coef: np.ndarray, grad_intercept: np.ndarray
+                               ) -> tuple[float, float, float]:
+    """:func:`restricted_objective_chunk` in numpy, by dense matrix products over every
+    selected group (zero gates add zeros): the same sums up to rounding.
+
+    Parameters
+    ----------
+    gates, base, codes, weight, coef, intercept, grad_coef, grad_intercept
+        As for :func:`restricted_objective_chunk`.
+
+    Returns
+    -------
+    loss, weight_sum, errors : float
+    """
+    gates, base, codes, w, _ = _weighted_rows(gates, base, codes, weight)
+    T, k, q = coef.shape
+    r, loss, wrong = _softmax_residuals_numpy(_scores_numpy(gates, base, coef, intercept),
+                                              codes)
+    r *= w[:, None]
+    grad_intercept += r.sum(axis=0)
+    outer = (r[:, :, None] * base.astype(np.float64)[:, None, :]).reshape(r.shape[0], k * q)
+    if q == 1:  # the rows added in order (a reduction over the first axis), as above
+        grad_coef += np.add.reduce(gates.astype(np.float64)[:, :, None] * outer[:, None, :],
+                                   axis=0).reshape(T, k, q)
+    else:
+        grad_coef += (gates.astype(np.float64).T @ outer).reshape(T, k, q)
+    return float(w @ loss), float(w.sum()), float(w[wrong].sum())
+
+
+def decision_numpy(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
+                   intercept: np.ndarray) -> np.ndarray:
+    """:func:`decision_chunk` in numpy (see :func:`restricted_objective_numpy`).
+
+    Parameters
+    ----------
+    gates, base, coef, intercept
+        As for :func:`decision_chunk`.
+
+    Returns
+    -------
+    ndarray of shape (n, k), float64
+    """
+    return _scores_numpy(gates, base, coef, intercept)
+
+
+def decision(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
+             intercept: np.ndarray) -> np.ndarray:
+    """Class scores of every row: :func:`decision_numpy` up to
+    :data:`NUMPY_OBJECTIVE_ENTRIES` (``n x T x k x q``), else :func:`decision_chunk`."""
+    if gates.size * coef.shape[1] * coef.shape[2] <= NUMPY_OBJECTIVE_ENTRIES:
+        return decision_numpy(gates, base, coef, intercept)
+    return decision_chunk(gates, base, coef, intercept)
+
+
+def margin_residuals_numpy(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
+                           weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray
+                           ) -> tuple[np.ndarray, float, float, float]:
+    """:func:`margin_residuals_chunk` in numpy (see :func:`restricted_objective_numpy`).
+
+    Parameters
+    ----------
+    gates, base, codes, weight, coef, intercept
+        As for :func:`margin_residuals_chunk`.
+
+    Returns
+    -------
+    residuals : ndarray of shape (n, k), float64
+        Zero on the rows of weight zero.
+    loss, weight_sum, errors : float
+    """
+    out = np.zeros((gates.shape[0], intercept.shape[0]))
+    gates, base, codes, w, keep = _weighted_rows(gates, base, codes, weight)
+    r, loss, wrong = _softmax_residuals_numpy(_scores_numpy(gates, base, coef, intercept),
+                                              codes)
+    out[keep] = w[:, None] * r
+    return out, float(w @ loss), float(w.sum()), float(w[wrong].sum())
 
 
 @njit(cache=True, nogil=True)
@@ -722,6 +858,11 @@ def stump_gradients(histogram: np.ndarray) -> np.ndarray:
 
 #: Rows whose outer products ``a_i R_i^T`` :func:`anchor_histogram_chunk` holds at once.
 ANCHOR_TILE_ROWS = 256
+#: Largest ``n x n_centres`` (rows, candidate centres) of a chunk whose bins numpy fills
+#: (:func:`anchor_histogram_numpy`) instead of :func:`anchor_histogram_chunk`: about the
+#: kernel's time on one thread (a few milliseconds on 2,000 rows and 256 centres), where
+#: its compile costs 0.5 s.
+NUMPY_ANCHOR_PAIRS = 1 << 20
 
 
 @njit(cache=True, nogil=True)
@@ -786,6 +927,41 @@ def anchor_histogram_chunk(dist2: np.ndarray, base: np.ndarray, residuals: np.nd
                     row[m] += z[m]
 
 
+def anchor_histogram_numpy(dist2: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                           radii2: np.ndarray, out: np.ndarray) -> None:
+    """:func:`anchor_histogram_chunk` in numpy: the same float32 outer products, added
+    to the same bins in the same order of the rows (the kernel's bits when ``out``
+    starts at zero; else the chunk's sums added to ``out`` at the end).
+
+    The (row, centre) pairs inside a centre's largest ball are a sparse matrix of ones,
+    a row's pair in the column of its bin; its transpose times the rows' outer products
+    sums each bin over its rows, in order.
+
+    Parameters
+    ----------
+    dist2, base, residuals, radii2, out
+        As for :func:`anchor_histogram_chunk`.
+    """
+    from scipy import sparse
+
+    n, n_centres = dist2.shape
+    q = base.shape[1]
+    k = residuals.shape[1]
+    n_radii = radii2.shape[1]
+    tile = (base.astype(np.float64)[:, :, None] * residuals[:, None, :]).astype(np.float32)
+    d = dist2.astype(np.float64)  # compared with the radii as the kernel compares them
+    pairs = np.flatnonzero(d < radii2[:, n_radii - 1])  # row-major: rows in order
+    # the first radius with d < radii2
+    bins = np.zeros(d.shape, dtype=np.int8 if n_radii < 128 else np.int64)
+    for j in range(n_radii - 1):
+        bins += d >= radii2[:, j]
+    columns = (pairs % n_centres) * n_radii + bins.ravel()[pairs]
+    indptr = np.searchsorted(pairs, np.arange(n + 1) * n_centres)
+    onehot = sparse.csr_array((np.ones(pairs.shape[0], dtype=np.float32), columns, indptr),
+                              shape=(n, n_centres * n_radii))
+    out += (onehot.T @ tile.reshape(n, q * k)).reshape(out.shape)
+
+
 def anchor_gradients(histogram: np.ndarray) -> np.ndarray:
     """Gradient columns of every piece from :func:`anchor_histogram_chunk`'s bins.
 
@@ -811,6 +987,18 @@ def linear_gates_chunk(X: np.ndarray, features: np.ndarray, scale: np.ndarray) -
             f = features[j]
             out[i, j] = X[i, f] * scale[f]
     return out
+
+
+def linear_gates_numpy(X: np.ndarray, features: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """:func:`linear_gates_chunk` in numpy: the same products, rounded to the same float32."""
+    features = np.asarray(features, dtype=np.int64)
+    return (X[:, features] * scale[features]).astype(np.float32)
+
+
+def stump_gates_numpy(X: np.ndarray, features: np.ndarray, thresholds: np.ndarray
+                      ) -> np.ndarray:
+    """:func:`stump_gates_chunk` in numpy: the same comparisons."""
+    return (X[:, np.asarray(features, dtype=np.int64)] <= thresholds).astype(np.float32)
 
 
 @njit(cache=True, nogil=True)

@@ -29,12 +29,18 @@ from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
+    NUMPY_OBJECTIVE_ENTRIES,
+    decision,
     decision_chunk,
     exp_lanes,
+    linear_gates_csr,
+    linear_gates_numpy,
     linear_margin_residuals_chunk,
     linear_objective_chunk,
     margin_residuals_chunk,
+    margin_residuals_numpy,
     restricted_objective_chunk,
+    restricted_objective_numpy,
     single_column_objective_chunk,
     stump_objective_chunk,
     stump_tables,
@@ -42,6 +48,7 @@ from streamlearn.solvers.shareboost.kernels import (
 from streamlearn.solvers.threads import (
     MIN_ROWS_PER_THREAD,
     in_threads,
+    single_threaded_blas,
     thread_bounds,
 )
 
@@ -85,16 +92,48 @@ def selected_gates(family: Family, X: np.ndarray, selected: np.ndarray) -> np.nd
 
 
 def class_scores(family: Family, X: np.ndarray | SparseRows, selected: np.ndarray,
-                 coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
-    """Class scores ``W x + b`` of rows ``X`` on the selected columns, (n, k) float64."""
+                 coef: np.ndarray, intercept: np.ndarray, numpy: bool = False) -> np.ndarray:
+    """Class scores ``W x + b`` of rows ``X`` on the selected columns, (n, k) float64
+    (``numpy``: by :func:`~streamlearn.solvers.shareboost.kernels.decision`, numpy on a
+    small chunk, see :func:`numpy_paths`)."""
+    if numpy:
+        with single_threaded_blas():  # small products: a BLAS thread costs more than it gains
+            return decision(family.gates(X, selected), family.base(X), coef, intercept)
     return decision_chunk(family.gates(X, selected), family.base(X), coef, intercept)
+
+
+#: Datasets of at most this many rows are fitted by the numpy paths of the passes
+#: (:func:`numpy_paths`).
+NUMPY_ROWS = 4096
+
+
+def numpy_paths(n_rows: int) -> bool:
+    """Whether the passes over a dataset of ``n_rows`` rows take their numpy paths.
+
+    On at most :data:`NUMPY_ROWS` rows, the restricted problem of linear columns and of
+    anchors, the residuals of the anchors' column scores, the linear and anchor column
+    scores and the class scores are computed by numpy
+    (:mod:`~streamlearn.solvers.shareboost.kernels`) on chunks of at most
+    :data:`~streamlearn.solvers.shareboost.kernels.NUMPY_OBJECTIVE_ENTRIES` entries
+    (:func:`small_chunk`): the same sums up to rounding, and a first fit on small data
+    compiles none of those kernels (about 3 s of a 2,000-row fit's 5.4 s of compiling).
+    Larger datasets keep the kernels on every chunk, so what they learn is unchanged.
+    """
+    return int(n_rows) <= NUMPY_ROWS
+
+
+def small_chunk(n_rows: int, selected: np.ndarray, coef: np.ndarray) -> bool:
+    """Whether a chunk of ``n_rows`` rows scored by ``coef`` (T, k, q) takes the numpy
+    paths (:data:`~streamlearn.solvers.shareboost.kernels.NUMPY_OBJECTIVE_ENTRIES`)."""
+    return n_rows * len(selected) * coef.shape[1] * coef.shape[2] <= NUMPY_OBJECTIVE_ENTRIES
 
 
 # -- passes -------------------------------------------------------------------------------
 def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
                          codes: np.ndarray, weight: np.ndarray, coef: np.ndarray,
                          intercept: np.ndarray, grad_coef: np.ndarray,
-                         grad_intercept: np.ndarray) -> tuple[float, float, float]:
+                         grad_intercept: np.ndarray, numpy: bool = False
+                         ) -> tuple[float, float, float]:
     """Loss sums of the restricted problem on rows ``X``, its gradient added to
     ``grad_coef`` and ``grad_intercept``, the rows split between threads.
 
@@ -102,7 +141,11 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
     the residuals (:func:`~streamlearn.solvers.shareboost.kernels.stump_objective_chunk`);
     other groups of one column by
     :func:`~streamlearn.solvers.shareboost.kernels.single_column_objective_chunk`, anchors
-    by :func:`~streamlearn.solvers.shareboost.kernels.restricted_objective_chunk`.
+    by :func:`~streamlearn.solvers.shareboost.kernels.restricted_objective_chunk`. With
+    ``numpy`` (:func:`numpy_paths`), small chunks (:func:`small_chunk`) of linear columns
+    (dense or CSR rows alike) or anchors take
+    :func:`~streamlearn.solvers.shareboost.kernels.restricted_objective_numpy` instead, the
+    same sums up to rounding without a kernel to compile.
 
     Returns
     -------
@@ -116,8 +159,14 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
         grad_coef[:, :, 0] += np.cumsum(hist, axis=1)[features, bins]
         return out
     single = coef.shape[2] == 1
+    linear = isinstance(family, LinearColumns)
+    dense_linear = linear and isinstance(X, np.ndarray)
+    if numpy and (linear or not single) and small_chunk(_rows(X), selected, coef):
+        with single_threaded_blas():  # small products: a BLAS thread costs more than it gains
+            return _small_restricted_objective(family, X, selected, codes, weight, coef,
+                                               intercept, grad_coef, grad_intercept)
     W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
-    if isinstance(family, LinearColumns) and isinstance(X, np.ndarray):
+    if dense_linear:
         features = np.ascontiguousarray(selected, dtype=np.int64)
         # the kernel reads x * scale; the columns' shift is folded into the intercept
         offsets = family.offsets(features)
@@ -151,6 +200,36 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
                   grad_coef[:, :, 0] if single else grad_coef, grad_intercept)
 
 
+def _small_restricted_objective(family: Family, X: np.ndarray | SparseRows,
+                                selected: np.ndarray, codes: np.ndarray, weight: np.ndarray,
+                                coef: np.ndarray, intercept: np.ndarray,
+                                grad_coef: np.ndarray, grad_intercept: np.ndarray
+                                ) -> tuple[float, float, float]:
+    # restricted_objective of a small chunk (small_chunk) of linear columns or anchors, in
+    # numpy (restricted_objective_numpy): no kernel to compile. Linear columns of dense and
+    # of CSR rows get the same gates (linear_gates_numpy, linear_gates_csr), hence the same
+    # sums
+    if not isinstance(family, LinearColumns):
+        return restricted_objective_numpy(selected_gates(family, X, selected), family.base(X),
+                                          codes, weight, coef, intercept, grad_coef,
+                                          grad_intercept)
+    # the columns' shift folded into the intercept, as for the kernel
+    offsets = family.offsets(selected)
+    grad = np.zeros(coef.shape)
+    grad_b = np.zeros_like(grad_intercept)
+    gates = (linear_gates_csr(*X.kernel_args, selected, family.scale)
+             if isinstance(X, SparseRows) else linear_gates_numpy(X, selected, family.scale))
+    sums = restricted_objective_numpy(gates, family.base(X), codes, weight, coef,
+                                      intercept - offsets @ coef[:, :, 0], grad, grad_b)
+    grad_coef[:, :, 0] += grad[:, :, 0] - np.outer(offsets, grad_b)
+    grad_intercept += grad_b
+    return sums
+
+
+def _rows(X: np.ndarray | SparseRows) -> int:
+    return X.n_rows if isinstance(X, SparseRows) else X.shape[0]
+
+
 def stump_statistics(family: StumpColumns, X: np.ndarray, selected: np.ndarray,
                      coef: np.ndarray, intercept: np.ndarray, codes: np.ndarray,
                      weight: np.ndarray, hist_features: np.ndarray, hist: np.ndarray,
@@ -178,7 +257,8 @@ def stump_statistics(family: StumpColumns, X: np.ndarray, selected: np.ndarray,
 
 def linear_column_statistics(family: LinearColumns, X: np.ndarray, selected: np.ndarray,
                              W: np.ndarray, intercept: np.ndarray, codes: np.ndarray,
-                             weight: np.ndarray, acc: np.ndarray) -> tuple[float, float, float]:
+                             weight: np.ndarray, acc: np.ndarray, numpy: bool = False
+                             ) -> tuple[float, float, float]:
     """Loss sums of a model of linear columns on dense rows ``X``, and the gradient column of
     every feature added to ``acc`` (a column-score pass's work on one chunk), the rows split
     between threads.
@@ -195,12 +275,21 @@ def linear_column_statistics(family: LinearColumns, X: np.ndarray, selected: np.
         From :func:`chunk_arrays`.
     acc : ndarray of shape (d, k), float64
         Receives the gradient columns (added to).
+    numpy : bool
+        Small chunks take numpy (:func:`numpy_paths`).
 
     Returns
     -------
     loss, weight_sum, errors : float
     """
     shifted = intercept - family.offsets(selected) @ W  # the columns' shift, as above
+    if numpy and small_chunk(X.shape[0], selected, W[:, :, None]):  # as restricted_objective
+        with single_threaded_blas():
+            residuals, loss, wsum, errors = margin_residuals_numpy(
+                linear_gates_numpy(X, selected, family.scale), family.base(X), codes,
+                weight, W[:, :, None], shifted)
+            family.accumulate(X, family.base(X), residuals, acc)  # the CSR kernel's sums
+        return loss, wsum, errors
 
     def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
         residuals, loss, wsum, errors = linear_margin_residuals_chunk(
@@ -461,12 +550,14 @@ class _ModelPass:
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
-                 intercept: np.ndarray, holdout: Holdout | None = None) -> None:
+                 intercept: np.ndarray, holdout: Holdout | None = None,
+                 numpy: bool = False) -> None:
         self.family = family
         self.selected = np.asarray(selected, dtype=np.int64)
         self.coef = coef
         self.intercept = intercept
         self.holdout = holdout
+        self.numpy = numpy
 
 
 class ColumnScorePass(_ModelPass):
@@ -481,6 +572,8 @@ class ColumnScorePass(_ModelPass):
     intercept : ndarray of shape (k,)
     holdout : Holdout, optional
         Rows left out.
+    numpy : bool
+        Small chunks take numpy, not the kernels (on small data: :func:`numpy_paths`).
     """
 
     def start(self) -> ObjectiveState:
@@ -499,7 +592,14 @@ class ColumnScorePass(_ModelPass):
         elif isinstance(self.family, LinearColumns) and isinstance(chunk.X, np.ndarray):
             loss, wsum, errors = linear_column_statistics(
                 self.family, chunk.X, self.selected, np.ascontiguousarray(self.coef[:, :, 0]),
-                self.intercept, codes, weight, state.gradient)
+                self.intercept, codes, weight, state.gradient, self.numpy)
+        elif self.numpy and small_chunk(chunk.n_rows, self.selected, self.coef):
+            with single_threaded_blas():  # numpy, as restricted_objective
+                base = self.family.base(chunk.X)
+                residuals, loss, wsum, errors = margin_residuals_numpy(
+                    selected_gates(self.family, chunk.X, self.selected), base, codes, weight,
+                    self.coef, self.intercept)
+                self.family.accumulate(chunk.X, base, residuals, state.gradient, numpy=True)
         else:
             base = self.family.base(chunk.X)
             gates = selected_gates(self.family, chunk.X, self.selected)
@@ -537,16 +637,19 @@ class RestrictedObjectivePass(_ModelPass):
         With ``held_out``: also sum the held-out rows' class scores into a
         :class:`~streamlearn.solvers.calibration.TemperatureSums` (``temperature`` of the
         state), what the temperature of the class probabilities is chosen by.
+    numpy : bool
+        As in :class:`ColumnScorePass`.
     """
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
                  intercept: np.ndarray, holdout: Holdout | None = None,
-                 held_out: bool = False, temperature: bool = False) -> None:
+                 held_out: bool = False, temperature: bool = False,
+                 numpy: bool = False) -> None:
         if held_out and holdout is None:
             raise ValueError("held_out=True needs a holdout")
         if temperature and not held_out:
             raise ValueError("temperature=True needs held_out=True")
-        super().__init__(family, selected, coef, intercept, holdout)
+        super().__init__(family, selected, coef, intercept, holdout, numpy)
         self.held_out = held_out
         self.temperature = temperature
 
@@ -565,20 +668,21 @@ class RestrictedObjectivePass(_ModelPass):
                 codes, weight = chunk_arrays(held)
                 loss, wsum, errors = restricted_objective(
                     self.family, held.X, self.selected, codes, weight, self.coef,
-                    self.intercept, np.zeros_like(self.coef), np.zeros_like(self.intercept))
+                    self.intercept, np.zeros_like(self.coef), np.zeros_like(self.intercept),
+                    self.numpy)
                 state.held_loss += loss
                 state.held_weight += wsum
                 state.held_errors += errors
                 if state.temperature is not None:
                     state.temperature.add(
                         class_scores(self.family, held.X, self.selected, self.coef,
-                                     self.intercept), codes, weight)
+                                     self.intercept, self.numpy), codes, weight)
             return state
         chunk = training_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
         loss, wsum, errors = restricted_objective(
             self.family, chunk.X, self.selected, codes, weight, self.coef, self.intercept,
-            state.gradient, state.intercept)
+            state.gradient, state.intercept, self.numpy)
         state.loss += loss
         state.weight += wsum
         state.errors += errors
@@ -600,7 +704,7 @@ class TemperaturePass(_ModelPass):
 
     Parameters
     ----------
-    family, selected, coef, intercept, holdout
+    family, selected, coef, intercept, holdout, numpy
         As in :class:`ColumnScorePass` (rows held out are left out).
     """
 
@@ -613,7 +717,7 @@ class TemperaturePass(_ModelPass):
         chunk = training_rows(chunk, self.holdout)
         codes, weight = chunk_arrays(chunk)
         return state.add(class_scores(self.family, chunk.X, self.selected, self.coef,
-                                      self.intercept), codes, weight)
+                                      self.intercept, self.numpy), codes, weight)
 
     def merge(self, a: TemperatureSums, b: TemperatureSums) -> TemperatureSums:
         """The sums of both (a new state)."""
