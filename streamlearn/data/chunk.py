@@ -13,6 +13,9 @@ from streamlearn.data.sparse_rows import SparseRows
 class Chunk:
     """A block of consecutive rows of a dataset, ready for numba kernels.
 
+    A dataset's chunks hold writeable arrays (:func:`writeable_rows`), whatever their
+    source hands it.
+
     Attributes
     ----------
     X : ndarray of shape (n_rows, n_features), float32, C-contiguous, or SparseRows
@@ -83,3 +86,25 @@ class Chunk:
             if a is not None:
                 total += a.nbytes
         return total
+
+
+def writeable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a copy of it when it is read-only.
+
+    numba types a read-only array apart from a writeable one, and would compile every kernel
+    a second time for read-only inputs: an array the caller froze or memory-mapped
+    (``setflags(write=False)``, joblib), one deserialised from a buffer, a zero-copy view
+    of an Arrow column. Copying a chunk or a model costs far less than a compile, and a
+    writeable array is passed on as it is.
+    """
+    return a if a.flags.writeable else a.copy()
+
+
+def writeable_rows(X: np.ndarray | SparseRows) -> np.ndarray | SparseRows:
+    """Dense or CSR rows whose arrays are all writeable (:func:`writeable`): the type
+    every kernel is compiled for."""
+    if not isinstance(X, SparseRows):
+        return writeable(X)
+    if all(a.flags.writeable for a in X.kernel_args):
+        return X
+    return SparseRows(writeable(X.indptr), writeable(X.indices), writeable(X.values), X.n_cols)

@@ -19,7 +19,7 @@ from streamlearn.data.categories import (
     plain_categories,
     sorted_categories,
 )
-from streamlearn.data.chunk import Chunk
+from streamlearn.data.chunk import Chunk, writeable, writeable_rows
 from streamlearn.data.labels import consecutive_codes
 from streamlearn.data.large_buffers import map_large_buffers
 from streamlearn.data.precision import ResolutionWatch, target_spans
@@ -941,6 +941,11 @@ class Dataset:
     def _chunk(self, reader: _PieceReader | _RangeReader, a: int, b: int,
                classes: np.ndarray | None, rng: np.random.Generator | None) -> Chunk:
         X, y_raw, w = reader.rows(a, b)
+        # a zero-copy read (an Arrow column, a frozen or deserialised array) may be
+        # read-only: one copy of it here, not a second compile of every kernel it reaches
+        X = writeable_rows(X)
+        y_raw = None if y_raw is None else writeable(y_raw)
+        w = None if w is None else writeable(w)
         if isinstance(X, SparseRows):
             return self._sparse_chunk(X, y_raw, w, a, classes, rng)
         keep = None

@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 
 from streamlearn.data import Dataset, open_dataset
 from streamlearn.data.categories import category_index, plain_categories
+from streamlearn.data.chunk import writeable, writeable_rows
 from streamlearn.data.open import named_features, reading_for
 from streamlearn.data.precision import matrix_spans, target_spans, warn_of_coarse_columns
 from streamlearn.data.sources.base import (
@@ -1585,7 +1586,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
 
     Returns
     -------
-    ndarray of shape (n, n_features), float32, C-contiguous, finite
+    ndarray of shape (n, n_features), float32, C-contiguous, writeable, finite
     """
     if isinstance(X, Dataset | str | os.PathLike):
         # fit and score stream these; predictions of every row would be held in memory
@@ -1666,7 +1667,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
         raise DataError(f"Input X contains {nonfinite_value(given)} in feature "
                         f"{expected[c]!r} at row {r}; the model reads finite values only")
-    return values
+    return writeable(values)  # a frozen or memory-mapped X: the kernels' compiled type
 
 
 #: Sparse rows scored by a model that reads dense rows are densified this many at a time.
@@ -1727,7 +1728,7 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str,
         raise DataError(f"Input X contains {rows.values[flat]} in feature "
                         f"'x{int(rows.indices[flat])}' at row {r}; the model reads finite "
                         "values only")
-    return rows
+    return writeable_rows(rows)
 
 
 def coded_table(X: Any) -> tuple[np.ndarray, tuple[str, ...], dict[str, tuple[Any, ...]]] | None:

@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from streamlearn.data.chunk import writeable
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.features import (
     BSplineMap,
@@ -478,16 +479,6 @@ def kernel_rows(X: Any) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.nd
         indptr, indices, values = X.kernel_args
         return NO_DENSE, (writeable(indptr), writeable(indices), writeable(values)), True
     return writeable(X), NO_CSR, False
-
-
-def writeable(a: np.ndarray) -> np.ndarray:
-    """``a``, or a copy of it when it is read-only.
-
-    numba types a read-only array apart from a writeable one, and would compile every kernel
-    again for read-only inputs (memory-mapped arrays from joblib, unpickled models); copying
-    a chunk or a model costs far less than a compile.
-    """
-    return a if a.flags.writeable else a.copy()
 
 
 @njit(cache=True, nogil=True, forceinline=True)

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from streamlearn.data.chunk import writeable
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.solvers.dcd import _shuffle, projected_gradient
-from streamlearn.solvers.embedding import NO_DENSE, writeable
+from streamlearn.solvers.embedding import NO_DENSE
 from streamlearn.solvers.vector_exp import MIN_LENGTH, exp_nonpositive
 
 #: Projected gradients at most this large leave a dual variable unchanged.
