@@ -31,32 +31,45 @@ def make_table(n: int = 23, seed: int = 0) -> pa.Table:
     num = [None if r % 7 == 3 else 0.0 if r % 5 == 0 else float(rng.normal()) for r in range(n)]
     cat = [None if r % 6 == 2 else words[r % 4] for r in range(n)]
     city = [None if r % 4 == 1 else words[(r * 3) % 5] for r in range(n)]
-    tags = [None if r % 8 == 5 else [] if r % 8 == 6 else
-            [words[int(k)] if k < 5 else None for k in rng.integers(0, 6, rng.integers(1, 5))]
-            for r in range(n)]
-    return pa.table({
-        "y": pa.array([["a", "b", "c"][r % 3] for r in range(n)]),
-        "w": pa.array(rng.uniform(0.5, 2, n), type=pa.float32()),
-        "idx": pa.array(idx, type=pa.list_(pa.int64())),
-        "val": pa.array(val, type=pa.list_(pa.float32())),
-        "num": pa.array(num, type=pa.float64()),
-        "count": pa.array(rng.integers(-2, 3, n), type=pa.int32()),
-        "flag": pa.array(rng.random(n) < 0.5),
-        "cat": pa.array(cat).dictionary_encode(),
-        "city": pa.array(city, type=pa.string()),
-        "tags": pa.array(tags, type=pa.list_(pa.string())),
-        "kw": pa.array(tags[::-1], type=pa.large_list(pa.string())).cast(
-            pa.large_list(pa.dictionary(pa.int32(), pa.large_string()))),
-    })
+    tags = [
+        None
+        if r % 8 == 5
+        else []
+        if r % 8 == 6
+        else [words[int(k)] if k < 5 else None for k in rng.integers(0, 6, rng.integers(1, 5))]
+        for r in range(n)
+    ]
+    return pa.table(
+        {
+            "y": pa.array([["a", "b", "c"][r % 3] for r in range(n)]),
+            "w": pa.array(rng.uniform(0.5, 2, n), type=pa.float32()),
+            "idx": pa.array(idx, type=pa.list_(pa.int64())),
+            "val": pa.array(val, type=pa.list_(pa.float32())),
+            "num": pa.array(num, type=pa.float64()),
+            "count": pa.array(rng.integers(-2, 3, n), type=pa.int32()),
+            "flag": pa.array(rng.random(n) < 0.5),
+            "cat": pa.array(cat).dictionary_encode(),
+            "city": pa.array(city, type=pa.string()),
+            "tags": pa.array(tags, type=pa.list_(pa.string())),
+            "kw": pa.array(tags[::-1], type=pa.large_list(pa.string())).cast(
+                pa.large_list(pa.dictionary(pa.int32(), pa.large_string()))
+            ),
+        }
+    )
 
 
 def list_reference(table: pa.Table, values: bool, n_features: int) -> sp.csr_matrix:
     idx = table.column("idx").to_pylist()
     val = table.column("val").to_pylist() if values else [[1.0] * len(i) for i in idx]
     indptr = np.cumsum([0] + [len(i) for i in idx])
-    return sp.csr_matrix((np.array([v for row in val for v in row], dtype=np.float32),
-                          [j for row in idx for j in row], indptr),
-                         shape=(table.num_rows, n_features))
+    return sp.csr_matrix(
+        (
+            np.array([v for row in val for v in row], dtype=np.float32),
+            [j for row in idx for j in row],
+            indptr,
+        ),
+        shape=(table.num_rows, n_features),
+    )
 
 
 def hashed_reference(table: pa.Table, features: list[str], n: int) -> sp.csr_matrix:
@@ -116,15 +129,24 @@ def streamed(src: ParquetSparseSource, chunk_rows: int) -> tuple[sp.csr_matrix, 
     return X, np.asarray(ds.classes)[np.concatenate([c.y for c in chunks])]
 
 
-@pytest.mark.parametrize(("values", "statistics", "n_features"),
-                         [(True, True, None), (False, False, None), (True, False, 40)])
-def test_list_layout(tmp_path: Path, values: bool, statistics: bool,
-                     n_features: int | None) -> None:
+@pytest.mark.parametrize(
+    ("values", "statistics", "n_features"),
+    [(True, True, None), (False, False, None), (True, False, 40)],
+)
+def test_list_layout(
+    tmp_path: Path, values: bool, statistics: bool, n_features: int | None
+) -> None:
     table = make_table()
     path = tmp_path / "rows.parquet"
     pq.write_table(table, path, row_group_size=7, write_statistics=statistics)
-    src = ParquetSparseSource(str(path), target="y", weight="w", indices="idx",
-                              values="val" if values else None, n_features=n_features)
+    src = ParquetSparseSource(
+        str(path),
+        target="y",
+        weight="w",
+        indices="idx",
+        values="val" if values else None,
+        n_features=n_features,
+    )
     assert src.sparse and src.columns == ["y", "w"] and set(src.kinds) == {"y", "w"}
     assert src.n_features == (n_features or 30)
     assert [p.n_rows for p in src.pieces] == [7, 7, 7, 2]
@@ -145,8 +167,9 @@ def test_hashed_layout(tmp_path: Path, n: int) -> None:
     table = make_table(seed=1)
     path = tmp_path / "rows.parquet"
     pq.write_table(table, path, row_group_size=6)
-    src = ParquetSparseSource(str(path), target="y", weight="w", hash_features=n,
-                              exclude=["idx", "val"])
+    src = ParquetSparseSource(
+        str(path), target="y", weight="w", hash_features=n, exclude=["idx", "val"]
+    )
     assert src.n_features == n and src.columns == ["y", "w"]
     X_ref = hashed_reference(table, FEATURES, n)
     assert src.nnz >= X_ref.nnz
@@ -165,10 +188,10 @@ def test_directory_of_two_files(tmp_path: Path) -> None:
     for k, table in enumerate(tables):
         pq.write_table(table, folder / f"part-{k}.parquet", row_group_size=4)
     whole = pa.concat_tables(tables)
-    labels = [p.label for p in ParquetSparseSource(str(folder), target="y",
-                                                   indices="idx").pieces]
-    assert labels == [f"{folder / 'part-0.parquet'} (row group {g})" for g in range(3)] + \
-        [f"{folder / 'part-1.parquet'} (row group {g})" for g in range(3)]
+    labels = [p.label for p in ParquetSparseSource(str(folder), target="y", indices="idx").pieces]
+    assert labels == [f"{folder / 'part-0.parquet'} (row group {g})" for g in range(3)] + [
+        f"{folder / 'part-1.parquet'} (row group {g})" for g in range(3)
+    ]
 
     src = ParquetSparseSource(str(folder), target="y", indices="idx", values="val")
     assert src.n_features == 30
@@ -177,8 +200,9 @@ def test_directory_of_two_files(tmp_path: Path) -> None:
     assert_same(X, X_ref)
     np.testing.assert_array_equal(y, whole.column("y").to_pylist())
 
-    src = ParquetSparseSource(str(folder), target="y", hash_features=64,
-                              exclude=["idx", "val", "w"])
+    src = ParquetSparseSource(
+        str(folder), target="y", hash_features=64, exclude=["idx", "val", "w"]
+    )
     X, y = streamed(src, chunk_rows=6)
     assert_same(X, hashed_reference(whole, FEATURES, 64))
     np.testing.assert_array_equal(y, whole.column("y").to_pylist())
@@ -190,55 +214,85 @@ def test_hive_partition_key_is_a_feature(tmp_path: Path) -> None:
         (tmp_path / f"region={part}").mkdir()
         pq.write_table(table, tmp_path / f"region={part}" / "f.parquet")
     src = ParquetSparseSource(str(tmp_path), target="y", hash_features=2**16)
-    whole = pa.table({"y": [1, 0, 1] * 2, "word": ["a", "b", None] * 2,
-                      "region": ["east"] * 3 + ["west"] * 3})
+    whole = pa.table(
+        {"y": [1, 0, 1] * 2, "word": ["a", "b", None] * 2, "region": ["east"] * 3 + ["west"] * 3}
+    )
     assert_same(read_all(src), hashed_reference(whole, ["word", "region"], 2**16))
 
 
-def test_hive_key_held_by_the_files_with_another_type_is_a_schema_error(
-        tmp_path: Path) -> None:
+def test_hive_key_held_by_the_files_with_another_type_is_a_schema_error(tmp_path: Path) -> None:
     for year in (2023, 2024):
         (tmp_path / f"year={year}").mkdir()
-        pq.write_table(pa.table({"y": [1, 0], "word": ["a", "b"], "year": [year, year]}),
-                       tmp_path / f"year={year}" / "f.parquet")
+        pq.write_table(
+            pa.table({"y": [1, 0], "word": ["a", "b"], "year": [year, year]}),
+            tmp_path / f"year={year}" / "f.parquet",
+        )
     with pytest.raises(SchemaError, match=rf"{tmp_path}.* partition key .*Field year"):
         ParquetSparseSource(str(tmp_path), target="y", hash_features=64)
 
 
 def write_groups(path: Path, groups: list[dict[str, list]]) -> None:
     """One row group per dict of columns (y, idx, val)."""
-    schema = pa.schema([("y", pa.int64()), ("idx", pa.list_(pa.int32())),
-                        ("val", pa.list_(pa.float64()))])
+    schema = pa.schema(
+        [("y", pa.int64()), ("idx", pa.list_(pa.int32())), ("val", pa.list_(pa.float64()))]
+    )
     with pq.ParquetWriter(path, schema) as writer:
         for group in groups:
             writer.write_table(pa.table(group, schema=schema))
 
 
-GOOD = {"y": [0, 1, 0, 1], "idx": [[0, 1], [2], [], [3, 0]],
-        "val": [[1.0, 2.0], [3.0], [], [4.0, 5.0]]}
+GOOD = {
+    "y": [0, 1, 0, 1],
+    "idx": [[0, 1], [2], [], [3, 0]],
+    "val": [[1.0, 2.0], [3.0], [], [4.0, 5.0]],
+}
 
 
-@pytest.mark.parametrize(("bad_idx", "bad_val", "message"), [
-    ([[1], [0], None], [[1.0], [1.0], [1.0]], "row 2 (row 6 of the file): the 'idx' list is null"),
-    ([[1], [0, -1], [2]], [[1.0], [1.0, 1.0], [1.0]], "row 1 (row 5 of the file): index -1"),
-    ([[1], [0, 9], [2]], [[1.0], [1.0, 1.0], [1.0]], "row 1 (row 5 of the file): index 9 in "
-     "'idx' is outside the columns 0..7"),
-    ([[1], [0, 2, 3, 2], [2]], [[1.0], [1.0] * 4, [1.0]], "row 1 (row 5 of the file): index 2 "
-     "appears twice"),
-    ([[1], [0, None], [2]], [[1.0], [1.0, 1.0], [1.0]], "row 1 (row 5 of the file): the 'idx' "
-     "list holds a null index"),
-    ([[1], [0, 1], [2]], [[1.0], [1.0], [1.0]], "row 1 (row 5 of the file): 'idx' holds 2 "
-     "indices but 'val' 1 values"),
-    ([[1], [0, 1], [2]], [[1.0], None, [1.0]], "row 1 (row 5 of the file): the 'val' list is "
-     "null"),
-    ([[1], [0, 1], [2]], [[1.0], [1.0, None], [1.0]], "row 1 (row 5 of the file): the 'val' "
-     "list holds a null value"),
-])
+@pytest.mark.parametrize(
+    ("bad_idx", "bad_val", "message"),
+    [
+        (
+            [[1], [0], None],
+            [[1.0], [1.0], [1.0]],
+            "row 2 (row 6 of the file): the 'idx' list is null",
+        ),
+        ([[1], [0, -1], [2]], [[1.0], [1.0, 1.0], [1.0]], "row 1 (row 5 of the file): index -1"),
+        (
+            [[1], [0, 9], [2]],
+            [[1.0], [1.0, 1.0], [1.0]],
+            "row 1 (row 5 of the file): index 9 in 'idx' is outside the columns 0..7",
+        ),
+        (
+            [[1], [0, 2, 3, 2], [2]],
+            [[1.0], [1.0] * 4, [1.0]],
+            "row 1 (row 5 of the file): index 2 appears twice",
+        ),
+        (
+            [[1], [0, None], [2]],
+            [[1.0], [1.0, 1.0], [1.0]],
+            "row 1 (row 5 of the file): the 'idx' list holds a null index",
+        ),
+        (
+            [[1], [0, 1], [2]],
+            [[1.0], [1.0], [1.0]],
+            "row 1 (row 5 of the file): 'idx' holds 2 indices but 'val' 1 values",
+        ),
+        (
+            [[1], [0, 1], [2]],
+            [[1.0], None, [1.0]],
+            "row 1 (row 5 of the file): the 'val' list is null",
+        ),
+        (
+            [[1], [0, 1], [2]],
+            [[1.0], [1.0, None], [1.0]],
+            "row 1 (row 5 of the file): the 'val' list holds a null value",
+        ),
+    ],
+)
 def test_list_layout_errors(tmp_path: Path, bad_idx: list, bad_val: list, message: str) -> None:
     path = tmp_path / "bad.parquet"
     write_groups(path, [GOOD, {"y": [0, 1, 0], "idx": bad_idx, "val": bad_val}])
-    src = ParquetSparseSource(str(path), target="y", indices="idx", values="val",
-                              n_features=8)
+    src = ParquetSparseSource(str(path), target="y", indices="idx", values="val", n_features=8)
     src.read_piece(0, [], "y", None)
     with pytest.raises(DataError) as info:
         src.read_piece(1, [], "y", None)
@@ -265,8 +319,10 @@ def test_opening_errors(tmp_path: Path) -> None:
         ParquetSparseSource(url, target="y", indices="nope")
     with pytest.raises(SchemaError, match="target column 'label' not found"):
         ParquetSparseSource(url, target="label", indices="idx")
-    with pytest.raises(SchemaError, match="column 'tags' .* is list<element: string>; it must "
-                       "be a list<int> column"):
+    with pytest.raises(
+        SchemaError,
+        match="column 'tags' .* is list<element: string>; it must be a list<int> column",
+    ):
         ParquetSparseSource(url, target="y", indices="tags")
     with pytest.raises(SchemaError, match="column 'val' .* list of numbers is ambiguous"):
         ParquetSparseSource(url, target="y", hash_features=8, exclude=["idx"])
@@ -276,8 +332,7 @@ def test_opening_errors(tmp_path: Path) -> None:
         ParquetSparseSource(str(tmp_path / "missing"), target="y", indices="idx")
 
     stamps = tmp_path / "stamps.parquet"
-    pq.write_table(pa.table({"y": [1, 0], "t": pa.array([1, 2], type=pa.timestamp("s"))}),
-                   stamps)
+    pq.write_table(pa.table({"y": [1, 0], "t": pa.array([1, 2], type=pa.timestamp("s"))}), stamps)
     with pytest.raises(SchemaError, match="column 't' .* is timestamp"):
         ParquetSparseSource(str(stamps), target="y", hash_features=8)
 
@@ -299,17 +354,21 @@ def test_open_dataset_chooses_the_sparse_parquet_layouts(tmp_path) -> None:
 
     from streamlearn import open_dataset
 
-    table = pa.table({"idx": [[0, 3], [1], []], "val": [[1.0, 2.0], [0.5], []],
-                      "word": ["a", "b", "a"], "label": [0, 1, 0]})
+    table = pa.table(
+        {
+            "idx": [[0, 3], [1], []],
+            "val": [[1.0, 2.0], [0.5], []],
+            "word": ["a", "b", "a"],
+            "label": [0, 1, 0],
+        }
+    )
     path = tmp_path / "t.parquet"
     pq.write_table(table, path)
-    lists = open_dataset(str(path), target="label", sparse_columns=("idx", "val"),
-                         n_features=5)
+    lists = open_dataset(str(path), target="label", sparse_columns=("idx", "val"), n_features=5)
     assert lists.is_sparse and lists.n_features == 5
     X = np.concatenate([c.X.toarray() for c in lists.chunks()])
     np.testing.assert_array_equal(X, [[1, 0, 0, 2, 0], [0, 0.5, 0, 0, 0], [0, 0, 0, 0, 0]])
-    hashed = open_dataset(str(path), target="label", hash_features=2**8,
-                          exclude=["idx", "val"])
+    hashed = open_dataset(str(path), target="label", hash_features=2**8, exclude=["idx", "val"])
     rows = np.concatenate([c.X.toarray() for c in hashed.chunks()])
     assert hashed.n_features == 256 and (np.abs(rows).sum(axis=1) == 1).all()
     assert (rows[0] == rows[2]).all() and (rows[0] != rows[1]).any()

@@ -63,8 +63,9 @@ class _File:
 
 # --------------------------------------------------------------------------- kernels
 @njit(cache=True, nogil=True)
-def hashed_rows(n_rows: int, rows: np.ndarray, hashes: np.ndarray, values: np.ndarray,
-                n_columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def hashed_rows(
+    n_rows: int, rows: np.ndarray, hashes: np.ndarray, values: np.ndarray, n_columns: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR rows from hashed entries given in any row order.
 
     Entry ``t`` adds ``sign * values[t]`` to row ``rows[t]`` at the column of
@@ -139,18 +140,28 @@ def first_repeated(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- arrow helpers
 def _is_list(dtype: pa.DataType) -> bool:
-    return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype)
-                or pa.types.is_fixed_size_list(dtype))
+    return bool(
+        pa.types.is_list(dtype)
+        or pa.types.is_large_list(dtype)
+        or pa.types.is_fixed_size_list(dtype)
+    )
 
 
 def _is_text(dtype: pa.DataType) -> bool:
-    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
-                or pa.types.is_string_view(dtype))
+    return bool(
+        pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_string_view(dtype)
+    )
 
 
 def _is_number(dtype: pa.DataType) -> bool:
-    return bool(pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
-                or pa.types.is_decimal(dtype) or pa.types.is_boolean(dtype))
+    return bool(
+        pa.types.is_integer(dtype)
+        or pa.types.is_floating(dtype)
+        or pa.types.is_decimal(dtype)
+        or pa.types.is_boolean(dtype)
+    )
 
 
 def _is_category(dtype: pa.DataType) -> bool:
@@ -172,10 +183,12 @@ def _hashed_kind(name: str, dtype: pa.DataType, where: str) -> str:
         raise SchemaError(
             f"column {name!r} of {where} is {dtype}: a list of numbers is ambiguous as hashed "
             "features (positions? a bag of numbers?); store it as indices and values list "
-            "columns (indices=, values=), as strings, or leave it out (exclude=)")
+            "columns (indices=, values=), as strings, or leave it out (exclude=)"
+        )
     raise SchemaError(
         f"column {name!r} of {where} is {dtype}; hashed features are numeric, string, "
-        "categorical or list<string> columns: convert it, or leave it out (exclude=)")
+        "categorical or list<string> columns: convert it, or leave it out (exclude=)"
+    )
 
 
 def _array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -199,9 +212,12 @@ def _hash_text(array: pa.Array, prefix: bytes) -> np.ndarray:
         array = pc.cast(array, pa.large_string())
     n = len(array)
     buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset: array.offset + n + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None \
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + n + 1]
+    data = (
+        np.frombuffer(buffers[2], dtype=np.uint8)
+        if buffers[2] is not None
         else np.empty(0, dtype=np.uint8)
+    )
     out = np.empty(n, dtype=np.uint32)
     hash_strings(np.frombuffer(prefix, dtype=np.uint8), offsets, data, out)
     return out
@@ -322,22 +338,27 @@ class ParquetSparseSource:
         features: Sequence[str] | None = None,
     ) -> None:
         if (indices is None) == (hash_features is None):
-            raise ValueError("give either indices= (list columns) or hash_features= (hashed "
-                             "columns), not " + ("both" if indices is not None else "neither"))
+            raise ValueError(
+                "give either indices= (list columns) or hash_features= (hashed "
+                "columns), not " + ("both" if indices is not None else "neither")
+            )
         if hash_features is not None:
             hash_features = check_hash_features(hash_features)
             if values is not None:
-                raise ValueError("values= belongs to the list layout (indices=), not to "
-                                 "hash_features=")
+                raise ValueError(
+                    "values= belongs to the list layout (indices=), not to hash_features="
+                )
             if n_features is not None and n_features != hash_features:
-                raise ValueError(f"n_features={n_features} contradicts hash_features="
-                                 f"{hash_features}; leave n_features out")
+                raise ValueError(
+                    f"n_features={n_features} contradicts hash_features="
+                    f"{hash_features}; leave n_features out"
+                )
             n_features = hash_features
         elif exclude or features is not None:
-            raise ValueError("exclude= and features= belong to the hashed layout "
-                             "(hash_features=)")
-        if n_features is not None and (isinstance(n_features, bool)
-                                       or not 0 < int(n_features) <= MAX_INDEX):
+            raise ValueError("exclude= and features= belong to the hashed layout (hash_features=)")
+        if n_features is not None and (
+            isinstance(n_features, bool) or not 0 < int(n_features) <= MAX_INDEX
+        ):
             raise ValueError(f"n_features must be in [1, {MAX_INDEX}], got {n_features!r}")
         self.description = str(path_or_url)
         self.target = target
@@ -353,22 +374,34 @@ class ParquetSparseSource:
         self._discover(path)
 
         first = self._files_info[0]
-        roles = [(r, c) for r, c in (("target", target), ("weight", weight), ("indices", indices),
-                                     ("values", values)) if c is not None]
+        roles = [
+            (r, c)
+            for r, c in (
+                ("target", target),
+                ("weight", weight),
+                ("indices", indices),
+                ("values", values),
+            )
+            if c is not None
+        ]
         for info in self._files_info:
             for role, name in roles:
                 if name not in info.types:
-                    raise SchemaError(f"{role} column {name!r} not found in {info.path}; "
-                                      f"columns are {sorted(info.types)}")
+                    raise SchemaError(
+                        f"{role} column {name!r} not found in {info.path}; "
+                        f"columns are {sorted(info.types)}"
+                    )
         self.columns: list[str] = [c for c in (target, weight) if c is not None]
         self.kinds: dict[str, ColumnKind] = {c: arrow_kind(first.types[c]) for c in self.columns}
         if weight is not None and not self.kinds[weight].is_numeric:
-            raise SchemaError(f"weight column {weight!r} of {first.path} is "
-                              f"{first.types[weight]}, not numeric")
+            raise SchemaError(
+                f"weight column {weight!r} of {first.path} is {first.types[weight]}, not numeric"
+            )
         if hash_features is None:
             self._check_lists()
-            self.n_features = int(n_features) if n_features is not None \
-                else self._largest_index() + 1
+            self.n_features = (
+                int(n_features) if n_features is not None else self._largest_index() + 1
+            )
             self.nnz = self._stored([indices])  # type: ignore[list-item]
         else:
             self._features = self._hashed_features(list(exclude), features)
@@ -378,27 +411,29 @@ class ParquetSparseSource:
     # ------------------------------------------------------------------ opening
     def _discover(self, path: str) -> None:
         try:
-            dataset = pads.dataset(path, filesystem=self._fs, format="parquet",
-                                   partitioning="hive")
+            dataset = pads.dataset(path, filesystem=self._fs, format="parquet", partitioning="hive")
             fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
         except FileNotFoundError as exc:
             raise SourceError(f"no parquet data at {self.description}: {exc}") from exc
         except pa.ArrowTypeError as exc:
             raise partition_clash(self.description, exc) from exc
         except (pa.ArrowInvalid, OSError) as exc:
-            raise ReadError(f"could not open parquet data at {self.description}: "
-                            f"{exc}") from exc
+            raise ReadError(f"could not open parquet data at {self.description}: {exc}") from exc
         if not fragments:
             raise SourceError(f"no parquet files found under {self.description}")
-        partition_types = {f.name: f.type for f in dataset.partitioning.schema} \
-            if dataset.partitioning is not None else {}
+        partition_types = (
+            {f.name: f.type for f in dataset.partitioning.schema}
+            if dataset.partitioning is not None
+            else {}
+        )
         for fragment in fragments:
             try:
                 metadata = fragment.metadata
                 physical = fragment.physical_schema
             except (pa.ArrowInvalid, OSError) as exc:
-                raise ReadError(f"{fragment.path} is not a readable parquet file ({exc}); "
-                                "remove or replace it") from exc
+                raise ReadError(
+                    f"{fragment.path} is not a readable parquet file ({exc}); remove or replace it"
+                ) from exc
             keys = pads.get_partition_keys(fragment.partition_expression) or {}
             types = {f.name: f.type for f in physical}
             leaves: dict[str, range] = {}
@@ -422,33 +457,41 @@ class ParquetSparseSource:
 
     def _check_lists(self) -> None:
         for info in self._files_info:
-            for name, element, what in ((self._indices, pa.types.is_integer, "int"),
-                                        (self._values, _is_number, "number")):
+            for name, element, what in (
+                (self._indices, pa.types.is_integer, "int"),
+                (self._values, _is_number, "number"),
+            ):
                 if name is None:
                     continue
                 dtype = info.types[name]
                 if name in info.keys or not _is_list(dtype) or not element(dtype.value_type):
-                    raise SchemaError(f"column {name!r} of {info.path} is {dtype}; it must "
-                                      f"be a list<{what}> column")
+                    raise SchemaError(
+                        f"column {name!r} of {info.path} is {dtype}; it must "
+                        f"be a list<{what}> column"
+                    )
 
     @property
     def hashed_columns(self) -> tuple[str, ...]:
         """The columns hashed (hashed layout), in file order; empty for the list layout."""
         return tuple(c for c, _ in getattr(self, "_features", ()))
 
-    def _hashed_features(self, exclude: list[str], only: Sequence[str] | None
-                         ) -> list[tuple[str, str]]:
+    def _hashed_features(
+        self, exclude: list[str], only: Sequence[str] | None
+    ) -> list[tuple[str, str]]:
         first = self._files_info[0]
         for role, named in (("exclude", exclude), ("features", only or ())):
             unknown = [c for c in named if c not in first.types]
             if unknown:
-                raise SchemaError(f"{role} names column(s) {unknown} not in {first.path}; "
-                                  f"columns are {sorted(first.types)}")
+                raise SchemaError(
+                    f"{role} names column(s) {unknown} not in {first.path}; "
+                    f"columns are {sorted(first.types)}"
+                )
         skip = {self.target, self.weight, *exclude}
         if only is not None:
             skip |= {c for c in first.types if c not in set(only)}
-        features = [(c, _hashed_kind(c, t, first.path)) for c, t in first.types.items()
-                    if c not in skip]
+        features = [
+            (c, _hashed_kind(c, t, first.path)) for c, t in first.types.items() if c not in skip
+        ]
         if not features:
             raise SchemaError(f"no feature columns left in {self.description}")
         names = {c for c, _ in features}
@@ -457,11 +500,14 @@ class ParquetSparseSource:
             if others != names:
                 raise SchemaError(
                     f"{info.path} has the feature columns {sorted(others)} but {first.path} "
-                    f"has {sorted(names)}; all files must share their columns")
+                    f"has {sorted(names)}; all files must share their columns"
+                )
             for c, kind in features:
                 if _hashed_kind(c, info.types[c], info.path) != kind:
-                    raise SchemaError(f"column {c!r} is {first.types[c]} in {first.path} but "
-                                      f"{info.types[c]} in {info.path}")
+                    raise SchemaError(
+                        f"column {c!r} is {first.types[c]} in {first.path} but "
+                        f"{info.types[c]} in {info.path}"
+                    )
         self._name_hash = {c: _hash_name(c) for c, kind in features if kind == NUMERIC}
         return features
 
@@ -485,8 +531,10 @@ class ParquetSparseSource:
                 top = -1 if found is None else int(found)
             largest = max(largest, top)
         if largest >= MAX_INDEX:
-            raise DataError(f"column {name!r} of {self.description} holds the index "
-                            f"{largest}; indices must be below {MAX_INDEX}")
+            raise DataError(
+                f"column {name!r} of {self.description} holds the index "
+                f"{largest}; indices must be below {MAX_INDEX}"
+            )
         return largest
 
     def _stored(self, names: list[str]) -> int:
@@ -530,30 +578,35 @@ class ParquetSparseSource:
         lists = _array(table.column(name))
         if lists.null_count:
             row = int(np.argmin(_valid(lists)))
-            raise DataError(f"{self._where(i, row)}: the {name!r} list is null; store an "
-                            "empty list for a row without entries")
+            raise DataError(
+                f"{self._where(i, row)}: the {name!r} list is null; store an "
+                "empty list for a row without entries"
+            )
         lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         flat = pc.list_flatten(lists)
         if flat.null_count:
             entry = int(np.argmin(_valid(flat)))
-            raise DataError(f"{self._where(i, _row_of(indptr, entry))}: the {name!r} list "
-                            "holds a null index")
+            raise DataError(
+                f"{self._where(i, _row_of(indptr, entry))}: the {name!r} list holds a null index"
+            )
         idx = flat.to_numpy(zero_copy_only=False)
         bad = np.flatnonzero((idx < 0) | (idx >= self.n_features))
         if bad.size:
             entry = int(bad[0])
-            raise DataError(f"{self._where(i, _row_of(indptr, entry))}: index {idx[entry]} "
-                            f"in {name!r} is outside the columns 0..{self.n_features - 1}")
+            raise DataError(
+                f"{self._where(i, _row_of(indptr, entry))}: index {idx[entry]} "
+                f"in {name!r} is outside the columns 0..{self.n_features - 1}"
+            )
         idx = idx.astype(np.int32)
         row, twice = first_repeated(indptr, idx)
         if row >= 0:
-            raise DataError(f"{self._where(i, int(row))}: index {twice} appears twice in the "
-                            f"{name!r} list")
+            raise DataError(
+                f"{self._where(i, int(row))}: index {twice} appears twice in the {name!r} list"
+            )
         if self._values is None:
-            return SparseRows(indptr, idx, np.ones(idx.shape[0], dtype=np.float32),
-                              self.n_features)
+            return SparseRows(indptr, idx, np.ones(idx.shape[0], dtype=np.float32), self.n_features)
         vname = self._values
         vlists = _array(table.column(vname))
         if vlists.null_count:
@@ -563,15 +616,19 @@ class ParquetSparseSource:
         differ = np.flatnonzero(vlengths != lengths)
         if differ.size:
             row = int(differ[0])
-            raise DataError(f"{self._where(i, row)}: {name!r} holds {lengths[row]} indices "
-                            f"but {vname!r} {vlengths[row]} values")
+            raise DataError(
+                f"{self._where(i, row)}: {name!r} holds {lengths[row]} indices "
+                f"but {vname!r} {vlengths[row]} values"
+            )
         vflat = pc.list_flatten(vlists)
         if vflat.null_count:
             entry = int(np.argmin(_valid(vflat)))
-            raise DataError(f"{self._where(i, _row_of(indptr, entry))}: the {vname!r} list "
-                            "holds a null value")
-        vals = np.ascontiguousarray(pc.cast(vflat, pa.float32(), safe=False)
-                                    .to_numpy(zero_copy_only=False))
+            raise DataError(
+                f"{self._where(i, _row_of(indptr, entry))}: the {vname!r} list holds a null value"
+            )
+        vals = np.ascontiguousarray(
+            pc.cast(vflat, pa.float32(), safe=False).to_numpy(zero_copy_only=False)
+        )
         return SparseRows(indptr, idx, vals, self.n_features)
 
     def _hashed_rows(self, i: int, table: pa.Table, keys: dict[str, Any]) -> SparseRows:
@@ -594,8 +651,9 @@ class ParquetSparseSource:
                 r, h = _category_entries(array, prefix)
             else:
                 if not _is_list(array.type):  # pragma: no cover - checked when opened
-                    raise SchemaError(f"column {name!r} of {self.pieces[i].label} is "
-                                      f"{array.type}, not a list")
+                    raise SchemaError(
+                        f"column {name!r} of {self.pieces[i].label} is {array.type}, not a list"
+                    )
                 parents = pc.list_parent_indices(array).to_numpy(zero_copy_only=False)
                 r, h = _category_entries(pc.list_flatten(array), prefix)
                 r = parents[r]
@@ -603,18 +661,22 @@ class ParquetSparseSource:
             hashes.append(h)
             vals.append(np.ones(r.shape[0], dtype=np.float64))
         indptr, idx, v32 = hashed_rows(
-            n, np.concatenate(rows).astype(np.int64, copy=False),
+            n,
+            np.concatenate(rows).astype(np.int64, copy=False),
             np.concatenate(hashes).astype(np.uint32, copy=False),
-            np.concatenate(vals), self.n_features)
+            np.concatenate(vals),
+            self.n_features,
+        )
         return SparseRows(indptr, idx, v32, self.n_features)
 
     def _check_columns(self, target: str | None, weight: str | None) -> None:
-        for role, asked, own in (("target", target, self.target),
-                                 ("weight", weight, self.weight)):
+        for role, asked, own in (("target", target, self.target), ("weight", weight, self.weight)):
             if asked is not None and asked != own:
-                raise SchemaError(f"{role} column {asked!r} was not named when "
-                                  f"{self.description} was opened as sparse rows ({role}="
-                                  f"{own!r}); open it again with {role}={asked!r}")
+                raise SchemaError(
+                    f"{role} column {asked!r} was not named when "
+                    f"{self.description} was opened as sparse rows ({role}="
+                    f"{own!r}); open it again with {role}={asked!r}"
+                )
 
     def read_piece(
         self, i: int, features: list[str], target: str | None, weight: str | None
@@ -651,13 +713,19 @@ class ParquetSparseSource:
         else:
             names = [c for c, _ in self._features] + [c for c in (target, weight) if c]
         table, keys = self._read(i, names)  # type: ignore[arg-type]
-        X = self._list_rows(i, table) if self.hash_features is None \
+        X = (
+            self._list_rows(i, table)
+            if self.hash_features is None
             else self._hashed_rows(i, table, keys)
+        )
         piece = self.pieces[i]
         y = None
         if target is not None:
-            y = np.full(piece.n_rows, keys[target]) if target in keys else \
-                target_array(table.column(target), target, piece.label, piece.file_row)
+            y = (
+                np.full(piece.n_rows, keys[target])
+                if target in keys
+                else target_array(table.column(target), target, piece.label, piece.file_row)
+            )
         w = None
         if weight is not None:
             w = pc.cast(self._column(i, table, keys, weight), pa.float64(), safe=False)
