@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pickle
+import uuid
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -16,6 +18,7 @@ from streamlearn.data.sources.parquet_sparse import ParquetSparseSource
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, SchemaError, SourceError
 from tests.test_hashing import hashed
+from tests.test_sources import _malloc_in_use
 
 FEATURES = ["num", "count", "flag", "cat", "city", "tags", "kw"]
 
@@ -206,6 +209,77 @@ def test_directory_of_two_files(tmp_path: Path) -> None:
     X, y = streamed(src, chunk_rows=6)
     assert_same(X, hashed_reference(whole, FEATURES, 64))
     np.testing.assert_array_equal(y, whole.column("y").to_pylist())
+
+
+def test_opening_many_files_holds_one_footer_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every footer read (~15 KB each for these three columns) stayed in memory as long as
+    # the source, for the statistics and value counts read after the files were listed:
+    # 200 files held ~3 MB here, 10,000 files hundreds of MB. The C heap is sampled as each
+    # file is opened: it must not grow by the footers read before.
+    try:
+        _malloc_in_use()
+    except (AttributeError, OSError):
+        pytest.skip("needs glibc's mallinfo2")
+    fs = fsspec.filesystem("memory")
+    root = f"/streamlearn-sparse-many-{uuid.uuid4().hex}"
+    rng = np.random.default_rng(5)
+    tables = []
+    for _ in range(200):
+        # no empty row: parquet stores an empty list as one (null) value
+        idx = [rng.choice(50, size=rng.integers(1, 4), replace=False).tolist() for _ in range(2)]
+        tables.append(
+            pa.table(
+                {
+                    "y": rng.integers(0, 2, size=2),
+                    "idx": pa.array(idx, type=pa.list_(pa.int64())),
+                    "val": pa.array(
+                        [rng.normal(size=len(i)).tolist() for i in idx], type=pa.list_(pa.float32())
+                    ),
+                }
+            )
+        )
+    try:
+        for k, table in enumerate(tables):
+            with fs.open(f"{root}/part-{k:04d}.parquet", "wb") as fh:
+                pq.write_table(table, fh)
+        in_use: list[int] = []
+        memory_open = type(fs)._open
+
+        def sampled_open(self, *args, **kwargs):
+            in_use.append(_malloc_in_use())
+            return memory_open(self, *args, **kwargs)
+
+        monkeypatch.setattr(type(fs), "_open", sampled_open)
+        src = ParquetSparseSource(f"memory:/{root}", target="y", indices="idx", values="val")
+        monkeypatch.undo()
+        assert len(in_use) >= 200
+        assert max(in_use) - in_use[0] < 1_000_000, (
+            f"the C heap grew by {(max(in_use) - in_use[0]) / 1e6:.1f} MB over 200 footers"
+        )
+        # the numbers kept from the footers: the largest index (statistics), values stored
+        whole = pa.concat_tables(tables)
+        flat = np.concatenate(
+            [np.asarray(row, dtype=np.int64) for row in whole.column("idx").to_pylist()]
+        )
+        assert src.n_features == flat.max() + 1
+        assert src.nnz == flat.size
+        assert_same(read_all(src), list_reference(whole, True, src.n_features))
+    finally:
+        fs.rm(root, recursive=True)
+
+
+@pytest.mark.parametrize("first_has_statistics", [True, False])
+def test_largest_index_from_statistics_and_from_reading(
+    tmp_path: Path, first_has_statistics: bool
+) -> None:
+    # one file's footer gives its largest index, the other's column is read for it
+    for k, top in enumerate((7, 12)):
+        table = pa.table({"y": [0, 1], "idx": pa.array([[top, 1], [2]], type=pa.list_(pa.int64()))})
+        pq.write_table(
+            table, tmp_path / f"part-{k}.parquet", write_statistics=(k == 0) == first_has_statistics
+        )
+    src = ParquetSparseSource(str(tmp_path), target="y", indices="idx")
+    assert src.n_features == 13 and src.nnz == 6
 
 
 def test_hive_partition_key_is_a_feature(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ Python loop per row.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,10 +55,8 @@ TOKENS = "tokens"  # (hash of "name=token", 1) per token of a list
 @dataclass(slots=True)
 class _File:
     path: str
-    metadata: pq.FileMetaData
     types: dict[str, pa.DataType]  # stored columns, then partition keys
     keys: dict[str, Any]  # hive partition keys: columns constant over the file
-    leaves: dict[str, range] = field(default_factory=dict)  # parquet leaf columns per column
 
 
 # --------------------------------------------------------------------------- kernels
@@ -249,7 +247,9 @@ class ParquetSparseSource:
     :class:`~streamlearn.data.sparse_rows.SparseRows`. Files are taken in sorted path
     order, their row groups in order; a piece is one row group. Opening reads the files'
     footers only (and, in the list layout without ``n_features`` nor statistics, the
-    ``indices`` column once).
+    ``indices`` column once), one file at a time: only the rows of each row group, the
+    column types and a few sums (values stored per column, the largest index) are kept, so
+    a directory of many small files costs little more to open than one file of their rows.
 
     Parameters
     ----------
@@ -412,48 +412,117 @@ class ParquetSparseSource:
     def _discover(self, path: str) -> None:
         try:
             dataset = pads.dataset(path, filesystem=self._fs, format="parquet", partitioning="hive")
-            fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
+            # each file's path and partition keys, not its fragment: a fragment keeps the
+            # footer it has read (tens of KB each), and a directory of many small files
+            # would hold every footer at once
+            files = sorted(
+                (
+                    (f.path, pads.get_partition_keys(f.partition_expression) or {})
+                    for f in dataset.get_fragments()
+                ),
+                key=lambda f: f[0],
+            )
         except FileNotFoundError as exc:
             raise SourceError(f"no parquet data at {self.description}: {exc}") from exc
         except pa.ArrowTypeError as exc:
             raise partition_clash(self.description, exc) from exc
         except (pa.ArrowInvalid, OSError) as exc:
             raise ReadError(f"could not open parquet data at {self.description}: {exc}") from exc
-        if not fragments:
+        if not files:
             raise SourceError(f"no parquet files found under {self.description}")
         partition_types = (
             {f.name: f.type for f in dataset.partitioning.schema}
             if dataset.partitioning is not None
             else {}
         )
-        for fragment in fragments:
+        del dataset
+
+        # From each footer only the numbers read later are kept, summed over the files:
+        # the values stored in each column that can be a feature column (for nnz) and, in
+        # the list layout, the largest index the statistics give. The footer is let go
+        # before the next file's is read.
+        self._values_stored: dict[str, int] = {}
+        self._top_index = -1  # largest index in the statistics of the indices column
+        self._unknown_top: list[int] = []  # pieces whose statistics do not give it
+        # files alike (most datasets) share one types dict and one dict of partition keys
+        shared: dict[tuple[Any, ...], dict[str, Any]] = {}
+        previous: tuple[pa.Schema, dict[str, pa.DataType], dict[str, range]] | None = None
+        for file_path, file_keys in files:
             try:
-                metadata = fragment.metadata
-                physical = fragment.physical_schema
+                with self._fs.open_input_file(file_path) as handle:
+                    file = pq.ParquetFile(handle)
+                    metadata, physical = file.metadata, file.schema_arrow
+                    del file
             except (pa.ArrowInvalid, OSError) as exc:
                 raise ReadError(
-                    f"{fragment.path} is not a readable parquet file ({exc}); remove or replace it"
+                    f"{file_path} is not a readable parquet file ({exc}); remove or replace it"
                 ) from exc
-            keys = pads.get_partition_keys(fragment.partition_expression) or {}
-            types = {f.name: f.type for f in physical}
-            leaves: dict[str, range] = {}
-            at = 0
-            for f in physical:
-                width = _leaf_count(f.type)
-                leaves[f.name] = range(at, at + width)
-                at += width
-            for k, v in keys.items():
+            # the schema of the file before is most often this one's
+            if previous is None or not physical.equals(previous[0]):
+                previous = physical, {f.name: f.type for f in physical}, _leaves(physical)
+            _, physical_types, leaves = previous
+            types = dict(physical_types)
+            for k, v in file_keys.items():
                 types[k] = partition_types.get(k, pa.scalar(v).type)
-            k_file = len(self._files_info)
-            self._files_info.append(_File(fragment.path, metadata, types, keys, leaves))
-            file_row = 0
-            for rg in range(metadata.num_row_groups):
-                n = metadata.row_group(rg).num_rows
-                if n == 0:
+            types = shared.setdefault(("types", *types.items()), types)
+            keys = shared.setdefault(("keys", *file_keys.items()), file_keys)
+            self._add_file(file_path, types, keys, leaves, metadata)
+            del metadata
+
+    def _add_file(
+        self,
+        path: str,
+        types: dict[str, pa.DataType],
+        keys: dict[str, Any],
+        leaves: dict[str, range],
+        metadata: pq.FileMetaData,
+    ) -> None:
+        """Record a file, its non-empty row groups as pieces, and the numbers of its footer
+        read later (values stored, largest index in the statistics)."""
+        counted = list(types) if self.hash_features is not None else [self._indices]
+        top_leaf = self._top_leaf(types, keys, leaves)
+        k_file = len(self._files_info)
+        self._files_info.append(_File(path, types, keys))
+        file_row = 0
+        for rg in range(metadata.num_row_groups):
+            group = metadata.row_group(rg)
+            n = group.num_rows
+            if n == 0:
+                continue
+            for name in counted:
+                if name in keys:
+                    stored = n
+                elif name in leaves:
+                    stored = sum(group.column(j).num_values for j in leaves[name])
+                else:
                     continue
-                self.pieces.append(Piece(n, f"{fragment.path} (row group {rg})", file_row))
-                self._locations.append((k_file, rg))
-                file_row += n
+                self._values_stored[name] = self._values_stored.get(name, 0) + stored
+            if self._indices is not None:
+                top = None
+                if top_leaf is not None:
+                    stats = group.column(top_leaf).statistics
+                    if stats is not None and stats.has_min_max:
+                        top = int(stats.max)
+                if top is None:
+                    self._unknown_top.append(len(self.pieces))
+                else:
+                    self._top_index = max(self._top_index, top)
+            self.pieces.append(Piece(n, f"{path} (row group {rg})", file_row))
+            self._locations.append((k_file, rg))
+            file_row += n
+
+    def _top_leaf(
+        self, types: dict[str, pa.DataType], keys: dict[str, Any], leaves: dict[str, range]
+    ) -> int | None:
+        """The parquet leaf column whose statistics give the largest index of a file in the
+        list layout: the indices column's one leaf, where it holds signed integers."""
+        name = self._indices
+        if name is None or name in keys or name not in leaves or len(leaves[name]) != 1:
+            return None
+        dtype = types[name]
+        if not _is_list(dtype) or not pa.types.is_signed_integer(dtype.value_type):
+            return None
+        return leaves[name][0]
 
     def _check_lists(self) -> None:
         for info in self._files_info:
@@ -513,23 +582,14 @@ class ParquetSparseSource:
 
     def _largest_index(self) -> int:
         """Largest value of the indices column: from statistics, else read."""
-        largest = -1
+        largest = self._top_index
         name = self._indices
         assert name is not None
-        for i, (k, rg) in enumerate(self._locations):
-            info = self._files_info[k]
-            top = None
-            leaves = info.leaves[name]
-            if len(leaves) == 1 and pa.types.is_signed_integer(info.types[name].value_type):
-                stats = info.metadata.row_group(rg).column(leaves[0]).statistics
-                if stats is not None and stats.has_min_max:
-                    top = int(stats.max)
-            if top is None:
-                table, _ = self._read(i, [name])
-                flat = pc.list_flatten(_array(table.column(name)))
-                found = pc.max(flat).as_py() if len(flat) else None
-                top = -1 if found is None else int(found)
-            largest = max(largest, top)
+        for i in self._unknown_top:
+            table, _ = self._read(i, [name])
+            flat = pc.list_flatten(_array(table.column(name)))
+            found = pc.max(flat).as_py() if len(flat) else None
+            largest = max(largest, -1 if found is None else int(found))
         if largest >= MAX_INDEX:
             raise DataError(
                 f"column {name!r} of {self.description} holds the index "
@@ -539,16 +599,7 @@ class ParquetSparseSource:
 
     def _stored(self, names: list[str]) -> int:
         """Values stored in the named columns, from the footers (an upper bound on nnz)."""
-        total = 0
-        for k, rg in self._locations:
-            info = self._files_info[k]
-            group = info.metadata.row_group(rg)
-            for name in names:
-                if name in info.keys:
-                    total += group.num_rows
-                else:
-                    total += sum(group.column(j).num_values for j in info.leaves[name])
-        return int(total)
+        return int(sum(self._values_stored.get(name, 0) for name in names))
 
     # ------------------------------------------------------------------ reading
     def _read(self, i: int, names: list[str]) -> tuple[pa.Table, dict[str, Any]]:
@@ -754,6 +805,17 @@ def _hash_name(name: str) -> int:
 def _row_of(indptr: np.ndarray, entry: int) -> int:
     """The row holding entry ``entry`` of a CSR block."""
     return int(np.searchsorted(indptr, entry, side="right")) - 1
+
+
+def _leaves(schema: pa.Schema) -> dict[str, range]:
+    """The parquet leaf columns each column of ``schema`` is stored as."""
+    leaves: dict[str, range] = {}
+    at = 0
+    for f in schema:
+        width = _leaf_count(f.type)
+        leaves[f.name] = range(at, at + width)
+        at += width
+    return leaves
 
 
 def _leaf_count(dtype: pa.DataType) -> int:
