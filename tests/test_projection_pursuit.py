@@ -23,6 +23,7 @@ from streamlearn.models.projection_pursuit import (
     SparseJSBoostClassifier,
     SparsePPRRegressor,
 )
+from streamlearn.solvers.projection_pursuit import search_rounds
 
 FAST = dict(coarse_step=0.25, fine_step=0.05, max_iter=6)
 
@@ -356,6 +357,43 @@ def test_n_iter_counts_terms_and_an_unfinished_search_warns(ppr_data, js_data,
     clf = SparseJSBoostClassifier(n_rounds=3, n_bins=8, **FAST).fit(Xc, yc)
     assert clf.n_iter_ == 3
     assert SparseJSBoostClassifier.load(clf.save(tmp_path / "js.slm")).n_iter_ == 3
+
+
+def sparse_linear_labels(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A linear label of ``d`` features, each 90 % zeros: its direction uses them all."""
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.1)).astype(np.float32)
+    return X, (X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0).astype(np.int64)
+
+
+def test_default_search_rounds_grow_with_the_features():
+    """A round moves one coordinate: the default cap is twice the features, at least 20
+    rounds (20 sweeps for the sequential search, each moving every coordinate)."""
+    assert search_rounds("auto", "informative_first", 5) == 20
+    assert search_rounds("auto", "informative_first", 30) == 60
+    assert search_rounds("auto", "sequential", 30) == 20
+    assert search_rounds(7, "informative_first", 30) == 7
+    for cls in (SparsePPRRegressor, SparseJSBoostClassifier):
+        assert cls().max_iter == "auto"
+        assert cls()._search_config().steps(30)["max_iter"] == 60
+        assert cls(max_iter=3)._search_config().steps(30)["max_iter"] == 3
+
+
+def test_default_search_converges_on_a_dense_linear_label():
+    """The search for a linear label of 20 sparse features moves more than 20 coordinates
+    (a fixed cap of 20 cut it short and warned): by default it converges, to the
+    direction of an uncapped search, and a small explicit cap still warns."""
+    X, y = sparse_linear_labels(2000, 20, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = SparseJSBoostClassifier(n_rounds=1).fit(X, y)
+    uncapped = SparseJSBoostClassifier(n_rounds=1, max_iter=1000).fit(X, y)
+    np.testing.assert_array_equal(model.projections_, uncapped.projections_)
+    assert model.n_nonzero_[0] > 10
+    with pytest.warns(ConvergenceWarning, match=r"round 1 stopped at max_iter=20 rounds"):
+        SparseJSBoostClassifier(n_rounds=1, max_iter=20).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=r"round 1 stopped at max_iter=2 rounds"):
+        SparseJSBoostClassifier(n_rounds=1, max_iter=2).fit(X, y)
 
 
 def test_models_are_batch_only_and_the_regressor_has_no_decision_function():

@@ -79,6 +79,7 @@ from streamlearn.solvers.projection_pursuit import (  # noqa: F401
     SplineScanPass,
     fit_sparse_jsboost,
     fit_sparse_ppr,
+    search_rounds,
 )
 from streamlearn.solvers.projection_search import (
     STARTS,
@@ -96,7 +97,7 @@ _SEARCH_CONSTRAINTS: dict[str, list[Any] | str] = {
     "search_range": [Interval(Real, 0, np.inf, closed="neither")],
     "coarse_step": [Interval(Real, 0, np.inf, closed="neither")],
     "fine_step": [Interval(Real, 0, np.inf, closed="neither")],
-    "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "max_iter": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
     "standardize": ["boolean"],
     "spread_tails": ["boolean"],
     "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
@@ -117,7 +118,7 @@ class _ProjectionPursuit(StreamEstimator):
     search_range: float
     coarse_step: float
     fine_step: float
-    max_iter: int
+    max_iter: int | str
     chunk_rows: int | None
     engine: Any
     progress: bool | None
@@ -132,8 +133,9 @@ class _ProjectionPursuit(StreamEstimator):
             raise ValueError(f"fine_step must lie in (0, coarse_step], got {self.fine_step!r}")
 
     def _search_config(self) -> SearchConfig:
+        max_iter = "auto" if self.max_iter == "auto" else int(self.max_iter)
         return SearchConfig(float(self.tau), self.search, self.start, float(self.search_range),
-                            float(self.coarse_step), float(self.fine_step), int(self.max_iter))
+                            float(self.coarse_step), float(self.fine_step), max_iter)
 
     def _warn_unconverged(self, unconverged: tuple[int, ...], what: str) -> None:
         """One ``ConvergenceWarning`` naming the terms whose search hit ``max_iter``."""
@@ -142,9 +144,15 @@ class _ProjectionPursuit(StreamEstimator):
         shown = ", ".join(str(k + 1) for k in unconverged[:10])
         more = f" and {len(unconverged) - 10} more" if len(unconverged) > 10 else ""
         rounds = "sweeps" if self.search == "sequential" else "rounds"
+        if self.max_iter == "auto":
+            cap = search_rounds("auto", self.search, self.projections_.shape[1])
+            setting = f"{cap} {rounds} (max_iter='auto')"
+            advice = "give max_iter a larger number"
+        else:
+            setting, advice = f"max_iter={self.max_iter} {rounds}", "increase max_iter"
         warnings.warn(f"{type(self).__name__}: the direction search of {what} {shown}{more} "
-                      f"stopped at max_iter={self.max_iter} {rounds} while still lowering "
-                      "its cost; increase max_iter (or coarse_step) for converged directions",
+                      f"stopped at {setting} while still lowering its cost; {advice} (or "
+                      "coarse_step) for converged directions",
                       ConvergenceWarning, stacklevel=caller_stacklevel())
 
     @property
@@ -238,8 +246,12 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         rarely reached; from the weighted start every coordinate begins non-zero.
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of the search (Table 2).
-    max_iter : int
+    max_iter : int or "auto"
         Rounds (``"informative_first"``) or sweeps (``"sequential"``) of a search at most.
+        A round moves one coordinate of the direction, so a direction over ``k`` features
+        takes at least ``k - 1`` rounds from a single coordinate. ``"auto"``: twice the
+        features, at least 20 rounds (20 sweeps for ``"sequential"``, each of which moves
+        every coordinate; :func:`~streamlearn.solvers.projection_pursuit.search_rounds`).
     backfit : bool
         After the forward stagewise terms, refit each in turn to the residuals of the
         others, its direction without the L1 term over the features the terms chose (they
@@ -352,7 +364,7 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
                  smoothing: float = 10.0, degree: int = 3,
                  search: str = "informative_first", start: str = "pairs",
                  search_range: float = 1.0, coarse_step: float = 0.1, fine_step: float = 0.01,
-                 max_iter: int = 20, backfit: bool = True, standardize: bool = True,
+                 max_iter: int | str = "auto", backfit: bool = True, standardize: bool = True,
                  spread_tails: bool = True, chunk_rows: int | None = None,
                  engine: Any = None, progress: bool | None = None) -> None:
         self.n_terms = n_terms
@@ -600,7 +612,7 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
     def __init__(self, n_rounds: int | str = "auto", tau: float = 15.0, n_bins: int = 16,
                  smoothing: float = 1.0, search: str = "informative_first",
                  start: str = "pairs", search_range: float = 1.0, coarse_step: float = 0.1,
-                 fine_step: float = 0.01, max_iter: int = 20, standardize: bool = True,
+                 fine_step: float = 0.01, max_iter: int | str = "auto", standardize: bool = True,
                  spread_tails: bool = True, validation_fraction: float | None = 0.1,
                  chunk_rows: int | None = None, engine: Any = None,
                  progress: bool | None = None) -> None:

@@ -19,6 +19,7 @@ from streamlearn.solvers.projection_pursuit.driver import (
     clean_direction,
     fit_sparse_jsboost,
     fit_sparse_ppr,
+    search_rounds,
     term_pays,
 )
 from streamlearn.solvers.projection_pursuit.passes import (
@@ -38,4 +39,4 @@ __all__ = ["AUTO_MAX_ROUNDS", "AUTO_MAX_TERMS", "AUTO_MIN_GAIN", "BACKFIT_CYCLES
            "ClassHistograms", "DataMoments", "GramStatistics", "HistogramScanPass",
            "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms", "SearchConfig",
            "SplineScanPass", "chunk_weight", "clean_direction", "fit_sparse_jsboost",
-           "fit_sparse_ppr", "term_pays"]
+           "fit_sparse_ppr", "search_rounds", "term_pays"]

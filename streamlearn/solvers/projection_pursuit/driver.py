@@ -69,7 +69,7 @@ from streamlearn.solvers.projection_search import (
 
 __all__ = ["BACKFIT_CYCLES", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit",
            "RidgeConfig", "RidgeFit", "SearchConfig", "clean_direction", "describe_rows",
-           "fit_sparse_jsboost", "fit_sparse_ppr", "lowest_round"]
+           "fit_sparse_jsboost", "fit_sparse_ppr", "lowest_round", "search_rounds"]
 
 #: Order of the difference penalty of the ridge splines.
 PENALTY_ORDER = 2
@@ -130,6 +130,37 @@ AUTO_MIN_GAIN = 0.01
 #: Direction searches: paper 001's (Table 2) and the cyclic one of KLBoosting it improves on.
 SEARCHES = {"informative_first": informative_feature_first,
             "sequential": sequential_coordinate_search}
+#: ``max_iter="auto"``: a search of ``d`` features runs at most
+#: ``max(AUTO_MIN_ITER, AUTO_ITER_PER_FEATURE * d)`` rounds of the "informative feature
+#: first" search, or ``AUTO_MIN_ITER`` sweeps of the sequential one (a sweep already moves
+#: every coordinate). A round moves one coordinate, so a direction over all ``d`` features
+#: takes ``d - 1`` rounds from a single coordinate, and a coordinate is often moved again
+#: once others have; a fixed 20 cut searches short (and warned) in every fit on a linear
+#: label of 20 features of 90 % zeros (up to 29 rounds needed) and of 50 such features (up
+#: to 58: test error 9.7 % capped, 6.7 % converged, the same fit time).
+AUTO_MIN_ITER = 20
+AUTO_ITER_PER_FEATURE = 2
+
+
+def search_rounds(max_iter: int | str, search: str, n_features: int) -> int:
+    """Rounds (or sweeps) a direction search may run: ``max_iter``, or the rule of
+    ``max_iter="auto"`` (:data:`AUTO_ITER_PER_FEATURE`).
+
+    Parameters
+    ----------
+    max_iter : int or "auto"
+    search : {"informative_first", "sequential"}
+    n_features : int
+
+    Returns
+    -------
+    int
+    """
+    if max_iter != "auto":
+        return int(max_iter)
+    if search == "sequential":
+        return AUTO_MIN_ITER
+    return max(AUTO_MIN_ITER, AUTO_ITER_PER_FEATURE * int(n_features))
 
 
 @dataclass(frozen=True)
@@ -144,8 +175,8 @@ class SearchConfig:
     start : {"pairs", "coordinate", "weighted"}
     search_range, coarse_step, fine_step : float
         ``H``, ``dH``, ``dh`` of Table 2.
-    max_iter : int
-        Rounds (or sweeps) of one search at most.
+    max_iter : int or "auto"
+        Rounds (or sweeps) of one search at most; ``"auto"`` as :func:`search_rounds` says.
     """
 
     tau: float
@@ -154,7 +185,7 @@ class SearchConfig:
     search_range: float
     coarse_step: float
     fine_step: float
-    max_iter: int
+    max_iter: int | str
 
     def lam(self, g0: float) -> float:
         """L1 weight ``|g0| / tau`` (0 for ``tau = inf``)."""
@@ -165,14 +196,15 @@ class SearchConfig:
             null_cost: Callable[[], float] | None = None) -> SearchResult:
         """One direction search with these settings."""
         return SEARCHES[self.search](scan, n_features, spread, penalty_weight,
-                                     start=self.start, null_cost=null_cost, **self.steps)
+                                     start=self.start, null_cost=null_cost,
+                                     **self.steps(n_features))
 
-    @property
-    def steps(self) -> dict[str, Any]:
-        """The search's range, steps and rounds, as the searches take them."""
+    def steps(self, n_features: int) -> dict[str, Any]:
+        """The search's range, steps and rounds over ``n_features`` features, as the
+        searches take them."""
         return {"search_range": float(self.search_range),
                 "coarse_step": float(self.coarse_step), "fine_step": float(self.fine_step),
-                "max_iter": int(self.max_iter)}
+                "max_iter": search_rounds(self.max_iter, self.search, n_features)}
 
 
 def term_pays(rss_before: float, rss_after: float, n_bases: int, n_nonzero: int,
@@ -576,7 +608,7 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
 
                 current = direction_cost(scan, projections[k], spread)
                 found = relax_direction(scan, current, spread, chosen=chosen,
-                                        **config.search.steps)
+                                        **config.search.steps(d))
                 n_scans += found.n_scans
                 if not found.converged and k not in unconverged:
                     unconverged.append(k)
