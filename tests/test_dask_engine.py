@@ -574,6 +574,33 @@ def test_dask_collections_of_uneven_blocks_fit_on_the_cluster_they_compute_on(cl
                                rtol=1e-9, atol=1e-9)
 
 
+def test_dask_collections_are_read_through_the_worker_s_client():
+    # a worker whose dask configuration names the distributed scheduler before any of its
+    # tasks made a client (as another client's set-up leaves it) had failed the read
+    import dask
+    import dask.array as da
+
+    from streamlearn.models import ShareBoostClassifier
+
+    cluster = local_cluster(1)
+    own = Client(cluster, set_as_default=False)
+    try:
+        own.run(lambda: dask.config.set(scheduler="dask.distributed") and None)
+        rng = np.random.default_rng(1)
+        X = rng.normal(size=(1200, 3)).astype(np.float32)
+        y = (X[:, 0] - X[:, 2] > 0).astype(np.int64)
+        params = {"n_rounds": 2, "chunk_rows": 400, "features": "linear"}
+        on_cluster = ShareBoostClassifier(**params).fit(
+            da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=(500,)),
+            engine=_engine(own))
+        local = ShareBoostClassifier(**params).fit(X, y)
+        np.testing.assert_allclose(on_cluster.decision_function(X),
+                                   local.decision_function(X), rtol=1e-9, atol=1e-9)
+    finally:
+        own.close()
+        cluster.close()
+
+
 def test_a_closed_client_is_an_engine_error_for_data_met_before(tmp_path, ref):
     cluster = local_cluster(1)
     own = Client(cluster, set_as_default=False)

@@ -144,15 +144,23 @@ def walk_partition(pass_: Pass[Any, Any], dataset: Dataset, index: int, rows: tu
 def _out_of_the_pool(leave: bool) -> Iterator[None]:
     """With ``leave``, the task's thread leaves its worker's pool while inside
     (``distributed.secede``, then ``rejoin``): a dask collection's reads compute its graph
-    on the same cluster, whose tasks need the threads the partition tasks would hold."""
+    on the same cluster, whose tasks need the threads the partition tasks would hold.
+
+    The reads compute through the worker's own client, named as dask's scheduler while
+    inside: left to the process's configuration, a worker set to the distributed scheduler
+    before any task there had made a client failed the read ("no Client active").
+    """
     if not leave:
         yield
         return
-    from distributed import rejoin, secede
+    import dask
+    from distributed import get_client, rejoin, secede
 
+    client = get_client()
     secede()
     try:
-        yield
+        with dask.config.set(scheduler=client):
+            yield
     finally:
         rejoin()
 
