@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 import streamlearn as sl
 from streamlearn.data.synthetic import write_additive_parquet
@@ -57,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         path = work / "model.slm"
         model.save(path)
         loaded = load_model(path)
-        X_new = next(iter(train.chunks())).X[:5]
+        # rows with the training columns' names, as the model was fitted on named columns
+        X_new = pd.DataFrame(next(iter(train.chunks())).X[:5], columns=model.feature_names_in_)
         assert np.array_equal(loaded.predict(X_new), model.predict(X_new))
         print(f"saved to {path.name} ({path.stat().st_size:,} bytes); the loaded model "
               f"predicts {loaded.predict(X_new).tolist()} for the first rows")

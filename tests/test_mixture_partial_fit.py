@@ -196,3 +196,14 @@ def test_auto_components_fixed_by_a_small_first_call_warn_once() -> None:
         warnings.simplefilter("error")
         MixtureSVC(n_components=2, random_state=0).partial_fit(X[:256], y[:256])
         MixtureSVC(random_state=0, epochs=1).partial_fit(X[300:], y[300:])  # 2,000 rows
+
+
+@pytest.mark.parametrize("model", ["AdditiveSVC", "MixtureSVC", "SuperSparseClassifier"])
+def test_a_first_call_of_three_labels_without_classes_is_a_label_error(model) -> None:
+    # the same error class from every classifier, so that `except LabelError` catches it
+    import streamlearn
+    from streamlearn.errors import LabelError
+
+    X = np.random.default_rng(0).normal(size=(30, 2)).astype(np.float32)
+    with pytest.raises(LabelError, match="classes"):
+        getattr(streamlearn, model)().partial_fit(X, np.arange(30) % 3)

@@ -600,7 +600,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             found = dataset.classes
             assert found is not None
             if len(found) != 2:
-                raise ValueError(f"classes must be passed on the first call to partial_fit "
+                raise LabelError(f"classes must be passed on the first call to partial_fit "
                                  f"when y does not hold exactly two classes (it holds "
                                  f"{len(found)})")
         else:
