@@ -291,7 +291,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         combined by votes and by pairwise coupling of their Platt probabilities (Wu, Lin and
         Weng, 2004), as libsvm does. One-vs-one has ``k (k - 1) / 2`` models but each row
         updates only the ``k - 1`` that contain its class, and each model solves a smaller,
-        often easier problem.
+        often easier problem. Choose ``"ovo"`` for ordered labels (ratings, bands of a
+        score): a middle class is a slab between two others, which one additive score
+        cannot separate from the rest, while each pair of classes is one boundary.
     C : float
         Penalty of the hinge losses, ``1/2 ||w||^2 + C sum_i s_i loss_i``; used when ``lam``
         is None.
