@@ -62,6 +62,7 @@ from streamlearn.models.base import (
 from streamlearn.solvers.calibration import temperature_proba
 from streamlearn.solvers.projection_pursuit import (  # noqa: F401
     AUTO_MAX_ROUNDS,
+    BACKFIT_TOL,
     PENALTY_ORDER,
     SEARCHES,
     BoostConfig,
@@ -256,7 +257,13 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         After the forward stagewise terms, refit each in turn to the residuals of the
         others, its direction without the L1 term over the features the terms chose (they
         stay the model's), as projection pursuit regression backfits, until a round moves
-        no direction (at most 10 rounds, else ``ConvergenceWarning``).
+        no direction or lowers the residual sum of squares by at most 1e-4 of the total
+        sum of squares about the weighted mean (a gain of ``R^2`` of 1e-4; a round that
+        raises it also ends: the penalised splines refitted in turn may trade residual for
+        smoothness), at most 10 rounds, else ``ConvergenceWarning``
+        (:func:`~streamlearn.solvers.projection_pursuit.backfit_converged`). The tolerance
+        is a share of the total, not of the residual left, so a noise-free target fitted to
+        ``R^2 = 1 - 1e-6`` has converged.
         The L1 term of the search selects the features, and also pulls a direction toward
         the axes (a pair direction costs ``sqrt 2`` times a coordinate); backfitting undoes
         that pull and the stagewise fit's order. On the paper's toy (noise sd 0.5 and 0.1,
@@ -324,7 +331,8 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     -----
     ConvergenceWarning
         When the direction search of a term stops at ``max_iter`` rounds while still
-        lowering its cost.
+        lowering its cost, or backfitting stops at its cap of 10 rounds before a round
+        met its rule (see ``backfit``).
 
     Notes
     -----
@@ -452,9 +460,10 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         self.n_backfit_rounds_ = int(fitted.backfit_rounds)
         if not fitted.backfit_converged:
             warnings.warn(f"SparsePPRRegressor: backfitting stopped after "
-                          f"{fitted.backfit_rounds} rounds while a term still lowered the "
-                          "residual sum of squares; the model is the last round's",
-                          ConvergenceWarning, stacklevel=caller_stacklevel())
+                          f"{fitted.backfit_rounds} rounds while its last round still moved "
+                          "a direction and lowered the residual sum of squares by more than "
+                          f"{BACKFIT_TOL:g} of the total sum of squares; the model is the "
+                          "last round's", ConvergenceWarning, stacklevel=caller_stacklevel())
 
     def _term_spreads(self) -> np.ndarray:
         """Range of each term's spline coefficients (it bounds the ridge function's)."""

@@ -9,6 +9,7 @@ from streamlearn.solvers.projection_pursuit.driver import (
     AUTO_MAX_TERMS,
     AUTO_MIN_GAIN,
     BACKFIT_CYCLES,
+    BACKFIT_TOL,
     PENALTY_ORDER,
     SEARCHES,
     BoostConfig,
@@ -16,6 +17,7 @@ from streamlearn.solvers.projection_pursuit.driver import (
     RidgeConfig,
     RidgeFit,
     SearchConfig,
+    backfit_converged,
     clean_direction,
     fit_sparse_jsboost,
     fit_sparse_ppr,
@@ -35,8 +37,9 @@ from streamlearn.solvers.projection_pursuit.passes import (
 )
 
 __all__ = ["AUTO_MAX_ROUNDS", "AUTO_MAX_TERMS", "AUTO_MIN_GAIN", "BACKFIT_CYCLES",
-           "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit", "BoostedTerms",
-           "ClassHistograms", "DataMoments", "GramStatistics", "HistogramScanPass",
-           "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms", "SearchConfig",
-           "SplineScanPass", "chunk_weight", "clean_direction", "fit_sparse_jsboost",
-           "fit_sparse_ppr", "search_rounds", "term_pays"]
+           "BACKFIT_TOL", "PENALTY_ORDER", "SEARCHES", "BoostConfig", "BoostFit",
+           "BoostedTerms", "ClassHistograms", "DataMoments", "GramStatistics",
+           "HistogramScanPass", "MomentsPass", "RidgeConfig", "RidgeFit", "RidgeTerms",
+           "SearchConfig", "SplineScanPass", "backfit_converged", "chunk_weight",
+           "clean_direction", "fit_sparse_jsboost", "fit_sparse_ppr", "search_rounds",
+           "term_pays"]
