@@ -403,3 +403,112 @@ def test_dcd_on_rows_with_a_large_common_part_converges_centred():
         w = model.embedding_coef_[0]
         ours = primal_objective(Z - mu, labels, w, model.coef_d_[0, -1] + w @ mu, C, "hinge")
         assert best <= ours * (1 + 1e-6) and ours - best <= 0.01 * ours
+
+
+def four_classes(n: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    # class 0 far out on feature 0, the others overlapping along feature 1
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = rng.integers(0, 4, size=n)
+    X[y == 0, 0] += 6.0
+    X[:, 1] += 0.6 * y
+    return X, y
+
+
+def test_an_under_iterated_multiclass_fit_warns_once_naming_the_classes_short_of_the_rule():
+    # dcd trains the one-vs-rest models in the same epochs, each as it would alone: the
+    # reference is each class against the rest fitted as a two-class problem by the same
+    # rules, which warns exactly when that model does not meet the rule in 4 epochs
+    import re
+
+    X, y = four_classes()
+    settings = dict(solver="dcd", C=0.1, epochs=4, calibrate=False, interactions=0,
+                    n_bases=8, random_state=0, progress=False)
+    model = AdditiveSVC(**settings)
+    caught = fit_quietly(model, X, y)
+    assert len(caught) == 1
+    alone = []
+    for c in range(4):
+        binary = AdditiveSVC(**settings)
+        alone.append(fit_quietly(binary, X, (y == c).astype(int)) == [])
+        if not alone[-1]:  # the same training, to its cap: the same model
+            assert binary.n_iter_ == 4
+            np.testing.assert_allclose(binary.coef_d_[0], model.coef_d_[c], atol=1e-12)
+    assert 0 < sum(alone) < 4, "the setting leaves some classes short of the rule"
+    assert model.models_converged_.tolist() == alone
+    message = str(caught[0].message)
+    named = re.search(r"(\d+) of the 4 one-vs-rest models \(classes ([\d, ]+)\)", message)
+    assert named is not None, message
+    short = [c for c in range(4) if not alone[c]]
+    assert int(named.group(1)) == len(short)
+    assert [int(c) for c in named.group(2).split(", ")] == short
+    assert "raise epochs or tol" in message and model.n_trainings_capped_ == 1
+
+
+def three_classes(n: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1.0, 1.0, (n, 3)).astype(np.float32)
+    f = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
+    return X, np.digitize(f, [0.0, 0.8])
+
+
+class EpochCounter(LocalEngine):
+    """Records the description of every training epoch it runs ("dcd epoch 3/50")."""
+
+    def __init__(self) -> None:
+        super().__init__(progress=False)
+        self.epochs: list[str] = []
+
+    def run(self, pass_, data, **options):
+        if isinstance(pass_, PegasosEpochPass | DcdEpochPass):
+            self.epochs.append(options["description"])
+        return super().run(pass_, data, **options)
+
+    def trainings(self, cap: int) -> tuple[int, int]:
+        """Trainings started, and those that ran to epoch ``cap``."""
+        started = sum(d.endswith(f" 1/{cap}") for d in self.epochs)
+        return started, sum(d.endswith(f" {cap}/{cap}") for d in self.epochs)
+
+
+def test_a_fit_that_trains_many_models_warns_once_for_all_of_them():
+    # n_bases, pairs, value terms and the linear model "auto": the fit trains several
+    # models to choose one, each stopped at epochs=1 (PEGASOS's rule needs more): one
+    # warning for them all, which names every class of the model kept and counts the rest
+    X, y = three_classes()
+    engine = EpochCounter()
+    model = AdditiveSVC(epochs=1, chunk_rows=500, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y, engine=engine)
+    ours = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    started, capped = engine.trainings(1)
+    assert started > 1 and len(ours) == 1
+    assert model.n_trainings_ == model.n_trainings_capped_ == started == capped
+    assert model.models_converged_.tolist() == [False] * 3
+    message = str(ours[0].message)
+    assert message.startswith("PEGASOS stopped after epochs=1")
+    assert "all 3 one-vs-rest models (classes 0, 1, 2)" in message
+    assert f"All {started - 1} other models" in message
+
+
+@pytest.mark.parametrize("solver", ["dcd", "pegasos"])
+def test_a_converged_multiclass_fit_that_trains_many_models_warns_nothing(solver):
+    X, y = three_classes()
+    engine = EpochCounter()
+    model = AdditiveSVC(solver=solver, epochs=300, chunk_rows=500, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y, engine=engine)
+    assert [w for w in caught if issubclass(w.category, ConvergenceWarning)] == []
+    started, capped = engine.trainings(300)
+    assert started == model.n_trainings_ > 1 and capped == model.n_trainings_capped_ == 0
+    assert model.models_converged_.tolist() == [True] * 3 and 1 <= model.n_iter_ < 300
+
+
+def test_a_fit_without_a_rule_judges_no_model_and_warns_nothing():
+    X, y = three_classes(600)
+    model = AdditiveSVC(epochs=2, tol=None, calibrate=False, interactions=0, n_bases=8,
+                        progress=False)
+    assert fit_quietly(model, X, y) == []
+    assert model.models_converged_.tolist() == [False] * 3
+    assert model.n_trainings_ == 1 and model.n_trainings_capped_ == 0

@@ -29,6 +29,7 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.metaestimators import available_if
 
@@ -144,6 +145,8 @@ AUTO_PAIRS_PER_FEATURE = 2
 MAX_AUTO_PAIRS = 64
 #: ... then doubles the count while each step pays for its work, up to this many.
 MAX_GROWN_PAIRS = 256
+#: A fit's ``ConvergenceWarning`` names at most this many binary models (then "...").
+MAX_NAMED_MODELS = 10
 #: ``partial_fit`` warns when more than this share of a chunk's values of a feature lies
 #: outside the feature map's range (the tail beyond a first chunk's extremes is smaller).
 CLAMPED_SHARE_WARNING = 0.01
@@ -306,8 +309,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         Loss of the ``dcd`` solver (PEGASOS uses the hinge).
     epochs : int
         Most passes over the data (training epochs). With ``tol`` the solvers stop earlier,
-        when their stopping rule is met, and warn ``ConvergenceWarning`` when they reach
-        ``epochs`` without meeting it; ``n_iter_`` is the number of epochs run. The default
+        when their stopping rule is met; when they reach ``epochs`` without meeting it,
+        ``fit`` warns ``ConvergenceWarning`` once, for all the trainings it ran, naming
+        the binary models that had not converged (``models_converged_``);
+        ``n_iter_`` is the number of epochs run. The default
         50 bounds the cost (each epoch is one read of the data): both rules usually stop
         well before it.
     tol : float, "auto" or None
@@ -502,7 +507,23 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         feature map's ranges and knots, the row sample, the steps).
     n_iter_ : int
         Epochs run by the last ``fit`` (``epochs`` when the stopping rule was not met or
-        ``tol`` is None; 0 after ``partial_fit`` alone).
+        ``tol`` is None; 0 after ``partial_fit`` alone). Every binary model trains in the
+        same epochs: one count for them all.
+    models_converged_ : ndarray of shape (n_models,), bool
+        Whether each binary model (the rows of ``coef_d_``) met the stopping rule of the
+        last ``fit``: all True when the rule stopped it before ``epochs``; at the cap,
+        False for the models the rule still found moving (PEGASOS: the model's own
+        monitored loss improving by more than ``tol`` within the last
+        ``n_iter_no_change`` epochs; ``dcd``: its own duality gap above ``tol`` and its
+        projected gradients above ``10 tol``), and for every model when none is singled
+        out (the rule judges them together). All False with ``tol=None`` (no rule judges
+        them) and after ``partial_fit`` alone.
+    n_trainings_, n_trainings_capped_ : int
+        The trainings the last ``fit`` ran (the model kept and those it was chosen from:
+        counts of bases, pair terms, value terms, the linear model) and how many of them
+        reached ``epochs`` without meeting the stopping rule. A fit warns
+        ``ConvergenceWarning`` once however many did, naming the binary models of the
+        model kept that did not converge and counting the others.
     monitor_loss_ : list of float
         The value the stopping rule followed after each epoch but the last: PEGASOS's
         held-out hinge loss (its regularised objective on the training rows after a
@@ -1133,6 +1154,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.step_norm_sq_ = float(fitted.step_norm_sq)
         self.average_start_ = fitted.average_start
         self.monitor_loss_ = list(fitted.monitor_history)
+        self._set_convergence(fitted)
         fmap = fitted.feature_map
         pairs = fmap.interactions if isinstance(fmap, BSplinePairMap) else ()
         names = self._feature_names
@@ -1178,6 +1200,56 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             self.dcd_centre_ = fitted.centre_d
         else:
             self.__dict__.pop("dcd_centre_", None)
+
+    def _set_convergence(self, fitted: additive_solver.AdditiveFit) -> None:
+        """``models_converged_``, ``n_trainings_`` and ``n_trainings_capped_`` of a fit,
+        and its one ``ConvergenceWarning`` when any of its trainings stopped at ``epochs``
+        without meeting the stopping rule: it names the binary models of the model kept
+        that had not converged, and counts the other trainings (the models it was chosen
+        from) that stopped at the cap."""
+        kept = fitted.convergence
+        trainings = fitted.trainings or (() if kept is None else (kept,))
+        others = [c for c in trainings if c is not kept]
+        capped_others = sum(bool(c.capped) for c in others)
+        n_models = self.coef_d_.shape[0]
+        self.models_converged_ = (np.zeros(n_models, dtype=bool) if kept is None
+                                  else np.array(kept.converged, dtype=bool))
+        self.n_trainings_ = len(trainings)
+        self.n_trainings_capped_ = int(kept is not None and kept.capped) + capped_others
+        if self.n_trainings_capped_ == 0:
+            return
+        share = ("all" if capped_others == len(others)
+                 else f"{capped_others} of the")
+        chosen_from = (f"{share} {len(others)} other models this fit trained to choose the "
+                       "one kept (counts of bases, pair terms, value terms, the linear "
+                       "model)")
+        if kept is not None and kept.capped:
+            message = kept.describe(self._models_named(~self.models_converged_))
+            if capped_others:
+                message += f". {chosen_from[0].upper()}{chosen_from[1:]} stopped at their cap too"
+        else:
+            solver = "PEGASOS" if self.solver == "pegasos" else "dual coordinate descent"
+            message = (f"{solver} met its stopping rule for the model kept, but "
+                       f"{chosen_from} stopped after epochs={self.epochs} without meeting "
+                       "it, so the choice compared models trained short of it; raise epochs "
+                       "or tol")
+        warnings.warn(message, ConvergenceWarning, stacklevel=caller_stacklevel())
+
+    def _models_named(self, mask: np.ndarray) -> str:
+        """The binary models of ``mask`` in words: ``"the model"`` of two classes, else
+        e.g. ``"3 of the 10 one-vs-rest models (classes 0, 4, 7)"``."""
+        names = self._model_names()
+        if len(names) == 1:
+            return "the model"
+        chosen = np.flatnonzero(mask)
+        shown = ", ".join(str(names[j]) for j in chosen[:MAX_NAMED_MODELS])
+        if chosen.size > MAX_NAMED_MODELS:
+            shown += ", ..."
+        kind, noun = (("one-vs-one", "class pairs") if self._pairs().one_vs_one
+                      else ("one-vs-rest", "classes"))
+        count = (f"all {len(names)}" if chosen.size == len(names)
+                 else f"{chosen.size} of the {len(names)}")
+        return f"{count} {kind} models ({noun} {shown})"
 
     def _continues_online(self) -> bool:
         """Whether :meth:`partial_fit` can start or go on: a count of pairs to screen
@@ -1388,6 +1460,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_calibration_ = 0
         self.n_iter_ = 0
         self.monitor_loss_: list[float] = []
+        self.n_trainings_ = self.n_trainings_capped_ = 0
         # the first chunk is the row sample of the step offset (fit uses the describe's)
         self.step_norm_sq_ = step_norm_sq(feature_map, values[:SAMPLE_ROWS],
                                           float(self.bias_scale))
@@ -1400,6 +1473,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.coef_d_ = np.zeros((m, dims))
         self.platt_a_ = np.full(m, -1.0)
         self.platt_b_ = np.zeros(m)
+        self.models_converged_ = np.zeros(m, dtype=bool)  # no rule judges partial_fit
         self.calibrated_ = False
         self.proba_scale_ = 1.0
 

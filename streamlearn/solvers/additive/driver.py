@@ -12,7 +12,9 @@
    order, run PEGASOS or dual coordinate descent (the dual variables live in an
    ``ExampleState``); with ``k > 2`` classes the one-vs-rest or one-vs-one models are
    updated from each row read. With ``tol`` set, a stopping rule ends them earlier (see
-   :func:`fit`) and reaching ``epochs`` without meeting it warns ``ConvergenceWarning``;
+   :func:`fit`); reaching ``epochs`` without meeting it is recorded (:class:`Convergence`,
+   which binary models the rule still found moving), and the estimator warns
+   ``ConvergenceWarning`` once for the whole fit, however many trainings it ran;
 3. the held-out calibration rows' scores are binned and a Platt sigmoid is fitted per
    binary model when every model's rows hold at least 10 of each of its labels
    (``MIN_CALIBRATION_ROWS``; else one more pass bins the scores of every row, training
@@ -35,13 +37,13 @@ chosen features' value terms, kept when the held-out rows say they pay
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
@@ -98,7 +100,6 @@ from streamlearn.solvers.embedding import (
 )
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.pegasos import NO_AVERAGING
-from streamlearn.warning_origin import caller_stacklevel
 
 #: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
 #: check them on.
@@ -351,6 +352,14 @@ class AdditiveFit:
     step_norm_sq : float
         ``R^2`` of PEGASOS's step offset ``t0 = R^2 / lam`` (:func:`step_norm_sq`; 0 for
         ``dcd`` and without a row sample).
+    convergence : Convergence or None
+        How the training of these models ended: whether the stopping rule was met, and
+        for which binary models it was not at the cap (None for a fit made otherwise).
+    trainings : tuple of Convergence
+        From :func:`fit`: the record of every training the fit ran, in order, this
+        model's (``convergence``) among them: the models trained to be compared (counts
+        of bases, pairs, grids, value terms, the linear model) and, on data chosen on a
+        sample of chunks, those of the sample.
     """
 
     feature_names: tuple[str, ...]
@@ -381,6 +390,8 @@ class AdditiveFit:
     proba_scale: float = 1.0
     value_check: dict[str, Any] | None = None
     step_norm_sq: float = 0.0
+    convergence: Convergence | None = None
+    trainings: tuple[Convergence, ...] = ()
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -467,7 +478,10 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     Notes
     -----
     Stopping rules (``config.tol`` not None; both solvers run at most ``config.epochs``
-    passes and warn ``ConvergenceWarning`` when they reach it without meeting the rule):
+    passes; reaching it without meeting the rule is recorded in the training's
+    :class:`Convergence`, with the binary models the rule still found moving, and the
+    fit's ``trainings`` hold the record of every training it ran, so that the estimator
+    warns ``ConvergenceWarning`` once for them all):
 
     * ``dcd``: the duality gap. The pass of epoch ``e`` also sums, over the rows it reads,
       the losses ``C_i loss(y_i w_{e-1} . z_i)`` of the model as it was after epoch
@@ -538,14 +552,15 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     """
     feature_map = config.feature_map
     search = len(config.bases_grid) > 1 and isinstance(feature_map, BSplineMap)
-    sample = _sample_dataset(dataset) if search else None
-    summary, transform = _spread_tails(runner, dataset if sample is None else sample, config,
-                                       seed)
-    if transform is not None:
-        dataset = dataset.with_feature_transform(transform)
-        sample = None if sample is None else sample.with_feature_transform(transform)
-    fitted = _fit_searched(runner, dataset, sample, config, seed, summary)
-    return replace(fitted, feature_transform=transform)
+    with recording_trainings() as trainings:
+        sample = _sample_dataset(dataset) if search else None
+        summary, transform = _spread_tails(runner, dataset if sample is None else sample,
+                                           config, seed)
+        if transform is not None:
+            dataset = dataset.with_feature_transform(transform)
+            sample = None if sample is None else sample.with_feature_transform(transform)
+        fitted = _fit_searched(runner, dataset, sample, config, seed, summary)
+    return replace(fitted, feature_transform=transform, trainings=tuple(trainings))
 
 
 def _spread_tails(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int
@@ -1131,6 +1146,7 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
     else:
         models = _dcd(runner, dataset, config, rows, pairs, shape, seed, n_train,
                       regularisation.C, dcd_centre(sample, rows, config.bias_scale))
+    record_training(models.convergence)
     coef_d, state_w_d = models.coef_d, models.state_w_d
     centre_d = models.centre
     if rows.feature_map is not None:
@@ -1184,7 +1200,7 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        proba_scale=proba_scale,
                        fewest_calibration_rows=fewest_rows,
                        ranges=_linear_ranges(feature_map, summary),
-                       step_norm_sq=norm_sq), summary
+                       step_norm_sq=norm_sq, convergence=models.convergence), summary
 
 
 def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: np.ndarray,
@@ -1413,6 +1429,170 @@ def _on_held_out(runner: Any, dataset: Dataset, pass_: Any, description: str) ->
 
 
 @dataclass(frozen=True)
+class Convergence:
+    """How one training of the binary models ended (:func:`_pegasos`, :func:`_dcd`).
+
+    The solvers train every binary model in the same epochs and stop them together, when
+    the stopping rule of :func:`fit` is met; at the cap they record here which models the
+    rule still found moving instead of warning, so that a fit that trains several times
+    (counts of bases, pairs, value terms, the linear model) warns once for all of them
+    (``AdditiveSVC`` does, from :attr:`AdditiveFit.trainings`).
+
+    Attributes
+    ----------
+    solver : {"pegasos", "dcd"}
+    epochs : int
+        The cap on the epochs.
+    n_iter : int
+        Epochs run.
+    tol : float or None
+        The rule's threshold (None: no rule, which nothing then judges).
+    capped : bool
+        Whether the training reached ``epochs`` without meeting the rule (False without
+        a rule).
+    converged : ndarray of shape (n_models,), bool
+        Whether each binary model met the rule: all True when the rule stopped the
+        training, all False without a rule; at the cap, False for the models that
+        :func:`still_moving` (PEGASOS: its own monitored loss, by the rule, still
+        improving) or :func:`dcd_moving` (``dcd``: its own duality gap and projected
+        gradients both above their thresholds; else those whose gap is above ``tol``)
+        singles out, and for every model when none is singled out (the rule judges them
+        together).
+    n_iter_no_change : int
+        PEGASOS's patience (0 for ``dcd``).
+    gap : float or None
+        ``dcd`` at the cap: the largest last relative duality gap of the models not
+        converged (None when no gap was measured: a single epoch).
+    pg_range : float or None
+        ``dcd`` at the cap: the widest span of their projected gradients in the last epoch.
+    pg_tol : float
+        ``dcd``: the projected gradients' threshold (:attr:`AdditiveConfig.pg_tol`).
+    """
+
+    solver: str
+    epochs: int
+    n_iter: int
+    tol: float | None
+    capped: bool
+    converged: np.ndarray
+    n_iter_no_change: int = 0
+    gap: float | None = None
+    pg_range: float | None = None
+    pg_tol: float = 0.0
+
+    def describe(self, which: str) -> str:
+        """The solver's account of a training stopped at its cap, ``which`` naming the
+        models not converged (e.g. ``"3 of the 10 one-vs-rest models (classes 0, 4,
+        7)"``), and the remedy.
+
+        Parameters
+        ----------
+        which : str
+
+        Returns
+        -------
+        str
+        """
+        if self.solver == "pegasos":
+            return (f"PEGASOS stopped after epochs={self.epochs} with the monitored hinge "
+                    f"loss of {which} still improving by more than tol={self.tol} "
+                    f"(relative) within the last {self.n_iter_no_change} epochs; raise "
+                    "epochs or tol")
+        gap = "unknown" if self.gap is None else f"{self.gap:.3g}"
+        pg = "unknown" if self.pg_range is None else f"{self.pg_range:.3g}"
+        return (f"dual coordinate descent stopped after epochs={self.epochs} with {which} "
+                f"short of its rule: a relative duality gap of {gap} > tol={self.tol} "
+                f"(projected gradients spanning {pg} > {self.pg_tol:.3g}), so the model may "
+                "be far from the optimum; raise epochs or tol (a smaller C converges in "
+                "fewer epochs)")
+
+
+#: The trainings of the :func:`fit` running in this thread (:func:`recording_trainings`).
+_TRAININGS: ContextVar[list[Convergence] | None] = ContextVar(
+    "streamlearn_additive_trainings", default=None)
+
+
+@contextmanager
+def recording_trainings() -> Iterator[list[Convergence]]:
+    """Collect the :class:`Convergence` of every training run in this block (by this
+    thread), in order: :func:`fit` returns them as :attr:`AdditiveFit.trainings`. A
+    block nested in another collects its own trainings only.
+
+    Yields
+    ------
+    list of Convergence
+    """
+    log: list[Convergence] = []
+    token = _TRAININGS.set(log)
+    try:
+        yield log
+    finally:
+        _TRAININGS.reset(token)
+
+
+def record_training(convergence: Convergence | None) -> None:
+    """Add a training's record to the open :func:`recording_trainings` block, if any."""
+    log = _TRAININGS.get()
+    if log is not None and convergence is not None:
+        log.append(convergence)
+
+
+def still_moving(values: Sequence[np.ndarray], n_models: int, tol: float, n: int,
+                 floor: float) -> np.ndarray:
+    """PEGASOS's rule applied to each binary model's own monitored values: whether it is
+    unmet for each.
+
+    Parameters
+    ----------
+    values : sequence of ndarray of shape (n_models,)
+        Each model's monitored value after each epoch since the rule (re)started
+        (:func:`monitored_losses`).
+    n_models : int
+    tol, n : float, int
+        The rule's threshold and patience (:class:`Patience`).
+    floor : float
+        The floor of one model's value (:data:`LOSS_FLOOR`).
+
+    Returns
+    -------
+    ndarray of shape (n_models,), bool
+        True for a model whose last ``n`` values did not all improve on its best before
+        them by less than ``tol`` times it: :class:`Patience` fed its values ends unmet.
+        True for every model without values.
+    """
+    if not values:
+        return np.ones(n_models, dtype=bool)
+    moving = []
+    for series in np.asarray(values, dtype=np.float64).T:
+        rule = Patience(tol, n, floor)
+        met = [rule.update(float(v)) for v in series]
+        moving.append(not met[-1])
+    return np.asarray(moving, dtype=bool)
+
+
+def dcd_moving(gaps: np.ndarray | None, pg_spans: np.ndarray, tol: float, pg_tol: float
+               ) -> np.ndarray:
+    """``dcd``'s rule applied to each binary model at the cap: whether it is unmet for each.
+
+    Parameters
+    ----------
+    gaps : ndarray of shape (n_models,) or None
+        Each model's last relative duality gap (:func:`duality_gaps`; None: none measured).
+    pg_spans : ndarray of shape (n_models,)
+        The span of each model's projected gradients (and 0) in the last epoch.
+    tol, pg_tol : float
+
+    Returns
+    -------
+    ndarray of shape (n_models,), bool
+        True for a model whose gap is above ``tol`` (or unknown) and whose projected
+        gradients span more than ``pg_tol``.
+    """
+    above = np.ones(pg_spans.shape[0], dtype=bool) if gaps is None else gaps > tol
+    return above & (pg_spans > pg_tol)
+
+
+@dataclass(frozen=True)
 class _Models:
     # what a solver's epochs leave (in the kernel's space)
     coef_d: np.ndarray
@@ -1424,6 +1604,7 @@ class _Models:
     monitor_history: tuple[float, ...] = ()
     calibration: ScoreHistogram | None = None  # binned held-out scores of coef_d, if known
     centre: np.ndarray | None = None  # dcd: the mean row its rows were centred on
+    convergence: Convergence | None = None  # whether the stopping rule was met, per model
 
 
 def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: float,
@@ -1459,6 +1640,30 @@ def monitored_loss(state: PegasosState, model: np.ndarray, emb: Embedding, lam: 
         value += 0.5 * lam * sum(float(model_sq_norm(w, emb.ipar)) + float(w[dim]) ** 2
                                  for w in model)
     return value
+
+
+def monitored_losses(state: PegasosState, model: np.ndarray, emb: Embedding, lam: float,
+                     held_out: bool) -> np.ndarray:
+    """Each binary model's term of :func:`monitored_loss`: ``L_j / S_j`` (0 without
+    rows), plus ``lam / 2 ||w_j||^2`` on the training rows.
+
+    Parameters
+    ----------
+    state, model, emb, lam, held_out
+        As for :func:`monitored_loss`.
+
+    Returns
+    -------
+    ndarray of shape (m,), float64
+    """
+    assert state.monitor_loss is not None and state.monitor_weight is not None
+    total = state.monitor_weight
+    values = np.where(total > 0, state.monitor_loss / np.where(total > 0, total, 1.0), 0.0)
+    if not held_out:
+        dim = emb.n_dims
+        values = values + 0.5 * lam * np.array(
+            [float(model_sq_norm(w, emb.ipar)) + float(w[dim]) ** 2 for w in model])
+    return values
 
 
 def blind(scores: ScoreHistogram | None) -> bool:
@@ -1699,6 +1904,8 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
                 if config.tol is not None else None)
     window = EpochWindow(shape)
     history: list[float] = []
+    # each model's monitored values since the rule (re)started: who is still moving at the cap
+    per_model: list[np.ndarray] = []
     model = state.W
     calibration: ScoreHistogram | None = None
     best: tuple[tuple[float, float], np.ndarray, ScoreHistogram | None] | None = None
@@ -1723,6 +1930,8 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
             assert patience is not None
             history.append(monitored_loss(state, monitor, rows.emb, regularisation.lam,
                                           held_out))
+            per_model.append(monitored_losses(state, monitor, rows.emb, regularisation.lam,
+                                              held_out))
             if held_out and blind(state.monitor_scores):
                 # a model's held-out rows hold one of its labels only: their loss falls as
                 # its scores all go to that label and cannot judge it; the rule follows
@@ -1730,6 +1939,7 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
                 held_out = False
                 patience = Patience(config.tol, config.n_iter_no_change,
                                     LOSS_FLOOR * shape[0])
+                per_model = []
                 model = latest
                 continue
             judged = (history[-1], monitored_error(state))
@@ -1744,14 +1954,20 @@ def _pegasos(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: Traini
                 break
         model = latest
     else:
-        if patience is not None:
-            warnings.warn(
-                f"PEGASOS stopped after epochs={epochs} with its monitored hinge loss still "
-                f"improving by more than tol={config.tol} (relative) within the last "
-                f"{config.n_iter_no_change} epochs; raise epochs or tol",
-                ConvergenceWarning, stacklevel=caller_stacklevel())
+        if patience is not None:  # at the cap: the models whose own loss still moves
+            assert config.tol is not None
+            moving = still_moving(per_model, shape[0], config.tol, config.n_iter_no_change,
+                                  LOSS_FLOOR)
+            converged = ~moving if moving.any() else np.zeros(shape[0], dtype=bool)
+            return _Models(model, state.W, epoch + 1, int(state.t), average_start, None,
+                           tuple(history), calibration, convergence=Convergence(
+                               "pegasos", epochs, epoch + 1, config.tol, True, converged,
+                               int(config.n_iter_no_change)))
+    convergence = Convergence("pegasos", epochs, epoch + 1, config.tol, False,
+                              np.full(shape[0], patience is not None),
+                              int(config.n_iter_no_change))
     return _Models(model, state.W, epoch + 1, int(state.t), average_start, None,
-                   tuple(history), calibration)
+                   tuple(history), calibration, convergence=convergence)
 
 
 def dcd_centre(sample: np.ndarray | SparseRows | None, rows: TrainingRows,
@@ -1813,9 +2029,28 @@ def duality_gap(state: DcdState, previous: DcdState, model: np.ndarray,
         ``P_j - D_j >= P_j - P_j* >= 0``, so the primal objective of ``model`` is within this
         share of its optimum.
     """
+    return float(np.max(duality_gaps(state, previous, model, emb, centre, bias_scale),
+                        initial=0.0))
+
+
+def duality_gaps(state: DcdState, previous: DcdState, model: np.ndarray,
+                 emb: Embedding, centre: np.ndarray | None = None,
+                 bias_scale: float = 1.0) -> np.ndarray:
+    """Each binary model's relative duality gap ``(P_j - D_j) / P_j`` (0 when
+    ``P_j <= 0``); :func:`duality_gap` is their largest.
+
+    Parameters
+    ----------
+    state, previous, model, emb, centre, bias_scale
+        As for :func:`duality_gap`.
+
+    Returns
+    -------
+    ndarray of shape (m,), float64
+    """
     assert state.monitor_loss is not None
     dim = emb.n_dims
-    worst = 0.0
+    gaps = np.zeros(len(model))
     for j, w in enumerate(model):
         bias = float(w[dim])
         if centre is not None:
@@ -1824,8 +2059,8 @@ def duality_gap(state: DcdState, previous: DcdState, model: np.ndarray,
         primal = 0.5 * sq + float(state.monitor_loss[j])
         dual = float(previous.alpha_sum[j]) - float(previous.dual_quad[j]) - 0.5 * sq
         if primal > 0.0:
-            worst = max(worst, (primal - dual) / primal)
-    return worst
+            gaps[j] = (primal - dual) / primal
+    return gaps
 
 
 def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRows,
@@ -1835,7 +2070,10 @@ def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRo
     W = np.zeros(shape)
     pg_range = np.inf
     gaps: list[float] = []
+    model_gaps: np.ndarray | None = None  # each model's last gap
+    pg_spans = np.zeros(shape[0])
     previous: DcdState | None = None
+    capped = False
     with ExampleState(dataset.n_rows, shape[0]) as alpha:
         epoch = 0
         for epoch in range(epochs):
@@ -1850,10 +2088,11 @@ def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRo
                                          epoch=epoch,
                                          description=f"dcd epoch {epoch + 1}/{epochs}")
             if previous is not None and monitor is not None:
-                gaps.append(duality_gap(state, previous, monitor, rows.emb, centre,
-                                        config.bias_scale))
-            pg_range = float(np.max(np.maximum(state.pg_max, 0.0)
-                                    - np.minimum(state.pg_min, 0.0)))
+                model_gaps = duality_gaps(state, previous, monitor, rows.emb, centre,
+                                          config.bias_scale)
+                gaps.append(float(np.max(model_gaps, initial=0.0)))
+            pg_spans = np.maximum(state.pg_max, 0.0) - np.minimum(state.pg_min, 0.0)
+            pg_range = float(np.max(pg_spans))
             if config.tol is not None and gaps and gaps[-1] <= config.tol:
                 break  # W, the certified model, is returned
             moved = state.row_sum is not None and state.weight_sum > 0.0
@@ -1867,14 +2106,22 @@ def _dcd(runner: Any, dataset: Dataset, config: AdditiveConfig, rows: TrainingRo
             if config.tol is not None and pg_range <= config.pg_tol and not moved:
                 break
         else:
-            if config.tol is not None:
-                gap = f"{gaps[-1]:.3g}" if gaps else "unknown"
-                warnings.warn(
-                    f"dual coordinate descent stopped after epochs={epochs} with a relative "
-                    f"duality gap of {gap} > tol={config.tol} (projected gradients spanning "
-                    f"{pg_range:.3g} > {config.pg_tol}): the model may be far from the "
-                    "optimum; raise epochs or tol (a smaller C converges in fewer epochs)",
-                    ConvergenceWarning, stacklevel=caller_stacklevel())
+            capped = config.tol is not None
     n_iter = epoch + 1
+    if capped:  # at the cap: the models whose own gap and projected gradients are high
+        assert config.tol is not None
+        moving = dcd_moving(model_gaps, pg_spans, config.tol, config.pg_tol)
+        if not moving.any() and model_gaps is not None:  # settled gradients, gaps above
+            moving = model_gaps > config.tol
+        if not moving.any():
+            moving = np.ones(shape[0], dtype=bool)
+        convergence = Convergence(
+            "dcd", epochs, n_iter, config.tol, True, ~moving, gap=(
+                None if model_gaps is None else float(np.max(model_gaps[moving]))),
+            pg_range=float(np.max(pg_spans[moving])), pg_tol=config.pg_tol)
+    else:
+        convergence = Convergence("dcd", epochs, n_iter, config.tol, False,
+                                  np.full(shape[0], config.tol is not None),
+                                  pg_tol=config.pg_tol)
     return _Models(W, W.copy(), n_iter, n_iter * n_train, int(NO_AVERAGING), pg_range,
-                   tuple(gaps), centre=centre)
+                   tuple(gaps), centre=centre, convergence=convergence)
