@@ -351,6 +351,37 @@ def test_iteration_cap_warns_and_a_converged_fit_does_not():
     assert done.n_iter_ < 50
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "minibatch"])
+def test_a_list_of_counts_stopped_at_the_cap_warns_once_naming_each(solver):
+    # eq. 8 trains every count of the list: one warning for all of them, naming the counts
+    # the selection path says were trained
+    import re
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, _ = _regression(n=300, seed=13)
+    model = SuperSparseRegressor(n_prototypes=[6, 4, 2], max_iter=2, tol=0.0, solver=solver,
+                                 step=0.1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    capped = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(capped) == 1, capped
+    named = re.search(r"with p=([\d, and]+) prototypes \(each of the (\d) counts tried\)",
+                      capped[0])
+    assert named is not None, capped[0]
+    counts = [int(c) for c in re.split(r", | and ", named.group(1))]
+    assert counts == model.selection_path_[:, 0].astype(int).tolist()
+    assert int(named.group(2)) == len(counts) == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        # the default tol with room to meet it: every count's alternation stops by the rule
+        done = SuperSparseRegressor(n_prototypes=[6, 4, 2], max_iter=500, solver=solver,
+                                    step=0.1).fit(X, y)
+    assert done.selection_path_.shape[0] == 3 and done.n_iter_ < 500
+
+
 @pytest.mark.parametrize(("cls", "params"), [
     (SuperSparseRegressor, {}),
     (SuperSparseRegressor, dict(lam=1e-2)),

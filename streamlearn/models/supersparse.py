@@ -729,6 +729,8 @@ _PARAMS_DOC = """
     max_iter : int
         Alternations (batch: prototype-step trials; mini-batch: epochs); 0 keeps the
         initial prototypes and only solves for ``beta`` (prototype-selection baselines).
+        A fit whose alternation reaches it before the rule of ``tol`` warns
+        ``ConvergenceWarning`` once, naming every count of ``n_prototypes`` it stopped.
     tol : float
         The batch and L-BFGS solvers stop when their last 5 trials together lowered the
         objective by less than ``5 tol`` times its value (one small step after a halving

@@ -444,13 +444,16 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     path: list[tuple[int, float, float, float]] = []
     best: tuple[float, np.ndarray, np.ndarray, list[float], float, GramState | None,
                 TemperatureSums | None, GramState] | None = None
+    capped: list[int] = []  # the counts whose alternation max_iter stopped: one warning
     for p in config.grid:
         if w is not None and p < C.shape[0]:  # drop the smallest ||beta_j|| (over outputs)
             keep = np.sort(np.argsort(-np.linalg.norm(w[:-1], axis=1), kind="stable")[:p])
             C = C[keep]
             w = np.vstack([w[keep], w[-1:]])
-        C, w, history, lam, every_row, stats = _alternate(runner, dataset, config, train, C,
-                                                          similarity, p, seed, choose)
+        C, w, history, lam, every_row, stats, at_cap = _alternate(
+            runner, dataset, config, train, C, similarity, p, seed, choose)
+        if at_cap:
+            capped.append(p)
         loss = np.nan
         criterion = 0.0
         if holdout is not None:
@@ -467,6 +470,7 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
             best = (criterion, C.copy(), w.copy(), history, lam, every_row,
                     None if holdout is None else tally.temperature, stats)
     assert best is not None
+    _warn_cap(config, capped)
     _, C, w, history, lam, every_row, held_out, stats = best
     if every_row is not None:  # lam="auto": the last beta-step takes the held-out rows too
         w = solve_beta(every_row.G / every_row.weight, every_row.r / every_row.weight, lam,
@@ -660,15 +664,16 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
                C: np.ndarray, similarity: Similarity, p: int, seed: int,
                valid: TargetRows | None = None,
                ) -> tuple[np.ndarray, np.ndarray, list[float], float, GramState | None,
-                          GramState]:
+                          GramState, bool]:
     """Beta-steps and prototype steps for ``p`` prototypes, until the convergence rule.
 
     Returns
     -------
-    C, w, history, lam, every_row, stats
+    C, w, history, lam, every_row, stats, capped
         Prototypes, coefficients on ``rows``, objective path, the penalty, (with
         ``valid``, ``lam="auto"``'s held-out rows) the beta-step statistics of every row at
-        ``C``, else None, and those of ``rows`` at ``C``.
+        ``C``, else None, those of ``rows`` at ``C``, and whether ``max_iter`` stopped the
+        alternation before the convergence rule.
     """
     tracker = None if valid is None else _LamTracker(config.coef, config.tol)
     beta_step = _BetaStep(runner, dataset, rows, valid, similarity, p, config.coef, tracker)
@@ -682,11 +687,11 @@ def _alternate(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: T
     if tracker is not None:
         tracker.accept(w)
         lam = tracker.lam
-    C, w, history, lam = _descend(runner, dataset, config, rows, C, w, J, similarity, p, seed,
-                                  lam, beta_step)
+    C, w, history, lam, capped = _descend(runner, dataset, config, rows, C, w, J, similarity,
+                                          p, seed, lam, beta_step)
     every_row = None if tracker is None else tracker.every_row()
     assert beta_step.kept is not None
-    return C, w, history, lam, every_row, beta_step.kept
+    return C, w, history, lam, every_row, beta_step.kept, capped
 
 
 class _LamTracker:
@@ -810,10 +815,12 @@ def prototype_step(config: SuperSparseConfig, rows: TargetRows, stats: GramState
 def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: TargetRows,
              C: np.ndarray, w: np.ndarray, J: float, similarity: Similarity, p: int,
              seed: int, lam: float, beta_step: _BetaStep,
-             ) -> tuple[np.ndarray, np.ndarray, list[float], float]:
+             ) -> tuple[np.ndarray, np.ndarray, list[float], float, bool]:
     """The alternation from ``(C, w)`` with objective ``J`` at penalty ``lam``: at most
-    ``max_iter`` prototype-step trials (batch) or epochs (mini-batch), warning when that cap
-    stops it. Returns the prototypes, coefficients, objective path and penalty.
+    ``max_iter`` prototype-step trials (batch) or epochs (mini-batch). Returns the
+    prototypes, coefficients, objective path, penalty and whether that cap stopped it
+    before the convergence rule (:func:`_fit_rows` warns once for every count of
+    prototypes it stopped).
 
     With ``lam="auto"`` (a tracker in ``beta_step``), each accepted beta-step sets the
     penalty, and the tracker's held-out rule replaces the objective's: objectives at
@@ -862,8 +869,8 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
                              else abs(J_previous - J) <= config.tol * max(abs(J), floor)):
                 break
         else:
-            _warn_cap(config, p, "epochs of the mini-batch solver")
-        return C, w, history, lam
+            return C, w, history, lam, config.max_iter > 0
+        return C, w, history, lam, False
 
     memory = PROTOTYPE_MEMORY if config.solver == "lbfgs" else 0
     step = first_step
@@ -926,17 +933,27 @@ def _descend(runner: Any, dataset: Dataset, config: SuperSparseConfig, rows: Tar
             if scale < MIN_STEP_FRACTION * (1.0 if pairs else first_step):
                 break
     else:
-        _warn_cap(config, p, "prototype steps")
-    return C, w, history, lam
+        return C, w, history, lam, config.max_iter > 0
+    return C, w, history, lam, False
 
 
-def _warn_cap(config: SuperSparseConfig, p: int, what: str) -> None:
-    """Warn that ``max_iter`` stopped the alternation before its convergence rule."""
-    if config.max_iter > 0:
-        warnings.warn(f"{config.owner} stopped after max_iter={config.max_iter} {what} "
-                      f"with p={p} prototypes before the objective changed by less than "
-                      f"tol={config.tol} of its value; raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=caller_stacklevel())
+def _warn_cap(config: SuperSparseConfig, capped: Sequence[int]) -> None:
+    """Warn once that ``max_iter`` stopped the alternation before its convergence rule
+    for each count of prototypes of ``capped`` (none: no warning)."""
+    if not capped:
+        return
+    what = ("epochs of the mini-batch solver" if config.solver == "minibatch"
+            else "prototype steps")
+    counts = [str(p) for p in capped]
+    shown = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
+    tried = len(config.grid)
+    which = ("" if tried == 1 else
+             f" (each of the {tried} counts tried)" if len(capped) == tried else
+             f" ({len(capped)} of the {tried} counts tried)")
+    warnings.warn(f"{config.owner} stopped after max_iter={config.max_iter} {what} "
+                  f"with p={shown} prototypes{which} before the objective changed by less "
+                  f"than tol={config.tol} of its value; raise max_iter or tol",
+                  ConvergenceWarning, stacklevel=caller_stacklevel())
 
 
 # -- online (partial_fit) ---------------------------------------------------------------------
