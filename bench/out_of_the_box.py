@@ -133,6 +133,7 @@ VW_HIDDEN = 40
 #: Model keys (``--models``) and their labels, in table order.
 MODELS: dict[str, str] = {
     "additive": "AdditiveSVC()",
+    "additive_ovo": "AdditiveSVC(multiclass='ovo')",
     "mixture": "MixtureSVC()",
     "shareboost": "ShareBoostClassifier()",
     "supersparse": "SuperSparseClassifier()",
@@ -150,7 +151,7 @@ MODELS: dict[str, str] = {
     "gridsearch_additive": "GridSearchCV(AdditiveSVC)",
     "hyperband_additive": "HyperbandSearchCV(AdditiveSVC)",
 }
-STREAMLEARN_MODELS = ("additive", "mixture", "shareboost", "supersparse",
+STREAMLEARN_MODELS = ("additive", "additive_ovo", "mixture", "shareboost", "supersparse",
                       "supersparse_fixed_lam", "additive_search", "mixture_search",
                       "gridsearch_additive")
 PEER_LIBRARIES = ("scikit-learn", "scipy", "xgboost", "lightgbm", "vowpalwabbit", "dask",
@@ -357,6 +358,8 @@ def streamlearn_model(key: str) -> Any:
         return SuperSparseClassifier(lam=1e-3, progress=False)
     if key == "additive":
         return AdditiveSVC(progress=False)
+    if key == "additive_ovo":
+        return AdditiveSVC(multiclass="ovo", progress=False)
     if key == "mixture":
         return MixtureSVC(progress=False)
     if key == "shareboost":
