@@ -476,7 +476,7 @@ def test_a_fit_that_trains_many_models_warns_once_for_all_of_them():
     # warning for them all, which names every class of the model kept and counts the rest
     X, y = three_classes()
     engine = EpochCounter()
-    model = AdditiveSVC(epochs=1, chunk_rows=500, random_state=0)
+    model = AdditiveSVC(multiclass="ovr", epochs=1, chunk_rows=500, random_state=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.fit(X, y, engine=engine)

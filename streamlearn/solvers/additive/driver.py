@@ -33,6 +33,11 @@ whose effect jumps at single values
 (:mod:`~streamlearn.solvers.additive.value_screening`), and steps 2-3 run again with the
 chosen features' value terms, kept when the held-out rows say they pay
 (:func:`with_value_terms`); the pairs are then screened on the model kept.
+
+With ``multiclass="auto"`` and 3 to :data:`MAX_AUTO_OVO_CLASSES` classes, all of this
+runs one-vs-rest, and the model kept is trained once more one-vs-one, from the same
+summary, kept when its probabilities' held-out log-loss is lower
+(:func:`_one_vs_one_if_better`); the linear model is then tried in the scheme kept.
 """
 
 from __future__ import annotations
@@ -131,6 +136,12 @@ IMPORTANCE_KEPT_BYTES = 64 * 2**20
 #: PEGASOS's rule: a mean held-out hinge loss below this, per binary model, improves by
 #: shares of this (a held-out set that the model nearly separates).
 LOSS_FLOOR = 0.01
+#: ``multiclass="auto"`` tries one-vs-one for at most this many classes: its
+#: ``k (k - 1) / 2`` binary models are then at most ``(k - 1) / 2 = 4.5`` times
+#: one-vs-rest's ``k``, so that its training (each row updates ``k - 1`` models against
+#: one-vs-rest's ``k``) and its prediction (every model scores every row) cost a bounded
+#: multiple; letter's 26 classes would need 325 models, 12.5 times as many.
+MAX_AUTO_OVO_CLASSES = 10
 #: Mixed into the seed to choose the calibration rows.
 HOLDOUT_SALT = 0x0CA1_1B2A_7E5E_ED00
 #: Data of at least this many chunks is described and calibrated from a sample of its
@@ -158,7 +169,10 @@ class AdditiveConfig:
     feature_range : tuple of two ndarrays of shape (n_features,), or None
         Range the feature map covers instead of the data's (see :func:`fit_feature_map`).
     solver : {"pegasos", "dcd"}
-    multiclass : {"ovr", "ovo"}
+    multiclass : {"ovr", "ovo", "auto"}
+        The binary models of more than two classes; :func:`fit` resolves ``"auto"``
+        (:func:`resolve_multiclass`) and trains one-vs-rest, then maybe one-vs-one
+        (``ovo_candidate``), so that every training sees ``"ovr"`` or ``"ovo"``.
     C : float
     lam : float or None
     loss : {"hinge", "squared_hinge"}
@@ -216,6 +230,13 @@ class AdditiveConfig:
         Screen the per-feature model's residuals for features whose effect jumps at single
         values, and keep value terms for them when they lower the held-out log-loss
         (:func:`with_value_terms`; dense rows, a B-spline map that is not zero-preserving).
+    ovo_candidate : bool
+        With ``multiclass="ovr"``: once the one-vs-rest model is chosen, train its
+        settings again with one model per pair of classes, and keep that one when the
+        log-loss of its class probabilities on the held-out rows is lower
+        (:func:`_one_vs_one_if_better`; set by :func:`resolve_multiclass`). The
+        one-vs-one candidate is trained with it on too: a fit with it computes the
+        held-out log-loss of its class probabilities (:attr:`compares_models`).
     """
 
     feature_map: FeatureMap | None
@@ -242,13 +263,14 @@ class AdditiveConfig:
     slope_on_training_rows: bool = False
     standardize_linear: bool = False
     value_terms: bool = False
+    ovo_candidate: bool = False
 
     @property
     def compares_models(self) -> bool:
         """Whether the fit compares models by their held-out log-loss (pairs or value
-        terms checked, grids or counts of bases tried)."""
+        terms checked, grids or counts of bases tried, one-vs-one tried)."""
         return (self.check_interactions or self.value_terms or len(self.pair_grids) > 1
-                or len(self.bases_grid) > 1)
+                or len(self.bases_grid) > 1 or self.ovo_candidate)
 
     @property
     def pg_tol(self) -> float:
@@ -319,6 +341,19 @@ class AdditiveFit:
         binary model, or, with more and ``config.compares_models``, of the class
         probabilities (:class:`ClassLogLossPass`, one more pass); else the mean over the
         binary models.
+    proba_log_loss : float or None
+        With the class probabilities' ``held_out_log_loss``: the log-loss of the
+        probabilities :meth:`~streamlearn.models.AdditiveSVC.predict_proba` gives on the
+        held-out rows, one-vs-rest's at its temperature (:meth:`ClassLoss.tempered_log_loss`),
+        one-vs-one's (no temperature) and two classes' the same as ``held_out_log_loss``;
+        None without.
+    multiclass : {"ovr", "ovo"}
+        The scheme the binary models were trained by (``config.multiclass``, resolved
+        from ``"auto"``; two classes have one model either way).
+    multiclass_check : dict or None
+        With ``config.ovo_candidate`` (``multiclass="auto"``): the held-out log-loss of
+        the probabilities of each scheme (``"ovr"``, ``"ovo"``: ``proba_log_loss``;
+        ``"ovo"`` None when not trained, then the ``"reason"``) and the one ``"kept"``.
     pair_check : dict or None
         With ``check_interactions``: the screened pairs, both models' held-out log-loss,
         each pair grid tried with its held-out log-loss (``pair_bases``) and whether the
@@ -358,8 +393,8 @@ class AdditiveFit:
     trainings : tuple of Convergence
         From :func:`fit`: the record of every training the fit ran, in order, this
         model's (``convergence``) among them: the models trained to be compared (counts
-        of bases, pairs, grids, value terms, the linear model) and, on data chosen on a
-        sample of chunks, those of the sample.
+        of bases, pairs, grids, value terms, the linear model, one-vs-one) and, on data
+        chosen on a sample of chunks, those of the sample.
     """
 
     feature_names: tuple[str, ...]
@@ -392,6 +427,9 @@ class AdditiveFit:
     step_norm_sq: float = 0.0
     convergence: Convergence | None = None
     trainings: tuple[Convergence, ...] = ()
+    proba_log_loss: float | None = None
+    multiclass: str = "ovr"
+    multiclass_check: dict[str, Any] | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -543,6 +581,13 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     and their grid) is then trained once on every row: the screening, the checks and the
     searches cost passes over the sample, not a training over the data each.
 
+    With ``config.multiclass="auto"`` (:func:`resolve_multiclass`) the search runs
+    one-vs-rest; for 3 to :data:`MAX_AUTO_OVO_CLASSES` classes the model it kept is then
+    trained one-vs-one with the same settings and kept when the log-loss of its
+    probabilities on the held-out rows is lower (:func:`_one_vs_one_if_better`), before
+    the linear model is tried (in the scheme kept); on a sample of chunks the sample
+    chooses the scheme, and the final training on every row uses it.
+
     With ``config.spread_tails`` the describe pass comes first, on those chunks where
     they are read, and its row sample chooses the
     :class:`~streamlearn.features.tail_transform.TailTransform` of crowded features;
@@ -552,6 +597,9 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     """
     feature_map = config.feature_map
     search = len(config.bases_grid) > 1 and isinstance(feature_map, BSplineMap)
+    classes = dataset.classes
+    assert classes is not None
+    config = resolve_multiclass(config, len(classes))
     with recording_trainings() as trainings:
         sample = _sample_dataset(dataset) if search else None
         summary, transform = _spread_tails(runner, dataset if sample is None else sample,
@@ -598,26 +646,105 @@ def _fit_searched(runner: Any, dataset: Dataset, sample: Dataset | None,
     if sample is not None:  # choose on a sample of chunks, then train once on all rows
         on_sample, sample_summary = _fit_with_pairs(runner, sample, config, seed, summary)
         best, tried = _search_bases(runner, sample, config, seed, sample_summary, on_sample)
-        best = _linear_if_better(runner, sample, config, seed, sample_summary, best)
-        kept = best.feature_map
-        # the same count, pairs and grid, unfitted: no screening, no grid or count search
-        chosen = None if kept is None else type(kept)(**kept.get_params())
-        grids = (chosen.pair_bases,) if isinstance(chosen, BSplinePairMap) else config.pair_grids
-        fitted, _ = _fit_with_pairs(runner, dataset, replace(
-            config, feature_map=chosen, interactions=0, check_interactions=False,
-            pair_grids=grids, bases_grid=(), value_terms=False), seed)
+        best = _one_vs_one_if_better(runner, sample, config, seed, sample_summary, best)
+        best = _linear_if_better(runner, sample, replace(config, multiclass=best.multiclass),
+                                 seed, sample_summary, best)
+        # the same count, pairs, grid and scheme, unfitted: no screening, no grid or
+        # count search, no scheme tried
+        fitted, _ = _fit_with_pairs(runner, dataset, retrain_config(
+            config, best.feature_map, best.multiclass), seed)
         # the final training compares no models: it keeps the sample's temperature
         return replace(fitted, bases_tried=tried, pair_check=best.pair_check,
                        pair_scores=best.pair_scores, linear_check=best.linear_check,
-                       proba_scale=best.proba_scale, value_check=best.value_check)
+                       proba_scale=best.proba_scale, value_check=best.value_check,
+                       multiclass_check=best.multiclass_check)
     fitted, summary = _fit_with_pairs(runner, dataset, config, seed, summary)
-    if not search or summary is None or not isinstance(fitted.feature_map, BSplineMap):
-        return fitted
-    best, tried = _search_bases(runner, dataset, config, seed, summary, fitted)
-    if best is not fitted:
-        best = with_importances(best, summary)
-    best = _linear_if_better(runner, dataset, config, seed, summary, best)
-    return replace(best, bases_tried=tried)
+    if search and summary is not None and isinstance(fitted.feature_map, BSplineMap):
+        best, tried = _search_bases(runner, dataset, config, seed, summary, fitted)
+        if best is not fitted:
+            best = with_importances(best, summary)
+        best = _one_vs_one_if_better(runner, dataset, config, seed, summary, best)
+        # the linear model is tried in the scheme kept
+        best = _linear_if_better(runner, dataset, replace(config, multiclass=best.multiclass),
+                                 seed, summary, best)
+        return replace(best, bases_tried=tried)
+    return _one_vs_one_if_better(runner, dataset, config, seed, summary, fitted)
+
+
+def resolve_multiclass(config: AdditiveConfig, n_classes: int) -> AdditiveConfig:
+    """``config`` with ``multiclass="auto"`` resolved for ``n_classes`` classes.
+
+    One-vs-rest is trained, and one-vs-one tried against it (``ovo_candidate``, see
+    :func:`_one_vs_one_if_better`), for 3 to :data:`MAX_AUTO_OVO_CLASSES` classes; two
+    classes have one model either way, and more classes make one-vs-one's
+    ``k (k - 1) / 2`` models too many to train and predict with by default, so they get
+    one-vs-rest alone. ``"ovr"`` and ``"ovo"`` are returned as they are."""
+    if config.multiclass != "auto":
+        return config
+    return replace(config, multiclass="ovr",
+                   ovo_candidate=3 <= int(n_classes) <= MAX_AUTO_OVO_CLASSES)
+
+
+def retrain_config(config: AdditiveConfig, feature_map: FeatureMap | None,
+                   multiclass: str) -> AdditiveConfig:
+    """``config`` to train the model a search kept once more, as it is: an unfitted copy
+    of its map (the same count of bases, pairs, grid and value terms, refitted from the
+    summary), its scheme, and nothing to screen, search or compare."""
+    chosen = None if feature_map is None else type(feature_map)(**feature_map.get_params())
+    grids = (chosen.pair_bases,) if isinstance(chosen, BSplinePairMap) else config.pair_grids
+    return replace(config, feature_map=chosen, multiclass=multiclass, interactions=0,
+                   check_interactions=False, pair_grids=grids, bases_grid=(),
+                   value_terms=False, linear_candidate=False, ovo_candidate=False)
+
+
+def _one_vs_one_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                          summary: Summary | None, best: AdditiveFit) -> AdditiveFit:
+    """With ``config.ovo_candidate`` (``multiclass="auto"``, 3 to
+    :data:`MAX_AUTO_OVO_CLASSES` classes): ``best``, the one-vs-rest model chosen, or the
+    same settings trained with one model per pair of classes when the log-loss of its
+    class probabilities on the held-out rows is lower; either carries
+    ``multiclass_check``.
+
+    The candidate is ``best``'s map unfitted (its count of bases, pairs, grid and value
+    terms, or no map for the linear model; :func:`retrain_config`), trained on ``dataset``
+    from the same summary by the same rules: one more training, no new search. The
+    losses compared are those of the probabilities ``predict_proba`` gives
+    (``proba_log_loss``): one-vs-rest's normalised sigmoids at their temperature, which
+    the same held-out rows chose, one-vs-one's pairwise coupling, which has none. Before
+    the temperature one-vs-rest's normalised sigmoids are less sure than its held-out
+    rows show, and one-vs-one would win on the calibration of the probabilities rather
+    than on the classes. As for the linear model (:func:`_linear_if_better`), at least
+    :data:`MIN_CHECK_ROWS` held-out rows must judge them and both must be calibrated on
+    them; otherwise, and without the class probabilities' loss, one-vs-rest is kept
+    untried.
+
+    :func:`_fit_searched` runs this before :func:`_linear_if_better`, whose linear
+    model is then trained in the scheme kept: the linear model one-vs-one can be what
+    ordered classes want (6 normal features, 5 bands of a noisy linear score: one-vs-rest
+    keeps 8 bases and 12 pairs to draw the middle bands, whose one-vs-one retraining
+    tested at 26.6 % error, and the linear one-vs-one model, the choice of
+    ``multiclass="ovo"``'s own search, at 23.8 %)."""
+    if not config.ovo_candidate:
+        return best
+    if (best.proba_log_loss is None or not best.calibrated
+            or best.n_calibration < MIN_CHECK_ROWS):
+        reason = (f"{best.n_calibration} held-out rows, fewer than {MIN_CHECK_ROWS} to "
+                  "compare one-vs-one on" if best.n_calibration < MIN_CHECK_ROWS
+                  else "too few held-out rows of a label to calibrate on")
+        return replace(best, multiclass_check={
+            "kept": "ovr", "ovr": best.proba_log_loss, "ovo": None, "reason": reason})
+    # ovo_candidate kept on: its training computes the class probabilities' loss too
+    ovo, _ = _fit_terms(runner, dataset, replace(
+        retrain_config(config, best.feature_map, "ovo"), ovo_candidate=True), seed, summary)
+    kept = (ovo.calibrated and ovo.proba_log_loss is not None
+            and ovo.proba_log_loss < best.proba_log_loss)
+    check = {"kept": "ovo" if kept else "ovr", "ovr": best.proba_log_loss,
+             "ovo": ovo.proba_log_loss}
+    if kept:
+        return replace(ovo, pair_check=best.pair_check, pair_scores=best.pair_scores,
+                       linear_check=best.linear_check, value_check=best.value_check,
+                       bases_tried=best.bases_tried, multiclass_check=check)
+    return replace(best, multiclass_check=check)
 
 
 def _linear_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
@@ -645,7 +772,8 @@ def _linear_if_better(runner: Any, dataset: Dataset, config: AdditiveConfig, see
              "curves": best.held_out_log_loss}
     if kept:
         return replace(linear, pair_check=best.pair_check, pair_scores=None,
-                       linear_check=check, value_check=best.value_check)
+                       linear_check=check, value_check=best.value_check,
+                       multiclass_check=best.multiclass_check)
     return replace(best, linear_check=check)
 
 
@@ -1172,13 +1300,15 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                 CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs, config.bias_scale,
                                 None), dataset, description="calibrate on every row").fit()
         held_out_loss: float | None = histogram.log_loss(platt_a, platt_b)
+        proba_loss = held_out_loss if shape[0] == 1 else None
         if shape[0] > 1 and config.compares_models:  # the classifier's, not its models'
             class_loss: ClassLoss = _on_held_out(runner, dataset, ClassLogLossPass(
                 np.ascontiguousarray(coef_d), emb, pairs, len(classes), config.bias_scale,
                 platt_a, platt_b, holdout), "held-out log-loss")
             held_out_loss, proba_scale = class_loss.log_loss, class_loss.scale()
+            proba_loss = class_loss.tempered_log_loss()
     else:
-        held_out_loss = fewest_rows = None
+        held_out_loss = fewest_rows = proba_loss = None
         if config.slope_on_training_rows:  # no rows held out: how sure, from the training rows
             histogram = runner.run(CalibrationPass(np.ascontiguousarray(coef_d), emb, pairs,
                                                    config.bias_scale, None), dataset,
@@ -1200,7 +1330,9 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        proba_scale=proba_scale,
                        fewest_calibration_rows=fewest_rows,
                        ranges=_linear_ranges(feature_map, summary),
-                       step_norm_sq=norm_sq, convergence=models.convergence), summary
+                       step_norm_sq=norm_sq, convergence=models.convergence,
+                       proba_log_loss=proba_loss,
+                       multiclass=config.multiclass), summary
 
 
 def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: np.ndarray,
@@ -1435,8 +1567,8 @@ class Convergence:
     The solvers train every binary model in the same epochs and stop them together, when
     the stopping rule of :func:`fit` is met; at the cap they record here which models the
     rule still found moving instead of warning, so that a fit that trains several times
-    (counts of bases, pairs, value terms, the linear model) warns once for all of them
-    (``AdditiveSVC`` does, from :attr:`AdditiveFit.trainings`).
+    (counts of bases, pairs, value terms, the linear model, one-vs-one) warns once for
+    all of them (``AdditiveSVC`` does, from :attr:`AdditiveFit.trainings`).
 
     Attributes
     ----------

@@ -640,6 +640,20 @@ class ClassLoss:
             return 1.0
         return best_temperature(self.temperature.losses(smoothed=False))
 
+    def tempered_log_loss(self) -> float | None:
+        """The weighted mean log-loss of the probabilities ``p^s / sum p^s`` at the scale
+        ``s`` of the grid (:data:`~streamlearn.solvers.calibration.TEMPERATURE_SCALES`,
+        0.1 decade apart, ``s = 1`` among them) of lowest loss: what ``predict_proba``
+        gives, whose :meth:`scale` refines that grid point between its neighbours (a
+        second-order change of the loss). :attr:`log_loss` without statistics (one-vs-one
+        and two classes, which have no temperature); None without held-out weight."""
+        if self.temperature is None or not self.weight > 0:
+            return self.log_loss
+        if not self.temperature.total_weight > 0:
+            return self.log_loss
+        return float(np.min(self.temperature.losses(smoothed=False))
+                     / self.temperature.total_weight)
+
 
 class ClassLogLossPass:
     """Reduction pass: the log-loss of the held-out rows' class probabilities.
