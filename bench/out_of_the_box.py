@@ -134,6 +134,7 @@ VW_HIDDEN = 40
 MODELS: dict[str, str] = {
     "additive": "AdditiveSVC()",
     "additive_ovo": "AdditiveSVC(multiclass='ovo')",
+    "additive_ovr": "AdditiveSVC(multiclass='ovr')",
     "mixture": "MixtureSVC()",
     "shareboost": "ShareBoostClassifier()",
     "supersparse": "SuperSparseClassifier()",
@@ -151,8 +152,8 @@ MODELS: dict[str, str] = {
     "gridsearch_additive": "GridSearchCV(AdditiveSVC)",
     "hyperband_additive": "HyperbandSearchCV(AdditiveSVC)",
 }
-STREAMLEARN_MODELS = ("additive", "additive_ovo", "mixture", "shareboost", "supersparse",
-                      "supersparse_fixed_lam", "additive_search", "mixture_search",
+STREAMLEARN_MODELS = ("additive", "additive_ovo", "additive_ovr", "mixture", "shareboost",
+                      "supersparse", "supersparse_fixed_lam", "additive_search", "mixture_search",
                       "gridsearch_additive")
 PEER_LIBRARIES = ("scikit-learn", "scipy", "xgboost", "lightgbm", "vowpalwabbit", "dask",
                   "distributed", "dask-ml", "matplotlib", "psutil")
@@ -360,6 +361,8 @@ def streamlearn_model(key: str) -> Any:
         return AdditiveSVC(progress=False)
     if key == "additive_ovo":
         return AdditiveSVC(multiclass="ovo", progress=False)
+    if key == "additive_ovr":  # the default before multiclass="auto"
+        return AdditiveSVC(multiclass="ovr", progress=False)
     if key == "mixture":
         return MixtureSVC(progress=False)
     if key == "shareboost":
@@ -650,6 +653,9 @@ def run_cell(key: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndar
                         row["passes_how"] = "StreamSearchCV.n_passes_"
                 if hasattr(model, "best_params_"):
                     row["best_params"] = model.best_params_
+                if hasattr(model, "multiclass_"):  # the scheme "auto" chose, and why
+                    row["multiclass_"] = model.multiclass_
+                    row["multiclass_check_"] = getattr(model, "multiclass_check_", None)
                 for attr in ("search_time_", "refit_time_"):  # StreamSearchCV's split
                     if hasattr(model, attr):
                         row[attr.replace("_time_", "_s")] = float(getattr(model, attr))
