@@ -299,15 +299,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         separate from the rest, while each pair of classes is one boundary (6,000 rows of
         5 ordered classes: 35.1 % test error one-vs-rest, 24.2 % one-vs-one).
         ``"auto"``: ``fit`` chooses the bases, pairs and value terms one-vs-rest, then,
-        with 3 to 10 classes, trains the model it kept once more, the same settings,
+        with 3 to 7 classes, trains the model it kept once more, the same settings,
         one-vs-one, and keeps the scheme whose :meth:`predict_proba` has the lower
         log-loss on the calibration rows (one-vs-rest's at its temperature
         ``proba_scale_``; ``multiclass_``, ``multiclass_check_``); the linear model of
-        ``n_bases="auto"`` is then tried in the scheme kept. At most 10 classes, so that
-        one-vs-one's ``k (k - 1) / 2`` models are at most 4.5 times one-vs-rest's ``k`` (predicting
-        costs one score per model: letter's 26 classes make 325, and one-vs-one predicted
-        19 times slower). One-vs-rest without the comparison: two classes (one model
-        either way), more than 10, fewer than 200 calibrated held-out rows (as for
+        ``n_bases="auto"`` is then tried in the scheme kept. At most 7 classes (ordered
+        labels mostly have up to 7 levels), so that one-vs-one's ``k (k - 1) / 2`` models
+        are at most 3 times one-vs-rest's ``k``: the candidate's training scores every
+        held-out row with every model, and predicting costs one score per model
+        (letter's 26 classes make 325, and one-vs-one predicted 19 times slower).
+        One-vs-rest without the comparison: two classes (one model either way), more
+        than 7, fewer than 200 calibrated held-out rows (as for
         ``n_bases``; ``calibrate=False`` among them), and :meth:`partial_fit`, which
         reads each row once and compares nothing. Where the fit chooses on a sample of
         chunks, the sample chooses the scheme too. One more training, of the model kept.
@@ -561,7 +563,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         (``"ovr"`` for two classes and after :meth:`partial_fit` alone); what prediction
         and :meth:`partial_fit` after ``fit`` use.
     multiclass_check_ : dict
-        ``multiclass="auto"`` with 3 to 10 classes: the held-out log-loss of
+        ``multiclass="auto"`` with 3 to 7 classes: the held-out log-loss of
         :meth:`predict_proba` one-vs-rest (``"ovr"``) and one-vs-one (``"ovo"``; None,
         with the ``"reason"``, when the held-out rows were too few to try it) and the
         scheme kept (``"kept"``). Absent otherwise.
