@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pickle
-import uuid
 from pathlib import Path
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,8 +15,8 @@ from streamlearn.data.dataset import Dataset
 from streamlearn.data.sources.parquet_sparse import ParquetSparseSource
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.errors import DataError, SchemaError, SourceError
+from tests.c_heap import files_in_memory, heap_while_opening
 from tests.test_hashing import hashed
-from tests.test_sources import _malloc_in_use
 
 FEATURES = ["num", "count", "flag", "cat", "city", "tags", "kw"]
 
@@ -216,12 +214,6 @@ def test_opening_many_files_holds_one_footer_at_a_time(monkeypatch: pytest.Monke
     # the source, for the statistics and value counts read after the files were listed:
     # 200 files held ~3 MB here, 10,000 files hundreds of MB. The C heap is sampled as each
     # file is opened: it must not grow by the footers read before.
-    try:
-        _malloc_in_use()
-    except (AttributeError, OSError):
-        pytest.skip("needs glibc's mallinfo2")
-    fs = fsspec.filesystem("memory")
-    root = f"/streamlearn-sparse-many-{uuid.uuid4().hex}"
     rng = np.random.default_rng(5)
     tables = []
     for _ in range(200):
@@ -238,20 +230,11 @@ def test_opening_many_files_holds_one_footer_at_a_time(monkeypatch: pytest.Monke
                 }
             )
         )
-    try:
-        for k, table in enumerate(tables):
-            with fs.open(f"{root}/part-{k:04d}.parquet", "wb") as fh:
-                pq.write_table(table, fh)
-        in_use: list[int] = []
-        memory_open = type(fs)._open
-
-        def sampled_open(self, *args, **kwargs):
-            in_use.append(_malloc_in_use())
-            return memory_open(self, *args, **kwargs)
-
-        monkeypatch.setattr(type(fs), "_open", sampled_open)
-        src = ParquetSparseSource(f"memory:/{root}", target="y", indices="idx", values="val")
-        monkeypatch.undo()
+    with files_in_memory(tables, "streamlearn-sparse-many") as url:
+        src, in_use = heap_while_opening(
+            monkeypatch,
+            lambda: ParquetSparseSource(url, target="y", indices="idx", values="val"),
+        )
         assert len(in_use) >= 200
         assert max(in_use) - in_use[0] < 1_000_000, (
             f"the C heap grew by {(max(in_use) - in_use[0]) / 1e6:.1f} MB over 200 footers"
@@ -264,8 +247,6 @@ def test_opening_many_files_holds_one_footer_at_a_time(monkeypatch: pytest.Monke
         assert src.n_features == flat.max() + 1
         assert src.nnz == flat.size
         assert_same(read_all(src), list_reference(whole, True, src.n_features))
-    finally:
-        fs.rm(root, recursive=True)
 
 
 @pytest.mark.parametrize("first_has_statistics", [True, False])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import uuid
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from streamlearn import open_dataset
 from streamlearn.data.labels import consecutive_codes, offset_codes
 from streamlearn.data.sources.base import stack_columns, transpose_into
 from streamlearn.errors import LabelError, ReadError, SchemaError
+from tests.c_heap import files_in_memory, heap_while_opening
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -170,20 +170,6 @@ def test_hive_key_held_by_the_files_with_another_type_is_a_schema_error(
         open_dataset(str(tmp_path), target="label")
 
 
-def _malloc_in_use() -> int:
-    """Bytes the C heap has handed out (glibc's ``mallinfo2``): where pyarrow keeps a
-    parquet footer, which ``tracemalloc`` does not see."""
-
-    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
-
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_size_t) for name in names.split()]
-
-    libc = ctypes.CDLL(None)
-    libc.mallinfo2.restype = MallInfo2
-    return int(libc.mallinfo2().uordblks)
-
-
 def test_opening_many_parquet_files_holds_one_footer_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -191,12 +177,6 @@ def test_opening_many_parquet_files_holds_one_footer_at_a_time(
     # that read it: opening a directory of 200 files held all 200 at once (~10 MB here;
     # a Spark output of 100k part files, gigabytes). The C heap is sampled as each file
     # is opened: it must not grow by the footers read before.
-    try:
-        _malloc_in_use()
-    except (AttributeError, OSError):
-        pytest.skip("needs glibc's mallinfo2")
-    fs = fsspec.filesystem("memory")
-    root = f"/streamlearn-many-{uuid.uuid4().hex}"
     rng = np.random.default_rng(4)
     tables = [
         pa.table(
@@ -207,20 +187,9 @@ def test_opening_many_parquet_files_holds_one_footer_at_a_time(
         )
         for _ in range(200)
     ]
-    try:
-        for k, table in enumerate(tables):
-            with fs.open(f"{root}/part-{k:04d}.parquet", "wb") as fh:
-                pq.write_table(table, fh)
-        in_use: list[int] = []
-        memory_open = type(fs)._open
-
-        def sampled_open(self, *args, **kwargs):
-            in_use.append(_malloc_in_use())
-            return memory_open(self, *args, **kwargs)
-
-        monkeypatch.setattr(type(fs), "_open", sampled_open)
-        ds = open_dataset(f"memory:/{root}", target="label", chunk_rows=64)
-        monkeypatch.undo()
+    with files_in_memory(tables, "streamlearn-many") as url:
+        ds, in_use = heap_while_opening(
+            monkeypatch, lambda: open_dataset(url, target="label", chunk_rows=64))
         assert len(in_use) >= 200
         assert max(in_use) - in_use[0] < 2_000_000, (
             f"the C heap grew by {(max(in_use) - in_use[0]) / 1e6:.1f} MB over 200 footers"
@@ -229,8 +198,6 @@ def test_opening_many_parquet_files_holds_one_footer_at_a_time(
         expected = pa.concat_tables(tables)
         X = np.concatenate([c.X for c in ds.chunks()])
         np.testing.assert_array_equal(X[:, 0], expected.column("f0").to_numpy().astype(np.float32))
-    finally:
-        fs.rm(root, recursive=True)
 
 
 @pytest.mark.parametrize("labels", [
