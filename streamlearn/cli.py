@@ -957,6 +957,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
     line = bases_line(model)
     if line is not None:
         click.echo(f"  bases    : {line.removeprefix('bases per feature: ')}")
+    line = multiclass_line(model)
+    if line is not None:
+        click.echo(f"  scheme   : {line.removeprefix('multiclass: ')}")
     own = getattr(model, "summary", None)
     if callable(own):
         click.echo(str(own()))
@@ -1573,6 +1576,24 @@ def bases_line(model: Any) -> str | None:
             f"{steps}{verdict})")
 
 
+#: How the summary lines name the schemes of ``multiclass``.
+SCHEMES = {"ovr": "one-vs-rest", "ovo": "one-vs-one"}
+
+
+def multiclass_line(model: Any) -> str | None:
+    """What ``multiclass="auto"`` did: the scheme kept, with each scheme's held-out
+    log-loss of ``predict_proba`` (``multiclass_check_``), or why one-vs-one was not
+    tried. None for a model that compared no schemes."""
+    check = getattr(model, "multiclass_check_", None)
+    if not check:
+        return None
+    kept = SCHEMES[check["kept"]]
+    if check["ovo"] is None:
+        return f"multiclass: {kept} kept, one-vs-one not tried ({check['reason']})"
+    return (f"multiclass: {kept} kept (held-out log-loss {check['ovr']:.4f} one-vs-rest, "
+            f"{check['ovo']:.4f} one-vs-one)")
+
+
 def sparkline(values: np.ndarray, lo: float, hi: float) -> str:
     """One character per value, eight levels between ``lo`` and ``hi``."""
     span = hi - lo if hi > lo else 1.0
@@ -1681,7 +1702,8 @@ def demo(rows: int | None, epochs: int | None, quiet: bool) -> None:
     click.echo(f"  first fit: {compiling.seconds:.1f} s of it compiling kernels"
                if compiling.seconds >= 0.05 else
                "  its kernels were compiled by an earlier run (cached)")
-    for line in (pairs_line(model), values_line(model), bases_line(model)):
+    for line in (pairs_line(model), values_line(model), bases_line(model),
+                 multiclass_line(model)):
         if line:
             click.echo(f"  {line}")
     click.echo("training a linear SVM on the same stream, for comparison")

@@ -25,6 +25,7 @@ from streamlearn.cli import (
     cli,
     metrics_table,
     model_class,
+    multiclass_line,
     parse_param,
     parse_search,
     passes_line,
@@ -1292,6 +1293,43 @@ def test_predict_says_what_an_indicator_model_does_with_an_unseen_category(
     assert result.exit_code == 0, result.output
     assert ("feature 'c' holds 1 value(s) not seen in fit; they set none of its indicator "
             "columns" in result.stderr)
+
+
+def test_train_says_which_multiclass_scheme_the_default_kept(tmp_path: Path) -> None:
+    # 5 bands of a noisy linear score: the default keeps one-vs-one
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 4))
+    score = X @ rng.normal(size=4) + 0.5 * rng.normal(size=3000)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(4)])
+    frame["label"] = np.digitize(score, np.quantile(score, [0.2, 0.4, 0.6, 0.8]))
+    data, path = tmp_path / "train.parquet", tmp_path / "m.slm"
+    frame.to_parquet(data)
+    result = run("train", str(data), "-t", "label", "-o", str(path), "-q", "--no-train-score",
+                 "-p", "n_bases=8", "-p", "interactions=0", "-p", "value_terms=False")
+    assert result.exit_code == 0, result.output
+    model = load_model(path)
+    check = model.multiclass_check_
+    assert model.multiclass_ == check["kept"] == "ovo" and model.n_models_ == 10
+    assert check["ovo"] < check["ovr"]
+    assert (f"  scheme   : one-vs-one kept (held-out log-loss {check['ovr']:.4f} one-vs-rest, "
+            f"{check['ovo']:.4f} one-vs-one)") in result.output.splitlines()
+    # predict streams the file's rows through the pairwise models as the loaded model does
+    predicted = run("predict", str(path), str(data), "-o", str(tmp_path / "p.parquet"),
+                    "--proba", "-q")
+    assert predicted.exit_code == 0, predicted.output
+    out = pd.read_parquet(tmp_path / "p.parquet")
+    features = frame.drop(columns="label")
+    np.testing.assert_array_equal(out["prediction"], model.predict(features))
+    np.testing.assert_allclose(out[[f"proba_{k}" for k in range(5)]].to_numpy(),
+                               model.predict_proba(features), rtol=1e-6)
+    # a model that compared no schemes has no such line; one too short of held-out rows
+    # says why one-vs-one was not tried
+    assert multiclass_line(AdditiveSVC()) is None
+    reason = "150 held-out rows, fewer than 200 to compare one-vs-one on"
+    short = AdditiveSVC()
+    short.multiclass_check_ = {"kept": "ovr", "ovr": 0.9, "ovo": None, "reason": reason}
+    assert multiclass_line(short) == (f"multiclass: one-vs-rest kept, one-vs-one not tried "
+                                      f"({reason})")
 
 
 def test_train_and_explain_a_default_model_that_kept_the_linear_candidate(
