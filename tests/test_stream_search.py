@@ -228,6 +228,31 @@ def test_lanes_train_the_pairs_the_template_screened():
     assert search.best_score_ > plain.best_score_ + 0.05
 
 
+def test_lanes_of_the_default_multiclass_train_the_scheme_fit_keeps():
+    # 5 bands of a noisy linear score, where multiclass="auto" keeps one-vs-one: a lane's
+    # partial_fit alone would train one-vs-rest, and rank settings the refit does not give
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3000, 6))
+    score = X @ rng.normal(size=6) + 0.5 * rng.normal(size=3000)
+    y = np.digitize(score, np.quantile(score, [0.2, 0.4, 0.6, 0.8]))
+    kw = dict(n_bases=8, interactions=0, value_terms=False, progress=False)
+    grid = {"C": [0.3, 3.0]}
+    search = StreamSearchCV(AdditiveSVC(**kw), grid, refit=False, random_state=0).fit(X, y)
+    template = search.lane_template_  # fit on the training rows chose the scheme
+    assert template.multiclass_ == template.multiclass_check_["kept"] == "ovo"
+    lane = search.best_estimator_
+    assert lane.multiclass_ == "ovo" and lane.n_models_ == 10
+    # the same race with the scheme given: the same lanes, the same held-out scores
+    given = StreamSearchCV(AdditiveSVC(multiclass="ovo", **kw), grid, refit=False,
+                           random_state=0).fit(X, y)
+    assert given.lane_template_ is None
+    np.testing.assert_array_equal(search.cv_results_["mean_test_score"],
+                                  given.cv_results_["mean_test_score"])
+    # and the refit of the setting chosen keeps the scheme the lanes trained
+    refit = AdditiveSVC(**kw, **search.best_params_).fit(X, y)
+    assert refit.multiclass_ == "ovo"
+
+
 def test_lanes_take_the_pairs_of_named_columns_by_position():
     pd = pytest.importorskip("pandas")
     X, y = _paired_problem(6000)

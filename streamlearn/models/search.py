@@ -37,7 +37,10 @@ for a *lane template* (``_lanes_need_template``), the estimator as given (but fo
 rows (at most ``TEMPLATE_ROWS``, whole blocks drawn at random), and
 each lane then trains the pairs the template screened (and kept) beside its curves. Without
 them the lanes rank settings as the model without pairs would (on letter they preferred 20
-bases per feature to 10, where ``fit`` with pairs tests at 6.55 against 5.65 %).
+bases per feature to 10, where ``fit`` with pairs tests at 6.55 against 5.65 %). The
+multiclass scheme of ``AdditiveSVC(multiclass="auto")`` with 3 to 7 classes is another such
+choice: the template's ``fit`` keeps one, and the lanes train it (``partial_fit`` alone would
+train one-vs-rest, and the race rank models of another scheme than the refit's).
 
 Held-out rows are whole blocks of consecutive rows, drawn at random once: about
 ``validation_fraction`` of the rows, at most ``max_validation_rows``. They are read once,
