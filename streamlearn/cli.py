@@ -1533,8 +1533,12 @@ def pairs_line(model: Any) -> str | None:
     if "screened" not in check:
         return f"feature pairs: none tried ({check['reason']})"
     bases = getattr(model, "pair_bases_", None)
-    verdict = (f"kept on {bases} x {bases} grids" if check["kept"] and bases
-               else "kept" if check["kept"] else "not kept")
+    linear = getattr(model, "linear_check_", None)
+    if check["kept"] and linear and linear["kept"]:  # then the linear model replaced them
+        verdict = "kept, then dropped with the curves for the linear model"
+    else:
+        verdict = (f"kept on {bases} x {bases} grids" if check["kept"] and bases
+                   else "kept" if check["kept"] else "not kept")
     shown = ", ".join(" x ".join(p) for p in model.interactions_[:3])
     return (f"feature pairs: {len(check['screened'])} screened and trained, {verdict} "
             f"(held-out log-loss {check['held_out_log_loss_without']:.4f} without, "

@@ -26,6 +26,7 @@ from streamlearn.cli import (
     metrics_table,
     model_class,
     multiclass_line,
+    pairs_line,
     parse_param,
     parse_search,
     passes_line,
@@ -1384,3 +1385,20 @@ def test_explain_s_row_sample_keeps_its_rows_not_the_chunks_they_came_from(
     np.testing.assert_array_equal(sample, frame.to_numpy()[::100])
     # the rows' 1.28 MB against a few chunks of 32 KB
     assert peak < frame.to_numpy().nbytes / 4, peak
+
+
+def test_pairs_line_says_when_the_linear_model_replaced_the_kept_pairs():
+    from types import SimpleNamespace
+
+    check = {"screened": [("a", "b"), ("a", "c")], "kept": True,
+             "held_out_log_loss_without": 0.5, "held_out_log_loss_with": 0.4}
+    curves = SimpleNamespace(interaction_check_=check, pair_bases_=6,
+                             interactions_=[("a", "b")],
+                             linear_check_={"kept": False, "linear": 0.6, "curves": 0.4})
+    line = pairs_line(curves)
+    assert "kept on 6 x 6 grids (" in line and line.endswith("; best: a x b")
+    # the linear model, kept after the pairs were, has no pairs: the line must not say kept
+    linear = SimpleNamespace(interaction_check_=check, pair_bases_=None, interactions_=[],
+                             linear_check_={"kept": True, "linear": 0.3, "curves": 0.4})
+    line = pairs_line(linear)
+    assert "dropped with the curves for the linear model" in line and "best:" not in line
