@@ -112,7 +112,8 @@ def _feature_order(model: Any, features: Any, limit: int) -> list[int]:
 
 
 def shape_functions(model: Any, X: Any = None, features: Any = None,
-                    max_features: int = MAX_SHAPES, n_points: int = 100) -> Any:
+                    max_features: int = MAX_SHAPES, n_points: int = 100,
+                    models: Any = None) -> Any:
     """Each feature's learned curve, with the density of the data under it.
 
     Parameters
@@ -127,6 +128,11 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
     max_features : int
     n_points : int
         Grid points per curve.
+    models : list, optional
+        The binary models whose curves to draw, by their labels in the ``model`` column
+        of :meth:`~streamlearn.models.AdditiveSVC.shape_functions` (a class, or
+        ``"a vs b"`` for one-vs-one). Default: the first :data:`MAX_LINES`; the legend
+        says how many were left out (one-vs-one has ``k (k - 1) / 2`` models).
 
     Returns
     -------
@@ -134,6 +140,15 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
     """
     _check_fitted(model, "coef_d_")
     table = model.shape_functions(n_points=n_points)
+    every = list(dict.fromkeys(table.model))
+    if models is None:
+        shown = every[:MAX_LINES]
+    else:
+        wanted = {str(v) for v in models}
+        shown = [m for m in every if str(m) in wanted]
+        if not shown:
+            raise ValueError(f"models={list(models)!r} names no binary model of this model; "
+                             f"its models are {every!r}")
     chosen = _feature_order(model, features, max_features)
     values = _values(X, model)
     names = list(feature_names_of(model))
@@ -147,9 +162,9 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
         # where its curve's grid is even and its rows spread
         mapped = (np.flatnonzero(transform.features == f) if transform is not None
                   else np.zeros(0, dtype=np.int64))
-        models = list(dict.fromkeys(part.model))[:MAX_LINES]
+        models_of = [m for m in dict.fromkeys(part.model) if m in shown]
         categorical = names[f] in (getattr(model, "categories_", None) or {})
-        for m in models:
+        for m in models_of:
             line = part[part.model == m]
             x = np.arange(len(line)) if categorical else line.value.to_numpy(float)
             y = line.contribution.to_numpy(float)
@@ -177,8 +192,10 @@ def shape_functions(model: Any, X: Any = None, features: Any = None,
             ax.patch.set_visible(False)
         ax.set_title(_short(names[f]), fontsize=9)
         ax.axhline(0.0, color="0.6", lw=0.5)
-    if len(models) > 1:
-        axes[0].legend(fontsize=6, title="model", title_fontsize=6)
+    if len(shown) > 1 or len(shown) < len(every):
+        left_out = len(every) - len(shown)
+        title = "model" if not left_out else f"model ({left_out} of {len(every)} not drawn)"
+        axes[0].legend(fontsize=6, title=title, title_fontsize=6)
     fig.supylabel("contribution to the score (centred)")
     fig.tight_layout()
     return fig

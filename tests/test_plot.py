@@ -313,3 +313,29 @@ def test_prototypes_on_indicator_columns_are_labelled_by_the_columns_read() -> N
     assert drawn == _one_hot_names(frame) == ["x0", "d=a", "d=b", "d=e", "d=f", "x1"]
     assert np.asarray(fig.axes[0].images[0].get_array()).shape[1] == len(drawn)
     plt.close(fig)
+
+
+def test_one_vs_one_curves_beyond_the_line_cap_are_chosen_or_said_left_out() -> None:
+    # six classes one-vs-one: 15 binary models, more than MAX_LINES curves per feature
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1800, 2)).astype(np.float32)
+    score = X @ np.array([1.0, 0.5]) + 0.3 * rng.normal(size=1800)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, 7)[1:-1]))
+    model = AdditiveSVC(multiclass="ovo", n_bases=8, interactions=0, value_terms=False,
+                        progress=False).fit(X, y)
+    table = model.shape_functions(n_points=30)
+    labels = list(dict.fromkeys(table.model))
+    assert len(labels) == 15 > plot.MAX_LINES
+    fig = plot.shape_functions(model, features=["x0"], n_points=30)
+    assert len(fig.axes[0].lines) == plot.MAX_LINES + 1  # the curves and the zero line
+    assert fig.axes[0].get_legend().get_title().get_text() == "model (5 of 15 not drawn)"
+    plt.close(fig)
+    chosen = labels[-2:]
+    fig = plot.shape_functions(model, features=["x0"], n_points=30, models=chosen)
+    drawn = [line for line in fig.axes[0].lines if line.get_label() in chosen]
+    expected = table[(table.feature == "x0") & (table.model == chosen[1])].contribution
+    np.testing.assert_allclose(drawn[1].get_ydata(), expected - expected.mean(), atol=1e-12)
+    assert len(drawn) == 2 and len(fig.axes[0].lines) == 3
+    plt.close(fig)
+    with pytest.raises(ValueError, match="names no binary model"):
+        plot.shape_functions(model, models=["no such pair"])
