@@ -30,7 +30,7 @@ MAX_BARS = 20
 #: Lines (binary models) drawn per feature in :func:`shape_functions`.
 MAX_LINES = 10
 #: Learned values shown above the pictures of :func:`explain` (when the model has them).
-HEADLINE = ("n_features_in_", "n_train_", "n_iter_", "n_passes_", "interactions_",
+HEADLINE = ("n_features_in_", "n_train_", "n_iter_", "n_passes_", "multiclass_", "interactions_",
             "value_terms_", "n_active_components_", "n_prototypes_", "l2_", "C_", "tau_",
             "gamma_")
 

@@ -165,6 +165,8 @@ def test_explain_writes_pictures_and_a_page_from_a_saved_model(additive, tmp_pat
     page = index.read_text()
     assert all(f'src="{n}"' in page for n in names)
     assert "AdditiveSVC" in page and "interactions_" in page
+    # the scheme of the binary models is among the headline values
+    assert page.index("multiclass_") < page.index("<img")
 
 
 def test_explain_command_reads_a_sample_of_the_data(additive, tmp_path: Path) -> None:
