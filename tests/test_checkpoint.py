@@ -160,6 +160,36 @@ def test_checkpoint_of_another_fit_is_an_error(tmp_path: Path) -> None:
         AdditiveSVC().fit(X, y, checkpoint=tmp_path / "d", checkpoint_every=0)
 
 
+def test_hyperparameters_json_lacks_are_fingerprinted_by_value(tmp_path: Path) -> None:
+    """numpy numbers, arrays and a RandomState had all entered the fingerprint as None: a
+    fit with other values of them resumed the checkpoint and returned the first fit's model.
+    The same values given anew (a new RandomState of the same seed) still resume."""
+    from streamlearn.models import SuperSparseRegressor
+
+    X, y = _problem(400)  # 2 chunks a pass
+    params = {**_params("pegasos"), "epochs": 1, "tol": None}  # the epochs given
+    cases = [
+        (AdditiveSVC, "C", lambda: np.float32(1.0), np.float32(100.0), r"params.C: 1.0 in the "
+         r"checkpoint, 100.0 now", y),
+        (AdditiveSVC, "random_state", lambda: np.random.RandomState(1),
+         np.random.RandomState(2), r"params.random_state.RandomState: '[0-9a-f]+' in the", y),
+        (SuperSparseRegressor, "init", lambda: X[:4].astype(np.float64), X[3::-1],
+         r"params.init.array.digest: '[0-9a-f]+' in the checkpoint", X[:, 0] ** 2 + X[:, 1]),
+    ]
+    for cls, name, value, other, message, target in cases:
+        base = ({"n_prototypes": 4, "max_iter": 50, "tol": 0.01, "chunk_rows": CHUNK_ROWS}
+                if cls is SuperSparseRegressor else params)
+        reference = cls(**base, **{name: value()}).fit(X, target)
+        path = tmp_path / name
+        with pytest.raises(Crash):  # a checkpoint after the first chunk
+            cls(**base, **{name: value()}).fit(X, target, engine=_crashing_engine(2),
+                                               checkpoint=path, checkpoint_every=1)
+        with pytest.raises(CheckpointError, match=message):
+            cls(**base, **{name: other}).fit(X, target, checkpoint=path)
+        resumed = cls(**base, **{name: value()}).fit(X, target, checkpoint=path)
+        np.testing.assert_array_equal(resumed.predict(X), reference.predict(X))
+
+
 def test_a_checkpoint_is_a_local_directory(tmp_path: Path) -> None:
     # an s3:// or memory:// checkpoint had become a local directory named after the URL
     X, y = _problem(400)

@@ -9,6 +9,7 @@ Estimators follow scikit-learn's conventions: the constructor stores hyper-param
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import warnings
@@ -67,6 +68,52 @@ def _json_safe(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _digest(*parts: Any) -> str:
+    """A hexadecimal BLAKE2b digest of arrays and values (by their bytes and text)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            digest.update(f"{part.dtype.str}{part.shape}".encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+        else:
+            digest.update(repr(part).encode())
+    return digest.hexdigest()
+
+
+def _json_form(value: Any) -> Any:
+    """``value`` as JSON that tells it from other values: itself where JSON holds it; numpy
+    scalars as numbers; NaN and infinities as text; mappings and sequences item by item;
+    arrays (and array-likes) as their dtype, shape and a digest of their values; a
+    ``RandomState`` as a digest of its state; a function as its qualified name and a digest
+    of its code; any other object as its class's name."""
+    if _json_safe(value):
+        return value
+    if isinstance(value, np.generic) and not isinstance(value, np.void):
+        return _json_form(value.item())
+    if isinstance(value, float):  # NaN or an infinity
+        return repr(value)
+    if isinstance(value, Mapping):
+        return {str(_json_form(k)): _json_form(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_form(v) for v in value]
+    if isinstance(value, np.random.RandomState):
+        return {"RandomState": _digest(*value.get_state())}
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
+        array = np.asarray(value)
+        if array.dtype == object:
+            return {"array": _json_form(array.tolist())}
+        return {"array": {"dtype": array.dtype.str, "shape": list(array.shape),
+                          "digest": _digest(array)}}
+    if callable(value):
+        name = (f"{getattr(value, '__module__', None)}."
+                f"{getattr(value, '__qualname__', kind)}")
+        code = getattr(value, "__code__", None)
+        return {"callable": name, "code": None if code is None
+                else _digest(code.co_code, code.co_names, code.co_varnames)}
+    return {"object": kind}
 
 
 class FeatureNames(tuple):
@@ -691,8 +738,10 @@ class StreamEstimator(BaseEstimator):
         return list(cls._get_param_names())
 
     def _json_params(self) -> dict[str, Any]:
-        """Hyper-parameters that can be written as JSON (engine objects become None)."""
-        return {k: (v if _json_safe(v) else None) for k, v in self.get_params().items()}
+        """Hyper-parameters as JSON that tells each value from another (:func:`_json_form`:
+        numpy numbers as numbers, arrays by a digest of their values, ...), so that a
+        checkpoint's fingerprint refuses a fit with other values of any of them."""
+        return {k: _json_form(v) for k, v in self.get_params().items()}
 
     # -- fitted state -------------------------------------------------------------------
     @property
