@@ -692,6 +692,9 @@ def train(data: str, target: str | None, features: list[str] | None, exclude: li
     _refuse_overwriting_inputs(out, DATA=data)
     _check_writable(out)  # before the training, whose model would have nowhere to go
     if checkpoint is not None:
+        if not checkpoint.removeprefix("file://").strip():
+            raise click.BadParameter("an empty path names no directory; give the checkpoint "
+                                     "directory", param_hint="--checkpoint")
         if _local_path(checkpoint) is None:
             raise click.BadParameter(f"{checkpoint} is a URL; a checkpoint is a local "
                                      "directory", param_hint="--checkpoint")

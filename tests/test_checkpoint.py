@@ -190,12 +190,17 @@ def test_hyperparameters_json_lacks_are_fingerprinted_by_value(tmp_path: Path) -
         np.testing.assert_array_equal(resumed.predict(X), reference.predict(X))
 
 
-def test_a_checkpoint_is_a_local_directory(tmp_path: Path) -> None:
-    # an s3:// or memory:// checkpoint had become a local directory named after the URL
+def test_a_checkpoint_is_a_local_directory(tmp_path: Path, monkeypatch) -> None:
+    # an s3:// or memory:// checkpoint had become a local directory named after the URL,
+    # and an empty path the working directory, which the fit filled with its files
     X, y = _problem(400)
     for url in ("s3://bucket/c", "memory://c"):
         with pytest.raises(ValueError, match="a checkpoint is a local directory"):
             AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=url)
+    monkeypatch.chdir(tmp_path)
+    for empty in ("", " ", "file://"):
+        with pytest.raises(ValueError, match="names no directory"):
+            AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=empty)
     assert not any(tmp_path.iterdir()) and not Path("s3:").exists()
     AdditiveSVC(**_params("pegasos")).fit(X, y, checkpoint=f"file://{tmp_path}/c")
     assert checkpoint_progress(tmp_path / "c")[0] > 0

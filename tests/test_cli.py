@@ -577,6 +577,13 @@ def test_a_checkpoint_is_a_local_directory(trained: Trained, tmp_path: Path) -> 
     assert result.exit_code == 2, result.output
     assert "a checkpoint is a local directory" in result.output
     assert not (tmp_path / "m.slm").exists() and not Path("memory:").exists()
+    # an empty path is no directory: it had filled the working directory with checkpoints
+    for empty in ("", "file://"):
+        result = run("train", str(trained.data), "-t", "label", "--exclude", "id", "-o",
+                     str(tmp_path / "m.slm"), "--checkpoint", empty, "-q")
+        assert result.exit_code == 2, result.output
+        assert "an empty path names no directory" in result.output
+    assert not (tmp_path / "m.slm").exists() and not Path("progress.zip").exists()
 
 
 def test_models_and_predictions_go_to_and_come_from_fsspec_urls(trained: Trained,

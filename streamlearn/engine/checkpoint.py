@@ -526,8 +526,8 @@ def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: 
     engine : engine
         The fit's engine.
     checkpoint : str, path-like or None
-        Checkpoint directory, local (a path or a ``file://`` URL; another URL is a
-        ``ValueError``); None returns ``engine`` unchanged.
+        Checkpoint directory, local (a path or a ``file://`` URL; another URL, or an empty
+        path, is a ``ValueError``); None returns ``engine`` unchanged.
     every : int
         Chunks between two writes inside a pass (with engines that can resume mid-pass).
     model : estimator
@@ -545,7 +545,11 @@ def checkpointed(engine: Any, checkpoint: str | os.PathLike[str] | None, every: 
         raise ValueError(f"checkpoint={os.fspath(checkpoint)!r} is a URL: a checkpoint is a "
                          "local directory (it is rewritten in place, chunk by chunk)")
     text = os.fspath(checkpoint)  # a file:// URL as its path
-    checkpoint = Path(text[len("file://"):] if text.startswith("file://") else text).expanduser()
+    local = text[len("file://"):] if text.startswith("file://") else text
+    if not local.strip():
+        raise ValueError(f"checkpoint={text!r} names no directory (it would write into the "
+                         "working directory): give a directory, or None for no checkpoint")
+    checkpoint = Path(local).expanduser()
     if int(every) < 1:
         raise ValueError(f"checkpoint_every must be a positive number of chunks, got {every}")
     params = model.get_params() if hasattr(model, "get_params") else {}
