@@ -18,7 +18,7 @@ import zarr
 from streamlearn import open_dataset
 from streamlearn.data.labels import consecutive_codes, offset_codes
 from streamlearn.data.sources.base import stack_columns, transpose_into
-from streamlearn.errors import LabelError, ReadError, SchemaError
+from streamlearn.errors import DataError, LabelError, ReadError, SchemaError
 from tests.c_heap import files_in_memory, heap_while_opening
 from tests.conftest import (
     FEATURES,
@@ -138,6 +138,31 @@ def test_zarr_array_with_damaged_metadata_is_a_read_error(ref: Reference,
     meta.write_bytes(meta.read_bytes()[:100])  # cut short, as by a copy that stopped
     with pytest.raises(ReadError, match=r"could not open the arrays of zarr store .*m\.zarr"):
         open_dataset(str(store))
+
+
+def test_zarr_arrays_that_are_not_columns_are_set_aside(ref: Reference,
+                                                        tmp_path: Path) -> None:
+    """Arrays beside ``X`` that are not columns of its rows (a list of names, a 3-D
+    array) leave the store readable; naming one as a column says why it is not one."""
+    store = write_zarr_matrix(ref, tmp_path / "m.zarr")
+    group = zarr.open_group(store, mode="r+")
+    group.create_array("names", shape=(len(FEATURES),), dtype=str)[:] = np.array(FEATURES)
+    group.create_array("img", shape=(len(ref.X), 2, 2), dtype="float32")
+    ds = open_dataset(store, chunk_rows=300)
+    chunks = list(ds.chunks())
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]), ref.X)
+    codes = np.concatenate([c.y for c in chunks])
+    np.testing.assert_array_equal(np.asarray(ds.classes)[codes], ref.label)
+    with pytest.raises(SchemaError, match=r"array 'img' of shape \(1000, 2, 2\) is not a "
+                                          r"column of the 1,000 rows of 'X'"):
+        open_dataset(store, target="img")
+    with pytest.raises(SchemaError, match=r"'names' of shape \(5,\) is not a column"):
+        open_dataset(store, features=[*FEATURES, "names"])
+    short = write_zarr_matrix(ref, tmp_path / "short.zarr")
+    zarr.open_group(short, mode="r+")["y"].resize((999,))  # the store's target: no column
+    with pytest.raises(DataError, match=r"different numbers of rows: the target 'y' has "
+                                        r"999, 'X' 1,000"):
+        open_dataset(short)
 
 
 def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ class Dataset:
             if name is not None and name not in source.kinds:
                 raise SchemaError(
                     f"{role} column {name!r} not found in {source.description}; "
-                    f"columns are {_listing(columns)}"
+                    f"columns are {_listing(columns)}{_set_aside(source, [name])}"
                 )
         self.is_sparse = bool(getattr(source, "sparse", False))
         if self.is_sparse:
@@ -176,7 +176,7 @@ class Dataset:
         if missing:
             raise SchemaError(
                 f"feature column(s) {missing} not found in {source.description}; "
-                f"columns are {_listing(columns)}"
+                f"columns are {_listing(columns)}{_set_aside(source, missing)}"
             )
         if not self.is_sparse and len(set(features)) != len(features):
             raise SchemaError(f"features lists a column more than once: {features}")
@@ -1399,6 +1399,13 @@ def _warn_if_identifier(classes: np.ndarray, n_rows: int, target: str | None) ->
 def _plain(value: Any) -> Any:
     """A numpy scalar as the Python value it holds, for readable messages."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _set_aside(source: Source, names: list[str]) -> str:
+    """Why a source left the named arrays out of its columns (a zarr group's arrays that
+    are not columns of its rows), as a clause for a not-found message; empty if it did not."""
+    reasons = getattr(source, "set_aside", {})
+    return "".join(f"; {reasons[n]}" for n in names if n in reasons)
 
 
 def _listing(items: list[Any], limit: int = 12) -> str:

@@ -112,6 +112,9 @@ class ZarrSource:
 
     - *matrix*: a 2-D array ``X`` (rows x features, feature names in its ``feature_names``
       attribute or ``x0, x1, ...``) plus 1-D arrays for the target and optional weights;
+      other arrays of the group that are not 1-D arrays of ``X``'s rows (a 3-D array, a
+      list of names) are no columns: they are set aside (:attr:`set_aside` says why), and
+      naming one as a column is refused with that reason;
     - *columns*: one 1-D array per column, named after it (order from the group's ``columns``
       attribute when present, else sorted by name).
 
@@ -149,6 +152,8 @@ class ZarrSource:
         self._matrix: zarr.Array | None = None
         self._matrix_name = matrix_name
         self.kinds: dict[str, ColumnKind] = {}
+        #: arrays of a matrix layout that are not columns (name -> why), see the class doc
+        self.set_aside: dict[str, str] = {}
 
         if matrix_name in arrays and arrays[matrix_name].ndim == 2:
             X = arrays[matrix_name]
@@ -170,8 +175,23 @@ class ZarrSource:
             self.coded_categories: dict[str, tuple[Any, ...]] = {
                 str(name): tuple(values) for name, values in dict(stored).items()
                 if str(name) in self._feature_names}
-            others = {k: a for k, a in arrays.items() if k != matrix_name}
             n_rows = X.shape[0]
+            others = {}
+            for k, a in arrays.items():
+                if k == matrix_name:
+                    continue
+                if a.ndim == 1 and a.shape[0] == n_rows:
+                    others[k] = a
+                else:
+                    self.set_aside[k] = (
+                        f"array {k!r} of shape {tuple(a.shape)} is not a column of the "
+                        f"{n_rows:,} rows of {matrix_name!r}")
+            own_target = str(group.attrs.get("target") or "y")
+            if own_target in self.set_aside and arrays[own_target].ndim == 1:
+                raise DataError(
+                    f"arrays in {self.description} have different numbers of rows: the "
+                    f"target {own_target!r} has {arrays[own_target].shape[0]:,}, "
+                    f"{matrix_name!r} {n_rows:,}")
             block = _row_block(X)
         else:
             self._feature_names = []
@@ -186,6 +206,8 @@ class ZarrSource:
                     f"2-D {matrix_name!r} matrix and 1-D column arrays"
                 )
             self.kinds[name] = numpy_kind(np.dtype(arr.dtype))
+        arrays = {k: a for k, a in arrays.items() if k not in self.set_aside}
+        self._arrays = arrays
         lengths = {name: a.shape[0] for name, a in arrays.items()}
         if len(set(lengths.values())) > 1:
             raise DataError(
