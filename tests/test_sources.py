@@ -18,7 +18,7 @@ import zarr
 from streamlearn import open_dataset
 from streamlearn.data.labels import consecutive_codes, offset_codes
 from streamlearn.data.sources.base import stack_columns, transpose_into
-from streamlearn.errors import DataError, LabelError, ReadError, SchemaError
+from streamlearn.errors import DataError, LabelError, ReadError, SchemaError, SourceError
 from tests.c_heap import files_in_memory, heap_while_opening
 from tests.conftest import (
     FEATURES,
@@ -163,6 +163,17 @@ def test_zarr_arrays_that_are_not_columns_are_set_aside(ref: Reference,
     with pytest.raises(DataError, match=r"different numbers of rows: the target 'y' has "
                                         r"999, 'X' 1,000"):
         open_dataset(short)
+
+
+def test_zarr_feature_named_as_another_array_is_refused(ref: Reference,
+                                                        tmp_path: Path) -> None:
+    """A name of ``X``'s ``feature_names`` that is also an array of the group would stand
+    for two columns (the feature was left out, and the array read in its place)."""
+    store = write_zarr_matrix(ref, tmp_path / "m.zarr")
+    zarr.open_group(store, mode="r+")["X"].attrs["feature_names"] = [*FEATURES[:-1], "y"]
+    with pytest.raises(SourceError, match=r"feature_names of 'X' names 'y', which is also "
+                                          r"an array of the group"):
+        open_dataset(store)
 
 
 def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> None:

@@ -192,6 +192,12 @@ class ZarrSource:
                     f"arrays in {self.description} have different numbers of rows: the "
                     f"target {own_target!r} has {arrays[own_target].shape[0]:,}, "
                     f"{matrix_name!r} {n_rows:,}")
+            clash = [f for f in self._feature_names if f in others]
+            if clash:
+                raise SourceError(
+                    f"{self.description}: feature_names of {matrix_name!r} names "
+                    f"{clash[0]!r}, which is also an array of the group, so the name would "
+                    "stand for two columns; rename the feature or the array")
             block = _row_block(X)
         else:
             self._feature_names = []
