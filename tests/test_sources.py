@@ -176,6 +176,20 @@ def test_zarr_feature_named_as_another_array_is_refused(ref: Reference,
         open_dataset(store)
 
 
+def test_zarr_v2_group_in_a_directory_of_any_name_is_zarr(ref: Reference,
+                                                          tmp_path: Path) -> None:
+    """A zarr v2 group (``.zgroup``) is told by its metadata, as a v3 one (``zarr.json``)
+    is, whatever its directory is called."""
+    group = zarr.open_group(str(tmp_path / "store"), mode="w", zarr_format=2)
+    group.create_array("X", shape=ref.X.shape, chunks=(300, 5), dtype="float64")[:] = ref.X
+    group.create_array("y", shape=ref.label.shape, chunks=(300,), dtype="int64")[:] = ref.label
+    ds = open_dataset(str(tmp_path / "store"), chunk_rows=400)
+    chunks = list(ds.chunks())
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]), ref.X)
+    codes = np.concatenate([c.y for c in chunks])
+    np.testing.assert_array_equal(np.asarray(ds.classes)[codes], ref.label)
+
+
 def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> None:
     root = tmp_path / "hive"
     for part in range(3):

@@ -611,7 +611,8 @@ def _guess_format(url: str, storage_options: dict[str, Any] | None) -> str:
     if stripped.endswith((".parquet", ".pq")):
         return "parquet"
     if fs.isdir(path):
-        if fs.exists(f"{path.rstrip('/')}/zarr.json"):
+        root = path.rstrip("/")
+        if fs.exists(f"{root}/zarr.json") or fs.exists(f"{root}/.zgroup"):  # v3 or v2
             return "zarr"
         files = [f for f in fs.find(path) if not f.rsplit("/", 1)[-1].startswith((".", "_"))]
         if files and all(is_csv_name(f) for f in files):
