@@ -190,6 +190,24 @@ def test_zarr_v2_group_in_a_directory_of_any_name_is_zarr(ref: Reference,
     np.testing.assert_array_equal(np.asarray(ds.classes)[codes], ref.label)
 
 
+def test_zarr_store_zipped_names_the_way_to_open_it(ref: Reference, tmp_path: Path) -> None:
+    """A zip archive given as a zarr store is not a group; the error says how to read the
+    store inside it, and that way reads the rows zarr holds."""
+    from zarr.storage import ZipStore
+
+    path = tmp_path / "m.zip"
+    with ZipStore(path, mode="w") as store:
+        group = zarr.open_group(store, mode="w")
+        group.create_array("X", shape=ref.X.shape, chunks=(300, 5), dtype="float32")[:] = ref.X
+        group.create_array("y", shape=ref.label.shape, chunks=(300,), dtype="int64")[:] = \
+            ref.label
+    with pytest.raises(SourceError, match=r"m\.zip: it is a zip archive; open the store "
+                                          r"inside it as 'zip::.*m\.zip'"):
+        open_dataset(str(path), format="zarr")
+    ds = open_dataset(f"zip::{path}", format="zarr", chunk_rows=400)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in ds.chunks()]), ref.X)
+
+
 def test_hive_partition_keys_become_columns(ref: Reference, tmp_path: Path) -> None:
     root = tmp_path / "hive"
     for part in range(3):

@@ -100,6 +100,19 @@ def _first_failure(array: zarr.Array, start: int, stop: int,
     return start, stop, exc
 
 
+def _zip_hint(url: str) -> str:
+    """For a store path that names a zip archive, how to open the store inside it."""
+    try:
+        import fsspec
+
+        with fsspec.open(url, "rb") as handle:
+            zipped = handle.read(4) == b"PK\x03\x04"
+    except Exception:  # not a file (a missing path, a directory): no hint
+        return ""
+    return (f": it is a zip archive; open the store inside it as 'zip::{url}' "
+            "(format='zarr')" if zipped else "")
+
+
 def _row_block(array: zarr.Array) -> int:
     shards = getattr(array, "shards", None)
     return int((shards or array.chunks)[0])
@@ -137,7 +150,7 @@ class ZarrSource:
             try:
                 group = zarr.open_group(store, mode="r", storage_options=storage_options)
             except FileNotFoundError as exc:
-                raise SourceError(f"no zarr group at {store}") from exc
+                raise SourceError(f"no zarr group at {store}{_zip_hint(store)}") from exc
             except Exception as exc:
                 raise ReadError(f"could not open zarr store {store}: {exc}") from exc
         self._group = group
