@@ -4,6 +4,7 @@ same model as on the dense rows, from every sparse source, and refusals before r
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -84,6 +85,24 @@ def test_sparse_fit_is_the_dense_fit(params):
     np.testing.assert_array_equal(dense.decision_function(sp.csc_array(M)),
                                   dense.decision_function(X))
     assert sparse.score(M, y) > 0.6  # three classes: chance is 1/3
+
+
+def test_a_column_without_stored_values_trains_without_warnings():
+    """A sparse column never set (a hash bucket no name falls in) has no range: it fits
+    quietly, the same model as the dense rows with that column all zeros."""
+    M, X, y = _data(n=300, d=12)
+    M = M.tolil()
+    M[:, 5] = 0
+    M = M.tocsr()
+    M.eliminate_zeros()
+    X[:, 5] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        sparse = ShareBoostClassifier().fit(M, y)
+    dense = ShareBoostClassifier().fit(X, y)
+    np.testing.assert_array_equal(sparse.selected_features_, dense.selected_features_)
+    np.testing.assert_allclose(sparse.predict_proba(M), dense.predict_proba(X), rtol=1e-9,
+                               atol=1e-12)
 
 
 def test_auto_l2_is_the_mean_squared_scaled_norm_over_all_rows():

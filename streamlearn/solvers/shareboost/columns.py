@@ -75,8 +75,11 @@ class LinearColumns:
         one_sided = (np.isfinite(minimum) & np.isfinite(maximum)
                      & ((minimum > 0) | (maximum < 0)) if shift
                      else np.zeros(largest.shape[0], dtype=bool))
-        centre = np.where(one_sided, 0.5 * (minimum + maximum), 0.0)
-        half = np.where(one_sided, 0.5 * (maximum - minimum), largest)
+        # a feature without a stored value (a sparse column never set) has the range
+        # (inf, -inf): its bounds enter the sums as zeros, not as inf - inf
+        low, high = np.where(one_sided, minimum, 0.0), np.where(one_sided, maximum, 0.0)
+        centre = 0.5 * (low + high)
+        half = np.where(one_sided, 0.5 * (high - low), largest)
         # a constant one-sided feature is the zero column once centred: scale 0 keeps it
         # so exactly, where x * scale less its offset would cancel two equal large numbers
         scale = np.where(half > 0, 1.0 / np.where(half > 0, half, 1.0),
