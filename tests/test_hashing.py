@@ -274,3 +274,37 @@ def test_open_dataset_hashes_svmlight_names(tmp_path) -> None:
     X = np.concatenate([c.X.toarray() for c in ds.chunks()])
     assert sorted(np.abs(X[0][X[0] != 0]).tolist()) == [1.0, 2.0]
     assert sorted(np.abs(X[1][X[1] != 0]).tolist()) == [1.0, 3.0]
+
+
+def test_a_dataset_hashed_otherwise_than_the_training_rows_is_refused(tmp_path) -> None:
+    """Rows hashed into another number of columns, or hashed where the training rows were
+    not (or not where they were), put other features under the model's columns: scored,
+    they gave a plausible, wrong accuracy. ``score`` and ``evaluate`` of such a Dataset
+    refuse it; the rows hashed as in fit score as the same rows in memory do."""
+    from streamlearn import evaluate, open_dataset
+    from streamlearn.errors import SchemaError
+    from streamlearn.models import ShareBoostClassifier
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(300):
+        ids = rng.choice(12, size=3, replace=False) + 1
+        lines.append(f"{int(1 in ids or 2 in ids)} " + " ".join(f"{i}:1" for i in sorted(ids)))
+    path = tmp_path / "ids.svm"
+    path.write_text("\n".join(lines) + "\n")
+    hashed = ShareBoostClassifier().fit(open_dataset(str(path), hash_features=64))
+    assert hashed.hash_features_ == 64
+    chunks = list(open_dataset(str(path), hash_features=64).chunks(shuffle=False))
+    X = sp.vstack([c.X.to_scipy() for c in chunks])
+    y = np.concatenate([hashed.classes_[c.y] for c in chunks])
+    in_memory = hashed.score(X, y)
+    assert hashed.score(open_dataset(str(path), hash_features=64)) == pytest.approx(in_memory)
+    assert hashed.score(str(path)) == pytest.approx(in_memory)
+    with pytest.raises(SchemaError, match="hashed with hash_features=64.*opened with "
+                                          "hash_features=32"):
+        hashed.score(open_dataset(str(path), hash_features=32))
+    with pytest.raises(SchemaError, match="opened without hash_features"):
+        evaluate(hashed, open_dataset(str(path)))
+    plain = ShareBoostClassifier().fit(open_dataset(str(path)))
+    with pytest.raises(SchemaError, match="not hashed.*hash_features=16"):
+        plain.score(open_dataset(str(path), hash_features=16))

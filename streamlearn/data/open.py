@@ -499,6 +499,52 @@ def reading_for(model: Any, data: Any, format: str | None = None,
     return options
 
 
+def check_hashed_as_trained(model: Any, dataset: Dataset) -> None:
+    """Refuse a dataset whose rows are hashed otherwise than ``model``'s training rows:
+    hashed into another number of columns, hashed from other parquet columns, hashed
+    where the model's were not, or not hashed where they were. Its columns would be
+    other features under the same positions, and the scores wrong without a sign.
+
+    Parameters
+    ----------
+    model : fitted estimator
+    dataset : Dataset
+
+    Raises
+    ------
+    SchemaError
+    """
+    trained = getattr(model, "hash_features_", None)
+    given = getattr(dataset.source, "hash_features", None)
+    trained_columns = tuple(getattr(model, "hashed_columns_", None) or ())
+    given_columns = tuple(getattr(dataset.source, "hashed_columns", None) or ())
+    if trained is None and given is None:
+        return
+    if trained == given and (not trained_columns or set(trained_columns) == set(given_columns)):
+        return
+    name = type(model).__name__
+    if trained is None:
+        problem = (f"the {name} was trained on rows that were not hashed, and "
+                   f"{dataset.source.description} is opened with hash_features={given}")
+        fix = "open it without hash_features"
+    else:
+        how = f"hash_features={int(trained)}"
+        if trained_columns:
+            how += f", features={list(trained_columns)}"
+        if given is None:
+            had = "without hash_features"
+        elif given != trained:
+            had = f"with hash_features={given}"
+        else:
+            had = f"with the columns {list(given_columns)} hashed"
+        problem = (f"the {name} was trained on rows hashed with {how}, and "
+                   f"{dataset.source.description} is opened {had}")
+        fix = (f"open it with {how} (the model's hash_features_ and hashed_columns_), or "
+               "give its path, which is read so")
+    raise SchemaError(f"{problem}: its columns would be other features than the model's; "
+                      f"{fix}")
+
+
 def check_coded_as_trained(model: Any, dataset: Dataset) -> None:
     """Refuse data whose feature columns ``model`` would read otherwise than its training
     data: a text or categorical column where ``fit`` saw numbers (its rows would be coded

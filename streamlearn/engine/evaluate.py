@@ -20,6 +20,7 @@ from streamlearn.data.chunk import Chunk
 from streamlearn.data.dataset import Dataset
 from streamlearn.data.open import (
     check_coded_as_trained,
+    check_hashed_as_trained,
     check_named_as_trained,
     named_features,
     open_dataset,
@@ -348,7 +349,9 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
         (:func:`~streamlearn.data.open.check_coded_as_trained`); a ``Dataset`` whose
         feature columns are not those of a model trained on named columns, in its order
         (:func:`~streamlearn.data.open.check_named_as_trained`; other data is opened
-        with the model's columns, by name).
+        with the model's columns, by name); a ``Dataset`` whose rows are hashed otherwise
+        than the model's training rows, or hashed where they were not or not where they
+        were (:func:`~streamlearn.data.open.check_hashed_as_trained`).
 
     Warns
     -----
@@ -367,6 +370,7 @@ def evaluate(model: Any, data: Any, *, engine: Any = None) -> dict[str, Any]:
             reading["features"] = names  # the model's columns, by name
         dataset = open_dataset(data, categories=getattr(model, "categories_", None),
                                **reading)
+    check_hashed_as_trained(model, dataset)
     check_named_as_trained(model, dataset)
     check_coded_as_trained(model, dataset)
     if dataset.task is None:
