@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 
 from streamlearn import DataError, LabelError, SchemaError, open_dataset
@@ -794,6 +795,14 @@ def test_a_complex_column_is_refused_by_name_not_cut_to_its_real_part() -> None:
         AdditiveSVC().fit(frame, y)
     with pytest.raises((SchemaError, ValueError), match="[Cc]omplex"):
         AdditiveSVC().fit(frame.to_numpy(), y)
+    # predict too, dense or sparse: a sparse matrix was cast to its real part
+    model = AdditiveSVC(interactions=0).fit(frame[["a"]].to_numpy(), y)
+    rows = np.arange(4.0)[:, None] * (1 + 1j)
+    with pytest.raises(ValueError, match="[Cc]omplex"):
+        model.predict(rows)
+    for matrix in (sp.csr_matrix(rows), sp.csc_array(rows)):
+        with pytest.raises(SchemaError, match="sparse X holds complex128 values"):
+            model.predict(matrix)
 
 
 def test_numeric_rows_of_a_categorical_model_must_hold_its_codes() -> None:

@@ -1759,6 +1759,8 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str,
     elif sp.issparse(X):
         if X.ndim != 2:
             raise SchemaError(f"X must be 2-D (rows x features), got shape {X.shape}")
+        if X.dtype.kind not in "biuf":  # complex: the cast would drop the imaginary part
+            raise SchemaError(f"sparse X holds {X.dtype} values; {owner} reads real numbers")
         if named and not in_library_rows():
             warn_unnamed_rows(owner)
         rows = SparseRows.from_scipy(X)
