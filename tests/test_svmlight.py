@@ -329,6 +329,7 @@ GOOD = "# header\n1 1:1 2:2\n"  # the bad line below is line 3 of the file
     ("inf 1:2", {}, "label is not a finite"),
     ("1 1:2 5", {}, "without ':'"),
     ("1 qid:x 1:2", {}, "qid"),
+    ("1 1:2 qid:3", {}, "a query id (qid:<int>) comes right after the label"),
     ("1 99999999999:1", {}, "too large"),
     ("1 " + " ".join(f"{k}:1" for k in range(1, 90)) + " 90:1x", {}, "number at '1x'"),
 ], ids=lambda v: v[:20] if isinstance(v, str) and " " in v else None)

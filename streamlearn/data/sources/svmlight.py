@@ -957,7 +957,10 @@ class SvmlightSource:
         token = bytes(buf[pos:stop])
         shown = f" at {_excerpt(token, 40)!r}" if token and status != ERR_DUPLICATE else ""
         hint = ""
-        if status == ERR_INDEX and _is_name(token.split(b":", 1)[0]):
+        if status == ERR_INDEX and token.startswith(b"qid:"):
+            # hashing would read it as a feature named qid: not the way out here
+            hint = "; a query id (qid:<int>) comes right after the label, before the features"
+        elif status == ERR_INDEX and _is_name(token.split(b":", 1)[0]):
             hint = ("; feature names that are not numbers are read by hashing them into "
                     "columns: pass hash_features=2**20 (--hash-features 1048576 on the "
                     "command line)")
