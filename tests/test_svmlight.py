@@ -322,6 +322,7 @@ GOOD = "# header\n1 1:1 2:2\n"  # the bad line below is line 3 of the file
     ("1 1:x", {}, "value is not a number"),
     ("1 1:2.5.3", {}, "value is not a number"),
     ("1 1:nan", {}, "not a finite"),
+    ("1 1:-inf", {}, "whatever nan_policy (it does not apply to svmlight text)"),
     ("1 1:1e39", {}, "not a finite"),
     ("1 3:1 1:2 3:4", {}, "index 3 appears twice"),
     ("3:1 4:2", {}, "no label"),

@@ -88,7 +88,9 @@ def open_dataset(
         What to do with NaN, infinite or missing (``None``, ``pd.NA``, null) feature values:
         raise an error naming the file, column and row; drop the row; or replace the value
         by the given number (but in a categorical column that a model reads as indicator
-        columns, where a missing value sets no indicator).
+        columns, where a missing value sets no indicator). svmlight text holds finite
+        values only: a ``nan`` or ``inf`` there raises a ``ReadError`` naming its line
+        whatever the policy.
     prefetch : int
         Chunks read ahead (0 or more; 0 reads in the calling thread) while the current one
         is processed: by one background thread, or

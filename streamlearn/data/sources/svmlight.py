@@ -960,6 +960,11 @@ class SvmlightSource:
         if status == ERR_INDEX and token.startswith(b"qid:"):
             # hashing would read it as a feature named qid: not the way out here
             hint = "; a query id (qid:<int>) comes right after the label, before the features"
+        elif status == ERR_VALUE_NOT_FINITE:
+            # the parser keeps float32 values only: nan_policy never sees this one
+            hint = ("; svmlight values must be finite float32 numbers whatever nan_policy "
+                    "(it does not apply to svmlight text): fix the line, or leave the entry "
+                    "out, which reads as 0")
         elif status == ERR_INDEX and _is_name(token.split(b":", 1)[0]):
             hint = ("; feature names that are not numbers are read by hashing them into "
                     "columns: pass hash_features=2**20 (--hash-features 1048576 on the "
