@@ -868,3 +868,28 @@ def test_an_unseen_category_of_two_is_read_as_the_columns_mean(name: str) -> Non
     scores, by_hand = unseen_against_the_mean(model, reference, frame, numbers)
     np.testing.assert_allclose(scores, by_hand, rtol=1e-6, atol=1e-9)
     assert min(scores[:2]) < scores[2] < max(scores[:2])
+
+
+def test_an_arrow_tables_stored_pandas_index_is_not_a_feature(blobs) -> None:
+    """``pa.Table.from_pandas`` of a shuffled frame stores its index as a column
+    (``__index_level_0__``); as of a parquet file, it is no feature unless named: a model
+    fitted on the table is the one fitted on the frame's columns, and predicts the table,
+    index column and all, as it predicts the frame."""
+    X, y = blobs
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(t=y).sample(frac=1,
+                                                                      random_state=1)
+    table = pa.Table.from_pandas(frame)
+    assert "__index_level_0__" in table.column_names
+    dataset = open_dataset(table, target="t")
+    assert dataset.feature_names == ("a", "b", "c")
+    np.testing.assert_array_equal(_stream(dataset),
+                                  frame[["a", "b", "c"]].to_numpy(np.float32))
+    named = open_dataset(table, target="t", features=["a", "__index_level_0__"])
+    np.testing.assert_array_equal(_stream(named)[:, 1], frame.index.to_numpy(np.float32))
+    features = table.drop_columns(["t"])
+    model = _model().fit(features, frame["t"].to_numpy())
+    assert list(model.feature_names_in_) == ["a", "b", "c"]
+    reference = _model().fit(frame[["a", "b", "c"]].to_numpy(), frame["t"].to_numpy())
+    np.testing.assert_allclose(model.decision_function(features),
+                               reference.decision_function(frame[["a", "b", "c"]].to_numpy()),
+                               rtol=1e-6)

@@ -1674,6 +1674,9 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                           stacklevel=caller_stacklevel())
     elif not has_names and named and not guessed and not in_library_rows():
         warn_unnamed_rows(owner)
+    if has_names and named and _module(X) == "pyarrow":
+        X = _without_stored_index(X, expected)
+        columns = X.column_names
     if has_names and named:
         got = [str(c) for c in columns]
         missing = [c for c in expected if c not in got]
@@ -1814,6 +1817,18 @@ def _is_table(X: Any) -> bool:
     module = _module(X)
     return (module == "pandas" and hasattr(X, "columns") and getattr(X, "ndim", 0) == 2) or \
         (module == "pyarrow" and hasattr(X, "column_names"))
+
+
+def _without_stored_index(table: Any, expected: list[str]) -> Any:
+    """A pyarrow Table without the columns in which ``Table.from_pandas`` stored a
+    frame's index (:func:`~streamlearn.data.sources.arrow_columns.pandas_index_columns`)
+    that are not among the features ``expected``: not a feature unless named, as when the
+    table is given to ``fit``."""
+    from streamlearn.data.sources.arrow_columns import pandas_index_columns
+
+    index = [c for c in pandas_index_columns(table.schema) if c not in expected
+             and c in table.column_names]
+    return table.drop_columns(index) if index else table
 
 
 def _object_table(X: Any, expected: list[str]) -> Any:

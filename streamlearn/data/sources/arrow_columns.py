@@ -31,6 +31,16 @@ def arrow_kind(dtype: pa.DataType) -> ColumnKind:
     return ColumnKind.OTHER
 
 
+def pandas_index_columns(schema: pa.Schema) -> list[str]:
+    """The columns in which pandas stored a frame's index (``__index_level_0__`` or a
+    named index), from the schema's pandas metadata; a ``RangeIndex`` is not stored."""
+    try:
+        metadata = schema.pandas_metadata or {}
+    except (ValueError, TypeError):  # malformed metadata: no index to leave out
+        return []
+    return [c for c in metadata.get("index_columns", ()) if isinstance(c, str)]
+
+
 def feature_array(column: pa.ChunkedArray | pa.Array, name: str = "",
                   where: str = "", dtype: pa.DataType | None = None) -> np.ndarray:
     """One numeric or boolean Arrow column as float32 (or ``dtype``: float64 for weights,

@@ -15,6 +15,7 @@ from streamlearn.data.sources.arrow_columns import (
     arrow_kind,
     arrow_read_as_float64,
     column_categories,
+    pandas_index_columns,
     target_array,
 )
 from streamlearn.data.sources.base import (
@@ -412,7 +413,14 @@ class PandasSource:
 
 
 class ArrowSource:
-    """A pyarrow Table held in memory."""
+    """A pyarrow Table held in memory.
+
+    A column in which ``pyarrow.Table.from_pandas`` stored a frame's index
+    (``__index_level_0__`` after a shuffle or a filter, or a named index: the schema's
+    pandas metadata lists them) is left out of the columns taken by default, as of a
+    parquet file's (:class:`~streamlearn.data.sources.parquet.ParquetSource`):
+    ``Table.to_pandas`` reads it back as the index. It can still be named.
+    """
 
     in_memory = True
 
@@ -420,7 +428,8 @@ class ArrowSource:
         self._table = table
         # rows only: fit adds its target and weight arrays to the table as columns
         self.description = f"Table of {table.num_rows} rows"
-        self.columns = list(table.column_names)
+        index = set(pandas_index_columns(table.schema))
+        self.columns = [c for c in table.column_names if c not in index]
         self.kinds = {f.name: arrow_kind(f.type) for f in table.schema}
         self.pieces = _pieces(table.num_rows, self.description)
 

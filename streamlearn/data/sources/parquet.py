@@ -15,6 +15,7 @@ from streamlearn.data.sources.arrow_columns import (
     arrow_block,
     arrow_kind,
     column_categories,
+    pandas_index_columns,
     target_array,
 )
 from streamlearn.data.sources.base import Block, ColumnKind, Piece
@@ -35,16 +36,6 @@ def arrow_filesystem(
     if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
         return pafs.LocalFileSystem(), path
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
-
-
-def pandas_index_columns(schema: pa.Schema) -> list[str]:
-    """The columns in which pandas stored a frame's index (``__index_level_0__`` or a
-    named index), from the schema's pandas metadata; a ``RangeIndex`` is not stored."""
-    try:
-        metadata = schema.pandas_metadata or {}
-    except (ValueError, TypeError):  # malformed metadata: no index to leave out
-        return []
-    return [c for c in metadata.get("index_columns", ()) if isinstance(c, str)]
 
 
 def file_footer(fs: pafs.FileSystem, path: str) -> tuple[list[int], pa.Schema]:
