@@ -893,3 +893,23 @@ def test_an_arrow_tables_stored_pandas_index_is_not_a_feature(blobs) -> None:
     np.testing.assert_allclose(model.decision_function(features),
                                reference.decision_function(frame[["a", "b", "c"]].to_numpy()),
                                rtol=1e-6)
+
+
+def test_a_category_no_row_holds_is_no_class(blobs) -> None:
+    """A categorical target's unused categories (a split of a labelled frame, a declared
+    list) are no classes: the classes are the labels the rows hold, as of the same labels
+    given as an array or as text, and one label held is one class, refused."""
+    X, y = blobs
+    text = np.where(y == 1, "yes", "no")
+    labels = pd.Categorical(text, categories=["maybe", "no", "yes"])
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    dataset = open_dataset(frame.assign(t=labels), target="t")
+    np.testing.assert_array_equal(dataset.classes, np.unique(text))
+    model = _model().fit(dataset)
+    reference = _model().fit(frame, text)
+    np.testing.assert_array_equal(model.classes_, reference.classes_)
+    np.testing.assert_allclose(model.decision_function(frame),
+                               reference.decision_function(frame), rtol=1e-6)
+    one = pd.Categorical(np.full(N_ROWS, "yes"), categories=["no", "yes"])
+    with pytest.raises(LabelError, match=r"target 't' has 1 class \(\['yes'\]\)"):
+        _model().fit(open_dataset(frame.assign(t=one), target="t"))

@@ -405,10 +405,12 @@ class PandasSource:
         return block.y
 
     def known_classes(self, target: str) -> np.ndarray | None:
-        """Categories of a categorical target, else None."""
-        dtype = self._frame[target].dtype
-        if isinstance(dtype, pd.CategoricalDtype):
-            return np.asarray(dtype.categories)
+        """The categories a categorical target's rows hold (read from its codes; a
+        category no row holds is no class, as in the target's values), else None."""
+        column = self._frame[target]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            codes = np.unique(np.asarray(column.array.codes))
+            return np.asarray(column.dtype.categories.take(codes[codes >= 0]))
         return None
 
 
