@@ -913,3 +913,30 @@ def test_a_category_no_row_holds_is_no_class(blobs) -> None:
     one = pd.Categorical(np.full(N_ROWS, "yes"), categories=["no", "yes"])
     with pytest.raises(LabelError, match=r"target 't' has 1 class \(\['yes'\]\)"):
         _model().fit(open_dataset(frame.assign(t=one), target="t"))
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "boolean", "int64[pyarrow]"])
+def test_nullable_labels_keep_their_type(blobs, dtype: str) -> None:
+    """Labels of a nullable pandas dtype are classes of its numpy type (ints, booleans),
+    as the same column's are as a table's target and as numpy labels', not floats; under
+    nan_policy="drop" their missing ones drop their rows."""
+    X, y = blobs
+    plain = (y == 1) if dtype == "boolean" else y
+    labels = pd.Series(pd.array(plain, dtype=dtype))
+    reference = _model().fit(X, plain)
+    for data in (X, pd.DataFrame(X, columns=["a", "b", "c"])):
+        model = _model().fit(data, labels)
+        assert model.classes_.dtype == reference.classes_.dtype
+        np.testing.assert_array_equal(model.predict(data), reference.predict(X))
+    gaps = labels.copy()
+    gaps[[4, 9]] = pd.NA
+    keep = np.ones(N_ROWS, dtype=bool)
+    keep[[4, 9]] = False
+    dropped = _model().fit(X[keep], plain[keep])
+    for data in (X, pd.DataFrame(X, columns=["a", "b", "c"])):
+        with pytest.raises(LabelError, match="no label at row 4 and 1 more"):
+            _model().fit(data, gaps)
+        model = _model().fit(data, gaps, nan_policy="drop")
+        assert model.classes_.dtype == reference.classes_.dtype
+        np.testing.assert_allclose(model.decision_function(data),
+                                   dropped.decision_function(X), rtol=1e-6)

@@ -1037,7 +1037,7 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
         if sample_weight is not None and not isinstance(sample_weight, str):
             sample_weight = _kept_weights(sample_weight, keep)
         X = (X.tocsr() if sp.issparse(X) else X)[keep]
-        y = np.ravel(y)[keep]
+        y = _kept_labels(y, keep)
     y = check_target(y, task)
     check_consistent_length(X, y)
     if sample_weight is not None and not isinstance(sample_weight, str):
@@ -1083,9 +1083,35 @@ def check_target(y: Any, task: str) -> np.ndarray:
         warn_of_coarse_columns(target_spans(y), ["y"], "the rows given", role="target")
         return y
     _refuse_missing_labels(y)
+    y = _numpy_labels(y)
     y = column_or_1d(np.asarray(y, dtype=object) if _is_mixed(y) else y, warn=True)
     check_classification_targets(y)
     return y
+
+
+def _numpy_labels(y: Any) -> Any:
+    """Labels of a pandas nullable integer or boolean dtype (``Int64``, ``boolean``,
+    ``int64[pyarrow]``), none missing, as numpy numbers or booleans of that type, so that
+    the classes keep the labels' type, as the same column's do when it is the target of a
+    table (scikit-learn's ``column_or_1d`` makes them floats); other labels as given."""
+    numpy_dtype = getattr(getattr(y, "dtype", None), "numpy_dtype", None)
+    if isinstance(getattr(y, "dtype", None), np.dtype) or numpy_dtype is None or \
+            np.dtype(numpy_dtype).kind not in "biu" or not hasattr(y, "to_numpy"):
+        return y
+    return y.to_numpy(dtype=numpy_dtype)
+
+
+def _kept_labels(y: Any, keep: np.ndarray) -> Any:
+    """The labels of the rows ``keep``; a pandas column or array keeps its dtype (a
+    nullable one, its missing labels dropped, then reads as its numpy type:
+    :func:`_numpy_labels`)."""
+    import pandas as pd
+
+    if isinstance(y, pd.Series):
+        return y.iloc[np.flatnonzero(keep)]
+    if isinstance(y, pd.api.extensions.ExtensionArray):
+        return y[keep]
+    return np.ravel(y)[keep]
 
 
 def _rows_to_keep(y: Any, sample_weight: Any, task: str,
@@ -1492,7 +1518,7 @@ def _drop_table_rows(data: Any, y: Any, sample_weight: Any,
     if sample_weight is not None and not isinstance(sample_weight, str) and \
             not _is_dask(sample_weight):
         sample_weight = _kept_weights(sample_weight, keep)
-    return data, np.ravel(y)[keep], sample_weight
+    return data, _kept_labels(y, keep), sample_weight
 
 
 def _kept_weights(sample_weight: Any, keep: np.ndarray) -> np.ndarray:
