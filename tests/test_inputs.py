@@ -940,3 +940,40 @@ def test_nullable_labels_keep_their_type(blobs, dtype: str) -> None:
         assert model.classes_.dtype == reference.classes_.dtype
         np.testing.assert_allclose(model.decision_function(data),
                                    dropped.decision_function(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["arrow", "parquet", "pandas-arrow"])
+def test_a_decimal_target_reads_as_the_float_target(blobs, kind: str, tmp_path: Path) -> None:
+    """A decimal target column (a database's NUMERIC labels) is a number column, as a
+    float64 one: its integral values are the classes of a classifier, its missing ones
+    dropped by nan_policy="drop", and its values a regressor's targets."""
+    import decimal
+
+    X, y = blobs
+    labels = [None if i == 6 else decimal.Decimal(int(v)) for i, v in enumerate(y)]
+    values = X[:, 0] * 3 + 1
+    table = pa.table({"a": X[:, 0], "b": X[:, 1], "t": pa.array(labels, pa.decimal128(3, 0)),
+                      "r": pa.array([decimal.Decimal(f"{v:.2f}") for v in values],
+                                    pa.decimal128(6, 2))})
+    floats = table.set_column(2, "t", pa.array([None if v is None else float(v)
+                                                for v in labels], pa.float64()))
+    data: object = table
+    if kind == "parquet":  # the reference a file too: a file's held-out rows are its own
+        pq.write_table(table, tmp_path / "d.parquet")
+        pq.write_table(floats, tmp_path / "floats.parquet")
+        data, floats = str(tmp_path / "d.parquet"), str(tmp_path / "floats.parquet")
+    elif kind == "pandas-arrow":
+        data = table.to_pandas(types_mapper=pd.ArrowDtype)
+    dataset = open_dataset(data, target="t", exclude=["r"], nan_policy="drop")
+    reference = open_dataset(floats, target="t", exclude=["r"], nan_policy="drop")
+    np.testing.assert_array_equal(dataset.classes, reference.classes)
+    model = _model().fit(dataset.with_task("classification"))
+    expected = _model().fit(reference.with_task("classification"))
+    np.testing.assert_array_equal(model.classes_, expected.classes_)
+    rows = table.select(["a", "b"])
+    np.testing.assert_allclose(model.decision_function(rows), expected.decision_function(rows),
+                               rtol=1e-6)
+    regression = open_dataset(data, target="r", exclude=["t"])
+    assert regression.task == "regression"
+    np.testing.assert_allclose(np.concatenate([c.y for c in regression.chunks()]),
+                               np.round(values, 2).astype(np.float32))

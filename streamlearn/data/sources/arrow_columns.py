@@ -97,8 +97,11 @@ def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) 
     float64), handled by the dataset's ``nan_policy`` as a NaN label is; the dataset gives
     an integer or boolean target's classes their type back. In any other target, and in an
     integer one with values beyond 2**53 (which float64 rounds), nulls are an error, since
-    no label can stand in for them.
+    no label can stand in for them. A decimal target (a database's ``NUMERIC`` labels or
+    values) is a number column: read as float64, as a float target is.
     """
+    if pa.types.is_decimal(column.type):
+        column = pc.cast(column, pa.float64())
     if pa.types.is_floating(column.type):
         return feature_array(column) if column.type == pa.float32() else \
             column.to_numpy() if column.null_count == 0 else \

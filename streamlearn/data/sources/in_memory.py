@@ -264,11 +264,13 @@ def passthrough_values(series: pd.Series) -> np.ndarray:
 
 def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np.ndarray:
     """The target column as numpy: nullable numbers as plain numpy numbers, categorical
-    labels decoded to their values. A missing float, integer or boolean value is NaN (the
+    labels decoded to their values, Arrow-backed decimals as float64. A missing float,
+    integer or boolean value is NaN (the
     column then float64, as :func:`~streamlearn.data.sources.arrow_columns.target_array`
     gives it), any other missing label an error."""
     dtype = series.dtype
-    if pd.api.types.is_float_dtype(dtype):
+    arrow = getattr(dtype, "pyarrow_dtype", None)
+    if pd.api.types.is_float_dtype(dtype) or (arrow is not None and pa.types.is_decimal(arrow)):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
     missing = series.isna()
     if missing.any() and (pd.api.types.is_bool_dtype(dtype) or (
