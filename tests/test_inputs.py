@@ -4,6 +4,7 @@ continuous target given to a classifier."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -977,3 +978,25 @@ def test_a_decimal_target_reads_as_the_float_target(blobs, kind: str, tmp_path: 
     assert regression.task == "regression"
     np.testing.assert_allclose(np.concatenate([c.y for c in regression.chunks()]),
                                np.round(values, 2).astype(np.float32))
+
+
+def test_a_date_column_at_predict_is_refused_by_name_as_at_fit(blobs) -> None:
+    """A date, time or duration column (and a complex one) is no feature: ``fit`` refuses
+    it, and so does ``predict`` where the model saw numbers, rather than reading its
+    nanoseconds since 1970 (or a complex number's real part) as the feature's values."""
+    X, y = blobs
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = _model().fit(frame, y)
+    columns = {"datetime64": pd.date_range("2020-01-01", periods=N_ROWS, freq="D"),
+               "tz-aware": pd.date_range("2020-01-01", periods=N_ROWS, freq="h", tz="UTC"),
+               "timedelta64": pd.to_timedelta(np.arange(N_ROWS), unit="s"),
+               "timestamp[pyarrow]": pd.array(pd.date_range("2020-01-01", periods=N_ROWS),
+                                              dtype="timestamp[ns][pyarrow]"),
+               "complex": X[:, 0] * (1 + 1j)}
+    for values in columns.values():
+        dated = frame.assign(b=values)
+        with pytest.raises(SchemaError, match=r"non-numeric feature column.*'b'"):
+            _model().fit(dated, y)
+        said = f"feature column 'b' of X is {dated['b'].dtype}, not numbers"
+        with pytest.raises(SchemaError, match=re.escape(said)):
+            model.predict(dated)

@@ -246,7 +246,13 @@ def pandas_feature(series: pd.Series, name: str, where: str,
     """One numeric, boolean or nullable (``Int64``, ``Float64``, ``boolean``) column as
     ``dtype`` (float32; float64 for weights, checked before their cast, and for float64
     features, whose ranges are taken before theirs), missing values
-    (``None``, ``NaN``, ``pd.NA``) as NaN."""
+    (``None``, ``NaN``, ``pd.NA``) as NaN. A column of another kind (dates, times and
+    durations, whose cast would give nanoseconds; complex numbers, whose cast would drop
+    their imaginary part; periods, intervals, nulls) is refused, as ``fit`` refuses it."""
+    if pandas_kind(series.dtype) is ColumnKind.OTHER:
+        raise SchemaError(f"feature column {name!r} of {where} is {series.dtype}, not numbers; "
+                          "encode it as numbers first (a date, e.g., as days since a "
+                          "reference date), or leave it out")
     try:
         return series.to_numpy(dtype=dtype, na_value=np.nan)
     except (TypeError, ValueError) as exc:
