@@ -1000,3 +1000,19 @@ def test_a_date_column_at_predict_is_refused_by_name_as_at_fit(blobs) -> None:
         said = f"feature column 'b' of X is {dated['b'].dtype}, not numbers"
         with pytest.raises(SchemaError, match=re.escape(said)):
             model.predict(dated)
+
+
+def test_duplicate_column_names_at_predict_are_named(blobs) -> None:
+    """A table holding a column name twice is refused by ``fit``, and by ``predict`` with
+    the name, rather than by a count of features or Arrow's KeyError."""
+    from streamlearn.errors import SourceError
+
+    X, y = blobs
+    model = _model().fit(pd.DataFrame(X, columns=["a", "b", "c"]), y)
+    twice = pd.DataFrame(np.c_[X, X[:, 0]], columns=["a", "b", "c", "a"])
+    with pytest.raises(SourceError, match=r"duplicate column names \['a'\]"):
+        _model().fit(twice, y)
+    for table in (twice, pa.Table.from_arrays([pa.array(v) for v in twice.to_numpy().T],
+                                              names=list(twice.columns))):
+        with pytest.raises(SchemaError, match=r"X has duplicate column names \['a'\]"):
+            model.predict(table)

@@ -1705,6 +1705,10 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         columns = X.column_names
     if has_names and named:
         got = [str(c) for c in columns]
+        repeated = list(dict.fromkeys(c for i, c in enumerate(got) if c in got[:i]))
+        if repeated:
+            raise SchemaError(f"X has duplicate column names {_shown(repeated)}; {owner} "
+                              f"reads its features by name (as in fit: {_shown(expected)})")
         missing = [c for c in expected if c not in got]
         extra = [c for c in got if c not in expected]
         if missing or extra:
