@@ -491,6 +491,22 @@ def test_a_fit_that_trains_many_models_warns_once_for_all_of_them():
     assert f"All {started - 1} other models" in message
 
 
+def test_a_fit_that_trains_one_other_model_names_it_in_the_singular():
+    # multiclass="auto" on 3 classes with the bases, pairs and value terms given trains
+    # one-vs-rest, then the one-vs-one candidate: two trainings, one of them the "other"
+    X, y = three_classes()
+    engine = EpochCounter()
+    model = AdditiveSVC(epochs=1, n_bases=8, interactions=0, value_terms=False,
+                        chunk_rows=500, random_state=0)
+    with pytest.warns(ConvergenceWarning) as caught:
+        model.fit(X, y, engine=engine)
+    assert engine.trainings(1) == (2, 2) and model.n_trainings_capped_ == 2
+    message = str(caught[0].message)
+    assert "The other model this fit trained to choose the one kept" in message
+    assert message.endswith("stopped at its cap too")
+    assert "All 1 other models" not in message
+
+
 @pytest.mark.parametrize("solver", ["dcd", "pegasos"])
 def test_a_converged_multiclass_fit_that_trains_many_models_warns_nothing(solver):
     X, y = three_classes()

@@ -1277,15 +1277,20 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_trainings_capped_ = int(kept is not None and kept.capped) + capped_others
         if self.n_trainings_capped_ == 0:
             return
-        share = ("all" if capped_others == len(others)
+        # one other training (multiclass="auto"'s one-vs-one candidate alone) is singular
+        share = ("the other model" if len(others) == 1
+                 else "all" if capped_others == len(others)
                  else f"{capped_others} of the")
-        chosen_from = (f"{share} {len(others)} other models this fit trained to choose the "
-                       "one kept (counts of bases, pair terms, value terms, the linear "
-                       "model, one-vs-one)")
+        if len(others) > 1:
+            share += f" {len(others)} other models"
+        chosen_from = (f"{share} this fit trained to choose the one kept (counts of bases, "
+                       "pair terms, value terms, the linear model, one-vs-one)")
         if kept is not None and kept.capped:
             message = kept.describe(self._models_named(~self.models_converged_))
             if capped_others:
-                message += f". {chosen_from[0].upper()}{chosen_from[1:]} stopped at their cap too"
+                its = "its" if len(others) == 1 else "their"
+                message += (f". {chosen_from[0].upper()}{chosen_from[1:]} stopped at {its} "
+                            "cap too")
         else:
             solver = "PEGASOS" if self.solver == "pegasos" else "dual coordinate descent"
             message = (f"{solver} met its stopping rule for the model kept, but "
