@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -1705,7 +1706,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         columns = X.column_names
     if has_names and named:
         got = [str(c) for c in columns]
-        repeated = list(dict.fromkeys(c for i, c in enumerate(got) if c in got[:i]))
+        counts = Counter(got)
+        repeated = [c for c in counts if counts[c] > 1]
         if repeated:
             raise SchemaError(f"X has duplicate column names {_shown(repeated)}; {owner} "
                               f"reads its features by name (as in fit: {_shown(expected)})")
