@@ -21,7 +21,7 @@ from streamlearn.data.sources import svmlight
 from streamlearn.data.sources.base import ColumnKind
 from streamlearn.data.sources.svmlight import SvmlightSource, parse_svmlight_lines
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.errors import ReadError, SchemaError, SourceError
+from streamlearn.errors import DataError, ReadError, SchemaError, SourceError
 
 OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
@@ -321,13 +321,16 @@ GOOD = "# header\n1 1:1 2:2\n"  # the bad line below is line 3 of the file
     ("1 9:2", {"n_features": 5}, "out of range for n_features=5"),
     ("1 1:x", {}, "value is not a number"),
     ("1 1:2.5.3", {}, "value is not a number"),
-    ("1 1:nan", {}, "not a finite"),
-    ("1 1:-inf", {}, "whatever nan_policy (it does not apply to svmlight text)"),
-    ("1 1:1e39", {}, "not a finite"),
+    ("1 1:nan", {}, "value is missing (NaN or infinite) at 'nan'"),
+    ("1 1:-inf", {}, "pass nan_policy='drop'"),
+    ("1 1:nanx", {}, "value is not a number"),
+    ("1 1:1e39", {}, "beyond float32's range"),
+    ("1 1:1e39", {"keep_missing": True}, "beyond float32's range"),
     ("1 3:1 1:2 3:4", {}, "index 3 appears twice"),
     ("3:1 4:2", {}, "no label"),
     ("abc 1:2", {}, "label is not a number"),
-    ("inf 1:2", {}, "label is not a finite"),
+    ("inf 1:2", {}, "label is missing"),
+    ("1e400 1:2", {"keep_missing": True}, "beyond float64's range"),
     ("1 1:2 5", {}, "without ':'"),
     ("1 qid:x 1:2", {}, "qid"),
     ("1 1:2 qid:3", {}, "a query id (qid:<int>) comes right after the label"),
@@ -477,3 +480,81 @@ def test_a_file_without_rows_says_so(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(ReadError, match="none.svm holds no rows"):
         open_dataset(str(path))
+
+
+# ------------------------------------------------------------------ missing values
+MISSING_TEXT = ("1 1:0.5 3:2\n0 2:nan\n1 1:1 3:-inf # comment\n0 2:4 3:1\n\nNaN 1:3\n"
+                "1 2:Infinity 3:7\n0 1:-2.5\n2 3:1e-3\n")
+
+
+def _reference_with_missing(path: Path) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """scikit-learn's reading of the text, and which rows hold a NaN or infinity."""
+    X, y = load_svmlight_file(str(path))
+    X = sp.csr_matrix(X)
+    row_of_entry = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    bad = np.zeros(X.shape[0], dtype=bool)
+    bad[row_of_entry[~np.isfinite(X.data)]] = True
+    bad |= ~np.isfinite(y)
+    return X, y, bad
+
+
+def test_nan_policy_drop_drops_the_rows_scikit_learn_reads_as_missing(tmp_path: Path) -> None:
+    path = tmp_path / "m.svm"
+    path.write_text(MISSING_TEXT)
+    X_ref, y_ref, bad = _reference_with_missing(path)
+    assert bad.tolist() == [False, True, True, False, True, True, False, False]
+    ds = open_dataset(str(path), nan_policy="drop", chunk_rows=3)
+    assert ds.n_rows == 8 and ds.schema.n_rows == 8  # the dropped rows counted, as stored
+    assert ds.task == "classification"
+    np.testing.assert_array_equal(ds.classes, np.unique(y_ref[~bad]))
+    chunks = list(ds.chunks())
+    rows = np.concatenate([c.start + np.arange(c.X.n_rows) if c.index is None else c.index
+                           for c in chunks])
+    np.testing.assert_array_equal(rows, np.flatnonzero(~bad))
+    X = sp.csr_matrix(SparseRows.concatenate([c.X for c in chunks]).to_scipy())
+    X.sort_indices()
+    assert_same_rows(X, ds.classes[np.concatenate([c.y for c in chunks])],
+                     X_ref[~bad], y_ref[~bad])
+
+
+def test_nan_policy_fill_fills_values_and_refuses_a_missing_label(tmp_path: Path) -> None:
+    path = tmp_path / "m.svm"
+    path.write_text(MISSING_TEXT.replace("NaN 1:3\n", "1 1:3\n"))
+    X_ref, y_ref, _ = _reference_with_missing(path)
+    X_ref.data[~np.isfinite(X_ref.data)] = -7.0
+    ds = open_dataset(str(path), nan_policy=-7.0)
+    chunks = list(ds.chunks())
+    X = sp.csr_matrix(SparseRows.concatenate([c.X for c in chunks]).to_scipy())
+    X.sort_indices()
+    assert_same_rows(X, ds.classes[np.concatenate([c.y for c in chunks])], X_ref, y_ref)
+    path.write_text(MISSING_TEXT)  # a missing label: nothing stands in for it
+    with pytest.raises(DataError, match=r"target 'y' is nan at row 4 of .*m\.svm"):
+        list(open_dataset(str(path), nan_policy=-7.0).chunks())
+
+
+def test_nan_policy_raise_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.svm"
+    path.write_text(MISSING_TEXT)
+    with pytest.raises(ReadError, match=r"m\.svm, line 2: the feature value is missing .* "
+                                        r"pass nan_policy='drop'"):
+        open_dataset(str(path))
+    path.write_text("1 1:2\n\n-inf 2:1\n")
+    with pytest.raises(ReadError, match=r"m\.svm, line 3: the label is missing"):
+        open_dataset(str(path), nan_policy="raise")
+
+
+def test_hashed_rows_with_missing_values(tmp_path: Path) -> None:
+    """A NaN summed with another entry of its column keeps the row missing (dropped), and a
+    row without one is hashed as the text without the missing rows is."""
+    path = tmp_path / "m.svm"
+    path.write_text("1 a:1 b:nan\n0 a:2 a:3\n1 c:inf c:-inf\n")
+    kept = tmp_path / "k.svm"
+    kept.write_text("0 a:2 a:3\n")
+    ds = open_dataset(str(path), nan_policy="drop", hash_features=2,
+                      task="regression")  # every name collides
+    (chunk,) = ds.chunks()
+    (ref,) = open_dataset(str(kept), hash_features=2, task="regression").chunks()
+    np.testing.assert_array_equal(chunk.index, [1])
+    np.testing.assert_array_equal(chunk.X.indices, ref.X.indices)
+    np.testing.assert_array_equal(chunk.X.values, ref.X.values)
+    assert abs(float(ref.X.values[0])) == 5.0

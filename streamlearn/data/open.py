@@ -88,9 +88,11 @@ def open_dataset(
         What to do with NaN, infinite or missing (``None``, ``pd.NA``, null) feature values:
         raise an error naming the file, column and row; drop the row; or replace the value
         by the given number (but in a categorical column that a model reads as indicator
-        columns, where a missing value sets no indicator). svmlight text holds finite
-        values only: a ``nan`` or ``inf`` there raises a ``ReadError`` naming its line
-        whatever the policy.
+        columns, where a missing value sets no indicator). In svmlight text a label or
+        value written ``nan``, ``inf`` or ``infinity`` is missing: ``"raise"`` refuses it
+        when the text is opened (a ``ReadError`` naming the file and line), ``"drop"`` drops
+        its row, a number fills a missing value (a missing label is refused but under
+        ``"drop"``, as in every source).
     prefetch : int
         Chunks read ahead (0 or more; 0 reads in the calling thread) while the current one
         is processed: by one background thread, or
@@ -167,7 +169,8 @@ def open_dataset(
     target_name, target_values = _split(target, "target", fresh_name("y", taken))
     weight_name, weight_values = _split(weight, "weight", fresh_name("weight", taken))
     exclude = () if exclude is None else exclude
-    svmlight: dict[str, Any] = {"n_features": n_features, "zero_based": zero_based}
+    svmlight: dict[str, Any] = {"n_features": n_features, "zero_based": zero_based,
+                                "keep_missing": nan_policy != "raise"}
     if hash_features is not None:
         svmlight["hash_features"] = check_hash_features(hash_features)
     if hash_features is not None or sparse_columns is not None:

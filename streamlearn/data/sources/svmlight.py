@@ -74,16 +74,21 @@ ERR_DUPLICATE = 10
 ERR_CAPACITY = 11
 ERR_NAME = 12
 ERR_SUM_NOT_FINITE = 13
+ERR_VALUE_RANGE = 14
+ERR_LABEL_RANGE = 15
 
 _PROBLEMS = {
     ERR_NO_LABEL: "the row has no label (it starts with index:value)",
     ERR_LABEL: "the label is not a number",
-    ERR_LABEL_NOT_FINITE: "the label is not a finite number",
+    ERR_LABEL_NOT_FINITE: "the label is missing (NaN or infinite)",
+    ERR_LABEL_RANGE: "the label is beyond float64's range",
     ERR_QID: "qid is not an integer",
     ERR_NO_COLON: "expected index:value, found a token without ':'",
     ERR_INDEX: "the feature index is not a non-negative integer",
     ERR_VALUE: "the feature value is not a number",
-    ERR_VALUE_NOT_FINITE: "the feature value is not a finite float32 number",
+    ERR_VALUE_NOT_FINITE: "the feature value is missing (NaN or infinite)",
+    ERR_VALUE_RANGE: "the feature value is beyond float32's range (+-3.4e38, in which the "
+                     "models compute): rescale the feature",
     ERR_CAPACITY: "the file changed since it was opened (more entries than its scan found)",
     ERR_NAME: "the feature name before ':' is empty",
     ERR_SUM_NOT_FINITE: "the values of features hashed to one column sum beyond the float32 "
@@ -181,7 +186,8 @@ def parse_number(buf: np.ndarray, pos: int, end: int) -> tuple[int, float, int]:
     Returns
     -------
     status : int
-        0 for a number, 1 for no number, 2 for ``nan``/``inf`` (not finite).
+        0 for a number, 1 for no number, 2 for the words ``nan``, ``inf`` or
+        ``infinity`` (any case, signed or not), whose value is NaN or +-infinity.
     value : float
     pos : int
         Position just after the number.
@@ -216,7 +222,12 @@ def parse_number(buf: np.ndarray, pos: int, end: int) -> tuple[int, float, int]:
             pos += 1
         any_digit = any_digit or pos > start
     if not any_digit:
-        return (2 if _is_nonfinite_word(buf, pos, end) else 1), 0.0, pos
+        if not _is_nonfinite_word(buf, pos, end):
+            return 1, 0.0, pos
+        if (buf[pos] | 32) == 110:
+            return 2, np.nan, pos + 3
+        word = 3 if pos + 3 >= end or (buf[pos + 3] | 32) != 105 else 8
+        return 2, -np.inf if neg else np.inf, pos + word
     if pos < end and (buf[pos] | 32) == 101:  # e
         pos += 1
         eneg = False
@@ -283,6 +294,7 @@ def parse_svmlight_lines(
     buf: np.ndarray, pos: int, end: int, max_rows: int, lo: int, hi: int, shift: int,
     row0: int, line0: int, labels: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     values: np.ndarray, row_line: np.ndarray, hash_features: int | None = None,
+    keep_missing: bool = False,
 ) -> tuple[int, int, int, int, int, int, int, int]:
     """Parse whole svmlight lines of ``buf[pos:end]`` into CSR arrays.
 
@@ -297,6 +309,12 @@ def parse_svmlight_lines(
     (in float64, then rounded to float32), the row's columns ascending. ``lo``, ``hi`` and
     ``shift`` are then unused. Without it (None: compiled separately, the hashing code
     left out), the token is a decimal index.
+
+    A label or value written ``nan``, ``inf`` or ``infinity`` (any case, signed or not) is
+    a missing value: an error, or with ``keep_missing`` stored as NaN or +-infinity for the
+    dataset's ``nan_policy`` (a hashed row's column that such a value lands on holds NaN or
+    infinity too). A number beyond float32's range (a value) or float64's (a label) is an
+    error either way.
 
     Parameters
     ----------
@@ -321,6 +339,8 @@ def parse_svmlight_lines(
         Receives each row's line number within ``buf`` (0-based); may have length 0.
     hash_features : int, optional
         Number of hashed columns; None for numeric indices.
+    keep_missing : bool
+        Store ``nan`` / ``inf`` labels and values instead of stopping at them.
 
     Returns
     -------
@@ -358,8 +378,12 @@ def parse_svmlight_lines(
         # label
         tok = pos
         status, label, pos = parse_number(buf, pos, end)
-        if status == 0 and not (pos >= end or _ends_token(buf[pos])):
+        if status != 1 and not (pos >= end or _ends_token(buf[pos])):
             status = 1
+        if status == 2 and keep_missing:
+            status = 0  # NaN or infinite, for the dataset's nan_policy
+        elif status == 0 and not np.isfinite(label):
+            return ERR_LABEL_RANGE, tok, line, line_start, n, e, first_start, 0
         if status != 0:
             code = ERR_LABEL if status == 1 else ERR_LABEL_NOT_FINITE
             q = tok
@@ -368,9 +392,8 @@ def parse_svmlight_lines(
                     code = ERR_NO_LABEL
                 q += 1
             return code, tok, line, line_start, n, e, first_start, 0
-        if not np.isfinite(label):
-            return ERR_LABEL_NOT_FINITE, tok, line, line_start, n, e, first_start, 0
         e0 = e
+        missing = False  # a value of the row is nan or inf (kept)
         first = True
         sorted_row = True
         prev = -1
@@ -424,15 +447,18 @@ def parse_svmlight_lines(
             pos += 1
             vtok = pos
             status, v, pos = parse_number(buf, pos, end)
-            if status == 0 and not (pos >= end or _ends_token(buf[pos])):
+            if status != 1 and not (pos >= end or _ends_token(buf[pos])):
                 status = 1
+            if status == 2 and keep_missing:
+                status = 0
+                missing = True
+            elif status == 0 and not abs(v) <= _FLOAT32_MAX:
+                # beyond float32 range: only a value that rounds down to its maximum passes
+                if not np.isfinite(np.float32(v)):
+                    return ERR_VALUE_RANGE, vtok, line, line_start, n, e, first_start, 0
             if status != 0:
                 code = ERR_VALUE if status == 1 else ERR_VALUE_NOT_FINITE
                 return code, vtok, line, line_start, n, e, first_start, 0
-            if not abs(v) <= _FLOAT32_MAX:
-                # beyond float32 range: only a value that rounds down to its maximum passes
-                if not np.isfinite(np.float32(v)):
-                    return ERR_VALUE_NOT_FINITE, vtok, line, line_start, n, e, first_start, 0
             if hash_features is None:
                 if e >= cap:
                     return ERR_CAPACITY, tok, line, line_start, n, e, first_start, 0
@@ -467,7 +493,7 @@ def parse_svmlight_lines(
                 return ERR_CAPACITY, line_start, line, line_start, n, e0, first_start, 0
             for q in range(m):
                 v32 = np.float32(row_vals[q])
-                if m < k and not np.isfinite(v32):
+                if m < k and not np.isfinite(v32) and not missing:
                     return ERR_SUM_NOT_FINITE, line_start, line, line_start, n, e0, \
                         first_start, 0
                 indices[e0 + q] = row_cols[q]
@@ -595,7 +621,7 @@ class _ScannedBlock:
 
     @classmethod
     def parse(cls, text: memoryview, *, lo: int, hi: int, shift: int,
-              hash_args: tuple[int, ...]) -> _ScannedBlock:
+              hash_args: tuple[int, ...], keep_missing: bool) -> _ScannedBlock:
         """Parse every line of ``text`` (a worker thread's part of the scan)."""
         buf = np.frombuffer(text, dtype=np.uint8)
         n_cap, e_cap = count_lines_and_colons(buf)
@@ -607,7 +633,7 @@ class _ScannedBlock:
         values = np.empty(e_cap, dtype=np.float32)
         status, pos, line, line_start, n, nnz, _, aux = parse_svmlight_lines(
             buf, 0, len(buf), n_cap, lo, hi, shift, 0, 0, labels, indptr, indices, values,
-            row_line, *hash_args)
+            row_line, *hash_args, keep_missing=keep_missing)
         empty = np.empty(0, dtype=np.int64)
         if status != OK:
             return cls(buf, status, pos, line, line_start, aux, 0, empty, empty, empty, -1,
@@ -620,6 +646,7 @@ class _ScannedBlock:
             top_line = int(row_line[int(np.searchsorted(indptr[: n + 1], entry,
                                                         side="right")) - 1])
         lab = labels[:n]
+        lab = lab[np.isfinite(lab)]  # missing labels (kept for nan_policy) are no class
         integral = bool(np.array_equal(lab, np.rint(lab)))
         return cls(buf, OK, pos, line, 0, 0, n, row_line[:n], indptr[: n + 1],
                    np.flatnonzero(buf == 10), top, top_line,
@@ -674,6 +701,13 @@ class SvmlightSource:
         ``n_features`` is an error). ``qid:`` as a row's first entry is still a query id.
         A token without ``:value`` stays an error, as in the svmlight format. Without
         ``hash_features``, a non-numeric name is a ``ReadError``.
+    keep_missing : bool
+        A label or value written ``nan``, ``inf`` or ``infinity`` (any case, signed or not)
+        is a missing value. False: the scan raises a ``ReadError`` naming its file and line
+        (``nan_policy="raise"``). True: it is stored as NaN or +-infinity, for the dataset's
+        ``nan_policy`` to drop its row or fill the value (``"drop"`` or a number); missing
+        labels count as no class. A number beyond float32's range (a value) or float64's
+        (a label) is a ``ReadError`` either way.
 
     Attributes
     ----------
@@ -706,7 +740,9 @@ class SvmlightSource:
         zero_based: bool | Literal["auto"] = "auto",
         piece_rows: int = 65536,
         hash_features: int | None = None,
+        keep_missing: bool = False,
     ) -> None:
+        self.keep_missing = bool(keep_missing)
         if hash_features is not None:
             hash_features = check_hash_features(hash_features)
             if n_features is not None and n_features != hash_features:
@@ -903,7 +939,7 @@ class SvmlightSource:
 
         workers = scan_workers()
         parse = partial(_ScannedBlock.parse, lo=lo, hi=hi, shift=shift,
-                        hash_args=self._hash_args)
+                        hash_args=self._hash_args, keep_missing=self.keep_missing)
         if workers == 1:
             for text in _line_blocks(stream, READ_BLOCK_BYTES):
                 take(parse(text))
@@ -960,11 +996,11 @@ class SvmlightSource:
         if status == ERR_INDEX and token.startswith(b"qid:"):
             # hashing would read it as a feature named qid: not the way out here
             hint = "; a query id (qid:<int>) comes right after the label, before the features"
-        elif status == ERR_VALUE_NOT_FINITE:
-            # the parser keeps float32 values only: nan_policy never sees this one
-            hint = ("; svmlight values must be finite float32 numbers whatever nan_policy "
-                    "(it does not apply to svmlight text): fix the line, or leave the entry "
-                    "out, which reads as 0")
+        elif status in (ERR_VALUE_NOT_FINITE, ERR_LABEL_NOT_FINITE):
+            hint = ("; pass nan_policy='drop' (to open_dataset, fit or the command's "
+                    "--nan-policy) to skip such rows"
+                    + (", or nan_policy=<number> to fill them" if status == ERR_VALUE_NOT_FINITE
+                       else ""))
         elif status == ERR_INDEX and _is_name(token.split(b":", 1)[0]):
             hint = ("; feature names that are not numbers are read by hashing them into "
                     "columns: pass hash_features=2**20 (--hash-features 1048576 on the "
@@ -1030,7 +1066,8 @@ class SvmlightSource:
         lo, hi, shift = self._bounds
         status, pos, line, line_start, n, nnz, _, aux = parse_svmlight_lines(
             buf, 0, len(buf), piece.n_rows, lo, hi, shift, 0, 0, labels, indptr, indices,
-            values, np.empty(0, dtype=np.int64), *self._hash_args)
+            values, np.empty(0, dtype=np.int64), *self._hash_args,
+            keep_missing=self.keep_missing)
         if status != OK:
             raise self._parse_error(loc.file, loc.first_line + line, status, buf, line_start,
                                     pos, aux)
