@@ -308,3 +308,79 @@ def test_a_dataset_hashed_otherwise_than_the_training_rows_is_refused(tmp_path) 
     plain = ShareBoostClassifier().fit(open_dataset(str(path)))
     with pytest.raises(SchemaError, match="not hashed.*hash_features=16"):
         plain.score(open_dataset(str(path), hash_features=16))
+
+
+def reference_table_rows(frame, columns: list[str], n: int) -> sp.csr_matrix:
+    """Hashed rows of a table, by the pure-Python hash: ``(hash("c"), v)`` for a number,
+    ``(hash("c=s"), 1)`` for a string, one entry per list token, collisions summed."""
+    X = np.zeros((len(frame), n))
+    for r, row in enumerate(frame[columns].itertuples(index=False)):
+        for name, value in zip(columns, row, strict=True):
+            if isinstance(value, str):
+                entries = [(f"{name}={value}", 1.0)]
+            elif isinstance(value, list | np.ndarray):
+                entries = [(f"{name}={token}", 1.0) for token in value]
+            else:
+                entries = [(name, float(value))] if value != 0 else []
+            for key, v in entries:
+                column, sign = hashed(key, n)
+                X[r, column] += sign * v
+    return sp.csr_matrix(X.astype(np.float32))
+
+
+def test_a_table_given_to_a_model_of_hashed_columns_is_hashed_as_in_fit(tmp_path) -> None:
+    """predict of a pandas, polars or pyarrow table hashes its columns as the parquet file
+    they were trained from was hashed (as ``score`` of the file's path reads it), not
+    taking the table's columns for the hashed ones."""
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    from streamlearn import open_dataset
+    from streamlearn.data.sources.parquet_sparse import hash_table
+    from streamlearn.errors import SchemaError
+    from streamlearn.models import ShareBoostClassifier
+
+    rng = np.random.default_rng(1)
+    n_rows, n = 400, 64
+    frame = pd.DataFrame({
+        "a": rng.normal(size=n_rows), "k": rng.integers(0, 3, n_rows),
+        "c": rng.choice(["red", "green", "blue"], n_rows),
+        "tags": [list(rng.choice(["x", "y", "z"], rng.integers(0, 3))) for _ in range(n_rows)],
+    })
+    frame["label"] = ((frame.a > 0) ^ (frame.c == "red")).astype(int)
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    model = ShareBoostClassifier().fit(open_dataset(str(path), target="label",
+                                                    hash_features=n))
+    assert model.hashed_columns_ == ("a", "k", "c", "tags")
+    reference = reference_table_rows(frame, ["a", "k", "c", "tags"], n)
+    rows = hash_table(pa.Table.from_pandas(frame), n, model.hashed_columns_)
+    np.testing.assert_array_equal(rows.to_scipy().toarray(), reference.toarray())
+    expected = model.decision_function(reference)
+    features = frame.drop(columns="label")
+    for X in (features, frame, pa.Table.from_pandas(features), pl.from_pandas(features)):
+        np.testing.assert_array_equal(model.decision_function(X), expected)
+    assert model.score(features, frame.label) == pytest.approx(
+        model.score(str(path), "label"))
+    with pytest.raises(SchemaError, match=r"lacks the column\(s\) \['c'\].*hash_features_=64"):
+        model.predict(features.drop(columns="c"))
+    with pytest.raises(SchemaError, match="X has 2 features, but ShareBoostClassifier was "
+                                          r"trained on hashed features \(hash_features_=64"):
+        model.predict(frame[["a", "k"]].to_numpy())
+
+
+def test_a_table_given_to_a_model_of_hashed_svmlight_names_is_refused(tmp_path) -> None:
+    import pandas as pd
+
+    from streamlearn import open_dataset
+    from streamlearn.errors import SchemaError
+    from streamlearn.models import ShareBoostClassifier
+
+    rng = np.random.default_rng(2)
+    path = tmp_path / "w.svm"
+    path.write_text("".join(f"{k % 2} w{k % 2}:1 v{rng.integers(5)}:2\n" for k in range(60)))
+    model = ShareBoostClassifier().fit(open_dataset(str(path), hash_features=16))
+    with pytest.raises(SchemaError, match=r"hash_features_=16, from the entry names of "
+                                          "svmlight text.*cannot be hashed"):
+        model.predict(pd.DataFrame({"w0": [1.0], "v1": [2.0]}))

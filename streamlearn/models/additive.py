@@ -59,6 +59,7 @@ from streamlearn.models.base import (
     encode_labels,
     has_column_names,
     has_named_features,
+    hashing_of,
     over_dask_blocks,
     record_categories,
     record_feature_names,
@@ -1585,7 +1586,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self._check_fitted()
         emb = self._embedding()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
-                              named=has_named_features(self))
+                              named=has_named_features(self),
+                              hashing=hashing_of(self))
         if rows is None:
             values = check_features(X, self._feature_names, type(self).__name__,
                                     named=has_named_features(self))

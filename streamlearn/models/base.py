@@ -1766,8 +1766,65 @@ def warn_unnamed_rows(owner: str) -> None:
                   "feature names", UserWarning, stacklevel=caller_stacklevel())
 
 
+def hashing_of(model: Any) -> tuple[int, tuple[str, ...]] | None:
+    """How a fitted model's training rows were hashed: ``(hash_features_,
+    hashed_columns_)`` (no columns for svmlight text, whose entry names were hashed), or
+    None for a model of rows that were not hashed."""
+    hashed = getattr(model, "hash_features_", None)
+    if hashed is None:
+        return None
+    return int(hashed), tuple(getattr(model, "hashed_columns_", None) or ())
+
+
+def _hashed_input(X: Any, hash_features: int, columns: tuple[str, ...], owner: str) -> Any:
+    """Rows of a model trained on hashed features (:func:`hashing_of`) from ``X``: a table
+    (pandas, polars, pyarrow) hashed as the training columns were
+    (:func:`~streamlearn.data.sources.parquet_sparse.hash_table`, the hashing of
+    ``streamlearn predict`` on a parquet file of those columns), anything else as given,
+    but for rows of another width than ``hash_features``, refused by a message that says
+    how the model reads them."""
+    if _module(X) == "polars" and hasattr(X, "to_arrow"):
+        X = X.to_arrow()
+    how = f"{owner} was trained on hashed features (hash_features_={hash_features}"
+    if columns:
+        how += f", from the columns hashed_columns_={list(columns)})"
+        fix = ("give a table holding those columns (hashed as in fit), or rows hashed so: "
+               f"a scipy.sparse matrix of {hash_features} columns; 'streamlearn predict MODEL "
+               "DATA' hashes a file's columns as in fit")
+    else:
+        how += ", from the entry names of svmlight text)"
+        fix = (f"give rows hashed so (a scipy.sparse matrix of {hash_features} columns), or "
+               "the svmlight file to 'streamlearn predict MODEL DATA', which hashes its names "
+               "as in fit")
+    if _is_table(X):
+        if not columns:
+            raise SchemaError(f"{how}: a table's columns cannot be hashed as those names "
+                              f"were; {fix}")
+        import pyarrow as pa
+
+        from streamlearn.data.sources.parquet_sparse import hash_table
+
+        if _module(X) == "pandas":
+            got = [str(c) for c in X.columns]
+            missing = [c for c in columns if c not in got]
+            if missing:
+                raise SchemaError(f"X lacks the column(s) {_shown(missing)}: {how}; {fix}")
+            try:
+                X = pa.Table.from_pandas(X[[X.columns[got.index(c)] for c in columns]],
+                                         preserve_index=False)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise SchemaError(f"X's hashed columns cannot be read as typed columns "
+                                  f"({exc}): {how}") from exc
+        return hash_table(X, hash_features, columns, "X")
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] != hash_features:
+        raise SchemaError(f"X has {shape[1]} features, but {how}; {fix}")
+    return X
+
+
 def sparse_rows_of(X: Any, n_features: int | None, owner: str,
-                   named: bool = False) -> SparseRows | None:
+                   named: bool = False,
+                   hashing: tuple[int, tuple[str, ...]] | None = None) -> SparseRows | None:
     """Sparse rows to score as :class:`~streamlearn.data.sparse_rows.SparseRows`, or None.
 
     Parameters
@@ -1783,12 +1840,19 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str,
         Whether ``fit`` saw named columns (:func:`has_named_features`): a scipy matrix,
         whose columns have no names, then gets scikit-learn's warning (not in
         :func:`~streamlearn.warning_origin.library_rows`).
+    hashing : (int, tuple of str), optional
+        How the training rows were hashed (:func:`hashing_of`): a table (pandas, polars,
+        pyarrow) is then hashed as a parquet file of its columns is read for the model
+        (by ``streamlearn predict``, ``score`` or ``evaluate``), its columns not hashed in
+        fit left out; rows of another width than ``hash_features_`` are refused naming it.
 
     Returns
     -------
     SparseRows or None
         With finite stored values; None when ``X`` is not sparse.
     """
+    if hashing is not None and not isinstance(X, SparseRows) and not sp.issparse(X):
+        X = _hashed_input(X, *hashing, owner)
     if isinstance(X, SparseRows):
         rows = X
     elif sp.issparse(X):

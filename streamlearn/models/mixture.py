@@ -44,6 +44,7 @@ from streamlearn.models.base import (
     check_array_input,
     classification_dataset,
     has_named_features,
+    hashing_of,
     over_dask_blocks,
     record_categories,
     sparse_rows_of,
@@ -661,7 +662,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._check_fitted()
         shift, scale = self._standardisation()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
-                              named=has_named_features(self))
+                              named=has_named_features(self),
+                              hashing=hashing_of(self))
         if rows is None:  # standardised on the fly by the kernel
             f = self._log_odds(self._model_rows(self._check_X(X)), shift, scale)
         elif (not np.any(shift) and np.all(scale == 1.0)

@@ -60,6 +60,7 @@ from streamlearn.models.base import (
     StreamEstimator,
     classification_dataset,
     has_named_features,
+    hashing_of,
     over_dask_blocks,
     record_categories,
     sparse_rows_of,
@@ -561,7 +562,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         """
         self._check_fitted()
         rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
-                              named=has_named_features(self))
+                              named=has_named_features(self),
+                              hashing=hashing_of(self))
         if rows is None:
             return self._dense_scores(self._check_X(X))
         if isinstance(self.family_, LinearColumns) and not hasattr(self, "feature_transform_"):

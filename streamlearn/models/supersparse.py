@@ -77,6 +77,7 @@ from streamlearn.models.base import (
     encode_labels,
     has_column_names,
     has_named_features,
+    hashing_of,
     over_dask_blocks,
     record_categories,
     record_feature_names,
@@ -584,7 +585,8 @@ class _SuperSparse(StreamEstimator):
         shape (n,) with one output, (n, K) with one per class."""
         self._check_fitted()
         values = sparse_rows_of(X, self.n_features_in_, type(self).__name__,
-                              named=has_named_features(self))
+                              named=has_named_features(self),
+                              hashing=hashing_of(self))
         return self._decision_rows(self._check_X(X) if values is None else values)
 
     def _decision_rows(self, values: np.ndarray | SparseRows) -> np.ndarray:

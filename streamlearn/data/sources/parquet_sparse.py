@@ -237,6 +237,82 @@ def _category_entries(array: pa.Array, prefix: bytes) -> tuple[np.ndarray, np.nd
     return rows, _hash_text(array, prefix)[rows]
 
 
+def _hash_columns(n_rows: int, columns: Sequence[tuple[str, str, pa.Array]],
+                  name_hash: dict[str, int], n_features: int, where: str) -> SparseRows:
+    """Rows of hashed entries from ``(name, kind, array)`` columns (see
+    :class:`ParquetSparseSource`); ``name_hash``: the hashes of the numeric columns' names."""
+    rows: list[np.ndarray] = []
+    hashes: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    for name, kind, array in columns:
+        prefix = f"{name}=".encode()
+        if kind == NUMERIC:
+            v = pc.fill_null(pc.cast(array, pa.float64(), safe=False), 0.0)
+            v = np.asarray(v.to_numpy(zero_copy_only=False), dtype=np.float64)
+            r = np.flatnonzero(v != 0)  # NaN stays, for the dataset's nan_policy
+            rows.append(r)
+            hashes.append(np.full(r.shape[0], name_hash[name], dtype=np.uint32))
+            vals.append(v[r])
+            continue
+        if kind == STRING:
+            r, h = _category_entries(array, prefix)
+        else:
+            if not _is_list(array.type):  # pragma: no cover - checked when opened
+                raise SchemaError(f"column {name!r} of {where} is {array.type}, not a list")
+            parents = pc.list_parent_indices(array).to_numpy(zero_copy_only=False)
+            r, h = _category_entries(pc.list_flatten(array), prefix)
+            r = parents[r]
+        rows.append(np.asarray(r, dtype=np.int64))
+        hashes.append(h)
+        vals.append(np.ones(r.shape[0], dtype=np.float64))
+    indptr, idx, v32 = hashed_rows(
+        n_rows,
+        np.concatenate(rows).astype(np.int64, copy=False),
+        np.concatenate(hashes).astype(np.uint32, copy=False),
+        np.concatenate(vals),
+        n_features,
+    )
+    return SparseRows(indptr, idx, v32, n_features)
+
+
+def hash_table(table: pa.Table, hash_features: int, columns: Sequence[str],
+               where: str = "X") -> SparseRows:
+    """Hash the named columns of an in-memory table as :class:`ParquetSparseSource` hashes
+    those of a parquet file (its other columns are left out): the rows a model trained on
+    hashed parquet columns reads, from a table of the same columns.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    hash_features : int
+        Number of hashed columns (a power of two).
+    columns : sequence of str
+        The columns to hash (a model's ``hashed_columns_``).
+    where : str
+        What the table is, for messages.
+
+    Returns
+    -------
+    SparseRows
+        ``hash_features`` columns; a NaN value of a numeric column stays NaN.
+
+    Raises
+    ------
+    SchemaError
+        A column is missing, or of a type that is not hashed.
+    """
+    hash_features = check_hash_features(hash_features)
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise SchemaError(f"{where} lacks the column(s) {missing} hashed in fit (the model's "
+                          f"hashed_columns_ {list(columns)}); its columns are "
+                          f"{table.column_names}")
+    kinds = [(c, _hashed_kind(c, table.schema.field(c).type, where)) for c in columns]
+    return _hash_columns(
+        table.num_rows, [(c, kind, _array(table.column(c))) for c, kind in kinds],
+        {c: _hash_name(c) for c, kind in kinds if kind == NUMERIC}, hash_features, where)
+
+
 # --------------------------------------------------------------------------- source
 class ParquetSparseSource:
     """Sparse rows from a parquet file or a directory tree of them (hive partitions too).
@@ -683,42 +759,10 @@ class ParquetSparseSource:
         return SparseRows(indptr, idx, vals, self.n_features)
 
     def _hashed_rows(self, i: int, table: pa.Table, keys: dict[str, Any]) -> SparseRows:
-        n = self.pieces[i].n_rows
-        rows: list[np.ndarray] = []
-        hashes: list[np.ndarray] = []
-        vals: list[np.ndarray] = []
-        for name, kind in self._features:
-            array = self._column(i, table, keys, name)
-            prefix = f"{name}=".encode()
-            if kind == NUMERIC:
-                v = pc.fill_null(pc.cast(array, pa.float64(), safe=False), 0.0)
-                v = np.asarray(v.to_numpy(zero_copy_only=False), dtype=np.float64)
-                r = np.flatnonzero(v != 0)  # NaN stays, for the dataset's nan_policy
-                rows.append(r)
-                hashes.append(np.full(r.shape[0], self._name_hash[name], dtype=np.uint32))
-                vals.append(v[r])
-                continue
-            if kind == STRING:
-                r, h = _category_entries(array, prefix)
-            else:
-                if not _is_list(array.type):  # pragma: no cover - checked when opened
-                    raise SchemaError(
-                        f"column {name!r} of {self.pieces[i].label} is {array.type}, not a list"
-                    )
-                parents = pc.list_parent_indices(array).to_numpy(zero_copy_only=False)
-                r, h = _category_entries(pc.list_flatten(array), prefix)
-                r = parents[r]
-            rows.append(np.asarray(r, dtype=np.int64))
-            hashes.append(h)
-            vals.append(np.ones(r.shape[0], dtype=np.float64))
-        indptr, idx, v32 = hashed_rows(
-            n,
-            np.concatenate(rows).astype(np.int64, copy=False),
-            np.concatenate(hashes).astype(np.uint32, copy=False),
-            np.concatenate(vals),
-            self.n_features,
-        )
-        return SparseRows(indptr, idx, v32, self.n_features)
+        columns = [(name, kind, self._column(i, table, keys, name))
+                   for name, kind in self._features]
+        return _hash_columns(self.pieces[i].n_rows, columns, self._name_hash, self.n_features,
+                             self.pieces[i].label)
 
     def _check_columns(self, target: str | None, weight: str | None) -> None:
         for role, asked, own in (("target", target, self.target), ("weight", weight, self.weight)):
