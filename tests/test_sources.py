@@ -628,3 +628,66 @@ def test_a_dask_target_of_unknown_chunk_sizes_says_what_to_do() -> None:
         open_dataset(da.from_array(X, chunks=(10, 2)), target=y)
     ds = open_dataset(da.from_array(X, chunks=(10, 2)), target=y.compute_chunk_sizes())
     assert ds.n_rows == 40
+
+
+def _labelled_with_gaps(tmp_path: Path, container: str) -> tuple[object, pd.DataFrame]:
+    """A table whose text label misses on some rows, as ``container``, and the frame."""
+    rng = np.random.default_rng(3)
+    n = 200
+    label = pd.Series(rng.choice(["cat", "dog", "eel"], n), dtype="string")
+    label[[0, 17, 18, 120, 199]] = pd.NA
+    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "label": label})
+    if container.endswith("categorical"):
+        frame["label"] = frame["label"].astype("category")
+    if container.startswith("pandas"):
+        return frame, frame
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if container.startswith("arrow"):
+        return table, frame
+    path = tmp_path / "gaps.parquet"
+    pq.write_table(table, path, row_group_size=64)
+    return str(path), frame
+
+
+CONTAINERS = ["pandas string", "pandas categorical", "arrow string", "arrow categorical",
+              "parquet string", "parquet categorical"]
+
+
+@pytest.mark.parametrize("container", CONTAINERS)
+def test_missing_text_labels_by_column_name_follow_nan_policy(tmp_path: Path,
+                                                              container: str) -> None:
+    """A text or categorical target named by column drops its missing labels' rows under
+    nan_policy='drop' (as the same labels given as ``y`` are) and is refused, naming the
+    column, otherwise."""
+    source, frame = _labelled_with_gaps(tmp_path, container)
+    kept = np.flatnonzero(frame["label"].notna().to_numpy())
+    ds = open_dataset(source, target="label", nan_policy="drop", chunk_rows=50)
+    assert ds.n_rows == ds.schema.n_rows == len(frame)  # the dropped rows counted, as stored
+    np.testing.assert_array_equal(ds.class_labels(), ["cat", "dog", "eel"])
+    chunks = list(ds.chunks())
+    np.testing.assert_array_equal(np.concatenate([c.rows for c in chunks]), kept)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]),
+                                  frame[["a", "b"]].to_numpy(np.float32)[kept])
+    labels = ds.class_labels()[np.concatenate([c.y for c in chunks])]
+    np.testing.assert_array_equal(labels, frame["label"].to_numpy(object)[kept])
+    with pytest.raises(DataError, match=r"target column 'label' is missing \(null\) at row 0 "
+                                        r".*nan_policy='drop'"):
+        list(open_dataset(source, target="label").chunks())
+
+
+@pytest.mark.parametrize("container", ["pandas categorical", "parquet string"])
+def test_fit_by_column_name_drops_rows_of_missing_text_labels(tmp_path: Path,
+                                                              container: str) -> None:
+    """fit(table, "label", nan_policy="drop") learns what fit on the labelled rows does."""
+    from streamlearn.models import ShareBoostClassifier
+
+    source, frame = _labelled_with_gaps(tmp_path, container)
+    labelled = frame[frame["label"].notna()].reset_index(drop=True)
+    model = ShareBoostClassifier(random_state=0).fit(source, "label", nan_policy="drop")
+    reference = ShareBoostClassifier(random_state=0).fit(
+        labelled[["a", "b"]], labelled["label"].astype(object))
+    np.testing.assert_array_equal(model.classes_, ["cat", "dog", "eel"])
+    np.testing.assert_allclose(model.decision_function(frame[["a", "b"]]),
+                               reference.decision_function(frame[["a", "b"]]), rtol=1e-5)
+    with pytest.raises(DataError, match="target column 'label' is missing"):
+        ShareBoostClassifier().fit(source, "label")

@@ -39,6 +39,7 @@ from streamlearn.data.validation import (
     fill_nonfinite,
     finite_rows,
     first_nonfinite,
+    missing_labels,
     nonfinite_value,
 )
 from streamlearn.errors import DataError, LabelError, SchemaError
@@ -632,7 +633,11 @@ class Dataset:
         assert self.target is not None
         found: np.ndarray | None = None
         for i in range(len(self.source.pieces)):
-            values = np.unique(self.source.read_target(i, self.target))
+            values = self.source.read_target(i, self.target)
+            missing = missing_labels(values)
+            if missing is not None and values.dtype.kind == "O":
+                values = values[~missing]  # no class: dropped or refused as rows are read
+            values = np.unique(values)
             if self.nan_policy == "drop" and values.dtype.kind == "f":
                 values = values[np.isfinite(values)]  # rows the chunks drop
             found = values if found is None else np.union1d(found, values)
@@ -673,9 +678,10 @@ class Dataset:
                     if w is not None:
                         kept &= np.isfinite(w)
                         weights += int(np.sum(~np.isfinite(w)))
-                if y is not None and y.dtype.kind == "f":
-                    kept &= np.isfinite(y)
-                    targets += int(np.sum(~np.isfinite(y)))
+                lost = None if y is None else missing_labels(y)
+                if lost is not None:
+                    kept &= ~lost
+                    targets += int(np.sum(lost))
                 if kept.any():
                     return
         finally:
@@ -961,8 +967,9 @@ class Dataset:
             mask = finite_rows(X)
             if w is not None:
                 mask &= np.isfinite(w)
-            if y_raw is not None and y_raw.dtype.kind == "f":
-                mask &= np.isfinite(y_raw)
+            missing = None if y_raw is None else missing_labels(y_raw)
+            if missing is not None:
+                mask &= ~missing
             if not mask.all():
                 keep = np.flatnonzero(mask)
             else:
@@ -1049,8 +1056,10 @@ class Dataset:
                     f"{self.locate(a + r)} (dataset row {a + r}); pass "
                     f"{NAN_POLICY_HINT}")
         for values in (y_raw, w):  # a missing target or weight drops its row, as dense
-            if self.nan_policy == "drop" and values is not None and values.dtype.kind == "f":
-                finite = np.isfinite(values)
+            missing = (None if self.nan_policy != "drop" or values is None
+                       else missing_labels(values))
+            if missing is not None:
+                finite = ~missing
                 if not finite.all():
                     keep = np.flatnonzero(finite) if keep is None else keep[finite[keep]]
         if keep is not None:
@@ -1093,6 +1102,15 @@ class Dataset:
 
     def _encode(self, y: np.ndarray, a: int, index: np.ndarray | None,
                 classes: np.ndarray | None) -> np.ndarray:
+        if y.dtype.kind == "O":
+            bad = np.flatnonzero(missing_labels(y))
+            if bad.size:
+                row = self._row(a, index, int(bad[0]))
+                raise DataError(
+                    f"target column {self.target!r} is missing (null) at {self.locate(row)}; "
+                    "pass nan_policy='drop' (to open_dataset, fit or the command's "
+                    "--nan-policy) to skip such rows"
+                )
         if y.dtype.kind == "f":
             bad = np.flatnonzero(~np.isfinite(y))
             if bad.size:

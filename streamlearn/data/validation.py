@@ -15,6 +15,27 @@ NanPolicy = Literal["raise", "drop"] | float
 FINITE_CHECK_BLOCK = 1 << 18
 
 
+def missing_labels(y: np.ndarray) -> np.ndarray | None:
+    """Which targets are missing, or None when none can be: NaN or infinite in a float
+    target, None in an object one (a text or categorical label left out, which sources
+    give as None for the dataset's ``nan_policy``).
+
+    Parameters
+    ----------
+    y : ndarray
+        Targets as a source reads them.
+
+    Returns
+    -------
+    ndarray of bool or None
+    """
+    if y.dtype.kind == "f":
+        return ~np.isfinite(y)
+    if y.dtype.kind == "O":
+        return np.fromiter((v is None for v in y), dtype=bool, count=y.shape[0])
+    return None
+
+
 def first_nonfinite(X: np.ndarray) -> int:
     """Flat index (C order) of the first NaN or infinite entry of ``X``, or -1.
 

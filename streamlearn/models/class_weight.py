@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from streamlearn.data import Dataset
+from streamlearn.data.validation import missing_labels
 from streamlearn.errors import LabelError
 
 #: The ``_parameter_constraints`` entry of ``class_weight``.
@@ -82,6 +83,13 @@ def class_factors(class_weight: Mapping[Any, float] | str | None, classes: np.nd
     return factors
 
 
+def _present(labels: np.ndarray) -> np.ndarray | slice:
+    """The labels that are not missing text labels (None, which cannot be ordered among
+    strings, and counts for no class: reading the rows drops or refuses it)."""
+    missing = missing_labels(labels) if labels.dtype.kind == "O" else None
+    return slice(None) if missing is None else ~missing
+
+
 def class_counts(dataset: Dataset) -> np.ndarray:
     """Rows of each class of ``dataset`` (in the order of its ``classes``), or with a weight
     column their summed weights (float64), by one scan of its target and weight columns
@@ -95,6 +103,8 @@ def class_counts(dataset: Dataset) -> np.ndarray:
     counts = np.zeros(len(classes), dtype=np.float64)
     for i in range(len(dataset.source.pieces)):
         labels = np.asarray(dataset.source.read_target(i, dataset.target))
+        present = _present(labels)
+        labels = labels[present]
         found = np.searchsorted(classes, labels)
         inside = found < len(classes)
         inside[inside] &= classes[found[inside]] == labels[inside]
@@ -102,7 +112,7 @@ def class_counts(dataset: Dataset) -> np.ndarray:
             weight = np.ones(inside.sum())
         else:
             w = np.asarray(dataset.source.read_target(i, dataset.weight), dtype=np.float64)
-            weight = np.where(np.isfinite(w) & (w > 0), w, 0.0)[inside]
+            weight = np.where(np.isfinite(w) & (w > 0), w, 0.0)[present][inside]
         counts += np.bincount(found[inside], weights=weight, minlength=len(classes))
     factors = dataset.class_factors
     return counts if factors is None else counts * np.asarray(factors, dtype=np.float64)
@@ -132,13 +142,15 @@ def weighted_rows(dataset: Dataset) -> int:
     rows = 0
     for i in range(len(dataset.source.pieces)):
         labels = np.asarray(dataset.source.read_target(i, dataset.target))
+        present = _present(labels)
+        labels = labels[present]
         found = np.searchsorted(classes, labels)
         inside = found < len(classes)
         inside[inside] &= classes[found[inside]] == labels[inside]
         weight = factors[found[inside]]
         if dataset.weight is not None:
             w = np.asarray(dataset.source.read_target(i, dataset.weight), dtype=np.float64)
-            weight = weight * np.where(np.isfinite(w) & (w > 0), w, 0.0)[inside]
+            weight = weight * np.where(np.isfinite(w) & (w > 0), w, 0.0)[present][inside]
         rows += int(np.count_nonzero(weight > 0))
     return rows
 

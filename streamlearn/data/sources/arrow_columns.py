@@ -95,10 +95,12 @@ def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) 
 
     Nulls in a floating-point, integer or boolean target become NaN (the column then
     float64), handled by the dataset's ``nan_policy`` as a NaN label is; the dataset gives
-    an integer or boolean target's classes their type back. In any other target, and in an
-    integer one with values beyond 2**53 (which float64 rounds), nulls are an error, since
-    no label can stand in for them. A decimal target (a database's ``NUMERIC`` labels or
-    values) is a number column: read as float64, as a float target is.
+    an integer or boolean target's classes their type back. A null text or categorical
+    label is None (an object array), which the dataset drops under ``nan_policy="drop"``
+    and refuses otherwise. In an integer target with values beyond 2**53 (which float64
+    rounds) nulls are an error, since no label can stand in for them. A decimal target (a
+    database's ``NUMERIC`` labels or values) is a number column: read as float64, as a
+    float target is.
     """
     if pa.types.is_decimal(column.type):
         column = pc.cast(column, pa.float64())
@@ -111,15 +113,17 @@ def target_array(column: pa.ChunkedArray, name: str, where: str, file_row: int) 
         or (pa.types.is_integer(column.type) and exact_in_float64(column))
     ):
         return pc.fill_null(pc.cast(column, pa.float64()), float("nan")).to_numpy()
+    if pa.types.is_dictionary(column.type):
+        column = pa.chunked_array(
+            [c.dictionary_decode() for c in column.chunks], type=column.type.value_type
+        )
+    if column.null_count and not pa.types.is_integer(column.type):
+        return column.to_numpy()  # an object array, None where null
     if column.null_count:
         first = pc.index(pc.is_null(column), True).as_py()
         raise DataError(
             f"target column {name!r} is null at row {file_row + first} of {where}; "
             "labels cannot be missing: remove those rows from the data"
-        )
-    if pa.types.is_dictionary(column.type):
-        column = pa.chunked_array(
-            [c.dictionary_decode() for c in column.chunks], type=column.type.value_type
         )
     return column.to_numpy()
 

@@ -273,7 +273,9 @@ def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np
     labels decoded to their values, Arrow-backed decimals as float64. A missing float,
     integer or boolean value is NaN (the
     column then float64, as :func:`~streamlearn.data.sources.arrow_columns.target_array`
-    gives it), any other missing label an error."""
+    gives it). A missing text or categorical label is None (an object array), which the
+    dataset drops under ``nan_policy="drop"`` and refuses otherwise; a missing value of an
+    integer target beyond 2**53 (which float64 would round) is an error."""
     dtype = series.dtype
     arrow = getattr(dtype, "pyarrow_dtype", None)
     if pd.api.types.is_float_dtype(dtype) or (arrow is not None and pa.types.is_decimal(arrow)):
@@ -282,6 +284,10 @@ def pandas_target(series: pd.Series, name: str, where: str, file_row: int) -> np
     if missing.any() and (pd.api.types.is_bool_dtype(dtype) or (
             pd.api.types.is_integer_dtype(dtype) and _within_float64(series))):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if missing.any() and not pd.api.types.is_integer_dtype(dtype):
+        if isinstance(dtype, pd.CategoricalDtype):
+            series = series.astype(dtype.categories.dtype)
+        return series.astype(object).where(~missing, None).to_numpy(dtype=object)
     if missing.any():
         first = int(np.flatnonzero(missing.to_numpy())[0])
         raise DataError(
