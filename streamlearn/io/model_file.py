@@ -218,8 +218,10 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
         raise ModelFileError(f"{path} holds a {name}, not a {expected.__name__}")
     metadata = header.get("metadata", {})
     try:
-        model = cls(**{k: decode(v, arrays, error=ModelFileError)
-                       for k, v in metadata.get("params", {}).items()})
+        # a parameter the file predates takes the value its model was trained with
+        model = cls(**{**getattr(cls, "_params_before", {}),
+                       **{k: decode(v, arrays, error=ModelFileError)
+                          for k, v in metadata.get("params", {}).items()}})
         learned = {name: decode(value, arrays, error=ModelFileError)
                    for name, value in metadata["learned"].items()}
     except (TypeError, KeyError, AttributeError) as exc:

@@ -66,6 +66,7 @@ from streamlearn.solvers.mixture.driver import (
 from streamlearn.solvers.mixture.kernels import mixture_log_odds, mixture_log_odds_chunk
 from streamlearn.solvers.mixture.passes import (
     EXPERT_SWEEPS,
+    LOSSES,
     STEP_DECAY,
     STEP_OFFSET,
     ClusterCountPass,
@@ -81,6 +82,7 @@ from streamlearn.solvers.mixture.passes import (
     MixtureParams,
     StochasticEpochPass,
     StochasticState,
+    is_squared,
     mixing_weights,
     penalised_loglik,
 )
@@ -213,6 +215,17 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``3 epochs`` passes, else ``ConvergenceWarning``): EM stops on the held-out loss,
         short of the linear SVM's optimum. The guard runs when at least 200 rows are
         expected in the held-out share; None trains on every row with no guard.
+    loss : {"auto", "hinge", "squared_hinge"}
+        The experts' loss, in their M-step (eq. 15) and in the likelihoods of eq. 10 and
+        21 (``P(y | x, w) = exp(-loss(y w . x))``): the paper's hinge ``max(0, 1 - m)``
+        or the squared hinge ``max(0, 1 - m)^2`` (dual coordinate descent with the
+        diagonal ``1 / (2 C s_i q_ij)`` and no upper bound, as liblinear's L2-loss SVM).
+        ``"auto"``: the squared hinge with more than two classes, the hinge with two
+        (:func:`~streamlearn.solvers.mixture.driver.resolve_loss`). One-vs-rest, the
+        hinge's best expert for a class no hyperplane cuts off, such as a middle class of
+        ordered labels, is the constant ``w = 0, b = -1``, whose mixtures then tie; the
+        squared hinge tilts them. ``loss_`` holds the loss used; a model file from before
+        this parameter loads with the hinge.
     spread_tails : bool
         Map crowded features of dense rows before they are standardised, by the rule of
         ``AdditiveSVC``'s (:class:`~streamlearn.features.tail_transform.TailTransform`:
@@ -259,6 +272,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Prior of eq. 20 used (``nu="auto"`` resolved).
     C_ : float
         Experts' penalty used (``C="auto"`` resolved).
+    loss_ : {"hinge", "squared_hinge"}
+        The experts' loss used (``loss="auto"`` resolved).
     validation_ : dict or None
         The guard's outcome: ``held_out_weight``, ``mixture_error``, ``linear_error``
         (weighted held-out error rates) and ``kept`` (``"mixture"`` or ``"linear"``; after
@@ -328,6 +343,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "bias_scale": [Interval(Real, 0, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "spread_tails": ["boolean"],
+        "loss": [StrOptions({"auto", *LOSSES})],
         "class_weight": CLASS_WEIGHT_CONSTRAINT,
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -339,6 +355,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     _accepts_sparse: ClassVar[bool] = True
     _category_indicators: ClassVar[bool] = True
     _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "expert_coef_"}
+    #: Hyper-parameters a model file written before they existed was trained with.
+    _params_before: ClassVar[dict[str, Any]] = {"loss": "hinge"}
     #: ``partial_fit`` initialises from its first call's rows and starts each call's dual
     #: variables at zero, so a lane of ``StreamSearchCV`` does not train the model ``fit``
     #: would: the search judges its finalists by ``fit`` (``final_rung="auto"``).
@@ -356,6 +374,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         bias_scale: float = 1.0,
         validation_fraction: float | None = 0.1,
         spread_tails: bool = True,
+        loss: str = "auto",
         class_weight: dict[Any, float] | str | None = None,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
@@ -372,6 +391,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.bias_scale = bias_scale
         self.validation_fraction = validation_fraction
         self.spread_tails = spread_tails
+        self.loss = loss
         self.class_weight = class_weight
         self.chunk_rows = chunk_rows
         self.random_state = random_state
@@ -389,7 +409,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                              float(self.bias_scale),
                              None if self.validation_fraction is None
                              else float(self.validation_fraction),
-                             bool(self.spread_tails))
+                             bool(self.spread_tails), str(self.loss))
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -474,6 +494,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.classes_ = storable_classes(fitted.classes)
         self._keep("proba_scale_", fitted.proba_scale)
         self._keep("proba_rows_", fitted.proba_rows)
+        self.loss_ = fitted.loss
 
     def _fitted(self) -> MixtureFit:
         """The fitted attributes as the driver's state (for a model file without the
@@ -489,7 +510,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                           getattr(self, "validation_", None),
                           getattr(self, "feature_transform_", None),
                           getattr(self, "proba_scale_", None),
-                          getattr(self, "proba_rows_", None))
+                          getattr(self, "proba_rows_", None), self._fitted_loss())
+
+    def _fitted_loss(self) -> str:
+        """``loss_``, or on a model stored without it the paper's hinge."""
+        return str(getattr(self, "loss_", "hinge"))
 
     def _fitted_nu(self) -> float:
         """``nu_``, or on a model stored without it the value ``nu`` resolves to."""
@@ -680,12 +705,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                   scale: np.ndarray | None) -> np.ndarray:
         # every one-vs-rest mixture's log-odds, (n, m); dense rows standardised on the fly
         m = self.xi_.shape[0]
+        squared = is_squared(self._fitted_loss())
         f = np.empty((values.shape[0], m))
         for j in range(m):
             args = (self.centers_[j], self.expert_coef_[j], self.xi_[j], float(self.tau_),
                     float(self.bias_scale))
-            f[:, j] = (mixture_log_odds(values, *args) if isinstance(values, SparseRows)
-                       else mixture_log_odds_chunk(values, *args, shift, scale))
+            f[:, j] = (mixture_log_odds(values, *args, squared)
+                       if isinstance(values, SparseRows)
+                       else mixture_log_odds_chunk(values, *args, shift, scale, squared))
         return f
 
     @over_dask_blocks

@@ -7,9 +7,13 @@ the weight of a constant feature of value ``bias_scale`` (liblinear's regularise
 
 * gating (eq. 7): ``g_ij = exp(-tau ||x_i - v_j||^2) / sum_l exp(-tau ||x_i - v_l||^2)``
   over the active components;
-* expert (eq. 10): ``P(y_i | x_i, w_j) = exp(-max(0, 1 - y_i s_ij))``;
+* expert (eq. 10): ``P(y_i | x_i, w_j) = exp(-loss(y_i s_ij))``, the hinge
+  ``loss(m) = max(0, 1 - m)`` of the paper or the squared hinge ``max(0, 1 - m)^2`` (the
+  kernels' ``squared``; an expert's M-step minimises the same loss);
 * posteriors (eq. 11): ``q_ij ~ xi_j g_ij P(y_i | x_i, w_j)``, normalised over ``j``;
 * the row's log-likelihood (eq. 8): ``log sum_j xi_j g_ij P(y_i | x_i, w_j)``.
+
+The loss arguments default to the hinge (``squared=False``).
 
 Labels are float32 in {-1, +1}; sample weights ``s_i`` multiply every row's contribution.
 The dense products (``x_i . v_j``, ``s_ij``, ``R^T X``) are float32 matrix products
@@ -36,6 +40,14 @@ PG_EPS = 1e-12
 #: ``w_j`` by at most ``C s q ||x||``, while the step costs two passes over the row. With
 #: RBF gates most rows are this far from most centres (on 256-feature digits, 4 in 5).
 Q_FLOOR = 1e-6
+
+
+@njit(cache=True, nogil=True)
+def expert_loss(margin, squared):
+    """An expert's loss of a row of margin ``y s``: ``max(0, 1 - y s)``, squared when
+    ``squared``."""
+    m = max(0.0, 1.0 - margin)
+    return m * m if squared else m
 
 
 @dataclass(frozen=True)
@@ -162,7 +174,7 @@ def gate_log_chunk(x_sq, XV, v_sq, active, tau):
 
 
 @njit(cache=True, nogil=True)
-def posteriors_chunk(log_g, scores, y, xi):
+def posteriors_chunk(log_g, scores, y, xi, squared=False):
     """E-step (eq. 11): posteriors ``q_ij`` and the rows' log-likelihoods (eq. 8).
 
     Parameters
@@ -175,13 +187,15 @@ def posteriors_chunk(log_g, scores, y, xi):
         Labels in {-1, +1}.
     xi : ndarray of shape (k,), float64
         Mixing weights; components with ``xi_j = 0`` are left out.
+    squared : bool
+        The experts' loss is the squared hinge (else the hinge).
 
     Returns
     -------
     Q : ndarray of shape (n_rows, k), float64
         Posteriors, each row summing to 1 over the active components.
     loglik : ndarray of shape (n_rows,), float64
-        ``log sum_j xi_j g_ij exp(-max(0, 1 - y_i s_ij))``.
+        ``log sum_j xi_j g_ij exp(-loss(y_i s_ij))``.
     """
     n, k = log_g.shape
     Q = np.zeros((n, k))
@@ -193,7 +207,7 @@ def posteriors_chunk(log_g, scores, y, xi):
         yi = np.float64(y[i])
         top = -np.inf
         for j in range(k):
-            a[j] = log_xi[j] + log_g[i, j] - max(0.0, 1.0 - yi * scores[i, j])
+            a[j] = log_xi[j] + log_g[i, j] - expert_loss(yi * scores[i, j], squared)
             if xi[j] > 0.0:
                 top = max(top, a[j])
         _exp_below(a, top, work)
@@ -324,14 +338,16 @@ def _expert_dot(W, j, x, d):
 
 
 def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed,
-                     diagonal=None):
+                     diagonal=None, squared=False):
     """Weighted dual coordinate descent of every active expert over one chunk (eq. 15).
 
-    Expert ``j`` minimises ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge(y_i s_ij)``: row ``i`` has
-    the dual box ``0 <= alpha_ij <= C s_i q_ij``. A warm-started ``alpha_ij`` above its new
-    bound is first clipped to it (``w_j`` follows), then the usual coordinate step is taken
-    (Hsieh et al., ICML 2008; block-wise over chunks as in :func:`~streamlearn.solvers.dcd.
-    dcd_chunk`).
+    Expert ``j`` minimises ``1/2 ||w_j||^2 + C sum_i c_ij loss(y_i s_ij)``, ``c_ij =
+    s_i q_ij``. With the hinge, row ``i`` has the dual box ``0 <= alpha_ij <= C c_ij``: a
+    warm-started ``alpha_ij`` above its new bound is first clipped to it (``w_j``
+    follows). With the squared hinge (``squared``) there is no upper bound and the row's
+    diagonal gains ``D_ij = 1 / (2 C c_ij)``; a row with ``C c_ij = 0`` has its variable
+    set to 0. Then the usual coordinate step is taken (Hsieh et al., ICML 2008; block-wise
+    over chunks as in :func:`~streamlearn.solvers.dcd.dcd_chunk`).
 
     Parameters
     ----------
@@ -357,6 +373,8 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
     diagonal : ndarray of shape (n_rows,), float64, optional
         :func:`expert_diagonal` of the same rows and ``bias_scale``; computed when not
         given. The lanes of a pass share one chunk, hence one diagonal.
+    squared : bool
+        Squared hinge loss (else the hinge).
 
     Returns
     -------
@@ -368,9 +386,9 @@ def expert_dcd_chunk(X, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, 
     if isinstance(X, SparseRows):
         return _expert_dcd_rows(NO_DENSE, tuple(writeable(a) for a in X.kernel_args), y,
                                 weight, Q, C, alpha, W, active, bias_scale, n_inner, seed,
-                                diagonal)
+                                diagonal, bool(squared))
     return _expert_dcd_rows(writeable(X), None, y, weight, Q, C, alpha, W, active,
-                            bias_scale, n_inner, seed, diagonal)
+                            bias_scale, n_inner, seed, diagonal, bool(squared))
 
 
 def expert_diagonal(X, bias_scale):
@@ -413,7 +431,7 @@ def _diagonal_rows(X, csr, bias_scale):
 
 @njit(cache=True, nogil=True)
 def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_inner, seed,
-                     qd):
+                     qd, squared):
     # expert_dcd_chunk over the dense rows X (csr None) or the CSR rows csr = (indptr,
     # indices, values) (X a placeholder), with the diagonal qd (expert_diagonal). numba
     # prunes the branches on `csr is None` where csr is None, so a fit on dense rows
@@ -451,8 +469,11 @@ def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_in
             for j in range(k):
                 if not active[j]:
                     continue
-                upper = np.float64(np.float32(C * np.float64(weight[r]) * Q[r, j]))
+                c_rj = np.float64(np.float32(C * np.float64(weight[r]) * Q[r, j]))
                 a = np.float64(alpha[r, j])
+                # squared hinge: no upper bound (a row of c_rj = 0 clipped to 0 below)
+                upper = np.inf if squared and c_rj > 0.0 else c_rj
+                dj = 0.5 / c_rj if squared and c_rj > 0.0 else 0.0
                 if a > upper:  # the bound shrank since the last visit: clip first
                     delta = upper - a
                     alpha[r, j] = np.float32(upper)
@@ -472,13 +493,14 @@ def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_in
                     score = W[j, d] * bias_scale
                     for e in range(nx):
                         score += x[e] * W[j, cols[e]]
-                g = yr * score - 1.0
+                g = yr * score - 1.0 + dj * a
                 pg = projected_gradient(g, a, upper)
                 if sweep == 0:
                     pg_top = max(pg_top, abs(pg))
                 if abs(pg) <= PG_EPS:
                     continue
-                a_new = min(max(a - g / qd[r], 0.0), upper) if qd[r] > 0.0 else upper
+                curv = qd[r] + dj
+                a_new = min(max(a - g / curv, 0.0), upper) if curv > 0.0 else upper
                 delta = np.float64(np.float32(a_new)) - a
                 if delta == 0.0:
                     continue
@@ -494,11 +516,11 @@ def _expert_dcd_rows(X, csr, y, weight, Q, C, alpha, W, active, bias_scale, n_in
 
 
 @njit(cache=True, nogil=True)
-def mixture_likelihoods_chunk(log_g, scores, xi):
+def mixture_likelihoods_chunk(log_g, scores, xi, squared=False):
     """Mixture likelihoods of both labels, the two halves of the corrected eq. 21.
 
-    ``pos_i = sum_j xi_j g_ij exp(-max(0, 1 - s_ij))``,
-    ``neg_i = sum_j xi_j g_ij exp(-max(0, 1 + s_ij))``; the discriminant is
+    ``pos_i = sum_j xi_j g_ij exp(-loss(s_ij))``,
+    ``neg_i = sum_j xi_j g_ij exp(-loss(-s_ij))`` (:func:`expert_loss`); the discriminant is
     ``pos_i - neg_i`` and ``P(y = +1 | x_i) = pos_i / (pos_i + neg_i)``.
 
     Parameters
@@ -506,6 +528,8 @@ def mixture_likelihoods_chunk(log_g, scores, xi):
     log_g : ndarray of shape (n_rows, k), float64
     scores : ndarray of shape (n_rows, k), float64
     xi : ndarray of shape (k,), float64
+    squared : bool
+        Squared hinge loss (else the hinge).
 
     Returns
     -------
@@ -518,8 +542,8 @@ def mixture_likelihoods_chunk(log_g, scores, xi):
         for j in range(k):
             if xi[j] > 0.0:
                 m = xi[j] * np.exp(log_g[i, j])
-                pos[i] += m * np.exp(-max(0.0, 1.0 - scores[i, j]))
-                neg[i] += m * np.exp(-max(0.0, 1.0 + scores[i, j]))
+                pos[i] += m * np.exp(-expert_loss(scores[i, j], squared))
+                neg[i] += m * np.exp(-expert_loss(-scores[i, j], squared))
     return pos, neg
 
 
@@ -529,13 +553,14 @@ GATE_CUTOFF = 36.0
 
 
 @njit(cache=True, nogil=True)
-def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
+def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau, squared=False):
     """Both halves of the corrected eq. 21 in one sweep (prediction's fast path).
 
     Same result as :func:`gate_log_chunk` followed by :func:`mixture_likelihoods_chunk`,
     with two exponentials per component instead of four: ``exp(-max(0, 1 - s))`` and
-    ``exp(-max(0, 1 + s))`` share ``exp(s - 1)`` when ``|s| < 1``, and components whose
-    gate is below ``exp(-GATE_CUTOFF)`` times the row's largest one are skipped.
+    ``exp(-max(0, 1 + s))`` share ``exp(s - 1)`` when ``|s| < 1`` (the hinge), and
+    components whose gate is below ``exp(-GATE_CUTOFF)`` times the row's largest one are
+    skipped.
 
     Parameters
     ----------
@@ -546,6 +571,8 @@ def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
     xi : ndarray of shape (k,), float64
         Mixing weights; zeros are pruned components.
     tau : float
+    squared : bool
+        Squared hinge loss (else the hinge).
 
     Returns
     -------
@@ -576,7 +603,10 @@ def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
             total += g
             weight = xi[j] * g
             s = scores[i, j]
-            if s >= 1.0:
+            if squared:
+                p += weight * np.exp(-expert_loss(s, True))
+                m += weight * np.exp(-expert_loss(-s, True))
+            elif s >= 1.0:
                 p += weight
                 m += weight * np.exp(-1.0 - s)
             elif s <= -1.0:
@@ -592,16 +622,17 @@ def mixture_decision_chunk(x_sq, XV, v_sq, scores, xi, tau):
 
 
 def mixture_log_odds(X: np.ndarray | SparseRows, V: np.ndarray, W: np.ndarray,
-                     xi: np.ndarray, tau: float, bias_scale: float) -> np.ndarray:
+                     xi: np.ndarray, tau: float, bias_scale: float,
+                     squared: bool = False) -> np.ndarray:
     """:func:`mixture_log_odds_chunk` of dense rows, or of CSR rows by
     :func:`mixture_log_odds_csr`."""
     if isinstance(X, SparseRows):
-        return mixture_log_odds_csr(*X.kernel_args, V, W, xi, tau, bias_scale)
-    return mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale)
+        return mixture_log_odds_csr(*X.kernel_args, V, W, xi, tau, bias_scale, squared)
+    return mixture_log_odds_chunk(X, V, W, xi, tau, bias_scale, squared=squared)
 
 
 @njit(cache=True, nogil=True)
-def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale):
+def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale, squared=False):
     """:func:`mixture_log_odds_chunk` of CSR rows: ``||x - v_j||^2 = ||v_j||^2 +
     sum_e (x_e^2 - 2 x_e v_j,e)`` and ``s_j`` over each row's stored entries.
 
@@ -609,7 +640,7 @@ def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale):
     ----------
     indptr, indices, values : ndarray
         The rows in CSR form (int64, int32, float32).
-    V, W, xi, tau, bias_scale
+    V, W, xi, tau, bias_scale, squared
         As for :func:`mixture_log_odds_chunk`.
 
     Returns
@@ -640,7 +671,7 @@ def mixture_log_odds_csr(indptr, indices, values, V, W, xi, tau, bias_scale):
                 s[j] += x * W[j, f]
         for j in range(k):  # the entries' correction can round below 0
             sq[j] = max(sq[j], 0.0)
-        out[i] = _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg)
+        out[i] = _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg, squared)
     return out
 
 
@@ -654,7 +685,7 @@ def _log_weights(xi):
 
 
 @njit(cache=True, nogil=True)
-def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg):
+def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg, squared):
     # log pos - log neg of one row from its squared distances and expert scores
     # (a_pos, a_neg: scratch of length k; sq is overwritten, scratch as well)
     k = sq.shape[0]
@@ -662,8 +693,8 @@ def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg):
     top_neg = -np.inf
     for j in range(k):
         a = log_xi[j] - tau * sq[j]
-        a_pos[j] = a - max(0.0, 1.0 - s[j])
-        a_neg[j] = a - max(0.0, 1.0 + s[j])
+        a_pos[j] = a - expert_loss(s[j], squared)
+        a_neg[j] = a - expert_loss(-s[j], squared)
         if xi[j] > 0.0:
             top_pos = max(top_pos, a_pos[j])
             top_neg = max(top_neg, a_neg[j])
@@ -680,12 +711,13 @@ def _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg):
 
 def mixture_log_odds_chunk(X: np.ndarray, V: np.ndarray, W: np.ndarray, xi: np.ndarray,
                            tau: float, bias_scale: float, shift: np.ndarray | None = None,
-                           scale: np.ndarray | None = None) -> np.ndarray:
+                           scale: np.ndarray | None = None,
+                           squared: bool = False) -> np.ndarray:
     """Log-odds ``log pos_i - log neg_i`` of the two halves of the corrected eq. 21.
 
-    ``pos_i = sum_j xi_j g_ij exp(-max(0, 1 - s_ij))`` and
-    ``neg_i = sum_j xi_j g_ij exp(-max(0, 1 + s_ij))`` share the gates' normaliser, so the
-    log-odds is ``logsumexp_j(a_ij - max(0, 1 - s_ij)) - logsumexp_j(a_ij - max(0, 1 + s_ij))``
+    ``pos_i = sum_j xi_j g_ij exp(-loss(s_ij))`` and
+    ``neg_i = sum_j xi_j g_ij exp(-loss(-s_ij))`` share the gates' normaliser, so the
+    log-odds is ``logsumexp_j(a_ij - loss(s_ij)) - logsumexp_j(a_ij - loss(-s_ij))``
     with ``a_ij = log xi_j - tau ||x_i - v_j||^2``: finite for any scores, and
     ``P(y = +1 | x_i)`` is its logistic function. Every row is computed on its own in float64
     (no matrix product whose blocking depends on the number of rows), so a row's value does
@@ -706,6 +738,8 @@ def mixture_log_odds_chunk(X: np.ndarray, V: np.ndarray, W: np.ndarray, xi: np.n
         The rows are standardised on the fly, ``z = (x - shift) / scale``, one multiply-add
         per feature in double precision, so no standardised copy of them is made (none:
         ``X`` is taken as it is).
+    squared : bool
+        The experts' loss is the squared hinge (else the hinge, :func:`expert_loss`).
 
     Returns
     -------
@@ -714,11 +748,12 @@ def mixture_log_odds_chunk(X: np.ndarray, V: np.ndarray, W: np.ndarray, xi: np.n
     d = X.shape[1]
     inv = np.ones(d) if scale is None else 1.0 / np.asarray(scale, dtype=np.float64)
     offset = np.zeros(d) if shift is None else np.asarray(shift, dtype=np.float64) * inv
-    return _log_odds_dense(X, inv, offset, V, W, xi, float(tau), float(bias_scale))
+    return _log_odds_dense(X, inv, offset, V, W, xi, float(tau), float(bias_scale),
+                           bool(squared))
 
 
 @njit(cache=True, nogil=True)
-def _log_odds_dense(X, inv, offset, V, W, xi, tau, bias_scale):
+def _log_odds_dense(X, inv, offset, V, W, xi, tau, bias_scale, squared):
     # mixture_log_odds_chunk of the rows z = X * inv - offset
     n, d = X.shape
     k = V.shape[0]
@@ -742,5 +777,5 @@ def _log_odds_dense(X, inv, offset, V, W, xi, tau, bias_scale):
                 diff = x - Vt[f, j]
                 sq[j] += diff * diff
                 s[j] += x * Wt[f, j]
-        out[i] = _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg)
+        out[i] = _log_odds_row(sq, s, log_xi, xi, tau, a_pos, a_neg, squared)
     return out

@@ -65,6 +65,21 @@ STEP_DECAY = 0.6
 #: optimum (one component, 3,000 rows read five times: test accuracy 0.88 -> 0.80 -> 0.83).
 FOLDED_PG_TOL = 0.1
 FOLDED_MAX_ROUNDS = 10
+#: The experts' losses: the paper's hinge, or the squared hinge.
+LOSSES = ("hinge", "squared_hinge")
+
+
+def is_squared(loss: str) -> bool:
+    """Whether ``loss`` (one of :data:`LOSSES`) is the squared hinge."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    return loss == "squared_hinge"
+
+
+def expert_losses(margins: np.ndarray, squared: bool) -> np.ndarray:
+    """The experts' losses of margins ``y s`` (numpy form of the kernels' loss)."""
+    m = np.maximum(0.0, 1.0 - margins)
+    return m * m if squared else m
 
 
 # -- parameters of one binary mixture -------------------------------------------------------
@@ -117,10 +132,10 @@ def _log_gates(X: np.ndarray, p: MixtureParams, tau: float,
 
 
 def _posteriors(X: np.ndarray, y: np.ndarray, p: MixtureParams, tau: float,
-                bias_scale: float) -> tuple[np.ndarray, np.ndarray]:
+                bias_scale: float, squared: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """E-step (eq. 11) of a chunk: posteriors and the rows' log-likelihoods."""
     log_g, scores = _log_gates(X, p, tau, bias_scale)
-    return posteriors_chunk(log_g, scores, y, p.xi)
+    return posteriors_chunk(log_g, scores, y, p.xi, squared)
 
 
 def mixing_weights(mass: np.ndarray, nu: float, active: np.ndarray) -> np.ndarray:
@@ -171,14 +186,17 @@ class TemperaturePass:
     holdout : Holdout, optional
         Score the rows it holds out; None scores every row.
     n_classes : int
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, xi: np.ndarray, centers: np.ndarray, coef: np.ndarray, tau: float,
                  bias_scale: float, standardiser: Standardiser,
-                 holdout: Holdout | None, n_classes: int) -> None:
+                 holdout: Holdout | None, n_classes: int, loss: str = "hinge") -> None:
         self.xi, self.centers, self.coef = xi, centers, coef
+        self.squared = is_squared(loss)
         self.n_classes = int(n_classes)
         self.tau, self.bias_scale = float(tau), float(bias_scale)
         self.standardiser = standardiser
@@ -197,9 +215,9 @@ class TemperaturePass:
         f = np.empty((X.shape[0], self.xi.shape[0]))
         for j in range(self.xi.shape[0]):
             args = (self.centers[j], self.coef[j], self.xi[j], self.tau, self.bias_scale)
-            f[:, j] = (mixture_log_odds(X, *args) if isinstance(X, SparseRows)
+            f[:, j] = (mixture_log_odds(X, *args, self.squared) if isinstance(X, SparseRows)
                        else mixture_log_odds_chunk(X, *args, self.standardiser.shift,
-                                                   self.standardiser.scale))
+                                                   self.standardiser.scale, self.squared))
         return state.add(f, codes, weight)
 
     def merge(self, a: TemperatureSums, b: TemperatureSums) -> TemperatureSums:
@@ -310,7 +328,9 @@ class FoldedDuals:
     ``s_j`` in ``[0, 1]`` keeps it in its box, so ``s_j`` is one more coordinate of the
     dual of ``1/2 ||w_j||^2 + C sum s_i q_ij hinge`` over every row read so far, of
     linear term ``s_j A_j`` (:func:`fold_step`): the earlier rows' pull on an expert can
-    shrink when the call's rows disagree with it.
+    shrink when the call's rows disagree with it. With the squared hinge the folded block
+    also has a diagonal term ``s_j^2 sum_i alpha_ij^2 / (4 C s_i q_ij)``, which the stored
+    sums do not hold: the step leaves it out, and keeps ``s_j <= 1`` as for the hinge.
 
     Attributes
     ----------
@@ -454,6 +474,8 @@ class InitialExpertPass:
         Applied to every chunk's features first (none: the raw features).
     holdout : Holdout, optional
         Rows left out of training.
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
@@ -462,8 +484,9 @@ class InitialExpertPass:
                  positives: Sequence[int], C: float, bias_scale: float,
                  alphas: Sequence[ExampleState], seeds: Sequence[int],
                  initial: Sequence[np.ndarray], standardiser: Standardiser | None = None,
-                 holdout: Holdout | None = None) -> None:
+                 holdout: Holdout | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.centers = [np.ascontiguousarray(c, dtype=np.float64) for c in centers]
         self.trained = [np.asarray(t, dtype=bool) for t in trained]
         self.positives = [int(p) for p in positives]
@@ -506,7 +529,7 @@ class InitialExpertPass:
             expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w,
                              assigned[id(self.centers[m])], self.C, alpha, state.W[m],
                              self.trained[m], self.bias_scale, EXPERT_SWEEPS,
-                             _chunk_seed(self.seeds[m], chunk), diagonal)
+                             _chunk_seed(self.seeds[m], chunk), diagonal, self.squared)
             _write_share(alpha, before, self.share)
             lane_alpha.put(chunk, alpha)
             state.dual_change[m] += alpha.sum(axis=0, dtype=np.float64) - start
@@ -567,14 +590,17 @@ class EStepPass:
         Applied to every chunk's features first (none: the raw features).
     holdout : Holdout, optional
         Rows left out of the statistics.
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, params: Sequence[MixtureParams], positives: Sequence[int], tau: float,
                  bias_scale: float, standardiser: Standardiser | None = None,
-                 holdout: Holdout | None = None) -> None:
+                 holdout: Holdout | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.holdout = holdout
         self.params = list(params)
         self.positives = [int(p) for p in positives]
@@ -594,7 +620,7 @@ class EStepPass:
         X = chunk_features(chunk, self.standardiser)
         for lane, params, positive in zip(state, self.params, self.positives, strict=True):
             Q, loglik = _posteriors(X, _signs(chunk, positive), params, self.tau,
-                                    self.bias_scale)
+                                    self.bias_scale, self.squared)
             lane.mass += w @ Q
             lane.loglik += float(w @ loglik)
             lane.weight += float(w.sum())
@@ -633,14 +659,17 @@ class GatingPass:
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, posterior_params: MixtureParams, V: np.ndarray, positive: int,
                  tau: float, bias_scale: float,
-                 standardiser: Standardiser | None = None) -> None:
+                 standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.posterior_params = posterior_params
         self.V = np.asarray(V, dtype=np.float64)
         self.positive = int(positive)
@@ -655,7 +684,7 @@ class GatingPass:
         """Add the chunk's part (in place)."""
         X = chunk_features(chunk, self.standardiser)
         Q, _ = _posteriors(X, _signs(chunk, self.positive), self.posterior_params,
-                           self.tau, self.bias_scale)
+                           self.tau, self.bias_scale, self.squared)
         value, grad = gating_objective_chunk(X, _weights(chunk), Q, self.V,
                                              self.posterior_params.xi > 0, self.tau)
         state.value += value
@@ -690,10 +719,13 @@ class LinearSweepState:
     W : list of ndarray of shape (1, d + 1)
         Each lane's expert, updated chunk by chunk.
     loss : ndarray of shape (n_lanes,)
-        ``sum_i s_i hinge_i`` of each lane's expert as it was at the start of the pass.
+        ``sum_i s_i loss_i`` of each lane's expert as it was at the start of the pass.
     alpha_sum : ndarray of shape (n_lanes,)
         ``sum_i alpha_i`` of each lane's dual variables after the pass (each row's as its
         chunk left it).
+    quad : ndarray of shape (n_lanes,)
+        ``sum_i alpha_i^2 / (4 C s_i)`` of the same dual variables, the dual's diagonal
+        term of the squared hinge (0 for the hinge).
     rows : int
         Rows processed (the weight of this state when partial states are merged).
     share : float
@@ -706,13 +738,18 @@ class LinearSweepState:
     alpha_sum: np.ndarray
     rows: int = 0
     share: float = 1.0
+    quad: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.quad is None:
+            self.quad = np.zeros_like(self.alpha_sum)
 
 
 class LinearSweepPass:
     """Sequential pass: dual coordinate descent of one-component lanes (linear SVMs) over
     every row, which also sums what their duality gap needs.
 
-    Each chunk is first scored by the experts the pass started from (their primal hinge
+    Each chunk is first scored by the experts the pass started from (their primal
     losses), then swept. The dual variables' sum after the pass gives the dual objective
     of its end point, so the losses of pass ``e`` and the dual sum of pass ``e - 1`` belong
     to the same iterate (the experts are the image of the dual variables,
@@ -731,6 +768,8 @@ class LinearSweepPass:
         Each lane's expert at the start of the pass (not modified).
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
@@ -738,8 +777,9 @@ class LinearSweepPass:
     def __init__(self, positives: Sequence[int], C: float, bias_scale: float,
                  alphas: Sequence[ExampleState], seeds: Sequence[int],
                  initial: Sequence[np.ndarray],
-                 standardiser: Standardiser | None = None) -> None:
+                 standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.positives = [int(p) for p in positives]
         self.C = float(C)
         self.bias_scale = float(bias_scale)
@@ -763,8 +803,8 @@ class LinearSweepPass:
                                 np.zeros(self.n_lanes), share=self.share)
 
     def step(self, state: LinearSweepState, chunk: Chunk) -> LinearSweepState:
-        """Hinge losses of the initial experts on the chunk, then coordinate descent
-        sweeps over it, lane after lane (in place)."""
+        """Losses of the initial experts on the chunk, then coordinate descent sweeps over
+        it, lane after lane (in place)."""
         X, w = chunk_features(chunk, self.standardiser), _weights(chunk)
         w64 = w.astype(np.float64)
         diagonal = expert_diagonal(X, self.bias_scale)
@@ -774,15 +814,21 @@ class LinearSweepPass:
         def lane(m: int) -> None:
             y = _signs(chunk, self.positives[m])
             scores = _linear_scores(X, self.initial[m], self.bias_scale)
-            state.loss[m] += float(w64 @ np.maximum(0.0, 1.0 - y * scores))
+            state.loss[m] += float(w64 @ expert_losses(y * scores, self.squared))
             lane_alpha = _lane_alpha(self, m)
             alpha = lane_alpha.get(chunk)
             before = _read_before(alpha, self.share)
             expert_dcd_chunk(X, y, w, one, self.C, alpha, state.W[m], every, self.bias_scale,
-                             EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+                             EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal,
+                             self.squared)
             _write_share(alpha, before, self.share)
             lane_alpha.put(chunk, alpha)
             state.alpha_sum[m] += float(alpha.sum(dtype=np.float64))
+            if self.squared:
+                a = alpha[:, 0].astype(np.float64)
+                c = self.C * w64
+                state.quad[m] += float(np.sum(np.where(c > 0.0, a * a, 0.0)
+                                              / np.where(c > 0.0, 4.0 * c, 1.0)))
 
         _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
         state.rows += chunk.n_rows
@@ -793,7 +839,8 @@ class LinearSweepPass:
         added (a new state)."""
         return LinearSweepState([_changes(W, p, q, a.share, b.share)
                                  for W, p, q in zip(self.initial, a.W, b.W, strict=True)],
-                                a.loss + b.loss, a.alpha_sum + b.alpha_sum, a.rows + b.rows)
+                                a.loss + b.loss, a.alpha_sum + b.alpha_sum, a.rows + b.rows,
+                                quad=a.quad + b.quad)
 
     def finish(self, state: LinearSweepState) -> LinearSweepState:
         """The experts after the pass and its sums (a lane's own: its change times its
@@ -808,7 +855,7 @@ class LinearSweepPass:
 class ExpertPass:
     """Sequential pass: weighted dual coordinate descent of every active expert (eq. 15).
 
-    Row ``i`` weighs ``s_i q_ij`` in expert ``j``'s hinge losses, ``q`` from
+    Row ``i`` weighs ``s_i q_ij`` in expert ``j``'s losses, ``q`` from
     ``posterior_params``; the dual variables are warm-started from earlier passes.
 
     Parameters
@@ -823,14 +870,17 @@ class ExpertPass:
         Experts at the start of the pass, equal to the dual variables' image.
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, posterior_params: MixtureParams, positive: int, C: float, tau: float,
                  bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
-                 standardiser: Standardiser | None = None) -> None:
+                 standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.posterior_params = posterior_params
         self.positive = int(positive)
         self.C = float(C)
@@ -855,13 +905,14 @@ class ExpertPass:
         """Coordinate descent sweeps over the chunk (in place)."""
         X = chunk_features(chunk, self.standardiser)
         y = _signs(chunk, self.positive)
-        Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
+        Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale,
+                           self.squared)
         alpha = self.alpha.get(chunk)
         before = _read_before(alpha, self.share)
         start = alpha.sum(axis=0, dtype=np.float64)
         expert_dcd_chunk(X, y, _weights(chunk), Q, self.C, alpha, state.W,
                          self.posterior_params.xi > 0, self.bias_scale, EXPERT_SWEEPS,
-                         _chunk_seed(self.seed, chunk))
+                         _chunk_seed(self.seed, chunk), squared=self.squared)
         _write_share(alpha, before, self.share)
         self.alpha.put(chunk, alpha)
         state.dual_change += alpha.sum(axis=0, dtype=np.float64) - start
@@ -883,7 +934,7 @@ class ExpertPass:
 
 
 class ExpertObjectivePass:
-    """Reduction pass: each expert's weighted hinge losses (eq. 15) for two sets of experts.
+    """Reduction pass: each expert's weighted losses (eq. 15) for two sets of experts.
 
     Parameters
     ----------
@@ -894,14 +945,17 @@ class ExpertObjectivePass:
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, posterior_params: MixtureParams, W_a: np.ndarray, W_b: np.ndarray,
                  positive: int, tau: float, bias_scale: float,
-                 standardiser: Standardiser | None = None) -> None:
+                 standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.posterior_params = posterior_params
         self.W_a = W_a
         self.W_b = W_b
@@ -914,14 +968,15 @@ class ExpertObjectivePass:
         return np.zeros((2, self.W_a.shape[0]))
 
     def step(self, state: np.ndarray, chunk: Chunk) -> np.ndarray:
-        """Add the chunk's weighted hinge losses (in place)."""
+        """Add the chunk's weighted losses (in place)."""
         X = chunk_features(chunk, self.standardiser)
         y = _signs(chunk, self.positive)
-        Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale)
+        Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale,
+                           self.squared)
         wq = _weights(chunk).astype(np.float64)[:, None] * Q
         for row, W in enumerate((self.W_a, self.W_b)):
             scores = chunk_products(X, self.posterior_params.V, W, self.bias_scale).scores
-            state[row] += (wq * np.maximum(0.0, 1.0 - y[:, None] * scores)).sum(axis=0)
+            state[row] += (wq * expert_losses(y[:, None] * scores, self.squared)).sum(axis=0)
         return state
 
     def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1029,6 +1084,8 @@ class StochasticEpochPass:
         Lanes that make one classifier (one lane: the sign of its log-odds; several: the
         positive class of the lane with the largest log-odds, one against the rest), each
         scored on the held-out rows of every chunk before the chunk trains the lanes.
+    loss : {"hinge", "squared_hinge"}
+        The experts' loss.
 
     Notes
     -----
@@ -1044,8 +1101,9 @@ class StochasticEpochPass:
                  bias_scale: float, total_weight: float, alphas: Sequence[ExampleState],
                  seeds: Sequence[int], initial: Sequence[StochasticState],
                  standardiser: Standardiser | None = None, holdout: Holdout | None = None,
-                 groups: Sequence[Sequence[int]] | None = None) -> None:
+                 groups: Sequence[Sequence[int]] | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
+        self.squared = is_squared(loss)
         self.positives = [int(p) for p in positives]
         self.C = float(C)
         self.tau = float(tau)
@@ -1086,7 +1144,8 @@ class StochasticEpochPass:
         def lane(m: int) -> None:
             if Xh is not None and m in validated:  # held-out rows, the lane as found
                 p = state.lanes[m].params
-                log_odds[m] = mixture_log_odds(Xh, p.V, p.W, p.xi, self.tau, self.bias_scale)
+                log_odds[m] = mixture_log_odds(Xh, p.V, p.W, p.xi, self.tau, self.bias_scale,
+                                               self.squared)
             self._step_lane(m, state.lanes[m], X, w, chunk, diagonal)
 
         _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
@@ -1119,7 +1178,7 @@ class StochasticEpochPass:
         w64 = w.astype(np.float64)
         p = state.params
         log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
-        Q, loglik = posteriors_chunk(log_g, scores, y, p.xi)
+        Q, loglik = posteriors_chunk(log_g, scores, y, p.xi, self.squared)
         state.loglik += float(w64 @ loglik)
         state.weight += float(w64.sum())
         rho = (state.t + STEP_OFFSET) ** -STEP_DECAY
@@ -1131,7 +1190,7 @@ class StochasticEpochPass:
         p.xi = mixing_weights(self.total_weight * state.resp, self.nu, active)
         if not np.array_equal(p.xi > 0, active):  # a component vanished: posteriors without it
             log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
-            Q, _ = posteriors_chunk(log_g, scores, y, p.xi)
+            Q, _ = posteriors_chunk(log_g, scores, y, p.xi, self.squared)
             active = p.xi > 0
         if p.V.shape[0] > 1:
             # centres: one step on the chunk's part of eq. 13 (from the E-step's gates),
@@ -1148,13 +1207,15 @@ class StochasticEpochPass:
         start = alpha.sum(axis=0, dtype=np.float64)
         if state.fold is None:
             expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active, self.bias_scale,
-                             EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal)
+                             EXPERT_SWEEPS, _chunk_seed(self.seeds[m], chunk), diagonal,
+                             self.squared)
         else:  # the folded block's scales between rounds of sweeps, to a tolerance
             for r in range(FOLDED_MAX_ROUNDS):
                 fold_step(state.fold, p.W, active)
                 top = expert_dcd_chunk(X, y, w, Q, self.C, alpha, p.W, active,
                                        self.bias_scale, EXPERT_SWEEPS,
-                                       _chunk_seed(self.seeds[m] + 7 * r, chunk), diagonal)
+                                       _chunk_seed(self.seeds[m] + 7 * r, chunk), diagonal,
+                                       self.squared)
                 if top <= FOLDED_PG_TOL:
                     break
             fold_step(state.fold, p.W, active)
