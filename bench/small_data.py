@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -225,12 +226,19 @@ def main() -> None:
     parser.add_argument("--models", default=None,
                         help="comma-separated model names to run (default: all)")
     parser.add_argument("--datasets", default=None,
-                        help="comma-separated set names to run (default: all)")
+                        help="comma-separated set names to run (default: all); a comma "
+                             "followed by a space belongs to a name, as in "
+                             "'4 classes, 20 features'")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args()
     seeds = QUICK_SEEDS if args.quick else args.seeds
     wanted = None if args.models is None else set(args.models.split(","))
-    chosen = None if args.datasets is None else set(args.datasets.split(","))
+    chosen = None if args.datasets is None else set(re.split(r",(?!\s)", args.datasets))
+    if chosen is not None:
+        known = set(classification_sets()) | set(regression_sets())
+        unknown = sorted(chosen - known)
+        if unknown:
+            parser.error(f"unknown set(s) {unknown}; the sets are {sorted(known)}")
     started = time.perf_counter()
     rows = []
     for task, sets, models in (("classification", classification_sets(), classifiers()),
