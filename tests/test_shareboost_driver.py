@@ -139,3 +139,84 @@ def test_preconditioned_corrective_step_reaches_the_numpy_minimiser_in_fewer_pas
         theta = np.concatenate([step.coef[:, :, 0].ravel(), step.intercept])
         np.testing.assert_allclose(theta, ref.x, atol=1e-4)
     assert scaled.n_eval < plain.n_eval
+
+
+def _anchor_family(rng: np.random.Generator, X: np.ndarray, n_centres: int,
+                   n_radii: int):
+    from streamlearn.features.anchors import AnchorPieces
+    from streamlearn.solvers.shareboost.columns import AnchorColumns
+
+    centres = X[rng.choice(X.shape[0], n_centres, replace=False)]
+    radii = np.sort(rng.uniform(0.5, 3.0, size=(n_centres, n_radii)), axis=1)
+    scale = 1.0 / np.abs(X).max(axis=0).astype(np.float64)
+    return AnchorColumns(AnchorPieces(centres, radii, scale))
+
+
+def test_interval_moments_are_the_mean_squares_of_the_interval_columns() -> None:
+    from streamlearn.solvers.shareboost.columns import LinearColumns, StumpColumns
+    from streamlearn.solvers.shareboost.driver import interval_moments
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, size=400)
+    # anchors: balls of centre 0 at radii 2 and 0, of centre 2 at 1, of centre 0 at 3
+    family = _anchor_family(rng, X, 3, 4)
+    selected = np.array([2, 0, 9, 3])
+    centres, radii = family.pieces.centres, family.pieces.radii
+    dist = np.sqrt(((X[:, None, :].astype(np.float64) - centres[None]) ** 2).sum(axis=2))
+    inside = {int(s): dist[:, s // 4] < radii[s // 4, s % 4] for s in selected}
+    smaller = {2: 0, 0: None, 9: None, 3: 2}
+    a = np.column_stack([X * family.pieces.scale, np.ones(400)])
+    expected = np.zeros((4, 4))
+    for t, s in enumerate(selected):
+        u = inside[s] & ~(inside[smaller[s]] if smaller[s] is not None else False)
+        expected[t] = (w * u) @ (a * a) / w.sum()
+    got = interval_moments(family, selected, X, w)
+    np.testing.assert_allclose(got, np.maximum(expected, 1 / 400), rtol=1e-5)
+    # stumps 1[x_f <= theta]: feature 1 at thresholds 0.5 and -0.5, a threshold below
+    # every row (an empty interval counts as one row), feature 0 at 0
+    thresholds = np.array([[0.0, 1.0], [-0.5, 0.5], [-9.0, 9.0]], dtype=np.float32)
+    stumps = StumpColumns(thresholds)
+    got = interval_moments(stumps, np.array([3, 2, 0, 4]), X, w)
+    intervals = np.column_stack([(X[:, 1] > -0.5) & (X[:, 1] <= 0.5), X[:, 1] <= -0.5,
+                                 X[:, 0] <= 0.0, X[:, 2] <= -9.0])
+    np.testing.assert_allclose(got[:, 0], np.maximum(w @ intervals / w.sum(), 1 / 400),
+                               rtol=1e-6)
+    assert got[3, 0] == 1 / 400
+    assert interval_moments(LinearColumns(np.ones(3)), np.array([0, 1]), X, w) is None
+
+
+def test_preconditioned_nested_step_reaches_the_numpy_minimiser_in_fewer_passes() -> None:
+    from scipy.optimize import minimize
+
+    from streamlearn.solvers.shareboost.driver import corrective_step, interval_moments
+
+    rng = np.random.default_rng(4)
+    n, d, k = 1200, 3, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = np.argmax(X @ rng.normal(size=(d, k)) + 0.7 * rng.normal(size=(n, k)), axis=1)
+    family = _anchor_family(rng, X, 3, 4)
+    selected = [3, 1, 0, 7, 5, 10]  # nested balls of centre 0 and of centre 1, one of 2
+    T, q = len(selected), d + 1
+    Z = family.pieces.transform(X, np.array(selected)).astype(np.float64)
+    l2 = 1e-4
+    config = dataclasses.replace(CONFIG, features="anchors", refit_iter=3000, tol=0.0)
+    data = open_dataset(X, target=y, chunk_rows=300)
+    moments = interval_moments(family, np.array(selected), X, np.ones(n))
+
+    def solve(intervals: np.ndarray | None):
+        return corrective_step(LocalEngine(chunk_rows=300), data, family, selected,
+                               np.zeros((T, k, q)), np.zeros(k), config, l2, gtol=1e-8,
+                               interval_moments=intervals)
+
+    plain = solve(None)
+    scaled = solve(moments)
+    ref = minimize(_margin_softmax_objective(Z, y, k, l2), np.zeros(T * q * k + k),
+                   jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-16, "maxiter": 20000})
+    for step in (plain, scaled):
+        assert step.converged
+        assert step.value == pytest.approx(ref.fun, abs=1e-8)
+        theta = np.concatenate([step.coef.transpose(0, 2, 1).ravel(), step.intercept])
+        np.testing.assert_allclose(theta, ref.x, atol=2e-3)
+    assert scaled.n_eval < plain.n_eval

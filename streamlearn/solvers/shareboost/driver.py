@@ -291,7 +291,8 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
                     l2: float, holdout: Holdout | None = None,
                     gtol: float | None = None,
                     second_moments: np.ndarray | None = None,
-                    temperature: bool = False) -> CorrectiveStep:
+                    temperature: bool = False,
+                    interval_moments: np.ndarray | None = None) -> CorrectiveStep:
     """Fully corrective step: L-BFGS over the selected columns, from ``(coef, intercept)``.
 
     Parameters
@@ -322,6 +323,13 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     temperature : bool
         With ``holdout``: the pass over the held-out rows also sums their class scores for
         the temperature of the class probabilities (``held_out_temperature``).
+    interval_moments : ndarray of shape (T, q), optional
+        Nested columns (stumps, anchors): the mean square of each interval column
+        (:func:`interval_moments`). L-BFGS then runs over the interval values times
+        ``sqrt(CURVATURE * m_tf + 2 l2 (1 + p_t))``, ``p_t`` 1 where a smaller column of
+        the group lies inside column ``t`` (the penalty on ``W`` then reads two interval
+        values), and the intercept times ``sqrt(CURVATURE)``: the diagonal preconditioner
+        of ``second_moments`` in the interval basis, the same minimiser and tolerance.
 
     Returns
     -------
@@ -342,6 +350,12 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         along = np.sqrt(CURVATURE * np.asarray(second_moments)[chosen] + 2.0 * l2)
         along[along == 0.0] = 1.0  # l2 = 0 and a column zero on every row: no curvature
         root[:-k] = np.repeat(along, shape[1] * shape[2])
+        root[-k:] = np.sqrt(CURVATURE)
+    if interval_moments is not None and basis is not None:
+        inner = (basis.prev_ >= 0).astype(np.float64)[:, None]
+        along = np.sqrt(CURVATURE * np.asarray(interval_moments) + 2.0 * l2 * (1.0 + inner))
+        along[along == 0.0] = 1.0
+        root[:-k] = np.repeat(along[:, None, :], shape[1], axis=1).ravel()
         root[-k:] = np.sqrt(CURVATURE)
 
     def weights(theta: np.ndarray) -> np.ndarray:
@@ -398,6 +412,45 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         converged=gradient_norm <= gtol or result.n_iter < int(config.refit_iter),
         held_out_loss=held_loss, held_out_error=held_error,
         held_out_weight=held_weight, held_out_temperature=held_temperature)
+
+
+def interval_moments(family: Family, selected: np.ndarray, sample: np.ndarray,
+                     sample_weight: np.ndarray) -> np.ndarray | None:
+    """Mean squares of the interval columns of nested candidates, on a row sample.
+
+    Column ``t`` of a group of nested columns (stumps of one feature, balls of one
+    centre) less the next smaller one of its group is an interval indicator ``u_t``
+    (:mod:`~streamlearn.solvers.shareboost.nested_basis`); its base columns are
+    ``u_t a_f``, whose weighted mean square over the sample is returned, at least
+    ``1 / m`` (``m`` the sampled rows: an interval no sampled row lies in counts as one):
+    the curvature the corrective step's preconditioner is scaled by
+    (``interval_moments`` of :func:`corrective_step`). It only conditions L-BFGS, so a
+    sample estimate serves.
+
+    Parameters
+    ----------
+    family : StumpColumns or AnchorColumns
+    selected : ndarray of shape (T,), int64
+    sample : ndarray of shape (m, d), float32
+        Rows of positive weight (the describe pass's sample).
+    sample_weight : ndarray of shape (m,)
+
+    Returns
+    -------
+    ndarray of shape (T, q), float64, or None
+        None for columns that are not nested, or without sampled rows.
+    """
+    selected = np.asarray(selected, dtype=np.int64)
+    basis = family.nested_basis(selected)
+    weight = np.asarray(sample_weight, dtype=np.float64)
+    if basis is None or sample.shape[0] == 0 or not weight.sum() > 0:
+        return None
+    gates = np.asarray(family.gates(sample, selected), dtype=np.float64)
+    inner = basis.prev_
+    intervals = gates - np.where(inner >= 0, gates[:, np.maximum(inner, 0)], 0.0)
+    base = np.asarray(family.base(sample), dtype=np.float64)
+    moments = (intervals.T * weight) @ (base * base) / weight.sum()
+    return np.maximum(moments, 1.0 / sample.shape[0])
 
 
 def auto_l2(summary: WeightedSummary, columns: LinearColumns | None = None) -> float:
@@ -510,7 +563,9 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
 
     ``l2="auto"``: :func:`auto_l2`; with held-out rows, the greedy path runs at the first
     multiple :data:`AUTO_L2_RANGE` of it, the kept round's columns are then fitted until the
-    tolerance at each multiple, and the fit with the lower held-out loss is the model. (A
+    tolerance at each multiple (diagonally preconditioned: linear columns by their mean
+    squares, nested ones by :func:`interval_moments` on the describe pass's row sample),
+    and the fit with the lower held-out loss is the model. (A
     greedy path per penalty chose columns that differed little, and doubled the rounds.)
 
     ``config.spread_tails`` with linear columns on dense rows: the describe pass keeps a
@@ -592,9 +647,16 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     if config.n_rounds == "auto":  # the kept columns, fitted until the tolerance at each
         # candidate penalty, from the path's model
         polish = replace(config, refit_iter=int(config.refit_iter) * POLISH_ITER_RATIO)
+        # nested columns run preconditioned in their interval basis (interval_moments):
+        # 78 anchor pieces on 35,000 rows of make_classification took 280 and 264 passes
+        # at the two penalties without, 96 and 99 with (held-out loss of the kept penalty
+        # 0.17288 -> 0.17281)
+        intervals = interval_moments(family, kept.selected, summary.sample,
+                                     summary.sample_weight)
         polished = [corrective_step(runner, dataset, family, list(kept.selected),
                                     kept.step.coef, kept.step.intercept, polish, value,
-                                    holdout, path.gtol, moments, temperature=True)
+                                    holdout, path.gtol, moments, temperature=True,
+                                    interval_moments=intervals)
                     for value in l2_values]
         best = 0
         if holdout is not None:
