@@ -134,6 +134,9 @@ AUTO_GAMMA_FACTORS = (1.0, 1.0 / 4.0, 1.0 / 16.0, 1.0 / 64.0)
 #: ... on data too small to hold rows out for ``lam="auto"``, each width is judged by its
 #: held-out loss summed over this many random held-out shares (:func:`_fit_rows`).
 WIDTH_SPLITS = 5
+#: ... and the widths are compared only where at least this many rows are expected in
+#: the held-out share (else the prototypes' own width).
+WIDTH_MIN_HELD_OUT = 10
 #: ... ``partial_fit``: a wider RBF replaces the prototypes' own width only when its
 #: estimated test loss is at most this fraction of the own width's.
 AUTO_GAMMA_GAIN = 0.25
@@ -434,24 +437,27 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     of the initial prototypes bounded by ``scale`` (``scale`` when they are not two
     distinct points).
 
-    ``gamma="auto"`` with ``lam="auto"`` (and ``0 < validation_fraction < 1``) then trains
-    the whole alternation at :data:`AUTO_GAMMA_FACTORS` times that width in turn, from the
-    prototypes' own width outwards, and keeps the width of the lowest squared loss on
-    held-out rows of the model trained without them (:func:`_held_out_loss`), stopping at
-    the first wider width that does not lower it. The held-out rows are ``lam="auto"``'s
-    when it holds some out; else (small data, whose penalty GCV chooses) the same share is
-    held out for this choice alone and the model is trained once more on every row at
-    the width chosen. The width is judged after the prototype steps, not at the initial
+    ``gamma="auto"`` with ``lam="auto"`` (and at least :data:`WIDTH_MIN_HELD_OUT` rows
+    expected in the ``validation_fraction`` held out) then trains the whole alternation
+    at each of :data:`AUTO_GAMMA_FACTORS` times that width and keeps the width of the
+    lowest squared loss on held-out rows of the model trained without them
+    (:func:`_held_out_loss`; the first of equal losses). The held-out rows are
+    ``lam="auto"``'s when it holds some out; else (small data, whose penalty GCV chooses)
+    the same share is held out for this choice alone, drawn :data:`WIDTH_SPLITS` times
+    (the losses summed), and the model is trained once more on every row at the width
+    chosen. The width is judged after the prototype steps, not at the initial
     prototypes: on a few hundred rows the steps fit narrow bumps to the training rows'
-    noise (breast cancer, diabetes), and on near-linear data a wide RBF, close to a
-    quadratic in ``x``, follows the trend; a boundary that curves between the prototypes
-    keeps their own width.
+    noise (diabetes), and on near-linear data a wide RBF, close to a quadratic in ``x``,
+    follows the trend; a boundary that curves between the prototypes keeps their own
+    width.
     """
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
     auto = isinstance(gamma, tuple)
     gamma = _resolve_gamma(gamma, C)
     choose_lam = train.holdout is not None and config.lam == "auto"
-    if not (auto and config.lam == "auto" and 0 < config.validation_fraction < 1):
+    n_rows = dataset.n_rows if config.n_rows is None else config.n_rows
+    if not (auto and config.lam == "auto" and 0 < config.validation_fraction < 1
+            and config.validation_fraction * n_rows >= WIDTH_MIN_HELD_OUT):
         fitted, _, capped = _fit_width(runner, dataset, config, train, valid, seed, gamma, C,
                                        choose_lam)
         _warn_cap(config, capped)
@@ -530,10 +536,10 @@ def _fit_width(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: 
             tally: LossState = runner.run(
                 ValidationPass(valid, C, w, similarity, config.sign_error, scales), dataset,
                 description=f"validate p={p}")
-            if tally.weight <= 0:
+            if tally.weight <= 0 and not held_out:
                 raise DataError("no rows were held out to choose n_prototypes; use more "
                                 "data or a larger validation_fraction")
-            loss = tally.loss / tally.weight
+            loss = tally.loss / tally.weight if tally.weight > 0 else np.inf
             criterion = loss + config.tradeoff * p
         path.append((p, loss, criterion, history[-1]))
         if best is None or criterion < best[0]:
