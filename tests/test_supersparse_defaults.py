@@ -269,3 +269,45 @@ def test_default_width_reaches_ridge_on_a_small_linear_problem():
     assert model_mse <= 1.08 * ridge_mse
     own = SuperSparseRegressor(max_iter=0, lam=1e-3).fit(X[:400], y[:400]).gamma_
     assert model.gamma_ < own  # a wider RBF than the prototypes' own width
+
+
+def test_auto_width_is_compared_on_a_row_sample_then_trained_on_every_row(monkeypatch):
+    # 6,000 rows expect 1,200 held out, more than WIDTH_HELD_OUT_ROWS: the widths are
+    # compared on a hashed sample expected to hold 1,000 of them, from the prototypes' own
+    # width to wider ones until one is not better, and the width kept trains on every row
+    from streamlearn.solvers.supersparse import driver
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6000, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=6000)
+    tried = []
+    real = driver._fit_width
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        tried.append((args[6], args[3].sample, kwargs.get("held_out", False), out[1]))
+        return out
+
+    monkeypatch.setattr(driver, "_fit_width", spy)
+    model = SuperSparseRegressor(random_state=0).fit(X, y)
+    judged = [t for t in tried if t[2]]
+    final = [t for t in tried if not t[2]]
+    assert 2 <= len(judged) <= len(AUTO_GAMMA_FACTORS) and len(final) == 1
+    sample = judged[0][1]
+    assert all(t[1] == sample for t in judged) and final[0][1] is None
+    rows = int(sample.mask(np.arange(6000)).sum())
+    assert abs(rows - 5000) <= 4 * np.sqrt(5000 * (1 - 5000 / 6000))  # binomial, 4 sd
+    own = judged[0][0]
+    np.testing.assert_allclose([t[0] / own for t in judged],
+                               AUTO_GAMMA_FACTORS[:len(judged)], rtol=1e-12)
+    losses = np.array([t[3] for t in judged])
+    assert np.all(np.diff(losses[:-1]) < 0)  # each width tried before the last was better
+    if len(judged) < len(AUTO_GAMMA_FACTORS):  # ... and the last one not: the search stops
+        assert losses[-1] >= losses[:-1].min()
+    kept = judged[int(np.argmin(losses))][0]
+    assert model.gamma_ == final[0][0] == kept
+    # the model is the plain fit on every row at the width kept
+    monkeypatch.setattr(driver, "_fit_width", real)
+    fixed = SuperSparseRegressor(random_state=0, gamma=kept).fit(X, y)
+    np.testing.assert_allclose(model.prototypes_, fixed.prototypes_, rtol=1e-12)
+    np.testing.assert_allclose(model.predict(X), fixed.predict(X), rtol=1e-12)

@@ -654,18 +654,24 @@ _PARAMS_DOC = """
         mean: prototypes crowd in one or two dimensions, where their nearest distances
         left gaps between them; ``"scale"`` when there are not two distinct prototypes).
         With ``lam="auto"`` the width is then chosen among 1, 1/4, 1/16 and 1/64 times
-        that one: the whole fit (prototype steps included) is trained at each, and the
-        width kept is the one of the lowest squared loss on the held-out rows of
-        ``lam="auto"``, trained without them. On data too small to hold rows out for
-        ``lam`` (fewer than 200 expected in ``validation_fraction``), the same share is
-        held out for the width alone, five times by different hashes (the losses
-        summed), and the model is trained once more on every row at the width chosen;
-        with fewer than 10 rows expected there, the prototypes' own width is kept.
-        Overlapping bumps follow a target that changes smoothly across many
+        that one, in that order: the whole fit (prototype steps included) is trained at
+        each, and the width kept is the one of the lowest squared loss on the held-out
+        rows of ``lam="auto"``, trained without them; the first width whose loss is not
+        below the best one's ends the comparison (the wider ones are not trained). On
+        data expected to hold more than 1,000 held-out rows, the widths are compared on
+        a hashed sample of the rows expected to hold 1,000 (5,000 rows at the default
+        ``validation_fraction``), and the model is then trained once on every row at
+        the width kept: at most four trainings on that sample and one on all rows. On
+        data too small to hold rows out for ``lam`` (fewer than 200 expected in
+        ``validation_fraction``), the same share is held out for the width alone, five
+        times by different hashes (the losses summed), and the model is trained once
+        more on every row at the width chosen (at most 21 trainings of fewer than
+        1,000 rows); with fewer than 10 rows expected there, the prototypes' own width
+        is kept. Overlapping bumps follow a target that changes smoothly across many
         prototypes, a linear trend most of all, and on a few hundred rows the steps
         fit narrow bumps to noise (diabetes: test R2 0.377 -> 0.438, a tuned ridge
         0.442); a boundary that curves between the prototypes keeps their own width.
-        Four trainings (on small data 21) instead of one. :meth:`partial_fit` chooses
+        :meth:`partial_fit` chooses
         among the same widths on its first call's rows, at its initial prototypes: a
         wider RBF only when its held-out (or GCV) loss is at most a quarter of the
         prototypes' own width's.
