@@ -271,43 +271,81 @@ def test_default_width_reaches_ridge_on_a_small_linear_problem():
     assert model.gamma_ < own  # a wider RBF than the prototypes' own width
 
 
-def test_auto_width_is_compared_on_a_row_sample_then_trained_on_every_row(monkeypatch):
-    # 6,000 rows expect 1,200 held out, more than WIDTH_HELD_OUT_ROWS: the widths are
-    # compared on a hashed sample expected to hold 1,000 of them, from the prototypes' own
-    # width to wider ones until one is not better, and the width kept trains on every row
+def _spied_widths(monkeypatch, fit):
+    """``fit()``'s model and, for every training of :func:`driver._fit_width`, its dataset,
+    width, row sample, whether it judged a width, and held-out loss."""
     from streamlearn.solvers.supersparse import driver
 
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(6000, 3))
-    y = X @ np.array([1.0, -2.0, 0.5]) + np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=6000)
     tried = []
     real = driver._fit_width
 
     def spy(*args, **kwargs):
         out = real(*args, **kwargs)
-        tried.append((args[6], args[3].sample, kwargs.get("held_out", False), out[1]))
+        tried.append((args[1], args[6], args[3].sample, kwargs.get("held_out", False), out[1]))
         return out
 
     monkeypatch.setattr(driver, "_fit_width", spy)
-    model = SuperSparseRegressor(random_state=0).fit(X, y)
-    judged = [t for t in tried if t[2]]
-    final = [t for t in tried if not t[2]]
+    model = fit()
+    monkeypatch.setattr(driver, "_fit_width", real)
+    return model, tried
+
+
+def _check_width_search(tried, gamma):
+    """The widths judged run from the own width to wider ones until one is not better, and
+    ``gamma`` (the model's) is the best one's, trained once more on every row."""
+    judged = [t for t in tried if t[3]]
+    final = [t for t in tried if not t[3]]
     assert 2 <= len(judged) <= len(AUTO_GAMMA_FACTORS) and len(final) == 1
-    sample = judged[0][1]
-    assert all(t[1] == sample for t in judged) and final[0][1] is None
-    rows = int(sample.mask(np.arange(6000)).sum())
-    assert abs(rows - 5000) <= 4 * np.sqrt(5000 * (1 - 5000 / 6000))  # binomial, 4 sd
-    own = judged[0][0]
-    np.testing.assert_allclose([t[0] / own for t in judged],
+    own = judged[0][1]
+    np.testing.assert_allclose([t[1] / own for t in judged],
                                AUTO_GAMMA_FACTORS[:len(judged)], rtol=1e-12)
-    losses = np.array([t[3] for t in judged])
+    losses = np.array([t[4] for t in judged])
     assert np.all(np.diff(losses[:-1]) < 0)  # each width tried before the last was better
     if len(judged) < len(AUTO_GAMMA_FACTORS):  # ... and the last one not: the search stops
         assert losses[-1] >= losses[:-1].min()
-    kept = judged[int(np.argmin(losses))][0]
-    assert model.gamma_ == final[0][0] == kept
+    kept = judged[int(np.argmin(losses))][1]
+    assert gamma == final[0][1] == kept
+    return judged, final[0]
+
+
+def test_auto_width_is_compared_on_a_row_sample_then_trained_on_every_row(monkeypatch):
+    # 6,000 rows expect 1,200 held out, more than WIDTH_HELD_OUT_ROWS: the widths are
+    # compared on 64 blocks of rows spread evenly, expected to hold 1,000 held-out rows,
+    # from the prototypes' own width to wider ones until one is not better, and the
+    # width kept trains on every row
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6000, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=6000)
+    model, tried = _spied_widths(monkeypatch,
+                                 lambda: SuperSparseRegressor(random_state=0).fit(X, y))
+    judged, final = _check_width_search(tried, model.gamma_)
+    sampled = judged[0][0]
+    assert all(t[0] is sampled and t[2] is None for t in judged)
+    assert sampled.leaves_out_blocks and not final[0].leaves_out_blocks
+    rows = np.concatenate([c.rows for c in sampled.chunks()])
+    block = -(-5000 // 64)  # rows a block
+    assert abs(rows.size - 5000) <= block and len(np.unique(rows // block)) == 64
+    assert rows.min() < 100 and rows.max() >= 5900  # spread over the whole data
     # the model is the plain fit on every row at the width kept
-    monkeypatch.setattr(driver, "_fit_width", real)
-    fixed = SuperSparseRegressor(random_state=0, gamma=kept).fit(X, y)
+    fixed = SuperSparseRegressor(random_state=0, gamma=model.gamma_).fit(X, y)
     np.testing.assert_allclose(model.prototypes_, fixed.prototypes_, rtol=1e-12)
     np.testing.assert_allclose(model.predict(X), fixed.predict(X), rtol=1e-12)
+
+
+def test_auto_width_of_data_leaving_out_blocks_is_compared_on_hashed_rows(monkeypatch):
+    # data that already leaves out blocks (a search's training rows) samples rows by hash:
+    # 2,400 rows, half held out, expect 1,200 held out -> rows kept with probability 5/6
+    from streamlearn import open_dataset
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(2500, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=2500)
+    data = open_dataset(X, target=y).without_blocks([0], 100)
+    model, tried = _spied_widths(
+        monkeypatch,
+        lambda: SuperSparseRegressor(random_state=0, validation_fraction=0.5).fit(data))
+    judged, final = _check_width_search(tried, model.gamma_)
+    sample = judged[0][2]
+    assert all(t[0] is final[0] and t[2] == sample for t in judged) and final[2] is None
+    kept = sample.mask(np.arange(2500))
+    assert abs(kept.mean() - 5 / 6) <= 4 * np.sqrt(5 / 36 / 2500)  # binomial, 4 sd

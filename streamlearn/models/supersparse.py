@@ -659,9 +659,12 @@ _PARAMS_DOC = """
         rows of ``lam="auto"``, trained without them; the first width whose loss is not
         below the best one's ends the comparison (the wider ones are not trained). On
         data expected to hold more than 1,000 held-out rows, the widths are compared on
-        a hashed sample of the rows expected to hold 1,000 (5,000 rows at the default
-        ``validation_fraction``), and the model is then trained once on every row at
-        the width kept: at most four trainings on that sample and one on all rows. On
+        a sample of the rows expected to hold 1,000 (5,000 rows at the default
+        ``validation_fraction``: 64 blocks of consecutive rows spread evenly over the
+        data, so that a pass reads at most 64 chunks; rows drawn by a hash on data that
+        already leaves out blocks of rows), and the model is then trained once on every
+        row at the width kept: at most four trainings on that sample and one on all
+        rows. On
         data too small to hold rows out for ``lam`` (fewer than 200 expected in
         ``validation_fraction``), the same share is held out for the width alone, five
         times by different hashes (the losses summed), and the model is trained once

@@ -138,10 +138,15 @@ WIDTH_SPLITS = 5
 #: the held-out share (else the prototypes' own width).
 WIDTH_MIN_HELD_OUT = 10
 #: ... on data expected to hold more held-out rows than this, the widths are compared on a
-#: hashed row sample expected to hold this many (5,000 rows at ``validation_fraction=0.2``),
-#: then the width chosen is trained on every row: the comparison's cost is bounded.
+#: sample of the rows expected to hold this many (5,000 rows at
+#: ``validation_fraction=0.2``), then the width chosen is trained on every row: the
+#: comparison's cost is bounded.
 WIDTH_HELD_OUT_ROWS = 1000
-#: Mixed into the seed to draw that row sample.
+#: ... the sample: this many blocks of consecutive rows spread evenly over the data
+#: (:func:`_width_sample`) ...
+WIDTH_SAMPLE_BLOCKS = 64
+#: ... or, where the data already leaves out blocks of rows, a hashed row sample drawn
+#: with this mixed into the seed.
 WIDTH_SAMPLE_SALT = 0x5A3B_1E0F_0004
 #: ... ``partial_fit``: a wider RBF replaces the prototypes' own width only when its
 #: estimated test loss is at most this fraction of the own width's.
@@ -451,11 +456,11 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     the first width whose loss is not below the best one's: the losses mostly fall to
     one lowest width and rise after it, so the wider ones are not trained. The held-out
     rows are ``lam="auto"``'s when it holds some out; on data expected to hold more than
-    :data:`WIDTH_HELD_OUT_ROWS` of them, the widths are compared on a hashed sample of
-    the rows expected to hold that many (held out and trained on as in the whole
-    data) and the model is trained once more on every row at the width chosen, so that
-    the comparison costs at most four trainings on that sample, whatever the data's
-    size. Without held-out rows (small data, whose penalty GCV chooses) the same share
+    :data:`WIDTH_HELD_OUT_ROWS` of them, the widths are compared on a sample of the
+    rows expected to hold that many (:func:`_width_sample`; held out and trained on as
+    in the whole data) and the model is trained once more on every row at the width
+    chosen, so that the comparison costs at most four trainings on that sample, whatever
+    the data's size. Without held-out rows (small data, whose penalty GCV chooses) the same share
     is held out for this choice alone, drawn :data:`WIDTH_SPLITS` times (the losses
     summed), and the model is trained once more on every row. The width is judged
     after the prototype steps, not at the initial prototypes: on a few hundred rows the
@@ -481,21 +486,21 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         for k in range(WIDTH_SPLITS):
             holdout = Holdout.fraction(config.validation_fraction,
                                        (seed ^ VALIDATION_SALT) + k)
-            splits.append((replace(train, holdout=holdout, validation=False),
+            splits.append((dataset, replace(train, holdout=holdout, validation=False),
                            replace(train, holdout=holdout, validation=True)))
-    elif expected_held_out > WIDTH_HELD_OUT_ROWS:  # a row sample of the data
-        sample = Holdout.fraction(WIDTH_HELD_OUT_ROWS / expected_held_out,
-                                  seed ^ WIDTH_SAMPLE_SALT)
-        splits = [(replace(train, sample=sample), replace(valid, sample=sample))]
+    elif expected_held_out > WIDTH_HELD_OUT_ROWS:  # a sample of the data
+        judged, sample = _width_sample(dataset, WIDTH_HELD_OUT_ROWS / expected_held_out,
+                                       seed)
+        splits = [(judged, replace(train, sample=sample), replace(valid, sample=sample))]
     else:
-        splits = [(train, valid)]
+        splits = [(dataset, train, valid)]
         retrain = False
     best: tuple[float, float, SuperSparseFit, list[int]] | None = None
     for factor in AUTO_GAMMA_FACTORS:
         width = gamma * factor
         loss = 0.0
-        for trial_train, trial_valid in splits:
-            fitted, trial_loss, capped = _fit_width(runner, dataset, config, trial_train,
+        for data, trial_train, trial_valid in splits:
+            fitted, trial_loss, capped = _fit_width(runner, data, config, trial_train,
                                                     trial_valid, seed, width, C, choose_lam,
                                                     held_out=True)
             loss += trial_loss
@@ -510,6 +515,22 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         return fitted
     _warn_cap(config, best[3])
     return best[2]
+
+
+def _width_sample(dataset: Dataset, fraction: float, seed: int
+                  ) -> tuple[Dataset, Holdout | None]:
+    """The rows :func:`_fit_rows` compares widths on, about ``fraction`` of the data's:
+    :data:`WIDTH_SAMPLE_BLOCKS` blocks of consecutive rows spread evenly over it (the
+    dataset without the other blocks, so that a pass reads at most that many chunks
+    whatever the data's size) and no row sample; or, on a dataset that already leaves
+    out blocks of rows, the whole dataset and a hashed row sample."""
+    if dataset.leaves_out_blocks:
+        return dataset, Holdout.fraction(fraction, seed ^ WIDTH_SAMPLE_SALT)
+    block = max(1, -(-round(fraction * dataset.n_rows) // WIDTH_SAMPLE_BLOCKS))
+    blocks = -(-dataset.n_rows // block)
+    kept = np.unique(np.rint(np.linspace(0, blocks - 1, min(WIDTH_SAMPLE_BLOCKS, blocks))))
+    kept = kept.astype(np.int64)
+    return dataset.without_blocks(np.setdiff1d(np.arange(blocks), kept), block), None
 
 
 def _held_out_loss(runner: Any, dataset: Dataset, valid: TargetRows, C: np.ndarray,
