@@ -241,7 +241,7 @@ def test_probability_scale_minimises_the_held_out_log_loss() -> None:
     y[flip] = rng.choice(labels, flip.sum())
     # the hinge: on these rows the squared hinge's scaled softmax (log loss 0.1288) falls
     # just short of its normalised logistic functions (0.1281)
-    clf = MixtureSVC(random_state=3, loss="hinge").fit(X, y)
+    clf = MixtureSVC(random_state=3, loss="hinge", multiclass="ovr").fit(X, y)
     assert clf.proba_rows_ == "held-out"
     held = Holdout.fraction(clf.validation_fraction, 3 ^ VALIDATION_SALT).mask(np.arange(4000))
     f = clf.decision_function(X[held])

@@ -18,7 +18,8 @@ exp(-max(0, 1 - s_j))`` and ``neg(x) = sum_j xi_j g_j(x) exp(-max(0, 1 + s_j))``
 ``s_j = w_j . [x, b]`` (eq. 21 is ``pos - neg``); ``decision_function`` is the log-odds
 ``log pos - log neg`` (same sign) and ``P(+1 | x) = pos / (pos + neg)`` its logistic
 function. More than two classes are handled one class against the rest, one mixture per
-class. ``partial_fit`` continues stochastic EM over new in-memory rows.
+class, or one against one, one mixture per pair of classes (``multiclass``).
+``partial_fit`` continues stochastic EM over new in-memory rows.
 """
 
 from __future__ import annotations
@@ -226,6 +227,24 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ordered labels, is the constant ``w = 0, b = -1``, whose mixtures then tie; the
         squared hinge tilts them. ``loss_`` holds the loss used; a model file from before
         this parameter loads with the hinge.
+    multiclass : {"auto", "ovr", "ovo"}
+        More than two classes: one mixture per class against the rest (``"ovr"``), whose
+        log-odds ``f`` give ``softmax(s f)``, or one binary mixture per pair of classes
+        ``(i, j)``, ``i < j`` (``"ovo"``), trained on the rows of those two classes (+1
+        for ``i``, -1 for ``j``; the other rows weigh 0 in it) as lanes of the same passes
+        as one-vs-rest's, from the same standardisation, k-means centres and gating
+        scale; :meth:`predict` is the class of most pairwise votes, ties to the higher
+        coupled probability, and :meth:`predict_proba` couples the pairs' calibrated
+        probabilities (the logistic of ``s_t f_t``, one temperature per pair on its
+        classes' held-out rows) by Wu, Lin and Weng's method, as ``AdditiveSVC``'s
+        ``"ovo"``. On ordered labels (ratings, bands of a score) one-vs-rest fails: a
+        middle class is a slab that no region's hyperplane cuts off from the rest, while
+        each pair of classes is one boundary. ``"auto"``: with 3 to 7 classes ``fit``
+        trains one-vs-rest, then one-vs-one from the same centres, and keeps the scheme
+        whose :meth:`predict_proba` has the lower weighted log-loss on the guard's
+        held-out rows (``multiclass_check_``); without them (fewer than 200 expected,
+        ``validation_fraction=None``, batch EM, one component), with 2 classes or more
+        than 7, one-vs-rest. A model file from before this parameter loads one-vs-rest.
     spread_tails : bool
         Map crowded features of dense rows before they are standardised, by the rule of
         ``AdditiveSVC``'s (:class:`~streamlearn.features.tail_transform.TailTransform`:
@@ -260,7 +279,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         table, a file), as in scikit-learn: an array's columns are read by position.
     xi_ : ndarray of shape (n_models, k)
         Mixing weights (0: pruned); ``n_models`` is 1 for two classes (positive class
-        ``classes_[1]``), else one mixture per class.
+        ``classes_[1]``), else one mixture per class, or one per pair of classes
+        (``multiclass_="ovo"``, in the order ``(0, 1), (0, 2), .., (k - 2, k - 1)``).
     centers_ : ndarray of shape (n_models, k, d)
         Gating centres (standardised units).
     expert_coef_ : ndarray of shape (n_models, k, d + 1)
@@ -293,12 +313,20 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         adds one.
     n_active_components_ : int or ndarray of shape (n_models,)
         Components left after pruning (an array for more than two classes).
-    proba_scale_ : float
+    proba_scale_ : float or ndarray of shape (n_models,)
         The temperature ``s`` of :meth:`predict_proba`'s ``softmax(s f)``: of lowest
         log-loss on the guard's held-out rows (one pass after training), else on the
-        training rows.
+        training rows; one against one, each pair's, on the rows of its two classes.
     proba_rows_ : {"held-out", "training"}
         The rows ``proba_scale_`` was chosen on.
+    multiclass_ : {"ovr", "ovo"}
+        The scheme of the mixtures: ``multiclass``, or what ``"auto"`` chose (``"ovr"``
+        for two classes).
+    multiclass_check_ : dict
+        ``multiclass="auto"`` with 3 to 7 classes: the held-out log-loss of
+        :meth:`predict_proba` one-vs-rest (``"ovr"``) and one-vs-one (``"ovo"``; both
+        None, with the ``"reason"``, when there were no held-out rows to try it on) and
+        the scheme kept (``"kept"``). Absent otherwise.
     history_ : list of list of dict
         Per binary model, one entry per epoch (the first describes the initialisation):
         ``loglik`` (eq. 8's data term), ``penalised`` (eq. 19), ``n_active``. Batch EM
@@ -344,6 +372,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "spread_tails": ["boolean"],
         "loss": [StrOptions({"auto", *LOSSES})],
+        "multiclass": [StrOptions(set(driver.MULTICLASS))],
         "class_weight": CLASS_WEIGHT_CONSTRAINT,
         "chunk_rows": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -356,7 +385,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     _category_indicators: ClassVar[bool] = True
     _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "expert_coef_"}
     #: Hyper-parameters a model file written before they existed was trained with.
-    _params_before: ClassVar[dict[str, Any]] = {"loss": "hinge"}
+    _params_before: ClassVar[dict[str, Any]] = {"loss": "hinge", "multiclass": "ovr"}
     #: ``partial_fit`` initialises from its first call's rows and starts each call's dual
     #: variables at zero, so a lane of ``StreamSearchCV`` does not train the model ``fit``
     #: would: the search judges its finalists by ``fit`` (``final_rung="auto"``).
@@ -375,6 +404,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         validation_fraction: float | None = 0.1,
         spread_tails: bool = True,
         loss: str = "auto",
+        multiclass: str = "auto",
         class_weight: dict[Any, float] | str | None = None,
         chunk_rows: int | None = None,
         random_state: int | None = 0,
@@ -392,6 +422,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self.validation_fraction = validation_fraction
         self.spread_tails = spread_tails
         self.loss = loss
+        self.multiclass = multiclass
         self.class_weight = class_weight
         self.chunk_rows = chunk_rows
         self.random_state = random_state
@@ -409,7 +440,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                              float(self.bias_scale),
                              None if self.validation_fraction is None
                              else float(self.validation_fraction),
-                             bool(self.spread_tails), str(self.loss))
+                             bool(self.spread_tails), str(self.loss), str(self.multiclass))
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
@@ -495,6 +526,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._keep("proba_scale_", fitted.proba_scale)
         self._keep("proba_rows_", fitted.proba_rows)
         self.loss_ = fitted.loss
+        self.multiclass_ = fitted.multiclass
+        if fitted.multiclass_check is not None:
+            self.multiclass_check_ = fitted.multiclass_check
+        else:
+            self.__dict__.pop("multiclass_check_", None)
 
     def _fitted(self) -> MixtureFit:
         """The fitted attributes as the driver's state (for a model file without the
@@ -510,7 +546,13 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                           getattr(self, "validation_", None),
                           getattr(self, "feature_transform_", None),
                           getattr(self, "proba_scale_", None),
-                          getattr(self, "proba_rows_", None), self._fitted_loss())
+                          getattr(self, "proba_rows_", None), self._fitted_loss(),
+                          self._fitted_multiclass(),
+                          getattr(self, "multiclass_check_", None))
+
+    def _fitted_multiclass(self) -> str:
+        """``multiclass_``, or on a model stored without it one against the rest."""
+        return str(getattr(self, "multiclass_", "ovr"))
 
     def _fitted_loss(self) -> str:
         """``loss_``, or on a model stored without it the paper's hinge."""
@@ -682,7 +724,29 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         Returns
         -------
         ndarray of shape (n,) for two classes (positive: ``classes_[1]``), else
-        (n, n_classes), one column per one-vs-rest mixture; float64.
+        (n, n_classes): one column per one-vs-rest mixture, or one against one (see
+        ``multiclass``) each class's votes plus half its coupled probability; float64.
+        The log-odds of every binary mixture are :meth:`mixture_log_odds`.
+        """
+        f = self.mixture_log_odds(X)
+        if f.shape[1] > 1 and self._fitted_multiclass() == "ovo":
+            return driver.pair_decision(self._fitted(), f)
+        return f[:, 0] if f.shape[1] == 1 else f
+
+    @over_dask_blocks
+    def mixture_log_odds(self, X: Any) -> np.ndarray:
+        """Every binary mixture's log-odds ``log pos(x) - log neg(x)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n, n_models), float64
+            Columns in the order of ``xi_``: the one mixture of two classes, one per class
+            against the rest, or one per pair ``(i, j)``, ``i < j`` of ``classes_``
+            (``(0, 1), (0, 2), ..``), positive for ``classes_[i]``.
         """
         self._check_fitted()
         shift, scale = self._standardisation()
@@ -699,7 +763,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                 self._log_odds(self._model_rows(rows.slice(
                     a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray()), shift, scale)
                 for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
-        return f[:, 0] if f.shape[1] == 1 else f
+        return f
 
     def _log_odds(self, values: Any, shift: np.ndarray | None,
                   scale: np.ndarray | None) -> np.ndarray:
@@ -736,7 +800,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         -------
         ndarray of shape (n, n_classes), columns in the order of ``classes_``
         """
-        f = self.decision_function(X)
+        f = self.mixture_log_odds(X)
+        if self._fitted_multiclass() == "ovo" and f.shape[1] > 1:
+            return driver.class_probabilities(self._fitted(), f)
+        f = f[:, 0] if f.shape[1] == 1 else f
         return temperature_proba(f, float(getattr(self, "proba_scale_", 1.0)))
 
     @over_dask_blocks

@@ -69,7 +69,12 @@ from streamlearn.features.tail_transform import (
     TailTransform,
     choose_tail_transform,
 )
-from streamlearn.solvers.calibration import TemperatureSums, best_temperature
+from streamlearn.solvers.calibration import (
+    TemperatureSums,
+    best_temperature,
+    sigmoid_proba,
+    temperature_proba,
+)
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import RowSamplePass, Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
@@ -85,7 +90,9 @@ from streamlearn.solvers.mixture.passes import (
     FoldedDuals,
     GatingPass,
     GatingValue,
+    HeldOutScoresPass,
     InitialExpertPass,
+    LaneLabels,
     LinearSweepPass,
     LinearSweepState,
     MixtureParams,
@@ -95,6 +102,7 @@ from streamlearn.solvers.mixture.passes import (
     mixing_weights,
     penalised_loglik,
 )
+from streamlearn.solvers.pairwise_coupling import couple_pairwise
 
 EM_MODES = ("stochastic", "batch")
 #: Mini-batch k-means passes of the initialisation.
@@ -154,6 +162,11 @@ SMALL_ROWS_PER_WEIGHT = 5
 #: History entries of ``partial_fit`` calls kept per binary model (the last ones): one per
 #: call without a bound grew a model file by about 220 bytes a call.
 PARTIAL_HISTORY = 100
+#: ``multiclass="auto"`` tries one-vs-one for 3 to this many classes (``AdditiveSVC``'s
+#: bound): ``k (k - 1) / 2`` mixtures, 21 at 7 classes.
+MAX_AUTO_OVO_CLASSES = 7
+#: Multiclass schemes (``"auto"`` resolved by :func:`resolve_multiclass`).
+MULTICLASS = ("ovr", "ovo", "auto")
 
 History = list[dict[str, float]]
 
@@ -180,6 +193,9 @@ class MixtureConfig:
         (:class:`~streamlearn.features.tail_transform.TailTransform`).
     loss : {"hinge", "squared_hinge"}
         The experts' loss (resolved; see ``MixtureSVC``).
+    multiclass : {"ovr", "ovo", "auto"}
+        More than two classes: one mixture per class against the rest, one per pair of
+        classes, or ``"auto"`` (:func:`resolve_multiclass`; see ``MixtureSVC``).
     """
 
     n_components: int | str
@@ -193,6 +209,7 @@ class MixtureConfig:
     validation_fraction: float | None = None
     spread_tails: bool = False
     loss: str = "hinge"
+    multiclass: str = "ovr"
 
 
 @dataclass(frozen=True)
@@ -205,9 +222,9 @@ class OnlineState:
         Running mean posteriors of each binary mixture (eq. 20 turns them into ``xi``).
     steps : int
         Chunks seen by stochastic EM so far (step ``rho_t``).
-    seen_weight : float
+    seen_weight : float or ndarray of shape (n_models,)
         Total sample weight of the rows seen so far (eq. 20's counts are
-        ``seen_weight * resp``).
+        ``seen_weight * resp``); one against one, each pair's, of its two classes' rows.
     calls : int
         Passes made by :func:`partial_pass` (seeds each pass's row order).
     dual_sums : ndarray of shape (n_models, k), optional
@@ -217,7 +234,7 @@ class OnlineState:
 
     resp: np.ndarray
     steps: int
-    seen_weight: float
+    seen_weight: float | np.ndarray
     calls: int
     dual_sums: np.ndarray | None = None
 
@@ -240,7 +257,7 @@ class BinaryFit:
     steps : int
         Chunks stochastic EM has seen (sets its next step size ``rho_t``).
     total_weight : float
-        Sample weight of the training rows.
+        Sample weight of the training rows (one against one: of the pair's classes).
     tau : float
         Gating scale used.
     dual_sums : ndarray of shape (k,), optional
@@ -292,14 +309,23 @@ class MixtureFit:
     feature_transform : TailTransform or None
         The map of crowded features the rows were read through (``spread_tails``), before
         the standardisation.
-    proba_scale : float or None
+    proba_scale : float, ndarray of shape (n_models,) or None
         The temperature ``s`` of the class probabilities ``softmax(s f)`` (the logistic
-        of ``s f`` for two classes), see :func:`probability_scale`; None on a model
-        from before it.
+        of ``s f`` for two classes), see :func:`probability_scale`; one against one, each
+        pair's (the logistic of ``s_t f_t``, coupled); None on a model from before it.
     proba_rows : {"held-out", "training"} or None
         The rows ``proba_scale`` was chosen on.
     loss : {"hinge", "squared_hinge"}
         The experts' loss, of the likelihoods of eq. 10 and 21 as well.
+    multiclass : {"ovr", "ovo"}
+        The binary mixtures: one per class against the rest (or the one of two
+        classes), or one per pair of classes ``(i, j)``, ``i < j``, in the order of
+        :func:`class_pairs` (:attr:`pairs`).
+    multiclass_check : dict or None
+        ``multiclass="auto"`` with 3 to :data:`MAX_AUTO_OVO_CLASSES` classes: the
+        held-out log-loss of the class probabilities of each scheme (``"ovr"``,
+        ``"ovo"``; ``"ovo"`` None with the ``"reason"`` when not tried) and the one
+        ``"kept"`` (:func:`_one_vs_one_if_better`).
     """
 
     classes: np.ndarray
@@ -321,6 +347,13 @@ class MixtureFit:
     proba_scale: float | None = None
     proba_rows: str | None = None
     loss: str = "hinge"
+    multiclass: str = "ovr"
+    multiclass_check: dict[str, Any] | None = None
+
+    @property
+    def pairs(self) -> list[tuple[int, int]] | None:
+        """One against one: each binary mixture's pair of class codes; else None."""
+        return class_pairs(len(self.classes)) if self.multiclass == "ovo" else None
 
     @property
     def standardiser(self) -> Standardiser:
@@ -329,9 +362,36 @@ class MixtureFit:
                             np.asarray(self.scale, dtype=np.float64))
 
 
-def _positives(n_classes: int) -> list[int]:
-    """Class codes of the positive side of each binary model."""
-    return [1] if n_classes <= 2 else list(range(n_classes))
+def class_pairs(n_classes: int) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, of ``n_classes`` class codes, in the order
+    ``(0, 1), (0, 2), .., (k - 2, k - 1)`` (scikit-learn's ``SVC``'s)."""
+    return list(itertools.combinations(range(int(n_classes)), 2))
+
+
+def _positives(n_classes: int, multiclass: str = "ovr") -> list[LaneLabels]:
+    """The labels of each binary model's lane: the positive class code (two classes,
+    one against the rest), or the pair of codes one against one."""
+    if n_classes <= 2:
+        return [1]
+    if multiclass == "ovo":
+        return list(class_pairs(n_classes))
+    return list(range(n_classes))
+
+
+def resolve_multiclass(multiclass: str, n_classes: int) -> tuple[str, bool]:
+    """The scheme to train first and whether one-vs-one is then tried against it.
+
+    ``"auto"``: one-vs-rest, and for 3 to :data:`MAX_AUTO_OVO_CLASSES` classes one-vs-one
+    tried after it (:func:`_one_vs_one_if_better`), as ``AdditiveSVC``'s rule; two
+    classes have one mixture either way, and more classes make one-vs-one's
+    ``k (k - 1) / 2`` mixtures too many to train and predict with by default. Two classes
+    train ``"ovr"`` (their single mixture) whatever is asked.
+    """
+    if int(n_classes) <= 2:
+        return "ovr", False
+    if multiclass == "auto":
+        return "ovr", 3 <= int(n_classes) <= MAX_AUTO_OVO_CLASSES
+    return multiclass, False
 
 
 def gating_scale(centers: np.ndarray) -> float:
@@ -555,10 +615,29 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                               standardiser=std)
     tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
     holdout = _validation_rows(config, n_rows, k, seed)
+    scheme, try_ovo = resolve_multiclass(config.multiclass, len(classes))
+    config = dataclasses.replace(config, multiclass=scheme)
+    fitted = _fit_scheme(runner, dataset, config, centers, seed, tau, std, holdout, transform)
+    if try_ovo:
+        fitted = _one_vs_one_if_better(runner, dataset, config, centers, seed, tau, std,
+                                       holdout, transform, fitted)
+    return fitted
+
+
+def _fit_scheme(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
+                seed: int, tau: float, std: Standardiser, holdout: Holdout | None,
+                transform: TailTransform | None) -> MixtureFit:
+    """The binary mixtures of ``config.multiclass`` (resolved) from the k-means centres,
+    and their probability scale."""
+    classes = dataset.classes
+    assert classes is not None
     fits, validation = _fit_binaries(runner, dataset, config, centers, len(classes), seed,
                                      tau, std, holdout)
+    ovo = config.multiclass == "ovo" and len(classes) > 2
+    seen: float | np.ndarray = (np.array([f.total_weight for f in fits]) if ovo
+                                else fits[0].total_weight)
     online = OnlineState(np.stack([f.resp for f in fits]), max(f.steps for f in fits),
-                         fits[0].total_weight, 0, np.stack([f.dual_sums for f in fits]))
+                         seen, 0, np.stack([f.dual_sums for f in fits]))
     names = dataset.feature_names if dataset.is_sparse else tuple(dataset.feature_names)
     fitted = MixtureFit(classes, names,
                         np.stack([f.params.xi for f in fits]),
@@ -567,9 +646,98 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
                         [f.history for f in fits], max(f.n_iter for f in fits),
                         all(f.converged for f in fits), online, std.shift, std.scale,
                         float(config.nu), float(config.C), validation, transform,
-                        loss=config.loss)
+                        loss=config.loss, multiclass="ovo" if ovo else "ovr")
     scale, rows = probability_scale(runner, dataset, fitted, config.bias_scale, holdout)
     return dataclasses.replace(fitted, proba_scale=scale, proba_rows=rows)
+
+
+def class_probabilities(model: MixtureFit, f: np.ndarray) -> np.ndarray:
+    """Class probabilities from the binary mixtures' log-odds ``f`` (n, n_models):
+    ``softmax(s f)`` (two classes: the logistic of ``s f``), or one against one the
+    pairs' logistic functions of ``s_t f_t`` coupled
+    (:func:`~streamlearn.solvers.pairwise_coupling.couple_pairwise`); ``s`` the model's
+    ``proba_scale`` (1 when None)."""
+    f = np.asarray(f, dtype=np.float64)
+    scale = 1.0 if model.proba_scale is None else model.proba_scale
+    pairs = model.pairs
+    if pairs is None:
+        return temperature_proba(f[:, 0] if f.shape[1] == 1 else f, float(scale))
+    return coupled_proba(f, np.broadcast_to(np.asarray(scale, dtype=np.float64),
+                                            (f.shape[1],)), pairs, len(model.classes))
+
+
+def coupled_proba(f: np.ndarray, scale: np.ndarray, pairs: Sequence[tuple[int, int]],
+                  n_classes: int) -> np.ndarray:
+    """Pairwise coupling of ``P(i | i or j) = 1 / (1 + exp(-s_t f_t))`` over the pairs
+    ``t = (i, j)``."""
+    r = sigmoid_proba(np.asarray(f, dtype=np.float64), -np.asarray(scale)[None, :], 0.0)
+    first = np.array([i for i, _ in pairs], dtype=np.int64)
+    second = np.array([j for _, j in pairs], dtype=np.int64)
+    return couple_pairwise(r, first, second, int(n_classes))
+
+
+def pair_decision(model: MixtureFit, f: np.ndarray) -> np.ndarray:
+    """One against one: each class's votes from the pairs (the sign of their log-odds)
+    plus half its coupled probability, a tie-break (``AdditiveSVC``'s and scikit-learn's
+    ``SVC``'s ``decision_function_shape="ovr"``), shape (n, n_classes)."""
+    pairs = model.pairs
+    assert pairs is not None
+    first = np.array([i for i, _ in pairs], dtype=np.int64)
+    second = np.array([j for _, j in pairs], dtype=np.int64)
+    k = len(model.classes)
+    winner = np.where(np.asarray(f) > 0, first[None, :], second[None, :])
+    votes = (winner[:, :, None] == np.arange(k)[None, None, :]).sum(axis=1)
+    return votes + 0.5 * class_probabilities(model, f)
+
+
+def held_out_log_loss(model: MixtureFit, f: np.ndarray, codes: np.ndarray,
+                      weight: np.ndarray) -> float:
+    """Weighted mean log-loss of the model's class probabilities at rows of log-odds
+    ``f`` and class ``codes`` (probabilities floored at 1e-15, as scikit-learn's
+    ``log_loss`` clips them)."""
+    proba = class_probabilities(model, f)
+    p = np.clip(proba[np.arange(len(codes)), codes], 1e-15, 1.0)
+    w = np.asarray(weight, dtype=np.float64)
+    return float(-(w @ np.log(p)) / max(float(w.sum()), 1e-300))
+
+
+def _one_vs_one_if_better(runner: Any, dataset: Dataset, config: MixtureConfig,
+                          centers: np.ndarray, seed: int, tau: float, std: Standardiser,
+                          holdout: Holdout | None, transform: TailTransform | None,
+                          ovr: MixtureFit) -> MixtureFit:
+    """``multiclass="auto"`` with 3 to :data:`MAX_AUTO_OVO_CLASSES` classes: ``ovr``, or
+    the same settings trained one against one, the one whose class probabilities (as
+    ``predict_proba`` gives them) have the lower weighted log-loss on the guard's
+    held-out rows; either carries ``multiclass_check``.
+
+    The one-vs-one mixtures start from the same standardisation, k-means centres and
+    gating scale, with the same held-out rows; each scheme's probabilities were
+    calibrated on those rows (one temperature of the softmax, one per pair), so neither
+    wins on calibration alone. One more pass scores both on the held-out rows. Without
+    the guard's held-out rows (fewer than ``MIN_VALIDATION_ROWS`` expected, batch EM,
+    one component, ``validation_fraction=None``) or with a temperature chosen on the
+    training rows, one-vs-rest is kept untried (``"reason"`` says why).
+    """
+    if holdout is None or ovr.proba_rows != "held-out":
+        reason = ("no held-out rows to compare one-vs-one on (the guard of "
+                  "validation_fraction did not run)" if holdout is None
+                  else "no held-out rows of a class to calibrate on")
+        return dataclasses.replace(ovr, multiclass_check={
+            "kept": "ovr", "ovr": None, "ovo": None, "reason": reason})
+    ovo = _fit_scheme(runner, dataset, dataclasses.replace(config, multiclass="ovo"),
+                      centers, seed, tau, std, holdout, transform)
+    scores, codes, weight = runner.run(
+        HeldOutScoresPass([(m.xi, m.centers, m.coef, m.loss) for m in (ovr, ovo)], tau,
+                          config.bias_scale, std, holdout),
+        dataset, description="held-out log-loss of both schemes")
+    losses = {"ovr": held_out_log_loss(ovr, scores[0], codes, weight),
+              "ovo": (held_out_log_loss(ovo, scores[1], codes, weight)
+                      if ovo.proba_rows == "held-out" else None)}
+    kept = "ovo" if losses["ovo"] is not None and losses["ovo"] < losses["ovr"] else "ovr"
+    check: dict[str, Any] = {"kept": kept, **losses}
+    if losses["ovo"] is None:
+        check["reason"] = "no held-out rows of a pair's class to calibrate on"
+    return dataclasses.replace(ovo if kept == "ovo" else ovr, multiclass_check=check)
 
 
 def resolve_loss(loss: str, n_classes: int) -> str:
@@ -606,6 +774,8 @@ def probability_scale(runner: Any, dataset: Dataset, model: MixtureFit, bias_sca
     probabilities to rows the experts did not train on.
     """
     n_classes = len(model.classes)
+    if model.pairs is not None:
+        return _pair_scales(runner, dataset, model, bias_scale, holdout)
     sums: TemperatureSums = runner.run(
         TemperaturePass(model.xi, model.centers, model.coef, model.tau, bias_scale,
                         model.standardiser, holdout, n_classes, model.loss),
@@ -620,8 +790,29 @@ def probability_scale(runner: Any, dataset: Dataset, model: MixtureFit, bias_sca
     return best_temperature(sums.losses()), "training"
 
 
+def _pair_scales(runner: Any, dataset: Dataset, model: MixtureFit, bias_scale: float,
+                 holdout: Holdout | None) -> tuple[np.ndarray, str]:
+    """One against one: each pair's temperature ``s_t`` of ``1 / (1 + exp(-s_t f_t))``,
+    chosen as :func:`probability_scale` chooses one, on the rows of the pair's two
+    classes (every pair on the held-out rows when each has some, else every pair on
+    the training rows)."""
+    def sums_on(rows: Holdout | None) -> list[TemperatureSums]:
+        return runner.run(TemperaturePass(model.xi, model.centers, model.coef, model.tau,
+                                          bias_scale, model.standardiser, rows,
+                                          len(model.classes), model.loss, model.pairs),
+                          dataset, description="probability scales")
+
+    if holdout is not None:
+        sums = sums_on(holdout)
+        if all(t.total_weight > 0 for t in sums):
+            return np.array([best_temperature(t.losses(smoothed=False)) for t in sums]), \
+                "held-out"
+    sums = sums_on(None)
+    return np.array([best_temperature(t.losses()) for t in sums]), "training"
+
+
 def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: MixtureFit,
-                 seed: int, weight: float) -> MixtureFit:
+                 seed: int, weight: float | np.ndarray) -> MixtureFit:
     """One stochastic EM pass over a dataset's rows, continuing from ``model``.
 
     The chunks are visited in a seeded random order; eq. 20's counts are the running mean
@@ -644,8 +835,9 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     config : MixtureConfig
     model : MixtureFit
     seed : int
-    weight : float
-        Total sample weight of the dataset's rows.
+    weight : float or ndarray
+        Total sample weight of the dataset's rows (one against one, each pair's comes
+        from one more pass, of the class weights).
 
     Returns
     -------
@@ -661,9 +853,14 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
     C = model.C if isinstance(config.C, str) else float(config.C)
     config = dataclasses.replace(config, n_components=model.xi.shape[1], nu=model.nu, C=C,
                                  loss=model.loss)
-    seen = online.seen_weight + float(weight)
+    positives = _positives(len(model.classes), model.multiclass)
+    if model.pairs is not None:  # each pair's weight: of its two classes' rows
+        counts: ClusterCounts = runner.run(
+            ClusterCountPass(np.zeros((1, model.centers.shape[-1])), len(model.classes),
+                             std), dataset, description="class weights")
+        weight = np.array([float(counts.binary(p).sum()) for p in positives])
+    seen = online.seen_weight + weight
     k = model.xi.shape[1]
-    positives = _positives(len(model.classes))
     sums = (online.dual_sums if online.dual_sums is not None  # a model from before them:
             else np.einsum("mkj,mkj->mk", model.coef, model.coef))  # the bound at a zero loss
     starts = [StochasticState(
@@ -696,7 +893,7 @@ def partial_pass(runner: Any, dataset: Dataset, config: MixtureConfig, model: Mi
                                             for s in states])),
                       model.shift, model.scale, model.nu, C, model.validation,
                       model.feature_transform, model.proba_scale, model.proba_rows,
-                      model.loss)
+                      model.loss, model.multiclass)
 
 
 def _partial_history(history: History, entry: dict[str, float]) -> History:
@@ -727,7 +924,7 @@ def _validation_rows(config: MixtureConfig, n_rows: int, k: int,
 class _Lane:
     # one binary mixture trained by the shared passes: its positive class, whether it is
     # the guard's one-component linear expert, its seed
-    positive: int
+    positive: LaneLabels
     linear: bool
     seed: int
 
@@ -736,13 +933,13 @@ def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
                       centers: np.ndarray, lanes: list[_Lane], seed: int,
                       alphas: list[ExampleState], std: Standardiser,
                       holdout: Holdout | None) -> tuple[list[MixtureParams], list[np.ndarray],
-                                                        float, list[np.ndarray]]:
+                                                        list[float], list[np.ndarray]]:
     """Sec. III-D: one expert per k-means cluster, for every lane in the same passes (a
     linear lane: one cluster, at the standardised mean).
 
     Returns each lane's parameters, its mask of constant (single-class) experts, the
-    total sample weight of the training rows and each lane's sums of the dual variables
-    per expert.
+    sample weight of its training rows (a pair's: of its two classes) and its sums of
+    the dual variables per expert.
     """
     d = centers.shape[1]
     C, bs = float(config.C), float(config.bias_scale)
@@ -751,18 +948,18 @@ def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
     counts: ClusterCounts = runner.run(ClusterCountPass(centers, n_classes, std, holdout),
                                        dataset, description="cluster classes")
     overall = ClusterCounts(counts.counts.sum(axis=0, keepdims=True))
-    total = float(counts.counts.sum())
     one = np.zeros((1, d))
-    params, constant = [], []
+    params, constant, totals = [], [], []
     for lane in lanes:
         lane_counts = overall if lane.linear else counts
         binary = lane_counts.binary(lane.positive)
+        totals.append(float(binary.sum()))
         mixed = (binary > 0).all(axis=1)
         W = np.zeros((len(mixed), d + 1))
         # Sec. III-D: a single-class cluster starts as the constant expert +/- e_{d+1}
         sign = np.where(binary[:, 1] > 0, 1.0, -1.0)
         W[~mixed, d] = sign[~mixed] / (bs if bs > 0 else 1.0)
-        mass = lane_counts.counts.sum(axis=1)
+        mass = binary.sum(axis=1)
         params.append(MixtureParams(mixing_weights(mass, 0.0, mass > 0),
                                     np.array(one if lane.linear else centers,
                                              dtype=np.float64), W))
@@ -781,33 +978,38 @@ def _initial_mixtures(runner: Any, dataset: Dataset, config: MixtureConfig,
             p.W = W
         for sums, change in zip(dual_sums, state.dual_change, strict=True):
             sums += change
-    return params, constant, total, dual_sums
+    return params, constant, totals, dual_sums
 
 
 def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers: np.ndarray,
                   n_classes: int, seed: int, tau: float, std: Standardiser,
-                  holdout: Holdout | None) -> tuple[list[BinaryFit], dict[str, Any] | None]:
-    """Every binary mixture (one, or one per class against the rest): the initialisation
-    and stochastic EM read each chunk once for all of them (and for the guard's linear
-    lanes); batch EM runs them in turn. Returns the kept fits and the guard's outcome."""
+                  holdout: Holdout | None, first_lane: int = 0
+                  ) -> tuple[list[BinaryFit], dict[str, Any] | None]:
+    """Every binary mixture (one, one per class against the rest or one per pair of
+    classes): the initialisation and stochastic EM read each chunk once for all of them
+    (and for the guard's linear lanes); batch EM runs them in turn. Returns the kept fits
+    and the guard's outcome. The mixtures' seeds are those of lanes ``first_lane``,
+    ``first_lane + 1``, .. (:func:`_lane_seed`): a binary training can repeat one lane
+    of a wider one."""
     k = centers.shape[0]
-    positives = _positives(n_classes)
-    lanes = [_Lane(p, False, _lane_seed(seed, m)) for m, p in enumerate(positives)]
+    positives = _positives(n_classes, config.multiclass)
+    lanes = [_Lane(p, False, _lane_seed(seed, first_lane + m))
+             for m, p in enumerate(positives)]
     if holdout is not None:
         lanes += [_Lane(p, True, _lane_seed(seed, len(positives) + m))
                   for m, p in enumerate(positives)]
     with contextlib.ExitStack() as stack:
         alphas = [stack.enter_context(ExampleState(dataset.n_rows, 1 if lane.linear else k))
                   for lane in lanes]
-        params, constant, total, dual_sums = _initial_mixtures(
+        params, constant, totals, dual_sums = _initial_mixtures(
             runner, dataset, config, centers, lanes, seed, alphas, std, holdout)
         if config.em == "stochastic":
             n = len(positives)
             groups = [list(range(n)), list(range(n, 2 * n))] if holdout is not None else []
             fits, tally = _stochastic_em(runner, dataset, config, params, constant,
-                                         [lane.positive for lane in lanes], tau, total, alphas,
-                                         seed, [lane.seed for lane in lanes], std, holdout,
-                                         groups, n, dual_sums)
+                                         [lane.positive for lane in lanes], tau, totals,
+                                         alphas, seed, [lane.seed for lane in lanes], std,
+                                         holdout, groups, n, dual_sums, n_classes)
             if holdout is None:
                 return fits, None
             mixture_error, linear_error = tally.errors / max(tally.held_weight, 1e-300)
@@ -827,9 +1029,9 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
             history: History = []
             fitted, n_iter, converged = _batch_em(
                 runner, dataset, config, params[m], constant[m], positive, tau, alphas[m],
-                _lane_seed(seed, m), history, std, dual_sums[m])
+                lanes[m].seed, history, std, dual_sums[m])
             fits.append(BinaryFit(fitted, history, n_iter, converged, fitted.xi.copy(),
-                                  n_iter * dataset.n_chunks, total, tau, dual_sums[m]))
+                                  n_iter * dataset.n_chunks, totals[m], tau, dual_sums[m]))
         return fits, None
 
 
@@ -978,11 +1180,11 @@ def _expert_step(runner: Any, dataset: Dataset, config: MixtureConfig,
 
 def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                    params: list[MixtureParams], constant: list[np.ndarray],
-                   positives: list[int], tau: float, total: float,
+                   positives: list[LaneLabels], tau: float, totals: list[float],
                    alphas: list[ExampleState], seed: int, seeds: list[int],
                    std: Standardiser, holdout: Holdout | None, groups: list[list[int]],
-                   n_judged: int,
-                   dual_sums: list[np.ndarray]) -> tuple[list[BinaryFit], EpochState]:
+                   n_judged: int, dual_sums: list[np.ndarray],
+                   n_classes: int = 2) -> tuple[list[BinaryFit], EpochState]:
     """Stochastic EM of every lane, each epoch one pass for all of them.
 
     The first ``n_judged`` lanes decide when to stop: the fit ends after the epoch at which
@@ -1020,10 +1222,11 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     for epoch in range(epochs):
         out = runner.run(
             StochasticEpochPass([positives[m] for m in running], float(config.C), tau,
-                                float(config.nu), bs, total, [alphas[m] for m in running],
+                                float(config.nu), bs, [totals[m] for m in running],
+                                [alphas[m] for m in running],
                                 [seeds[m] * 1000003 + 31 + epoch for m in running],
                                 [states[m] for m in running], std, holdout, groups,
-                                config.loss),
+                                config.loss, n_classes),
             dataset, shuffle=True, seed=seed, epoch=epoch + INIT_EXPERT_PASSES,
             description=f"stochastic EM {epoch + 1}/{epochs}")
         held = None
@@ -1059,6 +1262,6 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
         if not groups:
             running = [m for m in running if not converged[m]]
     fits = [BinaryFit(states[m].params, histories[m], n_iter[m], converged[m],
-                      states[m].resp, states[m].t, total, tau, states[m].dual_sum)
+                      states[m].resp, states[m].t, totals[m], tau, states[m].dual_sum)
             for m in range(n_lanes)]
     return fits, out

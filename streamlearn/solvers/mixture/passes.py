@@ -107,9 +107,50 @@ class MixtureParams:
 
 
 
-def _signs(chunk: Chunk, positive: int) -> np.ndarray:
-    """Labels of a chunk as float32 +1 (class ``positive``) / -1."""
+#: A lane's labels: a class code ``c`` (one class against the rest: +1 for ``c``, -1 for
+#: every other class), or a pair of codes ``(i, j)`` (one against one: +1 for ``i``, -1 for
+#: ``j``, and the rows of every other class weigh 0 in the lane).
+LaneLabels = int | tuple[int, int]
+
+
+def lane_labels(label: LaneLabels | Sequence[int]) -> LaneLabels:
+    """``label`` as a class code or a pair of two distinct codes."""
+    if isinstance(label, (tuple, list, np.ndarray)):
+        i, j = (int(c) for c in label)
+        if i == j:
+            raise ValueError(f"a pair of classes needs two codes, got ({i}, {j})")
+        return (i, j)
+    return int(label)
+
+
+def _signs(chunk: Chunk, label: LaneLabels) -> np.ndarray:
+    """Labels of a chunk as float32 +1 (class ``label``, or a pair's first) / -1."""
+    positive = label[0] if isinstance(label, tuple) else label
     return np.where(np.asarray(chunk.y) == positive, 1.0, -1.0).astype(np.float32)
+
+
+def pair_votes_decision(F: np.ndarray, first: np.ndarray, second: np.ndarray,
+                        n_classes: int, proba: np.ndarray | None = None) -> np.ndarray:
+    """Class codes of most votes of one-against-one models, ties to the larger ``proba``.
+
+    Model ``t`` votes ``first[t]`` where its log-odds ``F[:, t] > 0``, else ``second[t]``;
+    ``proba`` (n, n_classes), in ``[0, 1]``, breaks ties (none: the lowest code).
+    """
+    winner = np.where(F > 0, first[None, :], second[None, :])
+    votes = (winner[:, :, None] == np.arange(n_classes)[None, None, :]).sum(axis=1)
+    score = votes.astype(np.float64)
+    if proba is not None:
+        score = score + 0.5 * proba
+    return np.argmax(score, axis=1)
+
+
+def _lane_weights(chunk: Chunk, label: LaneLabels, w: np.ndarray) -> np.ndarray:
+    """``w`` for a lane: as it is one against the rest, 0 outside the pair's two classes
+    one against one (a new array then)."""
+    if not isinstance(label, tuple):
+        return w
+    y = np.asarray(chunk.y)
+    return np.where((y == label[0]) | (y == label[1]), w, 0.0).astype(w.dtype, copy=False)
 
 
 def _weights(chunk: Chunk, holdout: Holdout | None = None) -> np.ndarray:
@@ -188,45 +229,141 @@ class TemperaturePass:
     n_classes : int
     loss : {"hinge", "squared_hinge"}
         The experts' loss.
+    pairs : sequence of (int, int), optional
+        One against one: each model's pair of classes. The state is then one two-class
+        :class:`~streamlearn.solvers.calibration.TemperatureSums` per pair, of the rows
+        of its two classes (the logistic of ``s f`` for the pair's first class).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, xi: np.ndarray, centers: np.ndarray, coef: np.ndarray, tau: float,
                  bias_scale: float, standardiser: Standardiser,
-                 holdout: Holdout | None, n_classes: int, loss: str = "hinge") -> None:
+                 holdout: Holdout | None, n_classes: int, loss: str = "hinge",
+                 pairs: Sequence[tuple[int, int]] | None = None) -> None:
         self.xi, self.centers, self.coef = xi, centers, coef
         self.squared = is_squared(loss)
         self.n_classes = int(n_classes)
         self.tau, self.bias_scale = float(tau), float(bias_scale)
         self.standardiser = standardiser
         self.holdout = holdout
+        self.pairs = None if pairs is None else [lane_labels(p) for p in pairs]
 
-    def start(self) -> TemperatureSums:
+    def start(self) -> TemperatureSums | list[TemperatureSums]:
         """Sums of no rows."""
+        if self.pairs is not None:
+            return [TemperatureSums(2) for _ in self.pairs]
         return TemperatureSums(self.n_classes)
 
-    def step(self, state: TemperatureSums, chunk: Chunk) -> TemperatureSums:
+    def step(self, state: TemperatureSums | list[TemperatureSums],
+             chunk: Chunk) -> TemperatureSums | list[TemperatureSums]:
         """The sums with the chunk's selected rows added (in place)."""
         rows = held_out_rows(chunk, self.holdout)
         if rows is None:
             return state
         X, codes, weight = rows
-        f = np.empty((X.shape[0], self.xi.shape[0]))
-        for j in range(self.xi.shape[0]):
-            args = (self.centers[j], self.coef[j], self.xi[j], self.tau, self.bias_scale)
-            f[:, j] = (mixture_log_odds(X, *args, self.squared) if isinstance(X, SparseRows)
-                       else mixture_log_odds_chunk(X, *args, self.standardiser.shift,
-                                                   self.standardiser.scale, self.squared))
-        return state.add(f, codes, weight)
+        f = mixture_scores(X, self.xi, self.centers, self.coef, self.tau, self.bias_scale,
+                           self.standardiser, self.squared)
+        if self.pairs is None:
+            assert isinstance(state, TemperatureSums)
+            return state.add(f, codes, weight)
+        assert isinstance(state, list)
+        w = np.ones(len(codes)) if weight is None else np.asarray(weight, dtype=np.float64)
+        for t, (i, j) in enumerate(self.pairs):
+            inside = (codes == i) | (codes == j)
+            state[t].add(f[inside, t], (codes[inside] == i).astype(np.int64), w[inside])
+        return state
 
-    def merge(self, a: TemperatureSums, b: TemperatureSums) -> TemperatureSums:
+    def merge(self, a: TemperatureSums | list[TemperatureSums],
+              b: TemperatureSums | list[TemperatureSums]
+              ) -> TemperatureSums | list[TemperatureSums]:
         """The sums of both (a new state)."""
+        if isinstance(a, list):
+            assert isinstance(b, list)
+            return [p.merge(q) for p, q in zip(a, b, strict=True)]
+        assert isinstance(b, TemperatureSums)
         return a.merge(b)
 
-    def finish(self, state: TemperatureSums) -> TemperatureSums:
+    def finish(self, state: TemperatureSums | list[TemperatureSums]
+               ) -> TemperatureSums | list[TemperatureSums]:
         """The sums."""
         return state
+
+
+def mixture_scores(X: np.ndarray | SparseRows, xi: np.ndarray, centers: np.ndarray,
+                   coef: np.ndarray, tau: float, bias_scale: float,
+                   standardiser: Standardiser, squared: bool) -> np.ndarray:
+    """Every binary mixture's log-odds at the rows ``X`` (dense rows standardised on the
+    fly), shape ``(n, n_models)``."""
+    f = np.empty((X.shape[0], xi.shape[0]))
+    for j in range(xi.shape[0]):
+        args = (centers[j], coef[j], xi[j], float(tau), float(bias_scale))
+        f[:, j] = (mixture_log_odds(X, *args, squared) if isinstance(X, SparseRows)
+                   else mixture_log_odds_chunk(X, *args, standardiser.shift,
+                                               standardiser.scale, squared))
+    return f
+
+
+class HeldOutScoresPass:
+    """Reduction pass: the log-odds of several fitted mixtures at the rows a holdout sets
+    aside, with the rows' class codes and weights (the held-out rows are a small share:
+    they are kept, to score probabilities that do not come from sums).
+
+    Parameters
+    ----------
+    models : sequence of (xi, centers, coef, loss)
+        The fitted binary mixtures of each model (``MixtureFit.xi``, ``.centers``,
+        ``.coef``, ``.loss``).
+    tau, bias_scale : float
+    standardiser : Standardiser
+    holdout : Holdout
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, models: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, str]],
+                 tau: float, bias_scale: float, standardiser: Standardiser,
+                 holdout: Holdout) -> None:
+        self.models = list(models)
+        self.tau, self.bias_scale = float(tau), float(bias_scale)
+        self.standardiser = standardiser
+        self.holdout = holdout
+
+    def start(self) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]:
+        """No rows."""
+        return [[] for _ in self.models], [], []
+
+    def step(self, state: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]],
+             chunk: Chunk) -> tuple[list[list[np.ndarray]], list[np.ndarray],
+                                    list[np.ndarray]]:
+        """Add the chunk's held-out rows (in place)."""
+        rows = held_out_rows(chunk, self.holdout)
+        if rows is None:
+            return state
+        X, codes, weight = rows
+        for scores, (xi, centers, coef, loss) in zip(state[0], self.models, strict=True):
+            scores.append(mixture_scores(X, xi, centers, coef, self.tau, self.bias_scale,
+                                         self.standardiser, is_squared(loss)))
+        state[1].append(np.asarray(codes, dtype=np.int64))
+        state[2].append(np.ones(len(codes)) if weight is None
+                        else np.asarray(weight, dtype=np.float64))
+        return state
+
+    def merge(self, a: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]],
+              b: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]
+              ) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]:
+        """The rows of both (a new state)."""
+        return ([p + q for p, q in zip(a[0], b[0], strict=True)], a[1] + b[1], a[2] + b[2])
+
+    def finish(self, state: tuple[list[list[np.ndarray]], list[np.ndarray],
+                                  list[np.ndarray]]
+               ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """Each model's log-odds ``(n, n_models)``, the codes and the weights."""
+        scores = [np.concatenate(s) if s else np.empty((0, m[0].shape[0]))
+                  for s, m in zip(state[0], self.models, strict=True)]
+        codes = np.concatenate(state[1]) if state[1] else np.empty(0, np.int64)
+        weight = np.concatenate(state[2]) if state[2] else np.empty(0)
+        return scores, codes, weight
 
 
 @dataclass
@@ -244,8 +381,11 @@ class ClusterCounts:
     counts: np.ndarray
     sq_dist: float = 0.0
 
-    def binary(self, positive: int) -> np.ndarray:
-        """Counts of one class against the rest, shape ``(k, 2)``: negative, positive."""
+    def binary(self, positive: LaneLabels) -> np.ndarray:
+        """Counts of one class against the rest, or of a pair ``(i, j)``'s second class
+        against its first, shape ``(k, 2)``: negative, positive."""
+        if isinstance(positive, tuple):
+            return self.counts[:, [positive[1], positive[0]]].copy()
         pos = self.counts[:, int(positive)]
         return np.column_stack([self.counts.sum(axis=1) - pos, pos])
 
@@ -462,8 +602,8 @@ class InitialExpertPass:
         Each lane's centres (lanes may share one array: its rows are assigned once).
     trained : sequence of ndarray of shape (k_m,), bool
         Each lane's clusters with both classes (the others keep their constant expert).
-    positives : sequence of int
-        Class code of each lane's positive label.
+    positives : sequence of LaneLabels
+        Each lane's labels (:data:`LaneLabels`).
     C, bias_scale : float
     alphas : sequence of ExampleState
         Each lane's dual variables ``(n_rows, k_m)``.
@@ -481,7 +621,7 @@ class InitialExpertPass:
     kind: Literal["reduction", "sequential"] = "sequential"
 
     def __init__(self, centers: Sequence[np.ndarray], trained: Sequence[np.ndarray],
-                 positives: Sequence[int], C: float, bias_scale: float,
+                 positives: Sequence[LaneLabels], C: float, bias_scale: float,
                  alphas: Sequence[ExampleState], seeds: Sequence[int],
                  initial: Sequence[np.ndarray], standardiser: Standardiser | None = None,
                  holdout: Holdout | None = None, loss: str = "hinge") -> None:
@@ -489,7 +629,7 @@ class InitialExpertPass:
         self.squared = is_squared(loss)
         self.centers = [np.ascontiguousarray(c, dtype=np.float64) for c in centers]
         self.trained = [np.asarray(t, dtype=bool) for t in trained]
-        self.positives = [int(p) for p in positives]
+        self.positives = [lane_labels(p) for p in positives]
         self.C = float(C)
         self.bias_scale = float(bias_scale)
         self.n_lanes = _hold_lanes(self, alphas)
@@ -526,7 +666,8 @@ class InitialExpertPass:
             alpha = lane_alpha.get(chunk)
             before = _read_before(alpha, self.share)
             start = alpha.sum(axis=0, dtype=np.float64)
-            expert_dcd_chunk(X, _signs(chunk, self.positives[m]), w,
+            label = self.positives[m]
+            expert_dcd_chunk(X, _signs(chunk, label), _lane_weights(chunk, label, w),
                              assigned[id(self.centers[m])], self.C, alpha, state.W[m],
                              self.trained[m], self.bias_scale, EXPERT_SWEEPS,
                              _chunk_seed(self.seeds[m], chunk), diagonal, self.squared)
@@ -583,8 +724,8 @@ class EStepPass:
     ----------
     params : sequence of MixtureParams
         Each lane's parameters.
-    positives : sequence of int
-        Each lane's positive class code.
+    positives : sequence of LaneLabels
+        Each lane's labels (:data:`LaneLabels`).
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
@@ -596,14 +737,15 @@ class EStepPass:
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, params: Sequence[MixtureParams], positives: Sequence[int], tau: float,
+    def __init__(self, params: Sequence[MixtureParams], positives: Sequence[LaneLabels],
+                 tau: float,
                  bias_scale: float, standardiser: Standardiser | None = None,
                  holdout: Holdout | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
         self.squared = is_squared(loss)
         self.holdout = holdout
         self.params = list(params)
-        self.positives = [int(p) for p in positives]
+        self.positives = [lane_labels(p) for p in positives]
         if len(self.params) != len(self.positives):
             raise ValueError(f"{len(self.params)} parameter sets for "
                              f"{len(self.positives)} positive classes")
@@ -621,9 +763,10 @@ class EStepPass:
         for lane, params, positive in zip(state, self.params, self.positives, strict=True):
             Q, loglik = _posteriors(X, _signs(chunk, positive), params, self.tau,
                                     self.bias_scale, self.squared)
-            lane.mass += w @ Q
-            lane.loglik += float(w @ loglik)
-            lane.weight += float(w.sum())
+            wl = _lane_weights(chunk, positive, w)
+            lane.mass += wl @ Q
+            lane.loglik += float(wl @ loglik)
+            lane.weight += float(wl.sum())
         return state
 
     def merge(self, a: list[EStepStats], b: list[EStepStats]) -> list[EStepStats]:
@@ -655,7 +798,7 @@ class GatingPass:
     posterior_params : MixtureParams
     V : ndarray of shape (k, d)
         Centres where the objective is evaluated.
-    positive : int
+    positive : LaneLabels
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
@@ -665,14 +808,14 @@ class GatingPass:
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, posterior_params: MixtureParams, V: np.ndarray, positive: int,
+    def __init__(self, posterior_params: MixtureParams, V: np.ndarray, positive: LaneLabels,
                  tau: float, bias_scale: float,
                  standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
         self.squared = is_squared(loss)
         self.posterior_params = posterior_params
         self.V = np.asarray(V, dtype=np.float64)
-        self.positive = int(positive)
+        self.positive = lane_labels(positive)
         self.tau = float(tau)
         self.bias_scale = float(bias_scale)
 
@@ -685,7 +828,8 @@ class GatingPass:
         X = chunk_features(chunk, self.standardiser)
         Q, _ = _posteriors(X, _signs(chunk, self.positive), self.posterior_params,
                            self.tau, self.bias_scale, self.squared)
-        value, grad = gating_objective_chunk(X, _weights(chunk), Q, self.V,
+        value, grad = gating_objective_chunk(X, _lane_weights(chunk, self.positive,
+                                                              _weights(chunk)), Q, self.V,
                                              self.posterior_params.xi > 0, self.tau)
         state.value += value
         state.grad += grad
@@ -757,8 +901,8 @@ class LinearSweepPass:
 
     Parameters
     ----------
-    positives : sequence of int
-        Each lane's positive class code.
+    positives : sequence of LaneLabels
+        Each lane's labels (:data:`LaneLabels`).
     C, bias_scale : float
     alphas : sequence of ExampleState
         Each lane's dual variables ``(n_rows, 1)``.
@@ -774,13 +918,13 @@ class LinearSweepPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, positives: Sequence[int], C: float, bias_scale: float,
+    def __init__(self, positives: Sequence[LaneLabels], C: float, bias_scale: float,
                  alphas: Sequence[ExampleState], seeds: Sequence[int],
                  initial: Sequence[np.ndarray],
                  standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
         self.squared = is_squared(loss)
-        self.positives = [int(p) for p in positives]
+        self.positives = [lane_labels(p) for p in positives]
         self.C = float(C)
         self.bias_scale = float(bias_scale)
         self.n_lanes = _hold_lanes(self, alphas)
@@ -805,14 +949,15 @@ class LinearSweepPass:
     def step(self, state: LinearSweepState, chunk: Chunk) -> LinearSweepState:
         """Losses of the initial experts on the chunk, then coordinate descent sweeps over
         it, lane after lane (in place)."""
-        X, w = chunk_features(chunk, self.standardiser), _weights(chunk)
-        w64 = w.astype(np.float64)
+        X, w32 = chunk_features(chunk, self.standardiser), _weights(chunk)
         diagonal = expert_diagonal(X, self.bias_scale)
         one = np.ones((chunk.n_rows, 1))
         every = np.ones(1, dtype=bool)
 
         def lane(m: int) -> None:
             y = _signs(chunk, self.positives[m])
+            w = _lane_weights(chunk, self.positives[m], w32)
+            w64 = w.astype(np.float64)
             scores = _linear_scores(X, self.initial[m], self.bias_scale)
             state.loss[m] += float(w64 @ expert_losses(y * scores, self.squared))
             lane_alpha = _lane_alpha(self, m)
@@ -861,7 +1006,7 @@ class ExpertPass:
     Parameters
     ----------
     posterior_params : MixtureParams
-    positive : int
+    positive : LaneLabels
     C, tau, bias_scale : float
     alpha : ExampleState
         Dual variables ``(n_rows, k)``.
@@ -876,13 +1021,14 @@ class ExpertPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, posterior_params: MixtureParams, positive: int, C: float, tau: float,
+    def __init__(self, posterior_params: MixtureParams, positive: LaneLabels, C: float,
+                 tau: float,
                  bias_scale: float, alpha: ExampleState, seed: int, initial: np.ndarray,
                  standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
         self.squared = is_squared(loss)
         self.posterior_params = posterior_params
-        self.positive = int(positive)
+        self.positive = lane_labels(positive)
         self.C = float(C)
         self.tau = float(tau)
         self.bias_scale = float(bias_scale)
@@ -910,7 +1056,8 @@ class ExpertPass:
         alpha = self.alpha.get(chunk)
         before = _read_before(alpha, self.share)
         start = alpha.sum(axis=0, dtype=np.float64)
-        expert_dcd_chunk(X, y, _weights(chunk), Q, self.C, alpha, state.W,
+        expert_dcd_chunk(X, y, _lane_weights(chunk, self.positive, _weights(chunk)), Q,
+                         self.C, alpha, state.W,
                          self.posterior_params.xi > 0, self.bias_scale, EXPERT_SWEEPS,
                          _chunk_seed(self.seed, chunk), squared=self.squared)
         _write_share(alpha, before, self.share)
@@ -941,7 +1088,7 @@ class ExpertObjectivePass:
     posterior_params : MixtureParams
         Parameters whose posteriors weigh the rows.
     W_a, W_b : ndarray of shape (k, d + 1)
-    positive : int
+    positive : LaneLabels
     tau, bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
@@ -952,14 +1099,14 @@ class ExpertObjectivePass:
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, posterior_params: MixtureParams, W_a: np.ndarray, W_b: np.ndarray,
-                 positive: int, tau: float, bias_scale: float,
+                 positive: LaneLabels, tau: float, bias_scale: float,
                  standardiser: Standardiser | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
         self.squared = is_squared(loss)
         self.posterior_params = posterior_params
         self.W_a = W_a
         self.W_b = W_b
-        self.positive = int(positive)
+        self.positive = lane_labels(positive)
         self.tau = float(tau)
         self.bias_scale = float(bias_scale)
 
@@ -973,7 +1120,8 @@ class ExpertObjectivePass:
         y = _signs(chunk, self.positive)
         Q, _ = _posteriors(X, y, self.posterior_params, self.tau, self.bias_scale,
                            self.squared)
-        wq = _weights(chunk).astype(np.float64)[:, None] * Q
+        wq = _lane_weights(chunk, self.positive, _weights(chunk)).astype(
+            np.float64)[:, None] * Q
         for row, W in enumerate((self.W_a, self.W_b)):
             scores = chunk_products(X, self.posterior_params.V, W, self.bias_scale).scores
             state[row] += (wq * expert_losses(y[:, None] * scores, self.squared)).sum(axis=0)
@@ -1065,11 +1213,12 @@ class StochasticEpochPass:
 
     Parameters
     ----------
-    positives : sequence of int
-        Each lane's positive class code.
+    positives : sequence of LaneLabels
+        Each lane's labels (:data:`LaneLabels`).
     C, tau, nu, bias_scale : float
-    total_weight : float
-        ``sum_i s_i`` over the training rows (turns mean posteriors into eq. 20's counts).
+    total_weight : float or sequence of float
+        ``sum_i s_i`` over the training rows (turns mean posteriors into eq. 20's counts):
+        one for every lane, or each lane's own (a pair's rows one against one).
     alphas : sequence of ExampleState
         Each lane's dual variables of the experts ``(n_rows, k_m)``.
     seeds : sequence of int
@@ -1082,8 +1231,12 @@ class StochasticEpochPass:
         Rows left out of training.
     groups : sequence of sequence of int, optional
         Lanes that make one classifier (one lane: the sign of its log-odds; several: the
-        positive class of the lane with the largest log-odds, one against the rest), each
-        scored on the held-out rows of every chunk before the chunk trains the lanes.
+        positive class of the lane with the largest log-odds, one against the rest; pairs
+        of classes: the class of most votes, :func:`pair_votes_decision`), each scored on
+        the held-out rows of every chunk before the chunk trains the lanes (a pair's
+        logistic loss over the rows of its two classes).
+    n_classes : int
+        Classes of the data (the votes of pairs' groups count them).
     loss : {"hinge", "squared_hinge"}
         The experts' loss.
 
@@ -1097,20 +1250,25 @@ class StochasticEpochPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, positives: Sequence[int], C: float, tau: float, nu: float,
-                 bias_scale: float, total_weight: float, alphas: Sequence[ExampleState],
+    def __init__(self, positives: Sequence[LaneLabels], C: float, tau: float, nu: float,
+                 bias_scale: float, total_weight: float | Sequence[float],
+                 alphas: Sequence[ExampleState],
                  seeds: Sequence[int], initial: Sequence[StochasticState],
                  standardiser: Standardiser | None = None, holdout: Holdout | None = None,
-                 groups: Sequence[Sequence[int]] | None = None, loss: str = "hinge") -> None:
+                 groups: Sequence[Sequence[int]] | None = None, loss: str = "hinge",
+                 n_classes: int = 2) -> None:
         self.standardiser = standardiser
+        self.n_classes = int(n_classes)
         self.squared = is_squared(loss)
-        self.positives = [int(p) for p in positives]
+        self.positives = [lane_labels(p) for p in positives]
         self.C = float(C)
         self.tau = float(tau)
         self.nu = float(nu)
         self.bias_scale = float(bias_scale)
-        self.total_weight = float(total_weight)
         self.n_lanes = _hold_lanes(self, alphas)
+        self.total_weight = ([float(t) for t in total_weight]
+                             if isinstance(total_weight, (list, tuple, np.ndarray))
+                             else [float(total_weight)] * self.n_lanes)
         self.seeds = [int(s) for s in seeds]
         self.initial = list(initial)
         if not len(self.positives) == self.n_lanes == len(self.seeds) == len(self.initial):
@@ -1162,19 +1320,30 @@ class StochasticEpochPass:
              else np.asarray(chunk.weight, dtype=np.float64)[held])
         for g, lanes in enumerate(self.groups):
             F = np.column_stack([log_odds[m] for m in lanes])
-            codes = np.asarray([self.positives[m] for m in lanes])
-            if len(lanes) == 1:
-                wrong = (F[:, 0] > 0) != (y == codes[0])
+            labels = [self.positives[m] for m in lanes]
+            if isinstance(labels[0], tuple):  # one against one: the pairs' votes
+                first = np.asarray([a for a, _ in labels])
+                second = np.asarray([b for _, b in labels])
+                wrong = pair_votes_decision(F, first, second, self.n_classes) != y
+                signs = np.where(y[:, None] == first[None, :], 1.0, -1.0)
+                inside = (y[:, None] == first[None, :]) | (y[:, None] == second[None, :])
             else:
-                wrong = codes[np.argmax(F, axis=1)] != y
-            signs = np.where(y[:, None] == codes[None, :], 1.0, -1.0)
+                codes = np.asarray(labels)
+                if len(lanes) == 1:
+                    wrong = (F[:, 0] > 0) != (y == codes[0])
+                else:
+                    wrong = codes[np.argmax(F, axis=1)] != y
+                signs = np.where(y[:, None] == codes[None, :], 1.0, -1.0)
+                inside = np.ones_like(signs, dtype=bool)
             state.errors[g] += float(w @ wrong)
-            state.losses[g] += float(w @ np.logaddexp(0.0, -signs * F).sum(axis=1))
+            state.losses[g] += float(w @ np.where(inside, np.logaddexp(0.0, -signs * F),
+                                                  0.0).sum(axis=1))
         state.held_weight += float(w.sum())
 
     def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
                    chunk: Chunk, diagonal: np.ndarray) -> None:
         y = _signs(chunk, self.positives[m])
+        w = _lane_weights(chunk, self.positives[m], w)
         w64 = w.astype(np.float64)
         p = state.params
         log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
@@ -1187,7 +1356,7 @@ class StochasticEpochPass:
         if chunk_weight > 0.0:
             state.resp = (1.0 - rho) * state.resp + rho * (w64 @ Q) / chunk_weight
         active = p.xi > 0
-        p.xi = mixing_weights(self.total_weight * state.resp, self.nu, active)
+        p.xi = mixing_weights(self.total_weight[m] * state.resp, self.nu, active)
         if not np.array_equal(p.xi > 0, active):  # a component vanished: posteriors without it
             log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
             Q, _ = posteriors_chunk(log_g, scores, y, p.xi, self.squared)

@@ -1,0 +1,213 @@
+"""``MixtureSVC(multiclass=...)``: one binary mixture per pair of classes, and ``"auto"``.
+
+References: a pair's lane equals the binary training of the pair's rows alone (the other
+rows at weight 0, the same centres, seeds and settings); the probabilities are
+``couple_pairwise`` of the pairs' logistic functions recomputed here, the prediction the
+pairwise votes counted here; ``"auto"``'s choice is recomputed with scikit-learn's
+``log_loss`` on the held-out rows, rebuilt from the row hash the fit uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.metrics import log_loss
+
+from streamlearn import open_dataset
+from streamlearn.engine import LocalEngine
+from streamlearn.engine.checkpoint import fit_fingerprint
+from streamlearn.engine.moments import FeatureMomentsPass
+from streamlearn.models.mixture import MixtureSVC
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.kmeans import Standardiser
+from streamlearn.solvers.mixture import driver
+from streamlearn.solvers.mixture.driver import MixtureConfig, class_pairs
+from streamlearn.solvers.pairwise_coupling import couple_pairwise
+from tests.test_model_file import _rewritten
+
+
+def ordered_classes(n: int, n_classes: int = 5, d: int = 6, seed: int = 0
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Quantile bands of a noisy linear score of ``d`` normal features."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    score = X @ rng.normal(size=d) + 0.5 * rng.normal(size=n)
+    edges = np.quantile(score, np.arange(1, n_classes) / n_classes)
+    return X.astype(np.float32), np.digitize(score, edges)
+
+
+@pytest.fixture(scope="module")
+def ordered() -> dict:
+    X, y = ordered_classes(3000)
+    fits = {scheme: MixtureSVC(multiclass=scheme, progress=False).fit(X, y)
+            for scheme in ("auto", "ovr", "ovo")}
+    return {"X": X, "y": y, **fits}
+
+
+def test_two_classes_are_the_binary_mixture_whatever_the_scheme() -> None:
+    X, y = ordered_classes(600, n_classes=2, seed=1)
+    fits = [MixtureSVC(n_components=3, multiclass=scheme, progress=False).fit(X, y)
+            for scheme in ("ovr", "ovo", "auto")]
+    for model in fits:
+        assert model.multiclass_ == "ovr" and model.xi_.shape[0] == 1
+        assert not hasattr(model, "multiclass_check_")
+        np.testing.assert_array_equal(model.expert_coef_, fits[0].expert_coef_)
+        np.testing.assert_array_equal(model.predict_proba(X), fits[0].predict_proba(X))
+
+
+@pytest.mark.parametrize("em", ["stochastic", "batch"])
+def test_each_pair_lane_is_the_binary_training_of_its_rows_alone(em: str) -> None:
+    X, y = ordered_classes(900, n_classes=3, d=4, seed=2)
+    engine = LocalEngine(progress=False)
+    config = MixtureConfig(n_components=4, nu=0.0, tau=0.5, C=0.5, em=em, epochs=3,
+                           tol=0.0, bias_scale=1.0, loss="squared_hinge", multiclass="ovo")
+    data = open_dataset(X, target=y, task="classification", chunk_rows=10_000)
+    std = Standardiser.from_moments(*engine.run(FeatureMomentsPass(4), data))
+    centers = std.apply(X[[0, 100, 200, 300]].astype(np.float64))
+    seed = 5
+    pairs, _ = driver._fit_binaries(engine, data, config, centers, 3, seed, 0.5, std, None)
+    assert len(pairs) == 3
+    for t, (i, j) in enumerate(class_pairs(3)):
+        inside = (y == i) | (y == j)
+        alone = open_dataset(X, target=(y == i).astype(int), weight=inside.astype(float),
+                             task="classification", chunk_rows=10_000)
+        # the same row orders, and the coordinate orders of lane t
+        ref, _ = driver._fit_binaries(engine, alone, dataclasses.replace(
+            config, multiclass="ovr"), centers, 2, seed, 0.5, std, None, first_lane=t)
+        np.testing.assert_allclose(pairs[t].params.W, ref[0].params.W, rtol=1e-9,
+                                   atol=1e-12)
+        np.testing.assert_allclose(pairs[t].params.xi, ref[0].params.xi, rtol=1e-9)
+        np.testing.assert_allclose(pairs[t].params.V, ref[0].params.V, rtol=1e-9,
+                                   atol=1e-12)
+        assert pairs[t].total_weight == pytest.approx(inside.sum())
+
+
+def test_one_vs_one_probabilities_couple_the_pairs_and_predict_by_votes(ordered) -> None:
+    model, X = ordered["ovo"], ordered["X"]
+    assert model.multiclass_ == "ovo" and model.xi_.shape[0] == 10
+    f = model.mixture_log_odds(X)
+    scales = np.asarray(model.proba_scale_)
+    assert scales.shape == (10,) and np.all(scales > 0)
+    first, second = np.array(class_pairs(5)).T
+    r = expit(scales * f)
+    proba = couple_pairwise(r, first, second, 5)
+    np.testing.assert_allclose(model.predict_proba(X), proba, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+    votes = np.zeros((len(X), 5))
+    for t, (i, j) in enumerate(class_pairs(5)):
+        votes[:, i] += f[:, t] > 0
+        votes[:, j] += f[:, t] <= 0
+    np.testing.assert_allclose(model.decision_function(X), votes + 0.5 * proba, rtol=1e-9)
+    top = votes == votes.max(axis=1, keepdims=True)
+    assert np.all(top[np.arange(len(X)), model.predict(X)])
+    # each pair's temperature: its lowest log-loss on the held-out rows of its classes
+    held = Holdout.fraction(0.1, 0 ^ driver.VALIDATION_SALT).mask(np.arange(len(X)))
+    y = ordered["y"]
+    for t, (i, j) in enumerate(class_pairs(5)):
+        rows = held & ((y == i) | (y == j))
+
+        def loss(s: float, t: int = t, rows: np.ndarray = rows, i: int = i) -> float:
+            p = expit(s * f[rows, t])
+            return log_loss(y[rows] == i, p, labels=[False, True])
+
+        assert loss(scales[t]) <= min(loss(scales[t] * 0.8), loss(scales[t] * 1.25)) + 1e-9
+
+
+def test_one_vs_one_round_trips_model_files_and_old_files_load_as_ovr(ordered,
+                                                                     tmp_path: Path) -> None:
+    X = ordered["X"]
+    for scheme in ("ovo", "ovr"):
+        model = ordered[scheme]
+        loaded = MixtureSVC.load(model.save(tmp_path / f"{scheme}.slm"))
+        assert loaded.multiclass == scheme and loaded.multiclass_ == scheme
+        np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    old = _rewritten(tmp_path / "ovr.slm", tmp_path / "old.slm",
+                     lambda h: (h["metadata"]["params"].pop("multiclass"),
+                                h["metadata"]["learned"].pop("multiclass_")))
+    before = MixtureSVC.load(old)
+    assert before.multiclass == "ovr" and "multiclass_" not in vars(before)
+    np.testing.assert_array_equal(before.predict_proba(X), ordered["ovr"].predict_proba(X))
+
+
+def test_partial_fit_continues_each_pair_on_its_classes_rows(ordered) -> None:
+    X, y = ordered["X"], ordered["y"]
+    model = MixtureSVC(multiclass="ovo", progress=False).fit(X, y)
+    seen = np.asarray(model._online.seen_weight)
+    model.partial_fit(X[:500], y[:500])
+    counts = np.bincount(y[:500], minlength=5)
+    added = [counts[i] + counts[j] for i, j in class_pairs(5)]
+    np.testing.assert_allclose(np.asarray(model._online.seen_weight), seen + added)
+    assert model.multiclass_ == "ovo"
+    assert np.mean(model.predict(X) == y) > np.mean(ordered["ovr"].predict(X) == y)
+
+
+def test_checkpoint_fingerprint_covers_multiclass() -> None:
+    X = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)
+    ds = open_dataset(X, target=(X[:, 0] > 0).astype(int))
+    engine = LocalEngine(progress=False)
+    prints = [fit_fingerprint(MixtureSVC(multiclass=m), ds, engine)
+              for m in ("auto", "ovr", "ovo")]
+    assert [p["params"]["multiclass"] for p in prints] == ["auto", "ovr", "ovo"]
+    assert prints[0] != prints[1] != prints[2]
+
+
+def _held_out(model: MixtureSVC, n: int, seed: int = 0) -> np.ndarray:
+    # the guard's held-out rows: a hash of the row number, seeded by random_state
+    return Holdout.fraction(model.validation_fraction, seed ^ driver.VALIDATION_SALT).mask(
+        np.arange(n))
+
+
+def test_auto_is_the_default_and_keeps_the_lower_held_out_log_loss(ordered) -> None:
+    assert MixtureSVC().multiclass == "auto"
+    auto, ovr, ovo = ordered["auto"], ordered["ovr"], ordered["ovo"]
+    X, y = ordered["X"], ordered["y"]
+    held = _held_out(auto, len(y))
+    check = auto.multiclass_check_
+    # each scheme's loss: scikit-learn's log_loss of the explicit scheme's predict_proba
+    for scheme, model in (("ovr", ovr), ("ovo", ovo)):
+        assert not hasattr(model, "multiclass_check_")
+        assert check[scheme] == pytest.approx(
+            log_loss(y[held], model.predict_proba(X[held]), labels=range(5)), rel=1e-9)
+    # ordered classes: a middle band is a slab one-vs-rest misses; one-vs-one is kept
+    assert check["kept"] == min(("ovr", "ovo"), key=lambda s: check[s]) == "ovo"
+    assert auto.multiclass_ == "ovo" and auto.xi_.shape[0] == 10
+    np.testing.assert_array_equal(auto.predict_proba(X), ovo.predict_proba(X))
+    assert np.mean(ovo.predict(X) == y) > np.mean(ovr.predict(X) == y) + 0.02
+
+
+def test_auto_keeps_one_vs_rest_where_one_vs_one_is_worse() -> None:
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(2500, n_features=8, n_informative=6, n_classes=4,
+                               n_clusters_per_class=2, random_state=0)
+    X = X.astype(np.float32)
+    auto = MixtureSVC(progress=False).fit(X, y)
+    ovo = MixtureSVC(multiclass="ovo", progress=False).fit(X, y)
+    held = _held_out(auto, len(y))
+    check = auto.multiclass_check_
+    assert check["ovr"] == pytest.approx(
+        log_loss(y[held], auto.predict_proba(X[held]), labels=range(4)), rel=1e-9)
+    assert check["ovo"] == pytest.approx(
+        log_loss(y[held], ovo.predict_proba(X[held]), labels=range(4)), rel=1e-9)
+    assert check["kept"] == min(("ovr", "ovo"), key=lambda s: check[s]) == "ovr"
+    assert auto.multiclass_ == "ovr" and auto.xi_.shape[0] == 4
+
+
+def test_auto_stays_one_vs_rest_untried_beyond_seven_classes_or_without_held_out_rows(
+        ) -> None:
+    X, y = ordered_classes(2400, n_classes=driver.MAX_AUTO_OVO_CLASSES + 1, d=4, seed=3)
+    many = MixtureSVC(n_components=3, progress=False).fit(X, y)
+    assert many.multiclass_ == "ovr" and many.xi_.shape[0] == 8
+    assert not hasattr(many, "multiclass_check_")
+    # no guard, no held-out rows: one-vs-rest kept, and the reason said
+    X, y = ordered_classes(600, n_classes=3, d=4, seed=4)
+    small = MixtureSVC(progress=False).fit(X, y)
+    assert small.validation_ is None and small.multiclass_ == "ovr"
+    assert small.multiclass_check_["kept"] == "ovr"
+    assert small.multiclass_check_["ovo"] is None and "held-out" in \
+        small.multiclass_check_["reason"]
