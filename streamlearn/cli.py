@@ -1589,16 +1589,19 @@ SCHEMES = {"ovr": "one-vs-rest", "ovo": "one-vs-one"}
 
 def multiclass_line(model: Any) -> str | None:
     """What ``multiclass="auto"`` did: the scheme kept, with each scheme's held-out
-    log-loss of ``predict_proba`` (``multiclass_check_``), or why one-vs-one was not
-    tried. None for a model that compared no schemes."""
+    log-loss of ``predict_proba`` (``multiclass_check_``; ``MixtureSVC``'s cross-fitted,
+    with the standard error of their difference), or why one-vs-one was not tried. None
+    for a model that compared no schemes."""
     check = getattr(model, "multiclass_check_", None)
     if not check:
         return None
     kept = SCHEMES[check["kept"]]
     if check["ovo"] is None:
         return f"multiclass: {kept} kept, one-vs-one not tried ({check['reason']})"
+    se = check.get("standard_error")  # MixtureSVC's: cross-fitted, against a margin
     return (f"multiclass: {kept} kept (held-out log-loss {check['ovr']:.4f} one-vs-rest, "
-            f"{check['ovo']:.4f} one-vs-one)")
+            f"{check['ovo']:.4f} one-vs-one" + (
+                "" if se is None else f", standard error of the difference {se:.4f}") + ")")
 
 
 def sparkline(values: np.ndarray, lo: float, hi: float) -> str:

@@ -3,21 +3,25 @@
 References: a pair's lane equals the binary training of the pair's rows alone (the other
 rows at weight 0, the same centres, seeds and settings); the probabilities are
 ``couple_pairwise`` of the pairs' logistic functions recomputed here, the prediction the
-pairwise votes counted here; ``"auto"``'s choice is recomputed with scikit-learn's
-``log_loss`` on the held-out rows, rebuilt from the row hash the fit uses.
+pairwise votes counted here; ``"auto"``'s comparison is recomputed on the held-out rows and
+their two halves, rebuilt from the row hashes the fit uses, each half scored with the
+temperatures that minimise scikit-learn's ``log_loss`` on the other half.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.special import expit
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, softmax
 from sklearn.metrics import log_loss
 
 from streamlearn import open_dataset
+from streamlearn.cli import multiclass_line
 from streamlearn.engine import LocalEngine
 from streamlearn.engine.checkpoint import fit_fingerprint
 from streamlearn.engine.moments import FeatureMomentsPass
@@ -162,40 +166,133 @@ def _held_out(model: MixtureSVC, n: int, seed: int = 0) -> np.ndarray:
         np.arange(n))
 
 
-def test_auto_is_the_default_and_keeps_the_lower_held_out_log_loss(ordered) -> None:
+def _scale_of_lowest_log_loss(proba: Callable[[float], np.ndarray], codes: np.ndarray,
+                              n_classes: int) -> float:
+    # scikit-learn's log-loss minimised over log10(s) in [-2, 3], the driver's grid's span
+    found = minimize_scalar(
+        lambda e: log_loss(codes, proba(10.0 ** e), labels=range(n_classes)),
+        bounds=(-2.0, 3.0), method="bounded", options={"xatol": 1e-6})
+    return float(10.0 ** found.x)
+
+
+def _cross_fitted(model: MixtureSVC, X: np.ndarray, codes: np.ndarray, half: np.ndarray
+                  ) -> np.ndarray:
+    """Each row's log-loss, each half scored with the temperatures of the other half."""
+    f = model.mixture_log_odds(X).astype(np.float64)
+    k = len(model.classes_)
+    pairs = class_pairs(k)
+    first, second = np.array(pairs).T
+    losses = np.empty(len(codes))
+    for part in (half, ~half):
+        rest = ~part
+        if model.multiclass_ == "ovr":
+            s = _scale_of_lowest_log_loss(
+                lambda s, rest=rest: softmax(s * f[rest], axis=1), codes[rest], k)
+            proba = softmax(s * f[part], axis=1)
+        else:
+            scales = np.empty(len(pairs))
+            for t, (i, j) in enumerate(pairs):
+                inside = rest & ((codes == i) | (codes == j))
+                scales[t] = _scale_of_lowest_log_loss(
+                    lambda s, t=t, inside=inside: np.column_stack(
+                        [1.0 - expit(s * f[inside, t]), expit(s * f[inside, t])]),
+                    (codes[inside] == i).astype(int), 2)
+            proba = couple_pairwise(expit(scales * f[part]), first, second, k)
+        losses[part] = -np.log(np.clip(proba[np.arange(part.sum()), codes[part]], 1e-15, 1))
+    return losses
+
+
+def _check_recomputed(check: dict, ovr: MixtureSVC, ovo: MixtureSVC, X: np.ndarray,
+                      y: np.ndarray) -> None:
+    # the held-out rows and their halves: hashes of the row number, seeded by random_state
+    held = _held_out(ovr, len(y))
+    half = Holdout.fraction(0.5, 0 ^ driver.CROSS_FIT_SALT).mask(np.flatnonzero(held))
+    codes = np.searchsorted(ovr.classes_, y[held])
+    losses = [_cross_fitted(model, X[held], codes, half) for model in (ovr, ovo)]
+    diff = losses[0] - losses[1]
+    se = np.std(diff) / np.sqrt(len(diff))
+    # the driver refines a grid of scales, the reference a bounded search: close, not equal
+    assert check["ovr"] == pytest.approx(losses[0].mean(), rel=5e-3)
+    assert check["ovo"] == pytest.approx(losses[1].mean(), rel=5e-3)
+    assert check["standard_error"] == pytest.approx(se, rel=2e-2)
+    gain = losses[0].mean() - losses[1].mean()
+    assert check["kept"] == ("ovo" if gain > driver.OVO_GAIN_STANDARD_ERRORS * se else "ovr")
+    # the in-sample losses (temperatures fitted on the rows scored) favour one-vs-one more
+    in_sample = [log_loss(codes, model.predict_proba(X[held]), labels=range(len(
+        ovr.classes_))) for model in (ovr, ovo)]
+    assert in_sample[0] - in_sample[1] > gain
+
+
+def test_auto_is_the_default_and_keeps_one_vs_one_when_its_cross_fitted_loss_is_clearly_lower(
+        ordered) -> None:
     assert MixtureSVC().multiclass == "auto"
     auto, ovr, ovo = ordered["auto"], ordered["ovr"], ordered["ovo"]
     X, y = ordered["X"], ordered["y"]
-    held = _held_out(auto, len(y))
-    check = auto.multiclass_check_
-    # each scheme's loss: scikit-learn's log_loss of the explicit scheme's predict_proba
-    for scheme, model in (("ovr", ovr), ("ovo", ovo)):
+    for model in (ovr, ovo):
         assert not hasattr(model, "multiclass_check_")
-        assert check[scheme] == pytest.approx(
-            log_loss(y[held], model.predict_proba(X[held]), labels=range(5)), rel=1e-9)
+    check = auto.multiclass_check_
+    _check_recomputed(check, ovr, ovo, X, y)
     # ordered classes: a middle band is a slab one-vs-rest misses; one-vs-one is kept
-    assert check["kept"] == min(("ovr", "ovo"), key=lambda s: check[s]) == "ovo"
+    assert check["kept"] == "ovo"
+    assert check["ovr"] - check["ovo"] > driver.OVO_GAIN_STANDARD_ERRORS * check[
+        "standard_error"] > 0
     assert auto.multiclass_ == "ovo" and auto.xi_.shape[0] == 10
     np.testing.assert_array_equal(auto.predict_proba(X), ovo.predict_proba(X))
+    assert multiclass_line(auto) == (
+        f"multiclass: one-vs-one kept (held-out log-loss {check['ovr']:.4f} one-vs-rest, "
+        f"{check['ovo']:.4f} one-vs-one, standard error of the difference "
+        f"{check['standard_error']:.4f})")
     assert np.mean(ovo.predict(X) == y) > np.mean(ovr.predict(X) == y) + 0.02
 
 
-def test_auto_keeps_one_vs_rest_where_one_vs_one_is_worse() -> None:
+def test_auto_keeps_one_vs_rest_where_one_vs_one_only_looks_better_on_its_own_scales(
+        ) -> None:
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(2500, n_features=8, n_informative=6, n_classes=4,
-                               n_clusters_per_class=2, random_state=0)
+    # five well separated classes: the held-out rows separate several pairs, whose
+    # temperatures then take the grid's largest scale
+    X, y = make_classification(6500, n_features=8, n_informative=6, n_redundant=0,
+                               n_classes=5, n_clusters_per_class=1, class_sep=2.0,
+                               random_state=2)
     X = X.astype(np.float32)
+    X, y, X_new, y_new = X[:2500], y[:2500], X[2500:], y[2500:]
     auto = MixtureSVC(progress=False).fit(X, y)
+    ovr = MixtureSVC(multiclass="ovr", progress=False).fit(X, y)
     ovo = MixtureSVC(multiclass="ovo", progress=False).fit(X, y)
+    _check_recomputed(auto.multiclass_check_, ovr, ovo, X, y)
+    assert auto.multiclass_check_["kept"] == "ovr"
+    assert auto.multiclass_ == "ovr" and auto.xi_.shape[0] == 5
+    np.testing.assert_array_equal(auto.predict_proba(X), ovr.predict_proba(X))
+    # scored with the temperatures fitted on them, the held-out rows prefer one-vs-one;
+    # cross-fitted, and on new rows of the same distribution, one-vs-rest is better
     held = _held_out(auto, len(y))
-    check = auto.multiclass_check_
-    assert check["ovr"] == pytest.approx(
-        log_loss(y[held], auto.predict_proba(X[held]), labels=range(4)), rel=1e-9)
-    assert check["ovo"] == pytest.approx(
-        log_loss(y[held], ovo.predict_proba(X[held]), labels=range(4)), rel=1e-9)
-    assert check["kept"] == min(("ovr", "ovo"), key=lambda s: check[s]) == "ovr"
-    assert auto.multiclass_ == "ovr" and auto.xi_.shape[0] == 4
+    in_sample = [log_loss(y[held], m.predict_proba(X[held]), labels=range(5))
+                 for m in (ovr, ovo)]
+    assert in_sample[1] < in_sample[0]
+    assert auto.multiclass_check_["ovr"] < auto.multiclass_check_["ovo"]
+    assert log_loss(y_new, ovr.predict_proba(X_new)) < log_loss(y_new, ovo.predict_proba(X_new))
+
+
+def test_held_out_scales_keep_the_models_own_where_a_half_has_no_rows_of_a_pair(
+        ordered) -> None:
+    model, X, y = ordered["ovo"], ordered["X"], ordered["y"]
+    fitted = model._fitted()
+    rows = np.flatnonzero(y <= 1)[:200]  # classes 0 and 1 only
+    f = model.mixture_log_odds(X[rows])
+    scales = driver.held_out_scales(fitted, f, y[rows], np.ones(len(rows)))
+    own = np.asarray(model.proba_scale_)
+    # the pairs of neither class have no rows here: (2, 3), (2, 4), (3, 4)
+    unseen = [t for t, (i, j) in enumerate(class_pairs(5)) if i > 1]
+    assert unseen == [7, 8, 9]
+    np.testing.assert_array_equal(scales[unseen], own[unseen])
+    assert not np.array_equal(scales, own)
+    expected = _scale_of_lowest_log_loss(
+        lambda s: np.column_stack([1.0 - expit(s * f[:, 0]), expit(s * f[:, 0])]),
+        (y[rows] == 0).astype(int), 2)
+    assert scales[0] == pytest.approx(expected, rel=2e-2)
+    # no rows at all: every pair's own
+    np.testing.assert_array_equal(
+        driver.held_out_scales(fitted, f[:0], y[:0], np.ones(0)), own)
 
 
 def test_auto_stays_one_vs_rest_untried_beyond_seven_classes_or_without_held_out_rows(

@@ -240,9 +240,15 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``"ovo"``. On ordered labels (ratings, bands of a score) one-vs-rest fails: a
         middle class is a slab that no region's hyperplane cuts off from the rest, while
         each pair of classes is one boundary. ``"auto"``: with 3 to 7 classes ``fit``
-        trains one-vs-rest, then one-vs-one from the same centres, and keeps the scheme
-        whose :meth:`predict_proba` has the lower weighted log-loss on the guard's
-        held-out rows (``multiclass_check_``); without them (fewer than 200 expected,
+        trains one-vs-rest, then one-vs-one from the same centres, and keeps one-vs-one
+        when its :meth:`predict_proba` has a weighted log-loss on the guard's held-out
+        rows below one-vs-rest's by more than twice the standard error of the rows'
+        paired differences, with the temperatures cross-fitted: a hash of the row number
+        splits the held-out rows in two halves, each scored with the temperatures chosen
+        on the other (the model keeps those of every held-out row), so that one-vs-one's
+        ``k (k - 1) / 2`` temperatures gain nothing by fitting the rows they are judged
+        on, and its gain must stand clear of the noise of rows that also chose each
+        mixture's epochs (``multiclass_check_``); without them (fewer than 200 expected,
         ``validation_fraction=None``, batch EM, one component), with 2 classes or more
         than 7, one-vs-rest. A model file from before this parameter loads one-vs-rest.
     spread_tails : bool
@@ -323,10 +329,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         The scheme of the mixtures: ``multiclass``, or what ``"auto"`` chose (``"ovr"``
         for two classes).
     multiclass_check_ : dict
-        ``multiclass="auto"`` with 3 to 7 classes: the held-out log-loss of
-        :meth:`predict_proba` one-vs-rest (``"ovr"``) and one-vs-one (``"ovo"``; both
-        None, with the ``"reason"``, when there were no held-out rows to try it on) and
-        the scheme kept (``"kept"``). Absent otherwise.
+        ``multiclass="auto"`` with 3 to 7 classes: the cross-fitted held-out log-loss
+        of :meth:`predict_proba` one-vs-rest (``"ovr"``) and one-vs-one (``"ovo"``), the
+        standard error of their difference (``"standard_error"``) and the scheme kept
+        (``"kept"``); ``"ovo"`` None, with the ``"reason"``, when there were no held-out
+        rows to try it on. Absent otherwise.
     history_ : list of list of dict
         Per binary model, one entry per epoch (the first describes the initialisation):
         ``loglik`` (eq. 8's data term), ``penalised`` (eq. 19), ``n_active``. Batch EM

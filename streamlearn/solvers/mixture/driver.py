@@ -167,6 +167,13 @@ PARTIAL_HISTORY = 100
 MAX_AUTO_OVO_CLASSES = 7
 #: Multiclass schemes (``"auto"`` resolved by :func:`resolve_multiclass`).
 MULTICLASS = ("ovr", "ovo", "auto")
+#: Mixes the seed into the hash that splits the held-out rows in two halves for
+#: ``multiclass="auto"``'s cross-fitted comparison (:func:`cross_fitted_row_losses`).
+CROSS_FIT_SALT = 0x0C05_5F17_7EDA_A1F5
+#: ``multiclass="auto"`` keeps one-vs-one when its cross-fitted held-out log-loss is below
+#: one-vs-rest's by more than this many standard errors of the rows' paired differences
+#: (:func:`_one_vs_one_if_better`).
+OVO_GAIN_STANDARD_ERRORS = 2.0
 
 History = list[dict[str, float]]
 
@@ -323,9 +330,10 @@ class MixtureFit:
         :func:`class_pairs` (:attr:`pairs`).
     multiclass_check : dict or None
         ``multiclass="auto"`` with 3 to :data:`MAX_AUTO_OVO_CLASSES` classes: the
-        held-out log-loss of the class probabilities of each scheme (``"ovr"``,
-        ``"ovo"``; ``"ovo"`` None with the ``"reason"`` when not tried) and the one
-        ``"kept"`` (:func:`_one_vs_one_if_better`).
+        cross-fitted held-out log-loss of the class probabilities of each scheme
+        (``"ovr"``, ``"ovo"``; ``"ovo"`` None with the ``"reason"`` when not tried), the
+        standard error of their difference and the one ``"kept"``
+        (:func:`_one_vs_one_if_better`).
     """
 
     classes: np.ndarray
@@ -695,10 +703,62 @@ def held_out_log_loss(model: MixtureFit, f: np.ndarray, codes: np.ndarray,
     """Weighted mean log-loss of the model's class probabilities at rows of log-odds
     ``f`` and class ``codes`` (probabilities floored at 1e-15, as scikit-learn's
     ``log_loss`` clips them)."""
-    proba = class_probabilities(model, f)
-    p = np.clip(proba[np.arange(len(codes)), codes], 1e-15, 1.0)
+    return float(np.asarray(weight, dtype=np.float64) @ row_log_losses(
+        class_probabilities(model, f), codes) / max(float(np.sum(weight)), 1e-300))
+
+
+def row_log_losses(proba: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``-log`` of each row's probability of its class (floored at 1e-15, as
+    scikit-learn's ``log_loss`` clips it)."""
+    return -np.log(np.clip(proba[np.arange(len(codes)), codes], 1e-15, 1.0))
+
+
+def held_out_scales(model: MixtureFit, f: np.ndarray, codes: np.ndarray,
+                    weight: np.ndarray) -> float | np.ndarray:
+    """The temperatures :func:`probability_scale` chooses on held-out rows, chosen on the
+    rows of log-odds ``f`` given here: the one of ``softmax(s f)``, or one against one each
+    pair's on the rows of its two classes; where these rows have none (of a pair's
+    classes), the model's own."""
     w = np.asarray(weight, dtype=np.float64)
-    return float(-(w @ np.log(p)) / max(float(w.sum()), 1e-300))
+    n_classes = len(model.classes)
+    pairs = model.pairs
+    if pairs is None:
+        sums = TemperatureSums(n_classes).add(f, codes, w)
+        return (best_temperature(sums.losses(smoothed=False)) if sums.total_weight > 0
+                else float(np.asarray(model.proba_scale)))
+    own = np.broadcast_to(np.asarray(model.proba_scale, dtype=np.float64), (len(pairs),))
+    scales = own.copy()
+    for t, (i, j) in enumerate(pairs):
+        inside = np.flatnonzero((codes == i) | (codes == j))
+        if inside.size == 0:
+            continue
+        sums = TemperatureSums(2).add(f[inside, t], (codes[inside] == i).astype(np.int64),
+                                      w[inside])
+        if sums.total_weight > 0:
+            scales[t] = best_temperature(sums.losses(smoothed=False))
+    return scales
+
+
+def cross_fitted_row_losses(model: MixtureFit, f: np.ndarray, codes: np.ndarray,
+                            weight: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Each held-out row's log-loss of the model's class probabilities with the
+    temperatures cross-fitted: the rows of each half (``half`` True or False) scored with
+    the temperatures :func:`held_out_scales` chooses on the other half.
+
+    A temperature chosen on the rows it is then judged on is optimistic, the more so the
+    more there are and the fewer rows each has: one-vs-one's pair of classes that the
+    held-out rows happen to separate gets the largest scale, a log-loss near 0 on those
+    rows and about 34.5 (the floor 1e-15) on a new row the pair gets wrong.
+    """
+    out = np.empty(len(codes))
+    for part in (half, ~half):
+        if part.any():
+            rest = ~part
+            scales = held_out_scales(model, f[rest], codes[rest], weight[rest])
+            out[part] = row_log_losses(
+                class_probabilities(dataclasses.replace(model, proba_scale=scales),
+                                    f[part]), codes[part])
+    return out
 
 
 def _one_vs_one_if_better(runner: Any, dataset: Dataset, config: MixtureConfig,
@@ -706,17 +766,27 @@ def _one_vs_one_if_better(runner: Any, dataset: Dataset, config: MixtureConfig,
                           holdout: Holdout | None, transform: TailTransform | None,
                           ovr: MixtureFit) -> MixtureFit:
     """``multiclass="auto"`` with 3 to :data:`MAX_AUTO_OVO_CLASSES` classes: ``ovr``, or
-    the same settings trained one against one, the one whose class probabilities (as
-    ``predict_proba`` gives them) have the lower weighted log-loss on the guard's
-    held-out rows; either carries ``multiclass_check``.
+    the same settings trained one against one when its class probabilities (as
+    ``predict_proba`` gives them) have a clearly lower weighted log-loss on the guard's
+    held-out rows, with the temperatures cross-fitted; either carries
+    ``multiclass_check``.
 
     The one-vs-one mixtures start from the same standardisation, k-means centres and
-    gating scale, with the same held-out rows; each scheme's probabilities were
-    calibrated on those rows (one temperature of the softmax, one per pair), so neither
-    wins on calibration alone. One more pass scores both on the held-out rows. Without
-    the guard's held-out rows (fewer than ``MIN_VALIDATION_ROWS`` expected, batch EM,
-    one component, ``validation_fraction=None``) or with a temperature chosen on the
-    training rows, one-vs-rest is kept untried (``"reason"`` says why).
+    gating scale, with the same held-out rows. One more pass scores both on the
+    held-out rows, which a hash of the row number (seeded by ``seed``) splits in two
+    halves: each half is scored with the temperatures chosen on the other
+    (:func:`cross_fitted_row_losses`; each model keeps the ones of every held-out row),
+    so that one-vs-one's ``k (k - 1) / 2`` temperatures, one-vs-rest's one, gain nothing
+    by fitting the rows they are judged on. One-vs-one is kept when its weighted mean
+    loss is below one-vs-rest's by more than :data:`OVO_GAIN_STANDARD_ERRORS` standard
+    errors of the difference, ``sqrt(sum_i w_i^2 (d_i - d)^2) / sum_i w_i`` over the rows'
+    paired differences ``d_i`` of mean ``d``: the held-out rows also chose each mixture's
+    epochs and its linear fallback, which favours the scheme of more mixtures, and
+    one-vs-rest is the cheaper (``k`` mixtures, fewer passes). ``multiclass_check`` holds
+    both cross-fitted losses, the standard error and the scheme kept. Without the guard's
+    held-out rows (fewer than ``MIN_VALIDATION_ROWS`` expected, batch EM, one component,
+    ``validation_fraction=None``) or with a temperature chosen on the training rows,
+    one-vs-rest is kept untried (``"reason"`` says why).
     """
     if holdout is None or ovr.proba_rows != "held-out":
         reason = ("no held-out rows to compare one-vs-one on (the guard of "
@@ -726,18 +796,31 @@ def _one_vs_one_if_better(runner: Any, dataset: Dataset, config: MixtureConfig,
             "kept": "ovr", "ovr": None, "ovo": None, "reason": reason})
     ovo = _fit_scheme(runner, dataset, dataclasses.replace(config, multiclass="ovo"),
                       centers, seed, tau, std, holdout, transform)
-    scores, codes, weight = runner.run(
+    scores, codes, weight, rows = runner.run(
         HeldOutScoresPass([(m.xi, m.centers, m.coef, m.loss) for m in (ovr, ovo)], tau,
                           config.bias_scale, std, holdout),
         dataset, description="held-out log-loss of both schemes")
-    losses = {"ovr": held_out_log_loss(ovr, scores[0], codes, weight),
-              "ovo": (held_out_log_loss(ovo, scores[1], codes, weight)
-                      if ovo.proba_rows == "held-out" else None)}
-    kept = "ovo" if losses["ovo"] is not None and losses["ovo"] < losses["ovr"] else "ovr"
-    check: dict[str, Any] = {"kept": kept, **losses}
-    if losses["ovo"] is None:
-        check["reason"] = "no held-out rows of a pair's class to calibrate on"
+    if ovo.proba_rows != "held-out":
+        return dataclasses.replace(ovr, multiclass_check={
+            "kept": "ovr", "ovr": held_out_log_loss(ovr, scores[0], codes, weight),
+            "ovo": None, "reason": "no held-out rows of a pair's class to calibrate on"})
+    half = cross_fit_halves(rows, seed)
+    losses = [cross_fitted_row_losses(m, f, codes, weight, half)
+              for m, f in zip((ovr, ovo), scores, strict=True)]
+    total = max(float(weight.sum()), 1e-300)
+    mean = [float(weight @ loss) / total for loss in losses]
+    diff = losses[0] - losses[1]
+    se = float(np.sqrt(np.sum(weight ** 2 * (diff - (mean[0] - mean[1])) ** 2))) / total
+    kept = "ovo" if mean[0] - mean[1] > OVO_GAIN_STANDARD_ERRORS * se else "ovr"
+    check: dict[str, Any] = {"kept": kept, "ovr": mean[0], "ovo": mean[1],
+                             "standard_error": se}
     return dataclasses.replace(ovo if kept == "ovo" else ovr, multiclass_check=check)
+
+
+def cross_fit_halves(rows: np.ndarray, seed: int) -> np.ndarray:
+    """Which half of ``multiclass="auto"``'s cross-fitted comparison each held-out row
+    (global row id) falls in: a hash of the row id, seeded by ``seed``."""
+    return Holdout.fraction(0.5, int(seed) ^ CROSS_FIT_SALT).mask(rows)
 
 
 def resolve_loss(loss: str, n_classes: int) -> str:

@@ -306,8 +306,9 @@ def mixture_scores(X: np.ndarray | SparseRows, xi: np.ndarray, centers: np.ndarr
 
 class HeldOutScoresPass:
     """Reduction pass: the log-odds of several fitted mixtures at the rows a holdout sets
-    aside, with the rows' class codes and weights (the held-out rows are a small share:
-    they are kept, to score probabilities that do not come from sums).
+    aside, with the rows' class codes, weights and global row ids (the held-out rows are a
+    small share: they are kept, to score probabilities that do not come from sums, and
+    the ids split them by a row hash whatever the chunking).
 
     Parameters
     ----------
@@ -329,41 +330,51 @@ class HeldOutScoresPass:
         self.standardiser = standardiser
         self.holdout = holdout
 
-    def start(self) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]:
+    def start(self) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray],
+                             list[np.ndarray]]:
         """No rows."""
-        return [[] for _ in self.models], [], []
+        return [[] for _ in self.models], [], [], []
 
-    def step(self, state: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]],
+    def step(self, state: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray],
+                                list[np.ndarray]],
              chunk: Chunk) -> tuple[list[list[np.ndarray]], list[np.ndarray],
-                                    list[np.ndarray]]:
+                                    list[np.ndarray], list[np.ndarray]]:
         """Add the chunk's held-out rows (in place)."""
-        rows = held_out_rows(chunk, self.holdout)
-        if rows is None:
+        keep = np.flatnonzero(self.holdout.chunk_mask(chunk))
+        if keep.size == 0:
             return state
-        X, codes, weight = rows
+        X = take_rows(chunk.X, keep)
+        codes = np.asarray(chunk.y)[keep]
         for scores, (xi, centers, coef, loss) in zip(state[0], self.models, strict=True):
             scores.append(mixture_scores(X, xi, centers, coef, self.tau, self.bias_scale,
                                          self.standardiser, is_squared(loss)))
         state[1].append(np.asarray(codes, dtype=np.int64))
-        state[2].append(np.ones(len(codes)) if weight is None
-                        else np.asarray(weight, dtype=np.float64))
+        state[2].append(np.ones(len(codes)) if chunk.weight is None
+                        else np.asarray(chunk.weight, dtype=np.float64)[keep])
+        state[3].append(np.asarray(chunk.rows, dtype=np.int64)[keep])
         return state
 
-    def merge(self, a: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]],
-              b: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]
-              ) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]:
+    def merge(self, a: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray],
+                             list[np.ndarray]],
+              b: tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray],
+                       list[np.ndarray]]
+              ) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray],
+                         list[np.ndarray]]:
         """The rows of both (a new state)."""
-        return ([p + q for p, q in zip(a[0], b[0], strict=True)], a[1] + b[1], a[2] + b[2])
+        return ([p + q for p, q in zip(a[0], b[0], strict=True)], a[1] + b[1], a[2] + b[2],
+                a[3] + b[3])
 
     def finish(self, state: tuple[list[list[np.ndarray]], list[np.ndarray],
-                                  list[np.ndarray]]
-               ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-        """Each model's log-odds ``(n, n_models)``, the codes and the weights."""
+                                  list[np.ndarray], list[np.ndarray]]
+               ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        """Each model's log-odds ``(n, n_models)``, the codes, the weights and the row
+        ids."""
         scores = [np.concatenate(s) if s else np.empty((0, m[0].shape[0]))
                   for s, m in zip(state[0], self.models, strict=True)]
         codes = np.concatenate(state[1]) if state[1] else np.empty(0, np.int64)
         weight = np.concatenate(state[2]) if state[2] else np.empty(0)
-        return scores, codes, weight
+        rows = np.concatenate(state[3]) if state[3] else np.empty(0, np.int64)
+        return scores, codes, weight, rows
 
 
 @dataclass
