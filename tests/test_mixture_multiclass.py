@@ -31,17 +31,15 @@ from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture import driver
 from streamlearn.solvers.mixture.driver import MixtureConfig, class_pairs
 from streamlearn.solvers.pairwise_coupling import couple_pairwise
+from tests.test_additive_multiclass_auto import ordered_classes as additive_ordered_classes
 from tests.test_model_file import _rewritten
 
 
 def ordered_classes(n: int, n_classes: int = 5, d: int = 6, seed: int = 0
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Quantile bands of a noisy linear score of ``d`` normal features."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    score = X @ rng.normal(size=d) + 0.5 * rng.normal(size=n)
-    edges = np.quantile(score, np.arange(1, n_classes) / n_classes)
-    return X.astype(np.float32), np.digitize(score, edges)
+    """Quantile bands of a noisy linear score of ``d`` normal features, float32."""
+    X, y = additive_ordered_classes(n, n_classes, d, seed)
+    return X.astype(np.float32), y
 
 
 @pytest.fixture(scope="module")

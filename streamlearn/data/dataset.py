@@ -1102,24 +1102,14 @@ class Dataset:
 
     def _encode(self, y: np.ndarray, a: int, index: np.ndarray | None,
                 classes: np.ndarray | None) -> np.ndarray:
-        if y.dtype.kind == "O":
-            bad = np.flatnonzero(missing_labels(y))
-            if bad.size:
-                row = self._row(a, index, int(bad[0]))
-                raise DataError(
-                    f"target column {self.target!r} is missing (null) at {self.locate(row)}; "
-                    "pass nan_policy='drop' (to open_dataset, fit or the command's "
-                    "--nan-policy) to skip such rows"
-                )
-        if y.dtype.kind == "f":
-            bad = np.flatnonzero(~np.isfinite(y))
-            if bad.size:
-                row = self._row(a, index, int(bad[0]))
-                raise DataError(
-                    f"target {self.target!r} is {y[bad[0]]} at {self.locate(row)}; "
-                    "pass nan_policy='drop' (to open_dataset, fit or the command's "
-                    "--nan-policy) to skip such rows"
-                )
+        missing = missing_labels(y)  # None (floats' NaN, infinity; objects' None) for ints
+        bad = np.flatnonzero(missing) if missing is not None else np.empty(0, dtype=np.intp)
+        if bad.size:
+            row = self.locate(self._row(a, index, int(bad[0])))
+            what = (f"target column {self.target!r} is missing (null) at {row}"
+                    if y.dtype.kind == "O" else f"target {self.target!r} is {y[bad[0]]} at {row}")
+            raise DataError(f"{what}; pass nan_policy='drop' (to open_dataset, fit or the "
+                            "command's --nan-policy) to skip such rows")
         if self.task == "regression":
             self._target_resolution.merge(target_spans(y))
             with np.errstate(over="ignore"):  # a value beyond float32's range is named below
