@@ -209,9 +209,7 @@ def test_minibatch_solver_lowers_the_objective():
     X, y, _ = _regression(n=600, seed=6)
     model = SuperSparseRegressor(n_prototypes=6, solver="minibatch", max_iter=4, step=0.5,
                                  chunk_rows=100).fit(X, y)
-    # at the width the model trained at (gamma="auto" judges widths after the steps)
-    baseline = SuperSparseRegressor(n_prototypes=6, max_iter=0,
-                                    gamma=model.gamma_).fit(X, y)
+    baseline = SuperSparseRegressor(n_prototypes=6, max_iter=0).fit(X, y)
     assert np.isclose(model.objective_path_[0], baseline.objective_)
     assert model.objective_ < 0.8 * baseline.objective_
 
@@ -379,9 +377,8 @@ def test_a_list_of_counts_stopped_at_the_cap_warns_once_naming_each(solver):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         # the default tol with room to meet it: every count's alternation stops by the rule
-        # (at the prototypes' own width: a fixed penalty compares no widths)
         done = SuperSparseRegressor(n_prototypes=[6, 4, 2], max_iter=500, solver=solver,
-                                    step=0.1, lam=1e-3).fit(X, y)
+                                    step=0.1).fit(X, y)
     assert done.selection_path_.shape[0] == 3 and done.n_iter_ < 500
 
 

@@ -654,30 +654,14 @@ _PARAMS_DOC = """
         mean: prototypes crowd in one or two dimensions, where their nearest distances
         left gaps between them; ``"scale"`` when there are not two distinct prototypes).
         With ``lam="auto"`` the width is then chosen among 1, 1/4, 1/16 and 1/64 times
-        that one, in that order: the whole fit (prototype steps included) is trained at
-        each, and the width kept is the one of the lowest squared loss on the held-out
-        rows of ``lam="auto"``, trained without them; the first width whose loss is not
-        below the best one's ends the comparison (the wider ones are not trained). On
-        data expected to hold more than 1,000 held-out rows, the widths are compared on
-        a sample of the rows expected to hold 1,000 (5,000 rows at the default
-        ``validation_fraction``: 64 blocks of consecutive rows spread evenly over the
-        data, so that a pass reads at most 64 chunks; rows drawn by a hash on data that
-        already leaves out blocks of rows), and the model is then trained once on every
-        row at the width kept: at most four trainings on that sample and one on all
-        rows. On
-        data too small to hold rows out for ``lam`` (fewer than 200 expected in
-        ``validation_fraction``), the same share is held out for the width alone, five
-        times by different hashes (the losses summed), and the model is trained once
-        more on every row at the width chosen (at most 21 trainings of fewer than
-        1,000 rows); with fewer than 10 rows expected there, the prototypes' own width
-        is kept. Overlapping bumps follow a target that changes smoothly across many
-        prototypes, a linear trend most of all, and on a few hundred rows the steps
-        fit narrow bumps to noise (diabetes: test R2 0.377 -> 0.438, a tuned ridge
-        0.442); a boundary that curves between the prototypes keeps their own width.
-        :meth:`partial_fit` chooses
-        among the same widths on its first call's rows, at its initial prototypes: a
-        wider RBF only when its held-out (or GCV) loss is at most a quarter of the
-        prototypes' own width's.
+        that one, by the held-out rows' squared loss of a beta-step at the initial
+        prototypes (without held-out rows, ridge coefficients: the lowest generalised
+        cross-validation score): a wider RBF is taken only when its loss is at most a
+        quarter of the prototypes' own width's. Overlapping bumps follow a target that
+        changes smoothly across many prototypes, a linear trend most of all, which narrow
+        ones cannot; a smaller gain is what moving the prototypes learns away (two
+        interleaved spirals keep their own width). One pass per width.
+        :meth:`partial_fit` chooses it the same way on its first call's rows.
         ``"scale"`` derives it from the training rows: ``gamma = 1 / sum_j var_j`` with
         ``var_j`` the (weighted) variance of feature ``j`` (one over the number of varying
         features once standardised; 1 when every feature is constant), so two typical rows

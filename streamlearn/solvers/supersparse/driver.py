@@ -127,29 +127,11 @@ VALIDATION_SALT = 0x5AB5_5E1E_C7ED_0004
 INIT_SALT = 0x1D17_0004
 #: Lloyd iterations of ``init="kmeans"`` on the first ``partial_fit`` call.
 KMEANS_ITERATIONS = 10
-#: ``gamma="auto"`` with ``lam="auto"``: the widths tried, as factors of the prototypes'
-#: own width (:func:`_fit_rows` trains at each in turn; ``partial_fit``'s first call
-#: compares them at the initial prototypes, :func:`_rows_gamma`).
+#: ``gamma="auto"`` with held-out rows: the widths tried at the initial prototypes, as
+#: factors of the prototypes' own width (:func:`_choose_gamma`).
 AUTO_GAMMA_FACTORS = (1.0, 1.0 / 4.0, 1.0 / 16.0, 1.0 / 64.0)
-#: ... on data too small to hold rows out for ``lam="auto"``, each width is judged by its
-#: held-out loss summed over this many random held-out shares (:func:`_fit_rows`).
-WIDTH_SPLITS = 5
-#: ... and the widths are compared only where at least this many rows are expected in
-#: the held-out share (else the prototypes' own width).
-WIDTH_MIN_HELD_OUT = 10
-#: ... on data expected to hold more held-out rows than this, the widths are compared on a
-#: sample of the rows expected to hold this many (5,000 rows at
-#: ``validation_fraction=0.2``), then the width chosen is trained on every row: the
-#: comparison's cost is bounded.
-WIDTH_HELD_OUT_ROWS = 1000
-#: ... the sample: this many blocks of consecutive rows spread evenly over the data
-#: (:func:`_width_sample`) ...
-WIDTH_SAMPLE_BLOCKS = 64
-#: ... or, where the data already leaves out blocks of rows, a hashed row sample drawn
-#: with this mixed into the seed.
-WIDTH_SAMPLE_SALT = 0x5A3B_1E0F_0004
-#: ... ``partial_fit``: a wider RBF replaces the prototypes' own width only when its
-#: estimated test loss is at most this fraction of the own width's.
+#: ... a wider RBF replaces the prototypes' own width only when its estimated test loss is
+#: at most this fraction of the own width's.
 AUTO_GAMMA_GAIN = 0.25
 #: :func:`online_pass` keeps the objective after at most this many last ``partial_fit``
 #: calls (and entries of a fit's path before them) in ``objective_path``: a model's size
@@ -443,118 +425,19 @@ def target_offset(dataset: Dataset) -> float:
 
 def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
               valid: TargetRows, seed: int, gamma: Any) -> SuperSparseFit:
-    """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit), at
-    the width ``gamma``: a number, or ``("auto", scale)``, :func:`~.passes.prototype_gamma`
-    of the initial prototypes bounded by ``scale`` (``scale`` when they are not two
-    distinct points).
+    """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit).
 
-    ``gamma="auto"`` with ``lam="auto"`` (and at least :data:`WIDTH_MIN_HELD_OUT` rows
-    expected in the ``validation_fraction`` held out) then trains the whole alternation
-    at :data:`AUTO_GAMMA_FACTORS` times that width, from the prototypes' own width to the
-    widest, and keeps the width of the lowest squared loss on held-out rows of the model
-    trained without them (:func:`_held_out_loss`; the first of equal losses). It stops at
-    the first width whose loss is not below the best one's: the losses mostly fall to
-    one lowest width and rise after it, so the wider ones are not trained. The held-out
-    rows are ``lam="auto"``'s when it holds some out; on data expected to hold more than
-    :data:`WIDTH_HELD_OUT_ROWS` of them, the widths are compared on a sample of the
-    rows expected to hold that many (:func:`_width_sample`; held out and trained on as
-    in the whole data) and the model is trained once more on every row at the width
-    chosen, so that the comparison costs at most four trainings on that sample, whatever
-    the data's size. Without held-out rows (small data, whose penalty GCV chooses) the same share
-    is held out for this choice alone, drawn :data:`WIDTH_SPLITS` times (the losses
-    summed), and the model is trained once more on every row. The width is judged
-    after the prototype steps, not at the initial prototypes: on a few hundred rows the
-    steps fit narrow bumps to the training rows' noise (diabetes), and on near-linear
-    data a wide RBF, close to a quadratic in ``x``, follows the trend; a boundary that
-    curves between the prototypes keeps their own width.
+    ``gamma`` is a number, or ``("auto", scale)``: :func:`~.passes.prototype_gamma` of
+    the initial prototypes bounded by ``scale``, ``scale`` when they are not two distinct
+    points.
     """
+    holdout = train.holdout
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
+    choose = valid if holdout is not None and config.lam == "auto" else None
     auto = isinstance(gamma, tuple)
     gamma = _resolve_gamma(gamma, C)
-    choose_lam = train.holdout is not None and config.lam == "auto"
-    n_rows = dataset.n_rows if config.n_rows is None else config.n_rows
-    expected_held_out = config.validation_fraction * n_rows
-    if not (auto and config.lam == "auto" and 0 < config.validation_fraction < 1
-            and expected_held_out >= WIDTH_MIN_HELD_OUT):
-        fitted, _, capped = _fit_width(runner, dataset, config, train, valid, seed, gamma, C,
-                                       choose_lam)
-        _warn_cap(config, capped)
-        return fitted
-    retrain = True
-    if train.holdout is None:  # rows held out for the width alone, drawn several times
-        splits = []
-        for k in range(WIDTH_SPLITS):
-            holdout = Holdout.fraction(config.validation_fraction,
-                                       (seed ^ VALIDATION_SALT) + k)
-            splits.append((dataset, replace(train, holdout=holdout, validation=False),
-                           replace(train, holdout=holdout, validation=True)))
-    elif expected_held_out > WIDTH_HELD_OUT_ROWS:  # a sample of the data
-        judged, sample = _width_sample(dataset, WIDTH_HELD_OUT_ROWS / expected_held_out,
-                                       seed)
-        splits = [(judged, replace(train, sample=sample), replace(valid, sample=sample))]
-    else:
-        splits = [(dataset, train, valid)]
-        retrain = False
-    best: tuple[float, float, SuperSparseFit, list[int]] | None = None
-    for factor in AUTO_GAMMA_FACTORS:
-        width = gamma * factor
-        loss = 0.0
-        for data, trial_train, trial_valid in splits:
-            fitted, trial_loss, capped = _fit_width(runner, data, config, trial_train,
-                                                    trial_valid, seed, width, C, choose_lam,
-                                                    held_out=True)
-            loss += trial_loss
-        if best is not None and not loss < best[0]:
-            break  # past the lowest loss: the wider widths are not trained
-        best = (loss, width, fitted, capped)
-    assert best is not None
-    if retrain:  # the width chosen, trained on every row
-        fitted, _, capped = _fit_width(runner, dataset, config, train, valid, seed, best[1],
-                                       C, choose_lam)
-        _warn_cap(config, capped)
-        return fitted
-    _warn_cap(config, best[3])
-    return best[2]
-
-
-def _width_sample(dataset: Dataset, fraction: float, seed: int
-                  ) -> tuple[Dataset, Holdout | None]:
-    """The rows :func:`_fit_rows` compares widths on, about ``fraction`` of the data's:
-    :data:`WIDTH_SAMPLE_BLOCKS` blocks of consecutive rows spread evenly over it (the
-    dataset without the other blocks, so that a pass reads at most that many chunks
-    whatever the data's size) and no row sample; or, on a dataset that already leaves
-    out blocks of rows, the whole dataset and a hashed row sample."""
-    if dataset.leaves_out_blocks:
-        return dataset, Holdout.fraction(fraction, seed ^ WIDTH_SAMPLE_SALT)
-    block = max(1, -(-round(fraction * dataset.n_rows) // WIDTH_SAMPLE_BLOCKS))
-    blocks = -(-dataset.n_rows // block)
-    kept = np.unique(np.rint(np.linspace(0, blocks - 1, min(WIDTH_SAMPLE_BLOCKS, blocks))))
-    kept = kept.astype(np.int64)
-    return dataset.without_blocks(np.setdiff1d(np.arange(blocks), kept), block), None
-
-
-def _held_out_loss(runner: Any, dataset: Dataset, valid: TargetRows, C: np.ndarray,
-                   w: np.ndarray, similarity: Similarity) -> float:
-    """The weighted squared loss of ``(C, w)`` on the rows ``valid`` selects (one pass;
-    infinity when none has weight)."""
-    stats: GramState = runner.run(GramPass(valid, C, similarity), dataset,
-                                  description=f"held-out loss gamma={similarity.gamma:.3g}")
-    if stats.weight <= 0:
-        return np.inf
-    loss = squared_loss(stats, w)
-    return float(loss) if np.isfinite(loss) else np.inf
-
-
-def _fit_width(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
-               valid: TargetRows, seed: int, gamma: float, C: np.ndarray, choose_lam: bool,
-               held_out: bool = False) -> tuple[SuperSparseFit, float, list[int]]:
-    """:func:`_fit_rows` at the width ``gamma`` from the initial prototypes ``C``: the fit,
-    with ``held_out`` the squared loss on ``valid``'s rows of the model before its last
-    beta-step takes them in (:func:`_held_out_loss`; else NaN), and the counts of
-    prototypes whose alternation ``max_iter`` stopped. ``choose_lam``: ``lam="auto"``
-    chooses by the held-out rows (else ``lam``, or GCV on the training rows)."""
-    holdout = train.holdout
-    choose = valid if choose_lam else None
+    if auto and config.lam == "auto" and (choose is not None or config.coef == "ridge"):
+        gamma = _choose_gamma(runner, dataset, config, train, choose, C, gamma)
     similarity = config.similarity_of(gamma)
     scales = TEMPERATURE_SCALES if config.target == "classification" else None
     w = None
@@ -577,19 +460,18 @@ def _fit_width(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: 
             tally: LossState = runner.run(
                 ValidationPass(valid, C, w, similarity, config.sign_error, scales), dataset,
                 description=f"validate p={p}")
-            if tally.weight <= 0 and not held_out:
+            if tally.weight <= 0:
                 raise DataError("no rows were held out to choose n_prototypes; use more "
                                 "data or a larger validation_fraction")
-            loss = tally.loss / tally.weight if tally.weight > 0 else np.inf
+            loss = tally.loss / tally.weight
             criterion = loss + config.tradeoff * p
         path.append((p, loss, criterion, history[-1]))
         if best is None or criterion < best[0]:
             best = (criterion, C.copy(), w.copy(), history, lam, every_row,
                     None if holdout is None else tally.temperature, stats)
     assert best is not None
-    _, C, w, history, lam, every_row, held_out_sums, stats = best
-    loss_held_out = (_held_out_loss(runner, dataset, valid, C, w, similarity) if held_out
-                     else float("nan"))
+    _warn_cap(config, capped)
+    _, C, w, history, lam, every_row, held_out, stats = best
     if every_row is not None:  # lam="auto": the last beta-step takes the held-out rows too
         w = solve_beta(every_row.G / every_row.weight, every_row.r / every_row.weight, lam,
                        config.coef, w)
@@ -598,8 +480,8 @@ def _fit_width(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: 
         leverage = (ridge_leverage(stats, lam)
                     if holdout is None and config.coef == "ridge" else None)
         proba_scale, proba_rows = calibrate(runner, dataset, train, C, w, similarity,
-                                            held_out_sums, leverage)
-    fitted = SuperSparseFit(
+                                            held_out, leverage)
+    return SuperSparseFit(
         prototypes=np.ascontiguousarray(C),
         coef=np.ascontiguousarray(w[:-1]),
         intercept=np.array(w[-1]) + train.offset,
@@ -617,7 +499,6 @@ def _fit_width(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: 
         memory=None if config.target == "teacher" else _offset_statistics(
             every_row if every_row is not None else stats, train.offset),
     )
-    return fitted, loss_held_out, capped
 
 
 def _offset_statistics(stats: GramState, offset: float) -> GramState:
@@ -682,9 +563,42 @@ def _resolve_gamma(gamma: Any, C: np.ndarray) -> float:
     return float(gamma)
 
 
+def _choose_gamma(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
+                  valid: TargetRows | None, C: np.ndarray, gamma: float) -> float:
+    """``gamma="auto"`` with ``lam="auto"``: the width, among :data:`AUTO_GAMMA_FACTORS`
+    times the prototypes' own ``gamma``, of the lowest estimated test loss of a beta-step
+    at the initial prototypes ``C``, each at its own choice of ``lam``: the held-out rows'
+    squared loss (``valid``), or without held-out rows (ridge coefficients) the lowest
+    generalised cross-validation score of :func:`~.passes.gcv_lam`.
+
+    The prototypes' own width makes neighbouring prototypes barely overlap, which suits a
+    boundary that curves between them; a target that changes smoothly across many
+    prototypes (a linear trend, most of all) needs bumps that overlap, which the wider
+    RBFs give (``exp(-gamma ||x - c||^2)`` is close to quadratic in ``x`` when ``gamma``
+    is small). The wider one of the lowest loss is taken only when that loss is at most
+    :data:`AUTO_GAMMA_GAIN` times the prototypes' own width's: a gap that moving the
+    prototypes does not close, where a smaller one (two interleaved spirals at their
+    initial prototypes) is what the prototype steps then learn away. One pass per width.
+    """
+    losses = []
+    for factor in AUTO_GAMMA_FACTORS:
+        similarity = config.similarity_of(gamma * factor)
+        label = f"gamma={gamma * factor:.3g}"
+        if valid is None:
+            losses.append(_width_loss(config, _gram(runner, dataset, train, C, similarity,
+                                                    label), None))
+            continue
+        split: SplitGramState = runner.run(SplitGramPass(train, valid, C, similarity),
+                                           dataset, description=label)
+        if split.train.weight <= 0 or split.valid.weight <= 0:
+            return gamma
+        losses.append(_width_loss(config, split.train, split.valid))
+    return _chosen_width(gamma, losses)
+
+
 def _width_loss(config: SuperSparseConfig, train: GramState, valid: GramState | None
                 ) -> float:
-    """:func:`_rows_gamma`'s estimated test loss of one width from its beta-step
+    """:func:`_choose_gamma`'s estimated test loss of one width from its beta-step
     statistics: the held-out rows' (``valid``) squared loss at the penalty they choose, or
     the lowest generalised cross-validation score of the training rows (infinity when not
     finite)."""
@@ -1246,7 +1160,7 @@ def _rows_stats(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
 def _rows_gamma(X: np.ndarray, t: np.ndarray, weight: np.ndarray, C: np.ndarray,
                 config: SuperSparseConfig, gamma: float, seed: int) -> float:
     """``gamma="auto"`` of :func:`start_online`: the prototypes' own width ``gamma``, or
-    with ``lam="auto"`` a wider one chosen on these rows at the initial prototypes
+    with ``lam="auto"`` a wider one chosen on these rows by :func:`_choose_gamma`'s rule
     (the held-out rows of :func:`_rows_lam`, or the GCV score of every row for ridge
     coefficients when too few are held out)."""
     if config.lam != "auto":

@@ -202,9 +202,6 @@ class TargetRows:
         intercept absorbs it, and the squared loss computed from the Gram statistics
         (``sum v y^2 - 2 w' Z'v y + w' G w``) no longer cancels digits of a target whose
         mean lies far above its spread.
-    sample : Holdout, optional
-        Only the rows this hash selects are in either selection (a row sample the driver
-        compares RBF widths on, :func:`~.driver._fit_rows`); None: every row.
     """
 
     mode: str
@@ -214,7 +211,6 @@ class TargetRows:
     standardiser: Standardiser | None = None
     n_classes: int = 2
     offset: float = 0.0
-    sample: Holdout | None = None
 
     @property
     def n_outputs(self) -> int:
@@ -246,8 +242,6 @@ class TargetRows:
             kept &= held if self.validation else ~held
         elif self.validation:
             kept[:] = False
-        if self.sample is not None:
-            kept &= self.sample.mask(chunk.rows)
         if not kept.all():
             keep = np.flatnonzero(kept)
             X, t = take_rows(X, keep), t[keep]
