@@ -265,10 +265,52 @@ def test_weights_and_sparse_values_beyond_float32_are_named(ref: Reference,
 
 def test_missing_or_unordered_labels_of_an_array_target_are_named() -> None:
     X = np.zeros((4, 2), np.float32)
-    with pytest.raises(LabelError, match="has no label at row 3"):
-        open_dataset(X, target=np.array(["a", "b", "a", None], dtype=object))
+    with pytest.raises(DataError, match=r"target column 'y' is missing \(null\) at row 3 of "
+                                        r"array .*nan_policy='drop'"):
+        list(open_dataset(X, target=np.array(["a", "b", "a", None], dtype=object)).chunks())
     with pytest.raises(LabelError, match="mix types that cannot be ordered"):
         open_dataset(X, target=np.array([1, "b", 2, "a"], dtype=object))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_missing_labels_of_an_array_target_follow_nan_policy(sparse: bool) -> None:
+    """open_dataset(X, target=y) drops the rows of y's missing labels (None, NaN, pd.NA in
+    an object array; NaN in a float one) under nan_policy='drop', as fit does, and names
+    the first one otherwise: the rows read are those numpy keeps, and a model fitted on
+    the dataset is the one fitted on those rows."""
+    import scipy.sparse as sp
+
+    from streamlearn.models import ShareBoostClassifier
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    X[np.abs(X) < 0.3] = 0.0
+    text = np.where(X[:, 0] + X[:, 1] > 0, "in", "out").astype(object)
+    text[[3, 50]], text[77], text[120] = None, np.nan, pd.NA
+    numbers = np.where(X[:, 0] > X[:, 2], 1.0, 0.0)
+    numbers[[0, 9, 299]] = np.nan
+    data = sp.csr_matrix(X) if sparse else X
+    for y in (text, numbers):
+        kept = np.flatnonzero(~pd.isna(y))
+        ds = open_dataset(data, target=y, task="classification", nan_policy="drop",
+                          chunk_rows=64)
+        assert ds.n_rows == 300
+        np.testing.assert_array_equal(ds.class_labels(), np.unique(y[kept].tolist()))
+        chunks = list(ds.chunks())
+        np.testing.assert_array_equal(np.concatenate([c.rows for c in chunks]), kept)
+        np.testing.assert_array_equal(ds.class_labels()[np.concatenate([c.y for c in chunks])],
+                                      y[kept])
+        model = ShareBoostClassifier(random_state=0).fit(ds)
+        reference = ShareBoostClassifier(random_state=0).fit(
+            data[kept], y[kept].astype(str if y is text else float))
+        np.testing.assert_array_equal(model.classes_, reference.classes_)
+        np.testing.assert_allclose(model.decision_function(data),
+                                   reference.decision_function(data), rtol=1e-6)
+        first = int(np.flatnonzero(pd.isna(y))[0])
+        error = DataError if y is text else LabelError  # a float label: by the class scan
+        with pytest.raises(error, match="nan_policy='drop'") as raised:
+            list(open_dataset(data, target=y, task="classification", chunk_rows=64).chunks())
+        assert f"row {first} of " in str(raised.value)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

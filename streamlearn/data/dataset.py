@@ -637,6 +637,11 @@ class Dataset:
             missing = missing_labels(values)
             if missing is not None and values.dtype.kind == "O":
                 values = values[~missing]  # no class: dropped or refused as rows are read
+            elif missing is not None and self.nan_policy != "drop" and missing.any():
+                row = int(self._offsets[i]) + int(np.flatnonzero(missing)[0])
+                raise LabelError(f"target {self.target!r} has NaN or infinite labels; pass "
+                                 f"{NAN_POLICY_HINT.split(', or ')[0]} (the first is "
+                                 f"{self.locate(row)})")
             values = np.unique(values)
             if self.nan_policy == "drop" and values.dtype.kind == "f":
                 values = values[np.isfinite(values)]  # rows the chunks drop

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from numba import njit
 
 NanPolicy = Literal["raise", "drop"] | float
@@ -17,8 +18,9 @@ FINITE_CHECK_BLOCK = 1 << 18
 
 def missing_labels(y: np.ndarray) -> np.ndarray | None:
     """Which targets are missing, or None when none can be: NaN or infinite in a float
-    target, None in an object one (a text or categorical label left out, which sources
-    give as None for the dataset's ``nan_policy``).
+    target, None, NaN or ``pd.NA`` in an object one (a text or categorical label left
+    out, which table sources give as None for the dataset's ``nan_policy``, and which an
+    object array given as ``y`` may hold as any of them).
 
     Parameters
     ----------
@@ -32,7 +34,7 @@ def missing_labels(y: np.ndarray) -> np.ndarray | None:
     if y.dtype.kind == "f":
         return ~np.isfinite(y)
     if y.dtype.kind == "O":
-        return np.fromiter((v is None for v in y), dtype=bool, count=y.shape[0])
+        return np.asarray(pd.isna(y), dtype=bool)
     return None
 
 

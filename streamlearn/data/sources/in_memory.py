@@ -27,6 +27,7 @@ from streamlearn.data.sources.base import (
     stack_columns,
 )
 from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.data.validation import missing_labels
 from streamlearn.errors import DataError, LabelError, SchemaError, SourceError
 
 #: Rows per piece of an in-memory source: reads are views or cheap copies, so this only sets
@@ -113,21 +114,9 @@ class NumpySource:
         return self._extra[target][p.file_row : p.file_row + p.n_rows]
 
     def known_classes(self, target: str) -> np.ndarray | None:
-        """The labels present, read directly from the in-memory array."""
-        values = self._extra[target]
-        if values.dtype.kind == "f":
-            return None
-        if values.dtype.kind == "O":
-            missing = np.flatnonzero(pd.isna(values))
-            if missing.size:
-                raise LabelError(f"target {target!r} has no label at row {int(missing[0])} "
-                                 "(None or NaN); labels cannot be missing: drop those rows "
-                                 "or label them")
-        try:
-            return np.unique(values)
-        except TypeError as exc:
-            raise LabelError(f"labels of target {target!r} mix types that cannot be "
-                             f"ordered: {exc}") from exc
+        """The labels present, read directly from the in-memory array
+        (:func:`present_labels`)."""
+        return present_labels(self._extra[target], target)
 
 
 class ScipySparseSource:
@@ -197,9 +186,31 @@ class ScipySparseSource:
         return self._extra[target][p.file_row : p.file_row + p.n_rows]
 
     def known_classes(self, target: str) -> np.ndarray | None:
-        """The labels present, read directly from the in-memory array."""
-        values = self._extra[target]
-        return None if values.dtype.kind == "f" else np.unique(values)
+        """The labels present, read directly from the in-memory array
+        (:func:`present_labels`)."""
+        return present_labels(self._extra[target], target)
+
+
+def present_labels(values: np.ndarray, target: str) -> np.ndarray | None:
+    """The distinct labels of an in-memory target array, or None for a float one (whose
+    classes a scan finds, NaN left out). A missing label of an object array (None, NaN,
+    ``pd.NA``) is no class: the dataset drops its row under ``nan_policy="drop"`` and
+    refuses it, naming the row, otherwise, as it does a table's missing labels.
+
+    Raises
+    ------
+    LabelError
+        Labels of types that cannot be ordered (numbers mixed with text).
+    """
+    if values.dtype.kind == "f":
+        return None
+    if values.dtype.kind == "O":
+        values = values[~missing_labels(values)]
+    try:
+        return np.unique(values)
+    except TypeError as exc:
+        raise LabelError(f"labels of target {target!r} mix types that cannot be "
+                         f"ordered: {exc}") from exc
 
 
 def pandas_kind(dtype: Any) -> ColumnKind:
