@@ -641,6 +641,14 @@ def _labelled_with_gaps(tmp_path: Path, container: str) -> tuple[object, pd.Data
         frame["label"] = frame["label"].astype("category")
     if container.startswith("pandas"):
         return frame, frame
+    if container.startswith("dask"):  # partitions of 70 rows: a gap at each one's end
+        return dd.from_pandas(frame, npartitions=3, sort=False), frame
+    if container.startswith("csv"):  # a missing label written empty, and as NA
+        path = tmp_path / "gaps.csv"
+        text = frame.to_csv(index=False, na_rep="").splitlines()
+        text[1 + 17] += "NA"  # row 17's label
+        path.write_text("\n".join(text) + "\n")
+        return str(path), frame
     table = pa.Table.from_pandas(frame, preserve_index=False)
     if container.startswith("arrow"):
         return table, frame
@@ -650,7 +658,8 @@ def _labelled_with_gaps(tmp_path: Path, container: str) -> tuple[object, pd.Data
 
 
 CONTAINERS = ["pandas string", "pandas categorical", "arrow string", "arrow categorical",
-              "parquet string", "parquet categorical"]
+              "parquet string", "parquet categorical", "dask string", "dask categorical",
+              "csv string"]
 
 
 @pytest.mark.parametrize("container", CONTAINERS)
@@ -675,7 +684,8 @@ def test_missing_text_labels_by_column_name_follow_nan_policy(tmp_path: Path,
         list(open_dataset(source, target="label").chunks())
 
 
-@pytest.mark.parametrize("container", ["pandas categorical", "parquet string"])
+@pytest.mark.parametrize("container", ["pandas categorical", "parquet string",
+                                       "dask categorical", "csv string"])
 def test_fit_by_column_name_drops_rows_of_missing_text_labels(tmp_path: Path,
                                                               container: str) -> None:
     """fit(table, "label", nan_policy="drop") learns what fit on the labelled rows does."""
