@@ -415,7 +415,11 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     zeros). A model trained on svmlight text reads svmlight data with the training file's
     index base and its number of features.
     """
-    from streamlearn.data.open import check_coded_as_trained, reading_for
+    from streamlearn.data.open import (
+        check_coded_as_trained,
+        check_hashed_as_trained,
+        reading_for,
+    )
     from streamlearn.data.sources.base import default_feature_names
     from streamlearn.models.base import feature_names_of
 
@@ -432,8 +436,10 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
         task = "classification" if _is_classifier(model) else "regression"
     if "hash_features" in svmlight:  # the same columns hashed as the training rows'
         columns = svmlight.pop("features", None)
-        return _open(data, target, columns or None, None, fmt,
-                     chunk_rows, nan_policy, task=task, **svmlight)
+        dataset = _open(data, target, columns or None, None, fmt,
+                        chunk_rows, nan_policy, task=task, **svmlight)
+        check_hashed_as_trained(model, dataset)  # the columns of the types hashed in fit
+        return dataset
     shown = _shown(expected)
     if expected == default_feature_names(len(expected)):
         dataset = _open(data, target, None, None, fmt, chunk_rows, nan_policy, task=task,

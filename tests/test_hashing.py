@@ -384,3 +384,60 @@ def test_a_table_given_to_a_model_of_hashed_svmlight_names_is_refused(tmp_path) 
     with pytest.raises(SchemaError, match=r"hash_features_=16, from the entry names of "
                                           "svmlight text.*cannot be hashed"):
         model.predict(pd.DataFrame({"w0": [1.0], "v1": [2.0]}))
+
+
+def test_columns_of_other_types_than_fit_s_are_refused_by_a_model_of_hashed_columns(
+        tmp_path) -> None:
+    """A model trained on hashed parquet columns refuses a table or file whose column is
+    hashed otherwise than in fit (numbers where fit saw text, text where it saw numbers),
+    naming the column and both types, in memory, by ``score`` of a path and by
+    ``streamlearn predict``; types hashed alike (int for float, categorical for string)
+    score as the pure-Python hashing of the rows does."""
+    import pandas as pd
+    import pyarrow as pa
+    from click.testing import CliRunner
+
+    from streamlearn import open_dataset
+    from streamlearn.cli import cli
+    from streamlearn.errors import SchemaError
+    from streamlearn.io import load_model
+    from streamlearn.models import ShareBoostClassifier
+
+    rng = np.random.default_rng(7)
+    n_rows, n = 300, 64
+    frame = pd.DataFrame({"a": rng.normal(size=n_rows).round(1),
+                          "k": rng.integers(0, 3, n_rows).astype(float),
+                          "c": rng.choice(["1", "2", "3"], n_rows)})
+    frame["label"] = ((frame.a > 0) ^ (frame.c == "1")).astype(int)
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    model = ShareBoostClassifier().fit(open_dataset(str(path), target="label",
+                                                    hash_features=n))
+    assert model.hashed_kinds_ == ("numeric", "numeric", "string")
+    features = frame[["a", "k", "c"]]
+    # compatible: an integer column where fit saw floats, a categorical one for strings
+    alike = features.assign(k=features.k.astype(int), c=features.c.astype("category"))
+    expected = model.decision_function(reference_table_rows(features, ["a", "k", "c"], n))
+    np.testing.assert_array_equal(model.decision_function(alike), expected)
+    model_path = tmp_path / "m.slm"
+    model.save(model_path)
+    assert load_model(model_path).hashed_kinds_ == model.hashed_kinds_
+    numbers = features.assign(c=features.c.astype(int))  # '1' -> 1: hashed as c times 1
+    text = features.assign(a=features.a.astype(str))
+    for X, column, now, before in ((numbers, "c", "int64", "text or categories"),
+                                   (text, "a", "string", "numbers")):
+        for given in (X, pa.Table.from_pandas(X, preserve_index=False)):
+            with pytest.raises(SchemaError, match=rf"column '{column}' of X is \w*{now} "
+                                                  rf".*held {before} in fit"):
+                model.predict(given)
+        other = tmp_path / f"other_{column}.parquet"
+        X.assign(label=frame.label).to_parquet(other)
+        with pytest.raises(SchemaError, match=rf"column '{column}' of .*other_{column}"
+                                              rf"\.parquet is \w*{now} .*held {before} in "
+                                              "fit"):
+            model.score(str(other), "label")
+        result = CliRunner().invoke(cli, ["predict", str(model_path), str(other), "-o",
+                                          str(tmp_path / f"p_{column}.parquet")])
+        assert result.exit_code != 0
+        assert f"column '{column}'" in result.output and now in result.output
+        assert not (tmp_path / f"p_{column}.parquet").exists()

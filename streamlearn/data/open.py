@@ -125,8 +125,9 @@ def open_dataset(
         feature columns (numbers by column name, strings and list<string> tokens by
         ``column=value``; ``features`` names the columns to hash, by default all but the
         target, the weight and ``exclude``). The rows are sparse; a model trained on them
-        records ``hash_features_`` (and, from parquet, ``hashed_columns_``), with which the
-        command line reads the data it predicts.
+        records ``hash_features_`` (and, from parquet, ``hashed_columns_`` and
+        ``hashed_kinds_``), with which the command line reads the data it predicts,
+        refusing a column of a type hashed otherwise than in fit.
     sparse_columns : (str, str or None), optional
         Parquet with one row's entries in list columns: the name of the list<int> column of
         indices and of the list<float> column of values (None: every value is 1). The rows
@@ -506,9 +507,12 @@ def reading_for(model: Any, data: Any, format: str | None = None,
 
 def check_hashed_as_trained(model: Any, dataset: Dataset) -> None:
     """Refuse a dataset whose rows are hashed otherwise than ``model``'s training rows:
-    hashed into another number of columns, hashed from other parquet columns, hashed
-    where the model's were not, or not hashed where they were. Its columns would be
-    other features under the same positions, and the scores wrong without a sign.
+    hashed into another number of columns, hashed from other parquet columns or from
+    columns of other types (text where fit saw numbers, say: types are compatible when
+    they are hashed alike, see
+    :func:`~streamlearn.data.sources.parquet_sparse.check_hashed_kinds`), hashed where
+    the model's were not, or not hashed where they were. Its columns would be other
+    features under the same positions, and the scores wrong without a sign.
 
     Parameters
     ----------
@@ -526,6 +530,16 @@ def check_hashed_as_trained(model: Any, dataset: Dataset) -> None:
     if trained is None and given is None:
         return
     if trained == given and (not trained_columns or set(trained_columns) == set(given_columns)):
+        if trained_columns:
+            from streamlearn.data.sources.parquet_sparse import check_hashed_kinds
+
+            source = dataset.source
+            order = [given_columns.index(c) for c in trained_columns]
+            kinds = getattr(model, "hashed_kinds_", None)
+            check_hashed_kinds(trained_columns, None if kinds is None else tuple(kinds),
+                               [source.hashed_kinds[i] for i in order],  # type: ignore[attr-defined]
+                               [source.hashed_types[i] for i in order],  # type: ignore[attr-defined]
+                               source.description)
         return
     name = type(model).__name__
     if trained is None:

@@ -258,20 +258,24 @@ def record_hashing(estimator: Any, dataset: Dataset) -> None:
     """Keep how the training rows were hashed, so that new data can be read the same way.
 
     Sets ``hash_features_`` (the number of hashed columns) and, for parquet,
-    ``hashed_columns_`` (the columns hashed) when the dataset's rows are hashed; removes
-    them otherwise (a refit on other data forgets them).
+    ``hashed_columns_`` (the columns hashed) and ``hashed_kinds_`` (how each was hashed:
+    ``"numeric"``, ``"string"`` or ``"tokens"``, by which data of other column types is
+    refused at predict) when the dataset's rows are hashed; removes them otherwise (a
+    refit on other data forgets them).
     """
     hashed = getattr(dataset.source, "hash_features", None)
     if hashed is None:
-        estimator.__dict__.pop("hash_features_", None)
-        estimator.__dict__.pop("hashed_columns_", None)
+        for name in ("hash_features_", "hashed_columns_", "hashed_kinds_"):
+            estimator.__dict__.pop(name, None)
         return
     estimator.hash_features_ = int(hashed)
     columns = tuple(getattr(dataset.source, "hashed_columns", ()))
     if columns:
         estimator.hashed_columns_ = columns
+        estimator.hashed_kinds_ = tuple(dataset.source.hashed_kinds)
     else:
         estimator.__dict__.pop("hashed_columns_", None)
+        estimator.__dict__.pop("hashed_kinds_", None)
 
 
 def record_categories(estimator: Any, categories: Mapping[str, Sequence[Any]]) -> None:
@@ -1766,23 +1770,32 @@ def warn_unnamed_rows(owner: str) -> None:
                   "feature names", UserWarning, stacklevel=caller_stacklevel())
 
 
-def hashing_of(model: Any) -> tuple[int, tuple[str, ...]] | None:
+#: How a model's training rows were hashed: the number of columns, the columns hashed and
+#: how each was (None for a model that does not record it).
+Hashing = tuple[int, tuple[str, ...], tuple[str, ...] | None]
+
+
+def hashing_of(model: Any) -> Hashing | None:
     """How a fitted model's training rows were hashed: ``(hash_features_,
-    hashed_columns_)`` (no columns for svmlight text, whose entry names were hashed), or
-    None for a model of rows that were not hashed."""
+    hashed_columns_, hashed_kinds_)`` (no columns for svmlight text, whose entry names
+    were hashed), or None for a model of rows that were not hashed."""
     hashed = getattr(model, "hash_features_", None)
     if hashed is None:
         return None
-    return int(hashed), tuple(getattr(model, "hashed_columns_", None) or ())
+    kinds = getattr(model, "hashed_kinds_", None)
+    return (int(hashed), tuple(getattr(model, "hashed_columns_", None) or ()),
+            None if kinds is None else tuple(kinds))
 
 
-def _hashed_input(X: Any, hash_features: int, columns: tuple[str, ...], owner: str) -> Any:
+def _hashed_input(X: Any, hash_features: int, columns: tuple[str, ...],
+                  kinds: tuple[str, ...] | None, owner: str) -> Any:
     """Rows of a model trained on hashed features (:func:`hashing_of`) from ``X``: a table
     (pandas, polars, pyarrow) hashed as the training columns were
     (:func:`~streamlearn.data.sources.parquet_sparse.hash_table`, the hashing of
-    ``streamlearn predict`` on a parquet file of those columns), anything else as given,
-    but for rows of another width than ``hash_features``, refused by a message that says
-    how the model reads them."""
+    ``streamlearn predict`` on a parquet file of those columns; a column that would be
+    hashed otherwise than in fit, such as text where fit saw numbers, is refused), anything
+    else as given, but for rows of another width than ``hash_features``, refused by a
+    message that says how the model reads them."""
     if _module(X) == "polars" and hasattr(X, "to_arrow"):
         X = X.to_arrow()
     how = f"{owner} was trained on hashed features (hash_features_={hash_features}"
@@ -1815,7 +1828,7 @@ def _hashed_input(X: Any, hash_features: int, columns: tuple[str, ...], owner: s
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise SchemaError(f"X's hashed columns cannot be read as typed columns "
                                   f"({exc}): {how}") from exc
-        return hash_table(X, hash_features, columns, "X")
+        return hash_table(X, hash_features, columns, "X", kinds)
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) == 2 and shape[1] != hash_features:
         raise SchemaError(f"X has {shape[1]} features, but {how}; {fix}")
@@ -1824,7 +1837,7 @@ def _hashed_input(X: Any, hash_features: int, columns: tuple[str, ...], owner: s
 
 def sparse_rows_of(X: Any, n_features: int | None, owner: str,
                    named: bool = False,
-                   hashing: tuple[int, tuple[str, ...]] | None = None) -> SparseRows | None:
+                   hashing: Hashing | None = None) -> SparseRows | None:
     """Sparse rows to score as :class:`~streamlearn.data.sparse_rows.SparseRows`, or None.
 
     Parameters
@@ -1840,11 +1853,12 @@ def sparse_rows_of(X: Any, n_features: int | None, owner: str,
         Whether ``fit`` saw named columns (:func:`has_named_features`): a scipy matrix,
         whose columns have no names, then gets scikit-learn's warning (not in
         :func:`~streamlearn.warning_origin.library_rows`).
-    hashing : (int, tuple of str), optional
+    hashing : (int, tuple of str, tuple of str or None), optional
         How the training rows were hashed (:func:`hashing_of`): a table (pandas, polars,
         pyarrow) is then hashed as a parquet file of its columns is read for the model
         (by ``streamlearn predict``, ``score`` or ``evaluate``), its columns not hashed in
-        fit left out; rows of another width than ``hash_features_`` are refused naming it.
+        fit left out, a column of a type hashed otherwise than in fit refused; rows of
+        another width than ``hash_features_`` are refused naming it.
 
     Returns
     -------

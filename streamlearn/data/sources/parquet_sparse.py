@@ -51,6 +51,53 @@ NUMERIC = "numeric"  # (hash of the name, value)
 STRING = "string"  # (hash of "name=value", 1)
 TOKENS = "tokens"  # (hash of "name=token", 1) per token of a list
 
+#: What each way of hashing takes and gives, for messages.
+KIND_WORDS = {NUMERIC: ("numbers", "the column's name times the value"),
+              STRING: ("text or categories", "'column=value'"),
+              TOKENS: ("lists of text", "'column=token'")}
+
+
+def check_hashed_kinds(columns: Sequence[str], trained: Sequence[str] | None,
+                       given: Sequence[str], types: Sequence[str], where: str) -> None:
+    """Refuse columns that would be hashed otherwise than in fit.
+
+    Two column types are compatible when they are hashed alike, the one rule: numbers of
+    any width (integers, floats, decimals, booleans) with numbers, text (strings, and
+    categoricals of strings or integers) with text, and lists of text with lists of text.
+    A column of another kind would give other entries (``column`` times the value against
+    ``column=value``) than the model's features, and scores wrong without a sign.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The columns hashed, in the model's order (``hashed_columns_``).
+    trained : sequence of str or None
+        How each was hashed in fit (``hashed_kinds_``: ``"numeric"``, ``"string"``,
+        ``"tokens"``); None for a model that does not record it, which is not checked.
+    given : sequence of str
+        How each is hashed in the data now.
+    types : sequence of str
+        Each column's type in the data now, for the message.
+    where : str
+        What the data is, for the message.
+
+    Raises
+    ------
+    SchemaError
+        Naming the first such column, its type now and the kind of values it held in fit.
+    """
+    if trained is None:
+        return
+    for name, before, now, dtype in zip(columns, trained, given, types, strict=True):
+        if before != now:
+            (what, how), (had, hashed) = KIND_WORDS[now], KIND_WORDS[before]
+            raise SchemaError(
+                f"column {name!r} of {where} is {dtype} ({what}, hashed as {how}), but it "
+                f"held {had} in fit (hashed as {hashed}): its entries would be other "
+                "features than the model's; give the column as it was in fit (types are "
+                "compatible when both are numbers, both text or categories, or both lists "
+                "of text)")
+
 
 @dataclass(slots=True)
 class _File:
@@ -276,7 +323,7 @@ def _hash_columns(n_rows: int, columns: Sequence[tuple[str, str, pa.Array]],
 
 
 def hash_table(table: pa.Table, hash_features: int, columns: Sequence[str],
-               where: str = "X") -> SparseRows:
+               where: str = "X", kinds: Sequence[str] | None = None) -> SparseRows:
     """Hash the named columns of an in-memory table as :class:`ParquetSparseSource` hashes
     those of a parquet file (its other columns are left out): the rows a model trained on
     hashed parquet columns reads, from a table of the same columns.
@@ -290,6 +337,9 @@ def hash_table(table: pa.Table, hash_features: int, columns: Sequence[str],
         The columns to hash (a model's ``hashed_columns_``).
     where : str
         What the table is, for messages.
+    kinds : sequence of str, optional
+        How each column was hashed in fit (a model's ``hashed_kinds_``): a column of the
+        table that would be hashed otherwise is refused (:func:`check_hashed_kinds`).
 
     Returns
     -------
@@ -299,7 +349,8 @@ def hash_table(table: pa.Table, hash_features: int, columns: Sequence[str],
     Raises
     ------
     SchemaError
-        A column is missing, or of a type that is not hashed.
+        A column is missing, of a type that is not hashed, or hashed otherwise than in
+        fit.
     """
     hash_features = check_hash_features(hash_features)
     missing = [c for c in columns if c not in table.column_names]
@@ -307,10 +358,12 @@ def hash_table(table: pa.Table, hash_features: int, columns: Sequence[str],
         raise SchemaError(f"{where} lacks the column(s) {missing} hashed in fit (the model's "
                           f"hashed_columns_ {list(columns)}); its columns are "
                           f"{table.column_names}")
-    kinds = [(c, _hashed_kind(c, table.schema.field(c).type, where)) for c in columns]
+    found = [(c, _hashed_kind(c, table.schema.field(c).type, where)) for c in columns]
+    check_hashed_kinds(columns, kinds, [k for _, k in found],
+                       [str(table.schema.field(c).type) for c in columns], where)
     return _hash_columns(
-        table.num_rows, [(c, kind, _array(table.column(c))) for c, kind in kinds],
-        {c: _hash_name(c) for c, kind in kinds if kind == NUMERIC}, hash_features, where)
+        table.num_rows, [(c, kind, _array(table.column(c))) for c, kind in found],
+        {c: _hash_name(c) for c, kind in found if kind == NUMERIC}, hash_features, where)
 
 
 # --------------------------------------------------------------------------- source
@@ -378,6 +431,8 @@ class ParquetSparseSource:
     hash_features : int or None
     hashed_columns : tuple of str
         Hashed layout: the columns hashed, in file order; empty for the list layout.
+    hashed_kinds, hashed_types : tuple of str
+        How each hashed column is hashed, and its type.
     pieces : list of Piece
         One per non-empty row group; the label names the file and the row group.
 
@@ -619,6 +674,18 @@ class ParquetSparseSource:
     def hashed_columns(self) -> tuple[str, ...]:
         """The columns hashed (hashed layout), in file order; empty for the list layout."""
         return tuple(c for c, _ in getattr(self, "_features", ()))
+
+    @property
+    def hashed_kinds(self) -> tuple[str, ...]:
+        """How each of :attr:`hashed_columns` is hashed: ``"numeric"``, ``"string"`` or
+        ``"tokens"`` (see :func:`check_hashed_kinds`)."""
+        return tuple(k for _, k in getattr(self, "_features", ()))
+
+    @property
+    def hashed_types(self) -> tuple[str, ...]:
+        """The type of each of :attr:`hashed_columns` in the first file, for messages."""
+        first = self._files_info[0]
+        return tuple(str(first.types[c]) for c in self.hashed_columns)
 
     def _hashed_features(
         self, exclude: list[str], only: Sequence[str] | None
