@@ -307,3 +307,38 @@ def test_expert_passes_in_lanes_keep_the_experts_the_image_of_the_dual_variables
                 assert state.loss[0] == pytest.approx(
                     np.maximum(0.0, 1.0 - y * (Z @ W[0])).sum(), rel=1e-9)
             W = experts(state)
+
+
+def test_held_out_losses_at_every_temperature_match_numpy() -> None:
+    # one chunk: every held-out row is scored by the initial parameters before it trains
+    from streamlearn.engine import LocalEngine
+    from streamlearn.solvers.calibration import TEMPERATURE_SCALES
+    from streamlearn.solvers.holdout import Holdout
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(600, 3)).astype(np.float32)
+    codes = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    k = 3
+    V = rng.normal(size=(k, 3))
+    W = rng.normal(size=(k, 4)) * 0.5
+    xi = np.array([0.5, 0.3, 0.2])
+    holdout = Holdout.fraction(0.2, 5)
+    weight = rng.uniform(0.5, 2.0, size=600)
+    data = open_dataset(X, target=codes, weight=weight, chunk_rows=600)
+    with ExampleState(600, k) as alpha:
+        state = LocalEngine(progress=False).run(
+            StochasticEpochPass([1], 0.5, TAU, 0.1, BIAS, 600.0, [alpha], [3],
+                                [StochasticState(MixtureParams(xi, V, W), xi.copy(), 0)],
+                                holdout=holdout, groups=[[0]]), data)
+    held = holdout.mask(np.arange(600))
+    f = mixture_log_odds_chunk(X[held], V, W, xi, TAU, BIAS)
+    y = np.where(codes[held] == 1, 1.0, -1.0)
+    w = weight[held]
+    expected = np.array([w @ np.logaddexp(0.0, -s * y * f) for s in TEMPERATURE_SCALES])
+    # the pass scores the rows by the kernel of float32 rows: up to its round-off
+    np.testing.assert_allclose(state.scaled_losses[0], expected, rtol=1e-6)
+    # the scale 1 is on the grid: its column is the loss at temperature 1
+    one = int(np.argmin(np.abs(TEMPERATURE_SCALES - 1.0)))
+    assert TEMPERATURE_SCALES[one] == pytest.approx(1.0, rel=1e-12)
+    assert state.losses[0] == pytest.approx(expected[one], rel=1e-6)
+    assert state.held_weight == pytest.approx(w.sum(), rel=1e-6)  # float32 weights

@@ -165,12 +165,18 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         one component).
     tau : float or "auto"
         Gating scale of eq. 7 (in standardised units). ``"auto"``:
-        ``tau = 16 / D^2``, ``D^2`` the median over the k-means centres of the squared
-        distance to the nearest other centre (duplicates left out). The log-ratio of two
-        neighbouring gates grows as ``2 tau D delta`` with the distance ``delta`` from
-        their mid-plane, so this makes it 8 half-way from the mid-plane to a centre,
-        whatever the dimension and the number of centres: each region is left to its own
-        expert. A number is taken in standardised units.
+        ``tau = c / D^2``, ``D^2`` the median over the k-means centres of the squared
+        distance to the nearest other centre (duplicates left out); ``c = 4`` when
+        stochastic EM stops on the held-out rows of the guard (``validation_fraction``),
+        else ``c = 16``. The log-ratio of two neighbouring gates grows as
+        ``2 tau D delta`` with the distance ``delta`` from their mid-plane, so this makes
+        it ``c / 2`` half-way from the mid-plane to a centre, whatever the dimension and
+        the number of centres. The softer gates let each expert learn from its
+        neighbours' rows too (at ``c = 16`` an expert of 30 on 4,200 rows of 10 features
+        sees about 140 rows and fits their noise); EM run to its tolerance (batch EM, no
+        guard) merges the components under gates that soft, and keeps each region to its
+        own expert (:func:`~streamlearn.solvers.mixture.driver.tau_factor`). A number is
+        taken in standardised units.
     C : float or "auto"
         Penalty of each expert's hinge losses, ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge``
         (``C = 1 / (2 zeta)`` of eq. 9), on the standardised features. ``"auto"``:
@@ -194,7 +200,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         before they train). With the guard (``validation_fraction``) stochastic EM also stops
         early, after two consecutive epochs in which neither the mixture's nor the linear
         SVM's held-out log loss reaches a new low, 0.5 % below the best of the earlier
-        epochs. Reaching ``epochs`` first warns
+        epochs; the mixture's lanes stop before that, after two such epochs of its held-out
+        log loss at its best temperature (the least over the scales ``s`` of
+        :data:`~streamlearn.solvers.calibration.TEMPERATURE_SCALES` of the loss of
+        ``s f``): at temperature 1 EM also lowers the loss by sharpening under-confident
+        log-odds while it discriminates worse. Reaching ``epochs`` first warns
         ``ConvergenceWarning``. The
         default 0.01 lies above the epoch-to-epoch noise of stochastic EM's accumulated
         log-likelihood (a few thousandths of a nat per row), which a smaller ``tol`` would
@@ -339,10 +349,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``loglik`` (eq. 8's data term), ``penalised`` (eq. 19), ``n_active``. Batch EM
         evaluates them at the parameters after the epoch; stochastic EM accumulates the
         log-likelihood of each chunk under the parameters met when it was read. With the
-        guard, each epoch also records ``held_out_error`` and ``held_out_loss``: the
-        weighted error rate and logistic loss (summed over the one-vs-rest models) on the
-        held-out rows of the classifier the model belongs to (the mixture, or the linear
-        SVM after ``kept="linear"``), each row scored before its chunk trained. Each
+        guard, each epoch also records ``held_out_error``, ``held_out_loss`` and
+        ``held_out_scaled_loss``: the weighted error rate, logistic loss (summed over the
+        one-vs-rest models) and that loss at its best temperature on the held-out rows of
+        the classifier the model belongs to (the mixture, or the linear SVM after
+        ``kept="linear"``), each row scored before its chunk trained. Each
         ``partial_fit`` call after the first adds an entry with its ``call`` number (the
         first call counts as 1; its entries are those of ``fit``), of the rows the call
         read; only the last 100 calls' are kept, after all of ``fit``'s, so the history

@@ -18,6 +18,7 @@ from streamlearn.solvers.mixture.driver import (
     gating_scale,
     partial_pass,
     resolve,
+    tau_factor,
 )
 from streamlearn.solvers.mixture.kernels import (
     GATE_CUTOFF,
@@ -97,4 +98,5 @@ __all__ = [
     "penalised_loglik",
     "posteriors_chunk",
     "resolve",
+    "tau_factor",
 ]

@@ -29,7 +29,7 @@ import numpy as np
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows, take_rows
-from streamlearn.solvers.calibration import TemperatureSums
+from streamlearn.solvers.calibration import TEMPERATURE_SCALES, TemperatureSums
 from streamlearn.solvers.dcd import scale_dual_change
 from streamlearn.solvers.holdout import Holdout, held_out_rows
 from streamlearn.solvers.kmeans import Standardiser, assign_rows, chunk_features
@@ -1205,6 +1205,11 @@ class EpochState:
     share : float
         The factor the changes of the experts' dual variables were written with (see
         :class:`ExpertState`).
+    scaled_losses : ndarray of shape (n_groups, S)
+        ``losses`` with every log-odds multiplied by each scale ``s`` of
+        :data:`~streamlearn.solvers.calibration.TEMPERATURE_SCALES` (``S`` of them): the
+        minimum over ``s`` is the held-out loss at its best temperature, which EM cannot
+        lower by only sharpening or flattening its log-odds.
     """
 
     lanes: list[StochasticState]
@@ -1212,10 +1217,13 @@ class EpochState:
     held_weight: float = 0.0
     losses: np.ndarray | None = None
     share: float = 1.0
+    scaled_losses: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.losses is None:
             self.losses = np.zeros_like(self.errors)
+        if self.scaled_losses is None:
+            self.scaled_losses = np.zeros((len(self.errors), len(TEMPERATURE_SCALES)))
 
 
 class StochasticEpochPass:
@@ -1347,8 +1355,10 @@ class StochasticEpochPass:
                 signs = np.where(y[:, None] == codes[None, :], 1.0, -1.0)
                 inside = np.ones_like(signs, dtype=bool)
             state.errors[g] += float(w @ wrong)
-            state.losses[g] += float(w @ np.where(inside, np.logaddexp(0.0, -signs * F),
-                                                  0.0).sum(axis=1))
+            margins = np.where(inside, -signs * F, -np.inf)  # log(1 + e^-inf) = 0
+            state.losses[g] += float(w @ np.logaddexp(0.0, margins).sum(axis=1))
+            scaled = np.logaddexp(0.0, TEMPERATURE_SCALES[:, None, None] * margins[None])
+            state.scaled_losses[g] += scaled.sum(axis=2) @ w
         state.held_weight += float(w.sum())
 
     def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
@@ -1412,7 +1422,7 @@ class StochasticEpochPass:
                            for p, q, initial in zip(a.lanes, b.lanes, self.initial,
                                                     strict=True)],
                           a.errors + b.errors, a.held_weight + b.held_weight,
-                          a.losses + b.losses)
+                          a.losses + b.losses, scaled_losses=a.scaled_losses + b.scaled_losses)
 
     @staticmethod
     def _merge_lane(a: StochasticState, b: StochasticState, initial: StochasticState,
