@@ -17,13 +17,11 @@ from streamlearn.models.mixture import MixtureSVC
 from streamlearn.solvers.calibration import TEMPERATURE_SCALES
 from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture.driver import (
-    HELD_OUT_TAU_FACTOR,
     LINEAR_GAP_TOL,
     TAU_FACTOR,
     default_components,
     default_nu,
     gating_scale,
-    tau_factor,
 )
 
 
@@ -96,8 +94,8 @@ def test_crowded_features_are_spread_before_the_standardisation(tmp_path) -> Non
     transform = spread.feature_transform_
     assert set(transform.features.tolist()) >= {0, 1, 2}
     assert not hasattr(plain, "feature_transform_")
-    # standardised as they are, the rows of a tailed feature sit on one point (90.2 %
-    # against 88.8 %; a point is about 1.7 standard errors of the paired difference on
+    # standardised as they are, the rows of a tailed feature sit on one point (89.9 %
+    # against 87.9 %; a point is about 1.7 standard errors of the paired difference on
     # these 3,000 rows)
     assert spread.score(Xt, yt) > plain.score(Xt, yt) + 0.01
     # the mapped rows train the model that the same rows mapped beforehand train
@@ -142,11 +140,10 @@ def test_constant_feature_is_ignored_not_divided_by_zero() -> None:
     assert padded.scale_[-1] == 1.0 and padded.shift_[-1] == pytest.approx(3.5)
     np.testing.assert_array_equal(padded.expert_coef_[..., 3], 0.0)
     Xt, _ = _rings(500, 5)
-    # the same model up to the order of float32 sums in the kernels, which EM carries
-    # on (under the guard's soft gates every expert sweeps more rows: 0.014 at most here)
+    # the same model up to the order of float32 sums in the kernels
     np.testing.assert_allclose(
         padded.decision_function(np.c_[Xt, np.full(len(Xt), 3.5, dtype=np.float32)]),
-        plain.decision_function(Xt), rtol=0, atol=2e-2)
+        plain.decision_function(Xt), rtol=0, atol=1e-2)
 
 
 def test_standardiser_matches_numpy_moments() -> None:
@@ -457,54 +454,3 @@ def test_a_tie_on_the_held_out_rows_keeps_the_linear_svm():
     reference = LogisticRegression().fit(X[:3000], y[:3000]).decision_function(X[3000:])
     assert roc_auc_score(y[3000:], model.decision_function(X[3000:])) > \
         roc_auc_score(y[3000:], reference) - 0.02
-
-
-def _normal_ring(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A ring in the first 2 of 8 standard normal features (radius^2 1.4, about half the
-    rows inside)."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 8))
-    return X.astype(np.float32), (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(np.int64)
-
-
-def test_gates_are_softer_when_held_out_rows_stop_em_by_the_rule() -> None:
-    rng = np.random.default_rng(5)
-    V = rng.normal(size=(12, 6))
-    D = cdist(V, V, "sqeuclidean") + np.diag(np.full(12, np.inf))
-    spacing = np.median(D.min(axis=1))
-    assert tau_factor(True) == HELD_OUT_TAU_FACTOR == 4.0
-    assert tau_factor(False) == TAU_FACTOR == 16.0
-    assert gating_scale(V, 4.0) == pytest.approx(4.0 / spacing, rel=1e-12)
-    # the same seed gives the same k-means centres with and without the guard (and to
-    # batch EM): only the factor differs
-    X, y = _rings(2500, 4)
-    guarded = _fit(X, y, n_components=8, random_state=2)
-    assert guarded.validation_ is not None
-    unguarded = _fit(X, y, n_components=8, random_state=2, validation_fraction=None)
-    batch = MixtureSVC(chunk_rows=500, epochs=1, em="batch", n_components=8, random_state=2,
-                       progress=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        batch.fit(X, y)
-    assert unguarded.tau_ == batch.tau_
-    assert guarded.tau_ == pytest.approx(
-        unguarded.tau_ * HELD_OUT_TAU_FACTOR / TAU_FACTOR, rel=1e-9)
-
-
-def test_default_on_a_ring_in_normal_features_nears_an_rbf_svm() -> None:
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
-
-    X, y = _normal_ring(4200, 11)
-    Xt, yt = _normal_ring(3000, 12)
-    svc = make_pipeline(StandardScaler(), SVC()).fit(X, y)
-    svc_error = 1.0 - svc.score(Xt, yt)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)  # stops by its rule, not its cap
-        mixture = MixtureSVC(progress=False).fit(X, y)
-    error = 1.0 - mixture.score(Xt, yt)
-    # the RBF SVM: 3.9 %; stochastic EM's gates as hard as batch EM's (a log-ratio of 8
-    # half-way to a centre) left 30 experts of ~130 rows each to fit their regions'
-    # noise: 16.8 %; at stochastic EM's factor 12.2 % (batch EM: 12.8 %)
-    assert error < svc_error + 0.10, (error, svc_error)

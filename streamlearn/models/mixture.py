@@ -165,18 +165,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         one component).
     tau : float or "auto"
         Gating scale of eq. 7 (in standardised units). ``"auto"``:
-        ``tau = c / D^2``, ``D^2`` the median over the k-means centres of the squared
-        distance to the nearest other centre (duplicates left out); ``c = 4`` when
-        stochastic EM stops on the held-out rows of the guard (``validation_fraction``),
-        else ``c = 16``. The log-ratio of two neighbouring gates grows as
-        ``2 tau D delta`` with the distance ``delta`` from their mid-plane, so this makes
-        it ``c / 2`` half-way from the mid-plane to a centre, whatever the dimension and
-        the number of centres. The softer gates let each expert learn from its
-        neighbours' rows too (at ``c = 16`` an expert of 30 on 4,200 rows of 10 features
-        sees about 140 rows and fits their noise); EM run to its tolerance (batch EM, no
-        guard) merges the components under gates that soft, and keeps each region to its
-        own expert (:func:`~streamlearn.solvers.mixture.driver.tau_factor`). A number is
-        taken in standardised units.
+        ``tau = 16 / D^2``, ``D^2`` the median over the k-means centres of the squared
+        distance to the nearest other centre (duplicates left out). The log-ratio of two
+        neighbouring gates grows as ``2 tau D delta`` with the distance ``delta`` from
+        their mid-plane, so this makes it 8 half-way from the mid-plane to a centre,
+        whatever the dimension and the number of centres: each region is left to its own
+        expert. A number is taken in standardised units.
     C : float or "auto"
         Penalty of each expert's hinge losses, ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge``
         (``C = 1 / (2 zeta)`` of eq. 9), on the standardised features. ``"auto"``:

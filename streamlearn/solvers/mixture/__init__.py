@@ -18,7 +18,6 @@ from streamlearn.solvers.mixture.driver import (
     gating_scale,
     partial_pass,
     resolve,
-    tau_factor,
 )
 from streamlearn.solvers.mixture.kernels import (
     GATE_CUTOFF,
@@ -98,5 +97,4 @@ __all__ = [
     "penalised_loglik",
     "posteriors_chunk",
     "resolve",
-    "tau_factor",
 ]

@@ -115,20 +115,8 @@ MAX_EXPERT_PASSES = 4
 #: L-BFGS steps on the centres per batch EM iteration.
 LBFGS_STEPS = 3
 #: ``tau = TAU_FACTOR / D^2`` with ``D^2`` the median squared distance of a k-means centre
-#: to its nearest other centre (see :func:`gating_scale`): batch EM's factor.
+#: to its nearest other centre (see :func:`gating_scale`).
 TAU_FACTOR = 16.0
-#: :func:`gating_scale`'s factor when stochastic EM stops on the guard's held-out rows:
-#: softer gates than :data:`TAU_FACTOR`'s. At 16 each expert is left the rows of its own
-#: region (about 140 rows of 10 features at 30 components of 4,200 rows) and fits their
-#: noise (``bench/small_data.py``, five splits: ``make_hastie_10_2`` 23.2 -> 21.7 % test
-#: error, Friedman-1 above its median 13.2 -> 10.3, a ring in 2 of 8 normal features with
-#: 10 outliers 22.1 -> 17.1, at 16 -> 4, with the mixture's stop at its best temperature,
-#: :func:`_stochastic_em`). EM run on under gates this soft merges the
-#: components: 60 epochs without the held-out rule leave 18-22 of 30 active (the ring
-#: 10.2 -> 14.2 %), batch EM one on ``make_hastie_10_2``, and stochastic EM without the
-#: guard (breast cancer, 398 rows, 2 components) shrinks one component for all of its 20
-#: epochs and warns at the cap; EM that runs eq. 19 to its tolerance keeps 16.
-HELD_OUT_TAU_FACTOR = 4.0
 #: ``C="auto"`` is ``C_FACTOR`` over the mean squared norm of a standardised row (see
 #: :func:`default_C`).
 C_FACTOR = 10.0
@@ -414,23 +402,18 @@ def resolve_multiclass(multiclass: str, n_classes: int) -> tuple[str, bool]:
     return multiclass, False
 
 
-def gating_scale(centers: np.ndarray, factor: float = TAU_FACTOR) -> float:
-    """``tau = factor / median_j min_{l != j} ||v_j - v_l||^2`` over the k-means centres.
+def gating_scale(centers: np.ndarray) -> float:
+    """``tau = TAU_FACTOR / median_j min_{l != j} ||v_j - v_l||^2`` over the k-means centres.
 
     The gates of two neighbouring centres ``v_j``, ``v_l`` at distance ``D`` have the
     log-ratio ``2 tau D delta`` at ``delta`` from their mid-plane; with ``tau = c / D^2``
     it is ``c / 2`` half-way between the mid-plane and a centre (``delta = D / 4``),
     whatever the dimension or the number of centres. Duplicate centres (distance 0) are
-    left out; with no two distinct centres, ``tau = 1``. :func:`fit` takes ``factor``
-    :data:`HELD_OUT_TAU_FACTOR` = 4 (a log-ratio of 2 half-way) when stochastic EM stops
-    on the guard's held-out rows, else :data:`TAU_FACTOR` = 16 (8 half-way)
-    (:func:`tau_factor`).
+    left out; with no two distinct centres, ``tau = 1``.
 
     Parameters
     ----------
     centers : ndarray of shape (k, d)
-    factor : float
-        ``c``, twice the gates' log-ratio half-way between a mid-plane and a centre.
 
     Returns
     -------
@@ -447,14 +430,7 @@ def gating_scale(centers: np.ndarray, factor: float = TAU_FACTOR) -> float:
     nearest = nearest[np.isfinite(nearest) & (nearest > 0)]
     if nearest.size == 0:
         return 1.0
-    return float(factor / np.median(nearest))
-
-
-def tau_factor(held_out: bool) -> float:
-    """The factor of :func:`gating_scale` for ``tau="auto"``: :data:`HELD_OUT_TAU_FACTOR`
-    when stochastic EM stops on the guard's held-out rows (``held_out``), else (batch EM,
-    no guard) :data:`TAU_FACTOR`, for EM that runs eq. 19 to its tolerance."""
-    return HELD_OUT_TAU_FACTOR if held_out else TAU_FACTOR
+    return float(TAU_FACTOR / np.median(nearest))
 
 
 def default_components(n_rows: int, n_features: int | None = None) -> int:
@@ -645,9 +621,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
         config = dataclasses.replace(config, C=default_C(sq_norm, config.bias_scale))
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
+    tau = gating_scale(centers) if config.tau == "auto" else float(config.tau)
     holdout = _validation_rows(config, n_rows, k, seed)
-    tau = (gating_scale(centers, tau_factor(holdout is not None)) if config.tau == "auto"
-           else float(config.tau))
     scheme, try_ovo = resolve_multiclass(config.multiclass, len(classes))
     config = dataclasses.replace(config, multiclass=scheme)
     fitted = _fit_scheme(runner, dataset, config, centers, seed, tau, std, holdout, transform)
@@ -1304,7 +1279,7 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     that, once its held-out loss at its best temperature (``EpochState.scaled_losses``)
     has not improved so for ``STOCHASTIC_PATIENCE`` epochs: EM lowers the loss at
     temperature 1 also by sharpening under-confident log-odds while it discriminates
-    worse (ijcnn1 under :data:`HELD_OUT_TAU_FACTOR`'s gates: the held-out loss at 1 fell
+    worse (ijcnn1 under gates 4 times softer than ``tau="auto"``'s: the held-out loss at 1 fell
     from epoch 6 to 10 while the test error rose from 2.38 to 2.81 %). The linear SVM
     keeps the loss at 1 and the shared rule: its held-out loss is not monotone from
     epoch to epoch, and a rule of its own stopped it short of its optimum. Each epoch's
