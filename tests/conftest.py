@@ -44,6 +44,22 @@ def make_reference(n: int = 1000, seed: int = 0) -> Reference:
     return Reference(frame, X, frame["label"].to_numpy(), frame["w"].to_numpy())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_openmp_thread_per_worker():
+    """Hold OpenMP (scikit-learn's reference models: gradient boosting, k-means) to one
+    thread. ``make test`` runs one pytest worker per core; a reference's OpenMP threads
+    then compete with the other workers for the cores and spin while they wait, which made
+    a 0.2 s fit of HistGradientBoostingClassifier take 2 to 9 s. The results do not depend
+    on the number of threads beyond rounding (k-means centres move by 1e-5). BLAS is left
+    alone: the tests of :func:`streamlearn.solvers.threads.single_threaded_blas` need its
+    own count."""
+    import sklearn  # noqa: F401  (loads the OpenMP runtime that the limit applies to)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="openmp"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def ref() -> Reference:
     return make_reference()
