@@ -45,18 +45,18 @@ def make_reference(n: int = 1000, seed: int = 0) -> Reference:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def one_openmp_thread_per_worker():
-    """Hold OpenMP (scikit-learn's reference models: gradient boosting, k-means) to one
-    thread. ``make test`` runs one pytest worker per core; a reference's OpenMP threads
-    then compete with the other workers for the cores and spin while they wait, which made
-    a 0.2 s fit of HistGradientBoostingClassifier take 2 to 9 s. The results do not depend
-    on the number of threads beyond rounding (k-means centres move by 1e-5). BLAS is left
-    alone: the tests of :func:`streamlearn.solvers.threads.single_threaded_blas` need its
-    own count."""
+def one_library_thread_per_worker():
+    """Hold BLAS and OpenMP (numpy's and scipy's matrix products, scikit-learn's reference
+    models) to one thread. ``make test`` runs one pytest worker per core; their threads then
+    compete with the other workers for the cores and spin while they wait: a 0.2 s fit of
+    HistGradientBoostingClassifier took 2 to 9 s, and test_supersparse_defaults.py with
+    test_supersparse_lam.py took 50 s instead of 28 s. Results do not depend on the count
+    beyond rounding (k-means centres move by 1e-5). The tests of
+    :func:`streamlearn.solvers.threads.single_threaded_blas` set their own count."""
     import sklearn  # noqa: F401  (loads the OpenMP runtime that the limit applies to)
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="openmp"):
+    with threadpool_limits(limits=1):
         yield
 
 

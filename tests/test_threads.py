@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from streamlearn.solvers.threads import in_threads, single_threaded_blas, thread_bounds
 
@@ -24,7 +24,10 @@ def test_bounds_cover_the_items_in_parts_of_at_least_the_smallest() -> None:
 
 
 def test_blas_is_held_to_one_thread_inside_and_restored_after() -> None:
-    before = _blas_threads()
-    with single_threaded_blas():
-        assert all(n == 1 for n in _blas_threads())
-    assert _blas_threads() == before
+    # from two threads, not the one that tests/conftest.py holds every worker to
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        assert before and all(n == 2 for n in before)
+        with single_threaded_blas():
+            assert all(n == 1 for n in _blas_threads())
+        assert _blas_threads() == before
