@@ -53,6 +53,9 @@ def run_example(script: Path, workdir: Path) -> Result:
            # the virtualenv's `python` and `streamlearn` first, as for a user who activated it
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
            "STREAMLEARN_PROGRESS": "0",
+           # a few examples share the core of a pytest worker (see CONCURRENT): BLAS and
+           # OpenMP threads of their own would compete for it and spin
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "STREAMLEARN_CACHE": str(workdir / "cache")}
     try:
         out = subprocess.run(command(script), cwd=workdir, env=env, capture_output=True,
