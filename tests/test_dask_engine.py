@@ -567,7 +567,9 @@ def test_dask_collections_of_uneven_blocks_fit_on_the_cluster_they_compute_on(cl
         frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(t=y)
         data = (dd.from_pandas(frame, npartitions=1).repartition(
             divisions=[0, 700, 717, 1517, 1999]), "t")
-    params = {"n_rounds": 3, "chunk_rows": 500, "features": "linear"}
+    # one round: each of its passes reads every block through the cluster, as three
+    # rounds' do; leaving out the 17-row block moves the scores (up to 19) by 0.05
+    params = {"n_rounds": 1, "chunk_rows": 500, "features": "linear"}
     on_cluster = ShareBoostClassifier(**params).fit(*data, engine=_engine(client))
     local = ShareBoostClassifier(**params).fit(X, y)
     np.testing.assert_allclose(on_cluster.decision_function(X), local.decision_function(X),
