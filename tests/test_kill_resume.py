@@ -58,8 +58,10 @@ KILLS = {
     "SparsePPRRegressor": ["after:SplineScanPass:2:2", "during:SplineScanPass:4:result"],
     "SparseJSBoostClassifier": ["after:HistogramScanPass:2:4",
                                 "during:HistogramScanPass:4:result"],
-    # k-means init, then mini-batch epochs (sequential) for 4, then 2 prototypes
-    "SuperSparseClassifier": ["after:MiniBatchKMeansPass:1:4", "during:MiniBatchPass:3:4"],
+    # k-means init, then mini-batch epochs (sequential) for 4, then 2 prototypes, then the
+    # squared hinge refit's Newton passes (reductions)
+    "SuperSparseClassifier": ["after:MiniBatchKMeansPass:1:4", "during:MiniBatchPass:3:4",
+                              "during:HingeGramPass:2:4"],
     # batch solver: Gram and gradient reductions; killed once the result file is in place
     # but before the progress file counts it
     "SuperSparseRegressor": ["during:GramPass:2:2", "after:GradientPass:2:result"],

@@ -348,7 +348,9 @@ class _SuperSparse(StreamEstimator):
         if teacher is not None and indicators is not None:  # it scores the given columns
             teacher = GivenColumnsTeacher(teacher, indicators)
         rows = weighted_rows(dataset)  # a row of weight 0 is no row
-        config = replace(self._config(mode, rows, teacher, n_classes, shares), n_rows=rows)
+        config = replace(self._config(mode, rows, teacher, n_classes, shares), n_rows=rows,
+                         refit=mode == "classification"
+                         and getattr(self, "loss", "squared") == "auto")
         return fit_supersparse(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
@@ -381,6 +383,9 @@ class _SuperSparse(StreamEstimator):
         self.gamma_ = fitted.gamma
         self.lam_ = fitted.lam
         self._keep("proba_scale_", fitted.proba_scale)
+        if self._task == "classification":
+            self.loss_ = fitted.loss
+            self.refit_lam_ = float(fitted.refit_lam)
         self._keep("proba_rows_", fitted.proba_rows)
         if fitted.slopes is None:
             self.__dict__.pop("feature_slopes_", None)
@@ -978,6 +983,23 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
         ``"balanced"``, as scikit-learn's classifiers take them
         (:mod:`~streamlearn.models.class_weight` states the rules); ``class_weight_``
         holds the factors used. A dict in :meth:`partial_fit`.
+    loss : {"auto", "squared"}
+        ``"squared"``: the paper's model, coefficients and prototypes of the squared loss
+        to ``+-1`` targets. ``"auto"``: the prototypes so learned, then the coefficients
+        refitted for the squared hinge ``max(0, 1 - y f)^2`` (one-vs-rest with more
+        classes) with the prototypes fixed, by Keerthi and DeCoste's L2-SVM Newton
+        method (from the squared-loss coefficients, one streamed pass per iteration over
+        the rows inside the margin with a streamed line search, until the active set
+        stops changing or a step lowers the objective by at most 1e-3 of its value at
+        the start; a ConvergenceWarning after 30 passes). Its ridge penalty is ``lam_``
+        or ``lam_ / 10``, fitted together as lanes of the same passes on the rows
+        outside the holdout: the one of lowest mean squared hinge loss on the held-out
+        rows (the larger within 1 % of it), kept only when that loss is more than 1 %
+        below the squared-loss coefficients' own; with ``lam="auto"`` it is then
+        refitted on every row. A fit that holds no rows out (too few rows, or a fixed
+        ``lam`` with one ``n_prototypes``), LASSO coefficients and :meth:`reduce` keep
+        the squared loss, as does :meth:`partial_fit`, whose steps re-solve the squared
+        loss. ``loss_`` says which loss the coefficients have.
 """
 
 
@@ -1010,6 +1032,11 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         for a model made by :meth:`reduce`.
     proba_rows_ : {"held-out", "training"}
         The rows ``proba_scale_`` was chosen on.
+    loss_ : {"squared", "squared_hinge"}
+        The loss of ``dual_coef_`` and ``intercept_`` (see ``loss``); ``objective_`` and
+        ``objective_path_`` are those of the squared loss the prototypes were learned by.
+    refit_lam_ : float
+        The squared-hinge refit's penalty (NaN when the squared loss's coefficients stay).
 
     Validation loss for eq. 8: the share of held-out rows whose decision differs from the
     target's (the label, or the reduced model's decision). Choosing ``p`` drops the
@@ -1018,7 +1045,10 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
 
     _sign_error = True
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
-        **_SuperSparse._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT}
+        **_SuperSparse._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT,
+        "loss": [StrOptions({"auto", "squared"})]}
+    #: a model file written before ``loss`` was a parameter holds the squared loss's model
+    _params_before: ClassVar[dict[str, Any]] = {"loss": "squared"}
 
     def __init__(
         self,
@@ -1040,6 +1070,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         tradeoff: float = 0.0,
         validation_fraction: float = 0.2,
         class_weight: dict[Any, float] | str | None = None,
+        loss: str = "auto",
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -1055,6 +1086,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             chunk_rows=chunk_rows, random_state=random_state, engine=engine,
             progress=progress)
         self.class_weight = class_weight
+        self.loss = loss
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
             nan_policy: Any = "raise", engine: Any = None,

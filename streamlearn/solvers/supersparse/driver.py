@@ -20,7 +20,10 @@
    prototype steps (:class:`~.passes.GradientPass` with an adaptive step, or one
    :class:`~.passes.MiniBatchPass` per epoch), then eq. 8's held-out loss
    (:class:`~.passes.ValidationPass`) when there are several candidates;
-4. for a classifier, the temperature scale of its probabilities (:func:`calibrate`), from
+4. for a classifier with ``refit`` (``loss="auto"``), the squared-hinge coefficients on
+   the learned prototypes, their penalty chosen on the held-out rows (:func:`hinge_refit`,
+   a few :class:`~.passes.HingeGramPass` Newton passes);
+5. for a classifier, the temperature scale of its probabilities (:func:`calibrate`), from
    the held-out rows' statistics of the validation pass, or one more pass over every row
    when the fit held none out.
 
@@ -73,6 +76,8 @@ from streamlearn.solvers.kmeans import (
 from streamlearn.solvers.lbfgs import two_loop
 from streamlearn.solvers.supersparse.passes import (
     AUTO_LAM_FALLBACK,
+    AUTO_LAM_SLACK,
+    LINE_STEPS,
     ClassSamplePass,
     FeatureSpreadPass,
     FeatureSpreadState,
@@ -80,6 +85,7 @@ from streamlearn.solvers.supersparse.passes import (
     GradientState,
     GramPass,
     GramState,
+    HingeGramPass,
     LossState,
     MiniBatchPass,
     MiniBatchState,
@@ -93,6 +99,9 @@ from streamlearn.solvers.supersparse.passes import (
     class_quotas,
     gcv_choice,
     gcv_lam,
+    hinge_line_objective,
+    hinge_newton_point,
+    hinge_objective,
     lam_scale,
     mean_abs_steps,
     objective,
@@ -107,8 +116,9 @@ from streamlearn.solvers.supersparse.passes import (
 from streamlearn.warning_origin import caller_stacklevel
 
 __all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH",
-           "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT", "SuperSparseConfig",
-           "SuperSparseFit", "fit", "near_constant", "online_pass", "online_step_size",
+           "REFIT_LAM_FACTORS", "REFIT_MAX_ITER", "REFIT_TOL", "STEP_GROWTH", "STEP_SHRINK",
+           "VALIDATION_SALT", "HingeRefit", "SuperSparseConfig", "SuperSparseFit", "fit",
+           "hinge_newton", "hinge_refit", "near_constant", "online_pass", "online_step_size",
            "start_online", "target_moments"]
 
 #: Factor applied to the prototype step after an accepted (objective-decreasing) step.
@@ -190,6 +200,10 @@ class SuperSparseConfig:
         Rows of positive weight in the training data (a row of weight 0 is no row): they
         decide whether rows are held out for ``lam="auto"`` and whether there are enough
         for the prototypes. None: every row of the dataset counts.
+    refit : bool
+        A classifier's ``loss="auto"``: after the prototypes, the squared-hinge refit of
+        the coefficients (:func:`hinge_refit`) where the fit holds rows out and the
+        coefficients are ridge ones.
     """
 
     grid: tuple[int, ...]
@@ -216,6 +230,7 @@ class SuperSparseConfig:
     spread_tails: bool = False
     class_shares: tuple[float, ...] | None = None
     n_rows: int | None = None
+    refit: bool = False
 
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
@@ -283,6 +298,15 @@ class SuperSparseFit:
         :func:`start_online`: the prototypes' own width, which scales ``partial_fit``'s
         prototype step (:func:`online_step_size`) where ``gamma="auto"`` widened the RBF
         (None: ``gamma``).
+    loss : {"squared", "squared_hinge"}
+        The loss of ``coef`` and ``intercept``: the squared loss of the prototypes' fit,
+        or the squared-hinge refit on them (:func:`hinge_refit`).
+    refit_lam : float
+        The squared-hinge refit's penalty (NaN: none kept).
+    refit_losses : ndarray or None
+        :attr:`HingeRefit.held_out` (None: no refit ran).
+    refit_passes : int
+        The refit's passes.
     """
 
     prototypes: np.ndarray
@@ -302,6 +326,10 @@ class SuperSparseFit:
     memory: GramState | None = None
     slopes: np.ndarray | None = None
     step_gamma: float | None = None
+    loss: str = "squared"
+    refit_lam: float = float("nan")
+    refit_losses: np.ndarray | None = None
+    refit_passes: int = 0
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -472,9 +500,18 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     assert best is not None
     _warn_cap(config, capped)
     _, C, w, history, lam, every_row, held_out, stats = best
+    w_train = w
     if every_row is not None:  # lam="auto": the last beta-step takes the held-out rows too
         w = solve_beta(every_row.G / every_row.weight, every_row.r / every_row.weight, lam,
                        config.coef, w)
+    refit = None
+    if (config.refit and holdout is not None and config.coef == "ridge"
+            and train.mode == "classification"):
+        refit = hinge_refit(runner, dataset, config, train, valid, C, similarity, w_train,
+                            lam, every_row is not None)
+        if refit.w is not None:
+            w = refit.w
+            held_out = refit.temperature
     proba_scale, proba_rows = None, None
     if scales is not None:
         leverage = (ridge_leverage(stats, lam)
@@ -498,6 +535,10 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         proba_rows=proba_rows,
         memory=None if config.target == "teacher" else _offset_statistics(
             every_row if every_row is not None else stats, train.offset),
+        loss="squared" if refit is None or refit.w is None else "squared_hinge",
+        refit_lam=float("nan") if refit is None else refit.lam,
+        refit_losses=None if refit is None else refit.held_out,
+        refit_passes=0 if refit is None else refit.passes,
     )
 
 
@@ -954,6 +995,201 @@ def _warn_cap(config: SuperSparseConfig, capped: Sequence[int]) -> None:
                   f"with p={shown} prototypes{which} before the objective changed by less "
                   f"than tol={config.tol} of its value; raise max_iter or tol",
                   ConvergenceWarning, stacklevel=caller_stacklevel())
+
+
+#: ``loss="auto"``: the penalties of the squared-hinge refit, as multiples of the
+#: beta-step's ``lam`` (lanes of the same passes). Smaller ones (0.01 .. 1e-4 were tried)
+#: leave fewer rows inside the margin than coefficients on a class the prototypes
+#: separate, whose Newton steps overshoot so far that 20-30 passes did not converge
+#: (digits, one-vs-rest over 100 prototypes).
+REFIT_LAM_FACTORS = (1.0, 1e-1)
+#: ... at most this many Newton passes per refit (a ConvergenceWarning at the cap) ...
+REFIT_MAX_ITER = 30
+#: ... which stops where a step lowers an output's objective by at most this share of its
+#: lane's objective at the squared-loss coefficients (:func:`hinge_newton`). Its choice of
+#: penalty compares held-out losses that differ by percents (:data:`~.passes.AUTO_LAM_SLACK`
+#: is 1 %), which coefficients closer to the optimum than this leave as they are.
+REFIT_TOL = 1e-3
+
+
+@dataclass(frozen=True)
+class HingeRefit:
+    """The outcome of :func:`hinge_refit`.
+
+    Attributes
+    ----------
+    w : ndarray of shape (p + 1, K) or None
+        The squared-hinge coefficients, intercept last; None when the squared-loss ones
+        stay (no lane was better on the held-out rows).
+    lam : float
+        The penalty kept (NaN with ``w`` None).
+    held_out : ndarray of shape (L + 1,)
+        The held-out rows' mean squared hinge loss of the squared-loss coefficients, then
+        of each lane of :data:`REFIT_LAM_FACTORS`.
+    passes : int
+        Newton passes run.
+    temperature : TemperatureSums or None
+        The held-out rows' temperature statistics at the kept lane's coefficients trained
+        without them.
+    """
+
+    w: np.ndarray | None
+    lam: float
+    held_out: np.ndarray
+    passes: int
+    temperature: TemperatureSums | None = None
+
+
+def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
+                 similarity: Similarity, w0: np.ndarray, lams: Sequence[float], tol: float,
+                 held_out: TargetRows | None = None, first: Any = None, label: str = "",
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list[int], Any]:
+    """Keerthi and DeCoste's L2-SVM Newton method from ``w0`` at each penalty of ``lams``
+    (one lane each), one :class:`~.passes.HingeGramPass` per iteration.
+
+    Each output of each lane minimises ``(1 / V) sum_i v_i max(0, 1 - y_i f(x_i))^2 + lam
+    ||beta||^2`` over the rows of ``rows``. A pass at coefficients ``w`` sums the Gram
+    statistics of the rows inside the margin and the objective; the Newton point
+    (:func:`~.passes.hinge_newton_point`) gives the direction. The next pass runs at the
+    full step and also sums the objective along the direction at every step of
+    :data:`~.passes.LINE_STEPS` (the line search, streamed): the step is kept when no
+    step of the line is lower, else the next pass runs at the lowest step (so an
+    iteration takes one pass, two where the step overshoots, as the full Newton step does
+    at a small penalty on rows it nearly separates). Each direction's first step is twice
+    the last one kept, at most 1 (the full step): where the full step keeps
+    overshooting, the iterations then take one pass, not two. An output has converged
+    when the pass finds the active set unchanged (the Newton point is the current point)
+    or a step lowered its objective by at most ``tol`` times the lane's objective at
+    ``w0``, averaged over its outputs (the problem's scale: on rows a small penalty
+    nearly separates, the objective itself falls towards 0, and the line search's short
+    steps lower it by small shares for many passes; a class nearly separated from the
+    others weighs as little in the lane as its loss does); a lane when all its outputs
+    have, and converged lanes run no more. ``first``, a reduction pass, runs together
+    with the first pass.
+
+    Returns
+    -------
+    W, objective, held_out_loss, passes, capped, first_result
+        The lanes' last kept coefficients (L, p + 1, K), their objective and held-out
+        squared hinge sums (L, K) (zeros without ``held_out``), the passes run, the lanes
+        :data:`REFIT_MAX_ITER` stopped, and ``first``'s result; when ``first`` is None,
+        the held-out sums of the first pass, at ``w0``, with their weight, ``(sums (K,),
+        weight)``.
+    """
+    lams = np.asarray(lams, dtype=np.float64)
+    L = lams.size
+    w0 = np.asarray(w0, dtype=np.float64).reshape(C.shape[0] + 1, -1)
+    K = w0.shape[1]
+    at = np.repeat(w0[None], L, axis=0)  # where the next pass runs
+    base = at.copy()  # ... on the line from base along direction
+    direction = np.zeros_like(at)
+    used = np.ones((L, K))  # the step length of ``at`` along ``direction``
+    kept = at.copy()
+    J = np.full((L, K), np.inf)
+    start = np.zeros((L, K))  # each output's objective at w0
+    held = np.zeros((L, K))
+    done = np.zeros((L, K), dtype=bool)
+    first_result: Any = None
+    passes = 0
+    for it in range(REFIT_MAX_ITER):
+        lanes = np.flatnonzero(~done.all(axis=1))
+        if lanes.size == 0:
+            break
+        hinge = HingeGramPass(rows, C, similarity, at[lanes], held_out,
+                              *((base[lanes], direction[lanes]) if it else (None, None)))
+        description = f"squared hinge step {it + 1}{label}"
+        if it == 0 and first is not None:
+            stats, first_result = runner.run(Together(hinge, first), dataset,
+                                             description=description)
+        else:
+            stats = runner.run(hinge, dataset, description=description)
+        passes += 1
+        if stats.weight <= 0:
+            raise DataError("no rows with positive weight to train on")
+        if it == 0 and first is None:
+            first_result = (stats.held_out[0].copy(), stats.held_out_weight)
+        now = hinge_objective(stats, at[lanes], lams[lanes])
+        newton = hinge_newton_point(stats, lams[lanes], at[lanes])
+        line = (hinge_line_objective(stats, base[lanes], direction[lanes], lams[lanes])
+                if it else None)
+        for i, lane in enumerate(lanes):
+            for c in np.flatnonzero(~done[lane]):
+                if line is not None:
+                    lowest = int(np.argmin(line[i, c]))
+                    if now[i, c] > line[i, c, lowest] + 1e-9 * abs(line[i, c, lowest]):
+                        # a shorter step of the line is lower: the next pass runs there
+                        used[lane, c] = LINE_STEPS[lowest]
+                        at[lane, :, c] = (base[lane, :, c]
+                                          + used[lane, c] * direction[lane, :, c])
+                        continue
+                before = J[lane, c]
+                kept[lane, :, c] = at[lane, :, c]
+                J[lane, c] = now[i, c]
+                held[lane, c] = stats.held_out[i, c]
+                if it == 0:
+                    start[lane, c] = now[i, c]
+                done[lane, c] = (np.array_equal(newton[i, :, c], at[lane, :, c])
+                                 or before - now[i, c] <= tol * start[lane].mean())
+                base[lane, :, c] = at[lane, :, c]
+                direction[lane, :, c] = newton[i, :, c] - at[lane, :, c]
+                used[lane, c] = min(1.0, 2.0 * used[lane, c])
+                at[lane, :, c] = base[lane, :, c] + used[lane, c] * direction[lane, :, c]
+    capped = [int(lane) for lane in np.flatnonzero(~done.all(axis=1))]
+    return kept, J, held, passes, capped, first_result
+
+
+def hinge_refit(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
+                valid: TargetRows, C: np.ndarray, similarity: Similarity, w: np.ndarray,
+                lam: float, every_row: bool) -> HingeRefit:
+    """``loss="auto"``: the squared-hinge coefficients on the learned prototypes, the
+    penalty chosen on the held-out rows.
+
+    One lane per penalty of :data:`REFIT_LAM_FACTORS` times the beta-step's ``lam``, each
+    fitted by :func:`hinge_newton` (tolerance :data:`REFIT_TOL`) from the squared-loss
+    coefficients ``w`` on the training rows (those not held out). The lane of lowest
+    held-out mean squared hinge loss (the largest penalty within
+    :data:`~.passes.AUTO_LAM_SLACK` of the lowest, as ``lam="auto"`` chooses) replaces
+    ``w`` only when that loss is below ``1 - AUTO_LAM_SLACK`` times the squared-loss
+    coefficients' own held-out squared hinge loss (measured by the first pass). With
+    ``every_row`` (``lam="auto"``, whose last beta-step takes every row) its penalty is
+    then refitted on every row, from its coefficients; the first of those passes also
+    scores the held-out rows at the lane's coefficients for the probability scale
+    (:func:`calibrate`), else one :class:`~.passes.ValidationPass` does.
+    """
+    lams = [lam * factor for factor in REFIT_LAM_FACTORS]
+    W, _, held, passes, capped, first = hinge_newton(
+        runner, dataset, train, C, similarity, w, lams, REFIT_TOL, valid)
+    squared_sums, weight = first
+    if weight <= 0:
+        raise DataError("no rows were held out to choose the squared hinge penalty")
+    losses = np.concatenate([[squared_sums.sum()], held.sum(axis=1)]) / weight
+    if capped:
+        _warn_refit_cap(config, [lams[lane] for lane in capped])
+    best = float(np.nanmin(losses[1:]))
+    if not (np.isfinite(best) and best < (1.0 - AUTO_LAM_SLACK) * losses[0]):
+        return HingeRefit(None, float("nan"), losses, passes)
+    lane = next(i for i in range(len(lams))
+                if losses[1 + i] <= best * (1.0 + AUTO_LAM_SLACK))
+    w_lane = W[lane]
+    scores = ValidationPass(valid, C, w_lane, similarity, True, TEMPERATURE_SCALES)
+    if not every_row:
+        tally: LossState = runner.run(scores, dataset, description="probability scale")
+        return HingeRefit(w_lane, lams[lane], losses, passes + 1, tally.temperature)
+    every = replace(train, holdout=None, validation=False)
+    W_every, _, _, more, capped, tally = hinge_newton(
+        runner, dataset, every, C, similarity, w_lane, [lams[lane]], REFIT_TOL,
+        first=scores, label=" (every row)")
+    if capped:
+        _warn_refit_cap(config, [lams[lane]])
+    return HingeRefit(W_every[0], lams[lane], losses, passes + more, tally.temperature)
+
+
+def _warn_refit_cap(config: SuperSparseConfig, lams: Sequence[float]) -> None:
+    shown = ", ".join(f"{lam:.3g}" for lam in lams)
+    warnings.warn(f"{config.owner}'s squared hinge refit stopped after {REFIT_MAX_ITER} "
+                  f"Newton passes at lam={shown} before its objective changed by less than "
+                  f"{REFIT_TOL} of its value; loss='squared' keeps the squared loss's "
+                  "coefficients", ConvergenceWarning, stacklevel=caller_stacklevel())
 
 
 # -- online (partial_fit) ---------------------------------------------------------------------

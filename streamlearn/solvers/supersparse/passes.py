@@ -9,6 +9,8 @@
   :class:`FeatureSpreadPass` (the feature variances of ``gamma="scale"``);
 - sequential passes: :class:`MiniBatchPass` (prototypes moved per chunk) and
   :class:`TeacherScorePass` (a reduced model's decision value of every row);
+- :class:`HingeGramPass`: the squared-hinge Newton step's statistics of the active rows
+  (a classifier's refit of the coefficients, :func:`hinge_newton_point`);
 - dense work: :func:`solve_beta` (ridge closed form or LASSO coordinate descent),
   :func:`objective` (eq. 2 from the Gram statistics), :func:`choose_lam` (``lam="auto"``
   from the held-out rows' statistics) and :func:`scale_gamma`.
@@ -49,6 +51,7 @@ from streamlearn.warning_origin import library_rows
 __all__ = [
     "LASSO_SWEEPS",
     "LASSO_TOL",
+    "LINE_STEPS",
     "ClassSamplePass",
     "FeatureSpreadPass",
     "FeatureSpreadState",
@@ -56,6 +59,8 @@ __all__ = [
     "GradientState",
     "GramPass",
     "GramState",
+    "HingeGramPass",
+    "HingeGramState",
     "LossState",
     "MiniBatchPass",
     "MiniBatchState",
@@ -68,6 +73,9 @@ __all__ = [
     "choose_lam",
     "class_quotas",
     "class_targets",
+    "hinge_line_objective",
+    "hinge_newton_point",
+    "hinge_objective",
     "lam_scale",
     "objective",
     "prototype_gamma",
@@ -80,6 +88,9 @@ __all__ = [
     "weighted_variance",
 ]
 
+#: The steps along a squared-hinge Newton direction whose loss :class:`HingeGramPass` sums
+#: (its line search): 1 (the Newton point) down to ``2^-20`` by half powers of 2.
+LINE_STEPS = tuple(float(2.0 ** (-j / 2)) for j in range(41))
 #: LASSO coordinate-descent sweeps per beta-step, and their tolerance.
 LASSO_SWEEPS = 1000
 LASSO_TOL = 1e-6
@@ -680,6 +691,195 @@ class MiniBatchPass:
     def finish(self, state: MiniBatchState) -> MiniBatchState:
         """The state after the pass."""
         return state
+
+
+@dataclass
+class HingeGramState:
+    """Sufficient statistics of the squared-hinge Newton step, per lane and output.
+
+    A lane is one coefficient set ``w_l`` of shape (p + 1, K); a row is active for output
+    ``c`` of lane ``l`` when its margin ``y_ic z_i^T w_lc`` is below 1.
+
+    Attributes
+    ----------
+    G : ndarray of shape (L, K, p + 1, p + 1)
+        ``sum_active v_i z_i z_i^T`` of the rows trained on.
+    r : ndarray of shape (L, K, p + 1)
+        ``sum_active v_i y_ic z_i``.
+    loss : ndarray of shape (L, K)
+        ``sum_i v_i max(0, 1 - y_ic z_i^T w_lc)^2`` of the rows trained on.
+    held_out : ndarray of shape (L, K)
+        The same sum over the held-out rows (zeros without them).
+    line : ndarray of shape (L, K, len(LINE_STEPS))
+        The loss sum of the rows trained on at ``base + t direction`` for each step ``t``
+        of :data:`LINE_STEPS` (zeros without a direction).
+    weight, held_out_weight : float
+        ``sum_i v_i`` of the rows trained on and of the held-out rows.
+    rows : int
+        Rows trained on.
+    """
+
+    G: np.ndarray
+    r: np.ndarray
+    loss: np.ndarray
+    held_out: np.ndarray
+    line: np.ndarray
+    weight: float = 0.0
+    held_out_weight: float = 0.0
+    rows: int = 0
+
+    def __add__(self, other: HingeGramState) -> HingeGramState:
+        """The statistics of both sets of rows (a new state)."""
+        return HingeGramState(self.G + other.G, self.r + other.r, self.loss + other.loss,
+                              self.held_out + other.held_out, self.line + other.line,
+                              self.weight + other.weight,
+                              self.held_out_weight + other.held_out_weight,
+                              self.rows + other.rows)
+
+
+class HingeGramPass:
+    """Reduction pass: the squared-hinge Newton step's statistics of several coefficient
+    lanes at fixed prototypes (Keerthi and DeCoste's L2-SVM Newton method, one pass per
+    iteration), and each lane's squared hinge loss on held-out rows.
+
+    For each lane ``l`` and output ``c`` it sums, over the rows whose margin
+    ``y_ic z_i^T w_lc`` is below 1 (``z_i = (s(x_i, c_1..p), 1)``, ``y_ic = +-1``), the
+    Gram matrix ``v_i z_i z_i^T`` and right-hand side ``v_i y_ic z_i``: on those rows the
+    squared hinge ``(1 - y f)^2`` is the squared loss ``(y - f)^2``, so the Newton point
+    is the ridge beta-step of these statistics (:func:`solve_beta`). With a ``base`` and
+    a ``direction`` it also sums the loss along the line ``base + t direction`` at each
+    step ``t`` of :data:`LINE_STEPS` (the line search of the Newton step that led to
+    ``W``, no Gram).
+
+    Parameters
+    ----------
+    rows : TargetRows
+        The rows trained on (``mode="classification"``).
+    prototypes : ndarray of shape (p, d), float64
+    similarity : Similarity
+    W : ndarray of shape (L, p + 1, K)
+        The lanes' coefficients, intercept last.
+    held_out : TargetRows, optional
+        Rows whose squared hinge loss is summed at each lane (no Gram).
+    base, direction : ndarray of shape (L, p + 1, K), optional
+        The line searched.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, rows: TargetRows, prototypes: np.ndarray, similarity: Similarity,
+                 W: np.ndarray, held_out: TargetRows | None = None,
+                 base: np.ndarray | None = None, direction: np.ndarray | None = None) -> None:
+        self.rows = rows
+        self.C = prototypes
+        self.similarity = similarity
+        self.W = np.asarray(W, dtype=np.float64)
+        if self.W.ndim != 3 or self.W.shape[1] != prototypes.shape[0] + 1:
+            raise ValueError(f"W must have shape (lanes, {prototypes.shape[0] + 1}, outputs), "
+                             f"got {self.W.shape}")
+        self.held_out = held_out
+        self.line = None if base is None or direction is None else (
+            np.asarray(base, dtype=np.float64).reshape(self.W.shape),
+            np.asarray(direction, dtype=np.float64).reshape(self.W.shape))
+
+    def start(self) -> HingeGramState:
+        """Zero statistics."""
+        L, q, K = self.W.shape
+        return HingeGramState(np.zeros((L, K, q, q)), np.zeros((L, K, q)), np.zeros((L, K)),
+                              np.zeros((L, K)), np.zeros((L, K, len(LINE_STEPS))))
+
+    def _margins(self, X: np.ndarray | SparseRows, t: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """``Z = (S, 1)`` and the slacks ``1 - y z^T w``, shape (L, n, K)."""
+        S = self.similarity.values(X, self.C)
+        Z = np.column_stack([S, np.ones(S.shape[0])])
+        F = np.einsum("nq,lqk->lnk", Z, self.W)
+        return Z, 1.0 - t[None, :, :] * F
+
+    def _line(self, state: HingeGramState, Z: np.ndarray, t: np.ndarray,
+              v64: np.ndarray) -> None:
+        """Add the loss sums along the line at each of :data:`LINE_STEPS`."""
+        assert self.line is not None
+        base, direction = self.line
+        slack = 1.0 - t[None, :, :] * np.einsum("nq,lqk->lnk", Z, base)
+        change = t[None, :, :] * np.einsum("nq,lqk->lnk", Z, direction)
+        for j, step in enumerate(LINE_STEPS):
+            state.line[:, :, j] += np.einsum(
+                "n,lnk->lk", v64, np.maximum(slack - step * change, 0.0) ** 2)
+
+    def step(self, state: HingeGramState, chunk: Chunk) -> HingeGramState:
+        """Add the chunk's rows (in place)."""
+        X, t, v = self.rows.select(chunk)
+        if X.shape[0]:
+            Z, slack = self._margins(X, t)
+            v64 = v.astype(np.float64)
+            active = slack > 0.0
+            state.loss += np.einsum("n,lnk->lk", v64, np.where(active, slack, 0.0) ** 2)
+            for lane in range(self.W.shape[0]):
+                for c in range(self.W.shape[2]):
+                    keep = np.flatnonzero(active[lane, :, c])
+                    if keep.size:
+                        Za = Z[keep]
+                        va = v64[keep]
+                        state.G[lane, c] += (Za.T * va) @ Za
+                        state.r[lane, c] += Za.T @ (va * t[keep, c])
+            if self.line is not None:
+                self._line(state, Z, t, v64)
+            state.weight += float(v64.sum())
+            state.rows += X.shape[0]
+        if self.held_out is not None:
+            X, t, v = self.held_out.select(chunk)
+            if X.shape[0]:
+                _, slack = self._margins(X, t)
+                v64 = v.astype(np.float64)
+                state.held_out += np.einsum("n,lnk->lk", v64, np.maximum(slack, 0.0) ** 2)
+                state.held_out_weight += float(v64.sum())
+        return state
+
+    def merge(self, a: HingeGramState, b: HingeGramState) -> HingeGramState:
+        """Sum of two states (a new state)."""
+        return a + b
+
+    def finish(self, state: HingeGramState) -> HingeGramState:
+        """The statistics."""
+        return state
+
+
+def hinge_objective(stats: HingeGramState, W: np.ndarray, lams: np.ndarray) -> np.ndarray:
+    """Each lane's and output's squared-hinge objective at the coefficients ``W`` (L, p + 1,
+    K) the pass ran at: ``(1 / V) sum_i v_i max(0, 1 - y_ic f_c(x_i))^2 + lam_l ||beta_c||^2``,
+    shape (L, K)."""
+    beta = np.asarray(W, dtype=np.float64)[:, :-1, :]
+    return stats.loss / stats.weight + np.asarray(lams)[:, None] * np.sum(beta * beta, axis=1)
+
+
+def hinge_line_objective(stats: HingeGramState, base: np.ndarray, direction: np.ndarray,
+                         lams: np.ndarray) -> np.ndarray:
+    """Each lane's and output's squared-hinge objective at ``base + t direction`` for each
+    step ``t`` of :data:`LINE_STEPS`, from the pass's line sums, shape (L, K, steps)."""
+    steps = np.asarray(LINE_STEPS)
+    beta = (np.asarray(base, dtype=np.float64)[:, :-1, :, None]
+            + steps * np.asarray(direction, dtype=np.float64)[:, :-1, :, None])
+    return (stats.line / stats.weight
+            + np.asarray(lams)[:, None, None] * np.sum(beta * beta, axis=1))
+
+
+def hinge_newton_point(stats: HingeGramState, lams: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """The Newton point of every lane and output from the statistics the pass summed at
+    ``W`` (L, p + 1, K): the ridge beta-step (:func:`solve_beta`) of the active rows,
+    ``(G_I / V + lam D) w = r_I / V`` (``D`` the identity on ``beta``, zero on the
+    intercept), shape (L, p + 1, K). An output with no row inside its margin keeps its
+    coefficients (its loss is already zero)."""
+    L, K = stats.G.shape[:2]
+    W = np.array(W, dtype=np.float64)
+    V = stats.weight
+    for lane in range(L):
+        for c in range(K):
+            A = stats.G[lane, c] / V
+            if A[-1, -1] <= 0:
+                continue
+            W[lane, :, c] = solve_beta(A, stats.r[lane, c] / V, float(lams[lane]), "ridge")
+    return W
 
 
 @dataclass

@@ -1,0 +1,251 @@
+"""The super-sparse classifier's squared-hinge refit of its coefficients (``loss="auto"``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from streamlearn.data import open_dataset
+from streamlearn.engine import DaskEngine, LocalEngine, run_chunks
+from streamlearn.models.supersparse import SuperSparseClassifier
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.supersparse import driver
+from streamlearn.solvers.supersparse.passes import (
+    LINE_STEPS,
+    HingeGramPass,
+    Similarity,
+    TargetRows,
+    hinge_line_objective,
+    hinge_newton_point,
+    hinge_objective,
+)
+from tests.test_model_file import _rewritten
+
+
+def _rings(n: int, seed: int, noise: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
+    """Two classes split by a circle, with label noise near it."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)).astype(np.float32)
+    radius = np.hypot(X[:, 0], X[:, 1]) + noise * rng.normal(size=n)
+    return X, (radius > 1.1).astype(np.int64)
+
+
+def _similarities(X: np.ndarray, C: np.ndarray, gamma: float) -> np.ndarray:
+    d2 = ((X.astype(np.float64)[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+    return np.exp(-gamma * d2)
+
+
+def test_hinge_gram_pass_sums_the_active_rows_as_numpy_does():
+    rng = np.random.default_rng(0)
+    n, K, p = 300, 3, 5
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    labels = rng.integers(0, K, size=n)
+    v = rng.uniform(0.2, 2.0, size=n).astype(np.float32)
+    C = rng.normal(size=(p, 3))
+    W = rng.normal(scale=0.7, size=(2, p + 1, K))
+    holdout = Holdout.fraction(0.3, 7)
+    train = TargetRows("classification", None, holdout, False, None, K)
+    held = TargetRows("classification", None, holdout, True, None, K)
+    dataset = open_dataset(X, target=labels, weight=v, chunk_rows=64)
+    got = run_chunks(HingeGramPass(train, C, Similarity(0.4), W, held), dataset.chunks())
+
+    Z = np.column_stack([_similarities(X, C, 0.4), np.ones(n)])
+    Y = -np.ones((n, K))
+    Y[np.arange(n), labels] = 1.0
+    out = holdout.mask(np.arange(n))
+    for lane in range(2):
+        for c in range(K):
+            slack = 1.0 - Y[:, c] * (Z @ W[lane, :, c])
+            active = (slack > 0) & ~out
+            G = sum(v[i] * np.outer(Z[i], Z[i]) for i in np.flatnonzero(active))
+            r = sum(v[i] * Y[i, c] * Z[i] for i in np.flatnonzero(active))
+            np.testing.assert_allclose(got.G[lane, c], G, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(got.r[lane, c], r, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(got.loss[lane, c],
+                                       np.sum(v[~out] * np.maximum(slack[~out], 0) ** 2),
+                                       rtol=1e-9)
+            np.testing.assert_allclose(got.held_out[lane, c],
+                                       np.sum(v[out] * np.maximum(slack[out], 0) ** 2),
+                                       rtol=1e-9)
+    assert got.weight == pytest.approx(float(v[~out].sum(dtype=np.float64)))
+    assert got.held_out_weight == pytest.approx(float(v[out].sum(dtype=np.float64)))
+    assert got.rows == int((~out).sum())
+    # merged halves are the whole
+    chunks = list(dataset.chunks())
+    pass_ = HingeGramPass(train, C, Similarity(0.4), W, held)
+    a = run_chunks(pass_, chunks[:2])
+    b = run_chunks(pass_, chunks[2:])
+    np.testing.assert_allclose(pass_.merge(a, b).G, got.G, rtol=1e-12, atol=1e-12)
+
+
+def test_line_search_sums_are_the_objective_along_the_direction():
+    X, y = _rings(250, seed=3)
+    rng = np.random.default_rng(3)
+    C = rng.normal(size=(4, 2))
+    base = rng.normal(scale=0.5, size=(2, 5, 1))
+    direction = rng.normal(scale=0.5, size=(2, 5, 1))
+    at = base + direction
+    dataset = open_dataset(X, target=y, chunk_rows=60)
+    stats = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(0.7), at,
+                                     None, base, direction), dataset.chunks())
+    lams = np.array([0.1, 1e-3])
+    got = hinge_line_objective(stats, base, direction, lams)
+    Z = np.column_stack([_similarities(X, C, 0.7), np.ones(250)])
+    t = 2.0 * y - 1.0
+    for lane in range(2):
+        for j, step in enumerate(LINE_STEPS):
+            w = base[lane, :, 0] + step * direction[lane, :, 0]
+            slack = np.maximum(1.0 - t * (Z @ w), 0.0)
+            want = float(slack @ slack) / 250 + lams[lane] * float(w[:-1] @ w[:-1])
+            assert got[lane, 0, j] == pytest.approx(want, rel=1e-10)
+    # the full step is the pass's own point
+    np.testing.assert_allclose(got[:, :, 0], hinge_objective(stats, at, lams), rtol=1e-10)
+
+
+def test_newton_refit_minimises_the_squared_hinge_objective_as_scipy_does():
+    X, y = _rings(600, seed=1)
+    v = np.random.default_rng(2).uniform(0.5, 1.5, size=600).astype(np.float32)
+    C = np.array([[0.0, 0.0], [1.5, 0.0], [-1.5, 0.0], [0.0, 1.5], [0.0, -1.5]])
+    similarity = Similarity(0.5)
+    rows = TargetRows("classification")
+    dataset = open_dataset(X, target=y, weight=v, chunk_rows=128)
+    Z = np.column_stack([_similarities(X, C, 0.5), np.ones(600)])
+    t = 2.0 * y - 1.0
+    V = float(v.sum(dtype=np.float64))
+    w0 = np.linalg.lstsq(Z * np.sqrt(v)[:, None], t * np.sqrt(v), rcond=None)[0]
+    lams = [1e-2, 1e-4]
+    W, J, _, passes, capped, _ = driver.hinge_newton(
+        LocalEngine(progress=False), dataset, rows, C, similarity, w0, lams, tol=1e-12)
+    assert not capped and passes < driver.REFIT_MAX_ITER
+
+    for lane, lam in enumerate(lams):
+        def objective(w: np.ndarray, lam: float = lam) -> tuple[float, np.ndarray]:
+            slack = np.maximum(1.0 - t * (Z @ w), 0.0)
+            penalty = np.append(w[:-1], 0.0)
+            value = float(v @ slack**2) / V + lam * float(penalty @ penalty)
+            grad = -2.0 * Z.T @ (v * slack * t) / V + 2.0 * lam * penalty
+            return value, grad
+
+        ref = minimize(objective, w0, jac=True, method="L-BFGS-B",
+                       options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
+        assert J[lane, 0] == pytest.approx(ref.fun, rel=1e-7)
+        assert J[lane, 0] <= ref.fun + 1e-10
+        np.testing.assert_allclose(W[lane, :, 0], ref.x, rtol=1e-3, atol=1e-4)
+        assert objective(W[lane, :, 0])[0] == pytest.approx(J[lane, 0], rel=1e-9)
+
+
+def test_newton_point_and_objective_of_one_lane_are_the_active_rows_ridge():
+    rng = np.random.default_rng(4)
+    X, y = _rings(200, seed=4)
+    C = rng.normal(size=(3, 2))
+    w = rng.normal(scale=0.3, size=(1, 4, 1))
+    dataset = open_dataset(X, target=y, chunk_rows=50)
+    stats = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(1.0), w),
+                       dataset.chunks())
+    Z = np.column_stack([_similarities(X, C, 1.0), np.ones(200)])
+    t = 2.0 * y - 1.0
+    active = 1.0 - t * (Z @ w[0, :, 0]) > 0
+    Za, ta = Z[active], t[active]
+    lam = 0.05
+    D = np.diag([1.0, 1.0, 1.0, 0.0])
+    expected = np.linalg.solve(Za.T @ Za / 200 + lam * D, Za.T @ ta / 200)
+    np.testing.assert_allclose(hinge_newton_point(stats, np.array([lam]), w)[0, :, 0],
+                               expected, rtol=1e-9)
+    slack = np.maximum(1.0 - t * (Z @ w[0, :, 0]), 0.0)
+    assert hinge_objective(stats, w, np.array([lam]))[0, 0] == pytest.approx(
+        float(slack @ slack) / 200 + lam * float(w[0, :3, 0] @ w[0, :3, 0]), rel=1e-12)
+
+
+def _far_blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two overlapping classes, a third of one class's rows far on its own side: rows the
+    squared loss pulls back to ``f = 1`` and the squared hinge leaves alone."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 2)) + np.where(y[:, None] == 1, 1.0, -1.0) * np.array([1.0, 0.0])
+    X[(y == 1) & (rng.random(n) < 0.3)] += np.array([4.0, 3.0])
+    return X.astype(np.float32), y
+
+
+def test_refit_lowers_the_squared_hinge_loss_of_new_rows():
+    X, y = _far_blobs(3000, seed=5)
+    Xt, yt = _far_blobs(4000, seed=6)
+    params = dict(n_prototypes=12, max_iter=30, random_state=0)
+    squared = SuperSparseClassifier(loss="squared", **params).fit(X, y)
+    refit = SuperSparseClassifier(**params).fit(X, y)
+    assert squared.loss_ == "squared" and np.isnan(squared.refit_lam_)
+    assert refit.loss_ == "squared_hinge"
+    assert refit.refit_lam_ > 0 and refit.lam_ == squared.lam_
+    np.testing.assert_array_equal(refit.prototypes_, squared.prototypes_)
+
+    def hinge(model: SuperSparseClassifier) -> float:
+        return float(np.mean(np.maximum(1.0 - (2 * yt - 1) * model.decision_function(Xt),
+                                        0.0) ** 2))
+
+    assert hinge(refit) < hinge(squared)
+    assert refit.score(Xt, yt) >= squared.score(Xt, yt) - 0.01
+    # the probabilities were calibrated on the refitted scores, not the squared ones
+    assert refit.proba_rows_ == "held-out" and refit.proba_scale_ != squared.proba_scale_
+    proba = refit.predict_proba(Xt)
+    np.testing.assert_array_equal(refit.classes_[proba.argmax(axis=1)], refit.predict(Xt))
+    # partial_fit re-solves the squared loss from the beta-step's memory
+    refit.partial_fit(Xt[:500], yt[:500])
+    assert refit.loss_ == "squared" and np.isnan(refit.refit_lam_)
+
+
+def test_a_fit_without_held_out_rows_keeps_the_squared_loss():
+    X, y = _rings(300, seed=7)  # 20 % of 300 rows: too few to hold out
+    model = SuperSparseClassifier(n_prototypes=6, max_iter=5).fit(X, y)
+    same = SuperSparseClassifier(n_prototypes=6, max_iter=5, loss="squared").fit(X, y)
+    assert model.loss_ == "squared"
+    np.testing.assert_array_equal(model.dual_coef_, same.dual_coef_)
+
+
+def test_refit_cap_warns(monkeypatch: pytest.MonkeyPatch):
+    X, y = _rings(1500, seed=8)
+    monkeypatch.setattr(driver, "REFIT_MAX_ITER", 1)
+    with pytest.warns(ConvergenceWarning, match="squared hinge refit stopped after 1 "):
+        SuperSparseClassifier(n_prototypes=6, max_iter=5).fit(X, y)
+
+
+def test_multiclass_refit_on_sparse_rows_equals_dense_and_round_trips(tmp_path: Path):
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(1500, 4)).astype(np.float32)
+    X[rng.random(X.shape) < 0.4] = 0.0
+    labels = np.digitize(X[:, 0] + X[:, 1] ** 2 + 0.3 * rng.normal(size=1500), [0.0, 1.0])
+    params = dict(n_prototypes=9, max_iter=5, standardize=False, spread_tails=False)
+    dense = SuperSparseClassifier(**params).fit(X, labels)
+    sparse = SuperSparseClassifier(**params).fit(scipy.sparse.csr_matrix(X), labels)
+    assert dense.loss_ == sparse.loss_ == "squared_hinge"
+    assert dense.refit_lam_ == pytest.approx(sparse.refit_lam_, rel=1e-9)
+    np.testing.assert_allclose(sparse.dual_coef_, dense.dual_coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(sparse.predict(X), dense.predict(X))
+    loaded = SuperSparseClassifier.load(dense.save(tmp_path / "hinge.slm"))
+    assert loaded.loss == "auto" and loaded.loss_ == "squared_hinge"
+    np.testing.assert_array_equal(loaded.decision_function(X), dense.decision_function(X))
+    # a file from before the parameter holds a squared-loss model
+    squared = SuperSparseClassifier(loss="squared", **params).fit(X, labels)
+    squared.save(tmp_path / "squared.slm")
+    old = _rewritten(tmp_path / "squared.slm", tmp_path / "old.slm",
+                     lambda h: (h["metadata"]["params"].pop("loss"),
+                                h["metadata"]["learned"].pop("loss_"),
+                                h["metadata"]["learned"].pop("refit_lam_")))
+    before = SuperSparseClassifier.load(old)
+    assert before.loss == "squared" and "loss_" not in vars(before)
+    np.testing.assert_array_equal(before.decision_function(X), squared.decision_function(X))
+    assert before.fit(X, labels).loss_ == "squared"
+
+
+def test_refit_on_dask_matches_local(dask_client):
+    X, y = _rings(1200, seed=10)
+    params = dict(n_prototypes=6, max_iter=4, random_state=0, chunk_rows=200)
+    local = SuperSparseClassifier(**params).fit(X, y)
+    remote = SuperSparseClassifier(**params).fit(X, y, engine=DaskEngine(dask_client))
+    assert local.loss_ == remote.loss_ == "squared_hinge"
+    assert remote.refit_lam_ == pytest.approx(local.refit_lam_, rel=1e-9)
+    np.testing.assert_allclose(remote.dual_coef_, local.dual_coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
