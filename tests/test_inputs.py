@@ -16,13 +16,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.exceptions import DataConversionWarning
 
 from streamlearn import DataError, LabelError, SchemaError, open_dataset
 from streamlearn.data import categories as categories_module
 from streamlearn.io.model_file import read_model_file
 from streamlearn.models.additive import AdditiveSVC
-from streamlearn.models.base import classification_dataset
+from streamlearn.models.base import classification_dataset, regression_dataset
 from streamlearn.models.registry import estimator_classes
 
 N_ROWS = 300
@@ -586,6 +587,61 @@ def test_dask_frame_with_separate_target(blobs, target_kind: str) -> None:
     assert tuple(model.feature_names_in_) == ("u", "v", "w")
     np.testing.assert_allclose(model.decision_function(pdf), reference.decision_function(pdf),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("collection", ["dask-frame", "dask-array"])
+def test_missing_labels_beside_a_dask_collection_drop_their_rows(blobs, collection: str) -> None:
+    """In-memory labels with missing ones (None, NaN, ``pd.NA``) given beside a dask
+    collection: nan_policy="drop" drops their rows as it does a table's (each partition
+    still matched with its own labels), "raise" and a number refuse them by row."""
+    X, y = blobs
+    pdf = pd.DataFrame(X, columns=["u", "v", "w"])
+    data = (dd.from_pandas(pdf, npartitions=3) if collection == "dask-frame"
+            else da.from_array(X, chunks=(70, 3)))
+    words = np.where(y == 1, "cat", "dog").astype(object)
+    gaps = [0, 69, 70, 71, 150, N_ROWS - 1]  # at partition and block edges
+    words[gaps] = None
+    keep = ~pd.isna(words)
+    weights = np.random.default_rng(2).uniform(0.5, 2.0, N_ROWS)
+    weights[[5, 69]] = np.nan  # row 69 misses both
+    both = keep & np.isfinite(weights)
+    dataset = classification_dataset(data, words, weights, nan_policy="drop")
+    assert dataset.n_rows == N_ROWS  # nothing dropped before the partitions are read
+    chunks = list(dataset.chunks())
+    np.testing.assert_array_equal(np.concatenate([c.index for c in chunks]),
+                                  np.flatnonzero(both))
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]),
+                                  X[both].astype(np.float32))
+    np.testing.assert_array_equal(dataset.classes[np.concatenate([c.y for c in chunks])],
+                                  words[both])
+    np.testing.assert_array_equal(np.concatenate([c.weight for c in chunks]),
+                                  weights[both].astype(np.float32))
+    # nullable integer labels keep their type; a regressor's NaN targets drop alike
+    ints = pd.array(y, dtype="Int64")
+    ints[gaps] = pd.NA
+    labels = classification_dataset(data, ints, nan_policy="drop")
+    np.testing.assert_array_equal(labels.classes, [0, 1])
+    assert labels.classes.dtype.kind == "i"
+    values = X[:, 0] * 2.0
+    values[gaps] = np.nan
+    numbers = regression_dataset(data, values, nan_policy="drop")
+    np.testing.assert_array_equal(np.concatenate([c.y for c in numbers.chunks()]),
+                                  values[keep].astype(np.float32))
+    # the dual solver run to a tight duality gap reaches the same model whatever the
+    # order of the rows (a dask collection's passes visit its partitions in turn), so
+    # the fit equals the one on the rows numpy keeps
+    model = AdditiveSVC(n_bases=5, solver="dcd", C=0.1, tol=1e-5, epochs=500,
+                        progress=False, random_state=0)
+    reference = clone(model).fit(X[keep], words[keep])
+    model.fit(data, words, nan_policy="drop")
+    np.testing.assert_array_equal(model.classes_, reference.classes_)
+    expected = reference.decision_function(X)
+    rows = pdf if collection == "dask-frame" else X
+    np.testing.assert_allclose(model.decision_function(rows), expected,
+                               atol=2e-3 * np.abs(expected).max())
+    for policy in ("raise", 0.0):
+        with pytest.raises(LabelError, match="no label at row 0 and 5 more"):
+            _model().fit(data, words, nan_policy=policy)
 
 
 def test_dask_target_of_wrong_length_is_named(blobs) -> None:

@@ -946,12 +946,15 @@ def _task_dataset(data: Any, y: Any, sample_weight: Any, chunk_rows: int | None,
             data, y, sample_weight = check_array_input(data, y, sample_weight, task,
                                                        nan_policy, accept_sparse)
         elif y is not None and not isinstance(y, str) and not _is_dask(y):
-            data, y, sample_weight = _drop_table_rows(
-                data, y, sample_weight, _rows_to_keep(y, sample_weight, task, nan_policy))
-            y = check_target(y, task)
-            if sample_weight is not None and not isinstance(sample_weight, str) and \
-                    not _is_dask(sample_weight):
-                sample_weight = check_sample_weight(sample_weight, len(y))
+            keep = _rows_to_keep(y, sample_weight, task, nan_policy)
+            if keep is not None and _is_dask(data):
+                y, sample_weight = _dask_side_values(y, sample_weight, keep, task)
+            else:
+                data, y, sample_weight = _drop_table_rows(data, y, sample_weight, keep)
+                y = check_target(y, task)
+                if sample_weight is not None and not isinstance(sample_weight, str) and \
+                        not _is_dask(sample_weight):
+                    sample_weight = check_sample_weight(sample_weight, len(y))
         if task == "regression" and isinstance(y, np.ndarray):
             # checked whole by check_target (its warning of a coarse target given): cast
             # here as every chunk would cast it, so that the walks do not warn again
@@ -1516,7 +1519,8 @@ def _drop_table_rows(data: Any, y: Any, sample_weight: Any,
             raise DataError(f"row {int(np.flatnonzero(~keep)[0])} has no target (or a NaN or "
                             "infinite sample_weight); "
                             f"nan_policy='drop' drops such rows of arrays, pandas and pyarrow "
-                            f"tables, not of a {type(data).__name__}: drop them before fit")
+                            f"tables and dask collections, not of a {type(data).__name__}: "
+                            "drop them before fit")
         return data, y, sample_weight  # the lengths are refused later, as they are
     rows = np.flatnonzero(keep)
     data = data.iloc[rows] if is_pandas else data.take(rows)
@@ -1524,6 +1528,41 @@ def _drop_table_rows(data: Any, y: Any, sample_weight: Any,
             not _is_dask(sample_weight):
         sample_weight = _kept_weights(sample_weight, keep)
     return data, _kept_labels(y, keep), sample_weight
+
+
+def _dask_side_values(y: Any, sample_weight: Any, keep: np.ndarray,
+                      task: str) -> tuple[Any, Any]:
+    """In-memory targets and weights given beside a dask collection, of which
+    ``nan_policy="drop"`` leaves out the rows not in ``keep``: checked on the rows kept,
+    but one value per row of the collection still, the missing ones as NaN (a float or
+    regression target, weights), ``pd.NA`` (integer or boolean labels, of a nullable
+    type, which keeps the classes' type) or None (other labels).
+
+    A collection's rows are read partition by partition (or block by block) when a pass
+    needs them, so they are not dropped here but by the dataset as it reads them, as a
+    table's target column with missing values is: each partition is matched with its own
+    values by position, and its row count stays the collection's.
+    """
+    import pandas as pd
+
+    checked = check_target(_kept_labels(y, keep), task)
+    full: Any
+    if checked.dtype.kind == "f" or task == "regression":
+        full = np.full(keep.size, np.nan)
+        full[keep] = checked
+    elif checked.dtype.kind in "biu":
+        full = pd.array(np.zeros(keep.size, dtype=checked.dtype),
+                        dtype="boolean" if checked.dtype.kind == "b" else "Int64")
+        full[keep] = checked
+        full[~keep] = pd.NA
+    else:
+        full = np.full(keep.size, None, dtype=object)
+        full[keep] = checked
+    if sample_weight is None or isinstance(sample_weight, str) or _is_dask(sample_weight):
+        return full, sample_weight
+    weights = np.full(keep.size, np.nan)
+    weights[keep] = _kept_weights(sample_weight, keep)
+    return full, weights
 
 
 def _kept_weights(sample_weight: Any, keep: np.ndarray) -> np.ndarray:

@@ -70,7 +70,7 @@ class DaskArraySource:
                     f"{name} has shape {values.shape}; expected ({X.shape[0]},), one per row of X"
                 )
             self._extra[name] = values
-            self.kinds[name] = numpy_kind(np.dtype(values.dtype))
+            self.kinds[name] = _values_kind(values)
         self.columns = [*self._feature_names, *self._extra]
         self.pieces = []
         a = 0
@@ -215,8 +215,11 @@ class DaskDataFrameSource:
             values = [self._extra_part(n, i) for n in extra]
             values = [v.compute() if hasattr(v, "compute") else v for v in values]
         if extra:
+            # a pandas array (nullable labels, missing ones dropped as the rows are read)
+            # keeps its type, which numpy's would make objects
             part = part.reset_index(drop=True).assign(**{
-                n: np.asarray(v) for n, v in zip(extra, values, strict=True)})
+                n: v if isinstance(v, pd.api.extensions.ExtensionArray) else np.asarray(v)
+                for n, v in zip(extra, values, strict=True)})
         return part
 
     def read_piece(
