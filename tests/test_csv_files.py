@@ -11,7 +11,7 @@ import pytest
 
 from streamlearn.data import open_dataset
 from streamlearn.data.sources import csv_files
-from streamlearn.errors import ReadError, SchemaError, SourceError
+from streamlearn.errors import DataError, ReadError, SchemaError, SourceError
 from streamlearn.models import AdditiveSVC
 
 
@@ -269,3 +269,43 @@ def test_a_number_column_spoiled_by_a_text_cell_is_named(tmp_path: Path) -> None
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         _ = open_dataset(str(tmp_path / "words.csv"), target="y").categories
+
+
+def test_a_label_column_empty_on_the_first_rows_reads_as_text(tmp_path: Path,
+                                                               small_blocks: None) -> None:
+    """A column empty on the first rows (whose types are taken from them) and text later
+    is text: nan_policy="drop" drops the rows of the missing labels, as pandas reads
+    them, and "raise" names the first one's line."""
+    frame = make_frame(600, seed=4)
+    frame.loc[:119, "label"] = None  # more than the first block's rows
+    frame.loc[[300, 301], "label"] = None
+    path = tmp_path / "late.csv"
+    frame.to_csv(path, index=False)
+    reference = pd.read_csv(path)
+    keep = reference["label"].notna().to_numpy()
+    ds = open_dataset(path, target="label", nan_policy="drop")
+    assert len(ds.source.pieces) > 5 and ds.source.pieces[0].n_rows < 120
+    X, y = read_all(ds)
+    np.testing.assert_array_equal(X, reference.loc[keep, ["a", "b", "c"]].to_numpy(np.float32))
+    np.testing.assert_array_equal(y, reference.loc[keep, "label"].to_numpy())
+    model = AdditiveSVC(n_bases=5, epochs=2, tol=None, progress=False, random_state=0)
+    model.fit(str(path), "label", nan_policy="drop")
+    np.testing.assert_array_equal(model.classes_, sorted(set(reference["label"].dropna())))
+    with pytest.raises(DataError, match=r"'label' is missing .*line 2 of .*late\.csv"):
+        list(open_dataset(path, target="label").chunks())
+    # a text feature empty on the first rows is a categorical feature, as pandas reads it
+    words = frame.assign(label="pos", colour=np.where(frame["b"] % 2 == 0, "red", "blue"))
+    words.loc[:149, "colour"] = None
+    words.to_csv(tmp_path / "words.csv", index=False)
+    read = pd.read_csv(tmp_path / "words.csv")
+    assert sorted(open_dataset(tmp_path / "words.csv", target="label").categories["colour"]) \
+        == sorted(read["colour"].dropna().unique())
+    # the line within its file, in a later block and in a later file of a directory
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    make_frame(300, seed=5).to_csv(folder / "a.csv", index=False)
+    later = make_frame(300, seed=6)
+    later.loc[[210, 250], "label"] = None
+    later.to_csv(folder / "b.csv", index=False)
+    with pytest.raises(DataError, match=r"row 510 of .*, line 212 of .*b\.csv"):
+        list(open_dataset(folder, target="label").chunks())

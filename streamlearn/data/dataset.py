@@ -621,10 +621,14 @@ class Dataset:
                 f"chunk_rows={self.chunk_rows})")
 
     def locate(self, row: int) -> str:
-        """Describe global ``row`` as 'row R of <piece label>' for messages."""
+        """Describe global ``row`` as 'row R of <piece label>' for messages, and its line
+        in its file where the source knows it (``line_of``: CSV files)."""
         i = int(np.searchsorted(self._offsets, row, side="right")) - 1
         piece = self.source.pieces[i]
-        return f"row {piece.file_row + row - int(self._offsets[i])} of {piece.label}"
+        where = f"row {piece.file_row + row - int(self._offsets[i])} of {piece.label}"
+        line_of = getattr(self.source, "line_of", None)
+        line = line_of(i, row - int(self._offsets[i])) if line_of is not None else None
+        return where if line is None else f"{where}, {line}"
 
     def _scan_labels(self) -> np.ndarray:
         """The distinct values of the target column (one scan of it; stops past

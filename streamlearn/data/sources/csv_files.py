@@ -11,9 +11,12 @@ Column types come from the start of the first file: integer columns are parsed a
 integers, exactly (a label or id beyond 2**53 is not rounded to a float's precision), and
 given back as integers where a block holds no missing value, as floats with NaN where it
 does, so that an integer target is a class target as in parquet; a block where such a
-column holds other numbers is parsed with floats for all its numbers. Text columns are
-categorical features coded in the stream. A later block that does not parse to those types
-raises a :class:`~streamlearn.errors.ReadError` naming the source and the block.
+column holds other numbers is parsed with floats for all its numbers. A column empty on
+those first rows is typed by its first value (:func:`text_after_gaps`): text there (labels
+missing on the first rows, say) reads as text. Text columns are categorical features coded
+in the stream. A later block that does not parse to those types raises a
+:class:`~streamlearn.errors.ReadError` naming the source and the block. Messages about a row
+name its line in its file.
 """
 
 from __future__ import annotations
@@ -53,10 +56,12 @@ class CsvSource(DaskDataFrameSource):
 
     def __init__(self, frame: Any, description: str,
                  find_unparsed: Callable[[], str | None] | None = None,
-                 exact: Any = None) -> None:
+                 exact: Any = None,
+                 files: list[tuple[str, int]] | None = None) -> None:
         """``frame`` parses every number as a float (its blocks' rows are counted);
         ``exact``, partitioned alike, the first rows' integer columns as nullable
-        integers, read first."""
+        integers, read first; ``files``, each file's path and number of blocks, in
+        order, to name a row's line in its file."""
         self._find_unparsed = find_unparsed
         self._exact = exact
         try:
@@ -68,6 +73,38 @@ class CsvSource(DaskDataFrameSource):
             self.pieces[i] = piece.__class__(
                 piece.n_rows, f"{description}, block {i} (rows {piece.file_row}-"
                 f"{piece.file_row + piece.n_rows})", piece.file_row)
+        #: each piece's file and the line of its first row there (the header is line 1),
+        #: where the files' blocks are the pieces (as dask cuts them, from file sizes)
+        self._first_lines: list[tuple[str, int]] | None = None
+        if files is not None and sum(n for _, n in files) == len(self.pieces):
+            self._first_lines = []
+            pieces = iter(self.pieces)
+            for path, n_blocks in files:
+                line = 2
+                for _ in range(n_blocks):
+                    self._first_lines.append((path, line))
+                    line += next(pieces).n_rows
+
+    def line_of(self, i: int, row: int) -> str | None:
+        """``"line L of FILE"`` of row ``row`` of piece ``i``, one line per row after
+        the header (as :func:`first_unparsed_value` counts them), or None where the
+        pieces' files are not known.
+
+        Parameters
+        ----------
+        i : int
+            The piece.
+        row : int
+            The row within the piece.
+
+        Returns
+        -------
+        str or None
+        """
+        if self._first_lines is None:
+            return None
+        path, line = self._first_lines[i]
+        return f"line {line + row} of {path}"
 
     def _compute(self, i: int, names: list[str]) -> Any:
         part = None
@@ -136,6 +173,56 @@ def first_unparsed_value(urls: list[str], sep: str, numeric: list[str],
                                 "categorical feature")
                 line += len(block)
     return None
+
+
+#: Rows per block of the scan for the first value of columns that start empty
+#: (:func:`text_after_gaps`): most columns have one in the first block.
+GAP_SCAN_ROWS = 1 << 12
+
+
+def text_after_gaps(urls: list[str], sep: str, numeric: list[str],
+                    storage_options: dict[str, Any] | None) -> list[str]:
+    """The columns of ``numeric`` whose first value is not a number: read as text.
+
+    The types of a CSV file's columns come from its first rows, where a column empty on
+    every one of them (a label missing on the first rows, say) reads as floats. Each
+    column of ``numeric`` is read as text, in blocks of :data:`GAP_SCAN_ROWS` rows,
+    until its first non-empty value, and is text when that value is not a number; a
+    column empty in every file is read whole once, and stays numbers (all missing).
+
+    Parameters
+    ----------
+    urls : list of str
+        The files, in order.
+    sep : str
+        Field separator.
+    numeric : list of str
+        The columns read as numbers from the first rows.
+    storage_options : dict, optional
+        Passed to fsspec.
+
+    Returns
+    -------
+    list of str
+        In the order of ``numeric``.
+    """
+    pending = list(numeric)
+    text: set[str] = set()
+    for url in urls:
+        if not pending:
+            break
+        with fsspec.open(url, "rb", compression="infer", **(storage_options or {})) as f:
+            for block in pd.read_csv(f, sep=sep, dtype=str, usecols=pending,
+                                     chunksize=GAP_SCAN_ROWS):
+                for column in list(pending):
+                    values = block[column].dropna()
+                    if len(values):
+                        pending.remove(column)
+                        if np.isnan(pd.to_numeric(values.iloc[:1], errors="coerce")).all():
+                            text.add(column)
+                if not pending:
+                    break
+    return [c for c in numeric if c in text]
 
 
 def check_headers(urls: list[str], sep: str, storage_options: dict[str, Any] | None) -> None:
@@ -218,22 +305,43 @@ def csv_source(url: str, storage_options: dict[str, Any] | None = None) -> CsvSo
                   compression="infer", storage_options=storage_options)
     try:
         frame = dd.read_csv(urls, assume_missing=True, **blocks)
+        # a column empty on the first rows reads as floats: text if its first value is
+        floats = [str(c) for c, t in frame._meta.dtypes.items() if t.kind == "f"]
+        text = dict.fromkeys(text_after_gaps(urls, sep, floats, storage_options), object)
+        if text:
+            frame = dd.read_csv(urls, assume_missing=True, dtype=text, **blocks)
         # the types pandas gives the sample without assume_missing: integer columns stay
         # integers there (labels such as 0/1 are a class target, as in parquet)
-        sample = dd.read_csv(urls[:1], sep=sep,
+        sample = dd.read_csv(urls[:1], sep=sep, dtype=text,
                              blocksize=None, compression="infer",
                              storage_options=storage_options)._meta
         integers = [c for c, t in sample.dtypes.items() if t.kind in "iu"]
         # as nullable integers (a later block may miss a value) they keep every digit of
         # a label or id, which floats round beyond 2**53
-        exact = (dd.read_csv(urls, dtype=dict.fromkeys(integers, "Int64"),
+        exact = (dd.read_csv(urls, dtype={**dict.fromkeys(integers, "Int64"), **text},
                              assume_missing=True, **blocks) if integers else None)
     except (ValueError, TypeError, OSError, EOFError) as exc:
         raise ReadError(f"could not read CSV {url}: {exc}") from exc
     numeric = [str(c) for c, t in frame._meta.dtypes.items() if t.kind in "iuf"]
     source = CsvSource(frame, f"CSV {url}", lambda: first_unparsed_value(
-        urls, sep, numeric, storage_options), exact)
+        urls, sep, numeric, storage_options), exact,
+        _blocks_of_files(urls, blocks["blocksize"], storage_options))
     for name, dtype in sample.dtypes.items():
         if str(name) in source.kinds and dtype.kind in "iu":
             source.kinds[str(name)] = ColumnKind.INTEGER
     return source
+
+
+def _blocks_of_files(urls: list[str], blocksize: int | None,
+                     storage_options: dict[str, Any] | None) -> list[tuple[str, int]] | None:
+    """Each file's path and number of blocks, as ``dask.dataframe.read_csv`` cuts them
+    (from the files' sizes; nothing is read), or None where dask does not tell."""
+    from dask.bytes import read_bytes
+
+    try:
+        _, blocks, paths = read_bytes(urls, delimiter=b"\n", blocksize=blocksize,
+                                      sample=False, compression="infer", include_path=True,
+                                      **(storage_options or {}))
+    except (ValueError, TypeError, OSError):
+        return None
+    return [(str(p), len(b)) for p, b in zip(paths, blocks, strict=True)]
