@@ -20,6 +20,7 @@ from streamlearn.solvers.supersparse.passes import (
     HingeGramPass,
     Similarity,
     TargetRows,
+    hinge_curvature,
     hinge_line_objective,
     hinge_newton_point,
     hinge_objective,
@@ -118,10 +119,11 @@ def test_newton_refit_minimises_the_squared_hinge_objective_as_scipy_does():
     t = 2.0 * y - 1.0
     V = float(v.sum(dtype=np.float64))
     w0 = np.linalg.lstsq(Z * np.sqrt(v)[:, None], t * np.sqrt(v), rcond=None)[0]
-    lams = [1e-2, 1e-4]
-    W, J, _, passes, capped, _ = driver.hinge_newton(
-        LocalEngine(progress=False), dataset, rows, C, similarity, w0, lams, tol=1e-12)
-    assert not capped and passes < driver.REFIT_MAX_ITER
+    lams = [1e-2, 1e-4, 1e-9]  # the last nearly unpenalised: its Newton steps overshoot
+    fit = driver.hinge_newton(LocalEngine(progress=False), dataset, rows, C, similarity, w0,
+                              lams, tol=1e-12)
+    W, J = fit.W, fit.objective
+    assert not fit.capped and fit.passes < driver.REFIT_MAX_ITER
 
     for lane, lam in enumerate(lams):
         def objective(w: np.ndarray, lam: float = lam) -> tuple[float, np.ndarray]:
@@ -159,6 +161,72 @@ def test_newton_point_and_objective_of_one_lane_are_the_active_rows_ridge():
     slack = np.maximum(1.0 - t * (Z @ w[0, :, 0]), 0.0)
     assert hinge_objective(stats, w, np.array([lam]))[0, 0] == pytest.approx(
         float(slack @ slack) / 200 + lam * float(w[0, :3, 0] @ w[0, :3, 0]), rel=1e-12)
+
+
+def test_damped_newton_point_and_curvature_are_numpys():
+    rng = np.random.default_rng(14)
+    X, y = _rings(300, seed=14)
+    C = rng.normal(size=(4, 2))
+    w = rng.normal(scale=0.3, size=(2, 5, 1))
+    dataset = open_dataset(X, target=y, chunk_rows=64)
+    stats = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(0.7), w),
+                       dataset.chunks())
+    Z = np.column_stack([_similarities(X, C, 0.7), np.ones(300)])
+    t = 2.0 * y - 1.0
+    lams, mu = np.array([1e-3, 1e-6]), np.array([[0.2], [0.0]])
+    D = np.diag([1.0, 1.0, 1.0, 1.0, 0.0])
+    got = hinge_newton_point(stats, lams, w, mu)
+    for lane in range(2):
+        active = 1.0 - t * (Z @ w[lane, :, 0]) > 0
+        Za, ta = Z[active], t[active]
+        expected = np.linalg.solve(Za.T @ Za / 300 + (lams[lane] + mu[lane, 0]) * D,
+                                   Za.T @ ta / 300 + mu[lane, 0] * D @ w[lane, :, 0])
+        np.testing.assert_allclose(got[lane, :, 0], expected, rtol=1e-9)
+        assert hinge_curvature(stats)[lane, 0] == pytest.approx(
+            np.trace(Za[:, :4].T @ Za[:, :4]) / (4 * 300), rel=1e-12)
+    # no damping is the Newton point
+    np.testing.assert_allclose(got[1], hinge_newton_point(stats, lams, w)[1], rtol=1e-12)
+
+
+def test_early_stop_keeps_the_step_of_lowest_held_out_loss_and_its_count_carries_over():
+    # few rows, many prototypes, almost no penalty: the held-out loss turns long before the
+    # training objective settles
+    X, y = _rings(900, seed=15, noise=0.45)
+    grid = np.linspace(-2.0, 2.0, 5)
+    C = np.array([[a, b] for a in grid for b in grid])
+    holdout = Holdout.fraction(0.3, 3)
+    train = TargetRows("classification", holdout=holdout)
+    held = TargetRows("classification", holdout=holdout, validation=True)
+    dataset = open_dataset(X, target=y, chunk_rows=128)
+    engine = LocalEngine(progress=False)
+    Z = np.column_stack([_similarities(X, C, 0.5), np.ones(900)])
+    t = 2.0 * y - 1.0
+    out = holdout.mask(np.arange(900))
+    w0 = np.linalg.lstsq(Z[~out], t[~out], rcond=None)[0]
+    lams = [1e-3, 1e-9]
+    fit = driver.hinge_newton(engine, dataset, train, C, Similarity(0.5), w0, lams, 1e-3,
+                              held)
+    assert not fit.capped
+    # the held-out sums and the objective are numpy's at the kept coefficients
+    for lane, lam in enumerate(lams):
+        w = fit.W[lane, :, 0]
+        slack = np.maximum(1.0 - t * (Z @ w), 0.0)
+        assert fit.held_out[lane, 0] == pytest.approx(float(slack[out] @ slack[out]),
+                                                      rel=1e-9)
+        assert fit.objective[lane, 0] == pytest.approx(
+            float(slack[~out] @ slack[~out]) / (~out).sum() + lam * float(w[:-1] @ w[:-1]),
+            rel=1e-9)
+    # the unpenalised lane stopped on its held-out loss, before its objective settled
+    assert fit.steps[1, 0] > 0
+    converged = driver.hinge_newton(engine, dataset, train, C, Similarity(0.5), w0, lams[1:],
+                                    1e-9)
+    assert converged.objective[0, 0] < fit.objective[1, 0]
+    slack = np.maximum(1.0 - t * (Z @ converged.W[0, :, 0]), 0.0)
+    assert float(slack[out] @ slack[out]) > fit.held_out[1, 0]
+    # the same number of kept steps without held-out rows walks the same path to them
+    again = driver.hinge_newton(engine, dataset, train, C, Similarity(0.5), w0, lams, 1e-3,
+                                steps=fit.steps)
+    np.testing.assert_allclose(again.W, fit.W, rtol=1e-12)
 
 
 def _far_blobs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -989,17 +989,22 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
         refitted for the squared hinge ``max(0, 1 - y f)^2`` (one-vs-rest with more
         classes) with the prototypes fixed, by Keerthi and DeCoste's L2-SVM Newton
         method (from the squared-loss coefficients, one streamed pass per iteration over
-        the rows inside the margin with a streamed line search, until the active set
-        stops changing or a step lowers the objective by at most 1e-3 of its value at
-        the start; a ConvergenceWarning after 30 passes). Its ridge penalty is ``lam_``
-        or ``lam_ / 10``, fitted together as lanes of the same passes on the rows
-        outside the holdout: the one of lowest mean squared hinge loss on the held-out
-        rows (the larger within 1 % of it), kept only when that loss is more than 1 %
-        below the squared-loss coefficients' own; with ``lam="auto"`` it is then
-        refitted on every row. A fit that holds no rows out (too few rows, or a fixed
-        ``lam`` with one ``n_prototypes``), LASSO coefficients and :meth:`reduce` keep
-        the squared loss, as does :meth:`partial_fit`, whose steps re-solve the squared
-        loss. ``loss_`` says which loss the coefficients have.
+        the rows inside the margin with a streamed line search; a step the line search
+        cuts damps the next ones, as Levenberg and Marquardt's method does). Its ridge
+        penalty is ``lam_`` or ``lam_ / 10``, fitted together as lanes of the same
+        passes on the rows outside the holdout, each output until the active set stops
+        changing, a step lowers the objective by at most 1e-3 of its value at the start,
+        or three steps in a row have not lowered its held-out squared hinge loss
+        (early stopping: the step of lowest held-out loss is kept; a ConvergenceWarning
+        after 30 passes). The lane of lowest mean squared hinge loss on the held-out
+        rows (the larger within 1 % of it) is kept only when that loss is more than 1 %
+        below the squared-loss coefficients' own; with ``lam="auto"`` its penalty is
+        then fitted on every row from the squared-loss coefficients on every row, each
+        output by as many steps as its held-out loss chose. A fit that holds no rows
+        out (too few rows, or a fixed ``lam`` with one ``n_prototypes``), LASSO
+        coefficients and :meth:`reduce` keep the squared loss, as does
+        :meth:`partial_fit`, whose steps re-solve the squared loss. ``loss_`` says which
+        loss the coefficients have.
 """
 
 

@@ -99,6 +99,7 @@ from streamlearn.solvers.supersparse.passes import (
     class_quotas,
     gcv_choice,
     gcv_lam,
+    hinge_curvature,
     hinge_line_objective,
     hinge_newton_point,
     hinge_objective,
@@ -115,9 +116,10 @@ from streamlearn.solvers.supersparse.passes import (
 )
 from streamlearn.warning_origin import caller_stacklevel
 
-__all__ = ["INIT_SALT", "KMEANS_ITERATIONS", "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH",
-           "REFIT_LAM_FACTORS", "REFIT_MAX_ITER", "REFIT_TOL", "STEP_GROWTH", "STEP_SHRINK",
-           "VALIDATION_SALT", "HingeRefit", "SuperSparseConfig", "SuperSparseFit", "fit",
+__all__ = ["DAMPING_FLOOR", "DAMPING_RELIEF", "INIT_SALT", "KMEANS_ITERATIONS",
+           "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH", "REFIT_LAM_FACTORS", "REFIT_MAX_ITER",
+           "REFIT_PATIENCE", "REFIT_TOL", "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT",
+           "HingeNewton", "HingeRefit", "SuperSparseConfig", "SuperSparseFit", "fit",
            "hinge_newton", "hinge_refit", "near_constant", "online_pass", "online_step_size",
            "start_online", "target_moments"]
 
@@ -508,7 +510,7 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     if (config.refit and holdout is not None and config.coef == "ridge"
             and train.mode == "classification"):
         refit = hinge_refit(runner, dataset, config, train, valid, C, similarity, w_train,
-                            lam, every_row is not None)
+                            lam, None if every_row is None else w)
         if refit.w is not None:
             w = refit.w
             held_out = refit.temperature
@@ -1010,6 +1012,16 @@ REFIT_MAX_ITER = 30
 #: penalty compares held-out losses that differ by percents (:data:`~.passes.AUTO_LAM_SLACK`
 #: is 1 %), which coefficients closer to the optimum than this leave as they are.
 REFIT_TOL = 1e-3
+#: ... or where this many kept steps in a row have not lowered an output's held-out loss
+#: (early stopping; :func:`hinge_newton`).
+REFIT_PATIENCE = 3
+#: A step the line search cut to ``t`` damps the output's next Newton directions
+#: (Levenberg and Marquardt's ``mu``, :func:`~.passes.hinge_newton_point`) by ``1 / t``
+#: times their damping, at least this share of the active rows' mean curvature
+#: (:func:`~.passes.hinge_curvature`) ...
+DAMPING_FLOOR = 1e-3
+#: ... and a full step kept multiplies it by this.
+DAMPING_RELIEF = 0.25
 
 
 @dataclass(frozen=True)
@@ -1040,41 +1052,73 @@ class HingeRefit:
     temperature: TemperatureSums | None = None
 
 
+@dataclass(frozen=True)
+class HingeNewton:
+    """The outcome of :func:`hinge_newton`.
+
+    Attributes
+    ----------
+    W : ndarray of shape (L, p + 1, K)
+        Each lane's coefficients: per output the last kept, or with held-out rows the kept
+        ones of lowest held-out loss.
+    objective : ndarray of shape (L, K)
+        Their objective.
+    held_out : ndarray of shape (L, K)
+        Their held-out squared hinge sums (zeros without held-out rows).
+    passes : int
+        Passes run.
+    capped : list of int
+        The lanes :data:`REFIT_MAX_ITER` stopped.
+    first : object
+        ``first``'s result; when ``first`` is None, the held-out sums of the first pass,
+        at ``w0``, with their weight, ``(sums (K,), weight)``.
+    steps : ndarray of shape (L, K)
+        The kept Newton steps from ``w0`` to each output's ``W``.
+    """
+
+    W: np.ndarray
+    objective: np.ndarray
+    held_out: np.ndarray
+    passes: int
+    capped: list[int]
+    first: Any
+    steps: np.ndarray
+
+
 def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
                  similarity: Similarity, w0: np.ndarray, lams: Sequence[float], tol: float,
                  held_out: TargetRows | None = None, first: Any = None, label: str = "",
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list[int], Any]:
+                 steps: np.ndarray | None = None) -> HingeNewton:
     """Keerthi and DeCoste's L2-SVM Newton method from ``w0`` at each penalty of ``lams``
-    (one lane each), one :class:`~.passes.HingeGramPass` per iteration.
+    (one lane each), one :class:`~.passes.HingeGramPass` per iteration, damped where its
+    steps overshoot and stopped early on held-out rows.
 
     Each output of each lane minimises ``(1 / V) sum_i v_i max(0, 1 - y_i f(x_i))^2 + lam
     ||beta||^2`` over the rows of ``rows``. A pass at coefficients ``w`` sums the Gram
-    statistics of the rows inside the margin and the objective; the Newton point
+    statistics of the rows inside the margin and the objective; the (damped) Newton point
     (:func:`~.passes.hinge_newton_point`) gives the direction. The next pass runs at the
     full step and also sums the objective along the direction at every step of
     :data:`~.passes.LINE_STEPS` (the line search, streamed): the step is kept when no
-    step of the line is lower, else the next pass runs at the lowest step (so an
-    iteration takes one pass, two where the step overshoots, as the full Newton step does
-    at a small penalty on rows it nearly separates). Each direction's first step is twice
-    the last one kept, at most 1 (the full step): where the full step keeps
-    overshooting, the iterations then take one pass, not two. An output has converged
-    when the pass finds the active set unchanged (the Newton point is the current point)
-    or a step lowered its objective by at most ``tol`` times the lane's objective at
-    ``w0``, averaged over its outputs (the problem's scale: on rows a small penalty
-    nearly separates, the objective itself falls towards 0, and the line search's short
-    steps lower it by small shares for many passes; a class nearly separated from the
-    others weighs as little in the lane as its loss does); a lane when all its outputs
-    have, and converged lanes run no more. ``first``, a reduction pass, runs together
+    step of the line is lower, else the next pass runs at the lowest step ``t``, and the
+    output's later directions are damped (Levenberg and Marquardt): its ``mu`` becomes
+    ``max(mu, DAMPING_FLOOR * curvature) / t`` and shrinks by :data:`DAMPING_RELIEF`
+    after each full step kept. At a small penalty on rows it nearly separates, the
+    undamped Newton step overshoots by orders of magnitude for pass after pass.
+
+    An output stops when the pass finds its active set unchanged (the Newton point is the
+    current point); when a step lowered its objective by at most ``tol`` times the lane's
+    objective at ``w0``, averaged over its outputs (the problem's scale: a class nearly
+    separated from the others weighs as little in the lane as its loss does); with
+    ``held_out``, when :data:`REFIT_PATIENCE` kept steps in a row have not lowered its
+    held-out squared hinge loss below ``1 - tol`` times its lowest, which it then keeps
+    (early stopping: at a small penalty the training objective keeps falling long after
+    the held-out loss has turned); and with ``steps`` (L, K), after that many kept steps.
+    A lane stops when all its outputs have. ``first``, a reduction pass, runs together
     with the first pass.
 
     Returns
     -------
-    W, objective, held_out_loss, passes, capped, first_result
-        The lanes' last kept coefficients (L, p + 1, K), their objective and held-out
-        squared hinge sums (L, K) (zeros without ``held_out``), the passes run, the lanes
-        :data:`REFIT_MAX_ITER` stopped, and ``first``'s result; when ``first`` is None,
-        the held-out sums of the first pass, at ``w0``, with their weight, ``(sums (K,),
-        weight)``.
+    HingeNewton
     """
     lams = np.asarray(lams, dtype=np.float64)
     L = lams.size
@@ -1084,11 +1128,15 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
     base = at.copy()  # ... on the line from base along direction
     direction = np.zeros_like(at)
     used = np.ones((L, K))  # the step length of ``at`` along ``direction``
-    kept = at.copy()
-    J = np.full((L, K), np.inf)
+    kept = at.copy()  # each output's coefficients to return ...
+    J = np.full((L, K), np.inf)  # ... their objective ...
+    held = np.full((L, K), np.inf)  # ... and held-out sums ...
+    best_step = np.zeros((L, K), dtype=np.int64)  # ... and the kept step they come from
+    step = np.full((L, K), -1, dtype=np.int64)  # kept steps so far (w0 is step 0)
+    last_J = np.full((L, K), np.inf)
     start = np.zeros((L, K))  # each output's objective at w0
-    held = np.zeros((L, K))
     done = np.zeros((L, K), dtype=bool)
+    damping = np.zeros((L, K))  # each output's Levenberg-Marquardt mu
     first_result: Any = None
     passes = 0
     for it in range(REFIT_MAX_ITER):
@@ -1109,79 +1157,103 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
         if it == 0 and first is None:
             first_result = (stats.held_out[0].copy(), stats.held_out_weight)
         now = hinge_objective(stats, at[lanes], lams[lanes])
-        newton = hinge_newton_point(stats, lams[lanes], at[lanes])
+        ran = at[lanes].copy()  # the point the pass ran at
+        curvature = hinge_curvature(stats)
         line = (hinge_line_objective(stats, base[lanes], direction[lanes], lams[lanes])
                 if it else None)
+        moves = []  # the outputs kept at ``ran``: a new direction from there
         for i, lane in enumerate(lanes):
             for c in np.flatnonzero(~done[lane]):
                 if line is not None:
                     lowest = int(np.argmin(line[i, c]))
                     if now[i, c] > line[i, c, lowest] + 1e-9 * abs(line[i, c, lowest]):
-                        # a shorter step of the line is lower: the next pass runs there
+                        # the step overshot: the next pass runs at the line's lowest
+                        # step, and the next directions are damped by about its inverse
                         used[lane, c] = LINE_STEPS[lowest]
                         at[lane, :, c] = (base[lane, :, c]
                                           + used[lane, c] * direction[lane, :, c])
+                        damping[lane, c] = (max(damping[lane, c],
+                                                DAMPING_FLOOR * curvature[i, c])
+                                            / used[lane, c])
                         continue
-                before = J[lane, c]
-                kept[lane, :, c] = at[lane, :, c]
-                J[lane, c] = now[i, c]
-                held[lane, c] = stats.held_out[i, c]
+                if used[lane, c] == 1.0:  # the full step was the line's lowest
+                    damping[lane, c] *= DAMPING_RELIEF
+                step[lane, c] += 1
                 if it == 0:
                     start[lane, c] = now[i, c]
-                done[lane, c] = (np.array_equal(newton[i, :, c], at[lane, :, c])
-                                 or before - now[i, c] <= tol * start[lane].mean())
-                base[lane, :, c] = at[lane, :, c]
-                direction[lane, :, c] = newton[i, :, c] - at[lane, :, c]
-                used[lane, c] = min(1.0, 2.0 * used[lane, c])
-                at[lane, :, c] = base[lane, :, c] + used[lane, c] * direction[lane, :, c]
+                settled = last_J[lane, c] - now[i, c] <= tol * start[lane].mean()
+                last_J[lane, c] = now[i, c]
+                if held_out is None or stats.held_out[i, c] < (1.0 - tol) * held[lane, c]:
+                    kept[lane, :, c] = ran[i, :, c]
+                    J[lane, c] = now[i, c]
+                    held[lane, c] = stats.held_out[i, c]
+                    best_step[lane, c] = step[lane, c]
+                turned = step[lane, c] - best_step[lane, c] >= REFIT_PATIENCE
+                budget = steps is not None and step[lane, c] >= steps[lane, c]
+                done[lane, c] = settled or turned or budget
+                moves.append((i, lane, c))
+        if moves:
+            newton = hinge_newton_point(stats, lams[lanes], ran, damping[lanes])
+            for i, lane, c in moves:
+                done[lane, c] |= np.array_equal(newton[i, :, c], ran[i, :, c])
+                base[lane, :, c] = ran[i, :, c]
+                direction[lane, :, c] = newton[i, :, c] - ran[i, :, c]
+                used[lane, c] = 1.0
+                at[lane, :, c] = newton[i, :, c]
     capped = [int(lane) for lane in np.flatnonzero(~done.all(axis=1))]
-    return kept, J, held, passes, capped, first_result
+    if held_out is None:
+        held[:] = 0.0
+    return HingeNewton(kept, J, held, passes, capped, first_result, best_step)
 
 
 def hinge_refit(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
                 valid: TargetRows, C: np.ndarray, similarity: Similarity, w: np.ndarray,
-                lam: float, every_row: bool) -> HingeRefit:
+                lam: float, w_every: np.ndarray | None = None) -> HingeRefit:
     """``loss="auto"``: the squared-hinge coefficients on the learned prototypes, the
     penalty chosen on the held-out rows.
 
     One lane per penalty of :data:`REFIT_LAM_FACTORS` times the beta-step's ``lam``, each
-    fitted by :func:`hinge_newton` (tolerance :data:`REFIT_TOL`) from the squared-loss
-    coefficients ``w`` on the training rows (those not held out). The lane of lowest
-    held-out mean squared hinge loss (the largest penalty within
-    :data:`~.passes.AUTO_LAM_SLACK` of the lowest, as ``lam="auto"`` chooses) replaces
-    ``w`` only when that loss is below ``1 - AUTO_LAM_SLACK`` times the squared-loss
-    coefficients' own held-out squared hinge loss (measured by the first pass). With
-    ``every_row`` (``lam="auto"``, whose last beta-step takes every row) its penalty is
-    then refitted on every row, from its coefficients; the first of those passes also
-    scores the held-out rows at the lane's coefficients for the probability scale
-    (:func:`calibrate`), else one :class:`~.passes.ValidationPass` does.
+    fitted by :func:`hinge_newton` (tolerance :data:`REFIT_TOL`, stopped early on the
+    held-out rows) from the squared-loss coefficients ``w`` on the training rows (those
+    not held out). The lane of lowest held-out mean squared hinge loss (the largest
+    penalty within :data:`~.passes.AUTO_LAM_SLACK` of the lowest, as ``lam="auto"``
+    chooses) replaces ``w`` only when that loss is below ``1 - AUTO_LAM_SLACK`` times the
+    squared-loss coefficients' own held-out squared hinge loss (measured by the first
+    pass). With ``w_every``, the squared-loss coefficients on every row (``lam="auto"``,
+    whose last beta-step takes every row), the kept penalty is then fitted on every row
+    from ``w_every``, each output by as many kept Newton steps as its held-out loss chose
+    (or fewer, where it converges first): the early stop carried over to all the rows, as
+    boosting's round count is. The first of those passes also scores the held-out rows at
+    the lane's coefficients for the probability scale (:func:`calibrate`), else one
+    :class:`~.passes.ValidationPass` does.
     """
     lams = [lam * factor for factor in REFIT_LAM_FACTORS]
-    W, _, held, passes, capped, first = hinge_newton(
-        runner, dataset, train, C, similarity, w, lams, REFIT_TOL, valid)
-    squared_sums, weight = first
+    held_out = hinge_newton(runner, dataset, train, C, similarity, w, lams, REFIT_TOL, valid)
+    squared_sums, weight = held_out.first
     if weight <= 0:
         raise DataError("no rows were held out to choose the squared hinge penalty")
-    losses = np.concatenate([[squared_sums.sum()], held.sum(axis=1)]) / weight
-    if capped:
-        _warn_refit_cap(config, [lams[lane] for lane in capped])
+    losses = np.concatenate([[squared_sums.sum()], held_out.held_out.sum(axis=1)]) / weight
+    passes = held_out.passes
+    if held_out.capped:
+        _warn_refit_cap(config, [lams[lane] for lane in held_out.capped])
     best = float(np.nanmin(losses[1:]))
     if not (np.isfinite(best) and best < (1.0 - AUTO_LAM_SLACK) * losses[0]):
         return HingeRefit(None, float("nan"), losses, passes)
     lane = next(i for i in range(len(lams))
                 if losses[1 + i] <= best * (1.0 + AUTO_LAM_SLACK))
-    w_lane = W[lane]
+    w_lane = held_out.W[lane]
     scores = ValidationPass(valid, C, w_lane, similarity, True, TEMPERATURE_SCALES)
-    if not every_row:
+    if w_every is None:
         tally: LossState = runner.run(scores, dataset, description="probability scale")
         return HingeRefit(w_lane, lams[lane], losses, passes + 1, tally.temperature)
     every = replace(train, holdout=None, validation=False)
-    W_every, _, _, more, capped, tally = hinge_newton(
-        runner, dataset, every, C, similarity, w_lane, [lams[lane]], REFIT_TOL,
-        first=scores, label=" (every row)")
-    if capped:
+    every_row = hinge_newton(runner, dataset, every, C, similarity, w_every, [lams[lane]],
+                             REFIT_TOL, first=scores, label=" (every row)",
+                             steps=held_out.steps[lane:lane + 1])
+    if every_row.capped:
         _warn_refit_cap(config, [lams[lane]])
-    return HingeRefit(W_every[0], lams[lane], losses, passes + more, tally.temperature)
+    return HingeRefit(every_row.W[0], lams[lane], losses, passes + every_row.passes,
+                      every_row.first.temperature)
 
 
 def _warn_refit_cap(config: SuperSparseConfig, lams: Sequence[float]) -> None:

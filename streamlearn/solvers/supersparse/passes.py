@@ -73,6 +73,7 @@ __all__ = [
     "choose_lam",
     "class_quotas",
     "class_targets",
+    "hinge_curvature",
     "hinge_line_objective",
     "hinge_newton_point",
     "hinge_objective",
@@ -864,12 +865,18 @@ def hinge_line_objective(stats: HingeGramState, base: np.ndarray, direction: np.
             + np.asarray(lams)[:, None, None] * np.sum(beta * beta, axis=1))
 
 
-def hinge_newton_point(stats: HingeGramState, lams: np.ndarray, W: np.ndarray) -> np.ndarray:
+def hinge_newton_point(stats: HingeGramState, lams: np.ndarray, W: np.ndarray,
+                       damping: np.ndarray | None = None) -> np.ndarray:
     """The Newton point of every lane and output from the statistics the pass summed at
     ``W`` (L, p + 1, K): the ridge beta-step (:func:`solve_beta`) of the active rows,
     ``(G_I / V + lam D) w = r_I / V`` (``D`` the identity on ``beta``, zero on the
     intercept), shape (L, p + 1, K). An output with no row inside its margin keeps its
-    coefficients (its loss is already zero)."""
+    coefficients (its loss is already zero).
+
+    With ``damping`` (L, K), ``mu``, the point is Levenberg and Marquardt's instead,
+    ``(G_I / V + (lam + mu) D) w = r_I / V + mu D W``: the Newton step from ``W`` with
+    ``mu`` added to the curvature of every coefficient but the intercept. ``mu = 0`` is
+    the Newton point."""
     L, K = stats.G.shape[:2]
     W = np.array(W, dtype=np.float64)
     V = stats.weight
@@ -878,8 +885,21 @@ def hinge_newton_point(stats: HingeGramState, lams: np.ndarray, W: np.ndarray) -
             A = stats.G[lane, c] / V
             if A[-1, -1] <= 0:
                 continue
-            W[lane, :, c] = solve_beta(A, stats.r[lane, c] / V, float(lams[lane]), "ridge")
+            mu = 0.0 if damping is None else float(damping[lane, c])
+            b = stats.r[lane, c] / V
+            if mu > 0:
+                b = b.copy()
+                b[:-1] += mu * W[lane, :-1, c]
+            W[lane, :, c] = solve_beta(A, b, float(lams[lane]) + mu, "ridge")
     return W
+
+
+def hinge_curvature(stats: HingeGramState) -> np.ndarray:
+    """Each lane's and output's mean curvature of the squared loss of its active rows per
+    coefficient, ``trace(G_I) / (p V)`` over ``beta`` (the intercept left out), shape
+    (L, K): the scale of :func:`hinge_newton_point`'s damping."""
+    p = stats.G.shape[-1] - 1
+    return np.trace(stats.G[..., :p, :p], axis1=-2, axis2=-1) / (p * stats.weight)
 
 
 @dataclass
