@@ -10,6 +10,9 @@ from sklearn.svm import LinearSVC
 
 from streamlearn import open_dataset
 from streamlearn.data.example_state import ExampleState
+from streamlearn.engine import LocalEngine
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.kmeans import Standardiser
 from streamlearn.solvers.mixture import (
     Q_FLOOR,
     ExpertPass,
@@ -28,7 +31,7 @@ from streamlearn.solvers.mixture import (
     mixture_log_odds_chunk,
     posteriors_chunk,
 )
-from streamlearn.solvers.mixture.passes import LinearSweepPass
+from streamlearn.solvers.mixture.passes import EStepPass, HeldOutScoresPass, LinearSweepPass
 from streamlearn.solvers.vector_exp import MIN_LENGTH
 from tests.merging import run_lanes
 
@@ -342,3 +345,58 @@ def test_held_out_losses_at_every_temperature_match_numpy() -> None:
     assert TEMPERATURE_SCALES[one] == pytest.approx(1.0, rel=1e-12)
     assert state.losses[0] == pytest.approx(expected[one], rel=1e-6)
     assert state.held_weight == pytest.approx(w.sum(), rel=1e-6)  # float32 weights
+
+
+def _lane(rng: np.random.Generator, k: int = 3, d: int = 3) -> MixtureParams:
+    return MixtureParams(rng.dirichlet(np.ones(k)), rng.normal(size=(k, d)),
+                         rng.normal(size=(k, d + 1)) * 0.5)
+
+
+def test_lanes_of_their_own_gating_scales_train_as_each_alone() -> None:
+    # one chunk: every held-out row is scored by the initial parameters before it trains
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 3)).astype(np.float32)
+    codes = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    data = open_dataset(X, target=codes, chunk_rows=600)
+    holdout = Holdout.fraction(0.2, 5)
+    engine = LocalEngine(progress=False)
+    taus, params = [0.3, 2.5], [_lane(rng), _lane(rng)]
+
+    def start(p: MixtureParams) -> StochasticState:
+        return StochasticState(p.copy(), p.xi.copy(), 0)
+
+    with ExampleState(600, 3) as a0, ExampleState(600, 3) as a1:
+        both = engine.run(StochasticEpochPass([1, 1], 0.5, taus, 0.1, BIAS, 600.0, [a0, a1],
+                                              [3, 3], [start(p) for p in params],
+                                              holdout=holdout, groups=[[0], [1]]), data)
+    for m, (tau, p) in enumerate(zip(taus, params, strict=True)):
+        with ExampleState(600, 3) as alpha:
+            alone = engine.run(StochasticEpochPass([1], 0.5, tau, 0.1, BIAS, 600.0, [alpha],
+                                                   [3], [start(p)], holdout=holdout,
+                                                   groups=[[0]]), data)
+        for got, want in zip((both.lanes[m].params.xi, both.lanes[m].params.V,
+                              both.lanes[m].params.W, both.lanes[m].resp),
+                             (alone.lanes[0].params.xi, alone.lanes[0].params.V,
+                              alone.lanes[0].params.W, alone.lanes[0].resp), strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert both.lanes[m].loglik == alone.lanes[0].loglik
+        np.testing.assert_array_equal(both.scaled_losses[m], alone.scaled_losses[0])
+        # the held-out loss at temperature 1: the single-scale kernel's log-odds
+        held = holdout.mask(np.arange(600))
+        f = mixture_log_odds_chunk(X[held], p.V, p.W, p.xi, tau, BIAS)
+        y = np.where(codes[held] == 1, 1.0, -1.0)
+        assert both.losses[m] == pytest.approx(np.logaddexp(0.0, -y * f).sum(), rel=1e-6)
+    # the E-step and the held-out scores: each lane or model at its own scale
+    stats = engine.run(EStepPass(params, [1, 1], taus, BIAS), data)
+    for m, (tau, p) in enumerate(zip(taus, params, strict=True)):
+        alone = engine.run(EStepPass([p], [1], tau, BIAS), data)[0]
+        np.testing.assert_array_equal(stats[m].mass, alone.mass)
+        assert stats[m].loglik == alone.loglik
+    models = [(p.xi[None], p.V[None], p.W[None], "hinge") for p in params]
+    scores, _, _, rows = engine.run(HeldOutScoresPass(
+        models, taus, BIAS, Standardiser.identity(3), holdout), data)
+    for m, (tau, p) in enumerate(zip(taus, params, strict=True)):
+        np.testing.assert_allclose(scores[m][:, 0], mixture_log_odds_chunk(
+            X[rows], p.V, p.W, p.xi, tau, BIAS), rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="2 gating scales for 3 lanes"):
+        EStepPass([params[0]] * 3, [1, 1, 1], taus, BIAS)

@@ -315,7 +315,9 @@ class HeldOutScoresPass:
     models : sequence of (xi, centers, coef, loss)
         The fitted binary mixtures of each model (``MixtureFit.xi``, ``.centers``,
         ``.coef``, ``.loss``).
-    tau, bias_scale : float
+    tau : float or sequence of float
+        The gating scale of every model, or each model's own.
+    bias_scale : float
     standardiser : Standardiser
     holdout : Holdout
     """
@@ -323,10 +325,11 @@ class HeldOutScoresPass:
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, models: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, str]],
-                 tau: float, bias_scale: float, standardiser: Standardiser,
-                 holdout: Holdout) -> None:
+                 tau: float | Sequence[float], bias_scale: float,
+                 standardiser: Standardiser, holdout: Holdout) -> None:
         self.models = list(models)
-        self.tau, self.bias_scale = float(tau), float(bias_scale)
+        self.taus = lane_taus(tau, len(self.models))
+        self.bias_scale = float(bias_scale)
         self.standardiser = standardiser
         self.holdout = holdout
 
@@ -345,8 +348,9 @@ class HeldOutScoresPass:
             return state
         X = take_rows(chunk.X, keep)
         codes = np.asarray(chunk.y)[keep]
-        for scores, (xi, centers, coef, loss) in zip(state[0], self.models, strict=True):
-            scores.append(mixture_scores(X, xi, centers, coef, self.tau, self.bias_scale,
+        for scores, (xi, centers, coef, loss), tau in zip(state[0], self.models, self.taus,
+                                                          strict=True):
+            scores.append(mixture_scores(X, xi, centers, coef, tau, self.bias_scale,
                                          self.standardiser, is_squared(loss)))
         state[1].append(np.asarray(codes, dtype=np.int64))
         state[2].append(np.ones(len(codes)) if chunk.weight is None
@@ -567,6 +571,16 @@ def _chunk_seed(seed: int, chunk: Chunk) -> int:
     return (int(seed) * 0x9E3779B1 + int(chunk.start)) % 2**63
 
 
+def lane_taus(tau: float | Sequence[float], n_lanes: int) -> list[float]:
+    """Each of ``n_lanes`` lanes' gating scale: ``tau`` for every lane, or its own."""
+    if np.ndim(tau) == 0:
+        return [float(tau)] * int(n_lanes)  # type: ignore[arg-type]
+    taus = [float(t) for t in tau]  # type: ignore[union-attr]
+    if len(taus) != int(n_lanes):
+        raise ValueError(f"{len(taus)} gating scales for {n_lanes} lanes")
+    return taus
+
+
 def _hold_lanes(pass_: object, alphas: Sequence[ExampleState]) -> int:
     """Set one ``ExampleState`` attribute per lane (``alpha_0``, ...); the lane count."""
     for m, alpha in enumerate(alphas):
@@ -737,7 +751,9 @@ class EStepPass:
         Each lane's parameters.
     positives : sequence of LaneLabels
         Each lane's labels (:data:`LaneLabels`).
-    tau, bias_scale : float
+    tau : float or sequence of float
+        The gating scale of every lane, or each lane's own.
+    bias_scale : float
     standardiser : Standardiser, optional
         Applied to every chunk's features first (none: the raw features).
     holdout : Holdout, optional
@@ -749,7 +765,7 @@ class EStepPass:
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, params: Sequence[MixtureParams], positives: Sequence[LaneLabels],
-                 tau: float,
+                 tau: float | Sequence[float],
                  bias_scale: float, standardiser: Standardiser | None = None,
                  holdout: Holdout | None = None, loss: str = "hinge") -> None:
         self.standardiser = standardiser
@@ -760,7 +776,7 @@ class EStepPass:
         if len(self.params) != len(self.positives):
             raise ValueError(f"{len(self.params)} parameter sets for "
                              f"{len(self.positives)} positive classes")
-        self.tau = float(tau)
+        self.taus = lane_taus(tau, len(self.params))
         self.bias_scale = float(bias_scale)
 
     def start(self) -> list[EStepStats]:
@@ -771,8 +787,9 @@ class EStepPass:
         """Add the chunk's posteriors (in place)."""
         w = _weights(chunk, self.holdout).astype(np.float64)
         X = chunk_features(chunk, self.standardiser)
-        for lane, params, positive in zip(state, self.params, self.positives, strict=True):
-            Q, loglik = _posteriors(X, _signs(chunk, positive), params, self.tau,
+        for lane, params, positive, tau in zip(state, self.params, self.positives, self.taus,
+                                               strict=True):
+            Q, loglik = _posteriors(X, _signs(chunk, positive), params, tau,
                                     self.bias_scale, self.squared)
             wl = _lane_weights(chunk, positive, w)
             lane.mass += wl @ Q
@@ -1234,7 +1251,10 @@ class StochasticEpochPass:
     ----------
     positives : sequence of LaneLabels
         Each lane's labels (:data:`LaneLabels`).
-    C, tau, nu, bias_scale : float
+    C : float
+    tau : float or sequence of float
+        The gating scale of every lane, or each lane's own.
+    nu, bias_scale : float
     total_weight : float or sequence of float
         ``sum_i s_i`` over the training rows (turns mean posteriors into eq. 20's counts):
         one for every lane, or each lane's own (a pair's rows one against one).
@@ -1269,7 +1289,8 @@ class StochasticEpochPass:
 
     kind: Literal["reduction", "sequential"] = "sequential"
 
-    def __init__(self, positives: Sequence[LaneLabels], C: float, tau: float, nu: float,
+    def __init__(self, positives: Sequence[LaneLabels], C: float,
+                 tau: float | Sequence[float], nu: float,
                  bias_scale: float, total_weight: float | Sequence[float],
                  alphas: Sequence[ExampleState],
                  seeds: Sequence[int], initial: Sequence[StochasticState],
@@ -1281,10 +1302,10 @@ class StochasticEpochPass:
         self.squared = is_squared(loss)
         self.positives = [lane_labels(p) for p in positives]
         self.C = float(C)
-        self.tau = float(tau)
         self.nu = float(nu)
         self.bias_scale = float(bias_scale)
         self.n_lanes = _hold_lanes(self, alphas)
+        self.taus = lane_taus(tau, self.n_lanes)
         self.total_weight = ([float(t) for t in total_weight]
                              if isinstance(total_weight, (list, tuple, np.ndarray))
                              else [float(total_weight)] * self.n_lanes)
@@ -1321,8 +1342,8 @@ class StochasticEpochPass:
         def lane(m: int) -> None:
             if Xh is not None and m in validated:  # held-out rows, the lane as found
                 p = state.lanes[m].params
-                log_odds[m] = mixture_log_odds(Xh, p.V, p.W, p.xi, self.tau, self.bias_scale,
-                                               self.squared)
+                log_odds[m] = mixture_log_odds(Xh, p.V, p.W, p.xi, self.taus[m],
+                                               self.bias_scale, self.squared)
             self._step_lane(m, state.lanes[m], X, w, chunk, diagonal)
 
         _lanes_in_threads(self.n_lanes, chunk.n_rows, lane)
@@ -1367,7 +1388,8 @@ class StochasticEpochPass:
         w = _lane_weights(chunk, self.positives[m], w)
         w64 = w.astype(np.float64)
         p = state.params
-        log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
+        tau = self.taus[m]
+        log_g, scores = _log_gates(X, p, tau, self.bias_scale)
         Q, loglik = posteriors_chunk(log_g, scores, y, p.xi, self.squared)
         state.loglik += float(w64 @ loglik)
         state.weight += float(w64.sum())
@@ -1379,16 +1401,16 @@ class StochasticEpochPass:
         active = p.xi > 0
         p.xi = mixing_weights(self.total_weight[m] * state.resp, self.nu, active)
         if not np.array_equal(p.xi > 0, active):  # a component vanished: posteriors without it
-            log_g, scores = _log_gates(X, p, self.tau, self.bias_scale)
+            log_g, scores = _log_gates(X, p, tau, self.bias_scale)
             Q, _ = posteriors_chunk(log_g, scores, y, p.xi, self.squared)
             active = p.xi > 0
         if p.V.shape[0] > 1:
             # centres: one step on the chunk's part of eq. 13 (from the E-step's gates),
             # scaled by each centre's mass (one component's gate is 1 everywhere: its
             # centre has no gradient)
-            _, grad = gating_objective_from_gates(X, w, Q, log_g, p.V, active, self.tau)
+            _, grad = gating_objective_from_gates(X, w, Q, log_g, p.V, active, tau)
             mass = np.maximum(w64 @ Q, w64 @ np.exp(log_g))
-            scale = rho / (2.0 * self.tau * np.maximum(mass, 1e-12))
+            scale = rho / (2.0 * tau * np.maximum(mass, 1e-12))
             p.V -= scale[:, None] * grad
         # experts: weighted coordinate descent sweeps over the chunk
         lane_alpha = _lane_alpha(self, m)
