@@ -177,19 +177,23 @@ def _ordered_classes():
 
 def test_default_on_ordered_classes_closes_on_logistic_regression() -> None:
     # one-vs-rest with the hinge, the middle classes' experts are the constant -1 and tie.
-    # Measured on these rows: logistic regression 12.9 %, loss="hinge" 34.8 %, the default
-    # (squared hinge) 29.4 %; the default must be within 20 points of logistic
-    # regression's error (the hinge is 21.9 points away) and beat the hinge by 3 points
+    # Measured on these rows at the gates of tau's factor 16: logistic regression 12.9 %,
+    # loss="hinge" 34.8 %, the squared hinge 29.4 %; the squared hinge must be within 20
+    # points of logistic regression's error (the hinge is 21.9 points away) and beat the
+    # hinge by 3 points. tau="auto" keeps the softer factor 4 here (tau_check_), where
+    # both losses come closer (17.0 and 19.0 %)
     Xtr, Xte, ytr, yte = _ordered_classes()
     lr = 1.0 - LogisticRegression(max_iter=2000).fit(Xtr, ytr).score(Xte, yte)
     # one-vs-rest (multiclass="auto" takes one-vs-one here, tests/test_mixture_multiclass.py)
     default = MixtureSVC(multiclass="ovr", progress=False).fit(Xtr, ytr)
     assert default.loss_ == "squared_hinge"
     err = 1.0 - default.score(Xte, yte)
-    hinge = 1.0 - MixtureSVC(loss="hinge", multiclass="ovr", progress=False).fit(
-        Xtr, ytr).score(Xte, yte)
-    assert err - lr <= 0.20
-    assert err <= hinge - 0.03
+    crisp = {"tau": default.tau_check_["taus"][0], "multiclass": "ovr", "progress": False}
+    err16 = 1.0 - MixtureSVC(**crisp).fit(Xtr, ytr).score(Xte, yte)
+    hinge = 1.0 - MixtureSVC(loss="hinge", **crisp).fit(Xtr, ytr).score(Xte, yte)
+    assert err16 - lr <= 0.20
+    assert err16 <= hinge - 0.03
+    assert err <= err16 - 0.05
     # every class is predicted about as often as it occurs
     counts = np.bincount(default.predict(Xte), minlength=5)
     assert counts.min() >= 0.6 * len(yte) / 5

@@ -47,7 +47,11 @@ def ordered() -> dict:
     X, y = ordered_classes(3000)
     fits = {scheme: MixtureSVC(multiclass=scheme, progress=False).fit(X, y)
             for scheme in ("auto", "ovr", "ovo")}
-    return {"X": X, "y": y, **fits}
+    # one-vs-rest at the gates of factor 16 (tau="auto" keeps 4 here, tau_check_), where a
+    # middle band is a slab it misses
+    crisp = MixtureSVC(multiclass="ovr", tau=fits["ovr"].tau_check_["taus"][0],
+                       progress=False).fit(X, y)
+    return {"X": X, "y": y, **fits, "ovr16": crisp}
 
 
 def test_two_classes_are_the_binary_mixture_whatever_the_scheme() -> None:
@@ -71,14 +75,14 @@ def test_each_pair_lane_is_the_binary_training_of_its_rows_alone(em: str) -> Non
     std = Standardiser.from_moments(*engine.run(FeatureMomentsPass(4), data))
     centers = std.apply(X[[0, 100, 200, 300]].astype(np.float64))
     seed = 5
-    pairs, _ = driver._fit_binaries(engine, data, config, centers, 3, seed, 0.5, std, None)
+    pairs, _, _ = driver._fit_binaries(engine, data, config, centers, 3, seed, 0.5, std, None)
     assert len(pairs) == 3
     for t, (i, j) in enumerate(class_pairs(3)):
         inside = (y == i) | (y == j)
         alone = open_dataset(X, target=(y == i).astype(int), weight=inside.astype(float),
                              task="classification", chunk_rows=10_000)
         # the same row orders, and the coordinate orders of lane t
-        ref, _ = driver._fit_binaries(engine, alone, dataclasses.replace(
+        ref, _, _ = driver._fit_binaries(engine, alone, dataclasses.replace(
             config, multiclass="ovr"), centers, 2, seed, 0.5, std, None, first_lane=t)
         np.testing.assert_allclose(pairs[t].params.W, ref[0].params.W, rtol=1e-9,
                                    atol=1e-12)
@@ -145,7 +149,7 @@ def test_partial_fit_continues_each_pair_on_its_classes_rows(ordered) -> None:
     added = [counts[i] + counts[j] for i, j in class_pairs(5)]
     np.testing.assert_allclose(np.asarray(model._online.seen_weight), seen + added)
     assert model.multiclass_ == "ovo"
-    assert np.mean(model.predict(X) == y) > np.mean(ordered["ovr"].predict(X) == y)
+    assert np.mean(model.predict(X) == y) > np.mean(ordered["ovr16"].predict(X) == y)
 
 
 def test_checkpoint_fingerprint_covers_multiclass() -> None:
@@ -242,7 +246,12 @@ def test_auto_is_the_default_and_keeps_one_vs_one_when_its_cross_fitted_loss_is_
         f"multiclass: one-vs-one kept (held-out log-loss {check['ovr']:.4f} one-vs-rest, "
         f"{check['ovo']:.4f} one-vs-one, standard error of the difference "
         f"{check['standard_error']:.4f})")
-    assert np.mean(ovo.predict(X) == y) > np.mean(ovr.predict(X) == y) + 0.02
+    # one-vs-rest at the gates of factor 16 misses the middle slabs; at the softer ones
+    # tau="auto" kept it closes on one-vs-one's accuracy, one-vs-one's probabilities staying
+    # the better ones on the held-out rows
+    accuracy = {name: np.mean(ordered[name].predict(X) == y) for name in ("ovo", "ovr16", "ovr")}
+    assert accuracy["ovo"] > accuracy["ovr16"] + 0.02
+    assert accuracy["ovr"] > accuracy["ovr16"] + 0.02
 
 
 def test_auto_keeps_one_vs_rest_where_one_vs_one_only_looks_better_on_its_own_scales(
