@@ -656,6 +656,8 @@ def run_cell(key: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndar
                 if hasattr(model, "multiclass_"):  # the scheme "auto" chose, and why
                     row["multiclass_"] = model.multiclass_
                     row["multiclass_check_"] = getattr(model, "multiclass_check_", None)
+                if hasattr(model, "tau_check_"):  # the gating factor tau="auto" kept, and why
+                    row["tau_check_"] = model.tau_check_
                 for attr in ("search_time_", "refit_time_"):  # StreamSearchCV's split
                     if hasattr(model, attr):
                         row[attr.replace("_time_", "_s")] = float(getattr(model, attr))
