@@ -44,13 +44,14 @@ KILLS = {
     "AdditiveSVC": ["after:SummaryPass:1:4", "after:DcdEpochPass:2:2",
                     "during:CalibrationPass:1:result"],
     # k-means, cluster counts, 2 initial expert passes, an E-step and 2 stochastic EM
-    # epochs, every pass for the 3 one-vs-rest mixtures and the guard's 3 linear lanes at
-    # once (the experts' passes sequential, each lane with its own dual variables), their
-    # temperatures; then the same passes for the 3 one-vs-one pair mixtures that
-    # multiclass="auto" tries, and the held-out scores that compare the two
+    # epochs, every pass for the 3 one-vs-rest mixtures at both gating factors and the
+    # guard's 3 linear lanes at once (the experts' passes sequential, each lane with its
+    # own dual variables), the held-out scores that choose the factor, the temperatures;
+    # then the same passes for the 3 one-vs-one pair mixtures that multiclass="auto"
+    # tries, and the held-out scores that compare the two schemes
     "MixtureSVC": ["during:MiniBatchKMeansPass:2:4", "after:InitialExpertPass:2:2",
                    "after:StochasticEpochPass:2:4", "after:InitialExpertPass:4:2",
-                   "during:StochasticEpochPass:4:4", "during:HeldOutScoresPass:1:result"],
+                   "during:StochasticEpochPass:4:4", "during:HeldOutScoresPass:2:result"],
     # describe, anchor k-means (sequential), then restricted objectives and column scores
     "ShareBoostClassifier": ["after:MiniBatchKMeansPass:1:2",
                              "during:RestrictedObjectivePass:3:end"],
