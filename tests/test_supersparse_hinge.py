@@ -24,6 +24,8 @@ from streamlearn.solvers.supersparse.passes import (
     hinge_line_objective,
     hinge_newton_point,
     hinge_objective,
+    symmetric_from_upper,
+    upper_gram,
 )
 from tests.test_model_file import _rewritten
 
@@ -82,6 +84,49 @@ def test_hinge_gram_pass_sums_the_active_rows_as_numpy_does():
     a = run_chunks(pass_, chunks[:2])
     b = run_chunks(pass_, chunks[2:])
     np.testing.assert_allclose(pass_.merge(a, b).G, got.G, rtol=1e-12, atol=1e-12)
+
+
+def test_upper_gram_is_the_weighted_gram_above_its_diagonal():
+    rng = np.random.default_rng(16)
+    Z = rng.normal(size=(40, 6))
+    v = rng.uniform(0.0, 2.0, size=40)
+    full = (Z.T * v) @ Z
+    got = upper_gram(Z, v)
+    np.testing.assert_allclose(got, np.triu(full), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(symmetric_from_upper(np.stack([got, 2 * got])),
+                               np.stack([full, 2 * full]), rtol=1e-12, atol=1e-12)
+
+
+def test_hinge_gram_pass_sums_few_and_most_rows_inside_the_margin_alike():
+    # lane 0 at w = 0 puts every row inside the margin (the Gram of every row less none),
+    # lane 1's large coefficients leave few inside (the Gram of those rows)
+    rng = np.random.default_rng(17)
+    X, y = _rings(500, seed=17)
+    C = rng.normal(size=(4, 2))
+    Z = np.column_stack([_similarities(X, C, 0.6), np.ones(500)])
+    t = 2.0 * y - 1.0
+    w1 = np.linalg.lstsq(Z, t, rcond=None)[0] * 6.0
+    W = np.stack([np.zeros(5), w1])[:, :, None]
+    v = rng.uniform(0.5, 1.5, size=500).astype(np.float32)
+    dataset = open_dataset(X, target=y, weight=v, chunk_rows=100)
+    got = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(0.6), W),
+                     dataset.chunks())
+    fractions = []
+    for lane in range(2):
+        active = 1.0 - t * (Z @ W[lane, :, 0]) > 0
+        fractions.append(active.mean())
+        va = v[active].astype(np.float64)
+        np.testing.assert_allclose(got.G[lane, 0], (Z[active].T * va) @ Z[active],
+                                   rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(got.r[lane, 0], Z[active].T @ (va * t[active]),
+                                   rtol=1e-10, atol=1e-10)
+    assert fractions[0] == 1.0 and fractions[1] < 0.5
+    # an output left out of ``outputs`` sums its losses only
+    some = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(0.6), W,
+                                    outputs=np.array([[False], [True]])), dataset.chunks())
+    assert not some.G[0].any() and not some.r[0].any()
+    np.testing.assert_allclose(some.G[1], got.G[1], rtol=1e-12)
+    np.testing.assert_allclose(some.loss, got.loss, rtol=1e-12)
 
 
 def test_line_search_sums_are_the_objective_along_the_direction():

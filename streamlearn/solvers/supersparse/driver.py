@@ -1144,7 +1144,8 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
         if lanes.size == 0:
             break
         hinge = HingeGramPass(rows, C, similarity, at[lanes], held_out,
-                              *((base[lanes], direction[lanes]) if it else (None, None)))
+                              *((base[lanes], direction[lanes]) if it else (None, None)),
+                              outputs=~done[lanes])
         description = f"squared hinge step {it + 1}{label}"
         if it == 0 and first is not None:
             stats, first_result = runner.run(Together(hinge, first), dataset,

@@ -21,10 +21,11 @@ The per-row work runs in the numba kernels of :mod:`streamlearn.solvers.prototyp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
+from scipy.linalg import blas
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
@@ -764,13 +765,17 @@ class HingeGramPass:
         Rows whose squared hinge loss is summed at each lane (no Gram).
     base, direction : ndarray of shape (L, p + 1, K), optional
         The line searched.
+    outputs : ndarray of shape (L, K) of bool, optional
+        The outputs whose Gram statistics (``G``, ``r``) are summed; the others' stay
+        zero (an output that has stopped needs only its losses). Every output by default.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, rows: TargetRows, prototypes: np.ndarray, similarity: Similarity,
                  W: np.ndarray, held_out: TargetRows | None = None,
-                 base: np.ndarray | None = None, direction: np.ndarray | None = None) -> None:
+                 base: np.ndarray | None = None, direction: np.ndarray | None = None,
+                 outputs: np.ndarray | None = None) -> None:
         self.rows = rows
         self.C = prototypes
         self.similarity = similarity
@@ -779,6 +784,8 @@ class HingeGramPass:
             raise ValueError(f"W must have shape (lanes, {prototypes.shape[0] + 1}, outputs), "
                              f"got {self.W.shape}")
         self.held_out = held_out
+        self.outputs = (np.ones(self.W.shape[::2], dtype=bool) if outputs is None
+                        else np.asarray(outputs, dtype=bool).reshape(self.W.shape[::2]))
         self.line = None if base is None or direction is None else (
             np.asarray(base, dtype=np.float64).reshape(self.W.shape),
             np.asarray(direction, dtype=np.float64).reshape(self.W.shape))
@@ -816,14 +823,22 @@ class HingeGramPass:
             v64 = v.astype(np.float64)
             active = slack > 0.0
             state.loss += np.einsum("n,lnk->lk", v64, np.where(active, slack, 0.0) ** 2)
-            for lane in range(self.W.shape[0]):
-                for c in range(self.W.shape[2]):
-                    keep = np.flatnonzero(active[lane, :, c])
-                    if keep.size:
-                        Za = Z[keep]
-                        va = v64[keep]
-                        state.G[lane, c] += (Za.T * va) @ Za
-                        state.r[lane, c] += Za.T @ (va * t[keep, c])
+            every: np.ndarray | None = None  # the upper Gram of every row, where needed
+            for lane, c in zip(*np.nonzero(self.outputs), strict=True):
+                keep = np.flatnonzero(active[lane, :, c])
+                if not keep.size:
+                    continue
+                va = v64[keep]
+                state.r[lane, c] += Z[keep].T @ (va * t[keep, c])
+                if 2 * keep.size <= Z.shape[0]:
+                    state.G[lane, c] += upper_gram(Z[keep], va)
+                else:  # fewer rows outside the margin: every row's less theirs
+                    if every is None:
+                        every = upper_gram(Z, v64)
+                    state.G[lane, c] += every
+                    out = np.flatnonzero(~active[lane, :, c])
+                    if out.size:
+                        state.G[lane, c] -= upper_gram(Z[out], v64[out])
             if self.line is not None:
                 self._line(state, Z, t, v64)
             state.weight += float(v64.sum())
@@ -842,8 +857,34 @@ class HingeGramPass:
         return a + b
 
     def finish(self, state: HingeGramState) -> HingeGramState:
-        """The statistics."""
-        return state
+        """The statistics, ``G`` filled below its diagonal (the steps sum its upper
+        triangle)."""
+        return replace(state, G=symmetric_from_upper(state.G))
+
+
+def upper_gram(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The upper triangle of ``Z^T diag(v) Z`` (zeros below the diagonal), by BLAS's
+    symmetric rank-k update, half the products of the full matrix.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, q), float64
+    v : ndarray of shape (n,)
+        Non-negative row weights.
+
+    Returns
+    -------
+    ndarray of shape (q, q)
+    """
+    A = Z * np.sqrt(v)[:, None]
+    # A.T is Fortran-ordered: BLAS reads it without a copy
+    return blas.dsyrk(1.0, A.T, trans=0)
+
+
+def symmetric_from_upper(G: np.ndarray) -> np.ndarray:
+    """The symmetric matrices whose upper triangles are those of ``G`` (..., q, q)."""
+    upper = np.triu(G)
+    return upper + np.swapaxes(np.triu(G, 1), -1, -2)
 
 
 def hinge_objective(stats: HingeGramState, W: np.ndarray, lams: np.ndarray) -> np.ndarray:
