@@ -117,6 +117,13 @@ def scores(proba: np.ndarray, yt: np.ndarray) -> dict[str, float]:
             "error_pct": float(100.0 * (1.0 - right.mean()))}
 
 
+def fitted_losses(model: Any) -> list[str]:
+    """The ``loss_`` of a fitted model, or of each of a calibrated model's fitted copies
+    (empty where none has one): which loss its coefficients have."""
+    inner = [c.estimator for c in getattr(model, "calibrated_classifiers_", [])] or [model]
+    return [m.loss_ for m in inner if hasattr(m, "loss_")]
+
+
 def run(names: list[str], chosen: list[str] | None) -> list[dict[str, Any]]:
     table = methods()
     rows = []
@@ -137,9 +144,11 @@ def run(names: list[str], chosen: list[str] | None) -> list[dict[str, Any]]:
             warned: dict[str, int] = {}
             for w in caught:
                 warned[w.category.__name__] = warned.get(w.category.__name__, 0) + 1
+            losses = fitted_losses(model)
             row = {"dataset": name, "method": method, "train_rows": len(y),
                    "test_rows": len(yt), "classes": n_classes, "fit_s": fit_s,
-                   **scores(proba, yt), "warnings": warned}
+                   **scores(proba, yt), "warnings": warned,
+                   **({"fitted_loss": losses} if losses else {})}
             rows.append(row)
             print(f"{name:14s} {method:48s} log-loss {row['log_loss']:.4f}  "
                   f"Brier {row['brier']:.4f}  ECE {row['ece']:.4f}  "
