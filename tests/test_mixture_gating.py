@@ -59,10 +59,12 @@ def _cross_fitted(model: MixtureSVC, X: np.ndarray, y: np.ndarray, half: np.ndar
 @pytest.mark.parametrize("problem, factor", [(ring, 4.0), (local_experts, 16.0)],
                          ids=["ring", "local_experts"])
 def test_auto_keeps_the_factor_of_clearly_lower_cross_fitted_held_out_log_loss(
-        problem, factor: float) -> None:
+        problem, factor: float, monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = problem(4000)
     # three epochs at a tolerance every lane meets: each candidate trains exactly as the
-    # fit at its scale given as a number
+    # fit at its scale given as a number; neither leaves the passes early, so the final
+    # comparison decides
+    monkeypatch.setattr(driver, "TAU_DROP_FIRST_EPOCH", 4)
     params = {"epochs": 3, "tol": 1e6, "random_state": 0, "progress": False}
     auto = MixtureSVC(**params).fit(X, y)
     check = auto.tau_check_
@@ -91,6 +93,40 @@ def test_auto_keeps_the_factor_of_clearly_lower_cross_fitted_held_out_log_loss(
     Xn, yn = problem(4000, seed=1)
     errors = [np.mean(model.predict(Xn) != yn) for model in fixed]
     assert errors[check["factors"].index(factor)] < errors[1 - check["factors"].index(factor)]
+
+
+def test_auto_drops_a_clearly_losing_factor_early_and_keeps_the_other_as_trained_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = ring(4000)
+    lanes_per_pass: list[int] = []
+
+    class Counted(driver.StochasticEpochPass):  # the lanes each epoch's pass trains
+        def __init__(self, positives, *args, **kwargs) -> None:
+            lanes_per_pass.append(len(positives))
+            super().__init__(positives, *args, **kwargs)
+
+    monkeypatch.setattr(driver, "StochasticEpochPass", Counted)
+    # a tolerance every lane meets at the third epoch, more epochs allowed
+    params = {"epochs": 6, "tol": 1e6, "random_state": 0, "progress": False}
+    auto = MixtureSVC(**params).fit(X, y)
+    check = auto.tau_check_
+    # the softer gates' held-out loss was clearly lower after the second epoch: factor
+    # 16's lanes left the third pass, and no final comparison ran
+    assert check["epoch"] == driver.TAU_DROP_FIRST_EPOCH == 2
+    assert check["kept"] == 4.0 and "losses" not in check
+    gain = check["epoch_losses"][0] - check["epoch_losses"][1]
+    assert gain > driver.TAU_GAIN_STANDARD_ERRORS * check["epoch_standard_error"] > 0.0
+    assert lanes_per_pass == [3, 3, 2]  # two mixtures and the linear SVM, then one less
+    # the mixture kept is the one trained at its scale given as a number, three epochs
+    lanes_per_pass.clear()
+    alone = MixtureSVC(tau=check["taus"][1], **params).fit(X, y)
+    assert lanes_per_pass == [2, 2, 2]
+    assert auto.tau_ == alone.tau_ and auto.n_iter_ == alone.n_iter_ == 3
+    assert auto.validation_["kept"] == alone.validation_["kept"] == "mixture"
+    np.testing.assert_array_equal(auto.predict_proba(X), alone.predict_proba(X))
+    # and the epoch's losses are the fit's own record of its held-out rows at that epoch
+    assert alone.history_[0][2]["held_out_scaled_loss"] == pytest.approx(
+        check["epoch_losses"][1], rel=1e-12)
 
 
 def test_one_scale_without_held_out_rows_or_with_tau_given() -> None:

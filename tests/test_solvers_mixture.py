@@ -400,3 +400,36 @@ def test_lanes_of_their_own_gating_scales_train_as_each_alone() -> None:
             X[rows], p.V, p.W, p.xi, tau, BIAS), rtol=1e-6, atol=1e-9)
     with pytest.raises(ValueError, match="2 gating scales for 3 lanes"):
         EStepPass([params[0]] * 3, [1, 1, 1], taus, BIAS)
+
+
+def test_held_out_paired_standard_error_matches_numpy() -> None:
+    # one chunk: every held-out row is scored by the initial parameters before it trains;
+    # two single-lane groups at gating scales of their own, rows of unequal weights
+    from streamlearn.solvers.calibration import TEMPERATURE_SCALES
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(800, 3)).astype(np.float32)
+    codes = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    weight = rng.uniform(0.5, 2.0, size=800)
+    data = open_dataset(X, target=codes, weight=weight, chunk_rows=800)
+    holdout = Holdout.fraction(0.25, 9)
+    taus, params = [0.3, 2.5], [_lane(rng), _lane(rng)]
+    with ExampleState(800, 3) as a0, ExampleState(800, 3) as a1:
+        state = LocalEngine(progress=False).run(StochasticEpochPass(
+            [1, 1], 0.5, taus, 0.1, BIAS, 800.0, [a0, a1], [3, 3],
+            [StochasticState(p.copy(), p.xi.copy(), 0) for p in params], holdout=holdout,
+            groups=[[0], [1]]), data)
+    held = holdout.mask(np.arange(800))
+    y = np.where(codes[held] == 1, 1.0, -1.0)
+    w = weight[held]
+    # each row's loss of each group at each scale: (2, S, rows)
+    rows = np.stack([np.logaddexp(0.0, -TEMPERATURE_SCALES[:, None] * y * mixture_log_odds_chunk(
+        X[held], p.V, p.W, p.xi, tau, BIAS)[None]) for tau, p in zip(taus, params, strict=True)])
+    for s, t in [(0, 0), (20, 35), (50, 10)]:
+        d = rows[0, s] - rows[1, t]
+        mean = w @ d / w.sum()
+        want = np.sqrt(np.sum(w ** 2 * (d - mean) ** 2)) / w.sum()
+        assert state.paired_standard_error(0, s, 1, t) == pytest.approx(want, rel=1e-5)
+        assert state.paired_standard_error(1, t, 0, s) == pytest.approx(want, rel=1e-5)
+    # a group against itself at one scale: no spread
+    assert state.paired_standard_error(1, 7, 1, 7) == 0.0

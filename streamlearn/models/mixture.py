@@ -176,9 +176,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         the log-loss of its :meth:`predict_proba` on the held-out rows is below that of
         ``c = 16`` by more than twice the standard error of the rows' paired
         differences, with the temperatures cross-fitted as ``multiclass="auto"``'s
-        comparison takes them (``tau_check_``). Softer gates gained on usps, letter and
-        pendigits and lost on MNIST, so the held-out rows choose; without them,
-        ``c = 16``. A number is taken in standardised units.
+        comparison takes them (``tau_check_``). From the second epoch on, one factor's
+        mixture leaves the later passes as soon as the other's held-out loss at its best
+        temperature in that epoch is clearly lower (by the same two standard errors of
+        the rows' paired differences), and the other is kept. Softer gates gained on
+        usps, letter and pendigits and lost on MNIST, so the held-out rows choose;
+        without them, ``c = 16``. A number is taken in standardised units.
     C : float or "auto"
         Penalty of each expert's hinge losses, ``1/2 ||w_j||^2 + C sum_i s_i q_ij hinge``
         (``C = 1 / (2 zeta)`` of eq. 9), on the standardised features. ``"auto"``:
@@ -311,7 +314,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         (16, 4), their ``"taus"``, the cross-fitted held-out log-loss of each one's
         :meth:`predict_proba` (``"losses"``), the standard error of each one's paired
         difference from ``c = 16``'s (``"standard_errors"``) and the factor
-        ``"kept"``. Absent otherwise.
+        ``"kept"``; when one factor was dropped after an ``"epoch"`` instead, that
+        epoch's held-out loss of each at its best temperature (``"epoch_losses"``) and
+        the standard error of their paired difference (``"epoch_standard_error"``) in
+        place of ``"losses"`` and ``"standard_errors"``. Absent otherwise.
     nu_ : float
         Prior of eq. 20 used (``nu="auto"`` resolved).
     C_ : float

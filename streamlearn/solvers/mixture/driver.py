@@ -26,7 +26,8 @@
    ``+/- e_{d+1}`` (a constant expert) as Sec. III-D says; ``tau="auto"`` comes from the
    spacing of the k-means centres (:func:`gating_scale`), and with the guard's held-out
    rows the mixtures at each factor of :data:`TAU_FACTORS` train as lanes of the same
-   passes, the held-out rows choosing one (:func:`_choose_gating_scale`);
+   passes, the held-out rows choosing one (:func:`_losing_scales` during stochastic EM,
+   else :func:`_choose_gating_scale` after it);
 2. ``em="batch"`` (Fig. 2): per iteration, a reduction pass computes the E-step statistics
    (eq. 11) and the objective, ``xi`` follows eq. 20 (pruning), the centres take a few
    L-BFGS steps on eq. 13 whose value and gradient (eq. 14) are each one reduction pass, and
@@ -130,6 +131,10 @@ TAU_FACTORS = (TAU_FACTOR, 4.0)
 #: held-out log-loss is below the first's by more than this many standard errors of the
 #: rows' paired differences (as :data:`OVO_GAIN_STANDARD_ERRORS`).
 TAU_GAIN_STANDARD_ERRORS = 2.0
+#: From the end of this epoch of stochastic EM on, the mixture at one gating factor of
+#: :data:`TAU_FACTORS` leaves the later passes once the other's held-out loss at its best
+#: temperature is clearly lower (:func:`_losing_scales`).
+TAU_DROP_FIRST_EPOCH = 2
 #: ``C="auto"`` is ``C_FACTOR`` over the mean squared norm of a standardised row (see
 #: :func:`default_C`).
 C_FACTOR = 10.0
@@ -352,7 +357,11 @@ class MixtureFit:
         :data:`TAU_FACTORS` tried, their ``"taus"``, the cross-fitted held-out log-loss of
         each one's class probabilities (``"losses"``), the standard error of each one's
         paired difference from the first's (``"standard_errors"``, 0 for the first) and
-        the factor ``"kept"`` (:func:`_choose_gating_scale`); None otherwise.
+        the factor ``"kept"`` (:func:`_choose_gating_scale`), or, when one scale left the
+        passes early, the ``"epoch"`` after which it did, that epoch's held-out loss of
+        each at its best temperature (``"epoch_losses"``) and the standard error of their
+        paired difference (``"epoch_standard_error"``, :func:`_losing_scales`) with the
+        factor ``"kept"``; None otherwise.
     """
 
     classes: np.ndarray
@@ -1129,8 +1138,10 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
 
     With several gating scales ``tau`` (:func:`gating_candidates`) and the guard's held-out
     rows, stochastic EM trains the mixtures at every scale as lanes of the same passes
-    (each scale's lanes with the seeds of the first's), :func:`_choose_gating_scale` keeps
-    one, and the guard compares its held-out error with the linear SVM's. Otherwise the
+    (each scale's lanes with the seeds of the first's); a scale clearly behind the other
+    on an epoch's held-out rows leaves the later passes (:func:`_losing_scales`) and the
+    other is kept, else :func:`_choose_gating_scale` keeps one; the guard compares its
+    held-out error with the linear SVM's. Otherwise the
     first scale alone is trained, and the choice is None.
     """
     k = centers.shape[0]
@@ -1154,15 +1165,19 @@ def _fit_binaries(runner: Any, dataset: Dataset, config: MixtureConfig, centers:
             n_mix = n * len(taus)
             groups = ([list(range(c * n, (c + 1) * n)) for c in range(len(taus) + 1)]
                       if holdout is not None else [])
-            fits, tally = _stochastic_em(runner, dataset, config, params, constant,
-                                         [lane.positive for lane in lanes], lane_taus, totals,
-                                         alphas, seed, [lane.seed for lane in lanes], std,
-                                         holdout, groups, n_mix, dual_sums, n_classes,
-                                         n_mixture_groups=len(taus))
+            fits, tally, drops = _stochastic_em(
+                runner, dataset, config, params, constant, [lane.positive for lane in lanes],
+                lane_taus, totals, alphas, seed, [lane.seed for lane in lanes], std, holdout,
+                groups, n_mix, dual_sums, n_classes, n_mixture_groups=len(taus))
             if holdout is None:
                 return fits, None, None
             chosen, tau_check = 0, None
-            if len(taus) > 1:
+            if drops:  # one scale left the passes early: the other is kept
+                chosen = 1 - int(drops[0]["dropped"])
+                factors = [float(f) for f in TAU_FACTORS[:len(taus)]]
+                tau_check = {"kept": factors[chosen], "factors": factors, "taus": taus,
+                             **{k: v for k, v in drops[0].items() if k != "dropped"}}
+            elif len(taus) > 1:
                 chosen, tau_check = _choose_gating_scale(
                     runner, dataset, config, [fits[c * n:(c + 1) * n] for c in range(len(taus))],
                     std, holdout, seed)
@@ -1235,6 +1250,38 @@ def _choose_gating_scale(runner: Any, dataset: Dataset, config: MixtureConfig,
     return chosen, {"kept": factors[chosen], "factors": factors,
                     "taus": [float(m.tau) for m in models], "losses": mean,
                     "standard_errors": errors}
+
+
+def _losing_scales(tally: EpochState, live: list[int], n_mixture_groups: int,
+                   epoch: int) -> tuple[list[int], dict[str, Any]] | None:
+    """The mixture of two gating scales to drop after an ``epoch`` of stochastic EM, from
+    :data:`TAU_DROP_FIRST_EPOCH` on, and the record of why; None while both stay.
+
+    Both mixtures' held-out rows were scored in the epoch's pass, each row by the
+    parameters met when its chunk was read, and each mixture's loss (the logistic losses
+    of its binary mixtures summed, ``EpochState.losses``) is taken at its best
+    temperature (``EpochState.scaled_losses``): the loss EM cannot lower by sharpening its
+    log-odds alone. The first scale (:data:`TAU_FACTOR`'s) is dropped when the other's
+    weighted mean loss is below its own by more than :data:`TAU_GAIN_STANDARD_ERRORS`
+    standard errors of the rows' paired differences
+    (:meth:`~streamlearn.solvers.mixture.passes.EpochState.paired_standard_error`), the
+    other when it is above by as much: the margin of the final comparison
+    (:func:`_choose_gating_scale`), which a scale so far behind would rarely win. The
+    first epoch's rows are scored partly by the initial experts, shared by both scales,
+    so the comparison waits for a second.
+    """
+    if n_mixture_groups != 2 or epoch < TAU_DROP_FIRST_EPOCH or not {0, 1} <= set(live):
+        return None
+    a, b = live.index(0), live.index(1)
+    total = max(tally.held_weight, 1e-300)
+    s = [int(np.argmin(tally.scaled_losses[j])) for j in (a, b)]
+    losses = [float(tally.scaled_losses[j, t]) / total for j, t in zip((a, b), s, strict=True)]
+    se = tally.paired_standard_error(a, s[0], b, s[1])
+    gain = losses[0] - losses[1]
+    if not abs(gain) > TAU_GAIN_STANDARD_ERRORS * se > 0.0:  # rows that tie say nothing
+        return None
+    return [0 if gain > 0 else 1], {"epoch": int(epoch), "epoch_losses": losses,
+                                    "epoch_standard_error": float(se)}
 
 
 def _finish_linear(runner: Any, dataset: Dataset, config: MixtureConfig,
@@ -1387,7 +1434,7 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                    seeds: list[int], std: Standardiser, holdout: Holdout | None,
                    groups: list[list[int]], n_judged: int, dual_sums: list[np.ndarray],
                    n_classes: int = 2, n_mixture_groups: int = 1
-                   ) -> tuple[list[BinaryFit], EpochState]:
+                   ) -> tuple[list[BinaryFit], EpochState, list[dict[str, Any]]]:
     """Stochastic EM of every lane, each epoch one pass for all of them.
 
     ``tau`` is every lane's gating scale, or each lane's own. The first ``n_judged`` lanes
@@ -1408,8 +1455,13 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     history entry records its group's ``held_out_error``, ``held_out_loss`` and
     ``held_out_scaled_loss``. Without validation ``groups`` a lane that met the
     tolerance leaves the later passes; with them a lane runs until its group stops (its
-    ``n_iter`` counts the epochs it ran).
-    Returns every lane's fit and the validation tallies of each group's last epoch.
+    ``n_iter`` counts the epochs it ran). With two mixture groups (two gating scales),
+    the one :func:`_losing_scales` finds clearly behind after an epoch leaves the later
+    passes too, unless the fit ends at that epoch; its lanes no longer count for the
+    tolerance, nor its held-out loss for the shared rule.
+    Returns every lane's fit, the validation tallies of each group's last epoch and the
+    record of the mixture group dropped so (``"dropped"``, its index, with
+    :func:`_losing_scales`'s record; empty when none was).
     """
     bs = float(config.bias_scale)
     epochs = int(config.epochs)
@@ -1440,6 +1492,8 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     stopped = np.zeros(n_groups, dtype=bool)
     last_errors, last_losses = np.zeros(n_groups), np.zeros(n_groups)
     held_weight = 0.0
+    dropped_lanes: set[int] = set()  # lanes of a gating scale dropped (_losing_scales)
+    drops: list[dict[str, Any]] = []
     for epoch in range(epochs):
         live = [g for g in range(n_groups) if not stopped[g]]
         out = runner.run(
@@ -1477,6 +1531,9 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                 n_iter[m] = epoch + 1
             if groups:  # a lane trains until its group stops, whenever it met the tolerance
                 n_iter[m] = epoch + 1
+        losing = None
+        if held is not None and n_mixture_groups > 1 and epoch + 1 < epochs:
+            losing = _losing_scales(out, live, n_mixture_groups, epoch + 1)
         if held is not None:
             improved = held < best_held[live] * (1.0 - HELD_OUT_MIN_DECREASE)
             best_held[live] = np.minimum(best_held[live], held)
@@ -1495,10 +1552,15 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
                 for m in groups[g]:
                     converged[m] = True
         # the judged lanes met the tolerance, or every group stopped on its held-out rows
-        if all(met[:n_judged]) or (groups and stopped.all()):
+        if (all(met[m] or m in dropped_lanes for m in range(n_judged))
+                or (groups and stopped.all())):
             for m in range(n_lanes):
                 n_iter[m] = min(n_iter[m], epoch + 1)
             break
+        if losing is not None and not stopped[losing[0]].any():
+            stopped[losing[0]] = True  # the later passes train the other scale's lanes only
+            dropped_lanes.update(m for g in losing[0] for m in groups[g])
+            drops.append({"dropped": losing[0][0], **losing[1]})
         if groups:
             running = [m for m in running if not any(stopped[g] for g in range(n_groups)
                                                      if m in groups[g])]
@@ -1508,4 +1570,4 @@ def _stochastic_em(runner: Any, dataset: Dataset, config: MixtureConfig,
     fits = [BinaryFit(states[m].params, histories[m], n_iter[m], converged[m],
                       states[m].resp, states[m].t, totals[m], taus[m], states[m].dual_sum)
             for m in range(n_lanes)]
-    return fits, out
+    return fits, out, drops

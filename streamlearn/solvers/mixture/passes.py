@@ -1227,6 +1227,11 @@ class EpochState:
         :data:`~streamlearn.solvers.calibration.TEMPERATURE_SCALES` (``S`` of them): the
         minimum over ``s`` is the held-out loss at its best temperature, which EM cannot
         lower by only sharpening or flattening its log-odds.
+    row_moments : ndarray of shape (1 + n_groups * S, 1 + n_groups * S)
+        ``sum_i w_i^2 v_i v_i^T`` over the held-out rows, ``v_i`` a 1 followed by the row's
+        loss in ``scaled_losses`` of every group at every scale (group-major): the
+        standard error of two groups' paired differences at any two scales follows
+        (:meth:`paired_standard_error`).
     """
 
     lanes: list[StochasticState]
@@ -1235,12 +1240,30 @@ class EpochState:
     losses: np.ndarray | None = None
     share: float = 1.0
     scaled_losses: np.ndarray | None = None
+    row_moments: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.losses is None:
             self.losses = np.zeros_like(self.errors)
         if self.scaled_losses is None:
             self.scaled_losses = np.zeros((len(self.errors), len(TEMPERATURE_SCALES)))
+        if self.row_moments is None:
+            size = 1 + len(self.errors) * len(TEMPERATURE_SCALES)
+            self.row_moments = np.zeros((size, size))
+
+    def paired_standard_error(self, a: int, s: int, b: int, t: int) -> float:
+        """``sqrt(sum_i w_i^2 (d_i - d)^2) / sum_i w_i`` of the held-out rows' paired
+        differences ``d_i = l_i(a, s) - l_i(b, t)``, ``l_i(g, s)`` the row's loss of group
+        ``g`` at the scale of index ``s`` and ``d`` their weighted mean (the standard error
+        of the difference of the two weighted mean losses)."""
+        S = len(TEMPERATURE_SCALES)
+        c = np.zeros(self.row_moments.shape[0])
+        c[1 + a * S + s] += 1.0
+        c[1 + b * S + t] -= 1.0
+        total = max(self.held_weight, 1e-300)
+        mean = (self.scaled_losses[a, s] - self.scaled_losses[b, t]) / total
+        c[0] = -mean  # w_i (d_i - d) = w_i c . v_i
+        return float(np.sqrt(max(float(c @ self.row_moments @ c), 0.0))) / total
 
 
 class StochasticEpochPass:
@@ -1358,6 +1381,7 @@ class StochasticEpochPass:
         y = np.asarray(chunk.y)[held]
         w = (np.ones(held.size) if chunk.weight is None
              else np.asarray(chunk.weight, dtype=np.float64)[held])
+        rows: list[np.ndarray] = [np.empty((0, held.size))] * len(self.groups)
         for g, lanes in enumerate(self.groups):
             F = np.column_stack([log_odds[m] for m in lanes])
             labels = [self.positives[m] for m in lanes]
@@ -1379,7 +1403,10 @@ class StochasticEpochPass:
             margins = np.where(inside, -signs * F, -np.inf)  # log(1 + e^-inf) = 0
             state.losses[g] += float(w @ np.logaddexp(0.0, margins).sum(axis=1))
             scaled = np.logaddexp(0.0, TEMPERATURE_SCALES[:, None, None] * margins[None])
-            state.scaled_losses[g] += scaled.sum(axis=2) @ w
+            rows[g] = scaled.sum(axis=2)
+            state.scaled_losses[g] += rows[g] @ w
+        v = np.concatenate([np.ones((1, held.size)), *rows]) * w  # (1 + G S, rows)
+        state.row_moments += v @ v.T
         state.held_weight += float(w.sum())
 
     def _step_lane(self, m: int, state: StochasticState, X: np.ndarray, w: np.ndarray,
@@ -1444,7 +1471,8 @@ class StochasticEpochPass:
                            for p, q, initial in zip(a.lanes, b.lanes, self.initial,
                                                     strict=True)],
                           a.errors + b.errors, a.held_weight + b.held_weight,
-                          a.losses + b.losses, scaled_losses=a.scaled_losses + b.scaled_losses)
+                          a.losses + b.losses, scaled_losses=a.scaled_losses + b.scaled_losses,
+                          row_moments=a.row_moments + b.row_moments)
 
     @staticmethod
     def _merge_lane(a: StochasticState, b: StochasticState, initial: StochasticState,
