@@ -433,3 +433,41 @@ def test_held_out_paired_standard_error_matches_numpy() -> None:
         assert state.paired_standard_error(1, t, 0, s) == pytest.approx(want, rel=1e-5)
     # a group against itself at one scale: no spread
     assert state.paired_standard_error(1, 7, 1, 7) == 0.0
+
+
+def test_held_out_softmax_losses_and_their_standard_error_match_numpy() -> None:
+    # one chunk: every held-out row is scored by the initial parameters before it trains;
+    # three lanes one against the rest make one group (softmax of the scaled log-odds),
+    # the first lane alone another (its logistic loss)
+    from scipy.special import log_softmax
+
+    from streamlearn.solvers.calibration import TEMPERATURE_SCALES
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(900, 3)).astype(np.float32)
+    codes = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+    weight = rng.uniform(0.5, 2.0, size=900)
+    data = open_dataset(X, target=codes, weight=weight, chunk_rows=900)
+    holdout = Holdout.fraction(0.3, 2)
+    params = [_lane(rng) for _ in range(3)]
+    with ExampleState(900, 3) as a0, ExampleState(900, 3) as a1, \
+            ExampleState(900, 3) as a2:
+        state = LocalEngine(progress=False).run(StochasticEpochPass(
+            [0, 1, 2], 0.5, TAU, 0.1, BIAS, 900.0, [a0, a1, a2], [3, 4, 5],
+            [StochasticState(p.copy(), p.xi.copy(), 0) for p in params], holdout=holdout,
+            groups=[[0, 1, 2], [0]], n_classes=3), data)
+    held = holdout.mask(np.arange(900))
+    c, w = codes[held], weight[held]
+    F = np.column_stack([mixture_log_odds_chunk(X[held], p.V, p.W, p.xi, TAU, BIAS)
+                         for p in params])
+    rows = np.stack([
+        -np.stack([log_softmax(s * F, axis=1)[np.arange(len(c)), c]
+                   for s in TEMPERATURE_SCALES]),
+        np.logaddexp(0.0, -TEMPERATURE_SCALES[:, None] * np.where(c == 0, 1.0, -1.0)
+                     * F[:, 0])])  # (2, S, rows)
+    np.testing.assert_allclose(state.proba_losses, rows @ w, rtol=1e-5)
+    np.testing.assert_allclose(state.proba_losses[1], state.scaled_losses[1], rtol=1e-12)
+    for s, t in [(10, 10), (25, 40)]:
+        d = rows[0, s] - rows[1, t]
+        want = np.sqrt(np.sum(w ** 2 * (d - w @ d / w.sum()) ** 2)) / w.sum()
+        assert state.paired_standard_error(0, s, 1, t) == pytest.approx(want, rel=1e-5)

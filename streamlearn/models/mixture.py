@@ -177,9 +177,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``c = 16`` by more than twice the standard error of the rows' paired
         differences, with the temperatures cross-fitted as ``multiclass="auto"``'s
         comparison takes them (``tau_check_``). From the second epoch on, one factor's
-        mixture leaves the later passes as soon as the other's held-out loss at its best
-        temperature in that epoch is clearly lower (by the same two standard errors of
-        the rows' paired differences), and the other is kept. Softer gates gained on
+        mixture leaves the later passes as soon as the other's held-out log-loss in that
+        epoch, at its best temperature, is clearly lower (by the same two standard errors
+        of the rows' paired differences), and the other is kept. Softer gates gained on
         usps, letter and pendigits and lost on MNIST, so the held-out rows choose;
         without them, ``c = 16``. A number is taken in standardised units.
     C : float or "auto"
@@ -315,7 +315,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         :meth:`predict_proba` (``"losses"``), the standard error of each one's paired
         difference from ``c = 16``'s (``"standard_errors"``) and the factor
         ``"kept"``; when one factor was dropped after an ``"epoch"`` instead, that
-        epoch's held-out loss of each at its best temperature (``"epoch_losses"``) and
+        epoch's held-out log-loss of each at its best temperature (``"epoch_losses"``) and
         the standard error of their paired difference (``"epoch_standard_error"``) in
         place of ``"losses"`` and ``"standard_errors"``. Absent otherwise.
     nu_ : float

@@ -1258,12 +1258,15 @@ def _losing_scales(tally: EpochState, live: list[int], n_mixture_groups: int,
     :data:`TAU_DROP_FIRST_EPOCH` on, and the record of why; None while both stay.
 
     Both mixtures' held-out rows were scored in the epoch's pass, each row by the
-    parameters met when its chunk was read, and each mixture's loss (the logistic losses
-    of its binary mixtures summed, ``EpochState.losses``) is taken at its best
-    temperature (``EpochState.scaled_losses``): the loss EM cannot lower by sharpening its
-    log-odds alone. The first scale (:data:`TAU_FACTOR`'s) is dropped when the other's
-    weighted mean loss is below its own by more than :data:`TAU_GAIN_STANDARD_ERRORS`
-    standard errors of the rows' paired differences
+    parameters met when its chunk was read, and each mixture's loss is the log-loss of
+    its class probabilities at its best temperature (``EpochState.proba_losses``; one
+    against one, its pairs' logistic losses summed): the loss the final comparison takes,
+    with the temperature fitted on the same rows (as optimistic for one mixture as for
+    the other) instead of cross-fitted. The sum of one-vs-rest's binary losses told
+    letter's factors apart by half a standard error where the final comparison found 3.
+    The first scale (:data:`TAU_FACTOR`'s) is dropped when the other's weighted mean loss
+    is below its own by more than :data:`TAU_GAIN_STANDARD_ERRORS` standard errors of
+    the rows' paired differences
     (:meth:`~streamlearn.solvers.mixture.passes.EpochState.paired_standard_error`), the
     other when it is above by as much: the margin of the final comparison
     (:func:`_choose_gating_scale`), which a scale so far behind would rarely win. The
@@ -1274,8 +1277,8 @@ def _losing_scales(tally: EpochState, live: list[int], n_mixture_groups: int,
         return None
     a, b = live.index(0), live.index(1)
     total = max(tally.held_weight, 1e-300)
-    s = [int(np.argmin(tally.scaled_losses[j])) for j in (a, b)]
-    losses = [float(tally.scaled_losses[j, t]) / total for j, t in zip((a, b), s, strict=True)]
+    s = [int(np.argmin(tally.proba_losses[j])) for j in (a, b)]
+    losses = [float(tally.proba_losses[j, t]) / total for j, t in zip((a, b), s, strict=True)]
     se = tally.paired_standard_error(a, s[0], b, s[1])
     gain = losses[0] - losses[1]
     if not abs(gain) > TAU_GAIN_STANDARD_ERRORS * se > 0.0:  # rows that tie say nothing

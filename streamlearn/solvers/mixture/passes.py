@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import numpy as np
+from scipy.special import logsumexp
 
 from streamlearn.data import Chunk
 from streamlearn.data.example_state import ExampleState
@@ -1227,9 +1228,14 @@ class EpochState:
         :data:`~streamlearn.solvers.calibration.TEMPERATURE_SCALES` (``S`` of them): the
         minimum over ``s`` is the held-out loss at its best temperature, which EM cannot
         lower by only sharpening or flattening its log-odds.
+    proba_losses : ndarray of shape (n_groups, S)
+        Weighted log-loss of the held-out rows under each group's class probabilities at
+        each scale ``s``: ``softmax(s f)`` over the lanes' log-odds one against the rest
+        (the logistic of ``s f`` for one lane, ``scaled_losses``), and for pairs of
+        classes their logistic losses summed (``scaled_losses``).
     row_moments : ndarray of shape (1 + n_groups * S, 1 + n_groups * S)
         ``sum_i w_i^2 v_i v_i^T`` over the held-out rows, ``v_i`` a 1 followed by the row's
-        loss in ``scaled_losses`` of every group at every scale (group-major): the
+        loss in ``proba_losses`` of every group at every scale (group-major): the
         standard error of two groups' paired differences at any two scales follows
         (:meth:`paired_standard_error`).
     """
@@ -1241,12 +1247,15 @@ class EpochState:
     share: float = 1.0
     scaled_losses: np.ndarray | None = None
     row_moments: np.ndarray | None = None
+    proba_losses: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.losses is None:
             self.losses = np.zeros_like(self.errors)
         if self.scaled_losses is None:
             self.scaled_losses = np.zeros((len(self.errors), len(TEMPERATURE_SCALES)))
+        if self.proba_losses is None:
+            self.proba_losses = np.zeros((len(self.errors), len(TEMPERATURE_SCALES)))
         if self.row_moments is None:
             size = 1 + len(self.errors) * len(TEMPERATURE_SCALES)
             self.row_moments = np.zeros((size, size))
@@ -1254,14 +1263,14 @@ class EpochState:
     def paired_standard_error(self, a: int, s: int, b: int, t: int) -> float:
         """``sqrt(sum_i w_i^2 (d_i - d)^2) / sum_i w_i`` of the held-out rows' paired
         differences ``d_i = l_i(a, s) - l_i(b, t)``, ``l_i(g, s)`` the row's loss of group
-        ``g`` at the scale of index ``s`` and ``d`` their weighted mean (the standard error
-        of the difference of the two weighted mean losses)."""
+        ``g`` at the scale of index ``s`` (in ``proba_losses``) and ``d`` their weighted
+        mean (the standard error of the difference of the two weighted mean losses)."""
         S = len(TEMPERATURE_SCALES)
         c = np.zeros(self.row_moments.shape[0])
         c[1 + a * S + s] += 1.0
         c[1 + b * S + t] -= 1.0
         total = max(self.held_weight, 1e-300)
-        mean = (self.scaled_losses[a, s] - self.scaled_losses[b, t]) / total
+        mean = (self.proba_losses[a, s] - self.proba_losses[b, t]) / total
         c[0] = -mean  # w_i (d_i - d) = w_i c . v_i
         return float(np.sqrt(max(float(c @ self.row_moments @ c), 0.0))) / total
 
@@ -1405,6 +1414,11 @@ class StochasticEpochPass:
             scaled = np.logaddexp(0.0, TEMPERATURE_SCALES[:, None, None] * margins[None])
             rows[g] = scaled.sum(axis=2)
             state.scaled_losses[g] += rows[g] @ w
+            if not isinstance(labels[0], tuple) and len(lanes) > 1:  # softmax(s f)
+                sF = TEMPERATURE_SCALES[:, None, None] * F[None]
+                hit = (y[:, None] == codes[None, :])[None]
+                rows[g] = logsumexp(sF, axis=2) - np.where(hit, sF, 0.0).sum(axis=2)
+            state.proba_losses[g] += rows[g] @ w
         v = np.concatenate([np.ones((1, held.size)), *rows]) * w  # (1 + G S, rows)
         state.row_moments += v @ v.T
         state.held_weight += float(w.sum())
@@ -1472,7 +1486,8 @@ class StochasticEpochPass:
                                                     strict=True)],
                           a.errors + b.errors, a.held_weight + b.held_weight,
                           a.losses + b.losses, scaled_losses=a.scaled_losses + b.scaled_losses,
-                          row_moments=a.row_moments + b.row_moments)
+                          row_moments=a.row_moments + b.row_moments,
+                          proba_losses=a.proba_losses + b.proba_losses)
 
     @staticmethod
     def _merge_lane(a: StochasticState, b: StochasticState, initial: StochasticState,
