@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -186,16 +187,24 @@ def test_newton_refit_minimises_the_squared_hinge_objective_as_scipy_does():
         assert objective(W[lane, :, 0])[0] == pytest.approx(J[lane, 0], rel=1e-9)
 
 
-def test_newton_point_and_objective_of_one_lane_are_the_active_rows_ridge():
-    rng = np.random.default_rng(4)
-    X, y = _rings(200, seed=4)
-    C = rng.normal(size=(3, 2))
-    w = rng.normal(scale=0.3, size=(1, 4, 1))
-    dataset = open_dataset(X, target=y, chunk_rows=50)
-    stats = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(1.0), w),
+def _random_lanes_pass(n: int, seed: int, p: int, lanes: int, gamma: float,
+                       chunk_rows: int) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """A :class:`HingeGramPass` over ring rows at random coefficients: the statistics,
+    the similarity columns ``Z`` (with the intercept's), the ``+-1`` targets and the
+    coefficients (lanes, p + 1, 1)."""
+    rng = np.random.default_rng(seed)
+    X, y = _rings(n, seed=seed)
+    C = rng.normal(size=(p, 2))
+    w = rng.normal(scale=0.3, size=(lanes, p + 1, 1))
+    dataset = open_dataset(X, target=y, chunk_rows=chunk_rows)
+    stats = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(gamma), w),
                        dataset.chunks())
-    Z = np.column_stack([_similarities(X, C, 1.0), np.ones(200)])
-    t = 2.0 * y - 1.0
+    Z = np.column_stack([_similarities(X, C, gamma), np.ones(n)])
+    return stats, Z, 2.0 * y - 1.0, w
+
+
+def test_newton_point_and_objective_of_one_lane_are_the_active_rows_ridge():
+    stats, Z, t, w = _random_lanes_pass(200, seed=4, p=3, lanes=1, gamma=1.0, chunk_rows=50)
     active = 1.0 - t * (Z @ w[0, :, 0]) > 0
     Za, ta = Z[active], t[active]
     lam = 0.05
@@ -209,15 +218,7 @@ def test_newton_point_and_objective_of_one_lane_are_the_active_rows_ridge():
 
 
 def test_damped_newton_point_and_curvature_are_numpys():
-    rng = np.random.default_rng(14)
-    X, y = _rings(300, seed=14)
-    C = rng.normal(size=(4, 2))
-    w = rng.normal(scale=0.3, size=(2, 5, 1))
-    dataset = open_dataset(X, target=y, chunk_rows=64)
-    stats = run_chunks(HingeGramPass(TargetRows("classification"), C, Similarity(0.7), w),
-                       dataset.chunks())
-    Z = np.column_stack([_similarities(X, C, 0.7), np.ones(300)])
-    t = 2.0 * y - 1.0
+    stats, Z, t, w = _random_lanes_pass(300, seed=14, p=4, lanes=2, gamma=0.7, chunk_rows=64)
     lams, mu = np.array([1e-3, 1e-6]), np.array([[0.2], [0.0]])
     D = np.diag([1.0, 1.0, 1.0, 1.0, 0.0])
     got = hinge_newton_point(stats, lams, w, mu)
