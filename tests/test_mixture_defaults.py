@@ -135,8 +135,10 @@ def test_only_features_whose_standardisation_squeezes_them_are_mapped() -> None:
 def test_constant_feature_is_ignored_not_divided_by_zero() -> None:
     X, y = _rings(2000, 4)
     with_constant = np.c_[X, np.full(len(X), 3.5, dtype=np.float32)]
-    plain = _fit(X, y, n_components=6)
-    padded = _fit(with_constant, y, n_components=6)
+    # a fixed gating scale: the softer one that tau="auto" keeps here blends more experts,
+    # and the float32 sums' order then moves the decisions by up to 0.014
+    plain = _fit(X, y, n_components=6, tau=4.0)
+    padded = _fit(with_constant, y, n_components=6, tau=4.0)
     assert padded.scale_[-1] == 1.0 and padded.shift_[-1] == pytest.approx(3.5)
     np.testing.assert_array_equal(padded.expert_coef_[..., 3], 0.0)
     Xt, _ = _rings(500, 5)
