@@ -1072,3 +1072,25 @@ def test_duplicate_column_names_at_predict_are_named(blobs) -> None:
                                               names=list(twice.columns))):
         with pytest.raises(SchemaError, match=r"X has duplicate column names \['a'\]"):
             model.predict(table)
+
+
+@pytest.mark.parametrize("kind", ["int", "bool", "float"])
+def test_numbers_beside_none_in_object_labels_are_classes_of_their_type(blobs,
+                                                                        kind: str) -> None:
+    """An object array of numbers with None among them (how a list of ints with gaps
+    reaches numpy) drops the unlabelled rows under nan_policy="drop" and trains on the
+    others as the same labels of their numpy type, not as labels of an unknown type."""
+    X, y = blobs
+    plain = {"int": y, "bool": y == 1, "float": y.astype(float)}[kind]
+    gaps = plain.astype(object)
+    gaps[[3, 8, 20]] = None
+    keep = np.ones(N_ROWS, dtype=bool)
+    keep[[3, 8, 20]] = False
+    reference = _model().fit(X[keep], plain[keep])
+    with pytest.raises(LabelError, match="no label at row 3 and 2 more"):
+        _model().fit(X, gaps)
+    model = _model().fit(X, gaps, nan_policy="drop")
+    assert model.classes_.dtype == reference.classes_.dtype
+    np.testing.assert_array_equal(model.classes_, reference.classes_)
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               rtol=1e-6)

@@ -1119,7 +1119,26 @@ def _kept_labels(y: Any, keep: np.ndarray) -> Any:
         return y.iloc[np.flatnonzero(keep)]
     if isinstance(y, pd.api.extensions.ExtensionArray):
         return y[keep]
-    return np.ravel(y)[keep]
+    return _native_labels(np.ravel(y)[keep])
+
+
+def _native_labels(labels: np.ndarray) -> np.ndarray:
+    """Object labels that are all integers, all booleans or all floats once their missing
+    ones are dropped, as that numpy type: a None among numbers made the array ``object``,
+    which scikit-learn's label checks read as an unknown type. Text and mixed labels are
+    returned as given."""
+    if labels.dtype != object or labels.size == 0:
+        return labels
+    booleans = (bool, np.bool_)
+    types = {type(v) for v in labels}
+    if all(issubclass(t, booleans) for t in types):
+        return labels.astype(bool)
+    if any(issubclass(t, booleans) for t in types):
+        return labels  # booleans among numbers: no one type
+    for numbers in ((int, np.integer), (float, np.floating)):
+        if all(issubclass(t, numbers) for t in types):
+            return np.asarray(labels.tolist())
+    return labels
 
 
 def _rows_to_keep(y: Any, sample_weight: Any, task: str,
