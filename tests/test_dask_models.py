@@ -197,6 +197,36 @@ def test_mixture_guard_finishes_its_linear_svm_on_dask(dask_client) -> None:
     assert accuracy_score(yt, remote.predict(Xt)) >= accuracy_score(yt, local.predict(Xt)) - 0.01
 
 
+def test_mixture_one_against_one_on_dask_matches_local(dask_client) -> None:
+    # three classes in angular sectors, each label moved on by one beyond a radius: a
+    # mixture per pair of classes, trained as lanes of the same passes, on the cluster by
+    # parameter mixing; the pairs, their order and the gating scale are the local ones
+    # (the scale from the same k-means centres), and the model reaches the local accuracy
+    # within the spread of parameter mixing (see test_mixture_on_dask_matches_local)
+    def sectors(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
+        sector = np.floor((np.arctan2(X[:, 1], X[:, 0]) + np.pi) / (2 * np.pi / 3))
+        return X, (sector.astype(int) + (np.hypot(X[:, 0], X[:, 1]) > 0.7)) % 3
+
+    X, y = sectors(2500, 0)
+    Xt, yt = sectors(2000, 1)
+    params = {"multiclass": "ovo", "chunk_rows": 500, "random_state": 0}
+    local = MixtureSVC(**params).fit(X, y)
+    remote = MixtureSVC(**params).fit(X, y, engine=DaskEngine(dask_client))
+    assert local.multiclass_ == remote.multiclass_ == "ovo"
+    np.testing.assert_array_equal(remote.classes_, local.classes_)
+    assert np.shape(remote.expert_coef_) == np.shape(local.expert_coef_)
+    assert remote.tau_ == pytest.approx(local.tau_, rel=0.01)
+    acc_local = accuracy_score(yt, local.predict(Xt))
+    acc_remote = accuracy_score(yt, remote.predict(Xt))
+    assert acc_local > 0.9  # one linear SVM per pair: 0.56 (scikit-learn, one against one)
+    assert acc_remote >= acc_local - 0.02, (acc_remote, acc_local)
+    proba = remote.predict_proba(Xt)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(remote.classes_[proba.argmax(axis=1)], remote.predict(Xt))
+
+
 @pytest.mark.parametrize("name", ["AdditiveSVC", "MixtureSVC", "ShareBoostClassifier",
                                   "SuperSparseClassifier", "SparseJSBoostClassifier"])
 def test_predictions_of_dask_collections_are_lazy_dask_collections(name) -> None:
