@@ -136,9 +136,12 @@ def test_constant_feature_is_ignored_not_divided_by_zero() -> None:
     X, y = _rings(2000, 4)
     with_constant = np.c_[X, np.full(len(X), 3.5, dtype=np.float32)]
     # a fixed gating scale: the softer one that tau="auto" keeps here blends more experts,
-    # and the float32 sums' order then moves the decisions by up to 0.014
-    plain = _fit(X, y, n_components=6, tau=4.0)
+    # and the float32 sums' order then moves the decisions by up to 0.014 (0.025 with the
+    # features weighted by their relevance, which leave a constant feature its scale too)
+    plain = _fit(X, y, n_components=6, tau=4.0, weight_features=False)
     padded = _fit(with_constant, y, n_components=6, tau=4.0)
+    assert padded.scale_[-1] == 1.0
+    padded = _fit(with_constant, y, n_components=6, tau=4.0, weight_features=False)
     assert padded.scale_[-1] == 1.0 and padded.shift_[-1] == pytest.approx(3.5)
     np.testing.assert_array_equal(padded.expert_coef_[..., 3], 0.0)
     Xt, _ = _rings(500, 5)
@@ -298,7 +301,10 @@ def test_held_out_losses_stop_stochastic_em_early() -> None:
 def test_auto_C_is_the_rule_over_varying_features() -> None:
     X, y = _rings(600, seed=11)
     X = np.column_stack([X, np.full(600, 3.0, dtype=np.float32)])  # a constant feature
-    model = MixtureSVC(n_components=3, epochs=2, tol=1e6, bias_scale=2.0).fit(X, y)
+    # unweighted features: the count of varying features (with relevance weights, their
+    # sum of squares, tests/test_mixture_relevance.py)
+    model = MixtureSVC(n_components=3, epochs=2, tol=1e6, bias_scale=2.0,
+                       weight_features=False).fit(X, y)
     assert model.C_ == pytest.approx(10.0 / (3 + 2.0**2))
     fixed = MixtureSVC(n_components=3, C=0.5, epochs=2, tol=1e6).fit(X, y)
     assert fixed.C_ == 0.5
@@ -363,8 +369,9 @@ def test_guard_keeps_the_linear_svm_where_regions_do_not_help() -> None:
     assert guarded.xi_.shape == (1, 1) and guarded.n_active_components_ == 1
     assert unguarded.validation_ is None
     # its objective over all rows (the held-out ones included) is within the gap of
-    # liblinear's optimum on the same standardised rows and C
-    Z = (X - X.mean(0)) / X.std(0)
+    # liblinear's optimum on the same standardised rows (each feature over its relevance
+    # weight, weight_features) and C
+    Z = (X - X.mean(0)) / X.std(0) * (X.std(0) / guarded.scale_)
     s = np.where(y == 1, 1.0, -1.0)
 
     def objective(w: np.ndarray) -> float:

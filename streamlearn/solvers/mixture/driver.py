@@ -17,7 +17,9 @@
    moments of the mapped rows): standardised as it is, one outlier at a million
    squeezes every other row of its feature onto one point. Sparse rows keep
    their units (:data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`), and every later step
-   takes its products over their stored entries;
+   takes its products over their stored entries; with ``weight_features`` the pass
+   samples dense rows with their labels, and each standardised feature is divided by its
+   relevance weight (:func:`~.relevance.relevance_weights`);
    ``n_components="auto"``, ``nu="auto"`` and ``C="auto"`` are resolved (:func:`resolve`,
    :func:`default_C`);
 1. streamed mini-batch k-means gives ``k`` centres (:func:`~streamlearn.solvers.kmeans.
@@ -79,7 +81,7 @@ from streamlearn.solvers.calibration import (
     temperature_proba,
 )
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
-from streamlearn.solvers.kmeans import RowSamplePass, Standardiser, streamed_kmeans
+from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
 from streamlearn.solvers.mixture.passes import (
     ClusterCountPass,
@@ -105,6 +107,12 @@ from streamlearn.solvers.mixture.passes import (
     lane_taus,
     mixing_weights,
     penalised_loglik,
+)
+from streamlearn.solvers.mixture.relevance import (
+    MAX_RELEVANCE_FEATURES,
+    LabelledSamplePass,
+    feature_relevance,
+    relevance_weights,
 )
 from streamlearn.solvers.pairwise_coupling import couple_pairwise
 
@@ -221,6 +229,11 @@ class MixtureConfig:
     multiclass : {"ovr", "ovo", "auto"}
         More than two classes: one mixture per class against the rest, one per pair of
         classes, or ``"auto"`` (:func:`resolve_multiclass`; see ``MixtureSVC``).
+    weight_features : bool
+        Divide each varying standardised feature of dense rows (at most
+        :data:`~.relevance.MAX_RELEVANCE_FEATURES` columns, indicator columns left out) by
+        its relevance weight (:func:`~.relevance.relevance_weights`) when the mixture has
+        more than one component (gates to serve).
     """
 
     n_components: int | str
@@ -235,6 +248,7 @@ class MixtureConfig:
     spread_tails: bool = False
     loss: str = "hinge"
     multiclass: str = "ovr"
+    weight_features: bool = False
 
 
 @dataclass(frozen=True)
@@ -616,12 +630,20 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     classes = dataset.classes
     assert classes is not None
     transform = None
-    if config.spread_tails and not dataset.is_sparse:
-        moments, sampled = runner.run(
+    weigh = (config.weight_features and not dataset.is_sparse
+             and 2 <= dataset.n_features <= MAX_RELEVANCE_FEATURES)
+    labelled: tuple[np.ndarray, np.ndarray] | None = None
+    if weigh or (config.spread_tails and not dataset.is_sparse):
+        # the rows kmeans.RowSamplePass draws with this seed, with their labels
+        moments, labelled = runner.run(
             Together(FeatureMomentsPass(dataset.n_features),
-                     RowSamplePass(TAIL_SAMPLE_ROWS, dataset.n_features, seed)),
+                     LabelledSamplePass(TAIL_SAMPLE_ROWS, dataset.n_features, seed)),
             dataset, description="feature moments")
-        sample = np.asarray(sampled.values, dtype=np.float32)
+    else:
+        moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
+                             description="feature moments")
+    if config.spread_tails and labelled is not None:
+        sample = labelled[0]
         transform = choose_tail_transform(
             dataset, sample, moments.minimum, moments.maximum,
             np.sqrt(np.asarray(moments.m2, dtype=np.float64) / max(int(moments.count), 1)))
@@ -629,9 +651,6 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
             dataset = dataset.with_feature_transform(transform)
             moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
                                  description="feature moments of the mapped rows")
-    else:
-        moments = runner.run(FeatureMomentsPass(dataset.n_features), dataset,
-                             description="feature moments")
     # the rows of positive weight: a row of weight 0 is no row, not even in the counts
     n_rows = int(moments.count)
     config = resolve(config, n_rows, dataset.n_features)
@@ -642,6 +661,16 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
            else Standardiser.from_moments(*moments))
     indicators = list(dataset.indicator_features)
+    weights = np.ones(dataset.n_features)
+    if weigh and labelled is not None and k > 1:  # for the gates; quantile bins: the
+        # same on the mapped rows; a constant feature (0 once standardised) keeps 1
+        varying = np.asarray(moments[4]) > np.asarray(moments[3])
+        varying[indicators] = False
+        plain = np.flatnonzero(varying)
+        if plain.size:
+            weights[plain] = relevance_weights(feature_relevance(
+                labelled[0][:, plain], labelled[1], len(classes)))
+        std = Standardiser(std.shift, std.scale / weights)
     std = std.unscaled(indicators) if indicators else std  # one-hot columns
     config = dataclasses.replace(config, loss=resolve_loss(config.loss, len(classes)))
     if config.C == "auto":
@@ -651,7 +680,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
             varies = np.asarray(moments[4]) > np.asarray(moments[3])
             varies[indicators] = False
             variance = np.asarray(moments[2], dtype=np.float64) / max(int(moments[0]), 1)
-            sq_norm = int(np.count_nonzero(varies)) + float(np.sum(variance[indicators]))
+            sq_norm = (float(np.sum(weights[varies] ** 2))
+                       + float(np.sum(variance[indicators])))
         config = dataclasses.replace(config, C=default_C(sq_norm, config.bias_scale))
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)

@@ -1,0 +1,174 @@
+"""Weights of the standardised features by their relevance to the labels (``MixtureSVC``).
+
+The mixture's gates are RBFs of the distance to the k-means centres, over every
+standardised feature alike. A feature that does not bear on the labels then takes as much
+of each distance as one that does: the k-means centres and the gates split the data along
+its noise, and every region keeps the whole span of the features that matter. A ring in
+two of eight normal features tested at 11.5 % error, at 2.7 % without the six others.
+
+:func:`relevance_weights` divides each feature's standardised values by nothing more
+than a number in ``[RELEVANCE_FLOOR, 1]`` taken from a labelled row sample:
+
+* the features' values are cut at their sample quantiles into :data:`RELEVANCE_BINS`
+  bins (so the weights, like the standardisation, do not depend on the features' units,
+  nor on any increasing map of them);
+* a set of cells explains the labels by its *correlation ratio*, the share of the
+  one-hot labels' variance between the cells, less ``(cells - 1) / n``, its expected
+  value for labels independent of the cells;
+* a feature's relevance is the most it explains alone (its bins) or with a partner
+  beyond what the partner explains alone (the pairs of their bins): a feature that acts
+  through a product with another, as in XOR, explains nothing alone;
+* ``w_f = sqrt(r_f / (max_g r_g / 3))`` clipped to ``[RELEVANCE_FLOOR, 1]`` (all 1 when
+  no feature explains anything): a feature explaining at least a third of what the most
+  relevant one explains keeps its whole spread, below that its squared weight, its share
+  of a distance, follows its relevance, and none is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from streamlearn.data.chunk import Chunk
+from streamlearn.engine.row_sample import BottomKSample
+
+#: Quantile bins per feature; a pair of features has the square of this many cells.
+RELEVANCE_BINS = 4
+#: Least weight of a feature: one that explains nothing keeps a tenth of its spread.
+RELEVANCE_FLOOR = 0.1
+#: A feature whose relevance is at least this share of the most relevant one's keeps its
+#: whole spread. At 1 (weights ``sqrt(r / max r)``) the weaker terms of Friedman-1 (its
+#: quadratic and its fifth feature, weights 0.42 and 0.5) lost their gates: test error
+#: 10.32 -> 11.38 % where this share gives 8.17 (three splits; 7.61 with the weakest
+#: three features at 1 and the rest at the floor).
+FULL_WEIGHT_SHARE = 1.0 / 3.0
+#: Features are weighted on dense data of at most this many columns: the pairs cost
+#: products of ``(d bins)^2`` per sampled row and class.
+MAX_RELEVANCE_FEATURES = 64
+
+
+class LabelledSamplePass:
+    """Reduction pass: a uniform sample of ``k`` rows of positive weight with their class
+    codes (the rows of :class:`~streamlearn.solvers.kmeans.RowSamplePass` of the same
+    ``k`` and ``seed``).
+
+    Parameters
+    ----------
+    k : int
+    n_features : int
+    seed : int
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, k: int, n_features: int, seed: int) -> None:
+        self.k = int(k)
+        self.n_features = int(n_features)
+        self.seed = int(seed)
+
+    def start(self) -> BottomKSample:
+        """An empty sample of the features and the class code."""
+        return BottomKSample(self.k, self.n_features + 1, self.seed)
+
+    def step(self, state: BottomKSample, chunk: Chunk) -> BottomKSample:
+        """Offer the chunk's rows of positive weight, the class code as a last column."""
+        chunk = chunk.weighted()
+        assert chunk.y is not None
+        rows = np.empty((chunk.n_rows, self.n_features + 1), dtype=np.float32)
+        rows[:, :-1] = chunk.X
+        rows[:, -1] = chunk.y
+        return state.update(rows, chunk.rows)
+
+    def merge(self, a: BottomKSample, b: BottomKSample) -> BottomKSample:
+        """Sample of the union (a new sample)."""
+        return a.merge(b)
+
+    def finish(self, state: BottomKSample) -> tuple[np.ndarray, np.ndarray]:
+        """The sampled rows ``(m, n_features)`` and their class codes ``(m,)``."""
+        values = np.asarray(state.values)
+        return (np.ascontiguousarray(values[:, :-1]),
+                np.rint(values[:, -1]).astype(np.int64))
+
+
+def quantile_bins(X: np.ndarray, bins: int = RELEVANCE_BINS) -> np.ndarray:
+    """Each value's bin among its feature's sample quantiles ``1/bins, .., (bins-1)/bins``
+    (ties share a bin): int64 codes in ``[0, bins)``."""
+    X = np.asarray(X, dtype=np.float64)
+    codes = np.empty(X.shape, dtype=np.int64)
+    probs = np.arange(1, bins) / bins
+    for f in range(X.shape[1]):
+        edges = np.unique(np.quantile(X[:, f], probs))
+        codes[:, f] = np.searchsorted(edges, X[:, f], side="right")
+    return codes
+
+
+def feature_relevance(X: np.ndarray, codes: np.ndarray, n_classes: int,
+                      bins: int = RELEVANCE_BINS) -> np.ndarray:
+    """Each feature's relevance: the most its quantile bins explain of the labels alone, or
+    together with another feature's beyond what that one's explain alone (see the module).
+
+    The class counts of every pair of bins are products of the rows' one-hot bins
+    ``O`` (``n x d bins``), ``O^T diag(y == c) O`` for each class ``c``; the diagonal
+    blocks (a feature with itself) hold its bins alone.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Sampled rows.
+    codes : ndarray of shape (n,), int
+        Their class codes in ``[0, n_classes)``.
+    n_classes : int
+    bins : int
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        Correlation ratios less their expected value under independence (may be below 0).
+    """
+    n, d = X.shape
+    codes = np.asarray(codes, dtype=np.int64)
+    if n < 2 or n_classes < 2:
+        return np.zeros(d)
+    share = np.bincount(codes, minlength=n_classes) / n
+    label_sq = float(np.sum(share ** 2))  # 1 - the one-hot labels' total variance
+    if label_sq >= 1.0:
+        return np.zeros(d)
+    onehot = np.zeros((n, d * bins))
+    onehot[np.arange(n)[:, None], np.arange(d) * bins + quantile_bins(X, bins)] = 1.0
+    count = onehot.T @ onehot
+    squares = np.zeros_like(count)
+    for c in range(n_classes):
+        of_class = onehot[codes == c]
+        if of_class.shape[0]:
+            squares += np.square(of_class.T @ of_class)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_cell = np.where(count > 0, squares / count, 0.0)
+    between = per_cell.reshape(d, bins, d, bins).sum(axis=(1, 3)) / n - label_sq
+    used = np.count_nonzero(count.reshape(d, bins, d, bins), axis=(1, 3))
+    explained = between / (1.0 - label_sq) - (used - 1) / n
+    single = np.diag(explained).copy()
+    gain = explained - single[None, :]  # feature f beside g, beyond g alone
+    np.fill_diagonal(gain, -np.inf)
+    return np.maximum(single, gain.max(axis=1)) if d > 1 else single
+
+
+def relevance_weights(relevance: np.ndarray, floor: float = RELEVANCE_FLOOR) -> np.ndarray:
+    """``sqrt(r / (FULL_WEIGHT_SHARE max r))`` clipped to ``[floor, 1]`` per feature; all 1
+    when no ``r`` is above 0.
+
+    Parameters
+    ----------
+    relevance : ndarray of shape (d,)
+    floor : float
+
+    Returns
+    -------
+    ndarray of shape (d,)
+    """
+    r = np.asarray(relevance, dtype=np.float64)
+    top = float(r.max()) if r.size else 0.0
+    if not top > 0.0:
+        return np.ones_like(r)
+    share = np.clip(r, 0.0, None) / (FULL_WEIGHT_SHARE * top)
+    return np.clip(np.sqrt(share), floor, 1.0)
