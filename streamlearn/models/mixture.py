@@ -297,7 +297,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         1, and so does every feature of a single component (no gates: the weights would
         only re-weigh the linear SVM's penalty). A ring in two of
         eight normal features, ten values of one of them at 1e5: test error 17.05 ->
-        4.00 % (*Small data* in the README).
+        4.50 % (*Small data* in the README).
     class_weight : dict, "balanced" or None
         Factors on the weights of each class's rows (label -> factor), or ``"balanced"``,
         as scikit-learn's classifiers take them (:mod:`~streamlearn.models.class_weight`
