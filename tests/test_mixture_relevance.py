@@ -92,6 +92,13 @@ def test_labelled_sample_holds_the_rows_it_names():
     values, codes = sample.finish(state)
     np.testing.assert_array_equal(values, X[rows].astype(np.float32))
     np.testing.assert_array_equal(codes, np.searchsorted(ds.classes, y[rows]))
+    # as a cluster merges its partitions' samples: the same rows
+    parts = [sample.start(), sample.start()]
+    for i, chunk in enumerate(ds.chunks(250)):
+        parts[i % 2] = sample.step(parts[i % 2], chunk)
+    merged = sample.merge(*parts)
+    np.testing.assert_array_equal(merged.rows, rows)
+    np.testing.assert_array_equal(sample.finish(merged)[1], codes)
 
 
 def test_weights_and_C_of_a_fit_and_the_ring_among_noise():
