@@ -33,6 +33,7 @@ import numpy as np
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.engine.row_sample import BottomKSample
+from streamlearn.solvers.threads import single_threaded_blas
 
 #: Quantile bins per feature; a pair of features has the square of this many cells.
 RELEVANCE_BINS = 4
@@ -136,12 +137,15 @@ def feature_relevance(X: np.ndarray, codes: np.ndarray, n_classes: int,
         return np.zeros(d)
     onehot = np.zeros((n, d * bins))
     onehot[np.arange(n)[:, None], np.arange(d) * bins + quantile_bins(X, bins)] = 1.0
-    count = onehot.T @ onehot
-    squares = np.zeros_like(count)
-    for c in range(n_classes):
-        of_class = onehot[codes == c]
-        if of_class.shape[0]:
-            squares += np.square(of_class.T @ of_class)
+    # small products: BLAS's threads cost more than they give (0.5 s against 0.05 s for
+    # 8,192 rows of 22 features on two busy cores)
+    with single_threaded_blas():
+        count = onehot.T @ onehot
+        squares = np.zeros_like(count)
+        for c in range(n_classes):
+            of_class = onehot[codes == c]
+            if of_class.shape[0]:
+                squares += np.square(of_class.T @ of_class)
     with np.errstate(invalid="ignore", divide="ignore"):
         per_cell = np.where(count > 0, squares / count, 0.0)
     between = per_cell.reshape(d, bins, d, bins).sum(axis=(1, 3)) / n - label_sq
