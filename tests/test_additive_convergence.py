@@ -30,7 +30,6 @@ from streamlearn.solvers.additive.driver import (
 from streamlearn.solvers.additive.passes import DCD_INNER_SWEEPS, TrainingRows
 from streamlearn.solvers.dcd import HINGE, SQUARED_HINGE, dcd_ovr_chunk
 from streamlearn.solvers.embedding import embedding_params
-from streamlearn.solvers.pegasos import pegasos_ovr_chunk
 from tests.merging import run_lanes
 
 
@@ -165,52 +164,6 @@ def test_a_fit_whose_held_out_loss_rose_returns_the_best_model_it_judged():
     sign = np.where(y[held] == 1, 1.0, -1.0)
     loss = np.mean(np.maximum(0.0, 1.0 - sign * model.svm_scores(X[held])[:, 0]))
     assert loss == pytest.approx(history[0], rel=1e-5)
-
-
-def test_pegasos_pass_settles_its_lazy_models_at_finish_and_merge():
-    # the pass keeps the kernel's lazy form from one chunk to the next; what it returns,
-    # and what merge mixes, are the models chunks that fold at their end reach
-    X, y, weight = _pass_data(400)
-    ds = open_dataset(X, target=y, weight=weight, chunk_rows=50)
-    emb = embedding_params(None, 4)
-    pairs = ModelPairs.of(3, "ovr")
-    lam, start = 0.1, 101
-    epoch = PegasosEpochPass(TrainingRows(emb, None, None), pairs, lam, 1.0, start,
-                             PegasosState(np.zeros((3, 5)), np.zeros((3, 5)), 0))
-    chunks = list(ds.chunks(shuffle=True, seed=2))
-
-    def plain(part):  # the kernel folding at every chunk's end, no pending form
-        W, AVG, t = np.zeros((3, 5)), np.zeros((3, 5)), 0
-        for chunk in part:
-            codes = np.asarray(chunk.y, dtype=np.int32)
-            t = pegasos_ovr_chunk(chunk.X, codes, *pairs,
-                                  np.asarray(chunk.weight, dtype=np.float32), lam, 1.0, W,
-                                  AVG, t, start, *emb)
-        return W, AVG, t
-
-    whole = epoch.start()
-    for chunk in chunks:
-        whole = epoch.step(whole, chunk)
-    assert whole.pending is not None and whole.pending[0] != 1.0  # kept lazy, unsettled
-    W, AVG, t = plain(chunks)
-    assert not np.allclose(whole.W, W)
-    a, b = epoch.start(), epoch.start()
-    for chunk in chunks[:3]:
-        a = epoch.step(a, chunk)
-    for chunk in chunks[3:]:
-        b = epoch.step(b, chunk)
-    merged = epoch.merge(a, b)
-    finished = epoch.finish(whole)
-    assert finished.pending is None and finished.t == t == 400
-    np.testing.assert_allclose(finished.W, W, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(finished.AVG, AVG, rtol=1e-10, atol=1e-12)
-    # parameter mixing, by hand, of the two lanes' models (each from the initial state)
-    Wa, AVGa, _ = plain(chunks[:3])
-    Wb, AVGb, _ = plain(chunks[3:])
-    assert merged.pending is None and a.pending is not None  # the inputs are left as they were
-    np.testing.assert_allclose(merged.W, (150 * Wa + 250 * Wb) / 400, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(merged.AVG, (150 * AVGa + 250 * AVGb) / 400, rtol=1e-10,
-                               atol=1e-12)
 
 
 def test_monitored_losses_merge_by_adding():

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from scipy.linalg import block_diag
 
 from streamlearn.features import BSplineMap, FourierMap, HermiteMap, difference_matrix
 from streamlearn.solvers.embedding import embedding_params, weights_from_w_d
-from streamlearn.solvers.ovr import one_model
-from streamlearn.solvers.pegasos import (
-    NO_AVERAGING,
-    pegasos_chunk,
-    pegasos_ovr_chunk,
-    pegasos_settle,
-)
+from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_chunk
 
 
 def pegasos_reference(Z, y, weight, lam, bias_scale, w, avg, t, average_start):
@@ -179,48 +171,3 @@ def test_a_heavy_row_steps_to_its_hinge_and_no_further(m, t):
                       avg, t, NO_AVERAGING, *emb)
         margin = c * plain if c <= 1.0 else min(c * plain, max(plain, 1.0))
         assert weights_from_w_d(w_d, emb.ipar) @ z == pytest.approx(margin, rel=1e-6)
-
-
-@pytest.mark.parametrize("m", [None, BSplineMap(3, 10, 1).fit(-np.ones(3), np.ones(3)),
-                               FourierMap(3, 1).fit(-np.ones(3), np.ones(3))], ids=repr)
-@pytest.mark.parametrize("t0", [0, 40])
-def test_models_kept_lazy_across_chunks_match_reference(m, t0):
-    """Chunks that carry the lazy form (``pending``) from one to the next: settled after
-    any chunk, the models are the reference's after the same rows, and those of chunks
-    that fold at their end (no ``pending``) up to round-off."""
-    X, y, weight = make_problem(420, seed=5)
-    emb = embedding_params(m, 3)
-    Z = X if m is None else m.transform(X)
-    lam, bias_scale, start = 0.05, 0.5, t0 + 100
-    codes, positive, negative = one_model(y)
-    d = block_diag(*[difference_matrix(emb.n_cols, emb.order)] * 3, [[1.0]])
-    w_ref = np.random.default_rng(6).normal(size=emb.n_dims + 1) * 0.1
-    avg_ref = np.zeros_like(w_ref)
-    W = np.linalg.solve(d, w_ref)[np.newaxis, :]
-    AVG = np.zeros_like(W)
-    W_plain, AVG_plain = W.copy(), AVG.copy()
-    pending = np.array([1.0, 0.0, 0.0])
-    t = t_plain = t_ref = t0
-    kept = folded = 0
-    bounds = [0, 37, 42, 122, 159, 260, 261, 330, 420]
-    for a, b in itertools.pairwise(bounds):
-        args = (codes[a:b], positive, negative, weight[a:b], lam, bias_scale)
-        t = pegasos_ovr_chunk(X[a:b], *args, W, AVG, t, start, *emb, pending=pending)
-        t_plain = pegasos_ovr_chunk(X[a:b], *args, W_plain, AVG_plain, t_plain, start, *emb)
-        w_ref, avg_ref, t_ref = pegasos_reference(Z[a:b], y[a:b], weight[a:b], lam,
-                                                  bias_scale, w_ref, avg_ref, t_ref, start)
-        assert t == t_plain == t_ref == t0 + b
-        kept += pending[0] != 1.0
-        folded += t >= start and np.array_equal(pending, [1.0, 0.0, 0.0])
-        W_now, AVG_now, now = W.copy(), AVG.copy(), pending.copy()
-        pegasos_settle(W_now, AVG_now, now, t, start)
-        np.testing.assert_array_equal(now, [1.0, 0.0, 0.0])
-        np.testing.assert_allclose(W_now, W_plain, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(AVG_now, AVG_plain, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(weights_from_w_d(W_now[0], emb.ipar), w_ref, rtol=1e-5,
-                                   atol=1e-6)
-        if t >= start:
-            np.testing.assert_allclose(weights_from_w_d(AVG_now[0], emb.ipar), avg_ref,
-                                       rtol=1e-5, atol=1e-6)
-    # the form was kept past some chunks' ends (no sweep there) and folded at others'
-    assert kept >= 3 and folded >= 1

@@ -24,20 +24,14 @@ chunks. Conventions:
   is :func:`~streamlearn.solvers.embedding.row_update`. Inside a chunk ``w_d = scale * v``
   so that the shrink is O(1); ``v`` is renormalised when ``scale`` falls below ``1e-6`` (in
   particular at ``t = 1``, where ``1 - eta lam = 0``) and at the end of the chunk, so between
-  chunks ``w_d`` holds the model itself (unless the caller keeps the lazy form across
-  chunks: ``pending``, below);
+  chunks ``w_d`` holds the model itself;
 * the optional projection onto the ball of radius ``1 / sqrt(lam)`` is not applied;
 * averaging: ``avg`` holds the mean of the iterates ``w_d`` after steps
   ``average_start .. t``, updated by the same step as ``v`` by keeping the sum of the
   iterates as ``n_old (A + B v)``, ``n_old`` the iterates before the chunk and ``A`` their
   mean at its start (:func:`~streamlearn.solvers.embedding.row_update_pair` moves both at
   once); the end of a chunk folds ``B v`` in and divides by the new count in one sweep of
-  the models, the only work per chunk that grows with the model's size. A caller that
-  passes ``pending`` (an epoch's pass) keeps ``scale``, ``B`` and ``n_old`` from one chunk
-  to the next instead and folds them only when the iterates averaged since the last fold
-  outnumber those before it, and at the end of the pass (:func:`pegasos_settle`): for a
-  million-feature model the sweep of its two 8 MB arrays took about a twelfth as long as
-  the steps of a 25,600-row chunk of sparse rows (80 entries a row).
+  the models, the only work per chunk that grows with the model's size.
 
 :func:`pegasos_ovr_chunk` trains ``m`` binary models from one read of each row (one-vs-rest
 or one-vs-one, :mod:`streamlearn.solvers.ovr`); each follows exactly the arithmetic of a
@@ -109,10 +103,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
 
     @njit(cache=True, nogil=True)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W_out, AVG_out, t,
-               average_start, kind, ipar, fpar, pending, defer):
-        n = rows_in(X, csr, sparse)
-        if n == 0:
-            return t
+               average_start, kind, ipar, fpar):
         # a trigonometric or Hermite map's models are worked on in term-major order (see
         # embedding.to_term_major) and put back at the end; the others in place
         W = W_out
@@ -120,6 +111,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         if permuted:
             W = to_term_major(W_out, ipar)
             AVG = to_term_major(AVG_out, ipar)
+        n = rows_in(X, csr, sparse)
         m = W.shape[0]
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
@@ -129,21 +121,17 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         margins = np.empty(m, dtype=np.float64)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
-        averaging = t + n >= average_start
+        averaging = n > 0 and t + n >= average_start
         # the sum of the iterates so far is S = n_old (AVG + b_coef V / n_old): AVG keeps its
         # mean in its own units through the chunk, so that it is swept once, at the end
-        # (or later: ``pending`` carries scale, b_coef and n_old from the chunk before)
-        scale = pending[0]
-        b_coef = pending[1]
         n_old = 1
         if averaging:
-            if pending[2] > 0.0:
-                n_old = np.int64(pending[2])
-            else:
-                n_old = t - average_start + 1
-                if n_old <= 0:
-                    n_old = 1
-                    AVG[:, :] = 0.0
+            n_old = t - average_start + 1
+            if n_old <= 0:
+                n_old = 1
+                AVG[:, :] = 0.0
+        scale = 1.0
+        b_coef = 0.0
         for r in range(n):
             k = t + 1 + r
             eta = 1.0 / (lam * k)
@@ -197,19 +185,11 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                         wj[dim] += step * bias_scale
             if averaging and k >= average_start:
                 b_coef += scale
-        n_new = t + n - average_start + 1
-        if not defer or (averaging and n_new >= 2 * n_old):
-            if averaging:
-                _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
-            else:
-                _fold_all(W, AVG, 1.0, 0.0, scale)
-            pending[0] = 1.0
-            pending[1] = 0.0
-            pending[2] = 0.0
+        if averaging:
+            n_new = t + n - average_start + 1
+            _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
         else:
-            pending[0] = scale
-            pending[1] = b_coef
-            pending[2] = np.float64(n_old) if averaging else 0.0
+            _fold_all(W, AVG, 1.0, 0.0, scale)
         if permuted:
             from_term_major(W_out, W, ipar)
             from_term_major(AVG_out, AVG, ipar)
@@ -222,7 +202,7 @@ _PEGASOS_OVR = KernelFamily(_pegasos_ovr_kernel, uses_order=True)
 
 
 def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
-                      average_start, kind, ipar, fpar, pending=None):
+                      average_start, kind, ipar, fpar):
     """PEGASOS steps of ``m`` binary models over the rows of one chunk, in their order.
 
     Parameters
@@ -253,19 +233,6 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
     kind : int
     ipar, fpar : ndarray
         Packed map (:func:`~streamlearn.solvers.embedding.embedding_params`).
-    pending : ndarray of shape (3,), float64, optional
-        With it, the chunk leaves ``W`` and ``AVG`` in the lazy form it steps them in, and
-        records that form here, for the next chunk to go on from: ``[scale, b, n]``, the
-        iterates being ``scale * W`` and, when ``n > 0``, the mean of the iterates after
-        steps ``average_start .. t`` being ``(n AVG + b W) / (t - average_start + 1)``
-        (``n = 0``: ``AVG`` holds that mean). ``[1, 0, 0]`` says that ``W`` and ``AVG`` hold
-        the models themselves, as they do without ``pending``; :func:`pegasos_settle`
-        brings them there. The form is folded into the models (one sweep of both) only
-        when the iterates averaged since it was last folded outnumber those averaged
-        before, so a pass sweeps the models about ``log2`` of its chunks times instead of
-        once a chunk, and ``b / n`` stays below about ``1 + n_rows / n``. Chunks given a
-        ``pending`` must share ``average_start`` until it is settled. Without it (the
-        default) the chunk ends with the models themselves.
 
     Returns
     -------
@@ -273,36 +240,8 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
         Steps done after this chunk, ``t + n_rows``.
     """
     dense, csr, sparse = kernel_rows(X)
-    defer = pending is not None
-    if pending is None:
-        pending = np.array([1.0, 0.0, 0.0])
     return _PEGASOS_OVR(kind, ipar, sparse)(dense, csr, codes, positive, negative, weight, lam,
-                                            bias_scale, W, AVG, t, average_start, kind, ipar,
-                                            fpar, pending, defer)
-
-
-def pegasos_settle(W, AVG, pending, t, average_start):
-    """Fold the lazy form :func:`pegasos_ovr_chunk` left ``W`` and ``AVG`` in (``pending``)
-    into the models themselves, in place, and reset ``pending`` to ``[1, 0, 0]``.
-
-    Parameters
-    ----------
-    W, AVG : ndarray of shape (m, n), float64, C-contiguous
-        As :func:`pegasos_ovr_chunk` left them; updated in place.
-    pending : ndarray of shape (3,), float64
-        ``[scale, b, n]`` (see :func:`pegasos_ovr_chunk`); updated in place.
-    t : int
-        Steps done.
-    average_start : int
-        The ``average_start`` of the chunks that stepped them.
-    """
-    scale, b_coef, n_old = float(pending[0]), float(pending[1]), int(pending[2])
-    if n_old > 0:
-        n_new = int(t) - int(average_start) + 1
-        _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
-    else:
-        _fold_all(W, AVG, 1.0, 0.0, scale)
-    pending[:] = (1.0, 0.0, 0.0)
+                                      bias_scale, W, AVG, t, average_start, kind, ipar, fpar)
 
 
 def pegasos_chunk(X, y, weight, lam, bias_scale, w_d, avg, t, average_start, kind, ipar, fpar):

@@ -36,7 +36,7 @@ from streamlearn.solvers.dcd import (
 from streamlearn.solvers.embedding import Embedding, decision_ovr_chunk
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.ovr import REST
-from streamlearn.solvers.pegasos import pegasos_ovr_chunk, pegasos_settle
+from streamlearn.solvers.pegasos import pegasos_ovr_chunk
 
 #: Dual coordinate descent sweeps over a chunk per visit.
 DCD_INNER_SWEEPS = 1
@@ -214,12 +214,6 @@ class PegasosState:
         With a monitored model and held-out rows: the binned scores of the held-out rows
         under it, the calibration set of that model (what :class:`CalibrationPass` would
         collect for it).
-    pending : ndarray of shape (3,), float64, or None
-        Inside a pass: the lazy form ``W`` and ``AVG`` are kept in from one chunk to the
-        next (``pending`` of :func:`~streamlearn.solvers.pegasos.pegasos_ovr_chunk`), so
-        that a chunk does not sweep the models; None when they hold the models themselves,
-        as every state a pass returns does (:meth:`PegasosEpochPass.finish` and ``merge``
-        settle it).
     """
 
     W: np.ndarray
@@ -231,7 +225,6 @@ class PegasosState:
     monitor_scores: ScoreHistogram | None = None
     monitor_loss_sq: np.ndarray | None = None
     monitor_weight_sq: np.ndarray | None = None
-    pending: np.ndarray | None = None
 
     def copy(self) -> PegasosState:
         """An independent copy."""
@@ -240,19 +233,7 @@ class PegasosState:
                            self.monitor_scores.limit))
         return PegasosState(self.W.copy(), self.AVG.copy(), self.t, self.rows,
                             _copy(self.monitor_loss), _copy(self.monitor_weight), scores,
-                            _copy(self.monitor_loss_sq), _copy(self.monitor_weight_sq),
-                            _copy(self.pending))
-
-    def settled(self, average_start: int) -> PegasosState:
-        """This state with ``W`` and ``AVG`` holding the models themselves: itself when
-        they do, else a copy with the lazy form folded in (``average_start``: the pass's)."""
-        if self.pending is None:
-            return self
-        state = self.copy()
-        assert state.pending is not None
-        pegasos_settle(state.W, state.AVG, state.pending, state.t, average_start)
-        state.pending = None
-        return state
+                            _copy(self.monitor_loss_sq), _copy(self.monitor_weight_sq))
 
 
 def _copy(a: np.ndarray | None) -> np.ndarray | None:
@@ -368,22 +349,18 @@ class PegasosEpochPass:
                                      member * np.asarray(weight, dtype=np.float64)[:, None])
 
     def step(self, state: PegasosState, chunk: Chunk) -> PegasosState:
-        """PEGASOS steps over the chunk's training rows (in place); ``W`` and ``AVG`` are
-        left in the kernel's lazy form (``state.pending``) until :meth:`finish`."""
+        """PEGASOS steps over the chunk's training rows (in place)."""
         _, X, codes, weight = self.rows.select(chunk)
         if self.monitor is not None:
             self._monitor(state, chunk, X, codes, weight)
-        if state.pending is None:
-            state.pending = np.array([1.0, 0.0, 0.0])
         state.t = pegasos_ovr_chunk(X, codes, *self.pairs, weight, self.lam, self.bias_scale,
                                     state.W, state.AVG, state.t, self.average_start,
-                                    *self.rows.emb, pending=state.pending)
+                                    *self.rows.emb)
         state.rows += X.shape[0]
         return state
 
     def merge(self, a: PegasosState, b: PegasosState) -> PegasosState:
         """Parameter mixing of two partial states (a new state)."""
-        a, b = a.settled(self.average_start), b.settled(self.average_start)
         return PegasosState(_mix(a.W, b.W, a.rows, b.rows), _mix(a.AVG, b.AVG, a.rows, b.rows),
                             max(a.t, b.t) + min(a.rows, b.rows), a.rows + b.rows,
                             _add(a.monitor_loss, b.monitor_loss),
@@ -394,10 +371,7 @@ class PegasosEpochPass:
                             _add(a.monitor_weight_sq, b.monitor_weight_sq))
 
     def finish(self, state: PegasosState) -> PegasosState:
-        """The state after the epoch: ``W`` and ``AVG`` hold the models themselves."""
-        if state.pending is not None:
-            pegasos_settle(state.W, state.AVG, state.pending, state.t, self.average_start)
-            state.pending = None
+        """The state after the epoch."""
         return state
 
 
