@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from streamlearn.solvers.supersparse.passes import (
     LINE_STEPS,
     HingeGramPass,
     Similarity,
+    SimilarityCache,
     TargetRows,
     hinge_curvature,
     hinge_line_objective,
@@ -85,6 +87,96 @@ def test_hinge_gram_pass_sums_the_active_rows_as_numpy_does():
     a = run_chunks(pass_, chunks[:2])
     b = run_chunks(pass_, chunks[2:])
     np.testing.assert_allclose(pass_.merge(a, b).G, got.G, rtol=1e-12, atol=1e-12)
+
+
+def test_cached_similarity_passes_sum_what_recomputing_passes_and_numpy_do():
+    rng = np.random.default_rng(21)
+    n, K, p = 320, 3, 5
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    labels = rng.integers(0, K, size=n)
+    v = rng.uniform(0.2, 2.0, size=n).astype(np.float32)
+    C = rng.normal(size=(p, 3))
+    similarity = Similarity(0.4)
+    holdout = Holdout.fraction(0.3, 5)
+    train = TargetRows("classification", None, holdout, False, None, K)
+    held = TargetRows("classification", None, holdout, True, None, K)
+    dataset = open_dataset(X, target=labels, weight=v, chunk_rows=64)  # 5 chunks
+    Z = np.column_stack([_similarities(X, C, 0.4), np.ones(n)])
+    Y = -np.ones((n, K))
+    Y[np.arange(n), labels] = 1.0
+    out = holdout.mask(np.arange(n))
+    one_chunk = 64 * (p + 1 + K) * 8 + 64 * 4  # a chunk's training rows fit, not two
+    caches = [SimilarityCache(C, similarity), SimilarityCache(C, similarity, one_chunk)]
+    points = [rng.normal(scale=0.7, size=(2, p + 1, K)) for _ in range(3)]
+    for it, W in enumerate(points):
+        line = (points[it - 1], W - points[it - 1]) if it else (None, None)
+        want = run_chunks(HingeGramPass(train, C, similarity, W, held, *line),
+                          dataset.chunks())
+        for cache in caches:
+            got = run_chunks(HingeGramPass(train, C, similarity, W, held, *line, cache=cache),
+                             dataset.chunks())
+            for name in ("G", "r", "loss", "held_out", "line"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+            assert (got.weight, got.held_out_weight, got.rows) == (
+                want.weight, want.held_out_weight, want.rows)
+        # ... which are numpy's at the last point
+        for c in range(K):
+            active = (1.0 - Y[:, c] * (Z @ W[1, :, c]) > 0) & ~out
+            va = v[active].astype(np.float64)
+            np.testing.assert_allclose(want.G[1, c], (Z[active].T * va) @ Z[active],
+                                       rtol=1e-10, atol=1e-10)
+    # every pass after the first read both roles of every chunk from the full cache
+    assert (caches[0].misses, caches[0].hits) == (10, 20)
+    # the small one kept what fitted, and computed the rest in every pass
+    assert 0 < caches[1].nbytes <= one_chunk and caches[1].hits < 20
+    assert caches[1].hits + caches[1].misses == 30
+    # chunks in another order of rows are computed again, and sum as without the cache
+    shuffled = list(dataset.chunks(shuffle=True, seed=3))
+    before = caches[0].hits
+    got = run_chunks(HingeGramPass(train, C, similarity, points[0], held, cache=caches[0]),
+                     shuffled)
+    want = run_chunks(HingeGramPass(train, C, similarity, points[0], held), shuffled)
+    np.testing.assert_array_equal(got.G, want.G)
+    assert caches[0].hits == before
+    # a cache serves its own prototypes only, and travels empty
+    with pytest.raises(ValueError, match="other prototypes"):
+        HingeGramPass(train, C + 1.0, similarity, points[0], held, cache=caches[0])
+    shipped = pickle.loads(pickle.dumps(caches[0]))
+    assert shipped.nbytes == 0 and shipped.get("train", shuffled[0]) is None
+
+
+def test_newton_refit_is_the_same_with_and_without_its_similarity_cache(
+        monkeypatch: pytest.MonkeyPatch):
+    X, y = _rings(600, seed=22, noise=0.45)
+    grid = np.linspace(-2.0, 2.0, 4)
+    C = np.array([[a, b] for a in grid for b in grid])
+    holdout = Holdout.fraction(0.3, 4)
+    train = TargetRows("classification", holdout=holdout)
+    held = TargetRows("classification", holdout=holdout, validation=True)
+    dataset = open_dataset(X, target=y, chunk_rows=100)
+    Z = np.column_stack([_similarities(X, C, 0.5), np.ones(600)])
+    out = holdout.mask(np.arange(600))
+    w0 = np.linalg.lstsq(Z[~out], 2.0 * y[~out] - 1.0, rcond=None)[0]
+    caches: list[SimilarityCache] = []
+
+    class Recorded(SimilarityCache):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            caches.append(self)
+
+    monkeypatch.setattr(driver, "SimilarityCache", Recorded)
+    engine = LocalEngine(progress=False)
+    assert driver.runs_here(engine) and not driver.runs_here(object())
+    fits = [driver.hinge_newton(engine, dataset, train, C, Similarity(0.5), w0,
+                                [1e-3, 1e-9], 1e-3, held)]
+    assert len(caches) == 1 and caches[0].hits == 2 * 6 * (fits[0].passes - 1)
+    monkeypatch.setattr(driver, "runs_here", lambda runner: False)
+    fits.append(driver.hinge_newton(engine, dataset, train, C, Similarity(0.5), w0,
+                                    [1e-3, 1e-9], 1e-3, held))
+    assert len(caches) == 1  # no cache where the passes may run elsewhere
+    for name in ("W", "objective", "held_out", "steps"):
+        np.testing.assert_array_equal(getattr(fits[0], name), getattr(fits[1], name))
+    assert fits[0].passes == fits[1].passes > 1
 
 
 def test_upper_gram_is_the_weighted_gram_above_its_diagonal():

@@ -52,6 +52,7 @@ from sklearn.exceptions import ConvergenceWarning
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.engine.local import LocalEngine
 from streamlearn.engine.moments import FeatureMomentsPass
 from streamlearn.engine.passes import Together
 from streamlearn.errors import DataError
@@ -90,6 +91,7 @@ from streamlearn.solvers.supersparse.passes import (
     MiniBatchPass,
     MiniBatchState,
     Similarity,
+    SimilarityCache,
     SplitGramPass,
     SplitGramState,
     TargetRows,
@@ -1116,6 +1118,11 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
     A lane stops when all its outputs have. ``first``, a reduction pass, runs together
     with the first pass.
 
+    The prototypes stay where they are, so the passes share the rows' similarity columns
+    (:class:`~.passes.SimilarityCache`, up to :data:`~.passes.SIMILARITY_CACHE_BYTES`)
+    when ``runner`` runs them in this process (``LocalEngine``, checkpointed or not); on
+    other engines each pass computes them again.
+
     Returns
     -------
     HingeNewton
@@ -1139,13 +1146,14 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
     damping = np.zeros((L, K))  # each output's Levenberg-Marquardt mu
     first_result: Any = None
     passes = 0
+    cache = SimilarityCache(C, similarity) if runs_here(runner) else None
     for it in range(REFIT_MAX_ITER):
         lanes = np.flatnonzero(~done.all(axis=1))
         if lanes.size == 0:
             break
         hinge = HingeGramPass(rows, C, similarity, at[lanes], held_out,
                               *((base[lanes], direction[lanes]) if it else (None, None)),
-                              outputs=~done[lanes])
+                              outputs=~done[lanes], cache=cache)
         description = f"squared hinge step {it + 1}{label}"
         if it == 0 and first is not None:
             stats, first_result = runner.run(Together(hinge, first), dataset,
@@ -1205,6 +1213,18 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
     if held_out is None:
         held[:] = 0.0
     return HingeNewton(kept, J, held, passes, capped, first_result, best_step)
+
+
+def runs_here(runner: Any) -> bool:
+    """Whether ``runner`` walks its passes' chunks in this process, one after the other
+    (a ``LocalEngine``, also inside a checkpointing runner): state a pass object keeps
+    between chunks is then there for the next pass."""
+    while not isinstance(runner, LocalEngine):
+        inner = getattr(runner, "engine", None)
+        if inner is None or inner is runner:
+            return False
+        runner = inner
+    return True
 
 
 def hinge_refit(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,

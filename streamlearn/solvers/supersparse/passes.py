@@ -10,7 +10,8 @@
 - sequential passes: :class:`MiniBatchPass` (prototypes moved per chunk) and
   :class:`TeacherScorePass` (a reduced model's decision value of every row);
 - :class:`HingeGramPass`: the squared-hinge Newton step's statistics of the active rows
-  (a classifier's refit of the coefficients, :func:`hinge_newton_point`);
+  (a classifier's refit of the coefficients, :func:`hinge_newton_point`), its rows'
+  similarity columns kept between its passes in a :class:`SimilarityCache`;
 - dense work: :func:`solve_beta` (ridge closed form or LASSO coordinate descent),
   :func:`objective` (eq. 2 from the Gram statistics), :func:`choose_lam` (``lam="auto"``
   from the held-out rows' statistics) and :func:`scale_gamma`.
@@ -53,6 +54,7 @@ __all__ = [
     "LASSO_SWEEPS",
     "LASSO_TOL",
     "LINE_STEPS",
+    "SIMILARITY_CACHE_BYTES",
     "ClassSamplePass",
     "FeatureSpreadPass",
     "FeatureSpreadState",
@@ -66,6 +68,7 @@ __all__ = [
     "MiniBatchPass",
     "MiniBatchState",
     "Similarity",
+    "SimilarityCache",
     "SplitGramPass",
     "SplitGramState",
     "TargetRows",
@@ -96,6 +99,10 @@ LINE_STEPS = tuple(float(2.0 ** (-j / 2)) for j in range(41))
 #: LASSO coordinate-descent sweeps per beta-step, and their tolerance.
 LASSO_SWEEPS = 1000
 LASSO_TOL = 1e-6
+#: :class:`SimilarityCache`: the bytes of similarity columns it keeps at most (float64 rows
+#: x (prototypes + 1), their targets and weights); the rows beyond are computed again in
+#: every pass, as without a cache, so a pass over data larger than memory stays within it.
+SIMILARITY_CACHE_BYTES = 256 * 2**20
 #: ``lam="auto"``: the candidate penalties, as multiples of :func:`lam_scale` (the mean
 #: squared similarity of a row to a prototype), so that the grid follows the similarities'
 #: scale whatever ``gamma``, ``p`` and the dimension: ``1e-9 .. 100`` by half decades.
@@ -739,6 +746,91 @@ class HingeGramState:
                               self.rows + other.rows)
 
 
+class SimilarityCache:
+    """The design columns ``Z = (s(x, c_1..p), 1)`` of a pass's rows, with their targets
+    and weights, kept per chunk between passes at fixed prototypes.
+
+    :class:`HingeGramPass` reads each chunk's rows from here where they are held and
+    stores them after computing them: the refit's Newton passes
+    (:func:`~.driver.hinge_newton`) recompute nothing but the margins. Entries are keyed by
+    the rows' role (``"train"``, ``"held_out"``) and the chunk's first row, and checked
+    against the chunk's row count and row ids, so a chunk seen in another order or cut
+    otherwise is computed again (and replaces the entry). The columns are the float64
+    values the pass would compute, so a cached pass sums exactly what a recomputing one
+    does. Chunks that would take it over ``max_bytes`` are not kept: they are computed in
+    every pass, as without a cache.
+
+    The cache lives in the process that runs the passes, in their order: it serves
+    ``LocalEngine``; a pass shipped to other processes carries it empty (pickled without
+    its entries).
+
+    Parameters
+    ----------
+    prototypes : ndarray of shape (p, d)
+        The prototypes every pass reading the cache has.
+    similarity : Similarity
+    max_bytes : int
+        Bytes of arrays held at most (:data:`SIMILARITY_CACHE_BYTES` by default).
+
+    Attributes
+    ----------
+    nbytes : int
+        Bytes held.
+    hits, misses : int
+        Chunks read from the cache, and computed (kept or not).
+    """
+
+    def __init__(self, prototypes: np.ndarray, similarity: Similarity,
+                 max_bytes: int = SIMILARITY_CACHE_BYTES) -> None:
+        self.prototypes = prototypes
+        self.similarity = similarity
+        self.max_bytes = int(max_bytes)
+        self.nbytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: dict[tuple[str, int], tuple[Any, ...]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_entries"], state["nbytes"] = {}, 0
+        return state
+
+    def serves(self, prototypes: np.ndarray, similarity: Similarity) -> bool:
+        """Whether the entries are those of ``prototypes`` and ``similarity``."""
+        return similarity == self.similarity and (
+            prototypes is self.prototypes or np.array_equal(prototypes, self.prototypes))
+
+    def get(self, role: str, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(Z, t, v)`` of the chunk's rows of ``role``, or None where not held."""
+        entry = self._entries.get((role, int(chunk.start)))
+        if entry is None:
+            return None
+        n_rows, index, Z, t, v = entry
+        if n_rows != chunk.n_rows or not (
+                index is None if chunk.index is None
+                else index is not None and np.array_equal(index, chunk.index)):
+            return None
+        self.hits += 1
+        return Z, t, v
+
+    def put(self, role: str, chunk: Chunk, Z: np.ndarray, t: np.ndarray,
+            v: np.ndarray) -> None:
+        """Keep the chunk's rows of ``role`` when they fit within ``max_bytes``."""
+        self.misses += 1
+        key = (role, int(chunk.start))
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.nbytes -= sum(a.nbytes for a in old[1:] if a is not None)
+        index = None if chunk.index is None else np.array(chunk.index)
+        size = Z.nbytes + t.nbytes + v.nbytes + (0 if index is None else index.nbytes)
+        if self.nbytes + size > self.max_bytes:
+            return
+        for a in (Z, t, v):  # shared by the passes: none may write to them
+            a.setflags(write=False)
+        self._entries[key] = (chunk.n_rows, index, Z, t, v)
+        self.nbytes += size
+
+
 class HingeGramPass:
     """Reduction pass: the squared-hinge Newton step's statistics of several coefficient
     lanes at fixed prototypes (Keerthi and DeCoste's L2-SVM Newton method, one pass per
@@ -768,6 +860,9 @@ class HingeGramPass:
     outputs : ndarray of shape (L, K) of bool, optional
         The outputs whose Gram statistics (``G``, ``r``) are summed; the others' stay
         zero (an output that has stopped needs only its losses). Every output by default.
+    cache : SimilarityCache, optional
+        Where the rows' similarity columns are read from when held, and kept after being
+        computed (the passes of one refit share one, at the same prototypes).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
@@ -775,7 +870,11 @@ class HingeGramPass:
     def __init__(self, rows: TargetRows, prototypes: np.ndarray, similarity: Similarity,
                  W: np.ndarray, held_out: TargetRows | None = None,
                  base: np.ndarray | None = None, direction: np.ndarray | None = None,
-                 outputs: np.ndarray | None = None) -> None:
+                 outputs: np.ndarray | None = None,
+                 cache: SimilarityCache | None = None) -> None:
+        if cache is not None and not cache.serves(prototypes, similarity):
+            raise ValueError("the similarity cache holds the columns of other prototypes")
+        self.cache = cache
         self.rows = rows
         self.C = prototypes
         self.similarity = similarity
@@ -796,13 +895,28 @@ class HingeGramPass:
         return HingeGramState(np.zeros((L, K, q, q)), np.zeros((L, K, q)), np.zeros((L, K)),
                               np.zeros((L, K)), np.zeros((L, K, len(LINE_STEPS))))
 
-    def _margins(self, X: np.ndarray | SparseRows, t: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-        """``Z = (S, 1)`` and the slacks ``1 - y z^T w``, shape (L, n, K)."""
-        S = self.similarity.values(X, self.C)
-        Z = np.column_stack([S, np.ones(S.shape[0])])
+    def _rows(self, role: str, selection: TargetRows, chunk: Chunk
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``Z = (S, 1)`` of the chunk's rows of ``selection``, their targets and weights:
+        from the cache where it holds them, else computed (and offered to it)."""
+        if self.cache is not None:
+            held = self.cache.get(role, chunk)
+            if held is not None:
+                return held
+        X, t, v = selection.select(chunk)
+        if X.shape[0]:
+            S = self.similarity.values(X, self.C)
+            Z = np.column_stack([S, np.ones(S.shape[0])])
+        else:
+            Z = np.zeros((0, self.C.shape[0] + 1))
+        if self.cache is not None:
+            self.cache.put(role, chunk, Z, t, v)
+        return Z, t, v
+
+    def _margins(self, Z: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """The slacks ``1 - y z^T w`` of the rows ``Z``, shape (L, n, K)."""
         F = np.einsum("nq,lqk->lnk", Z, self.W)
-        return Z, 1.0 - t[None, :, :] * F
+        return 1.0 - t[None, :, :] * F
 
     def _line(self, state: HingeGramState, Z: np.ndarray, t: np.ndarray,
               v64: np.ndarray) -> None:
@@ -817,9 +931,9 @@ class HingeGramPass:
 
     def step(self, state: HingeGramState, chunk: Chunk) -> HingeGramState:
         """Add the chunk's rows (in place)."""
-        X, t, v = self.rows.select(chunk)
-        if X.shape[0]:
-            Z, slack = self._margins(X, t)
+        Z, t, v = self._rows("train", self.rows, chunk)
+        if Z.shape[0]:
+            slack = self._margins(Z, t)
             v64 = v.astype(np.float64)
             active = slack > 0.0
             state.loss += np.einsum("n,lnk->lk", v64, np.where(active, slack, 0.0) ** 2)
@@ -842,11 +956,11 @@ class HingeGramPass:
             if self.line is not None:
                 self._line(state, Z, t, v64)
             state.weight += float(v64.sum())
-            state.rows += X.shape[0]
+            state.rows += Z.shape[0]
         if self.held_out is not None:
-            X, t, v = self.held_out.select(chunk)
-            if X.shape[0]:
-                _, slack = self._margins(X, t)
+            Z, t, v = self._rows("held_out", self.held_out, chunk)
+            if Z.shape[0]:
+                slack = self._margins(Z, t)
                 v64 = v.astype(np.float64)
                 state.held_out += np.einsum("n,lnk->lk", v64, np.maximum(slack, 0.0) ** 2)
                 state.held_out_weight += float(v64.sum())
