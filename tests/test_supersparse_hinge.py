@@ -11,12 +11,13 @@ import pytest
 import scipy.sparse
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_info
 
 from streamlearn.data import open_dataset
 from streamlearn.engine import DaskEngine, LocalEngine, run_chunks
 from streamlearn.models.supersparse import SuperSparseClassifier
 from streamlearn.solvers.holdout import Holdout
-from streamlearn.solvers.supersparse import driver
+from streamlearn.solvers.supersparse import driver, passes
 from streamlearn.solvers.supersparse.passes import (
     LINE_STEPS,
     HingeGramPass,
@@ -27,6 +28,7 @@ from streamlearn.solvers.supersparse.passes import (
     hinge_line_objective,
     hinge_newton_point,
     hinge_objective,
+    solve_beta,
     symmetric_from_upper,
     upper_gram,
 )
@@ -177,6 +179,30 @@ def test_newton_refit_is_the_same_with_and_without_its_similarity_cache(
     for name in ("W", "objective", "held_out", "steps"):
         np.testing.assert_array_equal(getattr(fits[0], name), getattr(fits[1], name))
     assert fits[0].passes == fits[1].passes > 1
+
+
+def test_small_systems_are_solved_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch):
+    rng = np.random.default_rng(23)
+    Z = rng.normal(size=(50, 6))
+    A, b = Z.T @ Z / 50, rng.normal(size=(6, 2))
+    D = np.diag([1.0] * 5 + [0.0])
+    threads: list[int] = []
+    solve = np.linalg.solve
+
+    def recorded(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        threads.append(max(i["num_threads"] for i in threadpool_info()
+                           if i["user_api"] == "blas"))
+        return solve(M, rhs)
+
+    monkeypatch.setattr(np.linalg, "solve", recorded)
+    outside = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    got = solve_beta(A, b, 0.1, "ridge")
+    np.testing.assert_allclose(got, solve(A + 0.1 * D, b), rtol=1e-12)
+    monkeypatch.setattr(passes, "SINGLE_THREAD_UNKNOWNS", 5)  # 6 unknowns: as it is
+    np.testing.assert_array_equal(solve_beta(A, b, 0.1, "ridge"), got)
+    assert threads == [1, outside]
+    assert max(i["num_threads"] for i in threadpool_info()
+               if i["user_api"] == "blas") == outside  # restored
 
 
 def test_upper_gram_is_the_weighted_gram_above_its_diagonal():

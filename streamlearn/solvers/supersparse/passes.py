@@ -22,6 +22,7 @@ The per-row work runs in the numba kernels of :mod:`streamlearn.solvers.prototyp
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -48,6 +49,7 @@ from streamlearn.solvers.prototypes import (
     rbf_similarities,
     weighted_residuals,
 )
+from streamlearn.solvers.threads import single_threaded_blas
 from streamlearn.warning_origin import library_rows
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "LASSO_TOL",
     "LINE_STEPS",
     "SIMILARITY_CACHE_BYTES",
+    "SINGLE_THREAD_UNKNOWNS",
     "ClassSamplePass",
     "FeatureSpreadPass",
     "FeatureSpreadState",
@@ -103,6 +106,15 @@ LASSO_TOL = 1e-6
 #: x (prototypes + 1), their targets and weights); the rows beyond are computed again in
 #: every pass, as without a cache, so a pass over data larger than memory stays within it.
 SIMILARITY_CACHE_BYTES = 256 * 2**20
+#: The beta-step's and the refit's dense systems (:func:`solve_beta`, GCV's traces) of at
+#: most this many unknowns (``p + 1``) are solved with BLAS held to one thread
+#: (:func:`~streamlearn.solvers.threads.single_threaded_blas`). A fit solves hundreds of
+#: them (every candidate penalty of every prototype step, every class of every Newton
+#: pass), each a few milliseconds of work on one core at this size, and BLAS's threads
+#: cost more than they share: on two cores that other processes also use, a 101-unknown
+#: solve took 0.1 ms on one thread and 30-200 ms on two (usps: 1,800 solves were 56 s of
+#: a 88 s fit).
+SINGLE_THREAD_UNKNOWNS = 512
 #: ``lam="auto"``: the candidate penalties, as multiples of :func:`lam_scale` (the mean
 #: squared similarity of a row to a prototype), so that the grid follows the similarities'
 #: scale whatever ``gamma``, ``p`` and the dimension: ``1e-9 .. 100`` by half decades.
@@ -1457,13 +1469,20 @@ def solve_beta(A: np.ndarray, b: np.ndarray, lam: float, coef: str,
         return _centred_lasso(A, b, lam, warm)
     M = A.copy()
     M[np.arange(p), np.arange(p)] += lam
-    try:
-        w = np.linalg.solve(M, b)
-        if np.isfinite(w).all():
-            return w
-    except np.linalg.LinAlgError:
-        pass
-    return np.linalg.lstsq(M, b, rcond=None)[0]
+    with small_system(p + 1):
+        try:
+            w = np.linalg.solve(M, b)
+            if np.isfinite(w).all():
+                return w
+        except np.linalg.LinAlgError:
+            pass
+        return np.linalg.lstsq(M, b, rcond=None)[0]
+
+
+def small_system(unknowns: int) -> AbstractContextManager[Any]:
+    """BLAS held to one thread for a system of at most :data:`SINGLE_THREAD_UNKNOWNS`
+    unknowns, else as it is."""
+    return single_threaded_blas() if unknowns <= SINGLE_THREAD_UNKNOWNS else nullcontext()
 
 
 def _centred_lasso(A: np.ndarray, b: np.ndarray, lam: float,
@@ -1618,10 +1637,11 @@ def _gcv_score(stats: GramState, lam: float, coef: str) -> float:
     p = A.shape[0] - 1
     M = A.copy()
     M[np.arange(p), np.arange(p)] += lam
-    try:
-        df = float(np.trace(np.linalg.solve(M, A)))
-    except np.linalg.LinAlgError:
-        df = float(np.trace(np.linalg.lstsq(M, A, rcond=None)[0]))
+    with small_system(p + 1):
+        try:
+            df = float(np.trace(np.linalg.solve(M, A)))
+        except np.linalg.LinAlgError:
+            df = float(np.trace(np.linalg.lstsq(M, A, rcond=None)[0]))
     room = 1.0 - df / stats.rows
     loss = squared_loss(stats, solve_beta(A, b, lam, coef))
     return loss / room**2 if room > 0 and np.isfinite(loss) else np.inf
