@@ -28,6 +28,7 @@ from streamlearn.solvers.supersparse.passes import (
     hinge_line_objective,
     hinge_newton_point,
     hinge_objective,
+    lane_scores,
     solve_beta,
     symmetric_from_upper,
     upper_gram,
@@ -203,6 +204,15 @@ def test_small_systems_are_solved_on_one_blas_thread(monkeypatch: pytest.MonkeyP
     assert threads == [1, outside]
     assert max(i["num_threads"] for i in threadpool_info()
                if i["user_api"] == "blas") == outside  # restored
+
+
+def test_lane_scores_are_every_lanes_products():
+    rng = np.random.default_rng(24)
+    Z, W = rng.normal(size=(30, 5)), rng.normal(size=(3, 5, 4))
+    got = lane_scores(Z, W)
+    assert got.shape == (3, 30, 4) and got.flags.c_contiguous
+    for lane in range(3):
+        np.testing.assert_allclose(got[lane], Z @ W[lane], rtol=1e-12, atol=1e-12)
 
 
 def test_upper_gram_is_the_weighted_gram_above_its_diagonal():
