@@ -1004,7 +1004,9 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
         out (too few rows, or a fixed ``lam`` with one ``n_prototypes``), LASSO
         coefficients and :meth:`reduce` keep the squared loss, as does
         :meth:`partial_fit`, whose steps re-solve the squared loss. ``loss_`` says which
-        loss the coefficients have.
+        loss the coefficients have. With a ``LocalEngine`` the refit's passes keep the
+        rows' similarity columns between them (float64, up to 256 MiB; the rows beyond
+        are computed in every pass).
 """
 
 
