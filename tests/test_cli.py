@@ -1378,7 +1378,7 @@ def test_explain_s_row_sample_keeps_its_rows_not_the_chunks_they_came_from(
     from streamlearn.data import open_dataset
 
     rng = np.random.default_rng(3)
-    frame = pd.DataFrame(rng.normal(size=(40_000, 8)).astype(np.float32),
+    frame = pd.DataFrame(rng.normal(size=(160_000, 8)).astype(np.float32),
                          columns=[f"f{j}" for j in range(8)])
     frame.to_parquet(tmp_path / "d.parquet", row_group_size=1000)
     dataset = open_dataset(tmp_path / "d.parquet", chunk_rows=1000)
@@ -1389,9 +1389,12 @@ def test_explain_s_row_sample_keeps_its_rows_not_the_chunks_they_came_from(
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    np.testing.assert_array_equal(sample, frame.to_numpy()[::100])
-    # the rows' 1.28 MB against a few chunks of 32 KB
-    assert peak < frame.to_numpy().nbytes / 4, peak
+    np.testing.assert_array_equal(sample, frame.to_numpy()[::400])
+    # the rows' 5.1 MB against a few chunks of 32 KB (a peak of about 175 KB alone); the
+    # bound leaves room for what other threads of a test worker may allocate meanwhile
+    # (tracemalloc counts them all: on 40,000 rows one whole-suite run under load measured
+    # 358 KB where the test alone measures 156 KB)
+    assert peak < frame.to_numpy().nbytes / 8, peak
 
 
 def test_pairs_line_says_when_the_linear_model_replaced_the_kept_pairs():
