@@ -1,7 +1,7 @@
 """What ``streamlearn convert``'s compressions cost: store size, decoding rate, stream rate.
 
 For each kind of data, the same rows are written by :func:`streamlearn.data.convert.convert`
-with each ``compression`` ("lz4", "zstd", "none"), then, in this process and with the
+with each ``compression`` ("auto", "lz4", "zstd", "none"), then, in this process and with the
 files in the page cache (so the figures measure decoding, not the disk):
 
 - ``size``: the store's bytes over the raw float32 (and int32 column index) bytes;

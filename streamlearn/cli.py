@@ -1471,10 +1471,13 @@ def explain_command(model_path: str, data: str | None, out: str, fmt: str | None
               show_default=True,
               help="dense: an X matrix; sparse: CSR arrays; auto: sparse for sparse data "
                    "(svmlight, CSR stores), else dense.")
-@click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
-              show_default=True,
-              help="lz4: decoded fastest (later epochs are not held back by it); zstd: the "
-                   "smallest store.")
+@click.option("--compression", type=click.Choice(["auto", "lz4", "zstd", "none"]),
+              default="auto", show_default=True,
+              help="auto: each numeric array with lz4 where that saves at least a quarter "
+                   "of the bytes of its first storage chunk, else uncompressed (decoding "
+                   "is paid on every epoch, the bytes saved only on reads from disk); lz4: "
+                   "every array, decoded fastest of the compressors; zstd: every array, "
+                   "the smallest store; none. Text labels are always zstd.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @_hash_option("The store holds the N hashed columns (train on it without hashing).")
 @_quiet_option
@@ -1522,8 +1525,17 @@ def convert_command(data: str, target: str | None, features: list[str] | None,
     if dataset.target is not None:
         columns += f" + target {dataset.target!r}"
     click.echo(f"wrote {out}: {report.rows:,} rows x {columns}, {report.layout} layout, "
-               f"{report.nnz:,} non-zeros, {human_bytes(report.bytes_written)}, "
+               f"{report.nnz:,} non-zeros, {human_bytes(report.bytes_written)} "
+               f"({codecs_text(report.codecs)}), "
                f"{report.seconds:.2f} s ({_rate(report.rows, report.seconds)})")
+
+
+def codecs_text(codecs: dict[str, str]) -> str:
+    """The arrays of a store by compressor, e.g. ``"lz4: indptr, indices, y; none: data"``."""
+    by_codec: dict[str, list[str]] = {}
+    for name, codec in codecs.items():
+        by_codec.setdefault(codec, []).append(name)
+    return "; ".join(f"{codec}: {', '.join(names)}" for codec, names in by_codec.items())
 
 
 # -- demo ---------------------------------------------------------------------------------

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 
+import numcodecs
 import numpy as np
 import pandas as pd
 import pytest
@@ -504,20 +506,39 @@ def test_interrupted_conversion_leaves_nothing(ref: Reference, tmp_path: Path) -
     assert os.listdir(tmp_path) == []
 
 
+def lz4_bytes(values: np.ndarray) -> int:
+    """Bytes of zarr's Blosc LZ4 (byte shuffle, level 5) encoding of ``values``, as numcodecs
+    writes it."""
+    codec = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE,
+                            typesize=values.dtype.itemsize)
+    return len(codec.encode(np.ascontiguousarray(values)))
+
+
+def first_chunk_file(store: Path, name: str, ndim: int) -> Path:
+    return store / name / "c" / "/".join(["0"] * ndim)
+
+
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 @pytest.mark.parametrize(("compression", "codec"), [
-    ("lz4", "BloscCodec"), ("zstd", "ZstdCodec"), ("none", None)])
+    ("auto", None), ("lz4", "BloscCodec"), ("zstd", "ZstdCodec"), ("none", "")])
 def test_each_compression_reads_back_the_same_rows(ref: Reference, tmp_path: Path, layout: str,
                                                    compression: str, codec: str | None) -> None:
     X = ref.X.copy()
     X[np.abs(X) < 0.8] = 0  # sparse enough for a CSR store to hold fewer entries
     ds = open_dataset(X, target=ref.label, weight=ref.weight, chunk_rows=96)
     out = tmp_path / "out.zarr"
-    convert(ds, out, layout=layout, compression=compression)  # type: ignore[arg-type]
+    report = convert(ds, out, layout=layout, compression=compression)  # type: ignore[arg-type]
     group = zarr.open_group(str(out), mode="r")
+    assert set(report.codecs) == set(group.array_keys())
     for name in ("X",) if layout == "dense" else ("indptr", "indices", "data"):
+        expected = codec
+        if expected is None:  # auto: LZ4 where it saves a quarter of the first chunk
+            first = group[name][:group[name].chunks[0]]
+            expected = "BloscCodec" if lz4_bytes(first) <= 0.75 * first.nbytes else ""
         found = [type(c).__name__ for c in group[name].compressors]
-        assert found == ([codec] if codec else [])
+        assert found == ([expected] if expected else [])
+        assert report.codecs[name] == {"BloscCodec": "lz4", "ZstdCodec": "zstd",
+                                       "": "none"}[expected]
     X_back, y, w = streamed(open_dataset(str(out), weight="weight"))
     np.testing.assert_array_equal(X_back, X)
     np.testing.assert_array_equal(y, ref.label)
@@ -532,6 +553,58 @@ def test_text_labels_keep_zstd_whatever_the_compression(labelled: pd.DataFrame,
     group = zarr.open_group(str(out), mode="r")
     assert [type(c).__name__ for c in group["y"].compressors] == ["ZstdCodec"]
     assert [type(c).__name__ for c in group["X"].compressors] == ["BloscCodec"]
+
+
+def test_auto_compresses_the_arrays_lz4_shrinks_by_a_quarter(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    # CSR rows: random float32 values barely compress, column indices below 256 do
+    monkeypatch.setattr(convert_module, "SPARSE_CHUNK_ENTRIES", 4096)
+    rng = np.random.default_rng(7)
+    n, d = 2000, 200
+    X = sparse.random(n, d, density=0.1, format="csr", dtype=np.float32, random_state=rng,
+                      data_rvs=lambda k: rng.normal(size=k))
+    y = np.where(rng.random(n) < 0.5, 1, -1)
+    stores = {c: tmp_path / f"{c}.zarr" for c in ("auto", "lz4")}
+    reports = {c: convert(open_dataset(X, target=y), stores[c], layout="sparse", chunk_rows=500,
+                          compression=c) for c in stores}  # type: ignore[arg-type]
+    raw = {"indices": X.indices[:4096].astype(np.int32), "data": X.data[:4096],
+           "indptr": np.asarray(X.indptr[:500], dtype=np.int64), "y": y[:500].astype(np.int64)}
+    lz4_group = zarr.open_group(str(stores["lz4"]), mode="r")
+    auto_group = zarr.open_group(str(stores["auto"]), mode="r")
+    # an explicit "lz4" compresses every array, whatever it saves
+    assert set(reports["lz4"].codecs.values()) == {"lz4"}
+    for name, first in raw.items():
+        assert [type(c).__name__ for c in lz4_group[name].compressors] == ["BloscCodec"]
+        # the LZ4 chunk the lz4 store holds is numcodecs' encoding of the first chunk
+        lz4_size = first_chunk_file(stores["lz4"], name, 1).stat().st_size
+        assert lz4_size == lz4_bytes(first)
+        compressed = lz4_size <= 0.75 * first.nbytes
+        assert reports["auto"].codecs[name] == ("lz4" if compressed else "none")
+        stored = first_chunk_file(stores["auto"], name, 1).stat().st_size
+        assert stored == (lz4_size if compressed else first.nbytes)
+    assert reports["auto"].codecs["data"] == "none"
+    assert reports["auto"].codecs["indices"] == "lz4"
+    assert auto_group["data"].compressors == ()
+    got = SparseZarrSource(str(stores["auto"])).read_rows(0, n, [], None, None).X.toarray()
+    np.testing.assert_array_equal(got, X.toarray())
+
+
+def test_auto_compresses_image_pixels_not_noisy_features(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    pixels = np.zeros((600, 64), dtype=np.float32)
+    pixels[:, 20:44] = rng.integers(0, 256, size=(600, 24))  # a dark border, bytes inside
+    noisy = rng.normal(size=(600, 8)).astype(np.float32)
+    for name, X in (("pixels", pixels), ("noisy", noisy)):
+        out = tmp_path / f"{name}.zarr"
+        report = convert(open_dataset(X), out, chunk_rows=200)
+        first = X[:200]
+        compressed = lz4_bytes(first) <= 0.75 * first.nbytes
+        assert compressed == (name == "pixels")
+        assert report.codecs == {"X": "lz4" if compressed else "none"}
+        assert first_chunk_file(out, "X", 2).stat().st_size == \
+            (lz4_bytes(first) if compressed else first.nbytes)
+        np.testing.assert_array_equal(streamed(open_dataset(str(out)))[0], X)
 
 
 def test_unreadable_chunk_of_a_dense_store_names_its_array(ref: Reference,
@@ -573,6 +646,10 @@ def test_cli_convert(labelled: pd.DataFrame, tmp_path: Path) -> None:
     assert result.output.count("\n") == 1
     assert "1,000 rows x 5 features + target 'label', dense layout" in result.output
     assert "rows/s" in result.output and "non-zeros" in result.output
+    group = zarr.open_group(str(out), mode="r")
+    for name in ("X", "y"):  # each array named after the compressor its metadata holds
+        codec = "lz4" if group[name].compressors else "none"
+        assert re.search(rf"[(;] ?{codec}: [^;)]*\b{name}\b", result.output), result.output
     back = open_dataset(str(out))
     assert back.feature_names == tuple(FEATURES)
     np.testing.assert_array_equal(streamed(back)[1], labelled["label"].to_numpy())
