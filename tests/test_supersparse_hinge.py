@@ -49,24 +49,32 @@ def _similarities(X: np.ndarray, C: np.ndarray, gamma: float) -> np.ndarray:
     return np.exp(-gamma * d2)
 
 
-def test_hinge_gram_pass_sums_the_active_rows_as_numpy_does():
-    rng = np.random.default_rng(0)
-    n, K, p = 300, 3, 5
+def _three_class_rows(n: int, p: int, seed: int, holdout_seed: int):
+    """Weighted rows of three classes in 3 features, ``p`` centres, the training and the
+    held-out roles of a 30 % split, the dataset in chunks of 64 rows, and numpy's
+    similarity columns (with the intercept's) and +-1 targets of the rows."""
+    rng = np.random.default_rng(seed)
+    K = 3
     X = rng.normal(size=(n, 3)).astype(np.float32)
     labels = rng.integers(0, K, size=n)
     v = rng.uniform(0.2, 2.0, size=n).astype(np.float32)
     C = rng.normal(size=(p, 3))
-    W = rng.normal(scale=0.7, size=(2, p + 1, K))
-    holdout = Holdout.fraction(0.3, 7)
+    holdout = Holdout.fraction(0.3, holdout_seed)
     train = TargetRows("classification", None, holdout, False, None, K)
     held = TargetRows("classification", None, holdout, True, None, K)
     dataset = open_dataset(X, target=labels, weight=v, chunk_rows=64)
-    got = run_chunks(HingeGramPass(train, C, Similarity(0.4), W, held), dataset.chunks())
-
     Z = np.column_stack([_similarities(X, C, 0.4), np.ones(n)])
     Y = -np.ones((n, K))
     Y[np.arange(n), labels] = 1.0
-    out = holdout.mask(np.arange(n))
+    return rng, v, C, train, held, dataset, Z, Y, holdout.mask(np.arange(n))
+
+
+def test_hinge_gram_pass_sums_the_active_rows_as_numpy_does():
+    n, K, p = 300, 3, 5
+    rng, v, C, train, held, dataset, Z, Y, out = _three_class_rows(n, p, 0, 7)
+    W = rng.normal(scale=0.7, size=(2, p + 1, K))
+    got = run_chunks(HingeGramPass(train, C, Similarity(0.4), W, held), dataset.chunks())
+
     for lane in range(2):
         for c in range(K):
             slack = 1.0 - Y[:, c] * (Z @ W[lane, :, c])
@@ -93,21 +101,9 @@ def test_hinge_gram_pass_sums_the_active_rows_as_numpy_does():
 
 
 def test_cached_similarity_passes_sum_what_recomputing_passes_and_numpy_do():
-    rng = np.random.default_rng(21)
     n, K, p = 320, 3, 5
-    X = rng.normal(size=(n, 3)).astype(np.float32)
-    labels = rng.integers(0, K, size=n)
-    v = rng.uniform(0.2, 2.0, size=n).astype(np.float32)
-    C = rng.normal(size=(p, 3))
+    rng, v, C, train, held, dataset, Z, Y, out = _three_class_rows(n, p, 21, 5)  # 5 chunks
     similarity = Similarity(0.4)
-    holdout = Holdout.fraction(0.3, 5)
-    train = TargetRows("classification", None, holdout, False, None, K)
-    held = TargetRows("classification", None, holdout, True, None, K)
-    dataset = open_dataset(X, target=labels, weight=v, chunk_rows=64)  # 5 chunks
-    Z = np.column_stack([_similarities(X, C, 0.4), np.ones(n)])
-    Y = -np.ones((n, K))
-    Y[np.arange(n), labels] = 1.0
-    out = holdout.mask(np.arange(n))
     one_chunk = 64 * (p + 1 + K) * 8 + 64 * 4  # a chunk's training rows fit, not two
     caches = [SimilarityCache(C, similarity), SimilarityCache(C, similarity, one_chunk)]
     points = [rng.normal(scale=0.7, size=(2, p + 1, K)) for _ in range(3)]
