@@ -49,6 +49,21 @@ def _similarities(X: np.ndarray, C: np.ndarray, gamma: float) -> np.ndarray:
     return np.exp(-gamma * d2)
 
 
+def _ring_problem(n: int, seed: int, grid_side: int, holdout_seed: int, chunk_rows: int):
+    """Noisy rings (:func:`_rings`) with prototypes on a ``grid_side`` x ``grid_side``
+    grid, the training and held-out roles of a 30 % split, the dataset, numpy's
+    similarity columns at width 0.5 (with the intercept's) and the held-out mask."""
+    X, y = _rings(n, seed=seed, noise=0.45)
+    grid = np.linspace(-2.0, 2.0, grid_side)
+    C = np.array([[a, b] for a in grid for b in grid])
+    holdout = Holdout.fraction(0.3, holdout_seed)
+    train = TargetRows("classification", holdout=holdout)
+    held = TargetRows("classification", holdout=holdout, validation=True)
+    dataset = open_dataset(X, target=y, chunk_rows=chunk_rows)
+    Z = np.column_stack([_similarities(X, C, 0.5), np.ones(n)])
+    return y, C, train, held, dataset, Z, holdout.mask(np.arange(n))
+
+
 def _three_class_rows(n: int, p: int, seed: int, holdout_seed: int):
     """Weighted rows of three classes in 3 features, ``p`` centres, the training and the
     held-out roles of a 30 % split, the dataset in chunks of 64 rows, and numpy's
@@ -146,15 +161,7 @@ def test_cached_similarity_passes_sum_what_recomputing_passes_and_numpy_do():
 
 def test_newton_refit_is_the_same_with_and_without_its_similarity_cache(
         monkeypatch: pytest.MonkeyPatch):
-    X, y = _rings(600, seed=22, noise=0.45)
-    grid = np.linspace(-2.0, 2.0, 4)
-    C = np.array([[a, b] for a in grid for b in grid])
-    holdout = Holdout.fraction(0.3, 4)
-    train = TargetRows("classification", holdout=holdout)
-    held = TargetRows("classification", holdout=holdout, validation=True)
-    dataset = open_dataset(X, target=y, chunk_rows=100)
-    Z = np.column_stack([_similarities(X, C, 0.5), np.ones(600)])
-    out = holdout.mask(np.arange(600))
+    y, C, train, held, dataset, Z, out = _ring_problem(600, 22, 4, 4, 100)
     w0 = np.linalg.lstsq(Z[~out], 2.0 * y[~out] - 1.0, rcond=None)[0]
     caches: list[SimilarityCache] = []
 
@@ -361,17 +368,9 @@ def test_damped_newton_point_and_curvature_are_numpys():
 def test_early_stop_keeps_the_step_of_lowest_held_out_loss_and_its_count_carries_over():
     # few rows, many prototypes, almost no penalty: the held-out loss turns long before the
     # training objective settles
-    X, y = _rings(900, seed=15, noise=0.45)
-    grid = np.linspace(-2.0, 2.0, 5)
-    C = np.array([[a, b] for a in grid for b in grid])
-    holdout = Holdout.fraction(0.3, 3)
-    train = TargetRows("classification", holdout=holdout)
-    held = TargetRows("classification", holdout=holdout, validation=True)
-    dataset = open_dataset(X, target=y, chunk_rows=128)
+    y, C, train, held, dataset, Z, out = _ring_problem(900, 15, 5, 3, 128)
     engine = LocalEngine(progress=False)
-    Z = np.column_stack([_similarities(X, C, 0.5), np.ones(900)])
     t = 2.0 * y - 1.0
-    out = holdout.mask(np.arange(900))
     w0 = np.linalg.lstsq(Z[~out], t[~out], rcond=None)[0]
     lams = [1e-3, 1e-9]
     fit = driver.hinge_newton(engine, dataset, train, C, Similarity(0.5), w0, lams, 1e-3,
