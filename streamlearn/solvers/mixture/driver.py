@@ -661,12 +661,13 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
            else Standardiser.from_moments(*moments))
     indicators = list(dataset.indicator_features)
+    # the features that vary, indicators left out (a constant one is 0 once standardised)
+    varies = np.asarray(moments[4]) > np.asarray(moments[3])
+    varies[indicators] = False
     weights = np.ones(dataset.n_features)
     if weigh and labelled is not None and k > 1:  # for the gates; quantile bins: the
-        # same on the mapped rows; a constant feature (0 once standardised) keeps 1
-        varying = np.asarray(moments[4]) > np.asarray(moments[3])
-        varying[indicators] = False
-        plain = np.flatnonzero(varying)
+        # same on the mapped rows; a constant feature keeps 1
+        plain = np.flatnonzero(varies)
         if plain.size:
             weights[plain] = relevance_weights(feature_relevance(
                 labelled[0][:, plain], labelled[1], len(classes)))
@@ -677,8 +678,6 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
         if dataset.is_sparse:
             sq_norm = uncentred_sq_norm(moments, std)
         else:  # every varying feature's unit variance, the indicators' own variances
-            varies = np.asarray(moments[4]) > np.asarray(moments[3])
-            varies[indicators] = False
             variance = np.asarray(moments[2], dtype=np.float64) / max(int(moments[0]), 1)
             sq_norm = (float(np.sum(weights[varies] ** 2))
                        + float(np.sum(variance[indicators])))
