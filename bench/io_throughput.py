@@ -219,14 +219,21 @@ def write_disk_store(fmt: str, path: Path, disk_bytes: float, compression: str
     shutil.rmtree(path, ignore_errors=True)
     t0 = time.perf_counter()
     n_rows = 0
+    codecs: dict[str, str] = {}
     if fmt == "zarr":
         group = zarr.open_group(path, mode="w", zarr_format=3)
         capacity = BLOCK_ROWS * 1024
+        # "auto" judges each array on its first storage chunk, as ``convert`` does
+        first_cols, first_labels = make_block(0, ZARR_CHUNK_ROWS)
+        x_codecs = compressors(compression, np.float32, first_cols.T)
+        y_codecs = compressors(compression, np.int8, first_labels)
+        kind = "zstd" if compression == "zstd" else "lz4"
+        codecs = {"X": kind if x_codecs else "none", "y": kind if y_codecs else "none"}
         X = group.create_array("X", shape=(capacity, N_FEATURES),
                                chunks=(ZARR_CHUNK_ROWS, N_FEATURES), dtype="float32",
-                               compressors=compressors(compression, np.float32))
+                               compressors=x_codecs)
         y = group.create_array("y", shape=(capacity,), chunks=(ZARR_CHUNK_ROWS,), dtype="int8",
-                               compressors=compressors(compression, np.int8))
+                               compressors=y_codecs)
         while dir_bytes(path) < disk_bytes and n_rows < capacity:
             for _ in range(16):  # measure the directory now and then, not every block
                 cols, labels = make_block(n_rows, n_rows + BLOCK_ROWS)
@@ -252,7 +259,7 @@ def write_disk_store(fmt: str, path: Path, disk_bytes: float, compression: str
             k += 1
     return {"format": fmt, "path": str(path), "rows": n_rows, "disk_bytes": dir_bytes(path),
             "feature_bytes": n_rows * N_FEATURES * 4, "write_s": time.perf_counter() - t0,
-            "compression": compression if fmt == "zarr" else "snappy"}
+            "compression": compression if fmt == "zarr" else "snappy", "codecs": codecs}
 
 
 def disk_child(what: str, fmt: str, path: str, chunk_rows: int) -> dict[str, Any]:
@@ -873,7 +880,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--disk-rounds", type=int, default=2)
     parser.add_argument("--disk-formats", default=",".join(FORMATS),
                         help="formats of that part, e.g. zarr")
-    parser.add_argument("--disk-compression", default="lz4", choices=("lz4", "zstd", "none"))
+    parser.add_argument("--disk-compression", default="lz4",
+                        choices=("lz4", "auto", "zstd", "none"),
+                        help="the zarr store's codec, as `streamlearn convert --compression`: "
+                             "lz4 (the recorded run), auto (convert's default), zstd, none")
     parser.add_argument("--disk-child", help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--format", choices=FORMATS, help=argparse.SUPPRESS)
