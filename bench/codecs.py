@@ -34,7 +34,7 @@ import numpy as np
 from machine_info import library_versions, machine_info
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-COMPRESSIONS = ("lz4", "zstd", "none")
+COMPRESSIONS = ("auto", "lz4", "zstd", "none")
 SEED = 20261126
 
 
@@ -103,7 +103,7 @@ def measure(name: str, X: Any, y: np.ndarray, compression: str, root: Path,
     size = store_bytes(store)
     shutil.rmtree(store)
     return {"data": name, "compression": compression, "layout": report.layout,
-            "rows": rows, "raw_bytes": raw_bytes(X), "store_bytes": size,
+            "codecs": dict(report.codecs), "rows": rows, "raw_bytes": raw_bytes(X), "store_bytes": size,
             "size_ratio": size / raw_bytes(X), "write_s": report.seconds,
             "decode_mb_s": raw_bytes(X) / min(decode) / 1e6,
             "stream_rows_s": rows / min(stream), "decode_s": decode, "stream_s": stream}
