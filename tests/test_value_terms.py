@@ -12,9 +12,11 @@ from streamlearn.errors import SchemaError
 from streamlearn.features import BSplineMap, BSplinePairMap, value_columns, value_encode_row
 from streamlearn.features.value_terms import (
     MAX_VALUES,
+    MIN_VALUE_ROWS,
     check_value_terms,
     frequent_values,
     value_scale,
+    value_table,
 )
 from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import AdditiveSVC
@@ -22,8 +24,10 @@ from streamlearn.solvers.additive import HOLDOUT_SALT, Holdout, ModelPairs
 from streamlearn.solvers.additive.interactions import SCREEN_BINS, ResidualModel, bin_edges
 from streamlearn.solvers.additive.value_screening import (
     VALUE_SCORE,
+    ValueCountPass,
     ValueScreeningPass,
     choose_value_terms,
+    merge_counts,
     value_scores,
 )
 from streamlearn.solvers.embedding import (
@@ -178,6 +182,53 @@ def test_frequent_values_rule() -> None:
     assert frequent_values(sample, skip=[4]).keys() == {2}
 
 
+def test_value_table_rule() -> None:
+    """Every value of at least ``least`` rows, the ``most`` most frequent (ties: the
+    smaller value), increasing; against a sort in Python."""
+    rng = np.random.default_rng(12)
+    values = rng.permutation(np.arange(300, dtype=np.float64) / 4)
+    counts = rng.integers(0, 12, 300)
+    for least, most in ((3, 256), (3, 40), (1, 1000), (11, 5)):
+        ranked = sorted(zip(values.tolist(), counts.tolist(), strict=True),
+                        key=lambda vc: (-vc[1], vc[0]))
+        expected = sorted(v for v, c in [vc for vc in ranked if vc[1] >= least][:most])
+        np.testing.assert_array_equal(value_table(values, counts, least, most), expected)
+
+
+def test_merge_counts_adds_and_keeps_the_most_frequent() -> None:
+    a_values, a_counts = np.array([0.0, 2.0, 5.0]), np.array([4, 1, 2])
+    b_values, b_counts = np.array([2.0, 3.0, 5.0, 9.0]), np.array([6, 1, 2, 1])
+    values, counts = merge_counts(a_values, a_counts, b_values, b_counts)
+    np.testing.assert_array_equal(values, [0.0, 2.0, 3.0, 5.0, 9.0])
+    np.testing.assert_array_equal(counts, [4, 7, 1, 4, 1])
+    # beyond ``most`` values: the most frequent (ties: the smaller value), increasing
+    values, counts = merge_counts(a_values, a_counts, b_values, b_counts, most=3)
+    np.testing.assert_array_equal(values, [0.0, 2.0, 5.0])
+    np.testing.assert_array_equal(counts, [4, 7, 4])
+
+
+def test_value_count_pass_matches_numpy() -> None:
+    """The counts over chunks of the training rows (held-out rows and rows of weight 0
+    left out) against numpy's over all rows at once."""
+    rng = np.random.default_rng(13)
+    n = 5000
+    X = np.stack([rng.integers(0, 50, n), rng.normal(size=n),
+                  np.where(rng.random(n) < 0.9, 0.0, rng.integers(1, 400, n))],
+                 axis=1).astype(np.float32)
+    weight = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.5, 2.0, n))
+    y = rng.integers(0, 2, n)
+    holdout = Holdout.fraction(0.1, 14 ^ HOLDOUT_SALT)
+    pass_ = ValueCountPass([0, 2], holdout)
+    data = open_dataset(X, target=y, weight=weight, chunk_rows=700)
+    counts = LocalEngine(progress=False).run(pass_, data)
+    train = ~holdout.mask(np.arange(n)) & (weight > 0)
+    for t, f in enumerate((0, 2)):
+        x = X[train, f]
+        values, expected = np.unique(x[np.isfinite(x)], return_counts=True)
+        np.testing.assert_array_equal(counts.values[t], values.astype(np.float64))
+        np.testing.assert_array_equal(counts.counts[t], expected)
+
+
 @pytest.mark.parametrize(("terms", "error", "match"), [
     ([(0, ())], ValueError, "no values"),
     ([(0, (2.0, 1.0))], ValueError, "increasing"),
@@ -267,7 +318,11 @@ def test_auto_keeps_the_value_term_of_the_feature_that_jumps(jumps) -> None:
     assert check["kept"] and check["screened"] == [0]
     assert check["held_out_log_loss_with"] < check["held_out_log_loss_without"]
     (name, values), = model.value_terms_
-    assert name == "x0" and set(SPIKES) <= set(values) and len(values) == MAX_VALUES
+    # every value of at least MIN_VALUE_ROWS training rows, not only the sample's 32
+    train = ~Holdout.fraction(0.1, 0 ^ HOLDOUT_SALT).mask(np.arange(X.shape[0]))
+    seen, counts = np.unique(X[train, 0], return_counts=True)
+    assert name == "x0" and set(SPIKES) <= set(values)
+    assert values == tuple(seen[counts >= MIN_VALUE_ROWS].tolist()) and len(values) == 40
     plain = AdditiveSVC(chunk_rows=2000, value_terms=False).fit(X, y)
     assert not hasattr(plain, "value_check_") and plain.value_terms_ == ()
     assert model.score(Xt, yt) > plain.score(Xt, yt) + 0.01
@@ -281,6 +336,39 @@ def test_auto_keeps_the_value_term_of_the_feature_that_jumps(jumps) -> None:
                                atol=1e-9)
 
 
+def test_rare_values_that_jump_get_weights_of_their_own() -> None:
+    """x0 takes 80 integer values: the even ones common (jumps at three of them make the
+    feature's term chosen), the odd ones rare (about 6 rows each, 1 or 2 in the describe
+    sample, so not in its table) and all of them raising the label. The table holds every
+    value of at least MIN_VALUE_ROWS training rows, odd ones included, and the model
+    follows the rare values, which the curve (one knot per 10 values) cannot."""
+
+    def rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        x0 = 2 * rng.integers(0, 40, n) + (rng.random(n) < 0.02)
+        x1 = rng.normal(size=n)
+        f = (2.5 * np.isin(x0, (8, 30, 52)) + 3.0 * (x0 % 2) + 0.02 * x0 + np.sin(2 * x1)
+             - 1.6)
+        X = np.stack([x0, x1], axis=1).astype(np.float32)
+        return X, (f + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+
+    X, y = rows(16_000, 15)
+    Xt, yt = rows(200_000, 16)
+    model = AdditiveSVC(interactions=0).fit(X, y)
+    (name, values), = model.value_terms_
+    assert name == "x0"
+    train = ~Holdout.fraction(0.1, 0 ^ HOLDOUT_SALT).mask(np.arange(X.shape[0]))
+    seen, counts = np.unique(X[train, 0], return_counts=True)
+    assert values == tuple(seen[counts >= MIN_VALUE_ROWS].tolist())
+    odd = [v for v in values if v % 2]
+    assert len(odd) >= 20
+    rare = np.isin(Xt[:, 0], odd)
+    plain = AdditiveSVC(interactions=0, value_terms=False).fit(X, y)
+    ours = model.predict(Xt[rare]) == yt[rare]
+    theirs = plain.predict(Xt[rare]) == yt[rare]
+    assert ours.mean() > theirs.mean() + 0.1
+
+
 def test_the_command_line_reports_the_value_terms(jumps) -> None:
     from streamlearn.cli import values_line
 
@@ -289,7 +377,7 @@ def test_the_command_line_reports_the_value_terms(jumps) -> None:
     assert values_line(model) == (
         f"value terms: 1 screened and trained, kept (held-out log-loss "
         f"{check['held_out_log_loss_without']:.4f} without, "
-        f"{check['held_out_log_loss_with']:.4f} with); x0 ({MAX_VALUES} values)")
+        f"{check['held_out_log_loss_with']:.4f} with); x0 (40 values)")
 
 
 def test_no_value_term_where_no_feature_jumps() -> None:

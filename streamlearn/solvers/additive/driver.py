@@ -85,8 +85,10 @@ from streamlearn.solvers.additive.passes import (
     w_to_w_d,
 )
 from streamlearn.solvers.additive.value_screening import (
+    ValueCountPass,
     ValueScreeningPass,
     choose_value_terms,
+    widen_tables,
 )
 from streamlearn.solvers.calibration import (
     MIN_CALIBRATION_ROWS,
@@ -852,6 +854,11 @@ def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
     One reduction pass over the training rows (over the ranges of the describe sample on
     data that :func:`_sample_ranges` samples) scores each by the jumps of ``fitted``'s
     residuals at single values (:mod:`~streamlearn.solvers.additive.value_screening`);
+    a second one counts the training rows of each value of the chosen features, whose
+    tables become every value that
+    :data:`~streamlearn.features.value_terms.MIN_VALUE_ROWS` of them hold (at most
+    :data:`~streamlearn.features.value_terms.MAX_TABLE_VALUES`, the most frequent:
+    :func:`~streamlearn.solvers.additive.value_screening.widen_tables`);
     the model with the chosen features' value terms is trained from the same summary and
     kept when its held-out log-loss is lower than ``fitted``'s by :data:`VALUE_GAIN` of
     it, or by :data:`PAIR_GAIN_PER_COST` for each multiple of the per-feature work per row
@@ -885,6 +892,15 @@ def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
         return replace(fitted, value_check={
             "kept": False, "candidates": [int(f) for f in pass_.features],
             "reason": "no feature's residuals jump at its values"})
+    # the chosen features' tables: every value enough training rows hold, not only the
+    # sample's frequent ones (one more pass, of the chosen features alone)
+    counted = [f for f, _ in terms]
+    count_pass = ValueCountPass(counted, holdout)
+    counts = (runner.run(count_pass, dataset, description="count values")
+              if ranges is None else
+              run_on_ranges(runner, count_pass, dataset, ranges,
+                            description="count values (sample)"))
+    terms = widen_tables(terms, counts, counted)
     value_map = BSplinePairMap(fmap.degree, fmap.n_bases, fmap.penalty_order, False, (),
                                config.pair_grids[0], fmap.knots, terms)
     with_values, _ = _fit_terms(runner, dataset, replace(config, feature_map=value_map),

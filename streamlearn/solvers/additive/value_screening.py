@@ -33,6 +33,7 @@ from typing import Literal
 import numpy as np
 
 from streamlearn.data import Chunk
+from streamlearn.features.value_terms import MAX_COUNTED_VALUES, value_table
 from streamlearn.solvers.additive.interactions import SCREEN_BINS, ResidualModel, bin_edges
 from streamlearn.solvers.holdout import Holdout
 
@@ -115,6 +116,111 @@ class ValueScreeningPass:
     def finish(self, state: ValueScreeningState) -> ValueScreeningState:
         """The sums as they are."""
         return state
+
+
+@dataclass
+class ValueCounts:
+    """Sums of the value counting pass: per feature its distinct values (increasing) and
+    the training rows holding each."""
+
+    values: list[np.ndarray]
+    counts: list[np.ndarray]
+
+
+def merge_counts(values: np.ndarray, counts: np.ndarray, more_values: np.ndarray,
+                 more_counts: np.ndarray, most: int = MAX_COUNTED_VALUES
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Two value counts of a feature added up; beyond ``most`` distinct values, the
+    ``most`` most frequent kept (memory stays bounded on a feature whose values turn out
+    not to repeat; the rows of a value dropped then are not counted)."""
+    merged, inverse = np.unique(np.concatenate([values, more_values]), return_inverse=True)
+    total = np.bincount(inverse, weights=np.concatenate([counts, more_counts]),
+                        minlength=merged.shape[0]).astype(np.int64)
+    if merged.shape[0] > most:
+        keep = np.sort(np.lexsort((merged, -total))[:most])
+        merged, total = merged[keep], total[keep]
+    return merged, total
+
+
+class ValueCountPass:
+    """Reduction pass: how many training rows hold each value of the chosen features, for
+    their tables (:func:`~streamlearn.features.value_terms.value_table`).
+
+    Parameters
+    ----------
+    features : sequence of int
+        The features counted.
+    holdout : Holdout or None
+        Rows held out from training, left out here too; so are rows of weight 0.
+    """
+
+    kind: Literal["reduction", "sequential"] = "reduction"
+
+    def __init__(self, features: list[int], holdout: Holdout | None) -> None:
+        self.features = [int(f) for f in features]
+        self.holdout = holdout
+
+    def start(self) -> ValueCounts:
+        """No value counted."""
+        empty = [np.zeros(0) for _ in self.features]
+        return ValueCounts(empty, [np.zeros(0, dtype=np.int64) for _ in self.features])
+
+    def step(self, state: ValueCounts, chunk: Chunk) -> ValueCounts:
+        """Count the chunk's training rows (a new state)."""
+        keep = np.ones(chunk.X.shape[0], dtype=bool)
+        if self.holdout is not None:
+            keep &= ~self.holdout.mask(chunk.rows)
+        if chunk.weight is not None:
+            keep &= np.asarray(chunk.weight) > 0
+        if not keep.any():
+            return state
+        values, counts = [], []
+        for t, f in enumerate(self.features):
+            x = np.asarray(chunk.X[keep, f], dtype=np.float64)
+            seen, n = np.unique(x[np.isfinite(x)], return_counts=True)
+            merged = merge_counts(state.values[t], state.counts[t], seen, n)
+            values.append(merged[0])
+            counts.append(merged[1])
+        return ValueCounts(values, counts)
+
+    def merge(self, a: ValueCounts, b: ValueCounts) -> ValueCounts:
+        """Add two states (a new one)."""
+        pairs = [merge_counts(va, ca, vb, cb)
+                 for va, ca, vb, cb in zip(a.values, a.counts, b.values, b.counts,
+                                           strict=True)]
+        return ValueCounts([v for v, _ in pairs], [c for _, c in pairs])
+
+    def finish(self, state: ValueCounts) -> ValueCounts:
+        """The counts as they are."""
+        return state
+
+
+def widen_tables(terms: tuple[tuple[int, tuple[float, ...]], ...], counts: ValueCounts,
+                 features: list[int]) -> tuple[tuple[int, tuple[float, ...]], ...]:
+    """The chosen terms with each table made every value of at least
+    :data:`~streamlearn.features.value_terms.MIN_VALUE_ROWS` training rows
+    (:func:`~streamlearn.features.value_terms.value_table`); a term keeps its sample's
+    table where no value has that many.
+
+    Parameters
+    ----------
+    terms : tuple of (int, tuple of float)
+        As :func:`choose_value_terms` returns them.
+    counts : ValueCounts
+        The counting pass's result over ``features``.
+    features : list of int
+        The features the pass counted.
+
+    Returns
+    -------
+    tuple of (int, tuple of float)
+    """
+    out = []
+    for f, values in terms:
+        t = features.index(f)
+        table = value_table(counts.values[t], counts.counts[t])
+        out.append((f, tuple(float(v) for v in table) if table.size else values))
+    return tuple(out)
 
 
 def value_scores(state: ValueScreeningState, bounds: np.ndarray,
