@@ -465,7 +465,12 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         its residuals better than offsets per quantile bin (16 bins) do, by a score
         statistic at least 50 above its mean per binary model
         (:mod:`streamlearn.solvers.additive.value_screening`; about six standard
-        deviations). The model with the chosen terms is trained and kept only when its
+        deviations). A chosen feature's table is then every value that at least 3
+        training rows hold, counted in one more pass over the chosen features (at most
+        256, the most frequent; :func:`~streamlearn.features.value_terms.value_table`):
+        rare values whose effect jumps (adult's capital gains of 3 to 31 rows each) get
+        a weight too, which the ridge shrinks where their rows are few. The model with
+        the chosen terms is trained and kept only when its
         calibrated held-out log-loss is lower by at least 0.5 %, with at least 200
         held-out rows (``value_check_``); pairs are screened after. Each value's column
         holds the entry that makes its ridge charge a step what the feature's difference
