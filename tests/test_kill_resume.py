@@ -46,12 +46,13 @@ KILLS = {
     # k-means, cluster counts, 2 initial expert passes, an E-step and 2 stochastic EM
     # epochs, every pass for the 3 one-vs-rest mixtures at both gating factors and the
     # guard's 3 linear lanes at once (the experts' passes sequential, each lane with its
-    # own dual variables), the held-out scores that choose the factor, the temperatures;
-    # then the same passes for the 3 one-vs-one pair mixtures that multiclass="auto"
-    # tries, and the held-out scores that compare the two schemes
+    # own dual variables), the held-out scores that choose the factor, the guard's scores
+    # of the mixture and the linear SVM, the temperatures; then the same passes for the 3
+    # one-vs-one pair mixtures that multiclass="auto" tries, and the held-out scores that
+    # compare the two schemes (the 4th held-out scores pass)
     "MixtureSVC": ["during:MiniBatchKMeansPass:2:4", "after:InitialExpertPass:2:2",
                    "after:StochasticEpochPass:2:4", "after:InitialExpertPass:4:2",
-                   "during:StochasticEpochPass:4:4", "during:HeldOutScoresPass:2:result"],
+                   "during:StochasticEpochPass:4:4", "during:HeldOutScoresPass:4:result"],
     # describe, anchor k-means (sequential), then restricted objectives and column scores
     "ShareBoostClassifier": ["after:MiniBatchKMeansPass:1:2",
                              "during:RestrictedObjectivePass:3:end"],
