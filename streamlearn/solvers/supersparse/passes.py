@@ -80,12 +80,14 @@ __all__ = [
     "choose_lam",
     "class_quotas",
     "class_targets",
+    "design_columns",
     "hinge_curvature",
     "hinge_line_objective",
     "hinge_newton_point",
     "hinge_objective",
     "lam_scale",
     "lane_scores",
+    "linear_scores",
     "objective",
     "prototype_gamma",
     "scale_gamma",
@@ -550,13 +552,21 @@ class ValidationPass:
         V``, ``D`` the identity on ``beta``): each row is then scored by its
         leave-one-out prediction ``t - (t - f) / (1 - h)``, ``h = v z^T (A + lam D)^-1 z
         / V`` its leverage, as if the beta-step had not seen it.
+    linear : bool
+        ``w`` is (p + d + 1, K): ``f`` adds the linear part ``x . w_lin`` of the rows'
+        (standardised) features (:func:`design_columns`); not with ``leverage``.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, rows: TargetRows, prototypes: np.ndarray, w: np.ndarray,
                  similarity: Similarity, sign_error: bool,
-                 scales: np.ndarray | None = None, leverage: np.ndarray | None = None) -> None:
+                 scales: np.ndarray | None = None, leverage: np.ndarray | None = None,
+                 linear: bool = False) -> None:
+        if linear and leverage is not None:
+            raise ValueError("leave-one-out scores are those of the beta-step, which has no "
+                             "linear part")
+        self.linear = bool(linear)
         self.rows = rows
         self.C = prototypes
         self.w = np.asarray(w, dtype=np.float64).reshape(len(w), -1)
@@ -577,7 +587,10 @@ class ValidationPass:
         X, t, v = self.rows.select(chunk)
         if X.shape[0]:
             S = self.similarity.values(X, self.C)
-            f = S @ self.w[:-1] + self.w[-1]
+            p = self.C.shape[0]
+            f = S @ self.w[:p] + self.w[-1]
+            if self.linear:
+                f += linear_scores(X, self.w[p:-1])
             if self.leverage is not None:
                 Z = np.column_stack([S, np.ones(S.shape[0])])
                 h = v * np.einsum("ij,jk,ik->i", Z, self.leverage, Z)
@@ -759,6 +772,23 @@ class HingeGramState:
                               self.rows + other.rows)
 
 
+def design_columns(S: np.ndarray, X: np.ndarray | SparseRows, linear: bool) -> np.ndarray:
+    """The refit's design columns of rows ``X`` whose similarities are ``S`` (n, p):
+    ``(S, 1)``, or with ``linear`` ``(S, X, 1)``, the rows' (standardised) features
+    between them (the linear part, a sparse row's non-zeros in their columns), float64."""
+    if not linear:
+        return np.column_stack([S, np.ones(S.shape[0])])
+    dense = X.toarray() if isinstance(X, SparseRows) else np.asarray(X)
+    return np.column_stack([S, dense.astype(np.float64), np.ones(S.shape[0])])
+
+
+def linear_scores(X: np.ndarray | SparseRows, coef: np.ndarray) -> np.ndarray:
+    """``X @ coef`` (n, K) of dense or CSR rows (float64: a sparse row sums its non-zeros)."""
+    if isinstance(X, SparseRows):
+        return np.asarray(X.to_scipy() @ coef, dtype=np.float64).reshape(X.shape[0], -1)
+    return np.asarray(X, dtype=np.float64) @ coef
+
+
 class SimilarityCache:
     """The design columns ``Z = (s(x, c_1..p), 1)`` of a pass's rows, with their targets
     and weights, kept per chunk between passes at fixed prototypes.
@@ -784,6 +814,8 @@ class SimilarityCache:
     similarity : Similarity
     max_bytes : int
         Bytes of arrays held at most (:data:`SIMILARITY_CACHE_BYTES` by default).
+    linear : bool
+        The columns hold the rows' features too (:func:`design_columns`).
 
     Attributes
     ----------
@@ -794,9 +826,10 @@ class SimilarityCache:
     """
 
     def __init__(self, prototypes: np.ndarray, similarity: Similarity,
-                 max_bytes: int = SIMILARITY_CACHE_BYTES) -> None:
+                 max_bytes: int = SIMILARITY_CACHE_BYTES, linear: bool = False) -> None:
         self.prototypes = prototypes
         self.similarity = similarity
+        self.linear = bool(linear)
         self.max_bytes = int(max_bytes)
         self.nbytes = 0
         self.hits = 0
@@ -808,9 +841,10 @@ class SimilarityCache:
         state["_entries"], state["nbytes"] = {}, 0
         return state
 
-    def serves(self, prototypes: np.ndarray, similarity: Similarity) -> bool:
-        """Whether the entries are those of ``prototypes`` and ``similarity``."""
-        return similarity == self.similarity and (
+    def serves(self, prototypes: np.ndarray, similarity: Similarity,
+               linear: bool = False) -> bool:
+        """Whether the entries are those of ``prototypes``, ``similarity`` and ``linear``."""
+        return similarity == self.similarity and bool(linear) == self.linear and (
             prototypes is self.prototypes or np.array_equal(prototypes, self.prototypes))
 
     def get(self, role: str, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -876,6 +910,11 @@ class HingeGramPass:
     cache : SimilarityCache, optional
         Where the rows' similarity columns are read from when held, and kept after being
         computed (the passes of one refit share one, at the same prototypes).
+    linear : bool
+        The design columns hold the rows' (standardised) features between the
+        similarities and the 1 (:func:`design_columns`): ``W`` is then (L, p + d + 1, K),
+        the linear part's coefficients ``w`` in rows ``p .. p + d - 1``, summed and
+        solved as the prototypes' coefficients are.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
@@ -884,16 +923,19 @@ class HingeGramPass:
                  W: np.ndarray, held_out: TargetRows | None = None,
                  base: np.ndarray | None = None, direction: np.ndarray | None = None,
                  outputs: np.ndarray | None = None,
-                 cache: SimilarityCache | None = None) -> None:
-        if cache is not None and not cache.serves(prototypes, similarity):
+                 cache: SimilarityCache | None = None, linear: bool = False) -> None:
+        if cache is not None and not cache.serves(prototypes, similarity, linear):
             raise ValueError("the similarity cache holds the columns of other prototypes")
         self.cache = cache
         self.rows = rows
         self.C = prototypes
         self.similarity = similarity
+        self.linear = bool(linear)
         self.W = np.asarray(W, dtype=np.float64)
-        if self.W.ndim != 3 or self.W.shape[1] != prototypes.shape[0] + 1:
-            raise ValueError(f"W must have shape (lanes, {prototypes.shape[0] + 1}, outputs), "
+        if self.W.ndim != 3 or (self.W.shape[1] <= prototypes.shape[0] + 1 if linear
+                                else self.W.shape[1] != prototypes.shape[0] + 1):
+            raise ValueError(f"W must have shape (lanes, {prototypes.shape[0] + 1}"
+                             f"{' + n_features' if linear else ''}, outputs), "
                              f"got {self.W.shape}")
         self.held_out = held_out
         self.outputs = (np.ones(self.W.shape[::2], dtype=bool) if outputs is None
@@ -910,18 +952,21 @@ class HingeGramPass:
 
     def _rows(self, role: str, selection: TargetRows, chunk: Chunk
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``Z = (S, 1)`` of the chunk's rows of ``selection``, their targets and weights:
-        from the cache where it holds them, else computed (and offered to it)."""
+        """``Z = (S, 1)`` (``(S, X, 1)`` with ``linear``) of the chunk's rows of
+        ``selection``, their targets and weights: from the cache where it holds them, else
+        computed (and offered to it)."""
         if self.cache is not None:
             held = self.cache.get(role, chunk)
             if held is not None:
                 return held
         X, t, v = selection.select(chunk)
         if X.shape[0]:
-            S = self.similarity.values(X, self.C)
-            Z = np.column_stack([S, np.ones(S.shape[0])])
+            Z = design_columns(self.similarity.values(X, self.C), X, self.linear)
         else:
-            Z = np.zeros((0, self.C.shape[0] + 1))
+            Z = np.zeros((0, self.W.shape[1]))
+        if Z.shape[1] != self.W.shape[1]:
+            raise ValueError(f"the rows give {Z.shape[1]} design columns for coefficients "
+                             f"of {self.W.shape[1]}")
         if self.cache is not None:
             self.cache.put(role, chunk, Z, t, v)
         return Z, t, v
@@ -1046,7 +1091,8 @@ def hinge_line_objective(stats: HingeGramState, base: np.ndarray, direction: np.
 
 
 def hinge_newton_point(stats: HingeGramState, lams: np.ndarray, W: np.ndarray,
-                       damping: np.ndarray | None = None) -> np.ndarray:
+                       damping: np.ndarray | None = None,
+                       free: np.ndarray | None = None) -> np.ndarray:
     """The Newton point of every lane and output from the statistics the pass summed at
     ``W`` (L, p + 1, K): the ridge beta-step (:func:`solve_beta`) of the active rows,
     ``(G_I / V + lam D) w = r_I / V`` (``D`` the identity on ``beta``, zero on the
@@ -1056,30 +1102,45 @@ def hinge_newton_point(stats: HingeGramState, lams: np.ndarray, W: np.ndarray,
     With ``damping`` (L, K), ``mu``, the point is Levenberg and Marquardt's instead,
     ``(G_I / V + (lam + mu) D) w = r_I / V + mu D W``: the Newton step from ``W`` with
     ``mu`` added to the curvature of every coefficient but the intercept. ``mu = 0`` is
-    the Newton point."""
+    the Newton point.
+
+    With ``free`` (L, p + 1) of bool, lane ``l`` solves for its columns ``free[l]`` only
+    (the intercept always), the others staying 0: a lane of a subset of the design
+    columns (the prototypes without the linear part, or the linear part alone) run
+    beside lanes of all of them in the same passes."""
     L, K = stats.G.shape[:2]
     W = np.array(W, dtype=np.float64)
     V = stats.weight
+    q = W.shape[1]
     for lane in range(L):
+        cols = (np.arange(q) if free is None
+                else np.flatnonzero(np.append(np.asarray(free[lane], dtype=bool)[:-1], True)))
         for c in range(K):
-            A = stats.G[lane, c] / V
+            A = stats.G[lane, c][np.ix_(cols, cols)] / V
             if A[-1, -1] <= 0:
                 continue
             mu = 0.0 if damping is None else float(damping[lane, c])
-            b = stats.r[lane, c] / V
+            b = stats.r[lane, c][cols] / V
             if mu > 0:
                 b = b.copy()
-                b[:-1] += mu * W[lane, :-1, c]
-            W[lane, :, c] = solve_beta(A, b, float(lams[lane]) + mu, "ridge")
+                b[:-1] += mu * W[lane, cols[:-1], c]
+            W[lane, :, c] = 0.0
+            W[lane, cols, c] = solve_beta(A, b, float(lams[lane]) + mu, "ridge")
     return W
 
 
-def hinge_curvature(stats: HingeGramState) -> np.ndarray:
+def hinge_curvature(stats: HingeGramState, free: np.ndarray | None = None) -> np.ndarray:
     """Each lane's and output's mean curvature of the squared loss of its active rows per
     coefficient, ``trace(G_I) / (p V)`` over ``beta`` (the intercept left out), shape
-    (L, K): the scale of :func:`hinge_newton_point`'s damping."""
+    (L, K): the scale of :func:`hinge_newton_point`'s damping. With ``free`` (L, p + 1),
+    over each lane's free coefficients."""
     p = stats.G.shape[-1] - 1
-    return np.trace(stats.G[..., :p, :p], axis1=-2, axis2=-1) / (p * stats.weight)
+    if free is None:
+        return np.trace(stats.G[..., :p, :p], axis1=-2, axis2=-1) / (p * stats.weight)
+    diagonal = np.diagonal(stats.G[..., :p, :p], axis1=-2, axis2=-1)  # (L, K, p)
+    mask = np.asarray(free, dtype=bool)[:, None, :p]
+    return (np.where(mask, diagonal, 0.0).sum(axis=-1)
+            / (np.maximum(mask.sum(axis=-1), 1) * stats.weight))
 
 
 @dataclass
@@ -1373,7 +1434,8 @@ def side_steps(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return below, h
 
 
-def mean_abs_steps(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float) -> np.ndarray:
+def mean_abs_steps(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float,
+                   linear: np.ndarray | None = None) -> np.ndarray:
     """Each feature's mean over the rows ``Z`` and the outputs of
     ``|f(z + s h_f e_f) - f(z)| / h_f``, the score's change per unit over a step across the
     feature's mean, of ``f(z) = sum_p beta_p exp(-gamma ||z - c_p||^2)``, shape (d,).
@@ -1401,6 +1463,9 @@ def mean_abs_steps(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float)
     C : ndarray of shape (p, d)
     beta : ndarray of shape (p, K)
     gamma : float
+    linear : ndarray of shape (d, K), optional
+        The linear part ``z . w`` of ``f`` (a classifier's ``linear_part``), whose step
+        adds ``s h_f w_f``.
 
     Returns
     -------
@@ -1449,6 +1514,9 @@ def mean_abs_steps(Z: np.ndarray, C: np.ndarray, beta: np.ndarray, gamma: float)
                       - np.square(z[:, j, None] - C[None, :, j]))
                 stepped[:, :, j] = np.exp(-gamma * sq) @ B
             stepped -= (S @ B)[:, :, None]
+            if linear is not None:
+                lin = np.asarray(linear, dtype=np.float64).reshape(d, -1)[:, first:first + K]
+                stepped += np.where(up, h, -h)[:, None, :] * lin.T[None, :, :]
             total[first:first + K] += np.abs(stepped).sum(axis=0)
     per_unit = np.where(h > 0, total / n / np.where(h > 0, h, 1.0), 0.0)
     return per_unit.mean(axis=0)
