@@ -166,8 +166,8 @@ def test_newton_refit_is_the_same_with_and_without_its_similarity_cache(
     caches: list[SimilarityCache] = []
 
     class Recorded(SimilarityCache):
-        def __init__(self, *args: Any) -> None:
-            super().__init__(*args)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
             caches.append(self)
 
     monkeypatch.setattr(driver, "SimilarityCache", Recorded)
@@ -484,5 +484,13 @@ def test_refit_on_dask_matches_local(dask_client):
     remote = SuperSparseClassifier(**params).fit(X, y, engine=DaskEngine(dask_client))
     assert local.loss_ == remote.loss_ == "squared_hinge"
     assert remote.refit_lam_ == pytest.approx(local.refit_lam_, rel=1e-9)
+    np.testing.assert_allclose(remote.dual_coef_, local.dual_coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+    # with the linear part's columns (the standardised features) beside the similarities
+    local = SuperSparseClassifier(linear_part=True, **params).fit(X, y)
+    remote = SuperSparseClassifier(linear_part=True, **params).fit(
+        X, y, engine=DaskEngine(dask_client))
+    assert local.linear_part_ and remote.linear_part_
+    np.testing.assert_allclose(remote.linear_coef_, local.linear_coef_, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(remote.dual_coef_, local.dual_coef_, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(remote.predict(X), local.predict(X))

@@ -126,6 +126,7 @@ from streamlearn.solvers.supersparse.passes import (  # noqa: F401  (importable 
     TeacherScorePass,
     ValidationPass,
     class_targets,
+    linear_scores,
     mean_abs_steps,
     objective,
     scale_gamma,
@@ -350,7 +351,8 @@ class _SuperSparse(StreamEstimator):
         rows = weighted_rows(dataset)  # a row of weight 0 is no row
         config = replace(self._config(mode, rows, teacher, n_classes, shares), n_rows=rows,
                          refit=mode == "classification"
-                         and getattr(self, "loss", "squared") == "auto")
+                         and getattr(self, "loss", "squared") == "auto",
+                         linear_part=getattr(self, "linear_part", False))
         return fit_supersparse(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: SuperSparseFit) -> None:
@@ -386,6 +388,13 @@ class _SuperSparse(StreamEstimator):
         if self._task == "classification":
             self.loss_ = fitted.loss
             self.refit_lam_ = float(fitted.refit_lam)
+            self.linear_part_ = fitted.linear is not None
+        if fitted.linear is None:
+            self.__dict__.pop("linear_coef_", None)
+        else:  # over the standardised columns read, as dual_coef_ over the prototypes
+            linear = np.asarray(fitted.linear, dtype=np.float64)
+            self.linear_coef_ = np.ascontiguousarray(
+                linear[:, 0] if linear.shape[1] == 1 else linear.T)
         self._keep("proba_rows_", fitted.proba_rows)
         if fitted.slopes is None:
             self.__dict__.pop("feature_slopes_", None)
@@ -443,6 +452,15 @@ class _SuperSparse(StreamEstimator):
         C = self._mapped_prototypes()
         std = self._standardiser()
         return C if std is None else (C - std.shift) / std.scale
+
+    def _linear_outputs(self) -> np.ndarray | None:
+        """The linear part's coefficients as (d, K) over the standardised columns read, or
+        None."""
+        linear = getattr(self, "linear_coef_", None)
+        if linear is None:
+            return None
+        linear = np.asarray(linear, dtype=np.float64)
+        return linear[:, None] if linear.ndim == 1 else linear.T
 
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
         """``beta`` as (p, K) and the intercepts as (K,), ``K`` the outputs."""
@@ -579,7 +597,7 @@ class _SuperSparse(StreamEstimator):
         if slopes is None:
             C = self._fit_prototypes()
             beta, _ = self._outputs()
-            slopes = mean_abs_steps(C, C, beta, float(self.gamma_))
+            slopes = mean_abs_steps(C, C, beta, float(self.gamma_), self._linear_outputs())
         weights = self._importances_per_column(np.asarray(slopes, dtype=np.float64))
         total = float(np.sum(weights))
         return weights / total if total > 0 else weights
@@ -603,6 +621,11 @@ class _SuperSparse(StreamEstimator):
         # prototypes: no standardised copy of the rows
         C = self._fit_prototypes() if std is None else self._mapped_prototypes()
         dense_only = std is None and similarity.function is not None
+        linear = self._linear_outputs()
+        raw_linear = linear  # z = x without a standardisation
+        if linear is not None and std is not None:  # z . w = x . (w / scale) - shift . that
+            raw_linear = linear / std.scale[:, None]
+            intercept = intercept - std.shift @ raw_linear
         out = np.empty((values.shape[0], beta.shape[1]))
         for a in range(0, values.shape[0], PREDICT_BLOCK):
             b = min(a + PREDICT_BLOCK, values.shape[0])
@@ -614,6 +637,8 @@ class _SuperSparse(StreamEstimator):
             S = (similarity.values(block, C) if std is None
                  else rbf_similarities(block, C, float(self.gamma_), std.scale))
             out[a:a + block.shape[0]] = S @ beta + intercept
+            if linear is not None:
+                out[a:a + block.shape[0]] += linear_scores(block, raw_linear)
         return out[:, 0] if out.shape[1] == 1 else out
 
 _PARAMS_DOC = """
@@ -1007,6 +1032,24 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
         loss the coefficients have. With a ``LocalEngine`` the refit's passes keep the
         rows' similarity columns between them (float64, up to 256 MiB; the rows beyond
         are computed in every pass).
+    linear_part : {"auto", True, False}
+        A linear part in the refit's decision function, ``f(x) = sum_j beta_j s(x, c_j) +
+        w . z + b`` with ``z`` the standardised features (a virtual prototype of the
+        linear kernel; ``loss="auto"`` only, one ``w`` per class). ``w`` is fitted by the
+        same Newton passes as extra columns beside the similarities, penalised as
+        ``beta`` is, from ``w = 0``. ``"auto"`` runs, in the same passes, the refit's two
+        penalties on three sets of columns: the prototypes alone, the prototypes and the
+        features, the features alone (``beta = 0``); of the lanes
+        within 1 % of the lowest held-out squared hinge loss it keeps the first in that
+        order (the simplest the held-out rows cannot tell from the best), so the linear
+        part is kept only where it lowers that loss by more than 1 %. It is tried where
+        the prototypes, the features read and the intercept number at most 512
+        coefficients (:data:`~streamlearn.solvers.supersparse.driver.LINEAR_PART_MAX_UNKNOWNS`:
+        the refit's statistics grow with their square); beyond that ``"auto"`` is
+        False. True: the prototypes and the features, whatever their number. False:
+        the prototypes alone (the paper's model with ``loss="squared"``). On sparse rows,
+        which keep their units, ``z`` is the rows' values. :meth:`partial_fit`
+        re-solves the squared loss on the prototypes and drops the linear part.
 """
 
 
@@ -1044,6 +1087,12 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         ``objective_path_`` are those of the squared loss the prototypes were learned by.
     refit_lam_ : float
         The squared-hinge refit's penalty (NaN when the squared loss's coefficients stay).
+    linear_part_ : bool
+        Whether the model has a linear part (``linear_coef_``, see ``linear_part``).
+    linear_coef_ : ndarray of shape (n_columns,) or (n_classes, n_columns)
+        The linear part's ``w`` over the standardised columns read (``(x - shift_) /
+        scale_``, after ``feature_transform_``), one row per class with more than two;
+        only where ``linear_part_``.
 
     Validation loss for eq. 8: the share of held-out rows whose decision differs from the
     target's (the label, or the reduced model's decision). Choosing ``p`` drops the
@@ -1053,9 +1102,11 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
     _sign_error = True
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         **_SuperSparse._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT,
-        "loss": [StrOptions({"auto", "squared"})]}
-    #: a model file written before ``loss`` was a parameter holds the squared loss's model
-    _params_before: ClassVar[dict[str, Any]] = {"loss": "squared"}
+        "loss": [StrOptions({"auto", "squared"})],
+        "linear_part": [StrOptions({"auto"}), "boolean"]}
+    #: a model file written before ``loss`` was a parameter holds the squared loss's model,
+    #: and one written before ``linear_part`` none
+    _params_before: ClassVar[dict[str, Any]] = {"loss": "squared", "linear_part": False}
 
     def __init__(
         self,
@@ -1078,6 +1129,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         validation_fraction: float = 0.2,
         class_weight: dict[Any, float] | str | None = None,
         loss: str = "auto",
+        linear_part: bool | str = "auto",
         chunk_rows: int | None = None,
         random_state: int | None = 0,
         engine: Any = None,
@@ -1094,6 +1146,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             progress=progress)
         self.class_weight = class_weight
         self.loss = loss
+        self.linear_part = linear_part
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
             nan_policy: Any = "raise", engine: Any = None,
@@ -1252,7 +1305,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
 
     @over_dask_blocks
     def decision_function(self, X: Any) -> np.ndarray:
-        """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row.
+        """``f(x) = sum_j beta_j s(x, c_j) + b``: ``p`` similarity evaluations per row
+        (plus ``w . z``, the standardised features', where ``linear_part_``).
 
         Parameters
         ----------

@@ -22,7 +22,9 @@
    (:class:`~.passes.ValidationPass`) when there are several candidates;
 4. for a classifier with ``refit`` (``loss="auto"``), the squared-hinge coefficients on
    the learned prototypes, their penalty chosen on the held-out rows (:func:`hinge_refit`,
-   a few :class:`~.passes.HingeGramPass` Newton passes);
+   a few :class:`~.passes.HingeGramPass` Newton passes), and with ``linear_part`` on the
+   standardised features beside them (a linear part ``w . z``), kept where the held-out
+   rows prefer it;
 5. for a classifier, the temperature scale of its probabilities (:func:`calibrate`), from
    the held-out rows' statistics of the validation pass, or one more pass over every row
    when the fit held none out.
@@ -119,7 +121,8 @@ from streamlearn.solvers.supersparse.passes import (
 from streamlearn.warning_origin import caller_stacklevel
 
 __all__ = ["DAMPING_FLOOR", "DAMPING_RELIEF", "INIT_SALT", "KMEANS_ITERATIONS",
-           "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH", "REFIT_LAM_FACTORS", "REFIT_MAX_ITER",
+           "LINEAR_PART_MAX_UNKNOWNS", "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH",
+           "REFIT_COLUMN_SETS", "REFIT_LAM_FACTORS", "REFIT_MAX_ITER",
            "REFIT_PATIENCE", "REFIT_TOL", "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT",
            "HingeNewton", "HingeRefit", "SuperSparseConfig", "SuperSparseFit", "fit",
            "hinge_newton", "hinge_refit", "near_constant", "online_pass", "online_step_size",
@@ -208,6 +211,11 @@ class SuperSparseConfig:
         A classifier's ``loss="auto"``: after the prototypes, the squared-hinge refit of
         the coefficients (:func:`hinge_refit`) where the fit holds rows out and the
         coefficients are ridge ones.
+    linear_part : {"auto", True, False}
+        The refit's lanes with a linear part ``z . w`` of the standardised features beside
+        the prototypes' similarities (:func:`hinge_refit`): ``"auto"`` tries it, and the
+        linear part alone, where the coefficients stay at most
+        :data:`LINEAR_PART_MAX_UNKNOWNS`; True always fits it; False never.
     """
 
     grid: tuple[int, ...]
@@ -235,6 +243,7 @@ class SuperSparseConfig:
     class_shares: tuple[float, ...] | None = None
     n_rows: int | None = None
     refit: bool = False
+    linear_part: bool | str = False
 
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
@@ -311,6 +320,13 @@ class SuperSparseFit:
         :attr:`HingeRefit.held_out` (None: no refit ran).
     refit_passes : int
         The refit's passes.
+    linear : ndarray of shape (d, K) or None
+        The linear part ``z . w`` of each output over the standardised features ``z``
+        (:func:`hinge_refit`; None: none kept).
+    refit_lanes : str
+        The design columns of the refit's kept lane: ``"prototypes"``, ``"both"`` (the
+        prototypes and the linear part) or ``"linear"`` (the linear part alone, the
+        prototypes' coefficients 0); ``""`` where the squared loss's coefficients stay.
     """
 
     prototypes: np.ndarray
@@ -334,6 +350,8 @@ class SuperSparseFit:
     refit_lam: float = float("nan")
     refit_losses: np.ndarray | None = None
     refit_passes: int = 0
+    linear: np.ndarray | None = None
+    refit_lanes: str = ""
 
     @property
     def standardiser(self) -> Standardiser | None:
@@ -405,7 +423,7 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
         slopes = None
         if sample is not None and std is not None and sample.shape[0] > 0:
             slopes = mean_abs_steps(std.apply(sample), fitted.prototypes, fitted.coef,
-                                     fitted.gamma)
+                                     fitted.gamma, fitted.linear)
         return replace(fitted, feature_transform=transform, slopes=slopes)
     width = None if config.n_outputs == 1 else config.n_outputs
     with ExampleState(dataset.n_rows, width) as scores:
@@ -509,6 +527,8 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         w = solve_beta(every_row.G / every_row.weight, every_row.r / every_row.weight, lam,
                        config.coef, w)
     refit = None
+    w_squared = w
+    linear = False
     if (config.refit and holdout is not None and config.coef == "ridge"
             and train.mode == "classification"):
         refit = hinge_refit(runner, dataset, config, train, valid, C, similarity, w_train,
@@ -516,18 +536,21 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         if refit.w is not None:
             w = refit.w
             held_out = refit.temperature
+            linear = refit.linear
     proba_scale, proba_rows = None, None
     if scales is not None:
         leverage = (ridge_leverage(stats, lam)
                     if holdout is None and config.coef == "ridge" else None)
         proba_scale, proba_rows = calibrate(runner, dataset, train, C, w, similarity,
-                                            held_out, leverage)
+                                            held_out, leverage, linear)
+    p = C.shape[0]
     return SuperSparseFit(
         prototypes=np.ascontiguousarray(C),
-        coef=np.ascontiguousarray(w[:-1]),
+        coef=np.ascontiguousarray(w[:p]),
         intercept=np.array(w[-1]) + train.offset,
         objective=float(history[-1] if every_row is None
-                        else objective(every_row, w, lam, config.coef)),
+                        else objective(every_row, w_squared if linear else w, lam,
+                                       config.coef)),
         objective_path=np.asarray(history, dtype=np.float64),
         n_iter=len(history) - 1,
         selection_path=np.asarray(path, dtype=np.float64).reshape(-1, 4),
@@ -543,6 +566,8 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         refit_lam=float("nan") if refit is None else refit.lam,
         refit_losses=None if refit is None else refit.held_out,
         refit_passes=0 if refit is None else refit.passes,
+        linear=np.ascontiguousarray(w[p:-1]) if linear else None,
+        refit_lanes="" if refit is None or refit.w is None else refit.lanes,
     )
 
 
@@ -559,7 +584,7 @@ def _offset_statistics(stats: GramState, offset: float) -> GramState:
 
 def calibrate(runner: Any, dataset: Dataset, train: TargetRows, C: np.ndarray, w: np.ndarray,
               similarity: Similarity, held_out: TemperatureSums | None,
-              leverage: np.ndarray | None = None) -> tuple[float, str]:
+              leverage: np.ndarray | None = None, linear: bool = False) -> tuple[float, str]:
     """A classifier's temperature scale ``s`` of ``P(c | x) = softmax(s f(x))_c`` and the
     rows it was chosen on.
 
@@ -571,14 +596,16 @@ def calibrate(runner: Any, dataset: Dataset, train: TargetRows, C: np.ndarray, w
     infinity), each row scored by its leave-one-out prediction where ``leverage`` gives
     the ridge beta-step's (:func:`ridge_leverage`; the prototypes saw every row), else by
     the final model. One scale keeps each row's decision: the most probable class is the
-    one of the largest output, the sign of a single one.
+    one of the largest output, the sign of a single one. ``linear``: ``w`` holds a linear
+    part (:func:`hinge_refit`).
     """
     if held_out is not None and held_out.total_weight > 0:
         return best_temperature(held_out.losses(smoothed=False)), "held-out"
     every = TargetRows(train.mode, train.scores, None, False, train.standardiser,
                        train.n_classes)
     tally: LossState = runner.run(
-        ValidationPass(every, C, w, similarity, True, TEMPERATURE_SCALES, leverage), dataset,
+        ValidationPass(every, C, w, similarity, True, TEMPERATURE_SCALES, leverage, linear),
+        dataset,
         description="probability scale")
     assert tally.temperature is not None
     return best_temperature(tally.temperature.losses()), "training"
@@ -1024,6 +1051,14 @@ REFIT_PATIENCE = 3
 DAMPING_FLOOR = 1e-3
 #: ... and a full step kept multiplies it by this.
 DAMPING_RELIEF = 0.25
+#: ``linear_part="auto"``: the refit tries a linear part where the coefficients of the
+#: prototypes, the features and the intercept number at most this many (the solves stay
+#: small, :data:`~.passes.SINGLE_THREAD_UNKNOWNS`; the Gram statistics grow with their
+#: square).
+LINEAR_PART_MAX_UNKNOWNS = 512
+#: The design columns of the refit's lanes, in the order its choice prefers them (the
+#: first within :data:`~.passes.AUTO_LAM_SLACK` of the lowest held-out loss).
+REFIT_COLUMN_SETS = ("prototypes", "both", "linear")
 
 
 @dataclass(frozen=True)
@@ -1045,6 +1080,11 @@ class HingeRefit:
     temperature : TemperatureSums or None
         The held-out rows' temperature statistics at the kept lane's coefficients trained
         without them.
+    linear : bool
+        ``w`` holds a linear part: (p + d + 1, K), the features' coefficients in rows
+        ``p .. p + d - 1``.
+    lanes : str
+        The kept lane's columns, one of :data:`REFIT_COLUMN_SETS` ("" with ``w`` None).
     """
 
     w: np.ndarray | None
@@ -1052,6 +1092,41 @@ class HingeRefit:
     held_out: np.ndarray
     passes: int
     temperature: TemperatureSums | None = None
+    linear: bool = False
+    lanes: str = ""
+
+
+def refit_column_sets(config: SuperSparseConfig, p: int, d: int) -> tuple[str, ...]:
+    """The design columns the refit's lanes take (:data:`REFIT_COLUMN_SETS`):
+    ``"prototypes"`` alone (``linear_part=False``, or ``"auto"`` with more than
+    :data:`LINEAR_PART_MAX_UNKNOWNS` coefficients ``p + d + 1``), ``"both"`` alone
+    (``True``), or all three (``"auto"``)."""
+    if config.linear_part is True:
+        return ("both",)
+    if config.linear_part == "auto" and p + d + 1 <= LINEAR_PART_MAX_UNKNOWNS:
+        return REFIT_COLUMN_SETS
+    return ("prototypes",)
+
+
+def column_mask(columns: str, p: int, d: int) -> np.ndarray:
+    """The free coefficients of a lane of ``columns`` among ``(beta (p), w (d), b)``."""
+    mask = np.ones(p + d + 1, dtype=bool)
+    if columns == "prototypes":
+        mask[p:p + d] = False
+    elif columns == "linear":
+        mask[:p] = False
+    return mask
+
+
+def lane_start(w: np.ndarray, columns: str, p: int, d: int) -> np.ndarray:
+    """A lane's first coefficients: the squared loss's ``w`` (p + 1, K), the linear part 0
+    (and the prototypes' coefficients 0 for the linear part alone), shape (p + d + 1, K)."""
+    w = np.asarray(w, dtype=np.float64).reshape(p + 1, -1)
+    start = np.zeros((p + d + 1, w.shape[1]))
+    if columns != "linear":
+        start[:p] = w[:p]
+    start[-1] = w[-1]
+    return start
 
 
 @dataclass(frozen=True)
@@ -1090,7 +1165,8 @@ class HingeNewton:
 def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
                  similarity: Similarity, w0: np.ndarray, lams: Sequence[float], tol: float,
                  held_out: TargetRows | None = None, first: Any = None, label: str = "",
-                 steps: np.ndarray | None = None) -> HingeNewton:
+                 steps: np.ndarray | None = None, linear: bool = False,
+                 free: np.ndarray | None = None) -> HingeNewton:
     """Keerthi and DeCoste's L2-SVM Newton method from ``w0`` at each penalty of ``lams``
     (one lane each), one :class:`~.passes.HingeGramPass` per iteration, damped where its
     steps overshoot and stopped early on held-out rows.
@@ -1123,15 +1199,25 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
     when ``runner`` runs them in this process (``LocalEngine``, checkpointed or not); on
     other engines each pass computes them again.
 
+    With ``linear`` the design columns hold the rows' standardised features too
+    (:func:`~.passes.design_columns`; ``w0`` then has ``p + d + 1`` rows), and ``free``
+    (L, q) restricts each lane to its columns (the others stay 0,
+    :func:`~.passes.hinge_newton_point`). ``w0`` is (q, K), every lane's start, or
+    (L, q, K), one per lane.
+
     Returns
     -------
     HingeNewton
     """
     lams = np.asarray(lams, dtype=np.float64)
     L = lams.size
-    w0 = np.asarray(w0, dtype=np.float64).reshape(C.shape[0] + 1, -1)
-    K = w0.shape[1]
-    at = np.repeat(w0[None], L, axis=0)  # where the next pass runs
+    w0 = np.asarray(w0, dtype=np.float64)
+    if w0.ndim == 3:
+        at = w0.copy()  # where the next pass runs
+    else:
+        w0 = w0.reshape(w0.shape[0], -1)
+        at = np.repeat(w0[None], L, axis=0)
+    K = at.shape[2]
     base = at.copy()  # ... on the line from base along direction
     direction = np.zeros_like(at)
     used = np.ones((L, K))  # the step length of ``at`` along ``direction``
@@ -1146,14 +1232,14 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
     damping = np.zeros((L, K))  # each output's Levenberg-Marquardt mu
     first_result: Any = None
     passes = 0
-    cache = SimilarityCache(C, similarity) if runs_here(runner) else None
+    cache = SimilarityCache(C, similarity, linear=linear) if runs_here(runner) else None
     for it in range(REFIT_MAX_ITER):
         lanes = np.flatnonzero(~done.all(axis=1))
         if lanes.size == 0:
             break
         hinge = HingeGramPass(rows, C, similarity, at[lanes], held_out,
                               *((base[lanes], direction[lanes]) if it else (None, None)),
-                              outputs=~done[lanes], cache=cache)
+                              outputs=~done[lanes], cache=cache, linear=linear)
         description = f"squared hinge step {it + 1}{label}"
         if it == 0 and first is not None:
             stats, first_result = runner.run(Together(hinge, first), dataset,
@@ -1167,7 +1253,7 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
             first_result = (stats.held_out[0].copy(), stats.held_out_weight)
         now = hinge_objective(stats, at[lanes], lams[lanes])
         ran = at[lanes].copy()  # the point the pass ran at
-        curvature = hinge_curvature(stats)
+        curvature = hinge_curvature(stats, None if free is None else free[lanes])
         line = (hinge_line_objective(stats, base[lanes], direction[lanes], lams[lanes])
                 if it else None)
         moves = []  # the outputs kept at ``ran``: a new direction from there
@@ -1202,7 +1288,8 @@ def hinge_newton(runner: Any, dataset: Dataset, rows: TargetRows, C: np.ndarray,
                 done[lane, c] = settled or turned or budget
                 moves.append((i, lane, c))
         if moves:
-            newton = hinge_newton_point(stats, lams[lanes], ran, damping[lanes])
+            newton = hinge_newton_point(stats, lams[lanes], ran, damping[lanes],
+                                        None if free is None else free[lanes])
             for i, lane, c in moves:
                 done[lane, c] |= np.array_equal(newton[i, :, c], ran[i, :, c])
                 base[lane, :, c] = ran[i, :, c]
@@ -1236,20 +1323,37 @@ def hinge_refit(runner: Any, dataset: Dataset, config: SuperSparseConfig, train:
     One lane per penalty of :data:`REFIT_LAM_FACTORS` times the beta-step's ``lam``, each
     fitted by :func:`hinge_newton` (tolerance :data:`REFIT_TOL`, stopped early on the
     held-out rows) from the squared-loss coefficients ``w`` on the training rows (those
-    not held out). The lane of lowest held-out mean squared hinge loss (the largest
-    penalty within :data:`~.passes.AUTO_LAM_SLACK` of the lowest, as ``lam="auto"``
-    chooses) replaces ``w`` only when that loss is below ``1 - AUTO_LAM_SLACK`` times the
+    not held out). With a linear part (``config.linear_part``, :func:`refit_column_sets`)
+    there is such a pair of lanes for each set of design columns, in the order of
+    :data:`REFIT_COLUMN_SETS`: the prototypes alone, the prototypes and the standardised
+    features ``z`` (``f = beta . s(x, c) + w . z + b``, ``w`` penalised as ``beta`` is,
+    from ``w = 0``), the features alone (from ``beta = 0``); all lanes run in the same
+    passes. The first lane in that order whose held-out mean squared hinge loss is within
+    :data:`~.passes.AUTO_LAM_SLACK` of the lowest (the larger penalty, and the fewer
+    columns, the held-out rows cannot tell from the best, as ``lam="auto"`` chooses)
+    replaces ``w`` only when that loss is below ``1 - AUTO_LAM_SLACK`` times the
     squared-loss coefficients' own held-out squared hinge loss (measured by the first
     pass). With ``w_every``, the squared-loss coefficients on every row (``lam="auto"``,
-    whose last beta-step takes every row), the kept penalty is then fitted on every row
+    whose last beta-step takes every row), the kept lane is then fitted on every row
     from ``w_every``, each output by as many kept Newton steps as its held-out loss chose
     (or fewer, where it converges first): the early stop carried over to all the rows, as
     boosting's round count is. The first of those passes also scores the held-out rows at
     the lane's coefficients for the probability scale (:func:`calibrate`), else one
     :class:`~.passes.ValidationPass` does.
     """
-    lams = [lam * factor for factor in REFIT_LAM_FACTORS]
-    held_out = hinge_newton(runner, dataset, train, C, similarity, w, lams, REFIT_TOL, valid)
+    p, d = C.shape[0], dataset.n_features
+    sets = refit_column_sets(config, p, d)
+    linear = sets != ("prototypes",)
+    lanes = [(columns, lam * factor) for columns in sets for factor in REFIT_LAM_FACTORS]
+    lams = [lane_lam for _, lane_lam in lanes]
+    if linear:
+        free = np.array([column_mask(columns, p, d) for columns, _ in lanes])
+        start = np.array([lane_start(w, columns, p, d) for columns, _ in lanes])
+        held_out = hinge_newton(runner, dataset, train, C, similarity, start, lams,
+                                REFIT_TOL, valid, linear=True, free=free)
+    else:
+        held_out = hinge_newton(runner, dataset, train, C, similarity, w, lams, REFIT_TOL,
+                                valid)
     squared_sums, weight = held_out.first
     if weight <= 0:
         raise DataError("no rows were held out to choose the squared hinge penalty")
@@ -1262,19 +1366,32 @@ def hinge_refit(runner: Any, dataset: Dataset, config: SuperSparseConfig, train:
         return HingeRefit(None, float("nan"), losses, passes)
     lane = next(i for i in range(len(lams))
                 if losses[1 + i] <= best * (1.0 + AUTO_LAM_SLACK))
+    columns = lanes[lane][0]
+    keeps_linear = columns != "prototypes"
     w_lane = held_out.W[lane]
-    scores = ValidationPass(valid, C, w_lane, similarity, True, TEMPERATURE_SCALES)
+    if linear and not keeps_linear:  # the prototypes' lane: its linear part is 0
+        w_lane = np.vstack([w_lane[:p], w_lane[-1:]])
+    scores = ValidationPass(valid, C, w_lane, similarity, True, TEMPERATURE_SCALES,
+                            linear=keeps_linear)
     if w_every is None:
         tally: LossState = runner.run(scores, dataset, description="probability scale")
-        return HingeRefit(w_lane, lams[lane], losses, passes + 1, tally.temperature)
+        return HingeRefit(w_lane, lams[lane], losses, passes + 1, tally.temperature,
+                          keeps_linear, columns)
     every = replace(train, holdout=None, validation=False)
-    every_row = hinge_newton(runner, dataset, every, C, similarity, w_every, [lams[lane]],
-                             REFIT_TOL, first=scores, label=" (every row)",
-                             steps=held_out.steps[lane:lane + 1])
+    if keeps_linear:
+        every_row = hinge_newton(runner, dataset, every, C, similarity,
+                                 lane_start(w_every, columns, p, d), [lams[lane]], REFIT_TOL,
+                                 first=scores, label=" (every row)",
+                                 steps=held_out.steps[lane:lane + 1], linear=True,
+                                 free=column_mask(columns, p, d)[None])
+    else:
+        every_row = hinge_newton(runner, dataset, every, C, similarity, w_every, [lams[lane]],
+                                 REFIT_TOL, first=scores, label=" (every row)",
+                                 steps=held_out.steps[lane:lane + 1])
     if every_row.capped:
         _warn_refit_cap(config, [lams[lane]])
     return HingeRefit(every_row.W[0], lams[lane], losses, passes + every_row.passes,
-                      every_row.first.temperature)
+                      every_row.first.temperature, keeps_linear, columns)
 
 
 def _warn_refit_cap(config: SuperSparseConfig, lams: Sequence[float]) -> None:
