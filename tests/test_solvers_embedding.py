@@ -18,6 +18,8 @@ from streamlearn.solvers.embedding import (
     KernelSpec,
     decision_chunk,
     dense_score,
+    dense_step_pair_score,
+    dense_step_score,
     embed_term_major,
     embedded_sq_norm,
     embedding_params,
@@ -278,6 +280,30 @@ def test_every_column_tells_encodings_that_hold_each_column_in_order() -> None:
     w, v = rng.normal(size=13), rng.normal(size=12).astype(np.float32)
     assert dense_score(w, v, 11) == pytest.approx(float(w[:11] @ v[:11].astype(np.float64)))
 
+
+
+def test_dense_step_then_score_is_the_step_and_the_score_by_numpy() -> None:
+    """The fused sweep of a deferred step and the next row's score: the model moves by
+    exactly the float64 values of w + eta v (a product, then a sum), entries from nnz on
+    stay, and the score is the stepped model's dot product with the other row."""
+    rng = np.random.default_rng(1)
+    w, avg = rng.normal(size=13), rng.normal(size=13)
+    stepped, scored = rng.normal(size=(2, 12)).astype(np.float32)
+    eta, eta_avg = -0.37, 0.011
+    v = stepped[:11].astype(np.float64)
+    w_ref, avg_ref = w.copy(), avg.copy()
+    w_ref[:11] = w[:11] + eta * v
+    avg_ref[:11] = avg[:11] + eta_avg * v
+    score_ref = float(w_ref[:11] @ scored[:11].astype(np.float64))
+    got = w.copy()
+    assert dense_step_score(got, stepped, eta, scored, 11) == pytest.approx(score_ref,
+                                                                            rel=1e-12)
+    np.testing.assert_array_equal(got, w_ref)
+    got, got_avg = w.copy(), avg.copy()
+    assert dense_step_pair_score(got, got_avg, stepped, eta, eta_avg, scored, 11) == (
+        pytest.approx(score_ref, rel=1e-12))
+    np.testing.assert_array_equal(got, w_ref)
+    np.testing.assert_array_equal(got_avg, avg_ref)
 
 @njit
 def _embed_fourier_term_major(x, ipar, fpar, idx, val):

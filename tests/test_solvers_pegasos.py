@@ -8,7 +8,7 @@ from scipy.linalg import block_diag
 
 from streamlearn.features import BSplineMap, FourierMap, HermiteMap, difference_matrix
 from streamlearn.solvers.embedding import embedding_params, weights_from_w_d
-from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_chunk
+from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_chunk, pegasos_ovr_chunk
 
 
 def pegasos_reference(Z, y, weight, lam, bias_scale, w, avg, t, average_start):
@@ -109,6 +109,41 @@ def test_every_kind_matches_reference_with_warm_start(m):
     np.testing.assert_allclose(weights_from_w_d(w_d, emb.ipar), w_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(weights_from_w_d(avg, emb.ipar), avg_ref, rtol=1e-5, atol=1e-6)
 
+
+
+@pytest.mark.parametrize("m", [FourierMap(3, 1).fit(-np.ones(3), np.ones(3)),
+                               HermiteMap(3, 2, clip=3.0).fit(np.zeros(3), np.full(3, 0.6))],
+                         ids=repr)
+def test_term_major_deferred_steps_match_reference_per_model(m):
+    """Term-major kernels take a row's step in the sweep that scores the next row. One-vs-one
+    models of three classes skip the rows of the third class (a pending step is then taken
+    on its own), the first step renormalises the lazy scale, averaging starts inside a
+    chunk, and chunks end with steps pending; each model against the textbook PEGASOS of
+    its rows, the others weighing 0."""
+    X, _, weight = make_problem(400, seed=5)
+    codes = np.random.default_rng(6).integers(0, 3, size=400).astype(np.int32)
+    positive = np.array([0, 0, 1], dtype=np.int32)
+    negative = np.array([1, 2, 2], dtype=np.int32)
+    emb = embedding_params(m, 3)
+    lam, bias_scale, start = 0.05, 0.5, 170
+    W = np.zeros((3, emb.n_dims + 1))
+    AVG = np.zeros_like(W)
+    t = 0
+    for s in (0, 150, 300):
+        t = pegasos_ovr_chunk(X[s:s + 150], codes[s:s + 150], positive, negative,
+                              weight[s:s + 150], lam, bias_scale, W, AVG, t, start, *emb)
+    assert t == 400
+    zeros = np.zeros(emb.n_dims + 1)
+    for j in range(3):
+        member = (codes == positive[j]) | (codes == negative[j])
+        y = np.where(codes == positive[j], 1.0, -1.0).astype(np.float32)
+        w_ref, avg_ref, _ = pegasos_reference(m.transform(X), y, weight * member, lam,
+                                              bias_scale, zeros, zeros, 0, start)
+        np.testing.assert_allclose(weights_from_w_d(W[j], emb.ipar), w_ref, rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_allclose(weights_from_w_d(AVG[j], emb.ipar), avg_ref, rtol=1e-5,
+                                   atol=1e-6)
+        assert np.abs(avg_ref).max() > 0.1  # the models moved
 
 def test_averaging_not_reached_leaves_avg_untouched_and_weight_zero_rows_only_shrink():
     X, y, _ = make_problem(50, seed=3)

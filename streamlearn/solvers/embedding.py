@@ -736,6 +736,71 @@ def dense_score(w_d, val, nnz):
     return s
 
 
+# The two below compute w_d[k] + eta * v as row_update does, a product then a sum ("reassoc"
+# without "contract"), so that a step taken with them or with row_update moves the model by
+# the same float64 values; only the score's sum is reordered.
+@njit(cache=True, nogil=True, forceinline=True, fastmath={"reassoc"})
+def dense_step_score(w_d, step_val, eta, val, nnz):
+    """``w_d[:nnz] += eta step_val[:nnz]``, then ``w_d[:nnz] . val[:nnz]``, in one sweep.
+
+    A term-major kernel (:func:`every_column` rows) defers a row's step to the next row's
+    score: the model is then read and written once for both, where a step and a score
+    each swept it.
+
+    Parameters
+    ----------
+    w_d : ndarray of shape (>= nnz,), float64
+        Model, updated in place.
+    step_val : ndarray of shape (>= nnz,), float32
+        The encoding of the row whose step is taken.
+    eta : float
+        Its step size.
+    val : ndarray of shape (>= nnz,), float32
+        The encoding of the row to score.
+    nnz : int
+
+    Returns
+    -------
+    float
+        The score of ``val`` under the stepped model (without the bias).
+    """
+    s = 0.0
+    for k in range(nnz):
+        wk = w_d[k] + eta * np.float64(step_val[k])
+        w_d[k] = wk
+        s += wk * val[k]
+    return s
+
+
+@njit(cache=True, nogil=True, forceinline=True, fastmath={"reassoc"})
+def dense_step_pair_score(w_d, avg, step_val, eta, eta_avg, val, nnz):
+    """:func:`dense_step_score` that also steps ``avg`` by ``eta_avg``, as
+    :func:`row_update_pair` does.
+
+    Parameters
+    ----------
+    w_d, avg : ndarray of shape (>= nnz,), float64
+        Models, updated in place.
+    step_val : ndarray of shape (>= nnz,), float32
+    eta, eta_avg : float
+    val : ndarray of shape (>= nnz,), float32
+    nnz : int
+
+    Returns
+    -------
+    float
+        The score of ``val`` under the stepped ``w_d`` (without the bias).
+    """
+    s = 0.0
+    for k in range(nnz):
+        v = np.float64(step_val[k])
+        wk = w_d[k] + eta * v
+        w_d[k] = wk
+        avg[k] += eta_avg * v
+        s += wk * val[k]
+    return s
+
+
 @njit(cache=True, nogil=True, forceinline=True)
 def row_buffers(ipar, sparse):
     """Work space of a kernel's per-row helpers: ``idx`` and ``val`` receive a row's

@@ -54,6 +54,8 @@ from streamlearn.solvers.embedding import (
     IP_N_DIMS,
     KernelFamily,
     KernelSpec,
+    dense_step_pair_score,
+    dense_step_score,
     embed_term_major,
     fetch_row,
     from_term_major,
@@ -94,6 +96,15 @@ def _fold_all(W, AVG, a_coef, b_coef, scale):
                 W[j, i] *= scale
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _take_step(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, pair, eta_avg):
+    # the step of a row's encoding: w_d by eta, and avg by eta_avg when pair
+    if pair:
+        row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
+    else:
+        row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+
+
 def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     # pegasos_ovr_chunk's kernel for one KernelSpec
     fixed_kind, sparse, degree, zero_preserving, order = spec
@@ -116,6 +127,15 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         dim = ipar[IP_N_DIMS]
         n_cols = ipar[IP_N_COLS]
         idx, val, zero = row_buffers(ipar, sparse)
+        # term-major rows defer each model's step on a row to its score of the next one
+        # (embedding.dense_step_score), which sweeps the model once for both: the stepped
+        # row's encoding stays in val_prev while the next is encoded into val; a model that
+        # skips the next row, and the end of the chunk, take the step as it was
+        val_prev = np.empty(val.shape[0] if permuted else 0, dtype=np.float32)
+        pending = np.zeros(m if permuted else 0, dtype=np.bool_)
+        pending_pair = np.zeros(m if permuted else 0, dtype=np.bool_)
+        pending_eta = np.zeros(m if permuted else 0, dtype=np.float64)
+        pending_eta_avg = np.zeros(m if permuted else 0, dtype=np.float64)
         if permuted:
             work = term_major_buffers(fixed_kind, ipar, idx)
         margins = np.empty(m, dtype=np.float64)
@@ -132,6 +152,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                 AVG[:, :] = 0.0
         scale = 1.0
         b_coef = 0.0
+        nnz_prev = 0
         for r in range(n):
             k = t + 1 + r
             eta = 1.0 / (lam * k)
@@ -140,6 +161,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                 idx, val, nnz = stored_entries(csr, r)
             elif permuted:
                 x = X[r]
+                val, val_prev = val_prev, val
                 nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)
             else:
                 x, nnz = fetch_row(X, csr, r, sparse, fixed_kind, degree, zero_preserving,
@@ -148,13 +170,26 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
             for j in range(m):
                 yj = binary_label(code, positive[j], negative[j])
                 if yj == 0.0:
+                    if permuted and pending[j]:
+                        pending[j] = False
+                        _take_step(hk, W[j], AVG[j], x, idx, val_prev, nnz_prev, n_cols,
+                                   order, pending_eta[j], pending_pair[j], pending_eta_avg[j])
                     margins[j] = np.inf
                     continue
                 wj = W[j]
-                score = row_score(hk, wj, x, idx, val, nnz) + wj[dim] * bias_scale
+                if permuted and pending[j]:
+                    pending[j] = False
+                    if pending_pair[j]:
+                        score = dense_step_pair_score(wj, AVG[j], val_prev, pending_eta[j],
+                                                      pending_eta_avg[j], val, nnz)
+                    else:
+                        score = dense_step_score(wj, val_prev, pending_eta[j], val, nnz)
+                else:
+                    score = row_score(hk, wj, x, idx, val, nnz)
+                score += wj[dim] * bias_scale
                 margins[j] = yj * scale * score
             scale *= 1.0 - 1.0 / k
-            if scale < MIN_SCALE:
+            if scale < MIN_SCALE:  # no step is pending here: each model took its own above
                 _fold_all(W, AVG, 1.0, b_coef / n_old, scale)
                 b_coef = 0.0
                 scale = 1.0
@@ -174,7 +209,14 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                             cj = min(c, max(1.0, gap / (eta * sq)))
                         step = eta * cj * yj / scale
                         wj = W[j]
-                        if b_coef != 0.0:
+                        if permuted:  # the vector part waits for the next row's score
+                            pending[j] = True
+                            pending_eta[j] = step
+                            pending_pair[j] = b_coef != 0.0
+                            pending_eta_avg[j] = -b_coef * step / n_old
+                            if b_coef != 0.0:
+                                AVG[j, dim] += pending_eta_avg[j] * bias_scale
+                        elif b_coef != 0.0:
                             aj = AVG[j]
                             a_step = -b_coef * step / n_old
                             row_update_pair(hk, wj, aj, x, idx, val, nnz, n_cols, order, step,
@@ -185,6 +227,12 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                         wj[dim] += step * bias_scale
             if averaging and k >= average_start:
                 b_coef += scale
+            nnz_prev = nnz
+        if permuted:
+            for j in range(m):
+                if pending[j]:
+                    _take_step(hk, W[j], AVG[j], X[0], idx, val, nnz_prev, n_cols, order,
+                               pending_eta[j], pending_pair[j], pending_eta_avg[j])
         if averaging:
             n_new = t + n - average_start + 1
             _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
