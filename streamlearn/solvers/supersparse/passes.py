@@ -80,6 +80,7 @@ __all__ = [
     "choose_lam",
     "class_quotas",
     "class_targets",
+    "column_statistics",
     "design_columns",
     "hinge_curvature",
     "hinge_line_objective",
@@ -355,7 +356,9 @@ class GramState:
     Attributes
     ----------
     G : ndarray of shape (p + 1, p + 1)
-        ``sum_i v_i z_i z_i^T``, ``z_i = (s(x_i, c_1..p), 1)``.
+        ``sum_i v_i z_i z_i^T``, ``z_i = (s(x_i, c_1..p), 1)``; ``(s(x_i, c_1..p), x_i, 1)``
+        of the rows' (standardised) features too, (p + d + 1, p + d + 1), where
+        :class:`GramPass` has ``linear``.
     r : ndarray of shape (p + 1, K)
         ``sum_i v_i z_i Y_i^T``, a column per output.
     yy : float
@@ -385,25 +388,33 @@ class GramPass:
     rows : TargetRows
     prototypes : ndarray of shape (p, d), float64
     similarity : Similarity
+    linear : bool
+        The rows' (standardised) features as columns between the similarities and the
+        constant (:func:`design_columns`): the statistics of a ridge fit with a linear
+        part (the regressor's ``linear_part``, :func:`~.driver.linear_ridge_refit`).
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, rows: TargetRows, prototypes: np.ndarray, similarity: Similarity) -> None:
+    def __init__(self, rows: TargetRows, prototypes: np.ndarray, similarity: Similarity,
+                 linear: bool = False) -> None:
         self.rows = rows
         self.C = prototypes
         self.similarity = similarity
+        self.linear = bool(linear)
 
     def start(self) -> GramState:
         """Zero statistics."""
-        p = self.C.shape[0]
-        return GramState(np.zeros((p + 1, p + 1)), np.zeros((p + 1, self.rows.n_outputs)))
+        q = self.C.shape[0] + (self.C.shape[1] if self.linear else 0) + 1
+        return GramState(np.zeros((q, q)), np.zeros((q, self.rows.n_outputs)))
 
     def step(self, state: GramState, chunk: Chunk) -> GramState:
         """Add the chunk's rows (in place)."""
         X, t, v = self.rows.select(chunk)
         if X.shape[0]:
             S = self.similarity.values(X, self.C)
+            if self.linear:  # the kernel adds the constant column itself
+                S = np.ascontiguousarray(design_columns(S, X, True)[:, :-1])
             yy, weight = gram_update(S, t, v, state.G, state.r)
             state.yy += yy
             state.weight += weight
@@ -437,14 +448,16 @@ class SplitGramPass:
         The two selections of the same holdout.
     prototypes : ndarray of shape (p, d), float64
     similarity : Similarity
+    linear : bool
+        As :class:`GramPass`'s.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
     def __init__(self, train: TargetRows, valid: TargetRows, prototypes: np.ndarray,
-                 similarity: Similarity) -> None:
-        self.train = GramPass(train, prototypes, similarity)
-        self.valid = GramPass(valid, prototypes, similarity)
+                 similarity: Similarity, linear: bool = False) -> None:
+        self.train = GramPass(train, prototypes, similarity, linear)
+        self.valid = GramPass(valid, prototypes, similarity, linear)
 
     def start(self) -> SplitGramState:
         """Zero statistics."""
@@ -1726,6 +1739,14 @@ def _gcv_score(stats: GramState, lam: float, coef: str) -> float:
     room = 1.0 - df / stats.rows
     loss = squared_loss(stats, solve_beta(A, b, lam, coef))
     return loss / room**2 if room > 0 and np.isfinite(loss) else np.inf
+
+
+def column_statistics(stats: GramState, columns: np.ndarray) -> GramState:
+    """The statistics of the design columns ``columns`` (a mask or indices over ``z``, the
+    constant column last among them) alone."""
+    index = np.flatnonzero(columns) if np.asarray(columns).dtype == bool else columns
+    return GramState(stats.G[np.ix_(index, index)], stats.r[index], stats.yy, stats.weight,
+                     stats.rows)
 
 
 def choose_lam(train: GramState, valid: GramState, coef: str,
