@@ -387,8 +387,8 @@ class _SuperSparse(StreamEstimator):
         self._keep("proba_scale_", fitted.proba_scale)
         if self._task == "classification":
             self.loss_ = fitted.loss
-            self.refit_lam_ = float(fitted.refit_lam)
-            self.linear_part_ = fitted.linear is not None
+        self.refit_lam_ = float(fitted.refit_lam)
+        self.linear_part_ = fitted.linear is not None
         if fitted.linear is None:
             self.__dict__.pop("linear_coef_", None)
         else:  # over the standardised columns read, as dual_coef_ over the prototypes
@@ -872,12 +872,93 @@ _PARAMS_DOC = """
 """
 
 
+_LINEAR_PART_REGRESSION_DOC = """    linear_part : {"auto", True, False}
+        A linear part in the decision function, ``f(x) = sum_j beta_j s(x, c_j) + w . z +
+        b`` with ``z`` the standardised features (a virtual prototype of the linear
+        kernel), for ridge coefficients: once the prototypes are learned, one more pass
+        gathers the Gram statistics of ``(s(x, c), z, 1)`` on the training rows and on the
+        held-out ones, and the coefficients are the closed-form ridge solve of a set of
+        those columns, ``w`` penalised as ``beta`` is. ``"auto"`` solves six lanes: the
+        prototypes alone, the prototypes and the features, the features alone
+        (``beta = 0``), each at ``lam_`` and ``lam_ / 10``, and of the lanes within 1 % of
+        the lowest held-out mean squared loss keeps the first in that order (the
+        simplest the held-out rows cannot tell from the best; the first is the
+        beta-step's own coefficients, which then stay). With ``lam="auto"`` the kept lane
+        is solved on every row, as the last beta-step is. ``"auto"`` runs only where the
+        fit holds rows out (``lam="auto"`` with at least 200 rows expected in the
+        ``validation_fraction`` share, or ``n_prototypes`` a list): without them it is
+        False and reads no more data, as no score of the training rows can judge it (the
+        prototypes were learned on those rows; their generalised cross-validation score
+        favoured them even on a noisy linear target). It is tried where the prototypes,
+        the features read and the intercept number at most 512 coefficients
+        (:data:`~streamlearn.solvers.supersparse.driver.LINEAR_PART_MAX_UNKNOWNS`); beyond
+        that ``"auto"`` is False. True: the prototypes and the features, whatever their
+        number, at the penalty of the two the held-out rows choose (``lam_`` without
+        held-out rows). False: the prototypes alone at ``lam_`` (the paper's model).
+        LASSO coefficients keep the prototypes alone. On sparse rows, which keep their
+        units, ``z`` is the rows' values. :meth:`partial_fit` re-solves the squared loss
+        on the prototypes and drops the linear part.
+"""
+
+
 class SuperSparseRegressor(RegressorScore, _SuperSparse):
     __doc__ = ("Super-sparse regression: ridge or LASSO over similarities to ``p`` learned "
-               "virtual prototypes (paper 004's SRidge and SLASSO).\n" + _PARAMS_DOC + """
+               "virtual prototypes (paper 004's SRidge and SLASSO).\n"
+               + _PARAMS_DOC.replace("\n    Attributes\n",
+                                     _LINEAR_PART_REGRESSION_DOC + "\n    Attributes\n", 1)
+               + """    linear_part_ : bool
+        Whether the model has a linear part (``linear_coef_``, see ``linear_part``).
+    linear_coef_ : ndarray of shape (n_columns,)
+        The linear part's ``w`` over the standardised columns read (``(x - shift_) /
+        scale_``, after ``feature_transform_``); only where ``linear_part_``.
+    refit_lam_ : float
+        The penalty of ``dual_coef_`` and ``linear_coef_`` where ``linear_part`` solved
+        its lanes (``lam_`` or ``lam_ / 10``); NaN where it did not run.
+
     Validation loss for eq. 8: mean absolute error.
     """)
     _task = "regression"
+    _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
+        **_SuperSparse._parameter_constraints,
+        "linear_part": [StrOptions({"auto"}), "boolean"]}
+    #: a model file written before ``linear_part`` holds a model without one
+    _params_before: ClassVar[dict[str, Any]] = {"linear_part": False}
+
+    def __init__(
+        self,
+        n_prototypes: int | Sequence[int] | str = "auto",
+        similarity: str | Callable[[np.ndarray, np.ndarray], Any] = "rbf",
+        similarity_gradient: Callable[[np.ndarray, np.ndarray], Any] | None = None,
+        gamma: float | str = "auto",
+        standardize: bool = True,
+        spread_tails: bool = True,
+        lam: float | str = "auto",
+        coef: str = "ridge",
+        step: float = 1.0,
+        max_iter: int = 300,
+        tol: float = 1e-4,
+        solver: str = "lbfgs",
+        repulsion: float = 0.0,
+        repulsion_decay: float = 0.5,
+        init: str | np.ndarray = "random",
+        tradeoff: float = 0.0,
+        validation_fraction: float = 0.2,
+        linear_part: bool | str = "auto",
+        chunk_rows: int | None = None,
+        random_state: int | None = 0,
+        engine: Any = None,
+        progress: bool | None = None,
+    ) -> None:
+        super().__init__(
+            n_prototypes=n_prototypes, similarity=similarity,
+            similarity_gradient=similarity_gradient, gamma=gamma, standardize=standardize,
+            spread_tails=spread_tails, lam=lam, coef=coef, step=step, max_iter=max_iter,
+            tol=tol, solver=solver,
+            repulsion=repulsion, repulsion_decay=repulsion_decay, init=init,
+            tradeoff=tradeoff, validation_fraction=validation_fraction,
+            chunk_rows=chunk_rows, random_state=random_state, engine=engine,
+            progress=progress)
+        self.linear_part = linear_part
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
             nan_policy: Any = "raise", engine: Any = None,
@@ -962,7 +1043,8 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
 
     @over_dask_blocks
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted targets, ``f(x)``.
+        """Predicted targets, ``f(x)`` (plus ``w . z``, the standardised features', where
+        ``linear_part_``).
 
         Parameters
         ----------

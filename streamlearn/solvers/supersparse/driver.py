@@ -24,7 +24,10 @@
    the learned prototypes, their penalty chosen on the held-out rows (:func:`hinge_refit`,
    a few :class:`~.passes.HingeGramPass` Newton passes), and with ``linear_part`` on the
    standardised features beside them (a linear part ``w . z``), kept where the held-out
-   rows prefer it;
+   rows prefer it; for a regressor with ``linear_part``, the closed-form ridge
+   coefficients of the prototypes, the features or both, chosen on the held-out rows
+   (:func:`linear_ridge_refit`, one :class:`~.passes.SplitGramPass` with the features as
+   columns);
 5. for a classifier, the temperature scale of its probabilities (:func:`calibrate`), from
    the held-out rows' statistics of the validation pass, or one more pass over every row
    when the fit held none out.
@@ -101,6 +104,7 @@ from streamlearn.solvers.supersparse.passes import (
     ValidationPass,
     choose_lam,
     class_quotas,
+    column_statistics,
     gcv_choice,
     gcv_lam,
     hinge_curvature,
@@ -124,9 +128,9 @@ __all__ = ["DAMPING_FLOOR", "DAMPING_RELIEF", "INIT_SALT", "KMEANS_ITERATIONS",
            "LINEAR_PART_MAX_UNKNOWNS", "MIN_STEP_FRACTION", "ONLINE_PATH_LENGTH",
            "REFIT_COLUMN_SETS", "REFIT_LAM_FACTORS", "REFIT_MAX_ITER",
            "REFIT_PATIENCE", "REFIT_TOL", "STEP_GROWTH", "STEP_SHRINK", "VALIDATION_SALT",
-           "HingeNewton", "HingeRefit", "SuperSparseConfig", "SuperSparseFit", "fit",
-           "hinge_newton", "hinge_refit", "near_constant", "online_pass", "online_step_size",
-           "start_online", "target_moments"]
+           "HingeNewton", "HingeRefit", "RidgeRefit", "SuperSparseConfig", "SuperSparseFit",
+           "fit", "hinge_newton", "hinge_refit", "linear_ridge_refit", "near_constant",
+           "online_pass", "online_step_size", "start_online", "target_moments"]
 
 #: Factor applied to the prototype step after an accepted (objective-decreasing) step.
 STEP_GROWTH = 1.2
@@ -213,7 +217,8 @@ class SuperSparseConfig:
         coefficients are ridge ones.
     linear_part : {"auto", True, False}
         The refit's lanes with a linear part ``z . w`` of the standardised features beside
-        the prototypes' similarities (:func:`hinge_refit`): ``"auto"`` tries it, and the
+        the prototypes' similarities (:func:`hinge_refit`; for regression, ridge
+        coefficients, :func:`linear_ridge_refit`): ``"auto"`` tries it, and the
         linear part alone, where the coefficients stay at most
         :data:`LINEAR_PART_MAX_UNKNOWNS`; True always fits it; False never.
     """
@@ -315,18 +320,21 @@ class SuperSparseFit:
         The loss of ``coef`` and ``intercept``: the squared loss of the prototypes' fit,
         or the squared-hinge refit on them (:func:`hinge_refit`).
     refit_lam : float
-        The squared-hinge refit's penalty (NaN: none kept).
+        The squared-hinge refit's penalty (NaN: none kept); a regressor's, the penalty of
+        :func:`linear_ridge_refit`'s kept lane (NaN: it did not run).
     refit_losses : ndarray or None
-        :attr:`HingeRefit.held_out` (None: no refit ran).
+        :attr:`HingeRefit.held_out` (None: no refit ran); a regressor's,
+        :attr:`RidgeRefit.losses`.
     refit_passes : int
         The refit's passes.
     linear : ndarray of shape (d, K) or None
         The linear part ``z . w`` of each output over the standardised features ``z``
-        (:func:`hinge_refit`; None: none kept).
+        (:func:`hinge_refit`, :func:`linear_ridge_refit`; None: none kept).
     refit_lanes : str
         The design columns of the refit's kept lane: ``"prototypes"``, ``"both"`` (the
         prototypes and the linear part) or ``"linear"`` (the linear part alone, the
-        prototypes' coefficients 0); ``""`` where the squared loss's coefficients stay.
+        prototypes' coefficients 0); ``""`` where the squared loss's coefficients stay
+        (a regressor's ``"prototypes"`` where :func:`linear_ridge_refit` kept them).
     """
 
     prototypes: np.ndarray
@@ -537,6 +545,15 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
             w = refit.w
             held_out = refit.temperature
             linear = refit.linear
+    ridge = None
+    sets = refit_column_sets(config, C.shape[0], dataset.n_features)
+    if (train.mode == "regression" and config.coef == "ridge" and sets != ("prototypes",)
+            and (holdout is not None or sets == ("both",))):
+        ridge = linear_ridge_refit(runner, dataset, train, valid, C, similarity, lam, sets,
+                                   every_row is not None)
+        if ridge.w is not None:
+            w = ridge.w
+            linear = ridge.linear
     proba_scale, proba_rows = None, None
     if scales is not None:
         leverage = (ridge_leverage(stats, lam)
@@ -549,8 +566,8 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         coef=np.ascontiguousarray(w[:p]),
         intercept=np.array(w[-1]) + train.offset,
         objective=float(history[-1] if every_row is None
-                        else objective(every_row, w_squared if linear else w, lam,
-                                       config.coef)),
+                        else objective(every_row, w_squared if linear or ridge is not None
+                                       else w, lam, config.coef)),
         objective_path=np.asarray(history, dtype=np.float64),
         n_iter=len(history) - 1,
         selection_path=np.asarray(path, dtype=np.float64).reshape(-1, 4),
@@ -563,11 +580,14 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
         memory=None if config.target == "teacher" else _offset_statistics(
             every_row if every_row is not None else stats, train.offset),
         loss="squared" if refit is None or refit.w is None else "squared_hinge",
-        refit_lam=float("nan") if refit is None else refit.lam,
-        refit_losses=None if refit is None else refit.held_out,
-        refit_passes=0 if refit is None else refit.passes,
+        refit_lam=(float("nan") if refit is None else refit.lam) if ridge is None
+        else ridge.lam,
+        refit_losses=(None if refit is None else refit.held_out) if ridge is None
+        else ridge.losses,
+        refit_passes=(0 if refit is None else refit.passes) if ridge is None else 1,
         linear=np.ascontiguousarray(w[p:-1]) if linear else None,
-        refit_lanes="" if refit is None or refit.w is None else refit.lanes,
+        refit_lanes=("" if refit is None or refit.w is None else refit.lanes)
+        if ridge is None else ridge.lanes,
     )
 
 
@@ -1127,6 +1147,92 @@ def lane_start(w: np.ndarray, columns: str, p: int, d: int) -> np.ndarray:
         start[:p] = w[:p]
     start[-1] = w[-1]
     return start
+
+
+@dataclass(frozen=True)
+class RidgeRefit:
+    """The regressor's lanes of ridge coefficients over the learned prototypes, the
+    standardised features or both (:func:`linear_ridge_refit`).
+
+    Attributes
+    ----------
+    w : ndarray of shape (p + 1, 1), (p + d + 1, 1) or None
+        The kept lane's coefficients (with a linear part: the features' in rows
+        ``p .. p + d - 1``); None where the first lane, the beta-step's own coefficients,
+        is kept.
+    lam : float
+        The kept lane's penalty.
+    lanes : str
+        The kept lane's columns, one of :data:`REFIT_COLUMN_SETS`.
+    losses : ndarray of shape (n_lanes,)
+        Each lane's held-out mean squared loss, in the lanes' order (empty where no row
+        was held out).
+    """
+
+    w: np.ndarray | None
+    lam: float
+    lanes: str
+    losses: np.ndarray
+
+    @property
+    def linear(self) -> bool:
+        """``w`` holds a linear part."""
+        return self.w is not None and self.lanes != "prototypes"
+
+
+def linear_ridge_refit(runner: Any, dataset: Dataset, train: TargetRows, valid: TargetRows,
+                       C: np.ndarray, similarity: Similarity, lam: float,
+                       sets: Sequence[str], every: bool) -> RidgeRefit:
+    """A regressor's ``linear_part``: ridge coefficients of the design columns ``(s(x, c),
+    z, 1)`` at the learned prototypes, a lane for each set of columns of ``sets``
+    (:data:`REFIT_COLUMN_SETS`' order) and each penalty of :data:`REFIT_LAM_FACTORS` times
+    ``lam``.
+
+    One :class:`~.passes.SplitGramPass` with the features as columns gathers the Gram
+    statistics of the training and the held-out rows; every lane is then the closed-form
+    ridge solve of its columns' block (:func:`~.passes.solve_beta`, ``w`` penalised as
+    ``beta`` is) on the training rows, scored by the held-out rows' mean squared loss
+    from their statistics. The first lane within :data:`~.passes.AUTO_LAM_SLACK` of the
+    lowest is kept; the first lane (the prototypes at ``lam``) is the beta-step's own
+    coefficients, which then stay (``w`` None). With ``every`` (``lam="auto"``, whose last
+    beta-step takes every row) the kept lane is solved on every row's statistics. Where
+    no row is held out (``linear_part=True`` on such a fit) the first set's lane at
+    ``lam`` is solved on every row, unchosen: scores of the training rows would favour
+    the prototypes, learned on those rows.
+    """
+    p, d = C.shape[0], dataset.n_features
+    stats: SplitGramState = runner.run(SplitGramPass(train, valid, C, similarity, True),
+                                       dataset, description="linear part")
+    lanes = [(columns, lam * factor) for columns in sets for factor in REFIT_LAM_FACTORS]
+    losses = np.full(len(lanes), np.inf)
+    if stats.valid.weight > 0:
+        for i, (columns, lane_lam) in enumerate(lanes):
+            mask = column_mask(columns, p, d)
+            fit = column_statistics(stats.train, mask)
+            if fit.weight > 0:
+                w = solve_beta(fit.G / fit.weight, fit.r / fit.weight, lane_lam, "ridge")
+                losses[i] = squared_loss(column_statistics(stats.valid, mask), w)
+        finite = losses[np.isfinite(losses)]
+        if finite.size == 0:
+            return RidgeRefit(None, float(lam), "prototypes", losses)
+        best = float(finite.min())
+        lane = next(i for i in range(len(lanes))
+                    if losses[i] <= best * (1.0 + AUTO_LAM_SLACK))
+    else:
+        lane, losses = 0, np.empty(0)
+    columns, lane_lam = lanes[lane]
+    if columns == "prototypes" and lane == 0:
+        return RidgeRefit(None, float(lam), columns, losses)
+    mask = column_mask(columns, p, d)
+    final = column_statistics(stats.train + stats.valid if every else stats.train, mask)
+    if final.weight <= 0:
+        raise DataError("no rows of positive weight to fit the linear part on")
+    solved = solve_beta(final.G / final.weight, final.r / final.weight, lane_lam, "ridge")
+    w = np.zeros((p + d + 1, solved.shape[1]))
+    w[mask] = solved
+    if columns == "prototypes":
+        w = np.vstack([w[:p], w[-1:]])
+    return RidgeRefit(w, float(lane_lam), columns, losses)
 
 
 @dataclass(frozen=True)
