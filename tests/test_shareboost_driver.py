@@ -36,6 +36,7 @@ def test_summary_pass_reads_only_rows_of_positive_weight() -> None:
     expected = np.lexsort(X[kept].T[::-1])
     np.testing.assert_array_equal(summary.sample[order], X[kept][expected])
     np.testing.assert_array_equal(summary.sample_weight[order], weight[kept][expected])
+    np.testing.assert_array_equal(summary.sample_codes[order], y[kept][expected])
 
 
 def test_driver_returns_a_frozen_fit_and_reports_every_round() -> None:
@@ -220,3 +221,52 @@ def test_preconditioned_nested_step_reaches_the_numpy_minimiser_in_fewer_passes(
         theta = np.concatenate([step.coef.transpose(0, 2, 1).ravel(), step.intercept])
         np.testing.assert_allclose(theta, ref.x, atol=2e-3)
     assert scaled.n_eval < plain.n_eval
+
+
+def test_anchor_metric_divides_by_the_quartile_spread_and_weighs_relevance() -> None:
+    # 1 / interquartile range of the sample (numpy's inverted distribution function); a
+    # feature mostly at one value falls back to its standard deviation, a constant to 1;
+    # then times the feature's relevance weight: the feature the labels follow keeps 1,
+    # noise less
+    from streamlearn.solvers.mixture.relevance import feature_relevance, relevance_weights
+    from streamlearn.solvers.shareboost.driver import anchor_metric
+
+    rng = np.random.default_rng(12)
+    n = 900
+    X = np.c_[rng.normal(size=n) * 1e3, rng.standard_t(2, size=n),
+              (rng.random(n) < 0.1) * 5.0, np.full(n, 2.0)].astype(np.float32)
+    X[:9, 0] *= 1e5  # far outliers leave the quartiles where they were
+    y = (X[:, 1] > 0).astype(int)
+    data = open_dataset(X, target=y, chunk_rows=128)
+    summary = LocalEngine(chunk_rows=128).run(WeightedSummaryPass(4, 2000, 0, 2), data)
+    x = X.astype(np.float64)
+    iqr = (np.quantile(x, 0.75, axis=0, method="inverted_cdf")
+           - np.quantile(x, 0.25, axis=0, method="inverted_cdf"))
+    assert iqr[2] == 0.0 and iqr[3] == 0.0
+    spread = np.array([iqr[0], iqr[1], x[:, 2].std(), 1.0])
+    # the sample holds every row, each with its label
+    order = np.lexsort(summary.sample.T[::-1])
+    np.testing.assert_array_equal(summary.sample_codes[order], y[np.lexsort(X.T[::-1])])
+    weights = relevance_weights(feature_relevance(summary.sample, summary.sample_codes, 2))
+    assert weights[1] == 1.0 and weights[0] < 0.5
+    metric = anchor_metric(summary, 2)
+    np.testing.assert_allclose(metric, weights / spread, rtol=1e-5)
+    # without labels (one class), the spread alone
+    np.testing.assert_allclose(anchor_metric(summary, 1), 1.0 / spread, rtol=1e-5)
+
+
+def test_anchor_model_does_not_depend_on_the_features_units() -> None:
+    # balls measured on the features divided by their spread: the same model whatever the
+    # units (on raw values the 1e4 feature alone would decide which rows a ball holds)
+    from streamlearn import ShareBoostClassifier
+
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(800, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    units = np.array([1e-3, 1.0, 1e4])
+    models = [ShareBoostClassifier(features="anchors", n_rounds=6, n_centres=12, refit_iter=300,
+                                   progress=False).fit(Z, y) for Z in (X, X * units)]
+    agree = np.mean(models[0].predict(X) == models[1].predict(X * units))
+    assert agree >= 0.99
+    # and the product of the two features is learnt (a linear model cannot)
+    assert np.mean(models[1].predict(X * units) == y) >= 0.85

@@ -513,6 +513,40 @@ def test_small_anchor_fit_runs_no_objective_kernel(monkeypatch: pytest.MonkeyPat
         monkeypatch.setattr(module, name, compiled)
     _, X, codes, _ = _anchor_problem()
     for features in ("anchors", "linear"):
-        model = ShareBoostClassifier(features=features, n_rounds=2, n_centres=8,
+        model = ShareBoostClassifier(features=features, n_rounds=2, n_centres=8, refit_iter=100,
                                      tol=0.05).fit(X, codes)
         assert model.path_["train_error"][-1] < 0.4  # fitted, from the passes' tallies
+
+
+def test_anchor_metric_measures_distances_on_the_scaled_rows() -> None:
+    # pieces with a metric on x are the pieces without one on x * metric: the same radii,
+    # gates and column sums, and the gates are numpy's distances in that space
+    rng = np.random.default_rng(11)
+    n, d = ANCHOR_TILE_ROWS + 40, 3
+    X = (rng.normal(size=(n, d)) * np.array([1e-3, 1.0, 1e4])).astype(np.float32)
+    metric = np.array([1e3, 1.0, 1e-4])
+    Z = (X * metric).astype(np.float32)
+    centres = Z[rng.choice(n, 5, replace=False)]
+    scale = 1.0 / np.abs(X).max(axis=0)
+    measured = AnchorPieces.from_sample(centres, X, 4, scale, metric=metric)
+    plain = AnchorPieces.from_sample(centres, Z, 4, scale)
+    np.testing.assert_allclose(measured.radii, plain.radii, rtol=1e-6)
+    dist = np.linalg.norm(X.astype(np.float64)[:, None, :] * metric - centres[None], axis=2)
+    np.testing.assert_allclose(np.sqrt(measured.distances(X)), dist, rtol=1e-3, atol=1e-3)
+    chosen = (np.array([0, 3]), np.array([1, 3]))
+    gates = measured.gates(X, centres[chosen[0]], measured.radii[chosen])
+    np.testing.assert_array_equal(gates, plain.gates(Z, centres[chosen[0]],
+                                                     measured.radii[chosen]))
+    margin = np.abs(dist[:, chosen[0]] - measured.radii[chosen]) > 1e-4
+    np.testing.assert_array_equal(gates[margin],
+                                  (dist[:, chosen[0]] < measured.radii[chosen])[margin])
+    # the linear part reads the raw rows (scaled into [-1, 1]), not the metric's
+    np.testing.assert_allclose(measured.base(X)[:, :d], X * scale, rtol=1e-6)
+    R = rng.normal(size=(n, 2))
+    sums = [np.zeros((5, 4, d + 1, 2), dtype=np.float32) for _ in range(2)]
+    AnchorColumns(measured).accumulate(X, measured.base(X), R, sums[0])
+    AnchorColumns(plain).accumulate(Z, measured.base(X), R, sums[1])
+    np.testing.assert_allclose(sums[0], sums[1], rtol=1e-6, atol=1e-6)
+    # saved and read back with its metric
+    family = columns_module.family_from_arrays("anchors", AnchorColumns(measured).arrays())
+    np.testing.assert_array_equal(family.pieces.metric, metric)

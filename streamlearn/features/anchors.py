@@ -4,6 +4,9 @@ A piece is a ball (centre ``v``, radius ``r``) with a linear function inside it:
 are ``1[||x - v|| < r] [x, 1]``, ``d + 1`` columns that ShareBoost selects as one group.
 Candidate centres come from streamed k-means; the radii of a centre are quantiles of the
 distances from it to a uniform row sample, so each ball holds a chosen fraction of the rows.
+Distances may be measured on the features multiplied by a per-feature ``metric`` (the
+centres then lie in that space), so that a feature of large units does not decide alone
+which rows a ball holds.
 
 Distances from rows to centres are one matrix product per chunk,
 ``||x||^2 - 2 C x + ||c||^2`` (:func:`squared_distances`), for scoring every candidate and for
@@ -59,16 +62,21 @@ class AnchorPieces:
         Ascending per centre.
     scale : ndarray of shape (d,), float64
         The linear part of a piece sees ``x * scale`` (features brought to ``[-1, 1]``).
+    metric : ndarray of shape (d,), float64, or None
+        Distances are measured between ``x * metric`` and the centres (which lie in that
+        space); None: between ``x`` and the centres.
     """
 
     centres: np.ndarray
     radii: np.ndarray
     scale: np.ndarray
+    metric: np.ndarray | None = None
 
     @classmethod
     def from_sample(cls, centres: np.ndarray, sample: np.ndarray, n_radii: int,
                     scale: np.ndarray,
-                    coverage: tuple[float, float] = DEFAULT_COVERAGE) -> AnchorPieces:
+                    coverage: tuple[float, float] = DEFAULT_COVERAGE,
+                    metric: np.ndarray | None = None) -> AnchorPieces:
         """Radii of each centre from distance quantiles over a row sample.
 
         Parameters
@@ -82,6 +90,9 @@ class AnchorPieces:
         scale : ndarray of shape (d,)
         coverage : (float, float)
             Smallest and largest fraction of rows in a ball.
+        metric : ndarray of shape (d,), optional
+            Per-feature factors of the space the distances are measured in, ``centres``
+            given in it (see the class).
 
         Returns
         -------
@@ -89,6 +100,9 @@ class AnchorPieces:
         """
         centres = np.ascontiguousarray(centres, dtype=np.float32)
         sample64 = np.asarray(sample, dtype=np.float64)
+        if metric is not None:
+            metric = np.asarray(metric, dtype=np.float64)
+            sample64 = sample64 * metric
         c64 = centres.astype(np.float64)
         dist2 = ((c64 ** 2).sum(1)[:, None] - 2.0 * c64 @ sample64.T
                  + (sample64 ** 2).sum(1)[None, :])
@@ -96,7 +110,8 @@ class AnchorPieces:
         probabilities = np.geomspace(coverage[0], coverage[1], int(n_radii))
         radii = np.quantile(dist, probabilities, axis=1).T
         radii = np.maximum.accumulate(np.maximum(radii, 1e-12), axis=1)
-        return cls(centres, np.ascontiguousarray(radii), np.asarray(scale, dtype=np.float64))
+        return cls(centres, np.ascontiguousarray(radii), np.asarray(scale, dtype=np.float64),
+                   metric)
 
     @property
     def n_centres(self) -> int:
@@ -125,9 +140,18 @@ class AnchorPieces:
         c, j = divmod(int(candidate), self.n_radii)
         return self.centres[c], float(self.radii[c, j])
 
+    def measured(self, X: np.ndarray) -> np.ndarray:
+        """The rows in the space of the distances, ``x * metric`` (float32; ``X`` itself
+        without a metric)."""
+        if self.metric is None:
+            return X
+        out = np.empty(X.shape, dtype=np.float32)
+        np.multiply(X, self.metric, out=out, casting="unsafe")
+        return out
+
     def distances(self, X: np.ndarray) -> np.ndarray:
         """Squared distances from every row to every candidate centre, (n, n_centres)."""
-        return squared_distances(X, self.centres)
+        return squared_distances(self.measured(X), self.centres)
 
     def gates(self, X: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
         """Ball indicators ``1[||x - v_t||^2 < r_t^2]`` of the pieces ``(centres, radii)``.
@@ -137,7 +161,8 @@ class AnchorPieces:
         ndarray of shape (n, T), float32
         """
         radii2 = np.asarray(radii, dtype=np.float64).reshape(-1, 1) ** 2
-        inside = squared_distances(X, centres.reshape(radii2.shape[0], X.shape[1])) < radii2.T
+        inside = squared_distances(self.measured(X),
+                                   centres.reshape(radii2.shape[0], X.shape[1])) < radii2.T
         return inside.astype(np.float32)
 
     def transform(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:

@@ -313,6 +313,7 @@ class AnchorColumns:
         :func:`~.kernels.anchor_histogram_numpy` instead, in one thread.
         """
         centres, radii2 = self.pieces.centres, self.radii2
+        X = self.pieces.measured(X)  # the distances' space; base holds the linear part
         if numpy and X.shape[0] * centres.shape[0] <= NUMPY_ANCHOR_PAIRS:
             anchor_histogram_numpy(squared_distances(X, centres), base, residuals, radii2,
                                    acc)
@@ -380,8 +381,11 @@ class AnchorColumns:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Arrays that define the family (saved with the model)."""
-        return {"scale": self.pieces.scale, "centres": self.pieces.centres,
-                "radii": self.pieces.radii}
+        arrays = {"scale": self.pieces.scale, "centres": self.pieces.centres,
+                  "radii": self.pieces.radii}
+        if self.pieces.metric is not None:
+            arrays["metric"] = self.pieces.metric
+        return arrays
 
 
 Family = LinearColumns | StumpColumns | AnchorColumns
@@ -395,6 +399,9 @@ def family_from_arrays(kind: str, arrays: dict[str, np.ndarray]) -> Family:
                              None if shift is None else np.asarray(shift, dtype=np.float64))
     if kind == "stumps":
         return StumpColumns(np.ascontiguousarray(arrays["thresholds"], dtype=np.float32))
+    metric = arrays.get("metric")
     return AnchorColumns(AnchorPieces(np.ascontiguousarray(arrays["centres"], dtype=np.float32),
                                       np.asarray(arrays["radii"], dtype=np.float64),
-                                      np.asarray(arrays["scale"], dtype=np.float64)))
+                                      np.asarray(arrays["scale"], dtype=np.float64),
+                                      None if metric is None
+                                      else np.asarray(metric, dtype=np.float64)))

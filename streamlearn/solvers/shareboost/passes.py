@@ -371,6 +371,8 @@ class WeightedSummary:
         rows).
     total : ndarray of shape (d,), float64 or None
         Weighted sum of every feature over the rows of positive weight (None: not known).
+    sample_codes : ndarray of shape (m,), int64, or None
+        Class codes of the sampled rows (None: not known).
     """
 
     n_rows: int
@@ -382,6 +384,7 @@ class WeightedSummary:
     minimum: np.ndarray
     maximum: np.ndarray
     total: np.ndarray | None = None
+    sample_codes: np.ndarray | None = None
 
     def quantiles(self, probabilities: np.ndarray) -> np.ndarray:
         """Weighted quantiles of every feature over the sample, (d, p), ascending per feature.
@@ -436,7 +439,8 @@ class WeightedSummaryPass:
 
     def start(self) -> WeightedSummaryState:
         """Empty state."""
-        sample = (BottomKSample(self.sample_size, self.n_features + 1, self.seed)
+        # the sampled rows' features, weight and class code
+        sample = (BottomKSample(self.sample_size, self.n_features + 2, self.seed)
                   if self.sample_size > 0 else None)
         return WeightedSummaryState(0, 0.0, np.zeros(self.n_features),
                                     np.zeros(self.n_features), sample,
@@ -481,8 +485,8 @@ class WeightedSummaryPass:
             state.squares += w @ (X64 * X64)
             state.total += w @ X64
             if state.sample is not None:
-                state.sample.update(np.column_stack([X, weight[keep]]).astype(np.float32),
-                                    kept.rows)
+                state.sample.update(np.column_stack([X, weight[keep], codes[keep]])
+                                    .astype(np.float32), kept.rows)
         return state
 
     def merge(self, a: WeightedSummaryState, b: WeightedSummaryState) -> WeightedSummaryState:
@@ -495,12 +499,13 @@ class WeightedSummaryPass:
 
     def finish(self, state: WeightedSummaryState) -> WeightedSummary:
         """The summary."""
-        values = (np.zeros((0, self.n_features + 1), dtype=np.float32)
+        values = (np.zeros((0, self.n_features + 2), dtype=np.float32)
                   if state.sample is None else state.sample.values)
         return WeightedSummary(state.n_rows, state.weight, state.largest.copy(),
-                               state.squares.copy(), np.ascontiguousarray(values[:, :-1]),
-                               values[:, -1].astype(np.float64), state.minimum.copy(),
-                               state.maximum.copy(), state.total.copy())
+                               state.squares.copy(), np.ascontiguousarray(values[:, :-2]),
+                               values[:, -2].astype(np.float64), state.minimum.copy(),
+                               state.maximum.copy(), state.total.copy(),
+                               np.rint(values[:, -1]).astype(np.int64))
 
 
 @dataclass
