@@ -103,7 +103,8 @@ def measure(name: str, X: Any, y: np.ndarray, compression: str, root: Path,
     size = store_bytes(store)
     shutil.rmtree(store)
     return {"data": name, "compression": compression, "layout": report.layout,
-            "codecs": dict(report.codecs), "rows": rows, "raw_bytes": raw_bytes(X), "store_bytes": size,
+            "codecs": dict(report.codecs), "rows": rows, "raw_bytes": raw_bytes(X),
+            "store_bytes": size,
             "size_ratio": size / raw_bytes(X), "write_s": report.seconds,
             "decode_mb_s": raw_bytes(X) / min(decode) / 1e6,
             "stream_rows_s": rows / min(stream), "decode_s": decode, "stream_s": stream}
