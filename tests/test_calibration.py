@@ -282,3 +282,22 @@ def test_shared_slope_minimises_the_summed_platt_objective_of_every_model():
     assert a == pytest.approx(best.x, rel=1e-3)
     assert a < 0
     assert fit_shared_slope(ScoreHistogram(2)) == -1.0  # no rows: the plain logistic
+
+
+def test_a_block_without_rows_adds_nothing():
+    """A pair's rows inside a chunk can be none (two rare classes): a 1-D block of no
+    scores leaves both statistics as the rows before it left them."""
+    from streamlearn.solvers.calibration import TemperatureSums, temperature_losses
+
+    rng = np.random.default_rng(5)
+    f = rng.normal(size=300)
+    codes = (f + rng.normal(0, 0.7, 300) > 0).astype(np.int64)
+    empty_f, empty_codes = np.empty(0), np.empty(0, dtype=np.int64)
+    sums = TemperatureSums(2).add(empty_f, empty_codes).add(f, codes).add(empty_f, empty_codes)
+    np.testing.assert_allclose(sums.losses(smoothed=False), temperature_losses(f, codes),
+                               rtol=1e-12)
+    hist = ScoreHistogram(1).add(empty_f, empty_codes.astype(bool), empty_f)
+    hist.add(f, codes.astype(bool)).add(empty_f, empty_codes.astype(bool))
+    for a, b in zip(hist.points(0), ScoreHistogram(1).add(f, codes.astype(bool)).points(0),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -328,3 +328,22 @@ def test_auto_stays_one_vs_rest_untried_beyond_seven_classes_or_without_held_out
     assert small.multiclass_check_["kept"] == "ovr"
     assert small.multiclass_check_["ovo"] is None and "held-out" in \
         small.multiclass_check_["reason"]
+
+
+def test_two_rare_classes_whose_pair_misses_most_chunks_train() -> None:
+    """Two classes of 20 rows each among 4,000: most chunks' held-out rows hold neither,
+    so the pair's temperature sums get blocks of no rows. The fit used to fail there
+    (a reshape of an empty block); each rare class lies 3 units from the rest in every
+    feature, so a fitted model finds most of its rows (17 of 20 and more at this seed)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = np.where(X[:, 0] > 0.3, 1, 0)
+    rare = rng.choice(n, 40, replace=False)
+    y[rare[:20]], y[rare[20:]] = 2, 3
+    X[rare[:20]] += 3
+    X[rare[20:]] -= 3
+    model = MixtureSVC(progress=False, chunk_rows=256, random_state=0).fit(X, y)
+    for c in (2, 3):
+        assert np.mean(model.predict(X[y == c]) == c) >= 0.75
+    assert np.mean(model.predict(X) == y) >= 0.97

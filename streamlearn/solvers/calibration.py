@@ -213,6 +213,13 @@ def fit_sigmoid(scores: np.ndarray, positive: np.ndarray,
     return float(a), float(b)
 
 
+def _score_columns(scores: np.ndarray) -> np.ndarray:
+    """Scores of a block of rows as float64 columns (n, n_models): a 1-D array is one
+    model's. A block may hold no rows (a chunk without a pair's classes)."""
+    f = np.asarray(scores, dtype=np.float64)
+    return f[:, None] if f.ndim == 1 else f.reshape(f.shape[0], -1)
+
+
 class ScoreHistogram:
     """Binned scores of ``m`` binary models, per label, for streamed Platt scaling.
 
@@ -275,7 +282,7 @@ class ScoreHistogram:
         ScoreHistogram
             ``self``.
         """
-        f = np.asarray(scores, dtype=np.float64).reshape(scores.shape[0], -1)
+        f = _score_columns(scores)
         pos = np.asarray(positive, dtype=bool).reshape(f.shape)
         if f.shape[1] != self.n_models:
             raise ValueError(f"scores have {f.shape[1]} columns for {self.n_models} models")
@@ -455,8 +462,7 @@ class TemperatureSums:
         TemperatureSums
             ``self``.
         """
-        f = np.asarray(scores, dtype=np.float64)
-        f = f.reshape(f.shape[0], -1)
+        f = _score_columns(scores)
         codes = np.asarray(codes, dtype=np.int64).reshape(-1)
         if f.shape[0] != codes.shape[0]:
             raise ValueError(f"scores and codes differ in length: {f.shape[0]}, "
