@@ -153,7 +153,7 @@ def _anchor_family(rng: np.random.Generator, X: np.ndarray, n_centres: int,
     return AnchorColumns(AnchorPieces(centres, radii, scale))
 
 
-def test_interval_moments_are_the_mean_squares_of_the_interval_columns() -> None:
+def test_interval_moments_are_the_second_moments_of_the_interval_columns() -> None:
     from streamlearn.solvers.shareboost.columns import LinearColumns, StumpColumns
     from streamlearn.solvers.shareboost.driver import interval_moments
 
@@ -168,12 +168,14 @@ def test_interval_moments_are_the_mean_squares_of_the_interval_columns() -> None
     inside = {int(s): dist[:, s // 4] < radii[s // 4, s % 4] for s in selected}
     smaller = {2: 0, 0: None, 9: None, 3: 2}
     a = np.column_stack([X * family.pieces.scale, np.ones(400)])
-    expected = np.zeros((4, 4))
+    expected = np.zeros((4, 4, 4))
     for t, s in enumerate(selected):
         u = inside[s] & ~(inside[smaller[s]] if smaller[s] is not None else False)
-        expected[t] = (w * u) @ (a * a) / w.sum()
+        for i in np.flatnonzero(u):  # row by row
+            expected[t] += w[i] * np.outer(a[i], a[i])
+        expected[t] = expected[t] / w.sum() + np.eye(4) / 400
     got = interval_moments(family, selected, X, w)
-    np.testing.assert_allclose(got, np.maximum(expected, 1 / 400), rtol=1e-5)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-12)
     # stumps 1[x_f <= theta]: feature 1 at thresholds 0.5 and -0.5, a threshold below
     # every row (an empty interval counts as one row), feature 0 at 0
     thresholds = np.array([[0.0, 1.0], [-0.5, 0.5], [-9.0, 9.0]], dtype=np.float32)
@@ -181,9 +183,9 @@ def test_interval_moments_are_the_mean_squares_of_the_interval_columns() -> None
     got = interval_moments(stumps, np.array([3, 2, 0, 4]), X, w)
     intervals = np.column_stack([(X[:, 1] > -0.5) & (X[:, 1] <= 0.5), X[:, 1] <= -0.5,
                                  X[:, 0] <= 0.0, X[:, 2] <= -9.0])
-    np.testing.assert_allclose(got[:, 0], np.maximum(w @ intervals / w.sum(), 1 / 400),
-                               rtol=1e-6)
-    assert got[3, 0] == 1 / 400
+    assert got.shape == (4, 1, 1)
+    np.testing.assert_allclose(got[:, 0, 0], w @ intervals / w.sum() + 1 / 400, rtol=1e-6)
+    assert got[3, 0, 0] == 1 / 400
     assert interval_moments(LinearColumns(np.ones(3)), np.array([0, 1]), X, w) is None
 
 
@@ -221,6 +223,45 @@ def test_preconditioned_nested_step_reaches_the_numpy_minimiser_in_fewer_passes(
         theta = np.concatenate([step.coef.transpose(0, 2, 1).ravel(), step.intercept])
         np.testing.assert_allclose(theta, ref.x, atol=2e-3)
     assert scaled.n_eval < plain.n_eval
+
+
+def test_block_preconditioner_fits_collinear_piece_columns_in_fewer_passes() -> None:
+    # features far from 0 that move together: inside a ball the columns [x, 1] are nearly
+    # collinear, which the blocks of interval_moments undo and their diagonal does not
+    from scipy.optimize import minimize
+
+    from streamlearn.solvers.shareboost.driver import corrective_step, interval_moments
+
+    rng = np.random.default_rng(8)
+    n, d, k = 1500, 3, 3
+    common = rng.normal(size=(n, 1))
+    X = (4.0 + common + 0.3 * rng.normal(size=(n, d))).astype(np.float32)
+    y = np.argmax((X - 4.0) @ rng.normal(size=(d, k)) + 0.5 * rng.normal(size=(n, k)), axis=1)
+    family = _anchor_family(rng, X, 3, 4)
+    selected = [3, 1, 6, 11]
+    T, q = len(selected), d + 1
+    Z = family.pieces.transform(X, np.array(selected)).astype(np.float64)
+    l2 = 1e-4
+    config = dataclasses.replace(CONFIG, features="anchors", refit_iter=3000, tol=0.0)
+    data = open_dataset(X, target=y, chunk_rows=500)
+    blocks = interval_moments(family, np.array(selected), X, np.ones(n))
+    diagonal = blocks * np.eye(q)  # each base column's mean square alone
+
+    def solve(intervals: np.ndarray):
+        return corrective_step(LocalEngine(chunk_rows=500), data, family, selected,
+                               np.zeros((T, k, q)), np.zeros(k), config, l2, gtol=1e-7,
+                               interval_moments=intervals)
+
+    by_blocks, by_diagonal = solve(blocks), solve(diagonal)
+    ref = minimize(_margin_softmax_objective(Z, y, k, l2), np.zeros(T * q * k + k),
+                   jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-16, "maxiter": 20000})
+    for step in (by_blocks, by_diagonal):
+        assert step.converged and step.gradient_norm <= 1e-7
+        assert step.value == pytest.approx(ref.fun, abs=1e-8)
+        theta = np.concatenate([step.coef.transpose(0, 2, 1).ravel(), step.intercept])
+        np.testing.assert_allclose(theta, ref.x, atol=1e-3)
+    assert by_blocks.n_eval < 0.5 * by_diagonal.n_eval
 
 
 def test_anchor_metric_divides_by_the_quartile_spread_and_weighs_relevance() -> None:

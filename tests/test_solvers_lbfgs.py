@@ -78,3 +78,31 @@ def test_a_bound_per_entry_stops_only_when_every_entry_is_below_its_own() -> Non
         assert np.all(np.abs(res.grad) <= bound)
     assert abs(loose.grad[1]) > 1e-8  # the loose bound let it stop earlier
     assert loose.n_iter < tight.n_iter
+
+
+def test_measure_judges_the_stop_on_the_gradient_in_the_problems_coordinates() -> None:
+    # F(v) = v.Hv / 2 - b.v minimised over theta = L^T v: the gradient L-BFGS sees is
+    # L^-1 (Hv - b), the stop must read Hv - b itself
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(8, 8))
+    H = A @ A.T + 0.01 * np.eye(8)
+    b = rng.normal(size=8)
+    L = np.linalg.cholesky(np.diag(rng.uniform(1.0, 4.0, size=8))) * 50.0
+    # theta's gradient is some 100 times smaller than v's
+    solution = np.linalg.solve(H, b)
+
+    def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        v = np.linalg.solve(L.T, theta)
+        return float(0.5 * v @ H @ v - b @ v), np.linalg.solve(L, H @ v - b)
+
+    gtol = 1e-6
+    plain = lbfgs_minimize(fun, np.zeros(8), max_iter=500, gtol=gtol)
+    judged = lbfgs_minimize(fun, np.zeros(8), max_iter=500, gtol=gtol,
+                            measure=lambda g: L @ g)
+    for res in (plain, judged):
+        assert np.all(np.abs(res.grad) <= gtol)
+    v_plain, v_judged = np.linalg.solve(L.T, plain.x), np.linalg.solve(L.T, judged.x)
+    assert np.max(np.abs(H @ v_judged - b)) <= gtol  # recomputed in v's coordinates
+    assert np.max(np.abs(H @ v_plain - b)) > gtol  # the plain rule stopped short of it
+    assert plain.n_iter < judged.n_iter < 500
+    np.testing.assert_allclose(v_judged, solution, rtol=1e-3)

@@ -45,7 +45,8 @@ class LbfgsResult:
 def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
                    max_iter: int = 10, memory: int = 5, h0: np.ndarray | float = 1.0,
                    start: tuple[float, np.ndarray] | None = None,
-                   gtol: float | np.ndarray = 1e-8) -> LbfgsResult:
+                   gtol: float | np.ndarray = 1e-8,
+                   measure: Callable[[np.ndarray], np.ndarray] | None = None) -> LbfgsResult:
     """Minimise a smooth function with L-BFGS (Nocedal and Wright, Alg. 7.4 and 7.5).
 
     Parameters
@@ -66,6 +67,11 @@ def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np
     gtol : float or ndarray
         Stop when every gradient entry is below this in absolute value (a scalar, or one
         bound per entry shaped like ``x0``).
+    measure : callable, optional
+        ``measure(gradient)``: the gradient in the coordinates the stop is judged in (the
+        problem's own, when ``x`` is a linear change of them: the gradient times the
+        map's transpose), shaped like ``x0``; every entry of it must be below ``gtol``.
+        None: the gradient itself.
 
     Returns
     -------
@@ -85,7 +91,11 @@ def lbfgs_minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np
     pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
     n_iter = 0
     bound = np.broadcast_to(np.asarray(gtol, dtype=np.float64), shape)
-    while n_iter < max_iter and np.any(np.abs(grad) > bound):
+
+    def above(g: np.ndarray) -> bool:
+        return bool(np.any(np.abs(g if measure is None else measure(g)) > bound))
+
+    while n_iter < max_iter and above(grad):
         direction = -two_loop(grad, pairs, diag0)
         slope = float(np.vdot(grad, direction))
         if slope >= 0.0:  # not a descent direction: restart from the scaled gradient
