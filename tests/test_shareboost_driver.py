@@ -311,3 +311,29 @@ def test_anchor_model_does_not_depend_on_the_features_units() -> None:
     assert agree >= 0.99
     # and the product of the two features is learnt (a linear model cannot)
     assert np.mean(models[1].predict(X * units) == y) >= 0.85
+
+
+def test_anchor_pieces_linear_part_does_not_depend_on_the_features_offsets() -> None:
+    # the pieces' linear part sees each feature moved to the middle of its range and divided
+    # by half its width, and l2="auto" follows those columns: a feature moved and stretched
+    # by constants gives the same columns, the same penalty and the same model
+    from streamlearn import ShareBoostClassifier
+    from streamlearn.solvers.shareboost.driver import anchor_linear_map
+
+    rng = np.random.default_rng(14)
+    X = rng.uniform(-1, 1, size=(1500, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=1500) > 0.2).astype(int)
+    units, offsets = np.array([20.0, 0.5, 3.0]), np.array([150.0, -4.0, 40.0])
+    Z = X * units + offsets
+    shift, scale = anchor_linear_map(Z.min(axis=0), Z.max(axis=0))
+    mapped = (Z - shift) * scale
+    np.testing.assert_allclose(mapped.min(axis=0), -1.0, atol=1e-12)
+    np.testing.assert_allclose(mapped.max(axis=0), 1.0, atol=1e-12)
+    models = [ShareBoostClassifier(features="anchors", n_rounds=6, n_centres=12, refit_iter=300,
+                                   progress=False).fit(A, y) for A in (X, Z)]
+    assert models[0].l2_ == pytest.approx(models[1].l2_, rel=1e-6)
+    np.testing.assert_array_equal(models[0].selected_features_, models[1].selected_features_)
+    # the same pieces and penalty; the fits stop on their tolerance, a few % apart
+    f0, f1 = models[0].decision_function(X), models[1].decision_function(Z)
+    assert np.median(np.abs(f0 - f1) / (1.0 + np.abs(f0))) <= 0.05
+    assert np.mean(models[0].predict(X) == models[1].predict(Z)) >= 0.99

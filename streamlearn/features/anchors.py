@@ -61,22 +61,28 @@ class AnchorPieces:
     radii : ndarray of shape (n_centres, n_radii), float64
         Ascending per centre.
     scale : ndarray of shape (d,), float64
-        The linear part of a piece sees ``x * scale`` (features brought to ``[-1, 1]``).
+        The linear part of a piece sees ``(x - shift) * scale`` (features brought to
+        ``[-1, 1]``).
     metric : ndarray of shape (d,), float64, or None
         Distances are measured between ``x * metric`` and the centres (which lie in that
         space); None: between ``x`` and the centres.
+    shift : ndarray of shape (d,), float64, or None
+        Subtracted before ``scale`` in the linear part (None: nothing), so that a feature
+        moved by a constant gives the same columns.
     """
 
     centres: np.ndarray
     radii: np.ndarray
     scale: np.ndarray
     metric: np.ndarray | None = None
+    shift: np.ndarray | None = None
 
     @classmethod
     def from_sample(cls, centres: np.ndarray, sample: np.ndarray, n_radii: int,
                     scale: np.ndarray,
                     coverage: tuple[float, float] = DEFAULT_COVERAGE,
-                    metric: np.ndarray | None = None) -> AnchorPieces:
+                    metric: np.ndarray | None = None,
+                    shift: np.ndarray | None = None) -> AnchorPieces:
         """Radii of each centre from distance quantiles over a row sample.
 
         Parameters
@@ -93,6 +99,8 @@ class AnchorPieces:
         metric : ndarray of shape (d,), optional
             Per-feature factors of the space the distances are measured in, ``centres``
             given in it (see the class).
+        shift : ndarray of shape (d,), optional
+            Subtracted from the features before ``scale`` in the linear part.
 
         Returns
         -------
@@ -111,7 +119,7 @@ class AnchorPieces:
         radii = np.quantile(dist, probabilities, axis=1).T
         radii = np.maximum.accumulate(np.maximum(radii, 1e-12), axis=1)
         return cls(centres, np.ascontiguousarray(radii), np.asarray(scale, dtype=np.float64),
-                   metric)
+                   metric, None if shift is None else np.asarray(shift, dtype=np.float64))
 
     @property
     def n_centres(self) -> int:
@@ -129,9 +137,13 @@ class AnchorPieces:
         return int(self.centres.shape[1]) + 1
 
     def base(self, X: np.ndarray) -> np.ndarray:
-        """The linear part ``[x * scale, 1]`` shared by every piece, (n, d + 1) float32."""
+        """The linear part ``[(x - shift) * scale, 1]`` shared by every piece, (n, d + 1)
+        float32."""
         out = np.empty((X.shape[0], X.shape[1] + 1), dtype=np.float32)
-        np.multiply(X, self.scale, out=out[:, :-1], casting="unsafe")
+        if self.shift is None:
+            np.multiply(X, self.scale, out=out[:, :-1], casting="unsafe")
+        else:
+            out[:, :-1] = (np.asarray(X, dtype=np.float64) - self.shift) * self.scale
         out[:, -1] = 1.0
         return out
 

@@ -385,6 +385,8 @@ class AnchorColumns:
                   "radii": self.pieces.radii}
         if self.pieces.metric is not None:
             arrays["metric"] = self.pieces.metric
+        if self.pieces.shift is not None:
+            arrays["shift"] = self.pieces.shift
         return arrays
 
 
@@ -399,9 +401,11 @@ def family_from_arrays(kind: str, arrays: dict[str, np.ndarray]) -> Family:
                              None if shift is None else np.asarray(shift, dtype=np.float64))
     if kind == "stumps":
         return StumpColumns(np.ascontiguousarray(arrays["thresholds"], dtype=np.float32))
-    metric = arrays.get("metric")
+    metric, shift = arrays.get("metric"), arrays.get("shift")
     return AnchorColumns(AnchorPieces(np.ascontiguousarray(arrays["centres"], dtype=np.float32),
                                       np.asarray(arrays["radii"], dtype=np.float64),
                                       np.asarray(arrays["scale"], dtype=np.float64),
                                       None if metric is None
-                                      else np.asarray(metric, dtype=np.float64)))
+                                      else np.asarray(metric, dtype=np.float64),
+                                      None if shift is None
+                                      else np.asarray(shift, dtype=np.float64)))

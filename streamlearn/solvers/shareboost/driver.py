@@ -275,7 +275,6 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
         Data passes spent here.
     """
     largest = summary.largest
-    scale = np.where(largest > 0, 1.0 / np.where(largest > 0, largest, 1.0), 1.0)
     if config.features == "linear":
         return LinearColumns.of_range(summary.minimum, summary.maximum, largest,
                                       shift=not dataset.is_sparse), 0
@@ -288,9 +287,26 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
                               seed=seed,
                               standardiser=Standardiser(np.zeros_like(metric), 1.0 / metric))
     top = float(config.max_coverage)
-    pieces = AnchorPieces.from_sample(centres, summary.sample, int(config.n_radii), scale,
-                                      coverage=(top / COVERAGE_RANGE, top), metric=metric)
+    shift, piece_scale = anchor_linear_map(summary.minimum, summary.maximum)
+    pieces = AnchorPieces.from_sample(centres, summary.sample, int(config.n_radii),
+                                      piece_scale, coverage=(top / COVERAGE_RANGE, top),
+                                      metric=metric, shift=shift)
     return AnchorColumns(pieces), KMEANS_EPOCHS + 1
+
+
+def anchor_linear_map(minimum: np.ndarray, maximum: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``shift`` and ``scale`` of the anchor pieces' linear part: each feature moved to
+    the middle of its range and divided by half its width, so that it spans ``[-1, 1]``
+    whatever its units and offset (a feature moved or stretched by constants gives the
+    same columns, and the penalty that ``l2="auto"`` derives from their mean square the
+    same value). A constant feature keeps scale 1 (its column is 0 once moved)."""
+    low = np.asarray(minimum, dtype=np.float64)
+    high = np.asarray(maximum, dtype=np.float64)
+    half = 0.5 * (high - low)
+    ok = np.isfinite(half) & (half > 0)
+    shift = np.where(np.isfinite(low) & np.isfinite(high), 0.5 * (low + high), 0.0)
+    return shift, np.where(ok, 1.0 / np.where(ok, half, 1.0), 1.0)
 
 
 def anchor_metric(summary: WeightedSummary, n_classes: int) -> np.ndarray:
@@ -715,6 +731,9 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     else:
         max_rounds = UNTIL_HELD_OUT  # until the held-out loss stops improving
     linear = family if isinstance(family, LinearColumns) else None
+    if isinstance(family, AnchorColumns) and family.pieces.shift is not None:
+        # the pieces' linear part: its own map of the features, whatever their units
+        linear = LinearColumns(family.pieces.scale, family.pieces.shift)
     if config.l2 != "auto":
         l2_values = [float(config.l2)]
     elif holdout is None:
