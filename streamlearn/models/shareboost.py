@@ -166,7 +166,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
         ``"auto"``: from ``l2_0 = 0.05 E||z||^2 / n``, ``z`` a training row with each
-        feature divided by its largest absolute value (the mean over a row sample) and
+        feature divided by its largest absolute value (for anchors: moved to the middle of
+        its range and divided by half its width, as their pieces' linear part sees it;
+        the mean over a row sample) and
         ``n`` the training rows (their total weight): the penalty of an SVM with
         ``C = 10 / E||z||^2`` on summed losses, so a row's largest pull on ``W`` does not
         grow with the width of the data, and the penalty fades as rows accumulate. With
