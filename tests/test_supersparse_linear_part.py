@@ -4,6 +4,7 @@ w . z + b``, ``w`` fitted by the squared-hinge refit as columns beside the simil
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -132,7 +133,7 @@ def test_newton_refit_on_each_column_set_minimises_the_objective_as_scipy_does()
 
 def test_auto_keeps_the_linear_part_alone_on_a_linear_problem(monkeypatch: pytest.MonkeyPatch):
     X, y = _linear_rows(2000, seed=5)
-    kept = _kept_refits(monkeypatch)
+    kept = recorded_refits(monkeypatch, "hinge_refit")
     model = SuperSparseClassifier(n_prototypes=8, tol=1e-2).fit(X, y)
     assert model.linear_part_ and kept[-1].lanes == "linear"
     _follows_the_stated_rule(kept[-1])
@@ -150,7 +151,7 @@ def test_auto_chooses_by_its_stated_rule_on_a_ring(monkeypatch: pytest.MonkeyPat
     rng = np.random.default_rng(6)
     X = rng.normal(size=(2000, 2)).astype(np.float32)
     y = (np.hypot(X[:, 0], X[:, 1]) + 0.2 * rng.normal(size=2000) > 1.1).astype(np.int64)
-    kept = _kept_refits(monkeypatch)
+    kept = recorded_refits(monkeypatch, "hinge_refit")
     model = SuperSparseClassifier(n_prototypes=12, tol=1e-2).fit(X, y)
     refit = kept[-1]
     _follows_the_stated_rule(refit)
@@ -160,15 +161,16 @@ def test_auto_chooses_by_its_stated_rule_on_a_ring(monkeypatch: pytest.MonkeyPat
     assert losses[4:].min() > 2 * losses[:2].min()
 
 
-def _kept_refits(monkeypatch: pytest.MonkeyPatch) -> list[driver.HingeRefit]:
-    kept: list[driver.HingeRefit] = []
-    refit = driver.hinge_refit
+def recorded_refits(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
+    """What every call of the driver's refit ``name`` returns during the test, in order."""
+    kept: list[Any] = []
+    refit = getattr(driver, name)
 
     def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
         kept.append(refit(*args, **kwargs))
         return kept[-1]
 
-    monkeypatch.setattr(driver, "hinge_refit", recording)
+    monkeypatch.setattr(driver, name, recording)
     return kept
 
 

@@ -22,6 +22,7 @@ from streamlearn.solvers.supersparse.passes import (
     column_statistics,
 )
 from tests.test_model_file import _rewritten
+from tests.test_supersparse_linear_part import recorded_refits
 
 
 def _similarities(Z: np.ndarray, C: np.ndarray, gamma: float) -> np.ndarray:
@@ -101,18 +102,6 @@ def test_linear_part_true_is_numpys_ridge_on_the_explicit_columns():
                                                        y, lam)[:6], rtol=1e-5, atol=1e-7)
 
 
-def _kept_refits(monkeypatch: pytest.MonkeyPatch) -> list[driver.RidgeRefit]:
-    kept: list[driver.RidgeRefit] = []
-    refit = driver.linear_ridge_refit
-
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-        kept.append(refit(*args, **kwargs))
-        return kept[-1]
-
-    monkeypatch.setattr(driver, "linear_ridge_refit", recording)
-    return kept
-
-
 def _first_within_slack(refit: driver.RidgeRefit) -> str:
     """The columns of the first lane (prototypes, both, linear; larger penalty first)
     within the slack of the lowest held-out loss."""
@@ -124,7 +113,7 @@ def _first_within_slack(refit: driver.RidgeRefit) -> str:
 
 def test_auto_keeps_the_features_on_a_nearly_linear_target(monkeypatch: pytest.MonkeyPatch):
     X, y = _wave_and_slope(1500, seed=2, wave=1.0)
-    kept = _kept_refits(monkeypatch)
+    kept = recorded_refits(monkeypatch, "linear_ridge_refit")
     model = SuperSparseRegressor(n_prototypes=8, tol=1e-2).fit(X, y)
     refit = kept[-1]
     assert refit.lanes == _first_within_slack(refit)
@@ -146,7 +135,7 @@ def test_auto_keeps_the_features_on_a_nearly_linear_target(monkeypatch: pytest.M
 
 def test_auto_runs_nothing_without_held_out_rows(monkeypatch: pytest.MonkeyPatch):
     X, y = _wave_and_slope(300, seed=4, wave=1.0)  # 60 rows in the share: none held out
-    kept = _kept_refits(monkeypatch)
+    kept = recorded_refits(monkeypatch, "linear_ridge_refit")
     model = SuperSparseRegressor(n_prototypes=6, tol=1e-2).fit(X, y)
     off = SuperSparseRegressor(n_prototypes=6, tol=1e-2, linear_part=False).fit(X, y)
     assert kept == [] and not model.linear_part_
