@@ -1,6 +1,6 @@
 """An rcv1-like sparse problem written as svmlight and Vowpal Wabbit text, streamed in blocks.
 
-A helper of ``bench/sparse.py`` (no ``--quick`` option: not a benchmark of its own).
+A helper of ``bench/sparse_training.py`` (no ``--quick`` option: not a benchmark of its own).
 
 Rows are documents: a row draws ``m`` tokens (``m`` log-normal, mean about 100) from a
 Zipf-like law over ``N_FEATURES`` terms (``p_r = log(1 + 1/r) / log(N_FEATURES + 1)``, about

@@ -52,10 +52,10 @@ Numba kernels are compiled by a warm-up child before anything is timed (the stre
 source is copied into the scratch directory first and the children import that copy, so
 edits made to the checkout during a run cannot change what is measured).
 
-Run ``python bench/sparse.py`` (full sizes: 500k, 1M and 2M training rows, 2.6 GB of
+Run ``python bench/sparse_training.py`` (full sizes: 500k, 1M and 2M training rows, 2.6 GB of
 svmlight text at full size; about 35 minutes on 2 cores, 15 GB of scratch disk) or
 ``--quick`` (25k, 50k and 100k rows; about 6 minutes, most of it the warm-up compiling the
-kernels). Results go to ``bench/results/sparse.{json,png}``; ``--replot JSON`` rebuilds the
+kernels). Results go to ``bench/results/sparse_training.{json,png}``; ``--replot JSON`` rebuilds the
 tables and the plot of a results file.
 """
 
@@ -994,7 +994,7 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                       "prefetch 2 (as measured above); profiled: the same fit with prefetch 0, "
                       "so reading and training share one thread."},
         ],
-        "plots": ["sparse.png"],
+        "plots": ["sparse_training.png"],
     }
 
 
@@ -1170,7 +1170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                args.skip_seconds, models, text_chunk_rows, profile=k == 0)
     total_s = time.perf_counter() - t_start
     report = {
-        "benchmark": "sparse",
+        "benchmark": "sparse_training",
         "machine": machine,
         "versions": {**library_versions(LIBRARIES), "streamlearn_source_sha256_16":
                      source_hash},
@@ -1209,10 +1209,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     report.update(report_tables(report))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sparse.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    plot(report, args.out / "sparse.png")
+    (args.out / "sparse_training.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    plot(report, args.out / "sparse_training.png")
     print_table(report)
-    print(f"\ntotal runtime {total_s:.0f} s; results in {args.out}/sparse.{{json,png}}")
+    print(f"\ntotal runtime {total_s:.0f} s; results in {args.out}/sparse_training.{{json,png}}")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(scratch / "src", ignore_errors=True)
