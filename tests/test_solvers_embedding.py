@@ -307,13 +307,13 @@ def test_dense_step_then_score_is_the_step_and_the_score_by_numpy() -> None:
 
 @njit
 def _embed_fourier_term_major(x, ipar, fpar, idx, val):
-    work = term_major_buffers(FOURIER, ipar, idx)
+    work = term_major_buffers(FOURIER, ipar, fpar, idx)
     return embed_term_major(FOURIER, x, ipar, fpar, work, val)
 
 
 @njit
 def _embed_hermite_term_major(x, ipar, fpar, idx, val):
-    work = term_major_buffers(HERMITE, ipar, idx)
+    work = term_major_buffers(HERMITE, ipar, fpar, idx)
     return embed_term_major(HERMITE, x, ipar, fpar, work, val)
 
 

@@ -36,6 +36,7 @@ from streamlearn.features.fourier import (
     fourier_encode_every_feature,
     fourier_encode_frequency_major,
     fourier_encode_row,
+    fourier_scaling,
     fourier_transform_dense,
     fourier_weights,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "fourier_encode_every_feature",
     "fourier_encode_frequency_major",
     "fourier_encode_row",
+    "fourier_scaling",
     "fourier_transform_dense",
     "fourier_weights",
     "hermite_encode_degree_major",

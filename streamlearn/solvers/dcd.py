@@ -168,7 +168,7 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
         n_cols = ipar[IP_N_COLS]
         idx, val, zero = row_buffers(ipar, sparse)
         if permuted:
-            work = term_major_buffers(fixed_kind, ipar, idx)
+            work = term_major_buffers(fixed_kind, ipar, fpar, idx)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
         qd = np.full(n, -1.0)

@@ -61,6 +61,7 @@ from streamlearn.features import (
     fourier_encode_every_feature,
     fourier_encode_frequency_major,
     fourier_encode_row,
+    fourier_scaling,
     hermite_encode_degree_major,
     hermite_encode_row,
     pair_encode_row,
@@ -682,17 +683,20 @@ def from_term_major(W, permuted, ipar):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def term_major_buffers(kind, ipar, idx):
+def term_major_buffers(kind, ipar, fpar, idx):
     """Work space of :func:`embed_term_major` for a kernel of map ``kind`` (a constant of
     the kernel: numba-inlined, the other kind's arrays are pruned); fills ``idx`` with the
     positions ``0 .. n_dims - 1`` once, so that the per-row helpers, given the encoder's
-    values, take their dense paths (:func:`every_column`) on every row."""
+    values, take their dense paths (:func:`every_column`) on every row. A trigonometric
+    map's ranges are read from ``fpar`` into centres and scales
+    (:func:`~streamlearn.features.fourier.fourier_scaling`), once for the kernel's rows."""
     for j in range(ipar[IP_N_DIMS]):
         idx[j] = j
     nf = ipar[IP_N_FEATURES]
-    if kind == FOURIER:  # the sweeps' state in float32, four arrays
+    if kind == FOURIER:  # the sweeps' state in float32, four arrays; centres and scales
+        centre, scale = fourier_scaling(fpar[:nf], fpar[nf : 2 * nf])
         return (np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32),
-                np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32))
+                np.empty(nf, dtype=np.float32), np.empty(nf, dtype=np.float32), centre, scale)
     return (np.empty(nf), np.empty(nf), np.empty(nf))  # Hermite: z and two degrees
 
 
@@ -706,7 +710,7 @@ def embed_term_major(kind, x, ipar, fpar, work, val):
     nf = x.shape[0]
     k = ipar[IP_N_TERMS]
     if kind == FOURIER:
-        return fourier_encode_frequency_major(x, fpar[:nf], fpar[nf : 2 * nf], fpar[2 * nf + k],
+        return fourier_encode_frequency_major(x, work[4], work[5], fpar[2 * nf + k],
                                               fpar[2 * nf : 2 * nf + k], work[0], work[1],
                                               work[2], work[3], val)
     return hermite_encode_degree_major(x, fpar[:nf], fpar[nf : 2 * nf],
@@ -1093,7 +1097,7 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
         idx, val, zero = row_buffers(ipar, sparse)
         if permuted:  # a trigonometric or Hermite map's rows against a term-major copy
             Wf = to_term_major(W, ipar)
-            work = term_major_buffers(fixed_kind, ipar, idx)
+            work = term_major_buffers(fixed_kind, ipar, fpar, idx)
             for r in range(n):
                 x = X[r]
                 nnz = embed_term_major(fixed_kind, x, ipar, fpar, work, val)

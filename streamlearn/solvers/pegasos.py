@@ -137,7 +137,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         pending_eta = np.zeros(m if permuted else 0, dtype=np.float64)
         pending_eta_avg = np.zeros(m if permuted else 0, dtype=np.float64)
         if permuted:
-            work = term_major_buffers(fixed_kind, ipar, idx)
+            work = term_major_buffers(fixed_kind, ipar, fpar, idx)
         margins = np.empty(m, dtype=np.float64)
         scratch = np.empty(n_cols, dtype=np.float64)
         bias_sq = bias_scale * bias_scale
