@@ -193,8 +193,10 @@ def rss(model: SparsePPRRegressor, X: np.ndarray, y: np.ndarray) -> float:
 def test_backfitting_stops_by_its_rule_and_warns_at_its_cap(monkeypatch):
     import streamlearn.solvers.projection_pursuit.driver as driver
 
-    X, y = product_problem(300, 0.5, 1)
-    params = dict(n_terms=2, tau=5, smoothing=10.0, **FAST)
+    # a flexible smoother (1) on rows whose backfitting, from the terms refitted on the
+    # chosen features, takes several rounds
+    X, y = product_problem(300, 0.5, 2)
+    params = dict(n_terms=2, tau=5, smoothing=1.0, **FAST)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         model = SparsePPRRegressor(**params).fit(X, y)
@@ -231,8 +233,10 @@ def test_backfitting_converges_at_the_defaults_on_friedman1(monkeypatch):
     # set to each; the fit is deterministic) with numpy's residual sums of squares
     total = float(((y - y.mean()) ** 2).sum())
     tol = driver.BACKFIT_TOL * total
-    fits = [SparsePPRRegressor(backfit=False).fit(X, y)]
-    for cap in range(1, rounds):
+    # (a cap of 0 rounds: the terms backfitting starts from, refitted on the features
+    # the search chose)
+    fits = []
+    for cap in range(rounds):
         monkeypatch.setattr(driver, "BACKFIT_CYCLES", cap)
         with pytest.warns(ConvergenceWarning, match=f"stopped after {cap} rounds"):
             fits.append(SparsePPRRegressor().fit(X, y))

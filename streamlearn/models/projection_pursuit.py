@@ -254,9 +254,14 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         features, at least 20 rounds (20 sweeps for ``"sequential"``, each of which moves
         every coordinate; :func:`~streamlearn.solvers.projection_pursuit.search_rounds`).
     backfit : bool
-        After the forward stagewise terms, refit each in turn to the residuals of the
-        others, its direction without the L1 term over the features the terms chose (they
-        stay the model's), as projection pursuit regression backfits, until a round moves
+        After the forward stagewise terms, whose L1 term selects the features, fit the
+        terms again on those features without it (with a finite ``tau``; as the relaxed
+        lasso refits a lasso's selection): forward stagewise from the first, as many
+        terms as were kept, by the same search restricted to the chosen features (a
+        refitted direction may drop one, never add one). Then refit each term in turn to
+        the residuals of the others, its direction without the L1 term over the features
+        the terms chose (they stay the model's), as projection pursuit regression
+        backfits, until a round moves
         no direction or lowers the residual sum of squares by at most 1e-4 of the total
         sum of squares about the weighted mean (a gain of ``R^2`` of 1e-4; a round that
         raises it also ends: the penalised splines refitted in turn may trade residual for
@@ -265,10 +270,13 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         is a share of the total, not of the residual left, so a noise-free target fitted to
         ``R^2 = 1 - 1e-6`` has converged.
         The L1 term of the search selects the features, and also pulls a direction toward
-        the axes (a pair direction costs ``sqrt 2`` times a coordinate); backfitting undoes
-        that pull and the stagewise fit's order. On the paper's toy (noise sd 0.5 and 0.1,
-        ``tau=5``) it lowers the test MSE by a quarter to a half, the features selected
-        unchanged (``bench/projection_pursuit.py``). False fits Table 3 as written.
+        the axes (a pair direction costs ``sqrt 2`` times a coordinate); the refit undoes
+        that pull, which backfitting from the penalised terms left in poor joint optima
+        (two near-coordinate directions), and backfitting the stagewise fit's order. On
+        the paper's toy (noise sd 0.5 and 0.1, ``tau=5``) they lower the test MSE by a
+        quarter to a half, the features selected unchanged (``bench/projection_pursuit.py``).
+        ``lambdas_`` are then the selecting search's and ``train_sse_`` the refitted
+        terms'. False fits Table 3 as written.
     standardize : bool
         Search over the features standardised by the training rows' weighted mean and
         standard deviation (a constant feature keeps the scale 1), so that the L1 term, the
@@ -313,12 +321,14 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
         L1 weight used by each term's search.
     train_sse_ : ndarray of shape (n_terms,)
         Weighted residual sum of squares on the training rows after each term of the
-        forward stagewise fit; with ``backfit``, the last entry is the returned model's.
+        forward stagewise fit (with ``backfit`` and a finite ``tau``, of the terms fitted
+        again on the chosen features); with ``backfit``, the last entry is the returned
+        model's.
     n_nonzero_ : ndarray of shape (n_terms,)
     n_iter_ : int
         Forward stagewise iterations run: the number of terms fitted.
     n_scans_ : int
-        Scans (passes) the searches (and the backfitting) took.
+        Scans (passes) the searches (and the refit and backfitting) took.
     n_backfit_rounds_ : int
         Rounds of backfitting run (0 with ``backfit=False`` or one term).
     n_train_ : int

@@ -903,6 +903,53 @@ def relax_direction(scan: ScanFunction, found: SearchResult, spread: FeatureSpre
                    converged=found.converged and converged)
 
 
+def on_support(scan: ScanFunction, spread: FeatureSpread, support: np.ndarray
+               ) -> tuple[ScanFunction, FeatureSpread, Callable[[SearchResult], SearchResult]]:
+    """A search over the features ``support`` only, as any search of this module runs it.
+
+    The search sees ``len(support)`` features: their extremes, mean and covariance
+    (``spread`` cut to them), and a scan that places its directions and candidates among
+    all the features (zero elsewhere) before it calls ``scan``. A direction that is zero
+    off the support projects every row as the full one does, so its range, ``||u||_1``
+    and cost are those of the full search.
+
+    Parameters
+    ----------
+    scan : callable
+        Over all the features (see :func:`informative_feature_first`).
+    spread : FeatureSpread
+        Of all the features.
+    support : ndarray of int
+        The features the search may use, in increasing order.
+
+    Returns
+    -------
+    scan : callable
+        Over the support.
+    spread : FeatureSpread
+        Of the support.
+    lift : callable
+        The result of a search over the support as one over all the features (its
+        ``alpha`` placed among them; the rest as it is).
+    """
+    support = np.asarray(support, dtype=np.int64)
+    n_features = spread.mean.shape[0]
+
+    def place(alpha: np.ndarray) -> np.ndarray:
+        full = np.zeros(n_features)
+        full[support] = alpha
+        return full
+
+    def sub_scan(alpha: np.ndarray, cands: Candidates) -> tuple[np.ndarray, Any]:
+        return scan(place(alpha), replace(cands, feature=support[cands.feature],
+                                          feature2=support[cands.feature2]))
+
+    sub = FeatureSpread(spread.minimum[support], spread.maximum[support],
+                        spread.mean[support], spread.cov[np.ix_(support, support)],
+                        spread.n_std)
+    return sub_scan, sub, lambda result: replace(result, alpha=place(result.alpha))
+
+
 def sequential_coordinate_search(scan: ScanFunction, n_features: int, spread: FeatureSpread,
                                  penalty_weight: Callable[[float], float], *,
                                  search_range: float = 1.0, coarse_step: float = 0.1,

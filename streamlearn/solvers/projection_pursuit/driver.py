@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ from streamlearn.solvers.projection_search import (
     gram_from_band,
     informative_feature_first,
     js_divergence,
+    on_support,
     penalty_matrix,
     relax_direction,
     sequential_coordinate_search,
@@ -205,11 +206,17 @@ class SearchConfig:
 
     def run(self, scan: Callable[[np.ndarray, Candidates], tuple[np.ndarray, Any]],
             n_features: int, spread: FeatureSpread, penalty_weight: Callable[[float], float],
-            null_cost: Callable[[], float] | None = None) -> SearchResult:
-        """One direction search with these settings."""
-        return SEARCHES[self.search](scan, n_features, spread, penalty_weight,
-                                     start=self.start, null_cost=null_cost,
-                                     **self.steps(n_features))
+            null_cost: Callable[[], float] | None = None,
+            support: np.ndarray | None = None) -> SearchResult:
+        """One direction search with these settings; over the features ``support`` only
+        when given (:func:`~streamlearn.solvers.projection_search.on_support`; its
+        starts, steps and ``max_iter="auto"`` rounds are those of that many features)."""
+        if support is None:
+            return SEARCHES[self.search](scan, n_features, spread, penalty_weight,
+                                         start=self.start, null_cost=null_cost,
+                                         **self.steps(n_features))
+        sub_scan, sub_spread, lift = on_support(scan, spread, support)
+        return lift(self.run(sub_scan, len(support), sub_spread, penalty_weight, null_cost))
 
     def steps(self, n_features: int) -> dict[str, Any]:
         """The search's range, steps and rounds over ``n_features`` features, as the
@@ -300,8 +307,9 @@ class RidgeConfig:
     standardize : bool
         Search over standardised features (see :func:`raw_directions`).
     backfit : bool
-        After the forward stagewise terms, refit each in turn to the residuals of the
-        others (:func:`fit_sparse_ppr`).
+        After the forward stagewise terms, fit them again without the L1 term over the
+        features they chose (with a finite ``tau``), then refit each in turn to the
+        residuals of the others (:func:`fit_sparse_ppr`).
     spread_tails : bool
         With ``standardize`` on dense rows, map the crowded features whose
         standardisation squeezes their middle rows first (:func:`describe_rows`).
@@ -535,6 +543,90 @@ def raw_directions(projections: np.ndarray, ranges: np.ndarray,
     return raw / norm[:, None], (ranges + offset[:, None]) / norm[:, None]
 
 
+@dataclass
+class _Terms:
+    """Forward stagewise terms over the features as searched (:class:`_Stagewise`)."""
+
+    projections: np.ndarray
+    ranges: np.ndarray
+    spline_coef: np.ndarray
+    lambdas: list[float]
+    sse: list[float]
+    unconverged: list[int]
+    n_scans: int
+    total_ss: float
+
+    @property
+    def n_terms(self) -> int:
+        """Terms kept."""
+        return int(self.projections.shape[0])
+
+
+@dataclass
+class _Stagewise:
+    """The forward stagewise fit of :func:`fit_sparse_ppr` (Table 3) on one dataset: each
+    term's direction searched on the residuals of the terms before it, its ridge function
+    the penalised spline of its scan."""
+
+    runner: Any
+    dataset: Dataset
+    std: Standardiser | None
+    spread: FeatureSpread
+    penalty: np.ndarray
+    intercept: float
+    n_bases: int
+    degree: int
+    row_count: float
+
+    def fit(self, search: SearchConfig, max_terms: int, auto: bool,
+            support: np.ndarray | None = None, what: str = "") -> _Terms:
+        """Up to ``max_terms`` terms searched with ``search`` (over the features ``support``
+        only when given); ``auto``: stop at the first term that does not pay
+        (:func:`term_pays`, the term dropped). ``what`` starts each pass's description."""
+        d = len(self.dataset.feature_names)
+        out = _Terms(np.zeros((0, d)), np.zeros((0, 2)), np.zeros((0, self.n_bases)), [], [],
+                     [], 0, 0.0)
+        for k in range(max_terms):
+            terms = RidgeTerms(self.intercept, out.projections,
+                               np.ascontiguousarray(out.ranges[:, 0]),
+                               np.ascontiguousarray(out.ranges[:, 1]), out.spline_coef,
+                               self.degree)
+            label = f"{what}term {k + 1}/{max_terms}"
+            residual_ss: list[float] = []
+
+            def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
+                     label: str = label, residual_ss: list[float] = residual_ss
+                     ) -> tuple[np.ndarray, np.ndarray]:
+                stats: GramStatistics = self.runner.run(
+                    SplineScanPass(terms, self.n_bases, alpha, cands, self.std), self.dataset,
+                    description=f"{label}: {len(cands)} candidates")
+                residual_ss.append(float(stats.totals[0]))
+                return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
+                                        float(stats.totals[0]), self.penalty)
+
+            # Table 3: lam_j = sum_i r_i^2 / tau, the residuals before term j (the first
+            # scan has just summed them)
+            found = search.run(scan, d, self.spread,
+                               lambda g0, rss=residual_ss: search.lam(rss[0]),
+                               lambda rss=residual_ss: rss[0], support=support)
+            out.n_scans += found.n_scans
+            if k == 0:  # the first scan's residuals are those of the intercept alone
+                out.total_ss = residual_ss[0]
+            direction = clean_direction(found.alpha)
+            if auto and k > 0 and not term_pays(residual_ss[0], found.fit_cost, self.n_bases,
+                                                int(np.count_nonzero(direction)),
+                                                self.row_count):
+                break  # the term is dropped: n_terms="auto" stops at the first that does not pay
+            out.projections = np.vstack([out.projections, direction])
+            out.ranges = np.vstack([out.ranges, [found.lo, found.hi]])
+            out.spline_coef = np.vstack([out.spline_coef, found.stat])
+            out.lambdas.append(found.lam)
+            out.sse.append(found.fit_cost)
+            if not found.converged:
+                out.unconverged.append(k)
+        return out
+
+
 def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
                    seed: int = 0) -> RidgeFit:
     """Fit ``config.n_terms`` penalised-spline ridge functions, forward stagewise (Table 3).
@@ -542,7 +634,17 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     Each term's direction is searched with the L1 term of eq. 8, which chooses its features
     and also pulls the direction toward the coordinate axes (a pair direction costs
     ``sqrt 2`` times a coordinate's L1 norm), and is fitted to the residuals of the terms
-    before it only. With ``config.backfit`` the terms are then backfitted, as projection
+    before it only. With ``config.backfit`` and a finite ``tau``, the L1 term has then
+    done its work, selecting the features; as the relaxed lasso refits a lasso's
+    selection without its penalty, the terms are fitted again, forward stagewise from the
+    first, by the same search without the L1 term over the features they chose only (as
+    many terms as were kept; a refitted direction may drop a feature, never add one).
+    Backfitting alone, started from the penalised terms, stopped in poor joint optima:
+    the L1 term puts the first directions on or near the axes (a coordinate costs
+    ``1 / sqrt 2`` of a pair direction's L1 norm), each later term is fitted around them,
+    and refitting one direction at a time, the other ridge functions held, does not leave
+    such a pair (two coordinates with nearly linear ridge functions are a stationary
+    point for ``x1 x2``). The terms are then backfitted, as projection
     pursuit regression is (Friedman and Stuetzle, 1981): in turn, each term's direction is
     refitted without the L1 term over the features the terms chose
     (:func:`~streamlearn.solvers.projection_search.relax_direction`, started from the
@@ -550,8 +652,10 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     :data:`BACKFIT_CYCLES` rounds, until a round moves no direction or lowers the residual
     sum of squares by at most :data:`BACKFIT_TOL` of the total sum of squares
     (:func:`backfit_converged`). The
-    features the search chose stay the model's (a backfitted direction may drop one, never
-    add one): the L1 term selects, backfitting fits.
+    features the search chose stay the model's (a refitted or backfitted direction may drop
+    one, never add one): the L1 term selects, the refit and backfitting fit. ``lambdas``
+    are then the selecting search's, ``train_sse`` the refitted terms' (its last entry the
+    backfitted model's).
 
     Parameters
     ----------
@@ -588,66 +692,41 @@ def fit_sparse_ppr(runner: Any, dataset: Dataset, config: RidgeConfig,
     unit = moments.weight / moments.row_count
     penalty = float(config.smoothing) * unit * penalty_matrix(n_bases, PENALTY_ORDER)
     intercept = moments.weighted_y / moments.weight
-    projections, ranges = np.zeros((0, d)), np.zeros((0, 2))
-    spline_coef = np.zeros((0, n_bases))
-    lambdas, sse, unconverged = [], [], []
-    n_scans, total_ss = 0, 0.0
     auto = config.n_terms == "auto"
     max_terms = AUTO_MAX_TERMS if auto else int(config.n_terms)
-    for k in range(max_terms):
-        terms = RidgeTerms(float(intercept), projections, np.ascontiguousarray(ranges[:, 0]),
-                           np.ascontiguousarray(ranges[:, 1]), spline_coef, degree)
-        label = f"term {k + 1}/{max_terms}"
-        residual_ss: list[float] = []
-
-        def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
-                 label: str = label, residual_ss: list[float] = residual_ss
-                 ) -> tuple[np.ndarray, np.ndarray]:
-            stats: GramStatistics = runner.run(
-                SplineScanPass(terms, n_bases, alpha, cands, std), dataset,
-                description=f"{label}: {len(cands)} candidates")
-            residual_ss.append(float(stats.totals[0]))
-            return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
-                                    float(stats.totals[0]), penalty)
-
-        # Table 3: lam_j = sum_i r_i^2 / tau, the residuals before term j (the first scan
-        # has just summed them)
-        found = config.search.run(scan, d, spread,
-                                  lambda g0, rss=residual_ss: config.search.lam(rss[0]),
-                                  lambda rss=residual_ss: rss[0])
-        n_scans += found.n_scans
-        if k == 0:  # the first scan's residuals are those of the intercept alone
-            total_ss = residual_ss[0]
-        direction = clean_direction(found.alpha)
-        if auto and k > 0 and not term_pays(residual_ss[0], found.fit_cost, n_bases,
-                                            int(np.count_nonzero(direction)),
-                                            moments.row_count):
-            break  # the term is dropped: n_terms="auto" stops at the first that does not pay
-        projections = np.vstack([projections, direction])
-        ranges = np.vstack([ranges, [found.lo, found.hi]])
-        spline_coef = np.vstack([spline_coef, found.stat])
-        lambdas.append(found.lam)
-        sse.append(found.fit_cost)
-        if not found.converged:
-            unconverged.append(k)
+    stage = _Stagewise(runner, dataset, std, spread, penalty, float(intercept), n_bases,
+                       degree, moments.row_count)
+    terms = stage.fit(config.search, max_terms, auto)
+    total_ss, lambdas, n_scans = terms.total_ss, terms.lambdas, terms.n_scans
+    unconverged = list(terms.unconverged)
+    chosen = np.flatnonzero(np.any(terms.projections != 0, axis=0))
+    if config.backfit and math.isfinite(float(config.search.tau)) and chosen.shape[0] >= 2:
+        # the L1 term has selected the features: the terms are fitted again on them
+        # without it, from the first (the relaxed lasso's refit, for every term at once)
+        refit = stage.fit(replace(config.search, tau=math.inf), terms.n_terms, False,
+                          support=chosen, what="refit ")
+        n_scans += refit.n_scans
+        unconverged = sorted(set(unconverged) | set(refit.unconverged))
+        terms = refit
+    projections, ranges = terms.projections, terms.ranges
+    spline_coef, sse = terms.spline_coef, list(terms.sse)
     rounds, converged = 0, True
     if config.backfit and projections.shape[0] > 1:
-        chosen = np.flatnonzero(np.any(projections != 0, axis=0))
         converged = False
         while not converged and rounds < BACKFIT_CYCLES:
             rounds += 1
             moved, rss_before = False, sse[-1]
             for k in range(projections.shape[0]):
                 others = np.arange(projections.shape[0]) != k
-                terms = RidgeTerms(float(intercept), projections[others],
-                                   np.ascontiguousarray(ranges[others, 0]),
-                                   np.ascontiguousarray(ranges[others, 1]),
-                                   spline_coef[others], degree)
+                rest = RidgeTerms(float(intercept), projections[others],
+                                  np.ascontiguousarray(ranges[others, 0]),
+                                  np.ascontiguousarray(ranges[others, 1]),
+                                  spline_coef[others], degree)
 
-                def scan(alpha: np.ndarray, cands: Candidates, terms: RidgeTerms = terms,
+                def scan(alpha: np.ndarray, cands: Candidates, rest: RidgeTerms = rest,
                          k: int = k) -> tuple[np.ndarray, np.ndarray]:
                     stats: GramStatistics = runner.run(
-                        SplineScanPass(terms, n_bases, alpha, cands, std), dataset,
+                        SplineScanPass(rest, n_bases, alpha, cands, std), dataset,
                         description=f"backfitting term {k + 1}: {len(cands)} candidates")
                     return spline_fit_costs(gram_from_band(stats.band), stats.rhs,
                                             float(stats.totals[0]), penalty)
