@@ -21,6 +21,7 @@ from streamlearn.solvers.projection_search import (
     js_divergence,
     make_candidates,
     offsets,
+    on_support,
     penalty_matrix,
     projection_ranges,
     relax_direction,
@@ -351,6 +352,35 @@ def test_relaxed_refit_moves_a_shrunk_direction_to_the_data_on_its_features():
         alone = direction_cost(scan, relaxed.alpha, spread_of(X))
         assert alone.fit_cost == pytest.approx(relaxed.fit_cost, rel=1e-9)
         np.testing.assert_allclose(alone.stat, relaxed.stat, rtol=1e-9)
+
+
+def test_search_on_a_support_is_the_search_of_those_columns():
+    # r depends on x1 and x3; the other features add noise a search without the L1 term
+    # would use
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, size=(300, 5)).astype(np.float32)
+    x = X.astype(np.float64)
+    r = ((x[:, 0] - x[:, 2]) ** 2 + 0.1 * rng.normal(size=300)).astype(np.float32)
+    r -= r.mean()
+    w = np.ones(300, dtype=np.float32)
+    support = np.array([0, 2, 3])
+    kwargs = dict(coarse_step=0.25, fine_step=0.05, max_iter=6, start="pairs")
+    scan, spread, lift = on_support(one_pass_ppr_scan(X, r, w, 0.1, 3), spread_of(X),
+                                    support)
+    found = lift(informative_feature_first(scan, 3, spread, lambda g: 0.0, **kwargs))
+    # the reference: numpy least squares per candidate on the columns alone
+    cols = np.ascontiguousarray(X[:, support])
+    ref = informative_feature_first(separate_ppr_scan(cols, r, w, 0.1, 3), 3,
+                                    spread_of(cols), lambda g: 0.0, **kwargs)
+    placed = np.zeros(5)
+    placed[support] = ref.alpha
+    np.testing.assert_allclose(found.alpha, placed, atol=1e-12)
+    assert found.alpha[[1, 4]].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose([found.lo, found.hi], [ref.lo, ref.hi], rtol=1e-9)
+    np.testing.assert_allclose(found.cost, ref.cost, rtol=1e-6)
+    np.testing.assert_allclose(found.stat, ref.stat, rtol=1e-4, atol=1e-6)
+    assert found.n_scans == ref.n_scans
+    np.testing.assert_allclose(np.abs(found.alpha), [2**-0.5, 0, 2**-0.5, 0, 0], atol=0.05)
 
 
 # -- one pass for all candidates vs one evaluation per candidate ------------------------------
