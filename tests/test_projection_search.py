@@ -15,6 +15,7 @@ from streamlearn.solvers.projection_search import (
     FeatureSpread,
     class_histogram_scan_chunk,
     direction_cost,
+    drop_candidates,
     first_minimum,
     gram_from_band,
     informative_feature_first,
@@ -352,6 +353,40 @@ def test_relaxed_refit_moves_a_shrunk_direction_to_the_data_on_its_features():
         alone = direction_cost(scan, relaxed.alpha, spread_of(X))
         assert alone.fit_cost == pytest.approx(relaxed.fit_cost, rel=1e-9)
         np.testing.assert_allclose(alone.stat, relaxed.stat, rtol=1e-9)
+
+
+def test_drop_candidates_add_the_direction_without_each_coordinate():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4)).astype(np.float32)
+    spread = spread_of(X)
+    alpha = np.array([0.0004, 2.0, 0.0, -1.0])
+    deltas = offsets(-1.0, 1.0, 0.5)
+    grid = make_candidates(alpha, np.arange(4), deltas, spread)
+    cands = drop_candidates(alpha, np.arange(4), deltas, spread)
+    n = len(grid)
+    assert len(cands) == n + 3  # the zero coordinate has nothing to drop
+    np.testing.assert_array_equal(cands.delta[:n], grid.delta)
+    for c, m in zip(range(n, n + 3), (0, 1, 3), strict=True):
+        expected = alpha.copy()
+        expected[m] = 0.0
+        expected /= np.linalg.norm(expected)
+        u = cands.direction(alpha, c)
+        assert u[m] == 0.0
+        np.testing.assert_allclose(u, expected, rtol=1e-12, atol=0)
+        lo, hi = projection_ranges(expected[None], spread)
+        np.testing.assert_allclose([cands.lo[c], cands.hi[c]], [lo[0], hi[0]], rtol=1e-9)
+        assert cands.l1[c] == pytest.approx(np.abs(expected).sum(), rel=1e-12)
+    # a relaxed direction that does not need a coordinate sets it to exactly zero (a
+    # fixed grid of moves only shrinks it, round after round): the residual is x1's alone
+    x = X.astype(np.float64)
+    r = (np.tanh(x[:, 0]) + 0.05 * rng.normal(size=200)).astype(np.float32)
+    r -= r.mean()
+    scan = one_pass_ppr_scan(X, r, np.ones(200, dtype=np.float32), 0.1, 3)
+    start = direction_cost(scan, np.array([1.0, 0.0004, 0.0, 0.0]), spread)
+    relaxed = relax_direction(scan, start, spread, coarse_step=0.25, fine_step=0.05,
+                              max_iter=6)
+    assert relaxed.converged and relaxed.fit_cost < start.fit_cost
+    assert relaxed.alpha[1] == 0.0 and relaxed.alpha[0] > 0
 
 
 def test_search_on_a_support_is_the_search_of_those_columns():

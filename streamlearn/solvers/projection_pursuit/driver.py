@@ -207,16 +207,20 @@ class SearchConfig:
     def run(self, scan: Callable[[np.ndarray, Candidates], tuple[np.ndarray, Any]],
             n_features: int, spread: FeatureSpread, penalty_weight: Callable[[float], float],
             null_cost: Callable[[], float] | None = None,
-            support: np.ndarray | None = None) -> SearchResult:
+            support: np.ndarray | None = None, drops: bool = False) -> SearchResult:
         """One direction search with these settings; over the features ``support`` only
         when given (:func:`~streamlearn.solvers.projection_search.on_support`; its
-        starts, steps and ``max_iter="auto"`` rounds are those of that many features)."""
+        starts, steps and ``max_iter="auto"`` rounds are those of that many features).
+        ``drops``: the rounds of the "informative feature first" search also cost dropping
+        each coordinate (``informative_feature_first(drops=True)``)."""
         if support is None:
+            extra = {"drops": True} if drops and self.search == "informative_first" else {}
             return SEARCHES[self.search](scan, n_features, spread, penalty_weight,
                                          start=self.start, null_cost=null_cost,
-                                         **self.steps(n_features))
+                                         **self.steps(n_features), **extra)
         sub_scan, sub_spread, lift = on_support(scan, spread, support)
-        return lift(self.run(sub_scan, len(support), sub_spread, penalty_weight, null_cost))
+        return lift(self.run(sub_scan, len(support), sub_spread, penalty_weight, null_cost,
+                             drops=drops))
 
     def steps(self, n_features: int) -> dict[str, Any]:
         """The search's range, steps and rounds over ``n_features`` features, as the
@@ -582,7 +586,10 @@ class _Stagewise:
             support: np.ndarray | None = None, what: str = "") -> _Terms:
         """Up to ``max_terms`` terms searched with ``search`` (over the features ``support``
         only when given); ``auto``: stop at the first term that does not pay
-        (:func:`term_pays`, the term dropped). ``what`` starts each pass's description."""
+        (:func:`term_pays`, the term dropped). Over a support (the refit, without the L1
+        term) the rounds also cost dropping each coordinate
+        (:func:`~streamlearn.solvers.projection_search.drop_candidates`). ``what`` starts
+        each pass's description."""
         d = len(self.dataset.feature_names)
         out = _Terms(np.zeros((0, d)), np.zeros((0, 2)), np.zeros((0, self.n_bases)), [], [],
                      [], 0, 0.0)
@@ -608,7 +615,8 @@ class _Stagewise:
             # scan has just summed them)
             found = search.run(scan, d, self.spread,
                                lambda g0, rss=residual_ss: search.lam(rss[0]),
-                               lambda rss=residual_ss: rss[0], support=support)
+                               lambda rss=residual_ss: rss[0], support=support,
+                               drops=support is not None)
             out.n_scans += found.n_scans
             if k == 0:  # the first scan's residuals are those of the intercept alone
                 out.total_ss = residual_ss[0]
