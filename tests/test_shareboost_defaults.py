@@ -102,12 +102,13 @@ def test_held_out_rows_leave_the_training_sums_and_are_tallied_apart(kind: str) 
 
 
 def test_auto_l2_is_its_stated_rule_on_small_data() -> None:
-    X, y = _wide_problem(300, seed=1, d=10)
+    X, y = _wide_problem(190, seed=1, d=10)
     X[:, 0] *= 40.0  # units do not matter: every feature is divided by its largest value
     model = ShareBoostClassifier().fit(X, y)
     z = X.astype(np.float64) / np.abs(X).max(axis=0)
-    expected = L2_FACTOR * np.mean(np.sum(z * z, axis=1)) / 300
-    # 300 rows hold out fewer than 200: no held-out rows, FALLBACK_ROUNDS, one penalty
+    expected = L2_FACTOR * np.mean(np.sum(z * z, axis=1)) / 190
+    # 190 rows hold out fewer than 200, and are too few to cross-fit: no held-out rows,
+    # FALLBACK_ROUNDS, one penalty
     assert model.validation_ is None
     assert model.l2_ == pytest.approx(expected, rel=1e-6)
     assert model.n_iter_ == min(FALLBACK_ROUNDS, 10)
@@ -291,7 +292,11 @@ def test_auto_features_try_anchors_below_their_size_rule() -> None:
     assert auto_families(config, 20_000, 22, False, 2) == three
     assert auto_families(config, 16_000, 16, False, 26) == two
     assert auto_families(config, 20_000, 9, True, 2) == ("linear",)  # sparse rows
-    assert auto_families(config, 1_000, 9, False, 2) == ("linear",)  # 100 held out
+    # 1,000 rows hold out 100: cross-fitted, five folds and the final fit count six times
+    assert 6 * 1_000 * 33 * (9 + 1) <= AUTO_ANCHOR_SIZE < 6 * 1_000 * 34 * (9 + 1)
+    assert auto_families(config, 1_000, 9, False, 33) == three
+    assert auto_families(config, 1_000, 9, False, 34) == two
+    assert auto_families(config, 199, 9, False, 2) == ("linear",)  # too few to cross-fit
 
 
 def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
@@ -306,7 +311,7 @@ def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
     wide = ShareBoostClassifier(progress=False).fit(
         rng.normal(size=(3000, 65)).astype(np.float32), y)  # more than 64 features
     assert wide.features_ == "linear" and wide.families_held_out_loss_ is None
-    small = ShareBoostClassifier(progress=False).fit(X[:1000], y[:1000])  # 100 held out
+    small = ShareBoostClassifier(progress=False).fit(X[:190], y[:190])  # too few rows
     assert small.features_ == "linear" and small.families_held_out_loss_ is None
 
 

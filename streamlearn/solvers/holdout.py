@@ -31,19 +31,22 @@ MIN_VALIDATION_ROWS = 200
 class Holdout:
     """A deterministic subset of rows chosen by a hash of their global row id.
 
-    Row ``i`` is held out when ``row_keys([i], seed) < threshold``; keys are uniform 64-bit
-    integers, so about ``threshold / 2**64`` of the rows are held out, the same rows whatever
-    the chunking, shuffling or engine.
+    Row ``i`` is held out when ``lower <= row_keys([i], seed) < threshold``; keys are
+    uniform 64-bit integers, so about ``(threshold - lower) / 2**64`` of the rows are held
+    out, the same rows whatever the chunking, shuffling or engine.
 
     Attributes
     ----------
     seed : int
     threshold : int
-        In ``[0, 2**64)``.
+        In ``[0, 2**64]`` (``2**64``: no upper bound).
+    lower : int
+        In ``[0, threshold]``; 0 by default (no lower bound).
     """
 
     seed: int
     threshold: int
+    lower: int = 0
 
     @classmethod
     def fraction(cls, fraction: float, seed: int) -> Holdout:
@@ -60,10 +63,27 @@ class Holdout:
             return None
         return cls.fraction(float(fraction), seed)
 
+    @classmethod
+    def folds(cls, n_folds: int, seed: int) -> list[Holdout]:
+        """The ``n_folds`` folds of a cross-fitting split: fold ``j`` holds the rows whose
+        key lies in ``[j 2**64 / n_folds, (j + 1) 2**64 / n_folds)`` (bounds rounded down),
+        so every row is held out by exactly one fold."""
+        n = int(n_folds)
+        if n < 1:
+            raise ValueError(f"n_folds must be at least 1, got {n_folds}")
+        bounds = [j * 2**64 // n for j in range(n + 1)]
+        return [cls(int(seed) % 2**64, bounds[j + 1], bounds[j]) for j in range(n)]
+
     def mask(self, rows: np.ndarray) -> np.ndarray:
         """Boolean mask of the held-out rows among global row ids ``rows``."""
         keys = row_keys(np.ascontiguousarray(rows, dtype=np.int64), self.seed)
-        return keys < np.uint64(self.threshold)
+        if self.threshold >= 2**64:
+            held = np.ones(keys.shape, dtype=bool)
+        else:
+            held = keys < np.uint64(self.threshold)
+        if self.lower > 0:
+            held &= keys >= np.uint64(self.lower)
+        return held
 
     def chunk_mask(self, chunk: Chunk) -> np.ndarray:
         """Boolean mask of the held-out rows of ``chunk``."""
