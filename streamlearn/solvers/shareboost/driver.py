@@ -12,7 +12,8 @@ With ``n_rounds="auto"`` a share of the rows is held out (a hash of the row id):
 until the held-out loss has not improved for a while (:data:`ROUND_PATIENCE`), or no
 candidate is left, and the round with the lowest held-out loss is the model. Its rounds of
 feature columns add the best-scored in groups that grow with the model
-(:data:`COLUMN_GROWTH`).
+(:data:`COLUMN_GROWTH`). Where that share would hold too few rows, the folds of
+:func:`cross_fit` hold out every row once and choose instead, for one fit on every row.
 
 The class probabilities are ``softmax(s f)`` of the class scores ``f`` at one temperature
 ``s`` (:func:`probability_scale`).
