@@ -12,6 +12,13 @@ Distances from rows to centres are one matrix product per chunk,
 ``||x||^2 - 2 C x + ||c||^2`` (:func:`squared_distances`), for scoring every candidate and for
 the gates of the selected pieces alike, so a row is inside a ball by the same arithmetic in
 training and in prediction.
+
+A piece's gate is the ball's indicator (the paper's hard gate), or with a ``gate_width``
+``w > 0`` a soft-edged one, linear in the squared distance over a ramp of width ``w r^2``
+centred on the ball's edge (:func:`soft_gates`): 1 inside ``r^2 (1 - w / 2)``, 0 from
+``r^2 (1 + w / 2)`` on, 1/2 on the edge. The pieces' linear functions then join without a
+step at the edges. The ramp grows with ``r``, so the gates of one centre stay ordered by
+radius, as its balls are nested.
 """
 
 from __future__ import annotations
@@ -49,6 +56,31 @@ def squared_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return out
 
 
+def soft_gates(dist2: np.ndarray, radii2: np.ndarray, width: float) -> np.ndarray:
+    """Soft-edged gates ``clip((r^2 (1 + w / 2) - d^2) / (w r^2), 0, 1)``.
+
+    Parameters
+    ----------
+    dist2 : ndarray of shape (n, T), float32
+        Squared distances (:func:`squared_distances`).
+    radii2 : ndarray of shape (T,), float64
+        Squared radii.
+    width : float
+        ``w > 0``, the ramp's width as a fraction of ``r^2``.
+
+    Returns
+    -------
+    ndarray of shape (n, T), float32
+        Computed in float64 from the float32 distances, then rounded: 1 for
+        ``d^2 <= r^2 (1 - w / 2)``, 0 for ``d^2 >= r^2 (1 + w / 2)``, linear between.
+    """
+    radii2 = np.asarray(radii2, dtype=np.float64).reshape(1, -1)
+    ramp = width * radii2
+    gates = (radii2 + 0.5 * ramp - np.asarray(dist2, dtype=np.float64)) / ramp
+    np.clip(gates, 0.0, 1.0, out=gates)
+    return gates.astype(np.float32)
+
+
 @dataclass
 class AnchorPieces:
     """Candidate pieces: every (centre, radius) pair.
@@ -69,6 +101,10 @@ class AnchorPieces:
     shift : ndarray of shape (d,), float64, or None
         Subtracted before ``scale`` in the linear part (None: nothing), so that a feature
         moved by a constant gives the same columns.
+    gate_width : float
+        0: a piece's gate is its ball's indicator (hard); ``w > 0``: the soft-edged gate of
+        :func:`soft_gates`, a ramp of width ``w r^2`` in the squared distance. Pieces saved
+        before the option load as hard (the class default).
     """
 
     centres: np.ndarray
@@ -76,13 +112,15 @@ class AnchorPieces:
     scale: np.ndarray
     metric: np.ndarray | None = None
     shift: np.ndarray | None = None
+    gate_width: float = 0.0
 
     @classmethod
     def from_sample(cls, centres: np.ndarray, sample: np.ndarray, n_radii: int,
                     scale: np.ndarray,
                     coverage: tuple[float, float] = DEFAULT_COVERAGE,
                     metric: np.ndarray | None = None,
-                    shift: np.ndarray | None = None) -> AnchorPieces:
+                    shift: np.ndarray | None = None,
+                    gate_width: float = 0.0) -> AnchorPieces:
         """Radii of each centre from distance quantiles over a row sample.
 
         Parameters
@@ -101,6 +139,8 @@ class AnchorPieces:
             given in it (see the class).
         shift : ndarray of shape (d,), optional
             Subtracted from the features before ``scale`` in the linear part.
+        gate_width : float
+            0: hard gates; ``w > 0``: soft-edged ones (see the class).
 
         Returns
         -------
@@ -119,7 +159,8 @@ class AnchorPieces:
         radii = np.quantile(dist, probabilities, axis=1).T
         radii = np.maximum.accumulate(np.maximum(radii, 1e-12), axis=1)
         return cls(centres, np.ascontiguousarray(radii), np.asarray(scale, dtype=np.float64),
-                   metric, None if shift is None else np.asarray(shift, dtype=np.float64))
+                   metric, None if shift is None else np.asarray(shift, dtype=np.float64),
+                   float(gate_width))
 
     @property
     def n_centres(self) -> int:
@@ -166,21 +207,25 @@ class AnchorPieces:
         return squared_distances(self.measured(X), self.centres)
 
     def gates(self, X: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
-        """Ball indicators ``1[||x - v_t||^2 < r_t^2]`` of the pieces ``(centres, radii)``.
+        """Gates of the pieces ``(centres, radii)``: the ball indicators
+        ``1[||x - v_t||^2 < r_t^2]``, or with ``gate_width`` the soft-edged gates of
+        :func:`soft_gates`.
 
         Returns
         -------
         ndarray of shape (n, T), float32
         """
         radii2 = np.asarray(radii, dtype=np.float64).reshape(-1, 1) ** 2
-        inside = squared_distances(self.measured(X),
-                                   centres.reshape(radii2.shape[0], X.shape[1])) < radii2.T
-        return inside.astype(np.float32)
+        dist2 = squared_distances(self.measured(X), centres.reshape(radii2.shape[0], X.shape[1]))
+        if self.gate_width > 0:
+            return soft_gates(dist2, radii2.ravel(), float(self.gate_width))
+        return (dist2 < radii2.T).astype(np.float32)
 
     def transform(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """Materialised features of the given pieces, (n, T (d + 1)) float32 (small data).
 
-        Column ``t (d + 1) + f`` is ``1[||x - v_t|| < r_t] [x * scale, 1]_f``.
+        Column ``t (d + 1) + f`` is ``g_t(x) [(x - shift) * scale, 1]_f``, ``g_t`` the
+        piece's gate (:meth:`gates`).
         """
         X = np.ascontiguousarray(X, dtype=np.float32)
         pieces = [self.piece(c) for c in candidates]
@@ -192,4 +237,5 @@ class AnchorPieces:
 
     def to_dict(self) -> dict[str, Any]:
         """Shape of the candidate set (the arrays are saved separately)."""
-        return {"n_centres": self.n_centres, "n_radii": self.n_radii}
+        return {"n_centres": self.n_centres, "n_radii": self.n_radii,
+                "gate_width": float(self.gate_width)}

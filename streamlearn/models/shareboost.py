@@ -26,7 +26,8 @@ rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families
   centres from streamed k-means, radii from distance quantiles, one piece (``d + 1``
   columns) selected per round by the sum of its columns' norms. Distances are measured on
   the features divided by their interquartile range and weighted by their relevance to
-  the labels (see ``n_centres``).
+  the labels (see ``n_centres``). ``gate="soft"`` gives the pieces soft edges (see
+  ``gate``); the default hard balls are the paper's.
 
 Every round's training (and optional validation) error is recorded in ``path_``: the whole
 sparsity path comes from one run.
@@ -214,6 +215,21 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``"anchors"``: fraction of the rows inside a centre's largest ball; the radii hold
         geometrically spaced fractions from ``max_coverage / 60`` up to it. A round's cost
         grows with it (every row inside a centre's largest ball is one scatter-add).
+    gate : {"hard", "soft"}
+        ``"anchors"`` (and the anchor model of ``features="auto"``): a piece's gate.
+        ``"hard"``, the paper's: the ball's indicator ``1[||x - v||^2 < r^2]``.
+        ``"soft"``: linear in the squared distance over a ramp of width ``w r^2``
+        (``w = gate_width``) centred on the ball's edge,
+        ``clip((r^2 (1 + w / 2) - ||x - v||^2) / (w r^2), 0, 1)`` (1 well inside, 1/2 on
+        the edge, 0 beyond ``r^2 (1 + w / 2)``;
+        :func:`~streamlearn.features.anchors.soft_gates`), so that neighbouring pieces'
+        linear functions join without a step. The same float64 arithmetic on the same
+        float32 distances in every pass and in prediction. Candidates are scored by their
+        hard balls (the ramps' middles), one histogram pass as for hard gates; the
+        corrective steps, the final fit and the predictions use the soft gates.
+    gate_width : float
+        ``gate="soft"``: the ramp's width ``w`` as a fraction of ``r^2``, in ``(0, 2]``
+        (at 2 the ramp starts at the centre). Ignored for hard gates.
     tol : float
         A corrective step stops when its largest gradient entry is below ``tol`` times
         the largest column score of the first round (the steepest column of the
@@ -328,6 +344,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         "n_centres": [Interval(Integral, 1, None, closed="left")],
         "n_radii": [Interval(Integral, 1, None, closed="left")],
         "max_coverage": [Interval(Real, 0, 1, closed="right")],
+        "gate": [StrOptions({"hard", "soft"})],
+        "gate_width": [Interval(Real, 0, 2, closed="right")],
         "tol": [Interval(Real, 0, np.inf, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "spread_tails": ["boolean"],
@@ -341,7 +359,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     def __init__(self, n_rounds: int | str = "auto", features: str = "auto",
                  l2: float | str = "auto", refit_iter: int = 10, n_bins: int = 32,
                  n_centres: int = 256, n_radii: int = 8, max_coverage: float = 0.6,
-                 tol: float = 1e-3, validation_fraction: float | None = 0.1,
+                 gate: str = "hard", gate_width: float = 0.6, tol: float = 1e-3,
+                 validation_fraction: float | None = 0.1,
                  spread_tails: bool = True,
                  class_weight: dict[Any, float] | str | None = None,
                  chunk_rows: int | None = None, engine: Any = None, random_state: int = 0,
@@ -354,6 +373,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.n_centres = n_centres
         self.n_radii = n_radii
         self.max_coverage = max_coverage
+        self.gate = gate
+        self.gate_width = gate_width
         self.tol = tol
         self.validation_fraction = validation_fraction
         self.spread_tails = spread_tails
@@ -414,6 +435,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
             refit_iter=int(self.refit_iter), n_bins=int(self.n_bins),
             n_centres=int(self.n_centres), n_radii=int(self.n_radii),
             max_coverage=float(self.max_coverage), tol=float(self.tol),
+            gate_width=float(self.gate_width) if self.gate == "soft" else 0.0,
             validation_fraction=(None if self.validation_fraction is None
                                  else float(self.validation_fraction)),
             spread_tails=bool(self.spread_tails),

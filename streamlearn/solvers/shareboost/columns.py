@@ -279,7 +279,15 @@ class StumpColumns:
 
 @dataclass
 class AnchorColumns:
-    """Candidate groups ``1[||x - v_c|| < r_{c,j}] [x, 1]``; candidate ``c * n_radii + j``."""
+    """Candidate groups ``g_{c,j}(x) [x, 1]``; candidate ``c * n_radii + j``.
+
+    ``g_{c,j}`` is the ball indicator ``1[||x - v_c|| < r_{c,j}]`` or, with the pieces'
+    ``gate_width``, its soft-edged gate (:func:`~streamlearn.features.anchors.soft_gates`).
+    Candidates are scored by their hard balls in either case (:meth:`accumulate`: the ramp
+    of a soft gate is centred on the ball's edge, where it is 1/2); the selected pieces'
+    gates (:meth:`gates`), hence the corrective steps, the final fit and the predictions,
+    are the soft ones.
+    """
 
     pieces: AnchorPieces
 
@@ -306,7 +314,10 @@ class AnchorColumns:
                    acc: np.ndarray, numpy: bool = False) -> None:
         """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball.
 
-        The centres are split between threads, each with its own block of distances (one
+        The balls are hard whatever the pieces' ``gate_width``: a soft gate's score is
+        that of its ball, the ramp's middle (scoring the ramps exactly would cost a pass
+        per radius, or bins at both ends of every ramp with a second, distance-weighted
+        sum). The centres are split between threads, each with its own block of distances (one
         matrix product) and its own rows of ``acc``. With ``numpy``
         (:func:`~streamlearn.solvers.shareboost.passes.numpy_paths`), chunks of at most
         :data:`~.kernels.NUMPY_ANCHOR_PAIRS` rows times centres take
@@ -346,7 +357,8 @@ class AnchorColumns:
                 np.ascontiguousarray(self.pieces.radii[c, j]))
 
     def gates(self, X: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        """Ball indicators of the given candidates, (n, T) float32."""
+        """Gates of the given candidates, (n, T) float32: ball indicators, or soft-edged
+        (:meth:`AnchorPieces.gates <streamlearn.features.anchors.AnchorPieces.gates>`)."""
         return self.pieces.gates(X, *self.selected_pieces(candidates))
 
     def nested_basis(self, candidates: np.ndarray) -> NestedBasis:
@@ -387,6 +399,8 @@ class AnchorColumns:
             arrays["metric"] = self.pieces.metric
         if self.pieces.shift is not None:
             arrays["shift"] = self.pieces.shift
+        if self.pieces.gate_width > 0:
+            arrays["gate_width"] = np.array(float(self.pieces.gate_width))
         return arrays
 
 
@@ -402,10 +416,12 @@ def family_from_arrays(kind: str, arrays: dict[str, np.ndarray]) -> Family:
     if kind == "stumps":
         return StumpColumns(np.ascontiguousarray(arrays["thresholds"], dtype=np.float32))
     metric, shift = arrays.get("metric"), arrays.get("shift")
+    width = arrays.get("gate_width")  # absent: hard gates, as before the option
     return AnchorColumns(AnchorPieces(np.ascontiguousarray(arrays["centres"], dtype=np.float32),
                                       np.asarray(arrays["radii"], dtype=np.float64),
                                       np.asarray(arrays["scale"], dtype=np.float64),
                                       None if metric is None
                                       else np.asarray(metric, dtype=np.float64),
                                       None if shift is None
-                                      else np.asarray(shift, dtype=np.float64)))
+                                      else np.asarray(shift, dtype=np.float64),
+                                      0.0 if width is None else float(width)))

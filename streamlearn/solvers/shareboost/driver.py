@@ -130,6 +130,8 @@ class ShareBoostConfig:
     tol: float
     validation_fraction: float | None = None
     spread_tails: bool = False
+    #: Anchors: the soft gates' ramp width as a fraction of ``r^2``; 0: hard gates.
+    gate_width: float = 0.0
     #: The classes' total sample weights before ``class_weight``'s factors (rows), for
     #: :data:`MIN_HELD_CLASS_ROWS`; None: not known, the held-out rows are counted
     #: whatever their classes.
@@ -297,7 +299,8 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
     shift, piece_scale = anchor_linear_map(summary.minimum, summary.maximum)
     pieces = AnchorPieces.from_sample(centres, summary.sample, int(config.n_radii),
                                       piece_scale, coverage=(top / COVERAGE_RANGE, top),
-                                      metric=metric, shift=shift)
+                                      metric=metric, shift=shift,
+                                      gate_width=float(config.gate_width))
     return AnchorColumns(pieces), KMEANS_EPOCHS + 1
 
 
@@ -521,17 +524,17 @@ def interval_moments(family: Family, selected: np.ndarray, sample: np.ndarray,
     Column ``t`` of a group of nested columns (stumps of one feature, balls of one
     centre) less the next smaller one of its group is an interval indicator ``u_t``
     (:mod:`~streamlearn.solvers.shareboost.nested_basis`); its base columns are
-    ``u_t a``, whose weighted second-moment matrix over the sample, ``E[u_t a a^T]``
-    (q x q), is returned plus ``1 / m`` times the identity (``m`` the sampled rows: an
-    interval no sampled row lies in counts as one, and every block is positive
-    definite): the curvature the corrective step's preconditioner is scaled by
-    (``interval_moments`` of :func:`corrective_step`). The whole block, not its diagonal:
-    the base columns of an anchor piece, ``[x, 1]`` inside a ball, are nearly
-    collinear there (the ball's rows lie near its centre, and features move together),
-    and scaled by their diagonal alone the kept pieces' fit on satimage stayed
-    ill-conditioned (condition number 1.2e5 of the preconditioned curvature of its 23
-    pieces, 5.3e4 unscaled, 2.2e3 with the blocks). It only conditions L-BFGS, so a
-    sample estimate serves.
+    ``u_t a``, whose weighted second-moment matrix over the sample, ``E[u_t^2 a a^T]``
+    (q x q; ``u_t`` is 0 or 1 for hard gates, between for soft-edged ones), is returned
+    plus ``1 / m`` times the identity (``m`` the sampled rows: an interval no sampled row
+    lies in counts as one, and every block is positive definite): the curvature the
+    corrective step's preconditioner is scaled by (``interval_moments`` of
+    :func:`corrective_step`). The whole block, not its diagonal: the base columns of an
+    anchor piece, ``[x, 1]`` inside a ball, are nearly collinear there (the ball's rows
+    lie near its centre, and features move together), and scaled by their diagonal alone
+    the kept pieces' fit on satimage stayed ill-conditioned (condition number 1.2e5 of the
+    preconditioned curvature of its 23 pieces, 5.3e4 unscaled, 2.2e3 with the blocks). It
+    only conditions L-BFGS, so a sample estimate serves.
 
     Parameters
     ----------
@@ -560,7 +563,7 @@ def interval_moments(family: Family, selected: np.ndarray, sample: np.ndarray,
     for t in range(selected.shape[0]):
         rows = np.flatnonzero(intervals[:, t])
         a = base[rows]
-        moments[t] = (a.T * (weight[rows] * intervals[rows, t])) @ a
+        moments[t] = (a.T * (weight[rows] * intervals[rows, t] ** 2)) @ a
     return moments / weight.sum() + np.eye(q) / sample.shape[0]
 
 
