@@ -26,7 +26,12 @@ Five measurements, each with its peers in the same run:
   (``VmHWM``, which ``exec`` resets; ``ru_maxrss`` would carry the parent's peak).
 
 Run ``python bench/shareboost.py`` (full) or ``--quick``; data from ``$STREAMLEARN_DATA``.
-Results go to ``bench/results/shareboost.{json,png}``.
+Results go to ``bench/results/shareboost.{json,png}``. ``--gate soft`` fits the anchors with
+soft-edged gates (``ShareBoostClassifier(gate="soft", gate_width=w)``; the paper's figure and
+the recorded results are hard gates), ``--mnist-validation-only`` stops the ``mnist`` part
+after its validation grid (the gate widths of ``--gate-width`` times the ``l2`` values), and
+``--run-name NAME`` writes the parts run to ``bench/results/shareboost_runs/NAME.json``
+alone, leaving ``shareboost.json`` as it is.
 """
 
 from __future__ import annotations
@@ -130,14 +135,18 @@ def project(X: np.ndarray, mean: np.ndarray, P: np.ndarray) -> np.ndarray:
     return ((X - mean) @ P).astype(np.float32)
 
 
-def anchor_model(cfg: dict[str, Any], l2: float, n_rounds: int) -> Any:
-    """ShareBoost with anchors, as configured."""
+def anchor_model(cfg: dict[str, Any], l2: float, n_rounds: int,
+                 gate_width: float | None = None) -> Any:
+    """ShareBoost with anchors, as configured (soft-edged gates of ``gate_width`` with
+    ``cfg["gate"] == "soft"``)."""
     from streamlearn.models.shareboost import ShareBoostClassifier
 
+    soft = cfg.get("gate", "hard") == "soft"
+    width = {"gate": "soft", "gate_width": gate_width} if soft else {}
     return ShareBoostClassifier(n_rounds=n_rounds, features="anchors",
                                 n_centres=cfg["n_centres"], n_radii=cfg["n_radii"],
                                 max_coverage=cfg["max_coverage"],
-                                refit_iter=cfg["refit_iter"], **{**PAPER, "l2": l2},
+                                refit_iter=cfg["refit_iter"], **{**PAPER, "l2": l2}, **width,
                                 chunk_rows=8192, random_state=SEED)
 
 
@@ -158,18 +167,32 @@ def mnist_anchors(cfg: dict[str, Any]) -> dict[str, Any]:
     mean, P = pca(X_all[fit_rows], 50)
     Z_fit, Z_val = project(X_all[fit_rows], mean, P), project(X_all[val_rows], mean, P)
     grid = []
-    for l2 in v["l2"]:
-        start = time.perf_counter()
-        model = anchor_model(cfg, l2, v["n_rounds"]).fit(Z_fit, y_all[fit_rows],
-                                                         validation=(Z_val, y_all[val_rows]))
-        errors = [float(e) for e in model.path_["validation_error"]]
-        grid.append({"l2": l2, "validation_error": errors,
-                     "best_validation_error": min(errors),
-                     "final_validation_error": errors[-1],
-                     "fit_s": time.perf_counter() - start})
-        log(f"mnist validation: l2={l2:g}: error {errors[-1]:.4f} after {len(errors) - 1} "
-            f"rounds (best {min(errors):.4f})")
-    chosen = min(grid, key=lambda g: (g["final_validation_error"], g["l2"]))["l2"]
+    soft = cfg.get("gate", "hard") == "soft"
+    widths = cfg.get("gate_width", [0.6]) if soft else [None]
+    for width in widths:
+        for l2 in v["l2"]:
+            start = time.perf_counter()
+            model = anchor_model(cfg, l2, v["n_rounds"], width).fit(
+                Z_fit, y_all[fit_rows], validation=(Z_val, y_all[val_rows]))
+            errors = [float(e) for e in model.path_["validation_error"]]
+            grid.append({"l2": l2, "gate_width": width, "validation_error": errors,
+                         "best_validation_error": min(errors),
+                         "final_validation_error": errors[-1],
+                         "fit_s": time.perf_counter() - start})
+            log(f"mnist validation: l2={l2:g}, gate width {width}: error {errors[-1]:.4f} "
+                f"after {len(errors) - 1} rounds (best {min(errors):.4f})")
+    best_fit = min(grid, key=lambda g: (g["final_validation_error"], g["l2"],
+                                        g["gate_width"] or 0.0))
+    chosen, chosen_width = best_fit["l2"], best_fit["gate_width"]
+    validation = {"n_fit": len(fit_rows), "n_val": len(val_rows), "grid": grid,
+                  "chosen_l2": chosen, "chosen_gate_width": chosen_width,
+                  "rule": "l2 (and gate width) with the lowest validation error after the "
+                          "last validation round; validation rows are training rows "
+                          "held out from that fit, never test rows"}
+    if cfg.get("validation_only"):
+        return {"settings": {**cfg, "pca_dims": 50, "pca_rows": len(fit_rows),
+                             "threads": len(os.sched_getaffinity(0))},
+                "validation": validation}
 
     rows = np.sort(order[: cfg["n_train"]])
     X, y = X_all[rows], y_all[rows]
@@ -178,10 +201,11 @@ def mnist_anchors(cfg: dict[str, Any]) -> dict[str, Any]:
     mean, P = pca(X, 50)
     Z, Z_test = project(X, mean, P), project(X_test, mean, P)
 
-    log(f"mnist: ShareBoost anchors on {len(y)} rows, l2={chosen:g}")
+    log(f"mnist: ShareBoost anchors on {len(y)} rows, l2={chosen:g}, "
+        f"{cfg.get('gate', 'hard')} gates (width {chosen_width})")
     times: list[float] = []
     start = time.perf_counter()
-    model = anchor_model(cfg, chosen, cfg["n_rounds"])
+    model = anchor_model(cfg, chosen, cfg["n_rounds"], chosen_width)
     model.fit(Z, y, validation=(Z_test, y_test),
               callback=lambda t, m: (times.append(time.perf_counter() - start),
                                      log(f"  round {t}: test error "
@@ -198,12 +222,9 @@ def mnist_anchors(cfg: dict[str, Any]) -> dict[str, Any]:
     best = int(np.argmin(test_error))
     return {
         "settings": {**cfg, "pca_dims": 50, "pca_rows": len(y), "l2": chosen,
+                     "gate": cfg.get("gate", "hard"), "chosen_gate_width": chosen_width,
                      "threads": len(os.sched_getaffinity(0))},
-        "validation": {"n_fit": len(fit_rows), "n_val": len(val_rows), "grid": grid,
-                       "chosen_l2": chosen,
-                       "rule": "l2 with the lowest validation error after the last "
-                               "validation round; validation rows are training rows "
-                               "held out from that fit, never test rows"},
+        "validation": validation,
         "rounds": list(range(len(test_error))),
         "test_error": test_error,
         "train_error": [float(e) for e in model.path_["train_error"]],
@@ -797,6 +818,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mnist-rows", type=int, help="override the MNIST training rows")
     parser.add_argument("--mnist-centres", type=int, help="override the anchor centres")
     parser.add_argument("--mnist-rounds", type=int, help="override the anchor rounds")
+    parser.add_argument("--mnist-validation-rounds", type=int,
+                        help="override the rounds of the validation fits")
+    parser.add_argument("--mnist-validation-l2", type=float, nargs="+",
+                        help="override the l2 values of the validation grid")
+    parser.add_argument("--mnist-validation-only", action="store_true",
+                        help="stop the mnist part after its validation grid")
+    parser.add_argument("--gate", choices=["hard", "soft"], default="hard",
+                        help="the anchors' gates (hard: the paper's balls)")
+    parser.add_argument("--gate-width", type=float, nargs="+", default=[0.6],
+                        help="soft gates: ramp widths (fractions of r^2) the validation "
+                             "grid tries")
+    parser.add_argument("--run-name",
+                        help="write the parts run to results/shareboost_runs/NAME.json")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--measure-round", help=argparse.SUPPRESS)
     parser.add_argument("--chunk-rows", type=int, help=argparse.SUPPRESS)
@@ -811,13 +845,24 @@ def main(argv: list[str] | None = None) -> None:
                       ("mnist_rounds", "n_rounds")):
         if getattr(args, flag) is not None:
             cfg["mnist"][key] = getattr(args, flag)
+    cfg["mnist"]["validation"] = dict(cfg["mnist"]["validation"])
+    if args.mnist_validation_rounds is not None:
+        cfg["mnist"]["validation"]["n_rounds"] = args.mnist_validation_rounds
+    if args.mnist_validation_l2 is not None:
+        cfg["mnist"]["validation"]["l2"] = list(args.mnist_validation_l2)
+    cfg["mnist"]["validation_only"] = bool(args.mnist_validation_only)
+    cfg["mnist"]["gate"] = args.gate
+    if args.gate == "soft":
+        cfg["mnist"]["gate_width"] = list(args.gate_width)
     runners = {"mnist": mnist_anchors, "sharing": feature_sharing,
                "sharing_stumps": feature_sharing, "expanded": expanded,
                "streaming": streaming}
     parts = list(runners) if args.only is None else args.only
     out_file = args.out / "shareboost.json"
+    if args.run_name:  # a run of its own, beside the recorded results
+        out_file = args.out / "shareboost_runs" / f"{args.run_name}.json"
     report: dict[str, Any] = {}
-    if args.only is not None and out_file.exists():
+    if args.only is not None and out_file.exists() and not args.run_name:
         report = json.loads(out_file.read_text())
     # parts kept from the last results keep the load their run started at
     previous_load = report.get("machine", {}).get("load_average_1m")
@@ -836,8 +881,9 @@ def main(argv: list[str] | None = None) -> None:
     loads = [report[part].get("load_average_1m") for part in runners if part in report]
     if loads and None not in loads:  # the report lists one load: the highest of the parts'
         report["machine"]["load_average_1m"] = max(loads)
-    args.out.mkdir(parents=True, exist_ok=True)
-    if not all(part in report for part in runners):  # a partial run: the parts so far
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    # a run of its own, or a partial run: the parts so far
+    if args.run_name or not all(part in report for part in runners):
         out_file.write_text(json.dumps(report, indent=2) + "\n")
         return
     report.update(report_tables(report))
