@@ -19,6 +19,10 @@ from streamlearn.models.shareboost import (
     ShareBoostClassifier,
 )
 from streamlearn.solvers.shareboost import columns as columns_module
+from streamlearn.solvers.shareboost.kernels import (
+    anchor_ramp_histogram_chunk,
+    anchor_ramp_histogram_numpy,
+)
 
 
 def _direct_dist2(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -143,11 +147,11 @@ def test_soft_fit_reaches_the_optimum_on_the_ramp_features() -> None:
     assert soft.score(X_test, y_test) > hard.score(X_test, y_test)
 
 
-def test_soft_candidates_are_scored_by_their_hard_balls() -> None:
-    """The column-score pass of a soft model: the residuals of the soft gates, summed over
-    each candidate's hard ball (the documented proxy)."""
-    X, y = smooth_problem(2000, 2)
-    pieces = AnchorPieces.from_sample(X[::97], X[:800], 4, np.ones(2), gate_width=0.6)
+def test_soft_candidates_are_scored_by_their_ramps() -> None:
+    """The column-score pass of a soft model, split between threads or in numpy: every
+    candidate's soft gate times the residuals of the soft model's gates, summed."""
+    X, y = smooth_problem(6000, 2)
+    pieces = AnchorPieces.from_sample(X[::90], X[:800], 4, np.ones(2), gate_width=0.6)
     family = AnchorColumns(pieces)
     selected = np.array([3, 17])
     rng = np.random.default_rng(3)
@@ -158,13 +162,40 @@ def test_soft_candidates_are_scored_by_their_hard_balls() -> None:
     s = intercept + (gates[:, :, None] * base[:, None, :]).reshape(len(y), -1) \
         @ coef.transpose(1, 0, 2).reshape(2, -1).T
     R = _rho_minus_onehot(s, y)
-    state = LocalEngine(chunk_rows=700).run(ColumnScorePass(family, selected, coef, intercept),
-                                            open_dataset(X, target=y, chunk_rows=700))
-    inside = (_direct_dist2(X, pieces.centres)[:, :, None]
-              < pieces.radii[None] ** 2).reshape(len(y), -1)
-    expected = np.abs(np.einsum("it,if,ic->tfc", inside.astype(np.float64), base, R)).sum(
-        axis=(1, 2))
-    np.testing.assert_allclose(family.column_scores(state.gradient), expected, rtol=1e-4)
+    every = _ramp(np.repeat(_direct_dist2(X, pieces.centres), 4, axis=1),
+                  pieces.radii.ravel() ** 2, 0.6)
+    expected = np.abs(np.einsum("it,if,ic->tfc", every, base, R)).sum(axis=(1, 2))
+    assert not np.allclose(expected, np.abs(np.einsum(
+        "it,if,ic->tfc", (every > 0.5).astype(np.float64), base, R)).sum(axis=(1, 2)),
+        rtol=1e-2)  # the ramps score otherwise than the balls
+    data = open_dataset(X, target=y, chunk_rows=6000)
+    for numpy in (False, True):  # the kernel in two threads, the numpy twin
+        state = LocalEngine(chunk_rows=6000).run(
+            ColumnScorePass(family, selected, coef, intercept, numpy=numpy), data)
+        np.testing.assert_allclose(family.column_scores(state.gradient), expected,
+                                   rtol=2e-4)
+
+
+def test_ramp_histogram_kernel_and_numpy_against_direct_sums() -> None:
+    rng = np.random.default_rng(7)
+    n, n_centres, q, k = 700, 5, 3, 2
+    dist2 = rng.uniform(0, 4, size=(n, n_centres)).astype(np.float32)
+    base = rng.normal(size=(n, q)).astype(np.float32)
+    residuals = rng.normal(size=(n, k))
+    bounds2 = np.sort(rng.uniform(0.2, 3.0, size=(n_centres, 6)), axis=1)
+    bounds2[1, 2] = bounds2[1, 1]  # a repeated bound: an empty bin
+    expected = np.zeros((n_centres, 6, 2, q, k))
+    for v in range(n_centres):
+        edges = np.concatenate([[0.0], bounds2[v]])
+        for b in range(6):
+            rows = (dist2[:, v] >= edges[b]) & (dist2[:, v] < edges[b + 1])
+            tile = base[rows, :, None].astype(np.float64) * residuals[rows, None, :]
+            expected[v, b, 0] = tile.sum(axis=0)
+            expected[v, b, 1] = ((dist2[rows, v] - edges[b])[:, None, None] * tile).sum(0)
+    for histogram in (anchor_ramp_histogram_chunk, anchor_ramp_histogram_numpy):
+        out = np.zeros((n_centres, 6, 2, q, k), dtype=np.float32)
+        histogram(dist2, base, residuals, bounds2, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_soft_model_file_round_trip_and_old_files_load_hard(tmp_path: Path) -> None:

@@ -20,12 +20,16 @@ from streamlearn.solvers.shareboost.kernels import (
     anchor_gradients,
     anchor_histogram_chunk,
     anchor_histogram_numpy,
+    anchor_ramp_gradients,
+    anchor_ramp_histogram_chunk,
+    anchor_ramp_histogram_numpy,
     linear_gates_chunk,
     linear_gates_csr,
     linear_gates_numpy,
     linear_gradient_chunk,
     linear_gradient_csr,
     padded_thresholds,
+    ramp_bounds,
     stump_gates_chunk,
     stump_gates_numpy,
     stump_gradients,
@@ -282,11 +286,8 @@ class AnchorColumns:
     """Candidate groups ``g_{c,j}(x) [x, 1]``; candidate ``c * n_radii + j``.
 
     ``g_{c,j}`` is the ball indicator ``1[||x - v_c|| < r_{c,j}]`` or, with the pieces'
-    ``gate_width``, its soft-edged gate (:func:`~streamlearn.features.anchors.soft_gates`).
-    Candidates are scored by their hard balls in either case (:meth:`accumulate`: the ramp
-    of a soft gate is centred on the ball's edge, where it is 1/2); the selected pieces'
-    gates (:meth:`gates`), hence the corrective steps, the final fit and the predictions,
-    are the soft ones.
+    ``gate_width``, its soft-edged gate (:func:`~streamlearn.features.anchors.soft_gates`),
+    in scoring (:meth:`accumulate`) and in the selected pieces' gates (:meth:`gates`) alike.
     """
 
     pieces: AnchorPieces
@@ -306,33 +307,41 @@ class AnchorColumns:
         return self.pieces.base(X)
 
     def gradient_state(self, k: int) -> np.ndarray:
-        """Empty accumulator: per centre, bins between radii (float32, see the kernel)."""
+        """Empty accumulator: per centre, bins between radii (float32, see the kernel); for
+        soft gates, bins between the ends of their ramps, each with two sums."""
         p = self.pieces
+        if p.gate_width > 0:
+            return np.zeros((p.n_centres, 2 * p.n_radii, 2, p.n_base, k), dtype=np.float32)
         return np.zeros((p.n_centres, p.n_radii, p.n_base, k), dtype=np.float32)
 
     def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
                    acc: np.ndarray, numpy: bool = False) -> None:
         """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball.
 
-        The balls are hard whatever the pieces' ``gate_width``: a soft gate's score is
-        that of its ball, the ramp's middle (scoring the ramps exactly would cost a pass
-        per radius, or bins at both ends of every ramp with a second, distance-weighted
-        sum). The centres are split between threads, each with its own block of distances (one
-        matrix product) and its own rows of ``acc``. With ``numpy``
-        (:func:`~streamlearn.solvers.shareboost.passes.numpy_paths`), chunks of at most
-        :data:`~.kernels.NUMPY_ANCHOR_PAIRS` rows times centres take
+        Soft gates (the pieces' ``gate_width``) are scored exactly from the same pass: a
+        gate linear in the squared distance ``d`` on its ramp sums its rows from bins
+        between the ramps' ends that hold both ``a_i R_i^T`` and ``d a_i R_i^T``
+        (:func:`~.kernels.anchor_ramp_histogram_chunk`; twice the scatter-adds, and the
+        rows out to the widest ramp's end). The centres are split between threads, each
+        with its own block of distances (one matrix product) and its own rows of ``acc``.
+        With ``numpy`` (:func:`~streamlearn.solvers.shareboost.passes.numpy_paths`), chunks
+        of at most :data:`~.kernels.NUMPY_ANCHOR_PAIRS` rows times centres take
         :func:`~.kernels.anchor_histogram_numpy` instead, in one thread.
         """
         centres, radii2 = self.pieces.centres, self.radii2
+        soft = self.pieces.gate_width > 0
+        if soft:  # the bins end at the ramps' ends
+            radii2 = ramp_bounds(radii2, float(self.pieces.gate_width))[0]
         X = self.pieces.measured(X)  # the distances' space; base holds the linear part
         if numpy and X.shape[0] * centres.shape[0] <= NUMPY_ANCHOR_PAIRS:
-            anchor_histogram_numpy(squared_distances(X, centres), base, residuals, radii2,
-                                   acc)
+            (anchor_ramp_histogram_numpy if soft else anchor_histogram_numpy)(
+                squared_distances(X, centres), base, residuals, radii2, acc)
             return
+        kernel = anchor_ramp_histogram_chunk if soft else anchor_histogram_chunk
 
         def work(lo: int, hi: int) -> None:
-            anchor_histogram_chunk(squared_distances(X, centres[lo:hi]), base, residuals,
-                                   radii2[lo:hi], acc[lo:hi])
+            kernel(squared_distances(X, centres[lo:hi]), base, residuals, radii2[lo:hi],
+                   acc[lo:hi])
 
         in_threads(work, thread_bounds(centres.shape[0], MIN_CENTRES_PER_THREAD))
 
@@ -343,7 +352,13 @@ class AnchorColumns:
 
     def column_scores(self, acc: np.ndarray) -> np.ndarray:
         """Sum of the L1 norms of each group's columns (Sec. 2.1); repeated radii ``-inf``."""
-        scores = np.abs(anchor_gradients(acc)).sum(axis=(2, 3), dtype=np.float64)
+        width = float(self.pieces.gate_width)
+        if width > 0:
+            radii2 = self.radii2
+            gradients = anchor_ramp_gradients(acc, *ramp_bounds(radii2, width), radii2, width)
+        else:
+            gradients = anchor_gradients(acc)
+        scores = np.abs(gradients).sum(axis=(2, 3), dtype=np.float64)
         radii = self.pieces.radii
         repeated = np.zeros_like(scores, dtype=bool)
         repeated[:, 1:] = radii[:, 1:] <= radii[:, :-1]

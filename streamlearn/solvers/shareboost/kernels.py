@@ -20,8 +20,9 @@ arrays or add into the accumulators they are given:
   :func:`stump_objective_chunk` for stumps, from per-feature tables of their steps
   (:func:`stump_tables`) and histograms of the residuals;
 - :func:`linear_gradient_chunk`, :func:`stump_histogram_chunk`,
-  :func:`anchor_histogram_chunk`: the gradient matrix of eq. 7 for every candidate column
-  of a family, from the residuals;
+  :func:`anchor_histogram_chunk` (:func:`anchor_ramp_histogram_chunk` for soft-edged
+  gates): the gradient matrix of eq. 7 for every candidate column of a family, from the
+  residuals;
 - :func:`linear_gates_chunk`, :func:`stump_gates_chunk`: the gates of selected columns (anchor
   gates are a comparison of distances, :mod:`streamlearn.features.anchors`);
 - :func:`linear_gradient_csr`, :func:`linear_gates_csr`: the linear family's two kernels
@@ -960,6 +961,163 @@ def anchor_histogram_numpy(dist2: np.ndarray, base: np.ndarray, residuals: np.nd
     onehot = sparse.csr_array((np.ones(pairs.shape[0], dtype=np.float32), columns, indptr),
                               shape=(n, n_centres * n_radii))
     out += (onehot.T @ tile.reshape(n, q * k)).reshape(out.shape)
+
+
+@njit(cache=True, nogil=True)
+def anchor_ramp_histogram_chunk(dist2: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                                bounds2: np.ndarray, out: np.ndarray) -> None:
+    """Bins of :func:`anchor_histogram_chunk` between the ends of soft gates' ramps, with a
+    second sum weighted by the squared distance.
+
+    Bin ``b`` of centre ``v`` holds the rows with ``bounds2[v, b - 1] <= d < bounds2[v, b]``
+    (``0 <= d`` for ``b = 0``): ``out[v, b, 0]`` adds their ``a_i R_i^T`` and
+    ``out[v, b, 1]`` their ``(d - bounds2[v, b - 1]) a_i R_i^T`` (from 0 for ``b = 0``),
+    the distance from the bin's lower end, whose products stay small in float32. A gate
+    linear in ``d`` between two bounds then sums over its rows from the two
+    (:func:`anchor_ramp_gradients`). Rows, tiles and threads as in
+    :func:`anchor_histogram_chunk`.
+
+    Parameters
+    ----------
+    dist2 : ndarray of shape (n, n_centres), float32
+    base : ndarray of shape (n, q), float32
+    residuals : ndarray of shape (n, k), float64
+    bounds2 : ndarray of shape (n_centres, n_bounds), float64
+        Ascending per centre.
+    out : ndarray of shape (n_centres, n_bounds, 2, q, k), float32, C-contiguous
+    """
+    n, n_centres = dist2.shape
+    q = base.shape[1]
+    k = residuals.shape[1]
+    n_bounds = bounds2.shape[1]
+    qk = q * k
+    acc = out.reshape((n_centres, n_bounds, 2, qk))
+    tile = np.empty((ANCHOR_TILE_ROWS, qk), dtype=np.float32)
+    for i0 in range(0, n, ANCHOR_TILE_ROWS):
+        i1 = min(n, i0 + ANCHOR_TILE_ROWS)
+        for i in range(i0, i1):
+            for f in range(q):
+                a = np.float64(base[i, f])
+                for c in range(k):
+                    tile[i - i0, f * k + c] = np.float32(a * residuals[i, c])
+        for v in range(n_centres):
+            top = bounds2[v, n_bounds - 1]
+            for i in range(i0, i1):
+                d = np.float64(dist2[i, v])
+                if d >= top:
+                    continue
+                lo = 0
+                hi = n_bounds - 1
+                while lo < hi:  # first bound with d < bounds2
+                    mid = (lo + hi) // 2
+                    if d < bounds2[v, mid]:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                below = bounds2[v, lo - 1] if lo > 0 else 0.0
+                u = np.float32(d - below)
+                row0 = acc[v, lo, 0]
+                row1 = acc[v, lo, 1]
+                z = tile[i - i0]
+                for m in range(qk):
+                    row0[m] += z[m]
+                    row1[m] += u * z[m]
+
+
+def anchor_ramp_histogram_numpy(dist2: np.ndarray, base: np.ndarray, residuals: np.ndarray,
+                                bounds2: np.ndarray, out: np.ndarray) -> None:
+    """:func:`anchor_ramp_histogram_chunk` in numpy (the same sums up to rounding): each
+    bin's rows summed by a sparse matrix of their bins, with ones and with the distance
+    from the bin's lower end.
+
+    Parameters
+    ----------
+    dist2, base, residuals, bounds2, out
+        As for :func:`anchor_ramp_histogram_chunk`.
+    """
+    from scipy import sparse
+
+    n, n_centres = dist2.shape
+    q = base.shape[1]
+    k = residuals.shape[1]
+    n_bounds = bounds2.shape[1]
+    tile = (base.astype(np.float64)[:, :, None] * residuals[:, None, :]).reshape(n, q * k)
+    d = dist2.astype(np.float64)
+    pairs = np.flatnonzero(d < bounds2[:, n_bounds - 1])
+    bins = np.zeros(d.shape, dtype=np.int64)
+    for j in range(n_bounds - 1):
+        bins += d >= bounds2[:, j]
+    centre = pairs % n_centres
+    bin_of = bins.ravel()[pairs]
+    below = np.where(bin_of > 0, bounds2[centre, np.maximum(bin_of - 1, 0)], 0.0)
+    columns = centre * n_bounds + bin_of
+    indptr = np.searchsorted(pairs, np.arange(n + 1) * n_centres)
+    shape = (n, n_centres * n_bounds)
+    ones = sparse.csr_array((np.ones(pairs.shape[0]), columns, indptr), shape=shape)
+    above = sparse.csr_array((d.ravel()[pairs] - below, columns, indptr), shape=shape)
+    sums = np.stack([(ones.T @ tile).reshape(n_centres, n_bounds, q, k),
+                     (above.T @ tile).reshape(n_centres, n_bounds, q, k)], axis=2)
+    out += sums.astype(np.float32)
+
+
+def ramp_bounds(radii2: np.ndarray, width: float) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray]:
+    """The ends of every soft gate's ramp, ``r^2 (1 -+ w / 2)``, sorted per centre.
+
+    Parameters
+    ----------
+    radii2 : ndarray of shape (n_centres, n_radii), float64
+    width : float
+
+    Returns
+    -------
+    bounds2 : ndarray of shape (n_centres, 2 n_radii), float64, ascending per centre
+    inner, outer : ndarray of shape (n_centres, n_radii), int64
+        The position of each ramp's inner and outer end in ``bounds2``.
+    """
+    ends = np.concatenate([radii2 * (1.0 - 0.5 * width), radii2 * (1.0 + 0.5 * width)],
+                          axis=1)
+    order = np.argsort(ends, axis=1, kind="stable")
+    where = np.empty_like(order)
+    np.put_along_axis(where, order, np.arange(ends.shape[1])[None, :].repeat(
+        ends.shape[0], axis=0), axis=1)
+    n_radii = radii2.shape[1]
+    return (np.ascontiguousarray(np.take_along_axis(ends, order, axis=1)),
+            where[:, :n_radii], where[:, n_radii:])
+
+
+def anchor_ramp_gradients(histogram: np.ndarray, bounds2: np.ndarray, inner: np.ndarray,
+                          outer: np.ndarray, radii2: np.ndarray, width: float) -> np.ndarray:
+    """Gradient columns of every soft-gated piece from :func:`anchor_ramp_histogram_chunk`'s
+    bins (float64).
+
+    The gate is 1 below the ramp's inner end ``lo`` and ``(hi - d) / (w r^2)`` on the ramp
+    (``hi`` its outer end), so a piece's column sums are the rows below ``lo`` plus
+    ``(hi S_0 - S_1) / (w r^2)`` over the bins between ``lo`` and ``hi``, ``S_0`` their
+    ``a R^T`` and ``S_1`` their ``d a R^T`` (each bin's second sum plus its lower end
+    times its first).
+
+    Parameters
+    ----------
+    histogram : ndarray of shape (n_centres, 2 n_radii, 2, q, k)
+    bounds2, inner, outer : from :func:`ramp_bounds`
+    radii2 : ndarray of shape (n_centres, n_radii)
+    width : float
+
+    Returns
+    -------
+    ndarray of shape (n_centres, n_radii, q, k), float64
+    """
+    h = histogram.astype(np.float64)
+    lower = np.concatenate([np.zeros((bounds2.shape[0], 1)), bounds2[:, :-1]], axis=1)
+    first = np.cumsum(h[:, :, 0], axis=1)  # rows with d < bounds2[:, b]
+    second = np.cumsum(h[:, :, 1] + lower[:, :, None, None] * h[:, :, 0], axis=1)
+    rows = np.arange(bounds2.shape[0])[:, None]
+    below = first[rows, inner]
+    ramp0 = first[rows, outer] - below
+    ramp1 = second[rows, outer] - second[rows, inner]
+    hi = radii2 * (1.0 + 0.5 * width)
+    return below + (hi[:, :, None, None] * ramp0 - ramp1) / (width * radii2)[:, :, None, None]
 
 
 def anchor_gradients(histogram: np.ndarray) -> np.ndarray:
