@@ -224,9 +224,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         the edge, 0 beyond ``r^2 (1 + w / 2)``;
         :func:`~streamlearn.features.anchors.soft_gates`), so that neighbouring pieces'
         linear functions join without a step. The same float64 arithmetic on the same
-        float32 distances in every pass and in prediction. Candidates are scored by their
-        hard balls (the ramps' middles), one histogram pass as for hard gates; the
-        corrective steps, the final fit and the predictions use the soft gates.
+        float32 distances in the corrective steps, the final fit and prediction.
+        Candidates are scored exactly by their soft gates, every radius of a centre from
+        one histogram pass as for hard gates: its bins end at the ramps' ends and also sum
+        the rows' squared distances (twice the scatter-adds, and the rows out to the
+        largest ramp's end, ``1 + w / 2`` times the largest ball's ``r^2``).
     gate_width : float
         ``gate="soft"``: the ramp's width ``w`` as a fraction of ``r^2``, in ``(0, 2]``
         (at 2 the ramp starts at the centre). Ignored for hard gates.
