@@ -174,6 +174,15 @@ def test_soft_candidates_are_scored_by_their_ramps() -> None:
             ColumnScorePass(family, selected, coef, intercept, numpy=numpy), data)
         np.testing.assert_allclose(family.column_scores(state.gradient), expected,
                                    rtol=2e-4)
+    # a narrow ramp scores as the hard ball
+    scores = []
+    for width in (0.0, 1e-9):
+        narrow = AnchorColumns(AnchorPieces(pieces.centres, pieces.radii, pieces.scale,
+                                            gate_width=width))
+        state = LocalEngine(chunk_rows=6000).run(
+            ColumnScorePass(narrow, selected[:0], coef[:0], intercept), data)
+        scores.append(narrow.column_scores(state.gradient))
+    np.testing.assert_allclose(scores[1], scores[0], rtol=1e-5)
 
 
 def test_ramp_histogram_kernel_and_numpy_against_direct_sums() -> None:
