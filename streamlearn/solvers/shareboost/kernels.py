@@ -866,6 +866,35 @@ ANCHOR_TILE_ROWS = 256
 NUMPY_ANCHOR_PAIRS = 1 << 20
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _outer_tile(base: np.ndarray, residuals: np.ndarray, i0: int, i1: int,
+                tile: np.ndarray) -> None:
+    """Rows ``i0 .. i1 - 1``'s outer products ``a_i R_i^T`` into ``tile``'s first rows,
+    flattened, each product taken in float64 and rounded to float32."""
+    q = base.shape[1]
+    k = residuals.shape[1]
+    for i in range(i0, i1):
+        for f in range(q):
+            a = np.float64(base[i, f])
+            for c in range(k):
+                tile[i - i0, f * k + c] = np.float32(a * residuals[i, c])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_bound_above(d: float, bounds: np.ndarray) -> int:
+    """The first ``j`` with ``d < bounds[j]`` (ascending ``bounds``, ``d`` below the last
+    one), by bisection."""
+    lo = 0
+    hi = bounds.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if d < bounds[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 @njit(cache=True, nogil=True)
 def anchor_histogram_chunk(dist2: np.ndarray, base: np.ndarray, residuals: np.ndarray,
                            radii2: np.ndarray, out: np.ndarray) -> None:
@@ -903,25 +932,14 @@ def anchor_histogram_chunk(dist2: np.ndarray, base: np.ndarray, residuals: np.nd
     tile = np.empty((ANCHOR_TILE_ROWS, qk), dtype=np.float32)
     for i0 in range(0, n, ANCHOR_TILE_ROWS):
         i1 = min(n, i0 + ANCHOR_TILE_ROWS)
-        for i in range(i0, i1):
-            for f in range(q):
-                a = np.float64(base[i, f])
-                for c in range(k):
-                    tile[i - i0, f * k + c] = np.float32(a * residuals[i, c])
+        _outer_tile(base, residuals, i0, i1, tile)
         for v in range(n_centres):
             top = radii2[v, n_radii - 1]
             for i in range(i0, i1):
                 d = dist2[i, v]
                 if d >= top:
                     continue
-                lo = 0
-                hi = n_radii - 1
-                while lo < hi:  # first radius with d < radii2
-                    mid = (lo + hi) // 2
-                    if d < radii2[v, mid]:
-                        hi = mid
-                    else:
-                        lo = mid + 1
+                lo = _first_bound_above(d, radii2[v])
                 row = acc[v, lo]
                 z = tile[i - i0]
                 for m in range(qk):
@@ -995,25 +1013,14 @@ def anchor_ramp_histogram_chunk(dist2: np.ndarray, base: np.ndarray, residuals: 
     tile = np.empty((ANCHOR_TILE_ROWS, qk), dtype=np.float32)
     for i0 in range(0, n, ANCHOR_TILE_ROWS):
         i1 = min(n, i0 + ANCHOR_TILE_ROWS)
-        for i in range(i0, i1):
-            for f in range(q):
-                a = np.float64(base[i, f])
-                for c in range(k):
-                    tile[i - i0, f * k + c] = np.float32(a * residuals[i, c])
+        _outer_tile(base, residuals, i0, i1, tile)
         for v in range(n_centres):
             top = bounds2[v, n_bounds - 1]
             for i in range(i0, i1):
                 d = np.float64(dist2[i, v])
                 if d >= top:
                     continue
-                lo = 0
-                hi = n_bounds - 1
-                while lo < hi:  # first bound with d < bounds2
-                    mid = (lo + hi) // 2
-                    if d < bounds2[v, mid]:
-                        hi = mid
-                    else:
-                        lo = mid + 1
+                lo = _first_bound_above(d, bounds2[v])
                 below = bounds2[v, lo - 1] if lo > 0 else 0.0
                 u = np.float32(d - below)
                 row0 = acc[v, lo, 0]
