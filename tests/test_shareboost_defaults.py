@@ -201,7 +201,7 @@ def wide_whole() -> tuple[np.ndarray, np.ndarray, ShareBoostClassifier]:
 
 
 @pytest.mark.parametrize("kill_at", [150, 235])
-def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: int,
+def test_auto_fit_killed_mid_path_resumes_to_the_same_model(checkpoint_dir, kill_at: int,
                                                             wide_whole, monkeypatch) -> None:
     # linear columns and stumps, as the pass counts above: the anchors' checkpointed
     # fits would make this test ten times as long (their resume: tests/test_kill_resume.py)
@@ -212,10 +212,10 @@ def test_auto_fit_killed_mid_path_resumes_to_the_same_model(tmp_path, kill_at: i
 
     Killed.kill_at = kill_at
     with pytest.raises(RuntimeError, match="killed"):
-        ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=tmp_path / "ckpt",
+        ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=checkpoint_dir / "ckpt",
                                                  engine=Killed(progress=False))
     Killed.kill_at = None
-    resumed = ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=tmp_path / "ckpt",
+    resumed = ShareBoostClassifier(chunk_rows=500).fit(X, y, checkpoint=checkpoint_dir / "ckpt",
                                                        engine=Killed(progress=False))
     np.testing.assert_array_equal(resumed.selected_features_, whole.selected_features_)
     assert resumed.l2_ == whole.l2_
