@@ -127,13 +127,13 @@ def _crashing_engine(after: int) -> LocalEngine:
 
 
 @pytest.mark.parametrize(("solver", "classes"), [("pegasos", 2), ("dcd", 3)])
-def test_fit_crashed_anywhere_resumes_to_the_same_model(tmp_path: Path, solver: str,
+def test_fit_crashed_anywhere_resumes_to_the_same_model(checkpoint_dir: Path, solver: str,
                                                         classes: int) -> None:
     X, y = _problem(classes=classes)
     reference = AdditiveSVC(**_params(solver)).fit(X, y)
     # 12 chunks per pass: describe 1-12, epochs 13-48, calibration 49-60
     for after in (3, 12, 13, 26, 35, 48, 55):
-        path = tmp_path / f"{solver}-{after}"
+        path = checkpoint_dir / f"{solver}-{after}"
         with pytest.raises(Crash):
             AdditiveSVC(**_params(solver)).fit(X, y, engine=_crashing_engine(after),
                                                checkpoint=path, checkpoint_every=5)
@@ -304,7 +304,7 @@ def test_dask_engine_resumes_at_pass_granularity(tmp_path: Path, dask_client) ->
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 3 epochs
-def test_a_fit_on_indicator_columns_resumes_to_the_same_model(tmp_path: Path) -> None:
+def test_a_fit_on_indicator_columns_resumes_to_the_same_model(checkpoint_dir: Path) -> None:
     # the checkpoint names the columns read (indicators): resumed, the same map and model
     from streamlearn.models import MixtureSVC
     from tests.category_problem import category_problem
@@ -315,7 +315,7 @@ def test_a_fit_on_indicator_columns_resumes_to_the_same_model(tmp_path: Path) ->
               "validation_fraction": None}
     reference = MixtureSVC(**params).fit(frame, y)
     for after in (5, 30):
-        path = tmp_path / f"mixture-{after}"
+        path = checkpoint_dir / f"mixture-{after}"
         with pytest.raises(Crash):
             MixtureSVC(**params).fit(frame, y, engine=_crashing_engine(after),
                                      checkpoint=path, checkpoint_every=5)
