@@ -67,7 +67,11 @@ from streamlearn.models.base import (
     sparse_rows_of,
     storable_classes,
 )
-from streamlearn.models.class_weight import CLASS_WEIGHT_CONSTRAINT, weighted_rows
+from streamlearn.models.class_weight import (
+    CLASS_WEIGHT_CONSTRAINT,
+    class_counts,
+    weighted_rows,
+)
 from streamlearn.solvers import additive as additive_solver
 from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     DCD_INNER_SWEEPS,
@@ -91,6 +95,7 @@ from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
 from streamlearn.solvers.additive.driver import (
     DESCRIBE_SAMPLE_ROWS,
     MAX_AUTO_OVO_CLASSES,
+    MIN_CHECK_ROWS,
     offset_of,
     sample_importances,
     step_norm_sq,
@@ -1184,6 +1189,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         # does not replace it
         given = isinstance(self.interactions, list | tuple) and len(self.interactions) > 0
         config = replace(config, linear_candidate=len(config.bases_grid) > 1 and not given)
+        # too few rows for the held-out share to choose, but enough for folds: the driver
+        # cross-fits (its rule: driver.cross_fit_folds); the classes' counts are
+        # one scan of the target column
+        fraction = float(self.calibration_fraction)
+        if (self.calibrate and dataset.classes is not None
+                and fraction * dataset.n_rows < MIN_CHECK_ROWS <= dataset.n_rows):
+            config = replace(config, cross_fit_share=fraction, class_shares=tuple(
+                float(c) for c in class_counts(dataset)))
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:
@@ -1246,6 +1259,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self._keep("n_bases_", int(fmap.n_bases) if isinstance(fmap, BSplineMap) else None)
         self._keep("bases_tried_", [[n, loss] for n, loss in fitted.bases_tried] or None)
         self._keep("linear_check_", fitted.linear_check)
+        self._keep("cross_fit_", fitted.cross_fit)
         self._keep("feature_ranges_", fitted.ranges)
         self._keep("interaction_scores_", fitted.pair_scores)
         if fitted.pair_check is not None:
@@ -1540,6 +1554,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         # one pass over each row compares no schemes: "auto" is one-vs-rest
         self.multiclass_ = "ovr" if self.multiclass == "auto" else str(self.multiclass)
         self.__dict__.pop("multiclass_check_", None)
+        self.__dict__.pop("cross_fit_", None)
         m = len(self._pairs().positive)
         dims = self._embedding().n_dims + 1
         self.state_w_d_ = np.zeros((m, dims))

@@ -111,6 +111,17 @@ from streamlearn.solvers.pegasos import NO_AVERAGING
 #: ``interactions="auto"`` adds pairs only when at least this many rows are held out to
 #: check them on.
 MIN_CHECK_ROWS = 200
+#: Where the held-out share would hold fewer than :data:`MIN_CHECK_ROWS` rows, this many
+#: folds of the row hash choose the settings instead (:func:`cross_fit_folds`): each row is
+#: held out once, so the summed held-out log-loss rests on every row.
+CROSS_FIT_FOLDS = 5
+#: Cross-fitting needs at least this many rows outside the largest class (about 10 a
+#: fold, what Platt's sigmoids need of a label, ``MIN_CALIBRATION_ROWS``).
+MIN_CROSS_FIT_OTHERS = 50
+#: Cross-fitting trains every candidate ``CROSS_FIT_FOLDS + 1`` times; it runs where
+#: ``n_rows * (n_features + 1) * n_models`` (``n_models`` the binary models one-vs-rest
+#: trains, 1 for two classes) is at most this, the size of an epoch's work.
+CROSS_FIT_WORK = 2_000_000
 #: ``interactions="auto"`` keeps screened pairs only when they lower the held-out log-loss
 #: by at least this share of the per-feature model's for each multiple of its work per row
 #: that they add (:func:`pairs_pay`): a pair term is one more surface to embed in every
@@ -241,6 +252,17 @@ class AdditiveConfig:
         (:func:`_one_vs_one_if_better`; set by :func:`resolve_multiclass`). The
         one-vs-one candidate is trained with it on too: a fit with it computes the
         held-out log-loss of its class probabilities (:attr:`compares_models`).
+    cross_fit_share : float or None
+        The share of the rows to hold out for the choices as asked
+        (``calibration_fraction`` with calibrated probabilities, also where the
+        estimator holds none out because that share is too small; None: no
+        cross-fitting): with ``class_shares``, what :func:`cross_fit_folds` judges by.
+    class_shares : tuple of float or None
+        The rows (or weight) of each class (None: not known, no cross-fitting).
+    folds : tuple of Holdout
+        Set by :func:`fit` where :func:`cross_fit_folds` applies: every training is then
+        one on each fold's other rows, judged on the fold, and one on every row
+        (:func:`_cross_fitted_terms`). Empty: the held-out share, if any, judges.
     """
 
     feature_map: FeatureMap | None
@@ -268,6 +290,9 @@ class AdditiveConfig:
     standardize_linear: bool = False
     value_terms: bool = False
     ovo_candidate: bool = False
+    cross_fit_share: float | None = None
+    class_shares: tuple[float, ...] | None = None
+    folds: tuple[Holdout, ...] = ()
 
     @property
     def compares_models(self) -> bool:
@@ -399,6 +424,18 @@ class AdditiveFit:
         model's (``convergence``) among them: the models trained to be compared (counts
         of bases, pairs, grids, value terms, the linear model, one-vs-one) and, on data
         chosen on a sample of chunks, those of the sample.
+    fold_fits : tuple of AdditiveFit
+        While a cross-fitted search runs (``config.folds``): the same model trained on
+        each fold's other rows, whose held-out losses this fit's are the weighted mean
+        of; empty in the fit :func:`fit` returns.
+    cross_fit : dict or None
+        From :func:`fit` where folds chose the settings (:func:`cross_fit_folds`):
+        ``n_folds`` and each fold's held-out rows (``fold_rows``); None otherwise.
+    pending : tuple of (AdditiveConfig, Summary or None), or None
+        While a cross-fitted search runs: a candidate judged by its folds but not yet
+        trained on every row (its other fields are its first fold's, its map fitted from
+        every row's summary); :func:`fit` trains the one kept from this config and
+        summary. None for a trained fit.
     """
 
     feature_names: tuple[str, ...]
@@ -434,6 +471,9 @@ class AdditiveFit:
     proba_log_loss: float | None = None
     multiclass: str = "ovr"
     multiclass_check: dict[str, Any] | None = None
+    fold_fits: tuple[AdditiveFit, ...] = ()
+    cross_fit: dict[str, Any] | None = None
+    pending: tuple[AdditiveConfig, Summary | None] | None = None
 
 
 def fit_feature_map(feature_map: FeatureMap,
@@ -604,14 +644,39 @@ def fit(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int) -> Add
     classes = dataset.classes
     assert classes is not None
     config = resolve_multiclass(config, len(classes))
-    with recording_trainings() as trainings:
-        sample = _sample_dataset(dataset) if search else None
-        summary, transform = _spread_tails(runner, dataset if sample is None else sample,
-                                           config, seed)
-        if transform is not None:
-            dataset = dataset.with_feature_transform(transform)
-            sample = None if sample is None else sample.with_feature_transform(transform)
-        fitted = _fit_searched(runner, dataset, sample, config, seed, summary)
+    sample = _sample_dataset(dataset) if search else None
+    folds = (cross_fit_folds(config, dataset.n_rows, len(dataset.feature_names),
+                             len(classes), seed) if sample is None else ())
+    if folds:
+        config = replace(config, folds=folds, calibration_fraction=None)
+    token = _CROSS_FIT.set(_CrossFitState({}, []) if folds else None)
+    try:
+        with recording_trainings() as trainings:
+            summary, transform = _spread_tails(runner, dataset if sample is None else sample,
+                                               config, seed)
+            if transform is not None:
+                dataset = dataset.with_feature_transform(transform)
+                sample = None if sample is None else sample.with_feature_transform(transform)
+            fitted = _fit_searched(runner, dataset, sample, config, seed, summary)
+            if fitted.pending is not None:  # the model the folds kept, on every row
+                every_config, every_summary = fitted.pending
+                trained, _ = _fit_terms_on(runner, dataset, every_config, seed,
+                                           every_summary, True, None)
+                fitted = replace(trained, **{name: getattr(fitted, name) for name in (
+                    "pair_check", "pair_scores", "linear_check", "value_check",
+                    "bases_tried", "multiclass_check")})
+    finally:
+        _CROSS_FIT.reset(token)
+    if folds:  # the model kept was trained on every row: no rows held out of it
+        fitted = replace(fitted, n_calibration=0, calibrated=False,
+                         fewest_calibration_rows=None, fold_fits=(),
+                         cross_fit={"n_folds": len(folds),
+                                    "fold_rows": [fold.count(dataset.n_rows)
+                                                  for fold in folds]},
+                         **{name: {**check, "cross_fitted": True}
+                            for name in ("pair_check", "linear_check", "multiclass_check",
+                                         "value_check")
+                            if (check := getattr(fitted, name)) is not None})
     return replace(fitted, feature_transform=transform, trainings=tuple(trainings))
 
 
@@ -630,8 +695,7 @@ def _spread_tails(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
         return None, None
     classes = dataset.classes
     assert classes is not None
-    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
-               if config.calibration_fraction is not None else None)
+    holdout = _holdout_of(config, seed)
     summary = _summary(runner, dataset, len(classes), holdout, seed)
     desc = summary.description
     transform = choose_tail_transform(dataset, desc.sample, desc.min, desc.max)
@@ -869,6 +933,7 @@ def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
     """
     fmap = fitted.feature_map
     if (not isinstance(fmap, BSplineMap) or isinstance(fmap, BSplinePairMap)
+            or config.folds
             or fmap.zero_preserving or dataset.is_sparse or not fitted.calibrated
             or fitted.held_out_log_loss is None or fitted.n_calibration < MIN_CHECK_ROWS):
         return fitted
@@ -878,8 +943,7 @@ def with_value_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed
     candidates = frequent_values(sample, skip=coded)
     if not candidates:
         return fitted
-    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
-               if config.calibration_fraction is not None else None)
+    holdout = _holdout_of(config, seed)
     pass_ = ValueScreeningPass(residual_model(fitted, config, dataset), candidates, holdout)
     ranges = _sample_ranges(dataset)
     if ranges is None:
@@ -928,7 +992,7 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
     given_pairs = isinstance(feature_map, BSplinePairMap)
     # a model with pairs gets its term importances once the grid search has kept it
     fitted, summary = _fit_terms(runner, dataset, config, seed, given,
-                                 importances=not given_pairs)
+                                 importances=not given_pairs, on_every_row=True)
     if given_pairs:
         if summary is not None:
             fitted = finer_pair_grids(runner, dataset, config, seed, summary, fitted)[0]
@@ -943,11 +1007,11 @@ def _fit_with_pairs(runner: Any, dataset: Dataset, config: AdditiveConfig, seed:
         return replace(fitted, pair_check={"kept": False, "reason": (
             f"{fitted.n_calibration} held-out rows, fewer than {MIN_CHECK_ROWS} to check "
             "pairs on")}), summary
-    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
-               if config.calibration_fraction is not None and fitted.n_calibration > 0
-               else None)
+    holdout = _holdout_of(config, seed) if fitted.n_calibration > 0 else None
     ranked, ranked_scores = screen_interactions(runner, dataset, fitted, config, summary,
                                                 holdout)
+    if config.folds and ranked:  # each fold's model screens its own training rows
+        _screen_folds(runner, dataset, fitted, config, ranked)
     chosen, scores = ranked[:config.interactions], ranked_scores[:config.interactions]
     if not chosen:
         return replace(fitted, pair_check={"kept": False, "reason": (
@@ -1196,8 +1260,8 @@ def with_importances(fitted: AdditiveFit, summary: Summary | None) -> AdditiveFi
         ``fitted`` itself when it has importances or there is no sample; else a copy with
         :func:`sample_importances` over the sample.
     """
-    if fitted.importances is not None or summary is None:
-        return fitted
+    if fitted.importances is not None or summary is None or fitted.pending is not None:
+        return fitted  # a pending fit gets them when trained on every row
     sample = summary.description.sample
     if sample is None or sample.shape[0] == 0:
         return fitted
@@ -1226,17 +1290,180 @@ def sample_importances(sample: np.ndarray | SparseRows, coef_d: np.ndarray,
     return term_importances(sample, coef_d, feature_map, emb)
 
 
+def _holdout_of(config: AdditiveConfig, seed: int) -> Holdout | None:
+    """The calibration rows of ``config``: its ``calibration_fraction`` of the row hash,
+    or None without it and where folds choose (``config.folds``, whose trainings hold
+    out each fold in turn, and train the model kept on every row)."""
+    if config.calibration_fraction is None or config.folds:
+        return None
+    return Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
+
+
+def cross_fit_folds(config: AdditiveConfig, n_rows: int, n_features: int, n_classes: int,
+                    seed: int) -> tuple[Holdout, ...]:
+    """The folds that make the choices of a fit whose held-out share is too small.
+
+    A fit that compares models (``config.compares_models`` or ``linear_candidate``) with
+    calibrated probabilities (``config.cross_fit_share`` and ``class_shares`` set) is
+    cross-fitted when that share of ``n_rows`` is expected to hold fewer than
+    :data:`MIN_CHECK_ROWS` rows (fewer than 2,000 rows at 0.1) but ``n_rows`` holds at
+    least that many, at least :data:`MIN_CROSS_FIT_OTHERS` of them outside the largest
+    class, and ``n_rows * (n_features + 1) * n_models`` (``n_models``: ``n_classes``, 1
+    for two classes) is at most :data:`CROSS_FIT_WORK`: the :data:`CROSS_FIT_FOLDS`
+    folds of :meth:`~streamlearn.solvers.holdout.Holdout.folds` over the row hash of the
+    calibration rows (the same seed), which hold out every row once. Otherwise none
+    (empty): the held-out share chooses, or nothing is compared.
+    """
+    share, shares = config.cross_fit_share, config.class_shares
+    if (share is None or shares is None
+            or not (config.compares_models or config.linear_candidate)):
+        return ()
+    n = int(n_rows)
+    if float(share) * n >= MIN_CHECK_ROWS or n < MIN_CHECK_ROWS:
+        return ()
+    counts = np.asarray(shares, dtype=np.float64)
+    if not counts.sum() > 0 or n * (1.0 - counts.max() / counts.sum()) < MIN_CROSS_FIT_OTHERS:
+        return ()
+    n_models = 1 if int(n_classes) <= 2 else int(n_classes)
+    if n * (int(n_features) + 1) * n_models > CROSS_FIT_WORK:
+        return ()
+    return tuple(Holdout.folds(CROSS_FIT_FOLDS, seed ^ HOLDOUT_SALT))
+
+
+@dataclass
+class _CrossFitState:
+    # per fold: its describe summary (its rows' counts), and for each screening of pairs
+    # the ranking of every row's model with that of each fold's model
+    summaries: dict[int, Summary]
+    rankings: list[tuple[tuple[tuple[int, int], ...], list[tuple[tuple[int, int], ...]]]]
+
+
+_CROSS_FIT: ContextVar[_CrossFitState | None] = ContextVar("additive_cross_fit",
+                                                            default=None)
+
+
+def _pair_tuple(pairs: Sequence[Any]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(f), int(g)) for f, g in pairs)
+
+
+def _fold_map(feature_map: FeatureMap | None, j: int, state: _CrossFitState
+              ) -> FeatureMap | None:
+    """An unfitted copy of ``feature_map`` for fold ``j``: screened pairs (the first
+    ``c`` of a ranking of every row's model) become the first ``c`` of the ranking of
+    fold ``j``'s model, screened on its own training rows (:func:`_screen_folds`), so
+    that a fold's held-out rows judge pairs chosen without them; given pairs stay."""
+    if feature_map is None:
+        return None
+    if isinstance(feature_map, BSplinePairMap) and feature_map.interactions:
+        pairs = _pair_tuple(feature_map.interactions)
+        for ranked, per_fold in state.rankings:
+            if pairs == ranked[:len(pairs)]:
+                own = per_fold[j][:len(pairs)]
+                if not own:
+                    return without_pairs(feature_map)
+                return BSplinePairMap(**{**feature_map.get_params(), "interactions": own})
+    return type(feature_map)(**feature_map.get_params())
+
+
+def _cross_fitted_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                        given: Summary | None, importances: bool, on_every_row: bool
+                        ) -> tuple[AdditiveFit, Summary | None]:
+    """:func:`_fit_terms` where folds choose (``config.folds``, :func:`cross_fit_folds`).
+
+    The model is trained on each fold's other rows (from that fold's describe summary,
+    with its pairs screened on them, :func:`_fold_map`), calibrated and judged on the
+    fold's held-out rows as the held-out share would be. With ``on_every_row`` (the
+    per-feature model, whose residuals screen the pairs) it is trained once on every row
+    too, its probabilities the one slope shared by every model chosen on the training
+    rows (``slope_on_training_rows``, what a fit without held-out rows does); otherwise
+    that training is left ``pending`` for :func:`fit` to run if the model is kept (a
+    candidate's training on every row would have its training objective, not held-out
+    rows, stop it: most often at the cap of epochs, for a model most often dropped).
+    Returned: that fit, whose ``held_out_log_loss`` and ``proba_log_loss`` are the folds'
+    weighted by their held-out rows (each row held out once), ``n_calibration`` those
+    rows, ``calibrated`` whether every fold was, and ``fold_fits`` the folds' fits: the
+    rules that compare two models (:func:`pairs_pay`, :func:`finer_feature_bases`,
+    :func:`_linear_if_better`, :func:`_one_vs_one_if_better`) compare these losses as
+    they are."""
+    state = _CROSS_FIT.get()
+    assert state is not None and dataset.classes is not None
+    per_fold = []
+    for j, fold in enumerate(config.folds):
+        summary = state.summaries.get(j)
+        if summary is None:
+            summary = state.summaries[j] = _summary(runner, dataset, len(dataset.classes),
+                                                    fold, seed)
+        fold_config = replace(config, folds=(),
+                              feature_map=_fold_map(config.feature_map, j, state))
+        per_fold.append(_fit_terms_on(runner, dataset, fold_config, seed, summary,
+                                      importances, fold)[0])
+    every_config = replace(config, folds=(), calibration_fraction=None,
+                           slope_on_training_rows=True)
+    if on_every_row:
+        every, summary = _fit_terms_on(runner, dataset, every_config, seed, given,
+                                       importances, None)
+    else:  # the map as the training on every row would fit it, for the candidates after
+        summary = given
+        if config.feature_map is not None:
+            if summary is None:
+                summary = _summary(runner, dataset, len(dataset.classes), None, seed)
+            _fit_map(config.feature_map, config, dataset, summary)
+        every = replace(per_fold[0], feature_map=config.feature_map,
+                        pending=(every_config, summary))
+    weights = np.array([f.n_calibration for f in per_fold], dtype=np.float64)
+
+    def mean(values: list[float | None]) -> float | None:
+        if any(v is None for v in values) or not weights.sum() > 0:
+            return None
+        return float(weights @ np.asarray(values, dtype=np.float64) / weights.sum())
+
+    fewest = [f.fewest_calibration_rows for f in per_fold
+              if f.fewest_calibration_rows is not None]
+    return replace(every, n_calibration=int(weights.sum()),
+                   calibrated=all(f.calibrated for f in per_fold),
+                   held_out_log_loss=mean([f.held_out_log_loss for f in per_fold]),
+                   proba_log_loss=mean([f.proba_log_loss for f in per_fold]),
+                   fewest_calibration_rows=min(fewest) if fewest else None,
+                   fold_fits=tuple(per_fold)), summary
+
+
+def _screen_folds(runner: Any, dataset: Dataset, fitted: AdditiveFit,
+                  config: AdditiveConfig, ranked: tuple[tuple[int, int], ...]) -> None:
+    """Where folds choose: screen the pairs of each fold's per-feature model
+    (``fitted.fold_fits``) on that fold's training rows, and remember each ranking beside
+    ``ranked``, every row's (:func:`_fold_map`)."""
+    state = _CROSS_FIT.get()
+    assert state is not None
+    own = [screen_interactions(runner, dataset, fold_fit, config, state.summaries[j],
+                               fold)[0]
+           for j, (fold, fold_fit) in enumerate(zip(config.folds, fitted.fold_fits,
+                                                    strict=True))]
+    state.rankings.append((_pair_tuple(ranked), own))
+
+
 def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
-               given: Summary | None, importances: bool = True
+               given: Summary | None, importances: bool = True, on_every_row: bool = False
                ) -> tuple[AdditiveFit, Summary | None]:
     """:func:`fit` without pair screening; ``given``: a summary to use instead of a
     describe pass; ``importances``: whether to compute the term importances (a model
     whose grid may yet be replaced gets them from :func:`with_importances` once kept).
-    Returns the fit and the summary it used."""
+    Returns the fit and the summary it used. With ``config.folds`` the model is trained
+    on every fold's other rows, and on every row only with ``on_every_row``
+    (:func:`_cross_fitted_terms`)."""
+    if config.folds:
+        return _cross_fitted_terms(runner, dataset, config, seed, given, importances,
+                                   on_every_row)
+    return _fit_terms_on(runner, dataset, config, seed, given, importances,
+                         _holdout_of(config, seed))
+
+
+def _fit_terms_on(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
+                  given: Summary | None, importances: bool, holdout: Holdout | None
+                  ) -> tuple[AdditiveFit, Summary | None]:
+    """:func:`_fit_terms` with the rows ``holdout`` held out for calibration (None:
+    none)."""
     classes = dataset.classes
     assert classes is not None
-    holdout = (Holdout.fraction(config.calibration_fraction, seed ^ HOLDOUT_SALT)
-               if config.calibration_fraction is not None else None)
     feature_map = config.feature_map
     summary = given
     standardize = config.standardize_linear and feature_map is None and not dataset.is_sparse
@@ -1253,16 +1480,7 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
         train_weight = summary.train_weight
         sample = summary.description.sample
         if feature_map is not None:
-            desc = summary.description
-            fit_feature_map(feature_map, config.feature_range, minimum=desc.min,
-                            maximum=desc.max, mean=desc.mean, std=desc.std,
-                            quantiles=desc.quantiles)
-            coded = knot_per_category(feature_map, dataset.feature_names,
-                                      dataset.categories or {})
-            if isinstance(feature_map, BSplineMap):
-                feature_map.fit_knots(sample, uniform=coded)
-            if isinstance(feature_map, BSplinePairMap):
-                feature_map.fit_node_weights(sample)
+            _fit_map(feature_map, config, dataset, summary)
     if n_train == 0:
         raise LabelError(f"no rows left to train on ({n_holdout} held out for "
                          "calibration); use more data or calibrate=False")
@@ -1354,6 +1572,21 @@ def _fit_terms(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: int,
                        step_norm_sq=norm_sq, convergence=models.convergence,
                        proba_log_loss=proba_loss,
                        multiclass=config.multiclass), summary
+
+
+def _fit_map(feature_map: FeatureMap, config: AdditiveConfig, dataset: Dataset,
+             summary: Summary) -> None:
+    """Fit ``feature_map`` in place from the describe ``summary`` (or
+    ``config.feature_range``), as a training does: ranges, a knot per category, knots
+    and pair node weights from the row sample."""
+    desc = summary.description
+    fit_feature_map(feature_map, config.feature_range, minimum=desc.min, maximum=desc.max,
+                    mean=desc.mean, std=desc.std, quantiles=desc.quantiles)
+    coded = knot_per_category(feature_map, dataset.feature_names, dataset.categories or {})
+    if isinstance(feature_map, BSplineMap):
+        feature_map.fit_knots(desc.sample, uniform=coded)
+    if isinstance(feature_map, BSplinePairMap):
+        feature_map.fit_node_weights(desc.sample)
 
 
 def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: np.ndarray,
