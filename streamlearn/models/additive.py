@@ -193,9 +193,21 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         to follow the data and stop paying once the curves have enough bases. The
         held-out log-loss, here and for pairs,
         is that of the calibrated class probabilities of :meth:`predict_proba` on the
-        calibration rows. Without calibration, or with fewer than 200 held-out
-        rows (about 2,000 rows in all), it keeps 8; :meth:`partial_fit`, which reads each
-        row once, takes 16. With categorical columns the first count is at least the
+        calibration rows. With fewer than 200 held-out rows (about 2,000 rows in all)
+        but at least 200 rows, 50 of them outside the largest class, and
+        ``n_rows * (n_features + 1) * n_models`` at most 1,000,000 (``n_models``: the
+        classes, 1 for two), five folds of the row hash choose instead, here and for
+        ``interactions``, ``pair_bases``, the linear model and ``multiclass``: each
+        candidate is trained on each fold's other rows (its pairs screened on them),
+        calibrated on the fold, and judged by the folds' log-loss weighted by their rows
+        (each row held out once; the losses in ``bases_tried_`` and the checks, which
+        say ``"cross_fitted"``); the model kept is then trained once on every row, its
+        probabilities one slope shared by its models (``cross_fit_``, no value terms
+        tried). Digits' 1,258 training rows: test error 3.04 -> 2.52 %, a fit 0.7 ->
+        38 s on two shared cores. Otherwise (without calibration, with fewer rows, or
+        more work) it keeps 8;
+        :meth:`partial_fit`, which reads each row once, takes 16. With categorical columns
+        the first count is at least the
         longest category list plus ``degree``, so that every category has a knot of its
         own (its own value; the larger counts of the grid follow). The count matters
         despite the difference penalty, because
@@ -316,8 +328,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         held-out row with every model, and predicting costs one score per model
         (letter's 26 classes make 325, and one-vs-one predicted 19 times slower).
         One-vs-rest without the comparison: two classes (one model either way), more
-        than 7, fewer than 200 calibrated held-out rows (as for
-        ``n_bases``; ``calibrate=False`` among them), and :meth:`partial_fit`, which
+        than 7, fewer than 200 calibrated held-out rows where no folds choose instead (as
+        for ``n_bases``; ``calibrate=False`` among them), and :meth:`partial_fit`, which
         reads each row once and compares nothing. Where the fit chooses on a sample of
         chunks, the sample chooses the scheme too. One more training, of the model kept.
         The lanes of :class:`~streamlearn.models.StreamSearchCV` train the scheme that
@@ -426,7 +438,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         pairs add, 4 a pair against ``degree + 1`` a feature (``2 d`` pairs beside
         degree-1 curves: 2 %; they cost that work in every epoch and prediction)
         (``interaction_check_``); with fewer than 200 held-out rows (about 2,000 rows in
-        all) no pairs are tried. When the ``k`` pairs pay, the best ``2 k``, ``4 k``, ...
+        all) folds choose instead where the rows allow, as for ``n_bases`` (each fold's
+        model screens its own training rows), else no pairs are tried. When the ``k``
+        pairs pay, the best ``2 k``, ``4 k``, ...
         of the screened pairs (at most ``min(d (d - 1) / 2, 256)``) are trained in turn,
         each kept while it lowers the held-out log-loss of the step before by the same
         0.5 % per multiple of the per-feature work that its own added pairs cost
@@ -456,7 +470,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         rows support: a surface that turns quickly (two interleaved spirals) gets a fine
         grid, a noisy or flat one keeps the coarse grid, whose ridge penalty shrinks it
         less. Each grid tried is one more training of the model with pairs. Without
-        calibration, or with fewer than 200 held-out rows, pairs get the 8 x 8 grid.
+        calibration, or with fewer than 200 held-out rows where no folds choose instead
+        (see ``n_bases``), pairs get the 8 x 8 grid.
     value_terms : "auto" or False
         One weight per frequent value of a numeric feature, beside its curve, where the
         feature's effect jumps at single values (a capital gain of exactly 7,688) that a
@@ -597,7 +612,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     bases_tried_ : list of [int, float or None]
         ``n_bases="auto"``: each count of bases trained by ``fit``, with the held-out
         log-loss of its class probabilities (one entry when fewer than 200 rows were held
-        out); absent for a fixed count.
+        out and no folds chose; the folds' weighted log-loss where they did,
+        ``cross_fit_``); absent for a fixed count.
+    cross_fit_ : dict
+        Where five folds of the row hash made the choices of ``"auto"`` (see
+        ``n_bases``): ``n_folds`` and each fold's held-out rows (``fold_rows``). The
+        losses of ``bases_tried_``, ``interaction_check_``, ``linear_check_`` and
+        ``multiclass_check_`` are then the folds' (the checks hold ``"cross_fitted"``),
+        and the model was trained on every row (``n_calibration_`` 0). Absent
+        otherwise.
     feature_ranges_ : ndarray of shape (n_features, 2)
         A linear model's (``feature_map_`` None) observed ``(min, max)`` of each feature
         (after ``feature_transform_``), from the describe pass: where
