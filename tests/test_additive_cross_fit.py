@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import warnings
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from sklearn.metrics import log_loss
 
 from streamlearn import AdditiveSVC
 from streamlearn.features import BSplinePairMap
+from streamlearn.io import load_model
 from streamlearn.solvers.additive import HOLDOUT_SALT, AdditiveConfig, Holdout, driver
 from streamlearn.solvers.additive.driver import (
     CROSS_FIT_FOLDS,
@@ -84,7 +86,8 @@ def _planted(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def test_planted_pair_is_kept_by_the_folds_losses(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_planted_pair_is_kept_by_the_folds_losses(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
     """Each fold's model is trained without its rows (pairs screened on them too), its
     held-out loss is scikit-learn's log-loss of its probabilities on the fold's rows, and
     the pairs are kept by :func:`pairs_pay` of the losses' weighted means."""
@@ -145,6 +148,11 @@ def test_planted_pair_is_kept_by_the_folds_losses(monkeypatch: pytest.MonkeyPatc
     pair_map = summed[1].feature_map
     assert pairs_pay(means[0], means[1], pair_map, 4)
     assert means[1] < 0.8 * means[0]
+    # the model file keeps what the folds said
+    loaded = load_model(model.save(tmp_path / "crossfit.slm"))
+    assert loaded.cross_fit_ == model.cross_fit_
+    assert loaded.interaction_check_ == model.interaction_check_
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
 
 
 def test_a_linear_rule_keeps_the_linear_model() -> None:

@@ -121,22 +121,44 @@ def test_two_classes_and_too_many_classes_stay_one_vs_rest_untried():
 
 
 def test_too_few_held_out_rows_stay_one_vs_rest_and_say_why():
-    # 5 classes of 1,500 rows: about 150 held out, fewer than the 200 a choice needs
-    X, y = ordered_classes(1500, seed=4)
+    # 1,500 rows whose two small classes hold 45 rows together: about 150 held out, fewer
+    # than the 200 a choice needs, and too few outside the largest class for folds to
+    # choose instead (driver.MIN_CROSS_FIT_OTHERS)
+    X, _ = ordered_classes(1500, seed=4)
+    score = X @ np.arange(1.0, 7.0)
+    y = np.digitize(score, np.quantile(score, [0.97, 0.985]))
     kw = dict(n_bases=8, interactions=0, value_terms=False, progress=False)
-    auto = AdditiveSVC(**kw).fit(X, y)
-    ovr = AdditiveSVC(multiclass="ovr", **kw).fit(X, y)
+    # the small classes' few held-out rows cannot calibrate either: every row's scores do
+    with pytest.warns(UserWarning, match="predict_proba is not calibrated"):
+        auto = AdditiveSVC(**kw).fit(X, y)
+    with pytest.warns(UserWarning, match="predict_proba is not calibrated"):
+        ovr = AdditiveSVC(multiclass="ovr", **kw).fit(X, y)
     held = Holdout.fraction(0.1, 0 ^ HOLDOUT_SALT).mask(np.arange(len(y))).sum()
-    assert 0 < auto.n_calibration_ == held < 200
+    assert 0 < auto.n_calibration_ == held < 200 and not hasattr(auto, "cross_fit_")
     assert auto.multiclass_ == "ovr" and auto.multiclass_check_["ovo"] is None
     assert auto.multiclass_check_["reason"].startswith(f"{held} held-out rows, fewer than 200")
     assert auto.n_trainings_ == ovr.n_trainings_
     np.testing.assert_array_equal(auto.predict(X), ovr.predict(X))
-    # 400 rows of 5 classes: too few for a tenth to calibrate on, every row trains
-    auto = AdditiveSVC(**kw).fit(X[:400], y[:400])
+    # 199 rows of 5 classes: too few for a tenth to calibrate on, or for folds; every row
+    # trains
+    X, y = ordered_classes(199, seed=4)
+    auto = AdditiveSVC(**kw).fit(X, y)
     assert auto.n_calibration_ == 0 and auto.multiclass_ == "ovr"
     assert auto.multiclass_check_ == {"kept": "ovr", "ovr": None, "ovo": None, "reason": (
         "0 held-out rows, fewer than 200 to compare one-vs-one on")}
+
+
+def test_folds_choose_the_scheme_of_fewer_than_two_thousand_rows():
+    # 1,500 rows of 5 ordered classes: about 150 held out; five folds of the row hash
+    # compare the schemes (tests/test_additive_cross_fit.py checks their losses)
+    X, y = ordered_classes(1500, seed=4)
+    auto = AdditiveSVC(n_bases=8, interactions=0, value_terms=False,
+                       progress=False).fit(X[:1000], y[:1000])
+    check = auto.multiclass_check_
+    assert auto.cross_fit_["n_folds"] == 5 and check["cross_fitted"]
+    assert check["kept"] == ("ovo" if check["ovo"] < check["ovr"] else "ovr")
+    assert auto.multiclass_ == check["kept"] == "ovo"  # ordered bands, as at 3,000 rows
+    assert auto.n_calibration_ == 0 and auto.n_train_ == 1000
 
 
 def test_a_chosen_scheme_survives_save_load_and_partial_fit(ordered, tmp_path):
