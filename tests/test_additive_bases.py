@@ -72,8 +72,11 @@ def test_multiclass_counts_are_compared_by_the_class_log_loss() -> None:
 
 def test_too_few_held_out_rows_keep_the_first_count() -> None:
     X, y = additive_problem(1500, n_features=6, seed=4)
-    model = AdditiveSVC(random_state=0).fit(X, y)
+    # 199 rows: too few to hold out 200, or for folds to choose instead (1,500 rows
+    # cross-fit, tests/test_additive_cross_fit.py)
+    model = AdditiveSVC(random_state=0).fit(X[:199], y[:199])
     assert model.n_bases_ == AUTO_BASES[0] and len(model.bases_tried_) == 1
+    assert not hasattr(model, "cross_fit_")
     uncalibrated = AdditiveSVC(calibrate=False, random_state=0).fit(X, y)
     assert uncalibrated.n_bases_ == AUTO_BASES[0]
     online = AdditiveSVC().partial_fit(X, y, classes=[0, 1])
