@@ -38,6 +38,7 @@ def _config(share: float | None = 0.1, shares: tuple[float, ...] | None = (1.0, 
                           multiclass="ovr", C=1.0, lam=None, loss="hinge", epochs=5,
                           tol=None, average=False, online=False, calibration_fraction=None,
                           bias_scale=1.0, check_interactions=compares,
+                          interactions=2 if compares else 0,
                           cross_fit_share=share, class_shares=shares)
 
 

@@ -1320,20 +1320,19 @@ def cross_fit_folds(config: AdditiveConfig, n_rows: int, n_features: int, n_clas
                     seed: int) -> tuple[Holdout, ...]:
     """The folds that make the choices of a fit whose held-out share is too small.
 
-    A fit that compares models (``config.compares_models`` or ``linear_candidate``) with
-    calibrated probabilities (``config.cross_fit_share`` and ``class_shares`` set) is
-    cross-fitted when that share of ``n_rows`` is expected to hold fewer than
-    :data:`MIN_CHECK_ROWS` rows (fewer than 2,000 rows at 0.1) but ``n_rows`` holds at
-    least that many, at least :data:`MIN_CROSS_FIT_OTHERS` of them outside the largest
-    class, and ``n_rows * (n_features + 1) * n_models`` (``n_models``: ``n_classes``, 1
-    for two classes) is at most :data:`CROSS_FIT_WORK`: the :data:`CROSS_FIT_FOLDS`
-    folds of :meth:`~streamlearn.solvers.holdout.Holdout.folds` over the row hash of the
+    A fit with something to choose (:func:`chooses_models`) and calibrated probabilities
+    (``config.cross_fit_share`` and ``class_shares`` set) is cross-fitted when that
+    share of ``n_rows`` is expected to hold fewer than :data:`MIN_CHECK_ROWS` rows
+    (fewer than 2,000 rows at 0.1) but ``n_rows`` holds at least that many, at least
+    :data:`MIN_CROSS_FIT_OTHERS` of them outside the largest class, and
+    ``n_rows * (n_features + 1) * n_models`` (``n_models``: ``n_classes``, 1 for two
+    classes) is at most :data:`CROSS_FIT_WORK`: the :data:`CROSS_FIT_FOLDS` folds of
+    :meth:`~streamlearn.solvers.holdout.Holdout.folds` over the row hash of the
     calibration rows (the same seed), which hold out every row once. Otherwise none
     (empty): the held-out share chooses, or nothing is compared.
     """
     share, shares = config.cross_fit_share, config.class_shares
-    if (share is None or shares is None
-            or not (config.compares_models or config.linear_candidate)):
+    if share is None or shares is None or not chooses_models(config):
         return ()
     n = int(n_rows)
     if float(share) * n >= MIN_CHECK_ROWS or n < MIN_CHECK_ROWS:
@@ -1345,6 +1344,19 @@ def cross_fit_folds(config: AdditiveConfig, n_rows: int, n_features: int, n_clas
     if n * (int(n_features) + 1) * n_models > CROSS_FIT_WORK:
         return ()
     return tuple(Holdout.folds(CROSS_FIT_FOLDS, seed ^ HOLDOUT_SALT))
+
+
+def chooses_models(config: AdditiveConfig) -> bool:
+    """Whether a fit of ``config`` chooses between models that folds can judge: counts of
+    bases (``bases_grid``), screened pairs or the grid of pairs
+    (``interactions`` with ``check_interactions`` or ``pair_grids``; given pairs come in a
+    :class:`~streamlearn.features.pair_terms.BSplinePairMap`), one-vs-one
+    (``ovo_candidate``) or the linear model (``linear_candidate``). Value terms alone do
+    not count: folds do not try them (:func:`with_value_terms`)."""
+    grids = len(config.pair_grids) > 1
+    return (len(config.bases_grid) > 1 or config.ovo_candidate or config.linear_candidate
+            or (config.interactions > 0 and (config.check_interactions or grids))
+            or (grids and isinstance(config.feature_map, BSplinePairMap)))
 
 
 @dataclass
