@@ -95,7 +95,7 @@ def test_interaction_surface_heat_map_is_the_pair_table(additive) -> None:
     np.testing.assert_allclose(np.asarray(image), (Z - Z.mean()).T, atol=1e-12)
     plt.close(fig)
     with pytest.raises(ValueError, match="no pair terms"):
-        plot.interaction_surfaces(AdditiveSVC().fit(*_problem(500)))
+        plot.interaction_surfaces(AdditiveSVC(interactions=0).fit(*_problem(500)))
 
 
 def test_mixture_regions_are_its_predictions_on_two_features() -> None:
