@@ -187,3 +187,17 @@ def test_two_thousand_and_fewer_than_two_hundred_rows_choose_as_before() -> None
 def test_the_config_without_shares_is_not_cross_fitted() -> None:
     config = replace(_config(), class_shares=None)
     assert cross_fit_folds(config, 1_000, 4, 2, 0) == ()
+
+
+def test_rows_of_weight_zero_do_not_count_toward_the_rule() -> None:
+    X, y = _planted(250)
+    junk = np.full((150, 4), 3.0, dtype=np.float32)
+    weight = np.r_[np.ones(199), np.zeros(150)]
+    XA, yA = np.r_[X[:199], junk], np.r_[y[:199], np.zeros(150, dtype=int)]
+    kw = dict(n_bases=8, pair_bases=8, progress=False)
+    model = AdditiveSVC(**kw).fit(XA, yA, sample_weight=weight)
+    assert not hasattr(model, "cross_fit_") and model.n_train_ == 199
+    # 200 rows of weight 1 among them: the folds choose
+    weight[199 - 1] = weight[-1] = 1.0
+    XB = np.r_[XA[:-1], X[199:200]]
+    assert AdditiveSVC(**kw).fit(XB, yA, sample_weight=weight).cross_fit_["n_folds"] == 5

@@ -1216,10 +1216,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         # cross-fits (its rule: driver.cross_fit_folds); the classes' counts are
         # one scan of the target column
         fraction = float(self.calibration_fraction)
-        if (self.calibrate and dataset.classes is not None
-                and fraction * dataset.n_rows < MIN_CHECK_ROWS <= dataset.n_rows):
-            config = replace(config, cross_fit_share=fraction, class_shares=tuple(
-                float(c) for c in class_counts(dataset)))
+        rows = weighted_rows(dataset) if self.calibrate else 0  # a row of weight 0 is none
+        if (dataset.classes is not None
+                and fraction * rows < MIN_CHECK_ROWS <= rows):
+            config = replace(config, cross_fit_share=fraction, cross_fit_rows=rows,
+                             class_shares=tuple(float(c) for c in class_counts(dataset)))
         return additive_solver.fit(runner, dataset, config, seed)
 
     def _set_fitted(self, fitted: additive_solver.AdditiveFit) -> None:

@@ -271,6 +271,8 @@ class AdditiveConfig:
         (``calibration_fraction`` with calibrated probabilities, also where the
         estimator holds none out because that share is too small; None: no
         cross-fitting): with ``class_shares``, what :func:`cross_fit_folds` judges by.
+    cross_fit_rows : int or None
+        The rows of positive weight :func:`cross_fit_folds` counts (None: every row).
     class_shares : tuple of float or None
         The rows (or weight) of each class (None: not known, no cross-fitting).
     folds : tuple of Holdout
@@ -305,6 +307,7 @@ class AdditiveConfig:
     value_terms: bool = False
     ovo_candidate: bool = False
     cross_fit_share: float | None = None
+    cross_fit_rows: int | None = None
     class_shares: tuple[float, ...] | None = None
     folds: tuple[Holdout, ...] = ()
 
@@ -1322,7 +1325,8 @@ def cross_fit_folds(config: AdditiveConfig, n_rows: int, n_features: int, n_clas
 
     A fit with something to choose (:func:`chooses_models`) and calibrated probabilities
     (``config.cross_fit_share`` and ``class_shares`` set) is cross-fitted when that
-    share of ``n_rows`` is expected to hold fewer than :data:`MIN_CHECK_ROWS` rows
+    share of ``n_rows`` (``config.cross_fit_rows``, the rows of positive weight, when
+    given) is expected to hold fewer than :data:`MIN_CHECK_ROWS` rows
     (fewer than 2,000 rows at 0.1) but ``n_rows`` holds at least that many, at least
     :data:`MIN_CROSS_FIT_OTHERS` of them outside the largest class, and
     ``n_rows * (n_features + 1) * n_models`` (``n_models``: ``n_classes``, 1 for two
@@ -1334,7 +1338,7 @@ def cross_fit_folds(config: AdditiveConfig, n_rows: int, n_features: int, n_clas
     share, shares = config.cross_fit_share, config.class_shares
     if share is None or shares is None or not chooses_models(config):
         return ()
-    n = int(n_rows)
+    n = int(n_rows if config.cross_fit_rows is None else config.cross_fit_rows)
     if float(share) * n >= MIN_CHECK_ROWS or n < MIN_CHECK_ROWS:
         return ()
     counts = np.asarray(shares, dtype=np.float64)
