@@ -13,12 +13,14 @@ import copy
 import warnings
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from sklearn.metrics import log_loss
 
 from streamlearn import AdditiveSVC
+from streamlearn.engine import LocalEngine
 from streamlearn.features import BSplinePairMap
 from streamlearn.io import load_model
 from streamlearn.solvers.additive import HOLDOUT_SALT, AdditiveConfig, Holdout, driver
@@ -201,3 +203,47 @@ def test_rows_of_weight_zero_do_not_count_toward_the_rule() -> None:
     weight[199 - 1] = weight[-1] = 1.0
     XB = np.r_[XA[:-1], X[199:200]]
     assert AdditiveSVC(**kw).fit(XB, yA, sample_weight=weight).cross_fit_["n_folds"] == 5
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class _DyingEngine(LocalEngine):
+    """Stops the fit after ``after`` chunks, as a kill would."""
+
+    def __init__(self, after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.after = after
+
+    def run(self, pass_: Any, data: Any, **options: Any) -> Any:
+        on_chunk = options.pop("on_chunk", None)
+
+        def counting(done: int, state: Any) -> None:
+            if on_chunk is not None:
+                on_chunk(done, state)
+            self.after -= 1
+            if self.after <= 0:
+                raise _Interrupted
+
+        return super().run(pass_, data, on_chunk=counting, **options)
+
+
+def test_a_killed_cross_fitted_fit_resumes_to_the_same_model(tmp_path: Path) -> None:
+    """Killed among the folds' trainings, a fit resumed from its checkpoint makes the
+    same choices and the same model as one run through."""
+    X, y = _planted(300, seed=2)
+    params = dict(n_bases=8, pair_bases=8, epochs=3, tol=None, chunk_rows=100,
+                  progress=False)
+    whole = AdditiveSVC(**params).fit(X, y)
+    checkpoint = tmp_path / "ckpt"
+    with pytest.raises(_Interrupted):  # the per-feature model's folds are 5 x 3 epochs
+        AdditiveSVC(**params).fit(X, y, engine=_DyingEngine(40, chunk_rows=100),
+                                  checkpoint=checkpoint, checkpoint_every=1)
+    engine = _DyingEngine(10**9, progress=False, chunk_rows=100)
+    resumed = AdditiveSVC(**params).fit(X, y, engine=engine, checkpoint=checkpoint,
+                                        checkpoint_every=1)
+    assert engine.passes.rows_read < whole.n_passes_ * X.shape[0]  # it read only the rest
+    assert resumed.interaction_check_ == whole.interaction_check_
+    assert resumed.cross_fit_ == whole.cross_fit_
+    np.testing.assert_array_equal(resumed.coef_d_, whole.coef_d_)
