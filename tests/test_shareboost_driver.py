@@ -264,50 +264,125 @@ def test_block_preconditioner_fits_collinear_piece_columns_in_fewer_passes() -> 
     assert by_blocks.n_eval < 0.5 * by_diagonal.n_eval
 
 
-def test_anchor_metric_divides_by_the_quartile_spread_and_weighs_relevance() -> None:
+def _banded_factors(spread: np.ndarray, band: float) -> np.ndarray:
+    # the factors feature by feature: over the median of the positive spreads (middle of
+    # the sorted ones, the geometric mean of the middle two), a spread past the band's
+    # edge replaced by the edge
+    positive = np.sort([s for s in spread if np.isfinite(s) and s > 0])
+    k = len(positive)
+    m = positive[k // 2] if k % 2 else np.sqrt(positive[k // 2 - 1] * positive[k // 2])
+    out = []
+    for s in spread:
+        if not (np.isfinite(s) and s > 0):
+            out.append(1.0 / m)
+        elif s > band * m:
+            out.append(band * m / s / m)
+        elif s < m / band:
+            out.append((m / band) / s / m)
+        else:
+            out.append(1.0 / m)
+    return np.array(out)
+
+
+def test_spread_factors_keep_the_band_and_bring_the_rest_to_its_edge() -> None:
+    from streamlearn.solvers.shareboost.driver import SPREAD_BAND, spread_factors
+
+    rng = np.random.default_rng(11)
+    spread = np.r_[rng.lognormal(0.0, 3.0, size=14), 0.0, np.inf]
+    for band in (SPREAD_BAND, 3.0, 1.0):
+        np.testing.assert_allclose(spread_factors(spread, band), _banded_factors(spread, band),
+                                   rtol=1e-12)
+    # spreads all within the band: one factor for all; none positive: ones
+    np.testing.assert_allclose(spread_factors(np.array([2.0, 1.0, 0.5]), 10.0), 1.0)
+    np.testing.assert_array_equal(spread_factors(np.zeros(3)), np.ones(3))
+
+
+def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> None:
     # 1 / interquartile range of the sample (numpy's inverted distribution function); a
-    # feature mostly at one value falls back to its standard deviation, a constant to 1;
-    # then times the feature's relevance weight: the feature the labels follow keeps 1,
-    # noise less
+    # feature mostly at one value falls back to its standard deviation; spreads kept within
+    # SPREAD_BAND of their median, a constant at the median; then times the feature's
+    # relevance weight: the feature the labels follow keeps 1, noise less
     from streamlearn.solvers.mixture.relevance import feature_relevance, relevance_weights
-    from streamlearn.solvers.shareboost.driver import anchor_metric
+    from streamlearn.solvers.shareboost.driver import SPREAD_BAND, anchor_metric
 
     rng = np.random.default_rng(12)
     n = 900
     X = np.c_[rng.normal(size=n) * 1e3, rng.standard_t(2, size=n),
-              (rng.random(n) < 0.1) * 5.0, np.full(n, 2.0)].astype(np.float32)
+              (rng.random(n) < 0.1) * 5.0, np.full(n, 2.0), rng.normal(size=n) * 1e-5,
+              rng.normal(size=n) * 3.0].astype(np.float32)
     X[:9, 0] *= 1e5  # far outliers leave the quartiles where they were
     y = (X[:, 1] > 0).astype(int)
-    data = open_dataset(X, target=y, chunk_rows=128)
-    summary = LocalEngine(chunk_rows=128).run(WeightedSummaryPass(4, 2000, 0, 2), data)
+    summary = LocalEngine(chunk_rows=128).run(WeightedSummaryPass(6, 2000, 0, 2),
+                                              open_dataset(X, target=y, chunk_rows=128))
     x = X.astype(np.float64)
     iqr = (np.quantile(x, 0.75, axis=0, method="inverted_cdf")
            - np.quantile(x, 0.25, axis=0, method="inverted_cdf"))
     assert iqr[2] == 0.0 and iqr[3] == 0.0
-    spread = np.array([iqr[0], iqr[1], x[:, 2].std(), 1.0])
+    spread = np.array([iqr[0], iqr[1], x[:, 2].std(), 0.0, iqr[4], iqr[5]])
+    factors = _banded_factors(spread, SPREAD_BAND)
     # the sample holds every row, each with its label
     order = np.lexsort(summary.sample.T[::-1])
     np.testing.assert_array_equal(summary.sample_codes[order], y[np.lexsort(X.T[::-1])])
     weights = relevance_weights(feature_relevance(summary.sample, summary.sample_codes, 2))
     assert weights[1] == 1.0 and weights[0] < 0.5
-    metric = anchor_metric(summary, 2)
-    np.testing.assert_allclose(metric, weights / spread, rtol=1e-5)
-    # without labels (one class), the spread alone
-    np.testing.assert_allclose(anchor_metric(summary, 1), 1.0 / spread, rtol=1e-5)
+    np.testing.assert_allclose(anchor_metric(summary, 2), weights * factors, rtol=1e-5)
+    # without labels (one class), the spreads alone: the 1e3 and 1e-5 features at the
+    # band's edges, the others (spreads 1.5 to 4) as they were
+    metric = anchor_metric(summary, 1)
+    np.testing.assert_allclose(metric, factors, rtol=1e-5)
+    measured = iqr * metric
+    m = np.median(spread[spread > 0])
+    np.testing.assert_allclose(measured[[0, 4]], [SPREAD_BAND, 1.0 / SPREAD_BAND], rtol=1e-5)
+    np.testing.assert_allclose(measured[[1, 5]], iqr[[1, 5]] / m, rtol=1e-5)
 
 
-def test_anchor_model_does_not_depend_on_the_features_units() -> None:
-    # balls measured on the features divided by their spread: the same model whatever the
-    # units (on raw values the 1e4 feature alone would decide which rows a ball holds)
+def test_anchor_metric_does_not_whiten_features_of_one_unit() -> None:
+    # principal components (variances decaying 25-fold) and a random rotation of them:
+    # every feature gets the same factor, 1 / the median spread (the geometric mean of the
+    # middle two; distances as on the raw rows); the same components in units 1e-3 to 1e6
+    # come out within the band
+    from streamlearn.solvers.shareboost.driver import SPREAD_BAND, anchor_metric
+
+    rng = np.random.default_rng(15)
+    n, d = 3000, 8
+    Z = rng.normal(size=(n, d)) * np.geomspace(1.0, 0.2, d)
+    rotation = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    units = np.geomspace(1e-3, 1e6, d)
+    metrics = []
+    for X in (Z, Z @ rotation, Z * units):
+        X = X.astype(np.float32)
+        data = open_dataset(X, target=np.arange(n) % 2, chunk_rows=1024)
+        summary = LocalEngine(chunk_rows=1024).run(WeightedSummaryPass(d, 4096, 0, 2), data)
+        x = X.astype(np.float64)
+        iqr = (np.quantile(x, 0.75, axis=0, method="inverted_cdf")
+               - np.quantile(x, 0.25, axis=0, method="inverted_cdf"))
+        metrics.append((anchor_metric(summary, 1), iqr))
+    for metric, iqr in metrics[:2]:
+        middle = np.sort(iqr)[d // 2 - 1: d // 2 + 1]
+        np.testing.assert_allclose(metric, 1.0 / np.sqrt(middle.prod()), rtol=1e-5)
+    metric, iqr = metrics[2]
+    measured = iqr * metric
+    assert measured.max() == pytest.approx(SPREAD_BAND)
+    assert measured.min() == pytest.approx(1.0 / SPREAD_BAND)
+    # whitened, the spreads would all be 1; raw, they span 1e9 / 5
+    assert measured.max() / measured.min() <= SPREAD_BAND ** 2 * (1 + 1e-9)
+
+
+def test_anchor_model_sees_units_past_the_band_as_the_band_edge() -> None:
+    # balls measured on the features with their spreads kept within SPREAD_BAND of the
+    # median: units (1e-3, 1, 1e4) give the model of units (0.1, 1, 10) (on raw values the
+    # 1e4 feature alone would decide which rows a ball holds)
     from streamlearn import ShareBoostClassifier
+    from streamlearn.solvers.shareboost.driver import SPREAD_BAND
 
     rng = np.random.default_rng(13)
     X = rng.normal(size=(800, 3))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     units = np.array([1e-3, 1.0, 1e4])
+    edge = np.array([1.0 / SPREAD_BAND, 1.0, SPREAD_BAND])
     models = [ShareBoostClassifier(features="anchors", n_rounds=6, n_centres=12, refit_iter=300,
-                                   progress=False).fit(Z, y) for Z in (X, X * units)]
-    agree = np.mean(models[0].predict(X) == models[1].predict(X * units))
+                                   progress=False).fit(Z, y) for Z in (X * edge, X * units)]
+    agree = np.mean(models[0].predict(X * edge) == models[1].predict(X * units))
     assert agree >= 0.99
     # and the product of the two features is learnt (a linear model cannot)
     assert np.mean(models[1].predict(X * units) == y) >= 0.85
@@ -316,7 +391,9 @@ def test_anchor_model_does_not_depend_on_the_features_units() -> None:
 def test_anchor_pieces_linear_part_does_not_depend_on_the_features_offsets() -> None:
     # the pieces' linear part sees each feature moved to the middle of its range and divided
     # by half its width, and l2="auto" follows those columns: a feature moved and stretched
-    # by constants gives the same columns, the same penalty and the same model
+    # by constants gives the same columns; features moved by constants and stretched by one
+    # factor (the balls keep the ratios of spreads within SPREAD_BAND) the same penalty and
+    # the same model
     from streamlearn import ShareBoostClassifier
     from streamlearn.solvers.shareboost.driver import anchor_linear_map
 
@@ -329,6 +406,7 @@ def test_anchor_pieces_linear_part_does_not_depend_on_the_features_offsets() -> 
     mapped = (Z - shift) * scale
     np.testing.assert_allclose(mapped.min(axis=0), -1.0, atol=1e-12)
     np.testing.assert_allclose(mapped.max(axis=0), 1.0, atol=1e-12)
+    Z = X * 20.0 + offsets
     models = [ShareBoostClassifier(features="anchors", n_rounds=6, n_centres=12, refit_iter=300,
                                    progress=False).fit(A, y) for A in (X, Z)]
     assert models[0].l2_ == pytest.approx(models[1].l2_, rel=1e-6)

@@ -25,9 +25,9 @@ rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families
 - ``"anchors"``: piecewise-linear pieces ``1[||x - v|| < r] [x, 1]`` (Sec. 3.2, App. A.2):
   centres from streamed k-means, radii from distance quantiles, one piece (``d + 1``
   columns) selected per round by the sum of its columns' norms. Distances are measured on
-  the features divided by their interquartile range and weighted by their relevance to
-  the labels (see ``n_centres``). ``gate="soft"`` gives the pieces soft edges (see
-  ``gate``); the default hard balls are the paper's.
+  the features with their spreads kept within a factor 10 of the median spread and
+  weighted by their relevance to the labels (see ``n_centres``). ``gate="soft"`` gives
+  the pieces soft edges (see ``gate``); the default hard balls are the paper's.
 
 Every round's training (and optional validation) error is recorded in ``path_``: the whole
 sparsity path comes from one run.
@@ -201,14 +201,20 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``"stumps"``: thresholds per feature are the ``n_bins - 1`` inner quantiles.
     n_centres : int
         ``"anchors"``: candidate centres (streamed k-means). The balls' distances, and
-        k-means's, are measured on every feature divided by its interquartile range over
-        the describe pass's row sample (its standard deviation where that is 0, 1 for a
-        constant) and multiplied by its relevance weight in ``[0.1, 1]``, as
-        ``MixtureSVC`` weighs its features (from the sampled rows' labels, on at most 64
-        features; :func:`~streamlearn.solvers.shareboost.driver.anchor_metric`): a
-        feature of large units does not alone decide which rows a ball holds, a few far
-        outliers do not shrink a feature's middle rows together, and features that do not
-        bear on the labels do not split the balls as much as those that do.
+        k-means's, are measured on the features as they are where their spreads (each
+        feature's interquartile range over the describe pass's row sample, its standard
+        deviation where that is 0) lie within a factor
+        :data:`~streamlearn.solvers.shareboost.driver.SPREAD_BAND` (10) of their median
+        spread, and on a feature whose spread lies past that band scaled to the band's
+        edge (:func:`~streamlearn.solvers.shareboost.driver.spread_factors`); each then
+        multiplied by its relevance weight in ``[0.1, 1]``, as ``MixtureSVC`` weighs its
+        features (from the sampled rows' labels, on at most 64 features;
+        :func:`~streamlearn.solvers.shareboost.driver.anchor_metric`): a feature of large
+        units does not alone decide which rows a ball holds, features of one unit keep
+        their spreads' ratios (the low-variance components of a principal-component
+        projection are not magnified to the leading ones' spread), a few far outliers do
+        not widen a feature's spread, and features that do not bear on the labels do not
+        split the balls as much as those that do.
     n_radii : int
         ``"anchors"``: candidate radii per centre (distance quantiles).
     max_coverage : float
