@@ -325,10 +325,24 @@ def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> No
     np.testing.assert_array_equal(summary.sample_codes[order], y[np.lexsort(X.T[::-1])])
     weights = relevance_weights(feature_relevance(summary.sample, summary.sample_codes, 2))
     assert weights[1] == 1.0 and weights[0] < 0.5
-    np.testing.assert_allclose(anchor_metric(summary, 2), weights * factors, rtol=1e-5)
-    # without labels (one class), the spreads alone: the 1e3 and 1e-5 features at the
-    # band's edges, the others (spreads 1.5 to 4) as they were
-    metric = anchor_metric(summary, 1)
+    # with labels the two candidates are compared by their rows' nearest neighbours
+    chosen = anchor_metric(summary, 2)
+    candidates = {"band": weights * factors,
+                  "equalised": weights / np.where(spread > 0, spread, 1.0)}
+    assert chosen.reason == "knn" and chosen.rows == n
+    for name, factors_of in candidates.items():
+        assert chosen.knn_error[name] == _loo_knn_error(summary.sample * factors_of,
+                                                        summary.sample_codes, 5)
+    kept = ("equalised" if chosen.knn_error["equalised"] < chosen.knn_error["band"]
+            else "band")
+    assert chosen.chosen == kept
+    np.testing.assert_allclose(chosen.factors, candidates[kept], rtol=1e-5)
+    # without labels (one class), no check: the band of the spreads alone, the 1e3 and
+    # 1e-5 features at the band's edges, the others (spreads 1.5 to 4) as they were
+    unlabelled = anchor_metric(summary, 1)
+    assert (unlabelled.chosen, unlabelled.reason) == ("band", "no labelled sample")
+    assert unlabelled.knn_error is None
+    metric = unlabelled.factors
     np.testing.assert_allclose(metric, factors, rtol=1e-5)
     measured = iqr * metric
     m = np.median(spread[spread > 0])
@@ -356,7 +370,7 @@ def test_anchor_metric_does_not_whiten_features_of_one_unit() -> None:
         x = X.astype(np.float64)
         iqr = (np.quantile(x, 0.75, axis=0, method="inverted_cdf")
                - np.quantile(x, 0.25, axis=0, method="inverted_cdf"))
-        metrics.append((anchor_metric(summary, 1), iqr))
+        metrics.append((anchor_metric(summary, 1).factors, iqr))
     for metric, iqr in metrics[:2]:
         middle = np.sort(iqr)[d // 2 - 1: d // 2 + 1]
         np.testing.assert_allclose(metric, 1.0 / np.sqrt(middle.prod()), rtol=1e-5)
@@ -366,6 +380,94 @@ def test_anchor_metric_does_not_whiten_features_of_one_unit() -> None:
     assert measured.min() == pytest.approx(1.0 / SPREAD_BAND)
     # whitened, the spreads would all be 1; raw, they span 1e9 / 5
     assert measured.max() / measured.min() <= SPREAD_BAND ** 2 * (1 + 1e-9)
+
+
+def _loo_knn_error(X: np.ndarray, codes: np.ndarray, k: int) -> float:
+    """Leave-one-out k-NN error by scikit-learn: each row predicted by a classifier fitted
+    on all the other rows."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X = np.asarray(X, dtype=np.float64)
+    wrong = 0
+    for i in range(X.shape[0]):
+        others = np.arange(X.shape[0]) != i
+        model = KNeighborsClassifier(n_neighbors=k, algorithm="brute").fit(X[others],
+                                                                            codes[others])
+        wrong += int(model.predict(X[i:i + 1])[0] != codes[i])
+    return wrong / X.shape[0]
+
+
+@pytest.mark.parametrize("k, block", [(5, 64), (4, 1000), (1, 7)])
+def test_knn_error_is_scikit_learns_leave_one_out_error(k: int, block: int) -> None:
+    # three overlapping classes in four features of different scales, offset far from 0
+    # (the distances are taken on the rows moved to their mean); an even k ties votes,
+    # broken towards the smaller class code as scikit-learn does; blocks of 7 and 64 rows
+    # and one block of all give the same error
+    from streamlearn.solvers.shareboost.driver import knn_error
+
+    rng = np.random.default_rng(21)
+    n = 240
+    codes = rng.integers(0, 3, size=n)
+    X = (rng.normal(size=(n, 4)) + codes[:, None] * np.array([0.8, 0.0, 0.5, 0.3]))
+    X = X * np.array([1.0, 3.0, 0.5, 2.0]) + 1e3
+    expected = _loo_knn_error(X, codes, k)
+    assert 0.1 < expected < 0.6
+    assert knn_error(X, codes, k, block) == expected
+    with pytest.raises(ValueError, match="1 <= k < n"):
+        knn_error(X[:k], codes[:k], k)
+
+
+def _summary(X: np.ndarray, y: np.ndarray, k: int):
+    X = X.astype(np.float32)
+    data = open_dataset(X, target=y, chunk_rows=1024)
+    return LocalEngine(chunk_rows=1024).run(WeightedSummaryPass(X.shape[1], 4096, 0, k), data)
+
+
+def test_anchor_metric_chooses_equalised_spreads_for_features_of_many_units() -> None:
+    # six normal features of scales 1e-4 to 1e6, labelled by a sine of the 1e-4 one and a
+    # product of the 1e2 and 1e4 ones: in the band the sine's feature counts a hundredth
+    # of the product's, and the 1e6 noise feature ten times; divided by their spreads the
+    # neighbours share their labels far more often (about 4 % against 30 %)
+    from streamlearn.solvers.shareboost.driver import KNN_ROWS, anchor_metric, spread_factors
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(3000, 6)) * np.array([1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6])
+    y = (np.sin(X[:, 0] * 1e4) + X[:, 3] / 1e2 * X[:, 4] / 1e4 > 0).astype(int)
+    summary = _summary(X, y, 2)
+    chosen = anchor_metric(summary, 2)
+    assert chosen.chosen == "equalised" and chosen.rows == KNN_ROWS
+    assert chosen.knn_error["equalised"] < 0.1 < 0.2 < chosen.knn_error["band"]
+    # the factors: relevance weights over the quartile spreads
+    quartiles = summary.quantiles(np.array([0.25, 0.75]))
+    spread = quartiles[:, 1] - quartiles[:, 0]
+    np.testing.assert_allclose(anchor_metric(summary, 1).factors, spread_factors(spread),
+                               rtol=1e-6)  # without labels: the band, unweighted
+    weighted = chosen.factors * spread  # the relevance weights alone
+    assert weighted.max() == pytest.approx(1.0) and weighted.min() >= 0.1 - 1e-12
+    assert chosen.info() == {"chosen": "equalised", "reason": "knn",
+                             "knn_error": chosen.knn_error, "k": 5, "rows": KNN_ROWS}
+
+
+def test_anchor_metric_keeps_the_band_for_decaying_components_and_their_rotation() -> None:
+    # principal-component-like features, variances decaying 20-fold, labelled by the
+    # product of the leading two: divided by their spreads the low-variance components
+    # take as much of each distance as the leading ones, the band keeps them small; the
+    # same after a random rotation (the rotated features' spreads differ by less, the
+    # band still keeps the nearer neighbours). Every spread equal: no check
+    from streamlearn.solvers.shareboost.driver import anchor_metric
+
+    rng = np.random.default_rng(0)
+    n, d = 3000, 8
+    Z = rng.normal(size=(n, d)) * np.geomspace(1.0, 0.05, d)
+    y = (Z[:, 0] * Z[:, 1] > 0).astype(int)
+    rotation = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    for X in (Z, Z @ rotation):
+        chosen = anchor_metric(_summary(X, y, 2), 2)
+        assert chosen.chosen == "band" and chosen.reason == "knn"
+        assert chosen.knn_error["band"] < chosen.knn_error["equalised"] - 0.01
+    same = np.tile(np.arange(n) % 10, (2, 1)).T.astype(float)  # two features, one spread
+    chosen = anchor_metric(_summary(same, (np.arange(n) % 10 > 4).astype(int), 2), 2)
+    assert (chosen.chosen, chosen.reason, chosen.knn_error) == ("band", "proportional", None)
 
 
 def test_anchor_model_sees_units_past_the_band_as_the_band_edge() -> None:

@@ -25,8 +25,9 @@ rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families
 - ``"anchors"``: piecewise-linear pieces ``1[||x - v|| < r] [x, 1]`` (Sec. 3.2, App. A.2):
   centres from streamed k-means, radii from distance quantiles, one piece (``d + 1``
   columns) selected per round by the sum of its columns' norms. Distances are measured on
-  the features with their spreads kept within a factor 10 of the median spread and
-  weighted by their relevance to the labels (see ``n_centres``). ``gate="soft"`` gives
+  the features either divided by their spreads or with their spreads kept within a factor
+  10 of the median spread, whichever gives the sampled rows the fewer nearest-neighbour
+  errors, and weighted by their relevance to the labels (see ``n_centres``). ``gate="soft"`` gives
   the pieces soft edges (see ``gate``); the default hard balls are the paper's.
 
 Every round's training (and optional validation) error is recorded in ``path_``: the whole
@@ -201,20 +202,24 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``"stumps"``: thresholds per feature are the ``n_bins - 1`` inner quantiles.
     n_centres : int
         ``"anchors"``: candidate centres (streamed k-means). The balls' distances, and
-        k-means's, are measured on the features as they are where their spreads (each
+        k-means's, are measured in one of two metrics on the features' spreads (each
         feature's interquartile range over the describe pass's row sample, its standard
-        deviation where that is 0) lie within a factor
-        :data:`~streamlearn.solvers.shareboost.driver.SPREAD_BAND` (10) of their median
-        spread, and on a feature whose spread lies past that band scaled to the band's
-        edge (:func:`~streamlearn.solvers.shareboost.driver.spread_factors`); each then
-        multiplied by its relevance weight in ``[0.1, 1]``, as ``MixtureSVC`` weighs its
-        features (from the sampled rows' labels, on at most 64 features;
-        :func:`~streamlearn.solvers.shareboost.driver.anchor_metric`): a feature of large
-        units does not alone decide which rows a ball holds, features of one unit keep
-        their spreads' ratios (the low-variance components of a principal-component
-        projection are not magnified to the leading ones' spread), a few far outliers do
-        not widen a feature's spread, and features that do not bear on the labels do not
-        split the balls as much as those that do.
+        deviation where that is 0): every feature divided by its spread
+        (``"equalised"``), or the features as they are where their spreads lie within a
+        factor :data:`~streamlearn.solvers.shareboost.driver.SPREAD_BAND` (10) of their
+        median spread and a feature whose spread lies past that band scaled to the band's
+        edge (``"band"``, :func:`~streamlearn.solvers.shareboost.driver.spread_factors`);
+        each then multiplied by its relevance weight in ``[0.1, 1]``, as ``MixtureSVC``
+        weighs its features (from the sampled rows' labels, on at most 64 features). The
+        metric kept is the one under which up to 2,000 of the sampled rows have the lower
+        leave-one-out 5-nearest-neighbour error, the band on a tie
+        (:func:`~streamlearn.solvers.shareboost.driver.anchor_metric`;
+        ``anchor_metric_`` has both errors): a feature of large units does not alone
+        decide which rows a ball holds, the band keeps the ratios of the spreads of one
+        unit's features (the low-variance components of a principal-component
+        projection are not magnified to the leading ones' spread) where that keeps like
+        rows together, a few far outliers do not widen a feature's spread, and features
+        that do not bear on the labels do not split the balls as much as those that do.
     n_radii : int
         ``"anchors"``: candidate radii per centre (distance quantiles).
     max_coverage : float
@@ -326,6 +331,14 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     families_held_out_loss_ : dict or None
         ``features="auto"`` that compared families: each one's held-out loss (that of its
         final model; cross-fitted, the folds' summed); None otherwise.
+    anchor_metric_ : dict
+        Where anchors were fitted (kept or compared by ``features="auto"``), how their
+        metric was chosen (:func:`~streamlearn.solvers.shareboost.driver.anchor_metric`;
+        of the fit on every row when cross-fitted): ``chosen`` (``"band"`` or
+        ``"equalised"``), ``reason`` (``"knn"``, or why no check ran: ``"proportional"``,
+        ``"no labelled sample"``), ``knn_error`` (each candidate's leave-one-out
+        nearest-neighbour error on the sampled rows; None where no check ran), ``k`` and
+        ``rows`` (of the check). Absent where no anchors were fitted.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the linear columns
         (:class:`~streamlearn.features.tail_transform.TailTransform`); absent when none was.
@@ -525,6 +538,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self.features_ = family
         self.families_held_out_loss_ = ({f[1]: f[0] for f in fits} if len(fits) > 1
                                         else None)
+        # the anchors' metric, whether they were kept or only compared
+        self._keep("anchor_metric_", next((f[2].anchor_metric for f in fits
+                                           if f[2].anchor_metric is not None), None))
         if not fitted.converged:
             cap = int(self.refit_iter) * (POLISH_ITER_RATIO if self.n_rounds == "auto" else 1)
             warnings.warn(

@@ -75,6 +75,14 @@ LBFGS_MEMORY = 10
 #: interquartile range), narrower than units do. On the scales set of :func:`anchor_metric`
 #: a band of 4 tested as 10 (4.15 % against 4.20).
 SPREAD_BAND = 10.0
+#: Neighbours of the leave-one-out k-nearest-neighbour check that chooses the anchors'
+#: metric (:func:`anchor_metric`, :func:`knn_error`).
+KNN_NEIGHBOURS = 5
+#: Rows of the describe pass's sample that check runs on (the first of the sample, itself
+#: uniform): 2,000 rows cost two ``2000 x 2000`` distance tables, well under a second.
+KNN_ROWS = 2000
+#: Rows per block of :func:`knn_error`'s distance table (``block x n`` entries at a time).
+KNN_BLOCK = 256
 #: ``n_rounds="auto"`` stops once this many columns were added without a lower held-out
 #: loss ...
 ROUND_PATIENCE = 10
@@ -246,6 +254,8 @@ class ShareBoostFit:
     column_means : ndarray of shape (d,) or None
         Every column's weighted mean over the training rows of positive weight (None:
         not known).
+    anchor_metric : dict or None
+        Anchors: the choice of their metric (:meth:`AnchorMetric.info`); None otherwise.
     """
 
     family: Family
@@ -263,6 +273,7 @@ class ShareBoostFit:
     proba_scale: float = 1.0
     proba_rows: str = "training"
     column_means: np.ndarray | None = None
+    anchor_metric: dict[str, Any] | None = None
 
     @property
     def n_iter(self) -> int:
@@ -272,7 +283,8 @@ class ShareBoostFit:
 
 
 def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
-                config: ShareBoostConfig, seed: int) -> tuple[Family, int]:
+                config: ShareBoostConfig, seed: int
+                ) -> tuple[Family, int, AnchorMetric | None]:
     """Candidate columns from the summary (and k-means for anchors), and the extra passes.
 
     Parameters
@@ -288,16 +300,19 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
     family : LinearColumns, StumpColumns or AnchorColumns
     passes : int
         Data passes spent here.
+    metric : AnchorMetric or None
+        Anchors: their metric and how it was chosen (:func:`anchor_metric`); None otherwise.
     """
     largest = summary.largest
     if config.features == "linear":
         return LinearColumns.of_range(summary.minimum, summary.maximum, largest,
-                                      shift=not dataset.is_sparse), 0
+                                      shift=not dataset.is_sparse), 0, None
     if config.features == "stumps":
         thresholds = summary.quantiles(np.arange(1, config.n_bins) / config.n_bins)
-        return StumpColumns(np.ascontiguousarray(thresholds, dtype=np.float32)), 0
+        return StumpColumns(np.ascontiguousarray(thresholds, dtype=np.float32)), 0, None
     n_centres = min(int(config.n_centres), summary.n_rows)
-    metric = anchor_metric(summary, 0 if dataset.classes is None else len(dataset.classes))
+    chosen = anchor_metric(summary, 0 if dataset.classes is None else len(dataset.classes))
+    metric = chosen.factors
     centres = streamed_kmeans(dataset, n_centres, engine=runner, epochs=KMEANS_EPOCHS,
                               seed=seed,
                               standardiser=Standardiser(np.zeros_like(metric), 1.0 / metric))
@@ -307,7 +322,7 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
                                       piece_scale, coverage=(top / COVERAGE_RANGE, top),
                                       metric=metric, shift=shift,
                                       gate_width=float(config.gate_width))
-    return AnchorColumns(pieces), KMEANS_EPOCHS + 1
+    return AnchorColumns(pieces), KMEANS_EPOCHS + 1, chosen
 
 
 def anchor_linear_map(minimum: np.ndarray, maximum: np.ndarray
@@ -357,38 +372,145 @@ def spread_factors(spread: np.ndarray, band: float = SPREAD_BAND) -> np.ndarray:
     return np.where(ok, kept / np.where(ok, s, 1.0), 1.0) / m
 
 
-def anchor_metric(summary: WeightedSummary, n_classes: int) -> np.ndarray:
-    """Per-feature factors of the space the anchors' distances are measured in, (d,).
+@dataclass(frozen=True)
+class AnchorMetric:
+    """The anchors' metric (:func:`anchor_metric`) and how it was chosen.
+
+    Attributes
+    ----------
+    factors : ndarray of shape (d,)
+        Per-feature factors of the space the distances are measured in.
+    chosen : {"band", "equalised"}
+        The candidate kept: spreads within :data:`SPREAD_BAND` of the median kept
+        (``"band"``), or every feature divided by its spread (``"equalised"``).
+    knn_error : dict of str to float, or None
+        Each candidate's leave-one-out :data:`KNN_NEIGHBOURS`-nearest-neighbour error on
+        the sampled rows (:func:`knn_error`); None where no check ran.
+    rows : int
+        Sampled rows the check ran on (0: none ran).
+    reason : str
+        Why it ran or did not: ``"knn"``, ``"proportional"`` (the candidates differ by a
+        constant factor: every spread the same), or ``"no labelled sample"`` (fewer than
+        :data:`KNN_NEIGHBOURS` + 1 labelled rows, or one class).
+    """
+
+    factors: np.ndarray
+    chosen: str
+    knn_error: dict[str, float] | None
+    rows: int
+    reason: str
+
+    def info(self) -> dict[str, Any]:
+        """The choice as a plain dict (``ShareBoostClassifier.anchor_metric_``)."""
+        return {"chosen": self.chosen, "reason": self.reason,
+                "knn_error": None if self.knn_error is None else dict(self.knn_error),
+                "k": KNN_NEIGHBOURS, "rows": int(self.rows)}
+
+
+def knn_error(X: np.ndarray, codes: np.ndarray, k: int = KNN_NEIGHBOURS,
+              block: int = KNN_BLOCK) -> float:
+    """Leave-one-out ``k``-nearest-neighbour error of labelled rows, in ``[0, 1]``.
+
+    Each row is classified by the majority class of the ``k`` other rows nearest to it in
+    Euclidean distance (a tie of votes goes to the smallest class code, as
+    scikit-learn's ``KNeighborsClassifier`` breaks it); the error is the share of rows
+    classified wrongly, each row counted once. The squared distances are computed
+    ``block`` rows at a time (``block x n`` entries), on the rows moved to their mean.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    codes : ndarray of shape (n,), int
+        Class codes, at least 0.
+    k : int
+        Neighbours, fewer than ``n``.
+    block : int
+        Rows per block of the distance table.
+
+    Returns
+    -------
+    float
+    """
+    X = np.asarray(X, dtype=np.float64)
+    codes = np.asarray(codes, dtype=np.int64)
+    n = X.shape[0]
+    if not 1 <= k < n:
+        raise ValueError(f"k-nearest-neighbour error needs 1 <= k < n rows, got k={k}, n={n}")
+    X = X - X.mean(axis=0)
+    squares = np.einsum("ij,ij->i", X, X)
+    n_codes = int(codes.max()) + 1
+    wrong = 0
+    for start in range(0, n, int(block)):
+        stop = min(start + int(block), n)
+        m = stop - start
+        table = squares[start:stop, None] + squares[None, :] - 2.0 * (X[start:stop] @ X.T)
+        table[np.arange(m), np.arange(start, stop)] = np.inf  # leave the row itself out
+        table[~np.isfinite(table)] = np.inf
+        near = np.argpartition(table, k - 1, axis=1)[:, :k]
+        votes = np.zeros((m, n_codes), dtype=np.int64)
+        np.add.at(votes, (np.repeat(np.arange(m), k), codes[near].ravel()), 1)
+        wrong += int((votes.argmax(axis=1) != codes[start:stop]).sum())
+    return wrong / n
+
+
+def anchor_metric(summary: WeightedSummary, n_classes: int) -> AnchorMetric:
+    """Per-feature factors of the space the anchors' distances are measured in, chosen
+    between two candidates by the sampled rows' nearest neighbours.
 
     The features' spreads ``s_f``, each feature's interquartile range over the describe
     pass's row sample (weighted, :meth:`WeightedSummary.quantiles`); where that is 0 (a
     feature mostly at one value), its standard deviation over all rows (from the summary's
-    sums; their root mean square when the sums of values are not known). The factors are
-    :func:`spread_factors` of them: spreads within :data:`SPREAD_BAND` of the median spread
-    are kept as they are, the others brought to the band's edge. Measured on the raw
-    values, a feature of large units decides alone which rows a ball holds: on 5,000 rows
-    of six normal features of scales 1e-4 to 1e6, labelled by a product of the 1e2 and 1e4
-    ones and a sine of the 1e-4 one, test error 20.77 % (five splits), 4.20 % within the
-    band (3.41 % with every feature divided by its spread: the sine's feature, at the
-    band's lower edge, then counts as much as the product's). Divided by their spreads
-    alike, features of one unit whose spreads differ because their variances do lose that
-    difference: the low-variance, noisy components of a principal-component projection
-    take as much of each distance as the leading ones (MNIST's 50 components, 8,000 rows,
-    60 hard-gated pieces: validation error 5.00 % on the raw components, 9.34 % divided by
-    their interquartile ranges, 5.98 % so and weighted as below, 5.16 % weighted alone, as
-    here, their spreads being within the band). The quartiles, not the standard deviation,
-    so that a few far outliers (a feature with ten rows at 1e5 among normal ones) do not
-    widen the feature's spread.
+    sums; their root mean square when the sums of values are not known). The candidates,
+    each multiplied by the relevance weights below:
 
-    Each factor is then multiplied by the feature's relevance weight in ``[0.1, 1]``,
+    - ``"equalised"``: ``1 / s_f`` (1 for a constant), every feature's spread made one.
+      Measured on the raw values, a feature of large units decides alone which rows a ball
+      holds: on 5,000 rows of six normal features of scales 1e-4 to 1e6, labelled by a
+      product of the 1e2 and 1e4 ones and a sine of the 1e-4 one, test error 20.77 %
+      (five splits), 3.41 % so. The quartiles, not the standard deviation, so that a few
+      far outliers (a feature with ten rows at 1e5 among normal ones) do not widen the
+      feature's spread.
+    - ``"band"``: :func:`spread_factors`, spreads within :data:`SPREAD_BAND` of the median
+      spread kept as they are, the others brought to the band's edge (the scales set 4.20
+      %: the sine's feature, at the band's lower edge, counts a hundredth of the
+      product's). Divided by their spreads alike, features of one unit whose spreads
+      differ because their variances do lose that difference: the low-variance, noisy
+      components of a principal-component projection take as much of each distance as
+      the leading ones (MNIST's 50 components, 8,000 rows, 60 hard-gated pieces:
+      validation error 5.00 % on the raw components, 9.34 % divided by their interquartile
+      ranges, 5.98 % so and weighted as below, 5.16 % weighted alone, as the band keeps
+      them).
+
+    Neither is better everywhere, so the data chooses: the candidate under which the
+    first :data:`KNN_ROWS` rows of the describe pass's sample (a uniform sample) have the
+    lower leave-one-out :data:`KNN_NEIGHBOURS`-nearest-neighbour error
+    (:func:`knn_error`, each row counted once) is kept, the band on a tie. Nearest
+    neighbours in a metric stand for the balls the metric draws around k-means's centres:
+    rows a metric puts near one another should share their label. The check is skipped,
+    and the band kept, where the candidates differ by a constant factor (every spread the
+    same: the same balls), or where there are fewer than :data:`KNN_NEIGHBOURS` + 1
+    sampled rows with labels, or one class.
+
+    Each factor is multiplied by the feature's relevance weight in ``[0.1, 1]``,
     ``MixtureSVC``'s rule (:func:`~streamlearn.solvers.mixture.relevance.relevance_weights`
     of :func:`~streamlearn.solvers.mixture.relevance.feature_relevance` on the sampled rows
     and their labels, each row counted once as there; on at most
     :data:`~streamlearn.solvers.mixture.relevance.MAX_RELEVANCE_FEATURES` features):
     unweighted, features that do not bear on the labels take as much of each distance as
-    those that do (test error over five splits: ``make_classification``'s 4 classes in 20
-    features, 8 informative, 22.77 % unweighted, 22.23 % weighted; t(2) tails, three of
-    six features informative, 16.37 -> 11.68 %; Friedman-1 10.69 -> 10.27 %).
+    those that do (test error over five splits, within the band:
+    ``make_classification``'s 4 classes in 20 features, 8 informative, 22.77 %
+    unweighted, 22.23 % weighted; t(2) tails, three of six features informative, 16.37 ->
+    11.68 %; Friedman-1 10.69 -> 10.27 %).
+
+    Parameters
+    ----------
+    summary : WeightedSummary
+        The describe pass's result (its row sample and the sampled rows' class codes).
+    n_classes : int
+
+    Returns
+    -------
+    AnchorMetric
     """
     d = summary.largest.shape[0]
     spread = np.zeros(d)
@@ -404,9 +526,26 @@ def anchor_metric(summary: WeightedSummary, n_classes: int) -> np.ndarray:
         spread = np.where(spread > 0, spread, std)
     weights = np.ones(d)
     codes = summary.sample_codes
-    if codes is not None and n_classes > 1 and 2 <= d <= MAX_RELEVANCE_FEATURES:
+    labelled = codes is not None and n_classes > 1
+    if labelled and 2 <= d <= MAX_RELEVANCE_FEATURES:
         weights = relevance_weights(feature_relevance(summary.sample, codes, n_classes))
-    return weights * spread_factors(spread)
+    ok = np.isfinite(spread) & (spread > 0)
+    band = weights * spread_factors(spread)
+    equalised = weights / np.where(ok, spread, 1.0)
+    ratio = spread_factors(spread) * np.where(ok, spread, 1.0)
+    if np.ptp(ratio) <= 1e-12 * np.max(ratio):
+        return AnchorMetric(band, "band", None, 0, "proportional")
+    rows = min(summary.sample.shape[0], KNN_ROWS)
+    if (not labelled or rows <= KNN_NEIGHBOURS
+            or np.unique(summary.sample_codes[:rows]).shape[0] < 2):
+        return AnchorMetric(band, "band", None, 0, "no labelled sample")
+    sample = summary.sample[:rows]
+    sample_codes = summary.sample_codes[:rows]
+    errors = {name: knn_error(sample * factors, sample_codes)
+              for name, factors in (("equalised", equalised), ("band", band))}
+    if errors["equalised"] < errors["band"]:
+        return AnchorMetric(equalised, "equalised", errors, rows, "knn")
+    return AnchorMetric(band, "band", errors, rows, "knn")
 
 
 def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: list[int],
@@ -738,7 +877,8 @@ def cross_fit_folds(config: ShareBoostConfig, n_rows: int, seed: int) -> list[Ho
 class _Prepared:
     # the rows as the columns read them (mapped by the tail transform), their summary over
     # the training rows, the candidate columns, the passes spent, the linear columns whose
-    # mean squares set the penalty and precondition the corrective steps, the penalty l2_0
+    # mean squares set the penalty and precondition the corrective steps, the penalty l2_0,
+    # the anchors' metric
     dataset: Dataset
     summary: WeightedSummary
     transform: TailTransform | None
@@ -746,6 +886,7 @@ class _Prepared:
     passes: int
     l2: float
     moments: np.ndarray | None
+    metric: AnchorMetric | None = None
 
 
 def _prepare(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int, k: int,
@@ -772,7 +913,7 @@ def _prepare(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
         summary = runner.run(WeightedSummaryPass(dataset.n_features, 0, seed, k, holdout),
                              dataset, description="describe the mapped rows")
         passes += 1
-    family, extra = make_family(summary, dataset, runner, config, seed)
+    family, extra, metric = make_family(summary, dataset, runner, config, seed)
     passes += extra
     linear = family if isinstance(family, LinearColumns) else None
     if isinstance(family, AnchorColumns) and family.pieces.shift is not None:
@@ -786,7 +927,7 @@ def _prepare(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     moments = None
     if linear is not None and summary.weight > 0:
         moments = linear.mean_squares(summary.squares, summary.total, summary.weight)
-    return _Prepared(dataset, summary, transform, family, passes, l2, moments)
+    return _Prepared(dataset, summary, transform, family, passes, l2, moments, metric)
 
 
 def _l2_factors(config: ShareBoostConfig, choosing: bool) -> tuple[float, ...]:
@@ -921,7 +1062,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
                          converged=step.converged, gradient_norm=step.gradient_norm,
                          l2=l2, validation=validation, feature_transform=prep.transform,
                          proba_scale=scale, proba_rows=rows,
-                         column_means=_column_means(summary))
+                         column_means=_column_means(summary),
+                         anchor_metric=None if prep.metric is None else prep.metric.info())
 
 
 def cross_fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
@@ -1042,7 +1184,8 @@ def cross_fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int
                          converged=step.converged, gradient_norm=step.gradient_norm,
                          l2=prep.l2 * factors[chosen], validation=validation,
                          feature_transform=prep.transform, proba_scale=scale,
-                         proba_rows=rows, column_means=_column_means(prep.summary))
+                         proba_rows=rows, column_means=_column_means(prep.summary),
+                         anchor_metric=None if prep.metric is None else prep.metric.info())
 
 
 def probability_scale(runner: Any, dataset: Dataset, family: Family, selected: np.ndarray,
