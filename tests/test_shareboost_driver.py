@@ -333,15 +333,17 @@ def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> No
     for name, factors_of in candidates.items():
         assert chosen.knn_error[name] == _loo_knn_error(summary.sample * factors_of,
                                                         summary.sample_codes, 5)
-    kept = ("equalised" if chosen.knn_error["equalised"] < chosen.knn_error["band"]
-            else "band")
+    a, b = chosen.only_right["equalised"], chosen.only_right["band"]
+    # the errors differ by the rows one candidate alone classifies rightly
+    assert (a - b) / n == pytest.approx(chosen.knn_error["band"] - chosen.knn_error["equalised"])
+    kept = "equalised" if a - b > 2.0 * np.sqrt(a + b) else "band"
     assert chosen.chosen == kept
     np.testing.assert_allclose(chosen.factors, candidates[kept], rtol=1e-5)
     # without labels (one class), no check: the band of the spreads alone, the 1e3 and
     # 1e-5 features at the band's edges, the others (spreads 1.5 to 4) as they were
     unlabelled = anchor_metric(summary, 1)
     assert (unlabelled.chosen, unlabelled.reason) == ("band", "no labelled sample")
-    assert unlabelled.knn_error is None
+    assert unlabelled.knn_error is None and unlabelled.only_right is None
     metric = unlabelled.factors
     np.testing.assert_allclose(metric, factors, rtol=1e-5)
     measured = iqr * metric
@@ -444,11 +446,13 @@ def test_anchor_metric_chooses_equalised_spreads_for_features_of_many_units() ->
                                rtol=1e-6)  # without labels: the band, unweighted
     weighted = chosen.factors * spread  # the relevance weights alone
     assert weighted.max() == pytest.approx(1.0) and weighted.min() >= 0.1 - 1e-12
+    assert chosen.only_right["equalised"] > 5 * chosen.only_right["band"]
     assert chosen.info() == {"chosen": "equalised", "reason": "knn",
-                             "knn_error": chosen.knn_error, "k": 5, "rows": KNN_ROWS}
+                             "knn_error": chosen.knn_error, "only_right": chosen.only_right,
+                             "k": 5, "rows": KNN_ROWS}
 
 
-def test_anchor_metric_keeps_the_band_for_decaying_components_and_their_rotation() -> None:
+def test_anchor_metric_keeps_the_band_for_decaying_components_and_near_ties() -> None:
     # principal-component-like features, variances decaying 20-fold, labelled by the
     # product of the leading two: divided by their spreads the low-variance components
     # take as much of each distance as the leading ones, the band keeps them small; the
@@ -468,12 +472,27 @@ def test_anchor_metric_keeps_the_band_for_decaying_components_and_their_rotation
     same = np.tile(np.arange(n) % 10, (2, 1)).T.astype(float)  # two features, one spread
     chosen = anchor_metric(_summary(same, (np.arange(n) % 10 > 4).astype(int), 2), 2)
     assert (chosen.chosen, chosen.reason, chosen.knn_error) == ("band", "proportional", None)
+    # hastie_10_2's rule on ten normal features: the spreads differ by the sample's chance
+    # alone, and so do the two errors; the band is kept where the lower error alone would
+    # have taken the other one
+    from streamlearn.solvers.shareboost.driver import KNN_TIE_Z
+
+    kept = []
+    for seed in range(8):
+        X = np.random.default_rng(seed).normal(size=(2000, 10))
+        chosen = anchor_metric(_summary(X, ((X ** 2).sum(axis=1) > 9.34).astype(int), 2), 2)
+        a, b = chosen.only_right["equalised"], chosen.only_right["band"]
+        assert a - b <= KNN_TIE_Z * np.sqrt(a + b)
+        kept.append((chosen.chosen, chosen.knn_error["equalised"] < chosen.knn_error["band"]))
+    assert all(name == "band" for name, _ in kept) and any(lower for _, lower in kept)
 
 
 def test_anchor_model_sees_units_past_the_band_as_the_band_edge() -> None:
-    # balls measured on the features with their spreads kept within SPREAD_BAND of the
-    # median: units (1e-3, 1, 1e4) give the model of units (0.1, 1, 10) (on raw values the
-    # 1e4 feature alone would decide which rows a ball holds)
+    # units (1e-3, 1, 1e4) give the model of units (0.1, 1, 10), the band's edges (on raw
+    # values the 1e4 feature alone would decide which rows a ball holds): both candidate
+    # metrics see the two alike, and the nearest-neighbour check keeps the same one for
+    # both, here the spreads equalised (the band keeps the noise feature at 10 times the
+    # product's two: 29 % of the rows' neighbours outvote them against 4 %)
     from streamlearn import ShareBoostClassifier
     from streamlearn.solvers.shareboost.driver import SPREAD_BAND
 
@@ -484,6 +503,12 @@ def test_anchor_model_sees_units_past_the_band_as_the_band_edge() -> None:
     edge = np.array([1.0 / SPREAD_BAND, 1.0, SPREAD_BAND])
     models = [ShareBoostClassifier(features="anchors", n_rounds=6, n_centres=12, refit_iter=300,
                                    progress=False).fit(Z, y) for Z in (X * edge, X * units)]
+    assert models[0].anchor_metric_ == {**models[1].anchor_metric_,
+                                        "knn_error": models[0].anchor_metric_["knn_error"],
+                                        "only_right": models[0].anchor_metric_["only_right"]}
+    assert models[1].anchor_metric_["chosen"] == "equalised"
+    for name, error in models[0].anchor_metric_["knn_error"].items():
+        assert models[1].anchor_metric_["knn_error"][name] == pytest.approx(error, abs=0.01)
     agree = np.mean(models[0].predict(X * edge) == models[1].predict(X * units))
     assert agree >= 0.99
     # and the product of the two features is learnt (a linear model cannot)

@@ -235,6 +235,38 @@ def test_probability_scale_is_kept_by_a_model_file(tmp_path) -> None:
                                rtol=1e-12)
 
 
+def test_anchor_metric_choice_is_kept_by_a_model_file(tmp_path) -> None:
+    """The anchors' metric choice (anchor_metric_) is saved and restored with the metric
+    the pieces measure in; a file written without it (before it existed) loads and
+    predicts the same; a refit without anchors drops it."""
+    from streamlearn.solvers.shareboost.driver import KNN_NEIGHBOURS, knn_error
+
+    X, y = noisy_problem(600, seed=5)
+    X[:, 0] *= 1e4  # units apart: the check runs
+    model = ShareBoostClassifier(features="anchors", n_rounds=3, n_centres=16,
+                                 refit_iter=300).fit(X, y)
+    info = model.anchor_metric_
+    assert info["reason"] == "knn" and info["rows"] == 600 and info["k"] == KNN_NEIGHBOURS
+    errors = info["knn_error"]
+    a, b = info["only_right"]["equalised"], info["only_right"]["band"]
+    assert info["chosen"] == ("equalised" if a - b > 2.0 * np.sqrt(a + b) else "band")
+    # the kept error is that of the rows in the metric the pieces measure in
+    metric = model.family_.pieces.metric
+    assert knn_error(X.astype(np.float32) * metric, y) == pytest.approx(errors[info["chosen"]])
+    save_model(model, tmp_path / "m.slm")
+    loaded = load_model(tmp_path / "m.slm")
+    assert loaded.anchor_metric_ == info
+    np.testing.assert_array_equal(loaded.family_.pieces.metric, metric)
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    del model.anchor_metric_
+    save_model(model, tmp_path / "old.slm")
+    old = load_model(tmp_path / "old.slm")
+    assert not hasattr(old, "anchor_metric_")
+    np.testing.assert_array_equal(old.predict_proba(X), loaded.predict_proba(X))
+    model.set_params(features="linear").fit(X, y)
+    assert not hasattr(model, "anchor_metric_")
+
+
 # stumps on 60 categories: the same indicator columns, in 78 rounds (1,260 passes) rather
 # than the 219 rounds (3,551 passes) that 200 take; "auto" on 200 keeps the linear family
 # without comparing the families, on 60 it compares them (twice the time)

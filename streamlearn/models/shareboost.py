@@ -25,10 +25,11 @@ rows, plus ``l2 ||W||_F^2`` (Sec. 2.1). Candidate columns come in three families
 - ``"anchors"``: piecewise-linear pieces ``1[||x - v|| < r] [x, 1]`` (Sec. 3.2, App. A.2):
   centres from streamed k-means, radii from distance quantiles, one piece (``d + 1``
   columns) selected per round by the sum of its columns' norms. Distances are measured on
-  the features either divided by their spreads or with their spreads kept within a factor
-  10 of the median spread, whichever gives the sampled rows the fewer nearest-neighbour
-  errors, and weighted by their relevance to the labels (see ``n_centres``). ``gate="soft"`` gives
-  the pieces soft edges (see ``gate``); the default hard balls are the paper's.
+  the features with their spreads kept within a factor 10 of the median spread, or
+  divided by their spreads where that gives the sampled rows clearly fewer
+  nearest-neighbour errors, and weighted by their relevance to the labels (see
+  ``n_centres``). ``gate="soft"`` gives the pieces soft edges (see ``gate``); the default
+  hard balls are the paper's.
 
 Every round's training (and optional validation) error is recorded in ``path_``: the whole
 sparsity path comes from one run.
@@ -211,9 +212,10 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         edge (``"band"``, :func:`~streamlearn.solvers.shareboost.driver.spread_factors`);
         each then multiplied by its relevance weight in ``[0.1, 1]``, as ``MixtureSVC``
         weighs its features (from the sampled rows' labels, on at most 64 features). The
-        metric kept is the one under which up to 2,000 of the sampled rows have the lower
-        leave-one-out 5-nearest-neighbour error, the band on a tie
-        (:func:`~streamlearn.solvers.shareboost.driver.anchor_metric`;
+        band is kept unless up to 2,000 of the sampled rows have a lower leave-one-out
+        5-nearest-neighbour error with the spreads equalised by more than chance would
+        give (two standard deviations of a sign test on the rows the two classify
+        differently; :func:`~streamlearn.solvers.shareboost.driver.anchor_metric`,
         ``anchor_metric_`` has both errors): a feature of large units does not alone
         decide which rows a ball holds, the band keeps the ratios of the spreads of one
         unit's features (the low-variance components of a principal-component
@@ -337,8 +339,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         of the fit on every row when cross-fitted): ``chosen`` (``"band"`` or
         ``"equalised"``), ``reason`` (``"knn"``, or why no check ran: ``"proportional"``,
         ``"no labelled sample"``), ``knn_error`` (each candidate's leave-one-out
-        nearest-neighbour error on the sampled rows; None where no check ran), ``k`` and
-        ``rows`` (of the check). Absent where no anchors were fitted.
+        nearest-neighbour error on the sampled rows), ``only_right`` (each candidate's
+        count of those rows it alone classifies rightly; both None where no check ran),
+        ``k`` and ``rows`` (of the check). Absent where no anchors were fitted.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the linear columns
         (:class:`~streamlearn.features.tail_transform.TailTransform`); absent when none was.
