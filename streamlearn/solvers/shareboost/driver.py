@@ -490,8 +490,8 @@ def anchor_metric(summary: WeightedSummary, n_classes: int) -> AnchorMetric:
       far outliers (a feature with ten rows at 1e5 among normal ones) do not widen the
       feature's spread.
     - ``"band"``: :func:`spread_factors`, spreads within :data:`SPREAD_BAND` of the median
-      spread kept as they are, the others brought to the band's edge (the scales set 4.20
-      %: the sine's feature, at the band's lower edge, counts a hundredth of the
+      spread kept as they are, the others brought to the band's edge (the scales set
+      4.20 %: the sine's feature, at the band's lower edge, counts a hundredth of the
       product's). Divided by their spreads alike, features of one unit whose spreads
       differ because their variances do lose that difference: the low-variance, noisy
       components of a principal-component projection take as much of each distance as
@@ -508,10 +508,13 @@ def anchor_metric(summary: WeightedSummary, n_classes: int) -> AnchorMetric:
     chance would: ``a - b > z sqrt(a + b)``, ``z`` = :data:`KNN_TIE_Z`; otherwise the band
     (a lower error within that margin counts as a tie). Nearest neighbours in a metric
     stand for the balls the metric draws around k-means's centres: rows a metric puts near
-    one another should share their label. The check is skipped,
-    and the band kept, where the candidates differ by a constant factor (every spread the
-    same: the same balls), or where there are fewer than :data:`KNN_NEIGHBOURS` + 1
-    sampled rows with labels, or one class.
+    one another should share their label. On the scales set the equalised spreads are
+    kept (about 600 rows against 50 of 2,000; test error 3.41 %), on MNIST's 50
+    components the band (32 against 77; 7.35 % of the rows wrong against 9.60), and on
+    sets whose two errors differ by chance the band (hastie_10_2: 6.30 %, where the lower
+    error alone gave 6.69). The check is skipped, and the band kept, where the candidates
+    differ by a constant factor (every spread the same: the same balls), or where there
+    are fewer than :data:`KNN_NEIGHBOURS` + 1 sampled rows with labels, or one class.
 
     Each factor is multiplied by the feature's relevance weight in ``[0.1, 1]``,
     ``MixtureSVC``'s rule (:func:`~streamlearn.solvers.mixture.relevance.relevance_weights`
