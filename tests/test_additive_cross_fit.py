@@ -13,14 +13,12 @@ import copy
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from sklearn.metrics import log_loss
 
 from streamlearn import AdditiveSVC
-from streamlearn.engine import LocalEngine
 from streamlearn.features import BSplinePairMap
 from streamlearn.io import load_model
 from streamlearn.solvers.additive import HOLDOUT_SALT, AdditiveConfig, Holdout, driver
@@ -32,6 +30,7 @@ from streamlearn.solvers.additive.driver import (
     pairs_pay,
 )
 from streamlearn.solvers.row_sample import row_keys
+from tests.dying_engine import DyingEngine, Interrupted
 
 
 def _config(share: float | None = 0.1, shares: tuple[float, ...] | None = (1.0, 1.0),
@@ -205,30 +204,6 @@ def test_rows_of_weight_zero_do_not_count_toward_the_rule() -> None:
     assert AdditiveSVC(**kw).fit(XB, yA, sample_weight=weight).cross_fit_["n_folds"] == 5
 
 
-class _Interrupted(Exception):
-    pass
-
-
-class _DyingEngine(LocalEngine):
-    """Stops the fit after ``after`` chunks, as a kill would."""
-
-    def __init__(self, after: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.after = after
-
-    def run(self, pass_: Any, data: Any, **options: Any) -> Any:
-        on_chunk = options.pop("on_chunk", None)
-
-        def counting(done: int, state: Any) -> None:
-            if on_chunk is not None:
-                on_chunk(done, state)
-            self.after -= 1
-            if self.after <= 0:
-                raise _Interrupted
-
-        return super().run(pass_, data, on_chunk=counting, **options)
-
-
 def test_a_killed_cross_fitted_fit_resumes_to_the_same_model(tmp_path: Path) -> None:
     """Killed among the folds' trainings, a fit resumed from its checkpoint makes the
     same choices and the same model as one run through."""
@@ -237,10 +212,10 @@ def test_a_killed_cross_fitted_fit_resumes_to_the_same_model(tmp_path: Path) -> 
                   progress=False)
     whole = AdditiveSVC(**params).fit(X, y)
     checkpoint = tmp_path / "ckpt"
-    with pytest.raises(_Interrupted):  # the per-feature model's folds are 5 x 3 epochs
-        AdditiveSVC(**params).fit(X, y, engine=_DyingEngine(40, chunk_rows=100),
+    with pytest.raises(Interrupted):  # the per-feature model's folds are 5 x 3 epochs
+        AdditiveSVC(**params).fit(X, y, engine=DyingEngine(40, chunk_rows=100),
                                   checkpoint=checkpoint, checkpoint_every=1)
-    engine = _DyingEngine(10**9, progress=False, chunk_rows=100)
+    engine = DyingEngine(10**9, progress=False, chunk_rows=100)
     resumed = AdditiveSVC(**params).fit(X, y, engine=engine, checkpoint=checkpoint,
                                         checkpoint_every=1)
     assert engine.passes.rows_read < whole.n_passes_ * X.shape[0]  # it read only the rest

@@ -24,6 +24,7 @@ from streamlearn.engine.accounting import (
 from streamlearn.models.additive import AdditiveSVC
 from streamlearn.models.registry import estimator_classes
 from tests.conftest import FEATURES, Reference, write_parquet_file
+from tests.dying_engine import DyingEngine, Interrupted
 
 # Passes below are sent to dask workers by value: they need not import this module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -206,31 +207,6 @@ def test_refit_forgets_the_previous_count_and_model_files_keep_it(tmp_path: Path
     loaded = AdditiveSVC.load(model.save(tmp_path / "m.slm"))
     assert (loaded.n_passes_, loaded.bytes_read_) == (5.0, model.bytes_read_)
     assert type(loaded.n_passes_) is float and type(loaded.bytes_read_) is int
-
-
-class Interrupted(Exception):
-    pass
-
-
-class DyingEngine(LocalEngine):
-    """Stops the fit after ``after`` chunks, as a kill would (never when None)."""
-
-    def __init__(self, after: int | None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.after = after
-
-    def run(self, pass_: Any, data: Any, **options: Any) -> Any:
-        on_chunk = options.pop("on_chunk", None)
-
-        def counting(done: int, state: Any) -> None:
-            if on_chunk is not None:
-                on_chunk(done, state)
-            if self.after is not None:
-                self.after -= 1
-                if self.after <= 0:
-                    raise Interrupted
-
-        return super().run(pass_, data, on_chunk=counting, **options)
 
 
 @pytest.mark.parametrize("after", [3, 13, 31])
