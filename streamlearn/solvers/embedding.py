@@ -434,7 +434,16 @@ class KernelFamily:
         self._lock = threading.Lock()
 
     def __call__(self, kind: int, ipar: np.ndarray, sparse: bool) -> Any:
-        """The kernel for map ``(kind, ipar)`` on dense rows, or CSR rows when ``sparse``."""
+        """The kernel for map ``(kind, ipar)`` on dense rows, or CSR rows when ``sparse``.
+
+        Raises
+        ------
+        ValueError
+            CSR rows for a map that :func:`encode_sparse_row` does not encode: refused
+            here, before a kernel is compiled only to refuse them on its first row.
+        """
+        if sparse and not encodes_sparse_rows(kind, ipar):
+            raise ValueError(SPARSE_MAPS_ONLY)
         spec = kernel_spec(kind, ipar, sparse, self._uses_order)
         kernel = self._kernels.get(spec)
         if kernel is None:
@@ -540,6 +549,18 @@ def fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx,
         return zero, encode_sparse_row(kind, csr[1][lo:hi], csr[2][lo:hi], ipar, fpar, idx, val)
     x = X[r]
     return x, embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
+
+
+#: Why a map's kernels refuse CSR rows (:func:`encodes_sparse_rows`).
+SPARSE_MAPS_ONLY = ("sparse rows take the identity or zero-preserving B-splines without "
+                    "pairs or value terms")
+
+
+def encodes_sparse_rows(kind: int, ipar: np.ndarray) -> bool:
+    """Whether :func:`encode_sparse_row` encodes CSR rows for map ``(kind, ipar)``: the
+    identity, and zero-preserving B-splines without pairs or value terms."""
+    return kind == LINEAR or (kind == BSPLINE and ipar[IP_ZERO_PRESERVING] != 0
+                              and ipar[IP_N_PAIRS] == 0 and ipar[IP_N_VALUE_TERMS] == 0)
 
 
 @njit(cache=True, nogil=True, forceinline=True)
