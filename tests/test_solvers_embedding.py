@@ -24,6 +24,7 @@ from streamlearn.solvers.embedding import (
     embedded_sq_norm,
     embedding_params,
     encode_row,
+    encodes_sparse_rows,
     every_column,
     from_term_major,
     kernel_spec,
@@ -227,12 +228,20 @@ def test_every_kernel_variant_has_a_cache_index_of_its_own():
             for order in (0, 1, 2):
                 maps.append(embedding_params(
                     BSplineMap(degree, 6, order, zero_preserving).fit(lo, hi)))
-    # specs: linear, 2 variants of Fourier and 3 degrees x 2 variants of B-splines, x 3
-    # orders where the kernel updates w_d, x 2 forms of rows
-    for kernels, n_specs in ((_DCD_OVR, 42), (_EMBEDDING_SUM, 42), (_DECISION_OVR, 18),
-                             (_PEGASOS_OVR, 42)):
-        made = {kernels(emb.kind, emb.ipar, sparse) for emb in maps for sparse in (False, True)}
+    # specs: on dense rows linear, 2 variants of Fourier and 3 degrees x 2 variants of
+    # B-splines, x 3 orders where the kernel updates w_d (21, or 9); on CSR rows linear
+    # and the 3 degrees of zero-preserving B-splines, x 3 orders (10, or 4). The other
+    # maps' CSR kernels are refused before they are made
+    for kernels, n_specs in ((_DCD_OVR, 31), (_EMBEDDING_SUM, 31), (_DECISION_OVR, 13),
+                             (_PEGASOS_OVR, 31)):
+        made = {kernels(emb.kind, emb.ipar, sparse) for emb in maps for sparse in (False, True)
+                if not sparse or encodes_sparse_rows(emb.kind, emb.ipar)}
         assert len(made) == n_specs
+        refused = [emb for emb in maps if not encodes_sparse_rows(emb.kind, emb.ipar)]
+        assert len(refused) == 2 + 9
+        for emb in refused:
+            with pytest.raises(ValueError, match="zero-preserving B-splines"):
+                kernels(emb.kind, emb.ipar, True)
         every = list(kernels.kernels.values())  # with those other tests made before
         names = {k._cache._cache_file._index_name for k in every}
         assert len(names) == len(every)
@@ -255,7 +264,8 @@ def test_kernel_specs_keep_apart_only_what_a_kernel_branches_on():
     assert _DECISION_OVR(*d1o1[:2], False) is _DECISION_OVR(*d1o2[:2], False)
     assert _PEGASOS_OVR(*d1o1[:2], False) is not _PEGASOS_OVR(*d1o2[:2], False)
     assert _DECISION_OVR(*d1o1[:2], False) is not _DECISION_OVR(*d3o1[:2], False)
-    assert _DECISION_OVR(*d1o1[:2], False) is not _DECISION_OVR(*d1o1[:2], True)
+    z1 = emb(degree=1, penalty_order=1, zero_preserving=True)
+    assert _DECISION_OVR(*z1[:2], False) is not _DECISION_OVR(*z1[:2], True)
     four = [embedding_params(FourierMap(k).fit(lo, hi)) for k in (2, 5)]
     assert kernel_spec(four[0].kind, four[0].ipar, False, True) == \
         kernel_spec(four[1].kind, four[1].ipar, False, True) == \
