@@ -50,9 +50,11 @@ from streamlearn.solvers.shareboost.passes import (
     ColumnScorePass,
     ObjectiveState,
     RestrictedObjectivePass,
+    StepTerms,
     TemperaturePass,
     WeightedSummary,
     WeightedSummaryPass,
+    keeps_terms,
     numpy_paths,
 )
 
@@ -631,6 +633,8 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     shape = coef.shape
     k = intercept.shape[0]
     numpy = numpy_paths(dataset.n_rows)
+    # the chunks' gates and codes, computed by the first evaluation for all of them
+    kept = StepTerms() if keeps_terms(dataset.n_rows) else None
     tally_at: list[tuple[np.ndarray, ObjectiveState]] = []
     chosen = np.array(selected, dtype=np.int64)
     # L-BFGS runs over the interval values of nested columns (stumps of one feature, balls
@@ -676,7 +680,7 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
         W = weights(theta)
         state: ObjectiveState = runner.run(
             RestrictedObjectivePass(family, chosen, W, values(theta)[1], holdout,
-                                    numpy=numpy),
+                                    numpy=numpy, kept=kept),
             dataset, description=f"refit {shape[0]} columns")
         total = max(state.weight, np.finfo(np.float64).tiny)
         value = state.loss / total + l2 * float(np.sum(W * W))

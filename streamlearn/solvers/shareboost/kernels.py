@@ -303,18 +303,26 @@ NUMPY_OBJECTIVE_ENTRIES = 1 << 22
 
 def _scores_numpy(gates: np.ndarray, base: np.ndarray, coef: np.ndarray,
                   intercept: np.ndarray) -> np.ndarray:
-    # s = b + sum_j g_j W_j a of every row, in float64, (n, k): the gates times the
-    # coefficients (one matrix product over the groups), then each class's row of
-    # that against the base vector
+    # s = b + sum_j g_j W_j a of every row, in float64, (n, k)
+    gates64, base64 = gates.astype(np.float64), base.astype(np.float64)
+    return _scores_float64(gates64, base64, gates64 * base64 if coef.shape[2] == 1 else None,
+                           coef, intercept)
+
+
+def _scores_float64(gates: np.ndarray, base: np.ndarray, products: np.ndarray | None,
+                    coef: np.ndarray, intercept: np.ndarray) -> np.ndarray:
+    # _scores_numpy of float64 gates and base: the gates times the coefficients (one matrix
+    # product over the groups), then each class's row of that against the base vector;
+    # products (q = 1) are the gates times the base
     T, k, q = coef.shape
     if q == 1:  # single columns (linear): the groups added in order, whatever the layout
+        assert products is not None
         s = np.broadcast_to(intercept, (gates.shape[0], k)).copy()
-        g = gates.astype(np.float64) * base.astype(np.float64)
         for j in range(T):
-            s += g[:, j:j + 1] * coef[j, :, 0]
+            s += products[:, j:j + 1] * coef[j, :, 0]
         return s
-    mixed = (gates.astype(np.float64) @ coef.reshape(T, k * q)).reshape(-1, k, q)
-    return intercept + np.einsum("ncf,nf->nc", mixed, base.astype(np.float64))
+    mixed = (gates @ coef.reshape(T, k * q)).reshape(-1, k, q)
+    return intercept + np.einsum("ncf,nf->nc", mixed, base)
 
 
 def _softmax_residuals_numpy(s: np.ndarray, y: np.ndarray
@@ -342,6 +350,36 @@ def _weighted_rows(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
     return gates, base, codes.astype(np.int64), weight.astype(np.float64), keep
 
 
+class ObjectiveRows:
+    """The rows of non-zero weight of a chunk's restricted problem, as
+    :func:`restricted_objective_numpy` reads them: what does not change with the
+    coefficients, which a corrective step keeps for its evaluations.
+
+    Parameters
+    ----------
+    gates, base, codes, weight
+        As for :func:`restricted_objective_chunk`.
+
+    Attributes
+    ----------
+    gates : ndarray of shape (m, T), float64
+    base : ndarray of shape (m, q), float64
+    products : ndarray of shape (m, T), float64, or None
+        ``gates * base`` where ``q = 1``.
+    codes : ndarray of shape (m,), int64
+    weight : ndarray of shape (m,), float64
+    """
+
+    __slots__ = ("base", "codes", "gates", "products", "weight")
+
+    def __init__(self, gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
+                 weight: np.ndarray) -> None:
+        gates, base, self.codes, self.weight, _ = _weighted_rows(gates, base, codes, weight)
+        self.gates = gates.astype(np.float64)
+        self.base = base.astype(np.float64)
+        self.products = self.gates * self.base if base.shape[1] == 1 else None
+
+
 def restricted_objective_numpy(gates: np.ndarray, base: np.ndarray, codes: np.ndarray,
                                weight: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
                                grad_coef: np.ndarray, grad_intercept: np.ndarray
@@ -358,18 +396,38 @@ def restricted_objective_numpy(gates: np.ndarray, base: np.ndarray, codes: np.nd
     -------
     loss, weight_sum, errors : float
     """
-    gates, base, codes, w, _ = _weighted_rows(gates, base, codes, weight)
+    return objective_rows_numpy(ObjectiveRows(gates, base, codes, weight), coef, intercept,
+                                grad_coef, grad_intercept)
+
+
+def objective_rows_numpy(rows: ObjectiveRows, coef: np.ndarray, intercept: np.ndarray,
+                         grad_coef: np.ndarray, grad_intercept: np.ndarray
+                         ) -> tuple[float, float, float]:
+    """:func:`restricted_objective_numpy` of rows kept as :class:`ObjectiveRows`: the
+    same arithmetic, so the same sums to the last bit.
+
+    Parameters
+    ----------
+    rows : ObjectiveRows
+    coef, intercept, grad_coef, grad_intercept
+        As for :func:`restricted_objective_chunk`.
+
+    Returns
+    -------
+    loss, weight_sum, errors : float
+    """
+    w = rows.weight
     T, k, q = coef.shape
-    r, loss, wrong = _softmax_residuals_numpy(_scores_numpy(gates, base, coef, intercept),
-                                              codes)
+    r, loss, wrong = _softmax_residuals_numpy(
+        _scores_float64(rows.gates, rows.base, rows.products, coef, intercept), rows.codes)
     r *= w[:, None]
     grad_intercept += r.sum(axis=0)
-    outer = (r[:, :, None] * base.astype(np.float64)[:, None, :]).reshape(r.shape[0], k * q)
+    outer = (r[:, :, None] * rows.base[:, None, :]).reshape(r.shape[0], k * q)
     if q == 1:  # the rows added in order (a reduction over the first axis), as above
-        grad_coef += np.add.reduce(gates.astype(np.float64)[:, :, None] * outer[:, None, :],
+        grad_coef += np.add.reduce(rows.gates[:, :, None] * outer[:, None, :],
                                    axis=0).reshape(T, k, q)
     else:
-        grad_coef += (gates.astype(np.float64).T @ outer).reshape(T, k, q)
+        grad_coef += (rows.gates.T @ outer).reshape(T, k, q)
     return float(w @ loss), float(w.sum()), float(w[wrong].sum())
 
 

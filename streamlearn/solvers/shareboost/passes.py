@@ -30,6 +30,7 @@ from streamlearn.solvers.row_sample import BottomKSample
 from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
 from streamlearn.solvers.shareboost.kernels import (
     NUMPY_OBJECTIVE_ENTRIES,
+    ObjectiveRows,
     decision,
     decision_chunk,
     exp_lanes,
@@ -39,8 +40,8 @@ from streamlearn.solvers.shareboost.kernels import (
     linear_objective_chunk,
     margin_residuals_chunk,
     margin_residuals_numpy,
+    objective_rows_numpy,
     restricted_objective_chunk,
-    restricted_objective_numpy,
     single_column_objective_chunk,
     stump_objective_chunk,
     stump_tables,
@@ -78,6 +79,65 @@ def training_rows(chunk: Chunk, holdout: Holdout | None) -> Chunk:
               else np.array(chunk.weight, dtype=np.float32))
     weight[held] = 0.0
     return replace(chunk, weight=weight)
+
+
+class ChunkTerms:
+    """What the restricted objective reads of one chunk's training rows and does not change
+    with the coefficients: class codes and weights (held-out rows weighted zero), and the
+    selected columns' gates and base columns as its path reads them (filled by
+    :func:`restricted_objective` as it computes them).
+
+    Attributes
+    ----------
+    codes, weight : ndarray of shape (n,)
+        From :func:`chunk_arrays` of :func:`training_rows`.
+    rows : ObjectiveRows or None
+        The numpy path's rows (:func:`numpy_paths`).
+    gates, base : ndarray or None
+        The kernels' gates and base columns (anchors).
+    """
+
+    __slots__ = ("base", "codes", "gates", "rows", "weight")
+
+    def __init__(self, codes: np.ndarray, weight: np.ndarray) -> None:
+        self.codes = codes
+        self.weight = weight
+        self.rows: ObjectiveRows | None = None
+        self.gates: np.ndarray | None = None
+        self.base: np.ndarray | None = None
+
+
+class StepTerms:
+    """The :class:`ChunkTerms` of every chunk, kept through the evaluations of one
+    corrective step (:class:`RestrictedObjectivePass` ``kept``), in which the data, the
+    selected columns and the rows held out do not change: the same numbers as recomputing
+    them at every evaluation, once.
+
+    A chunk is known by its first row and its number of rows; one whose rows are not
+    consecutive (shuffled, or rows dropped by validation) is not kept. Meant for data small
+    enough for the numpy paths (:func:`numpy_paths`), whose chunks all fit in memory: it
+    keeps float64 copies of the gates of every chunk. Copied (to another process), it
+    starts empty.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: dict[tuple[int, int], ChunkTerms] = {}
+
+    def __reduce__(self) -> tuple[type[StepTerms], tuple[()]]:
+        return (StepTerms, ())
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def of(self, chunk: Chunk, holdout: Holdout | None) -> ChunkTerms:
+        """The chunk's terms: those kept, or new ones (kept when the chunk can be known)."""
+        key = (int(chunk.start), int(chunk.n_rows))
+        if chunk.index is None and key in self._chunks:
+            return self._chunks[key]
+        terms = ChunkTerms(*chunk_arrays(training_rows(chunk, holdout)))
+        if chunk.index is None:
+            self._chunks[key] = terms
+        return terms
 
 
 def held_out_rows(chunk: Chunk, holdout: Holdout) -> Chunk | None:
@@ -122,6 +182,18 @@ def numpy_paths(n_rows: int) -> bool:
     return int(n_rows) <= NUMPY_ROWS
 
 
+#: Datasets of at most this many rows keep their chunks' terms through each corrective step
+#: (:class:`StepTerms`, :func:`keeps_terms`): those of the numpy paths, whose chunks' gates
+#: fit in memory many times over.
+KEEP_TERMS_ROWS = NUMPY_ROWS
+
+
+def keeps_terms(n_rows: int) -> bool:
+    """Whether a corrective step on a dataset of ``n_rows`` rows keeps its chunks' terms
+    through its evaluations (:class:`StepTerms`): at most :data:`KEEP_TERMS_ROWS` rows."""
+    return int(n_rows) <= KEEP_TERMS_ROWS
+
+
 def small_chunk(n_rows: int, selected: np.ndarray, coef: np.ndarray) -> bool:
     """Whether a chunk of ``n_rows`` rows scored by ``coef`` (T, k, q) takes the numpy
     paths (:data:`~streamlearn.solvers.shareboost.kernels.NUMPY_OBJECTIVE_ENTRIES`)."""
@@ -132,8 +204,8 @@ def small_chunk(n_rows: int, selected: np.ndarray, coef: np.ndarray) -> bool:
 def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
                          codes: np.ndarray, weight: np.ndarray, coef: np.ndarray,
                          intercept: np.ndarray, grad_coef: np.ndarray,
-                         grad_intercept: np.ndarray, numpy: bool = False
-                         ) -> tuple[float, float, float]:
+                         grad_intercept: np.ndarray, numpy: bool = False,
+                         kept: ChunkTerms | None = None) -> tuple[float, float, float]:
     """Loss sums of the restricted problem on rows ``X``, its gradient added to
     ``grad_coef`` and ``grad_intercept``, the rows split between threads.
 
@@ -146,6 +218,11 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
     (dense or CSR rows alike) or anchors take
     :func:`~streamlearn.solvers.shareboost.kernels.restricted_objective_numpy` instead, the
     same sums up to rounding without a kernel to compile.
+
+    ``kept`` (:class:`ChunkTerms`, of these rows, family and selected columns) holds what
+    an earlier evaluation computed of the rows that does not change with the coefficients
+    (the gates and base columns, in the form the path reads them), and receives what this
+    one computes: the same numbers, computed once per corrective step.
 
     Returns
     -------
@@ -164,7 +241,7 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
     if numpy and (linear or not single) and small_chunk(_rows(X), selected, coef):
         with single_threaded_blas():  # small products: a BLAS thread costs more than it gains
             return _small_restricted_objective(family, X, selected, codes, weight, coef,
-                                               intercept, grad_coef, grad_intercept)
+                                               intercept, grad_coef, grad_intercept, kept)
     W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
     if dense_linear:
         features = np.ascontiguousarray(selected, dtype=np.int64)
@@ -185,8 +262,13 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
 
         return _added(in_threads(linear_work, thread_bounds(X.shape[0], MIN_ROWS_PER_THREAD)),
                       grad_coef[:, :, 0], grad_intercept)
-    gates = selected_gates(family, X, selected)
-    base = family.base(X)
+    if kept is not None and kept.gates is not None:
+        gates, base = kept.gates, kept.base
+    else:
+        gates = selected_gates(family, X, selected)
+        base = family.base(X)
+        if kept is not None:
+            kept.gates, kept.base = gates, base
 
     def work(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
         grad = np.zeros(W.shape)
@@ -203,24 +285,31 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
 def _small_restricted_objective(family: Family, X: np.ndarray | SparseRows,
                                 selected: np.ndarray, codes: np.ndarray, weight: np.ndarray,
                                 coef: np.ndarray, intercept: np.ndarray,
-                                grad_coef: np.ndarray, grad_intercept: np.ndarray
-                                ) -> tuple[float, float, float]:
+                                grad_coef: np.ndarray, grad_intercept: np.ndarray,
+                                kept: ChunkTerms | None = None) -> tuple[float, float, float]:
     # restricted_objective of a small chunk (small_chunk) of linear columns or anchors, in
     # numpy (restricted_objective_numpy): no kernel to compile. Linear columns of dense and
     # of CSR rows get the same gates (linear_gates_numpy, linear_gates_csr), hence the same
     # sums
-    if not isinstance(family, LinearColumns):
-        return restricted_objective_numpy(selected_gates(family, X, selected), family.base(X),
-                                          codes, weight, coef, intercept, grad_coef,
-                                          grad_intercept)
+    linear = isinstance(family, LinearColumns)
+    rows = None if kept is None else kept.rows
+    if rows is None:
+        if not linear:
+            gates = selected_gates(family, X, selected)
+        elif isinstance(X, SparseRows):
+            gates = linear_gates_csr(*X.kernel_args, selected, family.scale)
+        else:
+            gates = linear_gates_numpy(X, selected, family.scale)
+        rows = ObjectiveRows(gates, family.base(X), codes, weight)
+        if kept is not None:
+            kept.rows = rows
+    if not linear:
+        return objective_rows_numpy(rows, coef, intercept, grad_coef, grad_intercept)
     # the columns' shift folded into the intercept, as for the kernel
     offsets = family.offsets(selected)
     grad = np.zeros(coef.shape)
     grad_b = np.zeros_like(grad_intercept)
-    gates = (linear_gates_csr(*X.kernel_args, selected, family.scale)
-             if isinstance(X, SparseRows) else linear_gates_numpy(X, selected, family.scale))
-    sums = restricted_objective_numpy(gates, family.base(X), codes, weight, coef,
-                                      intercept - offsets @ coef[:, :, 0], grad, grad_b)
+    sums = objective_rows_numpy(rows, coef, intercept - offsets @ coef[:, :, 0], grad, grad_b)
     grad_coef[:, :, 0] += grad[:, :, 0] - np.outer(offsets, grad_b)
     grad_intercept += grad_b
     return sums
@@ -644,12 +733,16 @@ class RestrictedObjectivePass(_ModelPass):
         state), what the temperature of the class probabilities is chosen by.
     numpy : bool
         As in :class:`ColumnScorePass`.
+    kept : StepTerms, optional
+        The chunks' terms that do not change with the coefficients, shared by the passes
+        of one corrective step (same data, family, selected columns and holdout): each
+        chunk's are computed by the first pass and read by the others.
     """
 
     def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
                  intercept: np.ndarray, holdout: Holdout | None = None,
                  held_out: bool = False, temperature: bool = False,
-                 numpy: bool = False) -> None:
+                 numpy: bool = False, kept: StepTerms | None = None) -> None:
         if held_out and holdout is None:
             raise ValueError("held_out=True needs a holdout")
         if temperature and not held_out:
@@ -657,6 +750,7 @@ class RestrictedObjectivePass(_ModelPass):
         super().__init__(family, selected, coef, intercept, holdout, numpy)
         self.held_out = held_out
         self.temperature = temperature
+        self.kept = kept
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
@@ -683,11 +777,15 @@ class RestrictedObjectivePass(_ModelPass):
                         class_scores(self.family, held.X, self.selected, self.coef,
                                      self.intercept, self.numpy), codes, weight)
             return state
-        chunk = training_rows(chunk, self.holdout)
-        codes, weight = chunk_arrays(chunk)
+        if self.kept is not None:
+            terms = self.kept.of(chunk, self.holdout)
+            codes, weight = terms.codes, terms.weight
+        else:
+            terms = None
+            codes, weight = chunk_arrays(training_rows(chunk, self.holdout))
         loss, wsum, errors = restricted_objective(
             self.family, chunk.X, self.selected, codes, weight, self.coef, self.intercept,
-            state.gradient, state.intercept, self.numpy)
+            state.gradient, state.intercept, self.numpy, terms)
         state.loss += loss
         state.weight += wsum
         state.errors += errors

@@ -1,0 +1,113 @@
+"""A corrective step keeps its chunks' terms (``StepTerms``) and learns what recomputing
+them at every evaluation learns."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from streamlearn import LocalEngine, open_dataset
+from streamlearn.data.chunk import Chunk
+from streamlearn.models.shareboost import ShareBoostClassifier
+from streamlearn.solvers.holdout import Holdout
+from streamlearn.solvers.shareboost import passes
+from streamlearn.solvers.shareboost.columns import LinearColumns
+from streamlearn.solvers.shareboost.kernels import (
+    ObjectiveRows,
+    objective_rows_numpy,
+    restricted_objective_chunk,
+)
+from streamlearn.solvers.shareboost.passes import RestrictedObjectivePass, StepTerms
+
+
+def _problem(n: int = 420, d: int = 6, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_classification(n, d, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=seed)
+    return X.astype(np.float32), y
+
+
+def _fitted(model: ShareBoostClassifier) -> dict[str, np.ndarray]:
+    return {name: np.asarray(getattr(model, name))
+            for name in ("selected_features_", "coef_groups_", "intercept_")}
+
+
+@pytest.mark.parametrize("features", ["linear", "stumps", "anchors"])
+def test_fit_keeping_the_terms_is_the_fit_recomputing_them(features: str,
+                                                            monkeypatch) -> None:
+    # several chunks, cross-fitted folds and sample weights: every path of the pass
+    X, y = _problem()
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0])
+    kw = dict(features=features, n_centres=8, chunk_rows=150, progress=False)
+    kept = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
+    monkeypatch.setattr(passes, "KEEP_TERMS_ROWS", -1)
+    assert not passes.keeps_terms(X.shape[0])
+    recomputed = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
+    a, b = _fitted(kept), _fitted(recomputed)
+    np.testing.assert_array_equal(a["selected_features_"], b["selected_features_"])
+    for name in ("coef_groups_", "intercept_"):
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(kept.predict_proba(X), recomputed.predict_proba(X),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_pass_reads_kept_terms_and_keeps_one_per_chunk() -> None:
+    X, y = _problem(n=500, d=5)
+    dataset = open_dataset(X, target=y, chunk_rows=128)
+    family = LinearColumns(np.full(5, 0.5), np.linspace(-0.2, 0.2, 5))
+    selected = np.array([0, 2, 3], dtype=np.int64)
+    coef = np.random.default_rng(1).normal(size=(3, 3, 1))
+    intercept = np.array([0.1, -0.2, 0.05])
+    holdout = Holdout.fraction(0.2, 7)
+    engine = LocalEngine(progress=False)
+
+    def run(kept: StepTerms | None) -> passes.ObjectiveState:
+        return engine.run(RestrictedObjectivePass(family, selected, coef, intercept, holdout,
+                                                  numpy=True, kept=kept), dataset)
+
+    plain = run(None)
+    kept = StepTerms()
+    first, second = run(kept), run(kept)  # the second reads what the first kept
+    assert len(kept) == 4  # 500 rows in chunks of 128
+    for state in (first, second):
+        assert (state.loss, state.weight, state.errors) == (plain.loss, plain.weight,
+                                                            plain.errors)
+        np.testing.assert_array_equal(state.gradient, plain.gradient)
+        np.testing.assert_array_equal(state.intercept, plain.intercept)
+    # the training rows' weight: those the holdout does not hold out
+    assert plain.weight == pytest.approx(float(np.sum(~holdout.mask(np.arange(500)))))
+    assert len(pickle.loads(pickle.dumps(kept))) == 0  # a copy starts empty
+
+
+def test_chunks_of_rows_not_consecutive_are_not_kept() -> None:
+    X, y = _problem(n=40, d=5)
+    shuffled = Chunk(X, y.astype(np.int32), 0, index=np.arange(40)[::-1].copy())
+    ordered = Chunk(X, y.astype(np.int32), 0)
+    kept = StepTerms()
+    kept.of(shuffled, None)
+    assert len(kept) == 0
+    terms = kept.of(ordered, None)
+    assert len(kept) == 1 and kept.of(ordered, None) is terms
+    np.testing.assert_array_equal(terms.codes, y)
+    np.testing.assert_array_equal(terms.weight, np.ones(40))
+
+
+def test_objective_rows_numpy_matches_the_kernel() -> None:
+    # the kept rows' objective against the compiled kernel, with a row of weight zero
+    rng = np.random.default_rng(5)
+    n, T, k, q = 60, 4, 3, 2
+    gates = (rng.random((n, T)) < 0.6).astype(np.float32)
+    base = np.column_stack([rng.normal(size=n), np.ones(n)]).astype(np.float32)
+    codes = rng.integers(0, k, n).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    weight[7] = 0.0
+    coef, intercept = rng.normal(size=(T, k, q)), rng.normal(size=k)
+    grads = [(np.zeros((T, k, q)), np.zeros(k)) for _ in range(2)]
+    ours = objective_rows_numpy(ObjectiveRows(gates, base, codes, weight), coef, intercept,
+                                *grads[0])
+    ref = restricted_objective_chunk(gates, base, codes, weight, coef, intercept, *grads[1])
+    np.testing.assert_allclose(ours, ref, rtol=1e-10)
+    for a, b in zip(grads[0], grads[1], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
