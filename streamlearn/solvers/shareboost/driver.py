@@ -968,21 +968,27 @@ def _l2_factors(config: ShareBoostConfig, choosing: bool) -> tuple[float, ...]:
 
 
 def _polish(runner: Any, prep: _Prepared, config: ShareBoostConfig, kept: ShareBoostRound,
-            gtol: float | None, l2: float, holdout: Holdout | None) -> CorrectiveStep:
+            gtol: float | None, l2: float, holdout: Holdout | None,
+            intervals: np.ndarray | None) -> CorrectiveStep:
     """The kept round's columns fitted until the tolerance at penalty ``l2``, from the
-    path's model."""
+    path's model; ``intervals`` is :func:`_kept_intervals` of ``prep`` and ``kept``."""
     polish = replace(config, refit_iter=int(config.refit_iter) * POLISH_ITER_RATIO)
+    return corrective_step(runner, prep.dataset, prep.family, list(kept.selected),
+                           kept.step.coef, kept.step.intercept, polish, l2, holdout, gtol,
+                           prep.moments, temperature=holdout is not None,
+                           interval_moments=intervals)
+
+
+def _kept_intervals(prep: _Prepared, kept: ShareBoostRound) -> np.ndarray | None:
+    """The :func:`interval_moments` of the kept round's columns, which :func:`_polish`
+    runs preconditioned by at every penalty."""
     # nested columns run preconditioned in their interval basis (interval_moments):
     # 78 anchor pieces on 35,000 rows of make_classification took 280 and 264 passes
     # at the two penalties without, 96 and 99 with (held-out loss of the kept penalty
     # 0.17288 -> 0.17281); by each interval's block, satimage's 23 pieces 88 and 63
     # iterations where the diagonal stopped at the 300 cap
-    intervals = interval_moments(prep.family, kept.selected, prep.summary.sample,
-                                 prep.summary.sample_weight)
-    return corrective_step(runner, prep.dataset, prep.family, list(kept.selected),
-                           kept.step.coef, kept.step.intercept, polish, l2, holdout, gtol,
-                           prep.moments, temperature=holdout is not None,
-                           interval_moments=intervals)
+    return interval_moments(prep.family, kept.selected, prep.summary.sample,
+                            prep.summary.sample_weight)
 
 
 def _column_means(summary: WeightedSummary) -> np.ndarray | None:
@@ -1070,7 +1076,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     polished = []
     if config.n_rounds == "auto":  # the kept columns, fitted until the tolerance at each
         # candidate penalty, from the path's model
-        polished = [_polish(runner, prep, config, kept, path.gtol, value, holdout)
+        intervals = _kept_intervals(prep, kept)
+        polished = [_polish(runner, prep, config, kept, path.gtol, value, holdout, intervals)
                     for value in l2_values]
         best = 0
         if holdout is not None:
@@ -1175,7 +1182,9 @@ def cross_fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int
     lanes = []
     for fold, prep, path in runs:
         kept = path.rounds[min(best, len(path.rounds) - 1)]
-        lanes.append([_polish(runner, prep, config, kept, path.gtol, prep.l2 * factor, fold)
+        intervals = _kept_intervals(prep, kept)
+        lanes.append([_polish(runner, prep, config, kept, path.gtol, prep.l2 * factor, fold,
+                              intervals)
                       for factor in factors])
         passes += sum(step.n_eval for step in lanes[-1])
     lane_losses = [float(sum(w * lane[i].held_out_loss
@@ -1191,7 +1200,8 @@ def cross_fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int
     path = _greedy_path(runner, prep.dataset, prep.family, config, k, prep.l2, None, best,
                         passes + prep.passes, on_round, grow=True)
     kept = path.rounds[-1]
-    step = _polish(runner, prep, config, kept, path.gtol, prep.l2 * factors[chosen], None)
+    step = _polish(runner, prep, config, kept, path.gtol, prep.l2 * factors[chosen], None,
+                   _kept_intervals(prep, kept))
     if sums is not None and sums.total_weight > 0:
         scale, rows = best_temperature(sums.losses(smoothed=False)), "cross-fitted"
     else:
