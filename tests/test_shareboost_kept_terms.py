@@ -111,3 +111,27 @@ def test_objective_rows_numpy_matches_the_kernel() -> None:
     np.testing.assert_allclose(ours, ref, rtol=1e-10)
     for a, b in zip(grads[0], grads[1], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("n", "T", "q"), [(240, 4, 3), (900, 6, 1), (50, 1, 61)])
+def test_serial_products_do_not_depend_on_the_blas_threads(n: int, T: int, q: int) -> None:
+    # what serial_blas leaves without the one-thread limit computes the same bits on any
+    # number of BLAS threads
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(n)
+    k = 3
+    coef, intercept = rng.normal(size=(T, k, q)), rng.normal(size=k)
+    assert passes.serial_blas(n, coef)
+    gates = (rng.random((n, T)) < 0.5).astype(np.float32)
+    base = np.column_stack([rng.normal(size=(n, q - 1)), np.ones(n)]).astype(np.float32)
+    rows = ObjectiveRows(gates, base, rng.integers(0, k, n).astype(np.int32),
+                         rng.uniform(0.5, 2.0, n).astype(np.float32))
+    results = []
+    for threads in (1, 4):
+        grads = (np.zeros((T, k, q)), np.zeros(k))
+        with threadpool_limits(limits=threads, user_api="blas"):
+            sums = objective_rows_numpy(rows, coef, intercept, *grads)
+        results.append((np.array(sums), *grads))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)

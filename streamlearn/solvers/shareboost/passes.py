@@ -16,6 +16,7 @@ the column scores or the gradients.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -200,6 +201,27 @@ def small_chunk(n_rows: int, selected: np.ndarray, coef: np.ndarray) -> bool:
     return n_rows * len(selected) * coef.shape[1] * coef.shape[2] <= NUMPY_OBJECTIVE_ENTRIES
 
 
+#: Multiply-adds below which OpenBLAS runs a matrix product on one thread whatever its
+#: thread count (a matrix-vector product below 9,216 entries, a matrix product below
+#: 262,144; a dot product up to 10,000 entries).
+SERIAL_BLAS_PRODUCTS = 9216
+
+
+def serial_blas(n_rows: int, coef: np.ndarray) -> bool:
+    """Whether every BLAS call of the numpy objective of rows kept as
+    :class:`~streamlearn.solvers.shareboost.kernels.ObjectiveRows` (``n_rows`` rows, ``coef``
+    of shape (T, k, q)) runs on one thread whatever BLAS's thread count: its largest
+    product, ``n_rows x T x k x q`` (``T x k`` for single columns, which multiply no rows by
+    a matrix: ``offsets @ W`` and ``w @ loss``), below :data:`SERIAL_BLAS_PRODUCTS`. Such a
+    product needs no :func:`~streamlearn.solvers.threads.single_threaded_blas`: the same
+    arithmetic on one thread, without setting and restoring BLAS's thread count (0.1 ms, a
+    pass's arithmetic on a few hundred rows)."""
+    T, k, q = coef.shape
+    if q == 1:
+        return max(T * k, int(n_rows)) < SERIAL_BLAS_PRODUCTS
+    return int(n_rows) * T * k * q < SERIAL_BLAS_PRODUCTS
+
+
 # -- passes -------------------------------------------------------------------------------
 def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
                          codes: np.ndarray, weight: np.ndarray, coef: np.ndarray,
@@ -239,7 +261,11 @@ def restricted_objective(family: Family, X: np.ndarray, selected: np.ndarray,
     linear = isinstance(family, LinearColumns)
     dense_linear = linear and isinstance(X, np.ndarray)
     if numpy and (linear or not single) and small_chunk(_rows(X), selected, coef):
-        with single_threaded_blas():  # small products: a BLAS thread costs more than it gains
+        # small products: a BLAS thread costs more than it gains; on the rows kept, products
+        # that BLAS runs on one thread anyway are left without the limit, which costs more
+        # than their arithmetic on a few hundred rows
+        serial = kept is not None and kept.rows is not None and serial_blas(_rows(X), coef)
+        with nullcontext() if serial else single_threaded_blas():
             return _small_restricted_objective(family, X, selected, codes, weight, coef,
                                                intercept, grad_coef, grad_intercept, kept)
     W = np.ascontiguousarray(coef[:, :, 0]) if single else coef
