@@ -16,6 +16,9 @@ def test_bounds_cover_the_items_in_parts_of_at_least_the_smallest() -> None:
     for n, smallest in ((0, 1), (5, 1), (10_000, 2048), (1000, 2048)):
         bounds = thread_bounds(n, smallest)
         assert bounds[0] == 0 and bounds[-1] == n
+        # evenly spaced parts, as numpy spaces them
+        np.testing.assert_array_equal(bounds, np.linspace(0, n, len(bounds)).astype(np.int64))
+        assert bounds.dtype == np.int64
         assert np.all(np.diff(bounds) >= 0)
         if len(bounds) > 2:
             assert np.all(np.diff(bounds) >= smallest)
