@@ -11,16 +11,23 @@ from sklearn.datasets import make_classification
 
 from streamlearn import LocalEngine, open_dataset
 from streamlearn.data.chunk import Chunk
+from streamlearn.features.anchors import AnchorPieces
 from streamlearn.models.shareboost import ShareBoostClassifier
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.shareboost import passes
-from streamlearn.solvers.shareboost.columns import LinearColumns
+from streamlearn.solvers.shareboost.columns import AnchorColumns, LinearColumns
 from streamlearn.solvers.shareboost.kernels import (
     ObjectiveRows,
     objective_rows_numpy,
     restricted_objective_chunk,
 )
-from streamlearn.solvers.shareboost.passes import RestrictedObjectivePass, StepTerms
+from streamlearn.solvers.shareboost.passes import (
+    ChunkMemo,
+    ColumnScorePass,
+    RestrictedObjectivePass,
+    StepTerms,
+)
+from tests.test_shareboost import _rho_minus_onehot
 
 
 def _problem(n: int = 420, d: int = 6, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -135,3 +142,41 @@ def test_serial_products_do_not_depend_on_the_blas_threads(n: int, T: int, q: in
         results.append((np.array(sums), *grads))
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_column_scores_read_the_kept_anchor_bins() -> None:
+    # anchors' column scores of several chunks, with the bins kept from the first pass,
+    # against the pass without them and against the scores of the materialised columns
+    rng = np.random.default_rng(11)
+    n, d, k, n_centres, n_radii = 600, 3, 3, 12, 4
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = rng.integers(0, k, size=n)
+    dataset = open_dataset(X, target=y, chunk_rows=250)
+    pieces = AnchorPieces.from_sample(rng.normal(size=(n_centres, d)), X[:300], n_radii,
+                                      np.full(d, 0.5))
+    family = AnchorColumns(pieces)
+    selected = np.array([3, 17, 30])
+    engine = LocalEngine(progress=False)
+    bins = ChunkMemo()
+    states = []
+    for trial in range(3):  # other coefficients each time, the bins of the first pass
+        coef = 0.3 * np.random.default_rng(trial).normal(size=(3, k, d + 1))
+        intercept = np.random.default_rng(trial).normal(size=k)
+        plain = engine.run(ColumnScorePass(family, selected, coef, intercept, numpy=True),
+                           dataset)
+        kept = engine.run(ColumnScorePass(family, selected, coef, intercept, numpy=True,
+                                          bins=bins), dataset)
+        assert len(bins) == 3  # 600 rows in chunks of 250
+        np.testing.assert_array_equal(kept.gradient, plain.gradient)
+        states.append((coef, intercept, kept))
+    coef, intercept, state = states[-1]
+    features = pieces.transform(X, selected).astype(np.float64)
+    s = intercept + features @ coef.transpose(1, 0, 2).reshape(k, -1).T
+    R = _rho_minus_onehot(s, y)  # the residuals of eq. 6
+    every = pieces.transform(X, np.arange(n_centres * n_radii)).astype(np.float64)
+    expected = np.abs(R.T @ every).reshape(k, n_centres * n_radii, d + 1).sum(axis=(0, 2))
+    np.testing.assert_allclose(family.column_scores(state.gradient), expected, rtol=1e-4)
+    # soft gates take the ramps' bins, which are not kept
+    soft = AnchorColumns(AnchorPieces.from_sample(rng.normal(size=(n_centres, d)), X[:300],
+                                                  n_radii, np.full(d, 0.5), gate_width=0.5))
+    assert soft.histogram_bins(X) is None

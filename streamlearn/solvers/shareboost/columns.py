@@ -9,6 +9,7 @@ candidate's gradient column, eq. 7) and recomputes the selected ones from a chun
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -17,12 +18,14 @@ from streamlearn.features.anchors import AnchorPieces, squared_distances
 from streamlearn.solvers.shareboost.kernels import (
     NUMPY_ANCHOR_PAIRS,
     NUMPY_OBJECTIVE_ENTRIES,
+    anchor_bins_numpy,
     anchor_gradients,
     anchor_histogram_chunk,
     anchor_histogram_numpy,
     anchor_ramp_gradients,
     anchor_ramp_histogram_chunk,
     anchor_ramp_histogram_numpy,
+    binned_histogram_numpy,
     linear_gates_chunk,
     linear_gates_csr,
     linear_gates_numpy,
@@ -315,7 +318,7 @@ class AnchorColumns:
         return np.zeros((p.n_centres, p.n_radii, p.n_base, k), dtype=np.float32)
 
     def accumulate(self, X: np.ndarray, base: np.ndarray, residuals: np.ndarray,
-                   acc: np.ndarray, numpy: bool = False) -> None:
+                   acc: np.ndarray, numpy: bool = False, bins: Any = None) -> None:
         """Add one chunk's ``a_i R_i^T`` to the bin of each centre's smallest ball.
 
         Soft gates (the pieces' ``gate_width``) are scored exactly from the same pass: a
@@ -326,8 +329,13 @@ class AnchorColumns:
         with its own block of distances (one matrix product) and its own rows of ``acc``.
         With ``numpy`` (:func:`~streamlearn.solvers.shareboost.passes.numpy_paths`), chunks
         of at most :data:`~.kernels.NUMPY_ANCHOR_PAIRS` rows times centres take
-        :func:`~.kernels.anchor_histogram_numpy` instead, in one thread.
+        :func:`~.kernels.anchor_histogram_numpy` instead, in one thread; ``bins``, those
+        chunks' :meth:`histogram_bins` kept from an earlier pass over the same rows, saves
+        computing them again (:func:`~.kernels.binned_histogram_numpy`).
         """
+        if bins is not None:
+            binned_histogram_numpy(bins, base, residuals, acc)
+            return
         centres, radii2 = self.pieces.centres, self.radii2
         soft = self.pieces.gate_width > 0
         if soft:  # the bins end at the ramps' ends
@@ -344,6 +352,17 @@ class AnchorColumns:
                    acc[lo:hi])
 
         in_threads(work, thread_bounds(centres.shape[0], MIN_CENTRES_PER_THREAD))
+
+    def histogram_bins(self, X: np.ndarray) -> Any:
+        """The bins :meth:`accumulate` sums the rows ``X`` into on its numpy path
+        (:func:`~.kernels.anchor_bins_numpy`; they depend on the rows and the candidates
+        alone), or None where it takes another: soft gates, or more than
+        :data:`~.kernels.NUMPY_ANCHOR_PAIRS` rows times centres."""
+        centres = self.pieces.centres
+        if self.pieces.gate_width > 0 or X.shape[0] * centres.shape[0] > NUMPY_ANCHOR_PAIRS:
+            return None
+        return anchor_bins_numpy(squared_distances(self.pieces.measured(X), centres),
+                                 self.radii2)
 
     @property
     def radii2(self) -> np.ndarray:

@@ -47,6 +47,7 @@ from streamlearn.solvers.shareboost.columns import (
     StumpColumns,
 )
 from streamlearn.solvers.shareboost.passes import (
+    ChunkMemo,
     ColumnScorePass,
     ObjectiveState,
     RestrictedObjectivePass,
@@ -1276,6 +1277,8 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
     q = family.n_base
     selected: list[int] = []
     rounds: list[ShareBoostRound] = []
+    # the anchors' histogram bins of every chunk, the same in each round's column scores
+    bins = ChunkMemo() if keeps_terms(dataset.n_rows) else None
 
     def record(step: CorrectiveStep) -> None:
         rounds.append(ShareBoostRound(family, np.array(selected, dtype=np.int64), step,
@@ -1296,7 +1299,7 @@ def _greedy_path(runner: Any, dataset: Dataset, family: Family, config: ShareBoo
             break
         scores_state: ObjectiveState = runner.run(
             ColumnScorePass(family, np.array(selected, dtype=np.int64), step.coef,
-                            step.intercept, holdout, numpy_paths(dataset.n_rows)),
+                            step.intercept, holdout, numpy_paths(dataset.n_rows), bins),
             dataset, description=f"score columns {t + 1}"
             + ("" if max_rounds == UNTIL_HELD_OUT else f"/{max_rounds}"))
         passes += 1

@@ -1011,21 +1011,37 @@ def anchor_histogram_numpy(dist2: np.ndarray, base: np.ndarray, residuals: np.nd
     starts at zero; else the chunk's sums added to ``out`` at the end).
 
     The (row, centre) pairs inside a centre's largest ball are a sparse matrix of ones,
-    a row's pair in the column of its bin; its transpose times the rows' outer products
-    sums each bin over its rows, in order.
+    a row's pair in the column of its bin (:func:`anchor_bins_numpy`); its transpose
+    times the rows' outer products sums each bin over its rows, in order
+    (:func:`binned_histogram_numpy`).
 
     Parameters
     ----------
     dist2, base, residuals, radii2, out
         As for :func:`anchor_histogram_chunk`.
     """
+    binned_histogram_numpy(anchor_bins_numpy(dist2, radii2), base, residuals, out)
+
+
+def anchor_bins_numpy(dist2: np.ndarray, radii2: np.ndarray) -> Any:
+    """The bins of :func:`anchor_histogram_numpy`: a sparse matrix of ones, (n,
+    n_centres x n_radii), a row's pair with a centre in the column of the centre's
+    smallest ball that holds the row (no pair outside its largest ball). It depends on the
+    rows and the centres alone: the column scores of one set of candidates keep it.
+
+    Parameters
+    ----------
+    dist2, radii2
+        As for :func:`anchor_histogram_chunk`.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of float32
+    """
     from scipy import sparse
 
     n, n_centres = dist2.shape
-    q = base.shape[1]
-    k = residuals.shape[1]
     n_radii = radii2.shape[1]
-    tile = (base.astype(np.float64)[:, :, None] * residuals[:, None, :]).astype(np.float32)
     d = dist2.astype(np.float64)  # compared with the radii as the kernel compares them
     pairs = np.flatnonzero(d < radii2[:, n_radii - 1])  # row-major: rows in order
     # the first radius with d < radii2
@@ -1034,9 +1050,26 @@ def anchor_histogram_numpy(dist2: np.ndarray, base: np.ndarray, residuals: np.nd
         bins += d >= radii2[:, j]
     columns = (pairs % n_centres) * n_radii + bins.ravel()[pairs]
     indptr = np.searchsorted(pairs, np.arange(n + 1) * n_centres)
-    onehot = sparse.csr_array((np.ones(pairs.shape[0], dtype=np.float32), columns, indptr),
-                              shape=(n, n_centres * n_radii))
-    out += (onehot.T @ tile.reshape(n, q * k)).reshape(out.shape)
+    return sparse.csr_array((np.ones(pairs.shape[0], dtype=np.float32), columns, indptr),
+                            shape=(n, n_centres * n_radii))
+
+
+def binned_histogram_numpy(bins: Any, base: np.ndarray, residuals: np.ndarray,
+                           out: np.ndarray) -> None:
+    """The rows' outer products ``a_i R_i^T`` (float32) summed into their bins
+    (:func:`anchor_bins_numpy`), in the order of the rows, and added to ``out``.
+
+    Parameters
+    ----------
+    bins : scipy.sparse.csr_array
+        From :func:`anchor_bins_numpy`.
+    base, residuals, out
+        As for :func:`anchor_histogram_chunk`.
+    """
+    n, q = base.shape
+    k = residuals.shape[1]
+    tile = (base.astype(np.float64)[:, :, None] * residuals[:, None, :]).astype(np.float32)
+    out += (bins.T @ tile.reshape(n, q * k)).reshape(out.shape)
 
 
 @njit(cache=True, nogil=True)

@@ -16,9 +16,10 @@ the column scores or the gradients.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,7 +29,12 @@ from streamlearn.errors import LabelError
 from streamlearn.solvers.calibration import TemperatureSums
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.row_sample import BottomKSample
-from streamlearn.solvers.shareboost.columns import Family, LinearColumns, StumpColumns
+from streamlearn.solvers.shareboost.columns import (
+    AnchorColumns,
+    Family,
+    LinearColumns,
+    StumpColumns,
+)
 from streamlearn.solvers.shareboost.kernels import (
     NUMPY_OBJECTIVE_ENTRIES,
     ObjectiveRows,
@@ -108,37 +114,48 @@ class ChunkTerms:
         self.base: np.ndarray | None = None
 
 
-class StepTerms:
-    """The :class:`ChunkTerms` of every chunk, kept through the evaluations of one
-    corrective step (:class:`RestrictedObjectivePass` ``kept``), in which the data, the
-    selected columns and the rows held out do not change: the same numbers as recomputing
-    them at every evaluation, once.
+class ChunkMemo:
+    """What passes over the same data computed of each chunk, for later passes to read.
 
     A chunk is known by its first row and its number of rows; one whose rows are not
     consecutive (shuffled, or rows dropped by validation) is not kept. Meant for data small
-    enough for the numpy paths (:func:`numpy_paths`), whose chunks all fit in memory: it
-    keeps float64 copies of the gates of every chunk. Copied (to another process), it
-    starts empty.
+    enough for the numpy paths (:func:`keeps_terms`), whose chunks all fit in memory.
+    Copied (to another process), it starts empty.
     """
 
     def __init__(self) -> None:
-        self._chunks: dict[tuple[int, int], ChunkTerms] = {}
+        self._chunks: dict[tuple[int, int], Any] = {}
 
-    def __reduce__(self) -> tuple[type[StepTerms], tuple[()]]:
-        return (StepTerms, ())
+    def __reduce__(self) -> tuple[type[ChunkMemo], tuple[()]]:
+        return (type(self), ())
 
     def __len__(self) -> int:
         return len(self._chunks)
 
-    def of(self, chunk: Chunk, holdout: Holdout | None) -> ChunkTerms:
-        """The chunk's terms: those kept, or new ones (kept when the chunk can be known)."""
+    def get(self, chunk: Chunk, make: Callable[[], Any]) -> Any:
+        """The chunk's value: the one kept, or ``make()`` (kept when the chunk can be
+        known)."""
         key = (int(chunk.start), int(chunk.n_rows))
         if chunk.index is None and key in self._chunks:
             return self._chunks[key]
-        terms = ChunkTerms(*chunk_arrays(training_rows(chunk, holdout)))
+        value = make()
         if chunk.index is None:
-            self._chunks[key] = terms
-        return terms
+            self._chunks[key] = value
+        return value
+
+
+class StepTerms(ChunkMemo):
+    """The :class:`ChunkTerms` of every chunk, kept through the evaluations of one
+    corrective step (:class:`RestrictedObjectivePass` ``kept``), in which the data, the
+    selected columns and the rows held out do not change: the same numbers as recomputing
+    them at every evaluation, once. It keeps float64 copies of the gates of every chunk
+    (see :class:`ChunkMemo`).
+    """
+
+    def of(self, chunk: Chunk, holdout: Holdout | None) -> ChunkTerms:
+        """The chunk's terms: those kept, or new ones."""
+        return self.get(chunk, lambda: ChunkTerms(*chunk_arrays(training_rows(chunk,
+                                                                              holdout))))
 
 
 def held_out_rows(chunk: Chunk, holdout: Holdout) -> Chunk | None:
@@ -694,7 +711,19 @@ class ColumnScorePass(_ModelPass):
         Rows left out.
     numpy : bool
         Small chunks take numpy, not the kernels (on small data: :func:`numpy_paths`).
+    bins : ChunkMemo, optional
+        Anchors: each chunk's bins of the candidates' histogram on the numpy path
+        (:meth:`~streamlearn.solvers.shareboost.columns.AnchorColumns.histogram_bins`),
+        which depend on the rows and the candidates alone, shared by the column scores of
+        one family on the same data: each chunk's are computed by the first pass and read
+        by the others.
     """
+
+    def __init__(self, family: Family, selected: np.ndarray, coef: np.ndarray,
+                 intercept: np.ndarray, holdout: Holdout | None = None,
+                 numpy: bool = False, bins: ChunkMemo | None = None) -> None:
+        super().__init__(family, selected, coef, intercept, holdout, numpy)
+        self.bins = bins
 
     def start(self) -> ObjectiveState:
         """Empty sums."""
@@ -719,7 +748,14 @@ class ColumnScorePass(_ModelPass):
                 residuals, loss, wsum, errors = margin_residuals_numpy(
                     selected_gates(self.family, chunk.X, self.selected), base, codes, weight,
                     self.coef, self.intercept)
-                self.family.accumulate(chunk.X, base, residuals, state.gradient, numpy=True)
+                if self.bins is not None and isinstance(self.family, AnchorColumns):
+                    family = self.family
+                    bins = self.bins.get(chunk, lambda: family.histogram_bins(chunk.X))
+                    family.accumulate(chunk.X, base, residuals, state.gradient, numpy=True,
+                                      bins=bins)
+                else:
+                    self.family.accumulate(chunk.X, base, residuals, state.gradient,
+                                           numpy=True)
         else:
             base = self.family.base(chunk.X)
             gates = selected_gates(self.family, chunk.X, self.selected)
