@@ -44,10 +44,13 @@ def _fitted(model: ShareBoostClassifier) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("features", ["linear", "stumps", "anchors"])
 def test_fit_keeping_the_terms_is_the_fit_recomputing_them(features: str,
                                                             monkeypatch) -> None:
-    # several chunks, cross-fitted folds and sample weights: every path of the pass
+    # several chunks, held-out rows and sample weights: every path of the pass (half of
+    # the rows held out, 210: one share, where a tenth would cross-fit five folds of the
+    # same kind of passes)
     X, y = _problem()
     weight = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0])
-    kw = dict(features=features, n_centres=8, chunk_rows=150, progress=False)
+    kw = dict(features=features, n_centres=8, chunk_rows=150, validation_fraction=0.5,
+              progress=False)
     kept = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
     monkeypatch.setattr(passes, "KEEP_TERMS_ROWS", -1)
     assert not passes.keeps_terms(X.shape[0])
