@@ -21,7 +21,7 @@ def _problem(n: int, seed: int, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("params", [
     {"embedding": "bspline", "degree": 3},
-    {"embedding": "bspline", "degree": 1, "penalty_order": 2},
+    {"embedding": "bspline", "degree": 2, "penalty_order": 2},
     {"embedding": "bspline", "zero_preserving": True},
     {"embedding": "fourier"},
     {"embedding": "hermite"},

@@ -106,8 +106,9 @@ def test_dcd_monitor_sums_the_primal_loss_of_a_frozen_model(loss, fourier):
     from streamlearn.solvers.ovr import one_model
 
     X, y = make_problem(120, seed=4)
+    # (degree 2 with D2: a kernel other tests compile too; the cubic one has D1 elsewhere)
     m = (FourierMap(4, 2).fit(X.min(axis=0), X.max(axis=0)) if fourier
-         else spline_map(X, order=2))
+         else BSplineMap(2, 10, 2).fit(X.min(axis=0), X.max(axis=0)))
     emb = embedding_params(m, 4)
     Z = np.hstack([m.transform(X).astype(np.float64), np.full((120, 1), 0.7)])
     rng = np.random.default_rng(5)
