@@ -131,14 +131,15 @@ def test_supersparse_importances_are_the_mean_step_over_the_rows() -> None:
     assert set(np.argsort(-importances)[:2]) == {0, 1}
     assert importances.sum() == pytest.approx(1.0)
     # the steps restated with decision_function at moved rows, over the training rows
-    # (3,000: the spread pass's sample holds them all; its shift and scale the rows')
+    # (3,000: the spread pass's sample holds them all; its shift and scale the rows',
+    # the standard deviation scale_ times the feature's relevance weight)
     points = X.astype(np.float64)
-    expected = _side_steps(model.decision_function, points, model.scale_)
+    std = model.scale_ * model.feature_weights_
+    expected = _side_steps(model.decision_function, points, std)
     np.testing.assert_allclose(importances, expected / expected.sum(), rtol=1e-3, atol=1e-5)
     # a model without the rows' steps (one saved before them) takes the prototypes'
     del model.feature_slopes_
-    expected = _side_steps(model.decision_function, np.asarray(model.prototypes_),
-                           model.scale_)
+    expected = _side_steps(model.decision_function, np.asarray(model.prototypes_), std)
     np.testing.assert_allclose(model.feature_importances_, expected / expected.sum(),
                                rtol=1e-3, atol=1e-5)
 

@@ -34,11 +34,14 @@ def test_regressor_partial_fit_over_chunks_reaches_fit_and_kernel_ridge_scale():
     from sklearn.kernel_ridge import KernelRidge
 
     X, y = _regression()
-    # partial_fit's model has no linear part: fit's is compared without one
-    fitted = SuperSparseRegressor(n_prototypes=10, linear_part=False).fit(X, y)
+    # partial_fit's model has no linear part and no relevance weights (weight_features
+    # is fit's): fit's is compared without either
+    fitted = SuperSparseRegressor(n_prototypes=10, linear_part=False,
+                                  weight_features=False).fit(X, y)
     start = SuperSparseRegressor(n_prototypes=10).partial_fit(X[:100], y[:100])
     initial = SuperSparseRegressor(n_prototypes=10, init=start.prototypes_, gamma=start.gamma_,
-                                   max_iter=0, linear_part=False).fit(X, y)
+                                   max_iter=0, linear_part=False,
+                                   weight_features=False).fit(X, y)
     online = _stream(SuperSparseRegressor(n_prototypes=10), X, y, epochs=6, rows=100)
     # the scale of what a kernel machine on every row reaches
     reachable = KernelRidge(kernel="rbf", gamma=fitted.gamma_, alpha=1e-3).fit(X, y).score(X, y)
@@ -97,7 +100,8 @@ def test_first_call_chooses_the_auto_width_as_fit_does(n_rows):
     calls where fit reached 0.999)."""
     X, y = make_regression(n_rows, 5, noise=5, random_state=0)
     X = X.astype(np.float32)
-    settings = dict(n_prototypes=50, init=X[:50], spread_tails=False)
+    # fit's geometry as partial_fit's: no map of the tails, no relevance weights
+    settings = dict(n_prototypes=50, init=X[:50], spread_tails=False, weight_features=False)
     online = SuperSparseRegressor(**settings).partial_fit(X, y)
     batch = SuperSparseRegressor(max_iter=0, **settings).fit(X, y)
     own = SuperSparseRegressor(lam=1e-6, **settings).partial_fit(X, y).gamma_

@@ -204,6 +204,7 @@ class _SuperSparse(StreamEstimator):
         "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
         "standardize": ["boolean"],
         "spread_tails": ["boolean"],
+        "weight_features": ["boolean"],
         "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "coef": [StrOptions(set(COEFS))],
         "step": [Interval(Real, 0, None, closed="neither")],
@@ -230,6 +231,7 @@ class _SuperSparse(StreamEstimator):
         gamma: float | str = "auto",
         standardize: bool = True,
         spread_tails: bool = True,
+        weight_features: bool = True,
         lam: float | str = "auto",
         coef: str = "ridge",
         step: float = 1.0,
@@ -252,6 +254,7 @@ class _SuperSparse(StreamEstimator):
         self.gamma = gamma
         self.standardize = standardize
         self.spread_tails = spread_tails
+        self.weight_features = weight_features
         self.lam = lam
         self.coef = coef
         self.step = step
@@ -328,6 +331,7 @@ class _SuperSparse(StreamEstimator):
             n_classes=int(n_classes),
             owner=type(self).__name__,
             spread_tails=bool(self.spread_tails) and rbf,
+            weight_features=bool(self.weight_features) and rbf,
             class_shares=(None if class_shares is None
                           else tuple(float(c) for c in class_shares)),
         )
@@ -400,6 +404,7 @@ class _SuperSparse(StreamEstimator):
             self.__dict__.pop("feature_slopes_", None)
         else:
             self.feature_slopes_ = np.asarray(fitted.slopes, dtype=np.float64)
+        self._keep("feature_weights_", fitted.feature_weights)
         memory = fitted.memory
         if memory is None:
             for name in MEMORY_ATTRIBUTES:
@@ -479,7 +484,8 @@ class _SuperSparse(StreamEstimator):
                               None if std is None else std.scale, self._fitted_lam(),
                               feature_transform=getattr(self, "feature_transform_", None),
                               memory=self._memory(),
-                              slopes=getattr(self, "feature_slopes_", None))
+                              slopes=getattr(self, "feature_slopes_", None),
+                              feature_weights=getattr(self, "feature_weights_", None))
 
     def _fitted_lam(self) -> float:
         """The penalty the fitted model used (``lam_``; ``lam`` itself for a model fitted
@@ -531,11 +537,14 @@ class _SuperSparse(StreamEstimator):
             self.partial_fit_gamma_ = float(step_gamma)
             self.partial_fit_targets_ = moments
         slopes = None
+        weights = start.feature_weights  # a fit's, which the calls after it keep
         if config.similarity is None and fitted.standardiser is not None:  # the call's rows
             Z = fitted.standardiser.apply(X)
             slopes = mean_abs_steps(Z, fitted.prototypes, fitted.coef, fitted.gamma)
+            if weights is not None:  # per standard deviation (see the fit's slopes)
+                slopes = slopes * weights
         self._set_fitted(replace(fitted, feature_transform=start.feature_transform,
-                                 slopes=slopes))
+                                 slopes=slopes, feature_weights=weights))
 
     def _partial_fit_inputs(self, X: Any, y: Any, sample_weight: Any,
                             task: str) -> tuple[np.ndarray, np.ndarray]:
@@ -583,7 +592,8 @@ class _SuperSparse(StreamEstimator):
         the slope per standard deviation; unlike the slope at the rows, it sees a feature
         of few values, on which prototypes settle so that ``f`` is flat at every row
         however much the feature moves it. Where the fit took no sample (sparse rows,
-        ``spread_tails=False``, a model made by :meth:`reduce`), the same mean over the
+        ``spread_tails=False`` and ``weight_features=False``, a model made by
+        :meth:`reduce`), the same mean over the
         prototypes, stepped across the prototypes' means; prototypes may sit away from the
         rows, so the rows are preferred. Units do not matter. A categorical column read as
         indicator columns gets the sum of theirs (an indicator column, centred but not
@@ -598,6 +608,9 @@ class _SuperSparse(StreamEstimator):
             C = self._fit_prototypes()
             beta, _ = self._outputs()
             slopes = mean_abs_steps(C, C, beta, float(self.gamma_), self._linear_outputs())
+            weights = getattr(self, "feature_weights_", None)
+            if weights is not None:  # per standard deviation, as the rows' slopes
+                slopes = slopes * weights
         weights = self._importances_per_column(np.asarray(slopes, dtype=np.float64))
         total = float(np.sum(weights))
         return weights / total if total > 0 else weights
@@ -716,6 +729,27 @@ _PARAMS_DOC = """
         point, and the prototypes and ``gamma`` follow the outlier. One more pass when a
         feature is mapped. Not for :meth:`reduce` (the teacher scores the rows as they
         are).
+    weight_features : bool
+        With the RBF on standardised dense rows of at most 64 columns
+        (:data:`~streamlearn.solvers.mixture.relevance.MAX_RELEVANCE_FEATURES`), divide
+        each standardised feature by a weight in ``[0.1, 1]`` from its relevance to the
+        labels (a regressor's targets cut at their sample quartiles), by ``MixtureSVC``'s
+        rule: on the rows the first pass samples (as ``spread_tails`` samples them, with
+        their labels), ``r_f``, the most that feature ``f``'s quartile bins explain of the
+        labels alone or beside another feature's bins (beyond what those explain alone),
+        as the correlation ratio less its expected value for independent labels, gives
+        ``w_f = sqrt(3 r_f / max_g r_g)`` clipped to ``[0.1, 1]``
+        (:func:`~streamlearn.solvers.mixture.relevance.relevance_weights`). Standardised
+        alike, a feature that does not bear on the labels takes as much of every distance
+        as one that does, and the RBF's neighbourhoods span the noise: a ring in two of
+        eight normal features, 5.50 -> 1.17 % test error (three 70/30 splits of 4,000
+        rows). The bins are quantiles, so the weights do not depend on the features'
+        units. ``scale_`` is the standard deviation over the weight
+        (``feature_weights_``); indicator columns and constant features keep 1. ``fit``
+        only: :meth:`partial_fit` standardises its first call's rows without weights
+        (weighted by a first call of 100 rows, a regressor streamed over 1,200 rows in
+        calls of 100 lost R^2, 0.76 -> 0.68), and calls after a ``fit`` keep its
+        standardisation. Not for :meth:`reduce` (the teacher's scores are no labels).
     lam : float or "auto"
         Regularisation ``lam R(beta)`` of eq. 2. ``"auto"`` chooses it on held-out rows
         (``validation_fraction`` of them, by a hash of the row id): the prototypes are
@@ -820,6 +854,9 @@ _PARAMS_DOC = """
         The decision function's mean absolute change per standard deviation over a step
         across each feature's mean, over a uniform sample of the training rows (see
         :attr:`feature_importances_`); absent where the fit took no sample.
+    feature_weights_ : ndarray of shape (n_features,)
+        ``weight_features``: each standardised feature's relevance weight (``scale_`` holds
+        the standard deviation over it); absent where the fit weighed none.
     feature_transform_ : TailTransform
         ``spread_tails``: the crowded features mapped before the standardisation (absent
         when none was).
@@ -921,8 +958,10 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
     _parameter_constraints: ClassVar[dict[str, list[Any] | str]] = {
         **_SuperSparse._parameter_constraints,
         "linear_part": [StrOptions({"auto"}), "boolean"]}
-    #: a model file written before ``linear_part`` holds a model without one
-    _params_before: ClassVar[dict[str, Any]] = {"linear_part": False}
+    #: a model file written before ``linear_part`` holds a model without one, and one
+    #: before ``weight_features`` the unweighted standardisation
+    _params_before: ClassVar[dict[str, Any]] = {"linear_part": False,
+                                                "weight_features": False}
 
     def __init__(
         self,
@@ -932,6 +971,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         gamma: float | str = "auto",
         standardize: bool = True,
         spread_tails: bool = True,
+        weight_features: bool = True,
         lam: float | str = "auto",
         coef: str = "ridge",
         step: float = 1.0,
@@ -952,7 +992,8 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         super().__init__(
             n_prototypes=n_prototypes, similarity=similarity,
             similarity_gradient=similarity_gradient, gamma=gamma, standardize=standardize,
-            spread_tails=spread_tails, lam=lam, coef=coef, step=step, max_iter=max_iter,
+            spread_tails=spread_tails, weight_features=weight_features, lam=lam, coef=coef,
+            step=step, max_iter=max_iter,
             tol=tol, solver=solver,
             repulsion=repulsion, repulsion_decay=repulsion_decay, init=init,
             tradeoff=tradeoff, validation_fraction=validation_fraction,
@@ -1187,8 +1228,10 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         "loss": [StrOptions({"auto", "squared"})],
         "linear_part": [StrOptions({"auto"}), "boolean"]}
     #: a model file written before ``loss`` was a parameter holds the squared loss's model,
-    #: and one written before ``linear_part`` none
-    _params_before: ClassVar[dict[str, Any]] = {"loss": "squared", "linear_part": False}
+    #: one written before ``linear_part`` none, and one before ``weight_features`` the
+    #: unweighted standardisation
+    _params_before: ClassVar[dict[str, Any]] = {"loss": "squared", "linear_part": False,
+                                                "weight_features": False}
 
     def __init__(
         self,
@@ -1198,6 +1241,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         gamma: float | str = "auto",
         standardize: bool = True,
         spread_tails: bool = True,
+        weight_features: bool = True,
         lam: float | str = "auto",
         coef: str = "ridge",
         step: float = 1.0,
@@ -1220,7 +1264,8 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         super().__init__(
             n_prototypes=n_prototypes, similarity=similarity,
             similarity_gradient=similarity_gradient, gamma=gamma, standardize=standardize,
-            spread_tails=spread_tails, lam=lam, coef=coef, step=step, max_iter=max_iter,
+            spread_tails=spread_tails, weight_features=weight_features, lam=lam, coef=coef,
+            step=step, max_iter=max_iter,
             tol=tol, solver=solver,
             repulsion=repulsion, repulsion_decay=repulsion_decay, init=init,
             tradeoff=tradeoff, validation_fraction=validation_fraction,

@@ -1,4 +1,5 @@
-"""Weights of the standardised features by their relevance to the labels (``MixtureSVC``).
+"""Weights of the standardised features by their relevance to the labels (``MixtureSVC``'s
+gates; also the RBF of the super-sparse models and ShareBoost's anchor metric).
 
 The mixture's gates are RBFs of the distance to the k-means centres, over every
 standardised feature alike. A feature that does not bear on the labels then takes as much
@@ -51,22 +52,26 @@ MAX_RELEVANCE_FEATURES = 64
 
 class LabelledSamplePass:
     """Reduction pass: a uniform sample of ``k`` rows of positive weight with their class
-    codes (the rows of :class:`~streamlearn.solvers.kmeans.RowSamplePass` of the same
-    ``k`` and ``seed``).
+    codes or targets (the rows of :class:`~streamlearn.solvers.kmeans.RowSamplePass` of the
+    same ``k`` and ``seed``).
 
     Parameters
     ----------
     k : int
     n_features : int
     seed : int
+    targets : bool
+        Return the rows' targets as they are (regression; float32) instead of integer
+        class codes.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
 
-    def __init__(self, k: int, n_features: int, seed: int) -> None:
+    def __init__(self, k: int, n_features: int, seed: int, targets: bool = False) -> None:
         self.k = int(k)
         self.n_features = int(n_features)
         self.seed = int(seed)
+        self.targets = bool(targets)
 
     def start(self) -> BottomKSample:
         """An empty sample of the features and the class code."""
@@ -86,10 +91,12 @@ class LabelledSamplePass:
         return a.merge(b)
 
     def finish(self, state: BottomKSample) -> tuple[np.ndarray, np.ndarray]:
-        """The sampled rows ``(m, n_features)`` and their class codes ``(m,)``."""
+        """The sampled rows ``(m, n_features)`` and their class codes (int64) or targets
+        (float64) ``(m,)``."""
         values = np.asarray(state.values)
+        labels = values[:, -1].astype(np.float64)
         return (np.ascontiguousarray(values[:, :-1]),
-                np.rint(values[:, -1]).astype(np.int64))
+                labels if self.targets else np.rint(labels).astype(np.int64))
 
 
 def quantile_bins(X: np.ndarray, bins: int = RELEVANCE_BINS) -> np.ndarray:
@@ -155,6 +162,24 @@ def feature_relevance(X: np.ndarray, codes: np.ndarray, n_classes: int,
     gain = explained - single[None, :]  # feature f beside g, beyond g alone
     np.fill_diagonal(gain, -np.inf)
     return np.maximum(single, gain.max(axis=1)) if d > 1 else single
+
+
+def target_codes(targets: np.ndarray, bins: int = RELEVANCE_BINS) -> np.ndarray:
+    """A regression target's sampled values as class codes for :func:`feature_relevance`:
+    their bin among the sample's quantiles ``1/bins, .., (bins-1)/bins`` (ties share a
+    bin), so that a feature is relevant by how its bins separate low, middle and high
+    targets, whatever the target's units.
+
+    Parameters
+    ----------
+    targets : ndarray of shape (n,)
+    bins : int
+
+    Returns
+    -------
+    ndarray of shape (n,), int64 in ``[0, bins)``
+    """
+    return quantile_bins(np.asarray(targets, dtype=np.float64).reshape(-1, 1), bins)[:, 0]
 
 
 def relevance_weights(relevance: np.ndarray, floor: float = RELEVANCE_FLOOR) -> np.ndarray:
