@@ -139,6 +139,7 @@ MODELS: dict[str, str] = {
     "shareboost": "ShareBoostClassifier()",
     "supersparse": "SuperSparseClassifier()",
     "supersparse_fixed_lam": "SuperSparseClassifier(lam=1e-3)",
+    "supersparse_unweighted": "SuperSparseClassifier(weight_features=False)",
     "additive_search": "StreamSearchCV(AdditiveSVC)",
     "mixture_search": "StreamSearchCV(MixtureSVC)",
     "linearsvc": "LinearSVC, C by 3-fold CV",
@@ -153,8 +154,8 @@ MODELS: dict[str, str] = {
     "hyperband_additive": "HyperbandSearchCV(AdditiveSVC)",
 }
 STREAMLEARN_MODELS = ("additive", "additive_ovo", "additive_ovr", "mixture", "shareboost",
-                      "supersparse", "supersparse_fixed_lam", "additive_search", "mixture_search",
-                      "gridsearch_additive")
+                      "supersparse", "supersparse_fixed_lam", "supersparse_unweighted",
+                      "additive_search", "mixture_search", "gridsearch_additive")
 PEER_LIBRARIES = ("scikit-learn", "scipy", "xgboost", "lightgbm", "vowpalwabbit", "dask",
                   "distributed", "dask-ml", "matplotlib", "psutil")
 
@@ -357,6 +358,8 @@ def streamlearn_model(key: str) -> Any:
         return SuperSparseClassifier(progress=False)
     if key == "supersparse_fixed_lam":  # the default before lam="auto"
         return SuperSparseClassifier(lam=1e-3, progress=False)
+    if key == "supersparse_unweighted":  # the default before weight_features
+        return SuperSparseClassifier(weight_features=False, progress=False)
     if key == "additive":
         return AdditiveSVC(progress=False)
     if key == "additive_ovo":
