@@ -163,7 +163,7 @@ def pair_marginals(H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
-                   W: np.ndarray) -> np.ndarray:
+                   W: np.ndarray, hats: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """Move each pair's weighted marginals into its features' terms (in place).
 
     Parameters
@@ -177,6 +177,8 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
         The models' weights, per-feature columns first (in ``w`` or ``w_d`` form: the two
         agree on the pair columns, the node values); columns past the pairs (a bias) are
         ignored.
+    hats : dict, optional
+        :meth:`BSplinePairMap.pair_hats` of ``X``, when the caller has them.
 
     Returns
     -------
@@ -185,13 +187,15 @@ def move_marginals(terms: np.ndarray, X: np.ndarray, fmap: BSplinePairMap,
     """
     d = X.shape[1]
     main = d * fmap.n_columns_per_feature
+    if hats is None:
+        hats = fmap.pair_hats(X)
     for p, ((f, g), H) in enumerate(zip(fmap.interactions, fmap.pair_nodes(W[:, main:]),
                                         strict=True)):
         n_f, n_g = H.shape[1:]
         weights = fmap.node_weights_[p, 0, :n_f], fmap.node_weights_[p, 1, :n_g]
         rows, cols, _ = pair_marginals(H, weights)
-        along_f = fmap.axis_hats(X, f) @ rows.T  # (n, m)
-        along_g = fmap.axis_hats(X, g) @ cols.T
+        along_f = hats[f] @ rows.T  # (n, m)
+        along_g = hats[g] @ cols.T
         terms[:, f, :] += along_f
         terms[:, g, :] += along_g
         terms[:, d + p, :] -= along_f + along_g
@@ -387,6 +391,13 @@ class BSplinePairMap(BSplineMap):
         return hat_values(X[:, feature], self.pair_lo_[feature], self.pair_hi_[feature],
                           int(self.axis_nodes_[feature]))
 
+    def pair_hats(self, X: np.ndarray) -> dict[int, np.ndarray]:
+        """:meth:`axis_hats` of every feature in a pair at the rows ``X`` (checked), each
+        computed once: feature -> (n, nodes)."""
+        lo, hi, nodes = self.pair_lo_, self.pair_hi_, self.axis_nodes_
+        return {f: hat_values(X[:, f], lo[f], hi[f], int(nodes[f]))
+                for f in sorted({f for pair in self.interactions for f in pair})}
+
     def pair_nodes(self, W: np.ndarray) -> list[np.ndarray]:
         """Each pair's node values, (m, P_f, P_g) views of the pair columns ``W`` (m, >=
         :attr:`pair_columns`), pair after pair."""
@@ -517,7 +528,8 @@ class BSplinePairMap(BSplineMap):
                           block)
         return block
 
-    def pair_values(self, X: Any, W: np.ndarray) -> np.ndarray:
+    def pair_values(self, X: Any, W: np.ndarray,
+                    hats: dict[int, np.ndarray] | None = None) -> np.ndarray:
         """Each pair's term at the rows, ``sum_ab W[j, p, a, b] h_a(x_f) h_b(x_g)``, from
         the two features' hat values (the pair columns, products of them, are not
         materialised).
@@ -528,6 +540,8 @@ class BSplinePairMap(BSplineMap):
         W : ndarray of shape (m, >= pair_columns)
             Each model's weights of the pair columns (its node values, pair after pair,
             :meth:`pair_nodes`).
+        hats : dict, optional
+            :meth:`pair_hats` of ``X``, when the caller has them.
 
         Returns
         -------
@@ -536,8 +550,8 @@ class BSplinePairMap(BSplineMap):
         X = self._check_X(X)
         n, m = X.shape[0], W.shape[0]
         out = np.empty((n, self.n_pairs, m))
-        hats = {f: self.axis_hats(X, f)
-                for f in {f for pair in self.interactions for f in pair}}
+        if hats is None:
+            hats = self.pair_hats(X)
         for p, ((f, g), H) in enumerate(zip(self.interactions, self.pair_nodes(W),
                                             strict=True)):
             n_f, n_g = H.shape[1:]

@@ -1722,14 +1722,15 @@ def term_importances(rows: np.ndarray, coef_d: np.ndarray, feature_map: FeatureM
                                  dtype=np.float64)
             mains = Psi[:, :main].reshape(X.shape[0], d, n_cols).transpose(1, 0, 2)
             terms = [np.matmul(mains, W_main).transpose(1, 0, 2)]
-            if paired:
-                terms.append(feature_map.pair_values(X, W[:, main:pairs_end]))
+            if paired:  # each pair feature's hat values, for its terms and marginals
+                hats = feature_map.pair_hats(X)
+                terms.append(feature_map.pair_values(X, W[:, main:pairs_end], hats))
             block = np.concatenate(terms, axis=1)
             if paired and feature_map.value_terms:  # a value term counts with its feature
                 block[:, feature_map.value_features, :] += feature_map.value_values(
                     X, W[:, pairs_end:])
             if paired:  # each pair's marginals to its features
-                move_marginals(block, X, feature_map, W)
+                move_marginals(block, X, feature_map, W, hats)
             yield block
 
     keep = rows.shape[0] * (d + n_pairs) * W.shape[0] * 8 <= IMPORTANCE_KEPT_BYTES
