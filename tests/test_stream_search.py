@@ -20,6 +20,7 @@ from streamlearn.features import BSplinePairMap
 from streamlearn.models import AdditiveSVC
 from streamlearn.models import search as search_module
 from streamlearn.models.base import feature_names_of
+from streamlearn.models.racing import finish_lane, racing
 from streamlearn.models.search import StreamSearchCV, mix_parameters
 from tests.conftest import write_parquet_file
 
@@ -909,3 +910,27 @@ def test_a_finalist_whose_fit_fails_leaves_the_choice_to_the_others():
     assert search.n_candidates_ == [3, 2]
     assert search.best_params_ == {"quality": 2.0} and search.best_score_ == -2.0
     assert np.isnan(search.cv_results_["mean_test_score"][0])
+
+
+def test_lanes_skip_their_importances_and_the_kept_one_makes_them() -> None:
+    """A lane's term importances would be thrown away with every lane that loses: inside
+    the race ``partial_fit`` skips them, and the model kept without a refit makes them
+    over the held-out rows. Reference: the centred mean absolute term contributions."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(1200, 6, n_informative=2, n_redundant=0, random_state=1)
+    X = X.astype(np.float32)
+    model = AdditiveSVC(interactions=0, progress=False)
+    with racing():
+        model.partial_fit(X[:800], y[:800], classes=[0, 1])
+    assert not hasattr(model, "feature_importances_")
+    finish_lane(model, X[800:])
+    terms = model.term_contributions(X[800:])
+    expected = np.abs(terms - terms.mean(axis=0)).mean(axis=0).mean(axis=-1)
+    np.testing.assert_allclose(model.feature_importances_, expected, rtol=1e-9)
+    kept = model.feature_importances_.copy()
+    finish_lane(model, X[:100])  # a model with its importances keeps them
+    np.testing.assert_array_equal(model.feature_importances_, kept)
+    search = StreamSearchCV(AdditiveSVC(interactions=0, progress=False),
+                            {"C": [0.1, 1.0]}, refit=False).fit(X, y)
+    assert search.best_estimator_.feature_importances_.shape == (6,)

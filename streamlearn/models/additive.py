@@ -72,6 +72,7 @@ from streamlearn.models.class_weight import (
     class_counts,
     weighted_rows,
 )
+from streamlearn.models.racing import in_race
 from streamlearn.solvers import additive as additive_solver
 from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     DCD_INNER_SWEEPS,
@@ -116,7 +117,7 @@ from streamlearn.solvers.embedding import (
     weights_from_w_d,
 )
 from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
-from streamlearn.warning_origin import caller_stacklevel
+from streamlearn.warning_origin import caller_stacklevel, library_rows
 
 EMBEDDINGS = ("bspline", "fourier", "hermite", "linear")
 #: A Hermite map's shape functions span its features' mean plus or minus this many
@@ -1478,7 +1479,11 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.n_train_ += X.shape[0]
         self.state_w_d_ = W
         self.coef_d_ = AVG if self.t_ >= self.average_start_ else W.copy()
-        self._set_importances(X)
+        if in_race():  # a lane's: made once for the survivor kept (racing.finish_lane)
+            self.__dict__.pop("feature_importances_", None)
+            self.__dict__.pop("interaction_importances_", None)
+        else:
+            self._set_importances(X)
         return self._class_weight_recorded()
 
     def _count_rows(self, n_rows: int, weight_sum: float) -> None:
@@ -1500,6 +1505,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.t_ = int(self.t_) + shift
         if self.average_start_ != NO_AVERAGING:
             self.average_start_ = int(self.average_start_) + shift
+
+    def _finish_lane(self, X: np.ndarray) -> None:
+        """The importances a ``partial_fit`` lane skipped (:mod:`~streamlearn.models.racing`),
+        over the rows ``X`` as the lanes read them; a model that has them keeps them."""
+        if "feature_importances_" in self.__dict__:
+            return
+        with library_rows():
+            self._set_importances(self._model_rows(self._check_training_X(X)))
 
     def _set_importances(self, X: np.ndarray) -> None:
         """``feature_importances_`` and ``interaction_importances_`` of the model as it is,

@@ -91,6 +91,7 @@ from streamlearn.models.base import (
     regression_dataset,
 )
 from streamlearn.models.class_weight import balanced_factors
+from streamlearn.models.racing import finish_lane, racing
 from streamlearn.warning_origin import library_rows
 
 #: Rows the first rung gives each candidate at least (or every training row, when fewer).
@@ -243,7 +244,9 @@ class RacePass:
         rows = self._table(X) if first and self.categories else X
         if codes is not None and race.trained_classes is not None:
             race.trained_classes[codes] = True
-        with library_rows():  # chunks of the data's columns, in the lanes' order
+        # chunks of the data's columns, in the lanes' order; summaries only the kept
+        # model needs wait for the race's end (racing.finish_lane)
+        with library_rows(), racing():
             for i in list(race.alive):
                 try:
                     race.candidates[i].partial_fit(rows, labels, **kwargs)
@@ -610,6 +613,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             self.refit_time_ = 0.0
             best = race.candidates[self.best_index_]
+            finish_lane(best, validation.X)  # a lane's model: the summaries it skipped
             # the lanes read the rows as arrays: the model takes the data's column names
             # (feature_names_in_ only where the data named its columns, as scikit-learn
             # records them) and category lists, so that it reads a table as fit would
