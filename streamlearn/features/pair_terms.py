@@ -493,10 +493,10 @@ class BSplinePairMap(BSplineMap):
         self._check_fitted()
         if sample.shape[0] == 0:
             return self
+        means = {f: hats.mean(axis=0) for f, hats in self.pair_hats(sample).items()}
         for p, pair in enumerate(self.interactions):
             for side, f in enumerate(pair):
-                hats = self.axis_hats(sample, f)
-                self.node_weights_[p, side, :hats.shape[1]] = hats.mean(axis=0)
+                self.node_weights_[p, side, :means[f].shape[0]] = means[f]
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -571,10 +571,8 @@ class BSplinePairMap(BSplineMap):
         X = self._check_X(X)
         block = self.transform_features(X)
         total = float(np.vdot(block, block))
-        squares: dict[int, np.ndarray] = {}  # per feature: its hats squared, summed per row
-        for f in {f for pair in self.interactions for f in pair}:
-            hats = self.axis_hats(X, f)
-            squares[f] = (hats * hats).sum(axis=1)
+        # per feature: its hats squared, summed per row
+        squares = {f: (hats * hats).sum(axis=1) for f, hats in self.pair_hats(X).items()}
         for f, g in self.interactions:
             total += float(squares[f] @ squares[g])
         found = float(np.count_nonzero(value_columns(X, self.value_terms)))
