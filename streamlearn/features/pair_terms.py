@@ -385,15 +385,9 @@ class BSplinePairMap(BSplineMap):
             for side, f in enumerate(pair):
                 self.node_weights_[p, side, :nodes[f]] = 1.0 / nodes[f]
 
-    def axis_hats(self, X: np.ndarray, feature: int) -> np.ndarray:
-        """The hat bases of ``feature``'s pair axis at the rows ``X`` (clamped), shape
-        (n, nodes)."""
-        return hat_values(X[:, feature], self.pair_lo_[feature], self.pair_hi_[feature],
-                          int(self.axis_nodes_[feature]))
-
     def pair_hats(self, X: np.ndarray) -> dict[int, np.ndarray]:
-        """:meth:`axis_hats` of every feature in a pair at the rows ``X`` (checked), each
-        computed once: feature -> (n, nodes)."""
+        """The hat bases of every pair feature's axis at the rows ``X`` (clamped), each
+        feature's computed once: feature -> (n, nodes)."""
         lo, hi, nodes = self.pair_lo_, self.pair_hi_, self.axis_nodes_
         return {f: hat_values(X[:, f], lo[f], hi[f], int(nodes[f]))
                 for f in sorted({f for pair in self.interactions for f in pair})}
