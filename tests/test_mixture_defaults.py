@@ -507,3 +507,44 @@ def test_guard_scores_the_models_it_compares_on_the_held_out_rows() -> None:
     assert v["mixture_loss"] > same.fun * (1.0 + 5e-3)
     assert v["mixture_loss"] < 0.3 and v["mixture_error"] < 0.05
     assert v["linear_loss"] == pytest.approx(np.log(2.0), abs=0.02)
+
+
+def test_guard_keeps_a_mixture_of_clearly_fewer_errors_whatever_the_log_losses(
+        monkeypatch) -> None:
+    """A cross-fitted log-loss can turn on a few mistakes: a half of the held-out rows
+    without one chooses the largest temperature, and the other half's mistakes then cost
+    34.5 nats each (pendigits: 5 held-out mistakes against the linear SVM's 45, and the
+    higher log-loss). Here the mixture's cross-fitted losses are raised by 10 nats a row,
+    as such a half would raise them: its error lead on XOR, far beyond two standard
+    errors of the rows' paired differences, still keeps it; without that rule the
+    log-loss keeps the linear SVM. The standard error lies within the bounds that the two
+    error counts allow, whatever rows they share."""
+    from streamlearn.solvers.holdout import Holdout
+    from streamlearn.solvers.mixture import driver
+
+    real = driver.cross_fitted_row_losses
+
+    def mixture_raised(model, f, codes, weight, half):
+        losses = real(model, f, codes, weight, half)
+        return losses + 10.0 if model.centers.shape[1] > 1 else losses
+
+    monkeypatch.setattr(driver, "cross_fitted_row_losses", mixture_raised)
+    rng = np.random.default_rng(1)
+    n = 4000
+    X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = MixtureSVC().fit(X, y)
+    v = model.validation_
+    assert v["kept"] == "mixture" and v["mixture_loss"] > v["linear_loss"] + 9.0
+    lead = v["linear_error"] - v["mixture_error"]
+    assert lead > driver.GUARD_ERROR_STANDARD_ERRORS * v["error_standard_error"] > 0
+    rows = np.flatnonzero(Holdout.fraction(0.1, 0 ^ driver.VALIDATION_SALT).mask(
+        np.arange(n)))
+    m = int(np.sum(model.predict(X[rows]) != y[rows]))
+    k = round(v["linear_error"] * rows.size)
+    # the rows where exactly one model errs: m + k less twice those where both do
+    least, most = (m + k - 2 * min(m, k), m + k)
+    spread = [np.sqrt(max(c - rows.size * lead ** 2, 0.0)) / rows.size for c in (least, most)]
+    assert spread[0] - 1e-12 <= v["error_standard_error"] <= spread[1] + 1e-12
+    monkeypatch.setattr(driver, "GUARD_ERROR_STANDARD_ERRORS", np.inf)
+    assert MixtureSVC().fit(X, y).validation_["kept"] == "linear"
