@@ -16,6 +16,7 @@ from streamlearn import open_dataset
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.convert import convert
 from streamlearn.data.dataset import Dataset
+from streamlearn.data.row_mixing import mix_group_size
 from streamlearn.data.sources import in_memory
 from streamlearn.data.sources.base import Block, ColumnKind, NumberedNames, Piece
 from streamlearn.data.sources.in_memory import ScipySparseSource
@@ -112,8 +113,12 @@ def test_shuffled_chunks_hold_the_same_rows(dense: np.ndarray, labels: np.ndarra
     np.testing.assert_array_equal(w, weights)
     rows = np.concatenate([c.rows for c in chunks])
     assert not (np.diff(rows) > 0).all()  # visited out of order
-    for c in chunks:  # each chunk is one block of rows, permuted
-        assert sorted(c.rows.tolist()) == list(range(c.start, c.start + c.n_rows))
+    group = mix_group_size(6, ds.n_features, sparse=True)
+    for g in range(0, len(chunks), group):  # each group of chunks holds its blocks' rows
+        part = chunks[g:g + group]
+        assert sorted(np.concatenate([c.rows for c in part]).tolist()) == sorted(
+            r for c in part for r in range(c.start, c.start + c.n_rows))
+    for c in chunks:
         np.testing.assert_array_equal(c.X.toarray(), dense[c.rows].astype(np.float32))
         np.testing.assert_array_equal(ds.classes[c.y], labels[c.rows])
     # reproducible from the seed, different for another epoch

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from streamlearn import LocalEngine, Reduction, open_dataset
 from streamlearn.data.prefetch import prefetched, prefetched_map
+from streamlearn.data.row_mixing import mix_group_size
 from tests.conftest import (
     FEATURES,
     Reference,
@@ -93,8 +94,13 @@ def test_shuffle_is_a_seeded_permutation(ref: Reference) -> None:
     assert not np.array_equal(rows, np.arange(1000))
     assert sorted(starts.tolist()) == list(range(0, 1000, 100))
     assert not np.array_equal(starts, np.arange(0, 1000, 100)), "chunk order must be permuted"
-    for c in ds.chunks(shuffle=True, seed=7):
-        assert set(c.rows.tolist()) == set(range(c.start, c.start + c.n_rows))
+    chunks = list(ds.chunks(shuffle=True, seed=7))
+    group = mix_group_size(100, ds.n_features, sparse=False)
+    for g in range(0, len(chunks), group):  # rows mixed within groups of chunks
+        part = chunks[g:g + group]
+        assert sorted(np.concatenate([c.rows for c in part]).tolist()) == sorted(
+            r for c in part for r in range(c.start, c.start + c.n_rows))
+    for c in chunks:
         np.testing.assert_array_equal(c.X, ref.X[c.rows])  # rows move with their values
         np.testing.assert_array_equal(ds.classes[c.y], ref.label[c.rows])
         np.testing.assert_array_equal(c.weight, ref.weight[c.rows])

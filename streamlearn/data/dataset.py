@@ -25,6 +25,7 @@ from streamlearn.data.large_buffers import map_large_buffers
 from streamlearn.data.precision import ResolutionWatch, target_spans
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.readahead import FileRange, ReadAhead
+from streamlearn.data.row_mixing import mix_group_size, mixed_chunks
 from streamlearn.data.schema import Schema, Task
 from streamlearn.data.sources.base import (
     Block,
@@ -822,9 +823,13 @@ class Dataset:
         chunk_rows : int, optional
             Rows per chunk (the last may be shorter); defaults to the dataset's.
         shuffle : bool
-            Visit chunks in a random order and permute rows within each chunk. The order is
-            a function of ``(seed, epoch)`` alone, so runs are reproducible and each epoch
-            differs. Only one chunk's rows are ever permuted in memory. A source that reads
+            Visit chunks in a random order and permute rows within each chunk, then mix the
+            rows of each group of up to 8 chunks of the walk (at most about 128 MiB of
+            features, :func:`~streamlearn.data.row_mixing.mix_group_size`): each chunk
+            handed on draws its rows from its group's chunks, so rows stored grouped by
+            class still reach a solver mixed (:mod:`~streamlearn.data.row_mixing`). The
+            order is a function of ``(seed, epoch)`` alone, so runs are reproducible and
+            each epoch differs. A source that reads
             in order only (``reads_in_order``: compressed text, which cannot seek) keeps its
             chunk order and has the rows within each chunk permuted; convert it to zarr
             (``streamlearn convert``) to shuffle it fully. A source whose pieces are costly
@@ -863,6 +868,7 @@ class Dataset:
         # One seed per chunk, drawn up front, so a chunk's row permutation does not depend on
         # which thread cuts it or in what order.
         row_seeds: np.ndarray | None = None
+        group, mix_seeds, inner_skip = 1, np.empty(0, dtype=np.int64), 0
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
             if getattr(self.source, "shuffle_by_piece", False) \
@@ -870,7 +876,13 @@ class Dataset:
                 starts = starts[piece_grouped_order(starts, self._offsets, rng)]
             elif not getattr(self.source, "reads_in_order", False):
                 starts = rng.permutation(starts)
-            row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)[skip:]
+            row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)
+            if len(starts) > 1:  # rows mixed across groups of chunks (row_mixing)
+                group = mix_group_size(size, self.n_features, self.is_sparse)
+                mix_seeds = rng.integers(0, 2**63 - 1, size=-(-len(starts) // group),
+                                         dtype=np.int64)
+                skip, inner_skip = skip - skip % group, skip % group
+            row_seeds = row_seeds[skip:]
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts
         self._indexes()
@@ -907,7 +919,10 @@ class Dataset:
 
             walk = prefetched(produce, depth)
         walk = walk if readahead is None else _advised(walk, readahead)
-        return self._watched(walk) if (lo, hi) == (0, self.n_rows) and not skip else walk
+        if group > 1:
+            walk = mixed_chunks(walk, group, mix_seeds[skip // group:], inner_skip)
+        return (self._watched(walk) if (lo, hi) == (0, self.n_rows) and not skip
+                and not inner_skip else walk)
 
     def _watched(self, walk: Iterator[Chunk]) -> Iterator[Chunk]:
         """``walk`` (over all rows), then a warning of each float64, integer or decimal

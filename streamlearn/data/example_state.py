@@ -140,6 +140,9 @@ class ExampleState:
         if local is None:
             self._values[lo:hi] = values
             return
+        if isinstance(self._values, np.ndarray):  # in memory: the rows themselves
+            self._values[lo + local] = values
+            return
         if local.size == hi - lo:  # a permutation of the whole span: no need to read first
             slab = np.empty((hi - lo, *values.shape[1:]), dtype=np.float32)
         else:

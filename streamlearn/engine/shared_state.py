@@ -158,40 +158,59 @@ class PartitionState:
         """Always False: values live in the shared store."""
         return False
 
-    def _block(self, chunk: Chunk) -> tuple[int, int, np.ndarray | None]:
-        # the storage chunk of rows the chunk was cut from, relative to the partition
-        size = self._shared.chunk_rows
-        s = chunk.start - self._lo
-        e = min(s + max(size, chunk.n_rows), self._hi - self._lo)
-        local = None if chunk.index is None else chunk.index - chunk.start
-        if s < 0 or chunk.start + chunk.n_rows > self._hi or (
-                local is not None and local.size and (local.min() < 0 or local.max() >= e - s)):
+    def _rows(self, chunk: Chunk) -> np.ndarray:
+        """The chunk's rows, counted from the partition's first row (checked inside it)."""
+        rows = chunk.rows - self._lo
+        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self._hi - self._lo):
             raise EngineError(
                 f"chunk at row {chunk.start} ({chunk.n_rows} rows) lies outside the "
                 f"partition {self._lo}-{self._hi} its per-example state was given for")
-        return s, e, local
+        return rows
+
+    def _blocks(self, rows: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+        """The storage chunks ``rows`` fall in, as ``(start, stop, positions)``: the rows'
+        positions in ``rows`` of each (a chunk of a walk that mixes rows across chunks,
+        :mod:`~streamlearn.data.row_mixing`, takes rows of several)."""
+        size = self._shared.chunk_rows
+        block = rows // size
+        order = np.argsort(block, kind="stable")
+        bounds = np.flatnonzero(np.diff(block[order])) + 1
+        out = []
+        for part in np.split(order, bounds):
+            if part.size:
+                s = int(block[part[0]]) * size
+                out.append((s, min(s + size, self._hi - self._lo), part))
+        return out
 
     def get(self, chunk: Chunk) -> np.ndarray:
         """Values of the chunk's rows, in the chunk's row order (a copy)."""
-        s, e, local = self._block(chunk)
-        if local is None:
+        rows = self._rows(chunk)
+        if chunk.index is None:
+            s = chunk.start - self._lo
             return np.array(self._src[s : s + chunk.n_rows])
-        return np.asarray(self._src[s:e])[local]
+        tail = () if self.n_columns is None else (int(self.n_columns),)
+        out = np.empty((rows.size, *tail), dtype=np.float32)
+        for s, e, part in self._blocks(rows):
+            out[part] = np.asarray(self._src[s:e])[rows[part] - s]
+        return out
 
     def put(self, chunk: Chunk, values: np.ndarray) -> None:
-        """Store ``values`` (in the chunk's row order) for the chunk's rows."""
+        """Store ``values`` (in the chunk's row order) for the chunk's rows: each storage
+        chunk they fall in is written whole, its other rows as they were (from the written
+        buffer when another chunk of this pass wrote it already)."""
         if self._dst is None:
             raise EngineError("a reduction pass cannot write per-example state; make it a "
                               "sequential pass")
         values = np.asarray(values, dtype=np.float32)
-        s, e, local = self._block(chunk)
-        if local is None and chunk.n_rows == e - s:
-            slab = values
-        else:
-            slab = np.array(self._src[s:e])
-            slab[np.arange(chunk.n_rows) if local is None else local] = values
-        self._dst[s:e] = slab
-        self._written.add(s)
+        rows = self._rows(chunk)
+        for s, e, part in self._blocks(rows):
+            if part.size == e - s and chunk.index is None:
+                slab = values[part]
+            else:
+                slab = np.array((self._dst if s in self._written else self._src)[s:e])
+                slab[rows[part] - s] = values[part]
+            self._dst[s:e] = slab
+            self._written.add(s)
 
     def complete(self) -> None:
         """Copy the storage chunks no ``put`` wrote from the read buffer to the written one."""

@@ -1,0 +1,147 @@
+"""Rows mixed across groups of chunks in a shuffled walk (``streamlearn.data.row_mixing``).
+
+References: each chunk's rows against the source arrays at its global row ids (numpy),
+the groups' row sets against the chunks of the walk without mixing, a resumed walk
+against the tail of the whole walk, and models fitted on rows stored sorted by class
+against the same rows stored shuffled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamlearn import open_dataset
+from streamlearn.data.chunk import Chunk
+from streamlearn.data.example_state import ExampleState
+from streamlearn.data.row_mixing import (
+    MIX_BYTES,
+    MIX_CHUNKS,
+    SPARSE_ROW_ENTRIES,
+    mix_group_size,
+    mixed_chunks,
+)
+from streamlearn.models import AdditiveSVC, MixtureSVC
+
+
+def _sorted_problem(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two classes (about 1 in 8 positive) of a product and a curve in 6 features, rows
+    stored class by class."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + 0.5 * np.sin(2 * X[:, 2]) + 0.2 * rng.normal(size=n) > 1.0
+         ).astype(int)
+    order = np.argsort(y, kind="stable")
+    return X[order], y[order]
+
+
+def test_group_size_is_the_rule_of_the_docstring() -> None:
+    assert mix_group_size(1000, 16, sparse=False) == MIX_CHUNKS
+    # chunks of 16 MiB: 128 MiB hold 8 of them, 32 MiB chunks 4
+    assert mix_group_size(262_144, 16, sparse=False) == MIX_BYTES // (262_144 * 64)
+    assert mix_group_size(524_288, 16, sparse=False) == 4
+    assert mix_group_size(1 << 20, 1 << 10, sparse=False) == 1
+    # sparse rows: SPARSE_ROW_ENTRIES entries of 12 bytes, or the width when narrower
+    wide = MIX_BYTES // (12 * SPARSE_ROW_ENTRIES)
+    assert mix_group_size(wide // 2, 1 << 20, sparse=True) == 2
+    assert mix_group_size(wide // 2, 8, sparse=True) == MIX_CHUNKS
+
+
+def test_each_chunk_holds_its_rows_and_the_groups_the_rows_of_the_walk() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 3)).astype(np.float32)
+    y = rng.integers(0, 3, 1000)
+    w = rng.random(1000)
+    data = open_dataset(X, target=y, weight=w, task="classification", chunk_rows=64)
+    plain = list(data.chunks(shuffle=True, seed=3, epoch=2, prefetch=0))
+    assert len(plain) == 16 and mix_group_size(64, 3, sparse=False) == MIX_CHUNKS
+    # the same walk's chunks are the ones mixed: read once more without the groups
+    starts = [c.start for c in plain]
+    for c in plain:
+        np.testing.assert_array_equal(X[c.rows], c.X)
+        np.testing.assert_array_equal(y[c.rows], data.classes[c.y])
+        np.testing.assert_allclose(w[c.rows], c.weight, rtol=1e-6)
+    for g in range(2):
+        part = plain[g * MIX_CHUNKS:(g + 1) * MIX_CHUNKS]
+        first = [c.start for c in part]
+        rows = np.concatenate([c.rows for c in part])
+        # the group's rows are the rows of its chunks' blocks, each block whole
+        blocks = np.concatenate([np.arange(s, min(s + 64, 1000)) for s in first])
+        np.testing.assert_array_equal(np.sort(rows), np.sort(blocks))
+        # mixed: no chunk keeps only its own block's rows
+        for c in part:
+            assert np.mean((c.rows >= c.start) & (c.rows < c.start + 64)) < 0.5
+    assert sorted(starts) == list(range(0, 1000, 64))
+    again = list(data.chunks(shuffle=True, seed=3, epoch=2, prefetch=0))
+    for a, b in zip(plain, again, strict=True):
+        np.testing.assert_array_equal(a.rows, b.rows)
+    other = list(data.chunks(shuffle=True, seed=3, epoch=3, prefetch=0))
+    assert not np.array_equal(plain[0].rows, other[0].rows)
+
+
+@pytest.mark.parametrize("skip", [1, 8, 11])
+def test_a_resumed_walk_is_the_tail_of_the_whole_walk(skip: int) -> None:
+    X = np.arange(3000, dtype=np.float32).reshape(1000, 3)
+    y = np.arange(1000) % 2
+    data = open_dataset(X, target=y, task="classification", chunk_rows=64)
+    whole = list(data.chunks(shuffle=True, seed=5, prefetch=0))
+    tail = list(data.chunks(shuffle=True, seed=5, prefetch=0, skip=skip))
+    assert len(tail) == len(whole) - skip
+    for a, b in zip(whole[skip:], tail, strict=True):
+        assert a.start == b.start
+        np.testing.assert_array_equal(a.rows, b.rows)
+        np.testing.assert_array_equal(a.X, b.X)
+
+
+def test_sparse_rows_are_mixed_with_their_entries() -> None:
+    rng = np.random.default_rng(2)
+    M = sp.random(500, 40, density=0.1, format="csr", random_state=3, dtype=np.float32)
+    y = rng.integers(0, 2, 500)
+    data = open_dataset(M, target=y, task="classification", chunk_rows=50)
+    chunks = list(data.chunks(shuffle=True, seed=1, prefetch=0))
+    dense = M.toarray()
+    for c in chunks:
+        np.testing.assert_array_equal(c.X.toarray(), dense[c.rows])
+    assert any(np.mean((c.rows >= c.start) & (c.rows < c.start + 50)) < 0.5 for c in chunks)
+
+
+def test_one_chunk_and_unshuffled_walks_are_not_mixed() -> None:
+    X = np.ones((100, 2), np.float32)
+    y = np.arange(100) % 2
+    one = list(open_dataset(X, target=y, task="classification").chunks(shuffle=True))
+    assert len(one) == 1 and sorted(one[0].rows.tolist()) == list(range(100))
+    data = open_dataset(X, target=y, task="classification", chunk_rows=10)
+    for c in data.chunks(shuffle=False, prefetch=0):
+        np.testing.assert_array_equal(c.rows, np.arange(c.start, c.start + c.n_rows))
+    chunk = Chunk(X=X[:10], y=y[:10], start=0)
+    assert list(mixed_chunks(iter([chunk]), 1, [0])) == [chunk]
+
+
+def test_example_state_put_writes_scattered_rows_in_memory() -> None:
+    state = ExampleState(100, 3)
+    rows = np.array([90, 3, 47, 12])
+    values = np.arange(12, dtype=np.float32).reshape(4, 3)
+    chunk = Chunk(X=np.zeros((4, 1), np.float32), y=None, start=0, index=rows)
+    state.put(chunk, values)
+    expected = np.zeros((100, 3), np.float32)
+    expected[rows] = values
+    np.testing.assert_array_equal(state.to_numpy(), expected)
+    np.testing.assert_array_equal(state.get(chunk), values)
+
+
+@pytest.mark.parametrize("model", [AdditiveSVC, MixtureSVC], ids=lambda m: m.__name__)
+def test_rows_stored_by_class_train_as_well_as_shuffled_ones(model: type) -> None:
+    """16 chunks of 500 rows stored class by class: each chunk of the walk draws its rows
+    from 8 chunks, so the stochastic solvers no longer follow one class at a time. Before,
+    here: 9.7 and 10.8 % test error sorted against 3.6 and 4.1 % shuffled; now 3.3 and
+    5.4 % against 3.6 and 3.9 %."""
+    X, y = _sorted_problem(8000)
+    X_test, y_test = _sorted_problem(4000, seed=1)
+    errors = []
+    for order in (np.arange(len(y)), np.random.default_rng(0).permutation(len(y))):
+        data = open_dataset(X[order], target=y[order], task="classification", chunk_rows=500)
+        fitted = model(progress=False).fit(data)
+        errors.append(np.mean(fitted.predict(X_test) != y_test))
+    assert errors[1] < 0.06  # the problem is learnt
+    assert errors[0] <= errors[1] + 0.02
