@@ -19,6 +19,7 @@ from streamlearn.data.row_mixing import (
     MIX_BYTES,
     MIX_CHUNKS,
     SPARSE_ROW_ENTRIES,
+    group_sizes,
     mix_group_size,
     mixed_chunks,
 )
@@ -114,8 +115,18 @@ def test_one_chunk_and_unshuffled_walks_are_not_mixed() -> None:
     data = open_dataset(X, target=y, task="classification", chunk_rows=10)
     for c in data.chunks(shuffle=False, prefetch=0):
         np.testing.assert_array_equal(c.rows, np.arange(c.start, c.start + c.n_rows))
-    chunk = Chunk(X=X[:10], y=y[:10], start=0)
-    assert list(mixed_chunks(iter([chunk]), 1, [0])) == [chunk]
+    # a group of one chunk: its rows permuted alone
+    chunk = Chunk(X=np.arange(20, dtype=np.float32).reshape(10, 2), y=y[:10], start=0)
+    (alone,) = mixed_chunks(iter([chunk]), [1], [0])
+    assert alone.start == 0 and sorted(alone.rows.tolist()) == list(range(10))
+    np.testing.assert_array_equal(alone.X, chunk.X[alone.rows])
+
+
+def test_groups_take_the_group_size_and_the_last_the_rest() -> None:
+    np.testing.assert_array_equal(group_sizes(10, 8), [8, 2])
+    np.testing.assert_array_equal(group_sizes(16, 8), [8, 8])
+    np.testing.assert_array_equal(group_sizes(3, 8), [3])
+    assert group_sizes(1001, 8).sum() == 1001
 
 
 def test_example_state_put_writes_scattered_rows_in_memory() -> None:

@@ -3,6 +3,7 @@ chunk boundaries across pieces, shuffling, NaN policies, validation errors."""
 
 from __future__ import annotations
 
+import itertools
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from streamlearn import open_dataset
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.convert import convert
 from streamlearn.data.dataset import Dataset
-from streamlearn.data.row_mixing import mix_group_size
+from streamlearn.data.row_mixing import group_sizes, mix_group_size
 from streamlearn.data.sources import in_memory
 from streamlearn.data.sources.base import Block, ColumnKind, NumberedNames, Piece
 from streamlearn.data.sources.in_memory import ScipySparseSource
@@ -113,11 +114,12 @@ def test_shuffled_chunks_hold_the_same_rows(dense: np.ndarray, labels: np.ndarra
     np.testing.assert_array_equal(w, weights)
     rows = np.concatenate([c.rows for c in chunks])
     assert not (np.diff(rows) > 0).all()  # visited out of order
-    group = mix_group_size(6, ds.n_features, sparse=True)
-    for g in range(0, len(chunks), group):  # each group of chunks holds its blocks' rows
-        part = chunks[g:g + group]
+    sizes = group_sizes(len(chunks), mix_group_size(6, ds.n_features, sparse=True))
+    bounds = np.cumsum([0, *sizes])
+    for g, h in itertools.pairwise(bounds):  # each group of chunks holds its blocks' rows
+        part = chunks[g:h]
         assert sorted(np.concatenate([c.rows for c in part]).tolist()) == sorted(
-            r for c in part for r in range(c.start, c.start + c.n_rows))
+            r for c in part for r in range(c.start, min(c.start + 6, N_ROWS)))
     for c in chunks:
         np.testing.assert_array_equal(c.X.toarray(), dense[c.rows].astype(np.float32))
         np.testing.assert_array_equal(ds.classes[c.y], labels[c.rows])
@@ -337,7 +339,7 @@ def test_chunk_select_on_a_sparse_chunk(dense: np.ndarray, labels: np.ndarray,
     ds = open_dataset(sp.csr_array(dense), target=labels, weight=weights, chunk_rows=12)
     chunk = list(ds.chunks(shuffle=True, seed=5))[1]
     keep = np.zeros(chunk.n_rows, dtype=bool)
-    keep[[0, 3, 4, 9]] = True
+    keep[[0, 3, 4, chunk.n_rows - 1]] = True  # a mixed chunk: about the mean size
     part = chunk.select(keep)
     assert part.is_sparse and part.n_rows == 4 and part.start == chunk.start
     np.testing.assert_array_equal(part.rows, chunk.rows[keep])

@@ -25,7 +25,7 @@ from streamlearn.data.large_buffers import map_large_buffers
 from streamlearn.data.precision import ResolutionWatch, target_spans
 from streamlearn.data.prefetch import prefetched, prefetched_map
 from streamlearn.data.readahead import FileRange, ReadAhead
-from streamlearn.data.row_mixing import mix_group_size, mixed_chunks
+from streamlearn.data.row_mixing import group_sizes, mix_group_size, mixed_chunks
 from streamlearn.data.schema import Schema, Task
 from streamlearn.data.sources.base import (
     Block,
@@ -868,7 +868,7 @@ class Dataset:
         # One seed per chunk, drawn up front, so a chunk's row permutation does not depend on
         # which thread cuts it or in what order.
         row_seeds: np.ndarray | None = None
-        group, mix_seeds, inner_skip = 1, np.empty(0, dtype=np.int64), 0
+        groups, mix_seeds, inner_skip = None, np.empty(0, dtype=np.int64), 0
         if shuffle:
             rng = np.random.default_rng([0 if seed is None else int(seed), int(epoch)])
             if getattr(self.source, "shuffle_by_piece", False) \
@@ -877,11 +877,14 @@ class Dataset:
             elif not getattr(self.source, "reads_in_order", False):
                 starts = rng.permutation(starts)
             row_seeds = rng.integers(0, 2**63 - 1, size=len(starts), dtype=np.int64)
-            if len(starts) > 1:  # rows mixed across groups of chunks (row_mixing)
-                group = mix_group_size(size, self.n_features, self.is_sparse)
-                mix_seeds = rng.integers(0, 2**63 - 1, size=-(-len(starts) // group),
-                                         dtype=np.int64)
-                skip, inner_skip = skip - skip % group, skip % group
+            group = mix_group_size(size, self.n_features, self.is_sparse)
+            if len(starts) > 1 and group > 1:  # rows mixed across groups (row_mixing)
+                groups = group_sizes(len(starts), group)
+                mix_seeds = rng.integers(0, 2**63 - 1, size=len(groups), dtype=np.int64)
+                first = int(np.searchsorted(np.cumsum(groups), skip, side="right"))
+                aligned = int(np.sum(groups[:first]))
+                skip, inner_skip = aligned, skip - aligned
+                groups, mix_seeds = groups[first:], mix_seeds[first:]
             row_seeds = row_seeds[skip:]
         starts = starts[skip:]
         classes = self.classes  # resolve before the reader thread starts
@@ -897,7 +900,9 @@ class Dataset:
             a = int(starts[k])
             if readahead is not None:
                 readahead.reached(k)
-            rng = None if row_seeds is None else np.random.default_rng(int(row_seeds[k]))
+            # rows mixed across a group are permuted there (row_mixing), not chunk by chunk
+            rng = (None if row_seeds is None or groups is not None
+                   else np.random.default_rng(int(row_seeds[k])))
             out = self._chunk(reader, a, min(a + size, hi), classes, rng)
             keep = self._kept_rows(out.rows)
             return out if keep is None else out.select(keep)
@@ -919,8 +924,8 @@ class Dataset:
 
             walk = prefetched(produce, depth)
         walk = walk if readahead is None else _advised(walk, readahead)
-        if group > 1:
-            walk = mixed_chunks(walk, group, mix_seeds[skip // group:], inner_skip)
+        if groups is not None:
+            walk = mixed_chunks(walk, groups, mix_seeds, inner_skip)
         return (self._watched(walk) if (lo, hi) == (0, self.n_rows) and not skip
                 and not inner_skip else walk)
 

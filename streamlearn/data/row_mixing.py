@@ -34,48 +34,57 @@ SPARSE_ROW_ENTRIES = 64
 def mix_group_size(chunk_rows: int, n_features: int, sparse: bool) -> int:
     """Chunks mixed together: :data:`MIX_CHUNKS`, fewer when their features would take
     more than :data:`MIX_BYTES` (4 bytes a dense value; a sparse row counted at
-    :data:`SPARSE_ROW_ENTRIES` entries of 12 bytes, or its width when narrower), at
-    least 1 (no mixing)."""
+    :data:`SPARSE_ROW_ENTRIES` entries of 12 bytes, or its width when narrower) or when
+    a chunk has fewer rows, at least 1 (no mixing)."""
     row_bytes = (12 * min(int(n_features), SPARSE_ROW_ENTRIES) if sparse
                  else 4 * int(n_features))
-    return int(max(1, min(MIX_CHUNKS, MIX_BYTES // max(int(chunk_rows) * row_bytes, 1))))
+    group = min(MIX_CHUNKS, MIX_BYTES // max(int(chunk_rows) * row_bytes, 1),
+                int(chunk_rows))  # a full chunk gives every chunk of its group a row
+    return int(max(1, group))
 
 
-def mixed_chunks(walk: Iterator[Chunk], group: int, seeds: Sequence[int],
+def group_sizes(n_chunks: int, group: int) -> np.ndarray:
+    """Chunks in each group of a walk of ``n_chunks``: ``group`` each, the last group the
+    rest. (Groups of near-equal sizes were tried: on ijcnn1 sorted by class, 10 chunks of
+    which one holds the rarer class, 5 and 5 leave five chunks of one class a pass where
+    8 and 2 leave two or eight, 3.2 on average; test error 3.56 against 3.40 %, mean of
+    four seeds.)"""
+    full, rest = divmod(int(n_chunks), max(int(group), 1))
+    return np.array([int(group)] * full + ([rest] if rest else []), dtype=np.int64)
+
+
+def mixed_chunks(walk: Iterator[Chunk], sizes: Sequence[int], seeds: Sequence[int],
                  skip: int = 0) -> Iterator[Chunk]:
-    """The chunks of ``walk`` with their rows mixed within each group of ``group``.
+    """The chunks of ``walk`` with their rows mixed within each group of chunks.
 
-    Group ``g`` (chunks ``g * group`` to ``g * group + group - 1`` of the walk; the last
-    may be shorter) is permuted by ``numpy.random.default_rng(seeds[g])``, and its rows are
-    handed on as chunks of the sizes read, in the order read, each keeping the ``start``
-    of the chunk whose place it takes (its block for the pass's accounting) and its rows'
-    global ids (``index``). Each chunk handed on is gathered from the group's chunks as it
-    is asked for, so a group holds its chunks and one more. ``skip`` leaves out the first
-    chunks handed on (a resumed pass: ``walk`` then starts at the first chunk of their
-    group).
+    Group ``g`` (the next ``sizes[g]`` chunks of the walk) is handed on as as many
+    chunks (the ``j``-th permuted by ``numpy.random.default_rng([seeds[g], j])``), of
+    about the group's mean size, each keeping the ``start`` of the chunk whose place it
+    takes (its block for the pass's accounting) and its rows' global ids (``index``).
+    Each chunk handed on is cut from the group's chunks as it is asked for
+    (:func:`_mixed`), so a group holds its chunks and one more. ``skip`` leaves out the
+    first chunks handed on (a resumed pass: ``walk`` then starts at the first chunk of
+    their group).
 
     Parameters
     ----------
     walk : iterator of Chunk
-    group : int
-        Chunks per group, at least 1 (1: the walk as it is).
+    sizes : sequence of int
+        Chunks per group (:func:`group_sizes`), from the walk's first group.
     seeds : sequence of int
-        One seed per group of the walk, from its first group.
+        One seed per group, likewise.
     skip : int
-        Chunks handed on to leave out, fewer than ``group``.
+        Chunks handed on to leave out, fewer than the first group's.
 
     Yields
     ------
     Chunk
     """
-    if group <= 1:
-        yield from walk
-        return
     buffer: list[Chunk] = []
     g = 0
     for chunk in walk:
         buffer.append(chunk)
-        if len(buffer) == group:
+        if len(buffer) == int(sizes[g]):
             yield from _mixed(buffer, int(seeds[g]), skip)
             buffer, skip, g = [], 0, g + 1
     if buffer:
@@ -83,40 +92,49 @@ def mixed_chunks(walk: Iterator[Chunk], group: int, seeds: Sequence[int],
 
 
 def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
-    """The rows of ``chunks`` permuted together, cut into chunks of their sizes (the first
-    ``skip`` left out)."""
-    if len(chunks) == 1:
-        yield from chunks[skip:]
-        return
-    sizes = np.array([c.n_rows for c in chunks])
-    source = np.repeat(np.arange(len(chunks)), sizes)  # chunk of each row of the group
-    position = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    perm = np.random.default_rng(seed).permutation(sizes.sum())
-    ends = np.cumsum(sizes)
-    sparse = chunks[0].is_sparse
-    joined = SparseRows.concatenate([c.X for c in chunks]) if sparse else None  # type: ignore[misc]
-    for j in range(skip, len(chunks)):
-        take = perm[ends[j] - sizes[j]:ends[j]]
-        src, pos = source[take], position[take]
-        if joined is not None:
-            X: np.ndarray | SparseRows = joined.take(take)
+    """The rows of ``chunks`` dealt out across chunks as many, in a random order (the
+    first ``skip`` left out).
+
+    Chunk ``j`` handed on takes the ``j``-th of ``len(chunks)`` near-equal parts of every
+    chunk's rows as read (the part sizes rotated by the chunk's place in the group, so
+    that chunks of one size hand on chunks of that size), each copied as one block, and
+    permutes them: copies of
+    contiguous rows and one gather within a chunk's worth, where a gather from the whole
+    group at random reads memory at random (on 8 chunks of 262,144 rows x 16 features,
+    0.29 s against 0.07 s for the parts). The walk leaves the rows of a chunk in their
+    order for this (the permutation here replaces its permutation within each chunk; a
+    group of one chunk is permuted alone). A chunk handed on has about the mean size of
+    the group's, and the ``start`` of the chunk whose place it takes.
+    """
+    m = len(chunks)
+    cuts = [_rotated_cuts(c.n_rows, m, i) for i, c in enumerate(chunks)]
+    for j in range(skip, m):
+        parts = [(c, int(cut[j]), int(cut[j + 1])) for c, cut in zip(chunks, cuts, strict=True)]
+        n = sum(b - a for _, a, b in parts)
+        order = np.random.default_rng([seed, j]).permutation(n)  # resumable at any j
+        if chunks[0].is_sparse:
+            X: np.ndarray | SparseRows = SparseRows.concatenate(
+                [c.X.slice(a, b) for c, a, b in parts]).take(order)  # type: ignore[union-attr]
         else:
-            X = np.empty((take.size, chunks[0].X.shape[1]), dtype=np.float32)
-            for c in np.unique(src):
-                at = np.flatnonzero(src == c)
-                X[at] = np.take(chunks[c].X, pos[at], axis=0)
-        yield Chunk(X=X, y=_gathered([c.y for c in chunks], src, pos),
-                    start=chunks[j].start, index=_gathered([c.rows for c in chunks], src, pos),
-                    weight=_gathered([c.weight for c in chunks], src, pos))
+            X = np.take(np.concatenate([c.X[a:b] for c, a, b in parts]), order, axis=0)
+        yield Chunk(X=X, y=_joined([c.y for c, _, _ in parts], parts, order),
+                    start=chunks[j].start,
+                    index=_joined([c.rows for c, _, _ in parts], parts, order),
+                    weight=_joined([c.weight for c, _, _ in parts], parts, order))
 
 
-def _gathered(parts: list[np.ndarray | None], src: np.ndarray,
-              pos: np.ndarray) -> np.ndarray | None:
-    """``parts[src[i]][pos[i]]`` for every ``i`` (None when a part is None)."""
-    if any(p is None for p in parts):
+def _rotated_cuts(n: int, m: int, shift: int) -> np.ndarray:
+    """Bounds of ``m`` contiguous parts of ``n`` rows, part ``j`` of size
+    ``sizes[(j + shift) % m]`` for the near-equal ``sizes`` of ``n`` into ``m``."""
+    sizes = np.diff(np.arange(m + 1) * n // m)
+    return np.concatenate([[0], np.cumsum(np.roll(sizes, -shift))])
+
+
+def _joined(arrays: list[np.ndarray | None], parts: list[tuple[Chunk, int, int]],
+            order: np.ndarray) -> np.ndarray | None:
+    """The parts' rows of ``arrays`` (one per chunk) one after the other, in ``order``
+    (None when an array is None)."""
+    if any(a is None for a in arrays):
         return None
-    out = np.empty(src.size, dtype=parts[0].dtype)  # type: ignore[union-attr]
-    for c in np.unique(src):
-        at = np.flatnonzero(src == c)
-        out[at] = parts[c][pos[at]]  # type: ignore[index]
-    return out
+    return np.take(np.concatenate([a[lo:hi] for a, (_, lo, hi)  # type: ignore[index]
+                                   in zip(arrays, parts, strict=True)]), order)
