@@ -8,6 +8,8 @@ against the same rows stored shuffled.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -39,14 +41,15 @@ def _sorted_problem(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def test_group_size_is_the_rule_of_the_docstring() -> None:
     assert mix_group_size(1000, 16, sparse=False) == MIX_CHUNKS
-    # chunks of 16 MiB: 128 MiB hold 8 of them, 32 MiB chunks 4
+    # chunks of 16 MiB: 128 MiB hold 8 of them, 32 MiB chunks 4; 10-row chunks 10
     assert mix_group_size(262_144, 16, sparse=False) == MIX_BYTES // (262_144 * 64)
     assert mix_group_size(524_288, 16, sparse=False) == 4
     assert mix_group_size(1 << 20, 1 << 10, sparse=False) == 1
+    assert mix_group_size(10, 4, sparse=False) == 10
     # sparse rows: SPARSE_ROW_ENTRIES entries of 12 bytes, or the width when narrower
     wide = MIX_BYTES // (12 * SPARSE_ROW_ENTRIES)
     assert mix_group_size(wide // 2, 1 << 20, sparse=True) == 2
-    assert mix_group_size(wide // 2, 8, sparse=True) == MIX_CHUNKS
+    assert mix_group_size(wide // 2, 8, sparse=True) == MIX_BYTES // (wide // 2 * 12 * 8)
 
 
 def test_each_chunk_holds_its_rows_and_the_groups_the_rows_of_the_walk() -> None:
@@ -54,26 +57,26 @@ def test_each_chunk_holds_its_rows_and_the_groups_the_rows_of_the_walk() -> None
     X = rng.normal(size=(1000, 3)).astype(np.float32)
     y = rng.integers(0, 3, 1000)
     w = rng.random(1000)
-    data = open_dataset(X, target=y, weight=w, task="classification", chunk_rows=64)
+    data = open_dataset(X, target=y, weight=w, task="classification", chunk_rows=25)
     plain = list(data.chunks(shuffle=True, seed=3, epoch=2, prefetch=0))
-    assert len(plain) == 16 and mix_group_size(64, 3, sparse=False) == MIX_CHUNKS
-    # the same walk's chunks are the ones mixed: read once more without the groups
+    # 40 chunks; a group takes at most a chunk's rows of chunks: 25 and 15
+    sizes = group_sizes(len(plain), mix_group_size(25, 3, sparse=False))
+    np.testing.assert_array_equal(sizes, [25, 15])
     starts = [c.start for c in plain]
     for c in plain:
         np.testing.assert_array_equal(X[c.rows], c.X)
         np.testing.assert_array_equal(y[c.rows], data.classes[c.y])
         np.testing.assert_allclose(w[c.rows], c.weight, rtol=1e-6)
-    for g in range(2):
-        part = plain[g * MIX_CHUNKS:(g + 1) * MIX_CHUNKS]
-        first = [c.start for c in part]
+    for g, h in itertools.pairwise(np.cumsum([0, *sizes])):
+        part = plain[g:h]
         rows = np.concatenate([c.rows for c in part])
         # the group's rows are the rows of its chunks' blocks, each block whole
-        blocks = np.concatenate([np.arange(s, min(s + 64, 1000)) for s in first])
+        blocks = np.concatenate([np.arange(c.start, min(c.start + 25, 1000)) for c in part])
         np.testing.assert_array_equal(np.sort(rows), np.sort(blocks))
         # mixed: no chunk keeps only its own block's rows
         for c in part:
-            assert np.mean((c.rows >= c.start) & (c.rows < c.start + 64)) < 0.5
-    assert sorted(starts) == list(range(0, 1000, 64))
+            assert np.mean((c.rows >= c.start) & (c.rows < c.start + 25)) < 0.5
+    assert sorted(starts) == list(range(0, 1000, 25))
     again = list(data.chunks(shuffle=True, seed=3, epoch=2, prefetch=0))
     for a, b in zip(plain, again, strict=True):
         np.testing.assert_array_equal(a.rows, b.rows)

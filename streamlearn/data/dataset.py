@@ -824,7 +824,7 @@ class Dataset:
             Rows per chunk (the last may be shorter); defaults to the dataset's.
         shuffle : bool
             Visit chunks in a random order and permute rows within each chunk, then mix the
-            rows of each group of up to 8 chunks of the walk (at most about 128 MiB of
+            rows of each group of up to 64 chunks of the walk (at most about 128 MiB of
             features, :func:`~streamlearn.data.row_mixing.mix_group_size`): each chunk
             handed on draws its rows from its group's chunks, so rows stored grouped by
             class still reach a solver mixed (:mod:`~streamlearn.data.row_mixing`). The

@@ -24,7 +24,7 @@ from streamlearn.data.chunk import Chunk
 from streamlearn.data.sparse_rows import SparseRows
 
 #: Chunks a shuffled walk mixes rows across at most.
-MIX_CHUNKS = 8
+MIX_CHUNKS = 64
 #: The chunks a shuffled walk holds to mix take at most about this many bytes of features.
 MIX_BYTES = 128 << 20
 #: Stored entries a sparse row is counted at when sizing a group (:func:`mix_group_size`).
