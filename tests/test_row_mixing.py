@@ -41,9 +41,9 @@ def _sorted_problem(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def test_group_size_is_the_rule_of_the_docstring() -> None:
     assert mix_group_size(1000, 16, sparse=False) == MIX_CHUNKS
-    # chunks of 16 MiB: 128 MiB hold 8 of them, 32 MiB chunks 4; 10-row chunks 10
+    # chunks of 16 MiB: 64 MiB hold 4 of them, 32 MiB chunks 2; 10-row chunks 10
     assert mix_group_size(262_144, 16, sparse=False) == MIX_BYTES // (262_144 * 64)
-    assert mix_group_size(524_288, 16, sparse=False) == 4
+    assert mix_group_size(524_288, 16, sparse=False) == 2
     assert mix_group_size(1 << 20, 1 << 10, sparse=False) == 1
     assert mix_group_size(10, 4, sparse=False) == 10
     # sparse rows: SPARSE_ROW_ENTRIES entries of 12 bytes, or the width when narrower

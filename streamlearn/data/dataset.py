@@ -824,7 +824,7 @@ class Dataset:
             Rows per chunk (the last may be shorter); defaults to the dataset's.
         shuffle : bool
             Visit chunks in a random order and permute rows within each chunk, then mix the
-            rows of each group of up to 64 chunks of the walk (at most about 128 MiB of
+            rows of each group of up to 64 chunks of the walk (at most about 64 MiB of
             features, :func:`~streamlearn.data.row_mixing.mix_group_size`): each chunk
             handed on draws its rows from its group's chunks, so rows stored grouped by
             class still reach a solver mixed (:mod:`~streamlearn.data.row_mixing`). The
@@ -893,6 +893,11 @@ class Dataset:
         depth = self.prefetch if prefetch is None else int(prefetch)
         if len(starts) <= 1:  # one chunk: nothing to read ahead of, no thread to start
             depth = 0
+        elif groups is not None and depth > 0:
+            # the next group is read while this one is handed on: a group waits for all
+            # its chunks, and reading only `prefetch` ahead left the reads of most of each
+            # group out of the overlap with the work on the one before
+            depth = max(depth, int(groups.max()))
 
         readahead = self._readahead(starts, size, hi)
 

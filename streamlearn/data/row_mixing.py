@@ -26,7 +26,7 @@ from streamlearn.data.sparse_rows import SparseRows
 #: Chunks a shuffled walk mixes rows across at most.
 MIX_CHUNKS = 64
 #: The chunks a shuffled walk holds to mix take at most about this many bytes of features.
-MIX_BYTES = 128 << 20
+MIX_BYTES = 64 << 20
 #: Stored entries a sparse row is counted at when sizing a group (:func:`mix_group_size`).
 SPARSE_ROW_ENTRIES = 64
 
