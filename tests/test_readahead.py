@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import streamlearn.data.dataset as dataset_module
 from streamlearn import open_dataset
 from streamlearn.data import readahead
 from streamlearn.data.readahead import FileRange, ReadAhead, advise_willneed
@@ -115,6 +116,9 @@ def test_a_zarr_stream_advises_each_chunks_files_before_reading_them(
         return advise(ranges)
 
     monkeypatch.setattr(readahead, "advise_willneed", recorded)
+    # chunk by chunk: a shuffled walk that mixes rows across a group of chunks reads the
+    # group's chunks at once (streamlearn.data.row_mixing), ahead of this test's pause
+    monkeypatch.setattr(dataset_module, "mix_group_size", lambda *args: 1)
     ds = open_dataset(str(out), chunk_rows=100)
     chunks = _walk_after_advice(ds, lambda: len(advised), 20, shuffle=shuffle, seed=2)
     # the same rows as without advice, and every chunk's X and y files advised, in the
