@@ -467,6 +467,13 @@ def test_a_tie_on_the_held_out_rows_keeps_the_linear_svm():
         roc_auc_score(y[3000:], reference) - 0.02
 
 
+def _xor(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """XOR of two uniform features: no line separates it, a mixture does."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
+    return X, (X[:, 0] * X[:, 1] > 0).astype(int)
+
+
 def test_guard_scores_the_models_it_compares_on_the_held_out_rows() -> None:
     """The guard's errors and log-losses are those of the models as kept: the kept
     mixture's held-out error is its ``predict``'s, and its log-loss the cross-fitted one
@@ -478,10 +485,8 @@ def test_guard_scores_the_models_it_compares_on_the_held_out_rows() -> None:
     from streamlearn.solvers.holdout import Holdout
     from streamlearn.solvers.mixture.driver import CROSS_FIT_SALT, VALIDATION_SALT
 
-    rng = np.random.default_rng(1)
-    n = 4000
-    X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    X, y = _xor(4000)
+    n = len(y)
     model = MixtureSVC().fit(X, y)
     v = model.validation_
     assert v["kept"] == "mixture"
@@ -531,10 +536,8 @@ def test_guard_keeps_a_mixture_of_clearly_fewer_errors_whatever_the_log_losses(
         return losses + 10.0 if model.centers.shape[1] > 1 else losses
 
     monkeypatch.setattr(driver, "cross_fitted_row_losses", mixture_raised)
-    rng = np.random.default_rng(1)
-    n = 4000
-    X = rng.uniform(-1, 1, size=(n, 2)).astype(np.float32)
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    X, y = _xor(4000)
+    n = len(y)
     model = MixtureSVC().fit(X, y)
     v = model.validation_
     assert v["kept"] == "mixture" and v["mixture_loss"] > v["linear_loss"] + 9.0
