@@ -7,11 +7,11 @@ solver that steps chunk by chunk (PEGASOS, stochastic EM) follows one class at a
 on ijcnn1 sorted by class, in chunks of 2,048 rows, ``AdditiveSVC()`` tested at 5.32 %
 error and ``MixtureSVC()`` at 6.55 %, against 2.81 and 2.83 % on the same rows shuffled.
 
-:func:`mixed_chunks` reads ``group`` chunks of the walk, permutes all their rows
-together and hands them on as chunks of the sizes read, so each chunk draws its rows from
-the group's chunks: a walk then holds up to :data:`MIX_BYTES` of chunks at once, and one
-more, instead of one (:func:`mix_group_size`); memory stays bounded whatever the number of
-rows.
+:func:`mixed_chunks` reads a group of chunks of the walk (:func:`group_sizes`) and hands
+them on as as many chunks, each made of a part of every chunk of the group and permuted
+(:func:`_mixed`): a walk then holds up to :data:`MIX_BYTES` of chunks, and one more,
+instead of one (:func:`mix_group_size`), and reads the next group ahead; memory stays
+bounded whatever the number of rows.
 """
 
 from __future__ import annotations
@@ -98,9 +98,9 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
     Chunk ``j`` handed on takes the ``j``-th of ``len(chunks)`` near-equal parts of every
     chunk's rows as read (the part sizes rotated by the chunk's place in the group, so
     that chunks of one size hand on chunks of that size), each copied as one block, and
-    permutes them: copies of
-    contiguous rows and one gather within a chunk's worth, where a gather from the whole
-    group at random reads memory at random (on 8 chunks of 262,144 rows x 16 features,
+    permutes them: copies of contiguous rows and one gather within a chunk's worth, where
+    a gather from the whole group at random reads memory at random (on 8 chunks of
+    262,144 rows x 16 features,
     0.29 s against 0.07 s for the parts). The walk leaves the rows of a chunk in their
     order for this (the permutation here replaces its permutation within each chunk; a
     group of one chunk is permuted alone). A chunk handed on has about the mean size of
