@@ -17,6 +17,8 @@ import pytest
 import zarr
 
 os.environ.setdefault("STREAMLEARN_PROGRESS", "0")
+# the workers keep every core busy compiling already; tests/test_compile_ahead.py turns it on
+os.environ.setdefault("STREAMLEARN_COMPILE_AHEAD", "0")
 
 FEATURES = ["a", "b", "c", "d", "e"]
 

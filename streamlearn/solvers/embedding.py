@@ -429,7 +429,8 @@ class KernelFamily:
 
     def __init__(self, compile_for: Callable[[KernelSpec], Any], uses_order: bool) -> None:
         self._compile_for = compile_for
-        self._uses_order = uses_order
+        #: Whether the kernels update or norm ``w_d`` (their spec holds the order).
+        self.uses_order = uses_order
         self._kernels: dict[KernelSpec, Any] = {}
         self._lock = threading.Lock()
 
@@ -444,7 +445,7 @@ class KernelFamily:
         """
         if sparse and not encodes_sparse_rows(kind, ipar):
             raise ValueError(SPARSE_MAPS_ONLY)
-        spec = kernel_spec(kind, ipar, sparse, self._uses_order)
+        spec = kernel_spec(kind, ipar, sparse, self.uses_order)
         kernel = self._kernels.get(spec)
         if kernel is None:
             with self._lock:

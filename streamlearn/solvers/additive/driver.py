@@ -64,6 +64,7 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.engine.local import LocalEngine
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap, FourierMap, HermiteMap
@@ -106,6 +107,7 @@ from streamlearn.solvers.calibration import (
     ScoreHistogram,
     fit_shared_slope,
 )
+from streamlearn.solvers.compile_ahead import KernelCall, compile_ahead
 from streamlearn.solvers.dcd import LOSSES, mean_embedding, move_centre
 from streamlearn.solvers.embedding import (
     Embedding,
@@ -1538,6 +1540,8 @@ def _fit_terms_on(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
     pairs = ModelPairs.of(len(classes), config.multiclass)
     shape = (len(pairs.positive), rows.emb.n_dims + 1)
     norm_sq = 0.0
+    if not dataset.is_sparse:
+        compile_later_kernels(runner, config, rows.emb, shape[0], n_features)
     if config.solver == "pegasos":
         norm_sq = step_norm_sq(feature_map, sample, config.bias_scale)
         offset = offset_of(norm_sq, regularisation.pegasos_lam)
@@ -1620,6 +1624,27 @@ def _fit_map(feature_map: FeatureMap, config: AdditiveConfig, dataset: Dataset,
         feature_map.fit_knots(desc.sample, uniform=coded)
     if isinstance(feature_map, BSplinePairMap):
         feature_map.fit_node_weights(desc.sample)
+
+
+def compile_later_kernels(runner: Any, config: AdditiveConfig, emb: Embedding, n_models: int,
+                          n_features: int) -> None:
+    """Hand the kernels that the fit calls after its first training to a second process
+    (:func:`~streamlearn.solvers.compile_ahead.compile_ahead`), where passes run in this
+    process: the decision kernel of ``emb``'s map (calibration, held-out scores) and, with
+    ``config.linear_candidate`` and PEGASOS, the linear model's training and decision
+    kernels. Only kernels neither compiled nor cached are handed, each once a process, so
+    a fit from a warm cache starts nothing."""
+    engine = runner
+    while not isinstance(engine, LocalEngine) and hasattr(engine, "engine"):
+        engine = engine.engine  # a checkpointed runner's own engine
+    if not isinstance(engine, LocalEngine):
+        return
+    calls = [KernelCall.of("decision_ovr", emb, n_models)]
+    if config.linear_candidate and config.solver == "pegasos":
+        linear = embedding_params(None, n_features)
+        calls += [KernelCall.of("pegasos_ovr", linear, n_models),
+                  KernelCall.of("decision_ovr", linear, n_models)]
+    compile_ahead(calls)
 
 
 def fold_standardisation(standardiser: Standardiser, bias_scale: float, coef_d: np.ndarray,
