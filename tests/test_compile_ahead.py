@@ -5,34 +5,38 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from streamlearn.solvers import compile_ahead as ahead
 
 
-def run_python(code: str, **env: str) -> dict:
-    """Run ``code`` in a fresh interpreter with ``env`` added; it prints one JSON line."""
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+def run_python(code: str, args: tuple[str, ...] = (), **env: str) -> dict:
+    """Run ``code`` in a fresh interpreter with ``args`` and ``env`` added; it prints one
+    JSON line."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args],
                          env={**os.environ, **env}, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-#: A default AdditiveSVC fit of three classes, after the calls it hands on have been
-#: compiled in this process: the signature count of each of their kernels after each step.
+#: A default fit of ``MODEL`` on three classes, then the calls it handed on compiled in the
+#: same process: the signature count of each call's kernel before and after.
 SAME_TYPES = """
-    import json, warnings
+    import json, sys, warnings
     import numpy as np
-    from streamlearn.models import AdditiveSVC
-    from streamlearn.features import BSplineMap
-    from streamlearn.solvers.additive import driver
+    import streamlearn.models as models
     from streamlearn.solvers.compile_ahead import compile_calls
 
+    name = sys.argv[1]
+    driver = __import__(f"streamlearn.solvers.{sys.argv[2]}.driver", fromlist=["x"])
     handed = []
     driver.compile_ahead = handed.extend  # record what the fit hands on, start nothing
     rng = np.random.default_rng(0)
@@ -40,32 +44,67 @@ SAME_TYPES = """
     y = np.digitize(np.sin(2 * X[:, 0]) + X[:, 1] ** 2, [-0.3, 0.9])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        first = AdditiveSVC(random_state=0)
-        first.fit(X, y)
+        getattr(models, name)(random_state=0).fit(X, y)
     calls, seen = [], set()
     for call in handed:  # the first call of each kernel, as compile_ahead keeps them
         if call.key() not in seen:
             seen.add(call.key())
             calls.append(call)
-    kernels = [call.family()(*call.arrays()[:2], False) for call in calls]
-    before = [len(k.signatures) for k in kernels]
+    before = [len(call.dispatcher().signatures) for call in calls]
     compile_calls(calls)
-    after_warm = [len(k.signatures) for k in kernels]
-    print(json.dumps({"calls": [c.kernel + ":" + c.key()[1].name for c in calls],
-                      "before": before, "after_warm": after_warm,
-                      "linear": first.linear_check_}))
+    after = [len(call.dispatcher().signatures) for call in calls]
+    names = [":".join([call.kernel, *(getattr(k, "name", "") for k in call.key()[1:])])
+             for call in calls]
+    print(json.dumps({"calls": names, "before": before, "after": after,
+                      "handed": [call.__dict__ for call in calls]}))
+"""
+
+#: The handed calls alone, compiled as the second process compiles them.
+HANDED_ONLY = """
+    import json, sys
+    from streamlearn.solvers.compile_ahead import KernelCall, compile_calls
+
+    compile_calls([KernelCall(item["kernel"], tuple(item["ints"]), tuple(item["floats"]))
+                   for item in json.loads(sys.argv[1])])
+    print("{}")
 """
 
 
-def test_the_calls_compile_the_signatures_the_fit_itself_calls():
+def saved_versions(cache: Path) -> dict[str, set[str]]:
+    """The keys of every function's saved versions in a numba cache directory."""
+    versions = {}
+    for index in cache.rglob("*.nbi"):
+        with open(index, "rb") as fh:
+            pickle.load(fh)  # numba's version
+            _, overloads = pickle.loads(fh.read())
+        versions[index.name] = {repr(key) for key in overloads}
+    return versions
+
+
+
+@pytest.mark.parametrize(("model", "package", "kernels"), [
+    ("AdditiveSVC", "additive", ["decision_ovr:bspline_dense_d1_o0",
+                                 "pegasos_ovr:linear_dense_d0_o0",
+                                 "decision_ovr:linear_dense_d0_o0"]),
+    ("MixtureSVC", "mixture", ["mixture_posteriors", "mixture_log_odds",
+                               "mixture_gating_terms"]),
+])
+def test_the_calls_compile_the_signatures_the_fit_itself_calls(model, package, kernels,
+                                                               tmp_path):
     # compiling a handed call after the fit adds no signature: the fit's own calls
-    # compiled the same types, so a second process's kernels are the ones it loads
-    got = run_python(SAME_TYPES)
-    assert got["calls"] == ["decision_ovr:bspline_dense_d1_o0", "pegasos_ovr:linear_dense_d0_o0",
-                            "decision_ovr:linear_dense_d0_o0"]
-    assert got["linear"] is not None  # the linear model was trained: its kernels ran
-    assert got["before"] == [1, 1, 1]
-    assert got["after_warm"] == got["before"]
+    # compiled the same types, so the second process's kernels are the ones it loads
+    fit_cache, handed_cache = tmp_path / "fit", tmp_path / "handed"
+    got = run_python(SAME_TYPES, args=(model, package), NUMBA_CACHE_DIR=str(fit_cache))
+    assert got["calls"] == kernels
+    assert got["before"] == [1] * len(kernels)  # the fit called each kernel (its types)
+    assert got["after"] == got["before"]
+    # every function the second process saves, it saves in the versions the fit saves:
+    # no helper of two signatures, one from each process, can share a cache entry
+    run_python(HANDED_ONLY, args=(json.dumps(got["handed"]),),
+               NUMBA_CACHE_DIR=str(handed_cache))
+    fit, handed = saved_versions(fit_cache), saved_versions(handed_cache)
+    assert handed and set(handed) <= set(fit)
+    assert {name: fit[name] for name in handed} == handed
 
 
 #: compile_ahead on a new cache: the second process compiles the kernel, this one loads it.
@@ -82,7 +121,7 @@ CACHE_FILLED = """
     again = ahead.compile_ahead([call])  # handed already: not started twice
     code = process.wait(timeout=240)
     cached_after = ahead.is_cached(call)
-    kernel = call.family()(*call.arrays()[:2], False)
+    kernel = call.dispatcher()
     X = np.arange(6, dtype=np.float32).reshape(2, 3)
     W = np.array([[1.0, 2.0, 3.0, 0.5], [0.0, -1.0, 0.0, 0.0]])
     scores = decision_ovr_chunk(X, W, 2.0, *emb)
@@ -121,11 +160,14 @@ def test_kernel_calls_travel_as_json():
 
     fmap = BSplineMap(degree=1, n_bases=8, penalty_order=1).fit([-1.0, 0.0, 2.0],
                                                                 [1.0, 0.5, 3.25])
-    call = ahead.KernelCall.of("pegasos_ovr", embedding_params(fmap, 3), 4)
-    item = json.loads(json.dumps([call.__dict__]))[0]
-    back = ahead.KernelCall(item["kernel"], item["kind"], tuple(item["ipar"]),
-                            tuple(item["fpar"]), item["n_models"])
-    assert back == call
-    _kind, ipar, fpar = back.arrays()
+    emb = embedding_params(fmap, 3)
+    for call in (ahead.KernelCall.of("pegasos_ovr", emb, 4),
+                 ahead.KernelCall("mixture_log_odds", (3, 5))):
+        item = json.loads(json.dumps([call.__dict__]))[0]
+        back = ahead.KernelCall(item["kernel"], tuple(item["ints"]), tuple(item["floats"]))
+        assert back == call and back.key() == call.key()
+    kind, m, ipar, fpar = ahead._embedding(ahead.KernelCall.of("pegasos_ovr", emb, 4))
+    assert (kind, m) == (int(emb[0]), 4)
     assert ipar.dtype == np.int64 and fpar.dtype == np.float64
-    np.testing.assert_array_equal(fpar, embedding_params(fmap, 3)[2])
+    np.testing.assert_array_equal(ipar, emb[1])
+    np.testing.assert_array_equal(fpar, emb[2])

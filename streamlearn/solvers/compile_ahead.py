@@ -2,13 +2,20 @@
 
 numba compiles a kernel on its first call, one kernel at a time in a process, and caches
 it on disk. The first fit after installing therefore compiles its kernels in turn on one
-core. Where a fit knows which kernels its later trainings call (``AdditiveSVC``: the
-decision kernel of its map, and the linear model it compares its curves against), it
-hands them to :func:`compile_ahead`: a second Python process compiles them into the same
-on-disk cache on another core while this one compiles the first, and this process's
+core. Where a fit knows which kernels its later steps call (``AdditiveSVC``: the
+decision kernel of its map, and the linear model it compares its curves against;
+``MixtureSVC``: the E-step's posteriors, the held-out log-odds and the gates' objective),
+it hands them to :func:`compile_ahead`: a second Python process compiles them into the
+same on-disk cache on another core while this one compiles the first, and this process's
 later calls load them from the cache instead of compiling them. A kernel this process
 reaches before the second process has cached it is compiled here as well, as without it:
-the second process only ever saves time.
+the second process saves wall time and costs only the other core's.
+
+numba's on-disk index of a function's compiled versions is not locked: two processes
+saving two versions (two signatures) of one function at the same instant could leave
+one's code under the other's entry. The kernels handed on therefore share no helper with
+the kernels the fit compiles meanwhile unless with the same signature (a saved version
+of the same key is the same code); the tests check the signatures of the calls.
 
 It starts only when all of these hold:
 
@@ -38,12 +45,13 @@ from typing import Any
 
 import numpy as np
 
+from streamlearn.engine.local import LocalEngine
 from streamlearn.solvers.embedding import (
     _DECISION_OVR,
     IP_N_DIMS,
     IP_N_FEATURES,
     KernelFamily,
-    KernelSpec,
+    decision_ovr_chunk,
     kernel_spec,
 )
 from streamlearn.solvers.pegasos import _PEGASOS_OVR, NO_AVERAGING, pegasos_ovr_chunk
@@ -56,37 +64,59 @@ NICENESS = 5
 
 @dataclass(frozen=True)
 class KernelCall:
-    """A kernel to compile ahead: ``kernel`` (a key of :data:`KERNELS`) for the map
-    ``(kind, ipar, fpar)`` on dense rows, training or scoring ``n_models`` binary models."""
+    """A kernel to compile ahead: ``kernel``, a key of :data:`KERNELS`, with the sizes and
+    values its call needs (plain numbers, so that the call travels as JSON)."""
 
     kernel: str
-    kind: int
-    ipar: tuple[int, ...]
-    fpar: tuple[float, ...]
-    n_models: int
+    ints: tuple[int, ...]
+    floats: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, kernel: str, emb: Any, n_models: int) -> KernelCall:
-        """The call of ``kernel`` for an :class:`~streamlearn.solvers.embedding.Embedding`."""
+        """The call of an embedding kernel (``"pegasos_ovr"``, ``"decision_ovr"``) for the map
+        of an :class:`~streamlearn.solvers.embedding.Embedding`, training or scoring
+        ``n_models`` binary models on dense rows."""
         kind, ipar, fpar = emb
-        return cls(kernel, int(kind), tuple(int(v) for v in ipar),
-                   tuple(float(v) for v in fpar), int(n_models))
+        return cls(kernel, (int(kind), int(n_models), *(int(v) for v in ipar)),
+                   tuple(float(v) for v in fpar))
 
-    def key(self) -> tuple[str, KernelSpec]:
-        """What tells two calls' kernels apart: the kernel and its
+    def dispatcher(self) -> Any:
+        """The numba dispatcher the call compiles a version of."""
+        return KERNELS[self.kernel].dispatcher(self)
+
+    def key(self) -> tuple[Any, ...]:
+        """What tells two calls' kernels apart: the kernel and, for an embedding kernel, its
         :class:`~streamlearn.solvers.embedding.KernelSpec` (the map's sizes and knots are
         values, not types: one kernel serves them all)."""
-        kind, ipar, _ = self.arrays()
-        return self.kernel, kernel_spec(kind, ipar, False, self.family().uses_order)
+        return KERNELS[self.kernel].key(self)
 
-    def family(self) -> KernelFamily:
-        """The kernel family the call compiles a kernel of."""
-        return KERNELS[self.kernel][0]
+    def run(self) -> None:
+        """Call the kernel on zeros of the sizes given, compiling it (or loading it)."""
+        KERNELS[self.kernel].run(self)
 
-    def arrays(self) -> tuple[int, np.ndarray, np.ndarray]:
-        """``(kind, ipar, fpar)`` as the kernels take them."""
-        return (self.kind, np.asarray(self.ipar, dtype=np.int64),
-                np.asarray(self.fpar, dtype=np.float64))
+
+def _embedding(call: KernelCall) -> tuple[int, int, np.ndarray, np.ndarray]:
+    # (kind, n_models, ipar, fpar) of an embedding kernel's call
+    return (call.ints[0], call.ints[1], np.asarray(call.ints[2:], dtype=np.int64),
+            np.asarray(call.floats, dtype=np.float64))
+
+
+class _EmbeddingKernel:
+    # a KernelFamily's kernel of a call's map (KernelCall.of)
+    def __init__(self, family: KernelFamily, warm: Callable[..., None]) -> None:
+        self.family, self.warm = family, warm
+
+    def dispatcher(self, call: KernelCall) -> Any:
+        kind, _, ipar, _ = _embedding(call)
+        return self.family(kind, ipar, False)
+
+    def key(self, call: KernelCall) -> tuple[Any, ...]:
+        kind, _, ipar, _ = _embedding(call)
+        return call.kernel, kernel_spec(kind, ipar, False, self.family.uses_order)
+
+    def run(self, call: KernelCall) -> None:
+        kind, m, ipar, fpar = _embedding(call)
+        self.warm(kind, ipar, fpar, m)
 
 
 def _warm_pegasos(kind: int, ipar: np.ndarray, fpar: np.ndarray, m: int) -> None:
@@ -102,30 +132,77 @@ def _warm_pegasos(kind: int, ipar: np.ndarray, fpar: np.ndarray, m: int) -> None
 
 def _warm_decision(kind: int, ipar: np.ndarray, fpar: np.ndarray, m: int) -> None:
     # scores of m models on a row of zeros
-    from streamlearn.solvers.embedding import decision_ovr_chunk
-
     X = np.zeros((1, int(ipar[IP_N_FEATURES])), dtype=np.float32)
     decision_ovr_chunk(X, np.zeros((m, int(ipar[IP_N_DIMS]) + 1)), 1.0, kind, ipar, fpar)
 
 
-#: The kernels that can be compiled ahead: each name's family and a call that compiles it.
-KERNELS: dict[str, tuple[KernelFamily, Callable[[int, np.ndarray, np.ndarray, int], None]]] = {
-    "pegasos_ovr": (_PEGASOS_OVR, _warm_pegasos),
-    "decision_ovr": (_DECISION_OVR, _warm_decision),
+class _MixtureKernel:
+    # a kernel of the mixture's E-step, M-step or scoring, for KernelCall(name, (d, k));
+    # the mixture's modules are imported when first needed: its driver imports this one
+    def __init__(self, function: str, warm: Callable[[Any, int, int], None]) -> None:
+        self.function, self.warm = function, warm
+
+    def dispatcher(self, call: KernelCall) -> Any:
+        return getattr(_mixture_kernels(), self.function)
+
+    def key(self, call: KernelCall) -> tuple[Any, ...]:
+        return (call.kernel,)
+
+    def run(self, call: KernelCall) -> None:
+        self.warm(_mixture_kernels(), *call.ints)
+
+
+def _mixture_kernels() -> Any:
+    from streamlearn.solvers.mixture import kernels
+
+    return kernels
+
+
+def _warm_posteriors(kernels: Any, d: int, k: int) -> None:
+    kernels.posteriors_chunk(np.zeros((1, k)), np.zeros((1, k)), np.ones(1, dtype=np.float32),
+                             np.full(k, 1.0 / k), False)
+
+
+def _warm_log_odds(kernels: Any, d: int, k: int) -> None:
+    kernels.mixture_log_odds_chunk(np.zeros((1, d), dtype=np.float32), np.zeros((k, d)),
+                                   np.zeros((k, d + 1)), np.full(k, 1.0 / k), 1.0, 1.0,
+                                   np.zeros(d), np.ones(d), False)
+
+
+def _warm_gating_terms(kernels: Any, d: int, k: int) -> None:
+    kernels.gating_terms_chunk(np.zeros((1, k)), np.full((1, k), 1.0 / k),
+                               np.ones(1, dtype=np.float32), np.ones(k, dtype=np.bool_))
+
+
+#: The kernels that can be compiled ahead, by name.
+KERNELS: dict[str, Any] = {
+    "pegasos_ovr": _EmbeddingKernel(_PEGASOS_OVR, _warm_pegasos),
+    "decision_ovr": _EmbeddingKernel(_DECISION_OVR, _warm_decision),
+    "mixture_posteriors": _MixtureKernel("posteriors_chunk", _warm_posteriors),
+    "mixture_log_odds": _MixtureKernel("_log_odds_dense", _warm_log_odds),
+    "mixture_gating_terms": _MixtureKernel("gating_terms_chunk", _warm_gating_terms),
 }
 
 
 def is_cached(call: KernelCall) -> bool:
     """Whether ``call``'s kernel is compiled in this process or has an on-disk cache index
     (True also where numba's cache cannot be inspected: nothing is compiled ahead then)."""
-    kind, ipar, _ = call.arrays()
-    kernel = call.family()(kind, ipar, False)
+    kernel = call.dispatcher()
     if kernel.signatures:
         return True
     try:
         return bool(os.path.exists(kernel._cache._cache_file._index_path))
     except AttributeError:
         return True
+
+
+def runs_here(runner: Any) -> bool:
+    """Whether ``runner`` runs its passes, and so its kernels, in this process: a
+    :class:`~streamlearn.engine.local.LocalEngine`, checkpointed or not (a dask cluster's
+    workers compile their own)."""
+    while not isinstance(runner, LocalEngine) and hasattr(runner, "engine"):
+        runner = runner.engine  # a checkpointed runner's own engine
+    return isinstance(runner, LocalEngine)
 
 
 def enabled() -> bool:
@@ -142,7 +219,7 @@ def enabled() -> bool:
 
 _started: list[subprocess.Popen[bytes]] = []
 #: The calls handed to a second process so far by this one.
-_handed: set[tuple[str, KernelSpec]] = set()
+_handed: set[tuple[Any, ...]] = set()
 
 
 def compile_ahead(calls: Sequence[KernelCall]) -> subprocess.Popen[bytes] | None:
@@ -194,8 +271,7 @@ def compile_calls(calls: Sequence[KernelCall]) -> None:
     """Compile the kernel of every call in this process, in order (what the second
     process runs)."""
     for call in calls:
-        kind, ipar, fpar = call.arrays()
-        KERNELS[call.kernel][1](kind, ipar, fpar, call.n_models)
+        call.run()
 
 
 def main() -> None:
@@ -204,8 +280,7 @@ def main() -> None:
         os.nice(NICENESS)
     except (AttributeError, OSError):  # no nice() on this platform, or not allowed
         pass
-    calls = [KernelCall(item["kernel"], item["kind"], tuple(item["ipar"]),
-                        tuple(item["fpar"]), item["n_models"])
+    calls = [KernelCall(item["kernel"], tuple(item["ints"]), tuple(item["floats"]))
              for item in json.loads(sys.stdin.buffer.read())]
     compile_calls(calls)
 

@@ -64,7 +64,6 @@ import numpy as np
 from streamlearn.data import Dataset
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.engine.local import LocalEngine
 from streamlearn.engine.row_ranges import run_on_ranges, spread_ranges
 from streamlearn.errors import LabelError
 from streamlearn.features import BSplineMap, BSplinePairMap, FeatureMap, FourierMap, HermiteMap
@@ -107,7 +106,7 @@ from streamlearn.solvers.calibration import (
     ScoreHistogram,
     fit_shared_slope,
 )
-from streamlearn.solvers.compile_ahead import KernelCall, compile_ahead
+from streamlearn.solvers.compile_ahead import KernelCall, compile_ahead, runs_here
 from streamlearn.solvers.dcd import LOSSES, mean_embedding, move_centre
 from streamlearn.solvers.embedding import (
     Embedding,
@@ -1634,10 +1633,7 @@ def compile_later_kernels(runner: Any, config: AdditiveConfig, emb: Embedding, n
     ``config.linear_candidate`` and PEGASOS, the linear model's training and decision
     kernels. Only kernels neither compiled nor cached are handed, each once a process, so
     a fit from a warm cache starts nothing."""
-    engine = runner
-    while not isinstance(engine, LocalEngine) and hasattr(engine, "engine"):
-        engine = engine.engine  # a checkpointed runner's own engine
-    if not isinstance(engine, LocalEngine):
+    if not runs_here(runner):
         return
     calls = [KernelCall.of("decision_ovr", emb, n_models)]
     if config.linear_candidate and config.solver == "pegasos":

@@ -80,6 +80,7 @@ from streamlearn.solvers.calibration import (
     sigmoid_proba,
     temperature_proba,
 )
+from streamlearn.solvers.compile_ahead import KernelCall, compile_ahead, runs_here
 from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.kmeans import Standardiser, streamed_kmeans
 from streamlearn.solvers.lbfgs import lbfgs_minimize
@@ -688,6 +689,11 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
             sq_norm = (float(np.sum(weights[varies] ** 2))
                        + float(np.sum(variance[indicators])))
         config = dataclasses.replace(config, C=default_C(sq_norm, config.bias_scale))
+    if not dataset.is_sparse and runs_here(runner):
+        # the E-step's, the scoring's and the gates' kernels, while this process compiles
+        # the experts' and the gates' log-probabilities
+        compile_ahead([KernelCall(name, (dataset.n_features, k)) for name in (
+            "mixture_posteriors", "mixture_log_odds", "mixture_gating_terms")])
     centers = streamed_kmeans(dataset, k, engine=runner, epochs=KMEANS_EPOCHS, seed=seed,
                               standardiser=std)
     holdout = _validation_rows(config, n_rows, k, seed)
