@@ -267,6 +267,13 @@ def compile_ahead(calls: Sequence[KernelCall]) -> subprocess.Popen[bytes] | None
     return process
 
 
+def wait_for_second_processes(timeout: float | None = None) -> None:
+    """Wait until the second processes this one started have exited (a benchmark's runs
+    then do not overlap them)."""
+    for process in _started:
+        process.wait(timeout)
+
+
 def compile_calls(calls: Sequence[KernelCall]) -> None:
     """Compile the kernel of every call in this process, in order (what the second
     process runs)."""
