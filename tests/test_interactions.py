@@ -181,6 +181,24 @@ def test_pair_terms_train_as_a_linear_svm_on_the_materialised_embedding() -> Non
                                atol=1e-2 * np.abs(reference.coef_[0]).max())
 
 
+def test_hat_squared_norms_are_the_row_sums_of_the_squared_hats_to_the_last_bit() -> None:
+    from streamlearn.features.pair_terms import hat_sq_norms, hat_values
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-1.5, 1.5, 5000), [-1.0, 1.0, 0.0, 0.25]])  # clamped too
+    for nodes in (2, 5, 8, 17):
+        hats = hat_values(x, -1.0, 1.0, nodes)
+        np.testing.assert_array_equal(hat_sq_norms(x, -1.0, 1.0, nodes),
+                                      (hats * hats).sum(axis=1))
+    # several columns at once, each on its own grid: each column as alone
+    cols = np.stack([x, x / 2, x * 3], axis=1)
+    lo, hi, nodes = np.array([-1.0, 0.0, -2.0]), np.array([1.0, 0.5, 4.0]), np.array([8, 3, 5])
+    together = hat_sq_norms(cols, lo, hi, nodes)
+    for c in range(3):
+        np.testing.assert_array_equal(together[:, c],
+                                      hat_sq_norms(cols[:, c], lo[c], hi[c], nodes[c]))
+
+
 def test_purified_pairs_have_no_weighted_marginals_and_the_terms_keep_their_sum() -> None:
     from streamlearn.features.pair_terms import hat_values, pair_marginals
     from streamlearn.solvers.embedding import feature_terms

@@ -122,17 +122,33 @@ def pair_transform_dense(X, lo, pair_scale, spec, out):
             out[r, idx[k]] = val[k]
 
 
+def _hat_position(x: np.ndarray, lo: Any, hi: Any, n_bases: Any
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    # the left node of each value's interval and its place in it, in [0, 1] (per column
+    # of a 2-D x, with one lo, hi and n_bases a column)
+    t = np.clip((np.asarray(x, dtype=np.float64) - lo) / (hi - lo), 0.0, 1.0) * (n_bases - 1)
+    left = np.minimum(np.floor(t).astype(np.int64), n_bases - 2)
+    return left, t - left
+
+
 def hat_values(x: np.ndarray, lo: float, hi: float, n_bases: int) -> np.ndarray:
     """Degree-1 B-spline bases on ``n_bases`` uniform knots over ``[lo, hi]`` at ``x``
     (clamped), shape (n, n_bases); each row sums to one."""
-    t = np.clip((np.asarray(x, dtype=np.float64) - lo) / (hi - lo), 0.0, 1.0) * (n_bases - 1)
-    left = np.minimum(np.floor(t).astype(np.int64), n_bases - 2)
-    u = t - left
-    out = np.zeros((t.shape[0], n_bases))
-    rows = np.arange(t.shape[0])
+    left, u = _hat_position(x, lo, hi, n_bases)
+    out = np.zeros((left.shape[0], n_bases))
+    rows = np.arange(left.shape[0])
     out[rows, left] = 1.0 - u
     out[rows, left + 1] = u
     return out
+
+
+def hat_sq_norms(x: np.ndarray, lo: Any, hi: Any, n_bases: Any) -> np.ndarray:
+    """The squared norm of each row of :func:`hat_values`, shape (n,), without making it:
+    a row's two non-zero bases ``1 - u`` and ``u`` squared and added (its zeros add
+    nothing, so this is the row sum of the squares to the last bit). For ``x`` of shape
+    (n, k) and ``lo``, ``hi``, ``n_bases`` of shape (k,), each column's, shape (n, k)."""
+    _, u = _hat_position(x, lo, hi, n_bases)
+    return (1.0 - u) * (1.0 - u) + u * u
 
 
 def pair_marginals(H: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -565,10 +581,16 @@ class BSplinePairMap(BSplineMap):
         X = self._check_X(X)
         block = self.transform_features(X)
         total = float(np.vdot(block, block))
-        # per feature: its hats squared, summed per row
-        squares = {f: (hats * hats).sum(axis=1) for f, hats in self.pair_hats(X).items()}
+        # per feature: its hats squared, summed per row; every pair feature at once, each
+        # a contiguous row of ``squares``
+        features = sorted({f for pair in self.interactions for f in pair})
+        at = {f: i for i, f in enumerate(features)}
+        lo, hi = np.asarray(self.pair_lo_), np.asarray(self.pair_hi_)
+        squares = np.ascontiguousarray(hat_sq_norms(
+            X[:, features], lo[features], hi[features],
+            np.asarray(self.axis_nodes_)[features]).T)
         for f, g in self.interactions:
-            total += float(squares[f] @ squares[g])
+            total += float(squares[at[f]] @ squares[at[g]])
         found = float(np.count_nonzero(value_columns(X, self.value_terms)))
         return total + found * self.value_scale**2
 
