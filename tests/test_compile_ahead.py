@@ -150,6 +150,13 @@ def test_nothing_starts_when_turned_off_or_cached(monkeypatch):
     assert not ahead.enabled()
     assert ahead.compile_ahead([call]) is None
     monkeypatch.setenv(ahead.ENV, "1")
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert not ahead.enabled()  # one core: nothing to compile on beside the fit
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert ahead.enabled()
+    monkeypatch.setattr(ahead.sys, "frozen", True, raising=False)
+    assert not ahead.enabled()  # a frozen application: no interpreter to start
+    monkeypatch.delattr(ahead.sys, "frozen")
     monkeypatch.setattr(ahead, "is_cached", lambda call: True)
     assert ahead.compile_ahead([call]) is None
 

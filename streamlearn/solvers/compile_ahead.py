@@ -19,7 +19,8 @@ of the same key is the same code); the tests check the signatures of the calls.
 
 It starts only when all of these hold:
 
-* at least two cores are usable (:func:`os.sched_getaffinity`);
+* at least two cores are usable (:func:`os.sched_getaffinity`), and this process runs
+  in a Python interpreter it can start again (``sys.executable``, not frozen);
 * ``STREAMLEARN_COMPILE_AHEAD`` is not ``0`` (the test suite sets it, since its workers
   already keep every core busy compiling);
 * some kernel asked for is neither compiled in this process nor in the on-disk cache
@@ -206,9 +207,12 @@ def runs_here(runner: Any) -> bool:
 
 
 def enabled() -> bool:
-    """Whether this process may compile ahead: at least two usable cores and
-    ``STREAMLEARN_COMPILE_AHEAD`` not ``0``."""
+    """Whether this process may compile ahead: at least two usable cores,
+    ``STREAMLEARN_COMPILE_AHEAD`` not ``0``, and a Python interpreter to start (not a
+    frozen application)."""
     if os.environ.get(ENV, "1").strip() == "0":
+        return False
+    if not sys.executable or getattr(sys, "frozen", False):  # no interpreter to start
         return False
     try:
         cores = len(os.sched_getaffinity(0))
