@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -221,8 +222,9 @@ def enabled() -> bool:
     return cores >= 2
 
 
+#: The second processes this one started and has not seen exit.
 _started: list[subprocess.Popen[bytes]] = []
-#: The calls handed to a second process so far by this one.
+#: The kernels (:meth:`KernelCall.key`) handed to a second process so far by this one.
 _handed: set[tuple[Any, ...]] = set()
 
 
@@ -253,10 +255,13 @@ def compile_ahead(calls: Sequence[KernelCall]) -> subprocess.Popen[bytes] | None
     if not todo:
         return None
     payload = json.dumps([call.__dict__ for call in todo]).encode()
-    # the package this process runs, whatever put it on this process's path
+    env = dict(os.environ)
+    # the package this process runs, whatever put it on this process's path (an installed
+    # one is found from site-packages, which stays behind the standard library)
     home = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": home if not path else os.pathsep.join((home, path))}
+    if home not in {*site.getsitepackages(), site.getusersitepackages()}:
+        path = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = home if not path else os.pathsep.join((home, path))
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlearn.solvers.compile_ahead"], env=env,
