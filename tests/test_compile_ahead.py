@@ -44,7 +44,7 @@ SAME_TYPES = """
     y = np.digitize(np.sin(2 * X[:, 0]) + X[:, 1] ** 2, [-0.3, 0.9])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        getattr(models, name)(random_state=0).fit(X, y)
+        getattr(models, name)(random_state=0, **json.loads(sys.argv[3])).fit(X, y)
     calls, seen = [], set()
     for call in handed:  # the first call of each kernel, as compile_ahead keeps them
         if call.key() not in seen:
@@ -82,22 +82,30 @@ def saved_versions(cache: Path) -> dict[str, set[str]]:
 
 
 
-@pytest.mark.parametrize(("model", "package", "kernels"), [
-    ("AdditiveSVC", "additive", ["decision_ovr:bspline_dense_d1_o0",
-                                 "pegasos_ovr:linear_dense_d0_o0",
-                                 "decision_ovr:linear_dense_d0_o0"]),
-    ("MixtureSVC", "mixture", ["mixture_posteriors", "mixture_log_odds",
-                               "mixture_gating_terms"]),
+@pytest.mark.parametrize(("model", "package", "params", "kernels", "new_caches"), [
+    ("AdditiveSVC", "additive", {}, ["decision_ovr:bspline_dense_d1_o0",
+                                     "pegasos_ovr:linear_dense_d0_o0",
+                                     "decision_ovr:linear_dense_d0_o0"], True),
+    ("MixtureSVC", "mixture", {}, ["mixture_posteriors", "mixture_log_odds",
+                                   "mixture_gating_terms"], True),
+    # the signatures only (the cache check compiles a whole fit from nothing: defaults)
+    ("AdditiveSVC", "additive", {"solver": "dcd"}, ["decision_ovr:bspline_dense_d1_o0",
+                                                    "embedding_sum:linear_dense_d0_o0",
+                                                    "dcd_ovr:linear_dense_d0_o0",
+                                                    "decision_ovr:linear_dense_d0_o0"], False),
 ])
-def test_the_calls_compile_the_signatures_the_fit_itself_calls(model, package, kernels,
-                                                               tmp_path):
+def test_the_calls_compile_the_signatures_the_fit_itself_calls(model, package, params,
+                                                               kernels, new_caches, tmp_path):
     # compiling a handed call after the fit adds no signature: the fit's own calls
     # compiled the same types, so the second process's kernels are the ones it loads
     fit_cache, handed_cache = tmp_path / "fit", tmp_path / "handed"
-    got = run_python(SAME_TYPES, args=(model, package), NUMBA_CACHE_DIR=str(fit_cache))
+    caches = {"NUMBA_CACHE_DIR": str(fit_cache)} if new_caches else {}
+    got = run_python(SAME_TYPES, args=(model, package, json.dumps(params)), **caches)
     assert got["calls"] == kernels
     assert got["before"] == [1] * len(kernels)  # the fit called each kernel (its types)
     assert got["after"] == got["before"]
+    if not new_caches:
+        return
     # every function the second process saves, it saves in the versions the fit saves:
     # no helper of two signatures, one from each process, can share a cache entry
     run_python(HANDED_ONLY, args=(json.dumps(got["handed"]),),

@@ -3,7 +3,8 @@
 numba compiles a kernel on its first call, one kernel at a time in a process, and caches
 it on disk. The first fit after installing therefore compiles its kernels in turn on one
 core. Where a fit knows which kernels its later steps call (``AdditiveSVC``: the
-decision kernel of its map, and the linear model it compares its curves against;
+decision kernel of its map, and the linear model it compares its curves against, by
+PEGASOS or dual coordinate descent;
 ``MixtureSVC``: the E-step's posteriors, the held-out log-odds and the gates' objective),
 it hands them to :func:`compile_ahead`: a second Python process compiles them into the
 same on-disk cache on another core while this one compiles the first, and this process's
@@ -48,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn.engine.local import LocalEngine
+from streamlearn.solvers.dcd import _DCD_OVR, _EMBEDDING_SUM, HINGE, dcd_ovr_chunk, mean_embedding
 from streamlearn.solvers.embedding import (
     _DECISION_OVR,
     IP_N_DIMS,
@@ -75,7 +77,8 @@ class KernelCall:
 
     @classmethod
     def of(cls, kernel: str, emb: Any, n_models: int) -> KernelCall:
-        """The call of an embedding kernel (``"pegasos_ovr"``, ``"decision_ovr"``) for the map
+        """The call of an embedding kernel (``"pegasos_ovr"``, ``"decision_ovr"``,
+        ``"dcd_ovr"``, ``"embedding_sum"``) for the map
         of an :class:`~streamlearn.solvers.embedding.Embedding`, training or scoring
         ``n_models`` binary models on dense rows."""
         kind, ipar, fpar = emb
@@ -138,6 +141,22 @@ def _warm_decision(kind: int, ipar: np.ndarray, fpar: np.ndarray, m: int) -> Non
     decision_ovr_chunk(X, np.zeros((m, int(ipar[IP_N_DIMS]) + 1)), 1.0, kind, ipar, fpar)
 
 
+def _warm_dcd(kind: int, ipar: np.ndarray, fpar: np.ndarray, m: int) -> None:
+    # one dual coordinate descent sweep of m one-vs-rest models on a row of zeros
+    X = np.zeros((1, int(ipar[IP_N_FEATURES])), dtype=np.float32)
+    W = np.zeros((m, int(ipar[IP_N_DIMS]) + 1))
+    dcd_ovr_chunk(X, np.zeros(1, dtype=np.int32), np.arange(m, dtype=np.int32),
+                  np.full(m, -1, dtype=np.int32), np.ones(1), np.zeros((1, m), dtype=np.float32),
+                  W, HINGE, 1.0, 1, 0, kind, ipar, fpar, W.copy(), np.zeros(m),
+                  np.zeros(W.shape[1]))
+
+
+def _warm_embedding_sum(kind: int, ipar: np.ndarray, fpar: np.ndarray, m: int) -> None:
+    # the mean embedded row of a row of zeros (dual coordinate descent's centre)
+    mean_embedding(np.zeros((1, int(ipar[IP_N_FEATURES])), dtype=np.float32), kind, ipar,
+                   fpar)
+
+
 class _MixtureKernel:
     # a kernel of the mixture's E-step, M-step or scoring, for KernelCall(name, (d, k));
     # the mixture's modules are imported when first needed: its driver imports this one
@@ -180,6 +199,8 @@ def _warm_gating_terms(kernels: Any, d: int, k: int) -> None:
 KERNELS: dict[str, Any] = {
     "pegasos_ovr": _EmbeddingKernel(_PEGASOS_OVR, _warm_pegasos),
     "decision_ovr": _EmbeddingKernel(_DECISION_OVR, _warm_decision),
+    "dcd_ovr": _EmbeddingKernel(_DCD_OVR, _warm_dcd),
+    "embedding_sum": _EmbeddingKernel(_EMBEDDING_SUM, _warm_embedding_sum),
     "mixture_posteriors": _MixtureKernel("posteriors_chunk", _warm_posteriors),
     "mixture_log_odds": _MixtureKernel("_log_odds_dense", _warm_log_odds),
     "mixture_gating_terms": _MixtureKernel("gating_terms_chunk", _warm_gating_terms),

@@ -1630,16 +1630,19 @@ def compile_later_kernels(runner: Any, config: AdditiveConfig, emb: Embedding, n
     """Hand the kernels that the fit calls after its first training to a second process
     (:func:`~streamlearn.solvers.compile_ahead.compile_ahead`), where passes run in this
     process: the decision kernel of ``emb``'s map (calibration, held-out scores) and, with
-    ``config.linear_candidate`` and PEGASOS, the linear model's training and decision
-    kernels. Only kernels neither compiled nor cached are handed, each once a process, so
-    a fit from a warm cache starts nothing."""
+    ``config.linear_candidate``, the linear model's kernels: PEGASOS's, or dual coordinate
+    descent's with the mean row it centres on, then its decision kernel. Only kernels
+    neither compiled nor cached are handed, each once a process, so a fit from a warm
+    cache starts nothing."""
     if not runs_here(runner):
         return
     calls = [KernelCall.of("decision_ovr", emb, n_models)]
-    if config.linear_candidate and config.solver == "pegasos":
+    if config.linear_candidate:
         linear = embedding_params(None, n_features)
-        calls += [KernelCall.of("pegasos_ovr", linear, n_models),
-                  KernelCall.of("decision_ovr", linear, n_models)]
+        calls += [KernelCall.of(name, linear, n_models)
+                  for name in (("pegasos_ovr",) if config.solver == "pegasos"
+                               else ("embedding_sum", "dcd_ovr"))]
+        calls.append(KernelCall.of("decision_ovr", linear, n_models))
     compile_ahead(calls)
 
 
