@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from machine_info import library_versions, machine_info
 
@@ -47,7 +48,7 @@ import numpy as np
 import streamlearn.models as models
 from streamlearn.engine.compile_clock import CompileClock
 
-name, target = sys.argv[1], sys.argv[2]
+name, target, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 estimator = getattr(models, name)  # imports the model's module, and scikit-learn
 imported = time.perf_counter() - started
 rng = np.random.default_rng(0)
@@ -63,7 +64,7 @@ with warnings.catch_warnings():
     for _ in range(2):
         t0 = time.perf_counter()
         with CompileClock() as compiling:
-            estimator().fit(X, y)
+            estimator(**params).fit(X, y)
         times.append(time.perf_counter() - t0)
         if len(times) == 1:
             compile_s = compiling.seconds
@@ -76,12 +77,14 @@ print(json.dumps({"import_s": imported, "first_fit_s": times[0], "compile_s": co
 """
 
 
-def run_child(name: str, cache: str) -> dict[str, float]:
-    """Fit ``name``'s defaults twice in a fresh process whose kernel cache is ``cache``."""
+def run_child(name: str, cache: str, params: dict[str, Any]) -> dict[str, float]:
+    """Fit ``name`` (its defaults but for ``params``) twice in a fresh process whose kernel
+    cache is ``cache``."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
     target = ("regression" if name in REGRESSORS else
               "binary" if name in BINARY else "multiclass")
-    out = subprocess.run([sys.executable, "-c", CHILD, name, target], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, name, target, json.dumps(params)],
+                         env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{name}'s fit failed:\n{out.stderr}")
@@ -93,6 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="the same run (it is small)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     parser.add_argument("--only", nargs="*", default=list(MODELS), help="models to run")
+    parser.add_argument("--params", type=json.loads, default={},
+                        help='constructor parameters of every model run, as JSON '
+                             '(e.g. \'{"solver": "dcd"}\' with --only AdditiveSVC)')
     args = parser.parse_args(argv)
 
     rows = []
@@ -100,9 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.only:
         with tempfile.TemporaryDirectory(prefix="first-fit-") as cache:
             started = time.perf_counter()
-            cold = run_child(name, cache)
+            cold = run_child(name, cache, args.params)
             cold_process_s = time.perf_counter() - started
-            warm = run_child(name, cache)
+            warm = run_child(name, cache, args.params)
         row = {"model": name, "first_fit_s": round(cold["first_fit_s"], 2),
                "compile_s": round(cold["compile_s"], 2),
                "second_fit_s": round(cold["second_fit_s"], 3),
@@ -119,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
                         "classes": f"3 (2 for {', '.join(BINARY)})",
                         "cache": "an empty NUMBA_CACHE_DIR per model",
                         "compile_ahead": os.environ.get("STREAMLEARN_COMPILE_AHEAD", "1")
-                        != "0"},
+                        != "0",
+                        "params": args.params},
               "results": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "first_fit.json"
