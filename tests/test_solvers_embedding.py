@@ -216,9 +216,9 @@ def test_read_only_inputs_reuse_the_compiled_kernel():
 def test_every_kernel_variant_has_a_cache_index_of_its_own():
     # numba numbers the compiled versions of one function name in one index file; variants
     # sharing it could swap code when two processes compile two of them at once
-    from streamlearn.solvers.dcd import _DCD_OVR, _EMBEDDING_SUM
-    from streamlearn.solvers.embedding import _DECISION_OVR
-    from streamlearn.solvers.pegasos import _PEGASOS_OVR
+    from streamlearn.solvers.dcd import DCD_OVR, EMBEDDING_SUM
+    from streamlearn.solvers.embedding import DECISION_OVR
+    from streamlearn.solvers.pegasos import PEGASOS_OVR
 
     lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
     maps = [embedding_params(None, N_FEATURES), embedding_params(FourierMap(3).fit(lo, hi)),
@@ -232,8 +232,8 @@ def test_every_kernel_variant_has_a_cache_index_of_its_own():
     # B-splines, x 3 orders where the kernel updates w_d (21, or 9); on CSR rows linear
     # and the 3 degrees of zero-preserving B-splines, x 3 orders (10, or 4). The other
     # maps' CSR kernels are refused before they are made
-    for kernels, n_specs in ((_DCD_OVR, 31), (_EMBEDDING_SUM, 31), (_DECISION_OVR, 13),
-                             (_PEGASOS_OVR, 31)):
+    for kernels, n_specs in ((DCD_OVR, 31), (EMBEDDING_SUM, 31), (DECISION_OVR, 13),
+                             (PEGASOS_OVR, 31)):
         made = {kernels(emb.kind, emb.ipar, sparse) for emb in maps for sparse in (False, True)
                 if not sparse or encodes_sparse_rows(emb.kind, emb.ipar)}
         assert len(made) == n_specs
@@ -250,8 +250,8 @@ def test_every_kernel_variant_has_a_cache_index_of_its_own():
 
 
 def test_kernel_specs_keep_apart_only_what_a_kernel_branches_on():
-    from streamlearn.solvers.embedding import _DECISION_OVR
-    from streamlearn.solvers.pegasos import _PEGASOS_OVR
+    from streamlearn.solvers.embedding import DECISION_OVR
+    from streamlearn.solvers.pegasos import PEGASOS_OVR
 
     lo, hi = np.zeros(N_FEATURES), np.ones(N_FEATURES)
 
@@ -261,11 +261,11 @@ def test_kernel_specs_keep_apart_only_what_a_kernel_branches_on():
     d1o1, d1o2, d3o1 = emb(degree=1, penalty_order=1), emb(degree=1, penalty_order=2), \
         emb(degree=3, penalty_order=1)
     # the decision kernel does not touch w_d's penalty; PEGASOS updates it
-    assert _DECISION_OVR(*d1o1[:2], False) is _DECISION_OVR(*d1o2[:2], False)
-    assert _PEGASOS_OVR(*d1o1[:2], False) is not _PEGASOS_OVR(*d1o2[:2], False)
-    assert _DECISION_OVR(*d1o1[:2], False) is not _DECISION_OVR(*d3o1[:2], False)
+    assert DECISION_OVR(*d1o1[:2], False) is DECISION_OVR(*d1o2[:2], False)
+    assert PEGASOS_OVR(*d1o1[:2], False) is not PEGASOS_OVR(*d1o2[:2], False)
+    assert DECISION_OVR(*d1o1[:2], False) is not DECISION_OVR(*d3o1[:2], False)
     z1 = emb(degree=1, penalty_order=1, zero_preserving=True)
-    assert _DECISION_OVR(*z1[:2], False) is not _DECISION_OVR(*z1[:2], True)
+    assert DECISION_OVR(*z1[:2], False) is not DECISION_OVR(*z1[:2], True)
     four = [embedding_params(FourierMap(k).fit(lo, hi)) for k in (2, 5)]
     assert kernel_spec(four[0].kind, four[0].ipar, False, True) == \
         kernel_spec(four[1].kind, four[1].ipar, False, True) == \

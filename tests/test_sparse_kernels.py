@@ -16,10 +16,10 @@ from numba import njit
 
 from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.features import BSplineMap, bspline_encode_row
-from streamlearn.solvers.dcd import _DCD_OVR, HINGE, dcd_ovr_chunk
+from streamlearn.solvers.dcd import DCD_OVR, HINGE, dcd_ovr_chunk
 from streamlearn.solvers.embedding import (
-    _DECISION_OVR,
     BSPLINE,
+    DECISION_OVR,
     ENCODED,
     IP_DEGREE,
     IP_MAX_NNZ,
@@ -33,7 +33,7 @@ from streamlearn.solvers.embedding import (
     stored_entries,
 )
 from streamlearn.solvers.ovr import REST, one_model
-from streamlearn.solvers.pegasos import _PEGASOS_OVR, pegasos_ovr_chunk
+from streamlearn.solvers.pegasos import PEGASOS_OVR, pegasos_ovr_chunk
 
 #: The encoders' warp argument for uniform knots.
 NO_WARP = np.zeros(0)
@@ -314,6 +314,6 @@ def test_non_zero_preserving_map_refuses_sparse_rows(data) -> None:
         dcd_ovr_chunk(rows, c, positive, negative, np.ones(N_ROWS), np.zeros((N_ROWS, 1),
                       np.float32), W, HINGE, 1.0, 1, 0, *emb)
     # refused before a kernel for these rows is made (compiling one costs seconds)
-    for family in (_DECISION_OVR, _PEGASOS_OVR, _DCD_OVR):
+    for family in (DECISION_OVR, PEGASOS_OVR, DCD_OVR):
         assert not [spec for spec in family.kernels
                     if spec.sparse and spec.kind == BSPLINE and not spec.zero_preserving]

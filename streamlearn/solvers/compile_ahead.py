@@ -49,16 +49,16 @@ from typing import Any
 import numpy as np
 
 from streamlearn.engine.local import LocalEngine
-from streamlearn.solvers.dcd import _DCD_OVR, _EMBEDDING_SUM, HINGE, dcd_ovr_chunk, mean_embedding
+from streamlearn.solvers.dcd import DCD_OVR, EMBEDDING_SUM, HINGE, dcd_ovr_chunk, mean_embedding
 from streamlearn.solvers.embedding import (
-    _DECISION_OVR,
+    DECISION_OVR,
     IP_N_DIMS,
     IP_N_FEATURES,
     KernelFamily,
     decision_ovr_chunk,
     kernel_spec,
 )
-from streamlearn.solvers.pegasos import _PEGASOS_OVR, NO_AVERAGING, pegasos_ovr_chunk
+from streamlearn.solvers.pegasos import NO_AVERAGING, PEGASOS_OVR, pegasos_ovr_chunk
 
 #: Setting it to ``0`` turns compiling ahead off.
 ENV = "STREAMLEARN_COMPILE_AHEAD"
@@ -197,10 +197,10 @@ def _warm_gating_terms(kernels: Any, d: int, k: int) -> None:
 
 #: The kernels that can be compiled ahead, by name.
 KERNELS: dict[str, Any] = {
-    "pegasos_ovr": _EmbeddingKernel(_PEGASOS_OVR, _warm_pegasos),
-    "decision_ovr": _EmbeddingKernel(_DECISION_OVR, _warm_decision),
-    "dcd_ovr": _EmbeddingKernel(_DCD_OVR, _warm_dcd),
-    "embedding_sum": _EmbeddingKernel(_EMBEDDING_SUM, _warm_embedding_sum),
+    "pegasos_ovr": _EmbeddingKernel(PEGASOS_OVR, _warm_pegasos),
+    "decision_ovr": _EmbeddingKernel(DECISION_OVR, _warm_decision),
+    "dcd_ovr": _EmbeddingKernel(DCD_OVR, _warm_dcd),
+    "embedding_sum": _EmbeddingKernel(EMBEDDING_SUM, _warm_embedding_sum),
     "mixture_posteriors": _MixtureKernel("posteriors_chunk", _warm_posteriors),
     "mixture_log_odds": _MixtureKernel("_log_odds_dense", _warm_log_odds),
     "mixture_gating_terms": _MixtureKernel("gating_terms_chunk", _warm_gating_terms),

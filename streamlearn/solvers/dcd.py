@@ -266,7 +266,8 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
     return kernel
 
 
-_DCD_OVR = KernelFamily(_dcd_ovr_kernel, uses_order=True)
+#: The compiled kernels of :func:`dcd_ovr_chunk`, one per :class:`KernelSpec`.
+DCD_OVR = KernelFamily(_dcd_ovr_kernel, uses_order=True)
 
 
 def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
@@ -332,7 +333,7 @@ def dcd_ovr_chunk(X, codes, positive, negative, c, alpha, W, loss, bias_scale, n
     elif not bias_scale > 0.0 or centre.shape != W.shape[1:]:
         raise ValueError("centre needs a bias (bias_scale > 0) and the length of a model")
     dense, csr, sparse = kernel_rows(X)
-    kernel = _DCD_OVR(kind, ipar, sparse)
+    kernel = DCD_OVR(kind, ipar, sparse)
     spec = kernel_spec(kind, ipar, sparse, True)
     if not term_major(spec.kind, spec.sparse, spec.zero_preserving):
         return kernel(dense, csr, codes, positive, negative, c, alpha, W, loss, bias_scale,
@@ -444,7 +445,8 @@ def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
     return kernel
 
 
-_EMBEDDING_SUM = KernelFamily(_embedding_sum_kernel, uses_order=True)
+#: The compiled kernels of :func:`embedding_sum`, one per :class:`KernelSpec`.
+EMBEDDING_SUM = KernelFamily(_embedding_sum_kernel, uses_order=True)
 
 
 def embedding_sum(X, weight, kind, ipar, fpar, out):
@@ -467,7 +469,7 @@ def embedding_sum(X, weight, kind, ipar, fpar, out):
         Added to in place; its last (bias) entry is left alone.
     """
     dense, csr, sparse = kernel_rows(X)
-    _EMBEDDING_SUM(kind, ipar, sparse)(dense, csr, kind, ipar, fpar,
+    EMBEDDING_SUM(kind, ipar, sparse)(dense, csr, kind, ipar, fpar,
                                  np.ascontiguousarray(weight, dtype=np.float64), out)
 
 

@@ -1142,7 +1142,8 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
     return kernel
 
 
-_DECISION_OVR = KernelFamily(_decision_ovr_kernel, uses_order=False)
+#: The compiled kernels of :func:`decision_ovr_chunk`, one per :class:`KernelSpec`.
+DECISION_OVR = KernelFamily(_decision_ovr_kernel, uses_order=False)
 
 
 def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
@@ -1163,7 +1164,7 @@ def decision_ovr_chunk(X, W, bias_scale, kind, ipar, fpar):
     ndarray of shape (n_rows, m), float64
     """
     dense, csr, sparse = kernel_rows(X)
-    return _DECISION_OVR(kind, ipar, sparse)(dense, csr, writeable(W), bias_scale, kind,
+    return DECISION_OVR(kind, ipar, sparse)(dense, csr, writeable(W), bias_scale, kind,
                                        writeable(ipar), writeable(fpar))
 
 

@@ -246,7 +246,9 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     return kernel
 
 
-_PEGASOS_OVR = KernelFamily(_pegasos_ovr_kernel, uses_order=True)
+#: The compiled kernels of :func:`pegasos_ovr_chunk`, one per
+#: :class:`~streamlearn.solvers.embedding.KernelSpec`.
+PEGASOS_OVR = KernelFamily(_pegasos_ovr_kernel, uses_order=True)
 
 
 def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, AVG, t,
@@ -288,7 +290,7 @@ def pegasos_ovr_chunk(X, codes, positive, negative, weight, lam, bias_scale, W, 
         Steps done after this chunk, ``t + n_rows``.
     """
     dense, csr, sparse = kernel_rows(X)
-    return _PEGASOS_OVR(kind, ipar, sparse)(dense, csr, codes, positive, negative, weight, lam,
+    return PEGASOS_OVR(kind, ipar, sparse)(dense, csr, codes, positive, negative, weight, lam,
                                       bias_scale, W, AVG, t, average_start, kind, ipar, fpar)
 
 
