@@ -84,6 +84,35 @@ def test_each_chunk_holds_its_rows_and_the_groups_the_rows_of_the_walk() -> None
     assert not np.array_equal(plain[0].rows, other[0].rows)
 
 
+@pytest.mark.parametrize("indexed", [False, True])
+def test_mixed_chunks_keep_each_row_s_id_whether_chunks_are_consecutive_or_indexed(
+        indexed: bool) -> None:
+    # chunks of consecutive rows name their rows by their start; chunks with an index
+    # (rows kept by a selection) by it; some of each when indexed. Reference: the row
+    # ids of the chunks as read (Chunk.rows), looked up in a table of every row
+    rng = np.random.default_rng(7)
+    ids = rng.permutation(10_000)[:700] if indexed else np.arange(700)
+    X = rng.normal(size=(10_000, 2)).astype(np.float32)
+    sizes = [100, 100, 100, 100, 100, 100, 100]
+    chunks, at = [], 0
+    for k, n in enumerate(sizes):
+        rows = ids[at:at + n]
+        index = rows if indexed and k % 2 == 0 else None
+        start = at if index is None else int(rows[0])
+        if index is None and indexed:
+            rows = np.arange(start, start + n)
+        chunks.append(Chunk(X=X[rows], y=rows % 3, start=start, index=index))
+        at += n
+    read = np.concatenate([c.rows for c in chunks])
+    out = list(mixed_chunks(iter(chunks), [4, 3], [11, 12]))
+    assert [c.n_rows for c in out] == sizes
+    got = np.concatenate([c.rows for c in out])
+    np.testing.assert_array_equal(np.sort(got), np.sort(read))
+    for c in out:
+        np.testing.assert_array_equal(c.X, X[c.rows])
+        np.testing.assert_array_equal(c.y, c.rows % 3)
+
+
 @pytest.mark.parametrize("skip", [1, 8, 11])
 def test_a_resumed_walk_is_the_tail_of_the_whole_walk(skip: int) -> None:
     X = np.arange(3000, dtype=np.float32).reshape(1000, 3)

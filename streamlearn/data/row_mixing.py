@@ -107,10 +107,15 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
     the group's, and the ``start`` of the chunk whose place it takes.
     """
     m = len(chunks)
-    cuts = [_rotated_cuts(c.n_rows, m, i) for i, c in enumerate(chunks)]
+    cuts = np.stack([_rotated_cuts(c.n_rows, m, i) for i, c in enumerate(chunks)])
+    # a chunk of consecutive rows names its rows by its start: the ids of a part then
+    # follow from its bounds, without making an array for each part
+    starts = (np.array([c.start for c in chunks], dtype=np.int64)
+              if all(c.index is None for c in chunks) else None)
     for j in range(skip, m):
-        parts = [(c, int(cut[j]), int(cut[j + 1])) for c, cut in zip(chunks, cuts, strict=True)]
-        n = sum(b - a for _, a, b in parts)
+        lo, hi = cuts[:, j].tolist(), cuts[:, j + 1].tolist()
+        parts = list(zip(chunks, lo, hi, strict=True))
+        n = int(np.sum(cuts[:, j + 1] - cuts[:, j]))
         order = np.random.default_rng([seed, j]).permutation(n)  # resumable at any j
         if chunks[0].is_sparse:
             X: np.ndarray | SparseRows = SparseRows.concatenate(
@@ -119,7 +124,8 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
             X = np.take(np.concatenate([c.X[a:b] for c, a, b in parts]), order, axis=0)
         yield Chunk(X=X, y=_joined([c.y for c, _, _ in parts], parts, order),
                     start=chunks[j].start,
-                    index=_joined([c.rows for c, _, _ in parts], parts, order),
+                    index=np.take(_parts_rows(parts, starts, cuts[:, j], cuts[:, j + 1]),
+                                  order),
                     weight=_joined([c.weight for c, _, _ in parts], parts, order))
 
 
@@ -128,6 +134,19 @@ def _rotated_cuts(n: int, m: int, shift: int) -> np.ndarray:
     ``sizes[(j + shift) % m]`` for the near-equal ``sizes`` of ``n`` into ``m``."""
     sizes = np.diff(np.arange(m + 1) * n // m)
     return np.concatenate([[0], np.cumsum(np.roll(sizes, -shift))])
+
+
+def _parts_rows(parts: list[tuple[Chunk, int, int]], starts: np.ndarray | None,
+                lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The global ids of the parts' rows, one part after the other: from the chunks'
+    ``starts`` when every chunk is of consecutive rows (None otherwise), else from their
+    ``index``. ``lo`` and ``hi`` are the parts' bounds."""
+    if starts is None:
+        return np.concatenate([c.rows[a:b] for c, a, b in parts])
+    lengths = hi - lo
+    before = np.cumsum(lengths) - lengths  # rows of the parts before each
+    return (np.repeat(starts + lo - before, lengths)
+            + np.arange(int(lengths.sum()), dtype=np.int64))
 
 
 def _joined(arrays: list[np.ndarray | None], parts: list[tuple[Chunk, int, int]],
