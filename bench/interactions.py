@@ -73,6 +73,8 @@ QUICK_GENERATED_TRAIN = 10_000
 CHUNK_ROWS = 5_000
 METHODS = ("additive_k0", "additive_auto", *(f"additive_k{k}" for k in KS), "ebm", "lightgbm",
            "hgb")
+#: The methods of part 2: ours streamed from the store, EBM given its rows in memory.
+GROWTH_METHODS = ("additive_pairs", "ebm")
 #: Beside them on request (``--methods``): ``AdditiveSVC(value_terms=False)``, the default
 #: model without value terms.
 NO_VALUES = "additive_no_values"
@@ -379,8 +381,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma-separated subset of the methods (default: all)")
     parser.add_argument("--no-growth", action="store_true",
                         help="skip part 2 (the rows grown 1x to 16x)")
+    parser.add_argument("--growth-methods", default="additive_pairs,ebm",
+                        help="comma-separated methods of part 2 (default: both; "
+                             "--quick: ours only)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     args = parser.parse_args(argv)
+    growth_methods = ("additive_pairs",) if args.quick else tuple(
+        args.growth_methods.split(","))
+    if set(growth_methods) - set(GROWTH_METHODS):
+        parser.error(f"unknown growth methods; choose from {list(GROWTH_METHODS)}")
     chosen_methods = args.methods.split(",") if args.methods else None
     unknown = sorted(set(chosen_methods or ())
                      - {*METHODS, f"additive_k{len(TRUE_PAIRS)}", NO_VALUES})
@@ -422,7 +431,7 @@ def main(argv: list[str] | None = None) -> None:
             n = (QUICK_BASE_ROWS if args.quick else BASE_ROWS) * factor
             store = workdir / f"rows_{n}.zarr"
             write_store(store, n)
-            for method in ("additive_pairs",) if args.quick else ("additive_pairs", "ebm"):
+            for method in growth_methods:
                 row = run_child(growth_child, str(store), method)
                 row["n_rows"] = n
                 growth.append(row)
@@ -442,8 +451,8 @@ def main(argv: list[str] | None = None) -> None:
               "settings": {"quick": bool(args.quick), "seed": SEED, "ks": list(KS),
                            "datasets": names, "chunk_rows": CHUNK_ROWS,
                            "methods": chosen_methods or list(METHODS),
-                           "growth_rows": [r["n_rows"] for r in growth
-                                           if r["method"] == "ebm"]},
+                           "growth_methods": list(growth_methods),
+                           "growth_rows": sorted({r["n_rows"] for r in growth})},
               "true_pairs": [[f"x{a}", f"x{b}"] for a, b in TRUE_PAIRS],
               "true_pairs_found": found, "results": results, "growth": growth,
               "total_runtime_s": time.perf_counter() - started}
