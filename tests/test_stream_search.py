@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,7 +22,7 @@ from streamlearn.features import BSplinePairMap
 from streamlearn.models import AdditiveSVC
 from streamlearn.models import search as search_module
 from streamlearn.models.base import feature_names_of
-from streamlearn.models.racing import finish_lane, racing
+from streamlearn.models.racing import finish_lane, racing, record_clamped
 from streamlearn.models.search import StreamSearchCV, mix_parameters
 from tests.conftest import write_parquet_file
 
@@ -227,6 +229,56 @@ def test_lanes_train_the_pairs_the_template_screened():
     assert plain.lane_template_ is None
     assert not isinstance(plain.best_estimator_.feature_map_, BSplinePairMap)
     assert search.best_score_ > plain.best_score_ + 0.05
+
+
+def test_a_lane_records_the_values_it_clamps_inside_a_race_and_warns_outside():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    lane = AdditiveSVC(progress=False, interactions=[(0, 1)])  # pairs: the map keeps its range
+    lane.partial_fit(X[:300] / 3, y[:300], classes=[0, 1])  # a first slice of a third the spread
+    lo, hi = lane.feature_map_.lo_, lane.feature_map_.hi_
+    later = X[300:]
+    expected = np.count_nonzero((later < lo) | (later > hi), axis=0)  # numpy's count
+    record: dict[str, list[int]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the race: no warning
+        with racing(record):
+            lane.partial_fit(later[:1500], y[300:1800])
+            lane.partial_fit(later[1500:], y[1800:])
+    assert record == {f"x{j}": [int(expected[j]), len(later)] for j in range(3)}
+    with racing():  # a race that keeps no record: the lane warns as outside one
+        assert not record_clamped(["x0"], np.array([5]), 10)
+    with pytest.warns(UserWarning, match="outside the feature map's range"):
+        lane.partial_fit(later, y[300:])
+
+
+@pytest.mark.parametrize("feature_range", [None, (-0.5, 0.5)])
+def test_a_search_warns_once_of_the_values_its_lanes_clamped(feature_range):
+    # normal features: with feature_range (-0.5, 0.5) the lanes clamp about 62 % of the
+    # values of each; with their own ranges, from their first slice (the rows are mixed
+    # across chunks), under the 1 % that warns
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(6000, 3)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + 0.5 * X[:, 2] > 0).astype(np.int64)
+    estimator = AdditiveSVC(progress=False, interactions=[(0, 1)], epochs=2, tol=None,
+                            feature_range=feature_range)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        StreamSearchCV(estimator, {"C": [0.1, 10.0]}, refit=False, chunk_rows=300,
+                       min_resource=2000, random_state=0).fit(X, y)
+    texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert not [t for t in texts if "outside the feature map's range" in t]
+    clamped = [t for t in texts if "lanes clamped" in t]
+    if feature_range is None:
+        assert not clamped
+        return
+    assert len(clamped) == 1
+    share = np.mean(np.abs(X) > 0.5)  # of the rows the lanes trained on, near all of them
+    reported = [float(v) / 100 for v in re.findall(r"'x\d' ([\d.]+)%", clamped[0])]
+    assert len(reported) == 3
+    np.testing.assert_allclose(reported, share, atol=0.02)
+    assert "the estimator's feature_range" in clamped[0]
 
 
 def test_lanes_of_the_default_multiclass_train_the_scheme_fit_keeps():

@@ -72,7 +72,7 @@ from streamlearn.models.class_weight import (
     class_counts,
     weighted_rows,
 )
-from streamlearn.models.racing import in_race
+from streamlearn.models.racing import CLAMPED_SHARE_WARNING, in_race, record_clamped
 from streamlearn.solvers import additive as additive_solver
 from streamlearn.solvers.additive import (  # noqa: F401  (importable from here)
     DCD_INNER_SWEEPS,
@@ -155,9 +155,6 @@ MAX_AUTO_PAIRS = 64
 MAX_GROWN_PAIRS = 256
 #: A fit's ``ConvergenceWarning`` names at most this many binary models (then "...").
 MAX_NAMED_MODELS = 10
-#: ``partial_fit`` warns when more than this share of a chunk's values of a feature lies
-#: outside the feature map's range (the tail beyond a first chunk's extremes is smaller).
-CLAMPED_SHARE_WARNING = 0.01
 
 
 # -- the estimator ------------------------------------------------------------------------
@@ -1620,7 +1617,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         hi = getattr(self.feature_map_, "hi_", None)
         if lo is None or hi is None or X.shape[0] == 0:
             return
-        share = np.mean((X < lo[None, :]) | (X > hi[None, :]), axis=0)
+        clamped = np.count_nonzero((X < lo[None, :]) | (X > hi[None, :]), axis=0)
+        if record_clamped([str(name) for name in self._feature_names], clamped, X.shape[0]):
+            return  # a lane of a search's race: the search warns once
+        share = clamped / X.shape[0]
         outside = np.flatnonzero(share > CLAMPED_SHARE_WARNING)
         if outside.size:
             f = int(outside[0])

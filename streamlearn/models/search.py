@@ -91,7 +91,7 @@ from streamlearn.models.base import (
     regression_dataset,
 )
 from streamlearn.models.class_weight import balanced_factors
-from streamlearn.models.racing import finish_lane, racing
+from streamlearn.models.racing import CLAMPED_SHARE_WARNING, finish_lane, racing
 from streamlearn.warning_origin import library_rows
 
 #: Rows the first rung gives each candidate at least (or every training row, when fewer).
@@ -152,6 +152,9 @@ class Race:
         rung's end (out of ``alive``; they get ``error_score`` at the rung's end).
     failed : dict
         Candidate index -> (rung, error) of the candidates that raised, at that rung.
+    clamped : dict
+        Feature name -> [values the lanes clamped to their feature maps' ranges, rows]
+        (:func:`~streamlearn.models.racing.record_clamped`).
     """
 
     candidates: list[Any]
@@ -164,6 +167,7 @@ class Race:
     trained_classes: np.ndarray | None = None
     failing: dict[int, str] = field(default_factory=dict)
     failed: dict[int, tuple[int, str]] = field(default_factory=dict)
+    clamped: dict[str, list[int]] = field(default_factory=dict)
 
 
 class Validation:
@@ -246,7 +250,7 @@ class RacePass:
             race.trained_classes[codes] = True
         # chunks of the data's columns, in the lanes' order; summaries only the kept
         # model needs wait for the race's end (racing.finish_lane)
-        with library_rows(), racing():
+        with library_rows(), racing(race.clamped):
             for i in list(race.alive):
                 try:
                     race.candidates[i].partial_fit(rows, labels, **kwargs)
@@ -589,6 +593,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         while race.rung < len(budgets) and (race.alive or race.failing):
             self._end_rung(race, validation)
         self._warn_of_absent_classes(dataset, race, validation, held_out.size)
+        self._warn_of_clamped_values(race)
         passes = rows_read / dataset.n_rows
         if by_fit:
             passes += self._final_fits(race, settings, dataset.without_blocks(
@@ -808,6 +813,30 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             "settings were ranked on the other classes only. Rows sorted or grouped by "
             "label leave whole blocks of one class; shuffle the rows (or raise "
             "validation_fraction) so that every class is scored", UserWarning, stacklevel=3)
+
+    def _warn_of_clamped_values(self, race: Race) -> None:
+        """One warning for the features of which the lanes clamped more than
+        :data:`~streamlearn.models.racing.CLAMPED_SHARE_WARNING` of the values they trained
+        on to their feature maps' ranges (each lane's from its first slice of rows, or the
+        estimator's ``feature_range``), where each lane would have warned at every slice
+        with that share."""
+        shares = {name: clamped / rows for name, (clamped, rows) in race.clamped.items()
+                  if rows and clamped / rows > CLAMPED_SHARE_WARNING}
+        if not shares:
+            return
+        worst = sorted(shares.items(), key=lambda item: -item[1])
+        named = ", ".join(f"{name!r} {share:.1%}" for name, share in worst[:5])
+        given = self.estimator.get_params().get("feature_range") is not None
+        source = ("the estimator's feature_range" if given else
+                  f"each lane's first slice of rows (at most {SLICE_ROWS:,})")
+        advice = ("The settings were ranked on the clamped rows." if given else
+                  "The settings were ranked on the clamped rows; give the estimator "
+                  "feature_range=(min, max) to rank them on the data's range")
+        more = " ..." if len(worst) > 5 else ""
+        warnings.warn(
+            f"the race's lanes clamped values of {len(worst)} feature(s) to their feature "
+            f"maps' ranges, which come from {source}: {named}{more} of the values they "
+            f"trained on. {advice}", UserWarning, stacklevel=3)
 
     def _budgets(self, n_candidates: int, n_train: int) -> list[int]:
         """Cumulative training rows of the survivors at the end of each rung."""
