@@ -103,13 +103,47 @@ def test_a_sorted_stream_grows_the_map_instead_of_clamping(tmp_path):
     assert stream(AdditiveSVC(n_bases=10), X, y, shuffled, 50, 1).feature_map_.n_bases == 10
 
 
+def test_clamping_is_warned_of_by_its_share_of_all_the_rows_since_the_map_was_made():
+    # a map from a first call of 1,000 rows leaves about 0.2 % of rows drawn alike outside
+    # its range; later calls of 100 rows, where one value outside is 1 %, do not warn
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(21_000, 3)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    model = AdditiveSVC(progress=False, interactions=[(0, 1)])  # pairs: the map keeps its range
+    model.partial_fit(X[:1000], y[:1000], classes=[0, 1])
+    lo, hi = model.feature_map_.lo_, model.feature_map_.hi_
+    later = X[1000:]
+    per_call = [np.mean((c < lo) | (c > hi), axis=0) for c in np.split(later, 200)]
+    assert max(float(np.max(s)) for s in per_call) > 0.01  # some calls alone would warn
+    assert np.all(np.mean((later < lo) | (later > hi), axis=0) < 0.01)  # numpy's share
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for a in range(1000, 21_000, 100):
+            model.partial_fit(X[a:a + 100], y[a:a + 100])
+    # a first call of a third the spread: about 2/3 of every feature's later values lie
+    # outside, warned of once, at numpy's share of the rows so far
+    narrow = AdditiveSVC(progress=False, interactions=[(0, 1)])
+    narrow.partial_fit(X[:1000] / 3, y[:1000], classes=[0, 1])
+    lo, hi = narrow.feature_map_.lo_, narrow.feature_map_.hi_
+    share = np.mean((X[1000:1100] < lo) | (X[1000:1100] > hi), axis=0)
+    with pytest.warns(UserWarning, match="3 feature\\(s\\)") as caught:
+        narrow.partial_fit(X[1000:1100], y[1000:1100])
+    assert f"{share[0]:.1%} of the 100 rows" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        narrow.partial_fit(X[1100:1200], y[1100:1200])
+
+
 def test_clamping_maps_warn_when_a_chunk_leaves_their_range():
     X, y = additive_problem(2_000, seed=3)
     order = np.argsort(X[:, 2], kind="stable")
     model = AdditiveSVC(embedding="fourier")
     model.partial_fit(X[order[:1000]], y[order[:1000]], classes=[0, 1])
     assert model.feature_map_.hi_[2] == pytest.approx(X[order[:1000], 2].max())
-    with pytest.warns(UserWarning, match=r"'x2': 100% of the rows outside .*feature_range"):
+    with pytest.warns(UserWarning, match=r"'x2': 100.0% of the 1,000 rows .*feature_range"):
+        model.partial_fit(X[order[1000:]], y[order[1000:]])
+    with warnings.catch_warnings():  # once a feature: the same feature again is not warned
+        warnings.simplefilter("error")
         model.partial_fit(X[order[1000:]], y[order[1000:]])
     # a given range covering the data: no warning
     ranged = AdditiveSVC(embedding="fourier", feature_range=(-6.0, 6.0))

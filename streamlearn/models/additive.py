@@ -157,6 +157,30 @@ MAX_GROWN_PAIRS = 256
 MAX_NAMED_MODELS = 10
 
 
+class ClampTally:
+    """Values of each feature that ``partial_fit`` clamped to a feature map's range, over
+    the rows it trained on since that map was made, and the features already warned of.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap
+        The map the counts are for: a new map starts a new tally.
+    n_features : int
+    """
+
+    def __init__(self, feature_map: Any, n_features: int) -> None:
+        self.feature_map = feature_map
+        self.clamped = np.zeros(n_features, dtype=np.int64)
+        self.rows = 0
+        self.warned = np.zeros(n_features, dtype=bool)
+
+    def add(self, clamped: np.ndarray, n_rows: int) -> np.ndarray:
+        """Add a call's counts and rows; each feature's share clamped so far."""
+        self.clamped += clamped
+        self.rows += int(n_rows)
+        return self.clamped / max(self.rows, 1)
+
+
 # -- the estimator ------------------------------------------------------------------------
 
 
@@ -1465,7 +1489,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if (self.feature_range is None and isinstance(self.feature_map_, BSplineMap)
                 and not isinstance(self.feature_map_, BSplinePairMap)):
             self._grow_map(X)
-        else:
+        elif not (first and self.feature_range is None):  # not the rows the map came from
             self._warn_outside_range(X)
         W = np.ascontiguousarray(self.state_w_d_, dtype=np.float64).copy()
         averaging = self.t_ >= self.average_start_
@@ -1612,7 +1636,16 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.feature_map_ = grown
 
     def _warn_outside_range(self, X: np.ndarray) -> None:
-        """Warn when many of a ``partial_fit`` chunk's values are clamped by the feature map."""
+        """Warn when more than :data:`~streamlearn.models.racing.CLAMPED_SHARE_WARNING` of
+        the values of a feature that ``partial_fit`` has trained on since the feature map
+        was made (but the rows it was made from) are clamped by it, once for each such
+        feature.
+
+        The share is taken over all those calls' rows, not one call's: one value outside in
+        a call of a few dozen rows is over the share and tells nothing (a stream of
+        100-row calls on rows drawn alike, after a first call of 1,000, warned at most
+        calls). A lane of a search's race records its counts instead, and the search warns
+        once (:func:`~streamlearn.models.racing.record_clamped`)."""
         lo = getattr(self.feature_map_, "lo_", None)
         hi = getattr(self.feature_map_, "hi_", None)
         if lo is None or hi is None or X.shape[0] == 0:
@@ -1620,18 +1653,23 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         clamped = np.count_nonzero((X < lo[None, :]) | (X > hi[None, :]), axis=0)
         if record_clamped([str(name) for name in self._feature_names], clamped, X.shape[0]):
             return  # a lane of a search's race: the search warns once
-        share = clamped / X.shape[0]
-        outside = np.flatnonzero(share > CLAMPED_SHARE_WARNING)
+        tally = self.__dict__.get("_clamp_tally")
+        if tally is None or tally.feature_map is not self.feature_map_:
+            tally = self._clamp_tally = ClampTally(self.feature_map_, clamped.shape[0])
+        share = tally.add(clamped, X.shape[0])
+        outside = np.flatnonzero((share > CLAMPED_SHARE_WARNING) & ~tally.warned)
         if outside.size:
+            tally.warned[outside] = True
             f = int(outside[0])
             source = ("The range is feature_range's." if self.feature_range is not None else
                       "The range comes from the first partial_fit chunk (or fit): pass "
                       "feature_range=(min, max) when the chunks do not each span the data")
             warnings.warn(
                 f"{outside.size} feature(s) have values outside the feature map's range, "
-                f"first {self._feature_names[f]!r}: {share[f]:.0%} of the rows outside "
-                f"[{lo[f]:.6g}, {hi[f]:.6g}]; "
-                f"they are clamped to it. {source}", UserWarning, stacklevel=caller_stacklevel())
+                f"first {self._feature_names[f]!r}: {share[f]:.1%} of the {tally.rows:,} "
+                f"rows partial_fit has trained on since the map was made lie outside "
+                f"[{lo[f]:.6g}, {hi[f]:.6g}]; they are clamped to it (warned once a "
+                f"feature). {source}", UserWarning, stacklevel=caller_stacklevel())
 
     # -- prediction -----------------------------------------------------------------------
     def _model_rows(self, values: np.ndarray) -> np.ndarray:
