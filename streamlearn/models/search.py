@@ -818,8 +818,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         """One warning for the features of which the lanes clamped more than
         :data:`~streamlearn.models.racing.CLAMPED_SHARE_WARNING` of the values they trained
         on to their feature maps' ranges (each lane's from its first slice of rows, or the
-        estimator's ``feature_range``), where each lane would have warned at every slice
-        with that share."""
+        estimator's ``feature_range``), where each lane would have warned of its own."""
         shares = {name: clamped / rows for name, (clamped, rows) in race.clamped.items()
                   if rows and clamped / rows > CLAMPED_SHARE_WARNING}
         if not shares:
