@@ -168,7 +168,7 @@ class ClampTally:
     n_features : int
     """
 
-    def __init__(self, feature_map: Any, n_features: int) -> None:
+    def __init__(self, feature_map: FeatureMap, n_features: int) -> None:
         self.feature_map = feature_map
         self.clamped = np.zeros(n_features, dtype=np.int64)
         self.rows = 0
