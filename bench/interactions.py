@@ -355,11 +355,13 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
              if r.get("screen_s") and r.get("median_pair_epoch_s")]
     summary = ("AdditiveSVC() (its default interactions=\"auto\") against EBM, LightGBM and "
                "HistGradientBoosting with their defaults and against itself without pairs. "
-               + "; ".join(parts) + f". All true pairs of the generated problem chosen: "
+               + ("; ".join(parts) + ". " if parts else "")
+               + f"All true pairs of the generated problem chosen: "
                f"{found}. "
                + (f"Peak RSS over the rows: ours {min(ours_rss):.0f}-{max(ours_rss):.0f} "
-                  f"MiB, EBM {min(ebm_rss, default=0):.0f}-{max(ebm_rss, default=0):.0f} "
-                  "MiB. " if ours_rss else "")
+                  f"MiB ({max(ours_rss) / min(ours_rss):.2f}x, target within 1.10x)"
+                  + (f", EBM {min(ebm_rss):.0f}-{max(ebm_rss):.0f} MiB" if ebm_rss else "")
+                  + ". " if ours_rss else "")
                + largest_fit(report["growth"])
                + "The screening pass took "
                f"{min(ratios, default=0):.1f}-{max(ratios, default=0):.1f}x an epoch of the "
