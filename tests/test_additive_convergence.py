@@ -75,6 +75,32 @@ def test_a_converged_fit_stops_before_its_cap_without_warning(solver, calibrate)
         assert min(history[-2:]) >= best * (1 - 0.01)
 
 
+def test_auto_epochs_cap_follows_the_rule_of_the_docstring():
+    # 50, raised to the epochs of a million row steps, at most 200; an int is kept
+    model = AdditiveSVC()
+    expected = {100: 200, 5_000: 200, 6_000: 167, 19_999: 51, 20_000: 50, 10**7: 50}
+    for n_rows, cap in expected.items():
+        assert model._epoch_cap(n_rows) == cap == model.epochs_
+        assert cap == min(200, max(50, int(np.ceil(1e6 / n_rows))))
+    assert AdditiveSVC(epochs=7)._epoch_cap(100) == 7
+
+
+def test_defaults_meet_the_rule_on_a_small_dataset_where_50_epochs_did_not():
+    # breast_cancer, 70 % of its rows: the rule needs more than 50 epochs on this split
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=1,
+                                                        stratify=y)
+    model = AdditiveSVC(progress=False)
+    assert fit_quietly(model, X_train, y_train) == []
+    assert model.epochs_ == 200 and 50 < model.n_iter_ < 200
+    assert np.mean(model.predict(X_test) != y_test) < 0.06
+    capped = AdditiveSVC(epochs=50, progress=False)
+    assert len(fit_quietly(capped, X_train, y_train)) == 1 and capped.n_iter_ == 50
+
+
 @pytest.mark.parametrize("solver", ["dcd", "pegasos"])
 def test_tol_none_runs_every_epoch_silently(solver):
     X, y = problem(600)

@@ -1114,7 +1114,7 @@ def test_demo_defaults_stop_by_the_rule_without_a_warning(tmp_path: Path) -> Non
         result = run("demo", "--rows", "20000", "--quiet", STREAMLEARN_CACHE=str(tmp_path))
     assert result.exit_code == 0, result.output
     model = AdditiveSVC.load(tmp_path / "demo-additive-20000.slm")
-    assert 1 < model.n_iter_ < model.epochs
+    assert 1 < model.n_iter_ < model.epochs_
     assert f"  {model.n_iter_} epochs (its stopping rule met)" in result.output
     # the counts of bases tried, each with the held-out loss the model file kept
     steps = ", ".join(f"{n}: {loss:.4f}" for n, loss in model.bases_tried_)
