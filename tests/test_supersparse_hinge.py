@@ -300,7 +300,7 @@ def test_newton_refit_minimises_the_squared_hinge_objective_as_scipy_does():
     fit = driver.hinge_newton(LocalEngine(progress=False), dataset, rows, C, similarity, w0,
                               lams, tol=1e-12)
     W, J = fit.W, fit.objective
-    assert not fit.capped and fit.passes < driver.REFIT_MAX_ITER
+    assert not fit.capped and fit.passes < driver.refit_pass_cap(dataset.n_rows)
 
     for lane, lam in enumerate(lams):
         def objective(w: np.ndarray, lam: float = lam) -> tuple[float, np.ndarray]:
@@ -445,6 +445,7 @@ def test_a_fit_without_held_out_rows_keeps_the_squared_loss():
 def test_refit_cap_warns(monkeypatch: pytest.MonkeyPatch):
     X, y = _rings(1500, seed=8)
     monkeypatch.setattr(driver, "REFIT_MAX_ITER", 1)
+    monkeypatch.setattr(driver, "REFIT_MAX_ITER_SMALL", 1)
     with pytest.warns(ConvergenceWarning, match="squared hinge refit stopped after 1 "):
         SuperSparseClassifier(n_prototypes=6, max_iter=5).fit(X, y)
 

@@ -116,6 +116,7 @@ from streamlearn.solvers.embedding import (
     feature_terms,
     weights_from_w_d,
 )
+from streamlearn.solvers.pass_caps import pass_cap
 from streamlearn.solvers.pegasos import NO_AVERAGING, pegasos_ovr_chunk
 from streamlearn.warning_origin import caller_stacklevel, library_rows
 
@@ -136,11 +137,10 @@ DCD_TOL = 0.01
 PEGASOS_TOL = 0.003
 #: ... and of the lane template of a search (:meth:`AdditiveSVC._lane_template_params`).
 TEMPLATE_PEGASOS_TOL = 0.01
-#: ``epochs="auto"``: the fewest epochs a fit may run, the most, and the row steps (rows
-#: times epochs) that set the cap between them (:meth:`AdditiveSVC._epoch_cap`).
+#: ``epochs="auto"``: the cap on large data, and the most it is raised to on small data
+#: (:func:`~streamlearn.solvers.pass_caps.pass_cap`, :meth:`AdditiveSVC._epoch_cap`).
 AUTO_EPOCHS = 50
 AUTO_EPOCHS_MOST = 200
-AUTO_EPOCH_ROW_STEPS = 1_000_000
 #: Rows of the first ``partial_fit`` chunk that set PEGASOS's step offset.
 SAMPLE_ROWS = 4096
 #: ``n_bases="auto"``: the counts of bases per feature that ``fit`` tries, in order ...
@@ -1196,16 +1196,15 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     def _epoch_cap(self, n_rows: int | None) -> int:
         """Most epochs of a fit on ``n_rows`` rows: ``epochs``, or for ``"auto"``
-        :data:`AUTO_EPOCHS`, raised to the epochs of :data:`AUTO_EPOCH_ROW_STEPS` row steps
-        up to :data:`AUTO_EPOCHS_MOST` (:data:`AUTO_EPOCHS` where the rows are not known).
-        Sets ``epochs_``."""
+        :data:`AUTO_EPOCHS`, raised to the epochs of a million row steps up to
+        :data:`AUTO_EPOCHS_MOST` (:func:`~streamlearn.solvers.pass_caps.pass_cap`;
+        :data:`AUTO_EPOCHS` where the rows are not known). Sets ``epochs_``."""
         if self.epochs != "auto":
             cap = int(self.epochs)
         elif n_rows is None:
             cap = getattr(self, "epochs_", AUTO_EPOCHS)
         else:
-            cap = int(np.clip(-(-AUTO_EPOCH_ROW_STEPS // max(int(n_rows), 1)), AUTO_EPOCHS,
-                              AUTO_EPOCHS_MOST))
+            cap = pass_cap(n_rows, AUTO_EPOCHS, AUTO_EPOCHS_MOST)
         self.epochs_ = int(cap)
         return self.epochs_
 
