@@ -2,21 +2,17 @@
 
 References: each chunk's rows against the source arrays at its global row ids (numpy),
 the groups' row sets against the chunks of the walk without mixing, a resumed walk
-against the tail of the whole walk, a pass's peak of arrays (tracemalloc) against the
-bytes of a group, and models fitted on rows stored sorted by class
+against the tail of the whole walk, and models fitted on rows stored sorted by class
 against the same rows stored shuffled.
 """
 
 from __future__ import annotations
 
 import itertools
-import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import zarr
 
 from streamlearn import open_dataset
 from streamlearn.data.chunk import Chunk
@@ -163,41 +159,6 @@ def test_groups_take_the_group_size_and_the_last_the_rest() -> None:
     np.testing.assert_array_equal(group_sizes(16, 8), [8, 8])
     np.testing.assert_array_equal(group_sizes(3, 8), [3])
     assert group_sizes(1001, 8).sum() == 1001
-
-
-def test_a_walk_holds_about_one_group_of_rows(tmp_path: Path) -> None:
-    # 160 chunks of 500 rows from a zarr store (each chunk read is a new array): groups
-    # of 64, 64 and 32 chunks. Reference: the bytes of one group's rows (features and
-    # labels), counted by hand; the peak of the arrays made during a pass, counted by
-    # tracemalloc. Holding a group until its last chunk was handed on while the next
-    # was read ahead, the peak was 1.6 groups here; now one group, a band of it (an
-    # eighth) held twice, the chunks read ahead and the one handed on
-    rows, n_features, chunk_rows = 160 * 500, 16, 500
-    rng = np.random.default_rng(0)
-    group = zarr.open_group(str(tmp_path / "s.zarr"), mode="w")
-    group.create_array("X", shape=(rows, n_features), dtype="float32",
-                       chunks=(chunk_rows, n_features))[:] = rng.normal(
-        size=(rows, n_features)).astype(np.float32)
-    group.create_array("y", shape=(rows,), dtype="int64", chunks=(chunk_rows,))[:] = (
-        rng.integers(0, 2, rows))
-    data = open_dataset(str(tmp_path / "s.zarr"), chunk_rows=chunk_rows)
-    assert mix_group_size(chunk_rows, n_features, sparse=False) == 64
-    group_bytes = 64 * chunk_rows * (4 * n_features + 8)
-    list(data.chunks(shuffle=True, seed=0))  # the first pass's one-off allocations
-    tracemalloc.start()
-    try:
-        seen = sum(c.n_rows for c in data.chunks(shuffle=True, seed=1))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert seen == rows
-    assert peak < 1.4 * group_bytes
-
-
-def test_a_walk_shorter_than_its_groups_is_refused() -> None:
-    chunk = Chunk(X=np.zeros((4, 1), np.float32), y=None, start=0)
-    with pytest.raises(ValueError, match="walk ended before its groups"):
-        list(mixed_chunks(iter([chunk]), [2], [0]))
 
 
 def test_example_state_put_writes_scattered_rows_in_memory() -> None:

@@ -121,10 +121,8 @@ class Dataset:
     read piece by piece, the storage piece (a parquet row group) being cut and up to
     ``prefetch`` pieces read ahead of it, concurrently. A zarr store is read by row range:
     each chunk is one read, and with ``prefetch`` the next chunks are read concurrently.
-    A shuffled walk also holds the rows of the group of chunks it mixes, up to about 64
-    MiB (:mod:`~streamlearn.data.row_mixing`). For local files the operating system is
-    asked to read the next chunks' bytes from disk ahead of the readers
-    (:mod:`streamlearn.data.readahead`).
+    For local files the operating system is asked to read the next chunks' bytes from disk
+    ahead of the readers (:mod:`streamlearn.data.readahead`).
 
     A chunk's values are checked for NaN and infinities (``nan_policy``) when its rows are
     first read. A fit reads the same chunks pass after pass; a range of rows found finite
@@ -895,6 +893,12 @@ class Dataset:
         depth = self.prefetch if prefetch is None else int(prefetch)
         if len(starts) <= 1:  # one chunk: nothing to read ahead of, no thread to start
             depth = 0
+        elif groups is not None and depth > 0:
+            # the next group is read while this one is handed on: a group waits for all
+            # its chunks, and reading only `prefetch` ahead left the reads of most of each
+            # group out of the overlap with the work on the one before
+            depth = max(depth, int(groups.max()))
+
         readahead = self._readahead(starts, size, hi)
 
         def chunk(k: int, reader: _PieceReader | _RangeReader) -> Chunk:
