@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import click
 import numpy as np
@@ -522,7 +522,18 @@ def _hash_option(more: str) -> Any:
 
 
 # -- the command group --------------------------------------------------------------------
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group, which also answers to scikit-learn's word for a command:
+    ``streamlearn fit`` is ``streamlearn train``."""
+
+    #: Other names of commands (not listed in the help).
+    ALIASES: ClassVar[dict[str, str]] = {"fit": "train"}
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.ALIASES.get(cmd_name, cmd_name))
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="streamlearn")
 def cli() -> None:
     """Train nonlinear models on data larger than memory, streaming it chunk by chunk.

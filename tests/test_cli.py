@@ -1183,6 +1183,16 @@ def test_help_has_examples() -> None:
     assert "Examples:" in run("--help").output
 
 
+def test_fit_is_another_name_for_train() -> None:
+    """scikit-learn's word for training runs ``train``; the help lists ``train`` only."""
+    fit, train = run("fit", "--help"), run("train", "--help")
+    assert fit.exit_code == 0 and fit.output.startswith("Usage: cli fit ")
+    # the same command: the same text after the usage line, which names the word typed
+    assert fit.output.split("\n", 1)[1] == train.output.split("\n", 1)[1]
+    commands = run("--help").output.split("Commands:")[1]
+    assert "train" in commands and "fit" not in commands.split()
+
+
 def test_console_script_exit_code(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "streamlearn.cli", "info", str(tmp_path / "nope")],
