@@ -858,10 +858,7 @@ def row_score(kind, w_d, x, idx, val, nnz):
     float
     """
     if kind == LINEAR:
-        s = 0.0
-        for f in range(x.shape[0]):
-            s += w_d[f] * x[f]
-        return s
+        return dense_score(w_d, x, x.shape[0])
     if every_column(kind, idx, nnz):
         return dense_score(w_d, val, nnz)
     return score_d(w_d, idx, val, nnz)
