@@ -16,11 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_classification
 from sklearn.metrics import log_loss
 
-from streamlearn import AdditiveSVC
+from streamlearn import AdditiveSVC, open_dataset
 from streamlearn.features import BSplinePairMap
 from streamlearn.io import load_model
+from streamlearn.models.additive import MAX_CALIBRATION_SHARE
 from streamlearn.solvers.additive import HOLDOUT_SALT, AdditiveConfig, Holdout, driver
 from streamlearn.solvers.additive.driver import (
     CROSS_FIT_FOLDS,
@@ -29,6 +31,7 @@ from streamlearn.solvers.additive.driver import (
     cross_fit_folds,
     pairs_pay,
 )
+from streamlearn.solvers.calibration import MIN_CALIBRATION_ROWS
 from streamlearn.solvers.row_sample import row_keys
 from tests.dying_engine import DyingEngine, Interrupted
 
@@ -79,6 +82,31 @@ def test_rule_between_too_few_rows_and_one_held_out_share() -> None:
     assert not cross_fit_folds(_config(shares=(1.0,) * 10), n, d + 1, 10, 0)
     assert cross_fit_folds(_config(), n, CROSS_FIT_WORK // n - 1, 2, 0)  # one model
     assert not cross_fit_folds(_config(), n, CROSS_FIT_WORK // n, 2, 0)
+
+
+def test_many_classes_raise_the_held_out_share_to_twenty_rows_a_class() -> None:
+    """Where ``calibration_fraction`` of the rows holds MIN_CHECK_ROWS rows but not 20 of
+    each class (many classes), ``fit`` holds out the share that holds 20 a class, up to
+    MAX_CALIBRATION_SHARE, and those rows choose the bases and pairs; where even that
+    bound cannot, or the share holds fewer than MIN_CHECK_ROWS rows (few rows: the folds'
+    regime above), nothing is held out, as before."""
+    def share(n_rows: int, n_classes: int) -> float | None:
+        y = np.arange(n_rows) % n_classes
+        dataset = open_dataset(np.zeros((n_rows, 2), dtype=np.float32), target=y)
+        return AdditiveSVC()._calibration_share(dataset)
+
+    assert share(3_000, 2) == 0.1
+    assert share(3_000, 20) == pytest.approx(2 * MIN_CALIBRATION_ROWS * 20 / 3_000)
+    assert 2 * MIN_CALIBRATION_ROWS * 50 > MAX_CALIBRATION_SHARE * 2_100
+    assert share(2_100, 50) is None  # 210 rows in the share, 1,000 wanted: over a quarter
+    assert share(1_900, 20) is None  # 190 rows: fewer than MIN_CHECK_ROWS
+    X, y = make_classification(3_000, 8, n_informative=6, n_redundant=0, n_classes=20,
+                               n_clusters_per_class=1, random_state=0)
+    model = AdditiveSVC(progress=False).fit(X, y)
+    assert 330 <= model.n_calibration_ <= 470  # 400 expected, by the rows' hash
+    assert model.n_train_ + model.n_calibration_ == 3_000
+    assert all(loss is not None for _, loss in model.bases_tried_)
+    assert "reason" not in model.interaction_check_
 
 
 def _planted(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
