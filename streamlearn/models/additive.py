@@ -1227,8 +1227,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         ``2 * MIN_CALIBRATION_ROWS`` rows of each class were the classes balanced. Then,
         where it holds at least ``MIN_CHECK_ROWS`` rows (enough to choose bases and pairs
         by: many classes, not few rows), the share that holds that many rows a class,
-        up to :data:`MAX_CALIBRATION_SHARE`; else None (every row trains, the
-        probabilities are the plain logistic's, and small data is cross-fitted). Rows of
+        up to :data:`MAX_CALIBRATION_SHARE`; else None (every row trains, one slope shared
+        by the sigmoids is fitted to their scores, and small data is cross-fitted). Rows of
         weight 0 are not counted (:func:`~streamlearn.models.class_weight.weighted_rows`)."""
         if not self.calibrate:
             return None
