@@ -356,3 +356,72 @@ def test_term_major_models_round_trip_and_score_as_the_map_does(kind: str) -> No
         np.testing.assert_allclose(val, ref[columns], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(val.astype(np.float64) @ P[0, :-1], ref @ W[0, :-1],
                                    rtol=1e-6)
+
+
+#: Scores of an identity and a B-spline decision kernel (their kinds' own row helpers),
+#: with the kernels' cache hits and misses in this process.
+BOUND_KERNELS = """
+    import json
+    import numpy as np
+    from streamlearn.features import BSplineMap
+    from streamlearn.solvers.embedding import DECISION_OVR, decision_ovr_chunk, embedding_params
+
+    X = np.linspace(-0.5, 2.5, 24, dtype=np.float32).reshape(8, 3)
+    W = np.linspace(-1.0, 1.0, 2 * 25).reshape(2, 25)
+    out = {}
+    for name, m in (("identity", None), ("bspline", BSplineMap(1, 8, 1).fit(np.zeros(3),
+                                                                          np.full(3, 2.0)))):
+        emb = embedding_params(m, 3)
+        w = np.ascontiguousarray(W[:, : emb.n_dims + 1])
+        kernel = DECISION_OVR(emb.kind, emb.ipar, False)
+        out[name] = {"scores": decision_ovr_chunk(X, w, 1.0, *emb).tolist(),
+                     "hits": sum(kernel.stats.cache_hits.values()),
+                     "misses": sum(kernel.stats.cache_misses.values())}
+    print(json.dumps(out))
+"""
+
+
+def test_kernels_with_their_kinds_row_helpers_load_from_another_processs_cache(tmp_path):
+    """numba keys a kernel's cache on its closure: the helpers bound as globals leave the
+    key the same in every process, so a second process loads what the first compiled."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from streamlearn.solvers.embedding import BSPLINE_HELPERS, IDENTITY_HELPERS, row_helpers
+
+    def run() -> dict:
+        out = subprocess.run([sys.executable, "-c", textwrap.dedent(BOUND_KERNELS)],
+                             env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    for name in ("identity", "bspline"):
+        assert first[name]["misses"] == 1 and first[name]["hits"] == 0
+        assert second[name]["misses"] == 0 and second[name]["hits"] == 1
+        assert second[name]["scores"] == first[name]["scores"]
+    # and the scores are the map's: the transform times the models
+    X = np.linspace(-0.5, 2.5, 24, dtype=np.float32).reshape(8, 3)
+    W = np.linspace(-1.0, 1.0, 2 * 25).reshape(2, 25)
+    m = BSplineMap(1, 8, 1).fit(np.zeros(3), np.full(3, 2.0))
+    n = embedding_params(m, 3).n_dims
+    np.testing.assert_allclose(second["bspline"]["scores"],
+                               dense(m, X) @ (d_matrix(m) @ W[:, :n].T) + W[:, n],
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(second["identity"]["scores"], X @ W[:, :3].T + W[:, 3],
+                               rtol=1e-6)
+
+    def bound(kind: int, sparse: bool) -> dict:
+        def kernel():
+            pass
+        g = row_helpers(kind, sparse)(kernel).__globals__
+        return {name: g.get(name) for name in IDENTITY_HELPERS}
+
+    assert bound(LINEAR, False) == IDENTITY_HELPERS
+    assert bound(BSPLINE, False) == BSPLINE_HELPERS
+    for kind, sparse in ((LINEAR, True), (BSPLINE, True), (FOURIER, False), (HERMITE, False)):
+        assert row_helpers(kind, sparse)(make_X) is make_X  # the generic helpers

@@ -315,7 +315,7 @@ def update_d(w_d, idx, val, nnz, n_cols, order, eta):
         for k in range(nnz):
             w_d[np.uint32(idx[k])] += eta * val[k]
         return
-    k = 0
+    k = np.int64(0)
     base = -n_cols
     while k < nnz:
         base, end = next_block(idx, k, nnz, base, n_cols)
@@ -358,7 +358,7 @@ def update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg):
             w_d[j] += eta * v
             avg[j] += eta_avg * v
         return
-    k = 0
+    k = np.int64(0)
     base = -n_cols
     while k < nnz:
         base, end = next_block(idx, k, nnz, base, n_cols)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -303,25 +304,12 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
                 val[nnz] = x[f]
                 nnz += 1
         return nnz
-    a = fpar[:nf]
-    b = fpar[nf : 2 * nf]
     # the kinds compared one by one: numba prunes a branch on a kernel's constant kind
     # before typing it only where the condition compares the kind itself
     if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
-        if kind == BSPLINE or kind == BSPLINE_VALUES:
-            nnz = bspline_encode_uniform_row(x, a, b, ipar[IP_N_BASES], degree,
-                                             zero_preserving, idx, val)
-        else:
-            nnz = bspline_encode_warped_row(x, a, b, fpar[ipar[IP_WARP_START]:],
-                                            ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
-        # pair grids are uniform with either; no pairs: the slices are empty and the loop
-        # does not run
-        pairs_end = N_IPAR + 4 * ipar[IP_N_PAIRS]
-        nnz = pair_encode_row(x, fpar[3 * nf + 1 : 4 * nf + 1], fpar[2 * nf + 1 : 3 * nf + 1],
-                              ipar[N_IPAR:pairs_end], ipar[IP_MAIN_DIMS], idx, val, nnz)
-        if kind == BSPLINE or kind == WARPED:
-            return nnz
-        return append_value_terms(x, ipar, fpar, idx, val, nnz)
+        return bspline_embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
+    a = fpar[:nf]
+    b = fpar[nf : 2 * nf]
     k = ipar[IP_N_TERMS]
     weights = fpar[2 * nf : 2 * nf + k]
     if kind == FOURIER:
@@ -329,6 +317,30 @@ def encode_spec_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
             return fourier_encode_row(x, a, b, fpar[2 * nf + k], weights, True, idx, val)
         return fourier_encode_every_feature(x, a, b, fpar[2 * nf + k], weights, idx, val)
     return hermite_encode_row(x, a, b, weights, fpar[2 * nf + k], zero_preserving, idx, val)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val):
+    """:func:`encode_spec_row` of a B-spline map (:data:`BSPLINE`, :data:`WARPED`,
+    :data:`BSPLINE_VALUES` or :data:`WARPED_VALUES`): the per-feature bases, then the
+    pair and value entries, if any."""
+    nf = x.shape[0]
+    a = fpar[:nf]
+    b = fpar[nf : 2 * nf]
+    if kind == BSPLINE or kind == BSPLINE_VALUES:
+        nnz = bspline_encode_uniform_row(x, a, b, ipar[IP_N_BASES], degree, zero_preserving,
+                                         idx, val)
+    else:
+        nnz = bspline_encode_warped_row(x, a, b, fpar[ipar[IP_WARP_START]:],
+                                        ipar[IP_N_BASES], ipar[IP_DEGREE], idx, val)
+    # pair grids are uniform with either; no pairs: the slices are empty and the loop does
+    # not run
+    pairs_end = N_IPAR + 4 * ipar[IP_N_PAIRS]
+    nnz = pair_encode_row(x, fpar[3 * nf + 1 : 4 * nf + 1], fpar[2 * nf + 1 : 3 * nf + 1],
+                          ipar[N_IPAR:pairs_end], ipar[IP_MAIN_DIMS], idx, val, nnz)
+    if kind == BSPLINE or kind == WARPED:
+        return nnz
+    return append_value_terms(x, ipar, fpar, idx, val, nnz)
 
 
 @njit(cache=True, nogil=True)
@@ -407,7 +419,9 @@ class KernelFamily:
     per-row helpers are inlined into it. numba inlines a function by deep-copying its IR
     once per block, so inlining a whole row loop (a large function with the helpers
     already inlined in it) cost more than the rest of compiling the kernel: a B-spline
-    PEGASOS kernel took 12 s to compile that way, 9 s with the loop in the kernel.
+    PEGASOS kernel took 12 s to compile that way, 9 s with the loop in the kernel. For the
+    same reason a kernel of dense identity or B-spline rows calls its kind's own helpers
+    (:func:`row_helpers`), which hold no other kind's code to copy.
 
     Parameters
     ----------
@@ -881,21 +895,16 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
         Step size (any sign).
     """
     if kind == LINEAR:
-        for f in range(x.shape[0]):
-            w_d[f] += eta * x[f]
+        identity_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
         return
     if every_column(kind, idx, nnz):
         for k in range(nnz):
             w_d[k] += eta * val[k]
         return
-    k = nnz
-    if (kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES
-            or kind == WARPED_VALUES):  # pair and value entries, if any, come last, in w form
-        main = x.shape[0] * n_cols
-        while k > 0 and idx[k - 1] >= main:
-            k -= 1
-            w_d[idx[k]] += eta * val[k]
-    update_d(w_d, idx, val, k, n_cols, order, eta)
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        bspline_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+        return
+    update_d(w_d, idx, val, nnz, n_cols, order, eta)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -913,10 +922,7 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
         Step sizes of ``w_d`` and ``avg``.
     """
     if kind == LINEAR:
-        for f in range(x.shape[0]):
-            v = np.float64(x[f])
-            w_d[f] += eta * v
-            avg[f] += eta_avg * v
+        identity_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
         return
     if every_column(kind, idx, nnz):
         for k in range(nnz):
@@ -924,16 +930,10 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             w_d[k] += eta * v
             avg[k] += eta_avg * v
         return
-    k = nnz
-    if (kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES
-            or kind == WARPED_VALUES):  # pair and value entries, if any, come last, in w form
-        main = x.shape[0] * n_cols
-        while k > 0 and idx[k - 1] >= main:
-            k -= 1
-            v = np.float64(val[k])
-            w_d[idx[k]] += eta * v
-            avg[idx[k]] += eta_avg * v
-    update_d_pair(w_d, avg, idx, val, k, n_cols, order, eta, eta_avg)
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        bspline_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
+        return
+    update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -955,21 +955,159 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
     float
     """
     if kind == LINEAR:
-        s = 0.0
-        for f in range(x.shape[0]):
-            v = np.float64(x[f])
-            s += v * v
-        return s
+        return identity_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        return bspline_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
+    return sq_norm_d(idx, val, nnz, n_cols, order, scratch)
+
+
+# The helpers above, one kind's branch each, for kernels whose rows are all of that kind
+# (row_helpers). Each takes the generic helper's arguments.
+
+
+@njit(cache=True, nogil=True, inline="always")
+def identity_fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx, val,
+                       zero):
+    """:func:`fetch_row` of a dense row of the identity: the row and its length."""
+    x = X[r]
+    return x, x.shape[0]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def identity_row_score(kind, w_d, x, idx, val, nnz):
+    """:func:`row_score` of a dense row of the identity."""
+    return dense_score(w_d, x, x.shape[0])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def identity_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
+    """:func:`row_update` of a dense row of the identity."""
+    for f in range(x.shape[0]):
+        w_d[f] += eta * x[f]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def identity_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
+    """:func:`row_update_pair` of a dense row of the identity."""
+    for f in range(x.shape[0]):
+        v = np.float64(x[f])
+        w_d[f] += eta * v
+        avg[f] += eta_avg * v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def identity_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
+    """:func:`row_sq_norm_d` of a dense row of the identity."""
+    s = 0.0
+    for f in range(x.shape[0]):
+        v = np.float64(x[f])
+        s += v * v
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fpar, idx, val,
+                      zero):
+    """:func:`fetch_row` of a dense row of a B-spline map (:func:`bspline_embed_row`)."""
+    x = X[r]
+    return x, bspline_embed_row(kind, degree, zero_preserving, x, ipar, fpar, idx, val)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_row_score(kind, w_d, x, idx, val, nnz):
+    """:func:`row_score` of a row of a B-spline map."""
+    return score_d(w_d, idx, val, nnz)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
+    """:func:`row_update` of a row of a B-spline map: its pair and value entries, which
+    come last and are in ``w`` form, then its bases (``update_d``)."""
+    k = nnz
+    main = x.shape[0] * n_cols
+    while k > 0 and idx[k - 1] >= main:
+        k -= 1
+        w_d[idx[k]] += eta * val[k]
+    update_d(w_d, idx, val, k, n_cols, order, eta)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
+    """:func:`row_update_pair` of a row of a B-spline map (as :func:`bspline_row_update`)."""
+    k = nnz
+    main = x.shape[0] * n_cols
+    while k > 0 and idx[k - 1] >= main:
+        k -= 1
+        v = np.float64(val[k])
+        w_d[idx[k]] += eta * v
+        avg[idx[k]] += eta_avg * v
+    update_d_pair(w_d, avg, idx, val, k, n_cols, order, eta, eta_avg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bspline_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
+    """:func:`row_sq_norm_d` of a row of a B-spline map (as :func:`bspline_row_update`)."""
     k = nnz
     s = 0.0
-    if (kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES
-            or kind == WARPED_VALUES):  # pair and value entries, if any, come last, in w form
-        main = x.shape[0] * n_cols
-        while k > 0 and idx[k - 1] >= main:
-            k -= 1
-            v = np.float64(val[k])
-            s += v * v
+    main = x.shape[0] * n_cols
+    while k > 0 and idx[k - 1] >= main:
+        k -= 1
+        v = np.float64(val[k])
+        s += v * v
     return s + sq_norm_d(idx, val, k, n_cols, order, scratch)
+
+
+#: The per-row helpers of dense rows of the identity, by the generic helpers' names.
+IDENTITY_HELPERS = {"fetch_row": identity_fetch_row, "row_score": identity_row_score,
+                    "row_update": identity_row_update,
+                    "row_update_pair": identity_row_update_pair,
+                    "row_sq_norm_d": identity_row_sq_norm_d}
+#: The per-row helpers of dense rows of a B-spline map, by the generic helpers' names.
+BSPLINE_HELPERS = {"fetch_row": bspline_fetch_row, "row_score": bspline_row_score,
+                   "row_update": bspline_row_update, "row_update_pair": bspline_row_update_pair,
+                   "row_sq_norm_d": bspline_row_sq_norm_d}
+
+
+def row_helpers(kind: int, sparse: bool) -> Callable[[FunctionType], FunctionType]:
+    """Decorator binding a kernel's per-row helpers to those of its kind of rows.
+
+    A kernel calls the generic helpers (:func:`fetch_row`, :func:`row_score`,
+    :func:`row_update`, :func:`row_update_pair`, :func:`row_sq_norm_d`); for dense rows of
+    the identity and of a B-spline map, this gives it those of its own kind under the same
+    names (the rest keep the generic ones). Applied under ``njit``, to the kernel's
+    Python function, whose global names it rebinds in a copy of its module's namespace.
+
+    The compiled code is the same: numba inlines a generic helper into the kernel and
+    prunes the branches of the other kinds, constants there. But it copies the helper's
+    IR, with every helper inlined into it, before it prunes, so the generic helpers cost
+    the B-spline PEGASOS kernel about a tenth of its compile time, the identity's about
+    half, for code the kernel then threw away. Globals rather than closure variables: numba
+    keys a kernel's on-disk cache on its closure's contents, and a compiled function's
+    pickle differs from process to process, so no process would find another's kernel.
+
+    Parameters
+    ----------
+    kind : int
+        The kernel's :class:`KernelSpec` kind.
+    sparse : bool
+        Whether it takes CSR rows.
+    """
+    helpers: dict[str, Any] = {}
+    if not sparse and kind == LINEAR:
+        helpers = IDENTITY_HELPERS
+    elif not sparse and kind in (BSPLINE, WARPED, BSPLINE_VALUES, WARPED_VALUES):
+        helpers = BSPLINE_HELPERS
+
+    def bind(kernel: FunctionType) -> FunctionType:
+        if not helpers:
+            return kernel
+        bound = FunctionType(kernel.__code__, {**kernel.__globals__, **helpers},
+                             kernel.__name__, kernel.__defaults__, kernel.__closure__)
+        bound.__qualname__ = kernel.__qualname__
+        bound.__module__ = kernel.__module__
+        return bound
+
+    return bind
 
 
 @njit(cache=True, nogil=True)
@@ -1054,6 +1192,7 @@ def _sq_norm_sum_kernel(spec: KernelSpec) -> Callable[..., float]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
+    @row_helpers(fixed_kind, sparse)
     def kernel(X, csr, kind, ipar, fpar):
         n = rows_in(X, csr, sparse)
         idx, val, zero = row_buffers(ipar, sparse)
@@ -1108,6 +1247,7 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
+    @row_helpers(fixed_kind, sparse)
     def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
         n = rows_in(X, csr, sparse)
         m = W.shape[0]

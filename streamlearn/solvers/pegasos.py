@@ -62,6 +62,7 @@ from streamlearn.solvers.embedding import (
     kernel_rows,
     reads_entries,
     row_buffers,
+    row_helpers,
     row_kind,
     row_score,
     row_sq_norm_d,
@@ -113,6 +114,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
+    @row_helpers(fixed_kind, sparse)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W_out, AVG_out, t,
                average_start, kind, ipar, fpar):
         # a trigonometric or Hermite map's models are worked on in term-major order (see
