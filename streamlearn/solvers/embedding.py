@@ -67,11 +67,11 @@ from streamlearn.features import (
     hermite_encode_row,
     pair_encode_row,
     score_d,
-    step_a,
     update_d,
     update_d_pair,
     value_encode_row,
 )
+from streamlearn.features.difference_penalty import _suffix_sums
 
 LINEAR = 0
 BSPLINE = 1
@@ -1153,11 +1153,11 @@ def sq_norm_d(idx, val, nnz, n_cols, order, scratch):
             if j + 1 > top:
                 top = j + 1
             k += 1
-        # D^-T is upper triangular: the block of Psi_d is zero above ``top``
-        block = scratch[:top]
-        step_a(block, order)
+        # D^-T is upper triangular: the block of Psi_d is zero above ``top``; Step A on
+        # scratch[:top], by the sweeps step_a calls (one function fewer to compile)
+        _suffix_sums(scratch, top, order)
         for i in range(top):
-            s += block[i] * block[i]
+            s += scratch[i] * scratch[i]
     return s
 
 

@@ -132,13 +132,14 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         # term-major rows defer each model's step on a row to its score of the next one
         # (embedding.dense_step_score), which sweeps the model once for both: the stepped
         # row's encoding stays in val_prev while the next is encoded into val; a model that
-        # skips the next row, and the end of the chunk, take the step as it was
-        val_prev = np.empty(val.shape[0] if permuted else 0, dtype=np.float32)
-        pending = np.zeros(m if permuted else 0, dtype=np.bool_)
-        pending_pair = np.zeros(m if permuted else 0, dtype=np.bool_)
-        pending_eta = np.zeros(m if permuted else 0, dtype=np.float64)
-        pending_eta_avg = np.zeros(m if permuted else 0, dtype=np.float64)
+        # skips the next row, and the end of the chunk, take the step as it was. Other
+        # kernels prune these arrays with their uses, and compile no allocator of theirs
         if permuted:
+            val_prev = np.empty(val.shape[0], dtype=np.float32)
+            pending = np.zeros(m, dtype=np.bool_)
+            pending_pair = np.zeros(m, dtype=np.bool_)
+            pending_eta = np.zeros(m, dtype=np.float64)
+            pending_eta_avg = np.zeros(m, dtype=np.float64)
             work = term_major_buffers(fixed_kind, ipar, fpar, idx)
         margins = np.empty(m, dtype=np.float64)
         scratch = np.empty(n_cols, dtype=np.float64)
