@@ -895,16 +895,14 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
         Step size (any sign).
     """
     if kind == LINEAR:
-        identity_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+        for f in range(x.shape[0]):
+            w_d[f] += eta * x[f]
         return
     if every_column(kind, idx, nnz):
         for k in range(nnz):
             w_d[k] += eta * val[k]
         return
-    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
-        bspline_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
-        return
-    update_d(w_d, idx, val, nnz, n_cols, order, eta)
+    encoded_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -922,7 +920,10 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
         Step sizes of ``w_d`` and ``avg``.
     """
     if kind == LINEAR:
-        identity_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
+        for f in range(x.shape[0]):
+            v = np.float64(x[f])
+            w_d[f] += eta * v
+            avg[f] += eta_avg * v
         return
     if every_column(kind, idx, nnz):
         for k in range(nnz):
@@ -930,10 +931,7 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
             w_d[k] += eta * v
             avg[k] += eta_avg * v
         return
-    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
-        bspline_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
-        return
-    update_d_pair(w_d, avg, idx, val, nnz, n_cols, order, eta, eta_avg)
+    encoded_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -955,10 +953,12 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
     float
     """
     if kind == LINEAR:
-        return identity_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
-    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
-        return bspline_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
-    return sq_norm_d(idx, val, nnz, n_cols, order, scratch)
+        s = 0.0
+        for f in range(x.shape[0]):
+            v = np.float64(x[f])
+            s += v * v
+        return s
+    return encoded_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
 
 
 # The helpers above, one kind's branch each, for kernels whose rows are all of that kind
@@ -1020,40 +1020,46 @@ def bspline_row_score(kind, w_d, x, idx, val, nnz):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def bspline_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
-    """:func:`row_update` of a row of a B-spline map: its pair and value entries, which
-    come last and are in ``w`` form, then its bases (``update_d``)."""
+def encoded_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
+    """:func:`row_update` of a row given by its encoding (``idx``, ``val``): for a
+    B-spline map its pair and value entries, which come last and are in ``w`` form, then
+    its bases (``update_d``); for the other kinds ``update_d`` alone."""
     k = nnz
-    main = x.shape[0] * n_cols
-    while k > 0 and idx[k - 1] >= main:
-        k -= 1
-        w_d[idx[k]] += eta * val[k]
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        main = x.shape[0] * n_cols
+        while k > 0 and idx[k - 1] >= main:
+            k -= 1
+            w_d[idx[k]] += eta * val[k]
     update_d(w_d, idx, val, k, n_cols, order, eta)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def bspline_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
-    """:func:`row_update_pair` of a row of a B-spline map (as :func:`bspline_row_update`)."""
+def encoded_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg):
+    """:func:`row_update_pair` of a row given by its encoding (as
+    :func:`encoded_row_update`)."""
     k = nnz
-    main = x.shape[0] * n_cols
-    while k > 0 and idx[k - 1] >= main:
-        k -= 1
-        v = np.float64(val[k])
-        w_d[idx[k]] += eta * v
-        avg[idx[k]] += eta_avg * v
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        main = x.shape[0] * n_cols
+        while k > 0 and idx[k - 1] >= main:
+            k -= 1
+            v = np.float64(val[k])
+            w_d[idx[k]] += eta * v
+            avg[idx[k]] += eta_avg * v
     update_d_pair(w_d, avg, idx, val, k, n_cols, order, eta, eta_avg)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def bspline_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
-    """:func:`row_sq_norm_d` of a row of a B-spline map (as :func:`bspline_row_update`)."""
+def encoded_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
+    """:func:`row_sq_norm_d` of a row given by its encoding (as
+    :func:`encoded_row_update`)."""
     k = nnz
     s = 0.0
-    main = x.shape[0] * n_cols
-    while k > 0 and idx[k - 1] >= main:
-        k -= 1
-        v = np.float64(val[k])
-        s += v * v
+    if kind == BSPLINE or kind == WARPED or kind == BSPLINE_VALUES or kind == WARPED_VALUES:
+        main = x.shape[0] * n_cols
+        while k > 0 and idx[k - 1] >= main:
+            k -= 1
+            v = np.float64(val[k])
+            s += v * v
     return s + sq_norm_d(idx, val, k, n_cols, order, scratch)
 
 
@@ -1064,8 +1070,8 @@ IDENTITY_HELPERS = {"fetch_row": identity_fetch_row, "row_score": identity_row_s
                     "row_sq_norm_d": identity_row_sq_norm_d}
 #: The per-row helpers of dense rows of a B-spline map, by the generic helpers' names.
 BSPLINE_HELPERS = {"fetch_row": bspline_fetch_row, "row_score": bspline_row_score,
-                   "row_update": bspline_row_update, "row_update_pair": bspline_row_update_pair,
-                   "row_sq_norm_d": bspline_row_sq_norm_d}
+                   "row_update": encoded_row_update, "row_update_pair": encoded_row_update_pair,
+                   "row_sq_norm_d": encoded_row_sq_norm_d}
 
 
 def row_helpers(kind: int, sparse: bool) -> Callable[[FunctionType], FunctionType]:

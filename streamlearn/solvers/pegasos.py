@@ -98,12 +98,19 @@ def _fold_all(W, AVG, a_coef, b_coef, scale):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _take_step(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, pair, eta_avg):
-    # the step of a row's encoding: w_d by eta, and avg by eta_avg when pair
+def _take_step(w_d, avg, val, nnz, eta, pair, eta_avg):
+    # a term-major kernel's deferred step: w_d by eta, and avg by eta_avg when pair, of a
+    # row whose encoding holds every column in order (row_update's every_column branch,
+    # the same float64 values); the generic row_update, whose other kinds' code numba
+    # copied into the kernel before pruning it, cost the kernel 1.6 s of its compile
     if pair:
-        row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
+        for k in range(nnz):
+            v = np.float64(val[k])
+            w_d[k] += eta * v
+            avg[k] += eta_avg * v
     else:
-        row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+        for k in range(nnz):
+            w_d[k] += eta * val[k]
 
 
 def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
@@ -175,8 +182,8 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                 if yj == 0.0:
                     if permuted and pending[j]:
                         pending[j] = False
-                        _take_step(hk, W[j], AVG[j], x, idx, val_prev, nnz_prev, n_cols,
-                                   order, pending_eta[j], pending_pair[j], pending_eta_avg[j])
+                        _take_step(W[j], AVG[j], val_prev, nnz_prev, pending_eta[j],
+                                   pending_pair[j], pending_eta_avg[j])
                     margins[j] = np.inf
                     continue
                 wj = W[j]
@@ -234,8 +241,8 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         if permuted:
             for j in range(m):
                 if pending[j]:
-                    _take_step(hk, W[j], AVG[j], X[0], idx, val, nnz_prev, n_cols, order,
-                               pending_eta[j], pending_pair[j], pending_eta_avg[j])
+                    _take_step(W[j], AVG[j], val, nnz_prev, pending_eta[j], pending_pair[j],
+                               pending_eta_avg[j])
         if averaging:
             n_new = t + n - average_start + 1
             _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
