@@ -390,7 +390,12 @@ def test_kernels_with_their_kinds_row_helpers_load_from_another_processs_cache(t
     import sys
     import textwrap
 
-    from streamlearn.solvers.embedding import BSPLINE_HELPERS, IDENTITY_HELPERS, row_helpers
+    from streamlearn.solvers.embedding import (
+        BSPLINE_HELPERS,
+        EVERY_COLUMN_HELPERS,
+        IDENTITY_HELPERS,
+        row_helpers,
+    )
 
     def run() -> dict:
         out = subprocess.run([sys.executable, "-c", textwrap.dedent(BOUND_KERNELS)],
@@ -415,13 +420,16 @@ def test_kernels_with_their_kinds_row_helpers_load_from_another_processs_cache(t
     np.testing.assert_allclose(second["identity"]["scores"], X @ W[:, :3].T + W[:, 3],
                                rtol=1e-6)
 
-    def bound(kind: int, sparse: bool) -> dict:
+    def bound(kind: int, sparse: bool, zero_preserving: bool = False) -> dict:
         def kernel():
             pass
-        g = row_helpers(kind, sparse)(kernel).__globals__
+        g = row_helpers(kind, sparse, zero_preserving)(kernel).__globals__
         return {name: g.get(name) for name in IDENTITY_HELPERS}
 
     assert bound(LINEAR, False) == IDENTITY_HELPERS
-    assert bound(BSPLINE, False) == BSPLINE_HELPERS
-    for kind, sparse in ((LINEAR, True), (BSPLINE, True), (FOURIER, False), (HERMITE, False)):
-        assert row_helpers(kind, sparse)(make_X) is make_X  # the generic helpers
+    assert bound(BSPLINE, False) == bound(BSPLINE, False, True) == BSPLINE_HELPERS
+    assert bound(FOURIER, False) == bound(HERMITE, False) == EVERY_COLUMN_HELPERS
+    for kind, sparse, zero_preserving in ((LINEAR, True, False), (BSPLINE, True, True),
+                                          (FOURIER, False, True), (HERMITE, False, True)):
+        # the generic helpers
+        assert row_helpers(kind, sparse, zero_preserving)(make_X) is make_X

@@ -161,7 +161,7 @@ def _dcd_ovr_kernel(spec: KernelSpec) -> Callable[..., tuple]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
-    @row_helpers(fixed_kind, sparse)
+    @row_helpers(fixed_kind, sparse, zero_preserving)
     def kernel(X, csr, codes, positive, negative, c, alpha, W, loss, bias_scale, n_inner, seed,
                kind, ipar, fpar, monitor, monitor_loss, centre):
         n = rows_in(X, csr, sparse)
@@ -429,7 +429,7 @@ def _embedding_sum_kernel(spec: KernelSpec) -> Callable[..., None]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
-    @row_helpers(fixed_kind, sparse)
+    @row_helpers(fixed_kind, sparse, zero_preserving)
     def kernel(X, csr, kind, ipar, fpar, weight, out):
         n = rows_in(X, csr, sparse)
         idx, val, zero = row_buffers(ipar, sparse)

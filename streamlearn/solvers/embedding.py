@@ -872,10 +872,10 @@ def row_score(kind, w_d, x, idx, val, nnz):
     float
     """
     if kind == LINEAR:
-        return dense_score(w_d, x, x.shape[0])
+        return identity_row_score(kind, w_d, x, idx, val, nnz)
     if every_column(kind, idx, nnz):
-        return dense_score(w_d, val, nnz)
-    return score_d(w_d, idx, val, nnz)
+        return every_column_row_score(kind, w_d, x, idx, val, nnz)
+    return encoded_row_score(kind, w_d, x, idx, val, nnz)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -895,14 +895,11 @@ def row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
         Step size (any sign).
     """
     if kind == LINEAR:
-        for f in range(x.shape[0]):
-            w_d[f] += eta * x[f]
-        return
-    if every_column(kind, idx, nnz):
-        for k in range(nnz):
-            w_d[k] += eta * val[k]
-        return
-    encoded_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+        identity_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+    elif every_column(kind, idx, nnz):
+        every_column_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
+    else:
+        encoded_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -920,18 +917,12 @@ def row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_av
         Step sizes of ``w_d`` and ``avg``.
     """
     if kind == LINEAR:
-        for f in range(x.shape[0]):
-            v = np.float64(x[f])
-            w_d[f] += eta * v
-            avg[f] += eta_avg * v
-        return
-    if every_column(kind, idx, nnz):
-        for k in range(nnz):
-            v = np.float64(val[k])
-            w_d[k] += eta * v
-            avg[k] += eta_avg * v
-        return
-    encoded_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
+        identity_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
+    elif every_column(kind, idx, nnz):
+        every_column_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta,
+                                     eta_avg)
+    else:
+        encoded_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, eta_avg)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -953,11 +944,7 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
     float
     """
     if kind == LINEAR:
-        s = 0.0
-        for f in range(x.shape[0]):
-            v = np.float64(x[f])
-            s += v * v
-        return s
+        return identity_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
     return encoded_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
 
 
@@ -1014,9 +1001,44 @@ def bspline_fetch_row(X, csr, r, sparse, kind, degree, zero_preserving, ipar, fp
 
 
 @njit(cache=True, nogil=True, inline="always")
-def bspline_row_score(kind, w_d, x, idx, val, nnz):
-    """:func:`row_score` of a row of a B-spline map."""
+def encoded_row_score(kind, w_d, x, idx, val, nnz):
+    """:func:`row_score` of a row given by its encoding (``idx``, ``val``)."""
     return score_d(w_d, idx, val, nnz)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def every_column_row_score(kind, w_d, x, idx, val, nnz):
+    """:func:`row_score` of a row whose encoding holds every column in order
+    (:func:`every_column`)."""
+    return dense_score(w_d, val, nnz)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def every_column_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta):
+    """:func:`row_update` of a row whose encoding holds every column in order."""
+    for k in range(nnz):
+        w_d[k] += eta * val[k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def every_column_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta,
+                                 eta_avg):
+    """:func:`row_update_pair` of a row whose encoding holds every column in order."""
+    for k in range(nnz):
+        v = np.float64(val[k])
+        w_d[k] += eta * v
+        avg[k] += eta_avg * v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def every_column_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
+    """:func:`row_sq_norm_d` of a row whose encoding holds every column in order (its
+    penalty is in the columns' weights, order 0: the squares of its values)."""
+    s = 0.0
+    for k in range(nnz):
+        v = np.float64(val[k])
+        s += v * v
+    return s
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1069,19 +1091,29 @@ IDENTITY_HELPERS = {"fetch_row": identity_fetch_row, "row_score": identity_row_s
                     "row_update_pair": identity_row_update_pair,
                     "row_sq_norm_d": identity_row_sq_norm_d}
 #: The per-row helpers of dense rows of a B-spline map, by the generic helpers' names.
-BSPLINE_HELPERS = {"fetch_row": bspline_fetch_row, "row_score": bspline_row_score,
+BSPLINE_HELPERS = {"fetch_row": bspline_fetch_row, "row_score": encoded_row_score,
                    "row_update": encoded_row_update, "row_update_pair": encoded_row_update_pair,
                    "row_sq_norm_d": encoded_row_sq_norm_d}
+#: The per-row helpers of dense rows of a trigonometric or Hermite map that is not
+#: zero-preserving, whose encodings hold every column in order (:func:`every_column`).
+EVERY_COLUMN_HELPERS = {"fetch_row": fetch_row, "row_score": every_column_row_score,
+                        "row_update": every_column_row_update,
+                        "row_update_pair": every_column_row_update_pair,
+                        "row_sq_norm_d": every_column_row_sq_norm_d}
 
 
-def row_helpers(kind: int, sparse: bool) -> Callable[[FunctionType], FunctionType]:
+def row_helpers(kind: int, sparse: bool,
+                zero_preserving: bool) -> Callable[[FunctionType], FunctionType]:
     """Decorator binding a kernel's per-row helpers to those of its kind of rows.
 
     A kernel calls the generic helpers (:func:`fetch_row`, :func:`row_score`,
-    :func:`row_update`, :func:`row_update_pair`, :func:`row_sq_norm_d`); for dense rows of
-    the identity and of a B-spline map, this gives it those of its own kind under the same
-    names (the rest keep the generic ones). Applied under ``njit``, to the kernel's
-    Python function, whose global names it rebinds in a copy of its module's namespace.
+    :func:`row_update`, :func:`row_update_pair`, :func:`row_sq_norm_d`), which branch on
+    the kind to one of the helpers below them; for dense rows of the identity, of a
+    B-spline map, and of a trigonometric or Hermite map that is not zero-preserving, this
+    gives the kernel the helpers of its kind of rows under the generic names (CSR rows
+    and zero-preserving trigonometric and Hermite maps keep the generic ones). Applied
+    under ``njit``, to the kernel's Python function, whose global names it rebinds in a
+    copy of its module's namespace.
 
     The compiled code is the same: numba inlines a generic helper into the kernel and
     prunes the branches of the other kinds, constants there. But it copies the helper's
@@ -1097,12 +1129,16 @@ def row_helpers(kind: int, sparse: bool) -> Callable[[FunctionType], FunctionTyp
         The kernel's :class:`KernelSpec` kind.
     sparse : bool
         Whether it takes CSR rows.
+    zero_preserving : bool
+        Its :class:`KernelSpec` flag.
     """
     helpers: dict[str, Any] = {}
     if not sparse and kind == LINEAR:
         helpers = IDENTITY_HELPERS
     elif not sparse and kind in (BSPLINE, WARPED, BSPLINE_VALUES, WARPED_VALUES):
         helpers = BSPLINE_HELPERS
+    elif not sparse and kind in (FOURIER, HERMITE) and not zero_preserving:
+        helpers = EVERY_COLUMN_HELPERS
 
     def bind(kernel: FunctionType) -> FunctionType:
         if not helpers:
@@ -1198,7 +1234,7 @@ def _sq_norm_sum_kernel(spec: KernelSpec) -> Callable[..., float]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
-    @row_helpers(fixed_kind, sparse)
+    @row_helpers(fixed_kind, sparse, zero_preserving)
     def kernel(X, csr, kind, ipar, fpar):
         n = rows_in(X, csr, sparse)
         idx, val, zero = row_buffers(ipar, sparse)
@@ -1253,7 +1289,7 @@ def _decision_ovr_kernel(spec: KernelSpec) -> Callable[..., np.ndarray]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
-    @row_helpers(fixed_kind, sparse)
+    @row_helpers(fixed_kind, sparse, zero_preserving)
     def kernel(X, csr, W, bias_scale, kind, ipar, fpar):
         n = rows_in(X, csr, sparse)
         m = W.shape[0]

@@ -57,6 +57,8 @@ from streamlearn.solvers.embedding import (
     dense_step_pair_score,
     dense_step_score,
     embed_term_major,
+    every_column_row_update,
+    every_column_row_update_pair,
     fetch_row,
     from_term_major,
     kernel_rows,
@@ -98,19 +100,16 @@ def _fold_all(W, AVG, a_coef, b_coef, scale):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _take_step(w_d, avg, val, nnz, eta, pair, eta_avg):
-    # a term-major kernel's deferred step: w_d by eta, and avg by eta_avg when pair, of a
-    # row whose encoding holds every column in order (row_update's every_column branch,
-    # the same float64 values); the generic row_update, whose other kinds' code numba
-    # copied into the kernel before pruning it, cost the kernel 1.6 s of its compile
+def _take_step(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta, pair, eta_avg):
+    # a term-major kernel's deferred step of a row's encoding, which holds every column in
+    # order: w_d by eta, and avg by eta_avg when pair. Named here, not through row_update:
+    # this function's globals are the generic helpers, whose other kinds' code numba
+    # copied into the kernel before pruning it (1.6 s of the kernel's compile)
     if pair:
-        for k in range(nnz):
-            v = np.float64(val[k])
-            w_d[k] += eta * v
-            avg[k] += eta_avg * v
+        every_column_row_update_pair(kind, w_d, avg, x, idx, val, nnz, n_cols, order, eta,
+                                     eta_avg)
     else:
-        for k in range(nnz):
-            w_d[k] += eta * val[k]
+        every_column_row_update(kind, w_d, x, idx, val, nnz, n_cols, order, eta)
 
 
 def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
@@ -121,7 +120,7 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
     entries = reads_entries(fixed_kind, sparse)
 
     @njit(cache=True, nogil=True)
-    @row_helpers(fixed_kind, sparse)
+    @row_helpers(fixed_kind, sparse, zero_preserving)
     def kernel(X, csr, codes, positive, negative, weight, lam, bias_scale, W_out, AVG_out, t,
                average_start, kind, ipar, fpar):
         # a trigonometric or Hermite map's models are worked on in term-major order (see
@@ -182,8 +181,8 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
                 if yj == 0.0:
                     if permuted and pending[j]:
                         pending[j] = False
-                        _take_step(W[j], AVG[j], val_prev, nnz_prev, pending_eta[j],
-                                   pending_pair[j], pending_eta_avg[j])
+                        _take_step(hk, W[j], AVG[j], x, idx, val_prev, nnz_prev, n_cols,
+                                   order, pending_eta[j], pending_pair[j], pending_eta_avg[j])
                     margins[j] = np.inf
                     continue
                 wj = W[j]
@@ -241,8 +240,8 @@ def _pegasos_ovr_kernel(spec: KernelSpec) -> Callable[..., int]:
         if permuted:
             for j in range(m):
                 if pending[j]:
-                    _take_step(W[j], AVG[j], val, nnz_prev, pending_eta[j], pending_pair[j],
-                               pending_eta_avg[j])
+                    _take_step(hk, W[j], AVG[j], X[0], idx, val, nnz_prev, n_cols, order,
+                               pending_eta[j], pending_pair[j], pending_eta_avg[j])
         if averaging:
             n_new = t + n - average_start + 1
             _fold_all(W, AVG, n_old / n_new, b_coef / n_new, scale)
