@@ -948,7 +948,8 @@ def row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch):
     return encoded_row_sq_norm_d(kind, x, idx, val, nnz, n_cols, order, scratch)
 
 
-# The helpers above, one kind's branch each, for kernels whose rows are all of that kind
+# The branches of the generic helpers above, one kind of rows each: the generic helpers
+# call them, and a kernel whose rows are all of one kind calls its kind's directly
 # (row_helpers). Each takes the generic helper's arguments.
 
 
