@@ -64,3 +64,44 @@ def test_handles_pickle_without_their_open_files(files: list[str]) -> None:
     assert copy.pre_buffer and getattr(copy._local, "files", None) is None
     assert copy.read_row_group(files[1], 2, ["c0"]).equals(
         pq.ParquetFile(files[1]).read_row_group(2, columns=["c0"]))
+
+
+def test_files_behind_python_code_are_read_only_by_python_threads(
+        files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow's own threads never call into Python: one that takes the interpreter's lock
+    while it shuts down is unwound through C++ frames that may not throw, and the process
+    aborts after its work is done ("terminate called without an active exception")."""
+    import fsspec
+    from fsspec.implementations.memory import MemoryFile
+
+    readers: list[threading.Thread] = []
+
+    def recorded(method):
+        def read(self, *args):
+            readers.append(threading.current_thread())
+            return method(self, *args)
+        return read
+
+    for name in ("read", "readinto"):
+        monkeypatch.setattr(MemoryFile, name, recorded(getattr(MemoryFile, name)))
+    memory = fsspec.filesystem("memory")
+    paths = []
+    for k, local in enumerate(files[:2]):
+        paths.append(f"/handles-test-{k}.parquet")
+        memory.pipe(paths[-1], Path(local).read_bytes())
+    fs = pafs.PyFileSystem(pafs.FSSpecHandler(memory))
+    try:
+        for pre_buffer in (True, False):
+            handles = ParquetHandles(fs, pre_buffer=pre_buffer)
+            for path in paths:
+                local = files[paths.index(path)]
+                for rg in range(6):
+                    table = handles.read_row_group(path, rg, ["c0", "c2", "c5"])
+                    assert table.equals(pq.ParquetFile(local).read_row_group(
+                        rg, columns=["c0", "c2", "c5"]))
+    finally:
+        for path in paths:
+            memory.rm(path)
+    assert readers
+    foreign = {t.name for t in readers if isinstance(t, threading._DummyThread)}
+    assert not foreign, f"Arrow's threads read a Python file: {sorted(foreign)}"
