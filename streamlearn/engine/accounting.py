@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamlearn.data.chunk import Chunk
+from streamlearn.engine.interrupts import raise_noted_interrupt
 
 #: Logs opened by :func:`recording` in the current context, innermost last.
 _ACTIVE: ContextVar[tuple[PassLog, ...]] = ContextVar("streamlearn_pass_logs", default=())
@@ -191,7 +192,14 @@ def open_pass(own: PassLog | None, description: str, total_rows: int,
     -------
     PassRecord
         Shared by all those logs: the engine adds the chunks it reads to it.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        A Ctrl-C that a finalizer dropped since the last pass started
+        (:mod:`~streamlearn.engine.interrupts`).
     """
+    raise_noted_interrupt()
     record = PassRecord(description=str(description), total_rows=int(total_rows),
                         range_rows=int(range_rows), replayed=replayed)
     if own is not None:

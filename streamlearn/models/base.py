@@ -41,6 +41,7 @@ from streamlearn.data.validation import first_nonfinite, nonfinite_value
 from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
+from streamlearn.engine.interrupts import interrupts_noted
 from streamlearn.errors import DataError, LabelError, SchemaError
 from streamlearn.features.category_indicators import (
     MAX_INDICATOR_CATEGORIES,
@@ -471,7 +472,8 @@ class StreamEstimator(BaseEstimator):
         try:
             self._validate_hyperparameters()
             dataset = self._training_dataset(data, y, sample_weight, nan_policy)
-            self._fit_dataset(dataset, engine, checkpoint, checkpoint_every, **options)
+            with interrupts_noted():  # a Ctrl-C a finalizer drops stops the next pass
+                self._fit_dataset(dataset, engine, checkpoint, checkpoint_every, **options)
         except BaseException:
             self._forget_fitted()  # no half-fitted model
             raise

@@ -83,6 +83,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Chunk, Dataset
+from streamlearn.engine.interrupts import interrupts_noted
 from streamlearn.engine.local import resolve_engine
 from streamlearn.models.base import (
     classification_dataset,
@@ -501,6 +502,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.error_score = error_score
 
     # -- fitting ------------------------------------------------------------------------------
+    @interrupts_noted()  # a Ctrl-C that a finalizer drops stops the next pass
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
             **fit_params: Any) -> StreamSearchCV:
         """Race the candidates over ``data`` and train the best on all of it.
