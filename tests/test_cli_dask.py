@@ -67,7 +67,8 @@ def test_ctrl_c_stops_a_local_cluster_without_a_traceback_from_each_worker(
          "additive", "--workers", "1", "--epochs", "5000", "-p", "tol=null", "-o",
          str(tmp_path / "m.slm")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-        env={**os.environ, "STREAMLEARN_PROGRESS": "1"})
+        # faulthandler: a command still running after SIGINT prints where each thread is
+        env={**os.environ, "STREAMLEARN_PROGRESS": "1", "PYTHONFAULTHANDLER": "1"})
     stderr = bytearray()
     fitting = threading.Event()
 
@@ -79,16 +80,23 @@ def test_ctrl_c_stops_a_local_cluster_without_a_traceback_from_each_worker(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    stopped = False
     try:
         assert fitting.wait(timeout=300), stderr.decode(errors="replace")
         os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=300)
+        try:
+            proc.wait(timeout=60)
+            stopped = True
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGABRT)  # faulthandler's tracebacks, then the end
+            proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     reader.join(timeout=60)
     text = stderr.decode(errors="replace")
+    assert stopped, f"still running 60 s after SIGINT:\n{text[-20000:]}"
     assert proc.returncode == 1 and "Aborted!" in text, text
     assert "KeyboardInterrupt" not in text and "Dask Worker process" not in text, text
     assert not (tmp_path / "m.slm").exists()
