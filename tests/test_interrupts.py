@@ -80,7 +80,7 @@ def test_an_interrupt_a_finalizer_dropped_stops_the_fit_at_the_next_pass(
 
 
 def test_a_search_stops_too(python_handler, problem, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the candidates' own fits nest inside the search's: the note outlives them
+    # the race's passes and its candidates' fits run inside the search's own block
     X, y = problem
     started = passes_dropping_an_interrupt(monkeypatch, at=3)
     search = StreamSearchCV(AdditiveSVC(epochs=3, random_state=0), {"C": [0.1, 1.0]},
