@@ -62,13 +62,23 @@ def test_ctrl_c_stops_a_local_cluster_without_a_traceback_from_each_worker(
     """Ctrl-C in a terminal sends SIGINT to the whole process group, the workers of
     ``--workers`` included: only the command reacts, and closes the cluster."""
     data = problem[0]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlearn.cli", "train", str(data), "-t", "label", "-m",
-         "additive", "--workers", "1", "--epochs", "5000", "-p", "tol=null", "-o",
-         str(tmp_path / "m.slm")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-        # faulthandler: a command still running after SIGINT prints where each thread is
-        env={**os.environ, "STREAMLEARN_PROGRESS": "1", "PYTHONFAULTHANDLER": "1"})
+    # started as a terminal starts a command: SIGINT at its default action and unblocked.
+    # A child keeps an ignored SIGINT and a blocked one across exec, and Python then never
+    # raises KeyboardInterrupt; a worker of the suite may hold either (multiprocessing's
+    # resource tracker blocks SIGINT in the thread that starts it, for instance)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlearn.cli", "train", str(data), "-t", "label",
+             "-m", "additive", "--workers", "1", "--epochs", "5000", "-p", "tol=null", "-o",
+             str(tmp_path / "m.slm")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            # faulthandler: a command still running after SIGINT prints each thread's place
+            env={**os.environ, "STREAMLEARN_PROGRESS": "1", "PYTHONFAULTHANDLER": "1"})
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
     stderr = bytearray()
     fitting = threading.Event()
 
