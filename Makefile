@@ -30,10 +30,9 @@ demo: $(STAMP) prune-kernel-cache
 	$(VENV)/bin/streamlearn demo
 
 # one pytest worker per core (at most 4), each test file on one worker: the suite is almost
-# all numba compiling, and a file's tests mostly share their kernels. Files go out in the
-# order collected, the longest first (tests/conftest.py, LONGEST_FIRST)
+# all numba compiling, and a file's tests mostly share their kernels
 test: $(STAMP) prune-kernel-cache
-	$(PY) -m pytest -q --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
+	$(PY) -m pytest -q --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
 # scikit-learn's estimator checks on the oldest scikit-learn that pyproject.toml allows
 OLDEST_SKLEARN := $(shell sed -n 's/.*"scikit-learn>=\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)

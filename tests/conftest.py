@@ -49,27 +49,6 @@ def make_reference(n: int = 1000, seed: int = 0) -> Reference:
     return Reference(frame, X, frame["label"].to_numpy(), frame["w"].to_numpy())
 
 
-#: Test files that take a worker longest (seconds in a run of ``make test`` from an empty
-#: kernel cache on 2 cores: 92, 78, 73, 59, 57, 47, 44, 40, 38, 35, 33, 32, 30, 28, 27),
-#: run first. ``make test`` gives each worker one file at a time in the order collected
-#: (``--dist=loadfile --no-loadscope-reorder``); a long file that started last ran on
-#: alone after the other worker had finished: about 17 s of the suite's 610 with pytest-xdist's
-#: own order, by the number of tests a file holds. The other files follow in name order.
-LONGEST_FIRST = ("test_dask_engine.py", "test_common.py", "test_dask_models.py",
-                 "test_additive_svc.py", "test_examples.py", "test_sparse_kernels.py",
-                 "test_inputs.py", "test_compile_ahead.py", "test_stream_search.py",
-                 "test_solvers_embedding.py", "test_sklearn_tools.py", "test_cli.py",
-                 "test_shareboost_defaults.py", "test_sparse_additive.py",
-                 "test_kill_resume.py")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put the files of :data:`LONGEST_FIRST` first, in its order (each file's tests keep
-    theirs)."""
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
-
-
 @pytest.fixture(scope="session", autouse=True)
 def one_library_thread_per_worker():
     """Hold BLAS and OpenMP (numpy's and scipy's matrix products, scikit-learn's reference
