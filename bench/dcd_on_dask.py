@@ -1,22 +1,25 @@
-"""Dual coordinate descent epochs on ``DaskEngine`` against ``LocalEngine``, by chunk size.
+"""Dual coordinate descent epochs with per-row state in memory and on disk, by chunk size.
 
 Dual coordinate descent keeps one dual variable per row (per-example state). ``LocalEngine``
-holds them in memory; on ``DaskEngine`` they live on a scratch zarr store, one array per
+holds them in memory while all the states of a fit take at most 256 MiB, and in a zarr store
+on disk beyond that; on ``DaskEngine`` they live on a scratch zarr store, one array per
 partition, which the partition tasks read and write chunk by chunk. A shuffled epoch mixes
-the rows of a group of chunks (up to 64 chunks, at most 64 MiB of features), so every chunk
-it hands on takes rows of each storage chunk of its group: the smaller the chunks, the more
-storage chunks of state each one touches.
+the rows of a group of chunks (up to 64 chunks, at most 64 MiB of features) drawn anywhere
+in the data, so every chunk it hands on takes rows of each storage chunk of state of its
+group: the smaller the chunks, the more storage chunks each one touches.
 
 Each case times one epoch of ``AdditiveSVC``'s dual coordinate descent pass (the hinge,
 ``C = 1``, B-splines of 10 bases per feature on the fly, one binary model) over a zarr store
 of the built-in additive problem (32 float32 features, storage chunks of 65,536 rows), with
-``LocalEngine`` and with ``DaskEngine`` on a loopback ``LocalCluster`` of 2 single-thread
-worker processes (2 partitions per worker). Each engine keeps its own dual variables from
-one timed epoch to the next, as a fit's epochs do. After an untimed warm-up epoch on each
-engine, the engines take turns for ``--repeats`` epochs; the median is reported.
+``LocalEngine`` and the dual variables in memory, with ``LocalEngine`` and the dual
+variables in a zarr store on disk (as a state beyond the memory budget is kept; storage
+chunks of 65,536 rows), and with ``DaskEngine`` on a loopback ``LocalCluster`` of 2
+single-thread worker processes (2 partitions per worker). Each keeps its own dual
+variables from one timed epoch to the next, as a fit's epochs do. After an untimed warm-up
+epoch of each, the three take turns for ``--repeats`` epochs; the median is reported.
 
 Run ``python bench/dcd_on_dask.py`` (0.5 and 1 million rows, chunks of 4,096 to 131,072
-rows: the default chunk at 32 features; about 4 minutes) or ``--quick``. Results go to
+rows: the default chunk at 32 features; about 3 minutes) or ``--quick``. Results go to
 ``bench/results/dcd_on_dask.{json,png}``; the stores stay under ``bench/data/dcd_on_dask/``.
 ``--compare RUN.json`` draws another run's dask epochs (another commit's, run with its
 library on ``PYTHONPATH``) in the plot; ``--plot-only`` redraws it from the results.
@@ -29,6 +32,7 @@ import json
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -50,7 +54,7 @@ DEFAULT_SIZES = (500_000, 1_000_000)
 QUICK_SIZES = (100_000,)
 CHUNK_ROWS = (4_096, 16_384, 65_536, 131_072)
 QUICK_CHUNK_ROWS = (4_096, 131_072)
-ENGINES = ("local", "dask 2 workers")
+ENGINES = ("local", "local, state on disk", "dask 2 workers")
 
 
 def store(n_rows: int) -> str:
@@ -79,9 +83,10 @@ def store(n_rows: int) -> str:
     return str(path)
 
 
-def epoch_factory(dataset: Any) -> Any:
-    """``make(engine)``: one dual coordinate descent epoch pass over ``dataset``, with the
-    dual variables that engine keeps."""
+def epoch_factory(dataset: Any, scratch: Path) -> Any:
+    """``make(name)``: one dual coordinate descent epoch pass over ``dataset``, with the
+    dual variables that way of running keeps (on disk under ``scratch`` for
+    ``"local, state on disk"``)."""
     from streamlearn.data.example_state import ExampleState
     from streamlearn.models.additive import AdditiveSVC, DcdEpochPass, ModelPairs
     from streamlearn.solvers.dcd import HINGE
@@ -93,11 +98,13 @@ def epoch_factory(dataset: Any) -> Any:
                             calibrate=False).fit(X, (X[:, 0] > 0).astype(np.int8))
     rows = model._training_rows(None)
     shape = (1, rows.emb.n_dims + 1)
-    alphas: dict[int, Any] = {}
+    alphas: dict[str, Any] = {}
 
-    def make(engine: Any) -> Any:
-        alpha = alphas.setdefault(id(engine), ExampleState(dataset.n_rows, shape[0]))
-        return DcdEpochPass(rows, ModelPairs.of(2), 1.0, HINGE, 1.0, alpha, SEED,
+    def make(name: str) -> Any:
+        if name not in alphas:
+            path = scratch / f"alpha-{len(alphas)}.zarr" if "disk" in name else None
+            alphas[name] = ExampleState(dataset.n_rows, shape[0], path=path)
+        return DcdEpochPass(rows, ModelPairs.of(2), 1.0, HINGE, 1.0, alphas[name], SEED,
                             np.zeros(shape))
     return make
 
@@ -113,23 +120,25 @@ def measure(sizes: list[int], chunk_sizes: list[int], repeats: int) -> list[dict
     client = Client(cluster, set_as_default=False)
     results = []
     try:
-        engines = {"local": sl.LocalEngine(progress=False),
+        local = sl.LocalEngine(progress=False)
+        engines = {"local": local, "local, state on disk": local,
                    "dask 2 workers": DaskEngine(client, progress=False)}
+        scratch = Path(tempfile.mkdtemp(prefix="dcd-on-dask-"))
         for n in sizes:
             path = store(n)
             for chunk_rows in chunk_sizes:
                 dataset = sl.open_dataset(path, classes=[0, 1], chunk_rows=chunk_rows)
-                make = epoch_factory(dataset)
+                make = epoch_factory(dataset, scratch)
 
                 def epoch(name: str, dataset: Any = dataset, make: Any = make) -> None:
-                    engine = engines[name]
-                    engine.run(make(engine), dataset, shuffle=True, seed=SEED)
+                    engines[name].run(make(name), dataset, shuffle=True, seed=SEED)
 
                 for name in ENGINES:  # warm-up: kernels loaded, page cache and mirrors made
                     epoch(name)
                 times: dict[str, list[float]] = {name: [] for name in ENGINES}
                 for rep in range(repeats):
-                    for name in ENGINES[rep % 2:] + ENGINES[:rep % 2]:
+                    k = rep % len(ENGINES)
+                    for name in ENGINES[k:] + ENGINES[:k]:
                         t0 = time.perf_counter()
                         epoch(name)
                         times[name].append(time.perf_counter() - t0)
@@ -137,13 +146,17 @@ def measure(sizes: list[int], chunk_sizes: list[int], repeats: int) -> list[dict
                 for name, secs in times.items():
                     row[name] = {"seconds": statistics.median(secs), "all_seconds": secs,
                                  "rows_per_s": n / statistics.median(secs)}
-                row["dask_over_local"] = (row["dask 2 workers"]["seconds"]
-                                          / row["local"]["seconds"])
+                memory = row["local"]["seconds"]
+                row["disk_over_local"] = row["local, state on disk"]["seconds"] / memory
+                row["dask_over_local"] = row["dask 2 workers"]["seconds"] / memory
                 results.append(row)
-                local, dask = row["local"]["seconds"], row["dask 2 workers"]["seconds"]
-                print(f"{n:>9,} rows, chunks of {chunk_rows:>7,}: local {local:6.2f} s, "
-                      f"dask {dask:6.2f} s ({row['dask_over_local']:.2f}x)", flush=True)
+                print(f"{n:>9,} rows, chunks of {chunk_rows:>7,}: local {memory:6.2f} s, "
+                      f"state on disk {row['local, state on disk']['seconds']:6.2f} s "
+                      f"({row['disk_over_local']:.2f}x), dask "
+                      f"{row['dask 2 workers']['seconds']:6.2f} s "
+                      f"({row['dask_over_local']:.2f}x)", flush=True)
         engines["dask 2 workers"].close()
+        shutil.rmtree(scratch, ignore_errors=True)
     finally:
         client.close()
         cluster.close()
@@ -153,15 +166,17 @@ def measure(sizes: list[int], chunk_sizes: list[int], repeats: int) -> list[dict
 def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     """Title, summary and table for ``bench/REPORT.md`` (see bench/README.md)."""
     rows = [[r["n_rows"], r["chunk_rows"], r["local"]["seconds"],
-             r["dask 2 workers"]["seconds"], r["dask_over_local"]] for r in report["results"]]
+             r.get("local, state on disk", {}).get("seconds"), r["dask 2 workers"]["seconds"],
+             r["dask_over_local"]] for r in report["results"]]
     return {
-        "title": "Dual coordinate descent epochs: DaskEngine against LocalEngine by chunk size",
+        "title": "Dual coordinate descent epochs: per-row state in memory, on disk, on dask",
         "summary": "One DCD epoch of the additive SVM (per-example dual variables) with "
-                   "LocalEngine and with DaskEngine on 2 loopback workers, as the chunks a "
-                   "pass hands on shrink (more storage chunks of state per mixing group).",
+                   "LocalEngine (state in memory, and on disk) and with DaskEngine on 2 "
+                   "loopback workers, as the chunks a pass hands on shrink (more storage "
+                   "chunks of state per mixing group).",
         "tables": [{"title": "Seconds per epoch (median)",
-                    "columns": ["rows", "chunk rows", "local s", "dask 2 workers s",
-                                "dask / local"],
+                    "columns": ["rows", "chunk rows", "local s", "local, state on disk s",
+                                "dask 2 workers s", "dask / local"],
                     "rows": rows}],
         "plots": ["dcd_on_dask.png"],
     }
@@ -169,29 +184,31 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
 
 def plot(results: list[dict[str, Any]], path: Path,
          before: list[dict[str, Any]] | None = None) -> None:
-    """Rows/s of an epoch by chunk size, each engine and size; ``before``: another run's
-    dask rows (dotted)."""
+    """Rows/s of an epoch by chunk size, one panel per size; ``before``: another run's
+    state on disk and dask epochs (dotted, crosses)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for n in sorted({r["n_rows"] for r in results}):
-        pts = sorted((r["chunk_rows"], r) for r in results if r["n_rows"] == n)
-        xs = [c for c, _ in pts]
-        for name, style in zip(ENGINES, ("--", "-"), strict=True):
-            ax.plot(xs, [r[name]["rows_per_s"] / 1e6 for _, r in pts], marker="o",
-                    linestyle=style, label=f"{name}, {n:,} rows")
-        old = sorted((r["chunk_rows"], r) for r in before or [] if r["n_rows"] == n)
-        if old:
-            ax.plot([c for c, _ in old], [r[ENGINES[1]]["rows_per_s"] / 1e6 for _, r in old],
-                    marker="x", linestyle=":", label=f"{ENGINES[1]}, {n:,} rows, --compare run")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("rows per chunk")
-    ax.set_ylabel("Mrows/s, one DCD epoch")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    sizes = sorted({r["n_rows"] for r in results})
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.5 * len(sizes), 4), squeeze=False)
+    colors = dict(zip(ENGINES, ("tab:gray", "tab:blue", "tab:orange"), strict=True))
+    for ax, n in zip(axes[0], sizes, strict=True):
+        for run, style, marker, suffix in ((results, "-", "o", ""),
+                                           (before or [], ":", "x", ", --compare run")):
+            pts = sorted((r["chunk_rows"], r) for r in run if r["n_rows"] == n)
+            for name in ENGINES if not suffix else ENGINES[1:]:
+                if pts and all(name in r for _, r in pts):
+                    ax.plot([c for c, _ in pts], [r[name]["rows_per_s"] / 1e6 for _, r in pts],
+                            marker=marker, linestyle=style, color=colors[name],
+                            label=name + suffix)
+        ax.set_title(f"{n:,} rows x {N_FEATURES} features")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("rows per chunk")
+        ax.set_ylabel("Mrows/s, one DCD epoch")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -77,3 +77,25 @@ def test_states_alive_together_share_one_memory_budget(monkeypatch: pytest.Monke
     with ExampleState(150) as third:
         assert third.in_memory
     assert example_state._held_bytes == 0
+
+
+def test_a_dcd_fit_with_its_dual_variables_on_disk_is_the_fit_in_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dual variables beyond the memory budget go to a store read and written by storage
+    chunk through a cache (here of 2 storage chunks, so that chunks leave it and come back
+    every chunk): the same model to the last bit."""
+    from streamlearn.data import state_blocks
+    from streamlearn.models import AdditiveSVC
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200_000, 3)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) > 0).astype(int)
+    ds = open_dataset(X, target=y, chunk_rows=8192)  # 4 storage chunks of state, mixed
+    params = dict(solver="dcd", epochs=2, tol=None, interactions=0, value_terms=False,
+                  n_bases=8, calibrate=False, random_state=0)
+    in_memory = AdditiveSVC(**params).fit(ds)
+    monkeypatch.setattr(example_state, "MEMORY_LIMIT_BYTES", 0)
+    monkeypatch.setattr(state_blocks, "CACHE_CHUNKS", 2)
+    on_disk = AdditiveSVC(**params).fit(ds)
+    np.testing.assert_array_equal(on_disk.coef_d_, in_memory.coef_d_)
+    np.testing.assert_array_equal(on_disk.intercept_, in_memory.intercept_)

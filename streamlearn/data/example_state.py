@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from streamlearn.data.chunk import Chunk
+from streamlearn.data.state_blocks import StateBlocks, cache_capacity
 
 if TYPE_CHECKING:
     import zarr
@@ -46,8 +47,11 @@ class ExampleState:
 
     Rows are addressed by their global index, so a chunk's values line up with its rows
     whatever the shuffle (``Chunk.index``) or dropped rows. Small states live in memory;
-    large ones (or any state given a ``path``) live in a zarr v3 store on disk, chunked like
-    the data, so memory stays at one chunk's worth.
+    large ones (or any state given a ``path``) live in a zarr v3 store on disk, read and
+    written a storage chunk at a time, the last ones used kept in memory
+    (:class:`~streamlearn.data.state_blocks.StateBlocks`: at most 64 of them and 32 MiB);
+    written values reach the store as they leave that cache, at :meth:`flush` and at
+    :meth:`close`.
 
     Parameters
     ----------
@@ -97,6 +101,7 @@ class ExampleState:
             store=str(self.path), shape=shape, chunks=chunks, dtype="float32",
             fill_value=float(fill), overwrite=True,
         )
+        self._blocks = _blocks_of(self._values)
 
     @classmethod
     def open(cls, path: str | Path) -> ExampleState:
@@ -111,6 +116,7 @@ class ExampleState:
         state._held = None
         state.path = Path(path)
         state._values = array
+        state._blocks = _blocks_of(array)
         return state
 
     @property
@@ -118,48 +124,43 @@ class ExampleState:
         """True when values are held in a numpy array rather than a zarr store."""
         return isinstance(self._values, np.ndarray)
 
-    def _span(self, chunk: Chunk) -> tuple[int, int, np.ndarray | None]:
-        if chunk.index is None:
-            return chunk.start, chunk.start + chunk.n_rows, None
-        rows = chunk.index
-        if rows.size == 0:
-            return chunk.start, chunk.start, rows
-        lo, hi = int(rows.min()), int(rows.max()) + 1
-        return lo, hi, rows - lo
-
     def get(self, chunk: Chunk) -> np.ndarray:
         """Values of the chunk's rows, in the chunk's row order (a copy)."""
-        lo, hi, local = self._span(chunk)
-        slab = np.asarray(self._values[lo:hi])
-        return slab.copy() if local is None else slab[local]
+        if not isinstance(self._values, np.ndarray):
+            return self._blocks.get(chunk.rows)
+        if chunk.index is None:
+            return self._values[chunk.start : chunk.start + chunk.n_rows].copy()
+        return self._values[chunk.index]
 
     def put(self, chunk: Chunk, values: np.ndarray) -> None:
         """Store ``values`` (in the chunk's row order) for the chunk's rows."""
         values = np.asarray(values, dtype=np.float32)
-        lo, hi, local = self._span(chunk)
-        if local is None:
-            self._values[lo:hi] = values
-            return
-        if isinstance(self._values, np.ndarray):  # in memory: the rows themselves
-            self._values[lo + local] = values
-            return
-        if local.size == hi - lo:  # a permutation of the whole span: no need to read first
-            slab = np.empty((hi - lo, *values.shape[1:]), dtype=np.float32)
+        if not isinstance(self._values, np.ndarray):
+            self._blocks.put(chunk.rows, values)
+        elif chunk.index is None:
+            self._values[chunk.start : chunk.start + chunk.n_rows] = values
         else:
-            slab = np.array(self._values[lo:hi])
-        slab[local] = values
-        self._values[lo:hi] = slab
+            self._values[chunk.index] = values
+
+    def flush(self) -> None:
+        """Write the values kept in memory to the store (nothing to do in memory)."""
+        if not isinstance(self._values, np.ndarray):
+            self._blocks.flush()
 
     def to_numpy(self) -> np.ndarray:
         """All values as one array (only for states that fit in memory)."""
+        self.flush()
         return np.array(self._values[:])
 
     def close(self) -> None:
-        """Remove the temporary store, if this state made one; an in-memory state gives
-        its bytes back to the budget (its values stay readable)."""
+        """Remove the temporary store, if this state made one, or write the values kept in
+        memory to the store given as ``path``; an in-memory state gives its bytes back to
+        the budget (its values stay readable)."""
         if self._held is not None:
             self._held()  # runs once
-        if self._tempdir is not None:
+        if self._tempdir is None:  # a store of the caller's: the kept values go to it
+            self.flush()
+        else:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
 
@@ -172,3 +173,10 @@ class ExampleState:
     def __repr__(self) -> str:
         where = "memory" if self.in_memory else str(self.path)
         return f"ExampleState(n_rows={self.n_rows}, n_columns={self.n_columns}, in {where})"
+
+
+def _blocks_of(array: zarr.Array) -> StateBlocks:
+    """The cached storage-chunk access to a state's zarr array, updated in place."""
+    row_values = int(np.prod(array.shape[1:])) if array.ndim > 1 else 1
+    return StateBlocks(array, array, int(array.chunks[0]),
+                       cache_capacity(int(array.chunks[0]), row_values))

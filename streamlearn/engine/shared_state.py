@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,16 +24,11 @@ import numpy as np
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.example_state import ExampleState
-from streamlearn.data.row_mixing import MIX_BYTES, MIX_CHUNKS
+from streamlearn.data.state_blocks import StateBlocks, cache_capacity
 from streamlearn.errors import EngineError
 
 #: Rows copied at a time between the client's state and the shared store.
 COPY_ROWS = 1 << 16
-#: Storage chunks a task's view keeps in memory, of those it read and of those it wrote:
-#: the chunks of one row-mixing group (:data:`MIX_CHUNKS`), in at most :data:`MIX_BYTES`
-#: (the group's features, when each row holds no more state values than features).
-CACHE_CHUNKS = MIX_CHUNKS
-CACHE_BYTES = MIX_BYTES
 
 
 def _rows_only(start: int, n_rows: int) -> Chunk:
@@ -145,17 +139,15 @@ class SharedExampleState:
 class PartitionState:
     """What a pass running on a worker sees as its ``ExampleState``: one partition's rows.
 
-    ``get`` reads values from before the pass; ``put`` writes the whole span of rows of
-    the chunk (rows it does not carry, e.g. dropped by validation, keep their values) into
-    the other buffer. :meth:`complete` copies the chunks the pass did not write, so after a
-    sequential pass the written buffer holds every row of the partition.
-
-    A shuffled walk hands on chunks whose rows come from every storage chunk of a group
-    (:mod:`~streamlearn.data.row_mixing`), so each chunk's ``get`` and ``put`` touch the
-    whole group's storage chunks. The view keeps the storage chunks it read and those it
-    wrote in memory, up to :data:`CACHE_CHUNKS` and :data:`CACHE_BYTES` of each (least
-    recently used first out, a written one stored as it leaves): each is then read and
-    written about once a pass rather than once per chunk of its group.
+    ``get`` reads a row's value as this task has it (written by an earlier chunk of the
+    pass, else from before the pass); ``put`` writes into the other buffer (rows it does
+    not carry, e.g. dropped by validation, keep their values). :meth:`complete` stores
+    what is still kept and copies the storage chunks the pass did not write, so after a
+    sequential pass the written buffer holds every row of the partition. Storage chunks
+    are read and written through a
+    :class:`~streamlearn.data.state_blocks.StateBlocks` cache: a shuffled walk's chunks
+    take rows of every storage chunk of their mixing group, and each storage chunk is
+    read and written about once a pass rather than once per chunk of its group.
     """
 
     def __init__(self, shared: SharedExampleState, partition: int, writable: bool) -> None:
@@ -165,12 +157,9 @@ class PartitionState:
         self._lo, self._hi = shared.ranges[partition]
         self._src = shared.array(shared.read, partition)
         self._dst = shared.array(1 - shared.read, partition) if writable else None
-        self._written: set[int] = set()
-        row_bytes = 4 * (1 if shared.n_columns is None else max(int(shared.n_columns), 1))
-        self._capacity = max(1, min(CACHE_CHUNKS,
-                                    CACHE_BYTES // (row_bytes * max(shared.chunk_rows, 1))))
-        self._read: OrderedDict[int, np.ndarray] = OrderedDict()  # values before the pass
-        self._dirty: OrderedDict[int, np.ndarray] = OrderedDict()  # written, not yet stored
+        row_values = 1 if shared.n_columns is None else int(shared.n_columns)
+        self._blocks = StateBlocks(self._src, self._dst, shared.chunk_rows,
+                                   cache_capacity(shared.chunk_rows, row_values))
 
     @property
     def in_memory(self) -> bool:
@@ -186,82 +175,25 @@ class PartitionState:
                 f"partition {self._lo}-{self._hi} its per-example state was given for")
         return rows
 
-    def _blocks(self, rows: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-        """The storage chunks ``rows`` fall in, as ``(start, stop, positions)``: the rows'
-        positions in ``rows`` of each (a chunk of a walk that mixes rows across chunks,
-        :mod:`~streamlearn.data.row_mixing`, takes rows of several)."""
-        size = self._shared.chunk_rows
-        block = rows // size
-        order = np.argsort(block, kind="stable")
-        bounds = np.flatnonzero(np.diff(block[order])) + 1
-        out = []
-        for part in np.split(order, bounds):
-            if part.size:
-                s = int(block[part[0]]) * size
-                out.append((s, min(s + size, self._hi - self._lo), part))
-        return out
-
-    def _before(self, s: int, e: int) -> np.ndarray:
-        """Storage chunk ``s:e`` as it was before the pass (read once while kept)."""
-        values = self._read.get(s)
-        if values is None:
-            values = np.asarray(self._src[s:e])
-            self._read[s] = values
-            if len(self._read) > self._capacity:
-                self._read.popitem(last=False)
-        else:
-            self._read.move_to_end(s)
-        return values
-
-    def _to_write(self, s: int, e: int) -> np.ndarray:
-        """Storage chunk ``s:e`` as this pass has it so far, kept to be written."""
-        values = self._dirty.get(s)
-        if values is not None:
-            self._dirty.move_to_end(s)
-            return values
-        assert self._dst is not None
-        values = (np.array(self._dst[s:e]) if s in self._written
-                  else self._before(s, e).copy())
-        self._dirty[s] = values
-        if len(self._dirty) > self._capacity:
-            self._store(*self._dirty.popitem(last=False))
-        return values
-
-    def _store(self, s: int, values: np.ndarray) -> None:
-        assert self._dst is not None
-        self._dst[s : s + len(values)] = values
-        self._written.add(s)
-
     def get(self, chunk: Chunk) -> np.ndarray:
         """Values of the chunk's rows, in the chunk's row order (a copy)."""
-        rows = self._rows(chunk)
-        tail = () if self.n_columns is None else (int(self.n_columns),)
-        out = np.empty((rows.size, *tail), dtype=np.float32)
-        for s, e, part in self._blocks(rows):
-            out[part] = self._before(s, e)[rows[part] - s]
-        return out
+        return self._blocks.get(self._rows(chunk))
 
     def put(self, chunk: Chunk, values: np.ndarray) -> None:
-        """Store ``values`` (in the chunk's row order) for the chunk's rows: each storage
-        chunk they fall in is written whole, its other rows as they were (as this pass
-        wrote them when another chunk of it did)."""
+        """Store ``values`` (in the chunk's row order) for the chunk's rows."""
         if self._dst is None:
             raise EngineError("a reduction pass cannot write per-example state; make it a "
                               "sequential pass")
-        values = np.asarray(values, dtype=np.float32)
-        rows = self._rows(chunk)
-        for s, e, part in self._blocks(rows):
-            self._to_write(s, e)[rows[part] - s] = values[part]
+        self._blocks.put(self._rows(chunk), values)
 
     def complete(self) -> None:
         """Store the storage chunks still kept, and copy those no ``put`` wrote from the
         read buffer to the written one."""
         if self._dst is None:
             return
-        while self._dirty:
-            self._store(*self._dirty.popitem(last=False))
+        self._blocks.flush()
         size = self._shared.chunk_rows
         for s in range(0, self._hi - self._lo, size):
-            if s not in self._written:
+            if s not in self._blocks.written:
                 e = min(s + size, self._hi - self._lo)
                 self._dst[s:e] = self._src[s:e]
