@@ -201,3 +201,18 @@ def test_constant_feature_gets_a_unit_range():
     m = BSplineMap(degree=1, n_bases=5).fit([2.0, 0.0], [2.0, 1.0])
     np.testing.assert_array_equal(m.hi_, [3.0, 1.0])
     assert np.all(np.isfinite(m.transform(np.array([[2.0, 0.5]]))))
+
+
+@pytest.mark.parametrize("value", [3e20, -1e35, 2.0**60])
+def test_a_constant_feature_far_from_zero_keeps_a_range_that_float64_can_tell_apart(value):
+    # lo + 1 == lo in float64 beyond 2^53: the width grows with the magnitude instead
+    value = float(np.float32(value))  # the rows are float32
+    m = BSplineMap(degree=3, n_bases=8).fit([value, 0.0], [value, 1.0])
+    assert m.hi_[0] > m.lo_[0] and np.isclose(m.hi_[0] - m.lo_[0], abs(value) * 2.0**-20)
+    with np.errstate(all="raise"):
+        scale = segment_scale(m.lo_, m.hi_, m.n_bases, m.degree)
+    assert np.all(np.isfinite(scale))
+    # the constant's row sits on the range's first end: the first basis function's value
+    Z = m.transform(np.array([[value, 0.5]], dtype=np.float32))
+    np.testing.assert_allclose(Z[0, :8], BSplineMap(degree=3, n_bases=8).fit(
+        [0.0], [1.0]).transform(np.zeros((1, 1), dtype=np.float32))[0], atol=1e-6)

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from streamlearn.features.difference_penalty import _check_order, _suffix_sums
-from streamlearn.features.feature_map import FeatureMap, as_stat
+from streamlearn.features.feature_map import FeatureMap, as_stat, nonempty_range
 from streamlearn.features.knots import (
     cell_position,
     check_knots,
@@ -768,10 +768,11 @@ class BSplineMap(FeatureMap):
         Parameters
         ----------
         lo, hi : array-like of shape (n_features,)
-            Smallest and largest value of each feature. A feature with ``hi == lo`` gets the
-            range ``[lo, lo + 1]``. When zero-preserving, the range is widened to hold 0 on a
-            knot: ``[0, hi]`` for ``lo >= 0``, ``[lo, 0]`` for ``hi <= 0``, else
-            :func:`zero_knot_range`.
+            Smallest and largest value of each feature. A feature with ``hi == lo`` gets a
+            range of width 1 above ``lo``
+            (:func:`~streamlearn.features.feature_map.nonempty_range`). When
+            zero-preserving, the range is widened to hold 0 on a knot: ``[0, hi]`` for
+            ``lo >= 0``, ``[lo, 0]`` for ``hi <= 0``, else :func:`zero_knot_range`.
 
         Returns
         -------
@@ -788,7 +789,7 @@ class BSplineMap(FeatureMap):
         if self.zero_preserving:
             lo, hi = zero_knot_range(lo, hi, self.n_segments)
         self.lo_ = lo
-        self.hi_ = np.where(hi > lo, hi, lo + 1.0)
+        self.hi_ = nonempty_range(lo, hi)
         if self.knots == "quantile":
             self.knots_ = uniform_knots(self.lo_, self.hi_, self.n_segments)
         return self

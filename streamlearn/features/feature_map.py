@@ -40,6 +40,25 @@ def as_stat(values: Any, name: str) -> np.ndarray:
     return a
 
 
+def nonempty_range(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The upper ends of ranges ``[lo, hi]`` that are never empty: ``hi`` where
+    ``hi > lo``, else ``lo`` plus a width of 1, or of ``|lo| * 2**-20`` where that is
+    larger, so that the width survives float64 rounding at any magnitude (a constant
+    feature of value 1e20 would otherwise get ``hi == lo``, and a map an infinite scale).
+
+    Parameters
+    ----------
+    lo, hi : ndarray of shape (n_features,), float64
+        Each feature's smallest and largest value, ``hi >= lo``.
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64
+    """
+    width = np.maximum(1.0, np.abs(lo) * 2.0**-20)
+    return np.where(hi > lo, hi, lo + width)
+
+
 def dense_to_csr(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR triple of the non-zero entries of a dense 2-D array.
 

@@ -35,7 +35,7 @@ from typing import Any, Self
 import numpy as np
 from numba import njit
 
-from streamlearn.features.feature_map import FeatureMap, as_stat
+from streamlearn.features.feature_map import FeatureMap, as_stat, nonempty_range
 
 ORDERS = (1, 2)
 #: Half the width of the interval ``t`` spans, in units of the basis's period ``[-1, 1]``
@@ -462,7 +462,8 @@ class FourierMap(FeatureMap):
         return 2 * self.n_terms
 
     def fit(self, lo: Any, hi: Any) -> Self:
-        """Set the per-feature ranges (``hi == lo`` becomes ``[lo, lo + 1]``).
+        """Set the per-feature ranges (``hi == lo`` becomes a range of width 1 above
+        ``lo``, :func:`~streamlearn.features.feature_map.nonempty_range`).
 
         Parameters
         ----------
@@ -481,7 +482,7 @@ class FourierMap(FeatureMap):
             f = int(bad[0])
             raise ValueError(f"hi < lo for feature {f}: [{lo[f]}, {hi[f]}]")
         self.lo_ = lo
-        self.hi_ = np.where(hi > lo, hi, lo + 1.0)
+        self.hi_ = nonempty_range(lo, hi)
         self.half_width_ = HALF_WIDTH
         return self
 
