@@ -153,6 +153,18 @@ def test_concatenate_only_empty_rows_and_single_part() -> None:
     assert SparseRows.concatenate([single]) is single
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_concatenate_take_is_scipy_vstack_then_the_rows_in_order(seed: int) -> None:
+    m = random_csr(n=30, d=11, seed=seed)
+    whole = rows_of(m)
+    # parts as the row mixing cuts them: slices (views), empty ones and copied rows
+    parts = [whole.slice(3, 9), whole.slice(9, 9), whole.take(np.array([0, 29, 2])),
+             whole.slice(12, 30), whole.slice(1, 2)]
+    stacked = sp.vstack([sp.csr_array(p.toarray()) for p in parts]).toarray()
+    order = np.random.default_rng(seed).permutation(stacked.shape[0])
+    assert_same(SparseRows.concatenate_take(parts, order), stacked[order])
+
+
 # ---------------------------------------------------------------- first_bad_entry
 def first_bad_reference(indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> int:
     for r in range(len(indptr) - 1):

@@ -118,8 +118,8 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
         n = int(np.sum(cuts[:, j + 1] - cuts[:, j]))
         order = np.random.default_rng([seed, j]).permutation(n)  # resumable at any j
         if chunks[0].is_sparse:
-            X: np.ndarray | SparseRows = SparseRows.concatenate(
-                [c.X.slice(a, b) for c, a, b in parts]).take(order)  # type: ignore[union-attr]
+            X: np.ndarray | SparseRows = SparseRows.concatenate_take(
+                [c.X.slice(a, b) for c, a, b in parts], order)  # type: ignore[union-attr]
         else:
             X = np.take(np.concatenate([c.X[a:b] for c, a, b in parts]), order, axis=0)
         yield Chunk(X=X, y=_joined([c.y for c, _, _ in parts], parts, order),

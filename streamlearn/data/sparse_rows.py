@@ -119,6 +119,40 @@ class SparseRows:
         return cls(indptr, np.concatenate([p.indices for p in parts]),
                    np.concatenate([p.values for p in parts]), parts[0].n_cols)
 
+    @classmethod
+    def concatenate_take(cls, parts: Sequence[SparseRows], order: np.ndarray) -> SparseRows:
+        """``concatenate(parts).take(order)``, each entry copied once: every part's rows
+        are written straight to their places in ``order`` (on a 25,600-row chunk of 80
+        entries a row, made of 64 parts: one copy of the entries instead of two).
+
+        Parameters
+        ----------
+        parts : sequence of SparseRows
+            Of one ``n_cols``.
+        order : ndarray of int
+            A permutation of the parts' rows, counted one part after the other.
+
+        Returns
+        -------
+        SparseRows
+        """
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        n = order.shape[0]
+        lengths = np.concatenate([np.diff(p.indptr) for p in parts])
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths[order], out=indptr[1:])
+        place = np.empty(n, dtype=np.int64)
+        place[order] = np.arange(n, dtype=np.int64)  # where each part's row goes
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        values = np.empty(int(indptr[-1]), dtype=np.float32)
+        first = 0
+        for p in parts:
+            rows = p.n_rows
+            scatter_part(p.indptr, p.indices, p.values, place[first:first + rows], indptr,
+                         indices, values)
+            first += rows
+        return cls(indptr, indices, values, parts[0].n_cols)
+
 
 def take_rows(X: np.ndarray | SparseRows, positions: np.ndarray) -> np.ndarray | SparseRows:
     """The rows of a chunk's ``X`` (dense or CSR) at ``positions``, copied, in that order."""
@@ -143,6 +177,24 @@ def _gather(indptr, source, rows, out_indptr, out):
         dst = out_indptr[k]
         a = out[dst : out_indptr[k + 1]]
         b = source[src : src + a.shape[0]]
+        for e in range(a.shape[0]):
+            a[e] = b[e]
+
+
+@njit(cache=True, nogil=True)
+def scatter_part(indptr, indices, values, place, out_indptr, out_indices, out_values):
+    """Copy the rows of a CSR block to rows ``place`` of ``out_*`` (``out_indptr``
+    already filled), one array at a time (see :func:`gather_rows`)."""
+    _scatter(indptr, indices, place, out_indptr, out_indices)
+    _scatter(indptr, values, place, out_indptr, out_values)
+
+
+@njit(cache=True, nogil=True)
+def _scatter(indptr, source, place, out_indptr, out):
+    for r in range(place.shape[0]):
+        dst = out_indptr[place[r]]
+        a = out[dst : out_indptr[place[r] + 1]]
+        b = source[indptr[r] : indptr[r] + a.shape[0]]
         for e in range(a.shape[0]):
             a[e] = b[e]
 
