@@ -15,12 +15,15 @@ import pytest
 import scipy.sparse as sp
 
 from streamlearn import open_dataset
+from streamlearn.data import row_mixing
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.example_state import ExampleState
 from streamlearn.data.row_mixing import (
+    FUSED_PART_ROWS,
     MIX_BYTES,
     MIX_CHUNKS,
     SPARSE_ROW_ENTRIES,
+    concatenate_take_dense,
     group_sizes,
     mix_group_size,
     mixed_chunks,
@@ -125,6 +128,33 @@ def test_a_resumed_walk_is_the_tail_of_the_whole_walk(skip: int) -> None:
         assert a.start == b.start
         np.testing.assert_array_equal(a.rows, b.rows)
         np.testing.assert_array_equal(a.X, b.X)
+
+
+def test_concatenate_take_dense_is_numpy_s_concatenate_then_take() -> None:
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(50, 7)).astype(np.float32)
+    parts = [base[3:20], base[20:20], rng.normal(size=(9, 7)).astype(np.float32), base[40:50]]
+    order = rng.permutation(36)
+    np.testing.assert_array_equal(concatenate_take_dense(parts, order),
+                                  np.take(np.concatenate(parts), order, axis=0))
+
+
+def test_walks_of_large_parts_hand_on_the_rows_small_parts_would(monkeypatch) -> None:
+    # parts of FUSED_PART_ROWS rows and more are written to their places in one copy;
+    # the same walk taken the other way (concatenate, then take) gives the same chunks
+    rng = np.random.default_rng(5)
+    n = 8 * FUSED_PART_ROWS * 3 + 100
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    data = open_dataset(X, target=np.arange(n) % 2, task="classification",
+                        chunk_rows=8 * FUSED_PART_ROWS)
+    fused = list(data.chunks(shuffle=True, seed=2, prefetch=0))
+    monkeypatch.setattr(row_mixing, "FUSED_PART_ROWS", n)
+    taken = list(data.chunks(shuffle=True, seed=2, prefetch=0))
+    assert len(fused) == len(taken) == 4
+    for a, b in zip(fused, taken, strict=True):
+        np.testing.assert_array_equal(a.rows, b.rows)
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.X, X[a.rows])
 
 
 def test_sparse_rows_are_mixed_with_their_entries() -> None:

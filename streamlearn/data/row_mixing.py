@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from numba import njit
 
 from streamlearn.data.chunk import Chunk
 from streamlearn.data.sparse_rows import SparseRows
@@ -27,6 +28,11 @@ from streamlearn.data.sparse_rows import SparseRows
 MIX_CHUNKS = 64
 #: The chunks a shuffled walk holds to mix take at most about this many bytes of features.
 MIX_BYTES = 64 << 20
+#: Dense rows of a mixed chunk are written straight to their permuted places when its
+#: parts average at least this many rows (:func:`concatenate_take_dense`); smaller parts are
+#: concatenated and then taken, where one kernel call a part would cost more than the copy
+#: it saves.
+FUSED_PART_ROWS = 1024
 #: Stored entries a sparse row is counted at when sizing a group (:func:`mix_group_size`).
 SPARSE_ROW_ENTRIES = 64
 
@@ -97,11 +103,12 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
 
     Chunk ``j`` handed on takes the ``j``-th of ``len(chunks)`` near-equal parts of every
     chunk's rows as read (the part sizes rotated by the chunk's place in the group, so
-    that chunks of one size hand on chunks of that size), each copied as one block, and
-    permutes them: copies of contiguous rows and one gather within a chunk's worth, where
-    a gather from the whole group at random reads memory at random (on 8 chunks of
-    262,144 rows x 16 features,
-    0.29 s against 0.07 s for the parts). The walk leaves the rows of a chunk in their
+    that chunks of one size hand on chunks of that size), in a random order: each part's
+    rows are written straight to their permuted places (CSR rows, and dense parts of
+    :data:`FUSED_PART_ROWS` rows or more), or the parts are copied as one block and then
+    permuted. Either way the rows move within a chunk's worth, where a gather from the
+    whole group at random reads memory at random (on 8 chunks of 262,144 rows x 16
+    features, 0.29 s against 0.07 s for the parts). The walk leaves the rows of a chunk in their
     order for this (the permutation here replaces its permutation within each chunk; a
     group of one chunk is permuted alone). A chunk handed on has about the mean size of
     the group's, and the ``start`` of the chunk whose place it takes.
@@ -120,6 +127,8 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
         if chunks[0].is_sparse:
             X: np.ndarray | SparseRows = SparseRows.concatenate_take(
                 [c.X.slice(a, b) for c, a, b in parts], order)  # type: ignore[union-attr]
+        elif n >= FUSED_PART_ROWS * m:
+            X = concatenate_take_dense([c.X[a:b] for c, a, b in parts], order)
         else:
             X = np.take(np.concatenate([c.X[a:b] for c, a, b in parts]), order, axis=0)
         yield Chunk(X=X, y=_joined([c.y for c, _, _ in parts], parts, order),
@@ -157,3 +166,42 @@ def _joined(arrays: list[np.ndarray | None], parts: list[tuple[Chunk, int, int]]
         return None
     return np.take(np.concatenate([a[lo:hi] for a, (_, lo, hi)  # type: ignore[index]
                                    in zip(arrays, parts, strict=True)]), order)
+
+
+def concatenate_take_dense(parts: Sequence[np.ndarray], order: np.ndarray) -> np.ndarray:
+    """``np.take(np.concatenate(parts), order, axis=0)`` with each row copied once: every
+    part's rows are written straight to their places in ``order``. On 8,000,000 rows x 32
+    float32 in 65,536-row chunks mixed 8 at a time, a bare shuffled pass took 0.64-0.72
+    against 0.73-0.89 s, a linear epoch 1.04-1.19 against 1.14-1.50 s.
+
+    Parameters
+    ----------
+    parts : sequence of ndarray of shape (n_i, n_features)
+        C-contiguous rows of one dtype and width.
+    order : ndarray of int
+        A permutation of the parts' rows, counted one part after the other.
+
+    Returns
+    -------
+    ndarray of shape (len(order), n_features)
+    """
+    n = int(order.shape[0])
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n, dtype=np.int64)  # where each part's row goes
+    out = np.empty((n, parts[0].shape[1]), dtype=parts[0].dtype)
+    first = 0
+    for part in parts:
+        scatter_dense_rows(np.ascontiguousarray(part), place[first:first + part.shape[0]], out)
+        first += part.shape[0]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def scatter_dense_rows(part, place, out):
+    """Copy row ``r`` of ``part`` to row ``place[r]`` of ``out``."""
+    d = part.shape[1]
+    for r in range(place.shape[0]):
+        dst = out[place[r]]
+        src = part[r]
+        for j in range(d):
+            dst[j] = src[j]
