@@ -191,6 +191,8 @@ def scatter_part(indptr, indices, values, place, out_indptr, out_indices, out_va
 
 @njit(cache=True, nogil=True)
 def _scatter(indptr, source, place, out_indptr, out):
+    # _gather's loop with the indirection on the other side: one kernel with an index
+    # array on each side made take() 10 % slower (65,536 rows of 80 entries)
     for r in range(place.shape[0]):
         dst = out_indptr[place[r]]
         a = out[dst : out_indptr[place[r] + 1]]
