@@ -108,9 +108,9 @@ def _mixed(chunks: list[Chunk], seed: int, skip: int) -> Iterator[Chunk]:
     :data:`FUSED_PART_ROWS` rows or more), or the parts are copied as one block and then
     permuted. Either way the rows move within a chunk's worth, where a gather from the
     whole group at random reads memory at random (on 8 chunks of 262,144 rows x 16
-    features, 0.29 s against 0.07 s for the parts). The walk leaves the rows of a chunk in their
-    order for this (the permutation here replaces its permutation within each chunk; a
-    group of one chunk is permuted alone). A chunk handed on has about the mean size of
+    features, 0.29 s against 0.07 s for the parts). The walk leaves the rows of a chunk
+    in their order for this (the permutation here replaces its permutation within each
+    chunk; a group of one chunk is permuted alone). A chunk handed on has about the mean size of
     the group's, and the ``start`` of the chunk whose place it takes.
     """
     m = len(chunks)
