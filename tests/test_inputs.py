@@ -1105,3 +1105,19 @@ def test_numbers_beside_none_in_object_labels_are_classes_of_their_type(blobs,
     np.testing.assert_array_equal(model.classes_, reference.classes_)
     np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
                                rtol=1e-6)
+
+
+def test_a_word_in_a_numeric_array_is_named_with_its_feature_and_row() -> None:
+    # numpy's own message ("could not convert string to float: 'abc'") names neither
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    words = X.astype(object)
+    words[7, 2] = "abc"
+    with pytest.raises(DataError, match=r"'abc' in feature 'x2' at row 7, which is not a"):
+        _model().fit(words, y)
+    fitted = _model().fit(X, y)
+    with pytest.raises(ValueError, match=r"'n/a' in feature 'x1' at row 1"):
+        fitted.predict([[0.0, 1.0, 2.0], [0.5, "n/a", 1.0]])
+    # numbers written as text are numbers, as numpy reads them
+    np.testing.assert_array_equal(fitted.predict(X.astype(str)), fitted.predict(X))

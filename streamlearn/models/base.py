@@ -991,6 +991,30 @@ def is_array_input(data: Any) -> bool:
         hasattr(data, "__array__") and not isinstance(data, (str, os.PathLike)))
 
 
+def numeric_array(X: Any, **kwargs: Any) -> Any:
+    """scikit-learn's ``check_array(X, **kwargs)``, where a value that is not a number
+    raises a :class:`~streamlearn.errors.DataError` (a ``ValueError``) that names it, its
+    feature and its row, instead of numpy's ``could not convert string to float``."""
+    try:
+        return check_array(X, **kwargs)
+    except ValueError as error:
+        if "could not convert" not in str(error):
+            raise
+        cells = np.asarray(X, dtype=object)
+        if cells.ndim != 2:
+            raise
+        for c in range(cells.shape[1]):
+            for r, value in enumerate(cells[:, c].tolist()):
+                try:
+                    float(value)
+                except (TypeError, ValueError):
+                    raise DataError(
+                        f"X holds {value!r} in feature 'x{c}' at row {r}, which is not a "
+                        "number; give numbers, or a pandas DataFrame, whose string and "
+                        "categorical columns are read as categories") from error
+        raise
+
+
 def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
                       nan_policy: Any = "raise",
                       accept_sparse: bool = False) -> tuple[Any, Any, Any]:
@@ -1020,9 +1044,9 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
     """
     if y is None:
         raise ValueError("this estimator requires y to be passed, but the target y is None")
-    X = check_array(X, accept_sparse=["csr", "csc", "coo"] if accept_sparse else False,
-                    dtype=[np.float32, np.float64], ensure_all_finite=False,
-                    ensure_min_samples=1, ensure_min_features=1)
+    X = numeric_array(X, accept_sparse=["csr", "csc", "coo"] if accept_sparse else False,
+                      dtype=[np.float32, np.float64], ensure_all_finite=False,
+                      ensure_min_samples=1, ensure_min_features=1)
     if sp.issparse(X):
         if nan_policy == "raise":
             _check_stored_values(X)
@@ -1793,8 +1817,8 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         values = _table_values(X, expected, categories, owner, training, unseen)
     else:
         if is_array_input(X):
-            X = check_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
-                            ensure_all_finite=False, ensure_min_features=0)
+            X = numeric_array(X, accept_sparse=False, dtype=[np.float32, np.float64],
+                              ensure_all_finite=False, ensure_min_features=0)
         if isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == len(expected):
             warn_of_coarse_columns(matrix_spans(X), expected, "X")
         with np.errstate(over="ignore"):  # a value beyond float32's range is named below
