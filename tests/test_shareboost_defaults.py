@@ -145,6 +145,26 @@ def test_a_constant_column_far_from_zero_is_the_zero_column(value: float) -> Non
     assert np.mean(model.predict(with_constant) == base.predict(X)) > 0.98
 
 
+@pytest.mark.parametrize("value", [1e8, 3e20, -5e25])
+def test_a_constant_column_far_from_zero_leaves_the_anchors_as_they_were(value: float) -> None:
+    # a constant adds nothing to a distance in exact arithmetic; measured as it was, its
+    # square swamped the other features' in float32 (1e8: test accuracy 92.7 -> 84.5 % on
+    # the problem below) and overflowed at 3e20, as its column of the pieces' linear part
+    # did (chance accuracy, numpy's overflow warnings from L-BFGS)
+    import warnings
+
+    X, y = _wide_problem(1500, seed=4, d=6, informative=4, k=2)
+    base = ShareBoostClassifier(features="anchors", random_state=0).fit(X, y)
+    with_constant = np.c_[X, np.full(len(y), value)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = ShareBoostClassifier(features="anchors", random_state=0).fit(with_constant, y)
+        agree = np.mean(model.predict(with_constant) == base.predict(X))
+    assert model.family_.pieces.scale[-1] == 0.0
+    assert model.family_.pieces.metric[-1] <= 1.0 / abs(value)
+    assert agree > 0.97
+
+
 def test_auto_rounds_stop_at_the_lowest_held_out_loss_and_beat_all_columns() -> None:
     X, y = _wide_problem(3000, seed=2)
     Xt, yt = _wide_problem(4000, seed=3)

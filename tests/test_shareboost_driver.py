@@ -300,8 +300,9 @@ def test_spread_factors_keep_the_band_and_bring_the_rest_to_its_edge() -> None:
 def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> None:
     # 1 / interquartile range of the sample (numpy's inverted distribution function); a
     # feature mostly at one value falls back to its standard deviation; spreads kept within
-    # SPREAD_BAND of their median, a constant at the median; then times the feature's
-    # relevance weight: the feature the labels follow keeps 1, noise less
+    # SPREAD_BAND of their median, a constant at the median (at most one over its size);
+    # then times the feature's relevance weight: the feature the labels follow keeps 1,
+    # noise less
     from streamlearn.solvers.mixture.relevance import feature_relevance, relevance_weights
     from streamlearn.solvers.shareboost.driver import SPREAD_BAND, anchor_metric
 
@@ -327,8 +328,12 @@ def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> No
     assert weights[1] == 1.0 and weights[0] < 0.5
     # with labels the two candidates are compared by their rows' nearest neighbours
     chosen = anchor_metric(summary, 2)
-    candidates = {"band": weights * factors,
-                  "equalised": weights / np.where(spread > 0, spread, 1.0)}
+    # the constant (feature 3, 2.0) measured as at most 1 in size: factor at most 1 / 2
+    def capped(f: np.ndarray) -> np.ndarray:
+        return np.where(np.arange(6) == 3, np.minimum(f, 0.5), f)
+
+    candidates = {"band": capped(weights * factors),
+                  "equalised": capped(weights / np.where(spread > 0, spread, 1.0))}
     assert chosen.reason == "knn" and chosen.rows == n
     for name, factors_of in candidates.items():
         assert chosen.knn_error[name] == _loo_knn_error(summary.sample * factors_of,
@@ -345,7 +350,8 @@ def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> No
     assert (unlabelled.chosen, unlabelled.reason) == ("band", "no labelled sample")
     assert unlabelled.knn_error is None and unlabelled.only_right is None
     metric = unlabelled.factors
-    np.testing.assert_allclose(metric, factors, rtol=1e-5)
+    np.testing.assert_allclose(metric, capped(factors), rtol=1e-5)
+    assert metric[3] == 0.5 < factors[3]
     measured = iqr * metric
     m = np.median(spread[spread > 0])
     np.testing.assert_allclose(measured[[0, 4]], [SPREAD_BAND, 1.0 / SPREAD_BAND], rtol=1e-5)
