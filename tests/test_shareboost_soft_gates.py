@@ -123,7 +123,7 @@ def test_soft_fit_reaches_the_optimum_on_the_ramp_features() -> None:
     assert soft.family_.pieces.gate_width == 0.6 and hard.family_.pieces.gate_width == 0.0
     pieces = soft.family_.pieces
     c, j = np.divmod(soft.selected_features_, pieces.n_radii)
-    gates = _ramp(_direct_dist2(pieces.measured(X), pieces.centres[c]),
+    gates = _ramp(_direct_dist2(pieces.measured(X), pieces.placed(pieces.centres[c])),
                   pieces.radii[c, j] ** 2, 0.6)
     base = np.hstack([(X.astype(np.float64) - pieces.shift) * pieces.scale,
                       np.ones((len(y), 1))])

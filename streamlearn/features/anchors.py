@@ -100,7 +100,12 @@ class AnchorPieces:
         space); None: between ``x`` and the centres.
     shift : ndarray of shape (d,), float64, or None
         Subtracted before ``scale`` in the linear part (None: nothing), so that a feature
-        moved by a constant gives the same columns.
+        moved by a constant gives the same columns. With a metric, the distances' space
+        is moved by ``shift * metric`` too (:meth:`measured`, :meth:`placed`): the same
+        distances, but squared_distances' float32 expansion then squares numbers near the
+        data's spread, not its offset (a feature of 1e4 give or take 3 measured as it
+        is left the distances a few units of rounding: ShareBoost's test accuracy 92.7 ->
+        85.0 %).
     gate_width : float
         0: a piece's gate is its ball's indicator (hard); ``w > 0``: the soft-edged gate of
         :func:`soft_gates`, a ramp of width ``w r^2`` in the squared distance. Pieces saved
@@ -193,18 +198,37 @@ class AnchorPieces:
         c, j = divmod(int(candidate), self.n_radii)
         return self.centres[c], float(self.radii[c, j])
 
+    @property
+    def origin(self) -> np.ndarray | None:
+        """Where the distances' space is moved to: ``shift * metric`` (float64), or None
+        (no metric or no shift: not moved)."""
+        if self.metric is None or self.shift is None:
+            return None
+        return self.shift * self.metric
+
     def measured(self, X: np.ndarray) -> np.ndarray:
-        """The rows in the space of the distances, ``x * metric`` (float32; ``X`` itself
-        without a metric)."""
+        """The rows in the space of the distances, ``x * metric - origin`` (float32;
+        ``X`` itself without a metric)."""
         if self.metric is None:
             return X
         out = np.empty(X.shape, dtype=np.float32)
         np.multiply(X, self.metric, out=out, casting="unsafe")
+        origin = self.origin
+        if origin is not None:
+            out -= origin.astype(np.float32)
         return out
+
+    def placed(self, centres: np.ndarray) -> np.ndarray:
+        """``centres`` (of :attr:`centres`' space) moved as :meth:`measured` moves the
+        rows, float32."""
+        origin = self.origin
+        if origin is None:
+            return centres
+        return (np.asarray(centres, dtype=np.float64) - origin).astype(np.float32)
 
     def distances(self, X: np.ndarray) -> np.ndarray:
         """Squared distances from every row to every candidate centre, (n, n_centres)."""
-        return squared_distances(self.measured(X), self.centres)
+        return squared_distances(self.measured(X), self.placed(self.centres))
 
     def gates(self, X: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
         """Gates of the pieces ``(centres, radii)``: the ball indicators
@@ -216,7 +240,8 @@ class AnchorPieces:
         ndarray of shape (n, T), float32
         """
         radii2 = np.asarray(radii, dtype=np.float64).reshape(-1, 1) ** 2
-        dist2 = squared_distances(self.measured(X), centres.reshape(radii2.shape[0], X.shape[1]))
+        dist2 = squared_distances(self.measured(X),
+                                  self.placed(centres.reshape(radii2.shape[0], X.shape[1])))
         if self.gate_width > 0:
             return soft_gates(dist2, radii2.ravel(), float(self.gate_width))
         return (dist2 < radii2.T).astype(np.float32)

@@ -336,7 +336,7 @@ class AnchorColumns:
         if bins is not None:
             binned_histogram_numpy(bins, base, residuals, acc)
             return
-        centres, radii2 = self.pieces.centres, self.radii2
+        centres, radii2 = self.pieces.placed(self.pieces.centres), self.radii2
         soft = self.pieces.gate_width > 0
         if soft:  # the bins end at the ramps' ends
             radii2 = ramp_bounds(radii2, float(self.pieces.gate_width))[0]
@@ -361,8 +361,8 @@ class AnchorColumns:
         centres = self.pieces.centres
         if self.pieces.gate_width > 0 or X.shape[0] * centres.shape[0] > NUMPY_ANCHOR_PAIRS:
             return None
-        return anchor_bins_numpy(squared_distances(self.pieces.measured(X), centres),
-                                 self.radii2)
+        return anchor_bins_numpy(squared_distances(self.pieces.measured(X),
+                                                   self.pieces.placed(centres)), self.radii2)
 
     @property
     def radii2(self) -> np.ndarray:

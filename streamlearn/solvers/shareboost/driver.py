@@ -324,11 +324,13 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
     n_centres = min(int(config.n_centres), summary.n_rows)
     chosen = anchor_metric(summary, 0 if dataset.classes is None else len(dataset.classes))
     metric = chosen.factors
-    centres = streamed_kmeans(dataset, n_centres, engine=runner, epochs=KMEANS_EPOCHS,
-                              seed=seed,
-                              standardiser=Standardiser(np.zeros_like(metric), 1.0 / metric))
-    top = float(config.max_coverage)
     shift, piece_scale = anchor_linear_map(summary.minimum, summary.maximum)
+    # clustered about the features' middles (AnchorPieces.origin: rounding), kept in the
+    # space of x * metric
+    centres = streamed_kmeans(dataset, n_centres, engine=runner, epochs=KMEANS_EPOCHS,
+                              seed=seed, standardiser=Standardiser(shift, 1.0 / metric))
+    centres = np.asarray(centres, dtype=np.float64) + shift * metric
+    top = float(config.max_coverage)
     pieces = AnchorPieces.from_sample(centres, summary.sample, int(config.n_radii),
                                       piece_scale, coverage=(top / COVERAGE_RANGE, top),
                                       metric=metric, shift=shift,
