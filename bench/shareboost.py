@@ -1,6 +1,6 @@
 """ShareBoost (paper 003): error against rounds and features, feature sharing, streaming cost.
 
-Five measurements, each with its peers in the same run:
+Measurements in parts, each with its peers in the same run:
 
 - ``mnist``: piecewise-linear anchors (Sec. 3.2, App. A.2) on a 50-dimensional PCA of MNIST:
   the Frobenius weight ``l2`` chosen on a validation split carved from the training rows
@@ -14,8 +14,13 @@ Five measurements, each with its peers in the same run:
   the same number of rounds; the classes join in several orders (which letters make up the
   first k changes how hard k classes are), with the median, the range and the exponent of
   the growth;
-- ``sharing_stumps``: the same with decision stumps as the candidate columns, a feature
-  counted once any selected stump cuts it;
+- ``sharing_stumps``: the same with decision stumps as the candidate columns, counted two
+  ways: the paper's features (Sec. 3.1: every stump is a column of ``W``), distinct stumps
+  over all classes, and the raw features, one counted once any selected stump cuts it;
+- ``sharing_anchors``: the same with piecewise-linear anchor pieces (Sec. 3.2) on letter's 16
+  raw features, a piece (a ball and its ``d + 1`` columns) counting as one feature, as the
+  paper's MNIST figure counts them; each binary one-vs-rest model draws its own candidate
+  balls, so its pieces are counted for every class they serve;
 - ``expanded``: satimage and pendigits with all products of pairs of features (App. A.3):
   test error against the fraction of features used, linear ShareBoost against scikit-learn's
   L1-regularised multinomial ``LogisticRegression`` along its regularisation path, and
@@ -69,6 +74,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sharing_stumps": {"family": "stumps", "class_counts": [2, 6, 13, 26],
                            "n_rounds": 40, "ovr_rounds": 10, "refit_iter": 8,
                            "targets": [0.30, 0.20], "orderings": 2},
+        "sharing_anchors": {"family": "anchors", "class_counts": [2, 6, 13, 26],
+                            "n_rounds": 15, "ovr_rounds": 4, "refit_iter": 8,
+                            "targets": [0.30, 0.20], "orderings": 2},
         "expanded": {"datasets": ["satimage"], "n_rounds": 15, "stump_rounds": 15,
                      "n_bins": 16, "refit_iter": 8, "lr_Cs": 3, "lr_max_iter": 40,
                      "gb_stages": 10},
@@ -86,6 +94,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sharing_stumps": {"family": "stumps", "class_counts": [2, 5, 10, 15, 20, 26],
                            "n_rounds": 120, "ovr_rounds": 30, "refit_iter": 10,
                            "targets": [0.30, 0.20], "orderings": 5},
+        "sharing_anchors": {"family": "anchors", "class_counts": [2, 5, 10, 15, 20, 26],
+                            "n_rounds": 40, "ovr_rounds": 10, "refit_iter": 10,
+                            "targets": [0.30, 0.20], "orderings": 5},
         "expanded": {"datasets": ["satimage", "pendigits"], "n_rounds": 80,
                      "stump_rounds": 60, "n_bins": 16, "refit_iter": 10, "lr_Cs": 8,
                      "gb_stages": 100},
@@ -241,11 +252,14 @@ def mnist_anchors(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- feature sharing: features needed against the number of classes ---------------------------
-def letter_problem() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Letter with its raw and pairwise-product features; first 16000 rows train."""
+def letter_problem(products: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                  np.ndarray]:
+    """Letter with its raw (and, with ``products``, pairwise-product) features; first 16000
+    rows train."""
     raw = np.load(data_dir() / "letter.npz")
     X = raw["X"].astype(np.float32) / 15.0
-    X = np.hstack([X, pair_products(X)])
+    if products:
+        X = np.hstack([X, pair_products(X)])
     y = raw["y"].astype(np.int64)
     return X[:16000], y[:16000], X[16000:], y[16000:]
 
@@ -258,6 +272,20 @@ def first_reaching(errors: list[float], counts: list[int], target: float) -> int
     return None
 
 
+def column_keys(model: Any, family: str, owner: int) -> set[Any]:
+    """The paper's features a fitted ShareBoost model computes, as keys comparable across
+    models: a linear column's feature, a stump's feature and threshold, an anchor piece's
+    candidate within the model ``owner`` (binary one-vs-rest models draw their own balls,
+    so pieces of two models are never the same)."""
+    selected = np.asarray(model.selected_features_, dtype=np.int64)
+    if family == "stumps":
+        features, thresholds = model.family_.split(selected)
+        return {(int(f), float(t)) for f, t in zip(features, thresholds, strict=True)}
+    if family == "anchors":
+        return {(owner, int(c)) for c in selected}
+    return {int(c) for c in selected}
+
+
 def class_order(ordering: int) -> np.ndarray:
     """Letters in the order classes are added: ordering 0 is A, B, C, ...; others are seeded
     permutations of the 26."""
@@ -267,15 +295,16 @@ def class_order(ordering: int) -> np.ndarray:
 def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
     """ShareBoost against greedy one-vs-rest on the first k classes of one class order.
 
-    The candidate columns are ``cfg["family"]``'s (linear features by default, or decision
-    stumps); the count after each round is the distinct raw features the model reads
-    (``used_features_``: for linear columns the columns selected, for stumps the features
-    their thresholds cut)."""
+    The candidate columns are ``cfg["family"]``'s (linear features by default, decision
+    stumps or anchor pieces); two counts after each round: the distinct raw features the
+    models read (``used_features_``: for linear columns the columns selected, for stumps the
+    features their thresholds cut, for anchors every feature) and the paper's features, the
+    distinct columns (stumps, pieces) over all classes (:func:`column_keys`)."""
     from streamlearn.models.shareboost import ShareBoostClassifier
 
     family = cfg.get("family", "linear")
 
-    X, y, X_test, y_test = letter_problem()
+    X, y, X_test, y_test = letter_problem(products=family != "anchors")
     order = class_order(ordering)
     rank = np.empty(26, dtype=np.int64)
     rank[order] = np.arange(26)
@@ -289,9 +318,14 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
                                       refit_iter=cfg["refit_iter"], **PAPER,
                                       chunk_rows=len(yk), random_state=SEED)
         sb_counts: list[int] = []
-        shared.fit(Xk, yk, validation=(Xk_test, yk_test),
-                   callback=lambda t, m, counts=sb_counts: counts.append(
-                       len(m.used_features_)))
+        sb_columns: list[int] = []
+
+        def record_shared(t: int, m: Any, counts: list[int] = sb_counts,
+                          columns: list[int] = sb_columns) -> None:
+            counts.append(len(m.used_features_))
+            columns.append(len(column_keys(m, family, -1)))
+
+        shared.fit(Xk, yk, validation=(Xk_test, yk_test), callback=record_shared)
         shared_s = time.perf_counter() - start
         sb_errors = [float(e) for e in shared.path_["validation_error"]]
 
@@ -299,13 +333,17 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
         start = time.perf_counter()
         margins = np.zeros((cfg["ovr_rounds"] + 1, k, len(yk_test)))
         used: list[list[set[int]]] = []
+        used_columns: list[list[set[Any]]] = []
         for c in range(k):
             per_round: list[set[int]] = []
+            columns_per_round: list[set[Any]] = []
 
             def record(t: int, m: Any, c: int = c, per_round: list[set[int]] = per_round,
+                       columns_per_round: list[set[Any]] = columns_per_round,
                        test: np.ndarray = Xk_test, margins: np.ndarray = margins) -> None:
                 margins[t:, c] = m.decision_function(test)  # two classes: s_1 - s_0
                 per_round.append(set(m.used_features_.tolist()))
+                columns_per_round.append(column_keys(m, family, c))
 
             ShareBoostClassifier(n_rounds=cfg["ovr_rounds"], features=family,
                                  refit_iter=cfg["refit_iter"], **PAPER, chunk_rows=len(yk),
@@ -313,24 +351,33 @@ def sharing_ordering(cfg: dict[str, Any], ordering: int) -> dict[str, Any]:
                 Xk, (yk == c).astype(np.int64), callback=record)
             while len(per_round) < cfg["ovr_rounds"] + 1:  # stopped early: keeps its model
                 per_round.append(per_round[-1])
+                columns_per_round.append(columns_per_round[-1])
             used.append(per_round)
+            used_columns.append(columns_per_round)
         ovr_s = time.perf_counter() - start
         ovr_errors = [float(np.mean(margins[t].argmax(axis=0) != yk_test))
                       for t in range(cfg["ovr_rounds"] + 1)]
         ovr_counts = [len(set().union(*(u[t] for u in used)))
                       for t in range(cfg["ovr_rounds"] + 1)]
+        ovr_columns = [len(set().union(*(u[t] for u in used_columns)))
+                       for t in range(cfg["ovr_rounds"] + 1)]
         points.append({
             "n_classes": int(k),
             "shareboost": {"test_error": sb_errors, "n_features": sb_counts,
-                           "fit_s": shared_s},
+                           "n_columns": sb_columns, "fit_s": shared_s},
             "one_vs_rest": {"test_error": ovr_errors, "n_features": ovr_counts,
-                            "fit_s": ovr_s},
+                            "n_columns": ovr_columns, "fit_s": ovr_s},
             "needed": {f"{target:.2f}": {
                 "shareboost": first_reaching(sb_errors, sb_counts, target),
                 "one_vs_rest": first_reaching(ovr_errors, ovr_counts, target),
             } for target in cfg["targets"]},
+            "needed_columns": {f"{target:.2f}": {
+                "shareboost": first_reaching(sb_errors, sb_columns, target),
+                "one_vs_rest": first_reaching(ovr_errors, ovr_columns, target),
+            } for target in cfg["targets"]},
         })
-        log(f"sharing: order {ordering}, k={k} needed {points[-1]['needed']}")
+        log(f"sharing: order {ordering}, k={k} needed {points[-1]['needed']}, columns "
+            f"{points[-1]['needed_columns']}")
     return {"ordering": ordering, "class_order": order.tolist(), "n_features": X.shape[1],
             "family": family, "points": points}
 
@@ -363,13 +410,26 @@ def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
     workers = max(1, min(n_orders, len(os.sched_getaffinity(0))))
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         orders = list(pool.map(sharing_ordering, [cfg] * n_orders, range(n_orders)))
+    n_features = orders[0].pop("n_features")
+    for order in orders[1:]:
+        del order["n_features"]
+    return {"settings": {**cfg, "dataset": "letter", "n_features": n_features},
+            "orders": orders, "needed": needed_summary(orders, cfg, "needed"),
+            "needed_columns": needed_summary(orders, cfg, "needed_columns")}
+
+
+def needed_summary(orders: list[dict[str, Any]], cfg: dict[str, Any],
+                   count: str) -> dict[str, Any]:
+    """Per target and method, the features needed (``count``: ``"needed"`` for raw features,
+    ``"needed_columns"`` for the paper's features) over the class orders: median, range,
+    orders that reached the target, and growth exponents."""
     ks = list(cfg["class_counts"])
     summary: dict[str, Any] = {}
     for target in cfg["targets"]:
         key = f"{target:.2f}"
         summary[key] = {}
         for method in ("shareboost", "one_vs_rest"):
-            per_order = [[p["needed"][key][method] for p in o["points"]] for o in orders]
+            per_order = [[p[count][key][method] for p in o["points"]] for o in orders]
             medians = [median_needed([need[i] for need in per_order]) for i in range(len(ks))]
             exponents = [growth_exponent(ks, need) for need in per_order]
             summary[key][method] = {
@@ -383,11 +443,7 @@ def feature_sharing(cfg: dict[str, Any]) -> dict[str, Any]:
                 "exponent_of_median": growth_exponent(ks, medians),
                 "exponent_per_order": exponents,
             }
-    n_features = orders[0].pop("n_features")
-    for order in orders[1:]:
-        del order["n_features"]
-    return {"settings": {**cfg, "dataset": "letter", "n_features": n_features},
-            "orders": orders, "needed": summary}
+    return summary
 
 
 # -- expanded problems of App. A.3 -------------------------------------------------------------
@@ -676,9 +732,11 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def sharing_table(s: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+def sharing_table(s: dict[str, Any], count: str = "needed") -> tuple[list[str],
+                                                                     list[list[Any]]]:
     """Columns and rows of a feature-sharing part: features needed per class count and
-    target, median over class orders (range), and the growth exponents."""
+    target, median over class orders (range), and the growth exponents; ``count`` is
+    ``"needed"`` (raw features) or ``"needed_columns"`` (the paper's features)."""
     sharing_rows: list[list[Any]] = []
     ks = s["settings"]["class_counts"]
 
@@ -692,13 +750,13 @@ def sharing_table(s: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     for i, k in enumerate(ks):
         row: list[Any] = [k]
         for target in s["settings"]["targets"]:
-            need = s["needed"][f"{target:.2f}"]
+            need = s[count][f"{target:.2f}"]
             row += [cell(need["shareboost"], i), cell(need["one_vs_rest"], i)]
         sharing_rows.append(row)
     row = ["growth exponent"]
     for target in s["settings"]["targets"]:
         for method in ("shareboost", "one_vs_rest"):
-            need = s["needed"][f"{target:.2f}"][method]
+            need = s[count][f"{target:.2f}"][method]
             per = [e for e in need["exponent_per_order"] if e is not None]
             med = need["exponent_of_median"]
             row.append("-" if med is None else
@@ -785,6 +843,25 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
                          "one-vs-rest model); features = distinct raw or product features "
                          "the selected stumps cut."}]
               if "sharing_stumps" in report else []),
+            *([{"title": "letter, decision stumps: stumps (the paper's features) needed to "
+                         "reach a test error",
+                "columns": sharing_table(report["sharing_stumps"], "needed_columns")[0],
+                "rows": sharing_table(report["sharing_stumps"], "needed_columns")[1],
+                "notes": "the same fits as the table above; features = distinct stumps "
+                         "(feature and threshold) over all classes, each a column of W "
+                         "(Sec. 3.1)."}]
+              if "needed_columns" in report.get("sharing_stumps", {}) else []),
+            *([{"title": "letter, anchor pieces: pieces needed to reach a test error",
+                "columns": sharing_table(report["sharing_anchors"], "needed_columns")[0],
+                "rows": sharing_table(report["sharing_anchors"], "needed_columns")[1],
+                "notes": "as the tables above on letter's 16 raw features, every candidate "
+                         "an anchor piece (a ball and its d + 1 columns, Sec. 3.2) "
+                         f"({report['sharing_anchors']['settings']['n_rounds']} rounds for "
+                         "ShareBoost, "
+                         f"{report['sharing_anchors']['settings']['ovr_rounds']} per binary "
+                         "one-vs-rest model, each drawing its own balls); features = "
+                         "pieces over all classes."}]
+              if "sharing_anchors" in report else []),
             {"title": "expanded problems: best test error within a feature budget",
              "columns": ["dataset", "features used", "ShareBoost linear", "L1 logistic",
                          "ShareBoost stumps", "gradient-boosted stumps"],
@@ -812,6 +889,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
     parser.add_argument("--only", nargs="*", choices=["mnist", "sharing", "sharing_stumps",
+                                                      "sharing_anchors",
                                                       "expanded", "streaming"],
                         help="run these parts and keep the others from the last results "
                              "(none: only rebuild the report from them)")
@@ -855,7 +933,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.gate == "soft":
         cfg["mnist"]["gate_width"] = list(args.gate_width)
     runners = {"mnist": mnist_anchors, "sharing": feature_sharing,
-               "sharing_stumps": feature_sharing, "expanded": expanded,
+               "sharing_stumps": feature_sharing, "sharing_anchors": feature_sharing,
+               "expanded": expanded,
                "streaming": streaming}
     parts = list(runners) if args.only is None else args.only
     out_file = args.out / "shareboost.json"
