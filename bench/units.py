@@ -11,7 +11,13 @@ features, with its features multiplied by ``RAW_SCALES`` as the "raw" units.
 
 Run ``python bench/units.py`` (``STREAMLEARN_DATA`` as for the other scripts; a few minutes
 on 2 cores, most of it SpJSBoost on adult) or ``--quick`` (satimage and adult, 2,000 training
-rows); results go to ``bench/results/units.json``.
+rows); results go to ``bench/results/units.json``. ``--seeds N`` fits every classifier with
+``random_state`` 0 to ``N - 1`` both ways on the same rows: ``raw`` and ``unit_interval`` are
+then the means over the seeds, beside each seed's errors, their standard deviations and the
+standard error of the mean paired difference. A model that draws at random (k-means
+centres, prototypes, row orders) lands on a different model for each seed, and the float32
+rounding of rescaled features acts like another draw: the seeds tell a difference of units
+from that spread.
 """
 
 from __future__ import annotations
@@ -87,6 +93,29 @@ def error_pct(model: Any, X: np.ndarray, y: np.ndarray, Xt: np.ndarray,
     return 100.0 * (1.0 - float(model.score(Xt, yt))), seconds, warned
 
 
+def units_row(name: str, label: str,
+              fits: list[tuple[tuple[float, float, int], tuple[float, float, int]]],
+              n_train: int) -> dict[str, Any]:
+    """One dataset and model: each seed's (raw, [0, 1]) fits as (error %, seconds, warnings);
+    with several seeds the means, spreads and each seed's figures."""
+    raw = np.array([r[0] for r, _ in fits])
+    scaled = np.array([s[0] for _, s in fits])
+    row: dict[str, Any] = {
+        "dataset": name, "model": label, "metric": "test error %",
+        "raw": float(raw.mean()), "unit_interval": float(scaled.mean()),
+        "difference": float((raw - scaled).mean()),
+        "fit_s": [t for r, s in fits for t in (r[1], s[1])],
+        "convergence_warnings": [w for r, s in fits for w in (r[2], s[2])],
+        "n_train": n_train}
+    if len(fits) > 1:
+        diff = raw - scaled
+        row.update({"seeds": len(fits), "raw_per_seed": raw.tolist(),
+                    "unit_interval_per_seed": scaled.tolist(),
+                    "raw_sd": float(raw.std(ddof=1)), "unit_interval_sd": float(scaled.std(ddof=1)),
+                    "difference_standard_error": float(diff.std(ddof=1) / np.sqrt(len(diff)))})
+    return row
+
+
 def regression_problem(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     X = rng.normal(size=(n, 5))
     y = (X[:, 0] + X[:, 1]) ** 2 / 2 + np.sin(X[:, 0] - X[:, 1]) + 0.3 * rng.normal(size=n)
@@ -101,6 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=None,
                         help="comma-separated classifier labels (default: all, and the "
                              "regression part)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="fit every classifier with random_state 0..N-1 and report means")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     args = parser.parse_args(argv)
     chosen = None if args.models is None else set(args.models.split(","))
@@ -117,14 +148,19 @@ def main(argv: list[str] | None = None) -> None:
         for label, cls in classifiers(name in BINARY).items():
             if chosen is not None and label not in chosen:
                 continue
-            raw, raw_s, raw_w = error_pct(cls(progress=False), X, y, Xt, yt)
-            scaled, scaled_s, scaled_w = error_pct(cls(progress=False), S, y, St, yt)
-            rows.append({"dataset": name, "model": label, "metric": "test error %",
-                         "raw": raw, "unit_interval": scaled, "difference": raw - scaled,
-                         "fit_s": [raw_s, scaled_s],
-                         "convergence_warnings": [raw_w, scaled_w], "n_train": len(y)})
-            print(f"{name:10s} {label:26s} raw {raw:6.2f}  [0,1] {scaled:6.2f}  "
-                  f"ConvergenceWarnings {raw_w}/{scaled_w}", flush=True)
+            if args.seeds == 1:  # the model's defaults, random_state included
+                fits = [(error_pct(cls(progress=False), X, y, Xt, yt),
+                         error_pct(cls(progress=False), S, y, St, yt))]
+            else:
+                fits = [(error_pct(cls(progress=False, random_state=seed), X, y, Xt, yt),
+                         error_pct(cls(progress=False, random_state=seed), S, y, St, yt))
+                        for seed in range(args.seeds)]
+            rows.append(units_row(name, label, fits, len(y)))
+            row = rows[-1]
+            print(f"{name:10s} {label:26s} raw {row['raw']:6.2f}  [0,1] "
+                  f"{row['unit_interval']:6.2f}  ConvergenceWarnings "
+                  f"{sum(row['convergence_warnings'][0::2])}/"
+                  f"{sum(row['convergence_warnings'][1::2])}", flush=True)
     if chosen is not None and "SparsePPRRegressor" not in chosen:
         write_report(args, max_train, rows)
         return
@@ -153,6 +189,7 @@ def write_report(args: argparse.Namespace, max_train: int, rows: list[dict[str, 
     report = {"benchmark": "units", "machine": machine_info(),
               "versions": library_versions(("numpy", "numba", "streamlearn")),
               "quick": bool(args.quick), "max_train": max_train, "seed": SEED,
+              "seeds": args.seeds,
               "models": args.models, "results": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "units.json"
