@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -59,6 +60,8 @@ def classifiers(binary: bool) -> dict[str, Any]:
     models: dict[str, Any] = {"AdditiveSVC": AdditiveSVC,
                               'AdditiveSVC(embedding="linear")': partial(AdditiveSVC,
                                                                          embedding="linear"),
+                              'AdditiveSVC(embedding="linear", zero_preserving=True)': partial(
+                                  AdditiveSVC, embedding="linear", zero_preserving=True),
                               "MixtureSVC": MixtureSVC,
                               "ShareBoostClassifier": ShareBoostClassifier,
                               "SuperSparseClassifier": SuperSparseClassifier}
@@ -134,7 +137,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="fit every classifier with random_state 0..N-1 and report means")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     args = parser.parse_args(argv)
-    chosen = None if args.models is None else set(args.models.split(","))
+    # commas inside a label's parentheses belong to it
+    chosen = (None if args.models is None
+              else set(re.split(r",(?![^()]*\))", args.models)))
     names = (args.datasets.split(",") if args.datasets
              else list(QUICK_DATASETS if args.quick else DATASETS))
     max_train = QUICK_TRAIN if args.quick else MAX_TRAIN

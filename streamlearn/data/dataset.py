@@ -454,15 +454,19 @@ class Dataset:
         Parameters
         ----------
         transform : object with ``apply(X) -> ndarray``
-            Maps a chunk's (n, d) float32 values to new (n, d) float32 values.
+            Maps a chunk's (n, d) float32 values to new (n, d) float32 values. On sparse
+            rows, a map that sends 0 to 0 (``keeps_zeros`` true) and whose ``apply`` also
+            takes and returns :class:`~streamlearn.data.sparse_rows.SparseRows`.
 
         Returns
         -------
         Dataset
         """
-        if self.is_sparse:
-            raise ValueError("a feature transform applies to dense rows only: mapping "
-                             "the stored values of sparse rows would leave their zeros")
+        if self.is_sparse and (self._feature_transform is not None
+                               or not getattr(transform, "keeps_zeros", False)):
+            raise ValueError("a feature transform of sparse rows must send 0 to 0 (a "
+                             "scale): mapping only their stored values would leave their "
+                             "zeros as they are")
         out = copy.copy(self)
         out._feature_transform = (transform if self._feature_transform is None
                                   else ChainedTransform(self._feature_transform, transform))
@@ -1100,6 +1104,8 @@ class Dataset:
             X = X.take(keep)
             y_raw = y_raw[keep] if y_raw is not None else None
             w = w[keep] if w is not None else None
+        if self._feature_transform is not None:  # a scale (with_feature_transform)
+            X = self._feature_transform.apply(X)  # type: ignore[arg-type]
         index = (keep + a).astype(np.int64) if keep is not None else None
         if w is not None:
             w = self._checked_weights(w, a, index)

@@ -326,7 +326,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         linear model (``embedding="linear"`` and the linear candidate of
         ``n_bases="auto"``) is then linear in the mapped features, its ``coef_`` their
         weights; False fits one of the raw values, as do ``standardize=False`` and
-        ``zero_preserving=True`` for ``embedding="linear"`` (features as they are).
+        ``zero_preserving=True`` for ``embedding="linear"`` (features scaled only, see
+        ``standardize``).
     standardize : bool
         The linear model (``embedding="linear"``, and the linear candidate of
         ``n_bases="auto"``) on dense rows trains on each feature standardised by the
@@ -336,9 +337,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         (the map is folded into the weights after training). With ``bias_scale = 0`` the
         features are divided by their deviations but not centred: a shift would need the
         bias the model does not have. It makes the describe pass
-        a linear fit would otherwise skip. Sparse rows and ``zero_preserving=True``
-        (whose zeros a shift would fill) and :meth:`partial_fit` train on the features as
-        they are, as does False.
+        a linear fit would otherwise skip. Sparse rows and ``zero_preserving=True``,
+        whose zeros a shift would fill, train on each feature divided by its largest
+        absolute value (scikit-learn's ``MaxAbsScaler``; a column of zeros keeps 1): 0/1
+        columns stay as they are, and a column in other units no longer trains a worse
+        model (CSR rows of adult, 8,000 training rows: test error 22.25 % as stored,
+        15.67 % with every feature mapped to [0, 1]; 15.59 % scaled). On sparse rows the
+        scale comes from the describe pass only where the fit makes one anyway (rows held
+        out for calibration, the default; weights; dropped rows), since it reads sparse
+        rows whole: with ``calibrate=False`` they train as they are, and the fit reads
+        them once an epoch. :meth:`partial_fit` trains on the features as they are,
+        as does False.
     solver : {"pegasos", "dcd"}
         Primal stochastic sub-gradient (PEGASOS) or dual coordinate descent (liblinear's
         algorithm, block-wise over chunks, dual variables kept per row).
@@ -1272,6 +1281,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             slope_on_training_rows=bool(self.calibrate),
             standardize_linear=bool(self.standardize)
             and not self._zero_preserving(dataset.is_sparse),
+            scale_linear=bool(self.standardize) and self._zero_preserving(dataset.is_sparse),
             value_terms=self._auto_value_terms(dataset.is_sparse))
         # the linear model maps crowded features where it standardises them: the map
         # comes from the describe pass that makes (features as they are otherwise)

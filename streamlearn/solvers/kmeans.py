@@ -111,6 +111,30 @@ class Standardiser:
         keep = np.asarray(varies, dtype=bool) & (std > 0) & np.isfinite(std)
         return cls(np.where(np.isfinite(mean), mean, 0.0), np.where(keep, std, 1.0))
 
+    @classmethod
+    def from_max_abs(cls, minimum: np.ndarray, maximum: np.ndarray) -> Standardiser:
+        """No shift; each feature divided by its largest absolute value (as scikit-learn's
+        ``MaxAbsScaler``), which keeps zeros, and so sparse rows, as they are. A feature
+        whose largest absolute value is zero or not finite keeps the scale 1.
+
+        Parameters
+        ----------
+        minimum, maximum : ndarray of shape (n_features,)
+
+        Returns
+        -------
+        Standardiser
+        """
+        largest = np.maximum(np.abs(np.asarray(minimum, dtype=np.float64)),
+                             np.abs(np.asarray(maximum, dtype=np.float64)))
+        keep = (largest > 0) & np.isfinite(largest)
+        return cls(np.zeros(largest.shape), np.where(keep, largest, 1.0))
+
+    @property
+    def keeps_zeros(self) -> bool:
+        """Whether the map sends 0 to 0 (no shift): it may then map sparse rows."""
+        return not self._centres
+
     def unscaled(self, columns: Sequence[int]) -> Standardiser:
         """The same map with ``columns`` centred only (scale 1): for 0/1 indicator columns
         of one categorical feature, whose ``k`` columns together then vary about as much

@@ -256,6 +256,16 @@ class AdditiveConfig:
         afterwards (:func:`fold_standardisation`); the describe pass is then always made.
         Without a bias (``bias_scale = 0``) the features are scaled but not centred, so
         the model stays one without an intercept.
+    scale_linear : bool
+        A linear model on sparse rows, or one that keeps zeros (``zero_preserving``),
+        trains on each feature divided by its largest absolute value in the describe pass
+        (a column of zeros keeps the scale 1), folded into its weights afterwards: a
+        shift would fill the zeros in, a scale keeps them, and a feature's units then do
+        not decide how much the penalty holds its weight back (0/1 columns stay as they
+        are). The describe pass is then made on dense rows; on sparse rows, which it
+        reads whole, only where the fit makes it anyway (rows held out for calibration,
+        weights, dropped rows): otherwise the rows train as they are,
+        and the fit reads them once an epoch.
     value_terms : bool
         Screen the per-feature model's residuals for features whose effect jumps at single
         values, and keep value terms for them when they lower the held-out log-loss
@@ -305,6 +315,7 @@ class AdditiveConfig:
     linear_candidate: bool = False
     slope_on_training_rows: bool = False
     standardize_linear: bool = False
+    scale_linear: bool = False
     value_terms: bool = False
     ovo_candidate: bool = False
     cross_fit_share: float | None = None
@@ -1500,9 +1511,15 @@ def _fit_terms_on(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
     assert classes is not None
     feature_map = config.feature_map
     summary = given
-    standardize = config.standardize_linear and feature_map is None and not dataset.is_sparse
-    if (given is None and feature_map is None and holdout is None and not standardize
-            and dataset.nan_policy != "drop" and not dataset.weighted):
+    described = not (given is None and feature_map is None and holdout is None
+                     and dataset.nan_policy != "drop" and not dataset.weighted)
+    # sparse rows are described whole: a fit that needs no describe pass otherwise (no
+    # rows held out, no map) reads them only for its epochs, and takes them as they are
+    scale_only = (feature_map is None and config.scale_linear
+                  and (described or not dataset.is_sparse))
+    standardize = scale_only or (config.standardize_linear and feature_map is None
+                                 and not dataset.is_sparse)
+    if not described and not standardize:
         # nothing needs the describe pass: no map to fit, no rows held out, no weights
         # to add up, and the store's metadata counts the training rows
         n_train, n_holdout, train_weight = dataset.n_rows, 0, float(dataset.n_rows)
@@ -1528,8 +1545,11 @@ def _fit_terms_on(runner: Any, dataset: Dataset, config: AdditiveConfig, seed: i
     standardiser = None
     if standardize and summary is not None:  # the passes below read standardised rows
         desc = summary.description
-        standardiser = Standardiser.from_mean_std(desc.mean, desc.std,
-                                                  np.asarray(desc.max) > np.asarray(desc.min))
+        if scale_only:  # zeros kept: each feature over its largest absolute value
+            standardiser = Standardiser.from_max_abs(desc.min, desc.max)
+        else:
+            standardiser = Standardiser.from_mean_std(
+                desc.mean, desc.std, np.asarray(desc.max) > np.asarray(desc.min))
         if not config.bias_scale > 0.0:  # no bias to take the shift: scale only
             standardiser = Standardiser(np.zeros_like(standardiser.shift), standardiser.scale)
         dataset = dataset.with_feature_transform(standardiser)
