@@ -1814,12 +1814,15 @@ def sparse_term_importances(rows: SparseRows, coef_d: np.ndarray,
     entries = SparseRows(np.arange(rows.nnz + 1, dtype=np.int64), rows.indices, rows.values,
                          d)
     terms = decision_ovr_chunk(entries, W, 0.0, *emb)  # (nnz, m)
-    spread = np.zeros((d, W.shape[0]))
     stored = np.bincount(rows.indices, minlength=d)
-    mean = np.zeros((d, W.shape[0]))
-    np.add.at(mean, rows.indices, terms)
-    mean /= k
-    np.add.at(spread, rows.indices, np.abs(terms - mean[rows.indices]))
+
+    def column_sums(values: np.ndarray) -> np.ndarray:
+        # per feature and model; np.add.at made these sums 60 % of a partial_fit call
+        return np.column_stack([np.bincount(rows.indices, weights=values[:, j], minlength=d)
+                                for j in range(values.shape[1])])
+
+    mean = column_sums(terms) / k
+    spread = column_sums(np.abs(terms - mean[rows.indices]))
     spread += (k - stored)[:, None] * np.abs(mean)
     return spread.mean(axis=1) / k
 
