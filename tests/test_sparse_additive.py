@@ -152,8 +152,8 @@ def test_other_models_refuse_sparse_rows():
         SparseJSBoostClassifier().fit(M, y)
     with pytest.raises(TypeError, match="sparse"):
         SparseJSBoostClassifier().fit(open_dataset(M, target=y))
-    with pytest.raises(TypeError, match="partial_fit takes dense rows"):
-        AdditiveSVC().partial_fit(M, y)
+    with pytest.raises(ValueError, match="partial_fit was given sparse rows: embedding="):
+        AdditiveSVC(embedding="fourier").partial_fit(M, y)
 
 
 def test_nan_in_stored_values():

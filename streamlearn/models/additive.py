@@ -34,6 +34,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data.sources.base import default_feature_names
+from streamlearn.data.sparse_rows import SparseRows, column_moments, take_rows
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
 from streamlearn.errors import LabelError, SchemaError
 from streamlearn.features import (
@@ -101,7 +102,7 @@ from streamlearn.solvers.additive.driver import (
     sample_importances,
     step_norm_sq,
 )
-from streamlearn.solvers.additive.growth import grown_bspline_map, reproject
+from streamlearn.solvers.additive.growth import grown_bspline_map, grown_to_cover, reproject
 from streamlearn.solvers.calibration import (
     MIN_CALIBRATION_ROWS,
     class_probabilities,
@@ -1501,9 +1502,19 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         :meth:`predict_proba` uses the plain logistic of the scores (or the sigmoids of an
         earlier ``fit``).
 
+        Sparse rows (a ``scipy.sparse`` matrix or array, as ``HashingVectorizer`` gives)
+        train as ``fit`` trains them, each stored value costing its bases and each zero
+        nothing, with the settings that ``fit`` takes sparse rows with (``embedding``
+        ``"linear"``, or ``"bspline"`` with ``zero_preserving`` true or ``"auto"``; no
+        pairs). A model whose map was made for dense rows (``zero_preserving`` false, or
+        features mapped first by ``spread_tails``) takes dense rows only. The first
+        call's columns (zeros included) give the map's ranges, and a later value outside
+        them grows the map as for dense rows. The features are taken as they are, as for
+        dense rows.
+
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
+        X : array-like or scipy.sparse matrix of shape (n, n_features)
         y : array-like of shape (n,)
         classes : array-like, optional
             All labels that will ever be seen; only on the first call.
@@ -1516,19 +1527,29 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self._check_partial_fit_target(y)
         self._validate_hyperparameters()
         sample_weight = self._partial_fit_sample_weight(y, classes, sample_weight)
-        if sparse_rows_of(X, None, type(self).__name__) is not None:
-            raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
-                            "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
+        rows = sparse_rows_of(X, self.n_features_in_ if self.is_fitted else None,
+                              type(self).__name__, named=has_named_features(self))
         if sample_weight is not None:  # finite and non-negative, as fit takes them
             sample_weight = check_sample_weight(sample_weight, np.shape(y)[0],
                                                 all_zero=self.is_fitted)
         first = not self.is_fitted
-        if first:
+        if rows is not None:
+            self._check_sparse_partial_fit(rows, first)
+        if first and rows is not None:
+            self._start_partial_fit_sparse(rows, y, classes, sample_weight)
+        elif first:
             self._start_partial_fit(X, y, classes, sample_weight)
         elif classes is not None and not np.array_equal(sorted_classes(classes), self.classes_):
             raise LabelError(f"classes {list(classes)} differ from those of the first call "
                              f"{self.classes_.tolist()}")
-        X = self._model_rows(self._check_training_X(X))
+        if rows is not None:
+            return self._partial_fit_rows(rows, y, sample_weight, first)
+        return self._partial_fit_rows(self._model_rows(self._check_training_X(X)), y,
+                                      sample_weight, first)
+
+    def _partial_fit_rows(self, X: np.ndarray | SparseRows, y: Any, sample_weight: Any,
+                          first: bool) -> AdditiveSVC:
+        """:meth:`partial_fit`'s steps over checked rows, dense or sparse."""
         codes = encode_labels(y, self.classes_)
         if codes.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}")
@@ -1538,15 +1559,20 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"X has {X.shape[0]} rows but sample_weight has {weight.shape[0]}")
         kept = weight > 0
         if not kept.all():  # a row of weight 0 is no row: no growth, no step, not counted
-            X, codes, weight = X[kept], codes[kept], weight[kept]
+            X = X.take(np.flatnonzero(kept)) if isinstance(X, SparseRows) else X[kept]
+            codes, weight = codes[kept], weight[kept]
             if X.shape[0] == 0:
                 return self._class_weight_recorded()
         if not first:
             self._count_rows(X.shape[0], float(np.sum(weight, dtype=np.float64)))
-        if (self.feature_range is None and isinstance(self.feature_map_, BSplineMap)
+        if first and self.feature_range is None:
+            pass  # the rows the map came from
+        elif (self.feature_range is None and isinstance(self.feature_map_, BSplineMap)
                 and not isinstance(self.feature_map_, BSplinePairMap)):
             self._grow_map(X)
-        elif not (first and self.feature_range is None):  # not the rows the map came from
+        elif isinstance(X, SparseRows):
+            self._warn_clamped(self._sparse_clamped(X), X.n_rows)
+        else:
             self._warn_outside_range(X)
         W = np.ascontiguousarray(self.state_w_d_, dtype=np.float64).copy()
         averaging = self.t_ >= self.average_start_
@@ -1592,17 +1618,65 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         with library_rows():
             self._set_importances(self._model_rows(self._check_training_X(X)))
 
-    def _set_importances(self, X: np.ndarray) -> None:
+    def _set_importances(self, X: np.ndarray | SparseRows) -> None:
         """``feature_importances_`` and ``interaction_importances_`` of the model as it is,
         over the rows of a ``partial_fit`` call (at most ``DESCRIBE_SAMPLE_ROWS`` of them,
         evenly spaced): ``fit`` takes them over the describe pass's row sample."""
         if X.shape[0] > DESCRIBE_SAMPLE_ROWS:
-            X = X[np.linspace(0, X.shape[0] - 1, DESCRIBE_SAMPLE_ROWS).astype(np.int64)]
-        importances = sample_importances(np.ascontiguousarray(X), self.coef_d_,
-                                         self.feature_map_, self._embedding())
+            X = take_rows(X, np.linspace(0, X.shape[0] - 1,
+                                         DESCRIBE_SAMPLE_ROWS).astype(np.int64))
+        rows = X if isinstance(X, SparseRows) else np.ascontiguousarray(X)
+        importances = sample_importances(rows, self.coef_d_, self.feature_map_,
+                                         self._embedding())
         d = self.n_features_in_
         self.feature_importances_ = importances[:d]
         self.interaction_importances_ = importances[d:]
+
+    def _check_sparse_partial_fit(self, rows: SparseRows, first: bool) -> None:
+        """Refuse sparse rows this model cannot train on as they are, before any step
+        (:func:`~streamlearn.models.base.sparse_rows_of` has refused values that are not
+        finite)."""
+        refusal = self._sparse_refusal()
+        if refusal is None and not first and (
+                getattr(self, "feature_transform_", None) is not None
+                or not self._embedding().takes_sparse_rows):
+            refusal = ("this model's feature map was made for dense rows (by fit or a "
+                       "first partial_fit call of dense rows); train it on dense rows")
+        if refusal is not None:
+            raise ValueError(f"partial_fit was given sparse rows: {refusal}")
+
+    def _start_partial_fit_sparse(self, rows: SparseRows, y: Any, classes: Any,
+                                  sample_weight: Any) -> None:
+        """First ``partial_fit`` call on sparse rows: classes, features (numbered, as a
+        scipy matrix's columns), the feature map over each column's values and zeros, and
+        empty models."""
+        known = self._partial_fit_classes(y, classes)
+        encode_labels(y, known)
+        if sample_weight is not None:  # a row of weight 0 is no row: not in the map's ranges
+            rows = rows.take(np.flatnonzero(
+                np.asarray(sample_weight, dtype=np.float64).reshape(-1) > 0))
+        feature_names = tuple(default_feature_names(rows.n_cols))
+        feature_map = self._make_map(online=True, sparse=True)
+        if feature_map is not None:
+            lo, hi, mean, std = column_moments(rows)
+            fit_feature_map(feature_map, self._given_range(rows.n_cols), minimum=lo,
+                            maximum=hi, mean=mean, std=std)
+        record_feature_names(self, feature_names, False)
+        record_categories(self, {})
+        self.classes_ = storable_classes(known)
+        self._start_models(feature_names, feature_map, rows, sample_weight)
+
+    def _partial_fit_classes(self, y: Any, classes: Any) -> np.ndarray:
+        """The classes of a first ``partial_fit`` call: ``classes``, or the labels of
+        ``y`` when it holds two."""
+        known = sorted_classes(classes if classes is not None else y)
+        if len(known) < 2:
+            raise LabelError(f"partial_fit needs at least two classes, got {known.tolist()}; "
+                             "pass classes=[...] with all labels on the first call")
+        if classes is None and len(known) > 2:
+            raise LabelError(f"y has {len(known)} classes: pass classes=[...] with all labels "
+                             "on the first call to partial_fit")
+        return known
 
     def _start_partial_fit(self, X: Any, y: Any, classes: Any, sample_weight: Any) -> None:
         """First ``partial_fit`` call: classes, features, feature map and empty models."""
@@ -1618,13 +1692,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         values = np.asarray(X, dtype=np.float32)
         if values.ndim != 2:
             raise ValueError(f"X must be 2-D (rows x features), got shape {values.shape}")
-        known = sorted_classes(classes if classes is not None else y)
-        if len(known) < 2:
-            raise LabelError(f"partial_fit needs at least two classes, got {known.tolist()}; "
-                             "pass classes=[...] with all labels on the first call")
-        if classes is None and len(known) > 2:
-            raise LabelError(f"y has {len(known)} classes: pass classes=[...] with all labels "
-                             "on the first call to partial_fit")
+        known = self._partial_fit_classes(y, classes)
         feature_names = (tuple(str(c) for c in names) if names is not None
                          else tuple(default_feature_names(values.shape[1])))
         values = check_features(values, feature_names)
@@ -1641,15 +1709,22 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                             minimum=x64.min(axis=0), maximum=x64.max(axis=0),
                             mean=x64.mean(axis=0), std=x64.std(axis=0))
             knot_per_category(feature_map, feature_names, categories)
+        record_feature_names(self, feature_names, named)
+        record_categories(self, categories)
+        self.classes_ = storable_classes(known)
+        self._start_models(feature_names, feature_map, values, sample_weight)
+
+    def _start_models(self, feature_names: tuple[str, ...], feature_map: FeatureMap | None,
+                      values: np.ndarray | SparseRows, sample_weight: Any) -> None:
+        """The first ``partial_fit`` call's models, empty, for ``classes_`` and the rows
+        ``values`` (of positive weight; the first of them are the step offset's sample)."""
         n = values.shape[0]
         weight_sum = (float(n) if sample_weight is None
                       else float(np.sum(np.asarray(sample_weight, dtype=np.float64))))
         if not weight_sum > 0:
             raise ValueError(f"the sample weights of the first partial_fit chunk sum to "
                              f"{weight_sum}; it needs a row with a positive weight")
-        record_feature_names(self, feature_names, named)
-        record_categories(self, categories)
-        self.n_features_in_ = values.shape[1]
+        self.n_features_in_ = len(feature_names)
         self.feature_map_ = feature_map
         pairs = feature_map.interactions if isinstance(feature_map, BSplinePairMap) else ()
         self.interactions_ = tuple((feature_names[f], feature_names[g]) for f, g in pairs)
@@ -1661,11 +1736,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.monitor_loss_: list[float] = []
         self.n_trainings_ = self.n_trainings_capped_ = 0
         # the first chunk is the row sample of the step offset (fit uses the describe's)
-        self.step_norm_sq_ = step_norm_sq(feature_map, values[:SAMPLE_ROWS],
-                                          float(self.bias_scale))
+        self.step_norm_sq_ = step_norm_sq(feature_map, take_rows(
+            values, np.arange(min(n, SAMPLE_ROWS))), float(self.bias_scale))
         self.t_ = offset_of(self.step_norm_sq_, self.pegasos_lam_)
         self.average_start_ = self.t_ + n + 1 if self.average else int(NO_AVERAGING)
-        self.classes_ = storable_classes(known)
         # one pass over each row compares no schemes: "auto" is one-vs-rest
         self.multiclass_ = "ovr" if self.multiclass == "auto" else str(self.multiclass)
         self.__dict__.pop("multiclass_check_", None)
@@ -1680,11 +1754,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         self.calibrated_ = False
         self.proba_scale_ = 1.0
 
-    def _grow_map(self, X: np.ndarray) -> None:
+    def _grow_map(self, X: np.ndarray | SparseRows) -> None:
         """Extend the B-spline map to cover ``X``, keeping the learned curves on its range."""
         max_bases = MAX_BASES_GROWTH * self._bases_grid(
             online=True, categories=getattr(self, "categories_", None))[0]
-        grown = grown_bspline_map(self.feature_map_, X, max_bases, GROWTH_SHARE)
+        if isinstance(X, SparseRows):
+            x_min, x_max, _, _ = column_moments(X)
+            clamped = self._sparse_clamped(X)
+            assert clamped is not None
+            grown = grown_to_cover(self.feature_map_, x_min, x_max, clamped / max(X.n_rows, 1),
+                                   max_bases, GROWTH_SHARE)
+        else:
+            grown = grown_bspline_map(self.feature_map_, X, max_bases, GROWTH_SHARE)
         if grown is None:
             return
         old, n_features = self.feature_map_, self.n_features_in_
@@ -1707,13 +1788,33 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         hi = getattr(self.feature_map_, "hi_", None)
         if lo is None or hi is None or X.shape[0] == 0:
             return
-        clamped = np.count_nonzero((X < lo[None, :]) | (X > hi[None, :]), axis=0)
-        if record_clamped([str(name) for name in self._feature_names], clamped, X.shape[0]):
+        self._warn_clamped(np.count_nonzero((X < lo[None, :]) | (X > hi[None, :]), axis=0),
+                           X.shape[0])
+
+    def _sparse_clamped(self, X: SparseRows) -> np.ndarray | None:
+        """Per feature, the stored values of ``X`` outside the map's range (a zero is
+        inside: a zero-preserving map's range holds 0); None without a range."""
+        lo = getattr(self.feature_map_, "lo_", None)
+        hi = getattr(self.feature_map_, "hi_", None)
+        if lo is None or hi is None:
+            return None
+        columns = X.indices[X.indptr[0]:X.indptr[-1]]
+        values = X.values[X.indptr[0]:X.indptr[-1]]
+        outside = (values < lo[columns]) | (values > hi[columns])
+        return np.bincount(columns[outside], minlength=X.n_cols)[:self.n_features_in_]
+
+    def _warn_clamped(self, clamped: np.ndarray | None, n_rows: int) -> None:
+        """:meth:`_warn_outside_range` of the per-feature counts of clamped values of a
+        call of ``n_rows`` rows."""
+        if clamped is None or n_rows == 0:
+            return
+        lo, hi = self.feature_map_.lo_, self.feature_map_.hi_
+        if record_clamped([str(name) for name in self._feature_names], clamped, n_rows):
             return  # a lane of a search's race: the search warns once
         tally = self.__dict__.get("_clamp_tally")
         if tally is None or tally.feature_map is not self.feature_map_:
             tally = self._clamp_tally = ClampTally(self.feature_map_, clamped.shape[0])
-        share = tally.add(clamped, X.shape[0])
+        share = tally.add(clamped, n_rows)
         outside = np.flatnonzero((share > CLAMPED_SHARE_WARNING) & ~tally.warned)
         if outside.size:
             tally.warned[outside] = True

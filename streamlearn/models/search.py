@@ -538,11 +538,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         dataset = opener(data, y, sample_weight, self.chunk_rows,
                          nan_policy=fit_params.get("nan_policy", "raise"), accept_sparse=True)
         if dataset.is_sparse:
-            raise TypeError(f"StreamSearchCV trains its candidates as lanes of "
-                            f"{type(self.estimator).__name__}.partial_fit, which takes dense "
-                            "rows; this data holds sparse (CSR) rows. Tune on sparse rows "
-                            "with a search that fits each setting (GridSearchCV): fit "
-                            "streams them")
+            raise TypeError("StreamSearchCV's race (its lanes and held-out blocks) takes "
+                            "dense rows; this data holds sparse (CSR) rows. Tune on sparse "
+                            "rows with a search that fits each setting (GridSearchCV): "
+                            f"{type(self.estimator).__name__}.fit streams them")
         dataset.check_rows_left()  # nan_policy="drop" may have dropped every row
         engine = resolve_engine(self.engine)
         seed = self._seed()
@@ -994,7 +993,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.estimator_type = inner.estimator_type
         tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
         tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
-        # the lanes train by partial_fit, which takes dense rows only: sparse rows are
+        # the race (lanes, held-out blocks) takes dense rows only: sparse rows are
         # refused (fit), whatever the estimator's own fit streams
         tags.input_tags.sparse = False
         tags.input_tags.allow_nan = inner.input_tags.allow_nan

@@ -50,13 +50,38 @@ def grown_bspline_map(feature_map: BSplineMap, X: np.ndarray, max_bases: int,
     if X.shape[0] == 0:
         return None
     lo, hi = feature_map.lo_, feature_map.hi_
+    return grown_to_cover(feature_map, X.min(axis=0).astype(np.float64),
+                          X.max(axis=0).astype(np.float64),
+                          np.mean((X < lo[None, :]) | (X > hi[None, :]), axis=0),
+                          max_bases, min_share)
+
+
+def grown_to_cover(feature_map: BSplineMap, x_min: np.ndarray, x_max: np.ndarray,
+                   share: np.ndarray, max_bases: int, min_share: float = 0.0
+                   ) -> BSplineMap | None:
+    """:func:`grown_bspline_map` from the rows' statistics (what sparse rows give without
+    their zeros written out).
+
+    Parameters
+    ----------
+    feature_map : BSplineMap
+        Fitted.
+    x_min, x_max : ndarray of shape (n_features,)
+        Each feature's smallest and largest value in the rows.
+    share : ndarray of shape (n_features,)
+        Each feature's share of values outside the map's range.
+    max_bases : int
+    min_share : float
+
+    Returns
+    -------
+    BSplineMap or None
+    """
+    lo, hi = feature_map.lo_, feature_map.hi_
     degree, n_bases = feature_map.degree, feature_map.n_bases
-    x_min = X.min(axis=0).astype(np.float64)
-    x_max = X.max(axis=0).astype(np.float64)
     step = (hi - lo) / (n_bases - degree)
     below = np.ceil(np.maximum(lo - x_min, 0.0) / step).astype(np.int64)
     above = np.ceil(np.maximum(x_max - hi, 0.0) / step).astype(np.int64)
-    share = np.mean((X < lo[None, :]) | (X > hi[None, :]), axis=0)
     below[share <= min_share] = 0
     above[share <= min_share] = 0
     k = int((below + above).max())

@@ -1,0 +1,122 @@
+"""``partial_fit`` on sparse rows: AdditiveSVC against scikit-learn's SGDClassifier.
+
+The out-of-core loop of scikit-learn's documentation: CSR blocks of ``--call-rows`` rows
+handed to ``partial_fit`` one after the other, ``--passes`` times over the training rows,
+test accuracy after each pass. Contenders, each fed the same blocks in the same order:
+
+- ``AdditiveSVC(embedding="linear")`` and ``AdditiveSVC()`` (B-splines, zero-preserving on
+  sparse rows), their defaults;
+- ``SGDClassifier()`` (hinge) and ``SGDClassifier(loss="log_loss")``, their defaults.
+
+Problems: a9a (123 binary columns, ``$STREAMLEARN_DATA/a9a.npz``, as CSR) and a generated
+one whose label bends with two of 200 sparse columns (``make_problem``), where a line
+cannot follow it. Seconds are the ``partial_fit`` calls' wall time (one core; the first
+pass includes compiling, reported apart as ``first_pass_s``).
+
+Run ``python bench/partial_fit_sparse.py`` (about a minute); results go to
+``bench/results/partial_fit_sparse.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine_info import library_versions, machine_info
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+SEED = 0
+
+
+def a9a() -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix, np.ndarray]:
+    """a9a's provided split as CSR rows."""
+    z = np.load(Path(os.environ.get("STREAMLEARN_DATA", "../shared/data")) / "a9a.npz")
+    return (sp.csr_matrix(z["X_train"].astype(np.float32)), z["y_train"],
+            sp.csr_matrix(z["X_test"].astype(np.float32)), z["y_test"])
+
+
+def make_problem(n_train: int = 40000, n_test: int = 10000, d: int = 200
+                 ) -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix, np.ndarray]:
+    """Rows of ``d`` columns, 5 % of them stored (normal values); the label is
+    ``sin(2 x0) + x1^2 > 0.3`` where both are stored, else a fair coin."""
+    rng = np.random.default_rng(SEED)
+    n = n_train + n_test
+    X = sp.random(n, d, density=0.05, format="csr", random_state=SEED, dtype=np.float32)
+    X.data = rng.normal(size=X.nnz).astype(np.float32)
+    X = X.tolil()
+    X[:, :2] = rng.normal(size=(n, 2)).astype(np.float32)  # the label's two columns, dense
+    X = X.tocsr()
+    x = X[:, :2].toarray()
+    y = (np.sin(2 * x[:, 0]) + x[:, 1] ** 2 > 0.3).astype(np.int64)
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
+def contenders() -> dict[str, Any]:
+    from sklearn.linear_model import SGDClassifier
+
+    from streamlearn import AdditiveSVC
+
+    return {
+        'AdditiveSVC(embedding="linear")': lambda: AdditiveSVC(embedding="linear",
+                                                               progress=False),
+        "AdditiveSVC()": lambda: AdditiveSVC(progress=False),
+        "SGDClassifier()": lambda: SGDClassifier(random_state=SEED),
+        'SGDClassifier(loss="log_loss")': lambda: SGDClassifier(loss="log_loss",
+                                                                random_state=SEED),
+    }
+
+
+def run(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt: np.ndarray,
+        call_rows: int, passes: int) -> list[dict[str, Any]]:
+    classes = np.unique(y)
+    rows = []
+    for name, make in contenders().items():
+        model = make()
+        accuracy, seconds = [], []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(passes):
+                start = time.perf_counter()
+                for a in range(0, X.shape[0], call_rows):
+                    model.partial_fit(X[a:a + call_rows], y[a:a + call_rows], classes=classes)
+                seconds.append(time.perf_counter() - start)
+                accuracy.append(float(model.score(Xt, yt)))
+        rows.append({"problem": problem, "model": name, "test_accuracy": accuracy,
+                     "pass_s": seconds, "first_pass_s": seconds[0],
+                     "later_pass_s": float(np.median(seconds[1:])) if passes > 1 else None})
+        print(f"{problem:10s} {name:32s} accuracy by pass "
+              f"{' '.join(f'{a:.4f}' for a in accuracy)}  seconds a pass "
+              f"{' '.join(f'{s:.2f}' for s in seconds)}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--call-rows", type=int, default=1000)
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    rows = run("a9a", *a9a(), args.call_rows, args.passes)
+    rows += run("generated", *make_problem(), args.call_rows, args.passes)
+    report = {"benchmark": "partial_fit_sparse", "machine": machine_info(),
+              "versions": library_versions(("numpy", "numba", "scipy", "scikit-learn",
+                                            "streamlearn")),
+              "call_rows": args.call_rows, "passes": args.passes, "results": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "partial_fit_sparse.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"results in {path}")
+
+
+if __name__ == "__main__":
+    main()
