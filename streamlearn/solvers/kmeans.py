@@ -39,13 +39,21 @@ from streamlearn.data.sparse_rows import SparseRows
 from streamlearn.engine.row_sample import BottomKSample
 from streamlearn.errors import DataError
 
-#: Why sparse rows are neither centred nor scaled per feature.
+#: A feature whose largest absolute value lies within this factor of the median feature's
+#: is of the same unit (:meth:`Standardiser.of_units_apart`).
+UNIT_BAND = 10.0
+
+#: Why sparse rows are neither centred nor divided by their standard deviations, and only
+#: the features in units apart are scaled.
 SPARSE_UNITS = (
     "Centring would fill sparse rows in, and a feature stored in few rows has a standard "
     "deviation far below its values (stored once in n rows: about its value over sqrt(n)), "
     "so dividing by it would make the rarest features the largest. Sparse data (counts, "
-    "tf-idf, one-hot codes, hashed tokens) come in units shared by their features; "
-    "C='auto' and tau='auto' adapt to their overall scale.")
+    "tf-idf, one-hot codes, hashed tokens) mostly come in units shared by their features, "
+    "which are kept; a feature whose largest absolute value lies more than a factor 10 "
+    "from the median feature's (a count of thousands beside indicators) is brought to it "
+    "(Standardiser.of_units_apart), which keeps the zeros. C='auto' and tau='auto' adapt "
+    "to the overall scale.")
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,35 @@ class Standardiser:
                              np.abs(np.asarray(maximum, dtype=np.float64)))
         keep = (largest > 0) & np.isfinite(largest)
         return cls(np.zeros(largest.shape), np.where(keep, largest, 1.0))
+
+    @classmethod
+    def of_units_apart(cls, minimum: np.ndarray, maximum: np.ndarray,
+                       band: float = UNIT_BAND) -> Standardiser:
+        """No shift; a feature whose largest absolute value lies more than ``band`` times
+        above or below the median feature's (over the features not all zero) divided by
+        its ratio to that median, the others left as they are: features of one unit
+        (counts, tf-idf weights, bands of one sensor) keep it, and a column in other
+        units (a count of thousands beside indicators) is brought to theirs. Zeros stay
+        zeros, so sparse rows may be scaled.
+
+        Parameters
+        ----------
+        minimum, maximum : ndarray of shape (n_features,)
+        band : float
+
+        Returns
+        -------
+        Standardiser
+        """
+        largest = cls.from_max_abs(minimum, maximum).scale
+        stored = np.maximum(np.abs(np.asarray(minimum, dtype=np.float64)),
+                            np.abs(np.asarray(maximum, dtype=np.float64)))
+        stored = stored[(stored > 0) & np.isfinite(stored)]
+        if stored.size == 0:
+            return cls(np.zeros(largest.shape), np.ones(largest.shape))
+        ratio = largest / float(np.median(stored))
+        apart = (ratio > band) | (ratio < 1.0 / band)
+        return cls(np.zeros(largest.shape), np.where(apart, ratio, 1.0))
 
     @property
     def keeps_zeros(self) -> bool:

@@ -665,7 +665,11 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     if n_rows < k:
         raise DataError(f"n_components={k} needs at least {k} training rows of positive "
                         f"weight, the data has {n_rows}")
-    std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse  # kmeans.SPARSE_UNITS
+    sparse_scale = None
+    if dataset.is_sparse:  # kmeans.SPARSE_UNITS: scaled only, as they are read
+        sparse_scale = Standardiser.of_units_apart(moments.minimum, moments.maximum)
+        dataset = dataset.with_feature_transform(sparse_scale)
+    std = (Standardiser.identity(dataset.n_features) if dataset.is_sparse
            else Standardiser.from_moments(*moments))
     indicators = list(dataset.indicator_features)
     # the features that vary, indicators left out (a constant one is 0 once standardised)
@@ -682,8 +686,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     std = std.unscaled(indicators) if indicators else std  # one-hot columns
     config = dataclasses.replace(config, loss=resolve_loss(config.loss, len(classes)))
     if config.C == "auto":
-        if dataset.is_sparse:
-            sq_norm = uncentred_sq_norm(moments, std)
+        if sparse_scale is not None:
+            sq_norm = uncentred_sq_norm(moments, sparse_scale)
         else:  # every varying feature's unit variance, the indicators' own variances
             variance = np.asarray(moments[2], dtype=np.float64) / max(int(moments[0]), 1)
             sq_norm = (float(np.sum(weights[varies] ** 2))
@@ -705,6 +709,8 @@ def fit(runner: Any, dataset: Dataset, config: MixtureConfig, seed: int) -> Mixt
     if try_ovo:
         fitted = _one_vs_one_if_better(runner, dataset, config, centers, seed, fitted.tau,
                                        std, holdout, transform, fitted)
+    if sparse_scale is not None:  # trained on the scaled rows: the model scales its input
+        fitted = dataclasses.replace(fitted, scale=np.asarray(sparse_scale.scale))
     return fitted
 
 
