@@ -434,10 +434,37 @@ def test_bad_inputs_name_the_problem():
 def test_sparse_rows_are_refused_before_anything_is_read():
     import scipy.sparse as sp
 
+    from streamlearn.models import MixtureSVC
+
     X = sp.random(400, 30, density=0.1, format="csr", random_state=0, dtype=np.float32)
     y = np.arange(400) % 2
-    with pytest.raises(TypeError, match="race .* takes dense rows"):
-        StreamSearchCV(AdditiveSVC(progress=False), {"C": [0.1, 1.0]}).fit(X, y)
+    with pytest.raises(TypeError, match="partial_fit, which takes dense rows"):
+        StreamSearchCV(MixtureSVC(), {"C": [0.1, 1.0]}).fit(X, y)
+    with pytest.raises(TypeError, match="does not train on sparse"):
+        StreamSearchCV(AdditiveSVC(embedding="fourier"), {"C": [0.1, 1.0]}).fit(X, y)
+
+
+@pytest.mark.parametrize("params", [{"embedding": "linear"}, {}])
+def test_a_race_over_sparse_rows_is_the_race_over_the_same_rows_written_out(params):
+    # AdditiveSVC's partial_fit trains on CSR rows what it trains on the same rows written
+    # out with zero_preserving=True: the races, and their choices, are the same
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(4)
+    X = sp.random(6000, 20, density=0.2, format="csr", random_state=4, dtype=np.float32)
+    X.data = rng.normal(size=X.nnz).astype(np.float32)
+    y = (np.sin(2 * X[:, 0].toarray().ravel()) + X[:, 1].toarray().ravel() ** 2 > 0.05)
+    grid = {"C": [0.01, 1.0, 100.0]}
+    sparse = StreamSearchCV(AdditiveSVC(progress=False, **params), grid,
+                            random_state=0).fit(X, y)
+    dense = StreamSearchCV(AdditiveSVC(zero_preserving=True, progress=False, **params), grid,
+                           random_state=0).fit(X.toarray(), y)
+    np.testing.assert_allclose(sparse.cv_results_["mean_test_score"],
+                               dense.cv_results_["mean_test_score"], atol=1e-9)
+    assert sparse.best_params_ == dense.best_params_
+    assert sparse.n_passes_ == dense.n_passes_
+    np.testing.assert_allclose(sparse.decision_function(X),
+                               dense.decision_function(X.toarray()), atol=1e-5)
 
 
 def test_parameter_mixing_is_the_weighted_mean_of_learned_arrays():
@@ -751,11 +778,16 @@ def test_sparse_tag_says_what_fit_takes():
 
     X, y = additive_problem(400, n_features=6, seed=13)
     for search in _searches():
-        # the models' own fit streams sparse rows; the lanes' partial_fit does not
+        # the models' own fit streams sparse rows; the lanes' partial_fit does only for
+        # AdditiveSVC
         assert get_tags(search.estimator).input_tags.sparse
-        assert not get_tags(search).input_tags.sparse
-        with pytest.raises(TypeError, match="takes dense rows"):
-            search.fit(sp.csr_matrix(X), y)
+        lanes_take_sparse = isinstance(search.estimator, AdditiveSVC)
+        assert get_tags(search).input_tags.sparse == lanes_take_sparse
+        if lanes_take_sparse:
+            assert search.fit(sp.csr_matrix(X), y).score(sp.csr_matrix(X), y) > 0.7
+        else:
+            with pytest.raises(TypeError, match="takes dense rows"):
+                search.fit(sp.csr_matrix(X), y)
     with pytest.raises(ValueError, match="n_samples = 1"):
         from streamlearn.models import SuperSparseRegressor
 

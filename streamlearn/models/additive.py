@@ -1111,6 +1111,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                     "train with online=True")
         return None
 
+    #: :meth:`partial_fit` takes sparse rows (with the settings :attr:`_accepts_sparse`
+    #: allows), so that :class:`~streamlearn.models.search.StreamSearchCV` races it on them.
+    _partial_fit_takes_sparse: ClassVar[bool] = True
+
     @property
     def _accepts_sparse(self) -> bool:  # type: ignore[override]
         """Whether this setting trains on sparse rows (scikit-learn's ``sparse`` tag)."""
@@ -1615,8 +1619,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         over the rows ``X`` as the lanes read them; a model that has them keeps them."""
         if "feature_importances_" in self.__dict__:
             return
+        rows = sparse_rows_of(X, self.n_features_in_, type(self).__name__)
         with library_rows():
-            self._set_importances(self._model_rows(self._check_training_X(X)))
+            self._set_importances(rows if rows is not None
+                                  else self._model_rows(self._check_training_X(X)))
 
     def _set_importances(self, X: np.ndarray | SparseRows) -> None:
         """``feature_importances_`` and ``interaction_importances_`` of the model as it is,

@@ -83,6 +83,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Chunk, Dataset
+from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.engine.interrupts import interrupts_noted
 from streamlearn.engine.local import resolve_engine
 from streamlearn.models.base import (
@@ -218,7 +219,7 @@ class RacePass:
         if race.seen >= self.budgets[-1] or not race.alive:
             return race
         keep = _block_mask(chunk.rows, self.held_out, self.search.block_rows_)
-        X = chunk.X[keep]
+        X = take_rows(chunk.X, np.flatnonzero(keep))
         y = chunk.y[keep] if chunk.y is not None else None
         w = chunk.weight[keep] if chunk.weight is not None else None
         a = 0  # a rung that ends inside a slice: the next rung trains the slice's rest
@@ -229,8 +230,8 @@ class RacePass:
             if self.halve_in_pass:
                 left = min(left, self.budgets[race.rung] - race.seen)
             b = min(a + SLICE_ROWS, X.shape[0], a + left)
-            self._train(race, X[a:b], y[a:b] if y is not None else None,
-                        w[a:b] if w is not None else None)
+            self._train(race, X.slice(a, b) if isinstance(X, SparseRows) else X[a:b],
+                        y[a:b] if y is not None else None, w[a:b] if w is not None else None)
             race.seen += b - a
             if self.halve_in_pass and race.seen >= self.budgets[race.rung]:
                 self.search._end_rung(race, self.validation)
@@ -537,8 +538,12 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
         dataset = opener(data, y, sample_weight, self.chunk_rows,
                          nan_policy=fit_params.get("nan_policy", "raise"), accept_sparse=True)
-        if dataset.is_sparse:
-            raise TypeError("StreamSearchCV's race (its lanes and held-out blocks) takes "
+        if dataset.is_sparse and not get_tags(self.estimator).input_tags.sparse:
+            raise TypeError(f"{type(self.estimator).__name__} with these settings does not "
+                            "train on sparse (CSR) rows, which this data holds")
+        if dataset.is_sparse and not _partial_fit_takes_sparse(self.estimator):
+            raise TypeError(f"StreamSearchCV trains its candidates as lanes of "
+                            f"{type(self.estimator).__name__}.partial_fit, which takes "
                             "dense rows; this data holds sparse (CSR) rows. Tune on sparse "
                             "rows with a search that fits each setting (GridSearchCV): "
                             f"{type(self.estimator).__name__}.fit streams them")
@@ -786,7 +791,11 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
             hi = min((int(run[-1]) + 1) * self.block_rows_, dataset.n_rows)
             parts.extend(engine.reduce(dataset, start=list, step=_collect, merge=_joined,
                                        rows=(lo, hi), description="search validation rows"))
-        X = np.concatenate([c.X for c in parts]) if parts else np.empty((0, 0), np.float32)
+        X: Any = np.empty((0, 0), np.float32)
+        if parts and isinstance(parts[0].X, SparseRows):  # scored as a scipy matrix
+            X = SparseRows.concatenate([c.X for c in parts]).to_scipy()
+        elif parts:
+            X = np.concatenate([c.X for c in parts])
         codes = np.concatenate([c.y for c in parts]) if parts else np.empty(0)
         labels = codes if dataset.classes is None else dataset.classes[codes]
         weight = (np.concatenate([c.weight for c in parts])
@@ -993,9 +1002,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         tags.estimator_type = inner.estimator_type
         tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
         tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
-        # the race (lanes, held-out blocks) takes dense rows only: sparse rows are
-        # refused (fit), whatever the estimator's own fit streams
-        tags.input_tags.sparse = False
+        # the lanes train by partial_fit: sparse rows where it takes them too
+        tags.input_tags.sparse = (inner.input_tags.sparse
+                                  and _partial_fit_takes_sparse(self.estimator))
         tags.input_tags.allow_nan = inner.input_tags.allow_nan
         return tags
 
@@ -1125,3 +1134,9 @@ def _collect(parts: list[Chunk], chunk: Chunk) -> list[Chunk]:
 
 def _joined(a: list[Chunk], b: list[Chunk]) -> list[Chunk]:
     return [*a, *b]
+
+
+def _partial_fit_takes_sparse(estimator: Any) -> bool:
+    """Whether ``estimator.partial_fit`` trains on sparse rows (its class says so with
+    ``_partial_fit_takes_sparse``), so that lanes of it can race over CSR chunks."""
+    return bool(getattr(type(estimator), "_partial_fit_takes_sparse", False))
