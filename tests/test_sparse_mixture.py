@@ -227,10 +227,37 @@ def test_models_score_sparse_and_dense_rows_alike(tmp_path):
                                   model.predict_proba(M))
 
 
-def test_partial_fit_refuses_sparse_rows():
-    M, _, y = _data(n=300)
-    with pytest.raises(TypeError, match="partial_fit takes dense rows"):
-        MixtureSVC().partial_fit(M, y, classes=[0, 1])
+@pytest.mark.parametrize("calls", [1, 3])
+def test_partial_fit_on_sparse_rows_is_the_dense_partial_fit(monkeypatch, calls):
+    # the reference: the same calls of the rows written out, standardised as sparse rows
+    # are scaled (the first call is fit's stochastic pass, the later ones partial_pass)
+    M, X, y = _data(n=3000, seed=11)
+    units = np.ones(X.shape[1], dtype=np.float32)
+    units[10:13] = 1000.0  # columns in units apart: a scale that is not 1
+    X = X * units
+    M = sp.csr_matrix(X)
+    sparse = MixtureSVC(C=0.2, chunk_rows=500, random_state=0)
+    for a in range(0, 1000 * calls, 1000):
+        sparse.partial_fit(M[a:a + 1000], y[a:a + 1000], classes=[0, 1])
+    monkeypatch.setattr(Standardiser, "from_moments", classmethod(
+        lambda cls, count, mean, m2, minimum, maximum: cls.of_units_apart(minimum, maximum)))
+    dense = MixtureSVC(C=0.2, chunk_rows=500, random_state=0)
+    for a in range(0, 1000 * calls, 1000):
+        dense.partial_fit(X[a:a + 1000], y[a:a + 1000], classes=[0, 1])
+    assert np.all(sparse.scale_[10:13] > 100.0)
+    np.testing.assert_allclose(sparse.scale_, dense.scale_, rtol=1e-12)
+    np.testing.assert_allclose(sparse.decision_function(M), dense.decision_function(X),
+                               atol=1e-4)
+    assert sparse.score(M[2000:], y[2000:]) > 0.9
+
+
+def test_partial_fit_refuses_sparse_rows_for_a_model_that_centres():
+    M, X, y = _data(n=600)
+    model = MixtureSVC(random_state=0).fit(X, y)  # standardised: centred
+    before = model.expert_coef_.copy()
+    with pytest.raises(ValueError, match="centres its features"):
+        model.partial_fit(M, y)
+    np.testing.assert_array_equal(model.expert_coef_, before)
 
 
 def test_wide_sparse_rows_are_never_densified():

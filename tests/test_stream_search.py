@@ -434,14 +434,29 @@ def test_bad_inputs_name_the_problem():
 def test_sparse_rows_are_refused_before_anything_is_read():
     import scipy.sparse as sp
 
-    from streamlearn.models import MixtureSVC
+    from streamlearn.models import SuperSparseClassifier
 
     X = sp.random(400, 30, density=0.1, format="csr", random_state=0, dtype=np.float32)
     y = np.arange(400) % 2
     with pytest.raises(TypeError, match="partial_fit, which takes dense rows"):
-        StreamSearchCV(MixtureSVC(), {"C": [0.1, 1.0]}).fit(X, y)
+        StreamSearchCV(SuperSparseClassifier(), {"lam": [0.1, 1.0]}).fit(X, y)
     with pytest.raises(TypeError, match="does not train on sparse"):
         StreamSearchCV(AdditiveSVC(embedding="fourier"), {"C": [0.1, 1.0]}).fit(X, y)
+
+
+def test_a_mixture_races_over_sparse_rows():
+    # its lanes' partial_fit gets the race's CSR slices (SparseRows) and opens them
+    import scipy.sparse as sp
+
+    from streamlearn.models import MixtureSVC
+
+    rng = np.random.default_rng(5)
+    X = sp.random(4000, 20, density=0.2, format="csr", random_state=5, dtype=np.float32)
+    X.data = rng.normal(size=X.nnz).astype(np.float32)
+    y = X[:, 0].toarray().ravel() - X[:, 1].toarray().ravel() > 0.1
+    search = StreamSearchCV(MixtureSVC(), {"C": [0.1, 10.0]}, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.score(X, y) > 0.85
 
 
 @pytest.mark.parametrize("params", [{"embedding": "linear"}, {}])
@@ -779,9 +794,11 @@ def test_sparse_tag_says_what_fit_takes():
     X, y = additive_problem(400, n_features=6, seed=13)
     for search in _searches():
         # the models' own fit streams sparse rows; the lanes' partial_fit does only for
-        # AdditiveSVC
+        # AdditiveSVC and MixtureSVC
+        from streamlearn.models import MixtureSVC
+
         assert get_tags(search.estimator).input_tags.sparse
-        lanes_take_sparse = isinstance(search.estimator, AdditiveSVC)
+        lanes_take_sparse = isinstance(search.estimator, AdditiveSVC | MixtureSVC)
         assert get_tags(search).input_tags.sparse == lanes_take_sparse
         if lanes_take_sparse:
             assert search.fit(sp.csr_matrix(X), y).score(sp.csr_matrix(X), y) > 0.7

@@ -459,6 +459,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     #: Stochastic EM state that ``partial_fit`` continues from.
     _private_state = ("_online",)
     _accepts_sparse: ClassVar[bool] = True
+    #: :meth:`partial_fit` takes sparse rows, so that
+    #: :class:`~streamlearn.models.search.StreamSearchCV` races it on them.
+    _partial_fit_takes_sparse: ClassVar[bool] = True
     _category_indicators: ClassVar[bool] = True
     _renamed_attributes: ClassVar[dict[str, str]] = {"coef_": "expert_coef_"}
     #: Hyper-parameters a model file written before they existed was trained with.
@@ -709,9 +712,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``DataError`` rather than train it as an unseen one, so declare every category on
         the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
 
+        Sparse rows (a ``scipy.sparse`` matrix or array) are taken as ``fit`` takes them:
+        the first call scales the features in units apart (``scale_``, see the class's
+        description), later calls scale their stored values by ``scale_``; a model that
+        centres its features (trained on dense rows) refuses them before any step.
+
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
+        X : array-like or scipy.sparse matrix of shape (n, n_features)
         y : array-like of shape (n,)
         classes : array-like, optional
             Every label the model will see; required on the first call when ``y`` does not
@@ -725,9 +733,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         self._check_partial_fit_target(y)
         self._validate_hyperparameters()
         sample_weight = self._partial_fit_sample_weight(y, classes, sample_weight)
-        if sparse_rows_of(X, None, type(self).__name__) is not None:
-            raise TypeError("partial_fit takes dense rows; fit streams sparse rows "
-                            "(a scipy.sparse matrix, svmlight files or a zarr CSR store)")
+        sparse = sparse_rows_of(X, self.n_features_in_ if self.is_fitted else None,
+                                type(self).__name__, named=has_named_features(self))
+        if sparse is not None:  # a lane's SparseRows too: opened as a scipy matrix
+            X = sparse.to_scipy()
         if not self.is_fitted:
             return self._first_partial_fit(X, y, classes, sample_weight
                                            )._class_weight_recorded()
@@ -735,6 +744,8 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             raise ValueError(f"classes={np.unique(np.asarray(classes)).tolist()} is not the "
                              "same as on the last call to partial_fit or fit, was: "
                              f"{self.classes_.tolist()}")
+        if sparse is not None:
+            return self._sparse_partial_pass(X, y, sample_weight)._class_weight_recorded()
         values = self._model_rows(self._check_training_X(X))
         values, labels, weights = check_array_input(values, y, sample_weight,
                                                     "classification")
@@ -745,12 +756,35 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                                              self._fitted(), self._seed(), weight))
         return self._class_weight_recorded()
 
+    def _sparse_partial_pass(self, X: Any, y: Any, sample_weight: Any) -> MixtureSVC:
+        """A later call's pass over sparse rows: scaled as the model's ``scale_`` says (a
+        model that centres, trained on dense rows, refuses them), then the pass of the
+        model in those units."""
+        shift, scale = self._standardisation()
+        if np.any(shift) or hasattr(self, "feature_transform_"):
+            raise ValueError("partial_fit was given sparse rows, but this model centres its "
+                             "features (it was trained on dense rows), which would fill "
+                             "them in; train it on dense rows")
+        dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
+                                         classes=self.classes_, accept_sparse=True)
+        if np.any(scale != 1.0):
+            dataset = dataset.with_feature_transform(Standardiser(shift, scale))
+        weight = (float(np.sum(np.asarray(sample_weight, dtype=np.float64)))
+                  if sample_weight is not None else float(dataset.n_rows))
+        fitted = self._fitted()
+        in_units = dataclasses.replace(fitted, scale=np.ones_like(scale))
+        out = driver.partial_pass(self._engine(None), dataset, self._config(), in_units,
+                                  self._seed(), weight)
+        self._set_fitted(dataclasses.replace(out, scale=scale))
+        return self
+
     def _first_partial_fit(self, X: Any, y: Any, classes: Any,
                            sample_weight: Any) -> MixtureSVC:
         self.__dict__.pop("classes_", None)
         dataset: Dataset
         if classes is None:
-            dataset = classification_dataset(X, y, sample_weight, self.chunk_rows)
+            dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
+                                             accept_sparse=True)
             found = dataset.classes
             assert found is not None
             if len(found) != 2:
@@ -763,7 +797,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                 raise LabelError(f"{type(self).__name__} needs at least two classes, got "
                                  f"classes={wanted.tolist()}")
             dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
-                                             classes=wanted)
+                                             classes=wanted, accept_sparse=True)
         self._warn_category_codes(dataset.categories or {}, online=True)
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
                                      validation_fraction=None)
