@@ -1,4 +1,5 @@
-"""``partial_fit`` on sparse rows: AdditiveSVC against scikit-learn's SGDClassifier.
+"""``partial_fit`` on sparse rows: AdditiveSVC against SGDClassifier, and the in-stream
+search over sparse rows against GridSearchCV.
 
 The out-of-core loop of scikit-learn's documentation: CSR blocks of ``--call-rows`` rows
 handed to ``partial_fit`` one after the other, ``--passes`` times over the training rows,
@@ -13,7 +14,15 @@ one whose label bends with two of 200 sparse columns (``make_problem``), where a
 cannot follow it. Seconds are the ``partial_fit`` calls' wall time (one core; the first
 pass includes compiling, reported apart as ``first_pass_s``).
 
-Run ``python bench/partial_fit_sparse.py`` (about a minute); results go to
+A second part tunes ``C`` on the same CSR rows (the whole training split held in memory):
+``StreamSearchCV`` (its lanes train by ``partial_fit`` side by side in the same passes, the
+winner refitted by ``fit``) against scikit-learn's ``GridSearchCV(cv=3)`` over the same
+grid (``SEARCH_GRID``), for ``AdditiveSVC(embedding="linear")``, ``AdditiveSVC()`` and
+``MixtureSVC()``: the choice, test accuracy and wall time (best of ``--search-repeats``
+runs, after a warm-up fit that compiles the kernels). Each problem is searched on
+its first ``SEARCH_ROWS`` training rows.
+
+Run ``python bench/partial_fit_sparse.py`` (a few minutes); results go to
 ``bench/results/partial_fit_sparse.json``.
 """
 
@@ -36,6 +45,10 @@ from machine_info import library_versions, machine_info
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SEED = 0
+#: The grid both searches tune.
+SEARCH_GRID = {"C": [0.1, 1.0, 10.0]}
+#: Training rows of the generated problem the searches use.
+SEARCH_ROWS = 15000
 
 
 def a9a() -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix, np.ndarray]:
@@ -100,18 +113,71 @@ def run(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt: np
     return rows
 
 
+def search_models() -> dict[str, Any]:
+    from streamlearn import AdditiveSVC, MixtureSVC
+
+    return {'AdditiveSVC(embedding="linear")': lambda: AdditiveSVC(embedding="linear",
+                                                                   progress=False),
+            "AdditiveSVC()": lambda: AdditiveSVC(progress=False),
+            "MixtureSVC()": lambda: MixtureSVC(progress=False)}
+
+
+def search(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt: np.ndarray,
+           repeats: int) -> list[dict[str, Any]]:
+    """StreamSearchCV against GridSearchCV(cv=3) over ``SEARCH_GRID`` on CSR rows."""
+    from sklearn.model_selection import GridSearchCV
+
+    from streamlearn import StreamSearchCV
+
+    rows = []
+    for name, make in search_models().items():
+        make().fit(X[:2000], y[:2000])  # compiles the kernels before anything is timed
+        out: dict[str, Any] = {"problem": problem, "model": name, "grid": SEARCH_GRID,
+                               "n_train": int(X.shape[0])}
+        for label, searcher in (("stream", lambda m=make: StreamSearchCV(m(), SEARCH_GRID,
+                                                                         random_state=SEED)),
+                                ("grid", lambda m=make: GridSearchCV(m(), SEARCH_GRID, cv=3))):
+            seconds = []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for _ in range(repeats):
+                    fitted = searcher()
+                    start = time.perf_counter()
+                    fitted.fit(X, y)
+                    seconds.append(time.perf_counter() - start)
+            out[label] = {"best_params": {k: float(v) for k, v in fitted.best_params_.items()},
+                          "test_accuracy": float(fitted.score(Xt, yt)),
+                          "fit_s": min(seconds), "fit_s_all": seconds,
+                          "passes": float(getattr(fitted, "n_passes_", float("nan")))}
+        rows.append(out)
+        print(f"{problem:10s} {name:32s} stream {out['stream']['best_params']} "
+              f"{out['stream']['test_accuracy']:.4f} {out['stream']['fit_s']:.2f} s | grid "
+              f"{out['grid']['best_params']} {out['grid']['test_accuracy']:.4f} "
+              f"{out['grid']['fit_s']:.2f} s", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--call-rows", type=int, default=1000)
     parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--search-repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
-    rows = run("a9a", *a9a(), args.call_rows, args.passes)
-    rows += run("generated", *make_problem(), args.call_rows, args.passes)
+    data = {"a9a": a9a(), "generated": make_problem()}
+    rows = []
+    for name, (X, y, Xt, yt) in data.items():
+        rows += run(name, X, y, Xt, yt, args.call_rows, args.passes)
+    searches = []
+    for name, (X, y, Xt, yt) in data.items():
+        if X.shape[0] > SEARCH_ROWS:
+            X, y = X[:SEARCH_ROWS], y[:SEARCH_ROWS]
+        searches += search(name, X, y, Xt, yt, args.search_repeats)
     report = {"benchmark": "partial_fit_sparse", "machine": machine_info(),
               "versions": library_versions(("numpy", "numba", "scipy", "scikit-learn",
                                             "streamlearn")),
-              "call_rows": args.call_rows, "passes": args.passes, "results": rows}
+              "call_rows": args.call_rows, "passes": args.passes, "results": rows,
+              "search_rows": SEARCH_ROWS, "searches": searches}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "partial_fit_sparse.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
