@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from streamlearn import AdditiveSVC, DataError
-from streamlearn.data.sparse_rows import SparseRows, column_moments
+from streamlearn.data.sparse_rows import SparseRows
+from streamlearn.engine.moments import sparse_chunk_moments
 
 
 def sparse_problem(n: int = 4000, d: int = 12, seed: int = 0
@@ -28,7 +29,7 @@ def in_calls(model: AdditiveSVC, X: object, y: np.ndarray, size: int = 400,
     return model
 
 
-def test_column_moments_match_numpy_on_the_dense_rows() -> None:
+def test_sparse_column_moments_match_numpy_on_the_dense_rows() -> None:
     X, _ = sparse_problem(500, 6)
     X = X.tolil()
     X[:, 4] = 0  # a column of no stored value
@@ -37,7 +38,8 @@ def test_column_moments_match_numpy_on_the_dense_rows() -> None:
     X.eliminate_zeros()
     rows = SparseRows(X.indptr.astype(np.int64), X.indices.astype(np.int32),
                       X.data.astype(np.float32), X.shape[1])
-    lo, hi, mean, std = column_moments(rows)
+    n, mean, m2, lo, hi = sparse_chunk_moments(*rows.kernel_args, rows.n_cols)
+    std = np.sqrt(m2 / n)
     dense = X.toarray().astype(np.float64)
     np.testing.assert_allclose(lo, dense.min(axis=0))
     np.testing.assert_allclose(hi, dense.max(axis=0))

@@ -155,34 +155,6 @@ class SparseRows:
         return cls(indptr, indices, values, parts[0].n_cols)
 
 
-def column_moments(X: SparseRows) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each column's minimum, maximum, mean and (population) standard deviation over all
-    rows, the zeros that are not stored included (what the describe pass gives of sparse
-    rows); a column of no stored value is 0 throughout.
-
-    Parameters
-    ----------
-    X : SparseRows
-
-    Returns
-    -------
-    minimum, maximum, mean, std : ndarray of shape (n_cols,), float64
-    """
-    d, n = int(X.n_cols), max(X.n_rows, 1)
-    columns = X.indices[X.indptr[0]:X.indptr[-1]]
-    values = X.values[X.indptr[0]:X.indptr[-1]].astype(np.float64)
-    stored = np.bincount(columns, minlength=d)[:d]
-    lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
-    np.minimum.at(lo, columns, values)
-    np.maximum.at(hi, columns, values)
-    zeros = stored < X.n_rows  # a row without the column holds a zero there
-    lo = np.where(zeros, np.minimum(lo, 0.0), lo)
-    hi = np.where(zeros, np.maximum(hi, 0.0), hi)
-    mean = np.bincount(columns, values, minlength=d)[:d] / n
-    var = np.bincount(columns, values * values, minlength=d)[:d] / n - mean * mean
-    return lo, hi, mean, np.sqrt(np.maximum(var, 0.0))
-
-
 def take_rows(X: np.ndarray | SparseRows, positions: np.ndarray) -> np.ndarray | SparseRows:
     """The rows of a chunk's ``X`` (dense or CSR) at ``positions``, copied, in that order."""
     if isinstance(X, SparseRows):

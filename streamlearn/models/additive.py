@@ -34,8 +34,9 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data.sources.base import default_feature_names
-from streamlearn.data.sparse_rows import SparseRows, column_moments, take_rows
+from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.engine.checkpoint import DEFAULT_EVERY
+from streamlearn.engine.moments import sparse_chunk_moments
 from streamlearn.errors import LabelError, SchemaError
 from streamlearn.features import (
     BSplineMap,
@@ -1664,7 +1665,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         feature_names = tuple(default_feature_names(rows.n_cols))
         feature_map = self._make_map(online=True, sparse=True)
         if feature_map is not None:
-            lo, hi, mean, std = column_moments(rows)
+            n, mean, m2, lo, hi = sparse_chunk_moments(*rows.kernel_args, rows.n_cols)
+            std = np.sqrt(np.maximum(m2, 0.0) / max(n, 1))
             fit_feature_map(feature_map, self._given_range(rows.n_cols), minimum=lo,
                             maximum=hi, mean=mean, std=std)
         record_feature_names(self, feature_names, False)
@@ -1765,7 +1767,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         max_bases = MAX_BASES_GROWTH * self._bases_grid(
             online=True, categories=getattr(self, "categories_", None))[0]
         if isinstance(X, SparseRows):
-            x_min, x_max, _, _ = column_moments(X)
+            _, _, _, x_min, x_max = sparse_chunk_moments(*X.kernel_args, X.n_cols)
             clamped = self._sparse_clamped(X)
             assert clamped is not None
             grown = grown_to_cover(self.feature_map_, x_min, x_max, clamped / max(X.n_rows, 1),
