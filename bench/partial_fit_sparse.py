@@ -12,7 +12,8 @@ test accuracy after each pass. Contenders, each fed the same blocks in the same 
 Problems: a9a (123 binary columns, ``$STREAMLEARN_DATA/a9a.npz``, as CSR) and a generated
 one whose label bends with two of 200 sparse columns (``make_problem``), where a line
 cannot follow it. Seconds are the ``partial_fit`` calls' wall time (one core; the first
-pass includes compiling, reported apart as ``first_pass_s``).
+pass includes compiling, reported apart as ``first_pass_s``). Each contender's warnings
+(``ConvergenceWarning`` included) are counted by category in the JSON, not hidden.
 
 A second part tunes ``C`` on the same CSR rows (the whole training split held in memory):
 ``StreamSearchCV`` (its lanes train by ``partial_fit`` side by side in the same passes, the
@@ -74,6 +75,14 @@ def make_problem(n_train: int = 40000, n_test: int = 10000, d: int = 200
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
 
 
+def warning_counts(caught: list[warnings.WarningMessage]) -> dict[str, int]:
+    """The warnings a contender raised, counted by category (recorded, not hidden)."""
+    counts: dict[str, int] = {}
+    for w in caught:
+        counts[w.category.__name__] = counts.get(w.category.__name__, 0) + 1
+    return counts
+
+
 def contenders() -> dict[str, Any]:
     from sklearn.linear_model import SGDClassifier
 
@@ -96,8 +105,8 @@ def run(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt: np
     for name, make in contenders().items():
         model = make()
         accuracy, seconds = [], []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             for _ in range(passes):
                 start = time.perf_counter()
                 for a in range(0, X.shape[0], call_rows):
@@ -105,6 +114,7 @@ def run(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt: np
                 seconds.append(time.perf_counter() - start)
                 accuracy.append(float(model.score(Xt, yt)))
         rows.append({"problem": problem, "model": name, "test_accuracy": accuracy,
+                     "warnings": warning_counts(caught),
                      "pass_s": seconds, "first_pass_s": seconds[0],
                      "later_pass_s": float(np.median(seconds[1:])) if passes > 1 else None})
         print(f"{problem:10s} {name:32s} accuracy by pass "
@@ -138,8 +148,8 @@ def search(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt:
                                                                          random_state=SEED)),
                                 ("grid", lambda m=make: GridSearchCV(m(), SEARCH_GRID, cv=3))):
             seconds = []
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 for _ in range(repeats):
                     fitted = searcher()
                     start = time.perf_counter()
@@ -148,6 +158,7 @@ def search(problem: str, X: sp.csr_matrix, y: np.ndarray, Xt: sp.csr_matrix, yt:
             out[label] = {"best_params": {k: float(v) for k, v in fitted.best_params_.items()},
                           "test_accuracy": float(fitted.score(Xt, yt)),
                           "fit_s": min(seconds), "fit_s_all": seconds,
+                          "warnings": warning_counts(caught),
                           "passes": float(getattr(fitted, "n_passes_", float("nan")))}
         rows.append(out)
         print(f"{problem:10s} {name:32s} stream {out['stream']['best_params']} "

@@ -48,7 +48,7 @@ def test_sparse_column_moments_match_numpy_on_the_dense_rows() -> None:
     assert lo[5] == 3.0 and hi[4] == 0.0
 
 
-@pytest.mark.parametrize("params", [{"embedding": "linear"}, {}, {"n_bases": 6}])
+@pytest.mark.parametrize("params", [{"embedding": "linear"}, {}])
 def test_sparse_calls_train_the_model_dense_calls_train(params: dict) -> None:
     # the reference: the same calls of the same rows, densified, with zero_preserving=True
     X, y = sparse_problem()

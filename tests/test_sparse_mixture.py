@@ -227,8 +227,7 @@ def test_models_score_sparse_and_dense_rows_alike(tmp_path):
                                   model.predict_proba(M))
 
 
-@pytest.mark.parametrize("calls", [1, 3])
-def test_partial_fit_on_sparse_rows_is_the_dense_partial_fit(monkeypatch, calls):
+def test_partial_fit_on_sparse_rows_is_the_dense_partial_fit(monkeypatch, calls=3):
     # the reference: the same calls of the rows written out, standardised as sparse rows
     # are scaled (the first call is fit's stochastic pass, the later ones partial_pass)
     M, X, y = _data(n=3000, seed=11)
