@@ -307,8 +307,8 @@ def test_reduction_of_our_own_additive_svc_with_a_dataset_and_held_out_p_choice(
 def test_gamma_scale_is_one_over_the_number_of_standardised_features():
     X, y, v = _regression(n=200, seed=11)
     X = X * np.array([1.0, 3.0], dtype=np.float32)
-    model = SuperSparseRegressor(n_prototypes=3, gamma="scale", max_iter=0).fit(
-        X, y, sample_weight=v)
+    model = SuperSparseRegressor(n_prototypes=3, gamma="scale", max_iter=0,
+                                 linear_part=False).fit(X, y, sample_weight=v)
     # standardised features: each varying one has (weighted) variance 1
     assert np.isclose(model.gamma_, 1.0 / 2, rtol=1e-6)
     np.testing.assert_allclose(model.scale_, np.sqrt(

@@ -59,7 +59,7 @@ def test_estimator_attributes_are_the_driver_result():
     X = rng.normal(size=(200, 2)).astype(np.float32)
     y = X[:, 0] ** 2 - X[:, 1]
     model = SuperSparseRegressor(n_prototypes=4, gamma="scale", max_iter=5, tol=0.0,
-                                 random_state=3)
+                                 random_state=3, linear_part=False)
     with pytest.warns(ConvergenceWarning):
         model.fit(X, y)
     with pytest.warns(ConvergenceWarning):

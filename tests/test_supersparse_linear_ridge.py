@@ -133,11 +133,47 @@ def test_auto_keeps_the_features_on_a_nearly_linear_target(monkeypatch: pytest.M
             < np.mean((off.predict(X_new) - y_new) ** 2))
 
 
-def test_auto_runs_nothing_without_held_out_rows(monkeypatch: pytest.MonkeyPatch):
-    X, y = _wave_and_slope(300, seed=4, wave=1.0)  # 60 rows in the share: none held out
+def test_auto_chooses_its_lane_by_folds_without_held_out_rows(
+        monkeypatch: pytest.MonkeyPatch):
+    """Too few rows to hold some out (60 in the share): five folds of the rows each score
+    the lanes of a fit that did not learn from them; the lane first within the slack of
+    the lowest mean loss is solved on every row, as numpy solves those columns."""
+    X, y = _wave_and_slope(300, seed=4, wave=1.0)
     kept = recorded_refits(monkeypatch, "linear_ridge_refit")
-    model = SuperSparseRegressor(n_prototypes=6, tol=1e-2).fit(X, y)
-    off = SuperSparseRegressor(n_prototypes=6, tol=1e-2, linear_part=False).fit(X, y)
+    model = SuperSparseRegressor(n_prototypes=6, tol=1e-2, spread_tails=False).fit(X, y)
+    assert len(kept) == driver.CROSS_FIT_FOLDS + 1
+    folds, final = kept[:-1], kept[-1]
+    mean = np.mean([refit.losses for refit in folds], axis=0)
+    chosen = _first_within_slack(driver.RidgeRefit(None, 0.0, "", mean))
+    assert final.lanes == chosen and final.losses.size == 0  # solved, not chosen again
+    # a plane follows this target better than six prototypes in ten dimensions
+    assert chosen in ("both", "linear") and model.linear_part_
+    first = int(np.flatnonzero(mean <= mean.min() * (1 + AUTO_LAM_SLACK))[0])
+    assert model.refit_lam_ == pytest.approx(model.lam_ * driver.REFIT_LAM_FACTORS[first % 2])
+    z = (X.astype(np.float64) - model.shift_) / model.scale_
+    zc = (model.prototypes_ - model.shift_) / model.scale_
+    S = _similarities(z, zc, model.gamma_)
+    columns = {"both": [S, z], "linear": [z]}[chosen]
+    w = _ridge(np.column_stack([*columns, np.ones(300)]), y.astype(np.float64),
+               model.refit_lam_)
+    np.testing.assert_allclose(model.linear_coef_, w[-11:-1], rtol=1e-5, atol=1e-7)
+    assert model.intercept_ == pytest.approx(w[-1], rel=1e-6)
+    np.testing.assert_allclose(model.predict(X), np.column_stack([*columns, np.ones(300)])
+                               @ w, rtol=1e-5, atol=1e-5)
+    # better on new rows than the prototypes alone, which the fit kept before the folds
+    off = SuperSparseRegressor(n_prototypes=6, tol=1e-2, spread_tails=False,
+                               linear_part=False).fit(X, y)
+    X_new, y_new = _wave_and_slope(2000, seed=3, wave=1.0)
+    assert (np.mean((model.predict(X_new) - y_new) ** 2)
+            < 0.8 * np.mean((off.predict(X_new) - y_new) ** 2))
+
+
+def test_a_given_lam_without_held_out_rows_keeps_the_prototypes(
+        monkeypatch: pytest.MonkeyPatch):
+    X, y = _wave_and_slope(300, seed=4, wave=1.0)
+    kept = recorded_refits(monkeypatch, "linear_ridge_refit")
+    model = SuperSparseRegressor(n_prototypes=6, tol=1e-2, lam=1e-3).fit(X, y)
+    off = SuperSparseRegressor(n_prototypes=6, tol=1e-2, lam=1e-3, linear_part=False).fit(X, y)
     assert kept == [] and not model.linear_part_
     np.testing.assert_array_equal(model.predict(X), off.predict(X))
 

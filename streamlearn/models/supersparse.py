@@ -921,12 +921,18 @@ _LINEAR_PART_REGRESSION_DOC = """    linear_part : {"auto", True, False}
         the lowest held-out mean squared loss keeps the first in that order (the
         simplest the held-out rows cannot tell from the best; the first is the
         beta-step's own coefficients, which then stay). With ``lam="auto"`` the kept lane
-        is solved on every row, as the last beta-step is. ``"auto"`` runs only where the
-        fit holds rows out (``lam="auto"`` with at least 200 rows expected in the
-        ``validation_fraction`` share, or ``n_prototypes`` a list): without them it is
-        False and reads no more data, as no score of the training rows can judge it (the
-        prototypes were learned on those rows; their generalised cross-validation score
-        favoured them even on a noisy linear target). It is tried where the prototypes,
+        is solved on every row, as the last beta-step is. Where the fit holds no rows out
+        (fewer than 200 expected in the ``validation_fraction`` share) but ``lam`` is
+        ``"auto"`` and there are at least 100 rows, five folds of the rows (by a hash of
+        their position) choose the lane instead: each fold is held out of a whole fit,
+        prototypes and penalty included, and scores its lanes; the lane first within 1 %
+        of the lowest mean loss over the folds is then solved on every row after the fit
+        on every row (five more fits: 0.08 -> 0.3 s on scikit-learn's diabetes set, whose
+        test R2 went from 0.378 to 0.420 against ridge's 0.442). No score of the training
+        rows can judge the lanes (the prototypes were learned on those rows; their
+        generalised cross-validation score favoured them even on a noisy linear target).
+        With a given ``lam`` and no rows held out, ``"auto"`` is False. It is tried where
+        the prototypes,
         the features read and the intercept number at most 512 coefficients
         (:data:`~streamlearn.solvers.supersparse.driver.LINEAR_PART_MAX_UNKNOWNS`); beyond
         that ``"auto"`` is False. True: the prototypes and the features, whatever their

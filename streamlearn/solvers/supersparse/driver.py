@@ -237,6 +237,11 @@ class SuperSparseConfig:
         coefficients, :func:`linear_ridge_refit`): ``"auto"`` tries it, and the
         linear part alone, where the coefficients stay at most
         :data:`LINEAR_PART_MAX_UNKNOWNS`; True always fits it; False never.
+    refit_lane : (str, float) or None
+        A regressor's ridge lane chosen beforehand (its columns, one of
+        :data:`REFIT_COLUMN_SETS`, and its factor of ``lam``): the one :func:`fit` solves
+        on every row after :func:`cross_fit_lane` chose it; None: chosen by the held-out
+        rows, if any.
     """
 
     grid: tuple[int, ...]
@@ -266,6 +271,7 @@ class SuperSparseConfig:
     n_rows: int | None = None
     refit: bool = False
     linear_part: bool | str = False
+    refit_lane: tuple[str, float] | None = None
 
     def chooses_lam(self, n_rows: int) -> bool:
         """``lam="auto"`` with enough rows to hold some out: at least
@@ -455,10 +461,15 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
     k = config.n_classes
     if config.teacher is None:
         offset = target_offset(dataset) if config.target == "regression" else 0.0
+        folds = None
+        if holdout is None and _cross_fits(config, n_rows, dataset.n_features):
+            config, folds = cross_fit_lane(runner, dataset, config, std, offset, seed, gamma)
         fitted = _fit_rows(runner, dataset, config,
                            TargetRows(config.target, None, holdout, False, std, k, offset),
                            TargetRows(config.target, None, holdout, True, std, k, offset),
                            seed, gamma)
+        if folds is not None:
+            fitted = replace(fitted, refit_losses=folds)
         slopes = None
         if sample is not None and std is not None and sample.shape[0] > 0:
             slopes = mean_abs_steps(std.apply(sample), fitted.prototypes, fitted.coef,
@@ -474,6 +485,61 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
         return _fit_rows(runner, dataset, config,
                          TargetRows(config.target, scores, holdout, False, std, k),
                          TargetRows(config.target, scores, holdout, True, std, k), seed, gamma)
+
+
+def _cross_fits(config: SuperSparseConfig, n_rows: int, n_features: int) -> bool:
+    """Whether a fit without held-out rows chooses its ridge lane by :func:`cross_fit_lane`:
+    a regressor's ridge coefficients with ``lam="auto"`` (which holds rows out where there
+    are enough, :meth:`SuperSparseConfig.chooses_lam`), ``linear_part="auto"`` and all its
+    lanes (:func:`refit_column_sets`), on at least :data:`MIN_CROSS_FIT_ROWS` rows."""
+    return (config.target == "regression" and config.coef == "ridge"
+            and config.lam == "auto" and config.linear_part == "auto"
+            and n_rows >= MIN_CROSS_FIT_ROWS
+            and refit_column_sets(config, max(config.grid), n_features) == REFIT_COLUMN_SETS)
+
+
+def cross_fit_lane(runner: Any, dataset: Dataset, config: SuperSparseConfig,
+                   std: Standardiser | None, offset: float, seed: int, gamma: Any
+                   ) -> tuple[SuperSparseConfig, np.ndarray]:
+    """A regressor's ridge lane (:func:`linear_ridge_refit`) chosen by
+    :data:`CROSS_FIT_FOLDS` folds of the rows, on data too small to hold rows out.
+
+    Each fold's rows are held out of a whole fit (prototypes, ``lam`` and ``gamma`` chosen
+    as the fit on every row chooses them, by generalised cross-validation), whose lanes
+    they then score; the lanes' held-out mean squared losses are averaged over the folds,
+    and the first lane within :data:`~.passes.AUTO_LAM_SLACK` of the lowest is kept, in
+    the order of :data:`REFIT_COLUMN_SETS` (the simplest the folds cannot tell from the
+    best). The rows score models whose prototypes did not learn from them, which a score
+    of the training rows cannot do: the generalised cross-validation score of the lanes
+    on every row favoured the prototypes even on a noisy linear target.
+
+    Returns
+    -------
+    SuperSparseConfig
+        ``config`` with ``refit_lane`` set to the kept lane's columns and factor of ``lam``.
+    ndarray
+        The lanes' mean held-out losses (:data:`REFIT_COLUMN_SETS` x
+        :data:`REFIT_LAM_FACTORS`).
+    """
+    k = config.n_classes
+    losses = []
+    for fold in Holdout.folds(CROSS_FIT_FOLDS, seed ^ FOLD_SALT):
+        fitted = _fit_rows(runner, dataset, config,
+                           TargetRows(config.target, None, fold, False, std, k, offset),
+                           TargetRows(config.target, None, fold, True, std, k, offset),
+                           seed, gamma, held_out_chooses=False)
+        if fitted.refit_losses is None or len(fitted.refit_losses) == 0:
+            return config, np.empty(0)  # a fold held out no row of positive weight
+        losses.append(np.asarray(fitted.refit_losses, dtype=np.float64))
+    mean = np.mean(losses, axis=0)
+    lanes = [(columns, factor) for columns in REFIT_COLUMN_SETS
+             for factor in REFIT_LAM_FACTORS]
+    finite = mean[np.isfinite(mean)]
+    if finite.size == 0:
+        return config, mean
+    bound = float(finite.min()) * (1.0 + AUTO_LAM_SLACK)
+    lane = next(i for i in range(len(lanes)) if mean[i] <= bound)
+    return replace(config, refit_lane=lanes[lane]), mean
 
 
 def _sampled_spread(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int,
@@ -561,16 +627,20 @@ def target_offset(dataset: Dataset) -> float:
 
 
 def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: TargetRows,
-              valid: TargetRows, seed: int, gamma: Any) -> SuperSparseFit:
+              valid: TargetRows, seed: int, gamma: Any,
+              held_out_chooses: bool = True) -> SuperSparseFit:
     """Eq. 8's incremental procedure over the candidates (one candidate: a plain fit).
 
     ``gamma`` is a number, or ``("auto", scale)``: :func:`~.passes.prototype_gamma` of
     the initial prototypes bounded by ``scale``, ``scale`` when they are not two distinct
-    points.
+    points. Without ``held_out_chooses`` the held-out rows only score the regressor's
+    ridge lanes (a fold of :func:`cross_fit_lane`): ``lam`` and ``gamma`` are chosen as
+    without held-out rows.
     """
     holdout = train.holdout
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
-    choose = valid if holdout is not None and config.lam == "auto" else None
+    choose = (valid if holdout is not None and config.lam == "auto" and held_out_chooses
+              else None)
     auto = isinstance(gamma, tuple)
     gamma = _resolve_gamma(gamma, C)
     if auto and config.lam == "auto" and (choose is not None or config.coef == "ridge"):
@@ -626,10 +696,16 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
             linear = refit.linear
     ridge = None
     sets = refit_column_sets(config, C.shape[0], dataset.n_features)
-    if (train.mode == "regression" and config.coef == "ridge" and sets != ("prototypes",)
-            and (holdout is not None or sets == ("both",))):
+    factors = REFIT_LAM_FACTORS
+    if config.refit_lane is not None:
+        sets, factors = (config.refit_lane[0],), (config.refit_lane[1],)
+    if config.refit_lane is not None:
+        solve = config.refit_lane != ("prototypes", 1.0)
+    else:
+        solve = sets != ("prototypes",) and (holdout is not None or sets == ("both",))
+    if train.mode == "regression" and config.coef == "ridge" and solve:
         ridge = linear_ridge_refit(runner, dataset, train, valid, C, similarity, lam, sets,
-                                   every_row is not None)
+                                   every_row is not None, factors)
         if ridge.w is not None:
             w = ridge.w
             linear = ridge.linear
@@ -1160,6 +1236,13 @@ LINEAR_PART_MAX_UNKNOWNS = 512
 #: The design columns of the refit's lanes, in the order its choice prefers them (the
 #: first within :data:`~.passes.AUTO_LAM_SLACK` of the lowest held-out loss).
 REFIT_COLUMN_SETS = ("prototypes", "both", "linear")
+#: Folds of :func:`cross_fit_lane`, the choice of a regressor's lane on data too small to
+#: hold rows out ...
+CROSS_FIT_FOLDS = 5
+#: ... from this many rows of positive weight on (each fold then holds out about 20).
+MIN_CROSS_FIT_ROWS = 100
+#: Mixed into the seed of :func:`cross_fit_lane`'s folds.
+FOLD_SALT = 0xF01D_0004
 
 
 @dataclass(frozen=True)
@@ -1263,11 +1346,11 @@ class RidgeRefit:
 
 def linear_ridge_refit(runner: Any, dataset: Dataset, train: TargetRows, valid: TargetRows,
                        C: np.ndarray, similarity: Similarity, lam: float,
-                       sets: Sequence[str], every: bool) -> RidgeRefit:
+                       sets: Sequence[str], every: bool,
+                       factors: Sequence[float] = REFIT_LAM_FACTORS) -> RidgeRefit:
     """A regressor's ``linear_part``: ridge coefficients of the design columns ``(s(x, c),
     z, 1)`` at the learned prototypes, a lane for each set of columns of ``sets``
-    (:data:`REFIT_COLUMN_SETS`' order) and each penalty of :data:`REFIT_LAM_FACTORS` times
-    ``lam``.
+    (:data:`REFIT_COLUMN_SETS`' order) and each penalty of ``factors`` times ``lam``.
 
     One :class:`~.passes.SplitGramPass` with the features as columns gathers the Gram
     statistics of the training and the held-out rows; every lane is then the closed-form
@@ -1284,7 +1367,7 @@ def linear_ridge_refit(runner: Any, dataset: Dataset, train: TargetRows, valid: 
     p, d = C.shape[0], dataset.n_features
     stats: SplitGramState = runner.run(SplitGramPass(train, valid, C, similarity, True),
                                        dataset, description="linear part")
-    lanes = [(columns, lam * factor) for columns in sets for factor in REFIT_LAM_FACTORS]
+    lanes = [(columns, lam * factor) for columns in sets for factor in factors]
     losses = np.full(len(lanes), np.inf)
     if stats.valid.weight > 0:
         for i, (columns, lane_lam) in enumerate(lanes):
@@ -1302,7 +1385,7 @@ def linear_ridge_refit(runner: Any, dataset: Dataset, train: TargetRows, valid: 
     else:
         lane, losses = 0, np.empty(0)
     columns, lane_lam = lanes[lane]
-    if columns == "prototypes" and lane == 0:
+    if columns == "prototypes" and lane_lam == lam:
         return RidgeRefit(None, float(lam), columns, losses)
     mask = column_mask(columns, p, d)
     final = column_statistics(stats.train + stats.valid if every else stats.train, mask)
