@@ -19,6 +19,7 @@ from streamlearn.models.supersparse import SuperSparseClassifier
 from streamlearn.solvers.holdout import Holdout
 from streamlearn.solvers.supersparse import driver, passes
 from streamlearn.solvers.supersparse.passes import (
+    AUTO_LAM_SLACK,
     LINE_STEPS,
     HingeGramPass,
     Similarity,
@@ -34,6 +35,7 @@ from streamlearn.solvers.supersparse.passes import (
     upper_gram,
 )
 from tests.test_model_file import _rewritten
+from tests.test_supersparse_linear_part import recorded_refits
 
 
 def _rings(n: int, seed: int, noise: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
@@ -434,10 +436,67 @@ def test_refit_lowers_the_squared_hinge_loss_of_new_rows():
     assert refit.loss_ == "squared" and np.isnan(refit.refit_lam_)
 
 
-def test_a_fit_without_held_out_rows_keeps_the_squared_loss():
+#: the slopes of :func:`_noisy_plane`'s labels
+PLANE = np.random.default_rng(70).normal(size=6)
+
+
+def _noisy_plane(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    return X, (X @ PLANE + 0.5 * rng.normal(size=n) > 0).astype(np.int64)
+
+
+def test_a_fit_without_held_out_rows_chooses_its_refit_by_folds(
+        monkeypatch: pytest.MonkeyPatch):
+    """Too few rows to hold some out (60 in the share): five folds of the rows each score
+    the squared-loss coefficients and the refit's lanes of a fit that did not learn from
+    them; the lane that hinge_refit's rule keeps on the folds' mean losses is refitted on
+    every row, to the minimum of its squared hinge objective (scipy's, on the explicit
+    columns)."""
+    X, y = _noisy_plane(300, seed=7)
+    folds = recorded_refits(monkeypatch, "hinge_refit")
+    final = recorded_refits(monkeypatch, "hinge_refit_lane")
+    model = SuperSparseClassifier(n_prototypes=6, tol=1e-2, spread_tails=False).fit(X, y)
+    assert len(folds) == driver.CROSS_FIT_FOLDS and len(final) == 1
+    mean = np.mean([refit.held_out for refit in folds], axis=0)
+    lanes = mean[1:]
+    assert lanes.min() < (1 - AUTO_LAM_SLACK) * mean[0]
+    first = int(np.flatnonzero(lanes <= lanes.min() * (1 + AUTO_LAM_SLACK))[0])
+    columns = driver.REFIT_COLUMN_SETS[first // 2]
+    assert final[0].lanes == columns and model.loss_ == "squared_hinge"
+    assert model.refit_lam_ == pytest.approx(model.lam_ * driver.REFIT_LAM_FACTORS[first % 2])
+    z = (X.astype(np.float64) - model.shift_) / model.scale_
+    zc = (model.prototypes_ - model.shift_) / model.scale_
+    p, d = zc.shape
+    Z = np.column_stack([_similarities(z, zc, model.gamma_), z, np.ones(300)])
+    cols = np.flatnonzero(driver.column_mask(columns, p, d))
+    t = 2.0 * y - 1.0
+
+    def objective(u: np.ndarray) -> tuple[float, np.ndarray]:
+        slack = np.maximum(1.0 - t * (Z[:, cols] @ u), 0.0)
+        penalty = np.append(u[:-1], 0.0)
+        value = float(slack @ slack) / 300 + model.refit_lam_ * float(penalty @ penalty)
+        grad = -2.0 * Z[:, cols].T @ (slack * t) / 300 + 2.0 * model.refit_lam_ * penalty
+        return value, grad
+
+    ref = minimize(objective, np.zeros(cols.size), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
+    # the model's decision lies on those columns, at (near) scipy's minimum
+    decision = model.decision_function(X)
+    u = np.linalg.lstsq(Z[:, cols], decision, rcond=None)[0]
+    np.testing.assert_allclose(Z[:, cols] @ u, decision, rtol=1e-6, atol=1e-6)
+    assert ref.fun <= objective(u)[0] <= ref.fun * (1 + 1e-3)
+    # better on new rows than the squared loss's coefficients, kept before the folds
+    squared = SuperSparseClassifier(n_prototypes=6, tol=1e-2, spread_tails=False,
+                                    loss="squared").fit(X, y)
+    X_new, y_new = _noisy_plane(4000, seed=8)
+    assert model.score(X_new, y_new) > squared.score(X_new, y_new) + 0.01
+
+
+def test_a_given_lam_without_held_out_rows_keeps_the_squared_loss():
     X, y = _rings(300, seed=7)  # 20 % of 300 rows: too few to hold out
-    model = SuperSparseClassifier(n_prototypes=6, max_iter=5).fit(X, y)
-    same = SuperSparseClassifier(n_prototypes=6, max_iter=5, loss="squared").fit(X, y)
+    model = SuperSparseClassifier(n_prototypes=6, tol=1e-2, lam=1e-3).fit(X, y)
+    same = SuperSparseClassifier(n_prototypes=6, tol=1e-2, lam=1e-3, loss="squared").fit(X, y)
     assert model.loss_ == "squared"
     np.testing.assert_array_equal(model.dual_coef_, same.dual_coef_)
 

@@ -1154,9 +1154,17 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None
         rows (the larger within 1 % of it) is kept only when that loss is more than 1 %
         below the squared-loss coefficients' own; with ``lam="auto"`` its penalty is
         then fitted on every row from the squared-loss coefficients on every row, each
-        output by as many steps as its held-out loss chose. A fit that holds no rows
-        out (too few rows, or a fixed ``lam`` with one ``n_prototypes``), LASSO
-        coefficients and :meth:`reduce` keep the squared loss, as does
+        output by as many steps as its held-out loss chose. Where the fit holds no rows
+        out (fewer than 200 expected in the ``validation_fraction`` share) but ``lam`` is
+        ``"auto"`` and there are at least 100 rows, five folds of the rows (by a hash of
+        their position) choose instead: each fold is held out of a whole fit, prototypes
+        and penalty included, and scores the squared-loss coefficients and the lanes;
+        the lane kept by the same rule on the folds' mean losses is then fitted on every
+        row, to its own stopping rule (five more fits: a noisy plane in six features,
+        300 rows, 10.4 -> 7.4 % test error, mean of ten draws; the bundled small sets
+        within their splits' noise). A fit that holds no rows out otherwise (fewer rows,
+        or a fixed ``lam`` with one ``n_prototypes``), LASSO coefficients and
+        :meth:`reduce` keep the squared loss, as does
         :meth:`partial_fit`, whose steps re-solve the squared loss. ``loss_`` says which
         loss the coefficients have. With a ``LocalEngine`` the refit's passes keep the
         rows' similarity columns between them (float64, up to 256 MiB; the rows beyond

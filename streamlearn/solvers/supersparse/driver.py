@@ -488,38 +488,48 @@ def fit(runner: Any, dataset: Dataset, config: SuperSparseConfig, seed: int) -> 
 
 
 def _cross_fits(config: SuperSparseConfig, n_rows: int, n_features: int) -> bool:
-    """Whether a fit without held-out rows chooses its ridge lane by :func:`cross_fit_lane`:
-    a regressor's ridge coefficients with ``lam="auto"`` (which holds rows out where there
-    are enough, :meth:`SuperSparseConfig.chooses_lam`), ``linear_part="auto"`` and all its
-    lanes (:func:`refit_column_sets`), on at least :data:`MIN_CROSS_FIT_ROWS` rows."""
-    return (config.target == "regression" and config.coef == "ridge"
-            and config.lam == "auto" and config.linear_part == "auto"
-            and n_rows >= MIN_CROSS_FIT_ROWS
+    """Whether a fit without held-out rows chooses its lane by :func:`cross_fit_lane`:
+    with ridge coefficients and ``lam="auto"`` (which holds rows out where there are
+    enough, :meth:`SuperSparseConfig.chooses_lam`) on at least :data:`MIN_CROSS_FIT_ROWS`
+    rows, a classifier's ``loss="auto"`` (its squared hinge refit, :func:`hinge_refit`)
+    and a regressor's ``linear_part="auto"`` with all its lanes
+    (:func:`linear_ridge_refit`)."""
+    if (config.teacher is not None or config.coef != "ridge" or config.lam != "auto"
+            or n_rows < MIN_CROSS_FIT_ROWS):
+        return False
+    if config.target == "classification":
+        return config.refit
+    return (config.target == "regression" and config.linear_part == "auto"
             and refit_column_sets(config, max(config.grid), n_features) == REFIT_COLUMN_SETS)
 
 
 def cross_fit_lane(runner: Any, dataset: Dataset, config: SuperSparseConfig,
                    std: Standardiser | None, offset: float, seed: int, gamma: Any
                    ) -> tuple[SuperSparseConfig, np.ndarray]:
-    """A regressor's ridge lane (:func:`linear_ridge_refit`) chosen by
+    """The lane of a regressor's ridge coefficients (:func:`linear_ridge_refit`) or of a
+    classifier's squared hinge refit (:func:`hinge_refit`) chosen by
     :data:`CROSS_FIT_FOLDS` folds of the rows, on data too small to hold rows out.
 
     Each fold's rows are held out of a whole fit (prototypes, ``lam`` and ``gamma`` chosen
     as the fit on every row chooses them, by generalised cross-validation), whose lanes
-    they then score; the lanes' held-out mean squared losses are averaged over the folds,
-    and the first lane within :data:`~.passes.AUTO_LAM_SLACK` of the lowest is kept, in
-    the order of :data:`REFIT_COLUMN_SETS` (the simplest the folds cannot tell from the
-    best). The rows score models whose prototypes did not learn from them, which a score
-    of the training rows cannot do: the generalised cross-validation score of the lanes
-    on every row favoured the prototypes even on a noisy linear target.
+    they then score; the lanes' held-out mean losses are averaged over the folds, and the
+    first lane within :data:`~.passes.AUTO_LAM_SLACK` of the lowest is kept, in the order
+    of :data:`REFIT_COLUMN_SETS` and larger penalty first (the simplest the folds cannot
+    tell from the best); a classifier keeps it only where its mean squared hinge loss is
+    below ``1 - AUTO_LAM_SLACK`` times that of the squared-loss coefficients, as
+    :func:`hinge_refit` keeps a lane. The rows score models whose prototypes did not learn
+    from them, which a score of the training rows cannot do: the generalised
+    cross-validation score of a regressor's lanes on every row favoured the prototypes
+    even on a noisy linear target.
 
     Returns
     -------
     SuperSparseConfig
-        ``config`` with ``refit_lane`` set to the kept lane's columns and factor of ``lam``.
+        ``config`` with ``refit_lane`` set to the kept lane's columns and factor of
+        ``lam`` (a classifier that keeps its squared-loss coefficients: ``config``).
     ndarray
-        The lanes' mean held-out losses (:data:`REFIT_COLUMN_SETS` x
-        :data:`REFIT_LAM_FACTORS`).
+        The lanes' mean held-out losses (a classifier's with the squared-loss
+        coefficients' first), empty where a fold held out no row.
     """
     k = config.n_classes
     losses = []
@@ -532,13 +542,16 @@ def cross_fit_lane(runner: Any, dataset: Dataset, config: SuperSparseConfig,
             return config, np.empty(0)  # a fold held out no row of positive weight
         losses.append(np.asarray(fitted.refit_losses, dtype=np.float64))
     mean = np.mean(losses, axis=0)
-    lanes = [(columns, factor) for columns in REFIT_COLUMN_SETS
-             for factor in REFIT_LAM_FACTORS]
-    finite = mean[np.isfinite(mean)]
+    sets = refit_column_sets(config, max(config.grid), dataset.n_features)
+    lanes = [(columns, factor) for columns in sets for factor in REFIT_LAM_FACTORS]
+    scores = mean if config.target == "regression" else mean[1:]
+    finite = scores[np.isfinite(scores)]
     if finite.size == 0:
         return config, mean
-    bound = float(finite.min()) * (1.0 + AUTO_LAM_SLACK)
-    lane = next(i for i in range(len(lanes)) if mean[i] <= bound)
+    best = float(finite.min())
+    if config.target != "regression" and not best < (1.0 - AUTO_LAM_SLACK) * mean[0]:
+        return config, mean
+    lane = next(i for i in range(len(lanes)) if scores[i] <= best * (1.0 + AUTO_LAM_SLACK))
     return replace(config, refit_lane=lanes[lane]), mean
 
 
@@ -686,11 +699,14 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     refit = None
     w_squared = w
     linear = False
-    if (config.refit and holdout is not None and config.coef == "ridge"
-            and train.mode == "classification"):
-        refit = hinge_refit(runner, dataset, config, train, valid, C, similarity, w_train,
-                            lam, None if every_row is None else w)
-        if refit.w is not None:
+    if config.refit and config.coef == "ridge" and train.mode == "classification":
+        if holdout is not None:
+            refit = hinge_refit(runner, dataset, config, train, valid, C, similarity,
+                                w_train, lam, None if every_row is None else w)
+        elif config.refit_lane is not None:
+            refit = hinge_refit_lane(runner, dataset, config, train, C, similarity, w, lam,
+                                     config.refit_lane)
+        if refit is not None and refit.w is not None:
             w = refit.w
             held_out = refit.temperature
             linear = refit.linear
@@ -711,8 +727,8 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
             linear = ridge.linear
     proba_scale, proba_rows = None, None
     if scales is not None:
-        leverage = (ridge_leverage(stats, lam)
-                    if holdout is None and config.coef == "ridge" else None)
+        leverage = (ridge_leverage(stats, lam) if holdout is None and config.coef == "ridge"
+                    and (refit is None or refit.w is None) else None)
         proba_scale, proba_rows = calibrate(runner, dataset, train, C, w, similarity,
                                             held_out, leverage, linear)
     p = C.shape[0]
@@ -1671,6 +1687,32 @@ def hinge_refit(runner: Any, dataset: Dataset, config: SuperSparseConfig, train:
         _warn_refit_cap(config, [lams[lane]], dataset.n_rows)
     return HingeRefit(every_row.W[0], lams[lane], losses, passes + every_row.passes,
                       every_row.first.temperature, keeps_linear, columns)
+
+
+def hinge_refit_lane(runner: Any, dataset: Dataset, config: SuperSparseConfig,
+                     rows: TargetRows, C: np.ndarray, similarity: Similarity, w: np.ndarray,
+                     lam: float, lane: tuple[str, float]) -> HingeRefit:
+    """``loss="auto"`` without held-out rows, the lane chosen by :func:`cross_fit_lane`:
+    the squared-hinge coefficients of ``lane``'s columns (one of
+    :data:`REFIT_COLUMN_SETS`) at ``lane``'s factor times ``lam``, fitted by
+    :func:`hinge_newton` on every row of ``rows`` from the squared-loss coefficients
+    ``w`` to its convergence rule (no held-out rows stop it early)."""
+    columns, factor = lane
+    p, d = C.shape[0], dataset.n_features
+    lane_lam = float(lam * factor)
+    keeps_linear = columns != "prototypes"
+    if keeps_linear:
+        fitted = hinge_newton(runner, dataset, rows, C, similarity,
+                              lane_start(w, columns, p, d), [lane_lam], REFIT_TOL,
+                              label=" (every row)", linear=True,
+                              free=column_mask(columns, p, d)[None])
+    else:
+        fitted = hinge_newton(runner, dataset, rows, C, similarity, w, [lane_lam], REFIT_TOL,
+                              label=" (every row)")
+    if fitted.capped:
+        _warn_refit_cap(config, [lane_lam], dataset.n_rows)
+    return HingeRefit(fitted.W[0], lane_lam, np.empty(0), fitted.passes, None, keeps_linear,
+                      columns)
 
 
 def _warn_refit_cap(config: SuperSparseConfig, lams: Sequence[float], n_rows: int) -> None:
