@@ -9,9 +9,10 @@ user would otherwise pick on the same rows:
   ``HistGradientBoostingClassifier``;
 - ``MixtureSVC()`` on usps and letter, against ``LinearSVC()`` (its defaults, which may stop
   at their iteration cap with a ``ConvergenceWarning``, counted);
-- ``ShareBoostClassifier()`` on a9a and adult, against ``LinearSVC()``, and on all of MNIST,
+- ``ShareBoostClassifier()`` on a9a and adult, against ``LinearSVC()``, on all of MNIST,
   against ``SGDClassifier()`` (``LinearSVC()``'s defaults ran for more than 12 minutes
-  there without finishing);
+  there without finishing), and on pendigits and satimage, where it keeps anchors, against
+  LightGBM and ``LinearSVC()``;
 - ``AdditiveSVC()`` on usps, ijcnn1, adult and satimage, against ``LinearSVC()``;
 - ``SparseJSBoostClassifier()`` on adult (108 columns, most of them one-hot: its direction
   search scores 21 offsets of every column each step), against LightGBM and
@@ -53,7 +54,7 @@ SEED = 0
 CASES = {
     "ShareBoost stumps, 100 rounds": ("letter", "shuttle"),
     "MixtureSVC()": ("usps", "letter"),
-    "ShareBoostClassifier()": ("a9a", "adult", "mnist"),
+    "ShareBoostClassifier()": ("a9a", "adult", "mnist", "pendigits", "satimage"),
     "AdditiveSVC()": ("usps", "ijcnn1", "adult", "satimage"),
     "SparseJSBoostClassifier()": ("adult",),
 }
@@ -65,7 +66,9 @@ PEERS = {
     "SparseJSBoostClassifier()": ("LightGBM, 100 trees", "LinearSVC"),
 }
 #: Peers of one (case, dataset) instead of the case's.
-DATASET_PEERS = {("ShareBoostClassifier()", "mnist"): ("SGDClassifier",)}
+DATASET_PEERS = {("ShareBoostClassifier()", "mnist"): ("SGDClassifier",),
+                 ("ShareBoostClassifier()", "pendigits"): ("LightGBM, 100 trees", "LinearSVC"),
+                 ("ShareBoostClassifier()", "satimage"): ("LightGBM, 100 trees", "LinearSVC")}
 QUICK = {"ShareBoost stumps, 100 rounds": ("letter",), "MixtureSVC()": ("usps",)}
 
 

@@ -41,18 +41,22 @@ def _fitted(model: ShareBoostClassifier) -> dict[str, np.ndarray]:
             for name in ("selected_features_", "coef_groups_", "intercept_")}
 
 
-@pytest.mark.parametrize("features", ["linear", "stumps", "anchors"])
-def test_fit_keeping_the_terms_is_the_fit_recomputing_them(features: str,
+@pytest.mark.parametrize(("features", "n"), [("linear", 420), ("stumps", 420),
+                                              ("anchors", 420), ("anchors", 4500)])
+def test_fit_keeping_the_terms_is_the_fit_recomputing_them(features: str, n: int,
                                                             monkeypatch) -> None:
     # several chunks, held-out rows and sample weights: every path of the pass (half of
     # the rows held out, 210: one share, where a tenth would cross-fit five folds of the
-    # same kind of passes)
-    X, y = _problem()
+    # same kind of passes); 4,500 rows are beyond the numpy paths: the kernels read the
+    # kept gates, kept by their bytes
+    X, y = _problem(n=n)
+    assert passes.numpy_paths(n) == (n <= passes.NUMPY_ROWS)
     weight = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0])
-    kw = dict(features=features, n_centres=8, chunk_rows=150, validation_fraction=0.5,
-              progress=False)
+    kw = dict(features=features, n_centres=8, chunk_rows=150 if n < 1000 else 1000,
+              validation_fraction=0.5 if n < 1000 else 0.2, progress=False)
     kept = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
     monkeypatch.setattr(passes, "KEEP_TERMS_ROWS", -1)
+    monkeypatch.setattr(passes, "KEEP_TERMS_BYTES", -1)
     assert not passes.keeps_terms(X.shape[0])
     recomputed = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
     a, b = _fitted(kept), _fitted(recomputed)

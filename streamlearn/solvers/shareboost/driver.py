@@ -650,7 +650,7 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     k = intercept.shape[0]
     numpy = numpy_paths(dataset.n_rows)
     # the chunks' gates and codes, computed by the first evaluation for all of them
-    kept = StepTerms() if keeps_terms(dataset.n_rows) else None
+    kept = StepTerms() if keeps_terms(dataset.n_rows, len(selected) + shape[2]) else None
     tally_at: list[tuple[np.ndarray, ObjectiveState]] = []
     chosen = np.array(selected, dtype=np.int64)
     # L-BFGS runs over the interval values of nested columns (stumps of one feature, balls

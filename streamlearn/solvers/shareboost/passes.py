@@ -202,14 +202,21 @@ def numpy_paths(n_rows: int) -> bool:
 
 #: Datasets of at most this many rows keep their chunks' terms through each corrective step
 #: (:class:`StepTerms`, :func:`keeps_terms`): those of the numpy paths, whose chunks' gates
-#: fit in memory many times over.
+#: fit in memory many times over ...
 KEEP_TERMS_ROWS = NUMPY_ROWS
+#: ... and larger ones where those terms take at most this many bytes.
+KEEP_TERMS_BYTES = 128 << 20
 
 
-def keeps_terms(n_rows: int) -> bool:
+def keeps_terms(n_rows: int, n_columns: int = 0) -> bool:
     """Whether a corrective step on a dataset of ``n_rows`` rows keeps its chunks' terms
-    through its evaluations (:class:`StepTerms`): at most :data:`KEEP_TERMS_ROWS` rows."""
-    return int(n_rows) <= KEEP_TERMS_ROWS
+    through its evaluations (:class:`StepTerms`): at most :data:`KEEP_TERMS_ROWS` rows,
+    or terms of at most :data:`KEEP_TERMS_BYTES` (4 bytes a row for each of the
+    ``n_columns`` gates and base columns the step reads, its class code and its weight).
+    Recomputing an anchor's gates (a distance per row) at each of the step's evaluations
+    took a quarter of a fit that kept 350 anchors on 8,000 rows of two features."""
+    return (int(n_rows) <= KEEP_TERMS_ROWS
+            or 4 * int(n_rows) * (int(n_columns) + 2) <= KEEP_TERMS_BYTES)
 
 
 def small_chunk(n_rows: int, selected: np.ndarray, coef: np.ndarray) -> bool:
