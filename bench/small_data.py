@@ -11,8 +11,10 @@ a small table. Each model is fitted with its defaults (``progress=False`` only) 
   six features follow Student's t with 2 degrees of freedom (4,000; heavy tails) and
   a ring in two of eight normal features with 10 values of one of them multiplied by
   1e5 (4,000; far outliers), 5 ordered classes, the quintiles of a noisy linear score
-  of eight normal features (6,000), and many classes: ``make_classification`` with 20
-  classes (4,000 x 12) and 40 classes (8,000 x 30), one cluster a class;
+  of eight normal features (6,000), a madelon-like set (``make_classification``, 4,400 x
+  500: 5 informative features, 15 combinations of them and 480 of noise, 16 clusters a
+  class), and many classes: ``make_classification`` with 20 classes (4,000 x 12) and 40
+  classes (8,000 x 30), one cluster a class;
 - regression, test R2: diabetes (442 rows), Friedman 1, 2, 3 (5,000 rows each) and a
   linear target, ``make_regression`` with 10 of 20 features informative (3,000).
 
@@ -85,6 +87,11 @@ def classification_sets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     X = rng.normal(size=(6000, 8))
     score = X @ rng.normal(size=8) + 0.5 * rng.normal(size=6000)
     sets["5 ordered classes"] = (X, np.digitize(score, np.quantile(score, [0.2, 0.4, 0.6, 0.8])))
+    # wide, a few features that matter among many: Guyon's madelon design (5 informative
+    # features, 15 combinations of them, 480 of noise; 16 clusters a class)
+    sets["madelon-like, 500 features"] = D.make_classification(
+        4400, 500, n_informative=5, n_redundant=15, n_clusters_per_class=16, class_sep=2.0,
+        flip_y=0.01, random_state=0)
     # many classes: a tenth of the training rows holds fewer than 20 rows of each
     sets["20 classes, 12 features"] = D.make_classification(
         4000, 12, n_informative=10, n_classes=20, n_clusters_per_class=1, random_state=1)

@@ -69,6 +69,31 @@ def test_relevance_is_the_correlation_ratio_of_bins_and_pairs():
                                atol=1e-9)
 
 
+def test_wide_data_pair_only_the_features_that_explain_most_alone(monkeypatch):
+    # beyond MAX_PAIR_FEATURES features (6 here, 64 by default), every feature's bins are
+    # scored alone, and pairs only among the 6 that explain the most alone: the product
+    # of features 2 and 3 (no marginal effect) is found when feature 2 has one too
+    from streamlearn.solvers.mixture import relevance
+
+    monkeypatch.setattr(relevance, "MAX_PAIR_FEATURES", 6)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(402, 10)).astype(np.float32)
+    score = X[:, 0] + 0.6 * X[:, 2] + 2.0 * np.sign(X[:, 2] * X[:, 3]) + X[:, 5] * X[:, 6]
+    y = np.digitize(score, [-1.0, 1.0])  # three classes
+    got = feature_relevance(X, y, 3)
+    bins = np.stack([pd.qcut(X[:, f], RELEVANCE_BINS, labels=False) for f in range(10)],
+                    axis=1)
+    single = np.array([_explained(bins[:, f], y) for f in range(10)])
+    top = np.sort(np.argsort(-single, kind="stable")[:6])
+    want = single.copy()
+    want[top] = _reference_relevance(X[:, top], y)
+    np.testing.assert_allclose(got, want, atol=1e-9)
+    assert 3 in top and got[3] > single[3] + 0.05  # its product with feature 2
+    # a feature that acts only through a product is scored alone outside those 6
+    outside = np.setdiff1d(np.arange(10), top)
+    np.testing.assert_allclose(got[outside], single[outside], atol=1e-9)
+
+
 def test_a_feature_acting_through_a_product_is_relevant():
     X, y = _product(3000)
     r = feature_relevance(X.astype(np.float32), y, 2)
@@ -115,3 +140,19 @@ def test_weights_and_C_of_a_fit_and_the_ring_among_noise():
     # the gates split the two relevant features, not the six of noise
     error = np.mean(model.predict(Xte) != yte)
     assert error < np.mean(plain.predict(Xte) != yte) - 0.05
+
+
+def test_a_ring_among_a_hundred_noise_features_is_weighed():
+    # beyond MAX_PAIR_FEATURES columns the features are still weighed: those of the ring
+    # keep their spread, the noise falls to the floor, and the gates find the ring
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 100))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)
+    Xtr, ytr, Xte, yte = X[:2400], y[:2400], X[2400:], y[2400:]
+    model = MixtureSVC(progress=False, spread_tails=False).fit(Xtr, ytr)
+    weights = np.std(Xtr, axis=0) / model.scale_
+    np.testing.assert_allclose(weights[:2], 1.0, rtol=1e-5)
+    assert weights[2:].max() < 0.5
+    plain = MixtureSVC(progress=False, spread_tails=False, weight_features=False)
+    plain = plain.fit(Xtr, ytr)
+    assert np.mean(model.predict(Xte) != yte) < np.mean(plain.predict(Xte) != yte) - 0.05

@@ -74,6 +74,6 @@ def test_the_weights_travel_with_the_model_file(tmp_path, estimator) -> None:
 
 def test_wide_and_sparse_data_are_not_weighed() -> None:
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(600, 70))  # more than MAX_RELEVANCE_FEATURES columns
+    X = rng.normal(size=(600, 1025))  # more than MAX_RELEVANCE_FEATURES columns
     y = (X[:, 0] > 0).astype(int)
     assert not hasattr(SuperSparseClassifier(n_prototypes=6).fit(X, y), "feature_weights_")

@@ -296,7 +296,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         The first pass samples the rows beside the moments; one more pass when a feature
         is mapped (``feature_transform_``).
     weight_features : bool
-        Divide each standardised feature of dense rows of at most 64 columns
+        Divide each standardised feature of dense rows of at most 1,024 columns
         (:data:`~streamlearn.solvers.mixture.relevance.MAX_RELEVANCE_FEATURES`) by a weight
         in ``[0.1, 1]`` from its relevance to the labels, so that the k-means centres and
         the gates split the features that bear on the labels and not the others: on a
@@ -307,7 +307,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         ``w_f = sqrt(3 r_f / max_g r_g)`` clipped to ``[0.1, 1]``
         (:func:`~streamlearn.solvers.mixture.relevance.relevance_weights`). A feature
         explaining a third of the most relevant one's keeps its whole spread; one acting
-        only through a product with another (XOR) counts by the pair. The bins are
+        only through a product with another (XOR) counts by the pair, with more than 64
+        features among the 64 whose bins explain the most alone
+        (:data:`~streamlearn.solvers.mixture.relevance.MAX_PAIR_FEATURES`). The bins are
         quantiles, so the weights do not depend on the features' units. ``scale_`` is
         the standard deviation over the weight, and ``C="auto"`` counts each feature
         by its squared weight. Indicator columns and constant features keep the weight

@@ -215,7 +215,7 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         median spread and a feature whose spread lies past that band scaled to the band's
         edge (``"band"``, :func:`~streamlearn.solvers.shareboost.driver.spread_factors`);
         each then multiplied by its relevance weight in ``[0.1, 1]``, as ``MixtureSVC``
-        weighs its features (from the sampled rows' labels, on at most 64 features). The
+        weighs its features (from the sampled rows' labels, on at most 1,024 features). The
         band is kept unless up to 2,000 of the sampled rows have a lower leave-one-out
         5-nearest-neighbour error with the spreads equalised by more than chance would
         give (two standard deviations of a sign test on the rows the two classify

@@ -730,7 +730,7 @@ _PARAMS_DOC = """
         feature is mapped. Not for :meth:`reduce` (the teacher scores the rows as they
         are).
     weight_features : bool
-        With the RBF on standardised dense rows of at most 64 columns
+        With the RBF on standardised dense rows of at most 1,024 columns
         (:data:`~streamlearn.solvers.mixture.relevance.MAX_RELEVANCE_FEATURES`), divide
         each standardised feature by a weight in ``[0.1, 1]`` from its relevance to the
         labels (a regressor's targets cut at their sample quartiles), by ``MixtureSVC``'s
