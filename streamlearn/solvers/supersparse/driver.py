@@ -230,7 +230,7 @@ class SuperSparseConfig:
     refit : bool
         A classifier's ``loss="auto"``: after the prototypes, the squared-hinge refit of
         the coefficients (:func:`hinge_refit`) where the fit holds rows out and the
-        coefficients are ridge ones.
+        coefficients are ridge ones (or where :func:`cross_fit_lane` chose its lane).
     linear_part : {"auto", True, False}
         The refit's lanes with a linear part ``z . w`` of the standardised features beside
         the prototypes' similarities (:func:`hinge_refit`; for regression, ridge
@@ -238,10 +238,10 @@ class SuperSparseConfig:
         linear part alone, where the coefficients stay at most
         :data:`LINEAR_PART_MAX_UNKNOWNS`; True always fits it; False never.
     refit_lane : (str, float) or None
-        A regressor's ridge lane chosen beforehand (its columns, one of
-        :data:`REFIT_COLUMN_SETS`, and its factor of ``lam``): the one :func:`fit` solves
-        on every row after :func:`cross_fit_lane` chose it; None: chosen by the held-out
-        rows, if any.
+        The lane of a regressor's ridge coefficients or of a classifier's squared hinge
+        refit chosen beforehand (its columns, one of :data:`REFIT_COLUMN_SETS`, and its
+        factor of ``lam``): the one :func:`fit` solves on every row after
+        :func:`cross_fit_lane` chose it; None: chosen by the held-out rows, if any.
     """
 
     grid: tuple[int, ...]
@@ -646,9 +646,9 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
 
     ``gamma`` is a number, or ``("auto", scale)``: :func:`~.passes.prototype_gamma` of
     the initial prototypes bounded by ``scale``, ``scale`` when they are not two distinct
-    points. Without ``held_out_chooses`` the held-out rows only score the regressor's
-    ridge lanes (a fold of :func:`cross_fit_lane`): ``lam`` and ``gamma`` are chosen as
-    without held-out rows.
+    points. Without ``held_out_chooses`` the held-out rows only score the refit's lanes
+    (a fold of :func:`cross_fit_lane`): ``lam`` and ``gamma`` are chosen as without
+    held-out rows.
     """
     holdout = train.holdout
     C = _initial_prototypes(runner, dataset, config, config.grid[0], seed, train.standardiser)
@@ -713,10 +713,9 @@ def _fit_rows(runner: Any, dataset: Dataset, config: SuperSparseConfig, train: T
     ridge = None
     sets = refit_column_sets(config, C.shape[0], dataset.n_features)
     factors = REFIT_LAM_FACTORS
-    if config.refit_lane is not None:
+    if config.refit_lane is not None:  # chosen by cross_fit_lane: solved, not chosen
         sets, factors = (config.refit_lane[0],), (config.refit_lane[1],)
-    if config.refit_lane is not None:
-        solve = config.refit_lane != ("prototypes", 1.0)
+        solve = config.refit_lane != ("prototypes", 1.0)  # the beta-step's own
     else:
         solve = sets != ("prototypes",) and (holdout is not None or sets == ("both",))
     if train.mode == "regression" and config.coef == "ridge" and solve:
@@ -1252,7 +1251,7 @@ LINEAR_PART_MAX_UNKNOWNS = 512
 #: The design columns of the refit's lanes, in the order its choice prefers them (the
 #: first within :data:`~.passes.AUTO_LAM_SLACK` of the lowest held-out loss).
 REFIT_COLUMN_SETS = ("prototypes", "both", "linear")
-#: Folds of :func:`cross_fit_lane`, the choice of a regressor's lane on data too small to
+#: Folds of :func:`cross_fit_lane`, the choice of the refit's lane on data too small to
 #: hold rows out ...
 CROSS_FIT_FOLDS = 5
 #: ... from this many rows of positive weight on (each fold then holds out about 20).
