@@ -57,7 +57,7 @@ def test_fit_keeping_the_terms_is_the_fit_recomputing_them(features: str, n: int
     kept = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
     monkeypatch.setattr(passes, "KEEP_TERMS_ROWS", -1)
     monkeypatch.setattr(passes, "KEEP_TERMS_BYTES", -1)
-    assert not passes.keeps_terms(X.shape[0])
+    assert not passes.keeps_step_terms(X.shape[0], 1)
     recomputed = ShareBoostClassifier(**kw).fit(X, y, sample_weight=weight)
     a, b = _fitted(kept), _fitted(recomputed)
     np.testing.assert_array_equal(a["selected_features_"], b["selected_features_"])

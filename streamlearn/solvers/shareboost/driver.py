@@ -55,6 +55,7 @@ from streamlearn.solvers.shareboost.passes import (
     TemperaturePass,
     WeightedSummary,
     WeightedSummaryPass,
+    keeps_step_terms,
     keeps_terms,
     numpy_paths,
 )
@@ -650,7 +651,8 @@ def corrective_step(runner: Any, dataset: Dataset, family: Family, selected: lis
     k = intercept.shape[0]
     numpy = numpy_paths(dataset.n_rows)
     # the chunks' gates and codes, computed by the first evaluation for all of them
-    kept = StepTerms() if keeps_terms(dataset.n_rows, len(selected) + shape[2]) else None
+    kept = (StepTerms() if keeps_step_terms(dataset.n_rows, len(selected) + shape[2])
+            else None)
     tally_at: list[tuple[np.ndarray, ObjectiveState]] = []
     chosen = np.array(selected, dtype=np.int64)
     # L-BFGS runs over the interval values of nested columns (stumps of one feature, balls

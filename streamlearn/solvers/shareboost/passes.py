@@ -201,21 +201,27 @@ def numpy_paths(n_rows: int) -> bool:
 
 
 #: Datasets of at most this many rows keep their chunks' terms through each corrective step
-#: (:class:`StepTerms`, :func:`keeps_terms`): those of the numpy paths, whose chunks' gates
-#: fit in memory many times over ...
+#: (:class:`StepTerms`, :func:`keeps_step_terms`): those of the numpy paths, whose chunks'
+#: gates fit in memory many times over ...
 KEEP_TERMS_ROWS = NUMPY_ROWS
 #: ... and larger ones where those terms take at most this many bytes.
 KEEP_TERMS_BYTES = 128 << 20
 
 
-def keeps_terms(n_rows: int, n_columns: int = 0) -> bool:
+def keeps_terms(n_rows: int) -> bool:
+    """Whether passes over a dataset of ``n_rows`` rows keep what they computed of each
+    chunk for the next ones (:class:`ChunkMemo`): at most :data:`KEEP_TERMS_ROWS` rows."""
+    return int(n_rows) <= KEEP_TERMS_ROWS
+
+
+def keeps_step_terms(n_rows: int, n_columns: int) -> bool:
     """Whether a corrective step on a dataset of ``n_rows`` rows keeps its chunks' terms
-    through its evaluations (:class:`StepTerms`): at most :data:`KEEP_TERMS_ROWS` rows,
-    or terms of at most :data:`KEEP_TERMS_BYTES` (4 bytes a row for each of the
-    ``n_columns`` gates and base columns the step reads, its class code and its weight).
-    Recomputing an anchor's gates (a distance per row) at each of the step's evaluations
-    took a quarter of a fit that kept 350 anchors on 8,000 rows of two features."""
-    return (int(n_rows) <= KEEP_TERMS_ROWS
+    through its evaluations (:class:`StepTerms`): :func:`keeps_terms`, or terms of at
+    most :data:`KEEP_TERMS_BYTES` (4 bytes a row for each of the ``n_columns`` gates and
+    base columns the step reads, its class code and its weight). Recomputing an anchor's
+    gates (a distance per row) at each of the step's evaluations took a quarter of a fit
+    that kept 350 anchors on 8,000 rows of two features."""
+    return (keeps_terms(n_rows)
             or 4 * int(n_rows) * (int(n_columns) + 2) <= KEEP_TERMS_BYTES)
 
 
