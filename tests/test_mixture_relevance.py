@@ -76,6 +76,7 @@ def test_wide_data_pair_only_the_features_that_explain_most_alone(monkeypatch):
     from streamlearn.solvers.mixture import relevance
 
     monkeypatch.setattr(relevance, "MAX_PAIR_FEATURES", 6)
+    monkeypatch.setattr(relevance, "SINGLE_BLOCK_FEATURES", 4)  # blocks of 4, 4 and 2
     rng = np.random.default_rng(4)
     X = rng.normal(size=(402, 10)).astype(np.float32)
     score = X[:, 0] + 0.6 * X[:, 2] + 2.0 * np.sign(X[:, 2] * X[:, 3]) + X[:, 5] * X[:, 6]

@@ -59,6 +59,9 @@ MAX_RELEVANCE_FEATURES = 1024
 #: explain the most alone (all of them up to this many): the pairs cost products of
 #: ``(d bins)^2`` per sampled row and class.
 MAX_PAIR_FEATURES = 64
+#: :func:`_single_relevance` bins and counts this many features at a time, so that its
+#: temporaries stay at a few MiB of the sample however wide the rows.
+SINGLE_BLOCK_FEATURES = 64
 
 
 class LabelledSamplePass:
@@ -195,16 +198,21 @@ def _single_relevance(X: np.ndarray, codes: np.ndarray, n_classes: int,
     label_sq = float(np.sum(share ** 2))
     if label_sq >= 1.0:
         return np.zeros(d)
-    cells = (np.arange(d) * bins)[None, :] + quantile_bins(X, bins)  # (n, d)
-    counts = np.bincount((cells * n_classes + codes[:, None]).ravel(),
-                         minlength=d * bins * n_classes).reshape(d, bins, n_classes)
-    count = counts.sum(axis=2).astype(np.float64)
-    squares = np.square(counts.astype(np.float64)).sum(axis=2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_cell = np.where(count > 0, squares / count, 0.0)
-    between = per_cell.sum(axis=1) / n - label_sq
-    used = np.count_nonzero(count, axis=1)
-    return between / (1.0 - label_sq) - (used - 1) / n
+    out = np.empty(d)
+    for lo in range(0, d, SINGLE_BLOCK_FEATURES):
+        hi = min(lo + SINGLE_BLOCK_FEATURES, d)
+        cells = (np.arange(hi - lo) * bins)[None, :] + quantile_bins(X[:, lo:hi], bins)
+        counts = np.bincount((cells * n_classes + codes[:, None]).ravel(),
+                             minlength=(hi - lo) * bins * n_classes
+                             ).reshape(hi - lo, bins, n_classes)
+        count = counts.sum(axis=2).astype(np.float64)
+        squares = np.square(counts.astype(np.float64)).sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_cell = np.where(count > 0, squares / count, 0.0)
+        between = per_cell.sum(axis=1) / n - label_sq
+        used = np.count_nonzero(count, axis=1)
+        out[lo:hi] = between / (1.0 - label_sq) - (used - 1) / n
+    return out
 
 
 def target_codes(targets: np.ndarray, bins: int = RELEVANCE_BINS) -> np.ndarray:
