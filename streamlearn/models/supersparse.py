@@ -927,13 +927,13 @@ _LINEAR_PART_REGRESSION_DOC = """    linear_part : {"auto", True, False}
         their position) choose the lane instead: each fold is held out of a whole fit,
         prototypes and penalty included, and scores its lanes; the lane first within 1 %
         of the lowest mean loss over the folds is then solved on every row after the fit
-        on every row (five more fits: 0.08 -> 0.3 s on scikit-learn's diabetes set, whose
-        test R2 went from 0.378 to 0.420 against ridge's 0.442). No score of the training
-        rows can judge the lanes (the prototypes were learned on those rows; their
-        generalised cross-validation score favoured them even on a noisy linear target).
-        With a given ``lam`` and no rows held out, ``"auto"`` is False. It is tried where
-        the prototypes,
-        the features read and the intercept number at most 512 coefficients
+        on every row (five more fits: 0.08 -> 0.35 s on scikit-learn's diabetes set,
+        whose test R2 went from 0.378 to 0.420 against ridge's 0.442). No score of the
+        training rows can judge the lanes (the prototypes were learned on those rows;
+        their generalised cross-validation score favoured them even on a noisy linear
+        target). With a given ``lam`` and no rows held out, ``"auto"`` is False. It is
+        tried where the prototypes, the features read and the intercept number at most 512
+        coefficients
         (:data:`~streamlearn.solvers.supersparse.driver.LINEAR_PART_MAX_UNKNOWNS`); beyond
         that ``"auto"`` is False. True: the prototypes and the features, whatever their
         number, at the penalty of the two the held-out rows choose (``lam_`` without
