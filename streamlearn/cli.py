@@ -242,15 +242,15 @@ def _column_names(ctx: click.Context, param: click.Parameter, values: tuple[str,
 
 
 def _nan_policy(value: str) -> str | float:
-    if value in ("raise", "drop"):
+    if value in ("raise", "drop", "impute"):
         return value
     try:
         fill = float(value)
     except ValueError:
         fill = math.nan
     if not math.isfinite(fill):
-        raise click.BadParameter(f"{value!r}: use 'raise', 'drop' or a finite number to fill "
-                                 "with")
+        raise click.BadParameter(f"{value!r}: use 'raise', 'drop', 'impute' or a finite "
+                                 "number to fill with")
     return fill
 
 
@@ -285,7 +285,10 @@ _storage_options = _options(
                  help="Rows per chunk (default: about 16 MiB of features, "
                  "1,024 to 1,048,576 rows)."),
     click.option("--nan-policy", default="raise", show_default=True,
-                 help="NaN/inf in features: raise, drop, or a number to fill with."),
+                 help="NaN/inf in features: raise, drop, a number to fill with, or impute "
+                 "(NaN is a missing value: predicted from the row's other columns, and an "
+                 "indicator column). "
+                 "A model trained with impute predicts and scores data so by default."),
 )
 #: Options of every command that opens a dataset and chooses its columns.
 data_options = _options(
@@ -423,6 +426,8 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     from streamlearn.data.sources.base import default_feature_names
     from streamlearn.models.base import feature_names_of
 
+    if nan_policy == "raise" and hasattr(model, "missing_values_"):
+        nan_policy = "impute"  # the model reads NaN as a missing value, as in training
     expected = list(feature_names_of(model)) if hasattr(model, "n_features_in_") else []
     if not expected:
         raise SchemaError(f"the {type(model).__name__} does not record its feature names")

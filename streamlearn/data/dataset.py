@@ -39,6 +39,7 @@ from streamlearn.data.validation import (
     NanPolicy,
     fill_nonfinite,
     finite_rows,
+    first_infinite,
     first_nonfinite,
     missing_labels,
     nonfinite_value,
@@ -53,8 +54,12 @@ MAX_CLASSES = 10_000
 
 #: How to get past missing feature values, in the errors that find them: the option is
 #: open_dataset's, fit's (in-memory data) and the command line's.
-NAN_POLICY_HINT = ("nan_policy='drop' (to open_dataset, fit or the command's --nan-policy) "
-                   "to skip such rows, or nan_policy=<number> to fill them")
+NAN_POLICY_HINT = ("nan_policy='impute' (to fit, open_dataset or the command's --nan-policy) "
+                   "to read them as missing values, nan_policy='drop' to skip such rows, "
+                   "or nan_policy=<number> to fill them")
+#: The same for missing labels, which only dropping their rows gets past.
+LABEL_NAN_HINT = ("nan_policy='drop' (to open_dataset, fit or the command's --nan-policy) to "
+                  "skip such rows")
 
 
 #: :meth:`Dataset.content_digest` reads this many blocks of rows ...
@@ -86,6 +91,10 @@ class FeatureExpansion(Protocol):
 
     def indicator_columns(self) -> tuple[int, ...]:
         """The returned columns that are 0/1 indicators."""
+        ...
+
+    def source_columns(self) -> np.ndarray:
+        """The input column of each returned column."""
         ...
 
 
@@ -265,6 +274,11 @@ class Dataset:
         self._feature_transform: FeatureTransform | None = None
         # the 0/1 indicator columns among the features (see with_feature_expansion)
         self.indicator_features: tuple[int, ...] = ()
+        # whether every map of _feature_transform is an expansion, which a further
+        # expansion may follow (the missing-value indicators, then the categories')
+        self._only_expansions = False
+        #: The map of missing values these rows are read through (with_missing_values).
+        self.missing_values: FeatureExpansion | None = None
         # multiplies every row's weight by its class's factor (see with_class_weight)
         self._class_factors: np.ndarray | None = None
         self._classes: np.ndarray | None = None
@@ -470,6 +484,7 @@ class Dataset:
         out = copy.copy(self)
         out._feature_transform = (transform if self._feature_transform is None
                                   else ChainedTransform(self._feature_transform, transform))
+        out._only_expansions = False
         return out
 
     def with_feature_expansion(self, expansion: FeatureExpansion) -> Dataset:
@@ -494,11 +509,39 @@ class Dataset:
         """
         if self.is_sparse:
             raise ValueError("a feature expansion applies to dense rows only")
-        if self._feature_transform is not None or self.indicator_features:
+        expanded = self._feature_transform is not None and self._only_expansions
+        if self._feature_transform is not None and not expanded:
             raise ValueError("expand the columns before any other feature map")
+        indicators = set(expansion.indicator_columns())
+        if expanded and self.indicator_features:  # an earlier expansion's indicators
+            source = np.asarray(expansion.source_columns())
+            indicators.update(int(i) for i in
+                              np.flatnonzero(np.isin(source, self.indicator_features)))
         out = self.with_feature_transform(expansion)
         out.feature_names = tuple(expansion.feature_names)
-        out.indicator_features = tuple(expansion.indicator_columns())
+        out.indicator_features = tuple(sorted(indicators))
+        out._only_expansions = True
+        return out
+
+    def with_missing_values(self, missing: FeatureExpansion) -> Dataset:
+        """The same rows read through a map of missing values
+        (:class:`~streamlearn.features.missing_values.MissingValues`, learned on these rows
+        under ``nan_policy="impute"``): an expansion, kept as :attr:`missing_values` so
+        that a model fitted on the rows reads new ones the same way.
+
+        Parameters
+        ----------
+        missing : MissingValues
+
+        Returns
+        -------
+        Dataset
+        """
+        if self.nan_policy != "impute":
+            raise ValueError("missing values are read through a map under "
+                             f"nan_policy='impute' only, not {self.nan_policy!r}")
+        out = self.with_feature_expansion(missing)
+        out.missing_values = missing
         return out
 
     def with_class_weight(self, factors: Sequence[float] | np.ndarray) -> Dataset:
@@ -593,6 +636,8 @@ class Dataset:
         out._feature_transform = self._feature_transform
         out.feature_names = self.feature_names
         out.indicator_features = self.indicator_features
+        out._only_expansions = self._only_expansions
+        out.missing_values = self.missing_values
         out._class_factors = self._class_factors if task == self.task else None
         return out
 
@@ -649,7 +694,7 @@ class Dataset:
             elif missing is not None and self.nan_policy != "drop" and missing.any():
                 row = int(self._offsets[i]) + int(np.flatnonzero(missing)[0])
                 raise LabelError(f"target {self.target!r} has NaN or infinite labels; pass "
-                                 f"{NAN_POLICY_HINT.split(', or ')[0]} (the first is "
+                                 f"{LABEL_NAN_HINT} (the first is "
                                  f"{self.locate(row)})")
             values = np.unique(values)
             if self.nan_policy == "drop" and values.dtype.kind == "f":
@@ -715,8 +760,9 @@ class Dataset:
                    f"{name} on {n:,} rows" for name, n in worst))
         raise DataError(f"nan_policy='drop' left no rows to train on in "
                         f"{self.source.description} ({self.n_rows:,} rows): {why}; leave "
-                        "such columns out (exclude=[...] or features=[...]), or fill missing "
-                        "values with nan_policy=<number>")
+                        "such columns out (exclude=[...] or features=[...]), read them as "
+                        "missing values with nan_policy='impute', or fill them with "
+                        "nan_policy=<number>")
 
     def content_digest(self, blocks: int = DIGEST_BLOCKS,
                        block_rows: int = DIGEST_BLOCK_ROWS) -> str:
@@ -1012,6 +1058,15 @@ class Dataset:
                 keep = np.flatnonzero(mask)
             else:
                 self._finite_ranges.add((a, b))
+        elif self.nan_policy == "impute":  # NaN is a missing value, for the feature map
+            flat = first_infinite(X)
+            if flat >= 0:
+                r, c = divmod(flat, X.shape[1])
+                raise DataError(
+                    f"{X[r, c]} in feature column {self._column_read(c)!r} at "
+                    f"{self.locate(a + r)} (dataset row {a + r}); nan_policy='impute' "
+                    "reads NaN as a missing value but not an infinite one: replace it, or "
+                    "pass nan_policy='drop' to skip such rows")
         else:
             flat = first_nonfinite(X)
             if flat < 0:
@@ -1387,7 +1442,7 @@ def _sorted_classes(values: np.ndarray, target: str | None, fewest: int = 2) -> 
                          f"{exc}") from exc
     if classes.dtype.kind == "f" and not np.isfinite(classes).all():
         raise LabelError(f"target {target!r} has NaN or infinite labels; pass "
-                         f"{NAN_POLICY_HINT.split(', or ')[0]}")
+                         f"{LABEL_NAN_HINT}")
     if classes.dtype.kind == "f" and (classes != np.round(classes)).any():
         fractional = classes[classes != np.round(classes)]
         raise LabelError(

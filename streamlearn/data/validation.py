@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-NanPolicy = Literal["raise", "drop"] | float
+NanPolicy = Literal["raise", "drop", "impute"] | float
 
 
 #: Entries checked at a time by :func:`first_nonfinite` (its boolean temporary stays this
@@ -51,6 +51,17 @@ def first_nonfinite(X: np.ndarray) -> int:
         finite = np.isfinite(flat[lo:lo + FINITE_CHECK_BLOCK])
         if not finite.all():
             return lo + int(np.argmin(finite))
+    return -1
+
+
+def first_infinite(X: np.ndarray) -> int:
+    """Flat index (C order) of the first infinite entry of ``X``, or -1 (NaN passes: a
+    missing value under ``nan_policy="impute"``), by blocks as :func:`first_nonfinite`."""
+    flat = X.reshape(-1)
+    for lo in range(0, flat.shape[0], FINITE_CHECK_BLOCK):
+        infinite = np.isinf(flat[lo:lo + FINITE_CHECK_BLOCK])
+        if infinite.any():
+            return lo + int(np.argmax(infinite))
     return -1
 
 
@@ -105,11 +116,13 @@ def fill_nonfinite(X: np.ndarray, value: float) -> int:
 
 
 def check_nan_policy(policy: object) -> NanPolicy:
-    """Validate a ``nan_policy`` argument: ``"raise"``, ``"drop"`` or a finite fill value."""
-    if policy in ("raise", "drop"):
+    """Validate a ``nan_policy`` argument: ``"raise"``, ``"drop"``, ``"impute"`` or a finite
+    fill value."""
+    if policy in ("raise", "drop", "impute"):
         return policy  # type: ignore[return-value]
     if isinstance(policy, int | float) and not isinstance(policy, bool) and np.isfinite(policy):
         return float(policy)
     raise ValueError(
-        f"nan_policy must be 'raise', 'drop' or a finite number to fill with, got {policy!r}"
+        f"nan_policy must be 'raise', 'drop', 'impute' or a finite number to fill with, got "
+        f"{policy!r}"
     )

@@ -575,6 +575,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
         The feature names seen in ``fit``; only when its data named its columns (a
         table, a file), as in scikit-learn: an array's columns are read by position.
+    missing_values_ : MissingValues
+        With ``fit(..., nan_policy="impute")``: each column's fill value and the columns
+        given a missing-value indicator, read after the given columns (absent otherwise;
+        :mod:`streamlearn.features.missing_values`).
     feature_map_ : FeatureMap or None
         The fitted embedding (None for ``"linear"``), over the features as
         ``feature_transform_`` maps them.
@@ -1166,7 +1170,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         return str(scheme)
 
     def _embedding(self) -> Embedding:
-        return embedding_params(self.feature_map_, self.n_features_in_)
+        return embedding_params(self.feature_map_, len(self._read_feature_names))
 
     def _set_regularisation(self, regularisation: Regularisation) -> None:
         """``lam_``, ``C_``, ``sample_weight_sum_`` and ``pegasos_lam_``."""
@@ -1183,7 +1187,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             epochs=self._epoch_cap(None), tol=self._tol(), average=bool(self.average),
             online=bool(self.online), calibration_fraction=None,
             bias_scale=float(self.bias_scale), n_iter_no_change=int(self.n_iter_no_change))
-        return additive_solver.training_rows(config, self._embedding(), self.n_features_in_,
+        return additive_solver.training_rows(config, self._embedding(),
+                                             len(self._read_feature_names),
                                              holdout)
 
     # -- training -------------------------------------------------------------------------
@@ -1201,9 +1206,14 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             target column name. Not with a Dataset (it carries its target).
         sample_weight : array-like or str, optional
             Non-negative weights of the rows' losses (values or a column name).
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
@@ -1359,8 +1369,8 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             for f, values in terms)
         self._keep("value_check_", fitted.value_check)
         d = self.n_features_in_
-        if fitted.importances is not None:
-            self.feature_importances_ = fitted.importances[:d]
+        if fitted.importances is not None:  # a missing value's indicator counts for its column
+            self.feature_importances_ = self._importances_per_column(fitted.importances[:d])
             self.interaction_importances_ = fitted.importances[d:]
         else:
             self.__dict__.pop("feature_importances_", None)
@@ -1838,6 +1848,13 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                 f"feature). {source}", UserWarning, stacklevel=caller_stacklevel())
 
     # -- prediction -----------------------------------------------------------------------
+    def _given_rows(self, X: Any) -> np.ndarray:
+        """Dense prediction rows checked against the columns of ``fit``, their missing
+        values read as in fit (``missing_values_``)."""
+        return self._missing_filled(check_features(
+            X, self._feature_names, type(self).__name__, named=has_named_features(self),
+            allow_missing=hasattr(self, "missing_values_")))
+
     def _model_rows(self, values: np.ndarray) -> np.ndarray:
         """Dense rows as the feature map takes them: through ``feature_transform_``."""
         transform = getattr(self, "feature_transform_", None)
@@ -1850,17 +1867,17 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                               named=has_named_features(self),
                               hashing=hashing_of(self))
         if rows is None:
-            values = check_features(X, self._feature_names, type(self).__name__,
-                                    named=has_named_features(self))
-            return decision_ovr_chunk(self._model_rows(values), self.coef_d_,
+            return decision_ovr_chunk(self._model_rows(self._given_rows(X)), self.coef_d_,
                                       float(self.bias_scale), *emb)
-        if emb.takes_sparse_rows and getattr(self, "feature_transform_", None) is None:
+        if (emb.takes_sparse_rows and getattr(self, "feature_transform_", None) is None
+                and getattr(self, "missing_values_", None) is None):
             return decision_ovr_chunk(rows, self.coef_d_, float(self.bias_scale), *emb)
         # a map trained on dense rows (or features mapped before it, which a zero does not
         # survive): densify a block of rows at a time
         return np.concatenate([
             decision_ovr_chunk(
-                self._model_rows(rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray()),
+                self._model_rows(self._missing_filled(
+                    rows.slice(a, min(a + DENSE_BLOCK_ROWS, rows.n_rows)).toarray())),
                 self.coef_d_, float(self.bias_scale), *emb)
             for a in range(0, max(rows.n_rows, 1), DENSE_BLOCK_ROWS)])
 
@@ -2005,9 +2022,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             Models in the order of ``coef_d_`` (:meth:`svm_scores`'s columns).
         """
         self._check_fitted()
-        values = check_features(X, self._feature_names, type(self).__name__,
-                                    named=has_named_features(self))
-        return self._terms(self._model_rows(values))
+        return self._terms(self._model_rows(self._given_rows(X)))
 
     def _terms(self, X: np.ndarray) -> np.ndarray:
         """Every term at rows ``X`` (as the feature map takes them), pairs' marginals
@@ -2050,7 +2065,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if int(n_points) < 2:
             raise ValueError(f"n_points must be at least 2, got {n_points}")
         lo, hi = self._shape_ranges(ranges)
-        names = list(self._feature_names)
+        names = list(self._read_feature_names)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
         fmap = self.feature_map_
@@ -2105,10 +2120,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         if not isinstance(fmap, BSplinePairMap):
             return pd.DataFrame(columns=columns)
         lo, hi = self._shape_ranges(None)
-        names = list(self._feature_names)
+        names = list(self._read_feature_names)
         categories = getattr(self, "categories_", {}) or {}
         models = self._model_names()
-        d = self.n_features_in_
+        d = len(names)
 
         def grid(f: int) -> tuple[np.ndarray, Any]:
             if names[f] in categories:
@@ -2153,7 +2168,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
     def _shape_ranges(self, ranges: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(low, high)`` per feature for :meth:`shape_functions`, in the feature map's
         units (``ranges`` are in the data's: mapped by ``feature_transform_``)."""
-        d = self.n_features_in_
+        d = len(self._read_feature_names)
         if ranges is not None:
             bounds = np.asarray(ranges, dtype=np.float64)
             if bounds.shape != (d, 2) or not np.isfinite(bounds).all() or \

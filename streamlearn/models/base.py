@@ -37,7 +37,7 @@ from streamlearn.data.sources.base import (
     labels_are_names,
 )
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.data.validation import first_nonfinite, nonfinite_value
+from streamlearn.data.validation import first_infinite, first_nonfinite, nonfinite_value
 from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
@@ -494,14 +494,16 @@ class StreamEstimator(BaseEstimator):
         if self._task == "classification" and dataset.task == "classification":
             check_weighted_classes(dataset)
         self._warn_category_codes(dataset.categories or {})
-        dataset = self._with_category_indicators(dataset)
-        runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self, dataset)
-        try:
-            with recording() as passes:
+        with recording() as passes:
+            dataset = self._with_missing_values(dataset, engine)
+            dataset = self._with_category_indicators(dataset)
+            runner = checkpointed(self._engine(engine), checkpoint, checkpoint_every, self,
+                                  dataset)
+            try:
                 fitted = self._run_driver(runner, dataset, self._seed(), **options)
-        finally:
-            if isinstance(runner, CheckpointedRunner):
-                runner.release_checkpoint()
+            finally:
+                if isinstance(runner, CheckpointedRunner):
+                    runner.release_checkpoint()
         self.n_passes_ = float(passes.passes_over(dataset.n_rows))
         self.bytes_read_ = int(passes.bytes_read)
         record_feature_names(self, dataset.feature_names if dataset.is_sparse
@@ -535,6 +537,43 @@ class StreamEstimator(BaseEstimator):
             return {name: k for name, k in counts.items() if k > MAX_INDICATOR_CATEGORIES}
         return counts
 
+    def _with_missing_values(self, dataset: Dataset, engine: Any) -> Dataset:
+        """The training data as the model reads it under ``nan_policy="impute"``: each
+        missing value (NaN) filled, and an indicator column appended for each column with
+        one (:mod:`~streamlearn.features.missing_values`, learned in one pass over the
+        rows). Sets ``missing_values_`` to the map, or removes it under another policy."""
+        if dataset.nan_policy != "impute":
+            self._keep("missing_values_", None)
+            return dataset
+        if dataset.missing_values is not None:  # read through the map already (a search's)
+            self._keep("missing_values_", dataset.missing_values)
+            return dataset
+        if dataset.is_sparse:
+            raise DataError(f"nan_policy='impute' reads dense rows; {type(self).__name__} "
+                            "was given sparse rows, whose entries not stored are zeros, "
+                            "not missing values: drop or fill their NaN entries")
+        from streamlearn.engine.missing_counts import MissingValuesPass
+        from streamlearn.features.missing_values import categorical_columns
+
+        names = list(dataset.feature_names)
+        pass_ = MissingValuesPass(names, categorical_columns(names, dataset.categories),
+                                  seed=self._seed())
+        missing = self._engine(engine).run(pass_, dataset, description="missing values")
+        self._keep("missing_values_", missing)
+        return dataset.with_missing_values(missing)
+
+    @property
+    def _reading_nan_policy(self) -> str:
+        """How a dataset this model scores or predicts is opened: NaN passes to a model
+        that reads it as a missing value (``missing_values_``), and is refused otherwise."""
+        return "impute" if hasattr(self, "missing_values_") else "raise"
+
+    def _missing_filled(self, values: np.ndarray) -> np.ndarray:
+        """Rows of the given columns with the missing values read as in fit: through
+        ``missing_values_`` when the model has it."""
+        missing = getattr(self, "missing_values_", None)
+        return values if missing is None else missing.apply(values)
+
     def _with_category_indicators(self, dataset: Dataset) -> Dataset:
         """The training data as the model reads it: with ``_category_indicators``, each
         categorical column of more than two categories (and at most
@@ -564,10 +603,17 @@ class StreamEstimator(BaseEstimator):
         if indicators is not None:
             self.feature_names_in_ = indicators.source_names
             self.n_features_in_ = len(self._feature_names)
+        missing = getattr(self, "missing_values_", None)
+        if missing is not None:  # its columns come before the categories' indicators
+            self.feature_names_in_ = missing.source_names
+            self.n_features_in_ = len(self._feature_names)
 
     def _given_feature_names(self, dataset: Dataset) -> Any:
         """The names of the columns given to the fit: ``dataset``'s, the training data as
         the model reads it, less its indicator columns."""
+        missing = getattr(self, "missing_values_", None)
+        if missing is not None:
+            return missing.source_names
         indicators = getattr(self, "category_indicators_", None)
         if indicators is not None:
             return indicators.source_names
@@ -582,14 +628,21 @@ class StreamEstimator(BaseEstimator):
         indicators = getattr(self, "category_indicators_", None)
         if indicators is not None:
             return indicators.feature_names
+        missing = getattr(self, "missing_values_", None)
+        if missing is not None:
+            return missing.feature_names
         return self._feature_names
 
     def _given_columns(self, columns: np.ndarray) -> np.ndarray:
         """The given columns (sorted, distinct) that read columns ``columns`` come from."""
         indicators = getattr(self, "category_indicators_", None)
         columns = np.asarray(columns, dtype=np.int64)
-        return (np.unique(columns) if indicators is None
-                else np.unique(indicators.source_columns()[columns]))
+        if indicators is not None:
+            columns = indicators.source_columns()[columns]
+        missing = getattr(self, "missing_values_", None)
+        if missing is not None:
+            columns = missing.source_columns()[columns]
+        return np.unique(columns)
 
     def _indicator_rows(self, values: np.ndarray) -> np.ndarray:
         """Rows of the given columns (categorical ones as codes) as the model reads them:
@@ -639,9 +692,12 @@ class StreamEstimator(BaseEstimator):
     def _importances_per_column(self, importances: np.ndarray) -> np.ndarray:
         """Importances of the columns the model reads, one per given column: an indicator
         column's summed into its categorical column's."""
+        out = np.asarray(importances, dtype=np.float64)
         indicators = getattr(self, "category_indicators_", None)
-        return (np.asarray(importances, dtype=np.float64) if indicators is None
-                else indicators.fold(importances))
+        if indicators is not None:
+            out = indicators.fold(out)
+        missing = getattr(self, "missing_values_", None)
+        return out if missing is None else missing.fold(out)
 
     #: The model's own way out of reading category codes as numbers, said first by the
     #: warning of :func:`warn_category_codes` (ends with "; or " when set).
@@ -769,10 +825,12 @@ class StreamEstimator(BaseEstimator):
         """Prediction inputs checked against the features seen in ``fit`` (categorical
         columns coded by the categories seen in ``fit``)."""
         self._check_fitted()
-        return check_features(X, self._feature_names, type(self).__name__,
-                              categories=getattr(self, "categories_", None),
-                              unseen=self._unseen_category_reading,
-                              named=has_named_features(self))
+        values = check_features(X, self._feature_names, type(self).__name__,
+                                categories=getattr(self, "categories_", None),
+                                unseen=self._unseen_category_reading,
+                                named=has_named_features(self),
+                                allow_missing=hasattr(self, "missing_values_"))
+        return self._missing_filled(values)
 
     def _unseen_category_reading(self, name: str, k: int) -> str:
         """How the model reads a category unseen in fit of the categorical feature
@@ -793,6 +851,11 @@ class StreamEstimator(BaseEstimator):
         checks them but for a category the model does not know, which is refused (it
         would be trained as the code of unseen categories): see :func:`check_features`."""
         self._check_fitted()
+        if hasattr(self, "missing_values_"):
+            raise ValueError(f"this {type(self).__name__} was fitted with "
+                             "nan_policy='impute', which partial_fit does not continue: "
+                             "fit it again on all the rows, or fill the missing values "
+                             "before both fit and partial_fit")
         return check_features(X, self._feature_names, type(self).__name__,
                               categories=getattr(self, "categories_", None), training=True,
                               named=has_named_features(self))
@@ -876,10 +939,12 @@ def classification_dataset(data: Any, y: Any = None, sample_weight: Any = None,
         Weights (with in-memory ``data``) or the weight column name; not with a Dataset.
     chunk_rows : int, optional
         Rows per chunk for data opened here.
-    nan_policy : "raise", "drop" or float
+    nan_policy : "raise", "drop", "impute" or float
         NaN and missing values (``None``, ``pd.NA``, nulls) in features opened here: refuse,
-        drop the row, or replace by the number (but in a categorical column read as
-        indicator columns, where a missing value sets no indicator).
+        drop the row, read as missing values (``"impute"``, for the model's map:
+        :mod:`streamlearn.features.missing_values`), or replace by the number (but in a
+        categorical column read as indicator columns, where a missing value sets no
+        indicator).
     categories : mapping of str to sequence, optional
         Category lists of categorical features (a fitted model's ``categories_``); by
         default found in the data. A Dataset is re-coded with them when its own differ.
@@ -1026,7 +1091,7 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
     y : array-like of shape (n,) or (n, 1), or str
     sample_weight : array-like of shape (n,), str or None
     task : {"classification", "regression"}
-    nan_policy : "raise", "drop" or float
+    nan_policy : "raise", "drop", "impute" or float
         With "raise" NaN and infinite values of X are refused here. A missing target (NaN,
         infinity, None, ``pd.NA``) drops its row (with its X and weight) under "drop", as
         streamed data does; else a regressor's raises a ``DataError`` naming the first such
@@ -1061,8 +1126,9 @@ def check_array_input(X: Any, y: Any, sample_weight: Any, task: str,
         if flat >= 0:
             r, c = divmod(flat, X.shape[1])
             raise DataError(f"Input X contains {nonfinite_value(given[r, c])} in feature "
-                            f"'x{c}' at row {r}; drop or replace such values, or fit with "
-                            "nan_policy='drop' or a number")
+                            f"'x{c}' at row {r}; fit with nan_policy='impute' to read NaN "
+                            "as a missing value, 'drop' to skip such rows or a number to "
+                            "fill them, or replace such values")
     if isinstance(y, str):
         return X, y, sample_weight
     keep = _rows_to_keep(y, sample_weight, task, nan_policy)
@@ -1457,6 +1523,7 @@ class ClassifierScore(ClassifierMixin):
             w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
             return float((w * correct).sum() / w.sum())
         dataset = classification_dataset(data, y, sample_weight, self.chunk_rows,
+                                         nan_policy=self._reading_nan_policy,
                                          categories=getattr(self, "categories_", None),
                                          reading=_reading(self, data),
                                          features=named_features(self))
@@ -1502,6 +1569,7 @@ class RegressorScore(RegressorMixin):
                 return float(1.0 - (w @ resid**2) / total)
             return 1.0 if not np.any(resid) else 0.0  # a constant target, as scikit-learn
         dataset = regression_dataset(data, y, sample_weight, self.chunk_rows,
+                                     nan_policy=self._reading_nan_policy,
                                      categories=getattr(self, "categories_", None),
                                      reading=_reading(self, data),
                                      features=named_features(self))
@@ -1706,7 +1774,7 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                    categories: Mapping[str, Sequence[Any]] | None = None,
                    training: bool = False,
                    unseen: Callable[[str, int], str] | None = None,
-                   named: bool | None = None) -> np.ndarray:
+                   named: bool | None = None, allow_missing: bool = False) -> np.ndarray:
     """Validate prediction inputs against the features seen in ``fit``.
 
     When ``fit`` saw named columns, a table with column names (pandas, polars, pyarrow)
@@ -1747,10 +1815,15 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         Whether ``fit`` saw named columns (:func:`has_named_features`); by default, unless
         ``feature_names`` are ``x0, x1, ...`` (a table holding just those columns, in any
         order, is then read by name).
+    allow_missing : bool
+        NaN (and a table's missing value) is a missing value the model reads
+        (``nan_policy="impute"`` in fit, :mod:`streamlearn.features.missing_values`):
+        only infinite values are refused.
 
     Returns
     -------
-    ndarray of shape (n, n_features), float32, C-contiguous, writeable, finite
+    ndarray of shape (n, n_features), float32, C-contiguous, writeable, finite (but for
+    NaN with ``allow_missing``)
     """
     if isinstance(X, Dataset | str | os.PathLike):
         # fit and score stream these; predictions of every row would be held in memory
@@ -1833,12 +1906,15 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
                           f"{_shown(expected)})")
     if categories and not _is_table(X):
         _check_codes(values, expected, categories, training)
-    flat = first_nonfinite(values)
+    flat = first_infinite(values) if allow_missing else first_nonfinite(values)
     if flat >= 0:
         r, c = divmod(flat, values.shape[1])
         given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
+        reads = ("finite values and missing ones (NaN)" if allow_missing else
+                 "finite values only (a model fitted with nan_policy='impute' reads NaN as "
+                 "a missing value)")
         raise DataError(f"Input X contains {nonfinite_value(given)} in feature "
-                        f"{expected[c]!r} at row {r}; the model reads finite values only")
+                        f"{expected[c]!r} at row {r}; the model reads {reads}")
     return writeable(values)  # a frozen or memory-mapped X: the kernels' compiled type
 
 

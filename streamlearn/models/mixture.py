@@ -339,6 +339,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
         The feature names seen in ``fit``; only when its data named its columns (a
         table, a file), as in scikit-learn: an array's columns are read by position.
+    missing_values_ : MissingValues
+        With ``fit(..., nan_policy="impute")``: each column's fill value and the columns
+        given a missing-value indicator, read after the given columns (absent otherwise;
+        :mod:`streamlearn.features.missing_values`).
     xi_ : ndarray of shape (n_models, k)
         Mixing weights (0: pruned); ``n_models`` is 1 for two classes (positive class
         ``classes_[1]``), else one mixture per class, or one per pair of classes
@@ -550,9 +554,14 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             row: the standardisation's moments (unweighted, over the rows of positive
             weight), the k-means sample and the row counts of the ``"auto"`` settings
             leave it out, and every other pass weights it 0.
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional

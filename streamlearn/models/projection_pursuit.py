@@ -176,10 +176,13 @@ class _ProjectionPursuit(StreamEstimator):
         """
         self._check_fitted()
         sigma = getattr(self, "feature_std_", None)
-        sigma = np.ones(self.n_features_in_) if sigma is None else np.asarray(sigma)
+        sigma = (np.ones(self.projections_.shape[1]) if sigma is None
+                 else np.asarray(sigma))
         width = self.ranges_[:, 1] - self.ranges_[:, 0]
         share = np.where(width > 0, self._term_spreads() / np.where(width > 0, width, 1.0), 0.0)
-        weights = share @ (np.abs(self.projections_) * sigma[None, :])
+        # a missing value's indicator column counts for its feature
+        weights = self._importances_per_column(
+            share @ (np.abs(self.projections_) * sigma[None, :]))
         total = weights.sum()
         return weights / total if total > 0 else weights
 
@@ -188,9 +191,10 @@ class _ProjectionPursuit(StreamEstimator):
 
     @property
     def selected_features_(self) -> np.ndarray:
-        """Indices of the features any term uses."""
+        """Indices of the features any term uses (a feature whose missing-value indicator
+        a term uses among them)."""
         self._check_fitted()
-        return np.flatnonzero(np.any(self.projections_ != 0, axis=0))
+        return self._given_columns(np.flatnonzero(np.any(self.projections_ != 0, axis=0)))
 
     def _features(self, X: Any) -> np.ndarray:
         """Checked rows as the fit read them: through ``feature_transform_``."""
@@ -336,6 +340,10 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
         The feature names seen in ``fit``; only when its data named its columns (a
         table, a file), as in scikit-learn: an array's columns are read by position.
+    missing_values_ : MissingValues
+        With ``fit(..., nan_policy="impute")``: each column's fill value and the columns
+        given a missing-value indicator, read after the given columns (absent otherwise;
+        :mod:`streamlearn.features.missing_values`).
 
     Warns
     -----
@@ -428,9 +436,14 @@ class SparsePPRRegressor(RegressorScore, _ProjectionPursuit):
             Target of in-memory ``data`` or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights (values or a column name).
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
@@ -669,9 +682,14 @@ class SparseJSBoostClassifier(ClassifierScore, _ProjectionPursuit):
         y : array-like or str, optional
             Two-class labels of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional

@@ -86,6 +86,8 @@ from streamlearn.data import Chunk, Dataset
 from streamlearn.data.sparse_rows import SparseRows, take_rows
 from streamlearn.engine.interrupts import interrupts_noted
 from streamlearn.engine.local import resolve_engine
+from streamlearn.engine.missing_counts import MissingValuesPass
+from streamlearn.features.missing_values import categorical_columns
 from streamlearn.models.base import (
     classification_dataset,
     record_categories,
@@ -550,8 +552,20 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         dataset.check_rows_left()  # nan_policy="drop" may have dropped every row
         engine = resolve_engine(self.engine)
         seed = self._seed()
+        missing, given = None, dataset
+        if dataset.nan_policy == "impute" and not dataset.is_sparse:
+            # every candidate reads the rows through one map of missing values, which the
+            # models fitted on them keep (lanes, finalists and the refit alike)
+            missing = engine.run(MissingValuesPass(dataset.feature_names, categorical_columns(
+                dataset.feature_names, dataset.categories), seed=seed), dataset,
+                description="missing values")
+            dataset = dataset.with_missing_values(missing)
         held_out = self._held_out_blocks(dataset, seed)
-        validation = self._read_validation(engine, dataset, held_out)
+        # the held-out rows as the fitted models take them (NaN a missing value), and as
+        # the lanes read them (through the map)
+        given_validation = self._read_validation(engine, given, held_out)
+        validation = (given_validation if missing is None else Validation(
+            missing.apply(given_validation.X), given_validation.y, given_validation.weight))
         n_train = dataset.n_rows - int(np.sum(self._block_sizes(dataset, held_out)))
         if n_train <= 0 or validation.n_rows == 0:
             raise ValueError(f"too few rows (n_samples = {dataset.n_rows}) to hold out a "
@@ -566,7 +580,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self._settings = settings
         self.lane_template_, template_rows = self._lane_template(dataset, held_out, seed,
                                                                 engine, fit_params, settings)
-        rows_read = validation.n_rows
+        rows_read = validation.n_rows + (0 if missing is None else dataset.n_rows)
         if self.lane_template_ is not None:
             rows_read += dataset.n_rows * _passes_of(self.lane_template_,
                                                      template_rows / dataset.n_rows)
@@ -603,7 +617,7 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         passes = rows_read / dataset.n_rows
         if by_fit:
             passes += self._final_fits(race, settings, dataset.without_blocks(
-                held_out, self.block_rows_), validation, engine, fit_params,
+                held_out, self.block_rows_), given_validation, engine, fit_params,
                 n_train / dataset.n_rows, n_train)
         self.search_time_ = time.perf_counter() - started
         self.search_passes_ = passes
@@ -632,6 +646,9 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
                 record_feature_names(best, tuple(dataset.feature_names),
                                      dataset.named_features)
                 record_categories(best, dataset.categories or {})
+                if missing is not None:  # the lane read the columns the map gives
+                    best.missing_values_ = missing
+                    best._keep_input_columns()
             elif dataset.named_features:
                 best.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
             else:

@@ -427,9 +427,14 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         y : array-like or str, optional
             Labels of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional

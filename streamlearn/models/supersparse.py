@@ -905,6 +905,10 @@ _PARAMS_DOC = """
     feature_names_in_ : ndarray of shape (n_features_in_,), dtype object
         The feature names seen in ``fit``; only when its data named its columns (a
         table, a file), as in scikit-learn: an array's columns are read by position.
+    missing_values_ : MissingValues
+        With ``fit(..., nan_policy="impute")``: each column's fill value and the columns
+        given a missing-value indicator, read after the given columns (absent otherwise;
+        :mod:`streamlearn.features.missing_values`).
     n_features_in_ : int
 """
 
@@ -1020,9 +1024,14 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
             Targets of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
@@ -1303,9 +1312,14 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             Labels of in-memory ``data`` (at least two classes), or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
-        nan_policy : "raise", "drop" or float
+        nan_policy : "raise", "drop", "impute" or float
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
+            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
+            predicted from the row's other columns (or the column's median) and an
+            indicator column ``"<column> is missing"`` (``missing_values_``,
+            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
+            inputs the same way; an infinite value is refused.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
