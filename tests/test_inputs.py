@@ -497,7 +497,7 @@ def test_nullable_targets(nullable: pd.DataFrame) -> None:
 def test_fit_with_nan_policy_on_nullable_frame(nullable: pd.DataFrame) -> None:
     label = (np.arange(N_ROWS) % 2).astype(int)
     with pytest.raises(DataError, match="feature column 'i' at row 3"):
-        _model().fit(nullable, label)
+        _model().fit(nullable, label, nan_policy="raise")
     dataset = classification_dataset(nullable, label, nan_policy="drop")
     model = _model().fit(dataset)
     reference = _as_float(nullable)  # pd.NA as NaN, converted by hand
@@ -713,7 +713,7 @@ def test_fit_nan_policy_drops_rows_with_missing_values(cls: type) -> None:
     holes[::7, 1] = np.nan
     keep = ~np.isnan(holes).any(axis=1)
     with pytest.raises(ValueError, match="NaN"):
-        cls().fit(holes, y)
+        cls().fit(holes, y, nan_policy="raise")
     dropped = cls().fit(holes, y, nan_policy="drop")
     clean = cls().fit(X[keep], y[keep])
     assert dropped.n_features_in_ == 3

@@ -304,3 +304,30 @@ def test_fit_on_dask_equals_the_local_fit(dask_client) -> None:
     assert remote.missing_values_ == local.missing_values_
     np.testing.assert_allclose(remote.decision_function(X), local.decision_function(X),
                                rtol=1e-6, atol=1e-6)
+
+
+def test_default_reads_gaps_in_memory_and_refuses_them_in_storage(tmp_path) -> None:
+    X, y = missing_problem(1500)
+    assert AdditiveSVC().fit(X, y).missing_values_ == \
+        AdditiveSVC().fit(X, y, nan_policy="impute").missing_values_
+    frame = pd.DataFrame(X, columns=list("abcde")).assign(label=y)
+    model = MixtureSVC().fit(frame, "label")  # the target column is not a feature
+    assert model.missing_values_.columns == (0, 2, 3)
+    import pyarrow as pa
+
+    assert hasattr(MixtureSVC().fit(pa.Table.from_pandas(frame), "label"),
+                   "missing_values_")
+    complete = np.nan_to_num(X)
+    assert not hasattr(AdditiveSVC().fit(complete, y), "missing_values_")
+    with pytest.raises(DataError, match="contains NaN in feature 'x0'"):
+        AdditiveSVC().fit(X, y, nan_policy="raise")
+    table = tmp_path / "d.parquet"
+    frame.to_parquet(table)
+    with pytest.raises(DataError, match="nan in feature column 'a'.*nan_policy='impute'"):
+        AdditiveSVC().fit(str(table), "label")
+    assert hasattr(AdditiveSVC().fit(str(table), "label", nan_policy="impute"),
+                   "missing_values_")
+    inf = complete.copy()
+    inf[2, 2] = np.inf
+    with pytest.raises(DataError, match="infinity in feature 'x2' at row 2"):
+        AdditiveSVC().fit(inf, y)

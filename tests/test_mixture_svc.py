@@ -200,6 +200,9 @@ def test_bad_input_raises_clear_errors() -> None:
     bad = X.copy()
     bad[17, 1] = np.nan
     with pytest.raises(DataError, match="NaN|nan"):
+        MixtureSVC(n_components=2).fit(bad, y, nan_policy="raise")
+    bad[17, 1] = np.inf  # NaN is a missing value by default; infinity is refused
+    with pytest.raises(DataError, match="infinity"):
         MixtureSVC(n_components=2).fit(bad, y)
     clf = MixtureSVC(n_components=2, epochs=1).fit(X, y)
     with pytest.raises(SchemaError, match=r"3 features, but \w+ is expecting 2 features"):

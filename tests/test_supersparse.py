@@ -259,7 +259,7 @@ def test_regressor_save_load_round_trip(tmp_path):
 def test_bad_inputs_raise_clear_errors(tmp_path):
     X, y, _ = _regression(n=50, seed=10)
     bad = X.copy()
-    bad[7, 1] = np.nan
+    bad[7, 1] = np.inf  # NaN would be a missing value (nan_policy="auto")
     with pytest.raises(DataError, match="row 7"):
         SuperSparseRegressor(n_prototypes=2).fit(bad, y)
     with pytest.raises(DataError, match="at least 60 rows"):

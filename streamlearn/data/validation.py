@@ -115,6 +115,54 @@ def fill_nonfinite(X: np.ndarray, value: float) -> int:
     return count
 
 
+def has_missing_features(data: object, exclude: tuple[str, ...] = ()) -> bool:
+    """Whether in-memory training data holds a missing feature value: NaN in a numeric
+    array, or NaN, None, ``pd.NA`` or null in a pandas, polars or pyarrow table's columns
+    but those named in ``exclude`` (the target and weight columns). Infinite values are
+    not missing. Anything else (a path, a dataset, a dask collection, a sparse matrix)
+    answers False: its values are checked as its rows are read.
+
+    Parameters
+    ----------
+    data : array-like or table
+    exclude : tuple of str
+
+    Returns
+    -------
+    bool
+    """
+    module = type(data).__module__.split(".")[0]
+    if module in ("dask", "dask_expr", "streamlearn") or module.startswith("scipy") or \
+            isinstance(data, str | bytes) or hasattr(data, "__fspath__"):
+        return False
+    if module == "polars" and hasattr(data, "to_arrow"):
+        data = data.to_arrow()
+        module = "pyarrow"
+    if module == "pyarrow" and hasattr(data, "column_names"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for name, column in zip(data.column_names, data.columns, strict=True):
+            if name in exclude:
+                continue
+            if column.null_count or (pa.types.is_floating(column.type)
+                                     and pc.any(pc.is_nan(column)).as_py()):
+                return True
+        return False
+    if isinstance(data, pd.DataFrame):
+        kept = [c for c in data.columns if str(c) not in exclude]
+        return bool(data[kept].isna().to_numpy().any())
+    try:
+        values = np.asarray(data)
+    except (TypeError, ValueError):
+        return False
+    if values.dtype.kind == "f":
+        return bool(np.isnan(values).any())
+    if values.dtype.kind == "O":
+        return bool(pd.isna(values).any())
+    return False
+
+
 def check_nan_policy(policy: object) -> NanPolicy:
     """Validate a ``nan_policy`` argument: ``"raise"``, ``"drop"``, ``"impute"`` or a finite
     fill value."""

@@ -1193,7 +1193,7 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
 
     # -- training -------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-            nan_policy: Any = "raise",
+            nan_policy: Any = "auto",
             engine: Any = None, checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> AdditiveSVC:
         """Train on a dataset by streaming over it.
@@ -1206,14 +1206,18 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             target column name. Not with a Dataset (it carries its target).
         sample_weight : array-like or str, optional
             Non-negative weights of the rows' losses (values or a column name).
-        nan_policy : "raise", "drop", "impute" or float
+        nan_policy : "auto", "raise", "drop", "impute" or float, default "auto"
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
             ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
             predicted from the row's other columns (or the column's median) and an
             indicator column ``"<column> is missing"`` (``missing_values_``,
             :mod:`streamlearn.features.missing_values`; one pass more), and prediction
-            inputs the same way; an infinite value is refused.
+            inputs the same way; an infinite value is refused. ``"auto"``: ``"impute"``
+            for data held in memory (an array, a table) with a missing feature value,
+            else ``"raise"`` (a file, a store, a Dataset or a dask collection refuses a
+            NaN by a message naming the policy: learning its map costs a pass, which
+            ``"impute"`` asks for).
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional

@@ -37,7 +37,12 @@ from streamlearn.data.sources.base import (
     labels_are_names,
 )
 from streamlearn.data.sparse_rows import SparseRows
-from streamlearn.data.validation import first_infinite, first_nonfinite, nonfinite_value
+from streamlearn.data.validation import (
+    first_infinite,
+    first_nonfinite,
+    has_missing_features,
+    nonfinite_value,
+)
 from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
@@ -420,6 +425,7 @@ class StreamEstimator(BaseEstimator):
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = self._accepts_sparse
+        tags.input_tags.allow_nan = True  # fit's nan_policy="auto" reads NaN as missing
         return tags
 
     # -- the fit template ------------------------------------------------------------------
@@ -471,6 +477,7 @@ class StreamEstimator(BaseEstimator):
         self._forget_fitted()
         try:
             self._validate_hyperparameters()
+            nan_policy = resolve_nan_policy(nan_policy, data, y, sample_weight)
             dataset = self._training_dataset(data, y, sample_weight, nan_policy)
             with interrupts_noted():  # a Ctrl-C a finalizer drops stops the next pass
                 self._fit_dataset(dataset, engine, checkpoint, checkpoint_every, **options)
@@ -1368,6 +1375,20 @@ def check_sample_weight(sample_weight: Any, n_rows: int, all_zero: bool = False)
 def _numeric_target(dataset: Dataset) -> bool:
     kind = dataset.source.kinds.get(dataset.target) if dataset.target else None
     return kind is not None and kind.is_numeric
+
+
+def resolve_nan_policy(nan_policy: Any, data: Any, y: Any = None,
+                       sample_weight: Any = None) -> Any:
+    """A ``fit``'s ``nan_policy``, with ``"auto"`` (the default) resolved: ``"impute"``
+    for training data held in memory (an array, a pandas, polars or pyarrow table) with a
+    missing feature value, where finding one costs no read; else ``"raise"``, so that a
+    file, a store, a Dataset or a dask collection that holds one is refused by a message
+    naming the policy (learning how to read its gaps costs a pass over it, which
+    ``"impute"`` asks for)."""
+    if not (isinstance(nan_policy, str) and nan_policy == "auto"):
+        return nan_policy
+    columns = tuple(str(c) for c in (y, sample_weight) if isinstance(c, str))
+    return "impute" if has_missing_features(data, columns) else "raise"
 
 
 def _module(obj: Any) -> str:

@@ -534,7 +534,7 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
 
     # -- training ---------------------------------------------------------------------------
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-            nan_policy: Any = "raise",
+            nan_policy: Any = "auto",
             engine: Any = None, checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> MixtureSVC:
         """Train by streaming over a dataset.
@@ -554,14 +554,18 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
             row: the standardisation's moments (unweighted, over the rows of positive
             weight), the k-means sample and the row counts of the ``"auto"`` settings
             leave it out, and every other pass weights it 0.
-        nan_policy : "raise", "drop", "impute" or float
+        nan_policy : "auto", "raise", "drop", "impute" or float, default "auto"
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
             ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
             predicted from the row's other columns (or the column's median) and an
             indicator column ``"<column> is missing"`` (``missing_values_``,
             :mod:`streamlearn.features.missing_values`; one pass more), and prediction
-            inputs the same way; an infinite value is refused.
+            inputs the same way; an infinite value is refused. ``"auto"``: ``"impute"``
+            for data held in memory (an array, a table) with a missing feature value,
+            else ``"raise"`` (a file, a store, a Dataset or a dask collection refuses a
+            NaN by a message naming the policy: learning its map costs a pass, which
+            ``"impute"`` asks for).
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional

@@ -93,6 +93,7 @@ from streamlearn.models.base import (
     record_categories,
     record_feature_names,
     regression_dataset,
+    resolve_nan_policy,
 )
 from streamlearn.models.class_weight import balanced_factors
 from streamlearn.models.racing import CLAMPED_SHARE_WARNING, finish_lane, racing
@@ -538,8 +539,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
         started = time.perf_counter()
         opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
-        dataset = opener(data, y, sample_weight, self.chunk_rows,
-                         nan_policy=fit_params.get("nan_policy", "raise"), accept_sparse=True)
+        nan_policy = resolve_nan_policy(fit_params.get("nan_policy", "auto"), data, y,
+                                        sample_weight)
+        dataset = opener(data, y, sample_weight, self.chunk_rows, nan_policy=nan_policy,
+                         accept_sparse=True)
         if dataset.is_sparse and not get_tags(self.estimator).input_tags.sparse:
             raise TypeError(f"{type(self.estimator).__name__} with these settings does not "
                             "train on sparse (CSR) rows, which this data holds")

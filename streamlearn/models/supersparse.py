@@ -1012,7 +1012,7 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         self.linear_part = linear_part
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-            nan_policy: Any = "raise", engine: Any = None,
+            nan_policy: Any = "auto", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SuperSparseRegressor:
         """Learn prototypes and coefficients by streaming over the data.
@@ -1024,14 +1024,18 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
             Targets of in-memory ``data``, or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
-        nan_policy : "raise", "drop", "impute" or float
+        nan_policy : "auto", "raise", "drop", "impute" or float, default "auto"
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
             ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
             predicted from the row's other columns (or the column's median) and an
             indicator column ``"<column> is missing"`` (``missing_values_``,
             :mod:`streamlearn.features.missing_values`; one pass more), and prediction
-            inputs the same way; an infinite value is refused.
+            inputs the same way; an infinite value is refused. ``"auto"``: ``"impute"``
+            for data held in memory (an array, a table) with a missing feature value,
+            else ``"raise"`` (a file, a store, a Dataset or a dask collection refuses a
+            NaN by a message naming the policy: learning its map costs a pass, which
+            ``"impute"`` asks for).
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
@@ -1299,7 +1303,7 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
         self.linear_part = linear_part
 
     def fit(self, data: Any, y: Any = None, *, sample_weight: Any = None,
-            nan_policy: Any = "raise", engine: Any = None,
+            nan_policy: Any = "auto", engine: Any = None,
             checkpoint: str | os.PathLike[str] | None = None,
             checkpoint_every: int = DEFAULT_EVERY) -> SuperSparseClassifier:
         """Fit ``f`` to ``+1`` (``classes_[1]``) and ``-1`` (``classes_[0]``) targets, or
@@ -1312,14 +1316,18 @@ class SuperSparseClassifier(ClassifierScore, _SuperSparse):
             Labels of in-memory ``data`` (at least two classes), or the target column name.
         sample_weight : array-like or str, optional
             Non-negative row weights ``v_i``.
-        nan_policy : "raise", "drop", "impute" or float
+        nan_policy : "auto", "raise", "drop", "impute" or float, default "auto"
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
             ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
             predicted from the row's other columns (or the column's median) and an
             indicator column ``"<column> is missing"`` (``missing_values_``,
             :mod:`streamlearn.features.missing_values`; one pass more), and prediction
-            inputs the same way; an infinite value is refused.
+            inputs the same way; an infinite value is refused. ``"auto"``: ``"impute"``
+            for data held in memory (an array, a table) with a missing feature value,
+            else ``"raise"`` (a file, a store, a Dataset or a dask collection refuses a
+            NaN by a message naming the policy: learning its map costs a pass, which
+            ``"impute"`` asks for).
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
