@@ -567,7 +567,9 @@ def info(data: str, target: str | None, features: list[str] | None, exclude: lis
     """Print the schema of DATA and per-feature statistics from one streamed pass.
 
     DATA is a parquet, CSV or svmlight file or directory, a zarr store, or an fsspec URL
-    of any of them.
+    of any of them. A missing value (NaN, an empty cell) is counted, not refused: a
+    feature's count is that of its values that are there (--nan-policy raise refuses them,
+    drop leaves their rows out).
 
     \b
     Examples:
@@ -579,6 +581,9 @@ def info(data: str, target: str | None, features: list[str] | None, exclude: lis
 
     # data of one class are described too (training on them is what needs two)
     hashing = {} if hash_features is None else {"hash_features": hash_features}
+    explicit = click.get_current_context().get_parameter_source("nan_policy")
+    if nan_policy == "raise" and explicit == click.core.ParameterSource.DEFAULT:
+        nan_policy = "impute"  # missing values are counted per feature, not refused
     dataset = _open(data, target, features, exclude, fmt, chunk_rows,
                     nan_policy, **hashing).with_any_classes()
     click.echo(dataset.schema)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -215,3 +216,35 @@ def test_describe_lists_categories_and_summarises_codes():
     assert "city: 3 categories, coded 0..2 ['Lima', 'Oslo', 'Rome']" in str(summary)
     again = Description.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert again.categories == summary.categories
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=20),
+       seed=st.integers(0, 2**32 - 1))
+def test_missing_values_are_left_out_of_each_features_statistics(sizes, seed):
+    """With ``missing``, a feature's count, moments and quantiles are those of its values
+    that are there (numpy's nan-functions), whatever the chunking and merge order; a
+    feature with no value has NaN statistics."""
+    n = sum(sizes)
+    X, codes, _ = make_data(n, seed % 1000)
+    rng = np.random.default_rng(seed)
+    X[rng.random(X.shape) < 0.3] = np.nan
+    X[:, 2] = np.nan if seed % 5 == 0 else X[:, 2]  # sometimes a column with no value
+    pass_ = DescribePass(NAMES, sample_size=4 * n, seed=seed, n_classes=4, missing=True)
+    whole = run_chunks(pass_, [Chunk(X=X, y=codes, start=0)])
+    merged = run_merged(pass_, split(X, codes, sizes, shuffle_within=True), rng)
+    X64 = X.astype(np.float64)
+    count = (~np.isnan(X)).sum(axis=0)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN expected
+        expected = (np.nanmean(X64, axis=0), np.nanstd(X64, axis=0), np.nanmin(X, axis=0),
+                    np.nanmax(X, axis=0), np.nanquantile(X64, pass_.probabilities, axis=0))
+    for desc in (whole, merged):
+        assert desc.n_rows == n
+        np.testing.assert_array_equal(desc.count, count)
+        np.testing.assert_allclose(desc.mean, expected[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(desc.std, expected[1], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(desc.min, expected[2])
+        np.testing.assert_array_equal(desc.max, expected[3])
+        np.testing.assert_allclose(desc.quantiles, expected[4], rtol=1e-12)
+        np.testing.assert_array_equal(desc.class_counts, np.bincount(codes, minlength=4))

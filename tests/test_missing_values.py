@@ -262,6 +262,12 @@ def test_command_line_trains_and_predicts_with_missing_values(tmp_path) -> None:
     table = tmp_path / "d.parquet"
     pd.DataFrame(X, columns=list("abcde")).assign(y=y).to_parquet(table)
     runner = CliRunner()
+    described = runner.invoke(cli, ["info", str(table), "--target", "y", "--quiet"])
+    assert described.exit_code == 0, described.output
+    counts = {line.split()[0]: int(line.split()[1]) for line in described.output.splitlines()
+              if line[:2] in ("a ", "b ", "c ")}
+    assert counts == {"a": int((~np.isnan(X[:, 0])).sum()), "b": 1500,
+                      "c": int((~np.isnan(X[:, 2])).sum())}
     refused = runner.invoke(cli, ["train", str(table), "--target", "y", "-o",
                                    str(tmp_path / "r.slm")])
     assert refused.exit_code != 0 and "nan_policy='impute'" in refused.output

@@ -23,6 +23,8 @@ from streamlearn.engine.moments import (
     chunk_moments,
     empty_moments,
     merge_moments,
+    merge_observed_moments,
+    observed_chunk_moments,
     sparse_chunk_moments,
 )
 from streamlearn.engine.row_sample import BottomKSample
@@ -57,6 +59,7 @@ class DescribeState:
     sample: BottomKSample
     class_counts: np.ndarray | None
     target: Moments | None
+    rows: int = 0
 
 
 def quantile_label(p: float) -> str:
@@ -269,6 +272,9 @@ class DescribePass:
         them. Positive weights are not applied either way: each row of positive weight
         counts once (the statistics say where rows lie, e.g. for a feature map's ranges
         and knots, and the row sample is uniform over rows).
+    missing : bool, default False
+        The dense rows may hold NaN, missing values (``nan_policy="impute"``): each
+        feature's count, moments and quantiles are those of its values that are there.
     """
 
     kind: Literal["reduction", "sequential"] = "reduction"
@@ -283,11 +289,13 @@ class DescribePass:
         n_classes: int | None = None,
         sparse: bool = False,
         drop_zero_weight: bool = False,
+        missing: bool = False,
     ) -> None:
         # a sparse source's numbered names stay unlisted
         self.feature_names = feature_names if sparse else list(feature_names)
         self.sparse = bool(sparse)
         self.drop_zero_weight = bool(drop_zero_weight)
+        self.missing = bool(missing) and not self.sparse
         self.probabilities = np.asarray(probabilities, dtype=np.float64).reshape(-1)
         if np.any((self.probabilities < 0) | (self.probabilities > 1)):
             raise ValueError(f"probabilities must lie in [0, 1], got {list(probabilities)}")
@@ -324,9 +332,15 @@ class DescribePass:
             if not positive.all():
                 chunk = chunk.select(positive)
                 X = chunk.X
-        moments = (sparse_chunk_moments(*X.kernel_args, X.n_cols) if chunk.is_sparse
-                   else chunk_moments(X))
-        state.moments = merge_moments(state.moments, moments)
+        if self.missing:  # per-feature counts (a chunk without a gap: the fast sweep)
+            state.rows += chunk.n_rows
+            moments = (observed_chunk_moments(X) if np.isnan(X).any()
+                       else Moments(*chunk_moments(X)))
+            state.moments = merge_observed_moments(state.moments, moments)
+        else:
+            moments = (sparse_chunk_moments(*X.kernel_args, X.n_cols) if chunk.is_sparse
+                       else chunk_moments(X))
+            state.moments = merge_moments(state.moments, moments)
         state.sample.update(X, chunk.rows)
         y = chunk.y
         if y is None:
@@ -362,20 +376,21 @@ class DescribePass:
         counts = None
         if a.class_counts is not None and b.class_counts is not None:
             counts = a.class_counts + b.class_counts
-        return DescribeState(merge_moments(a.moments, b.moments), a.sample.merge(b.sample),
-                             counts, target)
+        merge = merge_observed_moments if self.missing else merge_moments
+        return DescribeState(merge(a.moments, b.moments), a.sample.merge(b.sample),
+                             counts, target, a.rows + b.rows)
 
     def finish(self, state: DescribeState) -> Description:
         """Turn the state into a :class:`Description`."""
         m = state.moments
         d = len(self.feature_names)
-        n = int(m.count)
-        if n > 0:
-            mean = m.mean.copy()
-            std = np.sqrt(np.maximum(m.m2, 0.0) / n)
-            lo, hi = m.minimum.astype(np.float64), m.maximum.astype(np.float64)
-        else:
-            mean, std, lo, hi = (np.full(d, np.nan) for _ in range(4))
+        n = state.rows if self.missing else int(m.count)
+        count = np.broadcast_to(np.asarray(m.count, dtype=np.int64), (d,)).copy()
+        seen = count > 0
+        mean = np.where(seen, m.mean, np.nan)
+        std = np.where(seen, np.sqrt(np.maximum(m.m2, 0.0) / np.maximum(count, 1)), np.nan)
+        lo = np.where(seen, m.minimum.astype(np.float64), np.nan)
+        hi = np.where(seen, m.maximum.astype(np.float64), np.nan)
         target_mean = target_std = None
         if state.target is not None and state.target.count > 0:
             target_mean = float(state.target.mean[0])
@@ -383,13 +398,13 @@ class DescribePass:
         return Description(
             n_rows=n,
             feature_names=self.feature_names if self.sparse else list(self.feature_names),
-            count=np.full(d, n, dtype=np.int64),
+            count=count,
             mean=mean,
             std=std,
             min=lo,
             max=hi,
             probabilities=self.probabilities.copy(),
-            quantiles=state.sample.quantiles(self.probabilities),
+            quantiles=state.sample.quantiles(self.probabilities, missing=self.missing),
             sample=(state.sample.values if self.sparse else state.sample.values.copy()),
             sample_rows=state.sample.rows.copy(),
             class_counts=None if state.class_counts is None else state.class_counts.copy(),
@@ -421,6 +436,8 @@ def describe(
     Description
         Exact count/mean/std/min/max per feature, approximate quantiles from a uniform row
         sample (rank error about ``1/sqrt(sample_size)``), and class counts or target moments.
+        A dataset opened with ``nan_policy="impute"`` is summarised over the values that
+        are there: each feature's count is that of its values that are not missing.
 
     Examples
     --------
@@ -430,6 +447,7 @@ def describe(
     summary_pass = DescribePass(
         dataset.feature_names, probabilities=probabilities, sample_size=sample_size,
         seed=seed, n_classes=dataset.schema.n_classes, sparse=dataset.is_sparse,
+        missing=dataset.nan_policy == "impute",
     )
     summary: Description = resolve_engine(engine).run(summary_pass, dataset,
                                                       description="describe")

@@ -239,3 +239,44 @@ class FeatureMomentsPass:
     def finish(self, state: Moments) -> Moments:
         """The moments."""
         return state
+
+
+def observed_chunk_moments(X: np.ndarray) -> Moments:
+    """:func:`chunk_moments` of the values of ``X`` that are not NaN (missing values,
+    ``nan_policy="impute"``): ``count`` per column.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), float32
+
+    Returns
+    -------
+    Moments
+        ``count`` an int64 array of shape (n_features,); a column with no value has mean
+        and m2 0, minimum ``+inf`` and maximum ``-inf``.
+    """
+    seen = ~np.isnan(X)
+    count = seen.sum(axis=0).astype(np.int64)
+    mean = np.where(seen, X, 0).sum(axis=0, dtype=np.float64) / np.maximum(count, 1)
+    deviation = np.where(seen, X - mean, 0.0)
+    m2 = (deviation * deviation).sum(axis=0)
+    minimum = np.where(seen, X, np.inf).min(axis=0).astype(np.float32)
+    maximum = np.where(seen, X, -np.inf).max(axis=0).astype(np.float32)
+    return Moments(count, mean, m2, minimum, maximum)
+
+
+def merge_observed_moments(a: Moments, b: Moments) -> Moments:
+    """:func:`merge_moments` of moments whose ``count`` is one per column
+    (:func:`observed_chunk_moments`; a scalar count counts every column)."""
+    d = len(a.mean)
+    if len(b.mean) != d:
+        raise ValueError(f"cannot merge moments of {d} and {len(b.mean)} features")
+    na = np.broadcast_to(np.asarray(a.count, dtype=np.float64), (d,))
+    nb = np.broadcast_to(np.asarray(b.count, dtype=np.float64), (d,))
+    n = na + nb
+    share = np.divide(nb, n, out=np.zeros(d), where=n > 0)
+    delta = b.mean - a.mean
+    mean = a.mean + delta * share
+    m2 = a.m2 + b.m2 + delta * delta * na * share
+    return Moments((na + nb).astype(np.int64), mean, m2, np.minimum(a.minimum, b.minimum),
+                   np.maximum(a.maximum, b.maximum))

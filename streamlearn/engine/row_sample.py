@@ -16,6 +16,8 @@ replacement only concentrates more).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from streamlearn.data.sparse_rows import SparseRows
@@ -188,13 +190,16 @@ class BottomKSample:
                      chosen[~take_old] - m, other.values)
         return out
 
-    def quantiles(self, probs) -> np.ndarray:
+    def quantiles(self, probs, missing: bool = False) -> np.ndarray:
         """Per-feature quantiles of the sample, linearly interpolated as :func:`numpy.quantile`.
 
         Parameters
         ----------
         probs : array-like of shape (p,)
             Probabilities in [0, 1].
+        missing : bool
+            Dense values may be NaN, missing: each feature's quantiles are those of its
+            values that are there (:func:`numpy.nanquantile`; NaN for a feature with none).
 
         Returns
         -------
@@ -208,7 +213,12 @@ class BottomKSample:
             return np.full((probs.shape[0], self.n_features), np.nan)
         if isinstance(self.values, SparseRows):
             return sparse_quantiles(self.values, probs)
-        return np.quantile(self.values.astype(np.float64), probs, axis=0)
+        values = self.values.astype(np.float64)
+        if missing:
+            with warnings.catch_warnings():  # a feature with no value: NaN, as documented
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return np.nanquantile(values, probs, axis=0)
+        return np.quantile(values, probs, axis=0)
 
 
 def sparse_quantiles(rows: SparseRows, probs: np.ndarray) -> np.ndarray:
