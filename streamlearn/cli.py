@@ -978,6 +978,9 @@ def _train_report(model: Any, dataset: Any, elapsed: float, train_score: bool, q
     line = passes_line(counted, dataset.n_rows, passes)
     if line is not None:
         click.echo(f"  passes   : {line}")
+    line = missing_line(model)
+    if line is not None:
+        click.echo(f"  missing  : {line.removeprefix('missing values: ')}")
     line = pairs_line(model)
     if line is not None:
         click.echo(f"  pairs    : {line.removeprefix('feature pairs: ')}")
@@ -1586,6 +1589,24 @@ def pairs_line(model: Any) -> str | None:
             f"(held-out log-loss {check['held_out_log_loss_without']:.4f} without, "
             f"{check['held_out_log_loss_with']:.4f} with)" + (f"; best: {shown}" if shown
                                                               else ""))
+
+
+def missing_line(model: Any) -> str | None:
+    """How a model fitted with ``nan_policy="impute"`` reads missing values, if it does."""
+    missing = getattr(model, "missing_values_", None)
+    if missing is None:
+        return None
+    predicted = set() if missing.regression is None else \
+        {int(j) for j in missing.regression.targets}
+    shown = ", ".join(f"{missing.source_names[j]} ("
+                      + ("predicted" if j in predicted else "median") + ")"
+                      for j in missing.columns[:4])
+    more = len(missing.columns) - 4
+    k = len(missing.columns)
+    return (f"missing values: {k} of {missing.n_columns} columns "
+            f"{'has' if k == 1 else 'have'} gaps, each read with an indicator column"
+            + (f": {shown}" if shown else "")
+            + (f" and {more} more" if more > 0 else ""))
 
 
 def values_line(model: Any) -> str | None:

@@ -274,6 +274,8 @@ def test_command_line_trains_and_predicts_with_missing_values(tmp_path) -> None:
     trained = runner.invoke(cli, ["train", str(table), "--target", "y", "--nan-policy",
                                    "impute", "-o", str(tmp_path / "m.slm")])
     assert trained.exit_code == 0, trained.output
+    assert ("missing  : 3 of 5 columns have gaps, each read with an indicator column: "
+            "a (predicted), c (predicted), d (predicted)") in trained.output
     out = tmp_path / "p.parquet"
     predicted = runner.invoke(cli, ["predict", str(tmp_path / "m.slm"), str(table),
                                      "-o", str(out)])

@@ -28,12 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from streamlearn.features.column_expansion import ColumnExpansion
+
 #: A categorical column with more categories than this keeps its codes.
 MAX_INDICATOR_CATEGORIES = 256
 
 
 @dataclass(frozen=True)
-class CategoryIndicators:
+class CategoryIndicators(ColumnExpansion):
     """One-hot columns in place of the categorical columns of a table of codes.
 
     Attributes
@@ -96,16 +98,6 @@ class CategoryIndicators:
         return cls(tuple(names), tuple(chosen), tuple(len(lists[names[j]]) for j in chosen),
                    tuple(out))
 
-    @property
-    def n_columns(self) -> int:
-        """Columns of the input rows."""
-        return len(self.source_names)
-
-    @property
-    def n_features(self) -> int:
-        """Columns of the output rows."""
-        return len(self.feature_names)
-
     def source_columns(self) -> np.ndarray:
         """The input column of each output column, shape (n_features,)."""
         width = np.ones(self.n_columns, dtype=np.int64)
@@ -128,10 +120,7 @@ class CategoryIndicators:
         -------
         ndarray of shape (n, n_features), float32
         """
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_columns:
-            raise ValueError(f"rows of {self.n_columns} columns expected, got shape "
-                             f"{X.shape}")
+        X = self._given_rows(X)
         source = self.source_columns()
         out = np.ascontiguousarray(X[:, source], dtype=np.float32)
         start = 0
@@ -168,17 +157,3 @@ class CategoryIndicators:
             block = Z[:, firsts[j]:firsts[j] + k]
             out[:, j] = np.where(block.max(axis=1) > 0, np.argmax(block, axis=1), k)
         return out
-
-    def fold(self, values: np.ndarray) -> np.ndarray:
-        """Per-output-column values summed back to one per input column (importances).
-
-        Parameters
-        ----------
-        values : ndarray of shape (n_features,)
-
-        Returns
-        -------
-        ndarray of shape (n_columns,), float64
-        """
-        return np.bincount(self.source_columns(), weights=np.asarray(values, np.float64),
-                           minlength=self.n_columns)

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from streamlearn.features.column_expansion import ColumnExpansion
+
 #: Suffix of an indicator column's name.
 INDICATOR_SUFFIX = " is missing"
 #: Missing values are predicted from the other columns in tables of at most this many
@@ -130,7 +132,7 @@ class FillRegression:
 
 
 @dataclass(frozen=True)
-class MissingValues:
+class MissingValues(ColumnExpansion):
     """Given columns with their missing values filled, and missing-value indicators after.
 
     Attributes
@@ -186,16 +188,6 @@ class MissingValues:
             out.append(name)
         return cls(names, tuple(float(v) for v in fill), chosen, tuple(out), regression)
 
-    @property
-    def n_columns(self) -> int:
-        """Columns of the input rows."""
-        return len(self.source_names)
-
-    @property
-    def n_features(self) -> int:
-        """Columns of the output rows."""
-        return len(self.feature_names)
-
     def source_columns(self) -> np.ndarray:
         """The input column of each output column, shape (n_features,)."""
         return np.concatenate([np.arange(self.n_columns, dtype=np.int64),
@@ -216,10 +208,7 @@ class MissingValues:
         -------
         ndarray of shape (n, n_features), float32, a new array
         """
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_columns:
-            raise ValueError(f"rows of {self.n_columns} columns expected, got shape "
-                             f"{X.shape}")
+        X = self._given_rows(X)
         out = np.empty((X.shape[0], self.n_features), dtype=np.float32)
         given = out[:, :self.n_columns]
         given[...] = X
@@ -232,20 +221,6 @@ class MissingValues:
         if self.columns:
             out[:, self.n_columns:] = missing[:, list(self.columns)]
         return out
-
-    def fold(self, values: np.ndarray) -> np.ndarray:
-        """Per-output-column values summed back to one per input column (importances).
-
-        Parameters
-        ----------
-        values : ndarray of shape (n_features,)
-
-        Returns
-        -------
-        ndarray of shape (n_columns,), float64
-        """
-        return np.bincount(self.source_columns(), weights=np.asarray(values, np.float64),
-                           minlength=self.n_columns)
 
 
 def most_frequent(values: np.ndarray) -> float:

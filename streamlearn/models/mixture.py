@@ -557,15 +557,9 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         nan_policy : "auto", "raise", "drop", "impute" or float, default "auto"
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
-            ``"impute"`` reads a NaN (or a missing category) as a missing value: a value
-            predicted from the row's other columns (or the column's median) and an
-            indicator column ``"<column> is missing"`` (``missing_values_``,
-            :mod:`streamlearn.features.missing_values`; one pass more), and prediction
-            inputs the same way; an infinite value is refused. ``"auto"``: ``"impute"``
-            for data held in memory (an array, a table) with a missing feature value,
-            else ``"raise"`` (a file, a store, a Dataset or a dask collection refuses a
-            NaN by a message naming the policy: learning its map costs a pass, which
-            ``"impute"`` asks for).
+            ``"impute"`` reads NaN as missing values (``missing_values_``, one pass more:
+            :mod:`streamlearn.features.missing_values`), as ``"auto"`` does for data held
+            in memory (:func:`~streamlearn.models.base.resolve_nan_policy`).
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional
