@@ -160,11 +160,7 @@ def test_categorical_codes_take_the_most_frequent() -> None:
     (SuperSparseRegressor(), "regressor"),
     (SparsePPRRegressor(), "regressor"),
 ])
-def test_model_is_the_model_of_the_imputers_output(model, kind: str, monkeypatch) -> None:
-    """The same rows reach the model; but for the indicator columns, which the models with
-    gates or prototypes centre and do not scale (as a category's indicators: see the next
-    test), so for the comparison here they are not marked as indicators."""
-    monkeypatch.setattr(MissingValues, "indicator_columns", lambda self: ())
+def test_model_is_the_model_of_the_imputers_output(model, kind: str) -> None:
     X, y = missing_problem(1200)
     target = y if kind == "classifier" else (y + 0.1 * np.nan_to_num(X[:, 4])).astype(
         np.float32)
@@ -185,7 +181,7 @@ def test_model_is_the_model_of_the_imputers_output(model, kind: str, monkeypatch
         assert importances.shape == (5,)
 
 
-def test_indicators_are_marked_before_and_after_a_categories_map() -> None:
+def test_indicators_are_ordinary_columns_before_a_categories_map() -> None:
     from streamlearn.features.category_indicators import CategoryIndicators
 
     X = np.array([[0.5, 2], [np.nan, 0], [1.5, np.nan], [2.5, 1]], dtype=np.float32)
@@ -194,11 +190,18 @@ def test_indicators_are_marked_before_and_after_a_categories_map() -> None:
     missing = LocalEngine().run(MissingValuesPass(data.feature_names, (1,)), data)
     expanded = data.with_feature_expansion(missing)
     assert expanded.feature_names == ("a", "c", "a is missing", "c is missing")
-    assert expanded.indicator_features == (2, 3)
+    assert expanded.indicator_features == ()  # scaled and weighed as any feature
     both = expanded.with_feature_expansion(
         CategoryIndicators.of(expanded.feature_names, data.categories))
     assert both.feature_names == ("a", "c=p", "c=q", "c=r", "a is missing", "c is missing")
-    assert both.indicator_features == (1, 2, 3, 4, 5)
+    assert both.indicator_features == (1, 2, 3)  # the category's one-hot columns
+    # an expansion after one that marked indicators keeps them marked, where they went
+    categories = data.with_feature_expansion(
+        CategoryIndicators.of(data.feature_names, data.categories))
+    after = categories.with_feature_expansion(
+        MissingValues.of(categories.feature_names, [0.0] * 4, [0]))
+    assert after.feature_names == ("a", "c=p", "c=q", "c=r", "a is missing")
+    assert after.indicator_features == (1, 2, 3)
     rows = np.concatenate([chunk.X for chunk in both.chunks()])
     # c's missing code filled with its most frequent (all tie: the smallest, p)
     np.testing.assert_array_equal(rows, [[0.5, 0, 0, 1, 0, 0], [1.5, 1, 0, 0, 1, 0],
