@@ -20,7 +20,7 @@ from streamlearn import DataError, open_dataset
 from streamlearn.cli import cli
 from streamlearn.engine import LocalEngine
 from streamlearn.engine.missing_counts import SAMPLE_ROWS, MissingValuesPass
-from streamlearn.features.missing_values import FEW_VALUES, MissingValues
+from streamlearn.features.missing_values import MissingValues
 from streamlearn.io.model_file import load_model, save_model
 from streamlearn.models import (
     AdditiveSVC,
@@ -58,7 +58,7 @@ def reference_imputation(X_fit: np.ndarray, categorical: tuple[int, ...] = ()):
     fits = {}
     for j in numeric:
         seen = ~np.isnan(X_fit[:, j])
-        if seen.all() or np.unique(X_fit[seen, j]).size <= FEW_VALUES:
+        if seen.all() or not seen.any():
             continue
         others = [k for k in numeric if k != j]
         ridge = Ridge(alpha=1.0).fit(scaler.transform(filled_fit[:, numeric])[seen][
@@ -130,26 +130,19 @@ def test_columns_missing_nowhere_or_everywhere_get_no_indicator() -> None:
     missing = learned_map(X, 2)
     assert missing.columns == (2,)
     assert missing.fill == (2.0, 0.0, 6.0)
-    assert missing.regression is None  # column 2 takes two values: it keeps its median
-    out = missing.apply(np.array([[np.nan, np.nan, np.nan]], dtype=np.float32))
-    np.testing.assert_array_equal(out, [[2.0, 0.0, 6.0, 1.0]])
-
-
-def test_predictions_are_clipped_and_few_valued_columns_keep_their_medians() -> None:
-    rng = np.random.default_rng(6)
-    x = rng.normal(size=400)
-    X = np.column_stack([x, 2 * x + 0.1 * rng.normal(size=400), x > 0]).astype(np.float32)
-    X[::5, 1] = np.nan
-    X[1::5, 2] = np.nan
-    missing = learned_map(X, 128)
-    assert list(missing.regression.targets) == [1]  # column 2 is a flag
-    rows = np.array([[0.5, np.nan, np.nan], [100.0, np.nan, np.nan]], dtype=np.float32)
+    rows = np.array([[np.nan, np.nan, np.nan], [10.0, np.nan, np.nan]], dtype=np.float32)
     out = missing.apply(rows)
-    np.testing.assert_allclose(out[:, [0, 1]], reference_imputation(X)(rows)[:, [0, 1]],
-                               atol=1e-4)
-    assert abs(out[0, 1] - 1.0) < 0.1
-    assert out[1, 1] == np.nanmax(X[:, 1])  # far beyond the rows seen: clipped
-    assert (out[:, 2] == missing.fill[2]).all()
+    # column 2 predicted from column 0 (at its median 2 in the first row; column 1, which
+    # is constant once filled, predicts nothing), column 1 at 0
+    from sklearn.linear_model import Ridge
+
+    x0 = X[:, 0].astype(np.float64)
+    standard = (x0 - x0.mean()) / x0.std()
+    ridge = Ridge(alpha=1.0).fit(standard[[0, 2], None], X[[0, 2], 2])
+    expected = ridge.predict(((np.array([2.0, 10.0]) - x0.mean()) / x0.std())[:, None])
+    np.testing.assert_allclose(out[:, 2], np.clip(expected, 5.0, 7.0), atol=1e-5)
+    np.testing.assert_array_equal(out[:, [1, 3]], [[0.0, 1.0], [0.0, 1.0]])
+    assert out[1, 2] == 7.0  # far beyond the rows seen: clipped to their range
 
 
 def test_categorical_codes_take_the_most_frequent() -> None:
