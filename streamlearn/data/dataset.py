@@ -496,7 +496,9 @@ class Dataset:
         dataset's :attr:`feature_names` become the map's, and :attr:`indicator_features`
         lists its indicator columns. The source's columns are read, checked and coded as
         before (their categories stay :attr:`categories`); a column a name no longer
-        names is then mapped.
+        names is then mapped. An expansion may follow another (the categories' after the
+        missing values', :meth:`with_missing_values`): the indicator columns of the first
+        stay marked where the second puts them (it then needs ``source_columns()``).
 
         Parameters
         ----------
@@ -1040,7 +1042,7 @@ class Dataset:
             return self._sparse_chunk(X, y_raw, w, a, classes, rng)
         keep = None
         if (a, b) in self._finite_ranges:
-            pass  # checked when first read: every value finite
+            pass  # checked when first read: every value finite (but NaN under "impute")
         elif isinstance(self.nan_policy, float):
             if first_nonfinite(X) >= 0:
                 X = X.copy()
@@ -1067,6 +1069,7 @@ class Dataset:
                     f"{self.locate(a + r)} (dataset row {a + r}); nan_policy='impute' "
                     "reads NaN as a missing value but not an infinite one: replace it, or "
                     "pass nan_policy='drop' to skip such rows")
+            self._finite_ranges.add((a, b))  # checked: no infinite value (NaN stay)
         else:
             flat = first_nonfinite(X)
             if flat < 0:
