@@ -342,3 +342,19 @@ def test_default_reads_gaps_in_memory_and_refuses_them_in_storage(tmp_path) -> N
     inf[2, 2] = np.inf
     with pytest.raises(DataError, match="infinity in feature 'x2' at row 2"):
         AdditiveSVC().fit(inf, y)
+
+
+def test_search_lanes_train_the_templates_pairs_on_indicator_columns() -> None:
+    from streamlearn.models import StreamSearchCV
+
+    X, y = missing_problem(3000)
+    X[:2000] = np.nan_to_num(X[:2000])  # gaps in a third of the rows: indicator pairs pay
+    search = StreamSearchCV(AdditiveSVC(), {"C": [0.1, 1.0]}, random_state=0,
+                            refit=False).fit(X, y, nan_policy="impute")
+    template = search.lane_template_
+    read = list(template._read_feature_names)
+    assert any(" is missing" in f or " is missing" in g for f, g in template.interactions_)
+    # the lanes' pairs are the template's, as positions of the columns they read
+    pairs = search.best_estimator_.get_params()["interactions"]
+    assert [(read[f], read[g]) for f, g in pairs] == [tuple(p) for p in
+                                                     template.interactions_][:len(pairs)]

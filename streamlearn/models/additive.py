@@ -1067,8 +1067,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         pairs: list[tuple[int, int]] = []
         wanted = self._lane_pairs(dataset)
         if template is not None and wanted > 0:
-            # as column positions: a lane is handed a chunk's rows without their names
-            names = list(template._feature_names)
+            # as column positions: a lane is handed a chunk's rows without their names, as
+            # the template read them (a missing-value indicator column among them)
+            names = list(template._read_feature_names)
             pairs = [(names.index(f), names.index(g))
                      for f, g in getattr(template, "interactions_", ())][:wanted]
         params["interactions"] = pairs if pairs else 0
