@@ -19,6 +19,7 @@ from streamlearn.engine import (
 from streamlearn.errors import (
     DataError,
     LabelError,
+    MissingValueError,
     ReadError,
     SchemaError,
     SourceError,
@@ -52,6 +53,7 @@ __all__ = [
     "Description",
     "ExampleState",
     "LabelError",
+    "MissingValueError",
     "LocalEngine",
     "Pass",
     "ReadError",

@@ -34,6 +34,7 @@ from streamlearn.engine.accounting import PassLog, human_bytes, recording
 from streamlearn.errors import (
     DataError,
     LabelError,
+    MissingValueError,
     ModelFileError,
     SchemaError,
     StreamlearnError,
@@ -288,6 +289,8 @@ _storage_options = _options(
                  help="NaN/inf in features: raise, drop, a number to fill with, or impute "
                  "(NaN is a missing value: predicted from the row's other columns, and an "
                  "indicator column). "
+                 "Without this option, train reads as raise and, on finding a NaN, trains "
+                 "again under impute (not when resuming from --checkpoint). "
                  "A model trained with impute predicts and scores data so by default."),
 )
 #: Options of every command that opens a dataset and chooses its columns.
@@ -779,17 +782,29 @@ def train(data: str, target: str | None, features: list[str] | None, exclude: li
             raise click.UsageError(f"--checkpoint: a {cls.__name__} cannot resume a fit")
         fit_options = {"checkpoint": checkpoint, "checkpoint_every": checkpoint_every}
 
+    # without --nan-policy, a missing value found while training trains again reading NaN
+    # as missing values (as fit's nan_policy="auto" does); a resumed fit reads as its first
+    retry = (checkpoint is None and click.get_current_context().get_parameter_source(
+        "nan_policy") == click.core.ParameterSource.DEFAULT and not dataset.is_sparse)
     with cluster_engine(workers, scheduler, quiet=quiet, chunk_rows=chunk_rows) as cluster:
         started = time.perf_counter()
         searcher = None
         try:
             with recording() as passes:
-                if search:
-                    searcher = _search(model, search, seed, cluster.engine, chunk_rows)
-                    searcher.fit(dataset, **fit_options)
-                    model = searcher.best_estimator_
-                else:
-                    model.fit(dataset, engine=cluster.engine, **fit_options)
+                try:
+                    searcher, model = _fit_model(model, dataset, search, seed, cluster.engine,
+                                                 chunk_rows, fit_options)
+                except MissingValueError as exc:
+                    if not retry:
+                        raise
+                    found = str(exc).split("; pass ", 1)[0]
+                    click.echo(f"missing  : {found}; training again, reading NaN as missing "
+                               "values (--nan-policy impute skips the first try, --nan-policy "
+                               "raise refuses them)", err=True)
+                    dataset = _open(data, dataset.target, features, exclude, fmt, chunk_rows,
+                                    "impute", weight=weight, task=dataset.task, **hashing)
+                    searcher, model = _fit_model(_build(cls, kwargs), dataset, search, seed,
+                                                 cluster.engine, chunk_rows, fit_options)
         except StreamlearnError:
             raise
         except (ValueError, TypeError) as exc:
@@ -810,6 +825,18 @@ def train(data: str, target: str | None, features: list[str] | None, exclude: li
         _train_report(model, dataset, elapsed, train_score, quiet, cluster.engine, passes,
                       searcher)
     click.echo(f"\nsaved to {path}")
+
+
+def _fit_model(model: Any, dataset: Any, search: list[tuple[str, list[Any]]],
+               seed: int | None, engine: Any, chunk_rows: int | None,
+               fit_options: dict[str, Any]) -> tuple[Any, Any]:
+    """Train ``model`` on ``dataset`` (by ``StreamSearchCV`` with ``--search``): the search
+    (or None) and the trained model."""
+    if not search:
+        return None, model.fit(dataset, engine=engine, **fit_options)
+    searcher = _search(model, search, seed, engine, chunk_rows)
+    searcher.fit(dataset, **fit_options)
+    return searcher, searcher.best_estimator_
 
 
 def _local_path(location: str) -> Path | None:

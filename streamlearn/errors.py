@@ -25,6 +25,11 @@ class DataError(StreamlearnError, ValueError):
     """Values are unusable: NaN or infinite entries, empty data, ragged arrays."""
 
 
+class MissingValueError(DataError):
+    """A feature value is missing (NaN) in data read with ``nan_policy="raise"``: a fit of
+    ``nan_policy="auto"`` reads such data again as missing values."""
+
+
 class LabelError(StreamlearnError, ValueError):
     """The target does not fit the task: absent, a single class, unknown labels."""
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.impute import SimpleImputer
 
-from streamlearn import DataError, open_dataset
+from streamlearn import DataError, MissingValueError, open_dataset
 from streamlearn.cli import cli
 from streamlearn.engine import LocalEngine
 from streamlearn.engine.missing_counts import SAMPLE_ROWS, MissingValuesPass
@@ -271,14 +271,23 @@ def test_command_line_trains_and_predicts_with_missing_values(tmp_path) -> None:
               if line[:2] in ("a ", "b ", "c ")}
     assert counts == {"a": int((~np.isnan(X[:, 0])).sum()), "b": 1500,
                       "c": int((~np.isnan(X[:, 2])).sum())}
-    refused = runner.invoke(cli, ["train", str(table), "--target", "y", "-o",
-                                   str(tmp_path / "r.slm")])
+    refused = runner.invoke(cli, ["train", str(table), "--target", "y", "--nan-policy",
+                                   "raise", "-o", str(tmp_path / "r.slm")])
     assert refused.exit_code != 0 and "nan_policy='impute'" in refused.output
+    assert not (tmp_path / "r.slm").exists()
+    # without the option, the first gap found trains again under impute: the same model
+    again = runner.invoke(cli, ["train", str(table), "--target", "y", "--seed", "0", "-o",
+                                str(tmp_path / "a.slm")])
+    assert again.exit_code == 0, again.output
+    assert "training again, reading NaN as missing values" in again.output
     trained = runner.invoke(cli, ["train", str(table), "--target", "y", "--nan-policy",
                                    "impute", "-o", str(tmp_path / "m.slm")])
     assert trained.exit_code == 0, trained.output
     assert ("missing  : 3 of 5 columns have gaps, each read with an indicator column: "
             "a (predicted), c (predicted), d (predicted)") in trained.output
+    retried, given = load_model(tmp_path / "a.slm"), load_model(tmp_path / "m.slm")
+    assert retried.missing_values_ == given.missing_values_
+    np.testing.assert_array_equal(retried.coef_d_, given.coef_d_)
     out = tmp_path / "p.parquet"
     predicted = runner.invoke(cli, ["predict", str(tmp_path / "m.slm"), str(table),
                                      "-o", str(out)])
@@ -317,7 +326,7 @@ def test_fit_on_dask_equals_the_local_fit(dask_client) -> None:
                                rtol=1e-6, atol=1e-6)
 
 
-def test_default_reads_gaps_in_memory_and_refuses_them_in_storage(tmp_path) -> None:
+def test_default_reads_gaps_in_memory_and_from_storage_by_a_second_try(tmp_path) -> None:
     X, y = missing_problem(1500)
     assert AdditiveSVC().fit(X, y).missing_values_ == \
         AdditiveSVC().fit(X, y, nan_policy="impute").missing_values_
@@ -334,14 +343,62 @@ def test_default_reads_gaps_in_memory_and_refuses_them_in_storage(tmp_path) -> N
         AdditiveSVC().fit(X, y, nan_policy="raise")
     table = tmp_path / "d.parquet"
     frame.to_parquet(table)
-    with pytest.raises(DataError, match="nan in feature column 'a'.*nan_policy='impute'"):
-        AdditiveSVC().fit(str(table), "label")
-    assert hasattr(AdditiveSVC().fit(str(table), "label", nan_policy="impute"),
-                   "missing_values_")
+    with pytest.raises(MissingValueError,
+                       match="nan in feature column 'a'.*nan_policy='impute'"):
+        AdditiveSVC().fit(str(table), "label", nan_policy="raise")
+    given = AdditiveSVC().fit(str(table), "label", nan_policy="impute")
+    with pytest.warns(UserWarning, match="found a missing value \\(nan in feature column 'a' at "
+                      "row 0 .*the fit starts again, reading NaN as missing values"):
+        retried = AdditiveSVC().fit(str(table), "label")
+    assert retried.missing_values_ == given.missing_values_
+    np.testing.assert_array_equal(retried.coef_d_, given.coef_d_)
+    assert retried.n_passes_ >= given.n_passes_
+    # a Dataset keeps the policy it was opened with; a checkpointed fit resumes only as
+    # its first run read the rows: both refuse the gap as "raise" does
+    with pytest.raises(MissingValueError):
+        AdditiveSVC().fit(open_dataset(table, target="label"))
+    with pytest.raises(MissingValueError):
+        AdditiveSVC().fit(str(table), "label", checkpoint=tmp_path / "ckpt")
     inf = complete.copy()
     inf[2, 2] = np.inf
     with pytest.raises(DataError, match="infinity in feature 'x2' at row 2"):
         AdditiveSVC().fit(inf, y)
+
+
+def test_second_try_reads_late_gaps_dask_collections_and_searches(tmp_path) -> None:
+    import dask.dataframe as dd
+
+    from streamlearn.models import StreamSearchCV
+
+    X, y = missing_problem(3000)
+    X[:2000] = np.nan_to_num(X[:2000])  # the first gap in the second chunk of 1,024 rows
+    frame = pd.DataFrame(X, columns=list("abcde")).assign(label=y)
+    table = tmp_path / "d.parquet"
+    frame.to_parquet(table)
+    given = MixtureSVC(chunk_rows=1024, random_state=0).fit(str(table), "label",
+                                                            nan_policy="impute")
+    with pytest.warns(UserWarning, match="at row 2.*: the fit starts again"):
+        retried = MixtureSVC(chunk_rows=1024, random_state=0).fit(str(table), "label")
+    assert retried.missing_values_ == given.missing_values_
+    features = frame.drop(columns="label")
+    np.testing.assert_array_equal(retried.decision_function(features),
+                                  given.decision_function(features))
+    # the first try's reads are counted: the first chunk, read before the one with the gap
+    assert retried.n_passes_ >= given.n_passes_ + 1024 / 3000 - 1e-9
+    with pytest.warns(UserWarning, match="the fit starts again"):
+        lazy = MixtureSVC(random_state=0).fit(dd.from_pandas(frame, npartitions=3),
+                                              "label")
+    assert lazy.missing_values_.columns == (0, 2, 3)
+    search = StreamSearchCV(AdditiveSVC(), {"C": [0.1, 1.0]}, random_state=0)
+    with pytest.warns(UserWarning, match="the fit starts again"):
+        search.fit(str(table), "label")
+    assert search.best_estimator_.missing_values_ == given.missing_values_
+    assert search.n_passes_ > search.search_passes_ > 0
+    inf = frame.copy()
+    inf.loc[5, "e"] = np.inf
+    inf.to_parquet(table)
+    with pytest.raises(DataError, match="inf in feature column 'e'"):
+        MixtureSVC().fit(str(table), "label")  # not a missing value: no second try
 
 
 def test_search_lanes_train_the_templates_pairs_on_indicator_columns() -> None:

@@ -44,7 +44,7 @@ from streamlearn.data.validation import (
     missing_labels,
     nonfinite_value,
 )
-from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.errors import DataError, LabelError, MissingValueError, SchemaError
 from streamlearn.warning_origin import caller_stacklevel
 
 #: Bytes of float32 features per chunk when no ``chunk_rows`` is given.
@@ -1076,7 +1076,8 @@ class Dataset:
                 self._finite_ranges.add((a, b))
             else:
                 r, c = divmod(flat, X.shape[1])
-                raise DataError(
+                error = MissingValueError if np.isnan(X[r, c]) else DataError
+                raise error(
                     f"{X[r, c]} in feature column {self._column_read(c)!r} at "
                     f"{self.locate(a + r)} (dataset row {a + r}); pass "
                     f"{NAN_POLICY_HINT}"

@@ -1211,8 +1211,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
             NaN, infinite and missing values (``None``, ``pd.NA``) in the features of
             data opened here: refuse them, drop the row, or replace them by the number.
             ``"impute"`` reads NaN as missing values (``missing_values_``, one pass more:
-            :mod:`streamlearn.features.missing_values`), as ``"auto"`` does for data held
-            in memory (:func:`~streamlearn.models.base.resolve_nan_policy`).
+            :mod:`streamlearn.features.missing_values`). ``"auto"`` does so for data held
+            in memory with a NaN, and for a file, store or dask collection in which the
+            fit finds one (it then starts again, with a warning; not with a
+            ``checkpoint``): :func:`~streamlearn.models.base.resolve_nan_policy`.
             A missing target (NaN, infinity, None) drops its row under "drop" and is
             refused otherwise.
         engine : engine, optional

@@ -47,7 +47,7 @@ from streamlearn.engine.accounting import recording
 from streamlearn.engine.checkpoint import CheckpointedRunner, checkpointed
 from streamlearn.engine.evaluate import evaluate, label_codes
 from streamlearn.engine.interrupts import interrupts_noted
-from streamlearn.errors import DataError, LabelError, SchemaError
+from streamlearn.errors import DataError, LabelError, MissingValueError, SchemaError
 from streamlearn.features.category_indicators import (
     MAX_INDICATOR_CATEGORIES,
     CategoryIndicators,
@@ -477,10 +477,27 @@ class StreamEstimator(BaseEstimator):
         self._forget_fitted()
         try:
             self._validate_hyperparameters()
+            retry = retries_reading_gaps(nan_policy, data, checkpoint)
             nan_policy = resolve_nan_policy(nan_policy, data, y, sample_weight)
-            dataset = self._training_dataset(data, y, sample_weight, nan_policy)
-            with interrupts_noted():  # a Ctrl-C a finalizer drops stops the next pass
-                self._fit_dataset(dataset, engine, checkpoint, checkpoint_every, **options)
+            with recording() as first_try:
+                try:
+                    dataset = self._training_dataset(data, y, sample_weight, nan_policy)
+                    with interrupts_noted():  # a Ctrl-C a finalizer drops stops the next pass
+                        self._fit_dataset(dataset, engine, checkpoint, checkpoint_every,
+                                          **options)
+                except MissingValueError as exc:
+                    if not retry:
+                        raise
+                    warn_of_gaps_found(exc)
+                    self._forget_fitted()
+            if retry and not self.is_fitted:  # read again, NaN a missing value
+                dataset = self._training_dataset(data, y, sample_weight, "impute")
+                with interrupts_noted():
+                    self._fit_dataset(dataset, engine, checkpoint, checkpoint_every,
+                                      **options)
+                # the reads of the first try count too
+                self.n_passes_ += float(first_try.passes_over(dataset.n_rows))
+                self.bytes_read_ += int(first_try.bytes_read)
         except BaseException:
             self._forget_fitted()  # no half-fitted model
             raise
@@ -1381,14 +1398,38 @@ def resolve_nan_policy(nan_policy: Any, data: Any, y: Any = None,
                        sample_weight: Any = None) -> Any:
     """A ``fit``'s ``nan_policy``, with ``"auto"`` (the default) resolved: ``"impute"``
     for training data held in memory (an array, a pandas, polars or pyarrow table) with a
-    missing feature value, where finding one costs no read; else ``"raise"``, so that a
-    file, a store, a Dataset or a dask collection that holds one is refused by a message
-    naming the policy (learning how to read its gaps costs a pass over it, which
-    ``"impute"`` asks for)."""
+    missing feature value, where finding one costs no read; else ``"raise"``. A file, a
+    store or a dask collection is read as under ``"raise"`` first, and when a missing
+    value turns up, read again under ``"impute"`` (:func:`retries_reading_gaps`): data
+    without gaps pay nothing, and learning how to read the gaps costs the map's pass and
+    the rows read before the first gap."""
     if not (isinstance(nan_policy, str) and nan_policy == "auto"):
         return nan_policy
     columns = tuple(str(c) for c in (y, sample_weight) if isinstance(c, str))
     return "impute" if has_missing_features(data, columns) else "raise"
+
+
+def retries_reading_gaps(nan_policy: Any, data: Any,
+                         checkpoint: str | os.PathLike[str] | None = None) -> bool:
+    """Whether a fit of this ``nan_policy`` that finds a missing feature value (a
+    :class:`~streamlearn.errors.MissingValueError`) starts again under ``"impute"``:
+    under ``"auto"``, for data the fit opens itself (a path, a URL, a dask collection).
+    A Dataset keeps the policy it was opened with, and a fit with a checkpoint refuses
+    the gap as ``"raise"`` does: it resumes only as the fit that wrote the checkpoint read
+    the rows."""
+    return (isinstance(nan_policy, str) and nan_policy == "auto"
+            and not isinstance(data, Dataset) and checkpoint is None)
+
+
+def warn_of_gaps_found(error: MissingValueError) -> None:
+    """The warning of a fit that starts again under ``"impute"``: where the first missing
+    value was, and how to skip the first try or refuse the gaps."""
+    found = str(error).split("; pass ", 1)[0]
+    warnings.warn(f"found a missing value ({found}): the fit starts again, reading NaN "
+                  "as missing values (nan_policy='impute': one pass more learns how to "
+                  "fill them); pass nan_policy='impute' to skip the first try, or "
+                  "nan_policy='raise' to refuse missing values", UserWarning,
+                  stacklevel=caller_stacklevel())
 
 
 def _module(obj: Any) -> str:

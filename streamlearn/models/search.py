@@ -84,9 +84,11 @@ from sklearn.utils.metaestimators import available_if
 
 from streamlearn.data import Chunk, Dataset
 from streamlearn.data.sparse_rows import SparseRows, take_rows
+from streamlearn.engine.accounting import recording
 from streamlearn.engine.interrupts import interrupts_noted
 from streamlearn.engine.local import resolve_engine
 from streamlearn.engine.missing_counts import MissingValuesPass
+from streamlearn.errors import MissingValueError
 from streamlearn.features.missing_values import categorical_columns
 from streamlearn.models.base import (
     classification_dataset,
@@ -94,6 +96,8 @@ from streamlearn.models.base import (
     record_feature_names,
     regression_dataset,
     resolve_nan_policy,
+    retries_reading_gaps,
+    warn_of_gaps_found,
 )
 from streamlearn.models.class_weight import balanced_factors
 from streamlearn.models.racing import CLAMPED_SHARE_WARNING, finish_lane, racing
@@ -447,7 +451,8 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
     search_passes_ : float
         Passes over the data made by the race (rows read / rows of the data, the held-out
         rows' single read included), by the lane template's fit and by the finalists'
-        fits.
+        fits; with the reads of a first try that found a missing value, when
+        ``nan_policy="auto"`` read the data again under ``"impute"``.
     n_passes_ : float
         ``search_passes_`` plus the refit's passes (its ``n_passes_`` when it records them,
         else its ``n_iter_`` plus 2: a describe and a calibration pass).
@@ -519,7 +524,10 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         sample_weight : array-like or str, optional
         **fit_params
             Passed to the refit's ``fit`` (``nan_policy``, ``checkpoint``, ...), and but for
-            ``checkpoint`` and ``checkpoint_every`` to the finalists' fits.
+            ``checkpoint`` and ``checkpoint_every`` to the finalists' fits. Every
+            candidate reads the data as ``nan_policy`` says (default ``"auto"``: a search
+            that finds a missing value in a file, store or dask collection starts again
+            under ``"impute"``, as a model's ``fit`` does).
 
         Returns
         -------
@@ -537,12 +545,33 @@ class StreamSearchCV(MetaEstimatorMixin, BaseEstimator):
         if foreign:  # fit(dataset) is streamlearn's: another estimator fits arrays only
             self._check_foreign(data, y)
         self.scorer_ = check_scoring(self.estimator, scoring=self.scoring)
+        given = fit_params.get("nan_policy", "auto")
+        retry = retries_reading_gaps(given, data, fit_params.get("checkpoint"))
+        nan_policy = resolve_nan_policy(given, data, y, sample_weight)
+        with recording() as first_try:
+            try:
+                return self._search(data, y, sample_weight, nan_policy, fit_params, settings,
+                                    foreign)
+            except MissingValueError as exc:
+                if not retry:
+                    raise
+                warn_of_gaps_found(exc)
+        # read again, NaN a missing value; the reads of the first try count too
+        self._search(data, y, sample_weight, "impute", fit_params, settings, foreign)
+        extra = first_try.passes_over(self._training_rows)
+        self.search_passes_ += extra
+        self.n_passes_ += extra
+        return self
+
+    def _search(self, data: Any, y: Any, sample_weight: Any, nan_policy: Any,
+                fit_params: dict[str, Any], settings: list[dict[str, Any]],
+                foreign: bool) -> StreamSearchCV:
+        """:meth:`fit` under a resolved ``nan_policy``: the race, then the refit."""
         started = time.perf_counter()
         opener = classification_dataset if is_classifier(self.estimator) else regression_dataset
-        nan_policy = resolve_nan_policy(fit_params.get("nan_policy", "auto"), data, y,
-                                        sample_weight)
         dataset = opener(data, y, sample_weight, self.chunk_rows, nan_policy=nan_policy,
                          accept_sparse=True)
+        self._training_rows = dataset.n_rows
         if dataset.is_sparse and not get_tags(self.estimator).input_tags.sparse:
             raise TypeError(f"{type(self.estimator).__name__} with these settings does not "
                             "train on sparse (CSR) rows, which this data holds")
