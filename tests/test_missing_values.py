@@ -237,7 +237,7 @@ def test_predicting_a_table_with_missing_values_and_categories(tmp_path) -> None
     assert model.score(str(table), "y") == pytest.approx(model.score(frame, y))
 
 
-def test_infinite_values_and_partial_fit_are_refused() -> None:
+def test_infinite_values_are_refused() -> None:
     X, y = missing_problem(600)
     bad = X.copy()
     bad[3, 1] = np.inf
@@ -246,10 +246,40 @@ def test_infinite_values_and_partial_fit_are_refused() -> None:
     model = AdditiveSVC().fit(X, y, nan_policy="impute")
     with pytest.raises(DataError, match="infinity in feature 'x1' at row 3"):
         model.predict(bad)
-    with pytest.raises(ValueError, match="partial_fit does not continue"):
-        model.partial_fit(X, y)
+    with pytest.raises(DataError, match="infinity in feature 'x1' at row 3"):
+        model.partial_fit(bad, y)
     with pytest.raises(DataError, match="contains NaN in feature 'x0'.*nan_policy='impute'"):
         AdditiveSVC().fit(np.nan_to_num(X), y).predict(X)
+
+
+@pytest.mark.parametrize("model", [AdditiveSVC(random_state=0), MixtureSVC(random_state=0),
+                                   SuperSparseClassifier(random_state=0)])
+def test_partial_fit_continues_reading_through_the_fits_map(model) -> None:
+    import copy
+
+    X, y = missing_problem(3000)
+    model.fit(X[:2000], y[:2000])  # the default reads the gaps: a map
+    later = X[2000:].copy()
+    later[::7, 4] = np.nan  # a column without gaps in fit: its fill value, no indicator
+    twin = copy.deepcopy(model)
+    model.partial_fit(later, y[2000:])
+    # the same call on the rows the map gives, as the model's kernels take them
+    filled = twin.missing_values_.apply(later)
+    assert not np.isnan(filled).any() and filled.shape[1] == 5 + 3
+    if isinstance(twin, AdditiveSVC):
+        twin._partial_fit_rows(twin._model_rows(filled), y[2000:], None, False)
+    else:
+        twin._check_training_X = lambda X: filled  # the rows partial_fit would read
+        twin.partial_fit(later, y[2000:])
+    X_new, _ = missing_problem(500, seed=3)
+    np.testing.assert_array_equal(model.decision_function(X_new),
+                                  twin.decision_function(X_new))
+    assert model.missing_values_ == twin.missing_values_
+    # a model whose fit saw no gap has no map: partial_fit says how to get one
+    complete = type(model)(random_state=0).fit(np.nan_to_num(X[:2000]), y[:2000])
+    with pytest.raises(DataError, match="partial_fit reads NaN as a missing value only in "
+                       "a model whose fit learned how"):
+        complete.partial_fit(later, y[2000:])
 
 
 def test_sparse_rows_are_refused() -> None:

@@ -1480,6 +1480,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         after ``fit`` keeps fit's): a later call holding another category raises a
         ``DataError`` rather than train it as an unseen one, so declare every category on
         the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
+        A model whose ``fit`` read NaN as missing values (``missing_values_``) reads a
+        later call's NaN through the same map (a column without a gap in ``fit``: its fill
+        value, no indicator); a first call learns no map, and a model without one refuses
+        NaN.
 
         Later chunks with more than 5% of a feature's values outside the map's range:
         without ``feature_range``, a B-spline map grows to cover them (fewer outliers, the

@@ -873,16 +873,17 @@ class StreamEstimator(BaseEstimator):
     def _check_training_X(self, X: Any) -> np.ndarray:
         """Rows of a ``partial_fit`` call after the first, checked as :meth:`_check_X`
         checks them but for a category the model does not know, which is refused (it
-        would be trained as the code of unseen categories): see :func:`check_features`."""
+        would be trained as the code of unseen categories): see :func:`check_features`.
+        A model whose fit read NaN as missing values (``missing_values_``) reads them so
+        here too, through the same map: the fill values and indicator columns learned by
+        fit, which a later call does not change (a column that had no gap in fit gets its
+        fill value and no indicator)."""
         self._check_fitted()
-        if hasattr(self, "missing_values_"):
-            raise ValueError(f"this {type(self).__name__} was fitted with "
-                             "nan_policy='impute', which partial_fit does not continue: "
-                             "fit it again on all the rows, or fill the missing values "
-                             "before both fit and partial_fit")
-        return check_features(X, self._feature_names, type(self).__name__,
-                              categories=getattr(self, "categories_", None), training=True,
-                              named=has_named_features(self))
+        values = check_features(X, self._feature_names, type(self).__name__,
+                                categories=getattr(self, "categories_", None), training=True,
+                                named=has_named_features(self),
+                                allow_missing=hasattr(self, "missing_values_"))
+        return self._missing_filled(values)
 
     @property
     def _feature_names(self) -> Any:
@@ -1973,6 +1974,9 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         r, c = divmod(flat, values.shape[1])
         given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
         reads = ("finite values and missing ones (NaN)" if allow_missing else
+                 "finite values only: partial_fit reads NaN as a missing value only in a "
+                 "model whose fit learned how (fit's default does, on rows with a NaN); "
+                 "fit the first rows, or fill or drop the missing values" if training else
                  "finite values only (a model fitted with nan_policy='impute' reads NaN as "
                  "a missing value)")
         raise DataError(f"Input X contains {nonfinite_value(given)} in feature "

@@ -722,6 +722,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         after ``fit`` keeps fit's): a later call holding another category raises a
         ``DataError`` rather than train it as an unseen one, so declare every category on
         the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
+        A model whose ``fit`` read NaN as missing values (``missing_values_``) reads a
+        later call's NaN through the same map (a column without a gap in ``fit``: its fill
+        value, no indicator); a first call learns no map, and a model without one refuses
+        NaN.
 
         Sparse rows (a ``scipy.sparse`` matrix or array) are taken as ``fit`` takes them:
         the first call scales the features in units apart (``scale_``, see the class's

@@ -1073,6 +1073,10 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         prototypes' own width and ``lam="auto"`` ``1e-3`` times the mean squared
         similarity of a row to a prototype. A call after
         :meth:`fit` continues from the fitted prototypes and coefficients.
+        A model whose ``fit`` read NaN as missing values (``missing_values_``) reads a
+        later call's NaN through the same map (a column without a gap in ``fit``: its fill
+        value, no indicator); a first call learns no map, and a model without one refuses
+        NaN.
 
         The first call also fixes the category list of each string or categorical column
         (every category of a pandas ``category`` column, else the values present; a call
