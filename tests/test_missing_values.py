@@ -278,7 +278,7 @@ def test_partial_fit_continues_reading_through_the_fits_map(model) -> None:
     # a model whose fit saw no gap has no map: partial_fit says how to get one
     complete = type(model)(random_state=0).fit(np.nan_to_num(X[:2000]), y[:2000])
     with pytest.raises(DataError, match="partial_fit reads NaN as a missing value only in "
-                       "a model whose fit learned how"):
+                       "a model that learned how from its first rows"):
         complete.partial_fit(later, y[2000:])
 
 
@@ -445,3 +445,40 @@ def test_search_lanes_train_the_templates_pairs_on_indicator_columns() -> None:
     pairs = search.best_estimator_.get_params()["interactions"]
     assert [(read[f], read[g]) for f, g in pairs] == [tuple(p) for p in
                                                      template.interactions_][:len(pairs)]
+
+
+@pytest.mark.parametrize("model", [AdditiveSVC(random_state=0), MixtureSVC(random_state=0),
+                                   SuperSparseClassifier(random_state=0)])
+def test_first_partial_fit_call_learns_the_map_fit_learns(model) -> None:
+    import copy
+
+    X, y = missing_problem(3000)
+    table = pd.DataFrame(X, columns=list("abcde")).assign(
+        kind=pd.Categorical(np.where(np.arange(3000) % 3 == 0, "u",
+                                     np.where(np.arange(3000) % 3 == 1, "v", None))))
+    online = copy.deepcopy(model).partial_fit(table[:2000], y[:2000], classes=[0, 1])
+    fitted = copy.deepcopy(model).fit(table[:2000], y[:2000])
+    # the same map from the same rows: fill values, regressions and indicators (a
+    # missing category included), after the given columns
+    assert online.missing_values_ == fitted.missing_values_
+    assert online.missing_values_.feature_names[6:] == (
+        "a is missing", "c is missing", "d is missing", "kind is missing")
+    assert list(online.feature_names_in_) == [*"abcde", "kind"]
+    assert online.n_features_in_ == 6 and online.categories_ == {"kind": ("u", "v")}
+    online.partial_fit(table[2000:], y[2000:])  # later rows read through it
+    assert online.score(table[2000:], y[2000:]) > 0.85
+    plain = copy.deepcopy(model).partial_fit(np.nan_to_num(X[:1000]), y[:1000])
+    assert not hasattr(plain, "missing_values_")
+
+
+def test_first_partial_fit_call_of_a_regressor_learns_the_map() -> None:
+    X, _ = missing_problem(2000)
+    target = 2.0 * X[:, 4] + np.where(np.isnan(X[:, 2]), 1.0, 0.0)
+    online = SuperSparseRegressor(random_state=0).partial_fit(X, target)
+    fitted = SuperSparseRegressor(random_state=0).fit(X, target)
+    assert online.missing_values_ == fitted.missing_values_
+    assert np.isfinite(online.predict(X)).all()
+    with pytest.raises(DataError, match="not an infinite one"):
+        bad = X.copy()
+        bad[5, 1] = -np.inf
+        SuperSparseRegressor().partial_fit(bad, target)

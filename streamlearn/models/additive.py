@@ -1480,10 +1480,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         after ``fit`` keeps fit's): a later call holding another category raises a
         ``DataError`` rather than train it as an unseen one, so declare every category on
         the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
-        A model whose ``fit`` read NaN as missing values (``missing_values_``) reads a
-        later call's NaN through the same map (a column without a gap in ``fit``: its fill
-        value, no indicator); a first call learns no map, and a model without one refuses
-        NaN.
+        A first call whose rows hold a NaN learns how to read missing values from them,
+        as ``fit`` does from its rows (``missing_values_``); a later call reads its NaN
+        through that map, or ``fit``'s (a column without a gap there: its fill value, no
+        indicator). A model without a map (its first rows had no NaN) refuses NaN.
 
         Later chunks with more than 5% of a feature's values outside the map's range:
         without ``feature_range``, a B-spline map grows to cover them (fewer outliers, the
@@ -1718,6 +1718,9 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
         known = self._partial_fit_classes(y, classes)
         feature_names = (tuple(str(c) for c in names) if names is not None
                          else tuple(default_feature_names(values.shape[1])))
+        values = self._first_call_missing_values(values, feature_names, categories)
+        if hasattr(self, "missing_values_"):  # the columns the model reads, indicators last
+            feature_names = tuple(self.missing_values_.feature_names)
         values = check_features(values, feature_names)
         encode_labels(y, known)
         if sample_weight is not None:  # a row of weight 0 is no row: not in the map's ranges
@@ -1733,9 +1736,10 @@ class AdditiveSVC(ClassifierScore, StreamEstimator):
                             mean=x64.mean(axis=0), std=x64.std(axis=0))
             knot_per_category(feature_map, feature_names, categories)
         record_feature_names(self, feature_names, named)
-        record_categories(self, categories)
         self.classes_ = storable_classes(known)
         self._start_models(feature_names, feature_map, values, sample_weight)
+        self._keep_input_columns()  # the given columns, which later calls' rows hold
+        record_categories(self, categories)
 
     def _start_models(self, feature_names: tuple[str, ...], feature_map: FeatureMap | None,
                       values: np.ndarray | SparseRows, sample_weight: Any) -> None:

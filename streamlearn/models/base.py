@@ -592,6 +592,29 @@ class StreamEstimator(BaseEstimator):
         that reads it as a missing value (``missing_values_``), and is refused otherwise."""
         return "impute" if hasattr(self, "missing_values_") else "raise"
 
+    def _first_call_missing_values(self, values: np.ndarray, feature_names: Sequence[str],
+                                   categories: Mapping[str, Sequence[Any]]) -> np.ndarray:
+        """A first ``partial_fit`` call's dense rows (categorical columns as codes) as the
+        model reads them: where they hold a NaN, the map of missing values learned from
+        these rows (``missing_values_``, as ``fit`` learns it from its training rows:
+        one pass of :class:`~streamlearn.engine.missing_counts.MissingValuesPass`) fills
+        them and appends the indicator columns; else the rows as given, and no map. An
+        infinite value is refused as ``fit`` refuses it."""
+        if not np.isnan(values).any():
+            self._keep("missing_values_", None)
+            return values
+        from streamlearn.engine import LocalEngine
+        from streamlearn.engine.missing_counts import MissingValuesPass
+        from streamlearn.features.missing_values import categorical_columns
+
+        names = [str(n) for n in feature_names]
+        pass_ = MissingValuesPass(names, categorical_columns(names, categories),
+                                  seed=self._seed())
+        missing = LocalEngine(progress=False).run(
+            pass_, open_dataset(values, nan_policy="impute"), description="missing values")
+        self._keep("missing_values_", missing)
+        return missing.apply(values)
+
     def _missing_filled(self, values: np.ndarray) -> np.ndarray:
         """Rows of the given columns with the missing values read as in fit: through
         ``missing_values_`` when the model has it."""
@@ -1975,8 +1998,9 @@ def check_features(X: Any, feature_names: tuple[str, ...], owner: str = "model",
         given = X[r, c] if isinstance(X, np.ndarray) and X.ndim == 2 else values[r, c]
         reads = ("finite values and missing ones (NaN)" if allow_missing else
                  "finite values only: partial_fit reads NaN as a missing value only in a "
-                 "model whose fit learned how (fit's default does, on rows with a NaN); "
-                 "fit the first rows, or fill or drop the missing values" if training else
+                 "model that learned how from its first rows (fit, or a first partial_fit "
+                 "call, with a NaN among them); fill or drop the missing values, or train "
+                 "again from rows that show the gaps" if training else
                  "finite values only (a model fitted with nan_policy='impute' reads NaN as "
                  "a missing value)")
         raise DataError(f"Input X contains {nonfinite_value(given)} in feature "
@@ -2126,7 +2150,8 @@ def coded_table(X: Any) -> tuple[np.ndarray, tuple[str, ...], dict[str, tuple[An
 
     For the first call of an online fit: the categories are those of ``X`` (the full list
     for a pandas ``category`` column, else the values present). None for plain arrays and
-    all-numeric tables.
+    all-numeric tables. A missing value (NaN, a missing category) stays NaN, for the
+    call's map of missing values.
 
     Parameters
     ----------
@@ -2140,7 +2165,7 @@ def coded_table(X: Any) -> tuple[np.ndarray, tuple[str, ...], dict[str, tuple[An
         X = X.to_arrow()
     if not _is_table(X):
         return None
-    dataset = open_dataset(X)
+    dataset = open_dataset(X, nan_policy="impute")
     if not dataset.categories:
         return None
     values = np.concatenate([chunk.X for chunk in dataset.chunks(prefetch=0)])

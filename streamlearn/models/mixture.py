@@ -48,6 +48,7 @@ from streamlearn.models.base import (
     hashing_of,
     over_dask_blocks,
     record_categories,
+    resolve_nan_policy,
     sparse_rows_of,
     storable_classes,
 )
@@ -722,10 +723,10 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
         after ``fit`` keeps fit's): a later call holding another category raises a
         ``DataError`` rather than train it as an unseen one, so declare every category on
         the first call with a ``pd.Categorical`` (or ``CategoricalDtype``) of the full list.
-        A model whose ``fit`` read NaN as missing values (``missing_values_``) reads a
-        later call's NaN through the same map (a column without a gap in ``fit``: its fill
-        value, no indicator); a first call learns no map, and a model without one refuses
-        NaN.
+        A first call whose rows hold a NaN learns how to read missing values from them,
+        as ``fit`` does from its rows (``missing_values_``); a later call reads its NaN
+        through that map, or ``fit``'s (a column without a gap there: its fill value, no
+        indicator). A model without a map (its first rows had no NaN) refuses NaN.
 
         Sparse rows (a ``scipy.sparse`` matrix or array) are taken as ``fit`` takes them:
         the first call scales the features in units apart (``scale_``, see the class's
@@ -797,9 +798,11 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                            sample_weight: Any) -> MixtureSVC:
         self.__dict__.pop("classes_", None)
         dataset: Dataset
+        # NaN read as missing values, by a map learned from these rows (as fit's default)
+        nan_policy = resolve_nan_policy("auto", X, y, sample_weight)
         if classes is None:
             dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
-                                             accept_sparse=True)
+                                             nan_policy=nan_policy, accept_sparse=True)
             found = dataset.classes
             assert found is not None
             if len(found) != 2:
@@ -812,10 +815,12 @@ class MixtureSVC(ClassifierScore, StreamEstimator):
                 raise LabelError(f"{type(self).__name__} needs at least two classes, got "
                                  f"classes={wanted.tolist()}")
             dataset = classification_dataset(X, y, sample_weight, self.chunk_rows,
-                                             classes=wanted, accept_sparse=True)
+                                             classes=wanted, nan_policy=nan_policy,
+                                             accept_sparse=True)
         self._warn_category_codes(dataset.categories or {}, online=True)
         config = dataclasses.replace(self._config(), em="stochastic", epochs=1,
                                      validation_fraction=None)
+        dataset = self._with_missing_values(dataset, None)
         dataset = self._with_category_indicators(dataset)
         if self.n_components == "auto":
             self._warn_first_call_components(dataset, sample_weight)

@@ -560,7 +560,8 @@ class _SuperSparse(StreamEstimator):
                 X, names, categories = coded
             else:
                 names = getattr(X, "columns", None)
-            values, _, weights = check_array_input(X, y, sample_weight, task)
+            values, _, weights = check_array_input(X, y, sample_weight, task,
+                                                   nan_policy="impute")
             if values.shape[0] < 2:
                 raise DataError(f"the first partial_fit call needs at least 2 rows, got "
                                 f"n_samples={values.shape[0]}")
@@ -569,8 +570,13 @@ class _SuperSparse(StreamEstimator):
                        else tuple(default_feature_names(values.shape[1]))),
                 named)
             self.n_features_in_ = values.shape[1]
+            # NaN read as missing values, by a map learned from these rows (as fit's
+            # default); the categories' indicators then read the columns it gives
+            values = self._first_call_missing_values(values, self._feature_names, categories)
+            read = getattr(self, "missing_values_", None)
             self._warn_category_codes(categories, online=True)
-            self._start_category_indicators(self._feature_names, categories)
+            self._start_category_indicators(
+                self._feature_names if read is None else read.feature_names, categories)
             record_categories(self, categories)
         weight = (np.ones(values.shape[0], dtype=np.float32) if weights is None
                   else np.ascontiguousarray(weights, dtype=np.float32))
@@ -1073,10 +1079,10 @@ class SuperSparseRegressor(RegressorScore, _SuperSparse):
         prototypes' own width and ``lam="auto"`` ``1e-3`` times the mean squared
         similarity of a row to a prototype. A call after
         :meth:`fit` continues from the fitted prototypes and coefficients.
-        A model whose ``fit`` read NaN as missing values (``missing_values_``) reads a
-        later call's NaN through the same map (a column without a gap in ``fit``: its fill
-        value, no indicator); a first call learns no map, and a model without one refuses
-        NaN.
+        A first call whose rows hold a NaN learns how to read missing values from them,
+        as ``fit`` does from its rows (``missing_values_``); a later call reads its NaN
+        through that map, or ``fit``'s (a column without a gap there: its fill value, no
+        indicator). A model without a map (its first rows had no NaN) refuses NaN.
 
         The first call also fixes the category list of each string or categorical column
         (every category of a pandas ``category`` column, else the values present; a call
