@@ -482,3 +482,17 @@ def test_first_partial_fit_call_of_a_regressor_learns_the_map() -> None:
         bad = X.copy()
         bad[5, 1] = -np.inf
         SuperSparseRegressor().partial_fit(bad, target)
+
+
+def test_second_try_on_dask_workers(tmp_path, dask_client) -> None:
+    from streamlearn.engine import DaskEngine
+
+    X, y = missing_problem(2000)
+    table = tmp_path / "d.parquet"
+    pd.DataFrame(X, columns=list("abcde")).assign(label=y).to_parquet(table)
+    local = MixtureSVC(random_state=0).fit(str(table), "label", nan_policy="impute")
+    # the workers' MissingValueError reaches the client as itself: the fit starts again
+    with pytest.warns(UserWarning, match="the fit starts again"):
+        remote = MixtureSVC(random_state=0).fit(str(table), "label",
+                                                engine=DaskEngine(dask_client))
+    assert remote.missing_values_ == local.missing_values_
