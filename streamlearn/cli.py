@@ -1630,10 +1630,18 @@ def missing_line(model: Any) -> str | None:
                       for j in missing.columns[:4])
     more = len(missing.columns) - 4
     k = len(missing.columns)
-    return (f"missing values: {k} of {missing.n_columns} columns "
-            f"{'has' if k == 1 else 'have'} gaps, each read with an indicator column"
-            + (f": {shown}" if shown else "")
-            + (f" and {more} more" if more > 0 else ""))
+    empty = missing.empty
+    parts = [] if not k and empty else [
+        f"{k} of {missing.n_columns} columns {'has' if k == 1 else 'have'} gaps, each read "
+        "with an indicator column" + (f": {shown}" if shown else "")
+        + (f" and {more} more" if more > 0 else "")]
+    if empty:
+        blank = ", ".join(missing.source_names[j] for j in empty[:4]) \
+            + (f" and {len(empty) - 4} more" if len(empty) > 4 else "")
+        parts.append(f"{len(empty)} of {missing.n_columns} "
+                     f"{'is' if len(empty) == 1 else 'are'} missing in every row, read as 0 "
+                     f"(carrying nothing): {blank}")
+    return "missing values: " + "; ".join(parts)
 
 
 def values_line(model: Any) -> str | None:

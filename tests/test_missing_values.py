@@ -127,10 +127,12 @@ def test_map_on_more_rows_than_its_sample_takes_medians_from_the_sample() -> Non
 def test_columns_missing_nowhere_or_everywhere_get_no_indicator() -> None:
     X = np.array([[1.0, np.nan, 5.0], [2.0, np.nan, np.nan], [4.0, np.nan, 7.0]],
                  dtype=np.float32)
-    missing = learned_map(X, 2)
+    with pytest.warns(UserWarning, match=r"'x1' missing \(NaN\) in all 3 training rows"):
+        missing = learned_map(X, 2)
     assert missing.columns == (2,)
+    assert missing.empty == (1,)
     assert missing.fill == (2.0, 0.0, 6.0)
-    rows = np.array([[np.nan, np.nan, np.nan], [10.0, np.nan, np.nan]], dtype=np.float32)
+    rows = np.array([[np.nan, 3.0, np.nan], [10.0, np.nan, np.nan]], dtype=np.float32)
     out = missing.apply(rows)
     # column 2 predicted from column 0 (at its median 2 in the first row; column 1, which
     # is constant once filled, predicts nothing), column 1 at 0
@@ -141,8 +143,35 @@ def test_columns_missing_nowhere_or_everywhere_get_no_indicator() -> None:
     ridge = Ridge(alpha=1.0).fit(standard[[0, 2], None], X[[0, 2], 2])
     expected = ridge.predict(((np.array([2.0, 10.0]) - x0.mean()) / x0.std())[:, None])
     np.testing.assert_allclose(out[:, 2], np.clip(expected, 5.0, 7.0), atol=1e-5)
+    # column 1, never seen in training, is 0 whatever a row holds there
     np.testing.assert_array_equal(out[:, [1, 3]], [[0.0, 1.0], [0.0, 1.0]])
     assert out[1, 2] == 7.0  # far beyond the rows seen: clipped to their range
+
+
+@pytest.mark.parametrize("model", [AdditiveSVC(random_state=0), MixtureSVC(random_state=0),
+                                   ShareBoostClassifier(random_state=0),
+                                   SuperSparseClassifier(random_state=0)])
+def test_a_column_missing_in_every_training_row_changes_no_prediction(model) -> None:
+    X, y = missing_problem(800)
+    X[:, 4] = np.nan
+    with pytest.warns(UserWarning, match=r"'x4' missing \(NaN\) in all 800 training rows"):
+        model.fit(X, y)
+    assert model.missing_values_.empty == (4,)
+    # the model is the one fitted on the rows with that column at 0, which it reads so
+    # whatever a later row holds there: its values at prediction change nothing
+    reference = type(model)(**model.get_params()).fit(_zero_column(X, 4), y)
+    new, _ = missing_problem(300, seed=1)
+    np.testing.assert_array_equal(model.decision_function(new),
+                                  reference.decision_function(_zero_column(new, 4)))
+    shifted = new.copy()
+    shifted[:, 4] = 100.0
+    np.testing.assert_array_equal(model.predict(shifted), model.predict(new))
+
+
+def _zero_column(X: np.ndarray, j: int) -> np.ndarray:
+    out = X.copy()
+    out[:, j] = 0.0
+    return out
 
 
 def test_categorical_codes_take_the_most_frequent() -> None:
@@ -496,3 +525,23 @@ def test_second_try_on_dask_workers(tmp_path, dask_client) -> None:
         remote = MixtureSVC(random_state=0).fit(str(table), "label",
                                                 engine=DaskEngine(dask_client))
     assert remote.missing_values_ == local.missing_values_
+
+
+def test_command_line_names_the_columns_missing_in_every_row(tmp_path) -> None:
+    X, y = missing_problem(600)
+    X[:, 1] = np.nan
+    table = tmp_path / "d.parquet"
+    pd.DataFrame(X, columns=list("abcde")).assign(y=y).to_parquet(table)
+    with pytest.warns(UserWarning, match=r"'b' missing \(NaN\) in all 600 training rows"):
+        trained = CliRunner().invoke(cli, ["train", str(table), "--target", "y",
+                                           "--nan-policy", "impute", "-o",
+                                           str(tmp_path / "m.slm")])
+    assert trained.exit_code == 0, trained.output
+    assert ("missing  : 3 of 5 columns have gaps, each read with an indicator column: "
+            "a (predicted), c (predicted), d (predicted); 1 of 5 is missing in every row, "
+            "read as 0 (carrying nothing): b") in trained.output
+    model = load_model(tmp_path / "m.slm")
+    assert model.missing_values_.empty == (1,)
+    rows = pd.DataFrame(X, columns=list("abcde")).assign(b=5.0)
+    np.testing.assert_array_equal(model.predict(rows),
+                                  model.predict(pd.DataFrame(X, columns=list("abcde"))))

@@ -10,6 +10,7 @@ columns given an indicator.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +25,7 @@ from streamlearn.features.missing_values import (
     MissingValues,
     most_frequent,
 )
+from streamlearn.warning_origin import caller_stacklevel
 
 #: Rows sampled for the fill values: a median's rank error is then about 0.03 with
 #: probability 0.99 (see :mod:`~streamlearn.engine.row_sample`).
@@ -92,10 +94,24 @@ class MissingValuesPass:
                         most_frequent(seen) if j in self.categorical else
                         float(np.median(seen)))
         columns = np.flatnonzero((state.missing > 0) & (state.missing < state.rows))
+        empty = np.flatnonzero(state.missing == state.rows) if state.rows else []
+        if len(empty):
+            warn_of_empty_columns([self.feature_names[j] for j in empty], state.rows)
         numeric = [j for j in range(len(self.feature_names)) if j not in self.categorical]
         regression = None
         if len(numeric) <= MAX_REGRESSION_COLUMNS and sample.shape[0] > 1:
             filled = np.where(np.isnan(sample), np.asarray(fill), sample)
             regression = FillRegression.fitted(
                 sample, filled, [j for j in columns if j in numeric], numeric)
-        return MissingValues.of(self.feature_names, fill, columns, regression)
+        return MissingValues.of(self.feature_names, fill, columns, regression, empty)
+
+
+def warn_of_empty_columns(names: Sequence[str], rows: int) -> None:
+    """Warn that the columns ``names`` are missing in all ``rows`` training rows: the map
+    fills them with 0 and gives them no indicator, so a model learns nothing from them."""
+    listed = ", ".join(repr(n) for n in names[:10]) + \
+        (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    warnings.warn(f"feature column(s) {listed} missing (NaN) in all {rows:,} training rows: "
+                  "read as 0, they carry nothing to the model; drop them, or open the data "
+                  "with open_dataset(..., exclude=[...]) (--exclude on the command line)",
+                  UserWarning, stacklevel=caller_stacklevel())

@@ -23,9 +23,11 @@ regression imputation:
   the given columns in column order. The model learns what a missing value means from that
   column (an additive model: its own weight for a missing value, beside its shape
   function at the fill value), as gradient-boosted trees learn a direction for it;
-- a column missing in every training row is filled with 0 and gets no indicator (it
-  carries nothing); a column missing in none gets no indicator, and a missing value in
-  it at prediction becomes its fill value;
+- a column missing in every training row is read as 0 in every row, training and
+  prediction alike, and gets no indicator: it carries nothing, and a value it holds at
+  prediction, of which the model has seen none, changes nothing (fit warns of such a
+  column); a column missing in none gets no indicator, and a missing value in it at
+  prediction becomes its fill value;
 - infinite values are not missing values: they are refused as under ``"raise"``.
 
 The given columns keep their places, so the first columns of the rows a model reads are
@@ -150,6 +152,9 @@ class MissingValues(ColumnExpansion):
         each of ``columns``.
     regression : FillRegression or None
         The regressions that predict missing values from the other columns.
+    empty : tuple of int
+        The given columns missing in every training row, ascending: filled with 0, no
+        indicator (they carry nothing).
 
     Examples
     --------
@@ -166,12 +171,14 @@ class MissingValues(ColumnExpansion):
     columns: tuple[int, ...]
     feature_names: tuple[str, ...]
     regression: FillRegression | None = None
+    empty: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, source_names: Sequence[str], fill: Sequence[float],
-           columns: Sequence[int], regression: FillRegression | None = None
-           ) -> MissingValues:
-        """The map of the given columns, fill values, indicated columns and regressions."""
+           columns: Sequence[int], regression: FillRegression | None = None,
+           empty: Sequence[int] = ()) -> MissingValues:
+        """The map of the given columns, fill values, indicated columns and regressions,
+        and the columns missing in every training row (``empty``)."""
         names = tuple(str(n) for n in source_names)
         if len(fill) != len(names):
             raise ValueError(f"{len(names)} fill values expected, got {len(fill)}")
@@ -179,6 +186,10 @@ class MissingValues(ColumnExpansion):
         if any(not 0 <= j < len(names) for j in chosen) or len(set(chosen)) != len(chosen):
             raise ValueError(f"indicated columns must be distinct in [0, {len(names)}), "
                              f"got {list(columns)}")
+        blank = tuple(sorted(int(j) for j in empty))
+        if any(not 0 <= j < len(names) for j in blank) or set(blank) & set(chosen):
+            raise ValueError(f"columns missing everywhere must lie in [0, {len(names)}) "
+                             f"and have no indicator, got {list(empty)}")
         taken = set(names)
         out = list(names)
         for j in chosen:
@@ -187,7 +198,8 @@ class MissingValues(ColumnExpansion):
                 name += "_"
             taken.add(name)
             out.append(name)
-        return cls(names, tuple(float(v) for v in fill), chosen, tuple(out), regression)
+        return cls(names, tuple(float(v) for v in fill), chosen, tuple(out), regression,
+                   blank)
 
     def source_columns(self) -> np.ndarray:
         """The input column of each output column, shape (n_features,)."""
@@ -226,6 +238,8 @@ class MissingValues(ColumnExpansion):
                                              given.shape)[missing]
             if self.regression is not None:
                 self.regression.fill(given, missing)
+        if self.empty:  # never seen in training: whatever a later row holds is unknown
+            given[:, list(self.empty)] = 0.0
         if self.columns:
             out[:, self.n_columns:] = missing[:, list(self.columns)]
         return out
