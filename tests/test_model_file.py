@@ -73,7 +73,8 @@ def test_wrong_version_and_wrong_class(tmp_path: Path) -> None:
         load_model(other, classes=REGISTRY)
     with pytest.raises(ModelFileError, match="holds a 'Toy', which is not a streamlearn model"):
         load_model(path, classes={})
-    with pytest.raises(ModelFileError, match="holds a Toy, not a int"):
+    with pytest.raises(ModelFileError,
+                       match="holds a model of class Toy, not int: load it with Toy.load"):
         load_model(path, classes=REGISTRY, expected=int)
 
 

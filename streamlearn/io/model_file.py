@@ -215,7 +215,8 @@ def load_model(path: str | os.PathLike[str], *, expected: type | None = None,
     if cls is None:
         raise ModelFileError(f"{path} holds a {name!r}, which is not a streamlearn model")
     if expected is not None and cls is not expected:
-        raise ModelFileError(f"{path} holds a {name}, not a {expected.__name__}")
+        raise ModelFileError(f"{path} holds a model of class {name}, not {expected.__name__}: "
+                             f"load it with {name}.load or streamlearn.io.load_model")
     metadata = header.get("metadata", {})
     try:
         # a parameter the file predates takes the value its model was trained with
