@@ -285,13 +285,14 @@ _storage_options = _options(
     click.option("--chunk-rows", type=click.IntRange(min=1),
                  help="Rows per chunk (default: about 16 MiB of features, "
                  "1,024 to 1,048,576 rows)."),
-    click.option("--nan-policy", default="raise", show_default=True,
+    click.option("--nan-policy", default="raise",
                  help="NaN/inf in features: raise, drop, a number to fill with, or impute "
                  "(NaN is a missing value: predicted from the row's other columns, and an "
                  "indicator column). "
                  "Without this option, train reads as raise and, on finding a NaN, trains "
-                 "again under impute (not when resuming from --checkpoint). "
-                 "A model trained with impute predicts and scores data so by default."),
+                 "again under impute (not when resuming from --checkpoint); info counts "
+                 "missing values; a model trained with impute predicts and scores data "
+                 "so; the rest read as raise."),
 )
 #: Options of every command that opens a dataset and chooses its columns.
 data_options = _options(
@@ -406,6 +407,14 @@ def _load_model(path: str) -> Any:
     return load_model(path)
 
 
+def _option_given(name: str) -> bool:
+    """Whether the running command's option ``name`` was given (on the command line or
+    from the environment), rather than left at its default."""
+    context = click.get_current_context(silent=True)
+    source = None if context is None else context.get_parameter_source(name)
+    return source not in (None, click.core.ParameterSource.DEFAULT)
+
+
 def _is_classifier(model: Any) -> bool:
     return getattr(model, "classes_", None) is not None
 
@@ -429,7 +438,8 @@ def _open_for_model(model: Any, data: str, *, target: str | None, fmt: str | Non
     from streamlearn.data.sources.base import default_feature_names
     from streamlearn.models.base import feature_names_of
 
-    if nan_policy == "raise" and hasattr(model, "missing_values_"):
+    if nan_policy == "raise" and hasattr(model, "missing_values_") \
+            and not _option_given("nan_policy"):
         nan_policy = "impute"  # the model reads NaN as a missing value, as in training
     expected = list(feature_names_of(model)) if hasattr(model, "n_features_in_") else []
     if not expected:
@@ -584,8 +594,7 @@ def info(data: str, target: str | None, features: list[str] | None, exclude: lis
 
     # data of one class are described too (training on them is what needs two)
     hashing = {} if hash_features is None else {"hash_features": hash_features}
-    explicit = click.get_current_context().get_parameter_source("nan_policy")
-    if nan_policy == "raise" and explicit == click.core.ParameterSource.DEFAULT:
+    if nan_policy == "raise" and not _option_given("nan_policy"):
         nan_policy = "impute"  # missing values are counted per feature, not refused
     dataset = _open(data, target, features, exclude, fmt, chunk_rows,
                     nan_policy, **hashing).with_any_classes()
@@ -784,8 +793,7 @@ def train(data: str, target: str | None, features: list[str] | None, exclude: li
 
     # without --nan-policy, a missing value found while training trains again reading NaN
     # as missing values (as fit's nan_policy="auto" does); a resumed fit reads as its first
-    retry = (checkpoint is None and click.get_current_context().get_parameter_source(
-        "nan_policy") == click.core.ParameterSource.DEFAULT and not dataset.is_sparse)
+    retry = checkpoint is None and not _option_given("nan_policy") and not dataset.is_sparse
     with cluster_engine(workers, scheduler, quiet=quiet, chunk_rows=chunk_rows) as cluster:
         started = time.perf_counter()
         searcher = None

@@ -354,6 +354,14 @@ def test_command_line_trains_and_predicts_with_missing_values(tmp_path) -> None:
     model = load_model(tmp_path / "m.slm")
     np.testing.assert_array_equal(pd.read_parquet(out)["prediction"],
                                   model.predict(pd.DataFrame(X, columns=list("abcde"))))
+    # the model reads NaN by default; asked to refuse it, it does
+    for command in (["evaluate", str(tmp_path / "m.slm"), str(table), "--target", "y"],
+                    ["predict", str(tmp_path / "m.slm"), str(table), "-o",
+                     str(tmp_path / "q.parquet")]):
+        refused = runner.invoke(cli, [*command, "--nan-policy", "raise"])
+        assert refused.exit_code != 0 and "MissingValueError" in refused.output, \
+            refused.output
+    assert not (tmp_path / "q.parquet").exists()
 
 
 @pytest.mark.parametrize("refit", [True, False])
