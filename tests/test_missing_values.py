@@ -149,7 +149,6 @@ def test_columns_missing_nowhere_or_everywhere_get_no_indicator() -> None:
 
 
 @pytest.mark.parametrize("model", [AdditiveSVC(random_state=0), MixtureSVC(random_state=0),
-                                   ShareBoostClassifier(random_state=0),
                                    SuperSparseClassifier(random_state=0)])
 def test_a_column_missing_in_every_training_row_changes_no_prediction(model) -> None:
     X, y = missing_problem(800)
