@@ -45,10 +45,40 @@ TIE_TOLERANCE = 1e-9
 
 # -- the model so far, evaluated row by row ---------------------------------------------------
 @njit(cache=True, nogil=True)
-def _dot(u, x):
+def _nonzeros(proj):
+    """The non-zeros of each row of ``proj`` (CSR: ``start``, ``index``, ``value``), in the
+    order of the features.
+
+    The directions are sparse (a few features each): a dot product over a row's non-zeros
+    (:func:`_sparse_dot`) skips only exact-zero terms, so it sums what a dot product over
+    every feature sums, in the same order (up to the sign of a zero sum), at the cost of the
+    non-zeros alone: ``O(nnz)`` rather than ``O(n_terms n_features)`` a row.
+    """
+    n_rows, d = proj.shape
+    start = np.zeros(n_rows + 1, dtype=np.int64)
+    for k in range(n_rows):
+        start[k + 1] = start[k]
+        for j in range(d):
+            if proj[k, j] != 0.0:
+                start[k + 1] += 1
+    index = np.empty(start[n_rows], dtype=np.int64)
+    value = np.empty(start[n_rows], dtype=np.float64)
+    for k in range(n_rows):
+        q = start[k]
+        for j in range(d):
+            if proj[k, j] != 0.0:
+                index[q] = j
+                value[q] = proj[k, j]
+                q += 1
+    return start, index, value
+
+
+@njit(cache=True, nogil=True)
+def _sparse_dot(x, index, value, a, b):
+    # sum_q value[q] x[index[q]] over q in [a, b): a row of _nonzeros
     s = 0.0
-    for j in range(x.shape[0]):
-        s += u[j] * x[j]
+    for q in range(a, b):
+        s += value[q] * x[index[q]]
     return s
 
 
@@ -64,12 +94,13 @@ def _bin(z, lo, hi, n_bins):
 
 
 @njit(cache=True, nogil=True)
-def _ridge_sum(x, proj, lo, hi, coef, degree, basis):
-    # sum_k f_k(u_k . x), f_k a B-spline with coefficients coef[k] on [lo[k], hi[k]]
+def _ridge_sum(x, start, index, value, lo, hi, coef, degree, basis):
+    # sum_k f_k(u_k . x), f_k a B-spline with coefficients coef[k] on [lo[k], hi[k]], the
+    # directions u_k as _nonzeros
     s = 0.0
     n_bases = coef.shape[1]
-    for k in range(proj.shape[0]):
-        z = _dot(proj[k], x)
+    for k in range(lo.shape[0]):
+        z = _sparse_dot(x, index, value, start[k], start[k + 1])
         first = bspline_basis(z, lo[k], hi[k], n_bases, degree, basis)
         for a in range(degree + 1):
             s += coef[k, first + a] * basis[a]
@@ -77,12 +108,13 @@ def _ridge_sum(x, proj, lo, hi, coef, degree, basis):
 
 
 @njit(cache=True, nogil=True)
-def _table_sum(x, proj, lo, hi, table):
-    # sum_k table[k, bin_k(u_k . x)]
+def _table_sum(x, start, index, value, lo, hi, table):
+    # sum_k table[k, bin_k(u_k . x)], the directions u_k as _nonzeros
     s = 0.0
     n_bins = table.shape[1]
-    for k in range(proj.shape[0]):
-        s += table[k, _bin(_dot(proj[k], x), lo[k], hi[k], n_bins)]
+    for k in range(lo.shape[0]):
+        z = _sparse_dot(x, index, value, start[k], start[k + 1])
+        s += table[k, _bin(z, lo[k], hi[k], n_bins)]
     return s
 
 
@@ -107,10 +139,11 @@ def ridge_predict_chunk(X, intercept, proj, lo, hi, coef, degree):
     -------
     ndarray of shape (n_rows,), float64
     """
+    start, index, value = _nonzeros(proj)
     out = np.empty(X.shape[0], dtype=np.float64)
     basis = np.empty(4, dtype=np.float64)
     for i in range(X.shape[0]):
-        out[i] = intercept + _ridge_sum(X[i], proj, lo, hi, coef, degree, basis)
+        out[i] = intercept + _ridge_sum(X[i], start, index, value, lo, hi, coef, degree, basis)
     return out
 
 
@@ -131,38 +164,11 @@ def table_predict_chunk(X, proj, lo, hi, table):
     -------
     ndarray of shape (n_rows,), float64
 
-    Notes
-    -----
-    The directions are sparse (a few features each), so each dot product runs over the
-    non-zeros of ``u_k`` only, in the order of the features: the skipped terms are exact
-    zeros, and the sums are those of :func:`_table_sum` over all features.
     """
-    n_terms, d = proj.shape
-    start = np.zeros(n_terms + 1, dtype=np.int64)
-    for k in range(n_terms):
-        start[k + 1] = start[k]
-        for j in range(d):
-            if proj[k, j] != 0.0:
-                start[k + 1] += 1
-    index = np.empty(start[n_terms], dtype=np.int64)
-    value = np.empty(start[n_terms], dtype=np.float64)
-    for k in range(n_terms):
-        q = start[k]
-        for j in range(d):
-            if proj[k, j] != 0.0:
-                index[q] = j
-                value[q] = proj[k, j]
-                q += 1
-    n_bins = table.shape[1]
+    start, index, value = _nonzeros(proj)
     out = np.empty(X.shape[0], dtype=np.float64)
     for i in range(X.shape[0]):
-        s = 0.0
-        for k in range(n_terms):
-            z = 0.0
-            for q in range(start[k], start[k + 1]):
-                z += value[q] * X[i, index[q]]
-            s += table[k, _bin(z, lo[k], hi[k], n_bins)]
-        out[i] = s
+        out[i] = _table_sum(X[i], start, index, value, lo, hi, table)
     return out
 
 
@@ -205,13 +211,16 @@ def spline_gram_scan_chunk(X, y, weight, intercept, proj, lo, hi, coef, degree, 
     """
     n_bases = band.shape[1]
     basis = np.empty(4, dtype=np.float64)
+    # the model's directions and alpha by their non-zeros (_nonzeros): the same sums
+    start, index, value = _nonzeros(proj)
+    a_start, a_index, a_value = _nonzeros(alpha.reshape(1, -1))
     for i in range(X.shape[0]):
         x = X[i]
         w = np.float64(weight[i])
-        r = y[i] - intercept - _ridge_sum(x, proj, lo, hi, coef, degree, basis)
+        r = y[i] - intercept - _ridge_sum(x, start, index, value, lo, hi, coef, degree, basis)
         totals[0] += w * r * r
         totals[1] += w
-        base = _dot(alpha, x)
+        base = _sparse_dot(x, a_index, a_value, 0, a_start[1])
         for c in range(cand_feature.shape[0]):
             z = (base + cand_delta[c] * x[cand_feature[c]]
                  + cand_delta2[c] * x[cand_feature2[c]]) * cand_scale[c]
@@ -260,15 +269,18 @@ def class_histogram_scan_chunk(X, codes, weight, class_weight, proj, lo, hi, tab
     top = np.float64(n_bins - 1)
     flat = hist.reshape(-1)
     cell = np.empty(n_cand, dtype=np.int64)
+    # the model's directions and alpha by their non-zeros (_nonzeros): the same sums
+    start, index, value = _nonzeros(proj)
+    a_start, a_index, a_value = _nonzeros(alpha.reshape(1, -1))
     for i in range(X.shape[0]):
         x = X[i]
         k = codes[i]
-        margin = _table_sum(x, proj, lo, hi, table)
+        margin = _table_sum(x, start, index, value, lo, hi, table)
         exponent = -margin if k == 1 else margin
         if exponent > MAX_EXPONENT:
             exponent = MAX_EXPONENT
         w = weight[i] * class_weight[k] * np.exp(exponent)
-        base = _dot(alpha, x)
+        base = _sparse_dot(x, a_index, a_value, 0, a_start[1])
         # every candidate's cell first (no stores to hist: the loop can use SIMD), then the
         # additions, in candidate order as before
         for c in range(n_cand):
