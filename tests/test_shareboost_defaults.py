@@ -16,6 +16,7 @@ from streamlearn.solvers.shareboost.columns import AnchorColumns, StumpColumns
 from streamlearn.solvers.shareboost.driver import (
     AUTO_ANCHOR_SIZE,
     AUTO_L2_RANGE,
+    AUTO_WIDE_STUMP_SIZE,
     COLUMN_GROWTH,
     FALLBACK_ROUNDS,
     L2_FACTOR,
@@ -336,6 +337,15 @@ def test_auto_features_try_anchors_below_their_size_rule() -> None:
     # cross-fitted, the stumps are held to the same bound (digits: 1,258 x 10 x 65 x 6)
     assert auto_families(config, 1_000, 9, False, 34) == ("linear",)
     assert auto_families(config, 199, 9, False, 2) == ("linear",)  # too few to cross-fit
+    # more than 64 features: linear columns and stumps up to AUTO_WIDE_STUMP_SIZE
+    assert 20_000 * 2 * (124 + 1) == AUTO_WIDE_STUMP_SIZE
+    assert auto_families(config, 20_000, 124, False, 2) == two
+    assert auto_families(config, 20_000, 125, False, 2) == ("linear",)
+    assert auto_families(config, 7_291, 256, False, 10) == ("linear",)  # USPS
+    assert auto_families(config, 20_000, 65, True, 2) == ("linear",)  # sparse rows
+    # cross-fitted: six fits (1,000 rows: 6 x 1,000 x 2 x 201 = 2.4e6)
+    assert auto_families(config, 1_000, 200, False, 2) == two
+    assert auto_families(config, 1_000, 200, False, 5) == ("linear",)
 
 
 def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
@@ -347,9 +357,11 @@ def test_auto_features_stay_linear_on_linear_wide_or_small_data() -> None:
     losses = linear.families_held_out_loss_
     assert set(losses) == {"linear", "stumps", "anchors"}
     assert losses["linear"] < min(losses["stumps"], losses["anchors"])
-    wide = ShareBoostClassifier(progress=False).fit(
-        rng.normal(size=(3000, 65)).astype(np.float32), y)  # more than 64 features
-    assert wide.features_ == "linear" and wide.families_held_out_loss_ is None
+    # more than 64 features: stumps are compared (small enough), linear columns kept
+    W = np.c_[X, rng.normal(size=(3000, 60))].astype(np.float32)
+    wide = ShareBoostClassifier(progress=False).fit(W, y)
+    assert wide.features_ == "linear"
+    assert set(wide.families_held_out_loss_) == {"linear", "stumps"}
     small = ShareBoostClassifier(progress=False).fit(X[:190], y[:190])  # too few rows
     assert small.features_ == "linear" and small.families_held_out_loss_ is None
 

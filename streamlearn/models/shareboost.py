@@ -181,8 +181,11 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         folds) and the one of lower held-out loss (summed over the folds) is kept
         (``features_`` says which; a fit of two or three models, the anchors' much the
         dearest; cross-fitted, each six fits, and the stumps only under the anchors'
-        bound); otherwise, and on wider data such as images, linear columns (the
-        paper's).
+        bound). Dense data of more features compares linear columns and stumps where that
+        product is at most 5,000,000
+        (:data:`~streamlearn.solvers.shareboost.driver.AUTO_WIDE_STUMP_SIZE`: a stump
+        round of many features and classes costs many times a linear one). Otherwise,
+        and on wide data such as images, linear columns (the paper's).
     l2 : float or "auto"
         Frobenius regularisation ``l2 ||W||_F^2`` added to the mean loss (Sec. 2.1).
         ``"auto"``: from ``l2_0 = 0.05 E||z||^2 / n``, ``z`` a training row with each
