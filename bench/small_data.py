@@ -28,7 +28,7 @@ beside the default ``"auto"``;
 Splits are stratified for classification; the mean over the splits is reported, with the
 standard deviation in the JSON.
 
-Run ``python bench/small_data.py`` (about 25 minutes on 2 cores, 12 of them the two
+Run ``python bench/small_data.py`` (about 50 minutes on 2 cores, half of it the two
 many-class sets; ``--seeds N`` splits,
 default 5) or ``--quick`` (2 splits, the bundled sets only); results go to
 ``bench/results/small_data.json``.
