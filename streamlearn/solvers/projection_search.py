@@ -163,7 +163,6 @@ def table_predict_chunk(X, proj, lo, hi, table):
     Returns
     -------
     ndarray of shape (n_rows,), float64
-
     """
     start, index, value = _nonzeros(proj)
     out = np.empty(X.shape[0], dtype=np.float64)
