@@ -300,7 +300,7 @@ def test_spread_factors_keep_the_band_and_bring_the_rest_to_its_edge() -> None:
 def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> None:
     # 1 / interquartile range of the sample (numpy's inverted distribution function); a
     # feature mostly at one value falls back to its standard deviation; spreads kept within
-    # SPREAD_BAND of their median, a constant at the median (at most one over its size);
+    # SPREAD_BAND of their median, a constant not measured at all (factor 0);
     # then times the feature's relevance weight: the feature the labels follow keeps 1,
     # noise less
     from streamlearn.solvers.mixture.relevance import feature_relevance, relevance_weights
@@ -328,9 +328,10 @@ def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> No
     assert weights[1] == 1.0 and weights[0] < 0.5
     # with labels the two candidates are compared by their rows' nearest neighbours
     chosen = anchor_metric(summary, 2)
-    # the constant (feature 3, 2.0) measured as at most 1 in size: factor at most 1 / 2
+    # the constant (feature 3, 2.0) not measured: a value it takes only at prediction
+    # moves no distance
     def capped(f: np.ndarray) -> np.ndarray:
-        return np.where(np.arange(6) == 3, np.minimum(f, 0.5), f)
+        return np.where(np.arange(6) == 3, 0.0, f)
 
     candidates = {"band": capped(weights * factors),
                   "equalised": capped(weights / np.where(spread > 0, spread, 1.0))}
@@ -351,7 +352,7 @@ def test_anchor_metric_keeps_one_units_spreads_and_equalises_units_apart() -> No
     assert unlabelled.knn_error is None and unlabelled.only_right is None
     metric = unlabelled.factors
     np.testing.assert_allclose(metric, capped(factors), rtol=1e-5)
-    assert metric[3] == 0.5 < factors[3]
+    assert metric[3] == 0.0 < factors[3]
     measured = iqr * metric
     m = np.median(spread[spread > 0])
     np.testing.assert_allclose(measured[[0, 4]], [SPREAD_BAND, 1.0 / SPREAD_BAND], rtol=1e-5)

@@ -650,3 +650,26 @@ def test_partial_fit_reads_categories_as_indicator_columns() -> None:
     reference = LogisticRegression(max_iter=1000).fit(one_hot(train), y)
     assert model.score(test, y_test) >= reference.score(one_hot(test), y_test) - 0.1
 
+
+
+@pytest.mark.parametrize("cls", [SuperSparseRegressor, SuperSparseClassifier])
+def test_a_feature_constant_in_training_moves_no_prediction(cls, tmp_path):
+    # the fit learned nothing of the column's other values: with the scale 1 it kept
+    # before, a column at 3 in training and normal of sd 10 at prediction changed 42 % of
+    # a classifier's predictions
+    X, y, _ = _regression(n=400, seed=5)
+    target = y if cls is SuperSparseRegressor else (y > 0).astype(np.int64)
+    with_constant = np.c_[X, np.full(len(X), 3.0, dtype=np.float32)]
+    model = cls(n_prototypes=8, max_iter=6).fit(with_constant, target)
+    assert np.isinf(model.scale_[-1])
+    np.testing.assert_array_equal(model.prototypes_[:, -1], 3.0)
+    varied = with_constant.copy()
+    varied[:, -1] = np.random.default_rng(0).normal(scale=10.0, size=len(X))
+    np.testing.assert_array_equal(model.decision_function(varied)
+                                  if cls is SuperSparseClassifier else model.predict(varied),
+                                  model.decision_function(with_constant)
+                                  if cls is SuperSparseClassifier
+                                  else model.predict(with_constant))
+    model.save(tmp_path / "m.slm")
+    loaded = cls.load(tmp_path / "m.slm")
+    np.testing.assert_array_equal(loaded.predict(varied), model.predict(with_constant))

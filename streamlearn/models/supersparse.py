@@ -365,8 +365,10 @@ class _SuperSparse(StreamEstimator):
         std = fitted.standardiser
         self.shift_ = None if std is None else std.shift
         self.scale_ = None if std is None else std.scale
+        # a feature constant in training (an infinite scale) is that constant in each
         prototypes = (fitted.prototypes if std is None
-                      else fitted.prototypes * std.scale + std.shift)
+                      else fitted.prototypes * np.where(np.isinf(std.scale), 0.0, std.scale)
+                      + std.shift)
         transform = fitted.feature_transform
         if transform is None:
             self.__dict__.pop("feature_transform_", None)
@@ -718,13 +720,14 @@ _PARAMS_DOC = """
         (two interleaved spirals stay at chance level).
     standardize : bool
         With the RBF similarity, standardise every feature first by the training rows'
-        (weighted) mean and standard deviation, ``z = (x - shift_) / scale_`` (a constant
-        feature keeps the scale 1 and becomes 0), and compute ``exp(-gamma ||z - z_c||^2)``:
-        the model does not depend on the features' units. False computes the RBF on the
-        raw features (to reproduce a kernel machine's geometry, e.g. an RBF-SVM's that
-        :meth:`reduce` shrinks). A caller's similarity always gets the raw features.
-        Sparse rows keep their units (``shift_`` 0, ``scale_`` 1; see
-        :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`).
+        (weighted) mean and standard deviation, ``z = (x - shift_) / scale_`` (a feature
+        constant in training takes the scale ``inf``: it is 0 whatever its value at
+        prediction, as the fit learned nothing of its other values), and compute
+        ``exp(-gamma ||z - z_c||^2)``: the model does not depend on the features' units.
+        False computes the RBF on the raw features (to reproduce a kernel machine's
+        geometry, e.g. an RBF-SVM's that :meth:`reduce` shrinks). A caller's similarity
+        always gets the raw features. Sparse rows keep their units (``shift_`` 0,
+        ``scale_`` 1; see :data:`~streamlearn.solvers.kmeans.SPARSE_UNITS`).
     spread_tails : bool
         With the RBF on standardised dense rows, map a crowded feature (a heavy tail, far
         outliers) by ``asinh((x - c) / s)`` before the standardisation, as ``MixtureSVC``

@@ -327,9 +327,10 @@ def make_family(summary: WeightedSummary, dataset: Dataset, runner: Any,
     metric = chosen.factors
     shift, piece_scale = anchor_linear_map(summary.minimum, summary.maximum)
     # clustered about the features' middles (AnchorPieces.origin: rounding), kept in the
-    # space of x * metric
+    # space of x * metric (a constant's factor 0: the scale inf)
+    scale = np.divide(1.0, metric, out=np.full(metric.shape, np.inf), where=metric > 0)
     centres = streamed_kmeans(dataset, n_centres, engine=runner, epochs=KMEANS_EPOCHS,
-                              seed=seed, standardiser=Standardiser(shift, 1.0 / metric))
+                              seed=seed, standardiser=Standardiser(shift, scale))
     centres = np.asarray(centres, dtype=np.float64) + shift * metric
     top = float(config.max_coverage)
     pieces = AnchorPieces.from_sample(centres, summary.sample, int(config.n_radii),
@@ -492,8 +493,10 @@ def anchor_metric(summary: WeightedSummary, n_classes: int) -> AnchorMetric:
 
     - ``"equalised"``: ``1 / s_f`` (1 for a constant), every feature's spread made one.
 
-    A constant's factor (either candidate's) is at most one over its largest absolute
-    value, so that it is measured as at most 1 in size.
+    A feature of spread 0 has a factor (either candidate's) of at most one over its
+    largest absolute value, so that it is measured as at most 1 in size; one constant
+    over all rows (its minimum equal to its maximum) has the factor 0, as a value it
+    takes only at prediction says nothing the fit learned.
       Measured on the raw values, a feature of large units decides alone which rows a ball
       holds: on 5,000 rows of six normal features of scales 1e-4 to 1e6, labelled by a
       product of the 1e2 and 1e4 ones and a sine of the 1e-4 one, test error 20.77 %
@@ -568,14 +571,19 @@ def anchor_metric(summary: WeightedSummary, n_classes: int) -> AnchorMetric:
     ok = np.isfinite(spread) & (spread > 0)
     band = weights * spread_factors(spread)
     equalised = weights / np.where(ok, spread, 1.0)
-    # a constant adds nothing to a distance, but squared_distances expands it in float32:
-    # a constant of 1e8 measured as it is swamped every other feature's terms (ShareBoost
-    # 84.5 % against 92.7 % without it), one of 3e20 overflowed. It is measured as at most
-    # 1 in size instead, which leaves every distance as it is in exact arithmetic.
+    # a constant adds nothing to a distance between training rows, but squared_distances
+    # expands it in float32: a constant of 1e8 measured as it is swamped every other
+    # feature's terms (ShareBoost 84.5 % against 92.7 % without it), one of 3e20
+    # overflowed. A feature whose spread is 0 is measured as at most 1 in size instead,
+    # which leaves every distance as it is in exact arithmetic; one constant over all rows
+    # not at all, so that a value it takes only at prediction moves no distance.
     flat = ~ok & (summary.largest > 0)
     cap = 1.0 / np.where(flat, summary.largest, 1.0)
     band = np.where(flat, np.minimum(band, cap), band)
     equalised = np.where(flat, np.minimum(equalised, cap), equalised)
+    constant = np.asarray(summary.minimum) == np.asarray(summary.maximum)
+    band = np.where(constant, 0.0, band)
+    equalised = np.where(constant, 0.0, equalised)
     ratio = spread_factors(spread) * np.where(ok, spread, 1.0)
     if np.ptp(ratio) <= 1e-12 * np.max(ratio):
         return AnchorMetric(band, "band", None, None, 0, "proportional")
