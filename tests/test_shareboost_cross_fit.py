@@ -15,6 +15,7 @@ from streamlearn.solvers.holdout import MIN_VALIDATION_ROWS, Holdout
 from streamlearn.solvers.row_sample import row_keys
 from streamlearn.solvers.shareboost.driver import (
     CROSS_FIT_FOLDS,
+    RARE_CROSS_FIT_ROWS,
     VALIDATION_SALT,
     ShareBoostConfig,
     cross_fit_folds,
@@ -67,6 +68,16 @@ def test_cross_fitting_rule_between_the_fallback_and_one_held_out_share() -> Non
     assert cross_fit_folds(_config(shares=(951.0, 49.0)), 1_000, 0) is None
     folds = cross_fit_folds(_config(), 1_000, 3)
     assert folds == Holdout.folds(CROSS_FIT_FOLDS, 3 ^ VALIDATION_SALT)
+    # a share of enough rows but fewer than 50 outside the largest class: cross-fitted
+    # while all the rows hold 50 and are at most RARE_CROSS_FIT_ROWS
+    n = 10_000
+    assert cross_fit_folds(_config(shares=(n - 499.0, 499.0)), n, 0) is not None  # 49.9
+    assert cross_fit_folds(_config(shares=(n - 500.0, 500.0)), n, 0) is None  # 50: one share
+    assert cross_fit_folds(_config(shares=(n - 50.0, 50.0)), n, 0) is not None
+    assert cross_fit_folds(_config(shares=(n - 49.0, 49.0)), n, 0) is None  # 50 rounds
+    big = RARE_CROSS_FIT_ROWS
+    assert cross_fit_folds(_config(shares=(big - 100.0, 100.0)), big, 0) is not None
+    assert cross_fit_folds(_config(shares=(big - 100.0, 100.0)), big + 1, 0) is None
 
 
 def _eq3_loss(model: ShareBoostClassifier, X: np.ndarray, y: np.ndarray) -> float:
@@ -175,3 +186,25 @@ def test_two_thousand_rows_keep_one_held_out_share() -> None:
     assert model.proba_rows_ == "held-out"
     fewer = ShareBoostClassifier(features="linear", progress=False).fit(X[:1_999], y[:1_999])
     assert fewer.validation_["cross_fitted"] and fewer.validation_["held_out_weight"] == 1_999
+
+
+def test_a_rare_class_too_few_in_the_share_is_cross_fitted() -> None:
+    """Two classes of 3 % in 4,000 rows: the share held about 13 of the rare class, too few
+    to choose by, and 50 rounds of linear columns predicted the majority everywhere.
+    Cross-fitted, every rare row is held out once and the family is chosen."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import roc_auc_score
+
+    X, y = make_classification(8000, 10, n_informative=6, weights=[0.97], flip_y=0.005,
+                               random_state=7)
+    X = X.astype(np.float32)
+    train, test = slice(0, 4000), slice(4000, None)
+    model = ShareBoostClassifier(progress=False).fit(X[train], y[train])
+    assert model.validation_["cross_fitted"]
+    assert set(model.families_held_out_loss_) == {"linear", "stumps", "anchors"}
+    majority = 1.0 - y[test].mean()
+    assert model.score(X[test], y[test]) > majority + 0.002
+    auc = roc_auc_score(y[test], model.predict_proba(X[test])[:, 1])
+    reference = roc_auc_score(y[test], LogisticRegression().fit(X[train], y[train])
+                              .predict_proba(X[test])[:, 1])
+    assert auc > reference + 0.05

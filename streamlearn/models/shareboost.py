@@ -156,20 +156,24 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         ``max(10, T_best / 4)`` columns added in a row have not lowered the held-out loss
         (``T_best`` the columns of the best round so far), or no candidate is left; the
         model is the round of lowest held-out loss
-        (``validation_`` has the curve). With fewer than 200 rows expected in that share
-        but at least 200 rows (and 50 outside the largest class, as below) in all,
-        cross-fitting: the rows are split into 5 folds by the same hash (fold ``j`` the
-        keys in ``[j / 5, (j + 1) / 5)`` of their range), each fold is held out in turn
+        (``validation_`` has the curve). With fewer than 200 rows expected in that share,
+        or fewer than 50 outside the largest class (as below) with at most 100,000 rows,
+        but at least 200 rows and 50 outside the largest class in all, cross-fitting:
+        the rows are split into 5 folds by the same hash (fold ``j`` the keys in
+        ``[j / 5, (j + 1) / 5)`` of their range), each fold is held out in turn
         while the rest run the rounds as above, and the round of lowest held-out loss
         summed over the folds (up to the fewest rounds a fold ran by that rule) is kept;
         the model is then fitted on every row with that many rounds (``validation_`` says
         so; on 450 rows of ``make_classification``, 3 classes, test
         accuracy 0.75 with 50 rounds of linear columns, 0.82 cross-fitted, which chose
-        anchors). With fewer than 200 rows in all, or fewer than 50 expected outside the
-        largest class among the held-out rows (their share of the sample weight, before
-        ``class_weight``'s factors, times those rows; with two classes, of the rarer one:
+        anchors; two classes of 3 % in 4,000 rows, about 13 of them held out: 3.30 % test
+        error with 50 rounds, the majority's, and 2.97 % cross-fitted). Rows outside the
+        largest class count by their share of the sample weight, before
+        ``class_weight``'s factors, times the rows (with two classes, the rarer one's):
         the held-out loss of a class of 0.2 % rests on a handful of its rows, and kept the
-        intercept-only model), 50 rounds on every row.
+        intercept-only model. With fewer than 200 rows or 50 outside the largest class in
+        all, or more than 100,000 rows and fewer than 50 of them expected in the share,
+        50 rounds on every row.
     features : {"auto", "linear", "stumps", "anchors"}
         Candidate columns: the raw features, decision stumps, or piecewise-linear pieces.
         ``"auto"``: with held-out rows (``n_rounds="auto"`` and enough rows, as above,
