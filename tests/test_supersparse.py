@@ -651,7 +651,6 @@ def test_partial_fit_reads_categories_as_indicator_columns() -> None:
     assert model.score(test, y_test) >= reference.score(one_hot(test), y_test) - 0.1
 
 
-
 @pytest.mark.parametrize("cls", [SuperSparseRegressor, SuperSparseClassifier])
 def test_a_feature_constant_in_training_moves_no_prediction(cls, tmp_path):
     # the fit learned nothing of the column's other values: with the scale 1 it kept
@@ -665,11 +664,8 @@ def test_a_feature_constant_in_training_moves_no_prediction(cls, tmp_path):
     np.testing.assert_array_equal(model.prototypes_[:, -1], 3.0)
     varied = with_constant.copy()
     varied[:, -1] = np.random.default_rng(0).normal(scale=10.0, size=len(X))
-    np.testing.assert_array_equal(model.decision_function(varied)
-                                  if cls is SuperSparseClassifier else model.predict(varied),
-                                  model.decision_function(with_constant)
-                                  if cls is SuperSparseClassifier
-                                  else model.predict(with_constant))
+    output = model.decision_function if cls is SuperSparseClassifier else model.predict
+    np.testing.assert_array_equal(output(varied), output(with_constant))
     model.save(tmp_path / "m.slm")
     loaded = cls.load(tmp_path / "m.slm")
     np.testing.assert_array_equal(loaded.predict(varied), model.predict(with_constant))
