@@ -227,8 +227,11 @@ def test_example_state_is_carried_between_epochs(client, stores, ref):
 
 
 # -- models -------------------------------------------------------------------------------
+# PEGASOS with the defaults' choices (bases, pairs, value terms: models trained to choose
+# the one kept, each on dask); dual CD on one model, which the choices leave the same
 @pytest.mark.parametrize("solver,params", [("pegasos", {"epochs": 5}),
-                                           ("dcd", {"epochs": 5, "C": 0.1})])
+                                           ("dcd", {"epochs": 5, "C": 0.1, "n_bases": 16,
+                                                    "interactions": 0})])
 def test_additive_svc_mixing_matches_local_accuracy(client, problem, solver, params):
     store, (X_test, y_test) = problem
     ds = sl.open_dataset(store, chunk_rows=2500)
@@ -612,7 +615,9 @@ def test_a_closed_client_is_an_engine_error_for_data_met_before(tmp_path, ref):
     own = Client(cluster, set_as_default=False)
     engine = _engine(own)
     dataset = sl.open_dataset(write_parquet_dir(ref.frame, tmp_path / "p"), target="label")
-    model = AdditiveSVC(epochs=1, tol=None).fit(dataset, engine=engine)
+    # one model of one epoch: a fit whose passes met the data on the cluster
+    model = AdditiveSVC(epochs=1, tol=None, n_bases=8, interactions=0,
+                        value_terms=False).fit(dataset, engine=engine)
     own.close()
     cluster.close()
     with pytest.raises(EngineError, match="client of this engine is closed"):

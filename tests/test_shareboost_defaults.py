@@ -396,6 +396,7 @@ def test_auto_rounds_need_fifty_held_out_rows_outside_the_largest_class() -> Non
     assert 0.1 * 5000 * y[train].mean() < 10 and y[train].sum() >= 50 and y[test].sum() > 20
     model = ShareBoostClassifier(progress=False).fit(X[train], y[train])
     assert model.validation_["cross_fitted"] and model.proba_rows_ == "cross-fitted"
+    assert model.families_held_out_loss_ is not None  # the families compared on them too
     every = ShareBoostClassifier(validation_fraction=None, progress=False).fit(X[train],
                                                                                 y[train])
     assert every.validation_ is None and every.proba_rows_ == "training"
@@ -407,7 +408,7 @@ def test_auto_rounds_need_fifty_held_out_rows_outside_the_largest_class() -> Non
     # the bar: 50 rows outside the largest class expected among the 10 % held out (of
     # 2,000 rows, 500 of a second class give 50, 499 give 49.9; 250 of weight 3 hold 30 %
     # of the weight, 60; two classes of 250 give 25 each, 50 together); below it the
-    # rows are cross-fitted
+    # rows are cross-fitted (linear columns: the rule is the same for every family)
     rng = np.random.default_rng(4)
     X = rng.normal(size=(2000, 3)).astype(np.float32)
     for counts, weight, held in [((1500, 500), 1.0, True), ((1501, 499), 1.0, False),
@@ -415,13 +416,14 @@ def test_auto_rounds_need_fifty_held_out_rows_outside_the_largest_class() -> Non
                                  ((1501, 250, 249), 1.0, False)]:
         y = np.repeat(np.arange(len(counts)), counts)
         w = np.where(y > 0, weight, 1.0)
-        fitted = ShareBoostClassifier(progress=False).fit(X, y, sample_weight=w)
+        fitted = ShareBoostClassifier(features="linear", progress=False).fit(
+            X, y, sample_weight=w)
         assert fitted.validation_["cross_fitted"] != held
-        assert fitted.families_held_out_loss_ is not None
     # class_weight="balanced" gives 499 rows half the weight, not more rows
     for counts, held in [((1500, 500), True), ((1501, 499), False)]:
         y = np.repeat([0, 1], counts)
-        fitted = ShareBoostClassifier(class_weight="balanced", progress=False).fit(X, y)
+        fitted = ShareBoostClassifier(features="linear", class_weight="balanced",
+                                      progress=False).fit(X, y)
         assert fitted.validation_["cross_fitted"] != held
 
 
