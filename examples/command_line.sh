@@ -41,7 +41,7 @@ pq.write_table(pa.table({f"x{j}": X[:, j] for j in range(X.shape[1])}), "new.par
 PY
 
 echo "== streamlearn train"
-streamlearn train train --target label --model additive --epochs 5 --seed 0 \
+streamlearn train train --target label --model additive --seed 0 \
   --param n_bases=12 --out model.slm --no-train-score
 
 echo "== streamlearn train --search (C and the bases tuned inside the stream)"

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
                             chunk_rows=50_000)
     print(f"{args.url}: {train.n_rows:,} rows x {train.n_features} features")
 
-    model = AdditiveSVC(embedding="fourier", n_terms=4, epochs=5, random_state=0).fit(train)
+    model = AdditiveSVC(embedding="fourier", n_terms=4, random_state=0).fit(train)
     test = sl.open_dataset(args.test_url or args.url, target=args.target,
                            storage_options=options or None)
     print(f"test accuracy: {model.score(test):.4f}")

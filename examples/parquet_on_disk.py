@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
               f"in chunks of {train.chunk_rows:,} rows ({train.n_chunks} chunks); "
               f"classes {train.classes.tolist()}")
 
-        model = AdditiveSVC(embedding="bspline", n_bases=10, epochs=5, random_state=0)
+        model = AdditiveSVC(embedding="bspline", n_bases=10, random_state=0)
         model.fit(train)
         print(f"fitted {model.n_iter_} epochs on {model.n_train_:,} rows "
               f"({model.n_calibration_:,} held out to calibrate probabilities)")

@@ -60,9 +60,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{args.store}: {train.n_rows:,} rows, features {list(train.feature_names)}, "
               f"target {train.target!r}")
 
-        model = AdditiveSVC(embedding="bspline", n_bases=12, solver="dcd", epochs=3,
-                            random_state=0).fit(train)
-        print(f"dual coordinate descent, {model.n_iter_} epochs over {model.n_train_:,} rows")
+        model = AdditiveSVC(embedding="bspline", n_bases=12, random_state=0).fit(train)
+        print(f"{model.n_iter_} epochs over {model.n_train_:,} rows")
 
         test = sl.open_dataset(args.test, chunk_rows=args.chunk_rows)
         print(f"test accuracy: {model.score(test):.4f}")
