@@ -227,8 +227,8 @@ def test_example_state_is_carried_between_epochs(client, stores, ref):
 
 
 # -- models -------------------------------------------------------------------------------
-# PEGASOS with the defaults' choices (bases, pairs, value terms: models trained to choose
-# the one kept, each on dask); dual CD on one model, which the choices leave the same
+# PEGASOS with the defaults' choices (bases, pairs, value terms: every model trained to
+# choose the one kept runs on the cluster); dual CD on one model, 16 bases and no pairs
 @pytest.mark.parametrize("solver,params", [("pegasos", {"epochs": 5}),
                                            ("dcd", {"epochs": 5, "C": 0.1, "n_bases": 16,
                                                     "interactions": 0})])
