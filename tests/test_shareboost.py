@@ -182,9 +182,11 @@ def test_anchors_learn_a_nonlinear_problem_and_round_trip(tmp_path: Path) -> Non
     y = np.digitize(radius, [0.45, 0.85])  # three rings: no linear rule separates them
     labels = np.array(["inner", "middle", "outer"])[y]
     linear = ShareBoostClassifier(n_rounds=2, chunk_rows=500).fit(X, labels)
+    # rounds long enough to converge: the path's last entry is then the model itself, not
+    # the step before the kept columns' final fit
     model = ShareBoostClassifier(n_rounds=8, features="anchors", n_centres=12, n_radii=6,
-                                 chunk_rows=500).fit(X, labels, validation=(X[:300],
-                                                                            labels[:300]))
+                                 refit_iter=300, chunk_rows=500).fit(
+        X, labels, validation=(X[:300], labels[:300]))
     assert model.score(X, labels) > 0.9 > linear.score(X, labels) + 0.2
     assert model.column_coef_.shape == (3, 8 * 3)
     assert len(model.path_["validation_error"]) == 9

@@ -26,7 +26,7 @@ def _data():
 @pytest.mark.parametrize("model, regression", [
     (AdditiveSVC(epochs=1, tol=1e-9, interactions=0), False),
     (MixtureSVC(epochs=1, tol=1e-12, validation_fraction=None), False),
-    (ShareBoostClassifier(n_rounds=5, refit_iter=1, tol=1e-12), False),
+    (ShareBoostClassifier(n_rounds=5, refit_iter=1, tol=0.0), False),
     (SparsePPRRegressor(max_iter=1), True),
 ], ids=lambda v: type(v).__name__ if not isinstance(v, bool) else "")
 def test_a_convergence_warning_names_the_line_of_fit(model, regression):

@@ -1055,7 +1055,11 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     """Select shared columns greedily, re-fitting all of them each round.
 
     ``n_rounds`` a number: that many rounds of one column each (fewer when no column
-    lowers the loss). ``"auto"``: with at least
+    lowers the loss); when the last round's corrective step stopped at ``refit_iter``
+    iterations, its columns are then fitted until the tolerance, as ``"auto"``'s kept
+    round is (:data:`POLISH_ITER_RATIO` times as many iterations at most).
+
+    ``"auto"``: with at least
     :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows expected in the
     ``validation_fraction`` share, those rows are held out; each round adds the
     best-scored columns up to :data:`COLUMN_GROWTH` of those selected (feature columns;
@@ -1128,8 +1132,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     kept = path.rounds[path.best]
     step, l2 = kept.step, path.l2
     polished = []
-    if config.n_rounds == "auto":  # the kept columns, fitted until the tolerance at each
-        # candidate penalty, from the path's model
+    if config.n_rounds == "auto" or not step.converged:  # the kept columns, fitted until
+        # the tolerance at each candidate penalty, from the path's model
         intervals = _kept_intervals(prep, kept)
         polished = [_polish(runner, prep, config, kept, path.gtol, value, holdout, intervals)
                     for value in l2_values]
