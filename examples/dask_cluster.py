@@ -68,8 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         train = sl.open_dataset(str(train_path), target="label")
         test = sl.open_dataset(str(test_path), target="label")
         started = time.perf_counter()
-        model = AdditiveSVC(embedding="bspline", epochs=5, random_state=0).fit(train,
-                                                                               engine=engine)
+        model = AdditiveSVC(embedding="bspline", random_state=0).fit(train, engine=engine)
         seconds = time.perf_counter() - started
         print(f"fitted {model.n_iter_} epochs on {model.n_train_:,} rows in {seconds:.1f} s")
         accuracy = model.score(test, engine=engine)
