@@ -2,7 +2,8 @@
 
 The quick start's Python block and its commands run in a directory holding the two files
 they name (``train.parquet`` and ``test.parquet``, generated here), so that a renamed
-method, argument or option fails here before it fails a reader. The other Python blocks
+method, argument or option fails here before it fails a reader, and without a
+``ConvergenceWarning``: the defaults converge on a plain problem. The other Python blocks
 name stores that do not exist here (``s3://bucket/...``); each of them must still compile,
 and every name it imports from streamlearn or reads off the package (``sl.name``) must
 exist.
@@ -16,12 +17,14 @@ import importlib
 import io
 import re
 import shlex
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score
 
 import streamlearn as sl
@@ -64,7 +67,9 @@ def test_the_quick_start_runs_and_prints_the_test_accuracy(tables: pd.DataFrame)
     (code,) = blocks(quick_start(), "python")
     printed = io.StringIO()
     namespace: dict[str, object] = {}
-    with contextlib.redirect_stdout(printed):
+    # the defaults converge on a plain problem: a ConvergenceWarning fails the test
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
         exec(compile(code, "README.md: Quick start", "exec"), namespace)
     model = namespace["model"]
     truth = tables["label"].to_numpy()
@@ -81,7 +86,9 @@ def test_the_quick_start_commands_run(tables: pd.DataFrame) -> None:
     for line in commands.strip().splitlines():
         program, *args = shlex.split(line)
         assert program == "streamlearn"
-        result = runner.invoke(cli, args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            result = runner.invoke(cli, args)
         assert result.exit_code == 0, f"{line}\n{result.output}"
     predicted = pd.read_parquet("predictions.parquet")
     assert len(predicted) == len(tables)
