@@ -119,7 +119,9 @@ LIBLINEAR_OPTIONS = "-s 3 -c 1 -B 1"
 TEXT_CHUNK_ROWS = 65536
 A9A_FEATURES = 123
 #: The other models that train on sparse rows, fitted from the zarr store with fixed work:
-#: ShareBoost's rounds and L-BFGS iterations per round, the super-sparse prototypes.
+#: ShareBoost's rounds and L-BFGS iterations per round (since 0d8c195 the last round's
+#: columns are then fitted until the tolerance, at most 30 times as many iterations, where
+#: its step stopped at the cap), the super-sparse prototypes.
 OTHER_MODELS = ("shareboost", "mixture", "supersparse")
 SHAREBOOST_ROUNDS = 10
 SHAREBOOST_REFIT = 5
@@ -181,6 +183,7 @@ def ours_model(model: str, epochs: int, engine: Any) -> Any:
 
     common = {"random_state": 0, "progress": False, "engine": engine}
     if model == "shareboost":  # each round: a column-score pass and refit_iter refit passes
+        # at most; then the last round's columns until the tolerance, if its step was capped
         return ShareBoostClassifier(n_rounds=SHAREBOOST_ROUNDS, refit_iter=SHAREBOOST_REFIT,
                                     **common)
     if model == "mixture":  # a fixed model size: "auto" grows it with the rows

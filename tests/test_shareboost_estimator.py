@@ -131,6 +131,10 @@ def test_capped_corrective_step_warns_and_converged_one_does_not() -> None:
     # rows; at tol=0 no gradient is small enough and the cap is reached
     with pytest.warns(ConvergenceWarning, match=r"at 30 L-BFGS .*refit_iter=1\)"):
         ShareBoostClassifier(n_rounds=6, refit_iter=1, tol=0.0).fit(X, y)
+    # unpenalised (the paper's loss, which may have no finite minimum) the last round
+    # keeps its capped step, and says so
+    with pytest.warns(ConvergenceWarning, match=r"at 1 L-BFGS .*refit_iter=1\)"):
+        ShareBoostClassifier(n_rounds=2, refit_iter=1, l2=0.0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         ShareBoostClassifier(**CONVERGING).fit(X, y)

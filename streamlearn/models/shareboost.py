@@ -209,8 +209,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
     refit_iter : int
         L-BFGS iterations of each round's fully corrective step at most (each costs about
         one pass). With ``n_rounds="auto"``, and with a number of rounds whose last
-        corrective step stopped at this cap, the kept round's columns are then fitted again
-        until the tolerance, for at most ``30 * refit_iter`` iterations.
+        corrective step stopped at this cap under a penalty (``l2 > 0``), the kept round's
+        columns are then fitted again until the tolerance, for at most ``30 * refit_iter``
+        iterations.
     n_bins : int
         ``"stumps"``: thresholds per feature are the ``n_bins - 1`` inner quantiles.
     n_centres : int
@@ -328,7 +329,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         held-out rows), ``passes`` (data passes so far). Each round's values are of its
         corrective step; the model is the kept round's columns fitted again until the
         tolerance (with ``n_rounds="auto"``, and with a number where the last step
-        stopped at ``refit_iter``), so it can differ a little from its round's entries.
+        stopped at ``refit_iter`` and ``l2 > 0``), so it can differ a little from its
+        round's entries.
     l2_ : float
         The penalty used (``l2="auto"`` resolved).
     validation_ : dict or None
@@ -565,7 +567,8 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self._keep("anchor_metric_", next((f[2].anchor_metric for f in fits
                                            if f[2].anchor_metric is not None), None))
         if not fitted.converged:
-            cap = int(self.refit_iter) * POLISH_ITER_RATIO
+            polished = self.n_rounds == "auto" or fitted.l2 > 0  # driver.fit's final fit
+            cap = int(self.refit_iter) * (POLISH_ITER_RATIO if polished else 1)
             warnings.warn(
                 f"the corrective step of the kept round stopped at {cap} L-BFGS iterations "
                 f"(refit_iter={self.refit_iter}) with its largest gradient entry "

@@ -1056,8 +1056,10 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
 
     ``n_rounds`` a number: that many rounds of one column each (fewer when no column
     lowers the loss); when the last round's corrective step stopped at ``refit_iter``
-    iterations, its columns are then fitted until the tolerance, as ``"auto"``'s kept
-    round is (:data:`POLISH_ITER_RATIO` times as many iterations at most).
+    iterations and the loss is penalised (``l2 > 0``), its columns are then fitted until
+    the tolerance, as ``"auto"``'s kept round is (:data:`POLISH_ITER_RATIO` times as many
+    iterations at most). Unpenalised (the paper's loss), classes that a rule separates
+    have no finite minimum to fit to, and the last round keeps its capped step.
 
     ``"auto"``: with at least
     :data:`~streamlearn.solvers.holdout.MIN_VALIDATION_ROWS` rows expected in the
@@ -1132,8 +1134,8 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
     kept = path.rounds[path.best]
     step, l2 = kept.step, path.l2
     polished = []
-    if config.n_rounds == "auto" or not step.converged:  # the kept columns, fitted until
-        # the tolerance at each candidate penalty, from the path's model
+    if config.n_rounds == "auto" or (not step.converged and l2 > 0):  # the kept columns,
+        # fitted until the tolerance at each candidate penalty, from the path's model
         intervals = _kept_intervals(prep, kept)
         polished = [_polish(runner, prep, config, kept, path.gtol, value, holdout, intervals)
                     for value in l2_values]
