@@ -773,18 +773,23 @@ def report_tables(report: dict[str, Any]) -> dict[str, Any]:
     m, s, st = report["mnist"], report["sharing"], report["streaming"]
     low, high = (f"{t:.2f}" for t in s["settings"]["targets"])
     n_classes = s["settings"]["class_counts"][-1]
-    ovr_last = max(k for k, v in zip(s["settings"]["class_counts"],
-                                     s["needed"][high]["one_vs_rest"]["median"], strict=True)
-                   if v is not None)
+    ovr_last = max((k for k, v in zip(s["settings"]["class_counts"],
+                                      s["needed"][high]["one_vs_rest"]["median"], strict=True)
+                    if v is not None), default=0)
+
+    def shown(value: float | None, spec: str) -> str:  # a level a quick run may not reach
+        return "(not reached)" if value is None else format(value, spec)
+
+    needed_low, needed_high = s["needed"][low], s["needed"][high]
     sharing = (f"Feature sharing on letter: ShareBoost needs "
-               f"{s['needed'][low]['shareboost']['median'][-1]:g} features for "
+               f"{shown(needed_low['shareboost']['median'][-1], 'g')} features for "
                f"{float(low):.0%} test error with all {n_classes} classes against "
-               f"{s['needed'][low]['one_vs_rest']['median'][-1]:g} for greedy one-vs-rest; "
-               f"the count grows as classes^"
-               f"{s['needed'][low]['shareboost']['exponent_of_median']:.2f} against "
-               f"classes^{s['needed'][low]['one_vs_rest']['exponent_of_median']:.2f} "
-               f"(^{s['needed'][high]['shareboost']['exponent_of_median']:.2f} against "
-               f"^{s['needed'][high]['one_vs_rest']['exponent_of_median']:.2f} for "
+               f"{shown(needed_low['one_vs_rest']['median'][-1], 'g')} for greedy "
+               f"one-vs-rest; the count grows as classes^"
+               f"{shown(needed_low['shareboost']['exponent_of_median'], '.2f')} against "
+               f"classes^{shown(needed_low['one_vs_rest']['exponent_of_median'], '.2f')} "
+               f"(^{shown(needed_high['shareboost']['exponent_of_median'], '.2f')} against "
+               f"^{shown(needed_high['one_vs_rest']['exponent_of_median'], '.2f')} for "
                f"{float(high):.0%}, which one-vs-rest, in the median class order, does not "
                f"reach beyond {ovr_last} classes). ")
     sharing_cols, sharing_rows = sharing_table(s)
@@ -965,6 +970,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.run_name or not all(part in report for part in runners):
         out_file.write_text(json.dumps(report, indent=2) + "\n")
         return
+    out_file.write_text(json.dumps(report, indent=2) + "\n")  # kept if the tables fail
     report.update(report_tables(report))
     out_file.write_text(json.dumps(report, indent=2) + "\n")
     plot(report, args.out / "shareboost.png")
