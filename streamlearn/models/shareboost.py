@@ -90,7 +90,6 @@ from streamlearn.solvers.shareboost.driver import (
     COVERAGE_RANGE,
     KMEANS_EPOCHS,
     LBFGS_MEMORY,
-    POLISH_ITER_RATIO,
     SAMPLE_ROWS,
     SCORE_TIE_RTOL,
     CorrectiveStep,
@@ -567,10 +566,9 @@ class ShareBoostClassifier(ClassifierScore, StreamEstimator):
         self._keep("anchor_metric_", next((f[2].anchor_metric for f in fits
                                            if f[2].anchor_metric is not None), None))
         if not fitted.converged:
-            polished = self.n_rounds == "auto" or fitted.l2 > 0  # driver.fit's final fit
-            cap = int(self.refit_iter) * (POLISH_ITER_RATIO if polished else 1)
             warnings.warn(
-                f"the corrective step of the kept round stopped at {cap} L-BFGS iterations "
+                f"the corrective step of the kept round stopped at {fitted.iteration_cap} "
+                "L-BFGS iterations "
                 f"(refit_iter={self.refit_iter}) with its largest gradient entry "
                 f"{fitted.gradient_norm:.3g} above the tolerance (tol={self.tol:g} of the "
                 "first round's largest column score); increase refit_iter or tol (with "

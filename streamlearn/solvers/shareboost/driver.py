@@ -254,6 +254,9 @@ class ShareBoostFit:
     converged : bool
         Whether the kept round's corrective step stopped by its own rule, not at
         ``refit_iter``.
+    iteration_cap : int
+        The L-BFGS iterations that step could take: ``refit_iter``, or
+        :data:`POLISH_ITER_RATIO` times it where the kept columns were fitted again.
     gradient_norm : float
         Largest gradient entry at the end of the kept round's corrective step.
     l2 : float
@@ -286,6 +289,7 @@ class ShareBoostFit:
     passes: tuple[int, ...]
     converged: bool
     gradient_norm: float
+    iteration_cap: int = 0
     l2: float = 0.0
     validation: dict[str, Any] | None = None
     feature_transform: TailTransform | None = None
@@ -1153,12 +1157,14 @@ def fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int,
                       "l2_candidates": list(l2_values),
                       "l2_held_out_loss": [p.held_out_loss for p in polished]}
     scale, rows = probability_scale(runner, dataset, family, kept.selected, step, holdout)
+    cap = int(config.refit_iter) * (POLISH_ITER_RATIO if polished else 1)
     return ShareBoostFit(family=family, selected=kept.selected, coef=step.coef,
                          intercept=step.intercept,
                          loss=tuple(r.step.value for r in path.rounds),
                          train_error=tuple(r.step.train_error for r in path.rounds),
                          passes=tuple(r.passes for r in path.rounds),
                          converged=step.converged, gradient_norm=step.gradient_norm,
+                         iteration_cap=cap,
                          l2=l2, validation=validation, feature_transform=prep.transform,
                          proba_scale=scale, proba_rows=rows,
                          column_means=_column_means(summary),
@@ -1284,6 +1290,7 @@ def cross_fit(runner: Any, dataset: Dataset, config: ShareBoostConfig, seed: int
                          train_error=tuple(r.step.train_error for r in path.rounds),
                          passes=tuple(r.passes for r in path.rounds),
                          converged=step.converged, gradient_norm=step.gradient_norm,
+                         iteration_cap=int(config.refit_iter) * POLISH_ITER_RATIO,
                          l2=prep.l2 * factors[chosen], validation=validation,
                          feature_transform=prep.transform, proba_scale=scale,
                          proba_rows=rows, column_means=_column_means(prep.summary),
